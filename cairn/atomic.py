@@ -1,0 +1,38 @@
+"""Atomic file writes: a temp file beside the target, fsync, then rename; new files are never overwritten."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from cairn.errors import CardExists
+
+
+def write_atomic(target: Path, data: bytes, *, overwrite: bool = True, mode: int = 0o644) -> None:
+    """Write `data` to `target` so readers see the old file or the new one, never half of either.
+
+    With overwrite=False an existing target raises CardExists and is left untouched.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name[:40]}.", suffix=".tmp", dir=target.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        if overwrite:
+            os.replace(tmp, target)
+        else:
+            try:
+                os.link(tmp, target)  # fails if target exists: no window in which it could be overwritten
+            except FileExistsError:
+                raise CardExists(f"{target} already exists; nothing was written") from None
+            except OSError:  # file systems without hard links
+                if target.exists() or target.is_symlink():
+                    raise CardExists(f"{target} already exists; nothing was written") from None
+                os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)

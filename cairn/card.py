@@ -1,0 +1,322 @@
+"""The experience card: Experience Contract v1 parsed from bytes into a frozen, typed record."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from frontmatter.default_handlers import YAMLHandler
+
+from cairn import safeyaml
+from cairn.finding import Finding
+
+MAX_CARD_BYTES = 1024 * 1024
+STATUSES = ("active", "draft", "retired")
+KNOWN_KEYS = frozenset(
+    {"name", "summary", "scope", "verified_at", "review_after", "status", "aliases", "not_when", "supersedes", "source"}
+)
+_LIST_FIELDS = ("scope", "aliases", "not_when", "supersedes")
+_DURATION = re.compile(r"^\s*(\d+)\s*(d|w|m|y)\s*$", re.IGNORECASE)
+_DURATION_DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
+
+
+@dataclass(frozen=True, slots=True)
+class Card:
+    """A card that keeps the contract.
+
+    id: path under `cards/` without `.md` (`git/force-push-loses-commits`).
+    path: vault-relative path, `cards/<id>.md`.
+    review_after: as written (a date or a duration such as `180d`); `expires_on` is the resolved date.
+    extra: frontmatter keys the contract does not name, kept as they were.
+    body_line: the file line on which the body starts.
+    """
+
+    id: str
+    path: str
+    name: str
+    summary: str
+    body: str = ""
+    scope: tuple[str, ...] = ()
+    verified_at: dt.date | None = None
+    review_after: str | None = None
+    expires_on: dt.date | None = None
+    status: str = "active"
+    aliases: tuple[str, ...] = ()
+    not_when: tuple[str, ...] = ()
+    supersedes: tuple[str, ...] = ()
+    source: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    body_line: int = 1
+
+    def is_expired(self, today: dt.date) -> bool:
+        return self.expires_on is not None and today > self.expires_on
+
+    def to_dict(self) -> dict[str, Any]:
+        """The parsed fields as JSON-ready values."""
+        return {
+            "id": self.id,
+            "path": self.path,
+            "name": self.name,
+            "summary": self.summary,
+            "scope": list(self.scope),
+            "verified_at": self.verified_at.isoformat() if self.verified_at else None,
+            "review_after": self.review_after,
+            "expires_on": self.expires_on.isoformat() if self.expires_on else None,
+            "status": self.status,
+            "aliases": list(self.aliases),
+            "not_when": list(self.not_when),
+            "supersedes": list(self.supersedes),
+            "source": self.source,
+            "extra": _jsonable(self.extra),
+            "body": self.body,
+        }
+
+
+def card_id_from_path(rel_path: str) -> str | None:
+    """`cards/git/x.md` -> `git/x`; None for a path that is not a card file."""
+    if not rel_path.startswith("cards/") or not rel_path.endswith(".md"):
+        return None
+    card_id = rel_path[len("cards/") : -len(".md")]
+    return card_id or None
+
+
+def parse_card(rel_path: str, data: bytes) -> tuple[Card | None, list[Finding]]:
+    """Parse a card file's bytes; returns the card (None if it breaks the contract) and every finding."""
+    card_id = card_id_from_path(rel_path)
+    if card_id is None:
+        return None, [Finding(rel_path, 0, "path-outside-cards", "a card is a `.md` file under `cards/`")]
+    text, problem = _decode(rel_path, data)
+    if text is None:
+        return None, [problem] if problem else []
+    return _parse_text(rel_path, card_id, text)
+
+
+def oversize_finding(rel_path: str, size: int) -> Finding:
+    return Finding(rel_path, 0, "file-size", f"the file is {size / 1048576:.1f} MiB; a card must be under 1 MiB")
+
+
+def _decode(rel_path: str, data: bytes) -> tuple[str | None, Finding | None]:
+    if len(data) > MAX_CARD_BYTES:
+        return None, oversize_finding(rel_path, len(data))
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return None, Finding(rel_path, 1, "file-encoding", "the file is UTF-16; save it as UTF-8")
+    if b"\x00" in data:
+        line = data[: data.index(b"\x00")].count(b"\n") + 1
+        return None, Finding(rel_path, line, "file-binary", "the file holds NUL bytes; a card is UTF-8 text")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        return None, Finding(rel_path, line, "file-encoding", f"byte {exc.start} is not UTF-8; save the file as UTF-8")
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    if not text.strip():
+        return None, Finding(
+            rel_path, 0, "file-empty", "the file is empty; a card needs frontmatter with name and summary"
+        )
+    return text, None
+
+
+def _parse_text(rel_path: str, card_id: str, text: str) -> tuple[Card | None, list[Finding]]:
+    handler = YAMLHandler()
+    if not handler.detect(text):
+        what = (
+            "TOML (+++) frontmatter is not supported; use YAML between `---` lines"
+            if text.startswith("+++")
+            else ("no frontmatter; start the file with a `---` line, then name and summary, then `---`")
+        )
+        return None, [Finding(rel_path, 1, "frontmatter-missing", what)]
+    try:
+        fm_text, body = handler.split(text)
+    except ValueError:
+        return None, [Finding(rel_path, 1, "frontmatter-parse", "the frontmatter has no closing `---` line")]
+    fm_offset = 1  # fm_text starts with the newline that ends the opening `---` line
+    try:
+        meta = safeyaml.load(fm_text)
+    except safeyaml.YamlRejected as exc:
+        return None, [Finding(rel_path, fm_offset + exc.line, "frontmatter-parse", str(exc))]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = fm_offset + mark.line if mark is not None else 1
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return None, [Finding(rel_path, line, "frontmatter-parse", f"the frontmatter is not valid YAML: {problem}")]
+    if not isinstance(meta, dict):
+        kind = "empty" if meta is None else f"a {type(meta).__name__}"
+        return None, [Finding(rel_path, 1, "frontmatter-mapping", f"the frontmatter is {kind}; it must be a mapping")]
+    body = body.strip("\n")
+    closing_line = fm_offset + fm_text.count("\n")
+    body_line = text.count("\n", 0, text.find(body, len(fm_text))) + 1 if body.strip() else closing_line + 1
+    return _build(rel_path, card_id, meta, fm_text, body, body_line, fm_offset)
+
+
+def _build(
+    rel_path: str, card_id: str, meta: dict[Any, Any], fm_text: str, body: str, body_line: int, fm_offset: int
+) -> tuple[Card | None, list[Finding]]:
+    findings: list[Finding] = []
+
+    def line_of(key: str) -> int:
+        match = re.search(rf"^{re.escape(key)}\s*:", fm_text, re.MULTILINE)
+        return fm_offset + fm_text.count("\n", 0, match.start()) if match else 1
+
+    def fail(key: str, rule: str, message: str) -> None:
+        findings.append(Finding(rel_path, line_of(key), rule, message))
+
+    texts: dict[str, str] = {}
+    for key in ("name", "summary"):
+        value = meta.get(key)
+        if value is None:
+            fail(key, "required-field", f"'{key}' is {'empty' if key in meta else 'missing'}")
+        elif not isinstance(value, str):
+            fail(key, "field-type", f"'{key}' must be text, not {_kind(value)}")
+        elif not value.strip():
+            fail(key, "required-field", f"'{key}' is empty")
+        else:
+            texts[key] = " ".join(value.split())
+
+    lists: dict[str, tuple[str, ...]] = {}
+    for key in _LIST_FIELDS:
+        value = meta.get(key)
+        if value is None:
+            lists[key] = ()
+        elif not isinstance(value, list):
+            fail(key, "field-type", f"'{key}' must be a list such as [a, b], not {_kind(value)}")
+        elif not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
+            fail(key, "field-type", f"'{key}' must be a list of words")
+        else:
+            lists[key] = tuple(str(v).strip() for v in value if str(v).strip())
+
+    verified_at: dt.date | None = None
+    if meta.get("verified_at") is not None:
+        verified_at = _as_date(meta["verified_at"])
+        if verified_at is None:
+            fail(
+                "verified_at",
+                "field-type",
+                f"'verified_at' must be a date such as 2026-10-02, not {meta['verified_at']!r}",
+            )
+
+    review_after: str | None = None
+    expires_on: dt.date | None = None
+    raw_review = meta.get("review_after")
+    if raw_review is not None:
+        as_date = _as_date(raw_review)
+        duration = _DURATION.match(raw_review) if isinstance(raw_review, str) else None
+        if as_date is not None:
+            review_after, expires_on = as_date.isoformat(), as_date
+        elif duration is not None:
+            review_after = raw_review.strip()
+            if verified_at is not None:
+                days = int(duration.group(1)) * _DURATION_DAYS[duration.group(2).lower()]
+                expires_on = verified_at + dt.timedelta(days=days)
+        else:
+            fail(
+                "review_after",
+                "field-type",
+                f"'review_after' must be a date or a duration such as 180d, not {raw_review!r}",
+            )
+
+    status = meta.get("status", "active")
+    if status is None:
+        status = "active"
+    if not isinstance(status, str):
+        fail("status", "field-type", f"'status' must be one of {', '.join(STATUSES)}")
+        status = "active"
+
+    source = meta.get("source")
+    if source is not None and not isinstance(source, str):
+        fail("source", "field-type", f"'source' must be text, not {_kind(source)}")
+
+    if findings:
+        return None, findings
+    card = Card(
+        id=card_id,
+        path=rel_path,
+        name=texts["name"],
+        summary=texts["summary"],
+        body=body,
+        scope=lists["scope"],
+        verified_at=verified_at,
+        review_after=review_after,
+        expires_on=expires_on,
+        status=status.strip().lower(),
+        aliases=lists["aliases"],
+        not_when=lists["not_when"],
+        supersedes=lists["supersedes"],
+        source=source,
+        extra={str(k): v for k, v in meta.items() if k not in KNOWN_KEYS},
+        body_line=body_line,
+    )
+    return card, []
+
+
+def _as_date(value: Any) -> dt.date | None:
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, str):
+        return "text"
+    return f"a {type(value).__name__}"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def check_card_id(card_id: str) -> str:
+    """Return a card id if it names a path inside `cards/`; raise InvalidId for traversal and absolute paths."""
+    from cairn.errors import InvalidId
+
+    cleaned = card_id.strip()
+    if cleaned.endswith(".md"):
+        cleaned = cleaned[:-3]
+    if cleaned.startswith("cards/"):
+        cleaned = cleaned[len("cards/") :]
+    parts = cleaned.split("/")
+    bad = (
+        not cleaned
+        or "\0" in cleaned
+        or "\\" in cleaned
+        or cleaned.startswith("/")
+        or (len(cleaned) > 1 and cleaned[1] == ":")
+        or any(part in ("", ".", "..") for part in parts)
+    )
+    if bad:
+        raise InvalidId(
+            f"{card_id!r} is not a card id; ids look like `topic/slug` (see `cairn recall` or `cairn lint`)"
+        )
+    return cleaned
+
+
+def slugify(text: str, max_length: int = 60) -> str:
+    """A lowercase slug for a file name: words (any script) joined by hyphens."""
+    slug = re.sub(r"[^\w]+", "-", text.lower(), flags=re.UNICODE).strip("-_")
+    slug = re.sub(r"-{2,}", "-", slug)
+    return slug[:max_length].rstrip("-") or "card"

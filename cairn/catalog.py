@@ -1,0 +1,42 @@
+"""Looking cards up by id: in the index (what was committed) or in the working tree (what is being written)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cairn.card import check_card_id
+from cairn.errors import CardNotFound
+from cairn.indexer import open_index, read_worktree_card
+from cairn.vault import Vault
+
+
+def card_record(vault: Vault, card_id: str, *, worktree: bool = False) -> dict[str, Any]:
+    """The whole card (parsed fields, body) with its provenance; raises CardNotFound with what to do next."""
+    card_id = check_card_id(card_id)
+    if worktree:
+        path = vault.card_path(card_id)
+        if not path.is_file() and not path.is_symlink():
+            raise CardNotFound(f"no card {card_id!r} in the working tree ({path.relative_to(vault.root)})")
+        card, findings = read_worktree_card(vault, path)
+        if card is None:
+            raise CardNotFound(f"{findings[0]}" if findings else f"card {card_id!r} cannot be read")
+        record = card.to_dict()
+        record["provenance"] = None
+        return record
+    with open_index(vault) as index:
+        record = index.record(card_id)
+        if record is None:
+            hint = _near_ids(index.ids(), card_id)
+            raise CardNotFound(
+                f"no card {card_id!r} at {index.commit[:8]}"
+                + (f"; did you mean {', '.join(hint)}?" if hint else "; list cards with `cairn recall` or `cairn lint`")
+                + " (uncommitted cards need --worktree)"
+            )
+        record["commit"] = index.commit
+        return record
+
+
+def _near_ids(ids: list[str], wanted: str) -> list[str]:
+    import difflib
+
+    return difflib.get_close_matches(wanted, ids, n=3, cutoff=0.6)

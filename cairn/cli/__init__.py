@@ -1,0 +1,49 @@
+"""The command line: a click group whose commands live in small modules, imported only when run."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import click
+
+from cairn import __version__
+
+# name -> "module:function"; each module under cairn.cli holds one concept's commands.
+COMMANDS: dict[str, str] = {
+    "init": "cairn.cli.vault_cmds:init",
+    "add": "cairn.cli.vault_cmds:add",
+    "index": "cairn.cli.vault_cmds:index",
+    "show": "cairn.cli.vault_cmds:show",
+    "demo": "cairn.cli.demo_cmd:demo",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, _, attr = target.partition(":")
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, "--version", prog_name="cairn", message="%(prog)s %(version)s")
+def cli() -> None:
+    """Cairn: a team's lessons as experience cards in git, recalled into coding agents' prompts.
+
+    \b
+    Start here:
+      cairn demo                      the main job on the bundled example vault
+      cairn init my-vault             a new vault (git repository) to fill with cards
+      cairn recall "how do I ..."     which cards a prompt would get
+    """
+
+
+def main(args: list[str] | None = None) -> Any:
+    return cli.main(args=args, prog_name="cairn")

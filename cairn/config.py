@@ -1,0 +1,125 @@
+"""`cairn.toml`: every setting with its default, read into typed records; a missing file means all defaults."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from cairn.errors import InvalidConfig
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CONFIG_FILE = "cairn.toml"
+
+
+@dataclass(frozen=True, slots=True)
+class RecallSettings:
+    """Ranking and the three gates. `cairn calibrate --write` fits the gate thresholds."""
+
+    max_cards: int = 3
+    k1: float = 1.2
+    b: float = 0.75
+    weight_summary: float = 3.0
+    weight_name: float = 2.0
+    weight_body: float = 1.0
+    min_score: float = 0.45
+    min_coverage: float = 0.5
+    min_margin: float = 0.15
+
+
+@dataclass(frozen=True, slots=True)
+class LintSettings:
+    """Policy for `cairn lint` and the pre-commit hooks."""
+
+    summary_max_chars: int = 300
+    max_age_days: int = 365
+    scopes: tuple[str, ...] = ()
+    max_scope_share: float = 0.5
+    max_scopes_per_card: int = 6
+    duplicate_threshold: float = 0.8
+
+
+@dataclass(frozen=True, slots=True)
+class SanitizeSettings:
+    """Extra redaction for `cairn sanitize`: regular expressions and internal domain suffixes."""
+
+    patterns: tuple[str, ...] = ()
+    internal_domains: tuple[str, ...] = (".internal", ".corp", ".lan", ".local")
+
+
+@dataclass(frozen=True, slots=True)
+class HookSettings:
+    max_context_chars: int = 9000
+    session_ttl_days: int = 14
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    recall: RecallSettings = field(default_factory=RecallSettings)
+    lint: LintSettings = field(default_factory=LintSettings)
+    sanitize: SanitizeSettings = field(default_factory=SanitizeSettings)
+    hook: HookSettings = field(default_factory=HookSettings)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_SECTIONS: dict[str, type[Any]] = {
+    "recall": RecallSettings,
+    "lint": LintSettings,
+    "sanitize": SanitizeSettings,
+    "hook": HookSettings,
+}
+
+
+def parse_config(text: str | None, source: str = CONFIG_FILE) -> Config:
+    """Read `cairn.toml` text (None = no file); unknown sections and keys are errors, so typos surface."""
+    if text is None or not text.strip():
+        return Config()
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidConfig(f"{source}: {exc}") from None
+    sections: dict[str, Any] = {}
+    for name, table in data.items():
+        if name not in _SECTIONS:
+            raise InvalidConfig(f"{source}: unknown section [{name}]; known: {', '.join(_SECTIONS)}")
+        if not isinstance(table, dict):
+            raise InvalidConfig(f"{source}: [{name}] must be a table")
+        sections[name] = _section(_SECTIONS[name], name, table, source)
+    return Config(**sections)
+
+
+def config_from_dict(data: dict[str, Any]) -> Config:
+    """Rebuild a Config from `Config.to_dict()` output (as stored in the index)."""
+    return Config(**{name: _section(cls, name, data.get(name, {}), "index") for name, cls in _SECTIONS.items()})
+
+
+def _section(cls: type[Any], name: str, table: dict[str, Any], source: str) -> Any:
+    known = {f.name: f for f in fields(cls)}
+    values: dict[str, Any] = {}
+    defaults = cls()
+    for key, value in table.items():
+        if key not in known:
+            raise InvalidConfig(f"{source}: unknown key '{key}' in [{name}]; known: {', '.join(known)}")
+        default = getattr(defaults, key)
+        if isinstance(default, tuple):
+            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+                raise InvalidConfig(f"{source}: [{name}] {key} must be a list of strings")
+            value = tuple(value)
+        elif isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise InvalidConfig(f"{source}: [{name}] {key} must be true or false")
+        elif isinstance(default, float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InvalidConfig(f"{source}: [{name}] {key} must be a number")
+            value = float(value)
+        elif isinstance(default, int):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InvalidConfig(f"{source}: [{name}] {key} must be a whole number")
+        values[key] = value
+    return cls(**values)

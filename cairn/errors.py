@@ -1,0 +1,51 @@
+"""Cairn's exceptions: one root, translated into `Error: ...` and exit 1 once, at the CLI edge."""
+
+from __future__ import annotations
+
+
+class CairnError(Exception):
+    """A user-facing failure: the message says what is wrong and what to do."""
+
+
+class VaultNotFound(CairnError):
+    pass
+
+
+class NotAGitRepository(CairnError):
+    pass
+
+
+class CardNotFound(CairnError):
+    pass
+
+
+class CardExists(CairnError):
+    pass
+
+
+class InvalidCard(CairnError):
+    pass
+
+
+class InvalidConfig(CairnError):
+    pass
+
+
+class InvalidId(CairnError):
+    pass
+
+
+class IndexMissing(CairnError):
+    pass
+
+
+class IndexCorrupt(CairnError):
+    pass
+
+
+class InvalidCases(CairnError):
+    pass
+
+
+class RefusedWrite(CairnError):
+    pass

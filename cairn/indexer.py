@@ -1,0 +1,296 @@
+"""Building the index from a commit's tree, and updating it from the cached commit through the git diff."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import git
+
+from cairn import gitrepo, paths, store
+from cairn.card import MAX_CARD_BYTES, Card, card_id_from_path, oversize_finding, parse_card
+from cairn.config import CONFIG_FILE, Config, parse_config
+from cairn.errors import CairnError, IndexCorrupt, IndexMissing
+from cairn.finding import Finding
+from cairn.tokens import tokenize
+from cairn.vault import Vault, worktree_card_files
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexReport:
+    """What `cairn index` did. mode is `full`, `incremental` or `unchanged`."""
+
+    index_file: Path
+    commit: str
+    mode: str
+    n_cards: int
+    read: int
+    removed: int
+    problems: tuple[Finding, ...] = ()
+    seconds: float = 0.0
+    previous_commit: str | None = None
+    changed_ids: tuple[str, ...] = field(default=())
+
+
+def card_terms(card: Card, blob: str) -> store.CardTerms:
+    """A parsed card turned into what the index stores: fields, record and tokens per field."""
+    name_text = " ".join((card.name, *card.aliases))
+    return store.CardTerms(
+        id=card.id,
+        path=card.path,
+        blob=blob,
+        name=card.name,
+        summary=card.summary,
+        status=card.status,
+        expires_on=card.expires_on.isoformat() if card.expires_on else None,
+        scope=tuple(s.lower() for s in card.scope),
+        not_when=tuple(card.not_when),
+        supersedes=tuple(card.supersedes),
+        record=card.to_dict(),
+        tokens=(tokenize(name_text), tokenize(card.summary), tokenize(card.body)),
+    )
+
+
+def index_file_for(vault: Vault, worktree: bool = False) -> Path:
+    path = paths.index_path(vault.root)
+    return path.with_name("worktree.sqlite") if worktree else path
+
+
+def build_index(vault: Vault, *, rebuild: bool = False, progress: Progress | None = None) -> IndexReport:
+    """Bring the cache up to the vault's HEAD: incrementally when a usable index exists, else in full."""
+    started = time.perf_counter()
+    repo = gitrepo.open_repo(vault)
+    commit = gitrepo.head_commit(repo)
+    target = index_file_for(vault)
+    with store.writer_lock(target):
+        base = None if rebuild else _usable_base(target, vault, repo)
+        if base is not None and base.commit == commit:
+            report = IndexReport(target, commit, "unchanged", base.n_cards, 0, 0, _stored_problems(base))
+            base.close()
+            return _timed(report, started)
+        meta = _meta(vault, commit, "commit", _config_at(repo, commit, vault))
+        if base is None:
+            report = _full_from_commit(vault, repo, commit, target, meta, progress)
+        else:
+            report = _incremental(vault, repo, base, commit, target, meta, progress)
+    return _timed(report, started)
+
+
+def build_worktree_index(vault: Vault, progress: Progress | None = None) -> IndexReport:
+    """Index the working tree (uncommitted edits included), for authors; never used by the hook."""
+    started = time.perf_counter()
+    target = index_file_for(vault, worktree=True)
+    config_file = vault.root / CONFIG_FILE
+    config = parse_config(config_file.read_text("utf-8") if config_file.is_file() else None)
+    files = list(worktree_card_files(vault))
+    upserts: list[store.CardTerms] = []
+    problems: list[Finding] = []
+    for done, file in enumerate(files, 1):
+        rel = file.relative_to(vault.root).as_posix()
+        if card_id_from_path(rel) is None:
+            continue
+        card, findings = read_worktree_card(vault, file)
+        problems.extend(findings)
+        if card is not None:
+            upserts.append(card_terms(card, "worktree"))
+        if progress:
+            progress(done, len(files))
+    meta = _meta(vault, "worktree", "worktree", config)
+    with store.writer_lock(target):
+        store.write_index(target, meta, upserts, problems=[_problem_row(f) for f in problems])
+    return _timed(IndexReport(target, "worktree", "full", len(upserts), len(files), 0, tuple(problems)), started)
+
+
+def read_worktree_card(vault: Vault, file: Path) -> tuple[Card | None, list[Finding]]:
+    """Read one card file from the working tree; symlinks and files outside `cards/` are findings."""
+    rel = file.relative_to(vault.root).as_posix() if file.is_relative_to(vault.root) else str(file)
+    if file.is_symlink():
+        return None, [Finding(rel, 0, "file-symlink", "a card must be a regular file, not a symlink")]
+    if not file.resolve().is_relative_to(vault.cards_dir.resolve()):
+        return None, [Finding(rel, 0, "path-outside-cards", "a card is a `.md` file under the vault's cards/")]
+    try:
+        size = file.stat().st_size
+        if size > MAX_CARD_BYTES:  # never read a huge file whole
+            return None, [oversize_finding(rel, size)]
+        data = file.read_bytes()
+    except OSError as exc:
+        return None, [Finding(rel, 0, "file-unreadable", f"cannot read the file: {exc.strerror or exc}")]
+    return parse_card(rel, data)
+
+
+def open_index(vault: Vault, *, worktree: bool = False) -> store.IndexReader:
+    """The index for reading: for the commit view, brought up to HEAD first."""
+    if worktree:
+        report = build_worktree_index(vault)
+        return store.IndexReader(report.index_file)
+    report = build_index(vault)
+    try:
+        return store.IndexReader(report.index_file)
+    except IndexCorrupt:
+        build_index(vault, rebuild=True)
+        return store.IndexReader(report.index_file)
+
+
+def config_of(vault: Vault, *, worktree: bool = False) -> Config:
+    """The vault's settings: from the working tree, or from HEAD when the vault is in git."""
+    config_file = vault.root / CONFIG_FILE
+    if worktree or vault.git_root is None:
+        return parse_config(config_file.read_text("utf-8") if config_file.is_file() else None)
+    repo = gitrepo.open_repo(vault)
+    try:
+        commit = gitrepo.head_commit(repo)
+    except CairnError:
+        return parse_config(config_file.read_text("utf-8") if config_file.is_file() else None)
+    return _config_at(repo, commit, vault)
+
+
+# -- internals ----------------------------------------------------------------------------------------------------
+
+
+def _timed(report: IndexReport, started: float) -> IndexReport:
+    return IndexReport(
+        report.index_file,
+        report.commit,
+        report.mode,
+        report.n_cards,
+        report.read,
+        report.removed,
+        report.problems,
+        round(time.perf_counter() - started, 3),
+        report.previous_commit,
+        report.changed_ids,
+    )
+
+
+def _config_at(repo: git.Repo, commit: str, vault: Vault) -> Config:
+    data = gitrepo.read_path(repo, commit, CONFIG_FILE, vault)
+    if data is None:
+        return Config()
+    return parse_config(data.decode("utf-8", "replace"), source=f"{CONFIG_FILE} at {commit[:8]}")
+
+
+def _meta(vault: Vault, commit: str, source: str, config: Config) -> dict[str, str]:
+    return {
+        "commit": commit,
+        "source": source,
+        "vault_root": str(vault.root),
+        "git_root": str(vault.git_root) if vault.git_root else "",
+        "prefix": vault.prefix,
+        "built_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "config": json.dumps(config.to_dict(), ensure_ascii=False),
+    }
+
+
+def _usable_base(target: Path, vault: Vault, repo: git.Repo) -> store.IndexReader | None:
+    try:
+        reader = store.IndexReader(target)
+    except (IndexMissing, IndexCorrupt):
+        return None
+    ok = (
+        reader.meta.get("source") == "commit"
+        and reader.meta.get("vault_root") == str(vault.root)
+        and reader.meta.get("prefix") == vault.prefix
+        and gitrepo.commit_exists(repo, reader.commit)
+        and reader.integrity_ok()
+    )
+    if not ok:
+        reader.close()
+        return None
+    return reader
+
+
+def _stored_problems(reader: store.IndexReader) -> tuple[Finding, ...]:
+    return tuple(Finding(path, line, rule, message) for path, line, rule, message in reader.problems())
+
+
+def _problem_row(finding: Finding) -> tuple[str, int, str, str]:
+    return (finding.path, finding.line, finding.rule, finding.message)
+
+
+def _read_entries(
+    repo: git.Repo, entries: Sequence[gitrepo.TreeEntry], progress: Progress | None
+) -> tuple[list[store.CardTerms], list[Finding]]:
+    upserts: list[store.CardTerms] = []
+    problems: list[Finding] = []
+    total = len(entries)
+    for done, entry in enumerate(entries, 1):
+        card, findings = _read_entry(repo, entry)
+        problems.extend(findings)
+        if card is not None:
+            upserts.append(card_terms(card, entry.blob))
+        if progress and (done % 200 == 0 or done == total):
+            progress(done, total)
+    return upserts, problems
+
+
+def _read_entry(repo: git.Repo, entry: gitrepo.TreeEntry) -> tuple[Card | None, list[Finding]]:
+    if entry.mode == gitrepo.SYMLINK_MODE:
+        return None, [Finding(entry.path, 0, "file-symlink", "a card must be a regular file, not a symlink")]
+    if entry.mode == gitrepo.SUBMODULE_MODE:
+        return None, [Finding(entry.path, 0, "path-outside-cards", "a submodule cannot hold cards")]
+    return parse_card(entry.path, gitrepo.read_blob(repo, entry.blob))
+
+
+def _card_entries(repo: git.Repo, commit: str, vault: Vault) -> list[gitrepo.TreeEntry]:
+    return [e for e in gitrepo.card_entries(repo, commit, vault) if card_id_from_path(e.path) is not None]
+
+
+def _full_from_commit(
+    vault: Vault, repo: git.Repo, commit: str, target: Path, meta: dict[str, str], progress: Progress | None
+) -> IndexReport:
+    entries = _card_entries(repo, commit, vault)
+    upserts, problems = _read_entries(repo, entries, progress)
+    store.write_index(target, meta, upserts, problems=[_problem_row(f) for f in problems])
+    return IndexReport(target, commit, "full", len(upserts), len(entries), 0, tuple(problems))
+
+
+def _incremental(
+    vault: Vault,
+    repo: git.Repo,
+    base: store.IndexReader,
+    commit: str,
+    target: Path,
+    meta: dict[str, str],
+    progress: Progress | None,
+) -> IndexReport:
+    previous = base.commit
+    changes = gitrepo.changed_cards(repo, previous, commit, vault)
+    touched_paths = {p for c in changes for p in (c.old_path, c.new_path) if p}
+    removed_ids = {card_id_from_path(c.old_path) for c in changes if c.old_path and c.status in "DRM"}
+    new_paths = sorted({c.new_path for c in changes if c.new_path and c.status in "AMR"})
+    wanted = set(new_paths)
+    entries = [e for e in gitrepo.card_entries(repo, commit, vault) if e.path in wanted] if wanted else []
+    entries = [e for e in entries if card_id_from_path(e.path) is not None]
+    upserts, new_problems = _read_entries(repo, entries, progress)
+    kept = [p for p in base.problems() if p[0] not in touched_paths]
+    problems = kept + [_problem_row(f) for f in new_problems]
+    n_before = base.n_cards
+    base_path = base.path
+    base.close()
+    # Under the writer lock nobody replaces base_path, so it can be copied as the starting point.
+    store.write_index(
+        target, meta, upserts, removed_ids={i for i in removed_ids if i}, problems=problems, base=base_path
+    )
+    reader = store.IndexReader(target)
+    n_after = reader.n_cards
+    reader.close()
+    changed = tuple(sorted({c.id for c in upserts} | {i for i in removed_ids if i}))
+    report_problems = tuple(Finding(*p) for p in problems)
+    return IndexReport(
+        target,
+        commit,
+        "incremental",
+        n_after,
+        len(entries),
+        max(0, n_before + len(upserts) - n_after),
+        report_problems,
+        0.0,
+        previous,
+        changed,
+    )

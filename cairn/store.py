@@ -1,0 +1,409 @@
+"""The index file: a SQLite database (standard library only) with an inverted index the hook reads per query.
+
+Readers open it read-only and immutable; writers build a new file beside it and `os.replace` it, under a lock,
+so a reader always sees one whole index and two writers leave one valid file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sqlite3
+import tempfile
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cairn.errors import IndexCorrupt, IndexMissing
+
+FORMAT_VERSION = "1"
+FIELDS = ("name", "summary", "body")
+_U16 = 0xFFFF
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE cards (
+    row INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    path TEXT NOT NULL,
+    blob TEXT NOT NULL,
+    name TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    status TEXT NOT NULL,
+    expires_on TEXT,
+    scope TEXT NOT NULL,
+    not_when TEXT NOT NULL,
+    supersedes TEXT NOT NULL,
+    len_name INTEGER NOT NULL,
+    len_summary INTEGER NOT NULL,
+    len_body INTEGER NOT NULL,
+    terms TEXT NOT NULL,
+    record TEXT NOT NULL,
+    provenance TEXT
+);
+CREATE TABLE terms (term TEXT PRIMARY KEY, df INTEGER NOT NULL, postings BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE problems (path TEXT NOT NULL, line INTEGER NOT NULL, rule TEXT NOT NULL, message TEXT NOT NULL);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedCard:
+    """What the hot path knows of a card, without reading the card file or parsing YAML.
+
+    lengths: token counts of (name with aliases, summary, body).
+    superseded_by: ids of active cards whose `supersedes` names this one.
+    """
+
+    row: int
+    id: str
+    path: str
+    name: str
+    summary: str
+    status: str
+    expires_on: str | None
+    scope: tuple[str, ...]
+    not_when: tuple[str, ...]
+    supersedes: tuple[str, ...]
+    lengths: tuple[int, int, int]
+    superseded_by: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Postings:
+    """One term's postings: card rows, and per row six counts: the term's frequency in name, summary and body,
+    then the card's token lengths of name, summary and body (so scoring never looks a card up)."""
+
+    df: int
+    rows: array[int]
+    stats: array[int]
+
+    def __iter__(self) -> Iterator[tuple[int, int, int, int, int, int, int]]:
+        st = self.stats
+        for i, row in enumerate(self.rows):
+            j = 6 * i
+            yield row, st[j], st[j + 1], st[j + 2], st[j + 3], st[j + 4], st[j + 5]
+
+
+@dataclass(frozen=True, slots=True)
+class CardTerms:
+    """A card ready to index: its hot-path fields, its full record (JSON-ready) and its tokens per field."""
+
+    id: str
+    path: str
+    blob: str
+    name: str
+    summary: str
+    status: str
+    expires_on: str | None
+    scope: tuple[str, ...]
+    not_when: tuple[str, ...]
+    supersedes: tuple[str, ...]
+    record: dict[str, Any]
+    tokens: tuple[Sequence[str], Sequence[str], Sequence[str]]
+    provenance: dict[str, Any] | None = None
+
+
+class IndexReader:
+    """A read-only view of one index file."""
+
+    def __init__(self, path: Path) -> None:
+        if not path.is_file():
+            raise IndexMissing(f"no index at {path}; run `cairn index`")
+        self.path = path
+        try:
+            uri = Path(path).resolve().as_uri() + "?mode=ro&immutable=1"
+            self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            self.meta = dict(self._db.execute("SELECT key, value FROM meta"))
+        except sqlite3.DatabaseError as exc:
+            raise IndexCorrupt(f"the index at {path} is damaged ({exc}); run `cairn index --rebuild`") from None
+        if self.meta.get("format") != FORMAT_VERSION:
+            raise IndexCorrupt(f"the index at {path} has an old format; run `cairn index --rebuild`")
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> IndexReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def commit(self) -> str:
+        return self.meta["commit"]
+
+    @property
+    def n_cards(self) -> int:
+        return int(self.meta["n_cards"])
+
+    @property
+    def avg_lengths(self) -> tuple[float, float, float]:
+        a, b, c = json.loads(self.meta["avg_lengths"])
+        return float(a), float(b), float(c)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return json.loads(self.meta["config"])  # type: ignore[no-any-return]
+
+    def postings(self, terms: Iterable[str]) -> dict[str, Postings]:
+        wanted = sorted(set(terms))
+        found: dict[str, Postings] = {}
+        for chunk in _chunks(wanted, 500):
+            marks = ",".join("?" * len(chunk))
+            for term, df, blob in self._query(f"SELECT term, df, postings FROM terms WHERE term IN ({marks})", chunk):
+                found[term] = _unpack(df, blob)
+        return found
+
+    def cards(self, rows: Iterable[int]) -> dict[int, IndexedCard]:
+        wanted = sorted(set(rows))
+        out: dict[int, IndexedCard] = {}
+        for chunk in _chunks(wanted, 500):
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT {_CARD_COLUMNS} FROM cards WHERE row IN ({marks})"
+            for values in self._query(sql, chunk):
+                card = _indexed_card(values)
+                out[card.row] = card
+        if out:
+            by_id = {c.id: c.row for c in out.values()}
+            for sup_id, sup_status, sup_list in self._superseders():
+                if sup_status != "active":
+                    continue
+                for target in json.loads(sup_list):
+                    if target in by_id:
+                        row = by_id[target]
+                        card = out[row]
+                        out[row] = _replace_superseded(card, card.superseded_by + (sup_id,))
+        return out
+
+    def card_by_id(self, card_id: str) -> IndexedCard | None:
+        values = self._query(f"SELECT {_CARD_COLUMNS} FROM cards WHERE id = ?", (card_id,)).fetchone()
+        if values is None:
+            return None
+        return self.cards([values[0]])[values[0]]
+
+    def record(self, card_id: str) -> dict[str, Any] | None:
+        """The full parsed card (body included) and its provenance, as stored at index time."""
+        got = self._query("SELECT record, provenance FROM cards WHERE id = ?", (card_id,)).fetchone()
+        if got is None:
+            return None
+        record: dict[str, Any] = json.loads(got[0])
+        record["provenance"] = json.loads(got[1]) if got[1] else None
+        return record
+
+    def ids(self) -> list[str]:
+        return [row[0] for row in self._query("SELECT id FROM cards ORDER BY id", ())]
+
+    def entries(self) -> list[tuple[str, str, str]]:
+        """(id, path, blob) of every indexed card."""
+        return list(self._query("SELECT id, path, blob FROM cards ORDER BY id", ()))
+
+    def problems(self) -> list[tuple[str, int, str, str]]:
+        return list(self._query("SELECT path, line, rule, message FROM problems ORDER BY path, line", ()))
+
+    def checksum_holds(self) -> bool:
+        return self.meta.get("checksum") == entries_checksum(self.entries())
+
+    def integrity_ok(self) -> bool:
+        return self._query("PRAGMA quick_check", ()).fetchone() == ("ok",)
+
+    def _superseders(self) -> list[tuple[str, str, str]]:
+        return list(self._query("SELECT id, status, supersedes FROM cards WHERE supersedes != '[]'", ()))
+
+    def _query(self, sql: str, args: Sequence[Any]) -> sqlite3.Cursor:
+        try:
+            return self._db.execute(sql, args)
+        except sqlite3.DatabaseError as exc:
+            raise IndexCorrupt(f"the index at {self.path} is damaged ({exc}); run `cairn index --rebuild`") from None
+
+
+_CARD_COLUMNS = (
+    "row, id, path, name, summary, status, expires_on, scope, not_when, supersedes, len_name, len_summary, len_body"
+)
+
+
+def _indexed_card(values: Sequence[Any]) -> IndexedCard:
+    row, card_id, path, name, summary, status, expires_on, scope, not_when, supersedes, *lengths = values
+    return IndexedCard(
+        row=row,
+        id=card_id,
+        path=path,
+        name=name,
+        summary=summary,
+        status=status,
+        expires_on=expires_on,
+        scope=tuple(json.loads(scope)),
+        not_when=tuple(json.loads(not_when)),
+        supersedes=tuple(json.loads(supersedes)),
+        lengths=(lengths[0], lengths[1], lengths[2]),
+    )
+
+
+def _replace_superseded(card: IndexedCard, by: tuple[str, ...]) -> IndexedCard:
+    values = {name: getattr(card, name) for name in card.__dataclass_fields__}
+    values["superseded_by"] = by
+    return IndexedCard(**values)
+
+
+def _unpack(df: int, blob: bytes) -> Postings:
+    rows = array("I")
+    rows.frombytes(blob[: 4 * df])
+    stats = array("H")
+    stats.frombytes(blob[4 * df :])
+    return Postings(df=df, rows=rows, stats=stats)
+
+
+def _pack(rows: Sequence[int], stats: Sequence[int]) -> bytes:
+    return array("I", rows).tobytes() + array("H", stats).tobytes()
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def entries_checksum(entries: Iterable[tuple[str, str, str]]) -> str:
+    digest = hashlib.sha256()
+    for card_id, path, blob in sorted(entries):
+        digest.update(f"{card_id}\0{path}\0{blob}\n".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+# -- writing ------------------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def writer_lock(index_file: Path) -> Iterator[None]:
+    """Serialise writers of one index (readers never wait: they read whole files)."""
+    index_file.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = index_file.with_name(index_file.name + ".lock")
+    with open(lock_path, "a+b") as handle:
+        try:
+            import fcntl
+
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        except ImportError:  # pragma: no cover - Windows: os.replace alone keeps readers safe
+            pass
+        yield
+
+
+def write_index(
+    index_file: Path,
+    meta: dict[str, str],
+    upserts: Sequence[CardTerms],
+    removed_ids: Iterable[str] = (),
+    problems: Sequence[tuple[str, int, str, str]] = (),
+    base: Path | None = None,
+) -> None:
+    """Write a new index file atomically: from scratch, or from `base` with cards removed and upserted.
+
+    Call under `writer_lock`. `problems` replaces the stored list of cards left out (contract findings).
+    """
+    index_file.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=".index-", suffix=".tmp", dir=index_file.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        if base is not None:
+            with sqlite3.connect(base) as src, sqlite3.connect(tmp) as dst:
+                src.backup(dst)
+        db = sqlite3.connect(tmp)
+        try:
+            db.execute("PRAGMA journal_mode=OFF")
+            db.execute("PRAGMA synchronous=OFF")
+            if base is None:
+                db.executescript(_SCHEMA)
+            _apply(db, upserts, set(removed_ids) | {c.id for c in upserts})
+            db.execute("DELETE FROM problems")
+            db.executemany("INSERT INTO problems VALUES (?, ?, ?, ?)", problems)
+            _write_meta(db, meta)
+            db.commit()
+        finally:
+            db.close()
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, index_file)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _apply(db: sqlite3.Connection, upserts: Sequence[CardTerms], removed: set[str]) -> None:
+    # Old postings of removed or replaced cards.
+    stale: dict[str, set[int]] = {}
+    for chunk in _chunks(sorted(removed), 500):
+        marks = ",".join("?" * len(chunk))
+        for row, terms in db.execute(f"SELECT row, terms FROM cards WHERE id IN ({marks})", chunk):
+            for term in terms.split("\n") if terms else ():
+                stale.setdefault(term, set()).add(row)
+        db.execute(f"DELETE FROM cards WHERE id IN ({marks})", chunk)
+
+    fresh: dict[str, list[tuple[int, ...]]] = {}
+    for card in upserts:
+        counts = [Counter(tokens) for tokens in card.tokens]
+        lengths = [min(len(tokens), _U16) for tokens in card.tokens]
+        terms = sorted(set().union(*counts))
+        cursor = db.execute(
+            "INSERT INTO cards (id, path, blob, name, summary, status, expires_on, scope, not_when, supersedes,"
+            " len_name, len_summary, len_body, terms, record, provenance)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                card.id,
+                card.path,
+                card.blob,
+                card.name,
+                card.summary,
+                card.status,
+                card.expires_on,
+                json.dumps(list(card.scope), ensure_ascii=False),
+                json.dumps(list(card.not_when), ensure_ascii=False),
+                json.dumps(list(card.supersedes), ensure_ascii=False),
+                *lengths,
+                "\n".join(terms),
+                json.dumps(card.record, ensure_ascii=False),
+                json.dumps(card.provenance, ensure_ascii=False) if card.provenance is not None else None,
+            ),
+        )
+        row = cursor.lastrowid
+        assert row is not None
+        for term in terms:
+            fresh.setdefault(term, []).append((row, *(min(count[term], _U16) for count in counts), *lengths))
+
+    for term in sorted(set(stale) | set(fresh)):
+        got = db.execute("SELECT df, postings FROM terms WHERE term = ?", (term,)).fetchone()
+        rows: list[int] = []
+        stats: list[int] = []
+        if got is not None:
+            drop = stale.get(term, set())
+            for row, *counts in _unpack(got[0], got[1]):
+                if row not in drop:
+                    rows.append(row)
+                    stats.extend(counts)
+        for row, *counts in fresh.get(term, ()):
+            rows.append(row)
+            stats.extend(counts)
+        if rows:
+            db.execute("INSERT OR REPLACE INTO terms VALUES (?, ?, ?)", (term, len(rows), _pack(rows, stats)))
+        else:
+            db.execute("DELETE FROM terms WHERE term = ?", (term,))
+
+
+def _write_meta(db: sqlite3.Connection, meta: dict[str, str]) -> None:
+    n, name_len, summary_len, body_len = db.execute(
+        "SELECT COUNT(*), SUM(len_name), SUM(len_summary), SUM(len_body) FROM cards"
+    ).fetchone()
+    avg = [round((total or 0) / n, 4) if n else 0.0 for total in (name_len, summary_len, body_len)]
+    entries = db.execute("SELECT id, path, blob FROM cards").fetchall()
+    values = dict(meta)
+    values.update(
+        format=FORMAT_VERSION,
+        n_cards=str(n),
+        avg_lengths=json.dumps(avg),
+        checksum=entries_checksum(entries),
+    )
+    db.execute("DELETE FROM meta")
+    db.executemany("INSERT INTO meta VALUES (?, ?)", sorted(values.items()))

@@ -1,0 +1,106 @@
+"""The card contract: every kind of bad card gives its finding; good cards parse into typed records."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from cairn.card import Card, check_card_id, parse_card, slugify
+from cairn.errors import InvalidId
+
+FIXTURES = Path(__file__).parent / "fixtures" / "contract"
+EXPECTED = [
+    line.split()
+    for line in (FIXTURES / "bad" / "EXPECTED").read_text().splitlines()
+    if line.strip() and not line.startswith("#")
+]
+
+
+@pytest.mark.parametrize(("name", "rule"), EXPECTED, ids=[name for name, _ in EXPECTED])
+def test_bad_card_gives_its_finding(name: str, rule: str) -> None:
+    card, findings = parse_card(f"cards/bad/{name}", (FIXTURES / "bad" / name).read_bytes())
+    assert card is None
+    assert findings, "a bad card must give at least one finding"
+    assert findings[0].rule == rule
+    assert findings[0].path == f"cards/bad/{name}"
+    assert str(findings[0]).startswith(f"cards/bad/{name}:{findings[0].line}: {rule} ")
+
+
+def test_every_bad_fixture_is_listed() -> None:
+    listed = {name for name, _ in EXPECTED}
+    on_disk = {p.name for p in (FIXTURES / "bad").iterdir() if p.name != "EXPECTED"}
+    assert listed == on_disk
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (FIXTURES / "good").iterdir()))
+def test_good_cards_parse(name: str) -> None:
+    card, findings = parse_card(f"cards/good/{name}", (FIXTURES / "good" / name).read_bytes())
+    assert findings == []
+    assert isinstance(card, Card)
+    assert card.id == f"good/{name[:-3]}"
+    assert card.name and card.summary
+
+
+def test_full_card_fields_are_typed() -> None:
+    card, _ = parse_card("cards/git/full.md", (FIXTURES / "good" / "full.md").read_bytes())
+    assert card is not None
+    assert card.summary.startswith("If a shared branch was force-pushed")
+    assert "\n" not in card.summary
+    assert card.scope == ("git",)
+    assert card.verified_at == dt.date(2026, 10, 2)
+    assert card.expires_on == dt.date(2026, 10, 2) + dt.timedelta(days=180)
+    assert card.aliases == ("force push", "lost commits")
+    assert card.not_when == ("mercurial",)
+    assert card.supersedes == ("git/old-rebase-tip",)
+    assert card.extra == {"owner": {"team": "platform", "contacts": ["ann", "bob"]}}
+    assert card.body.startswith("# Pull --rebase after a force-push")
+    assert card.body_line == 19
+    assert card.is_expired(dt.date(2027, 6, 1)) and not card.is_expired(dt.date(2026, 11, 1))
+
+
+def test_field_findings_point_at_their_line() -> None:
+    data = b"---\nname: X\nsummary: y\nscope: git\nverified_at: nope\n---\n"
+    card, findings = parse_card("cards/x.md", data)
+    assert card is None
+    assert [(f.line, f.rule) for f in findings] == [(4, "field-type"), (5, "field-type")]
+
+
+def test_oversized_file_is_refused_without_parsing() -> None:
+    data = b"---\nname: Big\nsummary: x\n---\n" + b"a" * (1024 * 1024)
+    card, findings = parse_card("cards/big.md", data)
+    assert card is None and findings[0].rule == "file-size"
+
+
+def test_alias_bomb_is_bounded() -> None:
+    rows = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    for i, name in enumerate("bcdefgh"):
+        prev = "abcdefgh"[i]
+        rows.append(f"{name}: &{name} [{', '.join(['*' + prev] * 10)}]")
+    data = ("---\n" + "\n".join(rows) + "\nname: x\nsummary: y\n---\n").encode()
+    card, findings = parse_card("cards/bomb.md", data)
+    assert card is None and findings[0].rule == "frontmatter-parse"
+    assert "alias" in findings[0].message
+
+
+def test_path_outside_cards() -> None:
+    card, findings = parse_card("notes/x.md", b"---\nname: x\nsummary: y\n---\n")
+    assert card is None and findings[0].rule == "path-outside-cards"
+
+
+@pytest.mark.parametrize("bad", ["../etc/passwd", "/etc/passwd", "a/../../b", "", "a//b", "C:\\x", "x\0y"])
+def test_check_card_id_refuses_traversal(bad: str) -> None:
+    with pytest.raises(InvalidId):
+        check_card_id(bad)
+
+
+@pytest.mark.parametrize(("given", "expected"), [("git/x", "git/x"), ("cards/git/x.md", "git/x"), ("clang++", "clang++"), ("[", "[")])
+def test_check_card_id_accepts_real_ids(given: str, expected: str) -> None:
+    assert check_card_id(given) == expected
+
+
+def test_slugify() -> None:
+    assert slugify("Pull --rebase can drop commits!") == "pull-rebase-can-drop-commits"
+    assert slugify("数据库 迁移") == "数据库-迁移"
+    assert slugify("!!!") == "card"
