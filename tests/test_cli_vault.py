@@ -1,0 +1,148 @@
+"""The installed `cairn` as a user runs it: init, add, index, show, and the error contract."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cairn import __version__
+from cairn.cli import COMMANDS
+from conftest import VaultRepo, cairn_executable
+
+
+def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    full = dict(os.environ)
+    full.update(env or {})
+    return subprocess.run([cairn_executable(), *args], cwd=cwd, env=full, capture_output=True, text=True, timeout=120)
+
+
+def test_version() -> None:
+    done = run("--version")
+    assert done.returncode == 0
+    assert done.stdout.strip() == f"cairn {__version__}"
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_command_has_help_with_an_example(command: str) -> None:
+    done = run(command, "--help")
+    assert done.returncode == 0, done.stderr
+    assert "Example" in done.stdout
+    assert f"cairn {command}" in done.stdout
+
+
+def test_unknown_command_and_bad_option_are_usage_errors() -> None:
+    assert run("no-such-command").returncode == 2
+    assert run("show").returncode == 2  # missing ID
+    assert run("index", "--no-such-flag").returncode == 2
+
+
+def test_init_makes_a_committed_vault_and_refuses_a_non_empty_folder(tmp_path: Path) -> None:
+    target = tmp_path / "lessons"
+    done = run("init", str(target))
+    assert done.returncode == 0, done.stderr
+    assert (target / "cairn.toml").is_file() and (target / "evals" / "cases.yaml").is_file()
+    cards = sorted((target / "cards").rglob("*.md"))
+    assert len(cards) >= 10
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=target, capture_output=True, text=True)
+    assert status.stdout == ""  # everything committed
+    again = run("init", str(target))
+    assert again.returncode == 1
+    assert again.stderr.startswith("Error: ") and "not empty" in again.stderr
+    assert len(again.stderr.strip().splitlines()) == 1
+
+
+def test_init_vault_indexes_cleanly(tmp_path: Path) -> None:
+    target = tmp_path / "lessons"
+    assert run("init", str(target)).returncode == 0
+    done = run("index", "--json", cwd=target)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["problems"] == []
+    assert report["cards"] == len(list((target / "cards").rglob("*.md")))
+
+
+def test_add_writes_a_valid_card_and_never_overwrites(vault_repo: VaultRepo) -> None:
+    done = vault_repo.cairn("add", "--name", "Force push drops commits", "--summary", "Check reflog first.",
+                            "--scope", "git, ci", "--id", "git/force-push", "--body", "# Force push\n\nDetails.")
+    assert done.returncode == 0, done.stderr
+    path = vault_repo.root / "cards" / "git" / "force-push.md"
+    original = path.read_bytes()
+    assert b"scope:\n- git\n- ci\n" in original
+    again = vault_repo.cairn("add", "--name", "Other", "--summary", "Other.", "--id", "git/force-push")
+    assert again.returncode == 1
+    assert again.stderr.startswith("Error: cards/git/force-push.md already exists")
+    assert path.read_bytes() == original
+    assert sorted(p.name for p in path.parent.iterdir()) == ["force-push.md"]  # no temp files left
+    # The card was not committed, so it is shown only with --worktree.
+    assert vault_repo.git("status", "--porcelain") == "?? cards/"
+    shown = vault_repo.cairn("show", "git/force-push", "--worktree", "--json")
+    assert shown.returncode == 0, shown.stderr
+    record = json.loads(shown.stdout)
+    assert record["scope"] == ["git", "ci"] and record["body"] == "# Force push\n\nDetails."
+
+
+def test_add_slugs_the_name_and_reads_a_body_file(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    body = tmp_path / "body.md"
+    body.write_text("# 迁移\n\n先备份。\n", encoding="utf-8")
+    done = vault_repo.cairn("add", "--name", "数据库 迁移 Backup!", "--summary", "先备份。", "--body-file", str(body))
+    assert done.returncode == 0, done.stderr
+    assert (vault_repo.root / "cards" / "数据库-迁移-backup.md").read_text(encoding="utf-8").endswith("先备份。\n")
+
+
+@pytest.mark.parametrize("bad_id", ["../outside", "/etc/passwd", "a/../../b"])
+def test_add_refuses_ids_outside_cards(vault_repo: VaultRepo, bad_id: str) -> None:
+    done = vault_repo.cairn("add", "--name", "X", "--summary", "Y.", "--id", bad_id)
+    assert done.returncode == 1
+    assert "is not a card id" in done.stderr
+    assert list(vault_repo.root.rglob("*.md")) == []
+
+
+def test_add_body_and_body_file_together_is_a_usage_error(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    body = tmp_path / "b.md"
+    body.write_text("x")
+    done = vault_repo.cairn("add", "--name", "X", "--summary", "Y.", "--body", "b", "--body-file", str(body))
+    assert done.returncode == 2
+
+
+def test_show_committed_card_text_and_json(vault_repo: VaultRepo) -> None:
+    # YAML refuses raw control characters in frontmatter; a body may carry them.
+    vault_repo.write("git/x", "Name", "Summary text.", "# Body\n\nLine \x1b[31mred\x1b[0m \x1b]0;title\x07.",
+                     scope=["git"], verified_at="2026-10-02")
+    vault_repo.commit()
+    text = vault_repo.cairn("show", "git/x")
+    assert text.returncode == 0, text.stderr
+    assert "\x1b" not in text.stdout  # escape sequences from card files never reach the terminal
+    assert "Summary text." in text.stdout and "# Body" in text.stdout
+    data = json.loads(vault_repo.cairn("show", "git/x", "--json").stdout)
+    assert data["body"] == "# Body\n\nLine \x1b[31mred\x1b[0m \x1b]0;title\x07."  # JSON stays exact
+    assert data["verified_at"] == "2026-10-02" and data["scope"] == ["git"]
+    assert "provenance" in data
+
+
+def test_show_unknown_and_traversal_ids(vault_repo: VaultRepo) -> None:
+    vault_repo.write("git/force-push", "Force", "Summary.")
+    vault_repo.commit()
+    unknown = vault_repo.cairn("show", "git/force-pus")
+    assert unknown.returncode == 1
+    assert "did you mean git/force-push" in unknown.stderr
+    for bad in ("../../etc/passwd", "/etc/passwd"):
+        done = vault_repo.cairn("show", bad)
+        assert done.returncode == 1 and "root:" not in done.stdout
+
+
+def test_vault_from_env_and_from_cwd(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    vault_repo.write("a/b", "Card", "Summary.")
+    vault_repo.commit()
+    inside = vault_repo.root / "cards" / "a"
+    assert run("show", "a/b", cwd=inside).returncode == 0
+    assert run("show", "a/b", cwd=tmp_path, env={"CAIRN_VAULT": str(vault_repo.root)}).returncode == 0
+    elsewhere = run("show", "a/b", cwd=tmp_path)
+    assert elsewhere.returncode == 1
+    assert "no vault here" in elsewhere.stderr
+    missing = run("show", "a/b", "--vault", str(tmp_path / "nope"))
+    assert missing.returncode == 1 and "cairn init" in missing.stderr

@@ -1,0 +1,199 @@
+"""The index: built from a commit's tree, updated incrementally through the git diff, safe for parallel writers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cairn import store
+from cairn.errors import CairnError, IndexCorrupt
+from cairn.indexer import build_index, build_worktree_index, open_index
+from cairn.vault import find_vault
+from conftest import BOB, VaultRepo, cairn_executable
+
+
+def _ids(vault_repo: VaultRepo) -> list[str]:
+    with open_index(find_vault(vault_repo.root)) as index:
+        return index.ids()
+
+
+def test_full_then_incremental_follows_history(vault_repo: VaultRepo) -> None:
+    vault_repo.write("git/force-push", "Force push drops commits", "Compare with reflog before pull --rebase.")
+    vault_repo.write("python/wheel-data", "Wheels miss package data", "Test the built wheel, not the checkout.")
+    vault_repo.write("ci/cache-key", "CI cache keyed without lockfile", "Key caches on the lockfile hash.")
+    first = vault_repo.commit("Three cards")
+    vault = find_vault(vault_repo.root)
+
+    report = build_index(vault)
+    assert (report.mode, report.n_cards, report.commit) == ("full", 3, first)
+
+    # Bob modifies one card, renames another, deletes the third and adds a new one.
+    vault_repo.write("git/force-push", "Force push drops commits", "Check git reflog first; then pull --rebase.")
+    (vault_repo.root / "cards" / "packaging").mkdir()
+    vault_repo.git("mv", "cards/python/wheel-data.md", "cards/packaging/wheel-data.md")
+    vault_repo.git("rm", "-q", "cards/ci/cache-key.md")
+    vault_repo.write("db/migrations", "Long migrations lock tables", "Use CREATE INDEX CONCURRENTLY.")
+    second = vault_repo.commit("Rework cards", author=BOB)
+
+    report = build_index(vault)
+    assert report.mode == "incremental"
+    assert report.previous_commit == first and report.commit == second
+    assert report.read == 3  # modified, renamed, added: only those are re-read
+    assert set(report.changed_ids) == {"git/force-push", "python/wheel-data", "packaging/wheel-data",
+                                       "ci/cache-key", "db/migrations"}
+    assert _ids(vault_repo) == ["db/migrations", "git/force-push", "packaging/wheel-data"]
+    with open_index(vault) as index:
+        assert index.record("git/force-push")["summary"] == "Check git reflog first; then pull --rebase."
+        assert index.checksum_holds()
+        # Postings no longer point at removed cards, and do point at the new one.
+        rows = {card.id: card.row for card in index.cards(r for r, _ in _all_rows(index)).values()}
+        assert "ci/cache-key" not in rows
+        assert rows["db/migrations"] in set(index.postings(["concurrently"])["concurrently"].rows)
+        assert "cache" not in index.postings(["cache"])
+
+    assert build_index(vault).mode == "unchanged"
+
+
+def _all_rows(index: store.IndexReader) -> list[tuple[int, float]]:
+    return [(index.card_by_id(i).row, 0.0) for i in index.ids()]  # type: ignore[union-attr]
+
+
+def test_incremental_equals_full_rebuild(vault_repo: VaultRepo) -> None:
+    for i in range(6):
+        vault_repo.write(f"t/card-{i}", f"Card {i}", f"Lesson number {i} about topic{i % 3}.")
+    vault_repo.commit("Six cards")
+    vault = find_vault(vault_repo.root)
+    build_index(vault)
+    vault_repo.write("t/card-2", "Card 2", "Rewritten lesson about rebase.")
+    vault_repo.git("rm", "-q", "cards/t/card-4.md")
+    vault_repo.commit("Edit", author=BOB)
+    build_index(vault)
+    with open_index(vault) as index:
+        incremental = _dump(index)
+    build_index(vault, rebuild=True)
+    with open_index(vault) as index:
+        full = _dump(index)
+    assert incremental == full
+
+
+def _dump(index: store.IndexReader) -> dict[str, object]:
+    terms = {}
+    ids_by_row = {index.card_by_id(i).row: i for i in index.ids()}  # type: ignore[union-attr]
+    for term_row in index._db.execute("SELECT term FROM terms"):
+        postings = index.postings([term_row[0]])[term_row[0]]
+        terms[term_row[0]] = sorted((ids_by_row[r], *s) for r, *s in postings)
+    return {"ids": index.ids(), "terms": terms, "n": index.n_cards, "avg": index.avg_lengths}
+
+
+def test_only_committed_cards_are_indexed(vault_repo: VaultRepo) -> None:
+    vault_repo.write("a/committed", "Committed", "In HEAD.")
+    vault_repo.commit()
+    vault_repo.write("a/uncommitted", "Uncommitted", "Only in the working tree.")
+    assert _ids(vault_repo) == ["a/committed"]
+    report = build_worktree_index(find_vault(vault_repo.root))
+    assert report.n_cards == 2
+
+
+def test_bad_card_is_named_and_left_out(vault_repo: VaultRepo) -> None:
+    vault_repo.write("good/one", "Good", "A good card.")
+    vault_repo.write_raw("cards/bad/broken.md", "---\nname: [broken\n---\n")
+    vault_repo.write_raw("cards/bad/binary.md", b"\x00\x01\x02")
+    vault_repo.write_raw("cards/notes.txt", "not a card")
+    vault_repo.commit()
+    done = vault_repo.cairn("index")
+    assert done.returncode == 0, done.stderr
+    assert "Indexed 1 cards" in done.stdout
+    assert "cards/bad/broken.md:" in done.stderr and "frontmatter-parse" in done.stderr
+    assert "cards/bad/binary.md:" in done.stderr and "file-binary" in done.stderr
+    assert "notes.txt" not in done.stderr
+
+
+def test_committed_symlink_is_a_finding_not_a_card(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.md"
+    secret.write_text("---\nname: Secret\nsummary: outside the vault\n---\n")
+    vault_repo.write("a/real", "Real", "A real card.")
+    (vault_repo.root / "cards" / "a" / "link.md").symlink_to(secret)
+    vault_repo.commit()
+    report = build_index(find_vault(vault_repo.root))
+    assert report.n_cards == 1
+    assert [(p.path, p.rule) for p in report.problems] == [("cards/a/link.md", "file-symlink")]
+
+
+def test_vault_in_a_subfolder_of_a_repo(tmp_path: Path) -> None:
+    repo = VaultRepo(tmp_path / "repo")
+    (repo.root / "cards").rmdir()
+    sub = repo.root / "docs" / "lessons"
+    (sub / "cards" / "x").mkdir(parents=True)
+    (sub / "cards" / "x" / "y.md").write_text("---\nname: Sub\nsummary: In a subfolder.\n---\n")
+    (repo.root / "cards-elsewhere.md").write_text("not in the vault")
+    repo.commit()
+    vault = find_vault(sub)
+    assert vault.prefix == "docs/lessons/"
+    report = build_index(vault)
+    assert report.n_cards == 1
+    with open_index(vault) as index:
+        assert index.record("x/y")["path"] == "cards/x/y.md"
+
+
+def test_unborn_head_is_a_clear_error(vault_repo: VaultRepo) -> None:
+    with pytest.raises(CairnError, match="no commits yet"):
+        build_index(find_vault(vault_repo.root))
+    done = vault_repo.cairn("index")
+    assert done.returncode == 1
+    assert done.stderr.startswith("Error: the vault has no commits yet")
+
+
+def test_damaged_cache_is_rebuilt(vault_repo: VaultRepo) -> None:
+    vault_repo.write("a/b", "Card", "Summary.")
+    vault_repo.commit()
+    vault = find_vault(vault_repo.root)
+    target = build_index(vault).index_file
+    target.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(IndexCorrupt):
+        store.IndexReader(target)
+    report = build_index(vault)
+    assert report.mode == "full" and report.n_cards == 1
+
+
+def test_two_index_processes_leave_one_valid_cache(vault_repo: VaultRepo) -> None:
+    for i in range(150):
+        vault_repo.write(f"bulk/card-{i:03}", f"Bulk card {i}", f"Lesson {i} about subject {i % 17}.")
+    vault_repo.commit()
+    procs = [
+        subprocess.Popen([cairn_executable(), "index", "--json"], cwd=vault_repo.root,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    modes = sorted(json.loads(out)["mode"] for out, _ in outputs)
+    assert modes == ["full", "unchanged"]
+    vault = find_vault(vault_repo.root)
+    with open_index(vault) as index:
+        assert index.n_cards == 150 and index.integrity_ok() and index.checksum_holds()
+    leftovers = [p.name for p in build_index(vault).index_file.parent.iterdir() if p.suffix == ".tmp"]
+    assert leftovers == []
+
+
+def test_config_comes_from_the_commit(vault_repo: VaultRepo) -> None:
+    vault_repo.write("a/b", "Card", "Summary.")
+    vault_repo.write_raw("cairn.toml", "[recall]\nmax_cards = 2\n")
+    vault_repo.commit()
+    vault_repo.write_raw("cairn.toml", "[recall]\nmax_cards = 1\n")  # not committed
+    with open_index(find_vault(vault_repo.root)) as index:
+        assert index.config["recall"]["max_cards"] == 2
+
+
+def test_bad_config_is_one_line_error(vault_repo: VaultRepo) -> None:
+    vault_repo.write("a/b", "Card", "Summary.")
+    vault_repo.write_raw("cairn.toml", "[recall]\nmax_crads = 2\n")
+    vault_repo.commit()
+    done = vault_repo.cairn("index")
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("Error: cairn.toml at ")
+    assert "unknown key 'max_crads' in [recall]" in lines[0]
