@@ -1,0 +1,59 @@
+"""How long `cairn index` takes on a 10,000-card vault: a full build, then an update after a one-card commit.
+
+Run: .venv/bin/python benchmarks/bench_index.py [--cards 10000]
+Prints seconds, and the ratio to a bare `python -c pass` measured in the same run. Budgets (DESIGN.md): full
+<= 15 s, incremental <= 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from synth import git, make_vault  # noqa: E402
+
+HERE = Path(__file__).parent
+CAIRN = str(Path(sys.executable).with_name("cairn"))
+
+
+def timed(args: list[str], env: dict[str, str], cwd: Path | None = None) -> float:
+    started = time.perf_counter()
+    subprocess.run(args, env=env, cwd=cwd, check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--cards", type=int, default=10_000)
+    parser.add_argument("--commits", type=int, default=50)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    root = make_vault(HERE / ".work" / f"synth-{args.cards}-{args.commits}", args.cards, commits=args.commits)
+    bare = statistics.median(timed([sys.executable, "-c", "pass"], dict(os.environ)) for _ in range(10))
+    full: list[float] = []
+    incremental: list[float] = []
+    target = next((root / "cards").rglob("*.md"))
+    for run in range(args.runs):
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, CAIRN_CACHE_DIR=cache)
+            full.append(timed([CAIRN, "index", "--vault", str(root)], env))
+            target.write_text(target.read_text() + f"\nEdit {run}.\n")
+            git(root, "commit", "-q", "-am", f"Edit one card ({run})")
+            incremental.append(timed([CAIRN, "index", "--vault", str(root)], env))
+    print(f"vault: {args.cards} cards in {args.commits} commits; python -c pass: {bare * 1000:.1f} ms")
+    print(f"full index:        median {statistics.median(full):6.2f} s  (budget 15 s)   runs {[round(x, 2) for x in full]}")
+    print(
+        f"incremental index: median {statistics.median(incremental):6.2f} s  (budget 1 s)    "
+        f"runs {[round(x, 2) for x in incremental]}  = {statistics.median(incremental) / bare:.0f}x bare python"
+    )
+
+
+if __name__ == "__main__":
+    main()
