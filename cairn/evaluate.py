@@ -1,0 +1,198 @@
+"""`cairn eval`: run recall over positive and negative cases and measure Recall@k, Injection@k and false injections.
+
+Every case goes through `recall.recall` itself, so eval makes exactly the decisions the hook and `cairn recall` make.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cairn import safeyaml
+from cairn.config import RecallSettings
+from cairn.errors import InvalidCases
+from cairn.recall import recall
+from cairn.store import IndexReader
+
+Progress = Callable[[int, int], None]
+MAX_CASES_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One query. expect: the card ids that fit (empty = a negative: nothing should be injected)."""
+
+    id: str
+    query: str
+    expect: tuple[str, ...]
+    slice: str = ""
+
+    @property
+    def positive(self) -> bool:
+        return bool(self.expect)
+
+
+@dataclass(frozen=True, slots=True)
+class CaseOutcome:
+    """What recall did for one case: the top 3 ids of the ranking (before the gates) and the injected ids."""
+
+    case: Case
+    ranked: tuple[str, ...]
+    injected: tuple[str, ...]
+
+    def hit_at(self, k: int) -> bool:
+        return any(card_id in self.case.expect for card_id in self.ranked[:k])
+
+    def injected_at(self, k: int) -> bool:
+        return any(card_id in self.case.expect for card_id in self.injected[:k])
+
+
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    n_pos: int
+    n_neg: int
+    recall_at_1: float
+    recall_at_3: float
+    injection_at_1: float
+    injection_at_3: float
+    false_injection_rate: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "recall@1": self.recall_at_1,
+            "recall@3": self.recall_at_3,
+            "injection@1": self.injection_at_1,
+            "injection@3": self.injection_at_3,
+            "false_injection_rate": self.false_injection_rate,
+            "n_pos": self.n_pos,
+            "n_neg": self.n_neg,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class EvalReport:
+    overall: Metrics
+    by_slice: dict[str, Metrics]
+    outcomes: tuple[CaseOutcome, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.overall.to_dict()
+        data["by_slice"] = {name: m.to_dict() for name, m in sorted(self.by_slice.items())}
+        data["cases"] = [
+            {"id": o.case.id, "expect": list(o.case.expect), "ranked": list(o.ranked), "injected": list(o.injected)}
+            for o in self.outcomes
+        ]
+        return data
+
+
+def load_cases(path: Path) -> list[Case]:
+    """Cases from a `.jsonl` file (one object a line) or a `.yaml`/`.yml` file (a list of objects)."""
+    if not path.is_file():
+        raise InvalidCases(f"{path}: no such cases file")
+    if path.stat().st_size > MAX_CASES_BYTES:
+        raise InvalidCases(f"{path}: the cases file is larger than {MAX_CASES_BYTES // (1024 * 1024)} MiB")
+    try:
+        text = path.read_text("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidCases(f"{path}: not UTF-8 text") from None
+    suffix = path.suffix.lower()
+    items: list[tuple[int, Any]]
+    if suffix == ".jsonl":
+        items = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                items.append((number, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise InvalidCases(f"{path}:{number}: not JSON ({exc.msg})") from None
+    elif suffix in (".yaml", ".yml"):
+        try:
+            data = safeyaml.load(text)
+        except Exception as exc:  # the YAML loader raises several types; each is a bad file
+            raise InvalidCases(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        if data is None:
+            data = []
+        if not isinstance(data, list):
+            raise InvalidCases(f"{path}: a YAML cases file is a list of cases")
+        items = [(0, item) for item in data]
+    else:
+        raise InvalidCases(f"{path}: cases files are .jsonl or .yaml")
+    cases = [_case(path, number, position, item) for position, (number, item) in enumerate(items, 1)]
+    seen: set[str] = set()
+    for case in cases:
+        if case.id in seen:
+            raise InvalidCases(f"{path}: case id '{case.id}' appears twice")
+        seen.add(case.id)
+    return cases
+
+
+def _case(path: Path, number: int, position: int, item: Any) -> Case:
+    where = f"{path}:{number}" if number else f"{path}: case {position}"
+    if not isinstance(item, dict):
+        raise InvalidCases(f"{where}: a case is a mapping with id, query and expect")
+    query = item.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidCases(f"{where}: 'query' must be non-empty text")
+    expect = item.get("expect", [])
+    if isinstance(expect, str):
+        expect = [expect]
+    if not isinstance(expect, list) or not all(isinstance(e, str) for e in expect):
+        raise InvalidCases(f"{where}: 'expect' must be a list of card ids ([] for a negative)")
+    case_id = item.get("id", f"case-{position}")
+    slice_name = item.get("slice") or ""
+    if not isinstance(slice_name, str):
+        raise InvalidCases(f"{where}: 'slice' must be text")
+    return Case(id=str(case_id), query=query, expect=tuple(expect), slice=slice_name)
+
+
+def evaluate(
+    index: IndexReader,
+    cases: Sequence[Case],
+    *,
+    scope: Sequence[str] | None = None,
+    settings: RecallSettings | None = None,
+    today: dt.date | None = None,
+    progress: Progress | None = None,
+) -> EvalReport:
+    """Run recall on every case (no session: each case is a fresh prompt) and measure."""
+    outcomes: list[CaseOutcome] = []
+    total = len(cases)
+    for done, case in enumerate(cases, 1):
+        result = recall(index, case.query, scope=scope, today=today, settings=settings)
+        ranked = tuple(c.card.id for c in result.candidates[:3])
+        injected = tuple(c.card.id for c in result.injected)
+        outcomes.append(CaseOutcome(case, ranked, injected))
+        if progress and (done % 25 == 0 or done == total):
+            progress(done, total)
+    slices: dict[str, list[CaseOutcome]] = {}
+    for outcome in outcomes:
+        if outcome.case.slice:
+            slices.setdefault(outcome.case.slice, []).append(outcome)
+    return EvalReport(
+        overall=metrics_of(outcomes),
+        by_slice={name: metrics_of(group) for name, group in slices.items()},
+        outcomes=tuple(outcomes),
+    )
+
+
+def metrics_of(outcomes: Sequence[CaseOutcome]) -> Metrics:
+    pos = [o for o in outcomes if o.case.positive]
+    neg = [o for o in outcomes if not o.case.positive]
+
+    def share(hits: int, n: int) -> float:
+        return round(hits / n, 4) if n else 0.0
+
+    return Metrics(
+        n_pos=len(pos),
+        n_neg=len(neg),
+        recall_at_1=share(sum(o.hit_at(1) for o in pos), len(pos)),
+        recall_at_3=share(sum(o.hit_at(3) for o in pos), len(pos)),
+        injection_at_1=share(sum(o.injected_at(1) for o in pos), len(pos)),
+        injection_at_3=share(sum(o.injected_at(3) for o in pos), len(pos)),
+        false_injection_rate=share(sum(bool(o.injected) for o in neg), len(neg)),
+    )
