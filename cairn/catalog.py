@@ -24,16 +24,16 @@ def card_record(vault: Vault, card_id: str, *, worktree: bool = False) -> dict[s
         record["provenance"] = None
         return record
     with open_index(vault) as index:
-        record = index.record(card_id)
-        if record is None:
+        stored = index.record(card_id)
+        if stored is None:
             hint = _near_ids(index.ids(), card_id)
             raise CardNotFound(
                 f"no card {card_id!r} at {index.commit[:8]}"
                 + (f"; did you mean {', '.join(hint)}?" if hint else "; list cards with `cairn recall` or `cairn lint`")
                 + " (uncommitted cards need --worktree)"
             )
-        record["commit"] = index.commit
-        return record
+        stored["commit"] = index.commit
+        return stored
 
 
 def _near_ids(ids: list[str], wanted: str) -> list[str]:

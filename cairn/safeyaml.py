@@ -9,7 +9,7 @@ import yaml
 try:  # libyaml is ten times faster; the pure-Python loader behaves the same.
     from yaml import CSafeLoader as _BaseLoader
 except ImportError:  # pragma: no cover - depends on how PyYAML was built
-    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
+    from yaml import SafeLoader as _BaseLoader
 
 MAX_FRONTMATTER_BYTES = 64 * 1024
 MAX_DEPTH = 64
@@ -24,7 +24,7 @@ class YamlRejected(ValueError):
         self.line = line
 
 
-class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+class _Loader(_BaseLoader):  # type: ignore[misc]
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:

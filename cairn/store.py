@@ -135,7 +135,7 @@ class IndexReader:
 
     @property
     def commit(self) -> str:
-        return self.meta["commit"]
+        return str(self.meta["commit"])
 
     @property
     def n_cards(self) -> int:
@@ -209,7 +209,7 @@ class IndexReader:
         return self.meta.get("checksum") == entries_checksum(self.entries())
 
     def integrity_ok(self) -> bool:
-        return self._query("PRAGMA quick_check", ()).fetchone() == ("ok",)
+        return bool(self._query("PRAGMA quick_check", ()).fetchone() == ("ok",))
 
     def _superseders(self) -> list[tuple[str, str, str]]:
         return list(self._query("SELECT id, status, supersedes FROM cards WHERE supersedes != '[]'", ()))
@@ -379,13 +379,13 @@ def _apply(db: sqlite3.Connection, upserts: Sequence[CardTerms], removed: set[st
         stats: list[int] = []
         if got is not None:
             drop = stale.get(term, set())
-            for row, *counts in _unpack(got[0], got[1]):
+            for row, *old_stats in _unpack(got[0], got[1]):
                 if row not in drop:
                     rows.append(row)
-                    stats.extend(counts)
-        for row, *counts in fresh.get(term, ()):
+                    stats.extend(old_stats)
+        for row, *new_stats in fresh.get(term, ()):
             rows.append(row)
-            stats.extend(counts)
+            stats.extend(new_stats)
         if rows:
             db.execute("INSERT OR REPLACE INTO terms VALUES (?, ?, ?)", (term, len(rows), _pack(rows, stats)))
         else:
