@@ -1,0 +1,141 @@
+"""Hostile card files: the parser is total and bounded, and valid cards beside bad ones stay indexed."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cairn.card import Card, parse_card
+from cairn.finding import Finding
+from cairn.indexer import build_index, build_worktree_index, open_index
+from cairn.recall import recall
+from cairn.tokens import tokenize
+from cairn.vault import find_vault
+from conftest import VaultRepo
+
+
+def _check(result: tuple[Card | None, list[Finding]]) -> None:
+    card, findings = result
+    assert (card is None) == bool(findings)
+    for finding in findings:
+        assert finding.line >= 0 and finding.rule and finding.message
+        assert "\n" not in str(finding)
+
+
+@given(st.binary(max_size=4096))
+@settings(max_examples=300, deadline=None)
+def test_parser_is_total_on_random_bytes(data: bytes) -> None:
+    _check(parse_card("cards/x.md", data))
+
+
+@given(st.text(max_size=2000))
+@settings(max_examples=300, deadline=None)
+def test_parser_is_total_on_random_frontmatter(text: str) -> None:
+    _check(parse_card("cards/x.md", f"---\n{text}\n---\nbody\n".encode("utf-8", "surrogatepass")))
+
+
+@given(st.text(max_size=500))
+@settings(max_examples=300, deadline=None)
+def test_tokenizer_is_total_and_lowercase(text: str) -> None:
+    tokens = tokenize(text)
+    assert all(t and t == t.lower() and not any(c.isspace() for c in t) for t in tokens)
+
+
+HOSTILE_YAML = {
+    "deep-flow": "name: " + "[" * 5000 + "]" * 5000 + "\nsummary: x\n",
+    "deep-block": "".join("  " * i + f"k{i}:\n" for i in range(300)) + "name: x\nsummary: y\n",
+    "python-object": "name: !!python/object/new:os.system [echo hi]\nsummary: x\n",
+    "python-name": "name: !!python/name:os.system\nsummary: x\n",
+    "tabs": "name:\tx\n\tsummary: y\n",
+    "merge-bomb": "a: &a {x: 1}\nb: {<<: *a}\nname: x\nsummary: y\n",
+    "huge-int": "name: x\nsummary: y\nscope: [" + "9" * 5000 + "]\n",
+    "set-tag": "name: !!set {a, b}\nsummary: y\n",
+    "binary-tag": "name: !!binary aGVsbG8=\nsummary: y\n",
+}
+
+
+@pytest.mark.parametrize("key", sorted(HOSTILE_YAML))
+def test_hostile_yaml_is_bounded_and_constructs_nothing(key: str) -> None:
+    started = time.perf_counter()
+    card, findings = parse_card("cards/x.md", f"---\n{HOSTILE_YAML[key]}---\nbody\n".encode())
+    assert time.perf_counter() - started < 5  # a guard against hangs, not a benchmark
+    if card is not None:
+        assert isinstance(card.name, str) and isinstance(card.summary, str)
+    else:
+        assert findings[0].rule in {"frontmatter-parse", "field-type", "required-field"}
+
+
+def test_billion_laughs_is_refused() -> None:
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for prev, name in zip("abcdefgh", "bcdefghi"):
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+    card, findings = parse_card("cards/x.md", ("---\n" + "\n".join(lines) + "\nname: x\nsummary: y\n---\n").encode())
+    assert card is None and findings[0].rule == "frontmatter-parse"
+
+
+def _good(name: str) -> str:
+    return f"---\nname: {name}\nsummary: The {name} lesson about frobnicating widgets.\n---\n\nBody of {name}.\n"
+
+
+def test_valid_cards_survive_hostile_neighbours(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text(_good("Outside"))
+    files: dict[str, bytes] = {
+        "cards/ok/plain.md": _good("Plain").encode(),
+        "cards/ok/crlf.md": _good("Crlf").replace("\n", "\r\n").encode(),
+        "cards/ok/bom.md": b"\xef\xbb\xbf" + _good("Bom").encode(),
+        "cards/ok/with space.md": _good("Space").encode(),
+        "cards/ok/ünïcødé.md": _good("Unicode").encode(),
+        "cards/ok/-leading-dash.md": _good("Dash").encode(),
+        "cards/ok/.leading-dot.md": _good("Dot").encode(),
+        "cards/ok/clang++.md": _good("Clang").encode(),
+        "cards/ok/long-line.md": _good("LongLine").encode() + b"z" * 1_000_000 + b"\n",
+        "cards/ok/" + "/".join(f"d{i}" for i in range(40)) + "/deep.md": _good("Deep").encode(),
+        "cards/bad/latin1.md": _good("Caf\xe9").encode("latin-1"),
+        "cards/bad/utf16.md": _good("Sixteen").encode("utf-16"),
+        "cards/bad/nul.md": b"---\nname: a\x00b\nsummary: x\n---\n",
+        "cards/bad/big-body.md": _good("Big").encode() + b"x" * (2 * 1024 * 1024),
+        "cards/bad/one-line.md": b"---\nname: Long\nsummary: " + b"y" * (1024 * 1024) + b"\n---\n",
+        "cards/bad/empty.md": b"",
+        "cards/bad/spaces.md": b"   \n\t\n",
+    }
+    for rel, data in files.items():
+        vault_repo.write_raw(rel, data)
+    os.symlink(outside, vault_repo.root / "cards" / "bad" / "link-out.md")
+    os.symlink(vault_repo.root / "cards" / "ok" / "plain.md", vault_repo.root / "cards" / "bad" / "link-in.md")
+    os.symlink("loop-b.md", vault_repo.root / "cards" / "bad" / "loop-a.md")
+    os.symlink("loop-a.md", vault_repo.root / "cards" / "bad" / "loop-b.md")
+    vault_repo.commit("Hostile files")
+    vault = find_vault(vault_repo.root)
+
+    report = build_index(vault)
+    good_ids = {
+        "ok/plain", "ok/crlf", "ok/bom", "ok/with space", "ok/ünïcødé", "ok/-leading-dash", "ok/.leading-dot",
+        "ok/clang++", "ok/long-line", "ok/" + "/".join(f"d{i}" for i in range(40)) + "/deep",
+    }
+    with open_index(vault) as index:
+        assert set(index.ids()) == good_ids
+        found = recall(index, "frobnicating widgets Unicode lesson")
+        assert any(c.card.id == "ok/ünïcødé" for c in found.candidates)
+    bad = {p.path: p.rule for p in report.problems}
+    assert bad == {
+        "cards/bad/latin1.md": "file-encoding",
+        "cards/bad/utf16.md": "file-encoding",
+        "cards/bad/nul.md": "file-binary",
+        "cards/bad/big-body.md": "file-size",
+        "cards/bad/one-line.md": "file-size",
+        "cards/bad/empty.md": "file-empty",
+        "cards/bad/spaces.md": "file-empty",
+        "cards/bad/link-out.md": "file-symlink",
+        "cards/bad/link-in.md": "file-symlink",
+        "cards/bad/loop-a.md": "file-symlink",
+        "cards/bad/loop-b.md": "file-symlink",
+    }
+    worktree = build_worktree_index(vault)
+    assert {p.path: p.rule for p in worktree.problems} == bad
+    assert worktree.n_cards == len(good_ids)
