@@ -1,0 +1,80 @@
+"""The hook log: one JSON line per prompt in `<state_dir>/hook.jsonl` (hot path). Never the prompt text.
+
+Each line: time, format, hashed session id, the prompt's sha256 and length, vault, indexed commit, whether the
+index was stale, the candidates with score and gate decision, the injected ids, and the error (or null).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+
+def _builtin_sha256() -> Any:
+    """The interpreter's built-in sha256: `hashlib` would load OpenSSL, which costs more than the whole query."""
+    for name in ("_sha2", "_sha256"):  # Python >= 3.12, <= 3.11
+        try:
+            return __import__(name).sha256
+        except (ImportError, AttributeError):
+            continue
+    from hashlib import sha256  # pragma: no cover - a build without the built-in module
+
+    return sha256  # pragma: no cover
+
+
+_sha256 = _builtin_sha256()
+
+LOG_FILE = "hook.jsonl"
+MAX_LOG_BYTES = 32 * 1024 * 1024  # then hook.jsonl becomes hook.jsonl.1 and a new file starts
+MAX_LOGGED_CANDIDATES = 20
+
+
+def sha256_hex(data: bytes) -> str:
+    digest: str = _sha256(data).hexdigest()
+    return digest
+
+
+def utc_now() -> str:
+    """ISO-8601 UTC time to the second, e.g. `2026-05-01T12:00:00Z`."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def new_entry(fmt: str) -> dict[str, Any]:
+    """A log entry with every field present; the hook fills it in as it goes."""
+    return {
+        "time": utc_now(),
+        "format": fmt,
+        "session": None,
+        "prompt_sha256": None,
+        "prompt_len": None,
+        "vault": None,
+        "commit": None,
+        "stale": False,
+        "candidates": [],
+        "injected": [],
+        "error": None,
+    }
+
+
+def append(state_dir: str, entry: dict[str, Any]) -> None:
+    """Append one line; a single `write` on an O_APPEND descriptor, so concurrent hooks never interleave lines."""
+    os.makedirs(state_dir, mode=0o700, exist_ok=True)
+    path = os.path.join(state_dir, LOG_FILE)
+    line = (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "replace")
+    _rotate_if_large(path)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def _rotate_if_large(path: str) -> None:
+    try:
+        if os.stat(path).st_size < MAX_LOG_BYTES:
+            return
+        os.replace(path, path + ".1")
+    except OSError:
+        pass

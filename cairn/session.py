@@ -1,0 +1,151 @@
+"""Agent sessions: which cards a session already got, so each card is injected at most once per session (hot path).
+
+One JSON file per session under `<state_dir>/sessions/`, named by a hash of the session id (the id itself is never
+written). A per-session lock file serialises the hooks of one session: read, recall, record, release. Writes go to
+a temp file and `os.replace`, so a reader sees the old file or the new one. Files unused for `ttl_days` are pruned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from cairn.hooklog import sha256_hex, utc_now
+
+SESSIONS_DIR = "sessions"
+_LOCK_WAIT_SECONDS = 3.0
+_PRUNE_EVERY_SECONDS = 6 * 3600
+_PRUNE_STAMP = ".pruned"
+
+
+class SessionBusy(Exception):
+    """Another hook of the same session held the lock for too long."""
+
+
+def session_key(session_id: str) -> str:
+    """The file name stem for a session: sha256 of its id, 32 hex characters."""
+    return sha256_hex(session_id.encode("utf-8", "surrogatepass"))[:32]
+
+
+class Session:
+    """One session's record while its lock is held.
+
+    injected: card id -> {"commit": ..., "time": ...} for every card the session has been given.
+    """
+
+    __slots__ = ("key", "path", "injected", "vault")
+
+    def __init__(self, key: str, path: str, injected: dict[str, dict[str, str]], vault: str | None) -> None:
+        self.key = key
+        self.path = path
+        self.injected = injected
+        self.vault = vault
+
+    def record(self, card_ids: list[str], vault: str, commit: str) -> None:
+        """Remember the cards just injected and write the file atomically."""
+        now = utc_now()
+        for card_id in card_ids:
+            self.injected[card_id] = {"commit": commit, "time": now}
+        self.vault = vault
+        data = {"session": self.key, "vault": vault, "injected": self.injected, "updated": now}
+        write_private(self.path, json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+
+
+@contextmanager
+def open_session(state_dir: str, session_id: str) -> Iterator[Session]:
+    """Lock the session, read what it was given so far, and yield it; the lock is released on exit."""
+    folder = os.path.join(state_dir, SESSIONS_DIR)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    key = session_key(session_id)
+    path = os.path.join(folder, key + ".json")
+    fd = os.open(os.path.join(folder, key + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        _lock(fd)
+        yield Session(key, path, *_read(path))
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def prune(state_dir: str, ttl_days: int) -> int:
+    """Delete session files not updated for `ttl_days`; runs at most every few hours. Returns how many went."""
+    folder = os.path.join(state_dir, SESSIONS_DIR)
+    stamp = os.path.join(folder, _PRUNE_STAMP)
+    now = time.time()
+    try:
+        if now - os.stat(stamp).st_mtime < _PRUNE_EVERY_SECONDS:
+            return 0
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return 0
+    try:
+        with open(stamp, "ab"):
+            pass
+        os.utime(stamp, (now, now))
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    cutoff = now - max(ttl_days, 1) * 86400
+    removed = 0
+    for name in names:
+        if not (name.endswith(".json") or name.endswith(".lock") or name.endswith(".tmp")):
+            continue
+        full = os.path.join(folder, name)
+        try:
+            if os.stat(full).st_mtime < cutoff:
+                os.unlink(full)
+                removed += name.endswith(".json")
+        except OSError:
+            continue
+    return removed
+
+
+def write_private(path: str, data: bytes) -> None:
+    """Atomically replace `path` with `data` (mode 0600): temp file in the same folder, then `os.replace`."""
+    tmp = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _read(path: str) -> tuple[dict[str, dict[str, str]], str | None]:
+    """The injected map and vault of a session file; a missing or damaged file reads as a new session."""
+    try:
+        with open(path, "rb") as handle:
+            data = json.loads(handle.read())
+    except (OSError, ValueError):
+        return {}, None
+    if not isinstance(data, dict) or not isinstance(data.get("injected"), dict):
+        return {}, None
+    injected = {str(k): v for k, v in data["injected"].items() if isinstance(v, dict)}
+    vault = data.get("vault")
+    return injected, vault if isinstance(vault, str) else None
+
+
+def _lock(fd: int) -> None:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no lock; os.replace still keeps every file whole
+        return
+    deadline = time.monotonic() + _LOCK_WAIT_SECONDS
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise SessionBusy("another hook of this session held its lock for over 3 s") from None
+            time.sleep(0.005)
