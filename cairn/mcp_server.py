@@ -1,0 +1,213 @@
+"""The MCP server: the vault's recall, show, explain and draft-writing as tools for agents that speak MCP (stdio).
+
+Stdout is the protocol; everything else (logs, warnings) goes to stderr. Needs the optional `mcp` package
+(`pip install 'cairn[mcp]'`); mcp 2.x calls the server class `MCPServer`, 1.x called it `FastMCP`: both work.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from cairn import __version__, catalog, gitrepo, indexer, paths
+from cairn.authoring import NewCard, render_card
+from cairn.card import check_card_id, parse_card, slugify
+from cairn.errors import CairnError, CardExists, InvalidCard
+from cairn.recall import Candidate, recall
+from cairn.vault import Vault
+
+log = logging.getLogger("cairn.mcp")
+
+SERVER_NAME = "cairn"
+DRAFT_BRANCH_PREFIX = "cairn/draft/"
+INSTRUCTIONS = (
+    "Cairn holds a team's lessons as experience cards. Call `recall` with the task at hand to get the few cards "
+    "that fit (or none); `show` reads a whole card with who wrote it; `explain` tells why cards were or were not "
+    "chosen; `add_draft` proposes a new lesson as a draft card on a new git branch for the team to review."
+)
+
+
+class McpMissing(CairnError):
+    """The optional `mcp` package is not installed."""
+
+
+def server_class() -> Any:
+    """The SDK's high-level server class: `MCPServer` (mcp 2.x) or `FastMCP` (mcp 1.x)."""
+    return _sdk_attr(("mcp.server.mcpserver", "MCPServer"), ("mcp.server.fastmcp", "FastMCP"))
+
+
+def tool_error_class() -> type[Exception]:
+    """The SDK's "expected tool failure" exception: its message reaches the client (others are hidden)."""
+    found: type[Exception] = _sdk_attr(
+        ("mcp.server.mcpserver.exceptions", "ToolError"), ("mcp.server.fastmcp.exceptions", "ToolError")
+    )
+    return found
+
+
+def _sdk_attr(*candidates: tuple[str, str]) -> Any:
+    for module, attr in candidates:
+        try:
+            return getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError):
+            continue
+    raise McpMissing("`cairn serve` needs the MCP SDK: pip install 'cairn[mcp]'")
+
+
+def build_server(vault: Vault) -> Any:
+    """An MCP server whose tools read (and draft into) `vault`; call `.run("stdio")` on it."""
+    server = server_class()(SERVER_NAME, instructions=INSTRUCTIONS)
+    tools = VaultTools(vault)
+    tool_error = tool_error_class()
+    for method in (tools.recall, tools.show, tools.explain, tools.add_draft):
+        server.add_tool(_reporting(method, tool_error), name=method.__name__)
+    return server
+
+
+def _reporting(method: Callable[..., Any], tool_error: type[Exception]) -> Callable[..., Any]:
+    """The tool with Cairn's own errors (a user's mistake, said in one line) passed to the client as tool errors."""
+
+    @functools.wraps(method)
+    def tool(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except CairnError as exc:
+            raise tool_error(str(exc)) from None
+
+    return tool
+
+
+def serve(vault: Vault) -> None:
+    """Run the server on stdin/stdout until the client closes the connection."""
+    server = build_server(vault)
+    log.info("cairn %s serving %s over stdio", __version__, vault.root)
+    server.run("stdio")
+
+
+class VaultTools:
+    """The tools, as plain methods over one vault (the SDK derives each tool's schema from its signature)."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+
+    def recall(self, query: str, scope: list[str] | None = None, session: str | None = None) -> dict[str, Any]:
+        """The cards that fit the query (at most 3, or none), with the same decisions as `cairn recall`.
+
+        scope: tags such as a language or tool; cards scoped elsewhere are left out.
+        session: the agent session's id; a card is given at most once per session (shared with the prompt hook).
+        """
+        if session:
+            return self._recall_in_session(query, scope, session)
+        cards, _ = self._recall(query, scope, ())
+        return {"cards": cards, "abstained": not cards}
+
+    def show(self, id: str) -> dict[str, Any]:
+        """The whole card (fields, body) with its provenance: who wrote it and when, from git history."""
+        return catalog.card_record(self.vault, id)
+
+    def explain(self, query: str, scope: list[str] | None = None) -> dict[str, Any]:
+        """Every candidate card for the query with its score, the three gate values, the decision and the reason."""
+        with indexer.open_index(self.vault) as index:
+            result = recall(index, query, scope=scope or None)
+            commit = index.commit
+        return {
+            "query": query,
+            "commit": commit,
+            "abstained": result.abstained,
+            "injected": [c.card.id for c in result.injected],
+            "candidates": [_candidate_dict(c) for c in result.candidates],
+            "thresholds": {
+                "min_score": result.settings.min_score,
+                "min_coverage": result.settings.min_coverage,
+                "min_margin": result.settings.min_margin,
+                "max_cards": result.settings.max_cards,
+            },
+        }
+
+    def add_draft(
+        self,
+        name: str,
+        summary: str,
+        body: str = "",
+        scope: list[str] | None = None,
+        id: str | None = None,
+        branch: str | None = None,
+    ) -> dict[str, Any]:
+        """Propose a new lesson: a card with `status: draft`, committed on a NEW branch for review.
+
+        The checked-out branch, the working tree and HEAD are left untouched; drafts are never injected.
+        id: topic/slug (default: a slug of the name). branch: the new branch (default: cairn/draft/<id>).
+        """
+        card_id = check_card_id(id) if id else slugify(name)
+        new = NewCard(name=name, summary=summary, scope=tuple(scope or ()), card_id=card_id, body=body, status="draft")
+        rel = f"cards/{card_id}.md"
+        data = render_card(new).encode("utf-8")
+        parsed, findings = parse_card(rel, data)
+        if parsed is None:
+            raise InvalidCard("; ".join(f.message for f in findings))
+        repo = gitrepo.open_repo(self.vault)
+        base = gitrepo.head_commit(repo)
+        if gitrepo.read_path(repo, base, rel, self.vault) is not None:
+            raise CardExists(f"{rel} already exists at HEAD; choose another id (nothing was written)")
+        target = branch or _free_branch(repo, DRAFT_BRANCH_PREFIX + _branch_safe(card_id))
+        commit = gitrepo.commit_file_to_new_branch(
+            repo, base, target, f"{self.vault.prefix}{rel}", data, f"Draft lesson: {name}"
+        )
+        log.info("drafted %s on branch %s (%s)", card_id, target, commit[:8])
+        return {"id": card_id, "path": rel, "branch": target, "commit": commit, "base": base, "status": "draft"}
+
+    # -- internals ---------------------------------------------------------------------------------------------
+
+    def _recall(
+        self, query: str, scope: Sequence[str] | None, already: Sequence[str]
+    ) -> tuple[list[dict[str, Any]], str]:
+        with indexer.open_index(self.vault) as index:
+            result = recall(index, query, scope=scope or None, already_injected=already)
+            commit = index.commit
+        cards = [
+            {"id": c.card.id, "name": c.card.name, "summary": c.card.summary, "path": c.card.path, "score": c.score}
+            for c in result.injected
+        ]
+        return cards, commit
+
+    def _recall_in_session(self, query: str, scope: Sequence[str] | None, session_id: str) -> dict[str, Any]:
+        from cairn.session import open_session
+
+        state = paths.state_dir()
+        state.mkdir(parents=True, exist_ok=True)
+        with open_session(str(state), session_id) as session:
+            cards, commit = self._recall(query, scope, list(session.injected))
+            if cards:
+                session.record([c["id"] for c in cards], str(self.vault.root), commit)
+        return {"cards": cards, "abstained": not cards}
+
+
+def _candidate_dict(c: Candidate) -> dict[str, Any]:
+    return {
+        "id": c.card.id,
+        "name": c.card.name,
+        "score": c.score,
+        "norm_score": c.norm_score,
+        "coverage": c.coverage,
+        "margin": c.margin,
+        "decision": c.decision,
+        "reason": c.reason,
+    }
+
+
+def _branch_safe(card_id: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9/_-]+", "-", card_id).strip("-/")
+    cleaned = re.sub(r"/+", "/", cleaned)
+    return "/".join(part.strip(".-") or "card" for part in cleaned.split("/")) or "card"
+
+
+def _free_branch(repo: Any, wanted: str) -> str:
+    if not gitrepo.branch_exists(repo, wanted):
+        return wanted
+    n = 2
+    while gitrepo.branch_exists(repo, f"{wanted}-{n}"):
+        n += 1
+    return f"{wanted}-{n}"

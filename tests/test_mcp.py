@@ -1,0 +1,187 @@
+"""`cairn serve`: the installed command driven by the real MCP client SDK over stdio."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import VaultRepo, cairn_executable
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+TOOLS = {"recall", "show", "explain", "add_draft"}
+
+
+def _lessons(vault_repo: VaultRepo) -> str:
+    vault_repo.write(
+        "git/force-push-rebase",
+        "Pull --rebase can drop commits after a force-push",
+        "If a shared branch was force-pushed, git pull --rebase may drop your local commits; check git reflog first.",
+        scope=["git"],
+    )
+    vault_repo.write(
+        "docker/sigterm-shell-form",
+        "Shell-form CMD ignores SIGTERM",
+        "A Dockerfile CMD in shell form runs under /bin/sh, which does not forward SIGTERM; use the exec form.",
+        scope=["docker"],
+    )
+    return vault_repo.commit("Two lessons")
+
+
+def _text_json(result: Any) -> Any:
+    assert not result.isError if hasattr(result, "isError") else not result.is_error
+    return json.loads(result.content[0].text)
+
+
+def _is_error(result: Any) -> bool:
+    return bool(getattr(result, "is_error", None) or getattr(result, "isError", None))
+
+
+async def _session_calls(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[Any, list[str], list[Any]]:
+    params = StdioServerParameters(
+        command=cairn_executable(), args=["serve", "--vault", str(vault)], env=dict(os.environ), cwd=str(vault)
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        init = await session.initialize()
+        listed = await session.list_tools()
+        results = [await session.call_tool(name, args) for name, args in calls]
+    return init, [t.name for t in listed.tools], results
+
+
+def _drive(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[Any, list[str], list[Any]]:
+    return anyio.run(_session_calls, vault, calls)
+
+
+def test_serve_answers_every_tool_over_stdio(vault_repo: VaultRepo) -> None:
+    head = _lessons(vault_repo)
+    init, names, results = _drive(
+        vault_repo.root,
+        [
+            ("recall", {"query": "git pull --rebase after a force-push dropped my commits"}),
+            ("recall", {"query": "git pull --rebase after a force-push dropped my commits", "scope": ["docker"]}),
+            ("show", {"id": "git/force-push-rebase"}),
+            ("explain", {"query": "docker CMD shell form SIGTERM"}),
+            ("show", {"id": "no/such-card"}),
+        ],
+    )
+    assert init.serverInfo.name == "cairn" if hasattr(init, "serverInfo") else init.server_info.name == "cairn"
+    assert set(names) == TOOLS
+
+    recalled = _text_json(results[0])
+    assert [c["id"] for c in recalled["cards"]] == ["git/force-push-rebase"]
+    assert recalled["abstained"] is False
+    assert set(recalled["cards"][0]) == {"id", "name", "summary", "path", "score"}
+
+    out_of_scope = _text_json(results[1])
+    assert out_of_scope == {"cards": [], "abstained": True}
+
+    shown = _text_json(results[2])
+    assert shown["id"] == "git/force-push-rebase"
+    assert shown["commit"] == head
+    assert "provenance" in shown
+
+    explained = _text_json(results[3])
+    by_id = {c["id"]: c for c in explained["candidates"]}
+    assert by_id["docker/sigterm-shell-form"]["decision"] == "injected"
+    assert {"score", "norm_score", "coverage", "margin", "reason"} <= set(by_id["docker/sigterm-shell-form"])
+
+    assert _is_error(results[4])
+    assert "no/such-card" in results[4].content[0].text
+
+
+def test_recall_with_a_session_gives_each_card_once(vault_repo: VaultRepo) -> None:
+    _lessons(vault_repo)
+    query = "git pull --rebase after a force-push dropped my commits"
+    _, _, results = _drive(
+        vault_repo.root,
+        [("recall", {"query": query, "session": "s-1"}), ("recall", {"query": query, "session": "s-1"})],
+    )
+    assert [c["id"] for c in _text_json(results[0])["cards"]] == ["git/force-push-rebase"]
+    assert _text_json(results[1]) == {"cards": [], "abstained": True}
+
+
+def test_add_draft_commits_on_a_new_branch_and_leaves_head_and_worktree_alone(vault_repo: VaultRepo) -> None:
+    head = _lessons(vault_repo)
+    (vault_repo.root / "notes.txt").write_text("uncommitted work\n")
+    status_before = vault_repo.git("status", "--porcelain")
+    _, _, results = _drive(
+        vault_repo.root,
+        [
+            (
+                "add_draft",
+                {
+                    "name": "Cron runs twice on DST change",
+                    "summary": "Cron jobs scheduled in local time run twice or never when DST changes; use UTC.",
+                    "scope": ["cron"],
+                    "id": "scheduling/cron-dst",
+                },
+            ),
+            ("add_draft", {"name": "Again", "summary": "Same id once more.", "id": "scheduling/cron-dst"}),
+            ("recall", {"query": "cron job ran twice on the DST change, local time"}),
+        ],
+    )
+    made = _text_json(results[0])
+    assert made["branch"] == "cairn/draft/scheduling/cron-dst"
+    assert made["base"] == head
+
+    # HEAD, the checked-out branch, the index and the working tree are as they were.
+    assert vault_repo.git("rev-parse", "HEAD") == head
+    assert vault_repo.git("symbolic-ref", "--short", "HEAD") == "main"
+    assert vault_repo.git("status", "--porcelain") == status_before
+    assert not (vault_repo.root / "cards" / "scheduling").exists()
+
+    # The branch holds exactly one new commit on top of HEAD, adding the draft card.
+    assert vault_repo.git("rev-parse", made["branch"]) == made["commit"]
+    assert vault_repo.git("rev-parse", f"{made['branch']}^") == head
+    changed = vault_repo.git("diff", "--name-status", head, made["branch"])
+    assert changed == "A\tcards/scheduling/cron-dst.md"
+    text = vault_repo.git("show", f"{made['branch']}:cards/scheduling/cron-dst.md")
+    assert "status: draft" in text
+    assert "Cron runs twice on DST change" in text
+
+    # A second draft with the same id gets its own branch; the first one is never moved.
+    again = _text_json(results[1])
+    assert again["branch"] == "cairn/draft/scheduling/cron-dst-2"
+    assert vault_repo.git("rev-parse", made["branch"]) == made["commit"]
+
+    # Drafts never reach recall (they are not even on the checked-out branch).
+    assert _text_json(results[2])["cards"] == []
+
+
+def test_add_draft_refuses_an_id_that_exists_at_head(vault_repo: VaultRepo) -> None:
+    _lessons(vault_repo)
+    _, _, results = _drive(
+        vault_repo.root, [("add_draft", {"name": "X", "summary": "Y", "id": "git/force-push-rebase"})]
+    )
+    assert _is_error(results[0])
+    assert "already exists" in results[0].content[0].text
+    assert vault_repo.git("branch", "--list", "cairn/draft/*") == ""
+
+
+def test_serve_logs_nothing_on_stdout_and_needs_a_vault(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    missing = vault_repo.cairn("serve", "--vault", str(tmp_path / "nowhere"))
+    assert missing.returncode == 1
+    assert missing.stdout == ""
+    assert missing.stderr.startswith("Error: ")
+
+
+@pytest.mark.parametrize("args", [["serve", "--help"]])
+def test_serve_help_has_an_example(vault_repo: VaultRepo, args: list[str]) -> None:
+    done = vault_repo.cairn(*args)
+    assert done.returncode == 0
+    assert "Example" in done.stdout and "pip install 'cairn[mcp]'" in done.stdout
+
+
+def test_serve_without_the_sdk_says_how_to_install_it(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    _lessons(vault_repo)
+    shadow = tmp_path / "no-sdk"
+    (shadow / "mcp").mkdir(parents=True)
+    (shadow / "mcp" / "__init__.py").write_text('raise ImportError("the SDK is not installed")\n')
+    done = vault_repo.cairn("serve", env={"PYTHONPATH": str(shadow)})
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.strip() == "Error: `cairn serve` needs the MCP SDK: pip install 'cairn[mcp]'"
