@@ -149,3 +149,60 @@ def _supports_initial_branch() -> bool:
         return git.Git().version_info >= (2, 28)
     except GitCommandError:  # pragma: no cover
         return False
+
+
+def commit_file_to_new_branch(repo: git.Repo, base: str, branch: str, repo_path: str, data: bytes, message: str) -> str:
+    """Commit one file on top of `base` as a NEW branch, without touching HEAD, the index or the working tree.
+
+    Git plumbing: the blob is written to the object store, the tree is built in a temporary index
+    (GIT_INDEX_FILE), then commit-tree and update-ref with an all-zero old value, so an existing branch is never
+    moved. repo_path is relative to the repository root. Returns the new commit.
+    """
+    import tempfile
+    from io import BytesIO
+
+    from gitdb import IStream
+
+    if not _is_valid_branch(repo, branch):
+        raise CairnError(f"{branch!r} is not a valid branch name")
+    if branch_exists(repo, branch):
+        raise CairnError(f"branch {branch!r} already exists; choose another name (nothing was written)")
+    blob = repo.odb.store(IStream("blob", len(data), BytesIO(data))).binsha.hex()
+    with tempfile.TemporaryDirectory(prefix="cairn-index-") as tmp:
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        try:
+            repo.git.read_tree(base, env=env)
+            repo.git.update_index("--add", "--cacheinfo", "100644", blob, repo_path, env=env)
+            tree = repo.git.write_tree(env=env)
+            commit = repo.git.commit_tree(tree, "-p", base, "-m", message, env=env).strip()
+        except GitCommandError as exc:
+            raise CairnError(f"git could not make the commit: {_last_line(exc.stderr)}") from None
+    try:
+        repo.git.update_ref("-m", "cairn: new draft branch", f"refs/heads/{branch}", commit, "0" * len(commit))
+    except GitCommandError as exc:
+        raise CairnError(f"git could not create branch {branch!r}: {_last_line(exc.stderr)}") from None
+    return str(commit)
+
+
+def branch_exists(repo: git.Repo, branch: str) -> bool:
+    try:
+        repo.git.show_ref("--verify", "--quiet", f"refs/heads/{branch}")
+        return True
+    except GitCommandError:
+        return False
+
+
+def _is_valid_branch(repo: git.Repo, branch: str) -> bool:
+    try:
+        repo.git.check_ref_format("--branch", branch)
+        return not branch.startswith("-")
+    except GitCommandError:
+        return False
+
+
+def _last_line(text: str | None) -> str:
+    lines = [line.strip() for line in (text or "").strip().splitlines() if line.strip()]
+    return lines[-1].removeprefix("stderr: ").strip("'") if lines else "unknown error"
+
+
+# --- git's index (the staging area), for lint inside a pre-commit hook --------------------------------------------
