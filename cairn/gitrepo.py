@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,6 +120,104 @@ def changed_cards(repo: git.Repo, old: str, new: str, vault: Vault) -> list[Chan
     return changes
 
 
+@dataclass(frozen=True, slots=True)
+class FileVersion:
+    """One card file touched by a commit: status A, M, R or D; blob is the file after the commit (None for D)."""
+
+    status: str
+    old_path: str | None
+    new_path: str | None
+    blob: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedCommit:
+    """A commit from `git log` over `cards/`, with its author and the card files it touched (vault-relative)."""
+
+    commit: str
+    author: str
+    email: str
+    date: str
+    files: tuple[FileVersion, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """git's verdict on a commit's signature: status is `%G?` (G good, N none, B bad, U/X/Y/R/E see git-log)."""
+
+    status: str
+    key: str = ""
+    signer: str = ""
+
+
+# Raw diffs with full blob ids, renames detected, and nothing a user's config could add to the output.
+_LOG_FORMAT = "--format=%x01%H%x00%an%x00%ae%x00%aI"
+_LOG_ARGS = ("--raw", "-z", "-M", "--no-abbrev", "--no-show-signature", "--no-color", "--no-ext-diff", _LOG_FORMAT)
+
+
+def card_log(repo: git.Repo, vault: Vault, commit: str, since: str | None = None) -> list[LoggedCommit]:
+    """Every commit reachable from `commit` (not from `since`) that touched `cards/`, newest first, in one
+    `git log --raw -M` pass; merges contribute no changes of their own (as with `git log --follow`)."""
+    root = f"{vault.prefix}{CARDS_DIR}"
+    rev = f"{since}..{commit}" if since else commit
+    out = repo.git.log(*_LOG_ARGS, rev, "--", root, stdout_as_string=False)
+    strip = len(vault.prefix)
+    commits: list[LoggedCommit] = []
+    for chunk in out.split(b"\x01")[1:]:
+        parts = [p.decode("utf-8", "surrogateescape") for p in chunk.split(b"\0")]
+        sha, author, email, date = parts[:4]
+        files: list[FileVersion] = []
+        i = 4
+        while i < len(parts):
+            meta = parts[i].lstrip("\n")
+            i += 1
+            if not meta.startswith(":"):
+                continue
+            fields = meta[1:].split(" ")
+            status, blob = fields[4][:1], fields[3]
+            if status in "RC":
+                old_path, new_path = parts[i][strip:], parts[i + 1][strip:]
+                i += 2
+            else:
+                old_path = new_path = parts[i][strip:]
+                i += 1
+            if status == "D":
+                files.append(FileVersion("D", old_path, None, None))
+            elif status == "A" or status == "C":
+                files.append(FileVersion("A", None, new_path, blob))
+            elif status == "R":
+                files.append(FileVersion("R", old_path, new_path, blob))
+            else:  # M, T: a new version of the same path
+                files.append(FileVersion("M", old_path, new_path, blob))
+        commits.append(LoggedCommit(sha, author, email, date, tuple(files)))
+    return commits
+
+
+def commit_signatures(repo: git.Repo, commits: list[str] | set[str]) -> dict[str, Signature]:
+    """Verify the signatures of commits; only commits that carry one are handed to git (and gpg/ssh)."""
+    result: dict[str, Signature] = {}
+    signed: list[str] = []
+    for sha in sorted(commits):
+        try:
+            raw = repo.odb.stream(bytes.fromhex(sha)).read()
+        except (ValueError, KeyError, OSError):
+            result[sha] = Signature("N")
+            continue
+        header = raw.split(b"\n\n", 1)[0]
+        if b"\ngpgsig " in header or b"\ngpgsig-sha256 " in header:
+            signed.append(sha)
+        else:
+            result[sha] = Signature("N")
+    for start in range(0, len(signed), 200):
+        chunk = signed[start : start + 200]
+        out = repo.git.log("--no-walk=unsorted", "-z", "--format=%H%x00%G?%x00%GK%x00%GS", *chunk)
+        fields = out.split("\0")
+        for i in range(0, len(fields) - 3, 4):
+            sha = fields[i].strip()
+            result[sha] = Signature(fields[i + 1] or "N", fields[i + 2], fields[i + 3])
+    return result
+
+
 def is_ancestor(repo: git.Repo, old: str, new: str) -> bool:
     try:
         repo.git.merge_base("--is-ancestor", old, new)
@@ -206,3 +306,108 @@ def _last_line(text: str | None) -> str:
 
 
 # --- git's index (the staging area), for lint inside a pre-commit hook --------------------------------------------
+
+
+def index_entries(repo: git.Repo, vault: Vault, extra: tuple[str, ...] = ()) -> list[TreeEntry]:
+    """Files under the vault's `cards/` (and the vault-relative `extra` paths) as git's index holds them.
+
+    This is what the next commit records. Inside a git hook the index is the one git names in GIT_INDEX_FILE: a
+    temporary index for `git commit -a` or `git commit PATH`; see `_index_env` for how the variables are honoured.
+    Unmerged paths (a conflict in progress) are left out: they cannot be committed.
+    """
+    specs = [f"{vault.prefix}{CARDS_DIR}", *(f"{vault.prefix}{p}" for p in extra)]
+    out = repo.git.ls_files(
+        "-s", "-z", "--full-name", "--", *specs, stdout_as_string=False, env=_index_env(vault)
+    )
+    entries = []
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        meta, _, raw_path = record.partition(b"\t")
+        mode, blob, stage = meta.decode().split(" ")
+        if stage != "0":
+            continue
+        path = raw_path.decode("utf-8", "surrogateescape")
+        entries.append(TreeEntry(path=path[len(vault.prefix) :], blob=blob, mode=int(mode, 8)))
+    return entries
+
+
+def read_blobs(repo: git.Repo, vault: Vault, blobs: list[str]) -> dict[str, bytes]:
+    """Many blobs' bytes in one `git cat-file --batch` call (staged blobs are already in git's object store)."""
+    if not blobs:
+        return {}
+    with tempfile.TemporaryFile() as request:
+        request.write("".join(f"{b}\n" for b in blobs).encode())
+        request.seek(0)
+        out = repo.git.execute(
+            ["git", "cat-file", "--batch"],
+            istream=request,
+            stdout_as_string=False,
+            strip_newline_in_stdout=False,
+            env=_index_env(vault),
+        )
+    assert isinstance(out, bytes)
+    found: dict[str, bytes] = {}
+    pos = 0
+    while pos < len(out):
+        end = out.index(b"\n", pos)
+        header = out[pos:end].decode().split(" ")
+        pos = end + 1
+        if len(header) != 3:  # `<sha> missing`
+            continue
+        size = int(header[2])
+        found[header[0]] = out[pos : pos + size]
+        pos += size + 1
+    return found
+
+
+def _git_dir(work_tree: Path) -> Path:
+    """The repository folder of a work tree: `.git`, or where a `.git` file points (linked worktrees, submodules)."""
+    dot_git = work_tree / ".git"
+    if dot_git.is_file():
+        text = dot_git.read_text("utf-8", "replace").strip()
+        if text.startswith("gitdir:"):
+            return (work_tree / text[len("gitdir:") :].strip()).resolve()
+    return dot_git.resolve()
+
+
+def _index_env(vault: Vault) -> dict[str, str]:
+    """GIT_DIR, GIT_WORK_TREE and GIT_INDEX_FILE for reading the vault's index, all absolute.
+
+    git runs a pre-commit hook from the work tree's root with GIT_INDEX_FILE set (relative, `.git/index`, or
+    absolute, `.git/index.lock` for `git commit -a`) and, in some setups, GIT_DIR. Those variables describe the
+    repository being committed to; they are honoured only when it is the vault's repository (so `--vault` pointing
+    at another repository from inside a hook reads that repository's own index), and always passed on explicitly.
+    """
+    assert vault.git_root is not None
+    git_dir = _git_dir(vault.git_root)
+    index = git_dir / "index"
+    env_index = os.environ.get("GIT_INDEX_FILE")
+    if env_index and _env_repo_is(git_dir, vault.git_root):
+        index = Path(os.path.abspath(env_index))  # relative to the current folder, as git reads it
+    return {
+        "GIT_DIR": str(git_dir),
+        "GIT_WORK_TREE": str(vault.git_root),
+        "GIT_INDEX_FILE": str(index),
+        "GIT_LITERAL_PATHSPECS": "1",
+    }
+
+
+def _env_repo_is(git_dir: Path, work_tree: Path) -> bool:
+    """Whether the repository git's environment describes (GIT_DIR, else the one around the cwd) is this one."""
+    env_dir = os.environ.get("GIT_DIR")
+    if env_dir:
+        return Path(os.path.realpath(env_dir)) == git_dir
+    cwd = Path.cwd().resolve()
+    for folder in (cwd, *cwd.parents):
+        if (folder / ".git").exists():
+            return folder == work_tree
+    return False
+
+
+def hooks_dir(vault: Vault) -> Path:
+    """Where git looks for this repository's hooks: `core.hooksPath` when set, else `.git/hooks` (worktrees too)."""
+    repo = open_repo(vault)
+    out = repo.git.rev_parse("--git-path", "hooks")
+    path = Path(out)
+    return path if path.is_absolute() else Path(repo.working_tree_dir or vault.git_root or ".") / path

@@ -8,10 +8,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import git
 
-from cairn import gitrepo, paths, store
+from cairn import gitrepo, paths, provenance, store
 from cairn.card import MAX_CARD_BYTES, Card, card_id_from_path, oversize_finding, parse_card
 from cairn.config import CONFIG_FILE, Config, parse_config
 from cairn.errors import CairnError, IndexCorrupt, IndexMissing
@@ -70,6 +71,10 @@ def build_index(vault: Vault, *, rebuild: bool = False, progress: Progress | Non
     target = index_file_for(vault)
     with store.writer_lock(target):
         base = None if rebuild else _usable_base(target, vault, repo)
+        if base is not None and base.commit != commit and not gitrepo.is_ancestor(repo, base.commit, commit):
+            # History was rewritten or HEAD moved back: stored provenance may name commits HEAD no longer has.
+            base.close()
+            base = None
         if base is not None and base.commit == commit:
             report = IndexReport(target, commit, "unchanged", base.n_cards, 0, 0, _stored_problems(base))
             base.close()
@@ -184,6 +189,7 @@ def _meta(vault: Vault, commit: str, source: str, config: Config) -> dict[str, s
         "prefix": vault.prefix,
         "built_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "config": json.dumps(config.to_dict(), ensure_ascii=False),
+        "provenance": provenance.FORMAT if source == "commit" else "",
     }
 
 
@@ -192,17 +198,27 @@ def _usable_base(target: Path, vault: Vault, repo: git.Repo) -> store.IndexReade
         reader = store.IndexReader(target)
     except (IndexMissing, IndexCorrupt):
         return None
-    ok = (
-        reader.meta.get("source") == "commit"
-        and reader.meta.get("vault_root") == str(vault.root)
-        and reader.meta.get("prefix") == vault.prefix
-        and gitrepo.commit_exists(repo, reader.commit)
-        and reader.integrity_ok()
-    )
+    try:
+        ok = (
+            reader.meta.get("source") == "commit"
+            and reader.meta.get("vault_root") == str(vault.root)
+            and reader.meta.get("prefix") == vault.prefix
+            and reader.meta.get("provenance") == provenance.FORMAT
+            and gitrepo.commit_exists(repo, reader.commit)
+            and reader.integrity_ok()
+            and reader.checksum_holds()
+        )
+    except (IndexCorrupt, KeyError, ValueError):  # a damaged file: rebuild rather than fail
+        ok = False
     if not ok:
         reader.close()
         return None
     return reader
+
+
+def _stored_provenance(reader: store.IndexReader, card_id: str) -> tuple[dict[str, Any] | None, str] | None:
+    record = reader.record(card_id)
+    return (record["provenance"], record["summary"]) if record is not None else None
 
 
 def _stored_problems(reader: store.IndexReader) -> tuple[Finding, ...]:
@@ -246,6 +262,8 @@ def _full_from_commit(
 ) -> IndexReport:
     entries = _card_entries(repo, commit, vault)
     upserts, problems = _read_entries(repo, entries, progress)
+    lineages = provenance.walk_history(repo, vault, commit, [t.path for t in upserts])
+    upserts = provenance.attach(repo, upserts, lineages)
     store.write_index(target, meta, upserts, problems=[_problem_row(f) for f in problems])
     return IndexReport(target, commit, "full", len(upserts), len(entries), 0, tuple(problems))
 
@@ -264,10 +282,13 @@ def _incremental(
     touched_paths = {p for c in changes for p in (c.old_path, c.new_path) if p}
     removed_ids = {card_id_from_path(c.old_path) for c in changes if c.old_path and c.status in "DRM"}
     new_paths = sorted({c.new_path for c in changes if c.new_path and c.status in "AMR"})
-    wanted = set(new_paths)
-    entries = [e for e in gitrepo.card_entries(repo, commit, vault) if e.path in wanted] if wanted else []
-    entries = [e for e in entries if card_id_from_path(e.path) is not None]
+    head_entries = _card_entries(repo, commit, vault)
+    # Cards touched by any new commit get new provenance, even when the diff nets out to nothing.
+    lineages = provenance.walk_history(repo, vault, commit, [e.path for e in head_entries], since=previous)
+    wanted = set(new_paths) | provenance.touched_paths(lineages)
+    entries = [e for e in head_entries if e.path in wanted]
     upserts, new_problems = _read_entries(repo, entries, progress)
+    upserts = provenance.attach(repo, upserts, lineages, base=lambda card_id: _stored_provenance(base, card_id))
     kept = [p for p in base.problems() if p[0] not in touched_paths]
     problems = kept + [_problem_row(f) for f in new_problems]
     n_before = base.n_cards

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -165,10 +166,27 @@ def render_card_text(record: dict[str, object]) -> str:
     lines += ["", f"summary: {record['summary']}", "", str(record.get("body") or "")]
     provenance = record.get("provenance")
     if isinstance(provenance, dict) and provenance:
-        lines += ["", "provenance:"]
-        for key, value in provenance.items():
-            lines.append(f"  {key}: {value}")
+        lines += ["", *_provenance_lines(provenance)]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _provenance_lines(provenance: dict[str, Any]) -> list[str]:
+    from cairn.provenance import describe
+
+    authors = ", ".join(
+        f"{a['name']} <{a['email']}> ({a['commits']} commit{'s' if a['commits'] != 1 else ''})"
+        for a in provenance.get("authors") or []
+    )
+    lines = [
+        "provenance:",
+        f"  created:         {describe(provenance.get('created'))}",
+        f"  last changed:    {describe(provenance.get('last_changed'))}",
+        f"  summary changed: {describe(provenance.get('summary_changed'))}",
+        f"  authors:         {authors or 'unknown'}",
+    ]
+    if provenance.get("renamed_from"):
+        lines.append(f"  renamed from:    {', '.join(provenance['renamed_from'])}")
+    return lines
 
 
 __all__ = ["init", "add", "index", "show", "CairnError"]

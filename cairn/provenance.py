@@ -1,0 +1,207 @@
+"""Each card's provenance from git history: who created it, who changed it last, every author, the commit that
+last changed its summary, and whether those commits are signed.
+
+One `git log --raw -M` pass over `cards/` serves every card: commits are walked newest to oldest, each card's path
+is followed back through renames (as `git log --follow` would), and the walk stops at the commit that added it.
+The summary's last change is found by comparing the parsed summary across the card's versions in that walk,
+newest first, rather than with `git blame` on the summary lines: it needs no process per card, and a commit that
+only re-wraps the YAML lines does not count as changing what agents are told.
+
+An incremental update walks only the new commits and joins the stored provenance of cards they did not create.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import git
+
+from cairn import gitrepo
+from cairn.card import card_id_from_path, parse_card
+from cairn.store import CardTerms
+from cairn.vault import Vault
+
+FORMAT = "1"
+
+# (provenance, summary) stored for a card id before this update, or None.
+BaseLookup = Callable[[str], "tuple[dict[str, Any] | None, str] | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """A card's file as one commit left it."""
+
+    commit: gitrepo.LoggedCommit
+    path: str
+    blob: str
+
+
+@dataclass(slots=True)
+class Lineage:
+    """One card followed back from its path at the walked commit.
+
+    versions: newest first. created: the walk reached the commit that added the file (else history before the
+    walked range, or a shallow clone's boundary, holds the rest). origin: its path at the oldest walked version.
+    """
+
+    path: str
+    versions: list[Version] = field(default_factory=list)
+    created: bool = False
+    origin: str = ""
+
+
+def walk_history(
+    repo: git.Repo, vault: Vault, commit: str, paths: Iterable[str], since: str | None = None
+) -> dict[str, Lineage]:
+    """Lineages of the card files at `paths` (vault-relative, as they are at `commit`), from one log pass."""
+    lineages = {path: Lineage(path=path, origin=path) for path in paths}
+    following: dict[str, Lineage] = dict(lineages)  # path at the point reached in the walk -> lineage
+    for logged in gitrepo.card_log(repo, vault, commit, since):
+        # Match every change against the paths after this commit before moving any lineage back through it, so a
+        # rename a -> b and a new file a in the same commit stay apart.
+        moves: list[tuple[gitrepo.FileVersion, Lineage]] = []
+        for change in logged.files:
+            if change.new_path is None or change.blob is None:
+                continue
+            lineage = following.get(change.new_path)
+            if lineage is not None:
+                lineage.versions.append(Version(logged, change.new_path, change.blob))
+                moves.append((change, lineage))
+        for change, lineage in moves:
+            assert change.new_path is not None
+            if following.get(change.new_path) is lineage:
+                del following[change.new_path]
+            if change.status == "A":
+                lineage.created = True
+            else:
+                old = change.old_path or change.new_path
+                following[old] = lineage
+                lineage.origin = old
+    return lineages
+
+
+def touched_paths(lineages: dict[str, Lineage]) -> set[str]:
+    return {path for path, lineage in lineages.items() if lineage.versions}
+
+
+def attach(
+    repo: git.Repo,
+    upserts: Sequence[CardTerms],
+    lineages: dict[str, Lineage],
+    base: BaseLookup | None = None,
+) -> list[CardTerms]:
+    """The cards with their provenance filled in; `base` gives the stored provenance for incremental updates."""
+    summaries = _SummaryReader(repo)
+    drafts: list[dict[str, Any] | None] = []
+    for terms in upserts:
+        lineage = lineages.get(terms.path) or Lineage(path=terms.path, origin=terms.path)
+        stored = None
+        if base is not None and not lineage.created:
+            origin_id = card_id_from_path(lineage.origin)
+            stored = base(origin_id) if origin_id else None
+        drafts.append(_provenance(lineage, terms.summary, summaries, stored))
+    wanted = {c["commit"] for d in drafts if d for c in _commit_refs(d) if c.get("signature") is None}
+    signatures = gitrepo.commit_signatures(repo, wanted) if wanted else {}
+    out: list[CardTerms] = []
+    for terms, draft in zip(upserts, drafts, strict=True):
+        if draft is not None:
+            for ref in _commit_refs(draft):
+                if ref.get("signature") is None:
+                    sig = signatures.get(ref["commit"], gitrepo.Signature("N"))
+                    ref.update(signature=sig.status, signed=sig.status == "G", signing_key=sig.key or None)
+        out.append(dataclasses.replace(terms, provenance=draft))
+    return out
+
+
+def _commit_refs(draft: dict[str, Any]) -> list[dict[str, Any]]:
+    return [draft[key] for key in ("created", "last_changed", "summary_changed") if draft.get(key)]
+
+
+def _ref(logged: gitrepo.LoggedCommit) -> dict[str, Any]:
+    return {"commit": logged.commit, "author": logged.author, "email": logged.email, "date": logged.date}
+
+
+def _provenance(
+    lineage: Lineage,
+    summary: str,
+    summaries: _SummaryReader,
+    stored: tuple[dict[str, Any] | None, str] | None,
+) -> dict[str, Any] | None:
+    base_prov, base_summary = stored if stored else (None, None)
+    versions = lineage.versions
+    if not versions:
+        return dict(base_prov) if base_prov else None
+    last = _ref(versions[0].commit)
+    # The summary's last change: the oldest version in the unbroken run of versions that carry today's summary.
+    changed: dict[str, Any] = _ref(versions[0].commit)
+    run_reaches_end = True
+    for version in versions[1:]:
+        if summaries.summary(version) != summary:
+            run_reaches_end = False
+            break
+        changed = _ref(version.commit)
+    if run_reaches_end and base_prov and base_summary == summary and base_prov.get("summary_changed"):
+        changed = dict(base_prov["summary_changed"])
+    created = _ref(versions[-1].commit)
+    if base_prov and not lineage.created and base_prov.get("created"):
+        created = dict(base_prov["created"])
+    authors = _authors(versions, base_prov["authors"] if base_prov and not lineage.created else [])
+    renamed_from = [v.path for v in versions if v.path != lineage.path]
+    if base_prov and not lineage.created:
+        renamed_from += [p for p in base_prov.get("renamed_from", []) if p != lineage.path]
+    return {
+        "created": created,
+        "last_changed": last,
+        "summary_changed": changed,
+        "authors": authors,
+        "commits": len({v.commit.commit for v in versions})
+        + (int(base_prov.get("commits", 0)) if base_prov and not lineage.created else 0),
+        "renamed_from": list(dict.fromkeys(renamed_from)),
+    }
+
+
+def _authors(versions: list[Version], earlier: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every author, in the order they first touched the card, with their commit counts."""
+    by_email: dict[str, dict[str, Any]] = {}
+    for author in earlier:
+        by_email[str(author["email"]).lower()] = dict(author)
+    seen: set[str] = set()
+    for version in reversed(versions):
+        logged = version.commit
+        if logged.commit in seen:
+            continue
+        seen.add(logged.commit)
+        key = logged.email.lower()
+        entry = by_email.setdefault(key, {"name": logged.author, "email": logged.email, "commits": 0})
+        entry["commits"] += 1
+    return list(by_email.values())
+
+
+class _SummaryReader:
+    """Summaries of old versions, read from their blobs once each."""
+
+    def __init__(self, repo: git.Repo) -> None:
+        self._repo = repo
+        self._cache: dict[str, str | None] = {}
+
+    def summary(self, version: Version) -> str | None:
+        if version.blob not in self._cache:
+            try:
+                data = gitrepo.read_blob(self._repo, version.blob)
+            except (ValueError, OSError):
+                data = b""
+            card, _ = parse_card(version.path, data) if data else (None, [])
+            self._cache[version.blob] = card.summary if card else None
+        return self._cache[version.blob]
+
+
+def describe(ref: dict[str, Any] | None) -> str:
+    """One line for a commit reference: short id, date, author and signature."""
+    if not ref:
+        return "unknown"
+    sig = ref.get("signature")
+    signed = "signed" if ref.get("signed") else ("unsigned" if sig in (None, "N") else f"signature {sig}")
+    return f"{str(ref['commit'])[:8]} {str(ref['date'])[:10]} {ref['author']} <{ref['email']}> ({signed})"
