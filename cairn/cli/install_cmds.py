@@ -1,0 +1,117 @@
+"""Commands that connect Cairn to agents and to git: install and uninstall."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cairn import gitrepo, install
+from cairn.cli.common import echo, errors_to_exit, open_vault
+
+TARGETS = (*install.AGENTS, "git-hooks")
+
+
+def _where_options(func):  # type: ignore[no-untyped-def]
+    func = click.option(
+        "--user", is_flag=True, help="The user's own settings in the home folder (~/.claude, ~/.codex, ~/.gemini)."
+    )(func)
+    func = click.option(
+        "--project",
+        "project",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="The project folder whose settings to change (default: the current folder).",
+    )(func)
+    return func
+
+
+def _base(project: Path | None, user: bool) -> Path:
+    if project is not None and user:
+        raise click.UsageError("give --project DIR or --user, not both")
+    return (project or Path.cwd()).resolve()
+
+
+@click.command(name="install")
+@click.argument("target", type=click.Choice(TARGETS))
+@_where_options
+@click.option(
+    "--vault",
+    "vault_path",
+    default=None,
+    help="Agents: the vault the hook reads (default: $CAIRN_VAULT, else the vault around the agent's folder). "
+    "git-hooks: the vault to keep indexed (default: the vault around the current folder).",
+)
+@click.option("--scope", default=None, help="Agents: comma-separated scope tags the hook passes to recall.")
+@click.option("--chain", is_flag=True, help="git-hooks: keep existing hooks (moved to <name>.local, run first).")
+@errors_to_exit
+def install_cmd(
+    target: str, project: Path | None, user: bool, vault_path: str | None, scope: str | None, chain: bool
+) -> None:
+    """Register `cairn hook` with an agent, or keep a vault's index current with git hooks.
+
+    TARGET is claude-code (.claude/settings.json, UserPromptSubmit), codex (.codex/hooks.json,
+    UserPromptSubmit), gemini (.gemini/settings.json, BeforeAgent) or git-hooks (post-commit, post-merge and
+    post-checkout in the vault's hooks folder, core.hooksPath respected). Other hooks are kept, a backup of a
+    changed settings file is written beside it, and running it again changes nothing.
+
+    \b
+    Examples:
+      cairn install claude-code --vault ~/team-lessons
+      cairn install codex --user
+      cairn install git-hooks --vault ~/team-lessons
+    """
+    executable = install.cairn_executable()
+    if target == "git-hooks":
+        if project is not None or user:
+            raise click.UsageError("git-hooks goes into a vault: use --vault, not --project or --user")
+        vault = open_vault(vault_path)
+        hooks_dir = gitrepo.hooks_dir(vault)
+        for change in install.install_git_hooks(vault, hooks_dir, executable, chain=chain):
+            echo(f"{change.action}: {change.path}")
+        echo(f"Every commit, merge and checkout in {vault.root} now updates its index in the background.")
+        return
+    base = _base(project, user)
+    vault_arg = str(Path(vault_path).expanduser().resolve()) if vault_path else None
+    command = install.hook_command(target, vault=vault_arg, scope=scope, executable=executable)
+    change = install.install_agent(target, install.settings_path(target, base, user), command)
+    echo(f"{change.action}: {change.path}")
+    echo(f"  hook: {command}")
+    if change.backup:
+        echo(f"  backup of the previous file: {change.backup}")
+    if not vault_arg:
+        echo("  The hook reads $CAIRN_VAULT, else the vault around the agent's folder; --vault fixes one.")
+    if change.note:
+        echo(f"  Note: {change.note}")
+    echo(f"Undo with `cairn uninstall {target}{' --user' if user else ''}`.")
+
+
+@click.command(name="uninstall")
+@click.argument("target", type=click.Choice(TARGETS))
+@_where_options
+@click.option("--vault", "vault_path", default=None, help="git-hooks: the vault whose hooks to remove.")
+@errors_to_exit
+def uninstall_cmd(target: str, project: Path | None, user: bool, vault_path: str | None) -> None:
+    """Remove Cairn's hook from an agent's settings (other hooks stay), or Cairn's git hooks from a vault.
+
+    \b
+    Examples:
+      cairn uninstall claude-code
+      cairn uninstall git-hooks --vault ~/team-lessons
+    """
+    if target == "git-hooks":
+        vault = open_vault(vault_path)
+        for git_change in install.uninstall_git_hooks(gitrepo.hooks_dir(vault)):
+            echo(f"{git_change.action}: {git_change.path}")
+        return
+    base = _base(project, user)
+    change = install.uninstall_agent(target, install.settings_path(target, base, user))
+    if change.action == "absent":
+        echo(f"Nothing to remove: {change.path} has no Cairn hook.")
+        return
+    echo(f"{change.action}: Cairn's hook from {change.path}")
+    if change.backup:
+        echo(f"  backup of the previous file: {change.backup}")
+
+
+__all__ = ["install_cmd", "uninstall_cmd"]

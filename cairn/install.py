@@ -1,0 +1,327 @@
+"""Registering `cairn hook` with coding agents (Claude Code, Codex CLI, Gemini CLI) and git hooks with a vault.
+
+Agent settings are JSON files that users also edit by hand: Cairn merges its one hook entry in, keeps every other
+key and hook as it was, writes a timestamped backup of the old file and then the new file atomically, and does
+nothing at all when the file already says what it should. Uninstalling removes only Cairn's entries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import sys
+import time
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from cairn.atomic import write_atomic
+from cairn.errors import CairnError, RefusedWrite
+from cairn.vault import Vault
+
+GIT_HOOKS = ("post-commit", "post-merge", "post-checkout")
+GIT_HOOK_MARKER = "cairn-index-hook"
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    """How one agent configures a prompt hook.
+
+    settings: the settings file under the project or home folder. event: the hook event Cairn registers for.
+    timeout: the handler's timeout in the agent's own unit (seconds, or milliseconds for Gemini CLI).
+    """
+
+    name: str
+    settings: str
+    event: str
+    timeout: int
+    extra: tuple[tuple[str, str], ...] = ()
+    note: str = ""
+
+
+AGENTS = {
+    "claude-code": Agent("claude-code", ".claude/settings.json", "UserPromptSubmit", 10),
+    "codex": Agent(
+        "codex",
+        ".codex/hooks.json",
+        "UserPromptSubmit",
+        10,
+        extra=(("statusMessage", "Cairn: recalling team lessons"),),
+        note=(
+            "Codex runs hooks by default in recent versions; older ones need `[features]\\ncodex_hooks = true` in "
+            "config.toml (~/.codex/config.toml). Codex asks you to review and trust a new hook once."
+        ),
+    ),
+    "gemini": Agent(
+        "gemini",
+        ".gemini/settings.json",
+        "BeforeAgent",
+        10000,
+        extra=(("name", "cairn"),),
+        note="Gemini CLI needs a version with hooks (see `gemini --version` and geminicli.com/docs/hooks).",
+    ),
+}
+
+# A hook command is Cairn's when it runs `cairn hook` (any path to cairn, any flags after it).
+_CAIRN_COMMAND = re.compile(r"(?:^|[\s/\\\"'])cairn(?:\.exe)?[\"']?\s+hook(?:\s|$)")
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsChange:
+    """What install or uninstall did to one file. action: `installed`, `updated`, `unchanged`, `removed`,
+    `absent`. backup: the copy of the previous file, when one was written."""
+
+    path: Path
+    action: str
+    command: str | None = None
+    backup: Path | None = None
+    note: str = ""
+
+
+def settings_path(agent: str, base: Path, user: bool) -> Path:
+    """The agent's settings file in a project folder, or in the user's home (honouring CODEX_HOME and
+    CLAUDE_CONFIG_DIR)."""
+    spec = _agent(agent)
+    if user:
+        if agent == "codex" and os.environ.get("CODEX_HOME"):
+            return Path(os.environ["CODEX_HOME"]) / "hooks.json"
+        if agent == "claude-code" and os.environ.get("CLAUDE_CONFIG_DIR"):
+            return Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json"
+        base = Path.home()
+    return base / spec.settings
+
+
+def hook_command(agent: str, vault: str | None = None, scope: str | None = None, executable: str | None = None) -> str:
+    """The shell command an agent runs: `cairn hook --format AGENT`, plus --vault/--scope when given."""
+    parts = [_shell_quote(executable or "cairn"), "hook", "--format", _agent(agent).name]
+    if vault:
+        parts += ["--vault", _shell_quote(vault)]
+    if scope:
+        parts += ["--scope", _shell_quote(scope)]
+    return " ".join(parts)
+
+
+def cairn_executable() -> str:
+    """`cairn` when that name on PATH is this installation, else the full path of this installation's `cairn`."""
+    here = Path(sys.argv[0]) if Path(sys.argv[0]).name.startswith("cairn") else Path(sys.executable).with_name("cairn")
+    on_path = shutil.which("cairn")
+    if on_path and here.exists() and os.path.realpath(on_path) == os.path.realpath(here):
+        return "cairn"
+    return str(here.resolve()) if here.exists() else "cairn"
+
+
+def hook_entry(agent: str, command: str) -> dict[str, Any]:
+    """One matcher group holding Cairn's handler, as the agent's settings file spells it."""
+    spec = _agent(agent)
+    handler: dict[str, Any] = {"type": "command", "command": command, "timeout": spec.timeout}
+    handler.update(dict(spec.extra))
+    return {"hooks": [handler]}
+
+
+def install_agent(agent: str, path: Path, command: str) -> SettingsChange:
+    """Merge Cairn's hook into the settings file at `path` (created when missing); idempotent."""
+    spec = _agent(agent)
+    data = _load_settings(path)
+    hooks = data.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise RefusedWrite(f"{path}: 'hooks' is not an object; fix the file by hand, then run this again")
+    groups = hooks.setdefault(spec.event, [])
+    if not isinstance(groups, list):
+        raise RefusedWrite(f"{path}: 'hooks.{spec.event}' is not a list; fix the file by hand, then run this again")
+    had_cairn = _strip_cairn(groups)
+    groups.append(hook_entry(agent, command))
+    action = "updated" if had_cairn else "installed"
+    backup = _write_if_changed(path, data)
+    if backup is False:
+        return SettingsChange(path, "unchanged", command, note=spec.note)
+    return SettingsChange(path, action, command, backup or None, note=spec.note)
+
+
+def uninstall_agent(agent: str, path: Path) -> SettingsChange:
+    """Remove Cairn's hook entries (and only those) from the settings file at `path`."""
+    spec = _agent(agent)
+    if not path.exists():
+        return SettingsChange(path, "absent")
+    data = _load_settings(path)
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict) or not isinstance(hooks.get(spec.event), list):
+        return SettingsChange(path, "absent")
+    if not _strip_cairn(hooks[spec.event]):
+        return SettingsChange(path, "absent")
+    if not hooks[spec.event]:
+        del hooks[spec.event]
+    if not hooks:
+        del data["hooks"]
+    backup = _write_if_changed(path, data)
+    return SettingsChange(path, "removed", backup=backup or None)
+
+
+# -- git hooks ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GitHookChange:
+    """One git hook file: action `installed`, `updated`, `unchanged`, `chained` (a foreign hook moved to
+    `<name>.local` runs first), `removed`, `restored` (the chained hook put back) or `absent`."""
+
+    path: Path
+    action: str
+
+
+def git_hook_script(executable: str, vault_dir: str) -> str:
+    """The git hook template with the cairn command and the vault folder (relative to the work tree) filled in."""
+    text = resources.files("cairn").joinpath("templates/hooks/git/post-commit").read_text("utf-8")
+    text = text.replace('CAIRN_BIN="cairn"', f"CAIRN_BIN={_shell_quote(executable)}", 1)
+    return text.replace('CAIRN_VAULT_DIR="."', f"CAIRN_VAULT_DIR={_shell_quote(vault_dir)}", 1)
+
+
+def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: bool = False) -> list[GitHookChange]:
+    """Put Cairn's post-commit, post-merge and post-checkout hooks into `hooks_dir`.
+
+    A hook file that is not Cairn's is never overwritten: with chain=True it moves to `<name>.local` and
+    Cairn's hook runs it first; without, nothing is written and RefusedWrite says what to do.
+    """
+    vault_dir = vault.prefix.rstrip("/") or "."
+    script = git_hook_script(executable, vault_dir)
+    foreign = [name for name in GIT_HOOKS if _is_foreign(hooks_dir / name)]
+    if foreign and not chain:
+        names = ", ".join(str(hooks_dir / n) for n in foreign)
+        raise RefusedWrite(
+            f"{names} already exist and are not Cairn's; nothing was written. Run again with --chain to keep them "
+            f"(they move to <name>.local and run first), or add `cairn index --vault {vault_dir} &` to them by hand"
+        )
+    hooks_dir.mkdir(parents=True, exist_ok=True)
+    changes = []
+    for name in GIT_HOOKS:
+        target = hooks_dir / name
+        action = "installed"
+        if name in foreign:
+            local = target.with_name(name + ".local")
+            if local.exists():
+                raise RefusedWrite(f"{local} already exists; move it away, then run this again")
+            os.replace(target, local)
+            action = "chained"
+        elif target.exists():
+            if target.read_text("utf-8", "replace") == script:
+                changes.append(GitHookChange(target, "unchanged"))
+                continue
+            action = "updated"
+        write_atomic(target, script.encode("utf-8"), overwrite=True, mode=0o755)
+        changes.append(GitHookChange(target, action))
+    return changes
+
+
+def uninstall_git_hooks(hooks_dir: Path) -> list[GitHookChange]:
+    """Remove Cairn's git hooks; a hook chained by install goes back in its place."""
+    changes = []
+    for name in GIT_HOOKS:
+        target = hooks_dir / name
+        local = target.with_name(name + ".local")
+        if not target.exists() or _is_foreign(target):
+            changes.append(GitHookChange(target, "absent"))
+            continue
+        if local.exists():
+            os.replace(local, target)
+            changes.append(GitHookChange(target, "restored"))
+        else:
+            target.unlink()
+            changes.append(GitHookChange(target, "removed"))
+    return changes
+
+
+# -- internals ----------------------------------------------------------------------------------------------------
+
+
+def _agent(name: str) -> Agent:
+    try:
+        return AGENTS[name]
+    except KeyError:
+        raise CairnError(f"unknown agent {name!r}; choose one of {', '.join(AGENTS)}") from None
+
+
+def _is_foreign(path: Path) -> bool:
+    if not path.exists() and not path.is_symlink():
+        return False
+    try:
+        return GIT_HOOK_MARKER not in path.read_text("utf-8", "replace")
+    except OSError:
+        return True
+
+
+def _is_cairn_handler(handler: object) -> bool:
+    return isinstance(handler, dict) and isinstance(handler.get("command"), str) and bool(
+        _CAIRN_COMMAND.search(handler["command"])
+    )
+
+
+def _strip_cairn(groups: list[Any]) -> bool:
+    """Remove Cairn's handlers from a list of matcher groups in place (and groups left empty); True if any."""
+    found = False
+    for group in list(groups):
+        if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+            continue
+        kept = [h for h in group["hooks"] if not _is_cairn_handler(h)]
+        if len(kept) != len(group["hooks"]):
+            found = True
+            if kept:
+                group["hooks"] = kept
+            else:
+                groups.remove(group)
+    return found
+
+
+def _load_settings(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    text = path.read_text("utf-8")
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise RefusedWrite(f"{path} is not valid JSON ({exc}); fix it by hand, nothing was written") from None
+    if not isinstance(data, dict):
+        raise RefusedWrite(f"{path} does not hold a JSON object; fix it by hand, nothing was written")
+    return data
+
+
+def _write_if_changed(path: Path, data: dict[str, Any]) -> Path | None | bool:
+    """Write `data` as JSON unless the file already holds exactly it (then False). Returns the backup path."""
+    new = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    if path.exists():
+        old = path.read_bytes()
+        try:
+            if json.loads(old) == data:
+                return False
+        except ValueError:
+            pass
+        mode = stat.S_IMODE(path.stat().st_mode)
+        backup = _backup_path(path)
+        write_atomic(backup, old, overwrite=False, mode=mode)
+        write_atomic(path, new, overwrite=True, mode=mode)
+        return backup
+    write_atomic(path, new, overwrite=False)
+    return None
+
+
+def _backup_path(path: Path) -> Path:
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    candidate = path.with_name(f"{path.name}.bak-{stamp}")
+    n = 1
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}.bak-{stamp}-{n}")
+    return candidate
+
+
+_SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./~-]+")
+
+
+def _shell_quote(arg: str) -> str:
+    if _SAFE.fullmatch(arg) and not arg.startswith("~"):
+        return arg
+    return "'" + arg.replace("'", "'\"'\"'") + "'"
