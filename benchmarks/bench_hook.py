@@ -165,7 +165,7 @@ def build_vault(root: Path, n_cards: int, cache: Path) -> tuple[list[dict[str, o
     started = time.perf_counter()
     vault = find_vault(root)
     upserts = []
-    for fields, blob in zip(cards, blobs):
+    for fields, blob in zip(cards, blobs, strict=True):
         card = Card(
             id=str(fields["id"]),
             path=f"cards/{fields['id']}.md",

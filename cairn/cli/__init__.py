@@ -16,6 +16,8 @@ COMMANDS: dict[str, str] = {
     "index": "cairn.cli.vault_cmds:index",
     "show": "cairn.cli.vault_cmds:show",
     "demo": "cairn.cli.demo_cmd:demo",
+    "install": "cairn.cli.install_cmds:install_cmd",
+    "uninstall": "cairn.cli.install_cmds:uninstall_cmd",
     "serve": "cairn.cli.serve_cmd:serve",
     "bench": "cairn.cli.bench_cmd:bench",
 }
