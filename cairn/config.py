@@ -41,6 +41,10 @@ class LintSettings:
     max_scope_share: float = 0.5
     max_scopes_per_card: int = 6
     duplicate_threshold: float = 0.8
+    # Scope shares mean little in a small vault: crowding is checked from this many cards on.
+    crowding_min_cards: int = 20
+    # Rule ids (or groups) this vault switches off, e.g. ["scope-crowding"].
+    disable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

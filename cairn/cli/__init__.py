@@ -16,6 +16,7 @@ COMMANDS: dict[str, str] = {
     "index": "cairn.cli.vault_cmds:index",
     "show": "cairn.cli.vault_cmds:show",
     "demo": "cairn.cli.demo_cmd:demo",
+    "lint": "cairn.cli.lint_cmd:lint_command",
     "install": "cairn.cli.install_cmds:install_cmd",
     "uninstall": "cairn.cli.install_cmds:uninstall_cmd",
     "serve": "cairn.cli.serve_cmd:serve",

@@ -1,0 +1,153 @@
+"""`cairn lint`: contract and policy checks on cards; what the pre-commit hooks run."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import click
+
+from cairn import lint
+from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, vault_option
+from cairn.errors import CairnError, VaultNotFound
+from cairn.finding import Finding
+from cairn.vault import CARDS_DIR, Vault, find_vault
+
+
+@click.command("lint")
+@click.argument("files", nargs=-1, type=click.Path(path_type=str))
+@click.option(
+    "--rules",
+    "rules",
+    default=None,
+    metavar="R,...",
+    help="Comma-separated rule ids or groups (contract, scope, verified-at, vault, policy, security); default: all.",
+)
+@click.option("--strict", is_flag=True, help="Fail (exit 1) on warnings too, not only on errors.")
+@click.option(
+    "--worktree/--staged",
+    "worktree",
+    default=None,
+    help="Read the working tree, or git's index (what the next commit records). "
+    "Default: the index inside a git hook (GIT_INDEX_FILE is set), else the working tree.",
+)
+@click.option("--list-rules", is_flag=True, help="List the rules with their severity and groups, then exit.")
+@vault_option
+@json_option
+@errors_to_exit
+def lint_command(
+    files: tuple[str, ...],
+    rules: str | None,
+    strict: bool,
+    worktree: bool | None,
+    list_rules: bool,
+    vault_path: str | None,
+    as_json: bool,
+) -> None:
+    """Check cards against the contract and the vault's policy; print `path:line: rule-id message`.
+
+    Without FILES, every card of the vault is checked. With FILES (paths relative to the current folder or to the
+    vault), only they are, in the context of the whole vault (unique names, links, near-duplicates). Errors exit 1;
+    warnings exit 0 unless --strict. Inside a git hook the staged content is checked, not the working tree.
+
+    \b
+    Example:
+      cairn lint
+      cairn lint cards/git/force-push-safely.md --rules scope,verified-at --strict
+      cairn lint --staged --json
+    """
+    if list_rules:
+        _print_rules()
+        return
+    wanted = [r for r in rules.split(",") if r.strip()] if rules is not None else None
+    try:
+        lint.select(wanted)
+    except lint.UnknownRule as exc:
+        raise click.UsageError(str(exc)) from None
+    source = lint.INDEX if (worktree is False or (worktree is None and lint.in_git_hook())) else lint.WORKTREE
+    findings: list[Finding] = []
+    checked = 0
+    if not files:
+        report = lint.lint_vault(open_vault(vault_path), rules=wanted, source=source)
+        findings, checked = list(report.findings), report.files
+    else:
+        for vault, pairs in _by_vault(files, vault_path).items():
+            report = lint.lint_files(vault, [rel for rel, _ in pairs], rules=wanted, source=source)
+            shown = dict(pairs)
+            findings += [replace(f, path=shown.get(f.path) or _display(vault, f.path)) for f in report.findings]
+            checked += report.files
+    findings.sort(key=lambda f: (f.path, f.line, f.rule, f.message))
+    if as_json:
+        echo_json([f.to_dict() for f in findings])
+    else:
+        for finding in findings:
+            echo(str(finding))
+    errors = [f for f in findings if f.severity == "error"]
+    warnings = [f for f in findings if f.severity != "error"]
+    echo(_summary(errors, warnings, checked, source, strict), err=True)
+    if errors or (strict and warnings):
+        raise SystemExit(1)
+
+
+def _summary(errors: list[Finding], warnings: list[Finding], checked: int, source: str, strict: bool) -> str:
+    def count(items: list[Finding], word: str) -> str:
+        ids = ", ".join(sorted({f.rule for f in items}))
+        return f"{len(items)} {word}{'' if len(items) == 1 else 's'}" + (f" ({ids})" if ids else "")
+
+    where = "git's index" if source == lint.INDEX else "the working tree"
+    text = f"cairn lint: {count(errors, 'error')}, {count(warnings, 'warning')} in {checked} file(s) from {where}"
+    if warnings and not errors and not strict:
+        text += "; warnings do not fail (--strict makes them)"
+    return text
+
+
+def _by_vault(files: tuple[str, ...], vault_path: str | None) -> dict[Vault, list[tuple[str, str]]]:
+    """Group the given paths by vault: (vault-relative path, path as given)."""
+    explicit = open_vault(vault_path) if vault_path or os.environ.get("CAIRN_VAULT") else None
+    groups: dict[Vault, list[tuple[str, str]]] = {}
+    cwd = Path.cwd()
+    for given in files:
+        absolute = Path(os.path.normpath(cwd / given))
+        vault = explicit or _vault_of(absolute)
+        groups.setdefault(vault, []).append((_relative(vault, absolute, given), given))
+    return groups
+
+
+def _vault_of(file: Path) -> Vault:
+    """The vault a file belongs to: the enclosing vault, else the folder above its `cards/`."""
+    try:
+        return find_vault(None, cwd=file.parent)
+    except VaultNotFound:
+        parts = file.parts
+        if CARDS_DIR in parts[:-1]:
+            top = len(parts) - 2 - parts[:-1][::-1].index(CARDS_DIR)
+            return find_vault(Path(*parts[:top]))
+        raise
+
+
+def _relative(vault: Vault, absolute: Path, given: str) -> str:
+    for root in (vault.root, Path(os.path.realpath(vault.root))):
+        try:
+            return absolute.relative_to(root).as_posix()
+        except ValueError:
+            pass
+    try:
+        return Path(os.path.realpath(absolute)).relative_to(vault.root).as_posix()
+    except ValueError:
+        pass
+    if not Path(given).is_absolute() and (vault.root / given).exists():
+        return Path(os.path.normpath(given)).as_posix()
+    raise CairnError(f"{given} is not in the vault at {vault.root}")
+
+
+def _display(vault: Vault, rel: str) -> str:
+    return os.path.relpath(vault.root / rel)
+
+
+def _print_rules() -> None:
+    for rule in lint.RULES:
+        first = rule.doc.strip().splitlines()[0] if rule.doc.strip() else rule.id
+        echo(f"{rule.id:<20} {rule.severity:<8} {','.join(rule.groups):<12} {first.split(': ', 1)[-1]}")
+        for emitted in rule.emits:
+            echo(f"  {emitted:<18} {rule.severity}")

@@ -1,0 +1,99 @@
+"""Card facts for the vault-wide rules, cached by git blob id so a one-card change re-reads one card."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cairn import paths
+from cairn.atomic import write_atomic
+from cairn.card import Card, card_id_from_path, parse_card
+from cairn.lint.model import CardFacts, words_of
+from cairn.lint.snapshot import FILE, Snapshot
+
+_VERSION = 1
+
+
+def facts_of(rel_path: str, card: Card | None) -> CardFacts:
+    card_id = card_id_from_path(rel_path) or rel_path
+    if card is None:
+        return CardFacts(rel_path, card_id)
+    return CardFacts(
+        path=rel_path,
+        id=card_id,
+        name=card.name,
+        status=card.status,
+        scope=card.scope,
+        supersedes=card.supersedes,
+        words=words_of(f"{card.name} {card.summary}"),
+    )
+
+
+def vault_facts(snapshot: Snapshot) -> dict[str, CardFacts]:
+    """Facts of every `.md` file under `cards/` (id -> facts); unchanged blobs come from the cache."""
+    cache_file = paths.index_path(snapshot.vault.root).with_name("lint-facts.json")
+    cached = {blob: packed for blob, packed in _load(cache_file).items() if _valid(packed)}
+    cards = {rel: f for rel, f in snapshot.files.items() if card_id_from_path(rel) is not None}
+    misses = [f.blob for f in cards.values() if f.kind == FILE and f.blob not in cached]
+    contents = snapshot.read_blobs(misses)
+    kept: dict[str, Any] = {}
+    out: dict[str, CardFacts] = {}
+    for rel, file in cards.items():
+        if file.kind != FILE:
+            out[card_id_from_path(rel) or rel] = CardFacts(rel, card_id_from_path(rel) or rel)
+            continue
+        if file.blob in cached:
+            packed = cached[file.blob]
+        else:
+            card, _ = parse_card(rel, contents.get(file.blob, b""))
+            packed = _pack(facts_of(rel, card))
+        kept[file.blob] = packed
+        facts = _unpack(rel, packed)
+        out[facts.id] = facts
+    if misses or len(kept) != len(cached):
+        _save(cache_file, kept)
+    return out
+
+
+def _pack(facts: CardFacts) -> Any:
+    if facts.name is None:
+        return None
+    return [facts.name, facts.status, list(facts.scope), list(facts.supersedes), sorted(facts.words)]
+
+
+def _valid(packed: Any) -> bool:
+    if packed is None:
+        return True
+    return (
+        isinstance(packed, list)
+        and len(packed) == 5
+        and isinstance(packed[0], str)
+        and isinstance(packed[1], str)
+        and all(isinstance(part, list) and all(isinstance(v, str) for v in part) for part in packed[2:])
+    )
+
+
+def _unpack(rel_path: str, packed: Any) -> CardFacts:
+    card_id = card_id_from_path(rel_path) or rel_path
+    if packed is None:
+        return CardFacts(rel_path, card_id)
+    name, status, scope, supersedes, words = packed
+    return CardFacts(rel_path, card_id, name, status, tuple(scope), tuple(supersedes), frozenset(words))
+
+
+def _load(cache_file: Any) -> dict[str, Any]:
+    try:
+        data = json.loads(cache_file.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("version") != _VERSION or not isinstance(data.get("facts"), dict):
+        return {}
+    return data["facts"]  # type: ignore[no-any-return]
+
+
+def _save(cache_file: Any, facts: dict[str, Any]) -> None:
+    """Best effort: the cache only saves time, so a read-only cache folder is not an error."""
+    try:
+        write_atomic(cache_file, json.dumps({"version": _VERSION, "facts": facts}).encode("utf-8"))
+    except OSError:
+        pass

@@ -1,0 +1,158 @@
+"""What lint rules work on: the rule record, the file being linted (Target) and the rest of the vault (Context)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+from cairn.card import Card
+from cairn.cardbody import CardBody, read_body
+from cairn.config import LintSettings
+from cairn.finding import ERROR, WARNING, Finding
+
+__all__ = ["ERROR", "WARNING", "CardFacts", "Context", "Rule", "Target", "words_of"]
+
+_WORD = re.compile(r"\w+")
+_STOP = frozenset(
+    """a an and are as at be been but by can could did do does for from had has have how i if in into is it its
+    just me my no not of on or our so than that the their them then there these they this those to too up us was
+    we were what when where which while who why will with would you your""".split()
+)
+
+
+def words_of(text: str) -> frozenset[str]:
+    """A cheap, order-free word set for similarity: lowercase words, stop words and single letters dropped."""
+    return frozenset(w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in _STOP)
+
+
+@dataclass(frozen=True, slots=True)
+class CardFacts:
+    """What one card file contributes to the vault-wide rules (cached by the file's git blob id).
+
+    name: None when the file breaks the contract (it still exists, so links and supersedes to it hold).
+    words: words of the name and summary, for near-duplicate search.
+    """
+
+    path: str
+    id: str
+    name: str | None = None
+    status: str = "active"
+    scope: tuple[str, ...] = ()
+    supersedes: tuple[str, ...] = ()
+    words: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Target:
+    """A file being linted.
+
+    path: vault-relative (`cards/git/x.md`). text: the decoded text (newlines normalised as the parser sees them),
+    None when the bytes are not text. card: the parsed card, None when it breaks the contract; contract: the
+    parser's findings.
+    """
+
+    path: str
+    text: str | None
+    card: Card | None
+    contract: tuple[Finding, ...]
+
+    def line_of(self, key: str) -> int:
+        """The line of a frontmatter key (1 when it is not written, e.g. a default)."""
+        if self.text is None:
+            return 1
+        match = re.search(rf"^{re.escape(key)}\s*:", self.text, re.MULTILINE)
+        return self.text.count("\n", 0, match.start()) + 1 if match else 1
+
+    def line_at(self, offset: int) -> int:
+        return (self.text or "").count("\n", 0, offset) + 1
+
+    @cached_property
+    def body(self) -> CardBody:
+        return read_body(self.card.body if self.card else "")
+
+
+class Context:
+    """The vault around the targets: every card file's facts, the settings and today's date.
+
+    Aggregates (names, scope counts, word postings) are computed once, on first use, for all targets.
+    """
+
+    def __init__(
+        self,
+        settings: LintSettings,
+        today: dt.date,
+        cards: dict[str, CardFacts],
+        body_words: Callable[[list[str]], dict[str, frozenset[str]]],
+    ) -> None:
+        self.settings = settings
+        self.today = today
+        self.cards = cards  # id -> facts, every `.md` file under cards/
+        self.body_words = body_words  # ids -> words of their bodies, read on demand
+
+    @cached_property
+    def ids_by_name(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for facts in self.cards.values():
+            if facts.name is not None:
+                out.setdefault(name_key(facts.name), []).append(facts.id)
+        return out
+
+    @cached_property
+    def scope_counts(self) -> Counter[str]:
+        return Counter(s.lower() for facts in self.cards.values() for s in set(facts.scope))
+
+    @cached_property
+    def n_parsed(self) -> int:
+        return sum(1 for facts in self.cards.values() if facts.name is not None)
+
+    @cached_property
+    def postings(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for facts in self.cards.values():
+            for word in facts.words:
+                out.setdefault(word, []).append(facts.id)
+        return out
+
+    @cached_property
+    def superseded_pairs(self) -> set[frozenset[str]]:
+        return {frozenset((f.id, old)) for f in self.cards.values() for old in f.supersedes}
+
+
+def name_key(name: str) -> str:
+    """Names compared for uniqueness: case, spacing and punctuation at the ends do not count."""
+    return " ".join(name.casefold().split()).strip(" .!?:;")
+
+
+Check = Callable[[Target, Context], Iterable[Finding]]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One lint rule.
+
+    id: the rule id printed in findings. groups: names `--rules` also accepts (`scope`, `verified-at`, ...).
+    emits: other rule ids this rule's findings carry (the contract rule reports the parser's ids).
+    needs_card: run only on files that keep the contract (a parsed Card).
+    reads_config: a change to `cairn.toml` can change its findings on any card.
+    """
+
+    id: str
+    severity: str
+    groups: tuple[str, ...]
+    doc: str
+    check: Check
+    emits: tuple[str, ...] = ()
+    needs_card: bool = True
+    reads_config: bool = False
+
+    def at(self, target: Target, line: int, message: str) -> Finding:
+        return Finding(target.path, line, self.id, message, self.severity)
+
+    def run(self, target: Target, context: Context) -> Iterator[Finding]:
+        if self.needs_card and target.card is None:
+            return
+        yield from self.check(target, context)

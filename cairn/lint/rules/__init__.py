@@ -1,0 +1,1 @@
+"""Lint rules, one per module; each module defines `RULE` (see cairn.lint.registry for their order)."""

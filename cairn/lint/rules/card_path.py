@@ -1,0 +1,30 @@
+"""card-path: a card lives at `cards/<topic>/<slug>.md` with lowercase slugs (policy: such cards are still indexed)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from cairn.card import card_id_from_path, slugify
+from cairn.finding import Finding
+from cairn.lint.model import WARNING, Context, Rule, Target
+
+
+def check(target: Target, context: Context) -> Iterator[Finding]:
+    if not target.path.startswith("cards/"):
+        return  # the contract reports it
+    card_id = card_id_from_path(target.path)
+    if card_id is None:
+        yield RULE.at(target, 0, "not a card: card files end in `.md`; this file is ignored (rename or move it)")
+        return
+    parts = card_id.split("/")
+    suggested = "/".join(slugify(part, max_length=200) for part in parts)
+    if suggested != card_id:
+        yield RULE.at(
+            target,
+            0,
+            f"the id '{card_id}' is not lowercase slugs; rename the file to cards/{suggested}.md "
+            "(and update links and supersedes that name it)",
+        )
+
+
+RULE = Rule("card-path", WARNING, ("policy",), __doc__ or "", check, needs_card=False)

@@ -1,0 +1,48 @@
+"""internal-link: a Markdown link from a card's body to another card points at a card of the vault."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterator
+from urllib.parse import unquote
+
+from cairn.card import card_id_from_path
+from cairn.finding import Finding
+from cairn.lint.model import WARNING, Context, Rule, Target
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def check(target: Target, context: Context) -> Iterator[Finding]:
+    card = target.card
+    assert card is not None
+    for link in target.body.links:
+        resolved = _vault_path(target.path, link.href)
+        if resolved is None:
+            continue
+        card_id = card_id_from_path(resolved)
+        if card_id is None and resolved.startswith("cards/") and "." not in posixpath.basename(resolved):
+            card_id = resolved[len("cards/") :]  # a link to an id, without `.md`
+        if card_id is None or card_id in context.cards:
+            continue
+        yield RULE.at(
+            target,
+            card.body_line + link.line - 1,
+            f"the link '{link.href}' points at cards/{card_id}.md, which is not in the vault",
+        )
+
+
+def _vault_path(card_path: str, href: str) -> str | None:
+    """The vault-relative path a relative link resolves to; None for URLs, anchors and paths outside the vault."""
+    if not href or href.startswith(("#", "//")) or _SCHEME.match(href):
+        return None
+    path = unquote(href.split("#", 1)[0].split("?", 1)[0])
+    if not path:
+        return None
+    joined = path.lstrip("/") if path.startswith("/") else posixpath.join(posixpath.dirname(card_path), path)
+    resolved = posixpath.normpath(joined)
+    return None if resolved.startswith("..") else resolved
+
+
+RULE = Rule("internal-link", WARNING, ("vault",), __doc__ or "", check)

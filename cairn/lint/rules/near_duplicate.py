@@ -1,0 +1,73 @@
+"""near-duplicate: a card is not a near-copy of another (names alike, or summaries or bodies sharing most words).
+
+Fast on big vaults: only cards sharing one of this card's rarest words are compared, on word sets and a
+character ratio of the names. `[lint] duplicate_threshold` (default 0.8) is the similarity that counts.
+Cards linked by `supersedes` are expected to be alike and are not reported.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from difflib import SequenceMatcher
+
+from cairn.finding import Finding
+from cairn.lint.model import WARNING, Context, Rule, Target, name_key, words_of
+
+RARE_WORDS = 8  # a card's rarest words choose whom it is compared with
+MAX_CANDIDATES = 40
+MIN_WORDS = 4  # word sets smaller than this are too small to call an overlap
+MIN_BODY_WORDS = 20
+MAX_REPORTED = 3
+
+
+def check(target: Target, context: Context) -> Iterator[Finding]:
+    card = target.card
+    assert card is not None
+    mine = context.cards[card.id].words if card.id in context.cards else words_of(f"{card.name} {card.summary}")
+    postings = context.postings
+    rare = sorted(mine, key=lambda w: (len(postings.get(w, ())), w))[:RARE_WORDS]
+    shared = Counter(other for word in rare for other in postings.get(word, ()) if other != card.id)
+    candidates = [other for other, _ in shared.most_common(MAX_CANDIDATES)]
+    if not candidates:
+        return
+    threshold = context.settings.duplicate_threshold
+    my_name = name_key(card.name)
+    my_body = words_of(card.body)
+    bodies = context.body_words(candidates) if len(my_body) >= MIN_BODY_WORDS else {}
+    hits: list[tuple[float, str, str, str]] = []
+    for other_id in candidates:
+        other = context.cards[other_id]
+        if other.name is None or frozenset((card.id, other_id)) in context.superseded_pairs:
+            continue
+        other_name = name_key(other.name)
+        if other_name == my_name:
+            continue  # name-unique reports it
+        measures = [
+            (SequenceMatcher(None, my_name, other_name).ratio(), "name", "their names are {:.0%} alike"),
+            (_jaccard(mine, other.words), "summary", "their names and summaries share {:.0%} of their words"),
+            (
+                _jaccard(my_body, bodies.get(other_id, frozenset()), MIN_BODY_WORDS),
+                "body",
+                "their bodies share {:.0%} of their words",
+            ),
+        ]
+        score, key, wording = max(measures, key=lambda m: m[0])
+        if score >= threshold:
+            hits.append((score, other_id, key, wording.format(score)))
+    hits.sort(key=lambda h: (-h[0], h[1]))
+    for _score, other_id, key, wording in hits[:MAX_REPORTED]:
+        line = card.body_line if key == "body" else target.line_of("summary" if key == "summary" else "name")
+        name = context.cards[other_id].name
+        yield RULE.at(
+            target, line, f"near-duplicate of cards/{other_id}.md ('{name}'): {wording}; merge them or tell them apart"
+        )
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str], minimum: int = MIN_WORDS) -> float:
+    if len(a) < minimum or len(b) < minimum:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+RULE = Rule("near-duplicate", WARNING, ("vault",), __doc__ or "", check, reads_config=True)

@@ -1,0 +1,30 @@
+"""review-expired: an active card's review_after has not passed, and a duration has a verified_at to count from."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from cairn.finding import Finding
+from cairn.lint.model import WARNING, Context, Rule, Target
+
+
+def check(target: Target, context: Context) -> Iterator[Finding]:
+    card = target.card
+    assert card is not None
+    if card.review_after is None or card.status != "active":
+        return
+    line = target.line_of("review_after")
+    if card.expires_on is None:
+        yield RULE.at(
+            target, line, f"review_after {card.review_after} counts from verified_at, which is missing; add it"
+        )
+    elif card.is_expired(context.today):
+        yield RULE.at(
+            target,
+            line,
+            f"the review date {card.expires_on.isoformat()} has passed, so agents no longer get this card; "
+            "check it, then update verified_at",
+        )
+
+
+RULE = Rule("review-expired", WARNING, ("verified-at",), __doc__ or "", check)

@@ -1,0 +1,27 @@
+"""verified-at-stale: an active card was verified within `[lint] max_age_days` (default 365)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+
+from cairn.finding import Finding
+from cairn.lint.model import WARNING, Context, Rule, Target
+
+
+def check(target: Target, context: Context) -> Iterator[Finding]:
+    card = target.card
+    assert card is not None
+    max_age = context.settings.max_age_days
+    if card.status != "active" or card.verified_at is None:
+        return
+    if card.verified_at < context.today - dt.timedelta(days=max_age):
+        yield RULE.at(
+            target,
+            target.line_of("verified_at"),
+            f"verified_at {card.verified_at.isoformat()} is more than {max_age} days ago; check the lesson still "
+            "holds, then update verified_at",
+        )
+
+
+RULE = Rule("verified-at-stale", WARNING, ("verified-at",), __doc__ or "", check, reads_config=True)

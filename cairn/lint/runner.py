@@ -1,0 +1,142 @@
+"""Running the rules: over the whole vault or over some files in the context of the whole vault."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from cairn.card import Card, card_id_from_path, parse_card
+from cairn.config import CONFIG_FILE, LintSettings, parse_config
+from cairn.errors import CairnError, InvalidConfig
+from cairn.finding import ERROR, WARNING, Finding
+from cairn.lint import registry
+from cairn.lint.facts import vault_facts
+from cairn.lint.model import Context, Rule, Target, words_of
+from cairn.lint.snapshot import FILE, SYMLINK, Snapshot
+from cairn.vault import Vault
+
+
+@dataclass(frozen=True, slots=True)
+class LintReport:
+    """What lint found. files: how many files were checked; source: `worktree` or `index`."""
+
+    findings: tuple[Finding, ...]
+    files: int
+    source: str
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == ERROR]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == WARNING]
+
+
+def lint_vault(
+    vault: Vault, *, rules: Iterable[str] | None = None, source: str = "worktree", today: dt.date | None = None
+) -> LintReport:
+    """Lint every file under the vault's `cards/` (and its `cairn.toml`)."""
+    return _lint(vault, None, rules, source, today)
+
+
+def lint_files(
+    vault: Vault,
+    rel_paths: Sequence[str],
+    *,
+    rules: Iterable[str] | None = None,
+    source: str = "worktree",
+    today: dt.date | None = None,
+) -> LintReport:
+    """Lint some vault-relative files in the context of the whole vault (uniqueness, links, duplicates).
+
+    Given `cairn.toml`, it is checked and every card is linted by the rules that read it.
+    """
+    return _lint(vault, list(rel_paths), rules, source, today)
+
+
+def _lint(
+    vault: Vault,
+    rel_paths: list[str] | None,
+    wanted: Iterable[str] | None,
+    source: str,
+    today: dt.date | None,
+) -> LintReport:
+    snapshot = Snapshot(vault, source)
+    findings: list[Finding] = []
+    try:
+        config = parse_config(snapshot.config_text)
+    except InvalidConfig as exc:
+        findings.append(Finding(CONFIG_FILE, 0, "config-invalid", f"{exc}; the defaults were used", ERROR))
+        config = parse_config(None)
+    rules = registry.select(wanted, config.lint.disable)
+    settings: LintSettings = config.lint
+    facts = vault_facts(snapshot)
+    context = Context(settings, today or dt.date.today(), facts, lambda ids: _body_words(snapshot, ids))
+
+    every = sorted(snapshot.files)
+    plan: dict[str, tuple[Rule, ...]] = {}
+    if rel_paths is None:
+        plan = dict.fromkeys(every, rules)
+    else:
+        if CONFIG_FILE in rel_paths:
+            config_rules = tuple(r for r in rules if r.reads_config or r is registry.ALWAYS)
+            plan.update(dict.fromkeys(every, config_rules))
+        for rel in dict.fromkeys(rel_paths):
+            if rel != CONFIG_FILE:
+                plan[rel] = rules
+    for rel, chosen in plan.items():
+        target = _target(vault, snapshot, rel)
+        for rule in chosen:
+            findings.extend(rule.run(target, context))
+    findings = sorted(set(findings), key=lambda f: (f.path, f.line, f.rule, f.message))
+    return LintReport(tuple(findings), len(plan), snapshot.source)
+
+
+def _target(vault: Vault, snapshot: Snapshot, rel: str) -> Target:
+    """Read and parse one file: from the snapshot, else (a file git's index does not hold) the working tree."""
+    file = snapshot.files.get(rel)
+    if file is not None and file.kind == SYMLINK:
+        return Target(
+            rel, None, None, (Finding(rel, 0, "file-symlink", "a card must be a regular file, not a symlink"),)
+        )
+    data = snapshot.read(rel) if file is not None and file.kind == FILE else None
+    if data is None:
+        disk = vault.root / rel
+        if disk.is_symlink():
+            return Target(
+                rel, None, None, (Finding(rel, 0, "file-symlink", "a card must be a regular file, not a symlink"),)
+            )
+        if not disk.is_file():
+            raise CairnError(
+                f"{rel}: no such file in the vault's {'index' if snapshot.source == 'index' else 'folder'}"
+            )
+        data = disk.read_bytes()
+    if rel.startswith("cards/") and card_id_from_path(rel) is None:
+        return Target(rel, _text(data), None, ())  # not a card: card-path says so
+    card, contract = parse_card(rel, data)
+    return Target(rel, _text(data), card, tuple(contract))
+
+
+def _text(data: bytes) -> str | None:
+    """The text rules search, normalised as the parser normalises it (so line numbers agree)."""
+    if b"\x00" in data:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _body_words(snapshot: Snapshot, ids: list[str]) -> dict[str, frozenset[str]]:
+    """Words of some cards' bodies, read in one batch (near-duplicate compares bodies of a few candidates)."""
+    files = {card_id: snapshot.files.get(f"cards/{card_id}.md") for card_id in ids}
+    contents = snapshot.read_blobs([f.blob for f in files.values() if f is not None and f.kind == FILE])
+    out: dict[str, frozenset[str]] = {}
+    for card_id, file in files.items():
+        data = contents.get(file.blob) if file is not None else None
+        card: Card | None = parse_card(file.path, data)[0] if file is not None and data is not None else None
+        out[card_id] = words_of(card.body) if card is not None else frozenset()
+    return out

@@ -1,0 +1,103 @@
+"""The vault as lint reads it: the working tree, or git's index (what a commit would record) inside a git hook."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cairn import gitrepo
+from cairn.card import MAX_CARD_BYTES
+from cairn.config import CONFIG_FILE
+from cairn.vault import Vault, worktree_card_files
+
+WORKTREE = "worktree"
+INDEX = "index"
+
+FILE = "file"
+SYMLINK = "symlink"
+
+
+@dataclass(frozen=True, slots=True)
+class VaultFile:
+    """A file under `cards/`: vault-relative path, git blob id of its content, and kind (`file` or `symlink`)."""
+
+    path: str
+    blob: str
+    kind: str = FILE
+
+
+class Snapshot:
+    """Every file under the vault's `cards/` plus `cairn.toml`, from one source, read lazily by blob."""
+
+    def __init__(self, vault: Vault, source: str) -> None:
+        self.vault = vault
+        self.source = source
+        self.files: dict[str, VaultFile] = {}
+        self._data: dict[str, bytes] = {}  # blob -> bytes already read
+        self._repo: Any = None  # a git.Repo; only cairn.gitrepo knows git
+        if source == INDEX:
+            self._read_index()
+        else:
+            self._read_worktree()
+
+    def _read_worktree(self) -> None:
+        for file in worktree_card_files(self.vault):
+            rel = file.relative_to(self.vault.root).as_posix()
+            info = file.lstat()
+            if stat.S_ISLNK(info.st_mode):
+                self.files[rel] = VaultFile(rel, "", SYMLINK)
+            elif stat.S_ISREG(info.st_mode):
+                data = _read_capped(file, info.st_size)
+                blob = blob_id(data)
+                self._data[blob] = data
+                self.files[rel] = VaultFile(rel, blob)
+        config = self.vault.root / CONFIG_FILE
+        self.config_text = config.read_text("utf-8", "replace") if config.is_file() else None
+
+    def _read_index(self) -> None:
+        self._repo = gitrepo.open_repo(self.vault)
+        config_blob = None
+        for entry in gitrepo.index_entries(self._repo, self.vault, extra=(CONFIG_FILE,)):
+            if entry.path == CONFIG_FILE:
+                config_blob = entry.blob
+            elif entry.mode == gitrepo.SYMLINK_MODE:
+                self.files[entry.path] = VaultFile(entry.path, entry.blob, SYMLINK)
+            elif entry.mode != gitrepo.SUBMODULE_MODE:
+                self.files[entry.path] = VaultFile(entry.path, entry.blob)
+        self.config_text = None
+        if config_blob is not None:
+            self.config_text = self.read_blobs([config_blob])[config_blob].decode("utf-8", "replace")
+
+    def read_blobs(self, blobs: list[str]) -> dict[str, bytes]:
+        """Contents by blob id (from git's object store for the index, from memory for the working tree)."""
+        missing = [b for b in dict.fromkeys(blobs) if b not in self._data]
+        if missing and self._repo is not None:
+            self._data.update(gitrepo.read_blobs(self._repo, self.vault, missing))
+        return {b: self._data[b] for b in blobs if b in self._data}
+
+    def read(self, rel_path: str) -> bytes | None:
+        """A regular file's bytes from this snapshot; None when the snapshot does not hold it as a regular file."""
+        file = self.files.get(rel_path)
+        if file is None or file.kind != FILE:
+            return None
+        return self.read_blobs([file.blob]).get(file.blob)
+
+
+def blob_id(data: bytes) -> str:
+    """git's blob id of some bytes (what `git hash-object` prints), so the cache serves both sources."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _read_capped(file: Path, size: int) -> bytes:
+    """A file's bytes, or only its first MAX_CARD_BYTES + 1 when it is bigger (the contract rejects it anyway)."""
+    with open(file, "rb") as handle:
+        return handle.read(MAX_CARD_BYTES + 1) if size > MAX_CARD_BYTES else handle.read()
+
+
+def in_git_hook() -> bool:
+    """git names the index in GIT_INDEX_FILE for the hooks it runs around a commit."""
+    return bool(os.environ.get("GIT_INDEX_FILE"))
