@@ -2,9 +2,81 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from pathlib import Path
+
 import click
+
+from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, progress_bar
+from cairn.membench.suites import Suite
+
+METRICS = ("recall@1", "recall@3", "recall@5", "recall@10", "ndcg@10")
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
 @click.group()
 def bench() -> None:
-    """Rank each benchmark question's haystack sessions with Cairn's recall core and report the metrics."""
+    """Rank each benchmark question's haystack sessions with Cairn's recall core; report Recall@k and NDCG@10.
+
+    \b
+    Example:
+      cairn bench locomo locomo10.json
+      cairn bench longmemeval longmemeval_s_cleaned.json --json
+    """
+
+
+@bench.command()
+@click.argument("file", type=_FILE)
+@json_option
+@errors_to_exit
+def longmemeval(file: Path, as_json: bool) -> None:
+    """LongMemEval (a file in the format of longmemeval_s_cleaned.json): ~50 sessions per question.
+
+    Each session is one document of the user's turns; abstention questions (`_abs`) are left out.
+
+    \b
+    Example:
+      cairn bench longmemeval longmemeval_s_cleaned.json --json
+    """
+    from cairn.membench import load_longmemeval
+
+    _run(file, load_longmemeval, as_json)
+
+
+@bench.command()
+@click.argument("file", type=_FILE)
+@json_option
+@errors_to_exit
+def locomo(file: Path, as_json: bool) -> None:
+    """LoCoMo (locomo10.json): each conversation is a haystack, each session one document (both speakers).
+
+    Questions with evidence are scored; evidence `D3:11` names session 3.
+
+    \b
+    Example:
+      cairn bench locomo locomo10.json
+    """
+    from cairn.membench import load_locomo
+
+    _run(file, load_locomo, as_json)
+
+
+def _run(file: Path, load: Callable[[Path], Suite], as_json: bool) -> None:
+    from cairn.membench import run_bench
+
+    started = time.perf_counter()
+    suite = load(file)
+    with progress_bar(f"Ranking {suite.name} sessions") as progress:
+        report = run_bench(suite, progress=progress)
+    if as_json:
+        echo_json(report.to_dict())
+        return
+    excluded = ", ".join(f"{count} {reason.replace('_', ' ')}" for reason, count in report.excluded.items())
+    echo(f"{report.suite}: {report.questions} questions" + (f" (left out: {excluded})" if excluded else ""))
+    width = max([len("all"), *(len(name) for name in report.by_type)])
+    echo(f"{'':<{width}}  {'n':>5}  " + "  ".join(f"{m:>9}" for m in METRICS))
+    echo(f"{'all':<{width}}  {report.questions:>5}  " + "  ".join(f"{report.metrics[m]:>9.3f}" for m in METRICS))
+    for name, row in report.by_type.items():
+        echo(f"{name:<{width}}  {int(row['questions']):>5}  " + "  ".join(f"{row[m]:>9.3f}" for m in METRICS))
+    echo(f"({time.perf_counter() - started:.1f}s)")

@@ -1,0 +1,78 @@
+"""A whole benchmark run: every question's haystack ranked, metrics overall and per question type."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cairn.membench.metrics import mean_metrics, question_metrics
+from cairn.membench.ranker import HaystackIndex, RankSettings
+from cairn.membench.suites import Suite
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class BenchReport:
+    """metrics: recall@1/3/5/10 and ndcg@10 over all questions; by_type: the same per question type, with counts."""
+
+    suite: str
+    questions: int
+    metrics: dict[str, float]
+    by_type: dict[str, dict[str, float]]
+    excluded: dict[str, int]
+    per_question: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "benchmark": self.suite,
+            "questions": self.questions,
+            **self.metrics,
+            "by_type": self.by_type,
+            "excluded": self.excluded,
+        }
+
+
+def run_bench(
+    suite: Suite,
+    settings: RankSettings | None = None,
+    progress: Progress | None = None,
+    haystacks: set[str] | None = None,
+) -> BenchReport:
+    """Rank each question's haystack and score it; `haystacks` limits the run to some of them (for tuning)."""
+    settings = settings or RankSettings()
+    by_haystack: dict[str, list[int]] = {}
+    for i, question in enumerate(suite.questions):
+        if haystacks is None or question.haystack in haystacks:
+            by_haystack.setdefault(question.haystack, []).append(i)
+    total = sum(len(v) for v in by_haystack.values())
+    rows: dict[int, dict[str, float]] = {}
+    done = 0
+    with tempfile.TemporaryDirectory(prefix="cairn-bench-") as tmp:
+        for n, (key, indices) in enumerate(by_haystack.items()):
+            haystack = suite.haystacks[key]
+            with HaystackIndex(haystack, Path(tmp) / str(n), settings) as index:
+                ids = [session.id for session in haystack.sessions]
+                for i in indices:
+                    question = suite.questions[i]
+                    ranking = [ids[p] for p in index.rank(question.text)]
+                    rows[i] = question_metrics(ranking, question.relevant)
+            done += len(indices)
+            if progress:
+                progress(done, total)
+    ordered = sorted(rows)
+    types: dict[str, list[dict[str, float]]] = {}
+    for i in ordered:
+        types.setdefault(suite.questions[i].type, []).append(rows[i])
+    by_type = {name: {"questions": len(group), **mean_metrics(group)} for name, group in sorted(types.items())}
+    return BenchReport(
+        suite=suite.name,
+        questions=len(ordered),
+        metrics=mean_metrics([rows[i] for i in ordered]),
+        by_type=by_type,
+        excluded=dict(suite.excluded),
+        per_question={suite.questions[i].id: rows[i] for i in ordered},
+    )

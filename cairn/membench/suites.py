@@ -1,0 +1,199 @@
+"""The benchmark files read into records: haystacks of sessions, and questions that name their answer sessions.
+
+LongMemEval (Wu et al. 2024): a JSON list of questions, each with its own haystack of ~50 sessions; the published
+retrieval protocol indexes the user's turns only, and leaves out abstention questions (ids ending in `_abs`).
+LoCoMo (Maharana et al. 2024): 10 long conversations, each its own haystack; a question's evidence `D3:11` names
+session 3, turn 11; both speakers' turns are indexed (questions ask about either speaker).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cairn.errors import CairnError
+
+LONGMEMEVAL = "longmemeval"
+LOCOMO = "locomo"
+
+
+class InvalidBenchmark(CairnError):
+    """The benchmark file is not in the expected format."""
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """One conversation session: its id, its date as written in the file, and the text of its indexed turns."""
+
+    id: str
+    date: str
+    turns: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Haystack:
+    """The sessions one question is asked against, in corpus order."""
+
+    key: str
+    sessions: tuple[Session, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """A question, its type, the haystack it is asked against and the ids of the sessions that hold its answer."""
+
+    id: str
+    type: str
+    text: str
+    haystack: str
+    relevant: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Suite:
+    """A benchmark read from its file. excluded: questions left out of the metrics, by reason, with a count."""
+
+    name: str
+    haystacks: dict[str, Haystack]
+    questions: tuple[Question, ...]
+    excluded: dict[str, int] = field(default_factory=dict)
+
+
+def load_longmemeval(path: Path) -> Suite:
+    """A LongMemEval file (`longmemeval_s_cleaned.json` or a file in its format)."""
+    records = _read_json(path)
+    if not isinstance(records, list):
+        raise InvalidBenchmark(f"{path}: a LongMemEval file is a JSON list of questions")
+    haystacks: dict[str, Haystack] = {}
+    questions: list[Question] = []
+    abstention = 0
+    for n, record in enumerate(records):
+        try:
+            qid = str(record["question_id"])
+            if qid.endswith("_abs"):
+                abstention += 1
+                continue
+            sessions = tuple(
+                Session(
+                    id=str(sid),
+                    date=str(date),
+                    turns=tuple(str(t.get("content", "")) for t in turns if t.get("role") == "user"),
+                )
+                for sid, date, turns in zip(
+                    record["haystack_session_ids"], record["haystack_dates"], record["haystack_sessions"], strict=True
+                )
+            )
+            haystacks[qid] = Haystack(qid, sessions)
+            questions.append(
+                Question(
+                    id=qid,
+                    type=str(record["question_type"]),
+                    text=str(record["question"]),
+                    haystack=qid,
+                    relevant=frozenset(str(s) for s in record["answer_session_ids"]),
+                )
+            )
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise InvalidBenchmark(f"{path}: question #{n + 1} is not in the LongMemEval format ({exc!r})") from None
+    return Suite(LONGMEMEVAL, haystacks, tuple(questions), {"abstention": abstention} if abstention else {})
+
+
+_EVIDENCE = re.compile(r"D:?(\d+):\d+")
+_SESSION_KEY = re.compile(r"session_(\d+)")
+
+
+def load_locomo(path: Path) -> Suite:
+    """The LoCoMo file (`locomo10.json`): every question with evidence, against its own conversation."""
+    records = _read_json(path)
+    if not isinstance(records, list):
+        raise InvalidBenchmark(f"{path}: a LoCoMo file is a JSON list of conversations")
+    haystacks: dict[str, Haystack] = {}
+    questions: list[Question] = []
+    no_evidence = 0
+    for n, record in enumerate(records):
+        try:
+            key = str(record.get("sample_id", f"conv-{n + 1}"))
+            conversation: dict[str, Any] = record["conversation"]
+            numbers = sorted(int(m.group(1)) for k in conversation if (m := _SESSION_KEY.fullmatch(k)))
+            haystacks[key] = Haystack(
+                key,
+                tuple(
+                    Session(
+                        id=f"{key}/{i}",
+                        date=str(conversation.get(f"session_{i}_date_time", "")),
+                        turns=tuple(_locomo_turn(t) for t in conversation[f"session_{i}"]),
+                    )
+                    for i in numbers
+                ),
+            )
+            for j, qa in enumerate(record["qa"]):
+                evidence = [str(e) for e in qa.get("evidence") or ()]
+                if not evidence:
+                    no_evidence += 1
+                    continue
+                sessions = {int(m.group(1)) for e in evidence for m in _EVIDENCE.finditer(e)}
+                questions.append(
+                    Question(
+                        id=f"{key}/q{j + 1}",
+                        type=f"category-{qa.get('category', '?')}",
+                        text=str(qa["question"]),
+                        haystack=key,
+                        relevant=frozenset(f"{key}/{s}" for s in sessions),
+                    )
+                )
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise InvalidBenchmark(f"{path}: conversation #{n + 1} is not in the LoCoMo format ({exc!r})") from None
+    return Suite(LOCOMO, haystacks, tuple(questions), {"no_evidence": no_evidence} if no_evidence else {})
+
+
+def _locomo_turn(turn: dict[str, Any]) -> str:
+    # A shared photo is part of what was said: its caption is the only text of it the file has.
+    text = str(turn.get("text", ""))
+    caption = turn.get("blip_caption")
+    return f"{text} {caption}" if caption else text
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except json.JSONDecodeError as exc:
+        raise InvalidBenchmark(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+
+
+_LOCOMO_DATE = re.compile(r"(\d{1,2}) ([A-Za-z]+),? (\d{4})")
+_LME_DATE = re.compile(r"(\d{4})/(\d{1,2})/(\d{1,2})")
+# English names whatever the locale, so the documents (and the figures) are the same everywhere.
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_MONTHS = (
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+)  # fmt: skip
+_MONTH_NUMBERS = {name[:3].lower(): number for number, name in enumerate(_MONTHS, 1)}
+
+
+def date_text(raw: str) -> str:
+    """A session date as words ("Monday 8 May 2023"), whatever the file's own format; the raw text if unknown.
+
+    Questions name dates in words ("in May 2023", "on 8 May"), so the document carries the same words.
+    """
+    day: dt.date | None = None
+    if m := _LME_DATE.search(raw):
+        day = _date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    elif m := _LOCOMO_DATE.search(raw):
+        month = _MONTH_NUMBERS.get(m.group(2)[:3].lower(), 0)
+        day = _date(int(m.group(3)), month, int(m.group(1)))
+    if day is None:
+        return raw
+    return f"{_WEEKDAYS[day.weekday()]} {day.day} {_MONTHS[day.month - 1]} {day.year}"
+
+
+def _date(year: int, month: int, day: int) -> dt.date | None:
+    try:
+        return dt.date(year, month, day)
+    except ValueError:
+        return None
