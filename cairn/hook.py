@@ -194,7 +194,9 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
 
     from pathlib import Path
 
-    vault = find_vault(options.vault, cwd=Path(payload.cwd) if payload.cwd else None)
+    if payload.cwd is None:  # text and json input carry no cwd: the hook's own folder stands in
+        payload.cwd = os.getcwd()
+    vault = find_vault(options.vault, cwd=Path(payload.cwd))
     entry["vault"] = str(vault.root)
     index = _open_fresh_index(vault, entry)
     try:

@@ -1,0 +1,242 @@
+"""`cairn hook` as the agents run it: the installed executable, real payloads on stdin, every output format."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import pytest
+from conftest import VaultRepo, cairn_executable
+from test_hook_payloads import (
+    FITTING_PROMPT,
+    REBASE_ID,
+    UNRELATED_PROMPT,
+    load_schema,
+    log_entries,
+    make_vault,
+    payload_for,
+    state_dir,
+)
+
+AGENT_FORMATS = ("claude-code", "codex", "gemini")
+
+
+def hook(
+    repo: VaultRepo,
+    fmt: str,
+    stdin: str | bytes,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
+    return repo.cairn("hook", "--format", fmt, *extra, input=stdin, env=env, cwd=cwd)
+
+
+@pytest.mark.parametrize("fmt", AGENT_FORMATS)
+def test_agent_formats_print_one_json_object_with_the_fitting_card(vault_repo: VaultRepo, fmt: str) -> None:
+    make_vault(vault_repo)
+    done = hook(vault_repo, fmt, payload_for(fmt, FITTING_PROMPT, vault_repo.root))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    out = json.loads(done.stdout)  # exactly one JSON object and nothing else
+    event = "BeforeAgent" if fmt == "gemini" else "UserPromptSubmit"
+    assert out == {
+        "hookSpecificOutput": {
+            "hookEventName": event,
+            "additionalContext": out["hookSpecificOutput"]["additionalContext"],
+        }
+    }
+    context = out["hookSpecificOutput"]["additionalContext"]
+    assert REBASE_ID in context
+    assert "Pull --rebase drops local commits after a force-push" in context
+    assert "compare with git reflog before you pull" in context
+    assert str(vault_repo.root / "cards" / f"{REBASE_ID}.md") in context
+    assert f"cairn show {REBASE_ID}" in context
+    assert "docker/layer-cache-order" not in context
+    assert len(context) < 10_000
+
+
+@pytest.mark.parametrize("fmt", ("claude-code", "codex"))
+def test_output_validates_against_codex_output_schema(vault_repo: VaultRepo, fmt: str) -> None:
+    make_vault(vault_repo)
+    done = hook(vault_repo, fmt, payload_for(fmt, FITTING_PROMPT, vault_repo.root))
+    jsonschema.validate(json.loads(done.stdout), load_schema("user-prompt-submit.command.output.schema.json"))
+
+
+@pytest.mark.parametrize("fmt", (*AGENT_FORMATS, "text"))
+def test_nothing_fits_means_no_output_at_all(vault_repo: VaultRepo, fmt: str) -> None:
+    make_vault(vault_repo)
+    done = hook(vault_repo, fmt, payload_for(fmt, UNRELATED_PROMPT, vault_repo.root))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert log_entries()[-1]["injected"] == []
+
+
+def test_text_format_prints_the_context_block(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    done = hook(vault_repo, "text", FITTING_PROMPT)
+    assert done.returncode == 0
+    assert done.stdout.startswith("Cairn: 1 card")
+    assert f"Id: {REBASE_ID}" in done.stdout
+    assert f"`cairn show {REBASE_ID}`" in done.stdout  # the vault encloses the cwd: no --vault needed
+
+
+def test_json_format(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    out = json.loads(hook(vault_repo, "json", payload_for("json", FITTING_PROMPT, vault_repo.root)).stdout)
+    assert out["abstained"] is False
+    assert [c["id"] for c in out["cards"]] == [REBASE_ID]
+    assert set(out["cards"][0]) == {"id", "name", "summary", "path", "score"}
+    assert out["cards"][0]["path"] == f"cards/{REBASE_ID}.md"
+    nothing = json.loads(hook(vault_repo, "json", payload_for("json", UNRELATED_PROMPT, vault_repo.root)).stdout)
+    assert nothing == {"cards": [], "abstained": True}
+
+
+def test_vault_flag_env_and_cwd_discovery(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    make_vault(vault_repo)
+    elsewhere = tmp_path / "project"
+    elsewhere.mkdir()
+    payload = payload_for("claude-code", FITTING_PROMPT, elsewhere)
+    assert hook(vault_repo, "claude-code", payload, cwd=elsewhere).stdout == ""  # no vault around the project
+    by_flag = hook(vault_repo, "claude-code", payload, "--vault", str(vault_repo.root), cwd=elsewhere)
+    context = json.loads(by_flag.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert f"cairn show {REBASE_ID} --vault {vault_repo.root}" in context  # outside the vault: say which vault
+    other = payload_for("claude-code", FITTING_PROMPT, elsewhere, session="session-2")
+    by_env = hook(vault_repo, "claude-code", other, env={"CAIRN_VAULT": str(vault_repo.root)}, cwd=elsewhere)
+    assert REBASE_ID in by_env.stdout
+    # The payload's cwd, not the process's, finds the vault.
+    third = payload_for("claude-code", FITTING_PROMPT, vault_repo.root / "cards", session="session-3")
+    assert REBASE_ID in hook(vault_repo, "claude-code", third, cwd=elsewhere).stdout
+
+
+def test_scope_flag_and_env_drop_out_of_scope_cards(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    assert hook(vault_repo, "text", FITTING_PROMPT, "--scope", "docker").stdout == ""
+    assert hook(vault_repo, "text", FITTING_PROMPT, env={"CAIRN_SCOPE": "python,docker"}).stdout == ""
+    assert REBASE_ID in hook(vault_repo, "text", FITTING_PROMPT, "--scope", "git").stdout
+    decisions = {c["id"]: c["reason"] for c in log_entries()[0]["candidates"]}
+    assert decisions[REBASE_ID] == "out_of_scope"
+
+
+def test_each_card_once_per_session(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    first = hook(vault_repo, "claude-code", payload_for("claude-code", FITTING_PROMPT, vault_repo.root, "s-a"))
+    assert REBASE_ID in first.stdout
+    again = hook(vault_repo, "claude-code", payload_for("claude-code", FITTING_PROMPT, vault_repo.root, "s-a"))
+    assert again.stdout == ""
+    assert {c["id"]: c["reason"] for c in log_entries()[-1]["candidates"]}[REBASE_ID] == "already_injected"
+    other = hook(vault_repo, "claude-code", payload_for("claude-code", FITTING_PROMPT, vault_repo.root, "s-b"))
+    assert REBASE_ID in other.stdout
+    files = sorted((state_dir() / "sessions").glob("*.json"))
+    assert len(files) == 2
+    record = json.loads(files[0].read_text())
+    assert set(record) == {"session", "vault", "injected", "updated"}
+    assert list(record["injected"]) == [REBASE_ID]
+    assert record["injected"][REBASE_ID]["commit"] == vault_repo.git("rev-parse", "HEAD")
+
+
+def test_log_line_follows_the_contract(vault_repo: VaultRepo) -> None:
+    import hashlib
+
+    make_vault(vault_repo)
+    hook(vault_repo, "codex", payload_for("codex", FITTING_PROMPT, vault_repo.root, "sess-log"))
+    entry = log_entries()[-1]
+    assert set(entry) >= {
+        "time",
+        "format",
+        "session",
+        "prompt_sha256",
+        "prompt_len",
+        "vault",
+        "commit",
+        "stale",
+        "candidates",
+        "injected",
+        "error",
+    }
+    assert entry["format"] == "codex"
+    assert entry["session"] == hashlib.sha256(b"sess-log").hexdigest()[:32]
+    assert entry["prompt_sha256"] == hashlib.sha256(FITTING_PROMPT.encode()).hexdigest()
+    assert entry["prompt_len"] == len(FITTING_PROMPT)
+    assert entry["vault"] == str(vault_repo.root.resolve())
+    assert entry["commit"] == vault_repo.git("rev-parse", "HEAD")
+    assert entry["stale"] is False
+    assert entry["injected"] == [REBASE_ID]
+    assert entry["error"] is None
+    assert entry["time"].endswith("Z")
+    top = entry["candidates"][0]
+    assert set(top) == {"id", "score", "decision", "reason"}
+    assert (top["id"], top["decision"], top["reason"]) == (REBASE_ID, "injected", None)
+
+
+def test_twenty_hooks_at_once_in_one_session_inject_a_card_once(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    payload = payload_for("claude-code", FITTING_PROMPT, vault_repo.root, "crowded-session")
+    procs = [
+        subprocess.Popen(
+            [cairn_executable(), "hook", "--format", "claude-code"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=vault_repo.root,
+            text=True,
+        )
+        for _ in range(20)
+    ]
+    results = [p.communicate(payload, timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 20
+    assert all(err == "" for _, err in results)
+    outputs = [out for out, _ in results if out]
+    assert len(outputs) == 1
+    assert REBASE_ID in json.loads(outputs[0])["hookSpecificOutput"]["additionalContext"]
+    entries = log_entries()
+    assert len(entries) == 20
+    assert sum(e["injected"].count(REBASE_ID) for e in entries) == 1
+    assert all(e["error"] is None for e in entries)
+    sessions = list((state_dir() / "sessions").glob("*.json"))
+    assert len(sessions) == 1
+    assert list(json.loads(sessions[0].read_text())["injected"]) == [REBASE_ID]
+    assert not list((state_dir() / "sessions").glob("*.tmp"))
+
+
+def test_the_prompt_is_never_written_anywhere(vault_repo: VaultRepo, isolated_env: Path) -> None:
+    make_vault(vault_repo)
+    marker = "zqxv-unique-marker-7731"
+    prompt = f"{FITTING_PROMPT} {marker}"
+    for n, fmt in enumerate(("claude-code", "codex", "gemini", "text", "json")):
+        hook(vault_repo, fmt, payload_for(fmt, prompt, vault_repo.root, f"private-{n}"))
+    hook(vault_repo, "claude-code", "{not json " + marker)  # and not through an error message either
+    assert len(log_entries()) == 6
+    roots = {isolated_env, vault_repo.root, Path(os.environ["CAIRN_CACHE_DIR"]), state_dir()}
+    scanned = 0
+    for root in roots:
+        for path in root.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                scanned += 1
+                assert marker.encode() not in path.read_bytes(), path
+    assert scanned > 5
+
+
+def test_the_hook_never_writes_into_the_vault(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    before = {p: p.stat().st_mtime_ns for p in vault_repo.root.rglob("*") if p.is_file()}
+    for fmt in ("claude-code", "codex", "gemini", "text", "json"):
+        hook(vault_repo, fmt, payload_for(fmt, FITTING_PROMPT, vault_repo.root, f"vault-{fmt}"))
+    after = {p: p.stat().st_mtime_ns for p in vault_repo.root.rglob("*") if p.is_file()}
+    assert after == before
+    assert vault_repo.git("status", "--porcelain", "--ignored") == ""
+
+
+def test_context_block_stays_under_the_configured_limit(vault_repo: VaultRepo) -> None:
+    long_summary = "force-push rebase commits dropped reflog " + "detail " * 300
+    for n in range(3):
+        vault_repo.write(f"git/long-{n}", f"Force-push rebase lesson {n}", long_summary + f"variant{n}")
+    vault_repo.write_raw("cairn.toml", "[hook]\nmax_context_chars = 2500\n")
+    vault_repo.commit("Long cards")
+    assert vault_repo.cairn("index").returncode == 0
+    done = hook(vault_repo, "text", "force-push rebase commits dropped reflog detail variant0")
+    assert len(done.stdout) <= 2500
+    entry = log_entries()[-1]
+    assert len(entry["injected"]) <= 1

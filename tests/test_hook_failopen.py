@@ -1,0 +1,119 @@
+"""The hook fails open: whatever is wrong, exit 0, nothing on stdout, the error in the log (never exit 2)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import VaultRepo, cairn_executable
+from test_hook_payloads import FITTING_PROMPT, log_entries, make_vault, payload_for, state_dir
+
+BAD_INPUTS = {
+    "bad-json": b'{"prompt": "force-push rebase", ',
+    "empty": b"",
+    "whitespace": b"  \n\t ",
+    "binary": b"\x00\x01\x02git rebase\xff\xfe",
+    "not-utf8": b'{"prompt": "caf\xe9 rebase"}',
+    "array": b'["git", "rebase"]',
+    "no-prompt": b'{"session_id": "s", "cwd": "."}',
+    "prompt-not-text": b'{"prompt": 42, "session_id": "s"}',
+}
+
+
+def hook_bytes(repo: VaultRepo, fmt: str, data: bytes) -> subprocess.CompletedProcess[bytes]:
+    """Run the hook with exactly these bytes on stdin (VaultRepo.cairn would decode them as text)."""
+    return subprocess.run(
+        [cairn_executable(), "hook", "--format", fmt],
+        input=data,
+        capture_output=True,
+        cwd=repo.root,
+        env=dict(os.environ),
+        check=False,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("fmt", ("claude-code", "codex", "gemini", "json"))
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_stdin_fails_open(vault_repo: VaultRepo, fmt: str, case: str) -> None:
+    make_vault(vault_repo)
+    done = hook_bytes(vault_repo, fmt, BAD_INPUTS[case])
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    entry = log_entries()[-1]
+    assert entry["error"]
+    assert entry["injected"] == []
+
+
+@pytest.mark.parametrize("case", ("empty", "binary", "not-utf8"))
+def test_bad_stdin_fails_open_for_text(vault_repo: VaultRepo, case: str) -> None:
+    make_vault(vault_repo)
+    done = hook_bytes(vault_repo, "text", BAD_INPUTS[case])
+    assert (done.returncode, done.stdout) == (0, b"")
+    assert log_entries()[-1]["error"]
+
+
+def test_missing_vault_fails_open(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    nowhere = tmp_path / "not-a-vault"
+    nowhere.mkdir()
+    done = vault_repo.cairn(
+        "hook", "--format", "claude-code", input=payload_for("claude-code", FITTING_PROMPT, nowhere), cwd=nowhere
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert "VaultNotFound" in log_entries()[-1]["error"]
+    gone = vault_repo.cairn("hook", "--format", "text", "--vault", str(tmp_path / "gone"), input=FITTING_PROMPT)
+    assert (gone.returncode, gone.stdout) == (0, "")
+
+
+def test_damaged_cache_fails_open(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    index_files = list(Path(os.environ["CAIRN_CACHE_DIR"]).rglob("index.sqlite"))
+    assert len(index_files) == 1
+    index_files[0].write_bytes(b"this is not a sqlite database" * 100)
+    done = vault_repo.cairn(
+        "hook", "--format", "claude-code", input=payload_for("claude-code", FITTING_PROMPT, vault_repo.root)
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    entry = log_entries()[-1]
+    assert "IndexCorrupt" in entry["error"]
+    assert entry["stale"] is True
+
+
+def test_unwritable_state_dir_fails_open_with_a_line_on_stderr(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    make_vault(vault_repo)
+    blocker = tmp_path / "state-is-a-file"
+    blocker.write_text("not a folder")
+    done = vault_repo.cairn(
+        "hook",
+        "--format",
+        "claude-code",
+        input=payload_for("claude-code", FITTING_PROMPT, vault_repo.root),
+        env={"CAIRN_STATE_DIR": str(blocker / "state")},
+    )
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "cannot write the hook log" in done.stderr
+    assert FITTING_PROMPT not in done.stderr
+    assert blocker.read_text() == "not a folder"
+
+
+def test_no_index_yet_injects_nothing_and_builds_one(vault_repo: VaultRepo) -> None:
+    vault_repo.write("git/x", "Rebase lesson", "git pull --rebase after force-push drops local commits")
+    vault_repo.commit()
+    done = vault_repo.cairn("hook", "--format", "text", input="git pull --rebase after force-push drops commits")
+    assert (done.returncode, done.stdout) == (0, "")
+    entry = log_entries()[-1]
+    assert entry["stale"] is True
+    assert "no index" in entry["error"]
+
+
+def test_usage_errors_never_exit_2(vault_repo: VaultRepo) -> None:
+    for args in (("--format", "cursor"), ("--bogus",), (), ("--format",)):
+        done = vault_repo.cairn("hook", *args, input=FITTING_PROMPT)
+        assert done.returncode == 1, args
+        assert done.stdout == ""
+        assert done.stderr.startswith("Error: ")
+    shown = vault_repo.cairn("hook", "--help")
+    assert shown.returncode == 0
+    assert "Example:" in shown.stdout and "--format" in shown.stdout
+    assert not (state_dir() / "hook.jsonl").exists()
