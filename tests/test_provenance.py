@@ -1,0 +1,175 @@
+"""Provenance from git history: creator, last change, authors, the summary's last change, renames, signatures;
+computed in one pass for a full build and joined incrementally, with the same result either way."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cairn.indexer import build_index, open_index
+from cairn.vault import find_vault
+from conftest import ANN, BOB, VaultRepo
+
+
+def _prov(vault_repo: VaultRepo, card_id: str) -> dict[str, Any]:
+    with open_index(find_vault(vault_repo.root)) as index:
+        record = index.record(card_id)
+    assert record is not None, card_id
+    return record["provenance"]  # type: ignore[no-any-return]
+
+
+def _all_provenance(vault_repo: VaultRepo) -> dict[str, Any]:
+    with open_index(find_vault(vault_repo.root)) as index:
+        return {card_id: index.record(card_id)["provenance"] for card_id in index.ids()}  # type: ignore[index]
+
+
+def _history(vault_repo: VaultRepo) -> dict[str, str]:
+    """Ann creates a card, Bob edits its body, Ann changes its summary, Bob renames it; plus an untouched card."""
+    commits = {}
+    vault_repo.write("git/force-push", "Force push drops commits", "Compare with the reflog before pulling.")
+    vault_repo.write("ci/cache-key", "Cache keys need the lockfile", "Key CI caches on the lockfile hash.")
+    commits["create"] = vault_repo.commit("Two cards", author=ANN)
+    vault_repo.write(
+        "git/force-push", "Force push drops commits", "Compare with the reflog before pulling.", body="More detail."
+    )
+    commits["body"] = vault_repo.commit("Explain more", author=BOB)
+    vault_repo.write(
+        "git/force-push", "Force push drops commits", "Check git reflog first, then pull --rebase.", body="More."
+    )
+    commits["summary"] = vault_repo.commit("Sharper summary", author=ANN)
+    (vault_repo.root / "cards" / "vcs").mkdir()
+    vault_repo.git("mv", "cards/git/force-push.md", "cards/vcs/force-push.md")
+    commits["rename"] = vault_repo.commit("Move to vcs", author=BOB)
+    return commits
+
+
+def test_show_json_has_creator_last_change_authors_summary_change_and_renames(vault_repo: VaultRepo) -> None:
+    commits = _history(vault_repo)
+    shown = vault_repo.cairn("show", "vcs/force-push", "--json")
+    assert shown.returncode == 0, shown.stderr
+    prov = json.loads(shown.stdout)["provenance"]
+    assert prov["created"]["commit"] == commits["create"]
+    assert (prov["created"]["author"], prov["created"]["email"]) == ANN
+    assert prov["last_changed"]["commit"] == commits["rename"]
+    assert prov["last_changed"]["author"] == BOB[0]
+    assert prov["summary_changed"]["commit"] == commits["summary"]
+    assert prov["summary_changed"]["author"] == ANN[0]
+    assert [(a["name"], a["commits"]) for a in prov["authors"]] == [(ANN[0], 2), (BOB[0], 2)]
+    assert prov["commits"] == 4
+    assert prov["renamed_from"] == ["cards/git/force-push.md"]
+    assert prov["last_changed"]["signed"] is False and prov["last_changed"]["signature"] == "N"
+    assert prov["created"]["date"].startswith("20")
+
+    untouched = _prov(vault_repo, "ci/cache-key")
+    assert untouched["created"]["commit"] == untouched["last_changed"]["commit"] == commits["create"]
+    assert untouched["summary_changed"]["commit"] == commits["create"]
+
+    text = vault_repo.cairn("show", "vcs/force-push")
+    assert text.returncode == 0, text.stderr
+    assert "provenance:" in text.stdout
+    assert f"created:         {commits['create'][:8]}" in text.stdout
+    assert f"last changed:    {commits['rename'][:8]}" in text.stdout and BOB[0] in text.stdout
+    assert f"summary changed: {commits['summary'][:8]}" in text.stdout
+    assert "renamed from:    cards/git/force-push.md" in text.stdout
+
+
+def test_rewrapping_the_summary_is_not_a_summary_change(vault_repo: VaultRepo) -> None:
+    vault_repo.write("shell/pipefail", "Pipelines hide failures", "Set -o pipefail so a failing stage fails the job.")
+    first = vault_repo.commit("Card", author=ANN)
+    vault_repo.write_raw(
+        "cards/shell/pipefail.md",
+        "---\nname: Pipelines hide failures\nsummary: >-\n  Set -o pipefail so a failing\n"
+        "  stage fails the job.\n---\n\nBody.\n",
+    )
+    rewrap = vault_repo.commit("Rewrap", author=BOB)
+    prov = _prov(vault_repo, "shell/pipefail")
+    assert prov["last_changed"]["commit"] == rewrap
+    assert prov["summary_changed"]["commit"] == first
+
+
+def test_incremental_provenance_equals_a_full_rebuild(vault_repo: VaultRepo) -> None:
+    vault_repo.write("a/one", "One", "The first summary.")
+    vault_repo.write("a/two", "Two", "The second summary.")
+    vault_repo.write("a/three", "Three", "The third summary.")
+    vault_repo.commit("Start", author=ANN)
+    vault = find_vault(vault_repo.root)
+    assert build_index(vault).mode == "full"
+
+    # In one range: a rename followed by an edit, a body-only edit, a delete and re-add under the same path,
+    # a summary change, and an edit that is reverted (the diff nets out to nothing for that card).
+    (vault_repo.root / "cards" / "b").mkdir()
+    vault_repo.git("mv", "cards/a/one.md", "cards/b/one.md")
+    vault_repo.commit("Move one", author=BOB)
+    vault_repo.write("b/one", "One", "The first summary.", body="Now with a body.")
+    vault_repo.write("a/two", "Two", "The second summary, sharper.")
+    vault_repo.commit("Edits", author=BOB)
+    vault_repo.git("rm", "-q", "cards/a/three.md")
+    vault_repo.commit("Drop three", author=ANN)
+    vault_repo.write("a/three", "Three again", "A new card at an old path.")
+    original = (vault_repo.root / "cards" / "a" / "two.md").read_text()
+    vault_repo.write("a/two", "Two", "Temporarily different.")
+    vault_repo.commit("Re-add three, touch two", author=BOB)
+    vault_repo.write_raw("cards/a/two.md", original)
+    vault_repo.commit("Revert two", author=ANN)
+
+    report = build_index(vault)
+    assert report.mode == "incremental"
+    incremental = _all_provenance(vault_repo)
+    assert build_index(vault, rebuild=True).mode == "full"
+    full = _all_provenance(vault_repo)
+    assert incremental == full
+    assert full["b/one"]["renamed_from"] == ["cards/a/one.md"]
+    assert full["a/three"]["authors"] == [{"name": BOB[0], "email": BOB[1], "commits": 1}]
+    # The revert is two's last change even though its file ends as it was two commits before.
+    assert full["a/two"]["last_changed"]["author"] == ANN[0]
+    assert full["a/two"]["commits"] == 4
+
+
+def test_rewritten_history_rebuilds_provenance(vault_repo: VaultRepo) -> None:
+    vault_repo.write("a/one", "One", "The first summary.")
+    vault_repo.commit("Start", author=ANN)
+    vault = find_vault(vault_repo.root)
+    build_index(vault)
+    vault_repo.git("commit", "-q", "--amend", "--no-edit", "--reset-author", author=BOB)
+    amended = vault_repo.git("rev-parse", "HEAD")
+    report = build_index(vault)
+    assert report.mode == "full"
+    assert _prov(vault_repo, "a/one")["created"]["commit"] == amended
+
+
+def _ssh_signing(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    if shutil.which("ssh-keygen") is None:
+        pytest.skip("ssh-keygen is not installed; cannot make a signed commit")
+    key = tmp_path / "signing-key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ann", "-f", str(key)], check=True)
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(f"{ANN[1]} {key.with_suffix('.pub').read_text().strip()}\n")
+    vault_repo.git("config", "gpg.format", "ssh")
+    vault_repo.git("config", "user.signingkey", str(key))
+    vault_repo.git("config", "gpg.ssh.allowedSignersFile", str(allowed))
+
+
+def signed_commit(vault_repo: VaultRepo, message: str) -> str:
+    vault_repo.git("add", "-A")
+    vault_repo.git("commit", "-q", "--no-verify", "-S", "-m", message)
+    return vault_repo.git("rev-parse", "HEAD")
+
+
+def test_signed_commits_are_verified(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    vault_repo.write("a/one", "One", "The first summary.")
+    unsigned = vault_repo.commit("Unsigned start", author=ANN)
+    _ssh_signing(vault_repo, tmp_path)
+    vault_repo.write("a/one", "One", "A signed summary.")
+    signed = signed_commit(vault_repo, "Signed change")
+    prov = _prov(vault_repo, "a/one")
+    assert prov["created"]["commit"] == unsigned and prov["created"]["signed"] is False
+    assert prov["last_changed"]["commit"] == signed
+    assert prov["last_changed"]["signature"] == "G" and prov["last_changed"]["signed"] is True
+    assert prov["last_changed"]["signing_key"].startswith("SHA256:")
+    text = vault_repo.cairn("show", "a/one")
+    assert f"last changed:    {signed[:8]}" in text.stdout and "(signed)" in text.stdout
