@@ -149,9 +149,10 @@ def _provenance(
     if base_prov and not lineage.created and base_prov.get("created"):
         created = dict(base_prov["created"])
     authors = _authors(versions, base_prov["authors"] if base_prov and not lineage.created else [])
-    renamed_from = [v.path for v in versions if v.path != lineage.path]
+    # Older paths, newest first; the origin is the path before the oldest walked rename.
+    renamed_from = [v.path for v in versions] + ([lineage.origin] if not lineage.created else [])
     if base_prov and not lineage.created:
-        renamed_from += [p for p in base_prov.get("renamed_from", []) if p != lineage.path]
+        renamed_from += base_prov.get("renamed_from", [])
     return {
         "created": created,
         "last_changed": last,
@@ -159,7 +160,7 @@ def _provenance(
         "authors": authors,
         "commits": len({v.commit.commit for v in versions})
         + (int(base_prov.get("commits", 0)) if base_prov and not lineage.created else 0),
-        "renamed_from": list(dict.fromkeys(renamed_from)),
+        "renamed_from": [p for p in dict.fromkeys(renamed_from) if p != lineage.path],
     }
 
 

@@ -1,0 +1,141 @@
+"""Commands about where cards come from and where they go: audit, sanitize, import."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cairn import indexer
+from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, vault_option
+
+
+@click.command()
+@click.option("--require-signed", is_flag=True, help="Also fail unless every card's last commit is signed (G).")
+@vault_option
+@json_option
+@errors_to_exit
+def audit(require_signed: bool, vault_path: str | None, as_json: bool) -> None:
+    """Check the cached index, the hook log and session files; exit 1 if any check fails.
+
+    \b
+    Checks: the cache opens and its checksum holds; every indexed card matches
+    its file at the indexed commit and nothing indexed is missing from the tree;
+    every card has provenance; hook log lines parse and hold no prompt text;
+    every card the log says was injected existed at its commit; session files
+    parse and name existing cards; with --require-signed, every card's last
+    commit carries a good signature. A damaged cache is rebuilt by `cairn index`.
+
+    \b
+    Example:
+      cairn audit --vault ~/team-lessons
+      cairn audit --require-signed --json
+    """
+    from cairn.audit import audit as run_audit
+
+    report = run_audit(open_vault(vault_path), require_signed=require_signed)
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        for check in report.checks:
+            echo(f"{check.status.upper():4} {check.name}: {check.summary}")
+            for detail in check.details:
+                echo(f"     {detail}")
+        failed = report.failed
+        if failed:
+            echo(f"Audit failed: {len(failed)} of {len(report.checks)} checks failed.", err=True)
+        else:
+            echo(f"Audit passed: {len(report.checks)} checks.")
+    if not report.ok:
+        raise SystemExit(1)
+
+
+@click.command()
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Folder for the redacted copy; outside the vault, new or empty (or --force).",
+)
+@click.option("--force", is_flag=True, help="Replace a non-empty --out folder.")
+@vault_option
+@json_option
+@errors_to_exit
+def sanitize(out: Path, force: bool, vault_path: str | None, as_json: bool) -> None:
+    """Write a copy of the committed cards with secrets and identifying details redacted.
+
+    \b
+    Redacts private keys, cloud keys, tokens and secret values, e-mail
+    addresses, user names in home paths, internal host names and IP addresses;
+    add patterns and internal domains in cairn.toml:
+      [sanitize]
+      patterns = ["ACME-[0-9]+"]
+      internal_domains = [".corp.example.com"]
+
+    \b
+    Example:
+      cairn sanitize --out /tmp/lessons-to-share
+    """
+    from cairn.sanitize import sanitize_vault
+
+    vault = open_vault(vault_path)
+    settings = indexer.config_of(vault).sanitize
+    report = sanitize_vault(vault, out, settings, force=force)
+    if as_json:
+        echo_json(report.to_dict())
+        return
+    for file in report.files:
+        if file.total:
+            echo(f"{file.path}: " + ", ".join(f"{n} {kind}" for kind, n in file.counts))
+    for finding in report.skipped:
+        echo(f"{finding}  (not copied)", err=True)
+    redacted = sum(f.total for f in report.files)
+    touched = sum(1 for f in report.files if f.total)
+    echo(
+        f"Wrote {len(report.files)} card file(s) from {report.commit[:8]} to {report.out}; "
+        f"redacted {redacted} item(s) in {touched} file(s)."
+    )
+
+
+@click.command("import")
+@click.argument("src", type=click.Path(exists=True, path_type=Path))
+@click.option("--dry-run", is_flag=True, help="Show what would be written; write nothing.")
+@click.option("--lessons", is_flag=True, help="Read CLAUDE.md / AGENTS.md lesson lists: one bullet, one card.")
+@click.option("--topic", default=None, help="Put the cards under cards/TOPIC/ (default: the note's folder).")
+@vault_option
+@json_option
+@errors_to_exit
+def import_(src: Path, dry_run: bool, lessons: bool, topic: str | None, vault_path: str | None, as_json: bool) -> None:
+    """Turn Markdown notes (a file or a folder) into new cards; never overwrites; does not commit.
+
+    \b
+    Frontmatter is kept whole; the name comes from it or the first heading, the
+    summary from it or the first paragraph. A note whose card already exists is
+    reported and skipped; the command then exits 1 (the other notes are still
+    imported), so scripts notice an incomplete import.
+
+    \b
+    Example:
+      cairn import ~/notes/postgres --topic databases --dry-run
+      cairn import ~/src/app/CLAUDE.md --lessons --topic app
+    """
+    from cairn.importer import import_notes
+
+    vault = open_vault(vault_path)
+    report = import_notes(vault, src, dry_run=dry_run, lessons=lessons, topic=topic)
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        for outcome in report.outcomes:
+            if outcome.ok:
+                verb = "would write" if dry_run else "wrote"
+                echo(f"{outcome.source}: {verb} {outcome.path}")
+            else:
+                echo(f"{outcome.source}: skipped ({outcome.status}): {outcome.message}", err=True)
+        done = sum(o.ok for o in report.outcomes)
+        skipped = len(report.outcomes) - done
+        verb = "Would import" if dry_run else "Imported"
+        echo(f"{verb} {done} card(s); skipped {skipped}." + ("" if dry_run or not done else " Review, then commit."))
+    if not report.ok:
+        raise SystemExit(1)

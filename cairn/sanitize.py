@@ -1,0 +1,289 @@
+"""`cairn sanitize`: a copy of the vault's committed cards with secrets and identifying details redacted.
+
+What is redacted (each counted by kind): private keys, cloud keys, tokens and secret assignments, e-mail addresses,
+the user name in home-directory paths, internal host names (`[sanitize] internal_domains`), IP addresses, and
+whatever `[sanitize] patterns` adds. Markers are plain words (`REDACTED-EMAIL`) so frontmatter stays valid YAML
+and Markdown renders them as text. The copy is built in a temporary folder beside DIR and renamed into place.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from cairn import gitrepo
+from cairn.card import card_id_from_path
+from cairn.config import SanitizeSettings
+from cairn.errors import InvalidConfig, RefusedWrite
+from cairn.finding import Finding
+from cairn.vault import Vault
+
+Replace = Callable[["re.Match[str]"], str | None]  # None: leave this match alone
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One kind of redaction: matches of `pattern` are replaced by `replace(match)` (None keeps the match)."""
+
+    kind: str
+    pattern: re.Pattern[str]
+    replace: Replace
+
+
+@dataclass(frozen=True, slots=True)
+class FileReport:
+    """What was redacted in one card file, by kind."""
+
+    path: str
+    counts: tuple[tuple[str, int], ...]
+
+    @property
+    def total(self) -> int:
+        return sum(n for _, n in self.counts)
+
+
+@dataclass(frozen=True, slots=True)
+class SanitizeReport:
+    out: Path
+    commit: str
+    files: tuple[FileReport, ...]
+    skipped: tuple[Finding, ...]
+
+    def totals(self) -> dict[str, int]:
+        total: Counter[str] = Counter()
+        for file in self.files:
+            total.update(dict(file.counts))
+        return dict(sorted(total.items()))
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "out": str(self.out),
+            "commit": self.commit,
+            "files": [{"path": f.path, "redactions": dict(f.counts)} for f in self.files],
+            "totals": self.totals(),
+            "skipped": [f.to_dict() for f in self.skipped],
+        }
+
+
+def _marker(kind: str) -> Replace:
+    text = f"REDACTED-{kind.upper()}"
+    return lambda match: text
+
+
+def _keep_prefix(kind: str, group: int) -> Replace:
+    """Redact only the value after the prefix captured in `group` (e.g. `password = `)."""
+    text = f"REDACTED-{kind.upper()}"
+    return lambda match: match.group(group) + text
+
+
+def _secret_value(match: re.Match[str]) -> str | None:
+    value = match.group(3)
+    if value[0] in "$<{%[(" or value.startswith("REDACTED") or "*" in value:
+        return None  # a variable, placeholder or an already-masked value, not a secret
+    if not any(c.isdigit() for c in value) and len(value) < 20:
+        return None  # an ordinary word ("token: regenerate ...")
+    return match.group(1) + match.group(2) + "REDACTED-SECRET"
+
+
+_NOT_USERS = frozenset({"user", "username", "you", "yourname", "me", "runner", "redacted-user", "name"})
+
+
+def _home_user(match: re.Match[str]) -> str | None:
+    user = match.group(2)
+    if user.lower() in _NOT_USERS or user[0] in "$<{%*" or user.startswith("REDACTED"):
+        return None
+    return match.group(1) + "REDACTED-USER"
+
+
+def _email(match: re.Match[str]) -> str | None:
+    # git@github.com:org/repo names no one; REDACTED-SECRET@host is a URL whose password is already gone.
+    if match.group(0).lower().startswith(("git@", "redacted-")):
+        return None
+    return "REDACTED-EMAIL"
+
+
+def _ip(match: re.Match[str]) -> str | None:
+    text = match.group(0)
+    if ":" in text and not any(c.isdigit() for c in text):
+        return None  # `a::b` is C++ or Rust far more often than an IPv6 address
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        return None
+    if address.is_loopback or address.is_unspecified or str(address) == "255.255.255.255":
+        return None  # localhost, 0.0.0.0 and broadcast name no machine of yours
+    return "REDACTED-IP"
+
+
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+
+BUILTIN_RULES: tuple[Rule, ...] = (
+    Rule(
+        "private-key",
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?"
+            r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+            re.DOTALL,
+        ),
+        _marker("private-key"),
+    ),
+    Rule(
+        "cloud-key",
+        re.compile(
+            r"\b(?:(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{35})\b"
+            r"|(?<=AccountKey=)[A-Za-z0-9+/=]{40,}"
+        ),
+        _marker("cloud-key"),
+    ),
+    Rule(
+        "token",
+        re.compile(
+            r"\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255}|glpat-[A-Za-z0-9_\-]{20,}"
+            r"|xox[abposr]-[A-Za-z0-9-]{10,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|sk-[A-Za-z0-9_\-]{20,}"
+            r"|npm_[A-Za-z0-9]{36}|hf_[A-Za-z0-9]{30,})\b"
+            r"|\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"
+        ),
+        _marker("token"),
+    ),
+    Rule("token", re.compile(r"(\b[Bb]earer\s+)[A-Za-z0-9._~+/\-]{20,}=*"), _keep_prefix("token", 1)),
+    Rule("secret", re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s@/]+(?=@)"), _keep_prefix("secret", 1)),
+    Rule(
+        "secret",
+        re.compile(
+            r"(?i)(\b[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key"
+            r"|private[_-]?key|client[_-]?secret)[A-Za-z0-9_.-]*)"
+            r"([\"']?\s*[:=]\s*[\"']?)([^\s\"'`,;]{8,})"
+        ),
+        _secret_value,
+    ),
+    Rule("email", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"), _email),
+    Rule(
+        "home-path",
+        re.compile(r"((?<![\w.])/home/|(?<![\w.])/Users/|\b[A-Za-z]:\\\\?Users\\\\?)([^/\\\s\"'`)\]]+)"),
+        _home_user,
+    ),
+)
+
+_IP_RULES: tuple[Rule, ...] = (
+    Rule("ip", re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w.]*\d)"), _ip),
+    Rule("ip", re.compile(r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])"), _ip),
+)
+
+
+def rules_for(settings: SanitizeSettings) -> list[Rule]:
+    """The built-in rules, internal host names for the configured domains, IP addresses, then custom patterns."""
+    rules = list(BUILTIN_RULES)
+    for domain in settings.internal_domains:
+        suffix = domain.strip().strip(".")
+        if not suffix:
+            continue
+        labels = rf"(?:{_LABEL}\.)*" if "." in suffix else rf"(?:{_LABEL}\.)+"
+        pattern = rf"(?<![\w.-]){labels}{re.escape(suffix)}(?![\w-])"
+        rules.append(Rule("internal-host", re.compile(pattern, re.IGNORECASE), _marker("host")))
+    rules.extend(_IP_RULES)
+    for i, text in enumerate(settings.patterns):
+        try:
+            rules.append(Rule("custom", re.compile(text), _marker("")))
+        except re.error as exc:
+            raise InvalidConfig(
+                f"cairn.toml: [sanitize] patterns[{i}] is not a valid regular expression: {exc}"
+            ) from None
+    return [Rule(r.kind, r.pattern, (lambda m: "REDACTED") if r.kind == "custom" else r.replace) for r in rules]
+
+
+def redact(text: str, rules: list[Rule]) -> tuple[str, Counter[str]]:
+    """The text with every rule applied in order, and how many matches each kind redacted."""
+    counts: Counter[str] = Counter()
+    for rule in rules:
+
+        def substitute(match: re.Match[str], rule: Rule = rule) -> str:
+            replaced = rule.replace(match)
+            if replaced is None:
+                return match.group(0)
+            counts[rule.kind] += 1
+            return replaced
+
+        text = rule.pattern.sub(substitute, text)
+    return text, counts
+
+
+def check_out_dir(vault: Vault, out: Path, *, force: bool) -> Path:
+    """The resolved output folder, or RefusedWrite: inside the vault (or its repository), holding the vault,
+    not a folder, or not empty without --force."""
+    target = Path(os.path.abspath(out.expanduser())).resolve()
+    guarded = [vault.root.resolve()] + ([vault.git_root.resolve()] if vault.git_root else [])
+    for root in guarded:
+        if target == root or target.is_relative_to(root):
+            raise RefusedWrite(f"{out} is inside the vault ({root}); choose a folder outside it (nothing was written)")
+        if root.is_relative_to(target):
+            raise RefusedWrite(f"{out} holds the vault ({root}); choose another folder (nothing was written)")
+    if target == Path.home().resolve() or target.parent == target:
+        raise RefusedWrite(
+            f"{out} is your home folder or a file-system root; choose a new folder (nothing was written)"
+        )
+    if target.exists() and not target.is_dir():
+        raise RefusedWrite(f"{out} exists and is not a folder (nothing was written)")
+    if target.is_dir() and any(target.iterdir()) and not force:
+        raise RefusedWrite(f"{out} is not empty; pass --force to replace it (nothing was written)")
+    return target
+
+
+def sanitize_vault(vault: Vault, out: Path, settings: SanitizeSettings, *, force: bool = False) -> SanitizeReport:
+    """Write a redacted copy of the card files in HEAD's tree to `out`/cards/; never writes into the vault."""
+    target = check_out_dir(vault, out, force=force)
+    rules = rules_for(settings)
+    repo = gitrepo.open_repo(vault)
+    commit = gitrepo.head_commit(repo)
+    files: list[FileReport] = []
+    skipped: list[Finding] = []
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name[:40]}.", suffix=".tmp", dir=target.parent))
+    try:
+        for entry in gitrepo.card_entries(repo, commit, vault):
+            if card_id_from_path(entry.path) is None:
+                skipped.append(Finding(entry.path, 0, "not-a-card", "only card files (.md) are copied"))
+                continue
+            if entry.mode in (gitrepo.SYMLINK_MODE, gitrepo.SUBMODULE_MODE):
+                skipped.append(Finding(entry.path, 0, "file-symlink", "symlinks and submodules are not copied"))
+                continue
+            try:
+                text = gitrepo.read_blob(repo, entry.blob).decode("utf-8")
+            except UnicodeDecodeError:
+                skipped.append(Finding(entry.path, 0, "file-encoding", "not UTF-8 text; not copied"))
+                continue
+            clean, counts = redact(text, rules)
+            dest = staging / entry.path
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(clean, encoding="utf-8", newline="")
+            files.append(FileReport(entry.path, tuple(sorted(counts.items()))))
+        _move_into_place(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return SanitizeReport(target, commit, tuple(files), tuple(skipped))
+
+
+def _move_into_place(staging: Path, target: Path) -> None:
+    """Rename the finished copy onto `target`; a replaced folder is moved aside first and removed after."""
+    if not target.exists():
+        os.rename(staging, target)
+        return
+    if not any(target.iterdir()):
+        os.replace(staging, target)  # an empty folder is replaced in one step on POSIX
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{target.name[:40]}.", suffix=".old", dir=target.parent))
+    os.rmdir(old)
+    os.rename(target, old)
+    try:
+        os.rename(staging, target)
+    except OSError:
+        os.rename(old, target)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
