@@ -1,0 +1,208 @@
+"""`cairn install` / `cairn uninstall`: agent settings merged, kept, backed up, idempotent; git hooks in a vault."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import VaultRepo, cairn_executable
+from test_hook_payloads import FITTING_PROMPT, REBASE_ID, make_vault, payload_for
+
+from cairn import install
+
+SETTINGS = {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json", "gemini": ".gemini/settings.json"}
+EVENTS = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini": "BeforeAgent"}
+
+
+def cairn(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [cairn_executable(), *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        check=False,
+        timeout=60,
+    )
+
+
+def cairn_commands(settings: dict[str, object], event: str) -> list[str]:
+    groups = settings["hooks"][event]  # type: ignore[index]
+    return [h["command"] for g in groups for h in g["hooks"] if "cairn" in h["command"]]
+
+
+@pytest.mark.parametrize("agent", sorted(SETTINGS))
+def test_install_keeps_other_hooks_and_is_idempotent(agent: str, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    target = project / SETTINGS[agent]
+    target.parent.mkdir(parents=True)
+    theirs = {
+        "model": "keep-me",
+        "hooks": {
+            EVENTS[agent]: [{"hooks": [{"type": "command", "command": "echo their-own-hook"}]}],
+            "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+        },
+    }
+    target.write_text(json.dumps(theirs))
+    first = cairn("install", agent, "--project", str(project))
+    assert first.returncode == 0, first.stderr
+    assert f"installed: {target}" in first.stdout
+    data = json.loads(target.read_text())
+    assert data["model"] == "keep-me"
+    assert data["hooks"]["Stop"] == theirs["hooks"]["Stop"]
+    assert data["hooks"][EVENTS[agent]][0] == theirs["hooks"][EVENTS[agent]][0]
+    assert [c.split(" hook ")[1] for c in cairn_commands(data, EVENTS[agent])] == [f"--format {agent}"]
+    backups = list(target.parent.glob(target.name + ".bak-*"))
+    assert len(backups) == 1 and json.loads(backups[0].read_text()) == theirs
+
+    second = cairn("install", agent, "--project", str(project))
+    assert f"unchanged: {target}" in second.stdout
+    assert json.loads(target.read_text()) == data
+    assert len(list(target.parent.glob(target.name + ".bak-*"))) == 1
+
+    removed = cairn("uninstall", agent, "--project", str(project))
+    assert removed.returncode == 0
+    assert json.loads(target.read_text()) == theirs
+    again = cairn("uninstall", agent, "--project", str(project))
+    assert "Nothing to remove" in again.stdout
+    assert json.loads(target.read_text()) == theirs
+
+
+def test_install_creates_settings_and_updates_a_changed_command(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    assert cairn("install", "claude-code", cwd=project).returncode == 0
+    target = project / ".claude" / "settings.json"
+    assert not list(target.parent.glob("*.bak-*"))  # nothing to back up
+    vault = tmp_path / "team vault"
+    updated = cairn("install", "claude-code", "--vault", str(vault), "--scope", "git", cwd=project)
+    assert "updated:" in updated.stdout
+    [command] = cairn_commands(json.loads(target.read_text()), "UserPromptSubmit")
+    assert command.endswith(f"hook --format claude-code --vault '{vault}' --scope git")
+
+
+def test_user_install_goes_to_home(tmp_path: Path, isolated_env: Path) -> None:
+    assert cairn("install", "gemini", "--user", cwd=tmp_path).returncode == 0
+    data = json.loads((isolated_env / ".gemini" / "settings.json").read_text())
+    handler = data["hooks"]["BeforeAgent"][0]["hooks"][0]
+    assert handler["type"] == "command" and handler["timeout"] == 10000
+    both = cairn("install", "gemini", "--user", "--project", str(tmp_path))
+    assert both.returncode == 2
+
+
+def test_broken_settings_are_never_overwritten(tmp_path: Path) -> None:
+    target = tmp_path / ".codex" / "hooks.json"
+    target.parent.mkdir()
+    target.write_text("{ this is: not json")
+    done = cairn("install", "codex", "--project", str(tmp_path))
+    assert done.returncode == 1
+    assert done.stderr.startswith("Error: ") and "not valid JSON" in done.stderr
+    assert target.read_text() == "{ this is: not json"
+    assert not list(target.parent.glob("*.bak-*"))
+
+
+@pytest.mark.parametrize("agent", sorted(SETTINGS))
+def test_the_installed_command_really_runs_the_hook(agent: str, vault_repo: VaultRepo, tmp_path: Path) -> None:
+    make_vault(vault_repo)
+    project = tmp_path / "project"
+    project.mkdir()
+    assert cairn("install", agent, "--project", str(project), "--vault", str(vault_repo.root)).returncode == 0
+    settings = json.loads((project / SETTINGS[agent]).read_text())
+    [command] = cairn_commands(settings, EVENTS[agent])
+    done = subprocess.run(
+        ["sh", "-c", command],
+        input=payload_for(agent, FITTING_PROMPT, project),
+        text=True,
+        capture_output=True,
+        cwd=project,
+        check=False,
+    )
+    assert done.returncode == 0
+    out = json.loads(done.stdout)
+    assert out["hookSpecificOutput"]["hookEventName"] == EVENTS[agent]
+    assert REBASE_ID in out["hookSpecificOutput"]["additionalContext"]
+
+
+@pytest.mark.parametrize("agent", sorted(SETTINGS))
+def test_shipped_templates_match_what_install_writes(agent: str) -> None:
+    template = Path(install.__file__).parent / "templates" / "hooks" / agent / Path(SETTINGS[agent]).name
+    expected = {"hooks": {EVENTS[agent]: [install.hook_entry(agent, install.hook_command(agent))]}}
+    assert json.loads(template.read_text()) == expected
+    repo_root = Path(__file__).resolve().parent.parent
+    assert (repo_root / "hooks" / agent / template.name).read_text() == template.read_text()  # the symlink
+
+
+# -- git hooks ------------------------------------------------------------------------------------------------------
+
+
+def _wait_for(predicate, seconds: float = 60) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _indexed_commit(root: Path) -> str | None:
+    from cairn.paths import index_path
+    from cairn.store import IndexReader
+
+    try:
+        with IndexReader(index_path(root.resolve())) as index:
+            return index.commit
+    except Exception:
+        return None
+
+
+def test_git_hooks_keep_the_index_current(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    done = cairn("install", "git-hooks", "--vault", str(vault_repo.root))
+    assert done.returncode == 0, done.stderr
+    hooks = vault_repo.root / ".git" / "hooks"
+    for name in install.GIT_HOOKS:
+        assert os.access(hooks / name, os.X_OK)
+        assert install.GIT_HOOK_MARKER in (hooks / name).read_text()
+    assert "unchanged" in cairn("install", "git-hooks", "--vault", str(vault_repo.root)).stdout
+    vault_repo.write("python/venv", "Activate the venv", "pip install outside the venv hits the system python")
+    vault_repo.git("add", "-A")
+    vault_repo.git("commit", "-q", "-m", "new card")  # hooks enabled this time
+    head = vault_repo.git("rev-parse", "HEAD")
+    assert _wait_for(lambda: _indexed_commit(vault_repo.root) == head)
+    removed = cairn("uninstall", "git-hooks", "--vault", str(vault_repo.root))
+    assert removed.stdout.count("removed:") == 3
+    assert not any((hooks / n).exists() for n in install.GIT_HOOKS)
+
+
+def test_git_hooks_never_clobber_a_foreign_hook(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    make_vault(vault_repo)
+    hooks = vault_repo.root / ".git" / "hooks"
+    mine = hooks / "post-merge"
+    witness = tmp_path / "ran"
+    mine.write_text(f"#!/bin/sh\necho merged >> '{witness}'\n")
+    mine.chmod(0o755)
+    refused = cairn("install", "git-hooks", "--vault", str(vault_repo.root))
+    assert refused.returncode == 1
+    assert "not Cairn's" in refused.stderr and "--chain" in refused.stderr
+    assert not (hooks / "post-commit").exists()
+    chained = cairn("install", "git-hooks", "--vault", str(vault_repo.root), "--chain")
+    assert chained.returncode == 0
+    assert "chained:" in chained.stdout
+    assert (hooks / "post-merge.local").read_text().startswith("#!/bin/sh\necho merged")
+    subprocess.run([str(hooks / "post-merge"), "0"], cwd=vault_repo.root, check=True)
+    assert witness.read_text() == "merged\n"  # the chained hook still runs
+    cairn("uninstall", "git-hooks", "--vault", str(vault_repo.root))
+    assert mine.read_text().startswith("#!/bin/sh\necho merged")
+    assert not (hooks / "post-merge.local").exists()
+
+
+def test_git_hooks_respect_core_hooks_path(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    vault_repo.git("config", "core.hooksPath", ".githooks")
+    assert cairn("install", "git-hooks", "--vault", str(vault_repo.root)).returncode == 0
+    assert (vault_repo.root / ".githooks" / "post-commit").exists()
+    assert not (vault_repo.root / ".git" / "hooks" / "post-commit").exists()
