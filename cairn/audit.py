@@ -34,10 +34,11 @@ _TEXT_LIMITS = {"vault": 4096, "error": 1000}
 _SHORT_TEXT = 200
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _HEX32 = re.compile(r"^[0-9a-f]{32}$")
+# Required keys and their types; the prompt's hash and length are null when the hook failed before reading it.
 _LOG_TYPES: dict[str, tuple[type, ...]] = {
     "time": (str,),
-    "prompt_sha256": (str,),
-    "prompt_len": (int,),
+    "prompt_sha256": (str, type(None)),
+    "prompt_len": (int, type(None)),
     "candidates": (list,),
     "injected": (list,),
 }
@@ -96,7 +97,7 @@ def audit(vault: Vault, *, require_signed: bool = False, state_dir: Path | None 
         else:
             checks.append(_check_entries(reader, trees))
             checks.append(_check_provenance(reader))
-        checks.append(_check_log(state / LOG_FILE, vault, trees))
+        checks.append(_check_log([state / f"{LOG_FILE}.1", state / LOG_FILE], vault, trees))
         checks.append(_check_sessions(state / SESSIONS_DIR, vault, trees))
         if require_signed:
             if reader is None:
@@ -209,32 +210,34 @@ def _check_signatures(reader: store.IndexReader, repo: git.Repo) -> Check:
 # -- the hook log and session files ----------------------------------------------------------------------------------
 
 
-def _check_log(log_file: Path, vault: Vault, trees: _Trees) -> Check:
-    if not log_file.is_file():
-        return Check("log", "pass", f"no hook log at {log_file} (the hook has not run)")
+def _check_log(log_files: list[Path], vault: Vault, trees: _Trees) -> Check:
+    """The log and its rotated predecessor (`hook.jsonl.1`), line by line."""
+    present = [f for f in log_files if f.is_file()]
+    if not present:
+        return Check("log", "pass", f"no hook log at {log_files[-1]} (the hook has not run)")
     problems: list[str] = []
-    injections: list[tuple[int, str | None, list[Any]]] = []
+    injections: list[tuple[str, str | None, list[Any]]] = []
     n_lines = 0
-    for number, line in _lines(log_file):
-        n_lines += 1
-        where = f"{log_file.name}:{number}"
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(f"{where}: not JSON ({exc.msg})")
-            continue
-        if not isinstance(entry, dict):
-            problems.append(f"{where}: not a JSON object")
-            continue
-        problems.extend(f"{where}: {p}" for p in _log_line_problems(entry))
-        if _same_vault(entry.get("vault"), vault) and isinstance(entry.get("injected"), list) and entry["injected"]:
-            injections.append((number, entry.get("commit"), entry["injected"]))
-    injected_problems: list[str] = []
-    for number, commit, ids in injections:
-        injected_problems.extend(f"{log_file.name}:{number}: {p}" for p in trees.missing_cards(commit, ids))
-    failures = problems + injected_problems
-    if failures:
-        return Check("log", "fail", f"{len(failures)} problem(s) in {n_lines} log line(s)", _cap(failures))
+    for log_file in present:
+        for number, line in _lines(log_file):
+            n_lines += 1
+            where = f"{log_file.name}:{number}"
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problems.append(f"{where}: not JSON ({exc.msg})")
+                continue
+            if not isinstance(entry, dict):
+                problems.append(f"{where}: not a JSON object")
+                continue
+            problems.extend(f"{where}: {p}" for p in _log_line_problems(entry))
+            injected = entry.get("injected")
+            if _same_vault(entry.get("vault"), vault) and isinstance(injected, list) and injected:
+                injections.append((where, entry.get("commit"), injected))
+    for where, commit, ids in injections:
+        problems.extend(f"{where}: {p}" for p in trees.missing_cards(commit, ids))
+    if problems:
+        return Check("log", "fail", f"{len(problems)} problem(s) in {n_lines} log line(s)", _cap(problems))
     return Check(
         "log",
         "pass",

@@ -227,8 +227,9 @@ def is_ancestor(repo: git.Repo, old: str, new: str) -> bool:
 
 
 def commit_exists(repo: git.Repo, commit: str) -> bool:
+    # `repo.commit(sha)` accepts any well-formed sha without looking, so ask git whether the object is there.
     try:
-        repo.commit(commit)
+        repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{commit}^{{commit}}")
         return True
     except (BadName, ValueError, GitCommandError):
         return False

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import ANN, BOB, VaultRepo
 
 from cairn.indexer import build_index, open_index
 from cairn.vault import find_vault
-from conftest import ANN, BOB, VaultRepo
 
 
 def _prov(vault_repo: VaultRepo, card_id: str) -> dict[str, Any]:

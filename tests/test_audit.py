@@ -1,0 +1,233 @@
+"""`cairn audit`: the cache, the entries against the tree, the hook log and session files, signatures."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from conftest import BOB, VaultRepo
+from test_provenance import _ssh_signing, signed_commit
+
+from cairn import store
+from cairn.indexer import build_index, index_file_for
+from cairn.vault import find_vault
+
+PROMPT = "Why did git pull --rebase drop my local commits after a force-push?"
+
+
+def _vault(vault_repo: VaultRepo) -> str:
+    vault_repo.write(
+        "git/force-push-rebase",
+        "Pull --rebase drops local commits after a force-push",
+        "After someone force-pushes a shared branch, git pull --rebase can drop your local commits; "
+        "compare with git reflog before you pull.",
+        scope=["git"],
+    )
+    vault_repo.write("docker/layer-order", "Copy sources after installing deps", "Order Dockerfile layers by churn.")
+    commit = vault_repo.commit("Two cards")
+    done = vault_repo.cairn("index")
+    assert done.returncode == 0, done.stderr
+    return commit
+
+
+def _audit(vault_repo: VaultRepo, *args: str) -> tuple[int, dict[str, Any]]:
+    done = vault_repo.cairn("audit", "--json", *args)
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def _check(report: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(c for c in report["checks"] if c["name"] == name)
+
+
+def _state(isolated_env: Path) -> Path:
+    state = isolated_env / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    return state
+
+
+def _log_line(vault_root: Path, commit: str | None, injected: list[str], **extra: Any) -> str:
+    entry: dict[str, Any] = {
+        "time": "2026-05-01T12:00:00Z",
+        "format": "claude-code",
+        "session": hashlib.sha256(b"session-1").hexdigest()[:32],
+        "prompt_sha256": hashlib.sha256(PROMPT.encode()).hexdigest(),
+        "prompt_len": len(PROMPT),
+        "vault": str(vault_root),
+        "commit": commit,
+        "stale": False,
+        "candidates": [{"id": i, "score": 7.5, "decision": "injected", "reason": "passed all gates"} for i in injected],
+        "injected": injected,
+        "error": None,
+    }
+    entry.update(extra)
+    return json.dumps(entry) + "\n"
+
+
+def test_a_clean_vault_with_real_hook_lines_passes(vault_repo: VaultRepo) -> None:
+    _vault(vault_repo)
+    payload = {"session_id": "s1", "cwd": str(vault_repo.root), "hook_event_name": "UserPromptSubmit", "prompt": PROMPT}
+    hooked = vault_repo.cairn("hook", "--format", "claude-code", input=json.dumps(payload))
+    assert hooked.returncode == 0, hooked.stderr
+    code, report = _audit(vault_repo)
+    assert code == 0, report
+    assert report["ok"] is True
+    assert [c["name"] for c in report["checks"]] == ["cache", "entries", "provenance", "log", "sessions"]
+    assert all(c["status"] == "pass" for c in report["checks"])
+    assert "git/force-push-rebase" in hooked.stdout  # the hook injected the card, so the log names it
+    assert "1 log line(s)" in _check(report, "log")["summary"]
+    assert "1 injection(s)" in _check(report, "log")["summary"]
+    text = vault_repo.cairn("audit")
+    assert text.returncode == 0 and "PASS cache:" in text.stdout and "Audit passed" in text.stdout
+
+
+def test_a_log_line_carrying_the_prompt_fails(vault_repo: VaultRepo, isolated_env: Path) -> None:
+    commit = _vault(vault_repo)
+    log = _state(isolated_env) / "hook.jsonl"
+    log.write_text(
+        _log_line(vault_repo.root, commit, ["git/force-push-rebase"])
+        + _log_line(vault_repo.root, commit, [], prompt=PROMPT)
+        + _log_line(vault_repo.root, commit, [], prompt_sha256=PROMPT)
+        + _log_line(vault_repo.root, commit, [], note="the user asked about rebasing after a force push")
+        + "{not json\n"
+    )
+    code, report = _audit(vault_repo)
+    assert code == 1 and report["ok"] is False
+    log_check = _check(report, "log")
+    assert log_check["status"] == "fail"
+    details = "\n".join(log_check["details"])
+    assert "hook.jsonl:2: key 'prompt' carries prompt text" in details
+    assert "hook.jsonl:3: 'prompt_sha256' holds" in details or "hook.jsonl:3: 'prompt_sha256' is not" in details
+    assert "hook.jsonl:4: 'note' holds free text" in details
+    assert "hook.jsonl:5: not JSON" in details
+    assert "hook.jsonl:1" not in details
+    assert _check(report, "cache")["status"] == "pass"
+    text = vault_repo.cairn("audit")
+    assert text.returncode == 1 and "FAIL log:" in text.stdout and "Audit failed" in text.stderr
+
+
+def test_an_injected_card_that_did_not_exist_at_its_commit_fails(vault_repo: VaultRepo, isolated_env: Path) -> None:
+    first = _vault(vault_repo)
+    vault_repo.write("shell/pipefail", "Pipelines hide failures", "Set -o pipefail.")
+    second = vault_repo.commit("Third card", author=BOB)
+    log = _state(isolated_env) / "hook.jsonl"
+    log.write_text(
+        _log_line(vault_repo.root, second, ["shell/pipefail"])
+        + _log_line(vault_repo.root, first, ["shell/pipefail"])
+        + _log_line(vault_repo.root, "0" * 40, ["git/force-push-rebase"])
+        + _log_line(Path("/elsewhere/other-vault"), first, ["not/here"])  # another vault's line: not ours to check
+    )
+    code, report = _audit(vault_repo)
+    assert code == 1
+    details = _check(report, "log")["details"]
+    assert details == [
+        f"hook.jsonl:2: card 'shell/pipefail' did not exist at {first[:8]}",
+        f"hook.jsonl:3: commit {'0' * 12} is not in the repository, so its cards cannot be checked",
+    ]
+
+
+def test_session_files_must_parse_and_name_existing_cards(vault_repo: VaultRepo, isolated_env: Path) -> None:
+    commit = _vault(vault_repo)
+    sessions = _state(isolated_env) / "sessions"
+    sessions.mkdir()
+    good = hashlib.sha256(b"good").hexdigest()[:32]
+    bad = hashlib.sha256(b"bad").hexdigest()[:32]
+    broken = hashlib.sha256(b"broken").hexdigest()[:32]
+    seen = {"commit": commit, "time": "2026-05-01T12:00:00Z"}
+    for key, injected in ((good, {"git/force-push-rebase": seen}), (bad, {"git/never-written": seen})):
+        data = {"session": key, "vault": str(vault_repo.root), "injected": injected, "updated": "2026-05-01T12:00:00Z"}
+        (sessions / f"{key}.json").write_text(json.dumps(data))
+    (sessions / f"{broken}.json").write_text('{"session": ')
+    code, report = _audit(vault_repo)
+    assert code == 1
+    check = _check(report, "sessions")
+    assert check["status"] == "fail"
+    assert any(d.startswith(f"{broken}.json: does not parse") for d in check["details"])
+    assert f"{bad}.json: card 'git/never-written' did not exist at {commit[:8]}" in check["details"]
+    assert not any(d.startswith(good) for d in check["details"])
+
+
+def test_a_tampered_cache_is_reported_and_cairn_index_rebuilds_it(vault_repo: VaultRepo) -> None:
+    _vault(vault_repo)
+    index_file = index_file_for(find_vault(vault_repo.root))
+    with sqlite3.connect(index_file) as db:
+        db.execute("UPDATE cards SET blob = ? WHERE id = ?", ("f" * 40, "git/force-push-rebase"))
+    db.close()
+    code, report = _audit(vault_repo)
+    assert code == 1
+    cache = _check(report, "cache")
+    assert cache["status"] == "fail" and "checksum" in " ".join(cache["details"])
+    assert _check(report, "entries")["status"] == "skip"
+
+    rebuilt = vault_repo.cairn("index", "--json")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert json.loads(rebuilt.stdout)["mode"] == "full"
+    code, report = _audit(vault_repo)
+    assert code == 0, report
+
+
+def test_a_tamper_that_fixes_the_checksum_is_caught_against_the_tree(vault_repo: VaultRepo) -> None:
+    _vault(vault_repo)
+    index_file = index_file_for(find_vault(vault_repo.root))
+    with sqlite3.connect(index_file) as db:
+        db.execute("UPDATE cards SET blob = ? WHERE id = ?", ("e" * 40, "docker/layer-order"))
+        entries = db.execute("SELECT id, path, blob FROM cards").fetchall()
+        db.execute("UPDATE meta SET value = ? WHERE key = 'checksum'", (store.entries_checksum(entries),))
+    db.close()
+    code, report = _audit(vault_repo)
+    assert code == 1
+    assert _check(report, "cache")["status"] == "pass"
+    entries_check = _check(report, "entries")
+    assert entries_check["status"] == "fail"
+    assert entries_check["details"][0].startswith("docker/layer-order: indexed blob eeeeeeeeeeee differs")
+
+
+def test_garbled_and_truncated_index_files_are_rebuilt(vault_repo: VaultRepo) -> None:
+    _vault(vault_repo)
+    vault = find_vault(vault_repo.root)
+    index_file = index_file_for(vault)
+    size = index_file.stat().st_size
+    for damage in ("garble", "truncate"):
+        data = bytearray(index_file.read_bytes())
+        if damage == "garble":
+            data[100 : size - 100] = bytes(range(256)) * ((size - 200) // 256) + bytes((size - 200) % 256)
+        else:
+            data = data[: size // 3]
+        index_file.write_bytes(bytes(data))
+        code, report = _audit(vault_repo)
+        assert code == 1 and _check(report, "cache")["status"] == "fail", damage
+        assert build_index(vault).mode == "full", damage
+        code, report = _audit(vault_repo)
+        assert code == 0, (damage, report)
+
+
+def test_missing_index_fails_and_says_what_to_do(vault_repo: VaultRepo) -> None:
+    vault_repo.write("a/one", "One", "The first summary.")
+    vault_repo.commit("Start")
+    code, report = _audit(vault_repo)
+    assert code == 1
+    assert "run `cairn index`" in _check(report, "cache")["summary"]
+
+
+def test_require_signed(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    _vault(vault_repo)
+    code, report = _audit(vault_repo, "--require-signed")
+    assert code == 1
+    signatures = _check(report, "signatures")
+    assert signatures["status"] == "fail"
+    assert any("docker/layer-order: last commit" in d and "not signed" in d for d in signatures["details"])
+
+    _ssh_signing(vault_repo, tmp_path)
+    for card in ("git/force-push-rebase", "docker/layer-order"):
+        path = vault_repo.root / "cards" / f"{card}.md"
+        path.write_text(path.read_text() + "\nSigned off.\n")
+    signed_commit(vault_repo, "Sign every card")
+    assert vault_repo.cairn("index").returncode == 0
+    code, report = _audit(vault_repo, "--require-signed")
+    assert code == 0, report
+    assert _check(report, "signatures")["status"] == "pass"
+    assert _audit(vault_repo)[0] == 0  # without the flag, no signature check at all
+    assert "signatures" not in [c["name"] for c in _audit(vault_repo)[1]["checks"]]
