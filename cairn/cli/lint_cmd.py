@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -32,6 +33,13 @@ from cairn.vault import CARDS_DIR, Vault, find_vault
     help="Read the working tree, or git's index (what the next commit records). "
     "Default: the index inside a git hook (GIT_INDEX_FILE is set), else the working tree.",
 )
+@click.option(
+    "--today",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    envvar="CAIRN_TODAY",
+    default=None,
+    help="Check dates as of this day, YYYY-MM-DD (default: today; also $CAIRN_TODAY).",
+)
 @click.option("--list-rules", is_flag=True, help="List the rules with their severity and groups, then exit.")
 @vault_option
 @json_option
@@ -41,6 +49,7 @@ def lint_command(
     rules: str | None,
     strict: bool,
     worktree: bool | None,
+    today: dt.datetime | None,
     list_rules: bool,
     vault_path: str | None,
     as_json: bool,
@@ -66,14 +75,15 @@ def lint_command(
     except lint.UnknownRule as exc:
         raise click.UsageError(str(exc)) from None
     source = lint.INDEX if (worktree is False or (worktree is None and lint.in_git_hook())) else lint.WORKTREE
+    day = today.date() if today else None
     findings: list[Finding] = []
     checked = 0
     if not files:
-        report = lint.lint_vault(open_vault(vault_path), rules=wanted, source=source)
+        report = lint.lint_vault(open_vault(vault_path), rules=wanted, source=source, today=day)
         findings, checked = list(report.findings), report.files
     else:
         for vault, pairs in _by_vault(files, vault_path).items():
-            report = lint.lint_files(vault, [rel for rel, _ in pairs], rules=wanted, source=source)
+            report = lint.lint_files(vault, [rel for rel, _ in pairs], rules=wanted, source=source, today=day)
             shown = dict(pairs)
             findings += [replace(f, path=shown.get(f.path) or _display(vault, f.path)) for f in report.findings]
             checked += report.files

@@ -11,7 +11,7 @@ from cairn.card import Card, card_id_from_path, parse_card
 from cairn.lint.model import CardFacts, words_of
 from cairn.lint.snapshot import FILE, Snapshot
 
-_VERSION = 1
+_VERSION = 2
 
 
 def facts_of(rel_path: str, card: Card | None) -> CardFacts:
@@ -25,7 +25,7 @@ def facts_of(rel_path: str, card: Card | None) -> CardFacts:
         status=card.status,
         scope=card.scope,
         supersedes=card.supersedes,
-        words=words_of(f"{card.name} {card.summary}"),
+        words=words_of(card.summary),
     )
 
 

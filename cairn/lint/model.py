@@ -26,7 +26,12 @@ _STOP = frozenset(
 
 def words_of(text: str) -> frozenset[str]:
     """A cheap, order-free word set for similarity: lowercase words, stop words and single letters dropped."""
-    return frozenset(w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in _STOP)
+    return frozenset(_stem(w) for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in _STOP)
+
+
+def _stem(word: str) -> str:
+    """A plural's singular, roughly (`writes` -> `write`), so wording that differs only in number still matches."""
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +39,7 @@ class CardFacts:
     """What one card file contributes to the vault-wide rules (cached by the file's git blob id).
 
     name: None when the file breaks the contract (it still exists, so links and supersedes to it hold).
-    words: words of the name and summary, for near-duplicate search.
+    words: words of the summary, for near-duplicate search.
     """
 
     path: str
@@ -113,7 +118,7 @@ class Context:
     def postings(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for facts in self.cards.values():
-            for word in facts.words:
+            for word in facts.words | words_of(facts.name or ""):
                 out.setdefault(word, []).append(facts.id)
         return out
 

@@ -24,9 +24,11 @@ MAX_REPORTED = 3
 def check(target: Target, context: Context) -> Iterator[Finding]:
     card = target.card
     assert card is not None
-    mine = context.cards[card.id].words if card.id in context.cards else words_of(f"{card.name} {card.summary}")
+    summary_words = words_of(card.summary)
     postings = context.postings
-    rare = sorted(mine, key=lambda w: (len(postings.get(w, ())), w))[:RARE_WORDS]
+    own = 1 if card.id in context.cards else 0  # the card's own posting
+    shared_words = [w for w in summary_words | words_of(card.name) if len(postings.get(w, ())) > own]
+    rare = sorted(shared_words, key=lambda w: (len(postings[w]), w))[:RARE_WORDS]
     shared = Counter(other for word in rare for other in postings.get(word, ()) if other != card.id)
     candidates = [other for other, _ in shared.most_common(MAX_CANDIDATES)]
     if not candidates:
@@ -45,7 +47,7 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
             continue  # name-unique reports it
         measures = [
             (SequenceMatcher(None, my_name, other_name).ratio(), "name", "their names are {:.0%} alike"),
-            (_jaccard(mine, other.words), "summary", "their names and summaries share {:.0%} of their words"),
+            (_jaccard(summary_words, other.words), "summary", "their summaries share {:.0%} of their words"),
             (
                 _jaccard(my_body, bodies.get(other_id, frozenset()), MIN_BODY_WORDS),
                 "body",
@@ -60,7 +62,9 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
         line = card.body_line if key == "body" else target.line_of("summary" if key == "summary" else "name")
         name = context.cards[other_id].name
         yield RULE.at(
-            target, line, f"near-duplicate of cards/{other_id}.md ('{name}'): {wording}; merge them or tell them apart"
+            target,
+            line,
+            f"looks like a copy of cards/{other_id}.md ('{name}'): {wording}; merge the two or tell them apart",
         )
 
 

@@ -36,7 +36,7 @@ _PHRASES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
         (
             "tells the agent to act without asking or to keep the user uninformed",
-            rf"(?:^|[.!?:;]\s+|\n[\s>*-]*)(?:(?:always|just|simply|please|now){_S})?(?:run|execute|apply|install|"
+            rf"(?:^|[.!?:;,]\s+|\n[\s>*-]*)(?:(?:always|just|simply|please|now){_S})?(?:run|execute|apply|install|"
             rf"delete|remove|push|commit|deploy|do){_S}[^\n.]{{0,60}}?\bwithout{_S}(?:asking|confirmation|confirming|"
             rf"permission|approval|prompting|checking)\b|\b(?:do{_S}not|don'?t|never){_S}(?:tell|inform|notify|"
             rf"warn){_S}(?:the{_S})?(?:user|human|developer|operator)\b|\b(?:do{_S}not|don'?t|never){_S}ask{_S}"

@@ -18,12 +18,11 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
         if tag.lower() in vocabulary:
             continue
         close = difflib.get_close_matches(tag.lower(), sorted(vocabulary), n=1)
-        hint = f"did you mean '{close[0]}'? " if close else ""
+        hint = f"; did you mean '{close[0]}'?" if close else ""
         yield RULE.at(
             target,
             target.line_of("scope"),
-            f"scope '{tag}' is not in the vault's vocabulary; {hint}"
-            "(cairn.toml [lint] scopes lists the tags agents declare)",
+            f"scope '{tag}' is not in the vault's vocabulary (cairn.toml [lint] scopes){hint}",
         )
 
 

@@ -33,7 +33,9 @@ _ASSIGNED = re.compile(
     r"client[_-]?secret)\b[\"']?\s*[:=]\s*[\"']([^\"'\s]{16,})[\"']"
 )
 # Documentation's placeholders and the well-known example keys are not secrets.
-_PLACEHOLDER = re.compile(r"(?i)example|placeholder|changeme|your[_-]|xxxx|\*\*\*|\.\.\.|<[^>]*>|\$\{?[A-Z_]+")
+_PLACEHOLDER = re.compile(
+    r"(?i:example|placeholder|changeme|your[_-]|xxxx)|\*\*\*|\.\.\.|<[^>]*>|\$\{?[A-Z_][A-Z0-9_]*"
+)
 _MIN_ENTROPY = 3.5  # bits per character; hex digests and random keys are above it, words and paths below
 
 
