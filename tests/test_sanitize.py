@@ -1,0 +1,165 @@
+"""`cairn sanitize`: a redacted copy of the committed cards, never written into the vault, atomic, reported."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import VaultRepo
+
+from cairn.card import parse_card
+from cairn.config import SanitizeSettings
+from cairn.sanitize import redact, rules_for
+
+FAKE_GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"
+FAKE_AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
+PEM = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n-----END OPENSSH PRIVATE KEY-----"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "kind"),
+    [
+        (f"key:\n{PEM}\nafter", "key:\nREDACTED-PRIVATE-KEY\nafter", "private-key"),
+        (f"export AWS_ACCESS_KEY_ID={FAKE_AWS_KEY}", "export AWS_ACCESS_KEY_ID=REDACTED-CLOUD-KEY", "cloud-key"),
+        (f"use {FAKE_GITHUB_TOKEN} here", "use REDACTED-TOKEN here", "token"),
+        ("Authorization: Bearer abcdefghijklmnopqrstuvwx0123", "Authorization: Bearer REDACTED-TOKEN", "token"),
+        ("password = hunter2hunter2", "password = REDACTED-SECRET", "secret"),
+        ("DB_PASSWORD: 'correcthorsebatterystaple'", "DB_PASSWORD: 'REDACTED-SECRET'", "secret"),
+        ("postgres://app:s3cretpass@db.example.com/x", "postgres://app:REDACTED-SECRET@db.example.com/x", "secret"),
+        ("ask ann.lee@example.com", "ask REDACTED-EMAIL", "email"),
+        ("see /home/alice/src/app", "see /home/REDACTED-USER/src/app", "home-path"),
+        ("see /Users/bob/Library", "see /Users/REDACTED-USER/Library", "home-path"),
+        ("see C:\\Users\\carol\\AppData", "see C:\\Users\\REDACTED-USER\\AppData", "home-path"),
+        ("ssh build01.corp now", "ssh REDACTED-HOST now", "internal-host"),
+        ("curl http://api.svc.internal:8080/", "curl http://REDACTED-HOST:8080/", "internal-host"),
+        ("server 10.20.30.40 and 8.8.8.8", "server REDACTED-IP and REDACTED-IP", "ip"),
+        ("link fe80::1ff:fe23:4567:890a up", "link REDACTED-IP up", "ip"),
+    ],
+)
+def test_each_kind_is_redacted(text: str, expected: str, kind: str) -> None:
+    out, counts = redact(text, rules_for(SanitizeSettings()))
+    assert out == expected
+    assert counts[kind] >= 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Bind to 0.0.0.0, not 127.0.0.1; ::1 is localhost too.",
+        "git clone git@github.com:org/repo.git",
+        "token: regenerate it, then api_key=$API_KEY or ${TOKEN} or <your-token>.",
+        "Put it in .env.local; std::vector and a::b are code; 12:30:45 is a time.",
+        "CI runs in /home/runner/work and examples use /home/user or /Users/$USER.",
+        "Version 1.2.3 of the tool; see localhost:8080.",
+    ],
+)
+def test_ordinary_text_is_left_alone(text: str) -> None:
+    out, counts = redact(text, rules_for(SanitizeSettings()))
+    assert (out, dict(counts)) == (text, {})
+
+
+def _secret_vault(vault_repo: VaultRepo) -> None:
+    vault_repo.write(
+        "ops/deploy-key",
+        "Rotate the deploy key",
+        "Ask ops@example.com before rotating; the old key lived on build01.corp.",
+        body=f"Old key:\n\n```\n{PEM}\n```\n\nToken {FAKE_GITHUB_TOKEN} was in /home/alice/.netrc on 10.1.2.3.\n",
+        source="https://wiki.example.org/ops/ACME-1234",
+    )
+    vault_repo.write("git/plain", "Nothing to hide", "Compare with git reflog before you pull.")
+    vault_repo.write_raw(
+        "cairn.toml", '[sanitize]\npatterns = ["ACME-[0-9]+"]\ninternal_domains = [".corp", ".example.org"]\n'
+    )
+    vault_repo.commit("Cards with secrets")
+
+
+def test_sanitize_writes_a_redacted_copy_from_head_and_reports_per_file(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    _secret_vault(vault_repo)
+    # Uncommitted edits are not part of the copy: it comes from HEAD's tree.
+    vault_repo.write("git/plain", "Nothing to hide", "Uncommitted, mail me at me@example.com.")
+    out = tmp_path / "shared"
+    done = vault_repo.cairn("sanitize", "--out", str(out), "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    by_path = {f["path"]: f["redactions"] for f in report["files"]}
+    assert by_path == {
+        "cards/ops/deploy-key.md": {
+            "custom": 1,
+            "email": 1,
+            "home-path": 1,
+            "internal-host": 2,
+            "ip": 1,
+            "private-key": 1,
+            "token": 1,
+        },
+        "cards/git/plain.md": {},
+    }
+    assert report["totals"]["internal-host"] == 2
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
+        "cards/git/plain.md",
+        "cards/ops/deploy-key.md",
+    ]
+    text = (out / "cards/ops/deploy-key.md").read_text()
+    for leaked in ("ops@example.com", "build01.corp", "PRIVATE KEY", FAKE_GITHUB_TOKEN, "alice", "10.1.2.3", "1234"):
+        assert leaked not in text
+    assert "wiki.example.org" not in text  # an internal domain from cairn.toml
+    card, findings = parse_card("cards/ops/deploy-key.md", text.encode())
+    assert card is not None, findings  # the redacted copy still keeps the card contract
+    assert card.summary == "Ask REDACTED-EMAIL before rotating; the old key lived on REDACTED-HOST."
+    assert "Uncommitted" not in (out / "cards/git/plain.md").read_text()
+    assert "ops@example.com" in (vault_repo.root / "cards/ops/deploy-key.md").read_text()  # the vault is untouched
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".shared.")]  # no temp folders left
+
+    text_out = vault_repo.cairn("sanitize", "--out", str(tmp_path / "again"))
+    assert text_out.returncode == 0, text_out.stderr
+    assert "cards/ops/deploy-key.md: 1 custom, 1 email, 1 home-path, 2 internal-host" in text_out.stdout
+    assert "redacted 8 item(s) in 1 file(s)" in text_out.stdout
+
+
+def test_refuses_an_out_inside_the_vault_even_through_a_symlink(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    _secret_vault(vault_repo)
+    link = tmp_path / "sneaky"
+    os.symlink(vault_repo.root / "cards", link)
+    before = sorted(p.as_posix() for p in vault_repo.root.rglob("*") if ".git" not in p.parts)
+    for out in (vault_repo.root / "export", vault_repo.root, link / "copy", link):
+        done = vault_repo.cairn("sanitize", "--out", str(out), "--force")
+        assert done.returncode == 1, out
+        assert done.stderr.startswith("Error: ") and "inside the vault" in done.stderr
+        assert done.stdout == ""
+    assert sorted(p.as_posix() for p in vault_repo.root.rglob("*") if ".git" not in p.parts) == before
+    done = vault_repo.cairn("sanitize", "--out", str(vault_repo.root.parent), "--force")
+    assert done.returncode == 1 and "holds the vault" in done.stderr
+
+
+def test_refuses_a_non_empty_folder_without_force_and_replaces_it_with_force(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    _secret_vault(vault_repo)
+    out = tmp_path / "shared"
+    out.mkdir()
+    (out / "old.txt").write_text("keep me unless forced")
+    done = vault_repo.cairn("sanitize", "--out", str(out))
+    assert done.returncode == 1 and "not empty" in done.stderr and "--force" in done.stderr
+    assert [p.name for p in out.iterdir()] == ["old.txt"]
+
+    done = vault_repo.cairn("sanitize", "--out", str(out), "--force")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["cards"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".shared.")]
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert vault_repo.cairn("sanitize", "--out", str(empty)).returncode == 0
+    assert (empty / "cards/git/plain.md").is_file()
+
+
+def test_a_bad_pattern_in_cairn_toml_is_one_error_line(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    vault_repo.write("git/plain", "Nothing to hide", "Compare with git reflog before you pull.")
+    vault_repo.write_raw("cairn.toml", '[sanitize]\npatterns = ["(unclosed"]\n')
+    vault_repo.commit("Bad pattern")
+    done = vault_repo.cairn("sanitize", "--out", str(tmp_path / "x"))
+    assert done.returncode == 1
+    assert done.stderr.startswith("Error: cairn.toml: [sanitize] patterns[0] is not a valid regular expression")
+    assert not (tmp_path / "x").exists()
