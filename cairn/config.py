@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import sys
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
 
 from cairn.errors import InvalidConfig
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the hook imports this module: typing and tomllib cost more than its whole query
+    from typing import Any
 
 CONFIG_FILE = "cairn.toml"
 
@@ -84,6 +82,10 @@ def parse_config(text: str | None, source: str = CONFIG_FILE) -> Config:
     """Read `cairn.toml` text (None = no file); unknown sections and keys are errors, so typos surface."""
     if text is None or not text.strip():
         return Config()
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -9,31 +9,19 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
 
+from cairn.paths import sha256_hex
 
-def _builtin_sha256() -> Any:
-    """The interpreter's built-in sha256: `hashlib` would load OpenSSL, which costs more than the whole query."""
-    for name in ("_sha2", "_sha256"):  # Python >= 3.12, <= 3.11
-        try:
-            return __import__(name).sha256
-        except (ImportError, AttributeError):
-            continue
-    from hashlib import sha256  # pragma: no cover - a build without the built-in module
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
-    return sha256  # pragma: no cover
+__all__ = ["append", "new_entry", "sha256_hex", "utc_now"]
 
-
-_sha256 = _builtin_sha256()
 
 LOG_FILE = "hook.jsonl"
 MAX_LOG_BYTES = 32 * 1024 * 1024  # then hook.jsonl becomes hook.jsonl.1 and a new file starts
 MAX_LOGGED_CANDIDATES = 20
-
-
-def sha256_hex(data: bytes) -> str:
-    digest: str = _sha256(data).hexdigest()
-    return digest
 
 
 def utc_now() -> str:
