@@ -175,7 +175,7 @@ def plan_lessons(source: str, file_name: str, text: str, topic: str | None) -> l
         inline = tokens[para + 1]
         lead = _bold_lead(inline)
         flat = _flat(re.sub(r"\*\*|__", "", inline.content))
-        name = lead or _shorten(_first_sentence(flat), NAME_MAX_CHARS)
+        name = lead or _shorten(_first_clause(_first_sentence(flat)), NAME_MAX_CHARS)
         name = name.rstrip(" :.;,-")
         item_lines = lines[span[0] : span[1]]
         body_text = _dedent_item(item_lines)
@@ -324,7 +324,7 @@ def _plain(inline: Token) -> str:
 
 def _bold_lead(inline: Token) -> str | None:
     """`**Never force-push main**: ...` -> `Never force-push main`."""
-    children = inline.children or []
+    children = [c for c in inline.children or [] if not (c.type == "text" and not c.content)]
     if not children or children[0].type != "strong_open":
         return None
     end = next((i for i, c in enumerate(children) if c.type == "strong_close"), None)
@@ -353,6 +353,14 @@ def _sentences(text: str) -> list[str]:
 def _first_sentence(text: str) -> str:
     sentences = _sentences(text)
     return sentences[0] if sentences else text
+
+
+def _first_clause(sentence: str) -> str:
+    """A long sentence's first clause (up to `;`, `:` or a dash) when that leaves a few words to name it by."""
+    if len(sentence) <= 60:
+        return sentence
+    clause = re.split(r"\s*(?:;|:\s|\s[-–—]\s)", sentence, maxsplit=1)[0]
+    return clause if len(clause.split()) >= 3 else sentence
 
 
 def _shorten(text: str, limit: int) -> str:
