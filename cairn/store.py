@@ -49,6 +49,8 @@ CREATE TABLE cards (
 );
 CREATE TABLE terms (term TEXT PRIMARY KEY, df INTEGER NOT NULL, postings BLOB NOT NULL) WITHOUT ROWID;
 CREATE TABLE problems (path TEXT NOT NULL, line INTEGER NOT NULL, rule TEXT NOT NULL, message TEXT NOT NULL);
+-- Every recall looks up the superseding cards: without this index that is a scan of the whole cards table.
+CREATE INDEX cards_superseding ON cards(supersedes) WHERE supersedes != '[]';
 """
 
 
