@@ -33,15 +33,17 @@ _WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
 @dataclass(frozen=True, slots=True)
 class RankSettings:
     """How sessions are ranked. session, turn: the BM25F settings of the two indexes (field weights: name = the
-    date, summary = a turn, body = a session's turns). session_weight: the session score's share in the sum."""
+    date, summary = a turn, body = a session's turns, or a turn's neighbours). session_weight: the session score's
+    share in the sum. The defaults were tuned on the first 5 LoCoMo conversations only (benchmarks/RESULTS.md);
+    a low k1 and b suit long conversational documents, where a term said once already shows the topic."""
 
     session: RecallSettings = field(
-        default_factory=lambda: RecallSettings(k1=1.2, b=0.75, weight_name=1.0, weight_summary=0.0, weight_body=1.0)
+        default_factory=lambda: RecallSettings(k1=0.6, b=0.4, weight_name=2.0, weight_summary=0.0, weight_body=1.0)
     )
     turn: RecallSettings = field(
-        default_factory=lambda: RecallSettings(k1=1.2, b=0.75, weight_name=0.5, weight_summary=1.0, weight_body=0.0)
+        default_factory=lambda: RecallSettings(k1=0.6, b=0.4, weight_name=0.5, weight_summary=1.0, weight_body=0.4)
     )
-    session_weight: float = 0.5
+    session_weight: float = 0.4
     drop_question_words: bool = True
 
 
