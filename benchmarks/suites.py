@@ -79,7 +79,9 @@ def run_suite(suite: str, overrides: dict[str, float], rebuild: bool = False) ->
 
 
 def table(results: dict[str, dict[str, object]]) -> str:
-    head = f"| {'suite':<16} | {'slice':<6} | " + " | ".join(f"{c:>11}" for c in ("R@1", "R@3", "Inj@1", "Inj@3", "FIR"))
+    head = f"| {'suite':<16} | {'slice':<6} | " + " | ".join(
+        f"{c:>11}" for c in ("R@1", "R@3", "Inj@1", "Inj@3", "FIR")
+    )
     lines = [head + " | pos | neg |", "|" + "---|" * 9]
     for suite, data in results.items():
         rows: list[tuple[str, dict[str, object]]] = [("all", data)]
