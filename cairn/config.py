@@ -24,6 +24,11 @@ class RecallSettings:
     weight_summary: float = 3.0
     weight_name: float = 2.0
     weight_body: float = 1.0
+    # Query weighting (see cairn.recall): agent instruction words count for this share of their IDF; words the
+    # vault never uses weigh this share of a one-card word, in the coverage gate only.
+    instruction_weight: float = 0.25
+    unknown_weight: float = 1.0
+    # The three gates (cairn.gates), each a ratio in [0, 1].
     min_score: float = 0.45
     min_coverage: float = 0.5
     min_margin: float = 0.15
