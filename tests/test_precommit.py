@@ -1,0 +1,236 @@
+"""The lint hooks through real pre-commit: the manifest, `try-repo`, and `pre-commit install` + `git commit` in
+vaults made by `cairn init`, where bad cards are rejected with their exact findings and good cards go in.
+
+pre-commit installs this repository (with pip) into an environment keyed by repository and revision; every test
+here uses the same pair (see `hook_repo`) and the session-wide PRE_COMMIT_HOME, so it is built once per session.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import cairn_executable
+from lintcases import TODAY, Case, cases, expected, lay_context, place, rules
+
+import cairn
+from cairn.lint import RULES
+
+ROOT = Path(__file__).resolve().parent.parent
+MANIFEST = ROOT / ".pre-commit-hooks.yaml"
+TEMPLATE_CONFIG = ROOT / "cairn" / "templates" / "vault" / ".pre-commit-config.yaml"
+SEVERITY = {name: rule.severity for rule in RULES for name in (rule.id, *rule.emits)}
+_LINE = re.compile(r"^(.+?):(\d+): (\S+) ")
+
+
+def _git(*args: str, cwd: Path, env: dict[str, str] | None = None, check: bool = True) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    if check and done.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)}: {done.stderr}")
+    return done.stdout.strip()
+
+
+def _env() -> dict[str, str]:
+    """The environment for pre-commit and git: dates as of TODAY, and one pip cache for the session so the
+    environments pre-commit builds (its own, and try-repo's) download each package once."""
+    pip_cache = Path(os.environ["PRE_COMMIT_HOME"]).with_name("pip-cache")
+    return dict(os.environ, CAIRN_TODAY=TODAY, PIP_CACHE_DIR=str(pip_cache))
+
+
+def _pre_commit(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = _env()
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
+    )
+
+
+@pytest.fixture(scope="session")
+def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """The Cairn repository and revision pre-commit installs the hooks from.
+
+    A clean checkout (CI's fresh clone) is used as it is, at HEAD. A checkout with uncommitted changes to tracked
+    files is copied the way `pre-commit try-repo` does it: cloned, with those changes committed on top.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.com",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.com",
+    )
+    head = _git("rev-parse", "HEAD", cwd=ROOT, env=env)
+    if not _git("status", "--porcelain", "--untracked-files=no", cwd=ROOT, env=env):
+        return str(ROOT), head
+    shadow = tmp_path_factory.mktemp("hook-repo") / "cairn"
+    _git("clone", "-q", "--no-checkout", str(ROOT), str(shadow), cwd=ROOT, env=env)
+    _git("checkout", "-q", head, cwd=shadow, env=env)
+    staged = _git("diff", "--cached", "--name-only", "-z", cwd=ROOT, env=env).split("\0")
+    shadow_env = dict(
+        env, GIT_INDEX_FILE=str(shadow / ".git" / "index"), GIT_OBJECT_DIRECTORY=str(shadow / ".git" / "objects")
+    )
+    if any(staged):
+        _git("add", "--", *[s for s in staged if s], cwd=ROOT, env=shadow_env)
+    _git("add", "-u", cwd=ROOT, env=shadow_env)
+    _git("commit", "-q", "--no-verify", "-m", "uncommitted changes under test", cwd=shadow, env=env)
+    return str(shadow), _git("rev-parse", "HEAD", cwd=shadow, env=env)
+
+
+def _files_pattern() -> re.Pattern[str]:
+    hooks = yaml.safe_load(MANIFEST.read_text())
+    return re.compile(next(h for h in hooks if h["id"] == "cairn-lint")["files"])
+
+
+def _new_vault(tmp_path: Path, hook_repo: tuple[str, str], rule: str | None = None) -> Path:
+    """`cairn init`, the template's pre-commit config pointed at the repository under test, `pre-commit install`.
+
+    With a rule, the example cards make way for the rule's context, committed without hooks.
+    """
+    vault = tmp_path / "vault"
+    done = subprocess.run([cairn_executable(), "init", str(vault)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    config = vault / ".pre-commit-config.yaml"
+    text = config.read_text()
+    assert "rev: v" in text
+    text = re.sub(r"repo: https://\S+", f"repo: {hook_repo[0]}", text)
+    config.write_text(re.sub(r"rev: v\S+", f"rev: {hook_repo[1]}", text))
+    _git("add", ".pre-commit-config.yaml", cwd=vault)
+    if rule is not None:
+        _git("rm", "-rq", "cards", cwd=vault)
+        (vault / "cards").mkdir()
+        lay_context(rule, vault)
+        _git("add", "-A", cwd=vault)
+    _git("commit", "-q", "--no-verify", "-m", "the vault under test", cwd=vault)
+    installed = _pre_commit("install", cwd=vault)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    return vault
+
+
+def _commit(vault: Path, message: str) -> subprocess.CompletedProcess[str]:
+    env = _env()
+    # git runs hooks with their output on stderr; merged here, in the order the user sees it
+    return subprocess.run(
+        ["git", "commit", "-m", message],
+        cwd=vault,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=900,
+    )
+
+
+def test_manifest_validates() -> None:
+    done = _pre_commit("validate-manifest", str(MANIFEST), cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    hooks = {h["id"]: h for h in yaml.safe_load(MANIFEST.read_text())}
+    assert set(hooks) == {"cairn-lint", "cairn-scope", "cairn-verified-at"}
+    assert hooks["cairn-lint"]["entry"] == "cairn lint"
+    assert hooks["cairn-scope"]["entry"] == "cairn lint --rules scope"
+    assert hooks["cairn-verified-at"]["entry"] == "cairn lint --rules verified-at"
+    assert all(h["language"] == "python" and h["pass_filenames"] for h in hooks.values())
+
+
+def test_hooks_see_cards_and_cairn_toml_only() -> None:
+    pattern = _files_pattern()
+    for path in ("cards/git/x.md", "team/vault/cards/a/b/c.md", "cairn.toml", "team/vault/cairn.toml"):
+        assert pattern.search(path), path
+    for path in ("README.md", "evals/cases.yaml", "cards/notes.txt", "mycards/x.md", "cairn.toml.bak"):
+        assert not pattern.search(path), path
+
+
+def test_template_config_uses_these_hooks_at_this_release() -> None:
+    done = _pre_commit("validate-config", str(TEMPLATE_CONFIG), cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    config = yaml.safe_load(TEMPLATE_CONFIG.read_text())
+    (repo,) = config["repos"]
+    assert repo["rev"] == f"v{cairn.__version__}"
+    manifest_ids = {h["id"] for h in yaml.safe_load(MANIFEST.read_text())}
+    assert {h["id"] for h in repo["hooks"]} <= manifest_ids
+    # the commented alternatives name real hooks too
+    assert set(re.findall(r"id: (cairn-[\w-]+)", TEMPLATE_CONFIG.read_text())) == manifest_ids
+
+
+def test_try_repo_rejects_a_bad_card_and_passes_a_good_one(tmp_path: Path, hook_repo: tuple[str, str]) -> None:
+    vault = _new_vault(tmp_path, hook_repo)
+    bad = Case("secret", "bad", cases("bad", "secret")[0].file)
+    good = cases("good", "secret")[0]
+    place(bad, vault)
+    place(good, vault)
+    _git("add", "-A", cwd=vault)
+    repo, rev = hook_repo
+    done = _pre_commit("try-repo", repo, "cairn-lint", "--ref", rev, "--files", bad.rel_path, good.rel_path, cwd=vault)
+    assert done.returncode == 1, done.stdout + done.stderr
+    for line in expected(bad):
+        assert line in done.stdout.splitlines()
+    assert good.rel_path not in done.stdout
+    passing = _pre_commit("try-repo", repo, "cairn-scope", "--ref", rev, "--files", good.rel_path, cwd=vault)
+    assert passing.returncode == 0, passing.stdout + passing.stderr
+
+
+def test_a_fresh_vault_commits_its_first_card(tmp_path: Path, hook_repo: tuple[str, str]) -> None:
+    vault = _new_vault(tmp_path, hook_repo)
+    everything = _pre_commit("run", "--all-files", cwd=vault)
+    assert everything.returncode == 0, everything.stdout
+    assert "cairn lint: 0 errors, 0 warnings" in everything.stdout
+    add = subprocess.run(
+        [
+            cairn_executable(),
+            "add",
+            "--name",
+            "Pin CI images by digest",
+            "--id",
+            "ci/pin-images-by-digest",
+            "--summary",
+            "A moving image tag changed under a passing pipeline; pin base images by sha256 digest.",
+            "--scope",
+            "ci",
+            "--body",
+            "# Pin CI images by digest\n\nUse `image@sha256:...` and bump it on purpose.",
+        ],
+        cwd=vault,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert add.returncode == 0, add.stderr
+    _git("add", "cards", cwd=vault)
+    done = _commit(vault, "lesson: pin CI images")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cairn lint (every rule)" in done.stdout and "Passed" in done.stdout
+
+
+@pytest.mark.parametrize("rule", rules())
+def test_commits_through_the_hooks(rule: str, tmp_path: Path, hook_repo: tuple[str, str]) -> None:
+    """Every bad card: its exact findings; rejected when one is an error, accepted (findings shown) otherwise."""
+    vault = _new_vault(tmp_path, hook_repo, rule)
+    pattern = _files_pattern()
+    for case in cases("bad", rule):
+        if not pattern.search(case.rel_path):
+            continue  # not a file the hooks look at (e.g. a .txt under cards/)
+        want = expected(case)
+        place(case, vault)
+        _git("add", "-A", cwd=vault)
+        done = _commit(vault, f"try {case.id}")
+        printed = [line for line in done.stdout.splitlines() if _LINE.match(line)]
+        assert printed == want, done.stdout
+        if any(SEVERITY[_LINE.match(line).group(3)] == "error" for line in want):  # type: ignore[union-attr]
+            assert done.returncode == 1, f"{case.id} was committed: {done.stdout}"
+            _git("rm", "-q", "--cached", "--", case.rel_path, cwd=vault)
+            (vault / case.rel_path).unlink()
+        else:
+            assert done.returncode == 0, f"{case.id} (warnings only) was rejected: {done.stdout}"
+            assert "warnings do not fail" in done.stdout
+            _git("rm", "-q", "--", case.rel_path, cwd=vault)
+            _git("commit", "-q", "--no-verify", "-m", f"drop {case.id}", cwd=vault)
+    for case in cases("good", rule):
+        place(case, vault)
+    _git("add", "-A", cwd=vault)
+    done = _commit(vault, f"good cards for {rule}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not [line for line in done.stdout.splitlines() if _LINE.match(line)], done.stdout
+    assert _git("status", "--porcelain", cwd=vault) == ""
