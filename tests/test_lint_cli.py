@@ -1,0 +1,109 @@
+"""`cairn lint` as a user runs it: output format and order, exit codes, --strict, --json, --rules, paths."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from conftest import VaultRepo, cairn_executable
+from lintcases import TODAY, cases, place
+
+ENV = {"CAIRN_TODAY": TODAY}
+
+
+def _vault_with(vault_repo: VaultRepo, *rules: str) -> None:
+    for rule in rules:
+        for case in cases("bad", rule):
+            place(case, vault_repo.root)
+
+
+def test_findings_are_sorted_lines_with_a_summary_on_stderr(vault_repo: VaultRepo) -> None:
+    _vault_with(vault_repo, "secret", "verified-at-stale")
+    done = vault_repo.cairn("lint", env=ENV)
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert lines == sorted(lines, key=lambda line: (line.split(":")[0], int(line.split(":")[1])))
+    assert [line.split(" ")[1] for line in lines] == ["secret", "secret", "secret", "secret", "verified-at-stale"]
+    assert done.stderr.strip() == (
+        "cairn lint: 4 errors (secret), 1 warning (verified-at-stale) in 4 file(s) from the working tree"
+    )
+
+
+def test_warnings_exit_0_unless_strict(vault_repo: VaultRepo) -> None:
+    _vault_with(vault_repo, "verified-at-stale")
+    lenient = vault_repo.cairn("lint", env=ENV)
+    assert lenient.returncode == 0
+    assert "verified-at-stale" in lenient.stdout
+    assert "warnings do not fail (--strict makes them)" in lenient.stderr
+    assert vault_repo.cairn("lint", "--strict", env=ENV).returncode == 1
+
+
+def test_json_is_a_list_of_findings(vault_repo: VaultRepo) -> None:
+    _vault_with(vault_repo, "status-value")
+    done = vault_repo.cairn("lint", "--json", env=ENV)
+    assert done.returncode == 1
+    assert json.loads(done.stdout) == [
+        {
+            "path": "cards/status-value/typo.md",
+            "line": 4,
+            "rule": "status-value",
+            "message": "status 'actve' is not one of active, draft, retired; only active cards are injected",
+            "severity": "error",
+        }
+    ]
+
+
+def test_rules_select_by_id_or_group_and_the_contract_always_runs(vault_repo: VaultRepo) -> None:
+    _vault_with(vault_repo, "secret", "verified-at-stale", "contract")
+    done = vault_repo.cairn("lint", "--rules", "verified-at", env=ENV)
+    found = {line.split(" ")[1] for line in done.stdout.splitlines()}
+    assert found == {"verified-at-stale", "frontmatter-parse", "required-field", "frontmatter-missing", "field-type"}
+    assert {line.split(" ")[1] for line in vault_repo.cairn("lint", "--rules", "secret").stdout.splitlines()} >= {
+        "secret"
+    }
+    unknown = vault_repo.cairn("lint", "--rules", "verified_at")
+    assert unknown.returncode == 2
+    assert "unknown rule 'verified_at'" in unknown.stderr
+
+
+def test_files_relative_to_the_current_folder_or_the_vault(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    _vault_with(vault_repo, "status-value", "secret")
+    inside = vault_repo.root / "cards" / "status-value"
+    here = vault_repo.cairn("lint", "typo.md", cwd=inside)
+    assert here.stdout.splitlines() == [
+        "typo.md:4: status-value status 'actve' is not one of active, draft, retired; only active cards are injected"
+    ]
+    from_elsewhere = vault_repo.cairn(
+        "lint", "--vault", str(vault_repo.root), "cards/status-value/typo.md", cwd=tmp_path
+    )
+    assert from_elsewhere.stdout.startswith("cards/status-value/typo.md:4: status-value ")
+    missing = vault_repo.cairn("lint", "cards/nope.md")
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("Error: cards/nope.md: no such file")
+
+
+def test_a_new_vault_is_clean(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    subprocess.run([cairn_executable(), "init", str(vault)], check=True, capture_output=True)
+    done = subprocess.run(
+        [cairn_executable(), "lint", "--strict", "--today", TODAY],
+        cwd=vault,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout
+    assert done.stdout == ""
+
+
+def test_outside_a_vault_is_an_error(tmp_path: Path) -> None:
+    done = subprocess.run([cairn_executable(), "lint"], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.returncode == 1
+    assert done.stderr.startswith("Error: no vault here")
+
+
+def test_list_rules_names_every_rule(vault_repo: VaultRepo) -> None:
+    done = vault_repo.cairn("lint", "--list-rules")
+    listed = {line.split()[0] for line in done.stdout.splitlines()}
+    assert {"secret", "prompt-injection", "near-duplicate", "frontmatter-parse", "scope-crowding"} <= listed
