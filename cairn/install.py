@@ -135,10 +135,10 @@ def install_agent(agent: str, path: Path, command: str) -> SettingsChange:
     had_cairn = _strip_cairn(groups)
     groups.append(hook_entry(agent, command))
     action = "updated" if had_cairn else "installed"
-    backup = _write_if_changed(path, data)
-    if backup is False:
+    changed, backup = _write_if_changed(path, data)
+    if not changed:
         return SettingsChange(path, "unchanged", command, note=spec.note)
-    return SettingsChange(path, action, command, backup or None, note=spec.note)
+    return SettingsChange(path, action, command, backup, note=spec.note)
 
 
 def uninstall_agent(agent: str, path: Path) -> SettingsChange:
@@ -156,8 +156,8 @@ def uninstall_agent(agent: str, path: Path) -> SettingsChange:
         del hooks[spec.event]
     if not hooks:
         del data["hooks"]
-    backup = _write_if_changed(path, data)
-    return SettingsChange(path, "removed", backup=backup or None)
+    _, backup = _write_if_changed(path, data)
+    return SettingsChange(path, "removed", backup=backup)
 
 
 # -- git hooks ----------------------------------------------------------------------------------------------------
@@ -253,8 +253,10 @@ def _is_foreign(path: Path) -> bool:
 
 
 def _is_cairn_handler(handler: object) -> bool:
-    return isinstance(handler, dict) and isinstance(handler.get("command"), str) and bool(
-        _CAIRN_COMMAND.search(handler["command"])
+    return (
+        isinstance(handler, dict)
+        and isinstance(handler.get("command"), str)
+        and bool(_CAIRN_COMMAND.search(handler["command"]))
     )
 
 
@@ -289,23 +291,23 @@ def _load_settings(path: Path) -> dict[str, Any]:
     return data
 
 
-def _write_if_changed(path: Path, data: dict[str, Any]) -> Path | None | bool:
-    """Write `data` as JSON unless the file already holds exactly it (then False). Returns the backup path."""
+def _write_if_changed(path: Path, data: dict[str, Any]) -> tuple[bool, Path | None]:
+    """Write `data` as JSON unless the file already holds exactly it. Returns (written, backup of the old file)."""
     new = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     if path.exists():
         old = path.read_bytes()
         try:
             if json.loads(old) == data:
-                return False
+                return False, None
         except ValueError:
             pass
         mode = stat.S_IMODE(path.stat().st_mode)
         backup = _backup_path(path)
         write_atomic(backup, old, overwrite=False, mode=mode)
         write_atomic(path, new, overwrite=True, mode=mode)
-        return backup
+        return True, backup
     write_atomic(path, new, overwrite=False)
-    return None
+    return True, None
 
 
 def _backup_path(path: Path) -> Path:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -10,9 +12,10 @@ from cairn import gitrepo, install
 from cairn.cli.common import echo, errors_to_exit, open_vault
 
 TARGETS = (*install.AGENTS, "git-hooks")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _where_options(func):  # type: ignore[no-untyped-def]
+def _where_options(func: F) -> F:
     func = click.option(
         "--user", is_flag=True, help="The user's own settings in the home folder (~/.claude, ~/.codex, ~/.gemini)."
     )(func)
@@ -67,8 +70,8 @@ def install_cmd(
             raise click.UsageError("git-hooks goes into a vault: use --vault, not --project or --user")
         vault = open_vault(vault_path)
         hooks_dir = gitrepo.hooks_dir(vault)
-        for change in install.install_git_hooks(vault, hooks_dir, executable, chain=chain):
-            echo(f"{change.action}: {change.path}")
+        for git_change in install.install_git_hooks(vault, hooks_dir, executable, chain=chain):
+            echo(f"{git_change.action}: {git_change.path}")
         echo(f"Every commit, merge and checkout in {vault.root} now updates its index in the background.")
         return
     base = _base(project, user)
