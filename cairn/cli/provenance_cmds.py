@@ -102,7 +102,12 @@ def sanitize(out: Path, force: bool, vault_path: str | None, as_json: bool) -> N
 @click.argument("src", type=click.Path(exists=True, path_type=Path))
 @click.option("--dry-run", is_flag=True, help="Show what would be written; write nothing.")
 @click.option("--lessons", is_flag=True, help="Read CLAUDE.md / AGENTS.md lesson lists: one bullet, one card.")
-@click.option("--topic", default=None, help="Put the cards under cards/TOPIC/ (default: the note's folder).")
+@click.option(
+    "--topic",
+    default=None,
+    help="Put the cards under cards/TOPIC/ (default: the note's folder inside SRC, else `imported`; "
+    "for --lessons, the bullet's section heading).",
+)
 @vault_option
 @json_option
 @errors_to_exit
