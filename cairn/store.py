@@ -22,7 +22,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hook reads through this module: it imports no more than reading needs
     from typing import Any
 
-FORMAT_VERSION = "2"
+FORMAT_VERSION = "3"
 FIELDS = ("name", "summary", "body")
 _U16 = 0xFFFF
 

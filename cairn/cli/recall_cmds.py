@@ -1,0 +1,191 @@
+"""Commands that ask recall: recall (what a prompt would get), explain (why) and eval (how well, on cases)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cairn import indexer
+from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
+from cairn.evaluate import evaluate, load_cases
+from cairn.recall import REJECTED, Candidate, Result, recall
+
+EXPLAIN_TOP = 20
+_GATED = {"below_score", "low_coverage", "small_margin", "over_limit", None}
+
+scope_option = click.option(
+    "--scope",
+    default=None,
+    help="Comma-separated scope tags (default: $CAIRN_SCOPE); cards of other scopes are refused.",
+)
+
+
+def _scope(value: str | None) -> tuple[str, ...]:
+    raw = value if value is not None else os.environ.get("CAIRN_SCOPE", "")
+    return tuple(s.strip() for s in raw.split(",") if s.strip())
+
+
+def _card_json(c: Candidate) -> dict[str, Any]:
+    return {"id": c.card.id, "name": c.card.name, "summary": c.card.summary, "path": c.card.path, "score": c.score}
+
+
+@click.command("recall")
+@click.argument("query")
+@scope_option
+@click.option("--session", "session_id", default=None, help="Agent session id: each card at most once per session.")
+@vault_option
+@json_option
+@errors_to_exit
+def recall_cmd(query: str, scope: str | None, session_id: str | None, vault_path: str | None, as_json: bool) -> None:
+    """The cards a prompt would get (at most 3), or none when none fits.
+
+    \b
+    Example:
+      cairn recall "git push --force rejected after a rebase" --json
+    """
+    vault = open_vault(vault_path)
+    with indexer.open_index(vault) as index:
+        if session_id is None:
+            result = recall(index, query, scope=_scope(scope))
+        else:
+            from cairn import session as sessions
+            from cairn.paths import state_dir
+
+            with sessions.open_session(os.fspath(state_dir()), session_id) as current:
+                result = recall(index, query, scope=_scope(scope), already_injected=current.injected)
+                if result.injected:
+                    current.record([c.card.id for c in result.injected], str(vault.root), index.commit)
+    _print_recall(result, as_json)
+
+
+def _print_recall(result: Result, as_json: bool) -> None:
+    if as_json:
+        echo_json({"cards": [_card_json(c) for c in result.injected], "abstained": result.abstained})
+        return
+    if result.abstained:
+        echo("No card fits this prompt (recall abstained). `cairn explain QUERY` shows why.")
+        return
+    for n, c in enumerate(result.injected, 1):
+        echo(f"{n}. {c.card.name}  [{c.card.id}]  score {c.score:.2f}")
+        echo(f"   {c.card.summary}")
+        echo(f"   {c.card.path}")
+
+
+@click.command()
+@click.argument("query")
+@scope_option
+@vault_option
+@json_option
+@errors_to_exit
+def explain(query: str, scope: str | None, vault_path: str | None, as_json: bool) -> None:
+    """Why recall injects what it does: the top 20 candidates and every refused one, with each gate's value.
+
+    \b
+    Example:
+      cairn explain "how do I force-push safely"
+    """
+    vault = open_vault(vault_path)
+    with indexer.open_index(vault) as index:
+        result = recall(index, query, scope=_scope(scope), examine_all=True)
+    rows = explain_rows(result)
+    if as_json:
+        echo_json({"query": query, "abstained": result.abstained, "candidates": rows})
+    else:
+        echo(render_explain(result, rows))
+
+
+@click.command("eval")
+@click.option(
+    "--cases",
+    "cases_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Cases file: .jsonl or .yaml (id, query, expect, slice).",
+)
+@scope_option
+@click.option("--worktree", is_flag=True, help="Evaluate the working tree (uncommitted cards) instead of HEAD.")
+@vault_option
+@json_option
+@errors_to_exit
+def eval_cmd(cases_path: Path, scope: str | None, worktree: bool, vault_path: str | None, as_json: bool) -> None:
+    """Recall@1/3, Injection@1/3 and the false injection rate on positive and negative cases.
+
+    \b
+    Example:
+      cairn eval --cases evals/cases.yaml --json
+    """
+    vault = open_vault(vault_path)
+    cases = load_cases(cases_path)
+    with indexer.open_index(vault, worktree=worktree) as index, progress_bar("eval") as progress:
+        report = evaluate(index, cases, scope=_scope(scope), progress=progress)
+    if as_json:
+        echo_json(report.to_dict())
+        return
+    data = report.to_dict()
+    head = f"{'':8} {'R@1':>6} {'R@3':>6} {'Inj@1':>6} {'Inj@3':>6} {'FIR':>6} {'pos':>5} {'neg':>5}"
+    echo(head)
+    for name, m in [("all", data), *data["by_slice"].items()]:
+        echo(
+            f"{name[:8]:8} {m['recall@1']:6.3f} {m['recall@3']:6.3f} {m['injection@1']:6.3f} "
+            f"{m['injection@3']:6.3f} {m['false_injection_rate']:6.3f} {m['n_pos']:5d} {m['n_neg']:5d}"
+        )
+
+
+def explain_rows(result: Result) -> list[dict[str, Any]]:
+    """The top 20 candidates by score, then every other card refused at admission, as JSON-ready rows."""
+    s = result.settings
+    rows: list[dict[str, Any]] = []
+    for rank, c in enumerate(result.candidates, 1):
+        admitted = c.reason in _GATED
+        if rank > EXPLAIN_TOP and admitted:
+            continue
+        row: dict[str, Any] = {"rank": rank, "id": c.card.id, "name": c.card.name, "score": c.score}
+        if admitted:
+            row["gates"] = {
+                "score": {"value": c.norm_score, "threshold": s.min_score},
+                "coverage": {"value": c.coverage, "threshold": s.min_coverage},
+                "margin": {"value": c.margin, "threshold": s.min_margin},
+            }
+        else:
+            row["gates"] = None
+        row.update(decision=c.decision, reason=c.reason, matched=list(c.matched))
+        if c.blocked_by:
+            row["blocked_by"] = c.blocked_by
+        rows.append(row)
+    return rows
+
+
+def render_explain(result: Result, rows: list[dict[str, Any]]) -> str:
+    s = result.settings
+    lines = [
+        f"Thresholds: score >= {s.min_score:g}, coverage >= {s.min_coverage:g}, margin >= {s.min_margin:g}; "
+        f"at most {s.max_cards} cards.",
+        "Abstained: nothing fits."
+        if result.abstained
+        else f"Injected: {', '.join(c.card.id for c in result.injected)}",
+    ]
+    if not rows:
+        lines.append("No card shares a word with the query.")
+        return "\n".join(lines)
+    lines.append("")
+    lines.append(
+        f"{'#':>3}  {'score':>7}  {'norm':>5}  {'cover':>5}  {'margin':>6}  {'decision':8}  {'reason':16}  card"
+    )
+    for row in rows:
+        gates = row["gates"]
+        values = (
+            f"{gates['score']['value']:5.2f}  {gates['coverage']['value']:5.2f}  {gates['margin']['value']:6.2f}"
+            if gates
+            else f"{'-':>5}  {'-':>5}  {'-':>6}"
+        )
+        reason = row["reason"] or ""
+        if row.get("blocked_by"):
+            reason += f" (below {row['blocked_by']})"
+        lines.append(f"{row['rank']:>3}  {row['score']:7.3f}  {values}  {row['decision']:8}  {reason:16}  {row['id']}")
+    refused = sum(1 for row in rows if row["decision"] == REJECTED and row["gates"] is None)
+    if refused:
+        lines += ["", f"{refused} card(s) refused before the gates (status, expiry, supersedes, scope, not_when)."]
+    return "\n".join(lines)
