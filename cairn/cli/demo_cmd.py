@@ -9,7 +9,15 @@ import click
 
 from cairn import authoring, indexer
 from cairn.cli.common import echo, errors_to_exit
+from cairn.cli.recall_cmds import explain_rows, render_explain
+from cairn.recall import recall
 from cairn.vault import find_vault
+
+SAMPLE_PROMPT = (
+    "Before you change anything, read the README. Question from a teammate: I rebased my feature branch and "
+    "git rejects the push as non-fast-forward; others push to this branch too. Is `git push --force` fine?"
+)
+OFF_TOPIC_PROMPT = "How do I center a div with CSS grid?"
 
 
 @click.command()
@@ -29,3 +37,19 @@ def demo(keep: Path | None) -> None:
         echo(f"1. Made a vault from the template at {root} (commit {commit[:8]}).")
         report = indexer.build_index(vault)
         echo(f"2. Indexed {report.n_cards} committed cards in {report.seconds:.2f}s.")
+        with indexer.open_index(vault) as index:
+            hit = recall(index, SAMPLE_PROMPT)
+            miss = recall(index, OFF_TOPIC_PROMPT, examine_all=True)
+            hit_all = recall(index, SAMPLE_PROMPT, examine_all=True)
+        echo(f"3. An agent receives this prompt:\n     {SAMPLE_PROMPT}")
+        if hit.injected:
+            echo("   Cairn injects:")
+            for c in hit.injected:
+                echo(f"     - {c.card.name} [{c.card.id}]\n       {c.card.summary}")
+        else:
+            echo("   Cairn injects nothing.")
+        echo("4. Why (cairn explain):")
+        echo("\n".join("     " + line for line in render_explain(hit_all, explain_rows(hit_all)).splitlines()))
+        echo(f"5. An off-topic prompt: {OFF_TOPIC_PROMPT}")
+        echo("   Cairn stays silent." if miss.abstained else f"   Cairn injects {miss.injected[0].card.id}.")
+        echo("Next: `cairn init my-vault`, write cards, commit, and `cairn install claude-code`.")
