@@ -73,7 +73,13 @@ def _lint(
     rules = registry.select(wanted, config.lint.disable)
     settings: LintSettings = config.lint
     facts = vault_facts(snapshot)
-    context = Context(settings, today or dt.date.today(), facts, lambda ids: _body_words(snapshot, ids))
+    bodies: dict[str, frozenset[str]] = {}  # each card's body is read at most once per run
+
+    def body_words(ids: list[str]) -> dict[str, frozenset[str]]:
+        bodies.update(_body_words(snapshot, [i for i in ids if i not in bodies]))
+        return {i: bodies[i] for i in ids}
+
+    context = Context(settings, today or dt.date.today(), facts, body_words)
 
     every = sorted(snapshot.files)
     plan: dict[str, tuple[Rule, ...]] = {}
@@ -132,6 +138,8 @@ def _text(data: bytes) -> str | None:
 
 def _body_words(snapshot: Snapshot, ids: list[str]) -> dict[str, frozenset[str]]:
     """Words of some cards' bodies, read in one batch (near-duplicate compares bodies of a few candidates)."""
+    if not ids:
+        return {}
     files = {card_id: snapshot.files.get(f"cards/{card_id}.md") for card_id in ids}
     contents = snapshot.read_blobs([f.blob for f in files.values() if f is not None and f.kind == FILE])
     out: dict[str, frozenset[str]] = {}

@@ -1,7 +1,7 @@
 """near-duplicate: a card is not a near-copy of another (names alike, or summaries or bodies sharing most words).
 
-Fast on big vaults: only cards sharing one of this card's rarest words are compared, on word sets and a
-character ratio of the names. `[lint] duplicate_threshold` (default 0.8) is the similarity that counts.
+Fast on big vaults: only cards sharing one of this card's rarest words (words on at most 1% of the cards) are
+compared, on word sets and a character ratio of the names. `[lint] duplicate_threshold` (default 0.8) is the similarity that counts.
 Cards linked by `supersedes` are expected to be alike and are not reported.
 """
 
@@ -16,6 +16,7 @@ from cairn.lint.model import WARNING, Context, Rule, Target, name_key, words_of
 
 RARE_WORDS = 8  # a card's rarest words choose whom it is compared with
 MAX_CANDIDATES = 40
+MIN_COMMON = 50
 MIN_WORDS = 4  # word sets smaller than this are too small to call an overlap
 MIN_BODY_WORDS = 20
 MAX_REPORTED = 3
@@ -27,7 +28,8 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
     summary_words = words_of(card.summary)
     postings = context.postings
     own = 1 if card.id in context.cards else 0  # the card's own posting
-    shared_words = [w for w in summary_words | words_of(card.name) if len(postings.get(w, ())) > own]
+    common = max(MIN_COMMON, len(context.cards) // 100)  # a word on more cards than this chooses no one
+    shared_words = [w for w in summary_words | words_of(card.name) if own < len(postings.get(w, ())) <= common]
     rare = sorted(shared_words, key=lambda w: (len(postings[w]), w))[:RARE_WORDS]
     shared = Counter(other for word in rare for other in postings.get(word, ()) if other != card.id)
     candidates = [other for other, _ in shared.most_common(MAX_CANDIDATES)]
@@ -46,7 +48,7 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
         if other_name == my_name:
             continue  # name-unique reports it
         measures = [
-            (SequenceMatcher(None, my_name, other_name).ratio(), "name", "their names are {:.0%} alike"),
+            (_name_ratio(my_name, other_name, threshold), "name", "their names are {:.0%} alike"),
             (_jaccard(summary_words, other.words), "summary", "their summaries share {:.0%} of their words"),
             (
                 _jaccard(my_body, bodies.get(other_id, frozenset()), MIN_BODY_WORDS),
@@ -66,6 +68,14 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
             line,
             f"looks like a copy of cards/{other_id}.md ('{name}'): {wording}; merge the two or tell them apart",
         )
+
+
+def _name_ratio(a: str, b: str, threshold: float) -> float:
+    """difflib's ratio, skipped (0) when its cheap upper bounds already fall short of the threshold."""
+    matcher = SequenceMatcher(None, a, b)
+    if matcher.real_quick_ratio() < threshold or matcher.quick_ratio() < threshold:
+        return 0.0
+    return matcher.ratio()
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str], minimum: int = MIN_WORDS) -> float:
