@@ -8,6 +8,7 @@ Set CAIRN_BENCH_CMD to time another version of the code (a command that runs tha
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import statistics
@@ -27,8 +28,13 @@ AUTHORS = [("Ann Author", "ann@example.com"), ("Bob Builder", "bob@example.com")
 
 
 def git(root: Path, *args: str, author: tuple[str, str] = AUTHORS[0]) -> str:
-    env = dict(os.environ, GIT_AUTHOR_NAME=author[0], GIT_AUTHOR_EMAIL=author[1],
-               GIT_COMMITTER_NAME=author[0], GIT_COMMITTER_EMAIL=author[1])
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME=author[0],
+        GIT_AUTHOR_EMAIL=author[1],
+        GIT_COMMITTER_NAME=author[0],
+        GIT_COMMITTER_EMAIL=author[1],
+    )
     return subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True, text=True).stdout
 
 
@@ -57,10 +63,14 @@ def add_history(root: Path, commits: int, seed: int = 11) -> None:
     (root / ".git" / "info" / "exclude").write_text(".bench-size\n.bench-history\n")
 
 
-def timed(args: list[str], env: dict[str, str]) -> float:
+def timed(args: list[str], env: dict[str, str], expect: str) -> float:
     started = time.perf_counter()
-    subprocess.run(args, env=env, check=True, capture_output=True)
-    return time.perf_counter() - started
+    done = subprocess.run([*args, "--json"], env=env, check=True, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    mode = json.loads(done.stdout)["mode"]
+    if mode != expect:
+        print(f"  note: expected a {expect} build, got {mode}")
+    return seconds
 
 
 def main() -> None:
@@ -78,12 +88,14 @@ def main() -> None:
     for run in range(args.runs):
         with tempfile.TemporaryDirectory() as cache:
             env = dict(os.environ, CAIRN_CACHE_DIR=cache)
-            full.append(timed([*CAIRN, "index", "--vault", str(root)], env))
+            full.append(timed([*CAIRN, "index", "--vault", str(root)], env, "full"))
             target.write_text(target.read_text() + f"\nBench edit {run}.\n")
             git(root, "commit", "-q", "-am", f"Bench edit {run}")
-            incremental.append(timed([*CAIRN, "index", "--vault", str(root)], env))
+            incremental.append(timed([*CAIRN, "index", "--vault", str(root)], env, "incremental"))
     print(f"vault: {args.cards} cards, {n_commits} commits")
-    print(f"full index:        median {statistics.median(full):6.2f} s  (budget 15 s)  runs {[round(x, 2) for x in full]}")
+    print(
+        f"full index:        median {statistics.median(full):6.2f} s  (budget 15 s)  runs {[round(x, 2) for x in full]}"
+    )
     print(
         f"incremental index: median {statistics.median(incremental):6.2f} s  (budget 1 s)   "
         f"runs {[round(x, 2) for x in incremental]}"
