@@ -1,0 +1,112 @@
+"""`cairn eval`: case files to metrics, per slice, with exactly the decisions `cairn recall` makes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import VaultRepo
+
+from cairn.errors import InvalidCases
+from cairn.evaluate import load_cases
+
+FIXTURE = Path(__file__).parent / "fixtures" / "recall_vault"
+KEYS = {"recall@1", "recall@3", "injection@1", "injection@3", "false_injection_rate", "n_pos", "n_neg"}
+
+
+@pytest.fixture
+def fixture_vault(vault_repo: VaultRepo) -> VaultRepo:
+    shutil.copytree(FIXTURE / "cards", vault_repo.root / "cards", dirs_exist_ok=True)
+    vault_repo.commit("fixture cards")
+    return vault_repo
+
+
+def _eval(repo: VaultRepo, cases: Path, *extra: str) -> dict[str, object]:
+    done = repo.cairn("eval", "--cases", str(cases), "--json", *extra)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def test_eval_json_has_the_contract_keys(fixture_vault: VaultRepo) -> None:
+    data = _eval(fixture_vault, FIXTURE / "cases.yaml")
+    assert set(data) == KEYS | {"by_slice", "cases"}
+    assert set(data["by_slice"]) == {"short", "long"}  # type: ignore[arg-type]
+    assert all(set(m) == KEYS for m in data["by_slice"].values())  # type: ignore[attr-defined]
+    assert all(set(c) == {"id", "expect", "ranked", "injected"} for c in data["cases"])  # type: ignore[attr-defined]
+    assert data["n_pos"] == 4 and data["n_neg"] == 2
+
+
+def test_eval_metrics_on_the_fixture(fixture_vault: VaultRepo) -> None:
+    data = _eval(fixture_vault, FIXTURE / "cases.yaml")
+    # Recall@k reads the ranking before admission and gates: the superseded card outranks its successor once.
+    assert data["recall@1"] == 0.75 and data["recall@3"] == 1.0 and data["injection@1"] == 1.0
+    force = next(c for c in data["cases"] if c["id"] == "en-force-push")  # type: ignore[attr-defined]
+    assert force["ranked"][:2] == ["git/force-push-plain", "git/force-push-safely"]
+    assert force["injected"] == ["git/force-push-safely"]
+    assert data["false_injection_rate"] == 0.0
+    by_slice = data["by_slice"]
+    assert by_slice["long"]["n_pos"] == 1 and by_slice["long"]["injection@1"] == 1.0  # type: ignore[index]
+
+
+def test_jsonl_and_yaml_cases_agree(fixture_vault: VaultRepo) -> None:
+    yaml_cases = {c["id"]: c for c in _eval(fixture_vault, FIXTURE / "cases.yaml")["cases"]}  # type: ignore[union-attr]
+    for case in _eval(fixture_vault, FIXTURE / "cases.jsonl")["cases"]:  # type: ignore[union-attr]
+        assert yaml_cases[case["id"]] == case
+
+
+def test_eval_makes_exactly_the_decisions_recall_makes(fixture_vault: VaultRepo) -> None:
+    cases = load_cases(FIXTURE / "cases.yaml")
+    outcomes = {c["id"]: c for c in _eval(fixture_vault, FIXTURE / "cases.yaml")["cases"]}  # type: ignore[union-attr]
+    for case in cases:
+        done = fixture_vault.cairn("recall", case.query, "--json")
+        recalled = [c["id"] for c in json.loads(done.stdout)["cards"]]
+        assert outcomes[case.id]["injected"] == recalled, case.id
+
+
+def test_eval_scope_is_applied_like_recall(fixture_vault: VaultRepo) -> None:
+    data = _eval(fixture_vault, FIXTURE / "cases.jsonl", "--scope", "python")
+    assert data["injection@1"] == 0.0
+    recalled = json.loads(
+        fixture_vault.cairn("recall", "切换分支之前怎么暂存未提交的修改？", "--json", "--scope", "python").stdout
+    )
+    assert recalled["cards"] == []
+
+
+def test_eval_text_table(fixture_vault: VaultRepo) -> None:
+    done = fixture_vault.cairn("eval", "--cases", str(FIXTURE / "cases.yaml"))
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["R@1", "R@3", "Inj@1", "Inj@3", "FIR", "pos", "neg"]
+    assert [line.split()[0] for line in lines[1:]] == ["all", "long", "short"]
+    assert "\r" not in done.stderr  # no progress bar when stderr is not a terminal
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("bad.jsonl", '{"id": "a", "query": "x", "expect": []}\nnot json\n', "bad.jsonl:2: not JSON"),
+        ("bad.yaml", "id: a\n", "a YAML cases file is a list"),
+        ("noquery.yaml", "- id: a\n  expect: []\n", "'query' must be non-empty text"),
+        ("badexpect.jsonl", '{"id": "a", "query": "x", "expect": 3}\n', "'expect' must be a list"),
+        ("twice.jsonl", '{"id": "a", "query": "x"}\n{"id": "a", "query": "y"}\n', "appears twice"),
+        ("cases.txt", "x", "cases files are .jsonl or .yaml"),
+    ],
+)
+def test_bad_cases_files(tmp_path: Path, name: str, text: str, message: str) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InvalidCases, match=message.replace("(", r"\(").replace(".", r"\.")):
+        load_cases(path)
+
+
+def test_bad_cases_file_is_one_error_line(fixture_vault: VaultRepo, tmp_path: Path) -> None:
+    bad = tmp_path / "cases.jsonl"
+    bad.write_text("{\n", encoding="utf-8")
+    done = fixture_vault.cairn("eval", "--cases", str(bad))
+    assert done.returncode == 1 and done.stderr.startswith("Error: ") and len(done.stderr.splitlines()) == 1
+
+
+def test_missing_cases_option_is_a_usage_error(fixture_vault: VaultRepo) -> None:
+    assert fixture_vault.cairn("eval").returncode == 2

@@ -1,0 +1,73 @@
+"""`cairn explain`: golden outputs on the fixture vault (set CAIRN_UPDATE_GOLDEN=1 to rewrite them on purpose)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import VaultRepo
+
+FIXTURES = Path(__file__).parent / "fixtures"
+GOLDEN = FIXTURES / "explain"
+QUERIES = {
+    "injected-en": ("git rejects my push after a rebase; can I use git push --force on our shared branch?", ()),
+    "injected-zh": ("切换分支之前怎么暂存未提交的修改？", ()),
+    "abstained-off-topic": ("How do I center a div with CSS grid?", ()),
+    "rejected-expired": ("python setup.py install deprecated pip install", ()),
+    "rejected-scope": ("git push --force after rebasing a shared branch", ("--scope", "python")),
+    "rejected-not-when": ("podman stop waits ten seconds: SIGTERM not forwarded by the shell form CMD", ()),
+}
+
+
+@pytest.fixture
+def fixture_vault(vault_repo: VaultRepo) -> VaultRepo:
+    shutil.copytree(FIXTURES / "recall_vault" / "cards", vault_repo.root / "cards", dirs_exist_ok=True)
+    vault_repo.commit("fixture cards")
+    return vault_repo
+
+
+def _golden(name: str, suffix: str, actual: str) -> str:
+    path = GOLDEN / f"{name}.{suffix}"
+    if os.environ.get("CAIRN_UPDATE_GOLDEN"):
+        path.write_text(actual, encoding="utf-8")
+    return path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", sorted(QUERIES))
+def test_explain_json_matches_golden(fixture_vault: VaultRepo, name: str) -> None:
+    query, extra = QUERIES[name]
+    done = fixture_vault.cairn("explain", query, "--json", *extra)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == json.loads(_golden(name, "json", done.stdout))
+
+
+@pytest.mark.parametrize("name", ["injected-en", "rejected-scope"])
+def test_explain_text_matches_golden(fixture_vault: VaultRepo, name: str) -> None:
+    query, extra = QUERIES[name]
+    done = fixture_vault.cairn("explain", query, *extra)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == _golden(name, "txt", done.stdout)
+
+
+def test_explain_rows_carry_every_gate_value_and_threshold(fixture_vault: VaultRepo) -> None:
+    query, _ = QUERIES["injected-en"]
+    rows = json.loads(fixture_vault.cairn("explain", query, "--json").stdout)["candidates"]
+    gated = [r for r in rows if r["gates"] is not None]
+    assert gated and all(set(r["gates"]) == {"score", "coverage", "margin"} for r in gated)
+    assert all(set(g) == {"value", "threshold"} for r in gated for g in r["gates"].values())
+    assert {r["decision"] for r in rows} <= {"injected", "rejected"}
+    assert [r["id"] for r in rows if r["decision"] == "injected"] == ["git/force-push-safely"]
+    assert next(r for r in rows if r["id"] == "git/force-push-plain")["reason"] == "superseded"
+
+
+def test_explain_lists_admission_rejections_beyond_the_top_20(vault_repo: VaultRepo) -> None:
+    for n in range(25):
+        vault_repo.write(f"t/card-{n:02}", f"Kestrel falcon note {n}", "Kestrel falcon " + "filler " * n)
+    vault_repo.write("t/retired", "Kestrel", "Kestrel falcon " + "filler " * 40, status="retired")
+    vault_repo.commit()
+    rows = json.loads(vault_repo.cairn("explain", "kestrel falcon", "--json").stdout)["candidates"]
+    assert len([r for r in rows if r["gates"] is not None]) == 20
+    assert any(r["id"] == "t/retired" and r["reason"] == "retired" and r["rank"] > 20 for r in rows)

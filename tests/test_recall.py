@@ -1,0 +1,204 @@
+"""Recall: admission (status, expiry, supersedes, scope, not_when, session), the three gates, and the commands."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import VaultRepo
+
+from cairn import indexer
+from cairn.recall import Result, rank, recall, settings_of
+from cairn.vault import find_vault
+
+FIXTURE = Path(__file__).parent / "fixtures" / "recall_vault"
+LONG = (
+    "Before you touch any files, read the README first. Question from a teammate: {} "
+    "Don't change anything yet, just explain."
+)
+
+
+@pytest.fixture
+def fixture_vault(vault_repo: VaultRepo) -> VaultRepo:
+    shutil.copytree(FIXTURE / "cards", vault_repo.root / "cards", dirs_exist_ok=True)
+    vault_repo.commit("fixture cards")
+    return vault_repo
+
+
+def _recall(repo: VaultRepo, query: str, **kwargs: object) -> Result:
+    vault = find_vault(repo.root)
+    with indexer.open_index(vault) as index:
+        return recall(index, query, **kwargs)  # type: ignore[arg-type]
+
+
+def _reasons(result: Result) -> dict[str, str | None]:
+    return {c.card.id: c.reason for c in result.candidates}
+
+
+def test_english_query_injects_the_fitting_card(fixture_vault: VaultRepo) -> None:
+    result = _recall(
+        fixture_vault, "git rejects my push after a rebase; can I use git push --force on a shared branch?"
+    )
+    assert [c.card.id for c in result.injected] == ["git/force-push-safely"]
+    assert not result.abstained
+
+
+def test_chinese_query_injects_the_fitting_card(fixture_vault: VaultRepo) -> None:
+    result = _recall(fixture_vault, "切换分支之前怎么暂存未提交的修改？")
+    assert [c.card.id for c in result.injected] == ["zh/git-stash"]
+
+
+def test_mixed_query_injects_the_fitting_card(fixture_vault: VaultRepo) -> None:
+    result = _recall(fixture_vault, "git stash 切换分支 暂存修改")
+    assert [c.card.id for c in result.injected] == ["zh/git-stash"]
+
+
+def test_off_topic_query_abstains(fixture_vault: VaultRepo) -> None:
+    result = _recall(fixture_vault, "How do I center a div with CSS grid?")
+    assert result.abstained and result.injected == ()
+
+
+def test_long_agent_prompt_neither_dilutes_nor_false_injects(fixture_vault: VaultRepo) -> None:
+    question = "why does datetime.utcnow() give a naive datetime that is treated as local time?"
+    short = _recall(fixture_vault, question)
+    long = _recall(fixture_vault, LONG.format(question))
+    assert [c.card.id for c in long.injected] == [c.card.id for c in short.injected] == ["python/utcnow-naive"]
+    assert long.injected[0].coverage >= 0.8 * short.injected[0].coverage
+    assert _recall(fixture_vault, LONG.format("how do I center a div with CSS grid?")).abstained
+
+
+def test_expired_card_is_rejected(fixture_vault: VaultRepo) -> None:
+    result = _recall(fixture_vault, "python setup.py install deprecated pip install")
+    assert _reasons(result)["python/setup-py-install"] == "expired"
+    assert result.abstained
+
+
+def test_expiry_depends_on_the_day(fixture_vault: VaultRepo) -> None:
+    import datetime as dt
+
+    result = _recall(fixture_vault, "python setup.py install deprecated pip install", today=dt.date(2020, 1, 15))
+    assert [c.card.id for c in result.injected] == ["python/setup-py-install"]
+
+
+def test_superseded_card_is_rejected_and_gives_way(fixture_vault: VaultRepo) -> None:
+    result = _recall(fixture_vault, "git push --force after rebasing a shared branch")
+    assert _reasons(result)["git/force-push-plain"] == "superseded"
+    assert [c.card.id for c in result.injected] == ["git/force-push-safely"]
+
+
+def test_draft_and_retired_cards_are_never_injected(fixture_vault: VaultRepo) -> None:
+    draft = _recall(fixture_vault, "git rebase -i --autosquash fixup commits")
+    assert _reasons(draft)["git/rebase-draft"] == "draft"
+    retired = _recall(fixture_vault, "retry a timed-out POST request creates the order twice, idempotency key")
+    assert _reasons(retired)["http/retry-idempotency"] == "retired"
+    assert all(c.card.id != "http/retry-idempotency" for c in retired.injected)
+
+
+def test_not_when_rejects(fixture_vault: VaultRepo) -> None:
+    docker = "stop waits ten seconds: SIGTERM not forwarded by the shell form CMD"
+    assert [c.card.id for c in _recall(fixture_vault, "docker " + docker).injected] == ["docker/sigterm-shell-form"]
+    result = _recall(fixture_vault, "podman " + docker)
+    assert _reasons(result)["docker/sigterm-shell-form"] == "not_when"
+    assert result.abstained
+
+
+def test_scope_rejects_disjoint_cards_only_when_declared(fixture_vault: VaultRepo) -> None:
+    query = "git push --force after rebasing a shared branch"
+    scoped = _recall(fixture_vault, query, scope=["python"])
+    assert _reasons(scoped)["git/force-push-safely"] == "out_of_scope"
+    assert scoped.abstained
+    assert [c.card.id for c in _recall(fixture_vault, query, scope=["git", "ci"]).injected] == ["git/force-push-safely"]
+
+
+def test_already_injected_card_is_rejected(fixture_vault: VaultRepo) -> None:
+    query = "git push --force after rebasing a shared branch"
+    result = _recall(fixture_vault, query, already_injected={"git/force-push-safely"})
+    assert _reasons(result)["git/force-push-safely"] == "already_injected"
+    assert result.abstained
+
+
+def test_rejected_candidate_never_takes_a_slot(fixture_vault: VaultRepo) -> None:
+    # The superseded card scores above the admissible one: decided over the whole pool, it is skipped.
+    result = _recall(fixture_vault, "git push --force after rebasing a shared branch")
+    ranked = [c.card.id for c in result.candidates]
+    assert ranked.index("git/force-push-plain") < ranked.index("git/force-push-safely")
+    assert [c.card.id for c in result.injected] == ["git/force-push-safely"]
+
+
+def test_a_card_below_one_refused_for_margin_is_not_injected(vault_repo: VaultRepo) -> None:
+    """Regression: the first candidate rejected for a small margin used to let the second one in."""
+    text = "Cache the pip wheel directory between CI runs, keyed on the lockfile hash."
+    vault_repo.write("ci/a", "Cache pip wheels in CI", text)
+    vault_repo.write("ci/b", "Cache pip wheels in CI runs", text)
+    vault_repo.write("ci/c", "Flaky network in CI", "Retry downloads in CI when the network is flaky.")
+    vault_repo.commit()
+    vault = find_vault(vault_repo.root)
+    with indexer.open_index(vault) as index:
+        settings = dataclasses.replace(settings_of(index), min_score=0.0, min_coverage=0.0, min_margin=0.3)
+        result = recall(index, "cache pip wheel directory CI runs lockfile hash", settings=settings)
+    first, second = result.candidates[0], result.candidates[1]
+    assert first.reason == "small_margin"
+    assert second.margin >= 0.3 and second.reason == "small_margin" and second.blocked_by == first.card.id
+    assert result.abstained
+
+
+def test_at_most_max_cards_are_injected(vault_repo: VaultRepo) -> None:
+    for n, word in enumerate(["alpha", "bravo", "charlie", "delta", "echo"]):
+        vault_repo.write(f"t/{word}", f"Zebra quagga okapi {word}", f"Zebra quagga okapi {word} " + "x " * n)
+    vault_repo.commit()
+    vault = find_vault(vault_repo.root)
+    with indexer.open_index(vault) as index:
+        settings = dataclasses.replace(settings_of(index), min_score=0.0, min_coverage=0.0, min_margin=0.0)
+        result = recall(index, "zebra quagga okapi", settings=settings)
+    assert len(result.injected) == 3
+    assert [c.reason for c in result.candidates[3:]] == ["over_limit", "over_limit"]
+
+
+def test_rank_is_plain_bm25f_order(fixture_vault: VaultRepo) -> None:
+    vault = find_vault(fixture_vault.root)
+    with indexer.open_index(vault) as index:
+        ranked = rank(index, "git push --force after rebasing a shared branch")
+        full = recall(index, "git push --force after rebasing a shared branch", examine_all=True)
+    assert [row for row, _ in ranked] == [c.card.row for c in full.candidates]
+    assert [s for _, s in ranked] == sorted((s for _, s in ranked), reverse=True)
+
+
+def test_recall_command_json(fixture_vault: VaultRepo) -> None:
+    done = fixture_vault.cairn("recall", "git push --force after rebasing a shared branch", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["abstained"] is False
+    assert [set(c) for c in data["cards"]] == [{"id", "name", "summary", "path", "score"}]
+    assert data["cards"][0]["id"] == "git/force-push-safely"
+    assert data["cards"][0]["path"] == "cards/git/force-push-safely.md"
+
+
+def test_recall_command_abstains_in_text(fixture_vault: VaultRepo) -> None:
+    done = fixture_vault.cairn("recall", "How do I center a div with CSS grid?")
+    assert done.returncode == 0 and "abstained" in done.stdout
+
+
+def test_recall_scope_from_the_environment(fixture_vault: VaultRepo) -> None:
+    query = "git push --force after rebasing a shared branch"
+    done = fixture_vault.cairn("recall", query, "--json", env={"CAIRN_SCOPE": "python, docker"})
+    assert json.loads(done.stdout) == {"cards": [], "abstained": True}
+    done = fixture_vault.cairn("recall", query, "--json", "--scope", "git", env={"CAIRN_SCOPE": "python"})
+    assert [c["id"] for c in json.loads(done.stdout)["cards"]] == ["git/force-push-safely"]
+
+
+def test_session_gets_each_card_once(fixture_vault: VaultRepo) -> None:
+    query = "git push --force after rebasing a shared branch"
+    first = json.loads(fixture_vault.cairn("recall", query, "--json", "--session", "s-1").stdout)
+    again = json.loads(fixture_vault.cairn("recall", query, "--json", "--session", "s-1").stdout)
+    other = json.loads(fixture_vault.cairn("recall", query, "--json", "--session", "s-2").stdout)
+    assert [c["id"] for c in first["cards"]] == ["git/force-push-safely"]
+    assert again == {"cards": [], "abstained": True}
+    assert [c["id"] for c in other["cards"]] == ["git/force-push-safely"]
+
+
+def test_recall_outside_a_vault_is_one_error_line(tmp_path: Path, vault_repo: VaultRepo) -> None:
+    done = vault_repo.cairn("recall", "anything", cwd=tmp_path)
+    assert done.returncode == 1 and done.stderr.startswith("Error: ")
