@@ -93,11 +93,12 @@ def _new_vault(tmp_path: Path, hook_repo: tuple[str, str], rule: str | None = No
     vault = tmp_path / "vault"
     done = subprocess.run([cairn_executable(), "init", str(vault)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+    # The pinned form the template documents, pointed at the repository under test: the manifest's hooks, installed
+    # by pre-commit in its own environment.
     config = vault / ".pre-commit-config.yaml"
-    text = config.read_text()
-    assert "rev: v" in text
-    text = re.sub(r"repo: https://\S+", f"repo: {hook_repo[0]}", text)
-    config.write_text(re.sub(r"rev: v\S+", f"rev: {hook_repo[1]}", text))
+    config.write_text(
+        f"repos:\n  - repo: {hook_repo[0]}\n    rev: {hook_repo[1]}\n    hooks:\n      - id: cairn-lint\n"
+    )
     _git("add", ".pre-commit-config.yaml", cwd=vault)
     if rule is not None:
         _git("rm", "-rq", "cards", cwd=vault)
@@ -143,16 +144,58 @@ def test_hooks_see_cards_and_cairn_toml_only() -> None:
         assert not pattern.search(path), path
 
 
-def test_template_config_uses_these_hooks_at_this_release() -> None:
+def test_template_config_mirrors_the_manifest() -> None:
     done = _pre_commit("validate-config", str(TEMPLATE_CONFIG), cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     config = yaml.safe_load(TEMPLATE_CONFIG.read_text())
     (repo,) = config["repos"]
-    assert repo["rev"] == f"v{cairn.__version__}"
-    manifest_ids = {h["id"] for h in yaml.safe_load(MANIFEST.read_text())}
-    assert {h["id"] for h in repo["hooks"]} <= manifest_ids
-    # the commented alternatives name real hooks too
-    assert set(re.findall(r"id: (cairn-[\w-]+)", TEMPLATE_CONFIG.read_text())) == manifest_ids
+    assert repo["repo"] == "local"  # works offline, right after `cairn init`; no placeholder URL to trust
+    manifest = {h["id"]: h for h in yaml.safe_load(MANIFEST.read_text())}
+    for hook in repo["hooks"]:
+        assert hook["entry"] == manifest[hook["id"]]["entry"]
+        assert hook["files"] == manifest[hook["id"]]["files"]
+        assert hook["require_serial"] is True
+    # the commented alternatives name real hooks too, and the pinned form names this release
+    assert set(re.findall(r"id: (cairn-[\w-]+)", TEMPLATE_CONFIG.read_text())) == set(manifest)
+    assert f"rev: v{cairn.__version__}" in TEMPLATE_CONFIG.read_text()
+
+
+def test_the_template_config_as_shipped_rejects_a_bad_card(tmp_path: Path) -> None:
+    """`cairn init`, `pre-commit install`, commit: the shipped local hooks run the cairn on PATH."""
+    vault = tmp_path / "vault"
+    assert subprocess.run([cairn_executable(), "init", str(vault)], capture_output=True).returncode == 0
+    env = dict(_env(), PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    installed = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "install"], cwd=vault, env=env, capture_output=True, text=True
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    (vault / "cards" / "bad.md").write_text("---\nname: [broken\n---\n")
+    _git("add", "cards/bad.md", cwd=vault)
+    done = subprocess.run(
+        ["git", "commit", "-m", "bad"],
+        cwd=vault,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stdout
+    assert "cards/bad.md:" in done.stdout and "frontmatter-parse" in done.stdout
+    (vault / "cards" / "bad.md").write_text(
+        "---\nname: Fixed\nsummary: A card that keeps the contract.\n---\n\n# Fixed\n\nBody.\n"
+    )
+    _git("add", "cards/bad.md", cwd=vault)
+    done = subprocess.run(
+        ["git", "commit", "-m", "fixed"],
+        cwd=vault,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout
 
 
 def test_try_repo_rejects_a_bad_card_and_passes_a_good_one(tmp_path: Path, hook_repo: tuple[str, str]) -> None:
