@@ -110,6 +110,8 @@ def load_cases(path: Path) -> list[Case]:
                 items.append((number, json.loads(line)))
             except json.JSONDecodeError as exc:
                 raise InvalidCases(f"{path}:{number}: not JSON ({exc.msg})") from None
+            except RecursionError:
+                raise InvalidCases(f"{path}:{number}: JSON nested too deeply to be a case") from None
     elif suffix in (".yaml", ".yml"):
         try:
             data = safeyaml.load(text)

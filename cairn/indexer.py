@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -108,7 +109,7 @@ def build_worktree_index(vault: Vault, progress: Progress | None = None) -> Inde
             progress(done, len(files))
     meta = _meta(vault, "worktree", "worktree", config)
     with store.writer_lock(target):
-        store.write_index(target, meta, upserts, problems=[_problem_row(f) for f in problems])
+        _write_index(target, meta, upserts, problems=[_problem_row(f) for f in problems])
     return _timed(IndexReport(target, "worktree", "full", len(upserts), len(files), 0, tuple(problems)), started)
 
 
@@ -156,6 +157,17 @@ def config_of(vault: Vault, *, worktree: bool = False) -> Config:
 
 
 # -- internals ----------------------------------------------------------------------------------------------------
+
+
+def _write_index(target: Path, *args: Any, **kwargs: Any) -> None:
+    """store.write_index, with SQLite's refusals (a full disk, a read-only folder) said as what to do."""
+    try:
+        store.write_index(target, *args, **kwargs)
+    except sqlite3.Error as exc:
+        raise CairnError(
+            f"cannot write the index at {target} ({exc}); make sure that disk has space and the folder is writable "
+            "(or point CAIRN_CACHE_DIR elsewhere), then run `cairn index`"
+        ) from None
 
 
 def _timed(report: IndexReport, started: float) -> IndexReport:
@@ -264,7 +276,7 @@ def _full_from_commit(
     upserts, problems = _read_entries(repo, entries, progress)
     lineages = provenance.walk_history(repo, vault, commit, [t.path for t in upserts])
     upserts = provenance.attach(repo, upserts, lineages)
-    store.write_index(target, meta, upserts, problems=[_problem_row(f) for f in problems])
+    _write_index(target, meta, upserts, problems=[_problem_row(f) for f in problems])
     return IndexReport(target, commit, "full", len(upserts), len(entries), 0, tuple(problems))
 
 
@@ -295,9 +307,7 @@ def _incremental(
     base_path = base.path
     base.close()
     # Under the writer lock nobody replaces base_path, so it can be copied as the starting point.
-    store.write_index(
-        target, meta, upserts, removed_ids={i for i in removed_ids if i}, problems=problems, base=base_path
-    )
+    _write_index(target, meta, upserts, removed_ids={i for i in removed_ids if i}, problems=problems, base=base_path)
     reader = store.IndexReader(target)
     n_after = reader.n_cards
     reader.close()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,8 +29,23 @@ vault_option = click.option(
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 
 
+# What to do about the operating system's refusals that a user can fix.
+_OS_HINTS = {
+    errno.ENOSPC: "the disk is full; free some space, or point CAIRN_CACHE_DIR / CAIRN_STATE_DIR at another disk",
+    errno.EDQUOT: "the disk quota is used up; free some space, or point CAIRN_CACHE_DIR / CAIRN_STATE_DIR elsewhere",
+    errno.EROFS: "that file system is read-only; point CAIRN_CACHE_DIR / CAIRN_STATE_DIR at a writable folder",
+    errno.EACCES: "permission denied; check the folder's owner and mode",
+    errno.ENOTDIR: "a file stands where a folder should be; move it away",
+    errno.ENAMETOOLONG: "a file name is too long; use a shorter id or path",
+}
+
+
 def errors_to_exit(func: F) -> F:
-    """Translate Cairn's exceptions into `Error: ...` on stderr and exit 1, once, at the edge."""
+    """Translate Cairn's exceptions into `Error: ...` on stderr and exit 1, once, at the edge.
+
+    Anything else that escapes a command is a bug in Cairn: it, too, becomes one line and exit 1 (never a traceback
+    on the user's terminal); CAIRN_DEBUG=1 lets it through with its traceback.
+    """
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -37,10 +54,29 @@ def errors_to_exit(func: F) -> F:
         except CairnError as exc:
             raise click.ClickException(clean(str(exc))) from None
         except OSError as exc:
-            where = f" ({exc.filename})" if exc.filename else ""
-            raise click.ClickException(clean(f"{exc.strerror or exc}{where}")) from None
+            raise click.ClickException(clean(os_error_text(exc))) from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except RecursionError:
+            raise click.ClickException("the input is nested too deeply to read") from None
+        except MemoryError:
+            raise click.ClickException("out of memory; the input is too large") from None
+        except Exception as exc:
+            if os.environ.get("CAIRN_DEBUG"):
+                raise
+            text = str(exc).splitlines()[0][:300] if str(exc) else ""
+            raise click.ClickException(
+                clean(f"unexpected {type(exc).__name__}: {text} (a bug in Cairn; CAIRN_DEBUG=1 shows where)")
+            ) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def os_error_text(exc: OSError) -> str:
+    """One line for an OSError: what failed, where, and what to do when the user can fix it."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    hint = _OS_HINTS.get(exc.errno or 0)
+    return f"{exc.strerror or exc}{where}" + (f": {hint}" if hint else "")
 
 
 def open_vault(vault_path: str | None) -> Vault:

@@ -27,11 +27,14 @@ class InvalidBenchmark(CairnError):
 
 @dataclass(frozen=True, slots=True)
 class Session:
-    """One conversation session: its id, its date as written in the file, and the text of its indexed turns."""
+    """One conversation session: its id, its date as written in the file, the text of its indexed turns, and who
+    said each of them (empty when the file names no speakers, as in LongMemEval, where every indexed turn is the
+    user's)."""
 
     id: str
     date: str
     turns: tuple[str, ...]
+    speakers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +129,7 @@ def load_locomo(path: Path) -> Suite:
                         id=f"{key}/{i}",
                         date=str(conversation.get(f"session_{i}_date_time", "")),
                         turns=tuple(_locomo_turn(t) for t in conversation[f"session_{i}"]),
+                        speakers=tuple(str(t.get("speaker", "")) for t in conversation[f"session_{i}"]),
                     )
                     for i in numbers
                 ),
@@ -163,6 +167,10 @@ def _read_json(path: Path) -> Any:
             return json.load(handle)
     except json.JSONDecodeError as exc:
         raise InvalidBenchmark(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    except UnicodeDecodeError:
+        raise InvalidBenchmark(f"{path}: not UTF-8 text; a benchmark file is UTF-8 JSON") from None
+    except RecursionError:
+        raise InvalidBenchmark(f"{path}: JSON nested too deeply to be a benchmark file") from None
 
 
 _LOCOMO_DATE = re.compile(r"(\d{1,2}) ([A-Za-z]+),? (\d{4})")
