@@ -96,7 +96,7 @@ def audit(vault: Vault, *, require_signed: bool = False, state_dir: Path | None 
             checks.append(Check("provenance", "skip", why))
         else:
             checks.append(_check_entries(reader, trees))
-            checks.append(_check_provenance(reader))
+            checks.append(_check_provenance(reader, repo))
         checks.append(_check_log([state / f"{LOG_FILE}.1", state / LOG_FILE], vault, trees))
         checks.append(_check_sessions(state / SESSIONS_DIR, vault, trees))
         if require_signed:
@@ -117,6 +117,10 @@ def _check_cache(target: Path, vault: Vault, repo: git.Repo) -> tuple[Check, sto
     try:
         reader = store.IndexReader(target)
     except IndexMissing:
+        try:
+            gitrepo.head_commit(repo)
+        except CairnError as exc:  # an unborn HEAD: there is nothing to index yet, and `cairn index` would say so
+            return Check("cache", "fail", f"no index at {target}: {exc}, then run `cairn index`"), None
         return Check("cache", "fail", f"no index at {target}; run `cairn index`"), None
     except IndexCorrupt as exc:
         return Check("cache", "fail", "the index is damaged; run `cairn index` to rebuild it", (str(exc),)), None
@@ -173,15 +177,29 @@ def _check_entries(reader: store.IndexReader, trees: _Trees) -> Check:
     return Check("entries", "pass", f"all {len(indexed)} indexed cards match the files at {commit[:8]}")
 
 
-def _check_provenance(reader: store.IndexReader) -> Check:
+def _check_provenance(reader: store.IndexReader, repo: git.Repo) -> Check:
     missing = []
+    boundary = gitrepo.shallow_commits(repo)
+    cut = 0
     for card_id in reader.ids():
         record = reader.record(card_id) or {}
         prov = record.get("provenance")
         if not isinstance(prov, dict) or not prov.get("created") or not prov.get("last_changed"):
             missing.append(f"{card_id}: no provenance (creator and last change) in the index")
+        elif isinstance(prov["created"], dict) and prov["created"].get("commit") in boundary:
+            cut += 1
     if missing:
         return Check("provenance", "fail", f"{len(missing)} card(s) have no provenance", _cap(missing))
+    if cut:
+        return Check(
+            "provenance",
+            "pass",
+            "every indexed card has its creator, last change and authors",
+            (
+                f"this clone is shallow: for {cut} card(s) history stops at the clone's boundary, so their creator "
+                "may be older; `git fetch --unshallow`, then `cairn index --rebuild`, for the whole history",
+            ),
+        )
     return Check("provenance", "pass", "every indexed card has its creator, last change and authors")
 
 

@@ -33,7 +33,20 @@ def card_record(vault: Vault, card_id: str, *, worktree: bool = False) -> dict[s
                 + " (uncommitted cards need --worktree)"
             )
         stored["commit"] = index.commit
-        return stored
+    _mark_shallow(vault, stored)
+    return stored
+
+
+def _mark_shallow(vault: Vault, record: dict[str, Any]) -> None:
+    """In a shallow clone, history stops at the boundary: a card "created" there may be older, by other authors."""
+    provenance = record.get("provenance")
+    if not isinstance(provenance, dict) or not isinstance(provenance.get("created"), dict):
+        return
+    from cairn import gitrepo
+
+    boundary = gitrepo.shallow_commits(gitrepo.open_repo(vault))
+    if provenance["created"].get("commit") in boundary:
+        provenance["shallow"] = True
 
 
 def _near_ids(ids: list[str], wanted: str) -> list[str]:

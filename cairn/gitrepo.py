@@ -226,6 +226,15 @@ def is_ancestor(repo: git.Repo, old: str, new: str) -> bool:
         return False
 
 
+def shallow_commits(repo: git.Repo) -> frozenset[str]:
+    """The boundary commits of a shallow clone (history stops there); empty for a full clone."""
+    shallow = Path(repo.common_dir) / "shallow"
+    try:
+        return frozenset(line.strip() for line in shallow.read_text("ascii").splitlines() if line.strip())
+    except (OSError, UnicodeDecodeError):
+        return frozenset()
+
+
 def commit_exists(repo: git.Repo, commit: str) -> bool:
     # `repo.commit(sha)` accepts any well-formed sha without looking, so ask git whether the object is there.
     try:

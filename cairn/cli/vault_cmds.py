@@ -186,6 +186,11 @@ def _provenance_lines(provenance: dict[str, Any]) -> list[str]:
     ]
     if provenance.get("renamed_from"):
         lines.append(f"  renamed from:    {', '.join(provenance['renamed_from'])}")
+    if provenance.get("shallow"):
+        lines.append(
+            "  note: this clone is shallow, so history stops at the created commit; the card may be older and have "
+            "other authors (`git fetch --unshallow` for the whole history, then `cairn index --rebuild`)"
+        )
     return lines
 
 
