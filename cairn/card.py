@@ -75,6 +75,11 @@ class Card:
         }
 
 
+# Undecodable bytes (as surrogates) and control characters: such a name cannot be stored, printed or typed.
+MAX_ID_PART_BYTES = 200  # a file name is at most 255 bytes on common file systems, with `.md` and temp affixes
+_BAD_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
 def card_id_from_path(rel_path: str) -> str | None:
     """`cards/git/x.md` -> `git/x`; None for a path that is not a card file."""
     if not rel_path.startswith("cards/") or not rel_path.endswith(".md"):
@@ -88,6 +93,15 @@ def parse_card(rel_path: str, data: bytes) -> tuple[Card | None, list[Finding]]:
     card_id = card_id_from_path(rel_path)
     if card_id is None:
         return None, [Finding(rel_path, 0, "path-outside-cards", "a card is a `.md` file under `cards/`")]
+    if _BAD_NAME.search(card_id):
+        return None, [
+            Finding(
+                rel_path,
+                0,
+                "file-name",
+                "the file name is not UTF-8 text or holds control characters; rename it to a `topic/slug.md` name",
+            )
+        ]
     text, problem = _decode(rel_path, data)
     if text is None:
         return None, [problem] if problem else []
@@ -307,11 +321,12 @@ def check_card_id(card_id: str) -> str:
         or cleaned.startswith("/")
         or (len(cleaned) > 1 and cleaned[1] == ":")
         or any(part in ("", ".", "..") for part in parts)
+        or _BAD_NAME.search(cleaned) is not None
+        or any(len(part.encode("utf-8", "surrogatepass")) > MAX_ID_PART_BYTES for part in parts)
     )
     if bad:
-        raise InvalidId(
-            f"{card_id!r} is not a card id; ids look like `topic/slug` (see `cairn recall` or `cairn lint`)"
-        )
+        shown = card_id if len(card_id) <= 80 else card_id[:80] + "..."
+        raise InvalidId(f"{shown!r} is not a card id; ids look like `topic/slug` (see `cairn recall` or `cairn lint`)")
     return cleaned
 
 

@@ -88,6 +88,20 @@ def build_index(vault: Vault, *, rebuild: bool = False, progress: Progress | Non
     return _timed(report, started)
 
 
+def build_commit_index(vault: Vault, commit: str, target: Path, progress: Progress | None = None) -> IndexReport:
+    """A full index of any commit (cards and cairn.toml as that commit holds them) written to `target`.
+
+    For comparing two commits (`cairn review`); the vault's cached index is not touched.
+    """
+    started = time.perf_counter()
+    repo = gitrepo.open_repo(vault)
+    commit = gitrepo.resolve_commit(repo, commit)
+    meta = _meta(vault, commit, "commit", _config_at(repo, commit, vault))
+    with store.writer_lock(target):
+        report = _full_from_commit(vault, repo, commit, target, meta, progress)
+    return _timed(report, started)
+
+
 def build_worktree_index(vault: Vault, progress: Progress | None = None) -> IndexReport:
     """Index the working tree (uncommitted edits included), for authors; never used by the hook."""
     started = time.perf_counter()
@@ -238,7 +252,9 @@ def _stored_problems(reader: store.IndexReader) -> tuple[Finding, ...]:
 
 
 def _problem_row(finding: Finding) -> tuple[str, int, str, str]:
-    return (finding.path, finding.line, finding.rule, finding.message)
+    # A file name with undecodable bytes arrives with surrogates, which SQLite cannot store: keep it readable.
+    path = finding.path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return (path, finding.line, finding.rule, finding.message)
 
 
 def _read_entries(

@@ -84,7 +84,14 @@ def open_vault(vault_path: str | None) -> Vault:
 
 
 def echo_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False))
+    """JSON exactly as the data holds it (never cleaned); strings that are not valid Unicode (a file name's
+    undecodable bytes) are written as \\u escapes, which UTF-8 output cannot carry raw."""
+    text = json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(data, ensure_ascii=True, indent=2, sort_keys=False)
+    click.echo(text)
 
 
 def echo(text: str = "", err: bool = False) -> None:

@@ -23,6 +23,7 @@ IDS = (
     "file-size",
     "file-symlink",
     "path-outside-cards",
+    "file-name",
 )
 
 
