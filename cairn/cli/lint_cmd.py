@@ -13,6 +13,7 @@ from cairn import lint
 from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, vault_option
 from cairn.errors import CairnError, VaultNotFound
 from cairn.finding import Finding
+from cairn.terminal import clean_line
 from cairn.vault import CARDS_DIR, Vault, find_vault
 
 
@@ -92,7 +93,7 @@ def lint_command(
         echo_json([f.to_dict() for f in findings])
     else:
         for finding in findings:
-            echo(str(finding))
+            echo(clean_line(str(finding)))
     errors = [f for f in findings if f.severity == "error"]
     warnings = [f for f in findings if f.severity != "error"]
     echo(_summary(errors, warnings, checked, source, strict), err=True)

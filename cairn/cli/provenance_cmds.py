@@ -8,6 +8,7 @@ import click
 
 from cairn import indexer
 from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, vault_option
+from cairn.terminal import clean_line
 
 
 @click.command()
@@ -40,7 +41,7 @@ def audit(require_signed: bool, vault_path: str | None, as_json: bool) -> None:
         for check in report.checks:
             echo(f"{check.status.upper():4} {check.name}: {check.summary}")
             for detail in check.details:
-                echo(f"     {detail}")
+                echo(f"     {clean_line(detail)}")
         failed = report.failed
         if failed:
             echo(f"Audit failed: {len(failed)} of {len(report.checks)} checks failed.", err=True)
@@ -87,9 +88,9 @@ def sanitize(out: Path, force: bool, vault_path: str | None, as_json: bool) -> N
         return
     for file in report.files:
         if file.total:
-            echo(f"{file.path}: " + ", ".join(f"{n} {kind}" for kind, n in file.counts))
+            echo(clean_line(f"{file.path}: ") + ", ".join(f"{n} {kind}" for kind, n in file.counts))
     for finding in report.skipped:
-        echo(f"{finding}  (not copied)", err=True)
+        echo(clean_line(f"{finding}  (not copied)"), err=True)
     redacted = sum(f.total for f in report.files)
     touched = sum(1 for f in report.files if f.total)
     echo(
@@ -135,9 +136,9 @@ def import_(src: Path, dry_run: bool, lessons: bool, topic: str | None, vault_pa
         for outcome in report.outcomes:
             if outcome.ok:
                 verb = "would write" if dry_run else "wrote"
-                echo(f"{outcome.source}: {verb} {outcome.path}")
+                echo(clean_line(f"{outcome.source}: {verb} {outcome.path}"))
             else:
-                echo(f"{outcome.source}: skipped ({outcome.status}): {outcome.message}", err=True)
+                echo(clean_line(f"{outcome.source}: skipped ({outcome.status}): {outcome.message}"), err=True)
         done = sum(o.ok for o in report.outcomes)
         skipped = len(report.outcomes) - done
         verb = "Would import" if dry_run else "Imported"

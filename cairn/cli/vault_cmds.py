@@ -10,6 +10,7 @@ import click
 from cairn import authoring, catalog, indexer
 from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
 from cairn.errors import CairnError
+from cairn.terminal import clean_line
 
 
 @click.command()
@@ -124,7 +125,7 @@ def index(rebuild: bool, worktree: bool, vault_path: str | None, as_json: bool) 
         else:
             echo(f"Indexed {report.n_cards} cards at {where} ({report.seconds:.2f}s).")
         for finding in report.problems:
-            echo(f"{finding}  (left out of the index)", err=True)
+            echo(clean_line(f"{finding}  (left out of the index)"), err=True)
         if report.problems:
             echo(f"{len(report.problems)} card file(s) left out; fix them (see `cairn lint`) and commit.", err=True)
 
