@@ -78,6 +78,29 @@ def card_entries(repo: git.Repo, commit: str, vault: Vault) -> list[TreeEntry]:
     return entries
 
 
+def folder_entries(repo: git.Repo, commit: str, vault: Vault, folder: str) -> list[TreeEntry]:
+    """Every file under a vault-relative folder (`evals`) in a commit's tree; empty when the folder is absent."""
+    root = f"{vault.prefix}{folder.strip('/')}"
+    out = repo.git.ls_tree("-r", "-z", "--full-tree", commit, "--", root, stdout_as_string=False)
+    entries = []
+    for record in out.split(b"\0"):
+        if record:
+            meta, _, raw_path = record.partition(b"\t")
+            mode, _kind, blob = meta.decode().split(" ")
+            path = raw_path.decode("utf-8", "surrogateescape")
+            entries.append(TreeEntry(path=path[len(vault.prefix) :], blob=blob, mode=int(mode, 8)))
+    return entries
+
+
+def merge_base(repo: git.Repo, a: str, b: str) -> str | None:
+    """The best common ancestor of two commits (what a pull request from b into a is compared with), or None."""
+    try:
+        out = repo.git.merge_base(a, b)
+    except GitCommandError:
+        return None
+    return str(out).strip() or None
+
+
 def read_blob(repo: git.Repo, blob: str) -> bytes:
     return repo.odb.stream(bytes.fromhex(blob)).read()  # type: ignore[no-any-return]
 

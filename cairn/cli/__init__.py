@@ -27,6 +27,8 @@ COMMANDS: dict[str, str] = {
     "uninstall": "cairn.cli.install_cmds:uninstall_cmd",
     "serve": "cairn.cli.serve_cmd:serve",
     "bench": "cairn.cli.bench_cmd:bench",
+    "review": "cairn.cli.review_cmds:review_cmd",
+    "calibrate": "cairn.cli.review_cmds:calibrate_cmd",
 }
 
 

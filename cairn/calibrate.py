@@ -1,0 +1,445 @@
+"""`cairn calibrate`: fit the three gate thresholds (min_score, min_coverage, min_margin) on eval cases.
+
+The objective: the best Injection@1 while the false injection rate stays at or under a target overall AND on every
+slice that has negatives. The figure to trust is the cross-validated one: the cases are split into k folds by a
+hash of their id, thresholds are fitted on k-1 folds and measured on the fold left out, and the held-out outcomes
+of all folds are pooled.
+
+Fast because the gate values do not depend on the thresholds. Recall runs once per case with every threshold at 0:
+then it injects exactly the first `max_cards` admissible cards, each with its gate values (norm score, coverage,
+margin over the next admissible card). With real thresholds, recall injects the longest run of those cards, from
+the top, that passes all three gates (`cairn.recall`: a card below one the gates refused is never injected), so
+every decision can be replayed in memory. Injection@1 and the false injection rate depend on the top admissible
+card alone, so the grid sweep counts cases in a 3-D histogram of that card's gate values and reads every grid point
+off suffix sums.
+
+Ties (grid points with the same Injection@1 and false injection rates on the fitting cases) go to the strictest
+thresholds: on cases nobody fitted on, stricter gates inject less, and the false injection rate is the constraint.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import datetime as dt
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cairn.atomic import write_atomic
+from cairn.config import CONFIG_FILE, RecallSettings, parse_config
+from cairn.errors import CairnError, InvalidConfig
+from cairn.evaluate import Case
+from cairn.recall import recall
+from cairn.store import IndexReader
+
+Progress = Callable[[int, int], None]
+GATE_KEYS = ("min_score", "min_coverage", "min_margin")
+DEFAULT_TARGETS = (0.01, 0.02, 0.05, 0.1, 0.2)
+_EPS = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    min_score: float
+    min_coverage: float
+    min_margin: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {"min_score": self.min_score, "min_coverage": self.min_coverage, "min_margin": self.min_margin}
+
+    def passes(self, gate: tuple[float, float, float]) -> bool:
+        return gate[0] >= self.min_score and gate[1] >= self.min_coverage and gate[2] >= self.min_margin
+
+
+@dataclass(frozen=True, slots=True)
+class CasePoint:
+    """One case reduced to what the thresholds act on.
+
+    top: gate values (norm score, coverage, margin) of the first `max_cards` admissible cards, best first.
+    hits: for each of them, whether it is one of the case's expected cards.
+    """
+
+    id: str
+    slice: str
+    positive: bool
+    top: tuple[tuple[float, float, float], ...]
+    hits: tuple[bool, ...]
+    fold: int = 0
+
+    def injected(self, t: Thresholds) -> int:
+        """How many cards recall injects at these thresholds: the run of passing cards from the top."""
+        n = 0
+        for gate in self.top:
+            if not t.passes(gate):
+                break
+            n += 1
+        return n
+
+
+@dataclass(frozen=True, slots=True)
+class Measure:
+    """Injection@1, Injection@3 and the false injection rate of a set of cases at given thresholds."""
+
+    n_pos: int
+    n_neg: int
+    injection_at_1: float
+    injection_at_3: float
+    false_injection_rate: float
+    by_slice: dict[str, Measure] = dataclasses.field(default_factory=dict)
+
+    @property
+    def worst_fir(self) -> float:
+        """The highest false injection rate overall or on any slice (the figure the target bounds)."""
+        return max([self.false_injection_rate, *(m.false_injection_rate for m in self.by_slice.values())])
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "injection@1": self.injection_at_1,
+            "injection@3": self.injection_at_3,
+            "false_injection_rate": self.false_injection_rate,
+            "n_pos": self.n_pos,
+            "n_neg": self.n_neg,
+        }
+        if self.by_slice:
+            data["worst_false_injection_rate"] = self.worst_fir
+            data["by_slice"] = {name: m.to_dict() for name, m in sorted(self.by_slice.items())}
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class OperatingPoint:
+    """Thresholds fitted at one target: measured on the cases fitted on, and cross-validated."""
+
+    target_fir: float
+    thresholds: Thresholds
+    fitted: Measure
+    cross_validated: Measure
+    fold_thresholds: tuple[Thresholds, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target_fir": self.target_fir,
+            "thresholds": self.thresholds.to_dict(),
+            "fitted": self.fitted.to_dict(),
+            "cross_validated": self.cross_validated.to_dict(),
+            "fold_thresholds": [t.to_dict() for t in self.fold_thresholds],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """What `cairn calibrate` found: the fit at the target, the trade-off curve and the current thresholds."""
+
+    n_cases: int
+    folds: int
+    step: float
+    current: Thresholds
+    current_measure: Measure
+    best: OperatingPoint
+    tradeoff: tuple[OperatingPoint, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n_cases": self.n_cases,
+            "folds": self.folds,
+            "step": self.step,
+            "target_fir": self.best.target_fir,
+            "current": {"thresholds": self.current.to_dict(), **self.current_measure.to_dict()},
+            "best": self.best.to_dict(),
+            "tradeoff": [p.to_dict() for p in self.tradeoff],
+        }
+
+
+def fold_of(case_id: str, folds: int) -> int:
+    """A case's fold: a hash of its id, so the split never depends on the order of the file."""
+    return int(hashlib.sha256(case_id.encode("utf-8")).hexdigest()[:12], 16) % folds
+
+
+def gather(
+    index: IndexReader,
+    cases: Sequence[Case],
+    *,
+    settings: RecallSettings | None = None,
+    folds: int = 5,
+    today: dt.date | None = None,
+    progress: Progress | None = None,
+) -> list[CasePoint]:
+    """Run recall once per case with the gates open and keep each case's top admissible cards' gate values."""
+    base = settings or _settings_of(index)
+    open_gates = dataclasses.replace(base, min_score=0.0, min_coverage=0.0, min_margin=0.0)
+    points: list[CasePoint] = []
+    total = len(cases)
+    for done, case in enumerate(cases, 1):
+        result = recall(index, case.query, today=today, settings=open_gates)
+        top = tuple((c.norm_score, c.coverage, c.margin) for c in result.injected)
+        hits = tuple(c.card.id in case.expect for c in result.injected)
+        points.append(CasePoint(case.id, case.slice, case.positive, top, hits, fold_of(case.id, folds)))
+        if progress and (done % 25 == 0 or done == total):
+            progress(done, total)
+    return points
+
+
+def measure(points: Sequence[CasePoint], t: Thresholds) -> Measure:
+    """Replay recall's decisions at thresholds `t`, overall and per slice."""
+    slices: dict[str, list[CasePoint]] = {}
+    for p in points:
+        if p.slice:
+            slices.setdefault(p.slice, []).append(p)
+    overall = _measure(points, t)
+    return dataclasses.replace(overall, by_slice={name: _measure(group, t) for name, group in slices.items()})
+
+
+def _measure(points: Sequence[CasePoint], t: Thresholds) -> Measure:
+    n_pos = inj1 = inj3 = n_neg = false = 0
+    for p in points:
+        n = p.injected(t)
+        if p.positive:
+            n_pos += 1
+            inj1 += n >= 1 and p.hits[0]
+            inj3 += any(p.hits[:n])
+        else:
+            n_neg += 1
+            false += n >= 1
+    return Measure(n_pos, n_neg, _share(inj1, n_pos), _share(inj3, n_pos), _share(false, n_neg))
+
+
+def _share(hits: int, n: int) -> float:
+    return round(hits / n, 4) if n else 0.0
+
+
+class _Grid:
+    """Counts of cases whose top card passes each grid point, per group (all cases and each slice) and fold.
+
+    A case's top card passes the thresholds (G[a], G[b], G[c]) iff its gate values' grid cells (i, j, k) have
+    a <= i, b <= j, c <= k: the count at a point is a 3-D suffix sum of a histogram of those cells.
+    """
+
+    def __init__(self, points: Sequence[CasePoint], step: float, folds: int) -> None:
+        n = round(1 / step)
+        if n < 1 or abs(n * step - 1) > 1e-6:
+            raise CairnError(f"the grid step {step:g} must divide 1 (e.g. 0.05, 0.025, 0.1)")
+        self.values = [round(k * step, 6) for k in range(n + 1)]
+        self.size = n + 1
+        self.folds = folds
+        self.groups = ["", *sorted({p.slice for p in points if p.slice})]
+        cells = self.size**3
+        # [fold][group] -> (hits, negatives) arrays of suffix sums; n_pos/n_neg per fold and group
+        self.hits = [[[0] * cells for _ in self.groups] for _ in range(folds)]
+        self.negs = [[[0] * cells for _ in self.groups] for _ in range(folds)]
+        self.n_pos = [[0] * len(self.groups) for _ in range(folds)]
+        self.n_neg = [[0] * len(self.groups) for _ in range(folds)]
+        where = {name: g for g, name in enumerate(self.groups)}
+        for p in points:
+            groups = [0] + ([where[p.slice]] if p.slice else [])
+            for g in groups:
+                if p.positive:
+                    self.n_pos[p.fold][g] += 1
+                else:
+                    self.n_neg[p.fold][g] += 1
+            if not p.top or (p.positive and not p.hits[0]):
+                continue  # never a hit nor a false injection, whatever the thresholds
+            cell = self._cell(p.top[0])
+            target = self.hits if p.positive else self.negs
+            for g in groups:
+                target[p.fold][g][cell] += 1
+        for per_fold in (self.hits, self.negs):
+            for arrays in per_fold:
+                for array in arrays:
+                    self._suffix(array)
+
+    def _cell(self, gate: tuple[float, float, float]) -> int:
+        i, j, k = (bisect.bisect_right(self.values, v + 0.0) - 1 for v in gate)
+        return (i * self.size + j) * self.size + k
+
+    def _suffix(self, a: list[int]) -> None:
+        s = self.size
+        for i in range(s - 1, -1, -1):  # along the margin axis (stride 1)
+            for j in range(s):
+                row = (i * s + j) * s
+                for k in range(s - 2, -1, -1):
+                    a[row + k] += a[row + k + 1]
+        for i in range(s):  # coverage axis (stride s)
+            for j in range(s - 2, -1, -1):
+                row, below = (i * s + j) * s, (i * s + j + 1) * s
+                for k in range(s):
+                    a[row + k] += a[below + k]
+        plane = s * s
+        for i in range(s - 2, -1, -1):  # score axis (stride s*s)
+            for x in range(plane):
+                a[i * plane + x] += a[(i + 1) * plane + x]
+
+    def thresholds(self, cell: int) -> Thresholds:
+        s = self.size
+        return Thresholds(self.values[cell // (s * s)], self.values[(cell // s) % s], self.values[cell % s])
+
+    def fit(self, target: float, leave_out: int | None = None) -> Thresholds:
+        """The grid point with the most Injection@1 hits whose false injection rate is <= target on every group."""
+        use = [f for f in range(self.folds) if f != leave_out]
+        n_groups = len(self.groups)
+        hits = _summed([self.hits[f][0] for f in use])
+        negs = [_summed([self.negs[f][g] for f in use]) for g in range(n_groups)]
+        n_neg = [sum(self.n_neg[f][g] for f in use) for g in range(n_groups)]
+        allowed = [target * n + _EPS for n in n_neg]
+        best_key: tuple[float, ...] | None = None
+        best_cell = len(hits) - 1  # the strictest point injects nothing: always allowed
+        for cell in range(len(hits)):
+            rates = [negs[g][cell] / n_neg[g] if n_neg[g] else 0.0 for g in range(n_groups)]
+            if any(negs[g][cell] > allowed[g] for g in range(n_groups)):
+                continue
+            # most hits, then the lowest worst-group and overall FIR, then the strictest thresholds
+            key = (hits[cell], -max(rates), -rates[0], cell % self.size, (cell // self.size) % self.size, cell)
+            if best_key is None or key > best_key:
+                best_key, best_cell = key, cell
+        return self.thresholds(best_cell)
+
+
+def _summed(arrays: list[list[int]]) -> list[int]:
+    if len(arrays) == 1:
+        return arrays[0]
+    return [sum(values) for values in zip(*arrays, strict=True)]
+
+
+def operating_point(grid: _Grid, points: Sequence[CasePoint], target: float) -> OperatingPoint:
+    """Fit at `target` on all cases, and cross-validate: each fold measured at thresholds fitted on the others."""
+    fitted = grid.fit(target)
+    fold_fits = tuple(grid.fit(target, leave_out=f) for f in range(grid.folds)) if grid.folds > 1 else (fitted,)
+    held_out = [(p, fold_fits[p.fold] if grid.folds > 1 else fitted) for p in points]
+    cv = _pooled(held_out)
+    return OperatingPoint(target, fitted, measure(points, fitted), cv, fold_fits)
+
+
+def _pooled(pairs: Sequence[tuple[CasePoint, Thresholds]]) -> Measure:
+    """Measure cases each replayed at its own thresholds (its fold's fit)."""
+
+    def one(group: Sequence[tuple[CasePoint, Thresholds]]) -> Measure:
+        n_pos = inj1 = inj3 = n_neg = false = 0
+        for p, t in group:
+            n = p.injected(t)
+            if p.positive:
+                n_pos += 1
+                inj1 += n >= 1 and p.hits[0]
+                inj3 += any(p.hits[:n])
+            else:
+                n_neg += 1
+                false += n >= 1
+        return Measure(n_pos, n_neg, _share(inj1, n_pos), _share(inj3, n_pos), _share(false, n_neg))
+
+    slices: dict[str, list[tuple[CasePoint, Thresholds]]] = {}
+    for pair in pairs:
+        if pair[0].slice:
+            slices.setdefault(pair[0].slice, []).append(pair)
+    return dataclasses.replace(one(pairs), by_slice={name: one(group) for name, group in slices.items()})
+
+
+def calibrate(
+    points: Sequence[CasePoint],
+    current: RecallSettings,
+    *,
+    target_fir: float = 0.05,
+    folds: int = 5,
+    step: float = 0.05,
+    targets: Sequence[float] = DEFAULT_TARGETS,
+) -> Calibration:
+    """Fit at `target_fir` and at each of `targets` (the trade-off), all cross-validated over `folds` folds."""
+    if not points:
+        raise CairnError("no cases to calibrate on")
+    if not 0 <= target_fir <= 1:
+        raise CairnError(f"--target-fir must be between 0 and 1, not {target_fir:g}")
+    if folds < 1:
+        raise CairnError("--folds must be at least 1")
+    if not any(p.positive for p in points) or all(p.positive for p in points):
+        raise CairnError("calibration needs positive cases (expect: [ids]) and negative ones (expect: [])")
+    points = [p if p.fold < folds else dataclasses.replace(p, fold=p.fold % folds) for p in points]
+    grid = _Grid(points, step, folds)
+    now = Thresholds(current.min_score, current.min_coverage, current.min_margin)
+    curve = tuple(operating_point(grid, points, t) for t in sorted({*targets, target_fir}))
+    best = next(p for p in curve if p.target_fir == target_fir)
+    return Calibration(len(points), folds, step, now, measure(points, now), best, curve)
+
+
+# -- cairn.toml ---------------------------------------------------------------------------------------------------
+
+_HEADER = re.compile(r"^\s*\[\s*([^\]\[]+?)\s*\]\s*(?:#.*)?$")
+_ARRAY_HEADER = re.compile(r"^\s*\[\[")
+
+
+def write_thresholds(vault_root: Path, thresholds: Thresholds) -> Path:
+    """Set min_score, min_coverage and min_margin in cairn.toml's [recall] table, leaving every other line as it is.
+
+    Existing keys keep their line (and any comment after the value); missing keys are added after the table's last
+    key; a missing [recall] table is appended. The result is parsed before it is written (atomically), and must
+    hold exactly the new thresholds and every other setting unchanged.
+    """
+    path = vault_root / CONFIG_FILE
+    old_text = path.read_text("utf-8") if path.is_file() else ""
+    try:
+        before = parse_config(old_text)
+    except InvalidConfig as exc:
+        raise CairnError(f"{exc}; fix it before calibrate writes to it") from None
+    new_text = set_recall_keys(old_text, thresholds.to_dict())
+    after = parse_config(new_text)
+    recall = dataclasses.replace(
+        before.recall,
+        min_score=thresholds.min_score,
+        min_coverage=thresholds.min_coverage,
+        min_margin=thresholds.min_margin,
+    )
+    wanted = dataclasses.replace(before, recall=recall)
+    if after != wanted:
+        raise CairnError(f"{path}: could not edit the [recall] table safely; set {_inline(thresholds)} by hand")
+    write_atomic(path, new_text.encode("utf-8"), overwrite=True)
+    return path
+
+
+def set_recall_keys(text: str, values: dict[str, float]) -> str:
+    """The TOML text with `values` set in its [recall] table (see write_thresholds)."""
+    lines = text.splitlines(keepends=True)
+    newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
+    start = end = None
+    for n, line in enumerate(lines):
+        header = _HEADER.match(line) if not _ARRAY_HEADER.match(line) else None
+        if start is None and header and header.group(1).strip() == "recall":
+            start = n
+        elif start is not None and (header or _ARRAY_HEADER.match(line)):
+            end = n
+            break
+    rendered = {key: f"{key} = {_number(value)}" for key, value in values.items()}
+    if start is None:
+        tail = "" if not text or text.endswith(("\n", "\r")) else newline
+        block = newline.join(["[recall]", *rendered.values()]) + newline
+        return text + tail + (newline if text.strip() else "") + block
+    end = len(lines) if end is None else end
+    last_key = start
+    for n in range(start + 1, end):
+        match = re.match(r"^(\s*)([A-Za-z0-9_-]+)(\s*=\s*)([^#\r\n]*?)(\s*(?:#.*)?)(\r?\n)?$", lines[n])
+        if not match:
+            continue
+        last_key = n
+        key = match.group(2)
+        if key in values:
+            indent, eq, comment, eol = match.group(1), match.group(3), match.group(5), match.group(6) or ""
+            lines[n] = f"{indent}{key}{eq}{_number(values[key])}{comment}{eol}"
+            rendered.pop(key)
+    if rendered:
+        if not lines[last_key].endswith(("\n", "\r")):
+            lines[last_key] += newline
+        lines[last_key + 1 : last_key + 1] = [line + newline for line in rendered.values()]
+    return "".join(lines)
+
+
+def _number(value: float) -> str:
+    return repr(round(float(value), 6))
+
+
+def _inline(t: Thresholds) -> str:
+    return ", ".join(f"{k} = {_number(v)}" for k, v in t.to_dict().items())
+
+
+def _settings_of(index: IndexReader) -> RecallSettings:
+    from cairn.recall import settings_of
+
+    return settings_of(index)

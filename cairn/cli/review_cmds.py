@@ -1,0 +1,190 @@
+"""Commands for the people who keep a vault's judgement sound: review (a pull request's cards) and calibrate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cairn import indexer
+from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
+
+
+@click.command("calibrate")
+@click.option(
+    "--cases",
+    "cases_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Cases file: .jsonl or .yaml (id, query, expect, slice), positives and negatives.",
+)
+@click.option(
+    "--target-fir",
+    type=click.FloatRange(0, 1),
+    default=0.05,
+    show_default=True,
+    help="The highest false injection rate allowed, overall and on every slice.",
+)
+@click.option("--folds", type=click.IntRange(1, 50), default=5, show_default=True, help="Cross-validation folds.")
+@click.option(
+    "--step",
+    type=click.Choice(["0.1", "0.05", "0.025"]),
+    default="0.05",
+    show_default=True,
+    help="Grid step of each threshold.",
+)
+@click.option("--write", is_flag=True, help="Store the fitted thresholds in the vault's cairn.toml [recall].")
+@click.option("--worktree", is_flag=True, help="Calibrate on the working tree's cards instead of HEAD's.")
+@vault_option
+@json_option
+@errors_to_exit
+def calibrate_cmd(
+    cases_path: Path,
+    target_fir: float,
+    folds: int,
+    step: str,
+    write: bool,
+    worktree: bool,
+    vault_path: str | None,
+    as_json: bool,
+) -> None:
+    """Fit the gate thresholds for the best Injection@1 at a target false injection rate.
+
+    The rate must hold overall and on every slice. Cases are split into folds by a hash of their id; the
+    cross-validated figures are measured on folds the thresholds were not fitted on, so trust them over the
+    fitted ones. Prints the trade-off at several target rates. --write edits only min_score, min_coverage and
+    min_margin in cairn.toml (comments and other settings are kept); commit it for agents to use it.
+
+    \b
+    Example:
+      cairn calibrate --cases evals/cases.yaml
+      cairn calibrate --cases evals/cases.yaml --target-fir 0.02 --write
+    """
+    from cairn import calibrate
+    from cairn.evaluate import load_cases
+    from cairn.recall import settings_of
+
+    vault = open_vault(vault_path)
+    cases = load_cases(cases_path)
+    with indexer.open_index(vault, worktree=worktree) as index, progress_bar("calibrate") as progress:
+        settings = settings_of(index)
+        points = calibrate.gather(index, cases, settings=settings, folds=folds, progress=progress)
+    result = calibrate.calibrate(points, settings, target_fir=target_fir, folds=folds, step=float(step))
+    written = calibrate.write_thresholds(vault.root, result.best.thresholds) if write else None
+    if as_json:
+        data = result.to_dict()
+        data["written"] = str(written) if written else None
+        echo_json(data)
+        return
+    echo(render_calibration(result))
+    if written:
+        echo(f"\nWrote {_inline(result.best.thresholds)} to {written}; commit it for agents to use them.")
+    else:
+        echo("\nNothing written; --write stores the fitted thresholds in cairn.toml [recall].")
+
+
+def render_calibration(result: object) -> str:
+    from cairn.calibrate import Calibration, Measure
+
+    assert isinstance(result, Calibration)
+
+    def slices(m: Measure) -> str:
+        if not m.by_slice:
+            return ""
+        return " (" + ", ".join(f"{n} {s.false_injection_rate:.3f}" for n, s in sorted(m.by_slice.items())) + ")"
+
+    best = result.best
+    n_pos, n_neg = result.current_measure.n_pos, result.current_measure.n_neg
+    slice_names = sorted(result.current_measure.by_slice)
+    lines = [
+        f"{result.n_cases} cases ({n_pos} positive, {n_neg} negative"
+        + (f"; slices {', '.join(slice_names)}" if slice_names else "")
+        + f"), {result.folds} folds, grid step {result.step:g}.",
+        "Trade-off: thresholds fitted on all cases at each target; cv = measured on held-out folds.",
+        "",
+        f"{'target':>6}  {'score':>5}  {'cover':>5}  {'margin':>6}  {'Inj@1':>6}  {'FIR':>6}  {'worst':>6}"
+        f"  {'cv Inj@1':>8}  {'cv FIR':>6}  {'cv worst':>8}",
+    ]
+    for p in result.tradeoff:
+        t, f, cv = p.thresholds, p.fitted, p.cross_validated
+        mark = "  <- target" if p is best else ""
+        lines.append(
+            f"{p.target_fir:6.3f}  {t.min_score:5.3g}  {t.min_coverage:5.3g}  {t.min_margin:6.3g}  "
+            f"{f.injection_at_1:6.3f}  {f.false_injection_rate:6.3f}  {f.worst_fir:6.3f}  "
+            f"{cv.injection_at_1:8.3f}  {cv.false_injection_rate:6.3f}  {cv.worst_fir:8.3f}{mark}"
+        )
+    now, cm = result.current, result.current_measure
+    lines += [
+        "",
+        "worst = the highest false injection rate overall or on any slice.",
+        "",
+        f"Current ({_inline(now)}): Inj@1 {cm.injection_at_1:.3f}, Inj@3 {cm.injection_at_3:.3f}, "
+        f"FIR {cm.false_injection_rate:.3f}{slices(cm)}",
+        f"Fitted at FIR <= {best.target_fir:g}: {_inline(best.thresholds)}",
+        f"  on the cases fitted on: Inj@1 {best.fitted.injection_at_1:.3f}, Inj@3 {best.fitted.injection_at_3:.3f}, "
+        f"FIR {best.fitted.false_injection_rate:.3f}{slices(best.fitted)}",
+        f"  cross-validated:        Inj@1 {best.cross_validated.injection_at_1:.3f}, "
+        f"Inj@3 {best.cross_validated.injection_at_3:.3f}, "
+        f"FIR {best.cross_validated.false_injection_rate:.3f}{slices(best.cross_validated)}",
+    ]
+    if best.cross_validated.worst_fir > best.target_fir:
+        lines.append(
+            f"  Held-out FIR exceeds the target ({best.cross_validated.worst_fir:.3f}): the fit is optimistic on "
+            "these cases; a lower --target-fir or more negative cases makes it hold."
+        )
+    return "\n".join(lines)
+
+
+def _inline(t: object) -> str:
+    from cairn.calibrate import Thresholds
+
+    assert isinstance(t, Thresholds)
+    return f"min_score = {t.min_score:g}, min_coverage = {t.min_coverage:g}, min_margin = {t.min_margin:g}"
+
+
+@click.command("review")
+@click.argument("range_spec", metavar="BASE..HEAD")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "json"]),
+    default="markdown",
+    show_default=True,
+    help="Markdown reads as a pull-request comment; JSON is for tools.",
+)
+@click.option(
+    "--today",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    envvar="CAIRN_TODAY",
+    default=None,
+    help="Judge dates (expiry, staleness) as of this day, YYYY-MM-DD (default: today; also $CAIRN_TODAY).",
+)
+@vault_option
+@errors_to_exit
+def review_cmd(range_spec: str, fmt: str, today: object, vault_path: str | None) -> None:
+    """Review the cards a range adds, changes or removes: lint, near-duplicates and conflicts, provenance, and
+    routing impact (the vault's evals/ cases run at the base and at HEAD).
+
+    BASE..HEAD and BASE...HEAD both compare HEAD with the merge base of BASE and HEAD, as a pull request does;
+    everything is read from git, not from the working tree. Exit 1 on a lint error in a changed card (or in
+    cairn.toml), or when a negative eval case (expect: []) gets a card at HEAD that it did not get at the base.
+
+    \b
+    Example:
+      cairn review origin/main..HEAD
+      cairn review main..feature/new-lessons --format json
+    """
+    import datetime as dt
+
+    from cairn import review
+
+    vault = open_vault(vault_path)
+    day = today.date() if isinstance(today, dt.datetime) else None
+    with progress_bar("review") as progress:
+        result = review.review(vault, range_spec, today=day, progress=progress)
+    if fmt == "json":
+        echo_json(result.to_dict())
+    else:
+        echo(review.render_markdown(result).rstrip("\n"))
+    if result.failed:
+        raise SystemExit(1)
