@@ -6,7 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from cairn.errors import CardExists
+from cairn.errors import CardExists, RefusedWrite
 
 
 def write_atomic(target: Path, data: bytes, *, overwrite: bool = True, mode: int = 0o644) -> None:
@@ -36,3 +36,17 @@ def write_atomic(target: Path, data: bytes, *, overwrite: bool = True, mode: int
                 os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def ensure_inside(folder: Path, target: Path) -> None:
+    """Refuse a write whose target would land outside `folder` through a symlinked folder (existing or not yet).
+
+    The nearest folder of `target` that exists is resolved: a symlink anywhere on the way out of `folder`
+    (`cards/topic -> /elsewhere`, with `cards/topic/new/x.md` to write) shows there.
+    """
+    inside = Path(os.path.abspath(folder))
+    probe = Path(os.path.abspath(target)).parent
+    while not probe.exists() and not probe.is_symlink() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_relative_to(inside) or not probe.resolve().is_relative_to(inside.resolve()):
+        raise RefusedWrite(f"{target} would be written outside {folder} (a symlinked folder?); nothing was written")

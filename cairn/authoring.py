@@ -12,9 +12,9 @@ from pathlib import Path
 import yaml
 
 from cairn import gitrepo
-from cairn.atomic import write_atomic
+from cairn.atomic import ensure_inside, write_atomic
 from cairn.card import check_card_id, parse_card, slugify
-from cairn.errors import CairnError, CardExists, InvalidCard
+from cairn.errors import CairnError, CardExists, InvalidCard, RefusedWrite
 from cairn.vault import Vault
 
 
@@ -67,8 +67,10 @@ def add_card(vault: Vault, card: NewCard) -> Path:
     target = vault.root / rel
     if target.exists() or target.is_symlink():
         raise CardExists(f"{rel} already exists; choose another --id (the file was left untouched)")
-    if not target.parent.resolve().is_relative_to(vault.cards_dir.resolve()) and target.parent.exists():
-        raise CairnError(f"{rel} would be written outside the vault's cards/ folder")
+    try:
+        ensure_inside(vault.cards_dir, target)
+    except RefusedWrite:
+        raise RefusedWrite(f"{rel} would be written outside the vault's cards/ folder (a symlinked folder?)") from None
     write_atomic(target, text.encode("utf-8"), overwrite=False)
     return target
 

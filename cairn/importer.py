@@ -21,9 +21,9 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from cairn import safeyaml
-from cairn.atomic import write_atomic
+from cairn.atomic import ensure_inside, write_atomic
 from cairn.card import check_card_id, parse_card, slugify
-from cairn.errors import CairnError, CardExists, InvalidId
+from cairn.errors import CairnError, CardExists, InvalidId, RefusedWrite
 from cairn.vault import Vault
 
 SUMMARY_MAX_CHARS = 300
@@ -224,6 +224,11 @@ def _apply(vault: Vault, planned: list[Planned], dry_run: bool) -> Iterator[Outc
         seen.add(card_id)
         if target.exists() or target.is_symlink():
             yield Outcome(plan.source, card_id, rel, EXISTS, f"{rel} already exists; it was left untouched")
+            continue
+        try:
+            ensure_inside(vault.cards_dir, target)
+        except RefusedWrite:
+            yield Outcome(plan.source, card_id, rel, INVALID, f"{rel} would be outside cards/ (a symlinked folder?)")
             continue
         if dry_run:
             yield Outcome(plan.source, card_id, rel, WOULD_WRITE)
