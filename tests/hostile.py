@@ -45,8 +45,9 @@ def assert_clean_exit(done: subprocess.CompletedProcess[str], *codes: int) -> No
         assert done.stderr.strip(), "exit 1 says why on stderr"
 
 
-def run_bytes(args: list[str], data: bytes, cwd: Path, env: dict[str, str] | None = None,
-              timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+def run_bytes(
+    args: list[str], data: bytes, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[bytes]:
     """The installed cairn with exactly these bytes on stdin."""
     full = dict(os.environ)
     full.update(env or {})

@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from hostile import ESC, HOSTILE, assert_clean_exit, make_vault
-
 from conftest import VaultRepo, card_text
+from hostile import ESC, HOSTILE, assert_clean_exit, make_vault
 
 SECRET = "SECRET-OUTSIDE-THE-VAULT"
 
