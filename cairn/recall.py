@@ -15,30 +15,96 @@ Hot path: standard library and Cairn's hot-path modules only.
 
 from __future__ import annotations
 
-import datetime as dt
 import math
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+import time
+from bisect import bisect_left
+from heapq import nlargest
 
 from cairn import gates
-from cairn.config import RecallSettings, config_from_dict
-from cairn.store import IndexedCard, IndexReader
+from cairn.hotrecord import Record
 from cairn.tokens import INSTRUCTION_WORDS, is_cjk, tokenize
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # types only: the hook does not pay for these imports
+    import datetime as dt
+    from collections.abc import Collection, Sequence
+    from typing import Any
+
+    from cairn.config import RecallSettings
+    from cairn.store import IndexedCard, IndexReader, Postings
 
 INJECTED = "injected"
 REJECTED = "rejected"
 OVER_LIMIT = "over_limit"
 # How many scored cards recall looks at beyond what the gates need, so explain and logs show the neighbourhood.
 _MIN_EXAMINED = 20
+# Recall reads the ranking in chunks of this many cards (card rows are fetched a chunk at a time).
+_CHUNK = 64
+# Slack on every pruning comparison: scores summed in another order differ in the last bits, never by this much.
+_SLACK = 1e-9
+# The [recall] settings the ranking and gates read (see `hot_settings`).
+SETTING_NAMES = (
+    "max_cards",
+    "k1",
+    "b",
+    "weight_name",
+    "weight_summary",
+    "weight_body",
+    "instruction_weight",
+    "unknown_weight",
+    "min_score",
+    "min_coverage",
+    "min_margin",
+)
 
 
 def settings_of(index: IndexReader) -> RecallSettings:
     """The `[recall]` settings the index was built with (from cairn.toml at the indexed commit)."""
+    from cairn.config import config_from_dict
+
     return config_from_dict(index.config).recall
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
+class StoredSettings(Record):
+    """The `[recall]` settings as stored in an index, read without `cairn.config` (the hook's path): the same
+    attributes as `config.RecallSettings`, for recall and the gates."""
+
+    __slots__ = SETTING_NAMES
+    max_cards: int
+    k1: float
+    b: float
+    weight_name: float
+    weight_summary: float
+    weight_body: float
+    instruction_weight: float
+    unknown_weight: float
+    min_score: float
+    min_coverage: float
+    min_margin: float
+
+    def __init__(self, *values: Any) -> None:
+        self._init(*values)
+
+
+def hot_settings(config: dict[str, Any]) -> RecallSettings:
+    """The `[recall]` settings from an index's stored config (`IndexReader.config`), the same values
+    `settings_of` gives; when the stored section lacks a setting or has an odd type (an index from another
+    version), `settings_of`'s validating path decides."""
+    section = config.get("recall")
+    if isinstance(section, dict):
+        values = [section.get(name) for name in SETTING_NAMES]
+        if (
+            type(values[0]) is int
+            and all(type(v) is float for v in values[1:])
+            and set(section) == set(SETTING_NAMES)
+        ):
+            return StoredSettings(*values)  # type: ignore[return-value]
+    from cairn.config import config_from_dict
+
+    return config_from_dict(config).recall
+
+
+class Candidate(Record):
     """One scored card and what recall decided about it.
 
     score: raw BM25F score. norm_score, coverage, margin: the three gate values (0.0 for cards refused at
@@ -49,6 +115,7 @@ class Candidate:
     card the gates refused, that card's id (its reason is then `small_margin`: it does not stand clear of it).
     """
 
+    __slots__ = ("card", "score", "norm_score", "coverage", "margin", "decision", "reason", "matched", "blocked_by")
     card: IndexedCard
     score: float
     norm_score: float
@@ -56,35 +123,57 @@ class Candidate:
     margin: float
     decision: str
     reason: str | None
-    matched: tuple[str, ...] = ()
-    blocked_by: str | None = None
+    matched: tuple[str, ...]
+    blocked_by: str | None
+
+    def __init__(
+        self,
+        card: IndexedCard,
+        score: float,
+        norm_score: float,
+        coverage: float,
+        margin: float,
+        decision: str,
+        reason: str | None,
+        matched: tuple[str, ...] = (),
+        blocked_by: str | None = None,
+    ) -> None:
+        self._init(card, score, norm_score, coverage, margin, decision, reason, matched, blocked_by)
 
 
-@dataclass(frozen=True, slots=True)
-class Result:
+class Result(Record):
     """injected: the cards to give the agent, best first. candidates: every card examined, by score."""
 
+    __slots__ = ("injected", "candidates", "settings")
     injected: tuple[Candidate, ...]
     candidates: tuple[Candidate, ...]
     settings: RecallSettings
+
+    def __init__(
+        self, injected: tuple[Candidate, ...], candidates: tuple[Candidate, ...], settings: RecallSettings
+    ) -> None:
+        self._init(injected, candidates, settings)
 
     @property
     def abstained(self) -> bool:
         return not self.injected
 
 
-@dataclass(frozen=True, slots=True)
-class QueryWeights:
+class QueryWeights(Record):
     """The query's terms and their weights in this vault.
 
     idf: weight of each term the vault knows (IDF times the instruction discount). mass: their sum, the most a card
     could score. unknown: weight of the terms the vault never uses. total: mass + unknown, the coverage denominator.
     """
 
+    __slots__ = ("terms", "idf", "mass", "unknown")
     terms: tuple[str, ...]
     idf: dict[str, float]
     mass: float
     unknown: float
+
+    def __init__(self, terms: tuple[str, ...], idf: dict[str, float], mass: float, unknown: float) -> None:
+        self._init(terms, idf, mass, unknown)
 
     @property
     def total(self) -> float:
@@ -117,31 +206,46 @@ def recall(
 
     scope: the declared scope tags (empty = no scope filtering). already_injected: card ids this session got.
     examine_all: look at every scored card (for `cairn explain`), not just enough to decide.
+
+    Unless examine_all, only the best-scored cards are ranked exactly (`_top`): as many chunks of the ranking as
+    admission and the gates need, the same cards and scores a full ranking would give.
     """
     settings = settings or settings_of(index)
-    scores, matched, weights = _score(index, query_terms(query), settings)
-    ranked = _ranked(scores)
-    today_iso = (today or dt.date.today()).isoformat()
+    terms = query_terms(query)
+    today_iso = today.isoformat() if today is not None else time.strftime("%Y-%m-%d")  # local date, as date.today()
     wanted_scope = {s.strip().lower() for s in scope or () if s.strip()}
     lowered_query = query.lower()
     needed = settings.max_cards + 1  # the gates need the admissible cards up to one past the last slot
 
-    admitted: list[tuple[IndexedCard, float]] = []
-    refused: list[Candidate] = []
-    examined = 0
-    for start in range(0, len(ranked), 64):
-        if not examine_all and len(admitted) >= needed and examined >= _MIN_EXAMINED:
+    postings = index.postings(terms)
+    weights = _weights(index, terms, postings, settings)
+    depth = _CHUNK
+    while True:
+        if examine_all:
+            ranked, matched, complete = _rank_all(index, terms, postings, weights, settings)
+        else:
+            ranked, matched, complete = _top(index, terms, postings, weights, settings, depth)
+        admitted: list[tuple[IndexedCard, float]] = []
+        refused: list[Candidate] = []
+        examined = 0
+        enough = False
+        for start in range(0, len(ranked), _CHUNK):
+            if not examine_all and len(admitted) >= needed and examined >= _MIN_EXAMINED:
+                enough = True
+                break
+            chunk = ranked[start : start + _CHUNK]
+            cards = index.cards(row for row, _ in chunk)
+            for row, score in chunk:
+                examined += 1
+                card = cards[row]
+                reason = admission(card, today_iso, wanted_scope, lowered_query, already_injected)
+                if reason is None:
+                    admitted.append((card, score))
+                else:
+                    refused.append(_refused(card, score, matched.get(row, ()), reason))
+        if enough or complete or (len(admitted) >= needed and examined >= _MIN_EXAMINED):
             break
-        chunk = ranked[start : start + 64]
-        cards = index.cards(row for row, _ in chunk)
-        for row, score in chunk:
-            examined += 1
-            card = cards[row]
-            reason = admission(card, today_iso, wanted_scope, lowered_query, already_injected)
-            if reason is None:
-                admitted.append((card, score))
-            else:
-                refused.append(_refused(card, score, matched.get(row, ()), reason))
+        depth *= 4  # admission refused too many of the best cards: rank deeper
 
     decided = _gate(admitted, matched, weights, settings)
     injected = tuple(c for c in decided if c.decision == INJECTED)
@@ -220,14 +324,13 @@ def _ranked(scores: dict[int, float]) -> list[tuple[int, float]]:
 
 def query_weights(index: IndexReader, terms: Sequence[str], settings: RecallSettings) -> QueryWeights:
     """IDF weights of the query terms in this vault (see the module docstring)."""
-    return _score(index, terms, settings, score=False)[2]
+    return _weights(index, terms, index.postings(terms), settings)
 
 
-def _score(
-    index: IndexReader, terms: Sequence[str], settings: RecallSettings, score: bool = True
-) -> tuple[dict[int, float], dict[int, list[str]], QueryWeights]:
+def _weights(
+    index: IndexReader, terms: Sequence[str], postings: dict[str, Postings], settings: RecallSettings
+) -> QueryWeights:
     n = max(index.n_cards, 1)
-    postings = index.postings(terms)
     unknown_idf = math.log(1 + (n - 0.5) / 1.5)  # as rare as a term found in one card
     idf: dict[str, float] = {}
     unknown = 0.0
@@ -240,11 +343,28 @@ def _score(
                 unknown += discount * settings.unknown_weight * unknown_idf
         else:
             idf[term] = discount * math.log(1 + (n - found.df + 0.5) / (found.df + 0.5))
-    weights = QueryWeights(tuple(terms), idf, sum(idf.values()), unknown)
+    return QueryWeights(tuple(terms), idf, sum(idf.values()), unknown)
+
+
+def _score(
+    index: IndexReader, terms: Sequence[str], settings: RecallSettings
+) -> tuple[dict[int, float], dict[int, list[str]], QueryWeights]:
+    postings = index.postings(terms)
+    weights = _weights(index, terms, postings, settings)
+    scores, matched = _score_all(index, terms, postings, weights, settings)
+    return scores, matched, weights
+
+
+def _score_all(
+    index: IndexReader,
+    terms: Sequence[str],
+    postings: dict[str, Postings],
+    weights: QueryWeights,
+    settings: RecallSettings,
+) -> tuple[dict[int, float], dict[int, list[str]]]:
+    """Every card sharing a term with the query: its BM25F score and the terms it matched (query order)."""
     scores: dict[int, float] = {}
     matched: dict[int, list[str]] = {}
-    if not score:
-        return scores, matched, weights
     avg_name, avg_summary, avg_body = (max(a, 1.0) for a in index.avg_lengths)
     k1, b = settings.k1, settings.b
     w_name, w_summary, w_body = settings.weight_name, settings.weight_summary, settings.weight_body
@@ -252,7 +372,7 @@ def _score(
         found = postings.get(term)
         if found is None:
             continue
-        weight = idf[term]
+        weight = weights.idf[term]
         for row, tf_n, tf_s, tf_b, len_n, len_s, len_b in found:
             tf = (
                 w_name * tf_n / (1 - b + b * len_n / avg_name)
@@ -263,4 +383,133 @@ def _score(
                 continue
             scores[row] = scores.get(row, 0.0) + weight * tf / (k1 + tf)
             matched.setdefault(row, []).append(term)
-    return scores, matched, weights
+    return scores, matched
+
+
+def _rank_all(
+    index: IndexReader,
+    terms: Sequence[str],
+    postings: dict[str, Postings],
+    weights: QueryWeights,
+    settings: RecallSettings,
+) -> tuple[list[tuple[int, float]], dict[int, list[str]], bool]:
+    scores, matched = _score_all(index, terms, postings, weights, settings)
+    return _ranked(scores), matched, True
+
+
+def _top(
+    index: IndexReader,
+    terms: Sequence[str],
+    postings: dict[str, Postings],
+    weights: QueryWeights,
+    settings: RecallSettings,
+    depth: int,
+) -> tuple[list[tuple[int, float]], dict[int, list[str]], bool]:
+    """The `depth` best cards, best first (ties by row), with exactly the scores and matched terms `_score_all`
+    gives them, and whether that is every scored card; the cost follows the query's rare terms, not the vault.
+
+    MaxScore over term-at-a-time scoring. Each term's bound (its postings' best frontier pair, see `cairn.store`)
+    caps what it can add to any card. Terms are read whole in order of bound, highest first (the rare ones), while a
+    card matching none of them so far could still reach the current depth-th best partial score; the terms left
+    over are only looked up (bisection) for the cards that can still make the cut. Partial scores only grow (every
+    term adds >= 0), so a card whose partial score plus the bounds still unread falls below the depth-th best
+    partial score is out. The cards left are then scored exactly, terms in query order as `_score_all` adds them.
+    """
+    k1, b = settings.k1, settings.b
+    field_weights = (settings.weight_name, settings.weight_summary, settings.weight_body)
+    idf = weights.idf
+    present = [t for t in terms if t in postings]
+    if not (k1 > 0 and 0 <= b <= 1 and min(field_weights) >= 0 and all(idf[t] >= 0 for t in present)):
+        return _rank_all(index, terms, postings, weights, settings)  # the bounds assume these
+    avg = tuple(max(a, 1.0) for a in index.avg_lengths)
+    avg_name, avg_summary, avg_body = avg
+    w_name, w_summary, w_body = field_weights
+    bound: dict[str, float] = {}
+    for term in present:
+        m_name, m_summary, m_body = postings[term].field_maxima(field_weights, b, avg)  # type: ignore[arg-type]
+        top_tf = m_name + m_summary + m_body
+        bound[term] = idf[term] * top_tf / (k1 + top_tf) if top_tf > 0 else 0.0
+    order = sorted(present, key=lambda t: -bound[t])
+    left = [0.0] * (len(order) + 1)  # left[i]: the most terms order[i:] can add to a card
+    for i in range(len(order) - 1, -1, -1):
+        left[i] = left[i + 1] + bound[order[i]]
+
+    partial: dict[int, float] = {}
+    i = 0
+    while i < len(order):
+        if len(partial) >= depth and left[i] * (1 + _SLACK) < _kth(partial, depth):
+            break  # no card unseen so far can reach the top `depth`
+        term = order[i]
+        found = postings[term]
+        weight = idf[term]
+        st = found.stats
+        j = 0
+        for row in found.rows:
+            tf = (
+                w_name * st[j] / (1 - b + b * st[j + 3] / avg_name)
+                + w_summary * st[j + 1] / (1 - b + b * st[j + 4] / avg_summary)
+                + w_body * st[j + 2] / (1 - b + b * st[j + 5] / avg_body)
+            )
+            j += 6
+            if tf > 0:
+                partial[row] = partial.get(row, 0.0) + weight * tf / (k1 + tf)
+        i += 1
+    complete = i == len(order) and len(partial) <= depth
+
+    alive = list(partial)
+    while i < len(order):  # the remaining terms: looked up for the cards still in the running
+        cut = _kth(partial, depth) / (1 + _SLACK)
+        alive = [row for row in alive if partial[row] + left[i] >= cut]
+        term = order[i]
+        found = postings[term]
+        weight = idf[term]
+        rows, st, n = found.rows, found.stats, len(found.rows)
+        for row in alive:
+            at = bisect_left(rows, row)
+            if at < n and rows[at] == row:
+                j = 6 * at
+                tf = (
+                    w_name * st[j] / (1 - b + b * st[j + 3] / avg_name)
+                    + w_summary * st[j + 1] / (1 - b + b * st[j + 4] / avg_summary)
+                    + w_body * st[j + 2] / (1 - b + b * st[j + 5] / avg_body)
+                )
+                if tf > 0:
+                    partial[row] += weight * tf / (k1 + tf)
+        i += 1
+
+    # Every card outside `alive` is below the depth-th best; inside, scores are whole but summed in another order:
+    # rescore exactly the cards near or above the cut, in query order, so scores and ties are `_score_all`'s.
+    cut = _kth({row: partial[row] for row in alive}, depth) / (1 + _SLACK) if len(alive) > depth else 0.0
+    finalists = [row for row in alive if partial[row] >= cut]
+    scores: dict[int, float] = {}
+    matched: dict[int, list[str]] = {}
+    for row in finalists:
+        score = 0.0
+        terms_hit: list[str] = []
+        for term in present:
+            found = postings[term]
+            rows = found.rows
+            at = bisect_left(rows, row)
+            if at < len(rows) and rows[at] == row:
+                st = found.stats
+                j = 6 * at
+                tf = (
+                    w_name * st[j] / (1 - b + b * st[j + 3] / avg_name)
+                    + w_summary * st[j + 1] / (1 - b + b * st[j + 4] / avg_summary)
+                    + w_body * st[j + 2] / (1 - b + b * st[j + 5] / avg_body)
+                )
+                if tf <= 0:
+                    continue
+                score = score + idf[term] * tf / (k1 + tf)
+                terms_hit.append(term)
+        if terms_hit:
+            scores[row] = score
+            matched[row] = terms_hit
+    return _ranked(scores)[:depth], matched, complete
+
+
+def _kth(scores: dict[int, float], k: int) -> float:
+    """The k-th highest value (0.0 when there are fewer)."""
+    if len(scores) < k:
+        return 0.0
+    return nlargest(k, scores.values())[-1]

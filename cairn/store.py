@@ -2,27 +2,37 @@
 
 Readers open it read-only and immutable; writers build a new file beside it and `os.replace` it, under a lock,
 so a reader always sees one whole index and two writers leave one valid file.
+
+Each term row holds its postings (card rows in row order, then per row the term's frequency in name, summary and
+body and the card's token lengths of the three) and a score bound: per field, the Pareto frontier of (frequency,
+length) pairs over its postings (the highest frequencies at the shortest lengths). With any BM25F parameters
+(k1 > 0, 0 <= b <= 1, non-negative field weights) no posting of the term scores above the best frontier pair, so
+recall can tell, without reading a term's postings one by one, that it cannot lift a card into the top few.
+
+Hot path: reading imports the standard library only (no `dataclasses`: `CardTerms`, which only writers use, lives
+in `cairn.cardterms` and is re-exported here on first use).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sqlite3
 from array import array
-from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from cairn.errors import IndexCorrupt, IndexMissing
+from cairn.hotrecord import Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hook reads through this module: it imports no more than reading needs
+    import contextlib
+    from collections.abc import Iterable, Iterator, Sequence
     from typing import Any
 
-FORMAT_VERSION = "3"
+    from cairn.cardterms import CardTerms
+
+FORMAT_VERSION = "4"
 FIELDS = ("name", "summary", "body")
 _U16 = 0xFFFF
 
@@ -47,21 +57,36 @@ CREATE TABLE cards (
     record TEXT NOT NULL,
     provenance TEXT
 );
-CREATE TABLE terms (term TEXT PRIMARY KEY, df INTEGER NOT NULL, postings BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE terms (
+    term TEXT PRIMARY KEY, df INTEGER NOT NULL, postings BLOB NOT NULL, bound BLOB NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE problems (path TEXT NOT NULL, line INTEGER NOT NULL, rule TEXT NOT NULL, message TEXT NOT NULL);
 -- Every recall looks up the superseding cards: without this index that is a scan of the whole cards table.
 CREATE INDEX cards_superseding ON cards(supersedes) WHERE supersedes != '[]';
 """
 
 
-@dataclass(frozen=True, slots=True)
-class IndexedCard:
+class IndexedCard(Record):
     """What the hot path knows of a card, without reading the card file or parsing YAML.
 
     lengths: token counts of (name with aliases, summary, body).
     superseded_by: ids of active cards whose `supersedes` names this one.
     """
 
+    __slots__ = (
+        "row",
+        "id",
+        "path",
+        "name",
+        "summary",
+        "status",
+        "expires_on",
+        "scope",
+        "not_when",
+        "supersedes",
+        "lengths",
+        "superseded_by",
+    )
     row: int
     id: str
     path: str
@@ -73,17 +98,44 @@ class IndexedCard:
     not_when: tuple[str, ...]
     supersedes: tuple[str, ...]
     lengths: tuple[int, int, int]
-    superseded_by: tuple[str, ...] = ()
+    superseded_by: tuple[str, ...]
+
+    def __init__(
+        self,
+        row: int,
+        id: str,
+        path: str,
+        name: str,
+        summary: str,
+        status: str,
+        expires_on: str | None,
+        scope: tuple[str, ...],
+        not_when: tuple[str, ...],
+        supersedes: tuple[str, ...],
+        lengths: tuple[int, int, int],
+        superseded_by: tuple[str, ...] = (),
+    ) -> None:
+        self._init(
+            row, id, path, name, summary, status, expires_on, scope, not_when, supersedes, lengths, superseded_by
+        )
 
 
-@dataclass(frozen=True, slots=True)
-class Postings:
-    """One term's postings: card rows, and per row six counts: the term's frequency in name, summary and body,
-    then the card's token lengths of name, summary and body (so scoring never looks a card up)."""
+class Postings(Record):
+    """One term's postings: card rows (ascending), and per row six counts: the term's frequency in name, summary
+    and body, then the card's token lengths of name, summary and body (so scoring never looks a card up).
 
+    bound: per field (name, summary, body) a count n then n (frequency, length) pairs, the field's Pareto frontier
+    (see the module docstring); `max_tf_ratios` turns it into each field's highest length-normalised frequency.
+    """
+
+    __slots__ = ("df", "rows", "stats", "bound")
     df: int
     rows: array[int]
     stats: array[int]
+    bound: array[int]
+
+    def __init__(self, df: int, rows: array[int], stats: array[int], bound: array[int]) -> None:
+        self._init(df, rows, stats, bound)
 
     def __iter__(self) -> Iterator[tuple[int, int, int, int, int, int, int]]:
         st = self.stats
@@ -91,24 +143,34 @@ class Postings:
             j = 6 * i
             yield row, st[j], st[j + 1], st[j + 2], st[j + 3], st[j + 4], st[j + 5]
 
+    def field_maxima(
+        self, weights: tuple[float, float, float], b: float, avg: tuple[float, float, float]
+    ) -> tuple[float, float, float]:
+        """Per field, the highest `weight * tf / (1 - b + b * len / avg)` any posting of this term reaches; valid
+        for 0 <= b <= 1 and non-negative weights, computed as recall computes each posting's value."""
+        bound = self.bound
+        out = [0.0, 0.0, 0.0]
+        i = 0
+        for field in range(3):
+            n = bound[i]
+            i += 1
+            best = 0.0
+            w, avg_f = weights[field], avg[field]
+            for _ in range(n):
+                value = w * bound[i] / (1 - b + b * bound[i + 1] / avg_f)
+                if value > best:
+                    best = value
+                i += 2
+            out[field] = best
+        return out[0], out[1], out[2]
 
-@dataclass(frozen=True, slots=True)
-class CardTerms:
-    """A card ready to index: its hot-path fields, its full record (JSON-ready) and its tokens per field."""
 
-    id: str
-    path: str
-    blob: str
-    name: str
-    summary: str
-    status: str
-    expires_on: str | None
-    scope: tuple[str, ...]
-    not_when: tuple[str, ...]
-    supersedes: tuple[str, ...]
-    record: dict[str, Any]
-    tokens: tuple[Sequence[str], Sequence[str], Sequence[str]]
-    provenance: dict[str, Any] | None = None
+def __getattr__(name: str) -> Any:
+    if name == "CardTerms":  # writers only; see the module docstring
+        from cairn.cardterms import CardTerms
+
+        return CardTerms
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class IndexReader:
@@ -151,6 +213,7 @@ class IndexReader:
 
     @property
     def config(self) -> dict[str, Any]:
+        """The indexed commit's cairn.toml as `Config.to_dict()` (a fresh copy on every call)."""
         return json.loads(self.meta["config"])  # type: ignore[no-any-return]
 
     def postings(self, terms: Iterable[str]) -> dict[str, Postings]:
@@ -158,8 +221,9 @@ class IndexReader:
         found: dict[str, Postings] = {}
         for chunk in _chunks(wanted, 500):
             marks = ",".join("?" * len(chunk))
-            for term, df, blob in self._query(f"SELECT term, df, postings FROM terms WHERE term IN ({marks})", chunk):
-                found[term] = _unpack(df, blob)
+            sql = f"SELECT term, df, postings, bound FROM terms WHERE term IN ({marks})"
+            for term, df, blob, bound in self._query(sql, chunk):
+                found[term] = _unpack(df, blob, bound)
         return found
 
     def cards(self, rows: Iterable[int]) -> dict[int, IndexedCard]:
@@ -230,38 +294,62 @@ _CARD_COLUMNS = (
 
 
 def _indexed_card(values: Sequence[Any]) -> IndexedCard:
-    row, card_id, path, name, summary, status, expires_on, scope, not_when, supersedes, *lengths = values
+    row, card_id, path, name, summary, status, expires_on, scope, not_when, supersedes, len_n, len_s, len_b = values
     return IndexedCard(
-        row=row,
-        id=card_id,
-        path=path,
-        name=name,
-        summary=summary,
-        status=status,
-        expires_on=expires_on,
-        scope=tuple(json.loads(scope)),
-        not_when=tuple(json.loads(not_when)),
-        supersedes=tuple(json.loads(supersedes)),
-        lengths=(lengths[0], lengths[1], lengths[2]),
+        row,
+        card_id,
+        path,
+        name,
+        summary,
+        status,
+        expires_on,
+        _strings(scope),
+        _strings(not_when),
+        _strings(supersedes),
+        (len_n, len_s, len_b),
     )
 
 
+def _strings(text: str) -> tuple[str, ...]:
+    return () if text == "[]" else tuple(json.loads(text))  # most cards have no scope, not_when or supersedes
+
+
 def _replace_superseded(card: IndexedCard, by: tuple[str, ...]) -> IndexedCard:
-    values = {name: getattr(card, name) for name in card.__dataclass_fields__}
-    values["superseded_by"] = by
-    return IndexedCard(**values)
+    return card.replace(superseded_by=by)
 
 
-def _unpack(df: int, blob: bytes) -> Postings:
+def _unpack(df: int, blob: bytes, bound_blob: bytes = b"") -> Postings:
     rows = array("I")
     rows.frombytes(blob[: 4 * df])
     stats = array("H")
     stats.frombytes(blob[4 * df :])
-    return Postings(df=df, rows=rows, stats=stats)
+    bound = array("H")
+    bound.frombytes(bound_blob)
+    return Postings(df, rows, stats, bound)
 
 
 def _pack(rows: Sequence[int], stats: Sequence[int]) -> bytes:
     return array("I", rows).tobytes() + array("H", stats).tobytes()
+
+
+def _frontier(stats: Sequence[int]) -> bytes:
+    """The bound column: per field, the (frequency, length) pairs no other posting beats on both (see the module
+    docstring), as a count and then the pairs, highest frequency first."""
+    out: list[int] = []
+    for field in range(3):
+        pairs = sorted(
+            {(stats[j + field], stats[j + 3 + field]) for j in range(0, len(stats), 6) if stats[j + field]},
+            key=lambda pair: (-pair[0], pair[1]),
+        )
+        kept: list[int] = []
+        shortest = None
+        for tf, length in pairs:
+            if shortest is None or length < shortest:
+                kept += (tf, length)
+                shortest = length
+        out.append(len(kept) // 2)
+        out += kept
+    return array("H", out).tobytes()
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -281,9 +369,14 @@ def entries_checksum(entries: Iterable[tuple[str, str, str]]) -> str:
 # -- writing ------------------------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def writer_lock(index_file: Path) -> Iterator[None]:
+def writer_lock(index_file: Path) -> contextlib.AbstractContextManager[None]:
     """Serialise writers of one index (readers never wait: they read whole files)."""
+    from contextlib import contextmanager
+
+    return contextmanager(_writer_lock)(index_file)
+
+
+def _writer_lock(index_file: Path) -> Iterator[None]:
     index_file.parent.mkdir(parents=True, exist_ok=True)
     lock_path = index_file.with_name(index_file.name + ".lock")
     with open(lock_path, "a+b") as handle:
@@ -349,6 +442,8 @@ def _apply(db: sqlite3.Connection, upserts: Sequence[CardTerms], removed: set[st
                 stale.setdefault(term, set()).add(row)
         db.execute(f"DELETE FROM cards WHERE id IN ({marks})", chunk)
 
+    from collections import Counter
+
     fresh: dict[str, list[tuple[int, ...]]] = {}
     for card in upserts:
         counts = [Counter(tokens) for tokens in card.tokens]
@@ -382,19 +477,19 @@ def _apply(db: sqlite3.Connection, upserts: Sequence[CardTerms], removed: set[st
 
     for term in sorted(set(stale) | set(fresh)):
         got = db.execute("SELECT df, postings FROM terms WHERE term = ?", (term,)).fetchone()
-        rows: list[int] = []
-        stats: list[int] = []
+        entries: list[tuple[int, ...]] = []
         if got is not None:
             drop = stale.get(term, set())
-            for row, *old_stats in _unpack(got[0], got[1]):
-                if row not in drop:
-                    rows.append(row)
-                    stats.extend(old_stats)
-        for row, *new_stats in fresh.get(term, ()):
-            rows.append(row)
-            stats.extend(new_stats)
+            entries = [entry for entry in _unpack(got[0], got[1]) if entry[0] not in drop]
+        entries += fresh.get(term, ())
+        entries.sort()  # rows ascending: recall looks a card up in a term's postings by bisection
+        rows = [entry[0] for entry in entries]
+        stats = [value for entry in entries for value in entry[1:]]
         if rows:
-            db.execute("INSERT OR REPLACE INTO terms VALUES (?, ?, ?)", (term, len(rows), _pack(rows, stats)))
+            db.execute(
+                "INSERT OR REPLACE INTO terms VALUES (?, ?, ?, ?)",
+                (term, len(rows), _pack(rows, stats), _frontier(stats)),
+            )
         else:
             db.execute("DELETE FROM terms WHERE term = ?", (term,))
 
