@@ -1,0 +1,72 @@
+"""Card text printed to terminals: escape sequences and control characters are neutralised; JSON stays exact."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import VaultRepo
+from hostile import ESC, HOSTILE, assert_clean_exit
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cairn.card import parse_card
+from cairn.terminal import clean, clean_line
+
+CARD_ID = "git/escape-card"
+
+
+def _escape_vault(repo: VaultRepo) -> dict[str, object]:
+    repo.write_raw(f"cards/{CARD_ID}.md", (HOSTILE / "escape-card.md").read_bytes())
+    repo.write_raw("cards/git/escape-twin.md", (HOSTILE / "escape-card.md").read_bytes())  # name-unique finding
+    repo.commit("A card full of escapes")
+    card, findings = parse_card(f"cards/{CARD_ID}.md", (HOSTILE / "escape-card.md").read_bytes())
+    assert card is not None, findings
+    return card.to_dict()
+
+
+def test_human_output_is_neutralised(vault_repo: VaultRepo, tmp_path: object) -> None:
+    record = _escape_vault(vault_repo)
+    assert ESC in str(record["name"]) and "\x9b" in str(record["summary"])  # the fixture really is hostile
+    query = "force push rebase summary"
+    runs = [
+        ("index",),
+        ("show", CARD_ID),
+        ("show", "--worktree", CARD_ID),
+        ("recall", query),
+        ("explain", query),
+        ("lint",),
+        ("audit",),
+        ("import", str(HOSTILE / "escape-card.md"), "--dry-run"),
+        ("sanitize", "--out", str(vault_repo.root.parent / "shared")),
+    ]
+    for args in runs:
+        done = vault_repo.cairn(*args)
+        assert_clean_exit(done)
+        for stream in (done.stdout, done.stderr):
+            assert not any(ch in stream for ch in "\x1b\x07\x9b\u202e"), (args, stream)
+    shown = vault_repo.cairn("show", CARD_ID).stdout
+    assert "Rebase red lesson" in shown and "link" in shown
+
+
+def test_json_output_is_exact(vault_repo: VaultRepo) -> None:
+    record = _escape_vault(vault_repo)
+    shown = json.loads(vault_repo.cairn("show", CARD_ID, "--json").stdout)
+    assert shown["name"] == record["name"] and shown["summary"] == record["summary"]
+    assert shown["body"] == record["body"]
+    recalled = json.loads(vault_repo.cairn("recall", "force push rebase summary", "--json").stdout)
+    assert [c["name"] for c in recalled["cards"]][:1] in ([record["name"]], [])
+
+
+@given(st.text(max_size=300))
+@settings(max_examples=200, deadline=None)
+def test_clean_leaves_nothing_a_terminal_acts_on(text: str) -> None:
+    out = clean(text)
+    assert ESC not in out and "\x07" not in out and "\x9b" not in out and "\r" not in out
+    assert not any(0xD800 <= ord(ch) <= 0xDFFF for ch in out)
+    out.encode("utf-8")  # always printable to a UTF-8 terminal
+    assert "\n" not in clean_line(text)
+
+
+def test_clean_keeps_ordinary_text() -> None:
+    text = "Pull --rebase: compare with `git reflog` — café, 日本語, tabs\tand\nnewlines"
+    assert clean(text) == text
