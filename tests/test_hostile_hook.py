@@ -1,0 +1,107 @@
+"""Hostile payloads to the installed `cairn hook`: exit 0, nothing or one JSON object on stdout, state stays inside."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from conftest import VaultRepo
+from hostile import FITTING, HOSTILE, make_vault, run_bytes, state_dir
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+SESSION_FILE = re.compile(r"[0-9a-f]{32}\.json")
+
+
+def _hook(repo: VaultRepo, data: bytes, fmt: str = "claude-code") -> tuple[int, bytes, bytes]:
+    done = run_bytes(["hook", "--format", fmt], data, repo.root, timeout=60)  # a hang guard, not a budget
+    return done.returncode, done.stdout, done.stderr
+
+
+def _assert_hook_output(code: int, out: bytes, err: bytes) -> dict[str, object] | None:
+    assert code == 0, err
+    assert b"Traceback" not in err
+    if not out.strip():
+        return None
+    parsed = json.loads(out)
+    assert isinstance(parsed, dict)
+    return parsed
+
+
+def _log() -> list[dict[str, object]]:
+    return [json.loads(line) for line in (state_dir() / "hook.jsonl").read_text("utf-8").splitlines()]
+
+
+@given(data=st.binary(max_size=2048))
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_random_bytes(vault_repo: VaultRepo, data: bytes) -> None:
+    if not (vault_repo.root / ".git" / "HEAD").exists() or not vault_repo.git("log", "--oneline", check=False):
+        make_vault(vault_repo)
+    _assert_hook_output(*_hook(vault_repo, data))
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in HOSTILE.glob("hook-*.json")))
+@pytest.mark.parametrize("fmt", ("claude-code", "codex", "gemini", "json"))
+def test_hostile_payload_files(vault_repo: VaultRepo, name: str, fmt: str) -> None:
+    make_vault(vault_repo)
+    _assert_hook_output(*_hook(vault_repo, (HOSTILE / name).read_bytes(), fmt))
+    entry = _log()[-1]
+    assert "prompt" not in entry
+    assert entry["prompt_len"] is None or isinstance(entry["prompt_len"], int)
+
+
+def test_five_megabyte_prompt(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    prompt = (FITTING + " ") * (5 * 1024 * 1024 // (len(FITTING) + 1))
+    payload = json.dumps({"session_id": "big", "cwd": str(vault_repo.root), "prompt": prompt}).encode()
+    assert len(payload) > 5_000_000
+    _assert_hook_output(*_hook(vault_repo, payload))
+    code, _, err = _hook(vault_repo, prompt.encode(), fmt="text")
+    assert code == 0 and b"Traceback" not in err
+    log = (state_dir() / "hook.jsonl").read_text("utf-8")
+    assert FITTING not in log and len(log) < 20_000
+
+
+HOSTILE_SESSIONS = ["../../x", "/etc/passwd", "a\u0000b", "x" * 10_000, "..", "sessions/../../escape", "\ud800"]
+
+
+def test_session_ids_never_become_paths(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    make_vault(vault_repo)
+    before = {p for p in tmp_path.rglob("*") if state_dir() not in p.parents}
+    for session in HOSTILE_SESSIONS:
+        payload = json.dumps({"session_id": session, "cwd": str(vault_repo.root), "prompt": FITTING}).encode()
+        first = _assert_hook_output(*_hook(vault_repo, payload))
+        again = _assert_hook_output(*_hook(vault_repo, payload))
+        assert first is not None, session  # the card fits
+        assert again is None, session  # ... and the same session never gets it twice
+    names = sorted(p.name for p in (state_dir() / "sessions").iterdir() if p.suffix == ".json")
+    assert len(names) == len(HOSTILE_SESSIONS) and all(SESSION_FILE.fullmatch(n) for n in names)
+    after = {p for p in tmp_path.rglob("*") if state_dir() not in p.parents}
+    assert {p for p in after - before if ".git" not in p.parts} == set()
+    assert not Path("/x.json").exists() and not (vault_repo.root.parent / "x").exists()
+    for line in _log():
+        assert line["session"] is None or re.fullmatch(r"[0-9a-f]{32}", str(line["session"]))
+
+
+def test_card_escapes_never_reach_the_agent(vault_repo: VaultRepo) -> None:
+    vault_repo.write_raw("cards/git/escape-card.md", (HOSTILE / "escape-card.md").read_bytes())
+    vault_repo.commit()
+    assert vault_repo.cairn("index").returncode == 0
+    payload = json.dumps({"session_id": "s", "prompt": "force push rebase summary lesson"}).encode()
+    out = _assert_hook_output(*_hook(vault_repo, payload))
+    assert out is not None
+    context = json.dumps(out, ensure_ascii=False)
+    text = run_bytes(["hook", "--format", "text"], b"force push rebase summary lesson", vault_repo.root).stdout
+    assert not any(ch in context + text.decode("utf-8", "replace") for ch in "\x1b\x07\x9b")
+
+
+def test_hook_with_a_state_dir_env_that_is_hostile(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    make_vault(vault_repo)
+    payload = json.dumps({"session_id": "s", "prompt": FITTING}).encode()
+    for state in ("", "relative/state", "/dev/null", "/dev/full"):
+        done = run_bytes(["hook", "--format", "claude-code"], payload, vault_repo.root, env={"CAIRN_STATE_DIR": state})
+        _assert_hook_output(done.returncode, done.stdout, done.stderr)
+    assert os.path.exists("/dev/null") and Path("/dev/null").is_char_device()
