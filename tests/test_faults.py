@@ -1,0 +1,183 @@
+"""Faults: truncated cache and state files, a full disk, a read-only state dir, odd git states; clean degradation."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import VaultRepo
+from hostile import FITTING, assert_clean_exit, cache_dir, make_vault, run_bytes, state_dir
+
+CARD = "git/force-push-rebase"
+
+
+def _index_file() -> Path:
+    files = list(cache_dir().rglob("index.sqlite"))
+    assert len(files) == 1
+    return files[0]
+
+
+def _hook(repo: VaultRepo, env: dict[str, str] | None = None, session: str = "s") -> subprocess.CompletedProcess[bytes]:
+    payload = json.dumps({"session_id": session, "cwd": str(repo.root), "prompt": FITTING}).encode()
+    return run_bytes(["hook", "--format", "claude-code"], payload, repo.root, env=env, timeout=60)
+
+
+@pytest.mark.parametrize("fraction", (0.0, 0.01, 0.15, 0.5, 0.9))
+def test_truncated_index(vault_repo: VaultRepo, fraction: float) -> None:
+    make_vault(vault_repo)
+    index = _index_file()
+    data = index.read_bytes()
+    index.write_bytes(data[: int(len(data) * fraction)])
+    audit = vault_repo.cairn("audit")
+    assert_clean_exit(audit, 0, 1)  # SQLite may not need the last pages: then the checks (and checksum) still hold
+    if audit.returncode or fraction < 0.5:
+        assert audit.returncode == 1 and "run `cairn index`" in audit.stdout
+        hooked = _hook(vault_repo)
+        assert (hooked.returncode, hooked.stdout) == (0, b"")
+    shown = vault_repo.cairn("show", CARD)  # readers rebuild a damaged index
+    assert_clean_exit(shown, 0)
+    assert vault_repo.cairn("audit").returncode == 0
+
+
+def test_truncated_session_file_reads_as_a_new_session(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    assert _hook(vault_repo).stdout  # injected once
+    (session_file,) = (state_dir() / "sessions").glob("*.json")
+    session_file.write_bytes(session_file.read_bytes()[:17])
+    again = _hook(vault_repo)
+    assert again.returncode == 0 and b"Traceback" not in again.stderr
+    json.loads(session_file.read_text("utf-8"))  # rewritten whole
+    log = state_dir() / "hook.jsonl"
+    log.write_bytes(log.read_bytes()[:-25])  # a log line cut mid-write
+    audit = vault_repo.cairn("audit")
+    assert_clean_exit(audit, 0, 1)
+    assert _hook(vault_repo).returncode == 0
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 64 KiB tmpfs that is nearly full (needs root and mount); skipped elsewhere."""
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        (mount / "filler").write_bytes(b"\0" * 56 * 1024)
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_full_disk_for_the_cache(vault_repo: VaultRepo, tiny_disk: Path) -> None:
+    """Bug fixed: `cairn index`, `show` and `recall` were sqlite3.OperationalError tracebacks on a full disk."""
+    make_vault(vault_repo)
+    env = {"CAIRN_CACHE_DIR": str(tiny_disk / "cache")}
+    for args in (("index",), ("show", CARD), ("recall", FITTING)):
+        done = vault_repo.cairn(*args, env=env)
+        assert_clean_exit(done, 1)
+        assert "disk has space" in done.stderr and "CAIRN_CACHE_DIR" in done.stderr
+    assert not [p for p in (tiny_disk / "cache").rglob("*.tmp")]  # no half-written temp file left behind
+    assert (_hook(vault_repo, env=env).returncode, _hook(vault_repo, env=env).stdout) == (0, b"")
+
+
+def test_full_disk_for_the_state(vault_repo: VaultRepo, tiny_disk: Path) -> None:
+    make_vault(vault_repo)
+    (tiny_disk / "state").mkdir()
+    (tiny_disk / "more").write_bytes(b"\0" * 8 * 1024)  # nothing left
+    env = {"CAIRN_STATE_DIR": str(tiny_disk / "state")}
+    hooked = _hook(vault_repo, env=env)
+    assert hooked.returncode == 0 and b"cannot write the hook log" in hooked.stderr
+    done = vault_repo.cairn("recall", FITTING, "--session", "s", env=env)
+    assert_clean_exit(done, 1)
+    assert "disk is full" in done.stderr
+
+
+@pytest.mark.parametrize("where", ("a-file", "/dev/full", "/dev/null"))
+def test_state_and_cache_where_a_folder_cannot_be(vault_repo: VaultRepo, tmp_path: Path, where: str) -> None:
+    make_vault(vault_repo)
+    if where == "a-file":
+        blocker = tmp_path / "a-file"
+        blocker.write_text("keep")
+        where = str(blocker)
+    env = {"CAIRN_STATE_DIR": where, "CAIRN_CACHE_DIR": where}
+    hooked = _hook(vault_repo, env=env)
+    assert (hooked.returncode, hooked.stdout) == (0, b"")
+    for args in (("index",), ("recall", FITTING, "--session", "s")):
+        done = vault_repo.cairn(*args, env=env)
+        assert_clean_exit(done, 1)
+        assert done.stderr.startswith("Error: ")
+
+
+def test_read_only_state_dir(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    make_vault(vault_repo)
+    ro = tmp_path / "ro-state"
+    ro.mkdir()
+    mounted = False
+    if os.geteuid() == 0:
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=16k", "tmpfs", str(ro)], capture_output=True)
+        if done.returncode != 0:
+            pytest.skip("root cannot be refused by file modes, and tmpfs cannot be mounted here")
+        mounted = True
+    else:
+        ro.chmod(0o555)
+    try:
+        env = {"CAIRN_STATE_DIR": str(ro)}
+        hooked = _hook(vault_repo, env=env)
+        assert (hooked.returncode, hooked.stdout) == (0, b"")
+        assert b"cannot write the hook log" in hooked.stderr
+        done = vault_repo.cairn("recall", FITTING, "--session", "s", env=env)
+        assert_clean_exit(done, 1)
+        assert "read-only" in done.stderr or "permission denied" in done.stderr
+        assert vault_repo.cairn("recall", FITTING, env=env).returncode == 0  # without a session it needs no state
+        assert_clean_exit(vault_repo.cairn("audit", env=env), 0)
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", str(ro)], check=False)
+        else:
+            ro.chmod(0o755)
+
+
+COMMANDS = [("index",), ("show", CARD), ("lint",), ("audit",), ("recall", FITTING), ("explain", FITTING)]
+
+
+def test_detached_head(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    vault_repo.git("checkout", "-q", "--detach", "HEAD")
+    for args in COMMANDS:
+        assert_clean_exit(vault_repo.cairn(*args), 0)
+    assert _hook(vault_repo).stdout
+
+
+def test_unborn_head(vault_repo: VaultRepo) -> None:
+    vault_repo.write(CARD, "Rebase lesson", "git pull --rebase after a force-push drops local commits")
+    for args in COMMANDS:
+        done = vault_repo.cairn(*args)
+        assert_clean_exit(done, 0, 1)
+        if done.returncode:
+            assert "no commits yet" in done.stdout + done.stderr and "git commit" in done.stdout + done.stderr
+    assert vault_repo.cairn("lint").returncode == 0
+    assert vault_repo.cairn("show", "--worktree", CARD).returncode == 0
+    assert (_hook(vault_repo).returncode, _hook(vault_repo).stdout) == (0, b"")
+
+
+def test_shallow_clone_says_history_is_cut(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    make_vault(vault_repo)
+    vault_repo.write("git/second", "Second lesson", "tags are not pushed by default; use git push --follow-tags")
+    vault_repo.commit("Second card")
+    clone = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{vault_repo.root}", str(clone)], check=True)
+    shallow = VaultRepo.__new__(VaultRepo)
+    shallow.root = clone
+    for args in COMMANDS:
+        assert_clean_exit(shallow.cairn(*args), 0)
+    shown = shallow.cairn("show", CARD)
+    assert "this clone is shallow" in shown.stdout and "git fetch --unshallow" in shown.stdout
+    assert json.loads(shallow.cairn("show", CARD, "--json").stdout)["provenance"]["shallow"] is True
+    assert "git fetch --unshallow" in shallow.cairn("audit").stdout
+    full = vault_repo.cairn("show", CARD, "--json")
+    assert "shallow" not in json.loads(full.stdout)["provenance"]
