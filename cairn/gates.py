@@ -15,9 +15,11 @@ Hot path: standard library only.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # types only: the hook does not import cairn.config (dataclasses)
+    from collections.abc import Iterable, Mapping
 
-from cairn.config import RecallSettings
+    from cairn.config import RecallSettings
 
 BELOW_SCORE = "below_score"
 LOW_COVERAGE = "low_coverage"

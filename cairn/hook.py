@@ -182,8 +182,7 @@ def parse_payload(fmt: str, raw: bytes) -> Payload:
 
 def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object]) -> str:
     from cairn import session as sessions
-    from cairn.config import config_from_dict
-    from cairn.recall import recall, settings_of
+    from cairn.recall import hot_settings, recall
     from cairn.vault import find_vault
 
     prompt_bytes = payload.prompt.encode("utf-8", "surrogatepass")
@@ -200,27 +199,42 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
     entry["vault"] = str(vault.root)
     index = _open_fresh_index(vault, entry)
     try:
-        config = config_from_dict(index.config)
-        settings = settings_of(index)
+        config = index.config
+        settings = hot_settings(config)
+        max_context_chars, session_ttl_days = _hook_settings(config)
         scope = _scope(options.scope)
         query = payload.prompt[:MAX_QUERY_CHARS]
         if payload.session_id is None:
             result = recall(index, query, scope=scope, settings=settings)
-            chosen = _fit(result.injected, vault, payload, config.hook.max_context_chars)
+            chosen = _fit(result.injected, vault, payload, max_context_chars)
         else:
             state = _state_dir()
             with sessions.open_session(state, payload.session_id) as current:
                 result = recall(index, query, scope=scope, already_injected=current.injected, settings=settings)
-                chosen = _fit(result.injected, vault, payload, config.hook.max_context_chars)
+                chosen = _fit(result.injected, vault, payload, max_context_chars)
                 if chosen:
                     current.record([c.card.id for c in chosen], str(vault.root), index.commit)
-            sessions.prune(state, config.hook.session_ttl_days)
+            sessions.prune(state, session_ttl_days)
     finally:
         index.close()
     kept = {c.card.id for c in chosen}
     entry["candidates"] = [_logged(c, kept) for c in result.candidates[: hooklog.MAX_LOGGED_CANDIDATES]]
     entry["injected"] = [c.card.id for c in chosen]
     return _render(fmt, chosen, vault, payload, abstained=not chosen)
+
+
+def _hook_settings(config: dict[str, object]) -> tuple[int, int]:
+    """(max_context_chars, session_ttl_days) of the index's stored config, read without `cairn.config`
+    (dataclasses); an index from another version with the section incomplete goes through the validating path."""
+    section = config.get("hook")
+    if isinstance(section, dict):
+        chars, ttl = section.get("max_context_chars"), section.get("session_ttl_days")
+        if type(chars) is int and type(ttl) is int:
+            return chars, ttl
+    from cairn.config import config_from_dict
+
+    hook = config_from_dict(config).hook  # type: ignore[arg-type]
+    return hook.max_context_chars, hook.session_ttl_days
 
 
 def _logged(candidate: Candidate, kept: set[str]) -> dict[str, object]:

@@ -22,7 +22,7 @@ class Record:
     __slots__ = ()
 
     def _init(self, *values: object) -> None:
-        for name, value in zip(self.__slots__, values):
+        for name, value in zip(self.__slots__, values, strict=True):
             _set(self, name, value)
 
     def _values(self) -> tuple[object, ...]:

@@ -93,11 +93,7 @@ def hot_settings(config: dict[str, Any]) -> RecallSettings:
     section = config.get("recall")
     if isinstance(section, dict):
         values = [section.get(name) for name in SETTING_NAMES]
-        if (
-            type(values[0]) is int
-            and all(type(v) is float for v in values[1:])
-            and set(section) == set(SETTING_NAMES)
-        ):
+        if type(values[0]) is int and all(type(v) is float for v in values[1:]) and set(section) == set(SETTING_NAMES):
             return StoredSettings(*values)  # type: ignore[return-value]
     from cairn.config import config_from_dict
 

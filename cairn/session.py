@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from cairn.hooklog import sha256_hex, utc_now
 
@@ -54,19 +52,35 @@ class Session:
         write_private(self.path, json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8"))
 
 
-@contextmanager
-def open_session(state_dir: str, session_id: str) -> Iterator[Session]:
-    """Lock the session, read what it was given so far, and yield it; the lock is released on exit."""
-    folder = os.path.join(state_dir, SESSIONS_DIR)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    key = session_key(session_id)
-    path = os.path.join(folder, key + ".json")
-    fd = os.open(os.path.join(folder, key + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        _lock(fd)
-        yield Session(key, path, *_read(path))
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
+class open_session:  # noqa: N801 - used as a function: `with open_session(state, id) as session:`
+    """Lock the session, read what it was given so far, and give it to the `with` block; the lock is released on
+    exit. (A class rather than `contextlib.contextmanager`: the hook does not import contextlib.)"""
+
+    __slots__ = ("_folder", "_key", "_fd")
+
+    def __init__(self, state_dir: str, session_id: str) -> None:
+        self._folder = os.path.join(state_dir, SESSIONS_DIR)
+        self._key = session_key(session_id)
+        self._fd = -1
+
+    def __enter__(self) -> Session:
+        os.makedirs(self._folder, mode=0o700, exist_ok=True)
+        path = os.path.join(self._folder, self._key + ".json")
+        self._fd = os.open(os.path.join(self._folder, self._key + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            _lock(self._fd)
+            return Session(self._key, path, *_read(path))
+        except BaseException:
+            self._release()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)  # closing the descriptor releases the lock
+            self._fd = -1
 
 
 def prune(state_dir: str, ttl_days: int) -> int:

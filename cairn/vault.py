@@ -3,27 +3,33 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from cairn.errors import VaultNotFound
+from cairn.hotrecord import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 CARDS_DIR = "cards"
 
 
-@dataclass(frozen=True, slots=True)
-class Vault:
-    """A vault on disk.
+class Vault(Record):
+    """A vault on disk (a plain record: the hook finds vaults too, without `dataclasses`).
 
     root: the folder that holds `cards/` (absolute, symlinks resolved).
     git_root: the enclosing git work tree, or None when the vault is not in one.
     prefix: the vault's path inside the git tree, `` or `sub/dir/` (always with a trailing slash).
     """
 
+    __slots__ = ("root", "git_root", "prefix")
     root: Path
     git_root: Path | None
     prefix: str
+
+    def __init__(self, root: Path, git_root: Path | None, prefix: str) -> None:
+        self._init(root, git_root, prefix)
 
     @property
     def cards_dir(self) -> Path:
