@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import cairn_executable
 
 from cairn.membench import load_locomo, load_longmemeval, run_bench
+from cairn.membench.dates import date_spans, nearness
 from cairn.membench.metrics import ndcg_at, recall_at
-from cairn.membench.ranker import RankSettings, question_query
-from cairn.membench.suites import InvalidBenchmark, date_text
+from cairn.membench.ranker import HaystackIndex, RankSettings, named_speakers, pair_terms, question_query
+from cairn.membench.suites import Haystack, InvalidBenchmark, Session, date_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "membench"
 LONGMEMEVAL = FIXTURES / "longmemeval_tiny.json"
@@ -34,14 +38,17 @@ def test_longmemeval_fixture_gives_the_known_metrics() -> None:
     report = _bench("longmemeval", str(LONGMEMEVAL))
     # q-ferret and q-violin: the answer session first. q-passport: the answer session shares no word with the
     # question, so it follows the one returned session in corpus order: rank 3 (NDCG 1/log2(4) = 0.5).
-    assert report["questions"] == 3
+    # q-paddle: two sessions say the same; the one held the day after the date the question names comes first
+    # (the third session's assistant turns repeat the question's words, but only user turns are indexed).
+    assert report["questions"] == 4
     assert report["excluded"] == {"abstention": 1}
-    assert [report[k] for k in KEYS] == [0.6667, 1.0, 1.0, 1.0, 0.8333]
+    assert [report[k] for k in KEYS] == [0.75, 1.0, 1.0, 1.0, 0.875]
     assert report["by_type"] == {
         "multi-session": {"questions": 1, "recall@1": 0.0, "recall@3": 1.0, "recall@5": 1.0, "recall@10": 1.0,
                           "ndcg@10": 0.5},
         "single-session-user": {"questions": 2, "recall@1": 1.0, "recall@3": 1.0, "recall@5": 1.0,
                                 "recall@10": 1.0, "ndcg@10": 1.0},
+        "temporal-reasoning": {"questions": 1, **dict.fromkeys(KEYS, 1.0)},
     }  # fmt: skip
 
 
@@ -49,16 +56,17 @@ def test_locomo_fixture_gives_the_known_metrics() -> None:
     report = _bench("locomo", str(LOCOMO))
     multi = (1 + 1 / math.log2(4)) / (1 + 1 / math.log2(3))  # answer sessions 3 and 1 ranked 1st and 3rd of 3
     corpus_order = 1 / math.log2(3)  # nothing returned: the answer session is 2nd in corpus order
-    assert report["questions"] == 5
+    assert report["questions"] == 6
     assert report["excluded"] == {"no_evidence": 1}
-    assert report["recall@1"] == 0.8
+    assert report["recall@1"] == 0.8333
     assert [report[k] for k in KEYS[1:4]] == [1.0, 1.0, 1.0]
-    assert report["ndcg@10"] == round((1 + 1 + multi + 1 + corpus_order) / 5, 4)
+    assert report["ndcg@10"] == round((1 + 1 + multi + 1 + corpus_order + 1) / 6, 4)
     by_type = report["by_type"]
     assert isinstance(by_type, dict)
     assert sorted(by_type) == ["category-1", "category-2", "category-3", "category-4"]
-    # Bo's turn (the second speaker) and a shared photo's caption are both indexed.
-    assert by_type["category-4"] == {"questions": 2, **dict.fromkeys(KEYS, 1.0)}
+    # Bo's turn (the second speaker) and a shared photo's caption are both indexed; "What did Eve cook" finds
+    # Eve's own turn, not Finn's turn that names her.
+    assert by_type["category-4"] == {"questions": 3, **dict.fromkeys(KEYS, 1.0)}
     # The session date, in words, tells the May hike from the June one.
     assert by_type["category-2"]["recall@1"] == 1.0
     assert by_type["category-1"]["ndcg@10"] == round(multi, 4)
@@ -80,9 +88,9 @@ def test_bench_output_is_deterministic_and_text_output_has_the_table() -> None:
         [cairn_executable(), "bench", "longmemeval", str(LONGMEMEVAL)], capture_output=True, text=True, check=True
     )
     lines = text.stdout.splitlines()
-    assert lines[0] == "longmemeval: 3 questions (left out: 1 abstention)"
+    assert lines[0] == "longmemeval: 4 questions (left out: 1 abstention)"
     assert lines[1].split() == ["n", *KEYS]
-    assert lines[2].split() == ["all", "3", "0.667", "1.000", "1.000", "1.000", "0.833"]
+    assert lines[2].split() == ["all", "4", "0.750", "1.000", "1.000", "1.000", "0.875"]
     assert text.stderr == ""  # no progress bar when stderr is not a terminal
 
 
@@ -107,13 +115,15 @@ def test_bench_rejects_a_file_in_the_wrong_format(tmp_path: Path) -> None:
 
 def test_loaders_read_the_formats() -> None:
     lme = load_longmemeval(LONGMEMEVAL)
-    assert [q.id for q in lme.questions] == ["q-ferret", "q-violin", "q-passport"]
-    # User turns only.
+    assert [q.id for q in lme.questions] == ["q-ferret", "q-violin", "q-passport", "q-paddle"]
+    # User turns only, and no speaker names: every indexed turn is the user's.
     assert lme.haystacks["q-violin"].sessions[0].turns == ("Tell me something about music.",)
+    assert all(not s.speakers for h in lme.haystacks.values() for s in h.sessions)
     locomo = load_locomo(LOCOMO)
     assert locomo.questions[2].relevant == frozenset({"conv-a/1", "conv-a/3"})  # "D1:1; D3:2"
     assert [s.id for s in locomo.haystacks["conv-a"].sessions] == ["conv-a/1", "conv-a/2", "conv-a/3"]
     assert locomo.haystacks["conv-a"].sessions[0].turns[2].endswith("a photo of a lighthouse on a rocky cliff")
+    assert locomo.haystacks["conv-c"].sessions[0].speakers == ("Finn", "Eve")
 
 
 def test_run_bench_in_process_matches_and_limits_to_some_haystacks() -> None:
@@ -140,8 +150,107 @@ def test_session_dates_become_words(raw: str, words: str) -> None:
 def test_question_words_are_dropped_from_the_query() -> None:
     dropped = question_query("What did Ann mention she shared recently?", RankSettings())
     assert dropped.split() == ["What", "did", "Ann", "she", "?"]
-    kept = RankSettings(drop_question_words=False)
-    assert question_query("What did Ann mention?", kept) == "What did Ann mention?"
+    kept = RankSettings(drop_question_words=False, speaker_boost=0.0)
+    assert question_query("What did Ann mention?", kept, frozenset({"ann"})) == "What did Ann mention?"
+
+
+def test_speaker_names_leave_the_query_and_pick_the_speakers_turns() -> None:
+    names = frozenset({"ann", "bo"})
+    assert question_query("What did Ann's dog eat, Bo?", RankSettings(), names).split() == [
+        "What",
+        "did",
+        "dog",
+        "eat,",
+        "?",
+    ]
+    assert named_speakers("What did Ann's dog eat?", names) == {"ann"}
+    # Finn's turn names Eve and shares the question's words; Eve's own turn wins only with speaker handling.
+    sessions = [
+        Session("a", "", ("Eve, I cooked a spicy curry for dinner.", "Yum."), ("Finn", "Eve")),
+        Session("b", "", ("Hi there.", "I cooked lentil soup for dinner today."), ("Finn", "Eve")),
+    ]
+    assert _ranking(sessions, "What did Eve cook for dinner?") == [1, 0]
+    assert _ranking(sessions, "What did Eve cook for dinner?", speaker_boost=0.0) == [0, 1]
+    suite = load_locomo(LOCOMO)
+    assert run_bench(suite, RankSettings(speaker_boost=0.0), haystacks={"conv-c"}).metrics["recall@1"] == 0.0
+
+
+def test_a_date_the_question_names_prefers_the_sessions_held_near_it() -> None:
+    sessions = [
+        Session("a", "2023/05/29 (Mon) 09:00", ("I bought a new kayak paddle.",)),
+        Session("b", "2023/05/02 (Tue) 09:00", ("I bought a new kayak paddle.",)),
+    ]
+    assert _ranking(sessions, "Which kayak paddle did I buy on 1 May 2023?") == [1, 0]
+    assert _ranking(sessions, "Which kayak paddle did I buy on 1 May 2023?", date_weight=0.0) == [0, 1]
+    # The LongMemEval path gets the same bonus from its own date format.
+    suite = load_longmemeval(LONGMEMEVAL)
+    assert run_bench(suite, RankSettings(date_weight=0.0)).per_question["q-paddle"]["recall@1"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("text", "spans"),
+    [
+        ("What did she paint on October 13, 2023?", [(2023, 10, 13)]),
+        ("news on 16 June, 2023 and on 8th December, 2023", [(2023, 6, 16), (2023, 12, 8)]),
+        ("the forest picture from December 1,2023", [(2023, 12, 1)]),
+        ("Why did Maria sit with her in February 2023?", [(2023, 2, None)]),
+        ("a pride parade in August?", [(None, 8, None)]),
+        ("What may I do in May?", []),  # "may" alone is the verb as often as the month
+        ("What happened in 2023?", []),  # a year alone is too wide to tell sessions apart
+        ("Jan and Mar met", []),  # names, not months
+        ("on 31 February, 2023", [(2023, 2, 31)]),  # no such day: near no session (below)
+    ],
+)
+def test_dates_a_question_names(text: str, spans: list[tuple[int | None, int, int | None]]) -> None:
+    assert date_spans(text) == spans
+
+
+def test_date_nearness_falls_off_with_the_days_between() -> None:
+    may_1 = [(2023, 5, None)]
+    assert nearness(dt.date(2023, 5, 20), may_1, 7.0) == 1.0
+    assert nearness(dt.date(2023, 6, 7), may_1, 7.0) == pytest.approx(math.exp(-1))
+    assert nearness(dt.date(2021, 8, 3), [(None, 8, None)], 7.0) == 1.0
+    assert nearness(None, may_1, 7.0) == 0.0
+    assert nearness(dt.date(2023, 2, 28), [(2023, 2, 31)], 7.0) == 0.0
+    assert nearness(dt.date(2023, 5, 20), [], 7.0) == 0.0
+
+
+def test_adjacent_words_score_through_the_pairs_index() -> None:
+    assert pair_terms(["support", "group", "meet", "library"]) == [
+        "group_support", "meet_support", "group_meet", "group_library", "library_meet"
+    ]  # fmt: skip
+    sessions = [
+        Session("a", "", ("The group from the garden club met for support.",)),
+        Session("b", "", ("Our support group gathers at the old library.",)),
+    ]
+    assert _ranking(sessions, "Where does the support group meet?") == [1, 0]
+    assert _ranking(sessions, "Where does the support group meet?", pair_weight=0.0) == [0, 1]
+
+
+def test_a_sessions_second_best_turn_counts() -> None:
+    # Turn scores only: session a has the single best turn, session b two good ones.
+    sessions = [
+        Session("a", "", ("Tennis racket.", "Oh no.")),
+        Session("b", "", ("My tennis racket broke.", "Nice.", "Ok.", "Fine.", "My tennis racket again.")),
+        Session("c", "", ("Golf clubs.", "Swimming pool.")),
+    ]
+    assert _ranking(sessions, "tennis racket", session_weight=0.0) == [1, 0, 2]
+    assert _ranking(sessions, "tennis racket", session_weight=0.0, second_turn=0.0) == [0, 1, 2]
+
+
+def test_neighbouring_turns_two_away_lend_their_words() -> None:
+    sessions = [
+        Session("a", "", ("Rex is my cousin.", "Hi.", "Hello.", "A puppy barked.")),
+        Session("b", "", ("We adopted a puppy.", "Wow!", "His name is Rex.")),
+    ]
+    assert _ranking(sessions, "Rex the puppy") == [1, 0]
+    assert _ranking(sessions, "Rex the puppy", window=1) == [0, 1]
+
+
+def _ranking(sessions: list[Session], question: str, **settings: Any) -> list[int]:
+    haystack = Haystack("h", tuple(sessions))
+    with tempfile.TemporaryDirectory() as tmp, HaystackIndex(haystack, Path(tmp), RankSettings(**settings)) as index:
+        return index.rank(question)
 
 
 def test_metrics_on_a_ranking() -> None:

@@ -1,12 +1,16 @@
 """A haystack's sessions ranked for a question with Cairn's recall core (`cairn.recall.rank`, BM25F over
-`cairn.tokens`), on two small indexes built in a temporary folder with `cairn.store.write_index`:
+`cairn.tokens`), on small indexes built in a temporary folder with `cairn.store.write_index`:
 
 - sessions: one document per session; name = the session's date in words, body = its turns;
-- turns: one document per turn; name = the session's date, summary = the turn, body = the turns around it.
+- turns: one document per turn; name = the session's date, summary = the turn, body = the turns around it;
+- pairs: one document per turn whose terms are the pairs of nearby words in it (a proximity signal).
 
-A session's score is a weighted sum of its own score and its best turn's score, each divided by the best score in
-its index: long sessions are found by the one turn that answers, yet the whole session still counts. Sessions
-neither index returns follow the returned ones, in corpus order.
+A turn's score is its BM25F score plus a share of its proximity score, boosted when the question names the turn's
+speaker (the names themselves leave the query: every session has them). A session's score is a weighted sum of
+its own score and its two best turns' scores, each divided by the best score in its index: long sessions are found
+by the turns that answer, yet the whole session still counts. A question that names a date ("on 8 May, 2023",
+"in June") adds a bonus to the sessions held on or near that date. Sessions no index returns follow the returned
+ones, in corpus order.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from pathlib import Path
 
 from cairn import store
 from cairn.config import RecallSettings
-from cairn.membench.suites import Haystack, date_text
+from cairn.membench.dates import date_spans, nearness
+from cairn.membench.suites import Haystack, date_text, session_day
 from cairn.recall import rank
 from cairn.tokens import tokenize
 
@@ -28,56 +33,120 @@ QUESTION_WORDS = frozenset(
     share shared recall remember remind recently likely""".split()
 )
 _WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
+_PAIR_TOKEN = re.compile(r"[a-z0-9]+")
 
 
 @dataclass(frozen=True, slots=True)
 class RankSettings:
-    """How sessions are ranked. session, turn: the BM25F settings of the two indexes (field weights: name = the
-    date, summary = a turn, body = a session's turns, or a turn's neighbours). session_weight: the session score's
-    share in the sum. The defaults were tuned on the first 5 LoCoMo conversations only (benchmarks/RESULTS.md);
-    a low k1 and b suit long conversational documents, where a term said once already shows the topic."""
+    """How sessions are ranked. The defaults were tuned on the first 5 LoCoMo conversations only
+    (benchmarks/RESULTS.md).
+
+    session, turn, pair: the BM25F settings of the three indexes (field weights: name = the date, summary = a turn,
+    body = a session's turns, or a turn's neighbours). Question words are not agent instructions here, so none is
+    discounted (instruction_weight 1). session_weight: the session score's share in the sum, the rest going to its
+    turns: its best turn, plus `second_turn` times its second best. pair_weight: the proximity score's share in a
+    turn's score (0 = no pairs index). window: how many turns each side a turn's neighbours reach. date_weight,
+    date_scale: the bonus for a session held on a date the question names, falling off by e^(-days / scale) away
+    from it (0 = off). speaker_boost: a turn said by a speaker the question names scores (1 + boost) times more,
+    and the speakers' names leave the query (0 = names stay in the query, no boost).
+    """
 
     session: RecallSettings = field(
-        default_factory=lambda: RecallSettings(k1=0.6, b=0.4, weight_name=2.0, weight_summary=0.0, weight_body=1.0)
+        default_factory=lambda: RecallSettings(
+            k1=0.6, b=0.4, weight_name=2.0, weight_summary=0.0, weight_body=1.0, instruction_weight=1.0
+        )
     )
     turn: RecallSettings = field(
-        default_factory=lambda: RecallSettings(k1=0.6, b=0.4, weight_name=0.5, weight_summary=1.0, weight_body=0.4)
+        default_factory=lambda: RecallSettings(
+            k1=0.6, b=0.4, weight_name=0.5, weight_summary=1.0, weight_body=0.4, instruction_weight=1.0
+        )
+    )
+    pair: RecallSettings = field(
+        default_factory=lambda: RecallSettings(
+            k1=0.6, b=0.4, weight_name=0.0, weight_summary=1.0, weight_body=0.0, instruction_weight=1.0
+        )
     )
     session_weight: float = 0.4
+    second_turn: float = 0.3
+    pair_weight: float = 0.5
+    window: int = 2
+    date_weight: float = 0.5
+    date_scale: float = 7.0
+    speaker_boost: float = 0.1
     drop_question_words: bool = True
 
 
-def question_query(text: str, settings: RankSettings) -> str:
-    """The question as a query: without the words that only make it a question."""
-    if not settings.drop_question_words:
+def question_query(text: str, settings: RankSettings, names: frozenset[str] = frozenset()) -> str:
+    """The question as a query: without the words that only make it a question, nor the speakers' `names`
+    (lowercase) when `settings.speaker_boost` uses them instead."""
+    drop = (QUESTION_WORDS if settings.drop_question_words else frozenset()) | (
+        names if settings.speaker_boost else frozenset()
+    )
+    if not drop:
         return text
-    return _WORD.sub(lambda m: "" if m.group(0).lower() in QUESTION_WORDS else m.group(0), text)
+    return _WORD.sub(lambda m: "" if _bare(m.group(0)) in drop else m.group(0), text)
+
+
+def named_speakers(text: str, names: frozenset[str]) -> frozenset[str]:
+    """The speakers (lowercase names) a question names."""
+    return frozenset(_bare(m.group(0)) for m in _WORD.finditer(text)) & names
+
+
+def _bare(word: str) -> str:
+    lowered = word.lower()
+    return lowered[:-2] if lowered.endswith("'s") else lowered
+
+
+def pair_terms(tokens: list[str]) -> list[str]:
+    """Each pair of words at most two apart, in alphabetical order ("support_group"): proximity as terms."""
+    words = [t for t in tokens if _PAIR_TOKEN.fullmatch(t)]
+    out = []
+    for i, word in enumerate(words):
+        for other in words[i + 1 : i + 3]:
+            if other != word:
+                out.append("_".join(sorted((word, other))))
+    return out
 
 
 class HaystackIndex:
-    """The two indexes of one haystack, open for ranking; use as a context manager."""
+    """The indexes of one haystack, open for ranking; use as a context manager."""
 
     def __init__(self, haystack: Haystack, folder: Path, settings: RankSettings) -> None:
         self.haystack = haystack
         self.settings = settings
         sessions: list[store.CardTerms] = []
         turns: list[store.CardTerms] = []
-        self._turn_owner: dict[int, int] = {}
+        pairs: list[store.CardTerms] = []
+        self._turn_owner: list[int] = [-1]  # index rows count from 1 in insertion order
+        self._turn_speaker: list[str] = [""]
+        self._turn_tokens: list[list[str]] = [[]]
+        self._days = [session_day(session.date) for session in haystack.sessions]
+        self.names = frozenset(s.lower() for session in haystack.sessions for s in session.speakers if s)
+        window = settings.window
         for position, session in enumerate(haystack.sessions):
             date = tokenize(date_text(session.date))
             tokens = [tokenize(turn) for turn in session.turns]
+            speakers = session.speakers or ("",) * len(tokens)
             for j, turn_tokens in enumerate(tokens):
-                context = [t for k in (j - 1, j + 1) if 0 <= k < len(tokens) for t in tokens[k]]
+                context = [
+                    t for k in range(j - window, j + window + 1) if k != j and 0 <= k < len(tokens) for t in tokens[k]
+                ]
                 turns.append(_document(f"t{len(turns)}", date, turn_tokens, context))
-                self._turn_owner[len(turns)] = position  # index rows count from 1 in insertion order
+                pairs.append(_document(f"p{len(pairs)}", [], pair_terms(turn_tokens), []))
+                self._turn_owner.append(position)
+                self._turn_speaker.append(speakers[j].lower())
+                self._turn_tokens.append(turn_tokens)
             sessions.append(_document(f"s{position}", date, (), [t for turn_tokens in tokens for t in turn_tokens]))
         folder.mkdir(parents=True, exist_ok=True)
         self._sessions = _write(folder / "sessions.sqlite", sessions)
         self._turns = _write(folder / "turns.sqlite", turns)
+        self._pairs = _write(folder / "pairs.sqlite", pairs) if settings.pair_weight else None
 
     def close(self) -> None:
         self._sessions.close()
         self._turns.close()
+        if self._pairs is not None:
+            self._pairs.close()
 
     def __enter__(self) -> HaystackIndex:
         return self
@@ -87,23 +156,64 @@ class HaystackIndex:
 
     def rank(self, question: str) -> list[int]:
         """Every session's position in the haystack, best first."""
-        query = question_query(question, self.settings)
-        by_session = {row - 1: score for row, score in rank(self._sessions, query, settings=self.settings.session)}
-        by_turn: dict[int, float] = {}
-        for row, score in rank(self._turns, query, settings=self.settings.turn):
-            owner = self._turn_owner[row]
-            by_turn[owner] = max(by_turn.get(owner, 0.0), score)
-        top_session = max(by_session.values(), default=0.0) or 1.0
-        top_turn = max(by_turn.values(), default=0.0) or 1.0
-        weight = self.settings.session_weight
-        combined = {
-            position: weight * by_session.get(position, 0.0) / top_session
-            + (1 - weight) * by_turn.get(position, 0.0) / top_turn
-            for position in by_session.keys() | by_turn.keys()
-        }
+        settings = self.settings
+        query = question_query(question, settings, self.names)
+        speakers = named_speakers(question, self.names) if settings.speaker_boost else frozenset()
+        by_session = dict(rank(self._sessions, query, settings=settings.session))
+        by_turn = self._turn_scores(query, speakers)
+        combined = self._combine(by_session, by_turn)
+        if settings.date_weight and combined and (spans := date_spans(question)):
+            for p, day in enumerate(self._days):
+                if near := nearness(day, spans, settings.date_scale):
+                    combined[p] = combined.get(p, 0.0) + settings.date_weight * near
         returned = sorted(combined, key=lambda position: (-combined[position], position))
         seen = set(returned)
         return returned + [p for p in range(len(self.haystack.sessions)) if p not in seen]
+
+    def _turn_scores(self, query: str, speakers: frozenset[str]) -> dict[int, float]:
+        """Turn row -> score: BM25F on the turn, plus the proximity share, times the speaker boost."""
+        scores = dict(rank(self._turns, query, settings=self.settings.turn))
+        if self._pairs is not None and scores:
+            pair_query = " ".join(pair_terms(tokenize(query)))
+            if pair_query:
+                pair_scores = dict(rank(self._pairs, pair_query, settings=self.settings.pair))
+                scores = _mix(scores, pair_scores, self.settings.pair_weight)
+        return self._boost(scores, speakers)
+
+    def _boost(self, scores: dict[int, float], speakers: frozenset[str]) -> dict[int, float]:
+        if not speakers:
+            return scores
+        factor = 1 + self.settings.speaker_boost
+        return {row: s * factor if self._turn_speaker[row] in speakers else s for row, s in scores.items()}
+
+    def _combine(self, by_session: dict[int, float], by_turn: dict[int, float]) -> dict[int, float]:
+        """Session position -> the weighted sum of its own score and its best turns' (rows count from 1)."""
+        best: dict[int, list[float]] = {}
+        for row, score in by_turn.items():
+            top = best.setdefault(self._turn_owner[row], [0.0, 0.0])
+            if score > top[0]:
+                top[0], top[1] = score, top[0]
+            elif score > top[1]:
+                top[1] = score
+        turn_total = {p: top[0] + self.settings.second_turn * top[1] for p, top in best.items()}
+        top_session = max(by_session.values(), default=0.0) or 1.0
+        top_turn = max(turn_total.values(), default=0.0) or 1.0
+        weight = self.settings.session_weight
+        sessions = {row - 1 for row in by_session} | turn_total.keys()
+        return {
+            p: weight * by_session.get(p + 1, 0.0) / top_session + (1 - weight) * turn_total.get(p, 0.0) / top_turn
+            for p in sessions
+        }
+
+
+def _mix(base: dict[int, float], extra: dict[int, float], weight: float) -> dict[int, float]:
+    """base + weight * extra, each divided by its own best score."""
+    top_base = max(base.values(), default=0.0) or 1.0
+    top_extra = max(extra.values(), default=0.0) or 1.0
+    return {
+        row: base.get(row, 0.0) / top_base + weight * extra.get(row, 0.0) / top_extra
+        for row in base.keys() | extra.keys()
+    }
 
 
 def _document(

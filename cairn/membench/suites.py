@@ -184,17 +184,23 @@ _MONTHS = (
 _MONTH_NUMBERS = {name[:3].lower(): number for number, name in enumerate(_MONTHS, 1)}
 
 
+def session_day(raw: str) -> dt.date | None:
+    """The day a session date names, whatever the file's own format ("1:56 pm on 8 May, 2023" for LoCoMo,
+    "2023/05/20 (Sat) 02:21" for LongMemEval); None if unknown."""
+    if m := _LME_DATE.search(raw):
+        return _date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    if m := _LOCOMO_DATE.search(raw):
+        month = _MONTH_NUMBERS.get(m.group(2)[:3].lower(), 0)
+        return _date(int(m.group(3)), month, int(m.group(1)))
+    return None
+
+
 def date_text(raw: str) -> str:
     """A session date as words ("Monday 8 May 2023"), whatever the file's own format; the raw text if unknown.
 
     Questions name dates in words ("in May 2023", "on 8 May"), so the document carries the same words.
     """
-    day: dt.date | None = None
-    if m := _LME_DATE.search(raw):
-        day = _date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
-    elif m := _LOCOMO_DATE.search(raw):
-        month = _MONTH_NUMBERS.get(m.group(2)[:3].lower(), 0)
-        day = _date(int(m.group(3)), month, int(m.group(1)))
+    day = session_day(raw)
     if day is None:
         return raw
     return f"{_WEEKDAYS[day.weekday()]} {day.day} {_MONTHS[day.month - 1]} {day.year}"
