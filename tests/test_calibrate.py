@@ -1,0 +1,229 @@
+"""`cairn calibrate`: the grid fit (against a brute force), cross-validation, agreement with `cairn eval`, --write."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import VaultRepo, cairn_executable
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cairn.calibrate import CasePoint, Thresholds, _Grid, calibrate, fold_of, measure, set_recall_keys, write_thresholds
+from cairn.config import RecallSettings, parse_config
+from cairn.errors import CairnError
+
+
+def point(
+    case_id: str,
+    positive: bool,
+    top: tuple[float, float, float] | None,
+    hit: bool = True,
+    slice_: str = "",
+    fold: int = 0,
+) -> CasePoint:
+    return CasePoint(case_id, slice_, positive, (top,) if top else (), (hit,) if top else (), fold)
+
+
+# A fixture small enough to solve by hand (grid step 0.1).
+FIXTURE = [
+    point("a", True, (0.5, 0.6, 0.7)),
+    point("b", True, (0.3, 0.8, 0.9)),
+    point("c", True, (0.9, 0.9, 0.9), hit=False),  # wrong card on top: never an Injection@1 hit
+    point("d", False, (0.4, 0.5, 0.8)),
+    point("e", False, (0.2, 0.3, 0.2)),
+    point("f", True, None),  # no candidate at all
+]
+
+
+def test_fit_on_a_fixture_matches_the_hand_solution() -> None:
+    # Both hits need score <= 0.3, coverage <= 0.6, margin <= 0.7; coverage 0.6 then also stops both negatives.
+    # Ties go to the strictest point: margin 0.7, coverage 0.6, score 0.3.
+    result = calibrate(FIXTURE, RecallSettings(), target_fir=0.0, folds=1, step=0.1, targets=(0.5,))
+    assert result.best.thresholds == Thresholds(0.3, 0.6, 0.7)
+    assert result.best.fitted.to_dict() == {
+        "injection@1": 0.5,
+        "injection@3": 0.5,
+        "false_injection_rate": 0.0,
+        "n_pos": 4,
+        "n_neg": 2,
+    }
+    # at FIR <= 0.5 the same two hits are the most; the lower FIR wins the tie
+    loose = next(p for p in result.tradeoff if p.target_fir == 0.5)
+    assert loose.thresholds == Thresholds(0.3, 0.6, 0.7)
+    # the current thresholds are replayed as they are (not snapped to the grid)
+    assert result.current == Thresholds(0.0, 0.4, 0.55)
+    assert result.current_measure.injection_at_1 == 0.5
+    assert result.current_measure.false_injection_rate == 0.5  # d passes 0.4/0.55
+
+
+def test_every_slice_must_hold_the_target() -> None:
+    points = [
+        point("p1", True, (0.5, 0.5, 0.5), slice_="long"),
+        point("p2", True, (0.5, 0.5, 0.5), slice_="short"),
+        point("p3", True, (0.5, 0.5, 0.9), slice_="short"),
+        point("n1", False, (0.5, 0.5, 0.5), slice_="long"),
+        *(point(f"n{i}", False, (0.1, 0.1, 0.1), slice_="short") for i in range(2, 12)),
+    ]
+    # Overall 1 false injection in 11 negatives is under 0.1, but it is 1 of 1 on the long slice.
+    result = calibrate(points, RecallSettings(), target_fir=0.1, folds=1, step=0.1, targets=())
+    assert result.best.thresholds.min_margin > 0.5
+    assert result.best.fitted.injection_at_1 == pytest.approx(1 / 3, abs=1e-4)
+    assert result.best.fitted.by_slice["long"].false_injection_rate == 0.0
+
+
+def test_injection_is_a_run_from_the_top() -> None:
+    # The second card is expected, but it is never injected when the first card fails a gate.
+    p = CasePoint("x", "", True, ((0.1, 0.1, 0.1), (0.9, 0.9, 0.9)), (False, True))
+    assert p.injected(Thresholds(0.5, 0.5, 0.5)) == 0
+    assert p.injected(Thresholds(0.0, 0.0, 0.0)) == 2
+    assert measure([p], Thresholds(0.0, 0.0, 0.0)).injection_at_3 == 1.0
+
+
+def _brute(points: list[CasePoint], target: float, step: float, leave_out: int | None = None) -> Thresholds:
+    """The fit, the slow way: replay every grid point with `measure`."""
+    use = [p for p in points if p.fold != leave_out]
+    values = [round(k * step, 6) for k in range(round(1 / step) + 1)]
+    best, best_key = None, None
+    for s, c, m in itertools.product(range(len(values)), repeat=3):
+        t = Thresholds(values[s], values[c], values[m])
+        got = measure(use, t)
+        groups = [got, *got.by_slice.values()]
+        if any(g.n_neg and g.false_injection_rate > target + 1e-9 for g in groups):
+            continue
+        hits = sum(1 for p in use if p.positive and p.injected(t) and p.hits[0])
+        negs = [
+            sum(1 for p in use if not p.positive and p.injected(t) and (not name or p.slice == name))
+            for name in ["", *sorted(got.by_slice)]
+        ]
+        n_negs = [g.n_neg for g in [got, *(got.by_slice[n] for n in sorted(got.by_slice))]]
+        rates = [n / d if d else 0.0 for n, d in zip(negs, n_negs, strict=True)]
+        key = (hits, -max(rates), -rates[0], m, c, s)
+        if best_key is None or key > best_key:
+            best, best_key = t, key
+    assert best is not None
+    return best
+
+
+gate = st.tuples(*(st.sampled_from([0.0, 0.12, 0.25, 0.5, 0.75, 1.0]),) * 3)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.booleans(), st.one_of(st.none(), gate), st.booleans(), st.sampled_from(["", "a", "b"])),
+        min_size=2,
+        max_size=14,
+    ),
+    st.sampled_from([0.0, 0.2, 0.5]),
+)
+def test_grid_fit_equals_brute_force(raw: list, target: float) -> None:
+    points = [point(f"c{i}", pos, top, hit, sl, fold=i % 2) for i, (pos, top, hit, sl) in enumerate(raw)]
+    grid = _Grid(points, 0.25, 2)
+    assert grid.fit(target) == _brute(points, target, 0.25)
+    assert grid.fit(target, leave_out=0) == _brute(points, target, 0.25, leave_out=0)
+
+
+def test_cross_validation_measures_each_fold_at_the_others_fit() -> None:
+    points = [
+        point(f"q{i}", i % 3 != 0, ((i % 7) / 7, (i % 5) / 5, (i % 4) / 4), hit=i % 4 != 1, slice_="s")
+        for i in range(40)
+    ]
+    points = [CasePoint(p.id, p.slice, p.positive, p.top, p.hits, fold_of(p.id, 3)) for p in points]
+    result = calibrate(points, RecallSettings(), target_fir=0.1, folds=3, step=0.25, targets=())
+    fits = result.best.fold_thresholds
+    assert len(fits) == 3
+    held = sum(1 for p in points if p.positive and p.injected(fits[p.fold]) and p.hits[0])
+    n_pos = sum(p.positive for p in points)
+    assert result.best.cross_validated.injection_at_1 == round(held / n_pos, 4)
+    assert fold_of("q1", 5) == fold_of("q1", 5)  # a hash of the id, not the position in the file
+
+
+def test_calibrate_refuses_cases_without_negatives() -> None:
+    with pytest.raises(CairnError, match="negative"):
+        calibrate([point("a", True, (0.5, 0.5, 0.5))], RecallSettings(), folds=1)
+
+
+TOML = """\
+# Team settings. Keep this comment.
+
+[recall]
+# gates
+min_score = 0.0    # score gate
+min_coverage = 0.4
+k1 = 1.2
+
+[lint]
+# lint comment
+max_age_days = 200
+"""
+
+
+def test_set_recall_keys_keeps_comments_and_other_settings() -> None:
+    text = set_recall_keys(TOML, {"min_score": 0.35, "min_coverage": 0.6, "min_margin": 0.3})
+    assert text == TOML.replace("min_score = 0.0    # score gate", "min_score = 0.35    # score gate").replace(
+        "min_coverage = 0.4\nk1 = 1.2\n", "min_coverage = 0.6\nk1 = 1.2\nmin_margin = 0.3\n"
+    )
+    config = parse_config(text)
+    assert (config.recall.min_score, config.recall.min_coverage, config.recall.min_margin) == (0.35, 0.6, 0.3)
+    assert config.lint.max_age_days == 200
+
+
+def test_set_recall_keys_adds_the_table_when_missing() -> None:
+    text = set_recall_keys("[lint]\nmax_age_days = 90\n", {"min_score": 0.5})
+    assert text == "[lint]\nmax_age_days = 90\n\n[recall]\nmin_score = 0.5\n"
+    assert set_recall_keys("", {"min_margin": 0.25}) == "[recall]\nmin_margin = 0.25\n"
+
+
+def test_write_thresholds_refuses_what_it_cannot_edit_and_leaves_the_file(tmp_path: Path) -> None:
+    config = tmp_path / "cairn.toml"
+    config.write_text("recall.min_score = 0.2\n")
+    with pytest.raises(CairnError):
+        write_thresholds(tmp_path, Thresholds(0.1, 0.2, 0.3))
+    assert config.read_text() == "recall.min_score = 0.2\n"
+
+
+def test_calibrate_cli_agrees_with_eval_and_write_keeps_comments(tmp_path: Path) -> None:
+    init = subprocess.run([cairn_executable(), "init", str(tmp_path / "v")], capture_output=True, text=True)
+    assert init.returncode == 0, init.stderr
+    vault = VaultRepo(tmp_path / "v")  # the template vault, committed by init
+    cases = "evals/cases.yaml"
+
+    before = json.loads(vault.cairn("eval", "--cases", cases, "--json").stdout)
+    done = vault.cairn("calibrate", "--cases", cases, "--json", "--folds", "3", "--target-fir", "0.1")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    # the replay of the current thresholds is what eval measures
+    assert data["current"]["injection@1"] == before["injection@1"]
+    assert data["current"]["false_injection_rate"] == before["false_injection_rate"]
+    best = data["best"]
+    assert best["target_fir"] == 0.1
+    assert best["fitted"]["worst_false_injection_rate"] <= 0.1
+    assert [p["target_fir"] for p in data["tradeoff"]] == [0.01, 0.02, 0.05, 0.1, 0.2]
+    assert data["written"] is None
+
+    text = vault.cairn("calibrate", "--cases", cases, "--folds", "3", "--target-fir", "0.1").stdout
+    assert "cross-validated:" in text and "<- target" in text and "Nothing written" in text
+
+    original = (vault.root / "cairn.toml").read_text()
+    written = vault.cairn("calibrate", "--cases", cases, "--folds", "3", "--target-fir", "0.1", "--write")
+    assert written.returncode == 0, written.stderr
+    new = (vault.root / "cairn.toml").read_text()
+    t = best["thresholds"]
+    # only the three gate lines changed; every comment and other setting is where it was
+    changed = [(a, b) for a, b in zip(original.splitlines(), new.splitlines(), strict=True) if a != b]
+    assert {b.split(" = ")[0] for _, b in changed} <= {"min_score", "min_coverage", "min_margin"}
+    assert f"min_coverage = {t['min_coverage']}" in new
+    assert [line for line in original.splitlines() if line.startswith("#")] == [
+        line for line in new.splitlines() if line.startswith("#")
+    ]
+
+    # committed, eval makes exactly the decisions calibrate replayed
+    vault.git("commit", "-q", "-am", "Calibrated gates")
+    after = json.loads(vault.cairn("eval", "--cases", cases, "--json").stdout)
+    assert after["injection@1"] == best["fitted"]["injection@1"]
+    assert after["injection@3"] == best["fitted"]["injection@3"]
+    assert after["false_injection_rate"] == best["fitted"]["false_injection_rate"]
