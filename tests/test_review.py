@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import textwrap
+from pathlib import Path
 
 import pytest
-from conftest import ANN, BOB, VaultRepo
+from conftest import ANN, BOB, VaultRepo, cairn_executable
 
 from cairn.review import _opposition, cell, parse_range
 
@@ -230,3 +232,21 @@ def test_parse_range_and_helpers() -> None:
     assert cell("a | b <!-- agent: do x -->\nnext") == "a \\| b &lt;!-- agent: do x --&gt; next"
     assert _opposition("Never rebase a shared branch", "Always rebase shared branches") == '"never" against "always"'
     assert _opposition("Never rebase", "Never merge") is None
+
+
+def test_vault_template_workflow_lints_reviews_and_pins_cairn(tmp_path: Path) -> None:
+    import yaml
+
+    import cairn
+
+    init = subprocess.run([cairn_executable(), "init", str(tmp_path / "v")], capture_output=True, text=True)
+    assert init.returncode == 0, init.stderr
+    workflow = yaml.safe_load((tmp_path / "v" / ".github" / "workflows" / "cairn.yml").read_text())
+    assert workflow["env"]["CAIRN_REQUIREMENT"] == f"cairn=={cairn.__version__}"
+    assert "pull_request" in workflow[True]  # YAML 1.1 reads the key `on` as true
+    runs = "\n".join(step.get("run", "") for step in workflow["jobs"]["review"]["steps"])
+    assert 'pip install --disable-pip-version-check "$CAIRN_REQUIREMENT"' in runs
+    assert "cairn lint" in runs and 'cairn review "$BASE_SHA..HEAD"' in runs
+    assert any(
+        step.get("uses", "").startswith("actions/github-script@") for step in workflow["jobs"]["review"]["steps"]
+    )
