@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import time
 from bisect import bisect_left
-from heapq import nlargest
+from heapq import nlargest, nsmallest
 
 from cairn import gates
 from cairn.hotrecord import Record
@@ -430,7 +430,12 @@ def _top(
     for i in range(len(order) - 1, -1, -1):
         left[i] = left[i + 1] + bound[order[i]]
 
+    # partial: each card's sum so far. Sums of one or two terms equal `_score_all`'s bit for bit (0.0 + a is a,
+    # a + b is b + a); `twice` and `thrice` note the cards with two and with three or more terms summed.
     partial: dict[int, float] = {}
+    twice: set[int] = set()
+    thrice: set[int] = set()
+    one_b = 1 - b
     i = 0
     while i < len(order):
         if len(partial) >= depth and left[i] * (1 + _SLACK) < _kth(partial, depth):
@@ -439,16 +444,24 @@ def _top(
         found = postings[term]
         weight = idf[term]
         st = found.stats
-        j = 0
-        for row in found.rows:
+        for row, tf_n, tf_s, tf_b, len_n, len_s, len_b in zip(
+            found.rows, st[0::6], st[1::6], st[2::6], st[3::6], st[4::6], st[5::6], strict=True
+        ):
             tf = (
-                w_name * st[j] / (1 - b + b * st[j + 3] / avg_name)
-                + w_summary * st[j + 1] / (1 - b + b * st[j + 4] / avg_summary)
-                + w_body * st[j + 2] / (1 - b + b * st[j + 5] / avg_body)
+                w_name * tf_n / (one_b + b * len_n / avg_name)
+                + w_summary * tf_s / (one_b + b * len_s / avg_summary)
+                + w_body * tf_b / (one_b + b * len_b / avg_body)
             )
-            j += 6
             if tf > 0:
-                partial[row] = partial.get(row, 0.0) + weight * tf / (k1 + tf)
+                before = partial.get(row)
+                if before is None:
+                    partial[row] = weight * tf / (k1 + tf)
+                else:
+                    partial[row] = before + weight * tf / (k1 + tf)
+                    if row in twice:
+                        thrice.add(row)
+                    else:
+                        twice.add(row)
         i += 1
     complete = i == len(order) and len(partial) <= depth
 
@@ -465,43 +478,62 @@ def _top(
             if at < n and rows[at] == row:
                 j = 6 * at
                 tf = (
-                    w_name * st[j] / (1 - b + b * st[j + 3] / avg_name)
-                    + w_summary * st[j + 1] / (1 - b + b * st[j + 4] / avg_summary)
-                    + w_body * st[j + 2] / (1 - b + b * st[j + 5] / avg_body)
+                    w_name * st[j] / (one_b + b * st[j + 3] / avg_name)
+                    + w_summary * st[j + 1] / (one_b + b * st[j + 4] / avg_summary)
+                    + w_body * st[j + 2] / (one_b + b * st[j + 5] / avg_body)
                 )
                 if tf > 0:
                     partial[row] += weight * tf / (k1 + tf)
+                    if row in twice:
+                        thrice.add(row)
+                    else:
+                        twice.add(row)
         i += 1
 
-    # Every card outside `alive` is below the depth-th best; inside, scores are whole but summed in another order:
-    # rescore exactly the cards near or above the cut, in query order, so scores and ties are `_score_all`'s.
+    # Every card outside `alive` is below the depth-th best. Inside, a sum of three or more terms was added in
+    # another order than `_score_all`'s: rescore those near or above the cut in query order, so that scores and
+    # ties are `_score_all`'s to the bit; then the matched terms of the cards kept.
     cut = _kth({row: partial[row] for row in alive}, depth) / (1 + _SLACK) if len(alive) > depth else 0.0
     finalists = [row for row in alive if partial[row] >= cut]
-    scores: dict[int, float] = {}
-    matched: dict[int, list[str]] = {}
-    for row in finalists:
-        score = 0.0
-        terms_hit: list[str] = []
-        for term in present:
-            found = postings[term]
-            rows = found.rows
-            at = bisect_left(rows, row)
-            if at < len(rows) and rows[at] == row:
-                st = found.stats
-                j = 6 * at
-                tf = (
-                    w_name * st[j] / (1 - b + b * st[j + 3] / avg_name)
-                    + w_summary * st[j + 1] / (1 - b + b * st[j + 4] / avg_summary)
-                    + w_body * st[j + 2] / (1 - b + b * st[j + 5] / avg_body)
-                )
-                if tf <= 0:
-                    continue
-                score = score + idf[term] * tf / (k1 + tf)
-                terms_hit.append(term)
-        if terms_hit:
-            scores[row] = score
-            matched[row] = terms_hit
-    return _ranked(scores)[:depth], matched, complete
+    for row in thrice.intersection(finalists):
+        partial[row] = _exact(row, present, postings, idf, settings, avg)[0]
+    best = nsmallest(depth, [(-partial[row], row) for row in finalists])
+    ranked = [(row, -negated) for negated, row in best]
+    matched = {row: _exact(row, present, postings, idf, settings, avg)[1] for row, _ in ranked}
+    return ranked, matched, complete
+
+
+def _exact(
+    row: int,
+    terms: Sequence[str],
+    postings: dict[str, Postings],
+    idf: dict[str, float],
+    settings: RecallSettings,
+    avg: tuple[float, ...],
+) -> tuple[float, list[str]]:
+    """One card's score and matched terms, summed in query order exactly as `_score_all` sums them."""
+    k1, b = settings.k1, settings.b
+    w_name, w_summary, w_body = settings.weight_name, settings.weight_summary, settings.weight_body
+    avg_name, avg_summary, avg_body = avg
+    score = 0.0
+    hit: list[str] = []
+    for term in terms:
+        found = postings[term]
+        rows = found.rows
+        at = bisect_left(rows, row)
+        if at < len(rows) and rows[at] == row:
+            st = found.stats
+            j = 6 * at
+            tf = (
+                w_name * st[j] / (1 - b + b * st[j + 3] / avg_name)
+                + w_summary * st[j + 1] / (1 - b + b * st[j + 4] / avg_summary)
+                + w_body * st[j + 2] / (1 - b + b * st[j + 5] / avg_body)
+            )
+            if tf <= 0:
+                continue
+            score = score + idf[term] * tf / (k1 + tf)
+            hit.append(term)
+    return score, hit
 
 
 def _kth(scores: dict[int, float], k: int) -> float:
