@@ -89,6 +89,11 @@ class EvalReport:
         return data
 
 
+# A cases file is bigger than a card's frontmatter (thousands of cases) but still bounded.
+CASES_MAX_BYTES = 32 * 1024 * 1024
+CASES_MAX_VALUES = 2_000_000
+
+
 def load_cases(path: Path) -> list[Case]:
     """Cases from a `.jsonl` file (one object a line) or a `.yaml`/`.yml` file (a list of objects)."""
     if not path.is_file():
@@ -114,7 +119,7 @@ def load_cases(path: Path) -> list[Case]:
                 raise InvalidCases(f"{path}:{number}: JSON nested too deeply to be a case") from None
     elif suffix in (".yaml", ".yml"):
         try:
-            data = safeyaml.load(text)
+            data = safeyaml.load(text, max_bytes=CASES_MAX_BYTES, max_nodes=CASES_MAX_VALUES, what="the cases file")
         except Exception as exc:  # the YAML loader raises several types; each is a bad file
             raise InvalidCases(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
         if data is None:

@@ -74,20 +74,25 @@ def _count_nodes(value: Any, budget: int) -> int:
     return count
 
 
-def load(text: str) -> Any:
-    """Parse one YAML document safely; raises yaml.YAMLError or YamlRejected."""
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_FRONTMATTER_BYTES:
-        raise YamlRejected(f"frontmatter is larger than {MAX_FRONTMATTER_BYTES // 1024} KiB")
+def load(
+    text: str, *, max_bytes: int = MAX_FRONTMATTER_BYTES, max_nodes: int = MAX_NODES, what: str = "frontmatter"
+) -> Any:
+    """Parse one YAML document safely; raises yaml.YAMLError or YamlRejected.
+
+    The limits and the name used in messages default to card frontmatter; case files pass larger ones.
+    """
+    if len(text.encode("utf-8", "surrogatepass")) > max_bytes:
+        raise YamlRejected(f"{what} is larger than {max_bytes // 1024} KiB")
     if _max_nesting(text) > MAX_DEPTH:
-        raise YamlRejected(f"frontmatter is nested deeper than {MAX_DEPTH} levels")
+        raise YamlRejected(f"{what} is nested deeper than {MAX_DEPTH} levels")
     try:
         data = yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
     except RecursionError:
-        raise YamlRejected(f"frontmatter is nested deeper than {MAX_DEPTH} levels") from None
+        raise YamlRejected(f"{what} is nested deeper than {MAX_DEPTH} levels") from None
     except YamlRejected:
         raise
     except (ValueError, TypeError, OverflowError) as exc:
-        raise YamlRejected(f"frontmatter holds a value YAML cannot read: {exc}") from None
-    if _count_nodes(data, MAX_NODES) > MAX_NODES:
-        raise YamlRejected(f"frontmatter expands to more than {MAX_NODES} values (alias bomb?)")
+        raise YamlRejected(f"{what} holds a value YAML cannot read: {exc}") from None
+    if _count_nodes(data, max_nodes) > max_nodes:
+        raise YamlRejected(f"{what} expands to more than {max_nodes} values (alias bomb?)")
     return data

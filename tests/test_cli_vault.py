@@ -146,3 +146,20 @@ def test_vault_from_env_and_from_cwd(vault_repo: VaultRepo, tmp_path: Path) -> N
     assert "no vault here" in elsewhere.stderr
     missing = run("show", "a/b", "--vault", str(tmp_path / "nope"))
     assert missing.returncode == 1 and "cairn init" in missing.stderr
+
+
+def test_a_reader_that_goes_away_is_not_an_error(vault_repo: VaultRepo) -> None:
+    """`cairn show big | head -1`: the closed pipe stops cairn quietly, with no `Error:` and no traceback."""
+    vault_repo.write("big/card", "Big", "A card with a long body.", "line of text\n" * 60_000)
+    vault_repo.commit()
+    import os
+
+    proc = subprocess.Popen([cairn_executable(), "show", "big/card"], cwd=vault_repo.root, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=dict(os.environ))
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(10)
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    proc.stderr.close()
+    proc.wait(timeout=60)
+    assert "Error" not in stderr and "Traceback" not in stderr

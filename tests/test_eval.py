@@ -110,3 +110,16 @@ def test_bad_cases_file_is_one_error_line(fixture_vault: VaultRepo, tmp_path: Pa
 
 def test_missing_cases_option_is_a_usage_error(fixture_vault: VaultRepo) -> None:
     assert fixture_vault.cairn("eval").returncode == 2
+
+
+def test_a_large_yaml_cases_file_loads(tmp_path: Path) -> None:
+    """Case files share the bounded YAML loader with cards, but not the card frontmatter's 64 KiB limit."""
+    from cairn.evaluate import load_cases
+
+    path = tmp_path / "cases.yaml"
+    path.write_text(
+        "".join(f"- id: c{i}\n  query: how do I fix problem {i} in the build pipeline\n  expect: []\n  slice: short\n"
+                for i in range(3000))
+    )
+    assert path.stat().st_size > 64 * 1024
+    assert len(load_cases(path)) == 3000

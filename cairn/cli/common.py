@@ -53,6 +53,11 @@ def errors_to_exit(func: F) -> F:
             return func(*args, **kwargs)
         except CairnError as exc:
             raise click.ClickException(clean(str(exc))) from None
+        except BrokenPipeError:
+            # The reader went away (`cairn lint | head`): stop quietly, as the Python docs advise for SIGPIPE.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(1)
         except OSError as exc:
             raise click.ClickException(clean(os_error_text(exc))) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
