@@ -233,7 +233,7 @@ def _hook_settings(config: dict[str, object]) -> tuple[int, int]:
             return chars, ttl
     from cairn.config import config_from_dict
 
-    hook = config_from_dict(config).hook  # type: ignore[arg-type]
+    hook = config_from_dict(config).hook
     return hook.max_context_chars, hook.session_ttl_days
 
 

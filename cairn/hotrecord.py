@@ -19,7 +19,7 @@ _set = object.__setattr__
 
 
 class Record:
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     def _init(self, *values: object) -> None:
         for name, value in zip(self.__slots__, values, strict=True):
@@ -37,7 +37,7 @@ class Record:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self._values() == other._values()  # type: ignore[attr-defined, no-any-return]
+        return self._values() == other._values()  # type: ignore[attr-defined,unused-ignore]
 
     def __hash__(self) -> int:
         return hash((self.__class__.__name__, self._values()))

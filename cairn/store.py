@@ -17,12 +17,16 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from array import array
 from pathlib import Path
 
 from cairn.errors import IndexCorrupt, IndexMissing
 from cairn.hotrecord import Record
+
+try:  # the C module `sqlite3` wraps: the package adds datetime adapters no index needs (+1.3 ms on every hook)
+    import _sqlite3 as sqlite3
+except ImportError:  # pragma: no cover - an interpreter that only ships the package
+    import sqlite3  # type: ignore[no-redef]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hook reads through this module: it imports no more than reading needs
@@ -30,7 +34,7 @@ if TYPE_CHECKING:  # the hook reads through this module: it imports no more than
     from collections.abc import Iterable, Iterator, Sequence
     from typing import Any
 
-    from cairn.cardterms import CardTerms
+    from cairn.cardterms import CardTerms as CardTerms  # re-exported: writers build these
 
 FORMAT_VERSION = "4"
 FIELDS = ("name", "summary", "body")
