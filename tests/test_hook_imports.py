@@ -15,6 +15,7 @@ from test_hook_payloads import FITTING_PROMPT, REBASE_ID, make_vault, payload_fo
 # hot path is a decision (it costs every prompt), made here.
 HOT_STDLIB = (
     "os",
+    "gc",
     "sys",
     "re",
     "time",
