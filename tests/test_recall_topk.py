@@ -1,0 +1,103 @@
+"""Recall ranks only as deep as it needs (`recall._top`): the same cards, scores (to the bit), ties and matched
+terms as scoring every card; the index's per-term bounds hold for any BM25F parameters; the hook's stored settings
+are `cairn.config`'s."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from cairn import recall as R
+from cairn import store
+from cairn.config import Config, parse_config
+from cairn.tokens import tokenize
+
+WORDS = [f"w{i}" for i in range(60)] + ["git", "rebase", "cache", "build", "docker", "layer", "timeout", "retry"]
+
+
+def _index(tmp_path: Path, n: int = 300, seed: int = 7) -> store.IndexReader:
+    rng = random.Random(seed)
+    weights = [1 / (k + 1) for k in range(len(WORDS))]  # a few words in most cards, most in few
+
+    def text(k: int) -> str:
+        return " ".join(rng.choices(WORDS, weights, k=k))
+
+    cards = []
+    for i in range(n):
+        name, summary, body = text(rng.randint(1, 4)), text(rng.randint(3, 12)), text(rng.randint(0, 40))
+        cards.append(
+            store.CardTerms(
+                id=f"c{i}", path=f"cards/c{i}.md", blob=f"{i:040x}", name=name, summary=summary, status="active",
+                expires_on=None, scope=(), not_when=(), supersedes=(), record={},
+                tokens=(tokenize(name), tokenize(summary), tokenize(body)),
+            )
+        )  # fmt: skip
+    target = tmp_path / "index.sqlite"
+    meta = {"commit": "0" * 40, "config": _json(Config().to_dict())}
+    store.write_index(target, meta, cards)
+    return store.IndexReader(target)
+
+
+def _json(data: object) -> str:
+    import json
+
+    return json.dumps(data)
+
+
+def test_top_k_equals_scoring_every_card(tmp_path: Path) -> None:
+    rng = random.Random(3)
+    settings = Config().recall
+    with _index(tmp_path) as index:
+        for _ in range(150):
+            terms = R.query_terms(" ".join(rng.choices(WORDS, k=rng.randint(1, 12))))
+            postings = index.postings(terms)
+            weights = R._weights(index, terms, postings, settings)
+            full, full_matched, _ = R._rank_all(index, terms, postings, weights, settings)
+            for depth in (1, 3, 8, 64):
+                ranked, matched, complete = R._top(index, terms, postings, weights, settings, depth)
+                assert ranked == full[:depth]  # rows, bit-identical scores, ties by row
+                assert complete == (len(full) <= depth) or not complete
+                for row, _ in ranked:
+                    assert matched[row] == full_matched[row]
+
+
+def test_recall_decides_as_with_every_card_scored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(5)
+    queries = [" ".join(rng.choices(WORDS, k=rng.randint(1, 10))) for _ in range(60)]
+    with _index(tmp_path) as index:
+        fast = [R.recall(index, query, already_injected={"c1", "c2", "c3"}) for query in queries]
+        # The same recall with the whole ranking computed (as before ranking was bounded).
+        monkeypatch.setattr(R, "_top", lambda index, terms, postings, weights, settings, depth: R._rank_all(
+            index, terms, postings, weights, settings
+        ))  # fmt: skip
+        full = [R.recall(index, query, already_injected={"c1", "c2", "c3"}) for query in queries]
+    assert fast == full
+
+
+def test_term_bounds_hold_for_any_parameters(tmp_path: Path) -> None:
+    rng = random.Random(11)
+    with _index(tmp_path, n=120) as index:
+        postings = index.postings(WORDS)
+        for _ in range(30):
+            b = rng.choice([0.0, 0.999, rng.random()])  # b = 1 divides by zero for an empty field, here as in recall
+            weights = (rng.random() * 3, rng.random() * 3, rng.random() * 3)
+            avg = (rng.uniform(1, 5), rng.uniform(1, 20), rng.uniform(1, 60))
+            for found in postings.values():
+                maxima = found.field_maxima(weights, b, avg)
+                for _row, *counts in found:
+                    for field in range(3):
+                        tf, length = counts[field], counts[3 + field]
+                        value = weights[field] * tf / (1 - b + b * length / avg[field])
+                        assert value <= maxima[field]
+
+
+def test_stored_settings_are_the_config_settings() -> None:
+    for config in (Config(), parse_config("[recall]\nk1 = 0.9\nmin_margin = 0.3\nmax_cards = 2\n")):
+        stored = R.hot_settings(config.to_dict())
+        assert isinstance(stored, R.StoredSettings)
+        for name in type(config.recall).__dataclass_fields__:
+            assert getattr(stored, name) == getattr(config.recall, name)
+    partial = {"recall": {"k1": 1.0}}  # an index from another version: the validating path fills the defaults
+    assert R.hot_settings(partial) == Config().recall.__class__(k1=1.0)
