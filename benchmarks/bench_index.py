@@ -48,7 +48,9 @@ def main() -> None:
             git(root, "commit", "-q", "-am", f"Edit one card ({run})")
             incremental.append(timed([CAIRN, "index", "--vault", str(root)], env))
     print(f"vault: {args.cards} cards in {args.commits} commits; python -c pass: {bare * 1000:.1f} ms")
-    print(f"full index:        median {statistics.median(full):6.2f} s  (budget 15 s)   runs {[round(x, 2) for x in full]}")
+    print(
+        f"full index:        median {statistics.median(full):6.2f} s  (budget 15 s)   runs {[round(x, 2) for x in full]}"
+    )
     print(
         f"incremental index: median {statistics.median(incremental):6.2f} s  (budget 1 s)    "
         f"runs {[round(x, 2) for x in incremental]}  = {statistics.median(incremental) / bare:.0f}x bare python"

@@ -11,8 +11,26 @@ import subprocess
 from pathlib import Path
 
 TOPICS = [
-    "git", "python", "ci", "docker", "postgres", "shell", "http", "testing", "kubernetes", "terraform", "react",
-    "rust", "go", "java", "node", "security", "logging", "caching", "queues", "dns",
+    "git",
+    "python",
+    "ci",
+    "docker",
+    "postgres",
+    "shell",
+    "http",
+    "testing",
+    "kubernetes",
+    "terraform",
+    "react",
+    "rust",
+    "go",
+    "java",
+    "node",
+    "security",
+    "logging",
+    "caching",
+    "queues",
+    "dns",
 ]
 WORDS = """
 branch commit rebase merge conflict cache lockfile wheel package dependency container image layer volume network
@@ -35,15 +53,24 @@ def card_text(rng: random.Random, i: int) -> tuple[str, str]:
         f"{words[5]}; pin the {words[6]} and rerun."
     )
     body = "\n\n".join(
-        [f"# {name}", " ".join(rng.choice(WORDS) for _ in range(60)), "```sh\n" + f"{topic} {words[7]} --{words[8]}\n```"]
+        [
+            f"# {name}",
+            " ".join(rng.choice(WORDS) for _ in range(60)),
+            "```sh\n" + f"{topic} {words[7]} --{words[8]}\n```",
+        ]
     )
     card = f'---\nname: "{name}"\nsummary: "{summary}"\nscope: [{topic}]\nverified_at: 2026-06-01\n---\n\n{body}\n'
     return f"{topic}/{words[0]}-{words[1]}-{i}", card
 
 
 def git(root: Path, *args: str) -> str:
-    env = dict(os.environ, GIT_AUTHOR_NAME="Bench", GIT_AUTHOR_EMAIL="bench@example.com",
-               GIT_COMMITTER_NAME="Bench", GIT_COMMITTER_EMAIL="bench@example.com")
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="Bench",
+        GIT_AUTHOR_EMAIL="bench@example.com",
+        GIT_COMMITTER_NAME="Bench",
+        GIT_COMMITTER_EMAIL="bench@example.com",
+    )
     return subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True, text=True).stdout
 
 

@@ -349,9 +349,7 @@ def index_entries(repo: git.Repo, vault: Vault, extra: tuple[str, ...] = ()) -> 
     Unmerged paths (a conflict in progress) are left out: they cannot be committed.
     """
     specs = [f"{vault.prefix}{CARDS_DIR}", *(f"{vault.prefix}{p}" for p in extra)]
-    out = repo.git.ls_files(
-        "-s", "-z", "--full-name", "--", *specs, stdout_as_string=False, env=_index_env(vault)
-    )
+    out = repo.git.ls_files("-s", "-z", "--full-name", "--", *specs, stdout_as_string=False, env=_index_env(vault))
     entries = []
     for record in out.split(b"\0"):
         if not record:

@@ -101,15 +101,22 @@ class VaultRepo:
         self.git("commit", "-q", "--no-verify", "-m", message, author=author)
         return self.git("rev-parse", "HEAD")
 
-    def cairn(self, *args: str, input: str | bytes | None = None, env: dict[str, str] | None = None,
-              cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    def cairn(
+        self, *args: str, input: str | bytes | None = None, env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
         """Run the installed `cairn` as a subprocess against this vault."""
         full_env = dict(os.environ)
         full_env.update(env or {})
         text_input = input.decode("utf-8", "replace") if isinstance(input, bytes) else input
         return subprocess.run(
-            [cairn_executable(), *args], cwd=cwd or self.root, env=full_env, input=text_input,
-            capture_output=True, text=True, check=False, timeout=120,
+            [cairn_executable(), *args],
+            cwd=cwd or self.root,
+            env=full_env,
+            input=text_input,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
         )
 
 

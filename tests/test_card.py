@@ -95,7 +95,9 @@ def test_check_card_id_refuses_traversal(bad: str) -> None:
         check_card_id(bad)
 
 
-@pytest.mark.parametrize(("given", "expected"), [("git/x", "git/x"), ("cards/git/x.md", "git/x"), ("clang++", "clang++"), ("[", "[")])
+@pytest.mark.parametrize(
+    ("given", "expected"), [("git/x", "git/x"), ("cards/git/x.md", "git/x"), ("clang++", "clang++"), ("[", "[")]
+)
 def test_check_card_id_accepts_real_ids(given: str, expected: str) -> None:
     assert check_card_id(given) == expected
 

@@ -7,10 +7,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import VaultRepo, cairn_executable
 
 from cairn import __version__
 from cairn.cli import COMMANDS
-from conftest import VaultRepo, cairn_executable
 
 
 def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -67,8 +67,19 @@ def test_init_vault_indexes_cleanly(tmp_path: Path) -> None:
 
 
 def test_add_writes_a_valid_card_and_never_overwrites(vault_repo: VaultRepo) -> None:
-    done = vault_repo.cairn("add", "--name", "Force push drops commits", "--summary", "Check reflog first.",
-                            "--scope", "git, ci", "--id", "git/force-push", "--body", "# Force push\n\nDetails.")
+    done = vault_repo.cairn(
+        "add",
+        "--name",
+        "Force push drops commits",
+        "--summary",
+        "Check reflog first.",
+        "--scope",
+        "git, ci",
+        "--id",
+        "git/force-push",
+        "--body",
+        "# Force push\n\nDetails.",
+    )
     assert done.returncode == 0, done.stderr
     path = vault_repo.root / "cards" / "git" / "force-push.md"
     original = path.read_bytes()
@@ -111,8 +122,14 @@ def test_add_body_and_body_file_together_is_a_usage_error(vault_repo: VaultRepo,
 
 def test_show_committed_card_text_and_json(vault_repo: VaultRepo) -> None:
     # YAML refuses raw control characters in frontmatter; a body may carry them.
-    vault_repo.write("git/x", "Name", "Summary text.", "# Body\n\nLine \x1b[31mred\x1b[0m \x1b]0;title\x07.",
-                     scope=["git"], verified_at="2026-10-02")
+    vault_repo.write(
+        "git/x",
+        "Name",
+        "Summary text.",
+        "# Body\n\nLine \x1b[31mred\x1b[0m \x1b]0;title\x07.",
+        scope=["git"],
+        verified_at="2026-10-02",
+    )
     vault_repo.commit()
     text = vault_repo.cairn("show", "git/x")
     assert text.returncode == 0, text.stderr
@@ -154,8 +171,13 @@ def test_a_reader_that_goes_away_is_not_an_error(vault_repo: VaultRepo) -> None:
     vault_repo.commit()
     import os
 
-    proc = subprocess.Popen([cairn_executable(), "show", "big/card"], cwd=vault_repo.root, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=dict(os.environ))
+    proc = subprocess.Popen(
+        [cairn_executable(), "show", "big/card"],
+        cwd=vault_repo.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ),
+    )
     assert proc.stdout is not None and proc.stderr is not None
     assert proc.stdout.read(10)
     proc.stdout.close()

@@ -118,8 +118,10 @@ def test_a_large_yaml_cases_file_loads(tmp_path: Path) -> None:
 
     path = tmp_path / "cases.yaml"
     path.write_text(
-        "".join(f"- id: c{i}\n  query: how do I fix problem {i} in the build pipeline\n  expect: []\n  slice: short\n"
-                for i in range(3000))
+        "".join(
+            f"- id: c{i}\n  query: how do I fix problem {i} in the build pipeline\n  expect: []\n  slice: short\n"
+            for i in range(3000)
+        )
     )
     assert path.stat().st_size > 64 * 1024
     assert len(load_cases(path)) == 3000

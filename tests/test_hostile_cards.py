@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import VaultRepo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +17,6 @@ from cairn.indexer import build_index, build_worktree_index, open_index
 from cairn.recall import recall
 from cairn.tokens import tokenize
 from cairn.vault import find_vault
-from conftest import VaultRepo
 
 
 def _check(result: tuple[Card | None, list[Finding]]) -> None:
@@ -72,7 +72,7 @@ def test_hostile_yaml_is_bounded_and_constructs_nothing(key: str) -> None:
 
 def test_billion_laughs_is_refused() -> None:
     lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
-    for prev, name in zip("abcdefgh", "bcdefghi"):
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
         lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
     card, findings = parse_card("cards/x.md", ("---\n" + "\n".join(lines) + "\nname: x\nsummary: y\n---\n").encode())
     assert card is None and findings[0].rule == "frontmatter-parse"
@@ -115,8 +115,16 @@ def test_valid_cards_survive_hostile_neighbours(vault_repo: VaultRepo, tmp_path:
 
     report = build_index(vault)
     good_ids = {
-        "ok/plain", "ok/crlf", "ok/bom", "ok/with space", "ok/ünïcødé", "ok/-leading-dash", "ok/.leading-dot",
-        "ok/clang++", "ok/long-line", "ok/" + "/".join(f"d{i}" for i in range(40)) + "/deep",
+        "ok/plain",
+        "ok/crlf",
+        "ok/bom",
+        "ok/with space",
+        "ok/ünïcødé",
+        "ok/-leading-dash",
+        "ok/.leading-dot",
+        "ok/clang++",
+        "ok/long-line",
+        "ok/" + "/".join(f"d{i}" for i in range(40)) + "/deep",
     }
     with open_index(vault) as index:
         assert set(index.ids()) == good_ids

@@ -7,12 +7,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import BOB, VaultRepo, cairn_executable
 
 from cairn import store
 from cairn.errors import CairnError, IndexCorrupt
 from cairn.indexer import build_index, build_worktree_index, open_index
 from cairn.vault import find_vault
-from conftest import BOB, VaultRepo, cairn_executable
 
 
 def _ids(vault_repo: VaultRepo) -> list[str]:
@@ -42,8 +42,13 @@ def test_full_then_incremental_follows_history(vault_repo: VaultRepo) -> None:
     assert report.mode == "incremental"
     assert report.previous_commit == first and report.commit == second
     assert report.read == 3  # modified, renamed, added: only those are re-read
-    assert set(report.changed_ids) == {"git/force-push", "python/wheel-data", "packaging/wheel-data",
-                                       "ci/cache-key", "db/migrations"}
+    assert set(report.changed_ids) == {
+        "git/force-push",
+        "python/wheel-data",
+        "packaging/wheel-data",
+        "ci/cache-key",
+        "db/migrations",
+    }
     assert _ids(vault_repo) == ["db/migrations", "git/force-push", "packaging/wheel-data"]
     with open_index(vault) as index:
         assert index.record("git/force-push")["summary"] == "Check git reflog first; then pull --rebase."
@@ -163,8 +168,13 @@ def test_two_index_processes_leave_one_valid_cache(vault_repo: VaultRepo) -> Non
         vault_repo.write(f"bulk/card-{i:03}", f"Bulk card {i}", f"Lesson {i} about subject {i % 17}.")
     vault_repo.commit()
     procs = [
-        subprocess.Popen([cairn_executable(), "index", "--json"], cwd=vault_repo.root,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [cairn_executable(), "index", "--json"],
+            cwd=vault_repo.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(2)
     ]
     outputs = [p.communicate(timeout=120) for p in procs]
