@@ -271,9 +271,31 @@ def init_repo(path: Path) -> git.Repo:
     return git.Repo.init(path, initial_branch="main") if _supports_initial_branch() else git.Repo.init(path)
 
 
+FALLBACK_IDENTITY = ("Cairn", "cairn@localhost")
+
+
+def identity_env(repo: git.Repo) -> dict[str, str]:
+    """Author and committer for commits Cairn makes itself: the user's git identity, else a named fallback.
+
+    A fresh machine often has no `user.name`; `cairn init` and `cairn demo` must still make their first commit.
+    """
+    env: dict[str, str] = {}
+    for key, var, fallback in (
+        ("user.name", "NAME", FALLBACK_IDENTITY[0]),
+        ("user.email", "EMAIL", FALLBACK_IDENTITY[1]),
+    ):
+        try:
+            configured = repo.git.config("--get", key).strip()
+        except GitCommandError:
+            configured = ""
+        if not configured and not os.environ.get(f"GIT_AUTHOR_{var}"):
+            env[f"GIT_AUTHOR_{var}"] = env[f"GIT_COMMITTER_{var}"] = fallback
+    return env
+
+
 def commit_all(repo: git.Repo, message: str) -> str:
     repo.git.add("-A")
-    repo.git.commit("-m", message, "--no-verify")
+    repo.git.commit("-m", message, "--no-verify", env=identity_env(repo))
     return repo.head.commit.hexsha
 
 
@@ -302,7 +324,7 @@ def commit_file_to_new_branch(repo: git.Repo, base: str, branch: str, repo_path:
         raise CairnError(f"branch {branch!r} already exists; choose another name (nothing was written)")
     blob = repo.odb.store(IStream("blob", len(data), BytesIO(data))).binsha.hex()
     with tempfile.TemporaryDirectory(prefix="cairn-index-") as tmp:
-        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index"), **identity_env(repo)}
         try:
             repo.git.read_tree(base, env=env)
             repo.git.update_index("--add", "--cacheinfo", "100644", blob, repo_path, env=env)

@@ -185,3 +185,22 @@ def test_a_reader_that_goes_away_is_not_an_error(vault_repo: VaultRepo) -> None:
     proc.stderr.close()
     proc.wait(timeout=60)
     assert "Error" not in stderr and "Traceback" not in stderr
+
+
+def test_init_and_demo_work_on_a_machine_without_a_git_identity(tmp_path: Path) -> None:
+    """A fresh machine has no user.name: the template's first commit still happens, by a named fallback."""
+    import os
+
+    empty = tmp_path / "empty-gitconfig"
+    empty.write_text("")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_AUTHOR", "GIT_COMMITTER", "EMAIL"))}
+    env.update(GIT_CONFIG_GLOBAL=str(empty), GIT_CONFIG_NOSYSTEM="1", HOME=str(tmp_path))
+    target = tmp_path / "lessons"
+    done = subprocess.run([cairn_executable(), "init", str(target)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    author = subprocess.run(
+        ["git", "log", "-1", "--format=%an <%ae>"], cwd=target, env=env, capture_output=True, text=True
+    ).stdout.strip()
+    assert author == "Cairn <cairn@localhost>"
+    demo = subprocess.run([cairn_executable(), "demo"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert demo.returncode == 0, demo.stderr
