@@ -206,3 +206,15 @@ def test_git_hooks_respect_core_hooks_path(vault_repo: VaultRepo) -> None:
     assert cairn("install", "git-hooks", "--vault", str(vault_repo.root)).returncode == 0
     assert (vault_repo.root / ".githooks" / "post-commit").exists()
     assert not (vault_repo.root / ".git" / "hooks" / "post-commit").exists()
+
+
+def test_install_indexes_the_vault_so_the_first_prompt_is_served(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    vault_repo.write("git/rebase", "Rebase drops commits", "After a force-push, compare with git reflog first.")
+    vault_repo.commit()
+    assert _indexed_commit(vault_repo.root) is None
+    project = tmp_path / "project"
+    project.mkdir()
+    done = cairn("install", "claude-code", "--project", str(project), "--vault", str(vault_repo.root))
+    assert done.returncode == 0, done.stderr
+    assert "Index of" in done.stdout
+    assert _indexed_commit(vault_repo.root) == vault_repo.git("rev-parse", "HEAD")

@@ -8,8 +8,9 @@ from typing import Any, TypeVar
 
 import click
 
-from cairn import gitrepo, install
+from cairn import gitrepo, indexer, install
 from cairn.cli.common import echo, errors_to_exit, open_vault
+from cairn.errors import CairnError
 
 TARGETS = (*install.AGENTS, "git-hooks")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -84,9 +85,21 @@ def install_cmd(
         echo(f"  backup of the previous file: {change.backup}")
     if not vault_arg:
         echo("  The hook reads $CAIRN_VAULT, else the vault around the agent's folder; --vault fixes one.")
+    _index_now(vault_arg)
     if change.note:
         echo(f"  Note: {change.note}")
     echo(f"Undo with `cairn uninstall {target}{' --user' if user else ''}`.")
+
+
+def _index_now(vault_arg: str | None) -> None:
+    """Build the vault's index now, so the agent's first prompt is served (the hook itself never waits)."""
+    try:
+        vault = open_vault(vault_arg)
+        report = indexer.build_index(vault)
+    except CairnError as exc:
+        echo(f"  Not indexed yet ({exc}); the hook builds the index in the background on its first prompt.")
+        return
+    echo(f"  Index of {vault.root}: {report.n_cards} cards at {report.commit[:8]}.")
 
 
 @click.command(name="uninstall")

@@ -11,21 +11,24 @@ from cairn import authoring, catalog, indexer
 from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
 from cairn.errors import CairnError
 from cairn.terminal import clean_line
+from cairn.vault import find_vault
 
 
 @click.command()
 @click.argument("path", type=click.Path(path_type=Path))
 @errors_to_exit
 def init(path: Path) -> None:
-    """Create a vault at PATH from the template, `git init` it and commit.
+    """Create a vault at PATH from the template, `git init` it, commit and index it.
 
     \b
     Example:
       cairn init ~/team-lessons && cd ~/team-lessons && pre-commit install
     """
     commit = authoring.init_vault(path)
-    echo(f"Created a vault at {path} (commit {commit[:8]}).")
-    echo("Next: write a card with `cairn add --name ... --summary ...`, commit it, then `cairn index`.")
+    # Index right away, so the agent hook has something to serve on its very first prompt.
+    report = indexer.build_index(find_vault(path))
+    echo(f"Created a vault at {path} (commit {commit[:8]}) and indexed its {report.n_cards} example cards.")
+    echo("Next: `cairn install claude-code` (or codex, gemini), then write cards with `cairn add` and commit them.")
 
 
 def _split_scope(value: str | None) -> tuple[str, ...]:
