@@ -15,6 +15,7 @@ COMMANDS: dict[str, str] = {
     "add": "cairn.cli.vault_cmds:add",
     "index": "cairn.cli.vault_cmds:index",
     "show": "cairn.cli.vault_cmds:show",
+    "hook": "cairn.cli.hook_cmd:hook",
     "demo": "cairn.cli.demo_cmd:demo",
     "recall": "cairn.cli.recall_cmds:recall_cmd",
     "explain": "cairn.cli.recall_cmds:explain",
