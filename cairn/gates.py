@@ -1,10 +1,13 @@
-"""The three gates that decide whether a ranked card is injected: normalized score, query coverage and margin.
+"""The three gates that decide whether a ranked card is injected: score lead, query coverage and margin.
 
 Every gate value is a ratio in [0, 1], so one threshold means the same thing in a vault of 30 cards and one of
 30,000, for a short question and for a long agent prompt:
 
-- norm_score: the card's BM25F score over the most the query could score (every informative query term fully
-  matched); how much of the query's weight the card answers, and how strongly.
+- lead (the score gate; `Candidate.norm_score`, setting `min_score`): (score - next score) / the query's best
+  possible score, where the best possible score counts the words no card uses at the weight of a one-card word.
+  How far the card stands above the next one in units of the whole query. Unlike a ratio of the two scores it does
+  not grow when the vault is small: a card that is the only one sharing a single word of a long question has a
+  large margin but a small lead, because the rest of the question (known or not) still counts.
 - coverage: the share of the query's informative weight (IDF-weighted terms, instruction words discounted) that the
   card matches at all. Words the vault never uses count as unmatched evidence: a question about something the vault
   does not know should not get a card that only shares its everyday words.
@@ -26,9 +29,10 @@ LOW_COVERAGE = "low_coverage"
 SMALL_MARGIN = "small_margin"
 
 
-def norm_score(score: float, query_mass: float) -> float:
-    """score / query_mass, where query_mass is the score a card matching every query term fully would approach."""
-    return score / query_mass if query_mass > 0 else 0.0
+def lead(score: float, next_score: float, best: float) -> float:
+    """(score - next_score) / best, where best is the score a card matching every query term fully would approach
+    (words no card uses included); 0.0 when the query has no weight."""
+    return max(0.0, score - next_score) / best if best > 0 else 0.0
 
 
 def coverage(matched: Iterable[str], weights: Mapping[str, float], total: float) -> float:
@@ -45,9 +49,9 @@ def margin(score: float, next_score: float) -> float:
     return max(0.0, 1.0 - next_score / score)
 
 
-def failed_gate(norm: float, cover: float, gap: float, settings: RecallSettings) -> str | None:
-    """The first gate a candidate fails (score, then coverage, then margin), or None when it passes all three."""
-    if norm < settings.min_score:
+def failed_gate(ahead: float, cover: float, gap: float, settings: RecallSettings) -> str | None:
+    """The first gate a candidate fails (score lead, then coverage, then margin), or None when it passes all three."""
+    if ahead < settings.min_score:
         return BELOW_SCORE
     if cover < settings.min_coverage:
         return LOW_COVERAGE

@@ -2,7 +2,9 @@
 
 1. The query's distinct tokens are weighted: IDF in this vault; agent instruction words (`tokens.INSTRUCTION_WORDS`)
    count for `instruction_weight` of their IDF; words the vault never uses weigh as much as a word found in one
-   card, times `unknown_weight`, and count only for coverage (no card can match them).
+   card, times `unknown_weight`, and count only for the gates (no card can match them). A CJK 2-gram the vault
+   never uses counts half of that, for coverage only: about half the 2-grams of a run of Chinese straddle two
+   words, and a small vault lacks most of the real ones too.
 2. BM25F (name with aliases, summary and body, each length-normalised, one saturation) ranks every card sharing
    a term with the query.
 3. Admission, in ranking order: status, expiry, supersedes, scope, not_when, already injected in the session.
@@ -42,6 +44,9 @@ _MIN_EXAMINED = 20
 _CHUNK = 64
 # Slack on every pruning comparison: scores summed in another order differ in the last bits, never by this much.
 _SLACK = 1e-9
+# A CJK 2-gram the vault never uses counts this share of an unknown word in the coverage gate: about half the
+# 2-grams of a run straddle two words (no evidence), the other half are words the vault does not know.
+_CJK_UNKNOWN = 0.5
 # The [recall] settings the ranking and gates read (see `hot_settings`).
 SETTING_NAMES = (
     "max_cards",
@@ -103,8 +108,8 @@ def hot_settings(config: dict[str, Any]) -> RecallSettings:
 class Candidate(Record):
     """One scored card and what recall decided about it.
 
-    score: raw BM25F score. norm_score, coverage, margin: the three gate values (0.0 for cards refused at
-    admission, which never reach the gates). decision: `injected` or `rejected`. reason: None when injected, else
+    score: raw BM25F score. norm_score (the score lead, see `cairn.gates`), coverage, margin: the three gate values
+    (0.0 for cards refused at admission, which never reach the gates). decision: `injected` or `rejected`. reason: None when injected, else
     why not: a gate (`below_score`, `low_coverage`, `small_margin`), admission (`out_of_scope`, `expired`,
     `retired`, `draft`, `superseded`, `not_when`, `already_injected`) or `over_limit`.
     matched: the query terms the card matched. blocked_by: for a card that passed its own gates but sits below a
@@ -159,21 +164,30 @@ class QueryWeights(Record):
     """The query's terms and their weights in this vault.
 
     idf: weight of each term the vault knows (IDF times the instruction discount). mass: their sum, the most a card
-    could score. unknown: weight of the terms the vault never uses. total: mass + unknown, the coverage denominator.
+    could score. unknown: weight of the words the vault never uses; unknown_cjk: of the CJK 2-grams it never uses
+    (at `_CJK_UNKNOWN`). best: mass + unknown, the lead gate's denominator. total: best + unknown_cjk, the coverage
+    denominator.
     """
 
-    __slots__ = ("terms", "idf", "mass", "unknown")
+    __slots__ = ("terms", "idf", "mass", "unknown", "unknown_cjk")
     terms: tuple[str, ...]
     idf: dict[str, float]
     mass: float
     unknown: float
+    unknown_cjk: float
 
-    def __init__(self, terms: tuple[str, ...], idf: dict[str, float], mass: float, unknown: float) -> None:
-        self._init(terms, idf, mass, unknown)
+    def __init__(
+        self, terms: tuple[str, ...], idf: dict[str, float], mass: float, unknown: float, unknown_cjk: float = 0.0
+    ) -> None:
+        self._init(terms, idf, mass, unknown, unknown_cjk)
+
+    @property
+    def best(self) -> float:
+        return self.mass + self.unknown
 
     @property
     def total(self) -> float:
-        return self.mass + self.unknown
+        return self.mass + self.unknown + self.unknown_cjk
 
 
 def query_terms(query: str) -> list[str]:
@@ -282,10 +296,10 @@ def _gate(
     for i, (card, score) in enumerate(admitted):
         terms = matched.get(card.row, [])
         next_score = admitted[i + 1][1] if i + 1 < len(admitted) else 0.0
-        norm = gates.norm_score(score, weights.mass)
+        ahead = gates.lead(score, next_score, weights.best)
         cover = gates.coverage(terms, weights.idf, weights.total)
         gap = gates.margin(score, next_score)
-        reason = gates.failed_gate(norm, cover, gap, settings)
+        reason = gates.failed_gate(ahead, cover, gap, settings)
         blocked_by = None
         if reason is None and blocker is not None:
             reason, blocked_by = gates.SMALL_MARGIN, blocker.card.id
@@ -294,7 +308,7 @@ def _gate(
         candidate = Candidate(
             card,
             round(score, 4),
-            round(norm, 4),
+            round(ahead, 4),
             round(cover, 4),
             round(gap, 4),
             INJECTED if reason is None else REJECTED,
@@ -329,17 +343,18 @@ def _weights(
     n = max(index.n_cards, 1)
     unknown_idf = math.log(1 + (n - 0.5) / 1.5)  # as rare as a term found in one card
     idf: dict[str, float] = {}
-    unknown = 0.0
+    unknown = unknown_cjk = 0.0
     for term in terms:
         discount = settings.instruction_weight if term in INSTRUCTION_WORDS else 1.0
         found = postings.get(term)
         if found is None:
-            # A CJK 2-gram the vault never uses is mostly a pair straddling two words: no evidence either way.
-            if not is_cjk(term):
+            if is_cjk(term):
+                unknown_cjk += _CJK_UNKNOWN * discount * settings.unknown_weight * unknown_idf
+            else:
                 unknown += discount * settings.unknown_weight * unknown_idf
         else:
             idf[term] = discount * math.log(1 + (n - found.df + 0.5) / (found.df + 0.5))
-    return QueryWeights(tuple(terms), idf, sum(idf.values()), unknown)
+    return QueryWeights(tuple(terms), idf, sum(idf.values()), unknown, unknown_cjk)
 
 
 def _score(

@@ -202,3 +202,34 @@ def test_session_gets_each_card_once(fixture_vault: VaultRepo) -> None:
 def test_recall_outside_a_vault_is_one_error_line(tmp_path: Path, vault_repo: VaultRepo) -> None:
     done = vault_repo.cairn("recall", "anything", cwd=tmp_path)
     assert done.returncode == 1 and done.stderr.startswith("Error: ")
+
+
+def test_score_gate_is_the_lead_over_the_query_and_does_not_grow_in_a_small_vault(vault_repo: VaultRepo) -> None:
+    """A card that is the only one sharing one word of a longer question has a large margin (nothing follows it)
+    but a small lead: the question's other words, even those no card uses, count in the denominator."""
+    vault_repo.write("db/pool", "Connection pool exhausted", "Raise the pool size or release connections.")
+    vault_repo.write("shell/quote", "Quote shell variables", "Unquoted variables split on spaces.")
+    vault_repo.commit()
+    vault = find_vault(vault_repo.root)
+    with indexer.open_index(vault) as index:
+        open_ = dataclasses.replace(settings_of(index), min_score=0.0, min_coverage=0.0, min_margin=0.0)
+        weak = recall(index, "pool noodles watermelon sunscreen towels umbrella", settings=open_)
+        strong = recall(index, "connection pool exhausted", settings=open_)
+        shipped = recall(index, "pool noodles watermelon sunscreen towels umbrella")
+    top = weak.candidates[0]
+    assert top.card.id == "db/pool" and top.margin == 1.0  # alone: the relative margin says nothing
+    assert top.norm_score < 0.21 <= strong.candidates[0].norm_score
+    assert shipped.abstained and shipped.candidates[0].reason == "below_score"
+
+
+def test_cjk_pairs_the_vault_lacks_count_half_for_coverage(vault_repo: VaultRepo) -> None:
+    vault_repo.write("git/stash", "切换分支前暂存修改", "用 git stash 暂存未提交的修改，再切换分支。")
+    vault_repo.commit()
+    vault = find_vault(vault_repo.root)
+    with indexer.open_index(vault) as index:
+        settings = settings_of(index)
+        alone = recall(index, "暂存", settings=settings).candidates[0]
+        padded = recall(index, "暂存 火星探测器轨道", settings=settings).candidates[0]
+    # 火星探测器轨道: six pairs no card uses, each counting half a one-card word; before, they counted nothing
+    assert alone.coverage == 1.0
+    assert 0.0 < padded.coverage < 0.5

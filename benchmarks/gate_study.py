@@ -1,0 +1,251 @@
+"""Exploration for round 2 of the gates: candidate gate features of each case's top admissible card, per suite.
+
+Usage:
+    .venv/bin/python benchmarks/gate_study.py dump          # features -> benchmarks/.work/gates-<suite>.json
+    .venv/bin/python benchmarks/gate_study.py fit F1 F2 F3  # fit on the fitting set, report every suite
+
+Protocol (fixed before any figure was looked at): thresholds are fitted ONLY on the odd-numbered cases of
+tldr-zh-dev (as round 1 did): best Injection@1 with the false injection rate <= 2.5% on each slice of that half,
+ties to the strictest thresholds. Every other suite, tldr-zh-dev's even half and the template vault are held out.
+
+Injection@1 and FIR depend on the top admissible card only (injection is a prefix of the admissible ranking), so
+each case is reduced to that card's features and whether it is expected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import statistics
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+os.environ["CAIRN_CACHE_DIR"] = str(HERE / ".work" / "cache")
+
+from suites import SUITES, WORK, prepare  # noqa: E402
+
+TEMPLATE = WORK / "template-vault"
+ADMISSION = {"out_of_scope", "expired", "retired", "draft", "superseded", "not_when", "already_injected"}
+
+
+def _template() -> Path:
+    import subprocess
+
+    if not (TEMPLATE / "cairn.toml").is_file():
+        subprocess.run([str(HERE.parent / ".venv" / "bin" / "cairn"), "init", str(TEMPLATE)], check=True)
+    return TEMPLATE
+
+
+def features(index, query, settings):  # type: ignore[no-untyped-def]
+    from cairn.recall import query_terms, recall
+    from cairn.tokens import INSTRUCTION_WORDS, is_cjk, tokenize
+
+    open_ = dataclasses.replace(settings, min_score=0.0, min_coverage=0.0, min_margin=0.0)
+    result = recall(index, query, settings=open_)
+    adm = [c for c in result.candidates if c.reason not in ADMISSION]
+    if not adm:
+        return None
+    terms = query_terms(query)
+    post = index.postings(terms)
+    n = max(index.n_cards, 1)
+    scores = [c.score for c in adm[:10]]
+    s1 = scores[0]
+    s2 = scores[1] if len(scores) > 1 else 0.0
+    top = adm[0]
+    row = top.card.row
+    out = {"id": top.card.id, "s1": s1, "n": n}
+    # field hits of the top card
+    in_ns: set[str] = set()
+    for t in top.matched:
+        p = post[t]
+        for r, tn, ts, *_ in p:
+            if r == row:
+                if tn or ts:
+                    in_ns.add(t)
+                break
+
+    def weigh(n_eff: float, cjk_unknown: float, disc: float = settings.instruction_weight):  # type: ignore[no-untyped-def]
+        unk_idf = math.log(1 + (n_eff - 0.5) / 1.5)
+        idf: dict[str, float] = {}
+        unknown = 0.0
+        for t in terms:
+            d = disc if t in INSTRUCTION_WORDS else 1.0
+            p = post.get(t)
+            if p is None:
+                unknown += d * settings.unknown_weight * unk_idf * (cjk_unknown if is_cjk(t) else 1.0)
+            else:
+                idf[t] = d * math.log(1 + (n_eff - p.df + 0.5) / (p.df + 0.5))
+        return idf, unknown
+
+    for label, n_eff, cjk in (
+        ("cov", n, 0.0),
+        ("cov_n100", max(n, 100), 0.0),
+        ("cov_n300", max(n, 300), 0.0),
+        ("cov_n1000", max(n, 1000), 0.0),
+        ("cov_cjk", n, 0.5),
+        ("cov_n300_cjk", max(n, 300), 0.5),
+    ):
+        idf, unknown = weigh(n_eff, cjk)
+        total = sum(idf.values()) + unknown
+        out[label] = sum(idf[t] for t in top.matched) / total if total else 0.0
+        out[label + "_ns"] = sum(idf[t] for t in in_ns) / total if total else 0.0
+    idf, unknown = weigh(n, 0.0)
+    mass = sum(idf.values())
+    out["norm"] = s1 / mass if mass else 0.0
+    out["margin"] = 1 - s2 / s1 if s1 > 0 else 0.0
+    out["lead"] = (s1 - s2) / mass if mass else 0.0
+    total = mass + unknown  # the best possible score had the words no card uses been matched (one-card rarity)
+    out["lead_t"] = (s1 - s2) / total if total else 0.0
+    out["norm_t"] = s1 / total if total else 0.0
+    idf3, _ = weigh(max(n, 300), 0.0)
+    # a lead over the query's best possible score computed with the floored idf: sum of per-term contributions
+    # rescaled by idf3/idf
+    out["lead_n300"] = (s1 - s2) / sum(idf3.values()) if idf3 else 0.0
+    padded = (scores + [0.0] * 10)[:10]
+    mu = statistics.fmean(padded)
+    sd = statistics.pstdev(padded)
+    out["z10"] = (s1 - mu) / sd if sd > 0 else 0.0
+    mu5 = statistics.fmean(padded[1:6])
+    out["m5"] = 1 - mu5 / s1 if s1 > 0 else 0.0  # lead over the mean of the next five
+    out["k5"] = 1 - padded[4] / s1 if s1 > 0 else 0.0
+    # card side: share of the card's name+summary distinct tokens the query holds (unweighted)
+    ctoks = set(tokenize(top.card.name)) | set(tokenize(top.card.summary))
+    qset = set(terms)
+    out["ccov"] = len(ctoks & qset) / len(ctoks) if ctoks else 0.0
+    out["nmatch"] = len(top.matched)
+    return out
+
+
+def dump() -> None:
+    from cairn import indexer
+    from cairn.evaluate import load_cases
+    from cairn.recall import settings_of
+    from cairn.vault import find_vault
+
+    vaults = {s: (prepare(s), "cases.jsonl") for s in SUITES}
+    vaults["template"] = (_template(), "evals/cases.yaml")
+    for name, (root, cases_file) in vaults.items():
+        vault = find_vault(root)
+        indexer.build_index(vault)
+        cases = load_cases(vault.root / cases_file)
+        rows = []
+        with indexer.open_index(vault) as index:
+            settings = settings_of(index)
+            for case in cases:
+                f = features(index, case.query, settings)
+                rows.append({"case": case.id, "slice": case.slice, "expect": list(case.expect), "f": f})
+        (WORK / f"gates-{name}.json").write_text(json.dumps(rows))
+        print(name, len(rows), file=sys.stderr)
+
+
+def load(name: str) -> list[dict]:
+    return json.loads((WORK / f"gates-{name}.json").read_text())
+
+
+def parts() -> dict[str, list[dict]]:
+    zh = load("tldr-zh-dev")
+    odd = [r for r in zh if int(r["case"].lstrip("q")) % 2 == 1]
+    even = [r for r in zh if int(r["case"].lstrip("q")) % 2 == 0]
+    return {
+        "FIT tldr-zh odd": odd,
+        "tldr-zh even": even,
+        "stackfaq-en": load("stackfaq-en-dev"),
+        "tldr-en": load("tldr-en-dev"),
+        "template": load("template"),
+    }
+
+
+def measure(
+    rows: list[dict], feats: tuple[str, ...], th: tuple[float, ...]
+) -> dict[str, tuple[float, float, int, int]]:
+    """slice -> (Inj@1, FIR, n_pos, n_neg); slice 'all' included."""
+    acc: dict[str, list[int]] = {}
+    for r in rows:
+        f = r["f"]
+        inj = f is not None and all(f[k] >= t for k, t in zip(feats, th, strict=True))
+        for s in ("all", r["slice"]):
+            a = acc.setdefault(s, [0, 0, 0, 0])
+            if r["expect"]:
+                a[2] += 1
+                a[0] += inj and f["id"] in r["expect"]
+            else:
+                a[3] += 1
+                a[1] += inj
+    return {s: (a[0] / max(a[2], 1), a[1] / max(a[3], 1), a[2], a[3]) for s, a in acc.items()}
+
+
+def fit(rows: list[dict], feats: tuple[str, ...], target: float = 0.025, levels: int = 21) -> tuple[float, ...]:
+    """Grid over each feature's quantiles on `rows`; best Inj@1 with FIR <= target on every slice; ties strictest."""
+    grids = []
+    for k in feats:
+        vals = sorted(r["f"][k] for r in rows if r["f"] is not None)
+        qs = sorted({round(vals[min(len(vals) - 1, int(i * len(vals) / (levels - 1)))], 4) for i in range(levels)})
+        grids.append([0.0] + qs)
+    best: tuple[float, tuple[float, ...]] = (-1.0, ())
+    import itertools
+
+    for th in itertools.product(*grids):
+        m = measure(rows, feats, th)
+        if any(v[1] > target + 1e-9 for v in m.values()):
+            continue
+        score = m["all"][0]
+        if score > best[0] + 1e-12 or (abs(score - best[0]) <= 1e-12 and sum(th) > sum(best[1])):
+            best = (score, th)
+    return best[1]
+
+
+def report(feats: tuple[str, ...]) -> None:
+    p = parts()
+    th = fit(p["FIT tldr-zh odd"], feats)
+    print(f"features {feats} thresholds {th}")
+    for name, rows in p.items():
+        m = measure(rows, feats, th)
+        cells = "  ".join(f"{s}: {v[0]:.3f}/{v[1]:.3f}" for s, v in sorted(m.items()))
+        print(f"  {name:<18} {cells}")
+
+
+def cv(feats: tuple[str, ...], k: int = 5) -> tuple[float, float, float]:
+    """5-fold CV inside the fitting half only: pooled held-out Inj@1, FIR, worst slice FIR."""
+    import hashlib
+
+    rows = parts()["FIT tldr-zh odd"]
+    folds = [int(hashlib.sha256(r["case"].encode()).hexdigest(), 16) % k for r in rows]
+    held: list[dict] = []
+    for i in range(k):
+        train = [r for r, f in zip(rows, folds, strict=True) if f != i]
+        test = [r for r, f in zip(rows, folds, strict=True) if f == i]
+        th = fit(train, feats, levels=21)
+        for r in test:
+            f = r["f"]
+            inj = f is not None and all(f[kk] >= t for kk, t in zip(feats, th, strict=True))
+            held.append({**r, "f": {**(f or {}), "_inj": 1.0 if inj else 0.0, "id": (f or {}).get("id")}})
+    m = measure(held, ("_inj",), (0.5,))
+    return m["all"][0], m["all"][1], max(v[1] for v in m.values())
+
+
+def baseline() -> None:
+    feats, th = ("norm", "cov", "margin"), (0.0, 0.4, 0.55)
+    print(f"shipped {feats} thresholds {th}")
+    for name, rows in parts().items():
+        m = measure(rows, feats, th)
+        cells = "  ".join(f"{s}: {v[0]:.3f}/{v[1]:.3f}" for s, v in sorted(m.items()))
+        print(f"  {name:<18} {cells}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "dump":
+        dump()
+    elif sys.argv[1] == "cv":
+        for spec in sys.argv[2:]:
+            feats = tuple(spec.split(","))
+            print(spec, "cv Inj@1 {:.3f} FIR {:.3f} worst {:.3f}".format(*cv(feats)))
+    elif sys.argv[1] == "baseline":
+        baseline()
+    else:
+        for spec in sys.argv[2:]:
+            report(tuple(spec.split(",")))
