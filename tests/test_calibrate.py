@@ -104,8 +104,8 @@ def _brute(points: list[CasePoint], target: float, step: float, leave_out: int |
         key = (hits, -max(rates), -rates[0], m, c, s)
         if best_key is None or key > best_key:
             best, best_key = t, key
-    assert best is not None
-    return best
+    # Nothing feasible (a negative passes even the strictest point): the fit falls back to the strictest point.
+    return best if best is not None else Thresholds(values[-1], values[-1], values[-1])
 
 
 gate = st.tuples(*(st.sampled_from([0.0, 0.12, 0.25, 0.5, 0.75, 1.0]),) * 3)
