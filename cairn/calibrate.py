@@ -6,7 +6,7 @@ hash of their id, thresholds are fitted on k-1 folds and measured on the fold le
 of all folds are pooled.
 
 Fast because the gate values do not depend on the thresholds. Recall runs once per case with every threshold at 0:
-then it injects exactly the first `max_cards` admissible cards, each with its gate values (norm score, coverage,
+then it injects exactly the first `max_cards` admissible cards, each with its gate values (lead, coverage,
 margin over the next admissible card). With real thresholds, recall injects the longest run of those cards, from
 the top, that passes all three gates (`cairn.recall`: a card below one the gates refused is never injected), so
 every decision can be replayed in memory. Injection@1 and the false injection rate depend on the top admissible
@@ -59,7 +59,7 @@ class Thresholds:
 class CasePoint:
     """One case reduced to what the thresholds act on.
 
-    top: gate values (norm score, coverage, margin) of the first `max_cards` admissible cards, best first.
+    top: gate values (lead, coverage, margin) of the first `max_cards` admissible cards, best first.
     hits: for each of them, whether it is one of the case's expected cards.
     """
 
