@@ -333,27 +333,86 @@ def _unpack(df: int, blob: bytes, bound_blob: bytes = b"") -> Postings:
 
 
 def _pack(rows: Sequence[int], stats: Sequence[int]) -> bytes:
+    if isinstance(rows, array) and isinstance(stats, array):
+        return rows.tobytes() + stats.tobytes()
     return array("I", rows).tobytes() + array("H", stats).tobytes()
 
 
 def _frontier(stats: Sequence[int]) -> bytes:
     """The bound column: per field, the (frequency, length) pairs no other posting beats on both (see the module
     docstring), as a count and then the pairs, highest frequency first."""
+    return _frontier_blob([_field_pairs(stats, field) for field in range(3)])
+
+
+def _field_pairs(stats: Sequence[int], field: int) -> set[tuple[int, int]]:
+    return {(stats[j + field], stats[j + 3 + field]) for j in range(0, len(stats), 6) if stats[j + field]}
+
+
+def _frontier_blob(fields: Sequence[Iterable[tuple[int, int]]]) -> bytes:
     out: list[int] = []
-    for field in range(3):
-        pairs = sorted(
-            {(stats[j + field], stats[j + 3 + field]) for j in range(0, len(stats), 6) if stats[j + field]},
-            key=lambda pair: (-pair[0], pair[1]),
-        )
+    for pairs in fields:
         kept: list[int] = []
         shortest = None
-        for tf, length in pairs:
+        for tf, length in sorted(set(pairs), key=lambda pair: (-pair[0], pair[1])):
             if shortest is None or length < shortest:
                 kept += (tf, length)
                 shortest = length
         out.append(len(kept) // 2)
         out += kept
     return array("H", out).tobytes()
+
+
+def _frontier_pairs(bound_blob: bytes) -> list[set[tuple[int, int]]]:
+    """The bound column read back: per field, its frontier's (frequency, length) pairs."""
+    bound = array("H")
+    bound.frombytes(bound_blob)
+    fields: list[set[tuple[int, int]]] = []
+    i = 0
+    for _ in range(3):
+        n = bound[i]
+        fields.append({(bound[i + 1 + 2 * k], bound[i + 2 + 2 * k]) for k in range(n)})
+        i += 1 + 2 * n
+    return fields
+
+
+def _updated_postings(
+    old: tuple[int, bytes, bytes] | None, drop: set[int], add: Sequence[tuple[int, ...]]
+) -> tuple[array[int], array[int], bytes]:
+    """A term's postings with rows dropped and entries added, and its bound, without walking every posting in
+    Python: rows stay ascending, so dropped rows are found by bisection and new rows (fresh row ids, higher than
+    any kept one) are appended. The bound is merged from the old frontier and the new entries, and recomputed from
+    every posting only when a dropped entry was on the frontier."""
+    from bisect import bisect_left
+
+    frontier: list[set[tuple[int, int]]]
+    if old is None:
+        rows, stats, frontier = array("I"), array("H"), [set(), set(), set()]
+    else:
+        postings = _unpack(old[0], old[1])
+        rows, stats, frontier = postings.rows, postings.stats, _frontier_pairs(old[2])
+    exact = True
+    for row in sorted(drop, reverse=True):
+        i = bisect_left(rows, row)
+        if i < len(rows) and rows[i] == row:
+            gone = stats[6 * i : 6 * i + 6]
+            if any((gone[f], gone[3 + f]) in frontier[f] for f in range(3)):
+                exact = False
+            del rows[i]
+            del stats[6 * i : 6 * i + 6]
+    entries = sorted(add)
+    if entries and rows and entries[0][0] <= rows[-1]:
+        # Not an append (row ids reused): merge the slow, general way.
+        merged = sorted([*_unpack(len(rows), _pack(rows, stats)), *entries])
+        rows = array("I", [entry[0] for entry in merged])
+        stats = array("H", [value for entry in merged for value in entry[1:]])
+        return rows, stats, _frontier(stats)
+    for entry in entries:
+        rows.append(entry[0])
+        stats.extend(entry[1:])
+    if not exact:
+        return rows, stats, _frontier(stats)
+    fresh = [[(e[1 + f], e[4 + f]) for e in entries if e[1 + f]] for f in range(3)]
+    return rows, stats, _frontier_blob([frontier[f] | set(fresh[f]) for f in range(3)])
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -480,20 +539,10 @@ def _apply(db: sqlite3.Connection, upserts: Sequence[CardTerms], removed: set[st
             fresh.setdefault(term, []).append((row, *(min(count[term], _U16) for count in counts), *lengths))
 
     for term in sorted(set(stale) | set(fresh)):
-        got = db.execute("SELECT df, postings FROM terms WHERE term = ?", (term,)).fetchone()
-        entries: list[tuple[int, ...]] = []
-        if got is not None:
-            drop = stale.get(term, set())
-            entries = [entry for entry in _unpack(got[0], got[1]) if entry[0] not in drop]
-        entries += fresh.get(term, ())
-        entries.sort()  # rows ascending: recall looks a card up in a term's postings by bisection
-        rows = [entry[0] for entry in entries]
-        stats = [value for entry in entries for value in entry[1:]]
+        got = db.execute("SELECT df, postings, bound FROM terms WHERE term = ?", (term,)).fetchone()
+        rows, stats, bound = _updated_postings(got, stale.get(term, set()), fresh.get(term, ()))
         if rows:
-            db.execute(
-                "INSERT OR REPLACE INTO terms VALUES (?, ?, ?, ?)",
-                (term, len(rows), _pack(rows, stats), _frontier(stats)),
-            )
+            db.execute("INSERT OR REPLACE INTO terms VALUES (?, ?, ?, ?)", (term, len(rows), _pack(rows, stats), bound))
         else:
             db.execute("DELETE FROM terms WHERE term = ?", (term,))
 

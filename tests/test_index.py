@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from conftest import BOB, VaultRepo, cairn_executable
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cairn import store
 from cairn.errors import CairnError, IndexCorrupt
@@ -90,7 +92,8 @@ def _dump(index: store.IndexReader) -> dict[str, object]:
     for term_row in index._db.execute("SELECT term FROM terms"):
         postings = index.postings([term_row[0]])[term_row[0]]
         terms[term_row[0]] = sorted((ids_by_row[r], *s) for r, *s in postings)
-    return {"ids": index.ids(), "terms": terms, "n": index.n_cards, "avg": index.avg_lengths}
+    bounds = dict(index._db.execute("SELECT term, bound FROM terms"))
+    return {"ids": index.ids(), "terms": terms, "bounds": bounds, "n": index.n_cards, "avg": index.avg_lengths}
 
 
 def test_only_committed_cards_are_indexed(vault_repo: VaultRepo) -> None:
@@ -207,3 +210,24 @@ def test_bad_config_is_one_line_error(vault_repo: VaultRepo) -> None:
     assert len(lines) == 1
     assert lines[0].startswith("Error: cairn.toml at ")
     assert "unknown key 'max_crads' in [recall]" in lines[0]
+
+
+@given(
+    st.lists(st.tuples(*(st.integers(0, 6),) * 3, *(st.integers(1, 9),) * 3), min_size=1, max_size=40),
+    st.data(),
+)
+@settings(max_examples=200, deadline=None)
+def test_updating_a_terms_postings_equals_packing_them_anew(stats: list[tuple[int, ...]], data: st.DataObject) -> None:
+    """The incremental path (bisection, appends, merged frontier) gives the bytes a full build gives."""
+    old_entries = [(row * 3 + 1, *values) for row, values in enumerate(stats)]
+    drop = set(data.draw(st.lists(st.sampled_from([e[0] for e in old_entries]), max_size=5)))
+    top = old_entries[-1][0]
+    added = [(top + 1 + i, *values) for i, values in enumerate(data.draw(st.lists(st.sampled_from(stats), max_size=4)))]
+    old_stats = [v for e in old_entries for v in e[1:]]
+    old = (len(old_entries), store._pack([e[0] for e in old_entries], old_stats), store._frontier(old_stats))
+    rows, new_stats, bound = store._updated_postings(old, drop, added)
+    want = [e for e in old_entries if e[0] not in drop] + added
+    want_stats = [v for e in want for v in e[1:]]
+    assert list(rows) == [e[0] for e in want]
+    assert list(new_stats) == want_stats
+    assert bound == store._frontier(want_stats)
