@@ -263,7 +263,9 @@ def _open_fresh_index(vault: Vault, entry: dict[str, object]) -> IndexReader:
         _start_background_index(vault, index_file)
         raise
     entry["commit"] = index.meta.get("commit")
-    if head is None or index.meta.get("commit") != head:
+    from cairn import __version__
+
+    if head is None or index.meta.get("commit") != head or index.meta.get("cairn_version") != __version__:
         entry["stale"] = True
         _start_background_index(vault, index_file)
     return index

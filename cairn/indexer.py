@@ -13,7 +13,7 @@ from typing import Any
 
 import git
 
-from cairn import gitrepo, paths, provenance, store
+from cairn import __version__, gitrepo, paths, provenance, store
 from cairn.card import MAX_CARD_BYTES, Card, card_id_from_path, oversize_finding, parse_card
 from cairn.config import CONFIG_FILE, Config, parse_config
 from cairn.errors import CairnError, IndexCorrupt, IndexMissing
@@ -76,11 +76,14 @@ def build_index(vault: Vault, *, rebuild: bool = False, progress: Progress | Non
             # History was rewritten or HEAD moved back: stored provenance may name commits HEAD no longer has.
             base.close()
             base = None
-        if base is not None and base.commit == commit:
+        meta = _meta(vault, commit, "commit", _config_at(repo, commit, vault))
+        same_settings = base is not None and all(base.meta.get(key) == meta[key] for key in ("config", "cairn_version"))
+        if base is not None and base.commit == commit and same_settings:
             report = IndexReport(target, commit, "unchanged", base.n_cards, 0, 0, _stored_problems(base))
             base.close()
             return _timed(report, started)
-        meta = _meta(vault, commit, "commit", _config_at(repo, commit, vault))
+        # Same commit with other settings (a Cairn upgrade changed a default): the incremental path rewrites the
+        # stored settings and re-reads no card.
         if base is None:
             report = _full_from_commit(vault, repo, commit, target, meta, progress)
         else:
@@ -216,6 +219,8 @@ def _meta(vault: Vault, commit: str, source: str, config: Config) -> dict[str, s
         "built_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "config": json.dumps(config.to_dict(), ensure_ascii=False),
         "provenance": provenance.FORMAT if source == "commit" else "",
+        # The stored config has Cairn's defaults filled in: a new version may change them (the hook compares it).
+        "cairn_version": __version__,
     }
 
 

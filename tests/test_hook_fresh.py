@@ -116,3 +116,28 @@ def test_not_a_repository(tmp_path: Path) -> None:
     (tmp_path / ".git").write_text("gitdir: /nonexistent/place\n")
     assert gitrefs.head_commit(tmp_path) is None
     assert os.listdir(tmp_path) == [".git"]
+
+
+def test_an_index_from_another_cairn_version_is_served_and_refreshed(vault_repo: VaultRepo) -> None:
+    """Defaults live in the stored config: after an upgrade the hook serves the old index and refreshes it."""
+    import sqlite3
+
+    make_vault(vault_repo)
+    target = index_path(vault_repo.root.resolve())
+    with sqlite3.connect(target) as db:
+        db.execute("UPDATE meta SET value = '0.0.1' WHERE key = 'cairn_version'")
+    db.close()
+    prompt = "git pull --rebase dropped my local commits after a force-push"
+    done = vault_repo.cairn(
+        "hook", "--format", "claude-code", input=payload_for("claude-code", prompt, vault_repo.root)
+    )
+    assert done.returncode == 0 and REBASE_ID in done.stdout
+    assert log_entries()[-1]["stale"] is True
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with IndexReader(target) as index:
+            if index.meta.get("cairn_version") != "0.0.1":
+                break
+        time.sleep(0.2)
+    with IndexReader(target) as index:
+        assert index.meta.get("cairn_version") != "0.0.1"

@@ -231,3 +231,23 @@ def test_updating_a_terms_postings_equals_packing_them_anew(stats: list[tuple[in
     assert list(rows) == [e[0] for e in want]
     assert list(new_stats) == want_stats
     assert bound == store._frontier(want_stats)
+
+
+def test_settings_from_an_older_cairn_are_refreshed_without_rereading_cards(vault_repo: VaultRepo) -> None:
+    """The stored config carries the defaults of the Cairn that wrote it; a new default must reach the index."""
+    import sqlite3
+
+    vault_repo.write("a/b", "Card", "Summary.")
+    vault_repo.commit()
+    vault = find_vault(vault_repo.root)
+    target = build_index(vault).index_file
+    with sqlite3.connect(target) as db:
+        db.execute("UPDATE meta SET value = ? WHERE key = 'config'", (json.dumps({"recall": {"min_margin": 0.99}}),))
+        db.execute("UPDATE meta SET value = '0.0.1' WHERE key = 'cairn_version'")
+    db.close()
+    report = build_index(vault)
+    assert report.mode == "incremental" and report.read == 0
+    with open_index(vault) as index:
+        assert index.meta["cairn_version"] != "0.0.1"
+        assert index.config["recall"]["min_margin"] != 0.99 and index.checksum_holds()
+    assert build_index(vault).mode == "unchanged"
