@@ -1,4 +1,5 @@
-"""Helpers for the hostile-input tests: the corpus folder, a two-card vault and the "clean refusal" contract."""
+"""Helpers for the hostile-input tests: the corpus folder, the hook tests' two-card vault and the "clean refusal"
+contract."""
 
 from __future__ import annotations
 
@@ -6,32 +7,14 @@ import os
 import subprocess
 from pathlib import Path
 
-from conftest import VaultRepo, cairn_executable
+from conftest import cairn_executable
+from test_hook_payloads import make_vault  # the same two-card vault the hook tests use
 
 HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
 ESC = "\x1b"
 FITTING = "git pull --rebase dropped my local commits after someone force-pushed the shared branch"
 
-
-def make_vault(repo: VaultRepo) -> str:
-    """A rebase card and a docker card, committed and indexed; returns the commit."""
-    repo.write(
-        "git/force-push-rebase",
-        "Pull --rebase drops local commits after a force-push",
-        "If the shared branch was force-pushed, git pull --rebase can silently drop your local commits; "
-        "compare with git reflog before you pull.",
-        scope=["git"],
-    )
-    repo.write(
-        "docker/layer-cache-order",
-        "Docker layer cache breaks when COPY comes first",
-        "Copy requirements.txt and run pip install before copying the source, so Docker keeps the dependency layer.",
-        scope=["docker"],
-    )
-    commit = repo.commit("Two cards")
-    done = repo.cairn("index")
-    assert done.returncode == 0, done.stderr
-    return commit
+__all__ = ["make_vault"]
 
 
 def assert_clean_exit(done: subprocess.CompletedProcess[str], *codes: int) -> None:
