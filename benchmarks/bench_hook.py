@@ -29,6 +29,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synth import git  # noqa: E402  (one git helper for every benchmark)
+
 HERE = Path(__file__).resolve().parent
 CAIRN = str(Path(sys.executable).with_name("cairn"))
 BUDGETS = {1_000: 1.5, 10_000: 2.0, 100_000: 4.0}
@@ -117,18 +120,6 @@ def card_file(fields: dict[str, object]) -> str:
     )
 
 
-def git(root: Path, *args: str) -> str:
-    env = dict(
-        os.environ,
-        GIT_AUTHOR_NAME="Bench",
-        GIT_AUTHOR_EMAIL="bench@example.com",
-        GIT_COMMITTER_NAME="Bench",
-        GIT_COMMITTER_EMAIL="bench@example.com",
-    )
-    done = subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True, text=True)
-    return done.stdout.strip()
-
-
 def build_vault(root: Path, n_cards: int, cache: Path) -> tuple[list[dict[str, object]], dict[str, float]]:
     """Write and commit a vault of n_cards cards, then index it; each step is reused while it still holds (the
     vault while its size matches, the index while the store's schema is the one it was built with)."""
@@ -181,7 +172,7 @@ def _index(root: Path, cards: list[dict[str, object]]) -> dict[str, float]:
     timings: dict[str, float] = {}
     started = time.perf_counter()
     vault = find_vault(root)
-    commit = git(root, "rev-parse", "HEAD")
+    commit = git(root, "rev-parse", "HEAD").strip()
     upserts = []
     for fields in cards:
         data = card_file(fields).encode("utf-8")
