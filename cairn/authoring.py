@@ -48,7 +48,7 @@ def render_card(card: NewCard) -> str:
     meta: dict[str, object] = {"name": card.name, "summary": card.summary}
     if card.scope:
         meta["scope"] = list(card.scope)
-    meta["verified_at"] = (card.verified_at or dt.date.today()).isoformat()
+    meta["verified_at"] = card.verified_at or dt.date.today()  # a YAML date, unquoted
     if card.status != "active":
         meta["status"] = card.status
     head = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False, width=100).strip()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -204,3 +205,15 @@ def test_init_and_demo_work_on_a_machine_without_a_git_identity(tmp_path: Path) 
     assert author == "Cairn <cairn@localhost>"
     demo = subprocess.run([cairn_executable(), "demo"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert demo.returncode == 0, demo.stderr
+
+
+def test_add_asks_for_missing_fields(vault_repo: VaultRepo) -> None:
+    answers = "Docker layer cache\nCopy the lockfile first so the dependency layer stays cached.\ndocker, ci\n\n"
+    done = vault_repo.cairn("add", "-i", input=answers)
+    assert done.returncode == 0, done.stderr
+    text = (vault_repo.root / "cards" / "docker-layer-cache.md").read_text()
+    assert "name: Docker layer cache\n" in text and "- docker\n- ci\n" in text
+    assert re.search(r"^verified_at: \d{4}-\d\d-\d\d$", text, re.MULTILINE)  # a YAML date, not a quoted string
+    # Without a terminal and without -i, missing fields are a usage error, not a hang.
+    piped = vault_repo.cairn("add", "--name", "Only a name", input="")
+    assert piped.returncode == 2 and "--summary" in piped.stderr

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
 from cairn import authoring, catalog, indexer
+from cairn.card import slugify
 from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
 from cairn.errors import CairnError
 from cairn.terminal import clean_line
@@ -36,8 +38,8 @@ def _split_scope(value: str | None) -> tuple[str, ...]:
 
 
 @click.command()
-@click.option("--name", required=True, help="The card's title; unique in the vault.")
-@click.option("--summary", required=True, help="One or two sentences: the text an agent gets.")
+@click.option("--name", default=None, help="The card's title; unique in the vault (asked for when missing).")
+@click.option("--summary", default=None, help="One or two sentences: the text an agent gets (asked for when missing).")
 @click.option("--scope", default=None, help="Comma-separated tags, e.g. git,ci.")
 @click.option("--id", "card_id", default=None, help="topic/slug (default: a slug of the name).")
 @click.option("--body", default=None, help="The whole lesson in Markdown.")
@@ -45,30 +47,42 @@ def _split_scope(value: str | None) -> tuple[str, ...]:
     "--body-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Read the body from a file."
 )
 @click.option("--draft", is_flag=True, help="Write it with status: draft (never injected).")
+@click.option("--interactive", "-i", is_flag=True, help="Ask for missing fields even when stdin is not a terminal.")
 @vault_option
 @errors_to_exit
 def add(
-    name: str,
-    summary: str,
+    name: str | None,
+    summary: str | None,
     scope: str | None,
     card_id: str | None,
     body: str | None,
     body_file: Path | None,
     draft: bool,
+    interactive: bool,
     vault_path: str | None,
 ) -> None:
-    """Write a new card to cards/<id>.md. Never overwrites; does not commit.
+    """Write a new card to cards/<id>.md, from flags or by asking. Never overwrites; does not commit.
 
     \b
-    Example:
+    Examples:
       cairn add --name "Force-push drops rebased commits" \\
         --summary "After a force-push, compare with git reflog before git pull --rebase." \\
         --scope git --id git/force-push-rebase
+      cairn add            (in a terminal: asks for the name, summary, scope and id)
     """
     if body is not None and body_file is not None:
         raise click.UsageError("give --body or --body-file, not both")
-    text = body_file.read_text("utf-8") if body_file else (body or "")
     vault = open_vault(vault_path)
+    if name is None or summary is None:
+        if not (interactive or sys.stdin.isatty()):
+            raise click.UsageError("give --name and --summary (or run `cairn add` in a terminal to be asked)")
+        name = name or click.prompt("Name (the situation, in a few words)").strip()
+        summary = summary or click.prompt("Summary (what an agent should know or do, one or two sentences)").strip()
+        if scope is None:
+            scope = click.prompt("Scope tags, comma-separated", default="", show_default=False)
+        if card_id is None:
+            card_id = click.prompt("Id (topic/slug)", default=slugify(name)) or None
+    text = body_file.read_text("utf-8") if body_file else (body or "")
     new = authoring.NewCard(
         name=name,
         summary=summary,
