@@ -125,8 +125,27 @@ def test_an_injected_card_that_did_not_exist_at_its_commit_fails(vault_repo: Vau
     details = _check(report, "log")["details"]
     assert details == [
         f"hook.jsonl:2: card 'shell/pipefail' did not exist at {first[:8]}",
-        f"hook.jsonl:3: commit {'0' * 12} is not in the repository, so its cards cannot be checked",
+        f"hook.jsonl:3: commit {'0' * 12} is not in this repository; its cards cannot be checked",
     ]
+
+
+def test_a_commit_the_repository_no_longer_has_is_reported_not_failed(
+    vault_repo: VaultRepo, isolated_env: Path
+) -> None:
+    """After a history rewrite (or in a shallow clone) old log lines cannot be checked; that is not tampering."""
+    first = _vault(vault_repo)
+    log = _state(isolated_env) / "hook.jsonl"
+    log.write_text(
+        _log_line(vault_repo.root, first, ["git/force-push-rebase"])
+        + _log_line(vault_repo.root, "0" * 40, ["git/force-push-rebase"])
+    )
+    code, report = _audit(vault_repo)
+    log_check = _check(report, "log")
+    assert code == 0 and log_check["status"] == "pass"
+    assert log_check["details"] == [
+        f"hook.jsonl:2: commit {'0' * 12} is not in this repository; its cards cannot be checked"
+    ]
+    assert "not checked" in log_check["summary"]
 
 
 def test_session_files_must_parse_and_name_existing_cards(vault_repo: VaultRepo, isolated_env: Path) -> None:
