@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import ANN, BOB, VaultRepo, cairn_executable
 
-from cairn.review import _opposition, cell, parse_range
+from cairn.review import _opposition, parse_range
+from cairn.review_markdown import cell
 
 CASES = textwrap.dedent(
     """\

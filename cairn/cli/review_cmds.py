@@ -176,7 +176,7 @@ def review_cmd(range_spec: str, fmt: str, today: object, vault_path: str | None)
     """
     import datetime as dt
 
-    from cairn import review
+    from cairn import review, review_markdown
 
     vault = open_vault(vault_path)
     day = today.date() if isinstance(today, dt.datetime) else None
@@ -185,6 +185,6 @@ def review_cmd(range_spec: str, fmt: str, today: object, vault_path: str | None)
     if fmt == "json":
         echo_json(result.to_dict())
     else:
-        echo(review.render_markdown(result).rstrip("\n"))
+        echo(review_markdown.render_markdown(result).rstrip("\n"))
     if result.failed:
         raise SystemExit(1)

@@ -1,0 +1,181 @@
+"""`cairn review` as a pull-request comment: the Review record rendered to Markdown that is safe to post."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from cairn.review import CardChange, Review, Routing
+
+METRICS = (
+    ("recall@1", "Recall@1"),
+    ("recall@3", "Recall@3"),
+    ("injection@1", "Injection@1"),
+    ("injection@3", "Injection@3"),
+    ("false_injection_rate", "False injection rate"),
+)
+_LONG_LIST = 8  # longer lists are folded into <details>
+
+
+def cell(text: object, limit: int = 160) -> str:
+    """Text safe inside a Markdown table cell: one line, no pipes, no HTML (a hidden comment must show)."""
+    value = " ".join(str(text).split())
+    if len(value) > limit:
+        value = value[: limit - 1] + "…"
+    value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return value.replace("|", "\\|").replace("`", "'")
+
+
+def _code(text: str) -> str:
+    return f"`{cell(text)}`"
+
+
+def render_markdown(r: Review) -> str:
+    """The review as a pull-request comment."""
+    out: list[str] = []
+    counts = {s: sum(1 for c in r.changes if c.status == s) for s in ("added", "changed", "renamed", "removed")}
+    what = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no cards changed"
+    verdict = "❌ **Fails**" if r.failed else "✅ **Passes**"
+    errors = len(r.lint_errors) + len(r.routing.new_false_injections)
+    warnings = len(r.findings) - len(r.lint_errors)
+    out.append(f"## Cairn review of `{cell(r.base_rev)}..{cell(r.head_rev)}`")
+    out.append("")
+    out.append(
+        f"{verdict}: {errors} error(s), {warnings} lint warning(s), {len(r.similar)} near-duplicate(s) or "
+        f"conflict(s). Cards: {what}. Compared `{r.base[:10]}` (merge base) with `{r.head[:10]}`."
+    )
+    if r.config_changed:
+        out.append("")
+        out.append("`cairn.toml` changes in this range: the gates and ranking at HEAD use the new settings.")
+    if r.prompt_injections:
+        out += ["", "> [!CAUTION]", "> **Prompt injection.** These cards would put instructions into agents' prompts:"]
+        for f in r.prompt_injections:
+            out.append(f"> - `{cell(f.path)}` line {f.line}: {cell(f.message, 300)}")
+    new_false = r.routing.new_false_injections
+    if new_false:
+        out += [
+            "",
+            "> [!WARNING]",
+            f"> **{len(new_false)} negative eval case(s) now get a card** (they should get none):",
+        ]
+        for c in new_false[:_LONG_LIST]:
+            out.append(f"> - `{cell(c.id)}` gets {', '.join(_code(i) for i in c.head)}")
+    out += ["", "### Cards", ""]
+    if r.changes:
+        out += ["| change | card | name | authors in this range |", "|---|---|---|---|"]
+        for ch in r.changes:
+            card = _code(ch.id) + (f" (was {_code(ch.old_id)})" if ch.old_id else "")
+            authors = ", ".join(cell(a) for a in ch.authors) or "–"
+            out.append(f"| {ch.status} | {card} | {cell(ch.name)} | {authors} |")
+        summaries = [c for c in r.changes if c.status != "removed" and c.summary]
+        if summaries:
+            out += ["", _details("Summaries (what agents will read)", _summary_lines(summaries), open_=True)]
+    else:
+        out.append("No card under `cards/` changes in this range.")
+    out += ["", "### Lint", ""]
+    if r.findings:
+        out += ["| severity | where | rule | message |", "|---|---|---|---|"]
+        for f in r.findings:
+            out.append(f"| {f.severity} | `{cell(f.path)}:{f.line}` | {cell(f.rule)} | {cell(f.message, 300)} |")
+    else:
+        out.append("No findings on the changed cards (linted as HEAD holds them).")
+    out += ["", "### Near-duplicates and conflicts", ""]
+    if r.similar:
+        out += ["| kind | changed card | other card | why |", "|---|---|---|---|"]
+        for s in r.similar:
+            kind = "**probable conflict**" if s.kind == "conflict" else "near-duplicate"
+            out.append(f"| {kind} | {_code(s.card)} | {_code(s.other)} {cell(s.other_name, 80)} | {cell(s.why, 240)} |")
+    else:
+        out.append("None found among the cards closest to each changed card.")
+    out += ["", "### Routing impact", ""]
+    out += _routing_lines(r.routing)
+    prov = [c for c in r.changes if c.provenance or c.commits]
+    if prov:
+        out += ["", "### Provenance", "", _details(f"Provenance of {len(prov)} card(s)", _provenance_lines(prov))]
+    out += ["", "<sub>`cairn review` — exit 1 on a lint error or a negative case that now gets a card.</sub>"]
+    return "\n".join(out) + "\n"
+
+
+def _summary_lines(changes: Sequence[CardChange]) -> list[str]:
+    lines = []
+    for c in changes:
+        lines.append(f"- {_code(c.id)}: {cell(c.summary, 400)}")
+        if c.old_summary is not None:
+            lines.append(f"  - before: {cell(c.old_summary, 400)}")
+    return lines
+
+
+def _details(summary: str, lines: Sequence[str], open_: bool = False) -> str:
+    return "\n".join([f"<details{' open' if open_ else ''}><summary>{summary}</summary>", "", *lines, "", "</details>"])
+
+
+def _routing_lines(routing: Routing) -> list[str]:
+    if routing.note:
+        return [routing.note[0].upper() + routing.note[1:] + "."]
+    files = ", ".join(_code(f) for f in routing.files)
+    lines = [f"{routing.n_cases} eval case(s) from {files}, run at the merge base and at HEAD.", ""]
+    lines += ["| metric | base | head | change |", "|---|---|---|---|"]
+    for key, label in METRICS:
+        a, b = routing.base.get(key, 0.0), routing.head.get(key, 0.0)
+        lines.append(f"| {label} | {a:.3f} | {b:.3f} | {_delta(b - a, key)} |")
+    slices = sorted(set(routing.base.get("by_slice", {})) | set(routing.head.get("by_slice", {})))
+    if slices:
+        rows = ["| slice | metric | base | head | change |", "|---|---|---|---|---|"]
+        for name in slices:
+            a_s, b_s = routing.base["by_slice"].get(name, {}), routing.head["by_slice"].get(name, {})
+            for key, label in (METRICS[2], METRICS[4]):
+                a, b = a_s.get(key, 0.0), b_s.get(key, 0.0)
+                rows.append(f"| {cell(name)} | {label} | {a:.3f} | {b:.3f} | {_delta(b - a, key)} |")
+        lines += ["", _details("By slice", rows)]
+    changed = routing.changed
+    lines.append("")
+    if not changed:
+        lines.append("No case's injected cards change.")
+        return lines
+    rows = ["| case | kind | expects | base injects | head injects |", "|---|---|---|---|---|"]
+    for c in changed:
+        kind = f"**{c.kind}**" if c.kind == "new false injection" else c.kind
+        rows.append(
+            f"| {_code(c.id)} | {kind} | {_ids(c.expect) or 'nothing'} | {_ids(c.base) or '–'} | "
+            f"{_ids(c.head) or '–'} |"
+        )
+    title = f"{len(changed)} case(s) whose injected cards change"
+    if len(changed) <= _LONG_LIST:
+        lines += [f"**{title}:**", "", *rows]
+    else:
+        lines.append(_details(title, rows, open_=bool(routing.new_false_injections)))
+    return lines
+
+
+def _ids(ids: Sequence[str]) -> str:
+    return ", ".join(_code(i) for i in ids)
+
+
+def _delta(value: float, key: str) -> str:
+    if abs(value) < 5e-5:
+        return "0"
+    worse = value > 0 if key == "false_injection_rate" else value < 0
+    return f"{value:+.3f}" + (" ⚠️" if worse else "")
+
+
+def _provenance_lines(changes: Sequence[CardChange]) -> list[str]:
+    lines = [
+        "| card | in this range | created | last changed | summary last changed | authors |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in changes:
+        p = c.provenance or {}
+        in_range = "; ".join(f"`{rc.commit[:8]}` {cell(rc.author)} {rc.date[:10]}" for rc in c.commits) or "–"
+        authors = ", ".join(f"{cell(a.get('name', ''))} ({a.get('commits', 0)})" for a in p.get("authors", [])) or "–"
+        lines.append(
+            f"| {_code(c.id)} ({c.status}) | {in_range} | {_ref(p.get('created'))} | {_ref(p.get('last_changed'))} | "
+            f"{_ref(p.get('summary_changed'))} | {authors} |"
+        )
+    return lines
+
+
+def _ref(ref: dict[str, Any] | None) -> str:
+    if not ref:
+        return "–"
+    signed = "signed" if ref.get("signed") else "unsigned"
+    return f"`{str(ref['commit'])[:8]}` {cell(ref.get('author', ''))} {str(ref.get('date', ''))[:10]} ({signed})"
