@@ -63,13 +63,16 @@ def card_text(rng: random.Random, i: int) -> tuple[str, str]:
     return f"{topic}/{words[0]}-{words[1]}-{i}", card
 
 
-def git(root: Path, *args: str) -> str:
+AUTHORS = [("Ann Author", "ann@example.com"), ("Bob Builder", "bob@example.com")]
+
+
+def git(root: Path, *args: str, author: tuple[str, str] = ("Bench", "bench@example.com")) -> str:
     env = dict(
         os.environ,
-        GIT_AUTHOR_NAME="Bench",
-        GIT_AUTHOR_EMAIL="bench@example.com",
-        GIT_COMMITTER_NAME="Bench",
-        GIT_COMMITTER_EMAIL="bench@example.com",
+        GIT_AUTHOR_NAME=author[0],
+        GIT_AUTHOR_EMAIL=author[1],
+        GIT_COMMITTER_NAME=author[0],
+        GIT_COMMITTER_EMAIL=author[1],
     )
     return subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True, text=True).stdout
 
@@ -96,3 +99,28 @@ def make_vault(root: Path, n_cards: int, seed: int = 7, commits: int = 1) -> Pat
     marker.write_text(f"{n_cards}:{seed}:{commits}")
     (root / ".git" / "info" / "exclude").write_text(".bench-size\n")
     return root
+
+
+def add_history(root: Path, commits: int, seed: int = 11) -> None:
+    """Commits that each edit a few cards (sometimes the summary) or rename one, alternating authors."""
+    marker = root / ".bench-history"
+    if marker.exists() and marker.read_text() == str(commits):
+        return
+    rng = random.Random(seed)
+    files = sorted((root / "cards").rglob("*.md"))
+    for n in range(commits):
+        author = AUTHORS[n % 2]
+        if n % 10 == 9:
+            src = files.pop(rng.randrange(len(files)))
+            dst = src.with_name(f"renamed-{n}-{src.name}")
+            git(root, "mv", str(src), str(dst))
+            files.append(dst)
+        else:
+            for path in rng.sample(files, 3):
+                text = path.read_text()
+                if n % 3 == 0:
+                    text = text.replace('summary: "', f'summary: "Revised {n}: ', 1)
+                path.write_text(text + f"\nEdit {n}.\n")
+        git(root, "commit", "-q", "-a", "--no-verify", "-m", f"History {n}", author=author)
+    marker.write_text(str(commits))
+    (root / ".git" / "info" / "exclude").write_text(".bench-size\n.bench-history\n")
