@@ -123,7 +123,8 @@ def card_file(fields: dict[str, object]) -> str:
 def build_vault(root: Path, n_cards: int, cache: Path) -> tuple[list[dict[str, object]], dict[str, float]]:
     """Write and commit a vault of n_cards cards, then index it; each step is reused while it still holds (the
     vault while its size matches, the index while the store's schema is the one it was built with)."""
-    from cairn import paths, store
+    from cairn.hot import paths
+    from cairn.index import store
 
     gen = Generator()
     cards = [gen.card(i) for i in range(n_cards)]
@@ -164,10 +165,11 @@ def _write_and_commit(root: Path, cards: list[dict[str, object]]) -> dict[str, f
 
 def _index(root: Path, cards: list[dict[str, object]]) -> dict[str, float]:
     """Index the committed cards with `indexer.card_terms` and `store.write_index`, as `cairn index` stores them."""
-    from cairn import indexer, store
-    from cairn.card import Card
+    from cairn.cards.card import Card
     from cairn.config import Config
-    from cairn.vault import find_vault
+    from cairn.hot.vault import find_vault
+    from cairn.index import build as indexer
+    from cairn.index import store
 
     timings: dict[str, float] = {}
     started = time.perf_counter()

@@ -5,14 +5,14 @@ Usage:
     .venv/bin/python benchmarks/calibrate_matrix.py --target 0.05 --target 0.025 --verify
     .venv/bin/python benchmarks/calibrate_matrix.py --json
 
-For each suite (benchmarks/suites.py builds them as git vaults in benchmarks/.work/), `cairn.calibrate.gather`
-runs recall once per case with the gates open; `cairn.calibrate.calibrate` fits (min_score, min_coverage,
+For each suite (benchmarks/suites.py builds them as git vaults in benchmarks/.work/), `cairn.quality.calibrate.gather`
+runs recall once per case with the gates open; `cairn.quality.calibrate.calibrate` fits (min_score, min_coverage,
 min_margin) on that suite (Injection@1 at FIR <= target overall and per slice, 5-fold cross-validated), and the
 fitted thresholds are replayed on the other suites. Each cell: Injection@1 / FIR / the worst slice's FIR. The
 diagonal cell is the cross-validated figure (held-out folds of the suite fitted on).
 
 Then leave-one-suite-out: thresholds fitted on two suites pooled (FIR <= target on each suite's slices) and
-measured on the third; and the shipped defaults on every suite. `--verify` re-runs `cairn.evaluate.evaluate`
+measured on the third; and the shipped defaults on every suite. `--verify` re-runs `cairn.quality.evaluate.evaluate`
 (the code of `cairn eval`) with every fitted setting and checks the replayed figures agree exactly.
 """
 
@@ -36,10 +36,11 @@ SHORT = {"stackfaq-en-dev": "stackfaq-en", "tldr-zh-dev": "tldr-zh", "tldr-en-de
 
 
 def gather_all(suites: list[str]) -> dict[str, tuple[list, object, object]]:
-    from cairn import calibrate, indexer
-    from cairn.evaluate import load_cases
-    from cairn.recall import settings_of
-    from cairn.vault import find_vault
+    from cairn.hot.settings import settings_of
+    from cairn.hot.vault import find_vault
+    from cairn.index import build as indexer
+    from cairn.quality import calibrate
+    from cairn.quality.evaluate import load_cases
 
     out = {}
     for suite in suites:
@@ -62,8 +63,8 @@ def cell(m: object) -> str:
 
 def verify(vault: object, settings: object, thresholds: object, replayed: object) -> str:
     """Run the real eval at these thresholds; return '' when it agrees with the replay, else what differs."""
-    from cairn import indexer
-    from cairn.evaluate import evaluate, load_cases
+    from cairn.index import build as indexer
+    from cairn.quality.evaluate import evaluate, load_cases
 
     s = dataclasses.replace(settings, **thresholds.to_dict())  # type: ignore[call-overload, attr-defined]
     cases = load_cases(vault.root / "cases.jsonl")  # type: ignore[attr-defined]
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     os.environ.setdefault("CAIRN_CACHE_DIR", str(WORK / "cache-calibrate"))
-    from cairn import calibrate
+    from cairn.quality import calibrate
 
     data = gather_all(list(SUITES))
     results: dict[str, object] = {}

@@ -42,8 +42,8 @@ def _template() -> Path:
 
 
 def features(index, query, settings):  # type: ignore[no-untyped-def]
-    from cairn.recall import query_terms, recall
-    from cairn.tokens import INSTRUCTION_WORDS, is_cjk, tokenize
+    from cairn.hot.recall import query_terms, recall
+    from cairn.hot.tokens import INSTRUCTION_WORDS, is_cjk, tokenize
 
     open_ = dataclasses.replace(settings, min_score=0.0, min_coverage=0.0, min_margin=0.0)
     result = recall(index, query, settings=open_)
@@ -122,10 +122,10 @@ def features(index, query, settings):  # type: ignore[no-untyped-def]
 
 
 def dump() -> None:
-    from cairn import indexer
-    from cairn.evaluate import load_cases
-    from cairn.recall import settings_of
-    from cairn.vault import find_vault
+    from cairn.hot.settings import settings_of
+    from cairn.hot.vault import find_vault
+    from cairn.index import build as indexer
+    from cairn.quality.evaluate import load_cases
 
     vaults = {s: (prepare(s), "cases.jsonl") for s in SUITES}
     vaults["template"] = (_template(), "evals/cases.yaml")

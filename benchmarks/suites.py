@@ -6,8 +6,8 @@ Usage:
     .venv/bin/python benchmarks/suites.py --suite tldr-zh-dev --set min_coverage=0.5
 
 Each suite in ../shared/bench (`cards/` + `cases.jsonl`) is copied to benchmarks/.work/<suite>, `git init`ed and
-committed, and indexed into benchmarks/.work/cache. The figures come from `cairn.evaluate.evaluate`, which calls
-`cairn.recall.recall` per case: the same decisions `cairn recall` and the hook make. `--set` overrides a
+committed, and indexed into benchmarks/.work/cache. The figures come from `cairn.quality.evaluate.evaluate`, which calls
+`cairn.hot.recall.recall` per case: the same decisions `cairn recall` and the hook make. `--set` overrides a
 `[recall]` setting for exploration only; the table to report uses the shipped defaults.
 """
 
@@ -58,10 +58,10 @@ def _stamp(source: Path) -> str:
 
 
 def run_suite(suite: str, overrides: dict[str, float], rebuild: bool = False) -> dict[str, object]:
-    from cairn import indexer
-    from cairn.evaluate import evaluate, load_cases
-    from cairn.recall import settings_of
-    from cairn.vault import find_vault
+    from cairn.hot.settings import settings_of
+    from cairn.hot.vault import find_vault
+    from cairn.index import build as indexer
+    from cairn.quality.evaluate import evaluate, load_cases
 
     vault = find_vault(prepare(suite))
     report = indexer.build_index(vault, rebuild=rebuild)

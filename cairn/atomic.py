@@ -6,7 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from cairn.errors import CardExists, RefusedWrite
+from cairn.hot.errors import CardExists, RefusedWrite
 
 
 def write_atomic(target: Path, data: bytes, *, overwrite: bool = True, mode: int = 0o644) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from dataclasses import asdict, dataclass, field, fields
 
-from cairn.errors import InvalidConfig
+from cairn.hot.errors import InvalidConfig
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hook imports this module: typing and tomllib cost more than its whole query
@@ -24,11 +24,11 @@ class RecallSettings:
     weight_summary: float = 3.0
     weight_name: float = 2.0
     weight_body: float = 1.0
-    # Query weighting (see cairn.recall): agent instruction words count for this share of their IDF; words the
+    # Query weighting (see cairn.hot.recall): agent instruction words count for this share of their IDF; words the
     # vault never uses weigh this share of a one-card word, in the coverage gate only.
     instruction_weight: float = 0.25
     unknown_weight: float = 1.0
-    # The three gates (cairn.gates), each a ratio in [0, 1]: min_score is the score gate, the card's lead over the
+    # The three gates (cairn.hot.gates), each a ratio in [0, 1]: min_score is the score gate, the card's lead over the
     # next card as a share of the query's best possible score. Shipped values: fitted on the odd-numbered cases of
     # the tldr-zh-dev suite (FIR <= 2.5% per slice), never on the suites they are reported on; see
     # benchmarks/RESULTS.md.

@@ -22,7 +22,7 @@ def _hook(argv: list[str]) -> None:
     import os
 
     gc.disable()
-    from cairn.hook import main as hook_main
+    from cairn.hot.hook import main as hook_main
 
     status = hook_main(argv)
     for stream in (sys.stdout, sys.stderr):

@@ -10,8 +10,8 @@ from pathlib import Path
 import git
 from git.exc import BadName, GitCommandError, InvalidGitRepositoryError, NoSuchPathError
 
-from cairn.errors import CairnError, NotAGitRepository
-from cairn.vault import CARDS_DIR, Vault
+from cairn.hot.errors import CairnError, NotAGitRepository
+from cairn.hot.vault import CARDS_DIR, Vault
 
 SYMLINK_MODE = 0o120000
 SUBMODULE_MODE = 0o160000

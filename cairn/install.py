@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from cairn.atomic import write_atomic
-from cairn.errors import CairnError, RefusedWrite
-from cairn.vault import Vault
+from cairn.hot.errors import CairnError, RefusedWrite
+from cairn.hot.vault import Vault
 
 GIT_HOOKS = ("post-commit", "post-merge", "post-checkout")
 GIT_HOOK_MARKER = "cairn-index-hook"

@@ -10,15 +10,18 @@ import functools
 import importlib
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from cairn import __version__, catalog, gitrepo, indexer, paths
-from cairn.authoring import NewCard, render_card
-from cairn.card import check_card_id, parse_card, slugify
-from cairn.errors import CairnError, CardExists, InvalidCard
-from cairn.recall import Candidate, recall
-from cairn.vault import Vault
+from cairn import __version__, gitrepo
+from cairn.cards import catalog
+from cairn.cards.authoring import NewCard, render_card
+from cairn.cards.card import check_card_id, parse_card, slugify
+from cairn.hot.errors import CairnError, CardExists, InvalidCard
+from cairn.hot.recall import Candidate, recall
+from cairn.hot.serve import card_json, scope_tags, serve_prompt
+from cairn.hot.vault import Vault
+from cairn.index import build as indexer
 
 log = logging.getLogger("cairn.mcp")
 
@@ -99,9 +102,11 @@ class VaultTools:
         scope: tags such as a language or tool; cards scoped elsewhere are left out.
         session: the agent session's id; a card is given at most once per session (shared with the prompt hook).
         """
-        if session:
-            return self._recall_in_session(query, scope, session)
-        cards, _ = self._recall(query, scope, ())
+        with indexer.open_index(self.vault) as index:
+            served = serve_prompt(
+                index, query, vault_root=str(self.vault.root), scope=scope_tags(scope or ()), session_id=session or None
+            )
+        cards = [card_json(c) for c in served.given]
         return {"cards": cards, "abstained": not cards}
 
     def show(self, id: str) -> dict[str, Any]:
@@ -158,31 +163,6 @@ class VaultTools:
         )
         log.info("drafted %s on branch %s (%s)", card_id, target, commit[:8])
         return {"id": card_id, "path": rel, "branch": target, "commit": commit, "base": base, "status": "draft"}
-
-    # -- internals ---------------------------------------------------------------------------------------------
-
-    def _recall(
-        self, query: str, scope: Sequence[str] | None, already: Sequence[str]
-    ) -> tuple[list[dict[str, Any]], str]:
-        with indexer.open_index(self.vault) as index:
-            result = recall(index, query, scope=scope or None, already_injected=already)
-            commit = index.commit
-        cards = [
-            {"id": c.card.id, "name": c.card.name, "summary": c.card.summary, "path": c.card.path, "score": c.score}
-            for c in result.injected
-        ]
-        return cards, commit
-
-    def _recall_in_session(self, query: str, scope: Sequence[str] | None, session_id: str) -> dict[str, Any]:
-        from cairn.session import open_session
-
-        state = paths.state_dir()
-        state.mkdir(parents=True, exist_ok=True)
-        with open_session(str(state), session_id) as session:
-            cards, commit = self._recall(query, scope, list(session.injected))
-            if cards:
-                session.record([c["id"] for c in cards], str(self.vault.root), commit)
-        return {"cards": cards, "abstained": not cards}
 
 
 def _candidate_dict(c: Candidate) -> dict[str, Any]:

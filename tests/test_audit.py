@@ -11,9 +11,9 @@ from typing import Any
 from conftest import BOB, VaultRepo
 from test_provenance import _ssh_signing, signed_commit
 
-from cairn import store
-from cairn.indexer import build_index, index_file_for
-from cairn.vault import find_vault
+from cairn.hot.vault import find_vault
+from cairn.index import store
+from cairn.index.build import build_index, index_file_for
 
 PROMPT = "Why did git pull --rebase drop my local commits after a force-push?"
 

@@ -12,9 +12,18 @@ from conftest import VaultRepo, cairn_executable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cairn.calibrate import CasePoint, Thresholds, _Grid, calibrate, fold_of, measure, set_recall_keys, write_thresholds
 from cairn.config import RecallSettings, parse_config
-from cairn.errors import CairnError
+from cairn.hot.errors import CairnError
+from cairn.quality.calibrate import (
+    CasePoint,
+    Thresholds,
+    _Grid,
+    calibrate,
+    fold_of,
+    measure,
+    set_recall_keys,
+    write_thresholds,
+)
 
 
 def point(

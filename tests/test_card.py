@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cairn.card import Card, check_card_id, parse_card, slugify
-from cairn.errors import InvalidId
+from cairn.cards.card import Card, check_card_id, parse_card, slugify
+from cairn.hot.errors import InvalidId
 
 FIXTURES = Path(__file__).parent / "fixtures" / "contract"
 EXPECTED = [

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cairn.authoring import template_dir
+from cairn.cards.authoring import template_dir
 from cairn.config import Config, config_from_dict, parse_config
-from cairn.errors import InvalidConfig
+from cairn.hot.errors import InvalidConfig
 
 
 def test_missing_or_empty_file_means_defaults() -> None:

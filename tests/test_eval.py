@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import VaultRepo
 
-from cairn.errors import InvalidCases
-from cairn.evaluate import load_cases
+from cairn.hot.errors import InvalidCases
+from cairn.quality.evaluate import load_cases
 
 FIXTURE = Path(__file__).parent / "fixtures" / "recall_vault"
 KEYS = {"recall@1", "recall@3", "injection@1", "injection@3", "false_injection_rate", "n_pos", "n_neg"}
@@ -114,7 +114,7 @@ def test_missing_cases_option_is_a_usage_error(fixture_vault: VaultRepo) -> None
 
 def test_a_large_yaml_cases_file_loads(tmp_path: Path) -> None:
     """Case files share the bounded YAML loader with cards, but not the card frontmatter's 64 KiB limit."""
-    from cairn.evaluate import load_cases
+    from cairn.quality.evaluate import load_cases
 
     path = tmp_path / "cases.yaml"
     path.write_text(

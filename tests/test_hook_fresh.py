@@ -11,9 +11,9 @@ import pytest
 from conftest import VaultRepo
 from test_hook_payloads import REBASE_ID, log_entries, make_vault, payload_for
 
-from cairn import gitrefs
-from cairn.paths import index_path
-from cairn.store import IndexReader
+from cairn.hot import gitrefs
+from cairn.hot.index import IndexReader
+from cairn.hot.paths import index_path
 
 
 def _indexed_commit(root: Path) -> str | None:

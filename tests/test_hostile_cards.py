@@ -11,12 +11,12 @@ from conftest import VaultRepo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cairn.card import Card, parse_card
+from cairn.cards.card import Card, parse_card
 from cairn.finding import Finding
-from cairn.indexer import build_index, build_worktree_index, open_index
-from cairn.recall import recall
-from cairn.tokens import tokenize
-from cairn.vault import find_vault
+from cairn.hot.recall import recall
+from cairn.hot.tokens import tokenize
+from cairn.hot.vault import find_vault
+from cairn.index.build import build_index, build_worktree_index, open_index
 
 
 def _check(result: tuple[Card | None, list[Finding]]) -> None:

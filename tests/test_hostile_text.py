@@ -9,7 +9,7 @@ from hostile import ESC, HOSTILE, assert_clean_exit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cairn.card import parse_card
+from cairn.cards.card import parse_card
 from cairn.terminal import clean, clean_line
 
 CARD_ID = "git/escape-card"

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from conftest import VaultRepo
 
-from cairn.card import parse_card
-from cairn.importer import trim_summary
+from cairn.cards.card import parse_card
+from cairn.cards.importer import trim_summary
 
 FIXTURES = Path(__file__).parent / "fixtures" / "import"
 

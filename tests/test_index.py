@@ -11,10 +11,11 @@ from conftest import BOB, VaultRepo, cairn_executable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cairn import store
-from cairn.errors import CairnError, IndexCorrupt
-from cairn.indexer import build_index, build_worktree_index, open_index
-from cairn.vault import find_vault
+from cairn.hot.errors import CairnError, IndexCorrupt
+from cairn.hot.index import IndexReader
+from cairn.hot.vault import find_vault
+from cairn.index import store
+from cairn.index.build import build_index, build_worktree_index, open_index
 
 
 def _ids(vault_repo: VaultRepo) -> list[str]:
@@ -54,7 +55,7 @@ def test_full_then_incremental_follows_history(vault_repo: VaultRepo) -> None:
     assert _ids(vault_repo) == ["db/migrations", "git/force-push", "packaging/wheel-data"]
     with open_index(vault) as index:
         assert index.record("git/force-push")["summary"] == "Check git reflog first; then pull --rebase."
-        assert index.checksum_holds()
+        assert store.checksum_holds(index)
         # Postings no longer point at removed cards, and do point at the new one.
         rows = {card.id: card.row for card in index.cards(r for r, _ in _all_rows(index)).values()}
         assert "ci/cache-key" not in rows
@@ -64,7 +65,7 @@ def test_full_then_incremental_follows_history(vault_repo: VaultRepo) -> None:
     assert build_index(vault).mode == "unchanged"
 
 
-def _all_rows(index: store.IndexReader) -> list[tuple[int, float]]:
+def _all_rows(index: IndexReader) -> list[tuple[int, float]]:
     return [(index.card_by_id(i).row, 0.0) for i in index.ids()]  # type: ignore[union-attr]
 
 
@@ -86,7 +87,7 @@ def test_incremental_equals_full_rebuild(vault_repo: VaultRepo) -> None:
     assert incremental == full
 
 
-def _dump(index: store.IndexReader) -> dict[str, object]:
+def _dump(index: IndexReader) -> dict[str, object]:
     terms = {}
     ids_by_row = {index.card_by_id(i).row: i for i in index.ids()}  # type: ignore[union-attr]
     for term_row in index._db.execute("SELECT term FROM terms"):
@@ -161,7 +162,7 @@ def test_damaged_cache_is_rebuilt(vault_repo: VaultRepo) -> None:
     target = build_index(vault).index_file
     target.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(IndexCorrupt):
-        store.IndexReader(target)
+        IndexReader(target)
     report = build_index(vault)
     assert report.mode == "full" and report.n_cards == 1
 
@@ -186,7 +187,7 @@ def test_two_index_processes_leave_one_valid_cache(vault_repo: VaultRepo) -> Non
     assert modes == ["full", "unchanged"]
     vault = find_vault(vault_repo.root)
     with open_index(vault) as index:
-        assert index.n_cards == 150 and index.integrity_ok() and index.checksum_holds()
+        assert index.n_cards == 150 and index.integrity_ok() and store.checksum_holds(index)
     leftovers = [p.name for p in build_index(vault).index_file.parent.iterdir() if p.suffix == ".tmp"]
     assert leftovers == []
 
@@ -249,5 +250,5 @@ def test_settings_from_an_older_cairn_are_refreshed_without_rereading_cards(vaul
     assert report.mode == "incremental" and report.read == 0
     with open_index(vault) as index:
         assert index.meta["cairn_version"] != "0.0.1"
-        assert index.config["recall"]["min_margin"] != 0.99 and index.checksum_holds()
+        assert index.config["recall"]["min_margin"] != 0.99 and store.checksum_holds(index)
     assert build_index(vault).mode == "unchanged"

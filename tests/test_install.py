@@ -149,8 +149,8 @@ def _wait_for(predicate, seconds: float = 60) -> bool:  # type: ignore[no-untype
 
 
 def _indexed_commit(root: Path) -> str | None:
-    from cairn.paths import index_path
-    from cairn.store import IndexReader
+    from cairn.hot.index import IndexReader
+    from cairn.hot.paths import index_path
 
     try:
         with IndexReader(index_path(root.resolve())) as index:

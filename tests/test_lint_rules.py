@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from lintcases import FIXTURES, TODAY, Case, cases, expected, lay_context, place, rules
 
+from cairn.hot.vault import find_vault
 from cairn.lint import RULES, lint_files, lint_vault
-from cairn.vault import find_vault
 
 DAY = dt.date.fromisoformat(TODAY)
 _LINE = re.compile(r"^(.+?):(\d+): (\S+) ")

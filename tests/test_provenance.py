@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from conftest import ANN, BOB, VaultRepo
 
-from cairn.indexer import build_index, open_index
-from cairn.vault import find_vault
+from cairn.hot.vault import find_vault
+from cairn.index.build import build_index, open_index
 
 
 def _prov(vault_repo: VaultRepo, card_id: str) -> dict[str, Any]:

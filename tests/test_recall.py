@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from conftest import VaultRepo
 
-from cairn import indexer
-from cairn.recall import Result, rank, recall, settings_of
-from cairn.vault import find_vault
+from cairn.hot.recall import Result, rank, recall
+from cairn.hot.settings import settings_of
+from cairn.hot.vault import find_vault
+from cairn.index import build as indexer
 
 FIXTURE = Path(__file__).parent / "fixtures" / "recall_vault"
 LONG = (

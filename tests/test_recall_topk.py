@@ -9,15 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from cairn import recall as R
-from cairn import store
 from cairn.config import Config, parse_config
-from cairn.tokens import tokenize
+from cairn.hot import recall as R
+from cairn.hot.index import IndexReader
+from cairn.hot.settings import StoredSettings, stored_settings
+from cairn.hot.tokens import tokenize
+from cairn.index import store
 
 WORDS = [f"w{i}" for i in range(60)] + ["git", "rebase", "cache", "build", "docker", "layer", "timeout", "retry"]
 
 
-def _index(tmp_path: Path, n: int = 300, seed: int = 7) -> store.IndexReader:
+def _index(tmp_path: Path, n: int = 300, seed: int = 7) -> IndexReader:
     rng = random.Random(seed)
     weights = [1 / (k + 1) for k in range(len(WORDS))]  # a few words in most cards, most in few
 
@@ -37,7 +39,7 @@ def _index(tmp_path: Path, n: int = 300, seed: int = 7) -> store.IndexReader:
     target = tmp_path / "index.sqlite"
     meta = {"commit": "0" * 40, "config": _json(Config().to_dict())}
     store.write_index(target, meta, cards)
-    return store.IndexReader(target)
+    return IndexReader(target)
 
 
 def _json(data: object) -> str:
@@ -95,9 +97,9 @@ def test_term_bounds_hold_for_any_parameters(tmp_path: Path) -> None:
 
 def test_stored_settings_are_the_config_settings() -> None:
     for config in (Config(), parse_config("[recall]\nk1 = 0.9\nmin_margin = 0.3\nmax_cards = 2\n")):
-        stored = R.hot_settings(config.to_dict())
-        assert isinstance(stored, R.StoredSettings)
+        stored = stored_settings(config.to_dict())
+        assert isinstance(stored, StoredSettings)
         for name in type(config.recall).__dataclass_fields__:
             assert getattr(stored, name) == getattr(config.recall, name)
     partial = {"recall": {"k1": 1.0}}  # an index from another version: the validating path fills the defaults
-    assert R.hot_settings(partial) == Config().recall.__class__(k1=1.0)
+    assert stored_settings(partial) == Config().recall.__class__(k1=1.0)

@@ -8,10 +8,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from cairn.review.markdown import cell
 from conftest import ANN, BOB, VaultRepo, cairn_executable
 
-from cairn.review import _opposition, parse_range
-from cairn.review_markdown import cell
+from cairn.review.report import _opposition, parse_range
 
 CASES = textwrap.dedent(
     """\

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cairn.tokens import INSTRUCTION_WORDS, is_cjk, stem, tokenize
+from cairn.hot.tokens import INSTRUCTION_WORDS, is_cjk, stem, tokenize
 
 
 def test_cjk_text_becomes_character_bigrams() -> None:

@@ -8,7 +8,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cairn import tokens
+from cairn.hot import tokens
 
 _SPLIT = re.compile(
     rf"([{tokens._CJK}]+)|([A-Za-z0-9_][A-Za-z0-9_.+#/\-]*[A-Za-z0-9_+#]|[A-Za-z0-9_])(?:'(?:s|t|d|ll|re|ve|m)\b)?"

@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 
 import click
 
-from cairn.errors import CairnError
+from cairn.hot.errors import CairnError
+from cairn.hot.vault import Vault, find_vault
 from cairn.terminal import clean
-from cairn.vault import Vault, find_vault
 
 F = TypeVar("F", bound=Callable[..., Any])
 

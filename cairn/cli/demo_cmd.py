@@ -7,11 +7,12 @@ from pathlib import Path
 
 import click
 
-from cairn import authoring, indexer
+from cairn.cards import authoring
 from cairn.cli.common import echo, errors_to_exit
 from cairn.cli.recall_cmds import explain_rows, render_explain
-from cairn.recall import recall
-from cairn.vault import find_vault
+from cairn.hot.recall import recall
+from cairn.hot.vault import find_vault
+from cairn.index import build as indexer
 
 SAMPLE_PROMPT = (
     "Before you change anything, read the README. Question from a teammate: I rebased my feature branch and "

@@ -20,8 +20,8 @@ def hook(args: tuple[str, ...]) -> None:
     Example:
       cairn hook --format claude-code --vault ~/team-lessons < payload.json
     """
-    # Reached only through `python -m cairn.cli` or an embedding program; `cairn hook` itself goes to cairn.hook
+    # Reached only through `python -m cairn.cli` or an embedding program; `cairn hook` itself goes to cairn.hot.hook
     # directly (cairn.entry), so the prompt hook never pays for click.
-    from cairn.hook import main
+    from cairn.hot.hook import main
 
     sys.exit(main(list(args)))

@@ -8,9 +8,10 @@ from typing import Any, TypeVar
 
 import click
 
-from cairn import gitrepo, indexer, install
+from cairn import gitrepo, install
 from cairn.cli.common import echo, errors_to_exit, open_vault
-from cairn.errors import CairnError
+from cairn.hot.errors import CairnError
+from cairn.index import build as indexer
 
 TARGETS = (*install.AGENTS, "git-hooks")
 F = TypeVar("F", bound=Callable[..., Any])

@@ -11,10 +11,10 @@ import click
 
 from cairn import lint
 from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, vault_option
-from cairn.errors import CairnError, VaultNotFound
 from cairn.finding import Finding
+from cairn.hot.errors import CairnError, VaultNotFound
+from cairn.hot.vault import CARDS_DIR, Vault, find_vault
 from cairn.terminal import clean_line
-from cairn.vault import CARDS_DIR, Vault, find_vault
 
 
 @click.command("lint")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from cairn import indexer
 from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, vault_option
+from cairn.index import build as indexer
 from cairn.terminal import clean_line
 
 
@@ -32,7 +32,7 @@ def audit(require_signed: bool, vault_path: str | None, as_json: bool) -> None:
       cairn audit --vault ~/team-lessons
       cairn audit --require-signed --json
     """
-    from cairn.audit import audit as run_audit
+    from cairn.index.audit import audit as run_audit
 
     report = run_audit(open_vault(vault_path), require_signed=require_signed)
     if as_json:
@@ -78,7 +78,7 @@ def sanitize(out: Path, force: bool, vault_path: str | None, as_json: bool) -> N
     Example:
       cairn sanitize --out /tmp/lessons-to-share
     """
-    from cairn.sanitize import sanitize_vault
+    from cairn.cards.sanitize import sanitize_vault
 
     vault = open_vault(vault_path)
     settings = indexer.config_of(vault).sanitize
@@ -126,7 +126,7 @@ def import_(src: Path, dry_run: bool, lessons: bool, topic: str | None, vault_pa
       cairn import ~/notes/postgres --topic databases --dry-run
       cairn import ~/src/app/CLAUDE.md --lessons --topic app
     """
-    from cairn.importer import import_notes
+    from cairn.cards.importer import import_notes
 
     vault = open_vault(vault_path)
     report = import_notes(vault, src, dry_run=dry_run, lessons=lessons, topic=topic)

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import click
 
-from cairn import indexer
 from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
-from cairn.evaluate import evaluate, load_cases
-from cairn.recall import REJECTED, Candidate, Result, recall
+from cairn.hot.recall import REJECTED, Result, recall
+from cairn.hot.serve import card_json, scope_tags, serve_prompt
+from cairn.index import build as indexer
+from cairn.quality.evaluate import evaluate, load_cases
 
 EXPLAIN_TOP = 20
 _GATED = {"below_score", "low_coverage", "small_margin", "over_limit", None}
@@ -21,15 +21,6 @@ scope_option = click.option(
     default=None,
     help="Comma-separated scope tags (default: $CAIRN_SCOPE); cards of other scopes are refused.",
 )
-
-
-def _scope(value: str | None) -> tuple[str, ...]:
-    raw = value if value is not None else os.environ.get("CAIRN_SCOPE", "")
-    return tuple(s.strip() for s in raw.split(",") if s.strip())
-
-
-def _card_json(c: Candidate) -> dict[str, Any]:
-    return {"id": c.card.id, "name": c.card.name, "summary": c.card.summary, "path": c.card.path, "score": c.score}
 
 
 @click.command("recall")
@@ -48,22 +39,13 @@ def recall_cmd(query: str, scope: str | None, session_id: str | None, vault_path
     """
     vault = open_vault(vault_path)
     with indexer.open_index(vault) as index:
-        if session_id is None:
-            result = recall(index, query, scope=_scope(scope))
-        else:
-            from cairn import session as sessions
-            from cairn.paths import state_dir
-
-            with sessions.open_session(os.fspath(state_dir()), session_id) as current:
-                result = recall(index, query, scope=_scope(scope), already_injected=current.injected)
-                if result.injected:
-                    current.record([c.card.id for c in result.injected], str(vault.root), index.commit)
-    _print_recall(result, as_json)
+        served = serve_prompt(index, query, vault_root=str(vault.root), scope=scope_tags(scope), session_id=session_id)
+    _print_recall(served.result, as_json)
 
 
 def _print_recall(result: Result, as_json: bool) -> None:
     if as_json:
-        echo_json({"cards": [_card_json(c) for c in result.injected], "abstained": result.abstained})
+        echo_json({"cards": [card_json(c) for c in result.injected], "abstained": result.abstained})
         return
     if result.abstained:
         echo("No card fits this prompt (recall abstained). `cairn explain QUERY` shows why.")
@@ -89,7 +71,7 @@ def explain(query: str, scope: str | None, vault_path: str | None, as_json: bool
     """
     vault = open_vault(vault_path)
     with indexer.open_index(vault) as index:
-        result = recall(index, query, scope=_scope(scope), examine_all=True)
+        result = recall(index, query, scope=scope_tags(scope), examine_all=True)
     rows = explain_rows(result)
     if as_json:
         echo_json({"query": query, "abstained": result.abstained, "candidates": rows})
@@ -120,7 +102,7 @@ def eval_cmd(cases_path: Path, scope: str | None, worktree: bool, vault_path: st
     vault = open_vault(vault_path)
     cases = load_cases(cases_path)
     with indexer.open_index(vault, worktree=worktree) as index, progress_bar("eval") as progress:
-        report = evaluate(index, cases, scope=_scope(scope), progress=progress)
+        report = evaluate(index, cases, scope=scope_tags(scope), progress=progress)
     if as_json:
         echo_json(report.to_dict())
         return

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from cairn import indexer
 from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
+from cairn.index import build as indexer
 
 
 @click.command("calibrate")
@@ -60,9 +60,9 @@ def calibrate_cmd(
       cairn calibrate --cases evals/cases.yaml
       cairn calibrate --cases evals/cases.yaml --target-fir 0.02 --write
     """
-    from cairn import calibrate
-    from cairn.evaluate import load_cases
-    from cairn.recall import settings_of
+    from cairn.hot.settings import settings_of
+    from cairn.quality import calibrate
+    from cairn.quality.evaluate import load_cases
 
     vault = open_vault(vault_path)
     cases = load_cases(cases_path)
@@ -84,7 +84,7 @@ def calibrate_cmd(
 
 
 def render_calibration(result: object) -> str:
-    from cairn.calibrate import Calibration, Measure
+    from cairn.quality.calibrate import Calibration, Measure
 
     assert isinstance(result, Calibration)
 
@@ -136,7 +136,7 @@ def render_calibration(result: object) -> str:
 
 
 def _inline(t: object) -> str:
-    from cairn.calibrate import Thresholds
+    from cairn.quality.calibrate import Thresholds
 
     assert isinstance(t, Thresholds)
     return f"min_score = {t.min_score:g}, min_coverage = {t.min_coverage:g}, min_margin = {t.min_margin:g}"
@@ -176,7 +176,8 @@ def review_cmd(range_spec: str, fmt: str, today: object, vault_path: str | None)
     """
     import datetime as dt
 
-    from cairn import review, review_markdown
+    from cairn.review import markdown as review_markdown
+    from cairn.review import report as review
 
     vault = open_vault(vault_path)
     day = today.date() if isinstance(today, dt.datetime) else None

@@ -8,12 +8,13 @@ from typing import Any
 
 import click
 
-from cairn import authoring, catalog, indexer
-from cairn.card import slugify
+from cairn.cards import authoring, catalog
+from cairn.cards.card import slugify
 from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
-from cairn.errors import CairnError
+from cairn.hot.errors import CairnError
+from cairn.hot.vault import find_vault
+from cairn.index import build as indexer
 from cairn.terminal import clean_line
-from cairn.vault import find_vault
 
 
 @click.command()
@@ -189,7 +190,7 @@ def render_card_text(record: dict[str, object]) -> str:
 
 
 def _provenance_lines(provenance: dict[str, Any]) -> list[str]:
-    from cairn.provenance import describe
+    from cairn.index.provenance import describe
 
     authors = ", ".join(
         f"{a['name']} <{a['email']}> ({a['commits']} commit{'s' if a['commits'] != 1 else ''})"

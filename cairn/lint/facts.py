@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cairn import paths
 from cairn.atomic import write_atomic
-from cairn.card import Card, card_id_from_path, parse_card
+from cairn.cards.card import Card, card_id_from_path, parse_card
+from cairn.hot import paths
 from cairn.lint.model import CardFacts, words_of
 from cairn.lint.snapshot import FILE, Snapshot
 

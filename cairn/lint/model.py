@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
-from cairn.card import Card
-from cairn.cardbody import CardBody, read_body
+from cairn.cards.body import CardBody, read_body
+from cairn.cards.card import Card
 from cairn.config import LintSettings
 from cairn.finding import ERROR, WARNING, Finding
 

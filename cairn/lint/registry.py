@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cairn.errors import CairnError
+from cairn.hot.errors import CairnError
 from cairn.lint.model import Rule
 from cairn.lint.rules import (
     body_present,

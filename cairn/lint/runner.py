@@ -6,15 +6,15 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from cairn.card import Card, card_id_from_path, parse_card
+from cairn.cards.card import Card, card_id_from_path, parse_card
 from cairn.config import CONFIG_FILE, LintSettings, parse_config
-from cairn.errors import CairnError, InvalidConfig
 from cairn.finding import ERROR, WARNING, Finding
+from cairn.hot.errors import CairnError, InvalidConfig
+from cairn.hot.vault import Vault
 from cairn.lint import registry
 from cairn.lint.facts import vault_facts
 from cairn.lint.model import Context, Rule, Target, words_of
 from cairn.lint.snapshot import FILE, SYMLINK, Snapshot
-from cairn.vault import Vault
 
 
 @dataclass(frozen=True, slots=True)

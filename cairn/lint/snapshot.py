@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from cairn import gitrepo
-from cairn.card import MAX_CARD_BYTES
+from cairn.cards.card import MAX_CARD_BYTES
 from cairn.config import CONFIG_FILE
-from cairn.vault import Vault, worktree_card_files
+from cairn.hot.vault import Vault, worktree_card_files
 
 WORKTREE = "worktree"
 INDEX = "index"

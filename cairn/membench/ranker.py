@@ -1,5 +1,5 @@
-"""A haystack's sessions ranked for a question with Cairn's recall core (`cairn.recall.rank`, BM25F over
-`cairn.tokens`), on small indexes built in a temporary folder with `cairn.store.write_index`:
+"""A haystack's sessions ranked for a question with Cairn's recall core (`cairn.hot.recall.rank`, BM25F over
+`cairn.hot.tokens`), on small indexes built in a temporary folder with `cairn.hot.index.write_index`:
 
 - sessions: one document per session; name = the session's date in words, body = its turns;
 - turns: one document per turn; name = the session's date, summary = the turn, body = the turns around it;
@@ -19,15 +19,16 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cairn import store
 from cairn.config import RecallSettings
+from cairn.hot.index import IndexReader
+from cairn.hot.recall import rank
+from cairn.hot.tokens import tokenize
+from cairn.index import store
 from cairn.membench.dates import date_spans, nearness
 from cairn.membench.suites import Haystack, date_text, session_day
-from cairn.recall import rank
-from cairn.tokens import tokenize
 
 # The words that make a sentence a question about a conversation ("what did she mention ..."), not its topic.
-# cairn.tokens already drops English function words; these are the question's own verbs and fillers.
+# cairn.hot.tokens already drops English function words; these are the question's own verbs and fillers.
 QUESTION_WORDS = frozenset(
     """kind type sort mention mentioned mentions say said says tell told talk talked talking discuss discussed
     share shared recall remember remind recently likely""".split()
@@ -235,6 +236,6 @@ def _document(
     )
 
 
-def _write(path: Path, documents: list[store.CardTerms]) -> store.IndexReader:
+def _write(path: Path, documents: list[store.CardTerms]) -> IndexReader:
     store.write_index(path, {"commit": "benchmark", "source": "benchmark", "config": "{}"}, documents)
-    return store.IndexReader(path)
+    return IndexReader(path)

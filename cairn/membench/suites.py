@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cairn.errors import CairnError
+from cairn.hot.errors import CairnError
 
 LONGMEMEVAL = "longmemeval"
 LOCOMO = "locomo"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cairn.card import card_id_from_path, slugify
+from cairn.cards.card import card_id_from_path, slugify
 from cairn.finding import Finding
 from cairn.lint.model import WARNING, Context, Rule, Target
 

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 from urllib.parse import unquote
 
-from cairn.card import card_id_from_path
+from cairn.cards.card import card_id_from_path
 from cairn.finding import Finding
 from cairn.lint.model import WARNING, Context, Rule, Target
 

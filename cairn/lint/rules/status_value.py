@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cairn.card import STATUSES
+from cairn.cards.card import STATUSES
 from cairn.finding import Finding
 from cairn.lint.model import ERROR, Context, Rule, Target
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cairn.card import card_id_from_path
+from cairn.cards.card import card_id_from_path
 from cairn.finding import Finding
 from cairn.lint.model import ERROR, Context, Rule, Target
 

@@ -13,9 +13,9 @@ import yaml
 
 from cairn import gitrepo
 from cairn.atomic import ensure_inside, write_atomic
-from cairn.card import check_card_id, parse_card, slugify
-from cairn.errors import CairnError, CardExists, InvalidCard, RefusedWrite
-from cairn.vault import Vault
+from cairn.cards.card import check_card_id, parse_card, slugify
+from cairn.hot.errors import CairnError, CardExists, InvalidCard, RefusedWrite
+from cairn.hot.vault import Vault
 
 
 def template_dir() -> Path:

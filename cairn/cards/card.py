@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
-from cairn import safeyaml
+from cairn.cards import safeyaml
 from cairn.finding import Finding
 
 MAX_CARD_BYTES = 1024 * 1024
@@ -306,7 +306,7 @@ def _jsonable(value: Any) -> Any:
 
 def check_card_id(card_id: str) -> str:
     """Return a card id if it names a path inside `cards/`; raise InvalidId for traversal and absolute paths."""
-    from cairn.errors import InvalidId
+    from cairn.hot.errors import InvalidId
 
     cleaned = card_id.strip()
     if cleaned.endswith(".md"):

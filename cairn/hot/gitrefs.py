@@ -1,4 +1,4 @@
-"""The commit a git work tree's HEAD names, read from `.git` files with the standard library alone (hot path).
+"""The commit a git work tree's HEAD names, read from `.git` files with the standard library alone.
 
 Handles a `.git` folder or a `.git` file (worktrees, submodules), symbolic and detached HEAD, loose refs and
 packed-refs, and a worktree's `commondir`. Anything it cannot read (an unborn branch, a reftable repository,

@@ -18,11 +18,14 @@ from typing import Any
 
 import git
 
-from cairn import gitrepo, paths, store
-from cairn.card import card_id_from_path
-from cairn.errors import CairnError, IndexCorrupt, IndexMissing
-from cairn.indexer import index_file_for
-from cairn.vault import Vault
+from cairn import gitrepo
+from cairn.cards.card import card_id_from_path
+from cairn.hot import paths
+from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing
+from cairn.hot.index import IndexReader
+from cairn.hot.vault import Vault
+from cairn.index import store
+from cairn.index.build import index_file_for
 
 LOG_FILE = "hook.jsonl"
 SESSIONS_DIR = "sessions"
@@ -113,9 +116,9 @@ def audit(vault: Vault, *, require_signed: bool = False, state_dir: Path | None 
 # -- the cache ------------------------------------------------------------------------------------------------------
 
 
-def _check_cache(target: Path, vault: Vault, repo: git.Repo) -> tuple[Check, store.IndexReader | None]:
+def _check_cache(target: Path, vault: Vault, repo: git.Repo) -> tuple[Check, IndexReader | None]:
     try:
-        reader = store.IndexReader(target)
+        reader = IndexReader(target)
     except IndexMissing:
         try:
             gitrepo.head_commit(repo)
@@ -128,7 +131,7 @@ def _check_cache(target: Path, vault: Vault, repo: git.Repo) -> tuple[Check, sto
     try:
         if not reader.integrity_ok():
             problems.append("SQLite's quick_check failed")
-        if not reader.checksum_holds():
+        if not store.checksum_holds(reader):
             problems.append("the checksum over (id, path, blob) of every card does not hold: the file was altered")
         if reader.meta.get("source") != "commit":
             problems.append(f"the index was built from {reader.meta.get('source')!r}, not from a commit")
@@ -155,7 +158,7 @@ def _check_cache(target: Path, vault: Vault, repo: git.Repo) -> tuple[Check, sto
     return Check("cache", "pass", summary, details), reader
 
 
-def _check_entries(reader: store.IndexReader, trees: _Trees) -> Check:
+def _check_entries(reader: IndexReader, trees: _Trees) -> Check:
     commit = reader.commit
     tree = trees.blobs(commit)
     problems: list[str] = []
@@ -183,7 +186,7 @@ def _stored_path(path: str) -> str:
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def _check_provenance(reader: store.IndexReader, repo: git.Repo) -> Check:
+def _check_provenance(reader: IndexReader, repo: git.Repo) -> Check:
     missing = []
     boundary = gitrepo.shallow_commits(repo)
     cut = 0
@@ -209,7 +212,7 @@ def _check_provenance(reader: store.IndexReader, repo: git.Repo) -> Check:
     return Check("provenance", "pass", "every indexed card has its creator, last change and authors")
 
 
-def _check_signatures(reader: store.IndexReader, repo: git.Repo) -> Check:
+def _check_signatures(reader: IndexReader, repo: git.Repo) -> Check:
     last: dict[str, str] = {}
     problems: list[str] = []
     for card_id in reader.ids():

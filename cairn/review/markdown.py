@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from cairn.review import CardChange, Review, Routing
+from cairn.review.report import CardChange, Review, Routing
 
 METRICS = (
     ("recall@1", "Recall@1"),

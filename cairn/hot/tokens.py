@@ -1,6 +1,4 @@
 """Tokens for recall: CJK text as character 2-grams; words case-folded; identifiers split into their parts.
-
-Hot path: standard library only.
 """
 
 from __future__ import annotations

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cairn import safeyaml
+from cairn.cards import safeyaml
 from cairn.config import RecallSettings
-from cairn.errors import InvalidCases
-from cairn.recall import recall
-from cairn.store import IndexReader
+from cairn.hot.errors import InvalidCases
+from cairn.hot.index import IndexReader
+from cairn.hot.recall import recall
 
 Progress = Callable[[int, int], None]
 MAX_CASES_BYTES = 64 * 1024 * 1024

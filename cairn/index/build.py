@@ -13,13 +13,16 @@ from typing import Any
 
 import git
 
-from cairn import __version__, gitrepo, paths, provenance, store
-from cairn.card import MAX_CARD_BYTES, Card, card_id_from_path, oversize_finding, parse_card
+from cairn import __version__, gitrepo
+from cairn.cards.card import MAX_CARD_BYTES, Card, card_id_from_path, oversize_finding, parse_card
 from cairn.config import CONFIG_FILE, Config, parse_config
-from cairn.errors import CairnError, IndexCorrupt, IndexMissing
 from cairn.finding import Finding
-from cairn.tokens import tokenize
-from cairn.vault import Vault, worktree_card_files
+from cairn.hot import paths
+from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing
+from cairn.hot.index import IndexReader
+from cairn.hot.tokens import tokenize
+from cairn.hot.vault import Vault, worktree_card_files
+from cairn.index import provenance, store
 
 Progress = Callable[[int, int], None]
 
@@ -147,17 +150,17 @@ def read_worktree_card(vault: Vault, file: Path) -> tuple[Card | None, list[Find
     return parse_card(rel, data)
 
 
-def open_index(vault: Vault, *, worktree: bool = False) -> store.IndexReader:
+def open_index(vault: Vault, *, worktree: bool = False) -> IndexReader:
     """The index for reading: for the commit view, brought up to HEAD first."""
     if worktree:
         report = build_worktree_index(vault)
-        return store.IndexReader(report.index_file)
+        return IndexReader(report.index_file)
     report = build_index(vault)
     try:
-        return store.IndexReader(report.index_file)
+        return IndexReader(report.index_file)
     except IndexCorrupt:
         build_index(vault, rebuild=True)
-        return store.IndexReader(report.index_file)
+        return IndexReader(report.index_file)
 
 
 def config_of(vault: Vault, *, worktree: bool = False) -> Config:
@@ -224,9 +227,9 @@ def _meta(vault: Vault, commit: str, source: str, config: Config) -> dict[str, s
     }
 
 
-def _usable_base(target: Path, vault: Vault, repo: git.Repo) -> store.IndexReader | None:
+def _usable_base(target: Path, vault: Vault, repo: git.Repo) -> IndexReader | None:
     try:
-        reader = store.IndexReader(target)
+        reader = IndexReader(target)
     except (IndexMissing, IndexCorrupt):
         return None
     try:
@@ -237,7 +240,7 @@ def _usable_base(target: Path, vault: Vault, repo: git.Repo) -> store.IndexReade
             and reader.meta.get("provenance") == provenance.FORMAT
             and gitrepo.commit_exists(repo, reader.commit)
             and reader.integrity_ok()
-            and reader.checksum_holds()
+            and store.checksum_holds(reader)
         )
     except (IndexCorrupt, KeyError, ValueError):  # a damaged file: rebuild rather than fail
         ok = False
@@ -247,12 +250,12 @@ def _usable_base(target: Path, vault: Vault, repo: git.Repo) -> store.IndexReade
     return reader
 
 
-def _stored_provenance(reader: store.IndexReader, card_id: str) -> tuple[dict[str, Any] | None, str] | None:
+def _stored_provenance(reader: IndexReader, card_id: str) -> tuple[dict[str, Any] | None, str] | None:
     record = reader.record(card_id)
     return (record["provenance"], record["summary"]) if record is not None else None
 
 
-def _stored_problems(reader: store.IndexReader) -> tuple[Finding, ...]:
+def _stored_problems(reader: IndexReader) -> tuple[Finding, ...]:
     return tuple(Finding(path, line, rule, message) for path, line, rule, message in reader.problems())
 
 
@@ -304,7 +307,7 @@ def _full_from_commit(
 def _incremental(
     vault: Vault,
     repo: git.Repo,
-    base: store.IndexReader,
+    base: IndexReader,
     commit: str,
     target: Path,
     meta: dict[str, str],
@@ -329,7 +332,7 @@ def _incremental(
     base.close()
     # Under the writer lock nobody replaces base_path, so it can be copied as the starting point.
     _write_index(target, meta, upserts, removed_ids={i for i in removed_ids if i}, problems=problems, base=base_path)
-    reader = store.IndexReader(target)
+    reader = IndexReader(target)
     n_after = reader.n_cards
     reader.close()
     changed = tuple(sorted({c.id for c in upserts} | {i for i in removed_ids if i}))

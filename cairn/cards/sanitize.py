@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cairn import gitrepo
-from cairn.card import card_id_from_path
+from cairn.cards.card import card_id_from_path
 from cairn.config import SanitizeSettings
-from cairn.errors import InvalidConfig, RefusedWrite
 from cairn.finding import Finding
-from cairn.vault import Vault
+from cairn.hot.errors import InvalidConfig, RefusedWrite
+from cairn.hot.vault import Vault
 
 Replace = Callable[["re.Match[str]"], str | None]  # None: leave this match alone
 

@@ -1,8 +1,8 @@
 """`cairn hook`: the agent prompt hook. Reads the agent's hook JSON on stdin, prints what that agent expects.
 
-Hot path: the standard library and Cairn's hot modules only, no click. It fails open: whatever goes wrong, it exits
-0 with nothing on stdout and writes the error to the log (to stderr only when the log cannot be written). It never
-writes into the vault, and never writes the prompt anywhere: the log holds its sha256 and length.
+It fails open: whatever goes wrong, it exits 0 with nothing on stdout and writes the error to the log (to stderr
+only when the log cannot be written). It never writes into the vault, and never writes the prompt anywhere: the
+log holds its sha256 and length.
 """
 
 from __future__ import annotations
@@ -12,16 +12,16 @@ import os
 import re
 import sys
 
-from cairn import hooklog
+from cairn.hot import hooklog
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # types only: the hot path does not pay for these imports
+if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
-    from cairn.recall import Candidate
-    from cairn.store import IndexReader
-    from cairn.vault import Vault
+    from cairn.hot.index import IndexReader
+    from cairn.hot.recall import Candidate
+    from cairn.hot.vault import Vault
 
 FORMATS = ("claude-code", "codex", "gemini", "text", "json")
 MAX_STDIN_BYTES = 8 * 1024 * 1024
@@ -181,17 +181,18 @@ def parse_payload(fmt: str, raw: bytes) -> Payload:
 
 
 def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object]) -> str:
-    from cairn import session as sessions
-    from cairn.recall import hot_settings, recall
-    from cairn.vault import find_vault
+    from pathlib import Path
+
+    from cairn.hot.serve import scope_tags, serve_prompt
+    from cairn.hot.session import session_key
+    from cairn.hot.settings import hook_settings
+    from cairn.hot.vault import find_vault
 
     prompt_bytes = payload.prompt.encode("utf-8", "surrogatepass")
     entry["prompt_sha256"] = hooklog.sha256_hex(prompt_bytes)
     entry["prompt_len"] = len(payload.prompt)
     if payload.session_id is not None:
-        entry["session"] = sessions.session_key(payload.session_id)
-
-    from pathlib import Path
+        entry["session"] = session_key(payload.session_id)
 
     if payload.cwd is None:  # text and json input carry no cwd: the hook's own folder stands in
         payload.cwd = os.getcwd()
@@ -199,42 +200,22 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
     entry["vault"] = str(vault.root)
     index = _open_fresh_index(vault, entry)
     try:
-        config = index.config
-        settings = hot_settings(config)
-        max_context_chars, session_ttl_days = _hook_settings(config)
-        scope = _scope(options.scope)
-        query = payload.prompt[:MAX_QUERY_CHARS]
-        if payload.session_id is None:
-            result = recall(index, query, scope=scope, settings=settings)
-            chosen = _fit(result.injected, vault, payload, max_context_chars)
-        else:
-            state = _state_dir()
-            with sessions.open_session(state, payload.session_id) as current:
-                result = recall(index, query, scope=scope, already_injected=current.injected, settings=settings)
-                chosen = _fit(result.injected, vault, payload, max_context_chars)
-                if chosen:
-                    current.record([c.card.id for c in chosen], str(vault.root), index.commit)
-            sessions.prune(state, session_ttl_days)
+        max_context_chars = hook_settings(index.config)[0]
+        served = serve_prompt(
+            index,
+            payload.prompt[:MAX_QUERY_CHARS],
+            vault_root=str(vault.root),
+            scope=scope_tags(options.scope),
+            session_id=payload.session_id,
+            fit=lambda injected: _fit(injected, vault, payload, max_context_chars),
+        )
     finally:
         index.close()
+    chosen = served.given
     kept = {c.card.id for c in chosen}
-    entry["candidates"] = [_logged(c, kept) for c in result.candidates[: hooklog.MAX_LOGGED_CANDIDATES]]
+    entry["candidates"] = [_logged(c, kept) for c in served.result.candidates[: hooklog.MAX_LOGGED_CANDIDATES]]
     entry["injected"] = [c.card.id for c in chosen]
     return _render(fmt, chosen, vault, payload, abstained=not chosen)
-
-
-def _hook_settings(config: dict[str, object]) -> tuple[int, int]:
-    """(max_context_chars, session_ttl_days) of the index's stored config, read without `cairn.config`
-    (dataclasses); an index from another version with the section incomplete goes through the validating path."""
-    section = config.get("hook")
-    if isinstance(section, dict):
-        chars, ttl = section.get("max_context_chars"), section.get("session_ttl_days")
-        if type(chars) is int and type(ttl) is int:
-            return chars, ttl
-    from cairn.config import config_from_dict
-
-    hook = config_from_dict(config).hook
-    return hook.max_context_chars, hook.session_ttl_days
 
 
 def _logged(candidate: Candidate, kept: set[str]) -> dict[str, object]:
@@ -246,9 +227,9 @@ def _logged(candidate: Candidate, kept: set[str]) -> dict[str, object]:
 
 def _open_fresh_index(vault: Vault, entry: dict[str, object]) -> IndexReader:
     """The cached index, checked against the vault's HEAD; a stale or missing one starts a background update."""
-    from cairn import gitrefs, paths
-    from cairn.errors import IndexCorrupt, IndexMissing
-    from cairn.store import IndexReader
+    from cairn.hot import gitrefs, paths
+    from cairn.hot.errors import IndexCorrupt, IndexMissing
+    from cairn.hot.index import IndexReader
 
     index_file = paths.index_path(vault.root)
     head = gitrefs.head_commit(vault.git_root) if vault.git_root is not None else None
@@ -342,16 +323,9 @@ def context_block(chosen: Sequence[Candidate], vault: Vault, payload: Payload) -
 
 def _render(fmt: str, chosen: Sequence[Candidate], vault: Vault, payload: Payload, abstained: bool) -> str:
     if fmt == "json":
-        cards = [
-            {
-                "id": c.card.id,
-                "name": c.card.name,
-                "summary": c.card.summary,
-                "path": c.card.path,
-                "score": c.score,
-            }
-            for c in chosen
-        ]
+        from cairn.hot.serve import card_json
+
+        cards = [card_json(c) for c in chosen]
         return json.dumps({"cards": cards, "abstained": abstained}, ensure_ascii=False) + "\n"
     if not chosen:
         return ""
@@ -360,12 +334,6 @@ def _render(fmt: str, chosen: Sequence[Candidate], vault: Vault, payload: Payloa
         return text
     event = "BeforeAgent" if fmt == "gemini" else "UserPromptSubmit"
     return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}) + "\n"
-
-
-def _scope(flag: str | None) -> list[str] | None:
-    value = flag if flag is not None else os.environ.get("CAIRN_SCOPE", "")
-    tags = [s.strip() for s in value.split(",") if s.strip()]
-    return tags or None
 
 
 def _vault_encloses(root: Path, cwd: str | None) -> bool:
@@ -386,7 +354,7 @@ def _quote(arg: str) -> str:
 
 
 def _state_dir() -> str:
-    from cairn.paths import state_dir
+    from cairn.hot.paths import state_dir
 
     return os.fspath(state_dir())
 

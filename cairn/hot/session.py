@@ -1,4 +1,4 @@
-"""Agent sessions: which cards a session already got, so each card is injected at most once per session (hot path).
+"""Agent sessions: which cards a session already got, so each card is injected at most once per session.
 
 One JSON file per session under `<state_dir>/sessions/`, named by a hash of the session id (the id itself is never
 written). A per-session lock file serialises the hooks of one session: read, recall, record, release. Writes go to
@@ -11,7 +11,7 @@ import json
 import os
 import time
 
-from cairn.hooklog import sha256_hex, utc_now
+from cairn.hot.hooklog import sha256_hex, utc_now
 
 SESSIONS_DIR = "sessions"
 _LOCK_WAIT_SECONDS = 3.0

@@ -9,10 +9,8 @@
    a term with the query.
 3. Admission, in ranking order: status, expiry, supersedes, scope, not_when, already injected in the session.
    Rejected cards are listed but take no slot and are not "the next candidate" for a margin.
-4. The gates (`cairn.gates`) run on the admissible cards in order. Injection is a prefix of that order: once a
+4. The gates (`cairn.hot.gates`) run on the admissible cards in order. Injection is a prefix of that order: once a
    card fails a gate, no card ranked below it is injected (it would win only because a better match was refused).
-
-Hot path: standard library and Cairn's hot-path modules only.
 """
 
 from __future__ import annotations
@@ -22,18 +20,18 @@ import time
 from bisect import bisect_left
 from heapq import nlargest, nsmallest
 
-from cairn import gates
-from cairn.hotrecord import Record
-from cairn.tokens import INSTRUCTION_WORDS, is_cjk, tokenize
+from cairn.hot import gates
+from cairn.hot.record import Record
+from cairn.hot.settings import stored_settings
+from cairn.hot.tokens import INSTRUCTION_WORDS, is_cjk, tokenize
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # types only: the hook does not pay for these imports
+if TYPE_CHECKING:
     import datetime as dt
     from collections.abc import Collection, Sequence
-    from typing import Any
 
     from cairn.config import RecallSettings
-    from cairn.store import IndexedCard, IndexReader, Postings
+    from cairn.hot.index import IndexedCard, IndexReader, Postings
 
 INJECTED = "injected"
 REJECTED = "rejected"
@@ -47,68 +45,12 @@ _SLACK = 1e-9
 # A CJK 2-gram the vault never uses counts this share of an unknown word in the coverage gate: about half the
 # 2-grams of a run straddle two words (no evidence), the other half are words the vault does not know.
 _CJK_UNKNOWN = 0.5
-# The [recall] settings the ranking and gates read (see `hot_settings`).
-SETTING_NAMES = (
-    "max_cards",
-    "k1",
-    "b",
-    "weight_name",
-    "weight_summary",
-    "weight_body",
-    "instruction_weight",
-    "unknown_weight",
-    "min_score",
-    "min_coverage",
-    "min_margin",
-)
-
-
-def settings_of(index: IndexReader) -> RecallSettings:
-    """The `[recall]` settings the index was built with (from cairn.toml at the indexed commit)."""
-    from cairn.config import config_from_dict
-
-    return config_from_dict(index.config).recall
-
-
-class StoredSettings(Record):
-    """The `[recall]` settings as stored in an index, read without `cairn.config` (the hook's path): the same
-    attributes as `config.RecallSettings`, for recall and the gates."""
-
-    __slots__ = SETTING_NAMES
-    max_cards: int
-    k1: float
-    b: float
-    weight_name: float
-    weight_summary: float
-    weight_body: float
-    instruction_weight: float
-    unknown_weight: float
-    min_score: float
-    min_coverage: float
-    min_margin: float
-
-    def __init__(self, *values: Any) -> None:
-        self._init(*values)
-
-
-def hot_settings(config: dict[str, Any]) -> RecallSettings:
-    """The `[recall]` settings from an index's stored config (`IndexReader.config`), the same values
-    `settings_of` gives; when the stored section lacks a setting or has an odd type (an index from another
-    version), `settings_of`'s validating path decides."""
-    section = config.get("recall")
-    if isinstance(section, dict):
-        values = [section.get(name) for name in SETTING_NAMES]
-        if type(values[0]) is int and all(type(v) is float for v in values[1:]) and set(section) == set(SETTING_NAMES):
-            return StoredSettings(*values)  # type: ignore[return-value]
-    from cairn.config import config_from_dict
-
-    return config_from_dict(config).recall
 
 
 class Candidate(Record):
     """One scored card and what recall decided about it.
 
-    score: raw BM25F score. norm_score (the score lead, see `cairn.gates`), coverage, margin: the three gate values
+    score: raw BM25F score. norm_score (the score lead, see `cairn.hot.gates`), coverage, margin: the three gate values
     (0.0 for cards refused at admission, which never reach the gates). decision: `injected` or `rejected`. reason: None when injected, else
     why not: a gate (`below_score`, `low_coverage`, `small_margin`), admission (`out_of_scope`, `expired`,
     `retired`, `draft`, `superseded`, `not_when`, `already_injected`) or `over_limit`.
@@ -197,7 +139,7 @@ def query_terms(query: str) -> list[str]:
 
 def rank(index: IndexReader, query: str, settings: RecallSettings | None = None) -> list[tuple[int, float]]:
     """(card row, BM25F score) for every card sharing a term with the query, best first; ties by row."""
-    settings = settings or settings_of(index)
+    settings = settings or stored_settings(index.config)
     scores, _, _ = _score(index, query_terms(query), settings)
     return _ranked(scores)
 
@@ -220,7 +162,7 @@ def recall(
     Unless examine_all, only the best-scored cards are ranked exactly (`_top`): as many chunks of the ranking as
     admission and the gates need, the same cards and scores a full ranking would give.
     """
-    settings = settings or settings_of(index)
+    settings = settings or stored_settings(index.config)
     terms = query_terms(query)
     today_iso = today.isoformat() if today is not None else time.strftime("%Y-%m-%d")  # local date, as date.today()
     wanted_scope = {s.strip().lower() for s in scope or () if s.strip()}
@@ -419,7 +361,7 @@ def _top(
     """The `depth` best cards, best first (ties by row), with exactly the scores and matched terms `_score_all`
     gives them, and whether that is every scored card; the cost follows the query's rare terms, not the vault.
 
-    MaxScore over term-at-a-time scoring. Each term's bound (its postings' best frontier pair, see `cairn.store`)
+    MaxScore over term-at-a-time scoring. Each term's bound (its postings' best frontier pair, see `cairn.hot.index`)
     caps what it can add to any card. Terms are read whole in order of bound, highest first (the rare ones), while a
     card matching none of them so far could still reach the current depth-th best partial score; the terms left
     over are only looked up (bisection) for the cards that can still make the cut. Partial scores only grow (every

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cairn.errors import VaultNotFound
-from cairn.hotrecord import Record
+from cairn.hot.errors import VaultNotFound
+from cairn.hot.record import Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

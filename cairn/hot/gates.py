@@ -12,14 +12,12 @@ Every gate value is a ratio in [0, 1], so one threshold means the same thing in 
   card matches at all. Words the vault never uses count as unmatched evidence: a question about something the vault
   does not know should not get a card that only shares its everyday words.
 - margin: 1 - next score / score; how clearly the card stands above the candidate ranked after it.
-
-Hot path: standard library only.
 """
 
 from __future__ import annotations
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # types only: the hook does not import cairn.config (dataclasses)
+if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
     from cairn.config import RecallSettings

@@ -20,9 +20,9 @@ from typing import Any
 import git
 
 from cairn import gitrepo
-from cairn.card import card_id_from_path, parse_card
-from cairn.store import CardTerms
-from cairn.vault import Vault
+from cairn.cards.card import card_id_from_path, parse_card
+from cairn.hot.vault import Vault
+from cairn.index.store import CardTerms
 
 FORMAT = "1"
 

@@ -1,4 +1,4 @@
-"""The hook log: one JSON line per prompt in `<state_dir>/hook.jsonl` (hot path). Never the prompt text.
+"""The hook log: one JSON line per prompt in `<state_dir>/hook.jsonl`. Never the prompt text.
 
 Each line: time, format, hashed session id, the prompt's sha256 and length, vault, indexed commit, whether the
 index was stale, the candidates with score and gate decision, the injected ids, and the error (or null).
@@ -10,7 +10,7 @@ import json
 import os
 import time
 
-from cairn.paths import sha256_hex
+from cairn.hot.paths import sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -20,11 +20,11 @@ from frontmatter.default_handlers import YAMLHandler
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from cairn import safeyaml
 from cairn.atomic import ensure_inside, write_atomic
-from cairn.card import check_card_id, parse_card, slugify
-from cairn.errors import CairnError, CardExists, InvalidId, RefusedWrite
-from cairn.vault import Vault
+from cairn.cards import safeyaml
+from cairn.cards.card import check_card_id, parse_card, slugify
+from cairn.hot.errors import CairnError, CardExists, InvalidId, RefusedWrite
+from cairn.hot.vault import Vault
 
 SUMMARY_MAX_CHARS = 300
 NAME_MAX_CHARS = 80

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from cairn.card import check_card_id
-from cairn.errors import CardNotFound
-from cairn.indexer import open_index, read_worktree_card
-from cairn.vault import Vault
+from cairn.cards.card import check_card_id
+from cairn.hot.errors import CardNotFound
+from cairn.hot.vault import Vault
+from cairn.index.build import open_index, read_worktree_card
 
 
 def card_record(vault: Vault, card_id: str, *, worktree: bool = False) -> dict[str, Any]:

@@ -8,7 +8,7 @@ of all folds are pooled.
 Fast because the gate values do not depend on the thresholds. Recall runs once per case with every threshold at 0:
 then it injects exactly the first `max_cards` admissible cards, each with its gate values (lead, coverage,
 margin over the next admissible card). With real thresholds, recall injects the longest run of those cards, from
-the top, that passes all three gates (`cairn.recall`: a card below one the gates refused is never injected), so
+the top, that passes all three gates (`cairn.hot.recall`: a card below one the gates refused is never injected), so
 every decision can be replayed in memory. Injection@1 and the false injection rate depend on the top admissible
 card alone, so the grid sweep counts cases in a 3-D histogram of that card's gate values and reads every grid point
 off suffix sums.
@@ -31,10 +31,10 @@ from typing import Any
 
 from cairn.atomic import write_atomic
 from cairn.config import CONFIG_FILE, RecallSettings, parse_config
-from cairn.errors import CairnError, InvalidConfig
-from cairn.evaluate import Case
-from cairn.recall import recall
-from cairn.store import IndexReader
+from cairn.hot.errors import CairnError, InvalidConfig
+from cairn.hot.index import IndexReader
+from cairn.hot.recall import recall
+from cairn.quality.evaluate import Case
 
 Progress = Callable[[int, int], None]
 GATE_KEYS = ("min_score", "min_coverage", "min_margin")
@@ -442,6 +442,6 @@ def _inline(t: Thresholds) -> str:
 
 
 def _settings_of(index: IndexReader) -> RecallSettings:
-    from cairn.recall import settings_of
+    from cairn.hot.settings import settings_of
 
     return settings_of(index)

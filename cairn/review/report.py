@@ -33,16 +33,17 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
-from cairn import gitrepo, indexer
+from cairn import gitrepo
 from cairn.config import CONFIG_FILE
-from cairn.errors import CairnError
-from cairn.evaluate import Case, EvalReport, evaluate, load_cases
 from cairn.finding import ERROR, Finding
+from cairn.hot.errors import CairnError
+from cairn.hot.index import IndexedCard, IndexReader
+from cairn.hot.recall import rank
+from cairn.hot.tokens import tokenize
+from cairn.hot.vault import CARDS_DIR, Vault
+from cairn.index import build as indexer
 from cairn.lint import lint_files
-from cairn.recall import rank
-from cairn.store import IndexedCard, IndexReader
-from cairn.tokens import tokenize
-from cairn.vault import CARDS_DIR, Vault
+from cairn.quality.evaluate import Case, EvalReport, evaluate, load_cases
 
 Progress = Callable[[int, int], None]
 EVALS_DIR = "evals"
@@ -480,7 +481,7 @@ def _offset(progress: Progress | None, offset: int, total: int) -> Progress | No
 
 def evaluate_outcomes(outcomes: Sequence[Any]) -> dict[str, Any]:
     """Metrics of pooled outcomes (all cases files together), overall and per slice, as `cairn eval --json`."""
-    from cairn.evaluate import metrics_of
+    from cairn.quality.evaluate import metrics_of
 
     slices: dict[str, list[Any]] = {}
     for o in outcomes:

@@ -3,8 +3,6 @@
 `import dataclasses` costs the hook about 8 ms (it imports `inspect`, `ast`, `dis`, `tokenize`), more than its
 whole query on a small vault, so the records the hook creates are written out by hand. A subclass lists its fields
 in `__slots__` and sets them in `__init__` with `_init`; it gets equality, hashing, `repr` and immutability.
-
-Hot path: standard library only.
 """
 
 from __future__ import annotations

@@ -1,0 +1,288 @@
+"""Reading the index file: a SQLite database with an inverted index the hook reads per query.
+
+Readers open it read-only and immutable; `cairn.index.store` writes it (a new file, then `os.replace`), so a reader
+always sees one whole index.
+
+Each term row holds its postings (card rows in row order, then per row the term's frequency in name, summary and
+body and the card's token lengths of the three) and a score bound: per field, the Pareto frontier of (frequency,
+length) pairs over its postings (the highest frequencies at the shortest lengths). With any BM25F parameters
+(k1 > 0, 0 <= b <= 1, non-negative field weights) no posting of the term scores above the best frontier pair, so
+recall can tell, without reading a term's postings one by one, that it cannot lift a card into the top few.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from pathlib import Path
+
+from cairn.hot.errors import IndexCorrupt, IndexMissing
+from cairn.hot.record import Record
+
+try:  # the C module `sqlite3` wraps: the package adds datetime adapters no index needs (+1.3 ms on every hook)
+    import _sqlite3 as sqlite3
+except ImportError:  # pragma: no cover - an interpreter that only ships the package
+    import sqlite3  # type: ignore[no-redef]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
+    from typing import Any
+
+FORMAT_VERSION = "4"
+
+
+class IndexedCard(Record):
+    """What the hot path knows of a card, without reading the card file or parsing YAML.
+
+    lengths: token counts of (name with aliases, summary, body).
+    superseded_by: ids of active cards whose `supersedes` names this one.
+    """
+
+    __slots__ = (
+        "row",
+        "id",
+        "path",
+        "name",
+        "summary",
+        "status",
+        "expires_on",
+        "scope",
+        "not_when",
+        "supersedes",
+        "lengths",
+        "superseded_by",
+    )
+    row: int
+    id: str
+    path: str
+    name: str
+    summary: str
+    status: str
+    expires_on: str | None
+    scope: tuple[str, ...]
+    not_when: tuple[str, ...]
+    supersedes: tuple[str, ...]
+    lengths: tuple[int, int, int]
+    superseded_by: tuple[str, ...]
+
+    def __init__(
+        self,
+        row: int,
+        id: str,
+        path: str,
+        name: str,
+        summary: str,
+        status: str,
+        expires_on: str | None,
+        scope: tuple[str, ...],
+        not_when: tuple[str, ...],
+        supersedes: tuple[str, ...],
+        lengths: tuple[int, int, int],
+        superseded_by: tuple[str, ...] = (),
+    ) -> None:
+        self._init(
+            row, id, path, name, summary, status, expires_on, scope, not_when, supersedes, lengths, superseded_by
+        )
+
+
+class Postings(Record):
+    """One term's postings: card rows (ascending), and per row six counts: the term's frequency in name, summary
+    and body, then the card's token lengths of name, summary and body (so scoring never looks a card up).
+
+    bound: per field (name, summary, body) a count n then n (frequency, length) pairs, the field's Pareto frontier
+    (see the module docstring); `max_tf_ratios` turns it into each field's highest length-normalised frequency.
+    """
+
+    __slots__ = ("df", "rows", "stats", "bound")
+    df: int
+    rows: array[int]
+    stats: array[int]
+    bound: array[int]
+
+    def __init__(self, df: int, rows: array[int], stats: array[int], bound: array[int]) -> None:
+        self._init(df, rows, stats, bound)
+
+    def __iter__(self) -> Iterator[tuple[int, int, int, int, int, int, int]]:
+        st = self.stats
+        for i, row in enumerate(self.rows):
+            j = 6 * i
+            yield row, st[j], st[j + 1], st[j + 2], st[j + 3], st[j + 4], st[j + 5]
+
+    def field_maxima(
+        self, weights: tuple[float, float, float], b: float, avg: tuple[float, float, float]
+    ) -> tuple[float, float, float]:
+        """Per field, the highest `weight * tf / (1 - b + b * len / avg)` any posting of this term reaches; valid
+        for 0 <= b <= 1 and non-negative weights, computed as recall computes each posting's value."""
+        bound = self.bound
+        out = [0.0, 0.0, 0.0]
+        i = 0
+        for field in range(3):
+            n = bound[i]
+            i += 1
+            best = 0.0
+            w, avg_f = weights[field], avg[field]
+            for _ in range(n):
+                value = w * bound[i] / (1 - b + b * bound[i + 1] / avg_f)
+                if value > best:
+                    best = value
+                i += 2
+            out[field] = best
+        return out[0], out[1], out[2]
+
+
+class IndexReader:
+    """A read-only view of one index file."""
+
+    def __init__(self, path: Path) -> None:
+        if not path.is_file():
+            raise IndexMissing(f"no index at {path}; run `cairn index`")
+        self.path = path
+        try:
+            uri = Path(path).resolve().as_uri() + "?mode=ro&immutable=1"
+            self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            self.meta = dict(self._db.execute("SELECT key, value FROM meta"))
+        except sqlite3.DatabaseError as exc:
+            raise IndexCorrupt(f"the index at {path} is damaged ({exc}); run `cairn index --rebuild`") from None
+        if self.meta.get("format") != FORMAT_VERSION:
+            raise IndexCorrupt(f"the index at {path} has an old format; run `cairn index --rebuild`")
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> IndexReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def commit(self) -> str:
+        return str(self.meta["commit"])
+
+    @property
+    def n_cards(self) -> int:
+        return int(self.meta["n_cards"])
+
+    @property
+    def avg_lengths(self) -> tuple[float, float, float]:
+        a, b, c = json.loads(self.meta["avg_lengths"])
+        return float(a), float(b), float(c)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The indexed commit's cairn.toml as `Config.to_dict()` (a fresh copy on every call)."""
+        return json.loads(self.meta["config"])  # type: ignore[no-any-return]
+
+    def postings(self, terms: Iterable[str]) -> dict[str, Postings]:
+        wanted = sorted(set(terms))
+        found: dict[str, Postings] = {}
+        for chunk in _chunks(wanted, 500):
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT term, df, postings, bound FROM terms WHERE term IN ({marks})"
+            for term, df, blob, bound in self._query(sql, chunk):
+                found[term] = _unpack(df, blob, bound)
+        return found
+
+    def cards(self, rows: Iterable[int]) -> dict[int, IndexedCard]:
+        wanted = sorted(set(rows))
+        out: dict[int, IndexedCard] = {}
+        for chunk in _chunks(wanted, 500):
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT {_CARD_COLUMNS} FROM cards WHERE row IN ({marks})"
+            for values in self._query(sql, chunk):
+                card = _indexed_card(values)
+                out[card.row] = card
+        if out:
+            by_id = {c.id: c.row for c in out.values()}
+            for sup_id, sup_status, sup_list in self._superseders():
+                if sup_status != "active":
+                    continue
+                for target in json.loads(sup_list):
+                    if target in by_id:
+                        row = by_id[target]
+                        card = out[row]
+                        out[row] = _replace_superseded(card, card.superseded_by + (sup_id,))
+        return out
+
+    def card_by_id(self, card_id: str) -> IndexedCard | None:
+        values = self._query(f"SELECT {_CARD_COLUMNS} FROM cards WHERE id = ?", (card_id,)).fetchone()
+        if values is None:
+            return None
+        return self.cards([values[0]])[values[0]]
+
+    def record(self, card_id: str) -> dict[str, Any] | None:
+        """The full parsed card (body included) and its provenance, as stored at index time."""
+        got = self._query("SELECT record, provenance FROM cards WHERE id = ?", (card_id,)).fetchone()
+        if got is None:
+            return None
+        record: dict[str, Any] = json.loads(got[0])
+        record["provenance"] = json.loads(got[1]) if got[1] else None
+        return record
+
+    def ids(self) -> list[str]:
+        return [row[0] for row in self._query("SELECT id FROM cards ORDER BY id", ())]
+
+    def entries(self) -> list[tuple[str, str, str]]:
+        """(id, path, blob) of every indexed card."""
+        return list(self._query("SELECT id, path, blob FROM cards ORDER BY id", ()))
+
+    def problems(self) -> list[tuple[str, int, str, str]]:
+        return list(self._query("SELECT path, line, rule, message FROM problems ORDER BY path, line", ()))
+
+    def integrity_ok(self) -> bool:
+        return bool(self._query("PRAGMA quick_check", ()).fetchone() == ("ok",))
+
+    def _superseders(self) -> list[tuple[str, str, str]]:
+        return list(self._query("SELECT id, status, supersedes FROM cards WHERE supersedes != '[]'", ()))
+
+    def _query(self, sql: str, args: Sequence[Any]) -> sqlite3.Cursor:
+        try:
+            return self._db.execute(sql, args)
+        except sqlite3.DatabaseError as exc:
+            raise IndexCorrupt(f"the index at {self.path} is damaged ({exc}); run `cairn index --rebuild`") from None
+
+
+_CARD_COLUMNS = (
+    "row, id, path, name, summary, status, expires_on, scope, not_when, supersedes, len_name, len_summary, len_body"
+)
+
+
+def _indexed_card(values: Sequence[Any]) -> IndexedCard:
+    row, card_id, path, name, summary, status, expires_on, scope, not_when, supersedes, len_n, len_s, len_b = values
+    return IndexedCard(
+        row,
+        card_id,
+        path,
+        name,
+        summary,
+        status,
+        expires_on,
+        _strings(scope),
+        _strings(not_when),
+        _strings(supersedes),
+        (len_n, len_s, len_b),
+    )
+
+
+def _strings(text: str) -> tuple[str, ...]:
+    return () if text == "[]" else tuple(json.loads(text))  # most cards have no scope, not_when or supersedes
+
+
+def _replace_superseded(card: IndexedCard, by: tuple[str, ...]) -> IndexedCard:
+    return card.replace(superseded_by=by)
+
+
+def _unpack(df: int, blob: bytes, bound_blob: bytes = b"") -> Postings:
+    rows = array("I")
+    rows.frombytes(blob[: 4 * df])
+    stats = array("H")
+    stats.frombytes(blob[4 * df :])
+    bound = array("H")
+    bound.frombytes(bound_blob)
+    return Postings(df, rows, stats, bound)
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

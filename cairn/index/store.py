@@ -1,0 +1,285 @@
+"""Writing the index file: the schema, cards turned into term postings and score bounds, written atomically.
+
+Writers build a new file beside the index and `os.replace` it, under a lock, so a reader
+(`cairn.hot.index.IndexReader`) always sees one whole index and two writers leave one valid file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import sqlite3
+import tempfile
+from array import array
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cairn.hot.index import FORMAT_VERSION, IndexReader, _chunks, _unpack
+
+_U16 = 0xFFFF  # counts and lengths are stored as unsigned 16-bit values
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE cards (
+    row INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    path TEXT NOT NULL,
+    blob TEXT NOT NULL,
+    name TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    status TEXT NOT NULL,
+    expires_on TEXT,
+    scope TEXT NOT NULL,
+    not_when TEXT NOT NULL,
+    supersedes TEXT NOT NULL,
+    len_name INTEGER NOT NULL,
+    len_summary INTEGER NOT NULL,
+    len_body INTEGER NOT NULL,
+    terms TEXT NOT NULL,
+    record TEXT NOT NULL,
+    provenance TEXT
+);
+CREATE TABLE terms (
+    term TEXT PRIMARY KEY, df INTEGER NOT NULL, postings BLOB NOT NULL, bound BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE problems (path TEXT NOT NULL, line INTEGER NOT NULL, rule TEXT NOT NULL, message TEXT NOT NULL);
+-- Every recall looks up the superseding cards: without this index that is a scan of the whole cards table.
+CREATE INDEX cards_superseding ON cards(supersedes) WHERE supersedes != '[]';
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class CardTerms:
+    """A card ready to index: its hot-path fields, its full record (JSON-ready) and its tokens per field."""
+
+    id: str
+    path: str
+    blob: str
+    name: str
+    summary: str
+    status: str
+    expires_on: str | None
+    scope: tuple[str, ...]
+    not_when: tuple[str, ...]
+    supersedes: tuple[str, ...]
+    record: dict[str, Any]
+    tokens: tuple[Sequence[str], Sequence[str], Sequence[str]]
+    provenance: dict[str, Any] | None = None
+
+
+def _pack(rows: Sequence[int], stats: Sequence[int]) -> bytes:
+    if isinstance(rows, array) and isinstance(stats, array):
+        return rows.tobytes() + stats.tobytes()
+    return array("I", rows).tobytes() + array("H", stats).tobytes()
+
+
+def _frontier(stats: Sequence[int]) -> bytes:
+    """The bound column: per field, the (frequency, length) pairs no other posting beats on both (see the module
+    docstring), as a count and then the pairs, highest frequency first."""
+    return _frontier_blob([_field_pairs(stats, field) for field in range(3)])
+
+
+def _field_pairs(stats: Sequence[int], field: int) -> set[tuple[int, int]]:
+    return {(stats[j + field], stats[j + 3 + field]) for j in range(0, len(stats), 6) if stats[j + field]}
+
+
+def _frontier_blob(fields: Sequence[Iterable[tuple[int, int]]]) -> bytes:
+    out: list[int] = []
+    for pairs in fields:
+        kept: list[int] = []
+        shortest = None
+        for tf, length in sorted(set(pairs), key=lambda pair: (-pair[0], pair[1])):
+            if shortest is None or length < shortest:
+                kept += (tf, length)
+                shortest = length
+        out.append(len(kept) // 2)
+        out += kept
+    return array("H", out).tobytes()
+
+
+def _frontier_pairs(bound_blob: bytes) -> list[set[tuple[int, int]]]:
+    """The bound column read back: per field, its frontier's (frequency, length) pairs."""
+    bound = array("H")
+    bound.frombytes(bound_blob)
+    fields: list[set[tuple[int, int]]] = []
+    i = 0
+    for _ in range(3):
+        n = bound[i]
+        fields.append({(bound[i + 1 + 2 * k], bound[i + 2 + 2 * k]) for k in range(n)})
+        i += 1 + 2 * n
+    return fields
+
+
+def _updated_postings(
+    old: tuple[int, bytes, bytes] | None, drop: set[int], add: Sequence[tuple[int, ...]]
+) -> tuple[array[int], array[int], bytes]:
+    """A term's postings with rows dropped and entries added, and its bound, without walking every posting in
+    Python: rows stay ascending, so dropped rows are found by bisection and new rows (fresh row ids, higher than
+    any kept one) are appended. The bound is merged from the old frontier and the new entries, and recomputed from
+    every posting only when a dropped entry was on the frontier."""
+    frontier: list[set[tuple[int, int]]]
+    if old is None:
+        rows, stats, frontier = array("I"), array("H"), [set(), set(), set()]
+    else:
+        postings = _unpack(old[0], old[1])
+        rows, stats, frontier = postings.rows, postings.stats, _frontier_pairs(old[2])
+    exact = True
+    for row in sorted(drop, reverse=True):
+        i = bisect_left(rows, row)
+        if i < len(rows) and rows[i] == row:
+            gone = stats[6 * i : 6 * i + 6]
+            if any((gone[f], gone[3 + f]) in frontier[f] for f in range(3)):
+                exact = False
+            del rows[i]
+            del stats[6 * i : 6 * i + 6]
+    entries = sorted(add)
+    if entries and rows and entries[0][0] <= rows[-1]:
+        # Not an append (row ids reused): merge the slow, general way.
+        merged = sorted([*_unpack(len(rows), _pack(rows, stats)), *entries])
+        rows = array("I", [entry[0] for entry in merged])
+        stats = array("H", [value for entry in merged for value in entry[1:]])
+        return rows, stats, _frontier(stats)
+    for entry in entries:
+        rows.append(entry[0])
+        stats.extend(entry[1:])
+    if not exact:
+        return rows, stats, _frontier(stats)
+    fresh = [[(e[1 + f], e[4 + f]) for e in entries if e[1 + f]] for f in range(3)]
+    return rows, stats, _frontier_blob([frontier[f] | set(fresh[f]) for f in range(3)])
+
+
+def entries_checksum(entries: Iterable[tuple[str, str, str]]) -> str:
+    digest = hashlib.sha256()
+    for card_id, path, blob in sorted(entries):
+        digest.update(f"{card_id}\0{path}\0{blob}\n".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def writer_lock(index_file: Path) -> Iterator[None]:
+    """Serialise writers of one index (readers never wait: they read whole files)."""
+    index_file.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = index_file.with_name(index_file.name + ".lock")
+    with open(lock_path, "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        yield
+
+
+def write_index(
+    index_file: Path,
+    meta: dict[str, str],
+    upserts: Sequence[CardTerms],
+    removed_ids: Iterable[str] = (),
+    problems: Sequence[tuple[str, int, str, str]] = (),
+    base: Path | None = None,
+) -> None:
+    """Write a new index file atomically: from scratch, or from `base` with cards removed and upserted.
+
+    Call under `writer_lock`. `problems` replaces the stored list of cards left out (contract findings).
+    """
+    index_file.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=".index-", suffix=".tmp", dir=index_file.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        if base is not None:
+            with sqlite3.connect(base) as src, sqlite3.connect(tmp) as dst:
+                src.backup(dst)
+        db = sqlite3.connect(tmp)
+        try:
+            db.execute("PRAGMA journal_mode=OFF")
+            db.execute("PRAGMA synchronous=OFF")
+            if base is None:
+                db.executescript(_SCHEMA)
+            _apply(db, upserts, set(removed_ids) | {c.id for c in upserts})
+            db.execute("DELETE FROM problems")
+            db.executemany("INSERT INTO problems VALUES (?, ?, ?, ?)", problems)
+            _write_meta(db, meta)
+            db.commit()
+        finally:
+            db.close()
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, index_file)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _apply(db: sqlite3.Connection, upserts: Sequence[CardTerms], removed: set[str]) -> None:
+    # Old postings of removed or replaced cards.
+    stale: dict[str, set[int]] = {}
+    for chunk in _chunks(sorted(removed), 500):
+        marks = ",".join("?" * len(chunk))
+        for row, terms in db.execute(f"SELECT row, terms FROM cards WHERE id IN ({marks})", chunk):
+            for term in terms.split("\n") if terms else ():
+                stale.setdefault(term, set()).add(row)
+        db.execute(f"DELETE FROM cards WHERE id IN ({marks})", chunk)
+
+    fresh: dict[str, list[tuple[int, ...]]] = {}
+    for card in upserts:
+        counts = [Counter(tokens) for tokens in card.tokens]
+        lengths = [min(len(tokens), _U16) for tokens in card.tokens]
+        terms = sorted(set().union(*counts))
+        cursor = db.execute(
+            "INSERT INTO cards (id, path, blob, name, summary, status, expires_on, scope, not_when, supersedes,"
+            " len_name, len_summary, len_body, terms, record, provenance)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                card.id,
+                card.path,
+                card.blob,
+                card.name,
+                card.summary,
+                card.status,
+                card.expires_on,
+                json.dumps(list(card.scope), ensure_ascii=False),
+                json.dumps(list(card.not_when), ensure_ascii=False),
+                json.dumps(list(card.supersedes), ensure_ascii=False),
+                *lengths,
+                "\n".join(terms),
+                json.dumps(card.record, ensure_ascii=False),
+                json.dumps(card.provenance, ensure_ascii=False) if card.provenance is not None else None,
+            ),
+        )
+        row = cursor.lastrowid
+        assert row is not None
+        for term in terms:
+            fresh.setdefault(term, []).append((row, *(min(count[term], _U16) for count in counts), *lengths))
+
+    for term in sorted(set(stale) | set(fresh)):
+        got = db.execute("SELECT df, postings, bound FROM terms WHERE term = ?", (term,)).fetchone()
+        rows, stats, bound = _updated_postings(got, stale.get(term, set()), fresh.get(term, ()))
+        if rows:
+            db.execute("INSERT OR REPLACE INTO terms VALUES (?, ?, ?, ?)", (term, len(rows), _pack(rows, stats), bound))
+        else:
+            db.execute("DELETE FROM terms WHERE term = ?", (term,))
+
+
+def _write_meta(db: sqlite3.Connection, meta: dict[str, str]) -> None:
+    n, name_len, summary_len, body_len = db.execute(
+        "SELECT COUNT(*), SUM(len_name), SUM(len_summary), SUM(len_body) FROM cards"
+    ).fetchone()
+    avg = [round((total or 0) / n, 4) if n else 0.0 for total in (name_len, summary_len, body_len)]
+    entries = db.execute("SELECT id, path, blob FROM cards").fetchall()
+    values = dict(meta)
+    values.update(
+        format=FORMAT_VERSION,
+        n_cards=str(n),
+        avg_lengths=json.dumps(avg),
+        checksum=entries_checksum(entries),
+    )
+    db.execute("DELETE FROM meta")
+    db.executemany("INSERT INTO meta VALUES (?, ?)", sorted(values.items()))
+
+
+def checksum_holds(reader: IndexReader) -> bool:
+    """Whether the index's stored checksum matches the (id, path, blob) rows it holds."""
+    return reader.meta.get("checksum") == entries_checksum(reader.entries())
