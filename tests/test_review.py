@@ -8,9 +8,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from cairn.review.markdown import cell
 from conftest import ANN, BOB, VaultRepo, cairn_executable
 
+from cairn.review.markdown import cell
 from cairn.review.report import _opposition, parse_range
 
 CASES = textwrap.dedent(

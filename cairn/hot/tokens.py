@@ -1,5 +1,4 @@
-"""Tokens for recall: CJK text as character 2-grams; words case-folded; identifiers split into their parts.
-"""
+"""Tokens for recall: CJK text as character 2-grams; words case-folded; identifiers split into their parts."""
 
 from __future__ import annotations
 
