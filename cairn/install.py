@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import stat
 import sys
@@ -97,11 +98,11 @@ def settings_path(agent: str, base: Path, user: bool) -> Path:
 
 def hook_command(agent: str, vault: str | None = None, scope: str | None = None, executable: str | None = None) -> str:
     """The shell command an agent runs: `cairn hook --format AGENT`, plus --vault/--scope when given."""
-    parts = [_shell_quote(executable or "cairn"), "hook", "--format", _agent(agent).name]
+    parts = [shlex.quote(executable or "cairn"), "hook", "--format", _agent(agent).name]
     if vault:
-        parts += ["--vault", _shell_quote(vault)]
+        parts += ["--vault", shlex.quote(vault)]
     if scope:
-        parts += ["--scope", _shell_quote(scope)]
+        parts += ["--scope", shlex.quote(scope)]
     return " ".join(parts)
 
 
@@ -175,8 +176,8 @@ class GitHookChange:
 def git_hook_script(executable: str, vault_dir: str) -> str:
     """The git hook template with the cairn command and the vault folder (relative to the work tree) filled in."""
     text = resources.files("cairn").joinpath("templates/hooks/git/post-commit").read_text("utf-8")
-    text = text.replace('CAIRN_BIN="cairn"', f"CAIRN_BIN={_shell_quote(executable)}", 1)
-    return text.replace('CAIRN_VAULT_DIR="."', f"CAIRN_VAULT_DIR={_shell_quote(vault_dir)}", 1)
+    text = text.replace('CAIRN_BIN="cairn"', f"CAIRN_BIN={shlex.quote(executable)}", 1)
+    return text.replace('CAIRN_VAULT_DIR="."', f"CAIRN_VAULT_DIR={shlex.quote(vault_dir)}", 1)
 
 
 def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: bool = False) -> list[GitHookChange]:
@@ -318,12 +319,3 @@ def _backup_path(path: Path) -> Path:
         n += 1
         candidate = path.with_name(f"{path.name}.bak-{stamp}-{n}")
     return candidate
-
-
-_SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./~-]+")
-
-
-def _shell_quote(arg: str) -> str:
-    if _SAFE.fullmatch(arg) and not arg.startswith("~"):
-        return arg
-    return "'" + arg.replace("'", "'\"'\"'") + "'"
