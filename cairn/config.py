@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import sys
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
 
-from cairn.hot.errors import InvalidConfig
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # the hook imports this module: typing and tomllib cost more than its whole query
-    from typing import Any
+from cairn.atomic import write_atomic
+from cairn.hot.errors import CairnError, InvalidConfig
 
 CONFIG_FILE = "cairn.toml"
 
@@ -137,3 +138,76 @@ def _section(cls: type[Any], name: str, table: dict[str, Any], source: str) -> A
                 raise InvalidConfig(f"{source}: [{name}] {key} must be a whole number")
         values[key] = value
     return cls(**values)
+
+
+# -- writing ------------------------------------------------------------------------------------------------------
+
+_HEADER = re.compile(r"^\s*\[\s*([^\]\[]+?)\s*\]\s*(?:#.*)?$")
+_ARRAY_HEADER = re.compile(r"^\s*\[\[")
+_KEY_LINE = re.compile(r"^(\s*)([A-Za-z0-9_-]+)(\s*=\s*)([^#\r\n]*?)(\s*(?:#.*)?)(\r?\n)?$")
+
+
+def write_recall_settings(vault_root: Path, values: dict[str, float]) -> Path:
+    """Set numeric keys of cairn.toml's [recall] table, leaving every other line as it is (see set_recall_keys).
+
+    The result is parsed before it is written (atomically), and must hold exactly the new values and every other
+    setting unchanged; otherwise nothing is written and the error says what to set by hand.
+    """
+    path = vault_root / CONFIG_FILE
+    old_text = path.read_text("utf-8") if path.is_file() else ""
+    try:
+        before = parse_config(old_text)
+    except InvalidConfig as exc:
+        raise CairnError(f"{exc}; fix it before Cairn writes to it") from None
+    new_text = set_recall_keys(old_text, values)
+    changes: dict[str, Any] = dict(values)
+    wanted = dataclasses.replace(before, recall=dataclasses.replace(before.recall, **changes))
+    if parse_config(new_text) != wanted:
+        inline = ", ".join(f"{key} = {_number(value)}" for key, value in values.items())
+        raise CairnError(f"{path}: could not edit the [recall] table safely; set {inline} by hand")
+    write_atomic(path, new_text.encode("utf-8"), overwrite=True)
+    return path
+
+
+def set_recall_keys(text: str, values: dict[str, float]) -> str:
+    """The TOML text with `values` set in its [recall] table, every other line kept as it is.
+
+    Existing keys keep their line (and any comment after the value); missing keys are added after the table's last
+    key; a missing [recall] table is appended.
+    """
+    lines = text.splitlines(keepends=True)
+    newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
+    start = end = None
+    for n, line in enumerate(lines):
+        header = _HEADER.match(line) if not _ARRAY_HEADER.match(line) else None
+        if start is None and header and header.group(1).strip() == "recall":
+            start = n
+        elif start is not None and (header or _ARRAY_HEADER.match(line)):
+            end = n
+            break
+    rendered = {key: f"{key} = {_number(value)}" for key, value in values.items()}
+    if start is None:
+        tail = "" if not text or text.endswith(("\n", "\r")) else newline
+        block = newline.join(["[recall]", *rendered.values()]) + newline
+        return text + tail + (newline if text.strip() else "") + block
+    end = len(lines) if end is None else end
+    last_key = start
+    for n in range(start + 1, end):
+        match = _KEY_LINE.match(lines[n])
+        if not match:
+            continue
+        last_key = n
+        key = match.group(2)
+        if key in values:
+            indent, eq, comment, eol = match.group(1), match.group(3), match.group(5), match.group(6) or ""
+            lines[n] = f"{indent}{key}{eq}{_number(values[key])}{comment}{eol}"
+            rendered.pop(key)
+    if rendered:
+        if not lines[last_key].endswith(("\n", "\r")):
+            lines[last_key] += newline
+        lines[last_key + 1 : last_key + 1] = [line + newline for line in rendered.values()]
+    return "".join(lines)
+
+
+def _number(value: float) -> str:
+    return repr(round(float(value), 6))

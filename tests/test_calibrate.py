@@ -12,7 +12,7 @@ from conftest import VaultRepo, cairn_executable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cairn.config import RecallSettings, parse_config
+from cairn.config import RecallSettings
 from cairn.hot.errors import CairnError
 from cairn.quality.calibrate import (
     CasePoint,
@@ -21,7 +21,6 @@ from cairn.quality.calibrate import (
     calibrate,
     fold_of,
     measure,
-    set_recall_keys,
     write_thresholds,
 )
 
@@ -154,37 +153,6 @@ def test_cross_validation_measures_each_fold_at_the_others_fit() -> None:
 def test_calibrate_refuses_cases_without_negatives() -> None:
     with pytest.raises(CairnError, match="negative"):
         calibrate([point("a", True, (0.5, 0.5, 0.5))], RecallSettings(), folds=1)
-
-
-TOML = """\
-# Team settings. Keep this comment.
-
-[recall]
-# gates
-min_score = 0.0    # score gate
-min_coverage = 0.4
-k1 = 1.2
-
-[lint]
-# lint comment
-max_age_days = 200
-"""
-
-
-def test_set_recall_keys_keeps_comments_and_other_settings() -> None:
-    text = set_recall_keys(TOML, {"min_score": 0.35, "min_coverage": 0.6, "min_margin": 0.3})
-    assert text == TOML.replace("min_score = 0.0    # score gate", "min_score = 0.35    # score gate").replace(
-        "min_coverage = 0.4\nk1 = 1.2\n", "min_coverage = 0.6\nk1 = 1.2\nmin_margin = 0.3\n"
-    )
-    config = parse_config(text)
-    assert (config.recall.min_score, config.recall.min_coverage, config.recall.min_margin) == (0.35, 0.6, 0.3)
-    assert config.lint.max_age_days == 200
-
-
-def test_set_recall_keys_adds_the_table_when_missing() -> None:
-    text = set_recall_keys("[lint]\nmax_age_days = 90\n", {"min_score": 0.5})
-    assert text == "[lint]\nmax_age_days = 90\n\n[recall]\nmin_score = 0.5\n"
-    assert set_recall_keys("", {"min_margin": 0.25}) == "[recall]\nmin_margin = 0.25\n"
 
 
 def test_write_thresholds_refuses_what_it_cannot_edit_and_leaves_the_file(tmp_path: Path) -> None:

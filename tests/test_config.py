@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cairn.cards.authoring import template_dir
-from cairn.config import Config, config_from_dict, parse_config
+from cairn.config import Config, config_from_dict, parse_config, set_recall_keys
 from cairn.hot.errors import InvalidConfig
 
 
@@ -45,3 +45,34 @@ def test_values_are_typed_and_round_trip() -> None:
 def test_mistakes_are_clear_errors(text: str, message: str) -> None:
     with pytest.raises(InvalidConfig, match=__import__("re").escape(message)):
         parse_config(text)
+
+
+TOML = """\
+# Team settings. Keep this comment.
+
+[recall]
+# gates
+min_score = 0.0    # score gate
+min_coverage = 0.4
+k1 = 1.2
+
+[lint]
+# lint comment
+max_age_days = 200
+"""
+
+
+def test_set_recall_keys_keeps_comments_and_other_settings() -> None:
+    text = set_recall_keys(TOML, {"min_score": 0.35, "min_coverage": 0.6, "min_margin": 0.3})
+    assert text == TOML.replace("min_score = 0.0    # score gate", "min_score = 0.35    # score gate").replace(
+        "min_coverage = 0.4\nk1 = 1.2\n", "min_coverage = 0.6\nk1 = 1.2\nmin_margin = 0.3\n"
+    )
+    config = parse_config(text)
+    assert (config.recall.min_score, config.recall.min_coverage, config.recall.min_margin) == (0.35, 0.6, 0.3)
+    assert config.lint.max_age_days == 200
+
+
+def test_set_recall_keys_adds_the_table_when_missing() -> None:
+    text = set_recall_keys("[lint]\nmax_age_days = 90\n", {"min_score": 0.5})
+    assert text == "[lint]\nmax_age_days = 90\n\n[recall]\nmin_score = 0.5\n"
+    assert set_recall_keys("", {"min_margin": 0.25}) == "[recall]\nmin_margin = 0.25\n"

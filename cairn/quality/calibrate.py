@@ -23,21 +23,18 @@ import bisect
 import dataclasses
 import datetime as dt
 import hashlib
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cairn.atomic import write_atomic
-from cairn.config import CONFIG_FILE, RecallSettings, parse_config
-from cairn.hot.errors import CairnError, InvalidConfig
+from cairn.config import RecallSettings, write_recall_settings
+from cairn.hot.errors import CairnError
 from cairn.hot.index import IndexReader
 from cairn.hot.recall import recall
 from cairn.quality.evaluate import Case
 
 Progress = Callable[[int, int], None]
-GATE_KEYS = ("min_score", "min_coverage", "min_margin")
 DEFAULT_TARGETS = (0.01, 0.02, 0.05, 0.1, 0.2)
 _EPS = 1e-9
 
@@ -163,14 +160,13 @@ def gather(
     index: IndexReader,
     cases: Sequence[Case],
     *,
-    settings: RecallSettings | None = None,
+    settings: RecallSettings,
     folds: int = 5,
     today: dt.date | None = None,
     progress: Progress | None = None,
 ) -> list[CasePoint]:
     """Run recall once per case with the gates open and keep each case's top admissible cards' gate values."""
-    base = settings or _settings_of(index)
-    open_gates = dataclasses.replace(base, min_score=0.0, min_coverage=0.0, min_margin=0.0)
+    open_gates = dataclasses.replace(settings, min_score=0.0, min_coverage=0.0, min_margin=0.0)
     points: list[CasePoint] = []
     total = len(cases)
     for done, case in enumerate(cases, 1):
@@ -365,83 +361,8 @@ def calibrate(
 
 # -- cairn.toml ---------------------------------------------------------------------------------------------------
 
-_HEADER = re.compile(r"^\s*\[\s*([^\]\[]+?)\s*\]\s*(?:#.*)?$")
-_ARRAY_HEADER = re.compile(r"^\s*\[\[")
-
 
 def write_thresholds(vault_root: Path, thresholds: Thresholds) -> Path:
-    """Set min_score, min_coverage and min_margin in cairn.toml's [recall] table, leaving every other line as it is.
-
-    Existing keys keep their line (and any comment after the value); missing keys are added after the table's last
-    key; a missing [recall] table is appended. The result is parsed before it is written (atomically), and must
-    hold exactly the new thresholds and every other setting unchanged.
-    """
-    path = vault_root / CONFIG_FILE
-    old_text = path.read_text("utf-8") if path.is_file() else ""
-    try:
-        before = parse_config(old_text)
-    except InvalidConfig as exc:
-        raise CairnError(f"{exc}; fix it before calibrate writes to it") from None
-    new_text = set_recall_keys(old_text, thresholds.to_dict())
-    after = parse_config(new_text)
-    recall = dataclasses.replace(
-        before.recall,
-        min_score=thresholds.min_score,
-        min_coverage=thresholds.min_coverage,
-        min_margin=thresholds.min_margin,
-    )
-    wanted = dataclasses.replace(before, recall=recall)
-    if after != wanted:
-        raise CairnError(f"{path}: could not edit the [recall] table safely; set {_inline(thresholds)} by hand")
-    write_atomic(path, new_text.encode("utf-8"), overwrite=True)
-    return path
-
-
-def set_recall_keys(text: str, values: dict[str, float]) -> str:
-    """The TOML text with `values` set in its [recall] table (see write_thresholds)."""
-    lines = text.splitlines(keepends=True)
-    newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
-    start = end = None
-    for n, line in enumerate(lines):
-        header = _HEADER.match(line) if not _ARRAY_HEADER.match(line) else None
-        if start is None and header and header.group(1).strip() == "recall":
-            start = n
-        elif start is not None and (header or _ARRAY_HEADER.match(line)):
-            end = n
-            break
-    rendered = {key: f"{key} = {_number(value)}" for key, value in values.items()}
-    if start is None:
-        tail = "" if not text or text.endswith(("\n", "\r")) else newline
-        block = newline.join(["[recall]", *rendered.values()]) + newline
-        return text + tail + (newline if text.strip() else "") + block
-    end = len(lines) if end is None else end
-    last_key = start
-    for n in range(start + 1, end):
-        match = re.match(r"^(\s*)([A-Za-z0-9_-]+)(\s*=\s*)([^#\r\n]*?)(\s*(?:#.*)?)(\r?\n)?$", lines[n])
-        if not match:
-            continue
-        last_key = n
-        key = match.group(2)
-        if key in values:
-            indent, eq, comment, eol = match.group(1), match.group(3), match.group(5), match.group(6) or ""
-            lines[n] = f"{indent}{key}{eq}{_number(values[key])}{comment}{eol}"
-            rendered.pop(key)
-    if rendered:
-        if not lines[last_key].endswith(("\n", "\r")):
-            lines[last_key] += newline
-        lines[last_key + 1 : last_key + 1] = [line + newline for line in rendered.values()]
-    return "".join(lines)
-
-
-def _number(value: float) -> str:
-    return repr(round(float(value), 6))
-
-
-def _inline(t: Thresholds) -> str:
-    return ", ".join(f"{k} = {_number(v)}" for k, v in t.to_dict().items())
-
-
-def _settings_of(index: IndexReader) -> RecallSettings:
-    from cairn.hot.settings import settings_of
-
-    return settings_of(index)
+    """Set min_score, min_coverage and min_margin in cairn.toml's [recall] table, leaving every other line as it is
+    (`cairn.config.write_recall_settings`)."""
+    return write_recall_settings(vault_root, thresholds.to_dict())
