@@ -170,7 +170,6 @@ class Signature:
 
     status: str
     key: str = ""
-    signer: str = ""
 
 
 # Raw diffs with full blob ids, renames detected, and nothing a user's config could add to the output.
@@ -233,11 +232,11 @@ def commit_signatures(repo: git.Repo, commits: list[str] | set[str]) -> dict[str
             result[sha] = Signature("N")
     for start in range(0, len(signed), 200):
         chunk = signed[start : start + 200]
-        out = repo.git.log("--no-walk=unsorted", "-z", "--format=%H%x00%G?%x00%GK%x00%GS", *chunk)
+        out = repo.git.log("--no-walk=unsorted", "-z", "--format=%H%x00%G?%x00%GK", *chunk)
         fields = out.split("\0")
-        for i in range(0, len(fields) - 3, 4):
+        for i in range(0, len(fields) - 2, 3):
             sha = fields[i].strip()
-            result[sha] = Signature(fields[i + 1] or "N", fields[i + 2], fields[i + 3])
+            result[sha] = Signature(fields[i + 1] or "N", fields[i + 2])
     return result
 
 

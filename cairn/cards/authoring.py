@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import shutil
 from dataclasses import dataclass
 from importlib import resources
@@ -75,11 +74,4 @@ def add_card(vault: Vault, card: NewCard) -> Path:
     return target
 
 
-def relative_to_cwd(path: Path) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:
-        return str(path)
-
-
-__all__ = ["NewCard", "add_card", "init_vault", "template_dir", "render_card", "CardExists", "relative_to_cwd"]
+__all__ = ["NewCard", "add_card", "init_vault", "template_dir", "render_card", "CardExists"]

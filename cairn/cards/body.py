@@ -1,4 +1,4 @@
-"""A card's Markdown body read with markdown-it-py: its first heading, its sections and its links."""
+"""A card's Markdown body read with markdown-it-py: whether it holds more than headings, and its links."""
 
 from __future__ import annotations
 
@@ -23,20 +23,10 @@ _CONTENT_BLOCKS = frozenset(
 
 
 @dataclass(frozen=True, slots=True)
-class Section:
-    """A heading. level: 1 for `#`; line: 1-based line in the body."""
-
-    title: str
-    level: int
-    line: int
-
-
-@dataclass(frozen=True, slots=True)
 class Link:
     """A Markdown link (inline or by reference). line: 1-based line in the body where the target is written."""
 
     href: str
-    text: str
     line: int
 
 
@@ -44,12 +34,10 @@ class Link:
 class CardBody:
     """What lint needs from a body.
 
-    first_heading: the first heading's text, or None.
-    has_content: whether anything besides headings is written (prose, lists, code).
+    links: every link, for internal-link. has_content: whether anything besides headings is written (prose, lists,
+    code), for body-present.
     """
 
-    first_heading: str | None
-    sections: tuple[Section, ...]
     links: tuple[Link, ...]
     has_content: bool
 
@@ -64,35 +52,24 @@ def read_body(text: str) -> CardBody:
         _PARSER = MarkdownIt("commonmark")
     tokens = _PARSER.parse(text)
     lines = text.split("\n")
-    sections: list[Section] = []
     links: list[Link] = []
     has_content = False
-    for i, token in enumerate(tokens):
-        if token.type == "heading_open" and i + 1 < len(tokens):
-            start = token.map[0] if token.map else 0
-            sections.append(Section(tokens[i + 1].content.strip(), int(token.tag[1:]), start + 1))
-        elif token.type in _CONTENT_BLOCKS:
+    for token in tokens:
+        if token.type in _CONTENT_BLOCKS:
             has_content = True
-        if token.type == "inline" and token.children:
+        elif token.type == "inline" and token.children:
             links.extend(_links(token, lines))
-    return CardBody(
-        first_heading=sections[0].title if sections else None,
-        sections=tuple(sections),
-        links=tuple(links),
-        has_content=has_content,
-    )
+    return CardBody(links=tuple(links), has_content=has_content)
 
 
 def _links(inline: Token, lines: list[str]) -> list[Link]:
     start, end = (int(inline.map[0]), int(inline.map[1])) if inline.map else (0, len(lines))
     found: list[Link] = []
     children = inline.children or []
-    for j, child in enumerate(children):
-        if child.type != "link_open":
-            continue
-        href = str(child.attrs.get("href", ""))
-        label = children[j + 1].content if j + 1 < len(children) and children[j + 1].type == "text" else ""
-        found.append(Link(href, label, _line_of(href, lines, start, end)))
+    for child in children:
+        if child.type == "link_open":
+            href = str(child.attrs.get("href", ""))
+            found.append(Link(href, _line_of(href, lines, start, end)))
     return found
 
 

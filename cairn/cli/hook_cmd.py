@@ -20,8 +20,9 @@ def hook(args: tuple[str, ...]) -> None:
     Example:
       cairn hook --format claude-code --vault ~/team-lessons < payload.json
     """
-    # Reached only through `python -m cairn.cli` or an embedding program; `cairn hook` itself goes to cairn.hot.hook
-    # directly (cairn.entry), so the prompt hook never pays for click.
+    # Reached only when a program calls the click group itself (`cairn.cli.main`, click's CliRunner): the `cairn`
+    # executable and `python -m cairn` hand `hook` to cairn.hot.hook in cairn.entry, so the prompt hook never pays
+    # for click.
     from cairn.hot.hook import main
 
     sys.exit(main(list(args)))

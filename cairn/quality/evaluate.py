@@ -19,7 +19,6 @@ from cairn.hot.index import IndexReader
 from cairn.hot.recall import recall
 
 Progress = Callable[[int, int], None]
-MAX_CASES_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,9 +88,9 @@ class EvalReport:
         return data
 
 
-# A cases file is bigger than a card's frontmatter (thousands of cases) but still bounded.
-CASES_MAX_BYTES = 32 * 1024 * 1024
-CASES_MAX_VALUES = 2_000_000
+# A cases file is bigger than a card's frontmatter (thousands of cases) but still bounded, in .jsonl and .yaml alike.
+MAX_CASES_BYTES = 32 * 1024 * 1024
+MAX_CASES_VALUES = 2_000_000  # YAML values after aliases are expanded
 
 
 def load_cases(path: Path) -> list[Case]:
@@ -119,7 +118,7 @@ def load_cases(path: Path) -> list[Case]:
                 raise InvalidCases(f"{path}:{number}: JSON nested too deeply to be a case") from None
     elif suffix in (".yaml", ".yml"):
         try:
-            data = safeyaml.load(text, max_bytes=CASES_MAX_BYTES, max_nodes=CASES_MAX_VALUES, what="the cases file")
+            data = safeyaml.load(text, max_bytes=MAX_CASES_BYTES, max_nodes=MAX_CASES_VALUES, what="the cases file")
         except Exception as exc:  # the YAML loader raises several types; each is a bad file
             raise InvalidCases(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
         if data is None:

@@ -490,6 +490,3 @@ def evaluate_outcomes(outcomes: Sequence[Any]) -> dict[str, Any]:
     data = metrics_of(outcomes).to_dict()
     data["by_slice"] = {name: metrics_of(group).to_dict() for name, group in sorted(slices.items())}
     return data
-
-
-# -- Markdown ---------------------------------------------------------------------------------------------------
