@@ -1,18 +1,26 @@
-"""How long `cairn index` takes on a 10,000-card vault: a full build, then an update after a one-card commit.
+"""How long `cairn index` takes on a 10,000-card vault: a full build, and an update after a one-card commit.
 
-With `--history N` the vault first gets N more commits by two authors (edits, summary changes, renames), so
-provenance has a long history to walk.
+Run from the repository root:
+    .venv/bin/python -m benchmarks.bench_index [--cards 10000] [--commits 50] [--history 300] [--full-runs 5]
+        [--runs 20] [--venv DIR]
 
-Run: .venv/bin/python benchmarks/bench_index.py [--cards 10000] [--commits 50] [--history 300]
-Prints seconds, and the ratio to a bare `python -c pass` measured in the same run. Budgets (DESIGN.md): full
-<= 15 s, incremental <= 1 s. CAIRN_BENCH_CMD times another version of the code (a command that runs its cairn).
+The vault (`benchmarks.synth`, the same generator as the hook's) is committed in `--commits` commits, built once
+and reused; `--history N` adds N commits by two authors (edits, summary changes, renames), so provenance has a
+long history to walk. Each invocation clones it into a temporary folder, so the commits the benchmark makes never
+reach the cached vault and every run starts from the same history.
+
+What runs is the `cairn` of a plain venv with a regular `pip install` of the current sources
+(`benchmarks.userenv`; `--venv DIR` times another venv's). Full builds: `--full-runs` times, each into an empty
+cache. Incremental: `--runs` times, each after a commit that edits one card's summary, into the cache of the last
+full build (`cairn index --json` must report the mode expected; a note is printed otherwise). Prints medians (and
+the range), and the incremental median as a multiple of a bare `python -c pass` of the same interpreter. Budgets
+(ARCHITECTURE.md, "Budgets"): full <= 15 s, incremental <= 1 s.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -20,55 +28,83 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from synth import add_history, git, make_vault  # noqa: E402
-
-HERE = Path(__file__).parent
-CAIRN = os.environ.get("CAIRN_BENCH_CMD", str(Path(sys.executable).with_name("cairn"))).split()
+from benchmarks.synth import add_history, edit_summary, git, make_vault
+from benchmarks.userenv import WORK, machine, timing_env, user_venv
 
 
-def timed(args: list[str], env: dict[str, str], expect: str | None = None) -> float:
-    """Seconds one command takes; with `expect`, says so when `cairn index --json` did another kind of build."""
+def timed(
+    args: list[str], env: dict[str, str], cwd: Path, expect: str | None = None
+) -> tuple[float, dict[str, object]]:
+    """Seconds one command takes, and its JSON output when `expect` names the build mode `cairn index` must report."""
     started = time.perf_counter()
-    done = subprocess.run(args, env=env, check=True, capture_output=True, text=True)
+    done = subprocess.run(args, env=env, cwd=cwd, check=True, capture_output=True, text=True)
     seconds = time.perf_counter() - started
-    if expect is not None and (mode := json.loads(done.stdout)["mode"]) != expect:
-        print(f"  note: expected a {expect} build, got {mode}")
-    return seconds
+    report: dict[str, object] = {}
+    if expect is not None:
+        report = json.loads(done.stdout)
+        if report.get("mode") != expect:
+            print(f"  note: expected a {expect} build, got {report.get('mode')}")
+    return seconds, report
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def spread(values: list[float]) -> str:
+    return f"median {statistics.median(values):6.2f} s  (min {min(values):.2f}, max {max(values):.2f}, n={len(values)})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cards", type=int, default=10_000)
-    parser.add_argument("--commits", type=int, default=50)
-    parser.add_argument("--history", type=int, default=0, help="Extra commits by two authors (provenance).")
-    parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args()
-    root = make_vault(HERE / ".work" / f"synth-{args.cards}-{args.commits}", args.cards, commits=args.commits)
+    parser.add_argument("--commits", type=int, default=50, help="commits the vault's cards are added in")
+    parser.add_argument("--history", type=int, default=0, help="extra commits by two authors (provenance)")
+    parser.add_argument("--full-runs", type=int, default=5, help="full builds, each into an empty cache")
+    parser.add_argument("--runs", type=int, default=20, help="incremental builds, each after a one-card commit")
+    parser.add_argument("--venv", type=Path, help="time this venv's cairn (default: a plain install)")
+    args = parser.parse_args(argv)
+    venv = args.venv.resolve() if args.venv else user_venv(deps=True)
+    python, cairn = str(venv / "bin" / "python"), str(venv / "bin" / "cairn")
+    started = time.perf_counter()
+    base = make_vault(WORK / f"index-{args.cards}-{args.commits}-h{args.history}", args.cards, commits=args.commits)
     if args.history:
-        add_history(root, args.history)
-    n_commits = git(root, "rev-list", "--count", "HEAD").strip()
-    bare = statistics.median(timed([sys.executable, "-c", "pass"], dict(os.environ)) for _ in range(10))
-    full: list[float] = []
-    incremental: list[float] = []
-    target = next((root / "cards").rglob("*.md"))
-    index = [*CAIRN, "index", "--vault", str(root), "--json"]
-    for run in range(args.runs):
-        with tempfile.TemporaryDirectory() as cache:
-            env = dict(os.environ, CAIRN_CACHE_DIR=cache)
-            full.append(timed(index, env, "full"))
-            target.write_text(target.read_text() + f"\nEdit {run}.\n")
-            git(root, "commit", "-q", "-am", f"Edit one card ({run})")
-            incremental.append(timed(index, env, "incremental"))
-    print(f"vault: {args.cards} cards in {n_commits} commits; python -c pass: {bare * 1000:.1f} ms")
+        add_history(base.root, args.history)
+    print(machine())
+    print(f"cairn: {cairn}")
+    with tempfile.TemporaryDirectory(prefix="bench-index-") as tmp:
+        root = Path(tmp) / "vault"
+        git(Path(tmp), "clone", "-q", str(base.root), str(root))
+        n_commits = git(root, "rev-list", "--count", "HEAD").strip()
+        print(f"vault: {args.cards} cards in {n_commits} commits (ready in {time.perf_counter() - started:.1f} s)")
+        env = timing_env()
+        bare = [timed([python, "-c", "pass"], env, root)[0] for _ in range(20)]
+        index = [cairn, "index", "--vault", str(root), "--json"]
+        full: list[float] = []
+        incremental: list[float] = []
+        inside: dict[str, list[float]] = {"full": [], "incremental": []}  # `seconds` as cairn reports it
+        report: dict[str, object] = {}
+        for run in range(args.full_runs):
+            env = timing_env(CAIRN_CACHE_DIR=str(Path(tmp) / f"cache-{run}"))
+            seconds, report = timed(index, env, root, "full")
+            full.append(seconds)
+            inside["full"].append(float(report["seconds"]))  # type: ignore[arg-type]
+        cards, problems = report.get("cards"), len(report.get("problems") or [])  # type: ignore[arg-type]
+        target = root / base.cards[0].path
+        for run in range(args.runs):
+            edit_summary(target, f"Revised {run}:")
+            git(root, "commit", "-q", "-a", "--no-verify", "-m", f"Edit one card ({run})")
+            seconds, report = timed(index, env, root, "incremental")
+            incremental.append(seconds)
+            inside["incremental"].append(float(report["seconds"]))  # type: ignore[arg-type]
+    bare_ms = statistics.median(bare) * 1000
+    print(f"full build: {cards} cards indexed, {problems} problems")
+    print(f"python -c pass:    median {bare_ms:6.1f} ms")
+    print(f"full index:        {spread(full)}  budget 15 s  (in process {statistics.median(inside['full']):.2f} s)")
     print(
-        f"full index:        median {statistics.median(full):6.2f} s  (budget 15 s)   runs {[round(x, 2) for x in full]}"
+        f"incremental index: {spread(incremental)}  budget 1 s  (in process"
+        f" {statistics.median(inside['incremental']):.2f} s)"
+        f"  = {statistics.median(incremental) * 1000 / bare_ms:.0f}x bare python"
     )
-    print(
-        f"incremental index: median {statistics.median(incremental):6.2f} s  (budget 1 s)    "
-        f"runs {[round(x, 2) for x in incremental]}  = {statistics.median(incremental) / bare:.0f}x bare python"
-    )
+    print(machine().replace("machine:", "after:  "))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,7 +1,8 @@
 """Cairn's session ranking on LoCoMo (conversation memory): Recall@1/3/5/10 and NDCG@10, overall, per question
 type, and on the two halves of the conversations (the ranking's parameters were tuned on the first half only).
 
-Run: .venv/bin/python benchmarks/bench_memory.py [--file /work/shared/bench/locomo/locomo10.json]
+Run from the repository root:
+    .venv/bin/python -m benchmarks.bench_memory [--file /work/shared/bench/locomo/locomo10.json]
 
 Also times the whole `cairn bench locomo FILE --json` run of the installed command (target: under 60 s), and
 prints plain BM25 (one body field, no turn scores, no date, no question-word dropping) for reference.

@@ -1,11 +1,11 @@
 """Thresholds calibrated on each card suite and measured on the others: the 3x3 table of RESULTS.md.
 
-Usage:
-    .venv/bin/python benchmarks/calibrate_matrix.py                    # target FIR 0.05, markdown tables
-    .venv/bin/python benchmarks/calibrate_matrix.py --target 0.05 --target 0.025 --verify
-    .venv/bin/python benchmarks/calibrate_matrix.py --json
+Run from the repository root:
+    .venv/bin/python -m benchmarks.calibrate_matrix                    # target FIR 0.05, markdown tables
+    .venv/bin/python -m benchmarks.calibrate_matrix --target 0.05 --target 0.025 --verify
+    .venv/bin/python -m benchmarks.calibrate_matrix --json
 
-For each suite (benchmarks/suites.py builds them as git vaults in benchmarks/.work/), `cairn.quality.calibrate.gather`
+For each suite (`benchmarks.recall_suites` builds them as git vaults in benchmarks/.work/), `cairn.quality.calibrate.gather`
 runs recall once per case with the gates open; `cairn.quality.calibrate.calibrate` fits (min_score, min_coverage,
 min_margin) on that suite (Injection@1 at FIR <= target overall and per slice, 5-fold cross-validated), and the
 fitted thresholds are replayed on the other suites. Each cell: Injection@1 / FIR / the worst slice's FIR. The
@@ -24,25 +24,28 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
+from benchmarks.recall_suites import SUITES, WORK, prepare
 
-from suites import SUITES, WORK, prepare  # noqa: E402
+if TYPE_CHECKING:
+    from cairn.config import RecallSettings
+    from cairn.hot.vault import Vault
+    from cairn.quality.calibrate import CasePoint, Measure, Thresholds
+
+    Gathered = tuple[list[CasePoint], RecallSettings, Vault]
 
 SHORT = {"stackfaq-en-dev": "stackfaq-en", "tldr-zh-dev": "tldr-zh", "tldr-en-dev": "tldr-en"}
 
 
-def gather_all(suites: list[str]) -> dict[str, tuple[list, object, object]]:
+def gather_all(suites: list[str]) -> dict[str, Gathered]:
     from cairn.hot.settings import settings_of
     from cairn.hot.vault import find_vault
     from cairn.index import build as indexer
     from cairn.quality import calibrate
     from cairn.quality.evaluate import load_cases
 
-    out = {}
+    out: dict[str, Gathered] = {}
     for suite in suites:
         vault = find_vault(prepare(suite))
         indexer.build_index(vault)
@@ -57,21 +60,22 @@ def gather_all(suites: list[str]) -> dict[str, tuple[list, object, object]]:
     return out
 
 
-def cell(m: object) -> str:
-    return f"{m.injection_at_1:.3f} / {m.false_injection_rate:.3f} / {m.worst_fir:.3f}"  # type: ignore[attr-defined]
+def cell(m: Measure) -> str:
+    return f"{m.injection_at_1:.3f} / {m.false_injection_rate:.3f} / {m.worst_fir:.3f}"
 
 
-def verify(vault: object, settings: object, thresholds: object, replayed: object) -> str:
+def verify(vault: Vault, settings: RecallSettings, thresholds: Thresholds, replayed: Measure) -> str:
     """Run the real eval at these thresholds; return '' when it agrees with the replay, else what differs."""
     from cairn.index import build as indexer
     from cairn.quality.evaluate import evaluate, load_cases
 
-    s = dataclasses.replace(settings, **thresholds.to_dict())  # type: ignore[call-overload, attr-defined]
-    cases = load_cases(vault.root / "cases.jsonl")  # type: ignore[attr-defined]
-    with indexer.open_index(vault) as index:  # type: ignore[arg-type]
+    t = thresholds
+    s = dataclasses.replace(settings, min_score=t.min_score, min_coverage=t.min_coverage, min_margin=t.min_margin)
+    cases = load_cases(vault.root / "cases.jsonl")
+    with indexer.open_index(vault) as index:
         report = evaluate(index, cases, settings=s)
     got = (report.overall.injection_at_1, report.overall.false_injection_rate)
-    want = (replayed.injection_at_1, replayed.false_injection_rate)  # type: ignore[attr-defined]
+    want = (replayed.injection_at_1, replayed.false_injection_rate)
     return "" if got == want else f"eval {got} vs replay {want}"
 
 
@@ -136,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             rows[f"without {held}"] = {"thresholds": t.to_dict(), "cells": {s: m.to_dict() for s, m in cells.items()}}
         results[str(target)] = rows
     shipped = data[SUITES[0]][1]
-    t = calibrate.Thresholds(shipped.min_score, shipped.min_coverage, shipped.min_margin)  # type: ignore[attr-defined]
+    t = calibrate.Thresholds(shipped.min_score, shipped.min_coverage, shipped.min_margin)
     print(f"\nShipped defaults ({t.min_score:g} / {t.min_coverage:g} / {t.min_margin:g}):")
     for s in SUITES:
         m = calibrate.measure(data[s][0], t)

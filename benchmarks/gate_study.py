@@ -1,47 +1,52 @@
-"""Exploration for round 2 of the gates: candidate gate features of each case's top admissible card, per suite.
+"""The round-2 gate study: candidate gate features of each case's top admissible card, fitted and compared.
 
-Usage:
-    .venv/bin/python benchmarks/gate_study.py dump          # features -> benchmarks/.work/gates-<suite>.json
-    .venv/bin/python benchmarks/gate_study.py fit F1 F2 F3  # fit on the fitting set, report every suite
+RESULTS.md ("Round 2") cites it: the 17 feature sets compared by cross-validation inside the fitting half, and the
+table of the 10 variants seen on the held-out sets. Run from the repository root:
+
+    .venv/bin/python -m benchmarks.gate_study dump                       # ~1 min: features of every case
+    .venv/bin/python -m benchmarks.gate_study fit cov_cjk,margin,lead_t  # fit on the fitting set, every suite
+    .venv/bin/python -m benchmarks.gate_study cv cov_cjk,margin,lead_t   # 5-fold CV inside the fitting set
+    .venv/bin/python -m benchmarks.gate_study baseline                   # round 1's features at 0 / 0.4 / 0.55
+
+`dump` prepares each suite (`benchmarks.recall_suites`) and the template vault, runs recall with the gates open
+and writes each case's features to benchmarks/.work/gates-<suite>.json; the other commands read those files (run
+`dump` again after a change to recall). `fit` and `cv` take one or more comma-separated feature sets; the features
+are the keys `features` computes (`cov`, `cov_cjk`, `cov_n300`, `lead`, `lead_t`, `margin`, `norm`, `z10`, ...).
 
 Protocol (fixed before any figure was looked at): thresholds are fitted ONLY on the odd-numbered cases of
 tldr-zh-dev (as round 1 did): best Injection@1 with the false injection rate <= 2.5% on each slice of that half,
 ties to the strictest thresholds. Every other suite, tldr-zh-dev's even half and the template vault are held out.
 
 Injection@1 and FIR depend on the top admissible card only (injection is a prefix of the admissible ranking), so
-each case is reduced to that card's features and whether it is expected.
+each case is reduced to that card's features and whether it is expected. The features are recomputed here from
+the index, not read from recall's gates: `fit cov_cjk,margin,lead_t` reproduces the shipped thresholds'
+fit (0.322 / 0.3467 / 0.2057), and the real decisions are `benchmarks.recall_suites`'s.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import hashlib
+import itertools
 import json
 import math
 import os
 import statistics
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
-os.environ["CAIRN_CACHE_DIR"] = str(HERE / ".work" / "cache")
+from benchmarks.recall_suites import SUITES, TEMPLATE, WORK, cases_file, prepare
 
-from suites import SUITES, WORK, prepare  # noqa: E402
+if TYPE_CHECKING:
+    from cairn.config import RecallSettings
+    from cairn.hot.index import IndexReader
 
-TEMPLATE = WORK / "template-vault"
 ADMISSION = {"out_of_scope", "expired", "retired", "draft", "superseded", "not_when", "already_injected"}
+Row = dict[str, Any]
 
 
-def _template() -> Path:
-    import subprocess
-
-    if not (TEMPLATE / "cairn.toml").is_file():
-        subprocess.run([str(HERE.parent / ".venv" / "bin" / "cairn"), "init", str(TEMPLATE)], check=True)
-    return TEMPLATE
-
-
-def features(index, query, settings):  # type: ignore[no-untyped-def]
+def features(index: IndexReader, query: str, settings: RecallSettings) -> dict[str, Any] | None:
     from cairn.hot.recall import query_terms, recall
     from cairn.hot.tokens import INSTRUCTION_WORDS, is_cjk, tokenize
 
@@ -58,7 +63,7 @@ def features(index, query, settings):  # type: ignore[no-untyped-def]
     s2 = scores[1] if len(scores) > 1 else 0.0
     top = adm[0]
     row = top.card.row
-    out = {"id": top.card.id, "s1": s1, "n": n}
+    out: dict[str, Any] = {"id": top.card.id, "s1": s1, "n": n}
     # field hits of the top card
     in_ns: set[str] = set()
     for t in top.matched:
@@ -69,7 +74,9 @@ def features(index, query, settings):  # type: ignore[no-untyped-def]
                     in_ns.add(t)
                 break
 
-    def weigh(n_eff: float, cjk_unknown: float, disc: float = settings.instruction_weight):  # type: ignore[no-untyped-def]
+    def weigh(
+        n_eff: float, cjk_unknown: float, disc: float = settings.instruction_weight
+    ) -> tuple[dict[str, float], float]:
         unk_idf = math.log(1 + (n_eff - 0.5) / 1.5)
         idf: dict[str, float] = {}
         unknown = 0.0
@@ -127,12 +134,10 @@ def dump() -> None:
     from cairn.index import build as indexer
     from cairn.quality.evaluate import load_cases
 
-    vaults = {s: (prepare(s), "cases.jsonl") for s in SUITES}
-    vaults["template"] = (_template(), "evals/cases.yaml")
-    for name, (root, cases_file) in vaults.items():
-        vault = find_vault(root)
+    for name in (*SUITES, TEMPLATE):
+        vault = find_vault(prepare(name))
         indexer.build_index(vault)
-        cases = load_cases(vault.root / cases_file)
+        cases = load_cases(cases_file(name, vault.root))
         rows = []
         with indexer.open_index(vault) as index:
             settings = settings_of(index)
@@ -143,11 +148,15 @@ def dump() -> None:
         print(name, len(rows), file=sys.stderr)
 
 
-def load(name: str) -> list[dict]:
-    return json.loads((WORK / f"gates-{name}.json").read_text())
+def load(name: str) -> list[Row]:
+    path = WORK / f"gates-{name}.json"
+    if not path.is_file():
+        raise SystemExit(f"Error: no {path}; run `python -m benchmarks.gate_study dump` first")
+    rows: list[Row] = json.loads(path.read_text())
+    return rows
 
 
-def parts() -> dict[str, list[dict]]:
+def parts() -> dict[str, list[Row]]:
     zh = load("tldr-zh-dev")
     odd = [r for r in zh if int(r["case"].lstrip("q")) % 2 == 1]
     even = [r for r in zh if int(r["case"].lstrip("q")) % 2 == 0]
@@ -156,13 +165,11 @@ def parts() -> dict[str, list[dict]]:
         "tldr-zh even": even,
         "stackfaq-en": load("stackfaq-en-dev"),
         "tldr-en": load("tldr-en-dev"),
-        "template": load("template"),
+        "template": load(TEMPLATE),
     }
 
 
-def measure(
-    rows: list[dict], feats: tuple[str, ...], th: tuple[float, ...]
-) -> dict[str, tuple[float, float, int, int]]:
+def measure(rows: list[Row], feats: tuple[str, ...], th: tuple[float, ...]) -> dict[str, tuple[float, float, int, int]]:
     """slice -> (Inj@1, FIR, n_pos, n_neg); slice 'all' included."""
     acc: dict[str, list[int]] = {}
     for r in rows:
@@ -179,7 +186,7 @@ def measure(
     return {s: (a[0] / max(a[2], 1), a[1] / max(a[3], 1), a[2], a[3]) for s, a in acc.items()}
 
 
-def fit(rows: list[dict], feats: tuple[str, ...], target: float = 0.025, levels: int = 21) -> tuple[float, ...]:
+def fit(rows: list[Row], feats: tuple[str, ...], target: float = 0.025, levels: int = 21) -> tuple[float, ...]:
     """Grid over each feature's quantiles on `rows`; best Inj@1 with FIR <= target on every slice; ties strictest."""
     grids = []
     for k in feats:
@@ -187,8 +194,6 @@ def fit(rows: list[dict], feats: tuple[str, ...], target: float = 0.025, levels:
         qs = sorted({round(vals[min(len(vals) - 1, int(i * len(vals) / (levels - 1)))], 4) for i in range(levels)})
         grids.append([0.0] + qs)
     best: tuple[float, tuple[float, ...]] = (-1.0, ())
-    import itertools
-
     for th in itertools.product(*grids):
         m = measure(rows, feats, th)
         if any(v[1] > target + 1e-9 for v in m.values()):
@@ -211,11 +216,9 @@ def report(feats: tuple[str, ...]) -> None:
 
 def cv(feats: tuple[str, ...], k: int = 5) -> tuple[float, float, float]:
     """5-fold CV inside the fitting half only: pooled held-out Inj@1, FIR, worst slice FIR."""
-    import hashlib
-
     rows = parts()["FIT tldr-zh odd"]
     folds = [int(hashlib.sha256(r["case"].encode()).hexdigest(), 16) % k for r in rows]
-    held: list[dict] = []
+    held: list[Row] = []
     for i in range(k):
         train = [r for r, f in zip(rows, folds, strict=True) if f != i]
         test = [r for r, f in zip(rows, folds, strict=True) if f == i]
@@ -237,15 +240,26 @@ def baseline() -> None:
         print(f"  {name:<18} {cells}")
 
 
-if __name__ == "__main__":
-    if sys.argv[1] == "dump":
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=("dump", "fit", "cv", "baseline"))
+    parser.add_argument("features", nargs="*", metavar="F1,F2,...", help="feature sets (fit, cv)")
+    args = parser.parse_args(argv)
+    os.environ["CAIRN_CACHE_DIR"] = str(WORK / "cache")
+    if args.command in ("fit", "cv") and not args.features:
+        parser.error(f"{args.command} needs at least one feature set, e.g. cov_cjk,margin,lead_t")
+    if args.command == "dump":
         dump()
-    elif sys.argv[1] == "cv":
-        for spec in sys.argv[2:]:
-            feats = tuple(spec.split(","))
-            print(spec, "cv Inj@1 {:.3f} FIR {:.3f} worst {:.3f}".format(*cv(feats)))
-    elif sys.argv[1] == "baseline":
+    elif args.command == "baseline":
         baseline()
+    elif args.command == "cv":
+        for spec in args.features:
+            print(spec, "cv Inj@1 {:.3f} FIR {:.3f} worst {:.3f}".format(*cv(tuple(spec.split(",")))))
     else:
-        for spec in sys.argv[2:]:
+        for spec in args.features:
             report(tuple(spec.split(",")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
