@@ -65,30 +65,34 @@ def resolve_commit(repo: git.Repo, rev: str) -> str:
 
 def card_entries(repo: git.Repo, commit: str, vault: Vault) -> list[TreeEntry]:
     """Every file under the vault's `cards/` in a commit's tree, without checking anything out."""
-    root = f"{vault.prefix}{CARDS_DIR}"
-    out = repo.git.ls_tree("-r", "-z", "--full-tree", commit, "--", root, stdout_as_string=False)
-    entries = []
-    for record in out.split(b"\0"):
-        if not record:
-            continue
-        meta, _, raw_path = record.partition(b"\t")
-        mode, _kind, blob = meta.decode().split(" ")
-        path = raw_path.decode("utf-8", "surrogateescape")
-        entries.append(TreeEntry(path=path[len(vault.prefix) :], blob=blob, mode=int(mode, 8)))
-    return entries
+    return folder_entries(repo, commit, vault, CARDS_DIR)
 
 
 def folder_entries(repo: git.Repo, commit: str, vault: Vault, folder: str) -> list[TreeEntry]:
     """Every file under a vault-relative folder (`evals`) in a commit's tree; empty when the folder is absent."""
     root = f"{vault.prefix}{folder.strip('/')}"
     out = repo.git.ls_tree("-r", "-z", "--full-tree", commit, "--", root, stdout_as_string=False)
+    return _entries(out, vault)
+
+
+def _entries(out: bytes, vault: Vault, *, staged: bool = False) -> list[TreeEntry]:
+    """The files `git ls-tree -r -z` lists (`MODE TYPE BLOB<tab>PATH`), or with staged=True those of
+    `git ls-files -s -z` (`MODE BLOB STAGE<tab>PATH`), paths made vault-relative.
+
+    Staged paths at a stage other than 0 are unmerged (a conflict in progress) and left out: they cannot be
+    committed.
+    """
     entries = []
     for record in out.split(b"\0"):
-        if record:
-            meta, _, raw_path = record.partition(b"\t")
-            mode, _kind, blob = meta.decode().split(" ")
-            path = raw_path.decode("utf-8", "surrogateescape")
-            entries.append(TreeEntry(path=path[len(vault.prefix) :], blob=blob, mode=int(mode, 8)))
+        if not record:
+            continue
+        meta, _, raw_path = record.partition(b"\t")
+        mode, second, third = meta.decode().split(" ")
+        if staged and third != "0":
+            continue
+        blob = second if staged else third
+        path = raw_path.decode("utf-8", "surrogateescape")
+        entries.append(TreeEntry(path=path[len(vault.prefix) :], blob=blob, mode=int(mode, 8)))
     return entries
 
 
@@ -306,10 +310,10 @@ def _supports_initial_branch() -> bool:
 
 
 def commit_file_to_new_branch(repo: git.Repo, base: str, branch: str, repo_path: str, data: bytes, message: str) -> str:
-    """Commit one file on top of `base` as a NEW branch, without touching HEAD, the index or the working tree.
+    """Commit one file on top of `base` as a NEW branch, without touching HEAD, the staging area or the working tree.
 
-    Git plumbing: the blob is written to the object store, the tree is built in a temporary index
-    (GIT_INDEX_FILE), then commit-tree and update-ref with an all-zero old value, so an existing branch is never
+    Git plumbing: the blob is written to the object store, the tree is built in a temporary staging area
+    (its own GIT_INDEX_FILE), then commit-tree and update-ref with an all-zero old value, so an existing branch is never
     moved. repo_path is relative to the repository root. Returns the new commit.
     """
     import tempfile
@@ -322,7 +326,7 @@ def commit_file_to_new_branch(repo: git.Repo, base: str, branch: str, repo_path:
     if branch_exists(repo, branch):
         raise CairnError(f"branch {branch!r} already exists; choose another name (nothing was written)")
     blob = repo.odb.store(IStream("blob", len(data), BytesIO(data))).binsha.hex()
-    with tempfile.TemporaryDirectory(prefix="cairn-index-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="cairn-staging-") as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index"), **identity_env(repo)}
         try:
             repo.git.read_tree(base, env=env)
@@ -359,29 +363,19 @@ def _last_line(text: str | None) -> str:
     return lines[-1].removeprefix("stderr: ").strip("'") if lines else "unknown error"
 
 
-# --- git's index (the staging area), for lint inside a pre-commit hook --------------------------------------------
+# --- git's staging area, for lint inside a pre-commit hook --------------------------------------------------------
 
 
-def index_entries(repo: git.Repo, vault: Vault, extra: tuple[str, ...] = ()) -> list[TreeEntry]:
-    """Files under the vault's `cards/` (and the vault-relative `extra` paths) as git's index holds them.
+def staged_entries(repo: git.Repo, vault: Vault, extra: tuple[str, ...] = ()) -> list[TreeEntry]:
+    """Files under the vault's `cards/` (and the vault-relative `extra` paths) as git's staging area holds them.
 
-    This is what the next commit records. Inside a git hook the index is the one git names in GIT_INDEX_FILE: a
-    temporary index for `git commit -a` or `git commit PATH`; see `_index_env` for how the variables are honoured.
-    Unmerged paths (a conflict in progress) are left out: they cannot be committed.
+    This is what the next commit records. Inside a git hook the staging area is the index file git names in
+    GIT_INDEX_FILE: a temporary one for `git commit -a` or `git commit PATH`; see `_staging_env` for how the
+    variables are honoured. Unmerged paths (a conflict in progress) are left out: they cannot be committed.
     """
     specs = [f"{vault.prefix}{CARDS_DIR}", *(f"{vault.prefix}{p}" for p in extra)]
-    out = repo.git.ls_files("-s", "-z", "--full-name", "--", *specs, stdout_as_string=False, env=_index_env(vault))
-    entries = []
-    for record in out.split(b"\0"):
-        if not record:
-            continue
-        meta, _, raw_path = record.partition(b"\t")
-        mode, blob, stage = meta.decode().split(" ")
-        if stage != "0":
-            continue
-        path = raw_path.decode("utf-8", "surrogateescape")
-        entries.append(TreeEntry(path=path[len(vault.prefix) :], blob=blob, mode=int(mode, 8)))
-    return entries
+    out = repo.git.ls_files("-s", "-z", "--full-name", "--", *specs, stdout_as_string=False, env=_staging_env(vault))
+    return _entries(out, vault, staged=True)
 
 
 def read_blobs(repo: git.Repo, vault: Vault, blobs: list[str]) -> dict[str, bytes]:
@@ -396,7 +390,7 @@ def read_blobs(repo: git.Repo, vault: Vault, blobs: list[str]) -> dict[str, byte
             istream=request,
             stdout_as_string=False,
             strip_newline_in_stdout=False,
-            env=_index_env(vault),
+            env=_staging_env(vault),
         )
     assert isinstance(out, bytes)
     found: dict[str, bytes] = {}
@@ -423,24 +417,26 @@ def _git_dir(work_tree: Path) -> Path:
     return dot_git.resolve()
 
 
-def _index_env(vault: Vault) -> dict[str, str]:
-    """GIT_DIR, GIT_WORK_TREE and GIT_INDEX_FILE for reading the vault's index, all absolute.
+def _staging_env(vault: Vault) -> dict[str, str]:
+    """GIT_DIR, GIT_WORK_TREE and GIT_INDEX_FILE (where git keeps the staging area) for reading the vault's staged
+    files, all absolute.
 
     git runs a pre-commit hook from the work tree's root with GIT_INDEX_FILE set (relative, `.git/index`, or
     absolute, `.git/index.lock` for `git commit -a`) and, in some setups, GIT_DIR. Those variables describe the
     repository being committed to; they are honoured only when it is the vault's repository (so `--vault` pointing
-    at another repository from inside a hook reads that repository's own index), and always passed on explicitly.
+    at another repository from inside a hook reads that repository's own staging area), and always passed on
+    explicitly.
     """
     assert vault.git_root is not None
     git_dir = _git_dir(vault.git_root)
-    index = git_dir / "index"
-    env_index = os.environ.get("GIT_INDEX_FILE")
-    if env_index and _env_repo_is(git_dir, vault.git_root):
-        index = Path(os.path.abspath(env_index))  # relative to the current folder, as git reads it
+    staging = git_dir / "index"
+    env_staging = os.environ.get("GIT_INDEX_FILE")
+    if env_staging and _env_repo_is(git_dir, vault.git_root):
+        staging = Path(os.path.abspath(env_staging))  # relative to the current folder, as git reads it
     return {
         "GIT_DIR": str(git_dir),
         "GIT_WORK_TREE": str(vault.git_root),
-        "GIT_INDEX_FILE": str(index),
+        "GIT_INDEX_FILE": str(staging),
         "GIT_LITERAL_PATHSPECS": "1",
     }
 

@@ -1,5 +1,5 @@
-"""Lint inside git's hooks: the staged content (git's index, as GIT_INDEX_FILE names it) is checked, not the
-working tree; the rest of the vault comes from the index too; a vault in a subfolder of a repository works."""
+"""Lint inside git's hooks: the staged content (git's staging area, as GIT_INDEX_FILE names it) is checked, not the
+working tree; the rest of the vault comes from the staging area too; a vault in a subfolder of a repository works."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from conftest import VaultRepo, cairn_executable
+from helpers.vaults import VaultRepo, cairn_executable
 
 SECRET = "export GH_TOKEN=ghp_Q7w2E9r4T1y6U3i8O5p0A2s7D4f9G1h6J3k8"
 SECRET_LINE = "cards/ci/token.md:8: secret this looks like a GitHub token"
@@ -35,13 +35,13 @@ def test_staged_content_is_checked_not_the_working_tree(vault_repo: VaultRepo) -
     staged = vault_repo.cairn("lint", "--staged", "cards/ci/token.md")
     assert staged.returncode == 1
     assert staged.stdout.startswith(SECRET_LINE)
-    assert "from git's index" in staged.stderr
+    assert "from git's staging area" in staged.stderr
     worktree = vault_repo.cairn("lint", "--worktree", "cards/ci/token.md")
     assert worktree.returncode == 0, worktree.stdout
     assert worktree.stdout == ""
 
 
-def test_the_rest_of_the_vault_comes_from_the_index(vault_repo: VaultRepo) -> None:
+def test_the_rest_of_the_vault_comes_from_the_staging_area(vault_repo: VaultRepo) -> None:
     vault_repo.write("git/rebase", "Rebase before you push", "Run git pull --rebase so history stays linear.")
     vault_repo.git("add", "-A")
     # an untracked draft with the same name is not part of the commit
@@ -53,16 +53,16 @@ def test_the_rest_of_the_vault_comes_from_the_index(vault_repo: VaultRepo) -> No
     assert "name-unique the name is also used by cards/git/draft.md" in worktree.stdout
 
 
-def test_a_plain_git_hook_reads_the_index_git_names(vault_repo: VaultRepo) -> None:
+def test_a_plain_git_hook_reads_the_staging_area_git_names(vault_repo: VaultRepo) -> None:
     vault_repo.write("ci/token", "Tokens in CI", "Set GH_TOKEN in the job.", body="# Tokens\n\nUse a secret store.")
     vault_repo.commit("a clean card")
     _hook(vault_repo, f'exec "{cairn_executable()}" lint $(git diff --cached --name-only --diff-filter=ACMR)')
     vault_repo.write("ci/token", "Tokens in CI", "Set GH_TOKEN in the job.", body=f"# Tokens\n\n{SECRET}")
-    # `git commit -a` stages into a temporary index (GIT_INDEX_FILE=.git/index.lock); .git/index holds no secret
+    # `git commit -a` stages into a temporary staging area (GIT_INDEX_FILE=.git/index.lock); .git/index holds no secret
     done = _commit(vault_repo, "-a", "-m", "leak")
     assert done.returncode == 1, done.stdout
     assert SECRET_LINE in done.stdout
-    assert "from git's index" in done.stdout
+    assert "from git's staging area" in done.stdout
     # a plain `git commit` records .git/index, where the card is still clean (the edit is not staged)
     vault_repo.write("ci/other", "Other", "Another lesson.", body="# Other\n\nText.")
     vault_repo.git("add", "cards/ci/other.md")
@@ -103,10 +103,10 @@ def test_git_variables_of_another_repository_are_not_applied_to_the_vault(tmp_pa
     vault = VaultRepo(tmp_path / "vault")
     vault.write("ci/token", "Tokens in CI", "Set GH_TOKEN in the job.", body=f"# Tokens\n\n{SECRET}")
     vault.git("add", "-A")
-    # as if run from the other repository's hook: its index, its git dir, its folder
+    # as if run from the other repository's hook: its staging area, its git dir, its folder
     env = {"GIT_INDEX_FILE": ".git/index", "GIT_DIR": ".git"}
     done = vault.cairn("lint", "--vault", str(vault.root), env=env, cwd=other.root)
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.startswith(SECRET_LINE)
-    assert "from git's index" in done.stderr
+    assert "from git's staging area" in done.stderr
     assert os.environ.get("GIT_INDEX_FILE") is None

@@ -31,8 +31,8 @@ from cairn.terminal import clean_line
     "--worktree/--staged",
     "worktree",
     default=None,
-    help="Read the working tree, or git's index (what the next commit records). "
-    "Default: the index inside a git hook (GIT_INDEX_FILE is set), else the working tree.",
+    help="Read the working tree, or git's staging area (what the next commit records). "
+    "Default: the staging area inside a git hook (GIT_INDEX_FILE is set), else the working tree.",
 )
 @click.option(
     "--today",
@@ -75,7 +75,7 @@ def lint_command(
         lint.select(wanted)
     except lint.UnknownRule as exc:
         raise click.UsageError(str(exc)) from None
-    source = lint.INDEX if (worktree is False or (worktree is None and lint.in_git_hook())) else lint.WORKTREE
+    source = lint.STAGED if (worktree is False or (worktree is None and lint.in_git_hook())) else lint.WORKTREE
     day = today.date() if today else None
     findings: list[Finding] = []
     checked = 0
@@ -106,7 +106,7 @@ def _summary(errors: list[Finding], warnings: list[Finding], checked: int, sourc
         ids = ", ".join(sorted({f.rule for f in items}))
         return f"{len(items)} {word}{'' if len(items) == 1 else 's'}" + (f" ({ids})" if ids else "")
 
-    where = "git's index" if source == lint.INDEX else "the working tree"
+    where = "git's staging area" if source == lint.STAGED else "the working tree"
     text = f"cairn lint: {count(errors, 'error')}, {count(warnings, 'warning')} in {checked} file(s) from {where}"
     if warnings and not errors and not strict:
         text += "; warnings do not fail (--strict makes them)"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from cairn.lint.registry import RULES, UnknownRule, select
 from cairn.lint.runner import LintReport, lint_files, lint_vault
-from cairn.lint.snapshot import INDEX, WORKTREE, in_git_hook
+from cairn.lint.snapshot import STAGED, WORKTREE, in_git_hook
 
 __all__ = [
-    "INDEX",
     "RULES",
+    "STAGED",
     "WORKTREE",
     "LintReport",
     "UnknownRule",

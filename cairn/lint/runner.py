@@ -14,12 +14,12 @@ from cairn.hot.vault import Vault
 from cairn.lint import registry
 from cairn.lint.facts import vault_facts
 from cairn.lint.model import Context, Rule, Target, words_of
-from cairn.lint.snapshot import FILE, SYMLINK, Snapshot
+from cairn.lint.snapshot import FILE, STAGED, SYMLINK, Snapshot
 
 
 @dataclass(frozen=True, slots=True)
 class LintReport:
-    """What lint found. files: how many files were checked; source: `worktree` or `index`."""
+    """What lint found. files: how many files were checked; source: `worktree` or `staged`."""
 
     findings: tuple[Finding, ...]
     files: int
@@ -101,7 +101,7 @@ def _lint(
 
 
 def _target(vault: Vault, snapshot: Snapshot, rel: str) -> Target:
-    """Read and parse one file: from the snapshot, else (a file git's index does not hold) the working tree."""
+    """Read and parse one file: from the snapshot, else (a file the staging area does not hold) the working tree."""
     file = snapshot.files.get(rel)
     if file is not None and file.kind == SYMLINK:
         return Target(
@@ -115,9 +115,8 @@ def _target(vault: Vault, snapshot: Snapshot, rel: str) -> Target:
                 rel, None, None, (Finding(rel, 0, "file-symlink", "a card must be a regular file, not a symlink"),)
             )
         if not disk.is_file():
-            raise CairnError(
-                f"{rel}: no such file in the vault's {'index' if snapshot.source == 'index' else 'folder'}"
-            )
+            where = "git's staging area" if snapshot.source == STAGED else "folder"
+            raise CairnError(f"{rel}: no such file in the vault's {where}")
         data = disk.read_bytes()
     if rel.startswith("cards/") and card_id_from_path(rel) is None:
         return Target(rel, _text(data), None, ())  # not a card: card-path says so

@@ -1,4 +1,4 @@
-"""The vault as lint reads it: the working tree, or git's index (what a commit would record) inside a git hook."""
+"""The vault as lint reads it: the working tree, or git's staging area (what a commit would record) inside a git hook."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from cairn.config import CONFIG_FILE
 from cairn.hot.vault import Vault, worktree_card_files
 
 WORKTREE = "worktree"
-INDEX = "index"
+STAGED = "staged"  # git's staging area (`git ls-files -s`); Cairn's "index" is its own SQLite file
 
 FILE = "file"
 SYMLINK = "symlink"
@@ -39,8 +39,8 @@ class Snapshot:
         self.files: dict[str, VaultFile] = {}
         self._data: dict[str, bytes] = {}  # blob -> bytes already read
         self._repo: Any = None  # a git.Repo; only cairn.gitrepo knows git
-        if source == INDEX:
-            self._read_index()
+        if source == STAGED:
+            self._read_staged()
         else:
             self._read_worktree()
 
@@ -58,10 +58,10 @@ class Snapshot:
         config = self.vault.root / CONFIG_FILE
         self.config_text = config.read_text("utf-8", "replace") if config.is_file() else None
 
-    def _read_index(self) -> None:
+    def _read_staged(self) -> None:
         self._repo = gitrepo.open_repo(self.vault)
         config_blob = None
-        for entry in gitrepo.index_entries(self._repo, self.vault, extra=(CONFIG_FILE,)):
+        for entry in gitrepo.staged_entries(self._repo, self.vault, extra=(CONFIG_FILE,)):
             if entry.path == CONFIG_FILE:
                 config_blob = entry.blob
             elif entry.mode == gitrepo.SYMLINK_MODE:
@@ -73,7 +73,7 @@ class Snapshot:
             self.config_text = self.read_blobs([config_blob])[config_blob].decode("utf-8", "replace")
 
     def read_blobs(self, blobs: list[str]) -> dict[str, bytes]:
-        """Contents by blob id (from git's object store for the index, from memory for the working tree)."""
+        """Contents by blob id (from git's object store for staged files, from memory for the working tree)."""
         missing = [b for b in dict.fromkeys(blobs) if b not in self._data]
         if missing and self._repo is not None:
             self._data.update(gitrepo.read_blobs(self._repo, self.vault, missing))
@@ -99,5 +99,5 @@ def _read_capped(file: Path, size: int) -> bytes:
 
 
 def in_git_hook() -> bool:
-    """git names the index in GIT_INDEX_FILE for the hooks it runs around a commit."""
+    """git names its staging area's file in GIT_INDEX_FILE for the hooks it runs around a commit."""
     return bool(os.environ.get("GIT_INDEX_FILE"))
