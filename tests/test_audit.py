@@ -8,12 +8,11 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from conftest import BOB, VaultRepo
-from test_provenance import _ssh_signing, signed_commit
-
 from cairn.hot.vault import find_vault
 from cairn.index import store
 from cairn.index.build import build_index, index_file_for
+from helpers.signing import signed_commit, ssh_signing
+from helpers.vaults import BOB, VaultRepo
 
 PROMPT = "Why did git pull --rebase drop my local commits after a force-push?"
 
@@ -239,7 +238,7 @@ def test_require_signed(vault_repo: VaultRepo, tmp_path: Path) -> None:
     assert signatures["status"] == "fail"
     assert any("docker/layer-order: last commit" in d and "not signed" in d for d in signatures["details"])
 
-    _ssh_signing(vault_repo, tmp_path)
+    ssh_signing(vault_repo, tmp_path)
     for card in ("git/force-push-rebase", "docker/layer-order"):
         path = vault_repo.root / "cards" / f"{card}.md"
         path.write_text(path.read_text() + "\nSigned off.\n")

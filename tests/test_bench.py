@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import cairn_executable
 
 from cairn.membench import load_locomo, load_longmemeval, run_bench
 from cairn.membench.dates import date_spans, nearness
 from cairn.membench.metrics import ndcg_at, recall_at
 from cairn.membench.ranker import HaystackIndex, RankSettings, named_speakers, pair_terms, question_query
 from cairn.membench.suites import Haystack, InvalidBenchmark, Session, date_text
+from helpers.vaults import cairn_executable
 
 FIXTURES = Path(__file__).parent / "fixtures" / "membench"
 LONGMEMEVAL = FIXTURES / "longmemeval_tiny.json"

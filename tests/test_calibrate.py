@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import VaultRepo, cairn_executable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +22,7 @@ from cairn.quality.calibrate import (
     measure,
     write_thresholds,
 )
+from helpers.vaults import VaultRepo, cairn_executable
 
 
 def point(

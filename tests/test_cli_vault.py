@@ -8,10 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import VaultRepo, cairn_executable
 
 from cairn import __version__
 from cairn.cli import COMMANDS
+from helpers.vaults import VaultRepo, cairn_executable
 
 
 def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -7,10 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import VaultRepo
 
 from cairn.hot.errors import InvalidCases
 from cairn.quality.evaluate import load_cases
+from helpers.vaults import VaultRepo
 
 FIXTURE = Path(__file__).parent / "fixtures" / "recall_vault"
 KEYS = {"recall@1", "recall@3", "injection@1", "injection@3", "false_injection_rate", "n_pos", "n_neg"}

@@ -8,7 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import VaultRepo
+
+from helpers.vaults import VaultRepo
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GOLDEN = FIXTURES / "explain"

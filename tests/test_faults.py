@@ -9,8 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import VaultRepo
-from hostile import FITTING, assert_clean_exit, cache_dir, make_vault, run_bytes, state_dir
+
+from helpers.hostile import assert_clean_exit, run_bytes
+from helpers.payloads import FITTING_PROMPT as FITTING
+from helpers.vaults import VaultRepo, cache_dir, make_vault, state_dir
 
 CARD = "git/force-push-rebase"
 

@@ -9,17 +9,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import VaultRepo, cairn_executable
-from test_hook_payloads import (
-    FITTING_PROMPT,
-    REBASE_ID,
-    UNRELATED_PROMPT,
-    load_schema,
-    log_entries,
-    make_vault,
-    payload_for,
-    state_dir,
-)
+
+from helpers.payloads import FITTING_PROMPT, UNRELATED_PROMPT, load_schema, log_entries, payload_for
+from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault, state_dir
 
 AGENT_FORMATS = ("claude-code", "codex", "gemini")
 

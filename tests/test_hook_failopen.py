@@ -7,8 +7,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import VaultRepo, cairn_executable
-from test_hook_payloads import FITTING_PROMPT, log_entries, make_vault, payload_for, state_dir
+
+from helpers.payloads import FITTING_PROMPT, log_entries, payload_for
+from helpers.vaults import VaultRepo, cairn_executable, make_vault, state_dir
 
 BAD_INPUTS = {
     "bad-json": b'{"prompt": "force-push rebase", ',

@@ -8,12 +8,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import VaultRepo
-from test_hook_payloads import REBASE_ID, log_entries, make_vault, payload_for
 
 from cairn.hot import gitrefs
 from cairn.hot.index import IndexReader
 from cairn.hot.paths import index_path
+from helpers.payloads import log_entries, payload_for
+from helpers.vaults import REBASE_ID, VaultRepo, make_vault
 
 
 def _indexed_commit(root: Path) -> str | None:

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import VaultRepo, cairn_executable
-from test_hook_payloads import FITTING_PROMPT, REBASE_ID, make_vault, payload_for
+from helpers.payloads import FITTING_PROMPT, payload_for
+from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault
 
 # The hook may import only these standard library modules (and what they import themselves) beyond what the
 # interpreter loads for `python -c pass`, and only these Cairn modules. Anything else fails: a new import on the

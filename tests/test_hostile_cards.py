@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import VaultRepo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +16,7 @@ from cairn.hot.recall import recall
 from cairn.hot.tokens import tokenize
 from cairn.hot.vault import find_vault
 from cairn.index.build import build_index, build_worktree_index, open_index
+from helpers.vaults import VaultRepo
 
 
 def _check(result: tuple[Card | None, list[Finding]]) -> None:

@@ -8,10 +8,12 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import VaultRepo
-from hostile import FITTING, HOSTILE, make_vault, run_bytes, state_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from helpers.hostile import HOSTILE, run_bytes
+from helpers.payloads import FITTING_PROMPT as FITTING
+from helpers.vaults import VaultRepo, make_vault, state_dir
 
 SESSION_FILE = re.compile(r"[0-9a-f]{32}\.json")
 

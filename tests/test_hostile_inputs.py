@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import VaultRepo, card_text
-from hostile import ESC, HOSTILE, assert_clean_exit, make_vault
+
+from helpers.hostile import ESC, HOSTILE, assert_clean_exit
+from helpers.vaults import VaultRepo, card_text, make_vault
 
 SECRET = "SECRET-OUTSIDE-THE-VAULT"
 
@@ -218,7 +219,7 @@ def test_card_file_names_that_cannot_be_ids_are_findings(vault_repo: VaultRepo) 
 
 def test_mcp_show_and_add_draft_refuse_bad_ids(vault_repo: VaultRepo) -> None:
     pytest.importorskip("mcp")
-    from test_mcp import _drive, _is_error
+    from helpers.mcpclient import drive_serve, is_error
 
     make_vault(vault_repo)
     head = vault_repo.git("rev-parse", "HEAD")
@@ -229,7 +230,7 @@ def test_mcp_show_and_add_draft_refuse_bad_ids(vault_repo: VaultRepo) -> None:
         ("add_draft", {"name": "Evil", "summary": "s", "branch": "main"}),
         ("add_draft", {"name": "Evil", "summary": "s", "branch": "-x"}),
     ]
-    _, _, results = _drive(vault_repo.root, calls)
-    assert all(_is_error(r) for r in results)
+    _, _, results = drive_serve(vault_repo.root, calls)
+    assert all(is_error(r) for r in results)
     assert vault_repo.git("rev-parse", "HEAD") == head
     assert vault_repo.git("branch", "--list").split() == ["*", "main"]

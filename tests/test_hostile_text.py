@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 
-from conftest import VaultRepo
-from hostile import ESC, HOSTILE, assert_clean_exit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cairn.cards.card import parse_card
 from cairn.terminal import clean, clean_line
+from helpers.hostile import ESC, HOSTILE, assert_clean_exit
+from helpers.vaults import VaultRepo
 
 CARD_ID = "git/escape-card"
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import VaultRepo
 
 from cairn.cards.card import parse_card
 from cairn.cards.importer import trim_summary
+from helpers.vaults import VaultRepo
 
 FIXTURES = Path(__file__).parent / "fixtures" / "import"
 

@@ -7,7 +7,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import BOB, VaultRepo, cairn_executable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +15,7 @@ from cairn.hot.index import IndexReader
 from cairn.hot.vault import find_vault
 from cairn.index import store
 from cairn.index.build import build_index, build_worktree_index, open_index
+from helpers.vaults import BOB, VaultRepo, cairn_executable
 
 
 def _ids(vault_repo: VaultRepo) -> list[str]:

@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import VaultRepo, cairn_executable
-from test_hook_payloads import FITTING_PROMPT, REBASE_ID, make_vault, payload_for
 
 from cairn import install
+from helpers.payloads import FITTING_PROMPT, payload_for
+from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault
 
 SETTINGS = {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json", "gemini": ".gemini/settings.json"}
 EVENTS = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini": "BeforeAgent"}

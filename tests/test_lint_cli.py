@@ -6,8 +6,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from conftest import VaultRepo, cairn_executable
-from lintcases import TODAY, cases, place
+from helpers.lintcases import TODAY, cases, place
+from helpers.vaults import VaultRepo, cairn_executable
 
 ENV = {"CAIRN_TODAY": TODAY}
 

@@ -7,10 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
-from lintcases import FIXTURES, TODAY, Case, cases, expected, lay_context, place, rules
 
 from cairn.hot.vault import find_vault
 from cairn.lint import RULES, lint_files, lint_vault
+from helpers.lintcases import FIXTURES, TODAY, Case, cases, expected, lay_context, place, rules
 
 DAY = dt.date.fromisoformat(TODAY)
 _LINE = re.compile(r"^(.+?):(\d+): (\S+) ")

@@ -7,8 +7,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from conftest import VaultRepo, cairn_executable
-from hostile import FITTING, make_vault, state_dir
+from helpers.payloads import FITTING_PROMPT as FITTING
+from helpers.vaults import VaultRepo, cairn_executable, make_vault, state_dir
 
 HOOKS = 50
 

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
-from conftest import VaultRepo, cairn_executable
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+
+from helpers.mcpclient import drive_serve, is_error
+from helpers.vaults import VaultRepo
 
 TOOLS = {"recall", "show", "explain", "add_draft"}
 
@@ -37,28 +35,9 @@ def _text_json(result: Any) -> Any:
     return json.loads(result.content[0].text)
 
 
-def _is_error(result: Any) -> bool:
-    return bool(getattr(result, "is_error", None) or getattr(result, "isError", None))
-
-
-async def _session_calls(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[Any, list[str], list[Any]]:
-    params = StdioServerParameters(
-        command=cairn_executable(), args=["serve", "--vault", str(vault)], env=dict(os.environ), cwd=str(vault)
-    )
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        init = await session.initialize()
-        listed = await session.list_tools()
-        results = [await session.call_tool(name, args) for name, args in calls]
-    return init, [t.name for t in listed.tools], results
-
-
-def _drive(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[Any, list[str], list[Any]]:
-    return anyio.run(_session_calls, vault, calls)
-
-
 def test_serve_answers_every_tool_over_stdio(vault_repo: VaultRepo) -> None:
     head = _lessons(vault_repo)
-    init, names, results = _drive(
+    init, names, results = drive_serve(
         vault_repo.root,
         [
             ("recall", {"query": "git pull --rebase after a force-push dropped my commits"}),
@@ -89,14 +68,14 @@ def test_serve_answers_every_tool_over_stdio(vault_repo: VaultRepo) -> None:
     assert by_id["docker/sigterm-shell-form"]["decision"] == "injected"
     assert {"score", "norm_score", "coverage", "margin", "reason"} <= set(by_id["docker/sigterm-shell-form"])
 
-    assert _is_error(results[4])
+    assert is_error(results[4])
     assert "no/such-card" in results[4].content[0].text
 
 
 def test_recall_with_a_session_gives_each_card_once(vault_repo: VaultRepo) -> None:
     _lessons(vault_repo)
     query = "git pull --rebase after a force-push dropped my commits"
-    _, _, results = _drive(
+    _, _, results = drive_serve(
         vault_repo.root,
         [("recall", {"query": query, "session": "s-1"}), ("recall", {"query": query, "session": "s-1"})],
     )
@@ -108,7 +87,7 @@ def test_add_draft_commits_on_a_new_branch_and_leaves_head_and_worktree_alone(va
     head = _lessons(vault_repo)
     (vault_repo.root / "notes.txt").write_text("uncommitted work\n")
     status_before = vault_repo.git("status", "--porcelain")
-    _, _, results = _drive(
+    _, _, results = drive_serve(
         vault_repo.root,
         [
             (
@@ -154,10 +133,10 @@ def test_add_draft_commits_on_a_new_branch_and_leaves_head_and_worktree_alone(va
 
 def test_add_draft_refuses_an_id_that_exists_at_head(vault_repo: VaultRepo) -> None:
     _lessons(vault_repo)
-    _, _, results = _drive(
+    _, _, results = drive_serve(
         vault_repo.root, [("add_draft", {"name": "X", "summary": "Y", "id": "git/force-push-rebase"})]
     )
-    assert _is_error(results[0])
+    assert is_error(results[0])
     assert "already exists" in results[0].content[0].text
     assert vault_repo.git("branch", "--list", "cairn/draft/*") == ""
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import cairn_executable
-from lintcases import TODAY, Case, cases, expected, lay_context, place, rules
 
 import cairn
 from cairn.lint import RULES
+from helpers.lintcases import TODAY, Case, cases, expected, lay_context, place, rules
+from helpers.vaults import cairn_executable
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / ".pre-commit-hooks.yaml"

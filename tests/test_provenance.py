@@ -4,16 +4,13 @@ computed in one pass for a full build and joined incrementally, with the same re
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-from conftest import ANN, BOB, VaultRepo
-
 from cairn.hot.vault import find_vault
 from cairn.index.build import build_index, open_index
+from helpers.signing import signed_commit, ssh_signing
+from helpers.vaults import ANN, BOB, VaultRepo
 
 
 def _prov(vault_repo: VaultRepo, card_id: str) -> dict[str, Any]:
@@ -142,28 +139,10 @@ def test_rewritten_history_rebuilds_provenance(vault_repo: VaultRepo) -> None:
     assert _prov(vault_repo, "a/one")["created"]["commit"] == amended
 
 
-def _ssh_signing(vault_repo: VaultRepo, tmp_path: Path) -> None:
-    if shutil.which("ssh-keygen") is None:
-        pytest.skip("ssh-keygen is not installed; cannot make a signed commit")
-    key = tmp_path / "signing-key"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ann", "-f", str(key)], check=True)
-    allowed = tmp_path / "allowed_signers"
-    allowed.write_text(f"{ANN[1]} {key.with_suffix('.pub').read_text().strip()}\n")
-    vault_repo.git("config", "gpg.format", "ssh")
-    vault_repo.git("config", "user.signingkey", str(key))
-    vault_repo.git("config", "gpg.ssh.allowedSignersFile", str(allowed))
-
-
-def signed_commit(vault_repo: VaultRepo, message: str) -> str:
-    vault_repo.git("add", "-A")
-    vault_repo.git("commit", "-q", "--no-verify", "-S", "-m", message)
-    return vault_repo.git("rev-parse", "HEAD")
-
-
 def test_signed_commits_are_verified(vault_repo: VaultRepo, tmp_path: Path) -> None:
     vault_repo.write("a/one", "One", "The first summary.")
     unsigned = vault_repo.commit("Unsigned start", author=ANN)
-    _ssh_signing(vault_repo, tmp_path)
+    ssh_signing(vault_repo, tmp_path)
     vault_repo.write("a/one", "One", "A signed summary.")
     signed = signed_commit(vault_repo, "Signed change")
     prov = _prov(vault_repo, "a/one")

@@ -6,7 +6,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from conftest import cairn_executable
+from helpers.vaults import cairn_executable
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,12 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import VaultRepo
 
 from cairn.hot.recall import Result, rank, recall
 from cairn.hot.settings import settings_of
 from cairn.hot.vault import find_vault
 from cairn.index import build as indexer
+from helpers.vaults import VaultRepo
 
 FIXTURE = Path(__file__).parent / "fixtures" / "recall_vault"
 LONG = (

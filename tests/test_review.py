@@ -8,10 +8,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import ANN, BOB, VaultRepo, cairn_executable
 
 from cairn.review.markdown import cell
 from cairn.review.report import _opposition, parse_range
+from helpers.vaults import ANN, BOB, VaultRepo, cairn_executable
 
 CASES = textwrap.dedent(
     """\

@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import VaultRepo
 
 from cairn.cards.card import parse_card
 from cairn.cards.sanitize import redact, rules_for
 from cairn.config import SanitizeSettings
+from helpers.vaults import VaultRepo
 
 FAKE_GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"
 FAKE_AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"

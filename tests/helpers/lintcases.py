@@ -10,7 +10,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-FIXTURES = Path(__file__).parent / "fixtures" / "lint"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "lint"
 TODAY = "2026-12-01"
 
 

@@ -1,5 +1,4 @@
-"""Helpers for the hostile-input tests: the corpus folder, the hook tests' two-card vault and the "clean refusal"
-contract."""
+"""Hostile inputs: the corpus folder, the installed `cairn` fed raw bytes, and the "clean refusal" contract."""
 
 from __future__ import annotations
 
@@ -7,14 +6,10 @@ import os
 import subprocess
 from pathlib import Path
 
-from conftest import cairn_executable
-from test_hook_payloads import make_vault  # the same two-card vault the hook tests use
+from helpers.vaults import cairn_executable
 
-HOSTILE = Path(__file__).parent / "fixtures" / "hostile"
+HOSTILE = Path(__file__).resolve().parent.parent / "fixtures" / "hostile"
 ESC = "\x1b"
-FITTING = "git pull --rebase dropped my local commits after someone force-pushed the shared branch"
-
-__all__ = ["make_vault"]
 
 
 def assert_clean_exit(done: subprocess.CompletedProcess[str], *codes: int) -> None:
@@ -37,11 +32,3 @@ def run_bytes(
     return subprocess.run(
         [cairn_executable(), *args], input=data, capture_output=True, cwd=cwd, env=full, check=False, timeout=timeout
     )
-
-
-def state_dir() -> Path:
-    return Path(os.environ["CAIRN_STATE_DIR"])
-
-
-def cache_dir() -> Path:
-    return Path(os.environ["CAIRN_CACHE_DIR"])

@@ -1,0 +1,45 @@
+"""Cairn's click commands run in this process (click's CliRunner), with the result a subprocess would give."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import traceback
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from cairn.cli import cli
+
+
+def invoke_cli(
+    args: Sequence[str], input: str | bytes | None = None, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`cairn ARGS` through the click group, from `cwd`, with `env` added to the environment for the call.
+
+    Returns a CompletedProcess (exit code, stdout, stderr) so a test reads the same either way. An exception that
+    escapes the command (what the executable would print as a traceback) is appended to stderr with its traceback.
+    """
+    runner = CliRunner()
+    with _working_directory(cwd):
+        result = runner.invoke(cli, list(args), input=input, env=env, prog_name="cairn", catch_exceptions=True)
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+    return subprocess.CompletedProcess(["cairn", *args], result.exit_code, result.stdout, stderr)
+
+
+@contextmanager
+def _working_directory(path: Path | None) -> Iterator[None]:
+    """The commands find the vault around the current folder, as a process started there would."""
+    if path is None:
+        yield
+        return
+    before = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(before)

@@ -1,0 +1,141 @@
+"""Real git vaults for tests: identities, card text, `VaultRepo`, the two-card vault, and the installed `cairn`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from helpers.cli import invoke_cli
+
+ANN = ("Ann Author", "ann@example.com")
+BOB = ("Bob Builder", "bob@example.com")
+
+# The two-card vault's git card: FITTING_PROMPT (helpers.payloads) fits it, nothing else in that vault does.
+REBASE_ID = "git/force-push-rebase"
+
+
+def cairn_executable() -> str:
+    """The installed `cairn` beside this interpreter (what a user or an agent runs)."""
+    candidate = Path(sys.executable).with_name("cairn")
+    found = str(candidate) if candidate.exists() else shutil.which("cairn")
+    assert found, "the cairn command is not installed; run `pip install '.[test]'`"
+    return found
+
+
+def state_dir() -> Path:
+    """This test's Cairn state folder (the hook log, sessions), which the autouse fixture points at a temp folder."""
+    return Path(os.environ["CAIRN_STATE_DIR"])
+
+
+def cache_dir() -> Path:
+    """This test's Cairn cache folder (the indexes)."""
+    return Path(os.environ["CAIRN_CACHE_DIR"])
+
+
+def card_text(name: str, summary: str, body: str = "", **fields: Any) -> str:
+    """A card file's text; list values are written as YAML flow lists."""
+    lines = ["---", f"name: {_yaml_scalar(name)}", f"summary: {_yaml_scalar(summary)}"]
+    for key, value in fields.items():
+        if isinstance(value, (list, tuple)):
+            lines.append(f"{key}: [{', '.join(_yaml_scalar(v) for v in value)}]")
+        else:
+            lines.append(f"{key}: {value}")
+    lines += ["---", "", textwrap.dedent(body).strip() or f"# {name}", ""]
+    return "\n".join(lines)
+
+
+def _yaml_scalar(value: str) -> str:
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class VaultRepo:
+    """A real git repository holding a vault, with helpers to write cards and commit as different authors."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        (root / "cards").mkdir(parents=True, exist_ok=True)
+        self.git("init", "-q", "-b", "main")
+
+    def git(self, *args: str, author: tuple[str, str] = ANN, check: bool = True) -> str:
+        env = dict(os.environ)
+        env.update(
+            GIT_AUTHOR_NAME=author[0],
+            GIT_AUTHOR_EMAIL=author[1],
+            GIT_COMMITTER_NAME=author[0],
+            GIT_COMMITTER_EMAIL=author[1],
+        )
+        done = subprocess.run(["git", *args], cwd=self.root, env=env, capture_output=True, text=True, check=False)
+        if check and done.returncode != 0:
+            raise AssertionError(f"git {' '.join(args)} failed: {done.stderr}")
+        return done.stdout.strip()
+
+    def write(self, card_id: str, name: str, summary: str, body: str = "", **fields: Any) -> Path:
+        path = self.root / "cards" / f"{card_id}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(card_text(name, summary, body, **fields), encoding="utf-8")
+        return path
+
+    def write_raw(self, rel_path: str, data: bytes | str) -> Path:
+        path = self.root / rel_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        path.write_bytes(data)
+        return path
+
+    def commit(self, message: str = "Update cards", author: tuple[str, str] = ANN) -> str:
+        self.git("add", "-A", author=author)
+        self.git("commit", "-q", "--no-verify", "-m", message, author=author)
+        return self.git("rev-parse", "HEAD")
+
+    def cairn(
+        self, *args: str, input: str | bytes | None = None, env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the installed `cairn` as a subprocess against this vault: for what a user or an agent runs."""
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        text_input = input.decode("utf-8", "replace") if isinstance(input, bytes) else input
+        return subprocess.run(
+            [cairn_executable(), *args],
+            cwd=cwd or self.root,
+            env=full_env,
+            input=text_input,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+
+    def invoke(
+        self, *args: str, input: str | bytes | None = None, env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run a `cairn` command in this process through click's CliRunner, from the vault (or `cwd`): the same
+        result as `cairn()` without a process start, for tests of a command's logic rather than of the executable."""
+        return invoke_cli(list(args), input=input, env=env, cwd=cwd or self.root)
+
+
+def make_vault(repo: VaultRepo) -> str:
+    """Two cards on unrelated topics (git's REBASE_ID and a Docker card), committed and indexed; returns the
+    commit."""
+    repo.write(
+        REBASE_ID,
+        "Pull --rebase drops local commits after a force-push",
+        "If the shared branch was force-pushed, git pull --rebase can silently drop your local commits; "
+        "compare with git reflog before you pull.",
+        scope=["git"],
+    )
+    repo.write(
+        "docker/layer-cache-order",
+        "Docker layer cache breaks when COPY comes first",
+        "Copy requirements.txt and run pip install before copying the source, so Docker keeps the dependency layer.",
+        scope=["docker"],
+    )
+    commit = repo.commit("Two cards")
+    done = repo.invoke("index")
+    assert done.returncode == 0, done.stderr
+    return commit
