@@ -7,12 +7,15 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from helpers.payloads import FITTING_PROMPT as FITTING
 from helpers.vaults import VaultRepo, cairn_executable, make_vault, state_dir
 
 HOOKS = 50
 
 
+@pytest.mark.slow
 def test_fifty_hooks_and_two_index_runs_at_once(vault_repo: VaultRepo) -> None:
     make_vault(vault_repo)
     for n in range(8):  # more cards, so the index runs take a while and overlap the hooks

@@ -198,6 +198,7 @@ def test_the_template_config_as_shipped_rejects_a_bad_card(tmp_path: Path) -> No
     assert done.returncode == 0, done.stdout
 
 
+@pytest.mark.slow
 def test_try_repo_rejects_a_bad_card_and_passes_a_good_one(tmp_path: Path, hook_repo: tuple[str, str]) -> None:
     vault = _new_vault(tmp_path, hook_repo)
     bad = Case("secret", "bad", cases("bad", "secret")[0].file)
@@ -215,6 +216,7 @@ def test_try_repo_rejects_a_bad_card_and_passes_a_good_one(tmp_path: Path, hook_
     assert passing.returncode == 0, passing.stdout + passing.stderr
 
 
+@pytest.mark.slow
 def test_a_fresh_vault_commits_its_first_card(tmp_path: Path, hook_repo: tuple[str, str]) -> None:
     vault = _new_vault(tmp_path, hook_repo)
     everything = _pre_commit("run", "--all-files", cwd=vault)
@@ -247,6 +249,7 @@ def test_a_fresh_vault_commits_its_first_card(tmp_path: Path, hook_repo: tuple[s
     assert "cairn lint (every rule)" in done.stdout and "Passed" in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", rules())
 def test_commits_through_the_hooks(rule: str, tmp_path: Path, hook_repo: tuple[str, str]) -> None:
     """Every bad card: its exact findings; rejected when one is an error, accepted (findings shown) otherwise."""
