@@ -27,13 +27,13 @@ def _vault(vault_repo: VaultRepo) -> str:
     )
     vault_repo.write("docker/layer-order", "Copy sources after installing deps", "Order Dockerfile layers by churn.")
     commit = vault_repo.commit("Two cards")
-    done = vault_repo.cairn("index")
+    done = vault_repo.invoke("index")
     assert done.returncode == 0, done.stderr
     return commit
 
 
 def _audit(vault_repo: VaultRepo, *args: str) -> tuple[int, dict[str, Any]]:
-    done = vault_repo.cairn("audit", "--json", *args)
+    done = vault_repo.invoke("audit", "--json", *args)
     assert done.returncode in (0, 1), done.stderr
     return done.returncode, json.loads(done.stdout)
 
@@ -79,7 +79,7 @@ def test_a_clean_vault_with_real_hook_lines_passes(vault_repo: VaultRepo) -> Non
     assert "git/force-push-rebase" in hooked.stdout  # the hook injected the card, so the log names it
     assert "1 log line(s)" in _check(report, "log")["summary"]
     assert "1 injection(s)" in _check(report, "log")["summary"]
-    text = vault_repo.cairn("audit")
+    text = vault_repo.invoke("audit")
     assert text.returncode == 0 and "PASS cache:" in text.stdout and "Audit passed" in text.stdout
 
 
@@ -104,7 +104,7 @@ def test_a_log_line_carrying_the_prompt_fails(vault_repo: VaultRepo, isolated_en
     assert "hook.jsonl:5: not JSON" in details
     assert "hook.jsonl:1" not in details
     assert _check(report, "cache")["status"] == "pass"
-    text = vault_repo.cairn("audit")
+    text = vault_repo.invoke("audit")
     assert text.returncode == 1 and "FAIL log:" in text.stdout and "Audit failed" in text.stderr
 
 
@@ -180,7 +180,7 @@ def test_a_tampered_cache_is_reported_and_cairn_index_rebuilds_it(vault_repo: Va
     assert cache["status"] == "fail" and "checksum" in " ".join(cache["details"])
     assert _check(report, "entries")["status"] == "skip"
 
-    rebuilt = vault_repo.cairn("index", "--json")
+    rebuilt = vault_repo.invoke("index", "--json")
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert json.loads(rebuilt.stdout)["mode"] == "full"
     code, report = _audit(vault_repo)
@@ -243,7 +243,7 @@ def test_require_signed(vault_repo: VaultRepo, tmp_path: Path) -> None:
         path = vault_repo.root / "cards" / f"{card}.md"
         path.write_text(path.read_text() + "\nSigned off.\n")
     signed_commit(vault_repo, "Sign every card")
-    assert vault_repo.cairn("index").returncode == 0
+    assert vault_repo.invoke("index").returncode == 0
     code, report = _audit(vault_repo, "--require-signed")
     assert code == 0, report
     assert _check(report, "signatures")["status"] == "pass"

@@ -24,7 +24,7 @@ def fixture_vault(vault_repo: VaultRepo) -> VaultRepo:
 
 
 def _eval(repo: VaultRepo, cases: Path, *extra: str) -> dict[str, object]:
-    done = repo.cairn("eval", "--cases", str(cases), "--json", *extra)
+    done = repo.invoke("eval", "--cases", str(cases), "--json", *extra)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
@@ -60,7 +60,7 @@ def test_eval_makes_exactly_the_decisions_recall_makes(fixture_vault: VaultRepo)
     cases = load_cases(FIXTURE / "cases.yaml")
     outcomes = {c["id"]: c for c in _eval(fixture_vault, FIXTURE / "cases.yaml")["cases"]}  # type: ignore[union-attr]
     for case in cases:
-        done = fixture_vault.cairn("recall", case.query, "--json")
+        done = fixture_vault.invoke("recall", case.query, "--json")
         recalled = [c["id"] for c in json.loads(done.stdout)["cards"]]
         assert outcomes[case.id]["injected"] == recalled, case.id
 
@@ -69,13 +69,13 @@ def test_eval_scope_is_applied_like_recall(fixture_vault: VaultRepo) -> None:
     data = _eval(fixture_vault, FIXTURE / "cases.jsonl", "--scope", "python")
     assert data["injection@1"] == 0.0
     recalled = json.loads(
-        fixture_vault.cairn("recall", "切换分支之前怎么暂存未提交的修改？", "--json", "--scope", "python").stdout
+        fixture_vault.invoke("recall", "切换分支之前怎么暂存未提交的修改？", "--json", "--scope", "python").stdout
     )
     assert recalled["cards"] == []
 
 
 def test_eval_text_table(fixture_vault: VaultRepo) -> None:
-    done = fixture_vault.cairn("eval", "--cases", str(FIXTURE / "cases.yaml"))
+    done = fixture_vault.invoke("eval", "--cases", str(FIXTURE / "cases.yaml"))
     assert done.returncode == 0
     lines = done.stdout.splitlines()
     assert lines[0].split() == ["R@1", "R@3", "Inj@1", "Inj@3", "FIR", "pos", "neg"]
@@ -104,12 +104,12 @@ def test_bad_cases_files(tmp_path: Path, name: str, text: str, message: str) -> 
 def test_bad_cases_file_is_one_error_line(fixture_vault: VaultRepo, tmp_path: Path) -> None:
     bad = tmp_path / "cases.jsonl"
     bad.write_text("{\n", encoding="utf-8")
-    done = fixture_vault.cairn("eval", "--cases", str(bad))
+    done = fixture_vault.invoke("eval", "--cases", str(bad))
     assert done.returncode == 1 and done.stderr.startswith("Error: ") and len(done.stderr.splitlines()) == 1
 
 
 def test_missing_cases_option_is_a_usage_error(fixture_vault: VaultRepo) -> None:
-    assert fixture_vault.cairn("eval").returncode == 2
+    assert fixture_vault.invoke("eval").returncode == 2
 
 
 def test_a_large_yaml_cases_file_loads(tmp_path: Path) -> None:

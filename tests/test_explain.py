@@ -40,7 +40,7 @@ def _golden(name: str, suffix: str, actual: str) -> str:
 @pytest.mark.parametrize("name", sorted(QUERIES))
 def test_explain_json_matches_golden(fixture_vault: VaultRepo, name: str) -> None:
     query, extra = QUERIES[name]
-    done = fixture_vault.cairn("explain", query, "--json", *extra)
+    done = fixture_vault.invoke("explain", query, "--json", *extra)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == json.loads(_golden(name, "json", done.stdout))
 
@@ -48,14 +48,14 @@ def test_explain_json_matches_golden(fixture_vault: VaultRepo, name: str) -> Non
 @pytest.mark.parametrize("name", ["injected-en", "rejected-scope"])
 def test_explain_text_matches_golden(fixture_vault: VaultRepo, name: str) -> None:
     query, extra = QUERIES[name]
-    done = fixture_vault.cairn("explain", query, *extra)
+    done = fixture_vault.invoke("explain", query, *extra)
     assert done.returncode == 0, done.stderr
     assert done.stdout == _golden(name, "txt", done.stdout)
 
 
 def test_explain_rows_carry_every_gate_value_and_threshold(fixture_vault: VaultRepo) -> None:
     query, _ = QUERIES["injected-en"]
-    rows = json.loads(fixture_vault.cairn("explain", query, "--json").stdout)["candidates"]
+    rows = json.loads(fixture_vault.invoke("explain", query, "--json").stdout)["candidates"]
     gated = [r for r in rows if r["gates"] is not None]
     assert gated and all(set(r["gates"]) == {"score", "coverage", "margin"} for r in gated)
     assert all(set(g) == {"value", "threshold"} for r in gated for g in r["gates"].values())
@@ -69,6 +69,6 @@ def test_explain_lists_admission_rejections_beyond_the_top_20(vault_repo: VaultR
         vault_repo.write(f"t/card-{n:02}", f"Kestrel falcon note {n}", "Kestrel falcon " + "filler " * n)
     vault_repo.write("t/retired", "Kestrel", "Kestrel falcon " + "filler " * 40, status="retired")
     vault_repo.commit()
-    rows = json.loads(vault_repo.cairn("explain", "kestrel falcon", "--json").stdout)["candidates"]
+    rows = json.loads(vault_repo.invoke("explain", "kestrel falcon", "--json").stdout)["candidates"]
     assert len([r for r in rows if r["gates"] is not None]) == 20
     assert any(r["id"] == "t/retired" and r["reason"] == "retired" and r["rank"] > 20 for r in rows)

@@ -38,7 +38,7 @@ def _card(vault_repo: VaultRepo, card_id: str) -> tuple[dict[str, Any], str]:
 
 
 def _import(vault_repo: VaultRepo, *args: str) -> tuple[int, dict[str, Any]]:
-    done = vault_repo.cairn("import", *args, "--json")
+    done = vault_repo.invoke("import", *args, "--json")
     assert done.returncode in (0, 1), done.stderr
     return done.returncode, json.loads(done.stdout)
 
@@ -98,7 +98,7 @@ def test_existing_cards_are_never_overwritten(vault_repo: VaultRepo, notes: Path
     assert outcome["databases/lock-timeout"]["status"] == "written"
     assert target.read_text() == "---\nname: Mine\nsummary: Mine.\n---\n"
 
-    again = vault_repo.cairn("import", str(notes / "postgres" / "lock-timeout.md"), "--topic", "databases")
+    again = vault_repo.invoke("import", str(notes / "postgres" / "lock-timeout.md"), "--topic", "databases")
     assert again.returncode == 1
     assert "skipped (exists): cards/databases/lock-timeout.md already exists" in again.stderr
 
@@ -106,7 +106,7 @@ def test_existing_cards_are_never_overwritten(vault_repo: VaultRepo, notes: Path
 def test_dry_run_writes_nothing(vault_repo: VaultRepo, notes: Path) -> None:
     _start(vault_repo)
     before = sorted(p.as_posix() for p in (vault_repo.root / "cards").rglob("*"))
-    done = vault_repo.cairn("import", str(notes / "postgres"), "--dry-run")
+    done = vault_repo.invoke("import", str(notes / "postgres"), "--dry-run")
     assert done.returncode == 0, done.stderr
     assert "would write cards/imported/create-index.md" in done.stdout  # notes at the top of SRC: `imported/`
     assert "Would import 2 card(s); skipped 0." in done.stdout
@@ -152,5 +152,5 @@ def test_summary_trimming() -> None:
 
 def test_importing_from_inside_the_cards_folder_is_refused(vault_repo: VaultRepo) -> None:
     _start(vault_repo)
-    done = vault_repo.cairn("import", str(vault_repo.root / "cards" / "git"))
+    done = vault_repo.invoke("import", str(vault_repo.root / "cards" / "git"))
     assert done.returncode == 1 and done.stderr.startswith("Error: ") and "inside the vault's cards/" in done.stderr

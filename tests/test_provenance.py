@@ -47,7 +47,7 @@ def _history(vault_repo: VaultRepo) -> dict[str, str]:
 
 def test_show_json_has_creator_last_change_authors_summary_change_and_renames(vault_repo: VaultRepo) -> None:
     commits = _history(vault_repo)
-    shown = vault_repo.cairn("show", "vcs/force-push", "--json")
+    shown = vault_repo.invoke("show", "vcs/force-push", "--json")
     assert shown.returncode == 0, shown.stderr
     prov = json.loads(shown.stdout)["provenance"]
     assert prov["created"]["commit"] == commits["create"]
@@ -66,7 +66,7 @@ def test_show_json_has_creator_last_change_authors_summary_change_and_renames(va
     assert untouched["created"]["commit"] == untouched["last_changed"]["commit"] == commits["create"]
     assert untouched["summary_changed"]["commit"] == commits["create"]
 
-    text = vault_repo.cairn("show", "vcs/force-push")
+    text = vault_repo.invoke("show", "vcs/force-push")
     assert text.returncode == 0, text.stderr
     assert "provenance:" in text.stdout
     assert f"created:         {commits['create'][:8]}" in text.stdout
@@ -150,5 +150,5 @@ def test_signed_commits_are_verified(vault_repo: VaultRepo, tmp_path: Path) -> N
     assert prov["last_changed"]["commit"] == signed
     assert prov["last_changed"]["signature"] == "G" and prov["last_changed"]["signed"] is True
     assert prov["last_changed"]["signing_key"].startswith("SHA256:")
-    text = vault_repo.cairn("show", "a/one")
+    text = vault_repo.invoke("show", "a/one")
     assert f"last changed:    {signed[:8]}" in text.stdout and "(signed)" in text.stdout

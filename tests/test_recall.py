@@ -168,7 +168,7 @@ def test_rank_is_plain_bm25f_order(fixture_vault: VaultRepo) -> None:
 
 
 def test_recall_command_json(fixture_vault: VaultRepo) -> None:
-    done = fixture_vault.cairn("recall", "git push --force after rebasing a shared branch", "--json")
+    done = fixture_vault.invoke("recall", "git push --force after rebasing a shared branch", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["abstained"] is False
@@ -178,30 +178,30 @@ def test_recall_command_json(fixture_vault: VaultRepo) -> None:
 
 
 def test_recall_command_abstains_in_text(fixture_vault: VaultRepo) -> None:
-    done = fixture_vault.cairn("recall", "How do I center a div with CSS grid?")
+    done = fixture_vault.invoke("recall", "How do I center a div with CSS grid?")
     assert done.returncode == 0 and "abstained" in done.stdout
 
 
 def test_recall_scope_from_the_environment(fixture_vault: VaultRepo) -> None:
     query = "git push --force after rebasing a shared branch"
-    done = fixture_vault.cairn("recall", query, "--json", env={"CAIRN_SCOPE": "python, docker"})
+    done = fixture_vault.invoke("recall", query, "--json", env={"CAIRN_SCOPE": "python, docker"})
     assert json.loads(done.stdout) == {"cards": [], "abstained": True}
-    done = fixture_vault.cairn("recall", query, "--json", "--scope", "git", env={"CAIRN_SCOPE": "python"})
+    done = fixture_vault.invoke("recall", query, "--json", "--scope", "git", env={"CAIRN_SCOPE": "python"})
     assert [c["id"] for c in json.loads(done.stdout)["cards"]] == ["git/force-push-safely"]
 
 
 def test_session_gets_each_card_once(fixture_vault: VaultRepo) -> None:
     query = "git push --force after rebasing a shared branch"
-    first = json.loads(fixture_vault.cairn("recall", query, "--json", "--session", "s-1").stdout)
-    again = json.loads(fixture_vault.cairn("recall", query, "--json", "--session", "s-1").stdout)
-    other = json.loads(fixture_vault.cairn("recall", query, "--json", "--session", "s-2").stdout)
+    first = json.loads(fixture_vault.invoke("recall", query, "--json", "--session", "s-1").stdout)
+    again = json.loads(fixture_vault.invoke("recall", query, "--json", "--session", "s-1").stdout)
+    other = json.loads(fixture_vault.invoke("recall", query, "--json", "--session", "s-2").stdout)
     assert [c["id"] for c in first["cards"]] == ["git/force-push-safely"]
     assert again == {"cards": [], "abstained": True}
     assert [c["id"] for c in other["cards"]] == ["git/force-push-safely"]
 
 
 def test_recall_outside_a_vault_is_one_error_line(tmp_path: Path, vault_repo: VaultRepo) -> None:
-    done = vault_repo.cairn("recall", "anything", cwd=tmp_path)
+    done = vault_repo.invoke("recall", "anything", cwd=tmp_path)
     assert done.returncode == 1 and done.stderr.startswith("Error: ")
 
 

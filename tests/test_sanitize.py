@@ -80,7 +80,7 @@ def test_sanitize_writes_a_redacted_copy_from_head_and_reports_per_file(vault_re
     # Uncommitted edits are not part of the copy: it comes from HEAD's tree.
     vault_repo.write("git/plain", "Nothing to hide", "Uncommitted, mail me at me@example.com.")
     out = tmp_path / "shared"
-    done = vault_repo.cairn("sanitize", "--out", str(out), "--json")
+    done = vault_repo.invoke("sanitize", "--out", str(out), "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     by_path = {f["path"]: f["redactions"] for f in report["files"]}
@@ -112,7 +112,7 @@ def test_sanitize_writes_a_redacted_copy_from_head_and_reports_per_file(vault_re
     assert "ops@example.com" in (vault_repo.root / "cards/ops/deploy-key.md").read_text()  # the vault is untouched
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".shared.")]  # no temp folders left
 
-    text_out = vault_repo.cairn("sanitize", "--out", str(tmp_path / "again"))
+    text_out = vault_repo.invoke("sanitize", "--out", str(tmp_path / "again"))
     assert text_out.returncode == 0, text_out.stderr
     assert "cards/ops/deploy-key.md: 1 custom, 1 email, 1 home-path, 2 internal-host" in text_out.stdout
     assert "redacted 8 item(s) in 1 file(s)" in text_out.stdout
@@ -124,12 +124,12 @@ def test_refuses_an_out_inside_the_vault_even_through_a_symlink(vault_repo: Vaul
     os.symlink(vault_repo.root / "cards", link)
     before = sorted(p.as_posix() for p in vault_repo.root.rglob("*") if ".git" not in p.parts)
     for out in (vault_repo.root / "export", vault_repo.root, link / "copy", link):
-        done = vault_repo.cairn("sanitize", "--out", str(out), "--force")
+        done = vault_repo.invoke("sanitize", "--out", str(out), "--force")
         assert done.returncode == 1, out
         assert done.stderr.startswith("Error: ") and "inside the vault" in done.stderr
         assert done.stdout == ""
     assert sorted(p.as_posix() for p in vault_repo.root.rglob("*") if ".git" not in p.parts) == before
-    done = vault_repo.cairn("sanitize", "--out", str(vault_repo.root.parent), "--force")
+    done = vault_repo.invoke("sanitize", "--out", str(vault_repo.root.parent), "--force")
     assert done.returncode == 1 and "holds the vault" in done.stderr
 
 
@@ -140,18 +140,18 @@ def test_refuses_a_non_empty_folder_without_force_and_replaces_it_with_force(
     out = tmp_path / "shared"
     out.mkdir()
     (out / "old.txt").write_text("keep me unless forced")
-    done = vault_repo.cairn("sanitize", "--out", str(out))
+    done = vault_repo.invoke("sanitize", "--out", str(out))
     assert done.returncode == 1 and "not empty" in done.stderr and "--force" in done.stderr
     assert [p.name for p in out.iterdir()] == ["old.txt"]
 
-    done = vault_repo.cairn("sanitize", "--out", str(out), "--force")
+    done = vault_repo.invoke("sanitize", "--out", str(out), "--force")
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in out.iterdir()) == ["cards"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".shared.")]
 
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert vault_repo.cairn("sanitize", "--out", str(empty)).returncode == 0
+    assert vault_repo.invoke("sanitize", "--out", str(empty)).returncode == 0
     assert (empty / "cards/git/plain.md").is_file()
 
 
@@ -159,7 +159,7 @@ def test_a_bad_pattern_in_cairn_toml_is_one_error_line(vault_repo: VaultRepo, tm
     vault_repo.write("git/plain", "Nothing to hide", "Compare with git reflog before you pull.")
     vault_repo.write_raw("cairn.toml", '[sanitize]\npatterns = ["(unclosed"]\n')
     vault_repo.commit("Bad pattern")
-    done = vault_repo.cairn("sanitize", "--out", str(tmp_path / "x"))
+    done = vault_repo.invoke("sanitize", "--out", str(tmp_path / "x"))
     assert done.returncode == 1
     assert done.stderr.startswith("Error: cairn.toml: [sanitize] patterns[0] is not a valid regular expression")
     assert not (tmp_path / "x").exists()
