@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,8 @@ from cairn.quality.calibrate import (
     measure,
     write_thresholds,
 )
-from helpers.vaults import VaultRepo, cairn_executable
+from helpers.cli import invoke_cli
+from helpers.vaults import VaultRepo
 
 
 def point(
@@ -164,13 +164,13 @@ def test_write_thresholds_refuses_what_it_cannot_edit_and_leaves_the_file(tmp_pa
 
 
 def test_calibrate_cli_agrees_with_eval_and_write_keeps_comments(tmp_path: Path) -> None:
-    init = subprocess.run([cairn_executable(), "init", str(tmp_path / "v")], capture_output=True, text=True)
+    init = invoke_cli(["init", str(tmp_path / "v")])
     assert init.returncode == 0, init.stderr
     vault = VaultRepo(tmp_path / "v")  # the template vault, committed by init
     cases = "evals/cases.yaml"
 
-    before = json.loads(vault.cairn("eval", "--cases", cases, "--json").stdout)
-    done = vault.cairn("calibrate", "--cases", cases, "--json", "--folds", "3", "--target-fir", "0.1")
+    before = json.loads(vault.invoke("eval", "--cases", cases, "--json").stdout)
+    done = vault.invoke("calibrate", "--cases", cases, "--json", "--folds", "3", "--target-fir", "0.1")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     # the replay of the current thresholds is what eval measures
@@ -182,11 +182,11 @@ def test_calibrate_cli_agrees_with_eval_and_write_keeps_comments(tmp_path: Path)
     assert [p["target_fir"] for p in data["tradeoff"]] == [0.01, 0.02, 0.05, 0.1, 0.2]
     assert data["written"] is None
 
-    text = vault.cairn("calibrate", "--cases", cases, "--folds", "3", "--target-fir", "0.1").stdout
+    text = vault.invoke("calibrate", "--cases", cases, "--folds", "3", "--target-fir", "0.1").stdout
     assert "cross-validated:" in text and "<- target" in text and "Nothing written" in text
 
     original = (vault.root / "cairn.toml").read_text()
-    written = vault.cairn("calibrate", "--cases", cases, "--folds", "3", "--target-fir", "0.1", "--write")
+    written = vault.invoke("calibrate", "--cases", cases, "--folds", "3", "--target-fir", "0.1", "--write")
     assert written.returncode == 0, written.stderr
     new = (vault.root / "cairn.toml").read_text()
     t = best["thresholds"]
@@ -200,7 +200,7 @@ def test_calibrate_cli_agrees_with_eval_and_write_keeps_comments(tmp_path: Path)
 
     # committed, eval makes exactly the decisions calibrate replayed
     vault.git("commit", "-q", "-am", "Calibrated gates")
-    after = json.loads(vault.cairn("eval", "--cases", cases, "--json").stdout)
+    after = json.loads(vault.invoke("eval", "--cases", cases, "--json").stdout)
     assert after["injection@1"] == best["fitted"]["injection@1"]
     assert after["injection@3"] == best["fitted"]["injection@3"]
     assert after["false_injection_rate"] == best["fitted"]["false_injection_rate"]

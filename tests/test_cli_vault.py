@@ -1,4 +1,6 @@
-"""The installed `cairn` as a user runs it: init, add, index, show, and the error contract."""
+"""`cairn` as a user runs it: init, add, index, show, help and the error contract. The installed executable where
+the process itself matters (the version, init, finding the vault from the folder and the environment, a closed
+pipe, a machine without a git identity); the commands in-process (click's CliRunner) for their logic."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import pytest
 
 from cairn import __version__
 from cairn.cli import COMMANDS
+from helpers.cli import invoke_cli
 from helpers.vaults import VaultRepo, cairn_executable
 
 
@@ -30,16 +33,16 @@ def test_version() -> None:
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_command_has_help_with_an_example(command: str) -> None:
-    done = run(command, "--help")
+    done = invoke_cli([command, "--help"])
     assert done.returncode == 0, done.stderr
     assert "Example" in done.stdout
     assert f"cairn {command}" in done.stdout
 
 
 def test_unknown_command_and_bad_option_are_usage_errors() -> None:
-    assert run("no-such-command").returncode == 2
-    assert run("show").returncode == 2  # missing ID
-    assert run("index", "--no-such-flag").returncode == 2
+    assert invoke_cli(["no-such-command"]).returncode == 2
+    assert invoke_cli(["show"]).returncode == 2  # missing ID
+    assert invoke_cli(["index", "--no-such-flag"]).returncode == 2
 
 
 def test_init_makes_a_committed_vault_and_refuses_a_non_empty_folder(tmp_path: Path) -> None:
@@ -59,8 +62,8 @@ def test_init_makes_a_committed_vault_and_refuses_a_non_empty_folder(tmp_path: P
 
 def test_init_vault_indexes_cleanly(tmp_path: Path) -> None:
     target = tmp_path / "lessons"
-    assert run("init", str(target)).returncode == 0
-    done = run("index", "--json", cwd=target)
+    assert invoke_cli(["init", str(target)]).returncode == 0
+    done = invoke_cli(["index", "--json"], cwd=target)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["problems"] == []
@@ -68,7 +71,7 @@ def test_init_vault_indexes_cleanly(tmp_path: Path) -> None:
 
 
 def test_add_writes_a_valid_card_and_never_overwrites(vault_repo: VaultRepo) -> None:
-    done = vault_repo.cairn(
+    done = vault_repo.invoke(
         "add",
         "--name",
         "Force push drops commits",
@@ -85,14 +88,14 @@ def test_add_writes_a_valid_card_and_never_overwrites(vault_repo: VaultRepo) -> 
     path = vault_repo.root / "cards" / "git" / "force-push.md"
     original = path.read_bytes()
     assert b"scope:\n- git\n- ci\n" in original
-    again = vault_repo.cairn("add", "--name", "Other", "--summary", "Other.", "--id", "git/force-push")
+    again = vault_repo.invoke("add", "--name", "Other", "--summary", "Other.", "--id", "git/force-push")
     assert again.returncode == 1
     assert again.stderr.startswith("Error: cards/git/force-push.md already exists")
     assert path.read_bytes() == original
     assert sorted(p.name for p in path.parent.iterdir()) == ["force-push.md"]  # no temp files left
     # The card was not committed, so it is shown only with --worktree.
     assert vault_repo.git("status", "--porcelain") == "?? cards/"
-    shown = vault_repo.cairn("show", "git/force-push", "--worktree", "--json")
+    shown = vault_repo.invoke("show", "git/force-push", "--worktree", "--json")
     assert shown.returncode == 0, shown.stderr
     record = json.loads(shown.stdout)
     assert record["scope"] == ["git", "ci"] and record["body"] == "# Force push\n\nDetails."
@@ -101,14 +104,14 @@ def test_add_writes_a_valid_card_and_never_overwrites(vault_repo: VaultRepo) -> 
 def test_add_slugs_the_name_and_reads_a_body_file(vault_repo: VaultRepo, tmp_path: Path) -> None:
     body = tmp_path / "body.md"
     body.write_text("# 迁移\n\n先备份。\n", encoding="utf-8")
-    done = vault_repo.cairn("add", "--name", "数据库 迁移 Backup!", "--summary", "先备份。", "--body-file", str(body))
+    done = vault_repo.invoke("add", "--name", "数据库 迁移 Backup!", "--summary", "先备份。", "--body-file", str(body))
     assert done.returncode == 0, done.stderr
     assert (vault_repo.root / "cards" / "数据库-迁移-backup.md").read_text(encoding="utf-8").endswith("先备份。\n")
 
 
 @pytest.mark.parametrize("bad_id", ["../outside", "/etc/passwd", "a/../../b"])
 def test_add_refuses_ids_outside_cards(vault_repo: VaultRepo, bad_id: str) -> None:
-    done = vault_repo.cairn("add", "--name", "X", "--summary", "Y.", "--id", bad_id)
+    done = vault_repo.invoke("add", "--name", "X", "--summary", "Y.", "--id", bad_id)
     assert done.returncode == 1
     assert "is not a card id" in done.stderr
     assert list(vault_repo.root.rglob("*.md")) == []
@@ -117,7 +120,7 @@ def test_add_refuses_ids_outside_cards(vault_repo: VaultRepo, bad_id: str) -> No
 def test_add_body_and_body_file_together_is_a_usage_error(vault_repo: VaultRepo, tmp_path: Path) -> None:
     body = tmp_path / "b.md"
     body.write_text("x")
-    done = vault_repo.cairn("add", "--name", "X", "--summary", "Y.", "--body", "b", "--body-file", str(body))
+    done = vault_repo.invoke("add", "--name", "X", "--summary", "Y.", "--body", "b", "--body-file", str(body))
     assert done.returncode == 2
 
 
@@ -132,11 +135,11 @@ def test_show_committed_card_text_and_json(vault_repo: VaultRepo) -> None:
         verified_at="2026-10-02",
     )
     vault_repo.commit()
-    text = vault_repo.cairn("show", "git/x")
+    text = vault_repo.invoke("show", "git/x")
     assert text.returncode == 0, text.stderr
     assert "\x1b" not in text.stdout  # escape sequences from card files never reach the terminal
     assert "Summary text." in text.stdout and "# Body" in text.stdout
-    data = json.loads(vault_repo.cairn("show", "git/x", "--json").stdout)
+    data = json.loads(vault_repo.invoke("show", "git/x", "--json").stdout)
     assert data["body"] == "# Body\n\nLine \x1b[31mred\x1b[0m \x1b]0;title\x07."  # JSON stays exact
     assert data["verified_at"] == "2026-10-02" and data["scope"] == ["git"]
     assert "provenance" in data
@@ -145,11 +148,11 @@ def test_show_committed_card_text_and_json(vault_repo: VaultRepo) -> None:
 def test_show_unknown_and_traversal_ids(vault_repo: VaultRepo) -> None:
     vault_repo.write("git/force-push", "Force", "Summary.")
     vault_repo.commit()
-    unknown = vault_repo.cairn("show", "git/force-pus")
+    unknown = vault_repo.invoke("show", "git/force-pus")
     assert unknown.returncode == 1
     assert "did you mean git/force-push" in unknown.stderr
     for bad in ("../../etc/passwd", "/etc/passwd"):
-        done = vault_repo.cairn("show", bad)
+        done = vault_repo.invoke("show", bad)
         assert done.returncode == 1 and "root:" not in done.stdout
 
 
@@ -209,11 +212,11 @@ def test_init_and_demo_work_on_a_machine_without_a_git_identity(tmp_path: Path) 
 
 def test_add_asks_for_missing_fields(vault_repo: VaultRepo) -> None:
     answers = "Docker layer cache\nCopy the lockfile first so the dependency layer stays cached.\ndocker, ci\n\n"
-    done = vault_repo.cairn("add", "-i", input=answers)
+    done = vault_repo.invoke("add", "-i", input=answers)
     assert done.returncode == 0, done.stderr
     text = (vault_repo.root / "cards" / "docker-layer-cache.md").read_text()
     assert "name: Docker layer cache\n" in text and "- docker\n- ci\n" in text
     assert re.search(r"^verified_at: \d{4}-\d\d-\d\d$", text, re.MULTILINE)  # a YAML date, not a quoted string
     # Without a terminal and without -i, missing fields are a usage error, not a hang.
-    piped = vault_repo.cairn("add", "--name", "Only a name", input="")
+    piped = vault_repo.invoke("add", "--name", "Only a name", input="")
     assert piped.returncode == 2 and "--summary" in piped.stderr

@@ -112,7 +112,7 @@ def test_bad_card_is_named_and_left_out(vault_repo: VaultRepo) -> None:
     vault_repo.write_raw("cards/bad/binary.md", b"\x00\x01\x02")
     vault_repo.write_raw("cards/notes.txt", "not a card")
     vault_repo.commit()
-    done = vault_repo.cairn("index")
+    done = vault_repo.invoke("index")
     assert done.returncode == 0, done.stderr
     assert "Indexed 1 cards" in done.stdout
     assert "cards/bad/broken.md:" in done.stderr and "frontmatter-parse" in done.stderr
@@ -150,7 +150,7 @@ def test_vault_in_a_subfolder_of_a_repo(tmp_path: Path) -> None:
 def test_unborn_head_is_a_clear_error(vault_repo: VaultRepo) -> None:
     with pytest.raises(CairnError, match="no commits yet"):
         build_index(find_vault(vault_repo.root))
-    done = vault_repo.cairn("index")
+    done = vault_repo.invoke("index")
     assert done.returncode == 1
     assert done.stderr.startswith("Error: the vault has no commits yet")
 
@@ -205,7 +205,7 @@ def test_bad_config_is_one_line_error(vault_repo: VaultRepo) -> None:
     vault_repo.write("a/b", "Card", "Summary.")
     vault_repo.write_raw("cairn.toml", "[recall]\nmax_crads = 2\n")
     vault_repo.commit()
-    done = vault_repo.cairn("index")
+    done = vault_repo.invoke("index")
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import textwrap
 from pathlib import Path
 
@@ -11,7 +10,8 @@ import pytest
 
 from cairn.review.markdown import cell
 from cairn.review.report import _opposition, parse_range
-from helpers.vaults import ANN, BOB, VaultRepo, cairn_executable
+from helpers.cli import invoke_cli
+from helpers.vaults import ANN, BOB, VaultRepo
 
 CASES = textwrap.dedent(
     """\
@@ -114,7 +114,7 @@ def pr_repo(vault_repo: VaultRepo) -> VaultRepo:
 
 
 def test_review_json_reports_cards_lint_conflicts_provenance_and_routing(pr_repo: VaultRepo) -> None:
-    done = pr_repo.cairn("review", "main..feature", "--format", "json")
+    done = pr_repo.invoke("review", "main..feature", "--format", "json")
     assert done.returncode == 1, done.stderr
     data = json.loads(done.stdout)
     assert data["failed"] is True
@@ -163,7 +163,7 @@ def test_review_json_reports_cards_lint_conflicts_provenance_and_routing(pr_repo
 
 
 def test_review_markdown_puts_prompt_injection_and_new_false_injections_first(pr_repo: VaultRepo) -> None:
-    done = pr_repo.cairn("review", "main...feature")
+    done = pr_repo.invoke("review", "main...feature")
     assert done.returncode == 1
     md = done.stdout
     assert md.startswith("## Cairn review of `main..feature`")
@@ -183,10 +183,10 @@ def test_review_markdown_puts_prompt_injection_and_new_false_injections_first(pr
 def test_review_reads_commits_not_the_working_tree(pr_repo: VaultRepo) -> None:
     # fixing the injection without committing it does not clear the review: HEAD is what gets merged
     pr_repo.write("release/tips", "Release checklist tips", "Tag the release after the changelog is merged.")
-    data = json.loads(pr_repo.cairn("review", "main..HEAD", "--format", "json").stdout)
+    data = json.loads(pr_repo.invoke("review", "main..HEAD", "--format", "json").stdout)
     assert {f["path"] for f in data["prompt_injection"]} == {"cards/release/tips.md"}
     pr_repo.commit("Fix the tips card", author=BOB)
-    data = json.loads(pr_repo.cairn("review", "main", "--format", "json").stdout)
+    data = json.loads(pr_repo.invoke("review", "main", "--format", "json").stdout)
     assert data["prompt_injection"] == []
     assert data["routing"]["new_false_injections"] == ["neg-ingress"]  # still an error
 
@@ -202,7 +202,7 @@ def test_review_passes_a_harmless_card(vault_repo: VaultRepo) -> None:
         verified_at="2026-01-05",
     )
     vault_repo.commit("One more python card", author=BOB)
-    done = vault_repo.cairn("review", "main..small", "--today", "2026-02-01")
+    done = vault_repo.invoke("review", "main..small", "--today", "2026-02-01")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "✅ **Passes**" in done.stdout
     assert "No case's injected cards change." in done.stdout
@@ -214,14 +214,14 @@ def test_review_without_evals_says_so(vault_repo: VaultRepo) -> None:
     vault_repo.git("checkout", "-q", "-b", "two")
     vault_repo.write("a/two", "Two card", "A card about retries of idempotent HTTP requests.")
     vault_repo.commit("two", author=BOB)
-    data = json.loads(vault_repo.cairn("review", "main..two", "--format", "json").stdout)
+    data = json.loads(vault_repo.invoke("review", "main..two", "--format", "json").stdout)
     assert "no eval cases" in data["routing"]["note"]
     assert [c["id"] for c in data["cards"]] == ["a/two"]
 
 
 def test_review_bad_revision_is_one_line_error(vault_repo: VaultRepo) -> None:
     _base(vault_repo)
-    done = vault_repo.cairn("review", "nope..HEAD")
+    done = vault_repo.invoke("review", "nope..HEAD")
     assert done.returncode == 1
     assert done.stderr.startswith("Error: unknown revision 'nope'")
 
@@ -240,7 +240,7 @@ def test_vault_template_workflow_lints_reviews_and_pins_cairn(tmp_path: Path) ->
 
     import cairn
 
-    init = subprocess.run([cairn_executable(), "init", str(tmp_path / "v")], capture_output=True, text=True)
+    init = invoke_cli(["init", str(tmp_path / "v")])
     assert init.returncode == 0, init.stderr
     workflow = yaml.safe_load((tmp_path / "v" / ".github" / "workflows" / "cairn.yml").read_text())
     assert workflow["env"]["CAIRN_REQUIREMENT"] == f"cairn=={cairn.__version__}"
