@@ -1,4 +1,5 @@
-"""`cairn lint` as a user runs it: output format and order, exit codes, --strict, --json, --rules, paths."""
+"""`cairn lint` as a user runs it: output format and order, exit codes, --strict, --json, --rules, paths (the
+command in-process; a new vault and no vault through the installed executable)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def _vault_with(vault_repo: VaultRepo, *rules: str) -> None:
 
 def test_findings_are_sorted_lines_with_a_summary_on_stderr(vault_repo: VaultRepo) -> None:
     _vault_with(vault_repo, "secret", "verified-at-stale")
-    done = vault_repo.cairn("lint", env=ENV)
+    done = vault_repo.invoke("lint", env=ENV)
     assert done.returncode == 1
     lines = done.stdout.splitlines()
     assert lines == sorted(lines, key=lambda line: (line.split(":")[0], int(line.split(":")[1])))
@@ -32,16 +33,16 @@ def test_findings_are_sorted_lines_with_a_summary_on_stderr(vault_repo: VaultRep
 
 def test_warnings_exit_0_unless_strict(vault_repo: VaultRepo) -> None:
     _vault_with(vault_repo, "verified-at-stale")
-    lenient = vault_repo.cairn("lint", env=ENV)
+    lenient = vault_repo.invoke("lint", env=ENV)
     assert lenient.returncode == 0
     assert "verified-at-stale" in lenient.stdout
     assert "warnings do not fail (--strict makes them)" in lenient.stderr
-    assert vault_repo.cairn("lint", "--strict", env=ENV).returncode == 1
+    assert vault_repo.invoke("lint", "--strict", env=ENV).returncode == 1
 
 
 def test_json_is_a_list_of_findings(vault_repo: VaultRepo) -> None:
     _vault_with(vault_repo, "status-value")
-    done = vault_repo.cairn("lint", "--json", env=ENV)
+    done = vault_repo.invoke("lint", "--json", env=ENV)
     assert done.returncode == 1
     assert json.loads(done.stdout) == [
         {
@@ -56,13 +57,13 @@ def test_json_is_a_list_of_findings(vault_repo: VaultRepo) -> None:
 
 def test_rules_select_by_id_or_group_and_the_contract_always_runs(vault_repo: VaultRepo) -> None:
     _vault_with(vault_repo, "secret", "verified-at-stale", "contract")
-    done = vault_repo.cairn("lint", "--rules", "verified-at", env=ENV)
+    done = vault_repo.invoke("lint", "--rules", "verified-at", env=ENV)
     found = {line.split(" ")[1] for line in done.stdout.splitlines()}
     assert found == {"verified-at-stale", "frontmatter-parse", "required-field", "frontmatter-missing", "field-type"}
-    assert {line.split(" ")[1] for line in vault_repo.cairn("lint", "--rules", "secret").stdout.splitlines()} >= {
+    assert {line.split(" ")[1] for line in vault_repo.invoke("lint", "--rules", "secret").stdout.splitlines()} >= {
         "secret"
     }
-    unknown = vault_repo.cairn("lint", "--rules", "verified_at")
+    unknown = vault_repo.invoke("lint", "--rules", "verified_at")
     assert unknown.returncode == 2
     assert "unknown rule 'verified_at'" in unknown.stderr
 
@@ -70,15 +71,15 @@ def test_rules_select_by_id_or_group_and_the_contract_always_runs(vault_repo: Va
 def test_files_relative_to_the_current_folder_or_the_vault(vault_repo: VaultRepo, tmp_path: Path) -> None:
     _vault_with(vault_repo, "status-value", "secret")
     inside = vault_repo.root / "cards" / "status-value"
-    here = vault_repo.cairn("lint", "typo.md", cwd=inside)
+    here = vault_repo.invoke("lint", "typo.md", cwd=inside)
     assert here.stdout.splitlines() == [
         "typo.md:4: status-value status 'actve' is not one of active, draft, retired; only active cards are injected"
     ]
-    from_elsewhere = vault_repo.cairn(
+    from_elsewhere = vault_repo.invoke(
         "lint", "--vault", str(vault_repo.root), "cards/status-value/typo.md", cwd=tmp_path
     )
     assert from_elsewhere.stdout.startswith("cards/status-value/typo.md:4: status-value ")
-    missing = vault_repo.cairn("lint", "cards/nope.md")
+    missing = vault_repo.invoke("lint", "cards/nope.md")
     assert missing.returncode == 1
     assert missing.stderr.startswith("Error: cards/nope.md: no such file")
 
@@ -104,6 +105,6 @@ def test_outside_a_vault_is_an_error(tmp_path: Path) -> None:
 
 
 def test_list_rules_names_every_rule(vault_repo: VaultRepo) -> None:
-    done = vault_repo.cairn("lint", "--list-rules")
+    done = vault_repo.invoke("lint", "--list-rules")
     listed = {line.split()[0] for line in done.stdout.splitlines()}
     assert {"secret", "prompt-injection", "near-duplicate", "frontmatter-parse", "scope-crowding"} <= listed
