@@ -16,6 +16,7 @@ from cairn.membench.dates import date_spans, nearness
 from cairn.membench.metrics import ndcg_at, recall_at
 from cairn.membench.ranker import HaystackIndex, RankSettings, named_speakers, pair_terms, question_query
 from cairn.membench.suites import Haystack, InvalidBenchmark, Session, date_text
+from helpers.cli import invoke_cli
 from helpers.vaults import cairn_executable
 
 FIXTURES = Path(__file__).parent / "fixtures" / "membench"
@@ -25,11 +26,7 @@ KEYS = ["recall@1", "recall@3", "recall@5", "recall@10", "ndcg@10"]
 
 
 def _bench(*args: str) -> dict[str, object]:
-    import subprocess
-
-    done = subprocess.run(
-        [cairn_executable(), "bench", *args, "--json"], capture_output=True, text=True, check=False, timeout=120
-    )
+    done = invoke_cli(["bench", *args, "--json"])
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
@@ -95,21 +92,12 @@ def test_bench_output_is_deterministic_and_text_output_has_the_table() -> None:
 
 
 def test_bench_rejects_a_file_in_the_wrong_format(tmp_path: Path) -> None:
-    import subprocess
-
     wrong = tmp_path / "wrong.json"
     wrong.write_text(json.dumps({"not": "a list"}))
-    done = subprocess.run(
-        [cairn_executable(), "bench", "locomo", str(wrong)], capture_output=True, text=True, check=False
-    )
+    done = invoke_cli(["bench", "locomo", str(wrong)])
     assert done.returncode == 1
     assert done.stderr.startswith("Error: ") and "LoCoMo" in done.stderr
-    missing = subprocess.run(
-        [cairn_executable(), "bench", "longmemeval", str(tmp_path / "nope.json")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    missing = invoke_cli(["bench", "longmemeval", str(tmp_path / "nope.json")])
     assert missing.returncode == 2
 
 
