@@ -1,9 +1,5 @@
 """Tokens for recall: CJK text as character 2-grams; words case-folded; identifiers split into their parts."""
 
-from __future__ import annotations
-
-import re
-
 # English words that carry no topic: function words, and the talk that wraps a question in an agent prompt
 # ("please explain", "don't change anything yet", "a question from a teammate"). Kept small and general: a word
 # that names a topic in some vault (file, read, change, touch) is not here; IDF weighs those.
@@ -38,7 +34,8 @@ CJK_STOPWORDS = frozenset(
     解释 请帮 帮我""".split()
 )
 
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"  # Han, Kana, Hangul
+# Han, Kana, Hangul: runs of these become character 2-grams. (`_CJK` is the same set as a regex class, for tests.)
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 _CJK_RANGES = (
     ("\u3400", "\u4dbf"),
     ("\u4e00", "\u9fff"),
@@ -47,40 +44,54 @@ _CJK_RANGES = (
     ("\uac00", "\ud7af"),
 )
 _CJK_LOWEST = "\u3040"
-_WORD = r"([A-Za-z0-9_][A-Za-z0-9_.+#/\-]*[A-Za-z0-9_+#]|[A-Za-z0-9_])(?:'(?:s|t|d|ll|re|ve|m)\b)?"
-# Compiling the CJK character class costs ~5 ms (the regex compiler walks all 39,000 characters in Python), more
-# than a whole hook run on a small vault: text with no character at or above U+3040 cannot hold CJK, and is split
-# with the word pattern alone (the same matches: the CJK alternative never matches there).
-_WORDS_ONLY = re.compile(_WORD)
-_split: re.Pattern[str] | None = None
 
-
-def _split_pattern() -> re.Pattern[str]:
-    global _split
-    if _split is None:
-        _split = re.compile(rf"([{_CJK}]+)|{_WORD}")
-    return _split
-
-
-_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-_SEPARATORS = re.compile(r"[_.\-/]+")
+# Words, without `re` (importing it costs the hook more than a query). The specification, which the index was
+# built with and `tests/test_tokens_equivalence.py` holds this code equal to, is the regex
+#     ([CJK]+) | ([A-Za-z0-9_][A-Za-z0-9_.+#/\-]*[A-Za-z0-9_+#]|[A-Za-z0-9_]) (?:'(?:s|t|d|ll|re|ve|m)\b)?
+# found left to right. A word starts at an ASCII letter, digit or `_`, runs on over those and `.+#/-`, and ends at
+# its last character that is not `.`, `/` or `-`; an English contraction after it (`'s`, `'ll`, ...) is skipped.
+# So a word is what is left of each run of `_RUN` characters once `_LEAD` is stripped from its left and `_TRAIL`
+# from its right (a run gives at most one word), and only a run that ends at an apostrophe can be followed by a
+# contraction.
+_WORD_START = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
+_RUN = _WORD_START + ".+#/-"
+_LEAD = ".+#/-"
+_TRAIL = "./-"
+_CONTRACTIONS = ("s", "t", "d", "ll", "re", "ve", "m")
+# Bytes of `text.encode("ascii", "replace")` (one per character; any other character is `?`): the run characters
+# and the apostrophe stay, everything else becomes a space.
+_RUNS = bytes(b if chr(b) in _RUN + "'" else 0x20 for b in range(256))
+# Separators inside an identifier (`snake_case`, `a.b/c-d`), and the pieces between them.
+_SEPARATORS = str.maketrans("_.-/", "    ")
+_UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
+_DIGITS = frozenset("0123456789")
+# For the CJK mask: a character's UTF-32 bytes (lo, hi, plane, 0) decide whether it is CJK (all ranges are in
+# plane 0): rows `hi` wholly inside a range, and the three rows a range starts or ends inside, with their `lo` bound.
+_ROWS_CJK = bytes(0x34 <= b <= 0x4C or 0x4E <= b <= 0x9F or 0xF9 <= b <= 0xFA or 0xAC <= b <= 0xD6 for b in range(256))
+_ROW_30 = bytes(b == 0x30 for b in range(256))
+_ROW_4D = bytes(b == 0x4D for b in range(256))
+_ROW_D7 = bytes(b == 0xD7 for b in range(256))
+_LO_FROM_40 = bytes(b >= 0x40 for b in range(256))  # U+3040..U+30FF
+_LO_TO_BF = bytes(b <= 0xBF for b in range(256))  # U+4D00..U+4DBF
+_LO_TO_AF = bytes(b <= 0xAF for b in range(256))  # U+D700..U+D7AF
+_ZERO = bytes(b == 0 for b in range(256))
 
 
 def tokenize(text: str) -> list[str]:
     """Tokens in text order, with repeats; an identifier yields itself and then its parts."""
     out: list[str] = []
-    if not text or max(text) < _CJK_LOWEST:
-        for word in _WORDS_ONLY.findall(text):
-            _add_word(word, out)
+    if not text:
         return out
-    for cjk, word in _split_pattern().findall(text):
-        if cjk:
-            if len(cjk) == 1:
-                out.append(cjk)
-            else:
-                out.extend(g for g in (cjk[i : i + 2] for i in range(len(cjk) - 1)) if g not in CJK_STOPWORDS)
-            continue
-        _add_word(word, out)
+    runs = text.encode("ascii", "replace").translate(_RUNS).decode("ascii")
+    mask = _cjk_mask(text) if max(text) >= _CJK_LOWEST else b""  # below U+3040 no character is CJK
+    if "'" not in runs and 1 not in mask:  # the common case: no contraction to skip, no CJK run to interleave
+        for run in runs.split():
+            word = run.lstrip(_LEAD).rstrip(_TRAIL)
+            if word:
+                _add_word(word, out)
+        return out
+    _tokens_in_order(text, runs, mask, out)
     return out
 
 
@@ -114,12 +125,81 @@ def is_cjk(token: str) -> bool:
     return any(low <= first <= high for low, high in _CJK_RANGES)
 
 
+def _cjk_run(text: str, mask: bytes, start: int, out: list[str]) -> int:
+    """Add the tokens of the CJK run starting at `start` (a lone character, else its 2-grams that are not
+    grammar); returns where the next run starts, -1 when none does."""
+    stop = mask.find(0, start)
+    if stop < 0:
+        stop = len(text)
+    if stop - start == 1:
+        out.append(text[start])
+    else:
+        out.extend([g for i in range(start, stop - 1) if (g := text[i : i + 2]) not in CJK_STOPWORDS])
+    return mask.find(1, stop)
+
+
+def _cjk_mask(text: str) -> bytes:
+    """One byte per character of text: 1 for a CJK character (`_CJK_RANGES`), else 0. Computed from the text's
+    UTF-32 bytes with `bytes.translate` and integer bit operations, so the cost is a few passes in C, not a Python
+    step per character."""
+    raw = text.encode("utf-32-le", "surrogatepass")
+    lo, hi, plane = raw[0::4], raw[1::4], raw[2::4]
+
+    def bits(data: bytes, table: bytes) -> int:
+        return int.from_bytes(data.translate(table), "little")
+
+    cjk = (
+        bits(hi, _ROWS_CJK)
+        | bits(hi, _ROW_30) & bits(lo, _LO_FROM_40)
+        | bits(hi, _ROW_4D) & bits(lo, _LO_TO_BF)
+        | bits(hi, _ROW_D7) & bits(lo, _LO_TO_AF)
+    ) & bits(plane, _ZERO)
+    return cjk.to_bytes(len(text), "little")
+
+
+def _is_word_char(char: str) -> bool:
+    """Whether a character is a word character to a `str` regex (`\\w`, what `\\b` looks at)."""
+    return char.isalnum() or char == "_"
+
+
+def _tokens_in_order(text: str, runs: str, mask: bytes, out: list[str]) -> None:
+    """The tokens of text when where things are matters: a contraction after a word is skipped only when a
+    non-word character follows it, and CJK runs go between the words around them."""
+    spaced = runs.replace("'", " ")
+    end_of_text = len(text)
+    cjk = mask.find(1)  # where the next CJK run starts (-1: none left)
+    end = 0
+    skip_to = 0  # the end of the last contraction skipped
+    for run in spaced.split():
+        start = spaced.find(run, end)  # nothing but spaces lies between the last run's end and this run
+        end = start + len(run)
+        while 0 <= cjk < start:
+            cjk = _cjk_run(text, mask, cjk, out)
+        if end <= skip_to:
+            continue
+        if start < skip_to:
+            run = run[skip_to - start :]
+        lead = run.lstrip(_LEAD)
+        word = lead.rstrip(_TRAIL)
+        if not word:
+            continue
+        _add_word(word, out)
+        if len(word) == len(lead) and end < end_of_text and runs[end] == "'":
+            for contraction in _CONTRACTIONS:  # their first letters differ: at most one can be there
+                if text.startswith(contraction, end + 1):
+                    after = end + 1 + len(contraction)
+                    if after == end_of_text or not _is_word_char(text[after]):  # `\\b` after it
+                        skip_to = after
+                    break
+    while cjk >= 0:
+        cjk = _cjk_run(text, mask, cjk, out)
+
+
 def _add_word(word: str, out: list[str]) -> None:
-    word = word.strip(".-/")
-    if not word:
-        return
+    """A word (ASCII, see `_RUN`) as tokens: itself, stemmed, unless a stopword; an identifier whole, then its
+    parts."""
     whole = word.lower()
-    pieces = [p for chunk in _SEPARATORS.split(word) for p in _PARTS.findall(chunk)] if _is_compound(word) else []
+    pieces = [p for chunk in word.translate(_SEPARATORS).split() for p in _parts(chunk)] if _is_compound(word) else []
     if not pieces:
         if whole not in STOPWORDS:
             out.append(stem(whole))
@@ -132,4 +212,44 @@ def _add_word(word: str, out: list[str]) -> None:
 
 
 def _is_compound(word: str) -> bool:
-    return bool(_SEPARATORS.search(word)) or (any(c.isupper() for c in word[1:]) and any(c.islower() for c in word))
+    """A separator in it, or an upper-case letter after the first character and a lower-case one anywhere (the
+    word is ASCII: `lower()` and `upper()` change exactly its letters of the other case)."""
+    if not word.isalnum() and ("_" in word or "." in word or "-" in word or "/" in word):
+        return True
+    rest = word[1:]
+    return rest != rest.lower() and word != word.upper()
+
+
+def _parts(chunk: str) -> list[str]:
+    r"""The parts of an identifier's chunk (ASCII letters, digits, `+`, `#`), as the regex
+    `[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+` finds them: `HTTPServer2x` -> HTTP, Server, 2, x."""
+    if chunk.isalpha() and chunk.islower():
+        return [chunk]
+    parts: list[str] = []
+    end = len(chunk)
+    i = 0
+    while i < end:
+        char = chunk[i]
+        j = i + 1
+        if char in _UPPER:
+            while j < end and chunk[j] in _UPPER:
+                j += 1
+            if j < end and chunk[j] in _LOWER:
+                if j - i > 1:  # `HTTPServer`: the capitals but the last, which starts the next part
+                    j -= 1
+                else:  # `Server`
+                    j += 1
+                    while j < end and chunk[j] in _LOWER:
+                        j += 1
+        elif char in _LOWER:
+            while j < end and chunk[j] in _LOWER:
+                j += 1
+        elif char in _DIGITS:
+            while j < end and chunk[j] in _DIGITS:
+                j += 1
+        else:  # `+` or `#`: no part
+            i = j
+            continue
+        parts.append(chunk[i:j])
+        i = j
+    return parts
