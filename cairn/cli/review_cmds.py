@@ -84,11 +84,12 @@ def calibrate_cmd(
 
 
 def render_calibration(result: object) -> str:
-    from cairn.quality.calibrate import Calibration, Measure
+    from cairn.quality.calibrate import Calibration
+    from cairn.quality.metrics import Metrics
 
     assert isinstance(result, Calibration)
 
-    def slices(m: Measure) -> str:
+    def slices(m: Metrics) -> str:
         if not m.by_slice:
             return ""
         return " (" + ", ".join(f"{n} {s.false_injection_rate:.3f}" for n, s in sorted(m.by_slice.items())) + ")"

@@ -33,6 +33,7 @@ from cairn.hot.errors import CairnError
 from cairn.hot.index import IndexReader
 from cairn.hot.recall import recall
 from cairn.quality.evaluate import Case
+from cairn.quality.metrics import Metrics, Outcome, metrics_of
 
 Progress = Callable[[int, int], None]
 DEFAULT_TARGETS = (0.01, 0.02, 0.05, 0.1, 0.2)
@@ -76,35 +77,9 @@ class CasePoint:
             n += 1
         return n
 
-
-@dataclass(frozen=True, slots=True)
-class Measure:
-    """Injection@1, Injection@3 and the false injection rate of a set of cases at given thresholds."""
-
-    n_pos: int
-    n_neg: int
-    injection_at_1: float
-    injection_at_3: float
-    false_injection_rate: float
-    by_slice: dict[str, Measure] = dataclasses.field(default_factory=dict)
-
-    @property
-    def worst_fir(self) -> float:
-        """The highest false injection rate overall or on any slice (the figure the target bounds)."""
-        return max([self.false_injection_rate, *(m.false_injection_rate for m in self.by_slice.values())])
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "injection@1": self.injection_at_1,
-            "injection@3": self.injection_at_3,
-            "false_injection_rate": self.false_injection_rate,
-            "n_pos": self.n_pos,
-            "n_neg": self.n_neg,
-        }
-        if self.by_slice:
-            data["worst_false_injection_rate"] = self.worst_fir
-            data["by_slice"] = {name: m.to_dict() for name, m in sorted(self.by_slice.items())}
-        return data
+    def outcome(self, t: Thresholds) -> Outcome:
+        """The case as the metrics count it, replayed at these thresholds (no ranking: Recall@k is not measured)."""
+        return Outcome(self.slice, self.positive, None, self.hits[: self.injected(t)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +88,8 @@ class OperatingPoint:
 
     target_fir: float
     thresholds: Thresholds
-    fitted: Measure
-    cross_validated: Measure
+    fitted: Metrics
+    cross_validated: Metrics
     fold_thresholds: tuple[Thresholds, ...]
 
     def to_dict(self) -> dict[str, Any]:
@@ -135,7 +110,7 @@ class Calibration:
     folds: int
     step: float
     current: Thresholds
-    current_measure: Measure
+    current_measure: Metrics
     best: OperatingPoint
     tradeoff: tuple[OperatingPoint, ...]
 
@@ -179,32 +154,9 @@ def gather(
     return points
 
 
-def measure(points: Sequence[CasePoint], t: Thresholds) -> Measure:
-    """Replay recall's decisions at thresholds `t`, overall and per slice."""
-    slices: dict[str, list[CasePoint]] = {}
-    for p in points:
-        if p.slice:
-            slices.setdefault(p.slice, []).append(p)
-    overall = _measure(points, t)
-    return dataclasses.replace(overall, by_slice={name: _measure(group, t) for name, group in slices.items()})
-
-
-def _measure(points: Sequence[CasePoint], t: Thresholds) -> Measure:
-    n_pos = inj1 = inj3 = n_neg = false = 0
-    for p in points:
-        n = p.injected(t)
-        if p.positive:
-            n_pos += 1
-            inj1 += n >= 1 and p.hits[0]
-            inj3 += any(p.hits[:n])
-        else:
-            n_neg += 1
-            false += n >= 1
-    return Measure(n_pos, n_neg, _share(inj1, n_pos), _share(inj3, n_pos), _share(false, n_neg))
-
-
-def _share(hits: int, n: int) -> float:
-    return round(hits / n, 4) if n else 0.0
+def measure(points: Sequence[CasePoint], t: Thresholds) -> Metrics:
+    """Replay recall's decisions at thresholds `t`: Injection@k and the false injection rate, overall and per slice."""
+    return metrics_of(p.outcome(t) for p in points)
 
 
 class _Grid:
@@ -306,31 +258,8 @@ def operating_point(grid: _Grid, points: Sequence[CasePoint], target: float) -> 
     fitted = grid.fit(target)
     fold_fits = tuple(grid.fit(target, leave_out=f) for f in range(grid.folds)) if grid.folds > 1 else (fitted,)
     held_out = [(p, fold_fits[p.fold] if grid.folds > 1 else fitted) for p in points]
-    cv = _pooled(held_out)
+    cv = metrics_of(p.outcome(t) for p, t in held_out)  # each case at its own fold's fit
     return OperatingPoint(target, fitted, measure(points, fitted), cv, fold_fits)
-
-
-def _pooled(pairs: Sequence[tuple[CasePoint, Thresholds]]) -> Measure:
-    """Measure cases each replayed at its own thresholds (its fold's fit)."""
-
-    def one(group: Sequence[tuple[CasePoint, Thresholds]]) -> Measure:
-        n_pos = inj1 = inj3 = n_neg = false = 0
-        for p, t in group:
-            n = p.injected(t)
-            if p.positive:
-                n_pos += 1
-                inj1 += n >= 1 and p.hits[0]
-                inj3 += any(p.hits[:n])
-            else:
-                n_neg += 1
-                false += n >= 1
-        return Measure(n_pos, n_neg, _share(inj1, n_pos), _share(inj3, n_pos), _share(false, n_neg))
-
-    slices: dict[str, list[tuple[CasePoint, Thresholds]]] = {}
-    for pair in pairs:
-        if pair[0].slice:
-            slices.setdefault(pair[0].slice, []).append(pair)
-    return dataclasses.replace(one(pairs), by_slice={name: one(group) for name, group in slices.items()})
 
 
 def calibrate(

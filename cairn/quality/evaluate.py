@@ -1,6 +1,7 @@
 """`cairn eval`: run recall over positive and negative cases and measure Recall@k, Injection@k and false injections.
 
-Every case goes through `recall.recall` itself, so eval makes exactly the decisions the hook and `cairn recall` make.
+Every case goes through `recall.recall` itself, so eval makes exactly the decisions the hook and `cairn recall` make;
+`cairn.quality.metrics` turns the decisions into figures.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from cairn.config import RecallSettings
 from cairn.hot.errors import InvalidCases
 from cairn.hot.index import IndexReader
 from cairn.hot.recall import recall
+from cairn.quality.metrics import Metrics, Outcome, metrics_of
 
 Progress = Callable[[int, int], None]
 
@@ -43,44 +45,27 @@ class CaseOutcome:
     ranked: tuple[str, ...]
     injected: tuple[str, ...]
 
-    def hit_at(self, k: int) -> bool:
-        return any(card_id in self.case.expect for card_id in self.ranked[:k])
-
-    def injected_at(self, k: int) -> bool:
-        return any(card_id in self.case.expect for card_id in self.injected[:k])
-
-
-@dataclass(frozen=True, slots=True)
-class Metrics:
-    n_pos: int
-    n_neg: int
-    recall_at_1: float
-    recall_at_3: float
-    injection_at_1: float
-    injection_at_3: float
-    false_injection_rate: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "recall@1": self.recall_at_1,
-            "recall@3": self.recall_at_3,
-            "injection@1": self.injection_at_1,
-            "injection@3": self.injection_at_3,
-            "false_injection_rate": self.false_injection_rate,
-            "n_pos": self.n_pos,
-            "n_neg": self.n_neg,
-        }
+    @property
+    def scored(self) -> Outcome:
+        """The case as the metrics count it."""
+        expect = self.case.expect
+        return Outcome(
+            self.case.slice,
+            self.case.positive,
+            tuple(card_id in expect for card_id in self.ranked),
+            tuple(card_id in expect for card_id in self.injected),
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class EvalReport:
+    """overall: the figures of every case, each slice's under `overall.by_slice`."""
+
     overall: Metrics
-    by_slice: dict[str, Metrics]
     outcomes: tuple[CaseOutcome, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        data = self.overall.to_dict()
-        data["by_slice"] = {name: m.to_dict() for name, m in sorted(self.by_slice.items())}
+        data = self.overall.eval_dict()
         data["cases"] = [
             {"id": o.case.id, "expect": list(o.case.expect), "ranked": list(o.ranked), "injected": list(o.injected)}
             for o in self.outcomes
@@ -175,30 +160,4 @@ def evaluate(
         outcomes.append(CaseOutcome(case, ranked, injected))
         if progress and (done % 25 == 0 or done == total):
             progress(done, total)
-    slices: dict[str, list[CaseOutcome]] = {}
-    for outcome in outcomes:
-        if outcome.case.slice:
-            slices.setdefault(outcome.case.slice, []).append(outcome)
-    return EvalReport(
-        overall=metrics_of(outcomes),
-        by_slice={name: metrics_of(group) for name, group in slices.items()},
-        outcomes=tuple(outcomes),
-    )
-
-
-def metrics_of(outcomes: Sequence[CaseOutcome]) -> Metrics:
-    pos = [o for o in outcomes if o.case.positive]
-    neg = [o for o in outcomes if not o.case.positive]
-
-    def share(hits: int, n: int) -> float:
-        return round(hits / n, 4) if n else 0.0
-
-    return Metrics(
-        n_pos=len(pos),
-        n_neg=len(neg),
-        recall_at_1=share(sum(o.hit_at(1) for o in pos), len(pos)),
-        recall_at_3=share(sum(o.hit_at(3) for o in pos), len(pos)),
-        injection_at_1=share(sum(o.injected_at(1) for o in pos), len(pos)),
-        injection_at_3=share(sum(o.injected_at(3) for o in pos), len(pos)),
-        false_injection_rate=share(sum(bool(o.injected) for o in neg), len(neg)),
-    )
+    return EvalReport(overall=metrics_of(o.scored for o in outcomes), outcomes=tuple(outcomes))

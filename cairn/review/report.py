@@ -44,6 +44,7 @@ from cairn.hot.vault import CARDS_DIR, Vault
 from cairn.index import build as indexer
 from cairn.lint import lint_files
 from cairn.quality.evaluate import Case, EvalReport, evaluate, load_cases
+from cairn.quality.metrics import metrics_of
 
 Progress = Callable[[int, int], None]
 EVALS_DIR = "evals"
@@ -460,8 +461,9 @@ def _routing(
         for a, b in zip(old.outcomes, new.outcomes, strict=True)
         if a.injected != b.injected
     ]
-    base_all = evaluate_outcomes([o for _, old, _ in reports for o in old.outcomes])
-    head_all = evaluate_outcomes([o for _, _, new in reports for o in new.outcomes])
+    # every cases file pooled, as one `cairn eval --json` over them all would measure them
+    base_all = metrics_of(o.scored for _, old, _ in reports for o in old.outcomes).eval_dict()
+    head_all = metrics_of(o.scored for _, _, new in reports for o in new.outcomes).eval_dict()
     return Routing(
         files=tuple(path for path, _ in loaded),
         n_cases=len(all_cases),
@@ -477,16 +479,3 @@ def _offset(progress: Progress | None, offset: int, total: int) -> Progress | No
         return None
     report = progress
     return lambda done, _part: report(offset + done, total)
-
-
-def evaluate_outcomes(outcomes: Sequence[Any]) -> dict[str, Any]:
-    """Metrics of pooled outcomes (all cases files together), overall and per slice, as `cairn eval --json`."""
-    from cairn.quality.evaluate import metrics_of
-
-    slices: dict[str, list[Any]] = {}
-    for o in outcomes:
-        if o.case.slice:
-            slices.setdefault(o.case.slice, []).append(o)
-    data = metrics_of(outcomes).to_dict()
-    data["by_slice"] = {name: metrics_of(group).to_dict() for name, group in sorted(slices.items())}
-    return data
