@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 
 from benchmarks.synth import SynthCard, SynthVault, git, make_vault
-from benchmarks.userenv import WORK, machine, timing_env, user_venv
+from benchmarks.userenv import WORK, describe, machine, timing_env, user_venv
 
 BUDGETS = {1_000: 1.5, 10_000: 2.0, 100_000: 4.0}
 IMPORT_FLOOR = "import cairn.hot.hook"
@@ -228,11 +228,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated vault sizes")
     parser.add_argument("--runs", type=int, default=30, help="timed runs per size (at least 20)")
     parser.add_argument("--venv", type=Path, help="time this venv's cairn and python (default: a plain install)")
+    parser.add_argument("--rev", help="install Cairn as of this commit (default: the working tree)")
     parser.add_argument("--work", type=Path, default=WORK / "hook", help="where vaults and caches live")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
-    venv = args.venv.resolve() if args.venv else user_venv(deps=False)
+    venv = args.venv.resolve() if args.venv else user_venv(deps=False, rev=args.rev)
     python, cairn = str(venv / "bin" / "python"), str(venv / "bin" / "cairn")
     where = subprocess.run(
         [python, "-c", "import cairn.hot.hook as h; print(h.__file__)"],
@@ -243,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         check=True,
     ).stdout.strip()
     print(machine())
-    print(f"cairn: {cairn} (cairn.hot.hook from {where})")
+    source = f"--venv {args.venv}" if args.venv else describe(args.rev)
+    print(f"cairn: {cairn} (sources: {source}; cairn.hot.hook from {where})")
     print("medians; ratios to `python -c pass` of the same interpreter; import = python -c 'import cairn.hot.hook'")
     print(
         f"{'cards':>7} {'hook ms':>8} {'bare ms':>8} {'ratio':>6} {'budget':>7}  {'import ms':>9} {'floor':>6}"

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from benchmarks.synth import add_history, edit_summary, git, make_vault
-from benchmarks.userenv import WORK, machine, timing_env, user_venv
+from benchmarks.userenv import WORK, describe, machine, timing_env, user_venv
 
 
 def timed(
@@ -59,15 +59,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full-runs", type=int, default=5, help="full builds, each into an empty cache")
     parser.add_argument("--runs", type=int, default=20, help="incremental builds, each after a one-card commit")
     parser.add_argument("--venv", type=Path, help="time this venv's cairn (default: a plain install)")
+    parser.add_argument("--rev", help="install Cairn as of this commit (default: the working tree)")
     args = parser.parse_args(argv)
-    venv = args.venv.resolve() if args.venv else user_venv(deps=True)
+    venv = args.venv.resolve() if args.venv else user_venv(deps=True, rev=args.rev)
     python, cairn = str(venv / "bin" / "python"), str(venv / "bin" / "cairn")
     started = time.perf_counter()
     base = make_vault(WORK / f"index-{args.cards}-{args.commits}-h{args.history}", args.cards, commits=args.commits)
     if args.history:
         add_history(base.root, args.history)
     print(machine())
-    print(f"cairn: {cairn}")
+    print(f"cairn: {cairn} (sources: {f'--venv {args.venv}' if args.venv else describe(args.rev)})")
     with tempfile.TemporaryDirectory(prefix="bench-index-") as tmp:
         root = Path(tmp) / "vault"
         git(Path(tmp), "clone", "-q", str(base.root), str(root))

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from benchmarks.synth import edit_summary, git, make_vault
-from benchmarks.userenv import WORK, machine, timing_env, user_venv
+from benchmarks.userenv import WORK, describe, machine, timing_env, user_venv
 
 TODAY = "2026-12-01"
 
@@ -51,13 +51,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cold-runs", type=int, default=5, help="first runs, each with an empty lint cache")
     parser.add_argument("--whole-runs", type=int, default=5, help="warm runs over the whole vault")
     parser.add_argument("--venv", type=Path, help="time this venv's cairn (default: a plain install)")
+    parser.add_argument("--rev", help="install Cairn as of this commit (default: the working tree)")
     args = parser.parse_args(argv)
-    venv = args.venv.resolve() if args.venv else user_venv(deps=True)
+    venv = args.venv.resolve() if args.venv else user_venv(deps=True, rev=args.rev)
     python, cairn = str(venv / "bin" / "python"), str(venv / "bin" / "cairn")
     started = time.perf_counter()
     base = make_vault(WORK / f"lint-{args.cards}", args.cards)
     print(machine())
-    print(f"cairn: {cairn}")
+    print(f"cairn: {cairn} (sources: {f'--venv {args.venv}' if args.venv else describe(args.rev)})")
     print(f"vault of {args.cards} cards ready ({time.perf_counter() - started:.1f} s)")
     results: dict[str, list[float]] = {"bare": [], "cold": [], "warm": [], "worktree": [], "whole": []}
     summaries: dict[str, str] = {}

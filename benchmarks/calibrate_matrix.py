@@ -24,16 +24,28 @@ import json
 import os
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from benchmarks.recall_suites import SUITES, WORK, prepare
 
 if TYPE_CHECKING:
     from cairn.config import RecallSettings
     from cairn.hot.vault import Vault
-    from cairn.quality.calibrate import CasePoint, Measure, Thresholds
+    from cairn.quality.calibrate import CasePoint, Thresholds
 
     Gathered = tuple[list[CasePoint], RecallSettings, Vault]
+
+
+class Measure(Protocol):
+    """What a cell shows of `cairn.quality.calibrate.measure`'s result."""
+
+    @property
+    def injection_at_1(self) -> float: ...
+    @property
+    def false_injection_rate(self) -> float: ...
+    @property
+    def worst_fir(self) -> float: ...
+
 
 SHORT = {"stackfaq-en-dev": "stackfaq-en", "tldr-zh-dev": "tldr-zh", "tldr-en-dev": "tldr-en"}
 
