@@ -128,7 +128,9 @@ gate = st.tuples(*(st.sampled_from([0.0, 0.12, 0.25, 0.5, 0.75, 1.0]),) * 3)
     ),
     st.sampled_from([0.0, 0.2, 0.5]),
 )
-def test_grid_fit_equals_brute_force(raw: list, target: float) -> None:
+def test_grid_fit_equals_brute_force(
+    raw: list[tuple[bool, tuple[float, float, float] | None, bool, str]], target: float
+) -> None:
     points = [point(f"c{i}", pos, top, hit, sl, fold=i % 2) for i, (pos, top, hit, sl) in enumerate(raw)]
     grid = _Grid(points, 0.25, 2)
     assert grid.fit(target) == _brute(points, target, 0.25)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ def fixture_vault(vault_repo: VaultRepo) -> VaultRepo:
     return vault_repo
 
 
-def _eval(repo: VaultRepo, cases: Path, *extra: str) -> dict[str, object]:
+def _eval(repo: VaultRepo, cases: Path, *extra: str) -> dict[str, Any]:
     done = repo.invoke("eval", "--cases", str(cases), "--json", *extra)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)  # type: ignore[no-any-return]
@@ -32,9 +33,9 @@ def _eval(repo: VaultRepo, cases: Path, *extra: str) -> dict[str, object]:
 def test_eval_json_has_the_contract_keys(fixture_vault: VaultRepo) -> None:
     data = _eval(fixture_vault, FIXTURE / "cases.yaml")
     assert set(data) == KEYS | {"by_slice", "cases"}
-    assert set(data["by_slice"]) == {"short", "long"}  # type: ignore[arg-type]
-    assert all(set(m) == KEYS for m in data["by_slice"].values())  # type: ignore[attr-defined]
-    assert all(set(c) == {"id", "expect", "ranked", "injected"} for c in data["cases"])  # type: ignore[attr-defined]
+    assert set(data["by_slice"]) == {"short", "long"}
+    assert all(set(m) == KEYS for m in data["by_slice"].values())
+    assert all(set(c) == {"id", "expect", "ranked", "injected"} for c in data["cases"])
     assert data["n_pos"] == 4 and data["n_neg"] == 2
 
 
@@ -42,23 +43,23 @@ def test_eval_metrics_on_the_fixture(fixture_vault: VaultRepo) -> None:
     data = _eval(fixture_vault, FIXTURE / "cases.yaml")
     # Recall@k reads the ranking before admission and gates: the superseded card outranks its successor once.
     assert data["recall@1"] == 0.75 and data["recall@3"] == 1.0 and data["injection@1"] == 1.0
-    force = next(c for c in data["cases"] if c["id"] == "en-force-push")  # type: ignore[attr-defined]
+    force = next(c for c in data["cases"] if c["id"] == "en-force-push")
     assert force["ranked"][:2] == ["git/force-push-plain", "git/force-push-safely"]
     assert force["injected"] == ["git/force-push-safely"]
     assert data["false_injection_rate"] == 0.0
     by_slice = data["by_slice"]
-    assert by_slice["long"]["n_pos"] == 1 and by_slice["long"]["injection@1"] == 1.0  # type: ignore[index]
+    assert by_slice["long"]["n_pos"] == 1 and by_slice["long"]["injection@1"] == 1.0
 
 
 def test_jsonl_and_yaml_cases_agree(fixture_vault: VaultRepo) -> None:
-    yaml_cases = {c["id"]: c for c in _eval(fixture_vault, FIXTURE / "cases.yaml")["cases"]}  # type: ignore[union-attr]
-    for case in _eval(fixture_vault, FIXTURE / "cases.jsonl")["cases"]:  # type: ignore[union-attr]
+    yaml_cases = {c["id"]: c for c in _eval(fixture_vault, FIXTURE / "cases.yaml")["cases"]}
+    for case in _eval(fixture_vault, FIXTURE / "cases.jsonl")["cases"]:
         assert yaml_cases[case["id"]] == case
 
 
 def test_eval_makes_exactly_the_decisions_recall_makes(fixture_vault: VaultRepo) -> None:
     cases = load_cases(FIXTURE / "cases.yaml")
-    outcomes = {c["id"]: c for c in _eval(fixture_vault, FIXTURE / "cases.yaml")["cases"]}  # type: ignore[union-attr]
+    outcomes = {c["id"]: c for c in _eval(fixture_vault, FIXTURE / "cases.yaml")["cases"]}
     for case in cases:
         done = fixture_vault.invoke("recall", case.query, "--json")
         recalled = [c["id"] for c in json.loads(done.stdout)["cards"]]

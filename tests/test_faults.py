@@ -121,8 +121,8 @@ def test_read_only_state_dir(vault_repo: VaultRepo, tmp_path: Path) -> None:
     ro.mkdir()
     mounted = False
     if os.geteuid() == 0:
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=16k", "tmpfs", str(ro)], capture_output=True)
-        if done.returncode != 0:
+        mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=16k", "tmpfs", str(ro)], capture_output=True)
+        if mount.returncode != 0:
             pytest.skip("root cannot be refused by file modes, and tmpfs cannot be mounted here")
         mounted = True
     else:

@@ -54,7 +54,8 @@ def test_full_then_incremental_follows_history(vault_repo: VaultRepo) -> None:
     }
     assert _ids(vault_repo) == ["db/migrations", "git/force-push", "packaging/wheel-data"]
     with open_index(vault) as index:
-        assert index.record("git/force-push")["summary"] == "Check git reflog first; then pull --rebase."
+        record = index.record("git/force-push")
+        assert record is not None and record["summary"] == "Check git reflog first; then pull --rebase."
         assert store.checksum_holds(index)
         # Postings no longer point at removed cards, and do point at the new one.
         rows = {card.id: card.row for card in index.cards(r for r, _ in _all_rows(index)).values()}
@@ -144,7 +145,8 @@ def test_vault_in_a_subfolder_of_a_repo(tmp_path: Path) -> None:
     report = build_index(vault)
     assert report.n_cards == 1
     with open_index(vault) as index:
-        assert index.record("x/y")["path"] == "cards/x/y.md"
+        record = index.record("x/y")
+        assert record is not None and record["path"] == "cards/x/y.md"
 
 
 def test_unborn_head_is_a_clear_error(vault_repo: VaultRepo) -> None:

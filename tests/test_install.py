@@ -7,6 +7,7 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,7 @@ def test_install_keeps_other_hooks_and_is_idempotent(agent: str, tmp_path: Path)
     project = tmp_path / "project"
     target = project / SETTINGS[agent]
     target.parent.mkdir(parents=True)
-    theirs = {
+    theirs: dict[str, Any] = {
         "model": "keep-me",
         "hooks": {
             EVENTS[agent]: [{"hooks": [{"type": "command", "command": "echo their-own-hook"}]}],
