@@ -6,12 +6,14 @@ Run from the repository root:
 What is timed is what a user gets: by default a plain venv with `pip install --no-deps` of the current sources
 (`benchmarks.userenv`, cached by a hash of `cairn/` and `pyproject.toml`), not the developer's editable venv (whose
 `.pth` finder slows every interpreter start and hides the hook's import cost). `--venv DIR` times another venv's
-`cairn` and `python` instead (e.g. `--venv .venv`, to see what the editable install gives).
+`cairn` and `python` instead (e.g. `--venv .venv`, to see what the editable install gives; it also writes the
+index, so it needs Cairn's dependencies); `--rev REV` installs Cairn as of a commit instead of the working tree.
 
 For each size, a committed synthetic vault (`benchmarks.synth`, built once and reused) is indexed with
-`cairn.index.build.card_terms` and `cairn.index.store.write_index` (the cards are generated as records, so parsing
-100,000 YAML files is not what is timed; the index is rebuilt when the schema, Cairn's version or the default
-config changes). Then three commands of the same interpreter run interleaved, in a rotating order, `--runs` times
+`cairn.index.build.card_terms` and `cairn.index.store.write_index` by `benchmarks/hookindex.py`, run in a venv
+with the same sources and their dependencies (so parsing 100,000 YAML files is not what is timed, the index is
+written by the code the hook reads it with, and this process never imports the checkout; the index is rebuilt
+when the vault, the index format or schema, Cairn's version or the default config changes). Then three commands of the same interpreter run interleaved, in a rotating order, `--runs` times
 after 2 warm-up rounds:
 
 - `cairn hook --format claude-code` with a real UserPromptSubmit payload on stdin (a new session id every run, so
@@ -30,10 +32,7 @@ PYTHONPROFILEIMPORTTIME, against the modules a bare interpreter imports), which 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import hashlib
 import json
-import os
 import random
 import resource
 import statistics
@@ -42,67 +41,28 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.synth import SynthCard, SynthVault, git, make_vault
+from benchmarks.synth import SynthCard, SynthVault, make_vault
 from benchmarks.userenv import WORK, describe, machine, timing_env, user_venv
 
 BUDGETS = {1_000: 1.5, 10_000: 2.0, 100_000: 4.0}
 IMPORT_FLOOR = "import cairn.hot.hook"
 
 
-def index_key() -> str:
-    """What the index stored for the synthetic vault depends on: rebuilt when any of it changes."""
-    from cairn import __version__
-    from cairn.config import Config
-    from cairn.hot.index import FORMAT_VERSION
-    from cairn.index import store
-
-    parts = (FORMAT_VERSION, store._SCHEMA, __version__, json.dumps(Config().to_dict(), sort_keys=True))
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
-
-
-def build_index(vault: SynthVault, cache: Path) -> dict[str, float]:
-    """Index the committed cards with `card_terms` and `write_index`, as `cairn index` stores them, unless the
-    index for this vault and key is already there; the seconds each step took when it was built."""
-    from cairn.cards.card import Card
-    from cairn.config import Config
-    from cairn.hot.vault import find_vault
-    from cairn.index import build as indexer
-    from cairn.index import store
-
-    os.environ["CAIRN_CACHE_DIR"] = str(cache)
+def build_index(vault: SynthVault, cache: Path, python: str) -> dict[str, float]:
+    """Index the vault (`benchmarks/hookindex.py`, run by `python`: a venv with the Cairn timed and its
+    dependencies), or keep the index already built for it; the seconds each step took when it was built."""
     root = vault.root
+    order = root.parent / f"{root.name}.order"
+    order.write_text("".join(card.path + "\n" for card in vault.cards))
     record = root.parent / f"{root.name}.index.json"
-    key = index_key()
-    found = find_vault(root)
-    target = indexer.index_file_for(found)
-    commit = git(root, "rev-parse", "HEAD").strip()
-    recorded = json.loads(record.read_text()) if record.is_file() else {}
-    if recorded.get("key") == key and recorded.get("commit") == commit and target.is_file():
-        return dict(recorded["timings"])
-    started = time.perf_counter()
-    upserts = []
-    for synth in vault.cards:
-        data = synth.text().encode("utf-8")
-        blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()  # the id git gave the file
-        card = Card(
-            id=synth.id,
-            path=synth.path,
-            name=synth.name,
-            summary=synth.summary,
-            body=synth.body,
-            scope=synth.scope,
-            verified_at=dt.date.fromisoformat("2026-06-01"),
-        )
-        upserts.append(indexer.card_terms(card, blob))
-    timings = {"tokenize_s": time.perf_counter() - started}
-    started = time.perf_counter()
-    meta = indexer._meta(found, commit, "commit", Config())  # the same meta `cairn index` writes
-    with store.writer_lock(target):
-        target.unlink(missing_ok=True)
-        store.write_index(target, meta, upserts)
-    timings["write_index_s"] = time.perf_counter() - started
-    timings["index_mb"] = target.stat().st_size / 1e6
-    record.write_text(json.dumps({"key": key, "commit": commit, "timings": timings}))
+    script = str(Path(__file__).with_name("hookindex.py"))
+    env = timing_env(CAIRN_CACHE_DIR=str(cache))
+    done = subprocess.run(
+        [python, script, str(root), str(order), str(record)], env=env, cwd=root.parent, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"Error: indexing {root} failed:\n{done.stderr[-2000:]}")
+    timings: dict[str, float] = json.loads(done.stdout)
     return timings
 
 
@@ -165,10 +125,10 @@ def third_party_imports(python: str, hook: list[str], payload: bytes, env: dict[
     return list(json.loads(done.stdout))
 
 
-def bench_size(n_cards: int, runs: int, work: Path, python: str, cairn: str) -> dict[str, object]:
+def bench_size(n_cards: int, runs: int, work: Path, python: str, cairn: str, builder: str) -> dict[str, object]:
     cache, state = work / "cache", work / f"state-{n_cards}"
     vault = make_vault(work / f"vault-{n_cards}", n_cards)
-    build = {**vault.build, **build_index(vault, cache)}
+    build = {**vault.build, **build_index(vault, cache, builder)}
     env = timing_env(CAIRN_CACHE_DIR=str(cache), CAIRN_STATE_DIR=str(state))
     prompts = prompts_for(vault.cards, runs + 2)
 
@@ -234,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     venv = args.venv.resolve() if args.venv else user_venv(deps=False, rev=args.rev)
+    builder = str((args.venv.resolve() if args.venv else user_venv(deps=True, rev=args.rev)) / "bin" / "python")
     python, cairn = str(venv / "bin" / "python"), str(venv / "bin" / "cairn")
     where = subprocess.run(
         [python, "-c", "import cairn.hot.hook as h; print(h.__file__)"],
@@ -253,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
-        r = bench_size(size, max(args.runs, 20), args.work, python, cairn)
+        r = bench_size(size, max(args.runs, 20), args.work, python, cairn, builder)
         results.append(r)
         budget = r["budget"]
         verdict = "" if budget is None else ("ok" if float(r["ratio"]) <= float(budget) else "OVER")  # type: ignore[arg-type]
