@@ -227,7 +227,7 @@ def test_context_block_stays_under_the_configured_limit(vault_repo: VaultRepo) -
         vault_repo.write(f"git/long-{n}", f"Force-push rebase lesson {n}", long_summary + f"variant{n}")
     vault_repo.write_raw("cairn.toml", "[hook]\nmax_context_chars = 2500\n")
     vault_repo.commit("Long cards")
-    assert vault_repo.cairn("index").returncode == 0
+    assert vault_repo.invoke("index").returncode == 0
     done = hook(vault_repo, "text", "force-push rebase commits dropped reflog detail variant0")
     assert len(done.stdout) <= 2500
     entry = log_entries()[-1]

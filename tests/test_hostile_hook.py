@@ -91,7 +91,7 @@ def test_session_ids_never_become_paths(vault_repo: VaultRepo, tmp_path: Path) -
 def test_card_escapes_never_reach_the_agent(vault_repo: VaultRepo) -> None:
     vault_repo.write_raw("cards/git/escape-card.md", (HOSTILE / "escape-card.md").read_bytes())
     vault_repo.commit()
-    assert vault_repo.cairn("index").returncode == 0
+    assert vault_repo.invoke("index").returncode == 0
     payload = json.dumps({"session_id": "s", "prompt": "force push rebase summary lesson"}).encode()
     out = _assert_hook_output(*_hook(vault_repo, payload))
     assert out is not None

@@ -32,11 +32,11 @@ def test_staged_content_is_checked_not_the_working_tree(vault_repo: VaultRepo) -
     vault_repo.write("ci/token", "Tokens in CI", "Set GH_TOKEN in the job.", body=f"# Tokens\n\n{SECRET}")
     vault_repo.git("add", "-A")
     vault_repo.write("ci/token", "Tokens in CI", "Set GH_TOKEN in the job.", body="# Tokens\n\nUse a secret store.")
-    staged = vault_repo.cairn("lint", "--staged", "cards/ci/token.md")
+    staged = vault_repo.invoke("lint", "--staged", "cards/ci/token.md")
     assert staged.returncode == 1
     assert staged.stdout.startswith(SECRET_LINE)
     assert "from git's staging area" in staged.stderr
-    worktree = vault_repo.cairn("lint", "--worktree", "cards/ci/token.md")
+    worktree = vault_repo.invoke("lint", "--worktree", "cards/ci/token.md")
     assert worktree.returncode == 0, worktree.stdout
     assert worktree.stdout == ""
 
@@ -46,9 +46,9 @@ def test_the_rest_of_the_vault_comes_from_the_staging_area(vault_repo: VaultRepo
     vault_repo.git("add", "-A")
     # an untracked draft with the same name is not part of the commit
     vault_repo.write("git/draft", "Rebase before you push", "A draft nobody staged.")
-    staged = vault_repo.cairn("lint", "--staged", "cards/git/rebase.md")
+    staged = vault_repo.invoke("lint", "--staged", "cards/git/rebase.md")
     assert staged.returncode == 0, staged.stdout
-    worktree = vault_repo.cairn("lint", "--worktree", "cards/git/rebase.md")
+    worktree = vault_repo.invoke("lint", "--worktree", "cards/git/rebase.md")
     assert worktree.returncode == 1
     assert "name-unique the name is also used by cards/git/draft.md" in worktree.stdout
 
