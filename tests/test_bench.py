@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,8 @@ import pytest
 from cairn.membench import load_locomo, load_longmemeval, run_bench
 from cairn.membench.dates import date_spans, nearness
 from cairn.membench.metrics import ndcg_at, recall_at
-from cairn.membench.ranker import HaystackIndex, RankSettings, named_speakers, pair_terms, question_query
+from cairn.membench.ranker import HaystackIndex, RankSettings, named_speakers, question_query
+from cairn.membench.sessionbags import pair_terms
 from cairn.membench.suites import Haystack, InvalidBenchmark, Session, date_text
 from helpers.cli import invoke_cli
 from helpers.vaults import cairn_executable
@@ -99,6 +99,29 @@ def test_bench_rejects_a_file_in_the_wrong_format(tmp_path: Path) -> None:
     assert done.stderr.startswith("Error: ") and "LoCoMo" in done.stderr
     missing = invoke_cli(["bench", "longmemeval", str(tmp_path / "nope.json")])
     assert missing.returncode == 2
+
+
+def test_bench_reads_gzipped_files(tmp_path: Path) -> None:
+    # Three questions of LongMemEval_s as published (gzipped JSON), and one abstention question.
+    report = _bench("longmemeval", str(FIXTURES / "longmemeval_s_sample.json.gz"))
+    assert report["questions"] == 3 and report["excluded"] == {"abstention": 1}
+    by_type = report["by_type"]
+    assert isinstance(by_type, dict)
+    assert sorted(by_type) == ["multi-session", "single-session-preference", "temporal-reasoning"]
+    broken = tmp_path / "broken.json.gz"
+    broken.write_bytes((FIXTURES / "longmemeval_s_sample.json.gz").read_bytes()[:1000])
+    with pytest.raises(InvalidBenchmark, match="not a whole gzip file"):
+        load_longmemeval(broken)
+    plain = tmp_path / "plain.json.gz"
+    plain.write_text("[]")
+    with pytest.raises(InvalidBenchmark, match="not a whole gzip file"):
+        load_longmemeval(plain)
+
+
+def test_run_bench_reports_progress_per_haystack() -> None:
+    seen: list[tuple[int, int]] = []
+    run_bench(load_longmemeval(LONGMEMEVAL), progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
 
 
 def test_loaders_read_the_formats() -> None:
@@ -236,9 +259,7 @@ def test_neighbouring_turns_two_away_lend_their_words() -> None:
 
 
 def _ranking(sessions: list[Session], question: str, **settings: Any) -> list[int]:
-    haystack = Haystack("h", tuple(sessions))
-    with tempfile.TemporaryDirectory() as tmp, HaystackIndex(haystack, Path(tmp), RankSettings(**settings)) as index:
-        return index.rank(question)
+    return HaystackIndex(Haystack("h", tuple(sessions)), RankSettings(**settings)).rank(question)
 
 
 def test_metrics_on_a_ranking() -> None:

@@ -22,7 +22,7 @@ def bench() -> None:
     \b
     Example:
       cairn bench locomo locomo10.json
-      cairn bench longmemeval longmemeval_s_cleaned.json --json
+      cairn bench longmemeval longmemeval_s_cleaned.json.gz --json
     """
 
 
@@ -31,13 +31,14 @@ def bench() -> None:
 @json_option
 @errors_to_exit
 def longmemeval(file: Path, as_json: bool) -> None:
-    """LongMemEval (a file in the format of longmemeval_s_cleaned.json): ~50 sessions per question.
+    """LongMemEval (a file in the format of longmemeval_s_cleaned.json, or gzipped): ~50 sessions per question.
 
     Each session is one document of the user's turns; abstention questions (`_abs`) are left out.
 
     \b
     Example:
       cairn bench longmemeval longmemeval_s_cleaned.json --json
+      cairn bench longmemeval longmemeval_s.dev.json.gz
     """
     from cairn.membench import load_longmemeval
 
@@ -49,7 +50,7 @@ def longmemeval(file: Path, as_json: bool) -> None:
 @json_option
 @errors_to_exit
 def locomo(file: Path, as_json: bool) -> None:
-    """LoCoMo (locomo10.json): each conversation is a haystack, each session one document (both speakers).
+    """LoCoMo (locomo10.json, or gzipped): each conversation is a haystack, each session one document (both speakers).
 
     Questions with evidence are scored; evidence `D3:11` names session 3.
 

@@ -1,5 +1,5 @@
 """A haystack's sessions ranked for a question with Cairn's recall core (`cairn.hot.recall.rank`, BM25F over
-`cairn.hot.tokens`), on small indexes built in a temporary folder with `cairn.hot.index.write_index`:
+`cairn.hot.tokens`), on three small indexes held in memory (`cairn.membench.memindex`):
 
 - sessions: one document per session; name = the session's date in words, body = its turns;
 - turns: one document per turn; name = the session's date, summary = the turn, body = the turns around it;
@@ -17,15 +17,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from cairn.config import RecallSettings
-from cairn.hot.index import IndexReader
 from cairn.hot.recall import rank
 from cairn.hot.tokens import tokenize
-from cairn.index import store
 from cairn.membench.dates import date_spans, nearness
-from cairn.membench.suites import Haystack, date_text, session_day
+from cairn.membench.memindex import EMPTY, Document, MemoryIndex
+from cairn.membench.sessionbags import SessionCache, pair_terms
+from cairn.membench.suites import Haystack, session_day
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from cairn.hot.index import IndexReader
 
 # The words that make a sentence a question about a conversation ("what did she mention ..."), not its topic.
 # cairn.hot.tokens already drops English function words; these are the question's own verbs and fillers.
@@ -34,7 +39,6 @@ QUESTION_WORDS = frozenset(
     share shared recall remember remind recently likely""".split()
 )
 _WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
-_PAIR_TOKEN = re.compile(r"[a-z0-9]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,62 +102,47 @@ def _bare(word: str) -> str:
     return lowered[:-2] if lowered.endswith("'s") else lowered
 
 
-def pair_terms(tokens: list[str]) -> list[str]:
-    """Each pair of words at most two apart, in alphabetical order ("support_group"): proximity as terms."""
-    words = [t for t in tokens if _PAIR_TOKEN.fullmatch(t)]
-    out = []
-    for i, word in enumerate(words):
-        for other in words[i + 1 : i + 3]:
-            if other != word:
-                out.append("_".join(sorted((word, other))))
-    return out
-
-
 class HaystackIndex:
-    """The indexes of one haystack, open for ranking; use as a context manager."""
+    """The three indexes of one haystack (sessions, turns, pairs), in memory, ready to rank questions.
 
-    def __init__(self, haystack: Haystack, folder: Path, settings: RankSettings) -> None:
+    cache: the bags of sessions already tokenized (shared across haystacks). open_index: what turns a list of
+    documents into an index recall can rank (a `MemoryIndex`; the tests also write index files, to hold the two
+    equal).
+    """
+
+    def __init__(
+        self,
+        haystack: Haystack,
+        settings: RankSettings,
+        cache: SessionCache | None = None,
+        open_index: Callable[[list[Document]], Any] = MemoryIndex,
+    ) -> None:
         self.haystack = haystack
         self.settings = settings
-        sessions: list[store.CardTerms] = []
-        turns: list[store.CardTerms] = []
-        pairs: list[store.CardTerms] = []
-        self._turn_owner: list[int] = [-1]  # index rows count from 1 in insertion order
+        cache = cache or SessionCache()
+        sessions: list[Document] = []
+        turns: list[Document] = []
+        pairs: list[Document] = []
+        self._turn_owner: list[int] = [-1]  # index rows count from 1 in document order
         self._turn_speaker: list[str] = [""]
-        self._turn_tokens: list[list[str]] = [[]]
         self._days = [session_day(session.date) for session in haystack.sessions]
         self.names = frozenset(s.lower() for session in haystack.sessions for s in session.speakers if s)
         window = settings.window
         for position, session in enumerate(haystack.sessions):
-            date = tokenize(date_text(session.date))
-            tokens = [tokenize(turn) for turn in session.turns]
-            speakers = session.speakers or ("",) * len(tokens)
-            for j, turn_tokens in enumerate(tokens):
-                context = [
-                    t for k in range(j - window, j + window + 1) if k != j and 0 <= k < len(tokens) for t in tokens[k]
-                ]
-                turns.append(_document(f"t{len(turns)}", date, turn_tokens, context))
-                pairs.append(_document(f"p{len(pairs)}", [], pair_terms(turn_tokens), []))
+            date = (cache.date(session),)
+            bags = cache.turns(session)
+            n = len(bags.turns)
+            speakers = session.speakers or ("",) * n
+            for j, turn in enumerate(bags.turns):
+                context = tuple(bags.turns[k] for k in range(max(j - window, 0), min(j + window + 1, n)) if k != j)
+                turns.append((date, (turn,), context))
+                pairs.append((EMPTY, (bags.pairs[j],), EMPTY))
                 self._turn_owner.append(position)
                 self._turn_speaker.append(speakers[j].lower())
-                self._turn_tokens.append(turn_tokens)
-            sessions.append(_document(f"s{position}", date, (), [t for turn_tokens in tokens for t in turn_tokens]))
-        folder.mkdir(parents=True, exist_ok=True)
-        self._sessions = _write(folder / "sessions.sqlite", sessions)
-        self._turns = _write(folder / "turns.sqlite", turns)
-        self._pairs = _write(folder / "pairs.sqlite", pairs) if settings.pair_weight else None
-
-    def close(self) -> None:
-        self._sessions.close()
-        self._turns.close()
-        if self._pairs is not None:
-            self._pairs.close()
-
-    def __enter__(self) -> HaystackIndex:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+            sessions.append((date, EMPTY, bags.turns))
+        self._sessions: IndexReader = open_index(sessions)
+        self._turns: IndexReader = open_index(turns)
+        self._pairs: IndexReader | None = open_index(pairs) if settings.pair_weight else None
 
     def rank(self, question: str) -> list[int]:
         """Every session's position in the haystack, best first."""
@@ -215,27 +204,3 @@ def _mix(base: dict[int, float], extra: dict[int, float], weight: float) -> dict
         row: base.get(row, 0.0) / top_base + weight * extra.get(row, 0.0) / top_extra
         for row in base.keys() | extra.keys()
     }
-
-
-def _document(
-    doc_id: str, name: list[str], summary: tuple[str, ...] | list[str], body: tuple[str, ...] | list[str]
-) -> store.CardTerms:
-    return store.CardTerms(
-        id=doc_id,
-        path=doc_id,
-        blob="",
-        name="",
-        summary="",
-        status="active",
-        expires_on=None,
-        scope=(),
-        not_when=(),
-        supersedes=(),
-        record={},
-        tokens=(name, summary, body),
-    )
-
-
-def _write(path: Path, documents: list[store.CardTerms]) -> IndexReader:
-    store.write_index(path, {"commit": "benchmark", "source": "benchmark", "config": "{}"}, documents)
-    return IndexReader(path)

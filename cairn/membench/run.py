@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from cairn.membench.metrics import mean_metrics, question_metrics
 from cairn.membench.ranker import HaystackIndex, RankSettings
+from cairn.membench.sessionbags import SessionCache
 from cairn.membench.suites import Suite
 
 Progress = Callable[[int, int], None]
@@ -51,18 +50,18 @@ def run_bench(
     total = sum(len(v) for v in by_haystack.values())
     rows: dict[int, dict[str, float]] = {}
     done = 0
-    with tempfile.TemporaryDirectory(prefix="cairn-bench-") as tmp:
-        for n, (key, indices) in enumerate(by_haystack.items()):
-            haystack = suite.haystacks[key]
-            with HaystackIndex(haystack, Path(tmp) / str(n), settings) as index:
-                ids = [session.id for session in haystack.sessions]
-                for i in indices:
-                    question = suite.questions[i]
-                    ranking = [ids[p] for p in index.rank(question.text)]
-                    rows[i] = question_metrics(ranking, question.relevant)
-            done += len(indices)
-            if progress:
-                progress(done, total)
+    cache = SessionCache()
+    for key, indices in by_haystack.items():
+        haystack = suite.haystacks[key]
+        index = HaystackIndex(haystack, settings, cache)
+        ids = [session.id for session in haystack.sessions]
+        for i in indices:
+            question = suite.questions[i]
+            ranking = [ids[p] for p in index.rank(question.text)]
+            rows[i] = question_metrics(ranking, question.relevant)
+        done += len(indices)
+        if progress:
+            progress(done, total)
     ordered = sorted(rows)
     types: dict[str, list[dict[str, float]]] = {}
     for i in ordered:

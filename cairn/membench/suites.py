@@ -9,6 +9,7 @@ session 3, turn 11; both speakers' turns are indexed (questions ask about either
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import json
 import re
 from dataclasses import dataclass, field
@@ -162,7 +163,11 @@ def _locomo_turn(turn: dict[str, Any]) -> str:
 
 
 def _read_json(path: Path) -> Any:
+    """The file's JSON; a file ending in `.gz` is read through gzip."""
     try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rt", encoding="utf-8") as handle:
+                return json.load(handle)
         with open(path, encoding="utf-8") as handle:
             return json.load(handle)
     except json.JSONDecodeError as exc:
@@ -171,6 +176,8 @@ def _read_json(path: Path) -> Any:
         raise InvalidBenchmark(f"{path}: not UTF-8 text; a benchmark file is UTF-8 JSON") from None
     except RecursionError:
         raise InvalidBenchmark(f"{path}: JSON nested too deeply to be a benchmark file") from None
+    except (gzip.BadGzipFile, EOFError):
+        raise InvalidBenchmark(f"{path}: not a whole gzip file") from None
 
 
 _LOCOMO_DATE = re.compile(r"(\d{1,2}) ([A-Za-z]+),? (\d{4})")
