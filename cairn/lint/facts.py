@@ -7,11 +7,12 @@ from typing import Any
 
 from cairn.atomic import write_atomic
 from cairn.cards.card import Card, card_id_from_path, parse_card
+from cairn.cards.similarity import terms
 from cairn.hot import paths
-from cairn.lint.model import CardFacts, words_of
+from cairn.lint.model import CardFacts
 from cairn.lint.snapshot import FILE, Snapshot
 
-_VERSION = 2
+_VERSION = 3  # 3: summary words are recall's terms
 
 
 def facts_of(rel_path: str, card: Card | None) -> CardFacts:
@@ -25,7 +26,7 @@ def facts_of(rel_path: str, card: Card | None) -> CardFacts:
         status=card.status,
         scope=card.scope,
         supersedes=card.supersedes,
-        words=words_of(card.summary),
+        words=terms(card.summary),
     )
 
 

@@ -11,27 +11,11 @@ from functools import cached_property
 
 from cairn.cards.body import CardBody, read_body
 from cairn.cards.card import Card
+from cairn.cards.similarity import name_key, terms
 from cairn.config import LintSettings
 from cairn.finding import ERROR, WARNING, Finding
 
-__all__ = ["ERROR", "WARNING", "CardFacts", "Context", "Rule", "Target", "words_of"]
-
-_WORD = re.compile(r"\w+")
-_STOP = frozenset(
-    """a an and are as at be been but by can could did do does for from had has have how i if in into is it its
-    just me my no not of on or our so than that the their them then there these they this those to too up us was
-    we were what when where which while who why will with would you your""".split()
-)
-
-
-def words_of(text: str) -> frozenset[str]:
-    """A cheap, order-free word set for similarity: lowercase words, stop words and single letters dropped."""
-    return frozenset(_stem(w) for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in _STOP)
-
-
-def _stem(word: str) -> str:
-    """A plural's singular, roughly (`writes` -> `write`), so wording that differs only in number still matches."""
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+__all__ = ["ERROR", "WARNING", "CardFacts", "Context", "Rule", "Target"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +23,7 @@ class CardFacts:
     """What one card file contributes to the vault-wide rules (cached by the file's git blob id).
 
     name: None when the file breaks the contract (it still exists, so links and supersedes to it hold).
-    words: words of the summary, for near-duplicate search.
+    words: the summary's terms (`cairn.cards.similarity.terms`), for near-duplicate search.
     """
 
     path: str
@@ -91,12 +75,12 @@ class Context:
         settings: LintSettings,
         today: dt.date,
         cards: dict[str, CardFacts],
-        body_words: Callable[[list[str]], dict[str, frozenset[str]]],
+        body_terms: Callable[[list[str]], dict[str, frozenset[str]]],
     ) -> None:
         self.settings = settings
         self.today = today
         self.cards = cards  # id -> facts, every `.md` file under cards/
-        self.body_words = body_words  # ids -> words of their bodies, read on demand
+        self.body_terms = body_terms  # ids -> terms of their bodies, read on demand
 
     @cached_property
     def ids_by_name(self) -> dict[str, list[str]]:
@@ -118,18 +102,13 @@ class Context:
     def postings(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for facts in self.cards.values():
-            for word in facts.words | words_of(facts.name or ""):
+            for word in facts.words | terms(facts.name or ""):
                 out.setdefault(word, []).append(facts.id)
         return out
 
     @cached_property
     def superseded_pairs(self) -> set[frozenset[str]]:
         return {frozenset((f.id, old)) for f in self.cards.values() for old in f.supersedes}
-
-
-def name_key(name: str) -> str:
-    """Names compared for uniqueness: case, spacing and punctuation at the ends do not count."""
-    return " ".join(name.casefold().split()).strip(" .!?:;")
 
 
 Check = Callable[[Target, Context], Iterable[Finding]]

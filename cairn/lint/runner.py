@@ -7,13 +7,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from cairn.cards.card import Card, card_id_from_path, parse_card
+from cairn.cards.similarity import terms
 from cairn.config import CONFIG_FILE, LintSettings, parse_config
 from cairn.finding import ERROR, WARNING, Finding
 from cairn.hot.errors import CairnError, InvalidConfig
 from cairn.hot.vault import Vault
 from cairn.lint import registry
 from cairn.lint.facts import vault_facts
-from cairn.lint.model import Context, Rule, Target, words_of
+from cairn.lint.model import Context, Rule, Target
 from cairn.lint.snapshot import FILE, STAGED, SYMLINK, Snapshot
 
 
@@ -75,11 +76,11 @@ def _lint(
     facts = vault_facts(snapshot)
     bodies: dict[str, frozenset[str]] = {}  # each card's body is read at most once per run
 
-    def body_words(ids: list[str]) -> dict[str, frozenset[str]]:
-        bodies.update(_body_words(snapshot, [i for i in ids if i not in bodies]))
+    def body_terms(ids: list[str]) -> dict[str, frozenset[str]]:
+        bodies.update(_body_terms(snapshot, [i for i in ids if i not in bodies]))
         return {i: bodies[i] for i in ids}
 
-    context = Context(settings, today or dt.date.today(), facts, body_words)
+    context = Context(settings, today or dt.date.today(), facts, body_terms)
 
     every = sorted(snapshot.files)
     plan: dict[str, tuple[Rule, ...]] = {}
@@ -135,8 +136,8 @@ def _text(data: bytes) -> str | None:
     return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _body_words(snapshot: Snapshot, ids: list[str]) -> dict[str, frozenset[str]]:
-    """Words of some cards' bodies, read in one batch (near-duplicate compares bodies of a few candidates)."""
+def _body_terms(snapshot: Snapshot, ids: list[str]) -> dict[str, frozenset[str]]:
+    """Terms of some cards' bodies, read in one batch (near-duplicate compares bodies of a few candidates)."""
     if not ids:
         return {}
     files = {card_id: snapshot.files.get(f"cards/{card_id}.md") for card_id in ids}
@@ -145,5 +146,5 @@ def _body_words(snapshot: Snapshot, ids: list[str]) -> dict[str, frozenset[str]]
     for card_id, file in files.items():
         data = contents.get(file.blob) if file is not None else None
         card: Card | None = parse_card(file.path, data)[0] if file is not None and data is not None else None
-        out[card_id] = words_of(card.body) if card is not None else frozenset()
+        out[card_id] = terms(card.body) if card is not None else frozenset()
     return out

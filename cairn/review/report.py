@@ -29,17 +29,17 @@ import re
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
 from cairn import gitrepo
-from cairn.config import CONFIG_FILE
+from cairn.cards import similarity
+from cairn.cards.card import parse_card
+from cairn.config import CONFIG_FILE, config_from_dict
 from cairn.finding import ERROR, Finding
 from cairn.hot.errors import CairnError
 from cairn.hot.index import IndexedCard, IndexReader
 from cairn.hot.recall import rank
-from cairn.hot.tokens import tokenize
 from cairn.hot.vault import CARDS_DIR, Vault
 from cairn.index import build as indexer
 from cairn.lint import lint_files
@@ -51,11 +51,9 @@ EVALS_DIR = "evals"
 CASE_SUFFIXES = (".yaml", ".yml", ".jsonl")
 PROMPT_INJECTION = "prompt-injection"
 
-# Similarity between a changed card and another card (see `_compare`).
+# A changed card against other cards (see `_compare`); near-duplicates are `cairn.cards.similarity`'s.
 NEIGHBOURS = 12  # cards ranked for the changed card's name and summary that are compared with it
-DUPLICATE_NAME = 0.85
-DUPLICATE_SUMMARY = 0.6  # Jaccard of summary terms
-CONFLICT_OVERLAP = 0.5  # share of the smaller summary's terms found in the other
+CONFLICT_OVERLAP = 0.5  # share of the shorter summary's terms found in the other
 CONFLICT_NAME = 0.8
 
 STATUS_WORDS = {"A": "added", "M": "changed", "R": "renamed", "D": "removed"}
@@ -90,7 +88,13 @@ class CardChange:
 
 @dataclass(frozen=True, slots=True)
 class Similar:
-    """A changed card and another card at HEAD that is a near-duplicate of it or probably contradicts it."""
+    """A changed card and another card at HEAD that is a near-duplicate of it or probably contradicts it.
+
+    why: the reason in words, built from the figures below (rounded to 3 places here, to whole percents in `why`).
+    name_similarity, summary_similarity, body_similarity: `cairn.cards.similarity`'s figures (a near-duplicate is
+    one of them at `[lint] duplicate_threshold` or more). summary_overlap: the share of the shorter summary's terms
+    found in the other (what, with opposing words, makes a conflict).
+    """
 
     kind: str  # near-duplicate | conflict
     card: str
@@ -98,6 +102,8 @@ class Similar:
     other_name: str
     why: str
     name_similarity: float
+    summary_similarity: float
+    body_similarity: float
     summary_overlap: float
 
 
@@ -253,7 +259,9 @@ def review(vault: Vault, spec: str, *, today: dt.date | None = None, progress: P
             return Review(base_rev, head_rev, base, head, changes, config_changed, findings, (), routing)
         with IndexReader(base_index) as before, IndexReader(head_index) as after:
             changes = tuple(_change(c, before, after, commits) for c in raw_changes)
-            similar = _similar(after, [c for c in changes if c.status != "removed"])
+            threshold = config_from_dict(after.config).lint.duplicate_threshold
+            bodies = _BodyTerms(snapshot.root)
+            similar = _similar(after, [c for c in changes if c.status != "removed"], bodies, threshold)
             routing = _routing(repo, vault, head, before, after, work / "evals", today, progress)
     return Review(base_rev, head_rev, base, head, changes, config_changed, findings, similar, routing)
 
@@ -368,11 +376,29 @@ def _opposition(text: str, other: str) -> str | None:
     return None
 
 
-def _terms(text: str) -> set[str]:
-    return set(tokenize(text))
+class _BodyTerms:
+    """The terms of cards' bodies, read from HEAD's cards as `_materialize` wrote them (once per card)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.seen: dict[str, frozenset[str] | None] = {}
+
+    def __call__(self, card: IndexedCard) -> frozenset[str] | None:
+        if card.id not in self.seen:
+            try:
+                parsed, _ = parse_card(card.path, (self.root / card.path).read_bytes())
+            except OSError:
+                parsed = None
+            self.seen[card.id] = similarity.terms(parsed.body) if parsed is not None else None
+        return self.seen[card.id]
 
 
-def _similar(index: IndexReader, changed: Sequence[CardChange]) -> tuple[Similar, ...]:
+def _similar(
+    index: IndexReader,
+    changed: Sequence[CardChange],
+    bodies: Callable[[IndexedCard], frozenset[str] | None],
+    threshold: float,
+) -> tuple[Similar, ...]:
     """Each changed card against its lexical neighbours at HEAD (the cards recall ranks for its name and summary)."""
     found: dict[frozenset[str], Similar] = {}
     for change in changed:
@@ -384,33 +410,43 @@ def _similar(index: IndexReader, changed: Sequence[CardChange]) -> tuple[Similar
             pair = frozenset((card.id, other.id))
             if pair in found or other.id in card.supersedes or card.id in other.supersedes:
                 continue
-            hit = _compare(card, other)
+            hit = _compare(card, other, bodies, threshold)
             if hit is not None:
                 found[pair] = hit
     return tuple(sorted(found.values(), key=lambda s: (s.kind != "conflict", s.card, s.other)))
 
 
-def _compare(card: IndexedCard, other: IndexedCard) -> Similar | None:
-    name_sim = SequenceMatcher(None, card.name.casefold(), other.name.casefold()).ratio()
-    mine, theirs = _terms(card.summary), _terms(other.summary)
-    common = mine & theirs
-    overlap = len(common) / min(len(mine), len(theirs)) if mine and theirs else 0.0
-    jaccard = len(common) / len(mine | theirs) if mine or theirs else 0.0
-    same_scope = bool(set(card.scope) & set(other.scope)) or not (card.scope or other.scope)
+def _compare(
+    card: IndexedCard,
+    other: IndexedCard,
+    bodies: Callable[[IndexedCard], frozenset[str] | None],
+    threshold: float,
+) -> Similar | None:
+    mine = similarity.profile(card.name, card.scope, card.summary, bodies(card))
+    theirs = similarity.profile(other.name, other.scope, other.summary, bodies(other))
+    alike = similarity.likeness(mine, theirs)
+    common = mine.summary & theirs.summary
+    overlap = len(common) / min(len(mine.summary), len(theirs.summary)) if mine.summary and theirs.summary else 0.0
+    same_scope = similarity.shares_scope(mine.scope, theirs.scope)
     opposed = _opposition(f"{card.name}. {card.summary}", f"{other.name}. {other.summary}")
-    if card.scope and other.scope:
+    if mine.scope and theirs.scope:
         scope_note = "same scope" if same_scope else "different scopes"
     else:
         scope_note = "neither has a scope" if same_scope else "one has no scope"
-    if opposed and (overlap >= CONFLICT_OVERLAP or (same_scope and name_sim >= CONFLICT_NAME)):
-        why = (
-            f"{overlap:.0%} of summary terms shared, names {name_sim:.0%} alike, {scope_note}; "
-            f"opposing words: {opposed}"
+
+    def similar(kind: str, why: str) -> Similar:
+        figures = (alike.name, alike.summary, alike.body, overlap)
+        return Similar(kind, card.id, other.id, other.name, why, *(round(f, 3) for f in figures))
+
+    if opposed and (overlap >= CONFLICT_OVERLAP or (same_scope and alike.name >= CONFLICT_NAME)):
+        return similar(
+            "conflict",
+            f"{overlap:.0%} of the shorter summary's words are in the other, names {alike.name:.0%} alike, "
+            f"{scope_note}; opposing words: {opposed}",
         )
-        return Similar("conflict", card.id, other.id, other.name, why, round(name_sim, 3), round(overlap, 3))
-    if jaccard >= DUPLICATE_SUMMARY or (same_scope and name_sim >= DUPLICATE_NAME):
-        why = f"names {name_sim:.0%} alike, summaries share {jaccard:.0%} of their terms, {scope_note}"
-        return Similar("near-duplicate", card.id, other.id, other.name, why, round(name_sim, 3), round(overlap, 3))
+    duplicate = alike.duplicate(threshold)
+    if duplicate is not None:
+        return similar("near-duplicate", f"{similarity.describe(*duplicate)} ({scope_note})")
     return None
 
 

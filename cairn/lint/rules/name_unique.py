@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cairn.cards.similarity import name_key
 from cairn.finding import Finding
-from cairn.lint.model import ERROR, Context, Rule, Target, name_key
+from cairn.lint.model import ERROR, Context, Rule, Target
 
 
 def check(target: Target, context: Context) -> Iterator[Finding]:
