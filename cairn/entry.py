@@ -1,7 +1,5 @@
 """The `cairn` executable: `cairn hook` runs on the standard library alone; everything else goes through click."""
 
-from __future__ import annotations
-
 import sys
 
 

@@ -1,38 +1,54 @@
-"""The hot path imports the standard library and Cairn's own hot modules only: checked with `python -X importtime`."""
+"""The hot path imports the standard library and Cairn's own hot modules only: checked with `python -X importtime`.
+
+A real hook run (vault found, index read, recall, session file, log line, output) is run as `cairn` runs it
+(`cairn.entry.main`), under `python -S` with Cairn's folder as the only path: nothing a `.pth` file or the install
+imports at startup hides what the hook imports, and the hook cannot reach a third-party package. Then through the
+installed executable, less what its own wrapper script imports (pip's wrapper imported `re` before pip 25).
+"""
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-from helpers.payloads import FITTING_PROMPT, payload_for
+import pytest
+
+import cairn
+from helpers.payloads import FITTING_PROMPT, log_entries, payload_for
 from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault
 
 # The hook may import only these standard library modules (and what they import themselves) beyond what the
-# interpreter loads for `python -c pass`, and only these Cairn modules. Anything else fails: a new import on the
+# interpreter loads for `python -S -c pass`, and only Cairn's hot modules. Anything else fails: a new import on the
 # hot path is a decision (it costs every prompt), made here.
 HOT_STDLIB = (
     "os",
     "gc",
     "sys",
-    "re",
+    "stat",
     "time",
     "math",
-    "json",
-    "array",
-    "bisect",
-    "heapq",
     "fcntl",
-    "pathlib",
-    "_sqlite3",  # the C module: the `sqlite3` package adds datetime adapters the index never uses
+    "_json",  # the C accelerator: cairn.hot.jsonc drives it as `json` does
+    "_bisect",  # the C modules behind `bisect` and `heapq`, without their Python wrappers
+    "_heapq",
 )
+# Allowed by name, not with what importing them alone brings: `_sqlite3` (the C module; the `sqlite3` package adds
+# datetime adapters the index never uses) imports `functools` for its statement cache, which `cairn.hot.index`
+# gives it a stand-in for.
+HOT_BY_NAME = {"_sqlite3"}
 # Cairn's own modules the hook may import: the hot package, and the executable's entry point.
 HOT_CAIRN_PREFIX = "cairn.hot."
 HOT_CAIRN_ROOTS = {"cairn", "cairn.entry", "cairn.hot"}
 # Never on the hot path, whatever imports them: third-party parsers and git, and the standard library modules the
-# hot path was freed of (dataclasses pulls in inspect and ast: +8 ms; datetime; the sqlite3 package; contextlib).
+# hot path was freed of: `re` (and the `enum`, `functools`, `collections` it brings; the tokenizer, the JSON
+# module, the shell quoting and the vault key do without), the `json` package, `pathlib` (`urllib.parse`,
+# `ipaddress`, `fnmatch`), `dataclasses` (`inspect`, `ast`: +8 ms), `datetime`, `hashlib`, the `sqlite3` package,
+# `contextlib`, `array` and the `bisect`/`heapq` wrappers, and `__future__` (0.25 ms: hot modules quote the
+# annotations that name type-checking-only names instead).
 NEVER = {
     "click",
     "git",
@@ -44,35 +60,75 @@ NEVER = {
     "mdurl",
     "tomli",
     "tomllib",
+    "re",
+    "enum",
+    "functools",
+    "collections",
+    "collections.abc",
+    "operator",
+    "json",
+    "json.decoder",
+    "pathlib",
+    "urllib",
+    "urllib.parse",
+    "ipaddress",
+    "fnmatch",
+    "shlex",
+    "typing",
     "dataclasses",
     "inspect",
-    "typing",
     "datetime",
-    "sqlite3",
     "hashlib",
+    "sqlite3",
+    "contextlib",
     "tempfile",
+    "subprocess",
+    "array",
+    "bisect",
+    "heapq",
+    "__future__",
     "cairn.config",
 }
+CAIRN_HOME = str(Path(cairn.__file__).resolve().parent.parent)
+# `cairn hook ...` as the executable runs it, without the wrapper script pip writes around it.
+RUN_HOOK = "import sys; sys.argv[0] = 'cairn'; from cairn.entry import main; main()"
 
 
-def imported(args: list[str], **kwargs: object) -> set[str]:
+def _isolated_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = CAIRN_HOME
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def imported(args: list[str], *, isolated: bool = True, **kwargs: object) -> set[str]:
+    """The modules `python -X importtime ARGS` imports (with `-S` and only Cairn on the path when isolated)."""
+    flags = ["-S"] if isolated else []
+    env = _isolated_env() if isolated else dict(os.environ)
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", *args], capture_output=True, text=True, check=False, **kwargs
+        [sys.executable, *flags, "-X", "importtime", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        **kwargs,
     )  # type: ignore[call-overload]
+    assert done.returncode == 0, done.stderr[-2000:]
     names = set()
     for line in done.stderr.splitlines():
         if line.startswith("import time:") and "|" in line:
             names.add(line.rsplit("|", 1)[1].strip())
     assert names, done.stderr
+    names.discard("imported package")
     return names
 
 
-def allowed() -> set[str]:
+def allowed(isolated: bool = True) -> set[str]:
     """`python -c pass`'s modules, the hot standard library modules with everything they import, the built-in
     sha256 module (`_sha2` or `_sha256`, by version), and the hot Cairn modules."""
-    stdlib = imported(["-c", "import " + ", ".join(HOT_STDLIB)])
-    sha = imported(["-c", "from cairn.hot.paths import sha256_hex"]) - imported(["-c", "import os, re, pathlib"])
-    return stdlib | {name for name in sha if not name.startswith("cairn")} | HOT_CAIRN_ROOTS
+    stdlib = imported(["-c", "import " + ", ".join(HOT_STDLIB)], isolated=isolated)
+    sha = imported(["-c", "from cairn.hot.paths import sha256_hex"], isolated=isolated)
+    return stdlib | {name for name in sha if not name.startswith("cairn")} | HOT_BY_NAME | HOT_CAIRN_ROOTS
 
 
 def is_hot(name: str) -> bool:
@@ -90,27 +146,61 @@ def offenders(names: set[str], allow: set[str]) -> set[str]:
     return bad
 
 
+def hook_run(repo: VaultRepo, fmt: str, session: str | None) -> set[str]:
+    """The modules a real hook run imports that injects the rebase card."""
+    if fmt == "text":
+        stdin = FITTING_PROMPT
+    elif fmt == "json":
+        stdin = json.dumps({"prompt": FITTING_PROMPT, **({"session_id": session} if session else {})})
+    else:
+        stdin = payload_for(fmt, FITTING_PROMPT, repo.root, session=session or "")
+    names = imported(["-c", RUN_HOOK, "hook", "--format", fmt], input=stdin, cwd=repo.root)
+    entry = log_entries()[-1]
+    assert entry["error"] is None and entry["injected"] == [REBASE_ID] and entry["stale"] is False, entry
+    return names
+
+
+RUNS = [("claude-code", "session-1"), ("json", "session-2"), ("json", None), ("text", None)]
+
+
+@pytest.mark.parametrize(("fmt", "session"), RUNS)
+def test_a_real_hook_run_imports_stdlib_and_hot_modules_only(
+    vault_repo: VaultRepo, fmt: str, session: str | None
+) -> None:
+    make_vault(vault_repo)
+    names = hook_run(vault_repo, fmt, session)
+    expected = {"cairn.hot.recall", "cairn.hot.index", "cairn.hot.hooklog", "cairn.hot.gitrefs", "_sqlite3"}
+    assert expected <= names
+    assert ("cairn.hot.session" in names) == (session is not None)
+    assert offenders(names, allowed()) == set()
+    assert names & NEVER == set()
+
+
 def test_importing_the_hook_imports_only_the_allowed_modules() -> None:
     names = imported(["-c", "import cairn.hot.hook"])
     assert "cairn.hot.hook" in names
     assert offenders(names, allowed()) == set()
+    assert names & NEVER == set()
 
 
-def test_a_real_hook_run_imports_stdlib_and_hot_modules_only(vault_repo: VaultRepo) -> None:
+def test_the_installed_executable_adds_nothing_to_what_its_wrapper_imports(vault_repo: VaultRepo) -> None:
     make_vault(vault_repo)
+    executable = cairn_executable()
+    wrapper = "\n".join(
+        line
+        for line in Path(executable).read_text("utf-8").splitlines()
+        if line.startswith(("import ", "from ")) and "cairn" not in line
+    )
     names = imported(
-        [cairn_executable(), "hook", "--format", "claude-code"],
+        [executable, "hook", "--format", "claude-code"],
+        isolated=False,
         input=payload_for("claude-code", FITTING_PROMPT, vault_repo.root),
         cwd=vault_repo.root,
     )
-    assert {
-        "cairn.hot.recall",
-        "cairn.hot.index",
-        "cairn.hot.session",
-        "cairn.hot.hooklog",
-        "cairn.hot.gitrefs",
-    } <= names
-    assert offenders(names, allowed()) == set()
+    assert log_entries()[-1]["injected"] == [REBASE_ID]
+    own = names - imported(["-c", wrapper or "pass"], isolated=False)
+    assert offenders(own, allowed(isolated=False)) == set()
+    assert own & NEVER == set()
 
 
 def test_the_allow_list_catches_a_new_import() -> None:
@@ -122,6 +212,21 @@ def test_the_allow_list_catches_a_new_import() -> None:
 
 def test_the_allowed_standard_modules_do_not_bring_in_what_the_hot_path_was_freed_of() -> None:
     assert allowed() & NEVER == set()
+
+
+def test_the_sqlite_stand_in_leaves_no_trace() -> None:
+    """Reading the index without `functools` (see `cairn.hot.index._import_sqlite`) leaves the real module to
+    whoever imports it next, and the connection works without a statement cache."""
+    code = (
+        "import sys, cairn.hot.index as index; assert 'functools' not in sys.modules, 'stand-in left'; "
+        "db = index.sqlite3.connect(':memory:'); "
+        "assert [db.execute('SELECT ?', (i,)).fetchone()[0] for i in range(300)] == list(range(300)); "
+        "import functools; assert functools.lru_cache.__module__ == 'functools'; print('ok')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", code], capture_output=True, text=True, check=False, env=_isolated_env()
+    )
+    assert done.stdout.strip() == "ok", done.stderr
 
 
 def test_the_installed_executable_is_what_runs(vault_repo: VaultRepo) -> None:

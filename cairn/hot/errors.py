@@ -1,7 +1,5 @@
 """Cairn's exceptions: one root, translated into `Error: ...` and exit 1 once, at the CLI edge."""
 
-from __future__ import annotations
-
 
 class CairnError(Exception):
     """A user-facing failure: the message says what is wrong and what to do."""

@@ -14,8 +14,6 @@ Every gate value is a ratio in [0, 1], so one threshold means the same thing in 
 - margin: 1 - next score / score; how clearly the card stands above the candidate ranked after it.
 """
 
-from __future__ import annotations
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -33,7 +31,7 @@ def lead(score: float, next_score: float, best: float) -> float:
     return max(0.0, score - next_score) / best if best > 0 else 0.0
 
 
-def coverage(matched: Iterable[str], weights: Mapping[str, float], total: float) -> float:
+def coverage(matched: "Iterable[str]", weights: "Mapping[str, float]", total: float) -> float:
     """The share of the query's informative weight among the matched terms."""
     if total <= 0:
         return 0.0
@@ -47,7 +45,7 @@ def margin(score: float, next_score: float) -> float:
     return max(0.0, 1.0 - next_score / score)
 
 
-def failed_gate(ahead: float, cover: float, gap: float, settings: RecallSettings) -> str | None:
+def failed_gate(ahead: float, cover: float, gap: float, settings: "RecallSettings") -> str | None:
     """The first gate a candidate fails (score lead, then coverage, then margin), or None when it passes all three."""
     if ahead < settings.min_score:
         return BELOW_SCORE

@@ -5,8 +5,6 @@ packed-refs, and a worktree's `commondir`. Anything it cannot read (an unborn br
 a damaged file) gives None: callers treat that as "unknown" and never fail because of it.
 """
 
-from __future__ import annotations
-
 import os
 
 _MAX_REF_HOPS = 5

@@ -5,23 +5,18 @@ only when the log cannot be written). It never writes into the vault, and never 
 log holds its sha256 and length.
 """
 
-from __future__ import annotations
-
-import json
 import os
-import re
 import sys
 
-from cairn.hot import hooklog
+from cairn.hot import hooklog, jsonc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from pathlib import Path
 
     from cairn.hot.index import IndexReader
     from cairn.hot.recall import Candidate
-    from cairn.hot.vault import Vault
+    from cairn.hot.vault import VaultDirs
 
 FORMATS = ("claude-code", "codex", "gemini", "text", "json")
 MAX_STDIN_BYTES = 8 * 1024 * 1024
@@ -163,7 +158,7 @@ def parse_payload(fmt: str, raw: bytes) -> Payload:
     if fmt == "text":
         return Payload(text, None, None)
     try:
-        data = json.loads(text)
+        data = jsonc.loads(text)
     except ValueError as exc:
         raise HookInputError(f"stdin is not JSON ({type(exc).__name__} at char {getattr(exc, 'pos', '?')})") from None
     if not isinstance(data, dict):
@@ -181,30 +176,29 @@ def parse_payload(fmt: str, raw: bytes) -> Payload:
 
 
 def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object]) -> str:
-    from pathlib import Path
-
     from cairn.hot.serve import scope_tags, serve_prompt
-    from cairn.hot.session import session_key
     from cairn.hot.settings import hook_settings
-    from cairn.hot.vault import find_vault
+    from cairn.hot.vault import locate_vault
 
     prompt_bytes = payload.prompt.encode("utf-8", "surrogatepass")
     entry["prompt_sha256"] = hooklog.sha256_hex(prompt_bytes)
     entry["prompt_len"] = len(payload.prompt)
     if payload.session_id is not None:
+        from cairn.hot.session import session_key
+
         entry["session"] = session_key(payload.session_id)
 
     if payload.cwd is None:  # text and json input carry no cwd: the hook's own folder stands in
         payload.cwd = os.getcwd()
-    vault = find_vault(options.vault, cwd=Path(payload.cwd))
-    entry["vault"] = str(vault.root)
+    vault = locate_vault(options.vault, cwd=payload.cwd)
+    entry["vault"] = vault.root
     index = _open_fresh_index(vault, entry)
     try:
         max_context_chars = hook_settings(index.config)[0]
         served = serve_prompt(
             index,
             payload.prompt[:MAX_QUERY_CHARS],
-            vault_root=str(vault.root),
+            vault_root=vault.root,
             scope=scope_tags(options.scope),
             session_id=payload.session_id,
             fit=lambda injected: _fit(injected, vault, payload, max_context_chars),
@@ -218,20 +212,20 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
     return _render(fmt, chosen, vault, payload, abstained=not chosen)
 
 
-def _logged(candidate: Candidate, kept: set[str]) -> dict[str, object]:
+def _logged(candidate: "Candidate", kept: set[str]) -> dict[str, object]:
     decision, reason = candidate.decision, candidate.reason
     if decision == "injected" and candidate.card.id not in kept:  # recall chose it; the context limit did not
         decision, reason = "rejected", "context_limit"
     return {"id": candidate.card.id, "score": candidate.score, "decision": decision, "reason": reason}
 
 
-def _open_fresh_index(vault: Vault, entry: dict[str, object]) -> IndexReader:
+def _open_fresh_index(vault: "VaultDirs", entry: dict[str, object]) -> "IndexReader":
     """The cached index, checked against the vault's HEAD; a stale or missing one starts a background update."""
     from cairn.hot import gitrefs, paths
     from cairn.hot.errors import IndexCorrupt, IndexMissing
     from cairn.hot.index import IndexReader
 
-    index_file = paths.index_path(vault.root)
+    index_file = paths.index_file(vault.root)
     head = gitrefs.head_commit(vault.git_root) if vault.git_root is not None else None
     try:
         index = IndexReader(index_file)
@@ -252,13 +246,13 @@ def _open_fresh_index(vault: Vault, entry: dict[str, object]) -> IndexReader:
     return index
 
 
-def _start_background_index(vault: Vault, index_file: Path) -> None:
+def _start_background_index(vault: "VaultDirs", index_file: str) -> None:
     """Run `python -m cairn index` detached, at most once per REINDEX_EVERY_SECONDS per vault; never waits."""
     if vault.git_root is None:
         return
     import time
 
-    stamp = os.fspath(index_file) + ".reindex"
+    stamp = index_file + ".reindex"
     now = time.time()
     try:
         if now - os.stat(stamp).st_mtime < REINDEX_EVERY_SECONDS:
@@ -273,18 +267,18 @@ def _start_background_index(vault: Vault, index_file: Path) -> None:
 
     env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
     subprocess.Popen(
-        [sys.executable, "-m", "cairn", "index", "--vault", os.fspath(vault.root)],
+        [sys.executable, "-m", "cairn", "index", "--vault", vault.root],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        cwd=os.fspath(vault.root),
+        cwd=vault.root,
         env=env,
         start_new_session=True,
         close_fds=True,
     )
 
 
-def _fit(injected: Sequence[Candidate], vault: Vault, payload: Payload, max_chars: int) -> list[Candidate]:
+def _fit(injected: "Sequence[Candidate]", vault: "VaultDirs", payload: Payload, max_chars: int) -> "list[Candidate]":
     """The injected candidates whose context block stays under the character limit (best first)."""
     limit = min(max(int(max_chars), 500), CONTEXT_HARD_LIMIT)
     chosen = list(injected)
@@ -295,19 +289,20 @@ def _fit(injected: Sequence[Candidate], vault: Vault, payload: Payload, max_char
     return chosen
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]+")
+# Control characters and bidirectional overrides, each to a space (runs of spaces then become one).
+_CONTROL = dict.fromkeys([*range(0x00, 0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)], " ")
 
 
 def _plain(text: str, limit: int) -> str:
-    text = " ".join(_CONTROL.sub(" ", text).split())
+    text = " ".join(text.translate(_CONTROL).split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def context_block(chosen: Sequence[Candidate], vault: Vault, payload: Payload) -> str:
+def context_block(chosen: "Sequence[Candidate]", vault: "VaultDirs", payload: Payload) -> str:
     """The text an agent gets: each card's name, summary, id and path, and how to read the whole card."""
-    vault_arg = "" if _vault_encloses(vault.root, payload.cwd) else f" --vault {_quote(os.fspath(vault.root))}"
+    vault_arg = "" if _vault_encloses(vault.root, payload.cwd) else f" --vault {_quote(vault.root)}"
     count = "1 card" if len(chosen) == 1 else f"{len(chosen)} cards"
-    lines = [f"Cairn: {count} from the team's lesson vault at {os.fspath(vault.root)} match this prompt."]
+    lines = [f"Cairn: {count} from the team's lesson vault at {vault.root} match this prompt."]
     for n, candidate in enumerate(chosen, 1):
         card = candidate.card
         lines += [
@@ -315,28 +310,28 @@ def context_block(chosen: Sequence[Candidate], vault: Vault, payload: Payload) -
             f"{n}. {_plain(card.name, 200)}",
             f"   Summary: {_plain(card.summary, 2000)}",
             f"   Id: {_plain(card.id, 300)}",
-            f"   Path: {_plain(os.path.join(os.fspath(vault.root), card.path), 600)}",
+            f"   Path: {_plain(os.path.join(vault.root, card.path), 600)}",
             f"   The whole card: `cairn show {_quote(card.id)}{vault_arg}`",
         ]
     return "\n".join(lines) + "\n"
 
 
-def _render(fmt: str, chosen: Sequence[Candidate], vault: Vault, payload: Payload, abstained: bool) -> str:
+def _render(fmt: str, chosen: "Sequence[Candidate]", vault: "VaultDirs", payload: Payload, abstained: bool) -> str:
     if fmt == "json":
         from cairn.hot.serve import card_json
 
         cards = [card_json(c) for c in chosen]
-        return json.dumps({"cards": cards, "abstained": abstained}, ensure_ascii=False) + "\n"
+        return jsonc.dumps({"cards": cards, "abstained": abstained}, ensure_ascii=False) + "\n"
     if not chosen:
         return ""
     text = context_block(chosen, vault, payload)
     if fmt == "text":
         return text
     event = "BeforeAgent" if fmt == "gemini" else "UserPromptSubmit"
-    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}) + "\n"
+    return jsonc.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}) + "\n"
 
 
-def _vault_encloses(root: Path, cwd: str | None) -> bool:
+def _vault_encloses(root: str, cwd: str | None) -> bool:
     if not cwd:
         return False
     root_s = os.path.realpath(root)
@@ -344,19 +339,20 @@ def _vault_encloses(root: Path, cwd: str | None) -> bool:
     return here == root_s or here.startswith(root_s.rstrip(os.sep) + os.sep)
 
 
-_SAFE_ARG = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
+_SAFE_ARG = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-"
 
 
 def _quote(arg: str) -> str:
-    if _SAFE_ARG.fullmatch(arg):
+    """`shlex.quote(arg)` (shlex imports re): as it is when every character is safe, else in single quotes."""
+    if arg and not arg.strip(_SAFE_ARG):
         return arg
     return "'" + arg.replace("'", "'\"'\"'") + "'"
 
 
 def _state_dir() -> str:
-    from cairn.hot.paths import state_dir
+    from cairn.hot.paths import state_folder
 
-    return os.fspath(state_dir())
+    return state_folder()
 
 
 def _error_text(exc: BaseException, prompt: str | None) -> str:

@@ -4,12 +4,10 @@ Each line: time, format, hashed session id, the prompt's sha256 and length, vaul
 index was stale, the candidates with score and gate decision, the injected ids, and the error (or null).
 """
 
-from __future__ import annotations
-
-import json
 import os
 import time
 
+from cairn.hot import jsonc
 from cairn.hot.paths import sha256_hex
 
 TYPE_CHECKING = False
@@ -29,7 +27,7 @@ def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def new_entry(fmt: str) -> dict[str, Any]:
+def new_entry(fmt: str) -> "dict[str, Any]":
     """A log entry with every field present; the hook fills it in as it goes."""
     return {
         "time": utc_now(),
@@ -46,11 +44,11 @@ def new_entry(fmt: str) -> dict[str, Any]:
     }
 
 
-def append(state_dir: str, entry: dict[str, Any]) -> None:
+def append(state_dir: str, entry: "dict[str, Any]") -> None:
     """Append one line; a single `write` on an O_APPEND descriptor, so concurrent hooks never interleave lines."""
     os.makedirs(state_dir, mode=0o700, exist_ok=True)
     path = os.path.join(state_dir, LOG_FILE)
-    line = (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "replace")
+    line = (jsonc.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "replace")
     _rotate_if_large(path)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:

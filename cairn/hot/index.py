@@ -10,24 +10,56 @@ length) pairs over its postings (the highest frequencies at the shortest lengths
 recall can tell, without reading a term's postings one by one, that it cannot lift a card into the top few.
 """
 
-from __future__ import annotations
+import os
+import sys
 
-import json
-from array import array
-from pathlib import Path
-
+from cairn.hot import jsonc
 from cairn.hot.errors import IndexCorrupt, IndexMissing
+from cairn.hot.paths import file_uri, is_file, resolve
 from cairn.hot.record import Record
-
-try:  # the C module `sqlite3` wraps: the package adds datetime adapters no index needs (+1.3 ms on every hook)
-    import _sqlite3 as sqlite3
-except ImportError:  # pragma: no cover - an interpreter that only ships the package
-    import sqlite3  # type: ignore[no-redef]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import sqlite3
+    from array import array
     from collections.abc import Iterable, Iterator, Sequence
     from typing import Any
+
+
+def _no_statement_cache(maxsize: int) -> "Any":
+    return lambda connection: connection  # `cache(sql)` is then `connection(sql)`: a new statement each time
+
+
+def _import_sqlite() -> "Any":
+    """The C module `sqlite3` wraps (the package adds datetime adapters no index needs: +1.3 ms on every hook).
+
+    From Python 3.11 on, `_sqlite3` takes `functools.lru_cache` for its statement cache when it is first imported,
+    and `functools` brings `collections` along: about 2 ms of imports on every prompt, for a cache of the few
+    statements the hook runs once each. When nothing has imported `functools` yet (the hook), a stand-in module
+    gives it an `lru_cache` that caches nothing, and is taken out of `sys.modules` again at once; a process that has
+    `functools` (every cold command) gets the real cache.
+    """
+    if "functools" in sys.modules:
+        import _sqlite3
+
+        return _sqlite3
+    stand_in = type(sys)("functools")
+    stand_in.lru_cache = _no_statement_cache  # type: ignore[attr-defined]
+    sys.modules["functools"] = stand_in
+    try:
+        import _sqlite3
+
+        return _sqlite3
+    finally:
+        if sys.modules.get("functools") is stand_in:
+            del sys.modules["functools"]
+
+
+if not TYPE_CHECKING:
+    try:
+        sqlite3 = _import_sqlite()
+    except ImportError:  # pragma: no cover - an interpreter that only ships the package
+        import sqlite3
 
 FORMAT_VERSION = "4"
 
@@ -91,19 +123,22 @@ class Postings(Record):
     and body, then the card's token lengths of name, summary and body (so scoring never looks a card up).
 
     bound: per field (name, summary, body) a count n then n (frequency, length) pairs, the field's Pareto frontier
-    (see the module docstring); `max_tf_ratios` turns it into each field's highest length-normalised frequency.
+    (see the module docstring); `field_maxima` turns it into each field's highest length-normalised value.
+
+    The reader gives `memoryview`s cast to the stored C types (no copy, and no `array` module: it imports
+    `collections.abc`); `ArrayPostings` holds the same numbers in arrays, for the writer to edit.
     """
 
     __slots__ = ("df", "rows", "stats", "bound")
     df: int
-    rows: array[int]
-    stats: array[int]
-    bound: array[int]
+    rows: "Sequence[int]"
+    stats: "Sequence[int]"
+    bound: "Sequence[int]"
 
-    def __init__(self, df: int, rows: array[int], stats: array[int], bound: array[int]) -> None:
+    def __init__(self, df: int, rows: "Sequence[int]", stats: "Sequence[int]", bound: "Sequence[int]") -> None:
         self._init(df, rows, stats, bound)
 
-    def __iter__(self) -> Iterator[tuple[int, int, int, int, int, int, int]]:
+    def __iter__(self) -> "Iterator[tuple[int, int, int, int, int, int, int]]":
         st = self.stats
         for i, row in enumerate(self.rows):
             j = 6 * i
@@ -131,15 +166,24 @@ class Postings(Record):
         return out[0], out[1], out[2]
 
 
-class IndexReader:
-    """A read-only view of one index file."""
+class ArrayPostings(Postings):
+    """Postings in arrays (`_unpack`): what `cairn.index.store` edits when it updates a term. (No `__slots__` of its
+    own: `Record` takes the fields from the `__slots__` it inherits.)"""
 
-    def __init__(self, path: Path) -> None:
-        if not path.is_file():
+    rows: "array[int]"
+    stats: "array[int]"
+    bound: "array[int]"
+
+
+class IndexReader:
+    """A read-only view of one index file (its path a string or a `Path`)."""
+
+    def __init__(self, path: "str | os.PathLike[str]") -> None:
+        if not is_file(os.fspath(path)):
             raise IndexMissing(f"no index at {path}; run `cairn index`")
         self.path = path
         try:
-            uri = Path(path).resolve().as_uri() + "?mode=ro&immutable=1"
+            uri = file_uri(resolve(os.fspath(path))) + "?mode=ro&immutable=1"
             self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
             self.meta = dict(self._db.execute("SELECT key, value FROM meta"))
         except sqlite3.DatabaseError as exc:
@@ -150,7 +194,7 @@ class IndexReader:
     def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> IndexReader:
+    def __enter__(self) -> "IndexReader":
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -166,25 +210,25 @@ class IndexReader:
 
     @property
     def avg_lengths(self) -> tuple[float, float, float]:
-        a, b, c = json.loads(self.meta["avg_lengths"])
+        a, b, c = jsonc.loads(self.meta["avg_lengths"])
         return float(a), float(b), float(c)
 
     @property
-    def config(self) -> dict[str, Any]:
+    def config(self) -> "dict[str, Any]":
         """The indexed commit's cairn.toml as `Config.to_dict()` (a fresh copy on every call)."""
-        return json.loads(self.meta["config"])  # type: ignore[no-any-return]
+        return jsonc.loads(self.meta["config"])  # type: ignore[no-any-return]
 
-    def postings(self, terms: Iterable[str]) -> dict[str, Postings]:
+    def postings(self, terms: "Iterable[str]") -> dict[str, Postings]:
         wanted = sorted(set(terms))
         found: dict[str, Postings] = {}
         for chunk in _chunks(wanted, 500):
             marks = ",".join("?" * len(chunk))
             sql = f"SELECT term, df, postings, bound FROM terms WHERE term IN ({marks})"
             for term, df, blob, bound in self._query(sql, chunk):
-                found[term] = _unpack(df, blob, bound)
+                found[term] = _view(df, blob, bound)
         return found
 
-    def cards(self, rows: Iterable[int]) -> dict[int, IndexedCard]:
+    def cards(self, rows: "Iterable[int]") -> dict[int, IndexedCard]:
         wanted = sorted(set(rows))
         out: dict[int, IndexedCard] = {}
         for chunk in _chunks(wanted, 500):
@@ -198,7 +242,7 @@ class IndexReader:
             for sup_id, sup_status, sup_list in self._superseders():
                 if sup_status != "active":
                     continue
-                for target in json.loads(sup_list):
+                for target in jsonc.loads(sup_list):
                     if target in by_id:
                         row = by_id[target]
                         card = out[row]
@@ -211,13 +255,13 @@ class IndexReader:
             return None
         return self.cards([values[0]])[values[0]]
 
-    def record(self, card_id: str) -> dict[str, Any] | None:
+    def record(self, card_id: str) -> "dict[str, Any] | None":
         """The full parsed card (body included) and its provenance, as stored at index time."""
         got = self._query("SELECT record, provenance FROM cards WHERE id = ?", (card_id,)).fetchone()
         if got is None:
             return None
-        record: dict[str, Any] = json.loads(got[0])
-        record["provenance"] = json.loads(got[1]) if got[1] else None
+        record: dict[str, Any] = jsonc.loads(got[0])
+        record["provenance"] = jsonc.loads(got[1]) if got[1] else None
         return record
 
     def ids(self) -> list[str]:
@@ -236,7 +280,7 @@ class IndexReader:
     def _superseders(self) -> list[tuple[str, str, str]]:
         return list(self._query("SELECT id, status, supersedes FROM cards WHERE supersedes != '[]'", ()))
 
-    def _query(self, sql: str, args: Sequence[Any]) -> sqlite3.Cursor:
+    def _query(self, sql: str, args: "Sequence[Any]") -> "sqlite3.Cursor":
         try:
             return self._db.execute(sql, args)
         except sqlite3.DatabaseError as exc:
@@ -248,7 +292,7 @@ _CARD_COLUMNS = (
 )
 
 
-def _indexed_card(values: Sequence[Any]) -> IndexedCard:
+def _indexed_card(values: "Sequence[Any]") -> IndexedCard:
     row, card_id, path, name, summary, status, expires_on, scope, not_when, supersedes, len_n, len_s, len_b = values
     return IndexedCard(
         row,
@@ -266,23 +310,33 @@ def _indexed_card(values: Sequence[Any]) -> IndexedCard:
 
 
 def _strings(text: str) -> tuple[str, ...]:
-    return () if text == "[]" else tuple(json.loads(text))  # most cards have no scope, not_when or supersedes
+    return () if text == "[]" else tuple(jsonc.loads(text))  # most cards have no scope, not_when or supersedes
 
 
 def _replace_superseded(card: IndexedCard, by: tuple[str, ...]) -> IndexedCard:
     return card.replace(superseded_by=by)
 
 
-def _unpack(df: int, blob: bytes, bound_blob: bytes = b"") -> Postings:
+def _view(df: int, blob: bytes, bound_blob: bytes) -> Postings:
+    """A term's postings as stored: `df` card rows (unsigned 32-bit), then their counts and the bound (unsigned
+    16-bit), all in the machine's byte order, read in place."""
+    data = memoryview(blob)
+    return Postings(df, data[: 4 * df].cast("I"), data[4 * df :].cast("H"), memoryview(bound_blob).cast("H"))
+
+
+def _unpack(df: int, blob: bytes, bound_blob: bytes = b"") -> ArrayPostings:
+    """`_view` in arrays, for the writer (cold: `array` is no import of the hook's)."""
+    from array import array
+
     rows = array("I")
     rows.frombytes(blob[: 4 * df])
     stats = array("H")
     stats.frombytes(blob[4 * df :])
     bound = array("H")
     bound.frombytes(bound_blob)
-    return Postings(df, rows, stats, bound)
+    return ArrayPostings(df, rows, stats, bound)
 
 
-def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+def _chunks(items: "Sequence[Any]", size: int) -> "Iterator[Sequence[Any]]":
     for start in range(0, len(items), size):
         yield items[start : start + size]

@@ -1,14 +1,18 @@
-"""Where Cairn keeps what is not in the vault: the index cache and the state (hook log, sessions)."""
+"""Where Cairn keeps what is not in the vault: the index cache and the state (hook log, sessions).
 
-from __future__ import annotations
+The hook works with path strings (`cache_folder`, `state_folder`, `index_file`): `pathlib` imports `urllib.parse`,
+`ipaddress`, `fnmatch` and `re`, a cost every prompt would pay. Cold code gets `Path`s (`cache_dir`, `state_dir`,
+`index_path`) built from the same strings, and the strings are what `str()` of those `Path`s gives.
+"""
 
 import os
-import re
-from pathlib import Path
+import stat
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
     from typing import Any
 
 
@@ -18,8 +22,9 @@ def sha256_hex(data: bytes) -> str:
     return digest
 
 
-def _builtin_sha256() -> Callable[[bytes], Any]:
-    for name in ("_sha2", "_sha256"):  # Python >= 3.12, <= 3.11
+def _builtin_sha256() -> "Callable[[bytes], Any]":
+    names = ("_sha2", "_sha256") if sys.version_info >= (3, 12) else ("_sha256", "_sha2")
+    for name in names:  # Python >= 3.12 has `_sha2`, <= 3.11 `_sha256`
         try:
             found: Callable[[bytes], Any] = __import__(name).sha256
             return found
@@ -33,31 +38,156 @@ def _builtin_sha256() -> Callable[[bytes], Any]:
 _SHA256 = _builtin_sha256()
 
 
-def cache_dir() -> Path:
-    """`$CAIRN_CACHE_DIR`, else `$XDG_CACHE_HOME/cairn`, else `~/.cache/cairn`."""
+def cache_folder() -> str:
+    """`$CAIRN_CACHE_DIR`, else `$XDG_CACHE_HOME/cairn`, else `~/.cache/cairn` (as `str(cache_dir())`)."""
     if os.environ.get("CAIRN_CACHE_DIR"):
-        return Path(os.environ["CAIRN_CACHE_DIR"])
+        return path_text(os.environ["CAIRN_CACHE_DIR"])
     if os.environ.get("XDG_CACHE_HOME"):
-        return Path(os.environ["XDG_CACHE_HOME"]) / "cairn"
-    return Path.home() / ".cache" / "cairn"
+        return path_text(os.environ["XDG_CACHE_HOME"], "cairn")
+    return path_text(_home(), ".cache", "cairn")
 
 
-def state_dir() -> Path:
-    """`$CAIRN_STATE_DIR`, else `$XDG_STATE_HOME/cairn`, else `~/.local/state/cairn`."""
+def state_folder() -> str:
+    """`$CAIRN_STATE_DIR`, else `$XDG_STATE_HOME/cairn`, else `~/.local/state/cairn` (as `str(state_dir())`)."""
     if os.environ.get("CAIRN_STATE_DIR"):
-        return Path(os.environ["CAIRN_STATE_DIR"])
+        return path_text(os.environ["CAIRN_STATE_DIR"])
     if os.environ.get("XDG_STATE_HOME"):
-        return Path(os.environ["XDG_STATE_HOME"]) / "cairn"
-    return Path.home() / ".local" / "state" / "cairn"
+        return path_text(os.environ["XDG_STATE_HOME"], "cairn")
+    return path_text(_home(), ".local", "state", "cairn")
 
 
-def vault_key(vault_root: Path) -> str:
+def index_file(vault_root: "str | os.PathLike[str]") -> str:
+    """The index file of the vault at `vault_root` (as `str(index_path(vault_root))`)."""
+    return path_text(cache_folder(), "vaults", vault_key(vault_root), "index.sqlite")
+
+
+def cache_dir() -> "Path":
+    from pathlib import Path
+
+    return Path(cache_folder())
+
+
+def state_dir() -> "Path":
+    from pathlib import Path
+
+    return Path(state_folder())
+
+
+def index_path(vault_root: "str | os.PathLike[str]") -> "Path":
+    from pathlib import Path
+
+    return Path(index_file(vault_root))
+
+
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+
+
+def vault_key(vault_root: "str | os.PathLike[str]") -> str:
     """A readable, collision-free folder name for one vault: its base name and a hash of its real path."""
     real = os.path.realpath(vault_root)
     digest = sha256_hex(real.encode("utf-8", "surrogateescape"))[:16]
-    base = re.sub(r"[^A-Za-z0-9._-]+", "-", os.path.basename(real))[:40] or "vault"
+    base = _key_text(os.path.basename(real))[:40] or "vault"
     return f"{base}-{digest}"
 
 
-def index_path(vault_root: Path) -> Path:
-    return cache_dir() / "vaults" / vault_key(vault_root) / "index.sqlite"
+def _key_text(name: str) -> str:
+    """`re.sub(r"[^A-Za-z0-9._-]+", "-", name)`: each run of other characters becomes one `-`."""
+    out: list[str] = []
+    replaced = False
+    for char in name:
+        if char in _KEY_CHARS:
+            out.append(char)
+            replaced = False
+        elif not replaced:
+            out.append("-")
+            replaced = True
+    return "".join(out)
+
+
+def _home() -> str:
+    """The home folder as `Path.home()` finds it."""
+    folder = os.path.expanduser("~")
+    if folder[:1] == "~":
+        raise RuntimeError("Could not determine home directory.")
+    return folder
+
+
+def path_text(first: str, *names: str) -> str:
+    """`str(Path(first, *names))` for plain names: on POSIX, the joined path with repeated slashes and `.` parts
+    dropped and no trailing slash (`..` stays: only the file system knows what it means)."""
+    if os.name != "posix":  # pragma: no cover - Windows paths have drives and two separators: pathlib knows them
+        from pathlib import Path
+
+        return str(Path(first, *names))
+    joined = os.path.join(first, *names) if names else first
+    # POSIX leaves the meaning of exactly two leading slashes to the system, and pathlib keeps them.
+    two = joined[:2] == "//" and joined[2:3] != "/"
+    root = "//" if two else "/" if joined[:1] == "/" else ""
+    return root + "/".join(part for part in joined.split("/") if part and part != ".") or "."
+
+
+# pathlib's file tests on path strings, with pathlib's errors: False for a missing path, a file where a folder
+# was expected, a bad descriptor, a symlink loop or a path the system cannot take (ValueError); other errors (no
+# permission) raise.
+_IGNORED_WINERRORS = (21, 123, 1921)  # not ready, invalid name, symlink to itself
+
+
+def _mode(path: str) -> int:
+    """`os.stat(path).st_mode`, or 0 where pathlib's `exists()` says False."""
+    try:
+        return os.stat(path or ".").st_mode  # Path("") is "."
+    except (FileNotFoundError, NotADirectoryError, ValueError):
+        return 0
+    except OSError as exc:
+        import errno
+
+        if exc.errno in (errno.EBADF, errno.ELOOP) or getattr(exc, "winerror", None) in _IGNORED_WINERRORS:
+            return 0
+        raise
+
+
+def exists(path: str) -> bool:
+    """`Path(path).exists()`."""
+    return _mode(path) != 0
+
+
+def is_dir(path: str) -> bool:
+    """`Path(path).is_dir()`."""
+    return stat.S_ISDIR(_mode(path))
+
+
+def is_file(path: str) -> bool:
+    """`Path(path).is_file()`."""
+    return stat.S_ISREG(_mode(path))
+
+
+def resolve(path: str) -> str:
+    """`str(Path(path).resolve())`: the real path; a symlink loop raises RuntimeError before Python 3.13."""
+    real = os.path.realpath(path)
+    if sys.version_info < (3, 13):
+        try:
+            os.stat(real)
+        except OSError as exc:
+            import errno
+
+            if exc.errno == errno.ELOOP or getattr(exc, "winerror", None) == 1921:
+                raise RuntimeError(f"Symlink loop from {exc.filename!r}") from None
+    return real
+
+
+_URI_SAFE = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/"
+
+
+def file_uri(path: str) -> str:
+    """`Path(path).as_uri()` of an absolute path: `file://` and the path's bytes, percent-encoded but for
+    `urllib.parse.quote`'s safe characters and `/`."""
+    if os.name != "posix":  # pragma: no cover - drives and UNC hosts: pathlib knows them
+        from pathlib import Path
+
+        return Path(path).as_uri()
+    if not os.path.isabs(path):
+        raise ValueError("relative path can't be expressed as a file URI")
+    raw = os.fsencode(path_text(path))
+    if not raw.translate(None, _URI_SAFE):
+        return "file://" + raw.decode("ascii")
+    return "file://" + "".join(chr(b) if b in _URI_SAFE else f"%{b:02X}" for b in raw)

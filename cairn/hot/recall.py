@@ -13,12 +13,15 @@
    card fails a gate, no card ranked below it is injected (it would win only because a better match was refused).
 """
 
-from __future__ import annotations
-
 import math
 import time
-from bisect import bisect_left
-from heapq import nlargest, nsmallest
+
+try:  # the C modules themselves: `bisect` and `heapq` are Python wrappers around them, one import more each
+    from _bisect import bisect_left
+    from _heapq import heapify, heapreplace
+except ImportError:  # pragma: no cover - an interpreter without them
+    from bisect import bisect_left
+    from heapq import heapify, heapreplace
 
 from cairn.hot import gates
 from cairn.hot.record import Record
@@ -59,7 +62,7 @@ class Candidate(Record):
     """
 
     __slots__ = ("card", "score", "norm_score", "coverage", "margin", "decision", "reason", "matched", "blocked_by")
-    card: IndexedCard
+    card: "IndexedCard"
     score: float
     norm_score: float
     coverage: float
@@ -71,7 +74,7 @@ class Candidate(Record):
 
     def __init__(
         self,
-        card: IndexedCard,
+        card: "IndexedCard",
         score: float,
         norm_score: float,
         coverage: float,
@@ -90,10 +93,10 @@ class Result(Record):
     __slots__ = ("injected", "candidates", "settings")
     injected: tuple[Candidate, ...]
     candidates: tuple[Candidate, ...]
-    settings: RecallSettings
+    settings: "RecallSettings"
 
     def __init__(
-        self, injected: tuple[Candidate, ...], candidates: tuple[Candidate, ...], settings: RecallSettings
+        self, injected: tuple[Candidate, ...], candidates: tuple[Candidate, ...], settings: "RecallSettings"
     ) -> None:
         self._init(injected, candidates, settings)
 
@@ -137,7 +140,7 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(tokenize(query)))
 
 
-def rank(index: IndexReader, query: str, settings: RecallSettings | None = None) -> list[tuple[int, float]]:
+def rank(index: "IndexReader", query: str, settings: "RecallSettings | None" = None) -> list[tuple[int, float]]:
     """(card row, BM25F score) for every card sharing a term with the query, best first; ties by row."""
     settings = settings or stored_settings(index.config)
     scores, _, _ = _score(index, query_terms(query), settings)
@@ -145,13 +148,13 @@ def rank(index: IndexReader, query: str, settings: RecallSettings | None = None)
 
 
 def recall(
-    index: IndexReader,
+    index: "IndexReader",
     query: str,
     *,
-    scope: Sequence[str] | None = None,
-    already_injected: Collection[str] = (),
-    today: dt.date | None = None,
-    settings: RecallSettings | None = None,
+    scope: "Sequence[str] | None" = None,
+    already_injected: "Collection[str]" = (),
+    today: "dt.date | None" = None,
+    settings: "RecallSettings | None" = None,
     examine_all: bool = False,
 ) -> Result:
     """The cards to inject for `query` (at most `settings.max_cards`, possibly none) and every card examined.
@@ -206,7 +209,7 @@ def recall(
 
 
 def admission(
-    card: IndexedCard, today_iso: str, scope: set[str], lowered_query: str, already: Collection[str]
+    card: "IndexedCard", today_iso: str, scope: set[str], lowered_query: str, already: "Collection[str]"
 ) -> str | None:
     """Why a card may not be injected whatever its score, or None when it may."""
     if card.status == "retired":
@@ -227,10 +230,10 @@ def admission(
 
 
 def _gate(
-    admitted: Sequence[tuple[IndexedCard, float]],
+    admitted: "Sequence[tuple[IndexedCard, float]]",
     matched: dict[int, list[str]],
     weights: QueryWeights,
-    settings: RecallSettings,
+    settings: "RecallSettings",
 ) -> list[Candidate]:
     out: list[Candidate] = []
     blocker: Candidate | None = None
@@ -266,7 +269,7 @@ def _gate(
     return out
 
 
-def _refused(card: IndexedCard, score: float, terms: Sequence[str], reason: str) -> Candidate:
+def _refused(card: "IndexedCard", score: float, terms: "Sequence[str]", reason: str) -> Candidate:
     return Candidate(card, round(score, 4), 0.0, 0.0, 0.0, REJECTED, reason, tuple(terms))
 
 
@@ -274,13 +277,13 @@ def _ranked(scores: dict[int, float]) -> list[tuple[int, float]]:
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
-def query_weights(index: IndexReader, terms: Sequence[str], settings: RecallSettings) -> QueryWeights:
+def query_weights(index: "IndexReader", terms: "Sequence[str]", settings: "RecallSettings") -> QueryWeights:
     """IDF weights of the query terms in this vault (see the module docstring)."""
     return _weights(index, terms, index.postings(terms), settings)
 
 
 def _weights(
-    index: IndexReader, terms: Sequence[str], postings: dict[str, Postings], settings: RecallSettings
+    index: "IndexReader", terms: "Sequence[str]", postings: "dict[str, Postings]", settings: "RecallSettings"
 ) -> QueryWeights:
     n = max(index.n_cards, 1)
     unknown_idf = math.log(1 + (n - 0.5) / 1.5)  # as rare as a term found in one card
@@ -300,7 +303,7 @@ def _weights(
 
 
 def _score(
-    index: IndexReader, terms: Sequence[str], settings: RecallSettings
+    index: "IndexReader", terms: "Sequence[str]", settings: "RecallSettings"
 ) -> tuple[dict[int, float], dict[int, list[str]], QueryWeights]:
     postings = index.postings(terms)
     weights = _weights(index, terms, postings, settings)
@@ -309,11 +312,11 @@ def _score(
 
 
 def _score_all(
-    index: IndexReader,
-    terms: Sequence[str],
-    postings: dict[str, Postings],
+    index: "IndexReader",
+    terms: "Sequence[str]",
+    postings: "dict[str, Postings]",
     weights: QueryWeights,
-    settings: RecallSettings,
+    settings: "RecallSettings",
 ) -> tuple[dict[int, float], dict[int, list[str]]]:
     """Every card sharing a term with the query: its BM25F score and the terms it matched (query order)."""
     scores: dict[int, float] = {}
@@ -340,22 +343,22 @@ def _score_all(
 
 
 def _rank_all(
-    index: IndexReader,
-    terms: Sequence[str],
-    postings: dict[str, Postings],
+    index: "IndexReader",
+    terms: "Sequence[str]",
+    postings: "dict[str, Postings]",
     weights: QueryWeights,
-    settings: RecallSettings,
+    settings: "RecallSettings",
 ) -> tuple[list[tuple[int, float]], dict[int, list[str]], bool]:
     scores, matched = _score_all(index, terms, postings, weights, settings)
     return _ranked(scores), matched, True
 
 
 def _top(
-    index: IndexReader,
-    terms: Sequence[str],
-    postings: dict[str, Postings],
+    index: "IndexReader",
+    terms: "Sequence[str]",
+    postings: "dict[str, Postings]",
     weights: QueryWeights,
-    settings: RecallSettings,
+    settings: "RecallSettings",
     depth: int,
 ) -> tuple[list[tuple[int, float]], dict[int, list[str]], bool]:
     """The `depth` best cards, best first (ties by row), with exactly the scores and matched terms `_score_all`
@@ -454,7 +457,7 @@ def _top(
     finalists = [row for row in alive if partial[row] >= cut]
     for row in thrice.intersection(finalists):
         partial[row] = _exact(row, present, postings, idf, settings, avg)[0]
-    best = nsmallest(depth, [(-partial[row], row) for row in finalists])
+    best = sorted([(-partial[row], row) for row in finalists])[:depth]
     ranked = [(row, -negated) for negated, row in best]
     matched = {row: _exact(row, present, postings, idf, settings, avg)[1] for row, _ in ranked}
     return ranked, matched, complete
@@ -462,10 +465,10 @@ def _top(
 
 def _exact(
     row: int,
-    terms: Sequence[str],
-    postings: dict[str, Postings],
+    terms: "Sequence[str]",
+    postings: "dict[str, Postings]",
     idf: dict[str, float],
-    settings: RecallSettings,
+    settings: "RecallSettings",
     avg: tuple[float, ...],
 ) -> tuple[float, list[str]]:
     """One card's score and matched terms, summed in query order exactly as `_score_all` sums them."""
@@ -494,7 +497,16 @@ def _exact(
 
 
 def _kth(scores: dict[int, float], k: int) -> float:
-    """The k-th highest value (0.0 when there are fewer)."""
+    """The k-th highest value (0.0 when there are fewer): `heapq.nlargest(k, values)[-1]`, with a heap of the k
+    highest so far."""
     if len(scores) < k:
         return 0.0
-    return nlargest(k, scores.values())[-1]
+    values = iter(scores.values())
+    heap = [value for _, value in zip(range(k), values, strict=False)]  # the first k
+    heapify(heap)
+    lowest = heap[0]
+    for value in values:
+        if value > lowest:
+            heapreplace(heap, value)
+            lowest = heap[0]
+    return lowest

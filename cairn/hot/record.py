@@ -5,8 +5,6 @@ whole query on a small vault, so the records the hook creates are written out by
 in `__slots__` and sets them in `__init__` with `_init`; it gets equality, hashing, `repr` and immutability.
 """
 
-from __future__ import annotations
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TypeVar
@@ -44,7 +42,7 @@ class Record:
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
         return f"{type(self).__name__}({fields})"
 
-    def replace(self: _R, **changes: object) -> _R:
+    def replace(self: "_R", **changes: object) -> "_R":
         """A copy with some fields changed (the hot path's `dataclasses.replace`)."""
         values = {name: getattr(self, name) for name in self.__slots__}
         values.update(changes)

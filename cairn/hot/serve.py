@@ -5,12 +5,9 @@ already got and records the ones it gets now (under the session's lock). `card_j
 print, and `scope_tags` reads a scope flag or `$CAIRN_SCOPE` the same way everywhere.
 """
 
-from __future__ import annotations
-
 import os
 
-from cairn.hot import session as sessions
-from cairn.hot.paths import state_dir
+from cairn.hot.paths import state_folder
 from cairn.hot.recall import recall
 from cairn.hot.record import Record
 from cairn.hot.settings import hook_settings, stored_settings
@@ -28,21 +25,21 @@ class Served(Record):
     """What a prompt got: recall's whole result, and the cards given (recall's injected cards, trimmed by `fit`)."""
 
     __slots__ = ("result", "given")
-    result: Result
-    given: tuple[Candidate, ...]
+    result: "Result"
+    given: "tuple[Candidate, ...]"
 
-    def __init__(self, result: Result, given: tuple[Candidate, ...]) -> None:
+    def __init__(self, result: "Result", given: "tuple[Candidate, ...]") -> None:
         self._init(result, given)
 
 
 def serve_prompt(
-    index: IndexReader,
+    index: "IndexReader",
     query: str,
     *,
     vault_root: str,
-    scope: Sequence[str] | None = None,
+    scope: "Sequence[str] | None" = None,
     session_id: str | None = None,
-    fit: Callable[[Sequence[Candidate]], Sequence[Candidate]] | None = None,
+    fit: "Callable[[Sequence[Candidate]], Sequence[Candidate]] | None" = None,
 ) -> Served:
     """Recall for `query`; with a session id, each card at most once per session (recorded as given).
 
@@ -53,7 +50,9 @@ def serve_prompt(
     if session_id is None:
         result = recall(index, query, scope=scope, settings=settings)
         return Served(result, tuple(fit(result.injected) if fit else result.injected))
-    state = os.fspath(state_dir())
+    from cairn.hot import session as sessions  # only agents with a session id pay for the import
+
+    state = state_folder()
     with sessions.open_session(state, session_id) as current:
         result = recall(index, query, scope=scope, already_injected=current.injected, settings=settings)
         given = tuple(fit(result.injected) if fit else result.injected)
@@ -63,13 +62,13 @@ def serve_prompt(
     return Served(result, given)
 
 
-def card_json(candidate: Candidate) -> dict[str, Any]:
+def card_json(candidate: "Candidate") -> "dict[str, Any]":
     """A given card as every interface prints it: `{id, name, summary, path, score}`."""
     card = candidate.card
     return {"id": card.id, "name": card.name, "summary": card.summary, "path": card.path, "score": candidate.score}
 
 
-def scope_tags(flag: str | Sequence[str] | None) -> tuple[str, ...]:
+def scope_tags(flag: "str | Sequence[str] | None") -> tuple[str, ...]:
     """Scope tags from a comma-separated flag (or a list of tags), else from `$CAIRN_SCOPE`; empty means all."""
     if flag is None:
         flag = os.environ.get("CAIRN_SCOPE", "")

@@ -5,12 +5,10 @@ written). A per-session lock file serialises the hooks of one session: read, rec
 a temp file and `os.replace`, so a reader sees the old file or the new one. Files unused for `ttl_days` are pruned.
 """
 
-from __future__ import annotations
-
-import json
 import os
 import time
 
+from cairn.hot import jsonc
 from cairn.hot.hooklog import sha256_hex, utc_now
 
 SESSIONS_DIR = "sessions"
@@ -49,7 +47,7 @@ class Session:
             self.injected[card_id] = {"commit": commit, "time": now}
         self.vault = vault
         data = {"session": self.key, "vault": vault, "injected": self.injected, "updated": now}
-        write_private(self.path, json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+        write_private(self.path, jsonc.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8"))
 
 
 class open_session:  # noqa: N801 - used as a function: `with open_session(state, id) as session:`
@@ -139,7 +137,7 @@ def _read(path: str) -> tuple[dict[str, dict[str, str]], str | None]:
     """The injected map and vault of a session file; a missing or damaged file reads as a new session."""
     try:
         with open(path, "rb") as handle:
-            data = json.loads(handle.read())
+            data = jsonc.loads(handle.read())
     except (OSError, ValueError):
         return {}, None
     if not isinstance(data, dict) or not isinstance(data.get("injected"), dict):

@@ -5,8 +5,6 @@ hook reads the values the index stored as plain records; when a stored section i
 index from another version), the validating path decides. Tests hold both readings equal.
 """
 
-from __future__ import annotations
-
 from cairn.hot.record import Record
 
 TYPE_CHECKING = False
@@ -17,7 +15,7 @@ if TYPE_CHECKING:
     from cairn.hot.index import IndexReader
 
 
-def settings_of(index: IndexReader) -> RecallSettings:
+def settings_of(index: "IndexReader") -> "RecallSettings":
     """The `[recall]` settings the index was built with, validated into `config.RecallSettings` (cold path)."""
     from cairn.config import config_from_dict
 
@@ -57,11 +55,11 @@ class StoredSettings(Record):
     min_coverage: float
     min_margin: float
 
-    def __init__(self, *values: Any) -> None:
+    def __init__(self, *values: "Any") -> None:
         self._init(*values)
 
 
-def stored_settings(config: dict[str, Any]) -> RecallSettings:
+def stored_settings(config: "dict[str, Any]") -> "RecallSettings":
     """The `[recall]` settings from an index's stored config (`IndexReader.config`), the same values
     `settings_of` gives; when the stored section lacks a setting or has an odd type (an index from another
     version), `settings_of`'s validating path decides."""
