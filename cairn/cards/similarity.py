@@ -60,9 +60,11 @@ def name_key(name: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Profile:
-    """What is compared of a card. name: as `name_key` gives it; body: None when not read (then not compared)."""
+    """What is compared of a card (`profile` makes one). name: as `name_key` gives it; name_words: its length in
+    words; scope: case-folded; summary, body: term sets, body None when not read (then bodies are not compared)."""
 
     name: str
+    name_words: int
     scope: frozenset[str]
     summary: frozenset[str]
     body: frozenset[str] | None = None
@@ -75,8 +77,10 @@ def profile(
     body: str | frozenset[str] | None = None,
 ) -> Profile:
     """A card's profile; summary and body as text, or as their terms when the caller has them already."""
+    key = name_key(name)
     return Profile(
-        name_key(name),
+        key,
+        _words(key),
         frozenset(s.casefold() for s in scope),
         terms(summary) if isinstance(summary, str) else summary,
         terms(body) if isinstance(body, str) else body,
@@ -102,13 +106,15 @@ class Likeness:
 
 
 def likeness(a: Profile, b: Profile, floor: float = 0.0) -> Likeness:
-    """How alike two cards are. A name ratio below `floor` may be reported as 0 (its cheap bounds fall short): lint
-    passes its threshold to skip most of difflib's work; review passes 0 to show the real figure."""
+    """How alike two cards are. With a `floor`, a name ratio that cannot make a near-duplicate at that threshold
+    (it does not count, or its cheap bounds fall short) is reported as 0: lint passes its threshold to skip most of
+    difflib's work; review passes none to show every figure."""
+    name_counts = min(a.name_words, b.name_words) >= MIN_NAME_WORDS and shares_scope(a.scope, b.scope)
     return Likeness(
-        name=_name_ratio(a.name, b.name, floor),
+        name=_name_ratio(a.name, b.name, floor) if name_counts or not floor else 0.0,
         summary=_jaccard(a.summary, b.summary, MIN_TERMS),
         body=_jaccard(a.body, b.body, MIN_BODY_TERMS) if a.body is not None and b.body is not None else 0.0,
-        name_counts=shares_scope(a.scope, b.scope) and min(_words(a.name), _words(b.name)) >= MIN_NAME_WORDS,
+        name_counts=name_counts,
     )
 
 

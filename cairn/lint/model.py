@@ -11,7 +11,7 @@ from functools import cached_property
 
 from cairn.cards.body import CardBody, read_body
 from cairn.cards.card import Card
-from cairn.cards.similarity import name_key, terms
+from cairn.cards.similarity import Profile, name_key, profile, terms
 from cairn.config import LintSettings
 from cairn.finding import ERROR, WARNING, Finding
 
@@ -81,6 +81,7 @@ class Context:
         self.today = today
         self.cards = cards  # id -> facts, every `.md` file under cards/
         self.body_terms = body_terms  # ids -> terms of their bodies, read on demand
+        self._profiles: dict[str, Profile] = {}
 
     @cached_property
     def ids_by_name(self) -> dict[str, list[str]]:
@@ -105,6 +106,14 @@ class Context:
             for word in facts.words | terms(facts.name or ""):
                 out.setdefault(word, []).append(facts.id)
         return out
+
+    def profile(self, card_id: str) -> Profile:
+        """A parsed card's profile for near-duplicate comparison, without its body (made once per card)."""
+        found = self._profiles.get(card_id)
+        if found is None:
+            facts = self.cards[card_id]
+            found = self._profiles[card_id] = profile(facts.name or "", facts.scope, facts.words)
+        return found
 
     @cached_property
     def superseded_pairs(self) -> set[frozenset[str]]:

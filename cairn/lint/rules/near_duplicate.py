@@ -7,6 +7,7 @@ on at most 1% of the cards) are compared. Cards linked by `supersedes` are expec
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Iterator
 
@@ -23,7 +24,7 @@ MAX_REPORTED = 3
 def check(target: Target, context: Context) -> Iterator[Finding]:
     card = target.card
     assert card is not None
-    mine = similarity.profile(card.name, card.scope, card.summary, card.body)
+    mine = similarity.profile(card.name, card.scope, card.summary)
     postings = context.postings
     own = 1 if card.id in context.cards else 0  # the card's own posting
     common = max(MIN_COMMON, len(context.cards) // 100)  # a term on more cards than this chooses no one
@@ -34,14 +35,19 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
     if not candidates:
         return
     threshold = context.settings.duplicate_threshold
-    assert mine.body is not None
-    bodies = context.body_terms(candidates) if len(mine.body) >= similarity.MIN_BODY_TERMS else {}
+    bodies: dict[str, frozenset[str]] = {}
+    my_body = similarity.terms(card.body)
+    if len(my_body) >= similarity.MIN_BODY_TERMS:  # else no body is compared, and none is read
+        mine = dataclasses.replace(mine, body=my_body)
+        bodies = context.body_terms(candidates)
     hits: list[tuple[float, str, str]] = []
     for other_id in candidates:
         other = context.cards[other_id]
         if other.name is None or frozenset((card.id, other_id)) in context.superseded_pairs:
             continue
-        theirs = similarity.profile(other.name, other.scope, other.words, bodies.get(other_id))
+        theirs = context.profile(other_id)
+        if other_id in bodies:
+            theirs = dataclasses.replace(theirs, body=bodies[other_id])
         if theirs.name == mine.name:
             continue  # name-unique reports it
         found = similarity.likeness(mine, theirs, floor=threshold).duplicate(threshold)
