@@ -12,7 +12,7 @@ from cairn.hot import paths
 from cairn.lint.model import CardFacts
 from cairn.lint.snapshot import FILE, Snapshot
 
-_VERSION = 3  # 3: summary words are recall's terms
+_VERSION = 3  # 3: summary terms are recall's; no status
 
 
 def facts_of(rel_path: str, card: Card | None) -> CardFacts:
@@ -23,7 +23,6 @@ def facts_of(rel_path: str, card: Card | None) -> CardFacts:
         path=rel_path,
         id=card_id,
         name=card.name,
-        status=card.status,
         scope=card.scope,
         supersedes=card.supersedes,
         words=terms(card.summary),
@@ -59,7 +58,7 @@ def vault_facts(snapshot: Snapshot) -> dict[str, CardFacts]:
 def _pack(facts: CardFacts) -> Any:
     if facts.name is None:
         return None
-    return [facts.name, facts.status, list(facts.scope), list(facts.supersedes), sorted(facts.words)]
+    return [facts.name, list(facts.scope), list(facts.supersedes), sorted(facts.words)]
 
 
 def _valid(packed: Any) -> bool:
@@ -67,10 +66,9 @@ def _valid(packed: Any) -> bool:
         return True
     return (
         isinstance(packed, list)
-        and len(packed) == 5
+        and len(packed) == 4
         and isinstance(packed[0], str)
-        and isinstance(packed[1], str)
-        and all(isinstance(part, list) and all(isinstance(v, str) for v in part) for part in packed[2:])
+        and all(isinstance(part, list) and all(isinstance(v, str) for v in part) for part in packed[1:])
     )
 
 
@@ -78,8 +76,8 @@ def _unpack(rel_path: str, packed: Any) -> CardFacts:
     card_id = card_id_from_path(rel_path) or rel_path
     if packed is None:
         return CardFacts(rel_path, card_id)
-    name, status, scope, supersedes, words = packed
-    return CardFacts(rel_path, card_id, name, status, tuple(scope), tuple(supersedes), frozenset(words))
+    name, scope, supersedes, words = packed
+    return CardFacts(rel_path, card_id, name, tuple(scope), tuple(supersedes), frozenset(words))
 
 
 def _load(cache_file: Any) -> dict[str, Any]:

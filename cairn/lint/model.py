@@ -29,7 +29,6 @@ class CardFacts:
     path: str
     id: str
     name: str | None = None
-    status: str = "active"
     scope: tuple[str, ...] = ()
     supersedes: tuple[str, ...] = ()
     words: frozenset[str] = frozenset()

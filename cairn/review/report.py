@@ -9,7 +9,8 @@ merged result. A single revision means `REV..HEAD`.
 What it reports, all read from git (never the working tree):
 - lint findings on the changed cards, linted as HEAD's tree holds them, in the context of HEAD's whole vault;
   prompt-injection findings are listed first;
-- near-duplicates and probable conflicts between each changed card and the other cards at HEAD;
+- near-duplicates (as lint's near-duplicate rule defines them, `cairn.cards.similarity`) and probable conflicts
+  between each changed card and the other cards at HEAD;
 - provenance: who added and changed each card (in the range, and since it was created);
 - routing impact: the vault's eval cases (`evals/*.yaml|yml|jsonl`, as HEAD holds them) run at the merge base
   and at HEAD, each with the cards and cairn.toml of its commit: every case whose injected cards change, every
