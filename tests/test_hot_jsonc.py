@@ -43,6 +43,7 @@ def same(a: object, b: object) -> bool:
     return json.dumps(a, sort_keys=False) == json.dumps(b, sort_keys=False) and type(a) is type(b)
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None)
 @given(VALUES, OPTIONS)
 def test_dumps_is_json_dumps(value: object, options: dict[str, object]) -> None:
@@ -90,6 +91,7 @@ def test_a_cycle_raises_json_s_error() -> None:
         jsonc.dumps(cycle)
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None)
 @given(VALUES, OPTIONS)
 def test_loads_reads_what_json_writes(value: object, options: dict[str, object]) -> None:
@@ -110,6 +112,7 @@ def _outcome(call: object, document: object) -> tuple[str, object]:
         return type(exc).__name__, (str(exc), getattr(exc, "pos", None))
 
 
+@pytest.mark.slow
 @settings(max_examples=3000, deadline=None)
 @given(st.one_of(JSONISH, st.text(max_size=20), VALUES.map(json.dumps).map(lambda t: " \n" + t + "\t ")))
 @example("")
