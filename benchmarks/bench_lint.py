@@ -20,6 +20,7 @@ with an empty cache), warm runs (only the changed blob is parsed; `--runs`, inte
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
@@ -33,15 +34,19 @@ from benchmarks.userenv import WORK, describe, machine, timing_env, user_venv
 TODAY = "2026-12-01"
 
 
-def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, str]:
-    """Seconds one command takes, and the last line it wrote to stderr (lint's summary)."""
+def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
+    """Wall-clock seconds one command takes, its CPU seconds (user + system: less sensitive to a busy machine), and
+    the last line it wrote to stderr (lint's summary)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = usage.ru_utime + usage.ru_stime
     started = time.perf_counter()
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 1):  # 1: lint found errors
         raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr[-500:]}")
     lines = done.stderr.strip().splitlines()
-    return seconds, lines[-1] if lines else ""
+    return seconds, usage.ru_utime + usage.ru_stime - cpu, lines[-1] if lines else ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cairn: {cairn} (sources: {f'--venv {args.venv}' if args.venv else describe(args.rev)})")
     print(f"vault of {args.cards} cards ready ({time.perf_counter() - started:.1f} s)")
     results: dict[str, list[float]] = {"bare": [], "cold": [], "warm": [], "worktree": [], "whole": []}
+    cpu: dict[str, list[float]] = {name: [] for name in results}
     summaries: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="bench-lint-") as tmp:
         root = Path(tmp) / "vault"
@@ -71,8 +77,9 @@ def main(argv: list[str] | None = None) -> int:
         staged = timing_env(GIT_INDEX_FILE=".git/index", CAIRN_TODAY=TODAY)
         for run in range(args.cold_runs):
             env = dict(staged, CAIRN_CACHE_DIR=str(Path(tmp) / f"cache-cold-{run}"))
-            seconds, summaries["cold"] = timed([cairn, "lint", rel], root, env)
+            seconds, cpu_s, summaries["cold"] = timed([cairn, "lint", rel], root, env)
             results["cold"].append(seconds)
+            cpu["cold"].append(cpu_s)
         cache = str(Path(tmp) / "cache")
         commands = {
             "bare": ([python, "-c", "pass"], staged),
@@ -84,15 +91,18 @@ def main(argv: list[str] | None = None) -> int:
         for run in range(args.runs):
             for name in order[run % 3 :] + order[: run % 3]:
                 command, env = commands[name]
-                seconds, summary = timed(command, root, env)
+                seconds, cpu_s, summary = timed(command, root, env)
                 results[name].append(seconds)
+                cpu[name].append(cpu_s)
                 summaries[name] = summary
         whole_env = timing_env(CAIRN_CACHE_DIR=cache, CAIRN_TODAY=TODAY)
         for _ in range(args.whole_runs):
-            seconds, summaries["whole"] = timed([cairn, "lint"], root, whole_env)
+            seconds, cpu_s, summaries["whole"] = timed([cairn, "lint"], root, whole_env)
             results["whole"].append(seconds)
+            cpu["whole"].append(cpu_s)
     base_ms = statistics.median(results["bare"]) * 1000
-    print(f"{'bare python -c pass':<46}{base_ms:7.0f} ms")
+    base_cpu = statistics.median(cpu["bare"]) * 1000
+    print(f"{'bare python -c pass':<46}{base_ms:7.0f} ms  (CPU {base_cpu:.0f} ms)")
     for label, key in (
         ("one staged card, first run (no lint cache)", "cold"),
         ("one staged card, warm (hook, git's index)", "warm"),
@@ -101,9 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     ):
         values = results[key]
         ms = statistics.median(values) * 1000
+        cpu_ms = statistics.median(cpu[key]) * 1000
         print(
             f"{label:<46}{ms:7.0f} ms  ({ms / base_ms:5.1f}x bare; min {min(values) * 1000:.0f}, "
-            f"max {max(values) * 1000:.0f}, n={len(values)})"
+            f"max {max(values) * 1000:.0f}, n={len(values)}; CPU {cpu_ms:.0f} ms = {cpu_ms / base_cpu:.1f}x)"
         )
     for key in ("cold", "warm", "worktree", "whole"):
         print(f"  {key}: {summaries.get(key, '')}")

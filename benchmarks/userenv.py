@@ -96,7 +96,9 @@ def user_venv(*, deps: bool, rev: str | None = None) -> Path:
         shutil.rmtree(venv, ignore_errors=True)
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-input"]
-        subprocess.run([*pip, *([] if deps else ["--no-deps"]), src], check=True, stdout=subprocess.DEVNULL)
+        done = subprocess.run([*pip, *([] if deps else ["--no-deps"]), src], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"Error: pip install into {venv} failed:\n{done.stdout}{done.stderr}")
     if not any((venv_site(venv) / "cairn" / "hot" / "__pycache__").glob("*.pyc")):
         raise SystemExit(f"Error: pip compiled no bytecode for {venv}; the timings would include compiling Cairn")
     (venv / COMPLETE).write_text(source_hash)
