@@ -14,6 +14,7 @@ from cairn.hot.index import IndexReader
 from cairn.hot.recall import rank, recall
 from cairn.index import store
 from cairn.membench import load_locomo, load_longmemeval
+from cairn.membench.collection import CollectionStats
 from cairn.membench.memindex import EMPTY, Bag, Document, MemoryIndex
 from cairn.membench.ranker import HaystackIndex, RankSettings
 from cairn.membench.sessionbags import SessionCache
@@ -138,14 +139,15 @@ class _Opener:
             reader.close()
 
 
-def _same_on_both(suite: Suite, tmp_path: Path, settings: RankSettings) -> int:
+def _same_on_both(suite: Suite, tmp_path: Path, settings: RankSettings, collection: bool = False) -> int:
     cache = SessionCache()
+    stats = CollectionStats(suite.haystacks.values(), cache) if collection else None
     compared = 0
     for question in suite.questions:
         haystack: Haystack = suite.haystacks[question.haystack]
-        memory = _Recorder(haystack, settings, cache)
+        memory = _Recorder(haystack, settings, cache, stats=stats)
         opened = _Opener(tmp_path)
-        files = _Recorder(haystack, settings, cache, opened)
+        files = _Recorder(haystack, settings, cache, opened, stats=stats)
         assert memory.rank(question.text) == files.rank(question.text)
         assert repr(memory.scores) == repr(files.scores)  # every score to the last digit
         opened.close()
@@ -159,6 +161,9 @@ def test_haystacks_rank_as_on_index_files(tmp_path: Path, settings: RankSettings
     assert _same_on_both(load_locomo(FIXTURES / "locomo_tiny.json"), tmp_path, settings) == 6
 
 
-def test_real_longmemeval_questions_rank_as_on_index_files(tmp_path: Path) -> None:
-    # Three questions of LongMemEval_s (dev half; the assistant's turns blanked: they are never indexed).
-    assert _same_on_both(load_longmemeval(FIXTURES / "longmemeval_s_sample.json.gz"), tmp_path, RankSettings()) == 3
+@pytest.mark.parametrize("collection", [False, True])
+def test_real_longmemeval_questions_rank_as_on_index_files(tmp_path: Path, collection: bool) -> None:
+    # Three questions of LongMemEval_s (dev half; the assistant's turns blanked: they are never indexed), ranked
+    # with the haystack's own statistics and with the collection's.
+    suite = load_longmemeval(FIXTURES / "longmemeval_s_sample.json.gz")
+    assert _same_on_both(suite, tmp_path, RankSettings(), collection) == 3

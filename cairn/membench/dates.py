@@ -1,5 +1,6 @@
 """Dates a question names ("on 8 May, 2023", "October 13, 2023", "in June 2022", "in August"), as spans of days,
-and how near a session's day is to them: questions that name a date ask about what was said around it.
+and how near a session's day is to them: questions that name a date ask about what was said around it. When the day
+a question was asked is known, the days it names relative to it ("two weeks ago", "last Saturday") too.
 
 A year on its own names no span (it is too wide to tell sessions apart); a month without a year names that month
 in every year.
@@ -79,3 +80,73 @@ def _bounds(year: int, month: int, day: int | None) -> tuple[dt.date | None, dt.
 
 def _month_number(name: str) -> int:
     return _MONTH_NAMES.index(name.lower()) + 1
+
+
+# Days a question names relative to the day it was asked ("two weeks ago", "in the past month", "last Saturday").
+_COUNTS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "a couple": 2, "couple of": 2, "a few": 3,
+    "few": 3, "several": 3,
+}  # fmt: skip
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
+_COUNT = r"(\d{1,3}|" + "|".join(sorted(_COUNTS, key=len, reverse=True)) + ")"
+_UNIT = r"(day|week|month|year)s?"
+_WEEKDAY_NAMES = "monday tuesday wednesday thursday friday saturday sunday".split()
+_AGO = re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+ago\b", re.IGNORECASE)  # two weeks ago: that day
+_PAST = re.compile(rf"\b(past|last|previous)\s+(?:{_COUNT}\s+)?{_UNIT}\b", re.IGNORECASE)  # the past month: till now
+_LAST_DAY = re.compile(r"\blast\s+(" + "|".join(_WEEKDAY_NAMES) + r"|weekend)\b", re.IGNORECASE)
+_YESTERDAY = re.compile(r"\byesterday\b", re.IGNORECASE)
+
+DayRange = tuple[dt.date, dt.date, float]  # first day, last day, and how fast nearness falls off outside (days)
+
+
+def relative_ranges(text: str, asked: dt.date) -> list[DayRange]:
+    """The days `text` names relative to `asked`: "N days/weeks/months ago" (that day, falling off over half the
+    unit), "in the past N weeks" (from then to `asked`), "last week/month" (the unit before), "last Saturday",
+    "last weekend", "yesterday" (that day, falling off over a day)."""
+    out: list[DayRange] = []
+    taken: list[tuple[int, int]] = []
+    for m in _AGO.finditer(text):
+        unit = _UNIT_DAYS[m.group(2).lower()]
+        day = asked - dt.timedelta(days=_count(m.group(1)) * unit)
+        out.append((day, day, max(1.0, unit / 2)))
+        taken.append(m.span())
+    for m in _PAST.finditer(text):
+        if any(start < m.end() and m.start() < end for start, end in taken):
+            continue
+        unit = _UNIT_DAYS[m.group(3).lower()]
+        if m.group(2) is None and m.group(1).lower() == "last":  # last week: the week before this one
+            out.append((asked - dt.timedelta(days=2 * unit), asked - dt.timedelta(days=1), max(1.0, unit / 4)))
+        else:
+            out.append((asked - dt.timedelta(days=_count(m.group(2)) * unit), asked, max(1.0, unit / 4)))
+    for m in _LAST_DAY.finditer(text):
+        name = m.group(1).lower()
+        if name == "weekend":
+            saturday = asked - dt.timedelta(days=(asked.weekday() - 5) % 7 or 7)
+            out.append((saturday, saturday + dt.timedelta(days=1), 1.0))
+        else:
+            day = asked - dt.timedelta(days=(asked.weekday() - _WEEKDAY_NAMES.index(name)) % 7 or 7)
+            out.append((day, day, 1.0))
+    for _ in _YESTERDAY.finditer(text):
+        day = asked - dt.timedelta(days=1)
+        out.append((day, day, 1.0))
+    return out
+
+
+def range_nearness(day: dt.date | None, ranges: Sequence[DayRange]) -> float:
+    """1.0 when `day` falls in one of the ranges, else e^(-days outside / the range's fall-off), the best of them;
+    0.0 when there is no day or no range."""
+    if day is None:
+        return 0.0
+    best = 0.0
+    for first, last, scale in ranges:
+        gap = (first - day).days if day < first else (day - last).days if day > last else 0
+        best = max(best, math.exp(-gap / scale))
+    return best
+
+
+def _count(word: str | None) -> int:
+    if word is None:
+        return 1
+    lowered = " ".join(word.lower().split())
+    return int(lowered) if lowered.isdigit() else _COUNTS.get(lowered, 1)

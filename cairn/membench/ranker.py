@@ -15,14 +15,17 @@ ones, in corpus order.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cairn.config import RecallSettings
-from cairn.hot.recall import rank
+from cairn.hot.recall import _score as score_terms  # recall's own scoring, for a list of terms as they are
+from cairn.hot.recall import query_terms, rank
 from cairn.hot.tokens import tokenize
-from cairn.membench.dates import date_spans, nearness
+from cairn.membench.collection import CollectionStats
+from cairn.membench.dates import date_spans, nearness, range_nearness, relative_ranges
 from cairn.membench.memindex import EMPTY, Document, MemoryIndex
 from cairn.membench.sessionbags import SessionCache, pair_terms
 from cairn.membench.suites import Haystack, session_day
@@ -78,6 +81,9 @@ class RankSettings:
     date_weight: float = 0.5
     date_scale: float = 7.0
     speaker_boost: float = 0.1
+    collection_idf: bool = True
+    burstiness: float = 0.5
+    relative_date_weight: float = 0.2
     drop_question_words: bool = True
 
 
@@ -116,9 +122,11 @@ class HaystackIndex:
         settings: RankSettings,
         cache: SessionCache | None = None,
         open_index: Callable[[list[Document]], Any] = MemoryIndex,
+        stats: CollectionStats | None = None,
     ) -> None:
         self.haystack = haystack
         self.settings = settings
+        self.stats = stats
         cache = cache or SessionCache()
         sessions: list[Document] = []
         turns: list[Document] = []
@@ -144,31 +152,56 @@ class HaystackIndex:
         self._turns: IndexReader = open_index(turns)
         self._pairs: IndexReader | None = open_index(pairs) if settings.pair_weight else None
 
-    def rank(self, question: str) -> list[int]:
-        """Every session's position in the haystack, best first."""
+    def rank(self, question: str, asked: dt.date | None = None) -> list[int]:
+        """Every session's position in the haystack, best first; `asked`: the day the question was asked, if known."""
         settings = self.settings
         query = question_query(question, settings, self.names)
         speakers = named_speakers(question, self.names) if settings.speaker_boost else frozenset()
-        by_session = dict(rank(self._sessions, query, settings=settings.session))
+        by_session = self._scores(self._sessions, query, settings.session)
         by_turn = self._turn_scores(query, speakers)
         combined = self._combine(by_session, by_turn)
         if settings.date_weight and combined and (spans := date_spans(question)):
             for p, day in enumerate(self._days):
                 if near := nearness(day, spans, settings.date_scale):
                     combined[p] = combined.get(p, 0.0) + settings.date_weight * near
+        if settings.relative_date_weight and combined and asked and (ranges := relative_ranges(question, asked)):
+            for p, day in enumerate(self._days):
+                if near := range_nearness(day, ranges):
+                    combined[p] = combined.get(p, 0.0) + settings.relative_date_weight * near
         returned = sorted(combined, key=lambda position: (-combined[position], position))
         seen = set(returned)
         return returned + [p for p in range(len(self.haystack.sessions)) if p not in seen]
 
     def _turn_scores(self, query: str, speakers: frozenset[str]) -> dict[int, float]:
         """Turn row -> score: BM25F on the turn, plus the proximity share, times the speaker boost."""
-        scores = dict(rank(self._turns, query, settings=self.settings.turn))
+        scores = self._scores(self._turns, query, self.settings.turn)
         if self._pairs is not None and scores:
             pair_query = " ".join(pair_terms(tokenize(query)))
             if pair_query:
-                pair_scores = dict(rank(self._pairs, pair_query, settings=self.settings.pair))
+                pair_scores = self._scores(self._pairs, pair_query, self.settings.pair, pairs=True)
                 scores = _mix(scores, pair_scores, self.settings.pair_weight)
         return self._boost(scores, speakers)
+
+    def _scores(
+        self, index: IndexReader, query: str, settings: RecallSettings, pairs: bool = False
+    ) -> dict[int, float]:
+        """Row -> BM25F score of the query in one index: recall's ranking as it is, or, with collection statistics,
+        each term scored by recall alone and weighed by the collection (see `RankSettings`)."""
+        stats = self.stats
+        if stats is None or not (self.settings.collection_idf or self.settings.burstiness):
+            return dict(rank(index, query, settings=settings))
+        collection = stats.pairs if pairs else stats.words
+        scores: dict[int, float] = {}
+        for term in query_terms(query):
+            by_row, _, weights = score_terms(index, [term], settings)
+            if not by_row:
+                continue
+            factor = collection.idf(term) / weights.idf[term] if self.settings.collection_idf else 1.0
+            if self.settings.burstiness:
+                factor *= collection.burstiness(term) ** self.settings.burstiness
+            for row, score in by_row.items():
+                scores[row] = scores.get(row, 0.0) + factor * score
+        return scores
 
     def _boost(self, scores: dict[int, float], speakers: frozenset[str]) -> dict[int, float]:
         if not speakers:

@@ -6,10 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cairn.membench.collection import CollectionStats
 from cairn.membench.metrics import mean_metrics, question_metrics
 from cairn.membench.ranker import HaystackIndex, RankSettings
 from cairn.membench.sessionbags import SessionCache
-from cairn.membench.suites import Suite
+from cairn.membench.suites import Suite, session_day
 
 Progress = Callable[[int, int], None]
 
@@ -51,13 +52,15 @@ def run_bench(
     rows: dict[int, dict[str, float]] = {}
     done = 0
     cache = SessionCache()
+    # Term statistics of the whole file (every haystack, whichever are ranked): documents only, no labels.
+    stats = CollectionStats(suite.haystacks.values(), cache) if settings.collection_idf or settings.burstiness else None
     for key, indices in by_haystack.items():
         haystack = suite.haystacks[key]
-        index = HaystackIndex(haystack, settings, cache)
+        index = HaystackIndex(haystack, settings, cache, stats=stats)
         ids = [session.id for session in haystack.sessions]
         for i in indices:
             question = suite.questions[i]
-            ranking = [ids[p] for p in index.rank(question.text)]
+            ranking = [ids[p] for p in index.rank(question.text, session_day(question.asked))]
             rows[i] = question_metrics(ranking, question.relevant)
         done += len(indices)
         if progress:

@@ -48,13 +48,15 @@ class Haystack:
 
 @dataclass(frozen=True, slots=True)
 class Question:
-    """A question, its type, the haystack it is asked against and the ids of the sessions that hold its answer."""
+    """A question, its type, the haystack it is asked against and the ids of the sessions that hold its answer;
+    asked: when it was asked, as written in the file ("" when the file does not say: LoCoMo)."""
 
     id: str
     type: str
     text: str
     haystack: str
     relevant: frozenset[str]
+    asked: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +101,7 @@ def load_longmemeval(path: Path) -> Suite:
                     text=str(record["question"]),
                     haystack=qid,
                     relevant=frozenset(str(s) for s in record["answer_session_ids"]),
+                    asked=str(record.get("question_date", "")),
                 )
             )
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
