@@ -40,6 +40,11 @@ def test_plain_text_is_what_the_control_regex_gave(text: str, limit: int) -> Non
     assert hook._plain(text, limit) == expected
 
 
+def test_every_character_plain_text_replaces_is_not_printable() -> None:
+    assert all(not chr(code).isprintable() for code in hook._CONTROL)  # printable text skips the translation
+    assert {chr(code) for code in hook._CONTROL} == {chr(c) for c in range(0x110000) if _CONTROL.fullmatch(chr(c))}
+
+
 @settings(max_examples=2000, deadline=None)
 @given(st.one_of(st.text(), st.text(alphabet=st.sampled_from("aZ09._- -!é/\x00"))))
 def test_the_vault_key_text_is_the_regex_substitution(name: str) -> None:

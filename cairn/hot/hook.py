@@ -289,12 +289,13 @@ def _fit(injected: "Sequence[Candidate]", vault: "VaultDirs", payload: Payload, 
     return chosen
 
 
-# Control characters and bidirectional overrides, each to a space (runs of spaces then become one).
+# Control characters and bidirectional overrides, each to a space (runs of spaces then become one). None of them
+# is printable, so text that is (most is) needs no translation, which is slow for text beyond ASCII.
 _CONTROL = dict.fromkeys([*range(0x00, 0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)], " ")
 
 
 def _plain(text: str, limit: int) -> str:
-    text = " ".join(text.translate(_CONTROL).split())
+    text = " ".join((text if text.isprintable() else text.translate(_CONTROL)).split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 

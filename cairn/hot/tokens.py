@@ -60,22 +60,29 @@ _TRAIL = "./-"
 _CONTRACTIONS = ("s", "t", "d", "ll", "re", "ve", "m")
 # Bytes of `text.encode("ascii", "replace")` (one per character; any other character is `?`): the run characters
 # and the apostrophe stay, everything else becomes a space.
-_RUNS = bytes(b if chr(b) in _RUN + "'" else 0x20 for b in range(256))
+_RUNS = bytes(c if chr(c) in _RUN or c == 0x27 else 0x20 for c in range(128)) + b" " * 128
 # Separators inside an identifier (`snake_case`, `a.b/c-d`), and the pieces between them.
 _SEPARATORS = str.maketrans("_.-/", "    ")
 _UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
 _DIGITS = frozenset("0123456789")
-# For the CJK mask: a character's UTF-32 bytes (lo, hi, plane, 0) decide whether it is CJK (all ranges are in
-# plane 0): rows `hi` wholly inside a range, and the three rows a range starts or ends inside, with their `lo` bound.
-_ROWS_CJK = bytes(0x34 <= b <= 0x4C or 0x4E <= b <= 0x9F or 0xF9 <= b <= 0xFA or 0xAC <= b <= 0xD6 for b in range(256))
-_ROW_30 = bytes(b == 0x30 for b in range(256))
-_ROW_4D = bytes(b == 0x4D for b in range(256))
-_ROW_D7 = bytes(b == 0xD7 for b in range(256))
-_LO_FROM_40 = bytes(b >= 0x40 for b in range(256))  # U+3040..U+30FF
-_LO_TO_BF = bytes(b <= 0xBF for b in range(256))  # U+4D00..U+4DBF
-_LO_TO_AF = bytes(b <= 0xAF for b in range(256))  # U+D700..U+D7AF
-_ZERO = bytes(b == 0 for b in range(256))
+
+
+def _flags(*ranges: tuple[int, int]) -> bytes:
+    """A `bytes.translate` table: 1 for the bytes in the (inclusive) ranges, 0 for the others."""
+    table = bytearray(256)
+    for low, high in ranges:
+        table[low : high + 1] = b"\x01" * (high + 1 - low)
+    return bytes(table)
+
+
+# For the CJK mask: a character's UTF-32 bytes (lo, hi, plane, 0) tell whether it is CJK (all ranges are in plane
+# 0): the rows `hi` wholly inside a range, and the three rows a range starts or ends inside, with their `lo` bound.
+_ROWS_CJK = _flags((0x34, 0x4C), (0x4E, 0x9F), (0xF9, 0xFA), (0xAC, 0xD6))
+_ROW_30, _LO_FROM_40 = _flags((0x30, 0x30)), _flags((0x40, 0xFF))  # U+3040..U+30FF
+_ROW_4D, _LO_TO_BF = _flags((0x4D, 0x4D)), _flags((0x00, 0xBF))  # U+4D00..U+4DBF
+_ROW_D7, _LO_TO_AF = _flags((0xD7, 0xD7)), _flags((0x00, 0xAF))  # U+D700..U+D7AF
+_PLANE_0 = _flags((0, 0))
 
 
 def tokenize(text: str) -> list[str]:
@@ -153,7 +160,7 @@ def _cjk_mask(text: str) -> bytes:
         | bits(hi, _ROW_30) & bits(lo, _LO_FROM_40)
         | bits(hi, _ROW_4D) & bits(lo, _LO_TO_BF)
         | bits(hi, _ROW_D7) & bits(lo, _LO_TO_AF)
-    ) & bits(plane, _ZERO)
+    ) & bits(plane, _PLANE_0)
     return cjk.to_bytes(len(text), "little")
 
 
