@@ -1,7 +1,8 @@
 """How long `cairn hook --format claude-code` takes end to end, as a ratio to a bare `python -c pass`.
 
 Run from the repository root:
-    .venv/bin/python -m benchmarks.bench_hook [--sizes 1000,10000,100000] [--runs 30] [--venv DIR] [--json]
+    .venv/bin/python -m benchmarks.bench_hook [--sizes 1000,10000,100000] [--runs 30] [--rev REV | --venv DIR]
+        [--json]
 
 What is timed is what a user gets: by default a plain venv with `pip install --no-deps` of the current sources
 (`benchmarks.userenv`, cached by a hash of `cairn/` and `pyproject.toml`), not the developer's editable venv (whose
@@ -13,17 +14,20 @@ For each size, a committed synthetic vault (`benchmarks.synth`, built once and r
 `cairn.index.build.card_terms` and `cairn.index.store.write_index` by `benchmarks/hookindex.py`, run in a venv
 with the same sources and their dependencies (so parsing 100,000 YAML files is not what is timed, the index is
 written by the code the hook reads it with, and this process never imports the checkout; the index is rebuilt
-when the vault, the index format or schema, Cairn's version or the default config changes). Then three commands of the same interpreter run interleaved, in a rotating order, `--runs` times
-after 2 warm-up rounds:
+when the vault, the index format or schema, Cairn's version or the default config changes). Then four commands of
+the same interpreter run interleaved, in a rotating order, `--runs` times after 2 warm-up rounds:
 
 - `cairn hook --format claude-code` with a real UserPromptSubmit payload on stdin (a new session id every run, so
   each run ranks, gates, renders, records the session and logs);
 - `python -c pass` (the baseline);
-- `python -c "import cairn.hot.hook"` (the import floor: what the hook costs before it reads a byte).
+- `python -c "import cairn.hot.hook"` (the import floor: the hook module and what it imports at its top);
+- `python -c` importing every module a real hook run imports beyond a bare interpreter (listed once with
+  PYTHONPROFILEIMPORTTIME), in the same order: the floor including what the hook imports lazily, inside its
+  functions (the first floor misses those).
 
 It prints medians and the ratios to the baseline (the figure: the machine is shared, milliseconds move with its
-load), the CPU-time ratio (user + system of the child), how many runs injected a card, and any stale index or
-logged error. Budgets (ARCHITECTURE.md, "Budgets"): 1,000 cards <= 1.5x, 10,000 <= 2x, 100,000 <= 4x.
+load), the CPU-time ratios (user + system of the child), how many runs injected a card, and any stale index or
+logged error; the machine (cores, CPU model, Python, load average) before and after. Budgets (ARCHITECTURE.md, "Budgets"): 1,000 cards <= 1.5x, 10,000 <= 2x, 100,000 <= 4x.
 
 It also checks that the hook imports nothing outside the standard library and Cairn (one run with
 PYTHONPROFILEIMPORTTIME, against the modules a bare interpreter imports), which is why `--no-deps` is enough.
@@ -96,23 +100,27 @@ def timed_run(args: list[str], stdin: bytes | None, env: dict[str, str], cwd: Pa
     return elapsed, _children_cpu() - cpu, done.stdout
 
 
-def imported_modules(command: list[str], stdin: bytes | None, env: dict[str, str], cwd: Path) -> set[str]:
-    """Top-level names of the modules a command imports (PYTHONPROFILEIMPORTTIME)."""
+def imported_modules(command: list[str], stdin: bytes | None, env: dict[str, str], cwd: Path) -> list[str]:
+    """The modules a command imports, full names in the order their imports finished (PYTHONPROFILEIMPORTTIME)."""
     done = subprocess.run(
         command, input=stdin, capture_output=True, env=dict(env, PYTHONPROFILEIMPORTTIME="1"), cwd=cwd, check=True
     )
-    names = set()
+    names = []
     for line in done.stderr.decode().splitlines():
         if line.startswith("import time:") and "|" in line and "self [us]" not in line:
-            names.add(line.rsplit("|", 1)[1].strip().split(".")[0])
+            names.append(line.rsplit("|", 1)[1].strip())
     return names
 
 
-def third_party_imports(python: str, hook: list[str], payload: bytes, env: dict[str, str], cwd: Path) -> list[str]:
-    """Modules a hook run imports from site-packages, other than Cairn and what a bare interpreter imports (a
-    `.pth` file's, such as setuptools' `_distutils_hack`): what `pip install --no-deps` would leave out."""
-    names = imported_modules(hook, payload, env, cwd) - imported_modules([python, "-c", "pass"], None, env, cwd)
-    names.discard("cairn")
+def hook_imports(
+    python: str, hook: list[str], payload: bytes, env: dict[str, str], cwd: Path
+) -> tuple[list[str], list[str]]:
+    """What a real hook run imports beyond a bare interpreter (full module names, for the all-imports floor), and
+    which of them come from site-packages other than Cairn (a `.pth` file's modules, such as setuptools'
+    `_distutils_hack`, are a bare interpreter's too): what `pip install --no-deps` would leave out."""
+    bare = set(imported_modules([python, "-c", "pass"], None, env, cwd))
+    used = [name for name in imported_modules(hook, payload, env, cwd) if name not in bare]
+    tops = sorted({name.split(".")[0] for name in used} - {"cairn"})
     where = (
         "import importlib.util, json, sys, sysconfig\n"
         "site = sysconfig.get_paths()['purelib'], sysconfig.get_paths()['platlib']\n"
@@ -121,8 +129,14 @@ def third_party_imports(python: str, hook: list[str], payload: bytes, env: dict[
         "    return spec and (spec.origin or ''.join(spec.submodule_search_locations or ()))\n"
         "print(json.dumps(sorted(n for n in sys.argv[1:] if (o := origin(n)) and o.startswith(site))))"
     )
-    done = subprocess.run([python, "-c", where, *sorted(names)], env=env, cwd=cwd, capture_output=True, check=True)
-    return list(json.loads(done.stdout))
+    done = subprocess.run([python, "-c", where, *tops], env=env, cwd=cwd, capture_output=True, check=True)
+    return used, list(json.loads(done.stdout))
+
+
+def all_imports(modules: list[str]) -> str:
+    """Code importing `modules` in order; a failed import (an optional module the hook tries, such as `_winapi`
+    on POSIX, shows in PYTHONPROFILEIMPORTTIME too) is passed over, as the code that tried it does."""
+    return f"for m in {tuple(modules)!r}:\n try: __import__(m)\n except ImportError: pass"
 
 
 def bench_size(n_cards: int, runs: int, work: Path, python: str, cairn: str, builder: str) -> dict[str, object]:
@@ -145,14 +159,19 @@ def bench_size(n_cards: int, runs: int, work: Path, python: str, cairn: str, bui
         ).encode()
 
     hook = [cairn, "hook", "--format", "claude-code"]
-    foreign = third_party_imports(python, hook, payload(0), env, work)
-    commands = {"hook": hook, "bare": [python, "-c", "pass"], "import": [python, "-c", IMPORT_FLOOR]}
+    used, foreign = hook_imports(python, hook, payload(0), env, work)
+    commands = {
+        "hook": hook,
+        "bare": [python, "-c", "pass"],
+        "import": [python, "-c", IMPORT_FLOOR],
+        "imports": [python, "-c", all_imports(used)],
+    }
     wall: dict[str, list[float]] = {name: [] for name in commands}
     cpu: dict[str, list[float]] = {name: [] for name in commands}
     injected = 0
     order = list(commands)
     for i in range(len(prompts)):
-        for name in order[i % 3 :] + order[: i % 3]:  # rotate, so no command always runs first
+        for name in order[i % len(order) :] + order[: i % len(order)]:  # rotate: no command always runs first
             stdin = payload(i) if name == "hook" else None
             seconds, cpu_s, out = timed_run(commands[name], stdin, env, work)
             if i < 2:  # warm-up: the file cache
@@ -170,10 +189,14 @@ def bench_size(n_cards: int, runs: int, work: Path, python: str, cairn: str, bui
         "hook_ms": round(ms["hook"], 1),
         "bare_ms": round(ms["bare"], 1),
         "import_ms": round(ms["import"], 1),
+        "imports_ms": round(ms["imports"], 1),
         "ratio": round(ms["hook"] / ms["bare"], 2),
         "import_ratio": round(ms["import"] / ms["bare"], 2),
+        "imports_ratio": round(ms["imports"] / ms["bare"], 2),
         "cpu_ratio": round(cpu_ms["hook"] / cpu_ms["bare"], 2),
         "import_cpu_ratio": round(cpu_ms["import"] / cpu_ms["bare"], 2),
+        "imports_cpu_ratio": round(cpu_ms["imports"] / cpu_ms["bare"], 2),
+        "hook_imports": len(used),
         "budget": BUDGETS.get(n_cards),
         "injected_runs": injected,
         "stale_runs": sum(bool(line.get("stale")) for line in log),
@@ -207,10 +230,13 @@ def main(argv: list[str] | None = None) -> int:
     print(machine())
     source = f"--venv {args.venv}" if args.venv else describe(args.rev)
     print(f"cairn: {cairn} (sources: {source}; cairn.hot.hook from {where})")
-    print("medians; ratios to `python -c pass` of the same interpreter; import = python -c 'import cairn.hot.hook'")
+    print("medians (ms) and ratios to `python -c pass` of the same interpreter, runs interleaved;")
     print(
-        f"{'cards':>7} {'hook ms':>8} {'bare ms':>8} {'ratio':>6} {'budget':>7}  {'import ms':>9} {'floor':>6}"
-        f"  {'cpu ratio':>9} {'cpu floor':>9}  injected  stale  errors  3rd-party"
+        "  floor: python -c 'import cairn.hot.hook';  all imports: python -c 'import <every module a hook run imports>'"
+    )
+    print(
+        f"{'cards':>7} {'hook':>6} {'bare':>6} {'ratio':>6} {'budget':>9}  {'floor':>13}  {'all imports':>13}"
+        f"  {'CPU: ratio':>10} {'floor':>5} {'all':>5}  injected  stale  errors  3rd-party"
     )
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
@@ -219,8 +245,9 @@ def main(argv: list[str] | None = None) -> int:
         budget = r["budget"]
         verdict = "" if budget is None else ("ok" if float(r["ratio"]) <= float(budget) else "OVER")  # type: ignore[arg-type]
         print(
-            f"{r['cards']:>7} {r['hook_ms']:>8} {r['bare_ms']:>8} {r['ratio']:>6} {str(budget) + 'x':>5} {verdict:<4}"
-            f" {r['import_ms']:>8} {r['import_ratio']:>6}  {r['cpu_ratio']:>9} {r['import_cpu_ratio']:>9}"
+            f"{r['cards']:>7} {r['hook_ms']:>6} {r['bare_ms']:>6} {r['ratio']:>6} {str(budget) + 'x':>4} {verdict:<4}"
+            f"  {r['import_ms']:>6} {str(r['import_ratio']) + 'x':>6}  {r['imports_ms']:>6} {str(r['imports_ratio']) + 'x':>6}"
+            f"  {r['cpu_ratio']:>10} {r['import_cpu_ratio']:>5} {r['imports_cpu_ratio']:>5}"
             f"  {r['injected_runs']:>3}/{r['runs']:<4} {r['stale_runs']:>5}  {len(r['errors']):>6}"  # type: ignore[arg-type]
             f"  {', '.join(r['third_party_imports']) or 'none'}"  # type: ignore[arg-type]
         )
