@@ -140,7 +140,7 @@ class _Opener:
 
 
 def _same_on_both(suite: Suite, tmp_path: Path, settings: RankSettings, collection: bool = False) -> int:
-    cache = SessionCache()
+    cache = SessionCache(settings.final_e)
     stats = CollectionStats(suite.haystacks.values(), cache) if collection else None
     compared = 0
     for question in suite.questions:
@@ -155,15 +155,22 @@ def _same_on_both(suite: Suite, tmp_path: Path, settings: RankSettings, collecti
     return compared
 
 
-@pytest.mark.parametrize("settings", [RankSettings(), RankSettings(pair_weight=0.0, window=1, speaker_boost=0.0)])
+PREVIOUS = RankSettings(collection_idf=False, burstiness=0.0, relative_date_weight=0.0, final_e=False)
+
+
+@pytest.mark.parametrize(
+    "settings", [RankSettings(), PREVIOUS, RankSettings(pair_weight=0.0, window=1, speaker_boost=0.0)]
+)
 def test_haystacks_rank_as_on_index_files(tmp_path: Path, settings: RankSettings) -> None:
     assert _same_on_both(load_longmemeval(FIXTURES / "longmemeval_tiny.json"), tmp_path, settings) == 4
     assert _same_on_both(load_locomo(FIXTURES / "locomo_tiny.json"), tmp_path, settings) == 6
 
 
-@pytest.mark.parametrize("collection", [False, True])
-def test_real_longmemeval_questions_rank_as_on_index_files(tmp_path: Path, collection: bool) -> None:
-    # Three questions of LongMemEval_s (dev half; the assistant's turns blanked: they are never indexed), ranked
-    # with the haystack's own statistics and with the collection's.
+@pytest.mark.parametrize(("settings", "collection"), [(PREVIOUS, False), (RankSettings(), True)])
+def test_real_longmemeval_questions_rank_as_on_index_files(
+    tmp_path: Path, settings: RankSettings, collection: bool
+) -> None:
+    # Three questions of LongMemEval_s (dev half; the assistant's turns blanked: they are never indexed), ranked as
+    # before this ranker's weights and with them (the collection's statistics).
     suite = load_longmemeval(FIXTURES / "longmemeval_s_sample.json.gz")
-    assert _same_on_both(suite, tmp_path, RankSettings(), collection) == 3
+    assert _same_on_both(suite, tmp_path, settings, collection) == 3

@@ -3,6 +3,7 @@ the day a question was asked."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 from pathlib import Path
@@ -14,7 +15,7 @@ from cairn.membench import load_longmemeval
 from cairn.membench.collection import CollectionStats
 from cairn.membench.dates import range_nearness, relative_ranges
 from cairn.membench.ranker import HaystackIndex, RankSettings
-from cairn.membench.sessionbags import SessionCache
+from cairn.membench.sessionbags import SessionCache, drop_final_e
 from cairn.membench.suites import Haystack, Session
 
 FIXTURES = Path(__file__).parent / "fixtures" / "membench"
@@ -126,3 +127,31 @@ def test_the_longmemeval_loader_keeps_the_day_asked() -> None:
         "2023/02/10 (Fri) 18:44",
         "2023/05/30 (Tue) 23:36",
     ]
+
+
+@pytest.mark.parametrize(
+    ("token", "dropped"),
+    [
+        ("serve", "serv"),
+        ("recipe", "recip"),
+        ("make", "make"),
+        ("coffee", "coffee"),
+        ("c++e", "c++e"),
+        ("café", "café"),
+    ],
+)
+def test_a_final_silent_e_is_dropped_from_longer_words(token: str, dropped: str) -> None:
+    assert drop_final_e(token) == dropped
+
+
+def test_a_verbs_base_form_meets_its_ing_form() -> None:
+    sessions = [
+        Session("a", "", ("I love serving homemade pasta to guests.",)),
+        Session("b", "", ("Guests, what a time.",)),
+    ]
+    question = "What should I serve my guests?"
+    plain = RankSettings(collection_idf=False, burstiness=0.0, final_e=False)
+    index = HaystackIndex(Haystack("h", tuple(sessions)), plain, SessionCache(final_e=False))
+    assert index.rank(question) == [1, 0]
+    index = HaystackIndex(Haystack("h", tuple(sessions)), dataclasses.replace(plain, final_e=True))
+    assert index.rank(question) == [0, 1]

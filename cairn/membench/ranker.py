@@ -23,11 +23,10 @@ from typing import TYPE_CHECKING, Any
 from cairn.config import RecallSettings
 from cairn.hot.recall import _score as score_terms  # recall's own scoring, for a list of terms as they are
 from cairn.hot.recall import query_terms, rank
-from cairn.hot.tokens import tokenize
 from cairn.membench.collection import CollectionStats
 from cairn.membench.dates import date_spans, nearness, range_nearness, relative_ranges
 from cairn.membench.memindex import EMPTY, Document, MemoryIndex
-from cairn.membench.sessionbags import SessionCache, pair_terms
+from cairn.membench.sessionbags import SessionCache, drop_final_e, pair_terms
 from cairn.membench.suites import Haystack, session_day
 
 if TYPE_CHECKING:
@@ -84,6 +83,7 @@ class RankSettings:
     collection_idf: bool = True
     burstiness: float = 0.5
     relative_date_weight: float = 0.2
+    final_e: bool = True
     drop_question_words: bool = True
 
 
@@ -127,7 +127,10 @@ class HaystackIndex:
         self.haystack = haystack
         self.settings = settings
         self.stats = stats
-        cache = cache or SessionCache()
+        cache = cache or SessionCache(settings.final_e)
+        if cache.tokenize.final_e != settings.final_e:
+            raise ValueError("the session cache and the settings disagree on final_e")
+        self._tokenize = cache.tokenize
         sessions: list[Document] = []
         turns: list[Document] = []
         pairs: list[Document] = []
@@ -176,7 +179,7 @@ class HaystackIndex:
         """Turn row -> score: BM25F on the turn, plus the proximity share, times the speaker boost."""
         scores = self._scores(self._turns, query, self.settings.turn)
         if self._pairs is not None and scores:
-            pair_query = " ".join(pair_terms(tokenize(query)))
+            pair_query = " ".join(pair_terms(self._tokenize(query)))
             if pair_query:
                 pair_scores = self._scores(self._pairs, pair_query, self.settings.pair, pairs=True)
                 scores = _mix(scores, pair_scores, self.settings.pair_weight)
@@ -187,18 +190,24 @@ class HaystackIndex:
     ) -> dict[int, float]:
         """Row -> BM25F score of the query in one index: recall's ranking as it is, or, with collection statistics,
         each term scored by recall alone and weighed by the collection (see `RankSettings`)."""
-        stats = self.stats
-        if stats is None or not (self.settings.collection_idf or self.settings.burstiness):
+        stats = self.stats if self.settings.collection_idf or self.settings.burstiness else None
+        if stats is None and not self.settings.final_e:
             return dict(rank(index, query, settings=settings))
-        collection = stats.pairs if pairs else stats.words
+        terms = query_terms(query)
+        if self.settings.final_e and not pairs:  # pair terms are made of tokens already through it
+            terms = list(dict.fromkeys(drop_final_e(term) for term in terms))
         scores: dict[int, float] = {}
-        for term in query_terms(query):
+        for term in terms:
             by_row, _, weights = score_terms(index, [term], settings)
             if not by_row:
                 continue
-            factor = collection.idf(term) / weights.idf[term] if self.settings.collection_idf else 1.0
-            if self.settings.burstiness:
-                factor *= collection.burstiness(term) ** self.settings.burstiness
+            factor = 1.0
+            if stats is not None:
+                collection = stats.pairs if pairs else stats.words
+                if self.settings.collection_idf:
+                    factor = collection.idf(term) / weights.idf[term]
+                if self.settings.burstiness:
+                    factor *= collection.burstiness(term) ** self.settings.burstiness
             for row, score in by_row.items():
                 scores[row] = scores.get(row, 0.0) + factor * score
         return scores

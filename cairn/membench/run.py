@@ -51,7 +51,7 @@ def run_bench(
     total = sum(len(v) for v in by_haystack.values())
     rows: dict[int, dict[str, float]] = {}
     done = 0
-    cache = SessionCache()
+    cache = SessionCache(settings.final_e)
     # Term statistics of the whole file (every haystack, whichever are ranked): documents only, no labels.
     stats = CollectionStats(suite.haystacks.values(), cache) if settings.collection_idf or settings.burstiness else None
     for key, indices in by_haystack.items():

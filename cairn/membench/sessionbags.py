@@ -30,11 +30,21 @@ def pair_terms(tokens: list[str]) -> list[str]:
     return out
 
 
-class ChunkTokenizer:
-    """`cairn.hot.tokens.tokenize`, remembering the tokens of each whitespace-separated chunk of text it has seen."""
+def drop_final_e(token: str) -> str:
+    """A plain word of 5 letters or more without its final silent e (`serve` -> `serv`, as `cairn.hot.tokens.stem`
+    makes `serving` and `served`): the light stemmer keeps a verb's base form apart from its -ing and -ed forms."""
+    if len(token) > 4 and token[-1] == "e" and token[-2] != "e" and token.isascii() and token.isalpha():
+        return token[:-1]
+    return token
 
-    def __init__(self) -> None:
+
+class ChunkTokenizer:
+    """`cairn.hot.tokens.tokenize`, remembering the tokens of each whitespace-separated chunk of text it has seen;
+    with `final_e`, each token then goes through `drop_final_e`."""
+
+    def __init__(self, final_e: bool = False) -> None:
         self._chunks: dict[str, list[str]] = {}
+        self.final_e = final_e
 
     def __call__(self, text: str) -> list[str]:
         out: list[str] = []
@@ -42,7 +52,10 @@ class ChunkTokenizer:
         for chunk in text.split():
             tokens = known.get(chunk)
             if tokens is None:
-                tokens = known[chunk] = tokenize(chunk)
+                tokens = tokenize(chunk)
+                if self.final_e:
+                    tokens = [drop_final_e(token) for token in tokens]
+                known[chunk] = tokens
             out += tokens
         return out
 
@@ -59,10 +72,11 @@ class TurnBags:
 
 
 class SessionCache:
-    """The bags of each distinct session date and each distinct sequence of turns, made once per run."""
+    """The bags of each distinct session date and each distinct sequence of turns, made once per run (with
+    `final_e`, of tokens through `drop_final_e`)."""
 
-    def __init__(self) -> None:
-        self.tokenize = ChunkTokenizer()
+    def __init__(self, final_e: bool = True) -> None:
+        self.tokenize = ChunkTokenizer(final_e)
         self._dates: dict[str, Bag] = {}
         self._turns: dict[tuple[str, ...], TurnBags] = {}
 
