@@ -172,6 +172,7 @@ def test_a_real_hook_run_imports_stdlib_and_hot_modules_only(
     expected = {"cairn.hot.recall", "cairn.hot.index", "cairn.hot.hooklog", "cairn.hot.gitrefs", "_sqlite3"}
     assert expected <= names
     assert ("cairn.hot.session" in names) == (session is not None)
+    assert "cairn.hot.errors" not in names  # imported where an error is raised, and none was
     assert offenders(names, allowed()) == set()
     assert names & NEVER == set()
 

@@ -222,20 +222,25 @@ def _logged(candidate: "Candidate", kept: set[str]) -> dict[str, object]:
 def _open_fresh_index(vault: "VaultDirs", entry: dict[str, object]) -> "IndexReader":
     """The cached index, checked against the vault's HEAD; a stale or missing one starts a background update."""
     from cairn.hot import gitrefs, paths
-    from cairn.hot.errors import IndexCorrupt, IndexMissing
     from cairn.hot.index import IndexReader
 
     index_file = paths.index_file(vault.root)
     head = gitrefs.head_commit(vault.git_root) if vault.git_root is not None else None
     try:
         index = IndexReader(index_file)
-    except IndexMissing:
-        entry["stale"] = True
-        _start_background_index(vault, index_file)
-        raise HookInputError("no index for this vault yet; building it in the background (`cairn index`)") from None
-    except IndexCorrupt:
-        entry["stale"] = True
-        _start_background_index(vault, index_file)
+    except Exception as exc:
+        from cairn.hot.errors import (
+            IndexCorrupt,
+            IndexMissing,
+        )  # imported when needed: a hook that reads its index never does
+
+        if isinstance(exc, IndexMissing):
+            entry["stale"] = True
+            _start_background_index(vault, index_file)
+            raise HookInputError("no index for this vault yet; building it in the background (`cairn index`)") from None
+        if isinstance(exc, IndexCorrupt):
+            entry["stale"] = True
+            _start_background_index(vault, index_file)
         raise
     entry["commit"] = index.meta.get("commit")
     from cairn import __version__

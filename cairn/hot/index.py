@@ -14,7 +14,6 @@ import os
 import sys
 
 from cairn.hot import jsonc
-from cairn.hot.errors import IndexCorrupt, IndexMissing
 from cairn.hot.paths import file_uri, is_file, resolve
 from cairn.hot.record import Record
 
@@ -24,6 +23,8 @@ if TYPE_CHECKING:
     from array import array
     from collections.abc import Iterable, Iterator, Sequence
     from typing import Any
+
+    from cairn.hot.errors import IndexCorrupt, IndexMissing
 
 
 def _no_statement_cache(maxsize: int) -> "Any":
@@ -180,16 +181,16 @@ class IndexReader:
 
     def __init__(self, path: "str | os.PathLike[str]") -> None:
         if not is_file(os.fspath(path)):
-            raise IndexMissing(f"no index at {path}; run `cairn index`")
+            raise _missing(f"no index at {path}; run `cairn index`")
         self.path = path
         try:
             uri = file_uri(resolve(os.fspath(path))) + "?mode=ro&immutable=1"
             self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
             self.meta = dict(self._db.execute("SELECT key, value FROM meta"))
         except sqlite3.DatabaseError as exc:
-            raise IndexCorrupt(f"the index at {path} is damaged ({exc}); run `cairn index --rebuild`") from None
+            raise _corrupt(f"the index at {path} is damaged ({exc}); run `cairn index --rebuild`") from None
         if self.meta.get("format") != FORMAT_VERSION:
-            raise IndexCorrupt(f"the index at {path} has an old format; run `cairn index --rebuild`")
+            raise _corrupt(f"the index at {path} has an old format; run `cairn index --rebuild`")
 
     def close(self) -> None:
         self._db.close()
@@ -284,7 +285,19 @@ class IndexReader:
         try:
             return self._db.execute(sql, args)
         except sqlite3.DatabaseError as exc:
-            raise IndexCorrupt(f"the index at {self.path} is damaged ({exc}); run `cairn index --rebuild`") from None
+            raise _corrupt(f"the index at {self.path} is damaged ({exc}); run `cairn index --rebuild`") from None
+
+
+def _missing(message: str) -> "IndexMissing":
+    from cairn.hot.errors import IndexMissing  # imported when raised: a hook that reads its index never needs it
+
+    return IndexMissing(message)
+
+
+def _corrupt(message: str) -> "IndexCorrupt":
+    from cairn.hot.errors import IndexCorrupt
+
+    return IndexCorrupt(message)
 
 
 _CARD_COLUMNS = (

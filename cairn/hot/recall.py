@@ -16,12 +16,10 @@
 import math
 import time
 
-try:  # the C modules themselves: `bisect` and `heapq` are Python wrappers around them, one import more each
+try:  # the C module itself: `bisect` is a Python wrapper around it, one import more
     from _bisect import bisect_left
-    from _heapq import heapify, heapreplace
-except ImportError:  # pragma: no cover - an interpreter without them
+except ImportError:  # pragma: no cover - an interpreter without it
     from bisect import bisect_left
-    from heapq import heapify, heapreplace
 
 from cairn.hot import gates
 from cairn.hot.record import Record
@@ -45,6 +43,8 @@ _MIN_EXAMINED = 20
 _CHUNK = 64
 # Slack on every pruning comparison: scores summed in another order differ in the last bits, never by this much.
 _SLACK = 1e-9
+# `_kth` sorts up to this many scores (in C, faster than a heap in Python there), and keeps a heap beyond.
+_SORT_UP_TO = 1000
 # A CJK 2-gram the vault never uses counts this share of an unknown word in the coverage gate: about half the
 # 2-grams of a run straddle two words (no evidence), the other half are words the vault does not know.
 _CJK_UNKNOWN = 0.5
@@ -455,52 +455,58 @@ def _top(
     # ties are `_score_all`'s to the bit; then the matched terms of the cards kept.
     cut = _kth({row: partial[row] for row in alive}, depth) / (1 + _SLACK) if len(alive) > depth else 0.0
     finalists = [row for row in alive if partial[row] >= cut]
-    for row in thrice.intersection(finalists):
-        partial[row] = _exact(row, present, postings, idf, settings, avg)[0]
+    in_query_order = [(term, postings[term].rows, postings[term].stats, idf[term]) for term in present]
+    exact = {row: _exact(row, in_query_order, settings, avg) for row in thrice.intersection(finalists)}
+    for row, (score, _) in exact.items():
+        partial[row] = score
     best = sorted([(-partial[row], row) for row in finalists])[:depth]
     ranked = [(row, -negated) for negated, row in best]
-    matched = {row: _exact(row, present, postings, idf, settings, avg)[1] for row, _ in ranked}
+    matched = {row: (exact.get(row) or _exact(row, in_query_order, settings, avg))[1] for row, _ in ranked}
     return ranked, matched, complete
 
 
 def _exact(
     row: int,
-    terms: "Sequence[str]",
-    postings: "dict[str, Postings]",
-    idf: dict[str, float],
+    terms: "Sequence[tuple[str, Sequence[int], Sequence[int], float]]",
     settings: "RecallSettings",
     avg: tuple[float, ...],
 ) -> tuple[float, list[str]]:
-    """One card's score and matched terms, summed in query order exactly as `_score_all` sums them."""
+    """One card's score and matched terms, summed in query order exactly as `_score_all` sums them.
+
+    terms: the query's terms the vault knows, in query order, each with its postings' rows and stats and its
+    weight."""
     k1, b = settings.k1, settings.b
     w_name, w_summary, w_body = settings.weight_name, settings.weight_summary, settings.weight_body
     avg_name, avg_summary, avg_body = avg
+    one_b = 1 - b
     score = 0.0
     hit: list[str] = []
-    for term in terms:
-        found = postings[term]
-        rows = found.rows
+    for term, rows, st, weight in terms:
         at = bisect_left(rows, row)
         if at < len(rows) and rows[at] == row:
-            st = found.stats
             j = 6 * at
             tf = (
-                w_name * st[j] / (1 - b + b * st[j + 3] / avg_name)
-                + w_summary * st[j + 1] / (1 - b + b * st[j + 4] / avg_summary)
-                + w_body * st[j + 2] / (1 - b + b * st[j + 5] / avg_body)
+                w_name * st[j] / (one_b + b * st[j + 3] / avg_name)
+                + w_summary * st[j + 1] / (one_b + b * st[j + 4] / avg_summary)
+                + w_body * st[j + 2] / (one_b + b * st[j + 5] / avg_body)
             )
             if tf <= 0:
                 continue
-            score = score + idf[term] * tf / (k1 + tf)
+            score = score + weight * tf / (k1 + tf)
             hit.append(term)
     return score, hit
 
 
 def _kth(scores: dict[int, float], k: int) -> float:
-    """The k-th highest value (0.0 when there are fewer): `heapq.nlargest(k, values)[-1]`, with a heap of the k
-    highest so far."""
+    """The k-th highest value (0.0 when there are fewer): `heapq.nlargest(k, values)[-1]`."""
     if len(scores) < k:
         return 0.0
+    if len(scores) <= _SORT_UP_TO:
+        return sorted(scores.values(), reverse=True)[k - 1]
+    try:  # imported here: a vault of up to `_SORT_UP_TO` cards never needs it
+        from _heapq import heapify, heapreplace
+    except ImportError:  # pragma: no cover - an interpreter without it
+        from heapq import heapify, heapreplace
     values = iter(scores.values())
     heap = [value for _, value in zip(range(k), values, strict=False)]  # the first k
     heapify(heap)

@@ -6,7 +6,6 @@
 
 import os
 
-from cairn.hot.errors import VaultNotFound
 from cairn.hot.paths import exists, is_dir, is_file, path_text, resolve
 from cairn.hot.record import Record
 
@@ -14,6 +13,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
+
+    from cairn.hot.errors import VaultNotFound
 
 CARDS_DIR = "cards"
 
@@ -70,9 +71,9 @@ def locate_vault(
     if given:
         root = _expanduser(path_text(os.fspath(given)))
         if not is_dir(root):
-            raise VaultNotFound(f"vault {str(given)!r} is not a folder; create one with `cairn init {given}`")
+            raise _not_found(f"vault {str(given)!r} is not a folder; create one with `cairn init {given}`")
         if not is_dir(os.path.join(root, CARDS_DIR)):
-            raise VaultNotFound(f"{str(given)!r} has no cards/ folder; create a vault with `cairn init PATH`")
+            raise _not_found(f"{str(given)!r} has no cards/ folder; create a vault with `cairn init PATH`")
         return _vault_at(resolve(root))
     folder = resolve(os.getcwd() if cwd is None else os.fspath(cwd))
     while True:
@@ -84,7 +85,13 @@ def locate_vault(
         if _is_git_root(folder) or parent == folder:
             break
         folder = parent
-    raise VaultNotFound("no vault here; pass --vault PATH, set CAIRN_VAULT, or create one with `cairn init PATH`")
+    raise _not_found("no vault here; pass --vault PATH, set CAIRN_VAULT, or create one with `cairn init PATH`")
+
+
+def _not_found(message: str) -> "VaultNotFound":
+    from cairn.hot.errors import VaultNotFound  # imported when raised: a hook that finds its vault never needs it
+
+    return VaultNotFound(message)
 
 
 def _expanduser(path: str) -> str:
