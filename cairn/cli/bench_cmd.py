@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -67,6 +68,8 @@ def _run(file: Path, load: Callable[[Path], Suite], as_json: bool) -> None:
     from cairn.membench import run_bench
 
     started = time.perf_counter()
+    if sys.stderr.isatty():  # reading a large file takes seconds: say so, on a terminal only
+        click.echo(f"Reading {file.name} ...", err=True)
     suite = load(file)
     with progress_bar(f"Ranking {suite.name} sessions") as progress:
         report = run_bench(suite, progress=progress)

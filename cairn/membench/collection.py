@@ -56,18 +56,23 @@ class CollectionStats:
     def __init__(self, haystacks: Iterable[Haystack], cache: SessionCache) -> None:
         self.words = TermStats()
         self.pairs = TermStats()
-        seen: set[tuple[str, ...]] = set()
+        self._cache = cache
+        self._seen: set[tuple[str, ...]] = set()
         for haystack in haystacks:
-            for session in haystack.sessions:
-                if session.turns in seen:
-                    continue
-                seen.add(session.turns)
-                bags = cache.turns(session)
-                words: Counter[str] = Counter()
-                pairs: Counter[str] = Counter()
-                for bag in bags.turns:
-                    words.update(bag.counts)
-                for bag in bags.pairs:
-                    pairs.update(bag.counts)
-                self.words.add(words)
-                self.pairs.add(pairs)
+            self.add(haystack)
+
+    def add(self, haystack: Haystack) -> None:
+        """Count the haystack's sessions not counted yet."""
+        for session in haystack.sessions:
+            if session.turns in self._seen:
+                continue
+            self._seen.add(session.turns)
+            bags = self._cache.turns(session)
+            words: Counter[str] = Counter()
+            pairs: Counter[str] = Counter()
+            for bag in bags.turns:
+                words.update(bag.counts)
+            for bag in bags.pairs:
+                pairs.update(bag.counts)
+            self.words.add(words)
+            self.pairs.add(pairs)

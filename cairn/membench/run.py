@@ -42,18 +42,29 @@ def run_bench(
     progress: Progress | None = None,
     haystacks: set[str] | None = None,
 ) -> BenchReport:
-    """Rank each question's haystack and score it; `haystacks` limits the run to some of them (for tuning)."""
+    """Rank each question's haystack and score it; `haystacks` limits the run to some of them (for tuning).
+
+    progress(done, total) is called after each haystack read for the collection's statistics (every haystack of
+    the file, when the settings use them), then after each haystack ranked."""
     settings = settings or RankSettings()
     by_haystack: dict[str, list[int]] = {}
     for i, question in enumerate(suite.questions):
         if haystacks is None or question.haystack in haystacks:
             by_haystack.setdefault(question.haystack, []).append(i)
-    total = sum(len(v) for v in by_haystack.values())
     rows: dict[int, dict[str, float]] = {}
-    done = 0
     cache = SessionCache(settings.final_e)
-    # Term statistics of the whole file (every haystack, whichever are ranked): documents only, no labels.
-    stats = CollectionStats(suite.haystacks.values(), cache) if settings.collection_idf or settings.burstiness else None
+    stats: CollectionStats | None = None
+    total = len(by_haystack)
+    done = 0
+    if settings.collection_idf or settings.burstiness:
+        # Term statistics of the whole file (every haystack, whichever are ranked): documents only, no labels.
+        stats = CollectionStats((), cache)
+        total += len(suite.haystacks)
+        for haystack in suite.haystacks.values():
+            stats.add(haystack)
+            done += 1
+            if progress:
+                progress(done, total)
     for key, indices in by_haystack.items():
         haystack = suite.haystacks[key]
         index = HaystackIndex(haystack, settings, cache, stats=stats)
@@ -62,7 +73,7 @@ def run_bench(
             question = suite.questions[i]
             ranking = [ids[p] for p in index.rank(question.text, session_day(question.asked))]
             rows[i] = question_metrics(ranking, question.relevant)
-        done += len(indices)
+        done += 1
         if progress:
             progress(done, total)
     ordered = sorted(rows)
