@@ -141,7 +141,7 @@ class _Opener:
 
 def _same_on_both(suite: Suite, tmp_path: Path, settings: RankSettings, collection: bool = False) -> int:
     cache = SessionCache(settings.final_e)
-    stats = CollectionStats(suite.haystacks.values(), cache) if collection else None
+    stats = CollectionStats(suite.haystacks.values(), cache, associations=True) if collection else None
     compared = 0
     for question in suite.questions:
         haystack: Haystack = suite.haystacks[question.haystack]

@@ -78,7 +78,7 @@ def _rank(
     haystack = Haystack("h", tuple(sessions))
     cache = SessionCache()
     pool = [haystack] + ([Haystack("pool", tuple(collection))] if collection else [])
-    stats = CollectionStats(pool, cache)
+    stats = CollectionStats(pool, cache, associations=True)
     return HaystackIndex(haystack, RankSettings(**settings), cache, stats=stats).rank(question)
 
 
@@ -155,3 +155,33 @@ def test_a_verbs_base_form_meets_its_ing_form() -> None:
     assert index.rank(question) == [1, 0]
     index = HaystackIndex(Haystack("h", tuple(sessions)), dataclasses.replace(plain, final_e=True))
     assert index.rank(question) == [0, 1]
+
+
+def _collection(turns: list[str], repeat: int = 1) -> list[Session]:
+    return [Session(f"c{i}-{j}", "", (turn,)) for j in range(repeat) for i, turn in enumerate(turns)]
+
+
+def test_words_that_keep_company_across_the_collection() -> None:
+    # "commute" shares 4 turns with "podcast"; "bus" is in most turns, so it keeps company with nothing.
+    turns = [f"My commute on the bus with a podcast, {n}." for n in range(4)]
+    turns += [f"The bus to town, stop {n}." for n in range(120)] + [f"Weather note {n}." for n in range(76)]
+    stats = CollectionStats([Haystack("c", tuple(_collection(turns)))], SessionCache(), associations=True)
+    assert stats.associations is not None
+    assert stats.associations.company("commut", 3) == ["podcast"]
+    assert stats.associations.company("bus", 3) == []  # in 124 of 200 turns: more than 2%, too common
+    assert stats.associations.company("unknown", 3) == []
+    assert stats.associations.company("commut", 0) == []
+
+
+def test_a_question_finds_the_session_through_the_company_its_words_keep() -> None:
+    sessions = [
+        Session("a", "", ("I listen to a history podcast every morning.",)),
+        Session("b", "", ("What a morning.",)),
+    ]
+    pool = _collection([f"My commute goes by with a podcast, week {n}." for n in range(4)])
+    pool += _collection([f"Note {n}." for n in range(196)])
+    question = "What can I do during my commute?"
+    assert _rank(sessions, question, pool, expansion_weight=0.0) == [0, 1]  # nothing matches: corpus order
+    sessions.reverse()
+    assert _rank(sessions, question, pool, expansion_weight=0.0) == [0, 1]
+    assert _rank(sessions, question, pool) == [1, 0]

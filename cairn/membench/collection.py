@@ -20,6 +20,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 
+from cairn.membench.expansion import Associations
 from cairn.membench.sessionbags import SessionCache
 from cairn.membench.suites import Haystack
 
@@ -51,11 +52,13 @@ class TermStats:
 
 
 class CollectionStats:
-    """Term statistics over every distinct session (by its turns) of some haystacks: words, and word pairs."""
+    """Term statistics over every distinct session (by its turns) of some haystacks: words, and word pairs; with
+    `associations`, the words that keep company in turns too (`cairn.membench.expansion`)."""
 
-    def __init__(self, haystacks: Iterable[Haystack], cache: SessionCache) -> None:
+    def __init__(self, haystacks: Iterable[Haystack], cache: SessionCache, associations: bool = False) -> None:
         self.words = TermStats()
         self.pairs = TermStats()
+        self.associations = Associations(cache) if associations else None
         self._cache = cache
         self._seen: set[tuple[str, ...]] = set()
         for haystack in haystacks:
@@ -63,6 +66,8 @@ class CollectionStats:
 
     def add(self, haystack: Haystack) -> None:
         """Count the haystack's sessions not counted yet."""
+        if self.associations is not None:
+            self.associations.add(haystack)
         for session in haystack.sessions:
             if session.turns in self._seen:
                 continue

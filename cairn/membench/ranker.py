@@ -84,6 +84,8 @@ class RankSettings:
     burstiness: float = 0.5
     relative_date_weight: float = 0.2
     final_e: bool = True
+    expansion_weight: float = 0.2
+    expansion_terms: int = 5
     drop_question_words: bool = True
 
 
@@ -196,16 +198,22 @@ class HaystackIndex:
         terms = query_terms(query)
         if self.settings.final_e and not pairs:  # pair terms are made of tokens already through it
             terms = list(dict.fromkeys(drop_final_e(term) for term in terms))
+        weighted = [(term, 1.0) for term in terms]
+        if stats is not None and stats.associations is not None and self.settings.expansion_weight and not pairs:
+            company = dict.fromkeys(
+                other for term in terms for other in stats.associations.company(term, self.settings.expansion_terms)
+            )
+            weighted += [(other, self.settings.expansion_weight) for other in company if other not in terms]
         scores: dict[int, float] = {}
-        for term in terms:
+        for term, share in weighted:
             by_row, _, weights = score_terms(index, [term], settings)
             if not by_row:
                 continue
-            factor = 1.0
+            factor = share
             if stats is not None:
                 collection = stats.pairs if pairs else stats.words
                 if self.settings.collection_idf:
-                    factor = collection.idf(term) / weights.idf[term]
+                    factor *= collection.idf(term) / weights.idf[term]
                 if self.settings.burstiness:
                     factor *= collection.burstiness(term) ** self.settings.burstiness
             for row, score in by_row.items():

@@ -58,7 +58,7 @@ def run_bench(
     done = 0
     if settings.collection_idf or settings.burstiness:
         # Term statistics of the whole file (every haystack, whichever are ranked): documents only, no labels.
-        stats = CollectionStats((), cache)
+        stats = CollectionStats((), cache, associations=settings.expansion_weight > 0)
         total += len(suite.haystacks)
         for haystack in suite.haystacks.values():
             stats.add(haystack)
