@@ -202,6 +202,7 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
             scope=scope_tags(options.scope),
             session_id=payload.session_id,
             fit=lambda injected: _fit(injected, vault, payload, max_context_chars),
+            decide_first=hooklog.MAX_LOGGED_CANDIDATES,  # the log shows these; recall settles no more
         )
     finally:
         index.close()

@@ -29,7 +29,7 @@ from cairn.hot.tokens import INSTRUCTION_WORDS, is_cjk, tokenize
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import datetime as dt
-    from collections.abc import Collection, Sequence
+    from collections.abc import Callable, Collection, Sequence
 
     from cairn.config import RecallSettings
     from cairn.hot.index import IndexedCard, IndexReader, Postings
@@ -156,11 +156,15 @@ def recall(
     today: "dt.date | None" = None,
     settings: "RecallSettings | None" = None,
     examine_all: bool = False,
+    decide_first: int | None = None,
 ) -> Result:
     """The cards to inject for `query` (at most `settings.max_cards`, possibly none) and every card examined.
 
     scope: the declared scope tags (empty = no scope filtering). already_injected: card ids this session got.
     examine_all: look at every scored card (for `cairn explain`), not just enough to decide.
+    decide_first: only the first n candidates are wanted (the hook logs 20): `candidates` holds just those, the
+    same n with the same decisions a call without it lists first, and recall stops as soon as they and the
+    injected cards are settled (`_first_decisions`).
 
     Unless examine_all, only the best-scored cards are ranked exactly (`_top`): as many chunks of the ranking as
     admission and the gates need, the same cards and scores a full ranking would give.
@@ -174,6 +178,18 @@ def recall(
 
     postings = index.postings(terms)
     weights = _weights(index, terms, postings, settings)
+    if decide_first is not None and not examine_all:
+        first = _first_decisions(
+            index,
+            terms,
+            postings,
+            weights,
+            settings,
+            decide_first,
+            lambda card: admission(card, today_iso, wanted_scope, lowered_query, already_injected),
+        )
+        if first is not None:
+            return first
     depth = _CHUNK
     while True:
         if examine_all:
@@ -205,7 +221,62 @@ def recall(
     decided = _gate(admitted, matched, weights, settings)
     injected = tuple(c for c in decided if c.decision == INJECTED)
     pool = sorted(decided + refused, key=lambda c: (-c.score, c.card.row))
-    return Result(injected=injected, candidates=tuple(pool), settings=settings)
+    return Result(injected=injected, candidates=tuple(pool[:decide_first]), settings=settings)
+
+
+def _first_decisions(
+    index: "IndexReader",
+    terms: "Sequence[str]",
+    postings: "dict[str, Postings]",
+    weights: QueryWeights,
+    settings: "RecallSettings",
+    first: int,
+    refusal: "Callable[[IndexedCard], str | None]",
+) -> Result | None:
+    """`recall` for its first `first` candidates, from a ranking only `first` + a few deep; None when that depth
+    does not settle them (too many refused, or too many scores that round alike), and `recall` then goes the
+    whole way.
+
+    Candidates are listed by rounded score, then row: the first `first` are among the ranked cards down to the
+    last whose rounded score equals the `first`-th's (`wanted`). A candidate's decision depends on the admitted
+    cards before it (injected so far, the first gate failure) and on the admitted card after it (its lead and
+    margin); the injected cards are among the first `max_cards` admitted. So once the `wanted` are examined,
+    `max_cards` + 1 cards are admitted and one admitted card follows the last admitted among the `wanted`, every
+    decision listed is the one a whole examination gives (`recall` examines whole chunks of `_CHUNK` cards, which
+    start with these)."""
+    needed = settings.max_cards + 1
+    if first + needed > _CHUNK:
+        return None  # deeper than `recall`'s first chunk, whose end may cut off the admitted card after one wanted
+    ranked, matched, complete = _top(index, terms, postings, weights, settings, first + needed)
+    wanted = min(first, len(ranked))
+    if wanted < len(ranked):
+        last = round(ranked[wanted - 1][1], 4)
+        while wanted < len(ranked) and round(ranked[wanted][1], 4) == last:
+            wanted += 1
+        if wanted == len(ranked) and not complete:
+            return None  # the run of equal rounded scores may go on below this depth
+    cards = index.cards(row for row, _ in ranked)
+    admitted: list[tuple[IndexedCard, float]] = []
+    refused: list[Candidate] = []
+    leading = 0  # admitted among the `wanted`
+    settled = False
+    for rank, (row, score) in enumerate(ranked, 1):
+        card = cards[row]
+        reason = refusal(card)
+        if reason is None:
+            admitted.append((card, score))
+            leading += rank <= wanted
+        else:
+            refused.append(_refused(card, score, matched.get(row, ()), reason))
+        if rank >= wanted and len(admitted) >= needed and len(admitted) > leading:
+            settled = True
+            break
+    if not (settled or complete):
+        return None
+    decided = _gate(admitted, matched, weights, settings)
+    injected = tuple(c for c in decided if c.decision == INJECTED)
+    pool = sorted(decided + refused, key=lambda c: (-c.score, c.card.row))
+    return Result(injected=injected, candidates=tuple(pool[:first]), settings=settings)
 
 
 def admission(

@@ -40,21 +40,25 @@ def serve_prompt(
     scope: "Sequence[str] | None" = None,
     session_id: str | None = None,
     fit: "Callable[[Sequence[Candidate]], Sequence[Candidate]] | None" = None,
+    decide_first: int | None = None,
 ) -> Served:
     """Recall for `query`; with a session id, each card at most once per session (recorded as given).
 
     fit: trims recall's injected cards to what the caller can show (the hook's context limit); default all.
+    decide_first: only the first n candidates are wanted (`recall`'s argument; the hook logs 20).
     """
     config = index.config
     settings = stored_settings(config)
     if session_id is None:
-        result = recall(index, query, scope=scope, settings=settings)
+        result = recall(index, query, scope=scope, settings=settings, decide_first=decide_first)
         return Served(result, tuple(fit(result.injected) if fit else result.injected))
     from cairn.hot import session as sessions  # only agents with a session id pay for the import
 
     state = state_folder()
     with sessions.open_session(state, session_id) as current:
-        result = recall(index, query, scope=scope, already_injected=current.injected, settings=settings)
+        result = recall(
+            index, query, scope=scope, already_injected=current.injected, settings=settings, decide_first=decide_first
+        )
         given = tuple(fit(result.injected) if fit else result.injected)
         if given:
             current.record([c.card.id for c in given], vault_root, index.commit)
