@@ -80,7 +80,7 @@ def test_deciding_the_first_candidates_decides_them_as_a_whole_recall(
             scope = rng.choice([None, ["git"], ["docker", "ci"]])
             chosen = rng.choice(settings)
             full = recall.recall(index, query, scope=scope, already_injected=already, settings=chosen)
-            for first in (1, 2, 5, 19, 20, 21, 40, 70):
+            for first in (0, 1, 2, 5, 19, 20, 21, 40, 70):
                 part = recall.recall(
                     index, query, scope=scope, already_injected=already, settings=chosen, decide_first=first
                 )

@@ -249,7 +249,7 @@ def _first_decisions(
         return None  # deeper than `recall`'s first chunk, whose end may cut off the admitted card after one wanted
     ranked, matched, complete = _top(index, terms, postings, weights, settings, first + needed)
     wanted = min(first, len(ranked))
-    if wanted < len(ranked):
+    if 0 < wanted < len(ranked):
         last = round(ranked[wanted - 1][1], 4)
         while wanted < len(ranked) and round(ranked[wanted][1], 4) == last:
             wanted += 1
