@@ -9,8 +9,13 @@ A turn's score is its BM25F score plus a share of its proximity score, boosted w
 speaker (the names themselves leave the query: every session has them). A session's score is a weighted sum of
 its own score and its two best turns' scores, each divided by the best score in its index: long sessions are found
 by the turns that answer, yet the whole session still counts. A question that names a date ("on 8 May, 2023",
-"in June") adds a bonus to the sessions held on or near that date. Sessions no index returns follow the returned
-ones, in corpus order.
+"in June") adds a bonus to the sessions held on or near that date, and so does a day named relative to the day the
+question was asked ("two weeks ago"). Sessions no index returns follow the returned ones, in corpus order.
+
+With the statistics of the whole benchmark file (`cairn.membench.collection`), each query term is scored alone by
+recall's own code and weighed by the collection instead of the haystack (its IDF over all the file's sessions,
+times its burstiness), and words that keep company with the query's in the file's turns join the query at a small
+weight (`cairn.membench.expansion`). Without them (and with `final_e` off) the ranking is recall's, unchanged.
 """
 
 from __future__ import annotations
