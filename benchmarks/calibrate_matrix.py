@@ -6,7 +6,7 @@ Run from the repository root:
     .venv/bin/python -m benchmarks.calibrate_matrix --json
 
 For each suite (`benchmarks.recall_suites` builds them as git vaults in benchmarks/.work/), `cairn.quality.calibrate.gather`
-runs recall once per case with the gates open; `cairn.quality.calibrate.calibrate` fits (min_score, min_coverage,
+runs recall once per case with the gates open; `cairn.quality.calibrate.calibrate` fits (min_lead, min_coverage,
 min_margin) on that suite (Injection@1 at FIR <= target overall and per slice, 5-fold cross-validated), and the
 fitted thresholds are replayed on the other suites. Each cell: Injection@1 / FIR / the worst slice's FIR. The
 diagonal cell is the cross-validated figure (held-out folds of the suite fitted on).
@@ -82,7 +82,7 @@ def verify(vault: Vault, settings: RecallSettings, thresholds: Thresholds, repla
     from cairn.quality.evaluate import evaluate, load_cases
 
     t = thresholds
-    s = dataclasses.replace(settings, min_score=t.min_score, min_coverage=t.min_coverage, min_margin=t.min_margin)
+    s = dataclasses.replace(settings, min_lead=t.min_lead, min_coverage=t.min_coverage, min_margin=t.min_margin)
     cases = load_cases(vault.root / "cases.jsonl")
     with indexer.open_index(vault) as index:
         report = evaluate(index, cases, settings=s)
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
                             problems.append(f"{fit_suite} -> {other}: {diff}")
                 cells[other] = m
             print(
-                f"| {SHORT[fit_suite]} | {t.min_score:g} / {t.min_coverage:g} / {t.min_margin:g} | "
+                f"| {SHORT[fit_suite]} | {t.min_lead:g} / {t.min_coverage:g} / {t.min_margin:g} | "
                 + " | ".join(("**" + cell(cells[s]) + "** (cv)") if s == fit_suite else cell(cells[s]) for s in SUITES)
                 + " |"
             )
@@ -145,15 +145,15 @@ def main(argv: list[str] | None = None) -> int:
             cells = {s: calibrate.measure(data[s][0], t) for s in SUITES}
             label = "+".join(SHORT[s] for s in SUITES if s != held)
             print(
-                f"| {label} | {t.min_score:g} / {t.min_coverage:g} / {t.min_margin:g} | "
+                f"| {label} | {t.min_lead:g} / {t.min_coverage:g} / {t.min_margin:g} | "
                 + " | ".join(cell(cells[s]) if s == held else f"({cell(cells[s])})" for s in SUITES)
                 + " |"
             )
             rows[f"without {held}"] = {"thresholds": t.to_dict(), "cells": {s: m.to_dict() for s, m in cells.items()}}
         results[str(target)] = rows
     shipped = data[SUITES[0]][1]
-    t = calibrate.Thresholds(shipped.min_score, shipped.min_coverage, shipped.min_margin)
-    print(f"\nShipped defaults ({t.min_score:g} / {t.min_coverage:g} / {t.min_margin:g}):")
+    t = calibrate.Thresholds(shipped.min_lead, shipped.min_coverage, shipped.min_margin)
+    print(f"\nShipped defaults ({t.min_lead:g} / {t.min_coverage:g} / {t.min_margin:g}):")
     for s in SUITES:
         m = calibrate.measure(data[s][0], t)
         print(f"- {SHORT[s]}: {cell(m)}")

@@ -50,7 +50,7 @@ def features(index: IndexReader, query: str, settings: RecallSettings) -> dict[s
     from cairn.hot.recall import query_terms, recall
     from cairn.hot.tokens import INSTRUCTION_WORDS, is_cjk, tokenize
 
-    open_ = dataclasses.replace(settings, min_score=0.0, min_coverage=0.0, min_margin=0.0)
+    open_ = dataclasses.replace(settings, min_lead=0.0, min_coverage=0.0, min_margin=0.0)
     result = recall(index, query, settings=open_)
     adm = [c for c in result.candidates if c.reason not in ADMISSION]
     if not adm:

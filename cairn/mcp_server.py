@@ -125,7 +125,8 @@ class VaultTools:
             "injected": [c.card.id for c in result.injected],
             "candidates": [_candidate_dict(c) for c in result.candidates],
             "thresholds": {
-                "min_score": result.settings.min_score,
+                "min_lead": result.settings.min_lead,
+                "min_score": result.settings.min_lead,  # the old name, kept until 0.3 (CHANGELOG)
                 "min_coverage": result.settings.min_coverage,
                 "min_margin": result.settings.min_margin,
                 "max_cards": result.settings.max_cards,
@@ -170,7 +171,8 @@ def _candidate_dict(c: Candidate) -> dict[str, Any]:
         "id": c.card.id,
         "name": c.card.name,
         "score": c.score,
-        "norm_score": c.norm_score,
+        "lead": c.lead,
+        "norm_score": c.lead,  # the old name, kept until 0.3 (CHANGELOG)
         "coverage": c.coverage,
         "margin": c.margin,
         "decision": c.decision,

@@ -159,10 +159,10 @@ def test_calibrate_refuses_cases_without_negatives() -> None:
 
 def test_write_thresholds_refuses_what_it_cannot_edit_and_leaves_the_file(tmp_path: Path) -> None:
     config = tmp_path / "cairn.toml"
-    config.write_text("recall.min_score = 0.2\n")
+    config.write_text("recall.min_lead = 0.2\n")
     with pytest.raises(CairnError):
         write_thresholds(tmp_path, Thresholds(0.1, 0.2, 0.3))
-    assert config.read_text() == "recall.min_score = 0.2\n"
+    assert config.read_text() == "recall.min_lead = 0.2\n"
 
 
 def test_calibrate_cli_agrees_with_eval_and_write_keeps_comments(tmp_path: Path) -> None:
@@ -194,7 +194,7 @@ def test_calibrate_cli_agrees_with_eval_and_write_keeps_comments(tmp_path: Path)
     t = best["thresholds"]
     # only the three gate lines changed; every comment and other setting is where it was
     changed = [(a, b) for a, b in zip(original.splitlines(), new.splitlines(), strict=True) if a != b]
-    assert {b.split(" = ")[0] for _, b in changed} <= {"min_score", "min_coverage", "min_margin"}
+    assert {b.split(" = ")[0] for _, b in changed} <= {"min_lead", "min_coverage", "min_margin"}
     assert f"min_coverage = {t['min_coverage']}" in new
     assert [line for line in original.splitlines() if line.startswith("#")] == [
         line for line in new.splitlines() if line.startswith("#")

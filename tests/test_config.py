@@ -24,8 +24,8 @@ def test_template_spells_out_every_default() -> None:
 
 
 def test_values_are_typed_and_round_trip() -> None:
-    config = parse_config('[recall]\nmax_cards = 2\nmin_score = 1\n[lint]\nscopes = ["git", "ci"]\n')
-    assert config.recall.max_cards == 2 and config.recall.min_score == 1.0
+    config = parse_config('[recall]\nmax_cards = 2\nmin_lead = 1\n[lint]\nscopes = ["git", "ci"]\n')
+    assert config.recall.max_cards == 2 and config.recall.min_lead == 1.0
     assert config.lint.scopes == ("git", "ci")
     assert config_from_dict(config.to_dict()) == config
 
@@ -36,7 +36,7 @@ def test_values_are_typed_and_round_trip() -> None:
         ("[recal]\n", "unknown section [recal]"),
         ("[recall]\nmax_card = 1\n", "unknown key 'max_card' in [recall]"),
         ("[recall]\nmax_cards = 'three'\n", "max_cards must be a whole number"),
-        ("[recall]\nmin_score = true\n", "min_score must be a number"),
+        ("[recall]\nmin_lead = true\n", "min_lead must be a number"),
         ("[lint]\nscopes = 'git'\n", "scopes must be a list of strings"),
         ("[recall\n", "cairn.toml:"),
         ("recall = 3\n", "[recall] must be a table"),
@@ -52,7 +52,7 @@ TOML = """\
 
 [recall]
 # gates
-min_score = 0.0    # score gate
+min_lead = 0.0    # score gate
 min_coverage = 0.4
 k1 = 1.2
 
@@ -63,16 +63,26 @@ max_age_days = 200
 
 
 def test_set_recall_keys_keeps_comments_and_other_settings() -> None:
-    text = set_recall_keys(TOML, {"min_score": 0.35, "min_coverage": 0.6, "min_margin": 0.3})
-    assert text == TOML.replace("min_score = 0.0    # score gate", "min_score = 0.35    # score gate").replace(
+    text = set_recall_keys(TOML, {"min_lead": 0.35, "min_coverage": 0.6, "min_margin": 0.3})
+    assert text == TOML.replace("min_lead = 0.0    # score gate", "min_lead = 0.35    # score gate").replace(
         "min_coverage = 0.4\nk1 = 1.2\n", "min_coverage = 0.6\nk1 = 1.2\nmin_margin = 0.3\n"
     )
     config = parse_config(text)
-    assert (config.recall.min_score, config.recall.min_coverage, config.recall.min_margin) == (0.35, 0.6, 0.3)
+    assert (config.recall.min_lead, config.recall.min_coverage, config.recall.min_margin) == (0.35, 0.6, 0.3)
     assert config.lint.max_age_days == 200
 
 
 def test_set_recall_keys_adds_the_table_when_missing() -> None:
-    text = set_recall_keys("[lint]\nmax_age_days = 90\n", {"min_score": 0.5})
-    assert text == "[lint]\nmax_age_days = 90\n\n[recall]\nmin_score = 0.5\n"
+    text = set_recall_keys("[lint]\nmax_age_days = 90\n", {"min_lead": 0.5})
+    assert text == "[lint]\nmax_age_days = 90\n\n[recall]\nmin_lead = 0.5\n"
     assert set_recall_keys("", {"min_margin": 0.25}) == "[recall]\nmin_margin = 0.25\n"
+
+
+def test_the_old_name_of_the_lead_gate_is_still_read() -> None:
+    assert parse_config("[recall]\nmin_score = 0.4\n").recall.min_lead == 0.4
+    assert config_from_dict({"recall": {"min_score": 0.3}}).recall.min_lead == 0.3  # an index from before 0.2
+
+
+def test_the_old_and_new_names_of_one_setting_together_are_an_error() -> None:
+    with pytest.raises(InvalidConfig, match="both min_score and min_lead"):
+        parse_config("[recall]\nmin_score = 0.4\nmin_lead = 0.3\n")

@@ -63,7 +63,7 @@ def test_deciding_the_first_candidates_decides_them_as_a_whole_recall(
     tmp_path: Path, n: int, seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = random.Random(seed)
-    settings = [Config().recall, dataclasses.replace(Config().recall, min_score=0.0, min_coverage=0.0, min_margin=0.0)]
+    settings = [Config().recall, dataclasses.replace(Config().recall, min_lead=0.0, min_coverage=0.0, min_margin=0.0)]
     short: list[bool] = []
     decide = recall._first_decisions
 

@@ -66,7 +66,7 @@ def test_serve_answers_every_tool_over_stdio(vault_repo: VaultRepo) -> None:
     explained = _text_json(results[3])
     by_id = {c["id"]: c for c in explained["candidates"]}
     assert by_id["docker/sigterm-shell-form"]["decision"] == "injected"
-    assert {"score", "norm_score", "coverage", "margin", "reason"} <= set(by_id["docker/sigterm-shell-form"])
+    assert {"score", "lead", "coverage", "margin", "reason"} <= set(by_id["docker/sigterm-shell-form"])
 
     assert is_error(results[4])
     assert "no/such-card" in results[4].content[0].text

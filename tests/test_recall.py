@@ -138,7 +138,7 @@ def test_a_card_below_one_refused_for_margin_is_not_injected(vault_repo: VaultRe
     vault_repo.commit()
     vault = find_vault(vault_repo.root)
     with indexer.open_index(vault) as index:
-        settings = dataclasses.replace(settings_of(index), min_score=0.0, min_coverage=0.0, min_margin=0.3)
+        settings = dataclasses.replace(settings_of(index), min_lead=0.0, min_coverage=0.0, min_margin=0.3)
         result = recall(index, "cache pip wheel directory CI runs lockfile hash", settings=settings)
     first, second = result.candidates[0], result.candidates[1]
     assert first.reason == "small_margin"
@@ -152,7 +152,7 @@ def test_at_most_max_cards_are_injected(vault_repo: VaultRepo) -> None:
     vault_repo.commit()
     vault = find_vault(vault_repo.root)
     with indexer.open_index(vault) as index:
-        settings = dataclasses.replace(settings_of(index), min_score=0.0, min_coverage=0.0, min_margin=0.0)
+        settings = dataclasses.replace(settings_of(index), min_lead=0.0, min_coverage=0.0, min_margin=0.0)
         result = recall(index, "zebra quagga okapi", settings=settings)
     assert len(result.injected) == 3
     assert [c.reason for c in result.candidates[3:]] == ["over_limit", "over_limit"]
@@ -213,14 +213,14 @@ def test_score_gate_is_the_lead_over_the_query_and_does_not_grow_in_a_small_vaul
     vault_repo.commit()
     vault = find_vault(vault_repo.root)
     with indexer.open_index(vault) as index:
-        open_ = dataclasses.replace(settings_of(index), min_score=0.0, min_coverage=0.0, min_margin=0.0)
+        open_ = dataclasses.replace(settings_of(index), min_lead=0.0, min_coverage=0.0, min_margin=0.0)
         weak = recall(index, "pool noodles watermelon sunscreen towels umbrella", settings=open_)
         strong = recall(index, "connection pool exhausted", settings=open_)
         shipped = recall(index, "pool noodles watermelon sunscreen towels umbrella")
     top = weak.candidates[0]
     assert top.card.id == "db/pool" and top.margin == 1.0  # alone: the relative margin says nothing
-    assert top.norm_score < 0.21 <= strong.candidates[0].norm_score
-    assert shipped.abstained and shipped.candidates[0].reason == "below_score"
+    assert top.lead < 0.21 <= strong.candidates[0].lead
+    assert shipped.abstained and shipped.candidates[0].reason == "small_lead"
 
 
 def test_cjk_pairs_the_vault_lacks_count_half_for_coverage(vault_repo: VaultRepo) -> None:

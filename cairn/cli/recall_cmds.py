@@ -14,7 +14,7 @@ from cairn.index import build as indexer
 from cairn.quality.evaluate import evaluate, load_cases
 
 EXPLAIN_TOP = 20
-_GATED = {"below_score", "low_coverage", "small_margin", "over_limit", None}
+_GATED = {"small_lead", "low_coverage", "small_margin", "over_limit", None}
 
 scope_option = click.option(
     "--scope",
@@ -127,7 +127,8 @@ def explain_rows(result: Result) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"rank": rank, "id": c.card.id, "name": c.card.name, "score": c.score}
         if admitted:
             row["gates"] = {
-                "score": {"value": c.norm_score, "threshold": s.min_score},
+                "lead": {"value": c.lead, "threshold": s.min_lead},
+                "score": {"value": c.lead, "threshold": s.min_lead},  # the old name of "lead", kept until 0.3
                 "coverage": {"value": c.coverage, "threshold": s.min_coverage},
                 "margin": {"value": c.margin, "threshold": s.min_margin},
             }
@@ -143,7 +144,7 @@ def explain_rows(result: Result) -> list[dict[str, Any]]:
 def render_explain(result: Result, rows: list[dict[str, Any]]) -> str:
     s = result.settings
     lines = [
-        f"Thresholds: score >= {s.min_score:g}, coverage >= {s.min_coverage:g}, margin >= {s.min_margin:g}; "
+        f"Thresholds: lead >= {s.min_lead:g}, coverage >= {s.min_coverage:g}, margin >= {s.min_margin:g}; "
         f"at most {s.max_cards} cards.",
         "Abstained: nothing fits."
         if result.abstained
@@ -154,12 +155,12 @@ def render_explain(result: Result, rows: list[dict[str, Any]]) -> str:
         return "\n".join(lines)
     lines.append("")
     lines.append(
-        f"{'#':>3}  {'score':>7}  {'norm':>5}  {'cover':>5}  {'margin':>6}  {'decision':8}  {'reason':16}  card"
+        f"{'#':>3}  {'score':>7}  {'lead':>5}  {'cover':>5}  {'margin':>6}  {'decision':8}  {'reason':16}  card"
     )
     for row in rows:
         gates = row["gates"]
         values = (
-            f"{gates['score']['value']:5.2f}  {gates['coverage']['value']:5.2f}  {gates['margin']['value']:6.2f}"
+            f"{gates['lead']['value']:5.2f}  {gates['coverage']['value']:5.2f}  {gates['margin']['value']:6.2f}"
             if gates
             else f"{'-':>5}  {'-':>5}  {'-':>6}"
         )

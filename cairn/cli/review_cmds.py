@@ -52,7 +52,7 @@ def calibrate_cmd(
 
     The rate must hold overall and on every slice. Cases are split into folds by a hash of their id; the
     cross-validated figures are measured on folds the thresholds were not fitted on, so trust them over the
-    fitted ones. Prints the trade-off at several target rates. --write edits only min_score, min_coverage and
+    fitted ones. Prints the trade-off at several target rates. --write edits only min_lead, min_coverage and
     min_margin in cairn.toml (comments and other settings are kept); commit it for agents to use it.
 
     \b
@@ -110,7 +110,7 @@ def render_calibration(result: object) -> str:
         t, f, cv = p.thresholds, p.fitted, p.cross_validated
         mark = "  <- target" if p is best else ""
         lines.append(
-            f"{p.target_fir:6.3f}  {t.min_score:5.3g}  {t.min_coverage:5.3g}  {t.min_margin:6.3g}  "
+            f"{p.target_fir:6.3f}  {t.min_lead:5.3g}  {t.min_coverage:5.3g}  {t.min_margin:6.3g}  "
             f"{f.injection_at_1:6.3f}  {f.false_injection_rate:6.3f}  {f.worst_fir:6.3f}  "
             f"{cv.injection_at_1:8.3f}  {cv.false_injection_rate:6.3f}  {cv.worst_fir:8.3f}{mark}"
         )
@@ -140,7 +140,7 @@ def _inline(t: object) -> str:
     from cairn.quality.calibrate import Thresholds
 
     assert isinstance(t, Thresholds)
-    return f"min_score = {t.min_score:g}, min_coverage = {t.min_coverage:g}, min_margin = {t.min_margin:g}"
+    return f"min_lead = {t.min_lead:g}, min_coverage = {t.min_coverage:g}, min_margin = {t.min_margin:g}"
 
 
 @click.command("review")

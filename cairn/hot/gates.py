@@ -3,7 +3,7 @@
 Every gate value is a ratio in [0, 1], so one threshold means the same thing in a vault of 30 cards and one of
 30,000, for a short question and for a long agent prompt:
 
-- lead (the score gate; `Candidate.norm_score`, setting `min_score`): (score - next score) / the query's best
+- lead (the score gate; `Candidate.lead`, setting `min_lead`): (score - next score) / the query's best
   possible score, where the best possible score counts the words no card uses at the weight of a one-card word.
   How far the card stands above the next one in units of the whole query. Unlike a ratio of the two scores it does
   not grow when the vault is small: a card that is the only one sharing a single word of a long question has a
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from cairn.config import RecallSettings
 
-BELOW_SCORE = "below_score"
+SMALL_LEAD = "small_lead"
 LOW_COVERAGE = "low_coverage"
 SMALL_MARGIN = "small_margin"
 
@@ -47,8 +47,8 @@ def margin(score: float, next_score: float) -> float:
 
 def failed_gate(ahead: float, cover: float, gap: float, settings: "RecallSettings") -> str | None:
     """The first gate a candidate fails (score lead, then coverage, then margin), or None when it passes all three."""
-    if ahead < settings.min_score:
-        return BELOW_SCORE
+    if ahead < settings.min_lead:
+        return SMALL_LEAD
     if cover < settings.min_coverage:
         return LOW_COVERAGE
     if gap < settings.min_margin:

@@ -53,18 +53,18 @@ _CJK_UNKNOWN = 0.5
 class Candidate(Record):
     """One scored card and what recall decided about it.
 
-    score: raw BM25F score. norm_score (the score lead, see `cairn.hot.gates`), coverage, margin: the three gate values
+    score: raw BM25F score. lead (see `cairn.hot.gates`), coverage, margin: the three gate values
     (0.0 for cards refused at admission, which never reach the gates). decision: `injected` or `rejected`. reason: None when injected, else
-    why not: a gate (`below_score`, `low_coverage`, `small_margin`), admission (`out_of_scope`, `expired`,
+    why not: a gate (`small_lead`, `low_coverage`, `small_margin`), admission (`out_of_scope`, `expired`,
     `retired`, `draft`, `superseded`, `not_when`, `already_injected`) or `over_limit`.
     matched: the query terms the card matched. blocked_by: for a card that passed its own gates but sits below a
     card the gates refused, that card's id (its reason is then `small_margin`: it does not stand clear of it).
     """
 
-    __slots__ = ("card", "score", "norm_score", "coverage", "margin", "decision", "reason", "matched", "blocked_by")
+    __slots__ = ("card", "score", "lead", "coverage", "margin", "decision", "reason", "matched", "blocked_by")
     card: "IndexedCard"
     score: float
-    norm_score: float
+    lead: float
     coverage: float
     margin: float
     decision: str
@@ -76,7 +76,7 @@ class Candidate(Record):
         self,
         card: "IndexedCard",
         score: float,
-        norm_score: float,
+        lead: float,
         coverage: float,
         margin: float,
         decision: str,
@@ -84,7 +84,7 @@ class Candidate(Record):
         matched: tuple[str, ...] = (),
         blocked_by: str | None = None,
     ) -> None:
-        self._init(card, score, norm_score, coverage, margin, decision, reason, matched, blocked_by)
+        self._init(card, score, lead, coverage, margin, decision, reason, matched, blocked_by)
 
 
 class Result(Record):

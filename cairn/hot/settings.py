@@ -32,7 +32,7 @@ SETTING_NAMES = (
     "weight_body",
     "instruction_weight",
     "unknown_weight",
-    "min_score",
+    "min_lead",
     "min_coverage",
     "min_margin",
 )
@@ -51,7 +51,7 @@ class StoredSettings(Record):
     weight_body: float
     instruction_weight: float
     unknown_weight: float
-    min_score: float
+    min_lead: float
     min_coverage: float
     min_margin: float
 

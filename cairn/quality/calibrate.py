@@ -1,4 +1,4 @@
-"""`cairn calibrate`: fit the three gate thresholds (min_score, min_coverage, min_margin) on eval cases.
+"""`cairn calibrate`: fit the three gate thresholds (min_lead, min_coverage, min_margin) on eval cases.
 
 The objective: the best Injection@1 while the false injection rate stays at or under a target overall AND on every
 slice that has negatives. The figure to trust is the cross-validated one: the cases are split into k folds by a
@@ -42,15 +42,15 @@ _EPS = 1e-9
 
 @dataclass(frozen=True, slots=True)
 class Thresholds:
-    min_score: float
+    min_lead: float
     min_coverage: float
     min_margin: float
 
     def to_dict(self) -> dict[str, float]:
-        return {"min_score": self.min_score, "min_coverage": self.min_coverage, "min_margin": self.min_margin}
+        return {"min_lead": self.min_lead, "min_coverage": self.min_coverage, "min_margin": self.min_margin}
 
     def passes(self, gate: tuple[float, float, float]) -> bool:
-        return gate[0] >= self.min_score and gate[1] >= self.min_coverage and gate[2] >= self.min_margin
+        return gate[0] >= self.min_lead and gate[1] >= self.min_coverage and gate[2] >= self.min_margin
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,12 +141,12 @@ def gather(
     progress: Progress | None = None,
 ) -> list[CasePoint]:
     """Run recall once per case with the gates open and keep each case's top admissible cards' gate values."""
-    open_gates = dataclasses.replace(settings, min_score=0.0, min_coverage=0.0, min_margin=0.0)
+    open_gates = dataclasses.replace(settings, min_lead=0.0, min_coverage=0.0, min_margin=0.0)
     points: list[CasePoint] = []
     total = len(cases)
     for done, case in enumerate(cases, 1):
         result = recall(index, case.query, today=today, settings=open_gates)
-        top = tuple((c.norm_score, c.coverage, c.margin) for c in result.injected)
+        top = tuple((c.lead, c.coverage, c.margin) for c in result.injected)
         hits = tuple(c.card.id in case.expect for c in result.injected)
         points.append(CasePoint(case.id, case.slice, case.positive, top, hits, fold_of(case.id, folds)))
         if progress and (done % 25 == 0 or done == total):
@@ -282,7 +282,7 @@ def calibrate(
         raise CairnError("calibration needs positive cases (expect: [ids]) and negative ones (expect: [])")
     points = [p if p.fold < folds else dataclasses.replace(p, fold=p.fold % folds) for p in points]
     grid = _Grid(points, step, folds)
-    now = Thresholds(current.min_score, current.min_coverage, current.min_margin)
+    now = Thresholds(current.min_lead, current.min_coverage, current.min_margin)
     curve = tuple(operating_point(grid, points, t) for t in sorted({*targets, target_fir}))
     best = next(p for p in curve if p.target_fir == target_fir)
     return Calibration(len(points), folds, step, now, measure(points, now), best, curve)
@@ -292,6 +292,6 @@ def calibrate(
 
 
 def write_thresholds(vault_root: Path, thresholds: Thresholds) -> Path:
-    """Set min_score, min_coverage and min_margin in cairn.toml's [recall] table, leaving every other line as it is
+    """Set min_lead, min_coverage and min_margin in cairn.toml's [recall] table, leaving every other line as it is
     (`cairn.config.write_recall_settings`)."""
     return write_recall_settings(vault_root, thresholds.to_dict())
