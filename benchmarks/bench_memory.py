@@ -24,8 +24,8 @@ from cairn.membench.ranker import RankSettings
 DEFAULT_FILE = Path("/work/shared/bench/locomo/locomo10.json")
 CAIRN = str(Path(sys.executable).with_name("cairn"))
 KEYS = ("recall@1", "recall@3", "recall@5", "recall@10", "ndcg@10")
-# Plain BM25 on whole sessions (no word discounted, no turns, no pairs, no dates, no speakers): what the README's
-# reference figures measure.
+# Plain BM25 on whole sessions (no word discounted, no turns, no pairs, no dates, no speakers, per-haystack IDF, no
+# burstiness, no expansion, no stemming beyond the tokenizer's): what the README's reference figures measure.
 PLAIN = RankSettings(
     session=RecallSettings(
         k1=1.2, b=0.75, weight_name=0.0, weight_summary=0.0, weight_body=1.0, instruction_weight=1.0
@@ -35,6 +35,11 @@ PLAIN = RankSettings(
     date_weight=0.0,
     speaker_boost=0.0,
     drop_question_words=False,
+    collection_idf=False,
+    burstiness=0.0,
+    relative_date_weight=0.0,
+    final_e=False,
+    expansion_weight=0.0,
 )
 
 
