@@ -7,11 +7,12 @@ ratios divide by and hides the hook's own import cost; and a checkout has no com
 environment sets PYTHONDONTWRITEBYTECODE, so every run would compile Cairn from source.
 
 `user_venv()` makes a plain venv (`python -m venv`, then `pip install` of a snapshot of the repository: `cairn/`,
-`pyproject.toml`, the README and license files, from the working tree or, with `rev`, from a commit), cached under
-`benchmarks/.work/venvs/` and keyed by a hash of the snapshot's `cairn/` sources and `pyproject.toml` and of the
-interpreter's version: edit Cairn and the next run builds a new one (the three most recent are kept per flavour). `deps=False` installs with `--no-deps`:
-what the hook needs, since it runs on the standard library alone (`bench_hook` checks it); `deps=True` installs the
-dependencies too, for the commands that need them (`cairn index`, `cairn lint`).
+`bin/`, `pyproject.toml`, the README and license files, from the working tree or, with `rev`, from a commit),
+cached under `benchmarks/.work/venvs/` and keyed by a hash of the snapshot's `cairn/` and `bin/` sources and
+`pyproject.toml` and of the interpreter's version: edit Cairn and the next run builds a new one (the three most
+recent are kept per flavour). `deps=False` installs with `--no-deps`: what the hook needs, since it runs on the
+standard library alone (`bench_hook` checks it); `deps=True` installs the dependencies too, for the commands that
+need them (`cairn index`, `cairn lint`).
 """
 
 from __future__ import annotations
@@ -38,13 +39,15 @@ KEEP = 3  # venvs kept per flavour (e.g. a "before" commit and the working tree)
 
 def snapshot(target: Path, rev: str | None = None) -> str:
     """Copy what `pip install` needs from the repository into `target`: from the working tree, or from commit `rev`
-    (`git archive`); the hash of the copied `cairn/` sources and `pyproject.toml`. Copying first means the hash
-    names exactly what gets installed, even while someone edits the checkout, and the build writes nothing
+    (`git archive`); the hash of the copied `cairn/` and `bin/` sources and `pyproject.toml`. Copying first means the
+    hash names exactly what gets installed, even while someone edits the checkout, and the build writes nothing
     (`build/`, `*.egg-info`) into the repository."""
-    wanted = ("cairn", "pyproject.toml", "README*", "LICEN[CS]E*")
+    wanted = ("cairn", "bin", "pyproject.toml", "README*", "LICEN[CS]E*")
     if rev is None:
-        shutil.copytree(REPO / "cairn", target / "cairn", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        for pattern in wanted[1:]:
+        for folder in wanted[:2]:
+            if (REPO / folder).is_dir():  # bin/: the `cairn` script (older commits used a console-script entry point)
+                shutil.copytree(REPO / folder, target / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        for pattern in wanted[2:]:
             for path in REPO.glob(pattern):
                 if path.is_file():
                     shutil.copy2(path, target / path.name)
@@ -62,7 +65,7 @@ def snapshot(target: Path, rev: str | None = None) -> str:
             else:  # Python before 3.10.12 / 3.11.4: our own repository's archive
                 tar.extractall(target)
     digest = hashlib.sha256()
-    for path in sorted([*(target / "cairn").rglob("*"), target / "pyproject.toml"]):
+    for path in sorted([*(target / "cairn").rglob("*"), *(target / "bin").rglob("*"), target / "pyproject.toml"]):
         if path.is_file():
             digest.update(path.relative_to(target).as_posix().encode() + b"\0")
             digest.update(hashlib.sha256(path.read_bytes()).digest())
