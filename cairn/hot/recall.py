@@ -348,11 +348,6 @@ def _ranked(scores: dict[int, float]) -> list[tuple[int, float]]:
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
-def query_weights(index: "IndexReader", terms: "Sequence[str]", settings: "RecallSettings") -> QueryWeights:
-    """IDF weights of the query terms in this vault (see the module docstring)."""
-    return _weights(index, terms, index.postings(terms), settings)
-
-
 def _weights(
     index: "IndexReader", terms: "Sequence[str]", postings: "dict[str, Postings]", settings: "RecallSettings"
 ) -> QueryWeights:
