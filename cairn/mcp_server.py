@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import logging
 import re
 from collections.abc import Callable
@@ -62,7 +63,12 @@ def _sdk_attr(*candidates: tuple[str, str]) -> Any:
 
 def build_server(vault: Vault) -> Any:
     """An MCP server whose tools read (and draft into) `vault`; call `.run("stdio")` on it."""
-    server = server_class()(SERVER_NAME, instructions=INSTRUCTIONS)
+    cls = server_class()
+    if "version" in inspect.signature(cls).parameters:
+        server = cls(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__)
+    else:  # mcp 1.x's FastMCP takes no version (its low-level server then reports mcp's own): set it there
+        server = cls(SERVER_NAME, instructions=INSTRUCTIONS)
+        server._mcp_server.version = __version__
     tools = VaultTools(vault)
     tool_error = tool_error_class()
     for method in (tools.recall, tools.show, tools.explain, tools.add_draft):

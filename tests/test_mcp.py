@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import cairn
 from helpers.mcpclient import drive_serve, is_error
 from helpers.vaults import VaultRepo
 
@@ -47,7 +48,8 @@ def test_serve_answers_every_tool_over_stdio(vault_repo: VaultRepo) -> None:
             ("show", {"id": "no/such-card"}),
         ],
     )
-    assert init.serverInfo.name == "cairn" if hasattr(init, "serverInfo") else init.server_info.name == "cairn"
+    info = init.serverInfo if hasattr(init, "serverInfo") else init.server_info
+    assert (info.name, info.version) == ("cairn", cairn.__version__)
     assert set(names) == TOOLS
 
     recalled = _text_json(results[0])
