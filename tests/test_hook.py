@@ -70,9 +70,22 @@ def test_text_format_prints_the_context_block(vault_repo: VaultRepo) -> None:
     make_vault(vault_repo)
     done = hook(vault_repo, "text", FITTING_PROMPT)
     assert done.returncode == 0
-    assert done.stdout.startswith("Cairn: 1 card")
+    first = f"Cairn: 1 card from the team's lesson vault at {vault_repo.root} matches this prompt.\n"
+    assert done.stdout.startswith(first)
     assert f"Id: {REBASE_ID}" in done.stdout
     assert f"`cairn show {REBASE_ID}`" in done.stdout  # the vault encloses the cwd: no --vault needed
+
+
+def test_text_format_says_how_many_cards_match(vault_repo: VaultRepo) -> None:
+    for n in range(2):
+        vault_repo.write(f"git/rebase-{n}", f"Force-push rebase lesson {n}", "force-push rebase dropped commits reflog")
+    vault_repo.write_raw("cairn.toml", "[recall]\nmin_lead = 0.0\nmin_coverage = 0.0\nmin_margin = 0.0\n")
+    vault_repo.commit("Two alike")
+    assert vault_repo.invoke("index").returncode == 0
+    done = hook(vault_repo, "text", "force-push rebase dropped commits reflog")
+    assert done.returncode == 0, done.stderr
+    first = f"Cairn: 2 cards from the team's lesson vault at {vault_repo.root} match this prompt.\n"
+    assert done.stdout.startswith(first)
 
 
 def test_json_format(vault_repo: VaultRepo) -> None:

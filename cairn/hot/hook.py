@@ -308,8 +308,8 @@ def _plain(text: str, limit: int) -> str:
 def context_block(chosen: "Sequence[Candidate]", vault: "VaultDirs", payload: Payload) -> str:
     """The text an agent gets: each card's name, summary, id and path, and how to read the whole card."""
     vault_arg = "" if _vault_encloses(vault.root, payload.cwd) else f" --vault {_quote(vault.root)}"
-    count = "1 card" if len(chosen) == 1 else f"{len(chosen)} cards"
-    lines = [f"Cairn: {count} from the team's lesson vault at {vault.root} match this prompt."]
+    count, verb = ("1 card", "matches") if len(chosen) == 1 else (f"{len(chosen)} cards", "match")
+    lines = [f"Cairn: {count} from the team's lesson vault at {vault.root} {verb} this prompt."]
     for n, candidate in enumerate(chosen, 1):
         card = candidate.card
         lines += [
