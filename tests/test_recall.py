@@ -196,8 +196,45 @@ def test_session_gets_each_card_once(fixture_vault: VaultRepo) -> None:
     again = json.loads(fixture_vault.invoke("recall", query, "--json", "--session", "s-1").stdout)
     other = json.loads(fixture_vault.invoke("recall", query, "--json", "--session", "s-2").stdout)
     assert [c["id"] for c in first["cards"]] == ["git/force-push-safely"]
-    assert again == {"cards": [], "abstained": True}
+    assert first["already_injected"] == []
+    assert again == {"cards": [], "abstained": True, "already_injected": ["git/force-push-safely"]}
     assert [c["id"] for c in other["cards"]] == ["git/force-push-safely"]
+
+
+def test_recall_text_tells_already_given_from_nothing_fits(fixture_vault: VaultRepo) -> None:
+    query = "git push --force after rebasing a shared branch"
+    first = fixture_vault.invoke("recall", query, "--session", "s-1")
+    assert "[git/force-push-safely]" in first.stdout
+    assert "Already given" not in first.stdout
+    again = fixture_vault.invoke("recall", query, "--session", "s-1")
+    assert (again.returncode, again.stdout) == (
+        0,
+        "Already given in this session: git/force-push-safely (no other card fits this prompt).\n",
+    )
+    # The card the session got ranks for this prompt but would not fit it (small lead): nothing is "already given".
+    weak = "rebasing my feature branch"
+    unrelated = fixture_vault.invoke("recall", weak, "--session", "s-1")
+    assert unrelated.stdout == "No card fits this prompt (recall abstained). `cairn explain QUERY` shows why.\n"
+    as_json = json.loads(fixture_vault.invoke("recall", weak, "--json", "--session", "s-1").stdout)
+    assert as_json == {"cards": [], "abstained": True, "already_injected": []}
+    reasons = _reasons(_recall(fixture_vault, weak, already_injected={"git/force-push-safely"}))
+    assert reasons["git/force-push-safely"] == "already_injected"
+
+
+def test_recall_text_lists_already_given_after_the_new_cards(vault_repo: VaultRepo) -> None:
+    vault_repo.write("db/pool", "Connection pool exhausted", "Raise the pool size or release connections.")
+    vault_repo.write("shell/quote", "Quote shell variables", "Unquoted variables split on spaces.")
+    vault_repo.write_raw("cairn.toml", "[recall]\nmin_lead = 0.0\nmin_coverage = 0.0\nmin_margin = 0.0\n")
+    vault_repo.commit()
+    assert "[db/pool]" in vault_repo.invoke("recall", "connection pool exhausted", "--session", "s-1").stdout
+    both = vault_repo.invoke("recall", "connection pool exhausted, quote shell variables", "--session", "s-1")
+    lines = both.stdout.splitlines()
+    assert lines[0].startswith("1. Quote shell variables  [shell/quote]")
+    assert lines[1:] == [
+        "   Unquoted variables split on spaces.",
+        "   cards/shell/quote.md",
+        "Already given in this session: db/pool",
+    ]
 
 
 def test_recall_outside_a_vault_is_one_error_line(tmp_path: Path, vault_repo: VaultRepo) -> None:

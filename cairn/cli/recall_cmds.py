@@ -8,8 +8,9 @@ from typing import Any
 import click
 
 from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
-from cairn.hot.recall import REJECTED, Result, recall
-from cairn.hot.serve import card_json, scope_tags, serve_prompt
+from cairn.hot.index import IndexReader
+from cairn.hot.recall import ALREADY_INJECTED, REJECTED, Result, recall
+from cairn.hot.serve import Served, card_json, scope_tags, serve_prompt
 from cairn.index import build as indexer
 from cairn.quality.evaluate import evaluate, load_cases
 
@@ -38,14 +39,34 @@ def recall_cmd(query: str, scope: str | None, session_id: str | None, vault_path
       cairn recall "git push --force rejected after a rebase" --json
     """
     vault = open_vault(vault_path)
+    tags = scope_tags(scope)
     with indexer.open_index(vault) as index:
-        served = serve_prompt(index, query, vault_root=str(vault.root), scope=scope_tags(scope), session_id=session_id)
-    _print_recall(served.result, as_json)
+        served = serve_prompt(index, query, vault_root=str(vault.root), scope=tags, session_id=session_id)
+        already = _already_given(index, query, str(vault.root), tags, served) if session_id else None
+    _print_recall(served.result, already, as_json)
 
 
-def _print_recall(result: Result, as_json: bool) -> None:
+def _already_given(
+    index: IndexReader, query: str, vault_root: str, scope: tuple[str, ...], served: Served
+) -> list[str]:
+    """The cards this prompt would get that the session already got: refused as already injected, and injected by
+    the same recall without the session (a card the session got that would not fit this prompt is left out)."""
+    refused = {c.card.id for c in served.result.candidates if c.reason == ALREADY_INJECTED}
+    if not refused:
+        return []
+    fresh = serve_prompt(index, query, vault_root=vault_root, scope=scope)  # no session: nothing is recorded
+    return [c.card.id for c in fresh.result.injected if c.card.id in refused]
+
+
+def _print_recall(result: Result, already: list[str] | None, as_json: bool) -> None:
     if as_json:
-        echo_json({"cards": [card_json(c) for c in result.injected], "abstained": result.abstained})
+        out: dict[str, Any] = {"cards": [card_json(c) for c in result.injected], "abstained": result.abstained}
+        if already is not None:  # with --session
+            out["already_injected"] = already
+        echo_json(out)
+        return
+    if result.abstained and already:
+        echo(f"Already given in this session: {', '.join(already)} (no other card fits this prompt).")
         return
     if result.abstained:
         echo("No card fits this prompt (recall abstained). `cairn explain QUERY` shows why.")
@@ -54,6 +75,8 @@ def _print_recall(result: Result, as_json: bool) -> None:
         echo(f"{n}. {c.card.name}  [{c.card.id}]  score {c.score:.2f}")
         echo(f"   {c.card.summary}")
         echo(f"   {c.card.path}")
+    if already:
+        echo(f"Already given in this session: {', '.join(already)}")
 
 
 @click.command()

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 INJECTED = "injected"
 REJECTED = "rejected"
 OVER_LIMIT = "over_limit"
+ALREADY_INJECTED = "already_injected"  # admission's reason for a card the agent session already got
 # How many scored cards recall looks at beyond what the gates need, so explain and logs show the neighbourhood.
 _MIN_EXAMINED = 20
 # Recall reads the ranking in chunks of this many cards (card rows are fetched a chunk at a time).
@@ -296,7 +297,7 @@ def admission(
     if any(term.strip() and term.strip().lower() in lowered_query for term in card.not_when):
         return "not_when"
     if card.id in already:
-        return "already_injected"
+        return ALREADY_INJECTED
     return None
 
 
