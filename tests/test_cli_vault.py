@@ -45,6 +45,16 @@ def test_unknown_command_and_bad_option_are_usage_errors() -> None:
     assert invoke_cli(["index", "--no-such-flag"]).returncode == 2
 
 
+def test_vault_given_twice_is_a_usage_error(vault_repo: VaultRepo) -> None:
+    done = vault_repo.invoke("recall", "anything", "--vault", "a", "--vault", "b")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "Usage: cairn recall [OPTIONS] QUERY\n"
+        "Try 'cairn recall --help' for help.\n\n"
+        "Error: Invalid value for '--vault': given 2 times (a, b); give one vault\n"
+    )
+
+
 def test_init_makes_a_committed_vault_and_refuses_a_non_empty_folder(tmp_path: Path) -> None:
     target = tmp_path / "lessons"
     done = run("init", str(target))

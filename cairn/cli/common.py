@@ -19,11 +19,20 @@ from cairn.terminal import clean
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
+def _one_vault(ctx: click.Context, param: click.Parameter, given: tuple[str, ...]) -> str | None:
+    """The one `--vault` given, or None; given twice is a usage error (click alone would silently take the last)."""
+    if len(given) > 1:
+        raise click.BadParameter(f"given {len(given)} times ({', '.join(given)}); give one vault")
+    return given[0] if given else None
+
+
 vault_option = click.option(
     "--vault",
     "vault_path",
     type=click.Path(file_okay=False, path_type=str),
-    default=None,
+    multiple=True,
+    callback=_one_vault,
     help="The vault (default: $CAIRN_VAULT, else the vault around the current folder).",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
