@@ -5,6 +5,7 @@ pipe, a machine without a git identity); the commands in-process (click's CliRun
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -177,6 +178,27 @@ def test_vault_from_env_and_from_cwd(vault_repo: VaultRepo, tmp_path: Path) -> N
     assert "no vault here" in elsewhere.stderr
     missing = run("show", "a/b", "--vault", str(tmp_path / "nope"))
     assert missing.returncode == 1 and "cairn init" in missing.stderr
+
+
+def test_vault_messages_say_what_is_wrong_and_what_to_do(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    listed = vault_repo.invoke("recall", "x", env={"CAIRN_VAULT": f"{a}{os.pathsep}{b}"}, cwd=tmp_path)
+    assert (listed.returncode, listed.stderr) == (
+        1,
+        f"Error: CAIRN_VAULT names one vault, not a list: '{a}{os.pathsep}{b}'; set it to a single vault's folder\n",
+    )
+    cards = vault_repo.root / "cards"
+    for given, env in ((str(cards), None), (f"{cards}/", {"CAIRN_VAULT": f"{cards}/"})):
+        args = ("recall", "x") if env else ("recall", "x", "--vault", given)
+        done = vault_repo.invoke(*args, env=env, cwd=tmp_path)
+        assert (done.returncode, done.stderr) == (
+            1,
+            f"Error: '{given}' is a vault's cards/ folder; pass the vault itself: {vault_repo.root.resolve()}\n",
+        )
+    plain = tmp_path / "plain"
+    (plain / "cards").mkdir(parents=True)  # a folder named cards outside any vault: the general message
+    done = vault_repo.invoke("recall", "x", "--vault", str(plain / "cards"), cwd=tmp_path)
+    assert done.stderr == f"Error: '{plain / 'cards'}' has no cards/ folder; create a vault with `cairn init PATH`\n"
 
 
 def test_a_reader_that_goes_away_is_not_an_error(vault_repo: VaultRepo) -> None:

@@ -147,17 +147,28 @@ def reference_find_vault(explicit: str | os.PathLike[str] | None = None, cwd: Pa
     if given:
         root = Path(given).expanduser()
         if not root.is_dir():
+            if not explicit and os.pathsep in str(given):
+                raise VaultNotFound(
+                    f"CAIRN_VAULT names one vault, not a list: {str(given)!r}; set it to a single vault's folder"
+                )
             raise VaultNotFound(f"vault {str(given)!r} is not a folder; create one with `cairn init {given}`")
         if not (root / "cards").is_dir():
+            real = root.resolve()
+            if real.name == "cards" and _reference_holds_a_vault(real.parent):
+                raise VaultNotFound(f"{str(given)!r} is a vault's cards/ folder; pass the vault itself: {real.parent}")
             raise VaultNotFound(f"{str(given)!r} has no cards/ folder; create a vault with `cairn init PATH`")
         return _reference_vault_at(root.resolve())
     start = (cwd or Path.cwd()).resolve()
     for folder in (start, *start.parents):
-        if (folder / "cards").is_dir() and ((folder / "cairn.toml").is_file() or (folder / ".git").exists()):
+        if _reference_holds_a_vault(folder):
             return _reference_vault_at(folder)
         if (folder / ".git").exists():
             break
     raise VaultNotFound("no vault here; pass --vault PATH, set CAIRN_VAULT, or create one with `cairn init PATH`")
+
+
+def _reference_holds_a_vault(folder: Path) -> bool:
+    return (folder / "cards").is_dir() and ((folder / "cairn.toml").is_file() or (folder / ".git").exists())
 
 
 def _reference_vault_at(root: Path) -> Vault:

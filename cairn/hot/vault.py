@@ -71,15 +71,21 @@ def locate_vault(
     if given:
         root = _expanduser(path_text(os.fspath(given)))
         if not is_dir(root):
+            if not explicit and os.pathsep in str(given):
+                raise _not_found(
+                    f"CAIRN_VAULT names one vault, not a list: {str(given)!r}; set it to a single vault's folder"
+                )
             raise _not_found(f"vault {str(given)!r} is not a folder; create one with `cairn init {given}`")
         if not is_dir(os.path.join(root, CARDS_DIR)):
+            real = resolve(root)
+            parent = os.path.dirname(real)
+            if os.path.basename(real) == CARDS_DIR and _holds_a_vault(parent):
+                raise _not_found(f"{str(given)!r} is a vault's cards/ folder; pass the vault itself: {parent}")
             raise _not_found(f"{str(given)!r} has no cards/ folder; create a vault with `cairn init PATH`")
         return _vault_at(resolve(root))
     folder = resolve(os.getcwd() if cwd is None else os.fspath(cwd))
     while True:
-        if is_dir(os.path.join(folder, CARDS_DIR)) and (
-            is_file(os.path.join(folder, "cairn.toml")) or _is_git_root(folder)
-        ):
+        if _holds_a_vault(folder):
             return _vault_at(folder)
         parent = os.path.dirname(folder)
         if _is_git_root(folder) or parent == folder:
@@ -107,6 +113,13 @@ def _expanduser(path: str) -> str:
     if home[:1] == "~":
         raise RuntimeError("Could not determine home directory.")
     return path_text(home, rest) if rest else path_text(home)
+
+
+def _holds_a_vault(folder: str) -> bool:
+    """Whether discovery takes `folder` for a vault: it has `cards/`, and `cairn.toml` or is a git work tree."""
+    return is_dir(os.path.join(folder, CARDS_DIR)) and (
+        is_file(os.path.join(folder, "cairn.toml")) or _is_git_root(folder)
+    )
 
 
 def _is_git_root(folder: str) -> bool:
