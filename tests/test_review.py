@@ -251,3 +251,23 @@ def test_vault_template_workflow_lints_reviews_and_pins_cairn(tmp_path: Path) ->
     assert any(
         step.get("uses", "").startswith("actions/github-script@") for step in workflow["jobs"]["review"]["steps"]
     )
+
+
+def test_review_json_flag_and_format_json_alias_print_the_same(vault_repo: VaultRepo) -> None:
+    # every other command takes --json; review's --format json stays as its alias
+    vault_repo.write("a/one", "One card", "A card about caching build layers in docker.")
+    vault_repo.commit("one")
+    vault_repo.git("checkout", "-q", "-b", "two")
+    vault_repo.write("a/two", "Two card", "A card about retries of idempotent HTTP requests.")
+    vault_repo.commit("two", author=BOB)
+    by_flag = vault_repo.invoke("review", "main..two", "--json", "--today", "2026-02-01")
+    by_format = vault_repo.invoke("review", "main..two", "--format", "json", "--today", "2026-02-01")
+    assert by_flag.returncode == by_format.returncode == 0, by_flag.stderr + by_format.stderr
+    assert by_flag.stdout == by_format.stdout
+    assert [c["id"] for c in json.loads(by_flag.stdout)["cards"]] == ["a/two"]
+    both = vault_repo.invoke("review", "main..two", "--json", "--format", "json", "--today", "2026-02-01")
+    assert both.stdout == by_flag.stdout
+    clash = vault_repo.invoke("review", "main..two", "--json", "--format", "markdown")
+    assert clash.returncode == 2
+    assert "--json and --format markdown ask for different outputs" in clash.stderr
+    assert "--json" in vault_repo.invoke("review", "--help").stdout

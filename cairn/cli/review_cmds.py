@@ -151,8 +151,9 @@ def _inline(t: object) -> str:
     type=click.Choice(["markdown", "json"]),
     default="markdown",
     show_default=True,
-    help="Markdown reads as a pull-request comment; JSON is for tools.",
+    help="Markdown reads as a pull-request comment; JSON is for tools. --format json is the same as --json.",
 )
+@json_option
 @click.option(
     "--today",
     type=click.DateTime(formats=["%Y-%m-%d"]),
@@ -162,7 +163,7 @@ def _inline(t: object) -> str:
 )
 @vault_option
 @errors_to_exit
-def review_cmd(range_spec: str, fmt: str, today: object, vault_path: str | None) -> None:
+def review_cmd(range_spec: str, fmt: str, as_json: bool, today: object, vault_path: str | None) -> None:
     """Review the cards a range adds, changes or removes: lint, near-duplicates and conflicts, provenance, and
     routing impact (the vault's evals/ cases run at the base and at HEAD).
 
@@ -173,9 +174,13 @@ def review_cmd(range_spec: str, fmt: str, today: object, vault_path: str | None)
     \b
     Example:
       cairn review origin/main..HEAD
-      cairn review main..feature/new-lessons --format json
+      cairn review main..feature/new-lessons --json
     """
     import datetime as dt
+
+    ctx = click.get_current_context()
+    if as_json and fmt == "markdown" and ctx.get_parameter_source("fmt") is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("--json and --format markdown ask for different outputs; give one of them.")
 
     from cairn.review import markdown as review_markdown
     from cairn.review import report as review
@@ -184,7 +189,7 @@ def review_cmd(range_spec: str, fmt: str, today: object, vault_path: str | None)
     day = today.date() if isinstance(today, dt.datetime) else None
     with progress_bar("review") as progress:
         result = review.review(vault, range_spec, today=day, progress=progress)
-    if fmt == "json":
+    if as_json or fmt == "json":
         echo_json(result.to_dict())
     else:
         echo(review_markdown.render_markdown(result).rstrip("\n"))
