@@ -80,8 +80,60 @@ def test_eval_text_table(fixture_vault: VaultRepo) -> None:
     assert done.returncode == 0
     lines = done.stdout.splitlines()
     assert lines[0].split() == ["R@1", "R@3", "Inj@1", "Inj@3", "FIR", "pos", "neg"]
-    assert [line.split()[0] for line in lines[1:]] == ["all", "long", "short"]
+    assert [line.split()[0] for line in lines[1:4]] == ["all", "long", "short"]
+    assert lines[4:] == ["", "No failing cases."]
     assert "\r" not in done.stderr  # no progress bar when stderr is not a terminal
+
+
+FAILING_CASES = """\
+- id: pos-ok
+  query: "git rejects my push after a rebase; can I use git push --force on our shared branch?"
+  expect: [git/force-push-safely]
+  slice: short
+- id: pos-miss
+  query: "Before you touch any files, read the README first. Question from a teammate: why does
+    datetime.utcnow() give a naive datetime that is treated as local time? Don't change anything yet"
+  expect: [zh/git-stash]
+  slice: long
+- id: neg-hit
+  query: "Why does datetime.utcnow() give a naive datetime that is treated as local time?"
+  expect: []
+- id: neg-ok
+  query: "How do I center a div with CSS grid?"
+  expect: []
+  slice: short
+"""
+MISSED = (
+    '  pos-miss  [long]  "Before you touch any files, read the README first. Question from a teammate: wh…"'
+    "  expected zh/git-stash  got python/utcnow-naive"
+)
+FALSE = (
+    '  neg-hit  [-]  "Why does datetime.utcnow() give a naive datetime that is treated as local time?"'
+    "  expected nothing  got python/utcnow-naive"
+)
+
+
+def test_eval_text_lists_the_failing_cases(fixture_vault: VaultRepo, tmp_path: Path) -> None:
+    cases = tmp_path / "failing.yaml"
+    cases.write_text(FAILING_CASES, encoding="utf-8")
+    done = fixture_vault.invoke("eval", "--cases", str(cases))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[4:] == [
+        "",
+        "Failing cases: 1 positive(s) without an expected card, 1 negative(s) given a card:",
+        MISSED,
+        FALSE,
+    ]
+    done = fixture_vault.invoke("eval", "--cases", str(cases), "--failures", "1")
+    assert done.stdout.splitlines()[4:] == [
+        "",
+        "Failing cases: 1 positive(s) without an expected card, 1 negative(s) given a card; "
+        "the first 1 (--failures N shows more):",
+        MISSED,
+    ]
+    done = fixture_vault.invoke("eval", "--cases", str(cases), "--failures", "0")
+    assert len(done.stdout.splitlines()) == 4  # the table only
+    assert fixture_vault.invoke("eval", "--cases", str(cases), "--failures", "-1").returncode == 2
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,8 @@ from cairn.hot.index import IndexReader
 from cairn.hot.recall import ALREADY_INJECTED, REJECTED, Result, recall
 from cairn.hot.serve import Served, card_json, scope_tags, serve_prompt
 from cairn.index import build as indexer
-from cairn.quality.evaluate import evaluate, load_cases
+from cairn.quality.evaluate import CaseOutcome, evaluate, load_cases
+from cairn.terminal import clean_line
 
 EXPLAIN_TOP = 20
 _GATED = {"small_lead", "low_coverage", "small_margin", "over_limit", None}
@@ -112,14 +114,26 @@ def explain(query: str, scope: str | None, vault_path: str | None, as_json: bool
 )
 @scope_option
 @click.option("--worktree", is_flag=True, help="Evaluate the working tree (uncommitted cards) instead of HEAD.")
+@click.option(
+    "--failures",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="After the table, list up to N failing cases: positives not given an expected card, negatives given a "
+    "card (0: none). The JSON has every case.",
+)
 @vault_option
 @json_option
 @errors_to_exit
-def eval_cmd(cases_path: Path, scope: str | None, worktree: bool, vault_path: str | None, as_json: bool) -> None:
+def eval_cmd(
+    cases_path: Path, scope: str | None, worktree: bool, failures: int, vault_path: str | None, as_json: bool
+) -> None:
     """Recall@1/3, Injection@1/3 and the false injection rate on positive and negative cases.
 
     \b
     Example:
+      cairn eval --cases evals/cases.yaml
+      cairn eval --cases evals/cases.yaml --failures 50
       cairn eval --cases evals/cases.yaml --json
     """
     vault = open_vault(vault_path)
@@ -137,6 +151,45 @@ def eval_cmd(cases_path: Path, scope: str | None, worktree: bool, vault_path: st
             f"{name[:8]:8} {m['recall@1']:6.3f} {m['recall@3']:6.3f} {m['injection@1']:6.3f} "
             f"{m['injection@3']:6.3f} {m['false_injection_rate']:6.3f} {m['n_pos']:5d} {m['n_neg']:5d}"
         )
+    if failures:
+        for line in render_failures(report.outcomes, failures):
+            echo(line)
+
+
+def render_failures(outcomes: Sequence[CaseOutcome], limit: int) -> list[str]:
+    """The failing cases, up to `limit`: positives whose expected cards were none of the injected ones, and
+    negatives that got a card; one line each (id, slice, query cut to QUERY_WIDTH characters, expected, got)."""
+    failing = [o for o in outcomes if _failed(o)]
+    if not failing:
+        return ["", "No failing cases."]
+    missed = sum(1 for o in failing if o.case.positive)
+    shown = failing[:limit]
+    head = f"Failing cases: {missed} positive(s) without an expected card, {len(failing) - missed} negative(s) given a card"
+    head += ":" if len(shown) == len(failing) else f"; the first {len(shown)} (--failures N shows more):"
+    lines = ["", head]
+    for o in shown:
+        case = o.case
+        expected = clean_line(", ".join(case.expect)) or "nothing"
+        got = clean_line(", ".join(o.injected)) or "nothing"
+        lines.append(
+            f'  {clean_line(case.id)}  [{clean_line(case.slice) or "-"}]  "{_cut(case.query)}"  '
+            f"expected {expected}  got {got}"
+        )
+    return lines
+
+
+QUERY_WIDTH = 80
+
+
+def _failed(o: CaseOutcome) -> bool:
+    if o.case.positive:
+        return not any(card_id in o.case.expect for card_id in o.injected)
+    return bool(o.injected)
+
+
+def _cut(query: str) -> str:
+    one_line = " ".join(clean_line(query).split())
+    return one_line if len(one_line) <= QUERY_WIDTH else one_line[: QUERY_WIDTH - 1] + "…"
 
 
 def explain_rows(result: Result) -> list[dict[str, Any]]:
