@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "bench": "cairn.cli.bench_cmd:bench",
     "review": "cairn.cli.review_cmds:review_cmd",
     "calibrate": "cairn.cli.review_cmds:calibrate_cmd",
+    "completion": "cairn.cli.completion_cmd:completion",
 }
 
 
