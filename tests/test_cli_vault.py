@@ -243,10 +243,13 @@ def test_init_and_demo_work_on_a_machine_without_a_git_identity(tmp_path: Path) 
 
 
 def test_add_asks_for_missing_fields(vault_repo: VaultRepo) -> None:
-    answers = "Docker layer cache\nCopy the lockfile first so the dependency layer stays cached.\ndocker, ci\n\n"
+    # The id defaults to <first scope>/<slug>; a lint warning (no body) asks whether to write anyway.
+    answers = "Docker layer cache\nCopy the lockfile first so the dependency layer stays cached.\ndocker, ci\n\ny\n"
     done = vault_repo.invoke("add", "-i", input=answers)
     assert done.returncode == 0, done.stderr
-    text = (vault_repo.root / "cards" / "docker-layer-cache.md").read_text()
+    assert "Id (topic/slug) [docker/docker-layer-cache]: " in done.stdout
+    assert "Write it anyway? [y/N]: " in done.stderr
+    text = (vault_repo.root / "cards" / "docker" / "docker-layer-cache.md").read_text()
     assert "name: Docker layer cache\n" in text and "- docker\n- ci\n" in text
     assert re.search(r"^verified_at: \d{4}-\d\d-\d\d$", text, re.MULTILINE)  # a YAML date, not a quoted string
     # Without a terminal and without -i, missing fields are a usage error, not a hang.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -9,7 +11,6 @@ from typing import Any
 import click
 
 from cairn.cards import authoring, catalog
-from cairn.cards.card import slugify
 from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
 from cairn.hot.errors import CairnError
 from cairn.hot.vault import find_vault
@@ -38,16 +39,70 @@ def _split_scope(value: str | None) -> tuple[str, ...]:
     return tuple(s.strip() for s in (value or "").split(",") if s.strip())
 
 
+_DURATION = re.compile(r"^\s*\d+\s*[dwmy]\s*$", re.IGNORECASE)
+
+
+def _review_after(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        dt.date.fromisoformat(value.strip())
+    except ValueError:
+        if not _DURATION.match(value):
+            raise click.BadParameter(f"{value!r} is not a date (YYYY-MM-DD) or a duration such as 180d") from None
+    return value.strip()
+
+
+def _words(values: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(v.strip() for v in values if v.strip())
+
+
 @click.command()
 @click.option("--name", default=None, help="The card's title; unique in the vault (asked for when missing).")
 @click.option("--summary", default=None, help="One or two sentences: the text an agent gets (asked for when missing).")
-@click.option("--scope", default=None, help="Comma-separated tags, e.g. git,ci.")
-@click.option("--id", "card_id", default=None, help="topic/slug (default: a slug of the name).")
-@click.option("--body", default=None, help="The whole lesson in Markdown.")
+@click.option("--scope", default=None, help="Comma-separated tags, e.g. git,ci; the first names the card's folder.")
 @click.option(
-    "--body-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Read the body from a file."
+    "--id",
+    "card_id",
+    default=None,
+    help="topic/slug. Default: <first scope>/<slug of the name>; a bare slug goes under the first scope's folder. "
+    "With no scope and no folder in --id, the card lands at the top of cards/ (cards/<slug>.md).",
 )
-@click.option("--draft", is_flag=True, help="Write it with status: draft (never injected).")
+@click.option("--alias", "aliases", multiple=True, help="Another word for the situation (repeatable).")
+@click.option(
+    "--not-when", "not_when", multiple=True, help="A prompt containing this never gets the card (repeatable)."
+)
+@click.option(
+    "--review-after",
+    default=None,
+    callback=_review_after,
+    help="A date (YYYY-MM-DD) or a duration after --verified-at such as 180d; past it the card is expired.",
+)
+@click.option("--supersedes", multiple=True, metavar="ID", help="The id of a card this one replaces (repeatable).")
+@click.option("--source", default=None, help="Where the lesson came from (a URL, an incident).")
+@click.option(
+    "--verified-at",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    default=None,
+    help="When someone last confirmed the lesson, YYYY-MM-DD (default: today).",
+)
+@click.option(
+    "--status",
+    type=click.Choice(authoring.STATUSES),
+    default=None,
+    help="active (default; injected), draft or retired (never injected).",
+)
+@click.option("--body", default=None, help="The whole lesson in Markdown (default: no body).")
+@click.option(
+    "--body-file",
+    type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path),
+    help="Read the body from a file (- reads stdin).",
+)
+@click.option(
+    "--edit", "-e", is_flag=True, help="Write the body in $VISUAL (else $EDITOR), starting from --body or --body-file."
+)
+@click.option("--draft", is_flag=True, help="Same as --status draft.")
+@click.option("--force", is_flag=True, help="Write the card even when lint warns (lint errors always refuse it).")
 @click.option("--interactive", "-i", is_flag=True, help="Ask for missing fields even when stdin is not a terminal.")
 @vault_option
 @errors_to_exit
@@ -56,43 +111,81 @@ def add(
     summary: str | None,
     scope: str | None,
     card_id: str | None,
+    aliases: tuple[str, ...],
+    not_when: tuple[str, ...],
+    review_after: str | None,
+    supersedes: tuple[str, ...],
+    source: str | None,
+    verified_at: dt.datetime | None,
+    status: str | None,
     body: str | None,
     body_file: Path | None,
+    edit: bool,
     draft: bool,
+    force: bool,
     interactive: bool,
     vault_path: str | None,
 ) -> None:
     """Write a new card to cards/<id>.md, from flags or by asking. Never overwrites; does not commit.
 
+    Before writing, the card is linted in the context of the vault with the rules `cairn lint` runs (unique names,
+    near-duplicates, summary length, secrets, prompt injection...). Findings are shown as `path:line: rule-id
+    message`; an error refuses the write (exit 1, nothing written), and so does a warning unless --force (then the
+    card is written and the warnings still shown; when it asked for fields, it asks instead). A card without a body
+    gets lint's body-present warning.
+
     \b
     Examples:
       cairn add --name "Force-push drops rebased commits" \\
         --summary "After a force-push, compare with git reflog before git pull --rebase." \\
-        --scope git --id git/force-push-rebase
+        --scope git --body-file notes/force-push.md --review-after 180d
+      cairn add --name "Pin the Python version in CI" --summary "..." --scope python,ci -e
       cairn add            (in a terminal: asks for the name, summary, scope and id)
     """
     if body is not None and body_file is not None:
         raise click.UsageError("give --body or --body-file, not both")
+    if draft and status not in (None, "draft"):
+        raise click.UsageError("give --draft or --status, not both")
     vault = open_vault(vault_path)
+    asked = False
     if name is None or summary is None:
         if not (interactive or sys.stdin.isatty()):
             raise click.UsageError("give --name and --summary (or run `cairn add` in a terminal to be asked)")
+        asked = True
         name = name or click.prompt("Name (the situation, in a few words)").strip()
         summary = summary or click.prompt("Summary (what an agent should know or do, one or two sentences)").strip()
         if scope is None:
             scope = click.prompt("Scope tags, comma-separated", default="", show_default=False)
         if card_id is None:
-            card_id = click.prompt("Id (topic/slug)", default=slugify(name)) or None
-    text = body_file.read_text("utf-8") if body_file else (body or "")
+            suggested = authoring.resolve_card_id(authoring.NewCard(name, summary, _split_scope(scope)))
+            card_id = click.prompt("Id (topic/slug)", default=suggested) or None
+    if body_file is not None:
+        text = sys.stdin.read() if str(body_file) == "-" else body_file.read_text("utf-8")
+    else:
+        text = body or ""
+    if edit:
+        edited = click.edit(text, extension=".md", require_save=False)
+        text = edited if edited is not None else text
     new = authoring.NewCard(
         name=name,
         summary=summary,
         scope=_split_scope(scope),
         card_id=card_id,
         body=text,
-        status="draft" if draft else "active",
+        status=status or ("draft" if draft else "active"),
+        verified_at=verified_at.date() if verified_at else None,
+        review_after=review_after,
+        aliases=_words(aliases),
+        not_when=_words(not_when),
+        supersedes=_words(supersedes),
+        source=source.strip() if source and source.strip() else None,
     )
-    target = authoring.add_card(vault, new)
+    pending = authoring.prepare_card(vault, new)
+    for finding in pending.findings:
+        echo(clean_line(str(finding)), err=True)
+    if pending.warnings and not pending.errors and not force and asked:
+        force = click.confirm("Write it anyway?", default=False, err=True)
+    target = authoring.write_card(vault, pending, force=force)
     rel = target.relative_to(vault.root).as_posix()
     echo(f"Wrote {rel}.")
     echo(f"Next: review it, then `git add {rel} && git commit` so agents can get it.")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cairn.cards.card import Card, card_id_from_path, parse_card
@@ -49,12 +49,14 @@ def lint_files(
     rules: Iterable[str] | None = None,
     source: str = "worktree",
     today: dt.date | None = None,
+    pending: Mapping[str, bytes] | None = None,
 ) -> LintReport:
     """Lint some vault-relative files in the context of the whole vault (uniqueness, links, duplicates).
 
-    Given `cairn.toml`, it is checked and every card is linted by the rules that read it.
+    Given `cairn.toml`, it is checked and every card is linted by the rules that read it. `pending` holds files not
+    written yet (path -> bytes), read as if they were in the vault (`cairn add` lints a card before writing it).
     """
-    return _lint(vault, list(rel_paths), rules, source, today)
+    return _lint(vault, list(rel_paths), rules, source, today, pending)
 
 
 def _lint(
@@ -63,8 +65,11 @@ def _lint(
     wanted: Iterable[str] | None,
     source: str,
     today: dt.date | None,
+    pending: Mapping[str, bytes] | None = None,
 ) -> LintReport:
     snapshot = Snapshot(vault, source)
+    for rel, data in (pending or {}).items():
+        snapshot.add_pending(rel, data)
     findings: list[Finding] = []
     try:
         config = parse_config(snapshot.config_text)

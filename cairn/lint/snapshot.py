@@ -72,6 +72,12 @@ class Snapshot:
         if config_blob is not None:
             self.config_text = self.read_blobs([config_blob])[config_blob].decode("utf-8", "replace")
 
+    def add_pending(self, rel_path: str, data: bytes) -> None:
+        """Hold a file not written yet (`cairn add` lints a new card before writing it), as if it were in the vault."""
+        blob = blob_id(data)
+        self._data[blob] = data
+        self.files[rel_path] = VaultFile(rel_path, blob)
+
     def read_blobs(self, blobs: list[str]) -> dict[str, bytes]:
         """Contents by blob id (from git's object store for staged files, from memory for the working tree)."""
         missing = [b for b in dict.fromkeys(blobs) if b not in self._data]
