@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import pytest
 
 from cairn.cards.card import Card, check_card_id, parse_card, slugify
 from cairn.hot.errors import InvalidId
+from helpers.vaults import VaultRepo
 
 FIXTURES = Path(__file__).parent / "fixtures" / "contract"
 EXPECTED = [
@@ -106,3 +108,58 @@ def test_slugify() -> None:
     assert slugify("Pull --rebase can drop commits!") == "pull-rebase-can-drop-commits"
     assert slugify("数据库 迁移") == "数据库-迁移"
     assert slugify("!!!") == "card"
+
+
+FOLDED_ZH = (
+    "---\n"
+    "name: 强制推送前先确认远端\n"
+    "summary: >-\n"
+    "  用 git push --force-with-lease 代替 --force（需要 Git 1.8.5+ 或者 2.27)，\n"
+    "  或者先 git fetch 再比较；\n"
+    "  不要覆盖同事的提交。 English words\n"
+    "  stay apart\n"
+    "---\n"
+    "正文。\n"
+)
+JOINED_ZH = (
+    "用 git push --force-with-lease 代替 --force（需要 Git 1.8.5+ 或者 2.27)，或者先 git fetch 再比较；"
+    "不要覆盖同事的提交。 English words stay apart"
+)
+
+
+def test_a_folded_chinese_summary_joins_its_line_breaks_without_a_space() -> None:
+    # a line break YAML folds between CJK characters is no space; a space typed on one line stays, as do English
+    card, findings = parse_card("cards/git/force-push.md", FOLDED_ZH.encode())
+    assert findings == [] and card is not None
+    assert card.summary == JOINED_ZH
+
+
+@pytest.mark.parametrize(
+    ("value", "summary"),
+    [
+        (">-\n  中 文\n  字\n", "中 文字"),  # the typed space stays, the line break goes
+        ("中文\n  继续，\n  好\n", "中文继续，好"),  # a plain scalar folds too
+        ('"中文\n  继续"\n', "中文继续"),  # so does a quoted one
+        ("|\n  第一行\n  第二行\n", "第一行第二行"),  # a literal's line break, which Cairn makes a space
+        ("中文 继续\n", "中文 继续"),  # one line: nothing to join
+        (">-\n  日本語の\n  文章です\n", "日本語の文章です"),
+        (">-\n  한국어\n  문장\n", "한국어 문장"),  # Korean puts spaces between words
+        (">-\n  English\n  words\n", "English words"),
+        ('"中\\t\n  文 字"\n', "中 文 字"),  # an escape: which space was a line break is not known, so none joins
+    ],
+)
+def test_cjk_line_breaks_in_a_summary(value: str, summary: str) -> None:
+    card, findings = parse_card("cards/zh/x.md", f"---\nname: 名字\nsummary: {value}---\nbody\n".encode())
+    assert findings == [] and card is not None
+    assert card.summary == summary
+
+
+def test_show_and_recall_give_the_joined_chinese_summary(vault_repo: VaultRepo) -> None:
+    vault_repo.write_raw("cards/git/force-push.md", FOLDED_ZH)
+    vault_repo.commit("A Chinese card")
+    shown = vault_repo.invoke("show", "git/force-push")
+    assert shown.returncode == 0, shown.stderr
+    assert f"summary: {JOINED_ZH}" in shown.stdout.splitlines()
+    done = vault_repo.invoke("recall", "强制推送 force-with-lease 覆盖同事的提交", "--json")
+    assert done.returncode == 0, done.stderr
+    assert [c["summary"] for c in json.loads(done.stdout)["cards"]] == [JOINED_ZH]

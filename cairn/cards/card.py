@@ -22,6 +22,17 @@ _LIST_FIELDS = ("scope", "aliases", "not_when", "supersedes")
 _DURATION = re.compile(r"^\s*(\d+)\s*(d|w|m|y)\s*$", re.IGNORECASE)
 _DURATION_DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
 
+# Chinese and Japanese are written without spaces: CJK ideographs, kana, CJK punctuation (not the ideographic space,
+# which is whitespace) and fullwidth forms (，；：！？). Hangul is left out: Korean puts spaces between words.
+_CJK = (
+    "\u2e80-\u2fdf\u3001-\u303f\u3040-\u30ff\u31c0-\u31ef\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\ufe30-\ufe4f\uff01-\uff60\uffe0-\uffe6\U00020000-\U0003134f"
+)
+# In the frontmatter's source: whitespace between two CJK characters (the second only looked at, so runs overlap).
+_CJK_GAP_SOURCE = re.compile(f"(?<=[{_CJK}])[ \t\r\n]+(?=[{_CJK}])")
+# In the parsed, whitespace-normalized text: the single space that stands for such a gap.
+_CJK_GAP_TEXT = re.compile(f"(?<=[{_CJK}]) (?=[{_CJK}])")
+
 
 @dataclass(frozen=True, slots=True)
 class Card:
@@ -187,7 +198,7 @@ def _build(
         elif not value.strip():
             fail(key, "required-field", f"'{key}' is empty")
         else:
-            texts[key] = " ".join(value.split())
+            texts[key] = join_cjk_line_breaks(" ".join(value.split()), _value_source(fm_text, key))
 
     lists: dict[str, tuple[str, ...]] = {}
     for key in _LIST_FIELDS:
@@ -263,6 +274,34 @@ def _build(
         body_line=body_line,
     )
     return card, []
+
+
+def join_cjk_line_breaks(text: str, source: str) -> str:
+    """`text` (a field's parsed value, whitespace runs made single spaces) with the spaces that stand for a line
+    break of the source between two CJK characters removed: YAML folds a line break into a space (`>-`, plain and
+    quoted scalars) and Cairn makes every other whitespace a space, but Chinese and Japanese take none there, so
+    `27)，` at a line's end and `或者` on the next read `27)，或者`, not `27)， 或者`. A space typed between CJK
+    characters on one line stays. `source` is the raw text of the field's value: its gaps between CJK characters,
+    in order, are matched with the text's spaces between CJK characters; when the two counts differ (escapes in a
+    quoted scalar, say), the text is returned as it is, since which space came from a line break is not known."""
+    if "\n" not in source:
+        return text
+    spaces = [m.start() for m in _CJK_GAP_TEXT.finditer(text)]
+    gaps = ["\n" in m.group() for m in _CJK_GAP_SOURCE.finditer(source)]
+    if not spaces or len(spaces) != len(gaps) or not any(gaps):
+        return text
+    drop = {at for at, line_break in zip(spaces, gaps, strict=True) if line_break}
+    return "".join(ch for i, ch in enumerate(text) if i not in drop)
+
+
+def _value_source(fm_text: str, key: str) -> str:
+    """The raw frontmatter text of a top-level key's value: from after `key:` to the next line that starts in the
+    first column (the next key, a comment, the end)."""
+    match = re.search(rf"^{re.escape(key)}\s*:", fm_text, re.MULTILINE)
+    if match is None:
+        return ""
+    end = re.compile(r"^\S", re.MULTILINE).search(fm_text, match.end())
+    return fm_text[match.end() : end.start() if end else len(fm_text)]
 
 
 def _as_date(value: Any) -> dt.date | None:
