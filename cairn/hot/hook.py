@@ -230,10 +230,8 @@ def _open_fresh_index(vault: "VaultDirs", entry: dict[str, object]) -> "IndexRea
     try:
         index = IndexReader(index_file)
     except Exception as exc:
-        from cairn.hot.errors import (
-            IndexCorrupt,
-            IndexMissing,
-        )  # imported when needed: a hook that reads its index never does
+        # Imported only here: a hook that reads its index never needs them.
+        from cairn.hot.errors import IndexCorrupt, IndexMissing
 
         if isinstance(exc, IndexMissing):
             entry["stale"] = True
