@@ -1,0 +1,97 @@
+"""The served ref (`gitrefs.served_ref`): the reviewed branch a vault serves, read from `.git` files, checked
+against what git itself says on real repositories (clones of a bare remote, packed refs, worktrees)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from cairn.hot import gitrefs
+from helpers.vaults import VaultRepo
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def _rev(cwd: Path, rev: str) -> str:
+    return _git(cwd, "rev-parse", rev)
+
+
+def test_local_default_branch_not_the_checked_out_feature_branch(vault_repo: VaultRepo) -> None:
+    vault_repo.write("a/b", "n", "s")
+    main = vault_repo.commit()
+    vault_repo.git("checkout", "-q", "-b", "feature")
+    vault_repo.write("a/c", "n", "s")
+    feature = vault_repo.commit()
+    assert gitrefs.served_ref(vault_repo.root) == ("refs/heads/main", main)
+    assert gitrefs.served_ref(vault_repo.root, "HEAD") == ("HEAD", feature)
+    assert gitrefs.served_ref(vault_repo.root, "feature") == ("refs/heads/feature", feature)
+    vault_repo.git("pack-refs", "--all", "--prune")
+    assert gitrefs.served_ref(vault_repo.root) == ("refs/heads/main", main)
+    assert gitrefs.served_ref(vault_repo.root, "refs/heads/feature") == ("refs/heads/feature", feature)
+
+
+def test_master_then_the_branch_head_is_on(tmp_path: Path) -> None:
+    repo = VaultRepo(tmp_path / "v")
+    repo.git("checkout", "-q", "-b", "master")
+    repo.write("a/b", "n", "s")
+    master = repo.commit()
+    assert gitrefs.served_ref(repo.root) == ("refs/heads/master", master)
+    repo.git("branch", "-q", "-m", "master", "trunk")
+    assert gitrefs.served_ref(repo.root) == ("refs/heads/trunk", master)
+    repo.git("checkout", "-q", "--detach")
+    assert gitrefs.served_ref(repo.root) == ("HEAD", master)
+
+
+def test_a_clone_serves_the_remote_default_branch(tmp_path: Path) -> None:
+    origin = VaultRepo(tmp_path / "origin")
+    origin.write("a/b", "n", "s")
+    first = origin.commit()
+    _git(tmp_path, "clone", "-q", str(origin.root), "clone")
+    clone = tmp_path / "clone"
+    assert gitrefs.served_ref(clone) == ("refs/remotes/origin/main", first)
+    # A local commit the team has not reviewed (not pushed, not merged) is not served.
+    (clone / "cards" / "a" / "local.md").write_text("---\nname: l\nsummary: l\n---\n")
+    _git(clone, "add", "-A")
+    _git(clone, "commit", "-q", "-m", "local")
+    assert gitrefs.served_ref(clone) == ("refs/remotes/origin/main", first)
+    origin.write("a/c", "n", "s")
+    second = origin.commit()
+    _git(clone, "fetch", "-q")
+    assert gitrefs.served_ref(clone) == ("refs/remotes/origin/main", second)
+    _git(clone, "pack-refs", "--all", "--prune")
+    assert gitrefs.served_ref(clone) == ("refs/remotes/origin/main", _rev(clone, "origin/main"))
+    assert gitrefs.served_ref(clone, "origin/main") == ("refs/remotes/origin/main", second)
+    assert gitrefs.served_ref(clone, "origin") == ("refs/remotes/origin/HEAD", second)
+
+
+def test_worktree_reads_the_common_refs(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    vault_repo.write("a/b", "n", "s")
+    main = vault_repo.commit()
+    other = tmp_path / "wt"
+    vault_repo.git("worktree", "add", "-q", "-b", "side", str(other))
+    assert (other / ".git").is_file()
+    assert gitrefs.served_ref(other) == ("refs/heads/main", main)
+    assert gitrefs.served_ref(other, "HEAD") == ("HEAD", main)
+
+
+def test_tags_commits_and_unknown_names(vault_repo: VaultRepo) -> None:
+    vault_repo.write("a/b", "n", "s")
+    first = vault_repo.commit()
+    vault_repo.git("tag", "-a", "-m", "reviewed", "v1")
+    vault_repo.git("pack-refs", "--all", "--prune")
+    assert gitrefs.served_ref(vault_repo.root, "v1") == ("refs/tags/v1", first)  # peeled from packed-refs
+    assert gitrefs.served_ref(vault_repo.root, first) == (first, first)
+    assert gitrefs.served_ref(vault_repo.root, "nope") == ("refs/heads/nope", None)
+    assert gitrefs.served_ref(vault_repo.root, "refs/heads/../../x") == ("refs/heads/../../x", None)
+
+
+def test_unborn_and_not_a_repository(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    assert gitrefs.served_ref(vault_repo.root) == ("refs/heads/main", None)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert gitrefs.served_ref(plain) == ("HEAD", None)
+    (vault_repo.root / ".git" / "refs" / "remotes" / "origin").mkdir(parents=True)
+    (vault_repo.root / ".git" / "refs" / "remotes" / "origin" / "HEAD").write_text("ref: refs/../../etc\n")
+    assert gitrefs.served_ref(vault_repo.root) == ("refs/heads/main", None)
