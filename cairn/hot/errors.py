@@ -29,6 +29,10 @@ class InvalidConfig(CairnError):
     pass
 
 
+class ConfigError(InvalidConfig):
+    """The user configuration (`cairn/hot/userconfig.py`) is malformed: the message names the file and the fix."""
+
+
 class InvalidId(CairnError):
     pass
 

@@ -1,0 +1,352 @@
+"""The user configuration: which vaults the prompt hook serves, in order of precedence, and the security choices
+only the user may make.
+
+The file is `$CAIRN_CONFIG`, else `$XDG_CONFIG_HOME/cairn/config.toml`, else `~/.config/cairn/config.toml`:
+
+    [[vaults]]
+    name = "team"                     # required; [a-z0-9][a-z0-9_-]{0,31}; unique
+    path = "/home/me/team-lessons"    # required; absolute (~ expanded)
+    ref = "refs/remotes/origin/main"  # optional; the served ref (default resolved at serve time)
+    scopes = ["python", "git"]        # optional; the vault serves only cards whose scope meets these
+    projects = ["/home/me/work/acme"] # optional; the vault serves only when the agent's cwd is under one of these
+
+    [security]
+    allow_disabled_rules = []         # lint rule ids the user allows a vault's cairn.toml to disable
+
+The hook must not import `tomllib` (nor `re`): it reads a JSON copy of the parsed file kept in Cairn's state folder
+(`config/<hash of the path>.json`, 0600), keyed by the TOML file's path, size, mtime_ns and inode. Whoever finds
+that copy missing or stale parses the TOML (importing `tomllib` then, and only then) and writes the copy; a file
+that does not parse is cached too, as its error, so a broken config costs every prompt a stat and a small read,
+not a TOML parse. The copy is checked like the file (the same validation runs on it); a damaged copy is re-made.
+"""
+
+import os
+
+from cairn.hot.paths import path_text, sha256_hex
+from cairn.hot.record import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from cairn.hot.errors import ConfigError
+
+CACHE_DIR = "config"
+CACHE_VERSION = 1
+MAX_CONFIG_BYTES = 1 << 20  # a user config is a few lines; a larger file is a mistake, not a config
+MAX_VAULTS = 32
+MAX_NAME_CHARS = 32
+_NAME_FIRST = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_NAME_REST = _NAME_FIRST | frozenset("_-")
+_ENTRY_KEYS = ("name", "path", "ref", "scopes", "projects")
+_TOP_KEYS = ("vaults", "security")
+_SECURITY_KEYS = ("allow_disabled_rules",)
+
+
+class VaultEntry(Record):
+    """One `[[vaults]]` entry, validated.
+
+    name: the vault's name, shown in `name:card-id`.
+    path: the vault's folder, absolute, `~` expanded, normalised (symlinks not resolved).
+    ref: the served ref as configured, or None (resolved at serve time).
+    scopes: the vault serves only cards whose scope meets these tags (empty: no limit).
+    projects: absolute folders; the vault serves only when the agent's cwd is in one of them (empty: everywhere).
+    """
+
+    __slots__ = ("name", "path", "ref", "scopes", "projects")
+    name: str
+    path: str
+    ref: str | None
+    scopes: tuple[str, ...]
+    projects: tuple[str, ...]
+
+    def __init__(
+        self, name: str, path: str, ref: str | None, scopes: tuple[str, ...], projects: tuple[str, ...]
+    ) -> None:
+        self._init(name, path, ref, tuple(scopes), tuple(projects))
+
+    def serves_cwd(self, cwd: str | None) -> bool:
+        """Whether this vault applies to an agent working in `cwd` (always when `projects` is empty)."""
+        if not self.projects:
+            return True
+        if not cwd:
+            return False
+        here = os.path.realpath(cwd)
+        for project in self.projects:
+            root = os.path.realpath(project)
+            if here == root or here.startswith(root.rstrip(os.sep) + os.sep):
+                return True
+        return False
+
+
+class UserConfig(Record):
+    """The whole user configuration: the vaults in order of precedence, and the rules a vault may disable."""
+
+    __slots__ = ("file", "vaults", "allow_disabled_rules")
+    file: str
+    vaults: tuple[VaultEntry, ...]
+    allow_disabled_rules: frozenset[str]
+
+    def __init__(self, file: str, vaults: tuple[VaultEntry, ...], allow_disabled_rules: frozenset[str]) -> None:
+        self._init(file, tuple(vaults), frozenset(allow_disabled_rules))
+
+
+def config_file(env: "Mapping[str, str] | None" = None) -> str:
+    """`$CAIRN_CONFIG`, else `$XDG_CONFIG_HOME/cairn/config.toml`, else `~/.config/cairn/config.toml`."""
+    env = os.environ if env is None else env
+    if env.get("CAIRN_CONFIG"):
+        return path_text(_expand_home(env["CAIRN_CONFIG"], env))
+    if env.get("XDG_CONFIG_HOME"):
+        return path_text(env["XDG_CONFIG_HOME"], "cairn", "config.toml")
+    return path_text(_home(env), ".config", "cairn", "config.toml")
+
+
+def load_vaults(env: "Mapping[str, str] | None" = None) -> list[VaultEntry]:
+    """The configured vaults in order of precedence; `[]` when there is no config file.
+
+    Raises ConfigError naming the file, the entry and what to fix when the file or an entry is malformed.
+    """
+    return list(load_config(env).vaults)
+
+
+def allowed_disabled_rules(env: "Mapping[str, str] | None" = None) -> frozenset[str]:
+    """The lint rule ids the user explicitly allows a vault's own `cairn.toml` to disable (empty by default)."""
+    return load_config(env).allow_disabled_rules
+
+
+def load_config(env: "Mapping[str, str] | None" = None) -> UserConfig:
+    """The whole user configuration, from the cached JSON copy when it is fresh, else from the TOML file."""
+    env = os.environ if env is None else env
+    file = config_file(env)
+    try:
+        st = os.stat(file)
+    except FileNotFoundError:
+        return UserConfig(file, (), frozenset())
+    except OSError as exc:
+        raise _error(f"{file}: cannot read the user configuration ({exc.strerror or exc})") from None
+    key: list[object] = [file, st.st_size, st.st_mtime_ns, st.st_ino]
+    cached = _read_cache(_cache_file(file, env), key)
+    data = cached if cached is not None else _parse_and_cache(file, key, env)
+    return _from_data(file, data)
+
+
+def parse_file(file: str, env: "Mapping[str, str] | None" = None) -> "dict[str, Any]":
+    """Parse and validate the TOML file (cold: imports `tomllib`) and refresh the cached copy; gives the
+    JSON-ready data the copy holds. A file that does not parse or validate raises ConfigError (its error cached)."""
+    env = os.environ if env is None else env
+    try:
+        st = os.stat(file)
+    except OSError as exc:
+        raise _error(f"{file}: cannot read the user configuration ({exc.strerror or exc})") from None
+    return _parse_and_cache(file, [file, st.st_size, st.st_mtime_ns, st.st_ino], env)
+
+
+def _parse_and_cache(file: str, key: list[object], env: "Mapping[str, str]") -> "dict[str, Any]":
+    cache = _cache_file(file, env)
+    try:
+        with open(file, "rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise _error(f"{file}: cannot read the user configuration ({exc.strerror or exc})") from None
+    try:
+        data = _parse_toml(file, raw, env)
+    except Exception as exc:  # ValueError from the checks; anything else from the parser is still a bad file
+        message = str(exc) if isinstance(exc, ValueError) else f"{file}: cannot be read ({type(exc).__name__})"
+        _write_cache(cache, {"version": CACHE_VERSION, "key": key, "error": message})
+        raise _error(message) from None
+    _write_cache(cache, {"version": CACHE_VERSION, "key": key, "data": data})
+    return data
+
+
+def _parse_toml(file: str, raw: bytes, env: "Mapping[str, str]") -> "dict[str, Any]":
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ValueError(f"{file}: over {MAX_CONFIG_BYTES // 1024} KiB; a user configuration is a few lines")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{file}: not UTF-8 (byte {exc.start}); save it as UTF-8") from None
+    import tomllib  # cold: only when the cached copy is missing or stale
+
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{file}: not valid TOML: {exc}; fix the line it names") from None
+    data = _validated(file, document, env)
+    return data
+
+
+def _validated(file: str, document: object, env: "Mapping[str, str]") -> "dict[str, Any]":
+    """The configuration as plain JSON-ready data, or ValueError naming the file, the entry and the fix."""
+    if not isinstance(document, dict):
+        raise ValueError(f"{file}: not a TOML document")
+    for key in document:
+        if key not in _TOP_KEYS:
+            raise ValueError(f"{file}: unknown key {key!r}; known: [[vaults]] and [security]")
+    vaults = document.get("vaults", [])
+    if not isinstance(vaults, list) or not all(isinstance(v, dict) for v in vaults):
+        raise ValueError(f'{file}: vaults must be [[vaults]] tables (name = "...", path = "...")')
+    if len(vaults) > MAX_VAULTS:
+        raise ValueError(f"{file}: {len(vaults)} vaults; at most {MAX_VAULTS}")
+    entries: list[dict[str, Any]] = []
+    names: set[str] = set()
+    paths: dict[str, str] = {}
+    for n, raw_entry in enumerate(vaults, 1):
+        entry = _validated_entry(file, n, raw_entry, env)
+        where = f"{file}: [[vaults]] entry {n} ({entry['name']})"
+        if entry["name"] in names:
+            raise ValueError(f"{where}: the name {entry['name']!r} is used twice; give each vault its own name")
+        names.add(entry["name"])
+        if entry["path"] in paths:
+            raise ValueError(
+                f"{where}: the path {entry['path']!r} is already vault {paths[entry['path']]!r}; list a vault once"
+            )
+        paths[entry["path"]] = entry["name"]
+        entries.append(entry)
+    security = document.get("security", {})
+    if not isinstance(security, dict):
+        raise ValueError(f"{file}: [security] must be a table")
+    for key in security:
+        if key not in _SECURITY_KEYS:
+            raise ValueError(f"{file}: unknown key {key!r} in [security]; known: {', '.join(_SECURITY_KEYS)}")
+    allowed = security.get("allow_disabled_rules", [])
+    if not isinstance(allowed, list) or not all(isinstance(r, str) and r.strip() for r in allowed):
+        raise ValueError(f'{file}: [security] allow_disabled_rules must be a list of rule ids, e.g. ["secrets"]')
+    return {"vaults": entries, "allow_disabled_rules": sorted({r.strip() for r in allowed})}
+
+
+def _validated_entry(file: str, n: int, entry: "dict[str, Any]", env: "Mapping[str, str]") -> "dict[str, Any]":
+    name = entry.get("name")
+    label = f"{file}: [[vaults]] entry {n}" + (f" ({name})" if isinstance(name, str) and _is_name(name) else "")
+    for key in entry:
+        if key not in _ENTRY_KEYS:
+            raise ValueError(f"{label}: unknown key {key!r}; known: {', '.join(_ENTRY_KEYS)}")
+    if not isinstance(name, str) or not _is_name(name):
+        raise ValueError(
+            f"{label}: name must be 1 to {MAX_NAME_CHARS} characters of a-z, 0-9, '_' and '-', starting with a"
+            f' letter or digit (e.g. name = "team"), not {name!r}'
+        )
+    path = entry.get("path")
+    if not isinstance(path, str) or not path.strip():
+        raise ValueError(f'{label}: path is required: the vault\'s folder, e.g. path = "~/team-lessons"')
+    path = _absolute(label, "path", path, env)
+    ref = entry.get("ref")
+    if ref is not None and not _is_ref(ref):
+        raise ValueError(f'{label}: ref must be a ref name such as "refs/remotes/origin/main", not {ref!r}')
+    scopes = entry.get("scopes", [])
+    if not isinstance(scopes, list) or not all(isinstance(s, str) and s.strip() and _printable(s) for s in scopes):
+        raise ValueError(f'{label}: scopes must be a list of scope tags, e.g. scopes = ["python", "git"]')
+    projects = entry.get("projects", [])
+    if not isinstance(projects, list) or not all(isinstance(p, str) and p.strip() for p in projects):
+        raise ValueError(f'{label}: projects must be a list of folders, e.g. projects = ["~/work/acme"]')
+    return {
+        "name": name,
+        "path": path,
+        "ref": ref,
+        "scopes": [s.strip() for s in scopes],
+        "projects": [_absolute(label, "projects", p, env) for p in projects],
+    }
+
+
+def _from_data(file: str, data: "dict[str, Any]") -> UserConfig:
+    vaults = tuple(
+        VaultEntry(e["name"], e["path"], e["ref"], tuple(e["scopes"]), tuple(e["projects"])) for e in data["vaults"]
+    )
+    return UserConfig(file, vaults, frozenset(data["allow_disabled_rules"]))
+
+
+def _is_name(name: str) -> bool:
+    return 0 < len(name) <= MAX_NAME_CHARS and name[0] in _NAME_FIRST and all(c in _NAME_REST for c in name)
+
+
+def _printable(text: str) -> bool:
+    return text.isprintable() and len(text) <= 200
+
+
+def _is_ref(ref: object) -> bool:
+    """A ref name git could hold: printable, no spaces, no `..`, no empty or dot-leading part, not absolute."""
+    if not isinstance(ref, str) or not ref or len(ref) > 255 or not ref.isprintable():
+        return False
+    if any(c in ref for c in " ~^:?*[\\") or ".." in ref or ref.startswith("/") or ref.endswith((".", "/", ".lock")):
+        return False
+    return all(part and not part.startswith(".") for part in ref.split("/"))
+
+
+def _absolute(label: str, key: str, path: str, env: "Mapping[str, str]") -> str:
+    if not path.isprintable():
+        raise ValueError(f"{label}: {key} {path!r} holds control characters")
+    expanded = _expand_home(path.strip(), env)
+    if not os.path.isabs(expanded):
+        raise ValueError(f"{label}: {key} {path!r} is not absolute; write the full path (~ is expanded)")
+    return path_text(os.path.normpath(expanded))
+
+
+def _expand_home(path: str, env: "Mapping[str, str]") -> str:
+    if path == "~" or path.startswith("~/"):
+        return _home(env) + path[1:]
+    return path
+
+
+def _home(env: "Mapping[str, str]") -> str:
+    home = env.get("HOME") or os.path.expanduser("~")
+    if not home or home[:1] == "~":
+        raise _error("cannot tell the home folder (HOME is not set); set CAIRN_CONFIG to the config file")
+    return home
+
+
+def _state_folder(env: "Mapping[str, str]") -> str:
+    if env.get("CAIRN_STATE_DIR"):
+        return path_text(env["CAIRN_STATE_DIR"])
+    if env.get("XDG_STATE_HOME"):
+        return path_text(env["XDG_STATE_HOME"], "cairn")
+    return path_text(_home(env), ".local", "state", "cairn")
+
+
+def _cache_file(file: str, env: "Mapping[str, str]") -> str:
+    digest = sha256_hex(file.encode("utf-8", "surrogateescape"))[:24]
+    return os.path.join(_state_folder(env), CACHE_DIR, f"{digest}.json")
+
+
+def _read_cache(cache: str, key: list[object]) -> "dict[str, Any] | None":
+    """The cached data for this key; raises the cached error; None when missing, stale or damaged."""
+    from cairn.hot import jsonc
+
+    try:
+        with open(cache, "rb") as handle:
+            stored = jsonc.loads(handle.read(4 * MAX_CONFIG_BYTES))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stored, dict) or stored.get("version") != CACHE_VERSION or stored.get("key") != key:
+        return None
+    error = stored.get("error")
+    if isinstance(error, str) and error:
+        raise _error(error)
+    data: Any = stored.get("data")
+    try:  # the copy gets the file's own checks: a damaged or hand-edited copy is re-made from the TOML
+        file = str(key[0])
+        checked = _validated(file, {"vaults": data["vaults"], "security": _security_of(data)}, {"HOME": "/"})
+    except Exception:
+        return None
+    return checked if checked == data else None
+
+
+def _security_of(data: "dict[str, Any]") -> "dict[str, Any]":
+    return {"allow_disabled_rules": data["allow_disabled_rules"]}
+
+
+def _write_cache(cache: str, stored: "dict[str, Any]") -> None:
+    """Write the cached copy (0600, atomically); a state folder that cannot be written is no error."""
+    from cairn.hot import jsonc
+    from cairn.hot.session import write_private
+
+    try:
+        os.makedirs(os.path.dirname(cache), mode=0o700, exist_ok=True)
+        write_private(cache, jsonc.dumps(stored, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+    except OSError:
+        pass
+
+
+def _error(message: str) -> "ConfigError":
+    from cairn.hot.errors import ConfigError  # imported when raised: a hook with a good config never needs it
+
+    return ConfigError(message)

@@ -1,0 +1,207 @@
+"""The user configuration's reader (`cairn.hot.userconfig`): where the file is, what it gives, what it refuses,
+and the cached JSON copy that keeps `tomllib` off the hook's path."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import cairn
+from cairn.hot.errors import CairnError, ConfigError
+from cairn.hot.userconfig import (
+    VaultEntry,
+    allowed_disabled_rules,
+    config_file,
+    load_vaults,
+)
+
+
+def write_config(home: Path, text: str) -> Path:
+    path = home / "xdg-config" / "cairn" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def cache_files(home: Path) -> list[Path]:
+    return sorted((home / "state" / "config").glob("*.json"))
+
+
+GOOD = """\
+# my vaults
+[[vaults]]
+name = "team"
+path = "~/team-lessons"
+ref = "refs/remotes/origin/main"
+scopes = ["python", "git"]
+projects = ["~/work/acme", "/srv/other/"]
+
+[[vaults]]
+name = "me_2"
+path = "/home/me/personal"
+
+[security]
+allow_disabled_rules = ["secrets", " injection "]
+"""
+
+
+def test_the_file_is_cairn_config_else_xdg_else_home(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert config_file() == str(isolated_env / "xdg-config" / "cairn" / "config.toml")
+    monkeypatch.setenv("CAIRN_CONFIG", "~/elsewhere/c.toml")
+    assert config_file() == str(isolated_env / "elsewhere" / "c.toml")
+    assert config_file({"HOME": "/h"}) == "/h/.config/cairn/config.toml"
+    assert config_file({"HOME": "/h", "XDG_CONFIG_HOME": "/x/"}) == "/x/cairn/config.toml"
+
+
+def test_no_file_means_no_vaults(isolated_env: Path) -> None:
+    assert load_vaults() == []
+    assert allowed_disabled_rules() == frozenset()
+    assert cache_files(isolated_env) == []
+
+
+def test_entries_in_order_with_home_expanded(isolated_env: Path) -> None:
+    write_config(isolated_env, GOOD)
+    home = str(isolated_env)
+    assert load_vaults() == [
+        VaultEntry(
+            "team",
+            f"{home}/team-lessons",
+            "refs/remotes/origin/main",
+            ("python", "git"),
+            (f"{home}/work/acme", "/srv/other"),
+        ),
+        VaultEntry("me_2", "/home/me/personal", None, (), ()),
+    ]
+    assert allowed_disabled_rules() == frozenset({"secrets", "injection"})
+
+
+def test_projects_limit_the_folders_a_vault_serves(isolated_env: Path, tmp_path: Path) -> None:
+    acme = tmp_path / "acme"
+    (acme / "src").mkdir(parents=True)
+    (tmp_path / "acme-two").mkdir()
+    entry = VaultEntry("team", "/v", None, (), (str(acme),))
+    assert entry.serves_cwd(str(acme))
+    assert entry.serves_cwd(str(acme / "src"))
+    assert not entry.serves_cwd(str(tmp_path / "acme-two"))
+    assert not entry.serves_cwd(None)
+    assert VaultEntry("all", "/v", None, (), ()).serves_cwd(None)
+
+
+def test_the_cached_copy_is_private_and_read_without_tomllib(isolated_env: Path) -> None:
+    write_config(isolated_env, GOOD)
+    first = load_vaults()
+    (cache,) = cache_files(isolated_env)
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o600
+    assert stat.S_IMODE(cache.parent.stat().st_mode) == 0o700
+    stored = json.loads(cache.read_text())
+    assert [v["name"] for v in stored["data"]["vaults"]] == ["team", "me_2"]
+    # A fresh interpreter reading the same file takes the copy: tomllib is never imported.
+    code = (
+        "import sys\nfrom cairn.hot.userconfig import load_vaults\n"
+        "print([v.name for v in load_vaults()], 'tomllib' in sys.modules, 're' in sys.modules)"
+    )
+    root = str(Path(cairn.__file__).parent.parent)
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        env={**os.environ, "PYTHONPATH": root},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == "['team', 'me_2'] False False"
+    assert load_vaults() == first
+
+
+def test_an_edited_file_is_read_again(isolated_env: Path) -> None:
+    path = write_config(isolated_env, GOOD)
+    assert [v.name for v in load_vaults()] == ["team", "me_2"]
+    path.write_text('[[vaults]]\nname = "org"\npath = "/org"\n', encoding="utf-8")
+    os.utime(path, ns=(1, 1))  # even a clock that does not move: size and inode change too
+    assert [v.name for v in load_vaults()] == ["org"]
+
+
+def test_a_damaged_copy_is_made_again(isolated_env: Path) -> None:
+    write_config(isolated_env, GOOD)
+    expected = load_vaults()
+    (cache,) = cache_files(isolated_env)
+    stored = json.loads(cache.read_text())
+    stored["data"]["vaults"][0]["path"] = "relative/evil"
+    cache.write_text(json.dumps(stored))
+    assert load_vaults() == expected
+    cache.write_text("not json")
+    assert load_vaults() == expected
+    assert json.loads(cache.read_text())["data"]["vaults"][0]["name"] == "team"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[[vaults]\n", "config.toml: not valid TOML: "),
+        ("vaults = 3\n", "config.toml: vaults must be [[vaults]] tables"),
+        ("[vault]\nname = 'x'\n", "config.toml: unknown key 'vault'; known: [[vaults]] and [security]"),
+        ("[[vaults]]\npath = '/v'\n", "config.toml: [[vaults]] entry 1: name must be 1 to 32 characters"),
+        ("[[vaults]]\nname = 'Team'\npath = '/v'\n", "not 'Team'"),
+        ("[[vaults]]\nname = '-x'\npath = '/v'\n", "not '-x'"),
+        ("[[vaults]]\nname = '" + "a" * 33 + "'\npath = '/v'\n", "name must be 1 to 32"),
+        ("[[vaults]]\nname = 'team'\n", "config.toml: [[vaults]] entry 1 (team): path is required"),
+        ("[[vaults]]\nname = 'team'\npath = 'rel/v'\n", "(team): path 'rel/v' is not absolute; write the full path"),
+        ("[[vaults]]\nname = 'team'\npath = '/v'\nref = 'a b'\n", "(team): ref must be a ref name"),
+        ("[[vaults]]\nname = 'team'\npath = '/v'\nref = '../x'\n", "(team): ref must be a ref name"),
+        ("[[vaults]]\nname = 'team'\npath = '/v'\nscopes = 'git'\n", "(team): scopes must be a list of scope tags"),
+        ("[[vaults]]\nname = 'team'\npath = '/v'\nprojects = ['w']\n", "(team): projects 'w' is not absolute"),
+        ("[[vaults]]\nname = 'team'\npath = '/v'\nscope = ['git']\n", "(team): unknown key 'scope'; known: name,"),
+        (
+            "[[vaults]]\nname = 'a'\npath = '/v'\n[[vaults]]\nname = 'a'\npath = '/w'\n",
+            "[[vaults]] entry 2 (a): the name 'a' is used twice",
+        ),
+        (
+            "[[vaults]]\nname = 'a'\npath = '/v'\n[[vaults]]\nname = 'b'\npath = '/v/'\n",
+            "[[vaults]] entry 2 (b): the path '/v' is already vault 'a'; list a vault once",
+        ),
+        ("[security]\nallow_disabled_rules = 'all'\n", "[security] allow_disabled_rules must be a list of rule ids"),
+        ("[security]\nallow = []\n", "unknown key 'allow' in [security]"),
+    ],
+)
+def test_a_malformed_file_names_the_file_the_entry_and_the_fix(isolated_env: Path, text: str, message: str) -> None:
+    path = write_config(isolated_env, text)
+    for _ in range(2):  # the second read takes the cached error: the same message
+        with pytest.raises(ConfigError) as caught:
+            load_vaults()
+        assert message in str(caught.value)
+        assert str(caught.value).startswith(str(path))
+        assert "\n" not in str(caught.value)
+    assert isinstance(caught.value, CairnError)
+    with pytest.raises(ConfigError):
+        allowed_disabled_rules()
+
+
+def test_a_fixed_file_replaces_the_cached_error(isolated_env: Path) -> None:
+    path = write_config(isolated_env, "[[vaults]]\nname = 'team'\n")
+    with pytest.raises(ConfigError):
+        load_vaults()
+    path.write_text("[[vaults]]\nname = 'team'\npath = '/v'\n", encoding="utf-8")
+    assert [v.path for v in load_vaults()] == ["/v"]
+
+
+def test_not_utf8_and_huge_files_are_refused(isolated_env: Path) -> None:
+    path = write_config(isolated_env, "")
+    path.write_bytes(b"[[vaults]]\nname = '\xff'\n")
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load_vaults()
+    path.write_bytes(b"# " + b"x" * (1 << 20) + b"\n")
+    with pytest.raises(ConfigError, match="a user configuration is a few lines"):
+        load_vaults()
+
+
+def test_a_read_only_state_folder_still_reads(isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_config(isolated_env, GOOD)
+    blocker = isolated_env / "blocked"
+    blocker.write_text("a file where the state folder would be")
+    monkeypatch.setenv("CAIRN_STATE_DIR", str(blocker))
+    assert [v.name for v in load_vaults()] == ["team", "me_2"]
