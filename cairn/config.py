@@ -1,4 +1,8 @@
-"""`cairn.toml`: every setting with its default, read into typed records; a missing file means all defaults."""
+"""`cairn.toml`: every setting with its default, read into typed records; a missing file means all defaults.
+
+A mistake in the file is a `VaultConfigError`: one line naming the file, the line, and (for a committed file, which is
+what Cairn reads) the commit that holds it and that the fix must be committed.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,24 @@ from cairn.atomic import write_atomic
 from cairn.hot.errors import CairnError, InvalidConfig
 
 CONFIG_FILE = "cairn.toml"
+
+
+class VaultConfigError(InvalidConfig):
+    """A cairn.toml Cairn cannot read. detail: what is wrong, without the location; line: 1-based, 0 when unknown;
+    commit: the commit the file was read from (None for the working tree or the staging area)."""
+
+    def __init__(self, detail: str, *, file: str = CONFIG_FILE, line: int = 0, commit: str | None = None) -> None:
+        self.detail = detail
+        self.file = file
+        self.line = line
+        self.commit = commit
+        where = f"{file}:{line}" if line else file
+        text = f"{where}: {detail}"
+        if commit:
+            text += (
+                f" (committed in {commit[:8]}: fix it and commit the fix; Cairn reads the commit, not the working tree)"
+            )
+        super().__init__(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +109,11 @@ _SECTIONS: dict[str, type[Any]] = {
 }
 
 
-def parse_config(text: str | None, source: str = CONFIG_FILE) -> Config:
-    """Read `cairn.toml` text (None = no file); unknown sections and keys are errors, so typos surface."""
+def parse_config(text: str | None, source: str = CONFIG_FILE, *, commit: str | None = None) -> Config:
+    """Read `cairn.toml` text (None = no file); unknown sections and keys are errors, so typos surface.
+
+    source: the file's name in messages; commit: the commit the text was read from, if any (see VaultConfigError).
+    """
     if text is None or not text.strip():
         return Config()
     if sys.version_info >= (3, 11):
@@ -98,61 +123,112 @@ def parse_config(text: str | None, source: str = CONFIG_FILE) -> Config:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InvalidConfig(f"{source}: {exc}") from None
+        detail, line = _toml_error(str(exc))
+        line = line or len(text.splitlines())  # `at end of document`
+        raise VaultConfigError(detail, file=source, line=line, commit=commit) from None
     sections: dict[str, Any] = {}
     for name, table in data.items():
-        if name not in _SECTIONS:
-            raise InvalidConfig(f"{source}: unknown section [{name}]; known: {', '.join(_SECTIONS)}")
-        if not isinstance(table, dict):
-            raise InvalidConfig(f"{source}: [{name}] must be a table")
-        sections[name] = _section(_SECTIONS[name], name, table, source)
+        try:
+            if name not in _SECTIONS:
+                raise _Mistake(f"unknown section [{name}]; known: {', '.join(_SECTIONS)}")
+            if not isinstance(table, dict):
+                raise _Mistake(f"[{name}] must be a table")
+            sections[name] = _section(_SECTIONS[name], name, table)
+        except _Mistake as exc:
+            raise VaultConfigError(str(exc), file=source, line=_line_of(text, name, exc.key), commit=commit) from None
     return Config(**sections)
+
+
+class _Mistake(Exception):
+    """A setting's mistake, before its location is known. key: the key it is about, None for the whole section."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+_TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+
+
+def _toml_error(message: str) -> tuple[str, int]:
+    """tomllib's `Invalid value (at line 6, column 13)` as (`invalid value at column 13`, 6)."""
+    found = _TOML_AT.search(message)
+    what = message[: found.start()] if found else message.replace(" (at end of document)", " at the end of the file")
+    if what[1:2].islower():  # `Invalid value` -> `invalid value`; an acronym keeps its capitals
+        what = what[:1].lower() + what[1:]
+    if found is None:
+        return f"not valid TOML: {what}", 0
+    return f"not valid TOML: {what} at column {found.group(2)}", int(found.group(1))
+
+
+def _line_of(text: str, section: str, key: str | None) -> int:
+    """The 1-based line of `[section]` (or of `key` in it); 0 when the file spells it in a way not looked for
+    (dotted keys, inline tables)."""
+    in_section = False
+    header_line = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        header = _HEADER.match(line) if not _ARRAY_HEADER.match(line) else None
+        if header:
+            in_section = header.group(1).strip().strip("\"'") == section
+            if in_section and not header_line:
+                header_line = number
+            continue
+        if in_section and key is not None:
+            match = _KEY_LINE.match(line)
+            if match and match.group(2) == key:
+                return number
+        if not header_line and key is None and re.match(rf"^\s*{re.escape(section)}\s*=", line):
+            return number
+    return header_line
 
 
 def config_from_dict(data: dict[str, Any]) -> Config:
     """Rebuild a Config from `Config.to_dict()` output (as stored in the index)."""
-    return Config(**{name: _section(cls, name, data.get(name, {}), "index") for name, cls in _SECTIONS.items()})
+    try:
+        return Config(**{name: _section(cls, name, data.get(name, {})) for name, cls in _SECTIONS.items()})
+    except _Mistake as exc:
+        raise InvalidConfig(f"the settings stored in the index: {exc}; run `cairn index --rebuild`") from None
 
 
 # Settings renamed in a release, old name -> (section, new name): still read, until the release CHANGELOG names.
 RENAMED = {"min_score": ("recall", "min_lead")}
 
 
-def _section(cls: type[Any], name: str, table: dict[str, Any], source: str) -> Any:
+def _section(cls: type[Any], name: str, table: dict[str, Any]) -> Any:
     known = {f.name: f for f in fields(cls)}
     values: dict[str, Any] = {}
     defaults = cls()
-    table = _renamed(name, table, source)
+    table = _renamed(name, table)
     for key, value in table.items():
         if key not in known:
-            raise InvalidConfig(f"{source}: unknown key '{key}' in [{name}]; known: {', '.join(known)}")
+            raise _Mistake(f"unknown key '{key}' in [{name}]; known: {', '.join(known)}", key)
         default = getattr(defaults, key)
         if isinstance(default, tuple):
             if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-                raise InvalidConfig(f"{source}: [{name}] {key} must be a list of strings")
+                raise _Mistake(f"[{name}] {key} must be a list of strings", key)
             value = tuple(value)
         elif isinstance(default, bool):
             if not isinstance(value, bool):
-                raise InvalidConfig(f"{source}: [{name}] {key} must be true or false")
+                raise _Mistake(f"[{name}] {key} must be true or false", key)
         elif isinstance(default, float):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise InvalidConfig(f"{source}: [{name}] {key} must be a number")
+                raise _Mistake(f"[{name}] {key} must be a number", key)
             value = float(value)
         elif isinstance(default, int):
             if isinstance(value, bool) or not isinstance(value, int):
-                raise InvalidConfig(f"{source}: [{name}] {key} must be a whole number")
+                raise _Mistake(f"[{name}] {key} must be a whole number", key)
         values[key] = value
     return cls(**values)
 
 
-def _renamed(section: str, table: dict[str, Any], source: str) -> dict[str, Any]:
+def _renamed(section: str, table: dict[str, Any]) -> dict[str, Any]:
     """The table with old setting names read as their new names; both at once is an error."""
     out = dict(table)
     for old, (where, new) in RENAMED.items():
         if where != section or old not in out:
             continue
         if new in out:
-            raise InvalidConfig(f"{source}: [{section}] has both {old} and {new}; keep {new} ({old} is its old name)")
+            raise _Mistake(f"[{section}] has both {old} and {new}; keep {new} ({old} is its old name)", old)
         out[new] = out.pop(old)
     return out
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cairn.cards.authoring import template_dir
-from cairn.config import Config, config_from_dict, parse_config, set_recall_keys
+from cairn.config import Config, VaultConfigError, config_from_dict, parse_config, set_recall_keys
 from cairn.hot.errors import InvalidConfig
 
 
@@ -86,3 +86,38 @@ def test_the_old_name_of_the_lead_gate_is_still_read() -> None:
 def test_the_old_and_new_names_of_one_setting_together_are_an_error() -> None:
     with pytest.raises(InvalidConfig, match="both min_score and min_lead"):
         parse_config("[recall]\nmin_score = 0.4\nmin_lead = 0.3\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "detail"),
+    [
+        ("# team\n[recall]\nmax_cards = \n", 3, "not valid TOML: invalid value at column 13"),
+        ("[recall\n", 1, "not valid TOML: expected ']' at the end of a table declaration at column 8"),
+        (
+            "[recall]\nk1 = 1.2\n\n[lint]\n# age\nmax_age_days = 'a year'\n",
+            6,
+            "[lint] max_age_days must be a whole number",
+        ),
+        ("[recall]\nk1 = 1.2\n[recal]\n", 3, "unknown section [recal]; known: recall, lint, sanitize, hook"),
+        ("[recall]\nmin_score = 0.1\nmin_lead = 0.2\n", 2, "[recall] has both min_score and min_lead"),
+        ("[lint]\ndisable = 'x", 2, 'not valid TOML: expected "\'" at the end of the file'),
+        ("recall.max_cards = 'x'\n", 0, "[recall] max_cards must be a whole number"),  # dotted keys: no line
+    ],
+)
+def test_a_mistake_names_its_line(text: str, line: int, detail: str) -> None:
+    with pytest.raises(VaultConfigError) as caught:
+        parse_config(text)
+    assert caught.value.line == line
+    assert caught.value.detail.startswith(detail)
+    where = f"cairn.toml:{line}" if line else "cairn.toml"
+    assert str(caught.value) == f"{where}: {caught.value.detail}"  # the working tree's file: no commit to name
+
+
+def test_a_committed_mistake_names_the_commit_and_that_the_fix_must_be_committed() -> None:
+    with pytest.raises(VaultConfigError) as caught:
+        parse_config("[recall]\nmax_cards = 'three'\n", commit="0123456789abcdef")
+    assert str(caught.value) == (
+        "cairn.toml:2: [recall] max_cards must be a whole number (committed in 01234567: fix it and commit the fix; "
+        "Cairn reads the commit, not the working tree)"
+    )
+    assert "\n" not in str(caught.value)
