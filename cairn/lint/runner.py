@@ -74,7 +74,8 @@ def _lint(
     try:
         config = parse_config(snapshot.config_text)
     except InvalidConfig as exc:
-        findings.append(Finding(CONFIG_FILE, 0, "config-invalid", f"{exc}; the defaults were used", ERROR))
+        line, detail = getattr(exc, "line", 0), getattr(exc, "detail", str(exc))  # cairn.config.VaultConfigError
+        findings.append(Finding(CONFIG_FILE, line, "config-invalid", f"{detail}; the defaults were used", ERROR))
         config = parse_config(None)
     rules = registry.select(wanted, config.lint.disable)
     settings: LintSettings = config.lint
