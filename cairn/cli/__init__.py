@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "review": "cairn.cli.review_cmds:review_cmd",
     "calibrate": "cairn.cli.review_cmds:calibrate_cmd",
     "completion": "cairn.cli.completion_cmd:completion",
+    "vault": "cairn.cli.registry_cmds:vault_group",
 }
 
 

@@ -9,6 +9,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -33,7 +34,8 @@ vault_option = click.option(
     type=click.Path(file_okay=False, path_type=str),
     multiple=True,
     callback=_one_vault,
-    help="The vault (default: $CAIRN_VAULT, else the vault around the current folder).",
+    help="The vault: a folder, or the NAME of a configured vault (default: $CAIRN_VAULT, else the vault around the "
+    "current folder, else the one configured vault; see `cairn vault list`).",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 
@@ -94,7 +96,39 @@ def os_error_text(exc: OSError) -> str:
 
 
 def open_vault(vault_path: str | None) -> Vault:
-    return find_vault(vault_path)
+    """The vault a command works on: `--vault` (a folder, or a configured vault's name), else `$CAIRN_VAULT`, else
+    the vault around the current folder, else the configured vault when there is exactly one."""
+    return resolve_vault(vault_path)[0]
+
+
+def resolve_vault(vault_path: str | None, cwd: str | None = None) -> tuple[Vault, str]:
+    """`open_vault` with the reason it chose that vault (`--vault`, `CAIRN_VAULT`, `current folder`, `config`)."""
+    from cairn.hot.errors import ConfigError, VaultNotFound
+    from cairn.hot.userconfig import load_vaults
+
+    given, reason = (vault_path, "--vault") if vault_path else (os.environ.get("CAIRN_VAULT"), "CAIRN_VAULT")
+    if given:
+        if "/" not in given and os.sep not in given:
+            try:
+                named = next((e for e in load_vaults() if e.name == given), None)
+            except ConfigError:
+                named = None
+            if named is not None:
+                return find_vault(named.path), f"{reason} (configured vault {named.name!r})"
+        return find_vault(vault_path), reason
+    try:
+        return find_vault(None, None if cwd is None else Path(cwd)), "current folder"
+    except VaultNotFound:
+        entries = load_vaults()
+        if len(entries) == 1:
+            return find_vault(entries[0].path), f"config (the one configured vault, {entries[0].name!r})"
+        if entries:
+            names = ", ".join(e.name for e in entries)
+            raise VaultNotFound(
+                f"no vault around the current folder and {len(entries)} are configured ({names}); "
+                "pick one with --vault NAME"
+            ) from None
+        raise
 
 
 def echo_json(data: Any) -> None:

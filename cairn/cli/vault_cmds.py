@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,19 +21,54 @@ from cairn.terminal import clean_line
 
 @click.command()
 @click.argument("path", type=click.Path(path_type=Path))
+@click.option(
+    "--register/--no-register",
+    default=None,
+    help="Add the vault to the user configuration, so the prompt hook serves it in every project "
+    "(default: ask on a terminal, else no).",
+)
+@click.option("--name", default=None, help="The name to register it under (default: from the folder's name).")
+@click.option("--git-hooks/--no-git-hooks", default=True, help="Install the git hooks that keep its index current.")
 @errors_to_exit
-def init(path: Path) -> None:
-    """Create a vault at PATH from the template, `git init` it, commit and index it.
+def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -> None:
+    """Create a vault at PATH from the template, `git init` it, commit and index it, install its git hooks and
+    (asked on a terminal, or with --register) add it to the vaults the prompt hook serves.
 
     \b
     Example:
-      cairn init ~/team-lessons && cd ~/team-lessons && pre-commit install
+      cairn init ~/team-lessons --register
     """
+    from cairn import install, userconfig
+    from cairn.gitrepo import hooks_dir
+
     commit = authoring.init_vault(path)
+    vault = find_vault(path)
     # Index right away, so the agent hook has something to serve on its very first prompt.
-    report = indexer.build_index(find_vault(path))
+    report = indexer.build_index(vault)
     echo(f"Created a vault at {path} (commit {commit[:8]}) and indexed its {report.n_cards} example cards.")
-    echo("Next: `cairn install claude-code` (or codex, gemini), then write cards with `cairn add` and commit them.")
+    if git_hooks:
+        try:
+            install.install_git_hooks(vault, hooks_dir(vault), install.cairn_executable())
+            echo("Installed git hooks that update its index after every commit, merge and checkout.")
+        except CairnError as exc:
+            echo(f"Git hooks not installed: {exc}")
+    if register is None:
+        register = sys.stdin.isatty() and click.confirm(
+            "Register it so the prompt hook serves it in every project?", default=True
+        )
+    if register:
+        entry = userconfig.add_vault(vault.root, name=name)
+        echo(f"Registered it as vault {entry.name!r} (`cairn vault list`).")
+    where = shlex.quote(str(path))
+    steps = [
+        (f"cd {where} && pre-commit install", "lint every card on every commit"),
+        *([] if register else [(f"cairn vault add {where}", "serve it in every project")]),
+        ("cairn install claude-code --user", "or codex, gemini: the prompt hook"),
+        ("cairn add ... && git commit", "write cards; commit them on main (or merge) to serve them"),
+        ("cairn doctor", "check the whole setup"),
+    ]
+    width = max(len(command) for command, _ in steps)
+    echo("Next:\n" + "\n".join(f"  {command.ljust(width)}  # {why}" for command, why in steps))
 
 
 def _split_scope(value: str | None) -> tuple[str, ...]:
@@ -194,26 +230,40 @@ def add(
 @click.command()
 @click.option("--rebuild", is_flag=True, help="Ignore the cached index and build it again from scratch.")
 @click.option("--worktree", is_flag=True, help="Index uncommitted files too (for authors; the hook never uses it).")
+@click.option(
+    "--ref",
+    default=None,
+    help="Index this ref instead, in its own file (e.g. HEAD: your branch before it is merged; the hook never "
+    "uses it).",
+)
 @vault_option
 @json_option
 @errors_to_exit
-def index(rebuild: bool, worktree: bool, vault_path: str | None, as_json: bool) -> None:
-    """Build or update the index for the vault's HEAD (incrementally from the cached commit).
+def index(rebuild: bool, worktree: bool, ref: str | None, vault_path: str | None, as_json: bool) -> None:
+    """Build or update the index of the vault's served ref (incrementally from the cached commit).
+
+    The served ref is what agents get: the vault's `ref` in the user configuration, else the branch the remote
+    `origin` calls its default (refs/remotes/origin/HEAD), else main, else master. A card committed only on a
+    feature branch is served once it is merged.
 
     \b
     Example:
       cairn index --vault ~/team-lessons
+      cairn index --ref HEAD       (your branch, for `cairn recall --ref HEAD`)
     """
+    if worktree and ref:
+        raise click.UsageError("give --worktree or --ref, not both")
     vault = open_vault(vault_path)
     with progress_bar("Indexing cards") as progress:
         if worktree:
             report = indexer.build_worktree_index(vault, progress=progress)
         else:
-            report = indexer.build_index(vault, rebuild=rebuild, progress=progress)
+            report = indexer.build_index(vault, rebuild=rebuild, progress=progress, ref=ref)
     if as_json:
         echo_json(
             {
                 "index": str(report.index_file),
+                "ref": None if worktree else _indexed_ref(report.index_file),
                 "commit": report.commit,
                 "previous_commit": report.previous_commit,
                 "mode": report.mode,
@@ -225,7 +275,7 @@ def index(rebuild: bool, worktree: bool, vault_path: str | None, as_json: bool) 
             }
         )
     else:
-        where = "working tree" if worktree else report.commit[:8]
+        where = "working tree" if worktree else f"{_indexed_ref(report.index_file)} {report.commit[:8]}"
         if report.mode == "unchanged":
             echo(f"Index is up to date at {where}: {report.n_cards} cards.")
         elif report.mode == "incremental":
@@ -239,6 +289,16 @@ def index(rebuild: bool, worktree: bool, vault_path: str | None, as_json: bool) 
             echo(clean_line(f"{finding}  (left out of the index)"), err=True)
         if report.problems:
             echo(f"{len(report.problems)} card file(s) left out; fix them (see `cairn lint`) and commit.", err=True)
+
+
+def _indexed_ref(index_file: Path) -> str:
+    from cairn.hot.index import IndexReader
+
+    try:
+        with IndexReader(index_file) as reader:
+            return str(reader.meta.get("ref") or "HEAD")
+    except CairnError:
+        return "HEAD"
 
 
 @click.command()

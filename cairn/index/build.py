@@ -62,24 +62,57 @@ def card_terms(card: Card, blob: str) -> store.CardTerms:
     )
 
 
-def index_file_for(vault: Vault, worktree: bool = False) -> Path:
+def index_file_for(vault: Vault, worktree: bool = False, ref: str | None = None) -> Path:
+    """The vault's index file: the served ref's, the working tree's, or (`ref`, for authors) another ref's own."""
     path = paths.index_path(vault.root)
-    return path.with_name("worktree.sqlite") if worktree else path
+    if worktree:
+        return path.with_name("worktree.sqlite")
+    if ref is not None:
+        return path.with_name(f"ref-{paths.sha256_hex(ref.encode('utf-8', 'surrogateescape'))[:16]}.sqlite")
+    return path
 
 
-def build_index(vault: Vault, *, rebuild: bool = False, progress: Progress | None = None) -> IndexReport:
-    """Bring the cache up to the vault's HEAD: incrementally when a usable index exists, else in full."""
+def served_commit(vault: Vault, repo: git.Repo | None = None, ref: str | None = None) -> tuple[str, str]:
+    """(ref name, commit) the vault's index is built from: `ref` when given (`HEAD` for an author's branch), else
+    the served ref (the user configuration's `ref` for this vault, else the reviewed default branch)."""
+    from cairn.hot.gitrefs import served_ref
+    from cairn.userconfig import configured_ref
+
+    repo = repo or gitrepo.open_repo(vault)
+    assert vault.git_root is not None
+    configured = ref if ref is not None else configured_ref(vault.root)
+    name, commit = served_ref(vault.git_root, configured)
+    if commit is None:  # what the files alone cannot tell (a loose annotated tag, a reftable repository): ask git
+        try:
+            commit = gitrepo.resolve_commit(repo, name)
+        except CairnError:
+            if configured is None:
+                raise CairnError(
+                    f"the vault has no commits yet on {name}; commit your cards first (`git add cards && git commit`)"
+                ) from None
+            raise CairnError(
+                f"the ref {configured!r} names no commit in {vault.git_root}; check it (`cairn vault list` shows the "
+                "configured refs)"
+            ) from None
+    return name, commit
+
+
+def build_index(
+    vault: Vault, *, rebuild: bool = False, progress: Progress | None = None, ref: str | None = None
+) -> IndexReport:
+    """Bring the cache up to the served ref's commit (or `ref`'s, in that ref's own file): incrementally when a
+    usable index exists, else in full. A commit on a feature branch is not served until it is merged."""
     started = time.perf_counter()
     repo = gitrepo.open_repo(vault)
-    commit = gitrepo.head_commit(repo)
-    target = index_file_for(vault)
+    ref_name, commit = served_commit(vault, repo, ref)
+    target = index_file_for(vault, ref=None if ref is None else ref_name)
     with store.writer_lock(target):
         base = None if rebuild else _usable_base(target, vault, repo)
         if base is not None and base.commit != commit and not gitrepo.is_ancestor(repo, base.commit, commit):
             # History was rewritten or HEAD moved back: stored provenance may name commits HEAD no longer has.
             base.close()
             base = None
-        meta = _meta(vault, commit, "commit", _config_at(repo, commit, vault))
+        meta = {**_meta(vault, commit, "commit", _config_at(repo, commit, vault)), "ref": ref_name}
         same_settings = base is not None and all(base.meta.get(key) == meta[key] for key in ("config", "cairn_version"))
         if base is not None and base.commit == commit and same_settings:
             report = IndexReport(target, commit, "unchanged", base.n_cards, 0, 0, _stored_problems(base))
@@ -150,27 +183,27 @@ def read_worktree_card(vault: Vault, file: Path) -> tuple[Card | None, list[Find
     return parse_card(rel, data)
 
 
-def open_index(vault: Vault, *, worktree: bool = False) -> IndexReader:
-    """The index for reading: for the commit view, brought up to HEAD first."""
+def open_index(vault: Vault, *, worktree: bool = False, ref: str | None = None) -> IndexReader:
+    """The index for reading: for the commit view, brought up to the served ref's commit (or `ref`'s) first."""
     if worktree:
         report = build_worktree_index(vault)
         return IndexReader(report.index_file)
-    report = build_index(vault)
+    report = build_index(vault, ref=ref)
     try:
         return IndexReader(report.index_file)
     except IndexCorrupt:
-        build_index(vault, rebuild=True)
+        build_index(vault, rebuild=True, ref=ref)
         return IndexReader(report.index_file)
 
 
 def config_of(vault: Vault, *, worktree: bool = False) -> Config:
-    """The vault's settings: from the working tree, or from HEAD when the vault is in git."""
+    """The vault's settings: from the working tree, or from the served ref's commit when the vault is in git."""
     config_file = vault.root / CONFIG_FILE
     if worktree or vault.git_root is None:
         return parse_config(config_file.read_text("utf-8") if config_file.is_file() else None)
     repo = gitrepo.open_repo(vault)
     try:
-        commit = gitrepo.head_commit(repo)
+        commit = served_commit(vault, repo)[1]
     except CairnError:
         return parse_config(config_file.read_text("utf-8") if config_file.is_file() else None)
     return _config_at(repo, commit, vault)

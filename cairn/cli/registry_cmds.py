@@ -1,0 +1,116 @@
+"""`cairn vault add|list|remove`: the vaults the prompt hook serves, kept in the user configuration."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cairn import userconfig
+from cairn.cli.common import echo, echo_json, errors_to_exit, json_option
+from cairn.hot.gitrefs import served_ref
+from cairn.hot.userconfig import config_file, load_vaults
+
+
+@click.group(name="vault")
+def vault_group() -> None:
+    """The vaults the prompt hook serves in every project, in order of precedence (the user configuration:
+    $CAIRN_CONFIG, else $XDG_CONFIG_HOME/cairn/config.toml, else ~/.config/cairn/config.toml).
+
+    \b
+    Example:
+      cairn vault add ~/team-lessons --name team
+      cairn vault list
+    """
+
+
+@vault_group.command(name="add")
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--name", default=None, help="Shown as NAME:card-id (default: from the folder's name).")
+@click.option(
+    "--ref",
+    default=None,
+    help="The ref to serve (default: the remote's default branch, else main/master: what was reviewed).",
+)
+@click.option("--scope", "scopes", multiple=True, help="Serve only cards whose scope meets this tag (repeatable).")
+@click.option(
+    "--project",
+    "projects",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Serve only to agents working under this folder (repeatable; default: everywhere).",
+)
+@errors_to_exit
+def add_cmd(path: Path, name: str | None, ref: str | None, scopes: tuple[str, ...], projects: tuple[Path, ...]) -> None:
+    """Register the vault at PATH, after those already configured (the first wins when two hold the same lesson).
+
+    \b
+    Example:
+      cairn vault add ~/team-lessons --name team
+      cairn vault add ~/my-notes --name me --scope python --project ~/work/acme
+    """
+    entry = userconfig.add_vault(path, name=name, ref=ref, scopes=scopes, projects=[str(p) for p in projects])
+    echo(f"Added vault {entry.name!r} ({entry.path}) to {config_file()}.")
+    echo("The prompt hook now serves it in every project; `cairn doctor` checks the setup.")
+
+
+@vault_group.command(name="list")
+@json_option
+@errors_to_exit
+def list_cmd(as_json: bool) -> None:
+    """The configured vaults in order of precedence, with the ref each serves and its commit.
+
+    \b
+    Example:
+      cairn vault list --json
+    """
+    rows: list[dict[str, Any]] = []
+    for entry in load_vaults():
+        ref, commit = served_ref(entry.path, entry.ref) if os.path.isdir(entry.path) else (entry.ref, None)
+        rows.append(
+            {
+                "name": entry.name,
+                "path": entry.path,
+                "ref": entry.ref,
+                "served_ref": ref,
+                "commit": commit,
+                "scopes": list(entry.scopes),
+                "projects": list(entry.projects),
+                "exists": os.path.isdir(entry.path),
+            }
+        )
+    if as_json:
+        echo_json({"config": config_file(), "vaults": rows})
+        return
+    if not rows:
+        echo(f"No vault is configured ({config_file()}); add one with `cairn vault add PATH`.")
+        return
+    for row in rows:
+        served = f"{row['served_ref']} @ {row['commit'][:8]}" if row["commit"] else f"{row['served_ref']} (no commit)"
+        extra = "".join(
+            [
+                f"  scopes: {', '.join(row['scopes'])}" if row["scopes"] else "",
+                f"  projects: {', '.join(row['projects'])}" if row["projects"] else "",
+                "" if row["exists"] else "  (missing folder)",
+            ]
+        )
+        echo(f"{row['name']}  {row['path']}  {served}{extra}")
+
+
+@vault_group.command(name="remove")
+@click.argument("name")
+@errors_to_exit
+def remove_cmd(name: str) -> None:
+    """Stop serving the vault NAME (its folder, cards and index are left as they are).
+
+    \b
+    Example:
+      cairn vault remove team
+    """
+    entry = userconfig.remove_vault(name)
+    echo(f"Removed vault {entry.name!r} ({entry.path}) from {config_file()}.")
+
+
+__all__ = ["vault_group"]

@@ -1,0 +1,183 @@
+"""Writing the user configuration: `cairn vault add|remove` edit the `[[vaults]]` list the prompt hook serves.
+
+The reader (and the file's format) is `cairn/hot/userconfig.py`. Edits are textual, so the user's comments and
+layout stay: `add` appends one `[[vaults]]` table, `remove` cuts one table out (the comment lines just above the
+next table stay with it). Every new text is parsed and validated with the reader's own checks before it replaces
+the file, atomically, 0600 in a 0700 folder: a write never leaves a config the hook cannot read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from cairn.hot import userconfig as reader
+from cairn.hot.errors import ConfigError
+from cairn.hot.userconfig import VaultEntry, config_file, load_config, load_vaults
+from cairn.hot.vault import find_vault
+
+HEADER = "# Cairn's user configuration: the vaults the prompt hook serves, in order of precedence.\n"
+
+
+def add_vault(
+    path: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    ref: str | None = None,
+    scopes: Sequence[str] = (),
+    projects: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+) -> VaultEntry:
+    """Register the vault at `path` (last in precedence); raises ConfigError when it cannot (the file is untouched).
+
+    The name defaults to the vault folder's name made into a valid one (`Team Lessons` -> `team-lessons`).
+    """
+    env = os.environ if env is None else env
+    vault = find_vault(os.path.abspath(os.path.expanduser(os.fspath(path))))
+    root = str(vault.root)
+    file = config_file(env)
+    current = load_config(env)  # a broken file is reported, never appended to
+    name = name if name is not None else default_name(root, {e.name for e in current.vaults})
+    if not reader._is_name(name):
+        raise ConfigError(
+            f"{name!r} is not a vault name: 1 to {reader.MAX_NAME_CHARS} characters of a-z, 0-9, '_' and '-', "
+            "starting with a letter or digit (e.g. --name team)"
+        )
+    for entry in current.vaults:
+        if entry.name == name:
+            raise ConfigError(f"a vault named {name!r} is already configured ({entry.path}); pick another --name")
+        if os.path.realpath(entry.path) == os.path.realpath(root):
+            raise ConfigError(
+                f"{root} is already configured as {entry.name!r}; `cairn vault remove {entry.name}` first"
+            )
+    lines = ["[[vaults]]", f"name = {toml_string(name)}", f"path = {toml_string(root)}"]
+    if ref:
+        lines.append(f"ref = {toml_string(ref)}")
+    if scopes:
+        lines.append(f"scopes = {toml_list(scopes)}")
+    if projects:
+        lines.append(f"projects = {toml_list([os.path.abspath(os.path.expanduser(p)) for p in projects])}")
+    old = _read(file)
+    base = old if old.strip() else HEADER
+    text = base + ("" if base.endswith("\n") else "\n") + "\n" + "\n".join(lines) + "\n"
+    _write_checked(file, text, env)
+    return next(e for e in load_vaults(env) if e.name == name)
+
+
+def remove_vault(name: str, env: Mapping[str, str] | None = None) -> VaultEntry:
+    """Remove the vault named `name` from the configuration (its folder and cards are not touched)."""
+    env = os.environ if env is None else env
+    file = config_file(env)
+    entries = load_vaults(env)
+    position = next((n for n, e in enumerate(entries) if e.name == name), None)
+    if position is None:
+        known = ", ".join(e.name for e in entries) or "none"
+        raise ConfigError(f"no vault named {name!r} is configured (configured: {known}); see `cairn vault list`")
+    text = _read(file)
+    _write_checked(file, _without_table(text, position), env)
+    return entries[position]
+
+
+def configured_ref(vault_root: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> str | None:
+    """The `ref` the user configured for the vault at `vault_root`, or None (none configured, or the file cannot be
+    read: `cairn doctor` reports that)."""
+    entry = entry_for(vault_root, env)
+    return entry.ref if entry is not None else None
+
+
+def entry_for(vault_root: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> VaultEntry | None:
+    """The configured entry whose path is the vault at `vault_root`, or None."""
+    try:
+        entries = load_vaults(env)
+    except ConfigError:
+        return None
+    real = os.path.realpath(vault_root)
+    return next((e for e in entries if os.path.realpath(e.path) == real), None)
+
+
+def default_name(root: str, taken: set[str] | frozenset[str] = frozenset()) -> str:
+    """A valid, unused vault name from a folder's name: lower case, other characters folded into `-`."""
+    base = "".join(c if c in reader._NAME_REST else "-" for c in os.path.basename(root).lower())
+    base = "-".join(part for part in base.split("-") if part).lstrip("_")[: reader.MAX_NAME_CHARS] or "vault"
+    if not reader._is_name(base):
+        base = "vault"
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        suffix = f"-{n}"
+        name = base[: reader.MAX_NAME_CHARS - len(suffix)] + suffix
+    return name
+
+
+def toml_string(value: str) -> str:
+    """A TOML basic string: JSON's escapes are TOML's, but for DEL, which TOML wants escaped too."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(f"{value!r} is not valid UTF-8 text; rename it") from None
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def toml_list(values: Sequence[str]) -> str:
+    return "[" + ", ".join(toml_string(v) for v in values) + "]"
+
+
+# -- internals ----------------------------------------------------------------------------------------------------
+
+
+def _read(file: str) -> str:
+    try:
+        return Path(file).read_text("utf-8")
+    except FileNotFoundError:
+        return ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: cannot read the user configuration ({exc})") from None
+
+
+def _write_checked(file: str, text: str, env: Mapping[str, str]) -> None:
+    """Validate `text` as the reader would, then replace `file` with it atomically (0600; its folder 0700)."""
+    raw = text.encode("utf-8")
+    try:
+        reader._parse_toml(file, raw, env)
+    except ValueError as exc:
+        raise ConfigError(f"{exc} (nothing was written)") from None
+    folder = os.path.dirname(file)
+    if not os.path.isdir(folder):
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        os.chmod(folder, 0o700)
+    fd, tmp = tempfile.mkstemp(prefix=".config.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(raw)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, file)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _is_header(line: str) -> bool:
+    stripped = line.strip()
+    return stripped.startswith("[") and not stripped.startswith("#")
+
+
+def _without_table(text: str, position: int) -> str:
+    """`text` without the `position`-th `[[vaults]]` table; comment and blank lines right above the next table
+    stay (they describe that table)."""
+    lines = text.splitlines(keepends=True)
+    starts = [n for n, line in enumerate(lines) if line.strip().replace(" ", "") == "[[vaults]]"]
+    if position >= len(starts):
+        raise ConfigError("the configuration file changed while it was read; run the command again")
+    start = starts[position]
+    end = next((n for n in range(start + 1, len(lines)) if _is_header(lines[n])), len(lines))
+    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
+        end -= 1
+    # The blank line that separated the table from what came before goes with it.
+    if start > 0 and not lines[start - 1].strip():
+        start -= 1
+    return "".join(lines[:start] + lines[end:])
