@@ -28,6 +28,8 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     for var in ("CAIRN_VAULT", "CAIRN_SCOPE", "GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "PRE_COMMIT_HOME"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("PRE_COMMIT_HOME", str(tmp_path_factory.getbasetemp() / "pre-commit-cache"))
+    # The semantic extra, when installed, stays off (no card vectors, no warm encoder) but in its own tests.
+    monkeypatch.setenv("CAIRN_SEMANTIC", "0")
     yield home
 
 

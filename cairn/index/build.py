@@ -18,11 +18,12 @@ from cairn.cards.card import MAX_CARD_BYTES, Card, card_id_from_path, oversize_f
 from cairn.config import CONFIG_FILE, Config, parse_config
 from cairn.finding import Finding
 from cairn.hot import paths
-from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing
+from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing, InvalidConfig
 from cairn.hot.index import IndexReader
 from cairn.hot.tokens import tokenize
 from cairn.hot.vault import Vault, worktree_card_files
 from cairn.index import provenance, store
+from cairn.lint import security
 
 Progress = Callable[[int, int], None]
 
@@ -112,11 +113,21 @@ def build_index(
             # History was rewritten or HEAD moved back: stored provenance may name commits HEAD no longer has.
             base.close()
             base = None
-        meta = {**_meta(vault, commit, "commit", _config_at(repo, commit, vault)), "ref": ref_name}
+        try:
+            config = _config_at(repo, commit, vault)
+        except InvalidConfig as exc:  # serve nothing from a vault whose committed settings cannot be read
+            if base is not None:
+                base.close()
+            refused = {**_meta(vault, commit, "commit", Config(), config_error=str(exc)), "ref": ref_name}
+            problem = (CONFIG_FILE, getattr(exc, "line", 0), "config-invalid", getattr(exc, "detail", str(exc)))
+            _write_index(target, refused, [], problems=[problem])
+            raise
+        meta = {**_meta(vault, commit, "commit", config), "ref": ref_name}
         same_settings = base is not None and all(base.meta.get(key) == meta[key] for key in ("config", "cairn_version"))
         if base is not None and base.commit == commit and same_settings:
             report = IndexReport(target, commit, "unchanged", base.n_cards, 0, 0, _stored_problems(base))
             base.close()
+            _semantic_vectors(target)  # the extra may have been installed since
             return _timed(report, started)
         # Same commit with other settings (a Cairn upgrade changed a default): the incremental path rewrites the
         # stored settings and re-reads no card.
@@ -124,7 +135,16 @@ def build_index(
             report = _full_from_commit(vault, repo, commit, target, meta, progress)
         else:
             report = _incremental(vault, repo, base, commit, target, meta, progress)
+        _semantic_vectors(target)
     return _timed(report, started)
+
+
+def _semantic_vectors(target: Path) -> None:
+    """The optional semantic channel's card vectors, in a side file next to the index (nothing without the extra;
+    see cairn/semantic/vectors.py). Never fails the index: the hook then serves lexically."""
+    from cairn.semantic.vectors import refresh_after_index
+
+    refresh_after_index(target)
 
 
 def build_commit_index(vault: Vault, commit: str, target: Path, progress: Progress | None = None) -> IndexReport:
@@ -155,6 +175,9 @@ def build_worktree_index(vault: Vault, progress: Progress | None = None) -> Inde
         if card_id_from_path(rel) is None:
             continue
         card, findings = read_worktree_card(vault, file)
+        if card is not None:
+            findings += security.refusals(rel, file.read_bytes(), card, config.lint.disable)
+            card = None if findings else card
         problems.extend(findings)
         if card is not None:
             upserts.append(card_terms(card, "worktree"))
@@ -242,10 +265,11 @@ def _config_at(repo: git.Repo, commit: str, vault: Vault) -> Config:
     data = gitrepo.read_path(repo, commit, CONFIG_FILE, vault)
     if data is None:
         return Config()
-    return parse_config(data.decode("utf-8", "replace"), source=f"{CONFIG_FILE} at {commit[:8]}")
+    return parse_config(data.decode("utf-8", "replace"), commit=commit)
 
 
-def _meta(vault: Vault, commit: str, source: str, config: Config) -> dict[str, str]:
+def _meta(vault: Vault, commit: str, source: str, config: Config, config_error: str = "") -> dict[str, str]:
+    """The index's meta; config_error: why the commit's cairn.toml cannot be read (the index then holds no card)."""
     return {
         "commit": commit,
         "source": source,
@@ -257,6 +281,9 @@ def _meta(vault: Vault, commit: str, source: str, config: Config) -> dict[str, s
         "provenance": provenance.FORMAT if source == "commit" else "",
         # The stored config has Cairn's defaults filled in: a new version may change them (the hook compares it).
         "cairn_version": __version__,
+        # Cards that fail a security rule are refused (not indexed): new rules must re-read every card.
+        "security_rules": security.VERSION,
+        "config_error": config_error,
     }
 
 
@@ -271,6 +298,8 @@ def _usable_base(target: Path, vault: Vault, repo: git.Repo) -> IndexReader | No
             and reader.meta.get("vault_root") == str(vault.root)
             and reader.meta.get("prefix") == vault.prefix
             and reader.meta.get("provenance") == provenance.FORMAT
+            and reader.meta.get("security_rules") == security.VERSION
+            and not reader.meta.get("config_error")
             and gitrepo.commit_exists(repo, reader.commit)
             and reader.integrity_ok()
             and store.checksum_holds(reader)
@@ -299,13 +328,17 @@ def _problem_row(finding: Finding) -> tuple[str, int, str, str]:
 
 
 def _read_entries(
-    repo: git.Repo, entries: Sequence[gitrepo.TreeEntry], progress: Progress | None
+    repo: git.Repo,
+    entries: Sequence[gitrepo.TreeEntry],
+    progress: Progress | None,
+    meta: dict[str, str] | None = None,
 ) -> tuple[list[store.CardTerms], list[Finding]]:
     upserts: list[store.CardTerms] = []
     problems: list[Finding] = []
     total = len(entries)
+    disable = _disabled_rules(meta)
     for done, entry in enumerate(entries, 1):
-        card, findings = _read_entry(repo, entry)
+        card, findings = _read_entry(repo, entry, disable)
         problems.extend(findings)
         if card is not None:
             upserts.append(card_terms(card, entry.blob))
@@ -314,12 +347,30 @@ def _read_entries(
     return upserts, problems
 
 
-def _read_entry(repo: git.Repo, entry: gitrepo.TreeEntry) -> tuple[Card | None, list[Finding]]:
+def _read_entry(
+    repo: git.Repo, entry: gitrepo.TreeEntry, disable: tuple[str, ...] = ()
+) -> tuple[Card | None, list[Finding]]:
     if entry.mode == gitrepo.SYMLINK_MODE:
         return None, [Finding(entry.path, 0, "file-symlink", "a card must be a regular file, not a symlink")]
     if entry.mode == gitrepo.SUBMODULE_MODE:
         return None, [Finding(entry.path, 0, "path-outside-cards", "a submodule cannot hold cards")]
-    return parse_card(entry.path, gitrepo.read_blob(repo, entry.blob))
+    data = gitrepo.read_blob(repo, entry.blob)
+    card, findings = parse_card(entry.path, data)
+    if card is not None:
+        # Serving refuses what lint refuses: a card failing a security rule at this commit is not indexed.
+        refused = security.refusals(entry.path, data, card, disable)
+        if refused:
+            return None, refused
+    return card, findings
+
+
+def _disabled_rules(meta: dict[str, str] | None) -> tuple[str, ...]:
+    """The vault's `[lint] disable` at the indexed commit (security rules count only where the user allows it)."""
+    try:
+        disable = json.loads((meta or {}).get("config") or "{}").get("lint", {}).get("disable", ())
+    except (ValueError, AttributeError):
+        return ()
+    return tuple(str(d) for d in disable) if isinstance(disable, (list, tuple)) else ()
 
 
 def _card_entries(repo: git.Repo, commit: str, vault: Vault) -> list[gitrepo.TreeEntry]:
@@ -330,7 +381,7 @@ def _full_from_commit(
     vault: Vault, repo: git.Repo, commit: str, target: Path, meta: dict[str, str], progress: Progress | None
 ) -> IndexReport:
     entries = _card_entries(repo, commit, vault)
-    upserts, problems = _read_entries(repo, entries, progress)
+    upserts, problems = _read_entries(repo, entries, progress, meta)
     lineages = provenance.walk_history(repo, vault, commit, [t.path for t in upserts])
     upserts = provenance.attach(repo, upserts, lineages)
     _write_index(target, meta, upserts, problems=[_problem_row(f) for f in problems])
@@ -356,7 +407,7 @@ def _incremental(
     lineages = provenance.walk_history(repo, vault, commit, [e.path for e in head_entries], since=previous)
     wanted = set(new_paths) | provenance.touched_paths(lineages)
     entries = [e for e in head_entries if e.path in wanted]
-    upserts, new_problems = _read_entries(repo, entries, progress)
+    upserts, new_problems = _read_entries(repo, entries, progress, meta)
     upserts = provenance.attach(repo, upserts, lineages, base=lambda card_id: _stored_provenance(base, card_id))
     kept = [p for p in base.problems() if p[0] not in touched_paths]
     problems = kept + [_problem_row(f) for f in new_problems]

@@ -1,0 +1,149 @@
+"""The semantic channel's client on the hook's path (standard library only): ask the warm encoder, never wait long.
+
+`similarities` returns card id -> cosine similarity of the prompt to the card, from the warm encoder process
+(`cairn.semantic.daemon`) over its Unix socket in the state folder. It returns None, and the prompt is served
+lexically, when the channel is off (`[recall] semantic = false`, or `CAIRN_SEMANTIC=0`), when the index has no
+vectors (the extra was not installed when it was built), or when the warm process is not up: then it starts it in
+the background, for the next prompt. It never raises.
+
+Only `_socket` (the C module; `socket` imports `enum` and `selectors`) is imported, and only when an index has
+vectors: without the extra, the hook imports nothing more than before.
+"""
+
+import os
+import sys
+
+from cairn.hot import jsonc
+from cairn.hot.paths import state_folder
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from cairn.hot.index import IndexReader
+
+SOCKET_NAME = "semantic.sock"
+LOG_NAME = "semantic.log"
+START_STAMP = "semantic.start"
+START_EVERY_SECONDS = 10.0
+TIMEOUT = 0.5
+MAX_REPLY_BYTES = 4 * 1024 * 1024
+VECTORS_SUFFIX = ".vec"
+
+
+def vectors_file(index_path: str) -> str:
+    """The side file holding an index's card vectors (`cairn.semantic.vectors.vectors_path` as a string)."""
+    return index_path + VECTORS_SUFFIX
+
+
+def enabled(config: "dict[str, object]") -> bool:
+    """`[recall] semantic` of an index's stored config (default on), and not switched off by `CAIRN_SEMANTIC=0`."""
+    if os.environ.get("CAIRN_SEMANTIC", "") in ("0", "false", "off", "no"):
+        return False
+    section = config.get("recall")
+    return not (isinstance(section, dict) and section.get("semantic") is False)
+
+
+def similarities(
+    index: "IndexReader",
+    prompt: str,
+    *,
+    want: "Iterable[str]" = (),
+    top: int = 20,
+    timeout: float = TIMEOUT,
+) -> "dict[str, float] | None":
+    """Cosine similarity of `prompt` to the `top` most similar cards and to every card in `want`, by card id; None
+    when the channel is off, the index has no vectors, or the warm encoder is not up (then started)."""
+    try:
+        if not enabled(index.config):
+            return None
+        vectors = vectors_file(os.fspath(index.path))
+        try:
+            os.stat(vectors)
+        except OSError:
+            return None
+        return _ask(index, vectors, prompt, list(want), top, timeout)
+    except Exception:  # fail open: the prompt is served lexically
+        return None
+
+
+def _ask(
+    index: "IndexReader", vectors: str, prompt: str, want: list[str], top: int, timeout: float
+) -> "dict[str, float] | None":
+    import _socket
+
+    state = state_folder()
+    path = os.path.join(state, SOCKET_NAME)
+    request = {
+        "v": 1,
+        "vectors": vectors,
+        "commit": index.meta.get("commit"),
+        "checksum": index.meta.get("checksum"),
+        "prompt": prompt,
+        "top": top,
+        "want": want,
+    }
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        try:
+            sock.connect(path)
+        except OSError:
+            start_daemon(state)
+            return None
+        sock.sendall(jsonc.dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_REPLY_BYTES:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if chunk.endswith(b"\n"):
+                break
+    finally:
+        sock.close()
+    reply = jsonc.loads(b"".join(chunks).decode("utf-8"))
+    if not isinstance(reply, dict) or reply.get("ok") is not True:
+        return None
+    sims = reply.get("sims")
+    if not isinstance(sims, dict):
+        return None
+    return {str(k): float(v) for k, v in sims.items() if type(v) is float or type(v) is int}
+
+
+def start_daemon(state: str) -> bool:
+    """Start the warm encoder detached (at most once per START_EVERY_SECONDS); whether it was started.
+
+    The process itself exits at once when another one holds the lock, and when the extra is not installed.
+    """
+    import time
+
+    os.makedirs(state, mode=0o700, exist_ok=True)
+    stamp = os.path.join(state, START_STAMP)
+    now = time.time()
+    try:
+        if now - os.stat(stamp).st_mtime < START_EVERY_SECONDS:
+            return False
+    except FileNotFoundError:
+        pass
+    with open(stamp, "ab"):
+        pass
+    os.utime(stamp, (now, now))
+    log = os.path.join(state, LOG_NAME)
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 2, log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600),
+    ]
+    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
+    env["CAIRN_STATE_DIR"] = state
+    os.posix_spawn(
+        sys.executable,
+        [sys.executable, "-m", "cairn.semantic.daemon"],
+        env,
+        file_actions=actions,
+        setsid=True,
+    )
+    return True

@@ -1,0 +1,68 @@
+"""Many prompts at once, for benchmarks and fitting: the similarities the hook would get, without the daemon.
+
+`similarities_for(index_file, prompts)` gives, for each prompt, what `cairn.hot.semantic.similarities` gives the
+hook for it (the same encoder, vectors and rule), encoding the prompts in batches. Prompt vectors can be cached in a
+folder (`cache_dir`), keyed by the model and the prompts, so a second run over a suite encodes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cairn.semantic import encoder as enc
+from cairn.semantic import vectors
+from cairn.semantic.daemon import similarities
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+
+def prompt_vectors(
+    prompts: Sequence[str], *, encoder: enc.Encoder | None = None, cache_dir: Path | None = None
+) -> npt.NDArray[np.float32]:
+    """Unit vectors of `prompts` (one row each), from `cache_dir` when it holds them."""
+    import numpy as np
+
+    cached: Path | None = None
+    if cache_dir is not None:
+        digest = hashlib.sha256(enc.MODEL.encode())
+        for prompt in prompts:
+            digest.update(enc.prompt_text(prompt).encode("utf-8", "surrogatepass") + b"\0")
+        cached = cache_dir / f"prompts-{digest.hexdigest()[:24]}.npy"
+        if cached.is_file():
+            matrix: npt.NDArray[np.float32] = np.load(cached, allow_pickle=False)
+            if matrix.shape == (len(prompts), enc.DIM):
+                return matrix
+    encoder = encoder or enc.Encoder()
+    parts = [encoder.queries(prompts[i : i + 256]) for i in range(0, len(prompts), 256)]
+    matrix = np.concatenate(parts) if parts else np.zeros((0, enc.DIM), dtype=np.float32)
+    if cached is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_name(f"{cached.name}.{os.getpid()}.tmp.npy")
+        np.save(tmp, matrix, allow_pickle=False)
+        os.replace(tmp, cached)
+    return matrix
+
+
+def similarities_for(
+    index_file: str | os.PathLike[str],
+    prompts: Sequence[str],
+    *,
+    top: int | None = 20,
+    want: Sequence[Sequence[str]] | None = None,
+    encoder: enc.Encoder | None = None,
+    cache_dir: Path | None = None,
+) -> list[dict[str, float]]:
+    """For each prompt, card id -> cosine similarity: its `top` most similar cards (every card when None) and the
+    ids in `want[i]`. The index's vectors are brought up to date first (encoded when missing)."""
+    index_path = Path(index_file)
+    encoder = encoder or enc.Encoder()
+    vectors.refresh(index_path, encoder=encoder)
+    vf = vectors.load(vectors.vectors_path(index_path))
+    queries = prompt_vectors(prompts, encoder=encoder, cache_dir=cache_dir)
+    return [similarities(vf, queries[i], top, want[i] if want else ()) for i in range(len(prompts))]

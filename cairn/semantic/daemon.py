@@ -1,0 +1,236 @@
+"""The warm encoder: a local process that keeps the model loaded and answers the hook over a Unix socket.
+
+`python -m cairn.semantic.daemon` (the hook starts it on demand, see `cairn.hot.semantic`) loads the encoder, then
+listens on `$CAIRN_STATE_DIR/semantic.sock` (mode 0600, in a folder only its owner can enter), one request per
+connection, and exits after `CAIRN_SEMANTIC_IDLE` seconds (default 900) without one. One process per state folder:
+a second one finds the lock taken and exits.
+
+A request is one JSON object: `{"v": 1, "vectors": PATH, "commit": C, "checksum": S, "prompt": TEXT, "top": N,
+"want": [ID, ...]}`; the answer `{"ok": true, "sims": {ID: cosine}}` (the `top` most similar cards and every card
+in `want`), or `{"ok": false, "error": WHY}` (a side file that is missing, damaged, or of another commit).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import select
+import socket
+import sys
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cairn.hot.paths import state_folder
+from cairn.semantic import encoder as enc
+from cairn.semantic import vectors
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+SOCKET_NAME = "semantic.sock"
+LOCK_NAME = "semantic.lock"
+IDLE_SECONDS = 900.0
+MAX_REQUEST_BYTES = 1024 * 1024
+MAX_TOP = 1000
+CONNECTION_TIMEOUT = 5.0
+_CACHED_FILES = 8
+
+
+def idle_seconds() -> float:
+    try:
+        value = float(os.environ.get("CAIRN_SEMANTIC_IDLE", "") or IDLE_SECONDS)
+    except ValueError:
+        return IDLE_SECONDS
+    return value if value > 0 else IDLE_SECONDS
+
+
+def similarities(
+    vf: vectors.VectorFile, query: npt.NDArray[np.float32], top: int | None, want: Sequence[str] = ()
+) -> dict[str, float]:
+    """Card id -> cosine of the card's best passage to `query`: the `top` best cards (all when None) and `want`."""
+    import numpy as np
+
+    n = len(vf.ids)
+    if n == 0:
+        return {}
+    per_passage = vf.matrix @ query
+    starts = np.asarray(vf.offsets[:-1])
+    sims = np.full(n, -1.0, dtype=np.float32)
+    has = np.asarray(vf.offsets[1:]) > starts
+    if has.any():
+        sims[has] = np.maximum.reduceat(per_passage, starts[has])
+    chosen: list[int]
+    if top is None or top >= n:
+        chosen = list(range(n))
+    elif top > 0:
+        chosen = sorted(int(i) for i in np.argpartition(-sims, top - 1)[:top])
+    else:
+        chosen = []
+    out = {vf.ids[i]: round(float(sims[i]), 4) for i in chosen}
+    if want:
+        position = {card_id: i for i, card_id in enumerate(vf.ids)}
+        for card_id in want:
+            i = position.get(card_id)
+            if i is not None:
+                out[card_id] = round(float(sims[i]), 4)
+    return out
+
+
+class Server:
+    """The loaded model and the side files it has read (a few, reloaded when a file changes)."""
+
+    def __init__(self, encoder: enc.Encoder) -> None:
+        self.encoder = encoder
+        self._files: OrderedDict[str, tuple[tuple[int, int, int], vectors.VectorFile]] = OrderedDict()
+
+    def answer(self, request: Any) -> dict[str, Any]:
+        if not isinstance(request, dict) or request.get("v") != 1:
+            return {"ok": False, "error": "bad request"}
+        path, prompt = request.get("vectors"), request.get("prompt")
+        top, want = request.get("top", 20), request.get("want", [])
+        if not isinstance(path, str) or not path.endswith(vectors.SUFFIX) or not isinstance(prompt, str):
+            return {"ok": False, "error": "bad request"}
+        if type(top) is not int or not 0 <= top <= MAX_TOP or not isinstance(want, list):
+            return {"ok": False, "error": "bad request"}
+        try:
+            vf = self._file(path)
+        except (OSError, ValueError) as exc:
+            return {"ok": False, "error": f"no usable vectors: {type(exc).__name__}"}
+        if vf.header.get("commit") != request.get("commit") or vf.header.get("checksum") != request.get("checksum"):
+            return {"ok": False, "error": "stale vectors"}
+        query = self.encoder.queries([prompt])[0]
+        wanted = [w for w in want if isinstance(w, str)]
+        return {"ok": True, "sims": similarities(vf, query, top, wanted)}
+
+    def _file(self, path: str) -> vectors.VectorFile:
+        st = os.stat(path)
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        cached = self._files.get(path)
+        if cached is not None and cached[0] == stamp:
+            self._files.move_to_end(path)
+            return cached[1]
+        vf = vectors.load(Path(path))
+        self._files[path] = (stamp, vf)
+        self._files.move_to_end(path)
+        while len(self._files) > _CACHED_FILES:
+            self._files.popitem(last=False)
+        return vf
+
+
+def serve(state: str, idle: float, server: Server | None = None) -> int:
+    """Listen in `state` until idle; 0 when it ran and stopped, 3 when another process already serves."""
+    os.makedirs(state, mode=0o700, exist_ok=True)
+    lock = open(os.path.join(state, LOCK_NAME), "a+b")  # noqa: SIM115 - held for the process's life
+    try:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+            lock.close()
+            return 3
+        raise
+    server = server or Server(enc.Encoder())
+    path = os.path.join(state, SOCKET_NAME)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)  # a socket left by a process that died: we hold the lock, so it is no one's
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_umask = os.umask(0o177)
+    try:
+        listener.bind(path)
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, 0o600)
+    listener.listen(16)
+    ours = os.stat(path).st_ino
+    _log(f"listening on {path} (pid {os.getpid()}, idle {idle:g}s)")
+    last = time.monotonic()
+    try:
+        while True:
+            remaining = idle - (time.monotonic() - last)
+            if remaining <= 0:
+                _log("idle: stopping")
+                return 0
+            ready, _, _ = select.select([listener], [], [], remaining)
+            if not ready:
+                continue
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            with conn:
+                _handle(conn, server)
+            last = time.monotonic()
+            try:
+                if os.stat(path).st_ino != ours:
+                    _log("socket replaced: stopping")
+                    return 0
+            except FileNotFoundError:
+                _log("socket removed: stopping")
+                return 0
+    finally:
+        listener.close()
+        with contextlib.suppress(OSError):
+            if os.stat(path).st_ino == ours:
+                os.unlink(path)
+        lock.close()
+
+
+def _handle(conn: socket.socket, server: Server) -> None:
+    conn.settimeout(CONNECTION_TIMEOUT)
+    try:
+        data = b""
+        while len(data) <= MAX_REQUEST_BYTES:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            if data.endswith(b"\n"):
+                break
+        if len(data) > MAX_REQUEST_BYTES:
+            reply: dict[str, Any] = {"ok": False, "error": "request too large"}
+        else:
+            try:
+                request = json.loads(data.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                reply = {"ok": False, "error": "bad request"}
+            else:
+                reply = server.answer(request)
+        conn.sendall(json.dumps(reply, ensure_ascii=False).encode("utf-8") + b"\n")
+    except OSError:
+        return
+    except Exception as exc:  # one bad request never stops the process
+        _log(f"error: {type(exc).__name__}: {exc}"[:300])
+        with contextlib.suppress(OSError):
+            conn.sendall(b'{"ok": false, "error": "internal error"}\n')
+
+
+def _log(message: str) -> None:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"{stamp} cairn semantic: {message}\n")
+        sys.stderr.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] in ("-h", "--help"):
+        sys.stdout.write(
+            "Usage: python -m cairn.semantic.daemon\n\n  The warm encoder the hook asks (started by it).\n"
+        )
+        return 0
+    try:
+        server = Server(enc.Encoder())
+    except enc.SemanticUnavailable as exc:
+        _log(f"cannot start: {exc}")
+        return 1
+    return serve(state_folder(), idle_seconds(), server)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,295 @@
+"""Card vectors: computed at index time and stored in a side file next to the index (`index.sqlite.vec`).
+
+The side file belongs to one index: its header names the index's commit and checksum, and the warm encoder
+(`cairn.semantic.daemon`) uses it only while they match what the index holds. `refresh` brings it up to date after
+`cairn index`: cards whose blob is unchanged keep their vectors, the others are encoded; with `[recall] semantic =
+false` (or without the extra) it removes the file, so the hook serves lexically.
+
+Format: `MAGIC`, an 8-byte little-endian header length, the header (JSON: model, dim, commit, checksum, ids, blobs,
+offsets), zero padding to a multiple of 64 bytes, then the passages' vectors as little-endian float16 rows (card i
+owns rows offsets[i] to offsets[i+1]). Written to a temporary file and renamed into place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cairn.hot.index import IndexReader
+from cairn.semantic import encoder as enc
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+MAGIC = b"CAIRNVEC1\n"
+SUFFIX = ".vec"
+MAX_HEADER_BYTES = 256 * 1024 * 1024
+_ALIGN = 64
+
+
+class VectorFile:
+    """A side file read whole: its header and its vectors (float32, one row per passage)."""
+
+    def __init__(self, header: dict[str, Any], matrix: npt.NDArray[np.float32]) -> None:
+        self.header = header
+        self.matrix = matrix
+        self.ids: list[str] = header["ids"]
+        self.blobs: list[str] = header["blobs"]
+        self.offsets: list[int] = header["offsets"]
+
+    def rows_of(self, i: int) -> npt.NDArray[np.float32]:
+        return self.matrix[self.offsets[i] : self.offsets[i + 1]]
+
+
+def vectors_path(index_file: str | os.PathLike[str]) -> Path:
+    """The side file of an index file (`cairn.hot.semantic.vectors_file` gives the same path as a string)."""
+    return Path(os.fspath(index_file) + SUFFIX)
+
+
+def enabled(config: dict[str, Any]) -> bool:
+    """`[recall] semantic` of an index's stored config (default on), unless `CAIRN_SEMANTIC=0` switches it off."""
+    if os.environ.get("CAIRN_SEMANTIC", "") in ("0", "false", "off", "no"):
+        return False
+    section = config.get("recall")
+    return not (isinstance(section, dict) and section.get("semantic") is False)
+
+
+def read_header(path: Path) -> dict[str, Any] | None:
+    """The header of a side file, or None when there is none or it is not one."""
+    try:
+        with open(path, "rb") as handle:
+            return _header(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def _header(handle: Any) -> dict[str, Any]:
+    if handle.read(len(MAGIC)) != MAGIC:
+        raise ValueError("not a Cairn vector file")
+    (size,) = struct.unpack("<Q", handle.read(8))
+    if size > MAX_HEADER_BYTES:
+        raise ValueError("vector file header too large")
+    header = json.loads(handle.read(size).decode("utf-8"))
+    if not isinstance(header, dict):
+        raise ValueError("vector file header is not an object")
+    return header
+
+
+def load(path: Path) -> VectorFile:
+    """A side file, checked: the header's lists agree with each other and with the size of the vectors."""
+    import numpy as np
+
+    with open(path, "rb") as handle:
+        header = _header(handle)
+        start = _aligned(handle.tell())
+        dim = header.get("dim")
+        ids, blobs, offsets = header.get("ids"), header.get("blobs"), header.get("offsets")
+        if (
+            dim != enc.DIM
+            or not isinstance(ids, list)
+            or not isinstance(blobs, list)
+            or not isinstance(offsets, list)
+            or len(blobs) != len(ids)
+            or len(offsets) != len(ids) + 1
+            or not all(isinstance(x, str) for x in ids)
+            or not all(type(x) is int for x in offsets)
+            or offsets[0] != 0
+            or any(b < a for a, b in zip(offsets, offsets[1:], strict=False))
+        ):
+            raise ValueError("vector file header is inconsistent")
+        handle.seek(start)
+        data = handle.read()
+    rows = offsets[-1]
+    if len(data) != rows * dim * 2:
+        raise ValueError("vector file is truncated")
+    matrix = np.frombuffer(data, dtype="<f2").reshape(rows, dim).astype(np.float32)
+    return VectorFile(header, matrix)
+
+
+def write(path: Path, header: dict[str, Any], matrix: npt.NDArray[Any]) -> None:
+    """Write a side file atomically (temporary file, fsync, rename), readable by its owner only."""
+    import numpy as np
+
+    raw = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    prefix = MAGIC + struct.pack("<Q", len(raw)) + raw
+    padding = b"\0" * (_aligned(len(prefix)) - len(prefix))
+    body = np.ascontiguousarray(matrix, dtype="<f2").tobytes()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".vec-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(prefix + padding)
+            handle.write(body)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _aligned(n: int) -> int:
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+def current(index_file: Path) -> bool:
+    """Whether the index's side file is there and matches it (commit, checksum, model)."""
+    header = read_header(vectors_path(index_file))
+    if header is None:
+        return False
+    try:
+        reader = IndexReader(index_file)
+    except Exception:
+        return False
+    try:
+        return _matches(header, reader)
+    finally:
+        reader.close()
+
+
+def _matches(header: dict[str, Any], reader: IndexReader) -> bool:
+    return (
+        header.get("model") == enc.MODEL
+        and header.get("commit") == reader.commit
+        and header.get("checksum") == reader.meta.get("checksum")
+    )
+
+
+def remove(index_file: Path) -> bool:
+    """Remove an index's side file; whether there was one."""
+    try:
+        vectors_path(index_file).unlink()
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def refresh(
+    index_file: Path,
+    *,
+    encoder: enc.Encoder | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> str:
+    """Bring the side file of `index_file` up to date. Returns what it did: `off` (the extra is not installed or
+    `[recall] semantic = false`: no file), `unchanged`, or `encoded N` (N cards encoded, the others reused)."""
+    target = vectors_path(index_file)
+    reader = IndexReader(index_file)
+    try:
+        if not enabled(reader.config) or (encoder is None and not enc.available()):
+            remove(index_file)
+            return "off"
+        old_header = read_header(target)
+        if old_header is not None and _matches(old_header, reader):
+            return "unchanged"
+        entries = reader.entries()  # (id, path, blob), by id
+        old: VectorFile | None = None
+        if old_header is not None and old_header.get("model") == enc.MODEL:
+            try:
+                old = load(target)
+            except (OSError, ValueError):
+                old = None
+        reusable = {} if old is None else {blob: i for i, blob in enumerate(old.blobs) if blob != "worktree"}
+        todo: list[tuple[int, list[str]]] = []
+        for i, (card_id, _path, blob) in enumerate(entries):
+            if blob not in reusable or blob == "worktree":
+                record = reader.record(card_id) or {}
+                todo.append((i, card_passages_of(record)))
+        header = {
+            "model": enc.MODEL,
+            "dim": enc.DIM,
+            "commit": reader.commit,
+            "checksum": reader.meta.get("checksum"),
+            "ids": [e[0] for e in entries],
+            "blobs": [e[2] for e in entries],
+        }
+    finally:
+        reader.close()
+    fresh = _encode_cards(todo, encoder, progress)
+    blocks: list[Any] = []
+    offsets = [0]
+    for i, (_card_id, _path, blob) in enumerate(entries):
+        if i in fresh:
+            block = fresh[i]
+        else:
+            assert old is not None
+            block = old.rows_of(reusable[blob])
+        blocks.append(block)
+        offsets.append(offsets[-1] + len(block))
+    import numpy as np
+
+    matrix = np.concatenate(blocks) if blocks else np.zeros((0, enc.DIM), dtype=np.float32)
+    header["offsets"] = offsets
+    write(target, header, matrix)
+    return f"encoded {len(fresh)}"
+
+
+def refresh_after_index(index_file: Path) -> str:
+    """`refresh` as `cairn index` calls it: free without the extra (unless a side file is left to remove), and never
+    raising: on any failure the side file is removed and the hook serves lexically. Returns what happened."""
+    off = os.environ.get("CAIRN_SEMANTIC", "") in ("0", "false", "off", "no") or not enc.available()
+    if off and not vectors_path(index_file).exists():
+        return "off"
+    try:
+        return refresh(index_file)
+    except Exception as exc:
+        try:
+            remove(index_file)
+        except OSError:
+            pass
+        return f"failed: {type(exc).__name__}: {exc}"[:300]
+
+
+def card_passages_of(record: dict[str, Any]) -> list[str]:
+    """The passages of a card as the index stores it (`IndexReader.record`)."""
+    aliases = record.get("aliases") or []
+    return enc.card_passages(
+        str(record.get("name") or ""),
+        [str(a) for a in aliases] if isinstance(aliases, list) else [],
+        str(record.get("summary") or ""),
+        str(record.get("body") or ""),
+    )
+
+
+def _encode_cards(
+    todo: Sequence[tuple[int, list[str]]],
+    encoder: enc.Encoder | None,
+    progress: Callable[[int, int], None] | None,
+) -> dict[int, npt.NDArray[np.float32]]:
+    if not todo:
+        return {}
+    encoder = encoder or enc.Encoder()
+    out: dict[int, npt.NDArray[np.float32]] = {}
+    batch: list[tuple[int, list[str]]] = []
+    size = 0
+    done = 0
+    for item in todo:
+        batch.append(item)
+        size += len(item[1])
+        if size >= 256:
+            done += _encode_batch(batch, encoder, out)
+            batch, size = [], 0
+            if progress:
+                progress(done, len(todo))
+    if batch:
+        done += _encode_batch(batch, encoder, out)
+        if progress:
+            progress(done, len(todo))
+    return out
+
+
+def _encode_batch(
+    batch: Sequence[tuple[int, list[str]]], encoder: enc.Encoder, out: dict[int, npt.NDArray[np.float32]]
+) -> int:
+    texts = [text for _, passages in batch for text in passages]
+    matrix = encoder.passages(texts)
+    at = 0
+    for i, passages in batch:
+        out[i] = matrix[at : at + len(passages)]
+        at += len(passages)
+    return len(batch)
