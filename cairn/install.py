@@ -24,7 +24,7 @@ from cairn.atomic import write_atomic
 from cairn.hot.errors import CairnError, RefusedWrite
 from cairn.hot.vault import Vault
 
-GIT_HOOKS = ("post-commit", "post-merge", "post-checkout")
+GIT_HOOKS = ("post-commit", "post-merge", "post-checkout", "post-rewrite")
 GIT_HOOK_MARKER = "cairn-index-hook"
 
 
@@ -74,7 +74,8 @@ _CAIRN_COMMAND = re.compile(r"(?:^|[\s/\\\"'])cairn(?:\.exe)?[\"']?\s+hook(?:\s|
 @dataclass(frozen=True, slots=True)
 class SettingsChange:
     """What install or uninstall did to one file. action: `installed`, `updated`, `unchanged`, `removed`,
-    `absent`. backup: the copy of the previous file, when one was written."""
+    `deleted` (uninstall left nothing else in it, so the file is gone), `absent`. backup: the copy of the previous
+    file, when one was written (install only, and only when the file held anything besides Cairn's hook)."""
 
     path: Path
     action: str
@@ -157,8 +158,17 @@ def uninstall_agent(agent: str, path: Path) -> SettingsChange:
         del hooks[spec.event]
     if not hooks:
         del data["hooks"]
-    _, backup = _write_if_changed(path, data)
-    return SettingsChange(path, "removed", backup=backup)
+    if not data:
+        # Nothing but Cairn's hook was in it (install created it): take the file away, and its folder when empty.
+        path.unlink()
+        try:
+            path.parent.rmdir()
+        except OSError:
+            pass
+        return SettingsChange(path, "deleted")
+    # Only Cairn's own entries go: the rest of the file is exactly as it was, so no backup is needed.
+    _write_if_changed(path, data, backup=False)
+    return SettingsChange(path, "removed")
 
 
 # -- git hooks ----------------------------------------------------------------------------------------------------
@@ -181,7 +191,7 @@ def git_hook_script(executable: str, vault_dir: str) -> str:
 
 
 def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: bool = False) -> list[GitHookChange]:
-    """Put Cairn's post-commit, post-merge and post-checkout hooks into `hooks_dir`.
+    """Put Cairn's post-commit, post-merge, post-checkout and post-rewrite hooks into `hooks_dir`.
 
     A hook file that is not Cairn's is never overwritten: with chain=True it moves to `<name>.local` and
     Cairn's hook runs it first; without, nothing is written and RefusedWrite says what to do.
@@ -292,23 +302,47 @@ def _load_settings(path: Path) -> dict[str, Any]:
     return data
 
 
-def _write_if_changed(path: Path, data: dict[str, Any]) -> tuple[bool, Path | None]:
-    """Write `data` as JSON unless the file already holds exactly it. Returns (written, backup of the old file)."""
+def _write_if_changed(path: Path, data: dict[str, Any], backup: bool = True) -> tuple[bool, Path | None]:
+    """Write `data` as JSON unless the file already holds exactly it. Returns (written, backup of the old file).
+
+    A backup is written only when the old file holds something besides Cairn's own hook entries: a file Cairn made
+    needs none.
+    """
     new = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     if path.exists():
         old = path.read_bytes()
         try:
-            if json.loads(old) == data:
+            old_data = json.loads(old)
+            if old_data == data:
                 return False, None
         except ValueError:
-            pass
+            old_data = None
         mode = stat.S_IMODE(path.stat().st_mode)
-        backup = _backup_path(path)
-        write_atomic(backup, old, overwrite=False, mode=mode)
+        saved = None
+        if backup and not _only_cairn(old_data):
+            saved = _backup_path(path)
+            write_atomic(saved, old, overwrite=False, mode=mode)
         write_atomic(path, new, overwrite=True, mode=mode)
-        return True, backup
+        return True, saved
     write_atomic(path, new, overwrite=False)
     return True, None
+
+
+def _only_cairn(data: object) -> bool:
+    """Whether settings data holds nothing but Cairn's hook entries (or nothing at all)."""
+    if not isinstance(data, dict) or set(data) - {"hooks"}:
+        return False
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict):
+        return False
+    for groups in hooks.values():
+        if not isinstance(groups, list):
+            return False
+        rest = json.loads(json.dumps(groups))
+        _strip_cairn(rest)
+        if rest:
+            return False
+    return True
 
 
 def _backup_path(path: Path) -> Path:

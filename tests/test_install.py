@@ -36,8 +36,17 @@ def cairn_commands(settings: dict[str, object], event: str) -> list[str]:
     return [h["command"] for g in groups for h in g["hooks"] if "cairn" in h["command"]]
 
 
+@pytest.fixture
+def configured(vault_repo: VaultRepo) -> VaultRepo:
+    """A vault in the user configuration, so an install without --vault has something to serve."""
+    make_vault(vault_repo)
+    added = cairn("vault", "add", str(vault_repo.root), "--name", "team")
+    assert added.returncode == 0, added.stderr
+    return vault_repo
+
+
 @pytest.mark.parametrize("agent", sorted(SETTINGS))
-def test_install_keeps_other_hooks_and_is_idempotent(agent: str, tmp_path: Path) -> None:
+def test_install_keeps_other_hooks_and_is_idempotent(agent: str, tmp_path: Path, configured: VaultRepo) -> None:
     project = tmp_path / "project"
     target = project / SETTINGS[agent]
     target.parent.mkdir(parents=True)
@@ -73,7 +82,7 @@ def test_install_keeps_other_hooks_and_is_idempotent(agent: str, tmp_path: Path)
     assert json.loads(target.read_text()) == theirs
 
 
-def test_install_creates_settings_and_updates_a_changed_command(tmp_path: Path) -> None:
+def test_install_creates_settings_and_updates_a_changed_command(tmp_path: Path, configured: VaultRepo) -> None:
     project = tmp_path / "p"
     project.mkdir()
     assert cairn("install", "claude-code", cwd=project).returncode == 0
@@ -82,11 +91,49 @@ def test_install_creates_settings_and_updates_a_changed_command(tmp_path: Path) 
     vault = tmp_path / "team vault"
     updated = cairn("install", "claude-code", "--vault", str(vault), "--scope", "git", cwd=project)
     assert "updated:" in updated.stdout
+    assert not list(target.parent.glob("*.bak-*"))  # it held only Cairn's own hook
     [command] = cairn_commands(json.loads(target.read_text()), "UserPromptSubmit")
     assert command.endswith(f"hook --format claude-code --vault '{vault}' --scope git")
+    named = cairn("install", "claude-code", "--vault", "team", cwd=project)
+    assert named.returncode == 0, named.stderr
+    [command] = cairn_commands(json.loads(target.read_text()), "UserPromptSubmit")
+    assert command.endswith("hook --format claude-code --vault team")  # a configured vault's name stays a name
 
 
-def test_user_install_goes_to_home(tmp_path: Path, isolated_env: Path) -> None:
+def test_uninstall_takes_away_the_file_it_created(tmp_path: Path, configured: VaultRepo) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    assert cairn("install", "claude-code", cwd=project).returncode == 0
+    done = cairn("uninstall", "claude-code", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"removed: {project / '.claude' / 'settings.json'} (it held only Cairn's hook)\n"
+    assert list(project.iterdir()) == []  # no `{}`, no backup, no empty .claude/
+
+
+def test_install_refuses_with_no_vault_and_writes_nothing(tmp_path: Path, isolated_env: Path) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    for args in (("claude-code",), ("codex", "--user")):
+        done = cairn("install", *args, cwd=project)
+        assert done.returncode == 1
+        assert done.stderr.startswith("Error: no vault is configured for the hook to serve")
+        assert "run `cairn vault add PATH` first (nothing was written)" in done.stderr
+        assert done.stderr.count("\n") == 1
+    assert list(project.iterdir()) == [] and not (isolated_env / ".codex").exists()
+    twice = cairn("install", "claude-code", "--vault", "a", "--vault", "b", cwd=project)
+    assert twice.returncode == 2 and "given 2 times" in twice.stderr
+
+
+def test_project_install_never_writes_into_the_vault(configured: VaultRepo) -> None:
+    inside = configured.root / "cards"
+    for cwd in (configured.root, inside):
+        done = cairn("install", "claude-code", cwd=cwd)
+        assert done.returncode == 1
+        assert f"is inside the vault {configured.root.resolve()}; install with --user" in done.stderr
+    assert not (configured.root / ".claude").exists() and not (inside / ".claude").exists()
+
+
+def test_user_install_goes_to_home(tmp_path: Path, isolated_env: Path, configured: VaultRepo) -> None:
     assert cairn("install", "gemini", "--user", cwd=tmp_path).returncode == 0
     data = json.loads((isolated_env / ".gemini" / "settings.json").read_text())
     handler = data["hooks"]["BeforeAgent"][0]["hooks"][0]
@@ -95,7 +142,7 @@ def test_user_install_goes_to_home(tmp_path: Path, isolated_env: Path) -> None:
     assert both.returncode == 2
 
 
-def test_broken_settings_are_never_overwritten(tmp_path: Path) -> None:
+def test_broken_settings_are_never_overwritten(tmp_path: Path, configured: VaultRepo) -> None:
     target = tmp_path / ".codex" / "hooks.json"
     target.parent.mkdir()
     target.write_text("{ this is: not json")
@@ -175,7 +222,7 @@ def test_git_hooks_keep_the_index_current(vault_repo: VaultRepo) -> None:
     head = vault_repo.git("rev-parse", "HEAD")
     assert _wait_for(lambda: _indexed_commit(vault_repo.root) == head)
     removed = cairn("uninstall", "git-hooks", "--vault", str(vault_repo.root))
-    assert removed.stdout.count("removed:") == 3
+    assert removed.stdout.count("removed:") == len(install.GIT_HOOKS) == 4
     assert not any((hooks / n).exists() for n in install.GIT_HOOKS)
 
 

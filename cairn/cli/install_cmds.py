@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from cairn import gitrepo, install
-from cairn.cli.common import echo, errors_to_exit, open_vault
+from cairn.cli.common import _one_vault, echo, errors_to_exit, open_vault
 from cairn.hot.errors import CairnError
 from cairn.index import build as indexer
 
@@ -43,9 +43,10 @@ def _base(project: Path | None, user: bool) -> Path:
 @click.option(
     "--vault",
     "vault_path",
-    default=None,
-    help="Agents: the vault the hook reads (default: $CAIRN_VAULT, else the vault around the agent's folder). "
-    "git-hooks: the vault to keep indexed (default: the vault around the current folder).",
+    multiple=True,
+    callback=_one_vault,
+    help="Agents: bake one vault into the hook (default: none; the hook serves $CAIRN_VAULT, else every vault in "
+    "`cairn vault list`). git-hooks: the vault to keep indexed (default: the vault around the current folder).",
 )
 @click.option("--scope", default=None, help="Agents: comma-separated scope tags the hook passes to recall.")
 @click.option("--chain", is_flag=True, help="git-hooks: keep existing hooks (moved to <name>.local, run first).")
@@ -56,14 +57,17 @@ def install_cmd(
     """Register `cairn hook` with an agent, or keep a vault's index current with git hooks.
 
     TARGET is claude-code (.claude/settings.json, UserPromptSubmit), codex (.codex/hooks.json,
-    UserPromptSubmit), gemini (.gemini/settings.json, BeforeAgent) or git-hooks (post-commit, post-merge and
-    post-checkout in the vault's hooks folder, core.hooksPath respected). Other hooks are kept, a backup of a
-    changed settings file is written beside it, and running it again changes nothing.
+    UserPromptSubmit), gemini (.gemini/settings.json, BeforeAgent) or git-hooks (post-commit, post-merge,
+    post-checkout and post-rewrite in the vault's hooks folder, core.hooksPath respected). Other hooks are kept, a
+    backup of a settings file that held anything else is written beside it, and running it again changes nothing.
+
+    Without --vault the hook serves the configured vaults (`cairn vault add PATH`) in every project; with none
+    configured (and no --vault or $CAIRN_VAULT) nothing is written, since such a hook could never serve a card.
 
     \b
     Examples:
-      cairn install claude-code --vault ~/team-lessons
-      cairn install codex --user
+      cairn install claude-code --user
+      cairn install codex --project ~/work/acme --vault ~/team-lessons
       cairn install git-hooks --vault ~/team-lessons
     """
     executable = install.cairn_executable()
@@ -77,7 +81,10 @@ def install_cmd(
         echo(f"Every commit, merge and checkout in {vault.root} now updates its index in the background.")
         return
     base = _base(project, user)
-    vault_arg = str(Path(vault_path).expanduser().resolve()) if vault_path else None
+    if not user:
+        _refuse_inside_a_vault(base)
+    vault_arg = _hook_vault(vault_path)
+    served = _served_vaults(vault_arg)
     command = install.hook_command(target, vault=vault_arg, scope=scope, executable=executable)
     change = install.install_agent(target, install.settings_path(target, base, user), command)
     echo(f"{change.action}: {change.path}")
@@ -85,11 +92,67 @@ def install_cmd(
     if change.backup:
         echo(f"  backup of the previous file: {change.backup}")
     if not vault_arg:
-        echo("  The hook reads $CAIRN_VAULT, else the vault around the agent's folder; --vault fixes one.")
-    _index_now(vault_arg)
+        echo(
+            "  The hook serves $CAIRN_VAULT when the agent has it set, else the configured vaults (`cairn vault list`)."
+        )
+    for vault_dir in served:
+        _index_now(vault_dir)
     if change.note:
         echo(f"  Note: {change.note}")
     echo(f"Undo with `cairn uninstall {target}{' --user' if user else ''}`.")
+
+
+def _hook_vault(vault_path: str | None) -> str | None:
+    """What --vault bakes into the hook: a configured vault's name as given, else the folder's absolute path."""
+    if not vault_path:
+        return None
+    if "/" not in vault_path and userconfig_names() and vault_path in userconfig_names():
+        return vault_path
+    return str(Path(vault_path).expanduser().resolve())
+
+
+def userconfig_names() -> list[str]:
+    from cairn.hot.userconfig import load_vaults
+
+    return [e.name for e in load_vaults()]
+
+
+def _served_vaults(vault_arg: str | None) -> list[str | None]:
+    """The vaults the new hook will serve (to index now); refuses when it would serve none."""
+    import os
+
+    from cairn.hot.userconfig import config_file, load_vaults
+
+    if vault_arg:
+        return [vault_arg]
+    entries = load_vaults()
+    if entries:
+        return [e.path for e in entries]
+    if os.environ.get("CAIRN_VAULT"):
+        return [None]
+    try:
+        around = f"cairn vault add {open_vault(None).root}"
+    except CairnError:
+        around = "cairn vault add PATH"
+    raise CairnError(
+        f"no vault is configured for the hook to serve ({config_file()} lists none); run `{around}` first "
+        "(nothing was written)"
+    )
+
+
+def _refuse_inside_a_vault(base: Path) -> None:
+    """Agent settings never go into a vault: its files are what the team reviews, not one person's setup."""
+    from cairn.hot.vault import find_vault
+
+    try:
+        vault = find_vault(None, base)
+    except CairnError:
+        return
+    inside = vault.git_root or vault.root
+    raise CairnError(
+        f"{base} is inside the vault {vault.root}; install with --user, or --project DIR for the project your agent "
+        f"works in (nothing was written into {inside})"
+    )
 
 
 def _index_now(vault_arg: str | None) -> None:
@@ -106,7 +169,13 @@ def _index_now(vault_arg: str | None) -> None:
 @click.command(name="uninstall")
 @click.argument("target", type=click.Choice(TARGETS))
 @_where_options
-@click.option("--vault", "vault_path", default=None, help="git-hooks: the vault whose hooks to remove.")
+@click.option(
+    "--vault",
+    "vault_path",
+    multiple=True,
+    callback=_one_vault,
+    help="git-hooks: the vault whose hooks to remove.",
+)
 @errors_to_exit
 def uninstall_cmd(target: str, project: Path | None, user: bool, vault_path: str | None) -> None:
     """Remove Cairn's hook from an agent's settings (other hooks stay), or Cairn's git hooks from a vault.
@@ -126,9 +195,10 @@ def uninstall_cmd(target: str, project: Path | None, user: bool, vault_path: str
     if change.action == "absent":
         echo(f"Nothing to remove: {change.path} has no Cairn hook.")
         return
+    if change.action == "deleted":
+        echo(f"removed: {change.path} (it held only Cairn's hook)")
+        return
     echo(f"{change.action}: Cairn's hook from {change.path}")
-    if change.backup:
-        echo(f"  backup of the previous file: {change.backup}")
 
 
 __all__ = ["install_cmd", "uninstall_cmd"]
