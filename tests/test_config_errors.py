@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from helpers.vaults import VaultRepo
+from cairn.hot.index import IndexReader
+from cairn.hot.vault import find_vault
+from cairn.index.build import index_file_for
+from helpers.payloads import FITTING_PROMPT, payload_for
+from helpers.vaults import REBASE_ID, VaultRepo, make_vault
 
 BAD_TOML = '# team settings\n[recall]\nk1 = 1.2\n\n[lint]\nmax_age_days = "a year"\n'
 
@@ -20,3 +24,46 @@ def test_lint_points_at_the_line_of_the_mistake(vault_repo: VaultRepo) -> None:
     assert done.stdout.splitlines()[0] == (
         "cairn.toml:6: config-invalid [lint] max_age_days must be a whole number; the defaults were used"
     )
+
+
+def test_index_fails_with_one_line_and_stores_the_error_with_no_card(vault_repo: VaultRepo) -> None:
+    commit = _bad_vault(vault_repo)
+    done = vault_repo.cairn("index")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr == (
+        "Error: cairn.toml:6: [lint] max_age_days must be a whole number "
+        f"(committed in {commit[:8]}: fix it and commit the fix; Cairn reads the commit, not the working tree)\n"
+    )
+    with IndexReader(str(index_file_for(find_vault(vault_repo.root)))) as index:
+        assert index.meta["config_error"] == done.stderr.removeprefix("Error: ").strip()
+        assert index.meta["commit"] == commit
+        assert index.n_cards == 0
+        assert index.problems() == [("cairn.toml", 6, "config-invalid", "[lint] max_age_days must be a whole number")]
+
+
+def test_a_fix_in_the_working_tree_is_not_enough_a_committed_fix_serves_again(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    fits = payload_for("claude-code", FITTING_PROMPT, vault_repo.root)
+    agent_env = {"CAIRN_VAULT": str(vault_repo.root)}
+    assert REBASE_ID in vault_repo.cairn("hook", "--format", "claude-code", input=fits, env=agent_env).stdout
+
+    vault_repo.write_raw("cairn.toml", "[recall]\nmax_cards = 'three'\n")
+    bad = vault_repo.commit("A bad setting")
+    done = vault_repo.cairn("index")
+    assert (
+        done.returncode == 1
+        and f"cairn.toml:2: [recall] max_cards must be a whole number (committed in {bad[:8]}" in done.stderr
+    )
+    served = vault_repo.cairn("hook", "--format", "claude-code", input=fits, env=agent_env)
+    assert served.returncode == 0 and served.stdout == ""  # nothing from a vault whose settings cannot be read
+
+    vault_repo.write_raw("cairn.toml", "[recall]\nmax_cards = 3\n")  # fixed, not committed
+    assert vault_repo.cairn("index").returncode == 1
+    vault_repo.commit("Fix the setting")
+    again = vault_repo.cairn("index")
+    assert again.returncode == 0, again.stderr
+    with IndexReader(str(index_file_for(find_vault(vault_repo.root)))) as index:
+        assert index.meta["config_error"] == "" and index.n_cards == 2
+    fresh = payload_for("claude-code", FITTING_PROMPT, vault_repo.root, session="session-2")  # session-1 had it
+    assert REBASE_ID in vault_repo.cairn("hook", "--format", "claude-code", input=fresh, env=agent_env).stdout
