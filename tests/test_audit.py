@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from cairn.hot.vault import find_vault
-from cairn.index import store
 from cairn.index.build import build_index, index_file_for
+from helpers.cachefiles import reseal
 from helpers.signing import signed_commit, ssh_signing
 from helpers.vaults import BOB, VaultRepo
 
@@ -74,7 +74,7 @@ def test_a_clean_vault_with_real_hook_lines_passes(vault_repo: VaultRepo) -> Non
     code, report = _audit(vault_repo)
     assert code == 0, report
     assert report["ok"] is True
-    assert [c["name"] for c in report["checks"]] == ["cache", "entries", "provenance", "log", "sessions"]
+    assert [c["name"] for c in report["checks"]] == ["cache", "entries", "served", "provenance", "log", "sessions"]
     assert all(c["status"] == "pass" for c in report["checks"])
     assert "git/force-push-rebase" in hooked.stdout  # the hook injected the card, so the log names it
     assert "1 log line(s)" in _check(report, "log")["summary"]
@@ -177,8 +177,15 @@ def test_a_tampered_cache_is_reported_and_cairn_index_rebuilds_it(vault_repo: Va
     code, report = _audit(vault_repo)
     assert code == 1
     cache = _check(report, "cache")
-    assert cache["status"] == "fail" and "checksum" in " ".join(cache["details"])
-    assert _check(report, "entries")["status"] == "skip"
+    assert (
+        cache["status"] == "fail"
+        and "card 'git/force-push-rebase': its fields do not match their seal" in (cache["details"])
+    )
+    assert _check(report, "served")["details"] == [
+        f'git/force-push-rebase: blob differs from the committed card (index: "{"f" * 40}", commit: '
+        + json.dumps(vault_repo.git("rev-parse", "HEAD:cards/git/force-push-rebase.md"))
+        + ")"
+    ]
 
     rebuilt = vault_repo.invoke("index", "--json")
     assert rebuilt.returncode == 0, rebuilt.stderr
@@ -187,14 +194,13 @@ def test_a_tampered_cache_is_reported_and_cairn_index_rebuilds_it(vault_repo: Va
     assert code == 0, report
 
 
-def test_a_tamper_that_fixes_the_checksum_is_caught_against_the_tree(vault_repo: VaultRepo) -> None:
+def test_a_tamper_that_fixes_the_seals_is_caught_against_the_tree(vault_repo: VaultRepo) -> None:
     _vault(vault_repo)
     index_file = index_file_for(find_vault(vault_repo.root))
     with sqlite3.connect(index_file) as db:
         db.execute("UPDATE cards SET blob = ? WHERE id = ?", ("e" * 40, "docker/layer-order"))
-        entries = db.execute("SELECT id, path, blob FROM cards").fetchall()
-        db.execute("UPDATE meta SET value = ? WHERE key = 'checksum'", (store.entries_checksum(entries),))
     db.close()
+    reseal(index_file)
     code, report = _audit(vault_repo)
     assert code == 1
     assert _check(report, "cache")["status"] == "pass"

@@ -8,20 +8,35 @@ body and the card's token lengths of the three) and a score bound: per field, th
 length) pairs over its postings (the highest frequencies at the shortest lengths). With any BM25F parameters
 (k1 > 0, 0 <= b <= 1, non-negative field weights) no posting of the term scores above the best frontier pair, so
 recall can tell, without reading a term's postings one by one, that it cannot lift a card into the top few.
+
+The cache is checked, not trusted. Every row the hook reads carries a seal: an HMAC-SHA256 (cut to 128 bits) of its
+values under the cache's key (`paths.index_key_file`: 32 random bytes, 0600, made by the first writer). The meta
+table's seal covers every stored setting; a card row's covers its row number, id, path, blob and every served field
+(and a digest of its stored record, terms and provenance); a term row's covers the term and its postings and bound.
+The reader checks the header (an SQLite file whose size is what its header says: a truncated or foreign file fails
+before SQLite reads it), the meta seal when it opens, and the seal of each row as it reads it; a posting naming a
+row that is not there, and a list of superseding cards that is not the one sealed in meta, fail too. A failed check
+is `IndexCorrupt` (the hook fails open and re-indexes; commands say `cairn index` rebuilds it).
+
+What the seal protects against: any edit of the file by something that does not hold the key (a tool, a sync or
+restore, a file copied from another machine or cache, flipped bytes), and a row deleted or swapped. What it cannot:
+the user (or anything running as the user) can read the key and re-seal an edited index. `cairn audit` does not
+trust the seal: it re-derives every served value from the committed blobs (`cairn.index.audit`).
 """
 
 import os
+import stat
 import sys
 
 from cairn.hot import jsonc
-from cairn.hot.paths import file_uri, is_file, resolve
+from cairn.hot.paths import file_uri, index_key, new_sha256, resolve
 from cairn.hot.record import Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import sqlite3
     from array import array
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Any
 
     from cairn.hot.errors import IndexCorrupt, IndexMissing
@@ -62,7 +77,69 @@ if not TYPE_CHECKING:
     except ImportError:  # pragma: no cover - an interpreter that only ships the package
         import sqlite3
 
-FORMAT_VERSION = "4"
+FORMAT_VERSION = "5"
+
+_MAGIC = b"SQLite format 3\x00"
+SEAL_CHARS = 32  # a seal: the first 128 bits of the HMAC-SHA256, in hex
+
+
+class Sealer:
+    """HMAC-SHA256 under the cache key, on the interpreter's built-in sha256 (no `hmac`/`hashlib`: they load
+    OpenSSL). The same seals for the writer (`cairn.index.store`) and the reader."""
+
+    __slots__ = ("_inner", "_outer")
+
+    def __init__(self, key: bytes) -> None:
+        if len(key) > 64:
+            key = new_sha256(key).digest()
+        key = key + bytes(64 - len(key))
+        self._inner = new_sha256(bytes(b ^ 0x36 for b in key))
+        self._outer = new_sha256(bytes(b ^ 0x5C for b in key))
+
+    def seal(self, data: bytes) -> str:
+        inner = self._inner.copy()
+        inner.update(data)
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return str(outer.hexdigest()[:SEAL_CHARS])
+
+
+def meta_message(meta: "dict[str, str]") -> bytes:
+    """What the meta seal covers: every key and value but the seal itself."""
+    return _utf8(jsonc.dumps(sorted([k, v] for k, v in meta.items() if k != "seal"), ensure_ascii=False))
+
+
+def card_message(values: "Sequence[Any]") -> bytes:
+    """What a card row's seal covers: `SEALED_CARD_COLUMNS`' values, in that order."""
+    return _utf8(jsonc.dumps(list(values), ensure_ascii=False))
+
+
+def term_message(term: str, df: int, postings: bytes, bound: bytes) -> bytes:
+    """What a term row's seal covers: the term, its document frequency, postings and bound."""
+    raw = _utf8(term)
+    return b"%d:%d:%d:%d:" % (len(raw), df, len(postings), len(bound)) + raw + postings + bound
+
+
+def record_digest(record: str, provenance: "str | None", terms: str) -> str:
+    """The digest of a card row's cold columns (full record, provenance, term list), sealed with the row."""
+    data = _utf8(jsonc.dumps([record, provenance, terms], ensure_ascii=False))
+    return str(new_sha256(data).hexdigest())
+
+
+def superseders_digest(rows: "Iterable[Sequence[Any]]") -> str:
+    """The digest of every (id, status, supersedes) with a non-empty supersedes, kept in meta (and so sealed)."""
+    data = _utf8(jsonc.dumps(sorted([str(v) for v in r] for r in rows), ensure_ascii=False))
+    return str(new_sha256(data).hexdigest())
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+SEALED_CARD_COLUMNS = (
+    "row, id, path, blob, name, summary, status, expires_on, scope, not_when, supersedes, len_name, len_summary, "
+    "len_body, record_digest"
+)
 
 
 class IndexedCard(Record):
@@ -179,18 +256,40 @@ class ArrayPostings(Postings):
 class IndexReader:
     """A read-only view of one index file (its path a string or a `Path`)."""
 
-    def __init__(self, path: "str | os.PathLike[str]") -> None:
-        if not is_file(os.fspath(path)):
-            raise _missing(f"no index at {path}; run `cairn index`")
+    def __init__(self, path: "str | os.PathLike[str]", key: bytes | None = None, *, unchecked: bool = False) -> None:
+        """Open and check the header and the meta seal; `unchecked` skips the seal (for `cairn audit`, which
+        compares every value itself and reports the seals as one of its findings)."""
         self.path = path
+        self.on_damage: Callable[[], object] | None = None  # called once before a check fails (the hook re-indexes)
+        _check_header(os.fspath(path))
+        if key is None:
+            key = index_key()
+        if key is None:
+            raise self._damaged("no cache key to check it with")
+        self._sealer = Sealer(key)
         try:
             uri = file_uri(resolve(os.fspath(path))) + "?mode=ro&immutable=1"
             self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
-            self.meta = dict(self._db.execute("SELECT key, value FROM meta"))
         except sqlite3.DatabaseError as exc:
-            raise _corrupt(f"the index at {path} is damaged ({exc}); run `cairn index --rebuild`") from None
-        if self.meta.get("format") != FORMAT_VERSION:
-            raise _corrupt(f"the index at {path} has an old format; run `cairn index --rebuild`")
+            raise self._damaged(str(exc)) from None
+        try:
+            self.meta = dict(self._query("SELECT key, value FROM meta", ()))
+            if self.meta.get("format") != FORMAT_VERSION:
+                raise _corrupt(f"the index at {path} has an old format; run `cairn index --rebuild`")
+            if not unchecked and not self.meta_sealed():
+                raise self._damaged("its settings do not match their seal: altered, or written with another cache key")
+        except BaseException:
+            self._db.close()
+            raise
+
+    def meta_sealed(self) -> bool:
+        return bool(self.meta.get("seal") == self._sealer.seal(meta_message(self.meta)))
+
+    def _damaged(self, why: str) -> "IndexCorrupt":
+        callback, self.on_damage = getattr(self, "on_damage", None), None
+        if callback is not None:
+            callback()
+        return _corrupt(f"the index at {self.path} is damaged ({why}); run `cairn index` to rebuild it")
 
     def close(self) -> None:
         self._db.close()
@@ -224,8 +323,10 @@ class IndexReader:
         found: dict[str, Postings] = {}
         for chunk in _chunks(wanted, 500):
             marks = ",".join("?" * len(chunk))
-            sql = f"SELECT term, df, postings, bound FROM terms WHERE term IN ({marks})"
-            for term, df, blob, bound in self._query(sql, chunk):
+            sql = f"SELECT term, df, postings, bound, seal FROM terms WHERE term IN ({marks})"
+            for term, df, blob, bound, seal in self._query(sql, chunk):
+                if seal != self._sealer.seal(term_message(term, df, blob, bound)) or len(blob) != 16 * df:
+                    raise self._damaged("the postings of a term do not match their seal")
                 found[term] = _view(df, blob, bound)
         return found
 
@@ -234,10 +335,12 @@ class IndexReader:
         out: dict[int, IndexedCard] = {}
         for chunk in _chunks(wanted, 500):
             marks = ",".join("?" * len(chunk))
-            sql = f"SELECT {_CARD_COLUMNS} FROM cards WHERE row IN ({marks})"
+            sql = f"SELECT {SEALED_CARD_COLUMNS}, seal FROM cards WHERE row IN ({marks})"
             for values in self._query(sql, chunk):
-                card = _indexed_card(values)
+                card = _indexed_card(self._checked(values))
                 out[card.row] = card
+        if len(out) != len(wanted):
+            raise self._damaged(f"{len(wanted) - len(out)} card row(s) its postings name are missing")
         if out:
             by_id = {c.id: c.row for c in out.values()}
             for sup_id, sup_status, sup_list in self._superseders():
@@ -251,18 +354,22 @@ class IndexReader:
         return out
 
     def card_by_id(self, card_id: str) -> IndexedCard | None:
-        values = self._query(f"SELECT {_CARD_COLUMNS} FROM cards WHERE id = ?", (card_id,)).fetchone()
+        values = self._query("SELECT row FROM cards WHERE id = ?", (card_id,)).fetchone()
         if values is None:
             return None
         return self.cards([values[0]])[values[0]]
 
     def record(self, card_id: str) -> "dict[str, Any] | None":
-        """The full parsed card (body included) and its provenance, as stored at index time."""
-        got = self._query("SELECT record, provenance FROM cards WHERE id = ?", (card_id,)).fetchone()
+        """The full parsed card (body included) and its provenance, as stored at index time (checked)."""
+        sql = f"SELECT {SEALED_CARD_COLUMNS}, seal, record, provenance, terms FROM cards WHERE id = ?"
+        got = self._query(sql, (card_id,)).fetchone()
         if got is None:
             return None
-        record: dict[str, Any] = jsonc.loads(got[0])
-        record["provenance"] = jsonc.loads(got[1]) if got[1] else None
+        self._checked(got[:16])
+        if got[14] != record_digest(got[16], got[17], got[18]):
+            raise self._damaged("the stored record of a card does not match its seal")
+        record: dict[str, Any] = jsonc.loads(got[16])
+        record["provenance"] = jsonc.loads(got[17]) if got[17] else None
         return record
 
     def ids(self) -> list[str]:
@@ -272,6 +379,25 @@ class IndexReader:
         """(id, path, blob) of every indexed card."""
         return list(self._query("SELECT id, path, blob FROM cards ORDER BY id", ()))
 
+    def sealed_rows(self) -> "Iterator[Sequence[Any]]":
+        """Every card row as `SEALED_CARD_COLUMNS`, then seal, record, provenance and terms (for full checks)."""
+        sql = f"SELECT {SEALED_CARD_COLUMNS}, seal, record, provenance, terms FROM cards ORDER BY row"
+        return iter(self._query(sql, ()))
+
+    def term_rows(self) -> "Iterator[Sequence[Any]]":
+        """Every term row: term, df, postings, bound, seal (for full checks)."""
+        return iter(self._query("SELECT term, df, postings, bound, seal FROM terms ORDER BY term", ()))
+
+    @property
+    def sealer(self) -> Sealer:
+        return self._sealer
+
+    def _checked(self, values: "Sequence[Any]") -> "Sequence[Any]":
+        """A card row (`SEALED_CARD_COLUMNS` then seal) whose seal holds, as `_CARD_COLUMNS` values."""
+        if values[15] != self._sealer.seal(card_message(values[:15])):
+            raise self._damaged("a card's stored fields do not match their seal")
+        return (*values[:3], *values[4:14])
+
     def problems(self) -> list[tuple[str, int, str, str]]:
         return list(self._query("SELECT path, line, rule, message FROM problems ORDER BY path, line", ()))
 
@@ -279,13 +405,46 @@ class IndexReader:
         return bool(self._query("PRAGMA quick_check", ()).fetchone() == ("ok",))
 
     def _superseders(self) -> list[tuple[str, str, str]]:
-        return list(self._query("SELECT id, status, supersedes FROM cards WHERE supersedes != '[]'", ()))
+        rows = list(self._query("SELECT id, status, supersedes FROM cards WHERE supersedes != '[]'", ()))
+        if superseders_digest(rows) != self.meta.get("superseders"):
+            raise self._damaged("the cards that supersede others are not the ones it was written with")
+        return rows
 
     def _query(self, sql: str, args: "Sequence[Any]") -> "sqlite3.Cursor":
         try:
             return self._db.execute(sql, args)
         except sqlite3.DatabaseError as exc:
-            raise _corrupt(f"the index at {self.path} is damaged ({exc}); run `cairn index --rebuild`") from None
+            raise self._damaged(str(exc)) from None
+
+
+def _check_header(path: str) -> None:
+    """An SQLite file whose size is the one its header gives (page size times page count, when the header's count
+    is valid): a missing file (or no regular file) is `IndexMissing`, a foreign or truncated one `IndexCorrupt`.
+    One open, one fstat and one read of 100 bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except (FileNotFoundError, NotADirectoryError):
+        raise _missing(f"no index at {path}; run `cairn index`") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _missing(f"no index at {path}; run `cairn index`")
+        header = os.read(fd, 100)
+    finally:
+        os.close(fd)
+    why = ""
+    if len(header) < 100 or header[:16] != _MAGIC:
+        why = "not an SQLite file"
+    else:
+        page = int.from_bytes(header[16:18], "big")
+        page = 65536 if page == 1 else page
+        pages = int.from_bytes(header[28:32], "big")
+        if page < 512 or page & (page - 1) or info.st_size % page:
+            why = "its size is not a whole number of pages"
+        elif header[24:28] == header[92:96] and pages and info.st_size != page * pages:
+            why = f"{info.st_size} bytes where its header says {page * pages}: truncated"
+    if why:
+        raise _corrupt(f"the index at {path} is damaged ({why}); run `cairn index` to rebuild it")
 
 
 def _missing(message: str) -> "IndexMissing":

@@ -1,5 +1,9 @@
 """Where Cairn keeps what is not in the vault: the index cache and the state (hook log, sessions).
 
+Both are private: folders 0700 and files 0600 (`private_folder` makes them so, and tightens a looser folder that
+is Cairn's own: the cache or state folder and anything under them). The cache key (`index_key_file`) seals every
+index the cache holds (see `cairn.hot.index`).
+
 The hook works with path strings (`cache_folder`, `state_folder`, `index_file`): `pathlib` imports `urllib.parse`,
 `ipaddress`, `fnmatch` and `re`, a cost every prompt would pay. Cold code gets `Path`s (`cache_dir`, `state_dir`,
 `index_path`) built from the same strings, and the strings are what `str()` of those `Path`s gives.
@@ -36,6 +40,96 @@ def _builtin_sha256() -> "Callable[[bytes], Any]":
 
 
 _SHA256 = _builtin_sha256()
+
+
+def new_sha256(data: bytes = b"") -> "Any":
+    """A built-in sha256 hash object over data (`update`, `copy`, `digest`, `hexdigest`)."""
+    return _SHA256(data)
+
+
+KEY_BYTES = 32
+
+
+def index_key_file() -> str:
+    """The cache key: 32 random bytes that seal every index in the cache (`cairn.hot.index.Sealer`)."""
+    return path_text(cache_folder(), "index.key")
+
+
+def index_key() -> "bytes | None":
+    """The cache key, or None when there is none (or not a whole one): no index of this cache can be trusted."""
+    try:
+        fd = os.open(index_key_file(), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        key = os.read(fd, KEY_BYTES + 1)
+    finally:
+        os.close(fd)
+    return key if len(key) == KEY_BYTES else None
+
+
+def make_index_key() -> bytes:
+    """The cache key, made first if there is none (0600, created whole: written aside, then linked into place)."""
+    key = index_key()
+    if key is not None:
+        return key
+    target = index_key_file()
+    folder = os.path.dirname(target)
+    private_folder(folder)
+    tmp = os.path.join(folder, f".index.key.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, os.urandom(KEY_BYTES))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        try:
+            os.link(tmp, target)  # never replaces a key another writer made meanwhile
+        except FileExistsError:
+            if index_key() is None:  # a damaged key (cut short): replaced; its indexes fail their checks
+                os.replace(tmp, target)
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+    key = index_key()
+    if key is None:  # pragma: no cover - a file system that keeps neither
+        raise OSError(f"cannot write the cache key at {target}")
+    return key
+
+
+def private_folder(folder: str) -> None:
+    """Make `folder` (and missing parents) with mode 0700; when it is the cache or state folder or under one,
+    tighten that root and every folder from it down to `folder` that is looser and ours (never a folder above)."""
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    real = os.path.realpath(folder)
+    for root in (cache_folder(), state_folder()):
+        top = os.path.realpath(root)
+        if real != top and not real.startswith(top.rstrip("/") + "/"):
+            continue
+        step = top
+        _tighten(step)
+        for part in real[len(top) :].split("/"):
+            if part:
+                step = os.path.join(step, part)
+                _tighten(step)
+        return
+
+
+def private_file(path: str) -> None:
+    """Tighten an existing file of ours to 0600 (lock files, caches written by others' code)."""
+    _tighten(path, 0o600)
+
+
+def _tighten(path: str, mode: int = 0o700) -> None:
+    try:
+        info = os.lstat(path)
+        if info.st_mode & 0o077 and info.st_uid == os.getuid() and not stat.S_ISLNK(info.st_mode):
+            os.chmod(path, mode)
+    except OSError:
+        pass
 
 
 def cache_folder() -> str:

@@ -1,7 +1,11 @@
 """`cairn audit`: checks that the index, the hook log and the session files are whole and honest.
 
 Each check passes or fails with details. The index is audited as it is cached (never rebuilt here): it must open,
-pass SQLite's check and its own checksum, and match the tree of the commit it names. The hook log must hold
+pass SQLite's check and its seals, and match the tree of the commit it names. The seals are not trusted: anything
+running as the user can read the cache key and re-seal an edited file, so `served` re-derives every served value
+(each card's fields and record, its postings and term statistics, the score bounds, the card count and average
+lengths, the stored settings) from the committed blobs and cairn.toml at the index's commit, with the index
+build's own functions, and reports each difference on its own line. The hook log must hold
 hashes and lengths of prompts, never their text, and every card it says it injected must have existed at the
 commit it names; session files must parse and name cards that existed.
 """
@@ -22,8 +26,9 @@ from cairn import gitrepo
 from cairn.cards.card import card_id_from_path
 from cairn.hot import paths
 from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing
-from cairn.hot.index import IndexReader
+from cairn.hot.index import IndexReader, _unpack
 from cairn.hot.vault import Vault
+from cairn.index import build as indexer
 from cairn.index import store
 from cairn.index.build import index_file_for
 
@@ -96,9 +101,11 @@ def audit(vault: Vault, *, require_signed: bool = False, state_dir: Path | None 
         if reader is None:
             why = "the index cannot be read; run `cairn index` to rebuild it"
             checks.append(Check("entries", "skip", why))
+            checks.append(Check("served", "skip", why))
             checks.append(Check("provenance", "skip", why))
         else:
             checks.append(_check_entries(reader, trees))
+            checks.append(_check_served(reader, repo, vault))
             checks.append(_check_provenance(reader, repo))
         checks.append(_check_log([state / f"{LOG_FILE}.1", state / LOG_FILE], vault, trees))
         checks.append(_check_sessions(state / SESSIONS_DIR, vault, trees))
@@ -117,8 +124,10 @@ def audit(vault: Vault, *, require_signed: bool = False, state_dir: Path | None 
 
 
 def _check_cache(target: Path, vault: Vault, repo: git.Repo) -> tuple[Check, IndexReader | None]:
+    """The file opens, passes SQLite's check and its seals, and names this vault and a commit it holds. A file
+    that opens is returned even when its seals fail, so the other checks can say what differs."""
     try:
-        reader = IndexReader(target)
+        reader = IndexReader(target, unchecked=True)
     except IndexMissing:
         try:
             gitrepo.head_commit(repo)
@@ -129,24 +138,24 @@ def _check_cache(target: Path, vault: Vault, repo: git.Repo) -> tuple[Check, Ind
         return Check("cache", "fail", "the index is damaged; run `cairn index` to rebuild it", (str(exc),)), None
     problems: list[str] = []
     try:
-        if not reader.integrity_ok():
-            problems.append("SQLite's quick_check failed")
-        if not store.checksum_holds(reader):
-            problems.append("the checksum over (id, path, blob) of every card does not hold: the file was altered")
+        if not reader.meta_sealed():
+            problems.append("its settings do not match their seal: altered, or written with another cache key")
+        problems.extend(store.verify(reader))
         if reader.meta.get("source") != "commit":
             problems.append(f"the index was built from {reader.meta.get('source')!r}, not from a commit")
         if reader.meta.get("vault_root") != str(vault.root):
             problems.append(f"the index names another vault: {reader.meta.get('vault_root')!r}")
         commit = reader.commit
+        n_cards = reader.n_cards
     except (IndexCorrupt, KeyError, ValueError) as exc:
         reader.close()
         return Check("cache", "fail", "the index is damaged; run `cairn index` to rebuild it", (str(exc),)), None
-    if problems:
-        reader.close()
-        return Check("cache", "fail", "the index is damaged; run `cairn index` to rebuild it", tuple(problems)), None
     if not gitrepo.commit_exists(repo, commit):
         reader.close()
         return Check("cache", "fail", f"the index names commit {commit[:12]}, which the repository does not hold"), None
+    if problems:
+        why = "the index was altered or is damaged; run `cairn index` to rebuild it"
+        return Check("cache", "fail", why, _cap(problems)), reader
     details: tuple[str, ...] = ()
     try:
         head = gitrepo.head_commit(repo)
@@ -154,7 +163,7 @@ def _check_cache(target: Path, vault: Vault, repo: git.Repo) -> tuple[Check, Ind
             details = (f"the index is at {commit[:8]} and HEAD at {head[:8]}; `cairn index` brings it up to date",)
     except CairnError:
         pass
-    summary = f"index at {commit[:8]} opens, passes SQLite's check and its checksum ({reader.n_cards} cards)"
+    summary = f"index at {commit[:8]} opens, passes SQLite's check and its seals ({n_cards} cards)"
     return Check("cache", "pass", summary, details), reader
 
 
@@ -182,6 +191,195 @@ def _check_entries(reader: IndexReader, trees: _Trees) -> Check:
     return Check("entries", "pass", f"all {len(indexed)} indexed cards match the files at {commit[:8]}")
 
 
+def _stored_provenance(reader: IndexReader) -> dict[str, Any]:
+    """Each indexed card's stored provenance (None when there is none or it does not parse), seals not asked."""
+    out: dict[str, Any] = {}
+    for values in reader.sealed_rows():
+        try:
+            out[str(values[1])] = json.loads(values[17]) if values[17] else None
+        except (TypeError, ValueError):
+            out[str(values[1])] = None
+    return dict(sorted(out.items()))
+
+
+# The served columns of a card row, by their place in `SEALED_CARD_COLUMNS` (the JSON ones decoded).
+_SERVED_FIELDS = (
+    ("path", 2, False),
+    ("blob", 3, False),
+    ("name", 4, False),
+    ("summary", 5, False),
+    ("status", 6, False),
+    ("expires_on", 7, False),
+    ("scope", 8, True),
+    ("not_when", 9, True),
+    ("supersedes", 10, True),
+)
+
+
+def _check_served(reader: IndexReader, repo: git.Repo, vault: Vault) -> Check:
+    """Every served value re-derived from the commit's blobs and cairn.toml, with the index build's own functions
+    (`build._card_entries`, `build._read_entries`, `store.card_postings`), compared one by one."""
+    commit = reader.commit
+    short = commit[:8]
+    entries = indexer._card_entries(repo, commit, vault)
+    upserts, _ = indexer._read_entries(repo, entries, None)
+    diffs: list[str] = []
+    stored: dict[str, Any] = {}
+    for row_values in reader.sealed_rows():
+        stored[str(row_values[1])] = row_values
+    row_ids = {int(v[0]): card_id for card_id, v in stored.items()}
+    expected_postings: dict[str, dict[int, tuple[int, ...]]] = {}
+    lengths_total = [0, 0, 0]
+    for card in sorted(upserts, key=lambda c: c.id):
+        lengths, postings = store.card_postings(card)
+        lengths_total = [a + b for a, b in zip(lengths_total, lengths, strict=True)]
+        values = stored.get(card.id)
+        if values is None:
+            diffs.append(f"{card.id}: a valid card at {short}, but not in the index")
+            continue
+        diffs.extend(_field_diffs(card, values, lengths))
+        for term, stats in postings.items():
+            expected_postings.setdefault(term, {})[int(values[0])] = stats
+    expected_ids = {c.id for c in upserts}
+    for card_id in sorted(set(stored) - expected_ids):
+        diffs.append(f"{card_id}: served by the index, but not a card the files at {short} give")
+    diffs.extend(_postings_diffs(reader, expected_postings, row_ids))
+    diffs.extend(_meta_diffs(reader, repo, vault, len(upserts), lengths_total))
+    if diffs:
+        summary = f"{len(diffs)} served value(s) differ from the cards and cairn.toml at {short}"
+        return Check("served", "fail", summary, _cap(diffs))
+    return Check(
+        "served",
+        "pass",
+        f"every served value of the {len(upserts)} cards, their postings and the settings re-derive from {short}",
+    )
+
+
+def _field_diffs(card: store.CardTerms, values: Any, lengths: list[int]) -> list[str]:
+    expected = {
+        "path": card.path,
+        "blob": card.blob,
+        "name": card.name,
+        "summary": card.summary,
+        "status": card.status,
+        "expires_on": card.expires_on,
+        "scope": list(card.scope),
+        "not_when": list(card.not_when),
+        "supersedes": list(card.supersedes),
+    }
+    diffs: list[str] = []
+    for name, at, is_json in _SERVED_FIELDS:
+        got = values[at]
+        if is_json:
+            try:
+                got = json.loads(got)
+            except (TypeError, ValueError):
+                pass
+        if got != expected[name]:
+            diffs.append(f"{card.id}: {name} differs from the committed card ({_both(got, expected[name])})")
+    for n, part in enumerate(("name", "summary", "body")):
+        if values[11 + n] != lengths[n]:
+            diffs.append(f"{card.id}: the {part}'s token count differs ({_both(values[11 + n], lengths[n])})")
+    try:
+        record = json.loads(values[16])
+    except (TypeError, ValueError):
+        return [*diffs, f"{card.id}: its stored record does not parse"]
+    want = json.loads(json.dumps(card.record, ensure_ascii=False))
+    if not isinstance(record, dict):
+        return [*diffs, f"{card.id}: its stored record is not a mapping"]
+    for key in sorted(set(record) | set(want)):
+        if record.get(key) != want.get(key):
+            where = key if key not in expected else f"{key} in the stored record"
+            diffs.append(
+                f"{card.id}: {where} differs from the committed card ({_both(record.get(key), want.get(key))})"
+            )
+    return diffs
+
+
+def _postings_diffs(
+    reader: IndexReader, expected: dict[str, dict[int, tuple[int, ...]]], row_ids: dict[int, str]
+) -> list[str]:
+    by_card: dict[str, list[str]] = {}
+    bounds: list[str] = []
+    seen: set[str] = set()
+    for term, df, blob, bound, _seal in reader.term_rows():
+        seen.add(term)
+        try:
+            got = {entry[0]: tuple(entry[1:]) for entry in _unpack(df, blob)}
+        except (ValueError, IndexError, TypeError):
+            got = {}
+        want = expected.get(term, {})
+        for row in sorted(set(got) | set(want)):
+            if got.get(row) != want.get(row):
+                by_card.setdefault(row_ids.get(row, f"row {row} (no such card)"), []).append(term)
+        stats = [v for row in sorted(got) for v in got[row]]
+        if got and bytes(bound) != store._frontier(stats):
+            bounds.append(f"term {term!r}: its stored score bound is not its postings' bound")
+        if df != len(got):
+            bounds.append(f"term {term!r}: its stored document frequency {df} is not its {len(got)} postings")
+    for term in sorted(set(expected) - seen):
+        for row in expected[term]:
+            by_card.setdefault(row_ids.get(row, f"row {row}"), []).append(term)
+    diffs = [
+        f"{card_id}: postings differ from its committed text for {len(terms)} term(s): "
+        + ", ".join(repr(t) for t in sorted(terms)[:5])
+        + (" ..." if len(terms) > 5 else "")
+        for card_id, terms in sorted(by_card.items())
+    ]
+    return diffs + bounds[:MAX_DETAILS]
+
+
+def _meta_diffs(reader: IndexReader, repo: git.Repo, vault: Vault, n: int, lengths_total: list[int]) -> list[str]:
+    diffs: list[str] = []
+    commit = reader.commit
+    if reader.meta.get("n_cards") != str(n):
+        diffs.append(f"settings: n_cards is {reader.meta.get('n_cards')!r}, the commit gives {n} cards")
+    avg = [round(total / n, 4) if n else 0.0 for total in lengths_total]
+    try:
+        stored_avg = json.loads(reader.meta.get("avg_lengths", ""))
+    except ValueError:
+        stored_avg = None
+    if stored_avg != avg:
+        diffs.append(f"settings: avg_lengths differ ({_both(stored_avg, avg)})")
+    try:
+        want = json.loads(json.dumps(indexer._config_at(repo, commit, vault).to_dict(), ensure_ascii=False))
+    except CairnError as exc:
+        return [*diffs, f"settings: cairn.toml at {commit[:8]} cannot be read to compare ({exc})"]
+    try:
+        got = json.loads(reader.meta.get("config", ""))
+    except ValueError:
+        return [*diffs, "settings: the stored settings do not parse"]
+    for key in _flat_diff(got, want, ""):
+        diffs.append(
+            f"settings: {key} differs from cairn.toml at {commit[:8]} ({_both(_dig(got, key), _dig(want, key))})"
+        )
+    return diffs
+
+
+def _flat_diff(got: Any, want: Any, prefix: str) -> list[str]:
+    if isinstance(got, dict) and isinstance(want, dict):
+        out: list[str] = []
+        for key in sorted(set(got) | set(want), key=str):
+            out.extend(_flat_diff(got.get(key), want.get(key), f"{prefix}{key}."))
+        return out
+    return [] if got == want else [prefix.rstrip(".")]
+
+
+def _dig(value: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _both(got: Any, want: Any) -> str:
+    return f"index: {_short(got)}, commit: {_short(want)}"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=True)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _stored_path(path: str) -> str:
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
@@ -190,9 +388,7 @@ def _check_provenance(reader: IndexReader, repo: git.Repo) -> Check:
     missing = []
     boundary = gitrepo.shallow_commits(repo)
     cut = 0
-    for card_id in reader.ids():
-        record = reader.record(card_id) or {}
-        prov = record.get("provenance")
+    for card_id, prov in _stored_provenance(reader).items():
         if not isinstance(prov, dict) or not prov.get("created") or not prov.get("last_changed"):
             missing.append(f"{card_id}: no provenance (creator and last change) in the index")
         elif isinstance(prov["created"], dict) and prov["created"].get("commit") in boundary:
@@ -215,9 +411,10 @@ def _check_provenance(reader: IndexReader, repo: git.Repo) -> Check:
 def _check_signatures(reader: IndexReader, repo: git.Repo) -> Check:
     last: dict[str, str] = {}
     problems: list[str] = []
-    for card_id in reader.ids():
-        prov = (reader.record(card_id) or {}).get("provenance") or {}
-        commit = (prov.get("last_changed") or {}).get("commit")
+    for card_id, stored in _stored_provenance(reader).items():
+        prov = stored if isinstance(stored, dict) else {}
+        last_changed = prov.get("last_changed")
+        commit = last_changed.get("commit") if isinstance(last_changed, dict) else None
         if commit:
             last[card_id] = commit
         else:

@@ -1,14 +1,15 @@
 """Writing the index file: the schema, cards turned into term postings and score bounds, written atomically.
 
 Writers build a new file beside the index and `os.replace` it, under a lock, so a reader
-(`cairn.hot.index.IndexReader`) always sees one whole index and two writers leave one valid file.
+(`cairn.hot.index.IndexReader`) always sees one whole index and two writers leave one valid file. Every row is
+sealed with the cache key as it is written (see `cairn.hot.index`); `verify` checks a whole file. Files are 0600
+in 0700 folders.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import sqlite3
@@ -21,7 +22,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cairn.hot.index import FORMAT_VERSION, IndexReader, _chunks, _unpack
+from cairn.hot import paths
+from cairn.hot.errors import IndexCorrupt
+from cairn.hot.index import (
+    FORMAT_VERSION,
+    SEALED_CARD_COLUMNS,
+    IndexReader,
+    Sealer,
+    _chunks,
+    _unpack,
+    card_message,
+    meta_message,
+    record_digest,
+    superseders_digest,
+    term_message,
+)
 
 _U16 = 0xFFFF  # counts and lengths are stored as unsigned 16-bit values
 
@@ -44,10 +59,12 @@ CREATE TABLE cards (
     len_body INTEGER NOT NULL,
     terms TEXT NOT NULL,
     record TEXT NOT NULL,
-    provenance TEXT
+    provenance TEXT,
+    record_digest TEXT NOT NULL,
+    seal TEXT NOT NULL
 );
 CREATE TABLE terms (
-    term TEXT PRIMARY KEY, df INTEGER NOT NULL, postings BLOB NOT NULL, bound BLOB NOT NULL
+    term TEXT PRIMARY KEY, df INTEGER NOT NULL, postings BLOB NOT NULL, bound BLOB NOT NULL, seal TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE problems (path TEXT NOT NULL, line INTEGER NOT NULL, rule TEXT NOT NULL, message TEXT NOT NULL);
 -- Every recall looks up the superseding cards: without this index that is a scan of the whole cards table.
@@ -155,19 +172,14 @@ def _updated_postings(
     return rows, stats, _frontier_blob([frontier[f] | set(fresh[f]) for f in range(3)])
 
 
-def entries_checksum(entries: Iterable[tuple[str, str, str]]) -> str:
-    digest = hashlib.sha256()
-    for card_id, path, blob in sorted(entries):
-        digest.update(f"{card_id}\0{path}\0{blob}\n".encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()
-
-
 @contextlib.contextmanager
 def writer_lock(index_file: Path) -> Iterator[None]:
     """Serialise writers of one index (readers never wait: they read whole files)."""
-    index_file.parent.mkdir(parents=True, exist_ok=True)
+    paths.private_folder(str(index_file.parent))
     lock_path = index_file.with_name(index_file.name + ".lock")
-    with open(lock_path, "a+b") as handle:
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    with os.fdopen(fd, "r+b") as handle:
+        paths.private_file(str(lock_path))
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         yield
 
@@ -184,8 +196,9 @@ def write_index(
 
     Call under `writer_lock`. `problems` replaces the stored list of cards left out (contract findings).
     """
-    index_file.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=".index-", suffix=".tmp", dir=index_file.parent)
+    paths.private_folder(str(index_file.parent))
+    sealer = Sealer(paths.make_index_key())
+    fd, tmp_name = tempfile.mkstemp(prefix=".index-", suffix=".tmp", dir=index_file.parent)  # 0600
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -198,10 +211,10 @@ def write_index(
             db.execute("PRAGMA synchronous=OFF")
             if base is None:
                 db.executescript(_SCHEMA)
-            _apply(db, upserts, set(removed_ids) | {c.id for c in upserts})
+            _apply(db, sealer, upserts, set(removed_ids) | {c.id for c in upserts})
             db.execute("DELETE FROM problems")
             db.executemany("INSERT INTO problems VALUES (?, ?, ?, ?)", problems)
-            _write_meta(db, meta)
+            _write_meta(db, sealer, meta)
             db.commit()
         finally:
             db.close()
@@ -213,7 +226,16 @@ def write_index(
         raise
 
 
-def _apply(db: sqlite3.Connection, upserts: Sequence[CardTerms], removed: set[str]) -> None:
+def card_postings(card: CardTerms) -> tuple[list[int], dict[str, tuple[int, ...]]]:
+    """A card's token lengths per field, and per term its six posting values (frequency in name, summary and body,
+    then the three lengths), as the index stores them (capped at 16 bits): what `cairn audit` re-derives too."""
+    counts = [Counter(tokens) for tokens in card.tokens]
+    lengths = [min(len(tokens), _U16) for tokens in card.tokens]
+    terms = set().union(*counts)
+    return lengths, {term: (*(min(count[term], _U16) for count in counts), *lengths) for term in terms}
+
+
+def _apply(db: sqlite3.Connection, sealer: Sealer, upserts: Sequence[CardTerms], removed: set[str]) -> None:
     # Old postings of removed or replaced cards.
     stale: dict[str, set[int]] = {}
     for chunk in _chunks(sorted(removed), 500):
@@ -224,62 +246,105 @@ def _apply(db: sqlite3.Connection, upserts: Sequence[CardTerms], removed: set[st
         db.execute(f"DELETE FROM cards WHERE id IN ({marks})", chunk)
 
     fresh: dict[str, list[tuple[int, ...]]] = {}
+    row = int(db.execute("SELECT COALESCE(MAX(row), 0) FROM cards").fetchone()[0])  # new rows follow (as SQLite)
     for card in upserts:
-        counts = [Counter(tokens) for tokens in card.tokens]
-        lengths = [min(len(tokens), _U16) for tokens in card.tokens]
-        terms = sorted(set().union(*counts))
-        cursor = db.execute(
-            "INSERT INTO cards (id, path, blob, name, summary, status, expires_on, scope, not_when, supersedes,"
-            " len_name, len_summary, len_body, terms, record, provenance)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                card.id,
-                card.path,
-                card.blob,
-                card.name,
-                card.summary,
-                card.status,
-                card.expires_on,
-                json.dumps(list(card.scope), ensure_ascii=False),
-                json.dumps(list(card.not_when), ensure_ascii=False),
-                json.dumps(list(card.supersedes), ensure_ascii=False),
-                *lengths,
-                "\n".join(terms),
-                json.dumps(card.record, ensure_ascii=False),
-                json.dumps(card.provenance, ensure_ascii=False) if card.provenance is not None else None,
-            ),
+        row += 1
+        lengths, entries = card_postings(card)
+        terms = sorted(entries)
+        term_text = "\n".join(terms)
+        record = json.dumps(card.record, ensure_ascii=False)
+        prov = json.dumps(card.provenance, ensure_ascii=False) if card.provenance is not None else None
+        sealed = (
+            row,
+            card.id,
+            card.path,
+            card.blob,
+            card.name,
+            card.summary,
+            card.status,
+            card.expires_on,
+            json.dumps(list(card.scope), ensure_ascii=False),
+            json.dumps(list(card.not_when), ensure_ascii=False),
+            json.dumps(list(card.supersedes), ensure_ascii=False),
+            *lengths,
+            record_digest(record, prov, term_text),
         )
-        row = cursor.lastrowid
-        assert row is not None
-        for term in terms:
-            fresh.setdefault(term, []).append((row, *(min(count[term], _U16) for count in counts), *lengths))
+        db.execute(
+            f"INSERT INTO cards ({SEALED_CARD_COLUMNS}, seal, terms, record, provenance)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (*sealed, sealer.seal(card_message(sealed)), term_text, record, prov),
+        )
+        for term, values in entries.items():
+            fresh.setdefault(term, []).append((row, *values))
 
     for term in sorted(set(stale) | set(fresh)):
         got = db.execute("SELECT df, postings, bound FROM terms WHERE term = ?", (term,)).fetchone()
         rows, stats, bound = _updated_postings(got, stale.get(term, set()), fresh.get(term, ()))
         if rows:
-            db.execute("INSERT OR REPLACE INTO terms VALUES (?, ?, ?, ?)", (term, len(rows), _pack(rows, stats), bound))
+            packed = _pack(rows, stats)
+            seal = sealer.seal(term_message(term, len(rows), packed, bound))
+            db.execute("INSERT OR REPLACE INTO terms VALUES (?, ?, ?, ?, ?)", (term, len(rows), packed, bound, seal))
         else:
             db.execute("DELETE FROM terms WHERE term = ?", (term,))
 
 
-def _write_meta(db: sqlite3.Connection, meta: dict[str, str]) -> None:
+def _write_meta(db: sqlite3.Connection, sealer: Sealer, meta: dict[str, str]) -> None:
     n, name_len, summary_len, body_len = db.execute(
         "SELECT COUNT(*), SUM(len_name), SUM(len_summary), SUM(len_body) FROM cards"
     ).fetchone()
     avg = [round((total or 0) / n, 4) if n else 0.0 for total in (name_len, summary_len, body_len)]
-    entries = db.execute("SELECT id, path, blob FROM cards").fetchall()
-    values = dict(meta)
+    superseding = db.execute("SELECT id, status, supersedes FROM cards WHERE supersedes != '[]'").fetchall()
+    values = {k: v for k, v in meta.items() if k not in ("seal", "checksum")}
     values.update(
         format=FORMAT_VERSION,
         n_cards=str(n),
         avg_lengths=json.dumps(avg),
-        checksum=entries_checksum(entries),
+        superseders=superseders_digest(superseding),
     )
+    values["seal"] = sealer.seal(meta_message(values))
     db.execute("DELETE FROM meta")
     db.executemany("INSERT INTO meta VALUES (?, ?)", sorted(values.items()))
 
 
+def verify(reader: IndexReader) -> list[str]:
+    """Every check of a whole index file, cold (it reads everything): SQLite's quick_check, the seal of every
+    card and term row and of each card's stored record, every posting naming an existing card, the card count and
+    the superseding cards as meta has them. An empty list: the file is as its writer (with this cache's key) left
+    it. Failures are said in words, one per kind (at most the first few rows)."""
+    problems: list[str] = []
+    sealer = reader.sealer
+    try:
+        if not reader.integrity_ok():
+            problems.append("SQLite's quick_check failed")
+        rows: set[int] = set()
+        bad_cards: list[str] = []
+        for values in reader.sealed_rows():
+            rows.add(int(values[0]))
+            if values[15] != sealer.seal(card_message(values[:15])):
+                bad_cards.append(f"{values[1]!r}: its fields do not match their seal")
+            elif values[14] != record_digest(values[16], values[17], values[18]):
+                bad_cards.append(f"{values[1]!r}: its stored record, terms or provenance do not match their seal")
+        problems.extend(f"card {p}" for p in bad_cards[:10])
+        if str(len(rows)) != reader.meta.get("n_cards"):
+            problems.append(f"it holds {len(rows)} card row(s) where its settings say {reader.meta.get('n_cards')}")
+        bad_terms: list[str] = []
+        dangling = 0
+        for term, df, blob, bound, seal in reader.term_rows():
+            if seal != sealer.seal(term_message(term, df, blob, bound)) or len(blob) != 16 * df:
+                bad_terms.append(f"term {term!r}: its postings do not match their seal")
+                continue
+            dangling += sum(1 for row in _unpack(df, blob).rows if row not in rows)
+        problems.extend(bad_terms[:10])
+        if dangling:
+            problems.append(f"{dangling} posting(s) name card rows that are not there (a row was deleted)")
+        reader._superseders()
+    except IndexCorrupt as exc:
+        problems.append(str(exc))
+    except (KeyError, ValueError, TypeError, IndexError) as exc:
+        problems.append(f"a row does not have the shape of an index row ({type(exc).__name__})")
+    return problems
+
+
 def checksum_holds(reader: IndexReader) -> bool:
-    """Whether the index's stored checksum matches the (id, path, blob) rows it holds."""
-    return reader.meta.get("checksum") == entries_checksum(reader.entries())
+    """Whether the whole file passes `verify` (the name is kept for the indexer, which asks before reusing a file)."""
+    return not verify(reader)
