@@ -18,6 +18,7 @@ import fcntl
 import json
 import os
 import select
+import signal
 import socket
 import sys
 import time
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
 SOCKET_NAME = "semantic.sock"
 LOCK_NAME = "semantic.lock"
+PID_NAME = "semantic.pid"
 IDLE_SECONDS = 900.0
 MAX_REQUEST_BYTES = 1024 * 1024
 MAX_TOP = 1000
@@ -127,7 +129,7 @@ class Server:
 def serve(state: str, idle: float, server: Server | None = None) -> int:
     """Listen in `state` until idle; 0 when it ran and stopped, 3 when another process already serves."""
     os.makedirs(state, mode=0o700, exist_ok=True)
-    lock = open(os.path.join(state, LOCK_NAME), "a+b")  # noqa: SIM115 - held for the process's life
+    lock = open(os.open(os.path.join(state, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600), "r+b")  # noqa: SIM115
     try:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
@@ -148,6 +150,10 @@ def serve(state: str, idle: float, server: Server | None = None) -> int:
     os.chmod(path, 0o600)
     listener.listen(16)
     ours = os.stat(path).st_ino
+    pid_file = os.path.join(state, PID_NAME)
+    with open(os.open(pid_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
+        handle.write(f"{os.getpid()}\n")
+    signal.signal(signal.SIGTERM, _terminate)
     _log(f"listening on {path} (pid {os.getpid()}, idle {idle:g}s)")
     last = time.monotonic()
     try:
@@ -178,7 +184,13 @@ def serve(state: str, idle: float, server: Server | None = None) -> int:
         with contextlib.suppress(OSError):
             if os.stat(path).st_ino == ours:
                 os.unlink(path)
+        with contextlib.suppress(OSError):
+            os.unlink(pid_file)
         lock.close()
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(0)  # the `finally` above removes the socket
 
 
 def _handle(conn: socket.socket, server: Server) -> None:

