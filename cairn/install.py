@@ -171,6 +171,28 @@ def uninstall_agent(agent: str, path: Path) -> SettingsChange:
     return SettingsChange(path, "removed")
 
 
+def cairn_commands(agent: str, path: Path) -> list[str] | None:
+    """The commands of Cairn's hook handlers in an agent's settings file (empty: none); None when the file is not
+    a JSON object."""
+    spec = _agent(agent)
+    try:
+        data = json.loads(path.read_text("utf-8") or "{}")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    groups = data.get("hooks", {}).get(spec.event, []) if isinstance(data.get("hooks"), dict) else []
+    if not isinstance(groups, list):
+        return []
+    return [
+        h["command"]
+        for g in groups
+        if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+        for h in g["hooks"]
+        if _is_cairn_handler(h)
+    ]
+
+
 # -- git hooks ----------------------------------------------------------------------------------------------------
 
 

@@ -22,7 +22,7 @@ COMMANDS: dict[str, str] = {
     "eval": "cairn.cli.recall_cmds:eval_cmd",
     "audit": "cairn.cli.provenance_cmds:audit",
     "sanitize": "cairn.cli.provenance_cmds:sanitize",
-    "import": "cairn.cli.provenance_cmds:import_",
+    "import": "cairn.cli.import_cmd:import_",
     "lint": "cairn.cli.lint_cmd:lint_command",
     "install": "cairn.cli.install_cmds:install_cmd",
     "uninstall": "cairn.cli.install_cmds:uninstall_cmd",
@@ -32,6 +32,9 @@ COMMANDS: dict[str, str] = {
     "calibrate": "cairn.cli.review_cmds:calibrate_cmd",
     "completion": "cairn.cli.completion_cmd:completion",
     "vault": "cairn.cli.registry_cmds:vault_group",
+    "sync": "cairn.cli.sync_cmd:sync",
+    "doctor": "cairn.cli.doctor_cmd:doctor",
+    "list": "cairn.cli.list_cmd:list_cards",
 }
 
 

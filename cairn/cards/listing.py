@@ -1,0 +1,69 @@
+"""The cards a vault serves, with when each is due for review (`cairn list`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from cairn.hot.index import IndexReader
+from cairn.hot.vault import Vault
+from cairn.index import build as indexer
+
+
+@dataclass(frozen=True, slots=True)
+class ListedCard:
+    """One card of the served ref. due_on: its review_after date, else verified_at plus the vault's
+    `[lint] max_age_days`; None when it was never verified (then it is due now)."""
+
+    id: str
+    name: str
+    status: str
+    scope: tuple[str, ...]
+    verified_at: str | None
+    due_on: str | None
+    due: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "status": self.status,
+            "scope": list(self.scope),
+            "verified_at": self.verified_at,
+            "due_on": self.due_on,
+            "due": self.due,
+        }
+
+
+def list_cards(vault: Vault, today: dt.date | None = None) -> tuple[str, str, list[ListedCard]]:
+    """(served ref, commit, the cards in id order) from the index of the served ref, brought up to date first."""
+    today = today or dt.date.today()
+    with indexer.open_index(vault) as reader:
+        return str(reader.meta.get("ref") or "HEAD"), reader.commit, _cards(reader, today)
+
+
+def _cards(reader: IndexReader, today: dt.date) -> list[ListedCard]:
+    lint = reader.config.get("lint") if isinstance(reader.config, dict) else None
+    max_age = int(lint.get("max_age_days", 365)) if isinstance(lint, dict) else 365
+    out: list[ListedCard] = []
+    for card_id in sorted(reader.ids()):
+        record = reader.record(card_id) or {}
+        verified = record.get("verified_at")
+        due_on = record.get("expires_on")
+        if due_on is None and verified:
+            due_on = (dt.date.fromisoformat(str(verified)) + dt.timedelta(days=max_age)).isoformat()
+        status = str(record.get("status") or "active")
+        due = status != "retired" and (due_on is None or dt.date.fromisoformat(str(due_on)) <= today)
+        out.append(
+            ListedCard(
+                card_id,
+                str(record.get("name") or ""),
+                status,
+                tuple(str(s) for s in record.get("scope") or ()),
+                str(verified) if verified else None,
+                str(due_on) if due_on else None,
+                due,
+            )
+        )
+    return out

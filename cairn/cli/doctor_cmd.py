@@ -1,0 +1,50 @@
+"""`cairn doctor`: is the setup whole? One line per check, pass or fail, and the command that fixes it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from cairn.cli.common import echo, echo_json, errors_to_exit, json_option
+
+
+@click.command()
+@click.option(
+    "--cwd",
+    "cwd",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Check as an agent working in this folder would be served (default: the current folder).",
+)
+@json_option
+@errors_to_exit
+def doctor(cwd: Path | None, as_json: bool) -> None:
+    """Check the setup: which vaults the prompt hook serves from a folder and why, each vault's served ref and
+    index, its git hooks and pre-commit, each agent's settings and the `cairn` they run, and Python.
+
+    Exit 1 when a check fails; each failing line ends with the command that fixes it.
+
+    \b
+    Example:
+      cairn doctor
+      cairn doctor --cwd ~/work/acme --json
+    """
+    from cairn.doctor import run_checks
+
+    checks = run_checks((cwd or Path.cwd()).resolve())
+    failed = [c for c in checks if c.ok is False]
+    if as_json:
+        echo_json({"ok": not failed, "checks": [c.to_dict() for c in checks]})
+    else:
+        for check in checks:
+            mark = "ok  " if check.ok else "FAIL" if check.ok is False else "info"
+            fix = f"  -> {check.fix}" if check.fix and check.ok is False else ""
+            echo(f"{mark} {check.area} {check.subject}: {check.detail}{fix}")
+        echo(f"{len(failed)} check(s) failed." if failed else "Everything checks out.")
+    if failed:
+        sys.exit(1)
+
+
+__all__ = ["doctor"]

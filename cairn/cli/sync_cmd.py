@@ -1,0 +1,73 @@
+"""`cairn sync [NAME]`: fetch each configured vault's served branch (fast-forward only) and index it."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from cairn.cli.common import echo, echo_json, errors_to_exit, json_option
+from cairn.hot.errors import CairnError, VaultNotFound
+from cairn.hot.userconfig import config_file, load_vaults
+from cairn.hot.vault import find_vault
+
+
+@click.command()
+@click.argument("name", required=False)
+@json_option
+@errors_to_exit
+def sync(name: str | None, as_json: bool) -> None:
+    """Fetch each configured vault's served branch from its remote and index it (or only the vault NAME).
+
+    Fast-forward only: a remote branch that was rewritten (force-pushed) is refused, and the vault keeps serving
+    what it served; the line says what to do. Your working tree and current branch are never touched. Exit 1 when
+    a vault could not be synced.
+
+    \b
+    Example:
+      cairn sync
+      cairn sync team --json
+    """
+    from cairn.sync import SyncResult, sync_vault
+
+    entries = load_vaults()
+    if name is not None:
+        entries = [e for e in entries if e.name == name]
+        if not entries:
+            raise VaultNotFound(f"no vault named {name!r} is configured; see `cairn vault list`")
+    if not entries:
+        raise VaultNotFound(f"no vault is configured in {config_file()}; add one with `cairn vault add PATH`")
+    show = sys.stderr.isatty() and not as_json
+    results: list[SyncResult] = []
+    for entry in entries:
+        try:
+            result = sync_vault(find_vault(entry.path), entry.name, say=lambda text: _progress(text, show))
+        except CairnError as exc:
+            result = SyncResult(entry.name, entry.path, entry.ref or "", "error", message=str(exc))
+        results.append(result)
+        if not as_json:
+            echo(_line(result))
+    if as_json:
+        echo_json({"vaults": [r.to_dict() for r in results]})
+    if any(r.status in ("diverged", "error") for r in results):
+        sys.exit(1)
+
+
+def _progress(text: str, show: bool) -> None:
+    if show:
+        click.echo(f"  {text} ...", err=True)
+
+
+def _line(result: object) -> str:
+    from cairn.sync import SyncResult
+
+    assert isinstance(result, SyncResult)
+    if result.status == "updated":
+        before = f"{result.before[:8]} -> " if result.before else ""
+        return f"{result.name}: {result.ref} {before}{(result.after or '')[:8]}, {result.cards} cards indexed"
+    if result.status == "unchanged":
+        return f"{result.name}: {result.ref} up to date at {(result.after or '')[:8]} ({result.cards} cards)"
+    return f"{result.name}: {result.status}: {result.message}"
+
+
+__all__ = ["sync"]

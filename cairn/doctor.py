@@ -1,0 +1,259 @@
+"""`cairn doctor`: the whole setup checked from one folder, one line per check with the command that fixes it.
+
+Which vaults the prompt hook serves there and why, each vault's served ref and whether its index is at that
+commit, its git hooks and pre-commit, each agent's settings and the `cairn` they run, Python. The library only
+looks; it never changes anything.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cairn import install
+from cairn.hot.errors import CairnError
+from cairn.hot.gitrefs import git_dir, served_ref
+from cairn.hot.index import IndexReader
+from cairn.hot.paths import index_file
+from cairn.hot.userconfig import VaultEntry, config_file, load_vaults
+from cairn.hot.vault import find_vault
+
+MARKER = "cairn.toml"
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One line of the report. ok: passes (None: information, never a failure). fix: the command that fixes it."""
+
+    area: str
+    subject: str
+    ok: bool | None
+    detail: str
+    fix: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"area": self.area, "subject": self.subject, "ok": self.ok, "detail": self.detail, "fix": self.fix}
+
+
+def run_checks(cwd: Path, env: dict[str, str] | None = None) -> list[Check]:
+    """Every check, in the order a user fixes things: Python, the configuration, the vaults, the agents."""
+    env = dict(os.environ) if env is None else env
+    checks = [_python()]
+    entries, config_check = _config(env)
+    checks.append(config_check)
+    checks += _resolution(cwd, entries, env)
+    for entry in entries:
+        checks += _vault_checks(entry)
+    checks += _agent_checks(cwd)
+    return checks
+
+
+def _python() -> Check:
+    version = ".".join(str(n) for n in sys.version_info[:3])
+    ok = sys.version_info >= (3, 10)
+    return Check("python", sys.executable, ok, version, "" if ok else "install Python 3.10 or newer")
+
+
+def _config(env: dict[str, str]) -> tuple[list[VaultEntry], Check]:
+    file = config_file(env)
+    try:
+        entries = load_vaults(env)
+    except CairnError as exc:
+        return [], Check("config", file, False, str(exc), f"fix {file} (the line the error names)")
+    if not entries:
+        return [], Check("config", file, False, "no vault configured", "cairn vault add PATH")
+    return entries, Check("config", file, True, f"{len(entries)} vault(s): {', '.join(e.name for e in entries)}")
+
+
+def _resolution(cwd: Path, entries: list[VaultEntry], env: dict[str, str]) -> list[Check]:
+    """Which vaults the hook serves to an agent working in `cwd`, and which vault the commands use there."""
+    checks: list[Check] = []
+    if env.get("CAIRN_VAULT"):
+        checks.append(Check("resolve", str(cwd), None, f"CAIRN_VAULT={env['CAIRN_VAULT']} (this shell only)"))
+    served = [e for e in entries if e.serves_cwd(str(cwd))]
+    for entry in entries:
+        if entry in served:
+            limit = f", scopes {', '.join(entry.scopes)}" if entry.scopes else ""
+            checks.append(Check("resolve", entry.name, True, f"served in {cwd} (configured{limit})"))
+        else:
+            checks.append(
+                Check("resolve", entry.name, None, f"not served in {cwd} (projects: {', '.join(entry.projects)})")
+            )
+    if entries and not served:
+        checks.append(
+            Check("resolve", str(cwd), False, "no configured vault applies here", "cairn vault add PATH --project DIR")
+        )
+    try:
+        vault = find_vault(None, cwd)
+    except CairnError:
+        pass
+    else:
+        real = os.path.realpath(vault.root)
+        if not any(os.path.realpath(e.path) == real for e in entries):
+            checks.append(
+                Check(
+                    "resolve",
+                    str(vault.root),
+                    False,
+                    "the vault around this folder is not configured: commands use it, the prompt hook does not",
+                    f"cairn vault add {shlex.quote(str(vault.root))}",
+                )
+            )
+    return checks
+
+
+def _vault_checks(entry: VaultEntry) -> list[Check]:
+    name = entry.name
+    root = entry.path
+    if not os.path.isdir(os.path.join(root, "cards")):
+        why = "is not a folder" if not os.path.isdir(root) else "has no cards/ folder"
+        return [Check("vault", name, False, f"{root} {why}", f"cairn vault remove {name} && cairn vault add PATH")]
+    checks: list[Check] = []
+    if not os.path.isfile(os.path.join(root, MARKER)):
+        checks.append(
+            Check(
+                "vault",
+                name,
+                False,
+                f"{root} has no {MARKER}: the hook serves no folder without Cairn's marker",
+                f"touch {shlex.quote(os.path.join(root, MARKER))} && git -C {shlex.quote(root)} add {MARKER} "
+                f"&& git -C {shlex.quote(root)} commit -m 'Cairn marker'",
+            )
+        )
+    try:
+        vault = find_vault(root)
+    except CairnError as exc:
+        return [*checks, Check("vault", name, False, str(exc), f"cairn vault remove {name}")]
+    if vault.git_root is None:
+        return [*checks, Check("vault", name, False, f"{root} is not in a git repository", f"git -C {root} init")]
+    ref, commit = served_ref(str(vault.git_root), entry.ref)
+    if commit is None:
+        checks.append(Check("ref", name, False, f"{ref} names no commit", "commit cards on the served branch"))
+        return checks
+    checks.append(Check("ref", name, True, f"serves {ref} at {commit[:8]}"))
+    checks.append(_index_check(name, root, commit))
+    checks += _git_hook_checks(name, vault)
+    return checks
+
+
+def _index_check(name: str, root: str, commit: str) -> Check:
+    fix = f"cairn index --vault {name}"
+    try:
+        with IndexReader(index_file(os.path.realpath(root))) as reader:
+            indexed = reader.commit
+            n_cards = reader.n_cards
+            problems = len(reader.problems())
+            ref = reader.meta.get("ref") or "HEAD"
+    except CairnError as exc:
+        return Check("index", name, False, f"no usable index ({exc})", fix)
+    left_out = f"; {problems} card file(s) left out (see `cairn lint --vault {name}`)" if problems else ""
+    if indexed != commit:
+        return Check("index", name, False, f"stale: indexed {ref} {indexed[:8]}, serving {commit[:8]}{left_out}", fix)
+    return Check(
+        "index",
+        name,
+        not problems,
+        f"{n_cards} cards at {commit[:8]}{left_out}",
+        f"cairn lint --vault {name}" if problems else "",
+    )
+
+
+def _git_hook_checks(name: str, vault: Any) -> list[Check]:
+    from cairn import gitrepo
+
+    try:
+        hooks = gitrepo.hooks_dir(vault)
+    except CairnError as exc:
+        return [Check("git-hooks", name, False, str(exc))]
+    missing = [h for h in install.GIT_HOOKS if not _has(hooks / h, install.GIT_HOOK_MARKER)]
+    checks = [
+        Check(
+            "git-hooks",
+            name,
+            not missing,
+            f"missing: {', '.join(missing)} in {hooks}" if missing else f"{', '.join(install.GIT_HOOKS)} in {hooks}",
+            f"cairn install git-hooks --vault {name}" if missing else "",
+        )
+    ]
+    has_config = os.path.isfile(os.path.join(vault.root, ".pre-commit-config.yaml"))
+    if has_config:
+        ok = _has(hooks / "pre-commit", "pre-commit")
+        checks.append(
+            Check(
+                "pre-commit",
+                name,
+                ok,
+                "installed" if ok else "the vault has .pre-commit-config.yaml but its hook is not installed",
+                "" if ok else f"cd {shlex.quote(str(vault.git_root))} && pre-commit install",
+            )
+        )
+    return checks
+
+
+def _has(path: Path, text: str) -> bool:
+    try:
+        return os.access(path, os.X_OK) and text in path.read_text("utf-8", "replace")
+    except OSError:
+        return False
+
+
+def _agent_checks(cwd: Path) -> list[Check]:
+    checks: list[Check] = []
+    found = False
+    for agent in install.AGENTS:
+        for where, path in (
+            ("user", install.settings_path(agent, cwd, True)),
+            ("project", _project_settings(agent, cwd)),
+        ):
+            if path is None or not path.is_file():
+                continue
+            commands = install.cairn_commands(agent, path)
+            if commands is None:
+                checks.append(Check("agent", f"{agent} ({where})", False, f"{path} is not valid JSON", f"fix {path}"))
+                continue
+            if not commands:
+                continue
+            found = True
+            for command in commands:
+                checks.append(_command_check(agent, where, path, command))
+    if not found:
+        checks.append(
+            Check("agent", "any", False, "no agent's settings run `cairn hook`", "cairn install claude-code --user")
+        )
+    return checks
+
+
+def _project_settings(agent: str, cwd: Path) -> Path | None:
+    """The agent's project settings file for `cwd`: in the git work tree's root, where the agent looks."""
+    folder = cwd.resolve()
+    for candidate in (folder, *folder.parents):
+        if git_dir(str(candidate)) is not None:
+            return install.settings_path(agent, candidate, False)
+    return install.settings_path(agent, folder, False)
+
+
+def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
+    subject = f"{agent} ({where})"
+    fix = f"cairn install {agent}{' --user' if where == 'user' else ''}"
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return Check("agent", subject, False, f"{path}: cannot read the hook command {command!r}", fix)
+    executable = shutil.which(argv[0]) if argv else None
+    if executable is None:
+        return Check("agent", subject, False, f"{path}: {argv[0] if argv else command!r} is not found", fix)
+    try:
+        done = subprocess.run(
+            [executable, "--version"], capture_output=True, text=True, timeout=20, check=False, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return Check("agent", subject, False, f"{executable} does not run ({exc})", fix)
+    if done.returncode != 0 or not done.stdout.startswith("cairn "):
+        return Check("agent", subject, False, f"{executable} --version failed (exit {done.returncode})", fix)
+    return Check("agent", subject, True, f"{path} runs {executable} ({done.stdout.strip()})")

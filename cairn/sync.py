@@ -1,0 +1,162 @@
+"""`cairn sync`: fetch a vault's served branch from its remote and index it, fast-forward only.
+
+The fetch updates only the served ref (a remote-tracking branch such as `refs/remotes/origin/main`, or a local
+branch that is not checked out) and never with force: a remote branch that was rewritten (a force-push) is refused
+by git itself, so the served ref, the index and what agents get all stay at the last reviewed commit until someone
+decides. The working tree, the staging area and the current branch are never touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cairn import gitrepo
+from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing
+from cairn.hot.index import IndexReader
+from cairn.hot.vault import Vault
+from cairn.index import build as indexer
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    """What sync did to one vault. status: `updated` (new commits indexed), `unchanged`, `diverged` (the remote was
+    rewritten: nothing changed, `message` says what to do), `error` (fetch or index failed: the old index stays)."""
+
+    name: str
+    root: str
+    ref: str
+    status: str
+    before: str | None = None
+    after: str | None = None
+    cards: int | None = None
+    fetched: str = ""
+    message: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "path": self.root,
+            "ref": self.ref,
+            "status": self.status,
+            "before": self.before,
+            "after": self.after,
+            "cards": self.cards,
+            "fetched": self.fetched,
+            "message": self.message,
+        }
+
+
+def sync_vault(vault: Vault, name: str, say: Say = lambda text: None) -> SyncResult:
+    """Fetch the vault's served ref (fast-forward only) and bring its index up to it."""
+    repo = gitrepo.open_repo(vault)
+    ref, _ = indexer.served_commit(vault, repo)
+    before = _indexed_commit(vault)
+    source = _fetch_source(repo, ref)
+    fetched = ""
+    if source is not None:
+        remote, src = source
+        fetched = f"{remote} {src}"
+        say(f"{name}: fetching {src.removeprefix('refs/heads/')} from {remote}")
+        status, _, stderr = repo.git.fetch(
+            "--no-tags",
+            "--no-progress",
+            "--refmap=",  # only the refspec below: no forced update through the remote's configured refspec
+            "--end-of-options",
+            remote,
+            f"{src}:{ref}",
+            with_extended_output=True,
+            with_exceptions=False,
+        )
+        if status != 0:
+            return _fetch_failed(vault, name, ref, before, remote, src, str(stderr))
+    try:
+        _, after = indexer.served_commit(vault, repo)
+        if before and before != after and gitrepo.commit_exists(repo, before):
+            if not gitrepo.is_ancestor(repo, before, after):
+                return SyncResult(
+                    name,
+                    str(vault.root),
+                    ref,
+                    "diverged",
+                    before,
+                    after,
+                    fetched=fetched,
+                    message=f"{ref} at {after[:8]} does not descend from the indexed {before[:8]} (history was "
+                    f"rewritten); still serving {before[:8]}. If the new history is right: "
+                    f"`cairn index --vault {name} --rebuild`",
+                )
+        say(f"{name}: indexing {ref} at {after[:8]}")
+        report = indexer.build_index(vault)
+    except CairnError as exc:
+        return SyncResult(name, str(vault.root), ref, "error", before, before, fetched=fetched, message=str(exc))
+    status = "unchanged" if before == report.commit else "updated"
+    return SyncResult(name, str(vault.root), ref, status, before, report.commit, report.n_cards, fetched)
+
+
+def _indexed_commit(vault: Vault) -> str | None:
+    try:
+        with IndexReader(indexer.index_file_for(vault)) as reader:
+            return reader.commit
+    except (IndexMissing, IndexCorrupt):
+        return None
+    except CairnError:
+        return None
+
+
+def _fetch_source(repo: Any, ref: str) -> tuple[str, str] | None:
+    """(remote, the remote's ref) that feeds the served ref, or None when nothing does (no remote, a tag)."""
+    remotes = sorted(str(repo.git.remote()).split(), key=len, reverse=True)
+    if ref.startswith("refs/remotes/"):
+        rest = ref[len("refs/remotes/") :]
+        for remote in remotes:  # the longest name first: a remote may be called `team/origin`
+            if rest.startswith(remote + "/") and rest != f"{remote}/HEAD":
+                return remote, f"refs/heads/{rest[len(remote) + 1 :]}"
+        return None
+    if ref.startswith("refs/heads/"):
+        branch = ref[len("refs/heads/") :]
+        remote = _config(repo, f"branch.{branch}.remote")
+        merge = _config(repo, f"branch.{branch}.merge")
+        if remote and merge and remote in remotes:
+            return remote, merge
+    return None
+
+
+def _config(repo: Any, key: str) -> str:
+    status, out, _ = repo.git.config("--get", key, with_extended_output=True, with_exceptions=False)
+    return str(out).strip() if status == 0 else ""
+
+
+def _fetch_failed(
+    vault: Vault, name: str, ref: str, before: str | None, remote: str, src: str, stderr: str
+) -> SyncResult:
+    branch = src.removeprefix("refs/heads/")
+    root = str(vault.root)
+    if "non-fast-forward" in stderr or "[rejected]" in stderr:
+        message = (
+            f"{remote}'s {branch} was rewritten (a force-push?) and is not a fast-forward of {ref}; still serving "
+            f"{(before or ref)[:8] if before else ref}. If the new history is right: "
+            f"`git -C {root} fetch --force {remote} {branch}:{ref}`, then `cairn index --vault {name} --rebuild`"
+        )
+        return SyncResult(name, root, ref, "diverged", before, before, fetched=f"{remote} {src}", message=message)
+    if "refusing to fetch into" in stderr or "checked out" in stderr:
+        message = (
+            f"{ref} is checked out in {root}, so sync cannot move it; serve the remote's branch instead "
+            f"(`git -C {root} remote set-head {remote} --auto`), or `git pull --ff-only` there"
+        )
+        return SyncResult(name, root, ref, "error", before, before, fetched=f"{remote} {src}", message=message)
+    last = [line for line in stderr.strip().splitlines() if line.strip()]
+    detail = last[-1].strip() if last else "git fetch failed"
+    return SyncResult(
+        name,
+        root,
+        ref,
+        "error",
+        before,
+        before,
+        fetched=f"{remote} {src}",
+        message=f"fetching {branch} from {remote} failed ({detail}); still serving what was indexed",
+    )
