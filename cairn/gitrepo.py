@@ -459,3 +459,27 @@ def hooks_dir(vault: Vault) -> Path:
     out = repo.git.rev_parse("--git-path", "hooks")
     path = Path(out)
     return path if path.is_absolute() else Path(repo.working_tree_dir or vault.git_root or ".") / path
+
+
+def last_commit_day(path: Path) -> str | None:
+    """The day (YYYY-MM-DD, committer date) of the last commit that changed the file at `path`, when the file is
+    tracked in a git repository and has no uncommitted changes; else None. `cairn import` dates imported lessons
+    by it."""
+    try:
+        repo = git.Repo(path.resolve().parent, search_parent_directories=True)
+    except (InvalidGitRepositoryError, NoSuchPathError):
+        return None
+    if repo.working_tree_dir is None:
+        return None
+    root = Path(repo.working_tree_dir).resolve()
+    git_dir = _git_dir(root)  # git's environment may describe another repository (a hook's): name this one
+    env = {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(root), "GIT_INDEX_FILE": str(git_dir / "index")}
+    env["GIT_LITERAL_PATHSPECS"] = "1"
+    try:
+        rel = path.resolve().relative_to(root).as_posix()
+        if repo.git.status("--porcelain", "--", rel, env=env).strip():
+            return None
+        day = str(repo.git.log("-1", "--format=%cd", "--date=short", "--", rel, env=env)).strip()
+    except (GitCommandError, ValueError):
+        return None
+    return day or None

@@ -1,32 +1,76 @@
-"""`cairn import`: notes and lesson lists become cards; frontmatter kept; never overwrites; atomic; no commit."""
+"""`cairn import` as a user sees it: a CLAUDE.md read as lessons (instructions dropped, each with why), --section,
+--scope, --dry-run and --json, block-style dated cards with short ids, every card linted before it is written, and
+Markdown notes (one note, one card, frontmatter kept). Never overwrites without --force; atomic; no commit."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import os
+import re
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from cairn.cards.authoring import card_slug
 from cairn.cards.card import parse_card
 from cairn.cards.importer import trim_summary
+from cairn.cards.lessons import judge
 from helpers.vaults import VaultRepo
 
 FIXTURES = Path(__file__).parent / "fixtures" / "import"
+TODAY = dt.date.today().isoformat()
+ZH_ID = "lessons/" + card_slug("定时任务在夏令时切换那天会执行两次或者跳过，因为调度器按本地时间计算")
+
+
+def _git(folder: Path, *args: str, date: str | None = None) -> str:
+    env = dict(os.environ, GIT_AUTHOR_NAME="Ann", GIT_AUTHOR_EMAIL="ann@example.com")
+    env.update(GIT_COMMITTER_NAME="Ann", GIT_COMMITTER_EMAIL="ann@example.com")
+    if date:
+        env.update(GIT_AUTHOR_DATE=f"{date}T12:00:00+00:00", GIT_COMMITTER_DATE=f"{date}T12:00:00+00:00")
+    done = subprocess.run(["git", *args], cwd=folder, env=env, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Path:
+    """A project repository whose CLAUDE.md was committed ten days ago, in two commits."""
+    folder = tmp_path / "app"
+    folder.mkdir()
+    _git(folder, "init", "-q", "-b", "main")
+    text = (FIXTURES / "claude" / "CLAUDE.md").read_text("utf-8")
+    (folder / "CLAUDE.md").write_text(text.split("## Testing")[0], "utf-8")
+    _git(folder, "add", "CLAUDE.md")
+    _git(folder, "commit", "-q", "-m", "Agent notes", date=_days_ago(40))
+    (folder / "CLAUDE.md").write_text(text, "utf-8")
+    _git(folder, "commit", "-q", "-am", "More agent notes", date=_days_ago(10))
+    return folder
+
+
+def _days_ago(days: int) -> str:
+    return (dt.date.today() - dt.timedelta(days=days)).isoformat()
 
 
 @pytest.fixture
 def notes(tmp_path: Path) -> Path:
     copy = tmp_path / "notes"
     shutil.copytree(FIXTURES / "notes", copy)
+    lock = copy / "postgres" / "lock-timeout.md"  # a recent verified_at, so verified-at-stale never fires
+    lock.write_text(lock.read_text().replace("2026-01-15", _days_ago(30)))
     return copy
 
 
 def _start(vault_repo: VaultRepo) -> str:
-    vault_repo.write("git/existing", "Existing card", "Already here.")
+    vault_repo.write("git/existing", "Existing card", "Already here.", body="The whole lesson.")
     return vault_repo.commit("Start")
+
+
+def cards_on_disk(vault: VaultRepo) -> list[str]:
+    return sorted(p.relative_to(vault.root).as_posix() for p in (vault.root / "cards").rglob("*.md"))
 
 
 def _card(vault_repo: VaultRepo, card_id: str) -> tuple[dict[str, Any], str]:
@@ -37,10 +81,228 @@ def _card(vault_repo: VaultRepo, card_id: str) -> tuple[dict[str, Any], str]:
     return meta, card.body
 
 
-def _import(vault_repo: VaultRepo, *args: str) -> tuple[int, dict[str, Any]]:
-    done = vault_repo.invoke("import", *args, "--json")
+def _import(vault_repo: VaultRepo, *args: str, cwd: Path | None = None) -> tuple[int, dict[str, Any]]:
+    done = vault_repo.invoke("import", *args, "--json", "--vault", str(vault_repo.root), cwd=cwd)
     assert done.returncode in (0, 1), done.stderr
     return done.returncode, json.loads(done.stdout)
+
+
+INJECTION_FINDING = (
+    "cards/testing/deploys-fail-when-the-cache-is-cold.md:3: prompt-injection the text tells the agent to ignore its "
+    "instructions; cards state lessons, they do not instruct the agent (prompt injection)"
+)
+INJECTION_REFUSED = (
+    "CLAUDE.md:28: refused cards/testing/deploys-fail-when-the-cache-is-cold.md: 1 lint error (prompt-injection); "
+    "fix the source and import again"
+)
+
+
+def test_a_claude_md_is_read_as_lessons_and_the_dry_run_shows_every_card_and_drop(
+    vault_repo: VaultRepo, app: Path
+) -> None:
+    _start(vault_repo)
+    done = vault_repo.invoke("import", "CLAUDE.md", "--dry-run", "--vault", str(vault_repo.root), cwd=app)
+    assert done.returncode == 1  # one lesson would be refused
+    assert done.stdout.splitlines() == [
+        'CLAUDE.md:5: dropped section "Commands": the section\'s heading names instructions, not lessons '
+        '(3 bullets; --section "Commands" takes it)',
+        'CLAUDE.md:11: dropped section "Code style": the section\'s heading names instructions, not lessons '
+        '(2 bullets; --section "Code style" takes it)',
+        'CLAUDE.md:18: dropped "Never force-push main: use `--force-with-lease` on your…": an instruction or style '
+        "rule with no reason or failure",
+        "CLAUDE.md:19: would write cards/git/run-git-fetch-before-you-rebase.md | scope: git | "
+        "name: Run `git fetch` before you rebase | summary: Run `git fetch` before you rebase. Otherwise you rebase "
+        "onto a stale base and the push is rejected.",
+        'CLAUDE.md:25: dropped "`pytest -q`": a command, not a lesson',
+        "CLAUDE.md:26: would write cards/testing/tests-share-one-tmp-payments-folder-and-flake-when-run-in.md | "
+        "scope: testing | name: Tests share one `/tmp/payments` folder and flake when run in parallel | "
+        "summary: Tests share one `/tmp/payments` folder and flake when run in parallel; give each test its own "
+        "`tmp_path`.",
+        "CLAUDE.md:27: would write cards/testing/the-freezegun-fixture-leaks-into-later-tests-unless-you.md | "
+        "scope: testing | name: The `freezegun` fixture leaks into later tests unless you stop it in a… | "
+        "summary: The `freezegun` fixture leaks into later tests unless you stop it in a `finally` block, so their "
+        "dates go wrong.",
+        f"CLAUDE.md:32: would write cards/{ZH_ID}.md | scope: none | "
+        "name: 定时任务在夏令时切换那天会执行两次或者跳过，因为调度器按本地时间计算 | "
+        "summary: 定时任务在夏令时切换那天会执行两次或者跳过，因为调度器按本地时间计算；调度器一律使用协调世界时。",
+        'CLAUDE.md:33: dropped "使用 UTC 时间": an instruction or style rule with no reason or failure',
+        "Would import 4 card(s); dropped 5 (not lessons); skipped 1.",
+    ]
+    assert done.stderr.splitlines() == [INJECTION_FINDING, INJECTION_REFUSED]
+    assert cards_on_disk(vault_repo) == ["cards/git/existing.md"]
+    assert re.fullmatch(r"lessons/zh-[0-9a-f]{6}", ZH_ID)  # a Chinese lesson's id: short, ASCII
+
+
+def test_the_import_writes_dated_block_style_cards_that_pass_lint(vault_repo: VaultRepo, app: Path) -> None:
+    head = _start(vault_repo)
+    done = vault_repo.invoke("import", "CLAUDE.md", "--vault", str(vault_repo.root), cwd=app)
+    assert done.returncode == 1  # the injection-looking bullet was refused; the others were written
+    assert done.stderr.splitlines() == [INJECTION_FINDING, INJECTION_REFUSED]
+    assert done.stdout.splitlines()[-1] == (
+        "Imported 4 card(s); dropped 5 (not lessons); skipped 1. Review them, then commit."
+    )
+    assert "CLAUDE.md:19: wrote cards/git/run-git-fetch-before-you-rebase.md | scope: git | " in done.stdout
+    assert cards_on_disk(vault_repo) == [
+        "cards/git/existing.md",
+        "cards/git/run-git-fetch-before-you-rebase.md",
+        f"cards/{ZH_ID}.md",
+        "cards/testing/tests-share-one-tmp-payments-folder-and-flake-when-run-in.md",
+        "cards/testing/the-freezegun-fixture-leaks-into-later-tests-unless-you.md",
+    ]
+    committed = _days_ago(10)  # the CLAUDE.md's last commit day, not today
+    assert (vault_repo.root / "cards/git/run-git-fetch-before-you-rebase.md").read_text() == (
+        "---\n"
+        "name: Run `git fetch` before you rebase\n"
+        "summary: Run `git fetch` before you rebase. Otherwise you rebase onto a stale base and the push is rejected.\n"
+        "scope:\n- git\n"
+        f"verified_at: {committed}\n"
+        "source: CLAUDE.md:19\n"
+        "---\n\n"
+        "Run `git fetch` before you rebase. Otherwise you rebase onto a stale base\n"
+        "and the push is rejected.\n"
+        "- nested detail stays in the body\n"
+    )
+    assert (vault_repo.root / f"cards/{ZH_ID}.md").read_text() == (
+        "---\n"
+        "name: 定时任务在夏令时切换那天会执行两次或者跳过，因为调度器按本地时间计算\n"
+        "summary: 定时任务在夏令时切换那天会执行两次或者跳过，因为调度器按本地时间计算；调度器一律使用协调世界时。\n"
+        f"verified_at: {committed}\n"
+        "source: CLAUDE.md:32\n"
+        "---\n\n"
+        "定时任务在夏令时切换那天会执行两次或者跳过，因为调度器按本地时间计算；调度器一律使用协调世界时。\n"
+    )
+    linted = vault_repo.cairn("lint")  # the installed command, as a user runs it next
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    assert linted.stderr.strip() == "cairn lint: 0 errors, 0 warnings in 5 file(s) from the working tree"
+    assert vault_repo.git("rev-parse", "HEAD") == head  # nothing committed
+
+    (app / "CLAUDE.md").write_text((app / "CLAUDE.md").read_text() + "\n", "utf-8")  # edited since its commit
+    _code, report = _import(vault_repo, "CLAUDE.md", "--dry-run", "--force", "--section", "Git", cwd=app)
+    assert [(c["status"], c["verified_at"]) for c in report["cards"]] == [("would-replace", TODAY)]
+
+
+def test_section_scope_and_json(vault_repo: VaultRepo, app: Path) -> None:
+    _start(vault_repo)
+    code, report = _import(vault_repo, "CLAUDE.md", "--section", "testing", "--scope", "python, ci", cwd=app)
+    assert code == 1
+    assert [(c["id"], c["status"], c["scope"]) for c in report["cards"]] == [
+        ("python/tests-share-one-tmp-payments-folder-and-flake-when-run-in", "written", ["python", "ci"]),
+        ("python/the-freezegun-fixture-leaks-into-later-tests-unless-you", "written", ["python", "ci"]),
+        ("python/deploys-fail-when-the-cache-is-cold", "refused", ["python", "ci"]),
+    ]
+    refused = report["cards"][2]
+    assert refused["message"] == "1 lint error (prompt-injection); fix the source and import again"
+    assert [(f["rule"], f["severity"]) for f in refused["findings"]] == [("prompt-injection", "error")]
+    assert report["dropped"] == [
+        {"source": "CLAUDE.md:25", "kind": "bullet", "text": "`pytest -q`", "why": "a command, not a lesson"}
+    ]
+    assert (report["imported"], report["skipped"], report["ok"]) == (2, 1, False)
+
+    # --section takes a section whose heading names instructions; each bullet is still judged
+    done = vault_repo.invoke("import", "CLAUDE.md", "--section", "Commands", "--vault", str(vault_repo.root), cwd=app)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        'CLAUDE.md:7: dropped "`make lint` runs ruff and mypy": a command with a note, but no reason or failure',
+        'CLAUDE.md:8: dropped "`make test` runs the unit tests": a command with a note, but no reason or failure',
+        'CLAUDE.md:9: dropped "Run `make e2e` before you push": an instruction or style rule with no reason or failure',
+        "Imported 0 card(s); dropped 3 (not lessons); skipped 0.",
+    ]
+    missing = vault_repo.invoke("import", "CLAUDE.md", "--section", "Deploy", "--vault", str(vault_repo.root), cwd=app)
+    assert missing.returncode == 1
+    assert missing.stderr == (
+        'Error: no section "Deploy" in CLAUDE.md; its sections: "Commands", "Code style", "Git", "Testing", '
+        '"数据库" (nothing was written)\n'
+    )
+
+
+def test_a_reimport_is_refused_unless_force_and_a_different_card_gets_a_suffix(
+    vault_repo: VaultRepo, app: Path
+) -> None:
+    _start(vault_repo)
+    vault_repo.write("git/run-git-fetch-before-you-rebase", "Fetch first", "Another lesson.", body="Body.")
+    code, report = _import(vault_repo, "CLAUDE.md", "--section", "Git", cwd=app)
+    assert code == 0
+    assert [(c["id"], c["status"]) for c in report["cards"]] == [("git/run-git-fetch-before-you-rebase-2", "written")]
+    again = vault_repo.invoke("import", "CLAUDE.md", "--section", "Git", "--vault", str(vault_repo.root), cwd=app)
+    assert again.returncode == 1
+    assert again.stderr.splitlines() == [
+        "CLAUDE.md:19: skipped (exists): cards/git/run-git-fetch-before-you-rebase-2.md already exists with this "
+        "name; it was left untouched (--force replaces it)"
+    ]
+    path = vault_repo.root / "cards/git/run-git-fetch-before-you-rebase-2.md"
+    path.write_text(path.read_text().replace("- nested detail stays in the body", "my edit"))
+    code, report = _import(vault_repo, "CLAUDE.md", "--section", "Git", "--force", cwd=app)
+    assert code == 0 and report["cards"][0]["status"] == "replaced"
+    assert "- nested detail stays in the body" in path.read_text()
+    assert (vault_repo.root / "cards/git/run-git-fetch-before-you-rebase.md").read_text().count("Fetch first") == 1
+
+
+def test_a_lint_warning_refuses_a_card_unless_force(vault_repo: VaultRepo, app: Path) -> None:
+    summary = "Run `git fetch` before you rebase. Otherwise you rebase onto a stale base and the push is rejected."
+    vault_repo.write("git/stale-base", "Stale rebase base", summary, body="Seen twice.", scope=["git"])
+    vault_repo.commit("A near-duplicate")
+    code, report = _import(vault_repo, "CLAUDE.md", "--section", "Git", cwd=app)
+    assert code == 1
+    card = report["cards"][0]
+    assert (card["status"], card["message"]) == (
+        "refused",
+        "1 lint warning (near-duplicate); fix the source, or pass --force to write it anyway",
+    )
+    assert cards_on_disk(vault_repo) == ["cards/git/stale-base.md"]
+    code, report = _import(vault_repo, "CLAUDE.md", "--section", "Git", "--force", cwd=app)
+    assert code == 0 and report["cards"][0]["status"] == "written"
+    assert [f["rule"] for f in report["cards"][0]["findings"]] == ["near-duplicate"]
+
+
+def test_a_scope_outside_the_vaults_vocabulary_is_refused_and_scope_fixes_it(vault_repo: VaultRepo, app: Path) -> None:
+    vault_repo.write_raw("cairn.toml", '[lint]\nscopes = ["git", "python"]\n')
+    _start(vault_repo)
+    done = vault_repo.invoke("import", "CLAUDE.md", "--section", "Testing", "--vault", str(vault_repo.root), cwd=app)
+    assert done.returncode == 1
+    assert (
+        "cards/testing/tests-share-one-tmp-payments-folder-and-flake-when-run-in.md:5: scope-vocabulary scope "
+        "'testing' is not in the vault's vocabulary (cairn.toml [lint] scopes)" in done.stderr.splitlines()
+    )
+    assert cards_on_disk(vault_repo) == ["cards/git/existing.md"]
+    code, _report = _import(vault_repo, "CLAUDE.md", "--section", "Testing", "--scope", "python", cwd=app)
+    assert cards_on_disk(vault_repo) == [
+        "cards/git/existing.md",
+        "cards/python/tests-share-one-tmp-payments-folder-and-flake-when-run-in.md",
+        "cards/python/the-freezegun-fixture-leaks-into-later-tests-unless-you.md",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("bullet", "lesson", "why"),
+    [
+        ("`make lint`", False, "a command, not a lesson"),
+        ("$ npm run build", False, "a command, not a lesson"),
+        ("Use black and ruff", False, "an instruction or style rule with no reason or failure"),
+        ("Prefer `pathlib` over `os.path`", False, "an instruction or style rule with no reason or failure"),
+        ("The API lives in `src/api`", False, "a statement with no reason or failure"),
+        ("Code style", False, "too short to state a situation and its consequence"),
+        ("Use `pathlib`, because `os.path` breaks on Windows drive letters", True, ""),
+        ("The cache goes stale after a schema change; run `make clean`", True, ""),
+        ("多个进程同时写入会导致数据库被锁住", True, ""),
+        ("使用 UTC 时间", False, "an instruction or style rule with no reason or failure"),
+    ],
+)
+def test_the_lesson_rule(bullet: str, lesson: bool, why: str) -> None:
+    verdict = judge(bullet)
+    assert (verdict.lesson, verdict.why) == (lesson, why)
+
+
+def test_short_ids() -> None:
+    assert re.fullmatch(r"zh-[0-9a-f]{6}", card_slug("定时任务在夏令时切换那天会执行两次"))
+    assert card_slug("定时任务") != card_slug("定时任务会失败")
+    assert re.fullmatch(r"ja-[0-9a-f]{6}", card_slug("テストは並列で失敗する"))
+    assert re.fullmatch(r"ko-[0-9a-f]{6}", card_slug("테스트가 실패한다"))
+    assert re.fullmatch(r"git-rebase-[0-9a-f]{6}", card_slug("git rebase 会丢失提交"))
+    assert card_slug("Café crème breaks déjà vu") == "cafe-creme-breaks-deja-vu"
+    long = card_slug("Tests share one folder and flake when they are run in parallel on the CI machines")
+    assert long == "tests-share-one-folder-and-flake-when-they-are-run-in"
+    assert len(long) <= 60
+    assert card_slug("!!!") == "card"
 
 
 def test_a_folder_of_notes_becomes_cards(vault_repo: VaultRepo, notes: Path) -> None:
@@ -56,12 +318,17 @@ def test_a_folder_of_notes_becomes_cards(vault_repo: VaultRepo, notes: Path) -> 
     }
     assert (report["imported"], report["skipped"]) == (3, 1)
 
+    text = (vault_repo.root / "cards/postgres/lock-timeout.md").read_text()
+    assert text.startswith(
+        "---\nname: Set lock_timeout before migrations\n"
+        "summary: Migrations that wait on a lock block every query queued behind them.\n"
+        f"verified_at: {_days_ago(30)}\n"  # the note's own date wins
+        "title: ignored because name wins\n"
+        "tags:\n- postgres\n- migrations\n"
+        "owner:\n  team: platform\n  reviewers:\n  - ann\n  - bob\n"  # nested values kept, block style
+        "---\n"
+    )
     meta, body = _card(vault_repo, "postgres/lock-timeout")
-    assert meta["name"] == "Set lock_timeout before migrations"  # frontmatter name wins over title and heading
-    assert meta["summary"] == "Migrations that wait on a lock block every query queued behind them."
-    assert meta["owner"] == {"team": "platform", "reviewers": ["ann", "bob"]}  # nested values kept
-    assert meta["tags"] == ["postgres", "migrations"] and meta["title"] == "ignored because name wins"
-    assert str(meta["verified_at"]) == "2026-01-15"
     assert body.startswith("# A heading that is not the name")
     assert "Migrations that wait" not in body  # the paragraph became the summary whole
     assert "Set `lock_timeout`" in body
@@ -72,6 +339,7 @@ def test_a_folder_of_notes_becomes_cards(vault_repo: VaultRepo, notes: Path) -> 
         "Plain `CREATE INDEX` takes a lock that blocks writes for the whole build. "
         "On a big table that is minutes of downtime."
     )
+    assert str(meta["verified_at"]) == TODAY  # the notes folder is not a git repository
     assert body.startswith("Plain `CREATE INDEX`")  # trimmed, so the whole paragraph stays in the body
     assert "## Details" in body and "# CREATE INDEX locks writes" not in body
 
@@ -83,24 +351,19 @@ def test_a_folder_of_notes_becomes_cards(vault_repo: VaultRepo, notes: Path) -> 
     assert "no paragraph" in invalid["message"]
     assert vault_repo.git("rev-parse", "HEAD") == head  # nothing committed
     assert "?? cards/postgres/" in vault_repo.git("status", "--porcelain")
+    assert vault_repo.cairn("lint").returncode == 0
 
 
-def test_existing_cards_are_never_overwritten(vault_repo: VaultRepo, notes: Path) -> None:
+def test_notes_take_scope_and_topic(vault_repo: VaultRepo, notes: Path) -> None:
     _start(vault_repo)
-    target = vault_repo.root / "cards" / "databases" / "create-index.md"
-    target.parent.mkdir(parents=True)
-    target.write_text("---\nname: Mine\nsummary: Mine.\n---\n")
-    code, report = _import(vault_repo, str(notes / "postgres"), "--topic", "databases")
-    assert code == 1
-    outcome = {c["id"]: c for c in report["cards"]}
-    assert outcome["databases/create-index"]["status"] == "exists"
-    assert "left untouched" in outcome["databases/create-index"]["message"]
-    assert outcome["databases/lock-timeout"]["status"] == "written"
-    assert target.read_text() == "---\nname: Mine\nsummary: Mine.\n---\n"
-
-    again = vault_repo.invoke("import", str(notes / "postgres" / "lock-timeout.md"), "--topic", "databases")
-    assert again.returncode == 1
-    assert "skipped (exists): cards/databases/lock-timeout.md already exists" in again.stderr
+    code, report = _import(vault_repo, str(notes / "postgres"), "--scope", "postgres,migrations")
+    assert code == 0, report
+    assert [(c["id"], c["scope"]) for c in report["cards"]] == [
+        ("postgres/create-index", ["postgres", "migrations"]),
+        ("postgres/lock-timeout", ["postgres", "migrations"]),
+    ]
+    code, report = _import(vault_repo, str(notes / "shell.md"), "--topic", "ops/shell")
+    assert [c["id"] for c in report["cards"]] == ["ops/shell/shell"]
 
 
 def test_dry_run_writes_nothing(vault_repo: VaultRepo, notes: Path) -> None:
@@ -108,38 +371,25 @@ def test_dry_run_writes_nothing(vault_repo: VaultRepo, notes: Path) -> None:
     before = sorted(p.as_posix() for p in (vault_repo.root / "cards").rglob("*"))
     done = vault_repo.invoke("import", str(notes / "postgres"), "--dry-run")
     assert done.returncode == 0, done.stderr
-    assert "would write cards/imported/create-index.md" in done.stdout  # notes at the top of SRC: `imported/`
-    assert "Would import 2 card(s); skipped 0." in done.stdout
+    assert f"{notes}/postgres/create-index.md: would write cards/imported/create-index.md | scope: none | " in (
+        done.stdout
+    )  # notes at the top of SRC: `imported/`
+    assert done.stdout.splitlines()[-1] == "Would import 2 card(s); dropped 0 (not lessons); skipped 0."
     assert sorted(p.as_posix() for p in (vault_repo.root / "cards").rglob("*")) == before
 
 
-def test_lessons_one_bullet_one_card(vault_repo: VaultRepo, tmp_path: Path) -> None:
+def test_lessons_reads_any_file_and_a_folder_only_its_lesson_files(vault_repo: VaultRepo, tmp_path: Path) -> None:
     _start(vault_repo)
-    src = tmp_path / "app"
-    shutil.copytree(FIXTURES / "lessons", src)
-    (src / "README.md").write_text("- not a lesson file\n")
-    code, report = _import(vault_repo, str(src), "--lessons")
-    assert code == 0, report
-    ids = [c["id"] for c in report["cards"]]
-    assert ids[:2] == ["git/never-force-push-main", "git/run-git-fetch-before-you-rebase"]
-    assert ids[2] == "testing/tests-share-a-tmp-dir-and-flake-when-run-in-parallel"  # first clause, under its heading
-    assert len(ids) == 3  # README.md is not a lesson file; the intro paragraph is not a bullet
-
-    meta, body = _card(vault_repo, "git/never-force-push-main")
-    assert meta["name"] == "Never force-push main"
-    assert meta["summary"] == "Never force-push main: use `--force-with-lease` on your own branches only."
-    assert meta["source"] == "CLAUDE.md:7"
-
-    meta, body = _card(vault_repo, "git/run-git-fetch-before-you-rebase")
-    assert meta["name"] == "Run `git fetch` before you rebase"
-    assert meta["summary"] == (
-        "Run `git fetch` before you rebase. Otherwise you rebase onto a stale base and the push is rejected."
-    )
-    assert "- nested detail stays in the body" in body
-    assert meta["source"] == "CLAUDE.md:8"
-
-    code, report = _import(vault_repo, str(src / "CLAUDE.md"), "--lessons", "--topic", "app")
-    assert code == 0 and all(c["id"].startswith("app/") for c in report["cards"])
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "notes.md").write_text("# Notes\n\n- Builds fail when the lockfile is stale, so commit it.\n")
+    (src / "README.md").write_text("A readme paragraph.\n")
+    code, report = _import(vault_repo, str(src / "notes.md"), "--lessons")
+    assert code == 0 and [c["id"] for c in report["cards"]] == [
+        "lessons/builds-fail-when-the-lockfile-is-stale-so-commit-it"
+    ]
+    code, report = _import(vault_repo, str(src), "--lessons", "--dry-run")
+    assert (code, report["cards"], report["dropped"]) == (0, [], [])  # neither file is a CLAUDE.md / AGENTS.md
 
 
 def test_summary_trimming() -> None:
@@ -148,6 +398,8 @@ def test_summary_trimming() -> None:
     trimmed = trim_summary(long)
     assert len(trimmed) <= 300 and trimmed.endswith("…")
     assert trim_summary("Short   and\nsweet.") == "Short and sweet."
+    assert trim_summary("第一句。第二句。第三句。") == "第一句。第二句。"
+    assert trim_summary("换行\n不加空格") == "换行不加空格"
 
 
 def test_importing_from_inside_the_cards_folder_is_refused(vault_repo: VaultRepo) -> None:

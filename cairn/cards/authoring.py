@@ -1,9 +1,14 @@
-"""Writing vaults and cards: `cairn init` lays down the template, `cairn add` writes one new card."""
+"""Writing vaults and cards: `cairn init` lays down the template, `cairn add` writes one new card; the frontmatter
+writer, the short ids and the lint-before-write that `cairn import` shares."""
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import re
 import shutil
+import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -92,9 +97,65 @@ def render_card(card: NewCard) -> str:
             meta[key] = list(values)
     if card.source:
         meta["source"] = card.source
-    head = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False, width=100, default_flow_style=False).strip()
-    body = card.body.strip()
+    return render_frontmatter(meta, card.body)
+
+
+def render_frontmatter(meta: Mapping[str, object], body: str) -> str:
+    """A card file from its frontmatter (block-style YAML, keys in the given order) and its body (none when empty).
+    The one writer for `cairn add`, `cairn import` and the MCP drafts."""
+    head = yaml.safe_dump(dict(meta), allow_unicode=True, sort_keys=False, width=100, default_flow_style=False).strip()
+    body = body.strip()
     return f"---\n{head}\n---\n" + (f"\n{body}\n" if body else "")
+
+
+SLUG_MAX_CHARS = 60
+_SCRIPTS = (
+    ("HIRAGANA", "ja"),
+    ("KATAKANA", "ja"),
+    ("HANGUL", "ko"),
+    ("CJK", "zh"),
+    ("CYRILLIC", "cyrl"),
+    ("GREEK", "grek"),
+    ("ARABIC", "arab"),
+    ("HEBREW", "hebr"),
+    ("THAI", "thai"),
+    ("DEVANAGARI", "deva"),
+)
+
+
+def card_slug(name: str, max_length: int = SLUG_MAX_CHARS) -> str:
+    """A file name for a card named `name`: lowercase ASCII words joined by hyphens, at most `max_length`
+    characters, cut at a word. Latin letters lose their accents (`Café` -> `cafe`); words in other scripts are not
+    transliterated: they are left out and a 6-hex hash of the name keeps the slug unique, after the name's Latin
+    words or, with none, a script tag (`zh-3f9a2c`, `ja-…`, `ko-…`), never a long file name in another script."""
+    text = unicodedata.normalize("NFKD", unicodedata.normalize("NFC", name).strip())
+    kept = "".join(ch for ch in text if not unicodedata.combining(ch))
+    words = re.findall(r"[a-z0-9]+", kept.lower())
+    others = [ch for ch in kept if ch.isalnum() and not ch.isascii()]
+    if not others:
+        return _cut("-".join(words), max_length) or "card"
+    digest = hashlib.sha256(unicodedata.normalize("NFC", name.strip()).encode("utf-8")).hexdigest()[:6]
+    if any(ch.isalpha() for w in words for ch in w):
+        base = _cut("-".join(words), max_length - len(digest) - 1)
+    else:
+        base = _script_tag(others)
+    return f"{base}-{digest}"
+
+
+def _script_tag(chars: list[str]) -> str:
+    names = [unicodedata.name(ch, "") for ch in chars]
+    for word, tag in _SCRIPTS:
+        if any(n.startswith(word) or f" {word}" in n for n in names):
+            return tag
+    return "x"
+
+
+def _cut(slug: str, limit: int) -> str:
+    if len(slug) <= limit:
+        return slug
+    cut = slug[:limit]
+    hyphen = cut.rfind("-")
+    return (cut[:hyphen] if hyphen >= limit // 2 else cut).strip("-")
 
 
 def _date_or_none(text: str) -> dt.date | None:
@@ -113,7 +174,7 @@ def resolve_card_id(card: NewCard) -> str:
         if "/" in card_id or not folder:
             return card_id
         return check_card_id(f"{folder}/{card_id}")
-    slug = slugify(card.name)
+    slug = card_slug(card.name)
     return check_card_id(f"{folder}/{slug}" if folder else slug)
 
 
@@ -133,8 +194,23 @@ def prepare_card(vault: Vault, card: NewCard, *, today: dt.date | None = None) -
         ensure_inside(vault.cards_dir, target)
     except RefusedWrite:
         raise RefusedWrite(f"{rel} would be written outside the vault's cards/ folder (a symlinked folder?)") from None
-    report = lint_files(vault, [rel], today=today, pending={rel: data})
-    return PendingCard(rel, text, tuple(f for f in report.findings if f.path == rel))
+    return PendingCard(rel, text, lint_pending(vault, {rel: data}, today=today)[rel])
+
+
+def lint_pending(
+    vault: Vault, files: Mapping[str, bytes], *, today: dt.date | None = None
+) -> dict[str, tuple[Finding, ...]]:
+    """Lint files not written yet (vault-relative path -> bytes) as `cairn lint` would with them in the vault (a
+    pending file replaces the file at its path); returns each path's findings. The check every command that writes
+    a card runs first, so none accepts a card that `cairn lint` would refuse."""
+    if not files:
+        return {}
+    report = lint_files(vault, list(files), today=today, pending=files)
+    found: dict[str, list[Finding]] = {rel: [] for rel in files}
+    for finding in report.findings:
+        if finding.path in found:
+            found[finding.path].append(finding)
+    return {rel: tuple(items) for rel, items in found.items()}
 
 
 def write_card(vault: Vault, pending: PendingCard, *, force: bool = False) -> Path:
@@ -170,9 +246,12 @@ __all__ = [
     "NewCard",
     "PendingCard",
     "add_card",
+    "card_slug",
     "init_vault",
+    "lint_pending",
     "prepare_card",
     "render_card",
+    "render_frontmatter",
     "resolve_card_id",
     "template_dir",
     "write_card",

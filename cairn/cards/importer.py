@@ -1,17 +1,26 @@
-"""`cairn import`: Markdown notes, or the lesson lists of CLAUDE.md / AGENTS.md files, turned into new cards.
+"""`cairn import`: the lessons of CLAUDE.md / AGENTS.md / GEMINI.md files, or whole Markdown notes, as new cards.
 
-A note keeps its whole YAML frontmatter (nested values too); its name comes from the frontmatter (`name`, else
-`title`) or the first heading, its summary from the frontmatter or the first paragraph (a sentence or two, at most
-300 characters), and the rest is the body. In lesson mode each top-level bullet becomes one card. Existing cards
-are never overwritten: a clash is reported and the note is skipped. Files are written atomically; nothing is
-committed.
+Lesson files (those three names; any file with `lessons=True` or a `section`) are read bullet by bullet: a
+top-level bullet that states a lesson becomes one card, and every other bullet is dropped with why (the rule is in
+`cards/lessons.py`), so a whole CLAUDE.md never becomes one card. Other Markdown files are notes: one note, one card,
+its whole frontmatter kept; the name comes from the frontmatter or the first heading, the summary from the
+frontmatter or the first paragraph.
+
+Every card gets the block-style frontmatter `cairn add` writes, a `verified_at` (the note's own, else the source
+file's last commit day when it is committed and unchanged, else today), a scope (given, else the note's own, else
+for a lesson the slug of its section heading), and a short ASCII id (`authoring.card_slug`). All of them are linted
+together in the vault's context before anything is written, as `cairn add` lints: an error refuses a card, and so
+does a warning unless `force`; the others are still written. An existing card is replaced only with `force`, and
+only by a card of the same name (a re-import); a different card at the same id gives the new one a `-2` suffix.
+Files are written atomically; nothing is committed.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,43 +29,84 @@ from frontmatter.default_handlers import YAMLHandler
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from cairn import gitrepo
 from cairn.atomic import ensure_inside, write_atomic
-from cairn.cards import safeyaml
+from cairn.cards import lessons, safeyaml
+from cairn.cards.authoring import card_slug, lint_pending, render_frontmatter
 from cairn.cards.card import check_card_id, parse_card, slugify
+from cairn.cards.similarity import name_key
+from cairn.finding import ERROR, Finding
 from cairn.hot.errors import CairnError, CardExists, InvalidId, RefusedWrite
 from cairn.hot.vault import Vault
 
 SUMMARY_MAX_CHARS = 300
-NAME_MAX_CHARS = 80
 LESSON_FILES = ("claude.md", "agents.md", "gemini.md")
 DEFAULT_TOPIC = "imported"
 DEFAULT_LESSON_TOPIC = "lessons"
 
-# Statuses of an import: `written` (or `would-write` on a dry run) is success; the others skip the note.
-WRITTEN, WOULD_WRITE, EXISTS, DUPLICATE, INVALID = "written", "would-write", "exists", "duplicate", "invalid"
+# Statuses of a card: the first four are success (the card is or would be written); the others skip it.
+WRITTEN, WOULD_WRITE, REPLACED, WOULD_REPLACE = "written", "would-write", "replaced", "would-replace"
+EXISTS, DUPLICATE, REFUSED, INVALID = "exists", "duplicate", "refused", "invalid"
+_DONE = (WRITTEN, WOULD_WRITE, REPLACED, WOULD_REPLACE)
 
 
 @dataclass(frozen=True, slots=True)
 class Planned:
-    """One card to write: where it came from (`file` or `file:line`), its id and its text, or why it cannot be."""
+    """A card to write, before it has an id: where it came from (`file` or `file:line`), its frontmatter (in the
+    order it is written) and body, and the folder and slug its id is made of."""
 
     source: str
-    card_id: str | None
-    text: str | None
-    problem: str | None = None
+    meta: dict[str, Any]
+    body: str
+    folder: str
+    slug: str
+
+    @property
+    def name(self) -> str:
+        return str(self.meta["name"])
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A source that cannot become a card (not UTF-8, bad frontmatter, no summary)."""
+
+    source: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """A bullet (or a whole section) that is not a lesson: where, its text (a section: its heading), and why it
+    was dropped. kind: `bullet` or `section`."""
+
+    source: str
+    text: str
+    why: str
+    kind: str = "bullet"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"source": self.source, "kind": self.kind, "text": self.text, "why": self.why}
 
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
+    """What became of one card: its id and path (None when it never got one), status, a message when skipped, what
+    it holds (name, summary, scope, verified_at) and its lint findings."""
+
     source: str
     card_id: str | None
     path: str | None
     status: str
     message: str = ""
+    name: str = ""
+    summary: str = ""
+    scope: tuple[str, ...] = ()
+    verified_at: str | None = None
+    findings: tuple[Finding, ...] = field(default=())
 
     @property
     def ok(self) -> bool:
-        return self.status in (WRITTEN, WOULD_WRITE)
+        return self.status in _DONE
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -65,6 +115,11 @@ class Outcome:
             "path": self.path,
             "status": self.status,
             "message": self.message,
+            "name": self.name,
+            "summary": self.summary,
+            "scope": list(self.scope),
+            "verified_at": self.verified_at,
+            "findings": [f.to_dict() for f in self.findings],
         }
 
 
@@ -72,6 +127,7 @@ class Outcome:
 class ImportReport:
     dry_run: bool
     outcomes: tuple[Outcome, ...]
+    dropped: tuple[Dropped, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -84,47 +140,76 @@ class ImportReport:
             "imported": sum(o.ok for o in self.outcomes),
             "skipped": sum(not o.ok for o in self.outcomes),
             "cards": [o.to_dict() for o in self.outcomes],
+            "dropped": [d.to_dict() for d in self.dropped],
         }
 
 
 def import_notes(
-    vault: Vault, src: Path, *, dry_run: bool = False, lessons: bool = False, topic: str | None = None
+    vault: Vault,
+    src: Path,
+    *,
+    dry_run: bool = False,
+    lessons_only: bool = False,
+    section: str | None = None,
+    scope: Sequence[str] = (),
+    topic: str | None = None,
+    force: bool = False,
+    today: dt.date | None = None,
 ) -> ImportReport:
-    """Import a Markdown file or a folder of them into the vault's cards/; see the module docstring."""
+    """Import a Markdown file or a folder of them into the vault's cards/; see the module docstring. `lessons_only`
+    reads every file as a lesson list (and a folder's lesson files only); `section` takes that section of each
+    lesson file (and implies lesson reading); `topic` is the folder under cards/ (default: the first scope)."""
     if not src.exists():
         raise CairnError(f"{src} does not exist; give a Markdown file or a folder of them")
-    if topic is not None:
-        topic = _check_topic(topic)
+    today = today or dt.date.today()
+    topic = _check_topic(topic) if topic is not None else None
+    scope = tuple(dict.fromkeys(s.strip() for s in scope if s.strip()))
     cards_dir = vault.cards_dir.resolve()
     if src.resolve() == cards_dir or src.resolve().is_relative_to(cards_dir):
         raise CairnError(f"{src} is inside the vault's cards/; import notes from outside the vault")
-    planned: list[Planned] = []
-    for file, rel_dir in _source_files(src, lessons, cards_dir):
+    as_lessons = lessons_only or section is not None
+    planned: list[Planned | Problem] = []
+    dropped: list[Dropped] = []
+    headings: list[str] = []
+    found_section = False
+    for file, rel_dir in _source_files(src, as_lessons, cards_dir):
         shown = str(file)
         try:
             text = file.read_bytes().decode("utf-8").removeprefix("\ufeff")
         except UnicodeDecodeError:
-            planned.append(Planned(shown, None, None, "not UTF-8 text"))
+            planned.append(Problem(shown, "not UTF-8 text"))
             continue
         except OSError as exc:
-            planned.append(Planned(shown, None, None, f"cannot read it ({exc.strerror or exc})"))
+            planned.append(Problem(shown, f"cannot read it ({exc.strerror or exc})"))
             continue
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-        if lessons:
-            planned.extend(plan_lessons(shown, file.name, text, topic))
+        day = _file_day(file, today)
+        if as_lessons or file.name.lower() in LESSON_FILES:
+            read = plan_lessons(shown, file.name, text, day, section=section, scope=scope, topic=topic)
+            planned.extend(read.planned)
+            dropped.extend(read.dropped)
+            headings.extend(h for h in read.headings if h not in headings)
+            found_section = found_section or read.found_section
         else:
-            planned.append(plan_note(shown, file.stem, text, topic or _topic_of(rel_dir)))
-    return ImportReport(dry_run, tuple(_apply(vault, planned, dry_run)))
+            folder = topic or (slugify(scope[0]) if scope else _topic_of(rel_dir))
+            planned.append(plan_note(shown, file.stem, text, day, scope=scope, folder=folder))
+    if section is not None and not found_section:
+        listed = ", ".join(f'"{h}"' for h in headings[:12]) or "none"
+        raise CairnError(f'no section "{section}" in {src}; its sections: {listed} (nothing was written)')
+    outcomes = _apply(vault, planned, dry_run=dry_run, force=force, today=today)
+    return ImportReport(dry_run, tuple(outcomes), tuple(dropped))
 
 
 # -- planning ------------------------------------------------------------------------------------------------------
 
 
-def plan_note(source: str, stem: str, text: str, topic: str) -> Planned:
-    """One Markdown note as one card."""
+def plan_note(
+    source: str, stem: str, text: str, day: dt.date, *, scope: Sequence[str] = (), folder: str = DEFAULT_TOPIC
+) -> Planned | Problem:
+    """One Markdown note as one card, its frontmatter kept whole."""
     meta, body, problem = _split_frontmatter(text)
     if problem:
-        return Planned(source, None, None, problem)
+        return Problem(source, problem)
     tokens = _markdown().parse(body)
     lines = body.split("\n")
     drop: list[tuple[int, int]] = []
@@ -140,111 +225,308 @@ def plan_note(source: str, stem: str, text: str, topic: str) -> Planned:
     if not summary:
         para = _first(tokens, "paragraph_open", level=0)
         if para is None:
-            return Planned(source, None, None, "no summary in the frontmatter and no paragraph to take one from")
-        whole = _flat(tokens[para + 1].content)
+            return Problem(source, "no summary in the frontmatter and no paragraph to take one from")
+        whole = lessons.flat(tokens[para + 1].content)
         summary = trim_summary(whole)
         if summary == whole:
             drop.extend(_span(tokens[para]))
     rest = "\n".join(line for i, line in enumerate(lines) if not any(a <= i < b for a, b in drop)).strip("\n")
-    card_id = f"{topic}/{slugify(stem)}"
-    return Planned(source, card_id, _render(name, summary, meta, rest))
+    rest = re.sub(r"\n{3,}", "\n\n", rest)  # where a heading or paragraph was taken out
+    own_scope = meta.get("scope")
+    head: dict[str, Any] = {"name": name, "summary": summary}
+    if scope:
+        head["scope"] = list(scope)
+    elif own_scope:
+        head["scope"] = own_scope
+    head["verified_at"] = _as_date(meta.get("verified_at")) or day
+    head.update((k, v) for k, v in meta.items() if k not in head)
+    return Planned(source, head, rest, folder, card_slug(stem))
 
 
-def plan_lessons(source: str, file_name: str, text: str, topic: str | None) -> list[Planned]:
-    """Every top-level bullet of a lesson list (CLAUDE.md / AGENTS.md style) as one card."""
+@dataclass(frozen=True, slots=True)
+class LessonRead:
+    """What a lesson file gave: cards to write, what was dropped, its section headings, and whether the asked-for
+    section was found."""
+
+    planned: list[Planned | Problem]
+    dropped: list[Dropped]
+    headings: list[str]
+    found_section: bool
+
+
+def plan_lessons(
+    source: str,
+    file_name: str,
+    text: str,
+    day: dt.date,
+    *,
+    section: str | None = None,
+    scope: Sequence[str] = (),
+    topic: str | None = None,
+) -> LessonRead:
+    """The lessons of a CLAUDE.md / AGENTS.md style file: each top-level bullet that states a lesson, one card."""
     _meta, body, problem = _split_frontmatter(text)
     if problem:
-        return [Planned(source, None, None, problem)]
+        return LessonRead([Problem(source, problem)], [], [], False)
     offset = text[: len(text) - len(body)].count("\n") if body and text.endswith(body) else 0
     tokens = _markdown().parse(body)
     lines = body.split("\n")
-    section: str | None = None
-    out: list[Planned] = []
+    titled = sum(1 for t in tokens if t.type == "heading_open" and t.tag == "h1") == 1
+    stack: list[tuple[int, str, int]] = []  # (level, heading, line) of the headings around the current bullet
+    headings: list[str] = []
+    out: list[Planned | Problem] = []
+    dropped: list[Dropped] = []
+    by_section: dict[int, list[Any]] = {}  # heading line -> [heading, bullets] of a reference section dropped whole
+    found = False
+    wanted = _section_key(section) if section is not None else None
     for i, token in enumerate(tokens):
         if token.type == "heading_open":
-            section = _plain(tokens[i + 1])
+            level = int(token.tag[1:])
+            heading = _plain(tokens[i + 1])
+            stack = [h for h in stack if h[0] < level]
+            found = found or (wanted is not None and _section_key(heading) == wanted)
+            if not (titled and level == 1):
+                stack.append((level, heading, (token.map[0] if token.map else 0) + 1 + offset))
+                headings.append(heading)
+            continue
         span = token.map
         if token.type != "list_item_open" or token.level != 1 or not span:
             continue
-        para = _first(tokens, "paragraph_open", start=i + 1, level=token.level + 1)
         line = span[0] + 1 + offset
         where = f"{source}:{line}"
-        if para is None or not tokens[para + 1].content.strip():
-            out.append(Planned(where, None, None, "the bullet has no text"))
+        if wanted is not None:
+            named = [h for h in stack if _section_key(h[1]) == wanted]
+            if not named:
+                continue
+            home = named[-1][1]
+        else:
+            reference = next((h for h in stack if lessons.is_reference_section(h[1])), None)
+            if reference is not None:
+                entry = by_section.setdefault(reference[2], [reference[1], 0])
+                if entry[1] == 0:
+                    dropped.append(Dropped(f"{source}:{reference[2]}", reference[1], ""))  # filled in below
+                entry[1] += 1
+                continue
+            home = stack[-1][1] if stack else ""
+        para = _first(tokens, "paragraph_open", start=i + 1, level=token.level + 1)
+        inline = tokens[para + 1] if para is not None else None
+        content = inline.content if inline is not None else ""
+        verdict = lessons.judge(content)
+        flat = lessons.flat(re.sub(r"\*\*|__", "", content))
+        if not verdict.lesson:
+            dropped.append(Dropped(where, lessons.shorten(flat, 60), verdict.why))
             continue
-        inline = tokens[para + 1]
-        lead = _bold_lead(inline)
-        flat = _flat(re.sub(r"\*\*|__", "", inline.content))
-        name = lead or _shorten(_first_clause(_first_sentence(flat)), NAME_MAX_CHARS)
-        name = name.rstrip(" :.;,-")
-        item_lines = lines[span[0] : span[1]]
-        body_text = _dedent_item(item_lines)
-        meta = {"source": f"{file_name}:{line}"}
-        card_topic = topic or (slugify(section) if section else DEFAULT_LESSON_TOPIC)
-        card_id = f"{card_topic}/{slugify(name)}"
-        out.append(Planned(where, card_id, _render(name, trim_summary(flat), meta, body_text)))
-    return out
+        assert inline is not None
+        name = lessons.lesson_name(flat, _bold_lead(inline))
+        tags = tuple(scope) or _heading_scope(home)
+        meta: dict[str, Any] = {"name": name, "summary": trim_summary(flat)}
+        if tags:
+            meta["scope"] = list(tags)
+        meta["verified_at"] = day
+        meta["source"] = f"{file_name}:{line}"
+        folder = topic or (slugify(tags[0]) if tags else DEFAULT_LESSON_TOPIC)
+        out.append(Planned(where, meta, _dedent_item(lines[span[0] : span[1]]), folder, card_slug(name)))
+    for n, item in enumerate(dropped):
+        if item.why == "":
+            heading, count = by_section[int(item.source.rsplit(":", 1)[1])]
+            why = (
+                f"the section's heading names instructions, not lessons ({count} bullet{'s' if count != 1 else ''}; "
+                f'--section "{heading}" takes it)'
+            )
+            dropped[n] = Dropped(item.source, heading, why, "section")
+    return LessonRead(out, dropped, headings, found)
 
 
 def trim_summary(text: str, limit: int = SUMMARY_MAX_CHARS) -> str:
     """A sentence or two of `text`, at most `limit` characters, cut at a word with an ellipsis when needed."""
-    text = _flat(text)
-    if len(text) <= limit and len(_sentences(text)) <= 2:
+    text = lessons.flat(text)
+    found = lessons.sentences(text)
+    if len(text) <= limit and len(found) <= 2:
         return text
-    sentences = _sentences(text)
-    summary = sentences[0]
-    if len(sentences) > 1 and len(summary) + 1 + len(sentences[1]) <= limit:
-        summary = f"{summary} {sentences[1]}"
-    return _shorten(summary, limit)
+    summary = found[0]
+    if len(found) > 1 and len(summary) + 1 + len(found[1]) <= limit:
+        joiner = "" if summary.endswith(("。", "！", "？")) else " "
+        summary = f"{summary}{joiner}{found[1]}"
+    return _shorten_chars(summary, limit)
 
 
 # -- applying ------------------------------------------------------------------------------------------------------
 
 
-def _apply(vault: Vault, planned: list[Planned], dry_run: bool) -> Iterator[Outcome]:
-    seen: set[str] = set()
-    for plan in planned:
-        if plan.problem or plan.card_id is None or plan.text is None:
-            yield Outcome(plan.source, plan.card_id, None, INVALID, plan.problem or "cannot be imported")
+@dataclass(slots=True)
+class _Card:
+    plan: Planned
+    card_id: str
+    rel: str
+    text: str
+    replaces: bool
+    findings: tuple[Finding, ...] = ()
+
+
+def _apply(
+    vault: Vault, planned: list[Planned | Problem], *, dry_run: bool, force: bool, today: dt.date
+) -> list[Outcome]:
+    outcomes: dict[int, Outcome] = {}
+    cards: dict[int, _Card] = {}
+    taken: set[str] = set()
+    names: dict[str, str] = {}
+    for n, plan in enumerate(planned):
+        if isinstance(plan, Problem):
+            outcomes[n] = Outcome(plan.source, None, None, INVALID, plan.message)
             continue
+        described = _described(plan)
+        earlier = names.get(name_key(plan.name))
+        if earlier is not None:
+            message = f"{earlier} has the same name; one card per name"
+            outcomes[n] = Outcome(plan.source, None, None, DUPLICATE, message, **described)
+            continue
+        names[name_key(plan.name)] = plan.source
         try:
-            card_id = check_card_id(plan.card_id)
+            card_id, replaces = _free_id(vault, f"{plan.folder}/{plan.slug}", plan.name, taken)
         except InvalidId as exc:
-            yield Outcome(plan.source, plan.card_id, None, INVALID, str(exc))
+            outcomes[n] = Outcome(plan.source, None, None, INVALID, str(exc), **described)
             continue
         rel = f"cards/{card_id}.md"
-        card, findings = parse_card(rel, plan.text.encode("utf-8"))
-        if card is None:
-            yield Outcome(plan.source, card_id, rel, INVALID, "; ".join(str(f) for f in findings))
-            continue
-        target = vault.root / rel
-        if card_id in seen:
-            yield Outcome(plan.source, card_id, rel, DUPLICATE, f"an earlier note in this import is also {rel}")
-            continue
-        seen.add(card_id)
-        if target.exists() or target.is_symlink():
-            yield Outcome(plan.source, card_id, rel, EXISTS, f"{rel} already exists; it was left untouched")
-            continue
         try:
-            ensure_inside(vault.cards_dir, target)
+            ensure_inside(vault.cards_dir, vault.root / rel)
         except RefusedWrite:
-            yield Outcome(plan.source, card_id, rel, INVALID, f"{rel} would be outside cards/ (a symlinked folder?)")
+            message = f"{rel} would be outside cards/ (a symlinked folder?)"
+            outcomes[n] = Outcome(plan.source, card_id, rel, INVALID, message, **described)
             continue
-        if dry_run:
-            yield Outcome(plan.source, card_id, rel, WOULD_WRITE)
+        taken.add(card_id)
+        if replaces and not force:
+            message = f"{rel} already exists with this name; it was left untouched (--force replaces it)"
+            outcomes[n] = Outcome(plan.source, card_id, rel, EXISTS, message, **described)
             continue
-        try:
-            write_atomic(target, plan.text.encode("utf-8"), overwrite=False)
-        except CardExists:
-            yield Outcome(plan.source, card_id, rel, EXISTS, f"{rel} already exists; it was left untouched")
+        text = render_frontmatter(plan.meta, plan.body)
+        parsed, findings = parse_card(rel, text.encode("utf-8"))
+        if parsed is None:
+            message = "; ".join(f.message for f in findings)
+            outcomes[n] = Outcome(plan.source, card_id, rel, INVALID, message, **described)
             continue
-        yield Outcome(plan.source, card_id, rel, WRITTEN)
+        cards[n] = _Card(plan, card_id, rel, text, replaces)
+    _lint(vault, cards, force=force, today=today)
+    for n, card in cards.items():
+        outcomes[n] = _write(vault, card, dry_run=dry_run, force=force)
+    return [outcomes[n] for n in sorted(outcomes)]
+
+
+def _lint(vault: Vault, cards: dict[int, _Card], *, force: bool, today: dt.date) -> None:
+    """Lint the cards together in the vault's context; a second pass without the refused ones, so a card is not
+    refused for resembling one that will not be written."""
+    pending = dict(cards)
+    for _ in range(2):
+        found = lint_pending(vault, {c.rel: c.text.encode("utf-8") for c in pending.values()}, today=today)
+        for card in pending.values():
+            card.findings = found[card.rel]
+        refused = {n for n, c in pending.items() if _refuses(c.findings, force)}
+        if not refused or len(refused) == len(pending):
+            return
+        pending = {n: c for n, c in pending.items() if n not in refused}
+
+
+def _refuses(findings: tuple[Finding, ...], force: bool) -> bool:
+    return any(f.severity == ERROR for f in findings) or (bool(findings) and not force)
+
+
+def _write(vault: Vault, card: _Card, *, dry_run: bool, force: bool) -> Outcome:
+    described = _described(card.plan)
+    errors = [f for f in card.findings if f.severity == ERROR]
+    warnings = [f for f in card.findings if f.severity != ERROR]
+    base = (card.plan.source, card.card_id, card.rel)
+    if errors:
+        message = f"{_count(errors, 'lint error')}; fix the source and import again"
+        return Outcome(*base, REFUSED, message, findings=card.findings, **described)
+    if warnings and not force:
+        message = f"{_count(warnings, 'lint warning')}; fix the source, or pass --force to write it anyway"
+        return Outcome(*base, REFUSED, message, findings=card.findings, **described)
+    if dry_run:
+        return Outcome(*base, WOULD_REPLACE if card.replaces else WOULD_WRITE, findings=card.findings, **described)
+    try:
+        write_atomic(vault.root / card.rel, card.text.encode("utf-8"), overwrite=card.replaces)
+    except CardExists:
+        message = f"{card.rel} appeared while importing; it was left untouched"
+        return Outcome(*base, EXISTS, message, findings=card.findings, **described)
+    return Outcome(*base, REPLACED if card.replaces else WRITTEN, findings=card.findings, **described)
+
+
+def _free_id(vault: Vault, wanted: str, name: str, taken: set[str]) -> tuple[str, bool]:
+    """The id to write at: `wanted`, or `wanted-2`, `-3`... past ids this import took and existing cards of
+    another name; (id, True) when an existing card of the same name is there (a re-import)."""
+    base = check_card_id(wanted)
+    card_id, n = base, 2
+    while True:
+        if card_id not in taken:
+            target = vault.root / "cards" / f"{card_id}.md"
+            if not (target.exists() or target.is_symlink()):
+                return card_id, False
+            if _name_at(target, f"cards/{card_id}.md") == name_key(name):
+                return card_id, True
+        card_id = check_card_id(f"{base}-{n}")
+        n += 1
+
+
+def _name_at(path: Path, rel: str) -> str | None:
+    try:
+        card, _ = parse_card(rel, path.read_bytes())
+    except OSError:
+        return None
+    return name_key(card.name) if card is not None else None
+
+
+def _described(plan: Planned) -> dict[str, Any]:
+    scope = plan.meta.get("scope")
+    tags = tuple(str(s) for s in scope) if isinstance(scope, list) else ()
+    verified = plan.meta.get("verified_at")
+    return {
+        "name": plan.name,
+        "summary": str(plan.meta["summary"]),
+        "scope": tags,
+        "verified_at": str(verified) if verified is not None else None,
+    }
+
+
+def _count(findings: list[Finding], word: str) -> str:
+    rules = ", ".join(sorted({f.rule for f in findings}))
+    return f"{len(findings)} {word}{'' if len(findings) == 1 else 's'} ({rules})"
 
 
 # -- helpers -------------------------------------------------------------------------------------------------------
 
 
-def _source_files(src: Path, lessons: bool, cards_dir: Path) -> Iterator[tuple[Path, tuple[str, ...]]]:
+def _file_day(file: Path, today: dt.date) -> dt.date:
+    """The source file's last commit day when it is committed and unchanged, else today."""
+    day = gitrepo.last_commit_day(file)
+    try:
+        return dt.date.fromisoformat(day) if day else today
+    except ValueError:
+        return today
+
+
+def _as_date(value: Any) -> Any:
+    """A note's own verified_at as a date when it reads as one (it is written unquoted), else as it is."""
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value.strip())
+        except ValueError:
+            return value
+    return value
+
+
+def _section_key(heading: str) -> str:
+    return " ".join(re.sub(r"[^\w]+", " ", heading.casefold()).split())
+
+
+def _heading_scope(heading: str) -> tuple[str, ...]:
+    """A section heading as a scope tag: the slug of its Latin words (`Git & CI` -> `git-ci`); none for a heading
+    with no Latin letters (a scope tag is something an agent declares, so it stays ASCII)."""
+    if not heading or not re.search(r"[A-Za-z]", heading):
+        return ()
+    words = re.findall(r"[a-z0-9]+", heading.lower())
+    return ("-".join(words)[:40].strip("-"),) if words else ()
+
+
+def _source_files(src: Path, lessons_only: bool, cards_dir: Path) -> Iterator[tuple[Path, tuple[str, ...]]]:
     """Markdown files under src (hidden folders and the vault's own cards skipped), with their folder parts."""
     if src.is_file():
         yield src, ()
@@ -255,9 +537,9 @@ def _source_files(src: Path, lessons: bool, cards_dir: Path) -> Iterator[tuple[P
             continue
         if file.resolve().is_relative_to(cards_dir):
             continue
-        if lessons and file.name.lower() not in LESSON_FILES:
+        if lessons_only and file.name.lower() not in LESSON_FILES:
             continue
-        if not lessons and file.suffix.lower() not in (".md", ".markdown"):
+        if not lessons_only and file.suffix.lower() not in (".md", ".markdown"):
             continue
         yield file, rel.parts[:-1]
 
@@ -295,14 +577,7 @@ def _split_frontmatter(text: str) -> tuple[dict[str, Any], str, str | None]:
 
 def _text_field(meta: dict[str, Any], key: str) -> str | None:
     value = meta.get(key)
-    return _flat(value) if isinstance(value, str) and value.strip() else None
-
-
-def _render(name: str, summary: str, meta: dict[str, Any], body: str) -> str:
-    head: dict[str, Any] = {"name": name, "summary": summary}
-    head.update((k, v) for k, v in meta.items() if k not in ("name", "summary"))
-    dumped = yaml.safe_dump(head, allow_unicode=True, sort_keys=False, width=100, default_flow_style=None).strip()
-    return f"---\n{dumped}\n---\n\n{body.strip()}\n" if body.strip() else f"---\n{dumped}\n---\n"
+    return lessons.flat(value) if isinstance(value, str) and value.strip() else None
 
 
 def _markdown() -> MarkdownIt:
@@ -324,7 +599,7 @@ def _span(token: Token) -> list[tuple[int, int]]:
 def _plain(inline: Token) -> str:
     """An inline token's text without Markdown markup."""
     parts = [c.content for c in inline.children or [] if c.type in ("text", "code_inline", "softbreak")]
-    return _flat(" ".join(parts) if parts else inline.content)
+    return lessons.flat(" ".join(parts) if parts else inline.content)
 
 
 def _bold_lead(inline: Token) -> str | None:
@@ -335,7 +610,7 @@ def _bold_lead(inline: Token) -> str | None:
     end = next((i for i, c in enumerate(children) if c.type == "strong_close"), None)
     if end is None:
         return None
-    return _flat("".join(c.content for c in children[1:end])) or None
+    return lessons.flat("".join(c.content for c in children[1:end])) or None
 
 
 def _dedent_item(lines: list[str]) -> str:
@@ -347,32 +622,11 @@ def _dedent_item(lines: list[str]) -> str:
     return "\n".join([first, *rest]).strip()
 
 
-def _flat(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _sentences(text: str) -> list[str]:
-    return [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[*_])", text) if s]
-
-
-def _first_sentence(text: str) -> str:
-    sentences = _sentences(text)
-    return sentences[0] if sentences else text
-
-
-def _first_clause(sentence: str) -> str:
-    """A long sentence's first clause (up to `;`, `:` or a dash) when that leaves a few words to name it by."""
-    if len(sentence) <= 60:
-        return sentence
-    clause = re.split(r"\s*(?:;|:\s|\s[-–—]\s)", sentence, maxsplit=1)[0]
-    return clause if len(clause.split()) >= 3 else sentence
-
-
-def _shorten(text: str, limit: int) -> str:
+def _shorten_chars(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     cut = text[: limit - 1]
     space = cut.rfind(" ")
     if space > limit // 2:
         cut = cut[:space]
-    return cut.rstrip(" ,;:-") + "…"
+    return cut.rstrip(" ,;:-，；：") + "…"

@@ -1,4 +1,4 @@
-"""Commands about where cards come from and where they go: audit, sanitize, import."""
+"""Commands about where cards come from and where they go: audit, sanitize (import is in import_cmd.py)."""
 
 from __future__ import annotations
 
@@ -97,51 +97,3 @@ def sanitize(out: Path, force: bool, vault_path: str | None, as_json: bool) -> N
         f"Wrote {len(report.files)} card file(s) from {report.commit[:8]} to {report.out}; "
         f"redacted {redacted} item(s) in {touched} file(s)."
     )
-
-
-@click.command("import")
-@click.argument("src", type=click.Path(exists=True, path_type=Path))
-@click.option("--dry-run", is_flag=True, help="Show what would be written; write nothing.")
-@click.option("--lessons", is_flag=True, help="Read CLAUDE.md / AGENTS.md lesson lists: one bullet, one card.")
-@click.option(
-    "--topic",
-    default=None,
-    help="Put the cards under cards/TOPIC/ (default: the note's folder inside SRC, else `imported`; "
-    "for --lessons, the bullet's section heading).",
-)
-@vault_option
-@json_option
-@errors_to_exit
-def import_(src: Path, dry_run: bool, lessons: bool, topic: str | None, vault_path: str | None, as_json: bool) -> None:
-    """Turn Markdown notes (a file or a folder) into new cards; never overwrites; does not commit.
-
-    \b
-    Frontmatter is kept whole; the name comes from it or the first heading, the
-    summary from it or the first paragraph. A note whose card already exists is
-    reported and skipped; the command then exits 1 (the other notes are still
-    imported), so scripts notice an incomplete import.
-
-    \b
-    Example:
-      cairn import ~/notes/postgres --topic databases --dry-run
-      cairn import ~/src/app/CLAUDE.md --lessons --topic app
-    """
-    from cairn.cards.importer import import_notes
-
-    vault = open_vault(vault_path)
-    report = import_notes(vault, src, dry_run=dry_run, lessons=lessons, topic=topic)
-    if as_json:
-        echo_json(report.to_dict())
-    else:
-        for outcome in report.outcomes:
-            if outcome.ok:
-                verb = "would write" if dry_run else "wrote"
-                echo(clean_line(f"{outcome.source}: {verb} {outcome.path}"))
-            else:
-                echo(clean_line(f"{outcome.source}: skipped ({outcome.status}): {outcome.message}"), err=True)
-        done = sum(o.ok for o in report.outcomes)
-        skipped = len(report.outcomes) - done
-        verb = "Would import" if dry_run else "Imported"
-        echo(f"{verb} {done} card(s); skipped {skipped}." + ("" if dry_run or not done else " Review, then commit."))
-    if not report.ok:
-        raise SystemExit(1)

@@ -1,0 +1,159 @@
+"""Which bullets of a CLAUDE.md / AGENTS.md are lessons (the rule `cairn import` applies), and what each is called.
+
+A lesson states a situation and its consequence or fix, with a reason or a failure: "X happens when Y; do Z".
+A bullet is kept when its prose (the text outside code spans) has at least three words and names a reason
+(because, otherwise, so that, to avoid, 因为, 否则, ...) or a failure or consequence (fails, breaks, flaky,
+silently, drops, lost, rejected, stale, error, 失败, 报错, 导致, 丢失, ...). Everything else is an instruction and is
+dropped, with why: a command (a code span or shell line with at most a two-word label), an instruction or style
+rule with no reason or failure ("Use black and ruff", "Prefer pathlib", "Never commit to main"), a statement with
+no reason or failure (project facts), and every bullet of a section whose heading names reference material rather
+than lessons (Commands, Scripts, Setup, Installation, Usage, Code style, Formatting, Naming, Conventions, Project
+structure, Overview, Tech stack, Dependencies, Environment, and their Chinese equivalents), unless the heading also
+says lessons (Gotchas, Pitfalls, Known issues, Troubleshooting, 踩坑, 注意事项, ...) or `--section` names it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+CJK = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
+_CJK_CHAR = re.compile(f"[{CJK}]")
+_CJK_BREAK = re.compile(f"(?<=[{CJK}])[ \\t]*\\n\\s*(?=[{CJK}])")
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+
+_REASON = re.compile(
+    r"\b(?:because|since|otherwise|or else|so that|in order to|to (?:avoid|prevent)|which means|means|"
+    r"causes?|caused|causing|leads? to|led to|results? in|resulted in|happens?|happened|"
+    r"fail|fails|failed|failing|failures?|breaks|broke|broken|crash(?:es|ed|ing)?|hangs?|hung|freezes|froze|"
+    r"flak(?:y|e|es|ed|iness)|silently|drops|dropped|lose|loses|lost|losing|leaks?|leaked|corrupt(?:s|ed|ion)?|"
+    r"deadlocks?|race conditions?|races|times? out|timed out|timeouts?|rejected|rejects|blocks|blocked|stale|"
+    r"wrong|errors?|exceptions?|bugs?|regressions?|outages?|incidents?|missing|slow(?:s|er|ly|down)?|"
+    r"unexpected(?:ly)?|surpris\w*|gotchas?|pitfalls?|beware|careful|watch out|doesn't|does not|won't|"
+    r"will not|can't|cannot|no longer|overwrites|overwritten|conflicts?|mismatch\w*|out of memory|oom|"
+    r"segfaults?|panics?)\b"
+    r"|, so\b"
+    r"|因为|由于|否则|不然|以免|以防|避免|防止|导致|造成|引起|失败|报错|出错|错误|异常|崩溃|卡住|卡死|挂起|丢失|"
+    r"泄漏|泄露|超时|死锁|竞态|不稳定|偶发|偶现|阻塞|过期|变慢|很慢|太慢|踩坑|陷阱|无效|不生效|冲突|乱码|不一致",
+    re.IGNORECASE,
+)
+_IMPERATIVE = re.compile(
+    r"^(?:always|never|don't|do not|do|use|prefer|avoid|keep|run|write|add|make|put|follow|name|call|import|"
+    r"set|store|place|ensure|check|create|remove|delete|update|install|format|lint|test|commit|push|document|"
+    r"comment|return|raise|handle|log|wrap|pin|mark|let|only|stick|stay|favor|favour|must|should|please|type)\b"
+    r"|^(?:使用|用|优先|总是|始终|永远不要|不要|别|请|必须|应该|务必|保持|运行|执行|禁止|统一)",
+    re.IGNORECASE,
+)
+_REFERENCE_HEADING = re.compile(
+    r"\b(?:commands?|scripts?|setup|set up|install(?:ation|ing)?|getting started|quick ?start|usage|"
+    r"(?:code|coding) (?:style|standards?)|style(?: guide)?|formatting|linting|naming|conventions?|"
+    r"structure|layout|overview|tech(?:nology)? stack|dependencies|environment)\b"
+    r"|命令|脚本|安装|环境|快速开始|入门|用法|使用方法|代码风格|编码风格|风格|规范|格式化|命名|项目结构|目录结构|"
+    r"概述|简介|技术栈|依赖",
+    re.IGNORECASE,
+)
+_LESSON_HEADING = re.compile(
+    r"\b(?:lessons?|gotchas?|pitfalls?|traps?|known (?:issues|problems)|troubleshooting|caveats?|warnings?|"
+    r"mistakes|post-?mortems?|incidents?)\b|经验|教训|踩坑|注意事项|常见问题|已知问题|陷阱",
+    re.IGNORECASE,
+)
+
+NAME_MAX_CHARS = 80
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Whether a bullet is a lesson; `why` says why it was dropped (empty when it is kept)."""
+
+    lesson: bool
+    why: str = ""
+
+
+def flat(text: str) -> str:
+    """Whitespace runs as one space, except that a line break between two CJK characters joins them (Chinese and
+    Japanese put no space there)."""
+    return " ".join(_CJK_BREAK.sub("", text).split())
+
+
+def is_reference_section(heading: str) -> bool:
+    """Whether a heading names reference material (commands, style, setup...) rather than lessons."""
+    return bool(_REFERENCE_HEADING.search(heading)) and not _LESSON_HEADING.search(heading)
+
+
+def judge(text: str) -> Verdict:
+    """Whether a bullet's text (Markdown, flattened) states a lesson; see the module docstring for the rule."""
+    text = flat(text)
+    if not text:
+        return Verdict(False, "the bullet has no text")
+    prose = flat(_CODE_SPAN.sub(" ", text).replace("**", " ").replace("__", " "))
+    has_code = _CODE_SPAN.search(text) is not None
+    imperative = _IMPERATIVE.match(prose.lstrip("*_ ")) is not None
+    runs = re.match(r"(?:run|execute|运行|执行)", prose.lstrip("*_ "), re.IGNORECASE) is not None
+    if text.startswith("$ "):
+        return Verdict(False, "a command, not a lesson")
+    if _words(prose) < 3:
+        if has_code and imperative and not runs:  # "Prefer `pathlib` over `os.path`"
+            return Verdict(False, _INSTRUCTION)
+        if has_code:
+            return Verdict(False, "a command, not a lesson")
+        return Verdict(False, "too short to state a situation and its consequence")
+    if _REASON.search(prose):
+        return Verdict(True)
+    if text.startswith("`"):
+        return Verdict(False, "a command with a note, but no reason or failure")
+    if imperative:
+        return Verdict(False, _INSTRUCTION)
+    return Verdict(False, "a statement with no reason or failure")
+
+
+_INSTRUCTION = "an instruction or style rule with no reason or failure"
+
+
+def _words(text: str) -> int:
+    """Words in `text`, a run of CJK characters counting one word per two characters."""
+    cjk = len(_CJK_CHAR.findall(text))
+    latin = len(_WORD.findall(_CJK_CHAR.sub(" ", text)))
+    return latin + (cjk + 1) // 2
+
+
+def width(text: str) -> int:
+    """Display width: a CJK character counts two."""
+    return len(text) + len(_CJK_CHAR.findall(text))
+
+
+def sentences(text: str) -> list[str]:
+    parts = re.split(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[*_])|(?<=[。！？])\s*", text)
+    return [s for s in parts if s]
+
+
+def lesson_name(text: str, bold_lead: str | None = None) -> str:
+    """A lesson's name: its bold lead (`**Name**: ...`), else the first clause of its first sentence when the
+    sentence is long and the clause has a few words, cut at a word to at most 80 columns."""
+    if bold_lead:
+        return shorten(bold_lead, NAME_MAX_CHARS).rstrip(" :.;,-：；。，")
+    found = sentences(text)
+    sentence = found[0] if found else text
+    if width(sentence) > 60:
+        clause = re.split(r"\s*(?:;|:\s|\s[-–—]\s)|[；：]", sentence, maxsplit=1)[0]
+        if _words(clause) >= 3:
+            sentence = clause
+    return shorten(sentence, NAME_MAX_CHARS).rstrip(" :.;,-：；。，")
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` columns (CJK characters count two), at a word when one is near, with `…`."""
+    if width(text) <= limit:
+        return text
+    cut = ""
+    for ch in text:
+        if width(cut + ch) > limit - 1:
+            break
+        cut += ch
+    space = cut.rfind(" ")
+    if space > len(cut) // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-，；：") + "…"
+
+
+__all__ = ["Verdict", "flat", "is_reference_section", "judge", "lesson_name", "sentences", "shorten", "width"]

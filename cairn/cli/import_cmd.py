@@ -1,0 +1,134 @@
+"""`cairn import`: lessons from CLAUDE.md / AGENTS.md files, or Markdown notes, as new cards, linted before writing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, vault_option
+from cairn.terminal import clean_line
+
+if TYPE_CHECKING:
+    from cairn.cards.importer import ImportReport, Outcome
+
+
+@click.command("import")
+@click.argument("src", type=click.Path(exists=True, path_type=Path))
+@click.option("--section", default=None, help="Take only the lessons of this section (its heading; implies --lessons).")
+@click.option(
+    "--scope",
+    default=None,
+    help="Comma-separated scope tags for every card (default: a lesson's section heading as a slug; a note's own).",
+)
+@click.option(
+    "--topic",
+    default=None,
+    help="Put the cards under cards/TOPIC/ (default: the first scope; else a note's folder inside SRC, "
+    "`imported` or `lessons`).",
+)
+@click.option("--lessons", is_flag=True, help="Read every file as a lesson list, not only CLAUDE.md / AGENTS.md.")
+@click.option("--dry-run", is_flag=True, help="Show what would be written and what is dropped; write nothing.")
+@click.option("--force", is_flag=True, help="Write cards lint only warns about, and replace a card of the same name.")
+@vault_option
+@json_option
+@errors_to_exit
+def import_(
+    src: Path,
+    section: str | None,
+    scope: str | None,
+    topic: str | None,
+    lessons: bool,
+    dry_run: bool,
+    force: bool,
+    vault_path: str | None,
+    as_json: bool,
+) -> None:
+    """Turn the lessons of a CLAUDE.md / AGENTS.md / GEMINI.md, or Markdown notes, into new cards. Never
+    overwrites without --force; does not commit.
+
+    A lesson states a situation and its consequence or fix, with a reason or a failure: "X happens when Y; do Z".
+    In a lesson file each top-level bullet is judged on its own, and kept when the words outside its code spans
+    (at least three) give a reason (because, otherwise, so that, to avoid, 因为, 否则...) or a failure (fails,
+    breaks, flaky, silently, lost, rejected, stale, error, 失败, 导致, 丢失...). Dropped, each with a line saying
+    why: commands (a code span or shell line), instructions and style rules with no reason ("Use black and ruff",
+    "Prefer X", "Never commit to main"), statements with no failure, and whole sections whose heading names
+    reference material (Commands, Setup, Usage, Code style, Conventions, Project structure, Dependencies...) unless
+    --section names one. So a CLAUDE.md is read as lessons by default and never becomes one card. Other Markdown
+    files are notes: one note, one card, its frontmatter kept.
+
+    Each card gets block-style frontmatter with its name, summary, scope (--scope, else the slug of the lesson's
+    section heading), verified_at (the source file's last commit day when it is committed and unchanged, else
+    today) and source (file:line), and a short id: an ASCII slug of the name of at most 60 characters; a name with
+    no Latin letters gets its script and a hash (zh-3f9a2c); a clash with another card adds -2.
+
+    Every card is linted with `cairn lint`'s rules in the vault's context before anything is written: an error
+    refuses that card (its findings shown), and so does a warning unless --force; the other cards are still
+    written, and the command exits 1 when any card was refused or skipped.
+
+    \b
+    Examples:
+      cairn import ~/src/app/CLAUDE.md --dry-run
+      cairn import ~/src/app/CLAUDE.md --section "Gotchas" --scope app
+      cairn import ~/notes/postgres --topic databases
+    """
+    from cairn.cards import importer
+
+    vault = open_vault(vault_path)
+    tags = tuple(s.strip() for s in (scope or "").split(",") if s.strip())
+    report = importer.import_notes(
+        vault, src, dry_run=dry_run, lessons_only=lessons, section=section, scope=tags, topic=topic, force=force
+    )
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        _render(report)
+    if not report.ok:
+        raise SystemExit(1)
+
+
+_VERBS = {"written": "wrote", "would-write": "would write", "replaced": "replaced", "would-replace": "would replace"}
+
+
+def _render(report: ImportReport) -> None:
+    """One line per card and per dropped bullet or section, in source order: cards and drops on stdout; refused
+    and skipped cards on stderr, after their lint findings. Then a count."""
+    from cairn.cards.importer import Dropped
+
+    items: list[Outcome | Dropped] = [*report.outcomes, *report.dropped]
+    files: dict[str, int] = {}
+    for item in items:
+        files.setdefault(_where(item.source)[0], len(files))
+    items.sort(key=lambda item: (files[_where(item.source)[0]], _where(item.source)[1]))
+    for item in items:
+        if isinstance(item, Dropped):
+            what = f'section "{item.text}"' if item.kind == "section" else f'"{item.text}"'
+            echo(clean_line(f"{item.source}: dropped {what}: {item.why}"))
+            continue
+        outcome = item
+        for finding in outcome.findings:
+            echo(clean_line(str(finding)), err=True)
+        if outcome.ok:
+            scope = ", ".join(outcome.scope) or "none"
+            echo(
+                clean_line(
+                    f"{outcome.source}: {_VERBS[outcome.status]} {outcome.path} | scope: {scope} | "
+                    f"name: {outcome.name} | summary: {outcome.summary}"
+                )
+            )
+        elif outcome.status == "refused":
+            echo(clean_line(f"{outcome.source}: refused {outcome.path}: {outcome.message}"), err=True)
+        else:
+            echo(clean_line(f"{outcome.source}: skipped ({outcome.status}): {outcome.message}"), err=True)
+    done = sum(o.ok for o in report.outcomes)
+    skipped = len(report.outcomes) - done
+    verb = "Would import" if report.dry_run else "Imported"
+    tail = "" if report.dry_run or not done else " Review them, then commit."
+    echo(f"{verb} {done} card(s); dropped {len(report.dropped)} (not lessons); skipped {skipped}.{tail}")
+
+
+def _where(source: str) -> tuple[str, int]:
+    """`file:line` as (file, line); a whole file as (file, 0)."""
+    path, _, line = source.rpartition(":")
+    return (path, int(line)) if path and line.isdigit() else (source, 0)
