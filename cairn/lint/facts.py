@@ -31,8 +31,11 @@ def facts_of(rel_path: str, card: Card | None) -> CardFacts:
 
 def vault_facts(snapshot: Snapshot) -> dict[str, CardFacts]:
     """Facts of every `.md` file under `cards/` (id -> facts); unchanged blobs come from the cache."""
+    # A folder outside git (review's copy of a commit, in a temporary folder) keeps no cache: its cache folder
+    # would outlive it (`cache/vaults/head-*`).
+    in_git = snapshot.vault.git_root is not None
     cache_file = paths.index_path(snapshot.vault.root).with_name("lint-facts.json")
-    cached = {blob: packed for blob, packed in _load(cache_file).items() if _valid(packed)}
+    cached = {blob: packed for blob, packed in _load(cache_file).items() if _valid(packed)} if in_git else {}
     cards = {rel: f for rel, f in snapshot.files.items() if card_id_from_path(rel) is not None}
     misses = [f.blob for f in cards.values() if f.kind == FILE and f.blob not in cached]
     contents = snapshot.read_blobs(misses)
@@ -50,7 +53,7 @@ def vault_facts(snapshot: Snapshot) -> dict[str, CardFacts]:
         kept[file.blob] = packed
         facts = _unpack(rel, packed)
         out[facts.id] = facts
-    if misses or len(kept) != len(cached):
+    if in_git and (misses or len(kept) != len(cached)):
         _save(cache_file, kept)
     return out
 
@@ -93,6 +96,7 @@ def _load(cache_file: Any) -> dict[str, Any]:
 def _save(cache_file: Any, facts: dict[str, Any]) -> None:
     """Best effort: the cache only saves time, so a read-only cache folder is not an error."""
     try:
-        write_atomic(cache_file, json.dumps({"version": _VERSION, "facts": facts}).encode("utf-8"))
+        paths.private_folder(str(cache_file.parent))  # the cache: 0700, the file 0600
+        write_atomic(cache_file, json.dumps({"version": _VERSION, "facts": facts}).encode("utf-8"), mode=0o600)
     except OSError:
         pass
