@@ -1,4 +1,7 @@
-"""Card text printed to terminals: escape sequences and control characters are neutralised; JSON stays exact."""
+"""Card text printed to terminals: escape sequences and control characters are neutralised; JSON stays exact.
+
+Control characters never reach a parsed card's fields (the parser removes them; `hidden-text` reports them and the
+index refuses the card), so what is shown is the file's text without them."""
 
 from __future__ import annotations
 
@@ -16,17 +19,20 @@ CARD_ID = "git/escape-card"
 
 
 def _escape_vault(repo: VaultRepo) -> dict[str, object]:
-    repo.write_raw(f"cards/{CARD_ID}.md", (HOSTILE / "escape-card.md").read_bytes())
-    repo.write_raw("cards/git/escape-twin.md", (HOSTILE / "escape-card.md").read_bytes())  # name-unique finding
+    raw = (HOSTILE / "escape-card.md").read_bytes()
+    assert b"\x1b" in raw and b"\\e[31m" in raw and b"\\u202e" in raw  # the fixture really is hostile
+    repo.write_raw(f"cards/{CARD_ID}.md", raw)
+    repo.write_raw("cards/git/escape-twin.md", raw)  # name-unique finding
     repo.commit("A card full of escapes")
-    card, findings = parse_card(f"cards/{CARD_ID}.md", (HOSTILE / "escape-card.md").read_bytes())
+    card, findings = parse_card(f"cards/{CARD_ID}.md", raw)
     assert card is not None, findings
+    assert {key for key, _ in card.hidden} == {"name", "summary", "body"}  # YAML escapes decoded, then removed
     return card.to_dict()
 
 
 def test_human_output_is_neutralised(vault_repo: VaultRepo, tmp_path: object) -> None:
     record = _escape_vault(vault_repo)
-    assert ESC in str(record["name"]) and "\x9b" in str(record["summary"])  # the fixture really is hostile
+    assert not any(ch in str(record) for ch in "\x1b\x07\x9b\u202e")  # the parser removed them
     query = "force push rebase summary"
     runs = [
         ("index",),
@@ -44,17 +50,19 @@ def test_human_output_is_neutralised(vault_repo: VaultRepo, tmp_path: object) ->
         assert_clean_exit(done)
         for stream in (done.stdout, done.stderr):
             assert not any(ch in stream for ch in "\x1b\x07\x9b\u202e"), (args, stream)
-    shown = vault_repo.cairn("show", CARD_ID).stdout
-    assert "Rebase red lesson" in shown and "link" in shown
+    refused = vault_repo.cairn("index", "--json")
+    assert {p["rule"] for p in json.loads(refused.stdout)["problems"]} >= {"hidden-text"}
+    shown = vault_repo.cairn("show", "--worktree", CARD_ID).stdout
+    assert "red" in shown and "lesson" in shown and "link" in shown
 
 
 def test_json_output_is_exact(vault_repo: VaultRepo) -> None:
     record = _escape_vault(vault_repo)
-    shown = json.loads(vault_repo.cairn("show", CARD_ID, "--json").stdout)
+    shown = json.loads(vault_repo.cairn("show", "--worktree", CARD_ID, "--json").stdout)
     assert shown["name"] == record["name"] and shown["summary"] == record["summary"]
     assert shown["body"] == record["body"]
     recalled = json.loads(vault_repo.cairn("recall", "force push rebase summary", "--json").stdout)
-    assert [c["name"] for c in recalled["cards"]][:1] in ([record["name"]], [])
+    assert recalled["cards"] == []  # refused by the index: hidden-text
 
 
 @given(st.text(max_size=300))

@@ -11,6 +11,7 @@ import yaml
 from frontmatter.default_handlers import YAMLHandler
 
 from cairn.cards import safeyaml
+from cairn.cards.visible import invisible_in, strip_invisible
 from cairn.finding import Finding
 
 MAX_CARD_BYTES = 1024 * 1024
@@ -43,6 +44,9 @@ class Card:
     review_after: as written (a date or a duration such as `180d`); `expires_on` is the resolved date.
     extra: frontmatter keys the contract does not name, kept as they were.
     body_line: the file line on which the body starts.
+    hidden: (field, characters) for each field that held invisible characters (zero-width, bidi controls, tag
+    characters...; see `cairn.cards.visible`). They are removed from every field above, so nothing that serves a
+    card carries them even when lint was skipped; lint's `hidden-text` rule reports them from here.
     """
 
     id: str
@@ -61,6 +65,7 @@ class Card:
     source: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     body_line: int = 1
+    hidden: tuple[tuple[str, str], ...] = ()
 
     def is_expired(self, today: dt.date) -> bool:
         return self.expires_on is not None and today > self.expires_on
@@ -255,23 +260,36 @@ def _build(
 
     if findings:
         return None, findings
+    hidden: list[tuple[str, str]] = []
+
+    def shown(key: str, value: str) -> str:
+        found = invisible_in(value)
+        if not found:
+            return value
+        hidden.append((key, "".join(dict.fromkeys(ch for _, ch in found))))
+        return " ".join(strip_invisible(value).split()) if key in ("name", "summary") else strip_invisible(value)
+
+    def shown_list(key: str) -> tuple[str, ...]:
+        return tuple(v for v in (shown(key, item).strip() for item in lists[key]) if v)
+
     card = Card(
         id=card_id,
         path=rel_path,
-        name=texts["name"],
-        summary=texts["summary"],
-        body=body,
-        scope=lists["scope"],
+        name=shown("name", texts["name"]),
+        summary=shown("summary", texts["summary"]),
+        body=shown("body", body),
+        scope=shown_list("scope"),
         verified_at=verified_at,
         review_after=review_after,
         expires_on=expires_on,
-        status=status.strip().lower(),
-        aliases=lists["aliases"],
-        not_when=lists["not_when"],
-        supersedes=lists["supersedes"],
-        source=source,
+        status=shown("status", status).strip().lower(),
+        aliases=shown_list("aliases"),
+        not_when=shown_list("not_when"),
+        supersedes=shown_list("supersedes"),
+        source=shown("source", source) if source is not None else None,
         extra={str(k): v for k, v in meta.items() if k not in KNOWN_KEYS},
         body_line=body_line,
+        hidden=tuple(hidden),
     )
     return card, []
 

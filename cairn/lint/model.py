@@ -10,12 +10,40 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from cairn.cards.body import CardBody, read_body
-from cairn.cards.card import Card
+from cairn.cards.card import Card, card_id_from_path
 from cairn.cards.similarity import Profile, name_key, profile, terms
+from cairn.cards.visible import fold
 from cairn.config import LintSettings
 from cairn.finding import ERROR, WARNING, Finding
 
-__all__ = ["ERROR", "WARNING", "CardFacts", "Context", "Rule", "Target"]
+__all__ = ["ERROR", "WARNING", "CardFacts", "Context", "Field", "Rule", "Target", "field_findings"]
+
+SERVED = ("id", "name", "summary", "aliases", "name+summary")  # what an agent's prompt receives of a card
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One piece of a card as the security rules read it: the decoded value (YAML escapes applied), with invisible
+    characters removed and NFKC applied (`cairn.cards.visible.fold`).
+
+    key: `id` (the file name, separators read as spaces), a frontmatter key, `name+summary` (name, summary and
+    aliases joined, so an instruction split across them is read whole), `body`, or `file` (the raw file text, for
+    what no field holds: YAML comments, a card that breaks the contract). line: the file line it starts on (0 for
+    the id). served: whether agents receive it (id, name, summary, aliases).
+    """
+
+    key: str
+    line: int
+    text: str
+
+    @property
+    def served(self) -> bool:
+        return self.key in SERVED
+
+    def line_at(self, offset: int) -> int:
+        if self.line == 0:
+            return 0
+        return self.line + self.text.count("\n", 0, offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +89,45 @@ class Target:
     @cached_property
     def body(self) -> CardBody:
         return read_body(self.card.body if self.card else "")
+
+    @cached_property
+    def fields(self) -> tuple[Field, ...]:
+        """The card as the security rules read it (see Field): served fields first, the raw file last."""
+        out: list[Field] = []
+        card_id = card_id_from_path(self.path)
+        if card_id is not None:
+            out.append(Field("id", 0, fold(card_id.replace("/", " / ").replace("-", " ").replace("_", " "))))
+        card = self.card
+        if card is not None:
+            out.append(Field("name", self.line_of("name"), fold(card.name)))
+            out.append(Field("summary", self.line_of("summary"), fold(card.summary)))
+            out.extend(Field("aliases", self.line_of("aliases"), fold(a)) for a in card.aliases)
+            joined = ". ".join((card.name, card.summary, *card.aliases))
+            out.append(Field("name+summary", self.line_of("name"), fold(joined)))
+            for key in ("not_when", "scope", "supersedes"):
+                out.extend(Field(key, self.line_of(key), fold(v)) for v in getattr(card, key))
+            if card.source:
+                out.append(Field("source", self.line_of("source"), fold(card.source)))
+            for key, value in card.extra.items():
+                out.extend(Field(key, self.line_of(key), fold(v)) for v in _strings(value))
+            if card.body:
+                out.append(Field("body", card.body_line, fold(card.body)))
+        if self.text:
+            out.append(Field("file", 1, fold(self.text)))
+        return tuple(out)
+
+
+def _strings(value: object, depth: int = 0) -> Iterator[str]:
+    """The text values in a frontmatter value (keys the contract does not name are in the file too)."""
+    if isinstance(value, str):
+        yield value
+    elif depth < 8 and isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key, depth + 1)
+            yield from _strings(item, depth + 1)
+    elif depth < 8 and isinstance(value, list):
+        for item in value:
+            yield from _strings(item, depth + 1)
 
 
 class Context:
@@ -148,3 +215,24 @@ class Rule:
         if self.needs_card and target.card is None:
             return
         yield from self.check(target, context)
+
+    @property
+    def security(self) -> bool:
+        """A security rule: a vault's own cairn.toml cannot disable it, and the index refuses cards it fails."""
+        return "security" in self.groups
+
+
+def field_findings(rule: Rule, target: Target, found: Iterable[tuple[Field, int, str]]) -> list[Finding]:
+    """Findings from (field, offset, message) hits, each said once: the raw file's hit (the exact line) over a
+    field's, a field's over the joined name and summary's (the same text, read again)."""
+    hits = list(found)
+    in_file = {message for field, _, message in hits if field.key == "file"}
+    in_fields = {message for field, _, message in hits if field.key not in ("file", "name+summary")}
+    out: list[Finding] = []
+    for field, offset, message in hits:
+        if field.key == "file" or (field.key == "name+summary" and message not in in_file | in_fields):
+            pass
+        elif field.key == "name+summary" or (message in in_file and field.key != "id"):
+            continue
+        out.append(Finding(target.path, field.line_at(offset), rule.id, message, rule.severity))
+    return out

@@ -10,10 +10,14 @@ from cairn.lint.rules import (
     body_present,
     card_path,
     contract,
+    encoded_payload,
+    hidden_text,
+    id_text,
     internal_link,
     name_unique,
     near_duplicate,
     prompt_injection,
+    remote_code,
     review_expired,
     scope_crowding,
     scope_vocabulary,
@@ -40,8 +44,12 @@ RULES: tuple[Rule, ...] = (
     supersedes.RULE,
     internal_link.RULE,
     near_duplicate.RULE,
+    id_text.RULE,
+    hidden_text.RULE,
     secret.RULE,
     prompt_injection.RULE,
+    remote_code.RULE,
+    encoded_payload.RULE,
 )
 
 ALWAYS = contract.RULE  # a card that breaks the contract can be checked by no other rule, so it is always reported

@@ -12,7 +12,7 @@ from cairn.config import CONFIG_FILE, LintSettings, parse_config
 from cairn.finding import ERROR, WARNING, Finding
 from cairn.hot.errors import CairnError, InvalidConfig
 from cairn.hot.vault import Vault
-from cairn.lint import registry
+from cairn.lint import registry, security
 from cairn.lint.facts import vault_facts
 from cairn.lint.model import Context, Rule, Target
 from cairn.lint.snapshot import FILE, STAGED, SYMLINK, Snapshot
@@ -77,7 +77,10 @@ def _lint(
         line, detail = getattr(exc, "line", 0), getattr(exc, "detail", str(exc))  # cairn.config.VaultConfigError
         findings.append(Finding(CONFIG_FILE, line, "config-invalid", f"{detail}; the defaults were used", ERROR))
         config = parse_config(None)
-    rules = registry.select(wanted, config.lint.disable)
+    disable, ignored = security.effective_disable(config.lint.disable)
+    if rel_paths is None or CONFIG_FILE in rel_paths:  # said where cairn.toml is checked, not on every card
+        findings.extend(security.ignored_warning(CONFIG_FILE, entry, still) for entry, still in ignored)
+    rules = registry.select(wanted, disable)
     settings: LintSettings = config.lint
     facts = vault_facts(snapshot)
     bodies: dict[str, frozenset[str]] = {}  # each card's body is read at most once per run

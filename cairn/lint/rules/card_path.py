@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from cairn.cards.card import card_id_from_path, slugify
 from cairn.finding import Finding
 from cairn.lint.model import WARNING, Context, Rule, Target
+from cairn.lint.rules import id_text
 
 
 def check(target: Target, context: Context) -> Iterator[Finding]:
@@ -16,6 +17,8 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
     if card_id is None:
         yield RULE.at(target, 0, "not a card: card files end in `.md`; this file is ignored (rename or move it)")
         return
+    if not id_text.is_plain(card_id):
+        return  # id-text says it, as an error, with the same rename
     parts = card_id.split("/")
     suggested = "/".join(slugify(part, max_length=200) for part in parts)
     if suggested != card_id:

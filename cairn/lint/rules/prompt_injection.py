@@ -1,8 +1,11 @@
-"""prompt-injection: no text telling the agent to drop its instructions or act outside the task.
+"""prompt-injection: no text addressed to the agent, telling it to drop its instructions or act outside the task.
 
-Summaries go into agents' prompts as they are, so the whole card (summary and body) is read for: overriding
-instructions, taking on a new role, acting without asking, hiding things from the user, sending data out,
-HTML comments addressed to the agent, and invisible characters that can carry hidden text.
+Summaries go into agents' prompts as they are, so every field (as YAML decodes it, after NFKC; the id with its
+separators read as spaces; name, summary and aliases also joined, for an instruction split across them) and the
+body are read for: overriding instructions, taking on a new role, acting without asking or with "pre-approved"
+permissions, hiding things from the user, sending data out, chat-template role and delimiter markers (`SYSTEM:`,
+`</system>`, `<|im_start|>`, `[INST]`, `### Instruction`), in English, Chinese, Japanese, Korean, Spanish,
+French, German, Portuguese, Italian and Russian; and HTML comments addressed to the agent.
 """
 
 from __future__ import annotations
@@ -11,80 +14,196 @@ import re
 from collections.abc import Iterator
 
 from cairn.finding import Finding
-from cairn.lint.model import ERROR, Context, Rule, Target
+from cairn.lint.model import ERROR, Context, Field, Rule, Target, field_findings
 
 _S = r"[\s>]+"  # words may be folded across YAML lines or quoted with `>`
-_PHRASES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (what, re.compile(pattern, re.IGNORECASE))
-    for what, pattern in (
-        (
-            "tells the agent to ignore its instructions",
-            rf"\b(?:ignore|disregard|forget|override|bypass){_S}(?:(?:all|any|every|the|your|my|of|these|those)"
-            rf"{_S}){{0,3}}(?:previous|prior|above|earlier|preceding|original|system|existing|safety)?{_S}?"
-            r"(?:instructions?|prompts?|rules|directions|guidelines|guardrails|context|system\s+prompt)\b",
-        ),
-        (
-            "tells the agent to reveal its instructions",
-            rf"\b(?:reveal|print|show|output|repeat|leak){_S}(?:\w+{_S}){{0,2}}(?:system{_S}prompt|"
-            r"hidden\s+instructions)\b",
-        ),
-        (
-            "gives the agent a new role",
-            rf"\b(?:you{_S}are{_S}now{_S}(?:a|an|the|my|no{_S}longer|in{_S}(?:developer|god|jailbreak|DAN)"
-            rf"{_S}mode)\b|from{_S}now{_S}on,?{_S}you{_S}(?:are|will|must)|act{_S}as{_S}(?:an?{_S})?"
-            r"(?:unrestricted|jailbroken|DAN)\b|\bDAN\s+mode)",
-        ),
-        (
-            "tells the agent to act without asking or to keep the user uninformed",
-            rf"(?:^|[.!?:;,]\s+|\n[\s>*-]*)(?:(?:always|just|simply|please|now){_S})?(?:run|execute|apply|install|"
-            rf"delete|remove|push|commit|deploy|do){_S}[^\n.]{{0,60}}?\bwithout{_S}(?:asking|confirmation|confirming|"
-            rf"permission|approval|prompting|checking)\b|\b(?:do{_S}not|don'?t|never){_S}(?:tell|inform|notify|"
-            rf"warn){_S}(?:the{_S})?(?:user|human|developer|operator)\b|\b(?:do{_S}not|don'?t|never){_S}ask{_S}"
-            rf"(?:the{_S}(?:user|human)|for{_S}(?:permission|confirmation|approval))\b",
-        ),
-        (
-            "tells the agent to send data out",
-            r"\b(?:send|post|upload|exfiltrate|forward|transmit|leak|copy|pipe)\b[^\n]{0,100}?"
-            r"(?:\b(?:credentials?|secrets?|tokens?|passwords?|api[\s_-]?keys?|private\s+keys?|env(?:ironment)?"
-            r"\s+var\w*|id_rsa|cookies?|source\s+code|the\s+(?:repo|repository|codebase))|\.env\b|\.ssh|\.aws)"
-            r"[^\n]{0,100}?\b(?:to|into|at)\s+(?:https?://|ftp://|\S+@\S+\.\w)",
-        ),
-        (
-            "pipes secrets or the environment to the network",
-            r"(?:\benv\b|\bprintenv\b|~/\.ssh|~/\.aws|\.env\b|id_rsa)[^\n|]{0,60}\|\s*(?:curl|wget|nc|ncat)\b",
-        ),
-    )
+_ALL, _SERVED = "all", "served"
+_I = re.IGNORECASE
+
+_ROLE = "tells the agent it holds a chat role or delimiter marker"
+_OVERRIDE = "tells the agent to ignore its instructions"
+_NEW_ROLE = "gives the agent a new role"
+_UNASKED = "tells the agent to act without asking or to keep the user uninformed"
+_APPROVED = "claims the user has approved actions in advance"
+_ADDRESSED = "addresses the agent directly"
+
+
+def _p(what: str, pattern: str, where: str = _ALL, flags: int = _I) -> tuple[str, re.Pattern[str], str]:
+    return what, re.compile(pattern, flags), where
+
+
+_PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    _p(
+        _OVERRIDE,
+        rf"\b(?:ignore|disregard|forget|override|bypass|skip){_S}(?:(?:all|any|every|the|your|my|of|these|those)"
+        rf"{_S}){{0,3}}(?:previous|prior|above|earlier|preceding|original|system|existing|safety|former)?{_S}?"
+        r"(?:instructions?|prompts?|rules|directions|guidelines|guardrails|context|system\s+prompt|directives?|"
+        r"constraints|policies)\b",
+    ),
+    _p(_OVERRIDE, rf"\b(?:ignore|disregard|forget){_S}(?:everything|all){_S}(?:above|before|said|you\b)"),
+    _p(
+        "tells the agent to reveal its instructions",
+        rf"\b(?:reveal|print|show|output|repeat|leak){_S}(?:\w+{_S}){{0,2}}(?:system{_S}prompt|"
+        r"hidden\s+instructions)\b",
+    ),
+    _p(
+        _NEW_ROLE,
+        rf"\b(?:you{_S}are{_S}now{_S}(?:a|an|the|my|no{_S}longer|free|unrestricted|allowed|permitted|authori[sz]ed|"
+        rf"in{_S}(?:developer|god|jailbreak|DAN|admin|root|unrestricted){_S}mode)\b|from{_S}now{_S}on,?{_S}you{_S}"
+        rf"(?:are|will|must|should)|act{_S}as{_S}(?:an?{_S})?(?:unrestricted|jailbroken|DAN)\b|\bDAN\s+mode|"
+        rf"your{_S}new{_S}(?:role|task|instructions?|goal){_S}(?:is|are)\b)",
+    ),
+    _p(
+        _UNASKED,
+        rf"(?:^|[.!?:;,]\s+|\n[\s>*-]*)(?:(?:always|just|simply|please|now){_S})?(?:run|execute|apply|install|"
+        rf"delete|remove|push|commit|deploy|do){_S}[^\n.]{{0,60}}?\bwithout{_S}(?:asking|confirmation|confirming|"
+        rf"permission|approval|prompting|checking)\b|\b(?:do{_S}not|don'?t|never){_S}(?:tell|inform|notify|"
+        rf"warn|mention(?:{_S}this)?{_S}to){_S}(?:the{_S})?(?:user|human|developer|operator)\b|\b(?:do{_S}not|"
+        rf"don'?t|never){_S}ask{_S}(?:the{_S}(?:user|human)|for{_S}(?:permission|confirmation|approval))\b|"
+        rf"\b(?:no{_S}need|(?:you{_S})?(?:do{_S}not|don'?t){_S}need){_S}to{_S}(?:ask|confirm|check{_S}with)"
+        rf"(?:{_S}(?:the{_S})?(?:user|human))?\b|\bkeep{_S}(?:this|it){_S}(?:secret|hidden){_S}from{_S}"
+        rf"(?:the{_S})?user\b",
+    ),
+    _p(
+        _APPROVED,
+        rf"\b(?:user|human|operator|developer|owner|team)s?{_S}(?:has{_S}|have{_S})?(?:already{_S})?"
+        rf"(?:pre-?approved|pre-?authori[sz]ed|approved|authori[sz]ed|consented{_S}to|allowed|granted){_S}"
+        rf"(?:(?:you{_S})?(?:to{_S})?)?(?:all|every|any|each)\b|\b(?:pre-?approved|pre-?authori[sz]ed|"
+        rf"auto-?approved){_S}(?:\w+{_S}){{0,3}}?(?:commands?|shell|actions?|tool\s*calls?|tools|changes|"
+        r"operations|everything|requests?|scripts?)\b",
+    ),
+    _p(
+        _ADDRESSED,
+        rf"(?:note|message|instructions?|reminder|request|directive)s?{_S}(?:for|to){_S}(?:the{_S}|any{_S}|all{_S})?"
+        rf"(?:ai{_S})?(?:assistants?|agents?|ai|llms?|language{_S}models?|models?|claude|codex|gemini|copilot|"
+        r"chatgpt)\b",
+    ),
+    _p(
+        _ADDRESSED,
+        r"(?:^|[.!?\n]\s*)(?:dear\s+)?(?:ai\s+)?(?:assistant|agent|claude|codex|gemini|copilot|chatgpt|llm)\s*[,:]\s*"
+        r"(?:you\s+(?:must|should|will|need)|always|never|please|ignore|run|execute|do\s+not|don'?t|make\s+sure)\b",
+    ),
+    # Chat-template roles and delimiters: what a model reads as the start of another turn.
+    _p(
+        _ROLE,
+        r"(?<![\w-])(?:SYSTEM|ASSISTANT|DEVELOPER)(?:\s+(?:NOTE|MESSAGE|PROMPT|OVERRIDE|INSTRUCTIONS?))?\s*:",
+        flags=0,
+    ),
+    _p(_ROLE, r"\bSYSTEM\s+(?:NOTE|MESSAGE|PROMPT|OVERRIDE|INSTRUCTIONS?)\b", flags=0),
+    _p(_ROLE, r"(?:^|[.!?]\s+)(?:system|assistant|developer|user|human)(?:\s+(?:note|message|prompt))?\s*:", _SERVED),
+    _p(_ROLE, r"(?m)^\s*(?:system|assistant|human)\s*:"),
+    _p(_ROLE, r"<\|\s*[a-z_]{2,30}\s*\|>|\[/?INST\]|<</?SYS>>|<\s*/?\s*(?:im_start|im_end|system|assistant)\s*>"),
+    _p(
+        _ROLE,
+        r"<\s*/?\s*(?:user|developer|human|instructions?|context|prompt|tool_call|function_results?)\b"
+        r"[^<>]{0,40}>",
+        _SERVED,
+    ),
+    _p(_ROLE, r"(?m)^\s*#{1,6}\s*(?:Instruction|System(?:\s+Prompt)?|New\s+Instructions?)\s*:?\s*$"),
+    _p(_ROLE, r"#{2,}\s*(?:instructions?|system|response)\b", _SERVED),
+    # Chinese, Japanese and Korean: overriding, new roles, hiding from the user, pre-approval.
+    _p(
+        _OVERRIDE,
+        r"(?:忽略|无视|無視|忽視|不要理会|不要理會|忘记|忘記|跳过|绕过)[^。\n]{0,12}(?:指令|指示|说明|說明|提示词?|"
+        r"规则|規則|命令|限制|要求|設定|设定)",
+    ),
+    _p(
+        _OVERRIDE,
+        r"(?:以前|前|これまで|上記|上)の?(?:指示|命令|ルール|指令|プロンプト)を?(?:すべて|全て)?(?:無視|忘れ)",
+    ),
+    _p(_OVERRIDE, r"(?:이전|위의?|앞의?)\s*(?:지시|명령|지침|규칙)[을를]?\s*(?:모두\s*)?(?:무시|잊어)"),
+    _p(
+        _NEW_ROLE,
+        r"(?:你现在是|你現在是|从现在开始[，,]?你|從現在開始[，,]?你|你的新(?:角色|任务|任務)|あなたは今|今からあなたは|"
+        r"これからあなたは|당신은\s*이제|너는\s*이제)",
+    ),
+    _p(
+        _UNASKED,
+        r"(?:不要|别|別|切勿|不得)(?:告诉|告訴|通知|提醒|让|讓)(?:用户|用戶|使用者)|(?:无需|無需|不需要|不必|不用)"
+        r"(?:向用户|向用戶)?(?:确认|確認|询问|詢問|请示|批准)|(?:不经|不經|未经|未經)(?:用户|用戶)?(?:确认|確認|同意)",
+    ),
+    _p(
+        _UNASKED,
+        r"ユーザー?に(?:は)?(?:言わ|伝え|知らせ|報告し|教え)ないで|確認(?:せず|しないで|なしで)に?(?:実行|削除|"
+        r"プッシュ|コミット)|사용자에게\s*(?:알리지|말하지)\s*(?:마|말)",
+    ),
+    _p(
+        _APPROVED,
+        r"(?:用户|用戶|使用者)(?:已经|已經|已)?(?:预先|預先|事先)?(?:批准|授权|授權|同意|允许|允許)了?(?:所有|全部|任何)|"
+        r"ユーザーは?(?:すでに|既に|事前に)?(?:すべて|全て)?の?(?:コマンド|操作)?を?(?:承認|許可)(?:済み|しています|した)",
+    ),
+    # Spanish, Portuguese, French, Italian, German, Russian.
+    _p(
+        _OVERRIDE,
+        r"\b(?:ignora|ignore|olvida|esquece|omite)\s+(?:todas\s+|todos\s+)?(?:las|as|os|los)\s+"
+        r"(?:instrucciones|instruções|instrucoes|indicaciones|reglas|regras)\b",
+    ),
+    _p(_OVERRIDE, r"\b(?:ignore[zs]?|oublie[zs]?)\s+(?:toutes\s+)?les\s+(?:instructions|consignes|règles)\b"),
+    _p(_OVERRIDE, r"\b(?:ignora|dimentica)\s+(?:tutte\s+)?le\s+(?:istruzioni|regole)\b"),
+    _p(
+        _OVERRIDE,
+        r"\b(?:ignoriere|vergiss|missachte)\s+(?:alle\s+)?(?:vorherigen\s+|bisherigen\s+|obigen\s+)?"
+        r"(?:Anweisungen|Instruktionen|Regeln|Vorgaben)\b",
+    ),
+    _p(
+        _OVERRIDE,
+        r"(?:игнорируй|игнорируйте|забудь|забудьте)\s+(?:все\s+)?(?:предыдущие\s+)?(?:инструкции|указания|правила)",
+    ),
+    _p(
+        _NEW_ROLE,
+        r"\b(?:ahora\s+eres|a\s+partir\s+de\s+ahora\s+eres|agora\s+você\s+é|você\s+agora\s+é|tu\s+es\s+"
+        r"maintenant|vous\s+êtes\s+maintenant|ora\s+sei|du\s+bist\s+jetzt|ab\s+jetzt\s+bist\s+du)\b|теперь\s+ты\b",
+    ),
+    _p(
+        _UNASKED,
+        r"\b(?:no\s+(?:le\s+)?(?:digas|informes|avises|cuentes)\s+(?:nada\s+)?al\s+usuario|sin\s+(?:preguntar|"
+        r"pedir\s+(?:permiso|confirmación)|confirmación)|não\s+(?:conte|diga|informe)\s+ao\s+usuário|sem\s+perguntar|"
+        r"ne\s+(?:dis|dites)\s+(?:rien\s+)?(?:pas\s+)?à\s+l'utilisateur|sans\s+(?:demander|confirmation)|"
+        r"sag\s+(?:es\s+)?(?:dem\s+)?(?:Benutzer|Nutzer)\s+nicht|ohne\s+(?:zu\s+fragen|Rückfrage|Bestätigung))\b|"
+        r"не\s+(?:говори|сообщай)\s+пользователю|без\s+подтверждения",
+    ),
+    _p(
+        _APPROVED,
+        r"\b(?:el\s+usuario\s+(?:ya\s+)?ha\s+(?:pre)?aprobado|o\s+usuário\s+(?:já\s+)?(?:pré-?)?aprovou|"
+        r"l'utilisateur\s+a\s+(?:déjà\s+)?(?:pré-?)?approuvé|der\s+(?:Benutzer|Nutzer)\s+hat\s+(?:bereits\s+)?"
+        r"(?:alle|jeden)\b)",
+    ),
+    _p(
+        "tells the agent to send data out",
+        r"\b(?:send|post|upload|exfiltrate|forward|transmit|leak|copy|pipe|email|mail)\b[^\n]{0,100}?"
+        r"(?:\b(?:credentials?|secrets?|tokens?|passwords?|api[\s_-]?keys?|private\s+keys?|env(?:ironment)?"
+        r"\s+var\w*|id_rsa|cookies?|source\s+code|the\s+(?:repo|repository|codebase))|\.env\b|\.ssh|\.aws)"
+        r"[^\n]{0,100}?\b(?:to|into|at)\s+(?:https?://|ftp://|\S+@\S+\.\w)",
+    ),
 )
 _COMMENT = re.compile(r"<!--(.*?)-->", re.DOTALL)
-_ADDRESSED = re.compile(
-    r"\b(?:ai|assistant|agent|llm|model|claude|chatgpt|gpt|codex|gemini|copilot|instructions?|system\s+prompt)\b",
+_TO_AGENT = re.compile(
+    r"\b(?:ai|assistant|agent|llm|model|claude|chatgpt|gpt|codex|gemini|copilot|instructions?|system\s+prompt)\b"
+    r"|助手|智能体|模型|指令|アシスタント|エージェント",
     re.IGNORECASE,
 )
-# Unicode tag characters and bidirectional overrides: invisible to a reader, visible to a model.
-_INVISIBLE = re.compile("[\U000e0000-\U000e007f\u202a-\u202e\u2066-\u2069]")
 
 
 def check(target: Target, context: Context) -> Iterator[Finding]:
-    text = target.text
-    if not text:
-        return
-    for what, pattern in _PHRASES:
-        for match in pattern.finditer(text):
-            yield _found(target, match.start(), f"the text {what}")
-    for match in _COMMENT.finditer(text):
-        if _ADDRESSED.search(match.group(1)):
-            yield _found(target, match.start(), "a hidden HTML comment addresses the agent")
-    hidden = _INVISIBLE.search(text)
-    if hidden:
-        yield _found(target, hidden.start(), "the text holds invisible Unicode characters that can hide instructions")
+    found: list[tuple[Field, int, str]] = []
+    for field in target.fields:
+        if not field.text:
+            continue
+        for what, pattern, where in _PATTERNS:
+            if where == _SERVED and not field.served:
+                continue
+            match = pattern.search(field.text)
+            if match:
+                found.append((field, match.start(), _message(f"the text {what}")))
+        if field.key in ("file", "body") or field.served:
+            for match in _COMMENT.finditer(field.text):
+                if _TO_AGENT.search(match.group(1)):
+                    found.append((field, match.start(), _message("a hidden HTML comment addresses the agent")))
+    yield from field_findings(RULE, target, found)
 
 
-def _found(target: Target, offset: int, what: str) -> Finding:
-    return RULE.at(
-        target,
-        target.line_at(offset),
-        f"{what}; cards state lessons, they do not instruct the agent (prompt injection)",
-    )
+def _message(what: str) -> str:
+    return f"{what}; cards state lessons, they do not instruct the agent (prompt injection)"
 
 
 RULE = Rule("prompt-injection", ERROR, ("security",), __doc__ or "", check, needs_card=False)

@@ -1,5 +1,11 @@
-"""secret: no credential anywhere in the card (private keys, cloud keys, tokens); git history would keep it.
+"""secret: no credential anywhere in the card (private keys, cloud and vendor keys, tokens, passwords); git history
+would keep it.
 
+Every field is read as YAML decodes it (so `"\\x41KIA…"` is read as `AKIA…`), after NFKC, and the raw file too.
+Vendor formats (AWS, OpenAI, Anthropic, GitHub, GitLab, Slack, Google, Stripe, npm, PyPI, Hugging Face, SendGrid,
+Twilio, DigitalOcean, Shopify, JWTs, PEM private keys), credentials in URLs (`postgres://app:pw@host`), and values
+given to password- or key-like names (`password=`, `passwd:`, `DB_PASS=`, `"api_key": "…"`) or in prose
+("the password is …"). Placeholders (`<password>`, `${DB_PASS}`, `{{token}}`, `changeme`, `example`, `***`) pass.
 The finding names the kind of secret and never repeats the value.
 """
 
@@ -11,54 +17,126 @@ from collections import Counter
 from collections.abc import Iterator
 
 from cairn.finding import Finding
-from cairn.lint.model import ERROR, Context, Rule, Target
+from cairn.lint.model import ERROR, Context, Field, Rule, Target, field_findings
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("a private key block", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
-    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b")),
+    ("a private key block", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-")),
+    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b")),
     (
         "an AWS secret access key",
-        re.compile(r"(?i)aws_?secret_?(?:access_?)?key\s*[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9/+]{40}\b"),
+        re.compile(r"(?i)aws_?secret_?(?:access_?)?key\s*[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"),
     ),
-    ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")),
-    ("a GitLab token", re.compile(r"\bgl(?:pat|dt|ptt|rt)-[A-Za-z0-9_-]{20,}")),
-    ("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("a Slack webhook URL", re.compile(r"https://hooks\.slack\.com/services/T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]+")),
+    ("an OpenAI API key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
+    ("an Anthropic API key", re.compile(r"\bsk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{20,}")),
+    ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})\b")),
+    ("a GitLab token", re.compile(r"\bgl(?:pat|dt|ptt|rt|cbt|oas)-[A-Za-z0-9_-]{20,}")),
+    ("a Slack token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}")),
+    (
+        "a Slack webhook URL",
+        re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9]+/[A-Za-z0-9/]+"),
+    ),
+    (
+        "a Discord webhook URL",
+        re.compile(r"https://(?:\w+\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{20,}"),
+    ),
     ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
-    ("a Stripe live key", re.compile(r"\b[sr]k_live_[0-9A-Za-z]{20,}\b")),
+    ("a Google OAuth token", re.compile(r"\bya29\.[0-9A-Za-z_-]{20,}")),
+    ("a Stripe key", re.compile(r"\b(?:[sr]k|whsec)_(?:live|test)_[0-9A-Za-z]{16,}\b|\bwhsec_[0-9A-Za-z]{24,}\b")),
+    ("an npm token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
+    ("a PyPI token", re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{40,}")),
+    ("a Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),
+    ("a SendGrid key", re.compile(r"\bSG\.[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}")),
+    ("a Twilio key", re.compile(r"\bSK[0-9a-f]{32}\b")),
+    ("a DigitalOcean token", re.compile(r"\bdo[por]_v1_[a-f0-9]{64}\b")),
+    ("a Shopify token", re.compile(r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b")),
+    ("a Telegram bot token", re.compile(r"\b\d{8,10}:AA[A-Za-z0-9_-]{33}\b")),
+    ("an Azure storage key", re.compile(r"(?i)AccountKey=[A-Za-z0-9+/]{40,}={0,2}")),
     ("a JSON Web Token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
 )
+# Long key- or token-like values: judged by their entropy (hashes and random keys are above it, words below).
 _ASSIGNED = re.compile(
     r"(?i)\b(?:api[_-]?key|apikey|secret(?:[_-]?key)?|access[_-]?token|auth[_-]?token|token|passw(?:or)?d|"
-    r"client[_-]?secret)\b[\"']?\s*[:=]\s*[\"']([^\"'\s]{16,})[\"']"
+    r"client[_-]?secret|private[_-]?key)\b[\"']?\s*[:=]\s*[\"']([^\"'\s]{16,})[\"']"
 )
+# Password-like names: any value that is not a placeholder is a password.
+_PASSWORD = re.compile(
+    r"(?i)(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|db_?pass\w*|\w*_pass(?:word|wd)?|pgpassword|mysql_pwd)"
+    r"[\"']?[ \t]*(?::=|=|:)[ \t]*[\"'`]?([^\s\"'`,;)]{4,128})"
+)
+_PROSE = re.compile(
+    r"(?i)\b(?:pass(?:word|wd|phrase)?|pwd|passcode|pin)\b(?:[ \t]+(?:for|of|to)[ \t]+[\w.@-]+)?[ \t]*(?:[ \t]is|[ \t]was|=|"
+    r"[ \t]set[ \t]+to|:)[ \t]+[\"'`]?([^\s\"'`,;]{4,128})"
+)
+_URL_CREDENTIAL = re.compile(r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@'\"<>]{1,64}:([^\s@/'\"<>]{1,128})@[\w.-]+")
 # Documentation's placeholders and the well-known example keys are not secrets.
 _PLACEHOLDER = re.compile(
-    r"(?i:example|placeholder|changeme|your[_-]|xxxx)|\*\*\*|\.\.\.|<[^>]*>|\$\{?[A-Z_][A-Z0-9_]*"
+    r"(?i:example|placeholder|changeme|change_me|your[_-]|xxxx|dummy|redacted|sample|fake)|\*\*\*|\.\.\.|<[^>]*>|"
+    r"\$\{[A-Za-z_]|\$[A-Z_][A-Z0-9_]*|\{\{|%\(?[a-z_]*\)?s|^\{|^\$|^%"
+)
+_PLACEHOLDER_WORDS = frozenset(
+    "password passwd pass pwd pw secret token key apikey mypassword yourpassword p4ssw0rd user username none null "
+    "true false required optional empty hidden stored prompted prompt set unset given same".split()
 )
 _MIN_ENTROPY = 3.5  # bits per character; hex digests and random keys are above it, words and paths below
 
 
-def check(target: Target, context: Context) -> Iterator[Finding]:
-    text = target.text
-    if not text:
-        return
-    for kind, pattern in _PATTERNS:
-        for match in pattern.finditer(text):
-            if not _PLACEHOLDER.search(match.group(0)):
-                yield _found(target, match.start(), kind)
-    for match in _ASSIGNED.finditer(text):
-        value = match.group(1)
-        if not _PLACEHOLDER.search(value) and _entropy(value) >= _MIN_ENTROPY:
-            yield _found(target, match.start(), "a hard-coded credential (a key, token or password assigned a value)")
-
-
-def _found(target: Target, offset: int, kind: str) -> Finding:
-    return RULE.at(
-        target,
-        target.line_at(offset),
-        f"this looks like {kind}; remove it and rotate it (git history keeps it), or use a placeholder",
+def _is_placeholder(value: str) -> bool:
+    stripped = value.strip(".,;:!?)(")
+    if not stripped or _PLACEHOLDER.search(stripped) or stripped.lower() in _PLACEHOLDER_WORDS:
+        return True
+    # an environment variable's or a file's name (FILE0, DB_PASSWORD), a path, a flag: not a value
+    return (
+        re.fullmatch(r"[A-Z][A-Z0-9_]*", stripped) is not None
+        or stripped.startswith(("/", "~", "-", "@"))
+        or re.fullmatch(r"[a-z]+(?:[_-][a-z]+)*", stripped) is not None
+        and len(stripped) < 12
     )
+
+
+def _looks_like_password(value: str) -> bool:
+    stripped = value.strip(".,;:!?)(")
+    return (
+        len(stripped) >= 5
+        and not _is_placeholder(stripped)
+        and (any(ch.isdigit() for ch in stripped) or any(not ch.isalnum() for ch in stripped) or len(stripped) >= 12)
+        and any(ch.isalpha() for ch in stripped)
+    )
+
+
+def check(target: Target, context: Context) -> Iterator[Finding]:
+    found: list[tuple[Field, int, str]] = []
+    for field in target.fields:
+        text = field.text
+        if field.key == "id" or not text:
+            continue
+        for kind, pattern in _PATTERNS:
+            for match in pattern.finditer(text):
+                if not _PLACEHOLDER.search(match.group(0)):
+                    found.append((field, match.start(), _message(kind)))
+        assigned = set()
+        for match in _ASSIGNED.finditer(text):
+            value = match.group(1)
+            if not _PLACEHOLDER.search(value) and _entropy(value) >= _MIN_ENTROPY:
+                assigned.add(match.start())
+                found.append(
+                    (
+                        field,
+                        match.start(),
+                        _message("a hard-coded credential (a key, token or password assigned a value)"),
+                    )
+                )
+        for match in _URL_CREDENTIAL.finditer(text):
+            if not _is_placeholder(match.group(1)):
+                found.append((field, match.start(), _message("a URL with a password in it")))
+        for pattern in (_PASSWORD, _PROSE):
+            for match in pattern.finditer(text):
+                if match.start() not in assigned and _looks_like_password(match.group(1)):
+                    found.append((field, match.start(), _message("a password written out")))
+    yield from field_findings(RULE, target, found)
+
+
+def _message(kind: str) -> str:
+    return f"this looks like {kind}; remove it and rotate it (git history keeps it), or use a placeholder"
 
 
 def _entropy(value: str) -> float:

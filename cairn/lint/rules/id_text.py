@@ -1,0 +1,40 @@
+"""id-text: a card id (its path under cards/) is plain: no spaces, quotes, angle brackets or other markup.
+
+Agents receive a card's id with its text, so a file name is served like a field: `cards/SYSTEM NOTE for the
+assistant/x.md` would put a sentence into every prompt the card fits. Letters of any script, digits and `-_.+!#[]`
+are fine; the other security rules read the id too (with `/`, `-` and `_` as spaces).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from cairn.cards.card import card_id_from_path, slugify
+from cairn.finding import Finding
+from cairn.lint.model import ERROR, Context, Rule, Target
+
+_NOT_PLAIN = re.compile(r"[\s<>|\"'`:;$={}()\\]")
+
+
+def is_plain(card_id: str) -> bool:
+    return _NOT_PLAIN.search(card_id) is None
+
+
+def check(target: Target, context: Context) -> Iterator[Finding]:
+    card_id = card_id_from_path(target.path)
+    if card_id is None:
+        return
+    match = _NOT_PLAIN.search(card_id)
+    if match:
+        what = "a space" if match.group().isspace() else f"'{match.group()}'"
+        suggested = "/".join(slugify(part, max_length=200) for part in card_id.split("/"))
+        yield RULE.at(
+            target,
+            0,
+            f"the id holds {what}; agents receive the id, so it must be a plain name: rename the file to "
+            f"cards/{suggested}.md",
+        )
+
+
+RULE = Rule("id-text", ERROR, ("security",), __doc__ or "", check, needs_card=False)

@@ -1,0 +1,80 @@
+"""remote-code: no command that runs code fetched from the network or sends local secrets out.
+
+A card's text reaches agents that can run shell commands, so the whole card (decoded, after NFKC) is read for:
+a download piped into a shell or interpreter (`curl … | sh`, `wget -O- | bash`, `bash <(curl …)`, `iwr … | iex`),
+decoded data piped into a shell (`base64 -d | sh`), reverse shells (`nc -e`, `/dev/tcp/`), uploads of keys and
+credential files (`curl -F f=@$HOME/.ssh/id_rsa`), and the environment sent to the network (`env | curl`,
+`curl -d "$(printenv)"`). A lesson about such a command can name it in words; the command itself is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from cairn.finding import Finding
+from cairn.lint.model import ERROR, Context, Field, Rule, Target, field_findings
+
+_FETCH = r"(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|aria2c|lwp-download)"
+_SHELL = r"(?:sudo\s+(?:-\S+\s+)*)?(?:ba|z|k|da|fi|c|tc)?sh|python[0-9.]*|perl|ruby|node|php|iex|invoke-expression|pwsh|powershell"
+_SECRET_FILE = (
+    r"(?:\.ssh\b|id_rsa|id_ed25519|id_ecdsa|id_dsa|\.aws\b|\.env\b|\.netrc|\.npmrc|\.pypirc|\.git-credentials|"
+    r"\.kube/config|\.docker/config|/etc/passwd|/etc/shadow|\.gnupg|credentials\b|\.bash_history|\.pgpass|"
+    r"\.config/gh|keychain)"
+)
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (what, re.compile(pattern, re.IGNORECASE))
+    for what, pattern in (
+        ("pipes a download into a shell", rf"\b{_FETCH}\b[^\n|;&]{{0,300}}\|\s*(?:{_SHELL})\b"),
+        ("runs a download in a shell", rf"\b(?:{_SHELL})\s+(?:-\S+\s+)*(?:<\(|\"?\$\()\s*{_FETCH}\b"),
+        (
+            "pipes decoded data into a shell",
+            rf"\b(?:base64|base32|xxd|openssl\s+(?:enc|base64))\b[^\n|]{{0,40}}"
+            rf"(?:-d|--decode|-D|-r)\b[^\n|]{{0,40}}\|\s*(?:{_SHELL})\b",
+        ),
+        (
+            "opens a reverse shell",
+            r"\b(?:nc|ncat|netcat)\b[^\n|;]{0,80}\s-[a-z]*[ec]\s|/dev/(?:tcp|udp)/|"
+            r"\bsocat\b[^\n]{0,80}\bexec:|\bmkfifo\b[^\n]{0,80}\b(?:nc|ncat)\b",
+        ),
+        (
+            "uploads a key or credentials file",
+            rf"\b(?:{_FETCH}|scp|rsync|nc|ncat)\b[^\n]{{0,200}}?(?:-F|--form|-d|"
+            rf"--data(?:-binary|-raw|-urlencode)?|-T|--upload-file|--post-file|--body-file|<)\s*['\"]?[^\s'\"]*@?"
+            rf"[^\s'\"]*{_SECRET_FILE}",
+        ),
+        (
+            "sends a key or credentials file to the network",
+            rf"\bcat\b[^\n|]{{0,80}}{_SECRET_FILE}[^\n|]{{0,40}}\|"
+            rf"\s*(?:{_FETCH}|nc|ncat|netcat)\b",
+        ),
+        (
+            "sends the environment to the network",
+            rf"(?:\benv\b|\bprintenv\b|\bset\b|\bexport\s+-p)\s*\|\s*"
+            rf"(?:{_FETCH}|nc|ncat|netcat)\b|\b{_FETCH}\b[^\n]{{0,200}}\$\((?:env|printenv|set)\)|"
+            rf"(?:~/\.ssh|~/\.aws|\.env\b|id_rsa)[^\n|]{{0,60}}\|\s*(?:{_FETCH}|nc|ncat)\b",
+        ),
+    )
+)
+
+
+def check(target: Target, context: Context) -> Iterator[Finding]:
+    found: list[tuple[Field, int, str]] = []
+    for field in target.fields:
+        if field.key == "id" or not field.text:
+            continue
+        for what, pattern in _PATTERNS:
+            match = pattern.search(field.text)
+            if match:
+                found.append(
+                    (
+                        field,
+                        match.start(),
+                        f"the text {what}; an agent could run it as written: "
+                        "describe the risk in words instead (remote code / exfiltration)",
+                    )
+                )
+    yield from field_findings(RULE, target, found)
+
+
+RULE = Rule("remote-code", ERROR, ("security",), __doc__ or "", check, needs_card=False)

@@ -1,0 +1,94 @@
+"""The security rules outside a pull request's reach, and one card checked as the index checks it.
+
+A vault's own `cairn.toml` may disable policy rules, but not security rules (the `security` group): a pull request
+could otherwise switch them off together with the card they would catch. Only the user's configuration may allow
+it, rule by rule (`[security] allow_disabled_rules`, read by `cairn.hot.userconfig`). The index runs the same
+security rules on every card at the commit it indexes and refuses the cards they fail (`refusals`), so a card
+committed with `--no-verify` or pushed past CI is never served.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+
+from cairn.cards.card import Card
+from cairn.config import LintSettings
+from cairn.finding import ERROR, WARNING, Finding
+from cairn.hot.errors import CairnError
+from cairn.lint import registry
+from cairn.lint.model import Context, Rule, Target
+
+SECURITY = "security"
+DISABLE_IGNORED = "security-disable"  # the warning's rule id
+
+
+def security_rules() -> tuple[Rule, ...]:
+    return tuple(rule for rule in registry.RULES if rule.security)
+
+
+def allowed_to_disable() -> frozenset[str]:
+    """The rule ids (or `security`) the user's configuration allows a vault to disable; none when it cannot be
+    read (a broken user configuration relaxes nothing)."""
+    try:
+        from cairn.hot.userconfig import allowed_disabled_rules
+
+        return frozenset(allowed_disabled_rules())
+    except (CairnError, OSError, ValueError):
+        return frozenset()
+
+
+def effective_disable(
+    disable: Iterable[str], allowed: frozenset[str] | None = None
+) -> tuple[tuple[str, ...], list[tuple[str, tuple[str, ...]]]]:
+    """What a vault's `[lint] disable` really disables: its entries, with the security rules the user does not
+    allow taken out; and the entries ignored that way, each with the security rule ids that still run."""
+    allowed = allowed_to_disable() if allowed is None else allowed
+    kept: list[str] = []
+    ignored: list[tuple[str, tuple[str, ...]]] = []
+    for entry in (e.strip() for e in disable):
+        hit = [r.id for r in security_rules() if entry in (r.id, *r.emits, *r.groups)]
+        if not hit or entry in allowed or SECURITY in allowed and entry == SECURITY:
+            kept.append(entry)
+            continue
+        permitted = [rule_id for rule_id in hit if rule_id in allowed or SECURITY in allowed]
+        kept.extend(permitted)
+        still = tuple(rule_id for rule_id in hit if rule_id not in permitted)
+        ignored.append((entry, still))
+    return tuple(kept), ignored
+
+
+def ignored_warning(config_file: str, entry: str, still: tuple[str, ...]) -> Finding:
+    return Finding(
+        config_file,
+        0,
+        DISABLE_IGNORED,
+        f"[lint] disable names '{entry}', but a vault's cairn.toml cannot turn off security rules "
+        f"({', '.join(still)} still run); only the user's own configuration can allow it "
+        "([security] allow_disabled_rules in ~/.config/cairn/config.toml)",
+        WARNING,
+    )
+
+
+VERSION = "1"  # stored in the index: a change of the security rules makes the next `cairn index` re-read every card
+
+
+def refusals(rel_path: str, data: bytes, card: Card, disable: Iterable[str] = ()) -> list[Finding]:
+    """The security errors that keep a parsed card out of the index (the rules lint runs, as lint reads the card;
+    `disable`: the vault's `[lint] disable`, which counts only where the user allows it). Each message starts with
+    `refused:`."""
+    kept, _ = effective_disable(disable)
+    disabled = set(kept)
+    text = data.decode("utf-8", "replace").removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    target = Target(rel_path, text, card, ())
+    context = Context(LintSettings(), dt.date.today(), {}, lambda ids: {})
+    out: list[Finding] = []
+    for rule in security_rules():
+        if disabled & {rule.id, *rule.emits, *rule.groups}:
+            continue
+        out.extend(
+            Finding(f.path, f.line, f.rule, f"refused: {f.message}")
+            for f in rule.run(target, context)
+            if f.severity == ERROR
+        )
+    return sorted(set(out), key=lambda f: (f.line, f.rule, f.message))
