@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 from pathlib import Path
 
 from helpers.vaults import VaultRepo
@@ -205,3 +206,21 @@ def test_near_duplicates_are_found_against_the_vaults_cards(vault_repo: VaultRep
         "Error: cards/git/pull-after-force-push.md was not written: 1 lint warning (near-duplicate); "
         "fix the card, or pass --force to write it anyway"
     )
+
+
+def test_a_name_with_no_latin_letters_gets_a_short_id(vault_repo: VaultRepo) -> None:
+    name = "定时任务在夏令时切换那天会执行两次或者跳过"
+    done = vault_repo.invoke(
+        "add", "--name", name, "--summary", "调度器按本地时间计算，所以切换那天会出错；改用协调世界时。", "--scope", "ops",
+        "--body", "去年三月的账单任务执行了两次。",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    written = cards_on_disk(vault_repo)
+    assert len(written) == 1 and re.fullmatch(r"cards/ops/zh-[0-9a-f]{6}\.md", written[0]), written
+    assert done.stdout.splitlines()[0] == f"Wrote {written[0]}."
+    mixed = vault_repo.invoke(
+        "add", "--name", "git rebase 会丢失提交", "--summary", "强推之后 rebase 会丢失本地提交。", "--scope", "git",
+        "--body", BODY,
+    )  # fmt: skip
+    assert mixed.returncode == 0, mixed.stderr
+    assert re.fullmatch(r"Wrote cards/git/git-rebase-[0-9a-f]{6}\.md\.", mixed.stdout.splitlines()[0])
