@@ -1,0 +1,260 @@
+"""One install serves every project: `cairn vault add|list|remove`, `init --register`, the served ref (a card on a
+feature branch waits for its merge), `cairn sync` against a bare remote, `doctor` and `list`. Real HOME under
+tmp_path, real git, the installed `cairn` as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers.payloads import FITTING_PROMPT, payload_for
+from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault
+
+PYTEST_ID = "testing/xdist-shared-tmp"
+PYTEST_PROMPT = "with pytest-xdist my workers overwrite each other's files in a shared tmp folder, tests flake"
+
+
+def cairn(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [cairn_executable(), *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        input=input,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+def config_path(home: Path) -> Path:
+    return Path(os.environ["XDG_CONFIG_HOME"]) / "cairn" / "config.toml"
+
+
+def second_vault(root: Path) -> VaultRepo:
+    repo = VaultRepo(root)
+    repo.write_raw("cairn.toml", "# Cairn's settings: the defaults.\n")
+    repo.write(
+        PYTEST_ID,
+        "pytest-xdist workers sharing one tmp folder overwrite each other's files",
+        "Under pytest-xdist every worker must use its own tmp_path; a shared tmp folder makes workers overwrite "
+        "each other's files and tests flake.",
+        scope=["testing"],
+    )
+    repo.write(
+        "cooking/cake",
+        "Chocolate cake needs room-temperature eggs",
+        "Cold eggs curdle the butter in a chocolate cake batter; take them out an hour before baking.",
+        scope=["cooking"],
+    )
+    repo.commit("Two cards")
+    return repo
+
+
+def hook(project: Path, prompt: str, session: str) -> str:
+    """The hook command `cairn install claude-code --user` registered, run as Claude Code runs it, from `project`."""
+    settings = json.loads((Path(os.environ["HOME"]) / ".claude" / "settings.json").read_text())
+    [command] = [h["command"] for g in settings["hooks"]["UserPromptSubmit"] for h in g["hooks"]]
+    assert "--vault" not in command
+    done = subprocess.run(
+        ["sh", "-c", command],
+        input=payload_for("claude-code", prompt, project, session=session),
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    if not done.stdout:
+        return ""
+    return str(json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"])
+
+
+def test_vault_add_list_remove_keeps_comments_and_modes(tmp_path: Path, vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    other = second_vault(tmp_path / "Other Notes")
+    config = tmp_path / "conf" / "cairn.toml"
+    config.parent.mkdir()
+    config.write_text("# my vaults, edited by hand too\n\n[security]\nallow_disabled_rules = []\n")
+    env = {"CAIRN_CONFIG": str(config)}
+    added = cairn("vault", "add", str(vault_repo.root), "--name", "team", "--scope", "git", cwd=tmp_path, env=env)
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.startswith(f"Added vault 'team' ({vault_repo.root}) to {config}.")
+    assert cairn("vault", "add", str(other.root), cwd=tmp_path, env=env).returncode == 0  # name from the folder
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    listed = json.loads(cairn("vault", "list", "--json", cwd=tmp_path, env=env).stdout)
+    assert [(v["name"], v["scopes"], v["served_ref"]) for v in listed["vaults"]] == [
+        ("team", ["git"], "refs/heads/main"),
+        ("other-notes", [], "refs/heads/main"),
+    ]
+    again = cairn("vault", "add", str(vault_repo.root), "--name", "again", cwd=tmp_path, env=env)
+    assert again.returncode == 1
+    assert (
+        again.stderr == f"Error: {vault_repo.root} is already configured as 'team'; `cairn vault remove team` first\n"
+    )
+    bad = cairn("vault", "add", str(other.root), "--name", "Bad Name", cwd=tmp_path, env=env)
+    assert bad.returncode == 1 and "is not a vault name" in bad.stderr
+    removed = cairn("vault", "remove", "team", cwd=tmp_path, env=env)
+    assert removed.returncode == 0, removed.stderr
+    text = config.read_text()
+    assert text.startswith("# my vaults, edited by hand too\n\n[security]\nallow_disabled_rules = []\n")
+    assert "team" not in text and 'name = "other-notes"' in text
+    unknown = cairn("vault", "remove", "team", cwd=tmp_path, env=env)
+    assert unknown.returncode == 1
+    assert (
+        unknown.stderr
+        == "Error: no vault named 'team' is configured (configured: other-notes); see `cairn vault list`\n"
+    )
+
+
+def test_init_registers_and_lists_the_real_next_steps(tmp_path: Path) -> None:
+    done = cairn("init", str(tmp_path / "team-lessons"), "--register", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Registered it as vault 'team-lessons'" in done.stdout
+    assert "pre-commit install" in done.stdout and "cairn install claude-code --user" in done.stdout
+    assert "cairn vault add" not in done.stdout
+    hooks = tmp_path / "team-lessons" / ".git" / "hooks"
+    assert all((hooks / name).exists() for name in ("post-commit", "post-merge", "post-checkout", "post-rewrite"))
+    plain = cairn("init", str(tmp_path / "mine"), cwd=tmp_path)  # not a terminal, no flag: not registered
+    assert "cairn vault add" in plain.stdout
+    names = [v["name"] for v in json.loads(cairn("vault", "list", "--json", cwd=tmp_path).stdout)["vaults"]]
+    assert names == ["team-lessons"]
+
+
+def test_one_install_serves_two_vaults_in_a_third_project(tmp_path: Path, vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    other = second_vault(tmp_path / "notes")
+    project = tmp_path / "project"
+    project.mkdir()
+    assert cairn("vault", "add", str(vault_repo.root), "--name", "team", cwd=project).returncode == 0
+    assert cairn("vault", "add", str(other.root), "--name", "me", cwd=project).returncode == 0
+    installed = cairn("install", "claude-code", "--user", cwd=project)
+    assert installed.returncode == 0, installed.stderr
+    assert REBASE_ID in hook(project, FITTING_PROMPT, "s1")
+    assert PYTEST_ID in hook(project, PYTEST_PROMPT, "s2")
+    # Commands outside any vault need a name when several are configured, and take one.
+    several = cairn("recall", FITTING_PROMPT, cwd=project)
+    assert several.returncode == 1
+    assert "2 are configured (team, me); pick one with --vault NAME" in several.stderr
+    named = cairn("recall", PYTEST_PROMPT, "--vault", "me", "--json", cwd=project)
+    assert [c["id"] for c in json.loads(named.stdout)["cards"]] == [PYTEST_ID]
+
+
+def test_a_card_on_a_feature_branch_is_served_once_merged(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    make_vault(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "new-lesson")
+    other = second_vault(tmp_path / "scratch")  # only to borrow its card text
+    vault_repo.write_raw(f"cards/{PYTEST_ID}.md", (other.root / "cards" / f"{PYTEST_ID}.md").read_text())
+    feature = vault_repo.commit("A lesson under review")
+    assert cairn("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path).returncode == 0
+
+    def served() -> list[str]:
+        done = cairn("recall", PYTEST_PROMPT, "--json", cwd=vault_repo.root)
+        assert done.returncode == 0, done.stderr
+        return [c["id"] for c in json.loads(done.stdout)["cards"]]
+
+    assert served() == []  # HEAD has it; main, the served ref, does not
+    index = json.loads(cairn("index", "--json", cwd=vault_repo.root).stdout)
+    assert index["ref"] == "refs/heads/main" and index["commit"] != feature
+    author = json.loads(cairn("index", "--ref", "HEAD", "--json", cwd=vault_repo.root).stdout)
+    assert author["commit"] == feature and author["index"] != index["index"]
+    vault_repo.git("checkout", "-q", "main")
+    vault_repo.git("merge", "-q", "--no-edit", "new-lesson")
+    assert served() == [PYTEST_ID]
+
+
+def test_sync_fetches_fast_forward_only(tmp_path: Path) -> None:
+    author = second_vault(tmp_path / "author")
+    subprocess.run(["git", "clone", "-q", "--bare", str(author.root), str(tmp_path / "remote.git")], check=True)
+    author.git("remote", "add", "origin", str(tmp_path / "remote.git"))
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "remote.git"), str(tmp_path / "mine")], check=True)
+    mine = tmp_path / "mine"
+    assert cairn("vault", "add", str(mine), "--name", "team", cwd=tmp_path).returncode == 0
+    first = cairn("sync", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith("team: refs/remotes/origin/main ")
+    author.write("git/new", "A new lesson about bisect", "git bisect run finds the breaking commit by itself.")
+    new = author.commit("New lesson")
+    author.git("push", "-q", "origin", "main")
+    head_before = subprocess.run(["git", "rev-parse", "HEAD"], cwd=mine, capture_output=True, text=True).stdout
+    done = json.loads(cairn("sync", "team", "--json", cwd=tmp_path).stdout)["vaults"][0]
+    assert (done["status"], done["after"], done["cards"]) == ("updated", new, 3)
+    assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=mine, capture_output=True, text=True).stdout == head_before
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=mine, capture_output=True, text=True).stdout == ""
+    author.git("commit", "-q", "--amend", "-m", "Rewritten")
+    author.git("push", "-q", "-f", "origin", "main")
+    refused = cairn("sync", cwd=tmp_path)
+    assert refused.returncode == 1
+    assert refused.stdout.startswith(
+        "team: diverged: origin's main was rewritten (a force-push?) and is not a fast-forward of "
+        f"refs/remotes/origin/main; still serving {new[:8]}."
+    )
+    assert "fetch --force origin main:refs/remotes/origin/main" in refused.stdout
+    listed = json.loads(cairn("list", "--vault", "team", "--json", cwd=tmp_path).stdout)
+    assert listed["commit"] == new  # the old index is still what is served
+
+
+def test_doctor_fails_then_passes(tmp_path: Path, vault_repo: VaultRepo) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    before = cairn("doctor", "--cwd", str(project), cwd=tmp_path)
+    assert before.returncode == 1
+    assert "FAIL config" in before.stdout and "-> cairn vault add PATH" in before.stdout
+    assert "FAIL agent any: no agent's settings run `cairn hook`  -> cairn install claude-code --user" in before.stdout
+    make_vault(vault_repo)
+    assert cairn("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path).returncode == 0
+    assert cairn("install", "claude-code", "--user", cwd=project).returncode == 0
+    assert cairn("install", "git-hooks", "--vault", "team", cwd=tmp_path).returncode == 0
+    vault_repo.write("git/later", "A later lesson about tags", "Annotated tags carry a message and a date.")
+    vault_repo.commit("later")  # --no-verify: the index is now stale until the next `cairn index`
+    stale = json.loads(cairn("doctor", "--cwd", str(project), "--json", cwd=tmp_path).stdout)
+    [index] = [c for c in stale["checks"] if c["area"] == "index"]
+    assert index["ok"] is False and index["detail"].startswith("stale") and index["fix"] == "cairn index --vault team"
+    assert cairn("index", "--vault", "team", cwd=tmp_path).returncode == 0
+    after = cairn("doctor", "--cwd", str(project), cwd=tmp_path)
+    assert after.returncode == 0, after.stdout
+    assert after.stdout.endswith("Everything checks out.\n")
+    assert "ok   resolve team: served in" in after.stdout
+    assert "ok   agent claude-code (user): " in after.stdout
+
+
+def test_list_due_and_scope(vault_repo: VaultRepo) -> None:
+    vault_repo.write("git/old", "Old lesson", "Verified long ago.", scope=["git"], verified_at="2020-01-01")
+    vault_repo.write("git/fresh", "Fresh lesson", "Verified lately.", scope=["git"], verified_at="2999-01-01")
+    vault_repo.write("docker/never", "Never verified", "No date at all.", scope=["docker"])
+    vault_repo.write(
+        "git/gone", "Retired", "Retired lesson.", scope=["git"], status="retired", verified_at="2020-01-01"
+    )
+    vault_repo.commit()
+    everything = json.loads(vault_repo.cairn("list", "--json").stdout)
+    assert [c["id"] for c in everything["cards"]] == ["docker/never", "git/fresh", "git/gone", "git/old"]
+    old = next(c for c in everything["cards"] if c["id"] == "git/old")
+    assert (old["verified_at"], old["due_on"], old["due"]) == ("2020-01-01", "2020-12-31", True)
+    due = json.loads(vault_repo.cairn("list", "--due", "--json").stdout)
+    assert [c["id"] for c in due["cards"]] == ["docker/never", "git/old"]
+    text = vault_repo.cairn("list", "--due", "--scope", "git").stdout.splitlines()
+    assert text[0].split() == [
+        "git/old",
+        "active",
+        "verified",
+        "2020-01-01",
+        "review",
+        "by",
+        "2020-12-31",
+        "git",
+        "DUE",
+    ]
+    assert text[-1].startswith("1 card(s) at refs/heads/main ")
+
+
+@pytest.mark.parametrize("args", [("vault", "remove", "x"), ("sync",)])
+def test_commands_on_an_empty_configuration_say_what_to_do(tmp_path: Path, args: tuple[str, ...]) -> None:
+    done = cairn(*args, cwd=tmp_path)
+    assert done.returncode == 1 and done.stderr.startswith("Error: ") and done.stderr.count("\n") == 1
