@@ -110,3 +110,47 @@ def test_git_variables_of_another_repository_are_not_applied_to_the_vault(tmp_pa
     assert done.stdout.startswith(SECRET_LINE)
     assert "from git's staging area" in done.stderr
     assert os.environ.get("GIT_INDEX_FILE") is None
+
+
+def test_deleting_a_superseded_card_gives_one_verdict_everywhere(vault_repo: VaultRepo) -> None:
+    """Pre-commit (`cairn lint --staged` with the changed files, or none), `cairn review` and a whole-vault
+    `cairn lint` in CI agree: deleting a card another card supersedes leaves a dangling `supersedes`, an error."""
+    vault_repo.write("git/old-rebase", "Old rebase advice", "Pull with --rebase before every push to main.")
+    vault_repo.write(
+        "git/new-rebase",
+        "Rebase after a force-push",
+        "After a force-push compare git reflog before you pull --rebase.",
+        supersedes=["git/old-rebase"],
+    )
+    vault_repo.write("docs/changelog", "Changelog lines", "Add one line per user-visible change under Unreleased.")
+    base = vault_repo.commit("cards")
+    vault_repo.git("rm", "-q", "cards/git/old-rebase.md")
+    vault_repo.write("docs/changelog", "Changelog lines", "Add one line per user-visible change, newest first.")
+    vault_repo.git("add", "-A")
+    dangling = "cards/git/new-rebase.md:4: supersedes-missing supersedes 'git/old-rebase', but no card has that id"
+
+    with_files = vault_repo.cairn("lint", "--staged", "cards/docs/changelog.md")
+    assert with_files.returncode == 1, with_files.stdout + with_files.stderr
+    assert dangling in with_files.stdout
+    no_files = vault_repo.cairn("lint", "--staged")
+    assert no_files.returncode == 1 and dangling in no_files.stdout
+
+    vault_repo.git("commit", "-q", "--no-verify", "-m", "drop the old card")
+    ci = vault_repo.cairn("lint")
+    assert ci.returncode == 1 and dangling in ci.stdout
+    review = vault_repo.cairn("review", f"{base}..HEAD")
+    assert review.returncode == 1, review.stdout + review.stderr
+    assert "supersedes-missing" in review.stdout
+
+
+def test_a_clean_deletion_passes_everywhere(vault_repo: VaultRepo) -> None:
+    vault_repo.write("git/old-rebase", "Old rebase advice", "Pull with --rebase before every push to main.")
+    vault_repo.write("docs/changelog", "Changelog lines", "Add one line per user-visible change under Unreleased.")
+    base = vault_repo.commit("cards")
+    vault_repo.git("rm", "-q", "cards/git/old-rebase.md")
+    staged = vault_repo.cairn("lint", "--staged", "cards/docs/changelog.md")
+    assert staged.returncode == 0, staged.stdout + staged.stderr
+    vault_repo.git("commit", "-q", "--no-verify", "-m", "drop the old card")
+    assert vault_repo.cairn("lint").returncode == 0
+    review = vault_repo.cairn("review", f"{base}..HEAD")
+    assert "supersedes-missing" not in review.stdout

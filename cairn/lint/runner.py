@@ -50,13 +50,17 @@ def lint_files(
     source: str = "worktree",
     today: dt.date | None = None,
     pending: Mapping[str, bytes] | None = None,
+    removed: Sequence[str] = (),
 ) -> LintReport:
     """Lint some vault-relative files in the context of the whole vault (uniqueness, links, duplicates).
 
     Given `cairn.toml`, it is checked and every card is linted by the rules that read it. `pending` holds files not
     written yet (path -> bytes), read as if they were in the vault (`cairn add` lints a card before writing it).
+    `removed`: card files the change deletes (`cairn review` passes its deletions; from git's staging area they are
+    found by comparing with HEAD): the cards that supersede them are linted too, so pre-commit, review and a
+    whole-vault `cairn lint` give one verdict on a deletion.
     """
-    return _lint(vault, list(rel_paths), rules, source, today, pending)
+    return _lint(vault, list(rel_paths), rules, source, today, pending, removed)
 
 
 def _lint(
@@ -66,6 +70,7 @@ def _lint(
     source: str,
     today: dt.date | None,
     pending: Mapping[str, bytes] | None = None,
+    removed: Sequence[str] = (),
 ) -> LintReport:
     snapshot = Snapshot(vault, source)
     for rel, data in (pending or {}).items():
@@ -102,6 +107,10 @@ def _lint(
         for rel in dict.fromkeys(rel_paths):
             if rel != CONFIG_FILE:
                 plan[rel] = rules
+        gone = {card_id_from_path(p) for p in (*removed, *snapshot.removed_since_head())} - {None}
+        for card in facts.values():
+            if gone & set(card.supersedes) - set(facts):
+                plan.setdefault(card.path, rules)
     for rel, chosen in plan.items():
         target = _target(vault, snapshot, rel)
         for rule in chosen:

@@ -12,6 +12,7 @@ from typing import Any
 from cairn import gitrepo
 from cairn.cards.card import MAX_CARD_BYTES
 from cairn.config import CONFIG_FILE
+from cairn.hot.errors import CairnError
 from cairn.hot.vault import Vault, worktree_card_files
 
 WORKTREE = "worktree"
@@ -71,6 +72,17 @@ class Snapshot:
         self.config_text = None
         if config_blob is not None:
             self.config_text = self.read_blobs([config_blob])[config_blob].decode("utf-8", "replace")
+
+    def removed_since_head(self) -> list[str]:
+        """Card files HEAD holds that the staging area does not: what the commit being made deletes (empty for
+        the working tree, and before the first commit)."""
+        if self._repo is None:
+            return []
+        try:
+            head = gitrepo.head_commit(self._repo)
+        except CairnError:
+            return []
+        return [e.path for e in gitrepo.card_entries(self._repo, head, self.vault) if e.path not in self.files]
 
     def add_pending(self, rel_path: str, data: bytes) -> None:
         """Hold a file not written yet (`cairn add` lints a new card before writing it), as if it were in the vault."""
