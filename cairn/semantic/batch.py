@@ -91,3 +91,25 @@ def similarity_matrix(
     if has.any() and len(prompts):
         out[:, has] = np.maximum.reduceat(per_passage, starts[has], axis=1)
     return list(vf.ids), out
+
+
+def similarities_now(
+    index_file: str | os.PathLike[str], prompt: str, *, top: int | None = None
+) -> dict[str, float] | None:
+    """For cold commands (`cairn explain`, `cairn recall`): the prompt's similarities as the hook would get them,
+    computed in this process (no warm encoder needed); None when the extra is not installed, the channel is off
+    (`[recall] semantic = false`, `CAIRN_SEMANTIC=0`) or the index has no current vectors (never encodes cards)."""
+    from cairn.hot.index import IndexReader
+
+    index_path = Path(index_file)
+    if not enc.available() or not vectors.current(index_path):
+        return None
+    with IndexReader(index_path) as reader:
+        if not vectors.enabled(reader.config):
+            return None
+    try:
+        vf = vectors.load(vectors.vectors_path(index_path))
+        query = enc.Encoder().queries([prompt])[0]
+    except (OSError, ValueError, enc.SemanticUnavailable):
+        return None
+    return similarities(vf, query, top)
