@@ -193,6 +193,27 @@ def cairn_commands(agent: str, path: Path) -> list[str] | None:
     ]
 
 
+WORKFLOW = ".github/workflows/cairn.yml"
+DISTRIBUTION = "cairn-lessons"
+
+
+def pin_workflow_version(vault_root: Path, version: str) -> None:
+    """Make the vault's CI workflow install the Cairn release that made the vault (`cairn-lessons==VERSION`)."""
+    path = vault_root / WORKFLOW
+    if not path.is_file():
+        return
+    text = path.read_text("utf-8")
+    pinned = re.sub(
+        rf'^(\s*CAIRN_REQUIREMENT:\s*"){re.escape(DISTRIBUTION)}==[^"]*(")',
+        lambda m: f"{m.group(1)}{DISTRIBUTION}=={version}{m.group(2)}",
+        text,
+        count=1,
+        flags=re.MULTILINE,
+    )
+    if pinned != text:
+        write_atomic(path, pinned.encode("utf-8"), overwrite=True, mode=0o644)
+
+
 # -- git hooks ----------------------------------------------------------------------------------------------------
 
 

@@ -258,3 +258,15 @@ def test_list_due_and_scope(vault_repo: VaultRepo) -> None:
 def test_commands_on_an_empty_configuration_say_what_to_do(tmp_path: Path, args: tuple[str, ...]) -> None:
     done = cairn(*args, cwd=tmp_path)
     assert done.returncode == 1 and done.stderr.startswith("Error: ") and done.stderr.count("\n") == 1
+
+
+def test_the_vault_workflow_installs_cairn_by_its_own_name_at_the_version_that_made_it(tmp_path: Path) -> None:
+    from cairn import __version__
+
+    assert cairn("init", str(tmp_path / "v"), "--no-register", cwd=tmp_path).returncode == 0
+    workflow = (tmp_path / "v" / ".github" / "workflows" / "cairn.yml").read_text()
+    assert f'  CAIRN_REQUIREMENT: "cairn-lessons=={__version__}"\n' in workflow
+    assert '"cairn-lessons @ git+https://' in workflow  # how to pin a git URL instead
+    assert '"cairn==' not in workflow  # PyPI's `cairn` is another project
+    pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
+    assert '\nname = "cairn-lessons"\n' in pyproject

@@ -35,6 +35,9 @@ def init_vault(path: Path) -> str:
         raise CairnError(f"{path} is not empty; choose a new folder (nothing was written)")
     path.mkdir(parents=True, exist_ok=True)
     shutil.copytree(template_dir(), path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    from cairn import __version__, install  # the workflow installs the Cairn that made the vault
+
+    install.pin_workflow_version(path, __version__)
     repo = gitrepo.init_repo(path)
     return gitrepo.commit_all(repo, "Start a Cairn vault from the template")
 
