@@ -24,7 +24,7 @@ from helpers.vaults import VaultRepo
 
 FIXTURES = Path(__file__).parent / "fixtures" / "import"
 TODAY = dt.date.today().isoformat()
-ZH_ID = "lessons/" + card_slug("定时任务在夏令时切换那天会执行两次或者跳过，因为调度器按本地时间计算")
+ZH_ID = "lessons/" + card_slug("定时任务在夏令时切换那天会执行两次或者跳过")
 
 
 def _git(folder: Path, *args: str, date: str | None = None) -> str:
@@ -92,7 +92,7 @@ INJECTION_FINDING = (
     "instructions; cards state lessons, they do not instruct the agent (prompt injection)"
 )
 INJECTION_REFUSED = (
-    "CLAUDE.md:28: refused cards/testing/deploys-fail-when-the-cache-is-cold.md: 1 lint error (prompt-injection); "
+    "CLAUDE.md:29: refused cards/testing/deploys-fail-when-the-cache-is-cold.md: 1 lint error (prompt-injection); "
     "fix the source and import again"
 )
 
@@ -104,6 +104,8 @@ def test_a_claude_md_is_read_as_lessons_and_the_dry_run_shows_every_card_and_dro
     done = vault_repo.invoke("import", "CLAUDE.md", "--dry-run", "--vault", str(vault_repo.root), cwd=app)
     assert done.returncode == 1  # one lesson would be refused
     assert done.stdout.splitlines() == [
+        'CLAUDE.md:3: dropped paragraph "Notes for coding agents working in this repository.": a paragraph; lessons '
+        "are read from top-level bullets",
         'CLAUDE.md:5: dropped section "Commands": the section\'s heading names instructions, not lessons '
         '(3 bullets; --section "Commands" takes it)',
         'CLAUDE.md:11: dropped section "Code style": the section\'s heading names instructions, not lessons '
@@ -114,19 +116,20 @@ def test_a_claude_md_is_read_as_lessons_and_the_dry_run_shows_every_card_and_dro
         "name: Run `git fetch` before you rebase | summary: Run `git fetch` before you rebase. Otherwise you rebase "
         "onto a stale base and the push is rejected.",
         'CLAUDE.md:25: dropped "`pytest -q`": a command, not a lesson',
-        "CLAUDE.md:26: would write cards/testing/tests-share-one-tmp-payments-folder-and-flake-when-run-in.md | "
+        'CLAUDE.md:26: dropped "tox -e py311": a command, not a lesson',
+        "CLAUDE.md:27: would write cards/testing/tests-share-one-tmp-payments-folder-and-flake-when-run-in.md | "
         "scope: testing | name: Tests share one `/tmp/payments` folder and flake when run in parallel | "
         "summary: Tests share one `/tmp/payments` folder and flake when run in parallel; give each test its own "
         "`tmp_path`.",
-        "CLAUDE.md:27: would write cards/testing/the-freezegun-fixture-leaks-into-later-tests-unless-you.md | "
-        "scope: testing | name: The `freezegun` fixture leaks into later tests unless you stop it in a… | "
+        "CLAUDE.md:28: would write cards/testing/the-freezegun-fixture-leaks-into-later-tests.md | "
+        "scope: testing | name: The `freezegun` fixture leaks into later tests | "
         "summary: The `freezegun` fixture leaks into later tests unless you stop it in a `finally` block, so their "
         "dates go wrong.",
-        f"CLAUDE.md:32: would write cards/{ZH_ID}.md | scope: none | "
-        "name: 定时任务在夏令时切换那天会执行两次或者跳过，因为调度器按本地时间计算 | "
+        f"CLAUDE.md:33: would write cards/{ZH_ID}.md | scope: none | "
+        "name: 定时任务在夏令时切换那天会执行两次或者跳过 | "
         "summary: 定时任务在夏令时切换那天会执行两次或者跳过，因为调度器按本地时间计算；调度器一律使用协调世界时。",
-        'CLAUDE.md:33: dropped "使用 UTC 时间": an instruction or style rule with no reason or failure',
-        "Would import 4 card(s); dropped 5 (not lessons); skipped 1.",
+        'CLAUDE.md:34: dropped "使用 UTC 时间": an instruction or style rule with no reason or failure',
+        "Would import 4 card(s); dropped 7 (not lessons); skipped 1.",
     ]
     assert done.stderr.splitlines() == [INJECTION_FINDING, INJECTION_REFUSED]
     assert cards_on_disk(vault_repo) == ["cards/git/existing.md"]
@@ -139,7 +142,7 @@ def test_the_import_writes_dated_block_style_cards_that_pass_lint(vault_repo: Va
     assert done.returncode == 1  # the injection-looking bullet was refused; the others were written
     assert done.stderr.splitlines() == [INJECTION_FINDING, INJECTION_REFUSED]
     assert done.stdout.splitlines()[-1] == (
-        "Imported 4 card(s); dropped 5 (not lessons); skipped 1. Review them, then commit."
+        "Imported 4 card(s); dropped 7 (not lessons); skipped 1. Review them, then commit."
     )
     assert "CLAUDE.md:19: wrote cards/git/run-git-fetch-before-you-rebase.md | scope: git | " in done.stdout
     assert cards_on_disk(vault_repo) == [
@@ -147,7 +150,7 @@ def test_the_import_writes_dated_block_style_cards_that_pass_lint(vault_repo: Va
         "cards/git/run-git-fetch-before-you-rebase.md",
         f"cards/{ZH_ID}.md",
         "cards/testing/tests-share-one-tmp-payments-folder-and-flake-when-run-in.md",
-        "cards/testing/the-freezegun-fixture-leaks-into-later-tests-unless-you.md",
+        "cards/testing/the-freezegun-fixture-leaks-into-later-tests.md",
     ]
     committed = _days_ago(10)  # the CLAUDE.md's last commit day, not today
     assert (vault_repo.root / "cards/git/run-git-fetch-before-you-rebase.md").read_text() == (
@@ -164,10 +167,10 @@ def test_the_import_writes_dated_block_style_cards_that_pass_lint(vault_repo: Va
     )
     assert (vault_repo.root / f"cards/{ZH_ID}.md").read_text() == (
         "---\n"
-        "name: 定时任务在夏令时切换那天会执行两次或者跳过，因为调度器按本地时间计算\n"
+        "name: 定时任务在夏令时切换那天会执行两次或者跳过\n"
         "summary: 定时任务在夏令时切换那天会执行两次或者跳过，因为调度器按本地时间计算；调度器一律使用协调世界时。\n"
         f"verified_at: {committed}\n"
-        "source: CLAUDE.md:32\n"
+        "source: CLAUDE.md:33\n"
         "---\n\n"
         "定时任务在夏令时切换那天会执行两次或者跳过，因为调度器按本地时间计算；调度器一律使用协调世界时。\n"
     )
@@ -187,14 +190,15 @@ def test_section_scope_and_json(vault_repo: VaultRepo, app: Path) -> None:
     assert code == 1
     assert [(c["id"], c["status"], c["scope"]) for c in report["cards"]] == [
         ("python/tests-share-one-tmp-payments-folder-and-flake-when-run-in", "written", ["python", "ci"]),
-        ("python/the-freezegun-fixture-leaks-into-later-tests-unless-you", "written", ["python", "ci"]),
+        ("python/the-freezegun-fixture-leaks-into-later-tests", "written", ["python", "ci"]),
         ("python/deploys-fail-when-the-cache-is-cold", "refused", ["python", "ci"]),
     ]
     refused = report["cards"][2]
     assert refused["message"] == "1 lint error (prompt-injection); fix the source and import again"
     assert [(f["rule"], f["severity"]) for f in refused["findings"]] == [("prompt-injection", "error")]
     assert report["dropped"] == [
-        {"source": "CLAUDE.md:25", "kind": "bullet", "text": "`pytest -q`", "why": "a command, not a lesson"}
+        {"source": "CLAUDE.md:25", "kind": "bullet", "text": "`pytest -q`", "why": "a command, not a lesson"},
+        {"source": "CLAUDE.md:26", "kind": "bullet", "text": "tox -e py311", "why": "a command, not a lesson"},
     ]
     assert (report["imported"], report["skipped"], report["ok"]) == (2, 1, False)
 
@@ -268,7 +272,7 @@ def test_a_scope_outside_the_vaults_vocabulary_is_refused_and_scope_fixes_it(vau
     assert cards_on_disk(vault_repo) == [
         "cards/git/existing.md",
         "cards/python/tests-share-one-tmp-payments-folder-and-flake-when-run-in.md",
-        "cards/python/the-freezegun-fixture-leaks-into-later-tests-unless-you.md",
+        "cards/python/the-freezegun-fixture-leaks-into-later-tests.md",
     ]
 
 
@@ -277,6 +281,7 @@ def test_a_scope_outside_the_vaults_vocabulary_is_refused_and_scope_fixes_it(vau
     [
         ("`make lint`", False, "a command, not a lesson"),
         ("$ npm run build", False, "a command, not a lesson"),
+        ("npm run build", False, "a command, not a lesson"),
         ("Use black and ruff", False, "an instruction or style rule with no reason or failure"),
         ("Prefer `pathlib` over `os.path`", False, "an instruction or style rule with no reason or failure"),
         ("The API lives in `src/api`", False, "a statement with no reason or failure"),
@@ -390,6 +395,25 @@ def test_lessons_reads_any_file_and_a_folder_only_its_lesson_files(vault_repo: V
     ]
     code, report = _import(vault_repo, str(src), "--lessons", "--dry-run")
     assert (code, report["cards"], report["dropped"]) == (0, [], [])  # neither file is a CLAUDE.md / AGENTS.md
+
+
+def test_a_folder_reads_its_agents_md_as_lessons_and_other_files_as_notes(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    _start(vault_repo)
+    src = tmp_path / "repo"
+    src.mkdir()
+    (src / "AGENTS.md").write_text(
+        "## Deploys\n\n- Deploys hang when the registry is down, so pin the image digest.\n- Use tabs\n"
+    )
+    (src / "vacuum.md").write_text("# Vacuum\n\nAutovacuum stalls on long transactions, so keep them short.\n")
+    code, report = _import(vault_repo, str(src), "--force")  # --force: the cards have no body beyond the summary
+    assert code == 0, report
+    assert [(c["id"], c["name"]) for c in report["cards"]] == [
+        ("deploys/deploys-hang-when-the-registry-is-down", "Deploys hang when the registry is down"),
+        ("imported/vacuum", "Vacuum"),
+    ]
+    assert [(Path(d["source"]).name, d["text"]) for d in report["dropped"]] == [("AGENTS.md:4", "Use tabs")]
 
 
 def test_summary_trimming() -> None:

@@ -77,7 +77,7 @@ class Problem:
 @dataclass(frozen=True, slots=True)
 class Dropped:
     """A bullet (or a whole section) that is not a lesson: where, its text (a section: its heading), and why it
-    was dropped. kind: `bullet` or `section`."""
+    was dropped. kind: `bullet`, `paragraph` or `section`."""
 
     source: str
     text: str
@@ -290,7 +290,8 @@ def plan_lessons(
                 headings.append(heading)
             continue
         span = token.map
-        if token.type != "list_item_open" or token.level != 1 or not span:
+        paragraph = token.type == "paragraph_open" and token.level == 0
+        if not (paragraph or token.type == "list_item_open" and token.level == 1) or not span:
             continue
         line = span[0] + 1 + offset
         where = f"{source}:{line}"
@@ -301,6 +302,8 @@ def plan_lessons(
             home = named[-1][1]
         else:
             reference = next((h for h in stack if lessons.is_reference_section(h[1])), None)
+            if reference is not None and paragraph:
+                continue
             if reference is not None:
                 entry = by_section.setdefault(reference[2], [reference[1], 0])
                 if entry[1] == 0:
@@ -308,6 +311,10 @@ def plan_lessons(
                 entry[1] += 1
                 continue
             home = stack[-1][1] if stack else ""
+        if paragraph:
+            text = lessons.shorten(lessons.flat(tokens[i + 1].content), 60)
+            dropped.append(Dropped(where, text, "a paragraph; lessons are read from top-level bullets", "paragraph"))
+            continue
         para = _first(tokens, "paragraph_open", start=i + 1, level=token.level + 1)
         inline = tokens[para + 1] if para is not None else None
         content = inline.content if inline is not None else ""

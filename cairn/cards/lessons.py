@@ -4,12 +4,13 @@ A lesson states a situation and its consequence or fix, with a reason or a failu
 A bullet is kept when its prose (the text outside code spans) has at least three words and names a reason
 (because, otherwise, so that, to avoid, 因为, 否则, ...) or a failure or consequence (fails, breaks, flaky,
 silently, drops, lost, rejected, stale, error, 失败, 报错, 导致, 丢失, ...). Everything else is an instruction and is
-dropped, with why: a command (a code span or shell line with at most a two-word label), an instruction or style
-rule with no reason or failure ("Use black and ruff", "Prefer pathlib", "Never commit to main"), a statement with
-no reason or failure (project facts), and every bullet of a section whose heading names reference material rather
-than lessons (Commands, Scripts, Setup, Installation, Usage, Code style, Formatting, Naming, Conventions, Project
-structure, Overview, Tech stack, Dependencies, Environment, and their Chinese equivalents), unless the heading also
-says lessons (Gotchas, Pitfalls, Known issues, Troubleshooting, 踩坑, 注意事项, ...) or `--section` names it.
+dropped, with why: a command (a code span or a shell line such as `make lint`, with at most a two-word label), an
+instruction or style rule with no reason or failure ("Use black and ruff", "Prefer pathlib", "Never commit to
+main"), a statement with no reason or failure (project facts), and every bullet of a section whose heading names
+reference material rather than lessons (Commands, Scripts, Setup, Installation, Usage, Code style, Formatting,
+Naming, Conventions, Project structure, Overview, Tech stack, Dependencies, Environment, and their Chinese
+equivalents), unless the heading also says lessons (Gotchas, Pitfalls, Known issues, Troubleshooting, 踩坑,
+注意事项, ...) or `--section` names it. Paragraphs are not read (lessons are bullets); they are listed as dropped.
 """
 
 from __future__ import annotations
@@ -60,6 +61,15 @@ _LESSON_HEADING = re.compile(
 )
 
 NAME_MAX_CHARS = 80
+_CLAUSE = re.compile(r"\s*(?:;|:\s|\s[-–—]\s)|[；：]")
+_SITUATION = re.compile(
+    r",?\s+(?:because|unless|otherwise|so that|which means)\s|,\s+so\s|，(?:因为|所以|否则|由于|以免)"
+)
+# A bullet that is a command line: a tool's name, then arguments (words, flags, paths), nothing else.
+_SHELL = re.compile(
+    r"^(?:\./\S+|make|npm|npx|yarn|pnpm|pip|pipx|uv|poetry|python3?|pytest|tox|nox|cargo|go|docker|kubectl|ruff|"
+    r"mypy|bash|sh|just|bundle|rake|gradle|mvn|dotnet|git)(?:\s+[-\w./:=@,]+)*$"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +100,7 @@ def judge(text: str) -> Verdict:
     has_code = _CODE_SPAN.search(text) is not None
     imperative = _IMPERATIVE.match(prose.lstrip("*_ ")) is not None
     runs = re.match(r"(?:run|execute|运行|执行)", prose.lstrip("*_ "), re.IGNORECASE) is not None
-    if text.startswith("$ "):
+    if text.startswith("$ ") or (_SHELL.match(text) and not _REASON.search(prose)):
         return Verdict(False, "a command, not a lesson")
     if _words(prose) < 3:
         if has_code and imperative and not runs:  # "Prefer `pathlib` over `os.path`"
@@ -134,10 +144,11 @@ def lesson_name(text: str, bold_lead: str | None = None) -> str:
         return shorten(bold_lead, NAME_MAX_CHARS).rstrip(" :.;,-：；。，")
     found = sentences(text)
     sentence = found[0] if found else text
-    if width(sentence) > 60:
-        clause = re.split(r"\s*(?:;|:\s|\s[-–—]\s)|[；：]", sentence, maxsplit=1)[0]
-        if _words(clause) >= 3:
-            sentence = clause
+    for split in (_CLAUSE, _SITUATION):  # "X; do Z", then "X happens, because Y"
+        if width(sentence) > 60:
+            clause = split.split(sentence, maxsplit=1)[0]
+            if _words(clause) >= 3:
+                sentence = clause
     return shorten(sentence, NAME_MAX_CHARS).rstrip(" :.;,-：；。，")
 
 

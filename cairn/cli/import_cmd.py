@@ -103,7 +103,7 @@ def _render(report: ImportReport) -> None:
     items.sort(key=lambda item: (files[_where(item.source)[0]], _where(item.source)[1]))
     for item in items:
         if isinstance(item, Dropped):
-            what = f'section "{item.text}"' if item.kind == "section" else f'"{item.text}"'
+            what = f'"{item.text}"' if item.kind == "bullet" else f'{item.kind} "{item.text}"'
             echo(clean_line(f"{item.source}: dropped {what}: {item.why}"))
             continue
         outcome = item
