@@ -134,6 +134,11 @@ def test_a_claude_md_is_read_as_lessons_and_the_dry_run_shows_every_card_and_dro
     assert done.stderr.splitlines() == [INJECTION_FINDING, INJECTION_REFUSED]
     assert cards_on_disk(vault_repo) == ["cards/git/existing.md"]
     assert re.fullmatch(r"lessons/zh-[0-9a-f]{6}", ZH_ID)  # a Chinese lesson's id: short, ASCII
+    helped = " ".join(vault_repo.invoke("import", "--help").stdout.split())
+    assert (
+        'A lesson states a situation and its consequence or fix, with a reason or a failure: "X happens when Y; '
+        in (helped)
+    )
 
 
 def test_the_import_writes_dated_block_style_cards_that_pass_lint(vault_repo: VaultRepo, app: Path) -> None:

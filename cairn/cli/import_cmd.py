@@ -55,8 +55,9 @@ def import_(
     why: commands (a code span or shell line), instructions and style rules with no reason ("Use black and ruff",
     "Prefer X", "Never commit to main"), statements with no failure, and whole sections whose heading names
     reference material (Commands, Setup, Usage, Code style, Conventions, Project structure, Dependencies...) unless
-    --section names one. So a CLAUDE.md is read as lessons by default and never becomes one card. Other Markdown
-    files are notes: one note, one card, its frontmatter kept.
+    --section names one; paragraphs are listed as dropped too (lessons are read from bullets). So a CLAUDE.md is
+    read as lessons by default and never becomes one card. Other Markdown files are notes: one note, one card, its
+    frontmatter kept. --dry-run prints one line per card (path, scope, name, summary) and per drop.
 
     Each card gets block-style frontmatter with its name, summary, scope (--scope, else the slug of the lesson's
     section heading), verified_at (the source file's last commit day when it is committed and unchanged, else
