@@ -24,6 +24,9 @@ def hook(
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
+    """The hook as an agent runs it, serving `repo` through CAIRN_VAULT unless the test names a vault itself."""
+    if "--vault" not in extra and "CAIRN_VAULT" not in (env or {}):
+        env = {**(env or {}), "CAIRN_VAULT": str(repo.root)}
     return repo.cairn("hook", "--format", fmt, *extra, input=stdin, env=env, cwd=cwd)
 
 
@@ -45,7 +48,7 @@ def test_agent_formats_print_one_json_object_with_the_fitting_card(vault_repo: V
     assert REBASE_ID in context
     assert "Pull --rebase drops local commits after a force-push" in context
     assert "compare with git reflog before you pull" in context
-    assert str(vault_repo.root / "cards" / f"{REBASE_ID}.md") in context
+    assert json.dumps(str(vault_repo.root / "cards" / f"{REBASE_ID}.md")) in context
     assert f"cairn show {REBASE_ID}" in context
     assert "docker/layer-cache-order" not in context
     assert len(context) < 10_000
@@ -70,9 +73,8 @@ def test_text_format_prints_the_context_block(vault_repo: VaultRepo) -> None:
     make_vault(vault_repo)
     done = hook(vault_repo, "text", FITTING_PROMPT)
     assert done.returncode == 0
-    first = f"Cairn: 1 card from the team's lesson vault at {vault_repo.root} matches this prompt.\n"
-    assert done.stdout.startswith(first)
-    assert f"Id: {REBASE_ID}" in done.stdout
+    assert done.stdout.startswith("Cairn: 1 note from the team's lesson vault matches this prompt. ")
+    assert f'   id: "{REBASE_ID}"\n' in done.stdout
     assert f"`cairn show {REBASE_ID}`" in done.stdout  # the vault encloses the cwd: no --vault needed
 
 
@@ -84,8 +86,7 @@ def test_text_format_says_how_many_cards_match(vault_repo: VaultRepo) -> None:
     assert vault_repo.invoke("index").returncode == 0
     done = hook(vault_repo, "text", "force-push rebase dropped commits reflog")
     assert done.returncode == 0, done.stderr
-    first = f"Cairn: 2 cards from the team's lesson vault at {vault_repo.root} match this prompt.\n"
-    assert done.stdout.startswith(first)
+    assert done.stdout.startswith("Cairn: 2 notes from the team's lesson vault match this prompt. ")
 
 
 def test_json_format(vault_repo: VaultRepo) -> None:
@@ -95,25 +96,32 @@ def test_json_format(vault_repo: VaultRepo) -> None:
     assert [c["id"] for c in out["cards"]] == [REBASE_ID]
     assert set(out["cards"][0]) == {"id", "name", "summary", "path", "score"}
     assert out["cards"][0]["path"] == f"cards/{REBASE_ID}.md"
+    assert out["notice"].startswith("Teammates' notes from the lesson vault, quoted as reference data")
+    assert out["already_injected"] == []  # the payload carries a session id
     nothing = json.loads(hook(vault_repo, "json", payload_for("json", UNRELATED_PROMPT, vault_repo.root)).stdout)
-    assert nothing == {"cards": [], "abstained": True}
+    assert nothing == {"cards": [], "abstained": True, "already_injected": []}
+    again = json.loads(hook(vault_repo, "json", payload_for("json", FITTING_PROMPT, vault_repo.root)).stdout)
+    assert again == {"cards": [], "abstained": True, "already_injected": [REBASE_ID]}  # as recall --session says
 
 
-def test_vault_flag_env_and_cwd_discovery(vault_repo: VaultRepo, tmp_path: Path) -> None:
+def test_vault_flag_and_env_but_never_the_agents_folder(vault_repo: VaultRepo, tmp_path: Path) -> None:
     make_vault(vault_repo)
     elsewhere = tmp_path / "project"
     elsewhere.mkdir()
     payload = payload_for("claude-code", FITTING_PROMPT, elsewhere)
-    assert hook(vault_repo, "claude-code", payload, cwd=elsewhere).stdout == ""  # no vault around the project
     by_flag = hook(vault_repo, "claude-code", payload, "--vault", str(vault_repo.root), cwd=elsewhere)
     context = json.loads(by_flag.stdout)["hookSpecificOutput"]["additionalContext"]
     assert f"cairn show {REBASE_ID} --vault {vault_repo.root}" in context  # outside the vault: say which vault
     other = payload_for("claude-code", FITTING_PROMPT, elsewhere, session="session-2")
     by_env = hook(vault_repo, "claude-code", other, env={"CAIRN_VAULT": str(vault_repo.root)}, cwd=elsewhere)
     assert REBASE_ID in by_env.stdout
-    # The payload's cwd, not the process's, finds the vault.
+    # Trust is explicit: with no --vault, no CAIRN_VAULT and no user configuration, an agent working inside the
+    # vault itself gets nothing (the hook never searches the agent's folder), and the log says what to do.
     third = payload_for("claude-code", FITTING_PROMPT, vault_repo.root / "cards", session="session-3")
-    assert REBASE_ID in hook(vault_repo, "claude-code", third, cwd=elsewhere).stdout
+    unset = {"CAIRN_VAULT": ""}
+    assert hook(vault_repo, "claude-code", third, env=unset, cwd=vault_repo.root).stdout == ""
+    assert log_entries()[-1]["error"].startswith("VaultNotFound: no vault to serve: none is configured in ")
+    assert "`cairn vault add PATH`" in log_entries()[-1]["error"]
 
 
 def test_scope_flag_and_env_drop_out_of_scope_cards(vault_repo: VaultRepo) -> None:
@@ -157,6 +165,7 @@ def test_log_line_follows_the_contract(vault_repo: VaultRepo) -> None:
         "vault",
         "commit",
         "stale",
+        "vaults",
         "candidates",
         "injected",
         "error",
@@ -171,6 +180,18 @@ def test_log_line_follows_the_contract(vault_repo: VaultRepo) -> None:
     assert entry["injected"] == [REBASE_ID]
     assert entry["error"] is None
     assert entry["time"].endswith("Z")
+    assert entry["vaults"] == [
+        {
+            "name": None,
+            "vault": str(vault_repo.root.resolve()),
+            "ref": "refs/heads/main",
+            "commit": vault_repo.git("rev-parse", "HEAD"),
+            "stale": False,
+            "skipped": None,
+            "error": None,
+            "injected": [REBASE_ID],
+        }
+    ]
     top = entry["candidates"][0]
     assert set(top) == {"id", "score", "decision", "reason"}
     assert (top["id"], top["decision"], top["reason"]) == (REBASE_ID, "injected", None)
@@ -186,6 +207,7 @@ def test_twenty_hooks_at_once_in_one_session_inject_a_card_once(vault_repo: Vaul
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=vault_repo.root,
+            env={**os.environ, "CAIRN_VAULT": str(vault_repo.root)},
             text=True,
         )
         for _ in range(20)

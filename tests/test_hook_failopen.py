@@ -23,6 +23,12 @@ BAD_INPUTS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def serve_the_vault(vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook serves the test's vault, named by CAIRN_VAULT (it never finds one from the agent's folder)."""
+    monkeypatch.setenv("CAIRN_VAULT", str(vault_repo.root))
+
+
 def hook_bytes(repo: VaultRepo, fmt: str, data: bytes) -> subprocess.CompletedProcess[bytes]:
     """Run the hook with exactly these bytes on stdin (VaultRepo.cairn would decode them as text)."""
     return subprocess.run(
@@ -55,7 +61,8 @@ def test_bad_stdin_fails_open_for_text(vault_repo: VaultRepo, case: str) -> None
     assert log_entries()[-1]["error"]
 
 
-def test_missing_vault_fails_open(vault_repo: VaultRepo, tmp_path: Path) -> None:
+def test_missing_vault_fails_open(vault_repo: VaultRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CAIRN_VAULT")
     nowhere = tmp_path / "not-a-vault"
     nowhere.mkdir()
     done = vault_repo.cairn(
@@ -100,6 +107,7 @@ def test_unwritable_state_dir_fails_open_with_a_line_on_stderr(vault_repo: Vault
 
 def test_no_index_yet_injects_nothing_and_builds_one(vault_repo: VaultRepo) -> None:
     vault_repo.write("git/x", "Rebase lesson", "git pull --rebase after force-push drops local commits")
+    vault_repo.write_raw("cairn.toml", "")
     vault_repo.commit()
     done = vault_repo.cairn("hook", "--format", "text", input="git pull --rebase after force-push drops commits")
     assert (done.returncode, done.stdout) == (0, "")

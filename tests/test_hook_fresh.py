@@ -1,5 +1,7 @@
-"""Freshness: the hook compares the index with HEAD (read by gitrefs, standard library only), serves a stale index
-rather than wait, logs that it is stale, and updates it in the background for the next prompt."""
+"""Freshness: the hook compares the index's commit with the commit the vault serves (`gitrefs.served_ref`, read with
+the standard library alone). A stale index serves nothing (one of its cards may be gone, changed or unreviewed), the
+log says why, and the index is updated in the background for the next prompt. An index whose vault's cairn.toml
+could not be read (meta `config_error`) serves nothing either."""
 
 from __future__ import annotations
 
@@ -14,6 +16,13 @@ from cairn.hot.index import IndexReader
 from cairn.hot.paths import index_path
 from helpers.payloads import log_entries, payload_for
 from helpers.vaults import REBASE_ID, VaultRepo, make_vault
+
+
+@pytest.fixture(autouse=True)
+def serve_the_vault(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook serves the test's vault, named by CAIRN_VAULT (it never finds one from the agent's folder)."""
+    if "vault_repo" in request.fixturenames:
+        monkeypatch.setenv("CAIRN_VAULT", str(request.getfixturevalue("vault_repo").root))
 
 
 def _indexed_commit(root: Path) -> str | None:
@@ -33,7 +42,7 @@ def _wait_for_index(root: Path, commit: str, seconds: float = 60) -> bool:
     return False
 
 
-def test_stale_index_is_served_logged_and_updated_in_the_background(vault_repo: VaultRepo) -> None:
+def test_a_stale_index_serves_nothing_says_why_and_is_updated_in_the_background(vault_repo: VaultRepo) -> None:
     old = make_vault(vault_repo)
     vault_repo.write(
         "python/venv-activate",
@@ -45,18 +54,70 @@ def test_stale_index_is_served_logged_and_updated_in_the_background(vault_repo: 
     done = vault_repo.cairn(
         "hook", "--format", "claude-code", input=payload_for("claude-code", prompt, vault_repo.root)
     )
-    assert done.returncode == 0
-    assert REBASE_ID in done.stdout  # served from the cached index, no waiting
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")  # no waiting, and nothing of another commit
     entry = log_entries()[-1]
-    assert (entry["stale"], entry["commit"]) == (True, old)
+    assert (entry["stale"], entry["commit"], entry["injected"], entry["error"]) == (True, old, [], None)
+    (line,) = entry["vaults"]
+    assert line["error"] == (
+        f"the index is of {old[:12]}, refs/heads/main is at {new[:12]}; serving nothing until it is rebuilt"
+    )
     assert _wait_for_index(vault_repo.root, new)
     again = vault_repo.cairn("hook", "--format", "text", input="activate the virtualenv before pip install")
     assert "python/venv-activate" in again.stdout
     assert log_entries()[-1]["stale"] is False
 
 
+def test_a_removed_card_is_never_served_from_the_old_index(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    vault_repo.git("rm", "-q", f"cards/{REBASE_ID}.md")
+    removed = vault_repo.commit("Revert the rebase card")
+    prompt = "git pull --rebase dropped my local commits after a force-push"
+    first = vault_repo.cairn(
+        "hook", "--format", "claude-code", input=payload_for("claude-code", prompt, vault_repo.root)
+    )
+    assert first.stdout == ""  # the old index still holds the card: not served
+    assert _wait_for_index(vault_repo.root, removed)
+    again = vault_repo.cairn("hook", "--format", "text", input=prompt)
+    assert REBASE_ID not in again.stdout
+    assert log_entries()[-1]["stale"] is False
+
+
+def test_a_card_committed_only_on_a_feature_branch_is_not_served(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "feature")
+    vault_repo.write("python/venv-activate", "Activate the venv before pip install", "pip install outside a venv")
+    vault_repo.commit("Unreviewed card")
+    vault_repo.invoke("index")  # an author indexes the branch they are on
+    for n in range(2):
+        done = vault_repo.cairn("hook", "--format", "text", input="activate the venv before pip install")
+        assert "python/venv-activate" not in done.stdout, n
+        time.sleep(0.5 * n)
+    (line,) = log_entries()[-1]["vaults"]
+    assert line["ref"] == "refs/heads/main"
+
+
+def test_an_index_whose_config_could_not_be_read_serves_nothing(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    vault_repo.write_raw("cairn.toml", '[recall]\nmax_cards = "three"\n')
+    vault_repo.commit("A bad cairn.toml")
+    built = vault_repo.invoke("index")
+    assert built.returncode == 1
+    with IndexReader(index_path(vault_repo.root.resolve())) as index:
+        problem = index.meta["config_error"]
+    assert problem.startswith("cairn.toml:2")
+    prompt = "git pull --rebase dropped my local commits after a force-push"
+    done = vault_repo.cairn(
+        "hook", "--format", "claude-code", input=payload_for("claude-code", prompt, vault_repo.root)
+    )
+    assert (done.returncode, done.stdout) == (0, "")
+    entry = log_entries()[-1]
+    assert entry["injected"] == [] and entry["candidates"] == []
+    assert entry["vaults"][0]["error"] == f"the vault's cairn.toml cannot be read; serving nothing: {problem}"[:1000]
+
+
 def test_no_index_is_built_in_the_background(vault_repo: VaultRepo) -> None:
     vault_repo.write("git/x", "Rebase lesson", "git pull --rebase after force-push drops local commits")
+    vault_repo.write_raw("cairn.toml", "")
     commit = vault_repo.commit()
     assert vault_repo.cairn("hook", "--format", "text", input="rebase force-push").stdout == ""
     assert _wait_for_index(vault_repo.root, commit)
@@ -118,15 +179,29 @@ def test_not_a_repository(tmp_path: Path) -> None:
     assert os.listdir(tmp_path) == [".git"]
 
 
-def test_an_index_from_another_cairn_version_is_served_and_refreshed(vault_repo: VaultRepo) -> None:
-    """Defaults live in the stored config: after an upgrade the hook serves the old index and refreshes it."""
+def _edit_meta(target: Path, key: str, value: str) -> None:
+    """Change one meta value as a writer with the cache key would (re-sealed when the index is sealed)."""
     import sqlite3
 
+    from cairn.hot import index as hot_index
+    from cairn.hot import paths
+
+    with sqlite3.connect(target) as db:
+        db.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
+        meta = dict(db.execute("SELECT key, value FROM meta"))
+        cache_key = paths.index_key()
+        if "seal" in meta and cache_key is not None:
+            seal = hot_index.Sealer(cache_key).seal(hot_index.meta_message(meta))
+            db.execute("UPDATE meta SET value = ? WHERE key = 'seal'", (seal,))
+    db.close()
+
+
+def test_an_index_from_another_cairn_version_is_served_and_refreshed(vault_repo: VaultRepo) -> None:
+    """Defaults live in the stored config: after an upgrade the hook serves the old index (built from the commit
+    served) and refreshes it."""
     make_vault(vault_repo)
     target = index_path(vault_repo.root.resolve())
-    with sqlite3.connect(target) as db:
-        db.execute("UPDATE meta SET value = '0.0.1' WHERE key = 'cairn_version'")
-    db.close()
+    _edit_meta(target, "cairn_version", "0.0.1")
     prompt = "git pull --rebase dropped my local commits after a force-push"
     done = vault_repo.cairn(
         "hook", "--format", "claude-code", input=payload_for("claude-code", prompt, vault_repo.root)

@@ -94,6 +94,21 @@ CAIRN_HOME = str(Path(cairn.__file__).resolve().parent.parent)
 RUN_HOOK = "import sys; sys.argv[0] = 'cairn'; from cairn.entry import main; main()"
 
 
+SHOWN_ID = f"team:{REBASE_ID}"  # the vault is served from the user configuration, under the name "team"
+
+
+@pytest.fixture(autouse=True)
+def configured_vault(vault_repo: VaultRepo, isolated_env: Path) -> None:
+    """The user configuration lists the test's vault as "team", and its cached JSON copy is already written (by
+    `cairn vault add`, in real life): the hook reads the copy, never the TOML."""
+    from cairn.hot.userconfig import config_file, load_vaults
+
+    path = Path(config_file())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'[[vaults]]\nname = "team"\npath = "{vault_repo.root}"\n', encoding="utf-8")
+    assert [v.name for v in load_vaults()] == ["team"]
+
+
 def _isolated_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = CAIRN_HOME
@@ -156,7 +171,7 @@ def hook_run(repo: VaultRepo, fmt: str, session: str | None) -> set[str]:
         stdin = payload_for(fmt, FITTING_PROMPT, repo.root, session=session or "")
     names = imported(["-c", RUN_HOOK, "hook", "--format", fmt], input=stdin, cwd=repo.root)
     entry = log_entries()[-1]
-    assert entry["error"] is None and entry["injected"] == [REBASE_ID] and entry["stale"] is False, entry
+    assert entry["error"] is None and entry["injected"] == [SHOWN_ID] and entry["stale"] is False, entry
     return names
 
 
@@ -169,7 +184,14 @@ def test_a_real_hook_run_imports_stdlib_and_hot_modules_only(
 ) -> None:
     make_vault(vault_repo)
     names = hook_run(vault_repo, fmt, session)
-    expected = {"cairn.hot.recall", "cairn.hot.index", "cairn.hot.hooklog", "cairn.hot.gitrefs", "_sqlite3"}
+    expected = {
+        "cairn.hot.recall",
+        "cairn.hot.index",
+        "cairn.hot.hooklog",
+        "cairn.hot.gitrefs",
+        "cairn.hot.userconfig",
+        "_sqlite3",
+    }
     assert expected <= names
     assert ("cairn.hot.session" in names) == (session is not None)
     assert "cairn.hot.errors" not in names  # imported where an error is raised, and none was
@@ -193,7 +215,7 @@ def test_the_installed_executable_imports_only_what_the_hook_does(vault_repo: Va
         input=payload_for("claude-code", FITTING_PROMPT, vault_repo.root),
         cwd=vault_repo.root,
     )
-    assert log_entries()[-1]["injected"] == [REBASE_ID]
+    assert log_entries()[-1]["injected"] == [SHOWN_ID]
     own = names - imported(["-c", "pass"], isolated=False)  # less what any start imports here (site, .pth files)
     assert offenders(own, allowed(isolated=False)) == set()
     assert own & NEVER == set()

@@ -18,6 +18,12 @@ from helpers.vaults import VaultRepo, make_vault, state_dir
 SESSION_FILE = re.compile(r"[0-9a-f]{32}\.json")
 
 
+@pytest.fixture(autouse=True)
+def serve_the_vault(vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook serves the test's vault, named by CAIRN_VAULT (it never finds one from the agent's folder)."""
+    monkeypatch.setenv("CAIRN_VAULT", str(vault_repo.root))
+
+
 def _hook(repo: VaultRepo, data: bytes, fmt: str = "claude-code") -> tuple[int, bytes, bytes]:
     done = run_bytes(["hook", "--format", fmt], data, repo.root, timeout=60)  # a hang guard, not a budget
     return done.returncode, done.stdout, done.stderr
@@ -90,11 +96,11 @@ def test_session_ids_never_become_paths(vault_repo: VaultRepo, tmp_path: Path) -
 
 def test_card_escapes_never_reach_the_agent(vault_repo: VaultRepo) -> None:
     vault_repo.write_raw("cards/git/escape-card.md", (HOSTILE / "escape-card.md").read_bytes())
+    vault_repo.write_raw("cairn.toml", "")
     vault_repo.commit()
     assert vault_repo.invoke("index").returncode == 0
     payload = json.dumps({"session_id": "s", "prompt": "force push rebase summary lesson"}).encode()
-    out = _assert_hook_output(*_hook(vault_repo, payload))
-    assert out is not None
+    out = _assert_hook_output(*_hook(vault_repo, payload))  # None when the index refuses the card (hidden text)
     context = json.dumps(out, ensure_ascii=False)
     text = run_bytes(["hook", "--format", "text"], b"force push rebase summary lesson", vault_repo.root).stdout
     assert not any(ch in context + text.decode("utf-8", "replace") for ch in "\x1b\x07\x9b")

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
     from cairn.hot.index import IndexReader
     from cairn.hot.recall import Candidate
-    from cairn.hot.vault import VaultDirs
+    from cairn.hot.serve import Pick
+    from cairn.hot.vault import ServedVault, VaultDirs
 
 FORMATS = ("claude-code", "codex", "gemini", "text", "json")
 MAX_STDIN_BYTES = 8 * 1024 * 1024
@@ -38,10 +39,18 @@ Options:
                    gemini: BeforeAgent JSON; text: the prompt as plain text in,
                    the context block out; json: {"prompt", "session_id"} in,
                    {"cards": [...], "abstained": bool} out)
-  --vault PATH     The vault (default: $CAIRN_VAULT, else the vault around the
-                   prompt's working directory).
+  --vault PATH     Serve this vault only: a folder, or the name of a vault in
+                   the user configuration (default: $CAIRN_VAULT, else every
+                   vault of the user configuration, in its order; see `cairn
+                   vault list`). The hook never serves a vault found around
+                   the agent's working directory, nor a folder without
+                   cairn.toml.
   --scope TAGS     Comma-separated scope tags (default: $CAIRN_SCOPE).
   -h, --help       Show this message and exit.
+
+  The cards are quoted as data inside a frame that tells the agent they are
+  teammates' notes, not instructions, and that any command in them needs the
+  user's confirmation.
 
 Example:
   echo '{"session_id": "s1", "cwd": ".", "hook_event_name": "UserPromptSubmit",
@@ -59,13 +68,19 @@ class HookInputError(Exception):
 
 
 class Options:
-    __slots__ = ("fmt", "vault", "scope", "help")
+    """The parsed command line. problem: a usage error that must not block the prompt (an option given twice): the
+    hook logs it and serves nothing."""
 
-    def __init__(self, fmt: str | None, vault: str | None, scope: str | None, help: bool) -> None:
+    __slots__ = ("fmt", "vault", "scope", "help", "problem")
+
+    def __init__(
+        self, fmt: str | None, vault: str | None, scope: str | None, help: bool, problem: str | None = None
+    ) -> None:
         self.fmt = fmt
         self.vault = vault
         self.scope = scope
         self.help = help
+        self.problem = problem
 
 
 class Payload:
@@ -97,6 +112,8 @@ def main(argv: list[str]) -> int:
         raw = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
         payload = parse_payload(fmt, raw)
         prompt = payload.prompt
+        if options.problem is not None:  # never block the prompt for the hook's own command line: log it
+            raise UsageError(f"{options.problem}; fix the hook command in the agent's settings")
         output = _serve(options, fmt, payload, entry)
     except Exception as exc:  # fail open: the agent's prompt goes on without cards
         entry["error"] = _error_text(exc, prompt)
@@ -117,6 +134,7 @@ def main(argv: list[str]) -> int:
 
 def parse_args(argv: list[str]) -> Options:
     values: dict[str, str] = {}
+    twice: list[str] = []
     help_wanted = False
     i = 0
     while i < len(argv):
@@ -133,6 +151,8 @@ def parse_args(argv: list[str]) -> Options:
                 raise UsageError(f"{name} needs a value")
             value = argv[i + 1]
             i += 1
+        if name[2:] in values and name not in twice:
+            twice.append(name)
         values[name[2:]] = value
         i += 1
     fmt = values.get("format")
@@ -140,7 +160,8 @@ def parse_args(argv: list[str]) -> Options:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     if fmt is None and not help_wanted:
         raise UsageError(f"--format is required ({', '.join(FORMATS)})")
-    return Options(fmt, values.get("vault"), values.get("scope"), help_wanted)
+    problem = f"{' and '.join(twice)} given more than once (the hook takes one of each)" if twice else None
+    return Options(fmt, values.get("vault"), values.get("scope"), help_wanted, problem)
 
 
 def parse_payload(fmt: str, raw: bytes) -> Payload:
@@ -176,9 +197,9 @@ def parse_payload(fmt: str, raw: bytes) -> Payload:
 
 
 def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object]) -> str:
-    from cairn.hot.serve import scope_tags, serve_prompt
+    from cairn.hot.serve import Layer, layer_scope, scope_tags, serve_layers
     from cairn.hot.settings import hook_settings
-    from cairn.hot.vault import locate_vault
+    from cairn.hot.vault import hook_vaults
 
     prompt_bytes = payload.prompt.encode("utf-8", "surrogatepass")
     entry["prompt_sha256"] = hooklog.sha256_hex(prompt_bytes)
@@ -190,43 +211,94 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
 
     if payload.cwd is None:  # text and json input carry no cwd: the hook's own folder stands in
         payload.cwd = os.getcwd()
-    vault = locate_vault(options.vault, cwd=payload.cwd)
-    entry["vault"] = vault.root
-    index = _open_fresh_index(vault, entry)
+    vaults, skipped = hook_vaults(options.vault)  # never the vault around payload.cwd: trust is explicit
+    declared = scope_tags(options.scope)
+    logged: list[dict[str, object]] = []
+    entry["vaults"] = logged
+    layers: list[Layer] = []
+    errors: list[str] = []
     try:
-        max_context_chars = hook_settings(index.config)[0]
-        served = serve_prompt(
-            index,
+        for vault in vaults:
+            line = hooklog.vault_entry(vault.name, vault.dirs.root)
+            logged.append(line)
+            if not vault.serves_cwd(payload.cwd):
+                line["skipped"] = "project"  # the agent works outside the folders this vault is limited to
+                continue
+            scope = layer_scope(declared, vault.scopes)
+            if scope is None:
+                line["skipped"] = "scope"  # the prompt's scope and the vault's share no tag
+                continue
+            try:
+                index = _open_fresh_index(vault, line)
+            except Exception as exc:
+                line["error"] = _error_text(exc, payload.prompt)
+                errors.append(str(line["error"]))
+                continue
+            if index is not None:
+                layers.append(Layer(vault.name, vault.dirs.root, index, scope))
+        for name, why in skipped:
+            line = hooklog.vault_entry(name, None)
+            line["skipped"] = "unusable"
+            line["error"] = why[:500]
+            logged.append(line)
+        if len(vaults) == 1 and vaults[0].name is None:  # one vault given by path: the log's old, flat fields
+            entry["vault"] = logged[0]["vault"]
+            entry["commit"] = logged[0]["commit"]
+            entry["stale"] = logged[0]["stale"]
+        else:
+            entry["stale"] = any(line["stale"] for line in logged)
+        if not layers:
+            if errors:
+                entry["error"] = errors[0]
+            entry["injected"] = []
+            return _render(fmt, [], payload, "", already=None)
+        nonce = os.urandom(4).hex()  # the frame's delimiter: no card can know it
+        max_context_chars = min(hook_settings(layer.index.config)[0] for layer in layers)
+        served = serve_layers(
+            layers,
             payload.prompt[:MAX_QUERY_CHARS],
-            vault_root=vault.root,
-            scope=scope_tags(options.scope),
             session_id=payload.session_id,
-            fit=lambda injected: _fit(injected, vault, payload, max_context_chars),
+            fit=lambda picks: _fit(picks, payload, max_context_chars, nonce),
             decide_first=hooklog.MAX_LOGGED_CANDIDATES,  # the log shows these; recall settles no more
+            want_already=fmt == "json" and payload.session_id is not None,
         )
     finally:
-        index.close()
-    chosen = served.given
-    kept = {c.card.id for c in chosen}
-    entry["candidates"] = [_logged(c, kept) for c in served.result.candidates[: hooklog.MAX_LOGGED_CANDIDATES]]
-    entry["injected"] = [c.card.id for c in chosen]
-    return _render(fmt, chosen, vault, payload, abstained=not chosen)
+        for layer in layers:
+            layer.index.close()
+    given = served.given
+    kept = {id(p.candidate) for p in given}
+    per_layer = max(hooklog.MAX_LOGGED_CANDIDATES // len(layers), 5)
+    candidates: list[dict[str, object]] = []
+    for layer, result in zip(layers, served.results, strict=True):
+        shown = result.candidates[:per_layer]
+        candidates += [_logged(layer.qualified(c.card.id), c, id(c) in kept) for c in shown]
+        line = next(x for x in logged if x["vault"] == layer.root)
+        line["injected"] = [p.candidate.card.id for p in given if p.layer is layer]
+    entry["candidates"] = candidates[: hooklog.MAX_LOGGED_CANDIDATES]
+    entry["injected"] = [p.qid for p in given]
+    already = list(served.already) if payload.session_id is not None else None
+    return _render(fmt, given, payload, nonce, already=already)
 
 
-def _logged(candidate: "Candidate", kept: set[str]) -> dict[str, object]:
+def _logged(shown_id: str, candidate: "Candidate", kept: bool) -> dict[str, object]:
     decision, reason = candidate.decision, candidate.reason
-    if decision == "injected" and candidate.card.id not in kept:  # recall chose it; the context limit did not
+    if decision == "injected" and not kept:  # recall chose it; the context limit or the 3-card total did not
         decision, reason = "rejected", "context_limit"
-    return {"id": candidate.card.id, "score": candidate.score, "decision": decision, "reason": reason}
+    return {"id": shown_id, "score": candidate.score, "decision": decision, "reason": reason}
 
 
-def _open_fresh_index(vault: "VaultDirs", entry: dict[str, object]) -> "IndexReader":
-    """The cached index, checked against the vault's HEAD; a stale or missing one starts a background update."""
+def _open_fresh_index(vault: "ServedVault", line: dict[str, object]) -> "IndexReader | None":
+    """The vault's cached index when it was built from the commit the vault serves now; else None (the vault
+    serves nothing for this prompt) and a background update starts. Raises for a missing or damaged index."""
     from cairn.hot import gitrefs, paths
     from cairn.hot.index import IndexReader
 
-    index_file = paths.index_file(vault.root)
-    head = gitrefs.head_commit(vault.git_root) if vault.git_root is not None else None
+    dirs = vault.dirs
+    index_file = paths.index_file(dirs.root)
+    if dirs.git_root is None:
+        raise HookInputError("the vault is not in a git repository; Cairn serves committed cards only")
+    ref, served = gitrefs.served_ref(dirs.git_root, vault.ref)
+    line["ref"] = ref
     try:
         index = IndexReader(index_file)
     except Exception as exc:
@@ -234,19 +306,32 @@ def _open_fresh_index(vault: "VaultDirs", entry: dict[str, object]) -> "IndexRea
         from cairn.hot.errors import IndexCorrupt, IndexMissing
 
         if isinstance(exc, IndexMissing):
-            entry["stale"] = True
-            _start_background_index(vault, index_file)
+            line["stale"] = True
+            _start_background_index(dirs, index_file)
             raise HookInputError("no index for this vault yet; building it in the background (`cairn index`)") from None
         if isinstance(exc, IndexCorrupt):
-            entry["stale"] = True
-            _start_background_index(vault, index_file)
+            line["stale"] = True
+            _start_background_index(dirs, index_file)
         raise
-    entry["commit"] = index.meta.get("commit")
+    commit = index.meta.get("commit")
+    line["commit"] = commit
     from cairn import __version__
 
-    if head is None or index.meta.get("commit") != head or index.meta.get("cairn_version") != __version__:
-        entry["stale"] = True
-        _start_background_index(vault, index_file)
+    if served is None or commit != served or index.meta.get("cairn_version") != __version__:
+        line["stale"] = True
+        _start_background_index(dirs, index_file)
+    problem = None
+    if served is None:
+        problem = f"cannot read the commit of {ref}; serving nothing from this vault"
+    elif commit != served:
+        # Cards of another commit: one may be gone, changed or never reviewed. Nothing until the index catches up.
+        problem = f"the index is of {str(commit)[:12]}, {ref} is at {served[:12]}; serving nothing until it is rebuilt"
+    elif index.meta.get("config_error"):
+        problem = f"the vault's cairn.toml cannot be read; serving nothing: {index.meta.get('config_error')}"
+    if problem is not None:
+        index.close()
+        line["error"] = problem[:1000]
+        return None
     return index
 
 
@@ -263,9 +348,10 @@ def _start_background_index(vault: "VaultDirs", index_file: str) -> None:
             return
     except FileNotFoundError:
         pass
-    os.makedirs(os.path.dirname(stamp), exist_ok=True)
-    with open(stamp, "ab"):
-        pass
+    from cairn.hot.paths import private_folder
+
+    private_folder(os.path.dirname(stamp))
+    os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
     os.utime(stamp, (now, now))
     import subprocess
 
@@ -282,54 +368,108 @@ def _start_background_index(vault: "VaultDirs", index_file: str) -> None:
     )
 
 
-def _fit(injected: "Sequence[Candidate]", vault: "VaultDirs", payload: Payload, max_chars: int) -> "list[Candidate]":
-    """The injected candidates whose context block stays under the character limit (best first)."""
+def _fit(picks: "Sequence[Pick]", payload: Payload, max_chars: int, nonce: str) -> "list[Pick]":
+    """The cards whose context block stays under the character limit (best first)."""
     limit = min(max(int(max_chars), 500), CONTEXT_HARD_LIMIT)
-    chosen = list(injected)
-    while chosen and len(context_block(chosen, vault, payload)) > limit:
+    chosen = list(picks)
+    while chosen and len(context_block(chosen, payload, nonce)) > limit:
         if len(chosen) == 1:
             return []
         chosen.pop()
     return chosen
 
 
-# Control characters and bidirectional overrides, each to a space (runs of spaces then become one). None of them
-# is printable, so text that is (most is) needs no translation, which is slow for text beyond ASCII.
-_CONTROL = dict.fromkeys([*range(0x00, 0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)], " ")
-
-
+# Characters that are not printable: a line or paragraph separator, a control character, a format character
+# (zero-width, bidi controls, the invisible tag characters U+E0000..), a private-use or unassigned code point.
+# White space becomes a space; everything else is dropped, so what the agent reads is what a reviewer sees.
 def _plain(text: str, limit: int) -> str:
-    text = " ".join((text if text.isprintable() else text.translate(_CONTROL)).split())
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else " " if c.isspace() else "" for c in text)
+    text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def context_block(chosen: "Sequence[Candidate]", vault: "VaultDirs", payload: Payload) -> str:
-    """The text an agent gets: each card's name, summary, id and path, and how to read the whole card."""
-    vault_arg = "" if _vault_encloses(vault.root, payload.cwd) else f" --vault {_quote(vault.root)}"
-    count, verb = ("1 card", "matches") if len(chosen) == 1 else (f"{len(chosen)} cards", "match")
-    lines = [f"Cairn: {count} from the team's lesson vault at {vault.root} {verb} this prompt."]
-    for n, candidate in enumerate(chosen, 1):
-        card = candidate.card
+FRAME_TAG = "cairn-notes"
+
+
+def _data(text: str, limit: int) -> str:
+    """Card text as data: one line, invisible characters dropped, the frame's tag neutralised, as a JSON string
+    (quotes and backslashes escaped), so no card can end the frame or start a line of its own."""
+    text = _plain(text, limit)
+    if FRAME_TAG in text.casefold():
+        text = _neutralised(text)
+    return jsonc.dumps(text, ensure_ascii=False)
+
+
+def _neutralised(text: str) -> str:
+    folded = text.casefold()
+    if len(folded) != len(text):  # casefold changed lengths (e.g. "ß"): neutralise every hyphen instead
+        return text.replace("-", "\u2010")
+    out, start = [], 0
+    while True:
+        at = folded.find(FRAME_TAG, start)
+        if at < 0:
+            break
+        out.append(text[start:at] + text[at : at + 5] + "\u2010" + text[at + 6 : at + len(FRAME_TAG)])
+        start = at + len(FRAME_TAG)
+    return "".join(out) + text[start:]
+
+
+def _code(text: str) -> str | None:
+    """Text for inside a Markdown code span, or None when it cannot be shown as one (a backtick, a newline)."""
+    return None if "`" in text or not text.isprintable() else text
+
+
+def context_block(picks: "Sequence[Pick]", payload: Payload, nonce: str) -> str:
+    """The text an agent gets: a fixed frame saying what the notes are, then each card's name, summary, id and path
+    as quoted data between two delimiter lines that carry a random nonce, and how to read the whole card."""
+    from cairn.hot.serve import NOTICE
+
+    roots = {p.layer.root for p in picks}
+    count = "1 note" if len(picks) == 1 else f"{len(picks)} notes"
+    verb = "matches" if len(picks) == 1 else "match"
+    where = "the team's lesson vault" if len(roots) == 1 else f"{len(roots)} lesson vaults"
+    opening, closing = f'<{FRAME_TAG} nonce="{nonce}">', f'</{FRAME_TAG} nonce="{nonce}">'
+    lines = [
+        f"Cairn: {count} from {where} {verb} this prompt. {NOTICE} The notes are between the lines {opening} and"
+        f" {closing}; every value in them is a JSON string.",
+        opening,
+    ]
+    for n, pick in enumerate(picks, 1):
+        card, root = pick.candidate.card, pick.layer.root
         lines += [
-            "",
-            f"{n}. {_plain(card.name, 200)}",
-            f"   Summary: {_plain(card.summary, 2000)}",
-            f"   Id: {_plain(card.id, 300)}",
-            f"   Path: {_plain(os.path.join(vault.root, card.path), 600)}",
-            f"   The whole card: `cairn show {_quote(card.id)}{vault_arg}`",
+            f"{n}. name: {_data(card.name, 200)}",
+            f"   summary: {_data(card.summary, 2000)}",
+            f"   id: {_data(pick.qid, 300)}",
+            f"   path: {_data(os.path.join(root, card.path), 600)}",
         ]
+        vault_arg = "" if _vault_encloses(root, payload.cwd) else f" --vault {_quote(root)}"
+        command = _code(f"cairn show {_quote(card.id)}{vault_arg}")
+        if command is not None:
+            lines.append(f"   whole card: `{command}`")
+    lines.append(closing)
     return "\n".join(lines) + "\n"
 
 
-def _render(fmt: str, chosen: "Sequence[Candidate]", vault: "VaultDirs", payload: Payload, abstained: bool) -> str:
+def _render(fmt: str, picks: "Sequence[Pick]", payload: Payload, nonce: str, already: "list[str] | None") -> str:
     if fmt == "json":
-        from cairn.hot.serve import card_json
+        from cairn.hot.serve import NOTICE, card_json
 
-        cards = [card_json(c) for c in chosen]
-        return jsonc.dumps({"cards": cards, "abstained": abstained}, ensure_ascii=False) + "\n"
-    if not chosen:
+        cards = []
+        for p in picks:
+            card = card_json(p.candidate, p.qid)
+            if p.layer.name is not None:
+                card["vault"] = p.layer.name
+            cards.append(card)
+        out: dict[str, object] = {"cards": cards, "abstained": not picks}
+        if already is not None:
+            out["already_injected"] = already
+        if picks:
+            out["notice"] = NOTICE
+        return jsonc.dumps(out, ensure_ascii=False) + "\n"
+    if not picks:
         return ""
-    text = context_block(chosen, vault, payload)
+    text = context_block(picks, payload, nonce)
     if fmt == "text":
         return text
     event = "BeforeAgent" if fmt == "gemini" else "UserPromptSubmit"

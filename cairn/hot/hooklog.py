@@ -1,14 +1,17 @@
 """The hook log: one JSON line per prompt in `<state_dir>/hook.jsonl`. Never the prompt text.
 
-Each line: time, format, hashed session id, the prompt's sha256 and length, vault, indexed commit, whether the
-index was stale, the candidates with score and gate decision, the injected ids, and the error (or null).
+Each line: time, format, hashed session id, the prompt's sha256 and length, the vaults in play (`vaults`: each
+one's name, folder, served ref, indexed commit, whether its index was stale, why it was skipped, its error and the
+ids it gave), the candidates with score and gate decision, the injected ids (as shown: `name:id` for a configured
+vault), and the error (or null). `vault`, `commit` and `stale` at the top are those of the one vault when the hook
+serves a single vault given by path (`--vault`, `CAIRN_VAULT`), else null (`stale`: any vault's index was).
 """
 
 import os
 import time
 
 from cairn.hot import jsonc
-from cairn.hot.paths import sha256_hex
+from cairn.hot.paths import private_folder, sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,15 +41,30 @@ def new_entry(fmt: str) -> "dict[str, Any]":
         "vault": None,
         "commit": None,
         "stale": False,
+        "vaults": [],
         "candidates": [],
         "injected": [],
         "error": None,
     }
 
 
+def vault_entry(name: str | None, root: str | None) -> "dict[str, Any]":
+    """One vault's part of a log line: every field present, filled in as the hook serves it."""
+    return {
+        "name": name,
+        "vault": root,
+        "ref": None,
+        "commit": None,
+        "stale": False,
+        "skipped": None,
+        "error": None,
+        "injected": [],
+    }
+
+
 def append(state_dir: str, entry: "dict[str, Any]") -> None:
     """Append one line; a single `write` on an O_APPEND descriptor, so concurrent hooks never interleave lines."""
-    os.makedirs(state_dir, mode=0o700, exist_ok=True)
+    private_folder(state_dir)  # 0700, a looser state folder tightened
     path = os.path.join(state_dir, LOG_FILE)
     line = (jsonc.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "replace")
     _rotate_if_large(path)

@@ -10,6 +10,7 @@ import time
 
 from cairn.hot import jsonc
 from cairn.hot.hooklog import sha256_hex, utc_now
+from cairn.hot.paths import private_folder
 
 SESSIONS_DIR = "sessions"
 _LOCK_WAIT_SECONDS = 3.0
@@ -29,7 +30,8 @@ def session_key(session_id: str) -> str:
 class Session:
     """One session's record while its lock is held.
 
-    injected: card id -> {"commit": ..., "time": ...} for every card the session has been given.
+    injected: shown card id (`name:id` for a configured vault) -> {"commit": ..., "time": ..., "vault": folder} for
+    every card the session has been given.
     """
 
     __slots__ = ("key", "path", "injected", "vault")
@@ -41,10 +43,19 @@ class Session:
         self.vault = vault
 
     def record(self, card_ids: list[str], vault: str, commit: str) -> None:
-        """Remember the cards just injected and write the file atomically."""
+        """Remember the cards just injected from one vault and write the file atomically."""
+        self.record_picks([(card_id, vault, commit) for card_id in card_ids])
+
+    def record_picks(self, picks: "list[tuple[str, str, str]]") -> None:
+        """Remember the cards just injected, each as (shown id, vault folder, commit), and write the file atomically.
+
+        The shown id is `name:id` for a configured vault, so the same id in two vaults are two cards."""
+        if not picks:
+            return
         now = utc_now()
-        for card_id in card_ids:
-            self.injected[card_id] = {"commit": commit, "time": now}
+        for card_id, vault, commit in picks:
+            self.injected[card_id] = {"commit": commit, "time": now, "vault": vault}
+        vault = picks[-1][1]
         self.vault = vault
         data = {"session": self.key, "vault": vault, "injected": self.injected, "updated": now}
         write_private(self.path, jsonc.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8"))
@@ -62,7 +73,7 @@ class open_session:  # noqa: N801 - used as a function: `with open_session(state
         self._fd = -1
 
     def __enter__(self) -> Session:
-        os.makedirs(self._folder, mode=0o700, exist_ok=True)
+        private_folder(self._folder)  # 0700, looser state and session folders tightened
         path = os.path.join(self._folder, self._key + ".json")
         self._fd = os.open(os.path.join(self._folder, self._key + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
         try:
@@ -94,8 +105,7 @@ def prune(state_dir: str, ttl_days: int) -> int:
     except OSError:
         return 0
     try:
-        with open(stamp, "ab"):
-            pass
+        os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
         os.utime(stamp, (now, now))
         names = os.listdir(folder)
     except OSError:

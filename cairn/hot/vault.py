@@ -1,6 +1,12 @@
-"""Finding the vault: `--vault`, else `CAIRN_VAULT`, else the enclosing vault of the current directory.
+"""Finding vaults. Interactive commands: `--vault`, else `CAIRN_VAULT`, else the enclosing vault of the current
+directory (`locate_vault`, `find_vault`), then the configured vaults (`cairn/cli/common.py`).
 
-`locate_vault` finds it with path strings (the hook's way: `pathlib` would cost every prompt its imports);
+The prompt hook never discovers: trust is explicit. `hook_vaults` gives the vaults named by `--vault` or
+`CAIRN_VAULT` (a folder, or a configured vault's name), else every vault of the user configuration
+(`cairn.hot.userconfig`), and each must hold Cairn's marker, `cairn.toml`, beside `cards/`. A repository with a
+`cards/` folder that the agent happens to work in is never served.
+
+`locate_vault` finds a vault with path strings (the hook's way: `pathlib` would cost every prompt its imports);
 `find_vault` gives cold code the same vault as a `Vault` of `Path`s.
 """
 
@@ -11,12 +17,14 @@ from cairn.hot.record import Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
     from pathlib import Path
 
     from cairn.hot.errors import VaultNotFound
+    from cairn.hot.userconfig import VaultEntry
 
 CARDS_DIR = "cards"
+MARKER = "cairn.toml"
 
 
 class Vault(Record):
@@ -53,6 +61,117 @@ class VaultDirs(Record):
 
     def __init__(self, root: str, git_root: str | None, prefix: str) -> None:
         self._init(root, git_root, prefix)
+
+
+class ServedVault(Record):
+    """A vault the hook may serve: where it is, and what the user configured for it.
+
+    name: the configured name (ids are shown as `name:id`), or None for a vault given by path that the user
+    configuration does not list (ids shown bare). source: `--vault`, `CAIRN_VAULT` or `config`.
+    ref, scopes, projects: from the configuration entry (None / empty for an unlisted vault).
+    """
+
+    __slots__ = ("name", "dirs", "ref", "scopes", "projects", "source")
+    name: str | None
+    dirs: VaultDirs
+    ref: str | None
+    scopes: tuple[str, ...]
+    projects: tuple[str, ...]
+    source: str
+
+    def __init__(
+        self,
+        name: str | None,
+        dirs: VaultDirs,
+        ref: str | None,
+        scopes: tuple[str, ...],
+        projects: tuple[str, ...],
+        source: str,
+    ) -> None:
+        self._init(name, dirs, ref, tuple(scopes), tuple(projects), source)
+
+    def serves_cwd(self, cwd: str | None) -> bool:
+        """Whether this vault applies to an agent working in `cwd` (always when it lists no projects)."""
+        if not self.projects:
+            return True
+        if not cwd:
+            return False
+        here = os.path.realpath(cwd)
+        return any(_within(here, os.path.realpath(p)) for p in self.projects)
+
+
+def hook_vaults(
+    explicit: str | None = None, env: "Mapping[str, str] | None" = None
+) -> tuple[list[ServedVault], list[tuple[str, str]]]:
+    """The vaults the prompt hook serves, in order of precedence, and the configured ones it must skip.
+
+    `explicit` (`--vault`) or `$CAIRN_VAULT`: that one vault (a configured vault's name when it has no slash and the
+    configuration lists it, else a folder); VaultNotFound when it is not a vault with `cairn.toml`. Otherwise every
+    `[[vaults]]` entry of the user configuration; an entry that is not a usable vault is skipped, as
+    (name, why), so one moved folder does not silence the others. No configuration: VaultNotFound with the fix.
+    The agent's working directory is never searched.
+    """
+    env = os.environ if env is None else env
+    given, source = (explicit, "--vault") if explicit else (env.get("CAIRN_VAULT") or None, "CAIRN_VAULT")
+    if given:
+        entries = _entries_or_none(env)
+        if os.sep not in given and "/" not in given:
+            named = next((e for e in entries or () if e.name == given), None)
+            if named is not None:
+                return [_served(named, source, strict=True)], []
+        dirs = locate_vault(given)  # a folder given: never the agent's folder, never a search
+        _require_marker(dirs.root, given)
+        real = os.path.realpath(dirs.root)
+        match = next((e for e in entries or () if os.path.realpath(e.path) == real), None)
+        if match is not None:
+            return [ServedVault(match.name, dirs, match.ref, match.scopes, match.projects, source)], []
+        return [ServedVault(None, dirs, None, (), (), source)], []
+    from cairn.hot.userconfig import config_file, load_vaults
+
+    entries = load_vaults(env)  # ConfigError: the hook logs it and serves nothing
+    if not entries:
+        raise _not_found(
+            f"no vault to serve: none is configured in {config_file(env)}; add one with `cairn vault add PATH`"
+            " (the hook never serves a vault found from the agent's folder)"
+        )
+    served: list[ServedVault] = []
+    skipped: list[tuple[str, str]] = []
+    for entry in entries:
+        try:
+            served.append(_served(entry, "config", strict=False))
+        except Exception as exc:  # VaultNotFound, an unreadable folder: skip this one, serve the others
+            skipped.append((entry.name, str(exc)))
+    return served, skipped
+
+
+def _entries_or_none(env: "Mapping[str, str]") -> "list[VaultEntry] | None":
+    from cairn.hot.userconfig import load_vaults
+
+    try:
+        return load_vaults(env)
+    except Exception:  # a broken configuration does not stop a vault named by path
+        return None
+
+
+def _served(entry: "VaultEntry", source: str, strict: bool) -> ServedVault:
+    root = entry.path
+    if not is_dir(os.path.join(root, CARDS_DIR)):
+        why = "is not a folder" if not is_dir(root) else "has no cards/ folder"
+        raise _not_found(f"configured vault {entry.name!r} at {root} {why}; fix its path with `cairn vault add`")
+    _require_marker(root, entry.name)
+    return ServedVault(entry.name, _vault_at(resolve(root)), entry.ref, entry.scopes, entry.projects, source)
+
+
+def _require_marker(root: str, given: str) -> None:
+    if not is_file(os.path.join(root, MARKER)):
+        raise _not_found(
+            f"{given!r} has no {MARKER}: the hook serves only vaults with Cairn's marker file"
+            " (`cairn init` writes one; an empty file will do)"
+        )
+
+
+def _within(here: str, root: str) -> bool:
+    return here == root or here.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def find_vault(explicit: "str | os.PathLike[str] | None" = None, cwd: "Path | None" = None) -> Vault:

@@ -120,8 +120,10 @@ class VaultRepo:
 
 
 def make_vault(repo: VaultRepo) -> str:
-    """Two cards on unrelated topics (git's REBASE_ID and a Docker card), committed and indexed; returns the
-    commit."""
+    """Two cards on unrelated topics (git's REBASE_ID and a Docker card) and Cairn's marker `cairn.toml` (the hook
+    serves no folder without it), committed and indexed; returns the commit."""
+    if not (repo.root / "cairn.toml").exists():
+        repo.write_raw("cairn.toml", "# Cairn's settings for this vault: the defaults.\n")
     repo.write(
         REBASE_ID,
         "Pull --rebase drops local commits after a force-push",
