@@ -168,8 +168,18 @@ def review_cmd(range_spec: str, fmt: str, as_json: bool, today: object, vault_pa
     routing impact (the vault's evals/ cases run at the base and at HEAD).
 
     BASE..HEAD and BASE...HEAD both compare HEAD with the merge base of BASE and HEAD, as a pull request does;
-    everything is read from git, not from the working tree. Exit 1 on a lint error in a changed card (or in
-    cairn.toml), or when a negative eval case (expect: []) gets a card at HEAD that it did not get at the base.
+    everything is read from git, not from the working tree. Every served field is shown whole, invisible
+    characters as <U+200B>, and each changed field of a changed card before and after.
+
+    \b
+    Exit codes:
+      0  passes
+      1  fails: a lint error in a changed card or in cairn.toml, or a negative eval case (expect: []) that gets
+         a card at HEAD and did not at the base; the author fixes it
+      3  blocked (nothing failed): a change a maintainer must check, listed under "Blocked:" with the reason:
+         weaker gates or lint policy in cairn.toml, eval cases or negative cases removed, a card removed,
+         retired, expired or superseded, or hook, pre-commit or workflow files touched
+      2  usage error
 
     \b
     Example:
@@ -193,5 +203,5 @@ def review_cmd(range_spec: str, fmt: str, as_json: bool, today: object, vault_pa
         echo_json(result.to_dict())
     else:
         echo(review_markdown.render_markdown(result).rstrip("\n"))
-    if result.failed:
-        raise SystemExit(1)
+    if result.exit_code:
+        raise SystemExit(result.exit_code)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from cairn.review.report import CardChange, Review, Routing
+from cairn.review.report import EXIT_BLOCKED, EXIT_FAILED, CardChange, Review, Routing, visible
 
 METRICS = (
     ("recall@1", "Recall@1"),
@@ -17,10 +17,12 @@ METRICS = (
 _LONG_LIST = 8  # longer lists are folded into <details>
 
 
-def cell(text: object, limit: int = 160) -> str:
-    """Text safe inside a Markdown table cell: one line, no pipes, no HTML (a hidden comment must show)."""
-    value = " ".join(str(text).split())
-    if len(value) > limit:
+def cell(text: object, limit: int | None = 160) -> str:
+    """Text safe inside a Markdown table cell: one line, no pipes, no HTML (a hidden comment must show), invisible
+    characters made visible (`<U+200B>`). limit: longer text is cut with `…`; None keeps it whole (what agents read
+    is never cut)."""
+    value = " ".join(visible(str(text)).split())
+    if limit is not None and len(value) > limit:
         value = value[: limit - 1] + "…"
     value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return value.replace("|", "\\|").replace("`", "'")
@@ -35,18 +37,27 @@ def render_markdown(r: Review) -> str:
     out: list[str] = []
     counts = {s: sum(1 for c in r.changes if c.status == s) for s in ("added", "changed", "renamed", "removed")}
     what = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no cards changed"
-    verdict = "❌ **Fails**" if r.failed else "✅ **Passes**"
-    errors = len(r.lint_errors) + len(r.routing.new_false_injections)
+    verdict = {"fails": "❌ **Fails**", "blocked": "⛔ **Blocked**", "passes": "✅ **Passes**"}[r.verdict]
     warnings = len(r.findings) - len(r.lint_errors)
     out.append(f"## Cairn review of `{cell(r.base_rev)}..{cell(r.head_rev)}`")
     out.append("")
     out.append(
-        f"{verdict}: {errors} error(s), {warnings} lint warning(s), {len(r.similar)} near-duplicate(s) or "
-        f"conflict(s). Cards: {what}. Compared `{r.base[:10]}` (merge base) with `{r.head[:10]}`."
+        f"{verdict}: {r.n_errors} error(s), {len(r.blocked)} change(s) a maintainer must check, {warnings} lint "
+        f"warning(s), {len(r.similar)} near-duplicate(s) or conflict(s). Cards: {what}. Compared `{r.base[:10]}` "
+        f"(merge base) with `{r.head[:10]}`."
     )
-    if r.config_changed:
-        out.append("")
-        out.append("`cairn.toml` changes in this range: the gates and ranking at HEAD use the new settings.")
+    if r.blocked:
+        out += [
+            "",
+            "### Blocked: a maintainer must check these changes",
+            "",
+            "This range changes what protects every agent's prompts (the gates, the lint policy, the eval cases, a "
+            "card's reach, or what runs on teammates' machines and in CI). Review cannot judge such a change on the "
+            "author's word; a maintainer reads it and merges it deliberately.",
+            "",
+        ]
+        for b in r.blocked:
+            out.append(f"- **Blocked:** {cell(b.reason, None)}. Check: {cell(b.check, None)}.")
     if r.prompt_injections:
         out += ["", "> [!CAUTION]", "> **Prompt injection.** These cards would put instructions into agents' prompts:"]
         for f in r.prompt_injections:
@@ -66,12 +77,19 @@ def render_markdown(r: Review) -> str:
         for ch in r.changes:
             card = _code(ch.id) + (f" (was {_code(ch.old_id)})" if ch.old_id else "")
             authors = ", ".join(cell(a) for a in ch.authors) or "–"
-            out.append(f"| {ch.status} | {card} | {cell(ch.name)} | {authors} |")
-        summaries = [c for c in r.changes if c.status != "removed" and c.summary]
-        if summaries:
-            out += ["", _details("Summaries (what agents will read)", _summary_lines(summaries), open_=True)]
+            out.append(f"| {ch.status} | {card} | {cell(ch.name, None)} | {authors} |")
+        served = [c for c in r.changes if c.status != "removed" and (c.summary or c.name)]
+        if served:
+            out += ["", _details("What agents will read (every field whole)", _served_lines(served), open_=True)]
     else:
         out.append("No card under `cards/` changes in this range.")
+    if r.settings:
+        out += ["", "### Settings", "", "`cairn.toml` changes in this range; the gates and ranking at HEAD use it:", ""]
+        out += ["| setting | base | head |", "|---|---|---|"]
+        for change in r.settings:
+            out.append(f"| `{change.setting}` | {_value(change.base)} | {_value(change.head)} |")
+    elif r.config_changed:
+        out += ["", "`cairn.toml` changes in this range (no setting's value changes, or one end cannot be read)."]
     out += ["", "### Lint", ""]
     if r.findings:
         out += ["| severity | where | rule | message |", "|---|---|---|---|"]
@@ -92,17 +110,47 @@ def render_markdown(r: Review) -> str:
     prov = [c for c in r.changes if c.provenance or c.commits]
     if prov:
         out += ["", "### Provenance", "", _details(f"Provenance of {len(prov)} card(s)", _provenance_lines(prov))]
-    out += ["", "<sub>`cairn review` — exit 1 on a lint error or a negative case that now gets a card.</sub>"]
+    out += [
+        "",
+        f"<sub>`cairn review` — exit {EXIT_FAILED} on a lint error or a negative case that now gets a card; exit "
+        f"{EXIT_BLOCKED} when nothing fails but a change is blocked for a maintainer.</sub>",
+    ]
     return "\n".join(out) + "\n"
 
 
-def _summary_lines(changes: Sequence[CardChange]) -> list[str]:
-    lines = []
+def _served_lines(changes: Sequence[CardChange]) -> list[str]:
+    """Each card as an agent gets it (name, summary; never cut), its hidden characters and its changed fields."""
+    lines: list[str] = []
     for c in changes:
-        lines.append(f"- {_code(c.id)}: {cell(c.summary, 400)}")
-        if c.old_summary is not None:
-            lines.append(f"  - before: {cell(c.old_summary, 400)}")
+        lines += [f"**{_code(c.id)}** ({c.status})", "", f"- Name: {cell(c.name, None)}"]
+        lines.append(f"- Summary ({len(c.summary):,} characters): {cell(c.summary, None)}")
+        for h in c.hidden:
+            lines.append(
+                f"- ⚠️ Invisible characters in `{h.field}` (removed before serving): "
+                f"{cell(', '.join(h.characters), None)}. As written: {cell(h.visible, None)}"
+            )
+        if c.status != "added" and (c.fields or c.body_changed):
+            lines += ["", "| field | before | after |", "|---|---|---|"]
+            for f in c.fields:
+                lines.append(f"| `{f.field}` | {_value(f.before)} | {_value(f.after)} |")
+            if c.body_changed:
+                lines.append("| body | (changed; `cairn show` reads it) | |")
+        elif c.status == "added":
+            extra = [f for f in c.fields if f.field not in ("name", "summary")]
+            if extra:
+                lines += ["", "| field | value |", "|---|---|"]
+                lines += [f"| `{f.field}` | {_value(f.after)} |" for f in extra]
+        lines.append("")
     return lines
+
+
+def _value(value: Any) -> str:
+    """A field's value in a table cell, whole: lists as `[a, b]`, absent as `–`."""
+    if value is None:
+        return "–"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(cell(v, None) for v in value) + "]"
+    return cell(value, None) or "''"
 
 
 def _details(summary: str, lines: Sequence[str], open_: bool = False) -> str:

@@ -16,9 +16,14 @@ What it reports, all read from git (never the working tree):
   and at HEAD, each with the cards and cairn.toml of its commit: every case whose injected cards change, every
   negative case that now gets a card, and the metric deltas.
 
-It fails (`Review.failed`) on a lint error in a changed card or in cairn.toml, and on a negative case that gets a
-card at HEAD but did not at the base: a lesson that now reaches prompts it should stay out of is the harm Cairn
-exists to prevent. Near-duplicates, conflicts and other routing changes are for the reviewer to judge.
+It fails (`Review.failed`, exit 1) on a lint error in a changed card or in cairn.toml, and on a negative case that
+gets a card at HEAD but did not at the base: a lesson that now reaches prompts it should stay out of is the harm
+Cairn exists to prevent. It is blocked (`Review.blocked`, exit 3 when nothing failed) on a change a maintainer must
+check because it weakens what judges the pull request itself: see `cairn.review.policy`. Near-duplicates,
+conflicts and other routing changes are for the reviewer to judge.
+
+It shows what an agent would get: every served field whole (the hook serves summaries up to 2,000 characters), each
+changed field of a changed card before and after, and invisible characters made visible (`visible`).
 """
 
 from __future__ import annotations
@@ -33,10 +38,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from cairn import gitrepo
-from cairn.cards import similarity
+from cairn.cards import safeyaml, similarity
 from cairn.cards.card import parse_card
-from cairn.config import CONFIG_FILE, config_from_dict
+from cairn.cards.visible import describe, invisible_in
+from cairn.config import CONFIG_FILE, Config, config_from_dict, parse_config
 from cairn.finding import ERROR, Finding
 from cairn.hot.errors import CairnError
 from cairn.hot.index import IndexedCard, IndexReader
@@ -46,6 +54,8 @@ from cairn.index import build as indexer
 from cairn.lint import lint_files
 from cairn.quality.evaluate import Case, EvalReport, evaluate, load_cases
 from cairn.quality.metrics import metrics_of
+from cairn.review import policy
+from cairn.review.policy import Blocked, SettingChange
 
 Progress = Callable[[int, int], None]
 EVALS_DIR = "evals"
@@ -58,6 +68,75 @@ CONFLICT_OVERLAP = 0.5  # share of the shorter summary's terms found in the othe
 CONFLICT_NAME = 0.8
 
 STATUS_WORDS = {"A": "added", "M": "changed", "R": "renamed", "D": "removed"}
+
+# A card's fields as review compares them, in the contract's order; body is compared but never shown whole.
+FIELDS = (
+    "name",
+    "summary",
+    "aliases",
+    "not_when",
+    "scope",
+    "status",
+    "supersedes",
+    "review_after",
+    "verified_at",
+    "source",
+)
+TEXT_FIELDS = ("name", "summary", "aliases", "not_when", "scope", "status", "supersedes", "review_after", "source")
+EXIT_FAILED = 1  # an error the author fixes: a lint error, a negative case that now gets a card
+EXIT_BLOCKED = 3  # nothing failed, but a change a maintainer must check (cairn.review.policy)
+
+
+# -- what a reader cannot see ---------------------------------------------------------------------------------------
+
+_TAGS = range(0xE0020, 0xE007F)  # the tag block's ASCII look-alikes: invisible text a model reads
+
+
+def visible(text: str) -> str:
+    """`text` with each invisible character shown as `<U+200B>`; a run of tag characters (invisible ASCII) is
+    spelled out as `<hidden tag text: "...">`, so a reviewer reads what a model would."""
+    found = invisible_in(text)
+    if not found:
+        return text
+    hidden = dict(found)
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if i not in hidden:
+            out.append(ch)
+            i += 1
+            continue
+        run = i
+        while run < len(text) and run in hidden and ord(text[run]) in _TAGS:
+            run += 1
+        if run - i >= 2:
+            spelled = "".join(chr(ord(c) - 0xE0000) for c in text[i:run])
+            out.append(f'<hidden tag text: "{spelled}">')
+            i = run
+            continue
+        out.append(f"<U+{ord(ch):04X}>")
+        i += 1
+    return "".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Hidden:
+    """A field of a card at HEAD that holds invisible characters. characters: each one named (`U+200B ZERO WIDTH
+    SPACE`); visible: the field's decoded text with them made visible."""
+
+    field: str
+    characters: tuple[str, ...]
+    visible: str
+
+
+@dataclass(frozen=True, slots=True)
+class FieldChange:
+    """One field of a card, before (None: the card did not exist) and after (None: it was removed)."""
+
+    field: str
+    before: Any
+    after: Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +160,9 @@ class CardChange:
     old_summary: str | None = None
     commits: tuple[RangeCommit, ...] = ()
     provenance: dict[str, Any] | None = None
+    fields: tuple[FieldChange, ...] = ()
+    body_changed: bool = False
+    hidden: tuple[Hidden, ...] = ()
 
     @property
     def authors(self) -> tuple[str, ...]:
@@ -162,6 +244,8 @@ class Review:
     findings: tuple[Finding, ...]
     similar: tuple[Similar, ...]
     routing: Routing
+    blocked: tuple[Blocked, ...] = ()
+    settings: tuple[SettingChange, ...] = ()
 
     @property
     def prompt_injections(self) -> tuple[Finding, ...]:
@@ -172,8 +256,22 @@ class Review:
         return tuple(f for f in self.findings if f.severity == ERROR)
 
     @property
+    def n_errors(self) -> int:
+        return len(self.lint_errors) + len(self.routing.new_false_injections)
+
+    @property
     def failed(self) -> bool:
-        return bool(self.lint_errors or self.routing.new_false_injections)
+        """An error the author must fix (a lint error, a negative case that now gets a card)."""
+        return bool(self.n_errors)
+
+    @property
+    def exit_code(self) -> int:
+        """0 passes; 1 failed (errors, whether or not blocked); 3 blocked for a maintainer and nothing failed."""
+        return EXIT_FAILED if self.failed else EXIT_BLOCKED if self.blocked else 0
+
+    @property
+    def verdict(self) -> str:
+        return "fails" if self.failed else "blocked" if self.blocked else "passes"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -181,8 +279,11 @@ class Review:
             "head_rev": self.head_rev,
             "base": self.base,
             "head": self.head,
+            "verdict": self.verdict,
+            "exit_code": self.exit_code,
             "failed": self.failed,
-            "errors": len(self.lint_errors) + len(self.routing.new_false_injections),
+            "errors": self.n_errors,
+            "blocked": [dataclasses.asdict(b) for b in self.blocked],
             "cards": [
                 {
                     "status": c.status,
@@ -192,6 +293,9 @@ class Review:
                     "name": c.name,
                     "summary": c.summary,
                     "old_summary": c.old_summary,
+                    "fields": [dataclasses.asdict(f) for f in c.fields],
+                    "body_changed": c.body_changed,
+                    "hidden": [dataclasses.asdict(h) for h in c.hidden],
                     "authors": list(c.authors),
                     "commits": [dataclasses.asdict(rc) for rc in c.commits],
                     "provenance": c.provenance,
@@ -199,6 +303,7 @@ class Review:
                 for c in self.changes
             ],
             "config_changed": self.config_changed,
+            "settings": [dataclasses.asdict(c) for c in self.settings],
             "prompt_injection": [f.to_dict() for f in self.prompt_injections],
             "lint": [f.to_dict() for f in self.findings],
             "similar": [dataclasses.asdict(s) for s in self.similar],
@@ -238,33 +343,207 @@ def review(vault: Vault, spec: str, *, today: dt.date | None = None, progress: P
     base = gitrepo.merge_base(repo, base_tip, head)
     if base is None:
         raise CairnError(f"{base_rev} and {head_rev} share no history; nothing to compare")
+    day = today or dt.date.today()
     raw_changes = gitrepo.changed_cards(repo, base, head, vault)
-    config_changed = gitrepo.read_path(repo, base, CONFIG_FILE, vault) != gitrepo.read_path(
-        repo, head, CONFIG_FILE, vault
-    )
+    base_config = gitrepo.read_path(repo, base, CONFIG_FILE, vault)
+    head_config = gitrepo.read_path(repo, head, CONFIG_FILE, vault)
+    config_changed = base_config != head_config
     commits = _range_commits(repo, vault, base, head)
+    blocked, settings = _config_policy(base_config, head_config)
+    blocked += policy.file_blocks(_changed_paths(repo, base, head), vault.prefix)
     with tempfile.TemporaryDirectory(prefix="cairn-review-") as tmp:
         work = Path(tmp)
         snapshot = _materialize(repo, vault, head, work / "head")
         lint_paths = [c.new_path for c in raw_changes if c.new_path and c.status != "D"]
         if config_changed:
             lint_paths.append(CONFIG_FILE)
-        findings = lint_files(snapshot, lint_paths, today=today).findings if lint_paths else ()
-        findings = tuple(sorted(findings, key=lambda f: (f.rule != PROMPT_INJECTION, f.severity != ERROR, f.path)))
+        removed = [c.old_path for c in raw_changes if c.old_path and c.status in "DR"]  # lint what supersedes them
+        findings = (
+            lint_files(snapshot, lint_paths, today=today, removed=removed).findings if lint_paths or removed else ()
+        )
+        findings += _security_at_base(snapshot, lint_paths, base_config, head_config, today)
+        findings = tuple(
+            sorted(set(findings), key=lambda f: (f.rule != PROMPT_INJECTION, f.severity != ERROR, f.path, f.line))
+        )
+        cards = _CardReader(repo, vault, base, snapshot.root)
+        blocked += _eval_policy(repo, vault, base, head, work / "policy")
+        for raw in raw_changes:
+            blocked += policy.card_blocks(
+                STATUS_WORDS.get(raw.status, "changed"),
+                _card_id(raw.new_path or raw.old_path or ""),
+                cards.before(raw.old_path),
+                cards.after(raw.new_path if raw.status != "D" else None),
+                day,
+            )
         try:
             base_index = indexer.build_commit_index(vault, base, work / "base.sqlite").index_file
             head_index = indexer.build_commit_index(vault, head, work / "head.sqlite").index_file
         except CairnError as exc:  # an invalid cairn.toml at one end: lint reports it
-            changes = tuple(_change(c, None, None, commits) for c in raw_changes)
+            changes = tuple(_change(c, None, None, commits, cards) for c in raw_changes)
             routing = Routing(note=f"routing not measured: {exc}")
-            return Review(base_rev, head_rev, base, head, changes, config_changed, findings, (), routing)
+            return Review(
+                base_rev, head_rev, base, head, changes, config_changed, findings, (), routing, tuple(blocked), settings
+            )
         with IndexReader(base_index) as before, IndexReader(head_index) as after:
-            changes = tuple(_change(c, before, after, commits) for c in raw_changes)
+            changes = tuple(_change(c, before, after, commits, cards) for c in raw_changes)
             threshold = config_from_dict(after.config).lint.duplicate_threshold
             bodies = _BodyTerms(snapshot.root)
             similar = _similar(after, [c for c in changes if c.status != "removed"], bodies, threshold)
             routing = _routing(repo, vault, head, before, after, work / "evals", today, progress)
-    return Review(base_rev, head_rev, base, head, changes, config_changed, findings, similar, routing)
+    return Review(
+        base_rev, head_rev, base, head, changes, config_changed, findings, similar, routing, tuple(blocked), settings
+    )
+
+
+def _config_policy(base: bytes | None, head: bytes | None) -> tuple[list[Blocked], tuple[SettingChange, ...]]:
+    """The blocked cairn.toml changes and every changed setting; nothing when one end cannot be read (lint says why)."""
+    if base == head:
+        return [], ()
+    try:
+        old, new = (_read_config(data) for data in (base, head))
+    except CairnError:
+        return [], ()
+    from cairn.lint import registry
+
+    security: dict[str, list[str]] = {}
+    for rule in registry.RULES:
+        if "security" in rule.groups:
+            for name in (rule.id, *rule.emits, *rule.groups):
+                security.setdefault(name, []).append(rule.id)
+    return policy.config_blocks(old, new, security), tuple(policy.settings_changes(old, new))
+
+
+def _security_at_base(
+    snapshot: Vault, paths: list[str], base: bytes | None, head: bytes | None, today: dt.date | None
+) -> tuple[Finding, ...]:
+    """The security rules on HEAD's changed cards under the base's lint policy, when the range changes the rules
+    cairn.toml switches off: a pull request cannot switch off the rules that judge it (the change is blocked too)."""
+    try:
+        if not paths or _read_config(base).lint.disable == _read_config(head).lint.disable:
+            return ()
+    except CairnError:
+        pass  # an unreadable end: judge by the base's policy (or the defaults), below
+    config = snapshot.root / CONFIG_FILE
+    try:
+        if base is None:
+            config.unlink(missing_ok=True)
+        else:
+            config.write_bytes(base)
+        cards = [p for p in paths if p != CONFIG_FILE]
+        return lint_files(snapshot, cards, rules=["security"], today=today).findings if cards else ()
+    finally:
+        if head is None:
+            config.unlink(missing_ok=True)
+        else:
+            config.write_bytes(head)
+
+
+def _read_config(data: bytes | None) -> Config:
+    return parse_config(data.decode("utf-8", "replace") if data is not None else None)
+
+
+def _changed_paths(repo: Any, base: str, head: str) -> list[str]:
+    """Every file the range adds, changes or removes, as repository paths (a move is its two paths)."""
+    out = repo.git.diff("--name-only", "-z", "--no-renames", base, head, stdout_as_string=False)
+    return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+
+def _case_files(repo: Any, vault: Vault, commit: str) -> dict[str, str]:
+    """The eval cases files at a commit: vault path -> blob."""
+    return {
+        e.path: e.blob
+        for e in gitrepo.folder_entries(repo, commit, vault, EVALS_DIR)
+        if e.path.lower().endswith(CASE_SUFFIXES) and e.mode not in (gitrepo.SYMLINK_MODE, gitrepo.SUBMODULE_MODE)
+    }
+
+
+def _eval_policy(repo: Any, vault: Vault, base: str, head: str, folder: Path) -> list[Blocked]:
+    """Cases files deleted or moved, negative cases removed or changed (cases that cannot be read are skipped:
+    HEAD's are reported by the routing impact, a broken base has nothing to weaken)."""
+    base_files, head_files = _case_files(repo, vault, base), _case_files(repo, vault, head)
+    if base_files == head_files:
+        return []
+    data = gitrepo.read_blobs(repo, vault, [*base_files.values(), *head_files.values()])
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def cases(files: dict[str, str]) -> list[Case]:
+        out: list[Case] = []
+        for n, (path, blob) in enumerate(sorted(files.items())):
+            local = folder / f"{len(list(folder.iterdir()))}-{n}{Path(path).suffix.lower()}"
+            local.write_bytes(data.get(blob, b""))
+            try:
+                out += load_cases(local)
+            except CairnError:
+                continue
+        return out
+
+    kept = {path: blob for path, blob in base_files.items() if path in head_files}  # a deleted file is one block
+    return policy.eval_blocks(base_files, head_files, cases(kept), cases(head_files))
+
+
+class _CardReader:
+    """Cards as parsed from their blobs: at the base (read from git) and at HEAD (from the materialized snapshot)."""
+
+    def __init__(self, repo: Any, vault: Vault, base: str, head_root: Path) -> None:
+        self.repo, self.vault, self.base, self.head_root = repo, vault, base, head_root
+
+    def before(self, path: str | None) -> dict[str, Any] | None:
+        if path is None:
+            return None
+        data = gitrepo.read_path(self.repo, self.base, path, self.vault)
+        return self._parsed(path, data)
+
+    def after(self, path: str | None) -> dict[str, Any] | None:
+        if path is None:
+            return None
+        try:
+            data = (self.head_root / path).read_bytes()
+        except OSError:
+            return None
+        return self._parsed(path, data)
+
+    def hidden(self, path: str | None) -> tuple[Hidden, ...]:
+        """HEAD's text fields that hold invisible characters, read from the frontmatter as decoded."""
+        if path is None:
+            return ()
+        try:
+            raw = _frontmatter((self.head_root / path).read_bytes())
+        except OSError:
+            return ()
+        out = []
+        for key in TEXT_FIELDS:
+            value = raw.get(key)
+            items = value if isinstance(value, list) else [value]
+            texts = [v for v in items if isinstance(v, str)]
+            found = [ch for text in texts for _, ch in invisible_in(text)]
+            if found:
+                shown = visible(", ".join(texts)) if isinstance(value, list) else visible(texts[0])
+                out.append(Hidden(key, tuple(describe(ch) for ch in dict.fromkeys(found)), shown))
+        return tuple(out)
+
+    @staticmethod
+    def _parsed(path: str, data: bytes | None) -> dict[str, Any] | None:
+        if data is None:
+            return None
+        card, _ = parse_card(path, data)
+        return card.to_dict() if card is not None else None
+
+
+def _frontmatter(data: bytes) -> dict[str, Any]:
+    """A card's frontmatter as YAML decodes it, before the card parser cleans any field ({} when unreadable)."""
+    text = data.decode("utf-8", "replace").lstrip("\ufeff")
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return {}
+    try:
+        end = next(n for n, line in enumerate(lines[1:], 1) if line.strip() in ("---", "..."))
+    except StopIteration:
+        return {}
+    try:
+        loaded = safeyaml.load("\n".join(lines[1:end]))
+    except (ValueError, yaml.YAMLError):  # the card parser reports why; here it means nothing to show
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
 
 
 def _range_commits(repo: Any, vault: Vault, base: str, head: str) -> dict[str, list[RangeCommit]]:
@@ -284,12 +563,11 @@ def _change(
     before: IndexReader | None,
     after: IndexReader | None,
     commits: dict[str, list[RangeCommit]],
+    cards: _CardReader,
 ) -> CardChange:
     path = raw.new_path or raw.old_path or ""
     card_id = _card_id(path)
     old_id = _card_id(raw.old_path) if raw.old_path else None
-    old = before.card_by_id(old_id) if before is not None and old_id else None
-    new = after.card_by_id(card_id) if after is not None and raw.status != "D" else None
     record = None
     if raw.status == "D":
         record = before.record(card_id) if before is not None else None
@@ -297,17 +575,31 @@ def _change(
         record = after.record(card_id)
     touched = [*commits.get(path, []), *(commits.get(raw.old_path, []) if raw.old_path else [])]
     unique = tuple(dict.fromkeys(touched))
-    shown = new or old
+    old = cards.before(raw.old_path)
+    new = cards.after(raw.new_path) if raw.status != "D" else None
+    shown = new or old or {}
+    fields: list[FieldChange] = []
+    if new is not None:
+        for key in FIELDS:
+            a, b = (old or {}).get(key), new.get(key)
+            if old is None and b in (None, [], ""):
+                continue
+            if a != b:
+                fields.append(FieldChange(key, a, b))
+    old_summary = old.get("summary") if old is not None and new is not None else None
     return CardChange(
         status=STATUS_WORDS.get(raw.status, "changed"),
         id=card_id,
         path=path,
         old_id=old_id if raw.status == "R" else None,
-        name=shown.name if shown else "",
-        summary=shown.summary if shown else "",
-        old_summary=old.summary if old is not None and new is not None and old.summary != new.summary else None,
+        name=shown.get("name", ""),
+        summary=shown.get("summary", ""),
+        old_summary=old_summary if old_summary != shown.get("summary") else None,
         commits=unique,
         provenance=(record or {}).get("provenance"),
+        fields=tuple(fields),
+        body_changed=old is not None and new is not None and old.get("body") != new.get("body"),
+        hidden=cards.hidden(raw.new_path) if raw.status != "D" else (),
     )
 
 

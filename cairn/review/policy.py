@@ -1,0 +1,299 @@
+"""What a pull request may not do on its author's word: the changes `cairn review` blocks for a maintainer.
+
+A vault's protections live in the vault: its gates and lint policy in `cairn.toml`, its negative eval cases in
+`evals/`, its safety cards in `cards/`, and the hooks and workflows that run Cairn in `.pre-commit-config.yaml`,
+`.github/` and `hooks/`. A pull request can change all of them, and the checks it would weaken are the ones that
+judge it. So review does not weigh such a change: it blocks it, says why, and says what a maintainer must check.
+
+Blocked (each a `Blocked` with the reason in one line):
+- gates: `[recall]` min_lead, min_coverage, min_margin or min_confidence lowered, max_cards raised; `[hook]`
+  max_context_chars raised;
+- lint policy: `[lint] disable` gains a rule or group (security rules named as such), a `[lint]` limit loosened
+  (summary_max_chars, max_age_days, max_scope_share, max_scopes_per_card, duplicate_threshold raised,
+  crowding_min_cards raised, the scope vocabulary emptied); `[sanitize]` patterns or internal domains removed;
+- evals: a cases file under `evals/` deleted or moved; a negative case (expect: []) removed, turned positive or
+  given another query;
+- cards: a card removed, retired or set to draft, expired by a new review_after, or superseded by a new
+  `supersedes` entry (each silences a lesson for every agent);
+- files that run code or decide what runs: `.pre-commit-config.yaml`, `.pre-commit-hooks.yaml`, `.github/`,
+  `hooks/`, `.githooks/`, `.husky/`, agent settings (`.claude/`, `.codex/`, `.gemini/`), editor and container
+  tasks (`.vscode/`, `.devcontainer/`), `.envrc`, `.gitattributes` (it can hide a file's diff) and `.gitmodules`.
+
+Not blocked, shown to the reviewer: ranking weights, a stricter setting, a new scope in the vocabulary, changed
+`scope`, `not_when` or aliases of a card (its field changes are listed whole), new cards and new eval cases.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cairn.config import Config
+from cairn.quality.evaluate import Case
+
+CONFIG = "cairn.toml"
+
+
+@dataclass(frozen=True, slots=True)
+class Blocked:
+    """One change a maintainer must check. kind: gates, lint-policy, evals, cards or files; path: the file (repository
+    path for files outside the vault); reason: what the change does, one line; check: what the maintainer checks."""
+
+    kind: str
+    path: str
+    reason: str
+    check: str
+
+
+@dataclass(frozen=True, slots=True)
+class SettingChange:
+    """One cairn.toml setting that differs: `section.key`, as the base and HEAD read it (defaults filled in)."""
+
+    setting: str
+    base: Any
+    head: Any
+
+
+# -- cairn.toml ---------------------------------------------------------------------------------------------------
+
+# (section, key) -> the direction that weakens it: "down" (lowering it lets more through) or "up".
+_WEAKER: dict[tuple[str, str], str] = {
+    ("recall", "min_lead"): "down",
+    ("recall", "min_coverage"): "down",
+    ("recall", "min_margin"): "down",
+    ("recall", "min_confidence"): "down",
+    ("recall", "max_cards"): "up",
+    ("hook", "max_context_chars"): "up",
+    ("lint", "summary_max_chars"): "up",
+    ("lint", "max_age_days"): "up",
+    ("lint", "max_scope_share"): "up",
+    ("lint", "max_scopes_per_card"): "up",
+    ("lint", "duplicate_threshold"): "up",
+    ("lint", "crowding_min_cards"): "up",
+}
+_GATE_CHECK = (
+    "weaker gates inject cards into more prompts; check the eval figures below and that evals/ still holds the "
+    "negative cases, and merge only if the team chose these values"
+)
+_LINT_CHECK = "the lint policy judges this very pull request; merge only if the team chose to loosen it"
+
+
+def settings_changes(base: Config, head: Config) -> list[SettingChange]:
+    """Every setting whose value differs between the two configurations, in file order."""
+    before, after = base.to_dict(), head.to_dict()
+    out = []
+    for section, values in after.items():
+        for key, value in values.items():
+            old = before.get(section, {}).get(key)
+            if old != value:
+                out.append(SettingChange(f"{section}.{key}", old, value))
+    return out
+
+
+def config_blocks(base: Config, head: Config, security_rules: Mapping[str, Sequence[str]]) -> list[Blocked]:
+    """The weakening changes between two readings of cairn.toml. security_rules: each lint name (rule id, emitted
+    id or group) that switches off a security rule -> the security rule ids it switches off."""
+    out: list[Blocked] = []
+    for change in settings_changes(base, head):
+        section, key = change.setting.split(".", 1)
+        way = _WEAKER.get((section, key))
+        if way is not None and isinstance(change.base, (int, float)) and isinstance(change.head, (int, float)):
+            weaker = change.head < change.base if way == "down" else change.head > change.base
+            if weaker:
+                verb = "lowers" if way == "down" else "raises"
+                kind = "lint-policy" if section == "lint" else "gates"
+                check = _LINT_CHECK if section == "lint" else _GATE_CHECK
+                reason = f"{CONFIG} {verb} [{section}] {key} from {_num(change.base)} to {_num(change.head)}"
+                out.append(Blocked(kind, CONFIG, reason, check))
+    old_off, new_off = set(base.lint.disable), list(dict.fromkeys(head.lint.disable))
+    added = [name for name in new_off if name not in old_off]
+    if added:
+        security = sorted({rule for name in added for rule in security_rules.get(name, ())})
+        what = ", ".join(added)
+        if security:
+            out.append(
+                Blocked(
+                    "lint-policy",
+                    CONFIG,
+                    f"{CONFIG} disables security lint rules in [lint] disable: {what} (switches off "
+                    f"{', '.join(security)})",
+                    "a vault's own cairn.toml must not switch security rules off: a pull request could then carry "
+                    "injection or secrets past lint; a vault of security lessons allows them in a user or "
+                    "organisation setting instead",
+                )
+            )
+        else:
+            out.append(
+                Blocked("lint-policy", CONFIG, f"{CONFIG} disables lint rules in [lint] disable: {what}", _LINT_CHECK)
+            )
+    if base.lint.scopes and not head.lint.scopes:
+        out.append(Blocked("lint-policy", CONFIG, f"{CONFIG} empties the [lint] scopes vocabulary", _LINT_CHECK))
+    for key in ("patterns", "internal_domains"):
+        gone = [v for v in getattr(base.sanitize, key) if v not in getattr(head.sanitize, key)]
+        if gone:
+            out.append(
+                Blocked(
+                    "lint-policy",
+                    CONFIG,
+                    f"{CONFIG} removes [sanitize] {key}: {', '.join(gone)}",
+                    "`cairn sanitize` redacts less from the lessons teammates import; merge only if that is intended",
+                )
+            )
+    return out
+
+
+def _num(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+# -- eval cases ---------------------------------------------------------------------------------------------------
+
+
+def eval_blocks(
+    base_files: Mapping[str, str],
+    head_files: Mapping[str, str],
+    base_cases: Iterable[Case],
+    head_cases: Iterable[Case],
+) -> list[Blocked]:
+    """Cases files deleted or moved (path -> blob at each end), and negative cases removed or changed."""
+    out: list[Blocked] = []
+    head_by_blob = {blob: path for path, blob in head_files.items() if path not in base_files}
+    for path, blob in base_files.items():
+        if path in head_files:
+            continue
+        moved = head_by_blob.get(blob)
+        reason = f"moves the eval cases file {path} to {moved}" if moved else f"deletes the eval cases file {path}"
+        out.append(
+            Blocked(
+                "evals",
+                path,
+                reason,
+                "the eval cases are what shows a change lets cards into prompts they should stay out of; keep them "
+                "where they were unless the team moved them on purpose",
+            )
+        )
+    head = {c.id: c for c in head_cases}
+    check = (
+        "a negative case keeps cards out of prompts they do not fit; remove or change one only when the team "
+        "agrees it was wrong"
+    )
+    for case in base_cases:
+        if case.positive:
+            continue
+        now = head.get(case.id)
+        if now is None:
+            out.append(Blocked("evals", case.id, f"removes the negative eval case {case.id}", check))
+        elif now.positive:
+            expected = ", ".join(now.expect)
+            out.append(
+                Blocked("evals", case.id, f"turns the negative eval case {case.id} positive ({expected})", check)
+            )
+        elif now.query != case.query:
+            out.append(Blocked("evals", case.id, f"changes the query of the negative eval case {case.id}", check))
+    return out
+
+
+# -- cards --------------------------------------------------------------------------------------------------------
+
+_SILENCE_CHECK = (
+    "agents stop getting this lesson; check that the team agreed it is wrong or replaced, and that it is not a "
+    "safety lesson an attacker wants gone"
+)
+
+
+def card_blocks(
+    status: str,
+    card_id: str,
+    before: Mapping[str, Any] | None,
+    after: Mapping[str, Any] | None,
+    today: dt.date,
+) -> list[Blocked]:
+    """A card change that silences a lesson. before/after: the card's record at the base and HEAD (None: absent)."""
+    path = f"cards/{card_id}.md"
+    if status == "removed" and before is not None and before.get("status", "active") == "active":
+        return [Blocked("cards", path, f"removes the card {card_id}", _SILENCE_CHECK)]
+    out: list[Blocked] = []
+    if after is None:
+        return out
+    was_active = before is not None and before.get("status", "active") == "active"
+    now = after.get("status", "active")
+    if was_active and now != "active":
+        verb = "retires" if now == "retired" else f"sets to {now}"
+        out.append(Blocked("cards", path, f"{verb} the card {card_id} (status was active, now {now})", _SILENCE_CHECK))
+    if was_active and now == "active" and before is not None:
+        old_end, new_end = _date(before.get("expires_on")), _date(after.get("expires_on"))
+        if new_end is not None and today > new_end and not (old_end is not None and today > old_end):
+            out.append(
+                Blocked(
+                    "cards",
+                    path,
+                    f"expires the card {card_id} (review_after was {before.get('review_after')}, now "
+                    f"{after.get('review_after')}: past since {new_end.isoformat()})",
+                    _SILENCE_CHECK,
+                )
+            )
+    old_sup = set(before.get("supersedes") or ()) if before is not None else set()
+    for target in after.get("supersedes") or ():
+        if target not in old_sup:
+            out.append(
+                Blocked(
+                    "cards",
+                    path,
+                    f"the card {card_id} supersedes {target}: {target} is no longer injected",
+                    f"agents get {card_id} instead of {target}; check that it says the same or better, and not the "
+                    "opposite",
+                )
+            )
+    return out
+
+
+def _date(value: object) -> dt.date | None:
+    try:
+        return dt.date.fromisoformat(str(value)) if value else None
+    except ValueError:
+        return None
+
+
+# -- files that run code -----------------------------------------------------------------------------------------
+
+_RUNS_FILES = {
+    ".pre-commit-config.yaml": "pre-commit runs the commands it names on every teammate's next commit",
+    ".pre-commit-hooks.yaml": "it defines hooks that pre-commit runs for whoever uses this repository",
+    ".envrc": "direnv runs it in every teammate's shell that enters the folder",
+    ".gitattributes": "it can hide a file's changes from the pull request's diff (-diff, linguist-generated)",
+    ".gitmodules": "it points the repository at other repositories' code",
+}
+_RUNS_FOLDERS = {
+    ".github": "workflows run with the repository's token, and decide whether review runs at all",
+    "hooks": "git hook scripts run on teammates' machines",
+    ".githooks": "git hook scripts run on teammates' machines",
+    ".husky": "git hook scripts run on teammates' machines",
+    ".claude": "agent settings can add hooks and commands that agents run in this repository",
+    ".codex": "agent settings can add hooks and commands that agents run in this repository",
+    ".gemini": "agent settings can add hooks and commands that agents run in this repository",
+    ".vscode": "editor tasks and settings can run commands when the folder is opened",
+    ".devcontainer": "a dev container definition runs commands when the container is built",
+}
+_FILE_CHECK = "read the whole diff of this file: it runs code or decides what runs, outside what Cairn lints"
+
+
+def file_blocks(paths: Iterable[str], vault_prefix: str) -> list[Blocked]:
+    """Files the range touches (repository paths) that run code: at the repository's or the vault's top for
+    folders, anywhere for the named files."""
+    out: list[Blocked] = []
+    for path in paths:
+        name = path.rsplit("/", 1)[-1]
+        why = _RUNS_FILES.get(name)
+        if why is None:
+            for top in {"", vault_prefix}:
+                if not path.startswith(top):
+                    continue
+                first = path[len(top) :].split("/", 1)
+                if len(first) == 2 and first[0] in _RUNS_FOLDERS:
+                    why = _RUNS_FOLDERS[first[0]]
+                    break
+        if why is not None:
+            out.append(Blocked("files", path, f"touches {path}: {why}", _FILE_CHECK))
+    return out
