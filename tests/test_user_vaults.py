@@ -155,12 +155,13 @@ def test_a_card_on_a_feature_branch_is_served_once_merged(vault_repo: VaultRepo,
     feature = vault_repo.commit("A lesson under review")
     assert cairn("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path).returncode == 0
 
-    def served() -> list[str]:
-        done = cairn("recall", PYTEST_PROMPT, "--json", cwd=vault_repo.root)
+    def served(*ref: str) -> list[str]:
+        done = cairn("recall", PYTEST_PROMPT, "--json", *ref, cwd=vault_repo.root)
         assert done.returncode == 0, done.stderr
         return [c["id"] for c in json.loads(done.stdout)["cards"]]
 
     assert served() == []  # HEAD has it; main, the served ref, does not
+    assert served("--ref", "HEAD") == [PYTEST_ID]  # its author tries the branch
     index = json.loads(cairn("index", "--json", cwd=vault_repo.root).stdout)
     assert index["ref"] == "refs/heads/main" and index["commit"] != feature
     author = json.loads(cairn("index", "--ref", "HEAD", "--json", cwd=vault_repo.root).stdout)

@@ -38,6 +38,11 @@ vault_option = click.option(
     "current folder, else the one configured vault; see `cairn vault list`).",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+ref_option = click.option(
+    "--ref",
+    default=None,
+    help="Read this ref instead of the served one (e.g. HEAD: your branch before it is merged; indexed apart).",
+)
 
 
 # What to do about the operating system's refusals that a user can fix.

@@ -8,7 +8,16 @@ from typing import Any
 
 import click
 
-from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
+from cairn.cli.common import (
+    echo,
+    echo_json,
+    errors_to_exit,
+    json_option,
+    open_vault,
+    progress_bar,
+    ref_option,
+    vault_option,
+)
 from cairn.hot.index import IndexReader
 from cairn.hot.recall import ALREADY_INJECTED, REJECTED, Result, recall
 from cairn.hot.serve import Served, card_json, scope_tags, serve_prompt
@@ -30,10 +39,13 @@ scope_option = click.option(
 @click.argument("query")
 @scope_option
 @click.option("--session", "session_id", default=None, help="Agent session id: each card at most once per session.")
+@ref_option
 @vault_option
 @json_option
 @errors_to_exit
-def recall_cmd(query: str, scope: str | None, session_id: str | None, vault_path: str | None, as_json: bool) -> None:
+def recall_cmd(
+    query: str, scope: str | None, session_id: str | None, ref: str | None, vault_path: str | None, as_json: bool
+) -> None:
     """The cards a prompt would get (at most 3), or none when none fits.
 
     \b
@@ -42,7 +54,7 @@ def recall_cmd(query: str, scope: str | None, session_id: str | None, vault_path
     """
     vault = open_vault(vault_path)
     tags = scope_tags(scope)
-    with indexer.open_index(vault) as index:
+    with indexer.open_index(vault, ref=ref) as index:
         served = serve_prompt(index, query, vault_root=str(vault.root), scope=tags, session_id=session_id)
         already = _already_given(index, query, str(vault.root), tags, served) if session_id else None
     _print_recall(served.result, already, as_json)
@@ -84,10 +96,11 @@ def _print_recall(result: Result, already: list[str] | None, as_json: bool) -> N
 @click.command()
 @click.argument("query")
 @scope_option
+@ref_option
 @vault_option
 @json_option
 @errors_to_exit
-def explain(query: str, scope: str | None, vault_path: str | None, as_json: bool) -> None:
+def explain(query: str, scope: str | None, ref: str | None, vault_path: str | None, as_json: bool) -> None:
     """Why recall injects what it does: the top 20 candidates and every refused one, with each gate's value.
 
     \b
@@ -95,7 +108,7 @@ def explain(query: str, scope: str | None, vault_path: str | None, as_json: bool
       cairn explain "how do I force-push safely"
     """
     vault = open_vault(vault_path)
-    with indexer.open_index(vault) as index:
+    with indexer.open_index(vault, ref=ref) as index:
         result = recall(index, query, scope=scope_tags(scope), examine_all=True)
     rows = explain_rows(result)
     if as_json:
