@@ -419,6 +419,18 @@ def test_a_folder_reads_its_agents_md_as_lessons_and_other_files_as_notes(
         ("imported/vacuum", "Vacuum"),
     ]
     assert [(Path(d["source"]).name, d["text"]) for d in report["dropped"]] == [("AGENTS.md:4", "Use tabs")]
+    (src / "svc").mkdir()
+    (src / "svc" / "CLAUDE.md").write_text("- The worker leaks memory when a job is retried.\n")
+    code, report = _import(vault_repo, str(src), "--lessons", "--force", "--dry-run")
+    assert [(c["id"], c["status"]) for c in report["cards"]] == [
+        ("deploys/deploys-hang-when-the-registry-is-down", "would-replace"),  # --force replaces a re-import
+        ("lessons/the-worker-leaks-memory-when-a-job-is-retried", "would-write"),
+    ]
+    meta = {c["id"]: c for c in report["cards"]}
+    assert meta["lessons/the-worker-leaks-memory-when-a-job-is-retried"]["source"].endswith("svc/CLAUDE.md:1")
+    code, report = _import(vault_repo, str(src), "--lessons", "--force")
+    text = (vault_repo.root / "cards/lessons/the-worker-leaks-memory-when-a-job-is-retried.md").read_text()
+    assert "source: svc/CLAUDE.md:1\n" in text  # the file's path inside SRC
 
 
 def test_summary_trimming() -> None:

@@ -185,7 +185,8 @@ def import_notes(
         text = text.replace("\r\n", "\n").replace("\r", "\n")
         day = _file_day(file, today)
         if as_lessons or file.name.lower() in LESSON_FILES:
-            read = plan_lessons(shown, file.name, text, day, section=section, scope=scope, topic=topic)
+            label = "/".join((*rel_dir, file.name))  # the card's `source`: the file's path inside SRC
+            read = plan_lessons(shown, label, text, day, section=section, scope=scope, topic=topic)
             planned.extend(read.planned)
             dropped.extend(read.dropped)
             headings.extend(h for h in read.headings if h not in headings)
