@@ -18,7 +18,7 @@ import yaml
 
 from cairn.cards.authoring import card_slug
 from cairn.cards.card import parse_card
-from cairn.cards.importer import trim_summary
+from cairn.cards.importer import plan_lessons, trim_summary
 from cairn.cards.lessons import judge
 from helpers.vaults import VaultRepo
 
@@ -431,6 +431,12 @@ def test_a_folder_reads_its_agents_md_as_lessons_and_other_files_as_notes(
     code, report = _import(vault_repo, str(src), "--lessons", "--force")
     text = (vault_repo.root / "cards/lessons/the-worker-leaks-memory-when-a-job-is-retried.md").read_text()
     assert "source: svc/CLAUDE.md:1\n" in text  # the file's path inside SRC
+
+
+def test_an_empty_bullet_never_takes_the_next_bullets_text() -> None:
+    read = plan_lessons("N.md", "N.md", "-\n- The worker leaks memory when a job is retried.\n", dt.date(2026, 1, 2))
+    assert [(d.source, d.why) for d in read.dropped] == [("N.md:1", "the bullet has no text")]
+    assert [p.source for p in read.planned] == ["N.md:2"]
 
 
 def test_summary_trimming() -> None:

@@ -273,11 +273,11 @@ def plan_lessons(
     tokens = _markdown().parse(body)
     lines = body.split("\n")
     titled = sum(1 for t in tokens if t.type == "heading_open" and t.tag == "h1") == 1
-    stack: list[tuple[int, str, int]] = []  # (level, heading, line) of the headings around the current bullet
+    stack: list[tuple[int, str, int]] = []  # (level, heading, line) of the headings around the current block
     headings: list[str] = []
     out: list[Planned | Problem] = []
     dropped: list[Dropped] = []
-    by_section: dict[int, list[Any]] = {}  # heading line -> [heading, bullets] of a reference section dropped whole
+    skipped_sections: dict[int, tuple[int, int]] = {}  # heading line -> (its index in dropped, bullets in it)
     found = False
     wanted = _section_key(section) if section is not None else None
     for i, token in enumerate(tokens):
@@ -286,16 +286,14 @@ def plan_lessons(
             heading = _plain(tokens[i + 1])
             stack = [h for h in stack if h[0] < level]
             found = found or (wanted is not None and _section_key(heading) == wanted)
-            if not (titled and level == 1):
+            if not (titled and level == 1):  # a document's one H1 is its title, not a section
                 stack.append((level, heading, (token.map[0] if token.map else 0) + 1 + offset))
                 headings.append(heading)
             continue
-        span = token.map
         paragraph = token.type == "paragraph_open" and token.level == 0
-        if not (paragraph or token.type == "list_item_open" and token.level == 1) or not span:
+        if not (paragraph or (token.type == "list_item_open" and token.level == 1)) or not token.map:
             continue
-        line = span[0] + 1 + offset
-        where = f"{source}:{line}"
+        where = f"{source}:{token.map[0] + 1 + offset}"
         if wanted is not None:
             named = [h for h in stack if _section_key(h[1]) == wanted]
             if not named:
@@ -303,45 +301,42 @@ def plan_lessons(
             home = named[-1][1]
         else:
             reference = next((h for h in stack if lessons.is_reference_section(h[1])), None)
-            if reference is not None and paragraph:
-                continue
             if reference is not None:
-                entry = by_section.setdefault(reference[2], [reference[1], 0])
-                if entry[1] == 0:
-                    dropped.append(Dropped(f"{source}:{reference[2]}", reference[1], ""))  # filled in below
-                entry[1] += 1
+                if not paragraph:
+                    at, count = skipped_sections.get(reference[2], (len(dropped), 0))
+                    if count == 0:
+                        dropped.append(Dropped(f"{source}:{reference[2]}", reference[1], "", "section"))
+                    skipped_sections[reference[2]] = (at, count + 1)
                 continue
             home = stack[-1][1] if stack else ""
         if paragraph:
-            text = lessons.shorten(lessons.flat(tokens[i + 1].content), 60)
-            dropped.append(Dropped(where, text, "a paragraph; lessons are read from top-level bullets", "paragraph"))
+            excerpt = lessons.shorten(lessons.flat(tokens[i + 1].content), 60)
+            dropped.append(Dropped(where, excerpt, "a paragraph; lessons are read from top-level bullets", "paragraph"))
             continue
-        para = _first(tokens, "paragraph_open", start=i + 1, level=token.level + 1)
-        inline = tokens[para + 1] if para is not None else None
+        inline = tokens[i + 2] if tokens[i + 1].type == "paragraph_open" else None  # an item opens with its text
         content = inline.content if inline is not None else ""
         verdict = lessons.judge(content)
         flat = lessons.flat(re.sub(r"\*\*|__", "", content))
-        if not verdict.lesson:
+        if not verdict.lesson or inline is None:
             dropped.append(Dropped(where, lessons.shorten(flat, 60), verdict.why))
             continue
-        assert inline is not None
         name = lessons.lesson_name(flat, _bold_lead(inline))
         tags = tuple(scope) or _heading_scope(home)
         meta: dict[str, Any] = {"name": name, "summary": trim_summary(flat)}
         if tags:
             meta["scope"] = list(tags)
         meta["verified_at"] = day
-        meta["source"] = f"{file_name}:{line}"
+        meta["source"] = f"{file_name}:{where.rsplit(':', 1)[1]}"
         folder = topic or (slugify(tags[0]) if tags else DEFAULT_LESSON_TOPIC)
-        out.append(Planned(where, meta, _dedent_item(lines[span[0] : span[1]]), folder, card_slug(name)))
-    for n, item in enumerate(dropped):
-        if item.why == "":
-            heading, count = by_section[int(item.source.rsplit(":", 1)[1])]
-            why = (
-                f"the section's heading names instructions, not lessons ({count} bullet{'s' if count != 1 else ''}; "
-                f'--section "{heading}" takes it)'
-            )
-            dropped[n] = Dropped(item.source, heading, why, "section")
+        body = _dedent_item(lines[token.map[0] : token.map[1]])
+        out.append(Planned(where, meta, body, folder, card_slug(name)))
+    for at, count in skipped_sections.values():
+        heading = dropped[at].text
+        why = (
+            f"the section's heading names instructions, not lessons ({count} bullet{'s' if count != 1 else ''}; "
+            f'--section "{heading}" takes it)'
+        )
+        dropped[at] = Dropped(dropped[at].source, heading, why, "section")
     return LessonRead(out, dropped, headings, found)
 
 
