@@ -19,7 +19,7 @@ import yaml
 from cairn.cards.authoring import card_slug
 from cairn.cards.card import parse_card
 from cairn.cards.importer import plan_lessons, trim_summary
-from cairn.cards.lessons import judge
+from cairn.cards.lessons import judge, lesson_name
 from helpers.vaults import VaultRepo
 
 FIXTURES = Path(__file__).parent / "fixtures" / "import"
@@ -295,11 +295,30 @@ def test_a_scope_outside_the_vaults_vocabulary_is_refused_and_scope_fixes_it(vau
         ("The cache goes stale after a schema change; run `make clean`", True, ""),
         ("多个进程同时写入会导致数据库被锁住", True, ""),
         ("使用 UTC 时间", False, "an instruction or style rule with no reason or failure"),
+        ("Error handling: wrap all async handlers in `asyncHandler`", False, "a statement with no reason or failure"),
+        ("When adding a dependency, update `requirements.lock` too or CI fails", True, ""),
+        ("`uv run pytest` - runs the test suite", False, "a command with a note, but no reason or failure"),
     ],
 )
 def test_the_lesson_rule(bullet: str, lesson: bool, why: str) -> None:
     verdict = judge(bullet)
     assert (verdict.lesson, verdict.why) == (lesson, why)
+
+
+@pytest.mark.parametrize(
+    ("bullet", "name"),
+    [
+        ("IMPORTANT: the `db/migrations` folder is generated; edits are lost, because `make migrate` overwrites it",
+         "The `db/migrations` folder is generated"),
+        ("The `freezegun` fixture leaks into later tests unless you stop it in a `finally` block, so dates go wrong.",
+         "The `freezegun` fixture leaks into later tests"),
+        ("注意：定时任务在夏令时切换那天会执行两次或者跳过，因为调度器按本地时间计算；调度器一律使用协调世界时。",
+         "定时任务在夏令时切换那天会执行两次或者跳过"),
+        ("Short and failing.", "Short and failing"),
+    ],
+)  # fmt: skip
+def test_a_lesson_is_named_by_its_situation(bullet: str, name: str) -> None:
+    assert lesson_name(bullet) == name
 
 
 def test_short_ids() -> None:

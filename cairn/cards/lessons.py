@@ -30,7 +30,7 @@ _REASON = re.compile(
     r"fail|fails|failed|failing|failures?|breaks|broke|broken|crash(?:es|ed|ing)?|hangs?|hung|freezes|froze|"
     r"flak(?:y|e|es|ed|iness)|silently|drops|dropped|lose|loses|lost|losing|leaks?|leaked|corrupt(?:s|ed|ion)?|"
     r"deadlocks?|race conditions?|races|times? out|timed out|timeouts?|rejected|rejects|blocks|blocked|stale|"
-    r"wrong|errors?|exceptions?|bugs?|regressions?|outages?|incidents?|missing|slow(?:s|er|ly|down)?|"
+    r"wrong|errors?(?! handling| messages?| codes?| pages?)|exceptions?(?! handling)|bugs?|regressions?|outages?|incidents?|missing|slow(?:s|er|ly|down)?|"
     r"unexpected(?:ly)?|surpris\w*|gotchas?|pitfalls?|beware|careful|watch out|doesn't|does not|won't|"
     r"will not|can't|cannot|no longer|overwrites|overwritten|conflicts?|mismatch\w*|out of memory|oom|"
     r"segfaults?|panics?)\b"
@@ -61,6 +61,9 @@ _LESSON_HEADING = re.compile(
 )
 
 NAME_MAX_CHARS = 80
+_SHOUT = re.compile(
+    r"^(?:important|note|nb|warning|caution|tip)\s*[:!-]\s*|^(?:重要|注意|警告|提示)[：:]\s*", re.IGNORECASE
+)
 _CLAUSE = re.compile(r"\s*(?:;|:\s|\s[-–—]\s)|[；：]")
 _SITUATION = re.compile(
     r",?\s+(?:because|unless|otherwise|so that|which means)\s|,\s+so\s|，(?:因为|所以|否则|由于|以免)"
@@ -142,6 +145,10 @@ def lesson_name(text: str, bold_lead: str | None = None) -> str:
     sentence is long and the clause has a few words, cut at a word to at most 80 columns."""
     if bold_lead:
         return shorten(bold_lead, NAME_MAX_CHARS).rstrip(" :.;,-：；。，")
+    shout = _SHOUT.match(text)
+    if shout and text[shout.end() :]:
+        text = text[shout.end() :]
+        text = text[0].upper() + text[1:]
     found = sentences(text)
     sentence = found[0] if found else text
     for split in (_CLAUSE, _SITUATION):  # "X; do Z", then "X happens, because Y"
