@@ -156,16 +156,29 @@ def test_a_warning_refuses_the_write_unless_force(vault_repo: VaultRepo) -> None
 
 
 def test_a_bad_id_and_a_missing_body_are_warnings(vault_repo: VaultRepo) -> None:
-    done = vault_repo.invoke("add", "--name", "Bad", "--summary", "Something.", "--id", "Misc/Bad Name")
+    done = vault_repo.invoke("add", "--name", "Bad", "--summary", "Something.", "--id", "Misc/BadName")
     assert done.returncode == 1
     assert done.stderr.splitlines() == [
-        "cards/Misc/Bad Name.md:0: card-path the id 'Misc/Bad Name' is not lowercase slugs; rename the file to "
-        "cards/misc/bad-name.md (and update links and supersedes that name it)",
-        "cards/Misc/Bad Name.md:6: body-present the card has no body; write the whole lesson under the frontmatter: "
+        "cards/Misc/BadName.md:0: card-path the id 'Misc/BadName' is not lowercase slugs; rename the file to "
+        "cards/misc/badname.md (and update links and supersedes that name it)",
+        "cards/Misc/BadName.md:6: body-present the card has no body; write the whole lesson under the frontmatter: "
         "what happened, why, the fix",
-        "Error: cards/Misc/Bad Name.md was not written: 2 lint warnings (body-present, card-path); "
+        "Error: cards/Misc/BadName.md was not written: 2 lint warnings (body-present, card-path); "
         "fix the card, or pass --force to write it anyway",
     ]
+    assert cards_on_disk(vault_repo) == []
+
+
+def test_an_id_with_a_space_is_an_error(vault_repo: VaultRepo) -> None:
+    done = vault_repo.invoke("add", "--name", "Bad", "--summary", "Something.", "--id", "Misc/Bad Name", "--force")
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[0] == (
+        "cards/Misc/Bad Name.md:0: id-text the id holds a space; agents receive the id, so it must be a plain name: "
+        "rename the file to cards/misc/bad-name.md"
+    )
+    assert done.stderr.splitlines()[-1] == (
+        "Error: cards/Misc/Bad Name.md was not written: 1 lint error (id-text); fix the card"
+    )
     assert cards_on_disk(vault_repo) == []
 
 
