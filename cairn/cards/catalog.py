@@ -29,7 +29,7 @@ def card_record(vault: Vault, card_id: str, *, worktree: bool = False) -> dict[s
             hint = _near_ids(index.ids(), card_id)
             raise CardNotFound(
                 f"no card {card_id!r} at {index.commit[:8]}"
-                + (f"; did you mean {', '.join(hint)}?" if hint else "; list cards with `cairn recall` or `cairn lint`")
+                + (f"; did you mean {', '.join(hint)}?" if hint else "; `cairn list` shows the cards agents are served")
                 + " (uncommitted cards need --worktree)"
             )
         stored["commit"] = index.commit
