@@ -575,3 +575,29 @@ def test_every_changed_field_is_shown_before_and_after(vault_repo: VaultRepo) ->
         "source": (None, "https://example.org/incident/7"),
     }
     assert data["cards"][0]["body_changed"] is True
+
+
+def test_each_similarity_figure_has_one_name_and_value_in_markdown_and_json(pr_repo: VaultRepo) -> None:
+    data = json.loads(pr_repo.invoke("review", "main..feature", "--json").stdout)
+    md = pr_repo.invoke("review", "main..feature").stdout
+    figures = ("name_similarity", "summary_similarity", "body_similarity", "summary_overlap")
+    assert f"| kind | changed card | other card | why | {' | '.join(figures)} |" in md
+    conflict = next(s for s in data["similar"] if s["kind"] == "conflict")
+    assert (
+        f"{conflict['summary_overlap']:.0%} of the shorter summary's words are in the other (summary_overlap)"
+        in (conflict["why"])
+    )
+    row = next(line for line in md.splitlines() if line.startswith("| **probable conflict**"))
+    assert row.endswith(" | ".join(f"{conflict[name]:.3f}" for name in figures) + " |")
+
+
+def test_calibrate_names_the_thresholds_and_figures_as_its_json_does(vault_repo: VaultRepo) -> None:
+    _base(vault_repo)
+    text = vault_repo.invoke("calibrate", "--cases", "evals/cases.yaml", "--folds", "2", "--step", "0.1").stdout
+    data = json.loads(
+        vault_repo.invoke("calibrate", "--cases", "evals/cases.yaml", "--folds", "2", "--step", "0.1", "--json").stdout
+    )
+    header = next(line for line in text.splitlines() if line.lstrip().startswith("target"))
+    assert header.split()[1:4] == list(data["best"]["thresholds"]) == ["min_lead", "min_coverage", "min_margin"]
+    assert "FIR = false_injection_rate; worst = worst_false_injection_rate" in text
+    assert "worst_false_injection_rate" in data["best"]["fitted"]

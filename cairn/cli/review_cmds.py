@@ -103,21 +103,22 @@ def render_calibration(result: object) -> str:
         + f"), {result.folds} folds, grid step {result.step:g}.",
         "Trade-off: thresholds fitted on all cases at each target; cv = measured on held-out folds.",
         "",
-        f"{'target':>6}  {'score':>5}  {'cover':>5}  {'margin':>6}  {'Inj@1':>6}  {'FIR':>6}  {'worst':>6}"
-        f"  {'cv Inj@1':>8}  {'cv FIR':>6}  {'cv worst':>8}",
+        f"{'target':>6}  {'min_lead':>8}  {'min_coverage':>12}  {'min_margin':>10}  {'Inj@1':>6}  {'FIR':>6}"
+        f"  {'worst':>6}  {'cv Inj@1':>8}  {'cv FIR':>6}  {'cv worst':>8}",
     ]
     for p in result.tradeoff:
         t, f, cv = p.thresholds, p.fitted, p.cross_validated
         mark = "  <- target" if p is best else ""
         lines.append(
-            f"{p.target_fir:6.3f}  {t.min_lead:5.3g}  {t.min_coverage:5.3g}  {t.min_margin:6.3g}  "
+            f"{p.target_fir:6.3f}  {t.min_lead:8.3g}  {t.min_coverage:12.3g}  {t.min_margin:10.3g}  "
             f"{f.injection_at_1:6.3f}  {f.false_injection_rate:6.3f}  {f.worst_fir:6.3f}  "
             f"{cv.injection_at_1:8.3f}  {cv.false_injection_rate:6.3f}  {cv.worst_fir:8.3f}{mark}"
         )
     now, cm = result.current, result.current_measure
     lines += [
         "",
-        "worst = the highest false injection rate overall or on any slice.",
+        "Inj@1, Inj@3 = injection@1, injection@3; FIR = false_injection_rate; worst = worst_false_injection_rate, the "
+        "highest false injection rate overall or on any slice (the names --json uses).",
         "",
         f"Current ({_inline(now)}): Inj@1 {cm.injection_at_1:.3f}, Inj@3 {cm.injection_at_3:.3f}, "
         f"FIR {cm.false_injection_rate:.3f}{slices(cm)}",

@@ -99,10 +99,18 @@ def render_markdown(r: Review) -> str:
         out.append("No findings on the changed cards (linted as HEAD holds them).")
     out += ["", "### Near-duplicates and conflicts", ""]
     if r.similar:
-        out += ["| kind | changed card | other card | why |", "|---|---|---|---|"]
+        figures = ("name_similarity", "summary_similarity", "body_similarity", "summary_overlap")
+        out += [
+            f"| kind | changed card | other card | why | {' | '.join(figures)} |",
+            "|---|---|---|---|" + "---|" * len(figures),
+        ]
         for s in r.similar:
             kind = "**probable conflict**" if s.kind == "conflict" else "near-duplicate"
-            out.append(f"| {kind} | {_code(s.card)} | {_code(s.other)} {cell(s.other_name, 80)} | {cell(s.why, 240)} |")
+            values = " | ".join(f"{getattr(s, name):.3f}" for name in figures)
+            out.append(
+                f"| {kind} | {_code(s.card)} | {_code(s.other)} {cell(s.other_name, 80)} | {cell(s.why, 240)} | "
+                f"{values} |"
+            )
     else:
         out.append("None found among the cards closest to each changed card.")
     out += ["", "### Routing impact", ""]

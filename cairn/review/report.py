@@ -734,12 +734,13 @@ def _compare(
     if opposed and (overlap >= CONFLICT_OVERLAP or (same_scope and alike.name >= CONFLICT_NAME)):
         return similar(
             "conflict",
-            f"{overlap:.0%} of the shorter summary's words are in the other, names {alike.name:.0%} alike, "
-            f"{scope_note}; opposing words: {opposed}",
+            f"{overlap:.0%} of the shorter summary's words are in the other (summary_overlap), names "
+            f"{alike.name:.0%} alike (name_similarity), {scope_note}; opposing words: {opposed}",
         )
     duplicate = alike.duplicate(threshold)
     if duplicate is not None:
-        return similar("near-duplicate", f"{similarity.describe(*duplicate)} ({scope_note})")
+        key, value = duplicate
+        return similar("near-duplicate", f"{similarity.describe(key, value)} ({key}_similarity; {scope_note})")
     return None
 
 
