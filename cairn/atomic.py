@@ -45,6 +45,8 @@ def ensure_inside(folder: Path, target: Path) -> None:
     (`cards/topic -> /elsewhere`, with `cards/topic/new/x.md` to write) shows there.
     """
     inside = Path(os.path.abspath(folder))
+    if inside.is_symlink():  # a committed `cards -> /elsewhere`: everything under it is elsewhere
+        raise RefusedWrite(f"{folder} is a symlink; cards are written only into a real folder (nothing was written)")
     probe = Path(os.path.abspath(target)).parent
     while not probe.exists() and not probe.is_symlink() and probe != probe.parent:
         probe = probe.parent

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,15 +16,20 @@ from cairn.hot.vault import CARDS_DIR, Vault
 
 SYMLINK_MODE = 0o120000
 SUBMODULE_MODE = 0o160000
+# Blobs are read with a limit (a card is under 1 MiB, see `cairn.cards.card.MAX_CARD_BYTES`): a blob over it gives
+# only its first `limit + 1` bytes, enough for the caller's size check, and is never read whole.
+READ_LIMIT = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
 class TreeEntry:
-    """A file in a commit's tree. path is vault-relative (`cards/x.md`); mode is git's file mode."""
+    """A file in a commit's tree. path is vault-relative (`cards/x.md`); mode is git's file mode; size is the
+    blob's size in bytes (-1 when unknown: staged entries, submodules)."""
 
     path: str
     blob: str
     mode: int
+    size: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,13 +77,13 @@ def card_entries(repo: git.Repo, commit: str, vault: Vault) -> list[TreeEntry]:
 def folder_entries(repo: git.Repo, commit: str, vault: Vault, folder: str) -> list[TreeEntry]:
     """Every file under a vault-relative folder (`evals`) in a commit's tree; empty when the folder is absent."""
     root = f"{vault.prefix}{folder.strip('/')}"
-    out = repo.git.ls_tree("-r", "-z", "--full-tree", commit, "--", root, stdout_as_string=False)
+    out = repo.git.ls_tree("-r", "-z", "-l", "--full-tree", commit, "--", root, stdout_as_string=False)
     return _entries(out, vault)
 
 
 def _entries(out: bytes, vault: Vault, *, staged: bool = False) -> list[TreeEntry]:
-    """The files `git ls-tree -r -z` lists (`MODE TYPE BLOB<tab>PATH`), or with staged=True those of
-    `git ls-files -s -z` (`MODE BLOB STAGE<tab>PATH`), paths made vault-relative.
+    """The files `git ls-tree -r -z -l` lists (`MODE TYPE BLOB SIZE<tab>PATH`, the size padded), or with staged=True
+    those of `git ls-files -s -z` (`MODE BLOB STAGE<tab>PATH`), paths made vault-relative.
 
     Staged paths at a stage other than 0 are unmerged (a conflict in progress) and left out: they cannot be
     committed.
@@ -87,12 +93,13 @@ def _entries(out: bytes, vault: Vault, *, staged: bool = False) -> list[TreeEntr
         if not record:
             continue
         meta, _, raw_path = record.partition(b"\t")
-        mode, second, third = meta.decode().split(" ")
+        mode, second, third, *rest = meta.decode().split()
         if staged and third != "0":
             continue
         blob = second if staged else third
+        size = int(rest[0]) if rest and rest[0].isdigit() else -1
         path = raw_path.decode("utf-8", "surrogateescape")
-        entries.append(TreeEntry(path=path[len(vault.prefix) :], blob=blob, mode=int(mode, 8)))
+        entries.append(TreeEntry(path=path[len(vault.prefix) :], blob=blob, mode=int(mode, 8), size=size))
     return entries
 
 
@@ -105,16 +112,44 @@ def merge_base(repo: git.Repo, a: str, b: str) -> str | None:
     return str(out).strip() or None
 
 
-def read_blob(repo: git.Repo, blob: str) -> bytes:
+def blob_size(repo: git.Repo, blob: str) -> int:
+    """A blob's size in bytes, from its header (`git cat-file --batch-check`): nothing of it is read."""
+    return int(repo.odb.info(bytes.fromhex(blob)).size)
+
+
+def read_blob(repo: git.Repo, blob: str, limit: int | None = READ_LIMIT) -> bytes:
+    """A blob's bytes; over `limit`, only its first `limit + 1` (the size is checked first, a huge blob is never
+    read whole; limit=None reads any size)."""
+    if limit is not None and blob_size(repo, blob) > limit:
+        return _blob_prefix(repo, blob, limit + 1)
     return repo.odb.stream(bytes.fromhex(blob)).read()  # type: ignore[no-any-return]
 
 
-def read_path(repo: git.Repo, commit: str, rel_path: str, vault: Vault) -> bytes | None:
-    """A vault-relative file's bytes at a commit, or None when the commit does not hold it."""
+def _blob_prefix(repo: git.Repo, blob: str, n: int, env: dict[str, str] | None = None) -> bytes:
+    """The first n bytes of a blob, from a `git cat-file` that is stopped once they are read."""
+    run_env = {**os.environ, **(env or {}), "GIT_DIR": str(_git_dir_of(repo))}
+    with subprocess.Popen(
+        ["git", "cat-file", "blob", blob], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=run_env
+    ) as proc:
+        assert proc.stdout is not None
+        data = proc.stdout.read(n)
+        proc.kill()
+    return data
+
+
+def _git_dir_of(repo: git.Repo) -> Path:
+    return Path(repo.git_dir).resolve()
+
+
+def read_path(repo: git.Repo, commit: str, rel_path: str, vault: Vault, limit: int | None = READ_LIMIT) -> bytes | None:
+    """A vault-relative file's bytes at a commit (over `limit`: its first `limit + 1`), or None when the commit does
+    not hold it."""
     try:
         blob = repo.commit(commit).tree / f"{vault.prefix}{rel_path}"
     except KeyError:
         return None
+    if limit is not None and blob.size > limit:
+        return _blob_prefix(repo, blob.hexsha, limit + 1)
     return blob.data_stream.read()  # type: ignore[no-any-return]
 
 
@@ -378,10 +413,40 @@ def staged_entries(repo: git.Repo, vault: Vault, extra: tuple[str, ...] = ()) ->
     return _entries(out, vault, staged=True)
 
 
-def read_blobs(repo: git.Repo, vault: Vault, blobs: list[str]) -> dict[str, bytes]:
-    """Many blobs' bytes in one `git cat-file --batch` call (staged blobs are already in git's object store)."""
+def read_blobs(repo: git.Repo, vault: Vault, blobs: list[str], limit: int | None = READ_LIMIT) -> dict[str, bytes]:
+    """Many blobs' bytes in one `git cat-file --batch` call (staged blobs are already in git's object store); sizes
+    are asked first (`--batch-check`), and a blob over `limit` gives only its first `limit + 1` bytes."""
     if not blobs:
         return {}
+    found: dict[str, bytes] = {}
+    if limit is not None:
+        sizes = _blob_sizes(repo, vault, blobs)
+        for blob in [b for b in dict.fromkeys(blobs) if sizes.get(b, 0) > limit]:
+            found[blob] = _blob_prefix(repo, blob, limit + 1, _staging_env(vault))
+        blobs = [b for b in blobs if b not in found and b in sizes]
+        if not blobs:
+            return found
+    found.update(_read_batch(repo, vault, blobs))
+    return found
+
+
+def _blob_sizes(repo: git.Repo, vault: Vault, blobs: list[str]) -> dict[str, int]:
+    """Sizes of the blobs git has (`git cat-file --batch-check`); missing ones are left out."""
+    with tempfile.TemporaryFile() as request:
+        request.write("".join(f"{b}\n" for b in blobs).encode())
+        request.seek(0)
+        out = repo.git.execute(
+            ["git", "cat-file", "--batch-check"], istream=request, stdout_as_string=True, env=_staging_env(vault)
+        )
+    sizes: dict[str, int] = {}
+    for line in str(out).splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2].isdigit():
+            sizes[parts[0]] = int(parts[2])
+    return sizes
+
+
+def _read_batch(repo: git.Repo, vault: Vault, blobs: list[str]) -> dict[str, bytes]:
     with tempfile.TemporaryFile() as request:
         request.write("".join(f"{b}\n" for b in blobs).encode())
         request.seek(0)
