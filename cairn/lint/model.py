@@ -102,7 +102,7 @@ class Target:
             out.append(Field("name", self.line_of("name"), fold(card.name)))
             out.append(Field("summary", self.line_of("summary"), fold(card.summary)))
             out.extend(Field("aliases", self.line_of("aliases"), fold(a)) for a in card.aliases)
-            joined = ". ".join((card.name, card.summary, *card.aliases))
+            joined = " ".join((card.name, card.summary, *card.aliases))
             out.append(Field("name+summary", self.line_of("name"), fold(joined)))
             for key in ("not_when", "scope", "supersedes"):
                 out.extend(Field(key, self.line_of(key), fold(v)) for v in getattr(card, key))

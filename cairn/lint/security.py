@@ -75,8 +75,8 @@ VERSION = "1"  # stored in the index: a change of the security rules makes the n
 
 def refusals(rel_path: str, data: bytes, card: Card, disable: Iterable[str] = ()) -> list[Finding]:
     """The security errors that keep a parsed card out of the index (the rules lint runs, as lint reads the card;
-    `disable`: the vault's `[lint] disable`, which counts only where the user allows it). Each message starts with
-    `refused:`."""
+    `disable`: the vault's `[lint] disable`, which counts only where the user allows it): one finding, the first,
+    its message starting with `refused:` and counting the others, so `cairn index` says one line per card."""
     kept, _ = effective_disable(disable)
     disabled = set(kept)
     text = data.decode("utf-8", "replace").removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
@@ -86,9 +86,9 @@ def refusals(rel_path: str, data: bytes, card: Card, disable: Iterable[str] = ()
     for rule in security_rules():
         if disabled & {rule.id, *rule.emits, *rule.groups}:
             continue
-        out.extend(
-            Finding(f.path, f.line, f.rule, f"refused: {f.message}")
-            for f in rule.run(target, context)
-            if f.severity == ERROR
-        )
-    return sorted(set(out), key=lambda f: (f.line, f.rule, f.message))
+        out.extend(f for f in rule.run(target, context) if f.severity == ERROR)
+    if not out:
+        return []
+    first, *more = sorted(set(out), key=lambda f: (f.line, f.rule, f.message))
+    also = f" (and {len(more)} more: `cairn lint {rel_path}`)" if more else ""
+    return [Finding(first.path, first.line, first.rule, f"refused: {first.message}{also}")]

@@ -97,7 +97,7 @@ def _escapes(target: Target) -> Iterator[Finding]:
     for match in _ESCAPE.finditer(front):
         code = int(match.group(1)[1:], 16)
         ch = chr(code) if code < 0x110000 else ""
-        if not (ch.isalnum() or (ch.isascii() and ch.isprintable() and ch != " ")):
+        if not (ch.isascii() and ch.isprintable() and ch != " "):  # tools escape non-ASCII text; not letters
             continue
         literal = "\\" + match.group(1)
         if target.card is not None and any(literal in value for value in decoded):

@@ -1,0 +1,140 @@
+"""The attack corpus (tests/fixtures/attacks/cases.json): cards written to get instructions, remote code or secrets
+into an agent's context, each with the lint finding it must give and a payload the hook's output must never hold.
+
+Every case is committed (with --no-verify, as an attacker would) into one real vault, next to a clean "twin" card
+whose name is the case's prompt: `cairn lint` fails with the case's rule, `cairn index` refuses the card (serving
+refuses what lint refuses) and the installed `cairn hook`, fed a real Claude Code payload with the prompt, serves
+the twin, never the payload. The JSON is written with `ensure_ascii`, so invisible characters show as escapes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cairn.cards.card import parse_card
+from cairn.cards.visible import invisible_in
+from cairn.hot.vault import find_vault
+from cairn.lint import lint_files
+from helpers.payloads import claude_payload
+from helpers.vaults import VaultRepo
+
+CASES: list[dict[str, str]] = json.loads(
+    (Path(__file__).resolve().parent / "fixtures" / "attacks" / "cases.json").read_text("utf-8")
+)
+SECURITY = {"secret", "prompt-injection", "id-text", "hidden-text", "remote-code", "encoded-payload"}
+TODAY = dt.date(2026, 12, 1)
+
+
+def test_the_corpus_covers_the_issue() -> None:
+    assert len(CASES) >= 40
+    assert len({c["id"] for c in CASES}) == len(CASES) and len({c["path"] for c in CASES}) == len(CASES)
+    assert {c["rule"] for c in CASES} == SECURITY
+    texts = " ".join(c["text"] + c["path"] for c in CASES)
+    for needle in (
+        "\\x49",
+        "\\u0059",
+        "SYSTEM:",
+        "</system>",
+        "<|im_start|>",
+        "[INST]",
+        "### Instruction",
+        "| sh",
+        "| bash",
+        "nc -e",
+        "base64 -d",
+        "id_rsa",
+        "\u200b",
+        "\u202e",
+        "\U000e0041",
+        "\u043e",
+        "\uff49",
+        "忽略",
+        "你现在是",
+        "以前の指示",
+        "Ignora",
+        "<!--",
+        "pre-approved",
+        "postgres://",
+        "password=",
+        "passwd:",
+        "DB_PASS=",
+        "sk-proj-",
+        "ghp_",
+        "github_pat_",
+        "xoxb-",
+        "AIza",
+        "sk_live_",
+        "hooks.slack.com",
+        "eyJ",
+        "PRIVATE KEY",
+        "SYSTEM NOTE",
+    ):
+        assert needle in texts, needle
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
+def test_lint_gives_the_cases_finding(case: dict[str, str], tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    card = root / case["path"]
+    card.parent.mkdir(parents=True)
+    card.write_text(case["text"], encoding="utf-8")
+    report = lint_files(find_vault(root), [case["path"]], today=TODAY)
+    errors = {f.rule for f in report.errors}
+    assert case["rule"] in errors, [str(f) for f in report.findings]
+    parsed, contract = parse_card(case["path"], case["text"].encode("utf-8"))
+    assert parsed is not None, contract  # every case is a valid card: only the security rules stop it
+    served = [parsed.name, parsed.summary, *parsed.aliases]
+    assert not any(invisible_in(text) for text in served)  # removed at parse time, linted or not
+
+
+def _twin(case: dict[str, str]) -> str:
+    prompt = case["prompt"]
+    return f"---\nname: {json.dumps(prompt.capitalize())}\nsummary: {json.dumps('Reviewed lesson: ' + prompt)}\n---\n\n# {prompt}\n\nThe fix.\n"
+
+
+def test_committed_attacks_are_refused_by_lint_index_and_hook(vault_repo: VaultRepo) -> None:
+    vault_repo.write_raw("cairn.toml", "# the vault's settings: Cairn's defaults\n")
+    for n, case in enumerate(CASES):
+        vault_repo.write_raw(case["path"], case["text"])
+        vault_repo.write_raw(f"cards/twin/t{n}.md", _twin(case))  # ids that hold no payload
+    vault_repo.commit("An attacker's cards, committed with --no-verify")
+    added = vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team")  # the hook serves it
+    assert added.returncode == 0, added.stderr
+
+    lint = vault_repo.cairn("lint", "--json")
+    assert lint.returncode == 1, lint.stderr
+    errors: dict[str, set[str]] = {}
+    for finding in json.loads(lint.stdout):
+        if finding["severity"] == "error":
+            errors.setdefault(finding["path"], set()).add(finding["rule"])
+    missing = [c["id"] for c in CASES if c["rule"] not in errors.get(c["path"], set())]
+    assert missing == []
+    assert not any(path.startswith("cards/twin/") and rules & SECURITY for path, rules in errors.items())
+
+    index = vault_repo.cairn("index", "--json")
+    assert index.returncode == 0, index.stderr
+    report: dict[str, Any] = json.loads(index.stdout)
+    refused = {p["path"]: p for p in report["problems"]}
+    assert sorted(refused) == sorted(c["path"] for c in CASES)
+    assert all(p["rule"] in SECURITY and p["message"].startswith("refused:") for p in refused.values())
+    assert report["cards"] == len(CASES)  # the twins, nothing else
+    human = vault_repo.cairn("index", "--rebuild")
+    assert sum("refused:" in line for line in human.stderr.splitlines()) == len(CASES)
+
+    served = 0
+    for n, case in enumerate(CASES):
+        payload = json.dumps(claude_payload(case["prompt"], vault_repo.root, session=case["id"]))
+        hook = vault_repo.cairn("hook", "--format", "claude-code", input=payload)
+        assert hook.returncode == 0, hook.stderr
+        assert case["payload"] not in hook.stdout, case["id"]
+        if hook.stdout.strip():
+            context = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
+            assert case["payload"] not in context, case["id"]
+            assert not invisible_in(context)
+            served += f"twin/t{n}" in context
+    assert served == len(CASES)  # the prompts fit: each case's clean twin is served in its place
