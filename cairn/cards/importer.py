@@ -455,7 +455,7 @@ def _write(vault: Vault, card: _Card, *, dry_run: bool, force: bool) -> Outcome:
 
 def _free_id(vault: Vault, wanted: str, name: str, taken: set[str]) -> tuple[str, bool]:
     """The id to write at: `wanted`, or `wanted-2`, `-3`... past ids this import took and existing cards of
-    another name; (id, True) when an existing card of the same name is there (a re-import)."""
+    another name (or symlinks, never replaced); (id, True) when a card of the same name is there (a re-import)."""
     base = check_card_id(wanted)
     card_id, n = base, 2
     while True:
@@ -463,7 +463,7 @@ def _free_id(vault: Vault, wanted: str, name: str, taken: set[str]) -> tuple[str
             target = vault.root / "cards" / f"{card_id}.md"
             if not (target.exists() or target.is_symlink()):
                 return card_id, False
-            if _name_at(target, f"cards/{card_id}.md") == name_key(name):
+            if not target.is_symlink() and _name_at(target, f"cards/{card_id}.md") == name_key(name):
                 return card_id, True
         card_id = check_card_id(f"{base}-{n}")
         n += 1
