@@ -33,7 +33,6 @@ def semantic_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The channel on (conftest switches it off for every other test); any warm encoder started here is stopped."""
     monkeypatch.delenv("CAIRN_SEMANTIC", raising=False)
     monkeypatch.setenv("CAIRN_SEMANTIC_IDLE", "60")
-    monkeypatch.setenv("CAIRN_SEMANTIC_THREADS", "1")
     yield
     _stop_daemon()
 
@@ -232,3 +231,24 @@ def test_cache_dir_is_the_tests(vault_repo: VaultRepo) -> None:
     """The side file lives next to the index in the cache, never in the vault."""
     _vault(vault_repo)
     assert list(cache_dir().rglob("*.vec")) and not list(vault_repo.root.rglob("*.vec"))
+
+
+def test_recall_semantic_false_in_cairn_toml_turns_it_off_and_back_on(vault_repo: VaultRepo) -> None:
+    _vault(vault_repo)
+    index_file = _index_file(vault_repo)
+    side = vectors.vectors_path(index_file)
+    assert side.is_file()
+    vault_repo.write_raw("cairn.toml", "[recall]\nsemantic = false\n")
+    vault_repo.commit("No semantic channel for this vault")
+    done = vault_repo.cairn("index")
+    assert done.returncode == 0, done.stderr
+    assert not side.exists()
+    with IndexReader(index_file) as index:
+        assert index.config["recall"]["semantic"] is False
+        assert similarities(index, PARAPHRASE) is None
+    assert not (state_dir() / "semantic.start").exists()  # and no warm encoder was asked for
+
+    vault_repo.write_raw("cairn.toml", "[recall]\nsemantic = true\n")
+    vault_repo.commit("Semantic channel back on")
+    assert vault_repo.cairn("index").returncode == 0
+    assert vectors.current(index_file)
