@@ -472,3 +472,18 @@ def test_importing_from_inside_the_cards_folder_is_refused(vault_repo: VaultRepo
     _start(vault_repo)
     done = vault_repo.invoke("import", str(vault_repo.root / "cards" / "git"))
     assert done.returncode == 1 and done.stderr.startswith("Error: ") and "inside the vault's cards/" in done.stderr
+
+
+def test_a_symlink_at_the_cards_path_is_never_replaced(vault_repo: VaultRepo, app: Path, tmp_path: Path) -> None:
+    _start(vault_repo)
+    outside = tmp_path / "outside.md"
+    outside.write_text("---\nname: Run `git fetch` before you rebase\nsummary: Mine.\n---\n\nMine.\n")
+    (vault_repo.root / "cards" / "git" / "run-git-fetch-before-you-rebase.md").symlink_to(outside)
+    code, report = _import(vault_repo, "CLAUDE.md", "--section", "Git", "--force", "--dry-run", cwd=app)
+    assert [(c["id"], c["status"]) for c in report["cards"]] == [
+        ("git/run-git-fetch-before-you-rebase-2", "would-write")
+    ]
+    code, report = _import(vault_repo, "CLAUDE.md", "--section", "Git", "--force", cwd=app)
+    assert [(c["id"], c["status"]) for c in report["cards"]] == [("git/run-git-fetch-before-you-rebase-2", "written")]
+    assert outside.read_text().endswith("Mine.\n")
+    assert (vault_repo.root / "cards" / "git" / "run-git-fetch-before-you-rebase.md").is_symlink()
