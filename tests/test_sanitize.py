@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import time
 from pathlib import Path
 
 import pytest
 
 from cairn.cards.card import parse_card
-from cairn.cards.sanitize import redact, rules_for
+from cairn.cards.sanitize import PATTERN_SECONDS, redact, redact_all, rules_for
 from cairn.config import SanitizeSettings
+from cairn.hot.errors import InvalidConfig
 from helpers.vaults import VaultRepo
 
 FAKE_GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"
@@ -163,3 +166,55 @@ def test_a_bad_pattern_in_cairn_toml_is_one_error_line(vault_repo: VaultRepo, tm
     assert done.returncode == 1
     assert done.stderr.startswith("Error: cairn.toml: [sanitize] patterns[0] is not a valid regular expression")
     assert not (tmp_path / "x").exists()
+
+
+def test_a_backtracking_pattern_is_stopped_and_named() -> None:
+    """`(a+)+$` backtracks for ever on a long run of `a` that does not end the text: the child process running the
+    vault's patterns is stopped after the bound, and the error names the pattern and the card it was on."""
+    settings = SanitizeSettings(patterns=("ACME-[0-9]+", "(a+)+$"))
+    texts = [("cards/ok.md", "ACME-12 is fine"), ("cards/slow.md", "summary: " + "a" * 60 + "!\n")]
+    started = time.monotonic()
+    with pytest.raises(InvalidConfig) as caught:
+        redact_all(texts, settings, seconds=1.0)
+    assert time.monotonic() - started < 8
+    assert str(caught.value) == (
+        "cairn.toml: [sanitize] patterns[1] '(a+)+$' ran over 1 s on cards/slow.md: nested repetition such as "
+        "(a+)+ can take for ever; make the pattern simpler (nothing was written)"
+    )
+
+
+def test_vault_patterns_redact_in_the_child_as_they_would_here() -> None:
+    settings = SanitizeSettings(patterns=("ACME-[0-9]+",))
+    texts = [("cards/a.md", "ticket ACME-42 and ann.lee@example.com"), ("cards/b.md", "nothing")]
+    done = redact_all(texts, settings, seconds=30)
+    assert done == [redact(text, rules_for(settings)) for _, text in texts]
+    assert done[0][0] == "ticket REDACTED and REDACTED-EMAIL"
+
+
+@pytest.mark.parametrize(
+    ("patterns", "message"),
+    [
+        (("x",) * 101, "cairn.toml: [sanitize] patterns has 101 entries; at most 100"),
+        (("a" * 1001,), "cairn.toml: [sanitize] patterns[0] is 1001 characters long; at most 1000"),
+    ],
+)
+def test_too_many_or_too_long_patterns_are_refused(patterns: tuple[str, ...], message: str) -> None:
+    with pytest.raises(InvalidConfig, match=re.escape(message)):
+        rules_for(SanitizeSettings(patterns=patterns))
+
+
+@pytest.mark.slow
+def test_cairn_sanitize_with_a_backtracking_pattern_is_one_error_line(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    vault_repo.write("git/plain", "Runs of a", "Summary " + "a" * 60 + "!")
+    vault_repo.write_raw("cairn.toml", '[sanitize]\npatterns = ["(a+)+$"]\n')
+    vault_repo.commit("A pattern that backtracks")
+    started = time.monotonic()
+    done = vault_repo.invoke("sanitize", "--out", str(tmp_path / "x"))
+    assert time.monotonic() - started < PATTERN_SECONDS + 20
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"Error: cairn.toml: [sanitize] patterns[0] '(a+)+$' ran over {PATTERN_SECONDS:g} s on cards/git/plain.md: "
+        "nested repetition such as (a+)+ can take for ever; make the pattern simpler (nothing was written)"
+    ]
+    assert not (tmp_path / "x").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".x.")]

@@ -4,11 +4,16 @@ What is redacted (each counted by kind): private keys, cloud keys, tokens and se
 the user name in home-directory paths, internal host names (`[sanitize] internal_domains`), IP addresses, and
 whatever `[sanitize] patterns` adds. Markers are plain words (`REDACTED-EMAIL`) so frontmatter stays valid YAML
 and Markdown renders them as text. The copy is built in a temporary folder beside DIR and renamed into place.
+
+`[sanitize] patterns` come from the vault, so they are untrusted: at most 100, each at most 1,000 characters, and
+with any of them the redaction runs in a child process that is stopped after `PATTERN_SECONDS` (a pattern such as
+`(a+)+$` backtracks for ever on a long run of `a`): a clear error naming the pattern, and nothing written.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import multiprocessing
 import os
 import re
 import shutil
@@ -17,13 +22,18 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cairn import gitrepo
-from cairn.cards.card import card_id_from_path
+from cairn.cards.card import MAX_CARD_BYTES, card_id_from_path, oversize_finding
 from cairn.config import SanitizeSettings
 from cairn.finding import Finding
 from cairn.hot.errors import InvalidConfig, RefusedWrite
 from cairn.hot.vault import Vault
+
+PATTERN_SECONDS = 10.0  # all of a vault's cards through its own patterns, at most
+MAX_PATTERNS = 100
+MAX_PATTERN_CHARS = 1000
 
 Replace = Callable[["re.Match[str]"], str | None]  # None: leave this match alone
 
@@ -188,7 +198,15 @@ def rules_for(settings: SanitizeSettings) -> list[Rule]:
         pattern = rf"(?<![\w.-]){labels}{re.escape(suffix)}(?![\w-])"
         rules.append(Rule("internal-host", re.compile(pattern, re.IGNORECASE), _marker("host")))
     rules.extend(_IP_RULES)
+    if len(settings.patterns) > MAX_PATTERNS:
+        raise InvalidConfig(
+            f"cairn.toml: [sanitize] patterns has {len(settings.patterns)} entries; at most {MAX_PATTERNS}"
+        )
     for i, text in enumerate(settings.patterns):
+        if len(text) > MAX_PATTERN_CHARS:
+            raise InvalidConfig(
+                f"cairn.toml: [sanitize] patterns[{i}] is {len(text)} characters long; at most {MAX_PATTERN_CHARS}"
+            )
         try:
             rules.append(Rule("custom", re.compile(text), _marker("")))
         except re.error as exc:
@@ -212,6 +230,62 @@ def redact(text: str, rules: list[Rule]) -> tuple[str, Counter[str]]:
 
         text = rule.pattern.sub(substitute, text)
     return text, counts
+
+
+def redact_all(
+    texts: list[tuple[str, str]], settings: SanitizeSettings, *, seconds: float = PATTERN_SECONDS
+) -> list[tuple[str, Counter[str]]]:
+    """`redact` over (path, text) pairs with `rules_for(settings)`. With vault patterns, in a child process stopped
+    after `seconds` (InvalidConfig naming the pattern and the file it was on); without, here."""
+    rules = rules_for(settings)
+    if not settings.patterns:
+        return [redact(text, rules) for _, text in texts]
+    ctx: Any = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    where = ctx.Array("i", [-1, -1])  # (file, rule) being worked on
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_redact_child, args=(send, where, [t for _, t in texts], settings), daemon=True)
+    child.start()
+    send.close()
+    try:
+        if receive.poll(seconds):
+            try:
+                done: list[tuple[str, dict[str, int]]] = receive.recv()
+                return [(text, Counter(counts)) for text, counts in done]
+            except EOFError:
+                pass
+        file_at, rule_at = where[0], where[1]
+    finally:
+        if child.is_alive():
+            child.kill()
+        child.join()
+        receive.close()
+    custom = [i for i, r in enumerate(rules) if r.kind == "custom"]
+    path = texts[file_at][0] if 0 <= file_at < len(texts) else "a card"
+    if rule_at in custom:
+        n = custom.index(rule_at)
+        raise InvalidConfig(
+            f"cairn.toml: [sanitize] patterns[{n}] {settings.patterns[n]!r} ran over {seconds:g} s on {path}: "
+            "nested repetition such as (a+)+ can take for ever; make the pattern simpler (nothing was written)"
+        )
+    raise InvalidConfig(
+        f"redacting {path} with the [sanitize] patterns ran over {seconds:g} s or failed; make them simpler "
+        "(nothing was written)"
+    )
+
+
+def _redact_child(send: Any, where: Any, texts: list[str], settings: SanitizeSettings) -> None:
+    rules = rules_for(settings)
+    out: list[tuple[str, dict[str, int]]] = []
+    for n, text in enumerate(texts):
+        where[0] = n
+        counts: Counter[str] = Counter()
+        for r, rule in enumerate(rules):
+            where[1] = r
+            text, found = redact(text, [rule])
+            counts.update(found)
+        out.append((text, dict(counts)))
+    send.send(out)
+    send.close()
 
 
 def check_out_dir(vault: Vault, out: Path, *, force: bool) -> Path:
@@ -238,7 +312,7 @@ def check_out_dir(vault: Vault, out: Path, *, force: bool) -> Path:
 def sanitize_vault(vault: Vault, out: Path, settings: SanitizeSettings, *, force: bool = False) -> SanitizeReport:
     """Write a redacted copy of the card files in HEAD's tree to `out`/cards/; never writes into the vault."""
     target = check_out_dir(vault, out, force=force)
-    rules = rules_for(settings)
+    rules_for(settings)  # a bad pattern is an error before anything is read
     repo = gitrepo.open_repo(vault)
     commit = gitrepo.head_commit(repo)
     files: list[FileReport] = []
@@ -246,6 +320,7 @@ def sanitize_vault(vault: Vault, out: Path, settings: SanitizeSettings, *, force
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name[:40]}.", suffix=".tmp", dir=target.parent))
     try:
+        texts: list[tuple[str, str]] = []
         for entry in gitrepo.card_entries(repo, commit, vault):
             if card_id_from_path(entry.path) is None:
                 skipped.append(Finding(entry.path, 0, "not-a-card", "only card files (.md) are copied"))
@@ -253,16 +328,19 @@ def sanitize_vault(vault: Vault, out: Path, settings: SanitizeSettings, *, force
             if entry.mode in (gitrepo.SYMLINK_MODE, gitrepo.SUBMODULE_MODE):
                 skipped.append(Finding(entry.path, 0, "file-symlink", "symlinks and submodules are not copied"))
                 continue
+            if entry.size > MAX_CARD_BYTES:
+                skipped.append(oversize_finding(entry.path, entry.size))
+                continue
             try:
-                text = gitrepo.read_blob(repo, entry.blob).decode("utf-8")
+                texts.append((entry.path, gitrepo.read_blob(repo, entry.blob).decode("utf-8")))
             except UnicodeDecodeError:
                 skipped.append(Finding(entry.path, 0, "file-encoding", "not UTF-8 text; not copied"))
                 continue
-            clean, counts = redact(text, rules)
-            dest = staging / entry.path
+        for (path, _), (clean, counts) in zip(texts, redact_all(texts, settings), strict=True):
+            dest = staging / path
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(clean, encoding="utf-8", newline="")
-            files.append(FileReport(entry.path, tuple(sorted(counts.items()))))
+            files.append(FileReport(path, tuple(sorted(counts.items()))))
         _move_into_place(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
