@@ -19,6 +19,7 @@ from cairn.hot.errors import ConfigError
 from cairn.hot.userconfig import VaultEntry, config_file, load_config, load_vaults
 from cairn.hot.vault import find_vault
 
+MARKER = "cairn.toml"
 HEADER = "# Cairn's user configuration: the vaults the prompt hook serves, in order of precedence.\n"
 
 
@@ -38,6 +39,11 @@ def add_vault(
     env = os.environ if env is None else env
     vault = find_vault(os.path.abspath(os.path.expanduser(os.fspath(path))))
     root = str(vault.root)
+    if not os.path.isfile(os.path.join(root, MARKER)):
+        raise ConfigError(
+            f"{root} has no {MARKER}, Cairn's marker: the prompt hook serves no folder without it; create one (an "
+            f"empty file will do), commit it, then run this again"
+        )
     file = config_file(env)
     current = load_config(env)  # a broken file is reported, never appended to
     name = name if name is not None else default_name(root, {e.name for e in current.vaults})

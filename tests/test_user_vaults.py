@@ -99,6 +99,12 @@ def test_vault_add_list_remove_keeps_comments_and_modes(tmp_path: Path, vault_re
     assert (
         again.stderr == f"Error: {vault_repo.root} is already configured as 'team'; `cairn vault remove team` first\n"
     )
+    unmarked = VaultRepo(tmp_path / "unmarked")
+    unmarked.write("git/x", "A card", "A summary.")
+    unmarked.commit()
+    refused = cairn("vault", "add", str(unmarked.root), cwd=tmp_path, env=env)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith(f"Error: {unmarked.root} has no cairn.toml, Cairn's marker: the prompt hook")
     bad = cairn("vault", "add", str(other.root), "--name", "Bad Name", cwd=tmp_path, env=env)
     assert bad.returncode == 1 and "is not a vault name" in bad.stderr
     removed = cairn("vault", "remove", "team", cwd=tmp_path, env=env)

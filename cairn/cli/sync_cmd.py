@@ -66,7 +66,8 @@ def _line(result: object) -> str:
         before = f"{result.before[:8]} -> " if result.before else ""
         return f"{result.name}: {result.ref} {before}{(result.after or '')[:8]}, {result.cards} cards indexed"
     if result.status == "unchanged":
-        return f"{result.name}: {result.ref} up to date at {(result.after or '')[:8]} ({result.cards} cards)"
+        fetched = "" if result.fetched else "; no remote branch to fetch"
+        return f"{result.name}: {result.ref} up to date at {(result.after or '')[:8]} ({result.cards} cards{fetched})"
     return f"{result.name}: {result.status}: {result.message}"
 
 

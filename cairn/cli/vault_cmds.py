@@ -57,8 +57,12 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
             "Register it so the prompt hook serves it in every project?", default=True
         )
     if register:
-        entry = userconfig.add_vault(vault.root, name=name)
-        echo(f"Registered it as vault {entry.name!r} (`cairn vault list`).")
+        try:
+            entry = userconfig.add_vault(vault.root, name=name)
+            echo(f"Registered it as vault {entry.name!r} (`cairn vault list`).")
+        except CairnError as exc:
+            register = False
+            echo(f"Not registered: {exc}")
     where = shlex.quote(str(path))
     steps = [
         (f"cd {where} && pre-commit install", "lint every card on every commit"),
