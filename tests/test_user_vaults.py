@@ -277,3 +277,25 @@ def test_the_vault_workflow_installs_cairn_by_its_own_name_at_the_version_that_m
     assert '"cairn==' not in workflow  # PyPI's `cairn` is another project
     pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
     assert '\nname = "cairn-lessons"\n' in pyproject
+
+
+def test_the_writer_round_trips_odd_paths_and_keeps_each_tables_comments(tmp_path: Path) -> None:
+    from cairn import userconfig
+    from cairn.hot.userconfig import load_vaults
+
+    odd = second_vault(tmp_path / 'odd "quoted" \\ 路径 é')
+    plain = second_vault(tmp_path / "plain")
+    env = {"CAIRN_CONFIG": str(tmp_path / "c.toml"), "HOME": str(tmp_path)}
+    Path(env["CAIRN_CONFIG"]).write_text("# head\n")
+    userconfig.add_vault(odd.root, name="odd", ref="refs/heads/main", scopes=["py thon"], env=env)
+    with open(env["CAIRN_CONFIG"], "a") as handle:
+        handle.write("\n# the plain one: mine\n")
+    userconfig.add_vault(plain.root, name="plain", projects=[str(tmp_path)], env=env)
+    [first, second] = load_vaults(env)
+    assert (first.path, first.ref, first.scopes) == (str(odd.root), "refs/heads/main", ("py thon",))
+    assert second.projects == (str(tmp_path),)
+    userconfig.remove_vault("odd", env=env)
+    text = Path(env["CAIRN_CONFIG"]).read_text()
+    assert text.startswith("# head\n") and '# the plain one: mine\n\n[[vaults]]\nname = "plain"' in text
+    assert [e.name for e in load_vaults(env)] == ["plain"]
+    assert userconfig.default_name("/x/Team Lessons!", {"team-lessons"}) == "team-lessons-2"
