@@ -36,6 +36,12 @@ def vectors_file(index_path: str) -> str:
     return index_path + VECTORS_SUFFIX
 
 
+def index_key(meta: "dict[str, str]") -> str:
+    """What names one written index beyond its commit (its seal, or the checksum of older formats): the side file
+    is used only while it names the same."""
+    return meta.get("seal") or meta.get("checksum") or ""
+
+
 def enabled(config: "dict[str, object]") -> bool:
     """`[recall] semantic` of an index's stored config (default on), and not switched off by `CAIRN_SEMANTIC=0`."""
     if os.environ.get("CAIRN_SEMANTIC", "") in ("0", "false", "off", "no"):
@@ -78,7 +84,7 @@ def _ask(
         "v": 1,
         "vectors": vectors,
         "commit": index.meta.get("commit"),
-        "checksum": index.meta.get("checksum"),
+        "index_key": index_key(index.meta),
         "prompt": prompt,
         "top": top,
         "want": want,

@@ -5,7 +5,7 @@ listens on `$CAIRN_STATE_DIR/semantic.sock` (mode 0600, in a folder only its own
 connection, and exits after `CAIRN_SEMANTIC_IDLE` seconds (default 900) without one. One process per state folder:
 a second one finds the lock taken and exits.
 
-A request is one JSON object: `{"v": 1, "vectors": PATH, "commit": C, "checksum": S, "prompt": TEXT, "top": N,
+A request is one JSON object: `{"v": 1, "vectors": PATH, "commit": C, "index_key": K, "prompt": TEXT, "top": N,
 "want": [ID, ...]}`; the answer `{"ok": true, "sims": {ID: cosine}}` (the `top` most similar cards and every card
 in `want`), or `{"ok": false, "error": WHY}` (a side file that is missing, damaged, or of another commit).
 """
@@ -105,7 +105,7 @@ class Server:
             vf = self._file(path)
         except (OSError, ValueError) as exc:
             return {"ok": False, "error": f"no usable vectors: {type(exc).__name__}"}
-        if vf.header.get("commit") != request.get("commit") or vf.header.get("checksum") != request.get("checksum"):
+        if vf.header.get("commit") != request.get("commit") or vf.header.get("index_key") != request.get("index_key"):
             return {"ok": False, "error": "stale vectors"}
         query = self.encoder.queries([prompt])[0]
         wanted = [w for w in want if isinstance(w, str)]

@@ -1,11 +1,11 @@
 """Card vectors: computed at index time and stored in a side file next to the index (`index.sqlite.vec`).
 
-The side file belongs to one index: its header names the index's commit and checksum, and the warm encoder
+The side file belongs to one index: its header names the index's commit and key (its seal), and the warm encoder
 (`cairn.semantic.daemon`) uses it only while they match what the index holds. `refresh` brings it up to date after
 `cairn index`: cards whose blob is unchanged keep their vectors, the others are encoded; with `[recall] semantic =
 false` (or without the extra) it removes the file, so the hook serves lexically.
 
-Format: `MAGIC`, an 8-byte little-endian header length, the header (JSON: model, dim, commit, checksum, ids, blobs,
+Format: `MAGIC`, an 8-byte little-endian header length, the header (JSON: model, dim, commit, index_key, ids, blobs,
 offsets), zero padding to a multiple of 64 bytes, then the passages' vectors as little-endian float16 rows (card i
 owns rows offsets[i] to offsets[i+1]). Written to a temporary file and renamed into place.
 """
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn.hot.index import IndexReader
+from cairn.hot.semantic import index_key
 from cairn.semantic import encoder as enc
 
 if TYPE_CHECKING:
@@ -139,7 +140,7 @@ def _aligned(n: int) -> int:
 
 
 def current(index_file: Path) -> bool:
-    """Whether the index's side file is there and matches it (commit, checksum, model)."""
+    """Whether the index's side file is there and matches it (commit, index key, model)."""
     header = read_header(vectors_path(index_file))
     if header is None:
         return False
@@ -157,7 +158,7 @@ def _matches(header: dict[str, Any], reader: IndexReader) -> bool:
     return (
         header.get("model") == enc.MODEL
         and header.get("commit") == reader.commit
-        and header.get("checksum") == reader.meta.get("checksum")
+        and header.get("index_key") == index_key(reader.meta)
     )
 
 
@@ -204,7 +205,7 @@ def refresh(
             "model": enc.MODEL,
             "dim": enc.DIM,
             "commit": reader.commit,
-            "checksum": reader.meta.get("checksum"),
+            "index_key": index_key(reader.meta),
             "ids": [e[0] for e in entries],
             "blobs": [e[2] for e in entries],
         }
