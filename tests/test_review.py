@@ -623,3 +623,19 @@ def test_calibrate_names_the_thresholds_and_figures_as_its_json_does(vault_repo:
     assert header.split()[1:4] == list(data["best"]["thresholds"]) == ["min_lead", "min_coverage", "min_margin"]
     assert "FIR = false_injection_rate; worst = worst_false_injection_rate" in text
     assert "worst_false_injection_rate" in data["best"]["fitted"]
+
+
+def test_an_oversized_file_under_cards_is_not_read_as_a_card(vault_repo: VaultRepo) -> None:
+    _policy_base(vault_repo)
+    vault_repo.git("checkout", "-q", "main")
+    vault_repo.write_raw("cards/big/blob.md", "---\nname: Big\nsummary: big\n---\n" + "x" * (2 * 1024 * 1024))
+    vault_repo.commit("A huge file", author=ANN)
+    vault_repo.git("checkout", "-q", "-b", "shrink")
+    vault_repo.write_raw(
+        "cards/big/blob.md", "---\nname: Big\nsummary: " + "y" * 10 + "\n---\n" + "z" * (3 * 1024 * 1024)
+    )
+    vault_repo.commit("Still huge", author=BOB)
+    data = json.loads(vault_repo.invoke("review", "main..shrink", "--json", "--today", "2026-11-15").stdout)
+    [card] = data["cards"]
+    assert (card["id"], card["status"], card["name"], card["fields"]) == ("big/blob", "changed", "", [])
+    assert data["blocked"] == []

@@ -42,7 +42,7 @@ import yaml
 
 from cairn import gitrepo
 from cairn.cards import safeyaml, similarity
-from cairn.cards.card import parse_card
+from cairn.cards.card import MAX_CARD_BYTES, parse_card
 from cairn.cards.visible import describe, invisible_in
 from cairn.config import CONFIG_FILE, Config, config_from_dict, parse_config
 from cairn.finding import ERROR, Finding
@@ -52,7 +52,7 @@ from cairn.hot.recall import rank
 from cairn.hot.vault import CARDS_DIR, Vault
 from cairn.index import build as indexer
 from cairn.lint import lint_files
-from cairn.quality.evaluate import Case, EvalReport, evaluate, load_cases
+from cairn.quality.evaluate import MAX_CASES_BYTES, Case, EvalReport, evaluate, load_cases
 from cairn.quality.metrics import metrics_of
 from cairn.review import policy
 from cairn.review.policy import Blocked, SettingChange
@@ -463,7 +463,7 @@ def _eval_policy(repo: Any, vault: Vault, base: str, head: str, folder: Path) ->
     base_files, head_files = _case_files(repo, vault, base), _case_files(repo, vault, head)
     if base_files == head_files:
         return []
-    data = gitrepo.read_blobs(repo, vault, [*base_files.values(), *head_files.values()])
+    data = gitrepo.read_blobs(repo, vault, [*base_files.values(), *head_files.values()], limit=MAX_CASES_BYTES)
     folder.mkdir(parents=True, exist_ok=True)
 
     def cases(files: dict[str, str]) -> list[Case]:
@@ -490,14 +490,20 @@ class _CardReader:
     def before(self, path: str | None) -> dict[str, Any] | None:
         if path is None:
             return None
-        data = gitrepo.read_path(self.repo, self.base, path, self.vault)
-        return self._parsed(path, data)
+        # The size first: a huge blob under cards/ is never read whole (it is no card either).
+        size = str(self.repo.git.cat_file("-s", f"{self.base}:{self.vault.prefix}{path}", with_exceptions=False))
+        if not size.strip().isdigit() or int(size) > MAX_CARD_BYTES:  # no such file at the base, or too big
+            return None
+        return self._parsed(path, gitrepo.read_path(self.repo, self.base, path, self.vault))
 
     def after(self, path: str | None) -> dict[str, Any] | None:
         if path is None:
             return None
         try:
-            data = (self.head_root / path).read_bytes()
+            file = self.head_root / path
+            if file.stat().st_size > MAX_CARD_BYTES:
+                return None
+            data = file.read_bytes()
         except OSError:
             return None
         return self._parsed(path, data)
@@ -507,7 +513,10 @@ class _CardReader:
         if path is None:
             return ()
         try:
-            raw = _frontmatter((self.head_root / path).read_bytes())
+            file = self.head_root / path
+            if file.stat().st_size > MAX_CARD_BYTES:
+                return ()
+            raw = _frontmatter(file.read_bytes())
         except OSError:
             return ()
         out = []
@@ -764,7 +773,7 @@ def _routing(
     ]
     if not entries:
         return Routing(note=f"no eval cases at HEAD ({EVALS_DIR}/*.yaml or *.jsonl); routing impact not measured")
-    data = gitrepo.read_blobs(repo, vault, [e.blob for e in entries])
+    data = gitrepo.read_blobs(repo, vault, [e.blob for e in entries], limit=MAX_CASES_BYTES)
     loaded: list[tuple[str, list[Case]]] = []
     folder.mkdir(parents=True, exist_ok=True)
     for n, entry in enumerate(entries):
