@@ -438,8 +438,8 @@ def _pr_touches_hooks(repo: VaultRepo) -> None:
         (
             _pr_touches_hooks,
             [
-                ".github/workflows/x.yml: workflows run with the repository's token, and decide whether review runs "
-                "at all",
+                ".github/workflows/x.yml: it holds the workflows (they run with the repository's token and decide "
+                "whether review runs) and CODEOWNERS",
                 ".pre-commit-config.yaml: pre-commit runs the commands it names on every teammate's next commit",
             ],
         ),

@@ -266,7 +266,7 @@ _RUNS_FILES = {
     ".gitmodules": "it points the repository at other repositories' code",
 }
 _RUNS_FOLDERS = {
-    ".github": "workflows run with the repository's token, and decide whether review runs at all",
+    ".github": "it holds the workflows (they run with the repository's token and decide whether review runs) and CODEOWNERS",
     "hooks": "git hook scripts run on teammates' machines",
     ".githooks": "git hook scripts run on teammates' machines",
     ".husky": "git hook scripts run on teammates' machines",
