@@ -639,3 +639,31 @@ def test_an_oversized_file_under_cards_is_not_read_as_a_card(vault_repo: VaultRe
     [card] = data["cards"]
     assert (card["id"], card["status"], card["name"], card["fields"]) == ("big/blob", "changed", "", [])
     assert data["blocked"] == []
+
+
+def test_a_vault_in_a_folder_is_blocked_on_the_repositorys_and_its_own_hook_files(tmp_path: Path) -> None:
+    repo = VaultRepo(tmp_path / "mono")
+    vault = repo.root / "docs" / "vault"
+    (repo.root / "cards").rmdir()  # VaultRepo makes one at the top; this repository's vault is a folder in it
+    repo.write_raw(
+        "docs/vault/cards/git/lease.md",
+        "---\nname: Lease push\nsummary: Use --force-with-lease after a rebase on shared branches.\n"
+        "verified_at: 2026-10-01\n---\n\nWhy: plain --force overwrites teammates' commits.\n",
+    )
+    repo.write_raw("docs/vault/cairn.toml", "")
+    repo.write_raw("docs/vault/evals/cases.yaml", '- id: n1\n  query: "bake a cake"\n  expect: []\n')
+    repo.write_raw("app.py", "print(1)\n")
+    repo.commit("base")
+    repo.git("checkout", "-q", "-b", "pr")
+    repo.write_raw("docs/vault/hooks/pre-commit", "#!/bin/sh\n")
+    repo.write_raw(".github/CODEOWNERS", "* @team\n")
+    repo.write_raw("app.py", "print(2)\n")  # the project's own code is none of review's business
+    repo.git("rm", "-q", "docs/vault/evals/cases.yaml")
+    repo.commit("pr", author=BOB)
+    done = repo.invoke("review", "main..pr", "--json", "--today", "2026-11-15", cwd=vault)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert [(b["kind"], b["path"]) for b in json.loads(done.stdout)["blocked"]] == [
+        ("files", ".github/CODEOWNERS"),
+        ("files", "docs/vault/hooks/pre-commit"),
+        ("evals", "evals/cases.yaml"),
+    ]
