@@ -245,6 +245,9 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
         argv = shlex.split(command)
     except ValueError:
         return Check("agent", subject, False, f"{path}: cannot read the hook command {command!r}", fix)
+    baked = argv[argv.index("--vault") + 1] if "--vault" in argv[:-1] else None
+    if baked is not None and not _vault_exists(baked):
+        return Check("agent", subject, False, f"{path}: the hook's --vault {baked!r} is no vault", fix)
     executable = shutil.which(argv[0]) if argv else None
     if executable is None:
         return Check("agent", subject, False, f"{path}: {argv[0] if argv else command!r} is not found", fix)
@@ -257,3 +260,14 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
     if done.returncode != 0 or not done.stdout.startswith("cairn "):
         return Check("agent", subject, False, f"{executable} --version failed (exit {done.returncode})", fix)
     return Check("agent", subject, True, f"{path} runs {executable} ({done.stdout.strip()})")
+
+
+def _vault_exists(given: str) -> bool:
+    """Whether a hook's baked `--vault` names a registered vault or a folder holding one."""
+    try:
+        if "/" not in given and any(e.name == given for e in load_vaults()):
+            return True
+        find_vault(given)
+    except CairnError:
+        return False
+    return True

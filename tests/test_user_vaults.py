@@ -217,10 +217,12 @@ def test_doctor_fails_then_passes(tmp_path: Path, vault_repo: VaultRepo) -> None
     assert "FAIL agent any: no agent's settings run `cairn hook`  -> cairn install claude-code --user" in before.stdout
     make_vault(vault_repo)
     assert cairn("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path).returncode == 0
-    assert cairn("install", "claude-code", "--user", cwd=project).returncode == 0
-    assert cairn("install", "git-hooks", "--vault", "team", cwd=tmp_path).returncode == 0
+    assert not (vault_repo.root / ".git" / "hooks" / "post-rewrite").exists()
+    assert cairn("install", "claude-code", "--user", cwd=project).returncode == 0  # installs the vault's git hooks
     vault_repo.write("git/later", "A later lesson about tags", "Annotated tags carry a message and a date.")
-    vault_repo.commit("later")  # --no-verify: the index is now stale until the next `cairn index`
+    vault_repo.git("add", "-A")
+    # Without its hooks this once, so the index is stale until the next `cairn index`.
+    vault_repo.git("-c", "core.hooksPath=/nonexistent", "commit", "-q", "-m", "later")
     stale = json.loads(cairn("doctor", "--cwd", str(project), "--json", cwd=tmp_path).stdout)
     [index] = [c for c in stale["checks"] if c["area"] == "index"]
     assert index["ok"] is False and index["detail"].startswith("stale") and index["fix"] == "cairn index --vault team"
@@ -230,6 +232,15 @@ def test_doctor_fails_then_passes(tmp_path: Path, vault_repo: VaultRepo) -> None
     assert after.stdout.endswith("Everything checks out.\n")
     assert "ok   resolve team: served in" in after.stdout
     assert "ok   agent claude-code (user): " in after.stdout
+    assert "ok   git-hooks team: post-commit, post-merge, post-checkout, post-rewrite" in after.stdout
+    nowhere = tmp_path / "nowhere"
+    assert cairn("install", "codex", "--project", str(project), "--vault", str(nowhere), cwd=tmp_path).returncode == 0
+    broken = cairn("doctor", "--cwd", str(project), cwd=tmp_path)
+    assert broken.returncode == 1
+    assert (
+        f"FAIL agent codex (project): {project / '.codex' / 'hooks.json'}: the hook's --vault '{nowhere}' is no vault"
+        in (broken.stdout)
+    )
 
 
 def test_list_due_and_scope(vault_repo: VaultRepo) -> None:

@@ -96,7 +96,7 @@ def install_cmd(
             "  The hook serves $CAIRN_VAULT when the agent has it set, else the configured vaults (`cairn vault list`)."
         )
     for vault_dir in served:
-        _index_now(vault_dir)
+        _index_now(vault_dir, executable)
     if change.note:
         echo(f"  Note: {change.note}")
     echo(f"Undo with `cairn uninstall {target}{' --user' if user else ''}`.")
@@ -155,8 +155,9 @@ def _refuse_inside_a_vault(base: Path) -> None:
     )
 
 
-def _index_now(vault_arg: str | None) -> None:
-    """Build the vault's index now, so the agent's first prompt is served (the hook itself never waits)."""
+def _index_now(vault_arg: str | None, executable: str) -> None:
+    """Build the vault's index now, so the agent's first prompt is served (the hook itself never waits), and put
+    in its git hooks, so every later commit, merge or checkout keeps it current."""
     try:
         vault = open_vault(vault_arg)
         report = indexer.build_index(vault)
@@ -164,6 +165,13 @@ def _index_now(vault_arg: str | None) -> None:
         echo(f"  Not indexed yet ({exc}); the hook builds the index in the background on its first prompt.")
         return
     echo(f"  Index of {vault.root}: {report.n_cards} cards at {report.commit[:8]}.")
+    try:
+        changes = install.install_git_hooks(vault, gitrepo.hooks_dir(vault), executable)
+    except CairnError as exc:
+        echo(f"  Git hooks not installed in {vault.root}: {exc}")
+        return
+    if any(c.action != "unchanged" for c in changes):
+        echo(f"  Git hooks installed in {vault.root}: its index follows every commit, merge and checkout.")
 
 
 @click.command(name="uninstall")
