@@ -58,9 +58,12 @@ def cli() -> None:
 
     \b
     Start here:
-      cairn demo                      the main job on the bundled example vault
-      cairn init my-vault             a new vault (git repository) to fill with cards
-      cairn recall "how do I ..."     which cards a prompt would get
+      cairn demo                        the main job on the bundled example vault
+      cairn init my-vault               a new vault (git repository) to fill with cards
+      cairn vault add PATH              serve a vault in every project (`cairn vault list`)
+      cairn install claude-code --user  the prompt hook (or codex, gemini)
+      cairn recall "how do I ..."       which cards a prompt would get
+      cairn doctor                      check the whole setup
     """
 
 
