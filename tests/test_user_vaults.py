@@ -310,3 +310,20 @@ def test_the_writer_round_trips_odd_paths_and_keeps_each_tables_comments(tmp_pat
     assert text.startswith("# head\n") and '# the plain one: mine\n\n[[vaults]]\nname = "plain"' in text
     assert [e.name for e in load_vaults(env)] == ["plain"]
     assert userconfig.default_name("/x/Team Lessons!", {"team-lessons"}) == "team-lessons-2"
+
+
+def test_a_vault_in_a_folder_of_a_repository_serves_that_repositorys_branch(tmp_path: Path) -> None:
+    repo = VaultRepo(tmp_path / "monorepo" / "docs" / "lessons")  # a repository of its own...
+    outer = tmp_path / "monorepo"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(outer)], check=True)
+    (repo.root / ".git").rename(tmp_path / "unused.git")  # ...made a plain folder of the monorepo
+    repo.write_raw("cairn.toml", "")
+    repo.write("git/x", "A card about bisect", "git bisect run finds the breaking commit by itself.")
+    subprocess.run(["git", "add", "-A"], cwd=outer, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "lessons"], cwd=outer, check=True)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=outer, capture_output=True, text=True).stdout.strip()
+    assert cairn("vault", "add", str(repo.root), "--name", "docs", cwd=tmp_path).returncode == 0
+    [row] = json.loads(cairn("vault", "list", "--json", cwd=tmp_path).stdout)["vaults"]
+    assert (row["served_ref"], row["commit"]) == ("refs/heads/main", commit)
+    listed = json.loads(cairn("list", "--vault", "docs", "--json", cwd=tmp_path).stdout)
+    assert [c["id"] for c in listed["cards"]] == ["git/x"] and listed["commit"] == commit

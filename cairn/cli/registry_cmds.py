@@ -68,7 +68,7 @@ def list_cmd(as_json: bool) -> None:
     """
     rows: list[dict[str, Any]] = []
     for entry in load_vaults():
-        ref, commit = served_ref(entry.path, entry.ref) if os.path.isdir(entry.path) else (entry.ref, None)
+        ref, commit = served_ref(_work_tree(entry.path), entry.ref) if os.path.isdir(entry.path) else (entry.ref, None)
         rows.append(
             {
                 "name": entry.name,
@@ -97,6 +97,17 @@ def list_cmd(as_json: bool) -> None:
             ]
         )
         echo(f"{row['name']}  {row['path']}  {served}{extra}")
+
+
+def _work_tree(path: str) -> str:
+    """The git work tree around a vault folder (a vault may be a folder inside a repository)."""
+    folder = os.path.realpath(path)
+    while not os.path.exists(os.path.join(folder, ".git")):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return path
+        folder = parent
+    return folder
 
 
 @vault_group.command(name="remove")
