@@ -126,11 +126,15 @@ def test_install_refuses_with_no_vault_and_writes_nothing(tmp_path: Path, isolat
 
 def test_project_install_never_writes_into_the_vault(configured: VaultRepo) -> None:
     inside = configured.root / "cards"
+    elsewhere = {"CAIRN_VAULT": str(configured.root)}  # names the vault; says nothing about the project folder
     for cwd in (configured.root, inside):
-        done = cairn("install", "claude-code", cwd=cwd)
+        done = cairn("install", "claude-code", cwd=cwd, env=elsewhere)
         assert done.returncode == 1
         assert f"is inside the vault {configured.root.resolve()}; install with --user" in done.stderr
     assert not (configured.root / ".claude").exists() and not (inside / ".claude").exists()
+    project = configured.root.parent / "project"
+    project.mkdir()
+    assert cairn("install", "claude-code", cwd=project, env=elsewhere).returncode == 0
 
 
 def test_user_install_goes_to_home(tmp_path: Path, isolated_env: Path, configured: VaultRepo) -> None:
