@@ -1,0 +1,57 @@
+"""The vault template's pre-commit config, run by pre-commit itself: a commit that only deletes cards is linted too."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers.vaults import cairn_executable, card_text
+
+
+def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300
+    )
+
+
+def test_deleting_a_card_another_supersedes_fails_the_commit(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    env = dict(
+        os.environ,
+        PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        GIT_AUTHOR_NAME="Ann",
+        GIT_AUTHOR_EMAIL="ann@example.com",
+        GIT_COMMITTER_NAME="Ann",
+        GIT_COMMITTER_EMAIL="ann@example.com",
+    )
+    assert _run([cairn_executable(), "init", str(vault), "--no-register"], tmp_path, env).returncode == 0
+    old = vault / "cards" / "git" / "old-rebase.md"
+    old.write_text(
+        card_text("Old rebase advice", "Pull with --rebase before every push to a shared branch.", "Why: x.")
+    )
+    (vault / "cards" / "git" / "new-rebase.md").write_text(
+        card_text(
+            "Rebase onto the fetched branch",
+            "Fetch first, then rebase onto origin's branch; a stale local main hides teammates' commits.",
+            "Why: a stale local main hides teammates' commits.",
+            supersedes=["git/old-rebase"],
+        )
+    )
+    assert _run(["git", "add", "cards"], vault, env).returncode == 0
+    assert _run(["git", "commit", "-q", "--no-verify", "-m", "two cards"], vault, env).returncode == 0
+    installed = _run([sys.executable, "-m", "pre_commit", "install"], vault, env)
+    assert installed.returncode == 0, installed.stdout
+
+    assert _run(["git", "rm", "-q", "cards/git/old-rebase.md"], vault, env).returncode == 0
+    done = _run(["git", "commit", "-m", "drop the old card"], vault, env)
+    assert done.returncode == 1, done.stdout
+    assert "cards/git/new-rebase.md" in done.stdout and "supersedes-missing" in done.stdout
+
+    # a commit that touches no card still passes (the whole vault is linted, and it is clean)
+    assert _run(["git", "checkout", "-q", "HEAD", "--", "cards/git/old-rebase.md"], vault, env).returncode == 0
+    (vault / "NOTES.md").write_text("team notes\n")
+    assert _run(["git", "add", "NOTES.md"], vault, env).returncode == 0
+    done = _run(["git", "commit", "-m", "notes"], vault, env)
+    assert done.returncode == 0, done.stdout
