@@ -175,11 +175,14 @@ def review_cmd(range_spec: str, fmt: str, as_json: bool, today: object, vault_pa
     \b
     Exit codes:
       0  passes
-      1  fails: a lint error in a changed card or in cairn.toml, or a negative eval case (expect: []) that gets
-         a card at HEAD and did not at the base; the author fixes it
-      3  blocked (nothing failed): a change a maintainer must check, listed under "Blocked:" with the reason:
-         weaker gates or lint policy in cairn.toml, eval cases or negative cases removed, a card removed,
-         retired, expired or superseded, or hook, pre-commit or workflow files touched
+      1  fails: a lint error in a changed card or in cairn.toml, or a
+         negative eval case (expect: []) that gets a card at HEAD and did
+         not at the base; the author fixes it
+      3  blocked (nothing failed): a change a maintainer must check, listed
+         under "Blocked:" with the reason: weaker gates or lint policy in
+         cairn.toml, eval cases or negative cases removed, a card removed,
+         retired, expired or superseded, or hook, pre-commit or workflow
+         files touched
       2  usage error
 
     \b
