@@ -89,20 +89,17 @@ def _resolution(cwd: Path, entries: list[VaultEntry], env: dict[str, str]) -> li
         checks.append(
             Check("resolve", str(cwd), False, "no configured vault applies here", "cairn vault add PATH --project DIR")
         )
-    try:
-        vault = find_vault(None, cwd)
-    except CairnError:
-        pass
-    else:
-        real = os.path.realpath(vault.root)
+    around = install.enclosing_vault(cwd)
+    if around is not None:
+        real = os.path.realpath(around)
         if not any(os.path.realpath(e.path) == real for e in entries):
             checks.append(
                 Check(
                     "resolve",
-                    str(vault.root),
+                    str(around),
                     False,
                     "the vault around this folder is not configured: commands use it, the prompt hook does not",
-                    f"cairn vault add {shlex.quote(str(vault.root))}",
+                    f"cairn vault add {shlex.quote(str(around))}",
                 )
             )
     return checks

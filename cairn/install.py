@@ -193,6 +193,18 @@ def cairn_commands(agent: str, path: Path) -> list[str] | None:
     ]
 
 
+def enclosing_vault(folder: Path) -> Path | None:
+    """The vault `folder` is in, found from the folder alone (never `$CAIRN_VAULT`): the folder or one above it in
+    its repository that holds `cards/` and `cairn.toml` (or is the repository's root)."""
+    for candidate in (folder, *folder.parents):
+        is_root = (candidate / ".git").exists()
+        if (candidate / "cards").is_dir() and ((candidate / "cairn.toml").is_file() or is_root):
+            return candidate
+        if is_root:
+            return None
+    return None
+
+
 WORKFLOW = ".github/workflows/cairn.yml"
 DISTRIBUTION = "cairn-lessons"
 

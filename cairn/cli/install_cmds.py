@@ -142,17 +142,12 @@ def _served_vaults(vault_arg: str | None) -> list[str | None]:
 
 def _refuse_inside_a_vault(base: Path) -> None:
     """Agent settings never go into a vault: its files are what the team reviews, not one person's setup."""
-    from cairn.hot.vault import CARDS_DIR, MARKER
-
-    # Discovery only (not $CAIRN_VAULT): is the folder itself, or a folder above it in its repository, a vault?
-    for folder in (base, *base.parents):
-        if (folder / CARDS_DIR).is_dir() and ((folder / MARKER).is_file() or (folder / ".git").exists()):
-            raise CairnError(
-                f"{base} is inside the vault {folder}; install with --user, or --project DIR for the project your "
-                f"agent works in (nothing was written into {folder})"
-            )
-        if (folder / ".git").exists():
-            return
+    folder = install.enclosing_vault(base)  # from the folder alone: $CAIRN_VAULT says nothing about it
+    if folder is not None:
+        raise CairnError(
+            f"{base} is inside the vault {folder}; install with --user, or --project DIR for the project your "
+            f"agent works in (nothing was written into {folder})"
+        )
 
 
 def _index_now(vault_arg: str | None, executable: str) -> None:
