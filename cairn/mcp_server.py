@@ -16,9 +16,10 @@ from typing import Any
 
 from cairn import __version__, gitrepo
 from cairn.cards import catalog
-from cairn.cards.authoring import NewCard, render_card
+from cairn.cards.authoring import LintRefused, NewCard, lint_pending, render_card
 from cairn.cards.card import check_card_id, parse_card, slugify
-from cairn.hot.errors import CairnError, CardExists, InvalidCard
+from cairn.finding import ERROR
+from cairn.hot.errors import CairnError, CardExists, InvalidCard, RefusedWrite
 from cairn.hot.recall import Candidate, recall
 from cairn.hot.serve import card_json, scope_tags, serve_prompt
 from cairn.hot.vault import Vault
@@ -28,6 +29,7 @@ log = logging.getLogger("cairn.mcp")
 
 SERVER_NAME = "cairn"
 DRAFT_BRANCH_PREFIX = "cairn/draft/"
+MAX_SUBJECT_CHARS = 100  # the draft commit's one-line message
 INSTRUCTIONS = (
     "Cairn holds a team's lessons as experience cards. Call `recall` with the task at hand to get the few cards "
     "that fit (or none); `show` reads a whole card with who wrote it; `explain` tells why cards were or were not "
@@ -150,8 +152,10 @@ class VaultTools:
     ) -> dict[str, Any]:
         """Propose a new lesson: a card with `status: draft`, committed on a NEW branch for review.
 
-        The checked-out branch, the working tree and HEAD are left untouched; drafts are never injected.
-        id: topic/slug (default: a slug of the name). branch: the new branch (default: cairn/draft/<id>).
+        The checked-out branch, the working tree and HEAD are left untouched; drafts are never injected. The card is
+        linted as `cairn add` lints it (in the vault's context): a lint error refuses it, warnings are returned.
+        id: topic/slug (default: a slug of the name). branch: the new branch, under cairn/draft/ (default:
+        cairn/draft/<id>).
         """
         card_id = check_card_id(id) if id else slugify(name)
         new = NewCard(name=name, summary=summary, scope=tuple(scope or ()), card_id=card_id, body=body, status="draft")
@@ -160,16 +164,55 @@ class VaultTools:
         parsed, findings = parse_card(rel, data)
         if parsed is None:
             raise InvalidCard("; ".join(f.message for f in findings))
+        if branch is not None:
+            draft_branch(branch)  # refused before anything is read or written
         repo = gitrepo.open_repo(self.vault)
         base = gitrepo.head_commit(repo)
         if gitrepo.read_path(repo, base, rel, self.vault) is not None:
             raise CardExists(f"{rel} already exists at HEAD; choose another id (nothing was written)")
-        target = branch or _free_branch(repo, DRAFT_BRANCH_PREFIX + _branch_safe(card_id))
+        linted = lint_pending(self.vault, {rel: data})[rel]
+        errors = [f for f in linted if f.severity == ERROR]
+        if errors:
+            said = "; ".join(f"{f.rule}: {f.message}" for f in errors[:3])
+            raise LintRefused(f"{rel} was not drafted: {len(errors)} lint error(s): {said} (nothing was written)")
+        target = draft_branch(branch) if branch is not None else None
+        target = target or _free_branch(repo, DRAFT_BRANCH_PREFIX + _branch_safe(card_id))
         commit = gitrepo.commit_file_to_new_branch(
-            repo, base, target, f"{self.vault.prefix}{rel}", data, f"Draft lesson: {name}"
+            repo, base, target, f"{self.vault.prefix}{rel}", data, commit_subject(f"Draft lesson: {name}")
         )
         log.info("drafted %s on branch %s (%s)", card_id, target, commit[:8])
-        return {"id": card_id, "path": rel, "branch": target, "commit": commit, "base": base, "status": "draft"}
+        return {
+            "id": card_id,
+            "path": rel,
+            "branch": target,
+            "commit": commit,
+            "base": base,
+            "status": "draft",
+            "warnings": [f"{f.rule}: {f.message}" for f in linted if f.severity != ERROR],
+        }
+
+
+def draft_branch(branch: str) -> str:
+    """The branch a draft may go on: a new branch named `cairn/draft/<something>`, given without `refs/heads/`.
+    Anything else (`main`, `origin/main`, `refs/heads/main`, a tag) is RefusedWrite: a draft never lands where the
+    team reads cards from, and never shadows a remote-tracking branch."""
+    name = branch.strip()
+    rest = name[len(DRAFT_BRANCH_PREFIX) :] if name.startswith(DRAFT_BRANCH_PREFIX) else ""
+    if not rest.strip("/") or name != branch or any(c.isspace() or not c.isprintable() for c in name):
+        shown = branch if len(branch) <= 80 else branch[:77] + "..."
+        raise RefusedWrite(
+            f"branch {shown!r} is refused: drafts go on a new branch under {DRAFT_BRANCH_PREFIX} "
+            f"(for example {DRAFT_BRANCH_PREFIX}my-lesson); nothing was written"
+        )
+    return name
+
+
+def commit_subject(text: str) -> str:
+    """A commit message of one line: control characters and line breaks become spaces (so no second line, and no
+    trailer such as `Reviewed-by:` can be forged), runs of spaces one, at most MAX_SUBJECT_CHARS characters."""
+    flat = "".join(c if c.isprintable() else " " for c in text)
+    flat = " ".join(flat.split())
+    return flat if len(flat) <= MAX_SUBJECT_CHARS else flat[: MAX_SUBJECT_CHARS - 1].rstrip() + "…"
 
 
 def _candidate_dict(c: Candidate) -> dict[str, Any]:
