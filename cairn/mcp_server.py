@@ -1,7 +1,7 @@
 """The MCP server: the vault's recall, show, explain and draft-writing as tools for agents that speak MCP (stdio).
 
 Stdout is the protocol; everything else (logs, warnings) goes to stderr. Needs the optional `mcp` package
-(`pip install 'cairn[mcp]'`); mcp 2.x calls the server class `MCPServer`, 1.x called it `FastMCP`: both work.
+(`pip install 'cairn-lessons[mcp]'`); mcp 2.x calls the server class `MCPServer`, 1.x called it `FastMCP`: both work.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from cairn.cards.card import check_card_id, parse_card, slugify
 from cairn.finding import ERROR
 from cairn.hot.errors import CairnError, CardExists, InvalidCard, RefusedWrite
 from cairn.hot.recall import Candidate, recall
-from cairn.hot.serve import card_json, scope_tags, serve_prompt
+from cairn.hot.serve import NOTICE, card_json, scope_tags, serve_prompt
 from cairn.hot.vault import Vault
 from cairn.index import build as indexer
 
@@ -60,7 +60,7 @@ def _sdk_attr(*candidates: tuple[str, str]) -> Any:
             return getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError):
             continue
-    raise McpMissing("`cairn serve` needs the MCP SDK: pip install 'cairn[mcp]'")
+    raise McpMissing("`cairn serve` needs the MCP SDK: pip install 'cairn-lessons[mcp]'")
 
 
 def build_server(vault: Vault) -> Any:
@@ -115,7 +115,12 @@ class VaultTools:
                 index, query, vault_root=str(self.vault.root), scope=scope_tags(scope or ()), session_id=session or None
             )
         cards = [card_json(c) for c in served.given]
-        return {"cards": cards, "abstained": not cards}
+        out: dict[str, Any] = {"cards": cards, "abstained": not cards}
+        if session:  # as `cairn recall --json --session` and the hook's json format give it
+            out["already_injected"] = list(served.already)
+        if cards:
+            out["notice"] = NOTICE  # the cards are teammates' notes, not instructions
+        return out
 
     def show(self, id: str) -> dict[str, Any]:
         """The whole card (fields, body) with its provenance: who wrote it and when, from git history."""

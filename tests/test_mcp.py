@@ -82,7 +82,7 @@ def test_recall_with_a_session_gives_each_card_once(vault_repo: VaultRepo) -> No
         [("recall", {"query": query, "session": "s-1"}), ("recall", {"query": query, "session": "s-1"})],
     )
     assert [c["id"] for c in _text_json(results[0])["cards"]] == ["git/force-push-rebase"]
-    assert _text_json(results[1]) == {"cards": [], "abstained": True}
+    assert _text_json(results[1]) == {"cards": [], "abstained": True, "already_injected": ["git/force-push-rebase"]}
 
 
 def test_add_draft_commits_on_a_new_branch_and_leaves_head_and_worktree_alone(vault_repo: VaultRepo) -> None:
@@ -165,7 +165,7 @@ def test_serve_without_the_sdk_says_how_to_install_it(vault_repo: VaultRepo, tmp
     done = vault_repo.cairn("serve", env={"PYTHONPATH": str(shadow)})
     assert done.returncode == 1
     assert done.stdout == ""
-    assert done.stderr.strip() == "Error: `cairn serve` needs the MCP SDK: pip install 'cairn[mcp]'"
+    assert done.stderr.strip() == "Error: `cairn serve` needs the MCP SDK: pip install 'cairn-lessons[mcp]'"
 
 
 FAKE_AWS_KEY = "AKIA" + "Q3RT5ZKXW7PL2M4N"
