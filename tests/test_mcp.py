@@ -165,7 +165,7 @@ def test_serve_without_the_sdk_says_how_to_install_it(vault_repo: VaultRepo, tmp
     done = vault_repo.cairn("serve", env={"PYTHONPATH": str(shadow)})
     assert done.returncode == 1
     assert done.stdout == ""
-    assert done.stderr.strip() == "Error: `cairn serve` needs the MCP SDK: pip install 'cairn[mcp]'"
+    assert done.stderr.strip() == "Error: `cairn serve` needs the MCP SDK: pip install 'cairn-lessons[mcp]'"
 
 
 FAKE_AWS_KEY = "AKIA" + "Q3RT5ZKXW7PL2M4N"
