@@ -12,6 +12,7 @@ a Cyrillic `а`).
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -22,6 +23,7 @@ _BLANK = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u2800
 _SYMBOL_CATS = frozenset({"So", "Sk"})
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_hidden_char(ch: str) -> bool:
     if ch in "\n\t":
         return False
@@ -46,11 +48,20 @@ def _allowed_at(text: str, i: int) -> bool:
     return False
 
 
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
 def invisible_in(text: str) -> list[tuple[int, str]]:
     """(offset, character) of each invisible character in `text` (an emoji's joiner and selector excepted)."""
-    if text.isascii():
-        return [(i, ch) for i, ch in enumerate(text) if ch not in "\n\t" and (ord(ch) < 0x20 or ord(ch) == 0x7F)]
-    return [(i, ch) for i, ch in enumerate(text) if _is_hidden_char(ch) and not _allowed_at(text, i)]
+    found = [(m.start(), m.group()) for m in _ASCII_CONTROL.finditer(text)]
+    if not text.isascii():
+        for match in _NON_ASCII.finditer(text):
+            at, ch = match.start(), match.group()
+            if _is_hidden_char(ch) and not _allowed_at(text, at):
+                found.append((at, ch))
+        found.sort()
+    return found
 
 
 def strip_invisible(text: str) -> str:

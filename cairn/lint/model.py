@@ -35,12 +35,15 @@ class Field:
     key: str
     line: int
     text: str
+    starts: tuple[tuple[int, int], ...] = ()  # joined fields: (offset, line) where each part starts
 
     @property
     def served(self) -> bool:
         return self.key in SERVED
 
     def line_at(self, offset: int) -> int:
+        if self.starts:
+            return max((line for start, line in self.starts if start <= offset), default=self.line)
         if self.line == 0:
             return 0
         return self.line + self.text.count("\n", 0, offset)
@@ -90,6 +93,29 @@ class Target:
     def body(self) -> CardBody:
         return read_body(self.card.body if self.card else "")
 
+    def _joined(self, card: Card, read: Callable[[str], str]) -> Field:
+        """Name, summary and aliases as one text, so an instruction split across them is read whole."""
+        parts = [(card.name, self.line_of("name")), (card.summary, self.line_of("summary"))]
+        parts += [(alias, self.line_of("aliases")) for alias in card.aliases]
+        starts, texts, at = [], [], 0
+        for text, line in parts:
+            folded = read(text)
+            starts.append((at, line))
+            texts.append(folded)
+            at += len(folded) + 1
+        return Field("name+summary", parts[0][1], " ".join(texts), tuple(starts))
+
+    @property
+    def _reads_as_written(self) -> bool:
+        """Whether the decoded fields are the file's text as written: an ASCII file whose frontmatter holds no
+        backslash (no YAML escape), no single-quoted scalar (`''`), and from which the parser removed nothing."""
+        text = self.text
+        if text is None or self.card is None or self.card.hidden or not text.isascii():
+            return False
+        end = text.find("\n---", 3)
+        front = text[: end if end > 0 else len(text)]
+        return "\\" not in front and "''" not in front
+
     @cached_property
     def fields(self) -> tuple[Field, ...]:
         """The card as the security rules read it (see Field): served fields first, the raw file last."""
@@ -98,12 +124,15 @@ class Target:
         if card_id is not None:
             out.append(Field("id", 0, fold(card_id.replace("/", " / ").replace("-", " ").replace("_", " "))))
         card = self.card
-        if card is not None:
+        if card is not None and self._reads_as_written:
+            # ASCII, no escapes, nothing removed: every field is the file's own text (YAML only folds its lines),
+            # so the file and the joined name, summary and aliases are all there is to read.
+            out.append(self._joined(card, lambda text: text))
+        elif card is not None:
             out.append(Field("name", self.line_of("name"), fold(card.name)))
             out.append(Field("summary", self.line_of("summary"), fold(card.summary)))
             out.extend(Field("aliases", self.line_of("aliases"), fold(a)) for a in card.aliases)
-            joined = " ".join((card.name, card.summary, *card.aliases))
-            out.append(Field("name+summary", self.line_of("name"), fold(joined)))
+            out.append(self._joined(card, fold))
             for key in ("not_when", "scope", "supersedes"):
                 out.extend(Field(key, self.line_of(key), fold(v)) for v in getattr(card, key))
             if card.source:

@@ -19,33 +19,31 @@ from cairn.lint.model import ERROR, Context, Field, Rule, Target, field_findings
 
 _ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\(x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8})")
 _COMMENT = re.compile(r"<!--|--!?>")
+_IN_COMMENT = (
+    "an HTML comment in a served field (name, summary, aliases): a rendered view hides it, the agent reads it; "
+    "delete it"
+)
+
+
+def _mixed(word: str) -> str:
+    return (
+        f"the word '{_shown(word)}' mixes Latin with Cyrillic or Greek letters that look Latin (a homoglyph hides "
+        "the word from readers and filters); retype it"
+    )
 
 
 def check(target: Target, context: Context) -> Iterator[Finding]:
     yield from _invisible(target)
     found: list[tuple[Field, int, str]] = []
     for field in target.fields:
-        if field.key == "name+summary" or (field.key == "file" and target.card is not None):
-            continue
-        for offset, word in mixed_script_words(field.text):
-            found.append(
-                (
-                    field,
-                    offset,
-                    f"the word '{_shown(word)}' mixes Latin with Cyrillic or Greek letters that "
-                    "look Latin (a homoglyph hides the word from readers and filters); retype it",
-                )
-            )
         if field.served and field.key != "id":
             match = _COMMENT.search(field.text)
             if match:
-                found.append(
-                    (
-                        field,
-                        match.start(),
-                        f"an HTML comment in the {field.key}: a rendered view hides it, the agent reads it; delete it",
-                    )
-                )
+                found.append((field, match.start(), _IN_COMMENT))
+        if field.key == "name+summary" or (field.key == "file" and target.card is not None):
+            continue
+        for offset, word in mixed_script_words(field.text):
+            found.append((field, offset, _mixed(word)))
     yield from field_findings(RULE, target, found)
     yield from _escapes(target)
 

@@ -28,23 +28,32 @@ _APPROVED = "claims the user has approved actions in advance"
 _ADDRESSED = "addresses the agent directly"
 
 
-def _p(what: str, pattern: str, where: str = _ALL, flags: int = _I) -> tuple[str, re.Pattern[str], str]:
-    return what, re.compile(pattern, flags), where
+def _p(
+    what: str, pattern: str, where: str = _ALL, flags: int = _I, *, needles: tuple[str, ...]
+) -> tuple[str, re.Pattern[str], str, tuple[str, ...]]:
+    """A pattern and the lowercase strings one of which any match holds (a cheap test before the regex runs)."""
+    return what, re.compile(pattern, flags), where, needles
 
 
-_PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+_PATTERNS: tuple[tuple[str, re.Pattern[str], str, tuple[str, ...]], ...] = (
     _p(
         _OVERRIDE,
         rf"\b(?:ignore|disregard|forget|override|bypass|skip){_S}(?:(?:all|any|every|the|your|my|of|these|those)"
         rf"{_S}){{0,3}}(?:previous|prior|above|earlier|preceding|original|system|existing|safety|former)?{_S}?"
         r"(?:instructions?|prompts?|rules|directions|guidelines|guardrails|context|system\s+prompt|directives?|"
         r"constraints|policies)\b",
+        needles=("ignor", "disregard", "forget", "overrid", "bypass", "skip"),
     ),
-    _p(_OVERRIDE, rf"\b(?:ignore|disregard|forget){_S}(?:everything|all){_S}(?:above|before|said|you\b)"),
+    _p(
+        _OVERRIDE,
+        rf"\b(?:ignore|disregard|forget){_S}(?:everything|all){_S}(?:above|before|said|you\b)",
+        needles=("ignor", "disregard", "forget"),
+    ),
     _p(
         "tells the agent to reveal its instructions",
         rf"\b(?:reveal|print|show|output|repeat|leak){_S}(?:\w+{_S}){{0,2}}(?:system{_S}prompt|"
         r"hidden\s+instructions)\b",
+        needles=("system", "hidden"),
     ),
     _p(
         _NEW_ROLE,
@@ -52,6 +61,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         rf"in{_S}(?:developer|god|jailbreak|DAN|admin|root|unrestricted){_S}mode)\b|from{_S}now{_S}on,?{_S}you{_S}"
         rf"(?:are|will|must|should)|act{_S}as{_S}(?:an?{_S})?(?:unrestricted|jailbroken|DAN)\b|\bDAN\s+mode|"
         rf"your{_S}new{_S}(?:role|task|instructions?|goal){_S}(?:is|are)\b)",
+        needles=("now", "dan", "your", "act"),
     ),
     _p(
         _UNASKED,
@@ -63,6 +73,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         rf"\b(?:no{_S}need|(?:you{_S})?(?:do{_S}not|don'?t){_S}need){_S}to{_S}(?:ask|confirm|check{_S}with)"
         rf"(?:{_S}(?:the{_S})?(?:user|human))?\b|\bkeep{_S}(?:this|it){_S}(?:secret|hidden){_S}from{_S}"
         rf"(?:the{_S})?user\b",
+        needles=("without", "tell", "inform", "notify", "warn", "mention", "ask", "need", "secret", "hidden"),
     ),
     _p(
         _APPROVED,
@@ -71,88 +82,124 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         rf"(?:(?:you{_S})?(?:to{_S})?)?(?:all|every|any|each)\b|\b(?:pre-?approved|pre-?authori[sz]ed|"
         rf"auto-?approved){_S}(?:\w+{_S}){{0,3}}?(?:commands?|shell|actions?|tool\s*calls?|tools|changes|"
         r"operations|everything|requests?|scripts?)\b",
+        needles=("approv", "authori", "consent", "allowed", "granted"),
     ),
     _p(
         _ADDRESSED,
         rf"(?:note|message|instructions?|reminder|request|directive)s?{_S}(?:for|to){_S}(?:the{_S}|any{_S}|all{_S})?"
         rf"(?:ai{_S})?(?:assistants?|agents?|ai|llms?|language{_S}models?|models?|claude|codex|gemini|copilot|"
         r"chatgpt)\b",
+        needles=("note", "message", "instruction", "reminder", "request", "directive"),
     ),
     _p(
         _ADDRESSED,
         r"(?:^|[.!?\n]\s*)(?:dear\s+)?(?:ai\s+)?(?:assistant|agent|claude|codex|gemini|copilot|chatgpt|llm)\s*[,:]\s*"
         r"(?:you\s+(?:must|should|will|need)|always|never|please|ignore|run|execute|do\s+not|don'?t|make\s+sure)\b",
+        needles=("assistant", "agent", "claude", "codex", "gemini", "copilot", "chatgpt", "llm"),
     ),
     # Chat-template roles and delimiters: what a model reads as the start of another turn.
     _p(
         _ROLE,
         r"(?<![\w-])(?:SYSTEM|ASSISTANT|DEVELOPER)(?:\s+(?:NOTE|MESSAGE|PROMPT|OVERRIDE|INSTRUCTIONS?))?\s*:",
         flags=0,
+        needles=("system", "assistant", "developer"),
     ),
-    _p(_ROLE, r"\bSYSTEM\s+(?:NOTE|MESSAGE|PROMPT|OVERRIDE|INSTRUCTIONS?)\b", flags=0),
-    _p(_ROLE, r"(?:^|[.!?]\s+)(?:system|assistant|developer|user|human)(?:\s+(?:note|message|prompt))?\s*:", _SERVED),
-    _p(_ROLE, r"(?m)^\s*(?:system|assistant|human)\s*:"),
-    _p(_ROLE, r"<\|\s*[a-z_]{2,30}\s*\|>|\[/?INST\]|<</?SYS>>|<\s*/?\s*(?:im_start|im_end|system|assistant)\s*>"),
+    _p(_ROLE, r"\bSYSTEM\s+(?:NOTE|MESSAGE|PROMPT|OVERRIDE|INSTRUCTIONS?)\b", flags=0, needles=("system",)),
+    _p(
+        _ROLE,
+        r"(?:^|[.!?]\s+)(?:system|assistant|developer|user|human)(?:\s+(?:note|message|prompt))?\s*:",
+        _SERVED,
+        needles=("system", "assistant", "developer", "user", "human"),
+    ),
+    _p(_ROLE, r"(?m)^\s*(?:system|assistant|human)\s*:", needles=("system", "assistant", "human")),
+    _p(
+        _ROLE,
+        r"<\|\s*[a-z_]{2,30}\s*\|>|\[/?INST\]|<</?SYS>>|<\s*/?\s*(?:im_start|im_end|system|assistant)\s*>",
+        needles=("<|", "inst]", "<<sys", "im_", "system", "assistant"),
+    ),
     _p(
         _ROLE,
         r"<\s*/?\s*(?:user|developer|human|instructions?|context|prompt|tool_call|function_results?)\b"
         r"[^<>]{0,40}>",
         _SERVED,
+        needles=("<",),
     ),
-    _p(_ROLE, r"(?m)^\s*#{1,6}\s*(?:Instruction|System(?:\s+Prompt)?|New\s+Instructions?)\s*:?\s*$"),
-    _p(_ROLE, r"#{2,}\s*(?:instructions?|system|response)\b", _SERVED),
+    _p(_ROLE, r"(?m)^\s*#{1,6}\s*(?:Instruction|System(?:\s+Prompt)?|New\s+Instructions?)\s*:?\s*$", needles=("#",)),
+    _p(_ROLE, r"#{2,}\s*(?:instructions?|system|response)\b", _SERVED, needles=("#",)),
     # Chinese, Japanese and Korean: overriding, new roles, hiding from the user, pre-approval.
     _p(
         _OVERRIDE,
         r"(?:忽略|无视|無視|忽視|不要理会|不要理會|忘记|忘記|跳过|绕过)[^。\n]{0,12}(?:指令|指示|说明|說明|提示词?|"
         r"规则|規則|命令|限制|要求|設定|设定)",
+        needles=("忽略", "无视", "無視", "忽視", "不要理", "忘记", "忘記", "跳过", "绕过"),
     ),
     _p(
         _OVERRIDE,
         r"(?:以前|前|これまで|上記|上)の?(?:指示|命令|ルール|指令|プロンプト)を?(?:すべて|全て)?(?:無視|忘れ)",
+        needles=("無視", "忘れ"),
     ),
-    _p(_OVERRIDE, r"(?:이전|위의?|앞의?)\s*(?:지시|명령|지침|규칙)[을를]?\s*(?:모두\s*)?(?:무시|잊어)"),
+    _p(
+        _OVERRIDE,
+        r"(?:이전|위의?|앞의?)\s*(?:지시|명령|지침|규칙)[을를]?\s*(?:모두\s*)?(?:무시|잊어)",
+        needles=("무시", "잊어"),
+    ),
     _p(
         _NEW_ROLE,
         r"(?:你现在是|你現在是|从现在开始[，,]?你|從現在開始[，,]?你|你的新(?:角色|任务|任務)|あなたは今|今からあなたは|"
         r"これからあなたは|당신은\s*이제|너는\s*이제)",
+        needles=("你现在是", "你現在是", "从现在开始", "從現在開始", "你的新", "あなたは", "당신은", "너는"),
     ),
     _p(
         _UNASKED,
         r"(?:不要|别|別|切勿|不得)(?:告诉|告訴|通知|提醒|让|讓)(?:用户|用戶|使用者)|(?:无需|無需|不需要|不必|不用)"
         r"(?:向用户|向用戶)?(?:确认|確認|询问|詢問|请示|批准)|(?:不经|不經|未经|未經)(?:用户|用戶)?(?:确认|確認|同意)",
+        needles=("用户", "用戶", "使用者", "确认", "確認", "询问", "詢問", "请示", "批准", "同意"),
     ),
     _p(
         _UNASKED,
         r"ユーザー?に(?:は)?(?:言わ|伝え|知らせ|報告し|教え)ないで|確認(?:せず|しないで|なしで)に?(?:実行|削除|"
         r"プッシュ|コミット)|사용자에게\s*(?:알리지|말하지)\s*(?:마|말)",
+        needles=("ユーザ", "確認", "사용자"),
     ),
     _p(
         _APPROVED,
         r"(?:用户|用戶|使用者)(?:已经|已經|已)?(?:预先|預先|事先)?(?:批准|授权|授權|同意|允许|允許)了?(?:所有|全部|任何)|"
         r"ユーザーは?(?:すでに|既に|事前に)?(?:すべて|全て)?の?(?:コマンド|操作)?を?(?:承認|許可)(?:済み|しています|した)",
+        needles=("用户", "用戶", "使用者", "ユーザー"),
     ),
     # Spanish, Portuguese, French, Italian, German, Russian.
     _p(
         _OVERRIDE,
         r"\b(?:ignora|ignore|olvida|esquece|omite)\s+(?:todas\s+|todos\s+)?(?:las|as|os|los)\s+"
         r"(?:instrucciones|instruções|instrucoes|indicaciones|reglas|regras)\b",
+        needles=("ignora", "ignore", "olvida", "esquece", "omite"),
     ),
-    _p(_OVERRIDE, r"\b(?:ignore[zs]?|oublie[zs]?)\s+(?:toutes\s+)?les\s+(?:instructions|consignes|règles)\b"),
-    _p(_OVERRIDE, r"\b(?:ignora|dimentica)\s+(?:tutte\s+)?le\s+(?:istruzioni|regole)\b"),
+    _p(
+        _OVERRIDE,
+        r"\b(?:ignore[zs]?|oublie[zs]?)\s+(?:toutes\s+)?les\s+(?:instructions|consignes|règles)\b",
+        needles=("ignore", "oublie"),
+    ),
+    _p(
+        _OVERRIDE,
+        r"\b(?:ignora|dimentica)\s+(?:tutte\s+)?le\s+(?:istruzioni|regole)\b",
+        needles=("ignora", "dimentica"),
+    ),
     _p(
         _OVERRIDE,
         r"\b(?:ignoriere|vergiss|missachte)\s+(?:alle\s+)?(?:vorherigen\s+|bisherigen\s+|obigen\s+)?"
         r"(?:Anweisungen|Instruktionen|Regeln|Vorgaben)\b",
+        needles=("ignorier", "vergiss", "missacht"),
     ),
     _p(
         _OVERRIDE,
         r"(?:игнорируй|игнорируйте|забудь|забудьте)\s+(?:все\s+)?(?:предыдущие\s+)?(?:инструкции|указания|правила)",
+        needles=("игнор", "забуд"),
     ),
     _p(
         _NEW_ROLE,
         r"\b(?:ahora\s+eres|a\s+partir\s+de\s+ahora\s+eres|agora\s+você\s+é|você\s+agora\s+é|tu\s+es\s+"
         r"maintenant|vous\s+êtes\s+maintenant|ora\s+sei|du\s+bist\s+jetzt|ab\s+jetzt\s+bist\s+du)\b|теперь\s+ты\b",
+        needles=("eres", "você", "maintenant", "ora sei", "jetzt", "теперь"),
     ),
     _p(
         _UNASKED,
@@ -161,12 +208,26 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         r"ne\s+(?:dis|dites)\s+(?:rien\s+)?(?:pas\s+)?à\s+l'utilisateur|sans\s+(?:demander|confirmation)|"
         r"sag\s+(?:es\s+)?(?:dem\s+)?(?:Benutzer|Nutzer)\s+nicht|ohne\s+(?:zu\s+fragen|Rückfrage|Bestätigung))\b|"
         r"не\s+(?:говори|сообщай)\s+пользователю|без\s+подтверждения",
+        needles=(
+            "usuario",
+            "usuário",
+            "utilisateur",
+            "nutzer",
+            "benutzer",
+            "sin ",
+            "sem ",
+            "sans ",
+            "ohne",
+            "пользовател",
+            "без ",
+        ),
     ),
     _p(
         _APPROVED,
         r"\b(?:el\s+usuario\s+(?:ya\s+)?ha\s+(?:pre)?aprobado|o\s+usuário\s+(?:já\s+)?(?:pré-?)?aprovou|"
         r"l'utilisateur\s+a\s+(?:déjà\s+)?(?:pré-?)?approuvé|der\s+(?:Benutzer|Nutzer)\s+hat\s+(?:bereits\s+)?"
         r"(?:alle|jeden)\b)",
+        needles=("usuario", "usuário", "utilisateur", "nutzer", "benutzer"),
     ),
     _p(
         "tells the agent to send data out",
@@ -174,6 +235,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         r"(?:\b(?:credentials?|secrets?|tokens?|passwords?|api[\s_-]?keys?|private\s+keys?|env(?:ironment)?"
         r"\s+var\w*|id_rsa|cookies?|source\s+code|the\s+(?:repo|repository|codebase))|\.env\b|\.ssh|\.aws)"
         r"[^\n]{0,100}?\b(?:to|into|at)\s+(?:https?://|ftp://|\S+@\S+\.\w)",
+        needles=("http", "ftp", "@"),
     ),
 )
 _COMMENT = re.compile(r"<!--(.*?)-->", re.DOTALL)
@@ -189,8 +251,9 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
     for field in target.fields:
         if not field.text:
             continue
-        for what, pattern, where in _PATTERNS:
-            if where == _SERVED and not field.served:
+        lower = field.text.lower()
+        for what, pattern, where, needles in _PATTERNS:
+            if (where == _SERVED and not field.served) or not any(n in lower for n in needles):
                 continue
             match = pattern.search(field.text)
             if match:

@@ -58,12 +58,50 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 
 
+_FETCHERS = ("curl", "wget", "fetch", "iwr", "irm", "invoke-", "aria2c", "lwp-")
+_FILES = (
+    ".ssh",
+    "id_rsa",
+    "id_ed",
+    "id_ecdsa",
+    "id_dsa",
+    ".aws",
+    ".env",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    "credentials",
+    ".kube",
+    ".docker",
+    "passwd",
+    "shadow",
+    ".gnupg",
+    "history",
+    ".pgpass",
+    ".config/gh",
+    "keychain",
+)
+# For each pattern: groups of lowercase strings; a match holds one string of every group (tested before the regex).
+_NEEDLES: tuple[tuple[tuple[str, ...], ...], ...] = (
+    (_FETCHERS, ("|",)),
+    (_FETCHERS, ("<(", "$(")),
+    (("base64", "base32", "xxd", "openssl"), ("|",)),
+    (("nc", "netcat", "/dev/tcp", "/dev/udp", "socat", "mkfifo"),),
+    ((*_FETCHERS, "scp", "rsync", "nc"), _FILES),
+    (("cat",), ("|",), _FILES),
+    (("env", "set", "export", ".ssh", ".aws", "id_rsa"), (*_FETCHERS, "nc")),
+)
+
+
 def check(target: Target, context: Context) -> Iterator[Finding]:
     found: list[tuple[Field, int, str]] = []
     for field in target.fields:
         if field.key == "id" or not field.text:
             continue
-        for what, pattern in _PATTERNS:
+        lower = field.text.lower()
+        for (what, pattern), groups in zip(_PATTERNS, _NEEDLES, strict=True):
+            if not all(any(n in lower for n in group) for group in groups):
+                continue
             match = pattern.search(field.text)
             if match:
                 found.append(

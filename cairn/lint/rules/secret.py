@@ -53,6 +53,31 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("an Azure storage key", re.compile(r"(?i)AccountKey=[A-Za-z0-9+/]{40,}={0,2}")),
     ("a JSON Web Token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
 )
+_NEEDLES: tuple[tuple[str, ...], ...] = (
+    ("private key", "putty-user-key"),
+    ("akia", "asia", "abia", "acca", "agpa", "aida", "aroa", "anpa", "anva", "aipa"),
+    ("secret",),
+    ("sk-",),
+    ("sk-ant-",),
+    ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ("glpat-", "gldt-", "glptt-", "glrt-", "glcbt-", "gloas-"),
+    ("xox",),
+    ("hooks.slack.com",),
+    ("discord",),
+    ("aiza",),
+    ("ya29.",),
+    ("_live_", "_test_", "whsec_"),
+    ("npm_",),
+    ("pypi-age",),
+    ("hf_",),
+    ("sg.",),
+    ("sk",),
+    ("_v1_",),
+    ("shpat_", "shpca_", "shppa_", "shpss_"),
+    (":aa",),
+    ("accountkey=",),
+    ("eyj",),
+)  # one of these (lowercase) is in any match
 # Long key- or token-like values: judged by their entropy (hashes and random keys are above it, words below).
 _ASSIGNED = re.compile(
     r"(?i)\b(?:api[_-]?key|apikey|secret(?:[_-]?key)?|access[_-]?token|auth[_-]?token|token|passw(?:or)?d|"
@@ -109,12 +134,15 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
         text = field.text
         if field.key == "id" or not text:
             continue
-        for kind, pattern in _PATTERNS:
+        lower = text.lower()
+        for (kind, pattern), needles in zip(_PATTERNS, _NEEDLES, strict=True):
+            if not any(n in lower for n in needles):
+                continue
             for match in pattern.finditer(text):
                 if not _PLACEHOLDER.search(match.group(0)):
                     found.append((field, match.start(), _message(kind)))
         assigned = set()
-        for match in _ASSIGNED.finditer(text):
+        for match in _ASSIGNED.finditer(text) if any(n in lower for n in ("key", "secret", "token", "passw")) else ():
             value = match.group(1)
             if not _PLACEHOLDER.search(value) and _entropy(value) >= _MIN_ENTROPY:
                 assigned.add(match.start())
@@ -125,10 +153,10 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
                         _message("a hard-coded credential (a key, token or password assigned a value)"),
                     )
                 )
-        for match in _URL_CREDENTIAL.finditer(text):
+        for match in _URL_CREDENTIAL.finditer(text) if "://" in text and "@" in text else ():
             if not _is_placeholder(match.group(1)):
                 found.append((field, match.start(), _message("a URL with a password in it")))
-        for pattern in (_PASSWORD, _PROSE):
+        for pattern in (_PASSWORD, _PROSE) if any(n in lower for n in ("pass", "pwd", "pin")) else ():
             for match in pattern.finditer(text):
                 if match.start() not in assigned and _looks_like_password(match.group(1)):
                     found.append((field, match.start(), _message("a password written out")))
