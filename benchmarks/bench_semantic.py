@@ -8,17 +8,16 @@ Run from the repository root, with the extra installed in .venv (`pip install -e
 `quality`: each dev suite (benchmarks.recall_suites: ../shared/bench copied into git vaults) is indexed with its
 card vectors; every case is recalled lexically (Cairn's shipped gates, exactly what `cairn eval` does) and its
 prompt's similarity to every card computed (the encoder and rule the hook's warm process uses, in batches;
-prompt vectors cached in benchmarks/.work/semantic). Rules, each with one threshold on the semantic margin (the
-best card's similarity minus the second's):
-- `lexical`: the shipped gates alone (the reference);
-- `agree`: the lexical decision, plus the lexical top card when the lexical gates refused it but the semantic
-  ranking puts the same card first with a margin >= t;
+prompt vectors cached in benchmarks/.work/semantic). Similarities are read as z-scores over the vault's cards.
+Rules:
+- `lexical`: recall's gates alone (the reference: whatever recall ships at the time);
+- `agree`: the lexical decision, plus the lexical top card when the gates refused it but the semantic ranking puts
+  the same card first by a margin >= t (in z-units);
 - `semantic`: the semantic top card when its margin >= t (word overlap ignored);
-- `either`: `agree`, plus the semantic top card when the lexical ranking has no injected card and the margin >= t2
-  (t2 fitted apart from t, on the same suites).
-Each threshold is fitted on the other suites (the smallest that keeps the false injection rate <= 5% overall and
-on every slice of each of them) and reported on the suite left out; the self-fitted figure (the frontier: the best
-Injection@1 at FIR <= 5% on the suite itself, optimistic) is printed beside it.
+- `veto`: a lexical injection stands only when the semantic z-score of its card is >= w; plus `agree`'s cards.
+Each rule's thresholds are fitted on the other suites (the ones injecting most while keeping the false injection
+rate <= 5% overall and on every slice of each of them) and reported on the suite left out; the self-fitted figure
+(the frontier: the best Injection@1 at FIR <= 5% on the suite itself, optimistic) is printed beside it.
 
 `index`: a full `cairn index` of a synthetic vault (benchmarks.synth) with the extra, in seconds, and the share
 spent encoding. `hook`: `cairn hook` end to end with the warm encoder up, as a ratio to a bare `python -c pass`
@@ -44,14 +43,38 @@ from benchmarks.recall_suites import SUITES, WORK, cases_file, prepare
 
 CACHE = WORK / "semantic"
 FIR_TARGET = 0.05
-RULES = ("lexical", "agree", "semantic", "either")
+RULES = ("lexical", "agree", "semantic", "veto")
 
 
 # -- quality --------------------------------------------------------------------------------------------------------
 
 
 def suite_table(suite: str) -> dict[str, Any]:
-    """Per case: slice, expected ids, lexical top-3 and injected ids, semantic top-2 ids and similarities."""
+    """Per case: slice, expected ids, lexical top and injected ids, semantic top id, similarity and margin (cached
+    in benchmarks/.work/semantic, keyed by the suite, recall's and the encoder's sources)."""
+    import hashlib
+
+    import cairn
+
+    digest = hashlib.sha256(suite.encode())
+    package = Path(cairn.__file__).resolve().parent
+    for source in sorted([*package.glob("hot/*.py"), *package.glob("semantic/*.py"), package / "config.py"]):
+        digest.update(source.read_bytes())
+    source_dir = prepare(suite)
+    digest.update(cases_file(suite, source_dir).read_bytes())
+    for card in sorted((source_dir / "cards").rglob("*.md")):
+        digest.update(card.read_bytes())
+    cached = CACHE / f"table-{suite}-{digest.hexdigest()[:16]}.json"
+    if cached.is_file():
+        table: dict[str, Any] = json.loads(cached.read_text())
+        return table
+    table = _suite_table(suite)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    cached.write_text(json.dumps(table))
+    return table
+
+
+def _suite_table(suite: str) -> dict[str, Any]:
     from cairn.hot.recall import recall
     from cairn.hot.vault import find_vault
     from cairn.index import build as indexer
@@ -64,6 +87,7 @@ def suite_table(suite: str) -> dict[str, Any]:
     index_file = indexer.index_file_for(vault)
     ids, sims = similarity_matrix(index_file, [c.query for c in cases], cache_dir=CACHE)
     rows: list[dict[str, Any]] = []
+    position = {card_id: i for i, card_id in enumerate(ids)}
     with indexer.open_index(vault) as index:
         for k, case in enumerate(cases):
             result = recall(index, case.query)
@@ -78,39 +102,64 @@ def suite_table(suite: str) -> dict[str, Any]:
                     "sem_top": ids[order[0]],
                     "sem_sim": float(sims[k, order[0]]),
                     "sem_margin": float(sims[k, order[0]] - sims[k, order[1]]) if len(order) > 1 else 1.0,
-                    "lex_top_sim": float(sims[k, ids.index(lex_top)]) if lex_top in ids else None,
+                    "lex_top_sim": float(sims[k, position[lex_top]]) if lex_top in position else None,
+                    "lex_top_rank": int((sims[k] > sims[k, position[lex_top]]).sum()) if lex_top in position else None,
+                    "sem_mean": float(sims[k].mean()),
+                    "sem_std": float(sims[k].std()),
                 }
             )
     return {"suite": suite, "cases": rows, "n_cards": len(ids)}
 
 
-def decide(row: dict[str, Any], rule: str, t: float, t2: float = 9.0) -> str | None:
-    """The first card the rule injects for a case, or None."""
-    lexical = row["lex_injected"][0] if row["lex_injected"] else None
+def arrays(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The per-case facts the rules read, as numpy arrays. Similarities are read as z-scores over the vault's
+    cards (the prompt's similarity to a card, less its mean over all cards, over their spread): e5's cosines sit in a
+    narrow band whose level moves with the language and the vault, z-scores carry across suites."""
+    expect = [set(r["expect"]) for r in rows]
+    lex_first = [r["lex_injected"][0] if r["lex_injected"] else None for r in rows]
+    std = np.array([max(r["sem_std"], 1e-6) for r in rows])
+    lex_sim = np.array([r["lex_top_sim"] if r["lex_top_sim"] is not None else -1.0 for r in rows])
+    return {
+        "slice": np.array([r["slice"] for r in rows]),
+        "pos": np.array([bool(e) for e in expect]),
+        "lex_any": np.array([f is not None for f in lex_first]),
+        "lex_ok": np.array([f in e for f, e in zip(lex_first, expect, strict=True)]),
+        "lex_top_ok": np.array([r["lex_top"] in e for r, e in zip(rows, expect, strict=True)]),
+        "agree": np.array([r["lex_top"] is not None and r["lex_top"] == r["sem_top"] for r in rows]),
+        "sem_ok": np.array([r["sem_top"] in e for r, e in zip(rows, expect, strict=True)]),
+        "zgap": np.array([r["sem_margin"] for r in rows]) / std,
+        "zlex": (lex_sim - np.array([r["sem_mean"] for r in rows])) / std,
+    }
+
+
+def decide(a: dict[str, Any], rule: str, t: float, w: float = 0.0) -> tuple[Any, Any]:
+    """(injected anything, the first injected card is right) per case.
+
+    t: the semantic margin, in z-units, for the semantic top card. w (`veto` only): the z-score the lexical top card
+    needs for a lexical injection to stand."""
     if rule == "lexical":
-        return lexical
+        return a["lex_any"], a["lex_ok"]
     if rule == "semantic":
-        return row["sem_top"] if row["sem_margin"] >= t else None
-    agreed = row["lex_top"] is not None and row["lex_top"] == row["sem_top"] and row["sem_margin"] >= t
-    first = lexical or (row["lex_top"] if agreed else None)
-    if rule == "agree":
-        return first
-    if first is None and row["sem_margin"] >= t2:  # "either"
-        return str(row["sem_top"])
-    return first
+        on = a["zgap"] >= t
+        return on, on & a["sem_ok"]
+    keep = a["lex_any"] & (a["zlex"] >= w) if rule == "veto" else a["lex_any"]
+    agreed = ~keep & a["agree"] & (a["zgap"] >= t)
+    return keep | agreed, (keep & a["lex_ok"]) | (agreed & a["lex_top_ok"])
 
 
-def measure(rows: list[dict[str, Any]], rule: str, t: float, t2: float = 9.0) -> dict[str, Any]:
+def measure(a: dict[str, Any], rule: str, t: float, w: float = 0.0) -> dict[str, Any]:
     """Injection@1 and FIR overall and per slice."""
+    any_, ok = decide(a, rule, t, w)
     out: dict[str, Any] = {}
-    slices = sorted({r["slice"] for r in rows})
-    for name in ["all", *slices]:
-        part = [r for r in rows if name == "all" or r["slice"] == name]
-        pos = [r for r in part if r["expect"]]
-        neg = [r for r in part if not r["expect"]]
-        inj = sum(1 for r in pos if decide(r, rule, t, t2) in r["expect"]) / max(len(pos), 1)
-        fir = sum(1 for r in neg if decide(r, rule, t, t2) is not None) / max(len(neg), 1)
-        out[name] = {"injection@1": round(inj, 3), "fir": round(fir, 3), "n_pos": len(pos), "n_neg": len(neg)}
+    for name in ["all", *sorted(set(a["slice"].tolist()))]:
+        part = np.ones(len(ok), bool) if name == "all" else a["slice"] == name
+        pos, neg = part & a["pos"], part & ~a["pos"]
+        out[name] = {
+            "injection@1": round(float(ok[pos].mean()) if pos.any() else 0.0, 3),
+            "fir": round(float(any_[neg].mean()) if neg.any() else 0.0, 3),
+            "n_pos": int(pos.sum()),
+            "n_neg": int(neg.sum()),
+        }
     return out
 
 
@@ -118,24 +167,22 @@ def worst_fir(figures: dict[str, Any]) -> float:
     return max(float(f["fir"]) for f in figures.values())
 
 
-_GRID = [round(x, 4) for x in np.arange(0.0, 0.2001, 0.0025)]
+_T = [round(float(x), 2) for x in np.arange(0.0, 4.001, 0.1)]
+_W = [round(float(x), 2) for x in np.arange(-1.0, 6.001, 0.25)]
 
 
-def fit(tables: list[dict[str, Any]], rule: str) -> tuple[float, float]:
-    """The thresholds (t, t2) that keep FIR <= 5% (overall and per slice) on every given suite, with the most
-    positives injected over them; the largest thresholds when none does."""
-    best: tuple[float, tuple[float, float]] = (-1.0, (_GRID[-1], 9.0))
-    seconds = _GRID if rule == "either" else [9.0]
-    for t in _GRID:
-        for t2 in seconds:
-            if t2 < t:
-                continue
-            figures = [measure(table["cases"], rule, t, t2) for table in tables]
+def fit(tables: list[dict[str, Any]], rule: str) -> tuple[float, float] | None:
+    """The thresholds (t, w) that keep FIR <= 5% (overall and per slice) on every given suite with the most
+    positives injected over them; None when no threshold does."""
+    best: tuple[float, tuple[float, float] | None] = (-1.0, None)
+    for t in _T:
+        for w in _W if rule == "veto" else [0.0]:
+            figures = [measure(table["arrays"], rule, t, w) for table in tables]
             if any(worst_fir(f) > FIR_TARGET for f in figures):
                 continue
             gained = sum(f["all"]["injection@1"] * f["all"]["n_pos"] for f in figures)
             if gained > best[0]:
-                best = (gained, (t, t2))
+                best = (gained, (t, w))
     return best[1]
 
 
@@ -143,6 +190,8 @@ def quality(suites: list[str], as_json: bool) -> int:
     os.environ["CAIRN_CACHE_DIR"] = str(WORK / "cache")
     os.environ.pop("CAIRN_SEMANTIC", None)
     tables = {suite: suite_table(suite) for suite in suites}
+    for table in tables.values():
+        table["arrays"] = arrays(table["cases"])
     report: dict[str, Any] = {}
     for suite in suites:
         rows = tables[suite]["cases"]
@@ -156,16 +205,15 @@ def quality(suites: list[str], as_json: bool) -> int:
         others = [tables[s] for s in suites if s != suite]
         for rule in RULES:
             if rule == "lexical":
-                entry["rules"][rule] = {"held_out": measure(rows, rule, 0.0)}
+                entry["rules"][rule] = {"held_out": measure(tables[suite]["arrays"], rule, 0.0)}
                 continue
-            t, t2 = fit(others, rule) if others else (_GRID[-1], 9.0)
-            st, st2 = fit([tables[suite]], rule)
+            fitted = fit(others, rule) if others else None
+            own = fit([tables[suite]], rule)
             entry["rules"][rule] = {
                 "fitted_on": [s for s in suites if s != suite],
-                "t": t,
-                "t2": t2 if t2 < 9 else None,
-                "held_out": measure(rows, rule, t, t2),
-                "self_fit": {"t": st, "t2": st2 if st2 < 9 else None, **measure(rows, rule, st, st2)["all"]},
+                "t": fitted,
+                "held_out": measure(tables[suite]["arrays"], rule, *fitted) if fitted else None,
+                "self_fit": {"t": own, **measure(tables[suite]["arrays"], rule, *own)["all"]} if own else None,
             }
         report[suite] = entry
     if as_json:
@@ -177,14 +225,19 @@ def quality(suites: list[str], as_json: bool) -> int:
             f"semantic {entry['recall@1_semantic']}"
         )
         for rule, data in entry["rules"].items():
+            held = data["held_out"]
             cells = "  ".join(
-                f"{name} Inj@1 {f['injection@1']:.3f} FIR {f['fir']:.3f}" for name, f in data["held_out"].items()
+                f"{name} Inj@1 {f['injection@1']:.3f} FIR {f['fir']:.3f}" for name, f in (held or {}).items()
             )
-            fitted = "" if rule == "lexical" else f" (t={data['t']}, t2={data['t2']}, fitted on {data['fitted_on']})"
-            print(f"  {rule:<9}{cells}{fitted}")
-            if rule != "lexical":
-                s = data["self_fit"]
-                print(f"  {'':<9}self-fit frontier: Inj@1 {s['injection@1']:.3f} FIR {s['fir']:.3f} (t={s['t']})")
+            if rule == "lexical":
+                print(f"  {rule:<9}{cells}")
+                continue
+            print(f"  {rule:<9}{cells or 'no threshold keeps FIR <= 5% on the other suites'} (t, w = {data['t']})")
+            own = data["self_fit"]
+            if own:
+                print(
+                    f"  {'':<9}self-fitted frontier: Inj@1 {own['injection@1']:.3f} FIR {own['fir']:.3f} (t, w = {own['t']})"
+                )
     return 0
 
 
