@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -335,3 +336,43 @@ def test_the_renderer_keeps_every_card_inside_its_frame(text: str) -> None:
         assert "cairn-notes" not in value.casefold()
         assert "\u200b" not in value and "\U000e0041" not in value and "\u202e" not in value
     assert json.loads(inner[2].split(": ", 1)[1]) == "team:git/`rm -rf ~`"  # the id as data, never as a command
+
+
+def _candidate(card_id: str, name: str, coverage: float, lead: float, decision: str, reason: str | None) -> Any:
+    from types import SimpleNamespace
+
+    from cairn.hot.recall import Candidate
+
+    card = SimpleNamespace(id=card_id, name=name, summary=f"The lesson of {name}.", path=f"cards/{card_id}.md")
+    return Candidate(cast(Any, card), 1.0, lead, coverage, 0.5, decision, reason)
+
+
+def _result(*candidates: Any) -> Any:
+    from cairn.hot.recall import Result
+
+    injected = tuple(c for c in candidates if c.decision == "injected")
+    return Result(injected, tuple(candidates), cast(Any, None))
+
+
+def test_the_merge_orders_by_coverage_and_a_vault_that_knows_the_prompt_as_well_vetoes() -> None:
+    from cairn.hot import serve
+
+    a, b, c = (serve.Layer(name, f"/v/{name}", cast(Any, None)) for name in ("a", "b", "c"))
+    x = _candidate("x/one", "Lesson one", 0.6, 0.3, "injected", None)
+    y = _candidate("y/two", "Lesson two", 0.8, 0.1, "injected", None)
+    y2 = _candidate("y/three", "Lesson three", 0.5, 0.1, "injected", None)
+    dropped: dict[str, str] = {}
+    merged = serve._merge([a, b], [_result(x), _result(y, y2)], serve.MAX_CARDS, dropped)
+    assert [p.qid for p in merged] == ["b:y/two", "a:x/one", "b:y/three"]  # coverage first, each vault's order kept
+    near = _candidate("z/near", "Near miss", 0.55, 0.01, "rejected", "small_lead")
+    merged = serve._merge([a, c], [_result(x), _result(near)], serve.MAX_CARDS, dropped)
+    assert merged == [] and dropped["a:x/one"] == "cross_vault"  # 0.6 < 0.55 + CROSS_VAULT_MARGIN
+    far = _candidate("z/far", "Far miss", 0.3, 0.01, "rejected", "low_coverage")
+    merged = serve._merge([a, c], [_result(x), _result(far)], serve.MAX_CARDS, dropped)
+    assert [p.qid for p in merged] == ["a:x/one"]
+    twin = _candidate("w/copy", "LESSON ONE!", 0.9, 0.4, "injected", None)
+    merged = serve._merge([a, b], [_result(x), _result(twin)], serve.MAX_CARDS, dropped)
+    assert [p.qid for p in merged] == ["a:x/one"] and dropped["b:w/copy"] == "same_lesson"  # first vault wins
+    many = [_candidate(f"m/{n}", f"Lesson m{n}", 0.9 - n / 10, 0.3, "injected", None) for n in range(3)]
+    merged = serve._merge([a, b], [_result(x), _result(*many)], serve.MAX_CARDS, dropped)
+    assert len(merged) == 3 and dropped["a:x/one"] == "over_total"

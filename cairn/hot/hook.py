@@ -271,7 +271,7 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
     candidates: list[dict[str, object]] = []
     for layer, result in zip(layers, served.results, strict=True):
         shown = result.candidates[:per_layer]
-        candidates += [_logged(layer.qualified(c.card.id), c, id(c) in kept) for c in shown]
+        candidates += [_logged(layer.qualified(c.card.id), c, id(c) in kept, served.dropped) for c in shown]
         line = next(x for x in logged if x["vault"] == layer.root)
         line["injected"] = [p.candidate.card.id for p in given if p.layer is layer]
     entry["candidates"] = candidates[: hooklog.MAX_LOGGED_CANDIDATES]
@@ -280,10 +280,10 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
     return _render(fmt, given, payload, nonce, already=already)
 
 
-def _logged(shown_id: str, candidate: "Candidate", kept: bool) -> dict[str, object]:
+def _logged(shown_id: str, candidate: "Candidate", kept: bool, dropped: dict[str, str]) -> dict[str, object]:
     decision, reason = candidate.decision, candidate.reason
-    if decision == "injected" and not kept:  # recall chose it; the context limit or the 3-card total did not
-        decision, reason = "rejected", "context_limit"
+    if decision == "injected" and not kept:  # its vault's recall chose it; the merge or the context limit did not
+        decision, reason = "rejected", dropped.get(shown_id, "context_limit")
     return {"id": shown_id, "score": candidate.score, "decision": decision, "reason": reason}
 
 
