@@ -225,6 +225,12 @@ def test_batch_gives_what_the_hook_gets(vault_repo: VaultRepo, tmp_path: Path) -
         assert _wait((state_dir() / "semantic.sock").exists, 60)
         hook = similarities(index, prompts[0], top=3, timeout=10)
     assert hook == pytest.approx(batch[0], abs=2e-3)
+    zs = similarities_for(index_file, prompts[:1], top=None, z=True, cache_dir=tmp_path / "cache")[0]
+    row = matrix[0]
+    assert zs == pytest.approx(
+        {i: round(float((v - row.mean()) / row.std()), 4) for i, v in zip(ids, row, strict=True)}, abs=1e-3
+    )
+    assert max(zs, key=lambda k: zs[k]) == FORCE_ID and zs[FORCE_ID] > 1.0
 
 
 def test_cache_dir_is_the_tests(vault_repo: VaultRepo) -> None:

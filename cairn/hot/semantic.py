@@ -57,9 +57,12 @@ def similarities(
     want: "Iterable[str]" = (),
     top: int = 20,
     timeout: float = TIMEOUT,
+    z: bool = False,
 ) -> "dict[str, float] | None":
     """Cosine similarity of `prompt` to the `top` most similar cards and to every card in `want`, by card id; None
-    when the channel is off, the index has no vectors, or the warm encoder is not up (then started)."""
+    when the channel is off, the index has no vectors, or the warm encoder is not up (then started).
+
+    z: z-scores over the vault's cards instead of cosines (`cairn.semantic.daemon.similarities`)."""
     try:
         if not enabled(index.config):
             return None
@@ -68,13 +71,13 @@ def similarities(
             os.stat(vectors)
         except OSError:
             return None
-        return _ask(index, vectors, prompt, list(want), top, timeout)
+        return _ask(index, vectors, prompt, list(want), top, timeout, z)
     except Exception:  # fail open: the prompt is served lexically
         return None
 
 
 def _ask(
-    index: "IndexReader", vectors: str, prompt: str, want: list[str], top: int, timeout: float
+    index: "IndexReader", vectors: str, prompt: str, want: list[str], top: int, timeout: float, z: bool
 ) -> "dict[str, float] | None":
     import _socket
 
@@ -88,6 +91,7 @@ def _ask(
         "prompt": prompt,
         "top": top,
         "want": want,
+        "z": z,
     }
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:

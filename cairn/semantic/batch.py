@@ -57,6 +57,7 @@ def similarities_for(
     want: Sequence[Sequence[str]] | None = None,
     encoder: enc.Encoder | None = None,
     cache_dir: Path | None = None,
+    z: bool = False,
 ) -> list[dict[str, float]]:
     """For each prompt, card id -> cosine similarity: its `top` most similar cards (every card when None) and the
     ids in `want[i]`. The index's vectors are brought up to date first (encoded when missing)."""
@@ -65,7 +66,7 @@ def similarities_for(
     vectors.refresh(index_path, encoder=encoder)
     vf = vectors.load(vectors.vectors_path(index_path))
     queries = prompt_vectors(prompts, encoder=encoder, cache_dir=cache_dir)
-    return [similarities(vf, queries[i], top, want[i] if want else ()) for i in range(len(prompts))]
+    return [similarities(vf, queries[i], top, want[i] if want else (), z) for i in range(len(prompts))]
 
 
 def similarity_matrix(
@@ -94,7 +95,7 @@ def similarity_matrix(
 
 
 def similarities_now(
-    index_file: str | os.PathLike[str], prompt: str, *, top: int | None = None
+    index_file: str | os.PathLike[str], prompt: str, *, top: int | None = None, z: bool = False
 ) -> dict[str, float] | None:
     """For cold commands (`cairn explain`, `cairn recall`): the prompt's similarities as the hook would get them,
     computed in this process (no warm encoder needed); None when the extra is not installed, the channel is off
@@ -112,4 +113,4 @@ def similarities_now(
         query = enc.Encoder().queries([prompt])[0]
     except (OSError, ValueError, enc.SemanticUnavailable):
         return None
-    return similarities(vf, query, top)
+    return similarities(vf, query, top, (), z)

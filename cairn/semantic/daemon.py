@@ -6,7 +6,7 @@ connection, and exits after `CAIRN_SEMANTIC_IDLE` seconds (default 900) without 
 a second one finds the lock taken and exits.
 
 A request is one JSON object: `{"v": 1, "vectors": PATH, "commit": C, "index_key": K, "prompt": TEXT, "top": N,
-"want": [ID, ...]}`; the answer `{"ok": true, "sims": {ID: cosine}}` (the `top` most similar cards and every card
+"want": [ID, ...], "z": BOOL}`; the answer `{"ok": true, "sims": {ID: cosine, or z-score with "z"}}` (the `top` most similar cards and every card
 in `want`), or `{"ok": false, "error": WHY}` (a side file that is missing, damaged, or of another commit).
 """
 
@@ -54,9 +54,16 @@ def idle_seconds() -> float:
 
 
 def similarities(
-    vf: vectors.VectorFile, query: npt.NDArray[np.float32], top: int | None, want: Sequence[str] = ()
+    vf: vectors.VectorFile,
+    query: npt.NDArray[np.float32],
+    top: int | None,
+    want: Sequence[str] = (),
+    z: bool = False,
 ) -> dict[str, float]:
-    """Card id -> cosine of the card's best passage to `query`: the `top` best cards (all when None) and `want`."""
+    """Card id -> cosine of the card's best passage to `query`: the `top` best cards (all when None) and `want`.
+
+    z: z-scores instead (the cosine less its mean over all the vault's cards, over their standard deviation):
+    e5's cosines sit in a narrow band whose level moves with language and vault; z-scores carry across them."""
     import numpy as np
 
     n = len(vf.ids)
@@ -68,6 +75,8 @@ def similarities(
     has = np.asarray(vf.offsets[1:]) > starts
     if has.any():
         sims[has] = np.maximum.reduceat(per_passage, starts[has])
+    if z:
+        sims = (sims - sims.mean()) / max(float(sims.std()), 1e-6)
     chosen: list[int]
     if top is None or top >= n:
         chosen = list(range(n))
@@ -109,7 +118,7 @@ class Server:
             return {"ok": False, "error": "stale vectors"}
         query = self.encoder.queries([prompt])[0]
         wanted = [w for w in want if isinstance(w, str)]
-        return {"ok": True, "sims": similarities(vf, query, top, wanted)}
+        return {"ok": True, "sims": similarities(vf, query, top, wanted, request.get("z") is True)}
 
     def _file(self, path: str) -> vectors.VectorFile:
         st = os.stat(path)
