@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -138,3 +139,44 @@ def test_committed_attacks_are_refused_by_lint_index_and_hook(vault_repo: VaultR
             assert not invisible_in(context)
             served += f"twin/t{n}" in context
     assert served == len(CASES)  # the prompts fit: each case's clean twin is served in its place
+
+
+def _case(case_id: str) -> dict[str, str]:
+    return next(c for c in CASES if c["id"] == case_id)
+
+
+def test_an_incremental_index_refuses_a_card_pushed_past_lint(vault_repo: VaultRepo) -> None:
+    vault_repo.write_raw("cairn.toml", "")
+    case = _case("pre-approved")
+    vault_repo.write_raw("cards/twin/t0.md", _twin(case))
+    vault_repo.commit("a clean card")
+    assert vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team").returncode == 0
+    assert vault_repo.cairn("index").returncode == 0
+    vault_repo.write_raw(case["path"], case["text"])
+    vault_repo.write_raw("cairn.toml", '[lint]\ndisable = ["security", "prompt-injection"]\n')  # the PR's own
+    vault_repo.commit("an injection card with security switched off, --no-verify")
+    index = vault_repo.cairn("index", "--json")
+    report = json.loads(index.stdout)
+    assert report["mode"] == "incremental", report
+    assert [(p["path"], p["rule"]) for p in report["problems"]] == [(case["path"], "prompt-injection")]
+    hook = vault_repo.cairn(
+        "hook", "--format", "claude-code", input=json.dumps(claude_payload(case["prompt"], vault_repo.root))
+    )
+    assert "twin/t0" in hook.stdout and case["payload"] not in hook.stdout
+    lint = vault_repo.cairn("lint")
+    assert lint.returncode == 1 and "security-disable" in lint.stdout and "prompt-injection" in lint.stdout
+
+
+def test_only_the_user_config_lets_a_vault_serve_what_a_security_rule_refuses(vault_repo: VaultRepo) -> None:
+    case = _case("secret-db-url")
+    vault_repo.write_raw("cairn.toml", '[lint]\ndisable = ["secret"]\n')
+    vault_repo.write_raw(case["path"], case["text"])
+    vault_repo.commit("a card with a password, secret disabled by the vault")
+    refused = json.loads(vault_repo.cairn("index", "--json").stdout)
+    assert [p["rule"] for p in refused["problems"]] == ["secret"] and refused["cards"] == 0
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "cairn" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[security]\nallow_disabled_rules = ["secret"]\n')
+    allowed = json.loads(vault_repo.cairn("index", "--rebuild", "--json").stdout)
+    assert allowed["problems"] == [] and allowed["cards"] == 1
+    assert vault_repo.cairn("lint").returncode == 0
