@@ -245,23 +245,32 @@ def quality(suites: list[str], as_json: bool) -> int:
 
 
 def index_cost(n_cards: int) -> int:
+    """A full `cairn index` of a synthetic vault without and with the extra; the cache it leaves (index and vectors)
+    is the one `hook` serves from."""
+    import shutil
+
     from benchmarks.synth import make_vault
 
     vault = make_vault(WORK / f"semantic-vault-{n_cards}", n_cards)
-    with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "CAIRN_CACHE_DIR": tmp, "CAIRN_STATE_DIR": tmp}
-        env.pop("CAIRN_SEMANTIC", None)
-        lexical_env = {**env, "CAIRN_SEMANTIC": "0"}
-        cairn = str(Path(sys.executable).with_name("cairn"))
-        started = time.perf_counter()
-        subprocess.run([cairn, "index", "--vault", str(vault.root)], env=lexical_env, check=True, capture_output=True)
-        lexical = time.perf_counter() - started
-        Path(tmp, "vaults").exists() and subprocess.run(["rm", "-rf", str(Path(tmp, "vaults"))], check=True)
-        started = time.perf_counter()
-        subprocess.run([cairn, "index", "--vault", str(vault.root)], env=env, check=True, capture_output=True)
-        full = time.perf_counter() - started
-        vec = list(Path(tmp).rglob("*.vec"))
-        size = vec[0].stat().st_size if vec else 0
+    cache = WORK / f"semantic-cache-{n_cards}"
+    shutil.rmtree(cache, ignore_errors=True)
+    env = {**os.environ, "CAIRN_CACHE_DIR": str(cache), "CAIRN_STATE_DIR": str(cache / "state")}
+    env.pop("CAIRN_SEMANTIC", None)
+    cairn = str(Path(sys.executable).with_name("cairn"))
+    started = time.perf_counter()
+    subprocess.run(
+        [cairn, "index", "--vault", str(vault.root)],
+        env={**env, "CAIRN_SEMANTIC": "0"},
+        check=True,
+        capture_output=True,
+    )
+    lexical = time.perf_counter() - started
+    shutil.rmtree(cache / "vaults", ignore_errors=True)
+    started = time.perf_counter()
+    subprocess.run([cairn, "index", "--vault", str(vault.root)], env=env, check=True, capture_output=True)
+    full = time.perf_counter() - started
+    vec = list(cache.rglob("*.vec"))
+    size = vec[0].stat().st_size if vec else 0
     print(
         f"cairn index, {n_cards} cards: {full:.1f} s with the extra (vectors {size / 1e6:.1f} MB), "
         f"{lexical:.1f} s without; budget 120 s; {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}"
@@ -276,8 +285,9 @@ def hook_cost(n_cards: int, runs: int) -> int:
     cards = synth_cards(n_cards)
     python = sys.executable
     cairn = str(Path(python).with_name("cairn"))
+    cache = WORK / f"semantic-cache-{n_cards}"  # left by `index` (else built here: encoding takes minutes)
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "CAIRN_CACHE_DIR": tmp + "/cache", "CAIRN_STATE_DIR": tmp + "/state"}
+        env = {**os.environ, "CAIRN_CACHE_DIR": str(cache), "CAIRN_STATE_DIR": tmp + "/state"}
         env.pop("CAIRN_SEMANTIC", None)
         env["CAIRN_SEMANTIC_IDLE"] = "600"
         subprocess.run([cairn, "index", "--vault", str(vault.root)], env=env, check=True, capture_output=True)
@@ -308,6 +318,11 @@ def hook_cost(n_cards: int, runs: int) -> int:
                 times[name].append(time.perf_counter() - started)
         log = Path(tmp, "state", "semantic.log")
         served = log.read_text() if log.exists() else ""
+        pid_file = Path(tmp, "state", "semantic.pid")
+        if pid_file.exists():  # stop the warm encoder this benchmark started
+            import signal
+
+            os.kill(int(pid_file.read_text()), signal.SIGTERM)
         bare = statistics.median(times["bare"])
         print(f"cairn hook, {n_cards} cards, {runs} runs, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}:")
         for name in ("bare", "lexical", "semantic"):
