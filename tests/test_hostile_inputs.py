@@ -189,7 +189,8 @@ def test_install_project_refusals(vault_repo: VaultRepo, tmp_path: Path) -> None
     a_file.write_text("keep")
     done = vault_repo.cairn("install", "claude-code", "--project", str(a_file))
     assert_clean_exit(done, 2)
-    done = vault_repo.cairn("install", "claude-code", "--project", str(a_file / "below"))
+    served = {"CAIRN_VAULT": str(vault_repo.root)}  # a vault to serve, so install gets as far as the folder
+    done = vault_repo.cairn("install", "claude-code", "--project", str(a_file / "below"), env=served)
     assert_clean_exit(done, 1)
     assert "a file stands where a folder should be" in done.stderr
     assert a_file.read_text() == "keep"
