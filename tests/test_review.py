@@ -388,6 +388,17 @@ def _pr_expires_a_card(repo: VaultRepo) -> None:
     )
 
 
+def _pr_adds_not_when(repo: VaultRepo) -> None:
+    repo.write(
+        SAFETY,
+        "Never pipe curl into a shell",
+        "Never pipe a downloaded script straight into a shell: download it, read it, then run it.",
+        scope=["shell"],
+        verified_at="2026-10-01",
+        not_when=["install", "script"],
+    )
+
+
 def _pr_removes_a_card(repo: VaultRepo) -> None:
     repo.git("rm", "-q", f"cards/{SAFETY}.md")
 
@@ -435,6 +446,12 @@ def _pr_touches_hooks(repo: VaultRepo) -> None:
             ["expires the card git/force-with-lease (review_after was 365d, now 2026-11-01: past since 2026-11-01)"],
         ),
         (_pr_removes_a_card, [f"removes the card {SAFETY}"]),
+        (
+            _pr_adds_not_when,
+            [
+                f"adds not_when to the card {SAFETY}: install, script (a prompt containing one never gets it)",
+            ],
+        ),
         (
             _pr_touches_hooks,
             [

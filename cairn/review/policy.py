@@ -13,14 +13,15 @@ Blocked (each a `Blocked` with the reason in one line):
   crowding_min_cards raised, the scope vocabulary emptied); `[sanitize]` patterns or internal domains removed;
 - evals: a cases file under `evals/` deleted or moved; a negative case (expect: []) removed, turned positive or
   given another query;
-- cards: a card removed, retired or set to draft, expired by a new review_after, or superseded by a new
-  `supersedes` entry (each silences a lesson for every agent);
+- cards: a card removed, retired or set to draft, expired by a new review_after, given new `not_when` words, or
+  superseded by a new `supersedes` entry (each silences a lesson for every agent, or for every prompt with a word);
 - files that run code or decide what runs: `.pre-commit-config.yaml`, `.pre-commit-hooks.yaml`, `.github/`,
   `hooks/`, `.githooks/`, `.husky/`, agent settings (`.claude/`, `.codex/`, `.gemini/`), editor and container
   tasks (`.vscode/`, `.devcontainer/`), `.envrc`, `.gitattributes` (it can hide a file's diff) and `.gitmodules`.
 
-Not blocked, shown to the reviewer: ranking weights, a stricter setting, a new scope in the vocabulary, changed
-`scope`, `not_when` or aliases of a card (its field changes are listed whole), new cards and new eval cases.
+Not blocked, shown to the reviewer: ranking weights, a stricter setting, a new scope in the vocabulary, a card's
+changed `scope` or aliases (its field changes are listed whole, and the routing impact shows cases it no longer
+gets), new cards and new eval cases.
 """
 
 from __future__ import annotations
@@ -232,6 +233,19 @@ def card_blocks(
                     f"expires the card {card_id} (review_after was {before.get('review_after')}, now "
                     f"{after.get('review_after')}: past since {new_end.isoformat()})",
                     _SILENCE_CHECK,
+                )
+            )
+    if was_active and before is not None:
+        old_nw = set(before.get("not_when") or ())
+        added = [w for w in after.get("not_when") or () if w not in old_nw]
+        if added:
+            out.append(
+                Blocked(
+                    "cards",
+                    path,
+                    f"adds not_when to the card {card_id}: {', '.join(added)} (a prompt containing one never gets it)",
+                    "a broad not_when silences a lesson as surely as retiring it; check that each word names a "
+                    "situation the lesson does not fit",
                 )
             )
     old_sup = set(before.get("supersedes") or ()) if before is not None else set()
