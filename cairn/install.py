@@ -281,6 +281,32 @@ def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: boo
     return changes
 
 
+def ensure_git_hooks(vault: Vault, executable: str) -> str:
+    """Install the vault's git hooks when they are missing, as `cairn init` and `cairn install AGENT` do; returns one
+    line to show ("" when they were there). Never raises for a hook that is in the way: the line says what to run.
+
+    A hooks folder outside the repository (a global `core.hooksPath`) serves every repository of the user, so it
+    is left to an explicit `cairn install git-hooks`.
+    """
+    from cairn import gitrepo
+
+    try:
+        hooks = gitrepo.hooks_dir(vault)
+        inside = vault.git_root is not None and hooks.resolve().is_relative_to(vault.git_root.resolve())
+        common = Path(gitrepo.open_repo(vault).common_dir).resolve()
+        if not inside and not hooks.resolve().is_relative_to(common):
+            return (
+                f"Git hooks not installed: {hooks} (core.hooksPath) is shared by other repositories; run "
+                f"`cairn install git-hooks --vault {vault.root}` if that is what you want"
+            )
+        changes = install_git_hooks(vault, hooks, executable)
+    except CairnError as exc:
+        return f"Git hooks not installed: {exc}"
+    if all(c.action == "unchanged" for c in changes):
+        return ""
+    return f"Installed git hooks in {vault.root}: its index follows every commit, merge, checkout and rebase."
+
+
 def uninstall_git_hooks(hooks_dir: Path) -> list[GitHookChange]:
     """Remove Cairn's git hooks; a hook chained by install goes back in its place."""
     changes = []

@@ -332,3 +332,12 @@ def test_a_vault_in_a_folder_of_a_repository_serves_that_repositorys_branch(tmp_
     assert (row["served_ref"], row["commit"]) == ("refs/heads/main", commit)
     listed = json.loads(cairn("list", "--vault", "docs", "--json", cwd=tmp_path).stdout)
     assert [c["id"] for c in listed["cards"]] == ["git/x"] and listed["commit"] == commit
+
+
+def test_init_leaves_a_shared_hooks_folder_alone(tmp_path: Path) -> None:
+    shared = tmp_path / "global-hooks"
+    env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.hooksPath", "GIT_CONFIG_VALUE_0": str(shared)}
+    done = cairn("init", str(tmp_path / "v"), "--no-register", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert f"Git hooks not installed: {shared} (core.hooksPath) is shared by other repositories" in done.stdout
+    assert not shared.exists()

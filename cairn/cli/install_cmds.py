@@ -160,13 +160,9 @@ def _index_now(vault_arg: str | None, executable: str) -> None:
         echo(f"  Not indexed yet ({exc}); the hook builds the index in the background on its first prompt.")
         return
     echo(f"  Index of {vault.root}: {report.n_cards} cards at {report.commit[:8]}.")
-    try:
-        changes = install.install_git_hooks(vault, gitrepo.hooks_dir(vault), executable)
-    except CairnError as exc:
-        echo(f"  Git hooks not installed in {vault.root}: {exc}")
-        return
-    if any(c.action != "unchanged" for c in changes):
-        echo(f"  Git hooks installed in {vault.root}: its index follows every commit, merge and checkout.")
+    line = install.ensure_git_hooks(vault, executable)
+    if line:
+        echo(f"  {line}")
 
 
 @click.command(name="uninstall")

@@ -39,7 +39,6 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
       cairn init ~/team-lessons --register
     """
     from cairn import install, userconfig
-    from cairn.gitrepo import hooks_dir
 
     commit = authoring.init_vault(path)
     vault = find_vault(path)
@@ -47,11 +46,9 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
     report = indexer.build_index(vault)
     echo(f"Created a vault at {path} (commit {commit[:8]}) and indexed its {report.n_cards} example cards.")
     if git_hooks:
-        try:
-            install.install_git_hooks(vault, hooks_dir(vault), install.cairn_executable())
-            echo("Installed git hooks that update its index after every commit, merge and checkout.")
-        except CairnError as exc:
-            echo(f"Git hooks not installed: {exc}")
+        line = install.ensure_git_hooks(vault, install.cairn_executable())
+        if line:
+            echo(line)
     if register is None:
         register = sys.stdin.isatty() and click.confirm(
             "Register it so the prompt hook serves it in every project?", default=True
