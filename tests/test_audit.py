@@ -26,6 +26,7 @@ def _vault(vault_repo: VaultRepo) -> str:
         scope=["git"],
     )
     vault_repo.write("docker/layer-order", "Copy sources after installing deps", "Order Dockerfile layers by churn.")
+    vault_repo.write_raw("cairn.toml", "")  # Cairn's marker: the hook serves no folder without it
     commit = vault_repo.commit("Two cards")
     done = vault_repo.invoke("index")
     assert done.returncode == 0, done.stderr
@@ -69,7 +70,9 @@ def _log_line(vault_root: Path, commit: str | None, injected: list[str], **extra
 def test_a_clean_vault_with_real_hook_lines_passes(vault_repo: VaultRepo) -> None:
     _vault(vault_repo)
     payload = {"session_id": "s1", "cwd": str(vault_repo.root), "hook_event_name": "UserPromptSubmit", "prompt": PROMPT}
-    hooked = vault_repo.cairn("hook", "--format", "claude-code", input=json.dumps(payload))
+    hooked = vault_repo.cairn(
+        "hook", "--format", "claude-code", input=json.dumps(payload), env={"CAIRN_VAULT": str(vault_repo.root)}
+    )
     assert hooked.returncode == 0, hooked.stderr
     code, report = _audit(vault_repo)
     assert code == 0, report

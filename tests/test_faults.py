@@ -25,6 +25,7 @@ def _index_file() -> Path:
 
 def _hook(repo: VaultRepo, env: dict[str, str] | None = None, session: str = "s") -> subprocess.CompletedProcess[bytes]:
     payload = json.dumps({"session_id": session, "cwd": str(repo.root), "prompt": FITTING}).encode()
+    env = {"CAIRN_VAULT": str(repo.root), **(env or {})}  # the hook serves only a vault it is given
     return run_bytes(["hook", "--format", "claude-code"], payload, repo.root, env=env, timeout=60)
 
 

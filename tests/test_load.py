@@ -21,7 +21,8 @@ def test_fifty_hooks_and_two_index_runs_at_once(vault_repo: VaultRepo) -> None:
     for n in range(8):  # more cards, so the index runs take a while and overlap the hooks
         vault_repo.write(f"misc/card-{n}", f"Misc lesson {n}", f"lesson number {n} about shell quoting and make")
     vault_repo.commit("More cards")
-    env = dict(os.environ)
+    assert vault_repo.invoke("index").returncode == 0  # fresh: a stale index serves nothing (the rebuild below races)
+    env = dict(os.environ, CAIRN_VAULT=str(vault_repo.root))  # the hook serves only a vault it is given
     payload = json.dumps({"session_id": "one-session", "cwd": str(vault_repo.root), "prompt": FITTING}).encode()
     procs: list[tuple[str, subprocess.Popen[bytes]]] = []
     for args in (["index", "--rebuild"], ["index"]):
