@@ -147,8 +147,11 @@ def _index_check(name: str, root: str, commit: str) -> Check:
             n_cards = reader.n_cards
             problems = len(reader.problems())
             ref = reader.meta.get("ref") or "HEAD"
+            config_error = reader.meta.get("config_error") or ""
     except CairnError as exc:
         return Check("index", name, False, f"no usable index ({exc})", fix)
+    if config_error:
+        return Check("index", name, False, f"serves nothing: {config_error}", f"commit a fix to cairn.toml in {root}")
     left_out = f"; {problems} card file(s) left out (see `cairn lint --vault {name}`)" if problems else ""
     if indexed != commit:
         return Check("index", name, False, f"stale: indexed {ref} {indexed[:8]}, serving {commit[:8]}{left_out}", fix)
