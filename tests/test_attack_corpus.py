@@ -130,7 +130,7 @@ def test_committed_attacks_are_refused_by_lint_index_and_hook(vault_repo: VaultR
     served = 0
     for n, case in enumerate(CASES):
         payload = json.dumps(claude_payload(case["prompt"], vault_repo.root, session=case["id"]))
-        hook = vault_repo.cairn("hook", "--format", "claude-code", input=payload)
+        hook = vault_repo.cairn("hook", "--format", "claude-code", input=payload, env={"CAIRN_VAULT": str(vault_repo.root)})
         assert hook.returncode == 0, hook.stderr
         assert case["payload"] not in hook.stdout, case["id"]
         if hook.stdout.strip():
@@ -160,7 +160,11 @@ def test_an_incremental_index_refuses_a_card_pushed_past_lint(vault_repo: VaultR
     assert report["mode"] == "incremental", report
     assert [(p["path"], p["rule"]) for p in report["problems"]] == [(case["path"], "prompt-injection")]
     hook = vault_repo.cairn(
-        "hook", "--format", "claude-code", input=json.dumps(claude_payload(case["prompt"], vault_repo.root))
+        "hook",
+        "--format",
+        "claude-code",
+        input=json.dumps(claude_payload(case["prompt"], vault_repo.root)),
+        env={"CAIRN_VAULT": str(vault_repo.root)},  # the hook serves only a vault it is given
     )
     assert "twin/t0" in hook.stdout and case["payload"] not in hook.stdout
     lint = vault_repo.cairn("lint")
