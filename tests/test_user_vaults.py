@@ -166,7 +166,13 @@ def test_a_card_on_a_feature_branch_is_served_once_merged(vault_repo: VaultRepo,
         assert done.returncode == 0, done.stderr
         return [c["id"] for c in json.loads(done.stdout)["cards"]]
 
+    def hooked(session: str) -> list[str]:
+        payload = json.dumps({"prompt": PYTEST_PROMPT, "session_id": session})
+        done = cairn("hook", "--format", "json", cwd=tmp_path, input=payload)
+        return [c["id"].split(":")[-1] for c in json.loads(done.stdout or '{"cards": []}')["cards"]]
+
     assert served() == []  # HEAD has it; main, the served ref, does not
+    assert hooked("s1") == []
     assert served("--ref", "HEAD") == [PYTEST_ID]  # its author tries the branch
     index = json.loads(cairn("index", "--json", cwd=vault_repo.root).stdout)
     assert index["ref"] == "refs/heads/main" and index["commit"] != feature
@@ -175,6 +181,7 @@ def test_a_card_on_a_feature_branch_is_served_once_merged(vault_repo: VaultRepo,
     vault_repo.git("checkout", "-q", "main")
     vault_repo.git("merge", "-q", "--no-edit", "new-lesson")
     assert served() == [PYTEST_ID]
+    assert hooked("s2") == [PYTEST_ID]
 
 
 def test_sync_fetches_fast_forward_only(tmp_path: Path) -> None:
