@@ -30,9 +30,11 @@ def add_vault(
     ref: str | None = None,
     scopes: Sequence[str] = (),
     projects: Sequence[str] = (),
+    first: bool = False,
     env: Mapping[str, str] | None = None,
 ) -> VaultEntry:
-    """Register the vault at `path` (last in precedence); raises ConfigError when it cannot (the file is untouched).
+    """Register the vault at `path`, last in precedence (first with `first`); raises ConfigError when it cannot
+    (the file is untouched).
 
     The name defaults to the vault folder's name made into a valid one (`Team Lessons` -> `team-lessons`).
     """
@@ -68,7 +70,12 @@ def add_vault(
         lines.append(f"projects = {toml_list([os.path.abspath(os.path.expanduser(p)) for p in projects])}")
     old = _read(file)
     base = old if old.strip() else HEADER
-    text = base + ("" if base.endswith("\n") else "\n") + "\n" + "\n".join(lines) + "\n"
+    table = "\n".join(lines) + "\n"
+    at = _first_table(base) if first else None
+    if at is None:
+        text = base + ("" if base.endswith("\n") else "\n") + "\n" + table
+    else:
+        text = base[:at] + table + "\n" + base[at:]
     _write_checked(file, text, env)
     return next(e for e in load_vaults(env) if e.name == name)
 
@@ -165,6 +172,18 @@ def _write_checked(file: str, text: str, env: Mapping[str, str]) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _first_table(text: str) -> int | None:
+    """The offset of the first `[[vaults]]` table, with the comment lines right above it (they describe it)."""
+    lines = text.splitlines(keepends=True)
+    starts = [n for n, line in enumerate(lines) if line.strip().replace(" ", "") == "[[vaults]]"]
+    if not starts:
+        return None
+    start = starts[0]
+    while start > 0 and lines[start - 1].lstrip().startswith("#") and lines[start - 1].strip():
+        start -= 1
+    return sum(len(line) for line in lines[:start])
 
 
 def _is_header(line: str) -> bool:

@@ -315,6 +315,10 @@ def test_the_writer_round_trips_odd_paths_and_keeps_each_tables_comments(tmp_pat
         handle.write("\n# the plain one: mine\n")
     userconfig.add_vault(plain.root, name="plain", projects=[str(tmp_path)], env=env)
     [first, second] = load_vaults(env)
+    third = second_vault(tmp_path / "third")
+    userconfig.add_vault(third.root, name="third", first=True, env=env)
+    assert [e.name for e in load_vaults(env)] == ["third", "odd", "plain"]
+    userconfig.remove_vault("third", env=env)
     assert (first.path, first.ref, first.scopes) == (str(odd.root), "refs/heads/main", ("py thon",))
     assert second.projects == (str(tmp_path),)
     userconfig.remove_vault("odd", env=env)

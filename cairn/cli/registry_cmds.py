@@ -42,16 +42,22 @@ def vault_group() -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Serve only to agents working under this folder (repeatable; default: everywhere).",
 )
+@click.option("--first", is_flag=True, help="Put it before the others (it wins when two hold the same lesson).")
 @errors_to_exit
-def add_cmd(path: Path, name: str | None, ref: str | None, scopes: tuple[str, ...], projects: tuple[Path, ...]) -> None:
-    """Register the vault at PATH, after those already configured (the first wins when two hold the same lesson).
+def add_cmd(
+    path: Path, name: str | None, ref: str | None, scopes: tuple[str, ...], projects: tuple[Path, ...], first: bool
+) -> None:
+    """Register the vault at PATH, after those already configured (or --first); the first listed wins when two
+    hold the same lesson.
 
     \b
     Example:
       cairn vault add ~/team-lessons --name team
       cairn vault add ~/my-notes --name me --scope python --project ~/work/acme
     """
-    entry = userconfig.add_vault(path, name=name, ref=ref, scopes=scopes, projects=[str(p) for p in projects])
+    entry = userconfig.add_vault(
+        path, name=name, ref=ref, scopes=scopes, projects=[str(p) for p in projects], first=first
+    )
     echo(f"Added vault {entry.name!r} ({entry.path}) to {config_file()}.")
     echo("The prompt hook now serves it in every project; `cairn doctor` checks the setup.")
 
