@@ -63,7 +63,7 @@ def test_fit_on_a_fixture_matches_the_hand_solution() -> None:
     loose = next(p for p in result.tradeoff if p.target_fir == 0.5)
     assert loose.thresholds == Thresholds(0.3, 0.6, 0.7)
     # the current thresholds are replayed as they are (not snapped to the grid)
-    assert result.current == Thresholds(0.21, 0.32, 0.35)
+    assert result.current == Thresholds(0.24, 0.38, 0.275)
     assert result.current_measure.injection_at_1 == 0.5
     assert result.current_measure.false_injection_rate == 0.5  # d passes the shipped gates
 
@@ -135,6 +135,46 @@ def test_grid_fit_equals_brute_force(
     grid = _Grid(points, 0.25, 2)
     assert grid.fit(target) == _brute(points, target, 0.25)
     assert grid.fit(target, leave_out=0) == _brute(points, target, 0.25, leave_out=0)
+
+
+def test_related_cards_that_fit_alike_inject_together_in_the_replay() -> None:
+    """Card 1 fails the margin against card 2, which fits about as well; the pair stands clear of card 3."""
+    p = CasePoint(
+        "x", "", True, ((0.3, 0.8, 0.1), (0.4, 0.6, 0.6), (0.0, 0.1, 0.0)), (True, False, False), 0, (True, True, False)
+    )
+    assert p.injected(Thresholds(0.2, 0.5, 0.3)) == 2  # the group of two
+    assert p.injected(Thresholds(0.2, 0.7, 0.3)) == 0  # card 2 fails coverage: no group, card 1 fails margin
+    assert p.injected(Thresholds(0.5, 0.5, 0.3)) == 0  # the pair's lead over card 3 is too small
+    assert p.boxes() == [(0.3, 0.8, 0.1), (0.4, 0.6, 0.6)]
+    alone = CasePoint("y", "", True, p.top, p.hits, 0, (True, False, False))
+    assert alone.injected(Thresholds(0.2, 0.5, 0.3)) == 0 and alone.boxes() == [(0.3, 0.8, 0.1)]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.booleans(),
+            st.lists(gate, min_size=1, max_size=3),
+            st.lists(st.booleans(), min_size=3, max_size=3),
+            st.booleans(),
+            st.sampled_from(["", "a"]),
+        ),
+        min_size=2,
+        max_size=12,
+    ),
+    st.sampled_from([0.0, 0.2, 0.5]),
+)
+def test_grid_fit_with_groups_equals_brute_force(
+    raw: list[tuple[bool, list[tuple[float, float, float]], list[bool], bool, str]], target: float
+) -> None:
+    points = [
+        CasePoint(f"g{i}", sl, pos, tuple(top), (hit,) + (False,) * (len(top) - 1), i % 2, (True, *alike[1 : len(top)]))
+        for i, (pos, top, alike, hit, sl) in enumerate(raw)
+    ]
+    grid = _Grid(points, 0.25, 2)
+    assert grid.fit(target) == _brute(points, target, 0.25)
+    assert grid.fit(target, leave_out=1) == _brute(points, target, 0.25, leave_out=1)
 
 
 def test_cross_validation_measures_each_fold_at_the_others_fit() -> None:

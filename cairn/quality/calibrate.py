@@ -8,10 +8,13 @@ of all folds are pooled.
 Fast because the gate values do not depend on the thresholds. Recall runs once per case with every threshold at 0:
 then it injects exactly the first `max_cards` admissible cards, each with its gate values (lead, coverage,
 margin over the next admissible card). With real thresholds, recall injects the longest run of those cards, from
-the top, that passes all three gates (`cairn.hot.recall`: a card below one the gates refused is never injected), so
-every decision can be replayed in memory. Injection@1 and the false injection rate depend on the top admissible
-card alone, so the grid sweep counts cases in a 3-D histogram of that card's gate values and reads every grid point
-off suffix sums.
+the top, that passes all three gates (`cairn.hot.recall`: a card below one the gates refused is never injected), or
+a group of cards that fit about as well and stand clear of the next together (`recall._group`), so every decision
+can be replayed in memory. Injection@1 and the false injection rate depend on whether the top admissible card is
+injected, which happens at every grid point inside a union of at most `max_cards` boxes [0, lead] x [0, coverage]
+x [0, margin] (the card alone, and each group); the grid sweep counts cases in a 3-D histogram (the union by
+inclusion-exclusion: each box +1, each pair's intersection -1, the three's +1) and reads every grid point off
+suffix sums.
 
 Ties (grid points with the same Injection@1 and false injection rates on the fitting cases) go to the strictest
 thresholds: on cases nobody fitted on, stricter gates inject less, and the false injection rate is the constraint.
@@ -23,6 +26,7 @@ import bisect
 import dataclasses
 import datetime as dt
 import hashlib
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +35,7 @@ from typing import Any
 from cairn.config import RecallSettings, write_recall_settings
 from cairn.hot.errors import CairnError
 from cairn.hot.index import IndexReader
-from cairn.hot.recall import recall
+from cairn.hot.recall import GROUP_SPREAD, recall
 from cairn.quality.evaluate import Case
 from cairn.quality.metrics import Metrics, Outcome, metrics_of
 
@@ -59,6 +63,8 @@ class CasePoint:
 
     top: gate values (lead, coverage, margin) of the first `max_cards` admissible cards, best first.
     hits: for each of them, whether it is one of the case's expected cards.
+    alike: for each of them, whether it scores at least `recall.GROUP_SPREAD` of the first (may join its group);
+    empty: no groups.
     """
 
     id: str
@@ -67,15 +73,43 @@ class CasePoint:
     top: tuple[tuple[float, float, float], ...]
     hits: tuple[bool, ...]
     fold: int = 0
+    alike: tuple[bool, ...] = ()
+
+    def group(self, t: Thresholds) -> int:
+        """How many cards inject together as a group at these thresholds (`recall._group`), or 0."""
+        if not self.top or self.top[0][1] < t.min_coverage:
+            return 0
+        for k in range(2, len(self.top) + 1):
+            lead, cover, margin = self.top[k - 1]
+            if k > len(self.alike) or not self.alike[k - 1] or cover < t.min_coverage:
+                return 0
+            if lead >= t.min_lead and margin >= t.min_margin:
+                return k
+        return 0
 
     def injected(self, t: Thresholds) -> int:
-        """How many cards recall injects at these thresholds: the run of passing cards from the top."""
+        """How many cards recall injects at these thresholds: a group, then the run of passing cards."""
+        group = self.group(t)
         n = 0
-        for gate in self.top:
-            if not t.passes(gate):
+        for i, gate in enumerate(self.top):
+            if i >= group and not t.passes(gate):
                 break
             n += 1
         return n
+
+    def boxes(self) -> list[tuple[float, float, float]]:
+        """The gate values at or under which the first card is injected: itself, and each group it can lead."""
+        if not self.top:
+            return []
+        out = [self.top[0]]
+        low = self.top[0][1]
+        for k in range(2, len(self.top) + 1):
+            if k > len(self.alike) or not self.alike[k - 1]:
+                break
+            lead, cover, margin = self.top[k - 1]
+            low = min(low, cover)
+            out.append((lead, low, margin))
+        return out
 
     def outcome(self, t: Thresholds) -> Outcome:
         """The case as the metrics count it, replayed at these thresholds (no ranking: Recall@k is not measured)."""
@@ -148,7 +182,9 @@ def gather(
         result = recall(index, case.query, today=today, settings=open_gates)
         top = tuple((c.lead, c.coverage, c.margin) for c in result.injected)
         hits = tuple(c.card.id in case.expect for c in result.injected)
-        points.append(CasePoint(case.id, case.slice, case.positive, top, hits, fold_of(case.id, folds)))
+        first = result.injected[0].score if result.injected else 0.0
+        alike = tuple(c.score >= GROUP_SPREAD * first for c in result.injected)
+        points.append(CasePoint(case.id, case.slice, case.positive, top, hits, fold_of(case.id, folds), alike))
         if progress and (done % 25 == 0 or done == total):
             progress(done, total)
     return points
@@ -190,10 +226,10 @@ class _Grid:
                     self.n_neg[p.fold][g] += 1
             if not p.top or (p.positive and not p.hits[0]):
                 continue  # never a hit nor a false injection, whatever the thresholds
-            cell = self._cell(p.top[0])
             target = self.hits if p.positive else self.negs
-            for g in groups:
-                target[p.fold][g][cell] += 1
+            for cell, sign in _union(p.boxes(), self._cell):
+                for g in groups:
+                    target[p.fold][g][cell] += sign
         for per_fold in (self.hits, self.negs):
             for arrays in per_fold:
                 for array in arrays:
@@ -245,6 +281,20 @@ class _Grid:
             if best_key is None or key > best_key:
                 best_key, best_cell = key, cell
         return self.thresholds(best_cell)
+
+
+def _union(
+    boxes: list[tuple[float, float, float]], cell: Callable[[tuple[float, float, float]], int]
+) -> list[tuple[int, int]]:
+    """Signed histogram cells whose suffix sums count 1 inside the union of the boxes and 0 outside
+    (inclusion-exclusion over the boxes' intersections, each the componentwise minimum)."""
+    out: list[tuple[int, int]] = []
+    for size in range(1, len(boxes) + 1):
+        sign = 1 if size % 2 else -1
+        for chosen in itertools.combinations(boxes, size):
+            corner = (min(b[0] for b in chosen), min(b[1] for b in chosen), min(b[2] for b in chosen))
+            out.append((cell(corner), sign))
+    return out
 
 
 def _summed(arrays: list[list[int]]) -> list[int]:
