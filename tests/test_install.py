@@ -124,6 +124,14 @@ def test_install_refuses_with_no_vault_and_writes_nothing(tmp_path: Path, isolat
     assert twice.returncode == 2 and "given 2 times" in twice.stderr
 
 
+def test_install_inside_an_unregistered_vault_names_the_fix(vault_repo: VaultRepo, isolated_env: Path) -> None:
+    make_vault(vault_repo)
+    done = cairn("install", "claude-code", "--user", cwd=vault_repo.root / "cards")
+    assert done.returncode == 1
+    assert f"run `cairn vault add {vault_repo.root.resolve()}` first (nothing was written)" in done.stderr
+    assert not (isolated_env / ".claude").exists()
+
+
 def test_project_install_never_writes_into_the_vault(configured: VaultRepo) -> None:
     inside = configured.root / "cards"
     elsewhere = {"CAIRN_VAULT": str(configured.root)}  # names the vault; says nothing about the project folder

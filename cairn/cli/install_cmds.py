@@ -78,7 +78,7 @@ def install_cmd(
         hooks_dir = gitrepo.hooks_dir(vault)
         for git_change in install.install_git_hooks(vault, hooks_dir, executable, chain=chain):
             echo(f"{git_change.action}: {git_change.path}")
-        echo(f"Every commit, merge and checkout in {vault.root} now updates its index in the background.")
+        echo(f"Every commit, merge, checkout and rebase in {vault.root} now updates its index in the background.")
         return
     base = _base(project, user)
     if not user:
@@ -106,15 +106,19 @@ def _hook_vault(vault_path: str | None) -> str | None:
     """What --vault bakes into the hook: a configured vault's name as given, else the folder's absolute path."""
     if not vault_path:
         return None
-    if "/" not in vault_path and userconfig_names() and vault_path in userconfig_names():
+    if "/" not in vault_path and vault_path in _configured_names():
         return vault_path
     return str(Path(vault_path).expanduser().resolve())
 
 
-def userconfig_names() -> list[str]:
+def _configured_names() -> list[str]:
+    from cairn.hot.errors import ConfigError
     from cairn.hot.userconfig import load_vaults
 
-    return [e.name for e in load_vaults()]
+    try:
+        return [e.name for e in load_vaults()]
+    except ConfigError:  # a broken configuration: --vault is then a folder
+        return []
 
 
 def _served_vaults(vault_arg: str | None) -> list[str | None]:
@@ -130,10 +134,8 @@ def _served_vaults(vault_arg: str | None) -> list[str | None]:
         return [e.path for e in entries]
     if os.environ.get("CAIRN_VAULT"):
         return [None]
-    try:
-        around = f"cairn vault add {open_vault(None).root}"
-    except CairnError:
-        around = "cairn vault add PATH"
+    folder = install.enclosing_vault(Path.cwd())
+    around = f"cairn vault add {folder}" if folder is not None else "cairn vault add PATH"
     raise CairnError(
         f"no vault is configured for the hook to serve ({config_file()} lists none); run `{around}` first "
         "(nothing was written)"
