@@ -130,8 +130,9 @@ def _served_lines(changes: Sequence[CardChange]) -> list[str]:
     """Each card as an agent gets it (name, summary; never cut), its hidden characters and its changed fields."""
     lines: list[str] = []
     for c in changes:
-        lines += [f"**{_code(c.id)}** ({c.status})", "", f"- Name: {cell(c.name, None)}"]
-        lines.append(f"- Summary ({len(c.summary):,} characters): {cell(c.summary, None)}")
+        lines += [f"**{_code(c.id)}** ({c.status})", "", f"- Name: {cell(c.name, None)}{_cut_note(c.name, 'name')}"]
+        summary = f"{cell(c.summary, None)}{_cut_note(c.summary, 'summary')}"
+        lines.append(f"- Summary ({len(c.summary):,} characters): {summary}")
         for h in c.hidden:
             lines.append(
                 f"- ⚠️ Invisible characters in `{h.field}` (removed before serving): "
@@ -150,6 +151,15 @@ def _served_lines(changes: Sequence[CardChange]) -> list[str]:
                 lines += [f"| `{f.field}` | {_value(f.after)} |" for f in extra]
         lines.append("")
     return lines
+
+
+# What the hook serves of each field (cairn/hot/hook.py's context block); review shows the whole and says so.
+HOOK_SERVES = {"name": 200, "summary": 2000}
+
+
+def _cut_note(text: str, field: str) -> str:
+    limit = HOOK_SERVES[field]
+    return f" (**the hook serves its first {limit:,} characters**)" if len(text) > limit else ""
 
 
 def _value(value: Any) -> str:
