@@ -692,3 +692,19 @@ def test_a_vault_in_a_folder_is_blocked_on_the_repositorys_and_its_own_hook_file
         ("files", "docs/vault/hooks/pre-commit"),
         ("evals", "evals/cases.yaml"),
     ]
+
+
+def test_a_pull_request_with_an_unreadable_cairn_toml_fails_at_its_line(vault_repo: VaultRepo) -> None:
+    _policy_base(vault_repo)
+    vault_repo.write_raw("cairn.toml", "[recall]\nmax_cards = 'three'\n")
+    head = vault_repo.commit("A bad setting", author=BOB)
+    done = vault_repo.invoke("review", "main..pr", "--today", "2026-11-15")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        "| error | `cairn.toml:2` | config-invalid | [recall] max_cards must be a whole number; the defaults were used |"
+        in (done.stdout)
+    )
+    assert (
+        f"Routing not measured: cairn.toml:2: [recall] max_cards must be a whole number (committed in {head[:8]}: "
+        "fix it and commit the fix; Cairn reads the commit, not the working tree)."
+    ) in done.stdout
