@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from cairn.config import RecallSettings
 from cairn.lint import registry
 from cairn.review.markdown import cell
 from cairn.review.report import _opposition, parse_range
@@ -427,7 +428,7 @@ def _pr_touches_hooks(repo: VaultRepo) -> None:
             [
                 "cairn.toml raises [recall] max_cards from 3 to 10",
                 "cairn.toml lowers [recall] min_lead from 0.21 to 0",
-                "cairn.toml lowers [recall] min_coverage from 0.32 to 0",
+                f"cairn.toml lowers [recall] min_coverage from {RecallSettings().min_coverage:g} to 0",  # the default
             ],
         ),
         (_pr_deletes_cases, ["deletes the eval cases file evals/cases.yaml"]),
