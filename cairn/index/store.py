@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import sqlite3
@@ -220,9 +221,36 @@ def write_index(
             db.close()
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
+        whole = file_seal(tmp, sealer)
         os.replace(tmp, index_file)
+        _write_private(seal_path(index_file), whole.encode("ascii"))
     except BaseException:
         tmp.unlink(missing_ok=True)
+        raise
+
+
+def seal_path(index_file: Path | str) -> Path:
+    """The side file holding the seal of the index file's bytes (checked by `verify`, not by the hook)."""
+    return Path(f"{index_file}.seal")
+
+
+def file_seal(path: Path | str, sealer: Sealer) -> str:
+    """The seal of a whole file's bytes: any byte changed on disk, used or not, breaks it."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return sealer.seal(digest.digest())
+
+
+def _write_private(target: Path, data: bytes) -> None:
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)  # 0600
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
         raise
 
 
@@ -309,10 +337,17 @@ def _write_meta(db: sqlite3.Connection, sealer: Sealer, meta: dict[str, str]) ->
 def verify(reader: IndexReader) -> list[str]:
     """Every check of a whole index file, cold (it reads everything): SQLite's quick_check, the seal of every
     card and term row and of each card's stored record, every posting naming an existing card, the card count and
-    the superseding cards as meta has them. An empty list: the file is as its writer (with this cache's key) left
-    it. Failures are said in words, one per kind (at most the first few rows)."""
+    the superseding cards as meta has them, and the seal of the file's bytes (`seal_path`). An empty list: the
+    file is as its writer (with this cache's key) left it. Failures are said in words, one per kind (at most the first few rows)."""
     problems: list[str] = []
     sealer = reader.sealer
+    path = os.fspath(reader.path)
+    try:
+        stored = seal_path(path).read_text("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        stored = ""
+    if stored != file_seal(path, sealer):
+        problems.append("the file's bytes are not the ones its writer sealed: changed on disk, or not Cairn's")
     try:
         if not reader.integrity_ok():
             problems.append("SQLite's quick_check failed")

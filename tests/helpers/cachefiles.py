@@ -17,6 +17,7 @@ from cairn.hot.index import (
     superseders_digest,
     term_message,
 )
+from cairn.index import store
 
 
 def edit(index_file: Path, sql: str, *args: Any) -> None:
@@ -30,7 +31,7 @@ def edit(index_file: Path, sql: str, *args: Any) -> None:
 
 
 def reseal(index_file: Path) -> None:
-    """Recompute every seal, the record digests and the superseders digest with this cache's key."""
+    """Recompute every seal, the record digests, the superseders digest and the file's seal with this cache's key."""
     key = paths.index_key()
     assert key is not None
     sealer = Sealer(key)
@@ -53,3 +54,4 @@ def reseal(index_file: Path) -> None:
         db.commit()
     finally:
         db.close()
+    store.seal_path(index_file).write_text(store.file_seal(index_file, sealer), "ascii")
