@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from cairn.finding import Finding
 from cairn.lint.model import ERROR, Context, Field, Rule, Target, field_findings
 
-_BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{24,}={0,2}")
-_HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){12,}(?![0-9A-Fa-f])")
+# A run of base64 characters (left to right, so each match is a whole run); a hex blob is such a run too.
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}")
+_HEX = re.compile(r"(?:[0-9A-Fa-f]{2}){12,}")
 _ESCAPES = re.compile(r"(?:\\x[0-9A-Fa-f]{2}){4,}|(?:\\u00[0-9A-Fa-f]{2}){4,}|(?:%[0-9A-Fa-f]{2}){6,}")
 _WORDISH = re.compile(r"[A-Za-z]{3,}")
 
@@ -86,11 +87,17 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
 
 
 def _first(text: str) -> tuple[int, str, str] | None:
-    for kind, pattern in (("base64", _BASE64), ("hex", _HEX), ("escaped", _ESCAPES)):
-        for match in pattern.finditer(text):
-            decoded = _decoded(kind, match.group())
+    for match in _BASE64.finditer(text):
+        blob = match.group()
+        kind = "hex" if _HEX.fullmatch(blob) else "base64"
+        decoded = _decoded(kind, blob)
+        if decoded is not None:
+            return match.start(), kind, decoded
+    if "\\x" in text or "\\u00" in text or "%" in text:
+        for match in _ESCAPES.finditer(text):
+            decoded = _decoded("escaped", match.group())
             if decoded is not None:
-                return match.start(), kind, decoded
+                return match.start(), "escaped", decoded
     return None
 
 

@@ -28,32 +28,51 @@ _APPROVED = "claims the user has approved actions in advance"
 _ADDRESSED = "addresses the agent directly"
 
 
+Needles = tuple[tuple[str, ...], ...]
+
+
 def _p(
-    what: str, pattern: str, where: str = _ALL, flags: int = _I, *, needles: tuple[str, ...]
-) -> tuple[str, re.Pattern[str], str, tuple[str, ...]]:
-    """A pattern and the lowercase strings one of which any match holds (a cheap test before the regex runs)."""
-    return what, re.compile(pattern, flags), where, needles
+    what: str, pattern: str, where: str = _ALL, flags: int = _I, *, needles: tuple[str, ...] | Needles
+) -> tuple[str, re.Pattern[str], str, Needles]:
+    """A pattern and its needles: strings (lowercase, spaces single; as written for a case-sensitive pattern) one
+    of which any match holds, or groups of such strings, one of each group; a cheap test before the regex runs."""
+    groups = (needles,) if isinstance(needles[0], str) else needles
+    return what, re.compile(pattern, flags), where, groups
 
 
-_PATTERNS: tuple[tuple[str, re.Pattern[str], str, tuple[str, ...]], ...] = (
+_PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
     _p(
         _OVERRIDE,
         rf"\b(?:ignore|disregard|forget|override|bypass|skip){_S}(?:(?:all|any|every|the|your|my|of|these|those)"
         rf"{_S}){{0,3}}(?:previous|prior|above|earlier|preceding|original|system|existing|safety|former)?{_S}?"
         r"(?:instructions?|prompts?|rules|directions|guidelines|guardrails|context|system\s+prompt|directives?|"
         r"constraints|policies)\b",
-        needles=("ignor", "disregard", "forget", "overrid", "bypass", "skip"),
+        needles=(
+            ("ignor", "disregard", "forget", "overrid", "bypass", "skip"),
+            (
+                "instruction",
+                "prompt",
+                "rule",
+                "direction",
+                "guideline",
+                "guardrail",
+                "context",
+                "directive",
+                "constraint",
+                "polic",
+            ),
+        ),
     ),
     _p(
         _OVERRIDE,
         rf"\b(?:ignore|disregard|forget){_S}(?:everything|all){_S}(?:above|before|said|you\b)",
-        needles=("ignor", "disregard", "forget"),
+        needles=(("ignor", "disregard", "forget"), ("everything", "all ")),
     ),
     _p(
         "tells the agent to reveal its instructions",
         rf"\b(?:reveal|print|show|output|repeat|leak){_S}(?:\w+{_S}){{0,2}}(?:system{_S}prompt|"
         r"hidden\s+instructions)\b",
-        needles=("system", "hidden"),
+        needles=("system prompt", "hidden instructions"),
     ),
     _p(
         _NEW_ROLE,
@@ -61,7 +80,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, tuple[str, ...]], ...] = (
         rf"in{_S}(?:developer|god|jailbreak|DAN|admin|root|unrestricted){_S}mode)\b|from{_S}now{_S}on,?{_S}you{_S}"
         rf"(?:are|will|must|should)|act{_S}as{_S}(?:an?{_S})?(?:unrestricted|jailbroken|DAN)\b|\bDAN\s+mode|"
         rf"your{_S}new{_S}(?:role|task|instructions?|goal){_S}(?:is|are)\b)",
-        needles=("now", "dan", "your", "act"),
+        needles=("you are now", "from now on", "act as", "dan mode", "your new"),
     ),
     _p(
         _UNASKED,
@@ -73,7 +92,33 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, tuple[str, ...]], ...] = (
         rf"\b(?:no{_S}need|(?:you{_S})?(?:do{_S}not|don'?t){_S}need){_S}to{_S}(?:ask|confirm|check{_S}with)"
         rf"(?:{_S}(?:the{_S})?(?:user|human))?\b|\bkeep{_S}(?:this|it){_S}(?:secret|hidden){_S}from{_S}"
         rf"(?:the{_S})?user\b",
-        needles=("without", "tell", "inform", "notify", "warn", "mention", "ask", "need", "secret", "hidden"),
+        needles=(
+            "without",
+            "not tell",
+            "n't tell",
+            "never tell",
+            "not inform",
+            "n't inform",
+            "never inform",
+            "not notify",
+            "n't notify",
+            "never notify",
+            "not warn",
+            "n't warn",
+            "never warn",
+            "not mention",
+            "n't mention",
+            "never mention",
+            "not ask",
+            "n't ask",
+            "never ask",
+            "no need to",
+            "need to ask",
+            "need to confirm",
+            "need to check",
+            "secret from",
+            "hidden from",
+        ),
     ),
     _p(
         _APPROVED,
@@ -82,14 +127,30 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, tuple[str, ...]], ...] = (
         rf"(?:(?:you{_S})?(?:to{_S})?)?(?:all|every|any|each)\b|\b(?:pre-?approved|pre-?authori[sz]ed|"
         rf"auto-?approved){_S}(?:\w+{_S}){{0,3}}?(?:commands?|shell|actions?|tool\s*calls?|tools|changes|"
         r"operations|everything|requests?|scripts?)\b",
-        needles=("approv", "authori", "consent", "allowed", "granted"),
+        needles=(
+            ("approv", "authori", "consent", "allowed", "granted"),
+            (
+                "user",
+                "human",
+                "operator",
+                "developer",
+                "owner",
+                "team",
+                "pre-approv",
+                "preapprov",
+                "pre-authori",
+                "preauthori",
+                "auto-approv",
+                "autoapprov",
+            ),
+        ),
     ),
     _p(
         _ADDRESSED,
         rf"(?:note|message|instructions?|reminder|request|directive)s?{_S}(?:for|to){_S}(?:the{_S}|any{_S}|all{_S})?"
         rf"(?:ai{_S})?(?:assistants?|agents?|ai|llms?|language{_S}models?|models?|claude|codex|gemini|copilot|"
         r"chatgpt)\b",
-        needles=("note", "message", "instruction", "reminder", "request", "directive"),
+        needles=(("note", "message", "instruction", "reminder", "request", "directive"), (" for ", " to ")),
     ),
     _p(
         _ADDRESSED,
@@ -102,20 +163,20 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, tuple[str, ...]], ...] = (
         _ROLE,
         r"(?<![\w-])(?:SYSTEM|ASSISTANT|DEVELOPER)(?:\s+(?:NOTE|MESSAGE|PROMPT|OVERRIDE|INSTRUCTIONS?))?\s*:",
         flags=0,
-        needles=("system", "assistant", "developer"),
+        needles=("SYSTEM", "ASSISTANT", "DEVELOPER"),
     ),
-    _p(_ROLE, r"\bSYSTEM\s+(?:NOTE|MESSAGE|PROMPT|OVERRIDE|INSTRUCTIONS?)\b", flags=0, needles=("system",)),
+    _p(_ROLE, r"\bSYSTEM\s+(?:NOTE|MESSAGE|PROMPT|OVERRIDE|INSTRUCTIONS?)\b", flags=0, needles=("SYSTEM",)),
     _p(
         _ROLE,
         r"(?:^|[.!?]\s+)(?:system|assistant|developer|user|human)(?:\s+(?:note|message|prompt))?\s*:",
         _SERVED,
-        needles=("system", "assistant", "developer", "user", "human"),
+        needles=(("system", "assistant", "developer", "user", "human"), (":",)),
     ),
-    _p(_ROLE, r"(?m)^\s*(?:system|assistant|human)\s*:", needles=("system", "assistant", "human")),
+    _p(_ROLE, r"(?m)^\s*(?:system|assistant|human)\s*:", needles=(("system", "assistant", "human"), (":",))),
     _p(
         _ROLE,
         r"<\|\s*[a-z_]{2,30}\s*\|>|\[/?INST\]|<</?SYS>>|<\s*/?\s*(?:im_start|im_end|system|assistant)\s*>",
-        needles=("<|", "inst]", "<<sys", "im_", "system", "assistant"),
+        needles=("<|", "inst]", "<<sys", "im_start", "im_end", "system>", "assistant>", "system >", "assistant >"),
     ),
     _p(
         _ROLE,
@@ -124,7 +185,11 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, tuple[str, ...]], ...] = (
         _SERVED,
         needles=("<",),
     ),
-    _p(_ROLE, r"(?m)^\s*#{1,6}\s*(?:Instruction|System(?:\s+Prompt)?|New\s+Instructions?)\s*:?\s*$", needles=("#",)),
+    _p(
+        _ROLE,
+        r"(?m)^\s*#{1,6}\s*(?:Instruction|System(?:\s+Prompt)?|New\s+Instructions?)\s*:?\s*$",
+        needles=(("#",), ("instruction", "system")),
+    ),
     _p(_ROLE, r"#{2,}\s*(?:instructions?|system|response)\b", _SERVED, needles=("#",)),
     # Chinese, Japanese and Korean: overriding, new roles, hiding from the user, pre-approval.
     _p(
@@ -235,8 +300,31 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, tuple[str, ...]], ...] = (
         r"(?:\b(?:credentials?|secrets?|tokens?|passwords?|api[\s_-]?keys?|private\s+keys?|env(?:ironment)?"
         r"\s+var\w*|id_rsa|cookies?|source\s+code|the\s+(?:repo|repository|codebase))|\.env\b|\.ssh|\.aws)"
         r"[^\n]{0,100}?\b(?:to|into|at)\s+(?:https?://|ftp://|\S+@\S+\.\w)",
-        needles=("http", "ftp", "@"),
+        needles=(
+            ("http", "ftp", "@"),
+            ("send", "post", "upload", "exfiltrate", "forward", "transmit", "leak", "copy", "pipe", "mail"),
+            (
+                "credential",
+                "secret",
+                "token",
+                "password",
+                "api",
+                "key",
+                "env",
+                "id_rsa",
+                "cookie",
+                "source code",
+                "repo",
+                "codebase",
+                ".ssh",
+                ".aws",
+            ),
+        ),
     ),
+)
+# Patterns that cannot match ASCII text (every needle of one of their groups is non-ASCII): skipped on ASCII text.
+_NEEDS_NON_ASCII = frozenset(
+    pattern for _, pattern, _, groups in _PATTERNS if any(all(not n.isascii() for n in g) for g in groups)
 )
 _COMMENT = re.compile(r"<!--(.*?)-->", re.DOTALL)
 _TO_AGENT = re.compile(
@@ -251,9 +339,14 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
     for field in target.fields:
         if not field.text:
             continue
-        lower = field.text.lower()
-        for what, pattern, where, needles in _PATTERNS:
-            if (where == _SERVED and not field.served) or not any(n in lower for n in needles):
+        plain = " ".join(field.text.split())
+        lower = plain.lower()
+        ascii_only = plain.isascii()
+        for what, pattern, where, groups in _PATTERNS:
+            if (where == _SERVED and not field.served) or (ascii_only and pattern in _NEEDS_NON_ASCII):
+                continue
+            seen = lower if pattern.flags & re.IGNORECASE else plain
+            if not all(any(n in seen for n in group) for group in groups):
                 continue
             match = pattern.search(field.text)
             if match:
