@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from cairn.cli.recall_cmds import EVAL_LEGEND
 from cairn.hot.errors import InvalidCases
 from cairn.quality.evaluate import load_cases
 from helpers.vaults import VaultRepo
@@ -81,7 +82,8 @@ def test_eval_text_table(fixture_vault: VaultRepo) -> None:
     lines = done.stdout.splitlines()
     assert lines[0].split() == ["R@1", "R@3", "Inj@1", "Inj@3", "FIR", "pos", "neg"]
     assert [line.split()[0] for line in lines[1:4]] == ["all", "long", "short"]
-    assert lines[4:] == ["", "No failing cases."]
+    assert lines[4:] == [EVAL_LEGEND, "", "No failing cases."]
+    assert "FIR = false_injection_rate" in EVAL_LEGEND and "Inj@1, Inj@3 = injection@1, injection@3" in EVAL_LEGEND
     assert "\r" not in done.stderr  # no progress bar when stderr is not a terminal
 
 
@@ -118,21 +120,21 @@ def test_eval_text_lists_the_failing_cases(fixture_vault: VaultRepo, tmp_path: P
     cases.write_text(FAILING_CASES, encoding="utf-8")
     done = fixture_vault.invoke("eval", "--cases", str(cases))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[4:] == [
+    assert done.stdout.splitlines()[5:] == [
         "",
         "Failing cases: 1 positive(s) without an expected card, 1 negative(s) given a card:",
         MISSED,
         FALSE,
     ]
     done = fixture_vault.invoke("eval", "--cases", str(cases), "--failures", "1")
-    assert done.stdout.splitlines()[4:] == [
+    assert done.stdout.splitlines()[5:] == [
         "",
         "Failing cases: 1 positive(s) without an expected card, 1 negative(s) given a card; "
         "the first 1 (--failures N shows more):",
         MISSED,
     ]
     done = fixture_vault.invoke("eval", "--cases", str(cases), "--failures", "0")
-    assert len(done.stdout.splitlines()) == 4  # the table only
+    assert len(done.stdout.splitlines()) == 5  # the table and its legend only
     assert fixture_vault.invoke("eval", "--cases", str(cases), "--failures", "-1").returncode == 2
 
 

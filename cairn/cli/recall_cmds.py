@@ -175,9 +175,17 @@ def eval_cmd(
             f"{name[:8]:8} {m['recall@1']:6.3f} {m['recall@3']:6.3f} {m['injection@1']:6.3f} "
             f"{m['injection@3']:6.3f} {m['false_injection_rate']:6.3f} {m['n_pos']:5d} {m['n_neg']:5d}"
         )
+    echo(EVAL_LEGEND)
     if failures:
         for line in render_failures(report.outcomes, failures):
             echo(line)
+
+
+# The table's abbreviations, by the names --json gives the same figures.
+EVAL_LEGEND = (
+    "R@1, R@3 = recall@1, recall@3; Inj@1, Inj@3 = injection@1, injection@3; FIR = false_injection_rate; "
+    "pos, neg = n_pos, n_neg (as --json names them)."
+)
 
 
 def render_failures(outcomes: Sequence[CaseOutcome], limit: int) -> list[str]:
