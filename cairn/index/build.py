@@ -30,7 +30,9 @@ Progress = Callable[[int, int], None]
 
 @dataclass(frozen=True, slots=True)
 class IndexReport:
-    """What `cairn index` did. mode is `full`, `incremental` or `unchanged`."""
+    """What `cairn index` did. mode is `full`, `incremental`, `unchanged` or `diverged` (the served ref is a
+    remote-tracking branch whose new commit `refused_commit` does not descend from the indexed one: a force-push;
+    the index is left as it was until `--rebuild`)."""
 
     index_file: Path
     commit: str
@@ -42,6 +44,7 @@ class IndexReport:
     seconds: float = 0.0
     previous_commit: str | None = None
     changed_ids: tuple[str, ...] = field(default=())
+    refused_commit: str | None = None
 
 
 def card_terms(card: Card, blob: str) -> store.CardTerms:
@@ -110,6 +113,12 @@ def build_index(
     with store.writer_lock(target):
         base = None if rebuild else _usable_base(target, vault, repo)
         if base is not None and base.commit != commit and not gitrepo.is_ancestor(repo, base.commit, commit):
+            if ref is None and ref_name.startswith("refs/remotes/"):
+                # The team's branch was rewritten (a force-push): keep serving what was reviewed until someone
+                # decides (`cairn index --rebuild`); a plain `git pull` must not swap the lessons silently.
+                kept = IndexReport(target, base.commit, "diverged", base.n_cards, 0, 0, _stored_problems(base))
+                base.close()
+                return _timed(kept, started, refused_commit=commit)
             # History was rewritten or HEAD moved back: stored provenance may name commits HEAD no longer has.
             base.close()
             base = None
@@ -246,7 +255,7 @@ def _write_index(target: Path, *args: Any, **kwargs: Any) -> None:
         ) from None
 
 
-def _timed(report: IndexReport, started: float) -> IndexReport:
+def _timed(report: IndexReport, started: float, refused_commit: str | None = None) -> IndexReport:
     return IndexReport(
         report.index_file,
         report.commit,
@@ -258,6 +267,7 @@ def _timed(report: IndexReport, started: float) -> IndexReport:
         round(time.perf_counter() - started, 3),
         report.previous_commit,
         report.changed_ids,
+        refused_commit or report.refused_commit,
     )
 
 
