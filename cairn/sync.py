@@ -91,6 +91,19 @@ def sync_vault(vault: Vault, name: str, say: Say = lambda text: None) -> SyncRes
                 )
         say(f"{name}: indexing {ref} at {after[:8]}")
         report = indexer.build_index(vault)
+        if report.mode == "diverged":
+            return SyncResult(
+                name,
+                str(vault.root),
+                ref,
+                "diverged",
+                before,
+                before,
+                fetched=fetched,
+                message=f"{ref} at {after[:8]} does not descend from the indexed {report.commit[:8]} (history was "
+                f"rewritten); still serving {report.commit[:8]}. If the new history is right: "
+                f"`cairn index --vault {name} --rebuild`",
+            )
     except CairnError as exc:
         return SyncResult(name, str(vault.root), ref, "error", before, before, fetched=fetched, message=str(exc))
     status = "unchanged" if before == report.commit else "updated"

@@ -213,6 +213,19 @@ def test_sync_fetches_fast_forward_only(tmp_path: Path) -> None:
     assert "fetch --force origin main:refs/remotes/origin/main" in refused.stdout
     listed = json.loads(cairn("list", "--vault", "team", "--json", cwd=tmp_path).stdout)
     assert listed["commit"] == new  # the old index is still what is served
+    # A plain `git fetch` (a forced refspec) moves origin/main anyway: indexing still refuses the rewrite.
+    subprocess.run(["git", "fetch", "-q"], cwd=mine, check=True)
+    rewritten = subprocess.run(["git", "rev-parse", "origin/main"], cwd=mine, capture_output=True, text=True).stdout
+    index = cairn("index", "--vault", "team", cwd=tmp_path)
+    assert index.returncode == 1
+    assert index.stderr == (
+        f"Error: refs/remotes/origin/main moved to {rewritten[:8]}, which does not descend from the indexed "
+        f"{new[:8]} (the branch was rewritten: a force-push?); still serving {new[:8]}. If the new history is right: "
+        "`cairn index --rebuild`\n"
+    )
+    assert json.loads(cairn("list", "--vault", "team", "--json", cwd=tmp_path).stdout)["commit"] == new
+    assert cairn("index", "--vault", "team", "--rebuild", cwd=tmp_path).returncode == 0
+    assert json.loads(cairn("list", "--vault", "team", "--json", cwd=tmp_path).stdout)["commit"] == rewritten.strip()
 
 
 def test_doctor_fails_then_passes(tmp_path: Path, vault_repo: VaultRepo) -> None:

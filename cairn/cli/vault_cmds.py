@@ -260,6 +260,14 @@ def index(rebuild: bool, worktree: bool, ref: str | None, vault_path: str | None
             report = indexer.build_worktree_index(vault, progress=progress)
         else:
             report = indexer.build_index(vault, rebuild=rebuild, progress=progress, ref=ref)
+    if report.mode == "diverged" and not as_json:
+        echo(
+            f"Error: {_indexed_ref(report.index_file)} moved to {(report.refused_commit or '')[:8]}, which does not "
+            f"descend from the indexed {report.commit[:8]} (the branch was rewritten: a force-push?); still serving "
+            f"{report.commit[:8]}. If the new history is right: `cairn index --rebuild`",
+            err=True,
+        )
+        sys.exit(1)
     if as_json:
         echo_json(
             {
@@ -268,6 +276,7 @@ def index(rebuild: bool, worktree: bool, ref: str | None, vault_path: str | None
                 "commit": report.commit,
                 "previous_commit": report.previous_commit,
                 "mode": report.mode,
+                "refused_commit": report.refused_commit,
                 "cards": report.n_cards,
                 "read": report.read,
                 "changed": list(report.changed_ids),
@@ -275,6 +284,8 @@ def index(rebuild: bool, worktree: bool, ref: str | None, vault_path: str | None
                 "seconds": report.seconds,
             }
         )
+        if report.mode == "diverged":
+            sys.exit(1)
     else:
         where = "working tree" if worktree else f"{_indexed_ref(report.index_file)} {report.commit[:8]}"
         if report.mode == "unchanged":
