@@ -5,6 +5,7 @@ extra (CI runs this file again after installing it; tests/test_semantic_absent.p
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import stat
@@ -258,3 +259,51 @@ def test_recall_semantic_false_in_cairn_toml_turns_it_off_and_back_on(vault_repo
     vault_repo.commit("Semantic channel back on")
     assert vault_repo.cairn("index").returncode == 0
     assert vectors.current(index_file)
+
+
+def test_the_hook_serves_lexically_while_the_encoder_is_down_and_starts_it(vault_repo: VaultRepo) -> None:
+    from helpers.payloads import log_entries, payload_for
+
+    _vault(vault_repo)
+    sock = state_dir() / "semantic.sock"
+    prompt = "git push --force after a rebase overwrote my teammate's commits"
+
+    def hook(session: str, env: dict[str, str] | None = None) -> str:
+        done = vault_repo.cairn(
+            "hook",
+            "--format",
+            "claude-code",
+            "--vault",
+            str(vault_repo.root),
+            input=payload_for("claude-code", prompt, vault_repo.root, session=session),
+            env=env,
+        )
+        assert done.returncode == 0 and done.stderr == ""
+        return re.sub(r"nonce=\\*\"[0-9a-f]+", "nonce=N", done.stdout)
+
+    lexical = hook("s-lexical", {"CAIRN_SEMANTIC": "0"})
+    assert not sock.exists()
+    first = hook("s-first")
+    assert first == lexical  # not up: the prompt was served lexically, at once ...
+    assert _wait(sock.exists, 60), (state_dir() / "semantic.log").read_text()  # ... and the encoder started
+    second = hook("s-second")  # served with the encoder up (a 3-card vault: below recall's floor for z-scores)
+    assert second == lexical
+    assert all(entry.get("error") in (None, "") for entry in log_entries())
+    with IndexReader(_index_file(vault_repo)) as index:
+        sims = similarities(index, prompt, z=True, timeout=10)  # what the hook asked for
+    assert sims is not None and max(sims, key=lambda k: sims[k]) == FORCE_ID
+
+
+def test_many_cards_to_encode_are_encoded_in_the_background(vault_repo: VaultRepo) -> None:
+    repo = vault_repo
+    repo.write_raw("cairn.toml", "# defaults\n")
+    for n in range(4):
+        repo.write(f"misc/card-{n}", f"Card number {n} about topic {n}", f"A summary of lesson {n} for the test.")
+    repo.commit("Four cards")
+    done = repo.cairn("index", env={"CAIRN_SEMANTIC_FOREGROUND_CARDS": "2"})
+    assert done.returncode == 0, done.stderr
+    index_file = _index_file(repo)
+    assert index_file.is_file()  # the lexical index is there at once; the vectors follow
+    assert _wait(lambda: vectors.current(index_file), 120), (state_dir() / "semantic.log").read_text()
+    assert vectors.load(vectors.vectors_path(index_file)).ids == [f"misc/card-{n}" for n in range(4)]
+    assert "encoded 4" in (state_dir() / "semantic.log").read_text()

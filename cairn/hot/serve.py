@@ -28,6 +28,7 @@ import os
 from cairn.hot.paths import state_folder
 from cairn.hot.recall import ALREADY_INJECTED, recall
 from cairn.hot.record import Record
+from cairn.hot.semantic import similarities
 from cairn.hot.settings import hook_settings, stored_settings
 
 TYPE_CHECKING = False
@@ -211,6 +212,11 @@ def _recall_all(
     for layer in layers:
         settings = stored_settings(layer.index.config)
         already = _already_of(layer, injected) if injected else ()
+        # The optional semantic channel (cairn.hot.semantic): z-scores of the prompt's similarity to the vault's
+        # cards (the 50 closest) from the warm encoder, or None (no extra, switched off, not up yet): then recall is
+        # lexical alone.
+        sims = similarities(layer.index, query, top=50, z=True)
+        semantic: dict[str, Any] = {} if sims is None else {"semantic": sims}  # none: exactly the lexical call
         results.append(
             recall(
                 layer.index,
@@ -219,6 +225,7 @@ def _recall_all(
                 already_injected=already,
                 settings=settings,
                 decide_first=decide_first,
+                **semantic,
             )
         )
     return results

@@ -230,13 +230,27 @@ def refresh(
     return f"encoded {len(fresh)}"
 
 
+FOREGROUND_CARDS = (
+    200  # `cairn index` encodes up to this many cards itself (about 20 CPU-seconds); more, in the background
+)
+
+
 def refresh_after_index(index_file: Path) -> str:
     """`refresh` as `cairn index` calls it: free without the extra (unless a side file is left to remove), and never
-    raising: on any failure the side file is removed and the hook serves lexically. Returns what happened."""
+    raising: on any failure the side file is removed and the hook serves lexically. When more than
+    `FOREGROUND_CARDS` cards need encoding (a first index of a large vault: e5 encodes about 10 cards per CPU-second
+    here), a detached process does it (`python -m cairn.semantic.vectors INDEX`) and `cairn index` returns at once;
+    the hook serves lexically until the vectors are written. `CAIRN_SEMANTIC_FOREGROUND=1` always waits.
+    Returns what happened."""
     off = os.environ.get("CAIRN_SEMANTIC", "") in ("0", "false", "off", "no") or not enc.available()
     if off and not vectors_path(index_file).exists():
         return "off"
     try:
+        if not off and os.environ.get("CAIRN_SEMANTIC_FOREGROUND", "") != "1":
+            todo = cards_to_encode(index_file)
+            if todo > int(os.environ.get("CAIRN_SEMANTIC_FOREGROUND_CARDS", "") or FOREGROUND_CARDS):
+                start_background(index_file)
+                return f"background {todo}"
         return refresh(index_file)
     except Exception as exc:
         try:
@@ -244,6 +258,74 @@ def refresh_after_index(index_file: Path) -> str:
         except OSError:
             pass
         return f"failed: {type(exc).__name__}: {exc}"[:300]
+
+
+def cards_to_encode(index_file: Path) -> int:
+    """How many of the index's cards have no vectors in its side file (0 when the side file is current)."""
+    header = read_header(vectors_path(index_file))
+    with IndexReader(index_file) as reader:
+        if header is not None and _matches(header, reader):
+            return 0
+        known = set(header.get("blobs", [])) if header is not None and header.get("model") == enc.MODEL else set()
+        return sum(1 for _id, _path, blob in reader.entries() if blob not in known or blob == "worktree")
+
+
+def start_background(index_file: Path) -> None:
+    """Encode the index's cards in a detached process (one per index at a time: it takes a lock)."""
+    import subprocess
+    import sys
+
+    from cairn.hot.paths import state_folder
+
+    state = state_folder()
+    os.makedirs(state, mode=0o700, exist_ok=True)
+    log = os.open(os.path.join(state, "semantic.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
+        subprocess.Popen(
+            [sys.executable, "-m", "cairn.semantic.vectors", str(index_file)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
+    finally:
+        os.close(log)
+
+
+def background_main(index_file: Path) -> int:
+    """The detached encoder: under the side file's lock, refresh until the side file matches the index (which may
+    have been rebuilt meanwhile); exits at once when another process holds the lock."""
+    import fcntl
+    import time
+
+    lock_path = Path(str(vectors_path(index_file)) + ".lock")
+    with open(os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600), "r+b") as lock:
+        try:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return 0
+        started = time.monotonic()
+        for _ in range(5):
+            outcome = refresh(index_file)
+            if outcome in ("unchanged", "off"):
+                break
+            _log(f"{index_file}: {outcome} in {time.monotonic() - started:.0f} s")
+        return 0
+
+
+def _log(message: str) -> None:
+    import sys
+    import time
+
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    try:
+        sys.stderr.write(f"{stamp} cairn semantic vectors: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def card_passages_of(record: dict[str, Any]) -> list[str]:
@@ -294,3 +376,16 @@ def _encode_batch(
         out[i] = matrix[at : at + len(passages)]
         at += len(passages)
     return len(batch)
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) != 2:
+        sys.stderr.write("Usage: python -m cairn.semantic.vectors INDEX_FILE\n")
+        sys.exit(2)
+    try:
+        sys.exit(background_main(Path(sys.argv[1])))
+    except Exception as exc:  # nothing to show it to: the log says why, the hook serves lexically
+        _log(f"failed: {type(exc).__name__}: {exc}"[:300])
+        sys.exit(1)
