@@ -269,12 +269,20 @@ def index_cost(n_cards: int) -> int:
     started = time.perf_counter()
     subprocess.run([cairn, "index", "--vault", str(vault.root)], env=env, check=True, capture_output=True)
     full = time.perf_counter() - started
-    vec = list(cache.rglob("*.vec"))
-    size = vec[0].stat().st_size if vec else 0
+    from cairn.semantic import vectors
+
+    index_file = next(cache.rglob("index.sqlite"))
+    while not vectors.current(index_file):  # the detached encoder (more than FOREGROUND_CARDS cards)
+        time.sleep(2)
+    ready = time.perf_counter() - started
+    log = cache / "state" / "semantic.log"
+    vec = vectors.vectors_path(index_file)
     print(
-        f"cairn index, {n_cards} cards: {full:.1f} s with the extra (vectors {size / 1e6:.1f} MB), "
-        f"{lexical:.1f} s without; budget 120 s; {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}"
+        f"cairn index, {n_cards} cards: returns after {full:.1f} s with the extra ({lexical:.1f} s without); "
+        f"vectors ready after {ready:.0f} s ({vec.stat().st_size / 1e6:.1f} MB); budget 120 s; "
+        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}"
     )
+    print("  encoder log:", log.read_text().strip().splitlines()[-1:] if log.exists() else "none")
     return 0
 
 
