@@ -103,7 +103,7 @@ def _stamp(source: Path, names: tuple[str, ...]) -> str:
     return digest.hexdigest()
 
 
-def run_suite(suite: str, overrides: dict[str, Any], rebuild: bool = False) -> dict[str, Any]:
+def run_suite(suite: str, overrides: dict[str, Any], rebuild: bool = False, semantic: bool = False) -> dict[str, Any]:
     """The suite's metrics (overall and by slice), its cases' decisions under "cases", card count, ms per case."""
     from cairn.hot.settings import settings_of
     from cairn.hot.vault import find_vault
@@ -115,8 +115,14 @@ def run_suite(suite: str, overrides: dict[str, Any], rebuild: bool = False) -> d
     cases = load_cases(cases_file(suite, vault.root))
     with indexer.open_index(vault) as index:
         settings = dataclasses.replace(settings_of(index), **overrides)
+        sims = None
+        if semantic:  # the z-scores the hook's semantic channel gives (its 20 most similar cards), from the extra
+            from cairn.semantic.batch import similarities_for
+
+            prompts = [case.query for case in cases]
+            sims = similarities_for(index.path, prompts, top=20, z=True, cache_dir=WORK / "semantic")
         started = time.perf_counter()
-        result = evaluate(index, cases, settings=settings)
+        result = evaluate(index, cases, settings=settings, semantic=sims)
         seconds = time.perf_counter() - started
     data = result.to_dict()
     data["n_cards"] = report.n_cards
@@ -151,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--decisions", type=Path, metavar="FILE", help="Write every case's decisions (suites run + template) as JSON."
     )
+    parser.add_argument(
+        "--semantic", action="store_true", help="With the semantic extra's similarities (pip install the extra)."
+    )
     args = parser.parse_args(argv)
     os.environ["CAIRN_CACHE_DIR"] = str(WORK / "cache")
     overrides: dict[str, Any] = {}
@@ -160,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     suites = list(args.suite or SUITES)
     if args.decisions and TEMPLATE not in suites:
         suites.append(TEMPLATE)
-    results = {suite: run_suite(suite, overrides, args.rebuild) for suite in suites}
+    results = {suite: run_suite(suite, overrides, args.rebuild, args.semantic) for suite in suites}
     if args.decisions:
         args.decisions.write_text(decisions(results))
     if args.json:

@@ -7,6 +7,8 @@ import dataclasses
 import json
 from typing import Any
 
+import pytest
+
 from cairn.hot import recall as R
 from cairn.hot.recall import Result, recall
 from cairn.hot.settings import settings_of
@@ -188,10 +190,53 @@ def test_no_semantic_evidence_is_exactly_the_lexical_judgement(vault_repo: Vault
         plain = recall(index, HANG)
         assert recall(index, HANG, semantic=None) == plain
         assert recall(index, HANG, semantic={}) == plain
-        with_sims = recall(index, HANG, semantic={"python/requests-timeout": 0.91})
+        with_sims = recall(index, HANG, semantic={"python/requests-timeout": 4.5, "python/asyncio-blocking-call": 3.9})
     assert [c.card.id for c in with_sims.injected] == [c.card.id for c in plain.injected]
     sims = {c.card.id: c.similarity for c in with_sims.candidates}
-    assert sims["python/requests-timeout"] == 0.91 and sims["python/asyncio-blocking-call"] is None
+    assert sims["python/requests-timeout"] == 4.5 and all(v is None for k, v in sims.items() if "python/" not in k)
+
+
+@pytest.fixture(autouse=True)
+def _semantic_in_small_vaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These vaults have a handful of cards; the semantic rules apply from SEMANTIC_MIN_CARDS (tested below)."""
+    monkeypatch.setattr(R, "SEMANTIC_MIN_CARDS", 1)
+
+
+def test_a_small_vault_is_judged_on_words_alone(vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(R, "SEMANTIC_MIN_CARDS", 30)
+    repo = _cards(vault_repo)
+    with indexer.open_index(find_vault(repo.root)) as index:
+        plain = recall(index, TRACEBACK)
+        far = recall(index, TRACEBACK, semantic={"python/package-data": 1.2, "git/force-push-safely": 4.0})
+    assert [c.card.id for c in far.injected] == [c.card.id for c in plain.injected] == ["python/package-data"]
+
+
+def test_the_semantic_channel_vetoes_a_card_it_does_not_find_near_the_prompt(vault_repo: VaultRepo) -> None:
+    repo = _cards(vault_repo)
+    with indexer.open_index(find_vault(repo.root)) as index:
+        plain = recall(index, TRACEBACK)
+        assert [c.card.id for c in plain.injected] == ["python/package-data"]
+        far = recall(index, TRACEBACK, semantic={"python/package-data": 1.2, "git/force-push-safely": 4.0})
+        near = recall(index, TRACEBACK, semantic={"python/package-data": 4.1, "git/force-push-safely": 1.0})
+    assert far.abstained and far.candidates[0].reason == R.SEMANTIC_VETO
+    assert [c.card.id for c in near.injected] == ["python/package-data"]
+
+
+def test_the_semantic_channel_rescues_its_clear_first_choice_that_words_found_first(vault_repo: VaultRepo) -> None:
+    repo = _cards(vault_repo)
+    query = "requests.get hangs in the nightly payroll export under celery beat on kubernetes"
+    with indexer.open_index(find_vault(repo.root)) as index:
+        plain = recall(index, query)
+        first = plain.candidates[0].card.id
+        clear = recall(
+            index, query, semantic={first: 5.5, "python/asyncio-blocking-call": 3.1, "git/force-push-safely": 0.2}
+        )
+        unclear = recall(index, query, semantic={first: 4.0, "python/asyncio-blocking-call": 3.5})
+        elsewhere = recall(index, query, semantic={first: 3.2, "git/force-push-safely": 5.9})
+    assert plain.abstained and first == "python/requests-timeout"
+    assert [c.card.id for c in clear.injected] == [first]  # z 5.5, 2.4 ahead of the semantic second
+    assert unclear.abstained  # only 0.5 ahead
+    assert elsewhere.abstained  # the semantic first choice is another card
 
 
 # -- the commands ------------------------------------------------------------------------------------------------

@@ -398,6 +398,7 @@ def _gate(
             if chances[best] >= min_confidence:
                 cut = best + 1
     group = _group(scores, covers, weights.best, settings) if min_confidence <= 0 else 0
+    vetoed, rescued = _semantic_judgement(admitted, semantic if index.n_cards >= SEMANTIC_MIN_CARDS else None)
     out: list[Candidate] = []
     blocker: Candidate | None = None
     n_injected = 0
@@ -410,6 +411,10 @@ def _gate(
         reason = gates.failed_gate(ahead, cover, gap, settings)
         if i < group:
             reason = None  # one of related cards that fit about as well and stand clear of the rest together
+        if i == 0 and rescued and reason in _RESCUABLE:
+            reason = None  # the semantic channel's clear first choice, which word overlap found first too
+        if reason is None and card.id in vetoed:
+            reason = SEMANTIC_VETO
         blocked_by = None
         if reason is None and blocker is not None:
             reason, blocked_by = gates.SMALL_MARGIN, blocker.card.id
@@ -432,10 +437,43 @@ def _gate(
         )
         if reason is None:
             n_injected += 1
-        elif blocker is None and reason not in (OVER_LIMIT, gates.LOW_CONFIDENCE):
+        elif blocker is None and reason not in (OVER_LIMIT, gates.LOW_CONFIDENCE, SEMANTIC_VETO):
             blocker = candidate
         out.append(candidate)
     return out, tuple(evidence)
+
+
+# The semantic channel (`recall(semantic=...)`: z-scores of the cards' similarity to the prompt over the vault's
+# cards, `cairn.hot.semantic`): a card the word gates pass is injected only when its z-score reaches SEMANTIC_MIN_Z
+# (it is among the few cards the prompt means); the first admissible card the word gates refuse is injected when
+# it is also the semantic first choice, ahead of the semantic second by SEMANTIC_RESCUE_GAP. Fitted by helper
+# "semantic" on the dev suites, leaving one suite out (benchmarks/bench_semantic.py, RESULTS.md "Round 3").
+# Below SEMANTIC_MIN_CARDS cards z-scores cannot spread that far (at most about sqrt(n - 1) over n cards: 3.6 for
+# the 14-card template vault, whose positives it vetoed), so a small vault is judged on words alone.
+SEMANTIC_MIN_Z = 3.0
+SEMANTIC_MIN_CARDS = 30
+SEMANTIC_RESCUE_GAP = 2.0
+SEMANTIC_VETO = "semantic_veto"
+_RESCUABLE = (gates.SMALL_LEAD, gates.SMALL_MARGIN, gates.LOW_COVERAGE)
+
+
+def _semantic_judgement(
+    admitted: "Sequence[tuple[IndexedCard, float]]", semantic: "Mapping[str, float] | None"
+) -> tuple[set[str], bool]:
+    """(the admitted cards the semantic channel vetoes, whether it rescues the first admissible card)."""
+    if not semantic or not admitted:
+        return set(), False
+    vetoed = {card.id for card, _ in admitted[:8] if semantic.get(card.id, -1e9) < SEMANTIC_MIN_Z}
+    first = admitted[0][0].id
+    top = sorted(semantic.values(), reverse=True)[:2]
+    z1 = semantic.get(first)
+    rescued = (
+        z1 is not None
+        and z1 >= top[0]
+        and z1 >= SEMANTIC_MIN_Z
+        and z1 - (top[1] if len(top) > 1 else 0.0) >= SEMANTIC_RESCUE_GAP
+    )
+    return vetoed, rescued
 
 
 # Related cards inject together when each scores at least this share of the first (they "fit about as well").

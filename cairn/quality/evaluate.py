@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,12 +149,15 @@ def evaluate(
     settings: RecallSettings | None = None,
     today: dt.date | None = None,
     progress: Progress | None = None,
+    semantic: Sequence[Mapping[str, float] | None] | None = None,
 ) -> EvalReport:
-    """Run recall on every case (no session: each case is a fresh prompt) and measure."""
+    """Run recall on every case (no session: each case is a fresh prompt) and measure. semantic: each case's
+    semantic similarities (z-scores, as the hook's semantic channel gives them), or None for the lexical judgement."""
     outcomes: list[CaseOutcome] = []
     total = len(cases)
     for done, case in enumerate(cases, 1):
-        result = recall(index, case.query, scope=scope, today=today, settings=settings)
+        sims = semantic[done - 1] if semantic is not None else None
+        result = recall(index, case.query, scope=scope, today=today, settings=settings, semantic=sims)
         ranked = tuple(c.card.id for c in result.candidates[:3])
         injected = tuple(c.card.id for c in result.injected)
         outcomes.append(CaseOutcome(case, ranked, injected))
