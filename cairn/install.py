@@ -161,10 +161,11 @@ def uninstall_agent(agent: str, path: Path) -> SettingsChange:
     if not data:
         # Nothing but Cairn's hook was in it (install created it): take the file away, and its folder when empty.
         path.unlink()
-        try:
-            path.parent.rmdir()
-        except OSError:
-            pass
+        if path.parent.name == Path(spec.settings).parent.name:  # `.claude/` and the like; never CODEX_HOME itself
+            try:
+                path.parent.rmdir()
+            except OSError:  # not empty: the agent keeps other files there
+                pass
         return SettingsChange(path, "deleted")
     # Only Cairn's own entries go: the rest of the file is exactly as it was, so no backup is needed.
     _write_if_changed(path, data, backup=False)
