@@ -194,7 +194,7 @@ def missing_terms(weights: QueryWeights, matched: "Collection[str]", limit: int 
 def rank(index: "IndexReader", query: str, settings: "RecallSettings | None" = None) -> list[tuple[int, float]]:
     """(card row, BM25F score) for every card sharing a term with the query, best first; ties by row."""
     settings = settings or stored_settings(index.config)
-    scores, _, _ = _score(index, query_terms(query), settings)
+    scores, _, _ = score_terms(index, query_terms(query), settings)
     return _ranked(scores)
 
 
@@ -586,9 +586,11 @@ def _weights(
     return QueryWeights(tuple(terms), idf, sum(idf.values()), unknown, unknown_cjk, unknown_terms, unknown_idf)
 
 
-def _score(
+def score_terms(
     index: "IndexReader", terms: "Sequence[str]", settings: "RecallSettings"
 ) -> tuple[dict[int, float], dict[int, list[str]], QueryWeights]:
+    """Every card sharing one of `terms` (taken as they are, no salience): its BM25F score and matched terms, and
+    the terms' weights; what `rank` sorts, and what `cairn.membench` scores a single term with."""
     postings = index.postings(terms)
     weights = _weights(index, terms, postings, settings)
     scores, matched = _score_all(index, terms, postings, weights, settings)
@@ -800,3 +802,6 @@ def _kth(scores: dict[int, float], k: int) -> float:
             heapreplace(heap, value)
             lowest = heap[0]
     return lowest
+
+
+_score = score_terms  # the name before issue 16

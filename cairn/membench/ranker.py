@@ -26,8 +26,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cairn.config import RecallSettings
-from cairn.hot.recall import _score as score_terms  # recall's own scoring, for a list of terms as they are
-from cairn.hot.recall import query_terms, rank
+from cairn.hot.recall import (
+    query_terms,
+    rank,
+    score_terms,  # recall's own scoring, for a list of terms as they are
+)
 from cairn.membench.collection import CollectionStats
 from cairn.membench.dates import date_spans, nearness, range_nearness, relative_ranges
 from cairn.membench.memindex import EMPTY, Document, MemoryIndex
