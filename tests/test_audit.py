@@ -15,6 +15,7 @@ from helpers.signing import signed_commit, ssh_signing
 from helpers.vaults import BOB, VaultRepo
 
 PROMPT = "Why did git pull --rebase drop my local commits after a force-push?"
+GONE = "is not in this repository (history rewritten, or a shallow clone); its cards cannot be checked"
 
 
 def _vault(vault_repo: VaultRepo) -> str:
@@ -127,7 +128,7 @@ def test_an_injected_card_that_did_not_exist_at_its_commit_fails(vault_repo: Vau
     details = _check(report, "log")["details"]
     assert details == [
         f"hook.jsonl:2: card 'shell/pipefail' did not exist at {first[:8]}",
-        f"hook.jsonl:3: commit {'0' * 12} is not in this repository; its cards cannot be checked",
+        f"hook.jsonl:3: commit {'0' * 12} {GONE}",
     ]
 
 
@@ -144,10 +145,64 @@ def test_a_commit_the_repository_no_longer_has_is_reported_not_failed(
     code, report = _audit(vault_repo)
     log_check = _check(report, "log")
     assert code == 0 and log_check["status"] == "pass"
-    assert log_check["details"] == [
-        f"hook.jsonl:2: commit {'0' * 12} is not in this repository; its cards cannot be checked"
-    ]
+    assert log_check["details"] == [f"hook.jsonl:2: commit {'0' * 12} {GONE}"]
     assert "not checked" in log_check["summary"]
+
+
+def test_a_missing_commit_gets_one_verdict_in_the_log_and_the_sessions(
+    vault_repo: VaultRepo, isolated_env: Path
+) -> None:
+    """Was: the session check failed what the log check passed. Both report it and pass."""
+    _vault(vault_repo)
+    state = _state(isolated_env)
+    (state / "hook.jsonl").write_text(_log_line(vault_repo.root, "0" * 40, ["git/force-push-rebase"]))
+    (state / "sessions").mkdir()
+    key = hashlib.sha256(b"s").hexdigest()[:32]
+    seen = {"commit": "0" * 40, "time": "2026-05-01T12:00:00Z"}
+    data = {"session": key, "vault": str(vault_repo.root), "injected": {"git/force-push-rebase": seen}}
+    (state / "sessions" / f"{key}.json").write_text(json.dumps(data))
+    code, report = _audit(vault_repo)
+    assert code == 0
+    assert _check(report, "log")["status"] == _check(report, "sessions")["status"] == "pass"
+    assert _check(report, "log")["details"] == [f"hook.jsonl:1: commit {'0' * 12} {GONE}"]
+    assert _check(report, "sessions")["details"] == [f"{key}.json: commit {'0' * 12} {GONE}"]
+
+
+def test_an_id_with_spaces_is_an_id_not_free_text(vault_repo: VaultRepo, isolated_env: Path) -> None:
+    """Was: audit failed its own log line for a card whose id has spaces (`'injected' holds free text`)."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("notes/a card with spaces in it", "Spaces in the id", "An id may hold spaces; it is still an id.")
+    commit = vault_repo.commit("A spaced id")
+    assert vault_repo.invoke("index").returncode == 0
+    state = _state(isolated_env)
+    (state / "hook.jsonl").write_text(_log_line(vault_repo.root, commit, ["notes/a card with spaces in it"]))
+    code, report = _audit(vault_repo)
+    assert code == 0, report
+    assert "1 injection(s) of this vault's cards existed" in _check(report, "log")["summary"]
+
+
+def test_layered_vault_lines_and_sessions_are_checked_per_vault(vault_repo: VaultRepo, isolated_env: Path) -> None:
+    """A configured vault's lines name it in `vaults` (bare ids); its session entries carry `vault` and the shown
+    id `name:id`."""
+    commit = _vault(vault_repo)
+    state = _state(isolated_env)
+    part = {"name": "team", "vault": str(vault_repo.root), "ref": "refs/heads/main", "commit": commit}
+    other = {"name": "mine", "vault": "/elsewhere/mine", "ref": "refs/heads/main", "commit": commit}
+    line = json.loads(_log_line(Path("/unused"), None, ["team:git/force-push-rebase", "mine:x/y"]))
+    line.update(vault=None, commit=None)
+    good = {**line, "vaults": [{**part, "injected": ["git/force-push-rebase"]}, {**other, "injected": ["x/y"]}]}
+    bad = {**line, "vaults": [{**part, "injected": ["git/never-written"]}]}
+    (state / "hook.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    (state / "sessions").mkdir()
+    key = hashlib.sha256(b"s").hexdigest()[:32]
+    seen = {"commit": commit, "time": "2026-05-01T12:00:00Z", "vault": str(vault_repo.root)}
+    injected = {"team:git/force-push-rebase": seen, "team:git/gone": seen, "mine:x/y": {**seen, "vault": "/else"}}
+    data = {"session": key, "vault": "/else", "injected": injected}
+    (state / "sessions" / f"{key}.json").write_text(json.dumps(data))
+    code, report = _audit(vault_repo)
+    assert code == 1
+    assert _check(report, "log")["details"] == [f"hook.jsonl:2: card 'git/never-written' did not exist at {commit[:8]}"]
+    assert _check(report, "sessions")["details"] == [f"{key}.json: card 'git/gone' did not exist at {commit[:8]}"]
 
 
 def test_session_files_must_parse_and_name_existing_cards(vault_repo: VaultRepo, isolated_env: Path) -> None:
@@ -258,3 +313,18 @@ def test_require_signed(vault_repo: VaultRepo, tmp_path: Path) -> None:
     assert _check(report, "signatures")["status"] == "pass"
     assert _audit(vault_repo)[0] == 0  # without the flag, no signature check at all
     assert "signatures" not in [c["name"] for c in _audit(vault_repo)[1]["checks"]]
+
+
+def test_an_unreadable_committed_cairn_toml_is_one_verdict(vault_repo: VaultRepo) -> None:
+    """The served commit's cairn.toml cannot be read: the index holds no card; audit says so once, not per card."""
+    vault_repo.write("a/b", "A card", "Its summary names nothing in particular.")
+    vault_repo.write_raw("cairn.toml", '[lint]\nmax_age_days = "x"\n')
+    vault_repo.commit("A bad setting")
+    vault_repo.invoke("index")
+    code, report = _audit(vault_repo)
+    assert code == 1
+    config = _check(report, "config")
+    assert config["status"] == "fail" and config["summary"].startswith("cairn.toml")
+    assert config["summary"].endswith("; nothing is served until a fix is committed")
+    assert _check(report, "entries")["status"] == _check(report, "served")["status"] == "skip"
+    assert [c["name"] for c in report["checks"] if c["status"] == "fail"] == ["config"]

@@ -37,8 +37,11 @@ SESSIONS_DIR = "sessions"
 MAX_DETAILS = 20
 
 # Keys a log line may carry at any depth; a string anywhere else, or a long one, is treated as possible prompt text.
-_SHORT_TEXT_KEYS = frozenset({"time", "format", "session", "prompt_sha256", "commit", "id", "decision", "reason"})
-_TEXT_LIMITS = {"vault": 4096, "error": 1000}
+_SHORT_TEXT_KEYS = frozenset(
+    {"time", "format", "session", "prompt_sha256", "commit", "id", "decision", "reason", "name", "ref", "skipped"}
+)
+# Card ids (`injected` lists, a candidate's `id`) may hold spaces: they are ids, not free text (a long one still is).
+_TEXT_LIMITS = {"vault": 4096, "error": 1000, "injected": 1000, "id": 1000}
 _SHORT_TEXT = 200
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _HEX32 = re.compile(r"^[0-9a-f]{32}$")
@@ -103,6 +106,13 @@ def audit(vault: Vault, *, require_signed: bool = False, state_dir: Path | None 
             checks.append(Check("entries", "skip", why))
             checks.append(Check("served", "skip", why))
             checks.append(Check("provenance", "skip", why))
+        elif reader.meta.get("config_error"):
+            # The served commit's cairn.toml cannot be read: the index holds no card and nothing is served.
+            error = str(reader.meta["config_error"])
+            checks.append(Check("config", "fail", f"{error}; nothing is served until a fix is committed"))
+            why = "the index holds no card while the served commit's cairn.toml cannot be read"
+            checks.append(Check("entries", "skip", why))
+            checks.append(Check("served", "skip", why))
         else:
             checks.append(_check_entries(reader, trees))
             checks.append(_check_served(reader, repo, vault))
@@ -158,9 +168,12 @@ def _check_cache(target: Path, vault: Vault, repo: git.Repo) -> tuple[Check, Ind
         return Check("cache", "fail", why, _cap(problems)), reader
     details: tuple[str, ...] = ()
     try:
-        head = gitrepo.head_commit(repo)
-        if head != commit:
-            details = (f"the index is at {commit[:8]} and HEAD at {head[:8]}; `cairn index` brings it up to date",)
+        ref, served = indexer.served_commit(vault, repo)
+        if served != commit:
+            details = (
+                f"the index is at {commit[:8]} and the served ref {ref} at {served[:8]}; "
+                "`cairn index` brings it up to date",
+            )
     except CairnError:
         pass
     summary = f"index at {commit[:8]} opens, passes SQLite's check and its seals ({n_cards} cards)"
@@ -222,7 +235,12 @@ def _check_served(reader: IndexReader, repo: git.Repo, vault: Vault) -> Check:
     commit = reader.commit
     short = commit[:8]
     entries = indexer._card_entries(repo, commit, vault)
-    upserts, _ = indexer._read_entries(repo, entries, None)
+    try:
+        committed = indexer._config_at(repo, commit, vault).to_dict()
+    except CairnError as exc:
+        return Check("served", "fail", f"cairn.toml at {short} cannot be read to re-derive the index: {exc}")
+    # The build's own reading, with the committed settings (never the stored ones: they are what is checked).
+    upserts, _ = indexer._read_entries(repo, entries, None, {"config": json.dumps(committed, ensure_ascii=False)})
     diffs: list[str] = []
     stored: dict[str, Any] = {}
     for row_values in reader.sealed_rows():
@@ -244,7 +262,7 @@ def _check_served(reader: IndexReader, repo: git.Repo, vault: Vault) -> Check:
     for card_id in sorted(set(stored) - expected_ids):
         diffs.append(f"{card_id}: served by the index, but not a card the files at {short} give")
     diffs.extend(_postings_diffs(reader, expected_postings, row_ids))
-    diffs.extend(_meta_diffs(reader, repo, vault, len(upserts), lengths_total))
+    diffs.extend(_meta_diffs(reader, committed, commit, len(upserts), lengths_total))
     if diffs:
         summary = f"{len(diffs)} served value(s) differ from the cards and cairn.toml at {short}"
         return Check("served", "fail", summary, _cap(diffs))
@@ -329,9 +347,10 @@ def _postings_diffs(
     return diffs + bounds[:MAX_DETAILS]
 
 
-def _meta_diffs(reader: IndexReader, repo: git.Repo, vault: Vault, n: int, lengths_total: list[int]) -> list[str]:
+def _meta_diffs(
+    reader: IndexReader, committed: dict[str, Any], commit: str, n: int, lengths_total: list[int]
+) -> list[str]:
     diffs: list[str] = []
-    commit = reader.commit
     if reader.meta.get("n_cards") != str(n):
         diffs.append(f"settings: n_cards is {reader.meta.get('n_cards')!r}, the commit gives {n} cards")
     avg = [round(total / n, 4) if n else 0.0 for total in lengths_total]
@@ -341,10 +360,7 @@ def _meta_diffs(reader: IndexReader, repo: git.Repo, vault: Vault, n: int, lengt
         stored_avg = None
     if stored_avg != avg:
         diffs.append(f"settings: avg_lengths differ ({_both(stored_avg, avg)})")
-    try:
-        want = json.loads(json.dumps(indexer._config_at(repo, commit, vault).to_dict(), ensure_ascii=False))
-    except CairnError as exc:
-        return [*diffs, f"settings: cairn.toml at {commit[:8]} cannot be read to compare ({exc})"]
+    want = json.loads(json.dumps(committed, ensure_ascii=False))
     try:
         got = json.loads(reader.meta.get("config", ""))
     except ValueError:
@@ -455,15 +471,13 @@ def _check_log(log_files: list[Path], vault: Vault, trees: _Trees) -> Check:
                 problems.append(f"{where}: not a JSON object")
                 continue
             problems.extend(f"{where}: {p}" for p in _log_line_problems(entry))
-            injected = entry.get("injected")
-            if _same_vault(entry.get("vault"), vault) and isinstance(injected, list) and injected:
-                injections.append((where, entry.get("commit"), injected))
+            injections.extend((where, commit, ids) for commit, ids in _logged_injections(entry, vault))
     unverifiable: list[str] = []
     for where, commit, ids in injections:
         if isinstance(commit, str) and commit and not trees.has_commit(commit):
             # History rewritten, or a shallow clone: nothing says the injection was wrong, only that it cannot be
-            # checked here. Reported, not failed.
-            unverifiable.append(f"{where}: commit {commit[:12]} is not in this repository; its cards cannot be checked")
+            # checked here. Reported, not failed (the session check gives the same verdict).
+            unverifiable.append(f"{where}: {_GONE.format(commit[:12])}")
             continue
         problems.extend(f"{where}: {p}" for p in trees.missing_cards(commit, ids))
     if problems:
@@ -480,6 +494,28 @@ def _check_log(log_files: list[Path], vault: Vault, trees: _Trees) -> Check:
             f"commits; {len(unverifiable)} line(s) name commits this repository no longer has (not checked)"
         )
     return Check("log", "pass", summary, _cap(unverifiable))
+
+
+_GONE = "commit {} is not in this repository (history rewritten, or a shallow clone); its cards cannot be checked"
+
+
+def _logged_injections(entry: dict[str, Any], vault: Vault) -> list[tuple[Any, list[Any]]]:
+    """(commit, ids) this vault gave in one log line: from each of its `vaults` parts (bare ids), else from the
+    line's own vault, commit and injected (a line written for one vault given by path, or by an older Cairn)."""
+    parts = entry.get("vaults")
+    if isinstance(parts, list) and parts:
+        return [
+            (part.get("commit"), part["injected"])
+            for part in parts
+            if isinstance(part, dict)
+            and _same_vault(part.get("vault"), vault)
+            and isinstance(part.get("injected"), list)
+            and part["injected"]
+        ]
+    injected = entry.get("injected")
+    if _same_vault(entry.get("vault"), vault) and isinstance(injected, list) and injected:
+        return [(entry.get("commit"), injected)]
+    return []
 
 
 def _log_line_problems(entry: dict[str, Any]) -> list[str]:
@@ -523,6 +559,7 @@ def _check_sessions(folder: Path, vault: Vault, trees: _Trees) -> Check:
     if not folder.is_dir():
         return Check("sessions", "pass", "no session files (the hook has not run)")
     problems: list[str] = []
+    unverifiable: list[str] = []
     files = sorted(folder.glob("*.json"))
     n_ours = 0
     for file in files:
@@ -535,14 +572,36 @@ def _check_sessions(folder: Path, vault: Vault, trees: _Trees) -> Check:
         if shape:
             problems.extend(f"{file.name}: {p}" for p in shape)
             continue
-        if not _same_vault(data["vault"], vault):
+        ours = {
+            card_id: seen
+            for card_id, seen in data["injected"].items()
+            if _same_vault(seen.get("vault", data["vault"]), vault)  # each card names its vault (layered vaults)
+        }
+        if not ours:
             continue
         n_ours += 1
-        for card_id, seen in sorted(data["injected"].items()):
-            problems.extend(f"{file.name}: {p}" for p in trees.missing_cards(seen["commit"], [card_id]))
+        for card_id, seen in sorted(ours.items()):
+            commit = seen["commit"]
+            if commit and not trees.has_commit(commit):
+                unverifiable.append(f"{file.name}: {_GONE.format(commit[:12])}")  # as the log check says it
+                continue
+            problems.extend(
+                f"{file.name}: {p}" for p in trees.missing_cards(commit, [_bare_id(card_id, trees, commit)])
+            )
     if problems:
-        return Check("sessions", "fail", f"{len(problems)} problem(s) in {len(files)} session file(s)", _cap(problems))
-    return Check("sessions", "pass", f"{len(files)} session file(s) parse; {n_ours} of this vault name existing cards")
+        summary = f"{len(problems)} problem(s) in {len(files)} session file(s)"
+        return Check("sessions", "fail", summary, _cap(problems + unverifiable))
+    summary = f"{len(files)} session file(s) parse; {n_ours} of this vault name existing cards"
+    if unverifiable:
+        summary += f"; {len(unverifiable)} card(s) name commits this repository no longer has (not checked)"
+    return Check("sessions", "pass", summary, _cap(unverifiable))
+
+
+def _bare_id(shown: str, trees: _Trees, commit: str) -> str:
+    """A session's card id as the vault knows it: a configured vault's cards are shown as `name:id`."""
+    if ":" in shown and not trees.holds(commit, shown):
+        return shown.split(":", 1)[1]
+    return shown
 
 
 def _session_problems(file: Path, data: Any) -> list[str]:
@@ -583,6 +642,11 @@ class _Trees:
 
     def has_commit(self, commit: str) -> bool:
         return gitrepo.commit_exists(self._repo, commit)
+
+    def holds(self, commit: str, card_id: str) -> bool:
+        return gitrepo.commit_exists(self._repo, commit) and (
+            f"cards/{card_id}.md" in self.blobs(gitrepo.resolve_commit(self._repo, commit))
+        )
 
     def missing_cards(self, commit: Any, ids: list[Any]) -> list[str]:
         if not isinstance(commit, str) or not commit:
