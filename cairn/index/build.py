@@ -21,7 +21,7 @@ from cairn.hot import paths
 from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing, InvalidConfig
 from cairn.hot.index import IndexReader
 from cairn.hot.tokens import tokenize
-from cairn.hot.vault import Vault, worktree_card_files
+from cairn.hot.vault import CARDS_DIR, Vault, worktree_card_files
 from cairn.index import provenance, store
 from cairn.lint import security
 
@@ -360,10 +360,15 @@ def _read_entries(
 def _read_entry(
     repo: git.Repo, entry: gitrepo.TreeEntry, disable: tuple[str, ...] = ()
 ) -> tuple[Card | None, list[Finding]]:
+    if entry.path == CARDS_DIR:
+        why = "cards/ must be a folder in the commit, not a symlink or a file; no card is read through it"
+        return None, [Finding(entry.path, 0, "file-symlink", why)]
     if entry.mode == gitrepo.SYMLINK_MODE:
         return None, [Finding(entry.path, 0, "file-symlink", "a card must be a regular file, not a symlink")]
     if entry.mode == gitrepo.SUBMODULE_MODE:
         return None, [Finding(entry.path, 0, "path-outside-cards", "a submodule cannot hold cards")]
+    if entry.size > MAX_CARD_BYTES:  # never read a huge blob (its size is in the tree listing)
+        return None, [oversize_finding(entry.path, entry.size)]
     data = gitrepo.read_blob(repo, entry.blob)
     card, findings = parse_card(entry.path, data)
     if card is not None:
@@ -384,7 +389,9 @@ def _disabled_rules(meta: dict[str, str] | None) -> tuple[str, ...]:
 
 
 def _card_entries(repo: git.Repo, commit: str, vault: Vault) -> list[gitrepo.TreeEntry]:
-    return [e for e in gitrepo.card_entries(repo, commit, vault) if card_id_from_path(e.path) is not None]
+    # `cards` itself as a symlink (or a file) is kept, so it is refused with a finding rather than read as 0 cards.
+    entries = gitrepo.card_entries(repo, commit, vault)
+    return [e for e in entries if card_id_from_path(e.path) is not None or e.path == CARDS_DIR]
 
 
 def _full_from_commit(
