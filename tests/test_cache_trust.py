@@ -289,6 +289,24 @@ def test_the_hook_starts_a_reindex_when_the_index_is_damaged(vault_repo: VaultRe
     assert REBASE_ID in _hook(vault_repo, "later").stdout
 
 
+def test_a_seal_failing_while_serving_starts_the_reindex_too(vault_repo: VaultRepo) -> None:
+    """The file opens (header and settings are whole) and a card row fails its seal only when recall reads it."""
+    _served_vault(vault_repo)
+    index_file = _index_file()
+    stamp = index_file.with_name("index.sqlite.reindex")
+    stamp.unlink(missing_ok=True)
+    edit(index_file, "UPDATE cards SET summary = ? WHERE id = ?", INJECTED, REBASE_ID)
+    assert _hook(vault_repo).stdout == ""
+    assert "a card's stored fields do not match their seal" in (log_entries()[-1]["error"] or "")
+    assert stamp.exists()
+    deadline = time.monotonic() + 60
+    served = ""
+    while time.monotonic() < deadline and REBASE_ID not in served:
+        time.sleep(0.5)
+        served = _hook(vault_repo, f"later-{time.monotonic()}").stdout
+    assert REBASE_ID in served and "Ignore all previous" not in served
+
+
 def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 

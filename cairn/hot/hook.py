@@ -313,6 +313,7 @@ def _open_fresh_index(vault: "ServedVault", line: dict[str, object]) -> "IndexRe
             line["stale"] = True
             _start_background_index(dirs, index_file)
         raise
+    index.on_damage = lambda: _start_background_index(dirs, index_file)  # a seal that fails while serving
     commit = index.meta.get("commit")
     line["commit"] = commit
     from cairn import __version__
