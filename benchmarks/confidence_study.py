@@ -511,7 +511,39 @@ def gates_main(argv: list[str]) -> int:
     return 0
 
 
+def selfcal_probe() -> None:
+    """Item 5's premise, measured: pseudo-queries from each card's summary (its first 12 words), asked with the card
+    refused (`already_injected`) as near-miss negatives and with it as positives, at the shipped thresholds. Prints
+    per suite the pseudo false injection rate and pseudo Injection@1 next to the real ones."""
+    from cairn.hot.recall import recall
+    from cairn.hot.settings import settings_of
+    from cairn.hot.vault import find_vault
+    from cairn.index import build as indexer
+
+    os.environ["CAIRN_CACHE_DIR"] = str(WORK / "cache-confidence")
+    print("| suite | cards asked | pseudo FIR (card refused) | pseudo Injection@1 (card present) |")
+    print("|---|---|---|---|")
+    for suite in (*SUITES, TEMPLATE):
+        vault = find_vault(prepare(suite))
+        indexer.build_index(vault)
+        with indexer.open_index(vault) as index:
+            settings = settings_of(index)
+            cards = list(index.cards(range(1, index.n_cards + 1)).values())[:400]
+            fi = hit = 0
+            for card in cards:
+                query = " ".join(card.summary.split()[:12])
+                if recall(index, query, already_injected={card.id}, settings=settings).injected:
+                    fi += 1
+                got = recall(index, query, settings=settings).injected
+                hit += bool(got and got[0].card.id == card.id)
+        n = max(len(cards), 1)
+        print(f"| {suite} | {len(cards)} | {fi / n:.3f} | {hit / n:.3f} |")
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["selfcal-probe"]:
+        selfcal_probe()
+        sys.exit(0)
     if len(sys.argv) > 1 and sys.argv[1].startswith("gates-"):
         sys.exit(gates_main(sys.argv[1:]))
     sys.exit(main())
