@@ -50,7 +50,8 @@ def _hook(vault_repo: VaultRepo, session: str = "s1") -> subprocess.CompletedPro
 
 def _audit(vault_repo: VaultRepo) -> dict[str, Any]:
     done = vault_repo.cairn("audit", "--json")
-    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+    assert_clean_exit(done, 0, 1)  # exit 1 with --json still says why on stderr, in one line
+    assert len(done.stderr.splitlines()) == done.returncode
     report: dict[str, Any] = json.loads(done.stdout)
     return report
 

@@ -20,8 +20,9 @@ def audit(require_signed: bool, vault_path: str | None, as_json: bool) -> None:
     """Check the cached index, the hook log and session files; exit 1 if any check fails.
 
     \b
-    Checks: the cache opens and its checksum holds; every indexed card matches
+    Checks: the cache opens and its seals hold; every indexed card matches
     its file at the indexed commit and nothing indexed is missing from the tree;
+    every served value (fields, postings, settings) re-derives from the commit;
     every card has provenance; hook log lines parse and hold no prompt text;
     every card the log says was injected existed at its commit; session files
     parse and name existing cards; with --require-signed, every card's last
@@ -35,6 +36,7 @@ def audit(require_signed: bool, vault_path: str | None, as_json: bool) -> None:
     from cairn.index.audit import audit as run_audit
 
     report = run_audit(open_vault(vault_path), require_signed=require_signed)
+    failed = report.failed
     if as_json:
         echo_json(report.to_dict())
     else:
@@ -42,11 +44,11 @@ def audit(require_signed: bool, vault_path: str | None, as_json: bool) -> None:
             echo(f"{check.status.upper():4} {check.name}: {check.summary}")
             for detail in check.details:
                 echo(f"     {clean_line(detail)}")
-        failed = report.failed
-        if failed:
-            echo(f"Audit failed: {len(failed)} of {len(report.checks)} checks failed.", err=True)
-        else:
+        if not failed:
             echo(f"Audit passed: {len(report.checks)} checks.")
+    if failed:  # with --json too: exit 1 always says why on stderr
+        names = ", ".join(check.name for check in failed)
+        echo(f"Audit failed: {len(failed)} of {len(report.checks)} checks failed ({names}).", err=True)
     if not report.ok:
         raise SystemExit(1)
 
