@@ -84,12 +84,43 @@ class Encoder:
 
 
 def prompt_text(prompt: str) -> str:
-    """The part of a prompt the encoder reads: whitespace folded; its start and end when it is long."""
-    text = " ".join(prompt.split())
+    """The part of a prompt the encoder reads: what it asks (`question`), whitespace folded; its start and end when
+    that is long."""
+    text = " ".join(question(prompt).split())
     if len(text) <= MAX_PROMPT_CHARS:
         return text
     half = MAX_PROMPT_CHARS // 2
     return text[:half] + " … " + text[-half:]
+
+
+def question(prompt: str) -> str:
+    """A prompt without the agent's wrapper and pasted material, as recall reads it (`cairn.hot.tokens`): its prose
+    sentences less those made only of instruction words ("Don't change anything yet, just explain."), and the
+    exception lines of a pasted traceback; lines of logs and code are left out. The whole prompt when nothing else
+    is left (or recall's reader is not there)."""
+    try:
+        from cairn.hot.tokens import _boilerplate, _exception_line, _pasted_line, _sentences, tokenize
+    except ImportError:  # pragma: no cover - a recall without the prompt reader
+        return prompt
+    kept: list[str] = []
+    fenced = False
+    for line in prompt.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        if not stripped:
+            continue
+        if _exception_line(stripped):
+            kept.append(stripped)
+            continue
+        if fenced or _pasted_line(line, stripped):
+            continue
+        for sentence in _sentences(stripped):
+            tokens = tokenize(sentence)
+            if tokens and not _boilerplate(sentence, tokens):
+                kept.append(sentence.strip())
+    return " ".join(kept) if kept else prompt
 
 
 def card_passages(name: str, aliases: Sequence[str], summary: str, body: str) -> list[str]:
