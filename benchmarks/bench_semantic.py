@@ -11,6 +11,8 @@ prompt's similarity to every card computed (the encoder and rule the hook's warm
 prompt vectors cached in benchmarks/.work/semantic). Similarities are read as z-scores over the vault's cards.
 Rules:
 - `lexical`: recall's gates alone (the reference: whatever recall ships at the time);
+- `shipped`: recall given the semantic evidence exactly as the hook gives it (the 50 closest cards' z-scores):
+  what Cairn does with the extra, end to end (nothing fitted here);
 - `agree`: the lexical decision, plus the lexical top card when the gates refused it but the semantic ranking puts
   the same card first by a margin >= t (in z-units);
 - `semantic`: the semantic top card when its margin >= t (word overlap ignored);
@@ -43,7 +45,7 @@ from benchmarks.recall_suites import SUITES, WORK, cases_file, prepare
 
 CACHE = WORK / "semantic"
 FIR_TARGET = 0.05
-RULES = ("lexical", "agree", "semantic", "veto")
+RULES = ("lexical", "shipped", "agree", "semantic", "veto")
 
 
 # -- quality --------------------------------------------------------------------------------------------------------
@@ -91,6 +93,9 @@ def _suite_table(suite: str) -> dict[str, Any]:
     with indexer.open_index(vault) as index:
         for k, case in enumerate(cases):
             result = recall(index, case.query)
+            row_z = (sims[k] - sims[k].mean()) / max(float(sims[k].std()), 1e-6)
+            closest = np.argsort(-row_z)[:50]  # what the hook gets: the 50 closest cards' z-scores
+            shipped = recall(index, case.query, semantic={ids[i]: round(float(row_z[i]), 4) for i in closest})
             order = np.argsort(-sims[k])[:2]
             lex_top = result.candidates[0].card.id if result.candidates else None
             rows.append(
@@ -99,6 +104,7 @@ def _suite_table(suite: str) -> dict[str, Any]:
                     "expect": list(case.expect),
                     "lex_top": lex_top,
                     "lex_injected": [c.card.id for c in result.injected],
+                    "shipped_injected": [c.card.id for c in shipped.injected],
                     "sem_top": ids[order[0]],
                     "sem_sim": float(sims[k, order[0]]),
                     "sem_margin": float(sims[k, order[0]] - sims[k, order[1]]) if len(order) > 1 else 1.0,
@@ -125,6 +131,10 @@ def arrays(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "lex_any": np.array([f is not None for f in lex_first]),
         "lex_ok": np.array([f in e for f, e in zip(lex_first, expect, strict=True)]),
         "lex_top_ok": np.array([r["lex_top"] in e for r, e in zip(rows, expect, strict=True)]),
+        "ship_any": np.array([bool(r["shipped_injected"]) for r in rows]),
+        "ship_ok": np.array(
+            [bool(r["shipped_injected"]) and r["shipped_injected"][0] in e for r, e in zip(rows, expect, strict=True)]
+        ),
         "agree": np.array([r["lex_top"] is not None and r["lex_top"] == r["sem_top"] for r in rows]),
         "sem_ok": np.array([r["sem_top"] in e for r, e in zip(rows, expect, strict=True)]),
         "zgap": np.array([r["sem_margin"] for r in rows]) / std,
@@ -139,6 +149,8 @@ def decide(a: dict[str, Any], rule: str, t: float, w: float = 0.0) -> tuple[Any,
     needs for a lexical injection to stand."""
     if rule == "lexical":
         return a["lex_any"], a["lex_ok"]
+    if rule == "shipped":
+        return a["ship_any"], a["ship_ok"]
     if rule == "semantic":
         on = a["zgap"] >= t
         return on, on & a["sem_ok"]
@@ -204,7 +216,7 @@ def quality(suites: list[str], as_json: bool) -> int:
         }
         others = [tables[s] for s in suites if s != suite]
         for rule in RULES:
-            if rule == "lexical":
+            if rule in ("lexical", "shipped"):
                 entry["rules"][rule] = {"held_out": measure(tables[suite]["arrays"], rule, 0.0)}
                 continue
             fitted = fit(others, rule) if others else None
@@ -229,7 +241,7 @@ def quality(suites: list[str], as_json: bool) -> int:
             cells = "  ".join(
                 f"{name} Inj@1 {f['injection@1']:.3f} FIR {f['fir']:.3f}" for name, f in (held or {}).items()
             )
-            if rule == "lexical":
+            if rule in ("lexical", "shipped"):
                 print(f"  {rule:<9}{cells}")
                 continue
             print(f"  {rule:<9}{cells or 'no threshold keeps FIR <= 5% on the other suites'} (t, w = {data['t']})")
@@ -299,6 +311,11 @@ def hook_cost(n_cards: int, runs: int) -> int:
         env.pop("CAIRN_SEMANTIC", None)
         env["CAIRN_SEMANTIC_IDLE"] = "600"
         subprocess.run([cairn, "index", "--vault", str(vault.root)], env=env, check=True, capture_output=True)
+        from cairn.semantic import vectors
+
+        index_file = next(cache.rglob("index.sqlite"))
+        while not vectors.current(index_file):  # encoded in the background: wait for it
+            time.sleep(2)
         off = {**env, "CAIRN_SEMANTIC": "0"}
 
         def payload(i: int) -> bytes:
@@ -324,6 +341,19 @@ def hook_cost(n_cards: int, runs: int) -> int:
                     run_env = env if name == "semantic" else off
                     subprocess.run(hook, input=payload(i + 2), env=run_env, capture_output=True, check=True)
                 times[name].append(time.perf_counter() - started)
+        from cairn.hot.index import IndexReader
+        from cairn.hot.semantic import similarities
+
+        os.environ["CAIRN_STATE_DIR"] = tmp + "/state"
+        os.environ.pop("CAIRN_SEMANTIC", None)
+        trips: list[float] = []
+        answered = 0
+        with IndexReader(index_file) as index:
+            for i in range(runs):
+                prompt = json.loads(payload(i + 2))["prompt"]
+                started = time.perf_counter()
+                answered += similarities(index, prompt, top=50, z=True) is not None
+                trips.append(time.perf_counter() - started)
         log = Path(tmp, "state", "semantic.log")
         served = log.read_text() if log.exists() else ""
         pid_file = Path(tmp, "state", "semantic.pid")
@@ -336,6 +366,12 @@ def hook_cost(n_cards: int, runs: int) -> int:
         for name in ("bare", "lexical", "semantic"):
             med = statistics.median(times[name])
             print(f"  {name:<9} {med * 1000:7.1f} ms  {med / bare:5.2f}x")
+        added = statistics.median(times["semantic"]) - statistics.median(times["lexical"])
+        print(f"  the channel adds {added * 1000:.1f} ms a prompt (median of the difference of medians)")
+        print(
+            f"  the client's round trip (encode the prompt, 50 closest of {n_cards}): median "
+            f"{statistics.median(trips) * 1000:.1f} ms, max {max(trips) * 1000:.1f} ms; answered {answered}/{runs}"
+        )
         print("  budget with the warm encoder up: 3x;", "daemon log:", served.strip().splitlines()[:1])
     return 0
 
