@@ -1,6 +1,7 @@
 """Recall: rank the indexed cards for a prompt with BM25F, admit, gate, and keep at most three (or none).
 
-1. The query's distinct tokens are weighted: IDF in this vault; agent instruction words (`tokens.INSTRUCTION_WORDS`)
+1. The query's distinct tokens (`tokens.prompt_terms`: agent boilerplate sentences left out, pasted traceback,
+   log and code lines at `tokens.PASTED_WEIGHT`) are weighted: IDF in this vault; agent instruction words (`tokens.INSTRUCTION_WORDS`)
    count for `instruction_weight` of their IDF; words the vault never uses weigh as much as a word found in one
    card, times `unknown_weight`, and count only for the gates (no card can match them). A CJK 2-gram the vault
    never uses counts half of that, for coverage only: about half the 2-grams of a run of Chinese straddle two
@@ -11,6 +12,9 @@
    Rejected cards are listed but take no slot and are not "the next candidate" for a margin.
 4. The gates (`cairn.hot.gates`) run on the admissible cards in order. Injection is a prefix of that order: once a
    card fails a gate, no card ranked below it is injected (it would win only because a better match was refused).
+   Cards that fit about as well and stand clear of the next together are injected as a group (`_group`); the
+   semantic channel's z-scores, when given, veto or rescue (`_semantic_judgement`); an opt-in confidence gate
+   (`cairn.hot.confidence`, `min_confidence`) picks the cut.
 """
 
 import math
