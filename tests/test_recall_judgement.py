@@ -222,6 +222,19 @@ def test_the_semantic_channel_vetoes_a_card_it_does_not_find_near_the_prompt(vau
     assert [c.card.id for c in near.injected] == ["python/package-data"]
 
 
+def test_explain_shows_gate_values_for_a_vetoed_card(vault_repo: VaultRepo) -> None:
+    from cairn.cli.recall_cmds import explain_rows, render_explain
+
+    repo = _cards(vault_repo)
+    with indexer.open_index(find_vault(repo.root)) as index:
+        result = recall(index, TRACEBACK, examine_all=True, semantic={"python/package-data": 1.2})
+    rows = explain_rows(result)
+    top = rows[0]
+    assert top["reason"] == R.SEMANTIC_VETO and top["gates"] is not None and top["similarity"] == 1.2
+    text = render_explain(result, rows)
+    assert "semantic_veto" in text and "similarity 1.20" in text and "refused before the gates" not in text
+
+
 def test_the_semantic_channel_rescues_its_clear_first_choice_that_words_found_first(vault_repo: VaultRepo) -> None:
     repo = _cards(vault_repo)
     query = "requests.get hangs in the nightly payroll export under celery beat on kubernetes"

@@ -20,14 +20,22 @@ from cairn.cli.common import (
     vault_option,
 )
 from cairn.hot.index import IndexReader
-from cairn.hot.recall import ALREADY_INJECTED, REJECTED, Result, missing_terms, prompt_weights, recall
+from cairn.hot.recall import (
+    ALREADY_INJECTED,
+    GATE_REASONS,
+    REJECTED,
+    Result,
+    missing_terms,
+    prompt_weights,
+    recall,
+)
 from cairn.hot.serve import Served, card_json, scope_tags, serve_prompt
 from cairn.index import build as indexer
 from cairn.quality.evaluate import CaseOutcome, evaluate, load_cases
 from cairn.terminal import clean_line
 
 EXPLAIN_TOP = 20
-_GATED = {"small_lead", "low_coverage", "small_margin", "over_limit", None}
+_GATED = GATE_REASONS
 
 scope_option = click.option(
     "--scope",

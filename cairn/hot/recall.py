@@ -459,6 +459,11 @@ SEMANTIC_MIN_CARDS = 30
 SEMANTIC_RESCUE_GAP = 2.0
 SEMANTIC_VETO = "semantic_veto"
 _RESCUABLE = (gates.SMALL_LEAD, gates.SMALL_MARGIN, gates.LOW_COVERAGE)
+# The reasons of a card that was admitted and scored but not injected (None: injected): what explain shows gate
+# values for, and what the layered serve counts as "refused by the gates".
+GATE_REASONS = frozenset(
+    {gates.SMALL_LEAD, gates.LOW_COVERAGE, gates.SMALL_MARGIN, gates.LOW_CONFIDENCE, SEMANTIC_VETO, OVER_LIMIT, None}
+)
 
 
 def _semantic_judgement(

@@ -26,7 +26,7 @@ print, and `scope_tags` reads a scope flag or `$CAIRN_SCOPE` the same way everyw
 import os
 
 from cairn.hot.paths import state_folder
-from cairn.hot.recall import ALREADY_INJECTED, recall
+from cairn.hot.recall import ALREADY_INJECTED, GATE_REASONS, recall
 from cairn.hot.record import Record
 from cairn.hot.semantic import similarities
 from cairn.hot.settings import hook_settings, stored_settings
@@ -44,7 +44,7 @@ MAX_CARDS = 3  # cards per prompt, in total over every vault
 # covering the prompt nearly as well (its coverage + this margin reaches the given card's): two vaults know the prompt
 # about as well and one of them found nothing clear. Measured on the dev suites layered (`benchmarks/layered.py`).
 CROSS_VAULT_MARGIN = 0.1
-_GATE_REASONS = frozenset({"small_lead", "low_coverage", "small_margin", "over_limit", None})
+_GATE_REASONS = GATE_REASONS  # recall's: the gates' reasons, the confidence gate's and the semantic veto
 
 # What the agent is told about the cards it gets, in every format (the hook's frame, its json output, MCP).
 NOTICE = (
