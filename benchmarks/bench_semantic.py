@@ -283,6 +283,7 @@ def index_cost(n_cards: int) -> int:
     full = time.perf_counter() - started
     from cairn.semantic import vectors
 
+    os.environ["CAIRN_CACHE_DIR"] = str(cache)  # the index's seal key lives there
     index_file = next(cache.rglob("index.sqlite"))
     while not vectors.current(index_file):  # the detached encoder (more than FOREGROUND_CARDS cards)
         time.sleep(2)
@@ -299,9 +300,13 @@ def index_cost(n_cards: int) -> int:
 
 
 def hook_cost(n_cards: int, runs: int) -> int:
-    from benchmarks.synth import make_vault, synth_cards
+    from benchmarks.synth import git, make_vault, synth_cards
 
     vault = make_vault(WORK / f"semantic-vault-{n_cards}", n_cards)
+    if not (vault.root / "cairn.toml").is_file():  # the hook serves only a folder with Cairn's marker
+        (vault.root / "cairn.toml").write_text("# Cairn's settings: the defaults.\n")
+        git(vault.root, "add", "cairn.toml")
+        git(vault.root, "commit", "-q", "-m", "cairn.toml")
     cards = synth_cards(n_cards)
     python = sys.executable
     cairn = str(Path(python).with_name("cairn"))
@@ -313,6 +318,7 @@ def hook_cost(n_cards: int, runs: int) -> int:
         subprocess.run([cairn, "index", "--vault", str(vault.root)], env=env, check=True, capture_output=True)
         from cairn.semantic import vectors
 
+        os.environ["CAIRN_CACHE_DIR"] = str(cache)  # the index's seal key lives there
         index_file = next(cache.rglob("index.sqlite"))
         while not vectors.current(index_file):  # encoded in the background: wait for it
             time.sleep(2)
