@@ -116,11 +116,11 @@ def run_suite(suite: str, overrides: dict[str, Any], rebuild: bool = False, sema
     with indexer.open_index(vault) as index:
         settings = dataclasses.replace(settings_of(index), **overrides)
         sims = None
-        if semantic:  # the z-scores the hook's semantic channel gives (its 20 most similar cards), from the extra
+        if semantic:  # the z-scores the hook gets from the semantic channel (its 50 most similar cards; serve.py)
             from cairn.semantic.batch import similarities_for
 
             prompts = [case.query for case in cases]
-            sims = similarities_for(index.path, prompts, top=20, z=True, cache_dir=WORK / "semantic")
+            sims = similarities_for(index.path, prompts, top=50, z=True, cache_dir=WORK / "semantic")
         started = time.perf_counter()
         result = evaluate(index, cases, settings=settings, semantic=sims)
         seconds = time.perf_counter() - started
