@@ -166,7 +166,8 @@ def test_warm_encoder_starts_on_demand_answers_over_a_private_socket_and_stops_w
         assert similarities(index, PARAPHRASE) is None  # not up: served lexically, and started for the next prompt
         assert _wait(sock.exists, 60), (state_dir() / "semantic.log").read_text()
         assert stat.S_IMODE(sock.stat().st_mode) == 0o600
-        assert stat.S_IMODE(state_dir().stat().st_mode) & 0o077 == 0 or state_dir().stat().st_uid == os.getuid()
+        assert stat.S_IMODE(state_dir().stat().st_mode) == 0o700
+        assert stat.S_IMODE((state_dir() / "semantic.pid").stat().st_mode) == 0o600
         pid = _daemon_pid()
         assert pid is not None and _alive(pid)
 

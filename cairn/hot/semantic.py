@@ -14,7 +14,7 @@ import os
 import sys
 
 from cairn.hot import jsonc
-from cairn.hot.paths import state_folder
+from cairn.hot.paths import private_folder, state_folder
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def start_daemon(state: str) -> bool:
     """
     import time
 
-    os.makedirs(state, mode=0o700, exist_ok=True)
+    private_folder(state)
     stamp = os.path.join(state, START_STAMP)
     now = time.time()
     try:
@@ -138,8 +138,7 @@ def start_daemon(state: str) -> bool:
             return False
     except FileNotFoundError:
         pass
-    with open(stamp, "ab"):
-        pass
+    os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT, 0o600))
     os.utime(stamp, (now, now))
     log = os.path.join(state, LOG_NAME)
     actions = [

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cairn.hot.paths import state_folder
+from cairn.hot.paths import private_folder, state_folder
 from cairn.semantic import encoder as enc
 from cairn.semantic import vectors
 
@@ -137,7 +137,7 @@ class Server:
 
 def serve(state: str, idle: float, server: Server | None = None) -> int:
     """Listen in `state` until idle; 0 when it ran and stopped, 3 when another process already serves."""
-    os.makedirs(state, mode=0o700, exist_ok=True)
+    private_folder(state)  # 0700: only its owner reaches the socket
     lock = open(os.open(os.path.join(state, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600), "r+b")  # noqa: SIM115
     try:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
