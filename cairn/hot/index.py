@@ -261,6 +261,7 @@ class IndexReader:
         compares every value itself and reports the seals as one of its findings)."""
         self.path = path
         self.on_damage: Callable[[], object] | None = None  # called once before a check fails (the hook re-indexes)
+        self._superseding: list[tuple[str, str, str]] | None = None
         _check_header(os.fspath(path))
         if key is None:
             key = index_key()
@@ -405,10 +406,14 @@ class IndexReader:
         return bool(self._query("PRAGMA quick_check", ()).fetchone() == ("ok",))
 
     def _superseders(self) -> list[tuple[str, str, str]]:
-        rows = list(self._query("SELECT id, status, supersedes FROM cards WHERE supersedes != '[]'", ()))
-        if superseders_digest(rows) != self.meta.get("superseders"):
-            raise self._damaged("the cards that supersede others are not the ones it was written with")
-        return rows
+        """Every (id, status, supersedes) with a non-empty supersedes, checked against meta once per reader (the
+        file is immutable while open)."""
+        if self._superseding is None:
+            rows = list(self._query("SELECT id, status, supersedes FROM cards WHERE supersedes != '[]'", ()))
+            if superseders_digest(rows) != self.meta.get("superseders"):
+                raise self._damaged("the cards that supersede others are not the ones it was written with")
+            self._superseding = rows
+        return self._superseding
 
     def _query(self, sql: str, args: "Sequence[Any]") -> "sqlite3.Cursor":
         try:

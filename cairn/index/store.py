@@ -372,6 +372,7 @@ def verify(reader: IndexReader) -> list[str]:
         problems.extend(bad_terms[:10])
         if dangling:
             problems.append(f"{dangling} posting(s) name card rows that are not there (a row was deleted)")
+        reader._superseding = None  # checked afresh
         reader._superseders()
     except IndexCorrupt as exc:
         problems.append(str(exc))
