@@ -115,6 +115,20 @@ def test_a_group_needs_every_card_to_pass_coverage(vault_repo: VaultRepo) -> Non
     assert result.candidates[1].reason == "low_coverage"
 
 
+def test_the_opt_in_confidence_gate_injects_the_cut_it_is_sure_of(vault_repo: VaultRepo) -> None:
+    from cairn.hot import confidence
+
+    repo = _cards(vault_repo)
+    off = {"min_lead": 0.0, "min_coverage": 0.0, "min_margin": 0.0}  # the thresholds still apply on top of it
+    loose = _recall(repo, HANG, min_confidence=0.01, **off)
+    strict = _recall(repo, HANG, min_confidence=0.999, **off)
+    assert loose.injected and loose.injected[0].card.id == loose.candidates[0].card.id
+    assert strict.abstained and strict.candidates[0].reason == "low_confidence"
+    chance = confidence.probability(loose.evidence[0])
+    assert 0 < chance < 1 and loose.candidates[0].confidence == round(chance, 4)
+    assert _recall(repo, HANG).candidates[0].confidence == round(chance, 4)  # computed, unused, when off
+
+
 # -- pasted material ---------------------------------------------------------------------------------------------
 
 
