@@ -43,6 +43,7 @@ MAX_REQUEST_BYTES = 1024 * 1024
 MAX_TOP = 1000
 CONNECTION_TIMEOUT = 5.0
 _CACHED_FILES = 8
+_CACHED_QUERIES = 4
 
 
 def idle_seconds() -> float:
@@ -100,6 +101,7 @@ class Server:
     def __init__(self, encoder: enc.Encoder) -> None:
         self.encoder = encoder
         self._files: OrderedDict[str, tuple[tuple[int, int, int], vectors.VectorFile]] = OrderedDict()
+        self._queries: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
 
     def answer(self, request: Any) -> dict[str, Any]:
         if not isinstance(request, dict) or request.get("v") != 1:
@@ -116,9 +118,20 @@ class Server:
             return {"ok": False, "error": f"no usable vectors: {type(exc).__name__}"}
         if vf.header.get("commit") != request.get("commit") or vf.header.get("index_key") != request.get("index_key"):
             return {"ok": False, "error": "stale vectors"}
-        query = self.encoder.queries([prompt])[0]
+        query = self._query(prompt)
         wanted = [w for w in want if isinstance(w, str)]
         return {"ok": True, "sims": similarities(vf, query, top, wanted, request.get("z") is True)}
+
+    def _query(self, prompt: str) -> npt.NDArray[np.float32]:
+        """The prompt's vector; the last few are kept, so the vaults of one layered prompt encode it once (kept in
+        this process's memory only, never written)."""
+        found = self._queries.get(prompt)
+        if found is None:
+            found = self.encoder.queries([prompt])[0]
+            self._queries[prompt] = found
+            while len(self._queries) > _CACHED_QUERIES:
+                self._queries.popitem(last=False)
+        return found
 
     def _file(self, path: str) -> vectors.VectorFile:
         st = os.stat(path)
