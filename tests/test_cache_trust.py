@@ -428,3 +428,16 @@ def test_a_300_mb_blob_is_reported_without_being_read(vault_repo: VaultRepo) -> 
     code, out, rss = _measured(vault_repo, "lint", "--staged")
     assert code == 1 and "cards/git/huge.md:0: file-size" in out and "Traceback" not in out
     assert rss < 150, rss
+
+
+@pytest.mark.parametrize("which", ["index.sqlite", "index.key"])
+def test_a_fifo_in_place_of_the_index_or_key_never_blocks_the_hook(vault_repo: VaultRepo, which: str) -> None:
+    _served_vault(vault_repo)
+    target = _index_file() if which == "index.sqlite" else cache_dir() / "index.key"
+    target.unlink()
+    os.mkfifo(target)
+    started = time.monotonic()
+    hooked = _hook(vault_repo)
+    assert time.monotonic() - started < 30
+    assert (hooked.returncode, hooked.stdout) == (0, "")
+    assert log_entries()[-1]["error"]

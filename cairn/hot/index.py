@@ -427,7 +427,7 @@ def _check_header(path: str) -> None:
     is valid): a missing file (or no regular file) is `IndexMissing`, a foreign or truncated one `IndexCorrupt`.
     One open, one fstat and one read of 100 bytes."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO in its place must not block
     except (FileNotFoundError, NotADirectoryError):
         raise _missing(f"no index at {path}; run `cairn index`") from None
     try:

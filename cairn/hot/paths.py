@@ -58,7 +58,7 @@ def index_key_file() -> str:
 def index_key() -> "bytes | None":
     """The cache key, or None when there is none (or not a whole one): no index of this cache can be trusted."""
     try:
-        fd = os.open(index_key_file(), os.O_RDONLY)
+        fd = os.open(index_key_file(), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # never blocks on a FIFO
     except OSError:
         return None
     try:
