@@ -23,7 +23,7 @@ Features of the cut after card k, with s_i the i-th admissible score and `best` 
 - unknown: the share of the query's weight in words no card uses;
 - named: the share of card 1's score earned in its name and summary (the body alone is weaker evidence);
 - terms: log(1 + the query's informative weight in one-card words): short prompts are thin evidence;
-- close: log(1 + the admissible cards below the cut scoring at least 0.8 s_k);
+- close: log(1 + the admissible cards below the cut, down to card max_cards + 1, scoring at least 0.8 s_k);
 - k2, k3: the cut is after card 2 / card 3;
 - sem: the semantic similarity of card 1 when the optional semantic channel gives one (else 0, `has_sem` 0).
 lead, margin, rel, cover and cover_k enter as log(value + 0.01).
@@ -52,21 +52,21 @@ FEATURES = (
 # Fitted by `python -m benchmarks.confidence_study fit --fit-fir 0.04` on the three dev suites (round 3's recall),
 # in the order of FEATURES. Measured worse than the three threshold gates (RESULTS.md "Round 3"), so recall does not
 # use it unless `[recall] min_confidence` is set above 0; 0.94 is the estimate that held FIR <= 4% on the suites.
-INTERCEPT = 6.6633
+INTERCEPT = 6.5360
 COEFFICIENTS = (
-    1.3810,
-    -0.6736,
-    1.0340,
-    -0.7564,
-    -0.2565,
-    -5.1862,
-    0.5575,
-    -1.7283,
-    -0.9958,
-    0.7085,
-    -0.3931,
-    -0.0215,
-    -0.0405,
+    1.2694,
+    -0.533,
+    1.1453,
+    -0.8165,
+    -0.186,
+    -5.084,
+    0.5523,
+    -1.6994,
+    -1.0104,
+    0.7823,
+    -0.45,
+    -0.0348,
+    -0.212,
     0.0,
     0.0,
 )
@@ -95,13 +95,14 @@ def features(
     named: float,
     mass_terms: float,
     sem: "float | None" = None,
+    upto: int = 4,
 ) -> "tuple[float, ...]":
     """The features of the cut after admissible card k (1-based); scores and covers of every admissible card."""
     s1 = scores[0]
     sk = scores[k - 1]
     nxt = scores[k] if k < len(scores) else 0.0
     close = 0
-    for s in scores[k : k + 8]:
+    for s in scores[k:upto]:  # up to card max_cards + 1: what recall always has, however early it stops
         if s >= 0.8 * sk:
             close += 1
     lead = max(0.0, sk - nxt) / best if best > 0 else 0.0

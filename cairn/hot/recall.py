@@ -390,7 +390,9 @@ def _gate(
         )
         similarity = semantic.get(first.id) if semantic else None
         for k in range(1, n_cuts + 1):
-            values = confidence.features(k, scores, covers, weights.best, miss, unknown, named, mass, similarity)
+            values = confidence.features(
+                k, scores, covers, weights.best, miss, unknown, named, mass, similarity, settings.max_cards + 1
+            )
             evidence.append(values)
             chances.append(confidence.probability(values))
     min_confidence = getattr(settings, "min_confidence", 0.0)
