@@ -54,9 +54,13 @@ class Encoder:
                 "the semantic extra is not installed (pip install 'cairn-lessons[semantic]')"
             ) from exc
         threads = threads or int(os.environ.get("CAIRN_SEMANTIC_THREADS", "0") or 0) or (os.cpu_count() or 1)
-        # Idle OpenMP threads sleep instead of spinning: on a busy machine spinning threads starve each other
-        # (measured on 2 shared cores: a query's median 2.4 s spinning, 31 ms sleeping).
+        # Idle OpenMP threads sleep instead of spinning: on a busy machine spinning threads starve each other (2
+        # shared cores under load 9: a query's median 2.4 s spinning, 31 ms sleeping), and in the warm process they
+        # take the cores the hook needs (10,000 cards, quiet: the hook's round trip 33 ms sleeping, 72-108 ms with
+        # 100,000 spins).
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        # numpy's BLAS threads would spin against the encoder's: one is enough for a vault's cosines (10,000 x 384).
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         try:
             self._model: Any = E5(num_threads=threads)
         except (OSError, RuntimeError, ImportError) as exc:
