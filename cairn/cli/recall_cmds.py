@@ -250,7 +250,7 @@ def _similarities(index: IndexReader, query: str) -> dict[str, float] | None:
     except ImportError:
         return None
     try:
-        return similarities_now(index.path, query)
+        return similarities_now(index.path, query, top=50, z=True)  # what the hook gets (cairn.hot.serve)
     except Exception:  # the channel is optional: explain works without it
         return None
 
