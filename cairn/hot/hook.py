@@ -259,7 +259,7 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
             payload.prompt[:MAX_QUERY_CHARS],
             session_id=payload.session_id,
             fit=lambda picks: _fit(picks, payload, max_context_chars, nonce),
-            decide_first=hooklog.MAX_LOGGED_CANDIDATES,  # the log shows these; recall settles no more
+            decide_first=_logged_per_vault(len(layers)),  # the log shows these; recall settles no more
             want_already=fmt == "json" and payload.session_id is not None,
         )
     finally:
@@ -267,7 +267,7 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
             layer.index.close()
     given = served.given
     kept = {id(p.candidate) for p in given}
-    per_layer = max(hooklog.MAX_LOGGED_CANDIDATES // len(layers), 5)
+    per_layer = _logged_per_vault(len(layers))
     candidates: list[dict[str, object]] = []
     for layer, result in zip(layers, served.results, strict=True):
         shown = result.candidates[:per_layer]
@@ -278,6 +278,11 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
     entry["injected"] = [p.qid for p in given]
     already = list(served.already) if payload.session_id is not None else None
     return _render(fmt, given, payload, nonce, already=already)
+
+
+def _logged_per_vault(n_vaults: int) -> int:
+    """How many candidates of each vault the log shows (20 in all, at least 5 a vault): recall settles no more."""
+    return max(hooklog.MAX_LOGGED_CANDIDATES // max(n_vaults, 1), 5)
 
 
 def _logged(shown_id: str, candidate: "Candidate", kept: bool, dropped: dict[str, str]) -> dict[str, object]:
