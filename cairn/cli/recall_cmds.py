@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 
@@ -24,12 +26,24 @@ from cairn.hot.recall import (
     ALREADY_INJECTED,
     GATE_REASONS,
     REJECTED,
+    QueryWeights,
     Result,
     missing_terms,
     prompt_weights,
     recall,
 )
-from cairn.hot.serve import Served, card_json, scope_tags, serve_prompt
+from cairn.hot.serve import (
+    MAX_CARDS,
+    Layer,
+    Pick,
+    Served,
+    _merge,
+    card_json,
+    layer_scope,
+    scope_tags,
+    serve_layers,
+    serve_prompt,
+)
 from cairn.index import build as indexer
 from cairn.quality.evaluate import CaseOutcome, evaluate, load_cases
 from cairn.terminal import clean_line
@@ -63,12 +77,112 @@ def recall_cmd(
       pbpaste | cairn recall -
     """
     query = _query_text(query)
+    if _serves_configured(vault_path):
+        with configured_layers(scope, ref) as slots:
+            _warn_skipped(slots)
+            layers = [s.layer for s in slots if s.layer is not None]
+            layered = serve_layers(layers, query, session_id=session_id, want_already=session_id is not None)
+        _print_layered(layered.given, list(layered.already) if session_id else None, as_json)
+        return
     vault = open_vault(vault_path)
     tags = scope_tags(scope)
     with indexer.open_index(vault, ref=ref) as index:
         served = serve_prompt(index, query, vault_root=str(vault.root), scope=tags, session_id=session_id)
         already = _already_given(index, query, str(vault.root), tags, served) if session_id else None
     _print_recall(served.result, already, as_json)
+
+
+class Slot(NamedTuple):
+    """A configured vault as recall and explain meet it: its layer, or why it serves nothing here."""
+
+    name: str
+    root: str | None
+    layer: Layer | None
+    skipped: str | None = None  # why it serves nothing here
+    broken: bool = False  # skipped for a fault to fix (a moved folder, an index that cannot be built)
+
+
+def _serves_configured(vault_path: str | None) -> bool:
+    """Whether a command serves the configured vaults together, as the prompt hook does: no `--vault`, no
+    `$CAIRN_VAULT`, no vault around the current folder, and the user configuration lists vaults."""
+    from cairn.hot.errors import VaultNotFound
+    from cairn.hot.userconfig import load_vaults
+    from cairn.hot.vault import find_vault
+
+    if vault_path or os.environ.get("CAIRN_VAULT"):
+        return False
+    try:
+        find_vault(None)
+        return False
+    except VaultNotFound:
+        pass
+    return bool(load_vaults())
+
+
+@contextmanager
+def configured_layers(scope: str | None, ref: str | None) -> Iterator[list[Slot]]:
+    """Every vault of the user configuration, in its order, as the hook takes them (`hook_vaults`): a vault limited
+    to projects the current folder is outside of, or to scopes the declared ones miss, serves nothing; an unusable
+    one is skipped with why. Each index is brought up to its served ref (the configured `ref`), or `ref`'s."""
+    from cairn.hot.errors import CairnError
+    from cairn.hot.vault import find_vault, hook_vaults
+
+    vaults, unusable = hook_vaults(None)
+    declared = scope_tags(scope)
+    cwd = os.getcwd()
+    slots: list[Slot] = []
+    with ExitStack() as stack:
+        for vault in vaults:
+            name, root = vault.name or "", vault.dirs.root
+            tags = layer_scope(declared, vault.scopes)
+            if not vault.serves_cwd(cwd):
+                slots.append(Slot(name, root, None, "the current folder is outside the projects it is limited to"))
+            elif tags is None:
+                slots.append(Slot(name, root, None, "the scope shares no tag with the scopes it is limited to"))
+            else:
+                try:
+                    index = stack.enter_context(indexer.open_index(find_vault(root), ref=ref))
+                except CairnError as exc:
+                    slots.append(Slot(name, root, None, str(exc), broken=True))
+                    continue
+                slots.append(Slot(name, root, Layer(name, root, index, tags), None))
+        slots += [Slot(name, None, None, why, broken=True) for name, why in unusable]
+        yield slots
+
+
+def _warn_skipped(slots: Sequence[Slot]) -> None:
+    for slot in slots:
+        if slot.broken:
+            echo(f"Warning: vault {slot.name!r} serves nothing: {slot.skipped}", err=True)
+
+
+def _print_layered(given: Sequence[Pick], already: list[str] | None, as_json: bool) -> None:
+    """What the configured vaults give a prompt: ids as `name:id`, paths in full (several vaults)."""
+    if as_json:
+        cards = [{**card_json(p.candidate, p.qid), "vault": p.layer.name} for p in given]
+        out: dict[str, Any] = {"cards": cards, "abstained": not given}
+        if already is not None:
+            out["already_injected"] = already
+        echo_json(out)
+        return
+    if not given and already:
+        echo(f"Already given in this session: {', '.join(already)} (no other card fits this prompt).")
+        return
+    if not given:
+        echo("No card fits this prompt in any configured vault (recall abstained). `cairn explain QUERY` shows why.")
+        return
+    for n, p in enumerate(given, 1):
+        c = p.candidate
+        echo(f"{n}. {c.card.name}  [{p.qid}]  score {c.score:.2f}")
+        echo(f"   {c.card.summary}")
+        echo(f"   {_card_path(p)}")
+    if already:
+        echo(f"Already given in this session: {', '.join(already)}")
+
+
+def _card_path(pick: Pick) -> str:
+    path = pick.candidate.card.path
+    return path if os.path.isabs(path) else os.path.join(pick.layer.root, path)
 
 
 def _already_given(
@@ -121,6 +235,9 @@ def explain(query: str, scope: str | None, ref: str | None, vault_path: str | No
       cairn explain - < prompt.txt
     """
     query = _query_text(query)
+    if _serves_configured(vault_path):
+        _explain_layered(query, scope, ref, as_json)
+        return
     vault = open_vault(vault_path)
     with indexer.open_index(vault, ref=ref) as index:
         similarity = _similarities(index, query)
@@ -134,6 +251,59 @@ def explain(query: str, scope: str | None, ref: str | None, vault_path: str | No
         echo_json({"query": query, "abstained": result.abstained, "candidates": rows})
     else:
         echo(render_explain(result, rows))
+
+
+def _explain_layered(query: str, scope: str | None, ref: str | None, as_json: bool) -> None:
+    """`explain` across the configured vaults: each vault's candidates under its own heading, ids as `name:id`, and
+    a card its vault's recall chose but the merge left out marked rejected with the merge's reason, as the hook
+    logs it (`same_lesson`, `cross_vault`, `over_total`)."""
+    sections: list[dict[str, Any]] = []
+    tables: list[str] = []
+    with configured_layers(scope, ref) as slots:
+        layers = [s.layer for s in slots if s.layer is not None]
+        results: dict[int, Result] = {}
+        weights: dict[int, QueryWeights] = {}
+        for layer in layers:
+            similarity = _similarities(layer.index, query)
+            result = recall(layer.index, query, scope=layer.scope, examine_all=True, semantic=similarity)
+            results[id(layer)] = result
+            weights[id(layer)] = prompt_weights(layer.index, query, result.settings)
+        dropped: dict[str, str] = {}
+        given = _merge(layers, [results[id(layer)] for layer in layers], MAX_CARDS, dropped)
+        for slot in slots:
+            section: dict[str, Any] = {"vault": slot.name, "path": slot.root}
+            sections.append(section)
+            if slot.layer is None:
+                section["skipped"] = slot.skipped
+                continue
+            layer = slot.layer
+            result = results[id(layer)]
+            rows = explain_rows(result)
+            kept = [p.qid for p in given if p.layer is layer]
+            for row in rows:
+                if row["decision"] == REJECTED and row["gates"] is not None:
+                    row["missing"] = missing_terms(weights[id(layer)], row["matched"])
+                row["id"] = layer.qualified(row["id"])
+                if row.get("blocked_by"):
+                    row["blocked_by"] = layer.qualified(row["blocked_by"])
+                if row["decision"] == "injected" and row["id"] not in kept:
+                    row["decision"], row["reason"] = REJECTED, dropped.get(row["id"], "over_total")
+            section.update(abstained=result.abstained, injected=kept)
+            section["candidates"] = rows
+            tables.append(render_explain(result, rows, injected=section["injected"]))
+    injected = [p.qid for p in given]
+    if as_json:
+        echo_json({"query": query, "abstained": not given, "injected": injected, "vaults": sections})
+        return
+    lines = [
+        f"Across {len(slots)} configured vault(s): "
+        + (f"injected {', '.join(injected)}" if given else "abstained, nothing fits")
+        + f" (at most {MAX_CARDS} in total; each vault's own thresholds)."
+    ]
+    for section in sections:
+        lines += ["", f"== {section['vault']} ({section['path'] or 'unusable'}) =="]
+        lines.append(f"Skipped: {section['skipped']}" if "skipped" in section else tables.pop(0))
+    echo("\n".join(lines))
 
 
 @click.command("eval")
@@ -303,14 +473,23 @@ def _terms_line(row: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def render_explain(result: Result, rows: list[dict[str, Any]]) -> str:
+def render_explain(result: Result, rows: list[dict[str, Any]], injected: Sequence[str] | None = None) -> str:
+    """The table `explain` prints; `injected`: the ids given, when they are not recall's own (several vaults)."""
     s = result.settings
+    if injected is None:
+        outcome = (
+            "Abstained: nothing fits."
+            if result.abstained
+            else f"Injected: {', '.join(c.card.id for c in result.injected)}"
+        )
+    elif injected:
+        outcome = f"Injected: {', '.join(injected)}"
+    else:
+        outcome = "Abstained: nothing fits." if result.abstained else "Injected: none after the merge across vaults."
     lines = [
         f"Thresholds: lead >= {s.min_lead:g}, coverage >= {s.min_coverage:g}, margin >= {s.min_margin:g}; "
         f"at most {s.max_cards} cards.",
-        "Abstained: nothing fits."
-        if result.abstained
-        else f"Injected: {', '.join(c.card.id for c in result.injected)}",
+        outcome,
     ]
     if not rows:
         lines.append("No card shares a word with the query.")
