@@ -48,6 +48,7 @@ def new_sha256(data: bytes = b"") -> "Any":
 
 
 KEY_BYTES = 32
+VECTORS_SUFFIX = ".vec"  # an index's card vectors sit beside it (cairn.hot.semantic.vectors_file)
 
 
 def index_key_file() -> str:

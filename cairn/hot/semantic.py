@@ -14,7 +14,7 @@ import os
 import sys
 
 from cairn.hot import jsonc
-from cairn.hot.paths import private_folder, state_folder
+from cairn.hot.paths import VECTORS_SUFFIX, private_folder, state_folder
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,7 +28,6 @@ START_STAMP = "semantic.start"
 START_EVERY_SECONDS = 10.0
 TIMEOUT = 0.5
 MAX_REPLY_BYTES = 4 * 1024 * 1024
-VECTORS_SUFFIX = ".vec"
 
 
 def vectors_file(index_path: str) -> str:

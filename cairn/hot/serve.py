@@ -25,10 +25,9 @@ print, and `scope_tags` reads a scope flag or `$CAIRN_SCOPE` the same way everyw
 
 import os
 
-from cairn.hot.paths import state_folder
+from cairn.hot.paths import VECTORS_SUFFIX, state_folder
 from cairn.hot.recall import ALREADY_INJECTED, GATE_REASONS, recall
 from cairn.hot.record import Record
-from cairn.hot.semantic import similarities
 from cairn.hot.settings import hook_settings, stored_settings
 
 TYPE_CHECKING = False
@@ -215,7 +214,7 @@ def _recall_all(
         # The optional semantic channel (cairn.hot.semantic): z-scores of the prompt's similarity to the vault's
         # cards (the 50 closest) from the warm encoder, or None (no extra, switched off, not up yet): then recall is
         # lexical alone.
-        sims = similarities(layer.index, query, top=50, z=True)
+        sims = _similarities(layer.index, query)
         semantic: dict[str, Any] = {} if sims is None else {"semantic": sims}  # none: exactly the lexical call
         results.append(
             recall(
@@ -229,6 +228,18 @@ def _recall_all(
             )
         )
     return results
+
+
+def _similarities(index: "IndexReader", query: str) -> "dict[str, float] | None":
+    """`semantic.similarities` of the 50 closest cards (z-scores), or None at once when the index has no vectors
+    side file: `cairn.hot.semantic` is imported only for an index that has one (most hooks never need it)."""
+    try:
+        os.stat(os.fspath(index.path) + VECTORS_SUFFIX)
+    except OSError:
+        return None
+    from cairn.hot.semantic import similarities
+
+    return similarities(index, query, top=50, z=True)
 
 
 def _already_of(layer: Layer, injected: "Collection[str]") -> "Collection[str]":
