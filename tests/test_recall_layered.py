@@ -1,0 +1,236 @@
+"""`cairn recall` and `cairn explain` outside any vault serve every configured vault, as the prompt hook does (the
+same `serve_layers`: one merge, `name:id` ids, one session across vaults, `projects` and `scopes` honoured); a vault
+named or found around the current folder keeps today's one-vault output. And the hook's background re-index builds
+the ref the user configured for a vault.
+
+Real HOME, config, cache and state folders under tmp_path; real git vaults registered with `cairn vault add`; the
+installed `cairn` run from a third folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers.payloads import FITTING_PROMPT, log_entries
+from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable
+from test_hook_layered import VENV_ID, VENV_PROMPT, cairn, hook, personal_vault, register, team_vault
+
+REBASE_NAME = "Pull --rebase drops local commits after a force-push"
+REBASE_SUMMARY = (
+    "If the shared branch was force-pushed, git pull --rebase can silently drop your local commits; "
+    "compare with git reflog before you pull."
+)
+VENV_NAME = "Activate the venv before pip install"
+VENV_SUMMARY = "pip install outside the virtualenv puts packages in the system python; activate the venv first."
+# Fits the personal venv card and, less clearly, the team's Docker card (pip install ... first): both vaults give one.
+BOTH_PROMPT = "pip install went into the system python"
+
+
+@pytest.fixture
+def home(isolated_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("CAIRN_CONFIG", str(tmp_path / "config" / "cairn.toml"))
+    return isolated_env
+
+
+@pytest.fixture
+def two(home: Path, tmp_path: Path) -> tuple[VaultRepo, VaultRepo, Path]:
+    """The team's vault and mine, registered in that order, and a project folder that is neither."""
+    team = team_vault(tmp_path / "team-lessons")
+    mine = personal_vault(tmp_path / "my-notes")
+    register(team.root, "team")
+    register(mine.root, "me")
+    project = tmp_path / "work" / "acme"
+    project.mkdir(parents=True)
+    return team, mine, project
+
+
+def ok(*args: str, cwd: Path, env: dict[str, str] | None = None) -> str:
+    """The installed `cairn ARGS` from `cwd` (with `env` added): it succeeds, silently on stderr; its stdout."""
+    done = subprocess.run(
+        [cairn_executable(), *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    return done.stdout
+
+
+def test_recall_from_a_project_serves_every_configured_vault_as_the_hook_does(
+    two: tuple[VaultRepo, VaultRepo, Path],
+) -> None:
+    team, mine, project = two
+    as_json = json.loads(ok("recall", BOTH_PROMPT, "--json", cwd=project))
+    hooked = json.loads(hook(project, BOTH_PROMPT, session="h-1", fmt="json"))
+    assert [c["id"] for c in as_json["cards"]] == [f"me:{VENV_ID}", "team:docker/layer-cache-order"]
+    assert as_json["cards"] == hooked["cards"]  # the same cards, ids, vaults, paths and scores as the hook
+    assert as_json["abstained"] is False and "already_injected" not in as_json
+    venv = as_json["cards"][0]
+    assert venv == {
+        "id": f"me:{VENV_ID}",
+        "name": VENV_NAME,
+        "summary": VENV_SUMMARY,
+        "path": f"cards/{VENV_ID}.md",
+        "score": venv["score"],
+        "vault": "me",
+    }
+    rebase = json.loads(ok("recall", FITTING_PROMPT, "--json", cwd=project))["cards"]
+    assert ok("recall", FITTING_PROMPT, cwd=project) == (
+        f"1. {REBASE_NAME}  [team:{REBASE_ID}]  score {rebase[0]['score']:.2f}\n"
+        f"   {REBASE_SUMMARY}\n"
+        f"   {team.root / 'cards' / REBASE_ID}.md\n"
+    )
+    assert ok("recall", "bake a chocolate cake with vanilla frosting", cwd=project) == (
+        "No card fits this prompt in any configured vault (recall abstained). `cairn explain QUERY` shows why.\n"
+    )
+
+
+def test_a_session_is_one_across_recall_the_hook_and_every_vault(two: tuple[VaultRepo, VaultRepo, Path]) -> None:
+    _, _, project = two
+    first = json.loads(ok("recall", VENV_PROMPT, "--json", "--session", "s-1", cwd=project))
+    assert ([c["id"] for c in first["cards"]], first["already_injected"]) == ([f"me:{VENV_ID}"], [])
+    assert hook(project, VENV_PROMPT, session="s-1") == ""  # the hook's session saw recall's card
+    assert ok("recall", VENV_PROMPT, "--session", "s-1", cwd=project) == (
+        f"Already given in this session: me:{VENV_ID} (no other card fits this prompt).\n"
+    )
+    assert hook(project, FITTING_PROMPT, session="s-2") != ""  # the hook's card, recorded as team:...
+    assert json.loads(ok("recall", FITTING_PROMPT, "--json", "--session", "s-2", cwd=project)) == {
+        "cards": [],
+        "abstained": True,
+        "already_injected": [f"team:{REBASE_ID}"],
+    }
+
+
+def test_one_vault_resolved_keeps_bare_ids_and_projects_limit_the_configured_ones(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    team = team_vault(tmp_path / "team-lessons")
+    mine = personal_vault(tmp_path / "my-notes")
+    acme = tmp_path / "work" / "acme"
+    (acme / "src").mkdir(parents=True)
+    other = tmp_path / "work" / "other"
+    other.mkdir()
+    register(team.root, "team", "--project", str(acme))
+    register(mine.root, "me")
+
+    def ids(*args: str, cwd: Path, env: dict[str, str] | None = None) -> list[str]:
+        return [c["id"] for c in json.loads(ok("recall", *args, "--json", cwd=cwd, env=env))["cards"]]
+
+    assert ids(FITTING_PROMPT, cwd=acme / "src") == [f"team:{REBASE_ID}"]
+    assert ids(FITTING_PROMPT, cwd=other) == []  # the team vault serves acme only, as in the hook
+    assert ids(VENV_PROMPT, cwd=other) == [f"me:{VENV_ID}"]
+    # one vault resolved (--vault, CAIRN_VAULT, the vault around the current folder): today's output, bare ids
+    assert ids(FITTING_PROMPT, "--vault", "team", cwd=other) == [REBASE_ID]
+    assert ids(FITTING_PROMPT, cwd=other, env={"CAIRN_VAULT": str(team.root)}) == [REBASE_ID]
+    assert ids(VENV_PROMPT, cwd=mine.root / "cards") == [VENV_ID]
+    text = ok("recall", FITTING_PROMPT, "--vault", "team", cwd=other)
+    assert text.startswith(f"1. {REBASE_NAME}  [{REBASE_ID}]  score ") and text.endswith(f"cards/{REBASE_ID}.md\n")
+
+
+def test_explain_shows_each_vault_under_its_heading(two: tuple[VaultRepo, VaultRepo, Path]) -> None:
+    team, mine, project = two
+    data = json.loads(ok("explain", BOTH_PROMPT, "--json", cwd=project))
+    assert (data["query"], data["abstained"]) == (BOTH_PROMPT, False)
+    assert data["injected"] == [f"me:{VENV_ID}", "team:docker/layer-cache-order"]
+    assert [(v["vault"], v["path"], v["injected"]) for v in data["vaults"]] == [
+        ("team", str(team.root), ["team:docker/layer-cache-order"]),
+        ("me", str(mine.root), [f"me:{VENV_ID}"]),
+    ]
+    for section in data["vaults"]:
+        assert section["candidates"] and all(r["id"].startswith(section["vault"] + ":") for r in section["candidates"])
+    text = ok("explain", VENV_PROMPT, cwd=project)
+    lines = text.splitlines()
+    assert lines[0] == (
+        f"Across 2 configured vault(s): injected me:{VENV_ID} (at most 3 in total; each vault's own thresholds)."
+    )
+    team_at, me_at = lines.index(f"== team ({team.root}) =="), lines.index(f"== me ({mine.root}) ==")
+    assert 0 < team_at < me_at
+    assert lines[team_at + 2] == "Abstained: nothing fits."
+    assert lines[me_at + 2] == f"Injected: me:{VENV_ID}"
+    assert lines[me_at + 5].split()[-2:] == ["injected", f"me:{VENV_ID}"]
+    # one vault named: today's output, bare ids, no headings
+    single = ok("explain", VENV_PROMPT, "--vault", "me", cwd=project)
+    assert "==" not in single and f"Injected: {VENV_ID}\n" in single
+
+
+def test_the_merge_leaves_the_second_copy_out_and_explain_says_why(home: Path, tmp_path: Path) -> None:
+    team = team_vault(tmp_path / "team-lessons")
+    org = VaultRepo(tmp_path / "org-lessons")
+    org.write_raw("cairn.toml", "")
+    rebase = (team.root / "cards" / f"{REBASE_ID}.md").read_text()
+    org.write_raw("cards/vcs/rebase-after-force-push.md", rebase.replace("Pull --rebase", "PULL --REBASE,"))
+    org.write("misc/other", "Unrelated lesson on YAML anchors", "YAML anchors are not expanded by some loaders.")
+    org.commit("The org's copy")
+    register(org.root, "org")
+    register(team.root, "team")
+    project = tmp_path / "project"
+    project.mkdir()
+    cards = json.loads(ok("recall", FITTING_PROMPT, "--json", cwd=project))["cards"]
+    assert [c["id"] for c in cards] == ["org:vcs/rebase-after-force-push"]  # listed first: org wins
+    data = json.loads(ok("explain", FITTING_PROMPT, "--json", cwd=project))
+    team_rows = {r["id"]: r for r in data["vaults"][1]["candidates"]}
+    assert (team_rows[f"team:{REBASE_ID}"]["decision"], team_rows[f"team:{REBASE_ID}"]["reason"]) == (
+        "rejected",
+        "same_lesson",
+    )
+    text = ok("explain", FITTING_PROMPT, cwd=project).splitlines()
+    at = text.index(f"== team ({team.root}) ==")
+    assert text[at + 2] == "Injected: none after the merge across vaults."
+    assert text[at + 5].split()[-3:] == ["rejected", "same_lesson", f"team:{REBASE_ID}"]
+
+
+def test_a_configured_vault_that_moved_is_named_on_stderr_the_others_serve(
+    two: tuple[VaultRepo, VaultRepo, Path], tmp_path: Path
+) -> None:
+    _, mine, project = two
+    mine.root.rename(tmp_path / "moved")
+    done = cairn("recall", FITTING_PROMPT, "--json", cwd=project)
+    assert done.returncode == 0
+    assert [c["id"] for c in json.loads(done.stdout)["cards"]] == [f"team:{REBASE_ID}"]
+    assert done.stderr == (
+        f"Warning: vault 'me' serves nothing: configured vault 'me' at {mine.root} is not a folder; "
+        "fix its path with `cairn vault add`\n"
+    )
+    explained = cairn("explain", FITTING_PROMPT, cwd=project)
+    assert f"== me (unusable) ==\nSkipped: configured vault 'me' at {mine.root} is not a folder" in explained.stdout
+
+
+def test_the_hook_reindexes_the_configured_ref_in_the_background(home: Path, tmp_path: Path) -> None:
+    """A vault served from `refs/heads/stable`: a card committed to main is never served; one committed to stable
+    makes the index stale, the hook serves nothing and re-indexes in the background, from stable, then serves it."""
+    team = team_vault(tmp_path / "team-lessons")  # indexed from main, which stable starts at
+    team.git("branch", "stable")
+    register(team.root, "team", "--ref", "refs/heads/stable")
+    project = tmp_path / "project"
+    project.mkdir()
+    assert json.loads(hook(project, FITTING_PROMPT, session="s-0", fmt="json"))["cards"][0]["id"] == (
+        f"team:{REBASE_ID}"
+    )
+    team.write("python/main-only", "Unreviewed lesson on tox envs", "tox recreates envs when tox.ini changes.")
+    team.commit("On main, not on stable")
+    team.git("checkout", "-q", "stable")
+    team.write("python/pytest-fixtures", "Pytest fixtures scope", "A session-scoped pytest fixture is built once.")
+    stable = team.commit("Reviewed, on stable")
+    team.git("checkout", "-q", "main")  # the working tree is back on main: the hook must still read stable
+    prompt = "is a session-scoped pytest fixture built once"
+    assert hook(project, prompt, session="s-1", fmt="json") == '{"cards": [], "abstained": true}\n'
+    (line,) = log_entries()[-1]["vaults"]
+    assert (line["ref"], line["stale"]) == ("refs/heads/stable", True)
+    deadline = time.monotonic() + 60
+    got: list[str] = []
+    while time.monotonic() < deadline and not got:
+        time.sleep(0.5)
+        got = [c["id"] for c in json.loads(hook(project, prompt, session="s-2", fmt="json"))["cards"]]
+    assert got == ["team:python/pytest-fixtures"]
+    (line,) = log_entries()[-1]["vaults"]
+    assert (line["commit"], line["stale"]) == (stable, False)
+    tox = "tox recreates envs when tox.ini changes"
+    assert json.loads(hook(project, tox, session="s-3", fmt="json"))["cards"] == []  # main's card: never served
