@@ -129,6 +129,8 @@ def is_cjk(token: str) -> bool:
     if not token:
         return False
     first = token[0]
+    if first < _CJK_LOWEST:  # ASCII and every other script below the lowest CJK range
+        return False
     return any(low <= first <= high for low, high in _CJK_RANGES)
 
 
@@ -294,7 +296,20 @@ _LOG_LEVELS = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL", "TRACE", "C
 _PACKAGE_DIRS = ("site-packages/", "dist-packages/", "node_modules/", "gems/", "crates/")
 
 
+_LAST_PROMPT: "list[tuple[str, dict[str, float]]]" = []  # the last prompt's terms: the hook asks once per vault
+
+
 def prompt_terms(text: str) -> dict[str, float]:
+    """`_prompt_terms(text)` (a fresh dict), worked out once for the same prompt asked again in a row (the layered
+    hook recalls one prompt from each vault)."""
+    if _LAST_PROMPT and _LAST_PROMPT[0][0] == text:
+        return dict(_LAST_PROMPT[0][1])
+    weights = _prompt_terms(text)
+    _LAST_PROMPT[:] = [(text, dict(weights))]
+    return weights
+
+
+def _prompt_terms(text: str) -> dict[str, float]:
     """The distinct query terms of a prompt, each with its salience (0 < s <= 1): the question's and the salient
     evidence's first, in order of appearance, then the terms found only in pasted material.
 
