@@ -234,3 +234,29 @@ def test_the_hook_reindexes_the_configured_ref_in_the_background(home: Path, tmp
     assert (line["commit"], line["stale"]) == (stable, False)
     tox = "tox recreates envs when tox.ini changes"
     assert json.loads(hook(project, tox, session="s-3", fmt="json"))["cards"] == []  # main's card: never served
+
+
+def test_ref_head_and_stdin_reach_every_configured_vault(two: tuple[VaultRepo, VaultRepo, Path]) -> None:
+    """An author tries a branch before it is merged: `--ref HEAD` reads each vault's HEAD, ids still `name:id`."""
+    _, mine, project = two
+    mine.git("checkout", "-q", "-b", "new-lesson")
+    mine.write("python/pytest-fixtures", "Pytest fixtures scope", "A session-scoped pytest fixture is built once.")
+    mine.commit("Under review")
+    prompt = "is a session-scoped pytest fixture built once"
+
+    def ids(*args: str, stdin: str | None = None) -> list[str]:
+        done = subprocess.run(
+            [cairn_executable(), "recall", *args, "--json"],
+            cwd=project,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert (done.returncode, done.stderr) == (0, ""), done.stderr
+        return [c["id"] for c in json.loads(done.stdout)["cards"]]
+
+    assert ids(prompt) == []  # main, the served ref, does not have it
+    assert ids(prompt, "--ref", "HEAD") == ["me:python/pytest-fixtures"]
+    assert ids("-", stdin=VENV_PROMPT + "\n") == [f"me:{VENV_ID}"]

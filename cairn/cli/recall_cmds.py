@@ -71,6 +71,9 @@ def recall_cmd(
 ) -> None:
     """The cards a prompt would get (at most 3), or none when none fits. QUERY `-` reads the prompt from stdin.
 
+    Outside any vault, with no --vault and no $CAIRN_VAULT, it asks every configured vault together as the prompt
+    hook does (ids shown as NAME:ID; --session is shared with the hook).
+
     \b
     Example:
       cairn recall "git push --force rejected after a rebase" --json
@@ -228,6 +231,9 @@ def _print_recall(result: Result, already: list[str] | None, as_json: bool) -> N
 def explain(query: str, scope: str | None, ref: str | None, vault_path: str | None, as_json: bool) -> None:
     """Why recall injects what it does: the top 20 candidates and every refused one, with each gate's value, the
     prompt's terms each card matched and, for a rejected card, the heaviest ones it lacks. QUERY `-` reads stdin.
+
+    Outside any vault, with no --vault and no $CAIRN_VAULT, it explains every configured vault, each under its own
+    heading (ids shown as NAME:ID), as the prompt hook would serve them together.
 
     \b
     Example:
