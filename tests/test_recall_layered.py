@@ -260,3 +260,18 @@ def test_ref_head_and_stdin_reach_every_configured_vault(two: tuple[VaultRepo, V
     assert ids(prompt) == []  # main, the served ref, does not have it
     assert ids(prompt, "--ref", "HEAD") == ["me:python/pytest-fixtures"]
     assert ids("-", stdin=VENV_PROMPT + "\n") == [f"me:{VENV_ID}"]
+
+
+def test_no_usable_configured_vault_is_an_error_that_says_why(
+    two: tuple[VaultRepo, VaultRepo, Path], tmp_path: Path
+) -> None:
+    team, mine, project = two
+    team.root.rename(tmp_path / "team-moved")
+    mine.root.rename(tmp_path / "mine-moved")
+    for command in ("recall", "explain"):
+        done = cairn(command, FITTING_PROMPT, cwd=project)
+        assert (done.returncode, done.stdout) == (1, "")
+        assert done.stderr == (
+            f"Error: team: configured vault 'team' at {team.root} is not a folder; fix its path with `cairn vault "
+            f"add`; me: configured vault 'me' at {mine.root} is not a folder; fix its path with `cairn vault add`\n"
+        )

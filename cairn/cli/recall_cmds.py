@@ -150,6 +150,10 @@ def configured_layers(scope: str | None, ref: str | None) -> Iterator[list[Slot]
                     continue
                 slots.append(Slot(name, root, Layer(name, root, index, tags), None))
         slots += [Slot(name, None, None, why, broken=True) for name, why in unusable]
+        if all(slot.broken for slot in slots):
+            from cairn.hot.errors import VaultNotFound
+
+            raise VaultNotFound("; ".join(f"{slot.name}: {slot.skipped}" for slot in slots))
         yield slots
 
 
