@@ -130,7 +130,9 @@ def test_committed_attacks_are_refused_by_lint_index_and_hook(vault_repo: VaultR
     served = 0
     for n, case in enumerate(CASES):
         payload = json.dumps(claude_payload(case["prompt"], vault_repo.root, session=case["id"]))
-        hook = vault_repo.cairn("hook", "--format", "claude-code", input=payload, env={"CAIRN_VAULT": str(vault_repo.root)})
+        hook = vault_repo.cairn(
+            "hook", "--format", "claude-code", input=payload, env={"CAIRN_VAULT": str(vault_repo.root)}
+        )
         assert hook.returncode == 0, hook.stderr
         assert case["payload"] not in hook.stdout, case["id"]
         if hook.stdout.strip():
