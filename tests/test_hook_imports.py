@@ -35,6 +35,7 @@ HOT_STDLIB = (
     "_json",  # the C accelerator: cairn.hot.jsonc drives it as `json` does
     "_bisect",  # the C modules behind `bisect` and `heapq`, without their Python wrappers
     "_heapq",
+    "_blake2",  # the index seals' keyed BLAKE2b (cairn.hot.index.Sealer)
 )
 # Allowed by name, not with what importing them alone brings: `_sqlite3` (the C module; the `sqlite3` package adds
 # datetime adapters the index never uses) imports `functools` for its statement cache, which `cairn.hot.index`

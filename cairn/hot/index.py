@@ -9,7 +9,7 @@ length) pairs over its postings (the highest frequencies at the shortest lengths
 (k1 > 0, 0 <= b <= 1, non-negative field weights) no posting of the term scores above the best frontier pair, so
 recall can tell, without reading a term's postings one by one, that it cannot lift a card into the top few.
 
-The cache is checked, not trusted. Every row the hook reads carries a seal: an HMAC-SHA256 (cut to 128 bits) of its
+The cache is checked, not trusted. Every row the hook reads carries a seal: a keyed BLAKE2b MAC (128 bits) of its
 values under the cache's key (`paths.index_key_file`: 32 random bytes, 0600, made by the first writer). The meta
 table's seal covers every stored setting; a card row's covers its row number, id, path, blob and every served field
 (and a digest of its stored record, terms and provenance); a term row's covers the term and its postings and bound.
@@ -31,6 +31,11 @@ import sys
 from cairn.hot import jsonc
 from cairn.hot.paths import file_uri, index_key, new_sha256, resolve
 from cairn.hot.record import Record
+
+try:
+    from _blake2 import blake2b as _blake2b
+except ImportError:  # pragma: no cover - an interpreter without the built-in module
+    from hashlib import blake2b as _blake2b
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -77,31 +82,31 @@ if not TYPE_CHECKING:
     except ImportError:  # pragma: no cover - an interpreter that only ships the package
         import sqlite3
 
-FORMAT_VERSION = "5"
+FORMAT_VERSION = "6"  # 6: seals are keyed BLAKE2b (5 had HMAC-SHA256)
 
 _MAGIC = b"SQLite format 3\x00"
-SEAL_CHARS = 32  # a seal: the first 128 bits of the HMAC-SHA256, in hex
+SEAL_CHARS = 32  # a seal: a 128-bit keyed BLAKE2b, in hex
+_SEAL_PERSON = b"cairn index seal"  # BLAKE2b's personalisation (16 bytes): these MACs are index seals only
 
 
 class Sealer:
-    """HMAC-SHA256 under the cache key, on the interpreter's built-in sha256 (no `hmac`/`hashlib`: they load
-    OpenSSL). The same seals for the writer (`cairn.index.store`) and the reader."""
+    """Keyed BLAKE2b (its MAC mode: the key in the first block, no HMAC construction needed) under the cache key,
+    cut to 128 bits by its digest size, on the interpreter's built-in `_blake2` (no `hashlib`: it loads OpenSSL).
+    The same seals for the writer (`cairn.index.store`) and the reader. BLAKE2b is ~3.5x cheaper per byte than
+    the built-in sha256 (callgrind: 14 vs 48 instructions a byte), and the hook hashes every postings blob it
+    reads: at 10,000 cards HMAC-SHA256 was a fifth of the hook's instructions."""
 
-    __slots__ = ("_inner", "_outer")
+    __slots__ = ("_mac",)
 
     def __init__(self, key: bytes) -> None:
-        if len(key) > 64:
+        if len(key) > 64:  # BLAKE2b takes a key of up to 64 bytes (the cache key has 32)
             key = new_sha256(key).digest()
-        key = key + bytes(64 - len(key))
-        self._inner = new_sha256(bytes(b ^ 0x36 for b in key))
-        self._outer = new_sha256(bytes(b ^ 0x5C for b in key))
+        self._mac = _blake2b(key=key, digest_size=SEAL_CHARS // 2, person=_SEAL_PERSON)
 
     def seal(self, data: bytes) -> str:
-        inner = self._inner.copy()
-        inner.update(data)
-        outer = self._outer.copy()
-        outer.update(inner.digest())
-        return str(outer.hexdigest()[:SEAL_CHARS])
+        mac = self._mac.copy()
+        mac.update(data)
+        return str(mac.hexdigest())
 
 
 def meta_message(meta: "dict[str, str]") -> bytes:
