@@ -103,9 +103,12 @@ class Sealer:
             key = new_sha256(key).digest()
         self._mac = _blake2b(key=key, digest_size=SEAL_CHARS // 2, person=_SEAL_PERSON)
 
-    def seal(self, data: bytes) -> str:
+    def seal(self, data: bytes, *more: bytes) -> str:
+        """The seal of `data` followed by each of `more` (the seal of their concatenation, without making it)."""
         mac = self._mac.copy()
         mac.update(data)
+        for part in more:
+            mac.update(part)
         return str(mac.hexdigest())
 
 
@@ -121,8 +124,13 @@ def card_message(values: "Sequence[Any]") -> bytes:
 
 def term_message(term: str, df: int, postings: bytes, bound: bytes) -> bytes:
     """What a term row's seal covers: the term, its document frequency, postings and bound."""
+    return _term_head(term, df, postings, bound) + postings + bound
+
+
+def _term_head(term: str, df: int, postings: bytes, bound: bytes) -> bytes:
+    """`term_message` up to its postings (the reader seals the rest as it is, without copying the blob)."""
     raw = _utf8(term)
-    return b"%d:%d:%d:%d:" % (len(raw), df, len(postings), len(bound)) + raw + postings + bound
+    return b"%d:%d:%d:%d:" % (len(raw), df, len(postings), len(bound)) + raw
 
 
 def record_digest(record: str, provenance: "str | None", terms: str) -> str:
@@ -331,7 +339,7 @@ class IndexReader:
             marks = ",".join("?" * len(chunk))
             sql = f"SELECT term, df, postings, bound, seal FROM terms WHERE term IN ({marks})"
             for term, df, blob, bound, seal in self._query(sql, chunk):
-                if seal != self._sealer.seal(term_message(term, df, blob, bound)) or len(blob) != 16 * df:
+                if seal != self._sealer.seal(_term_head(term, df, blob, bound), blob, bound) or len(blob) != 16 * df:
                     raise self._damaged("the postings of a term do not match their seal")
                 found[term] = _view(df, blob, bound)
         return found
