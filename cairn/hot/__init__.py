@@ -2,8 +2,9 @@
 
 The rule: modules in `cairn.hot` import the standard library and each other, nothing else (no click, no
 gitpython, no YAML, no `cairn.config`), and of the standard library only what costs little: `os`, `sys`, `time`,
-`math`, `fcntl`, `gc` and a few C modules (`_json`, `_sqlite3`, `_bisect`, `_heapq`, the built-in sha256). Not
-`re` (with the `enum`, `functools` and `collections` it brings), the `json` package, `pathlib`, `shlex`,
+`math`, `fcntl`, `gc` and a few C modules (`_json`, `_sqlite3`, `_bisect`, `_heapq`, the built-in sha256, and
+`_blake2` for the index seals). Not `re` (with the `enum`, `functools` and `collections` it brings), the `json`
+package, `pathlib`, `shlex`,
 `dataclasses`, `datetime`, `hashlib`, the `sqlite3` package, `contextlib`, `array` or `typing`: together they
 once cost the hook more than twice what the interpreter's own start costs. So the tokenizer is written with
 `str` and `bytes` operations (held equal to its regexes by tests), JSON goes through `cairn.hot.jsonc`, paths are
