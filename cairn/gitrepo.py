@@ -117,10 +117,11 @@ def blob_size(repo: git.Repo, blob: str) -> int:
     return int(repo.odb.info(bytes.fromhex(blob)).size)
 
 
-def read_blob(repo: git.Repo, blob: str, limit: int | None = READ_LIMIT) -> bytes:
+def read_blob(repo: git.Repo, blob: str, limit: int | None = READ_LIMIT, size: int = -1) -> bytes:
     """A blob's bytes; over `limit`, only its first `limit + 1` (the size is checked first, a huge blob is never
-    read whole; limit=None reads any size)."""
-    if limit is not None and blob_size(repo, blob) > limit:
+    read whole; limit=None reads any size). `size`: the blob's size when the caller knows it (a tree listing
+    carries it), which saves asking git for it."""
+    if limit is not None and (size if size >= 0 else blob_size(repo, blob)) > limit:
         return _blob_prefix(repo, blob, limit + 1)
     return repo.odb.stream(bytes.fromhex(blob)).read()  # type: ignore[no-any-return]
 

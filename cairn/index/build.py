@@ -369,7 +369,7 @@ def _read_entry(
         return None, [Finding(entry.path, 0, "path-outside-cards", "a submodule cannot hold cards")]
     if entry.size > MAX_CARD_BYTES:  # never read a huge blob (its size is in the tree listing)
         return None, [oversize_finding(entry.path, entry.size)]
-    data = gitrepo.read_blob(repo, entry.blob)
+    data = gitrepo.read_blob(repo, entry.blob, size=entry.size)
     card, findings = parse_card(entry.path, data)
     if card is not None:
         # Serving refuses what lint refuses: a card failing a security rule at this commit is not indexed.
