@@ -334,25 +334,53 @@ _TO_AGENT = re.compile(
 )
 
 
+# Every needle, once per field (ASCII text cannot hold the others); a pattern runs when each of its groups has a
+# needle in the field. The flags are read here once: an enum flag test costs more than the needle tests.
+_NEEDLES_FOLDED = frozenset(n for _, p, _, gs in _PATTERNS if p.flags & re.IGNORECASE for g in gs for n in g)
+_NEEDLES_EXACT = frozenset(n for _, p, _, gs in _PATTERNS if not p.flags & re.IGNORECASE for g in gs for n in g)
+_ASCII_FOLDED = tuple(sorted(n for n in _NEEDLES_FOLDED if n.isascii()))
+_OTHER_FOLDED = tuple(sorted(n for n in _NEEDLES_FOLDED if not n.isascii()))
+_ASCII_EXACT = tuple(sorted(n for n in _NEEDLES_EXACT if n.isascii()))
+_OTHER_EXACT = tuple(sorted(n for n in _NEEDLES_EXACT if not n.isascii()))
+_RUNS = tuple(
+    (
+        what,
+        pattern,
+        bool(pattern.flags & re.IGNORECASE),
+        where == _SERVED,
+        pattern in _NEEDS_NON_ASCII,
+        tuple(frozenset(g) for g in groups),
+    )
+    for what, pattern, where, groups in _PATTERNS
+)
+
+
 def check(target: Target, context: Context) -> Iterator[Finding]:
     found: list[tuple[Field, int, str]] = []
     for field in target.fields:
-        if not field.text:
+        text = field.text
+        if not text:
             continue
-        plain = " ".join(field.text.split())
+        plain = " ".join(text.split())
         lower = plain.lower()
         ascii_only = plain.isascii()
-        for what, pattern, where, groups in _PATTERNS:
-            if (where == _SERVED and not field.served) or (ascii_only and pattern in _NEEDS_NON_ASCII):
+        folded = {n for n in _ASCII_FOLDED if n in lower}
+        exact = {n for n in _ASCII_EXACT if n in plain}
+        if not ascii_only:
+            folded.update(n for n in _OTHER_FOLDED if n in lower)
+            exact.update(n for n in _OTHER_EXACT if n in plain)
+        served = field.served
+        for what, pattern, ignore_case, served_only, non_ascii, groups in _RUNS:
+            if (served_only and not served) or (ascii_only and non_ascii):
                 continue
-            seen = lower if pattern.flags & re.IGNORECASE else plain
-            if not all(any(n in seen for n in group) for group in groups):
+            seen = folded if ignore_case else exact
+            if any(seen.isdisjoint(group) for group in groups):
                 continue
-            match = pattern.search(field.text)
+            match = pattern.search(text)
             if match:
                 found.append((field, match.start(), _message(f"the text {what}")))
-        if field.key in ("file", "body") or field.served:
-            for match in _COMMENT.finditer(field.text):
+        if (field.key in ("file", "body") or served) and "<!--" in text:
+            for match in _COMMENT.finditer(text):
                 if _TO_AGENT.search(match.group(1)):
                     found.append((field, match.start(), _message("a hidden HTML comment addresses the agent")))
     yield from field_findings(RULE, target, found)
