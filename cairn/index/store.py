@@ -212,7 +212,7 @@ def write_index(
             db.execute("PRAGMA synchronous=OFF")
             if base is None:
                 db.executescript(_SCHEMA)
-            _apply(db, sealer, upserts, set(removed_ids) | {c.id for c in upserts})
+            _apply(db, sealer, upserts, set(removed_ids) | {c.id for c in upserts}, empty=base is None)
             db.execute("DELETE FROM problems")
             db.executemany("INSERT INTO problems VALUES (?, ?, ?, ?)", problems)
             _write_meta(db, sealer, meta)
@@ -257,13 +257,21 @@ def _write_private(target: Path, data: bytes) -> None:
 def card_postings(card: CardTerms) -> tuple[list[int], dict[str, tuple[int, ...]]]:
     """A card's token lengths per field, and per term its six posting values (frequency in name, summary and body,
     then the three lengths), as the index stores them (capped at 16 bits): what `cairn audit` re-derives too."""
-    counts = [Counter(tokens) for tokens in card.tokens]
+    name, summary, body = (Counter(tokens) for tokens in card.tokens)
     lengths = [min(len(tokens), _U16) for tokens in card.tokens]
-    terms = set().union(*counts)
-    return lengths, {term: (*(min(count[term], _U16) for count in counts), *lengths) for term in terms}
+    tail = tuple(lengths)
+    cap = _U16
+    out: dict[str, tuple[int, ...]] = {}
+    for term in name.keys() | summary.keys() | body.keys():
+        n, s, b = name.get(term, 0), summary.get(term, 0), body.get(term, 0)
+        out[term] = (n if n < cap else cap, s if s < cap else cap, b if b < cap else cap, *tail)
+    return lengths, out
 
 
-def _apply(db: sqlite3.Connection, sealer: Sealer, upserts: Sequence[CardTerms], removed: set[str]) -> None:
+def _apply(
+    db: sqlite3.Connection, sealer: Sealer, upserts: Sequence[CardTerms], removed: set[str], empty: bool = False
+) -> None:
+    """Remove and upsert cards with their postings; `empty`: the file was just created (no term to read back)."""
     # Old postings of removed or replaced cards.
     stale: dict[str, set[int]] = {}
     for chunk in _chunks(sorted(removed), 500):
@@ -275,6 +283,7 @@ def _apply(db: sqlite3.Connection, sealer: Sealer, upserts: Sequence[CardTerms],
 
     fresh: dict[str, list[tuple[int, ...]]] = {}
     row = int(db.execute("SELECT COALESCE(MAX(row), 0) FROM cards").fetchone()[0])  # new rows follow (as SQLite)
+    card_rows: list[tuple[Any, ...]] = []
     for card in upserts:
         row += 1
         lengths, entries = card_postings(card)
@@ -297,23 +306,32 @@ def _apply(db: sqlite3.Connection, sealer: Sealer, upserts: Sequence[CardTerms],
             *lengths,
             record_digest(record, prov, term_text),
         )
-        db.execute(
-            f"INSERT INTO cards ({SEALED_CARD_COLUMNS}, seal, terms, record, provenance)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (*sealed, sealer.seal(card_message(sealed)), term_text, record, prov),
-        )
+        card_rows.append((*sealed, sealer.seal(card_message(sealed)), term_text, record, prov))
         for term, values in entries.items():
-            fresh.setdefault(term, []).append((row, *values))
+            posting = (row, *values)
+            if term in fresh:
+                fresh[term].append(posting)
+            else:
+                fresh[term] = [posting]
+    db.executemany(
+        f"INSERT INTO cards ({SEALED_CARD_COLUMNS}, seal, terms, record, provenance)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        card_rows,
+    )
 
+    # Each term is read and written once, so the writes can follow all the reads.
+    written: list[tuple[str, int, bytes, bytes, str]] = []
+    deleted: list[tuple[str]] = []
     for term in sorted(set(stale) | set(fresh)):
-        got = db.execute("SELECT df, postings, bound FROM terms WHERE term = ?", (term,)).fetchone()
+        got = None if empty else db.execute("SELECT df, postings, bound FROM terms WHERE term = ?", (term,)).fetchone()
         rows, stats, bound = _updated_postings(got, stale.get(term, set()), fresh.get(term, ()))
         if rows:
             packed = _pack(rows, stats)
-            seal = sealer.seal(term_message(term, len(rows), packed, bound))
-            db.execute("INSERT OR REPLACE INTO terms VALUES (?, ?, ?, ?, ?)", (term, len(rows), packed, bound, seal))
+            written.append((term, len(rows), packed, bound, sealer.seal(term_message(term, len(rows), packed, bound))))
         else:
-            db.execute("DELETE FROM terms WHERE term = ?", (term,))
+            deleted.append((term,))
+    db.executemany("INSERT OR REPLACE INTO terms VALUES (?, ?, ?, ?, ?)", written)
+    db.executemany("DELETE FROM terms WHERE term = ?", deleted)
 
 
 def _write_meta(db: sqlite3.Connection, sealer: Sealer, meta: dict[str, str]) -> None:
