@@ -10,7 +10,7 @@ credential files (`curl -F f=@$HOME/.ssh/id_rsa`), and the environment sent to t
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from cairn.finding import Finding
 from cairn.lint.model import ERROR, Context, Field, Rule, Target, field_findings
@@ -93,14 +93,65 @@ _NEEDLES: tuple[tuple[tuple[str, ...], ...], ...] = (
 )
 
 
+_FETCH_WORDS = (
+    "curl",
+    "wget",
+    "fetch",
+    "iwr",
+    "irm",
+    "invoke-webrequest",
+    "invoke-restmethod",
+    "aria2c",
+    "lwp-download",
+)
+_PIPE_TO_NET = re.compile(r"\|\s*(?:curl|wget|fetch|iwr|irm|invoke-|aria2c|lwp-|nc|ncat|netcat)")
+
+
+def _word_in(lower: str, words: tuple[str, ...]) -> bool:
+    """Whether one of `words` stands in `lower` as a word (`\\b` on both sides, as the patterns ask)."""
+    for word in words:
+        i = lower.find(word)
+        while i >= 0:
+            end = i + len(word)
+            if (i == 0 or not _is_word_char(lower[i - 1])) and (end == len(lower) or not _is_word_char(lower[end])):
+                return True
+            i = lower.find(word, i + 1)
+    return False
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+# Tighter tests than the needles for the patterns whose needles are common words (`nc` in "once", `set`, `fetch`):
+# each holds for any text the pattern matches (a lowercased field), and costs less than the regex (which, starting
+# with `\b` and an alternation, walks every position).
+_GATES: dict[int, Callable[[str], bool]] = {
+    3: lambda lower: (
+        "/dev/tcp/" in lower
+        or "/dev/udp/" in lower
+        or "socat" in lower
+        or "mkfifo" in lower
+        or _word_in(lower, ("nc", "ncat", "netcat"))
+    ),
+    4: lambda lower: _word_in(lower, (*_FETCH_WORDS, "scp", "rsync", "nc", "ncat")),
+    6: lambda lower: (
+        _PIPE_TO_NET.search(lower) is not None or "$(env)" in lower or "$(printenv)" in lower or "$(set)" in lower
+    ),
+}
+
+
 def check(target: Target, context: Context) -> Iterator[Finding]:
     found: list[tuple[Field, int, str]] = []
     for field in target.fields:
         if field.key == "id" or not field.text:
             continue
         lower = field.text.lower()
-        for (what, pattern), groups in zip(_PATTERNS, _NEEDLES, strict=True):
+        for i, ((what, pattern), groups) in enumerate(zip(_PATTERNS, _NEEDLES, strict=True)):
             if not all(any(n in lower for n in group) for group in groups):
+                continue
+            gate = _GATES.get(i)
+            if gate is not None and not gate(lower):
                 continue
             match = pattern.search(field.text)
             if match:
