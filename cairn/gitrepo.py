@@ -126,6 +126,35 @@ def read_blob(repo: git.Repo, blob: str, limit: int | None = READ_LIMIT, size: i
     return repo.odb.stream(bytes.fromhex(blob)).read()  # type: ignore[no-any-return]
 
 
+def read_small_blobs(repo: git.Repo, blobs: list[str]) -> dict[str, bytes]:
+    """Committed blobs' bytes from one `git cat-file --batch` run (missing ones are left out). Each is read whole:
+    the caller has checked their sizes (a tree listing carries them) against its limit first."""
+    if not blobs:
+        return {}
+    done = subprocess.run(
+        ["git", "cat-file", "--batch"],
+        input="".join(f"{b}\n" for b in blobs).encode("ascii"),
+        capture_output=True,
+        env={**os.environ, "GIT_DIR": str(_git_dir_of(repo))},
+        check=False,
+    )
+    if done.returncode != 0:
+        raise CairnError(f"git cat-file failed in {repo.git_dir}: {done.stderr.decode('utf-8', 'replace').strip()}")
+    out = done.stdout
+    found: dict[str, bytes] = {}
+    pos = 0
+    while pos < len(out):
+        end = out.index(b"\n", pos)
+        header = out[pos:end].decode("ascii", "replace").split(" ")
+        pos = end + 1
+        if len(header) != 3:  # `<sha> missing`
+            continue
+        size = int(header[2])
+        found[header[0]] = out[pos : pos + size]
+        pos += size + 1
+    return found
+
+
 def _blob_prefix(repo: git.Repo, blob: str, n: int, env: dict[str, str] | None = None) -> bytes:
     """The first n bytes of a blob, from a `git cat-file` that is stopped once they are read."""
     run_env = {**os.environ, **(env or {}), "GIT_DIR": str(_git_dir_of(repo))}

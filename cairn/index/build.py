@@ -346,8 +346,12 @@ def _read_entries(
     problems: list[Finding] = []
     total = len(entries)
     disable = _disabled_rules(meta)
+    prefetched: dict[str, bytes] = {}
     for done, entry in enumerate(entries, 1):
-        card, findings = _read_entry(repo, entry, disable)
+        if done % _BATCH == 1:  # the next blobs in one git call (not one round trip each), a batch in memory at most
+            batch = entries[done - 1 : done - 1 + _BATCH]
+            prefetched = gitrepo.read_small_blobs(repo, [e.blob for e in batch if _readable(e)])
+        card, findings = _read_entry(repo, entry, disable, prefetched.get(entry.blob))
         problems.extend(findings)
         if card is not None:
             upserts.append(card_terms(card, entry.blob))
@@ -356,9 +360,22 @@ def _read_entries(
     return upserts, problems
 
 
+_BATCH = 1000  # card blobs read per git call
+
+
+def _readable(entry: gitrepo.TreeEntry) -> bool:
+    """Whether `_read_entry` reads the entry's blob (a regular file of a known size within the card limit)."""
+    return (
+        entry.path != CARDS_DIR
+        and entry.mode not in (gitrepo.SYMLINK_MODE, gitrepo.SUBMODULE_MODE)
+        and 0 <= entry.size <= MAX_CARD_BYTES
+    )
+
+
 def _read_entry(
-    repo: git.Repo, entry: gitrepo.TreeEntry, disable: tuple[str, ...] = ()
+    repo: git.Repo, entry: gitrepo.TreeEntry, disable: tuple[str, ...] = (), data: bytes | None = None
 ) -> tuple[Card | None, list[Finding]]:
+    """One tree entry read as a card; `data`: its blob's bytes when already read (`gitrepo.read_small_blobs`)."""
     if entry.path == CARDS_DIR:
         why = "cards/ must be a folder in the commit, not a symlink or a file; no card is read through it"
         return None, [Finding(entry.path, 0, "file-symlink", why)]
@@ -368,7 +385,8 @@ def _read_entry(
         return None, [Finding(entry.path, 0, "path-outside-cards", "a submodule cannot hold cards")]
     if entry.size > MAX_CARD_BYTES:  # never read a huge blob (its size is in the tree listing)
         return None, [oversize_finding(entry.path, entry.size)]
-    data = gitrepo.read_blob(repo, entry.blob, size=entry.size)
+    if data is None:
+        data = gitrepo.read_blob(repo, entry.blob, size=entry.size)
     card, findings = parse_card(entry.path, data)
     if card is not None:
         # Serving refuses what lint refuses: a card failing a security rule at this commit is not indexed.
