@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from cairn.cards.visible import invisible_in
+
 # CSI/OSC/other ESC sequences and every C0/C1 control character except tab and newline.
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]?")
 # Lone surrogates (undecodable bytes in file names) cannot be written to a UTF-8 terminal at all.
@@ -11,8 +13,16 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\
 
 
 def clean(text: str) -> str:
-    """Remove escape sequences and show other control characters as `?`; JSON output never goes through this."""
-    return _CONTROLS.sub("?", _ESCAPES.sub("", text))
+    """Remove escape sequences and show control and invisible characters as `?`; JSON output never goes through this.
+
+    Invisible characters (zero-width, tag characters, fillers: `cards.visible`, the same list lint flags) would let a
+    file name or finding read differently on a terminal than it does to a program.
+    """
+    text = _CONTROLS.sub("?", _ESCAPES.sub("", text))
+    if text.isascii():
+        return text
+    hidden = {at for at, _ in invisible_in(text)}
+    return "".join("?" if at in hidden else ch for at, ch in enumerate(text)) if hidden else text
 
 
 def clean_line(text: str) -> str:

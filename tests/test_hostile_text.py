@@ -75,6 +75,13 @@ def test_clean_leaves_nothing_a_terminal_acts_on(text: str) -> None:
     assert "\n" not in clean_line(text)
 
 
+def test_clean_shows_invisible_characters() -> None:
+    """A zero-width space or tag characters in a file name must not read as ordinary text on a terminal."""
+    assert clean_line("cards/git/force\u200bpush.md") == "cards/git/force?push.md"
+    assert clean("run\U000e0020\U000e0063 it") == "run?? it"
+    assert clean("family \U0001f468\u200d\U0001f469 emoji") == "family \U0001f468\u200d\U0001f469 emoji"
+
+
 def test_clean_keeps_ordinary_text() -> None:
     text = "Pull --rebase: compare with `git reflog` — café, 日本語, tabs\tand\nnewlines"
     assert clean(text) == text
