@@ -140,7 +140,11 @@ def read_small_blobs(repo: git.Repo, blobs: list[str]) -> dict[str, bytes]:
     )
     if done.returncode != 0:
         raise CairnError(f"git cat-file failed in {repo.git_dir}: {done.stderr.decode('utf-8', 'replace').strip()}")
-    out = done.stdout
+    return _parse_batch(done.stdout)
+
+
+def _parse_batch(out: bytes) -> dict[str, bytes]:
+    """`git cat-file --batch` output: `<sha> <type> <size>`, the bytes and a newline per blob; missing ones skipped."""
     found: dict[str, bytes] = {}
     pos = 0
     while pos < len(out):
@@ -488,18 +492,7 @@ def _read_batch(repo: git.Repo, vault: Vault, blobs: list[str]) -> dict[str, byt
             env=_staging_env(vault),
         )
     assert isinstance(out, bytes)
-    found: dict[str, bytes] = {}
-    pos = 0
-    while pos < len(out):
-        end = out.index(b"\n", pos)
-        header = out[pos:end].decode().split(" ")
-        pos = end + 1
-        if len(header) != 3:  # `<sha> missing`
-            continue
-        size = int(header[2])
-        found[header[0]] = out[pos : pos + size]
-        pos += size + 1
-    return found
+    return _parse_batch(out)
 
 
 def _git_dir(work_tree: Path) -> Path:
