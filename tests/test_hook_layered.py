@@ -39,6 +39,17 @@ def team_vault(root: Path) -> VaultRepo:
     return repo
 
 
+def org_copy_vault(root: Path, team: VaultRepo) -> VaultRepo:
+    """An organisation's vault holding the team's rebase lesson again (the name cased and punctuated differently)."""
+    org = VaultRepo(root)
+    org.write_raw("cairn.toml", "")
+    rebase = (team.root / "cards" / f"{REBASE_ID}.md").read_text()
+    org.write_raw("cards/vcs/rebase-after-force-push.md", rebase.replace("Pull --rebase", "PULL --REBASE,"))
+    org.write("misc/other", "Unrelated lesson on YAML anchors", "YAML anchors are not expanded by some loaders.")
+    org.commit("The org's copy")
+    return org
+
+
 def personal_vault(root: Path) -> VaultRepo:
     repo = VaultRepo(root)
     repo.write_raw("cairn.toml", "")
@@ -153,12 +164,7 @@ def test_sessions_dedupe_across_vaults_and_the_json_format_says_so(home: Path, t
 
 def test_the_same_lesson_in_two_vaults_is_given_once_from_the_first(home: Path, tmp_path: Path) -> None:
     team = team_vault(tmp_path / "team-lessons")
-    org = VaultRepo(tmp_path / "org-lessons")
-    org.write_raw("cairn.toml", "")
-    rebase = (team.root / "cards" / f"{REBASE_ID}.md").read_text()
-    org.write_raw("cards/vcs/rebase-after-force-push.md", rebase.replace("Pull --rebase", "PULL --REBASE,"))
-    org.write("misc/other", "Unrelated lesson on YAML anchors", "YAML anchors are not expanded by some loaders.")
-    org.commit("The org's copy")
+    org = org_copy_vault(tmp_path / "org-lessons", team)
     assert org.invoke("index").returncode == 0
     register(org.root, "org")
     register(team.root, "team")

@@ -18,7 +18,16 @@ import pytest
 
 from helpers.payloads import FITTING_PROMPT, log_entries
 from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable
-from test_hook_layered import VENV_ID, VENV_PROMPT, cairn, hook, personal_vault, register, team_vault
+from test_hook_layered import (
+    VENV_ID,
+    VENV_PROMPT,
+    cairn,
+    hook,
+    org_copy_vault,
+    personal_vault,
+    register,
+    team_vault,
+)
 
 REBASE_NAME = "Pull --rebase drops local commits after a force-push"
 REBASE_SUMMARY = (
@@ -163,12 +172,7 @@ def test_explain_shows_each_vault_under_its_heading(two: tuple[VaultRepo, VaultR
 
 def test_the_merge_leaves_the_second_copy_out_and_explain_says_why(home: Path, tmp_path: Path) -> None:
     team = team_vault(tmp_path / "team-lessons")
-    org = VaultRepo(tmp_path / "org-lessons")
-    org.write_raw("cairn.toml", "")
-    rebase = (team.root / "cards" / f"{REBASE_ID}.md").read_text()
-    org.write_raw("cards/vcs/rebase-after-force-push.md", rebase.replace("Pull --rebase", "PULL --REBASE,"))
-    org.write("misc/other", "Unrelated lesson on YAML anchors", "YAML anchors are not expanded by some loaders.")
-    org.commit("The org's copy")
+    org = org_copy_vault(tmp_path / "org-lessons", team)
     register(org.root, "org")
     register(team.root, "team")
     project = tmp_path / "project"
