@@ -14,11 +14,18 @@ first card of another vault holding the same lesson as an expected card (the sam
 tldr-zh and tldr-en hold the same tldr pages, and the merge gives a lesson once, from the vault listed first).
 "foreign" counts positives whose first card came from another suite's vault. What the issue asks (issue 14): FIR <= 5% on the negatives of all
 three, and Injection@1 no lower than each suite alone.
+
+The merge's one fitted figure, `serve.CROSS_VAULT_MARGIN`, is fitted on these suites, so the table is printed twice:
+with the shipped margin, then cross-validated: the cases split in two folds (by a hash of suite and prompt), the
+margin fitted on one fold (`_fit_margin`: within the FIR budget, the least Injection@1 lost against the suites alone,
+over `MARGINS`) and measured on the other, both held-out halves pooled. Recall runs once per case; the merge, once
+per margin.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
 import os
@@ -38,7 +45,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from cairn.hot.index import IndexReader
     from cairn.hot.paths import index_path
-    from cairn.hot.serve import Layer, lesson_keys, serve_layers
     from cairn.hot.vault import find_vault
     from cairn.index import build as indexer
     from cairn.quality.evaluate import load_cases
@@ -53,44 +59,31 @@ def main(argv: list[str] | None = None) -> int:
         cases[suite] = load_cases(cases_file(suite, vault.root))
     readers = {suite: IndexReader(index_path(roots[suite])) for suite in SUITES}
 
-    def given(layers: list[Layer], query: str) -> list[tuple[str, tuple[str, str]]]:
-        return [(p.qid, lesson_keys(p.candidate.card)) for p in serve_layers(layers, query).given]
+    layered_orders = list(itertools.permutations(SUITES)) if args.orders else [SUITES]
+    started = time.perf_counter()
+    asked = [
+        _Asked(suite, case, readers[suite], roots, readers, order)
+        for order in layered_orders
+        for suite in SUITES
+        for case in cases[suite]
+    ]
+    ms_per_case = round(1000 * (time.perf_counter() - started) / max(len(asked), 1), 2)
 
-    def measure(order: tuple[str, ...]) -> dict[str, Any]:
-        layered = [Layer(name, roots[name], readers[name]) for name in order]
-        out: dict[str, Any] = {"order": list(order), "suites": {}}
+    def measure(order: tuple[str, ...], margin: float | dict[int, float], fold: int | None = None) -> dict[str, Any]:
+        """The figures of `order` with the merge's `margin` (or one margin per fold: the pooled held-out figures of
+        a cross-validation), over the cases of `fold` (None: all)."""
+        out: dict[str, Any] = {"order": list(order), "margin": margin, "suites": {}, "ms_per_case": ms_per_case}
         all_neg_alone: list[Outcome] = []
         all_neg_layered: list[Outcome] = []
-        started = time.perf_counter()
-        n_asked = 0
         for suite in SUITES:
-            alone = [Layer(None, roots[suite], readers[suite])]
-            outcomes_alone: list[Outcome] = []
-            outcomes_layered: list[Outcome] = []
-            outcomes_lesson: list[Outcome] = []
-            foreign = 0
-            for case in cases[suite]:
-                expect = set(case.expect)
-                mine = [qid for qid, _ in given(alone, case.query)]
-                both = given(layered, case.query)
-                n_asked += 1
-                qualified = {f"{suite}:{e}" for e in expect}
-                keys = [lesson_keys(card) for card in map(readers[suite].card_by_id, expect) if card is not None]
-                names = {k[0] for k in keys}
-                summaries = {k[1] for k in keys}
-                outcomes_alone.append(Outcome(case.slice, case.positive, None, tuple(i in expect for i in mine)))
-                outcomes_layered.append(
-                    Outcome(case.slice, case.positive, None, tuple(i in qualified for i, _ in both))
-                )
-                same = tuple(i in qualified or k[0] in names or k[1] in summaries for i, k in both)
-                outcomes_lesson.append(Outcome(case.slice, case.positive, None, same))
-                if case.positive and both and not both[0][0].startswith(f"{suite}:"):
-                    foreign += 1
-            m_alone = metrics_of(outcomes_alone)
-            m_layered = metrics_of(outcomes_layered)
-            m_lesson = metrics_of(outcomes_lesson)
-            all_neg_alone += [o for o in outcomes_alone if not o.positive]
-            all_neg_layered += [o for o in outcomes_layered if not o.positive]
+            mine = [a for a in asked if a.order == order and a.suite == suite and (fold is None or a.fold == fold)]
+            outcomes = [a.outcomes(_margin_of(margin, a.fold)) for a in mine]
+            m_alone = metrics_of(o[0] for o in outcomes)
+            m_layered = metrics_of(o[1] for o in outcomes)
+            m_lesson = metrics_of(o[2] for o in outcomes)
+            all_neg_alone += [o[0] for o in outcomes if not o[0].positive]
+            all_neg_layered += [o[1] for o in outcomes if not o[1].positive]
+            foreign = sum(a.foreign_first(_margin_of(margin, a.fold)) for a in mine if a.case.positive)
             out["suites"][suite] = {
                 "n_pos": m_alone.n_pos,
                 "n_neg": m_alone.n_neg,
@@ -110,18 +103,25 @@ def main(argv: list[str] | None = None) -> int:
             "fir_alone": neg_alone.false_injection_rate,
             "fir_layered": neg_layered.false_injection_rate,
         }
-        out["ms_per_case"] = round(1000 * (time.perf_counter() - started) / max(n_asked, 1), 2)
         return out
 
-    orders = list(itertools.permutations(SUITES)) if args.orders else [SUITES]
-    results = [measure(tuple(order)) for order in orders]
+    from cairn.hot.serve import CROSS_VAULT_MARGIN
+
+    results = [measure(tuple(order), CROSS_VAULT_MARGIN) for order in layered_orders]
+    folds = [_fit_margin(measure, tuple(SUITES), 1 - fold) for fold in (0, 1)]
+    pooled = measure(tuple(SUITES), {fold: fit["margin"] for fold, fit in enumerate(folds)})
     for reader in readers.values():
         reader.close()
     if args.json:
-        print(json.dumps(results, indent=2))
+        print(json.dumps({"shipped": results, "folds": folds, "cross_validated": pooled}, indent=2))
         return 0
-    for result in results:
-        print(f"order: {' > '.join(result['order'])}  ({result['ms_per_case']} ms per case, alone + layered)")
+    for result in [*results, pooled]:
+        if result is pooled:
+            fits = ", ".join(f"fold {1 - i} -> {fit['margin']}" for i, fit in enumerate(folds))
+            print(f"cross-validated (2 folds): the margin fitted on one fold ({fits}), figures of the other, pooled")
+        else:
+            print(f"order: {' > '.join(result['order'])}, margin {result['margin']} (shipped)")
+        print(f"  ({result['ms_per_case']} ms per case, alone + layered)")
         print(
             f"| {'suite':<16} | pos | neg | Inj@1 alone | Inj@1 layered | same lesson | FIR alone | FIR layered "
             f"| worst slice FIR alone / layered | foreign first |"
@@ -142,6 +142,80 @@ def main(argv: list[str] | None = None) -> int:
         )
         print()
     return 0
+
+
+MARGINS = (0.1, 0.05, 0.0, -0.03, -0.05, -0.1)  # the cross-vault margins the fit tries (serve.CROSS_VAULT_MARGIN)
+FIR_BUDGET = 0.05
+
+
+class _Asked:
+    """One case asked of its suite's vault alone and of the layered vaults (recall run once; the merge per margin)."""
+
+    def __init__(self, suite: str, case: Any, reader: Any, roots: dict[str, str], readers: dict[str, Any], order: Any):
+        from cairn.hot.serve import Layer, lesson_keys, recall_all
+
+        self.suite, self.case, self.order = suite, case, order
+        self.fold = hashlib.blake2b(f"{suite}\0{case.query}".encode(), digest_size=1).digest()[0] % 2
+        self.alone = [Layer(None, roots[suite], reader)]
+        self.layers = [Layer(name, roots[name], readers[name]) for name in order]
+        self.alone_results = recall_all(self.alone, case.query, None, None)
+        self.layered_results = recall_all(self.layers, case.query, None, None)
+        expect = set(case.expect)
+        self.expect = expect
+        self.qualified = {f"{suite}:{e}" for e in expect}
+        keys = [lesson_keys(card) for card in map(reader.card_by_id, expect) if card is not None]
+        self.names = {k[0] for k in keys}
+        self.summaries = {k[1] for k in keys}
+
+    def _given(self, margin: float) -> Any:
+        from cairn.hot.serve import MAX_CARDS, merge
+
+        return merge(self.layers, self.layered_results, MAX_CARDS, None, margin)
+
+    def outcomes(self, margin: float) -> tuple[Any, Any, Any]:
+        """Alone, layered, and layered counting the same lesson from a vault of higher precedence as right."""
+        from cairn.hot.serve import MAX_CARDS, lesson_keys, merge
+        from cairn.quality.metrics import Outcome
+
+        case = self.case
+        mine = [p.candidate.card.id for p in merge(self.alone, self.alone_results, MAX_CARDS)]
+        both = self._given(margin)
+        same = tuple(
+            p.qid in self.qualified or keys[0] in self.names or keys[1] in self.summaries
+            for p, keys in ((p, lesson_keys(p.candidate.card)) for p in both)
+        )
+        return (
+            Outcome(case.slice, case.positive, None, tuple(i in self.expect for i in mine)),
+            Outcome(case.slice, case.positive, None, tuple(p.qid in self.qualified for p in both)),
+            Outcome(case.slice, case.positive, None, same),
+        )
+
+    def foreign_first(self, margin: float) -> bool:
+        both = self._given(margin)
+        return bool(both) and not both[0].qid.startswith(f"{self.suite}:")
+
+
+def _margin_of(margin: float | dict[int, float], fold: int) -> float:
+    return margin[fold] if isinstance(margin, dict) else margin
+
+
+def _fit_margin(measure: Any, order: tuple[str, ...], fold: int) -> dict[str, Any]:
+    """The margin that fits `fold`'s cases best: of those keeping the false injection rate within budget (all
+    negatives, and every suite's worst slice), the one whose worst suite loses least Injection@1 (the same lesson
+    counted) against the suites alone; a tie goes to the larger margin (the stricter veto)."""
+    best: tuple[float, float] | None = None
+    for margin in MARGINS:
+        r = measure(order, margin, fold)
+        within = r["all_negatives"]["fir_layered"] <= FIR_BUDGET and all(
+            s["worst_slice_fir"]["layered"] <= FIR_BUDGET for s in r["suites"].values()
+        )
+        if not within:
+            continue
+        loss = min(s["layered"]["injection@1_same_lesson"] - s["alone"]["injection@1"] for s in r["suites"].values())
+        if best is None or loss > best[0] + 1e-9:
+            best = (loss, margin)
+    margin = MARGINS[0] if best is None else best[1]
+    return {"fit_on_fold": fold, "margin": margin}
 
 
 if __name__ == "__main__":

@@ -368,17 +368,20 @@ def test_the_merge_orders_by_coverage_and_a_vault_that_knows_the_prompt_as_well_
     y = _candidate("y/two", "Lesson two", 0.8, 0.1, "injected", None)
     y2 = _candidate("y/three", "Lesson three", 0.5, 0.1, "injected", None)
     dropped: dict[str, str] = {}
-    merged = serve._merge([a, b], [_result(x), _result(y, y2)], serve.MAX_CARDS, dropped)
+    merged = serve.merge([a, b], [_result(x), _result(y, y2)], serve.MAX_CARDS, dropped)
     assert [p.qid for p in merged] == ["b:y/two", "a:x/one", "b:y/three"]  # coverage first, each vault's order kept
-    near = _candidate("z/near", "Near miss", 0.55, 0.01, "rejected", "small_lead")
-    merged = serve._merge([a, c], [_result(x), _result(near)], serve.MAX_CARDS, dropped)
-    assert merged == [] and dropped["a:x/one"] == "cross_vault"  # 0.6 < 0.55 + CROSS_VAULT_MARGIN
+    near = _candidate("z/near", "Near miss", 0.65, 0.01, "rejected", "small_lead")
+    merged = serve.merge([a, c], [_result(x), _result(near)], serve.MAX_CARDS, dropped)
+    assert merged == [] and dropped["a:x/one"] == "cross_vault"  # 0.6 < 0.65 + CROSS_VAULT_MARGIN
+    level = _candidate("z/level", "Level miss", 0.6, 0.01, "rejected", "small_lead")
+    merged = serve.merge([a, c], [_result(x), _result(level)], serve.MAX_CARDS)
+    assert [p.qid for p in merged] == ["a:x/one"]  # a vault covering the prompt only as well does not veto
     far = _candidate("z/far", "Far miss", 0.3, 0.01, "rejected", "low_coverage")
-    merged = serve._merge([a, c], [_result(x), _result(far)], serve.MAX_CARDS, dropped)
+    merged = serve.merge([a, c], [_result(x), _result(far)], serve.MAX_CARDS, dropped)
     assert [p.qid for p in merged] == ["a:x/one"]
     twin = _candidate("w/copy", "LESSON ONE!", 0.9, 0.4, "injected", None)
-    merged = serve._merge([a, b], [_result(x), _result(twin)], serve.MAX_CARDS, dropped)
+    merged = serve.merge([a, b], [_result(x), _result(twin)], serve.MAX_CARDS, dropped)
     assert [p.qid for p in merged] == ["a:x/one"] and dropped["b:w/copy"] == "same_lesson"  # first vault wins
     many = [_candidate(f"m/{n}", f"Lesson m{n}", 0.9 - n / 10, 0.3, "injected", None) for n in range(3)]
-    merged = serve._merge([a, b], [_result(x), _result(*many)], serve.MAX_CARDS, dropped)
+    merged = serve.merge([a, b], [_result(x), _result(*many)], serve.MAX_CARDS, dropped)
     assert len(merged) == 3 and dropped["a:x/one"] == "over_total"

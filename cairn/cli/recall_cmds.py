@@ -37,9 +37,9 @@ from cairn.hot.serve import (
     Layer,
     Pick,
     Served,
-    _merge,
     card_json,
     layer_scope,
+    merge,
     scope_tags,
     serve_layers,
     serve_prompt,
@@ -279,7 +279,7 @@ def _explain_layered(query: str, scope: str | None, ref: str | None, as_json: bo
             results[id(layer)] = result
             weights[id(layer)] = prompt_weights(layer.index, query, result.settings)
         dropped: dict[str, str] = {}
-        given = _merge(layers, [results[id(layer)] for layer in layers], MAX_CARDS, dropped)
+        given = merge(layers, [results[id(layer)] for layer in layers], MAX_CARDS, dropped)
         for slot in slots:
             section: dict[str, Any] = {"vault": slot.name, "path": slot.root}
             sections.append(section)

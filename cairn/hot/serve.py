@@ -6,8 +6,8 @@ a card is a candidate only if it would be injected from its vault alone. The sur
 
 - the same lesson in two vaults is given once, from the vault listed first (`lesson_keys`: the same name, or the
   same summary, after folding case, punctuation and spacing);
-- a vault's cards are left out when another vault that gave nothing has a candidate covering the prompt nearly as
-  well (`CROSS_VAULT_MARGIN`): the vaults disagree, so the prompt is not clearly about this vault's lesson;
+- a vault's cards are left out when another vault that gave nothing has a candidate covering the prompt better
+  (`CROSS_VAULT_MARGIN`): the vaults disagree, so the prompt is not clearly about this vault's lesson;
 - they are ordered by a figure on one scale for every vault (`figure`: the card's coverage, the share of the
   prompt's weight it matches in its own vault; raw BM25 scores of two vaults are not comparable), each vault's
   own order kept;
@@ -40,9 +40,12 @@ if TYPE_CHECKING:
 
 MAX_CARDS = 3  # cards per prompt, in total over every vault
 # With several vaults in play, a vault's cards are left out when another vault that gave no card has a candidate
-# covering the prompt nearly as well (its coverage + this margin reaches the given card's): two vaults know the prompt
-# about as well and one of them found nothing clear. Measured on the dev suites layered (`benchmarks/layered.py`).
-CROSS_VAULT_MARGIN = 0.1
+# covering the prompt better, by more than this (its coverage + this margin passes the given card's): the other vault
+# knows the prompt better and found nothing clear. Fitted on the dev suites layered (`benchmarks/layered.py`, which
+# also reports it cross-validated: fitted on one half of the cases, measured on the other); 0.1 (a veto by a vault
+# covering the prompt nearly as well) lost right cards on stackfaq-en and tldr-en to keep a false injection rate
+# that was in budget without it.
+CROSS_VAULT_MARGIN = -0.03
 _GATE_REASONS = GATE_REASONS  # recall's: the gates' reasons, the confidence gate's and the semantic veto
 
 # What the agent is told about the cards it gets, in every format (the hook's frame, its json output, MCP).
@@ -177,15 +180,15 @@ def serve_layers(
     """
     dropped: dict[str, str] = {}
     if session_id is None:
-        results = _recall_all(layers, query, None, decide_first)
-        given = _merge(layers, results, max_cards, dropped)
+        results = recall_all(layers, query, None, decide_first)
+        given = merge(layers, results, max_cards, dropped)
         return Layered(fit(given) if fit else given, results, (), dropped)
     from cairn.hot import session as sessions  # only agents with a session id pay for the import
 
     state = state_folder()
     with sessions.open_session(state, session_id) as current:
-        results = _recall_all(layers, query, current.injected, decide_first)
-        picks = _merge(layers, results, max_cards, dropped)
+        results = recall_all(layers, query, current.injected, decide_first)
+        picks = merge(layers, results, max_cards, dropped)
         given = list(fit(picks) if fit else picks)
         if given:
             current.record_picks([(p.qid, p.layer.root, p.layer.index.commit) for p in given])
@@ -197,14 +200,14 @@ def serve_layers(
         if c.reason == ALREADY_INJECTED
     }
     if want_already and refused:
-        fresh = _merge(layers, _recall_all(layers, query, None, decide_first), max_cards)
+        fresh = merge(layers, recall_all(layers, query, None, decide_first), max_cards)
         already = [p.qid for p in fresh if p.qid in refused]
     if layers:
         sessions.prune(state, hook_settings(layers[0].index.config)[1])
     return Layered(given, results, already, dropped)
 
 
-def _recall_all(
+def recall_all(
     layers: "Sequence[Layer]", query: str, injected: "Collection[str] | None", decide_first: int | None
 ) -> "list[Result]":
     results = []
@@ -250,14 +253,15 @@ def _already_of(layer: Layer, injected: "Collection[str]") -> "Collection[str]":
     return {key[len(prefix) :] for key in injected if key.startswith(prefix)}
 
 
-def _merge(
+def merge(
     layers: "Sequence[Layer]",
     results: "Sequence[Result]",
     max_cards: int | None,
     dropped: "dict[str, str] | None" = None,
+    margin: float = CROSS_VAULT_MARGIN,
 ) -> list[Pick]:
     """Each vault's injected cards, merged: the same lesson once (first vault wins), a vault's cards only when no
-    other vault that gave nothing knows the prompt about as well (`CROSS_VAULT_MARGIN`), ordered by `figure`
+    other vault that gave nothing knows the prompt better (`margin`: `CROSS_VAULT_MARGIN`), ordered by `figure`
     keeping each vault's own order, at most `max_cards`. `dropped` gets each left-out card's shown id and why:
     `same_lesson`, `cross_vault` or `over_total`."""
     if len(layers) == 1:
@@ -278,7 +282,7 @@ def _merge(
         queue: list[Pick] = []
         if result.injected:
             rival = max((cover for j, cover in enumerate(best_refused) if j != i and cover is not None), default=None)
-            if rival is not None and result.injected[0].coverage < rival + CROSS_VAULT_MARGIN:
+            if rival is not None and result.injected[0].coverage < rival + margin:
                 for c in result.injected:  # another vault knows this prompt as well, and found nothing clear
                     dropped[layer.qualified(c.card.id)] = "cross_vault"
                 queues.append(queue)
