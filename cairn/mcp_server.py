@@ -157,7 +157,8 @@ class VaultTools:
     ) -> dict[str, Any]:
         """Propose a new lesson: a card with `status: draft`, committed on a NEW branch for review.
 
-        The checked-out branch, the working tree and HEAD are left untouched; drafts are never injected. The card is
+        The branch starts at the commit the vault serves (its reviewed branch), whatever is checked out; the
+        checked-out branch, the working tree and HEAD are left untouched; drafts are never injected. The card is
         linted as `cairn add` lints it (in the vault's context): a lint error refuses it, warnings are returned.
         id: topic/slug (default: a slug of the name). branch: the new branch, under cairn/draft/ (default:
         cairn/draft/<id>).
@@ -172,9 +173,9 @@ class VaultTools:
         if branch is not None:
             draft_branch(branch)  # refused before anything is read or written
         repo = gitrepo.open_repo(self.vault)
-        base = gitrepo.head_commit(repo)
+        served, base = indexer.served_commit(self.vault, repo)  # the branch agents read, not whatever is checked out
         if gitrepo.read_path(repo, base, rel, self.vault) is not None:
-            raise CardExists(f"{rel} already exists at HEAD; choose another id (nothing was written)")
+            raise CardExists(f"{rel} already exists on {served}; choose another id (nothing was written)")
         linted = lint_pending(self.vault, {rel: data})[rel]
         errors = [f for f in linted if f.severity == ERROR]
         if errors:

@@ -143,6 +143,26 @@ def test_add_draft_refuses_an_id_that_exists_at_head(vault_repo: VaultRepo) -> N
     assert vault_repo.git("branch", "--list", "cairn/draft/*") == ""
 
 
+def test_add_draft_starts_from_the_served_branch_not_the_checked_out_one(vault_repo: VaultRepo) -> None:
+    served = _lessons(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "feature/wip")
+    vault_repo.write("wip/unreviewed", "Unreviewed lesson", "Only on a feature branch, not reviewed yet.")
+    feature = vault_repo.commit("Work in progress")
+    _, _, results = drive_serve(
+        vault_repo.root,
+        [
+            ("add_draft", {"name": "Fresh", "summary": "A new lesson proposed by an agent.", "id": "ops/fresh"}),
+            ("add_draft", {"name": "X", "summary": "Y", "id": "wip/unreviewed"}),  # not on main: free there
+        ],
+    )
+    made = _text_json(results[0])
+    assert made["base"] == served != feature
+    assert vault_repo.git("rev-parse", f"{made['branch']}^") == served
+    assert "wip/unreviewed" not in vault_repo.git("ls-tree", "-r", "--name-only", made["branch"])
+    assert vault_repo.git("rev-parse", "HEAD") == feature  # the author's branch is left alone
+    assert _text_json(results[1])["base"] == served
+
+
 def test_serve_logs_nothing_on_stdout_and_needs_a_vault(vault_repo: VaultRepo, tmp_path: Path) -> None:
     missing = vault_repo.cairn("serve", "--vault", str(tmp_path / "nowhere"))
     assert missing.returncode == 1
