@@ -188,8 +188,7 @@ def test_a_real_hook_run_imports_stdlib_and_hot_modules_only(
     expected = {
         "cairn.hot.recall",
         "cairn.hot.index",
-        "cairn.hot.hooklog",
-        "cairn.hot.gitrefs",
+        "cairn.hot.vault",
         "cairn.hot.userconfig",
         "_sqlite3",
     }

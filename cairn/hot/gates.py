@@ -12,7 +12,41 @@ Every gate value is a ratio in [0, 1], so one threshold means the same thing in 
   card matches at all. Words the vault never uses count as unmatched evidence: a question about something the vault
   does not know should not get a card that only shares its everyday words.
 - margin: 1 - next score / score; how clearly the card stands above the candidate ranked after it.
+
+The confidence gate (opt-in, `min_confidence`): how likely the best few admissible cards hold the lesson a prompt
+asks for. (Here rather than in a module of its own: recall computes its features on every prompt, and each module
+the hook imports costs every prompt; `cairn.hot.confidence` keeps its names for code that imports them from there.)
+
+A logistic model over the evidence recall already has (`features`), read with `math` only. Recall scores each cut
+of the admissible ranking after card k (k = 1 .. max_cards): "the first k cards fit and stand above the rest".
+`probability` estimates the chance that one of those k cards is right; recall injects the cut with the highest
+chance when it reaches `min_confidence` (setting), so related cards that fit about as well go in together instead
+of cancelling each other.
+
+The coefficients were fitted once on the dev suites (`benchmarks/confidence_study.py`, RESULTS.md "Round 3"):
+cases of all three suites, the label "an expected card is among the first k admissible", L2-regularised logistic
+regression. Cross-validated (leave one suite out, 5 folds) it did worse than the three threshold gates, and the
+same estimate means different false injection rates in different suites: it ships off (`min_confidence` 0). The
+semantic features (`sem`, `has_sem`) have no data yet: coefficient 0.
+
+Features of the cut after card k, with s_i the i-th admissible score and `best` the query's best possible score:
+- lead: (s_k - s_{k+1}) / best, the cut's lead in units of the whole query;
+- margin: 1 - s_{k+1} / s_k;
+- rel: s_1 / best;
+- cover: coverage of card 1; cover_k: the lowest coverage among the first k;
+- spread: s_k / s_1 (1 for k = 1): how alike the grouped cards fit;
+- miss: the heaviest query term card 1 does not match, over the heaviest term weight possible (a one-card word):
+  a rare word of the prompt the card lacks says it is about something else;
+- unknown: the share of the query's weight in words no card uses;
+- named: the share of card 1's score earned in its name and summary (the body alone is weaker evidence);
+- terms: log(1 + the query's informative weight in one-card words): short prompts are thin evidence;
+- close: log(1 + the admissible cards below the cut, down to card max_cards + 1, scoring at least 0.8 s_k);
+- k2, k3: the cut is after card 2 / card 3;
+- sem: the semantic similarity of card 1 when the optional semantic channel gives one (else 0, `has_sem` 0).
+lead, margin, rel, cover and cover_k enter as log(value + 0.01).
 """
+
+import math
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,7 +57,7 @@ if TYPE_CHECKING:
 SMALL_LEAD = "small_lead"
 LOW_COVERAGE = "low_coverage"
 SMALL_MARGIN = "small_margin"
-LOW_CONFIDENCE = "low_confidence"  # the confidence gate (`cairn.hot.confidence`) did not pick this card's cut
+LOW_CONFIDENCE = "low_confidence"  # the confidence gate (below) did not pick this card's cut
 
 
 def lead(score: float, next_score: float, best: float) -> float:
@@ -55,3 +89,99 @@ def failed_gate(ahead: float, cover: float, gap: float, settings: "RecallSetting
     if gap < settings.min_margin:
         return SMALL_MARGIN
     return None
+
+
+FEATURES = (
+    "lead",
+    "margin",
+    "rel",
+    "cover",
+    "cover_k",
+    "spread",
+    "miss",
+    "unknown",
+    "named",
+    "terms",
+    "close",
+    "k2",
+    "k3",
+    "sem",
+    "has_sem",
+)
+
+# Fitted by `python -m benchmarks.confidence_study fit --fit-fir 0.04` on the three dev suites (round 3's recall),
+# in the order of FEATURES. Measured worse than the three threshold gates (RESULTS.md "Round 3"), so recall does not
+# use it unless `[recall] min_confidence` is set above 0; 0.94 is the estimate that held FIR <= 4% on the suites.
+INTERCEPT = 6.5360
+COEFFICIENTS = (
+    1.2694,
+    -0.533,
+    1.1453,
+    -0.8165,
+    -0.186,
+    -5.084,
+    0.5523,
+    -1.6994,
+    -1.0104,
+    0.7823,
+    -0.45,
+    -0.0348,
+    -0.212,
+    0.0,
+    0.0,
+)
+FITTED_MIN_CONFIDENCE = 0.94
+
+
+def probability(
+    values: "tuple[float, ...]", coefficients: "tuple[float, ...]" = COEFFICIENTS, intercept: float = INTERCEPT
+) -> float:
+    """The model's chance that the cut holds a right card: the logistic of intercept + coefficients . values."""
+    z = intercept
+    for c, v in zip(coefficients, values, strict=True):
+        z += c * v
+    if z < -40.0:
+        return 0.0
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def features(
+    k: int,
+    scores: "list[float]",
+    covers: "list[float]",
+    best: float,
+    miss: float,
+    unknown: float,
+    named: float,
+    mass_terms: float,
+    sem: "float | None" = None,
+    upto: int = 4,
+) -> "tuple[float, ...]":
+    """The features of the cut after admissible card k (1-based); scores and covers of every admissible card."""
+    s1 = scores[0]
+    sk = scores[k - 1]
+    nxt = scores[k] if k < len(scores) else 0.0
+    close = 0
+    for s in scores[k:upto]:  # up to card max_cards + 1: what recall always has, however early it stops
+        if s >= 0.8 * sk:
+            close += 1
+    lead = max(0.0, sk - nxt) / best if best > 0 else 0.0
+    margin = max(0.0, 1.0 - nxt / sk) if sk > 0 else 0.0
+    log = math.log
+    return (
+        log(lead + 0.01),
+        log(margin + 0.01),
+        log(s1 / best + 0.01) if best > 0 else log(0.01),
+        log(covers[0] + 0.01),
+        log(min(covers[:k]) + 0.01),
+        sk / s1 if s1 > 0 else 0.0,
+        miss,
+        unknown,
+        named,
+        math.log1p(mass_terms),
+        math.log1p(close),
+        1.0 if k == 2 else 0.0,
+        1.0 if k == 3 else 0.0,
+        sem if sem is not None else 0.0,
+        1.0 if sem is not None else 0.0,
+    )

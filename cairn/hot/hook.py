@@ -3,12 +3,20 @@
 It fails open: whatever goes wrong, it exits 0 with nothing on stdout and writes the error to the log (to stderr
 only when the log cannot be written). It never writes into the vault, and never writes the prompt anywhere: the
 log holds its sha256 and length.
+
+The hook log: one JSON line per prompt in `<state_dir>/hook.jsonl`. Never the prompt text. Each line: time, format,
+hashed session id, the prompt's sha256 and length, the vaults in play (`vaults`: each one's name, folder, served
+ref, indexed commit, whether its index was stale, why it was skipped, its error and the ids it gave), the
+candidates with score and gate decision, the injected ids (as shown: `name:id` for a configured vault), and the
+error (or null). `vault`, `commit` and `stale` at the top are those of the one vault when the hook serves a single
+vault given by path (`--vault`, `CAIRN_VAULT`), else null (`stale`: any vault's index was).
 """
 
 import os
 import sys
 
-from cairn.hot import hooklog, jsonc
+from cairn.hot import jsonc
+from cairn.hot.paths import private_folder, sha256_hex, state_folder, utc_now
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,6 +32,9 @@ MAX_STDIN_BYTES = 8 * 1024 * 1024
 MAX_QUERY_CHARS = 8000  # a pasted log beyond this adds cost, not meaning
 CONTEXT_HARD_LIMIT = 9999
 REINDEX_EVERY_SECONDS = 30
+LOG_FILE = "hook.jsonl"
+MAX_LOG_BYTES = 32 * 1024 * 1024  # then hook.jsonl becomes hook.jsonl.1 and a new file starts
+MAX_LOGGED_CANDIDATES = 20
 
 HELP = """\
 Usage: cairn hook --format FORMAT [--vault PATH] [--scope TAGS]
@@ -105,7 +116,7 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(HELP)
         return 0
     fmt = options.fmt or "text"
-    entry = hooklog.new_entry(fmt)
+    entry = new_entry(fmt)
     output = ""
     prompt: str | None = None
     try:
@@ -120,7 +131,7 @@ def main(argv: list[str]) -> int:
         entry["injected"] = []
         output = ""
     try:
-        hooklog.append(_state_dir(), entry)
+        append_log(_state_dir(), entry)
     except Exception as exc:
         sys.stderr.write(f"cairn hook: cannot write the hook log: {_error_text(exc, prompt)}\n")
     if output:
@@ -202,7 +213,7 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
     from cairn.hot.vault import hook_vaults
 
     prompt_bytes = payload.prompt.encode("utf-8", "surrogatepass")
-    entry["prompt_sha256"] = hooklog.sha256_hex(prompt_bytes)
+    entry["prompt_sha256"] = sha256_hex(prompt_bytes)
     entry["prompt_len"] = len(payload.prompt)
     if payload.session_id is not None:
         from cairn.hot.session import session_key
@@ -219,7 +230,7 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
     errors: list[str] = []
     try:
         for vault in vaults:
-            line = hooklog.vault_entry(vault.name, vault.dirs.root)
+            line = vault_entry(vault.name, vault.dirs.root)
             logged.append(line)
             if not vault.serves_cwd(payload.cwd):
                 line["skipped"] = "project"  # the agent works outside the folders this vault is limited to
@@ -237,7 +248,7 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
             if index is not None:
                 layers.append(Layer(vault.name, vault.dirs.root, index, scope))
         for name, why in skipped:
-            line = hooklog.vault_entry(name, None)
+            line = vault_entry(name, None)
             line["skipped"] = "unusable"
             line["error"] = why[:500]
             logged.append(line)
@@ -274,7 +285,7 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
         candidates += [_logged(layer.qualified(c.card.id), c, id(c) in kept, served.dropped) for c in shown]
         line = next(x for x in logged if x["vault"] == layer.root)
         line["injected"] = [p.candidate.card.id for p in given if p.layer is layer]
-    entry["candidates"] = candidates[: hooklog.MAX_LOGGED_CANDIDATES]
+    entry["candidates"] = candidates[:MAX_LOGGED_CANDIDATES]
     entry["injected"] = [p.qid for p in given]
     already = list(served.already) if payload.session_id is not None else None
     return _render(fmt, given, payload, nonce, already=already)
@@ -282,7 +293,7 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
 
 def _logged_per_vault(n_vaults: int) -> int:
     """How many candidates of each vault the log shows (20 in all, at least 5 a vault): recall settles no more."""
-    return max(hooklog.MAX_LOGGED_CANDIDATES // max(n_vaults, 1), 5)
+    return max(MAX_LOGGED_CANDIDATES // max(n_vaults, 1), 5)
 
 
 def _logged(shown_id: str, candidate: "Candidate", kept: bool, dropped: dict[str, str]) -> dict[str, object]:
@@ -295,14 +306,15 @@ def _logged(shown_id: str, candidate: "Candidate", kept: bool, dropped: dict[str
 def _open_fresh_index(vault: "ServedVault", line: dict[str, object]) -> "IndexReader | None":
     """The vault's cached index when it was built from the commit the vault serves now; else None (the vault
     serves nothing for this prompt) and a background update starts. Raises for a missing or damaged index."""
-    from cairn.hot import gitrefs, paths
+    from cairn.hot import paths
     from cairn.hot.index import IndexReader
+    from cairn.hot.vault import served_ref
 
     dirs = vault.dirs
     index_file = paths.index_file(dirs.root)
     if dirs.git_root is None:
         raise HookInputError("the vault is not in a git repository; Cairn serves committed cards only")
-    ref, served = gitrefs.served_ref(dirs.git_root, vault.ref)
+    ref, served = served_ref(dirs.git_root, vault.ref)
     line["ref"] = ref
     try:
         index = IndexReader(index_file)
@@ -354,8 +366,6 @@ def _start_background_index(vault: "VaultDirs", index_file: str) -> None:
             return
     except FileNotFoundError:
         pass
-    from cairn.hot.paths import private_folder
-
     private_folder(os.path.dirname(stamp))
     os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
     os.utime(stamp, (now, now))
@@ -501,9 +511,57 @@ def _quote(arg: str) -> str:
 
 
 def _state_dir() -> str:
-    from cairn.hot.paths import state_folder
-
     return state_folder()
+
+
+def new_entry(fmt: str) -> dict[str, object]:
+    """A log entry with every field present; the hook fills it in as it goes."""
+    return {
+        "time": utc_now(),
+        "format": fmt,
+        "session": None,
+        "prompt_sha256": None,
+        "prompt_len": None,
+        "vault": None,
+        "commit": None,
+        "stale": False,
+        "vaults": [],
+        "candidates": [],
+        "injected": [],
+        "error": None,
+    }
+
+
+def vault_entry(name: str | None, root: str | None) -> dict[str, object]:
+    """One vault's part of a log line: every field present, filled in as the hook serves it."""
+    return {
+        "name": name,
+        "vault": root,
+        "ref": None,
+        "commit": None,
+        "stale": False,
+        "skipped": None,
+        "error": None,
+        "injected": [],
+    }
+
+
+def append_log(state_dir: str, entry: dict[str, object]) -> None:
+    """Append one line to the hook log; a single `write` on an O_APPEND descriptor, so concurrent hooks never
+    interleave lines."""
+    private_folder(state_dir)  # 0700, a looser state folder tightened
+    path = os.path.join(state_dir, LOG_FILE)
+    line = (jsonc.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "replace")
+    try:  # past MAX_LOG_BYTES, hook.jsonl becomes hook.jsonl.1
+        if os.stat(path).st_size >= MAX_LOG_BYTES:
+            os.replace(path, path + ".1")
+    except OSError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
 
 
 def _error_text(exc: BaseException, prompt: str | None) -> str:

@@ -12,6 +12,7 @@ The hook works with path strings (`cache_folder`, `state_folder`, `index_file`):
 import os
 import stat
 import sys
+import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,6 +46,11 @@ _SHA256 = _builtin_sha256()
 def new_sha256(data: bytes = b"") -> "Any":
     """A built-in sha256 hash object over data (`update`, `copy`, `digest`, `hexdigest`)."""
     return _SHA256(data)
+
+
+def utc_now() -> str:
+    """ISO-8601 UTC time to the second, e.g. `2026-05-01T12:00:00Z` (the hook log's and the sessions' times)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 KEY_BYTES = 32

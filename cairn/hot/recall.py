@@ -25,7 +25,7 @@ try:  # the C module itself: `bisect` is a Python wrapper around it, one import 
 except ImportError:  # pragma: no cover - an interpreter without it
     from bisect import bisect_left
 
-from cairn.hot import confidence, gates
+from cairn.hot import gates
 from cairn.hot.record import Record
 from cairn.hot.settings import stored_settings
 from cairn.hot.tokens import INSTRUCTION_WORDS, is_cjk, prompt_terms, tokenize
@@ -390,11 +390,11 @@ def _gate(
         )
         similarity = semantic.get(first.id) if semantic else None
         for k in range(1, n_cuts + 1):
-            values = confidence.features(
+            values = gates.features(
                 k, scores, covers, weights.best, miss, unknown, named, mass, similarity, settings.max_cards + 1
             )
             evidence.append(values)
-            chances.append(confidence.probability(values))
+            chances.append(gates.probability(values))
     min_confidence = getattr(settings, "min_confidence", 0.0)
     cut = n_cuts
     if min_confidence > 0:

@@ -9,8 +9,7 @@ import os
 import time
 
 from cairn.hot import jsonc
-from cairn.hot.hooklog import sha256_hex, utc_now
-from cairn.hot.paths import private_folder
+from cairn.hot.paths import private_folder, sha256_hex, utc_now
 
 SESSIONS_DIR = "sessions"
 _LOCK_WAIT_SECONDS = 3.0
