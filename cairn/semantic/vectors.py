@@ -230,9 +230,7 @@ def refresh(
     return f"encoded {len(fresh)}"
 
 
-FOREGROUND_CARDS = (
-    200  # `cairn index` encodes up to this many cards itself (about 20 CPU-seconds); more, in the background
-)
+FOREGROUND_CARDS = 200  # `cairn index` encodes up to this many cards itself (a few seconds); more, in the background
 
 
 def refresh_after_index(index_file: Path) -> str:
@@ -344,38 +342,27 @@ def _encode_cards(
     encoder: enc.Encoder | None,
     progress: Callable[[int, int], None] | None,
 ) -> dict[int, npt.NDArray[np.float32]]:
+    """The vectors of the cards to encode, by their position: all their passages in one call, so the encoder sorts
+    them by length (little padding) and runs its batches on every core. `progress(passages done, passages)`."""
     if not todo:
         return {}
     encoder = encoder or enc.Encoder()
-    out: dict[int, npt.NDArray[np.float32]] = {}
-    batch: list[tuple[int, list[str]]] = []
-    size = 0
+    texts = [text for _, passages in todo for text in passages]
     done = 0
-    for item in todo:
-        batch.append(item)
-        size += len(item[1])
-        if size >= 256:
-            done += _encode_batch(batch, encoder, out)
-            batch, size = [], 0
-            if progress:
-                progress(done, len(todo))
-    if batch:
-        done += _encode_batch(batch, encoder, out)
-        if progress:
-            progress(done, len(todo))
-    return out
 
+    def told(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress is not None:
+            progress(done, len(texts))
 
-def _encode_batch(
-    batch: Sequence[tuple[int, list[str]]], encoder: enc.Encoder, out: dict[int, npt.NDArray[np.float32]]
-) -> int:
-    texts = [text for _, passages in batch for text in passages]
-    matrix = encoder.passages(texts)
+    matrix = encoder.passages(texts, progress=told)
+    out: dict[int, npt.NDArray[np.float32]] = {}
     at = 0
-    for i, passages in batch:
+    for i, passages in todo:
         out[i] = matrix[at : at + len(passages)]
         at += len(passages)
-    return len(batch)
+    return out
 
 
 if __name__ == "__main__":
