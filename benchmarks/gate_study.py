@@ -242,13 +242,18 @@ def baseline() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=("dump", "fit", "cv", "baseline"))
+    parser.add_argument("command", choices=("dump", "fit", "cv", "baseline", "sem-dump", "sem-fit"))
+    parser.add_argument("--fit-fir", type=float, default=0.03, help="sem-fit: the FIR every slice fitted on holds")
     parser.add_argument("features", nargs="*", metavar="F1,F2,...", help="feature sets (fit, cv)")
     args = parser.parse_args(argv)
     os.environ["CAIRN_CACHE_DIR"] = str(WORK / "cache")
     if args.command in ("fit", "cv") and not args.features:
         parser.error(f"{args.command} needs at least one feature set, e.g. cov_cjk,margin,lead_t")
-    if args.command == "dump":
+    if args.command == "sem-dump":
+        sem_dump()
+    elif args.command == "sem-fit":
+        sem_fit(args.fit_fir)
+    elif args.command == "dump":
         dump()
     elif args.command == "baseline":
         baseline()
@@ -259,6 +264,168 @@ def main(argv: list[str] | None = None) -> int:
         for spec in args.features:
             report(tuple(spec.split(",")))
     return 0
+
+
+# -- round 4: semantic candidates (issue 16, recall3) ------------------------------------------------------------
+#
+#     .venv/bin/python -m benchmarks.gate_study sem-dump           # every case: admissible cards, z-scores, decisions
+#     .venv/bin/python -m benchmarks.gate_study sem-fit            # the rules below, fitted leaving one suite out
+#
+# `sem-dump` writes benchmarks/.work/semcand-<suite>.json: per case its slice, expected ids, the shipped decisions
+# without and with the semantic evidence (the hook's: the 50 closest cards' z-scores), the first 10 admissible cards
+# in lexical order (id, score, coverage) and those z-scores. `sem-fit` replays rules on them (see `sem_decide`).
+
+SEM_SUITES = (*SUITES, TEMPLATE)
+
+
+def sem_dump(suites: tuple[str, ...] = SEM_SUITES) -> None:
+    import numpy as np
+
+    from cairn.hot.recall import prompt_weights, recall
+    from cairn.hot.vault import find_vault
+    from cairn.index import build as indexer
+    from cairn.quality.evaluate import load_cases
+    from cairn.semantic.batch import similarity_matrix
+
+    for name in suites:
+        vault = find_vault(prepare(name))
+        indexer.build_index(vault)
+        cases = load_cases(cases_file(name, vault.root))
+        ids, sims = similarity_matrix(
+            indexer.index_file_for(vault), [c.query for c in cases], cache_dir=WORK / "semantic"
+        )
+        rows = []
+        with indexer.open_index(vault) as index:
+            for k, case in enumerate(cases):
+                row_z = (sims[k] - sims[k].mean()) / max(float(sims[k].std()), 1e-6)
+                closest = np.argsort(-row_z)[:50]
+                z = {ids[i]: round(float(row_z[i]), 4) for i in closest}
+                lexical = recall(index, case.query)
+                shipped = recall(index, case.query, semantic=z)
+                every = recall(index, case.query, examine_all=True)
+                adm = [c for c in every.candidates if c.reason not in ADMISSION][:10]
+                rows.append(
+                    {
+                        "case": case.id,
+                        "slice": case.slice,
+                        "expect": list(case.expect),
+                        "lex": [c.card.id for c in lexical.injected],
+                        "ship": [c.card.id for c in shipped.injected],
+                        "adm": [[c.card.id, c.score, c.coverage] for c in adm],
+                        "refused": [c.card.id for c in every.candidates if c.reason in ADMISSION],
+                        "best": prompt_weights(index, case.query).best,
+                        "z": z,
+                        "n": index.n_cards,
+                    }
+                )
+        (WORK / f"semcand-{name}.json").write_text(json.dumps(rows))
+        print(name, len(rows), file=sys.stderr)
+
+
+def _sem_arrays(rows: list[Row]) -> dict[str, Any]:
+    """Per case: the shipped decision with the extra (`ship`), and the semantic first choice among the first 10
+    admissible cards: its z-gap over the semantic second, its word lead (`recall._semantic_pick`), whether it is
+    expected."""
+    import numpy as np
+
+    gap, lead, found, right = [], [], [], []
+    for r in rows:
+        z: dict[str, float] = r["z"]
+        ranked = sorted(z.values(), reverse=True)
+        first = max(z, key=lambda k: z[k]) if z else None
+        g = ranked[0] - ranked[1] if len(ranked) > 1 else 0.0
+        at = next((i for i, a in enumerate(r["adm"]) if a[0] == first), None)
+        w = 0.0
+        if at is not None and r["best"] > 0:
+            scores = [a[1] for a in r["adm"]]
+            if at == 0:
+                w = (scores[0] - (scores[1] if len(scores) > 1 else 0.0)) / r["best"]
+            else:
+                w = (scores[at] - scores[at - 1]) / r["best"]
+        gap.append(g)
+        lead.append(w)
+        found.append(at is not None and r["n"] >= 30 and first not in r["refused"])
+        right.append(first in r["expect"])
+    return {
+        "slice": np.array([r["slice"] or "" for r in rows]),
+        "pos": np.array([bool(r["expect"]) for r in rows]),
+        "ship_any": np.array([bool(r["ship"]) for r in rows]),
+        "ship_ok": np.array([bool(r["ship"]) and r["ship"][0] in r["expect"] for r in rows]),
+        "gap": np.array(gap),
+        "lead": np.array(lead),
+        "found": np.array(found),
+        "right": np.array(right),
+    }
+
+
+def _sem_measure(a: dict[str, Any], weight: float | None, t: float) -> dict[str, tuple[float, float, int]]:
+    """slice -> (Injection@1, FIR, n_pos) of the shipped decisions plus the semantic pick (`weight` None: none)."""
+    import numpy as np
+
+    add = np.zeros(len(a["pos"]), bool)
+    if weight is not None:
+        add = a["found"] & ~a["ship_any"] & (a["gap"] + weight * a["lead"] >= t)
+    any_ = a["ship_any"] | add
+    ok = a["ship_ok"] | (add & a["right"])
+    out = {}
+    for name in ["all", *sorted(set(a["slice"].tolist()) - {""})]:
+        part = np.ones(len(ok), bool) if name == "all" else a["slice"] == name
+        p, n = part & a["pos"], part & ~a["pos"]
+        out[name] = (float(ok[p].mean()) if p.any() else 0.0, float(any_[n].mean()) if n.any() else 0.0, int(p.sum()))
+    return out
+
+
+SEM_WEIGHTS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
+SEM_THRESHOLDS = tuple(round(0.5 + 0.05 * i, 2) for i in range(71))
+
+
+def _sem_fit(arrays: list[dict[str, Any]], fir: float) -> tuple[float, float] | None:
+    """(weight, threshold) injecting most positives over the given suites with every slice's FIR at most `fir`
+    or at most what the shipped rule gives there already."""
+    best: tuple[float, tuple[float, float] | None] = (-1.0, None)
+    bases = [_sem_measure(a, None, 0.0) for a in arrays]
+    for weight in SEM_WEIGHTS:
+        for t in SEM_THRESHOLDS:
+            gained = 0.0
+            for a, base in zip(arrays, bases, strict=True):
+                m = _sem_measure(a, weight, t)
+                if any(v[1] > max(fir, base[k][1]) + 1e-9 for k, v in m.items()):
+                    break
+                gained += m["all"][0] * m["all"][2]
+            else:
+                if gained > best[0]:
+                    best = (gained, (weight, t))
+    return best[1]
+
+
+def sem_fit(fir: float) -> None:
+    arrays = {name: _sem_arrays(load_sem(name)) for name in SUITES}
+    fmt = "  ".join
+
+    def cells(m: dict[str, tuple[float, float, int]]) -> str:
+        return fmt(f"{k} {v[0]:.3f}/{v[1]:.3f}" for k, v in m.items())
+
+    for name in SUITES:
+        print(f"{name:<16} shipped before the pick: {cells(_sem_measure(arrays[name], None, 0.0))}")
+    for held in SUITES:
+        fitted = _sem_fit([arrays[s] for s in SUITES if s != held], fir)
+        if fitted is None:
+            print(f"{held:<16} held out: no (weight, threshold) holds {fir} on the others")
+            continue
+        print(f"{held:<16} held out, fitted on the others {fitted}: {cells(_sem_measure(arrays[held], *fitted))}")
+    fitted = _sem_fit(list(arrays.values()), fir)
+    print(f"fitted on all three: {fitted}")
+    if fitted:
+        for name in SUITES:
+            print(f"  {name:<16} {cells(_sem_measure(arrays[name], *fitted))}")
+
+
+def load_sem(name: str) -> list[Row]:
+    path = WORK / f"semcand-{name}.json"
+    if not path.is_file():
+        raise SystemExit(f"Error: no {path}; run `python -m benchmarks.gate_study sem-dump` first")
+    rows: list[Row] = json.loads(path.read_text())
+    return rows
 
 
 if __name__ == "__main__":

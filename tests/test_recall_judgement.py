@@ -266,6 +266,27 @@ def test_the_semantic_channel_rescues_its_clear_first_choice_that_words_found_fi
     assert elsewhere.abstained  # the semantic first choice is another card
 
 
+def test_the_semantic_pick_injects_its_clear_first_choice_among_the_word_ranking(vault_repo: VaultRepo) -> None:
+    """Nothing passes the word gates; the semantic channel's first choice, ranked second by words, is injected when
+    its z-gap plus SEMANTIC_PICK_LEAD_WEIGHT times its (negative) word lead reaches SEMANTIC_PICK, and only then."""
+    repo = _cards(vault_repo)
+    query = "requests.get hangs in the nightly payroll export under celery beat on kubernetes"
+    with indexer.open_index(find_vault(repo.root)) as index:
+        plain = recall(index, query)
+        first, second = (c for c in plain.candidates[:2])
+        behind = (second.score - first.score) / R.prompt_weights(index, query).best
+        clear_gap = R.SEMANTIC_PICK - R.SEMANTIC_PICK_LEAD_WEIGHT * behind + 0.05
+        clear = recall(index, query, semantic={second.card.id: 1.0 + clear_gap, first.card.id: 1.0})
+        short = recall(index, query, semantic={second.card.id: 1.0 + clear_gap - 0.1, first.card.id: 1.0})
+        unranked = recall(index, query, semantic={"docker/copy-deps-first": 9.0, first.card.id: 1.0})
+    assert plain.abstained and second.card.id == "python/asyncio-blocking-call" and behind < 0
+    assert [c.card.id for c in clear.injected] == [second.card.id]
+    picked = {c.card.id: c for c in clear.candidates}
+    assert picked[first.card.id].decision == R.REJECTED and picked[second.card.id].reason is None
+    assert short.abstained  # 0.1 short of the pick: a card words rank lower needs a larger semantic gap
+    assert unranked.abstained  # the semantic first choice shares no word with the prompt: never picked
+
+
 # -- the commands ------------------------------------------------------------------------------------------------
 
 

@@ -446,6 +446,14 @@ def _gate(
         elif blocker is None and reason not in (OVER_LIMIT, gates.LOW_CONFIDENCE, SEMANTIC_VETO):
             blocker = candidate
         out.append(candidate)
+    if not n_injected and min_confidence <= 0 and semantic and index.n_cards >= SEMANTIC_MIN_CARDS:
+        pick = _semantic_pick(admitted, scores, weights.best, semantic)
+        if pick is not None:
+            was = out[pick]
+            out[pick] = Candidate(
+                was.card, was.score, was.lead, was.coverage, was.margin, INJECTED, None, was.matched,
+                None, was.confidence, was.similarity,
+            )  # fmt: skip
     return out, tuple(evidence)
 
 
@@ -466,6 +474,46 @@ _RESCUABLE = (gates.SMALL_LEAD, gates.SMALL_MARGIN, gates.LOW_COVERAGE)
 GATE_REASONS = frozenset(
     {gates.SMALL_LEAD, gates.LOW_COVERAGE, gates.SMALL_MARGIN, gates.LOW_CONFIDENCE, SEMANTIC_VETO, OVER_LIMIT, None}
 )
+
+
+# The semantic pick: when nothing is injected, the semantic channel's first choice among the first
+# SEMANTIC_PICK_DEPTH admissible cards is injected when its z-score's lead over the semantic second, plus
+# SEMANTIC_PICK_LEAD_WEIGHT times its word lead, reaches SEMANTIC_PICK. Its word lead is the lead gate's value when
+# it is the first admissible card, else minus how far it scores below the card ranked just above it (over the
+# query's best possible score): the two channels' evidence added, so a clear semantic choice that word overlap also
+# puts first goes in, and one that word overlap ranks well below needs a larger semantic gap. Fitted leaving one
+# suite out (`python -m benchmarks.gate_study sem-fit`, RESULTS.md "Round 4"): FIR at most 3% on every slice of
+# the suites fitted on, or what the shipped rule already gave there.
+SEMANTIC_PICK = 2.3
+SEMANTIC_PICK_LEAD_WEIGHT = 3.0
+SEMANTIC_PICK_DEPTH = 10
+
+
+def _semantic_pick(
+    admitted: "Sequence[tuple[IndexedCard, float]]",
+    scores: "Sequence[float]",
+    best: float,
+    semantic: "Mapping[str, float]",
+) -> int | None:
+    """The position among the admitted cards of the semantic first choice to inject when nothing else is, or None."""
+    if len(semantic) < 2 or best <= 0:
+        return None
+    first_id = None
+    z1 = z2 = -1e9
+    for card_id, z in semantic.items():
+        if z > z1:
+            z1, z2, first_id = z, z1, card_id
+        elif z > z2:
+            z2 = z
+    for i, (card, score) in enumerate(admitted[:SEMANTIC_PICK_DEPTH]):
+        if card.id != first_id:
+            continue
+        if i == 0:
+            lead = gates.lead(score, scores[1] if len(scores) > 1 else 0.0, best)
+        else:
+            lead = (score - scores[i - 1]) / best
+        return i if (z1 - z2) + SEMANTIC_PICK_LEAD_WEIGHT * lead >= SEMANTIC_PICK else None
+    return None
 
 
 def _semantic_judgement(
