@@ -4,16 +4,559 @@ The rule: modules in `cairn.hot` import the standard library and each other, not
 gitpython, no YAML, no `cairn.config`), and of the standard library only what costs little: `os`, `sys`, `time`,
 `math`, `fcntl`, `gc` and a few C modules (`_json`, `_sqlite3`, `_bisect`, `_heapq`, the built-in sha256, and
 `_blake2` for the index seals). Not `re` (with the `enum`, `functools` and `collections` it brings), the `json`
-package, `pathlib`, `shlex`,
-`dataclasses`, `datetime`, `hashlib`, the `sqlite3` package, `contextlib`, `array` or `typing`: together they
-once cost the hook more than twice what the interpreter's own start costs. So the tokenizer is written with
-`str` and `bytes` operations (held equal to its regexes by tests), JSON goes through `cairn.hot.jsonc`, paths are
-strings (`cairn.hot.paths`, `cairn.hot.vault.locate_vault`; cold code gets `Path`s built from them), records are
-plain `__slots__` classes (`cairn.hot.record`) and settings are read from the index as stored
-(`cairn.hot.settings`). Hot modules do not use `from __future__ import annotations` either (importing
+package, `pathlib`, `shlex`, `dataclasses`, `datetime`, `hashlib`, the `sqlite3` package, `contextlib`, `array` or
+`typing`: together they once cost the hook more than twice what the interpreter's own start costs. So the
+tokenizer is written with `str` and `bytes` operations (held equal to its regexes by tests), JSON goes through
+`_json` (`loads`, `dumps`, below), paths are strings (below, and `cairn.hot.vault.locate_vault`; cold code gets
+`Path`s built from them), records are plain `__slots__` classes (`Record`, below) and settings are read from the
+index as stored (below). Hot modules do not use `from __future__ import annotations` either (importing
 `__future__` costs 0.25 ms): an annotation naming a type-checking-only name is quoted.
 
 Cold code may import from here; hot code imports cold code only lazily, on a path the hook does not take (an index
 from another version, a type checker, an error). `tests/test_hook_imports.py` holds the rule: a real hook run
 imports `cairn.hot.*` and a short list of standard modules, nothing more.
+
+This package's own module holds what every hot module uses, so the hook imports it once instead of four modules
+(each module costs every prompt its import): records (`Record`), JSON on `_json` (`loads`, `dumps`), the cache and
+state folders and path helpers, and the settings an index stores. `cairn.hot.record`, `cairn.hot.jsonc`,
+`cairn.hot.paths` and `cairn.hot.settings` keep these names for the code that imports them from there.
 """
+
+import os
+import stat
+import sys
+import time
+
+try:
+    import _json
+except ImportError:  # pragma: no cover - an interpreter without the accelerator: `json` does it all
+    _json = None  # type: ignore[assignment]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import Any, TypeVar
+
+    from cairn.config import RecallSettings
+    from cairn.hot.index import IndexReader
+
+    _R = TypeVar("_R", bound="Record")
+
+
+# -------------------- Records --------------------
+# `Record`: the base of the hot path's immutable records (plain `__slots__` classes, no `dataclasses`).
+#
+# `import dataclasses` costs the hook about 8 ms (it imports `inspect`, `ast`, `dis`, `tokenize`), more than its
+# whole query on a small vault, so the records the hook creates are written out by hand. A subclass lists its fields
+# in `__slots__` and sets them in `__init__` with `_init`; it gets equality, hashing, `repr` and immutability.
+
+_set = object.__setattr__
+
+
+class Record:
+    __slots__: tuple[str, ...] = ()
+
+    def _init(self, *values: object) -> None:
+        for name, value in zip(self.__slots__, values, strict=True):
+            _set(self, name, value)
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable: cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable: cannot delete {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()  # type: ignore[attr-defined,unused-ignore]
+
+    def __hash__(self) -> int:
+        return hash((self.__class__.__name__, self._values()))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+    def replace(self: "_R", **changes: object) -> "_R":
+        """A copy with some fields changed (the hot path's `dataclasses.replace`)."""
+        values = {name: getattr(self, name) for name in self.__slots__}
+        values.update(changes)
+        return type(self)(**values)
+
+
+# -------------------- JSON --------------------
+# JSON for the hot path, on the C accelerator `_json` alone.
+#
+# `import json` costs the hook more than reading the index: `json.decoder` and `json.scanner` import `re`, which
+# imports `enum`, `functools` and `collections`. The work is done by `_json` in either case, so `loads` and `dumps`
+# here drive it exactly as `json.JSONDecoder.decode` and `json.JSONEncoder.encode` (`_one_shot`, no indent) do, and
+# give the same objects and the same text. Anything else goes to the `json` package itself: an error (so the error
+# raised, a `json.JSONDecodeError` among them, is the one `json` raises), an object the encoder cannot take, an
+# interpreter without `_json`. Tests hold both equal to `json` on random documents.
+
+_WHITESPACE = " \t\n\r"  # json.decoder.WHITESPACE
+
+
+class _DecoderContext:
+    """What `_json.make_scanner` reads from a `json.JSONDecoder` built with no arguments."""
+
+    __slots__ = ("strict", "object_hook", "object_pairs_hook", "parse_float", "parse_int", "parse_constant", "memo")
+
+    def __init__(self) -> None:
+        self.strict = True
+        self.object_hook = None
+        self.object_pairs_hook = None
+        self.parse_float = float
+        self.parse_int = int
+        self.parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
+        self.memo: dict[str, str] = {}
+
+
+_scan = _json.make_scanner(_DecoderContext()) if _json is not None else None  # type: ignore[arg-type]
+_has_encoder = hasattr(_json, "make_encoder")
+
+
+def loads(document: str | bytes) -> "Any":
+    """`json.loads(document)`: the same object for every document `json.loads` accepts, its error for the rest."""
+    if _scan is not None:
+        try:
+            text = document if isinstance(document, str) else document.decode(_encoding(document), "surrogatepass")
+            value, end = _scan(text, len(text) - len(text.lstrip(_WHITESPACE)))
+            if len(text.rstrip(_WHITESPACE)) <= end:  # nothing but whitespace after the value
+                return value
+        except Exception:  # any error: `json` raises its own below
+            pass
+    import json
+
+    return json.loads(document)
+
+
+def dumps(
+    value: object,
+    *,
+    ensure_ascii: bool = True,
+    separators: tuple[str, str] | None = None,
+    sort_keys: bool = False,
+) -> str:
+    """`json.dumps(value, ensure_ascii=..., separators=..., sort_keys=...)`, the same text."""
+    if _has_encoder:
+        try:
+            return _encode(value, ensure_ascii, separators, sort_keys)
+        except Exception:  # an object JSON cannot hold, a cycle: `json` raises its own error below
+            pass
+    import json
+
+    return json.dumps(value, ensure_ascii=ensure_ascii, separators=separators, sort_keys=sort_keys)
+
+
+def _encode(value: object, ensure_ascii: bool, separators: tuple[str, str] | None, sort_keys: bool) -> str:
+    """`json.JSONEncoder(...).encode(value)`, with the C encoder `iterencode(_one_shot=True)` builds."""
+    string = _json.encode_basestring_ascii if ensure_ascii else _json.encode_basestring
+    if isinstance(value, str):
+        return string(value)
+    item_separator, key_separator = separators if separators is not None else (", ", ": ")
+    encoder = _json.make_encoder(
+        {}, _unserializable, string, None, key_separator, item_separator, sort_keys, False, True
+    )
+    return "".join(encoder(value, 0))
+
+
+def _unserializable(value: object) -> object:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _encoding(data: bytes) -> str:
+    """`json.detect_encoding`: the encoding of a JSON document given as bytes, by its BOM or its first zero bytes."""
+    if data.startswith((b"\x00\x00\xfe\xff", b"\xff\xfe\x00\x00")):
+        return "utf-32"
+    if data.startswith((b"\xfe\xff", b"\xff\xfe")):
+        return "utf-16"
+    if data.startswith(b"\xef\xbb\xbf"):
+        return "utf-8-sig"
+    if len(data) >= 4:
+        if not data[0]:
+            return "utf-16-be" if data[1] else "utf-32-be"
+        if not data[1]:
+            return "utf-16-le" if data[2] or data[3] else "utf-32-le"
+    elif len(data) == 2:
+        if not data[0]:
+            return "utf-16-be"
+        if not data[1]:
+            return "utf-16-le"
+    return "utf-8"
+
+
+# -------------------- Paths --------------------
+# Where Cairn keeps what is not in the vault: the index cache and the state (hook log, sessions).
+#
+# Both are private: folders 0700 and files 0600 (`private_folder` makes them so, and tightens a looser folder that
+# is Cairn's own: the cache or state folder and anything under them). The cache key (`index_key_file`) seals every
+# index the cache holds (see `cairn.hot.index`).
+#
+# The hook works with path strings (`cache_folder`, `state_folder`, `index_file`): `pathlib` imports `urllib.parse`,
+# `ipaddress`, `fnmatch` and `re`, a cost every prompt would pay. Cold code gets `Path`s (`cache_dir`, `state_dir`,
+# `index_path`) built from the same strings, and the strings are what `str()` of those `Path`s gives.
+
+
+def sha256_hex(data: bytes) -> str:
+    """sha256 of data in hex, with the interpreter's built-in hash (no OpenSSL load on the hook's path)."""
+    digest: str = _SHA256(data).hexdigest()
+    return digest
+
+
+def _builtin_sha256() -> "Callable[[bytes], Any]":
+    names = ("_sha2", "_sha256") if sys.version_info >= (3, 12) else ("_sha256", "_sha2")
+    for name in names:  # Python >= 3.12 has `_sha2`, <= 3.11 `_sha256`
+        try:
+            found: Callable[[bytes], Any] = __import__(name).sha256
+            return found
+        except (ImportError, AttributeError):
+            continue
+    from hashlib import sha256  # pragma: no cover - a build without the built-in module
+
+    return sha256  # pragma: no cover
+
+
+_SHA256 = _builtin_sha256()
+
+
+def new_sha256(data: bytes = b"") -> "Any":
+    """A built-in sha256 hash object over data (`update`, `copy`, `digest`, `hexdigest`)."""
+    return _SHA256(data)
+
+
+def utc_now() -> str:
+    """ISO-8601 UTC time to the second, e.g. `2026-05-01T12:00:00Z` (the hook log's and the sessions' times)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+KEY_BYTES = 32
+VECTORS_SUFFIX = ".vec"  # an index's card vectors sit beside it (cairn.hot.semantic.vectors_file)
+
+
+def index_key_file() -> str:
+    """The cache key: 32 random bytes that seal every index in the cache (`cairn.hot.index.Sealer`)."""
+    return path_text(cache_folder(), "index.key")
+
+
+def index_key() -> "bytes | None":
+    """The cache key, or None when there is none (or not a whole one): no index of this cache can be trusted."""
+    try:
+        fd = os.open(index_key_file(), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # never blocks on a FIFO
+    except OSError:
+        return None
+    try:
+        key = os.read(fd, KEY_BYTES + 1)
+    finally:
+        os.close(fd)
+    return key if len(key) == KEY_BYTES else None
+
+
+def make_index_key() -> bytes:
+    """The cache key, made first if there is none (0600, created whole: written aside, then linked into place)."""
+    key = index_key()
+    if key is not None:
+        return key
+    target = index_key_file()
+    folder = os.path.dirname(target)
+    private_folder(folder)
+    tmp = os.path.join(folder, f".index.key.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, os.urandom(KEY_BYTES))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        try:
+            os.link(tmp, target)  # never replaces a key another writer made meanwhile
+        except FileExistsError:
+            if index_key() is None:  # a damaged key (cut short): replaced; its indexes fail their checks
+                os.replace(tmp, target)
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+    key = index_key()
+    if key is None:  # pragma: no cover - a file system that keeps neither
+        raise OSError(f"cannot write the cache key at {target}")
+    return key
+
+
+def private_folder(folder: str) -> None:
+    """Make `folder` (and missing parents) with mode 0700; when it is the cache or state folder or under one,
+    tighten that root and every folder from it down to `folder` that is looser and ours (never a folder above)."""
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    real = os.path.realpath(folder)
+    for root in (cache_folder(), state_folder()):
+        top = os.path.realpath(root)
+        if real != top and not real.startswith(top.rstrip("/") + "/"):
+            continue
+        step = top
+        _tighten(step)
+        for part in real[len(top) :].split("/"):
+            if part:
+                step = os.path.join(step, part)
+                _tighten(step)
+        return
+
+
+def private_file(path: str) -> None:
+    """Tighten an existing file of ours to 0600 (lock files, caches written by others' code)."""
+    _tighten(path, 0o600)
+
+
+def _tighten(path: str, mode: int = 0o700) -> None:
+    try:
+        info = os.lstat(path)
+        if info.st_mode & 0o077 and info.st_uid == os.getuid() and not stat.S_ISLNK(info.st_mode):
+            os.chmod(path, mode)
+    except OSError:
+        pass
+
+
+def cache_folder() -> str:
+    """`$CAIRN_CACHE_DIR`, else `$XDG_CACHE_HOME/cairn`, else `~/.cache/cairn` (as `str(cache_dir())`)."""
+    if os.environ.get("CAIRN_CACHE_DIR"):
+        return path_text(os.environ["CAIRN_CACHE_DIR"])
+    if os.environ.get("XDG_CACHE_HOME"):
+        return path_text(os.environ["XDG_CACHE_HOME"], "cairn")
+    return path_text(_home(), ".cache", "cairn")
+
+
+def state_folder() -> str:
+    """`$CAIRN_STATE_DIR`, else `$XDG_STATE_HOME/cairn`, else `~/.local/state/cairn` (as `str(state_dir())`)."""
+    if os.environ.get("CAIRN_STATE_DIR"):
+        return path_text(os.environ["CAIRN_STATE_DIR"])
+    if os.environ.get("XDG_STATE_HOME"):
+        return path_text(os.environ["XDG_STATE_HOME"], "cairn")
+    return path_text(_home(), ".local", "state", "cairn")
+
+
+def index_file(vault_root: "str | os.PathLike[str]") -> str:
+    """The index file of the vault at `vault_root` (as `str(index_path(vault_root))`)."""
+    return path_text(cache_folder(), "vaults", vault_key(vault_root), "index.sqlite")
+
+
+def cache_dir() -> "Path":
+    from pathlib import Path
+
+    return Path(cache_folder())
+
+
+def state_dir() -> "Path":
+    from pathlib import Path
+
+    return Path(state_folder())
+
+
+def index_path(vault_root: "str | os.PathLike[str]") -> "Path":
+    from pathlib import Path
+
+    return Path(index_file(vault_root))
+
+
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+
+
+def vault_key(vault_root: "str | os.PathLike[str]") -> str:
+    """A readable, collision-free folder name for one vault: its base name and a hash of its real path."""
+    real = os.path.realpath(vault_root)
+    digest = sha256_hex(real.encode("utf-8", "surrogateescape"))[:16]
+    base = _key_text(os.path.basename(real))[:40] or "vault"
+    return f"{base}-{digest}"
+
+
+def _key_text(name: str) -> str:
+    """`re.sub(r"[^A-Za-z0-9._-]+", "-", name)`: each run of other characters becomes one `-`."""
+    out: list[str] = []
+    replaced = False
+    for char in name:
+        if char in _KEY_CHARS:
+            out.append(char)
+            replaced = False
+        elif not replaced:
+            out.append("-")
+            replaced = True
+    return "".join(out)
+
+
+def _home() -> str:
+    """The home folder as `Path.home()` finds it."""
+    folder = os.path.expanduser("~")
+    if folder[:1] == "~":
+        raise RuntimeError("Could not determine home directory.")
+    return folder
+
+
+def path_text(first: str, *names: str) -> str:
+    """`str(Path(first, *names))` for plain names: on POSIX, the joined path with repeated slashes and `.` parts
+    dropped and no trailing slash (`..` stays: only the file system knows what it means)."""
+    if os.name != "posix":  # pragma: no cover - Windows paths have drives and two separators: pathlib knows them
+        from pathlib import Path
+
+        return str(Path(first, *names))
+    joined = os.path.join(first, *names) if names else first
+    # POSIX leaves the meaning of exactly two leading slashes to the system, and pathlib keeps them.
+    two = joined[:2] == "//" and joined[2:3] != "/"
+    root = "//" if two else "/" if joined[:1] == "/" else ""
+    return root + "/".join(part for part in joined.split("/") if part and part != ".") or "."
+
+
+# pathlib's file tests on path strings, with pathlib's errors: False for a missing path, a file where a folder
+# was expected, a bad descriptor, a symlink loop or a path the system cannot take (ValueError); other errors (no
+# permission) raise.
+_IGNORED_WINERRORS = (21, 123, 1921)  # not ready, invalid name, symlink to itself
+
+
+def _mode(path: str) -> int:
+    """`os.stat(path).st_mode`, or 0 where pathlib's `exists()` says False."""
+    try:
+        return os.stat(path or ".").st_mode  # Path("") is "."
+    except (FileNotFoundError, NotADirectoryError, ValueError):
+        return 0
+    except OSError as exc:
+        import errno
+
+        if exc.errno in (errno.EBADF, errno.ELOOP) or getattr(exc, "winerror", None) in _IGNORED_WINERRORS:
+            return 0
+        raise
+
+
+def exists(path: str) -> bool:
+    """`Path(path).exists()`."""
+    return _mode(path) != 0
+
+
+def is_dir(path: str) -> bool:
+    """`Path(path).is_dir()`."""
+    return stat.S_ISDIR(_mode(path))
+
+
+def is_file(path: str) -> bool:
+    """`Path(path).is_file()`."""
+    return stat.S_ISREG(_mode(path))
+
+
+def resolve(path: str) -> str:
+    """`str(Path(path).resolve())`: the real path; a symlink loop raises RuntimeError before Python 3.13."""
+    real = os.path.realpath(path)
+    if sys.version_info < (3, 13):
+        try:
+            os.stat(real)
+        except OSError as exc:
+            import errno
+
+            if exc.errno == errno.ELOOP or getattr(exc, "winerror", None) == 1921:
+                raise RuntimeError(f"Symlink loop from {exc.filename!r}") from None
+    return real
+
+
+_URI_SAFE = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/"
+
+
+def file_uri(path: str) -> str:
+    """`Path(path).as_uri()` of an absolute path: `file://` and the path's bytes, percent-encoded but for
+    `urllib.parse.quote`'s safe characters and `/`."""
+    if os.name != "posix":  # pragma: no cover - drives and UNC hosts: pathlib knows them
+        from pathlib import Path
+
+        return Path(path).as_uri()
+    if not os.path.isabs(path):
+        raise ValueError("relative path can't be expressed as a file URI")
+    raw = os.fsencode(path_text(path))
+    if not raw.translate(None, _URI_SAFE):
+        return "file://" + raw.decode("ascii")
+    return "file://" + "".join(chr(b) if b in _URI_SAFE else f"%{b:02X}" for b in raw)
+
+
+# -------------------- Settings --------------------
+# The settings an index stores (its commit's cairn.toml), read the hook's way: without `cairn.config`.
+#
+# `cairn.config` validates cairn.toml into dataclasses (and `import dataclasses` alone costs the hook ~8 ms), so the
+# hook reads the values the index stored as plain records; when a stored section is incomplete or oddly typed (an
+# index from another version), the validating path decides. Tests hold both readings equal.
+
+
+def settings_of(index: "IndexReader") -> "RecallSettings":
+    """The `[recall]` settings the index was built with, validated into `config.RecallSettings` (cold path)."""
+    from cairn.config import config_from_dict
+
+    return config_from_dict(index.config).recall
+
+
+# The [recall] settings the ranking and gates read (see `stored_settings`).
+SETTING_NAMES = (
+    "max_cards",
+    "k1",
+    "b",
+    "weight_name",
+    "weight_summary",
+    "weight_body",
+    "instruction_weight",
+    "unknown_weight",
+    "min_lead",
+    "min_coverage",
+    "min_margin",
+    "min_confidence",
+    "semantic",
+)
+# The type each stored setting must have for the fast path (bool is checked exactly: `type(True) is not int`).
+_TYPES = (int,) + (float,) * (len(SETTING_NAMES) - 2) + (bool,)
+
+
+class StoredSettings(Record):
+    """The `[recall]` settings as stored in an index, read without `cairn.config` (the hook's path): the same
+    attributes as `config.RecallSettings`, for recall and the gates."""
+
+    __slots__ = SETTING_NAMES
+    max_cards: int
+    k1: float
+    b: float
+    weight_name: float
+    weight_summary: float
+    weight_body: float
+    instruction_weight: float
+    unknown_weight: float
+    min_lead: float
+    min_coverage: float
+    min_margin: float
+    min_confidence: float
+    semantic: bool
+
+    def __init__(self, *values: "Any") -> None:
+        self._init(*values)
+
+
+def stored_settings(config: "dict[str, Any]") -> "RecallSettings":
+    """The `[recall]` settings from an index's stored config (`IndexReader.config`), the same values
+    `settings_of` gives; when the stored section lacks a setting or has an odd type (an index from another
+    version), `settings_of`'s validating path decides."""
+    section = config.get("recall")
+    if isinstance(section, dict):
+        values = [section.get(name) for name in SETTING_NAMES]
+        if all(type(v) is t for v, t in zip(values, _TYPES, strict=True)) and set(section) == set(SETTING_NAMES):
+            return StoredSettings(*values)  # type: ignore[return-value]
+    from cairn.config import config_from_dict
+
+    return config_from_dict(config).recall
+
+
+def hook_settings(config: dict[str, object]) -> tuple[int, int]:
+    """(max_context_chars, session_ttl_days) of the index's stored config, read without `cairn.config`
+    (dataclasses); an index from another version with the section incomplete goes through the validating path."""
+    section = config.get("hook")
+    if isinstance(section, dict):
+        chars, ttl = section.get("max_context_chars"), section.get("session_ttl_days")
+        if type(chars) is int and type(ttl) is int:
+            return chars, ttl
+    from cairn.config import config_from_dict
+
+    hook = config_from_dict(config).hook
+    return hook.max_context_chars, hook.session_ttl_days

@@ -15,8 +15,7 @@ vault given by path (`--vault`, `CAIRN_VAULT`), else null (`stale`: any vault's 
 import os
 import sys
 
-from cairn.hot import jsonc
-from cairn.hot.paths import private_folder, sha256_hex, state_folder, utc_now
+from cairn.hot import dumps, hook_settings, loads, private_folder, sha256_hex, state_folder, utc_now
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -190,7 +189,7 @@ def parse_payload(fmt: str, raw: bytes) -> Payload:
     if fmt == "text":
         return Payload(text, None, None)
     try:
-        data = jsonc.loads(text)
+        data = loads(text)
     except ValueError as exc:
         raise HookInputError(f"stdin is not JSON ({type(exc).__name__} at char {getattr(exc, 'pos', '?')})") from None
     if not isinstance(data, dict):
@@ -209,7 +208,6 @@ def parse_payload(fmt: str, raw: bytes) -> Payload:
 
 def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object]) -> str:
     from cairn.hot.serve import Layer, layer_scope, scope_tags, serve_layers
-    from cairn.hot.settings import hook_settings
     from cairn.hot.vault import hook_vaults
 
     prompt_bytes = payload.prompt.encode("utf-8", "surrogatepass")
@@ -306,12 +304,12 @@ def _logged(shown_id: str, candidate: "Candidate", kept: bool, dropped: dict[str
 def _open_fresh_index(vault: "ServedVault", line: dict[str, object]) -> "IndexReader | None":
     """The vault's cached index when it was built from the commit the vault serves now; else None (the vault
     serves nothing for this prompt) and a background update starts. Raises for a missing or damaged index."""
-    from cairn.hot import paths
+    from cairn.hot import index_file as index_file_of
     from cairn.hot.index import IndexReader
     from cairn.hot.vault import served_ref
 
     dirs = vault.dirs
-    index_file = paths.index_file(dirs.root)
+    index_file = index_file_of(dirs.root)
     if dirs.git_root is None:
         raise HookInputError("the vault is not in a git repository; Cairn serves committed cards only")
     ref, served = served_ref(dirs.git_root, vault.ref)
@@ -414,7 +412,7 @@ def _data(text: str, limit: int) -> str:
     text = _plain(text, limit)
     if FRAME_TAG in text.casefold():
         text = _neutralised(text)
-    return jsonc.dumps(text, ensure_ascii=False)
+    return dumps(text, ensure_ascii=False)
 
 
 def _neutralised(text: str) -> str:
@@ -482,14 +480,14 @@ def _render(fmt: str, picks: "Sequence[Pick]", payload: Payload, nonce: str, alr
             out["already_injected"] = already
         if picks:
             out["notice"] = NOTICE
-        return jsonc.dumps(out, ensure_ascii=False) + "\n"
+        return dumps(out, ensure_ascii=False) + "\n"
     if not picks:
         return ""
     text = context_block(picks, payload, nonce)
     if fmt == "text":
         return text
     event = "BeforeAgent" if fmt == "gemini" else "UserPromptSubmit"
-    return jsonc.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}) + "\n"
+    return dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}) + "\n"
 
 
 def _vault_encloses(root: str, cwd: str | None) -> bool:
@@ -551,7 +549,7 @@ def append_log(state_dir: str, entry: dict[str, object]) -> None:
     interleave lines."""
     private_folder(state_dir)  # 0700, a looser state folder tightened
     path = os.path.join(state_dir, LOG_FILE)
-    line = (jsonc.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "replace")
+    line = (dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "replace")
     try:  # past MAX_LOG_BYTES, hook.jsonl becomes hook.jsonl.1
         if os.stat(path).st_size >= MAX_LOG_BYTES:
             os.replace(path, path + ".1")

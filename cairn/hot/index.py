@@ -28,9 +28,7 @@ import os
 import stat
 import sys
 
-from cairn.hot import jsonc
-from cairn.hot.paths import file_uri, index_key, new_sha256, resolve
-from cairn.hot.record import Record
+from cairn.hot import Record, dumps, file_uri, index_key, loads, new_sha256, resolve
 
 try:
     from _blake2 import blake2b as _blake2b
@@ -114,12 +112,12 @@ class Sealer:
 
 def meta_message(meta: "dict[str, str]") -> bytes:
     """What the meta seal covers: every key and value but the seal itself."""
-    return _utf8(jsonc.dumps(sorted([k, v] for k, v in meta.items() if k != "seal"), ensure_ascii=False))
+    return _utf8(dumps(sorted([k, v] for k, v in meta.items() if k != "seal"), ensure_ascii=False))
 
 
 def card_message(values: "Sequence[Any]") -> bytes:
     """What a card row's seal covers: `SEALED_CARD_COLUMNS`' values, in that order."""
-    return _utf8(jsonc.dumps(list(values), ensure_ascii=False))
+    return _utf8(dumps(list(values), ensure_ascii=False))
 
 
 def term_message(term: str, df: int, postings: bytes, bound: bytes) -> bytes:
@@ -135,13 +133,13 @@ def _term_head(term: str, df: int, postings: bytes, bound: bytes) -> bytes:
 
 def record_digest(record: str, provenance: "str | None", terms: str) -> str:
     """The digest of a card row's cold columns (full record, provenance, term list), sealed with the row."""
-    data = _utf8(jsonc.dumps([record, provenance, terms], ensure_ascii=False))
+    data = _utf8(dumps([record, provenance, terms], ensure_ascii=False))
     return str(new_sha256(data).hexdigest())
 
 
 def superseders_digest(rows: "Iterable[Sequence[Any]]") -> str:
     """The digest of every (id, status, supersedes) with a non-empty supersedes, kept in meta (and so sealed)."""
-    data = _utf8(jsonc.dumps(sorted([str(v) for v in r] for r in rows), ensure_ascii=False))
+    data = _utf8(dumps(sorted([str(v) for v in r] for r in rows), ensure_ascii=False))
     return str(new_sha256(data).hexdigest())
 
 
@@ -324,13 +322,13 @@ class IndexReader:
 
     @property
     def avg_lengths(self) -> tuple[float, float, float]:
-        a, b, c = jsonc.loads(self.meta["avg_lengths"])
+        a, b, c = loads(self.meta["avg_lengths"])
         return float(a), float(b), float(c)
 
     @property
     def config(self) -> "dict[str, Any]":
         """The indexed commit's cairn.toml as `Config.to_dict()` (a fresh copy on every call)."""
-        return jsonc.loads(self.meta["config"])  # type: ignore[no-any-return]
+        return loads(self.meta["config"])  # type: ignore[no-any-return]
 
     def postings(self, terms: "Iterable[str]") -> dict[str, Postings]:
         wanted = sorted(set(terms))
@@ -360,7 +358,7 @@ class IndexReader:
             for sup_id, sup_status, sup_list in self._superseders():
                 if sup_status != "active":
                     continue
-                for target in jsonc.loads(sup_list):
+                for target in loads(sup_list):
                     if target in by_id:
                         row = by_id[target]
                         card = out[row]
@@ -382,8 +380,8 @@ class IndexReader:
         self._checked(got[:16])
         if got[14] != record_digest(got[16], got[17], got[18]):
             raise self._damaged("the stored record of a card does not match its seal")
-        record: dict[str, Any] = jsonc.loads(got[16])
-        record["provenance"] = jsonc.loads(got[17]) if got[17] else None
+        record: dict[str, Any] = loads(got[16])
+        record["provenance"] = loads(got[17]) if got[17] else None
         return record
 
     def ids(self) -> list[str]:
@@ -500,7 +498,7 @@ def _indexed_card(values: "Sequence[Any]") -> IndexedCard:
 
 
 def _strings(text: str) -> tuple[str, ...]:
-    return () if text == "[]" else tuple(jsonc.loads(text))  # most cards have no scope, not_when or supersedes
+    return () if text == "[]" else tuple(loads(text))  # most cards have no scope, not_when or supersedes
 
 
 def _replace_superseded(card: IndexedCard, by: tuple[str, ...]) -> IndexedCard:

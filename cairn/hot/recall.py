@@ -25,9 +25,7 @@ try:  # the C module itself: `bisect` is a Python wrapper around it, one import 
 except ImportError:  # pragma: no cover - an interpreter without it
     from bisect import bisect_left
 
-from cairn.hot import gates
-from cairn.hot.record import Record
-from cairn.hot.settings import stored_settings
+from cairn.hot import Record, gates, stored_settings
 from cairn.hot.tokens import INSTRUCTION_WORDS, is_cjk, prompt_terms, tokenize
 
 TYPE_CHECKING = False

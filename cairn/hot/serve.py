@@ -25,10 +25,8 @@ print, and `scope_tags` reads a scope flag or `$CAIRN_SCOPE` the same way everyw
 
 import os
 
-from cairn.hot.paths import VECTORS_SUFFIX, state_folder
+from cairn.hot import VECTORS_SUFFIX, Record, hook_settings, state_folder, stored_settings
 from cairn.hot.recall import ALREADY_INJECTED, GATE_REASONS, recall
-from cairn.hot.record import Record
-from cairn.hot.settings import hook_settings, stored_settings
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -8,8 +8,7 @@ a temp file and `os.replace`, so a reader sees the old file or the new one. File
 import os
 import time
 
-from cairn.hot import jsonc
-from cairn.hot.paths import private_folder, sha256_hex, utc_now
+from cairn.hot import dumps, loads, private_folder, sha256_hex, utc_now
 
 SESSIONS_DIR = "sessions"
 _LOCK_WAIT_SECONDS = 3.0
@@ -57,7 +56,7 @@ class Session:
         vault = picks[-1][1]
         self.vault = vault
         data = {"session": self.key, "vault": vault, "injected": self.injected, "updated": now}
-        write_private(self.path, jsonc.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+        write_private(self.path, dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8"))
 
 
 class open_session:  # noqa: N801 - used as a function: `with open_session(state, id) as session:`
@@ -146,7 +145,7 @@ def _read(path: str) -> tuple[dict[str, dict[str, str]], str | None]:
     """The injected map and vault of a session file; a missing or damaged file reads as a new session."""
     try:
         with open(path, "rb") as handle:
-            data = jsonc.loads(handle.read())
+            data = loads(handle.read())
     except (OSError, ValueError):
         return {}, None
     if not isinstance(data, dict) or not isinstance(data.get("injected"), dict):

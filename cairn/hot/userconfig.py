@@ -22,8 +22,7 @@ not a TOML parse. The copy is checked like the file (the same validation runs on
 
 import os
 
-from cairn.hot.paths import path_text, sha256_hex
-from cairn.hot.record import Record
+from cairn.hot import Record, dumps, loads, path_text, sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -309,11 +308,9 @@ def _cache_file(file: str, env: "Mapping[str, str]") -> str:
 
 def _read_cache(cache: str, key: list[object]) -> "dict[str, Any] | None":
     """The cached data for this key; raises the cached error; None when missing, stale or damaged."""
-    from cairn.hot import jsonc
-
     try:
         with open(cache, "rb") as handle:
-            stored = jsonc.loads(handle.read(4 * MAX_CONFIG_BYTES))
+            stored = loads(handle.read(4 * MAX_CONFIG_BYTES))
     except (OSError, ValueError):
         return None
     if not isinstance(stored, dict) or stored.get("version") != CACHE_VERSION or stored.get("key") != key:
@@ -336,12 +333,11 @@ def _security_of(data: "dict[str, Any]") -> "dict[str, Any]":
 
 def _write_cache(cache: str, stored: "dict[str, Any]") -> None:
     """Write the cached copy (0600, atomically); a state folder that cannot be written is no error."""
-    from cairn.hot import jsonc
     from cairn.hot.session import write_private
 
     try:
         os.makedirs(os.path.dirname(cache), mode=0o700, exist_ok=True)
-        write_private(cache, jsonc.dumps(stored, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+        write_private(cache, dumps(stored, ensure_ascii=False, sort_keys=True).encode("utf-8"))
     except OSError:
         pass
 

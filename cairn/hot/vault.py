@@ -20,8 +20,7 @@ Anything it cannot read (an unborn branch, a reftable repository, a damaged file
 
 import os
 
-from cairn.hot.paths import exists, is_dir, is_file, path_text, resolve
-from cairn.hot.record import Record
+from cairn.hot import Record, exists, is_dir, is_file, path_text, resolve
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
