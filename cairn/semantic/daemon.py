@@ -5,7 +5,9 @@ listens on `$CAIRN_STATE_DIR/semantic.sock` (mode 0600, in a folder only its own
 connection, and exits after `CAIRN_SEMANTIC_IDLE` seconds (default 900) without one. One process per state folder:
 a second one finds the lock taken and exits.
 
-A request is one JSON object: `{"v": 1, "vectors": PATH, "commit": C, "index_key": K, "prompt": TEXT, "top": N,
+A request is one JSON object. `{"v": 1, "prefetch": true, "prompt": TEXT}`: encode the prompt now, keep its vector
+for the request that follows (the hook sends it as soon as it has read its input, and does not read the answer,
+`{"ok": true}`). `{"v": 1, "vectors": PATH, "commit": C, "index_key": K, "prompt": TEXT, "top": N,
 "want": [ID, ...], "z": BOOL}`; the answer `{"ok": true, "sims": {ID: cosine, or z-score with "z"}}` (the `top` most similar cards and every card
 in `want`), or `{"ok": false, "error": WHY}` (a side file that is missing, damaged, or of another commit).
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import select
@@ -106,6 +109,11 @@ class Server:
     def answer(self, request: Any) -> dict[str, Any]:
         if not isinstance(request, dict) or request.get("v") != 1:
             return {"ok": False, "error": "bad request"}
+        if request.get("prefetch") is True:
+            if not isinstance(request.get("prompt"), str):
+                return {"ok": False, "error": "bad request"}
+            self._query(request["prompt"])
+            return {"ok": True}
         path, prompt = request.get("vectors"), request.get("prompt")
         top, want = request.get("top", 20), request.get("want", [])
         if not isinstance(path, str) or not path.endswith(vectors.SUFFIX) or not isinstance(prompt, str):
@@ -123,12 +131,15 @@ class Server:
         return {"ok": True, "sims": similarities(vf, query, top, wanted, request.get("z") is True)}
 
     def _query(self, prompt: str) -> npt.NDArray[np.float32]:
-        """The prompt's vector; the last few are kept, so the vaults of one layered prompt encode it once (kept in
-        this process's memory only, never written)."""
-        found = self._queries.get(prompt)
+        """The prompt's vector; the last few are kept (by the sha256 of what the encoder reads of the prompt), so a
+        prefetched prompt and the vaults of one layered prompt are encoded once (in this process's memory only,
+        never written)."""
+        text = enc.prompt_text(prompt)
+        key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        found = self._queries.get(key)
         if found is None:
-            found = self.encoder.queries([prompt])[0]
-            self._queries[prompt] = found
+            found = self.encoder.query_texts([text])[0]
+            self._queries[key] = found
             while len(self._queries) > _CACHED_QUERIES:
                 self._queries.popitem(last=False)
         return found

@@ -69,6 +69,10 @@ class Encoder:
         """Unit vectors of prompts, one row each."""
         return self._encode([prompt_text(p) for p in prompts], True)
 
+    def query_texts(self, texts: Sequence[str]) -> Matrix:
+        """Unit vectors of prompts already read by `prompt_text`."""
+        return self._encode(list(texts), True)
+
     def passages(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> Matrix:
         """Unit vectors of card passages, one row each; `progress(n)` hears of every n more done."""
         return self._encode(list(texts), False, progress)
