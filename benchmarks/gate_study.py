@@ -7,6 +7,8 @@ table of the 10 variants seen on the held-out sets. Run from the repository root
     .venv/bin/python -m benchmarks.gate_study fit cov_cjk,margin,lead_t  # fit on the fitting set, every suite
     .venv/bin/python -m benchmarks.gate_study cv cov_cjk,margin,lead_t   # 5-fold CV inside the fitting set
     .venv/bin/python -m benchmarks.gate_study baseline                   # round 1's features at 0 / 0.4 / 0.55
+    .venv/bin/python -m benchmarks.gate_study sem-dump                   # round 4 (the extra installed): see below
+    .venv/bin/python -m benchmarks.gate_study sem-fit [--fit-fir 0.03]   # the semantic pick, leaving a suite out
 
 `dump` prepares each suite (`benchmarks.recall_suites`) and the template vault, runs recall with the gates open
 and writes each case's features to benchmarks/.work/gates-<suite>.json; the other commands read those files (run
@@ -278,6 +280,22 @@ def main(argv: list[str] | None = None) -> int:
 SEM_SUITES = (*SUITES, TEMPLATE)
 
 
+# The veto's z-score floors tried (recall.SEMANTIC_MIN_Z; -99: no veto), each dumped with the pick off.
+SEM_VETOES = (3.0, 2.5, 2.0, -99.0)
+
+
+def _without_pick(index: IndexReader, query: str, z: dict[str, float], veto: float) -> Any:
+    """recall with the semantic evidence, the veto at `veto` and the semantic pick off: what the pick adds to."""
+    from cairn.hot import recall as R
+
+    saved = R.SEMANTIC_MIN_Z, R.SEMANTIC_PICK
+    R.SEMANTIC_MIN_Z, R.SEMANTIC_PICK = veto, math.inf
+    try:
+        return R.recall(index, query, semantic=z)
+    finally:
+        R.SEMANTIC_MIN_Z, R.SEMANTIC_PICK = saved
+
+
 def sem_dump(suites: tuple[str, ...] = SEM_SUITES) -> None:
     import numpy as np
 
@@ -301,7 +319,9 @@ def sem_dump(suites: tuple[str, ...] = SEM_SUITES) -> None:
                 closest = np.argsort(-row_z)[:50]
                 z = {ids[i]: round(float(row_z[i]), 4) for i in closest}
                 lexical = recall(index, case.query)
-                shipped = recall(index, case.query, semantic=z)
+                shipped = {
+                    str(w): [c.card.id for c in _without_pick(index, case.query, z, w).injected] for w in SEM_VETOES
+                }
                 every = recall(index, case.query, examine_all=True)
                 adm = [c for c in every.candidates if c.reason not in ADMISSION][:10]
                 rows.append(
@@ -310,7 +330,7 @@ def sem_dump(suites: tuple[str, ...] = SEM_SUITES) -> None:
                         "slice": case.slice,
                         "expect": list(case.expect),
                         "lex": [c.card.id for c in lexical.injected],
-                        "ship": [c.card.id for c in shipped.injected],
+                        "ship": shipped,
                         "adm": [[c.card.id, c.score, c.coverage] for c in adm],
                         "refused": [c.card.id for c in every.candidates if c.reason in ADMISSION],
                         "best": prompt_weights(index, case.query).best,
@@ -322,7 +342,7 @@ def sem_dump(suites: tuple[str, ...] = SEM_SUITES) -> None:
         print(name, len(rows), file=sys.stderr)
 
 
-def _sem_arrays(rows: list[Row]) -> dict[str, Any]:
+def _sem_arrays(rows: list[Row], veto: float = 3.0) -> dict[str, Any]:
     """Per case: the shipped decision with the extra (`ship`), and the semantic first choice among the first 10
     admissible cards: its z-gap over the semantic second, its word lead (`recall._semantic_pick`), whether it is
     expected."""
@@ -349,8 +369,8 @@ def _sem_arrays(rows: list[Row]) -> dict[str, Any]:
     return {
         "slice": np.array([r["slice"] or "" for r in rows]),
         "pos": np.array([bool(r["expect"]) for r in rows]),
-        "ship_any": np.array([bool(r["ship"]) for r in rows]),
-        "ship_ok": np.array([bool(r["ship"]) and r["ship"][0] in r["expect"] for r in rows]),
+        "ship_any": np.array([bool(r["ship"][str(veto)]) for r in rows]),
+        "ship_ok": np.array([bool(r["ship"][str(veto)]) and r["ship"][str(veto)][0] in r["expect"] for r in rows]),
         "gap": np.array(gap),
         "lead": np.array(lead),
         "found": np.array(found),
@@ -379,45 +399,49 @@ SEM_WEIGHTS = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
 SEM_THRESHOLDS = tuple(round(0.5 + 0.05 * i, 2) for i in range(71))
 
 
-def _sem_fit(arrays: list[dict[str, Any]], fir: float) -> tuple[float, float] | None:
-    """(weight, threshold) injecting most positives over the given suites with every slice's FIR at most `fir`
-    or at most what the shipped rule gives there already."""
-    best: tuple[float, tuple[float, float] | None] = (-1.0, None)
-    bases = [_sem_measure(a, None, 0.0) for a in arrays]
-    for weight in SEM_WEIGHTS:
-        for t in SEM_THRESHOLDS:
-            gained = 0.0
-            for a, base in zip(arrays, bases, strict=True):
-                m = _sem_measure(a, weight, t)
-                if any(v[1] > max(fir, base[k][1]) + 1e-9 for k, v in m.items()):
-                    break
-                gained += m["all"][0] * m["all"][2]
-            else:
-                if gained > best[0]:
-                    best = (gained, (weight, t))
+def _sem_fit(suites: list[dict[float, dict[str, Any]]], fir: float) -> tuple[float, float, float] | None:
+    """(veto, weight, threshold) injecting most positives over the given suites (each: veto -> arrays) with every
+    slice's FIR at most `fir`, or at most what round 3's rule (veto 3.0, no pick) gives there already."""
+    best: tuple[float, tuple[float, float, float] | None] = (-1.0, None)
+    refs = [_sem_measure(by_veto[3.0], None, 0.0) for by_veto in suites]
+    for veto in SEM_VETOES:
+        for weight in SEM_WEIGHTS:
+            for t in SEM_THRESHOLDS:
+                gained = 0.0
+                for by_veto, ref in zip(suites, refs, strict=True):
+                    m = _sem_measure(by_veto[veto], weight, t)
+                    if any(v[1] > max(fir, ref[k][1]) + 1e-9 for k, v in m.items()):
+                        break
+                    gained += m["all"][0] * m["all"][2]
+                else:
+                    if gained > best[0]:
+                        best = (gained, (veto, weight, t))
     return best[1]
 
 
 def sem_fit(fir: float) -> None:
-    arrays = {name: _sem_arrays(load_sem(name)) for name in SUITES}
-    fmt = "  ".join
+    arrays = {name: {veto: _sem_arrays(load_sem(name), veto) for veto in SEM_VETOES} for name in SUITES}
 
     def cells(m: dict[str, tuple[float, float, int]]) -> str:
-        return fmt(f"{k} {v[0]:.3f}/{v[1]:.3f}" for k, v in m.items())
+        return "  ".join(f"{k} {v[0]:.3f}/{v[1]:.3f}" for k, v in m.items())
+
+    def at(name: str, fitted: tuple[float, float, float]) -> dict[str, tuple[float, float, int]]:
+        veto, weight, t = fitted
+        return _sem_measure(arrays[name][veto], weight, t)
 
     for name in SUITES:
-        print(f"{name:<16} shipped before the pick: {cells(_sem_measure(arrays[name], None, 0.0))}")
+        print(f"{name:<16} round 3 (veto 3.0, no pick): {cells(_sem_measure(arrays[name][3.0], None, 0.0))}")
     for held in SUITES:
         fitted = _sem_fit([arrays[s] for s in SUITES if s != held], fir)
         if fitted is None:
-            print(f"{held:<16} held out: no (weight, threshold) holds {fir} on the others")
+            print(f"{held:<16} held out: nothing holds {fir} on the others")
             continue
-        print(f"{held:<16} held out, fitted on the others {fitted}: {cells(_sem_measure(arrays[held], *fitted))}")
+        print(f"{held:<16} held out, fitted on the others (veto, weight, t) {fitted}: {cells(at(held, fitted))}")
     fitted = _sem_fit(list(arrays.values()), fir)
-    print(f"fitted on all three: {fitted}")
+    print(f"fitted on all three (veto, weight, t): {fitted}")
     if fitted:
         for name in SUITES:
-            print(f"  {name:<16} {cells(_sem_measure(arrays[name], *fitted))}")
+            print(f"  {name:<16} {cells(at(name, fitted))}")
 
 
 def load_sem(name: str) -> list[Row]:
