@@ -148,7 +148,7 @@ def dumps(
         try:
             return _encode(value, ensure_ascii, separators, sort_keys)
         except Exception:  # an object JSON cannot hold, a cycle: `json` raises its own error below
-            pass
+            _ENCODERS.clear()  # an encoder stopped midway may hold stale cycle markers: make new ones
     import json
 
     return json.dumps(value, ensure_ascii=ensure_ascii, separators=separators, sort_keys=sort_keys)
@@ -159,11 +159,20 @@ def _encode(value: object, ensure_ascii: bool, separators: tuple[str, str] | Non
     string = _json.encode_basestring_ascii if ensure_ascii else _json.encode_basestring
     if isinstance(value, str):
         return string(value)
-    item_separator, key_separator = separators if separators is not None else (", ", ": ")
-    encoder = _json.make_encoder(
-        {}, _unserializable, string, None, key_separator, item_separator, sort_keys, False, True
-    )
+    key = (ensure_ascii, separators, sort_keys)
+    encoder = _ENCODERS.get(key)
+    if encoder is None:
+        item_separator, key_separator = separators if separators is not None else (", ", ": ")
+        encoder = _json.make_encoder(
+            {}, _unserializable, string, None, key_separator, item_separator, sort_keys, False, True
+        )
+        _ENCODERS[key] = encoder
     return "".join(encoder(value, 0))
+
+
+# The C encoders `_encode` made, by (ensure_ascii, separators, sort_keys): one per way of writing JSON, reused (a
+# successful encoding leaves its cycle markers empty, as it found them).
+_ENCODERS: "dict[tuple[bool, tuple[str, str] | None, bool], Any]" = {}
 
 
 def _unserializable(value: object) -> object:
@@ -292,7 +301,8 @@ def make_index_key() -> bytes:
 def private_folder(folder: str) -> None:
     """Make `folder` (and missing parents) with mode 0700; when it is the cache or state folder or under one,
     tighten that root and every folder from it down to `folder` that is looser and ours (never a folder above)."""
-    os.makedirs(folder, mode=0o700, exist_ok=True)
+    if not os.path.isdir(folder):  # one stat where the folder exists (`makedirs` tries `mkdir` and catches)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
     real = os.path.realpath(folder)
     for root in (cache_folder(), state_folder()):
         top = os.path.realpath(root)

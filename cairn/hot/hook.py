@@ -15,7 +15,7 @@ vault given by path (`--vault`, `CAIRN_VAULT`), else null (`stale`: any vault's 
 import os
 import sys
 
-from cairn.hot import dumps, hook_settings, loads, private_folder, sha256_hex, state_folder, utc_now
+from cairn.hot import dumps, hook_settings, index_key, loads, private_folder, sha256_hex, state_folder, utc_now
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -94,14 +94,16 @@ class Options:
 
 
 class Payload:
-    """What the hook needs from its input: the prompt, the agent's session id and working directory."""
+    """What the hook needs from its input: the prompt, the agent's session id and working directory. block: the
+    last context block made for it (nonce, picks, text): `_fit` makes the block the output then prints."""
 
-    __slots__ = ("prompt", "session_id", "cwd")
+    __slots__ = ("prompt", "session_id", "cwd", "block")
 
     def __init__(self, prompt: str, session_id: str | None, cwd: str | None) -> None:
         self.prompt = prompt
         self.session_id = session_id
         self.cwd = cwd
+        self.block: tuple[str, tuple[Pick, ...], str] | None = None
 
 
 def main(argv: list[str]) -> int:
@@ -226,6 +228,7 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
     entry["vaults"] = logged
     layers: list[Layer] = []
     errors: list[str] = []
+    key = index_key() if vaults else None  # the cache key, read once for every vault's index
     try:
         for vault in vaults:
             line = vault_entry(vault.name, vault.dirs.root)
@@ -238,7 +241,7 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
                 line["skipped"] = "scope"  # the prompt's scope and the vault's share no tag
                 continue
             try:
-                index = _open_fresh_index(vault, line)
+                index = _open_fresh_index(vault, line, key)
             except Exception as exc:
                 line["error"] = _error_text(exc, payload.prompt)
                 errors.append(str(line["error"]))
@@ -301,7 +304,7 @@ def _logged(shown_id: str, candidate: "Candidate", kept: bool, dropped: dict[str
     return {"id": shown_id, "score": candidate.score, "decision": decision, "reason": reason}
 
 
-def _open_fresh_index(vault: "ServedVault", line: dict[str, object]) -> "IndexReader | None":
+def _open_fresh_index(vault: "ServedVault", line: dict[str, object], key: bytes | None) -> "IndexReader | None":
     """The vault's cached index when it was built from the commit the vault serves now; else None (the vault
     serves nothing for this prompt) and a background update starts. Raises for a missing or damaged index."""
     from cairn.hot import index_file as index_file_of
@@ -315,7 +318,7 @@ def _open_fresh_index(vault: "ServedVault", line: dict[str, object]) -> "IndexRe
     ref, served = served_ref(dirs.git_root, vault.ref)
     line["ref"] = ref
     try:
-        index = IndexReader(index_file)
+        index = IndexReader(index_file, key)
     except Exception as exc:
         # Imported only here: a hook that reads its index never needs them.
         from cairn.hot.errors import IndexCorrupt, IndexMissing
@@ -437,6 +440,10 @@ def _code(text: str) -> str | None:
 def context_block(picks: "Sequence[Pick]", payload: Payload, nonce: str) -> str:
     """The text an agent gets: a fixed frame saying what the notes are, then each card's name, summary, id and path
     as quoted data between two delimiter lines that carry a random nonce, and how to read the whole card."""
+    made = payload.block
+    if made is not None and made[0] == nonce and len(made[1]) == len(picks):
+        if all(a is b for a, b in zip(made[1], picks, strict=True)):
+            return made[2]  # the block `_fit` measured: the same cards, the same nonce
     from cairn.hot.serve import NOTICE
 
     roots = {p.layer.root for p in picks}
@@ -462,7 +469,9 @@ def context_block(picks: "Sequence[Pick]", payload: Payload, nonce: str) -> str:
         if command is not None:
             lines.append(f"   whole card: `{command}`")
     lines.append(closing)
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    payload.block = (nonce, tuple(picks), text)
+    return text
 
 
 def _render(fmt: str, picks: "Sequence[Pick]", payload: Payload, nonce: str, already: "list[str] | None") -> str:

@@ -28,7 +28,7 @@ import os
 import stat
 import sys
 
-from cairn.hot import Record, dumps, file_uri, index_key, loads, new_sha256, resolve
+from cairn.hot import Record, dumps, file_uri, index_key, loads, new_sha256
 
 try:
     from _blake2 import blake2b as _blake2b
@@ -141,6 +141,16 @@ def superseders_digest(rows: "Iterable[Sequence[Any]]") -> str:
     """The digest of every (id, status, supersedes) with a non-empty supersedes, kept in meta (and so sealed)."""
     data = _utf8(dumps(sorted([str(v) for v in r] for r in rows), ensure_ascii=False))
     return str(new_sha256(data).hexdigest())
+
+
+_NO_SUPERSEDERS: list[str] = []
+
+
+def _no_superseders() -> str:
+    """`superseders_digest` of no rows (computed once)."""
+    if not _NO_SUPERSEDERS:
+        _NO_SUPERSEDERS.append(superseders_digest(()))
+    return _NO_SUPERSEDERS[0]
 
 
 def _utf8(text: str) -> bytes:
@@ -280,7 +290,7 @@ class IndexReader:
             raise self._damaged("no cache key to check it with")
         self._sealer = Sealer(key)
         try:
-            uri = file_uri(resolve(os.fspath(path))) + "?mode=ro&immutable=1"
+            uri = file_uri(os.path.abspath(os.fspath(path))) + "?mode=ro&immutable=1"
             self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
         except sqlite3.DatabaseError as exc:
             raise self._damaged(str(exc)) from None
@@ -420,6 +430,11 @@ class IndexReader:
         """Every (id, status, supersedes) with a non-empty supersedes, checked against meta once per reader (the
         file is immutable while open)."""
         if self._superseding is None:
+            if self.meta.get("superseders") == _no_superseders():
+                # Sealed in meta: no card supersedes another. A row saying otherwise is not one the writer wrote,
+                # and leaving it unread serves what was sealed (one statement less on every prompt).
+                self._superseding = []
+                return self._superseding
             rows = list(self._query("SELECT id, status, supersedes FROM cards WHERE supersedes != '[]'", ()))
             if superseders_digest(rows) != self.meta.get("superseders"):
                 raise self._damaged("the cards that supersede others are not the ones it was written with")
