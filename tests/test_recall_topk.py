@@ -78,6 +78,32 @@ def test_recall_decides_as_with_every_card_scored(tmp_path: Path, monkeypatch: p
     assert fast == full
 
 
+def test_deciding_the_first_candidates_with_the_semantic_pick_decides_as_a_whole_recall(tmp_path: Path) -> None:
+    """The hook decides only its first candidates (`decide_first`); with semantic evidence the pick may choose any
+    of the first `SEMANTIC_PICK_DEPTH` admissible cards, and must choose as a whole recall does, also when the
+    session's cards push the admissible ones deeper."""
+    rng = random.Random(11)
+    picked = 0
+    with _index(tmp_path) as index:
+        for _ in range(120):
+            query = " ".join(rng.choices(WORDS, k=rng.randint(2, 10)))
+            already = {f"c{rng.randrange(300)}" for _ in range(rng.choice([0, 5, 40]))}
+            lexical = R.recall(index, query, already_injected=already)
+            admissible = [c.card.id for c in lexical.candidates if c.reason != R.ALREADY_INJECTED][:12]
+            if not admissible:
+                continue
+            chosen = rng.choice(admissible)
+            semantic = {f"c{rng.randrange(300)}": rng.uniform(-1.0, 2.5) for _ in range(30)}
+            semantic[chosen] = rng.uniform(2.0, 6.0)
+            full = R.recall(index, query, already_injected=already, semantic=semantic)
+            picked += bool(full.injected) and not lexical.injected
+            for first in (1, 3, 5, 20):
+                part = R.recall(index, query, already_injected=already, semantic=semantic, decide_first=first)
+                assert part.injected == full.injected, (query, first)
+                assert part.candidates == full.candidates[:first], (query, first)
+    assert picked >= 10  # the pick was exercised
+
+
 def test_term_bounds_hold_for_any_parameters(tmp_path: Path) -> None:
     rng = random.Random(11)
     with _index(tmp_path, n=120) as index:

@@ -232,7 +232,7 @@ def recall(
     today_iso = today.isoformat() if today is not None else time.strftime("%Y-%m-%d")  # local date, as date.today()
     wanted_scope = {s.strip().lower() for s in scope or () if s.strip()}
     lowered_query = query.lower()
-    needed = settings.max_cards + 1  # the gates need the admissible cards up to one past the last slot
+    needed = _needed(index, settings, semantic)
 
     postings = index.postings(terms)
     weights = _weights(index, terms, postings, settings, salience)
@@ -300,11 +300,12 @@ def _first_decisions(
     Candidates are listed by rounded score, then row: the first `first` are among the ranked cards down to the
     last whose rounded score equals the `first`-th's (`wanted`). A candidate's decision depends on the admitted
     cards before it (injected so far, the first gate failure) and on the admitted card after it (its lead and
-    margin); the injected cards are among the first `max_cards` admitted. So once the `wanted` are examined,
-    `max_cards` + 1 cards are admitted and one admitted card follows the last admitted among the `wanted`, every
+    margin); the injected cards are among the first `max_cards` admitted, or the semantic pick among the first
+    `SEMANTIC_PICK_DEPTH`. So once the `wanted` are examined, `_needed` cards are admitted and one admitted card
+    follows the last admitted among the `wanted`, every
     decision listed is the one a whole examination gives (`recall` examines whole chunks of `_CHUNK` cards, which
     start with these)."""
-    needed = settings.max_cards + 1
+    needed = _needed(index, settings, semantic)
     if first + needed > _CHUNK:
         return None  # deeper than `recall`'s first chunk, whose end may cut off the admitted card after one wanted
     ranked, matched, complete = _top(index, terms, postings, weights, settings, first + needed)
@@ -337,6 +338,15 @@ def _first_decisions(
     injected = tuple(c for c in decided if c.decision == INJECTED)
     pool = sorted(decided + refused, key=lambda c: (-c.score, c.card.row))
     return Result(injected, tuple(pool[:first]), settings, evidence)
+
+
+def _needed(index: "IndexReader", settings: "RecallSettings", semantic: "Mapping[str, float] | None") -> int:
+    """How many admissible cards the gates need: up to one past the last slot, or one past the first
+    `SEMANTIC_PICK_DEPTH` when the semantic pick may look at them (both ways of ranking must see the same ones, and
+    the card after the one picked gives its gate values)."""
+    if semantic and index.n_cards >= SEMANTIC_MIN_CARDS:
+        return max(settings.max_cards, SEMANTIC_PICK_DEPTH) + 1
+    return settings.max_cards + 1
 
 
 def admission(
