@@ -17,8 +17,7 @@ vectors: without the extra, the hook imports nothing more than before.
 import os
 import sys
 
-from cairn.hot import jsonc
-from cairn.hot.paths import VECTORS_SUFFIX, private_folder, state_folder
+from cairn.hot import VECTORS_SUFFIX, dumps, loads, private_folder, state_folder
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -74,7 +73,7 @@ def prefetch(prompt: str) -> bool:
             sock.settimeout(PREFETCH_TIMEOUT)
             sock.connect(path)
             request = {"v": 1, "prefetch": True, "prompt": prompt}
-            sock.sendall(jsonc.dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n")
+            sock.sendall(dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n")
         finally:
             sock.close()  # the request stays readable by the warm encoder after this end is closed
         return True
@@ -133,7 +132,7 @@ def _ask(
         except OSError:
             start_daemon(state)
             return None
-        sock.sendall(jsonc.dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n")
+        sock.sendall(dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n")
         chunks: list[bytes] = []
         size = 0
         while size <= MAX_REPLY_BYTES:
@@ -146,7 +145,7 @@ def _ask(
                 break
     finally:
         sock.close()
-    reply = jsonc.loads(b"".join(chunks).decode("utf-8"))
+    reply = loads(b"".join(chunks).decode("utf-8"))
     if not isinstance(reply, dict) or reply.get("ok") is not True:
         return None
     sims = reply.get("sims")

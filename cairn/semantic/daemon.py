@@ -73,12 +73,7 @@ def similarities(
     n = len(vf.ids)
     if n == 0:
         return {}
-    per_passage = vf.matrix @ query
-    starts = np.asarray(vf.offsets[:-1])
-    sims = np.full(n, -1.0, dtype=np.float32)
-    has = np.asarray(vf.offsets[1:]) > starts
-    if has.any():
-        sims[has] = np.maximum.reduceat(per_passage, starts[has])
+    sims = vf.best_of_passages(vf.matrix @ query)
     if z:
         sims = (sims - sims.mean()) / max(float(sims.std()), 1e-6)
     chosen: list[int]

@@ -43,9 +43,28 @@ class VectorFile:
         self.ids: list[str] = header["ids"]
         self.blobs: list[str] = header["blobs"]
         self.offsets: list[int] = header["offsets"]
+        self._one_each: bool | None = None  # every card has exactly one passage (set on first use)
+        self._has: Any = None
+        self._starts: Any = None
 
     def rows_of(self, i: int) -> npt.NDArray[np.float32]:
         return self.matrix[self.offsets[i] : self.offsets[i + 1]]
+
+    def best_of_passages(self, per_passage: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Each card's best value over its passages (-1 for a card without any), from one value per passage."""
+        import numpy as np
+
+        if self._one_each is None:
+            starts = np.asarray(self.offsets[:-1])
+            self._has = np.asarray(self.offsets[1:]) > starts
+            self._starts = starts[self._has]
+            self._one_each = len(self.offsets) - 1 == self.offsets[-1] and bool(self._has.all())
+        if self._one_each:
+            return per_passage.astype(np.float32, copy=False)
+        sims = np.full(len(self.ids), -1.0, dtype=np.float32)
+        if len(self._starts):
+            sims[self._has] = np.maximum.reduceat(per_passage, self._starts)
+        return sims
 
 
 def vectors_path(index_file: str | os.PathLike[str]) -> Path:
