@@ -174,6 +174,19 @@ def test_prompt_terms_drop_boilerplate_sentences() -> None:
     assert set(chinese) == {"生成", "成棋", "棋盘", "盘格", "格图", "图片"}
 
 
+def test_prompt_terms_drop_boilerplate_that_follows_a_question_without_its_full_stop() -> None:
+    """A question glued to "Don't change anything yet, just explain.": the trailing run of boilerplate starts at a capital
+    after a lower-case word; a capital that starts words of the question cuts nothing."""
+    glued = prompt_terms(
+        "Question from a teammate: How can I force google to use the exact words I type in Don't change anything "
+        "yet, just explain."
+    )
+    assert glued == {"force": 1.0, "google": 1.0, "use": 1.0, "exact": 1.0, "word": 1.0, "type": 1.0}
+    assert "change" in prompt_terms("Why does Git Change file modes when I Check Out a branch")
+    assert "change" in prompt_terms("how to Change the default branch name")  # the run is not all boilerplate
+    assert prompt_terms("How do I Read a File") == {"read": 1.0, "file": 1.0}  # all boilerplate: all kept
+
+
 def test_prompt_terms_keep_a_prompt_made_only_of_instruction_words() -> None:
     assert prompt_terms("Edit the README") == {"edit": 1.0, "readme": 1.0}
 

@@ -379,6 +379,9 @@ def _package(text: str, out: list[str]) -> None:
 
 
 def _sentences(line: str) -> list[str]:
+    """The sentences of a line of prose; a trailing run of agent boilerplate that starts with a capital after a
+    lower-case word ("... the words I type in Don't change anything yet, just explain.", a question pasted without
+    its full stop) is a sentence of its own (`_cut_tail`)."""
     out: list[str] = []
     start = 0
     n = len(line)
@@ -387,14 +390,41 @@ def _sentences(line: str) -> list[str]:
             if char in ".:" and i + 1 < n and not line[i + 1].isspace():
                 continue
             if i > start:
-                out.append(line[start:i])
+                _cut_tail(line[start:i], out)
             start = i + 1
         elif char == ":" and (i + 1 == n or line[i + 1].isspace()):
-            out.append(line[start:i])
+            _cut_tail(line[start:i], out)
             start = i + 1
     if start < n:
-        out.append(line[start:])
+        _cut_tail(line[start:], out)
     return out
+
+
+_LOWER_OR_DIGIT = _LOWER | _DIGITS
+
+
+def _cut_tail(sentence: str, out: list[str]) -> None:
+    """Add the sentence to out, as two when it ends in the longest run of boilerplate (`_boilerplate`) that starts
+    at a capital after a space after a lower-case letter or digit. Read from the right, stopping at the first such
+    run that is not boilerplate (a longer run holds it)."""
+    cut = -1
+    end = len(sentence)
+    while True:
+        end = sentence.rfind(" ", 0, end)
+        if end <= 0:
+            break
+        if end + 1 < len(sentence) and sentence[end + 1] in _UPPER and sentence[end - 1] in _LOWER_OR_DIGIT:
+            tail = sentence[end + 1 :]
+            tokens = tokenize(tail)
+            if tokens and _boilerplate(tail, tokens):
+                cut = end
+            elif tokens:
+                break
+    if cut > 0:
+        out.append(sentence[:cut])
+        out.append(sentence[cut + 1 :])
+    else:
+        out.append(sentence)
 
 
 def _boilerplate(sentence: str, tokens: list[str]) -> bool:
