@@ -6,10 +6,11 @@ log holds its sha256 and length.
 
 The hook log: one JSON line per prompt in `<state_dir>/hook.jsonl`. Never the prompt text. Each line: time, format,
 hashed session id, the prompt's sha256 and length, the vaults in play (`vaults`: each one's name, folder, served
-ref, indexed commit, whether its index was stale, why it was skipped, its error and the ids it gave), the
-candidates with score and gate decision, the injected ids (as shown: `name:id` for a configured vault), and the
-error (or null). `vault`, `commit` and `stale` at the top are those of the one vault when the hook serves a single
-vault given by path (`--vault`, `CAIRN_VAULT`), else null (`stale`: any vault's index was).
+ref, indexed commit, whether its index was stale, why it was skipped, its error and the ids it gave), each vault's
+first three candidates with score and gate decision (`cairn explain` shows them all), the injected ids (as shown:
+`name:id` for a configured vault), and the error (or null). `vault`, `commit` and `stale` at the top are those of
+the one vault when the hook serves a single vault given by path (`--vault`, `CAIRN_VAULT`), else null (`stale`:
+any vault's index was).
 """
 
 import os
@@ -34,6 +35,10 @@ REINDEX_EVERY_SECONDS = 30
 LOG_FILE = "hook.jsonl"
 MAX_LOG_BYTES = 32 * 1024 * 1024  # then hook.jsonl becomes hook.jsonl.1 and a new file starts
 MAX_LOGGED_CANDIDATES = 20
+# Each vault's first candidates the log shows: as many as a prompt can get. Recall settles no more than the log
+# shows (`decide_first`), and each candidate more costs every prompt (card rows read and sealed, a deeper top-k:
+# in-process on 1,000 cards, 16.8M instructions a prompt with 20, 11.1M with 3); `cairn explain` shows them all.
+LOGGED_PER_VAULT = 3
 
 HELP = """\
 Usage: cairn hook --format FORMAT [--vault PATH] [--scope TAGS]
@@ -126,7 +131,6 @@ def main(argv: list[str]) -> int:
         prompt = payload.prompt
         if options.problem is not None:  # never block the prompt for the hook's own command line: log it
             raise UsageError(f"{options.problem}; fix the hook command in the agent's settings")
-        _prefetch_semantic(payload.prompt[:MAX_QUERY_CHARS])
         output = _serve(options, fmt, payload, entry)
     except Exception as exc:  # fail open: the agent's prompt goes on without cards
         entry["error"] = _error_text(exc, prompt)
@@ -143,18 +147,6 @@ def main(argv: list[str]) -> int:
         except (OSError, ValueError):
             pass
     return 0
-
-
-def _prefetch_semantic(prompt: str) -> None:
-    """Hand the prompt to the semantic channel's warm encoder when it is up (its socket exists), so it encodes the
-    prompt while the hook ranks by words (`cairn.hot.semantic.prefetch`); without it, one stat and no import."""
-    try:
-        os.stat(os.path.join(state_folder(), "semantic.sock"))
-    except OSError:
-        return
-    from cairn.hot.semantic import prefetch
-
-    prefetch(prompt)
 
 
 def parse_args(argv: list[str]) -> Options:
@@ -284,7 +276,7 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
             payload.prompt[:MAX_QUERY_CHARS],
             session_id=payload.session_id,
             fit=lambda picks: _fit(picks, payload, max_context_chars, nonce),
-            decide_first=_logged_per_vault(len(layers)),  # the log shows these; recall settles no more
+            decide_first=LOGGED_PER_VAULT,  # the log shows these; recall settles no more
             want_already=fmt == "json" and payload.session_id is not None,
         )
     finally:
@@ -292,10 +284,9 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
             layer.index.close()
     given = served.given
     kept = {id(p.candidate) for p in given}
-    per_layer = _logged_per_vault(len(layers))
     candidates: list[dict[str, object]] = []
     for layer, result in zip(layers, served.results, strict=True):
-        shown = result.candidates[:per_layer]
+        shown = result.candidates[:LOGGED_PER_VAULT]
         candidates += [_logged(layer.qualified(c.card.id), c, id(c) in kept, served.dropped) for c in shown]
         line = next(x for x in logged if x["vault"] == layer.root)
         line["injected"] = [p.candidate.card.id for p in given if p.layer is layer]
@@ -303,11 +294,6 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
     entry["injected"] = [p.qid for p in given]
     already = list(served.already) if payload.session_id is not None else None
     return _render(fmt, given, payload, nonce, already=already)
-
-
-def _logged_per_vault(n_vaults: int) -> int:
-    """How many candidates of each vault the log shows (20 in all, at least 5 a vault): recall settles no more."""
-    return max(MAX_LOGGED_CANDIDATES // max(n_vaults, 1), 5)
 
 
 def _logged(shown_id: str, candidate: "Candidate", kept: bool, dropped: dict[str, str]) -> dict[str, object]:
