@@ -402,3 +402,34 @@ def test_a_prompt_handed_over_early_is_encoded_once_and_answers_the_same(
         assert sims == pytest.approx(server.answer({**request, "prompt": docker})["sims"], abs=1e-3)
         monkeypatch.setenv("CAIRN_SEMANTIC", "0")
         assert prefetch(docker) is False
+
+
+def test_a_cairn_package_in_the_current_folder_never_runs_as_the_encoder(
+    vault_repo: VaultRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook starts the warm encoder from the agent's folder (any checkout), and `cairn index` its detached card
+    encoder from wherever it runs: a `cairn/` package there must not run in Cairn's place (`python -m` would import
+    it first)."""
+    _vault(vault_repo)
+    index_file = _index_file(vault_repo)
+    project = tmp_path / "project"
+    marker = tmp_path / "planted-code-ran"
+    planted = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\ndef main(*args):\n    return 0\n"
+    for rel in ("cairn/__init__.py", "cairn/__main__.py", "cairn/semantic/__init__.py"):
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).write_text(planted)
+    for rel in ("cairn/semantic/daemon.py", "cairn/semantic/vectors.py"):
+        (project / rel).write_text(planted)
+    monkeypatch.chdir(project)
+
+    with IndexReader(index_file) as index:
+        assert similarities(index, PARAPHRASE) is None  # starts the warm encoder from the project folder
+        assert _wait((state_dir() / "semantic.sock").exists, 60), (state_dir() / "semantic.log").read_text()
+        assert similarities(index, PARAPHRASE, timeout=10) is not None  # Cairn's encoder answers
+    vectors.remove(index_file)
+    done = vault_repo.cairn(  # from the project folder, the cards encoded by the detached process
+        "index", "--vault", str(vault_repo.root), cwd=project, env={"CAIRN_SEMANTIC_FOREGROUND_CARDS": "0"}
+    )
+    assert done.returncode == 0, done.stderr
+    assert _wait(lambda: vectors.current(index_file), 120), (state_dir() / "semantic.log").read_text()
+    assert not marker.exists(), marker.read_text()

@@ -31,6 +31,13 @@ START_STAMP = "semantic.start"
 START_EVERY_SECONDS = 10.0
 TIMEOUT = 0.5
 PREFETCH_TIMEOUT = 0.05
+# How the warm encoder is started: `python -c` taking the current folder ('') off sys.path before importing Cairn.
+# Not `python -m cairn.semantic.daemon`, which puts the current folder (the agent's project: any checkout) first on
+# sys.path, so a `cairn/` package there would run in Cairn's place.
+DAEMON_CODE = (
+    "import sys; sys.path[:] = [p for p in sys.path if p != '']; "
+    "from cairn.semantic.daemon import main; sys.exit(main())"
+)
 _OFF = ("0", "false", "off", "no")
 MAX_REPLY_BYTES = 4 * 1024 * 1024
 
@@ -181,7 +188,7 @@ def start_daemon(state: str) -> bool:
     env["CAIRN_STATE_DIR"] = state
     os.posix_spawn(
         sys.executable,
-        [sys.executable, "-m", "cairn.semantic.daemon"],
+        [sys.executable, "-c", DAEMON_CODE],
         env,
         file_actions=actions,
         setsid=True,

@@ -287,6 +287,14 @@ def cards_to_encode(index_file: Path) -> int:
         return sum(1 for _id, _path, blob in reader.entries() if blob not in known or blob == "worktree")
 
 
+# The detached encoder's command: `python -c` with the current folder ('') off sys.path before Cairn is imported (as
+# `cairn.hot.semantic.DAEMON_CODE`): `python -m` would import a `cairn/` package from the current folder first.
+BACKGROUND_CODE = (
+    "import sys; sys.path[:] = [p for p in sys.path if p != '']; "
+    "from cairn.semantic.vectors import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
 def start_background(index_file: Path) -> None:
     """Encode the index's cards in a detached process (one per index at a time: it takes a lock)."""
     import subprocess
@@ -300,7 +308,7 @@ def start_background(index_file: Path) -> None:
     try:
         env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
         subprocess.Popen(
-            [sys.executable, "-m", "cairn.semantic.vectors", str(index_file)],
+            [sys.executable, "-c", BACKGROUND_CODE, str(index_file)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,
@@ -385,14 +393,21 @@ def _encode_cards(
     return out
 
 
+def main(argv: list[str]) -> int:
+    """`python -m cairn.semantic.vectors INDEX_FILE` (and `BACKGROUND_CODE`): the detached encoder."""
+    import sys
+
+    if len(argv) != 1:
+        sys.stderr.write("Usage: python -m cairn.semantic.vectors INDEX_FILE\n")
+        return 2
+    try:
+        return background_main(Path(argv[0]))
+    except Exception as exc:  # nothing to show it to: the log says why, the hook serves lexically
+        _log(f"failed: {type(exc).__name__}: {exc}"[:300])
+        return 1
+
+
 if __name__ == "__main__":
     import sys
 
-    if len(sys.argv) != 2:
-        sys.stderr.write("Usage: python -m cairn.semantic.vectors INDEX_FILE\n")
-        sys.exit(2)
-    try:
-        sys.exit(background_main(Path(sys.argv[1])))
-    except Exception as exc:  # nothing to show it to: the log says why, the hook serves lexically
-        _log(f"failed: {type(exc).__name__}: {exc}"[:300])
-        sys.exit(1)
+    sys.exit(main(sys.argv[1:]))
