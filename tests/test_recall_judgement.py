@@ -182,6 +182,8 @@ def test_prompt_terms_drop_boilerplate_that_follows_a_question_without_its_full_
         "yet, just explain."
     )
     assert glued == {"force": 1.0, "google": 1.0, "use": 1.0, "exact": 1.0, "word": 1.0, "type": 1.0}
+    bracketed = "Question from a teammate: Specify defines (after `--`) Don't change anything yet, just explain."
+    assert prompt_terms(bracketed) == {"specify": 1.0, "define": 1.0}
     assert "change" in prompt_terms("Why does Git Change file modes when I Check Out a branch")
     assert "change" in prompt_terms("how to Change the default branch name")  # the run is not all boilerplate
     assert prompt_terms("How do I Read a File") == {"read": 1.0, "file": 1.0}  # all boilerplate: all kept

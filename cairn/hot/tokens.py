@@ -400,12 +400,13 @@ def _sentences(line: str) -> list[str]:
     return out
 
 
-_LOWER_OR_DIGIT = _LOWER | _DIGITS
+# What may end a question a boilerplate run is glued to: a lower-case letter, a digit, a closing bracket or quote.
+_QUESTION_ENDS = _LOWER | _DIGITS | frozenset(")]}`'\"")
 
 
 def _cut_tail(sentence: str, out: list[str]) -> None:
     """Add the sentence to out, as two when it ends in the longest run of boilerplate (`_boilerplate`) that starts
-    at a capital after a space after a lower-case letter or digit. Read from the right, stopping at the first such
+    at a capital after a space after a lower-case letter, a digit or a closing bracket or quote. Read from the right, stopping at the first such
     run that is not boilerplate (a longer run holds it)."""
     cut = -1
     end = len(sentence)
@@ -413,7 +414,7 @@ def _cut_tail(sentence: str, out: list[str]) -> None:
         end = sentence.rfind(" ", 0, end)
         if end <= 0:
             break
-        if end + 1 < len(sentence) and sentence[end + 1] in _UPPER and sentence[end - 1] in _LOWER_OR_DIGIT:
+        if end + 1 < len(sentence) and sentence[end + 1] in _UPPER and sentence[end - 1] in _QUESTION_ENDS:
             tail = sentence[end + 1 :]
             tokens = tokenize(tail)
             if tokens and _boilerplate(tail, tokens):
