@@ -2,7 +2,7 @@
 
 Run from the repository root:
     .venv/bin/python -m benchmarks.bench_hook [--sizes 1000,10000,100000] [--runs 30] [--rev REV | --venv DIR]
-        [--layered NxSIZE,...] [--json]
+        [--layered NxSIZE,...] [--instructions] [--json]
 
 What is timed is what a user gets: by default a plain venv with `pip install --no-deps` of the current sources
 (`benchmarks.userenv`, cached by a hash of `cairn/` and `pyproject.toml`), not the developer's editable venv (whose
@@ -34,6 +34,11 @@ It prints medians and the ratios to the baseline (the figure: the machine is sha
 load), the CPU-time ratios (user + system of the child), how many runs injected a card, and any stale index or
 logged error; the machine (cores, CPU model, Python, load average) before and after. Budgets (ARCHITECTURE.md, "Budgets"): 1,000 cards <= 1.5x, 10,000 <= 2x, 100,000 <= 4x.
 
+`--instructions` also counts, with valgrind's callgrind, the instructions of the hook on four of the prompts (three
+that fit a card, one that does not; the median) and of `python -c pass`: a ratio the machine's load does not move
+(the timed ratio moves by 0.1x or more on a shared machine), a proxy for the timed one (it leaves out waiting on the
+disk, and weighs every instruction alike).
+
 It also checks that the hook imports nothing outside the standard library and Cairn (one run with
 PYTHONPROFILEIMPORTTIME, against the modules a bare interpreter imports), which is why `--no-deps` is enough.
 """
@@ -44,6 +49,7 @@ import argparse
 import json
 import random
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -147,6 +153,22 @@ def all_imports(modules: list[str]) -> str:
     return f"for m in {tuple(ordered)!r}:\n try: __import__(m)\n except ImportError: pass"
 
 
+def instructions(args: list[str], stdin: bytes | None, env: dict[str, str], cwd: Path) -> int:
+    """The instructions one run of a command executes (valgrind's callgrind, `Collected`)."""
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *args],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        cwd=cwd,
+        check=False,
+    )
+    for line in done.stderr.decode(errors="replace").splitlines():
+        if "Collected :" in line:
+            return int(line.rsplit(":", 1)[1].strip())
+    raise SystemExit(f"Error: valgrind gave no instruction count for {args[0]}: {done.stderr.decode()[-500:]}")
+
+
 def budget_for(n_cards: int, layered: int) -> float | None:
     """One vault: its size's budget. Several: the 10,000-card budget while they hold 10,000 cards or fewer."""
     if layered == 1:
@@ -168,7 +190,14 @@ def configure(vaults: list[SynthVault], config: Path) -> None:
 
 
 def bench_size(
-    n_cards: int, runs: int, work: Path, python: str, cairn: str, builder: str, layered: int = 1
+    n_cards: int,
+    runs: int,
+    work: Path,
+    python: str,
+    cairn: str,
+    builder: str,
+    layered: int = 1,
+    count_instructions: bool = False,
 ) -> dict[str, object]:
     label = f"{n_cards}" if layered == 1 else f"{layered}x{n_cards}"
     cache, state = work / "cache", work / f"state-{label}"
@@ -222,6 +251,15 @@ def bench_size(
             if name == "hook":
                 injected += bool(out.strip())
     log = [json.loads(line) for line in (state / "hook.jsonl").read_text().splitlines()[-runs:]]
+    counted: dict[str, object] = {}
+    if count_instructions:  # prompts 2 to 5: three that reword a card, one that fits none (`prompts_for`)
+        hook_i = statistics.median(instructions(hook, payload(i), env, work) for i in range(2, 6))
+        bare_i = instructions([python, "-c", "pass"], None, env, work)
+        counted = {
+            "hook_instructions": int(hook_i),
+            "bare_instructions": bare_i,
+            "instruction_ratio": round(hook_i / bare_i, 2),
+        }
     ms = {name: statistics.median(times) * 1000 for name, times in wall.items()}
     cpu_ms = {name: statistics.median(times) * 1000 for name, times in cpu.items()}
     return {
@@ -246,6 +284,7 @@ def bench_size(
         "errors": [line["error"] for line in log if line.get("error")][:3],
         "third_party_imports": foreign,
         "build": {k: round(v, 2) for k, v in build.items()},
+        **counted,
     }
 
 
@@ -258,9 +297,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=WORK / "hook", help="where vaults and caches live")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
     parser.add_argument(
+        "--instructions", action="store_true", help="also count instructions with valgrind (load-independent)"
+    )
+    parser.add_argument(
         "--layered", default="", metavar="NxSIZE", help="rows with N configured vaults of SIZE cards, e.g. 3x1000"
     )
     args = parser.parse_args(argv)
+    if args.instructions and shutil.which("valgrind") is None:
+        parser.error("--instructions needs valgrind on PATH (e.g. apt-get install valgrind)")
     args.work.mkdir(parents=True, exist_ok=True)
     venv = args.venv.resolve() if args.venv else user_venv(deps=False, rev=args.rev)
     builder = str((args.venv.resolve() if args.venv else user_venv(deps=True, rev=args.rev)) / "bin" / "python")
@@ -288,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = [(1, int(s)) for s in args.sizes.split(",") if s]
     rows += [(int(n), int(size)) for n, _, size in (spec.partition("x") for spec in args.layered.split(",") if spec)]
     for layered, size in rows:
-        r = bench_size(size, max(args.runs, 20), args.work, python, cairn, builder, max(layered, 1))
+        r = bench_size(size, max(args.runs, 20), args.work, python, cairn, builder, max(layered, 1), args.instructions)
         results.append(r)
         budget = r["budget"]
         verdict = "" if budget is None else ("ok" if float(r["ratio"]) <= float(budget) else "OVER")  # type: ignore[arg-type]
@@ -299,6 +343,11 @@ def main(argv: list[str] | None = None) -> int:
             f"  {r['injected_runs']:>3}/{r['runs']:<4} {r['stale_runs']:>5}  {len(r['errors']):>6}"  # type: ignore[arg-type]
             f"  {', '.join(r['third_party_imports']) or 'none'}"  # type: ignore[arg-type]
         )
+    if args.instructions:
+        print("instructions (callgrind; hook: the median of four prompts), millions:")
+        for r in results:
+            hook_i, bare_i = int(r["hook_instructions"]), int(r["bare_instructions"])  # type: ignore[call-overload]
+            print(f"{r['label']:>7}  hook {hook_i / 1e6:.1f}  bare {bare_i / 1e6:.1f}  ratio {r['instruction_ratio']}")
     print("build (s):")
     for r in results:
         b = r["build"]
