@@ -187,6 +187,13 @@ def test_prompt_terms_drop_boilerplate_that_follows_a_question_without_its_full_
     assert "change" in prompt_terms("Why does Git Change file modes when I Check Out a branch")
     assert "change" in prompt_terms("how to Change the default branch name")  # the run is not all boilerplate
     assert prompt_terms("How do I Read a File") == {"read": 1.0, "file": 1.0}  # all boilerplate: all kept
+    # Only the last _TAIL_CHARS characters are looked at (one pass, word by word): a longer run is cut within them.
+    from cairn.hot.tokens import _TAIL_CHARS, _sentences
+
+    run = ("Read the File " * (_TAIL_CHARS // 14 + 2)).strip()
+    head, tail = _sentences("x rebase " + run)
+    assert head.startswith("x rebase Read") and _TAIL_CHARS - 14 < len(tail) <= _TAIL_CHARS
+    assert _sentences("x rebase Read the File") == ["x rebase", "Read the File"]
 
 
 def test_prompt_terms_keep_a_prompt_made_only_of_instruction_words() -> None:

@@ -402,25 +402,33 @@ def _sentences(line: str) -> list[str]:
 
 # What may end a question a boilerplate run is glued to: a lower-case letter, a digit, a closing bracket or quote.
 _QUESTION_ENDS = _LOWER | _DIGITS | frozenset(")]}`'\"")
+# The longest glued run looked for: an instruction is a short clause.
+_TAIL_CHARS = 160
 
 
 def _cut_tail(sentence: str, out: list[str]) -> None:
-    """Add the sentence to out, as two when it ends in the longest run of boilerplate (`_boilerplate`) that starts
-    at a capital after a space after a lower-case letter, a digit or a closing bracket or quote. Read from the right, stopping at the first such
-    run that is not boilerplate (a longer run holds it)."""
+    """Add the sentence to out, as two when it ends in the longest run of boilerplate (only instruction words and
+    stopwords, as `_boilerplate` reads English) that starts at a capital after a space after a lower-case letter, a
+    digit or a closing bracket or quote, within the last `_TAIL_CHARS` characters. Read word by word from the right,
+    stopping at the first word that is not boilerplate (a longer run holds it) or is CJK."""
     cut = -1
+    seen = 0  # the tokens of the run so far
     end = len(sentence)
-    while True:
-        end = sentence.rfind(" ", 0, end)
-        if end <= 0:
+    stop = max(0, len(sentence) - _TAIL_CHARS)
+    while end > stop:
+        space = sentence.rfind(" ", stop, end)
+        word = sentence[space + 1 : end]
+        if word and max(word) >= _CJK_LOWEST:
             break
-        if end + 1 < len(sentence) and sentence[end + 1] in _UPPER and sentence[end - 1] in _QUESTION_ENDS:
-            tail = sentence[end + 1 :]
-            tokens = tokenize(tail)
-            if tokens and _boilerplate(tail, tokens):
-                cut = end
-            elif tokens:
-                break
+        tokens = tokenize(word)
+        if any(token not in INSTRUCTION_WORDS for token in tokens):
+            break
+        seen += len(tokens)
+        if space <= 0:
+            break
+        if seen and word[:1] in _UPPER and sentence[space - 1] in _QUESTION_ENDS:
+            cut = space
+        end = space
     if cut > 0:
         out.append(sentence[:cut])
         out.append(sentence[cut + 1 :])
