@@ -433,3 +433,72 @@ def test_a_cairn_package_in_the_current_folder_never_runs_as_the_encoder(
     assert done.returncode == 0, done.stderr
     assert _wait(lambda: vectors.current(index_file), 120), (state_dir() / "semantic.log").read_text()
     assert not marker.exists(), marker.read_text()
+
+
+def test_the_hook_hands_the_prompt_over_before_it_asks_for_similarities(vault_repo: VaultRepo) -> None:
+    """`cairn hook` sends the prompt to the warm encoder right after reading its input (a prefetch it does not wait
+    for), then asks for the vault's similarities; here a socket server in the warm encoder's place records both and
+    refuses to answer, so the hook serves by words."""
+    import json
+    import socket
+    import threading
+
+    from helpers.payloads import payload_for
+
+    _vault(vault_repo)
+    prompt = "git push --force after a rebase overwrote my teammate's commits"
+    state_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(state_dir() / "semantic.sock"))
+    listener.listen(4)
+    listener.settimeout(30)
+    received: list[dict[str, object]] = []
+
+    def serve() -> None:
+        for _ in range(2):
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while not data.endswith(b"\n"):
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                received.append(json.loads(data))
+                try:
+                    conn.sendall(b'{"ok": false, "error": "test"}\n')
+                except OSError:
+                    pass  # the prefetch does not read its answer
+
+    server = threading.Thread(target=serve)
+    server.start()
+    try:
+        done = vault_repo.cairn(
+            "hook",
+            "--format",
+            "claude-code",
+            "--vault",
+            str(vault_repo.root),
+            input=payload_for("claude-code", prompt, vault_repo.root, session="s-prefetch"),
+        )
+        server.join(30)
+    finally:
+        listener.close()
+    assert done.returncode == 0 and done.stderr == ""
+    assert [r.get("prefetch") for r in received] == [True, None]
+    assert received[0]["prompt"] == prompt and received[1]["prompt"] == prompt
+    assert received[1]["vectors"] == vectors_file(str(_index_file(vault_repo)))
+    lexical = vault_repo.cairn(
+        "hook",
+        "--format",
+        "claude-code",
+        "--vault",
+        str(vault_repo.root),
+        input=payload_for("claude-code", prompt, vault_repo.root, session="s-lexical"),
+        env={"CAIRN_SEMANTIC": "0"},
+    )
+    strip = re.compile(r"nonce=\\*\"[0-9a-f]+")
+    assert strip.sub("N", done.stdout) == strip.sub("N", lexical.stdout)

@@ -131,6 +131,7 @@ def main(argv: list[str]) -> int:
         prompt = payload.prompt
         if options.problem is not None:  # never block the prompt for the hook's own command line: log it
             raise UsageError(f"{options.problem}; fix the hook command in the agent's settings")
+        _prefetch_semantic(payload.prompt[:MAX_QUERY_CHARS])
         output = _serve(options, fmt, payload, entry)
     except Exception as exc:  # fail open: the agent's prompt goes on without cards
         entry["error"] = _error_text(exc, prompt)
@@ -147,6 +148,18 @@ def main(argv: list[str]) -> int:
         except (OSError, ValueError):
             pass
     return 0
+
+
+def _prefetch_semantic(prompt: str) -> None:
+    """Hand the prompt to the semantic channel's warm encoder when it is up (its socket exists), so it encodes the
+    prompt while the hook ranks by words (`cairn.hot.semantic.prefetch`); without it, one stat and no import."""
+    try:
+        os.stat(os.path.join(state_folder(), "semantic.sock"))
+    except OSError:
+        return
+    from cairn.hot.semantic import prefetch
+
+    prefetch(prompt)
 
 
 def parse_args(argv: list[str]) -> Options:
