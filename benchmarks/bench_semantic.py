@@ -4,6 +4,7 @@ Run from the repository root, with the extra installed in .venv (`pip install -e
     .venv/bin/python -m benchmarks.bench_semantic quality [--suite S ...] [--json]
     .venv/bin/python -m benchmarks.bench_semantic index [--cards 10000]
     .venv/bin/python -m benchmarks.bench_semantic hook [--cards 10000] [--runs 20]
+    .venv/bin/python -m benchmarks.bench_semantic compare --old OLD_VENV/bin [--new NEW_VENV/bin] [--cards N] [--runs N]
 
 `quality`: each dev suite (benchmarks.recall_suites: ../shared/bench copied into git vaults) is indexed with its
 card vectors; every case is recalled lexically (Cairn's shipped gates, exactly what `cairn eval` does) and its
@@ -23,7 +24,9 @@ rate <= 5% overall and on every slice of each of them) and reported on the suite
 
 `index`: a full `cairn index` of a synthetic vault (benchmarks.synth) with the extra, in seconds, and the share
 spent encoding. `hook`: `cairn hook` end to end with the warm encoder up, as a ratio to a bare `python -c pass`
-of the same interpreter (the .venv's: the extra lives there), interleaved, medians.
+of the same interpreter (the .venv's: the extra lives there), interleaved, medians. `compare`: the hook of two
+installs (say plain installs of an older commit and of this one, each with the extra), interleaved on the vault
+`index` left, with a bare interpreter and the lexical hook.
 """
 
 from __future__ import annotations
@@ -398,18 +401,93 @@ def hook_cost(n_cards: int, runs: int) -> int:
     return 0
 
 
+def compare_hooks(n_cards: int, runs: int, old_bin: Path, new_bin: Path) -> int:
+    """`cairn hook` of two installs (each a venv's bin folder, e.g. a plain install of an older commit and of this
+    one), warm encoders up, on the vault and cache `index` left, interleaved with a bare `python -c pass` and the
+    lexical hook, medians. Each install starts its own warm encoder (its own state folder)."""
+    import signal
+
+    from benchmarks.synth import synth_cards
+
+    vault, cache = WORK / f"semantic-vault-{n_cards}", WORK / f"semantic-cache-{n_cards}"
+    if not (vault / "cairn.toml").is_file() or not any(cache.rglob("index.sqlite.vec")):
+        raise SystemExit(f"Error: run `bench_semantic index --cards {n_cards}` and `hook` first")
+    cards = synth_cards(n_cards)
+    bins = {"old": old_bin, "new": new_bin}
+    with tempfile.TemporaryDirectory() as tmp:
+
+        def env(name: str, lexical: bool = False) -> dict[str, str]:
+            out = {**os.environ, "CAIRN_CACHE_DIR": str(cache), "CAIRN_STATE_DIR": f"{tmp}/{name}"}
+            out.pop("CAIRN_SEMANTIC", None)
+            out["CAIRN_SEMANTIC_IDLE"] = "600"
+            if lexical:
+                out["CAIRN_SEMANTIC"] = "0"
+            return out
+
+        def hook(name: str, i: int, lexical: bool = False) -> None:
+            card = cards[(i * 7919) % len(cards)]
+            data = {
+                "session_id": f"s{i}{'-lexical' if lexical else ''}",
+                "cwd": str(vault),
+                "hook_event_name": "UserPromptSubmit",
+                "prompt": f"{card.name.lower()} — how do I fix this?",
+            }
+            subprocess.run(
+                [str(bins[name] / "cairn"), "hook", "--format", "claude-code", "--vault", str(vault)],
+                input=json.dumps(data).encode(),
+                env=env(name, lexical),
+                capture_output=True,
+                check=True,
+                cwd=tmp,
+            )
+
+        for name in bins:
+            hook(name, 0)  # starts its warm encoder
+            for _ in range(300):
+                if Path(tmp, name, "semantic.sock").exists():
+                    break
+                time.sleep(0.1)
+            hook(name, 1)  # loads the vectors
+        times: dict[str, list[float]] = {"bare": [], "lexical": [], "old": [], "new": []}
+        for i in range(runs):
+            for name in times:
+                started = time.perf_counter()
+                if name == "bare":
+                    subprocess.run([str(old_bin / "python"), "-c", "pass"], check=True)
+                else:
+                    hook("new" if name == "lexical" else name, i + 2, lexical=name == "lexical")
+                times[name].append(time.perf_counter() - started)
+        for name in bins:
+            pid = Path(tmp, name, "semantic.pid")
+            if pid.exists():
+                os.kill(int(pid.read_text()), signal.SIGTERM)
+    bare = statistics.median(times["bare"])
+    print(
+        f"cairn hook, {n_cards} cards, {runs} interleaved runs, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}:"
+    )
+    for name, med in ((k, statistics.median(v)) for k, v in times.items()):
+        print(f"  {name:<8} {med * 1000:7.1f} ms  {med / bare:5.2f}x")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=("quality", "index", "hook"))
+    parser.add_argument("what", choices=("quality", "index", "hook", "compare"))
     parser.add_argument("--suite", action="append", choices=SUITES)
     parser.add_argument("--cards", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--old", type=Path, help="compare: a venv's bin folder (the install to compare against)")
+    parser.add_argument("--new", type=Path, help="compare: a venv's bin folder (default: this interpreter's)")
     args = parser.parse_args(argv)
     if args.what == "quality":
         return quality(list(args.suite or SUITES), args.json)
     if args.what == "index":
         return index_cost(args.cards)
+    if args.what == "compare":
+        if args.old is None:
+            parser.error("compare needs --old BIN (a venv's bin folder)")
+        return compare_hooks(args.cards, args.runs, args.old, args.new or Path(sys.executable).parent)
     return hook_cost(args.cards, args.runs)
 
 
