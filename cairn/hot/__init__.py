@@ -304,8 +304,11 @@ def private_folder(folder: str) -> None:
     if not os.path.isdir(folder):  # one stat where the folder exists (`makedirs` tries `mkdir` and catches)
         os.makedirs(folder, mode=0o700, exist_ok=True)
     real = os.path.realpath(folder)
-    for root in (cache_folder(), state_folder()):
-        top = os.path.realpath(root)
+    roots = (cache_folder(), state_folder())
+    if _lexically_within(folder, roots[1]) and not _lexically_within(folder, roots[0]):
+        roots = roots[::-1]  # the state folder's: its real path first (each real path costs a walk of lstat calls)
+    for root in roots:
+        top = real if root == folder else os.path.realpath(root)
         if real != top and not real.startswith(top.rstrip("/") + "/"):
             continue
         step = top
@@ -315,6 +318,10 @@ def private_folder(folder: str) -> None:
                 step = os.path.join(step, part)
                 _tighten(step)
         return
+
+
+def _lexically_within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def private_file(path: str) -> None:
@@ -349,9 +356,10 @@ def state_folder() -> str:
     return path_text(_home(), ".local", "state", "cairn")
 
 
-def index_file(vault_root: "str | os.PathLike[str]") -> str:
-    """The index file of the vault at `vault_root` (as `str(index_path(vault_root))`)."""
-    return path_text(cache_folder(), "vaults", vault_key(vault_root), "index.sqlite")
+def index_file(vault_root: "str | os.PathLike[str]", *, real: bool = False) -> str:
+    """The index file of the vault at `vault_root` (as `str(index_path(vault_root))`); `real`: the caller's path is
+    already the real one (`vault_key`)."""
+    return path_text(cache_folder(), "vaults", vault_key(vault_root, real=real), "index.sqlite")
 
 
 def cache_dir() -> "Path":
@@ -375,11 +383,12 @@ def index_path(vault_root: "str | os.PathLike[str]") -> "Path":
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
 
-def vault_key(vault_root: "str | os.PathLike[str]") -> str:
-    """A readable, collision-free folder name for one vault: its base name and a hash of its real path."""
-    real = os.path.realpath(vault_root)
-    digest = sha256_hex(real.encode("utf-8", "surrogateescape"))[:16]
-    base = _key_text(os.path.basename(real))[:40] or "vault"
+def vault_key(vault_root: "str | os.PathLike[str]", *, real: bool = False) -> str:
+    """A readable, collision-free folder name for one vault: its base name and a hash of its real path (`real`: the
+    caller's path is already the real one, as the hook's vaults are: no second walk of lstat calls)."""
+    real_path = os.fspath(vault_root) if real else os.path.realpath(vault_root)
+    digest = sha256_hex(real_path.encode("utf-8", "surrogateescape"))[:16]
+    base = _key_text(os.path.basename(real_path))[:40] or "vault"
     return f"{base}-{digest}"
 
 

@@ -324,7 +324,7 @@ def _open_fresh_index(vault: "ServedVault", line: dict[str, object], key: bytes 
     from cairn.hot.vault import served_ref
 
     dirs = vault.dirs
-    index_file = index_file_of(dirs.root)
+    index_file = index_file_of(dirs.root, real=True)  # the root is real: `hook_vaults` resolved it
     if dirs.git_root is None:
         raise HookInputError("the vault is not in a git repository; Cairn serves committed cards only")
     ref, served = served_ref(dirs.git_root, vault.ref)
