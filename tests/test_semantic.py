@@ -502,3 +502,31 @@ def test_the_hook_hands_the_prompt_over_before_it_asks_for_similarities(vault_re
     )
     strip = re.compile(r"nonce=\\*\"[0-9a-f]+")
     assert strip.sub("N", done.stdout) == strip.sub("N", lexical.stdout)
+
+
+def test_vectors_whose_seal_does_not_hold_are_refused_and_rebuilt(vault_repo: VaultRepo) -> None:
+    """The side file is sealed under the cache key like the index's rows: one flipped bit in a vector, or a header
+    field changed, and the warm encoder refuses it (the hook serves by words) until `cairn index` rebuilds it."""
+    _vault(vault_repo)
+    index_file = _index_file(vault_repo)
+    side = vectors.vectors_path(index_file)
+    good = side.read_bytes()
+    assert vectors.sealed(side) and "seal" in vectors.load(side).header
+    with IndexReader(index_file) as index:
+        similarities(index, PARAPHRASE)  # starts the warm encoder
+        assert _wait((state_dir() / "semantic.sock").exists, 60)
+        assert similarities(index, PARAPHRASE, timeout=10) is not None
+        flipped = bytearray(good)
+        flipped[-3] ^= 0x01  # a bit of the last card's vector
+        side.write_bytes(bytes(flipped))
+        assert not vectors.sealed(side)
+        with pytest.raises(ValueError, match="seal"):
+            vectors.load(side)
+        assert similarities(index, PARAPHRASE, timeout=10) is None
+        renamed = good.replace(FORCE_ID.encode(), b"git/force-with-leash")  # same length, another card's id
+        side.write_bytes(renamed)
+        assert similarities(index, PARAPHRASE, timeout=10) is None
+    assert vault_repo.cairn("index").returncode == 0  # the index is unchanged; its vectors are rebuilt
+    assert vectors.sealed(side) and vectors.current(index_file)
+    with IndexReader(index_file) as index:
+        assert similarities(index, PARAPHRASE, timeout=10) is not None

@@ -6,8 +6,11 @@ The side file belongs to one index: its header names the index's commit and key 
 false` (or without the extra) it removes the file, so the hook serves lexically.
 
 Format: `MAGIC`, an 8-byte little-endian header length, the header (JSON: model, dim, commit, index_key, ids, blobs,
-offsets), zero padding to a multiple of 64 bytes, then the passages' vectors as little-endian float16 rows (card i
-owns rows offsets[i] to offsets[i+1]). Written to a temporary file and renamed into place.
+offsets, seal), zero padding to a multiple of 64 bytes, then the passages' vectors as little-endian float16 rows (card
+i owns rows offsets[i] to offsets[i+1]). Written to a temporary file and renamed into place. `seal`: the header's
+other fields and the vectors sealed under the cache key, as the index's rows are (`cairn.hot.index.Sealer`);
+`load` refuses a file whose seal does not hold (the warm encoder reads each file once, so it checks every byte;
+the hook never reads this file).
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cairn.hot.index import IndexReader
+from cairn.hot import index_key as hot_index_key
+from cairn.hot import make_index_key
+from cairn.hot.index import IndexReader, Sealer
 from cairn.hot.semantic import index_key
 from cairn.semantic import encoder as enc
 
@@ -102,9 +107,33 @@ def _header(handle: Any) -> dict[str, Any]:
 
 
 def load(path: Path) -> VectorFile:
-    """A side file, checked: the header's lists agree with each other and with the size of the vectors."""
+    """A side file, checked: the header's lists agree with each other and with the size of the vectors, and its seal
+    holds under the cache key (ValueError otherwise)."""
     import numpy as np
 
+    header, data = _read(path)
+    rows, dim = header["offsets"][-1], header["dim"]
+    matrix = np.frombuffer(data, dtype="<f2").reshape(rows, dim).astype(np.float32)
+    return VectorFile(header, matrix)
+
+
+def sealed(path: Path) -> bool:
+    """Whether a side file is whole and its seal holds (what `load` checks, without converting the vectors)."""
+    try:
+        _read(path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _seal(header: dict[str, Any], body: bytes, key: bytes) -> str:
+    message = json.dumps(
+        {k: v for k, v in header.items() if k != "seal"}, ensure_ascii=False, sort_keys=True, separators=(",", ":")
+    ).encode("utf-8", "surrogatepass")
+    return Sealer(key).seal(b"cairn-vectors\0", struct.pack("<Q", len(message)), message, body)
+
+
+def _read(path: Path) -> tuple[dict[str, Any], bytes]:
     with open(path, "rb") as handle:
         header = _header(handle)
         start = _aligned(handle.tell())
@@ -128,18 +157,21 @@ def load(path: Path) -> VectorFile:
     rows = offsets[-1]
     if len(data) != rows * dim * 2:
         raise ValueError("vector file is truncated")
-    matrix = np.frombuffer(data, dtype="<f2").reshape(rows, dim).astype(np.float32)
-    return VectorFile(header, matrix)
+    key = hot_index_key()
+    if key is None or header.get("seal") != _seal(header, data, key):
+        raise ValueError("vector file seal does not hold")
+    return header, data
 
 
 def write(path: Path, header: dict[str, Any], matrix: npt.NDArray[Any]) -> None:
     """Write a side file atomically (temporary file, fsync, rename), readable by its owner only."""
     import numpy as np
 
+    body = np.ascontiguousarray(matrix, dtype="<f2").tobytes()
+    header = {**header, "seal": _seal(header, body, make_index_key())}
     raw = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     prefix = MAGIC + struct.pack("<Q", len(raw)) + raw
     padding = b"\0" * (_aligned(len(prefix)) - len(prefix))
-    body = np.ascontiguousarray(matrix, dtype="<f2").tobytes()
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".vec-", suffix=".tmp", dir=path.parent)
     try:
@@ -205,7 +237,7 @@ def refresh(
             remove(index_file)
             return "off"
         old_header = read_header(target)
-        if old_header is not None and _matches(old_header, reader):
+        if old_header is not None and _matches(old_header, reader) and sealed(target):
             return "unchanged"
         entries = reader.entries()  # (id, path, blob), by id
         old: VectorFile | None = None
