@@ -123,6 +123,21 @@ def test_no_index_is_built_in_the_background(vault_repo: VaultRepo) -> None:
     assert _wait_for_index(vault_repo.root, commit)
 
 
+def test_the_background_index_never_runs_a_cairn_package_from_the_vault(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """The background `cairn index` runs in the vault: a `cairn/` package committed there (an untrusted clone) must
+    not be what it imports (`python -m cairn` would run it: the current folder comes first on sys.path)."""
+    marker = tmp_path / "planted-code-ran"
+    planted = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\ndef main(*args):\n    return 0\n"
+    vault_repo.write("git/x", "Rebase lesson", "git pull --rebase after force-push drops local commits")
+    vault_repo.write_raw("cairn.toml", "")
+    for rel in ("cairn/__init__.py", "cairn/__main__.py", "cairn/cli.py"):
+        vault_repo.write_raw(rel, planted)
+    commit = vault_repo.commit()
+    assert vault_repo.cairn("hook", "--format", "text", input="rebase force-push").stdout == ""
+    assert _wait_for_index(vault_repo.root, commit)  # the real Cairn indexed it
+    assert not marker.exists()
+
+
 # -- gitrefs against real repositories -------------------------------------------------------------------------
 
 

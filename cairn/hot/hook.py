@@ -366,8 +366,17 @@ def _open_fresh_index(vault: "ServedVault", line: dict[str, object], key: bytes 
     return index
 
 
+# How the background `cairn index` starts: `python -c` taking the current folder ('') off sys.path before importing
+# Cairn. Not `python -m cairn`, which puts the current folder first on sys.path: it runs in the vault, whose files are
+# untrusted, so a `cairn/` (or `click/`, `git/`) package at the vault's root would run in Cairn's place.
+INDEX_CODE = (
+    "import sys; sys.path[:] = [p for p in sys.path if p != '']; sys.argv[0] = 'cairn'; "
+    "from cairn.cli import main; main()"
+)
+
+
 def _start_background_index(vault: "VaultDirs", index_file: str) -> None:
-    """Run `python -m cairn index` detached, at most once per REINDEX_EVERY_SECONDS per vault; never waits."""
+    """Run `cairn index` detached (`INDEX_CODE`), at most once per REINDEX_EVERY_SECONDS per vault; never waits."""
     if vault.git_root is None:
         return
     import time
@@ -386,7 +395,7 @@ def _start_background_index(vault: "VaultDirs", index_file: str) -> None:
 
     env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
     subprocess.Popen(
-        [sys.executable, "-m", "cairn", "index", "--vault", vault.root],
+        [sys.executable, "-c", INDEX_CODE, "index", "--vault", vault.root],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
