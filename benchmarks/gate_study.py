@@ -150,10 +150,11 @@ def dump() -> None:
         print(name, len(rows), file=sys.stderr)
 
 
-def load(name: str) -> list[Row]:
-    path = WORK / f"gates-{name}.json"
+def load(name: str, kind: str = "gates", command: str = "dump") -> list[Row]:
+    """The rows `command` stored for suite `name` (`gates-*.json` by `dump`, `semcand-*.json` by `sem-dump`)."""
+    path = WORK / f"{kind}-{name}.json"
     if not path.is_file():
-        raise SystemExit(f"Error: no {path}; run `python -m benchmarks.gate_study dump` first")
+        raise SystemExit(f"Error: no {path}; run `python -m benchmarks.gate_study {command}` first")
     rows: list[Row] = json.loads(path.read_text())
     return rows
 
@@ -445,11 +446,7 @@ def sem_fit(fir: float) -> None:
 
 
 def load_sem(name: str) -> list[Row]:
-    path = WORK / f"semcand-{name}.json"
-    if not path.is_file():
-        raise SystemExit(f"Error: no {path}; run `python -m benchmarks.gate_study sem-dump` first")
-    rows: list[Row] = json.loads(path.read_text())
-    return rows
+    return load(name, "semcand", "sem-dump")
 
 
 if __name__ == "__main__":
