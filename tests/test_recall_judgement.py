@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from cairn.cli.recall_cmds import explain_rows, render_explain
 from cairn.hot import recall as R
 from cairn.hot.recall import Result, recall
 from cairn.hot.settings import settings_of
@@ -307,6 +308,12 @@ def test_the_semantic_pick_injects_its_clear_first_choice_among_the_word_ranking
     assert picked[first.card.id].decision == R.REJECTED and picked[second.card.id].reason is None
     assert short.abstained  # 0.1 short of the pick: a card words rank lower needs a larger semantic gap
     assert unranked.abstained  # the semantic first choice shares no word with the prompt: never picked
+    rows = {row["id"]: row for row in explain_rows(clear)}
+    assert rows[second.card.id]["picked"] == "semantic" and "picked" not in rows[first.card.id]
+    assert "semantic pick" in render_explain(
+        clear, list(rows.values())
+    )  # explain says why a card failing a gate went in
+    assert all("picked" not in row for row in explain_rows(plain))
 
 
 # -- the commands ------------------------------------------------------------------------------------------------
