@@ -134,12 +134,12 @@ def _vault_checks(entry: VaultEntry) -> list[Check]:
         checks.append(Check("ref", name, False, f"{ref} names no commit", "commit cards on the served branch"))
         return checks
     checks.append(Check("ref", name, True, f"serves {ref} at {commit[:8]}"))
-    checks.append(_index_check(name, root, commit))
+    checks.append(_index_check(name, root, commit, vault))
     checks += _git_hook_checks(name, vault)
     return checks
 
 
-def _index_check(name: str, root: str, commit: str) -> Check:
+def _index_check(name: str, root: str, commit: str, vault: Any) -> Check:
     fix = f"cairn index --vault {name}"
     try:
         with IndexReader(index_file(os.path.realpath(root))) as reader:
@@ -154,6 +154,15 @@ def _index_check(name: str, root: str, commit: str) -> Check:
         return Check("index", name, False, f"serves nothing: {config_error}", f"commit a fix to cairn.toml in {root}")
     left_out = f"; {problems} card file(s) left out (see `cairn lint --vault {name}`)" if problems else ""
     if indexed != commit:
+        if not _descends(vault, indexed, commit):  # `cairn index` refuses to follow a rewritten history by itself
+            return Check(
+                "index",
+                name,
+                False,
+                f"diverged: {ref} at {commit[:8]} does not descend from the indexed {indexed[:8]} (history was "
+                f"rewritten); still serving {indexed[:8]}; if the new history is right, rebuild{left_out}",
+                f"cairn index --vault {name} --rebuild",
+            )
         return Check("index", name, False, f"stale: indexed {ref} {indexed[:8]}, serving {commit[:8]}{left_out}", fix)
     return Check(
         "index",
@@ -162,6 +171,17 @@ def _index_check(name: str, root: str, commit: str) -> Check:
         f"{n_cards} cards at {commit[:8]}{left_out}",
         f"cairn lint --vault {name}" if problems else "",
     )
+
+
+def _descends(vault: Any, indexed: str, commit: str) -> bool:
+    """Whether the served commit descends from the indexed one (an index that only lags behind: stale)."""
+    from cairn import gitrepo
+
+    try:
+        repo = gitrepo.open_repo(vault)
+        return gitrepo.commit_exists(repo, indexed) and gitrepo.is_ancestor(repo, indexed, commit)
+    except CairnError:
+        return True  # git cannot tell: call it stale, whose fix is tried first
 
 
 def _git_hook_checks(name: str, vault: Any) -> list[Check]:

@@ -251,6 +251,13 @@ def test_doctor_fails_then_passes(tmp_path: Path, vault_repo: VaultRepo) -> None
     [index] = [c for c in stale["checks"] if c["area"] == "index"]
     assert index["ok"] is False and index["detail"].startswith("stale") and index["fix"] == "cairn index --vault team"
     assert cairn("index", "--vault", "team", cwd=tmp_path).returncode == 0
+    # The served branch rewritten (an amended commit): the index does not lag behind, it is on another history.
+    vault_repo.git("-c", "core.hooksPath=/nonexistent", "commit", "-q", "--amend", "-m", "later, amended")
+    rewritten = json.loads(cairn("doctor", "--cwd", str(project), "--json", cwd=tmp_path).stdout)
+    [index] = [c for c in rewritten["checks"] if c["area"] == "index"]
+    assert index["ok"] is False and index["detail"].startswith("diverged: refs/heads/main at ")
+    assert index["fix"] == "cairn index --vault team --rebuild"
+    assert cairn("index", "--vault", "team", "--rebuild", cwd=tmp_path).returncode == 0
     after = cairn("doctor", "--cwd", str(project), cwd=tmp_path)
     assert after.returncode == 0, after.stdout
     assert after.stdout.endswith("Everything checks out.\n")
