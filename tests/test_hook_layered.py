@@ -16,7 +16,7 @@ from typing import Any, cast
 import pytest
 
 from helpers.payloads import FITTING_PROMPT, log_entries, payload_for
-from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault, state_dir
+from helpers.vaults import REBASE_ID, VaultRepo, make_vault, run_cairn, state_dir
 
 VENV_ID = "python/venv-activate"
 VENV_PROMPT = "pip install went into the system python instead of the virtualenv; activate the venv first?"
@@ -71,16 +71,7 @@ def personal_vault(root: Path) -> VaultRepo:
 
 
 def cairn(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [cairn_executable(), *args],
-        input=stdin,
-        cwd=cwd,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    return run_cairn(*args, cwd=cwd, input=stdin)
 
 
 def register(path: Path, name: str, *extra: str) -> None:

@@ -9,15 +9,13 @@ installed `cairn` run from a third folder."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from helpers.payloads import FITTING_PROMPT, log_entries
-from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable
+from helpers.vaults import REBASE_ID, VaultRepo, run_cairn
 from test_hook_layered import (
     VENV_ID,
     VENV_PROMPT,
@@ -60,15 +58,7 @@ def two(home: Path, tmp_path: Path) -> tuple[VaultRepo, VaultRepo, Path]:
 
 def ok(*args: str, cwd: Path, env: dict[str, str] | None = None) -> str:
     """The installed `cairn ARGS` from `cwd` (with `env` added): it succeeds, silently on stderr; its stdout."""
-    done = subprocess.run(
-        [cairn_executable(), *args],
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    done = run_cairn(*args, cwd=cwd, env=env)
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     return done.stdout
 
@@ -249,15 +239,7 @@ def test_ref_head_and_stdin_reach_every_configured_vault(two: tuple[VaultRepo, V
     prompt = "is a session-scoped pytest fixture built once"
 
     def ids(*args: str, stdin: str | None = None) -> list[str]:
-        done = subprocess.run(
-            [cairn_executable(), "recall", *args, "--json"],
-            cwd=project,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
+        done = run_cairn("recall", *args, "--json", cwd=project, input=stdin)
         assert (done.returncode, done.stderr) == (0, ""), done.stderr
         return [c["id"] for c in json.loads(done.stdout)["cards"]]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers.payloads import FITTING_PROMPT, payload_for
-from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault
+from helpers.vaults import REBASE_ID, VaultRepo, make_vault, run_cairn
 
 PYTEST_ID = "testing/xdist-shared-tmp"
 PYTEST_PROMPT = "with pytest-xdist my workers overwrite each other's files in a shared tmp folder, tests flake"
@@ -22,16 +22,7 @@ PYTEST_PROMPT = "with pytest-xdist my workers overwrite each other's files in a 
 def cairn(
     *args: str, cwd: Path, env: dict[str, str] | None = None, input: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [cairn_executable(), *args],
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        input=input,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    return run_cairn(*args, cwd=cwd, env=env, input=input)
 
 
 def config_path(home: Path) -> Path:

@@ -27,6 +27,22 @@ def cairn_executable() -> str:
     return found
 
 
+def run_cairn(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The installed `cairn ARGS` run from `cwd`, with `env` added to the environment and `input` on stdin."""
+    return subprocess.run(
+        [cairn_executable(), *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        input=input,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
 def state_dir() -> Path:
     """This test's Cairn state folder (the hook log, sessions), which the autouse fixture points at a temp folder."""
     return Path(os.environ["CAIRN_STATE_DIR"])
@@ -97,19 +113,8 @@ class VaultRepo:
         self, *args: str, input: str | bytes | None = None, env: dict[str, str] | None = None, cwd: Path | None = None
     ) -> subprocess.CompletedProcess[str]:
         """Run the installed `cairn` as a subprocess against this vault: for what a user or an agent runs."""
-        full_env = dict(os.environ)
-        full_env.update(env or {})
         text_input = input.decode("utf-8", "replace") if isinstance(input, bytes) else input
-        return subprocess.run(
-            [cairn_executable(), *args],
-            cwd=cwd or self.root,
-            env=full_env,
-            input=text_input,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
+        return run_cairn(*args, cwd=cwd or self.root, env=env, input=text_input)
 
     def invoke(
         self, *args: str, input: str | bytes | None = None, env: dict[str, str] | None = None, cwd: Path | None = None
