@@ -58,7 +58,7 @@ def dump(settings_over: dict[str, Any]) -> dict[str, list[Row]]:
                 base, min_lead=0.0, min_coverage=0.0, min_margin=0.0, min_confidence=0.0, **settings_over
             )
             for case in cases:
-                result = recall(index, case.query, settings=open_)
+                result = recall(index, case.query, settings=open_, evidence=True)
                 admitted = [c.card.id for c in result.candidates if c.reason not in ADMISSION][:3]
                 rows.append(
                     {

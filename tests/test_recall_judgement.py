@@ -127,7 +127,11 @@ def test_the_opt_in_confidence_gate_injects_the_cut_it_is_sure_of(vault_repo: Va
     assert strict.abstained and strict.candidates[0].reason == "low_confidence"
     chance = confidence.probability(loose.evidence[0])
     assert 0 < chance < 1 and loose.candidates[0].confidence == round(chance, 4)
-    assert _recall(repo, HANG).candidates[0].confidence == round(chance, 4)  # computed, unused, when off
+    off_gate = _recall(repo, HANG)  # the gate off (shipped): nothing computes what nothing reads
+    assert off_gate.evidence == () and off_gate.candidates[0].confidence == 0.0
+    with indexer.open_index(find_vault(repo.root)) as index:  # unless asked for (the confidence study fits on it)
+        asked = recall(index, HANG, evidence=True)
+    assert asked.evidence[0] == loose.evidence[0] and asked.candidates[0].confidence == round(chance, 4)
 
 
 # -- pasted material ---------------------------------------------------------------------------------------------

@@ -64,7 +64,8 @@ class Candidate(Record):
     matched: the query terms the card matched. blocked_by: for a card that passed its own gates but sits below a
     card the gates refused, that card's id (its reason is then `small_margin`: it does not stand clear of it).
     confidence: for the first `max_cards` admissible cards, the confidence gate's estimate that the cards down to
-    this one hold a right card (`cairn.hot.confidence`); 0.0 for the others. similarity: the semantic channel's
+    this one hold a right card (`cairn.hot.confidence`); 0.0 for the others, and for all when the gate is off
+    (unless `recall(evidence=True)`). similarity: the semantic channel's
     cosine similarity of the card to the prompt, None without it.
     """
 
@@ -212,6 +213,7 @@ def recall(
     examine_all: bool = False,
     decide_first: int | None = None,
     semantic: "Mapping[str, float] | None" = None,
+    evidence: bool = False,
 ) -> Result:
     """The cards to inject for `query` (at most `settings.max_cards`, possibly none) and every card examined.
 
@@ -222,6 +224,8 @@ def recall(
     injected cards are settled (`_first_decisions`).
     semantic: the optional semantic channel's cosine similarity of cards to the prompt, by card id
     (`cairn.hot.semantic`); None (or empty) is the lexical judgement alone, exactly.
+    evidence: fill `Result.evidence` and each candidate's `confidence` even with the confidence gate off
+    (`benchmarks/confidence_study.py` fits on them); with it off, nothing else reads them, so a prompt skips them.
 
     Unless examine_all, only the best-scored cards are ranked exactly (`_top`): as many chunks of the ranking as
     admission and the gates need, the same cards and scores a full ranking would give.
@@ -246,6 +250,7 @@ def recall(
             decide_first,
             lambda card: admission(card, today_iso, wanted_scope, lowered_query, already_injected),
             semantic,
+            evidence,
         )
         if first is not None:
             return first
@@ -277,10 +282,10 @@ def recall(
             break
         depth *= 4  # admission refused too many of the best cards: rank deeper
 
-    decided, evidence = _gate(admitted, matched, weights, settings, index, postings, semantic)
+    decided, features = _gate(admitted, matched, weights, settings, index, postings, semantic, evidence)
     injected = tuple(c for c in decided if c.decision == INJECTED)
     pool = sorted(decided + refused, key=lambda c: (-c.score, c.card.row))
-    return Result(injected, tuple(pool[:decide_first]), settings, evidence)
+    return Result(injected, tuple(pool[:decide_first]), settings, features)
 
 
 def _first_decisions(
@@ -292,6 +297,7 @@ def _first_decisions(
     first: int,
     refusal: "Callable[[IndexedCard], str | None]",
     semantic: "Mapping[str, float] | None" = None,
+    evidence: bool = False,
 ) -> Result | None:
     """`recall` for its first `first` candidates, from a ranking only `first` + a few deep; None when that depth
     does not settle them (too many refused, or too many scores that round alike), and `recall` then goes the
@@ -334,10 +340,10 @@ def _first_decisions(
             break
     if not (settled or complete):
         return None
-    decided, evidence = _gate(admitted, matched, weights, settings, index, postings, semantic)
+    decided, features = _gate(admitted, matched, weights, settings, index, postings, semantic, evidence)
     injected = tuple(c for c in decided if c.decision == INJECTED)
     pool = sorted(decided + refused, key=lambda c: (-c.score, c.card.row))
-    return Result(injected, tuple(pool[:first]), settings, evidence)
+    return Result(injected, tuple(pool[:first]), settings, features)
 
 
 def _needed(index: "IndexReader", settings: "RecallSettings", semantic: "Mapping[str, float] | None") -> int:
@@ -378,8 +384,10 @@ def _gate(
     index: "IndexReader",
     postings: "dict[str, Postings]",
     semantic: "Mapping[str, float] | None" = None,
+    want_evidence: bool = False,
 ) -> "tuple[list[Candidate], tuple[tuple[float, ...], ...]]":
-    """Each admitted card's gate values and decision, and the confidence gate's features of each cut.
+    """Each admitted card's gate values and decision, and the confidence gate's features of each cut (computed when
+    the confidence gate is on, or `want_evidence`; else empty).
 
     The confidence gate (`min_confidence` > 0) picks the cut after card k (k <= max_cards) with the highest
     estimated chance of holding a right card, and injects cards 1..k when that chance reaches `min_confidence`.
@@ -392,7 +400,8 @@ def _gate(
     n_cuts = min(settings.max_cards, len(admitted))
     evidence: list[tuple[float, ...]] = []
     chances: list[float] = []
-    if n_cuts:
+    min_confidence = getattr(settings, "min_confidence", 0.0)
+    if n_cuts and (min_confidence > 0 or want_evidence):
         first = admitted[0][0]
         miss, unknown, named, mass = _evidence(
             first, scores[0], matched.get(first.row, []), weights, settings, index, postings
@@ -404,7 +413,6 @@ def _gate(
             )
             evidence.append(values)
             chances.append(gates.probability(values))
-    min_confidence = getattr(settings, "min_confidence", 0.0)
     cut = n_cuts
     if min_confidence > 0:
         cut = 0
