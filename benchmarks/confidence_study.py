@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
 # `gates-check`). The grid search fits (min_lead, min_coverage, min_margin) for the best Injection@1 with FIR at or
 # under --fit-fir on every suite and slice fitted on.
 
-GATES_DUMP = WORK / "gates-round3.json"
+GATES_DUMP = WORK / "gates-round5.json"
 
 
 def gates_dump() -> dict[str, list[Row]]:
@@ -326,7 +326,8 @@ def gates_dump() -> dict[str, list[Row]]:
                 adm = [c for c in result.candidates if c.reason not in ADMISSION][:4]
                 salience = prompt_terms(case.query)
                 terms = list(salience)
-                weights = R._weights(index, terms, index.postings(terms), open_, salience)
+                postings = index.postings(terms)
+                weights = R._weights(index, terms, postings, open_, salience)
                 rows.append(
                     {
                         "id": case.id,
@@ -336,11 +337,43 @@ def gates_dump() -> dict[str, list[Row]]:
                         "scores": [c.score for c in adm],
                         "covers": [c.coverage for c in adm],
                         "best": weights.best,
+                        "n": index.n_cards,
+                        **_field_evidence(adm, postings, weights),
                     }
                 )
         out[suite] = rows
     GATES_DUMP.write_text(json.dumps(out))
     return out
+
+
+def _field_evidence(adm: list[Any], postings: dict[str, Any], weights: Any) -> Row:
+    """Per admissible card (the first four): the query's coverage by the terms it matches in its name (with
+    aliases) or summary (`fcovers`), in its name alone (`ncovers`); and the query's total weight in one-card
+    words (`mass`: a short question is thin evidence)."""
+    fcovers: list[float] = []
+    ncovers: list[float] = []
+    total = weights.total
+    for c in adm:
+        row = c.card.row
+        f = n = 0.0
+        for term in c.matched:
+            found = postings.get(term)
+            if found is None:
+                continue
+            rows = list(found.rows)
+            at = rows.index(row) if row in rows else -1
+            if at < 0:
+                continue
+            tf_n, tf_s = found.stats[6 * at], found.stats[6 * at + 1]
+            w = weights.idf.get(term, 0.0)
+            if tf_n or tf_s:
+                f += w
+            if tf_n:
+                n += w
+        fcovers.append(min(1.0, f / total) if total > 0 else 0.0)
+        ncovers.append(min(1.0, n / total) if total > 0 else 0.0)
+    one = weights.one_card if weights.one_card > 0 else 1.0
+    return {"fcovers": fcovers, "ncovers": ncovers, "mass": total / one}
 
 
 def replay(case: Row, lead: float, cover: float, margin: float, spread: float, max_cards: int = 3) -> int:

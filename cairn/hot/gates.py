@@ -13,6 +13,11 @@ Every gate value is a ratio in [0, 1], so one threshold means the same thing in 
   does not know should not get a card that only shares its everyday words.
 - margin: 1 - next score / score; how clearly the card stands above the candidate ranked after it.
 
+A card whose name (with its aliases) holds at least `NAME_COVERAGE` of the query's weight counts its lead
+`NAMED_LEAD` times (`named_lead`; `Candidate.lead` is that value, what `min_lead` is compared with): a prompt that is
+mostly the lesson's own title is strong evidence even when a neighbour scores close behind. Fitted on the dev
+suites (RESULTS.md "Round 5"): no false injection more on any of them or the template vault.
+
 The confidence gate (opt-in, `min_confidence`): how likely the best few admissible cards hold the lesson a prompt
 asks for. (Here rather than in a module of its own: recall computes its features on every prompt, and each module
 the hook imports costs every prompt; `cairn.hot.confidence` keeps its names for code that imports them from there.)
@@ -64,6 +69,17 @@ def lead(score: float, next_score: float, best: float) -> float:
     """(score - next_score) / best, where best is the score a card matching every query term fully would approach
     (words no card uses included); 0.0 when the query has no weight."""
     return max(0.0, score - next_score) / best if best > 0 else 0.0
+
+
+# The name gate's relief (see the module docstring): 2/3 of `min_lead` for a card named by most of the prompt.
+NAME_COVERAGE = 0.65
+NAMED_LEAD = 1.5
+
+
+def named_lead(value: float, name_coverage: float) -> float:
+    """The lead gate's value of a card: its lead, times `NAMED_LEAD` (at most 1.0) when its name with aliases holds
+    at least `NAME_COVERAGE` of the query's weight."""
+    return min(1.0, value * NAMED_LEAD) if name_coverage >= NAME_COVERAGE else value
 
 
 def coverage(matched: "Iterable[str]", weights: "Mapping[str, float]", total: float) -> float:

@@ -397,6 +397,10 @@ def _gate(
     """
     scores = [score for _, score in admitted]
     covers = [gates.coverage(matched.get(card.row, []), weights.idf, weights.total) for card, _ in admitted]
+    name_covers = [
+        _name_coverage(card.row, matched.get(card.row, []), weights, postings) if cover >= gates.NAME_COVERAGE else 0.0
+        for (card, _), cover in zip(admitted, covers, strict=True)
+    ]  # a card's name coverage is at most its coverage: only a card covering that much can be named by the prompt
     n_cuts = min(settings.max_cards, len(admitted))
     evidence: list[tuple[float, ...]] = []
     chances: list[float] = []
@@ -420,7 +424,7 @@ def _gate(
             best = max(range(n_cuts), key=lambda k: (chances[k], -k))
             if chances[best] >= min_confidence:
                 cut = best + 1
-    group = _group(scores, covers, weights.best, settings) if min_confidence <= 0 else 0
+    group = _group(scores, covers, weights.best, settings, name_covers) if min_confidence <= 0 else 0
     vetoed, rescued = _semantic_judgement(admitted, semantic if index.n_cards >= SEMANTIC_MIN_CARDS else None)
     out: list[Candidate] = []
     blocker: Candidate | None = None
@@ -428,7 +432,7 @@ def _gate(
     for i, (card, score) in enumerate(admitted):
         terms = matched.get(card.row, [])
         next_score = scores[i + 1] if i + 1 < len(scores) else 0.0
-        ahead = gates.lead(score, next_score, weights.best)
+        ahead = gates.named_lead(gates.lead(score, next_score, weights.best), name_covers[i])
         cover = covers[i]
         gap = gates.margin(score, next_score)
         reason = gates.failed_gate(ahead, cover, gap, settings)
@@ -556,11 +560,18 @@ def _semantic_judgement(
 GROUP_SPREAD = 0.7
 
 
-def _group(scores: "list[float]", covers: "list[float]", best: float, settings: "RecallSettings") -> int:
+def _group(
+    scores: "list[float]",
+    covers: "list[float]",
+    best: float,
+    settings: "RecallSettings",
+    named: "Sequence[float]" = (),
+) -> int:
     """How many of the first admissible cards inject together (2 or 3), or 0: cards 2..k score at least
     `GROUP_SPREAD` of card 1, each of cards 1..k passes the coverage gate, and card k passes the lead and margin
-    gates against card k + 1. Card 1 alone failing lead or margin against a card that fits about as well is
-    then no reason to abstain: the two are related lessons, and both go in."""
+    gates against card k + 1 (its lead as `gates.named_lead` counts it, with its name coverage from `named`).
+    Card 1 alone failing lead or margin against a card that fits about as well is then no reason to abstain: the
+    two are related lessons, and both go in."""
     if not scores or covers[0] < settings.min_coverage:
         return 0
     for k in range(2, min(settings.max_cards, len(scores)) + 1):
@@ -568,12 +579,30 @@ def _group(scores: "list[float]", covers: "list[float]", best: float, settings: 
         if score < GROUP_SPREAD * scores[0] or covers[k - 1] < settings.min_coverage:
             return 0
         following = scores[k] if k < len(scores) else 0.0
-        if (
-            gates.lead(score, following, best) >= settings.min_lead
-            and gates.margin(score, following) >= settings.min_margin
-        ):
+        ahead = gates.lead(score, following, best)
+        if k - 1 < len(named):
+            ahead = gates.named_lead(ahead, named[k - 1])
+        if ahead >= settings.min_lead and gates.margin(score, following) >= settings.min_margin:
             return k
     return 0
+
+
+def _name_coverage(row: int, terms: "Sequence[str]", weights: QueryWeights, postings: "dict[str, Postings]") -> float:
+    """The share of the query's weight (the coverage gate's denominator) in the terms the card matches in its name
+    field (its name and aliases)."""
+    total = weights.total
+    if total <= 0:
+        return 0.0
+    hit = 0.0
+    for term in terms:
+        found = postings.get(term)
+        if found is None:
+            continue
+        rows = found.rows
+        at = bisect_left(rows, row)
+        if at < len(rows) and rows[at] == row and found.stats[6 * at] > 0:
+            hit += weights.idf[term]
+    return min(1.0, hit / total)
 
 
 def _evidence(
