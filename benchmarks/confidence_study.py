@@ -30,6 +30,7 @@ import json
 import math
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from benchmarks.recall_suites import SUITES, TEMPLATE, WORK, cases_file, prepare
@@ -305,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
 GATES_DUMP = WORK / "gates-round5.json"
 
 
-def gates_dump() -> dict[str, list[Row]]:
+def gates_dump(over: dict[str, Any] | None = None, path: Path = GATES_DUMP) -> dict[str, list[Row]]:
     from cairn.hot import recall as R
     from cairn.hot.settings import settings_of
     from cairn.hot.tokens import prompt_terms
@@ -321,7 +322,9 @@ def gates_dump() -> dict[str, list[Row]]:
         cases = load_cases(cases_file(suite, vault.root))
         rows: list[Row] = []
         with indexer.open_index(vault) as index:
-            open_ = dataclasses.replace(settings_of(index), min_lead=0.0, min_coverage=0.0, min_margin=0.0)
+            open_ = dataclasses.replace(
+                settings_of(index), min_lead=0.0, min_coverage=0.0, min_margin=0.0, **(over or {})
+            )
             for case in cases:
                 result = R.recall(index, case.query, settings=open_)
                 adm = [c for c in result.candidates if c.reason not in ADMISSION][:4]
@@ -343,7 +346,7 @@ def gates_dump() -> dict[str, list[Row]]:
                     }
                 )
         out[suite] = rows
-    GATES_DUMP.write_text(json.dumps(out))
+    path.write_text(json.dumps(out))
     return out
 
 
@@ -373,8 +376,14 @@ def _field_evidence(adm: list[Any], postings: dict[str, Any], weights: Any) -> R
                 n += w
         fcovers.append(min(1.0, f / total) if total > 0 else 0.0)
         ncovers.append(min(1.0, n / total) if total > 0 else 0.0)
+    from cairn.hot.tokens import tokenize
+
+    nshares: list[float] = []  # the share of the card name's distinct tokens the prompt holds (card side)
+    for c in adm:
+        name = set(tokenize(c.card.name))
+        nshares.append(sum(1 for t in name if weights.idf.get(t, 0.0) > 0) / len(name) if name else 0.0)
     one = weights.one_card if weights.one_card > 0 else 1.0
-    return {"fcovers": fcovers, "ncovers": ncovers, "mass": total / one}
+    return {"fcovers": fcovers, "ncovers": ncovers, "nshares": nshares, "mass": total / one}
 
 
 NAMED = True  # --no-named: replay recall before round 5's name relief (`gates.named_lead`)
@@ -664,14 +673,19 @@ def gates_main(argv: list[str]) -> int:
     parser.add_argument("--fit-fir", type=float, default=0.03)
     parser.add_argument("--spread", type=float, default=0.7)
     parser.add_argument("--at", default="0.21,0.32,0.35")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="gates-dump: a [recall] setting"
+    )
+    parser.add_argument("--dump", type=Path, default=GATES_DUMP, help="the dump file written or read")
     args = parser.parse_args(argv)
     if args.command == "gates-dump":
-        data = gates_dump()
-        print(f"{GATES_DUMP}: " + ", ".join(f"{s} {len(r)}" for s, r in data.items()))
+        over: dict[str, Any] = {k: float(v) for k, _, v in (item.partition("=") for item in args.set)}
+        data = gates_dump(over, args.dump)
+        print(f"{args.dump}: " + ", ".join(f"{s} {len(r)}" for s, r in data.items()))
         return 0
     global NAMED
     NAMED = not args.no_named
-    data = json.loads(GATES_DUMP.read_text())
+    data = json.loads(args.dump.read_text())
     if args.command == "named-cv":
         named_cv(data, args.fit_fir, args.free)
     elif args.command == "gates-cv":
