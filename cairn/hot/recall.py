@@ -114,13 +114,15 @@ class Candidate(Record):
 class Result(Record):
     """injected: the cards to give the agent, best first. candidates: every card examined, by score.
     evidence: the confidence gate's features of each cut after admissible card k = 1 .. max_cards (what
-    `benchmarks/confidence_study.py` fits on; `cairn.hot.confidence.FEATURES` names them)."""
+    `benchmarks/confidence_study.py` fits on; `cairn.hot.confidence.FEATURES` names them). weights: the prompt's
+    weights in this vault (what the layered merge puts on one scale, `cairn.hot.serve`); None when not recalled."""
 
-    __slots__ = ("injected", "candidates", "settings", "evidence")
+    __slots__ = ("injected", "candidates", "settings", "evidence", "weights")
     injected: tuple[Candidate, ...]
     candidates: tuple[Candidate, ...]
     settings: "RecallSettings"
     evidence: "tuple[tuple[float, ...], ...]"
+    weights: "QueryWeights | None"
 
     def __init__(
         self,
@@ -128,8 +130,9 @@ class Result(Record):
         candidates: tuple[Candidate, ...],
         settings: "RecallSettings",
         evidence: "tuple[tuple[float, ...], ...]" = (),
+        weights: "QueryWeights | None" = None,
     ) -> None:
-        self._init(injected, candidates, settings, evidence)
+        self._init(injected, candidates, settings, evidence, weights)
 
     @property
     def abstained(self) -> bool:
@@ -142,10 +145,11 @@ class QueryWeights(Record):
     idf: weight of each term the vault knows (IDF times the instruction discount). mass: their sum, the most a card
     could score. unknown: weight of the words the vault never uses; unknown_cjk: of the CJK 2-grams it never uses
     (at `_CJK_UNKNOWN`). best: mass + unknown, the lead gate's denominator. total: best + unknown_cjk, the coverage
-    denominator.
+    denominator. df: each known term's document frequency; discount: each term's instruction discount times its
+    salience (what the layered merge needs to weigh the terms over several vaults, `serve.Scale`).
     """
 
-    __slots__ = ("terms", "idf", "mass", "unknown", "unknown_cjk", "unknown_terms", "one_card")
+    __slots__ = ("terms", "idf", "mass", "unknown", "unknown_cjk", "unknown_terms", "one_card", "df", "discount")
     terms: tuple[str, ...]
     idf: dict[str, float]
     mass: float
@@ -153,6 +157,8 @@ class QueryWeights(Record):
     unknown_cjk: float
     unknown_terms: dict[str, float]
     one_card: float
+    df: dict[str, int]
+    discount: dict[str, float]
 
     def __init__(
         self,
@@ -163,8 +169,10 @@ class QueryWeights(Record):
         unknown_cjk: float = 0.0,
         unknown_terms: "dict[str, float] | None" = None,
         one_card: float = 0.0,
+        df: "dict[str, int] | None" = None,
+        discount: "dict[str, float] | None" = None,
     ) -> None:
-        self._init(terms, idf, mass, unknown, unknown_cjk, unknown_terms or {}, one_card)
+        self._init(terms, idf, mass, unknown, unknown_cjk, unknown_terms or {}, one_card, df or {}, discount or {})
 
     @property
     def best(self) -> float:
@@ -285,7 +293,7 @@ def recall(
     decided, features = _gate(admitted, matched, weights, settings, index, postings, semantic, evidence)
     injected = tuple(c for c in decided if c.decision == INJECTED)
     pool = sorted(decided + refused, key=lambda c: (-c.score, c.card.row))
-    return Result(injected, tuple(pool[:decide_first]), settings, features)
+    return Result(injected, tuple(pool[:decide_first]), settings, features, weights)
 
 
 def _first_decisions(
@@ -343,7 +351,7 @@ def _first_decisions(
     decided, features = _gate(admitted, matched, weights, settings, index, postings, semantic, evidence)
     injected = tuple(c for c in decided if c.decision == INJECTED)
     pool = sorted(decided + refused, key=lambda c: (-c.score, c.card.row))
-    return Result(injected, tuple(pool[:first]), settings, features)
+    return Result(injected, tuple(pool[:first]), settings, features, weights)
 
 
 def _needed(index: "IndexReader", settings: "RecallSettings", semantic: "Mapping[str, float] | None") -> int:
@@ -672,11 +680,14 @@ def _weights(
     unknown_idf = math.log(1 + (n - 0.5) / 1.5)  # as rare as a term found in one card
     idf: dict[str, float] = {}
     unknown_terms: dict[str, float] = {}
+    dfs: dict[str, int] = {}
+    discounts: dict[str, float] = {}
     unknown = unknown_cjk = 0.0
     for term in terms:
         discount = settings.instruction_weight if term in INSTRUCTION_WORDS else 1.0
         if salience is not None:
             discount *= salience.get(term, 1.0)
+        discounts[term] = discount
         found = postings.get(term)
         if found is None:
             weight = discount * settings.unknown_weight * unknown_idf
@@ -687,8 +698,11 @@ def _weights(
                 unknown += weight
             unknown_terms[term] = weight
         else:
-            idf[term] = discount * math.log(1 + (n - found.df + 0.5) / (found.df + 0.5))
-    return QueryWeights(tuple(terms), idf, sum(idf.values()), unknown, unknown_cjk, unknown_terms, unknown_idf)
+            dfs[term] = df = found.df
+            idf[term] = discount * math.log(1 + (n - df + 0.5) / (df + 0.5))
+    return QueryWeights(
+        tuple(terms), idf, sum(idf.values()), unknown, unknown_cjk, unknown_terms, unknown_idf, dfs, discounts
+    )
 
 
 def score_terms(
