@@ -382,8 +382,18 @@ def _field_evidence(adm: list[Any], postings: dict[str, Any], weights: Any) -> R
     for c in adm:
         name = set(tokenize(c.card.name))
         nshares.append(sum(1 for t in name if weights.idf.get(t, 0.0) > 0) / len(name) if name else 0.0)
+    from cairn.hot.tokens import is_cjk
+
+    # coverage with the known CJK 2-grams a card does not match at half weight (about half of them straddle words)
+    ccovers: list[float] = []
+    for c in adm:
+        hit = set(c.matched)
+        missed = sum(w for t, w in weights.idf.items() if t not in hit and is_cjk(t))
+        got = sum(weights.idf.get(t, 0.0) for t in hit)
+        denominator = total - 0.5 * missed
+        ccovers.append(min(1.0, got / denominator) if denominator > 0 else 0.0)
     one = weights.one_card if weights.one_card > 0 else 1.0
-    return {"fcovers": fcovers, "ncovers": ncovers, "nshares": nshares, "mass": total / one}
+    return {"fcovers": fcovers, "ncovers": ncovers, "nshares": nshares, "ccovers": ccovers, "mass": total / one}
 
 
 NAMED = True  # --no-named: replay recall before round 5's name relief (`gates.named_lead`)
