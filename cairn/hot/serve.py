@@ -6,11 +6,16 @@ a card is a candidate only if it would be injected from its vault alone. The sur
 
 - the same lesson in two vaults is given once, from the vault listed first (`lesson_keys`: the same name, or the
   same summary, after folding case, punctuation and spacing);
+- the cards of different vaults are compared on one scale (`Scale`): each card's coverage, the share of the
+  prompt's weight it matches, with the terms weighed by IDF over the vaults in play together (their cards
+  counted together, each term's document frequencies added). Each vault's own IDF is not one scale: a word one
+  vault never uses ("justfile" in a Chinese vault) costs little there, while another vault knows it as a rare,
+  telling word; raw BM25 scores of two vaults are not comparable either;
 - a vault's cards are left out when another vault that gave nothing has a candidate covering the prompt better
-  (`CROSS_VAULT_MARGIN`): the vaults disagree, so the prompt is not clearly about this vault's lesson;
-- they are ordered by a figure on one scale for every vault (`figure`: the card's coverage, the share of the
-  prompt's weight it matches in its own vault; raw BM25 scores of two vaults are not comparable), each vault's
-  own order kept;
+  (`CROSS_VAULT_MARGIN`): the vaults disagree, so the prompt is not clearly about this vault's lesson. With the
+  semantic extra, each card's similarity z-score counts too (`SEMANTIC_WEIGHT` per z): a card given for its
+  meaning is not vetoed by a card that only shares more words with the prompt;
+- they are ordered by that coverage (`Scale.figure`), each vault's own order kept;
 - at most `MAX_CARDS` (3) reach the agent, in total.
 
 `benchmarks/layered.py` measures the merge on the three dev suites configured together.
@@ -23,6 +28,7 @@ vault is not given again from another.
 print, and `scope_tags` reads a scope flag or `$CAIRN_SCOPE` the same way everywhere.
 """
 
+import math
 import os
 
 from cairn.hot import VECTORS_SUFFIX, Record, hook_settings, state_folder, stored_settings
@@ -38,12 +44,18 @@ if TYPE_CHECKING:
 
 MAX_CARDS = 3  # cards per prompt, in total over every vault
 # With several vaults in play, a vault's cards are left out when another vault that gave no card has a candidate
-# covering the prompt better, by more than this (its coverage + this margin passes the given card's): the other vault
-# knows the prompt better and found nothing clear. Fitted on the dev suites layered (`benchmarks/layered.py`, which
-# also reports it cross-validated: fitted on one half of the cases, measured on the other); 0.1 (a veto by a vault
-# covering the prompt nearly as well) lost right cards on stackfaq-en and tldr-en; with no veto at all the false
-# injection rate breaks its budget (worst slice 0.058).
+# covering the prompt better, by more than this (its coverage + this margin passes the given card's; coverage on one
+# scale, `Scale`): the other vault knows the prompt better and found nothing clear. Fitted on the dev suites layered
+# (`benchmarks/layered.py`, which also reports it cross-validated: fitted on one half of the cases, measured on the
+# other); 0.1 (a veto by a vault covering the prompt nearly as well) lost right cards on stackfaq-en and tldr-en;
+# with no veto at all the false injection rate breaks its budget (worst slice 0.058).
 CROSS_VAULT_MARGIN = -0.03
+# With the semantic extra, the veto compares coverage + this much per z of the card's similarity to the prompt
+# (`Candidate.similarity`, z-scores over its vault's cards; 0 without it): a card recall gave for its meaning (z 5-6,
+# little word coverage) stands against another vault's refused card sharing more words but meaning nothing close
+# (z near 0). Fitted with the margin on the dev suites layered with the extra (`benchmarks/layered.py`); 0 (words
+# alone) lost tldr-en 0.143 -> 0.139, 0.05 and more let foreign cards through (tldr-zh FIR 0.047, stackfaq-en 0.056).
+SEMANTIC_WEIGHT = 0.03
 _GATE_REASONS = GATE_REASONS  # recall's: the gates' reasons, the confidence gate's and the semantic veto
 
 # What the agent is told about the cards it gets, in every format (the hook's frame, its json output, MCP).
@@ -257,14 +269,17 @@ def merge(
     max_cards: int | None,
     dropped: "dict[str, str] | None" = None,
     margin: float = CROSS_VAULT_MARGIN,
+    semantic_weight: float = SEMANTIC_WEIGHT,
 ) -> list[Pick]:
     """Each vault's injected cards, merged: the same lesson once (first vault wins), a vault's cards only when no
-    other vault that gave nothing knows the prompt better (`margin`: `CROSS_VAULT_MARGIN`), ordered by `figure`
-    keeping each vault's own order, at most `max_cards`. `dropped` gets each left-out card's shown id and why:
-    `same_lesson`, `cross_vault` or `over_total`."""
+    other vault that gave nothing knows the prompt better (`margin`: `CROSS_VAULT_MARGIN`; `semantic_weight`:
+    `SEMANTIC_WEIGHT`), ordered by `Scale.figure` keeping each vault's own order, at most `max_cards`. `dropped`
+    gets each left-out card's shown id and why: `same_lesson`, `cross_vault` or `over_total`."""
     if len(layers) == 1:
         picks = [Pick(layers[0], c) for c in results[0].injected]
         return picks if max_cards is None else picks[:max_cards]
+    if not any(result.injected for result in results):
+        return []
     dropped = {} if dropped is None else dropped
     names: set[str] = set()
     summaries: set[str] = set()
@@ -274,13 +289,17 @@ def merge(
                 name, summary = lesson_keys(c.card)
                 names.add(name)
                 summaries.add(summary)
+    scale = Scale(layers, results)
     best_refused = [_best_refused(result) for result in results]
     queues: list[list[Pick]] = []
     for i, (layer, result) in enumerate(zip(layers, results, strict=True)):
         queue: list[Pick] = []
         if result.injected:
-            rival = max((cover for j, cover in enumerate(best_refused) if j != i and cover is not None), default=None)
-            if rival is not None and result.injected[0].coverage < rival + margin:
+            rival = max(
+                (scale.veto_figure(c, semantic_weight) for j, c in enumerate(best_refused) if j != i and c is not None),
+                default=None,
+            )
+            if rival is not None and scale.veto_figure(result.injected[0], semantic_weight) < rival + margin:
                 for c in result.injected:  # another vault knows this prompt as well, and found nothing clear
                     dropped[layer.qualified(c.card.id)] = "cross_vault"
                 queues.append(queue)
@@ -300,7 +319,7 @@ def merge(
         heads = [(i, q[0]) for i, q in enumerate(queues) if q]
         if not heads:
             break
-        best = max(heads, key=lambda item: (figure(item[1].candidate), item[1].candidate.lead, -item[0]))[0]
+        best = max(heads, key=lambda item: (scale.figure(item[1].candidate), item[1].candidate.lead, -item[0]))[0]
         pick = queues[best].pop(0)
         if len(merged) < limit:
             merged.append(pick)
@@ -309,21 +328,65 @@ def merge(
     return merged
 
 
-def _best_refused(result: "Result") -> float | None:
-    """The coverage of the best card a vault's gates refused, when that vault gave no card (else None)."""
+def _best_refused(result: "Result") -> "Candidate | None":
+    """The best card a vault's gates refused, when that vault gave no card (else None)."""
     if result.injected:
         return None
     for c in result.candidates:
         if c.reason in _GATE_REASONS:
-            return c.coverage
+            return c
     return None
 
 
-def figure(candidate: "Candidate") -> float:
-    """The figure that orders cards of different vaults: the card's coverage, the IDF-weighted share of the
-    prompt's terms it matches in its own vault (scale-free, unlike the raw score). Measured against the lead on the
-    dev suites layered (`benchmarks/layered.py`): the right card comes first more often."""
-    return candidate.coverage
+class Scale:
+    """Coverage on one scale for the cards of several vaults: the prompt's terms weighed by IDF over the vaults in
+    play together (N: their cards together; a term's document frequency: the sum of each vault's), with each term's
+    discount (instruction words, pasted material) as recall gives it; a term no vault uses weighs as recall weighs
+    an unknown word, at N. From each vault's `Result.weights` (the document frequencies recall looked up anyway):
+    a few dict lookups a term, worked out only when a merge compares cards. A result without weights (not made by
+    `recall`) leaves every card at its own vault's coverage."""
+
+    __slots__ = ("_layers", "_results", "_weights", "_total")
+
+    def __init__(self, layers: "Sequence[Layer]", results: "Sequence[Result]") -> None:
+        self._layers = layers
+        self._results = results
+        self._weights: dict[str, float] | None = None
+        self._total = 0.0
+
+    def _term_weights(self) -> "dict[str, float] | None":
+        if self._weights is None:
+            every = [r.weights for r in self._results]
+            if not every or any(w is None for w in every):
+                return None
+            known = [w for w in every if w is not None]
+            n = sum(max(layer.index.n_cards, 1) for layer in self._layers)
+            first = known[0]
+            unknown_idf = math.log(1 + (n - 0.5) / 1.5)
+            weights: dict[str, float] = {}
+            for term in first.terms:
+                df = 0
+                for w in known:
+                    df += w.df.get(term, 0)
+                if df:
+                    weights[term] = first.discount.get(term, 1.0) * math.log(1 + (n - df + 0.5) / (df + 0.5))
+                elif first.one_card > 0:  # no vault uses it: an unknown word as recall weighs it, at n
+                    weights[term] = first.unknown_terms.get(term, 0.0) * unknown_idf / first.one_card
+            self._weights = weights
+            self._total = sum(weights.values())
+        return self._weights
+
+    def figure(self, candidate: "Candidate") -> float:
+        """The card's coverage on one scale (its own vault's coverage when the scale cannot be worked out)."""
+        weights = self._term_weights()
+        if weights is None or self._total <= 0:
+            return candidate.coverage
+        return min(1.0, sum(weights.get(term, 0.0) for term in candidate.matched) / self._total)
+
+    def veto_figure(self, candidate: "Candidate", semantic_weight: float) -> float:
+        """`figure`, plus `semantic_weight` per z of the card's similarity to the prompt (with the semantic extra)."""
+        similarity = candidate.similarity
+        return self.figure(candidate) + (semantic_weight * similarity if similarity is not None else 0.0)
 
 
 def lesson_keys(card: "IndexedCard") -> tuple[str, str]:
