@@ -343,11 +343,59 @@ def gates_dump(over: dict[str, Any] | None = None, path: Path = GATES_DUMP) -> d
                         "best": weights.best,
                         "n": index.n_cards,
                         **_field_evidence(adm, postings, weights),
+                        **_one_term(case.query, adm, weights, index, postings, open_),
                     }
                 )
         out[suite] = rows
     path.write_text(json.dumps(out))
     return out
+
+
+def _one_term(query: str, adm: list[Any], weights: Any, index: Any, postings: Any, settings: Any) -> Row:
+    """Lever 3 of round 5: an identifier and its parts (`GitHub` -> github, git, hub) as ONE term of the query, its
+    weight the heaviest of them, matched when any of them is. Returns the best possible score (`best1`) and each
+    card's coverage (`covers1`) so counted; card scores stay as they are."""
+    from cairn.hot.tokens import tokenize
+
+    every = {**weights.idf, **weights.unknown_terms}
+    groups: list[list[str]] = []
+    seen: set[str] = set()
+    for word in query.split():
+        if not word.isascii():  # a run of CJK is 2-grams, not an identifier's parts
+            continue
+        tokens = [t for t in dict.fromkeys(tokenize(word)) if t in every]
+        if len(tokens) > 1 and not seen.intersection(tokens):
+            groups.append(tokens)
+            seen.update(tokens)
+    cut = sum(sum(every[t] for t in g) - max(every[t] for t in g) for g in groups)
+    known_cut = sum(sum(weights.idf.get(t, 0.0) for t in g) - max(weights.idf.get(t, 0.0) for t in g) for g in groups)
+    total = weights.total - cut
+    covers1: list[float] = []
+    for c in adm:
+        hit = set(c.matched)
+        got = sum(weights.idf.get(t, 0.0) for t in hit if t not in seen)
+        for g in groups:
+            if hit.intersection(g):
+                got += max(every[t] for t in g)
+        covers1.append(min(1.0, got / total) if total > 0 else 0.0)
+    # and in the score: each card's group adds only its heaviest member's share (`recall._exact`'s terms)
+    from cairn.hot.recall import _exact
+
+    avg = tuple(max(a, 1.0) for a in index.avg_lengths)
+    scores1: list[float] = []
+    for c in adm:
+        parts = {}
+        for t in c.matched:
+            found = postings.get(t)
+            if found is not None:
+                parts[t] = _exact(c.card.row, [(t, found.rows, found.stats, weights.idf[t])], settings, avg)[0]
+        score = c.score
+        for g in groups:
+            got = [parts[t] for t in g if t in parts]
+            if got:
+                score -= sum(got) - max(got)
+        scores1.append(score)
+    return {"best1": weights.best - cut, "covers1": covers1, "known_cut": known_cut, "scores1": scores1}
 
 
 def _field_evidence(adm: list[Any], postings: dict[str, Any], weights: Any) -> Row:
