@@ -9,7 +9,7 @@ With the extra, the suites' card vectors are written before the first case (`CAI
 minute of CPU the first time) and the run waits for the warm encoder to answer, then counts the prompts it served
 without semantic evidence (a timeout of the warm encoder: the hook's own fallback); the figures are those of a hook
 whose warm encoder is up. `CAIRN_SEMANTIC=0` indexes without the extra, which removes the suites' vector files (the
-next run with the extra writes them again).
+next run with the extra writes them again; `--cache DIR` keeps a run's indexes and vectors apart from other runs').
 
 Each suite of ../shared/bench (stackfaq-en-dev, tldr-zh-dev, tldr-en-dev; see `benchmarks.recall_suites`) is its own
 git vault with its own index and stored thresholds. A case is served twice through `cairn.hot.serve.serve_layers`,
@@ -50,8 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--orders", action="store_true", help="also every other precedence order of the three")
+    parser.add_argument("--cache", default=str(WORK / "cache"), help="the cache folder of the suites' indexes")
     args = parser.parse_args(argv)
-    os.environ["CAIRN_CACHE_DIR"] = str(WORK / "cache")
+    os.environ["CAIRN_CACHE_DIR"] = args.cache
 
     from cairn.hot.index import IndexReader
     from cairn.hot.paths import index_path
