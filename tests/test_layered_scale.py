@@ -155,3 +155,17 @@ def test_a_card_given_for_its_meaning_stands_against_a_card_sharing_more_words(h
     assert serve.merge(layers2, results2, serve.MAX_CARDS) == []
     for layer in (*layers, *layers2):
         layer.index.close()
+
+
+def test_one_vault_on_the_one_scale_is_its_own_coverage(home: Path, tmp_path: Path) -> None:
+    from cairn.hot.serve import Scale
+
+    team, org, _ = two_vaults(tmp_path, printing=4, files=5)
+    layers, results = recalled(team, org)
+    for layer, result in zip(layers, results, strict=True):
+        alone = Scale([layer], [result])
+        assert result.candidates
+        for c in result.candidates:
+            if c.reason is None or c.coverage > 0:  # the gates' coverage (cards refused at admission show 0.0)
+                assert abs(alone.figure(c) - c.coverage) < 1e-3
+        layer.index.close()
