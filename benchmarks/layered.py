@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         of a cross-validation), over the cases of `fold` (None: all)."""
         out: dict[str, Any] = {
             "order": list(order),
-            "margin, semantic weight": fitted,
+            "margin_and_semantic_weight": fitted,
             "suites": {},
             "ms_per_case": ms_per_case,
             "semantic": semantic,
