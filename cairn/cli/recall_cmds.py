@@ -21,6 +21,7 @@ from cairn.cli.common import (
     ref_option,
     vault_option,
 )
+from cairn.hot.gates import NAMED_LEAD
 from cairn.hot.index import IndexReader
 from cairn.hot.recall import (
     ALREADY_INJECTED,
@@ -459,6 +460,8 @@ def explain_rows(result: Result) -> list[dict[str, Any]]:
             row["confidence"] = c.confidence
         if c.similarity is not None:
             row["similarity"] = round(c.similarity, 4)
+        if admitted and c.named:  # its lead is counted gates.NAMED_LEAD times: the prompt is mostly its name
+            row["named"] = True
         if c.blocked_by:
             row["blocked_by"] = c.blocked_by
         if c.card.id == picked:
@@ -486,7 +489,7 @@ _TERMS_SHOWN = 8
 
 
 def _terms_line(row: dict[str, Any]) -> str:
-    """`matched: a, b, c; missing: x, y; confidence 0.42; similarity 0.87` (the parts that apply)."""
+    """`matched: a, b, c; missing: x, y; lead x1.5 (the prompt names it); similarity 0.87` (the parts that apply)."""
     matched = row["matched"]
     shown = ", ".join(clean_line(t) for t in matched[:_TERMS_SHOWN]) or "nothing"
     if len(matched) > _TERMS_SHOWN:
@@ -494,6 +497,8 @@ def _terms_line(row: dict[str, Any]) -> str:
     parts = [f"matched: {shown}"]
     if row.get("missing"):
         parts.append("missing: " + ", ".join(clean_line(t) for t in row["missing"]))
+    if row.get("named"):
+        parts.append(f"lead x{NAMED_LEAD:g} (the prompt names it)")
     if row.get("similarity") is not None:
         parts.append(f"similarity {row['similarity']:.2f}")
     return "; ".join(parts)

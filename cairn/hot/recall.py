@@ -66,7 +66,9 @@ class Candidate(Record):
     confidence: for the first `max_cards` admissible cards, the confidence gate's estimate that the cards down to
     this one hold a right card (`cairn.hot.confidence`); 0.0 for the others, and for all when the gate is off
     (unless `recall(evidence=True)`). similarity: the semantic channel's
-    cosine similarity of the card to the prompt, None without it.
+    cosine similarity of the card to the prompt, None without it. named: the prompt names the card (its name with
+    aliases holds at least `gates.NAME_COVERAGE` of the prompt's weight), so its lead is counted `gates.NAMED_LEAD`
+    times (`gates.named_lead`).
     """
 
     __slots__ = (
@@ -81,6 +83,7 @@ class Candidate(Record):
         "blocked_by",
         "confidence",
         "similarity",
+        "named",
     )
     card: "IndexedCard"
     score: float
@@ -93,6 +96,7 @@ class Candidate(Record):
     blocked_by: str | None
     confidence: float
     similarity: float | None
+    named: bool
 
     def __init__(
         self,
@@ -107,8 +111,11 @@ class Candidate(Record):
         blocked_by: str | None = None,
         confidence: float = 0.0,
         similarity: float | None = None,
+        named: bool = False,
     ) -> None:
-        self._init(card, score, lead, coverage, margin, decision, reason, matched, blocked_by, confidence, similarity)
+        self._init(
+            card, score, lead, coverage, margin, decision, reason, matched, blocked_by, confidence, similarity, named
+        )
 
 
 class Result(Record):
@@ -469,6 +476,7 @@ def _gate(
             blocked_by,
             round(chances[i], 4) if i < len(chances) else 0.0,
             semantic.get(card.id) if semantic else None,
+            name_covers[i] >= gates.NAME_COVERAGE,
         )
         if reason is None:
             n_injected += 1
@@ -481,7 +489,7 @@ def _gate(
             was = out[pick]
             out[pick] = Candidate(
                 was.card, was.score, was.lead, was.coverage, was.margin, INJECTED, None, was.matched,
-                None, was.confidence, was.similarity,
+                None, was.confidence, was.similarity, was.named,
             )  # fmt: skip
     return out, tuple(evidence)
 
