@@ -146,14 +146,33 @@ def test_switched_off_the_index_keeps_no_vectors(vault_repo: VaultRepo, monkeypa
     _vault(vault_repo)
     side = vectors.vectors_path(_index_file(vault_repo))
     assert side.is_file()
-    vault_repo.write_raw("cards/git/extra.md", "---\nname: Extra\nsummary: another git card about tags\n---\n")
-    vault_repo.commit("One more")
-    done = vault_repo.cairn("index", env={"CAIRN_SEMANTIC": "0"})
+    vault_repo.write_raw("cairn.toml", (vault_repo.root / "cairn.toml").read_text() + "\n[recall]\nsemantic = false\n")
+    vault_repo.commit("The vault turns the semantic channel off")
+    done = vault_repo.cairn("index")
     assert done.returncode == 0, done.stderr
     assert not side.exists()
     with IndexReader(_index_file(vault_repo)) as index:
         assert similarities(index, PARAPHRASE) is None
     assert not (state_dir() / "semantic.sock").exists() and _daemon_pid() is None  # nothing started
+
+
+def test_one_command_switched_off_keeps_the_vaults_vectors_for_the_next_index(vault_repo: VaultRepo) -> None:
+    # CAIRN_SEMANTIC=0 is for the process that has it (the hook checks it itself), not the vault: an index run with it
+    # must not throw away vectors that took minutes to compute; the next index encodes only what changed.
+    _vault(vault_repo)
+    side = vectors.vectors_path(_index_file(vault_repo))
+    before, first = side.read_bytes(), vectors.load(side)
+    vault_repo.write_raw("cards/git/extra.md", "---\nname: Extra\nsummary: another git card about tags\n---\n")
+    vault_repo.commit("One more")
+    done = vault_repo.cairn("index", env={"CAIRN_SEMANTIC": "0"})
+    assert done.returncode == 0, done.stderr
+    assert side.read_bytes() == before  # kept as it was, naming the older index
+    assert vectors.cards_to_encode(_index_file(vault_repo)) == 1  # the new card only: the others are reused by blob
+    assert vault_repo.cairn("index").returncode == 0  # the index is current: its vectors are brought up to date
+    again = vectors.load(side)
+    assert again.ids == sorted([*first.ids, "git/extra"])
+    for card_id in first.ids:  # reused, not encoded again
+        assert (again.rows_of(again.ids.index(card_id)) == first.rows_of(first.ids.index(card_id))).all()
 
 
 def test_warm_encoder_starts_on_demand_answers_over_a_private_socket_and_stops_when_idle(

@@ -3,7 +3,10 @@
 The side file belongs to one index: its header names the index's commit and key (its seal), and the warm encoder
 (`cairn.semantic.daemon`) uses it only while they match what the index holds. `refresh` brings it up to date after
 `cairn index`: cards whose blob is unchanged keep their vectors, the others are encoded; with `[recall] semantic =
-false` (or without the extra) it removes the file, so the hook serves lexically.
+false` (or without the extra) it removes the file, so the hook serves lexically. `CAIRN_SEMANTIC=0` switches the
+channel off for the processes that have it (the hook checks it too), not for the vault: a command run with it leaves
+the file as it is (the warm encoder ignores it while it names an older index), and the next index without it
+encodes only the cards that changed.
 
 Format: `MAGIC`, an 8-byte little-endian header length, the header (JSON: model, dim, commit, index_key, ids, blobs,
 offsets, seal), zero padding to a multiple of 64 bytes, then the passages' vectors as little-endian float16 rows (card
@@ -79,8 +82,16 @@ def vectors_path(index_file: str | os.PathLike[str]) -> Path:
 
 def enabled(config: dict[str, Any]) -> bool:
     """`[recall] semantic` of an index's stored config (default on), unless `CAIRN_SEMANTIC=0` switches it off."""
-    if os.environ.get("CAIRN_SEMANTIC", "") in ("0", "false", "off", "no"):
-        return False
+    return not off_here() and configured(config)
+
+
+def off_here() -> bool:
+    """Whether `CAIRN_SEMANTIC=0` switches the channel off in this process (and the processes it starts)."""
+    return os.environ.get("CAIRN_SEMANTIC", "") in ("0", "false", "off", "no")
+
+
+def configured(config: dict[str, Any]) -> bool:
+    """`[recall] semantic` of an index's stored config: on unless the vault says `false`."""
     section = config.get("recall")
     return not (isinstance(section, dict) and section.get("semantic") is False)
 
@@ -229,13 +240,16 @@ def refresh(
     progress: Callable[[int, int], None] | None = None,
 ) -> str:
     """Bring the side file of `index_file` up to date. Returns what it did: `off` (the extra is not installed or
-    `[recall] semantic = false`: no file), `unchanged`, or `encoded N` (N cards encoded, the others reused)."""
+    `[recall] semantic = false`: no file), `kept` (`CAIRN_SEMANTIC=0` here: the file is left as it is),
+    `unchanged`, or `encoded N` (N cards encoded, the others reused)."""
     target = vectors_path(index_file)
     reader = IndexReader(index_file)
     try:
-        if not enabled(reader.config) or (encoder is None and not enc.available()):
+        if not configured(reader.config) or (encoder is None and not enc.available()):
             remove(index_file)
             return "off"
+        if off_here():
+            return "kept"
         old_header = read_header(target)
         if old_header is not None and _matches(old_header, reader) and sealed(target):
             return "unchanged"
@@ -291,7 +305,7 @@ def refresh_after_index(index_file: Path) -> str:
     here), a detached process does it (`python -m cairn.semantic.vectors INDEX`) and `cairn index` returns at once;
     the hook serves lexically until the vectors are written. `CAIRN_SEMANTIC_FOREGROUND=1` always waits.
     Returns what happened."""
-    off = os.environ.get("CAIRN_SEMANTIC", "") in ("0", "false", "off", "no") or not enc.available()
+    off = off_here() or not enc.available()
     if off and not vectors_path(index_file).exists():
         return "off"
     try:
