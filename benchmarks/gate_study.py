@@ -245,15 +245,29 @@ def baseline() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=("dump", "fit", "cv", "baseline", "sem-dump", "sem-fit"))
+    parser.add_argument("command", choices=("dump", "fit", "cv", "baseline", "sem-dump", "sem-fit", "sem-margin"))
+    parser.add_argument(
+        "--target", type=float, action="append", help="sem-margin: a FIR target to fit at (repeatable; 0.03 0.025 0.02)"
+    )
+    parser.add_argument("--family", action="append", choices=tuple(SEM_FAMILIES), help="sem-margin: a rule family")
+    parser.add_argument(
+        "--held", action="append", help="sem-margin: a never-fitted suite measured with the all-three fits (once!)"
+    )
     parser.add_argument("--fit-fir", type=float, default=0.03, help="sem-fit: the FIR every slice fitted on holds")
+    parser.add_argument(
+        "--suite", action="append", help="sem-dump: only this suite (repeatable; a held-out suite only to look at)"
+    )
     parser.add_argument("features", nargs="*", metavar="F1,F2,...", help="feature sets (fit, cv)")
     args = parser.parse_args(argv)
     os.environ["CAIRN_CACHE_DIR"] = str(WORK / "cache")
     if args.command in ("fit", "cv") and not args.features:
         parser.error(f"{args.command} needs at least one feature set, e.g. cov_cjk,margin,lead_t")
     if args.command == "sem-dump":
-        sem_dump()
+        sem_dump(tuple(args.suite) if args.suite else SEM_SUITES)
+    elif args.command == "sem-margin":
+        sem_margin(
+            tuple(args.target or (0.03, 0.025, 0.02)), tuple(args.family or SEM_FAMILIES), tuple(args.held or ())
+        )
     elif args.command == "sem-fit":
         sem_fit(args.fit_fir)
     elif args.command == "dump":
@@ -285,16 +299,21 @@ SEM_SUITES = (*SUITES, TEMPLATE)
 SEM_VETOES = (3.0, 2.5, 2.0, -99.0)
 
 
-def _without_pick(index: IndexReader, query: str, z: dict[str, float], veto: float) -> Any:
-    """recall with the semantic evidence, the veto at `veto` and the semantic pick off: what the pick adds to."""
+def _without_pick(index: IndexReader, query: str, z: dict[str, float], veto: float, rescue: bool = True) -> Any:
+    """recall with the semantic evidence, the veto at `veto` and the semantic pick off (and the rescue, unless
+    `rescue`): what the pick adds to."""
     from cairn.hot import recall as R
 
-    saved = R.SEMANTIC_MIN_Z, R.SEMANTIC_PICK
+    saved = R.SEMANTIC_MIN_Z, R.SEMANTIC_PICK, getattr(R, "SEMANTIC_RESCUE_GAP", None)
     R.SEMANTIC_MIN_Z, R.SEMANTIC_PICK = veto, math.inf
+    if not rescue and saved[2] is not None:  # round 3's rescue; gone from recall since round 6
+        R.SEMANTIC_RESCUE_GAP = math.inf  # type: ignore[attr-defined]
     try:
         return R.recall(index, query, semantic=z)
     finally:
-        R.SEMANTIC_MIN_Z, R.SEMANTIC_PICK = saved
+        R.SEMANTIC_MIN_Z, R.SEMANTIC_PICK = saved[:2]
+        if saved[2] is not None:
+            R.SEMANTIC_RESCUE_GAP = saved[2]  # type: ignore[attr-defined]
 
 
 def sem_dump(suites: tuple[str, ...] = SEM_SUITES) -> None:
@@ -323,6 +342,10 @@ def sem_dump(suites: tuple[str, ...] = SEM_SUITES) -> None:
                 shipped = {
                     str(w): [c.card.id for c in _without_pick(index, case.query, z, w).injected] for w in SEM_VETOES
                 }
+                no_rescue = {
+                    str(w): [c.card.id for c in _without_pick(index, case.query, z, w, rescue=False).injected]
+                    for w in SEM_VETOES
+                }
                 every = recall(index, case.query, examine_all=True)
                 adm = [c for c in every.candidates if c.reason not in ADMISSION][:10]
                 rows.append(
@@ -332,6 +355,7 @@ def sem_dump(suites: tuple[str, ...] = SEM_SUITES) -> None:
                         "expect": list(case.expect),
                         "lex": [c.card.id for c in lexical.injected],
                         "ship": shipped,
+                        "ship_nr": no_rescue,
                         "adm": [[c.card.id, c.score, c.coverage] for c in adm],
                         "refused": [c.card.id for c in every.candidates if c.reason in ADMISSION],
                         "best": prompt_weights(index, case.query).best,
@@ -443,6 +467,143 @@ def sem_fit(fir: float) -> None:
     if fitted:
         for name in SUITES:
             print(f"  {name:<16} {cells(at(name, fitted))}")
+
+
+# -- issue 16, helper semfir: the semantic rules with margin -------------------------------------------------------
+#
+#     .venv/bin/python -m benchmarks.gate_study sem-dump            # (now also each case's decisions without the rescue)
+#     .venv/bin/python -m benchmarks.gate_study sem-margin          # the families below, leaving one suite out
+#
+# Every family injects the decision it adds to (the word gates under the veto at `veto`, with or without round 3's
+# rescue) plus the semantic pick: when nothing is injected, the semantic first choice among the first 10 admissible
+# cards when (z1 - z2) + weight x its word lead >= t and its word coverage >= `cov` (0: no floor). Fitted at each
+# FIR target on two suites (every slice at most the target, or at most what the word gates alone, without the
+# extra, give there already: the extra adds no false injection to a slice words put over the target), measured on
+# the third; the last fit uses all three.
+
+SEM_COVERS = (0.0, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4)
+
+
+def _sem_arrays2(rows: list[Row], veto: float, rescue: bool) -> dict[str, Any]:
+    import numpy as np
+
+    a = _sem_arrays(rows, veto)
+    key = "ship" if rescue else "ship_nr"
+    a["ship_any"] = np.array([bool(r[key][str(veto)]) for r in rows])
+    a["ship_ok"] = np.array([bool(r[key][str(veto)]) and r[key][str(veto)][0] in r["expect"] for r in rows])
+    cover = []
+    for r in rows:
+        z: dict[str, float] = r["z"]
+        first = max(z, key=lambda k: z[k]) if z else None
+        cover.append(next((c[2] for c in r["adm"] if c[0] == first), 0.0))
+    a["cover"] = np.array(cover)
+    a["floor_on"] = "cover"
+    a["lex_any"] = np.array([bool(r["lex"]) for r in rows])
+    a["lex_ok"] = np.array([bool(r["lex"]) and r["lex"][0] in r["expect"] for r in rows])
+    return a
+
+
+def _sem_measure2(
+    a: dict[str, Any], rule: tuple[float, float, float, float, bool]
+) -> dict[str, tuple[float, float, int]]:
+    import numpy as np
+
+    _veto, weight, t, floor, _rescue = rule
+    if weight == -2.0:  # the lexical decision alone: the reference a slice's FIR is held to
+        any_, ok = a["lex_any"], a["lex_ok"]
+        add = None
+    elif weight < 0 or t == math.inf:  # no pick
+        add = np.zeros(len(a["pos"]), bool)
+    else:
+        add = a["found"] & ~a["ship_any"] & (a["gap"] + weight * a["lead"] >= t) & (a[a["floor_on"]] >= floor)
+    if add is not None:
+        any_ = a["ship_any"] | add
+        ok = a["ship_ok"] | (add & a["right"])
+    out = {}
+    for name in ["all", *sorted(set(a["slice"].tolist()) - {""})]:
+        part = np.ones(len(ok), bool) if name == "all" else a["slice"] == name
+        p, n = part & a["pos"], part & ~a["pos"]
+        out[name] = (float(ok[p].mean()) if p.any() else 0.0, float(any_[n].mean()) if n.any() else 0.0, int(p.sum()))
+    return out
+
+
+def _sem_fit2(
+    suites: list[dict[tuple[float, bool], dict[str, Any]]],
+    fir: float,
+    rescues: tuple[bool, ...],
+    covers: tuple[float, ...],
+    floor_on: str = "cover",
+) -> tuple[float, float, float, float, bool] | None:
+    best: tuple[float, tuple[float, float, float, float, bool] | None] = (-1.0, None)
+    for s in suites:
+        for a in s.values():
+            a["floor_on"] = floor_on
+    for rescue in rescues:
+        for veto in SEM_VETOES:
+            refs = [_sem_measure2(s[(veto, rescue)], (veto, -2.0, 0.0, 0.0, rescue)) for s in suites]
+            for cov in covers:
+                for weight in SEM_WEIGHTS:
+                    for t in (*SEM_THRESHOLDS, math.inf):
+                        rule = (veto, weight, t, cov, rescue)
+                        gained = 0.0
+                        for s, ref in zip(suites, refs, strict=True):
+                            m = _sem_measure2(s[(veto, rescue)], rule)
+                            if any(v[1] > max(fir, ref[k][1]) + 1e-9 for k, v in m.items()):
+                                break
+                            gained += m["all"][0] * m["all"][2]
+                        else:
+                            if gained > best[0] + 1e-9:
+                                best = (gained, rule)
+    return best[1]
+
+
+SEM_LEADS = (-1.0, 0.0, 0.02, 0.05, 0.08, 0.1, 0.15)
+SEM_FAMILIES: dict[str, tuple[tuple[bool, ...], tuple[float, ...], str]] = {
+    "rescue+pick (round 4)": ((True,), (0.0,), "cover"),
+    "pick only": ((False,), (0.0,), "cover"),
+    "pick only, coverage floor": ((False,), SEM_COVERS, "cover"),
+    "rescue+pick, coverage floor": ((True,), SEM_COVERS, "cover"),
+    "pick only, word-lead floor": ((False,), SEM_LEADS, "lead"),
+}
+
+
+def sem_margin(targets: tuple[float, ...], families: tuple[str, ...], held: tuple[str, ...] = ()) -> None:
+    """Each family fitted leaving one dev suite out at each FIR target; `held`: suites measured with the all-three fit
+    (never fitted on)."""
+    arrays = {
+        name: {(v, r): _sem_arrays2(load_sem(name), v, r) for v in SEM_VETOES for r in (True, False)}
+        for name in (*SUITES, *held)
+    }
+
+    def cells(m: dict[str, tuple[float, float, int]]) -> str:
+        return "  ".join(f"{k} {v[0]:.3f}/{v[1]:.3f}" for k, v in m.items())
+
+    for name in (*SUITES, *held):
+        print(
+            f"{name:<16} shipped (veto 3, rescue 2.0, pick 1.5/2.3): {cells(_sem_measure2(arrays[name][(3.0, True)], (3.0, 1.5, 2.3, 0.0, True)))}"
+        )
+    for family in families:
+        rescues, covers, floor_on = SEM_FAMILIES[family]
+        for by_rule in arrays.values():
+            for a in by_rule.values():
+                a["floor_on"] = floor_on
+        for fir in targets:
+            print(f"== {family}, fitted at FIR <= {fir}")
+            pooled = [0.0, 0]
+            for out in SUITES:
+                fitted = _sem_fit2([arrays[s] for s in SUITES if s != out], fir, rescues, covers, floor_on)
+                if fitted is None:
+                    print(f"  {out:<16} held out: nothing holds")
+                    continue
+                m = _sem_measure2(arrays[out][(fitted[0], fitted[4])], fitted)
+                print(f"  {out:<16} held out {fitted}: {cells(m)}")
+            fitted = _sem_fit2([arrays[s] for s in SUITES], fir, rescues, covers, floor_on)
+            print(f"  all three {fitted}")
+            if fitted:
+                for name in (*SUITES, *held):
+                    m = _sem_measure2(arrays[name][(fitted[0], fitted[4])], fitted)
+                    print(f"    {name:<16} {cells(m)}")
+            del pooled
 
 
 def load_sem(name: str) -> list[Row]:

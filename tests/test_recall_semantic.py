@@ -1,0 +1,90 @@
+"""The semantic channel's rules on a vault dense enough for them (issue 16, round 6): a card the prompt's words
+barely touch is not injected on meaning alone, however clear the semantic first choice; one the words support
+goes in. The vault is real (a git repo, indexed), the z-scores are shaped like the warm encoder's (cosines of
+every card to the prompt, as z-scores over the vault's cards, the 50 closest kept)."""
+
+from __future__ import annotations
+
+import statistics
+
+from cairn.hot import recall as R
+from cairn.hot.recall import recall
+from cairn.hot.vault import find_vault
+from cairn.index import build as indexer
+from helpers.vaults import VaultRepo
+
+MIDNIGHT = "python/midnight-time-falsy"
+TOPICS = (
+    "pip wheel cache", "docker layer order", "git rebase onto", "ssh agent forwarding", "postgres vacuum bloat",
+    "kubernetes liveness probe", "nginx proxy buffering", "redis key eviction", "cron job environment",
+    "terraform state lock", "webpack chunk names", "celery task retries", "numpy integer overflow",
+    "pandas chained assignment", "unicode normalization forms", "json float precision", "regex catastrophic backtracking",
+    "tls certificate chain", "dns negative caching", "http keepalive pool", "sqlite write lock", "bash word splitting",
+    "makefile phony targets", "yaml norway problem", "csv excel encoding", "mypy strict optional", "pytest fixture scope",
+    "ruff import sorting", "virtualenv activation path", "locale decimal comma", "gzip concatenated members",
+)  # fmt: skip
+
+
+IDS = [MIDNIGHT, *("misc/" + "-".join(topic.split()) for topic in TOPICS)]
+
+
+def _vault(repo: VaultRepo) -> VaultRepo:
+    repo.write(
+        MIDNIGHT,
+        "A datetime.time at midnight is falsy",
+        "Before Python 3.5 bool(datetime.time(0, 0)) is False, so a check such as `if t:` skips a midnight value. "
+        "Compare with None instead: `if t is not None:`.",
+        aliases=["midnight is false", "time object falsy"],
+    )
+    for topic in TOPICS:
+        words = topic.split()
+        repo.write(
+            "misc/" + "-".join(words),
+            f"The {topic} gotcha",
+            f"What to know about {topic}: the {words[0]} {words[-1]} behaviour surprises people the first time.",
+        )
+    repo.commit("cards")
+    return repo
+
+
+def _z(close: dict[str, float], ids: list[str]) -> dict[str, float]:
+    """Cosines (`close`, the rest spread between 0.78 and 0.84) as z-scores over the vault's cards, 50 closest."""
+    cos = {card: close.get(card, 0.78 + 0.06 * (k % 7) / 6) for k, card in enumerate(ids)}
+    mean, sd = statistics.fmean(cos.values()), statistics.pstdev(cos.values())
+    z = {card: (c - mean) / sd for card, c in cos.items()}
+    return dict(sorted(z.items(), key=lambda kv: -kv[1])[:50])
+
+
+def test_a_near_topic_the_words_barely_touch_is_not_injected_on_meaning_alone(vault_repo: VaultRepo) -> None:
+    repo = _vault(vault_repo)
+    z = _z({MIDNIGHT: 0.93, IDS[1]: 0.85}, IDS)
+    ranked = sorted(z.values(), reverse=True)
+    assert z[MIDNIGHT] == ranked[0] >= 3.0 and ranked[0] - ranked[1] >= 2.0
+    for near in (
+        "what is the difference between datetime.now() and datetime.utcnow() when I store timestamps in the logs",
+        "my datetime check skips some rows in the nightly export, the ones stamped 00:00, and the weekly report too",
+    ):
+        with indexer.open_index(find_vault(repo.root)) as index:
+            plain = recall(index, near)
+            meant = recall(index, near, semantic=z)
+            assert index.n_cards >= R.SEMANTIC_MIN_CARDS
+        first = plain.candidates[0]
+        # Round 4 injected these: the first admissible card, refused by the word gates, the semantic first choice
+        # with z >= 3 and 2.0 ahead of the second (the rescue), and (z1 - z2) + 1.5 x its lead >= 2.3 (the pick).
+        assert first.card.id == MIDNIGHT and first.reason is not None and plain.abstained
+        assert first.coverage < R.SEMANTIC_PICK_MIN_COVERAGE  # "datetime" (and "check", "skip") of many words
+        assert meant.abstained, near
+
+
+def test_a_clear_semantic_first_choice_the_words_support_is_picked(vault_repo: VaultRepo) -> None:
+    repo = _vault(vault_repo)
+    asked = "my datetime check skips the 00:00 rows in the nightly export"
+    with indexer.open_index(find_vault(repo.root)) as index:
+        plain = recall(index, asked)
+        meant = recall(index, asked, semantic=_z({MIDNIGHT: 0.93, IDS[1]: 0.85}, IDS))
+        unclear = recall(index, asked, semantic=_z({MIDNIGHT: 0.93, IDS[-1]: 0.92}, IDS))
+    first = plain.candidates[0]
+    assert plain.abstained and first.card.id == MIDNIGHT
+    assert first.coverage >= R.SEMANTIC_PICK_MIN_COVERAGE
+    assert [c.card.id for c in meant.injected] == [MIDNIGHT]
+    assert unclear.abstained  # another card means the prompt about as much: no pick
