@@ -308,6 +308,24 @@ _LOG_LEVELS = ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL", "TRACE", "C
 _PACKAGE_DIRS = ("site-packages/", "dist-packages/", "node_modules/", "gems/", "crates/")
 
 
+# What a prompt asks: a sentence ending in a question mark, starting with a question word ("why", "how", ...) or
+# with an ask before one ("explain why", "I'm wondering whether"), holding a Chinese question word or particle, or
+# after a label that announces a question ("Question from a teammate:", "有人问我："). When a prompt asks something,
+# the terms of its other sentences (the context: repo, stack, ticket, deliverables) weigh this share of themselves,
+# in coverage and in the best possible score, unless the ask says them too. No ask found: every sentence weighs fully.
+CONTEXT_WEIGHT = 0.02
+_QUESTION_WORDS = frozenset("why how what when where which who whose whom whether".split())
+# Words that may come before a question word in an ask ("could you explain why", "I'd like to know how").
+_ASK_LEADS = frozenset(
+    """explain tell me us i i'm i'd want wanted like to know understand figure find out help please can could would
+    you so and but just curious wondering wonder any idea ideas do""".split()
+)
+_ASK_LABELS = ("question", "asked", "asks", "ask", "wondering", "问", "请教")
+_CJK_ASKS = ("为什么", "怎么", "如何", "怎样", "是否", "能否", "能不能", "有没有", "什么", "哪")
+_CJK_PARTICLES = ("吗", "呢", "么")
+_CLAUSE_ENDS = frozenset("，;；:：")  # a sentence goes on after these
+_BARE_ASK = 1  # an ask of at most this many terms points at the sentence before it
+
 _LAST_PROMPT: "list[tuple[str, dict[str, float]]]" = []  # the last prompt's terms: the hook asks once per vault
 
 
@@ -336,6 +354,8 @@ def _prompt_terms(text: str) -> dict[str, float]:
     boiler: list[bool] = []
     pasted: list[str] = []
     salient: list[str] = []
+    member: list[int] = []  # each prose sentence's group (its index in asks)
+    asks: list[bool] = []  # whether each sentence group is what the prompt asks
     fenced = False
     for line in text.splitlines() or [text]:
         stripped = line.strip()
@@ -356,18 +376,37 @@ def _prompt_terms(text: str) -> dict[str, float]:
             pasted.extend(tokenize(stripped))
             _package(stripped, salient)
             continue
-        for sentence in _sentences(stripped):
+        group = False  # whether the sentence so far asks (its clauses, up to its full stop, are one group)
+        pending = False  # a sentence is open
+        for sentence, end in _sentence_ends(stripped):
+            pending = True
             tokens = tokenize(sentence)
             if tokens:
                 prose.append(tokens)
                 boiler.append(_boilerplate(sentence, tokens))
+                member.append(len(asks))
+            group = group or _asks(sentence, end) or (end in ":：" and end != "" and _ask_label(sentence))
+            if end and end not in _CLAUSE_ENDS:  # "": a cut glued run or the line's end; the sentence goes on
+                asks.append(group)
+                group = pending = False
+        if pending:  # the line's last sentence had no full stop
+            asks.append(group)
     if boiler and all(boiler):
         boiler = [False] * len(boiler)
+    said = [0] * len(asks)  # the terms each group says
+    for tokens, group_of in zip(prose, member, strict=True):
+        said[group_of] += len(tokens)
+    for i in range(1, len(asks)):  # an ask that names nothing ("Is this possible?") asks what was said before it
+        if asks[i] and said[i] <= _BARE_ASK:
+            asks[i - 1] = True
+    ask = [asks[m] and not b for m, b in zip(member, boiler, strict=True)]
+    asked = {token for tokens, a in zip(prose, ask, strict=True) if a for token in tokens}
+    context = CONTEXT_WEIGHT if asked else 1.0
     weights: dict[str, float] = {}
     for tokens, skip in zip(prose, boiler, strict=True):
         if not skip:
             for token in tokens:
-                weights[token] = 1.0
+                weights[token] = max(weights.get(token, 0.0), 1.0 if token in asked else context)
     for token in salient:
         weights[token] = 1.0
     for token in pasted:
@@ -378,6 +417,32 @@ def _prompt_terms(text: str) -> dict[str, float]:
             for token in tokens:
                 weights.setdefault(token, 1.0)
     return weights
+
+
+def _asks(sentence: str, end: str) -> bool:
+    """Whether a sentence asks something (see `CONTEXT_WEIGHT`); end: the character that ended it."""
+    if end in "?？" and end:
+        return True
+    text = sentence.strip()
+    if text[-1:] in "?？" and text:
+        return True
+    if max(text, default=" ") >= _CJK_LOWEST:
+        return any(word in text for word in _CJK_ASKS) or text.endswith(_CJK_PARTICLES)
+    for word in text.lower().split()[:6]:
+        word = word.strip(",;\"'()")
+        if word in _QUESTION_WORDS:
+            return True
+        if word not in _ASK_LEADS:
+            return False
+    return False
+
+
+def _ask_label(label: str) -> bool:
+    """Whether a label that ends in a colon announces a question ("Question from a teammate:", "有人问我：")."""
+    if not label:
+        return False
+    lowered = label.lower()
+    return any(word in lowered for word in _ASK_LABELS)
 
 
 def _package(text: str, out: list[str]) -> None:
@@ -394,7 +459,13 @@ def _sentences(line: str) -> list[str]:
     """The sentences of a line of prose; a trailing run of agent boilerplate that starts with a capital after a
     lower-case word ("... the words I type in Don't change anything yet, just explain.", a question pasted without
     its full stop) is a sentence of its own (`_cut_tail`)."""
+    return [sentence for sentence, _ in _sentence_ends(line)]
+
+
+def _sentence_ends(line: str) -> list[tuple[str, str]]:
+    """`_sentences(line)`, each with the character that ended it ("" at the end of the line or of a cut)."""
     out: list[str] = []
+    ends: list[str] = []
     start = 0
     n = len(line)
     for i, char in enumerate(line):
@@ -403,13 +474,16 @@ def _sentences(line: str) -> list[str]:
                 continue
             if i > start:
                 _cut_tail(line[start:i], out)
+                ends.extend([""] * (len(out) - len(ends) - 1) + [char])
             start = i + 1
         elif char == ":" and (i + 1 == n or line[i + 1].isspace()):
             _cut_tail(line[start:i], out)
+            ends.extend([""] * (len(out) - len(ends) - 1) + [char])
             start = i + 1
     if start < n:
         _cut_tail(line[start:], out)
-    return out
+    ends.extend([""] * (len(out) - len(ends)))
+    return list(zip(out, ends, strict=True))
 
 
 # What may end a question a boilerplate run is glued to: a lower-case letter, a digit, a closing bracket or quote.
@@ -450,21 +524,23 @@ def _cut_tail(sentence: str, out: list[str]) -> None:
 
 def _boilerplate(sentence: str, tokens: list[str]) -> bool:
     """Only instruction words and stopwords: the talk around a question, not the question."""
-    cjk = 0
-    covered: set[int] = set()
-    for i, char in enumerate(sentence):
-        if is_cjk(char):
-            cjk += 1
-            pair = sentence[i : i + 2]
-            if len(pair) == 2 and (pair in INSTRUCTION_WORDS or pair in CJK_STOPWORDS):
-                covered.add(i)
-                covered.add(i + 1)
     for token in tokens:
         if not is_cjk(token) and token not in INSTRUCTION_WORDS:
             return False
-    if cjk:
-        return len(covered) >= _CJK_BOILERPLATE * cjk
-    return True
+    if max(sentence) < _CJK_LOWEST:
+        return True
+    mask = _cjk_mask(sentence)
+    cjk = mask.count(1)
+    if not cjk:
+        return True
+    covered = bytearray(len(sentence) + 1)  # the characters inside a grammar or instruction 2-gram
+    i = mask.find(1)
+    while i >= 0:
+        pair = sentence[i : i + 2]
+        if len(pair) == 2 and (pair in INSTRUCTION_WORDS or pair in CJK_STOPWORDS):
+            covered[i] = covered[i + 1] = 1
+        i = mask.find(1, i + 1)
+    return covered.count(1) >= _CJK_BOILERPLATE * cjk
 
 
 def _exception_line(stripped: str) -> bool:

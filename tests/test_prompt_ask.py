@@ -1,0 +1,181 @@
+"""What a prompt asks (issue 16 item 4): in a long agent prompt the question weighs fully and the context sentences
+around it (repo, stack, ticket, deliverables) weigh `tokens.CONTEXT_WEIGHT`, so they do not drown the question."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import pytest
+
+from cairn.hot import tokens
+from cairn.hot.recall import Result, recall
+from cairn.hot.settings import settings_of
+from cairn.hot.tokens import CONTEXT_WEIGHT, prompt_terms
+from cairn.hot.vault import find_vault
+from cairn.index import build as indexer
+from helpers.payloads import payload_for
+from helpers.vaults import VaultRepo
+
+QUESTION = "Why does requests.get never return, so the worker hangs forever?"
+LONG_PROMPT = (
+    "I'm working in our billing backend (Python 3.11, Celery, pytest, Docker Compose, Postgres 15). "
+    "The nightly invoice export runs in the reports queue and talks to the partner ledger service. " + QUESTION + " "
+    "Don't restart the staging workers or deploy anything. Write a short root-cause note for ticket BILL-2291, "
+    "with the fix and a regression test you would add."
+)
+
+
+def _cards(repo: VaultRepo) -> VaultRepo:
+    repo.write(
+        "python/requests-timeout",
+        "requests calls without a timeout hang forever",
+        "requests.get and requests.post wait forever by default when the server stops answering: a worker that calls "
+        "them without timeout= hangs and never returns. Always pass timeout=(connect, read).",
+        aliases=["requests.get hangs", "requests never returns"],
+    )
+    repo.write(
+        "postgres/export-locks",
+        "A long export transaction holds locks on the invoice tables",
+        "An export that reads every invoice in one transaction blocks the nightly vacuum and schema migrations of the "
+        "billing database; page through the rows in short transactions.",
+    )
+    repo.write(
+        "celery/queue-routing",
+        "Route slow tasks to their own Celery queue",
+        "A slow report task on the default queue starves the short tasks behind it; give reports their own queue and "
+        "worker.",
+    )
+    repo.write(
+        "docker/compose-healthcheck",
+        "depends_on does not wait for Postgres to be ready",
+        "Docker Compose starts the service as soon as the Postgres container starts, not when it accepts "
+        "connections; add a healthcheck and condition: service_healthy.",
+    )
+    repo.write(
+        "testing/regression-first",
+        "Write the regression test before the fix",
+        "A bug fix lands with a test that fails without it; write the test first and watch it fail.",
+    )
+    repo.write(
+        "git/force-push-safely",
+        "Force-push with --force-with-lease",
+        "After a rebase, push with --force-with-lease so a teammate's commits pushed meanwhile are not overwritten.",
+    )
+    repo.write(
+        "frontend/bundle-size",
+        "Check the bundle size before adding a dependency",
+        "A date library added for one helper doubled the bundle; measure with the analyzer first.",
+    )
+    repo.write_raw("cairn.toml", "")  # the marker file the hook serves vaults by
+    repo.commit("cards")
+    return repo
+
+
+def _recall(repo: VaultRepo, query: str) -> Result:
+    with indexer.open_index(find_vault(repo.root)) as index:
+        return recall(index, query, settings=dataclasses.replace(settings_of(index)))
+
+
+@pytest.fixture
+def no_context_discount(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recall as it read prompts before: every sentence weighs fully."""
+    monkeypatch.setattr(tokens, "CONTEXT_WEIGHT", 1.0)
+    tokens._LAST_PROMPT.clear()
+
+
+# -- recall on long agent prompts ----------------------------------------------------------------------------------
+
+
+def test_the_question_card_is_injected_with_context_sentences_around_it(vault_repo: VaultRepo) -> None:
+    repo = _cards(vault_repo)
+    assert [c.card.id for c in _recall(repo, QUESTION).injected] == ["python/requests-timeout"]
+    result = _recall(repo, LONG_PROMPT)
+    assert [c.card.id for c in result.injected] == ["python/requests-timeout"]
+    top = result.candidates[0]
+    assert top.lead >= result.settings.min_lead and top.coverage >= result.settings.min_coverage
+
+
+def test_without_the_discount_the_context_drowned_the_question(
+    vault_repo: VaultRepo, no_context_discount: None
+) -> None:
+    """The same prompt, every sentence weighing fully (recall before this change): nothing is injected."""
+    result = _recall(_cards(vault_repo), LONG_PROMPT)
+    assert not result.injected
+    assert result.candidates[0].card.id == "python/requests-timeout"
+
+
+def test_context_alone_injects_nothing(vault_repo: VaultRepo) -> None:
+    """No question, only the context sentences: nothing is asked, nothing discounted, nothing fits well enough."""
+    repo = _cards(vault_repo)
+    context_only = LONG_PROMPT.replace(QUESTION + " ", "")
+    assert prompt_terms(context_only) == {t: 1.0 for t in prompt_terms(context_only)}
+    assert "python/requests-timeout" not in [c.card.id for c in _recall(repo, context_only).injected]
+
+
+def test_the_hook_injects_the_question_card_from_a_long_claude_prompt(vault_repo: VaultRepo) -> None:
+    repo = _cards(vault_repo)
+    assert repo.cairn("index").returncode == 0
+    payload = payload_for("claude-code", LONG_PROMPT, repo.root)
+    done = repo.cairn("hook", "--format", "claude-code", input=payload, env={"CAIRN_VAULT": str(repo.root)})
+    assert done.returncode == 0, done.stderr
+    out: dict[str, Any] = json.loads(done.stdout)
+    context = out["hookSpecificOutput"]["additionalContext"]
+    assert "requests calls without a timeout hang forever" in context
+    assert "Force-push" not in context
+
+
+# -- prompt_terms: what a prompt asks ------------------------------------------------------------------------------
+
+
+def test_context_sentences_weigh_less_than_the_question() -> None:
+    terms = prompt_terms(LONG_PROMPT)
+    for asked in ("requests.get", "requests", "worker", "hang", "forever"):
+        assert terms[asked] == 1.0, asked
+    for around in ("bill", "celery", "postgre", "invoice", "ledger", "restart", "ticket", "regression"):
+        assert 0 < terms[around] <= CONTEXT_WEIGHT, around
+
+
+def test_a_term_the_question_also_says_keeps_its_full_weight() -> None:
+    terms = prompt_terms("The export worker runs in Celery on Docker. Why does the export worker hang?")
+    assert terms["export"] == terms["worker"] == terms["hang"] == 1.0
+    assert terms["celery"] < 1.0 and terms["docker"] < 1.0
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "We deploy with Helm on GKE. How do I roll back one release?",
+        "We deploy with Helm on GKE. Could you explain why a rollback keeps the old config map",
+        "We deploy with Helm on GKE. I'm wondering whether a rollback keeps the old config map.",
+        "We deploy with Helm on GKE. Someone on the team asked me this: roll back one release without downtime.",
+    ],
+)
+def test_asks_are_found_by_mark_question_word_or_label(prompt: str) -> None:
+    terms = prompt_terms(prompt)
+    assert terms["helm"] < 1.0 and terms["gke"] < 1.0
+    assert terms["rollback" if "rollback" in terms else "roll"] == 1.0
+
+
+def test_no_ask_found_weighs_every_sentence_fully() -> None:
+    terms = prompt_terms("We deploy with Helm on GKE. Roll back one release without downtime.")
+    assert set(terms.values()) == {1.0}
+
+
+def test_chinese_asks_and_context() -> None:
+    terms = prompt_terms(
+        "我在公司的后端仓库里，用 Celery 和 Docker。为什么导出任务一直卡住？先别重启服务，写一段说明。"
+    )
+    assert terms["导出"] == terms["卡住"] == 1.0
+    assert terms["celery"] < 1.0 and terms["重启"] < 1.0
+    labelled = prompt_terms("环境：macOS 14，zsh。组里有人问我：创建最近7天提交的打包文件。帮我写一段回复。")
+    assert labelled["打包"] == 1.0 and labelled["zsh"] < 1.0
+
+
+def test_the_dev_wrapper_is_read_as_before() -> None:
+    """The boilerplate-only wrapper is still left out; the labelled question weighs fully."""
+    assert prompt_terms(
+        "Before you touch any files, read the README first. Question from a teammate: Run encfs in the foreground. "
+        "Don't change anything yet, just explain."
+    ) == {"run": 1.0, "encf": 1.0, "foreground": 1.0}
