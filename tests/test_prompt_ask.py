@@ -179,3 +179,20 @@ def test_the_dev_wrapper_is_read_as_before() -> None:
         "Before you touch any files, read the README first. Question from a teammate: Run encfs in the foreground. "
         "Don't change anything yet, just explain."
     ) == {"run": 1.0, "encf": 1.0, "foreground": 1.0}
+
+
+def test_an_ask_that_points_at_a_sentence_asks_that_sentence() -> None:
+    """ "Is this a bug?" before the symptom, "Is there a way to do it faster?" after it: the symptom is asked."""
+    first = prompt_terms("Is this a bug? My video on youtube won't load after I pause it.")
+    assert first["youtube"] == first["video"] == 1.0
+    after = prompt_terms("I keep fixing the indentation after pasting code into gmail. Is there a way to do it faster?")
+    assert after["gmail"] == after["indentation"] == 1.0
+    bare = prompt_terms("The export worker hangs forever on Celery. Any idea why? Reply in Slack when you know.")
+    assert bare["celery"] == bare["hang"] == 1.0 and bare["slack"] < 1.0
+
+
+def test_a_yes_no_question_without_its_question_mark_is_an_ask() -> None:
+    terms = prompt_terms("We deploy with Helm on GKE. Is it possible to roll back one release without downtime")
+    assert terms["roll"] == terms["downtime"] == 1.0 and terms["helm"] < 1.0
+    instruction = prompt_terms("We deploy with Helm on GKE. Do not roll back anything.")
+    assert set(instruction.values()) == {1.0}  # "Do not ..." asks nothing: no discount

@@ -323,6 +323,13 @@ _ASK_LEADS = frozenset(
 _ASK_LABELS = ("question", "asked", "asks", "ask", "wondering", "问", "请教")
 _CJK_ASKS = ("为什么", "怎么", "如何", "怎样", "是否", "能否", "能不能", "有没有", "什么", "哪")
 _CJK_PARTICLES = ("吗", "呢", "么")
+# A yes/no question without its question mark: an auxiliary, then its subject ("Is it possible to ...", "Does the
+# export ..."); "Do not ..." is an instruction.
+_AUXILIARIES = frozenset("is are was were can could should would will does do did has have".split())
+_SUBJECTS = frozenset("it there this that i we you my our the a an he she they anyone someone any".split())
+# Words by which an ask points at another sentence ("Is this a bug?", "Can I do it faster?").
+_POINTERS = frozenset("it this that these those them".split())
+_CJK_POINTERS = ("这个", "这样", "这种", "它")
 _CLAUSE_ENDS = frozenset("，;；:：")  # a sentence goes on after these
 _BARE_ASK = 1  # an ask of at most this many terms points at the sentence before it
 
@@ -356,6 +363,7 @@ def _prompt_terms(text: str) -> dict[str, float]:
     salient: list[str] = []
     member: list[int] = []  # each prose sentence's group (its index in asks)
     asks: list[bool] = []  # whether each sentence group is what the prompt asks
+    refers: list[bool] = []  # whether it points at another sentence ("Is this a bug?")
     fenced = False
     for line in text.splitlines() or [text]:
         stripped = line.strip()
@@ -378,6 +386,7 @@ def _prompt_terms(text: str) -> dict[str, float]:
             continue
         group = False  # whether the sentence so far asks (its clauses, up to its full stop, are one group)
         pending = False  # a sentence is open
+        points = False  # the sentence so far points at another ("this", "it")
         for sentence, end in _sentence_ends(stripped):
             pending = True
             tokens = tokenize(sentence)
@@ -386,19 +395,24 @@ def _prompt_terms(text: str) -> dict[str, float]:
                 boiler.append(_boilerplate(sentence, tokens))
                 member.append(len(asks))
             group = group or _asks(sentence, end) or (end in ":：" and end != "" and _ask_label(sentence))
+            points = points or (end not in (":", "：") and _refers(sentence))  # "asked me this:" points ahead
             if end and end not in _CLAUSE_ENDS:  # "": a cut glued run or the line's end; the sentence goes on
                 asks.append(group)
-                group = pending = False
+                refers.append(points)
+                group = pending = points = False
         if pending:  # the line's last sentence had no full stop
             asks.append(group)
+            refers.append(points)
     if boiler and all(boiler):
         boiler = [False] * len(boiler)
     said = [0] * len(asks)  # the terms each group says
     for tokens, group_of in zip(prose, member, strict=True):
         said[group_of] += len(tokens)
-    for i in range(1, len(asks)):  # an ask that names nothing ("Is this possible?") asks what was said before it
-        if asks[i] and said[i] <= _BARE_ASK:
-            asks[i - 1] = True
+    pointed = [False] * len(asks)  # an ask that names nothing or points back ("Is this possible?", "Can I do it
+    for i, (asks_i, refers_i) in enumerate(zip(asks, refers, strict=True)):  # faster?") asks what the sentence
+        if asks_i and (refers_i or said[i] <= _BARE_ASK):  # before it says (after it, for the first sentence)
+            pointed[i - 1 if i else min(1, len(asks) - 1)] = True
+    asks = [a or p for a, p in zip(asks, pointed, strict=True)]
     ask = [asks[m] and not b for m, b in zip(member, boiler, strict=True)]
     asked = {token for tokens, a in zip(prose, ask, strict=True) if a for token in tokens}
     context = CONTEXT_WEIGHT if asked else 1.0
@@ -428,13 +442,27 @@ def _asks(sentence: str, end: str) -> bool:
         return True
     if max(text, default=" ") >= _CJK_LOWEST:
         return any(word in text for word in _CJK_ASKS) or text.endswith(_CJK_PARTICLES)
-    for word in text.lower().split()[:6]:
-        word = word.strip(",;\"'()")
+    words = [word.strip(",;\"'()") for word in text.lower().split()[:6]]
+    if len(words) > 1 and words[0] in _AUXILIARIES and words[1] in _SUBJECTS:  # "Is it possible to ...", no "?"
+        return True
+    for word in words:
         if word in _QUESTION_WORDS:
             return True
         if word not in _ASK_LEADS:
             return False
     return False
+
+
+def _refers(sentence: str) -> bool:
+    """Whether a sentence points at another ("this", "it", "这个")."""
+    if max(sentence, default=" ") >= _CJK_LOWEST:
+        return any(word in sentence for word in _CJK_POINTERS)
+    words = [word.strip(",;\"'()?!.") for word in sentence.lower().split()]
+    # "is it possible", "was it ever": a dummy `it`, pointing at nothing
+    return any(
+        word in _POINTERS and not (word == "it" and words[i - 1 : i] in (["is"], ["was"]))
+        for i, word in enumerate(words)
+    )
 
 
 def _ask_label(label: str) -> bool:
