@@ -9,6 +9,7 @@ table of the 10 variants seen on the held-out sets. Run from the repository root
     .venv/bin/python -m benchmarks.gate_study baseline                   # round 1's features at 0 / 0.4 / 0.55
     .venv/bin/python -m benchmarks.gate_study sem-dump                   # round 4 (the extra installed): see below
     .venv/bin/python -m benchmarks.gate_study sem-fit [--fit-fir 0.03]   # the semantic pick, leaving a suite out
+    .venv/bin/python -m benchmarks.gate_study sem-margin [--target 0.025]  # round 6: rule families at FIR targets
 
 `dump` prepares each suite (`benchmarks.recall_suites`) and the template vault, runs recall with the gates open
 and writes each case's features to benchmarks/.work/gates-<suite>.json; the other commands read those files (run
@@ -360,6 +361,7 @@ def sem_dump(suites: tuple[str, ...] = SEM_SUITES) -> None:
                         "refused": [c.card.id for c in every.candidates if c.reason in ADMISSION],
                         "best": prompt_weights(index, case.query).best,
                         "z": z,
+                        "cos": {ids[i]: round(float(sims[k][i]), 4) for i in closest[:3]},
                         "n": index.n_cards,
                     }
                 )
@@ -580,7 +582,7 @@ def sem_margin(targets: tuple[float, ...], families: tuple[str, ...], held: tupl
 
     for name in (*SUITES, *held):
         print(
-            f"{name:<16} shipped (veto 3, rescue 2.0, pick 1.5/2.3): {cells(_sem_measure2(arrays[name][(3.0, True)], (3.0, 1.5, 2.3, 0.0, True)))}"
+            f"{name:<16} round 4's pick 1.5/2.3 on the dumped decision (with the rescue if dumped before round 6): {cells(_sem_measure2(arrays[name][(3.0, True)], (3.0, 1.5, 2.3, 0.0, True)))}"
         )
     for family in families:
         rescues, covers, floor_on = SEM_FAMILIES[family]
@@ -589,7 +591,6 @@ def sem_margin(targets: tuple[float, ...], families: tuple[str, ...], held: tupl
                 a["floor_on"] = floor_on
         for fir in targets:
             print(f"== {family}, fitted at FIR <= {fir}")
-            pooled = [0.0, 0]
             for out in SUITES:
                 fitted = _sem_fit2([arrays[s] for s in SUITES if s != out], fir, rescues, covers, floor_on)
                 if fitted is None:
@@ -603,7 +604,6 @@ def sem_margin(targets: tuple[float, ...], families: tuple[str, ...], held: tupl
                 for name in (*SUITES, *held):
                     m = _sem_measure2(arrays[name][(fitted[0], fitted[4])], fitted)
                     print(f"    {name:<16} {cells(m)}")
-            del pooled
 
 
 def load_sem(name: str) -> list[Row]:
