@@ -332,6 +332,7 @@ _POINTERS = frozenset("it this that these those them".split())
 _CJK_POINTERS = ("这个", "这样", "这种", "它")
 _CLAUSE_ENDS = frozenset("，;；:：")  # a sentence goes on after these
 _BARE_ASK = 1  # an ask of at most this many terms points at the sentence before it
+_POINTING_ASK = 3  # ... and so does one of at most this many that says "this" or "it"
 
 _LAST_PROMPT: "list[tuple[str, dict[str, float]]]" = []  # the last prompt's terms: the hook asks once per vault
 
@@ -410,7 +411,9 @@ def _prompt_terms(text: str) -> dict[str, float]:
         said[group_of] += len(tokens)
     pointed = [False] * len(asks)  # an ask that names nothing or points back ("Is this possible?", "Can I do it
     for i, (asks_i, refers_i) in enumerate(zip(asks, refers, strict=True)):  # faster?") asks what the sentence
-        if asks_i and (refers_i or said[i] <= _BARE_ASK):  # before it says (after it, for the first sentence)
+        if asks_i and (
+            said[i] <= _BARE_ASK or refers_i and said[i] <= _POINTING_ASK
+        ):  # before it says (after it, for the first sentence)
             pointed[i - 1 if i else min(1, len(asks) - 1)] = True
     asks = [a or p for a, p in zip(asks, pointed, strict=True)]
     ask = [asks[m] and not b for m, b in zip(member, boiler, strict=True)]
