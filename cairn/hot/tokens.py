@@ -356,8 +356,11 @@ def _prompt_terms(text: str) -> dict[str, float]:
       read the README first.", "只需要解释一下。") is left out, unless every sentence is such;
     - pasted material: lines of a traceback, a log or code (indented, in a ``` fence, or shaped like one) count at
       `PASTED_WEIGHT`, except an exception line (`FileNotFoundError: ...`) and the package a path names
-      (`site-packages/acme_cli/...` -> `acme_cli`), which are the salient evidence and weigh fully.
-    A term said in the question and in pasted material weighs fully."""
+      (`site-packages/acme_cli/...` -> `acme_cli`), which are the salient evidence and weigh fully;
+    - context: when a sentence asks something (`_asks`, `_ask_label`; see `CONTEXT_WEIGHT`), the other prose
+      sentences (the repo, the stack, the ticket, what to deliver) weigh `CONTEXT_WEIGHT`; an ask that names at
+      most one term, or a few and points back ("Is this a bug?", "Can I do it faster?"), asks its neighbour too.
+    A term said in the question and in pasted material or context weighs fully."""
     prose: list[list[str]] = []  # the tokens of each prose sentence
     boiler: list[bool] = []
     pasted: list[str] = []
