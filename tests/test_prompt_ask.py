@@ -196,3 +196,14 @@ def test_a_yes_no_question_without_its_question_mark_is_an_ask() -> None:
     assert terms["roll"] == terms["downtime"] == 1.0 and terms["helm"] < 1.0
     instruction = prompt_terms("We deploy with Helm on GKE. Do not roll back anything.")
     assert set(instruction.values()) == {1.0}  # "Do not ..." asks nothing: no discount
+
+
+def test_a_chinese_instruction_with_a_question_word_inside_asks_nothing() -> None:
+    """ "列出你会怎么做" (list what you would do) tells the agent what to deliver: no ask, so the task before it is not
+    discounted. "如何..." opening a clause asks."""
+    instruction = prompt_terms(
+        "背景：测试集群是共用的。创建最近7天提交的打包文件。请不要重启任何服务，列出你会怎么做。"
+    )
+    assert set(instruction.values()) == {1.0}
+    opener = prompt_terms("背景：测试集群是共用的。如何创建最近7天提交的打包文件。请不要重启任何服务。")
+    assert opener["打包"] == 1.0 and opener["集群"] < 1.0

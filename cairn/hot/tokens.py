@@ -321,7 +321,11 @@ _ASK_LEADS = frozenset(
     you so and but just curious wondering wonder any idea ideas do""".split()
 )
 _ASK_LABELS = ("question", "asked", "asks", "ask", "wondering", "问", "请教")
-_CJK_ASKS = ("为什么", "怎么", "如何", "怎样", "是否", "能否", "能不能", "有没有", "什么", "哪")
+_CJK_ASKS = ("为什么", "是否", "能否", "能不能")
+# These ask only where a clause opens ("如何导出镜像", "请问怎么..."): further in, they are mostly an instruction's
+# ("列出你会怎么做", "总结一下有哪些方案").
+_CJK_OPENERS = ("怎么", "如何", "怎样", "什么", "哪", "有没有")
+_CJK_OPENING = 3  # the furthest character an opener may start at
 _CJK_PARTICLES = ("吗", "呢", "么")
 # A yes/no question without its question mark: an auxiliary, then its subject ("Is it possible to ...", "Does the
 # export ..."); "Do not ..." is an instruction.
@@ -447,7 +451,9 @@ def _asks(sentence: str, end: str) -> bool:
     if text[-1:] in "?？" and text:
         return True
     if max(text, default=" ") >= _CJK_LOWEST:
-        return any(word in text for word in _CJK_ASKS) or text.endswith(_CJK_PARTICLES)
+        if any(word in text for word in _CJK_ASKS) or text.endswith(_CJK_PARTICLES):
+            return True
+        return any(0 <= text.find(word) <= _CJK_OPENING for word in _CJK_OPENERS)
     words = [word.strip(",;\"'()") for word in text.lower().split()[:6]]
     if len(words) > 1 and words[0] in _AUXILIARIES and words[1] in _SUBJECTS:  # "Is it possible to ...", no "?"
         return True
