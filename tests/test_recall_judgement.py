@@ -276,7 +276,12 @@ def test_explain_shows_gate_values_for_a_vetoed_card(vault_repo: VaultRepo) -> N
     assert "semantic_veto" in text and "similarity 1.20" in text and "refused before the gates" not in text
 
 
-def test_the_semantic_channel_rescues_its_clear_first_choice_that_words_found_first(vault_repo: VaultRepo) -> None:
+def test_the_semantic_pick_gives_the_word_ranking_first_card_when_it_is_clearly_first_in_meaning(
+    vault_repo: VaultRepo,
+) -> None:
+    """The first card by words, refused by the word gates, is injected by the semantic pick (round 6; round 3's
+    rescue did this before) when it is also the clear first choice in meaning, and not when it is only a little
+    ahead or another card is first in meaning."""
     repo = _cards(vault_repo)
     query = "requests.get hangs in the nightly payroll export under celery beat on kubernetes"
     with indexer.open_index(find_vault(repo.root)) as index:
