@@ -564,8 +564,8 @@ def _cut_tail(sentence: str, out: list[str]) -> None:
 
 def _boilerplate(sentence: str, tokens: list[str]) -> bool:
     """Only instruction words and stopwords: the talk around a question, not the question."""
-    for token in tokens:
-        if not is_cjk(token) and token not in INSTRUCTION_WORDS:
+    for token in tokens:  # `tokenize` gives ASCII words and CJK text: a token from U+3040 up is CJK
+        if token[0] < _CJK_LOWEST and token not in INSTRUCTION_WORDS:
             return False
     if max(sentence) < _CJK_LOWEST:
         return True
