@@ -414,6 +414,14 @@ def _sem_measure(a: dict[str, Any], weight: float | None, t: float) -> dict[str,
         add = a["found"] & ~a["ship_any"] & (a["gap"] + weight * a["lead"] >= t)
     any_ = a["ship_any"] | add
     ok = a["ship_ok"] | (add & a["right"])
+    return _by_slice(a, ok, any_)
+
+
+def _by_slice(a: dict[str, Any], ok: Any, any_: Any) -> dict[str, tuple[float, float, int]]:
+    """Injection@1, false injection rate and positives, overall and per slice, of per-case decisions: `ok` (a right
+    card injected) and `any_` (any card injected)."""
+    import numpy as np
+
     out = {}
     for name in ["all", *sorted(set(a["slice"].tolist()) - {""})]:
         part = np.ones(len(ok), bool) if name == "all" else a["slice"] == name
@@ -521,12 +529,7 @@ def _sem_measure2(
     if add is not None:
         any_ = a["ship_any"] | add
         ok = a["ship_ok"] | (add & a["right"])
-    out = {}
-    for name in ["all", *sorted(set(a["slice"].tolist()) - {""})]:
-        part = np.ones(len(ok), bool) if name == "all" else a["slice"] == name
-        p, n = part & a["pos"], part & ~a["pos"]
-        out[name] = (float(ok[p].mean()) if p.any() else 0.0, float(any_[n].mean()) if n.any() else 0.0, int(p.sum()))
-    return out
+    return _by_slice(a, ok, any_)
 
 
 def _sem_fit2(
