@@ -23,7 +23,6 @@ from cairn.cards.lessons import judge, lesson_name
 from helpers.vaults import VaultRepo
 
 FIXTURES = Path(__file__).parent / "fixtures" / "import"
-TODAY = dt.date.today().isoformat()
 ZH_ID = "lessons/" + card_slug("定时任务在夏令时切换那天会执行两次或者跳过")
 
 
@@ -49,6 +48,16 @@ def app(tmp_path: Path) -> Path:
     (folder / "CLAUDE.md").write_text(text, "utf-8")
     _git(folder, "commit", "-q", "-am", "More agent notes", date=_days_ago(10))
     return folder
+
+
+def _days_between(start: str) -> set[str]:
+    """The days from `start` (ISO) to today: what a command run since `start` may write as today (a test run can
+    cross midnight, as CI's did)."""
+    day, out = dt.date.fromisoformat(start), set()
+    while day <= dt.date.today():
+        out.add(day.isoformat())
+        day += dt.timedelta(days=1)
+    return out
 
 
 def _days_ago(days: int) -> str:
@@ -185,8 +194,10 @@ def test_the_import_writes_dated_block_style_cards_that_pass_lint(vault_repo: Va
     assert vault_repo.git("rev-parse", "HEAD") == head  # nothing committed
 
     (app / "CLAUDE.md").write_text((app / "CLAUDE.md").read_text() + "\n", "utf-8")  # edited since its commit
+    before = dt.date.today().isoformat()
     _code, report = _import(vault_repo, "CLAUDE.md", "--dry-run", "--force", "--section", "Git", cwd=app)
-    assert [(c["status"], c["verified_at"]) for c in report["cards"]] == [("would-replace", TODAY)]
+    assert [c["status"] for c in report["cards"]] == ["would-replace"]
+    assert report["cards"][0]["verified_at"] in _days_between(before)  # the day it ran (a run may cross midnight)
 
 
 def test_section_scope_and_json(vault_repo: VaultRepo, app: Path) -> None:
@@ -336,6 +347,7 @@ def test_short_ids() -> None:
 
 def test_a_folder_of_notes_becomes_cards(vault_repo: VaultRepo, notes: Path) -> None:
     head = _start(vault_repo)
+    before = dt.date.today().isoformat()
     code, report = _import(vault_repo, str(notes))
     assert code == 1  # one note could not be imported, so the import is incomplete
     statuses = {Path(c["source"]).name: (c["id"], c["status"]) for c in report["cards"]}
@@ -368,7 +380,7 @@ def test_a_folder_of_notes_becomes_cards(vault_repo: VaultRepo, notes: Path) -> 
         "Plain `CREATE INDEX` takes a lock that blocks writes for the whole build. "
         "On a big table that is minutes of downtime."
     )
-    assert str(meta["verified_at"]) == TODAY  # the notes folder is not a git repository
+    assert str(meta["verified_at"]) in _days_between(before)  # the notes folder is not a git repository: the day it ran
     assert body.startswith("Plain `CREATE INDEX`")  # trimmed, so the whole paragraph stays in the body
     assert "## Details" in body and "# CREATE INDEX locks writes" not in body
 

@@ -234,6 +234,8 @@ def test_a_fresh_vault_commits_its_first_card(tmp_path: Path, hook_repo: tuple[s
             "A moving image tag changed under a passing pipeline; pin base images by sha256 digest.",
             "--scope",
             "ci",
+            "--verified-at",
+            TODAY,  # the day the hooks judge dates as of (CAIRN_TODAY): the card is checked that day, not in the future
             "--body",
             "# Pin CI images by digest\n\nUse `image@sha256:...` and bump it on purpose.",
         ],
@@ -245,7 +247,7 @@ def test_a_fresh_vault_commits_its_first_card(tmp_path: Path, hook_repo: tuple[s
     assert add.returncode == 0, add.stderr
     _git("add", "cards", cwd=vault)
     done = _commit(vault, "lesson: pin CI images")
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout  # the hooks' stderr is merged into stdout (`_commit`)
     assert "cairn lint (every rule)" in done.stdout and "Passed" in done.stdout
 
 
