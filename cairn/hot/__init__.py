@@ -246,6 +246,10 @@ def utc_now() -> str:
 
 KEY_BYTES = 32
 VECTORS_SUFFIX = ".vec"  # an index's card vectors sit beside it (cairn.hot.semantic.vectors_file)
+# How a `python -c` program that imports Cairn starts (the hook's background index, the warm encoder, the detached
+# card encoder): the current folder ('') off sys.path first. `python -m` puts it first, and these run in a vault or an
+# agent's project, whose files are untrusted: a `cairn/` (or `click/`, `git/`) package there would run in Cairn's place.
+CLEAN_PATH = "import sys; sys.path[:] = [p for p in sys.path if p != '']; "
 
 
 def index_key_file() -> str:

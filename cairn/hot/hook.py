@@ -16,7 +16,17 @@ any vault's index was).
 import os
 import sys
 
-from cairn.hot import dumps, hook_settings, index_key, loads, private_folder, sha256_hex, state_folder, utc_now
+from cairn.hot import (
+    CLEAN_PATH,
+    dumps,
+    hook_settings,
+    index_key,
+    loads,
+    private_folder,
+    sha256_hex,
+    state_folder,
+    utc_now,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -366,13 +376,8 @@ def _open_fresh_index(vault: "ServedVault", line: dict[str, object], key: bytes 
     return index
 
 
-# How the background `cairn index` starts: `python -c` taking the current folder ('') off sys.path before importing
-# Cairn. Not `python -m cairn`, which puts the current folder first on sys.path: it runs in the vault, whose files are
-# untrusted, so a `cairn/` (or `click/`, `git/`) package at the vault's root would run in Cairn's place.
-INDEX_CODE = (
-    "import sys; sys.path[:] = [p for p in sys.path if p != '']; sys.argv[0] = 'cairn'; "
-    "from cairn.cli import main; main()"
-)
+# How the background `cairn index` starts (`CLEAN_PATH`: it runs in the vault, not as `python -m cairn`).
+INDEX_CODE = CLEAN_PATH + "sys.argv[0] = 'cairn'; from cairn.cli import main; main()"
 
 
 def _start_background_index(vault: "VaultDirs", index_file: str) -> None:

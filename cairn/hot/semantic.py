@@ -17,7 +17,7 @@ vectors: without the extra, the hook imports nothing more than before.
 import os
 import sys
 
-from cairn.hot import VECTORS_SUFFIX, dumps, loads, private_folder, state_folder
+from cairn.hot import CLEAN_PATH, VECTORS_SUFFIX, dumps, loads, private_folder, state_folder
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,13 +31,8 @@ START_STAMP = "semantic.start"
 START_EVERY_SECONDS = 10.0
 TIMEOUT = 0.5
 PREFETCH_TIMEOUT = 0.05
-# How the warm encoder is started: `python -c` taking the current folder ('') off sys.path before importing Cairn.
-# Not `python -m cairn.semantic.daemon`, which puts the current folder (the agent's project: any checkout) first on
-# sys.path, so a `cairn/` package there would run in Cairn's place.
-DAEMON_CODE = (
-    "import sys; sys.path[:] = [p for p in sys.path if p != '']; "
-    "from cairn.semantic.daemon import main; sys.exit(main())"
-)
+# How the warm encoder is started (`CLEAN_PATH`: it starts in the agent's project, any checkout).
+DAEMON_CODE = CLEAN_PATH + "from cairn.semantic.daemon import main; sys.exit(main())"
 _OFF = ("0", "false", "off", "no")
 MAX_REPLY_BYTES = 4 * 1024 * 1024
 

@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cairn.hot import CLEAN_PATH, make_index_key
 from cairn.hot import index_key as hot_index_key
-from cairn.hot import make_index_key
 from cairn.hot.index import IndexReader, Sealer
 from cairn.hot.semantic import index_key
 from cairn.semantic import encoder as enc
@@ -333,12 +333,8 @@ def cards_to_encode(index_file: Path) -> int:
         return sum(1 for _id, _path, blob in reader.entries() if blob not in known or blob == "worktree")
 
 
-# The detached encoder's command: `python -c` with the current folder ('') off sys.path before Cairn is imported (as
-# `cairn.hot.semantic.DAEMON_CODE`): `python -m` would import a `cairn/` package from the current folder first.
-BACKGROUND_CODE = (
-    "import sys; sys.path[:] = [p for p in sys.path if p != '']; "
-    "from cairn.semantic.vectors import main; sys.exit(main(sys.argv[1:]))"
-)
+# The detached encoder's command (`CLEAN_PATH`: not `python -m`, which would import a `cairn/` from the current folder).
+BACKGROUND_CODE = CLEAN_PATH + "from cairn.semantic.vectors import main; sys.exit(main(sys.argv[1:]))"
 
 
 def start_background(index_file: Path) -> None:
