@@ -378,6 +378,7 @@ def _prompt_terms(text: str) -> dict[str, float]:
     asks: list[bool] = []  # whether each sentence group is what the prompt asks
     refers: list[bool] = []  # whether it points at another sentence ("Is this a bug?")
     fenced = False
+    detect = CONTEXT_WEIGHT < 1.0  # off (shipped): what a prompt asks changes nothing, so it is not worked out
     for line in text.splitlines() or [text]:
         stripped = line.strip()
         if stripped.startswith("```") or stripped.startswith("~~~"):
@@ -407,8 +408,9 @@ def _prompt_terms(text: str) -> dict[str, float]:
                 prose.append(tokens)
                 boiler.append(_boilerplate(sentence, tokens))
                 member.append(len(asks))
-            group = group or _asks(sentence, end) or (end in ":：" and end != "" and _ask_label(sentence))
-            points = points or (end not in (":", "：") and _refers(sentence))  # "asked me this:" points ahead
+            if detect:
+                group = group or _asks(sentence, end) or (end in ":：" and end != "" and _ask_label(sentence))
+                points = points or (end not in (":", "：") and _refers(sentence))  # "asked me this:" points ahead
             if end and end not in _CLAUSE_ENDS:  # "": a cut glued run or the line's end; the sentence goes on
                 asks.append(group)
                 refers.append(points)
