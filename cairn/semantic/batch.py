@@ -78,19 +78,13 @@ def similarity_matrix(
 ) -> tuple[list[str], npt.NDArray[np.float32]]:
     """The index's card ids and a prompts x cards matrix of cosine similarities (each card's best passage, as the
     hook gets them): for fitting and measuring over whole suites at once."""
-    import numpy as np
 
     index_path = Path(index_file)
     encoder = encoder or enc.Encoder()
     vectors.refresh(index_path, encoder=encoder)
     vf = vectors.load(vectors.vectors_path(index_path))
     queries = prompt_vectors(prompts, encoder=encoder, cache_dir=cache_dir)
-    per_passage = queries @ vf.matrix.T
-    out = np.full((len(prompts), len(vf.ids)), -1.0, dtype=np.float32)
-    starts = np.asarray(vf.offsets[:-1])
-    has = np.asarray(vf.offsets[1:]) > starts
-    if has.any() and len(prompts):
-        out[:, has] = np.maximum.reduceat(per_passage, starts[has], axis=1)
+    out = vf.best_of_passages(queries @ vf.matrix.T)
     return list(vf.ids), out
 
 

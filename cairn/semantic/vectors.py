@@ -59,7 +59,8 @@ class VectorFile:
         return self.matrix[self.offsets[i] : self.offsets[i + 1]]
 
     def best_of_passages(self, per_passage: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-        """Each card's best value over its passages (-1 for a card without any), from one value per passage."""
+        """Each card's best value over its passages (-1 for a card without any), from one value per passage (the
+        last axis: one prompt's values, or a prompts x passages matrix)."""
         import numpy as np
 
         if self._one_each is None:
@@ -69,9 +70,9 @@ class VectorFile:
             self._one_each = len(self.offsets) - 1 == self.offsets[-1] and bool(self._has.all())
         if self._one_each:
             return per_passage.astype(np.float32, copy=False)
-        sims = np.full(len(self.ids), -1.0, dtype=np.float32)
-        if len(self._starts):
-            sims[self._has] = np.maximum.reduceat(per_passage, self._starts)
+        sims = np.full((*per_passage.shape[:-1], len(self.ids)), -1.0, dtype=np.float32)
+        if len(self._starts) and per_passage.size:
+            sims[..., self._has] = np.maximum.reduceat(per_passage, self._starts, axis=-1)
         return sims
 
 
