@@ -306,7 +306,9 @@ def main(argv: list[str] | None = None) -> int:
 GATES_DUMP = WORK / "gates-round5.json"
 
 
-def gates_dump(over: dict[str, Any] | None = None, path: Path = GATES_DUMP) -> dict[str, list[Row]]:
+def gates_dump(
+    over: dict[str, Any] | None = None, path: Path = GATES_DUMP, suites: tuple[str, ...] = (*SUITES, TEMPLATE)
+) -> dict[str, list[Row]]:
     from cairn.hot import recall as R
     from cairn.hot.settings import settings_of
     from cairn.hot.tokens import prompt_terms
@@ -316,7 +318,7 @@ def gates_dump(over: dict[str, Any] | None = None, path: Path = GATES_DUMP) -> d
 
     os.environ["CAIRN_CACHE_DIR"] = str(WORK / "cache-confidence")
     out: dict[str, list[Row]] = {}
-    for suite in (*SUITES, TEMPLATE):
+    for suite in suites:
         vault = find_vault(prepare(suite))
         indexer.build_index(vault)
         cases = load_cases(cases_file(suite, vault.root))
