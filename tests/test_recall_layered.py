@@ -261,3 +261,19 @@ def test_no_usable_configured_vault_is_an_error_that_says_why(
             f"Error: team: configured vault 'team' at {team.root} is not a folder; fix its path with `cairn vault "
             f"add`; me: configured vault 'me' at {mine.root} is not a folder; fix its path with `cairn vault add`\n"
         )
+
+
+def test_show_takes_an_id_as_recall_prints_it(two: tuple[VaultRepo, VaultRepo, Path]) -> None:
+    """`NAME:ID` copied from recall, explain or the hook names the vault; a card it lacks points at that vault's list."""
+    _, _, project = two
+    [card] = json.loads(ok("recall", VENV_PROMPT, "--json", cwd=project))["cards"]
+    shown = json.loads(ok("show", card["id"], "--json", cwd=project))
+    assert (shown["id"], shown["name"]) == (VENV_ID, VENV_NAME)
+    assert ok("show", card["id"], cwd=project).startswith(f"{VENV_NAME}\nid: {VENV_ID}    path: cards/{VENV_ID}.md")
+    assert json.loads(ok("show", card["id"], "--vault", "me", "--json", cwd=project))["id"] == VENV_ID
+    missing = cairn("show", "team:git/no-such-card", cwd=project)
+    assert (missing.returncode, missing.stdout) == (1, "")
+    assert missing.stderr.startswith("Error: no card 'git/no-such-card' at ")
+    assert "`cairn list --vault team` shows the cards agents are served" in missing.stderr
+    other = cairn("show", card["id"], "--vault", "team", cwd=project)  # another vault named: the id is taken whole
+    assert other.returncode == 1 and f"no card {card['id']!r}" in other.stderr

@@ -136,6 +136,23 @@ def resolve_vault(vault_path: str | None, cwd: str | None = None) -> tuple[Vault
         raise
 
 
+def split_named_id(card_id: str, vault_path: str | None) -> tuple[str | None, str]:
+    """(vault, id) for an id as recall, explain and the hook show a configured vault's card, `NAME:ID`: the vault
+    NAME and the bare id. An id whose part before the colon is no configured vault's name (or not the --vault
+    given) is left whole, as is every id when the configuration cannot be read."""
+    from cairn.hot.errors import ConfigError
+    from cairn.hot.userconfig import load_vaults
+
+    name, colon, rest = card_id.partition(":")
+    if not colon or "/" in name or vault_path not in (None, name):
+        return vault_path, card_id
+    try:
+        names = {entry.name for entry in load_vaults()}
+    except ConfigError:
+        return vault_path, card_id
+    return (name, rest) if name in names else (vault_path, card_id)
+
+
 def echo_json(data: Any) -> None:
     """JSON exactly as the data holds it (never cleaned); strings that are not valid Unicode (a file name's
     undecodable bytes) are written as \\u escapes, which UTF-8 output cannot carry raw."""
