@@ -53,8 +53,8 @@ AGENTS = {
         10,
         extra=(("statusMessage", "Cairn: recalling team lessons"),),
         note=(
-            "Codex runs hooks by default in recent versions; older ones need `[features]\\ncodex_hooks = true` in "
-            "config.toml (~/.codex/config.toml). Codex asks you to review and trust a new hook once."
+            "Codex runs hooks by default in recent versions; older ones need `codex_hooks = true` under "
+            "`[features]` in ~/.codex/config.toml. Codex asks you to review and trust a new hook once."
         ),
     ),
     "gemini": Agent(

@@ -362,3 +362,30 @@ def test_init_leaves_a_shared_hooks_folder_alone(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert f"Git hooks not installed: {shared} (core.hooksPath) is shared by other repositories" in done.stdout
     assert not shared.exists()
+
+
+def test_vault_messages_name_the_next_step(tmp_path: Path, vault_repo: VaultRepo) -> None:
+    """One line each, saying what is wrong and what to run: a folder that is not there yet, a name nobody
+    configured; and the confirmation says where a vault limited to projects or scopes is served."""
+    missing = tmp_path / "my-notes"
+    absent = cairn("vault", "add", str(missing), "--name", "me", cwd=tmp_path)
+    assert (absent.returncode, absent.stdout) == (1, "")
+    assert absent.stderr == f"Error: vault '{missing}' is not a folder; create one with `cairn init {missing}`\n"
+    make_vault(vault_repo)
+    acme = tmp_path / "work" / "acme"
+    added = cairn(
+        "vault", "add", str(vault_repo.root), "--name", "me", "--project", str(acme), "--scope", "git", cwd=tmp_path
+    )
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.splitlines()[1] == (
+        f"The prompt hook now serves it to agents working under {acme} (only cards of scope git); "
+        "`cairn doctor` checks the setup."
+    )
+    for args, env in ((("list", "--vault", "team"), {}), (("list",), {"CAIRN_VAULT": "team"})):
+        unknown = cairn(*args, cwd=tmp_path, env=env)
+        given = "--vault" if "--vault" in args else "CAIRN_VAULT"
+        assert (unknown.returncode, unknown.stdout) == (1, "")
+        assert unknown.stderr == (
+            f"Error: {given} 'team' is neither a configured vault (configured: me) nor a folder; see `cairn vault "
+            "list`, or register one with `cairn vault add PATH --name NAME`\n"
+        )

@@ -115,11 +115,18 @@ def resolve_vault(vault_path: str | None, cwd: str | None = None) -> tuple[Vault
     if given:
         if "/" not in given and os.sep not in given:
             try:
-                named = next((e for e in load_vaults() if e.name == given), None)
+                entries = load_vaults()
             except ConfigError:
-                named = None
+                entries = []
+            named = next((e for e in entries if e.name == given), None)
             if named is not None:
                 return find_vault(named.path), f"{reason} (configured vault {named.name!r})"
+            if not os.path.isdir(os.path.expanduser(given)):
+                configured = f"configured: {', '.join(e.name for e in entries)}" if entries else "none is configured"
+                raise VaultNotFound(
+                    f"{reason} {given!r} is neither a configured vault ({configured}) nor a folder; see "
+                    "`cairn vault list`, or register one with `cairn vault add PATH --name NAME`"
+                )
         return find_vault(vault_path), reason
     try:
         return find_vault(None, None if cwd is None else Path(cwd)), "current folder"
