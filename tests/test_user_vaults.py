@@ -190,6 +190,9 @@ def test_sync_fetches_fast_forward_only(tmp_path: Path) -> None:
     head_before = subprocess.run(["git", "rev-parse", "HEAD"], cwd=mine, capture_output=True, text=True).stdout
     done = json.loads(cairn("sync", "team", "--json", cwd=tmp_path).stdout)["vaults"][0]
     assert (done["status"], done["after"], done["cards"]) == ("updated", new, 3)
+    asked = json.dumps({"prompt": "how do I make git bisect find the breaking commit by itself", "session_id": "s"})
+    served = json.loads(cairn("hook", "--format", "json", cwd=tmp_path, input=asked).stdout)
+    assert [c["id"] for c in served["cards"]] == ["team:git/new"]  # the very next prompt, no waiting
     assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=mine, capture_output=True, text=True).stdout == head_before
     assert subprocess.run(["git", "status", "--porcelain"], cwd=mine, capture_output=True, text=True).stdout == ""
     author.git("commit", "-q", "--amend", "-m", "Rewritten")
@@ -389,3 +392,33 @@ def test_vault_messages_name_the_next_step(tmp_path: Path, vault_repo: VaultRepo
             f"Error: {given} 'team' is neither a configured vault (configured: me) nor a folder; see `cairn vault "
             "list`, or register one with `cairn vault add PATH --name NAME`\n"
         )
+
+
+def test_sync_of_the_authors_own_vault_with_its_branch_checked_out(tmp_path: Path) -> None:
+    """The vault an author commits to and pushes from serves its local main: sync has nothing to move while main holds
+    every commit of the remote's, and says what to run (never moving the checked-out branch) when it does not."""
+    author = second_vault(tmp_path / "team-lessons")
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(tmp_path / "remote.git")], check=True)
+    author.git("remote", "add", "origin", str(tmp_path / "remote.git"))
+    author.git("push", "-q", "-u", "origin", "main")
+    assert cairn("vault", "add", str(author.root), "--name", "team", cwd=tmp_path).returncode == 0
+    done = cairn("sync", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.startswith("team: refs/heads/main ")
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "remote.git"), str(tmp_path / "other")], check=True)
+    other = VaultRepo(tmp_path / "other")
+    other.write("git/bisect", "A lesson about bisect", "git bisect run finds the breaking commit by itself.")
+    new = other.commit("A teammate's lesson")
+    other.git("push", "-q", "origin", "main")
+    head = author.git("rev-parse", "HEAD")
+    behind = cairn("sync", cwd=tmp_path)
+    assert behind.returncode == 1
+    root = author.root
+    assert behind.stdout == (
+        f"team: error: origin's main has commits that refs/heads/main lacks, and refs/heads/main is checked out in "
+        f"{root}, so sync cannot move it: `git -C {root} pull --ff-only` (its git hooks index it), or serve the "
+        f"remote's branch instead (`git -C {root} remote set-head origin --auto`)\n"
+    )
+    assert author.git("rev-parse", "HEAD") == head and author.git("status", "--porcelain") == ""
+    author.git("pull", "-q", "--ff-only")
+    assert json.loads(cairn("sync", "team", "--json", cwd=tmp_path).stdout)["vaults"][0]["after"] == new
