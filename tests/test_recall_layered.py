@@ -17,6 +17,7 @@ import pytest
 from helpers.payloads import FITTING_PROMPT, log_entries
 from helpers.vaults import REBASE_ID, VaultRepo, run_cairn
 from test_hook_layered import (
+    BOTH_PROMPT,
     VENV_ID,
     VENV_PROMPT,
     cairn,
@@ -34,8 +35,6 @@ REBASE_SUMMARY = (
 )
 VENV_NAME = "Activate the venv before pip install"
 VENV_SUMMARY = "pip install outside the virtualenv puts packages in the system python; activate the venv first."
-# Fits the personal venv card and, less clearly, the team's Docker card (pip install ... first): both vaults give one.
-BOTH_PROMPT = "pip install went into the system python"
 
 
 @pytest.fixture
