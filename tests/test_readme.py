@@ -92,3 +92,5 @@ def test_use_it_is_the_path_a_new_user_follows(
     context = json.loads(hooked.stdout)["hookSpecificOutput"]["additionalContext"]
     assert f"1. name: {json.dumps(card[1], ensure_ascii=False)}\n" in context
     assert '   id: "team-lessons:' in context
+    doctor = subprocess.run(["cairn", "doctor", "--cwd", str(project)], capture_output=True, text=True)
+    assert (doctor.returncode, doctor.stdout.splitlines()[-1]) == (0, "Everything checks out."), doctor.stdout
