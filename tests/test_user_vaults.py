@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import stat
 import subprocess
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from helpers.payloads import FITTING_PROMPT, payload_for
-from helpers.vaults import REBASE_ID, VaultRepo, make_vault, run_cairn
+from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault, run_cairn
 
 PYTEST_ID = "testing/xdist-shared-tmp"
 PYTEST_PROMPT = "with pytest-xdist my workers overwrite each other's files in a shared tmp folder, tests flake"
@@ -422,3 +423,34 @@ def test_sync_of_the_authors_own_vault_with_its_branch_checked_out(tmp_path: Pat
     assert author.git("rev-parse", "HEAD") == head and author.git("status", "--porcelain") == ""
     author.git("pull", "-q", "--ff-only")
     assert json.loads(cairn("sync", "team", "--json", cwd=tmp_path).stdout)["vaults"][0]["after"] == new
+
+
+@pytest.mark.parametrize(("answer", "registered"), [("\n", True), ("n\n", False)])
+def test_init_on_a_terminal_asks_to_register(tmp_path: Path, answer: str, registered: bool) -> None:
+    """`cairn init` typed in a terminal offers to register the new vault (yes by default)."""
+    primary, secondary = pty.openpty()
+    with subprocess.Popen(
+        [cairn_executable(), "init", str(tmp_path / "team-lessons")],
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        cwd=tmp_path,
+    ) as process:
+        os.close(secondary)
+        os.write(primary, answer.encode())
+        output = b""
+        while True:
+            try:
+                chunk = os.read(primary, 4096)
+            except OSError:  # the terminal closed: the command is done
+                break
+            if not chunk:
+                break
+            output += chunk
+        assert process.wait(timeout=120) == 0, output
+    os.close(primary)
+    text = output.decode()
+    assert "Register it so the prompt hook serves it in every project? [Y/n]" in text
+    names = [v["name"] for v in json.loads(cairn("vault", "list", "--json", cwd=tmp_path).stdout)["vaults"]]
+    assert names == (["team-lessons"] if registered else [])
+    assert ("cairn vault add" in text) is not registered
