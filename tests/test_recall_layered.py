@@ -276,3 +276,26 @@ def test_show_takes_an_id_as_recall_prints_it(two: tuple[VaultRepo, VaultRepo, P
     assert "`cairn list --vault team` shows the cards agents are served" in missing.stderr
     other = cairn("show", card["id"], "--vault", "team", cwd=project)  # another vault named: the id is taken whole
     assert other.returncode == 1 and f"no card {card['id']!r}" in other.stderr
+
+
+def test_worktree_shows_an_authors_uncommitted_card_the_hook_never_serves(
+    two: tuple[VaultRepo, VaultRepo, Path],
+) -> None:
+    """`--worktree` reads the files being written, in one vault or across the configured ones; the hook and plain
+    recall serve the committed served ref only."""
+    _, mine, project = two
+    mine.write("python/pytest-fixtures", "Pytest fixtures scope", "A session-scoped pytest fixture is built once.")
+    prompt = "is a session-scoped pytest fixture built once"
+
+    def ids(*args: str, cwd: Path) -> list[str]:
+        return [c["id"] for c in json.loads(ok("recall", prompt, "--json", *args, cwd=cwd))["cards"]]
+
+    assert ids(cwd=mine.root) == [] and ids(cwd=project) == []
+    assert ids("--worktree", cwd=mine.root) == ["python/pytest-fixtures"]
+    assert ids("--worktree", cwd=project) == ["me:python/pytest-fixtures"]
+    explained = json.loads(ok("explain", prompt, "--worktree", "--json", cwd=mine.root))
+    assert explained["candidates"][0]["id"] == "python/pytest-fixtures"
+    assert explained["candidates"][0]["decision"] == "injected"
+    assert json.loads(hook(project, prompt, session="s-w", fmt="json"))["cards"] == []
+    both = cairn("recall", prompt, "--worktree", "--ref", "HEAD", cwd=project)
+    assert both.returncode == 2 and "give --ref or --worktree, not both" in both.stderr

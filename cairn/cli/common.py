@@ -44,6 +44,18 @@ ref_option = click.option(
     help="Read this ref instead of the served one (e.g. HEAD: your branch before it is merged; indexed apart).",
 )
 
+worktree_option = click.option(
+    "--worktree",
+    is_flag=True,
+    help="Read the working tree, uncommitted cards too, instead of the served ref (for authors; the hook never does).",
+)
+
+
+def where_to_read(ref: str | None, worktree: bool) -> None:
+    """--ref and --worktree name two things to read instead of the served ref: one at most."""
+    if ref and worktree:
+        raise click.UsageError("give --ref or --worktree, not both")
+
 
 # What to do about the operating system's refusals that a user can fix.
 _OS_HINTS = {
