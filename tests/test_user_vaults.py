@@ -454,3 +454,30 @@ def test_init_on_a_terminal_asks_to_register(tmp_path: Path, answer: str, regist
     names = [v["name"] for v in json.loads(cairn("vault", "list", "--json", cwd=tmp_path).stdout)["vaults"]]
     assert names == (["team-lessons"] if registered else [])
     assert ("cairn vault add" in text) is not registered
+
+
+def test_commands_take_the_vault_flag_then_the_environment_then_the_folder_then_the_configuration(
+    tmp_path: Path,
+) -> None:
+    """The resolution order every command states in --help and the README, each step shadowing the next."""
+    vaults = {}
+    for name in ("flag", "env", "around", "configured"):
+        repo = VaultRepo(tmp_path / name)
+        repo.write_raw("cairn.toml", "")
+        repo.write(f"{name}/card", f"The {name} vault's card", f"Only the {name} vault holds this card.")
+        repo.commit()
+        vaults[name] = repo
+    assert cairn("vault", "add", str(vaults["configured"].root), cwd=tmp_path).returncode == 0
+    inside = vaults["around"].root / "cards"
+
+    def listed(*args: str, cwd: Path, env: dict[str, str] | None = None) -> list[str]:
+        done = cairn("list", "--json", *args, cwd=cwd, env=env)
+        assert done.returncode == 0, done.stderr
+        return [c["id"] for c in json.loads(done.stdout)["cards"]]
+
+    env = {"CAIRN_VAULT": str(vaults["env"].root)}
+    assert listed("--vault", str(vaults["flag"].root), cwd=inside, env=env) == ["flag/card"]
+    assert listed(cwd=inside, env=env) == ["env/card"]
+    assert listed(cwd=inside) == ["around/card"]
+    assert listed(cwd=tmp_path) == ["configured/card"]
+    assert listed("--vault", "configured", cwd=inside, env=env) == ["configured/card"]  # a configured name
