@@ -89,6 +89,17 @@ def hook(project: Path, prompt: str, session: str = "s-1", fmt: str = "claude-co
     return str(json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"])
 
 
+def team_and_mine(tmp_path: Path) -> tuple[VaultRepo, VaultRepo, Path]:
+    """The team's vault and mine, registered in that order, and a project folder that is neither."""
+    team = team_vault(tmp_path / "team-lessons")
+    mine = personal_vault(tmp_path / "my-notes")
+    register(team.root, "team")
+    register(mine.root, "me")
+    project = tmp_path / "work" / "acme"
+    project.mkdir(parents=True)
+    return team, mine, project
+
+
 def fields(context: str) -> list[dict[str, str]]:
     """The cards inside the frame, each field decoded from its JSON string."""
     found = FRAME.match(context)
@@ -105,12 +116,7 @@ def fields(context: str) -> list[dict[str, str]]:
 
 
 def test_one_prompt_from_a_project_folder_gets_cards_of_both_vaults(home: Path, tmp_path: Path) -> None:
-    team = team_vault(tmp_path / "team-lessons")
-    mine = personal_vault(tmp_path / "my-notes")
-    register(team.root, "team")
-    register(mine.root, "me")
-    project = tmp_path / "work" / "acme"
-    project.mkdir(parents=True)
+    team, mine, project = team_and_mine(tmp_path)
     git_card = fields(hook(project, FITTING_PROMPT))
     assert [c["id"] for c in git_card] == [f"team:{REBASE_ID}"]
     assert git_card[0]["path"] == str(team.root / "cards" / f"{REBASE_ID}.md")
@@ -148,12 +154,7 @@ def test_each_agents_user_install_serves_both_vaults_in_a_third_project(
     card of each vault."""
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     monkeypatch.delenv("CODEX_HOME", raising=False)
-    team = team_vault(tmp_path / "team-lessons")
-    mine = personal_vault(tmp_path / "my-notes")
-    register(team.root, "team")
-    register(mine.root, "me")
-    project = tmp_path / "work" / "acme"
-    project.mkdir(parents=True)
+    *_, project = team_and_mine(tmp_path)
     installed = cairn("install", agent, "--user", cwd=project)
     assert (installed.returncode, installed.stderr) == (0, ""), installed.stderr
     assert "\\" not in installed.stdout

@@ -25,6 +25,7 @@ from test_hook_layered import (
     org_copy_vault,
     personal_vault,
     register,
+    team_and_mine,
     team_vault,
 )
 
@@ -46,13 +47,7 @@ def home(isolated_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 @pytest.fixture
 def two(home: Path, tmp_path: Path) -> tuple[VaultRepo, VaultRepo, Path]:
     """The team's vault and mine, registered in that order, and a project folder that is neither."""
-    team = team_vault(tmp_path / "team-lessons")
-    mine = personal_vault(tmp_path / "my-notes")
-    register(team.root, "team")
-    register(mine.root, "me")
-    project = tmp_path / "work" / "acme"
-    project.mkdir(parents=True)
-    return team, mine, project
+    return team_and_mine(tmp_path)
 
 
 def ok(*args: str, cwd: Path, env: dict[str, str] | None = None) -> str:
