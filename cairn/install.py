@@ -53,8 +53,8 @@ AGENTS = {
         10,
         extra=(("statusMessage", "Cairn: recalling team lessons"),),
         note=(
-            "Codex runs hooks by default in recent versions; older ones need `[features]\\ncodex_hooks = true` in "
-            "config.toml (~/.codex/config.toml). Codex asks you to review and trust a new hook once."
+            "Codex runs hooks by default in recent versions; older ones need `codex_hooks = true` under "
+            "`[features]` in ~/.codex/config.toml. Codex asks you to review and trust a new hook once."
         ),
     ),
     "gemini": Agent(
@@ -259,7 +259,7 @@ def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: boo
         names = ", ".join(str(hooks_dir / n) for n in foreign)
         raise RefusedWrite(
             f"{names} already exist and are not Cairn's; nothing was written. Run again with --chain to keep them "
-            f"(they move to <name>.local and run first), or add `cairn index --vault {vault_dir} &` to them by hand"
+            f"(they move to <name>.local and run first), or add `cairn index --vault {vault_dir}` to them by hand"
         )
     hooks_dir.mkdir(parents=True, exist_ok=True)
     changes = []

@@ -71,7 +71,9 @@ def sync_vault(vault: Vault, name: str, say: Say = lambda text: None) -> SyncRes
             with_extended_output=True,
             with_exceptions=False,
         )
-        if status != 0:
+        if status != 0 and _checked_out(str(stderr)) and _holds_the_remote(repo, remote, src, ref):
+            say(f"{name}: {ref} is checked out and already holds {remote}'s {src.removeprefix('refs/heads/')}")
+        elif status != 0:
             return _fetch_failed(vault, name, ref, before, remote, src, str(stderr))
     try:
         _, after = indexer.served_commit(vault, repo)
@@ -138,6 +140,27 @@ def _fetch_source(repo: Any, ref: str) -> tuple[str, str] | None:
     return None
 
 
+def _checked_out(stderr: str) -> bool:
+    """git refused to move the served branch because a work tree has it checked out."""
+    return "refusing to fetch into" in stderr or "checked out" in stderr
+
+
+def _holds_the_remote(repo: Any, remote: str, src: str, ref: str) -> bool:
+    """Whether the checked-out served branch already has every commit of the remote's (the author's own vault,
+    pushed from there): fetched into FETCH_HEAD alone, nothing of the user's is moved."""
+    status, _, _ = repo.git.fetch(
+        "--no-tags",
+        "--no-progress",
+        "--refmap=",
+        "--end-of-options",
+        remote,
+        src,
+        with_extended_output=True,
+        with_exceptions=False,
+    )
+    return status == 0 and gitrepo.is_ancestor(repo, "FETCH_HEAD", ref)
+
+
 def _config(repo: Any, key: str) -> str:
     status, out, _ = repo.git.config("--get", key, with_extended_output=True, with_exceptions=False)
     return str(out).strip() if status == 0 else ""
@@ -155,10 +178,11 @@ def _fetch_failed(
             f"`git -C {root} fetch --force {remote} {branch}:{ref}`, then `cairn index --vault {name} --rebuild`"
         )
         return SyncResult(name, root, ref, "diverged", before, before, fetched=f"{remote} {src}", message=message)
-    if "refusing to fetch into" in stderr or "checked out" in stderr:
+    if _checked_out(stderr):
         message = (
-            f"{ref} is checked out in {root}, so sync cannot move it; serve the remote's branch instead "
-            f"(`git -C {root} remote set-head {remote} --auto`), or `git pull --ff-only` there"
+            f"{remote}'s {branch} has commits that {ref} lacks, and {ref} is checked out in {root}, so sync cannot "
+            f"move it: `git -C {root} pull --ff-only` (its git hooks index it), or serve the remote's branch instead "
+            f"(`git -C {root} remote set-head {remote} --auto`)"
         )
         return SyncResult(name, root, ref, "error", before, before, fetched=f"{remote} {src}", message=message)
     last = [line for line in stderr.strip().splitlines() if line.strip()]

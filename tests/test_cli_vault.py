@@ -40,6 +40,29 @@ def test_every_command_has_help_with_an_example(command: str) -> None:
     assert f"cairn {command}" in done.stdout
 
 
+# Where each command of issue 14 says which vault it works on (the words as --help wraps them, spaces folded).
+RESOLUTION = {
+    "recall": "$CAIRN_VAULT, else the vault around the current folder, else the one configured vault",
+    "explain": "$CAIRN_VAULT, else the vault around the current folder, else the one configured vault",
+    "list": "$CAIRN_VAULT, else the vault around the current folder, else the one configured vault",
+    "index": "$CAIRN_VAULT, else the vault around the current folder, else the one configured vault",
+    "show": "$CAIRN_VAULT, else the vault around the current folder, else the one configured vault",
+    "hook": "$CAIRN_VAULT, else every vault of the user configuration",
+    "install": "the hook serves $CAIRN_VAULT, else every vault in `cairn vault list`",
+    "doctor": "else $CAIRN_VAULT, else every configured vault (`cairn vault list`)",
+    "sync": "The vaults are those of the user configuration (`cairn vault list`)",
+    "vault": "$CAIRN_CONFIG, else $XDG_CONFIG_HOME/cairn/config.toml, else ~/.config/cairn/config.toml",
+}
+
+
+@pytest.mark.parametrize("command", sorted(RESOLUTION))
+def test_help_says_which_vault_a_command_works_on(command: str) -> None:
+    done = invoke_cli([command, "--help"])
+    assert done.returncode == 0, done.stderr
+    assert RESOLUTION[command] in " ".join(done.stdout.split())
+    assert "Example" in done.stdout
+
+
 def test_unknown_command_and_bad_option_are_usage_errors() -> None:
     assert invoke_cli(["no-such-command"]).returncode == 2
     assert invoke_cli(["show"]).returncode == 2  # missing ID

@@ -20,6 +20,8 @@ from helpers.vaults import REBASE_ID, VaultRepo, make_vault, run_cairn, state_di
 
 VENV_ID = "python/venv-activate"
 VENV_PROMPT = "pip install went into the system python instead of the virtualenv; activate the venv first?"
+# Fits the personal venv card and, less clearly, the team's Docker card (pip install ... first): both vaults give one.
+BOTH_PROMPT = "pip install went into the system python"
 FRAME = re.compile(
     r'\A(Cairn: .*?)\n<cairn-notes nonce="([0-9a-f]{8})">\n(.*)\n</cairn-notes nonce="\2">\n\Z', re.DOTALL
 )
@@ -87,6 +89,17 @@ def hook(project: Path, prompt: str, session: str = "s-1", fmt: str = "claude-co
     return str(json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"])
 
 
+def team_and_mine(tmp_path: Path) -> tuple[VaultRepo, VaultRepo, Path]:
+    """The team's vault and mine, registered in that order, and a project folder that is neither."""
+    team = team_vault(tmp_path / "team-lessons")
+    mine = personal_vault(tmp_path / "my-notes")
+    register(team.root, "team")
+    register(mine.root, "me")
+    project = tmp_path / "work" / "acme"
+    project.mkdir(parents=True)
+    return team, mine, project
+
+
 def fields(context: str) -> list[dict[str, str]]:
     """The cards inside the frame, each field decoded from its JSON string."""
     found = FRAME.match(context)
@@ -103,12 +116,7 @@ def fields(context: str) -> list[dict[str, str]]:
 
 
 def test_one_prompt_from_a_project_folder_gets_cards_of_both_vaults(home: Path, tmp_path: Path) -> None:
-    team = team_vault(tmp_path / "team-lessons")
-    mine = personal_vault(tmp_path / "my-notes")
-    register(team.root, "team")
-    register(mine.root, "me")
-    project = tmp_path / "work" / "acme"
-    project.mkdir(parents=True)
+    team, mine, project = team_and_mine(tmp_path)
     git_card = fields(hook(project, FITTING_PROMPT))
     assert [c["id"] for c in git_card] == [f"team:{REBASE_ID}"]
     assert git_card[0]["path"] == str(team.root / "cards" / f"{REBASE_ID}.md")
@@ -128,6 +136,45 @@ def test_one_prompt_from_a_project_folder_gets_cards_of_both_vaults(home: Path, 
     both = fields(hook(project, f"{FITTING_PROMPT} Also: {VENV_PROMPT}", session="s-both"))
     assert {c["id"] for c in both} <= {f"team:{REBASE_ID}", f"me:{VENV_ID}"}
     assert 1 <= len(both) <= 3
+
+
+AGENT_SETTINGS = {
+    "claude-code": (".claude/settings.json", "UserPromptSubmit"),
+    "codex": (".codex/hooks.json", "UserPromptSubmit"),
+    "gemini": (".gemini/settings.json", "BeforeAgent"),
+}
+
+
+@pytest.mark.parametrize("agent", sorted(AGENT_SETTINGS))
+def test_each_agents_user_install_serves_both_vaults_in_a_third_project(
+    agent: str, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`cairn install AGENT --user` with two vaults registered: the command it wrote into the agent's settings, run
+    as the agent runs it (a shell, from the project folder, the agent's own payload on stdin), gives one prompt a
+    card of each vault."""
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    *_, project = team_and_mine(tmp_path)
+    installed = cairn("install", agent, "--user", cwd=project)
+    assert (installed.returncode, installed.stderr) == (0, ""), installed.stderr
+    assert "\\" not in installed.stdout
+    settings, event = AGENT_SETTINGS[agent]
+    written = json.loads((home / settings).read_text())
+    [command] = [h["command"] for g in written["hooks"][event] for h in g["hooks"]]
+    assert "--vault" not in command
+    done = subprocess.run(
+        ["sh", "-c", command],
+        input=payload_for(agent, BOTH_PROMPT, project),
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    output = json.loads(done.stdout)["hookSpecificOutput"]
+    assert output["hookEventName"] == event
+    assert [c["id"] for c in fields(output["additionalContext"])] == [f"me:{VENV_ID}", "team:docker/layer-cache-order"]
 
 
 def test_sessions_dedupe_across_vaults_and_the_json_format_says_so(home: Path, tmp_path: Path) -> None:

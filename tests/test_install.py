@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -199,15 +198,6 @@ def test_shipped_templates_match_what_install_writes(agent: str) -> None:
 # -- git hooks ------------------------------------------------------------------------------------------------------
 
 
-def _wait_for(predicate, seconds: float = 60) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
-
-
 def _indexed_commit(root: Path) -> str | None:
     from cairn.hot.index import IndexReader
     from cairn.hot.paths import index_path
@@ -219,7 +209,7 @@ def _indexed_commit(root: Path) -> str | None:
         return None
 
 
-def test_git_hooks_keep_the_index_current(vault_repo: VaultRepo) -> None:
+def test_git_hooks_keep_the_index_current(vault_repo: VaultRepo, tmp_path: Path) -> None:
     make_vault(vault_repo)
     done = cairn("install", "git-hooks", "--vault", str(vault_repo.root))
     assert done.returncode == 0, done.stderr
@@ -232,7 +222,17 @@ def test_git_hooks_keep_the_index_current(vault_repo: VaultRepo) -> None:
     vault_repo.git("add", "-A")
     vault_repo.git("commit", "-q", "-m", "new card")  # hooks enabled this time
     head = vault_repo.git("rev-parse", "HEAD")
-    assert _wait_for(lambda: _indexed_commit(vault_repo.root) == head)
+    assert _indexed_commit(vault_repo.root) == head  # when git returns, not some time later: the next prompt sees it
+    prompt = payload_for("json", "activate the venv before pip install, it went into the system python", tmp_path)
+    served = subprocess.run(
+        [cairn_executable(), "hook", "--format", "json", "--vault", str(vault_repo.root)],
+        input=prompt,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+    )
+    assert [c["id"] for c in json.loads(served.stdout)["cards"]] == ["python/venv"]
     removed = cairn("uninstall", "git-hooks", "--vault", str(vault_repo.root))
     assert removed.stdout.count("removed:") == len(install.GIT_HOOKS) == 4
     assert not any((hooks / n).exists() for n in install.GIT_HOOKS)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from helpers.vaults import cairn_executable
 
@@ -29,3 +33,64 @@ def test_demo_runs_on_the_bundled_vault(tmp_path: Path) -> None:
     done = subprocess.run([cairn_executable(), "demo"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "Indexed" in done.stdout
+
+
+def _use_it_blocks(readme: str) -> tuple[str, str]:
+    """The "Use it" section's two shell blocks: the path a new user follows, and the layered vaults'."""
+    section = re.split(r"\n## ", readme.split("\n## Use it\n" if "\n## Use it\n" in readme else "\n## 使用\n")[1])[0]
+    first, layered = re.findall(r"```sh\n(.+?)\n```", section, re.DOTALL)[:2]
+    return first, layered
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["README.md", "README.zh-CN.md"])
+def test_use_it_is_the_path_a_new_user_follows(
+    name: str, isolated_env: Path, monkeypatch: pytest.MonkeyPatch, cairn_bin: str
+) -> None:
+    """Every command of "Use it", as written, in order, in a new HOME with the installed `cairn` (and its
+    pre-commit) first on PATH; then the layered vaults' block; then, in a third project, the hook that
+    `cairn install claude-code --user` wrote, run as Claude Code runs it, serves the lesson just committed."""
+    first, layered = _use_it_blocks((ROOT / name).read_text(encoding="utf-8"))
+    install, *steps = first.split("\n")
+    assert install.startswith("pipx install . && pipx install pre-commit"), install  # the test runs an installed cairn
+    [init] = [i for i, line in enumerate(steps) if line.startswith("cairn init ~/team-lessons ")]
+    assert "--register" in steps[init]  # "answer yes to register it (--register in scripts)"
+    steps[init] = steps[init].replace("cairn init ~/team-lessons", "cairn init ~/team-lessons --register", 1)
+    monkeypatch.setenv("PATH", f"{Path(cairn_bin).parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+
+    def run(script: str, cwd: Path) -> str:
+        done = subprocess.run(["sh", "-e", "-c", script], cwd=cwd, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{name}: {done.stdout}\n{done.stderr}"
+        return done.stdout
+
+    out = run("\n".join(steps), isolated_env)
+    card = re.search(r'cairn add --name "([^"]+)"', first)
+    prompt = re.search(r'cairn recall "([^"]+)"', first)
+    assert card and prompt
+    recalled = out.split("Wrote cards/", 1)[1]
+    assert re.search(rf"^1\. {re.escape(card[1])}  \[", recalled, re.MULTILINE), out  # recall gives it
+    assert "\nInjected: " in recalled and out.endswith("Everything checks out.\n"), out  # explain, doctor
+    listed = run(layered, isolated_env).splitlines()
+    assert [line.split()[0] for line in listed[-2:]] == ["team-lessons", "me"], listed
+    project = isolated_env / "work" / "acme"
+    project.mkdir(parents=True)
+    settings = json.loads((isolated_env / ".claude" / "settings.json").read_text())
+    [command] = [h["command"] for g in settings["hooks"]["UserPromptSubmit"] for h in g["hooks"]]
+    payload = json.dumps(
+        {
+            "session_id": "s-1",
+            "transcript_path": str(project / "transcript.jsonl"),
+            "cwd": str(project),
+            "permission_mode": "default",
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": prompt[1],
+        }
+    )
+    hooked = subprocess.run(["sh", "-c", command], input=payload, cwd=project, capture_output=True, text=True)
+    assert (hooked.returncode, hooked.stderr) == (0, "")
+    context = json.loads(hooked.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert f"1. name: {json.dumps(card[1], ensure_ascii=False)}\n" in context
+    assert '   id: "team-lessons:' in context
+    doctor = subprocess.run(["cairn", "doctor", "--cwd", str(project)], capture_output=True, text=True)
+    assert (doctor.returncode, doctor.stdout.splitlines()[-1]) == (0, "Everything checks out."), doctor.stdout

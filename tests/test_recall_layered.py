@@ -17,6 +17,7 @@ import pytest
 from helpers.payloads import FITTING_PROMPT, log_entries
 from helpers.vaults import REBASE_ID, VaultRepo, run_cairn
 from test_hook_layered import (
+    BOTH_PROMPT,
     VENV_ID,
     VENV_PROMPT,
     cairn,
@@ -24,6 +25,7 @@ from test_hook_layered import (
     org_copy_vault,
     personal_vault,
     register,
+    team_and_mine,
     team_vault,
 )
 
@@ -34,8 +36,6 @@ REBASE_SUMMARY = (
 )
 VENV_NAME = "Activate the venv before pip install"
 VENV_SUMMARY = "pip install outside the virtualenv puts packages in the system python; activate the venv first."
-# Fits the personal venv card and, less clearly, the team's Docker card (pip install ... first): both vaults give one.
-BOTH_PROMPT = "pip install went into the system python"
 
 
 @pytest.fixture
@@ -47,13 +47,7 @@ def home(isolated_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 @pytest.fixture
 def two(home: Path, tmp_path: Path) -> tuple[VaultRepo, VaultRepo, Path]:
     """The team's vault and mine, registered in that order, and a project folder that is neither."""
-    team = team_vault(tmp_path / "team-lessons")
-    mine = personal_vault(tmp_path / "my-notes")
-    register(team.root, "team")
-    register(mine.root, "me")
-    project = tmp_path / "work" / "acme"
-    project.mkdir(parents=True)
-    return team, mine, project
+    return team_and_mine(tmp_path)
 
 
 def ok(*args: str, cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -261,3 +255,42 @@ def test_no_usable_configured_vault_is_an_error_that_says_why(
             f"Error: team: configured vault 'team' at {team.root} is not a folder; fix its path with `cairn vault "
             f"add`; me: configured vault 'me' at {mine.root} is not a folder; fix its path with `cairn vault add`\n"
         )
+
+
+def test_show_takes_an_id_as_recall_prints_it(two: tuple[VaultRepo, VaultRepo, Path]) -> None:
+    """`NAME:ID` copied from recall, explain or the hook names the vault; a card it lacks points at that vault's list."""
+    _, _, project = two
+    [card] = json.loads(ok("recall", VENV_PROMPT, "--json", cwd=project))["cards"]
+    shown = json.loads(ok("show", card["id"], "--json", cwd=project))
+    assert (shown["id"], shown["name"]) == (VENV_ID, VENV_NAME)
+    assert ok("show", card["id"], cwd=project).startswith(f"{VENV_NAME}\nid: {VENV_ID}    path: cards/{VENV_ID}.md")
+    assert json.loads(ok("show", card["id"], "--vault", "me", "--json", cwd=project))["id"] == VENV_ID
+    missing = cairn("show", "team:git/no-such-card", cwd=project)
+    assert (missing.returncode, missing.stdout) == (1, "")
+    assert missing.stderr.startswith("Error: no card 'git/no-such-card' at ")
+    assert "`cairn list --vault team` shows the cards agents are served" in missing.stderr
+    other = cairn("show", card["id"], "--vault", "team", cwd=project)  # another vault named: the id is taken whole
+    assert other.returncode == 1 and f"no card {card['id']!r}" in other.stderr
+
+
+def test_worktree_shows_an_authors_uncommitted_card_the_hook_never_serves(
+    two: tuple[VaultRepo, VaultRepo, Path],
+) -> None:
+    """`--worktree` reads the files being written, in one vault or across the configured ones; the hook and plain
+    recall serve the committed served ref only."""
+    _, mine, project = two
+    mine.write("python/pytest-fixtures", "Pytest fixtures scope", "A session-scoped pytest fixture is built once.")
+    prompt = "is a session-scoped pytest fixture built once"
+
+    def ids(*args: str, cwd: Path) -> list[str]:
+        return [c["id"] for c in json.loads(ok("recall", prompt, "--json", *args, cwd=cwd))["cards"]]
+
+    assert ids(cwd=mine.root) == [] and ids(cwd=project) == []
+    assert ids("--worktree", cwd=mine.root) == ["python/pytest-fixtures"]
+    assert ids("--worktree", cwd=project) == ["me:python/pytest-fixtures"]
+    explained = json.loads(ok("explain", prompt, "--worktree", "--json", cwd=mine.root))
+    assert explained["candidates"][0]["id"] == "python/pytest-fixtures"
+    assert explained["candidates"][0]["decision"] == "injected"
+    assert json.loads(hook(project, prompt, session="s-w", fmt="json"))["cards"] == []
+    both = cairn("recall", prompt, "--worktree", "--ref", "HEAD", cwd=project)
+    assert both.returncode == 2 and "give --ref or --worktree, not both" in both.stderr

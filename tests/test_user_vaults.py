@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import stat
 import subprocess
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from helpers.payloads import FITTING_PROMPT, payload_for
-from helpers.vaults import REBASE_ID, VaultRepo, make_vault, run_cairn
+from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault, run_cairn
 
 PYTEST_ID = "testing/xdist-shared-tmp"
 PYTEST_PROMPT = "with pytest-xdist my workers overwrite each other's files in a shared tmp folder, tests flake"
@@ -190,6 +191,9 @@ def test_sync_fetches_fast_forward_only(tmp_path: Path) -> None:
     head_before = subprocess.run(["git", "rev-parse", "HEAD"], cwd=mine, capture_output=True, text=True).stdout
     done = json.loads(cairn("sync", "team", "--json", cwd=tmp_path).stdout)["vaults"][0]
     assert (done["status"], done["after"], done["cards"]) == ("updated", new, 3)
+    asked = json.dumps({"prompt": "how do I make git bisect find the breaking commit by itself", "session_id": "s"})
+    served = json.loads(cairn("hook", "--format", "json", cwd=tmp_path, input=asked).stdout)
+    assert [c["id"] for c in served["cards"]] == ["team:git/new"]  # the very next prompt, no waiting
     assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=mine, capture_output=True, text=True).stdout == head_before
     assert subprocess.run(["git", "status", "--porcelain"], cwd=mine, capture_output=True, text=True).stdout == ""
     author.git("commit", "-q", "--amend", "-m", "Rewritten")
@@ -362,3 +366,118 @@ def test_init_leaves_a_shared_hooks_folder_alone(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert f"Git hooks not installed: {shared} (core.hooksPath) is shared by other repositories" in done.stdout
     assert not shared.exists()
+
+
+def test_vault_messages_name_the_next_step(tmp_path: Path, vault_repo: VaultRepo) -> None:
+    """One line each, saying what is wrong and what to run: a folder that is not there yet, a name nobody
+    configured; and the confirmation says where a vault limited to projects or scopes is served."""
+    missing = tmp_path / "my-notes"
+    absent = cairn("vault", "add", str(missing), "--name", "me", cwd=tmp_path)
+    assert (absent.returncode, absent.stdout) == (1, "")
+    assert absent.stderr == f"Error: vault '{missing}' is not a folder; create one with `cairn init {missing}`\n"
+    make_vault(vault_repo)
+    acme = tmp_path / "work" / "acme"
+    added = cairn(
+        "vault", "add", str(vault_repo.root), "--name", "me", "--project", str(acme), "--scope", "git", cwd=tmp_path
+    )
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.splitlines()[1] == (
+        f"The prompt hook now serves it to agents working under {acme} (only cards of scope git); "
+        "`cairn doctor` checks the setup."
+    )
+    for args, env in ((("list", "--vault", "team"), {}), (("list",), {"CAIRN_VAULT": "team"})):
+        unknown = cairn(*args, cwd=tmp_path, env=env)
+        given = "--vault" if "--vault" in args else "CAIRN_VAULT"
+        assert (unknown.returncode, unknown.stdout) == (1, "")
+        assert unknown.stderr == (
+            f"Error: {given} 'team' is neither a configured vault (configured: me) nor a folder; see `cairn vault "
+            "list`, or register one with `cairn vault add PATH --name NAME`\n"
+        )
+
+
+def test_sync_of_the_authors_own_vault_with_its_branch_checked_out(tmp_path: Path) -> None:
+    """The vault an author commits to and pushes from serves its local main: sync has nothing to move while main holds
+    every commit of the remote's, and says what to run (never moving the checked-out branch) when it does not."""
+    author = second_vault(tmp_path / "team-lessons")
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(tmp_path / "remote.git")], check=True)
+    author.git("remote", "add", "origin", str(tmp_path / "remote.git"))
+    author.git("push", "-q", "-u", "origin", "main")
+    assert cairn("vault", "add", str(author.root), "--name", "team", cwd=tmp_path).returncode == 0
+    done = cairn("sync", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.startswith("team: refs/heads/main ")
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "remote.git"), str(tmp_path / "other")], check=True)
+    other = VaultRepo(tmp_path / "other")
+    other.write("git/bisect", "A lesson about bisect", "git bisect run finds the breaking commit by itself.")
+    new = other.commit("A teammate's lesson")
+    other.git("push", "-q", "origin", "main")
+    head = author.git("rev-parse", "HEAD")
+    behind = cairn("sync", cwd=tmp_path)
+    assert behind.returncode == 1
+    root = author.root
+    assert behind.stdout == (
+        f"team: error: origin's main has commits that refs/heads/main lacks, and refs/heads/main is checked out in "
+        f"{root}, so sync cannot move it: `git -C {root} pull --ff-only` (its git hooks index it), or serve the "
+        f"remote's branch instead (`git -C {root} remote set-head origin --auto`)\n"
+    )
+    assert author.git("rev-parse", "HEAD") == head and author.git("status", "--porcelain") == ""
+    author.git("pull", "-q", "--ff-only")
+    assert json.loads(cairn("sync", "team", "--json", cwd=tmp_path).stdout)["vaults"][0]["after"] == new
+
+
+@pytest.mark.parametrize(("answer", "registered"), [("\n", True), ("n\n", False)])
+def test_init_on_a_terminal_asks_to_register(tmp_path: Path, answer: str, registered: bool) -> None:
+    """`cairn init` typed in a terminal offers to register the new vault (yes by default)."""
+    primary, secondary = pty.openpty()
+    with subprocess.Popen(
+        [cairn_executable(), "init", str(tmp_path / "team-lessons")],
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        cwd=tmp_path,
+    ) as process:
+        os.close(secondary)
+        os.write(primary, answer.encode())
+        output = b""
+        while True:
+            try:
+                chunk = os.read(primary, 4096)
+            except OSError:  # the terminal closed: the command is done
+                break
+            if not chunk:
+                break
+            output += chunk
+        assert process.wait(timeout=120) == 0, output
+    os.close(primary)
+    text = output.decode()
+    assert "Register it so the prompt hook serves it in every project? [Y/n]" in text
+    names = [v["name"] for v in json.loads(cairn("vault", "list", "--json", cwd=tmp_path).stdout)["vaults"]]
+    assert names == (["team-lessons"] if registered else [])
+    assert ("cairn vault add" in text) is not registered
+
+
+def test_commands_take_the_vault_flag_then_the_environment_then_the_folder_then_the_configuration(
+    tmp_path: Path,
+) -> None:
+    """The resolution order every command states in --help and the README, each step shadowing the next."""
+    vaults = {}
+    for name in ("flag", "env", "around", "configured"):
+        repo = VaultRepo(tmp_path / name)
+        repo.write_raw("cairn.toml", "")
+        repo.write(f"{name}/card", f"The {name} vault's card", f"Only the {name} vault holds this card.")
+        repo.commit()
+        vaults[name] = repo
+    assert cairn("vault", "add", str(vaults["configured"].root), cwd=tmp_path).returncode == 0
+    inside = vaults["around"].root / "cards"
+
+    def listed(*args: str, cwd: Path, env: dict[str, str] | None = None) -> list[str]:
+        done = cairn("list", "--json", *args, cwd=cwd, env=env)
+        assert done.returncode == 0, done.stderr
+        return [c["id"] for c in json.loads(done.stdout)["cards"]]
+
+    env = {"CAIRN_VAULT": str(vaults["env"].root)}
+    assert listed("--vault", str(vaults["flag"].root), cwd=inside, env=env) == ["flag/card"]
+    assert listed(cwd=inside, env=env) == ["env/card"]
+    assert listed(cwd=inside) == ["around/card"]
+    assert listed(cwd=tmp_path) == ["configured/card"]
+    assert listed("--vault", "configured", cwd=inside, env=env) == ["configured/card"]  # a configured name

@@ -10,8 +10,11 @@ from cairn.hot.vault import Vault
 from cairn.index.build import open_index, read_worktree_card
 
 
-def card_record(vault: Vault, card_id: str, *, worktree: bool = False) -> dict[str, Any]:
-    """The whole card (parsed fields, body) with its provenance; raises CardNotFound with what to do next."""
+def card_record(
+    vault: Vault, card_id: str, *, worktree: bool = False, list_command: str = "cairn list"
+) -> dict[str, Any]:
+    """The whole card (parsed fields, body) with its provenance; raises CardNotFound with what to do next (the
+    `list_command` that lists this vault's cards, with the --vault the caller was given)."""
     card_id = check_card_id(card_id)
     if worktree:
         path = vault.card_path(card_id)
@@ -29,7 +32,11 @@ def card_record(vault: Vault, card_id: str, *, worktree: bool = False) -> dict[s
             hint = _near_ids(index.ids(), card_id)
             raise CardNotFound(
                 f"no card {card_id!r} at {index.commit[:8]}"
-                + (f"; did you mean {', '.join(hint)}?" if hint else "; `cairn list` shows the cards agents are served")
+                + (
+                    f"; did you mean {', '.join(hint)}?"
+                    if hint
+                    else f"; `{list_command}` shows the cards agents are served"
+                )
                 + " (uncommitted cards need --worktree)"
             )
         stored["commit"] = index.commit

@@ -44,6 +44,18 @@ ref_option = click.option(
     help="Read this ref instead of the served one (e.g. HEAD: your branch before it is merged; indexed apart).",
 )
 
+worktree_option = click.option(
+    "--worktree",
+    is_flag=True,
+    help="Read the working tree, uncommitted cards too, instead of the served ref (for authors; the hook never does).",
+)
+
+
+def where_to_read(ref: str | None, worktree: bool) -> None:
+    """--ref and --worktree name two things to read instead of the served ref: one at most."""
+    if ref and worktree:
+        raise click.UsageError("give --ref or --worktree, not both")
+
 
 # What to do about the operating system's refusals that a user can fix.
 _OS_HINTS = {
@@ -115,11 +127,18 @@ def resolve_vault(vault_path: str | None, cwd: str | None = None) -> tuple[Vault
     if given:
         if "/" not in given and os.sep not in given:
             try:
-                named = next((e for e in load_vaults() if e.name == given), None)
+                entries = load_vaults()
             except ConfigError:
-                named = None
+                entries = []
+            named = next((e for e in entries if e.name == given), None)
             if named is not None:
                 return find_vault(named.path), f"{reason} (configured vault {named.name!r})"
+            if not os.path.isdir(os.path.expanduser(given)):
+                configured = f"configured: {', '.join(e.name for e in entries)}" if entries else "none is configured"
+                raise VaultNotFound(
+                    f"{reason} {given!r} is neither a configured vault ({configured}) nor a folder; see "
+                    "`cairn vault list`, or register one with `cairn vault add PATH --name NAME`"
+                )
         return find_vault(vault_path), reason
     try:
         return find_vault(None, None if cwd is None else Path(cwd)), "current folder"
@@ -134,6 +153,23 @@ def resolve_vault(vault_path: str | None, cwd: str | None = None) -> tuple[Vault
                 "pick one with --vault NAME"
             ) from None
         raise
+
+
+def split_named_id(card_id: str, vault_path: str | None) -> tuple[str | None, str]:
+    """(vault, id) for an id as recall, explain and the hook show a configured vault's card, `NAME:ID`: the vault
+    NAME and the bare id. An id whose part before the colon is no configured vault's name (or not the --vault
+    given) is left whole, as is every id when the configuration cannot be read."""
+    from cairn.hot.errors import ConfigError
+    from cairn.hot.userconfig import load_vaults
+
+    name, colon, rest = card_id.partition(":")
+    if not colon or "/" in name or vault_path not in (None, name):
+        return vault_path, card_id
+    try:
+        names = {entry.name for entry in load_vaults()}
+    except ConfigError:
+        return vault_path, card_id
+    return (name, rest) if name in names else (vault_path, card_id)
 
 
 def echo_json(data: Any) -> None:

@@ -24,6 +24,11 @@ def doctor(cwd: Path | None, as_json: bool) -> None:
     """Check the setup: which vaults the prompt hook serves from a folder and why, each vault's served ref and
     index, its git hooks and pre-commit, each agent's settings and the `cairn` they run, and Python.
 
+    The prompt hook serves the vault its --vault names, else $CAIRN_VAULT, else every configured vault (`cairn vault
+    list`) whose --project limits let it serve that folder; never a vault it merely finds around the folder (a
+    vault there that is not configured fails, with the `cairn vault add` that fixes it). Other commands take
+    --vault, else $CAIRN_VAULT, else the vault around the current folder, else the configured vaults.
+
     Exit 1 when a check fails; each failing line ends with the command that fixes it.
 
     \b

@@ -78,7 +78,7 @@ def install_cmd(
         hooks_dir = gitrepo.hooks_dir(vault)
         for git_change in install.install_git_hooks(vault, hooks_dir, executable, chain=chain):
             echo(f"{git_change.action}: {git_change.path}")
-        echo(f"Every commit, merge, checkout and rebase in {vault.root} now updates its index in the background.")
+        echo(f"Every commit, merge, checkout and rebase in {vault.root} now updates its index before git returns.")
         return
     base = _base(project, user)
     if not user:

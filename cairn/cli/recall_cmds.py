@@ -20,6 +20,8 @@ from cairn.cli.common import (
     progress_bar,
     ref_option,
     vault_option,
+    where_to_read,
+    worktree_option,
 )
 from cairn.hot.gates import NAMED_LEAD
 from cairn.hot.index import IndexReader
@@ -64,11 +66,18 @@ scope_option = click.option(
 @scope_option
 @click.option("--session", "session_id", default=None, help="Agent session id: each card at most once per session.")
 @ref_option
+@worktree_option
 @vault_option
 @json_option
 @errors_to_exit
 def recall_cmd(
-    query: str, scope: str | None, session_id: str | None, ref: str | None, vault_path: str | None, as_json: bool
+    query: str,
+    scope: str | None,
+    session_id: str | None,
+    ref: str | None,
+    worktree: bool,
+    vault_path: str | None,
+    as_json: bool,
 ) -> None:
     """The cards a prompt would get (at most 3), or none when none fits. QUERY `-` reads the prompt from stdin.
 
@@ -79,10 +88,12 @@ def recall_cmd(
     Example:
       cairn recall "git push --force rejected after a rebase" --json
       pbpaste | cairn recall -
+      cairn recall --worktree "a prompt my uncommitted card should fit"
     """
+    where_to_read(ref, worktree)
     query = _query_text(query)
     if _serves_configured(vault_path):
-        with configured_layers(scope, ref) as slots:
+        with configured_layers(scope, ref, worktree) as slots:
             _warn_skipped(slots)
             layers = [s.layer for s in slots if s.layer is not None]
             layered = serve_layers(layers, query, session_id=session_id, want_already=session_id is not None)
@@ -90,7 +101,7 @@ def recall_cmd(
         return
     vault = open_vault(vault_path)
     tags = scope_tags(scope)
-    with indexer.open_index(vault, ref=ref) as index:
+    with indexer.open_index(vault, ref=ref, worktree=worktree) as index:
         served = serve_prompt(index, query, vault_root=str(vault.root), scope=tags, session_id=session_id)
         already = _already_given(index, query, str(vault.root), tags, served) if session_id else None
     _print_recall(served.result, already, as_json)
@@ -124,10 +135,11 @@ def _serves_configured(vault_path: str | None) -> bool:
 
 
 @contextmanager
-def configured_layers(scope: str | None, ref: str | None) -> Iterator[list[Slot]]:
+def configured_layers(scope: str | None, ref: str | None, worktree: bool = False) -> Iterator[list[Slot]]:
     """Every vault of the user configuration, in its order, as the hook takes them (`hook_vaults`): a vault limited
     to projects the current folder is outside of, or to scopes the declared ones miss, serves nothing; an unusable
-    one is skipped with why. Each index is brought up to its served ref (the configured `ref`), or `ref`'s."""
+    one is skipped with why. Each index is brought up to its served ref (the configured `ref`), or `ref`'s, or to
+    the working tree."""
     from cairn.hot.errors import CairnError
     from cairn.hot.vault import find_vault, hook_vaults
 
@@ -145,7 +157,7 @@ def configured_layers(scope: str | None, ref: str | None) -> Iterator[list[Slot]
                 slots.append(Slot(name, root, None, "the scope shares no tag with the scopes it is limited to"))
             else:
                 try:
-                    index = stack.enter_context(indexer.open_index(find_vault(root), ref=ref))
+                    index = stack.enter_context(indexer.open_index(find_vault(root), ref=ref, worktree=worktree))
                 except CairnError as exc:
                     slots.append(Slot(name, root, None, str(exc), broken=True))
                     continue
@@ -230,10 +242,13 @@ def _print_recall(result: Result, already: list[str] | None, as_json: bool) -> N
 @click.argument("query")
 @scope_option
 @ref_option
+@worktree_option
 @vault_option
 @json_option
 @errors_to_exit
-def explain(query: str, scope: str | None, ref: str | None, vault_path: str | None, as_json: bool) -> None:
+def explain(
+    query: str, scope: str | None, ref: str | None, worktree: bool, vault_path: str | None, as_json: bool
+) -> None:
     """Why recall injects what it does: the top 20 candidates and every refused one, with each gate's value, the
     prompt's terms each card matched and, for a rejected card, the heaviest ones it lacks. QUERY `-` reads stdin.
 
@@ -245,12 +260,13 @@ def explain(query: str, scope: str | None, ref: str | None, vault_path: str | No
       cairn explain "how do I force-push safely"
       cairn explain - < prompt.txt
     """
+    where_to_read(ref, worktree)
     query = _query_text(query)
     if _serves_configured(vault_path):
-        _explain_layered(query, scope, ref, as_json)
+        _explain_layered(query, scope, ref, worktree, as_json)
         return
     vault = open_vault(vault_path)
-    with indexer.open_index(vault, ref=ref) as index:
+    with indexer.open_index(vault, ref=ref, worktree=worktree) as index:
         similarity = _similarities(index, query)
         result = recall(index, query, scope=scope_tags(scope), examine_all=True, semantic=similarity)
         weights = prompt_weights(index, query, result.settings)
@@ -264,13 +280,13 @@ def explain(query: str, scope: str | None, ref: str | None, vault_path: str | No
         echo(render_explain(result, rows))
 
 
-def _explain_layered(query: str, scope: str | None, ref: str | None, as_json: bool) -> None:
+def _explain_layered(query: str, scope: str | None, ref: str | None, worktree: bool, as_json: bool) -> None:
     """`explain` across the configured vaults: each vault's candidates under its own heading, ids as `name:id`, and
     a card its vault's recall chose but the merge left out marked rejected with the merge's reason, as the hook
     logs it (`same_lesson`, `cross_vault`, `over_total`)."""
     sections: list[dict[str, Any]] = []
     tables: list[str] = []
-    with configured_layers(scope, ref) as slots:
+    with configured_layers(scope, ref, worktree) as slots:
         layers = [s.layer for s in slots if s.layer is not None]
         results: dict[int, Result] = {}
         weights: dict[int, QueryWeights] = {}

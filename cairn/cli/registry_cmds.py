@@ -27,7 +27,7 @@ def vault_group() -> None:
 
 
 @vault_group.command(name="add")
-@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("path", type=click.Path(file_okay=False, path_type=Path))  # a missing folder: one line, with the fix
 @click.option("--name", default=None, help="Shown as NAME:card-id (default: from the folder's name).")
 @click.option(
     "--ref",
@@ -59,7 +59,9 @@ def add_cmd(
         path, name=name, ref=ref, scopes=scopes, projects=[str(p) for p in projects], first=first
     )
     echo(f"Added vault {entry.name!r} ({entry.path}) to {config_file()}.")
-    echo("The prompt hook now serves it in every project; `cairn doctor` checks the setup.")
+    where = f"to agents working under {', '.join(entry.projects)}" if entry.projects else "in every project"
+    only = f" (only cards of scope {', '.join(entry.scopes)})" if entry.scopes else ""
+    echo(f"The prompt hook now serves it {where}{only}; `cairn doctor` checks the setup.")
 
 
 @vault_group.command(name="list")

@@ -19,6 +19,10 @@ from cairn.hot.vault import find_vault
 def sync(name: str | None, as_json: bool) -> None:
     """Fetch each configured vault's served branch from its remote and index it (or only the vault NAME).
 
+    The vaults are those of the user configuration (`cairn vault list`), in its order; a folder that is not
+    configured is not synced (register it with `cairn vault add PATH`). A served branch that is checked out (the
+    vault you commit to) is never moved: when its remote is ahead, the line says to `git pull --ff-only` there.
+
     Fast-forward only: a remote branch that was rewritten (force-pushed) is refused, and the vault keeps serving
     what it served; the line says what to do. Your working tree and current branch are never touched. Exit 1 when
     a vault could not be synced.
@@ -34,7 +38,8 @@ def sync(name: str | None, as_json: bool) -> None:
     if name is not None:
         entries = [e for e in entries if e.name == name]
         if not entries:
-            raise VaultNotFound(f"no vault named {name!r} is configured; see `cairn vault list`")
+            names = ", ".join(e.name for e in load_vaults()) or "none"
+            raise VaultNotFound(f"no vault named {name!r} is configured (configured: {names}); see `cairn vault list`")
     if not entries:
         raise VaultNotFound(f"no vault is configured in {config_file()}; add one with `cairn vault add PATH`")
     show = sys.stderr.isatty() and not as_json

@@ -12,7 +12,16 @@ from typing import Any
 import click
 
 from cairn.cards import authoring, catalog
-from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
+from cairn.cli.common import (
+    echo,
+    echo_json,
+    errors_to_exit,
+    json_option,
+    open_vault,
+    progress_bar,
+    split_named_id,
+    vault_option,
+)
 from cairn.hot.errors import CairnError
 from cairn.hot.vault import find_vault
 from cairn.index import build as indexer
@@ -323,12 +332,17 @@ def show(card_id: str, worktree: bool, vault_path: str | None, as_json: bool) ->
     """Print the whole card ID with its provenance.
 
     \b
+    ID may be NAME:ID as `recall`, `explain` and the prompt hook show a card of the configured vault NAME.
+
+    \b
     Example:
       cairn show git/force-push-rebase
-      cairn show git/force-push-rebase --json
+      cairn show team:git/force-push-rebase --json
     """
+    vault_path, card_id = split_named_id(card_id, vault_path)
     vault = open_vault(vault_path)
-    record = catalog.card_record(vault, card_id, worktree=worktree)
+    listing = "cairn list" + (f" --vault {shlex.quote(vault_path)}" if vault_path else "")
+    record = catalog.card_record(vault, card_id, worktree=worktree, list_command=listing)
     if as_json:
         echo_json(record)
         return
