@@ -113,10 +113,10 @@ def ask(
     z: bool = False,
 ) -> "Callable[[], dict[str, float] | None] | None":
     """`similarities`, asked now and read later: the request is sent at once and the function returned reads the
-    answer (waiting at most `timeout` from now; None when there is none). The hook asks before it ranks by words
-    and reads the answer when recall's gates need it, so the warm encoder finishes the prompt meanwhile. None at
-    once, nothing sent, when the channel is off, the index has no vectors, or the warm encoder is not up (then
-    started). Neither raises."""
+    answer (each read of the socket waits at most `timeout`; None when there is no answer). The hook asks before it
+    ranks by words and reads the answer when recall's gates need it, so the warm encoder finishes the prompt
+    meanwhile. None at once, nothing sent, when the channel is off, the index has no vectors, or the warm encoder is
+    not up (then started). Neither raises."""
     try:
         if not enabled(index.config):
             return None
