@@ -258,6 +258,29 @@ def quality(suites: list[str], as_json: bool) -> int:
 
 # -- costs ----------------------------------------------------------------------------------------------------------
 
+_CORENAME = """
+import ctypes, glob, os, numpy
+names = ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename64_", "openblas_get_corename")
+for path in glob.glob(os.path.join(os.path.dirname(numpy.__file__) + ".libs", "*openblas*.so*")):
+    for name in names:
+        function = getattr(ctypes.CDLL(path), name, None)
+        if function is not None:
+            function.restype = ctypes.c_char_p
+            print(function().decode())
+            raise SystemExit(0)
+print("unknown")
+"""
+
+
+def blas_kernels(python: str, env: dict[str, str]) -> str:
+    """Which OpenBLAS kernels numpy runs in `python` under `env`, as the encoder's processes will (for the figures'
+    record: `OPENBLAS_CORETYPE` forces them, and this machine's environment sets it to Haswell, AVX2, on an AVX-512
+    CPU whose own choice, SkylakeX, encodes cards in about 0.65x the CPU)."""
+    done = subprocess.run([python, "-c", _CORENAME], env=env, capture_output=True, text=True)
+    core = done.stdout.strip() or "unknown"
+    forced = env.get("OPENBLAS_CORETYPE")
+    return f"OpenBLAS kernels {core} ({f'OPENBLAS_CORETYPE={forced}' if forced else 'its own choice'})"
+
 
 def index_cost(n_cards: int) -> int:
     """A full `cairn index` of a synthetic vault without and with the extra; the cache it leaves (index and vectors)
@@ -296,7 +319,7 @@ def index_cost(n_cards: int) -> int:
     print(
         f"cairn index, {n_cards} cards: returns after {full:.1f} s with the extra ({lexical:.1f} s without); "
         f"vectors ready after {ready:.0f} s ({vec.stat().st_size / 1e6:.1f} MB); budget 120 s; "
-        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}"
+        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; {blas_kernels(sys.executable, env)}"
     )
     print("  encoder log:", log.read_text().strip().splitlines()[-1:] if log.exists() else "none")
     return 0
@@ -383,7 +406,10 @@ def hook_cost(n_cards: int, runs: int) -> int:
 
             os.kill(int(pid_file.read_text()), signal.SIGTERM)
         bare = statistics.median(times["bare"])
-        print(f"cairn hook, {n_cards} cards, {runs} runs, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}:")
+        print(
+            f"cairn hook, {n_cards} cards, {runs} runs, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}, "
+            f"{blas_kernels(python, env)}:"
+        )
         for name in ("bare", "lexical", "semantic"):
             med = statistics.median(times[name])
             print(f"  {name:<9} {med * 1000:7.1f} ms  {med / bare:5.2f}x")
@@ -461,9 +487,11 @@ def compare_hooks(n_cards: int, runs: int, old_bin: Path, new_bin: Path) -> int:
             pid = Path(tmp, name, "semantic.pid")
             if pid.exists():
                 os.kill(int(pid.read_text()), signal.SIGTERM)
+        kernels = blas_kernels(str(new_bin / "python"), env("new"))
     bare = statistics.median(times["bare"])
     print(
-        f"cairn hook, {n_cards} cards, {runs} interleaved runs, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}:"
+        f"cairn hook, {n_cards} cards, {runs} interleaved runs, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}, "
+        f"{kernels}:"
     )
     for name, med in ((k, statistics.median(v)) for k, v in times.items()):
         print(f"  {name:<8} {med * 1000:7.1f} ms  {med / bare:5.2f}x")

@@ -6,6 +6,7 @@ every card to the prompt, as z-scores over the vault's cards, the 50 closest kep
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 
 from cairn.hot import recall as R
 from cairn.hot.recall import recall
@@ -88,3 +89,46 @@ def test_a_clear_semantic_first_choice_the_words_support_is_picked(vault_repo: V
     assert first.coverage >= R.SEMANTIC_PICK_MIN_COVERAGE
     assert [c.card.id for c in meant.injected] == [MIDNIGHT]
     assert unclear.abstained  # another card means the prompt about as much: no pick
+
+
+def test_an_answer_read_when_the_gates_need_it_decides_as_one_given_and_no_answer_as_the_words(
+    vault_repo: VaultRepo,
+) -> None:
+    """The hook asks the warm encoder before it ranks by words and gives recall a function that reads the answer
+    (`cairn.hot.semantic.ask`): recall reads it once, when its gates need it, and decides exactly as with the
+    similarities given; when the answer is none, exactly as the words alone, though recall had ranked as deep as
+    the semantic pick needs (the second prompt: 100 cards share its words and the session already got the 60 best,
+    so that depth examines more of them)."""
+    repo = _vault(vault_repo)
+    for n in range(70):
+        repo.write(
+            f"misc/extra-{n}", f"Extra gotcha {n}", "What to know: the behaviour surprises people the first time."
+        )
+    repo.commit("more cards")
+    sims = _z({MIDNIGHT: 0.93, IDS[1]: 0.85}, IDS)
+    reads: list[dict[str, float] | None] = []
+    nothing: dict[str, float] = {}
+
+    def later(answer: dict[str, float] | None) -> Callable[[], dict[str, float] | None]:
+        def read() -> dict[str, float] | None:
+            reads.append(answer)
+            return answer
+
+        return read
+
+    with indexer.open_index(find_vault(repo.root)) as index:
+        broad = "what to know about this gotcha: the behaviour surprises people the first time"
+        got = [c.card.id for c in recall(index, broad).candidates[:60]]
+        for asked, already in (("my datetime check skips the 00:00 rows in the nightly export", []), (broad, got)):
+            for first in (20, None):
+                plain = recall(index, asked, already_injected=already, decide_first=first)
+                given = recall(index, asked, already_injected=already, decide_first=first, semantic=sims)
+                reads.clear()
+                deferred = recall(index, asked, already_injected=already, decide_first=first, semantic=later(sims))
+                assert deferred == given and reads == [sims]
+                for none in (None, nothing):
+                    unanswered = recall(
+                        index, asked, already_injected=already, decide_first=first, semantic=later(none)
+                    )
+                    assert unanswered == plain
+                assert reads == [sims, None, {}]

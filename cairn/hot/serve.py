@@ -227,8 +227,9 @@ def recall_all(
         settings = stored_settings(layer.index.config)
         already = _already_of(layer, injected) if injected else ()
         # The optional semantic channel (cairn.hot.semantic): z-scores of the prompt's similarity to the vault's
-        # cards (the 50 closest) from the warm encoder, or None (no extra, switched off, not up yet): then recall is
-        # lexical alone.
+        # cards (the 50 closest) from the warm encoder, asked now and read by recall's gates after it has ranked by
+        # words (the encoder finishes the prompt meanwhile); none (no extra, switched off, not up yet, no answer):
+        # then recall is lexical alone.
         sims = _similarities(layer.index, query)
         semantic: dict[str, Any] = {} if sims is None else {"semantic": sims}  # none: exactly the lexical call
         results.append(
@@ -245,16 +246,17 @@ def recall_all(
     return results
 
 
-def _similarities(index: "IndexReader", query: str) -> "dict[str, float] | None":
-    """`semantic.similarities` of the 50 closest cards (z-scores), or None at once when the index has no vectors
-    side file: `cairn.hot.semantic` is imported only for an index that has one (most hooks never need it)."""
+def _similarities(index: "IndexReader", query: str) -> "Callable[[], dict[str, float] | None] | None":
+    """`semantic.ask` for the 50 closest cards (z-scores): the request sent, a function that reads its answer; None
+    at once when the index has no vectors side file: `cairn.hot.semantic` is imported only for an index that has
+    one (most hooks never need it)."""
     try:
         os.stat(os.fspath(index.path) + VECTORS_SUFFIX)
     except OSError:
         return None
-    from cairn.hot.semantic import similarities
+    from cairn.hot.semantic import ask
 
-    return similarities(index, query, top=50, z=True)
+    return ask(index, query, top=50, z=True)
 
 
 def _already_of(layer: Layer, injected: "Collection[str]") -> "Collection[str]":

@@ -87,6 +87,9 @@ class Encoder:
 
     def passages(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> Matrix:
         """Unit vectors of card passages, one row each; `progress(n)` hears of every n more done."""
+        from cairn.semantic.engine import keep_freed_memory
+
+        keep_freed_memory()
         return self._encode(list(texts), False, progress)
 
     def _encode(self, texts: list[str], is_query: bool, progress: Callable[[int], None] | None = None) -> Matrix:
