@@ -14,7 +14,7 @@ For each size, a committed synthetic vault (`benchmarks.synth`, built once and r
 `cairn.index.build.card_terms` and `cairn.index.store.write_index` by `benchmarks/hookindex.py`, run in a venv
 with the same sources and their dependencies (so parsing 100,000 YAML files is not what is timed, the index is
 written by the code the hook reads it with, and this process never imports the checkout; the index is rebuilt
-when the vault, the index format or schema, Cairn's version or the default config changes). The hook serves it as
+when the vault, the index format or layout, Cairn's version or the default config changes). The hook serves it as
 a user's hook does: from the user configuration (`CAIRN_CONFIG`, a file in the work folder listing the vault; the
 hook reads its cached JSON copy, made by one run before anything is timed). `--layered 3x1000` adds a row where
 three vaults of 1,000 cards are configured (the first the usual one, the others drawn with other seeds: different

@@ -15,7 +15,7 @@ from cairn.hot.index import IndexReader
 from cairn.hot.vault import find_vault
 from cairn.index import store
 from cairn.index.build import build_index, build_worktree_index, open_index
-from helpers.cachefiles import reseal
+from helpers.cachefiles import edit_meta, reseal
 from helpers.vaults import BOB, VaultRepo, cairn_executable
 
 
@@ -92,10 +92,11 @@ def test_incremental_equals_full_rebuild(vault_repo: VaultRepo) -> None:
 def _dump(index: IndexReader) -> dict[str, object]:
     terms = {}
     ids_by_row = {index.card_by_id(i).row: i for i in index.ids()}  # type: ignore[union-attr]
-    for term_row in index._db.execute("SELECT term FROM terms"):
-        postings = index.postings([term_row[0]])[term_row[0]]
-        terms[term_row[0]] = sorted((ids_by_row[r], *s) for r, *s in postings)
-    bounds = dict(index._db.execute("SELECT term, bound FROM terms"))
+    bounds = {}
+    for term, _df, _postings, bound, _seal, _message in index.term_rows():
+        postings = index.postings([term])[term]
+        terms[term] = sorted((ids_by_row[r], *s) for r, *s in postings)
+        bounds[term] = bound
     return {"ids": index.ids(), "terms": terms, "bounds": bounds, "n": index.n_cards, "avg": index.avg_lengths}
 
 
@@ -163,7 +164,7 @@ def test_damaged_cache_is_rebuilt(vault_repo: VaultRepo) -> None:
     vault_repo.commit()
     vault = find_vault(vault_repo.root)
     target = build_index(vault).index_file
-    target.write_bytes(b"this is not sqlite" * 100)
+    target.write_bytes(b"this is not an index" * 100)
     with pytest.raises(IndexCorrupt):
         IndexReader(target)
     report = build_index(vault)
@@ -239,16 +240,11 @@ def test_updating_a_terms_postings_equals_packing_them_anew(stats: list[tuple[in
 
 def test_settings_from_an_older_cairn_are_refreshed_without_rereading_cards(vault_repo: VaultRepo) -> None:
     """The stored config carries the defaults of the Cairn that wrote it; a new default must reach the index."""
-    import sqlite3
-
     vault_repo.write("a/b", "Card", "Summary.")
     vault_repo.commit()
     vault = find_vault(vault_repo.root)
     target = build_index(vault).index_file
-    with sqlite3.connect(target) as db:
-        db.execute("UPDATE meta SET value = ? WHERE key = 'config'", (json.dumps({"recall": {"min_margin": 0.99}}),))
-        db.execute("UPDATE meta SET value = '0.0.1' WHERE key = 'cairn_version'")
-    db.close()
+    edit_meta(target, config=json.dumps({"recall": {"min_margin": 0.99}}), cairn_version="0.0.1")
     reseal(target)  # as an older Cairn would have sealed it
     report = build_index(vault)
     assert report.mode == "incremental" and report.read == 0

@@ -1,9 +1,11 @@
-"""Writing the index file: the schema, cards turned into term postings and score bounds, written atomically.
+"""Writing the index file: cards turned into term postings and score bounds, laid out in Cairn's index format
+(`cairn.hot.index` describes it), written atomically.
 
 Writers build a new file beside the index and `os.replace` it, under a lock, so a reader
-(`cairn.hot.index.IndexReader`) always sees one whole index and two writers leave one valid file. Every row is
-sealed with the cache key as it is written (see `cairn.hot.index`); `verify` checks a whole file. Files are 0600
-in 0700 folders.
+(`cairn.hot.index.IndexReader`) always sees one whole index and two writers leave one valid file. Every record is
+sealed with the cache key as it is written (see `cairn.hot.index`); an update from a base file copies the records
+it does not change as they are (sealed bytes), re-encodes the terms the changed cards touch, and lays the file out
+anew. `verify` checks a whole file. Files are 0600 in 0700 folders.
 """
 
 from __future__ import annotations
@@ -13,64 +15,41 @@ import fcntl
 import hashlib
 import json
 import os
-import sqlite3
+import struct
 import tempfile
 from array import array
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from cairn.hot import paths
 from cairn.hot.errors import IndexCorrupt
 from cairn.hot.index import (
+    BYTE_ORDER,
+    CARD_SLOT,
     FORMAT_VERSION,
-    SEALED_CARD_COLUMNS,
+    HEADER_FIELDS,
+    HEADER_SIZE,
+    MAGIC,
+    SEAL_BYTES,
+    SLOT,
     IndexReader,
     Sealer,
-    _chunks,
+    _term_record,
     _unpack,
     card_message,
+    cold_message,
     meta_message,
     record_digest,
     superseders_digest,
+    superseders_message,
     term_message,
 )
 
 _U16 = 0xFFFF  # counts and lengths are stored as unsigned 16-bit values
-
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE cards (
-    row INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    path TEXT NOT NULL,
-    blob TEXT NOT NULL,
-    name TEXT NOT NULL,
-    summary TEXT NOT NULL,
-    status TEXT NOT NULL,
-    expires_on TEXT,
-    scope TEXT NOT NULL,
-    not_when TEXT NOT NULL,
-    supersedes TEXT NOT NULL,
-    len_name INTEGER NOT NULL,
-    len_summary INTEGER NOT NULL,
-    len_body INTEGER NOT NULL,
-    terms TEXT NOT NULL,
-    record TEXT NOT NULL,
-    provenance TEXT,
-    record_digest TEXT NOT NULL,
-    seal TEXT NOT NULL
-);
-CREATE TABLE terms (
-    term TEXT PRIMARY KEY, df INTEGER NOT NULL, postings BLOB NOT NULL, bound BLOB NOT NULL, seal TEXT NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE problems (path TEXT NOT NULL, line INTEGER NOT NULL, rule TEXT NOT NULL, message TEXT NOT NULL);
--- Every recall looks up the superseding cards: without this index that is a scan of the whole cards table.
-CREATE INDEX cards_superseding ON cards(supersedes) WHERE supersedes != '[]';
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +164,24 @@ def writer_lock(index_file: Path) -> Iterator[None]:
         yield
 
 
+@dataclass(slots=True)
+class Parts:
+    """Everything an index file holds, each record as the file stores it (sealed): what `write_parts` lays out.
+
+    meta: `meta_message` of the settings; problems: the cards left out (JSON); superseders:
+    `superseders_message`; terms: (term, seal + `term_message`) by term; cards: (row, id, seal + `card_message`,
+    `cold_message`) by row.
+    """
+
+    meta: bytes = b"[]"
+    meta_seal: bytes = b"\0" * SEAL_BYTES
+    problems: bytes = b"[]"
+    problems_seal: bytes = b"\0" * SEAL_BYTES
+    superseders: bytes = b"[]"
+    terms: list[tuple[str, bytes]] = field(default_factory=list)
+    cards: list[tuple[int, str, bytes, bytes]] = field(default_factory=list)
+
+
 def write_index(
     index_file: Path,
     meta: dict[str, str],
@@ -199,34 +196,144 @@ def write_index(
     """
     paths.private_folder(str(index_file.parent))
     sealer = Sealer(paths.make_index_key())
+    parts = read_parts(base) if base is not None else Parts()
+    values = _apply(parts, sealer, upserts, set(removed_ids) | {c.id for c in upserts})
+    ordered = sorted(problems, key=lambda p: (p[0], p[1]))
+    parts.problems = _json_bytes([list(p) for p in ordered])
+    parts.problems_seal = sealer.mac(parts.problems)
+    parts.meta = meta_message(_stored_meta(meta, values))
+    parts.meta_seal = sealer.mac(parts.meta)
+    replace_file(index_file, parts, sealer)
+
+
+def replace_file(index_file: Path, parts: Parts, sealer: Sealer) -> None:
+    """Lay `parts` out in a new file beside `index_file`, make it durable, and `os.replace` it in; then write the
+    seal of its bytes beside it (`seal_path`)."""
     fd, tmp_name = tempfile.mkstemp(prefix=".index-", suffix=".tmp", dir=index_file.parent)  # 0600
-    os.close(fd)
-    tmp = Path(tmp_name)
     try:
-        if base is not None:
-            with sqlite3.connect(base) as src, sqlite3.connect(tmp) as dst:
-                src.backup(dst)
-        db = sqlite3.connect(tmp)
-        try:
-            db.execute("PRAGMA journal_mode=OFF")
-            db.execute("PRAGMA synchronous=OFF")
-            if base is None:
-                db.executescript(_SCHEMA)
-            _apply(db, sealer, upserts, set(removed_ids) | {c.id for c in upserts}, empty=base is None)
-            db.execute("DELETE FROM problems")
-            db.executemany("INSERT INTO problems VALUES (?, ?, ?, ?)", problems)
-            _write_meta(db, sealer, meta)
-            db.commit()
-        finally:
-            db.close()
-        with open(tmp, "rb") as handle:
+        with os.fdopen(fd, "wb") as handle:
+            digest = write_parts(handle, parts, sealer)
+            handle.flush()
             os.fsync(handle.fileno())
-        whole = file_seal(tmp, sealer)
-        os.replace(tmp, index_file)
-        _write_private(seal_path(index_file), whole.encode("ascii"))
+        os.replace(tmp_name, index_file)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        Path(tmp_name).unlink(missing_ok=True)
         raise
+    _write_private(seal_path(index_file), sealer.seal(digest).encode("ascii"))
+
+
+def write_parts(handle: IO[bytes], parts: Parts, sealer: Sealer) -> bytes:
+    """Write the file `parts` make to `handle` (see `cairn.hot.index` for the layout); the sha256 of its bytes."""
+    term_keys = [_utf8(term) for term, _ in parts.terms]
+    term_places, term_slots, term_mask = _place([sealer.slot(raw) for raw in term_keys])
+    id_places, id_slots, id_mask = _place([sealer.slot(_utf8(card[1])) for card in parts.cards])
+    max_row = parts.cards[-1][0] if parts.cards else 0
+    problems_at = HEADER_SIZE + len(parts.meta)
+    superseders_at = problems_at + len(parts.problems)
+    term_slots_at = _aligned(superseders_at + len(parts.superseders), 8)
+    id_slots_at = term_slots_at + SLOT * term_slots
+    cards_at = id_slots_at + SLOT * id_slots
+    at = cards_at + CARD_SLOT * max_row
+
+    chunks: list[bytes] = []
+    term_table = bytearray(SLOT * term_slots)
+    for (_, record), (place, tag) in zip(parts.terms, term_places, strict=True):
+        pad = -at % 4  # postings are read in place as 32- and 16-bit values
+        if pad:
+            chunks.append(b"\0" * pad)
+            at += pad
+        struct.pack_into("<QII", term_table, SLOT * place, at, len(record), tag)
+        chunks.append(record)
+        at += len(record)
+    id_table = bytearray(SLOT * id_slots)
+    card_table = bytearray(CARD_SLOT * max_row)
+    for (row, _, hot, _), (place, tag) in zip(parts.cards, id_places, strict=True):
+        struct.pack_into("<QII", id_table, SLOT * place, row, 1, tag)
+        struct.pack_into("<QI", card_table, CARD_SLOT * (row - 1), at, len(hot))
+        chunks.append(hot)
+        at += len(hot)
+    for row, _, _, cold in parts.cards:
+        struct.pack_into("<QI", card_table, CARD_SLOT * (row - 1) + 12, at, len(cold))
+        chunks.append(cold)
+        at += len(cold)
+
+    fields = {
+        "size": at,
+        "meta_len": len(parts.meta),
+        "problems_at": problems_at,
+        "problems_len": len(parts.problems),
+        "superseders_at": superseders_at,
+        "superseders_len": len(parts.superseders),
+        "term_slots_at": term_slots_at,
+        "term_slots": term_slots,
+        "term_mask": term_mask,
+        "id_slots_at": id_slots_at,
+        "id_slots": id_slots,
+        "id_mask": id_mask,
+        "cards_at": cards_at,
+        "max_row": max_row,
+    }
+    header = (
+        MAGIC
+        + struct.pack("<II", int(FORMAT_VERSION), BYTE_ORDER)
+        + struct.pack(f"<{len(HEADER_FIELDS)}Q", *(fields[name] for name in HEADER_FIELDS))
+        + parts.meta_seal
+        + parts.problems_seal
+    )
+    assert len(header) == HEADER_SIZE
+    head = [header, parts.meta, parts.problems, parts.superseders]
+    head.append(b"\0" * (term_slots_at - superseders_at - len(parts.superseders)))
+    digest = hashlib.sha256()
+    for chunk in (*head, bytes(term_table), bytes(id_table), bytes(card_table), *chunks):
+        handle.write(chunk)
+        digest.update(chunk)
+    return digest.digest()
+
+
+def _place(hashes: Sequence[int]) -> tuple[list[tuple[int, int]], int, int]:
+    """Where each hash goes in a slot table at most half full (linear probing, no wrap-around: a chain may run
+    past the nominal size, which the table then grows to hold), with its tag; the table's size and mask."""
+    nominal = 8
+    while nominal < 2 * len(hashes):
+        nominal *= 2
+    mask = nominal - 1
+    taken = bytearray(nominal)
+    out = []
+    for h in hashes:
+        i = h & mask
+        while i < len(taken) and taken[i]:
+            i += 1
+        if i == len(taken):
+            taken.append(0)
+        taken[i] = 1
+        out.append((i, h >> 32))
+    return out, len(taken), mask
+
+
+def _aligned(n: int, to: int) -> int:
+    return n + (-n % to)
+
+
+def _json_bytes(value: object) -> bytes:
+    return json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def read_parts(path: Path, *, unchecked: bool = False) -> Parts:
+    """The parts of an index file as it holds them, records copied as they are (its meta seal checked, unless
+    `unchecked`)."""
+    with IndexReader(path, unchecked=unchecked) as reader:
+        meta, meta_seal, problems, problems_seal, superseders = reader.stored_parts()
+        parts = Parts(meta, meta_seal, problems, problems_seal, superseders)
+        parts.terms = [(term, seal + message) for term, _df, _p, _b, seal, message in reader.term_rows()]
+        for values, seal, message, cold in reader.sealed_rows():
+            if values is None:
+                raise IndexCorrupt(f"the index at {path} is damaged (a card's stored fields do not parse)")
+            parts.cards.append((int(values[0]), str(values[1]), seal + message, cold))
+    return parts
 
 
 def seal_path(index_file: Path | str) -> Path:
@@ -268,30 +375,28 @@ def card_postings(card: CardTerms) -> tuple[list[int], dict[str, tuple[int, ...]
     return lengths, out
 
 
-def _apply(
-    db: sqlite3.Connection, sealer: Sealer, upserts: Sequence[CardTerms], removed: set[str], empty: bool = False
-) -> None:
-    """Remove and upsert cards with their postings; `empty`: the file was just created (no term to read back)."""
-    # Old postings of removed or replaced cards.
-    stale: dict[str, set[int]] = {}
-    for chunk in _chunks(sorted(removed), 500):
-        marks = ",".join("?" * len(chunk))
-        for row, terms in db.execute(f"SELECT row, terms FROM cards WHERE id IN ({marks})", chunk):
-            for term in terms.split("\n") if terms else ():
+def _apply(parts: Parts, sealer: Sealer, upserts: Sequence[CardTerms], removed: set[str]) -> list[list[Any]]:
+    """Remove and upsert cards with their postings, in `parts` (records not touched stay as they are); every
+    card's sealed values after it, by row."""
+    kept: list[tuple[int, str, bytes, bytes]] = []
+    values: list[list[Any]] = []
+    stale: dict[str, set[int]] = {}  # old postings of removed or replaced cards
+    for stored in parts.cards:
+        row, card_id, hot, cold = stored
+        if card_id in removed:
+            for term in json.loads(cold)[2]:
                 stale.setdefault(term, set()).add(row)
-        db.execute(f"DELETE FROM cards WHERE id IN ({marks})", chunk)
+        else:
+            kept.append(stored)
+            values.append(json.loads(hot[SEAL_BYTES:]))
 
     fresh: dict[str, list[tuple[int, ...]]] = {}
-    row = int(db.execute("SELECT COALESCE(MAX(row), 0) FROM cards").fetchone()[0])  # new rows follow (as SQLite)
-    card_rows: list[tuple[Any, ...]] = []
+    row = max((card[0] for card in kept), default=0)  # new rows follow the highest kept one
     for card in upserts:
         row += 1
         lengths, entries = card_postings(card)
-        terms = sorted(entries)
-        term_text = "\n".join(terms)
-        record = json.dumps(card.record, ensure_ascii=False)
-        prov = json.dumps(card.provenance, ensure_ascii=False) if card.provenance is not None else None
-        sealed = (
+        cold = cold_message(card.record, card.provenance, sorted(entries))
+        sealed = [
             row,
             card.id,
             card.path,
@@ -304,62 +409,65 @@ def _apply(
             json.dumps(list(card.not_when), ensure_ascii=False),
             json.dumps(list(card.supersedes), ensure_ascii=False),
             *lengths,
-            record_digest(record, prov, term_text),
-        )
-        card_rows.append((*sealed, sealer.seal(card_message(sealed)), term_text, record, prov))
-        for term, values in entries.items():
-            posting = (row, *values)
+            record_digest(cold),
+        ]
+        message = card_message(sealed)
+        kept.append((row, card.id, sealer.mac(message) + message, cold))
+        values.append(sealed)
+        for term, counts in entries.items():
+            posting = (row, *counts)
             if term in fresh:
                 fresh[term].append(posting)
             else:
                 fresh[term] = [posting]
-    db.executemany(
-        f"INSERT INTO cards ({SEALED_CARD_COLUMNS}, seal, terms, record, provenance)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        card_rows,
-    )
+    parts.cards = kept
 
-    # Each term is read and written once, so the writes can follow all the reads.
-    written: list[tuple[str, int, bytes, bytes, str]] = []
-    deleted: list[tuple[str]] = []
-    for term in sorted(set(stale) | set(fresh)):
-        got = None if empty else db.execute("SELECT df, postings, bound FROM terms WHERE term = ?", (term,)).fetchone()
+    records = dict(parts.terms)
+    for term in set(stale) | set(fresh):
+        old = records.get(term)
+        got = None
+        if old is not None:
+            parsed = _term_record(old)
+            if parsed is None:
+                raise IndexCorrupt("the index is damaged (a term's record does not have the shape of one)")
+            got = (parsed[1], parsed[2], parsed[3])
         rows, stats, bound = _updated_postings(got, stale.get(term, set()), fresh.get(term, ()))
         if rows:
-            packed = _pack(rows, stats)
-            written.append((term, len(rows), packed, bound, sealer.seal(term_message(term, len(rows), packed, bound))))
+            message = term_message(term, len(rows), _pack(rows, stats), bound)
+            records[term] = sealer.mac(message) + message
         else:
-            deleted.append((term,))
-    db.executemany("INSERT OR REPLACE INTO terms VALUES (?, ?, ?, ?, ?)", written)
-    db.executemany("DELETE FROM terms WHERE term = ?", deleted)
+            del records[term]
+    parts.terms = sorted(records.items())
+    superseding = [(v[1], v[6], v[10]) for v in values if v[10] != "[]"]
+    parts.superseders = superseders_message(superseding)
+    return values
 
 
-def _write_meta(db: sqlite3.Connection, sealer: Sealer, meta: dict[str, str]) -> None:
-    n, name_len, summary_len, body_len = db.execute(
-        "SELECT COUNT(*), SUM(len_name), SUM(len_summary), SUM(len_body) FROM cards"
-    ).fetchone()
-    avg = [round((total or 0) / n, 4) if n else 0.0 for total in (name_len, summary_len, body_len)]
-    superseding = db.execute("SELECT id, status, supersedes FROM cards WHERE supersedes != '[]'").fetchall()
-    values = {k: v for k, v in meta.items() if k not in ("seal", "checksum")}
-    values.update(
+def _stored_meta(meta: dict[str, str], values: Sequence[Sequence[Any]]) -> dict[str, str]:
+    """The settings as stored: `meta`, with the format, the card count, the average token lengths and the digest
+    of the superseding cards (from every card's sealed values)."""
+    n = len(values)
+    totals = [sum(int(v[11 + f]) for v in values) for f in range(3)]
+    avg = [round(total / n, 4) if n else 0.0 for total in totals]
+    out = {k: v for k, v in meta.items() if k not in ("seal", "checksum")}
+    out.update(
         format=FORMAT_VERSION,
         n_cards=str(n),
         avg_lengths=json.dumps(avg),
-        superseders=superseders_digest(superseding),
+        superseders=superseders_digest([(v[1], v[6], v[10]) for v in values if v[10] != "[]"]),
     )
-    values["seal"] = sealer.seal(meta_message(values))
-    db.execute("DELETE FROM meta")
-    db.executemany("INSERT INTO meta VALUES (?, ?)", sorted(values.items()))
+    return out
 
 
 def verify(reader: IndexReader, row_seals: bool = True) -> list[str]:
-    """Every check of a whole index file, cold (it reads everything): SQLite's quick_check, the seal of every
-    card and term row and of each card's stored record, every posting naming an existing card, the card count and
-    the superseding cards as meta has them, and the seal of the file's bytes (`seal_path`). An empty list: the
-    file is as its writer (with this cache's key) left it. Failures are said in words, one per kind (at most the first few rows).
+    """Every check of a whole index file, cold (it reads everything): its structure (`integrity_ok`), the seal
+    of every card and term record and the digest of each card's cold record, the list of cards left out, every
+    posting naming an existing card, the card count and the superseding cards as meta has them, and the seal of
+    the file's bytes (`seal_path`). An empty list: the file is as its writer (with this cache's key) left it.
+    Failures are said in words, one per kind (at most the first few records).
 
-    row_seals=False: the row seals are not recomputed when the file's seal holds (they are under the same key and
-    inside the sealed bytes); the indexer asks so before reusing a file (a second less per 10,000 cards)."""
+    row_seals=False: when the file's seal holds, neither the structure nor the record seals are checked again
+    (the bytes are the ones the writer wrote, under the same key); the indexer asks so before reusing a file."""
     problems: list[str] = []
     sealer = reader.sealer
     path = os.fspath(reader.path)
@@ -371,38 +479,42 @@ def verify(reader: IndexReader, row_seals: bool = True) -> list[str]:
         problems.append("the file's bytes are not the ones its writer sealed: changed on disk, or not Cairn's")
         row_seals = True
     try:
-        if not reader.integrity_ok():
-            problems.append("SQLite's quick_check failed")
+        if row_seals and not reader.integrity_ok():
+            problems.append("its structure does not hold: a record lies outside the file or off its slot")
         rows: set[int] = set()
         bad_cards: list[str] = []
-        for values in reader.sealed_rows():
+        for values, seal, message, cold in reader.sealed_rows():
+            if values is None:
+                bad_cards.append("a card's stored fields do not parse")
+                continue
             rows.add(int(values[0]))
             if not row_seals:
                 continue
-            if values[15] != sealer.seal(card_message(values[:15])):
+            if seal != sealer.mac(message):
                 bad_cards.append(f"{values[1]!r}: its fields do not match their seal")
-            elif values[14] != record_digest(values[16], values[17], values[18]):
+            elif values[14] != record_digest(cold):
                 bad_cards.append(f"{values[1]!r}: its stored record, terms or provenance do not match their seal")
         problems.extend(f"card {p}" for p in bad_cards[:10])
         if str(len(rows)) != reader.meta.get("n_cards"):
             problems.append(f"it holds {len(rows)} card row(s) where its settings say {reader.meta.get('n_cards')}")
         bad_terms: list[str] = []
         named = array("I")  # every row a posting names
-        for term, df, blob, bound, seal in reader.term_rows():
-            if len(blob) != 16 * df or row_seals and seal != sealer.seal(term_message(term, df, blob, bound)):
+        for term, df, postings, _bound, seal, message in reader.term_rows():
+            if row_seals and seal != sealer.mac(message):
                 bad_terms.append(f"term {term!r}: its postings do not match their seal")
                 continue
-            named.frombytes(blob[: 4 * df])  # the row ids (then the stats, see _pack)
+            named.frombytes(postings[: 4 * df])  # the row ids (then the stats, see _pack)
         problems.extend(bad_terms[:10])
         dangling = 0 if rows.issuperset(named) else sum(1 for row in named if row not in rows)
         if dangling:
             problems.append(f"{dangling} posting(s) name card rows that are not there (a row was deleted)")
+        reader.problems()
         reader._superseding = None  # checked afresh
         reader._superseders()
     except IndexCorrupt as exc:
         problems.append(str(exc))
     except (KeyError, ValueError, TypeError, IndexError) as exc:
-        problems.append(f"a row does not have the shape of an index row ({type(exc).__name__})")
+        problems.append(f"a record does not have the shape of an index record ({type(exc).__name__})")
     return problems
 
 
