@@ -146,8 +146,7 @@ def hook_imports(
 
 def all_imports(modules: list[str]) -> str:
     """Code importing `modules`: Cairn's first, in order, so each brings in its own imports the way it does in the
-    hook (`cairn.hot.index` loads `_sqlite3` without `functools`; importing `_sqlite3` first would load it), then
-    the rest. A failed import (an optional module the hook tries, such as `_winapi` on POSIX, shows in
+    hook, then the rest. A failed import (an optional module the hook tries, such as `_winapi` on POSIX, shows in
     PYTHONPROFILEIMPORTTIME too) is passed over, as the code that tried it does."""
     ordered = [m for m in modules if m.split(".")[0] == "cairn"] + [m for m in modules if m.split(".")[0] != "cairn"]
     return f"for m in {tuple(ordered)!r}:\n try: __import__(m)\n except ImportError: pass"

@@ -50,7 +50,7 @@ import os
 import stat
 import sys
 
-from cairn.hot import Record, dumps, index_key, loads, new_sha256
+from cairn.hot import Record, index_key, loads, new_sha256
 
 _set = object.__setattr__  # a record sets its fields past its own `__setattr__`, which refuses
 _pread = os.pread
@@ -62,7 +62,6 @@ except ImportError:  # pragma: no cover - an interpreter without the built-in mo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from array import array
     from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Any
 
@@ -142,54 +141,13 @@ class Sealer:
         return int.from_bytes(mac.digest(), "little")
 
 
-def meta_message(meta: "dict[str, str]") -> bytes:
-    """What the meta seal covers, and the meta part of the file: every key and value but the seal itself."""
-    return _utf8(dumps(sorted([k, v] for k, v in meta.items() if k != "seal"), ensure_ascii=False))
+def digest(data: bytes) -> str:
+    """The sha256 (hex) of a part sealed by a digest inside another: a card's cold record (in its hot record) and
+    the superseders part (in meta)."""
+    return str(new_sha256(data).hexdigest())
 
 
-def card_message(values: "Sequence[Any]") -> bytes:
-    """What a card's seal covers, as its hot record holds it: `SEALED_CARD_COLUMNS`' values, in that order."""
-    return _utf8(dumps(list(values), ensure_ascii=False))
-
-
-def term_message(term: str, df: int, postings: bytes, bound: bytes) -> bytes:
-    """What a term's seal covers, as its record holds it after the seal: df, the bound's length in 16-bit values
-    and the term's length in bytes (u32 each, in the machine's order), the term, zero bytes to a multiple of 4,
-    then postings and bound."""
-    raw = _utf8(term)
-    order = sys.byteorder  # the head in the postings' order: the reader casts it as it casts them
-    head = df.to_bytes(4, order) + (len(bound) // 2).to_bytes(4, order) + len(raw).to_bytes(4, order)
-    return head + raw + b"\0" * (-(TERM_HEAD + len(raw)) % 4) + postings + bound
-
-
-def cold_message(record: "dict[str, Any]", provenance: "dict[str, Any] | None", terms: "Sequence[str]") -> bytes:
-    """A card's cold record: its full parsed record, its provenance and its terms, as one JSON list."""
-    return _utf8(dumps([record, provenance, list(terms)], ensure_ascii=False))
-
-
-def record_digest(cold: bytes) -> str:
-    """The digest of a card's cold record (`cold_message`), sealed with its hot one."""
-    return str(new_sha256(cold).hexdigest())
-
-
-def superseders_message(rows: "Iterable[Sequence[Any]]") -> bytes:
-    """Every (id, status, supersedes) with a non-empty supersedes, sorted: the file's superseders part."""
-    return _utf8(dumps(sorted([str(v) for v in r] for r in rows), ensure_ascii=False))
-
-
-def superseders_digest(rows: "Iterable[Sequence[Any]]") -> str:
-    """The digest of `superseders_message(rows)`, kept in meta (and so sealed)."""
-    return str(new_sha256(superseders_message(rows)).hexdigest())
-
-
-_NO_SUPERSEDERS: list[str] = []
-
-
-def _no_superseders() -> str:
-    """`superseders_digest` of no rows (computed once)."""
-    if not _NO_SUPERSEDERS:
-        _NO_SUPERSEDERS.append(superseders_digest(()))
-    return _NO_SUPERSEDERS[0]
+_NO_SUPERSEDERS = digest(b"[]")  # the superseders part when no card supersedes another (`store.superseders_message`)
 
 
 def _utf8(text: str) -> bytes:
@@ -278,7 +236,7 @@ class Postings(Record):
     (see the module docstring); `field_maxima` turns it into each field's highest length-normalised value.
 
     The reader gives `memoryview`s cast to the stored C types (no copy, and no `array` module: it imports
-    `collections.abc`); `ArrayPostings` holds the same numbers in arrays, for the writer to edit.
+    `collections.abc`); `cairn.index.store.ArrayPostings` holds the same numbers in arrays, for the writer to edit.
     """
 
     __slots__ = ("df", "rows", "stats", "bound")
@@ -319,15 +277,6 @@ class Postings(Record):
                 i += 2
             out[field] = best
         return out[0], out[1], out[2]
-
-
-class ArrayPostings(Postings):
-    """Postings in arrays (`_unpack`): what `cairn.index.store` edits when it updates a term. (No `__slots__` of its
-    own: `Record` takes the fields from the `__slots__` it inherits.)"""
-
-    rows: "array[int]"
-    stats: "array[int]"
-    bound: "array[int]"
 
 
 class IndexReader:
@@ -498,7 +447,7 @@ class IndexReader:
         values = self._card_values(row, slot)
         assert slot is not None and values is not None  # `_row_of` read this row
         cold = self._read(slot[2], slot[3])
-        if values[14] != record_digest(cold):
+        if values[14] != digest(cold):
             raise self._damaged("the stored record of a card does not match its seal")
         try:
             record, provenance, _terms = loads(_text(cold))
@@ -664,13 +613,13 @@ class IndexReader:
         """Every (id, status, supersedes) with a non-empty supersedes, checked against meta once per reader (the
         file is immutable while open)."""
         if self._superseding is None:
-            if self.meta.get("superseders") == _no_superseders():
+            if self.meta.get("superseders") == _NO_SUPERSEDERS:
                 # Sealed in meta: no card supersedes another. A part saying otherwise is not one the writer wrote,
                 # and leaving it unread serves what was sealed (one read less on every prompt).
                 self._superseding = []
                 return self._superseding
             data = self._read(self._superseders_at, self._superseders_len)
-            if record_digest(data) != self.meta.get("superseders"):
+            if digest(data) != self.meta.get("superseders"):
                 raise self._damaged("the cards that supersede others are not the ones it was written with")
             self._superseding = loads(_text(data))
         return self._superseding
@@ -810,17 +759,3 @@ def _strings(text: str) -> tuple[str, ...]:
 
 def _replace_superseded(card: IndexedCard, by: tuple[str, ...]) -> IndexedCard:
     return card.replace(superseded_by=by)
-
-
-def _unpack(df: int, blob: bytes, bound_blob: bytes = b"") -> ArrayPostings:
-    """A term's postings (`df` card rows, then their counts) and bound in arrays, for the writer (cold: `array`
-    is no import of the hook's)."""
-    from array import array
-
-    rows = array("I")
-    rows.frombytes(blob[: 4 * df])
-    stats = array("H")
-    stats.frombytes(blob[4 * df :])
-    bound = array("H")
-    bound.frombytes(bound_blob)
-    return ArrayPostings(df, rows, stats, bound)

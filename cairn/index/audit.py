@@ -26,7 +26,7 @@ from cairn import gitrepo
 from cairn.cards.card import card_id_from_path
 from cairn.hot import paths
 from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing
-from cairn.hot.index import IndexReader, _unpack
+from cairn.hot.index import IndexReader
 from cairn.hot.vault import Vault
 from cairn.index import build as indexer
 from cairn.index import store
@@ -337,7 +337,7 @@ def _postings_diffs(
     for term, df, blob, bound, _seal, _message in reader.term_rows():
         seen.add(term)
         try:
-            got = {entry[0]: tuple(entry[1:]) for entry in _unpack(df, blob)}
+            got = {entry[0]: tuple(entry[1:]) for entry in store._unpack(df, blob)}
         except (ValueError, IndexError, TypeError):
             got = {}
         want = expected.get(term, {})

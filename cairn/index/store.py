@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import struct
+import sys
 import tempfile
 from array import array
 from bisect import bisect_left
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from cairn.hot import paths
+from cairn.hot import dumps, paths
 from cairn.hot.errors import IndexCorrupt
 from cairn.hot.index import (
     BYTE_ORDER,
@@ -36,20 +37,74 @@ from cairn.hot.index import (
     MAGIC,
     SEAL_BYTES,
     SLOT,
+    TERM_HEAD,
     IndexReader,
+    Postings,
     Sealer,
     _term_record,
-    _unpack,
-    card_message,
-    cold_message,
-    meta_message,
-    record_digest,
-    superseders_digest,
-    superseders_message,
-    term_message,
+    digest,
 )
 
 _U16 = 0xFFFF  # counts and lengths are stored as unsigned 16-bit values
+
+
+# -- what the seals cover: the records as the file holds them (the reader checks seals over the bytes as stored) --
+
+
+def meta_message(meta: dict[str, str]) -> bytes:
+    """What the meta seal covers, and the meta part of the file: every key and value but the seal itself."""
+    return _utf8(dumps(sorted([k, v] for k, v in meta.items() if k != "seal"), ensure_ascii=False))
+
+
+def card_message(values: Sequence[Any]) -> bytes:
+    """What a card's seal covers, as its hot record holds it: `SEALED_CARD_COLUMNS`' values, in that order."""
+    return _utf8(dumps(list(values), ensure_ascii=False))
+
+
+def term_message(term: str, df: int, postings: bytes, bound: bytes) -> bytes:
+    """What a term's seal covers, as its record holds it after the seal: df, the bound's length in 16-bit values
+    and the term's length in bytes (u32 each, in the machine's order: the reader casts them as it casts the
+    postings), the term, zero bytes to a multiple of 4, then postings and bound."""
+    raw = _utf8(term)
+    order = sys.byteorder
+    head = df.to_bytes(4, order) + (len(bound) // 2).to_bytes(4, order) + len(raw).to_bytes(4, order)
+    return head + raw + b"\0" * (-(TERM_HEAD + len(raw)) % 4) + postings + bound
+
+
+def cold_message(record: dict[str, Any], provenance: dict[str, Any] | None, terms: Sequence[str]) -> bytes:
+    """A card's cold record: its full parsed record, its provenance and its terms, as one JSON list; its `digest`
+    is sealed in the card's hot record."""
+    return _utf8(dumps([record, provenance, list(terms)], ensure_ascii=False))
+
+
+def superseders_message(rows: Iterable[Sequence[Any]]) -> bytes:
+    """Every (id, status, supersedes) with a non-empty supersedes, sorted: the file's superseders part."""
+    return _utf8(dumps(sorted([str(v) for v in r] for r in rows), ensure_ascii=False))
+
+
+def superseders_digest(rows: Iterable[Sequence[Any]]) -> str:
+    """The `digest` of `superseders_message(rows)`, kept in meta (and so sealed)."""
+    return digest(superseders_message(rows))
+
+
+class ArrayPostings(Postings):
+    """Postings in arrays (`_unpack`): what the writer edits when it updates a term. (No `__slots__` of its own:
+    `Record` takes the fields from the `__slots__` it inherits.)"""
+
+    rows: array[int]
+    stats: array[int]
+    bound: array[int]
+
+
+def _unpack(df: int, blob: bytes, bound_blob: bytes = b"") -> ArrayPostings:
+    """A term's postings (`df` card rows, then their counts) and bound in arrays."""
+    rows = array("I")
+    rows.frombytes(blob[: 4 * df])
+    stats = array("H")
+    stats.frombytes(blob[4 * df :])
+    bound = array("H")
+    bound.frombytes(bound_blob)
+    return ArrayPostings(df, rows, stats, bound)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,14 +267,14 @@ def replace_file(index_file: Path, parts: Parts, sealer: Sealer) -> None:
     fd, tmp_name = tempfile.mkstemp(prefix=".index-", suffix=".tmp", dir=index_file.parent)  # 0600
     try:
         with os.fdopen(fd, "wb") as handle:
-            digest = write_parts(handle, parts, sealer)
+            whole = write_parts(handle, parts, sealer)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp_name, index_file)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
-    _write_private(seal_path(index_file), sealer.seal(digest).encode("ascii"))
+    _write_private(seal_path(index_file), sealer.seal(whole).encode("ascii"))
 
 
 def write_parts(handle: IO[bytes], parts: Parts, sealer: Sealer) -> bytes:
@@ -283,11 +338,11 @@ def write_parts(handle: IO[bytes], parts: Parts, sealer: Sealer) -> bytes:
     assert len(header) == HEADER_SIZE
     head = [header, parts.meta, parts.problems, parts.superseders]
     head.append(b"\0" * (term_slots_at - superseders_at - len(parts.superseders)))
-    digest = hashlib.sha256()
+    whole = hashlib.sha256()
     for chunk in (*head, bytes(term_table), bytes(id_table), bytes(card_table), *chunks):
         handle.write(chunk)
-        digest.update(chunk)
-    return digest.digest()
+        whole.update(chunk)
+    return whole.digest()
 
 
 def _place(hashes: Sequence[int]) -> tuple[list[tuple[int, int]], int, int]:
@@ -409,7 +464,7 @@ def _apply(parts: Parts, sealer: Sealer, upserts: Sequence[CardTerms], removed: 
             json.dumps(list(card.not_when), ensure_ascii=False),
             json.dumps(list(card.supersedes), ensure_ascii=False),
             *lengths,
-            record_digest(cold),
+            digest(cold),
         ]
         message = card_message(sealed)
         kept.append((row, card.id, sealer.mac(message) + message, cold))
@@ -492,7 +547,7 @@ def verify(reader: IndexReader, row_seals: bool = True) -> list[str]:
                 continue
             if seal != sealer.mac(message):
                 bad_cards.append(f"{values[1]!r}: its fields do not match their seal")
-            elif values[14] != record_digest(cold):
+            elif values[14] != digest(cold):
                 bad_cards.append(f"{values[1]!r}: its stored record, terms or provenance do not match their seal")
         problems.extend(f"card {p}" for p in bad_cards[:10])
         if str(len(rows)) != reader.meta.get("n_cards"):

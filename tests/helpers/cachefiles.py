@@ -15,19 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from cairn.hot import paths
-from cairn.hot.index import (
-    SEAL_BYTES,
-    SEALED_CARD_COLUMNS,
-    Sealer,
-    _term_record,
-    card_message,
-    meta_message,
-    record_digest,
-    superseders_digest,
-    superseders_message,
-    term_message,
-)
+from cairn.hot.index import SEAL_BYTES, SEALED_CARD_COLUMNS, Sealer, _term_record, digest
 from cairn.index import store
+from cairn.index.store import card_message, meta_message, superseders_digest, superseders_message, term_message
 
 COLUMNS = [name.strip() for name in SEALED_CARD_COLUMNS.split(",")]
 
@@ -124,7 +114,7 @@ def reseal(index_file: Path) -> None:
     all_values = []
     for i, (row, card_id, hot, cold) in enumerate(parts.cards):
         values = _values(hot)
-        values[COLUMNS.index("record_digest")] = record_digest(cold)
+        values[COLUMNS.index("record_digest")] = digest(cold)
         message = card_message(values)
         parts.cards[i] = (row, card_id, sealer.mac(message) + message, cold)
         all_values.append(values)
@@ -137,5 +127,5 @@ def reseal(index_file: Path) -> None:
     parts.meta_seal = sealer.mac(parts.meta)
     parts.problems_seal = sealer.mac(parts.problems)
     with open(index_file, "wb") as handle:
-        digest = store.write_parts(handle, parts, sealer)
-    store.seal_path(index_file).write_text(sealer.seal(digest), "ascii")
+        whole = store.write_parts(handle, parts, sealer)
+    store.seal_path(index_file).write_text(sealer.seal(whole), "ascii")
