@@ -88,6 +88,8 @@ HEADER_FIELDS = (
     "id_mask",
     "cards_at",
     "max_row",
+    "terms_at",
+    "terms_len",
 )
 _SEALS_AT = 16 + 8 * len(HEADER_FIELDS)
 HEADER_SIZE = _SEALS_AT + 32
@@ -313,6 +315,8 @@ class IndexReader:
                 self._id_mask,
                 self._cards_at,
                 self._max_row,
+                self._terms_at,
+                self._terms_len,
             ) = layout
             self._problems_seal = first[_SEALS_AT + SEAL_BYTES : HEADER_SIZE]
             if key is None:
@@ -489,18 +493,30 @@ class IndexReader:
             yield values, record[:SEAL_BYTES], message, cold(slot[2], slot[3])
 
     def term_rows(self) -> "Iterator[tuple[str, int, bytes, bytes, bytes, bytes]]":
-        """Every term record in term order (the order they are written in), seals not checked (for full checks):
-        term, df, postings, bound, seal and message (what the seal covers)."""
-        table = self._read(self._term_slots_at, SLOT * self._term_slots)
-        places = sorted(slot[:2] for slot in (_slot_at(table, at) for at in range(0, len(table), SLOT)) if slot[1])
-        read = self._region(places)
-        for at, length in places:
-            record = read(at, length)
-            parsed = _term_record(record)
-            if parsed is None:
-                raise self._damaged("a term's record does not have the shape of one")
+        """Every term record in term order, seals not checked (for full checks): term, df, postings, bound, seal
+        and message (what the seal covers)."""
+        for _at, record, parsed in self._term_records():
             term, df, postings, bound = parsed
             yield term, df, postings, bound, record[:SEAL_BYTES], record[SEAL_BYTES:]
+
+    def _term_records(self) -> "Iterator[tuple[int, bytes, tuple[str, int, bytes, bytes]]]":
+        """Every term record, where it is, as it is and parsed: they are written one after another in term order,
+        each at a multiple of 4 bytes."""
+        data = self._read(self._terms_at, self._terms_len)
+        at = 0
+        while at < len(data):
+            at += -at % 4
+            found = _term_record_at(data, at)
+            if found is None:
+                raise self._damaged("a term's record does not have the shape of one")
+            length, parsed = found
+            yield self._terms_at + at, data[at : at + length], parsed
+            at += length
+
+    def held_rows(self) -> set[int]:
+        """The rows a card holds (from the card slots; nothing parsed, nothing checked)."""
+        table = self._read(self._cards_at, CARD_SLOT * self._max_row)
+        return {i // CARD_SLOT + 1 for i in range(0, len(table), CARD_SLOT) if table[i + 8 : i + 12] != b"\0\0\0\0"}
 
     def _region(self, places: "Sequence[tuple[int, int]]") -> "Callable[[int, int], bytes]":
         """A reader of the records at `places` (offset, length) from one read of the span they cover."""
@@ -532,9 +548,9 @@ class IndexReader:
         )
 
     def integrity_ok(self) -> bool:
-        """Whether the file's structure holds (seals not checked): every term record inside the file, shaped as
-        one and found through the slot its term hashes to; every id slot naming a row there is; every card's hot
-        and cold records inside the file."""
+        """Whether the file's structure holds (seals not checked): every card's records inside the file, every id
+        slot naming a row there is, one for each card; every term record shaped as one and found where its term's
+        hash leads, one slot for each."""
         try:
             rows = set()
             slots = self._read(self._cards_at, CARD_SLOT * self._max_row)
@@ -544,24 +560,30 @@ class IndexReader:
                     if hot_at + hot_len > self._size or cold_at + cold_len > self._size:
                         return False
                     rows.add(i + 1)
-            ids = self._read(self._id_slots_at, SLOT * self._id_slots)
-            if any(_slot_at(ids, at)[1] and _slot_at(ids, at)[0] not in rows for at in range(0, len(ids), SLOT)):
+            ids = [
+                _slot_at(self._read(self._id_slots_at, SLOT * self._id_slots), at)
+                for at in range(0, SLOT * self._id_slots, SLOT)
+            ]
+            named = [value for value, length, _tag in ids if length]
+            if len(named) != len(rows) or not rows.issuperset(named):
                 return False
-            for term, *_rest in self.term_rows():
-                if self._find_term(term) is None:
-                    return False
+            table = self._read(self._term_slots_at, SLOT * self._term_slots)
+            used = [_slot_at(table, at) for at in range(0, len(table), SLOT)]
+            place = {value: (i, length, tag) for i, (value, length, tag) in enumerate(used) if length}
+            empty_before = [0]  # empty_before[i]: the empty slots among the first i
+            for _value, length, _tag in used:
+                empty_before.append(empty_before[-1] + (not length))
+            found = 0
+            for at, record, (term, *_rest) in self._term_records():
+                h = self._sealer.slot(_utf8(term))
+                i, length, tag = place.get(at, (-1, 0, 0))
+                start = h & self._term_mask
+                if length != len(record) or tag != h >> 32 or i < start or empty_before[i] != empty_before[start]:
+                    return False  # not on its term's chain: a lookup would not find it
+                found += 1
+            return found == len(place)
         except Exception:  # a read outside the file, a record of no known shape
             return False
-        return True
-
-    def _find_term(self, term: str) -> tuple[int, int] | None:
-        """Where the term table says `term`'s record is (the first slot whose record holds it)."""
-        raw = _utf8(term)
-        for at, length in self._probe(self._term_slots_at, self._term_slots, self._term_mask, raw):
-            parsed = _term_record(self._read(at, length))
-            if parsed is not None and parsed[0] == term:
-                return at, length
-        return None
 
     def _probe(self, table_at: int, n_slots: int, mask: int, raw: bytes) -> "Iterator[tuple[int, int]]":
         """(value, length) of every slot on `raw`'s chain whose tag is `raw`'s, in chain order."""
@@ -671,6 +693,8 @@ def _layout(first: bytes, size: int) -> "tuple[int, ...] | str":
         id_mask,
         cards_at,
         max_row,
+        terms_at,
+        terms_len,
     ) = fields
     if size != stated:
         return f"{size} bytes where its header says {stated}" + (": truncated" if size < stated else "")
@@ -681,10 +705,13 @@ def _layout(first: bytes, size: int) -> "tuple[int, ...] | str":
         (term_slots_at, SLOT * term_slots),
         (id_slots_at, SLOT * id_slots),
         (cards_at, CARD_SLOT * max_row),
+        (terms_at, terms_len),
     )
     if any(at < HEADER_SIZE or at + length > size for at, length in parts[1:]) or HEADER_SIZE + meta_len > size:
         return "a part of it lies outside the file"
-    if term_mask & (term_mask + 1) or term_mask >= term_slots or id_mask & (id_mask + 1) or id_mask >= id_slots:
+    if terms_at % 4 or term_mask & (term_mask + 1) or term_mask >= term_slots or id_mask & (id_mask + 1):
+        return "its tables do not have the shape of one"
+    if id_mask >= id_slots:
         return "its slot tables do not have the shape of one"
     return fields
 
@@ -709,17 +736,26 @@ def _card_slot_at(table: bytes, at: int) -> tuple[int, int, int, int]:
 def _term_record(record: bytes) -> "tuple[str, int, bytes, bytes] | None":
     """A term record's term, df, postings and bound, or None when it does not have the shape of one (its seal is
     not checked)."""
-    if len(record) < SEAL_BYTES + TERM_HEAD:
+    found = _term_record_at(record, 0)
+    return found[1] if found is not None and found[0] == len(record) else None
+
+
+def _term_record_at(data: bytes, at: int) -> "tuple[int, tuple[str, int, bytes, bytes]] | None":
+    """The length of the term record at `at` in `data` and its term, df, postings and bound, or None when there is
+    no record of that shape there."""
+    head_at = at + SEAL_BYTES
+    if head_at + TERM_HEAD > len(data):
         return None
-    df, n_bound, term_len = (int.from_bytes(record[at : at + 4], sys.byteorder) for at in range(16, 28, 4))
-    start = 28 + term_len + (-(TERM_HEAD + term_len) % 4)
-    if start + 16 * df + 2 * n_bound != len(record):
+    df, n_bound, term_len = memoryview(data)[head_at : head_at + TERM_HEAD].cast("I")
+    start = head_at + TERM_HEAD + term_len + (-(TERM_HEAD + term_len) % 4)
+    end = start + 16 * df + 2 * n_bound
+    if end > len(data):
         return None
     try:
-        term = _text(record[28 : 28 + term_len])
+        term = _text(data[head_at + TERM_HEAD : head_at + TERM_HEAD + term_len])
     except UnicodeDecodeError:
         return None
-    return term, df, record[start : start + 16 * df], record[start + 16 * df :]
+    return end - at, (term, df, data[start : start + 16 * df], data[start + 16 * df : end])
 
 
 def _missing(message: str) -> "IndexMissing":

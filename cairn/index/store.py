@@ -292,6 +292,7 @@ def write_parts(handle: IO[bytes], parts: Parts, sealer: Sealer) -> bytes:
 
     chunks: list[bytes] = []
     term_table = bytearray(SLOT * term_slots)
+    at = terms_at = _aligned(at, 4)
     for (_, record), (place, tag) in zip(parts.terms, term_places, strict=True):
         pad = -at % 4  # postings are read in place as 32- and 16-bit values
         if pad:
@@ -300,6 +301,7 @@ def write_parts(handle: IO[bytes], parts: Parts, sealer: Sealer) -> bytes:
         struct.pack_into("<QII", term_table, SLOT * place, at, len(record), tag)
         chunks.append(record)
         at += len(record)
+    terms_len = at - terms_at
     id_table = bytearray(SLOT * id_slots)
     card_table = bytearray(CARD_SLOT * max_row)
     for (row, _, hot, _), (place, tag) in zip(parts.cards, id_places, strict=True):
@@ -327,6 +329,8 @@ def write_parts(handle: IO[bytes], parts: Parts, sealer: Sealer) -> bytes:
         "id_mask": id_mask,
         "cards_at": cards_at,
         "max_row": max_row,
+        "terms_at": terms_at,
+        "terms_len": terms_len,
     }
     header = (
         MAGIC
@@ -336,13 +340,29 @@ def write_parts(handle: IO[bytes], parts: Parts, sealer: Sealer) -> bytes:
         + parts.problems_seal
     )
     assert len(header) == HEADER_SIZE
-    head = [header, parts.meta, parts.problems, parts.superseders]
-    head.append(b"\0" * (term_slots_at - superseders_at - len(parts.superseders)))
+    gap = b"\0" * (term_slots_at - superseders_at - len(parts.superseders))
+    tables_end = cards_at + CARD_SLOT * max_row
+    start = [header, parts.meta, parts.problems, parts.superseders, gap, term_table, id_table, card_table]
+    start.append(b"\0" * (terms_at - tables_end))
     whole = hashlib.sha256()
-    for chunk in (*head, bytes(term_table), bytes(id_table), bytes(card_table), *chunks):
-        handle.write(chunk)
-        whole.update(chunk)
+    for block in (b"".join(start), *_blocks(chunks)):
+        handle.write(block)
+        whole.update(block)
     return whole.digest()
+
+
+def _blocks(chunks: Sequence[bytes], size: int = 1 << 22) -> Iterator[bytes]:
+    """`chunks` joined into blocks of about `size` bytes (fewer writes and hash updates than one per record)."""
+    block: list[bytes] = []
+    held = 0
+    for chunk in chunks:
+        block.append(chunk)
+        held += len(chunk)
+        if held >= size:
+            yield b"".join(block)
+            block, held = [], 0
+    if block:
+        yield b"".join(block)
 
 
 def _place(hashes: Sequence[int]) -> tuple[list[tuple[int, int]], int, int]:
@@ -521,8 +541,9 @@ def verify(reader: IndexReader, row_seals: bool = True) -> list[str]:
     the file's bytes (`seal_path`). An empty list: the file is as its writer (with this cache's key) left it.
     Failures are said in words, one per kind (at most the first few records).
 
-    row_seals=False: when the file's seal holds, neither the structure nor the record seals are checked again
-    (the bytes are the ones the writer wrote, under the same key); the indexer asks so before reusing a file."""
+    row_seals=False: when the file's seal holds, the structure and the record seals are not checked again (the
+    bytes are the ones the writer wrote, under the same key), the counts and rows are (they also catch what
+    anything holding the key re-sealed); the indexer asks so before reusing a file."""
     problems: list[str] = []
     sealer = reader.sealer
     path = os.fspath(reader.path)
@@ -536,16 +557,12 @@ def verify(reader: IndexReader, row_seals: bool = True) -> list[str]:
     try:
         if row_seals and not reader.integrity_ok():
             problems.append("its structure does not hold: a record lies outside the file or off its slot")
-        rows: set[int] = set()
+        rows = reader.held_rows()
         bad_cards: list[str] = []
-        for values, seal, message, cold in reader.sealed_rows():
+        for values, seal, message, cold in reader.sealed_rows() if row_seals else ():
             if values is None:
                 bad_cards.append("a card's stored fields do not parse")
-                continue
-            rows.add(int(values[0]))
-            if not row_seals:
-                continue
-            if seal != sealer.mac(message):
+            elif seal != sealer.mac(message):
                 bad_cards.append(f"{values[1]!r}: its fields do not match their seal")
             elif values[14] != digest(cold):
                 bad_cards.append(f"{values[1]!r}: its stored record, terms or provenance do not match their seal")
