@@ -342,7 +342,8 @@ def write_parts(handle: IO[bytes], parts: Parts, sealer: Sealer) -> bytes:
     assert len(header) == HEADER_SIZE
     gap = b"\0" * (term_slots_at - superseders_at - len(parts.superseders))
     tables_end = cards_at + CARD_SLOT * max_row
-    start = [header, parts.meta, parts.problems, parts.superseders, gap, term_table, id_table, card_table]
+    start: list[bytes | bytearray] = [header, parts.meta, parts.problems, parts.superseders, gap]
+    start += [term_table, id_table, card_table]
     start.append(b"\0" * (terms_at - tables_end))
     whole = hashlib.sha256()
     for block in (b"".join(start), *_blocks(chunks)):
