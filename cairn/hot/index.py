@@ -11,9 +11,9 @@ The layout (integers little-endian, except the postings and bounds, in the byte 
     meta        the stored settings: `meta_message`, sorted [key, value] pairs (JSON)
     problems    the cards left out: [[path, line, rule, message], ...] (JSON)
     superseders every [id, status, supersedes] with a non-empty supersedes (JSON; its digest is in meta)
-    term slots  a hash table of terms: 16-byte slots (record offset, record length, tag), open addressing with
-                linear probing and no wrap-around (a chain may run past the table's nominal size), at most half
-                full; a term's slot is its keyed hash (`Sealer.slot`) masked, its tag the hash's high 32 bits
+    term slots  a hash table of terms: 24-byte slots (the term's keyed 64-bit hash, `Sealer.slot`; its record's
+                offset and length), open addressing with linear probing from the hash masked, no wrap-around (a
+                chain may run past the table's nominal size), at most half full
     id slots    the same table for card ids (the value is the card's row)
     card slots  per row from 1 to the highest: 24 bytes (hot record offset and length, cold record offset and
                 length); a row no card holds has length 0
@@ -94,7 +94,7 @@ HEADER_FIELDS = (
 _SEALS_AT = 16 + 8 * len(HEADER_FIELDS)
 HEADER_SIZE = _SEALS_AT + 32
 BYTE_ORDER = 1 if sys.byteorder == "little" else 2
-SLOT = 16  # a hash table slot: value (u64), length (u32), tag (u32)
+SLOT = 24  # a hash table slot: hash, value, length (u64 each); length 0: an empty slot
 CARD_SLOT = 24  # a card slot: hot offset (u64), hot length (u32), cold offset (u64), cold length (u32)
 TERM_HEAD = 12  # a term record's message starts with df, bound length (in 16-bit values) and term length (u32s)
 _PROBE = 4  # slots read at once while probing
@@ -399,7 +399,7 @@ class IndexReader:
                 head = view[SEAL_BYTES : SEAL_BYTES + TERM_HEAD].cast("I") if length >= 28 else None
                 # The head's counts are in the machine's order too (`_layout` refused any other).
                 if head is None or head[2] != len(raw) or record[28 : 28 + len(raw)] != raw:
-                    continue  # another term with the same tag (or garbage, which a seal below would refuse)
+                    continue  # another term with the same hash (or garbage, which a seal below would refuse)
                 df, n_bound = head[0], head[1]
                 start = 28 + len(raw) + (-(TERM_HEAD + len(raw)) % 4)
                 if start + 16 * df + 2 * n_bound != length or mac(view[SEAL_BYTES:]) != record[:SEAL_BYTES]:
@@ -493,15 +493,18 @@ class IndexReader:
             yield values, record[:SEAL_BYTES], message, cold(slot[2], slot[3])
 
     def term_rows(self) -> "Iterator[tuple[str, int, bytes, bytes, bytes, bytes]]":
-        """Every term record in term order, seals not checked (for full checks): term, df, postings, bound, seal
+        """Every term record in the order they are written (a full build writes them in term order; an update
+        keeps that order and writes the terms it adds after the others), seals not checked (for full checks): term, df, postings, bound, seal
         and message (what the seal covers)."""
-        for _at, record, parsed in self._term_records():
-            term, df, postings, bound = parsed
-            yield term, df, postings, bound, record[:SEAL_BYTES], record[SEAL_BYTES:]
+        for term, df, data, at, start, end in self._term_records():
+            bound_at = start + 16 * df
+            seal, message = data[at : at + SEAL_BYTES], data[at + SEAL_BYTES : end]
+            yield term, df, data[start:bound_at], data[bound_at:end], seal, message
 
-    def _term_records(self) -> "Iterator[tuple[int, bytes, tuple[str, int, bytes, bytes]]]":
-        """Every term record, where it is, as it is and parsed: they are written one after another in term order,
-        each at a multiple of 4 bytes."""
+    def _term_records(self) -> "Iterator[tuple[str, int, bytes, int, int, int]]":
+        """Every term record as (term, df, the terms region, where the record starts in it, where its postings
+        start, where it ends), nothing copied: they are written one after another, each at a multiple of 4 bytes
+        (the region starts at one)."""
         data = self._read(self._terms_at, self._terms_len)
         at = 0
         while at < len(data):
@@ -509,9 +512,9 @@ class IndexReader:
             found = _term_record_at(data, at)
             if found is None:
                 raise self._damaged("a term's record does not have the shape of one")
-            length, parsed = found
-            yield self._terms_at + at, data[at : at + length], parsed
-            at += length
+            term, df, start, end = found
+            yield term, df, data, at, start, end
+            at = end
 
     def held_rows(self) -> set[int]:
         """The rows a card holds (from the card slots; nothing parsed, nothing checked)."""
@@ -564,41 +567,50 @@ class IndexReader:
                 _slot_at(self._read(self._id_slots_at, SLOT * self._id_slots), at)
                 for at in range(0, SLOT * self._id_slots, SLOT)
             ]
-            named = [value for value, length, _tag in ids if length]
+            named = [value for _hash, value, length in ids if length]
             if len(named) != len(rows) or not rows.issuperset(named):
                 return False
             table = self._read(self._term_slots_at, SLOT * self._term_slots)
             used = [_slot_at(table, at) for at in range(0, len(table), SLOT)]
-            place = {value: (i, length, tag) for i, (value, length, tag) in enumerate(used) if length}
+            place = {value: (i, length, h) for i, (h, value, length) in enumerate(used) if length}
             empty_before = [0]  # empty_before[i]: the empty slots among the first i
-            for _value, length, _tag in used:
+            for _hash, _value, length in used:
                 empty_before.append(empty_before[-1] + (not length))
             found = 0
-            for at, record, (term, *_rest) in self._term_records():
+            for term, _df, _data, at, _start, end in self._term_records():
                 h = self._sealer.slot(_utf8(term))
-                i, length, tag = place.get(at, (-1, 0, 0))
+                i, length, stored = place.get(self._terms_at + at, (-1, 0, 0))
                 start = h & self._term_mask
-                if length != len(record) or tag != h >> 32 or i < start or empty_before[i] != empty_before[start]:
+                if length != end - at or stored != h or i < start or empty_before[i] != empty_before[start]:
                     return False  # not on its term's chain: a lookup would not find it
                 found += 1
             return found == len(place)
         except Exception:  # a read outside the file, a record of no known shape
             return False
 
+    def _find_term(self, term: str) -> tuple[int, int] | None:
+        """Where `term`'s record is (offset, length), found through its slot as `postings` finds it; None when the
+        index does not hold it (its seal is not checked)."""
+        raw = _utf8(term)
+        for at, length in self._probe(self._term_slots_at, self._term_slots, self._term_mask, raw):
+            found = _term_record_at(self._read(at, length), 0)
+            if found is not None and found[0] == term and found[3] == length:
+                return at, length
+        return None
+
     def _probe(self, table_at: int, n_slots: int, mask: int, raw: bytes) -> "Iterator[tuple[int, int]]":
-        """(value, length) of every slot on `raw`'s chain whose tag is `raw`'s, in chain order."""
+        """(value, length) of every slot on `raw`'s chain that holds `raw`'s hash, in chain order."""
         h = self._sealer.slot(raw)
         i = h & mask
-        tag = h >> 32
         while i < n_slots:
             n = min(_PROBE, n_slots - i)
             chunk = self._read(table_at + SLOT * i, SLOT * n)
             for j in range(0, SLOT * n, SLOT):
-                length = int.from_bytes(chunk[j + 8 : j + 12], "little")
+                length = int.from_bytes(chunk[j + 16 : j + 24], "little")
                 if not length:
                     return
-                if int.from_bytes(chunk[j + 12 : j + 16], "little") == tag:
-                    yield int.from_bytes(chunk[j : j + 8], "little"), length
+                if int.from_bytes(chunk[j : j + 8], "little") == h:
+                    yield int.from_bytes(chunk[j + 8 : j + 16], "little"), length
             i += n
 
     def _row_of(self, card_id: str) -> int | None:
@@ -717,10 +729,11 @@ def _layout(first: bytes, size: int) -> "tuple[int, ...] | str":
 
 
 def _slot_at(table: bytes, at: int) -> tuple[int, int, int]:
+    """A slot's hash, value and length."""
     return (
         int.from_bytes(table[at : at + 8], "little"),
-        int.from_bytes(table[at + 8 : at + 12], "little"),
-        int.from_bytes(table[at + 12 : at + 16], "little"),
+        int.from_bytes(table[at + 8 : at + 16], "little"),
+        int.from_bytes(table[at + 16 : at + 24], "little"),
     )
 
 
@@ -737,12 +750,15 @@ def _term_record(record: bytes) -> "tuple[str, int, bytes, bytes] | None":
     """A term record's term, df, postings and bound, or None when it does not have the shape of one (its seal is
     not checked)."""
     found = _term_record_at(record, 0)
-    return found[1] if found is not None and found[0] == len(record) else None
+    if found is None or found[3] != len(record):
+        return None
+    term, df, start, end = found
+    return term, df, record[start : start + 16 * df], record[start + 16 * df : end]
 
 
-def _term_record_at(data: bytes, at: int) -> "tuple[int, tuple[str, int, bytes, bytes]] | None":
-    """The length of the term record at `at` in `data` and its term, df, postings and bound, or None when there is
-    no record of that shape there."""
+def _term_record_at(data: bytes, at: int) -> "tuple[str, int, int, int] | None":
+    """The term record at `at` in `data`: its term, df, where its postings start and where it ends; None when
+    there is no record of that shape there."""
     head_at = at + SEAL_BYTES
     if head_at + TERM_HEAD > len(data):
         return None
@@ -755,7 +771,7 @@ def _term_record_at(data: bytes, at: int) -> "tuple[int, tuple[str, int, bytes, 
         term = _text(data[head_at + TERM_HEAD : head_at + TERM_HEAD + term_len])
     except UnicodeDecodeError:
         return None
-    return end - at, (term, df, data[start : start + 16 * df], data[start + 16 * df : end])
+    return term, df, start, end
 
 
 def _missing(message: str) -> "IndexMissing":

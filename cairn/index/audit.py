@@ -374,6 +374,12 @@ def _meta_diffs(
         stored_avg = None
     if stored_avg != avg:
         diffs.append(f"settings: avg_lengths differ ({_both(stored_avg, avg)})")
+    try:  # what the next update's averages start from
+        stored_totals = json.loads(reader.meta.get("length_totals", ""))
+    except ValueError:
+        stored_totals = None
+    if stored_totals != lengths_total:
+        diffs.append(f"settings: length_totals differ ({_both(stored_totals, lengths_total)})")
     want = json.loads(json.dumps(committed, ensure_ascii=False))
     try:
         got = json.loads(reader.meta.get("config", ""))

@@ -21,7 +21,7 @@ import tempfile
 from array import array
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -224,8 +224,9 @@ class Parts:
     """Everything an index file holds, each record as the file stores it (sealed): what `write_parts` lays out.
 
     meta: `meta_message` of the settings; problems: the cards left out (JSON); superseders:
-    `superseders_message`; terms: (term, seal + `term_message`) by term; cards: (row, id, seal + `card_message`,
-    `cold_message`) by row.
+    `superseders_message`; terms: (the term's keyed hash (`Sealer.slot`), its record (seal + `term_message`)) in
+    the order they are written; cards: (row, the id's keyed hash, hot record (seal + `card_message`), cold record
+    (`cold_message`)) by row.
     """
 
     meta: bytes = b"[]"
@@ -233,8 +234,8 @@ class Parts:
     problems: bytes = b"[]"
     problems_seal: bytes = b"\0" * SEAL_BYTES
     superseders: bytes = b"[]"
-    terms: list[tuple[str, bytes]] = field(default_factory=list)
-    cards: list[tuple[int, str, bytes, bytes]] = field(default_factory=list)
+    terms: list[tuple[int, bytes]] = field(default_factory=list)
+    cards: list[tuple[int, int, bytes, bytes]] = field(default_factory=list)
 
 
 def write_index(
@@ -251,12 +252,19 @@ def write_index(
     """
     paths.private_folder(str(index_file.parent))
     sealer = Sealer(paths.make_index_key())
-    parts = read_parts(base) if base is not None else Parts()
-    values = _apply(parts, sealer, upserts, set(removed_ids) | {c.id for c in upserts})
+    removed = set(removed_ids) | {c.id for c in upserts}
+    if base is None:
+        parts, stored = Parts(), _Totals(0, [0, 0, 0], [])
+        _apply(parts, stored, sealer, upserts)
+    else:
+        with IndexReader(base) as reader:
+            parts, where = _stored_parts(reader)
+            stored = _remove(parts, reader, removed)
+            _apply(parts, stored, sealer, upserts, reader, where)
     ordered = sorted(problems, key=lambda p: (p[0], p[1]))
     parts.problems = _json_bytes([list(p) for p in ordered])
     parts.problems_seal = sealer.mac(parts.problems)
-    parts.meta = meta_message(_stored_meta(meta, values))
+    parts.meta = meta_message(stored.meta(meta))
     parts.meta_seal = sealer.mac(parts.meta)
     replace_file(index_file, parts, sealer)
 
@@ -274,38 +282,38 @@ def replace_file(index_file: Path, parts: Parts, sealer: Sealer) -> None:
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
-    _write_private(seal_path(index_file), sealer.seal(whole).encode("ascii"))
+    _write_private(seal_path(index_file), whole.encode("ascii"))
 
 
-def write_parts(handle: IO[bytes], parts: Parts, sealer: Sealer) -> bytes:
-    """Write the file `parts` make to `handle` (see `cairn.hot.index` for the layout); the sha256 of its bytes."""
-    term_keys = [_utf8(term) for term, _ in parts.terms]
-    term_places, term_slots, term_mask = _place([sealer.slot(raw) for raw in term_keys])
-    id_places, id_slots, id_mask = _place([sealer.slot(_utf8(card[1])) for card in parts.cards])
+def write_parts(handle: IO[bytes], parts: Parts, sealer: Sealer) -> str:
+    """Write the file `parts` make to `handle` (see `cairn.hot.index` for the layout); the seal of its bytes
+    (`file_seal`)."""
+    term_places, term_slots, term_mask = _place([h for h, _ in parts.terms])
+    id_places, id_slots, id_mask = _place([card[1] for card in parts.cards])
     max_row = parts.cards[-1][0] if parts.cards else 0
     problems_at = HEADER_SIZE + len(parts.meta)
     superseders_at = problems_at + len(parts.problems)
     term_slots_at = _aligned(superseders_at + len(parts.superseders), 8)
     id_slots_at = term_slots_at + SLOT * term_slots
     cards_at = id_slots_at + SLOT * id_slots
-    at = cards_at + CARD_SLOT * max_row
+    tables_end = cards_at + CARD_SLOT * max_row
 
     chunks: list[bytes] = []
     term_table = bytearray(SLOT * term_slots)
-    at = terms_at = _aligned(at, 4)
-    for (_, record), (place, tag) in zip(parts.terms, term_places, strict=True):
+    at = terms_at = _aligned(tables_end, 4)
+    for (h, record), place in zip(parts.terms, term_places, strict=True):
         pad = -at % 4  # postings are read in place as 32- and 16-bit values
         if pad:
             chunks.append(b"\0" * pad)
             at += pad
-        struct.pack_into("<QII", term_table, SLOT * place, at, len(record), tag)
+        struct.pack_into("<QQQ", term_table, SLOT * place, h, at, len(record))
         chunks.append(record)
         at += len(record)
     terms_len = at - terms_at
     id_table = bytearray(SLOT * id_slots)
     card_table = bytearray(CARD_SLOT * max_row)
-    for (row, _, hot, _), (place, tag) in zip(parts.cards, id_places, strict=True):
-        struct.pack_into("<QII", id_table, SLOT * place, row, 1, tag)
+    for (row, h, hot, _), place in zip(parts.cards, id_places, strict=True):
+        struct.pack_into("<QQQ", id_table, SLOT * place, h, row, 1)
         struct.pack_into("<QI", card_table, CARD_SLOT * (row - 1), at, len(hot))
         chunks.append(hot)
         at += len(hot)
@@ -341,15 +349,13 @@ def write_parts(handle: IO[bytes], parts: Parts, sealer: Sealer) -> bytes:
     )
     assert len(header) == HEADER_SIZE
     gap = b"\0" * (term_slots_at - superseders_at - len(parts.superseders))
-    tables_end = cards_at + CARD_SLOT * max_row
     start: list[bytes | bytearray] = [header, parts.meta, parts.problems, parts.superseders, gap]
-    start += [term_table, id_table, card_table]
-    start.append(b"\0" * (terms_at - tables_end))
+    start += [term_table, id_table, card_table, b"\0" * (terms_at - tables_end)]
     whole = hashlib.sha256()
     for block in (b"".join(start), *_blocks(chunks)):
         handle.write(block)
         whole.update(block)
-    return whole.digest()
+    return sealer.seal(whole.digest())
 
 
 def _blocks(chunks: Sequence[bytes], size: int = 1 << 22) -> Iterator[bytes]:
@@ -366,9 +372,9 @@ def _blocks(chunks: Sequence[bytes], size: int = 1 << 22) -> Iterator[bytes]:
         yield b"".join(block)
 
 
-def _place(hashes: Sequence[int]) -> tuple[list[tuple[int, int]], int, int]:
+def _place(hashes: Sequence[int]) -> tuple[list[int], int, int]:
     """Where each hash goes in a slot table at most half full (linear probing, no wrap-around: a chain may run
-    past the nominal size, which the table then grows to hold), with its tag; the table's size and mask."""
+    past the nominal size, which the table then grows to hold); the table's size and mask."""
     nominal = 8
     while nominal < 2 * len(hashes):
         nominal *= 2
@@ -382,7 +388,7 @@ def _place(hashes: Sequence[int]) -> tuple[list[tuple[int, int]], int, int]:
         if i == len(taken):
             taken.append(0)
         taken[i] = 1
-        out.append((i, h >> 32))
+        out.append(i)
     return out, len(taken), mask
 
 
@@ -399,17 +405,40 @@ def _utf8(text: str) -> bytes:
 
 
 def read_parts(path: Path, *, unchecked: bool = False) -> Parts:
-    """The parts of an index file as it holds them, records copied as they are (its meta seal checked, unless
-    `unchecked`)."""
+    """The parts of an index file as it holds them (its meta seal checked, unless `unchecked`)."""
     with IndexReader(path, unchecked=unchecked) as reader:
-        meta, meta_seal, problems, problems_seal, superseders = reader.stored_parts()
-        parts = Parts(meta, meta_seal, problems, problems_seal, superseders)
-        parts.terms = [(term, seal + message) for term, _df, _p, _b, seal, message in reader.term_rows()]
-        for values, seal, message, cold in reader.sealed_rows():
-            if values is None:
-                raise IndexCorrupt(f"the index at {path} is damaged (a card's stored fields do not parse)")
-            parts.cards.append((int(values[0]), str(values[1]), seal + message, cold))
-    return parts
+        return _stored_parts(reader)[0]
+
+
+def _stored_parts(reader: IndexReader) -> tuple[Parts, dict[int, int]]:
+    """The parts of an open index file as it holds them, records as they are: nothing parsed, so an update copies
+    what it does not change without reading it; and where each term record is (file offset -> its place in
+    `Parts.terms`)."""
+    parts = Parts(*reader.stored_parts())
+    table = reader._read(reader._term_slots_at, SLOT * reader._term_slots)
+    records = [slot for slot in struct.iter_unpack("<QQQ", table) if slot[2]]  # in slot order: any order will do
+    region = reader._read(reader._terms_at, reader._terms_len)
+    start = reader._terms_at
+    parts.terms = [(h, region[at - start : at - start + length]) for h, at, length in records]
+    where = {slot[1]: i for i, slot in enumerate(records)}
+    ids = reader._read(reader._id_slots_at, SLOT * reader._id_slots)
+    id_hash = {row: h for h, row, length in struct.iter_unpack("<QQQ", ids) if length}
+    table = reader._read(reader._cards_at, CARD_SLOT * reader._max_row)
+    slots = [(row, slot) for row, slot in enumerate(struct.iter_unpack("<QIQI", table), 1) if slot[1]]
+    hot = _span(reader, [(slot[0], slot[1]) for _, slot in slots])
+    cold = _span(reader, [(slot[2], slot[3]) for _, slot in slots])
+    try:
+        parts.cards = [(row, id_hash[row], hot(slot[0], slot[1]), cold(slot[2], slot[3])) for row, slot in slots]
+    except KeyError:
+        raise IndexCorrupt(f"the index at {reader.path} is damaged (a card has no id slot)") from None
+    return parts, where
+
+
+def _span(reader: IndexReader, places: Sequence[tuple[int, int]]) -> Callable[[int, int], bytes]:
+    """The records at `places` (offset, length), from one read of the span they cover."""
+    first = min((at for at, _ in places), default=0)
+    data = reader._read(first, max((at + n for at, n in places), default=first) - first)
+    return lambda at, length: data[at - first : at - first + length]
 
 
 def seal_path(index_file: Path | str) -> Path:
@@ -418,12 +447,13 @@ def seal_path(index_file: Path | str) -> Path:
 
 
 def file_seal(path: Path | str, sealer: Sealer) -> str:
-    """The seal of a whole file's bytes: any byte changed on disk, used or not, breaks it."""
-    digest = hashlib.sha256()
+    """The seal of a whole file's bytes (`write_parts` gives it for the file it writes): any byte changed on
+    disk, used or not, breaks it. The seal of their sha256 (OpenSSL's: twice BLAKE2b's speed here)."""
+    whole = hashlib.sha256()
     with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return sealer.seal(digest.digest())
+        for chunk in iter(lambda: handle.read(1 << 22), b""):
+            whole.update(chunk)
+    return sealer.seal(whole.digest())
 
 
 def _write_private(target: Path, data: bytes) -> None:
@@ -451,23 +481,77 @@ def card_postings(card: CardTerms) -> tuple[list[int], dict[str, tuple[int, ...]
     return lengths, out
 
 
-def _apply(parts: Parts, sealer: Sealer, upserts: Sequence[CardTerms], removed: set[str]) -> list[list[Any]]:
-    """Remove and upsert cards with their postings, in `parts` (records not touched stay as they are); every
-    card's sealed values after it, by row."""
-    kept: list[tuple[int, str, bytes, bytes]] = []
-    values: list[list[Any]] = []
-    stale: dict[str, set[int]] = {}  # old postings of removed or replaced cards
-    for stored in parts.cards:
-        row, card_id, hot, cold = stored
-        if card_id in removed:
-            for term in json.loads(cold)[2]:
-                stale.setdefault(term, set()).add(row)
-        else:
-            kept.append(stored)
-            values.append(json.loads(hot[SEAL_BYTES:]))
+@dataclass(slots=True)
+class _Totals:
+    """What the stored settings say of every card (`meta`), kept up to date as cards are removed and added, so
+    an update never reads the cards it keeps: their count, their token lengths summed per field, and every
+    (id, status, supersedes) with a non-empty supersedes."""
 
+    n: int
+    lengths: list[int]
+    superseders: list[list[str]]
+    stale: dict[str, set[int]] = field(default_factory=dict)  # the terms of removed cards: their rows
+
+    def add(self, values: Sequence[Any]) -> None:
+        self.n += 1
+        self.lengths = [total + int(values[11 + f]) for f, total in enumerate(self.lengths)]
+        if values[10] != "[]":
+            self.superseders.append([values[1], values[6], values[10]])
+
+    def remove(self, values: Sequence[Any], terms: Iterable[str]) -> None:
+        self.n -= 1
+        self.lengths = [total - int(values[11 + f]) for f, total in enumerate(self.lengths)]
+        self.superseders = [s for s in self.superseders if s[0] != values[1]]
+        for term in terms:
+            self.stale.setdefault(term, set()).add(int(values[0]))
+
+    def meta(self, meta: dict[str, str]) -> dict[str, str]:
+        """The settings as stored: `meta`, with the format, the card count, the average and total token lengths
+        and the digest of the superseding cards."""
+        avg = [round(total / self.n, 4) if self.n else 0.0 for total in self.lengths]
+        out = {k: v for k, v in meta.items() if k not in ("seal", "checksum")}
+        out.update(
+            format=FORMAT_VERSION,
+            n_cards=str(self.n),
+            avg_lengths=json.dumps(avg),
+            length_totals=json.dumps(self.lengths),
+            superseders=superseders_digest(self.superseders),
+        )
+        return out
+
+
+def _remove(parts: Parts, reader: IndexReader, removed: Iterable[str]) -> _Totals:
+    """Take the cards `removed` names out of `parts` (the others are not read); the totals of the cards left."""
+    try:
+        lengths = [int(n) for n in json.loads(reader.meta["length_totals"])]
+        totals = _Totals(int(reader.meta["n_cards"]), lengths, [list(s) for s in reader._superseders()])
+    except (KeyError, ValueError, TypeError):
+        raise IndexCorrupt(f"the index at {reader.path} is damaged (its totals do not parse)") from None
+    rows = {row for row in map(reader._row_of, removed) if row is not None}
+    if rows:
+        kept = []
+        for card in parts.cards:
+            if card[0] in rows:
+                totals.remove(json.loads(card[2][SEAL_BYTES:]), json.loads(card[3])[2])
+            else:
+                kept.append(card)
+        parts.cards = kept
+    return totals
+
+
+def _apply(
+    parts: Parts,
+    totals: _Totals,
+    sealer: Sealer,
+    upserts: Sequence[CardTerms],
+    reader: IndexReader | None = None,
+    where: dict[int, int] | None = None,
+) -> None:
+    """Add the `upserts` to `parts` with their postings, and take the removed cards' postings (`totals.stale`)
+    out of their terms; the records of the terms neither touches stay as they are. `reader` and `where`: the
+    base file the parts come from (to find a touched term's record)."""
     fresh: dict[str, list[tuple[int, ...]]] = {}
-    row = max((card[0] for card in kept), default=0)  # new rows follow the highest kept one
+    row = parts.cards[-1][0] if parts.cards else 0  # new rows follow the highest kept one
     for card in upserts:
         row += 1
         lengths, entries = card_postings(card)
@@ -488,51 +572,37 @@ def _apply(parts: Parts, sealer: Sealer, upserts: Sequence[CardTerms], removed: 
             digest(cold),
         ]
         message = card_message(sealed)
-        kept.append((row, card.id, sealer.mac(message) + message, cold))
-        values.append(sealed)
+        parts.cards.append((row, sealer.slot(_utf8(card.id)), sealer.mac(message) + message, cold))
+        totals.add(sealed)
         for term, counts in entries.items():
             posting = (row, *counts)
             if term in fresh:
                 fresh[term].append(posting)
             else:
                 fresh[term] = [posting]
-    parts.cards = kept
 
-    records = dict(parts.terms)
-    for term in set(stale) | set(fresh):
-        old = records.get(term)
-        got = None
-        if old is not None:
-            parsed = _term_record(old)
-            if parsed is None:
-                raise IndexCorrupt("the index is damaged (a term's record does not have the shape of one)")
-            got = (parsed[1], parsed[2], parsed[3])
-        rows, stats, bound = _updated_postings(got, stale.get(term, set()), fresh.get(term, ()))
+    gone: set[int] = set()
+    for term in sorted(set(totals.stale) | set(fresh)):
+        found = reader._find_term(term) if reader is not None else None
+        old, place = None, None
+        if found is not None and where is not None:
+            place = where[found[0]]
+            parsed = _term_record(parts.terms[place][1])
+            assert parsed is not None  # `_find_term` read it
+            old = (parsed[1], parsed[2], parsed[3])
+        rows, stats, bound = _updated_postings(old, totals.stale.get(term, set()), fresh.get(term, ()))
         if rows:
             message = term_message(term, len(rows), _pack(rows, stats), bound)
-            records[term] = sealer.mac(message) + message
-        else:
-            del records[term]
-    parts.terms = sorted(records.items())
-    superseding = [(v[1], v[6], v[10]) for v in values if v[10] != "[]"]
-    parts.superseders = superseders_message(superseding)
-    return values
-
-
-def _stored_meta(meta: dict[str, str], values: Sequence[Sequence[Any]]) -> dict[str, str]:
-    """The settings as stored: `meta`, with the format, the card count, the average token lengths and the digest
-    of the superseding cards (from every card's sealed values)."""
-    n = len(values)
-    totals = [sum(int(v[11 + f]) for v in values) for f in range(3)]
-    avg = [round(total / n, 4) if n else 0.0 for total in totals]
-    out = {k: v for k, v in meta.items() if k not in ("seal", "checksum")}
-    out.update(
-        format=FORMAT_VERSION,
-        n_cards=str(n),
-        avg_lengths=json.dumps(avg),
-        superseders=superseders_digest([(v[1], v[6], v[10]) for v in values if v[10] != "[]"]),
-    )
-    return out
+            entry = (sealer.slot(_utf8(term)), sealer.mac(message) + message)
+            if place is None:
+                parts.terms.append(entry)
+            else:
+                parts.terms[place] = entry
+        elif place is not None:
+            gone.add(place)
+    if gone:
+        parts.terms = [entry for i, entry in enumerate(parts.terms) if i not in gone]
+    parts.superseders = superseders_message(totals.superseders)
 
 
 def verify(reader: IndexReader, row_seals: bool = True) -> list[str]:
@@ -572,11 +642,11 @@ def verify(reader: IndexReader, row_seals: bool = True) -> list[str]:
             problems.append(f"it holds {len(rows)} card row(s) where its settings say {reader.meta.get('n_cards')}")
         bad_terms: list[str] = []
         named = array("I")  # every row a posting names
-        for term, df, postings, _bound, seal, message in reader.term_rows():
-            if row_seals and seal != sealer.mac(message):
+        for term, df, data, at, start, end in reader._term_records():
+            if row_seals and data[at : at + SEAL_BYTES] != sealer.mac(memoryview(data)[at + SEAL_BYTES : end]):
                 bad_terms.append(f"term {term!r}: its postings do not match their seal")
                 continue
-            named.frombytes(postings[: 4 * df])  # the row ids (then the stats, see _pack)
+            named.frombytes(memoryview(data)[start : start + 4 * df])  # the row ids (then the stats, see _pack)
         problems.extend(bad_terms[:10])
         dangling = 0 if rows.issuperset(named) else sum(1 for row in named if row not in rows)
         if dangling:

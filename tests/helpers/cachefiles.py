@@ -36,7 +36,7 @@ def _rewrite(index_file: Path, edit: Callable[[store.Parts], None]) -> None:
 
 
 def _values(hot: bytes) -> list[Any]:
-    values: list[Any] = json.loads(hot[SEAL_BYTES:])
+    values: list[Any] = json.loads(bytes(hot[SEAL_BYTES:]))
     return values
 
 
@@ -44,12 +44,12 @@ def edit_card(index_file: Path, card_id: str, **fields: Any) -> None:
     """Set sealed columns of one card (`SEALED_CARD_COLUMNS` by name), its seal unchanged."""
 
     def edit(parts: store.Parts) -> None:
-        for i, (row, stored_id, hot, cold) in enumerate(parts.cards):
-            if stored_id == card_id:
-                values = _values(hot)
+        for i, (row, h, hot, cold) in enumerate(parts.cards):
+            values = _values(hot)
+            if values[1] == card_id:
                 for name, value in fields.items():
                     values[COLUMNS.index(name)] = value
-                parts.cards[i] = (row, stored_id, hot[:SEAL_BYTES] + card_message(values), cold)
+                parts.cards[i] = (row, h, bytes(hot[:SEAL_BYTES]) + card_message(values), cold)
 
     _rewrite(index_file, edit)
 
@@ -69,16 +69,16 @@ def edit_postings(index_file: Path, term: str, change: Callable[[list[int]], Non
     """Change the six counts per posting of one term (`change` edits the flat list in place), its seal unchanged."""
 
     def edit(parts: store.Parts) -> None:
-        for i, (stored_term, record) in enumerate(parts.terms):
+        for i, (h, record) in enumerate(parts.terms):
+            parsed = _term_record(bytes(record))
+            assert parsed is not None
+            stored_term, df, postings, bound = parsed
             if stored_term == term:
-                parsed = _term_record(record)
-                assert parsed is not None
-                _, df, postings, bound = parsed
                 unpacked = store._unpack(df, postings)
                 stats = list(unpacked.stats)
                 change(stats)
                 packed = store._pack(unpacked.rows, stats)
-                parts.terms[i] = (term, record[:SEAL_BYTES] + term_message(term, df, packed, bound))
+                parts.terms[i] = (h, bytes(record[:SEAL_BYTES]) + term_message(term, df, packed, bound))
 
     _rewrite(index_file, edit)
 
@@ -87,23 +87,23 @@ def delete_card(index_file: Path, card_id: str) -> None:
     """Take one card's records out of the file (its postings still name its row)."""
 
     def edit(parts: store.Parts) -> None:
-        parts.cards = [card for card in parts.cards if card[1] != card_id]
+        parts.cards = [card for card in parts.cards if _values(card[2])[1] != card_id]
 
     _rewrite(index_file, edit)
 
 
+def _card(index_file: Path, card_id: str) -> tuple[int, int, bytes, bytes]:
+    (card,) = [card for card in store.read_parts(index_file, unchecked=True).cards if _values(card[2])[1] == card_id]
+    return card
+
+
 def card_row(index_file: Path, card_id: str) -> int:
-    (row,) = [
-        row for row, stored_id, _, _ in store.read_parts(index_file, unchecked=True).cards if stored_id == card_id
-    ]
-    return row
+    return _card(index_file, card_id)[0]
 
 
 def card_terms(index_file: Path, card_id: str) -> list[str]:
     """The terms stored with one card (in its cold record)."""
-    cards = store.read_parts(index_file, unchecked=True).cards
-    (cold,) = [cold for _, stored_id, _, cold in cards if stored_id == card_id]
-    terms: list[str] = json.loads(cold)[2]
+    terms: list[str] = json.loads(bytes(_card(index_file, card_id)[3]))[2]
     return terms
 
 
@@ -112,13 +112,13 @@ def reseal(index_file: Path) -> None:
     sealer = _sealer()
     parts = store.read_parts(index_file, unchecked=True)
     all_values = []
-    for i, (row, card_id, hot, cold) in enumerate(parts.cards):
+    for i, (row, h, hot, cold) in enumerate(parts.cards):
         values = _values(hot)
-        values[COLUMNS.index("record_digest")] = digest(cold)
+        values[COLUMNS.index("record_digest")] = digest(bytes(cold))
         message = card_message(values)
-        parts.cards[i] = (row, card_id, sealer.mac(message) + message, cold)
+        parts.cards[i] = (row, h, sealer.mac(message) + message, cold)
         all_values.append(values)
-    parts.terms = [(term, sealer.mac(record[SEAL_BYTES:]) + record[SEAL_BYTES:]) for term, record in parts.terms]
+    parts.terms = [(h, sealer.mac(record[SEAL_BYTES:]) + bytes(record[SEAL_BYTES:])) for h, record in parts.terms]
     superseding = [(v[1], v[6], v[10]) for v in all_values if v[10] != "[]"]
     parts.superseders = superseders_message(superseding)
     meta = dict(json.loads(parts.meta))
@@ -128,4 +128,4 @@ def reseal(index_file: Path) -> None:
     parts.problems_seal = sealer.mac(parts.problems)
     with open(index_file, "wb") as handle:
         whole = store.write_parts(handle, parts, sealer)
-    store.seal_path(index_file).write_text(sealer.seal(whole), "ascii")
+    store.seal_path(index_file).write_text(whole, "ascii")
