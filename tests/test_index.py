@@ -238,6 +238,27 @@ def test_updating_a_terms_postings_equals_packing_them_anew(stats: list[tuple[in
     assert bound == store._frontier(want_stats)
 
 
+def test_an_update_whose_base_fails_a_check_it_reads_is_a_full_build(vault_repo: VaultRepo) -> None:
+    """The stored totals an update starts from, re-sealed with the key but not numbers: a full build instead of
+    an error, and the new file's totals are the cards' own."""
+    vault_repo.write("a/b", "Card", "Summary about rebase.")
+    vault_repo.write("a/c", "Other", "Another lesson.")
+    vault_repo.commit()
+    vault = find_vault(vault_repo.root)
+    target = build_index(vault).index_file
+    edit_meta(target, length_totals="not numbers")
+    reseal(target)
+    vault_repo.write("a/c", "Other", "Another lesson, changed.")
+    vault_repo.commit()
+    report = build_index(vault)
+    assert report.mode == "full" and report.n_cards == 2
+    with open_index(vault) as index:
+        assert json.loads(index.meta["length_totals"]) == [
+            sum(n) for n in zip(*(c.lengths for c in index.cards([1, 2]).values()), strict=True)
+        ]
+        assert store.checksum_holds(index)
+
+
 def test_settings_from_an_older_cairn_are_refreshed_without_rereading_cards(vault_repo: VaultRepo) -> None:
     """The stored config carries the defaults of the Cairn that wrote it; a new default must reach the index."""
     vault_repo.write("a/b", "Card", "Summary.")

@@ -496,13 +496,17 @@ class IndexReader:
         """Every term record in the order they are written (a full build writes them in term order; an update
         keeps that order and writes the terms it adds after the others), seals not checked (for full checks): term, df, postings, bound, seal
         and message (what the seal covers)."""
-        for term, df, data, at, start, end in self._term_records():
+        for raw, df, data, at, start, end in self._term_records():
+            try:
+                term = _text(raw)
+            except UnicodeDecodeError:
+                raise self._damaged("a term's record does not have the shape of one") from None
             bound_at = start + 16 * df
             seal, message = data[at : at + SEAL_BYTES], data[at + SEAL_BYTES : end]
             yield term, df, data[start:bound_at], data[bound_at:end], seal, message
 
-    def _term_records(self) -> "Iterator[tuple[str, int, bytes, int, int, int]]":
-        """Every term record as (term, df, the terms region, where the record starts in it, where its postings
+    def _term_records(self) -> "Iterator[tuple[bytes, int, bytes, int, int, int]]":
+        """Every term record as (its term in UTF-8, df, the terms region, where the record starts in it, where its postings
         start, where it ends), nothing copied: they are written one after another, each at a multiple of 4 bytes
         (the region starts at one)."""
         data = self._read(self._terms_at, self._terms_len)
@@ -577,8 +581,8 @@ class IndexReader:
             for _hash, _value, length in used:
                 empty_before.append(empty_before[-1] + (not length))
             found = 0
-            for term, _df, _data, at, _start, end in self._term_records():
-                h = self._sealer.slot(_utf8(term))
+            for raw, _df, _data, at, _start, end in self._term_records():
+                h = self._sealer.slot(raw)
                 i, length, stored = place.get(self._terms_at + at, (-1, 0, 0))
                 start = h & self._term_mask
                 if length != end - at or stored != h or i < start or empty_before[i] != empty_before[start]:
@@ -594,7 +598,7 @@ class IndexReader:
         raw = _utf8(term)
         for at, length in self._probe(self._term_slots_at, self._term_slots, self._term_mask, raw):
             found = _term_record_at(self._read(at, length), 0)
-            if found is not None and found[0] == term and found[3] == length:
+            if found is not None and found[0] == raw and found[3] == length:
                 return at, length
         return None
 
@@ -752,13 +756,17 @@ def _term_record(record: bytes) -> "tuple[str, int, bytes, bytes] | None":
     found = _term_record_at(record, 0)
     if found is None or found[3] != len(record):
         return None
-    term, df, start, end = found
+    raw, df, start, end = found
+    try:
+        term = _text(raw)
+    except UnicodeDecodeError:
+        return None
     return term, df, record[start : start + 16 * df], record[start + 16 * df : end]
 
 
-def _term_record_at(data: bytes, at: int) -> "tuple[str, int, int, int] | None":
-    """The term record at `at` in `data`: its term, df, where its postings start and where it ends; None when
-    there is no record of that shape there."""
+def _term_record_at(data: bytes, at: int) -> "tuple[bytes, int, int, int] | None":
+    """The term record at `at` in `data`: its term (UTF-8), df, where its postings start and where it ends; None
+    when there is no record of that shape there."""
     head_at = at + SEAL_BYTES
     if head_at + TERM_HEAD > len(data):
         return None
@@ -767,11 +775,7 @@ def _term_record_at(data: bytes, at: int) -> "tuple[str, int, int, int] | None":
     end = start + 16 * df + 2 * n_bound
     if end > len(data):
         return None
-    try:
-        term = _text(data[head_at + TERM_HEAD : head_at + TERM_HEAD + term_len])
-    except UnicodeDecodeError:
-        return None
-    return term, df, start, end
+    return data[head_at + TERM_HEAD : head_at + TERM_HEAD + term_len], df, start, end
 
 
 def _missing(message: str) -> "IndexMissing":

@@ -142,7 +142,10 @@ def build_index(
         if base is None:
             report = _full_from_commit(vault, repo, commit, target, meta, progress)
         else:
-            report = _incremental(vault, repo, base, commit, target, meta, progress)
+            try:
+                report = _incremental(vault, repo, base, commit, target, meta, progress)
+            except IndexCorrupt:  # the base fails a check only an update reads far enough to make: start over
+                report = _full_from_commit(vault, repo, commit, target, meta, progress)
         _semantic_vectors(target)
     return _timed(report, started)
 

@@ -642,9 +642,9 @@ def verify(reader: IndexReader, row_seals: bool = True) -> list[str]:
             problems.append(f"it holds {len(rows)} card row(s) where its settings say {reader.meta.get('n_cards')}")
         bad_terms: list[str] = []
         named = array("I")  # every row a posting names
-        for term, df, data, at, start, end in reader._term_records():
+        for raw, df, data, at, start, end in reader._term_records():
             if row_seals and data[at : at + SEAL_BYTES] != sealer.mac(memoryview(data)[at + SEAL_BYTES : end]):
-                bad_terms.append(f"term {term!r}: its postings do not match their seal")
+                bad_terms.append(f"term {raw.decode('utf-8', 'replace')!r}: its postings do not match their seal")
                 continue
             named.frombytes(memoryview(data)[start : start + 4 * df])  # the row ids (then the stats, see _pack)
         problems.extend(bad_terms[:10])
