@@ -171,6 +171,45 @@ def test_damaged_cache_is_rebuilt(vault_repo: VaultRepo) -> None:
     assert report.mode == "full" and report.n_cards == 1
 
 
+def test_a_file_cut_while_a_reader_holds_it_fails_the_check(vault_repo: VaultRepo) -> None:
+    """The reader never maps the file: a file truncated in place under an open reader (a full disk, a sync tool)
+    is a short read, and a short read is `IndexCorrupt`, never a crash or a record read from nothing."""
+    for i in range(30):
+        vault_repo.write(f"a/card-{i}", f"Card {i} about rebase", f"Lesson {i} about rebase and force-push.")
+    vault_repo.commit()
+    target = build_index(find_vault(vault_repo.root)).index_file
+    with IndexReader(target) as reader:
+        assert reader.postings(["rebase"])["rebase"].df == 30
+        with open(target, "r+b") as handle:
+            handle.truncate(reader._terms_at + 8)
+        with pytest.raises(IndexCorrupt, match="truncated"):
+            reader.postings(["lesson"])
+        with pytest.raises(IndexCorrupt, match="truncated"):
+            reader.cards([1])
+
+
+def test_the_structure_check_finds_a_term_record_off_its_slot(vault_repo: VaultRepo) -> None:
+    """Two term slots swapped (every record and seal intact): lookups would miss both terms; `verify` says so."""
+    for i in range(30):
+        vault_repo.write(f"a/card-{i}", f"Card {i}", f"Lesson number{i} about subject{i % 7}.")
+    vault_repo.commit()
+    target = build_index(find_vault(vault_repo.root)).index_file
+    with IndexReader(target) as reader:
+        assert reader.integrity_ok() and not store.verify(reader)
+        at, n = reader._term_slots_at, reader._term_slots
+    data = bytearray(target.read_bytes())
+    slots = [
+        at + store.SLOT * i for i in range(n) if data[at + store.SLOT * i + 16 : at + store.SLOT * (i + 1)].strip(b"\0")
+    ]
+    first, second = slots[0], slots[len(slots) // 2]
+    size = store.SLOT
+    data[first : first + size], data[second : second + size] = data[second : second + size], data[first : first + size]
+    target.write_bytes(bytes(data))
+    with IndexReader(target) as reader:
+        assert not reader.integrity_ok()
+        assert any("its structure does not hold" in p for p in store.verify(reader))
+
+
 def test_two_index_processes_leave_one_valid_cache(vault_repo: VaultRepo) -> None:
     for i in range(150):
         vault_repo.write(f"bulk/card-{i:03}", f"Bulk card {i}", f"Lesson {i} about subject {i % 17}.")
