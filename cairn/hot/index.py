@@ -4,11 +4,12 @@ One file per index, written whole by `cairn.index.store` (a new file, then `os.r
 whole index; it reads the parts a query needs, never the whole file, and never maps it (a file truncated under a
 mapping would kill the hook with SIGBUS instead of failing open: a short read is a failed check here).
 
-The layout (integers little-endian, except the postings and bounds, in the byte order the header names):
+The layout (integers little-endian, except a term record's head, postings and bound: in the byte order the header
+names, this machine's, so they are read in place; the messages are `cairn.index.store`'s `*_message` functions):
 
     header      MAGIC, format, byte order, then the fields of `HEADER_FIELDS` (file size, where each part is),
                 the meta seal and the problems seal: `HEADER_SIZE` bytes
-    meta        the stored settings: `meta_message`, sorted [key, value] pairs (JSON)
+    meta        the stored settings: sorted [key, value] pairs (JSON)
     problems    the cards left out: [[path, line, rule, message], ...] (JSON)
     superseders every [id, status, supersedes] with a non-empty supersedes (JSON; its digest is in meta)
     term slots  a hash table of terms: 24-byte slots (the term's keyed 64-bit hash, `Sealer.slot`; its record's
@@ -17,10 +18,11 @@ The layout (integers little-endian, except the postings and bounds, in the byte 
     id slots    the same table for card ids (the value is the card's row)
     card slots  per row from 1 to the highest: 24 bytes (hot record offset and length, cold record offset and
                 length); a row no card holds has length 0
-    terms       per term: its seal (16 bytes), then `term_message`: df, bound length, term length, the term, padding
-                to 4 bytes, the card rows (unsigned 32-bit), per row six counts, the bound (unsigned 16-bit)
-    hot records per card: its seal, then `card_message`: what the hot path serves (`SEALED_CARD_COLUMNS`)
-    cold records per card: `cold_message`: its full record, provenance and terms (JSON); its digest is in the hot one
+    terms       one record per term, one after another from `terms_at`, each at a multiple of 4 bytes: its seal
+                (16 bytes), then df, bound length and term length (u32 each), the term, padding to 4 bytes, the
+                card rows (unsigned 32-bit), per row six counts, the bound (unsigned 16-bit)
+    hot records per card: its seal, then what the hot path serves, `SEALED_CARD_COLUMNS` as a JSON list
+    cold records per card: its full record, provenance and terms (JSON); its digest is in the hot one
 
 Each term's postings are the card rows in row order, then per row the term's frequency in name, summary and body
 and the card's token lengths of the three, and a score bound: per field, the Pareto frontier of (frequency,
@@ -101,7 +103,6 @@ _PROBE = 4  # slots read at once while probing
 _FIRST_READ = 16384  # the first read: the header and (nearly always) the whole meta
 
 SEAL_BYTES = 16  # a seal: a 128-bit keyed BLAKE2b
-SEAL_CHARS = 2 * SEAL_BYTES  # in hex
 _SEAL_PERSON = b"cairn index seal"  # BLAKE2b's personalisation (16 bytes): these MACs are index seals only
 _SLOT_PERSON = b"cairn index slot"  # ...and these the slot tables' hashes
 
