@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cairn.hot.errors import CairnError, IndexCorrupt
-from cairn.hot.index import IndexReader
+from cairn.hot.index import SLOT, IndexReader
 from cairn.hot.vault import find_vault
 from cairn.index import store
 from cairn.index.build import build_index, build_worktree_index, open_index
@@ -198,11 +198,9 @@ def test_the_structure_check_finds_a_term_record_off_its_slot(vault_repo: VaultR
         assert reader.integrity_ok() and not store.verify(reader)
         at, n = reader._term_slots_at, reader._term_slots
     data = bytearray(target.read_bytes())
-    slots = [
-        at + store.SLOT * i for i in range(n) if data[at + store.SLOT * i + 16 : at + store.SLOT * (i + 1)].strip(b"\0")
-    ]
+    slots = [at + SLOT * i for i in range(n) if data[at + SLOT * i + 16 : at + SLOT * (i + 1)].strip(b"\0")]
     first, second = slots[0], slots[len(slots) // 2]
-    size = store.SLOT
+    size = SLOT
     data[first : first + size], data[second : second + size] = data[second : second + size], data[first : first + size]
     target.write_bytes(bytes(data))
     with IndexReader(target) as reader:
