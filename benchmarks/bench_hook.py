@@ -14,7 +14,7 @@ For each size, a committed synthetic vault (`benchmarks.synth`, built once and r
 `cairn.index.build.card_terms` and `cairn.index.store.write_index` by `benchmarks/hookindex.py`, run in a venv
 with the same sources and their dependencies (so parsing 100,000 YAML files is not what is timed, the index is
 written by the code the hook reads it with, and this process never imports the checkout; the index is rebuilt
-when the vault, the index format or schema, Cairn's version or the default config changes). The hook serves it as
+when the vault, the index format or layout, Cairn's version or the default config changes). The hook serves it as
 a user's hook does: from the user configuration (`CAIRN_CONFIG`, a file in the work folder listing the vault; the
 hook reads its cached JSON copy, made by one run before anything is timed). `--layered 3x1000` adds a row where
 three vaults of 1,000 cards are configured (the first the usual one, the others drawn with other seeds: different
@@ -146,8 +146,7 @@ def hook_imports(
 
 def all_imports(modules: list[str]) -> str:
     """Code importing `modules`: Cairn's first, in order, so each brings in its own imports the way it does in the
-    hook (`cairn.hot.index` loads `_sqlite3` without `functools`; importing `_sqlite3` first would load it), then
-    the rest. A failed import (an optional module the hook tries, such as `_winapi` on POSIX, shows in
+    hook, then the rest. A failed import (an optional module the hook tries, such as `_winapi` on POSIX, shows in
     PYTHONPROFILEIMPORTTIME too) is passed over, as the code that tried it does."""
     ordered = [m for m in modules if m.split(".")[0] == "cairn"] + [m for m in modules if m.split(".")[0] != "cairn"]
     return f"for m in {tuple(ordered)!r}:\n try: __import__(m)\n except ImportError: pass"

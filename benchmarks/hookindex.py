@@ -9,7 +9,7 @@ itself never imports the checkout, which may be half-edited while it runs.
 
 VAULT is a committed vault of `benchmarks.synth` cards; ORDER lists its card paths, one a line, in the order the
 index rows get (the generator's); RECORD is a JSON file remembering what was built. The index goes where `cairn`
-looks for it (CAIRN_CACHE_DIR). It is rebuilt when the vault's commit, the index format and schema, Cairn's version
+looks for it (CAIRN_CACHE_DIR). It is rebuilt when the vault's commit, the index format and layout, Cairn's version
 or the default config differ from the record, else kept. Prints the seconds each step took when it was built, as
 JSON. The card files are read back in the generator's fixed format (JSON-quoted name and summary, one scope), so
 YAML parsing of 100,000 files is not what is timed.
@@ -31,10 +31,13 @@ def index_key() -> str:
     """What the stored index depends on besides the cards."""
     from cairn import __version__
     from cairn.config import Config
-    from cairn.hot.index import FORMAT_VERSION
+    from cairn.hot import index as reader
     from cairn.index import store
 
-    parts = (FORMAT_VERSION, store._SCHEMA, __version__, json.dumps(Config().to_dict(), sort_keys=True))
+    # The reader's and the writer's sources stand for the format and its layout (which may change before the
+    # format's number does).
+    layout = hashlib.sha256(Path(reader.__file__).read_bytes() + Path(store.__file__).read_bytes()).hexdigest()
+    parts = (reader.FORMAT_VERSION, layout, __version__, json.dumps(Config().to_dict(), sort_keys=True))
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
 
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 from cairn.hot.vault import find_vault
 from cairn.index.build import build_index, index_file_for
-from helpers.cachefiles import reseal
+from helpers.cachefiles import edit_card, reseal
 from helpers.signing import signed_commit, ssh_signing
 from helpers.vaults import BOB, VaultRepo
 
@@ -229,9 +228,7 @@ def test_session_files_must_parse_and_name_existing_cards(vault_repo: VaultRepo,
 def test_a_tampered_cache_is_reported_and_cairn_index_rebuilds_it(vault_repo: VaultRepo) -> None:
     _vault(vault_repo)
     index_file = index_file_for(find_vault(vault_repo.root))
-    with sqlite3.connect(index_file) as db:
-        db.execute("UPDATE cards SET blob = ? WHERE id = ?", ("f" * 40, "git/force-push-rebase"))
-    db.close()
+    edit_card(index_file, "git/force-push-rebase", blob="f" * 40)
     code, report = _audit(vault_repo)
     assert code == 1
     cache = _check(report, "cache")
@@ -255,9 +252,7 @@ def test_a_tampered_cache_is_reported_and_cairn_index_rebuilds_it(vault_repo: Va
 def test_a_tamper_that_fixes_the_seals_is_caught_against_the_tree(vault_repo: VaultRepo) -> None:
     _vault(vault_repo)
     index_file = index_file_for(find_vault(vault_repo.root))
-    with sqlite3.connect(index_file) as db:
-        db.execute("UPDATE cards SET blob = ? WHERE id = ?", ("e" * 40, "docker/layer-order"))
-    db.close()
+    edit_card(index_file, "docker/layer-order", blob="e" * 40)
     reseal(index_file)
     code, report = _audit(vault_repo)
     assert code == 1

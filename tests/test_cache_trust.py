@@ -12,18 +12,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sqlite3
 import stat
 import subprocess
 import time
-from array import array
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cairn.hot.index import IndexReader
-from helpers.cachefiles import edit, reseal
+from helpers.cachefiles import card_row, card_terms, delete_card, edit_card, edit_meta, edit_postings, reseal
 from helpers.hostile import assert_clean_exit
 from helpers.payloads import FITTING_PROMPT, log_entries
 from helpers.vaults import REBASE_ID, VaultRepo, cache_dir, cairn_executable, make_vault, state_dir
@@ -61,36 +59,19 @@ def _check(report: dict[str, Any], name: str) -> dict[str, Any]:
     return found
 
 
-def _row(index_file: Path, card_id: str) -> int:
-    db = sqlite3.connect(index_file)
-    try:
-        return int(db.execute("SELECT row FROM cards WHERE id = ?", (card_id,)).fetchone()[0])
-    finally:
-        db.close()
-
-
 def _a_term_of(index_file: Path, card_id: str) -> str:
-    db = sqlite3.connect(index_file)
-    try:
-        terms = db.execute("SELECT terms FROM cards WHERE id = ?", (card_id,)).fetchone()[0].split("\n")
-        return "rebase" if "rebase" in terms else terms[0]
-    finally:
-        db.close()
+    terms = card_terms(index_file, card_id)
+    return "rebase" if "rebase" in terms else terms[0]
 
 
 def _bump_postings(index_file: Path, term: str) -> None:
     """Give every posting of `term` the highest frequency in the name (what would lift a card to the top)."""
-    db = sqlite3.connect(index_file)
-    try:
-        df, blob = db.execute("SELECT df, postings FROM terms WHERE term = ?", (term,)).fetchone()
-        rows, stats = blob[: 4 * df], array("H")
-        stats.frombytes(blob[4 * df :])
-        for i in range(df):
-            stats[6 * i] = 0xFFFF
-        db.execute("UPDATE terms SET postings = ? WHERE term = ?", (rows + stats.tobytes(), term))
-        db.commit()
-    finally:
-        db.close()
+
+    def bump(stats: list[int]) -> None:
+        for i in range(0, len(stats), 6):
+            stats[i] = 0xFFFF
+
+    edit_postings(index_file, term, bump)
 
 
 def _served_vault(vault_repo: VaultRepo) -> str:
@@ -99,12 +80,13 @@ def _served_vault(vault_repo: VaultRepo) -> str:
     return commit
 
 
-EDITS = {
-    "summary": ("UPDATE cards SET summary = ? WHERE id = ?", (INJECTED, REBASE_ID), f"{REBASE_ID}: summary differs"),
-    "status": ("UPDATE cards SET status = 'retired' WHERE id = ?", (REBASE_ID,), f"{REBASE_ID}: status differs"),
+EDITS: dict[str, tuple[Any, str]] = {
+    "summary": (lambda f: edit_card(f, REBASE_ID, summary=INJECTED), f"{REBASE_ID}: summary differs"),
+    "status": (lambda f: edit_card(f, REBASE_ID, status="retired"), f"{REBASE_ID}: status differs"),
     "gate settings": (
-        "UPDATE meta SET value = ? WHERE key = 'config'",
-        (json.dumps({"recall": {"min_lead": 0.0, "min_coverage": 0.0, "min_margin": 0.0, "max_cards": 3}}),),
+        lambda f: edit_meta(
+            f, config=json.dumps({"recall": {"min_lead": 0.0, "min_coverage": 0.0, "min_margin": 0.0, "max_cards": 3}})
+        ),
         "settings: recall.min_lead differs from cairn.toml",
     ),
 }
@@ -119,8 +101,8 @@ def test_an_edited_served_column_is_not_served_and_audit_names_it(vault_repo: Va
         _bump_postings(index_file, term)
         expected = f"{REBASE_ID}: postings differ from its committed text for 1 term(s): {term!r}"
     else:
-        sql, args, expected = EDITS[column]
-        edit(index_file, sql, *args)
+        change, expected = EDITS[column]
+        change(index_file)
 
     edited = index_file.read_bytes()
 
@@ -148,7 +130,7 @@ def test_an_edit_resealed_with_the_key_is_still_caught_by_the_audit(vault_repo: 
     """Anything running as the user can read the key and re-seal: the seals pass, the re-derivation does not."""
     _served_vault(vault_repo)
     index_file = _index_file()
-    edit(index_file, "UPDATE cards SET summary = ? WHERE id = ?", INJECTED, REBASE_ID)
+    edit_card(index_file, REBASE_ID, summary=INJECTED)
     reseal(index_file)
     report = _audit(vault_repo)
     assert _check(report, "cache")["status"] == "pass"
@@ -163,9 +145,9 @@ def test_a_deleted_row_with_the_seals_recomputed(vault_repo: VaultRepo) -> None:
     `cairn index` rebuilds, audit names the card."""
     _served_vault(vault_repo)
     index_file = _index_file()
-    row = _row(index_file, REBASE_ID)
-    edit(index_file, "DELETE FROM cards WHERE id = ?", REBASE_ID)
-    edit(index_file, "UPDATE meta SET value = '1' WHERE key = 'n_cards'")
+    row = card_row(index_file, REBASE_ID)
+    delete_card(index_file, REBASE_ID)
+    edit_meta(index_file, n_cards="1")
     reseal(index_file)
 
     report = _audit(vault_repo)
@@ -219,7 +201,9 @@ def test_a_damaged_or_foreign_index_is_one_clean_line_and_rebuilt(
         data = data[:-4096]
     elif damage == "foreign-text":
         data = bytearray(b"not an index at all\n" * 500)
-    else:
+    else:  # an SQLite file, as Cairn's index was before its own format
+        import sqlite3
+
         other = tmp_path / "other.sqlite"
         db = sqlite3.connect(other)
         db.execute("CREATE TABLE meta (key TEXT, value TEXT)")
@@ -296,7 +280,7 @@ def test_a_seal_failing_while_serving_starts_the_reindex_too(vault_repo: VaultRe
     index_file = _index_file()
     stamp = index_file.with_name("index.sqlite.reindex")
     stamp.unlink(missing_ok=True)
-    edit(index_file, "UPDATE cards SET summary = ? WHERE id = ?", INJECTED, REBASE_ID)
+    edit_card(index_file, REBASE_ID, summary=INJECTED)
     assert _hook(vault_repo).stdout == ""
     assert "a card's stored fields do not match their seal" in (log_entries()[-1]["error"] or "")
     assert stamp.exists()

@@ -12,6 +12,7 @@ import pytest
 
 from helpers.hostile import assert_clean_exit, run_bytes
 from helpers.payloads import FITTING_PROMPT as FITTING
+from helpers.payloads import log_entries
 from helpers.vaults import VaultRepo, cache_dir, make_vault, state_dir
 
 CARD = "git/force-push-rebase"
@@ -36,11 +37,12 @@ def test_truncated_index(vault_repo: VaultRepo, fraction: float) -> None:
     data = index.read_bytes()
     index.write_bytes(data[: int(len(data) * fraction)])
     audit = vault_repo.cairn("audit")
-    assert_clean_exit(audit, 0, 1)  # SQLite may not need the last pages: then the checks (and checksum) still hold
-    if audit.returncode or fraction < 0.5:
-        assert audit.returncode == 1 and "run `cairn index`" in audit.stdout
-        hooked = _hook(vault_repo)
-        assert (hooked.returncode, hooked.stdout) == (0, b"")
+    assert_clean_exit(audit, 1)  # any cut: the file is shorter than its header says
+    assert "run `cairn index`" in audit.stdout
+    hooked = _hook(vault_repo)
+    assert (hooked.returncode, hooked.stdout) == (0, b"")
+    error = log_entries()[-1]["error"]
+    assert error.startswith("IndexCorrupt: ") and ("truncated" in error or "not a Cairn index" in error), error
     shown = vault_repo.cairn("show", CARD)  # readers rebuild a damaged index
     assert_clean_exit(shown, 0)
     assert vault_repo.cairn("audit").returncode == 0

@@ -14,6 +14,7 @@ import pytest
 from cairn.hot import gitrefs
 from cairn.hot.index import IndexReader
 from cairn.hot.paths import index_path
+from helpers.cachefiles import edit_meta, reseal
 from helpers.payloads import log_entries, payload_for
 from helpers.vaults import REBASE_ID, VaultRepo, make_vault
 
@@ -195,20 +196,9 @@ def test_not_a_repository(tmp_path: Path) -> None:
 
 
 def _edit_meta(target: Path, key: str, value: str) -> None:
-    """Change one meta value as a writer with the cache key would (re-sealed when the index is sealed)."""
-    import sqlite3
-
-    from cairn.hot import index as hot_index
-    from cairn.hot import paths
-
-    with sqlite3.connect(target) as db:
-        db.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
-        meta = dict(db.execute("SELECT key, value FROM meta"))
-        cache_key = paths.index_key()
-        if "seal" in meta and cache_key is not None:
-            seal = hot_index.Sealer(cache_key).seal(hot_index.meta_message(meta))
-            db.execute("UPDATE meta SET value = ? WHERE key = 'seal'", (seal,))
-    db.close()
+    """Change one meta value as a writer with the cache key would (re-sealed)."""
+    edit_meta(target, **{key: value})
+    reseal(target)
 
 
 def test_an_index_from_another_cairn_version_is_served_and_refreshed(vault_repo: VaultRepo) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import sys
 import unicodedata
 from pathlib import Path, PurePosixPath
 
@@ -70,14 +69,6 @@ PATH_TEXT = st.lists(st.sampled_from(["a", "b", "/", ".", "..", "~", " ", "é", 
 @example("", [])
 def test_path_text_is_str_of_a_path(first: str, names: list[str]) -> None:
     assert paths.path_text(first, *names) == str(PurePosixPath(first, *names))
-
-
-@posix_only
-@settings(max_examples=500, deadline=None)
-@given(st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), max_size=20))
-def test_file_uri_is_as_uri(name: str) -> None:
-    path = "/tmp/" + name
-    assert paths.file_uri(path) == Path(path).as_uri()
 
 
 @posix_only
@@ -244,7 +235,6 @@ def test_without_a_cwd_discovery_starts_in_the_current_folder(tmp_path: Path, mo
     assert locate_vault().root == str(tmp_path.resolve())
 
 
-@pytest.mark.skipif(sys.version_info < (3, 11), reason="3.10's _sqlite3 does not import functools")
 def test_reading_an_index_path_given_as_a_string_or_a_path(tmp_path: Path) -> None:
     from cairn.hot.errors import IndexMissing
     from cairn.hot.index import IndexReader

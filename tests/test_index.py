@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cairn.hot.errors import CairnError, IndexCorrupt
-from cairn.hot.index import IndexReader
+from cairn.hot.index import SLOT, IndexReader
 from cairn.hot.vault import find_vault
 from cairn.index import store
 from cairn.index.build import build_index, build_worktree_index, open_index
-from helpers.cachefiles import reseal
+from helpers.cachefiles import edit_meta, reseal
 from helpers.vaults import BOB, VaultRepo, cairn_executable
 
 
@@ -92,10 +92,11 @@ def test_incremental_equals_full_rebuild(vault_repo: VaultRepo) -> None:
 def _dump(index: IndexReader) -> dict[str, object]:
     terms = {}
     ids_by_row = {index.card_by_id(i).row: i for i in index.ids()}  # type: ignore[union-attr]
-    for term_row in index._db.execute("SELECT term FROM terms"):
-        postings = index.postings([term_row[0]])[term_row[0]]
-        terms[term_row[0]] = sorted((ids_by_row[r], *s) for r, *s in postings)
-    bounds = dict(index._db.execute("SELECT term, bound FROM terms"))
+    bounds = {}
+    for term, _df, _postings, bound, _seal, _message in index.term_rows():
+        postings = index.postings([term])[term]
+        terms[term] = sorted((ids_by_row[r], *s) for r, *s in postings)
+        bounds[term] = bound
     return {"ids": index.ids(), "terms": terms, "bounds": bounds, "n": index.n_cards, "avg": index.avg_lengths}
 
 
@@ -163,11 +164,48 @@ def test_damaged_cache_is_rebuilt(vault_repo: VaultRepo) -> None:
     vault_repo.commit()
     vault = find_vault(vault_repo.root)
     target = build_index(vault).index_file
-    target.write_bytes(b"this is not sqlite" * 100)
+    target.write_bytes(b"this is not an index" * 100)
     with pytest.raises(IndexCorrupt):
         IndexReader(target)
     report = build_index(vault)
     assert report.mode == "full" and report.n_cards == 1
+
+
+def test_a_file_cut_while_a_reader_holds_it_fails_the_check(vault_repo: VaultRepo) -> None:
+    """The reader never maps the file: a file truncated in place under an open reader (a full disk, a sync tool)
+    is a short read, and a short read is `IndexCorrupt`, never a crash or a record read from nothing."""
+    for i in range(30):
+        vault_repo.write(f"a/card-{i}", f"Card {i} about rebase", f"Lesson {i} about rebase and force-push.")
+    vault_repo.commit()
+    target = build_index(find_vault(vault_repo.root)).index_file
+    with IndexReader(target) as reader:
+        assert reader.postings(["rebase"])["rebase"].df == 30
+        with open(target, "r+b") as handle:
+            handle.truncate(reader._terms_at + 8)
+        with pytest.raises(IndexCorrupt, match="truncated"):
+            reader.postings(["lesson"])
+        with pytest.raises(IndexCorrupt, match="truncated"):
+            reader.cards([1])
+
+
+def test_the_structure_check_finds_a_term_record_off_its_slot(vault_repo: VaultRepo) -> None:
+    """Two term slots swapped (every record and seal intact): lookups would miss both terms; `verify` says so."""
+    for i in range(30):
+        vault_repo.write(f"a/card-{i}", f"Card {i}", f"Lesson number{i} about subject{i % 7}.")
+    vault_repo.commit()
+    target = build_index(find_vault(vault_repo.root)).index_file
+    with IndexReader(target) as reader:
+        assert reader.integrity_ok() and not store.verify(reader)
+        at, n = reader._term_slots_at, reader._term_slots
+    data = bytearray(target.read_bytes())
+    slots = [at + SLOT * i for i in range(n) if data[at + SLOT * i + 16 : at + SLOT * (i + 1)].strip(b"\0")]
+    first, second = slots[0], slots[len(slots) // 2]
+    size = SLOT
+    data[first : first + size], data[second : second + size] = data[second : second + size], data[first : first + size]
+    target.write_bytes(bytes(data))
+    with IndexReader(target) as reader:
+        assert not reader.integrity_ok()
+        assert any("its structure does not hold" in p for p in store.verify(reader))
 
 
 def test_two_index_processes_leave_one_valid_cache(vault_repo: VaultRepo) -> None:
@@ -237,18 +275,34 @@ def test_updating_a_terms_postings_equals_packing_them_anew(stats: list[tuple[in
     assert bound == store._frontier(want_stats)
 
 
+def test_an_update_whose_base_fails_a_check_it_reads_is_a_full_build(vault_repo: VaultRepo) -> None:
+    """The stored totals an update starts from, re-sealed with the key but not numbers: a full build instead of
+    an error, and the new file's totals are the cards' own."""
+    vault_repo.write("a/b", "Card", "Summary about rebase.")
+    vault_repo.write("a/c", "Other", "Another lesson.")
+    vault_repo.commit()
+    vault = find_vault(vault_repo.root)
+    target = build_index(vault).index_file
+    edit_meta(target, length_totals="not numbers")
+    reseal(target)
+    vault_repo.write("a/c", "Other", "Another lesson, changed.")
+    vault_repo.commit()
+    report = build_index(vault)
+    assert report.mode == "full" and report.n_cards == 2
+    with open_index(vault) as index:
+        assert json.loads(index.meta["length_totals"]) == [
+            sum(n) for n in zip(*(c.lengths for c in index.cards([1, 2]).values()), strict=True)
+        ]
+        assert store.checksum_holds(index)
+
+
 def test_settings_from_an_older_cairn_are_refreshed_without_rereading_cards(vault_repo: VaultRepo) -> None:
     """The stored config carries the defaults of the Cairn that wrote it; a new default must reach the index."""
-    import sqlite3
-
     vault_repo.write("a/b", "Card", "Summary.")
     vault_repo.commit()
     vault = find_vault(vault_repo.root)
     target = build_index(vault).index_file
-    with sqlite3.connect(target) as db:
-        db.execute("UPDATE meta SET value = ? WHERE key = 'config'", (json.dumps({"recall": {"min_margin": 0.99}}),))
-        db.execute("UPDATE meta SET value = '0.0.1' WHERE key = 'cairn_version'")
-    db.close()
+    edit_meta(target, config=json.dumps({"recall": {"min_margin": 0.99}}), cairn_version="0.0.1")
     reseal(target)  # as an older Cairn would have sealed it
     report = build_index(vault)
     assert report.mode == "incremental" and report.read == 0

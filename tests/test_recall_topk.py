@@ -4,8 +4,10 @@ are `cairn.config`'s."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,11 +50,23 @@ def _json(data: object) -> str:
     return json.dumps(data)
 
 
-def test_top_k_equals_scoring_every_card(tmp_path: Path) -> None:
+# `_top` leaves out the fields a term is not in (they add exactly 0.0): bit-identical scores with the shipped
+# parameters, and also with a field weighed 0, no length normalisation (b = 0), nearly full normalisation, other k1.
+PARAMETERS: list[dict[str, Any]] = [
+    {},
+    {"weight_name": 0.0},
+    {"weight_summary": 0.0, "b": 0.0},
+    {"weight_body": 0.0, "b": 0.999},
+    {"k1": 0.3, "b": 0.2, "weight_name": 5.0},
+]
+
+
+@pytest.mark.parametrize("changed", PARAMETERS)
+def test_top_k_equals_scoring_every_card(tmp_path: Path, changed: dict[str, Any]) -> None:
     rng = random.Random(3)
-    settings = Config().recall
+    settings = dataclasses.replace(Config().recall, **changed)
     with _index(tmp_path) as index:
-        for _ in range(150):
+        for _ in range(150 if not changed else 40):
             terms = R.query_terms(" ".join(rng.choices(WORDS, k=rng.randint(1, 12))))
             postings = index.postings(terms)
             weights = R._weights(index, terms, postings, settings)
@@ -63,6 +77,15 @@ def test_top_k_equals_scoring_every_card(tmp_path: Path) -> None:
                 assert complete == (len(full) <= depth) or not complete
                 for row, _ in ranked:
                     assert matched[row] == full_matched[row]
+
+
+def test_kth_is_the_kth_highest_score() -> None:
+    rng = random.Random(17)
+    for n in (0, 1, 5, 999, 1000, 1001, 3000):
+        scores = {row: float(rng.randint(0, 50)) / 7 for row in range(n)}  # many ties
+        for k in (1, 3, 7, 64):
+            want = sorted(scores.values(), reverse=True)[k - 1] if n >= k else 0.0
+            assert R._kth(scores, k) == want
 
 
 def test_recall_decides_as_with_every_card_scored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

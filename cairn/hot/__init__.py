@@ -2,9 +2,9 @@
 
 The rule: modules in `cairn.hot` import the standard library and each other, nothing else (no click, no
 gitpython, no YAML, no `cairn.config`), and of the standard library only what costs little: `os`, `sys`, `time`,
-`math`, `fcntl`, `gc` and a few C modules (`_json`, `_sqlite3`, `_bisect`, `_heapq`, the built-in sha256, and
-`_blake2` for the index seals). Not `re` (with the `enum`, `functools` and `collections` it brings), the `json`
-package, `pathlib`, `shlex`, `dataclasses`, `datetime`, `hashlib`, the `sqlite3` package, `contextlib`, `array` or
+`math`, `fcntl`, `gc` and a few C modules (`_json`, `_bisect`, `_heapq`, the built-in sha256, and `_blake2` for
+the index seals). Not `re` (with the `enum`, `functools` and `collections` it brings), the `json`
+package, `pathlib`, `shlex`, `dataclasses`, `datetime`, `hashlib`, SQLite, `contextlib`, `array`, `struct` or
 `typing`: together they once cost the hook more than twice what the interpreter's own start costs. So the
 tokenizer is written with `str` and `bytes` operations (held equal to its regexes by tests), JSON goes through
 `_json` (`loads`, `dumps`, below), paths are strings (below, and `cairn.hot.vault.locate_vault`; cold code gets
@@ -479,24 +479,6 @@ def resolve(path: str) -> str:
             if exc.errno == errno.ELOOP or getattr(exc, "winerror", None) == 1921:
                 raise RuntimeError(f"Symlink loop from {exc.filename!r}") from None
     return real
-
-
-_URI_SAFE = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/"
-
-
-def file_uri(path: str) -> str:
-    """`Path(path).as_uri()` of an absolute path: `file://` and the path's bytes, percent-encoded but for
-    `urllib.parse.quote`'s safe characters and `/`."""
-    if os.name != "posix":  # pragma: no cover - drives and UNC hosts: pathlib knows them
-        from pathlib import Path
-
-        return Path(path).as_uri()
-    if not os.path.isabs(path):
-        raise ValueError("relative path can't be expressed as a file URI")
-    raw = os.fsencode(path_text(path))
-    if not raw.translate(None, _URI_SAFE):
-        return "file://" + raw.decode("ascii")
-    return "file://" + "".join(chr(b) if b in _URI_SAFE else f"%{b:02X}" for b in raw)
 
 
 # -------------------- Settings --------------------

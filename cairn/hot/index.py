@@ -1,36 +1,61 @@
-"""Reading the index file: a SQLite database with an inverted index the hook reads per query.
+"""Reading the index file: Cairn's own format, read on the hook's path with `os.pread` and builtins.
 
-Readers open it read-only and immutable; `cairn.index.store` writes it (a new file, then `os.replace`), so a reader
-always sees one whole index.
+One file per index, written whole by `cairn.index.store` (a new file, then `os.replace`), so a reader sees one
+whole index; it reads the parts a query needs, never the whole file, and never maps it (a file truncated under a
+mapping would kill the hook with SIGBUS instead of failing open: a short read is a failed check here).
 
-Each term row holds its postings (card rows in row order, then per row the term's frequency in name, summary and
-body and the card's token lengths of the three) and a score bound: per field, the Pareto frontier of (frequency,
+The layout (integers little-endian, except a term record's head, postings and bound: in the byte order the header
+names, this machine's, so they are read in place; the messages are `cairn.index.store`'s `*_message` functions):
+
+    header      MAGIC, format, byte order, then the fields of `HEADER_FIELDS` (file size, where each part is),
+                the meta seal and the problems seal: `HEADER_SIZE` bytes
+    meta        the stored settings: sorted [key, value] pairs (JSON)
+    problems    the cards left out: [[path, line, rule, message], ...] (JSON)
+    superseders every [id, status, supersedes] with a non-empty supersedes (JSON; its digest is in meta)
+    term slots  a hash table of terms: 24-byte slots (the term's keyed 64-bit hash, `Sealer.slot`; its record's
+                offset and length), open addressing with linear probing from the hash masked, no wrap-around (a
+                chain may run past the table's nominal size), at most half full
+    id slots    the same table for card ids (the value is the card's row)
+    card slots  per row from 1 to the highest: 24 bytes (hot record offset and length, cold record offset and
+                length); a row no card holds has length 0
+    terms       one record per term, one after another from `terms_at`, each at a multiple of 4 bytes: its seal
+                (16 bytes), then df, bound length and term length (u32 each), the term, padding to 4 bytes, the
+                card rows (unsigned 32-bit), per row six counts, the bound (unsigned 16-bit)
+    hot records per card: its seal, then what the hot path serves, `SEALED_CARD_COLUMNS` as a JSON list
+    cold records per card: its full record, provenance and terms (JSON); its digest is in the hot one
+
+Each term's postings are the card rows in row order, then per row the term's frequency in name, summary and body
+and the card's token lengths of the three, and a score bound: per field, the Pareto frontier of (frequency,
 length) pairs over its postings (the highest frequencies at the shortest lengths). With any BM25F parameters
 (k1 > 0, 0 <= b <= 1, non-negative field weights) no posting of the term scores above the best frontier pair, so
 recall can tell, without reading a term's postings one by one, that it cannot lift a card into the top few.
 
-The cache is checked, not trusted. Every row the hook reads carries a seal: a keyed BLAKE2b MAC (128 bits) of its
-values under the cache's key (`paths.index_key_file`: 32 random bytes, 0600, made by the first writer). The meta
-table's seal covers every stored setting; a card row's covers its row number, id, path, blob and every served field
-(and a digest of its stored record, terms and provenance); a term row's covers the term and its postings and bound.
-The reader checks the header (an SQLite file whose size is what its header says: a truncated or foreign file fails
-before SQLite reads it), the meta seal when it opens, and the seal of each row as it reads it; a posting naming a
-row that is not there, and a list of superseding cards that is not the one sealed in meta, fail too. A failed check
-is `IndexCorrupt` (the hook fails open and re-indexes; commands say `cairn index` rebuilds it).
+The cache is checked, not trusted. Every record the hook reads carries a seal: a keyed BLAKE2b MAC (128 bits) of
+its bytes under the cache's key (`paths.index_key_file`: 32 random bytes, 0600, made by the first writer). The
+meta seal covers every stored setting; a card's covers its row number, id, path, blob and every served field (and
+a digest of its cold record); a term's covers the term and its postings and bound; the problems seal the list of
+cards left out. The reader checks the header (Cairn's magic, this format, this machine's byte order, and a file
+whose size is the one the header gives: a truncated or foreign file fails before anything in it is parsed), the
+meta seal when it opens, and the seal of each record as it reads it; a record that is not the one its slot was
+looked up for (another term, another row), a posting naming a row that is not there, and a list of superseding
+cards that is not the one sealed in meta, fail too. A failed check is `IndexCorrupt` (the hook fails open and
+re-indexes; commands say `cairn index` rebuilds it). The hash of the slot tables is keyed too: a card's author
+cannot choose terms that all fall on one chain.
 
 What the seal protects against: any edit of the file by something that does not hold the key (a tool, a sync or
-restore, a file copied from another machine or cache, flipped bytes), and a row deleted or swapped. What it cannot:
-the user (or anything running as the user) can read the key and re-seal an edited index. `cairn audit` does not
-trust the seal: it re-derives every served value from the committed blobs (`cairn.index.audit`).
+restore, a file copied from another machine or cache, flipped bytes), and a record deleted or swapped. What it
+cannot: the user (or anything running as the user) can read the key and re-seal an edited index. `cairn audit`
+does not trust the seal: it re-derives every served value from the committed blobs (`cairn.index.audit`).
 """
 
 import os
 import stat
 import sys
 
-from cairn.hot import Record, dumps, file_uri, index_key, loads, new_sha256
+from cairn.hot import Record, index_key, loads, new_sha256
 
 _set = object.__setattr__  # a record sets its fields past its own `__setattr__`, which refuses
+_pread = os.pread
 
 try:
     from _blake2 import blake2b as _blake2b
@@ -39,69 +64,64 @@ except ImportError:  # pragma: no cover - an interpreter without the built-in mo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import sqlite3
-    from array import array
     from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Any
 
     from cairn.hot.errors import IndexCorrupt, IndexMissing
 
+FORMAT_VERSION = "7"  # 7: Cairn's own file format (6 and older were SQLite files, 6 sealed with keyed BLAKE2b)
 
-def _no_statement_cache(maxsize: int) -> "Any":
-    return lambda connection: connection  # `cache(sql)` is then `connection(sql)`: a new statement each time
+MAGIC = b"CAIRNIDX"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+# The header after MAGIC, the format (u32) and the byte order (u32: 1 little-endian, 2 big-endian): these u64s,
+# then the meta seal and the problems seal (16 bytes each). Meta follows the header.
+HEADER_FIELDS = (
+    "size",
+    "meta_len",
+    "problems_at",
+    "problems_len",
+    "superseders_at",
+    "superseders_len",
+    "term_slots_at",
+    "term_slots",
+    "term_mask",
+    "id_slots_at",
+    "id_slots",
+    "id_mask",
+    "cards_at",
+    "max_row",
+    "terms_at",
+    "terms_len",
+)
+_SEALS_AT = 16 + 8 * len(HEADER_FIELDS)
+HEADER_SIZE = _SEALS_AT + 32
+BYTE_ORDER = 1 if sys.byteorder == "little" else 2
+SLOT = 24  # a hash table slot: hash, value, length (u64 each); length 0: an empty slot
+CARD_SLOT = 24  # a card slot: hot offset (u64), hot length (u32), cold offset (u64), cold length (u32)
+TERM_HEAD = 12  # a term record's message starts with df, bound length (in 16-bit values) and term length (u32s)
+_PROBE = 4  # slots read at once while probing
+_FIRST_READ = 16384  # the first read: the header and (nearly always) the whole meta
 
-
-def _import_sqlite() -> "Any":
-    """The C module `sqlite3` wraps (the package adds datetime adapters no index needs: +1.3 ms on every hook).
-
-    From Python 3.11 on, `_sqlite3` takes `functools.lru_cache` for its statement cache when it is first imported,
-    and `functools` brings `collections` along: about 2 ms of imports on every prompt, for a cache of the few
-    statements the hook runs once each. When nothing has imported `functools` yet (the hook), a stand-in module
-    gives it an `lru_cache` that caches nothing, and is taken out of `sys.modules` again at once; a process that has
-    `functools` (every cold command) gets the real cache.
-    """
-    if "functools" in sys.modules:
-        import _sqlite3
-
-        return _sqlite3
-    stand_in = type(sys)("functools")
-    stand_in.lru_cache = _no_statement_cache  # type: ignore[attr-defined]
-    sys.modules["functools"] = stand_in
-    try:
-        import _sqlite3
-
-        return _sqlite3
-    finally:
-        if sys.modules.get("functools") is stand_in:
-            del sys.modules["functools"]
-
-
-if not TYPE_CHECKING:
-    try:
-        sqlite3 = _import_sqlite()
-    except ImportError:  # pragma: no cover - an interpreter that only ships the package
-        import sqlite3
-
-FORMAT_VERSION = "6"  # 6: seals are keyed BLAKE2b (5 had HMAC-SHA256)
-
-_MAGIC = b"SQLite format 3\x00"
-SEAL_CHARS = 32  # a seal: a 128-bit keyed BLAKE2b, in hex
+SEAL_BYTES = 16  # a seal: a 128-bit keyed BLAKE2b
 _SEAL_PERSON = b"cairn index seal"  # BLAKE2b's personalisation (16 bytes): these MACs are index seals only
+_SLOT_PERSON = b"cairn index slot"  # ...and these the slot tables' hashes
 
 
 class Sealer:
     """Keyed BLAKE2b (its MAC mode: the key in the first block, no HMAC construction needed) under the cache key,
     cut to 128 bits by its digest size, on the interpreter's built-in `_blake2` (no `hashlib`: it loads OpenSSL).
     The same seals for the writer (`cairn.index.store`) and the reader. BLAKE2b is ~3.5x cheaper per byte than
-    the built-in sha256 (callgrind: 14 vs 48 instructions a byte), and the hook hashes every postings blob it
-    reads: at 10,000 cards HMAC-SHA256 was a fifth of the hook's instructions."""
+    the built-in sha256 (callgrind: 14 vs 48 instructions a byte), and the hook hashes every postings record it
+    reads: at 10,000 cards HMAC-SHA256 was a fifth of the hook's instructions. `slot` is a second keyed BLAKE2b
+    (another personalisation, 64 bits): where a term or id sits in its table."""
 
-    __slots__ = ("_mac",)
+    __slots__ = ("_mac", "_slot")
 
     def __init__(self, key: bytes) -> None:
         if len(key) > 64:  # BLAKE2b takes a key of up to 64 bytes (the cache key has 32)
             key = new_sha256(key).digest()
-        self._mac = _blake2b(key=key, digest_size=SEAL_CHARS // 2, person=_SEAL_PERSON)
+        self._mac = _blake2b(key=key, digest_size=SEAL_BYTES, person=_SEAL_PERSON)
+        self._slot = _blake2b(key=key, digest_size=8, person=_SLOT_PERSON)
 
     def seal(self, data: bytes, *more: bytes) -> str:
         """The seal of `data` followed by each of `more` (the seal of their concatenation, without making it)."""
@@ -111,52 +131,34 @@ class Sealer:
             mac.update(part)
         return str(mac.hexdigest())
 
+    def mac(self, data: "bytes | memoryview") -> bytes:
+        """The seal of `data` as the file stores it (16 bytes)."""
+        mac = self._mac.copy()
+        mac.update(data)
+        return bytes(mac.digest())
 
-def meta_message(meta: "dict[str, str]") -> bytes:
-    """What the meta seal covers: every key and value but the seal itself."""
-    return _utf8(dumps(sorted([k, v] for k, v in meta.items() if k != "seal"), ensure_ascii=False))
-
-
-def card_message(values: "Sequence[Any]") -> bytes:
-    """What a card row's seal covers: `SEALED_CARD_COLUMNS`' values, in that order."""
-    return _utf8(dumps(list(values), ensure_ascii=False))
-
-
-def term_message(term: str, df: int, postings: bytes, bound: bytes) -> bytes:
-    """What a term row's seal covers: the term, its document frequency, postings and bound."""
-    return _term_head(term, df, postings, bound) + postings + bound
+    def slot(self, data: bytes) -> int:
+        """The keyed 64-bit hash placing `data` (a term or a card id, UTF-8) in its slot table."""
+        mac = self._slot.copy()
+        mac.update(data)
+        return int.from_bytes(mac.digest(), "little")
 
 
-def _term_head(term: str, df: int, postings: bytes, bound: bytes) -> bytes:
-    """`term_message` up to its postings (the reader seals the rest as it is, without copying the blob)."""
-    raw = _utf8(term)
-    return b"%d:%d:%d:%d:" % (len(raw), df, len(postings), len(bound)) + raw
-
-
-def record_digest(record: str, provenance: "str | None", terms: str) -> str:
-    """The digest of a card row's cold columns (full record, provenance, term list), sealed with the row."""
-    data = _utf8(dumps([record, provenance, terms], ensure_ascii=False))
+def digest(data: bytes) -> str:
+    """The sha256 (hex) of a part sealed by a digest inside another: a card's cold record (in its hot record) and
+    the superseders part (in meta)."""
     return str(new_sha256(data).hexdigest())
 
 
-def superseders_digest(rows: "Iterable[Sequence[Any]]") -> str:
-    """The digest of every (id, status, supersedes) with a non-empty supersedes, kept in meta (and so sealed)."""
-    data = _utf8(dumps(sorted([str(v) for v in r] for r in rows), ensure_ascii=False))
-    return str(new_sha256(data).hexdigest())
-
-
-_NO_SUPERSEDERS: list[str] = []
-
-
-def _no_superseders() -> str:
-    """`superseders_digest` of no rows (computed once)."""
-    if not _NO_SUPERSEDERS:
-        _NO_SUPERSEDERS.append(superseders_digest(()))
-    return _NO_SUPERSEDERS[0]
+_NO_SUPERSEDERS = digest(b"[]")  # the superseders part when no card supersedes another (`store.superseders_message`)
 
 
 def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
+
+
+def _text(data: "bytes | memoryview") -> str:
+    return str(data, "utf-8", "surrogatepass")
 
 
 SEALED_CARD_COLUMNS = (
@@ -237,7 +239,7 @@ class Postings(Record):
     (see the module docstring); `field_maxima` turns it into each field's highest length-normalised value.
 
     The reader gives `memoryview`s cast to the stored C types (no copy, and no `array` module: it imports
-    `collections.abc`); `ArrayPostings` holds the same numbers in arrays, for the writer to edit.
+    `collections.abc`); `cairn.index.store.ArrayPostings` holds the same numbers in arrays, for the writer to edit.
     """
 
     __slots__ = ("df", "rows", "stats", "bound")
@@ -280,47 +282,70 @@ class Postings(Record):
         return out[0], out[1], out[2]
 
 
-class ArrayPostings(Postings):
-    """Postings in arrays (`_unpack`): what `cairn.index.store` edits when it updates a term. (No `__slots__` of its
-    own: `Record` takes the fields from the `__slots__` it inherits.)"""
-
-    rows: "array[int]"
-    stats: "array[int]"
-    bound: "array[int]"
-
-
 class IndexReader:
-    """A read-only view of one index file (its path a string or a `Path`)."""
+    """A read-only view of one index file (its path a string or a `Path`), open until `close`."""
 
     def __init__(self, path: "str | os.PathLike[str]", key: bytes | None = None, *, unchecked: bool = False) -> None:
         """Open and check the header and the meta seal; `unchecked` skips the seal (for `cairn audit`, which
         compares every value itself and reports the seals as one of its findings)."""
         self.path = path
         self.on_damage: Callable[[], object] | None = None  # called once before a check fails (the hook re-indexes)
-        self._superseding: list[tuple[str, str, str]] | None = None
-        _check_header(os.fspath(path))
-        if key is None:
-            key = index_key()
-        if key is None:
-            raise self._damaged("no cache key to check it with")
-        self._sealer = Sealer(key)
+        self._superseding: list[list[str]] | None = None
+        self._fd = -1
+        fd, size = _open_index(os.fspath(path))
+        self._fd = fd
         try:
-            uri = file_uri(os.path.abspath(os.fspath(path))) + "?mode=ro&immutable=1"
-            self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
-        except sqlite3.DatabaseError as exc:
-            raise self._damaged(str(exc)) from None
-        try:
-            self.meta = dict(self._query("SELECT key, value FROM meta", ()))
+            first = _pread(fd, _FIRST_READ, 0)
+            layout = _layout(first, size)
+            if isinstance(layout, str):
+                if layout == "old":
+                    raise _corrupt(f"the index at {path} has an old format; run `cairn index --rebuild`")
+                raise _corrupt(f"the index at {path} is damaged ({layout}); run `cairn index` to rebuild it")
+            (
+                self._size,
+                meta_len,
+                self._problems_at,
+                self._problems_len,
+                self._superseders_at,
+                self._superseders_len,
+                self._term_slots_at,
+                self._term_slots,
+                self._term_mask,
+                self._id_slots_at,
+                self._id_slots,
+                self._id_mask,
+                self._cards_at,
+                self._max_row,
+                self._terms_at,
+                self._terms_len,
+            ) = layout
+            self._problems_seal = first[_SEALS_AT + SEAL_BYTES : HEADER_SIZE]
+            if key is None:
+                key = index_key()
+            if key is None:
+                raise self._damaged("no cache key to check it with")
+            self._sealer = Sealer(key)
+            self._meta_len = meta_len
+            end = HEADER_SIZE + meta_len
+            meta = first[HEADER_SIZE:end] if end <= len(first) else self._read(HEADER_SIZE, meta_len)
+            seal = self._meta_seal = first[_SEALS_AT : _SEALS_AT + SEAL_BYTES]
+            self._meta_sealed = self._sealer.mac(meta) == seal
+            if not unchecked and not self._meta_sealed:
+                raise self._damaged("its settings do not match their seal: altered, or written with another cache key")
+            try:
+                self.meta: dict[str, str] = dict(loads(_text(meta)))
+            except (ValueError, TypeError):
+                raise self._damaged("its settings do not parse") from None
+            self.meta["seal"] = seal.hex()
             if self.meta.get("format") != FORMAT_VERSION:
                 raise _corrupt(f"the index at {path} has an old format; run `cairn index --rebuild`")
-            if not unchecked and not self.meta_sealed():
-                raise self._damaged("its settings do not match their seal: altered, or written with another cache key")
         except BaseException:
-            self._db.close()
+            self._fd = -1
+            os.close(fd)
             raise
 
     def meta_sealed(self) -> bool:
-        return bool(self.meta.get("seal") == self._sealer.seal(meta_message(self.meta)))
+        return self._meta_sealed
 
     def _damaged(self, why: str) -> "IndexCorrupt":
         callback, self.on_damage = getattr(self, "on_damage", None), None
@@ -329,7 +354,12 @@ class IndexReader:
         return _corrupt(f"the index at {self.path} is damaged ({why}); run `cairn index` to rebuild it")
 
     def close(self) -> None:
-        self._db.close()
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
 
     def __enter__(self) -> "IndexReader":
         return self
@@ -355,29 +385,48 @@ class IndexReader:
         """The indexed commit's cairn.toml as `Config.to_dict()` (a fresh copy on every call)."""
         return loads(self.meta["config"])  # type: ignore[no-any-return]
 
+    @property
+    def sealer(self) -> Sealer:
+        return self._sealer
+
     def postings(self, terms: "Iterable[str]") -> dict[str, Postings]:
-        wanted = sorted(set(terms))
         found: dict[str, Postings] = {}
-        for chunk in _chunks(wanted, 500):
-            marks = ",".join("?" * len(chunk))
-            sql = f"SELECT term, df, postings, bound, seal FROM terms WHERE term IN ({marks})"
-            for term, df, blob, bound, seal in self._query(sql, chunk):
-                if seal != self._sealer.seal(_term_head(term, df, blob, bound), blob, bound) or len(blob) != 16 * df:
+        mac = self._sealer.mac
+        for term in sorted(set(terms)):
+            raw = _utf8(term)
+            for at, length in self._probe(self._term_slots_at, self._term_slots, self._term_mask, raw):
+                record = self._read(at, length)
+                view = memoryview(record)
+                head = view[SEAL_BYTES : SEAL_BYTES + TERM_HEAD].cast("I") if length >= 28 else None
+                # The head's counts are in the machine's order too (`_layout` refused any other).
+                if head is None or head[2] != len(raw) or record[28 : 28 + len(raw)] != raw:
+                    continue  # another term with the same hash (or garbage, which a seal below would refuse)
+                df, n_bound = head[0], head[1]
+                start = 28 + len(raw) + (-(TERM_HEAD + len(raw)) % 4)
+                if start + 16 * df + 2 * n_bound != length or mac(view[SEAL_BYTES:]) != record[:SEAL_BYTES]:
                     raise self._damaged("the postings of a term do not match their seal")
-                found[term] = _view(df, blob, bound)
+                rows_end = start + 4 * df
+                stats_end = rows_end + 12 * df
+                found[term] = Postings(
+                    df,
+                    view[start:rows_end].cast("I"),
+                    view[rows_end:stats_end].cast("H"),
+                    view[stats_end:].cast("H"),
+                )
+                break
         return found
 
     def cards(self, rows: "Iterable[int]") -> dict[int, IndexedCard]:
-        wanted = sorted(set(rows))
         out: dict[int, IndexedCard] = {}
-        for chunk in _chunks(wanted, 500):
-            marks = ",".join("?" * len(chunk))
-            sql = f"SELECT {SEALED_CARD_COLUMNS}, seal FROM cards WHERE row IN ({marks})"
-            for values in self._query(sql, chunk):
-                card = _indexed_card(self._checked(values))
-                out[card.row] = card
-        if len(out) != len(wanted):
-            raise self._damaged(f"{len(wanted) - len(out)} card row(s) its postings name are missing")
+        missing = 0
+        for row in sorted(set(rows)):
+            values = self._card_values(row)
+            if values is None:
+                missing += 1
+                continue
+            out[row] = _indexed_card(values)
+        if missing:
+            raise self._damaged(f"{missing} card row(s) its postings name are missing")
         if out:
             by_id = {c.id: c.row for c in out.values()}
             for sup_id, sup_status, sup_list in self._superseders():
@@ -391,106 +440,343 @@ class IndexReader:
         return out
 
     def card_by_id(self, card_id: str) -> IndexedCard | None:
-        values = self._query("SELECT row FROM cards WHERE id = ?", (card_id,)).fetchone()
-        if values is None:
-            return None
-        return self.cards([values[0]])[values[0]]
+        row = self._row_of(card_id)
+        return None if row is None else self.cards([row])[row]
 
     def record(self, card_id: str) -> "dict[str, Any] | None":
         """The full parsed card (body included) and its provenance, as stored at index time (checked)."""
-        sql = f"SELECT {SEALED_CARD_COLUMNS}, seal, record, provenance, terms FROM cards WHERE id = ?"
-        got = self._query(sql, (card_id,)).fetchone()
-        if got is None:
+        row = self._row_of(card_id)
+        if row is None:
             return None
-        self._checked(got[:16])
-        if got[14] != record_digest(got[16], got[17], got[18]):
+        slot = self._card_slot(row)
+        values = self._card_values(row, slot)
+        assert slot is not None and values is not None  # `_row_of` read this row
+        cold = self._read(slot[2], slot[3])
+        if values[14] != digest(cold):
             raise self._damaged("the stored record of a card does not match its seal")
-        record: dict[str, Any] = loads(got[16])
-        record["provenance"] = loads(got[17]) if got[17] else None
-        return record
+        try:
+            record, provenance, _terms = loads(_text(cold))
+        except (ValueError, TypeError):
+            raise self._damaged("the stored record of a card does not parse") from None
+        record["provenance"] = provenance
+        return record  # type: ignore[no-any-return]
 
     def ids(self) -> list[str]:
-        return [row[0] for row in self._query("SELECT id FROM cards ORDER BY id", ())]
+        return [entry[0] for entry in self.entries()]
 
     def entries(self) -> list[tuple[str, str, str]]:
-        """(id, path, blob) of every indexed card."""
-        return list(self._query("SELECT id, path, blob FROM cards ORDER BY id", ()))
+        """(id, path, blob) of every indexed card, by id."""
+        out = []
+        for values, _seal, _message, _cold in self.sealed_rows():
+            if values is None:
+                raise self._damaged("a card's stored fields do not parse")
+            out.append((str(values[1]), str(values[2]), str(values[3])))
+        return sorted(out)
 
-    def sealed_rows(self) -> "Iterator[Sequence[Any]]":
-        """Every card row as `SEALED_CARD_COLUMNS`, then seal, record, provenance and terms (for full checks)."""
-        sql = f"SELECT {SEALED_CARD_COLUMNS}, seal, record, provenance, terms FROM cards ORDER BY row"
-        return iter(self._query(sql, ()))
+    def sealed_rows(self) -> "Iterator[tuple[list[Any] | None, bytes, bytes, bytes]]":
+        """Every card by row, seals not checked (for full checks): its `SEALED_CARD_COLUMNS` values (None when its
+        message does not parse), its seal, its message (what the seal covers) and its cold record."""
+        table = self._read(self._cards_at, CARD_SLOT * self._max_row)
+        slots = [_card_slot_at(table, at) for at in range(0, len(table), CARD_SLOT)]
+        hot = self._region([(s[0], s[1]) for s in slots if s[1]])
+        cold = self._region([(s[2], s[3]) for s in slots if s[1]])
+        for slot in slots:
+            if not slot[1]:
+                continue
+            record = hot(slot[0], slot[1])
+            message = record[SEAL_BYTES:]
+            try:
+                values = loads(_text(message))
+            except (ValueError, TypeError):
+                values = None
+            if not isinstance(values, list) or len(values) != 15:
+                values = None
+            yield values, record[:SEAL_BYTES], message, cold(slot[2], slot[3])
 
-    def term_rows(self) -> "Iterator[Sequence[Any]]":
-        """Every term row: term, df, postings, bound, seal (for full checks)."""
-        return iter(self._query("SELECT term, df, postings, bound, seal FROM terms ORDER BY term", ()))
+    def term_rows(self) -> "Iterator[tuple[str, int, bytes, bytes, bytes, bytes]]":
+        """Every term record in the order they are written (a full build writes them in term order; an update
+        keeps that order and writes the terms it adds after the others), seals not checked (for full checks): term, df, postings, bound, seal
+        and message (what the seal covers)."""
+        for raw, df, data, at, start, end in self._term_records():
+            try:
+                term = _text(raw)
+            except UnicodeDecodeError:
+                raise self._damaged("a term's record does not have the shape of one") from None
+            bound_at = start + 16 * df
+            seal, message = data[at : at + SEAL_BYTES], data[at + SEAL_BYTES : end]
+            yield term, df, data[start:bound_at], data[bound_at:end], seal, message
 
-    @property
-    def sealer(self) -> Sealer:
-        return self._sealer
+    def _term_records(self) -> "Iterator[tuple[bytes, int, bytes, int, int, int]]":
+        """Every term record as (its term in UTF-8, df, the terms region, where the record starts in it, where its postings
+        start, where it ends), nothing copied: they are written one after another, each at a multiple of 4 bytes
+        (the region starts at one)."""
+        data = self._read(self._terms_at, self._terms_len)
+        at = 0
+        while at < len(data):
+            at += -at % 4
+            found = _term_record_at(data, at)
+            if found is None:
+                raise self._damaged("a term's record does not have the shape of one")
+            term, df, start, end = found
+            yield term, df, data, at, start, end
+            at = end
 
-    def _checked(self, values: "Sequence[Any]") -> "Sequence[Any]":
-        """A card row (`SEALED_CARD_COLUMNS` then seal) whose seal holds, as `_CARD_COLUMNS` values."""
-        if values[15] != self._sealer.seal(card_message(values[:15])):
-            raise self._damaged("a card's stored fields do not match their seal")
-        return (*values[:3], *values[4:14])
+    def held_rows(self) -> set[int]:
+        """The rows a card holds (from the card slots; nothing parsed, nothing checked)."""
+        table = self._read(self._cards_at, CARD_SLOT * self._max_row)
+        return {i // CARD_SLOT + 1 for i in range(0, len(table), CARD_SLOT) if table[i + 8 : i + 12] != b"\0\0\0\0"}
+
+    def _region(self, places: "Sequence[tuple[int, int]]") -> "Callable[[int, int], bytes]":
+        """A reader of the records at `places` (offset, length) from one read of the span they cover."""
+        if not places:
+            return self._read
+        start = min(at for at, _ in places)
+        end = max(at + length for at, length in places)
+        data = self._read(start, end - start)
+        return lambda at, length: data[at - start : at - start + length]
 
     def problems(self) -> list[tuple[str, int, str, str]]:
-        return list(self._query("SELECT path, line, rule, message FROM problems ORDER BY path, line", ()))
+        data = self._read(self._problems_at, self._problems_len)
+        if self._sealer.mac(data) != self._problems_seal:
+            raise self._damaged("its list of cards left out does not match its seal")
+        try:
+            return [(str(p), int(n), str(r), str(m)) for p, n, r, m in loads(_text(data))]
+        except (ValueError, TypeError):
+            raise self._damaged("its list of cards left out does not parse") from None
+
+    def stored_parts(self) -> tuple[bytes, bytes, bytes, bytes, bytes]:
+        """Meta, the meta seal, the problems, the problems seal and the superseders, as the file holds them
+        (nothing checked)."""
+        return (
+            self._read(HEADER_SIZE, self._meta_len),
+            self._meta_seal,
+            self._read(self._problems_at, self._problems_len),
+            self._problems_seal,
+            self._read(self._superseders_at, self._superseders_len),
+        )
 
     def integrity_ok(self) -> bool:
-        return bool(self._query("PRAGMA quick_check", ()).fetchone() == ("ok",))
+        """Whether the file's structure holds (seals not checked): every card's records inside the file, every id
+        slot naming a row there is, one for each card; every term record shaped as one and found where its term's
+        hash leads, one slot for each."""
+        try:
+            rows = set()
+            slots = self._read(self._cards_at, CARD_SLOT * self._max_row)
+            for i in range(self._max_row):
+                hot_at, hot_len, cold_at, cold_len = _card_slot_at(slots, CARD_SLOT * i)
+                if hot_len:
+                    if hot_at + hot_len > self._size or cold_at + cold_len > self._size:
+                        return False
+                    rows.add(i + 1)
+            ids = [
+                _slot_at(self._read(self._id_slots_at, SLOT * self._id_slots), at)
+                for at in range(0, SLOT * self._id_slots, SLOT)
+            ]
+            named = [value for _hash, value, length in ids if length]
+            if len(named) != len(rows) or not rows.issuperset(named):
+                return False
+            table = self._read(self._term_slots_at, SLOT * self._term_slots)
+            used = [_slot_at(table, at) for at in range(0, len(table), SLOT)]
+            place = {value: (i, length, h) for i, (h, value, length) in enumerate(used) if length}
+            empty_before = [0]  # empty_before[i]: the empty slots among the first i
+            for _hash, _value, length in used:
+                empty_before.append(empty_before[-1] + (not length))
+            found = 0
+            for raw, _df, _data, at, _start, end in self._term_records():
+                h = self._sealer.slot(raw)
+                i, length, stored = place.get(self._terms_at + at, (-1, 0, 0))
+                start = h & self._term_mask
+                if length != end - at or stored != h or i < start or empty_before[i] != empty_before[start]:
+                    return False  # not on its term's chain: a lookup would not find it
+                found += 1
+            return found == len(place)
+        except Exception:  # a read outside the file, a record of no known shape
+            return False
 
-    def _superseders(self) -> list[tuple[str, str, str]]:
+    def _find_term(self, term: str) -> tuple[int, int] | None:
+        """Where `term`'s record is (offset, length), found through its slot as `postings` finds it; None when the
+        index does not hold it (its seal is not checked)."""
+        raw = _utf8(term)
+        for at, length in self._probe(self._term_slots_at, self._term_slots, self._term_mask, raw):
+            found = _term_record_at(self._read(at, length), 0)
+            if found is not None and found[0] == raw and found[3] == length:
+                return at, length
+        return None
+
+    def _probe(self, table_at: int, n_slots: int, mask: int, raw: bytes) -> "Iterator[tuple[int, int]]":
+        """(value, length) of every slot on `raw`'s chain that holds `raw`'s hash, in chain order."""
+        h = self._sealer.slot(raw)
+        i = h & mask
+        while i < n_slots:
+            n = min(_PROBE, n_slots - i)
+            chunk = self._read(table_at + SLOT * i, SLOT * n)
+            for j in range(0, SLOT * n, SLOT):
+                length = int.from_bytes(chunk[j + 16 : j + 24], "little")
+                if not length:
+                    return
+                if int.from_bytes(chunk[j : j + 8], "little") == h:
+                    yield int.from_bytes(chunk[j + 8 : j + 16], "little"), length
+            i += n
+
+    def _row_of(self, card_id: str) -> int | None:
+        """The row of the card `card_id` (its sealed record checked), or None."""
+        raw = _utf8(card_id)
+        for row, _one in self._probe(self._id_slots_at, self._id_slots, self._id_mask, raw):
+            values = self._card_values(row)
+            if values is not None and values[1] == card_id:
+                return row
+        return None
+
+    def _card_slot(self, row: int) -> tuple[int, int, int, int] | None:
+        if not 0 < row <= self._max_row:
+            return None
+        slot = _card_slot_at(self._read(self._cards_at + CARD_SLOT * (row - 1), CARD_SLOT), 0)
+        return slot if slot[1] else None
+
+    def _card_values(self, row: int, slot: tuple[int, int, int, int] | None = None) -> "list[Any] | None":
+        """A card's sealed values (`SEALED_CARD_COLUMNS`), its seal checked; None when no card holds the row."""
+        if slot is None:
+            slot = self._card_slot(row)
+            if slot is None:
+                return None
+        hot = self._read(slot[0], slot[1])
+        view = memoryview(hot)
+        if self._sealer.mac(view[SEAL_BYTES:]) != hot[:SEAL_BYTES]:
+            raise self._damaged("a card's stored fields do not match their seal")
+        values: list[Any] = loads(_text(view[SEAL_BYTES:]))
+        if values[0] != row:
+            raise self._damaged("a card's record is not the one its row names")
+        return values
+
+    def _superseders(self) -> list[list[str]]:
         """Every (id, status, supersedes) with a non-empty supersedes, checked against meta once per reader (the
         file is immutable while open)."""
         if self._superseding is None:
-            if self.meta.get("superseders") == _no_superseders():
-                # Sealed in meta: no card supersedes another. A row saying otherwise is not one the writer wrote,
-                # and leaving it unread serves what was sealed (one statement less on every prompt).
+            if self.meta.get("superseders") == _NO_SUPERSEDERS:
+                # Sealed in meta: no card supersedes another. A part saying otherwise is not one the writer wrote,
+                # and leaving it unread serves what was sealed (one read less on every prompt).
                 self._superseding = []
                 return self._superseding
-            rows = list(self._query("SELECT id, status, supersedes FROM cards WHERE supersedes != '[]'", ()))
-            if superseders_digest(rows) != self.meta.get("superseders"):
+            data = self._read(self._superseders_at, self._superseders_len)
+            if digest(data) != self.meta.get("superseders"):
                 raise self._damaged("the cards that supersede others are not the ones it was written with")
-            self._superseding = rows
+            self._superseding = loads(_text(data))
         return self._superseding
 
-    def _query(self, sql: str, args: "Sequence[Any]") -> "sqlite3.Cursor":
-        try:
-            return self._db.execute(sql, args)
-        except sqlite3.DatabaseError as exc:
-            raise self._damaged(str(exc)) from None
+    def _read(self, at: int, length: int) -> bytes:
+        """`length` bytes at `at`; a short read (a file cut while open, or a part outside it) fails the check."""
+        data = _pread(self._fd, length, at)
+        if len(data) != length:
+            raise self._damaged(f"{length} bytes at {at}, where the file holds {len(data)}: truncated")
+        return data
 
 
-def _check_header(path: str) -> None:
-    """An SQLite file whose size is the one its header gives (page size times page count, when the header's count
-    is valid): a missing file (or no regular file) is `IndexMissing`, a foreign or truncated one `IndexCorrupt`.
-    One open, one fstat and one read of 100 bytes."""
+def _open_index(path: str) -> tuple[int, int]:
+    """An open descriptor of a regular file at `path` and its size; `IndexMissing` for no file (or no regular
+    one)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO in its place must not block
     except (FileNotFoundError, NotADirectoryError):
         raise _missing(f"no index at {path}; run `cairn index`") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise _missing(f"no index at {path}; run `cairn index`")
-        header = os.read(fd, 100)
-    finally:
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-    why = ""
-    if len(header) < 100 or header[:16] != _MAGIC:
-        why = "not an SQLite file"
-    else:
-        page = int.from_bytes(header[16:18], "big")
-        page = 65536 if page == 1 else page
-        pages = int.from_bytes(header[28:32], "big")
-        if page < 512 or page & (page - 1) or info.st_size % page:
-            why = "its size is not a whole number of pages"
-        elif header[24:28] == header[92:96] and pages and info.st_size != page * pages:
-            why = f"{info.st_size} bytes where its header says {page * pages}: truncated"
-    if why:
-        raise _corrupt(f"the index at {path} is damaged ({why}); run `cairn index` to rebuild it")
+        raise _missing(f"no index at {path}; run `cairn index`")
+    return fd, info.st_size
+
+
+def _layout(first: bytes, size: int) -> "tuple[int, ...] | str":
+    """The header's fields, or what is wrong with it (`old` for an index of an older format): Cairn's magic, this
+    format and byte order, the size the header gives (a truncated file fails here), and every part inside it."""
+    if len(first) < HEADER_SIZE or first[:8] != MAGIC:
+        return "old" if first[:16] == _SQLITE_MAGIC else "not a Cairn index"
+    if int.from_bytes(first[8:12], "little") != int(FORMAT_VERSION):
+        return "old"
+    if int.from_bytes(first[12:16], "little") != BYTE_ORDER:
+        return "written on a machine of another byte order"
+    fields = tuple(int.from_bytes(first[at : at + 8], "little") for at in range(16, _SEALS_AT, 8))
+    (
+        stated,
+        meta_len,
+        problems_at,
+        problems_len,
+        superseders_at,
+        superseders_len,
+        term_slots_at,
+        term_slots,
+        term_mask,
+        id_slots_at,
+        id_slots,
+        id_mask,
+        cards_at,
+        max_row,
+        terms_at,
+        terms_len,
+    ) = fields
+    if size != stated:
+        return f"{size} bytes where its header says {stated}" + (": truncated" if size < stated else "")
+    parts = (
+        (HEADER_SIZE, meta_len),
+        (problems_at, problems_len),
+        (superseders_at, superseders_len),
+        (term_slots_at, SLOT * term_slots),
+        (id_slots_at, SLOT * id_slots),
+        (cards_at, CARD_SLOT * max_row),
+        (terms_at, terms_len),
+    )
+    if any(at < HEADER_SIZE or at + length > size for at, length in parts[1:]) or HEADER_SIZE + meta_len > size:
+        return "a part of it lies outside the file"
+    if terms_at % 4 or term_mask & (term_mask + 1) or term_mask >= term_slots or id_mask & (id_mask + 1):
+        return "its tables do not have the shape of one"
+    if id_mask >= id_slots:
+        return "its slot tables do not have the shape of one"
+    return fields
+
+
+def _slot_at(table: bytes, at: int) -> tuple[int, int, int]:
+    """A slot's hash, value and length."""
+    return (
+        int.from_bytes(table[at : at + 8], "little"),
+        int.from_bytes(table[at + 8 : at + 16], "little"),
+        int.from_bytes(table[at + 16 : at + 24], "little"),
+    )
+
+
+def _card_slot_at(table: bytes, at: int) -> tuple[int, int, int, int]:
+    return (
+        int.from_bytes(table[at : at + 8], "little"),
+        int.from_bytes(table[at + 8 : at + 12], "little"),
+        int.from_bytes(table[at + 12 : at + 20], "little"),
+        int.from_bytes(table[at + 20 : at + 24], "little"),
+    )
+
+
+def _term_record(record: bytes) -> "tuple[str, int, bytes, bytes] | None":
+    """A term record's term, df, postings and bound, or None when it does not have the shape of one (its seal is
+    not checked)."""
+    found = _term_record_at(record, 0)
+    if found is None or found[3] != len(record):
+        return None
+    raw, df, start, end = found
+    try:
+        term = _text(raw)
+    except UnicodeDecodeError:
+        return None
+    return term, df, record[start : start + 16 * df], record[start + 16 * df : end]
+
+
+def _term_record_at(data: bytes, at: int) -> "tuple[bytes, int, int, int] | None":
+    """The term record at `at` in `data`: its term (UTF-8), df, where its postings start and where it ends; None
+    when there is no record of that shape there."""
+    head_at = at + SEAL_BYTES
+    if head_at + TERM_HEAD > len(data):
+        return None
+    df, n_bound, term_len = memoryview(data)[head_at : head_at + TERM_HEAD].cast("I")
+    start = head_at + TERM_HEAD + term_len + (-(TERM_HEAD + term_len) % 4)
+    end = start + 16 * df + 2 * n_bound
+    if end > len(data):
+        return None
+    return data[head_at + TERM_HEAD : head_at + TERM_HEAD + term_len], df, start, end
 
 
 def _missing(message: str) -> "IndexMissing":
@@ -505,13 +791,10 @@ def _corrupt(message: str) -> "IndexCorrupt":
     return IndexCorrupt(message)
 
 
-_CARD_COLUMNS = (
-    "row, id, path, name, summary, status, expires_on, scope, not_when, supersedes, len_name, len_summary, len_body"
-)
-
-
 def _indexed_card(values: "Sequence[Any]") -> IndexedCard:
-    row, card_id, path, name, summary, status, expires_on, scope, not_when, supersedes, len_n, len_s, len_b = values
+    row, card_id, path, _blob, name, summary, status, expires_on, scope, not_when, supersedes, len_n, len_s, len_b = (
+        values[:14]
+    )
     return IndexedCard(
         row,
         card_id,
@@ -533,28 +816,3 @@ def _strings(text: str) -> tuple[str, ...]:
 
 def _replace_superseded(card: IndexedCard, by: tuple[str, ...]) -> IndexedCard:
     return card.replace(superseded_by=by)
-
-
-def _view(df: int, blob: bytes, bound_blob: bytes) -> Postings:
-    """A term's postings as stored: `df` card rows (unsigned 32-bit), then their counts and the bound (unsigned
-    16-bit), all in the machine's byte order, read in place."""
-    data = memoryview(blob)
-    return Postings(df, data[: 4 * df].cast("I"), data[4 * df :].cast("H"), memoryview(bound_blob).cast("H"))
-
-
-def _unpack(df: int, blob: bytes, bound_blob: bytes = b"") -> ArrayPostings:
-    """`_view` in arrays, for the writer (cold: `array` is no import of the hook's)."""
-    from array import array
-
-    rows = array("I")
-    rows.frombytes(blob[: 4 * df])
-    stats = array("H")
-    stats.frombytes(blob[4 * df :])
-    bound = array("H")
-    bound.frombytes(bound_blob)
-    return ArrayPostings(df, rows, stats, bound)
-
-
-def _chunks(items: "Sequence[Any]", size: int) -> "Iterator[Sequence[Any]]":
-    for start in range(0, len(items), size):
-        yield items[start : start + size]

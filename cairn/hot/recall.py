@@ -50,7 +50,7 @@ _MIN_EXAMINED = 20
 _CHUNK = 64
 # Slack on every pruning comparison: scores summed in another order differ in the last bits, never by this much.
 _SLACK = 1e-9
-# `_kth` sorts up to this many scores (in C, faster than a heap in Python there), and keeps a heap beyond.
+# `_kth` sorts up to this many scores, and beyond takes the k-th highest from a max-heap (both in C).
 _SORT_UP_TO = 1000
 # A CJK 2-gram the vault never uses counts this share of an unknown word in the coverage gate: about half the
 # 2-grams of a run straddle two words (no evidence), the other half are words the vault does not know.
@@ -851,11 +851,21 @@ def _top(
         for row, tf_n, tf_s, tf_b, len_n, len_s, len_b in zip(
             found.rows, st[0::6], st[1::6], st[2::6], st[3::6], st[4::6], st[5::6], strict=True
         ):
-            tf = (
-                w_name * tf_n / (one_b + b * len_n / avg_name)
-                + w_summary * tf_s / (one_b + b * len_s / avg_summary)
-                + w_body * tf_b / (one_b + b * len_b / avg_body)
-            )
+            # `_score_all`'s sum, without the fields the term is not in: each adds exactly 0.0 there (`_exact`).
+            if tf_n:
+                tf = w_name * tf_n / (one_b + b * len_n / avg_name)
+                if tf_s:
+                    tf += w_summary * tf_s / (one_b + b * len_s / avg_summary)
+                if tf_b:
+                    tf += w_body * tf_b / (one_b + b * len_b / avg_body)
+            elif tf_s:
+                tf = w_summary * tf_s / (one_b + b * len_s / avg_summary)
+                if tf_b:
+                    tf += w_body * tf_b / (one_b + b * len_b / avg_body)
+            elif tf_b:
+                tf = w_body * tf_b / (one_b + b * len_b / avg_body)
+            else:
+                continue
             if tf > 0:
                 before = partial.get(row)
                 if before is None:
@@ -880,12 +890,7 @@ def _top(
         for row in alive:
             at = bisect_left(rows, row)
             if at < n and rows[at] == row:
-                j = 6 * at
-                tf = (
-                    w_name * st[j] / (one_b + b * st[j + 3] / avg_name)
-                    + w_summary * st[j + 1] / (one_b + b * st[j + 4] / avg_summary)
-                    + w_body * st[j + 2] / (one_b + b * st[j + 5] / avg_body)
-                )
+                tf = _posting_tf(st, 6 * at, w_name, w_summary, w_body, one_b, b, avg_name, avg_summary, avg_body)
                 if tf > 0:
                     partial[row] += weight * tf / (k1 + tf)
                     if row in twice:
@@ -897,7 +902,8 @@ def _top(
     # Every card outside `alive` is below the depth-th best. Inside, a sum of three or more terms was added in
     # another order than `_score_all`'s: rescore those near or above the cut in query order, so that scores and
     # ties are `_score_all`'s to the bit; then the matched terms of the cards kept.
-    cut = _kth({row: partial[row] for row in alive}, depth) / (1 + _SLACK) if len(alive) > depth else 0.0
+    in_running = partial if len(alive) == len(partial) else {row: partial[row] for row in alive}
+    cut = _kth(in_running, depth) / (1 + _SLACK) if len(alive) > depth else 0.0
     finalists = [row for row in alive if partial[row] >= cut]
     in_query_order = [(term, postings[term].rows, postings[term].stats, idf[term]) for term in present]
     exact = {row: _exact(row, in_query_order, settings, avg) for row in thrice.intersection(finalists)}
@@ -928,17 +934,40 @@ def _exact(
     for term, rows, st, weight in terms:
         at = bisect_left(rows, row)
         if at < len(rows) and rows[at] == row:
-            j = 6 * at
-            tf = (
-                w_name * st[j] / (one_b + b * st[j + 3] / avg_name)
-                + w_summary * st[j + 1] / (one_b + b * st[j + 4] / avg_summary)
-                + w_body * st[j + 2] / (one_b + b * st[j + 5] / avg_body)
-            )
+            tf = _posting_tf(st, 6 * at, w_name, w_summary, w_body, one_b, b, avg_name, avg_summary, avg_body)
             if tf <= 0:
                 continue
             score = score + weight * tf / (k1 + tf)
             hit.append(term)
     return score, hit
+
+
+def _posting_tf(
+    st: "Sequence[int]",
+    j: int,
+    w_name: float,
+    w_summary: float,
+    w_body: float,
+    one_b: float,
+    b: float,
+    avg_name: float,
+    avg_summary: float,
+    avg_body: float,
+) -> float:
+    """The length-normalised, weighted frequency of the posting whose six counts start at `st[j]`: `_score_all`'s
+    `tf` to the bit. A field the term is not in adds exactly 0.0 to that sum (0 * w / d is 0.0, and x + 0.0 is x),
+    so only the fields it is in are computed, in the same order."""
+    tf_n, tf_s, tf_b = st[j], st[j + 1], st[j + 2]
+    tf = 0.0
+    if tf_n:
+        tf = w_name * tf_n / (one_b + b * st[j + 3] / avg_name)
+    if tf_s:
+        part = w_summary * tf_s / (one_b + b * st[j + 4] / avg_summary)
+        tf = tf + part if tf_n else part
+    if tf_b:
+        part = w_body * tf_b / (one_b + b * st[j + 5] / avg_body)
+        tf = tf + part if tf_n or tf_s else part
+    return tf
 
 
 def _kth(scores: dict[int, float], k: int) -> float:
@@ -947,19 +976,25 @@ def _kth(scores: dict[int, float], k: int) -> float:
         return 0.0
     if len(scores) <= _SORT_UP_TO:
         return sorted(scores.values(), reverse=True)[k - 1]
-    try:  # imported here: a vault of up to `_SORT_UP_TO` cards never needs it
-        from _heapq import heapify, heapreplace
-    except ImportError:  # pragma: no cover - an interpreter without it
-        from heapq import heapify, heapreplace
-    values = iter(scores.values())
-    heap = [value for _, value in zip(range(k), values, strict=False)]  # the first k
-    heapify(heap)
-    lowest = heap[0]
-    for value in values:
-        if value > lowest:
-            heapreplace(heap, value)
-            lowest = heap[0]
-    return lowest
+    heapify_max, heappop_max = _max_heap()
+    values = list(scores.values())
+    heapify_max(values)  # in linear time, then k - 1 pops of the highest, all in C
+    for _ in range(k - 1):
+        heappop_max(values)
+    return values[0]
+
+
+def _max_heap() -> "tuple[Callable[[list[float]], None], Callable[[list[float]], float]]":
+    """`_heapq`'s max-heap functions (private names before Python 3.14, public from it), imported when first
+    needed: a vault of up to `_SORT_UP_TO` cards never needs them."""
+    try:
+        import _heapq as module
+    except ImportError:  # pragma: no cover - an interpreter without the C module
+        import heapq as module  # type: ignore[no-redef]
+    found = getattr(module, "heapify_max", None), getattr(module, "heappop_max", None)
+    if found[0] is None or found[1] is None:
+        found = module._heapify_max, module._heappop_max  # type: ignore[attr-defined]
+    return found  # type: ignore[return-value]
 
 
 _score = score_terms  # the name before issue 16

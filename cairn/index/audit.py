@@ -1,7 +1,7 @@
 """`cairn audit`: checks that the index, the hook log and the session files are whole and honest.
 
 Each check passes or fails with details. The index is audited as it is cached (never rebuilt here): it must open,
-pass SQLite's check and its seals, and match the tree of the commit it names. The seals are not trusted: anything
+pass its structure check and its seals, and match the tree of the commit it names. The seals are not trusted: anything
 running as the user can read the cache key and re-seal an edited file, so `served` re-derives every served value
 (each card's fields and record, its postings and term statistics, the score bounds, the card count and average
 lengths, the stored settings) from the committed blobs and cairn.toml at the index's commit, with the index
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from cairn import gitrepo
 from cairn.cards.card import card_id_from_path
 from cairn.hot import paths
 from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing
-from cairn.hot.index import IndexReader, _unpack
+from cairn.hot.index import IndexReader
 from cairn.hot.vault import Vault
 from cairn.index import build as indexer
 from cairn.index import store
@@ -114,27 +114,36 @@ def audit(vault: Vault, *, require_signed: bool = False, state_dir: Path | None 
             checks.append(Check("entries", "skip", why))
             checks.append(Check("served", "skip", why))
         else:
-            checks.append(_check_entries(reader, trees))
-            checks.append(_check_served(reader, repo, vault))
-            checks.append(_check_provenance(reader, repo))
+            checks.append(_readable("entries", lambda: _check_entries(reader, trees)))
+            checks.append(_readable("served", lambda: _check_served(reader, repo, vault)))
+            checks.append(_readable("provenance", lambda: _check_provenance(reader, repo)))
         checks.append(_check_log([state / f"{LOG_FILE}.1", state / LOG_FILE], vault, trees))
         checks.append(_check_sessions(state / SESSIONS_DIR, vault, trees))
         if require_signed:
             if reader is None:
                 checks.append(Check("signatures", "fail", "the index cannot be read, so signatures cannot be checked"))
             else:
-                checks.append(_check_signatures(reader, repo))
+                checks.append(_readable("signatures", lambda: _check_signatures(reader, repo)))
     finally:
         if reader is not None:
             reader.close()
     return AuditReport(vault.root, target, tuple(checks))
 
 
+def _readable(name: str, check: Callable[[], Check]) -> Check:
+    """A check of the index's contents, failed when a record it reads is damaged beyond reading (the cache check
+    says what; the other checks still run)."""
+    try:
+        return check()
+    except IndexCorrupt as exc:
+        return Check(name, "fail", "the index is damaged; run `cairn index` to rebuild it", (str(exc),))
+
+
 # -- the cache ------------------------------------------------------------------------------------------------------
 
 
 def _check_cache(target: Path, vault: Vault, repo: git.Repo) -> tuple[Check, IndexReader | None]:
-    """The file opens, passes SQLite's check and its seals, and names this vault and a commit it holds. A file
+    """The file opens, passes its structure check and its seals, and names this vault and a commit it holds. A file
     that opens is returned even when its seals fail, so the other checks can say what differs."""
     try:
         reader = IndexReader(target, unchecked=True)
@@ -176,7 +185,7 @@ def _check_cache(target: Path, vault: Vault, repo: git.Repo) -> tuple[Check, Ind
             )
     except CairnError:
         pass
-    summary = f"index at {commit[:8]} opens, passes SQLite's check and its seals ({n_cards} cards)"
+    summary = f"index at {commit[:8]} opens, passes its structure check and its seals ({n_cards} cards)"
     return Check("cache", "pass", summary, details), reader
 
 
@@ -204,15 +213,24 @@ def _check_entries(reader: IndexReader, trees: _Trees) -> Check:
     return Check("entries", "pass", f"all {len(indexed)} indexed cards match the files at {commit[:8]}")
 
 
+def _stored_cards(reader: IndexReader) -> dict[str, tuple[list[Any], Any, Any]]:
+    """Each indexed card's sealed values with its stored record and provenance (both None when its cold record
+    does not parse), by id, seals not asked (a card whose sealed values do not parse is `verify`'s finding)."""
+    out: dict[str, tuple[list[Any], Any, Any]] = {}
+    for values, _seal, _message, cold in reader.sealed_rows():
+        if values is None:
+            continue
+        try:
+            record, provenance, _terms = json.loads(cold)
+        except (TypeError, ValueError):
+            record = provenance = None
+        out[str(values[1])] = (values, record, provenance)
+    return out
+
+
 def _stored_provenance(reader: IndexReader) -> dict[str, Any]:
     """Each indexed card's stored provenance (None when there is none or it does not parse), seals not asked."""
-    out: dict[str, Any] = {}
-    for values in reader.sealed_rows():
-        try:
-            out[str(values[1])] = json.loads(values[17]) if values[17] else None
-        except (TypeError, ValueError):
-            out[str(values[1])] = None
-    return dict(sorted(out.items()))
+    return {card_id: stored[2] for card_id, stored in sorted(_stored_cards(reader).items())}
 
 
 # The served columns of a card row, by their place in `SEALED_CARD_COLUMNS` (the JSON ones decoded).
@@ -242,10 +260,8 @@ def _check_served(reader: IndexReader, repo: git.Repo, vault: Vault) -> Check:
     # The build's own reading, with the committed settings (never the stored ones: they are what is checked).
     upserts, _ = indexer._read_entries(repo, entries, None, {"config": json.dumps(committed, ensure_ascii=False)})
     diffs: list[str] = []
-    stored: dict[str, Any] = {}
-    for row_values in reader.sealed_rows():
-        stored[str(row_values[1])] = row_values
-    row_ids = {int(v[0]): card_id for card_id, v in stored.items()}
+    stored = _stored_cards(reader)
+    row_ids = {int(v[0][0]): card_id for card_id, v in stored.items()}
     expected_postings: dict[str, dict[int, tuple[int, ...]]] = {}
     lengths_total = [0, 0, 0]
     for card in sorted(upserts, key=lambda c: c.id):
@@ -255,9 +271,9 @@ def _check_served(reader: IndexReader, repo: git.Repo, vault: Vault) -> Check:
         if values is None:
             diffs.append(f"{card.id}: a valid card at {short}, but not in the index")
             continue
-        diffs.extend(_field_diffs(card, values, lengths))
+        diffs.extend(_field_diffs(card, values[0], values[1], lengths))
         for term, stats in postings.items():
-            expected_postings.setdefault(term, {})[int(values[0])] = stats
+            expected_postings.setdefault(term, {})[int(values[0][0])] = stats
     expected_ids = {c.id for c in upserts}
     for card_id in sorted(set(stored) - expected_ids):
         diffs.append(f"{card_id}: served by the index, but not a card the files at {short} give")
@@ -273,7 +289,7 @@ def _check_served(reader: IndexReader, repo: git.Repo, vault: Vault) -> Check:
     )
 
 
-def _field_diffs(card: store.CardTerms, values: Any, lengths: list[int]) -> list[str]:
+def _field_diffs(card: store.CardTerms, values: Any, record: Any, lengths: list[int]) -> list[str]:
     expected = {
         "path": card.path,
         "blob": card.blob,
@@ -298,9 +314,7 @@ def _field_diffs(card: store.CardTerms, values: Any, lengths: list[int]) -> list
     for n, part in enumerate(("name", "summary", "body")):
         if values[11 + n] != lengths[n]:
             diffs.append(f"{card.id}: the {part}'s token count differs ({_both(values[11 + n], lengths[n])})")
-    try:
-        record = json.loads(values[16])
-    except (TypeError, ValueError):
+    if record is None:
         return [*diffs, f"{card.id}: its stored record does not parse"]
     want = json.loads(json.dumps(card.record, ensure_ascii=False))
     if not isinstance(record, dict):
@@ -320,10 +334,10 @@ def _postings_diffs(
     by_card: dict[str, list[str]] = {}
     bounds: list[str] = []
     seen: set[str] = set()
-    for term, df, blob, bound, _seal in reader.term_rows():
+    for term, df, blob, bound, _seal, _message in reader.term_rows():
         seen.add(term)
         try:
-            got = {entry[0]: tuple(entry[1:]) for entry in _unpack(df, blob)}
+            got = {entry[0]: tuple(entry[1:]) for entry in store._unpack(df, blob)}
         except (ValueError, IndexError, TypeError):
             got = {}
         want = expected.get(term, {})
@@ -360,6 +374,12 @@ def _meta_diffs(
         stored_avg = None
     if stored_avg != avg:
         diffs.append(f"settings: avg_lengths differ ({_both(stored_avg, avg)})")
+    try:  # what the next update's averages start from
+        stored_totals = json.loads(reader.meta.get("length_totals", ""))
+    except ValueError:
+        stored_totals = None
+    if stored_totals != lengths_total:
+        diffs.append(f"settings: length_totals differ ({_both(stored_totals, lengths_total)})")
     want = json.loads(json.dumps(committed, ensure_ascii=False))
     try:
         got = json.loads(reader.meta.get("config", ""))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -143,7 +142,10 @@ def build_index(
         if base is None:
             report = _full_from_commit(vault, repo, commit, target, meta, progress)
         else:
-            report = _incremental(vault, repo, base, commit, target, meta, progress)
+            try:
+                report = _incremental(vault, repo, base, commit, target, meta, progress)
+            except IndexCorrupt:  # the base fails a check only an update reads far enough to make: start over
+                report = _full_from_commit(vault, repo, commit, target, meta, progress)
         _semantic_vectors(target)
     return _timed(report, started)
 
@@ -245,13 +247,13 @@ def config_of(vault: Vault, *, worktree: bool = False) -> Config:
 
 
 def _write_index(target: Path, *args: Any, **kwargs: Any) -> None:
-    """store.write_index, with SQLite's refusals (a full disk, a read-only folder) said as what to do."""
+    """store.write_index, with the system's refusals (a full disk, a read-only folder) said as what to do."""
     try:
         store.write_index(target, *args, **kwargs)
-    except sqlite3.Error as exc:
+    except OSError as exc:
         raise CairnError(
-            f"cannot write the index at {target} ({exc}); make sure that disk has space and the folder is writable "
-            "(or point CAIRN_CACHE_DIR elsewhere), then run `cairn index`"
+            f"cannot write the index at {target} ({exc.strerror or exc}); make sure that disk has space and the "
+            "folder is writable (or point CAIRN_CACHE_DIR elsewhere), then run `cairn index`"
         ) from None
 
 
@@ -311,7 +313,7 @@ def _usable_base(target: Path, vault: Vault, repo: git.Repo) -> IndexReader | No
             and reader.meta.get("security_rules") == security.VERSION
             and not reader.meta.get("config_error")
             and gitrepo.commit_exists(repo, reader.commit)
-            and store.checksum_holds(reader, row_seals=False)  # SQLite's quick_check included
+            and store.checksum_holds(reader, row_seals=False)
         )
     except (IndexCorrupt, KeyError, ValueError):  # a damaged file: rebuild rather than fail
         ok = False
@@ -331,7 +333,7 @@ def _stored_problems(reader: IndexReader) -> tuple[Finding, ...]:
 
 
 def _problem_row(finding: Finding) -> tuple[str, int, str, str]:
-    # A file name with undecodable bytes arrives with surrogates, which SQLite cannot store: keep it readable.
+    # A file name with undecodable bytes arrives with surrogates: keep it readable (as `cairn audit` expects).
     path = finding.path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return (path, finding.line, finding.rule, finding.message)
 

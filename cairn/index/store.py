@@ -1,9 +1,11 @@
-"""Writing the index file: the schema, cards turned into term postings and score bounds, written atomically.
+"""Writing the index file: cards turned into term postings and score bounds, laid out in Cairn's index format
+(`cairn.hot.index` describes it), written atomically.
 
 Writers build a new file beside the index and `os.replace` it, under a lock, so a reader
-(`cairn.hot.index.IndexReader`) always sees one whole index and two writers leave one valid file. Every row is
-sealed with the cache key as it is written (see `cairn.hot.index`); `verify` checks a whole file. Files are 0600
-in 0700 folders.
+(`cairn.hot.index.IndexReader`) always sees one whole index and two writers leave one valid file. Every record is
+sealed with the cache key as it is written (see `cairn.hot.index`); an update from a base file copies the records
+it does not change as they are (sealed bytes), re-encodes the terms the changed cards touch, and lays the file out
+anew. `verify` checks a whole file. Files are 0600 in 0700 folders.
 """
 
 from __future__ import annotations
@@ -13,64 +15,96 @@ import fcntl
 import hashlib
 import json
 import os
-import sqlite3
+import struct
+import sys
 import tempfile
 from array import array
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from cairn.hot import paths
+from cairn.hot import dumps, paths
 from cairn.hot.errors import IndexCorrupt
 from cairn.hot.index import (
+    BYTE_ORDER,
+    CARD_SLOT,
     FORMAT_VERSION,
-    SEALED_CARD_COLUMNS,
+    HEADER_FIELDS,
+    HEADER_SIZE,
+    MAGIC,
+    SEAL_BYTES,
+    SLOT,
+    TERM_HEAD,
     IndexReader,
+    Postings,
     Sealer,
-    _chunks,
-    _unpack,
-    card_message,
-    meta_message,
-    record_digest,
-    superseders_digest,
-    term_message,
+    _term_record,
+    digest,
 )
 
 _U16 = 0xFFFF  # counts and lengths are stored as unsigned 16-bit values
 
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE cards (
-    row INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    path TEXT NOT NULL,
-    blob TEXT NOT NULL,
-    name TEXT NOT NULL,
-    summary TEXT NOT NULL,
-    status TEXT NOT NULL,
-    expires_on TEXT,
-    scope TEXT NOT NULL,
-    not_when TEXT NOT NULL,
-    supersedes TEXT NOT NULL,
-    len_name INTEGER NOT NULL,
-    len_summary INTEGER NOT NULL,
-    len_body INTEGER NOT NULL,
-    terms TEXT NOT NULL,
-    record TEXT NOT NULL,
-    provenance TEXT,
-    record_digest TEXT NOT NULL,
-    seal TEXT NOT NULL
-);
-CREATE TABLE terms (
-    term TEXT PRIMARY KEY, df INTEGER NOT NULL, postings BLOB NOT NULL, bound BLOB NOT NULL, seal TEXT NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE problems (path TEXT NOT NULL, line INTEGER NOT NULL, rule TEXT NOT NULL, message TEXT NOT NULL);
--- Every recall looks up the superseding cards: without this index that is a scan of the whole cards table.
-CREATE INDEX cards_superseding ON cards(supersedes) WHERE supersedes != '[]';
-"""
+
+# -- what the seals cover: the records as the file holds them (the reader checks seals over the bytes as stored) --
+
+
+def meta_message(meta: dict[str, str]) -> bytes:
+    """What the meta seal covers, and the meta part of the file: every key and value but the seal itself."""
+    return _utf8(dumps(sorted([k, v] for k, v in meta.items() if k != "seal"), ensure_ascii=False))
+
+
+def card_message(values: Sequence[Any]) -> bytes:
+    """What a card's seal covers, as its hot record holds it: `SEALED_CARD_COLUMNS`' values, in that order."""
+    return _utf8(dumps(list(values), ensure_ascii=False))
+
+
+def term_message(term: str, df: int, postings: bytes, bound: bytes) -> bytes:
+    """What a term's seal covers, as its record holds it after the seal: df, the bound's length in 16-bit values
+    and the term's length in bytes (u32 each, in the machine's order: the reader casts them as it casts the
+    postings), the term, zero bytes to a multiple of 4, then postings and bound."""
+    raw = _utf8(term)
+    order = sys.byteorder
+    head = df.to_bytes(4, order) + (len(bound) // 2).to_bytes(4, order) + len(raw).to_bytes(4, order)
+    return head + raw + b"\0" * (-(TERM_HEAD + len(raw)) % 4) + postings + bound
+
+
+def cold_message(record: dict[str, Any], provenance: dict[str, Any] | None, terms: Sequence[str]) -> bytes:
+    """A card's cold record: its full parsed record, its provenance and its terms, as one JSON list; its `digest`
+    is sealed in the card's hot record."""
+    return _utf8(dumps([record, provenance, list(terms)], ensure_ascii=False))
+
+
+def superseders_message(rows: Iterable[Sequence[Any]]) -> bytes:
+    """Every (id, status, supersedes) with a non-empty supersedes, sorted: the file's superseders part."""
+    return _utf8(dumps(sorted([str(v) for v in r] for r in rows), ensure_ascii=False))
+
+
+def superseders_digest(rows: Iterable[Sequence[Any]]) -> str:
+    """The `digest` of `superseders_message(rows)`, kept in meta (and so sealed)."""
+    return digest(superseders_message(rows))
+
+
+class ArrayPostings(Postings):
+    """Postings in arrays (`_unpack`): what the writer edits when it updates a term. (No `__slots__` of its own:
+    `Record` takes the fields from the `__slots__` it inherits.)"""
+
+    rows: array[int]
+    stats: array[int]
+    bound: array[int]
+
+
+def _unpack(df: int, blob: bytes, bound_blob: bytes = b"") -> ArrayPostings:
+    """A term's postings (`df` card rows, then their counts) and bound in arrays."""
+    rows = array("I")
+    rows.frombytes(blob[: 4 * df])
+    stats = array("H")
+    stats.frombytes(blob[4 * df :])
+    bound = array("H")
+    bound.frombytes(bound_blob)
+    return ArrayPostings(df, rows, stats, bound)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +219,25 @@ def writer_lock(index_file: Path) -> Iterator[None]:
         yield
 
 
+@dataclass(slots=True)
+class Parts:
+    """Everything an index file holds, each record as the file stores it (sealed): what `write_parts` lays out.
+
+    meta: `meta_message` of the settings; problems: the cards left out (JSON); superseders:
+    `superseders_message`; terms: (the term's keyed hash (`Sealer.slot`), its record (seal + `term_message`)) in
+    the order they are written; cards: (row, the id's keyed hash, hot record (seal + `card_message`), cold record
+    (`cold_message`)) by row.
+    """
+
+    meta: bytes = b"[]"
+    meta_seal: bytes = b"\0" * SEAL_BYTES
+    problems: bytes = b"[]"
+    problems_seal: bytes = b"\0" * SEAL_BYTES
+    superseders: bytes = b"[]"
+    terms: list[tuple[int, bytes]] = field(default_factory=list)
+    cards: list[tuple[int, int, bytes, bytes]] = field(default_factory=list)
+
+
 def write_index(
     index_file: Path,
     meta: dict[str, str],
@@ -199,34 +252,193 @@ def write_index(
     """
     paths.private_folder(str(index_file.parent))
     sealer = Sealer(paths.make_index_key())
+    removed = set(removed_ids) | {c.id for c in upserts}
+    if base is None:
+        parts, stored = Parts(), _Totals(0, [0, 0, 0], [])
+        _apply(parts, stored, sealer, upserts)
+    else:
+        with IndexReader(base) as reader:
+            parts, where = _stored_parts(reader)
+            stored = _remove(parts, reader, removed)
+            _apply(parts, stored, sealer, upserts, reader, where)
+    ordered = sorted(problems, key=lambda p: (p[0], p[1]))
+    parts.problems = _json_bytes([list(p) for p in ordered])
+    parts.problems_seal = sealer.mac(parts.problems)
+    parts.meta = meta_message(stored.meta(meta))
+    parts.meta_seal = sealer.mac(parts.meta)
+    replace_file(index_file, parts, sealer)
+
+
+def replace_file(index_file: Path, parts: Parts, sealer: Sealer) -> None:
+    """Lay `parts` out in a new file beside `index_file`, make it durable, and `os.replace` it in; then write the
+    seal of its bytes beside it (`seal_path`)."""
     fd, tmp_name = tempfile.mkstemp(prefix=".index-", suffix=".tmp", dir=index_file.parent)  # 0600
-    os.close(fd)
-    tmp = Path(tmp_name)
     try:
-        if base is not None:
-            with sqlite3.connect(base) as src, sqlite3.connect(tmp) as dst:
-                src.backup(dst)
-        db = sqlite3.connect(tmp)
-        try:
-            db.execute("PRAGMA journal_mode=OFF")
-            db.execute("PRAGMA synchronous=OFF")
-            if base is None:
-                db.executescript(_SCHEMA)
-            _apply(db, sealer, upserts, set(removed_ids) | {c.id for c in upserts}, empty=base is None)
-            db.execute("DELETE FROM problems")
-            db.executemany("INSERT INTO problems VALUES (?, ?, ?, ?)", problems)
-            _write_meta(db, sealer, meta)
-            db.commit()
-        finally:
-            db.close()
-        with open(tmp, "rb") as handle:
+        with os.fdopen(fd, "wb") as handle:
+            whole = write_parts(handle, parts, sealer)
+            handle.flush()
             os.fsync(handle.fileno())
-        whole = file_seal(tmp, sealer)
-        os.replace(tmp, index_file)
-        _write_private(seal_path(index_file), whole.encode("ascii"))
+        os.replace(tmp_name, index_file)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        Path(tmp_name).unlink(missing_ok=True)
         raise
+    _write_private(seal_path(index_file), whole.encode("ascii"))
+
+
+def write_parts(handle: IO[bytes], parts: Parts, sealer: Sealer) -> str:
+    """Write the file `parts` make to `handle` (see `cairn.hot.index` for the layout); the seal of its bytes
+    (`file_seal`)."""
+    term_places, term_slots, term_mask = _place([h for h, _ in parts.terms])
+    id_places, id_slots, id_mask = _place([card[1] for card in parts.cards])
+    max_row = parts.cards[-1][0] if parts.cards else 0
+    problems_at = HEADER_SIZE + len(parts.meta)
+    superseders_at = problems_at + len(parts.problems)
+    term_slots_at = _aligned(superseders_at + len(parts.superseders), 8)
+    id_slots_at = term_slots_at + SLOT * term_slots
+    cards_at = id_slots_at + SLOT * id_slots
+    tables_end = cards_at + CARD_SLOT * max_row
+
+    chunks: list[bytes] = []
+    term_table = bytearray(SLOT * term_slots)
+    at = terms_at = _aligned(tables_end, 4)
+    for (h, record), place in zip(parts.terms, term_places, strict=True):
+        pad = -at % 4  # postings are read in place as 32- and 16-bit values
+        if pad:
+            chunks.append(b"\0" * pad)
+            at += pad
+        struct.pack_into("<QQQ", term_table, SLOT * place, h, at, len(record))
+        chunks.append(record)
+        at += len(record)
+    terms_len = at - terms_at
+    id_table = bytearray(SLOT * id_slots)
+    card_table = bytearray(CARD_SLOT * max_row)
+    for (row, h, hot, _), place in zip(parts.cards, id_places, strict=True):
+        struct.pack_into("<QQQ", id_table, SLOT * place, h, row, 1)
+        struct.pack_into("<QI", card_table, CARD_SLOT * (row - 1), at, len(hot))
+        chunks.append(hot)
+        at += len(hot)
+    for row, _, _, cold in parts.cards:
+        struct.pack_into("<QI", card_table, CARD_SLOT * (row - 1) + 12, at, len(cold))
+        chunks.append(cold)
+        at += len(cold)
+
+    fields = {
+        "size": at,
+        "meta_len": len(parts.meta),
+        "problems_at": problems_at,
+        "problems_len": len(parts.problems),
+        "superseders_at": superseders_at,
+        "superseders_len": len(parts.superseders),
+        "term_slots_at": term_slots_at,
+        "term_slots": term_slots,
+        "term_mask": term_mask,
+        "id_slots_at": id_slots_at,
+        "id_slots": id_slots,
+        "id_mask": id_mask,
+        "cards_at": cards_at,
+        "max_row": max_row,
+        "terms_at": terms_at,
+        "terms_len": terms_len,
+    }
+    header = (
+        MAGIC
+        + struct.pack("<II", int(FORMAT_VERSION), BYTE_ORDER)
+        + struct.pack(f"<{len(HEADER_FIELDS)}Q", *(fields[name] for name in HEADER_FIELDS))
+        + parts.meta_seal
+        + parts.problems_seal
+    )
+    assert len(header) == HEADER_SIZE
+    gap = b"\0" * (term_slots_at - superseders_at - len(parts.superseders))
+    start: list[bytes | bytearray] = [header, parts.meta, parts.problems, parts.superseders, gap]
+    start += [term_table, id_table, card_table, b"\0" * (terms_at - tables_end)]
+    whole = hashlib.sha256()
+    for block in (b"".join(start), *_blocks(chunks)):
+        handle.write(block)
+        whole.update(block)
+    return sealer.seal(whole.digest())
+
+
+def _blocks(chunks: Sequence[bytes], size: int = 1 << 22) -> Iterator[bytes]:
+    """`chunks` joined into blocks of about `size` bytes (fewer writes and hash updates than one per record)."""
+    block: list[bytes] = []
+    held = 0
+    for chunk in chunks:
+        block.append(chunk)
+        held += len(chunk)
+        if held >= size:
+            yield b"".join(block)
+            block, held = [], 0
+    if block:
+        yield b"".join(block)
+
+
+def _place(hashes: Sequence[int]) -> tuple[list[int], int, int]:
+    """Where each hash goes in a slot table at most half full (linear probing, no wrap-around: a chain may run
+    past the nominal size, which the table then grows to hold); the table's size and mask."""
+    nominal = 8
+    while nominal < 2 * len(hashes):
+        nominal *= 2
+    mask = nominal - 1
+    taken = bytearray(nominal)
+    out = []
+    for h in hashes:
+        i = h & mask
+        while i < len(taken) and taken[i]:
+            i += 1
+        if i == len(taken):
+            taken.append(0)
+        taken[i] = 1
+        out.append(i)
+    return out, len(taken), mask
+
+
+def _aligned(n: int, to: int) -> int:
+    return n + (-n % to)
+
+
+def _json_bytes(value: object) -> bytes:
+    return json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def read_parts(path: Path, *, unchecked: bool = False) -> Parts:
+    """The parts of an index file as it holds them (its meta seal checked, unless `unchecked`)."""
+    with IndexReader(path, unchecked=unchecked) as reader:
+        return _stored_parts(reader)[0]
+
+
+def _stored_parts(reader: IndexReader) -> tuple[Parts, dict[int, int]]:
+    """The parts of an open index file as it holds them, records as they are: nothing parsed, so an update copies
+    what it does not change without reading it; and where each term record is (file offset -> its place in
+    `Parts.terms`)."""
+    parts = Parts(*reader.stored_parts())
+    table = reader._read(reader._term_slots_at, SLOT * reader._term_slots)
+    records = [slot for slot in struct.iter_unpack("<QQQ", table) if slot[2]]  # in slot order: any order will do
+    region = reader._read(reader._terms_at, reader._terms_len)
+    start = reader._terms_at
+    parts.terms = [(h, region[at - start : at - start + length]) for h, at, length in records]
+    where = {slot[1]: i for i, slot in enumerate(records)}
+    ids = reader._read(reader._id_slots_at, SLOT * reader._id_slots)
+    id_hash = {row: h for h, row, length in struct.iter_unpack("<QQQ", ids) if length}
+    table = reader._read(reader._cards_at, CARD_SLOT * reader._max_row)
+    slots = [(row, slot) for row, slot in enumerate(struct.iter_unpack("<QIQI", table), 1) if slot[1]]
+    hot = _span(reader, [(slot[0], slot[1]) for _, slot in slots])
+    cold = _span(reader, [(slot[2], slot[3]) for _, slot in slots])
+    try:
+        parts.cards = [(row, id_hash[row], hot(slot[0], slot[1]), cold(slot[2], slot[3])) for row, slot in slots]
+    except KeyError:
+        raise IndexCorrupt(f"the index at {reader.path} is damaged (a card has no id slot)") from None
+    return parts, where
+
+
+def _span(reader: IndexReader, places: Sequence[tuple[int, int]]) -> Callable[[int, int], bytes]:
+    """The records at `places` (offset, length), from one read of the span they cover."""
+    first = min((at for at, _ in places), default=0)
+    data = reader._read(first, max((at + n for at, n in places), default=first) - first)
+    return lambda at, length: data[at - first : at - first + length]
 
 
 def seal_path(index_file: Path | str) -> Path:
@@ -235,12 +447,13 @@ def seal_path(index_file: Path | str) -> Path:
 
 
 def file_seal(path: Path | str, sealer: Sealer) -> str:
-    """The seal of a whole file's bytes: any byte changed on disk, used or not, breaks it."""
-    digest = hashlib.sha256()
+    """The seal of a whole file's bytes (`write_parts` gives it for the file it writes): any byte changed on
+    disk, used or not, breaks it. The seal of their sha256 (OpenSSL's: twice BLAKE2b's speed here)."""
+    whole = hashlib.sha256()
     with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return sealer.seal(digest.digest())
+        for chunk in iter(lambda: handle.read(1 << 22), b""):
+            whole.update(chunk)
+    return sealer.seal(whole.digest())
 
 
 def _write_private(target: Path, data: bytes) -> None:
@@ -268,30 +481,82 @@ def card_postings(card: CardTerms) -> tuple[list[int], dict[str, tuple[int, ...]
     return lengths, out
 
 
-def _apply(
-    db: sqlite3.Connection, sealer: Sealer, upserts: Sequence[CardTerms], removed: set[str], empty: bool = False
-) -> None:
-    """Remove and upsert cards with their postings; `empty`: the file was just created (no term to read back)."""
-    # Old postings of removed or replaced cards.
-    stale: dict[str, set[int]] = {}
-    for chunk in _chunks(sorted(removed), 500):
-        marks = ",".join("?" * len(chunk))
-        for row, terms in db.execute(f"SELECT row, terms FROM cards WHERE id IN ({marks})", chunk):
-            for term in terms.split("\n") if terms else ():
-                stale.setdefault(term, set()).add(row)
-        db.execute(f"DELETE FROM cards WHERE id IN ({marks})", chunk)
+@dataclass(slots=True)
+class _Totals:
+    """What the stored settings say of every card (`meta`), kept up to date as cards are removed and added, so
+    an update never reads the cards it keeps: their count, their token lengths summed per field, and every
+    (id, status, supersedes) with a non-empty supersedes."""
 
+    n: int
+    lengths: list[int]
+    superseders: list[list[str]]
+    stale: dict[str, set[int]] = field(default_factory=dict)  # the terms of removed cards: their rows
+
+    def add(self, values: Sequence[Any]) -> None:
+        self.n += 1
+        self.lengths = [total + int(values[11 + f]) for f, total in enumerate(self.lengths)]
+        if values[10] != "[]":
+            self.superseders.append([values[1], values[6], values[10]])
+
+    def remove(self, values: Sequence[Any], terms: Iterable[str]) -> None:
+        self.n -= 1
+        self.lengths = [total - int(values[11 + f]) for f, total in enumerate(self.lengths)]
+        self.superseders = [s for s in self.superseders if s[0] != values[1]]
+        for term in terms:
+            self.stale.setdefault(term, set()).add(int(values[0]))
+
+    def meta(self, meta: dict[str, str]) -> dict[str, str]:
+        """The settings as stored: `meta`, with the format, the card count, the average and total token lengths
+        and the digest of the superseding cards."""
+        avg = [round(total / self.n, 4) if self.n else 0.0 for total in self.lengths]
+        out = {k: v for k, v in meta.items() if k not in ("seal", "checksum")}
+        out.update(
+            format=FORMAT_VERSION,
+            n_cards=str(self.n),
+            avg_lengths=json.dumps(avg),
+            length_totals=json.dumps(self.lengths),
+            superseders=superseders_digest(self.superseders),
+        )
+        return out
+
+
+def _remove(parts: Parts, reader: IndexReader, removed: Iterable[str]) -> _Totals:
+    """Take the cards `removed` names out of `parts` (the others are not read); the totals of the cards left."""
+    try:
+        lengths = [int(n) for n in json.loads(reader.meta["length_totals"])]
+        totals = _Totals(int(reader.meta["n_cards"]), lengths, [list(s) for s in reader._superseders()])
+    except (KeyError, ValueError, TypeError):
+        raise IndexCorrupt(f"the index at {reader.path} is damaged (its totals do not parse)") from None
+    rows = {row for row in map(reader._row_of, removed) if row is not None}
+    if rows:
+        kept = []
+        for card in parts.cards:
+            if card[0] in rows:
+                totals.remove(json.loads(card[2][SEAL_BYTES:]), json.loads(card[3])[2])
+            else:
+                kept.append(card)
+        parts.cards = kept
+    return totals
+
+
+def _apply(
+    parts: Parts,
+    totals: _Totals,
+    sealer: Sealer,
+    upserts: Sequence[CardTerms],
+    reader: IndexReader | None = None,
+    where: dict[int, int] | None = None,
+) -> None:
+    """Add the `upserts` to `parts` with their postings, and take the removed cards' postings (`totals.stale`)
+    out of their terms; the records of the terms neither touches stay as they are. `reader` and `where`: the
+    base file the parts come from (to find a touched term's record)."""
     fresh: dict[str, list[tuple[int, ...]]] = {}
-    row = int(db.execute("SELECT COALESCE(MAX(row), 0) FROM cards").fetchone()[0])  # new rows follow (as SQLite)
-    card_rows: list[tuple[Any, ...]] = []
+    row = parts.cards[-1][0] if parts.cards else 0  # new rows follow the highest kept one
     for card in upserts:
         row += 1
         lengths, entries = card_postings(card)
-        terms = sorted(entries)
-        term_text = "\n".join(terms)
-        record = json.dumps(card.record, ensure_ascii=False)
-        prov = json.dumps(card.provenance, ensure_ascii=False) if card.provenance is not None else None
-        sealed = (
+        cold = cold_message(card.record, card.provenance, sorted(entries))
+        sealed = [
             row,
             card.id,
             card.path,
@@ -304,62 +569,52 @@ def _apply(
             json.dumps(list(card.not_when), ensure_ascii=False),
             json.dumps(list(card.supersedes), ensure_ascii=False),
             *lengths,
-            record_digest(record, prov, term_text),
-        )
-        card_rows.append((*sealed, sealer.seal(card_message(sealed)), term_text, record, prov))
-        for term, values in entries.items():
-            posting = (row, *values)
+            digest(cold),
+        ]
+        message = card_message(sealed)
+        parts.cards.append((row, sealer.slot(_utf8(card.id)), sealer.mac(message) + message, cold))
+        totals.add(sealed)
+        for term, counts in entries.items():
+            posting = (row, *counts)
             if term in fresh:
                 fresh[term].append(posting)
             else:
                 fresh[term] = [posting]
-    db.executemany(
-        f"INSERT INTO cards ({SEALED_CARD_COLUMNS}, seal, terms, record, provenance)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        card_rows,
-    )
 
-    # Each term is read and written once, so the writes can follow all the reads.
-    written: list[tuple[str, int, bytes, bytes, str]] = []
-    deleted: list[tuple[str]] = []
-    for term in sorted(set(stale) | set(fresh)):
-        got = None if empty else db.execute("SELECT df, postings, bound FROM terms WHERE term = ?", (term,)).fetchone()
-        rows, stats, bound = _updated_postings(got, stale.get(term, set()), fresh.get(term, ()))
+    gone: set[int] = set()
+    for term in sorted(set(totals.stale) | set(fresh)):
+        found = reader._find_term(term) if reader is not None else None
+        old, place = None, None
+        if found is not None and where is not None:
+            place = where[found[0]]
+            parsed = _term_record(parts.terms[place][1])
+            assert parsed is not None  # `_find_term` read it
+            old = (parsed[1], parsed[2], parsed[3])
+        rows, stats, bound = _updated_postings(old, totals.stale.get(term, set()), fresh.get(term, ()))
         if rows:
-            packed = _pack(rows, stats)
-            written.append((term, len(rows), packed, bound, sealer.seal(term_message(term, len(rows), packed, bound))))
-        else:
-            deleted.append((term,))
-    db.executemany("INSERT OR REPLACE INTO terms VALUES (?, ?, ?, ?, ?)", written)
-    db.executemany("DELETE FROM terms WHERE term = ?", deleted)
-
-
-def _write_meta(db: sqlite3.Connection, sealer: Sealer, meta: dict[str, str]) -> None:
-    n, name_len, summary_len, body_len = db.execute(
-        "SELECT COUNT(*), SUM(len_name), SUM(len_summary), SUM(len_body) FROM cards"
-    ).fetchone()
-    avg = [round((total or 0) / n, 4) if n else 0.0 for total in (name_len, summary_len, body_len)]
-    superseding = db.execute("SELECT id, status, supersedes FROM cards WHERE supersedes != '[]'").fetchall()
-    values = {k: v for k, v in meta.items() if k not in ("seal", "checksum")}
-    values.update(
-        format=FORMAT_VERSION,
-        n_cards=str(n),
-        avg_lengths=json.dumps(avg),
-        superseders=superseders_digest(superseding),
-    )
-    values["seal"] = sealer.seal(meta_message(values))
-    db.execute("DELETE FROM meta")
-    db.executemany("INSERT INTO meta VALUES (?, ?)", sorted(values.items()))
+            message = term_message(term, len(rows), _pack(rows, stats), bound)
+            entry = (sealer.slot(_utf8(term)), sealer.mac(message) + message)
+            if place is None:
+                parts.terms.append(entry)
+            else:
+                parts.terms[place] = entry
+        elif place is not None:
+            gone.add(place)
+    if gone:
+        parts.terms = [entry for i, entry in enumerate(parts.terms) if i not in gone]
+    parts.superseders = superseders_message(totals.superseders)
 
 
 def verify(reader: IndexReader, row_seals: bool = True) -> list[str]:
-    """Every check of a whole index file, cold (it reads everything): SQLite's quick_check, the seal of every
-    card and term row and of each card's stored record, every posting naming an existing card, the card count and
-    the superseding cards as meta has them, and the seal of the file's bytes (`seal_path`). An empty list: the
-    file is as its writer (with this cache's key) left it. Failures are said in words, one per kind (at most the first few rows).
+    """Every check of a whole index file, cold (it reads everything): its structure (`integrity_ok`), the seal
+    of every card and term record and the digest of each card's cold record, the list of cards left out, every
+    posting naming an existing card, the card count and the superseding cards as meta has them, and the seal of
+    the file's bytes (`seal_path`). An empty list: the file is as its writer (with this cache's key) left it.
+    Failures are said in words, one per kind (at most the first few records).
 
-    row_seals=False: the row seals are not recomputed when the file's seal holds (they are under the same key and
-    inside the sealed bytes); the indexer asks so before reusing a file (a second less per 10,000 cards)."""
+    row_seals=False: when the file's seal holds, the structure and the record seals are not checked again (the
+    bytes are the ones the writer wrote, under the same key), the counts and rows are (they also catch what
+    anything holding the key re-sealed); the indexer asks so before reusing a file."""
     problems: list[str] = []
     sealer = reader.sealer
     path = os.fspath(reader.path)
@@ -371,38 +626,38 @@ def verify(reader: IndexReader, row_seals: bool = True) -> list[str]:
         problems.append("the file's bytes are not the ones its writer sealed: changed on disk, or not Cairn's")
         row_seals = True
     try:
-        if not reader.integrity_ok():
-            problems.append("SQLite's quick_check failed")
-        rows: set[int] = set()
+        if row_seals and not reader.integrity_ok():
+            problems.append("its structure does not hold: a record lies outside the file or off its slot")
+        rows = reader.held_rows()
         bad_cards: list[str] = []
-        for values in reader.sealed_rows():
-            rows.add(int(values[0]))
-            if not row_seals:
-                continue
-            if values[15] != sealer.seal(card_message(values[:15])):
+        for values, seal, message, cold in reader.sealed_rows() if row_seals else ():
+            if values is None:
+                bad_cards.append("a card's stored fields do not parse")
+            elif seal != sealer.mac(message):
                 bad_cards.append(f"{values[1]!r}: its fields do not match their seal")
-            elif values[14] != record_digest(values[16], values[17], values[18]):
+            elif values[14] != digest(cold):
                 bad_cards.append(f"{values[1]!r}: its stored record, terms or provenance do not match their seal")
         problems.extend(f"card {p}" for p in bad_cards[:10])
         if str(len(rows)) != reader.meta.get("n_cards"):
             problems.append(f"it holds {len(rows)} card row(s) where its settings say {reader.meta.get('n_cards')}")
         bad_terms: list[str] = []
         named = array("I")  # every row a posting names
-        for term, df, blob, bound, seal in reader.term_rows():
-            if len(blob) != 16 * df or row_seals and seal != sealer.seal(term_message(term, df, blob, bound)):
-                bad_terms.append(f"term {term!r}: its postings do not match their seal")
+        for raw, df, data, at, start, end in reader._term_records():
+            if row_seals and data[at : at + SEAL_BYTES] != sealer.mac(memoryview(data)[at + SEAL_BYTES : end]):
+                bad_terms.append(f"term {raw.decode('utf-8', 'replace')!r}: its postings do not match their seal")
                 continue
-            named.frombytes(blob[: 4 * df])  # the row ids (then the stats, see _pack)
+            named.frombytes(memoryview(data)[start : start + 4 * df])  # the row ids (then the stats, see _pack)
         problems.extend(bad_terms[:10])
         dangling = 0 if rows.issuperset(named) else sum(1 for row in named if row not in rows)
         if dangling:
             problems.append(f"{dangling} posting(s) name card rows that are not there (a row was deleted)")
+        reader.problems()
         reader._superseding = None  # checked afresh
         reader._superseders()
     except IndexCorrupt as exc:
         problems.append(str(exc))
     except (KeyError, ValueError, TypeError, IndexError) as exc:
-        problems.append(f"a row does not have the shape of an index row ({type(exc).__name__})")
+        problems.append(f"a record does not have the shape of an index record ({type(exc).__name__})")
     return problems
 
 

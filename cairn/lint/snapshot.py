@@ -16,7 +16,7 @@ from cairn.hot.errors import CairnError
 from cairn.hot.vault import Vault, worktree_card_files
 
 WORKTREE = "worktree"
-STAGED = "staged"  # git's staging area (`git ls-files -s`); Cairn's "index" is its own SQLite file
+STAGED = "staged"  # git's staging area (`git ls-files -s`); Cairn's "index" is its own file in the cache
 
 FILE = "file"
 SYMLINK = "symlink"

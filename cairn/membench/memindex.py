@@ -1,6 +1,6 @@
 """An index held in memory that `cairn.hot.recall.rank` reads as it reads an index file.
 
-One benchmark question's haystack is small (a few hundred turns), and each question has its own: writing SQLite
+One benchmark question's haystack is small (a few hundred turns), and each question has its own: writing index
 files for it costs far more than ranking it. `MemoryIndex` offers what recall's ranking reads from
 `cairn.hot.index.IndexReader` (`postings(terms)`, `n_cards`, `avg_lengths`, `config`, `cards(rows)`), with the
 values an index file written by `cairn.index.store.write_index` from the same documents would hold: rows count from
