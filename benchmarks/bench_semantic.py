@@ -310,7 +310,7 @@ def index_cost(n_cards: int) -> int:
     from cairn.semantic import vectors
 
     os.environ["CAIRN_CACHE_DIR"] = str(cache)  # the index's seal key lives there
-    index_file = next(cache.rglob("index.sqlite"))
+    index_file = next(cache.rglob("index.cairn"))
     while not vectors.current(index_file):  # the detached encoder (more than FOREGROUND_CARDS cards)
         time.sleep(2)
     ready = time.perf_counter() - started
@@ -345,7 +345,7 @@ def hook_cost(n_cards: int, runs: int) -> int:
         from cairn.semantic import vectors
 
         os.environ["CAIRN_CACHE_DIR"] = str(cache)  # the index's seal key lives there
-        index_file = next(cache.rglob("index.sqlite"))
+        index_file = next(cache.rglob("index.cairn"))
         while not vectors.current(index_file):  # encoded in the background: wait for it
             time.sleep(2)
         off = {**env, "CAIRN_SEMANTIC": "0"}
@@ -436,7 +436,7 @@ def compare_hooks(n_cards: int, runs: int, old_bin: Path, new_bin: Path) -> int:
     from benchmarks.synth import synth_cards
 
     vault, cache = WORK / f"semantic-vault-{n_cards}", WORK / f"semantic-cache-{n_cards}"
-    if not (vault / "cairn.toml").is_file() or not any(cache.rglob("index.sqlite.vec")):
+    if not (vault / "cairn.toml").is_file() or not any(cache.rglob("index.cairn.vec")):
         raise SystemExit(f"Error: run `bench_semantic index --cards {n_cards}` and `hook` first")
     cards = synth_cards(n_cards)
     bins = {"old": old_bin, "new": new_bin}

@@ -226,7 +226,7 @@ def _removed(index_file: Path, meta: dict[str, str], queries: list[tuple[str, st
 
     out: dict[str, list[Row]] = {"removed-body": [], "removed-hybrid2": []}
     with tempfile.TemporaryDirectory() as tmp:
-        target = Path(tmp) / "index.sqlite"
+        target = Path(tmp) / "index.cairn"
         for card_id, group in itertools.groupby(queries, key=lambda q: q[0]):
             store.write_index(target, meta, [], removed_ids={card_id}, base=index_file)
             with IndexReader(target) as index:

@@ -19,7 +19,7 @@ CARD = "git/force-push-rebase"
 
 
 def _index_file() -> Path:
-    files = list(cache_dir().rglob("index.sqlite"))
+    files = list(cache_dir().rglob("index.cairn"))
     assert len(files) == 1
     return files[0]
 

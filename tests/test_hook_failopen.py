@@ -76,7 +76,7 @@ def test_missing_vault_fails_open(vault_repo: VaultRepo, tmp_path: Path, monkeyp
 
 def test_damaged_cache_fails_open(vault_repo: VaultRepo) -> None:
     make_vault(vault_repo)
-    index_files = list(Path(os.environ["CAIRN_CACHE_DIR"]).rglob("index.sqlite"))
+    index_files = list(Path(os.environ["CAIRN_CACHE_DIR"]).rglob("index.cairn"))
     assert len(index_files) == 1
     index_files[0].write_bytes(b"this is not a sqlite database" * 100)
     done = vault_repo.cairn(

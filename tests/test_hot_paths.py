@@ -99,7 +99,7 @@ def test_folders_are_str_of_the_paths_they_were(monkeypatch: pytest.MonkeyPatch,
                 assert paths.state_folder() == str(old_state_dir())
                 assert paths.cache_dir() == old_cache_dir() and paths.state_dir() == old_state_dir()
                 root = tmp_path / "v"
-                old_index = old_cache_dir() / "vaults" / paths.vault_key(root) / "index.sqlite"
+                old_index = old_cache_dir() / "vaults" / paths.vault_key(root) / "index.cairn"
                 assert paths.index_file(root) == str(old_index) and paths.index_path(root) == old_index
 
 
@@ -240,6 +240,6 @@ def test_reading_an_index_path_given_as_a_string_or_a_path(tmp_path: Path) -> No
     from cairn.hot.index import IndexReader
 
     with pytest.raises(IndexMissing, match="no index at"):
-        IndexReader(str(tmp_path / "none.sqlite"))
+        IndexReader(str(tmp_path / "none.cairn"))
     with pytest.raises(IndexMissing, match="no index at"):
-        IndexReader(tmp_path / "none.sqlite")
+        IndexReader(tmp_path / "none.cairn")

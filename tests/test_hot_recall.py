@@ -52,7 +52,7 @@ def _varied_index(tmp_path: Path, n: int, seed: int) -> IndexReader:
                 tokens=(tokenize(name), tokenize(summary), tokenize(body)),
             )
         )  # fmt: skip
-    target = tmp_path / f"index-{seed}.sqlite"
+    target = tmp_path / f"index-{seed}.cairn"
     meta = {"commit": "0" * 40, "config": json.dumps(Config().to_dict())}
     store.write_index(target, meta, cards)
     return IndexReader(target)

@@ -10,13 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cairn.hot import paths
 from cairn.hot.errors import CairnError, IndexCorrupt
 from cairn.hot.index import SLOT, IndexReader
 from cairn.hot.vault import find_vault
 from cairn.index import store
 from cairn.index.build import build_index, build_worktree_index, open_index
 from helpers.cachefiles import edit_meta, reseal
-from helpers.vaults import BOB, VaultRepo, cairn_executable
+from helpers.vaults import BOB, VaultRepo, cairn_executable, run_cairn
 
 
 def _ids(vault_repo: VaultRepo) -> list[str]:
@@ -310,3 +311,26 @@ def test_settings_from_an_older_cairn_are_refreshed_without_rereading_cards(vaul
         assert index.meta["cairn_version"] != "0.0.1"
         assert index.config["recall"]["min_margin"] != 0.99 and store.checksum_holds(index)
     assert build_index(vault).mode == "unchanged"
+
+
+def test_a_cache_from_the_sqlite_format_is_retired_and_its_card_vectors_kept(vault_repo: VaultRepo) -> None:
+    """Before format 7 the index was `index.sqlite`: the first `cairn index` after an upgrade writes `index.cairn`,
+    moves the old card vectors beside it (they are reused by blob: no card is encoded again) and removes the rest."""
+    vault_repo.write("git/force-push", "Force push drops commits", "Compare with reflog before pull --rebase.")
+    vault_repo.commit("One card")
+    folder = Path(paths.index_file(vault_repo.root)).parent
+    folder.mkdir(parents=True)
+    old = {name: f"old {name}".encode() for name in ("index.sqlite", "index.sqlite.seal", "index.sqlite.lock")}
+    old["index.sqlite.vec"] = b"CAIRNVEC the old card vectors"
+    for name, data in old.items():
+        (folder / name).write_bytes(data)
+
+    done = run_cairn("index", cwd=vault_repo.root, env={"CAIRN_SEMANTIC": "0"})  # keeps vectors as they are
+
+    assert done.returncode == 0, done.stderr
+    names = sorted(p.name for p in folder.iterdir())
+    assert not [name for name in names if ".sqlite" in name], names
+    assert "index.cairn" in names
+    assert (folder / "index.cairn.vec").read_bytes() == old["index.sqlite.vec"]
+    with IndexReader(folder / "index.cairn") as index:
+        assert index.ids() == ["git/force-push"]

@@ -30,7 +30,7 @@ SETTINGS = (
 def file_index(folder: Path, documents: list[Document]) -> IndexReader:
     """The documents written as an index file by the cold writer, each field's bags spelled out as tokens."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{len(list(folder.iterdir()))}.sqlite"
+    path = folder / f"{len(list(folder.iterdir()))}.cairn"
     cards = [
         store.CardTerms(
             id=f"d{i}",

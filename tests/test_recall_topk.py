@@ -38,7 +38,7 @@ def _index(tmp_path: Path, n: int = 300, seed: int = 7) -> IndexReader:
                 tokens=(tokenize(name), tokenize(summary), tokenize(body)),
             )
         )  # fmt: skip
-    target = tmp_path / "index.sqlite"
+    target = tmp_path / "index.cairn"
     meta = {"commit": "0" * 40, "config": _json(Config().to_dict())}
     store.write_index(target, meta, cards)
     return IndexReader(target)

@@ -360,10 +360,13 @@ def state_folder() -> str:
     return path_text(_home(), ".local", "state", "cairn")
 
 
+INDEX_NAME = "index.cairn"  # Cairn's own format (cairn.hot.index); `index.sqlite` was format 6 and before
+
+
 def index_file(vault_root: "str | os.PathLike[str]", *, real: bool = False) -> str:
     """The index file of the vault at `vault_root` (as `str(index_path(vault_root))`); `real`: the caller's path is
     already the real one (`vault_key`)."""
-    return path_text(cache_folder(), "vaults", vault_key(vault_root, real=real), "index.sqlite")
+    return path_text(cache_folder(), "vaults", vault_key(vault_root, real=real), INDEX_NAME)
 
 
 def cache_dir() -> "Path":

@@ -3,6 +3,7 @@
 keeps their names for the code that imports them from here."""
 
 from cairn.hot import (
+    INDEX_NAME,
     KEY_BYTES,
     VECTORS_SUFFIX,
     _key_text,
@@ -29,6 +30,7 @@ from cairn.hot import (
 )
 
 __all__ = [
+    "INDEX_NAME",
     "KEY_BYTES",
     "VECTORS_SUFFIX",
     "_key_text",

@@ -69,9 +69,9 @@ def index_file_for(vault: Vault, worktree: bool = False, ref: str | None = None)
     """The vault's index file: the served ref's, the working tree's, or (`ref`, for authors) another ref's own."""
     path = paths.index_path(vault.root)
     if worktree:
-        return path.with_name("worktree.sqlite")
+        return path.with_name("worktree.cairn")
     if ref is not None:
-        return path.with_name(f"ref-{paths.sha256_hex(ref.encode('utf-8', 'surrogateescape'))[:16]}.sqlite")
+        return path.with_name(f"ref-{paths.sha256_hex(ref.encode('utf-8', 'surrogateescape'))[:16]}.cairn")
     return path
 
 
@@ -109,6 +109,7 @@ def build_index(
     repo = gitrepo.open_repo(vault)
     ref_name, commit = served_commit(vault, repo, ref)
     target = index_file_for(vault, ref=None if ref is None else ref_name)
+    _retire_sqlite_cache(target)
     with store.writer_lock(target):
         base = None if rebuild else _usable_base(target, vault, repo)
         if base is not None and base.commit != commit and not gitrepo.is_ancestor(repo, base.commit, commit):
@@ -244,6 +245,22 @@ def config_of(vault: Vault, *, worktree: bool = False) -> Config:
 
 
 # -- internals ----------------------------------------------------------------------------------------------------
+
+
+def _retire_sqlite_cache(target: Path) -> None:
+    """A vault's cache folder from before format 7 holds `index.sqlite` (an SQLite file) and its side files. The
+    card vectors (`index.sqlite.vec`, reused card by card through their blobs) move beside the new index, so no card
+    is encoded again; the other old files are removed. Once they are gone this is one `glob` of a small folder."""
+    folder = target.parent
+    old_vectors = folder / "index.sqlite.vec"
+    new_vectors = Path(f"{folder / paths.INDEX_NAME}{paths.VECTORS_SUFFIX}")
+    try:
+        if old_vectors.is_file() and not new_vectors.exists():
+            old_vectors.replace(new_vectors)
+        for old in folder.glob("*.sqlite*"):
+            old.unlink()
+    except OSError:  # an old file another process holds, or a folder we cannot write: the new index does not need it
+        pass
 
 
 def _write_index(target: Path, *args: Any, **kwargs: Any) -> None:

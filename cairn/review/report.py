@@ -376,8 +376,8 @@ def review(vault: Vault, spec: str, *, today: dt.date | None = None, progress: P
                 day,
             )
         try:
-            base_index = indexer.build_commit_index(vault, base, work / "base.sqlite").index_file
-            head_index = indexer.build_commit_index(vault, head, work / "head.sqlite").index_file
+            base_index = indexer.build_commit_index(vault, base, work / "base.cairn").index_file
+            head_index = indexer.build_commit_index(vault, head, work / "head.cairn").index_file
         except CairnError as exc:  # an invalid cairn.toml at one end: lint reports it
             changes = tuple(_change(c, None, None, commits, cards) for c in raw_changes)
             routing = Routing(note=f"routing not measured: {exc}")

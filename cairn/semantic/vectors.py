@@ -1,4 +1,4 @@
-"""Card vectors: computed at index time and stored in a side file next to the index (`index.sqlite.vec`).
+"""Card vectors: computed at index time and stored in a side file next to the index (`index.cairn.vec`).
 
 The side file belongs to one index: its header names the index's commit and key (its seal), and the warm encoder
 (`cairn.semantic.daemon`) uses it only while they match what the index holds. `refresh` brings it up to date after
