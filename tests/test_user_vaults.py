@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -296,6 +297,36 @@ def test_list_due_and_scope(vault_repo: VaultRepo) -> None:
         "DUE",
     ]
     assert text[-1].startswith("1 card(s) at refs/heads/main ")
+
+
+def test_list_outside_any_vault_lists_every_configured_vault(tmp_path: Path, vault_repo: VaultRepo) -> None:
+    """Before, `cairn list` with two vaults configured stopped at "pick one with --vault NAME", where recall and
+    explain ask them all: now it lists each one's served cards, ids as `name:id`, and a moved vault is a warning."""
+    make_vault(vault_repo)
+    other = second_vault(tmp_path / "notes")
+    gone = second_vault(tmp_path / "gone")
+    project = tmp_path / "project"
+    project.mkdir()
+    for root, name in ((vault_repo.root, "team"), (other.root, "me"), (gone.root, "old")):
+        assert cairn("vault", "add", str(root), "--name", name, cwd=project).returncode == 0
+    shutil.rmtree(gone.root)
+
+    listed = json.loads(cairn("list", "--json", cwd=project).stdout)
+    assert [v["name"] for v in listed["vaults"]] == ["team", "me"]
+    mine = listed["vaults"][1]
+    assert [c["id"] for c in mine["cards"]] == ["me:cooking/cake", f"me:{PYTEST_ID}"]
+    assert {c["vault"] for c in mine["cards"]} == {"me"} and mine["ref"] == "refs/heads/main"
+
+    text = cairn("list", "--scope", "testing", cwd=project)
+    assert text.returncode == 0
+    assert text.stdout.splitlines()[0].split()[0] == f"me:{PYTEST_ID}"
+    assert "team: no card with that scope at refs/heads/main" in text.stdout
+    assert text.stderr.startswith("Warning: vault 'old'") and text.stderr.count("\n") == 1
+    shown = cairn("show", f"me:{PYTEST_ID}", cwd=project)
+    assert shown.returncode == 0 and "pytest-xdist workers" in shown.stdout
+    # --vault NAME still lists one vault, in the one-vault shape
+    one = json.loads(cairn("list", "--vault", "me", "--json", cwd=project).stdout)
+    assert [c["id"] for c in one["cards"]] == ["cooking/cake", PYTEST_ID]
 
 
 @pytest.mark.parametrize("args", [("vault", "remove", "x"), ("sync",)])

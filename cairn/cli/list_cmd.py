@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, vault_option
+
+if TYPE_CHECKING:
+    from cairn.cards.listing import ListedCard
 
 
 @click.command(name="list")
@@ -17,31 +23,85 @@ def list_cards(due: bool, scopes: tuple[str, ...], vault_path: str | None, as_js
     """List the cards agents are served (the served ref's commit), with status, scope, verified_at and the date
     each is due for review: its review_after, else verified_at plus `[lint] max_age_days`.
 
+    Outside any vault, with no --vault and no $CAIRN_VAULT, it lists every configured vault's cards, ids as
+    `name:id`.
+
     \b
     Example:
       cairn list --due
       cairn list --scope git --json
     """
     from cairn.cards.listing import list_cards as listing
+    from cairn.cli.recall_cmds import serves_configured
 
-    ref, commit, cards = listing(open_vault(vault_path))
     wanted = {s.lower() for s in scopes}
-    cards = [c for c in cards if (not due or c.due) and (not wanted or wanted & {s.lower() for s in c.scope})]
+
+    def chosen(cards: list[ListedCard]) -> list[ListedCard]:
+        return [c for c in cards if (not due or c.due) and (not wanted or wanted & {s.lower() for s in c.scope})]
+
+    if serves_configured(vault_path):
+        _list_configured(chosen, due, bool(wanted), as_json)
+        return
+    ref, commit, cards = listing(open_vault(vault_path))
+    cards = chosen(cards)
     if as_json:
         echo_json({"ref": ref, "commit": commit, "cards": [c.to_dict() for c in cards]})
         return
     if not cards:
-        echo(f"No card{' is due' if due else ''}{' with that scope' if wanted else ''} at {ref} {commit[:8]}.")
+        echo(f"No card{_which(due, bool(wanted))} at {ref} {commit[:8]}.")
         return
-    width = max(len(c.id) for c in cards)
-    for card in cards:
+    _print_rows([(c.id, c) for c in cards])
+    echo(f"{len(cards)} card(s) at {ref} {commit[:8]}; `cairn show ID` prints one.")
+
+
+def _list_configured(
+    chosen: Callable[[list[ListedCard]], list[ListedCard]], due: bool, scoped: bool, as_json: bool
+) -> None:
+    """Outside any vault with several configured (no --vault, no $CAIRN_VAULT): every configured vault's served
+    cards, in the configuration's order, ids as `name:id` as recall, explain and the hook show them. A vault that
+    cannot be read (a moved folder) is one warning line; the others are listed."""
+    from cairn.cards.listing import list_cards as listing
+    from cairn.hot.errors import CairnError
+    from cairn.hot.userconfig import load_vaults
+    from cairn.hot.vault import find_vault
+
+    listed: list[dict[str, Any]] = []
+    for entry in load_vaults():
+        try:
+            ref, commit, cards = listing(find_vault(entry.path))
+        except CairnError as exc:
+            echo(f"Warning: vault {entry.name!r} ({entry.path}) is not listed: {exc}", err=True)
+            continue
+        listed.append({"name": entry.name, "vault": entry.path, "ref": ref, "commit": commit, "cards": chosen(cards)})
+    if as_json:
+        for one in listed:
+            one["cards"] = [{**c.to_dict(), "id": f"{one['name']}:{c.id}", "vault": one["name"]} for c in one["cards"]]
+        echo_json({"vaults": listed})
+        return
+    rows = [(f"{one['name']}:{c.id}", c) for one in listed for c in one["cards"]]
+    if rows:
+        _print_rows(rows)
+    for one in listed:
+        count = len(one["cards"])
+        what = f"{count} card(s)" if count else f"no card{_which(due, scoped)}"
+        echo(f"{one['name']}: {what} at {one['ref']} {one['commit'][:8]}")
+    if rows:
+        echo("`cairn show NAME:ID` prints one.")
+
+
+def _which(due: bool, scoped: bool) -> str:
+    return f"{' is due' if due else ''}{' with that scope' if scoped else ''}"
+
+
+def _print_rows(rows: list[tuple[str, ListedCard]]) -> None:
+    width = max(len(shown) for shown, _ in rows)
+    for shown, card in rows:
         scope = ",".join(card.scope) or "-"
         mark = "  DUE" if card.due else ""
         echo(
-            f"{card.id.ljust(width)}  {card.status:<7}  verified {card.verified_at or 'never':<10}  "
+            f"{shown.ljust(width)}  {card.status:<7}  verified {card.verified_at or 'never':<10}  "
             f"review by {card.due_on or 'now':<10}  {scope}{mark}"
         )
-    echo(f"{len(cards)} card(s) at {ref} {commit[:8]}; `cairn show ID` prints one.")
 
 
 __all__ = ["list_cards"]

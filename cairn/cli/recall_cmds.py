@@ -92,7 +92,7 @@ def recall_cmd(
     """
     where_to_read(ref, worktree)
     query = _query_text(query)
-    if _serves_configured(vault_path):
+    if serves_configured(vault_path):
         with configured_layers(scope, ref, worktree) as slots:
             _warn_skipped(slots)
             layers = [s.layer for s in slots if s.layer is not None]
@@ -117,7 +117,7 @@ class Slot(NamedTuple):
     broken: bool = False  # skipped for a fault to fix (a moved folder, an index that cannot be built)
 
 
-def _serves_configured(vault_path: str | None) -> bool:
+def serves_configured(vault_path: str | None) -> bool:
     """Whether a command serves the configured vaults together, as the prompt hook does: no `--vault`, no
     `$CAIRN_VAULT`, no vault around the current folder, and the user configuration lists vaults."""
     from cairn.hot.errors import VaultNotFound
@@ -262,7 +262,7 @@ def explain(
     """
     where_to_read(ref, worktree)
     query = _query_text(query)
-    if _serves_configured(vault_path):
+    if serves_configured(vault_path):
         _explain_layered(query, scope, ref, worktree, as_json)
         return
     vault = open_vault(vault_path)
