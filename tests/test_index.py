@@ -313,24 +313,20 @@ def test_settings_from_an_older_cairn_are_refreshed_without_rereading_cards(vaul
     assert build_index(vault).mode == "unchanged"
 
 
-def test_a_cache_from_the_sqlite_format_is_retired_and_its_card_vectors_kept(vault_repo: VaultRepo) -> None:
-    """Before format 7 the index was `index.sqlite`: the first `cairn index` after an upgrade writes `index.cairn`,
-    moves the old card vectors beside it (they are reused by blob: no card is encoded again) and removes the rest."""
+def test_a_cache_from_the_sqlite_format_is_retired(vault_repo: VaultRepo) -> None:
+    """Before format 7 the index was `index.sqlite`: the first `cairn index` after an upgrade writes `index.cairn`
+    and removes the old files (their card vectors are kept when the extra is installed: tests/test_semantic.py)."""
     vault_repo.write("git/force-push", "Force push drops commits", "Compare with reflog before pull --rebase.")
     vault_repo.commit("One card")
     folder = Path(paths.index_file(vault_repo.root)).parent
     folder.mkdir(parents=True)
-    old = {name: f"old {name}".encode() for name in ("index.sqlite", "index.sqlite.seal", "index.sqlite.lock")}
-    old["index.sqlite.vec"] = b"CAIRNVEC the old card vectors"
-    for name, data in old.items():
-        (folder / name).write_bytes(data)
+    for name in ("index.sqlite", "index.sqlite.seal", "index.sqlite.lock", "worktree.sqlite"):
+        (folder / name).write_bytes(b"SQLite format 3\x00 an older Cairn's file")
 
-    done = run_cairn("index", cwd=vault_repo.root, env={"CAIRN_SEMANTIC": "0"})  # keeps vectors as they are
+    done = run_cairn("index", cwd=vault_repo.root)
 
     assert done.returncode == 0, done.stderr
     names = sorted(p.name for p in folder.iterdir())
     assert not [name for name in names if ".sqlite" in name], names
-    assert "index.cairn" in names
-    assert (folder / "index.cairn.vec").read_bytes() == old["index.sqlite.vec"]
     with IndexReader(folder / "index.cairn") as index:
         assert index.ids() == ["git/force-push"]

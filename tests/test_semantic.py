@@ -175,6 +175,28 @@ def test_one_command_switched_off_keeps_the_vaults_vectors_for_the_next_index(va
         assert (again.rows_of(again.ids.index(card_id)) == first.rows_of(first.ids.index(card_id))).all()
 
 
+def test_an_upgrade_from_the_sqlite_index_keeps_the_card_vectors(vault_repo: VaultRepo) -> None:
+    """A cache of format 6 or older holds `index.sqlite` and `index.sqlite.vec`: the first `cairn index` after the
+    upgrade builds `index.cairn` and moves the vectors beside it, so no card is encoded again (minutes, for a large
+    vault)."""
+    _vault(vault_repo)
+    index_file = _index_file(vault_repo)
+    side = vectors.vectors_path(index_file)
+    first = vectors.load(side)
+    side.rename(index_file.with_name("index.sqlite.vec"))
+    index_file.rename(index_file.with_name("index.sqlite"))  # stands in for the old SQLite file: it is removed
+
+    done = vault_repo.cairn("index", env={"CAIRN_SEMANTIC_FOREGROUND_CARDS": "0"})  # any encoding would go detached
+
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in index_file.parent.iterdir() if "sqlite" in p.name) == []
+    assert vectors.cards_to_encode(index_file) == 0
+    again = vectors.load(side)
+    assert again.ids == first.ids
+    for i in range(len(first.ids)):
+        assert (again.rows_of(i) == first.rows_of(i)).all()
+
+
 def test_warm_encoder_starts_on_demand_answers_over_a_private_socket_and_stops_when_idle(
     vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
