@@ -23,8 +23,8 @@ def list_cards(due: bool, scopes: tuple[str, ...], vault_path: str | None, as_js
     """List the cards agents are served (the served ref's commit), with status, scope, verified_at and the date
     each is due for review: its review_after, else verified_at plus `[lint] max_age_days`.
 
-    Outside any vault, with no --vault and no $CAIRN_VAULT, it lists every configured vault's cards, ids as
-    `name:id`.
+    Outside any vault, with no --vault and no $CAIRN_VAULT and several vaults configured, it lists every
+    configured vault's cards, ids as `name:id`.
 
     \b
     Example:
@@ -33,13 +33,14 @@ def list_cards(due: bool, scopes: tuple[str, ...], vault_path: str | None, as_js
     """
     from cairn.cards.listing import list_cards as listing
     from cairn.cli.recall_cmds import serves_configured
+    from cairn.hot.userconfig import load_vaults
 
     wanted = {s.lower() for s in scopes}
 
     def chosen(cards: list[ListedCard]) -> list[ListedCard]:
         return [c for c in cards if (not due or c.due) and (not wanted or wanted & {s.lower() for s in c.scope})]
 
-    if serves_configured(vault_path):
+    if serves_configured(vault_path) and len(load_vaults()) > 1:  # one configured vault: listed as any one vault
         _list_configured(chosen, due, bool(wanted), as_json)
         return
     ref, commit, cards = listing(open_vault(vault_path))
