@@ -330,3 +330,21 @@ def test_a_cache_from_the_sqlite_format_is_retired(vault_repo: VaultRepo) -> Non
     assert not [name for name in names if ".sqlite" in name], names
     with IndexReader(folder / "index.cairn") as index:
         assert index.ids() == ["git/force-push"]
+
+
+def test_a_slot_naming_bytes_outside_the_file_fails_the_check_before_they_are_read(vault_repo: VaultRepo) -> None:
+    """Slots are not sealed (the record they point at is): a slot edited to say its record is 2**62 bytes long must
+    be a failed check, not a `pread` asked to allocate that much (a MemoryError, or the machine's memory)."""
+    vault_repo.write("git/force-push", "Force push drops commits", "Compare with reflog before pull --rebase.")
+    vault_repo.commit("One card")
+    vault = find_vault(vault_repo.root)
+    target = build_index(vault).index_file
+    with IndexReader(target) as index:
+        start, count = index._term_slots_at, index._term_slots
+    data = bytearray(target.read_bytes())
+    for at in range(start, start + SLOT * count, SLOT):
+        if int.from_bytes(data[at + 16 : at + 24], "little"):
+            data[at + 16 : at + 24] = (2**62).to_bytes(8, "little")
+    target.write_bytes(bytes(data))
+    with IndexReader(target) as index, pytest.raises(IndexCorrupt, match="outside a file of"):
+        index.postings(["force", "push", "reflog"])

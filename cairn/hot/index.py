@@ -664,7 +664,10 @@ class IndexReader:
         return self._superseding
 
     def _read(self, at: int, length: int) -> bytes:
-        """`length` bytes at `at`; a short read (a file cut while open, or a part outside it) fails the check."""
+        """`length` bytes at `at`; a part outside the file (a slot's offset or length edited: checked before
+        `pread` allocates room for it) or a short read (a file cut while open) fails the check."""
+        if at < 0 or length < 0 or at + length > self._size:
+            raise self._damaged(f"{length} bytes at {at}, outside a file of {self._size} bytes")
         data = _pread(self._fd, length, at)
         if len(data) != length:
             raise self._damaged(f"{length} bytes at {at}, where the file holds {len(data)}: truncated")
