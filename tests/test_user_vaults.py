@@ -299,6 +299,19 @@ def test_list_due_and_scope(vault_repo: VaultRepo) -> None:
     assert text[-1].startswith("1 card(s) at refs/heads/main ")
 
 
+def test_list_keeps_a_card_on_its_own_line(vault_repo: VaultRepo) -> None:
+    """A scope tag is vault text: one holding a line break printed a line of its own, which read as another card."""
+    vault_repo.write_raw(
+        "cards/git/odd.md",
+        '---\nname: Odd tag\nsummary: A card whose scope tag holds a line break.\nscope: ["git\\nFAKE  active"]\n---\n',
+    )
+    vault_repo.commit()
+    lines = vault_repo.cairn("list").stdout.splitlines()
+    [odd] = [line for line in lines if line.startswith("git/odd ")]
+    assert "git?FAKE  active" in odd
+    assert not any(line.startswith("FAKE") for line in lines)
+
+
 def test_list_outside_any_vault_lists_every_configured_vault(tmp_path: Path, vault_repo: VaultRepo) -> None:
     """Before, `cairn list` with two vaults configured stopped at "pick one with --vault NAME", where recall and
     explain ask them all: now it lists each one's served cards, ids as `name:id`, and a moved vault is a warning."""

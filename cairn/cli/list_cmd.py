@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, vault_option
+from cairn.terminal import clean_line
 
 if TYPE_CHECKING:
     from cairn.cards.listing import ListedCard
@@ -95,9 +96,12 @@ def _which(due: bool, scoped: bool) -> str:
 
 
 def _print_rows(rows: list[tuple[str, ListedCard]]) -> None:
+    """One line a card: its id and scope are vault text (a file name, a tag), so a line break in them is shown as `?`
+    and cannot start a line of its own."""
+    rows = [(clean_line(shown), card) for shown, card in rows]
     width = max(len(shown) for shown, _ in rows)
     for shown, card in rows:
-        scope = ",".join(card.scope) or "-"
+        scope = clean_line(",".join(card.scope)) or "-"
         mark = "  DUE" if card.due else ""
         echo(
             f"{shown.ljust(width)}  {card.status:<7}  verified {card.verified_at or 'never':<10}  "
