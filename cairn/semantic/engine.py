@@ -268,6 +268,10 @@ class Engine:
         full: Matrix = out[where]
         return full
 
+    def _embeddings(self, ids: Any) -> Matrix:
+        """The word embeddings of token ids (a fresh array: the forward pass adds to it)."""
+        return _dequantize_rows(self._word[ids])
+
     def forward(self, seqs: Sequence[Sequence[int]]) -> Matrix:
         """The mean-pooled, L2-normalised last hidden states of token id sequences (padded to the longest)."""
         import numpy as np
@@ -281,7 +285,7 @@ class Engine:
             ids[i, : len(seq)] = seq
             mask[i, : len(seq)] = True
         padded = not mask.all()
-        x = _dequantize_rows(self._word[ids.reshape(-1)]).reshape(B, L, H)
+        x = self._embeddings(ids.reshape(-1)).reshape(B, L, H)
         x += self._pos[None, :L]
         x += self._type
         h = _layer_norm(x.reshape(B * L, H), *self._eln, self.eps)
