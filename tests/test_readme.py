@@ -35,6 +35,22 @@ def test_demo_runs_on_the_bundled_vault(tmp_path: Path) -> None:
     assert "Indexed" in done.stdout
 
 
+def test_the_demos_next_steps_work_as_written(isolated_env: Path) -> None:
+    """The commands `cairn demo` names as next steps, run in order in a new HOME, all succeed: its old last line
+    sent a new user to `cairn install claude-code` before any vault was registered, which install refuses."""
+    done = subprocess.run([cairn_executable(), "demo"], cwd=isolated_env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    [next_line] = [line for line in done.stdout.splitlines() if line.startswith("Next: ")]
+    steps = re.findall(r"`(cairn [^`]+)`", next_line)
+    assert steps[0].startswith("cairn init ") and steps[-1].startswith("cairn install "), next_line
+    for step in steps:
+        ran = subprocess.run(
+            [cairn_executable(), *step.split()[1:]], cwd=isolated_env, capture_output=True, text=True, timeout=120
+        )
+        assert ran.returncode == 0, f"{step}: {ran.stdout}{ran.stderr}"
+    assert (isolated_env / ".claude" / "settings.json").is_file()
+
+
 def _use_it_blocks(readme: str) -> tuple[str, str]:
     """The "Use it" section's two shell blocks: the path a new user follows, and the layered vaults'."""
     section = re.split(r"\n## ", readme.split("\n## Use it\n" if "\n## Use it\n" in readme else "\n## 使用\n")[1])[0]

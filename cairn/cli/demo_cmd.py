@@ -53,4 +53,7 @@ def demo(keep: Path | None) -> None:
         echo("\n".join("     " + line for line in render_explain(hit_all, explain_rows(hit_all)).splitlines()))
         echo(f"5. An off-topic prompt: {OFF_TOPIC_PROMPT}")
         echo("   Cairn stays silent." if miss.abstained else f"   Cairn injects {miss.injected[0].card.id}.")
-        echo("Next: `cairn init my-vault`, write cards, commit, and `cairn install claude-code`.")
+        echo(
+            "Next: `cairn init my-vault` (a vault of your own: it prints every step that follows), then"
+            " `cairn vault add my-vault` and `cairn install claude-code --user` (or codex, gemini) to serve it."
+        )
