@@ -2,7 +2,9 @@
 
 1. The query's distinct tokens (`tokens.prompt_terms`: agent boilerplate sentences left out, pasted traceback,
    log and code lines at `tokens.PASTED_WEIGHT`) are weighted: IDF in this vault; agent instruction words (`tokens.INSTRUCTION_WORDS`)
-   count for `instruction_weight` of their IDF; words the vault never uses weigh as much as a word found in one
+   count for `instruction_weight` of their IDF (a CJK term's IDF is taken among the cards holding CJK terms: in a
+   vault of English cards and their Chinese translations, a Chinese word is not rarer for the English cards beside
+   it); words the vault never uses weigh as much as a word found in one
    card, times `unknown_weight`, and count only for the gates (no card can match them). A CJK 2-gram the vault
    never uses counts half of that, for coverage only: about half the 2-grams of a run of Chinese straddle two
    words, and a small vault lacks most of the real ones too.
@@ -716,6 +718,7 @@ def _weights(
 ) -> QueryWeights:
     """The query's weights; salience (`tokens.prompt_terms`) scales each term (pasted material counts less)."""
     n = max(index.n_cards, 1)
+    n_cjk = max(index.n_cjk_cards, 1)  # a CJK term is as rare as it is among the cards written in CJK (see below)
     unknown_idf = math.log(1 + (n - 0.5) / 1.5)  # as rare as a term found in one card
     idf: dict[str, float] = {}
     unknown_terms: dict[str, float] = {}
@@ -738,7 +741,8 @@ def _weights(
             unknown_terms[term] = weight
         else:
             dfs[term] = df = found.df
-            idf[term] = discount * math.log(1 + (n - df + 0.5) / (df + 0.5))
+            among = max(n_cjk, df) if is_cjk(term) else n
+            idf[term] = discount * math.log(1 + (among - df + 0.5) / (df + 0.5))
     return QueryWeights(
         tuple(terms), idf, sum(idf.values()), unknown, unknown_cjk, unknown_terms, unknown_idf, dfs, discounts
     )
