@@ -1,124 +1,138 @@
 """One vault in two languages: tldr-en-dev's cards and tldr-zh-dev's side by side, each suite's cases asked of it.
 
 Issue 16's held-out agent-prompt suite holds git-flight-rules in English and Chinese: lessons and their translations
-in one vault, prompts in either language. No dev suite is such a vault, so this one is made of two: the 1,043 English
-tldr cards at `cards/<command>.md` and the 176 Chinese ones at `cards/zh/<command>.md` (every Chinese page has its
-English page; the two share the command as their name). A case is right when it gets its command in either language
-(the Chinese page first for a Chinese prompt is what `expect` lists first). tldr-zh-dev's negatives are left out: they
-are commands the Chinese vault lacks, which the English cards may hold. tldr-en-dev's negatives stay negatives (the
-Chinese cards are a subset of the English commands). Nothing is fitted here; it measures, and `--same-name` shows
-what treating two cards of one name as one lesson (as the layered merge does across vaults) would give.
+in one vault, prompts in either language. No dev suite is such a vault, so this one is made of two: the English
+tldr cards at `cards/<command>.md` and the Chinese ones at `cards/zh/<command>.md` (every Chinese page has its English
+page; the two share the command as their name), less a third of the translated commands in both languages (every
+third by name: `HELD_ASIDE`), so that a prompt about one of those is a negative in either language. Positives whose
+command is in the vault expect it in the prompt's language first, then in the other (both are right). tldr-zh-dev's
+own negatives are left out: they are commands the Chinese vault lacks, which the English cards may hold; tldr-en-dev's
+stay (the Chinese pages are a subset of the English ones). The same cases are asked of each language's cards alone
+(less the same commands), the reference. Nothing is fitted here.
 
 Run from the repository root:
-    .venv/bin/python -m benchmarks.mixed_vault                # each suite alone, then in the mixed vault
-    .venv/bin/python -m benchmarks.mixed_vault --same-name    # + a card named as an admitted card above it left out
+    .venv/bin/python -m benchmarks.mixed_vault            # Recall@1 / Injection@1 / FIR: alone, then mixed
+    .venv/bin/python -m benchmarks.mixed_vault --json
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.recall_suites import BENCH, WORK, prepare, run_suite
+from benchmarks.recall_suites import BENCH, WORK, prepare
 from benchmarks.synth import git
 
-MIXED = WORK / "mixed-tldr"
+HELD_ASIDE_EVERY = 3  # every third translated command (by name) is left out in both languages
 
 
-def build() -> Path:
-    """benchmarks/.work/mixed-tldr: a git vault of both suites' cards (rebuilt from the prepared suite vaults)."""
-    english, chinese = prepare("tldr-en-dev"), prepare("tldr-zh-dev")
-    stamp = (english / ".bench-stamp").read_text() + (chinese / ".bench-stamp").read_text()
-    if (MIXED / ".bench-stamp").is_file() and (MIXED / ".bench-stamp").read_text() == stamp:
-        return MIXED
-    shutil.rmtree(MIXED, ignore_errors=True)
-    shutil.copytree(english / "cards", MIXED / "cards")
-    shutil.copytree(chinese / "cards", MIXED / "cards" / "zh")
-    git(MIXED, "init", "-q", "-b", "main")
-    (MIXED / ".git" / "info" / "exclude").write_text(".bench-stamp\n")
-    git(MIXED, "add", "cards")
-    git(MIXED, "commit", "-q", "--no-verify", "-m", "mixed")
-    (MIXED / ".bench-stamp").write_text(stamp)
-    return MIXED
+def held_aside() -> set[str]:
+    """The translated commands left out of every vault here (their prompts are negatives)."""
+    names = sorted(p.stem for p in (prepare("tldr-zh-dev") / "cards").glob("*.md"))
+    return {name for i, name in enumerate(names) if i % HELD_ASIDE_EVERY == 0}
 
 
-def mixed_cases(suite: str) -> list[Any]:
-    """The suite's cases for the mixed vault: a positive expects its command in its own language, then the other."""
+def build(name: str, english: bool, chinese: bool) -> Path:
+    """benchmarks/.work/<name>: a git vault of the English and/or Chinese cards, less the held-aside commands."""
+    en, zh = prepare("tldr-en-dev"), prepare("tldr-zh-dev")
+    target = WORK / name
+    stamp = (en / ".bench-stamp").read_text() + (zh / ".bench-stamp").read_text() + f"{english}{chinese}v2"
+    if (target / ".bench-stamp").is_file() and (target / ".bench-stamp").read_text() == stamp:
+        return target
+    aside = held_aside()
+    shutil.rmtree(target, ignore_errors=True)
+    (target / "cards" / "zh").mkdir(parents=True)
+    for source, into, wanted in ((en, target / "cards", english), (zh, target / "cards" / "zh", chinese)):
+        for card in (source / "cards").glob("*.md") if wanted else ():
+            if card.stem not in aside:
+                shutil.copy2(card, into / card.name)
+    git(target, "init", "-q", "-b", "main")
+    (target / ".git" / "info" / "exclude").write_text(".bench-stamp\n")
+    git(target, "add", "cards")
+    git(target, "commit", "-q", "--no-verify", "-m", name)
+    (target / ".bench-stamp").write_text(stamp)
+    return target
+
+
+def cases(suite: str, vault_has: set[str]) -> list[Any]:
+    """The suite's cases for a vault holding the ids `vault_has`: a positive expects its command's cards there (the
+    prompt's language first); one whose command is held aside is a negative."""
     from cairn.quality.evaluate import load_cases
 
     chinese = suite == "tldr-zh-dev"
+    aside = held_aside()
     out = []
     for case in load_cases(BENCH / suite / "cases.jsonl"):
         if not case.expect:
             if not chinese:
                 out.append(case)
             continue
+        if any(x in aside for x in case.expect):
+            out.append(dataclasses.replace(case, expect=()))
+            continue
         own = [f"zh/{x}" for x in case.expect] if chinese else list(case.expect)
         other = list(case.expect) if chinese else [f"zh/{x}" for x in case.expect]
-        out.append(dataclasses.replace(case, expect=tuple(own + other)))
+        expect = tuple(x for x in own + other if x in vault_has)
+        if expect:  # (an English positive whose command only the other vault holds is not asked of it)
+            out.append(dataclasses.replace(case, expect=expect))
     return out
 
 
-def same_name_gate() -> None:
-    """recall's gates without the admitted cards named as one ranked above them (a translation, by tldr's names)."""
-    from cairn.hot import recall as recall_module
-    from cairn.hot.serve import lesson_keys
-
-    gate = recall_module._gate
-
-    def deduplicated(admitted: Any, *args: Any, **kwargs: Any) -> Any:
-        seen: set[str] = set()
-        kept = []
-        for card, score in admitted:
-            name = lesson_keys(card)[0]
-            if name not in seen:
-                seen.add(name)
-                kept.append((card, score))
-        return gate(kept, *args, **kwargs)
-
-    recall_module._gate = deduplicated  # type: ignore[assignment]
-
-
-def figures(data: dict[str, Any]) -> str:
-    cells = [f"all {data['recall@1']:.3f} / {data['injection@1']:.3f} / {data['false_injection_rate']:.3f}"]
-    for name, m in sorted(data["by_slice"].items()):
-        cells.append(f"{name} {m['recall@1']:.3f} / {m['injection@1']:.3f} / {m['false_injection_rate']:.3f}")
-    return "  ".join(cells)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--same-name", action="store_true", help="Leave out a card named as one ranked above it.")
-    args = parser.parse_args(argv)
-    os.environ["CAIRN_CACHE_DIR"] = str(WORK / "cache")
-    os.environ["CAIRN_SEMANTIC"] = "0"
+def measure() -> dict[str, dict[str, Any]]:
     from cairn.hot.vault import find_vault
     from cairn.index import build as indexer
     from cairn.quality.evaluate import evaluate
 
-    if args.same_name:
-        same_name_gate()
-    print("Recall@1 / Injection@1 / false injection rate (tldr-zh-dev: positives only in both rows)")
-    vault = find_vault(build())
-    indexer.build_index(vault)
-    for suite in ("tldr-zh-dev", "tldr-en-dev"):
-        alone = run_suite(suite, {})
-        if suite == "tldr-zh-dev":  # positives only, as in the mixed vault
-            from cairn.quality.evaluate import load_cases
+    vaults = {
+        "english": build("mixed-tldr-en", True, False),
+        "chinese": build("mixed-tldr-zh", False, True),
+        "mixed": build("mixed-tldr", True, True),
+    }
+    report: dict[str, dict[str, Any]] = {}
+    for suite, alone in (("tldr-zh-dev", "chinese"), ("tldr-en-dev", "english")):
+        report[suite] = {}
+        for name in (alone, "mixed"):
+            vault = find_vault(vaults[name])
+            indexer.build_index(vault)
+            ids = {p.relative_to(vaults[name] / "cards").with_suffix("").as_posix() for p in vaults[name].rglob("*.md")}
+            with indexer.open_index(vault) as index:
+                data = evaluate(index, cases(suite, ids)).to_dict()
+            report[suite]["alone" if name == alone else "mixed"] = {
+                key: data[key] for key in ("recall@1", "injection@1", "false_injection_rate", "n_pos", "n_neg")
+            } | {
+                "by_slice": {
+                    s: {k: m[k] for k in ("recall@1", "injection@1", "false_injection_rate")}
+                    for s, m in data["by_slice"].items()
+                }
+            }
+    return report
 
-            own = find_vault(prepare(suite))
-            cases = [c for c in load_cases(BENCH / suite / "cases.jsonl") if c.expect]
-            with indexer.open_index(own) as index:
-                alone = evaluate(index, cases).to_dict()
-        with indexer.open_index(vault) as index:
-            mixed = evaluate(index, mixed_cases(suite)).to_dict()
-        print(f"{suite:<12} alone  {figures(alone)}")
-        print(f"{'':<12} mixed  {figures(mixed)}")
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", action="store_true", help="Print JSON.")
+    args = parser.parse_args(argv)
+    os.environ["CAIRN_CACHE_DIR"] = str(WORK / "cache")
+    os.environ["CAIRN_SEMANTIC"] = "0"
+    report = measure()
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    print("Recall@1 / Injection@1 / false injection rate, all (long, short)")
+    for suite, rows in report.items():
+        for name, m in rows.items():
+            cells = ", ".join(
+                f"{s} {v['recall@1']:.3f} / {v['injection@1']:.3f} / {v['false_injection_rate']:.3f}"
+                for s, v in sorted(m["by_slice"].items())
+            )
+            head = f"{m['recall@1']:.3f} / {m['injection@1']:.3f} / {m['false_injection_rate']:.3f}"
+            print(f"{suite:<12} {name:<6} {head} ({cells}); {m['n_pos']} positives, {m['n_neg']} negatives")
     return 0
 
 

@@ -560,5 +560,8 @@ def render_explain(result: Result, rows: list[dict[str, Any]], injected: Sequenc
             lines.append(f"{'':5}{_terms_line(row)}")
     refused = sum(1 for row in rows if row["decision"] == REJECTED and row["gates"] is None)
     if refused:
-        lines += ["", f"{refused} card(s) refused before the gates (status, expiry, supersedes, scope, not_when)."]
+        lines += [
+            "",
+            f"{refused} card(s) refused before the gates (status, expiry, supersedes, scope, not_when, another language).",
+        ]
     return "\n".join(lines)
