@@ -447,7 +447,9 @@ def _other_language(card: "IndexedCard", first: "IndexedCard", matched: "dict[in
 def _written_in_cjk(card: "IndexedCard") -> bool:
     """Whether a card's name or summary holds CJK text."""
     text = card.name + card.summary
-    return max(text, default=" ") >= "\u3040" and any(is_cjk(char) for char in text)  # below U+3040 none is
+    if text.isascii():  # the common case, one pass in C (a scan in Python cost the 10,000-card hook 2M instructions)
+        return False
+    return any(is_cjk(char) for char in text if char >= "\u3040")  # below U+3040 no character is CJK
 
 
 def _gate(
