@@ -376,6 +376,12 @@ class IndexReader:
         return int(self.meta["n_cards"])
 
     @property
+    def n_cjk_cards(self) -> int:
+        """The cards holding a CJK term (every card, for an index written before they were counted)."""
+        n = self.n_cards
+        return min(max(int(self.meta.get("n_cjk_cards", n)), 0), n)
+
+    @property
     def avg_lengths(self) -> tuple[float, float, float]:
         a, b, c = loads(self.meta["avg_lengths"])
         return float(a), float(b), float(c)

@@ -2,7 +2,8 @@
 
 1. The query's distinct tokens (`tokens.prompt_terms`: agent boilerplate sentences left out, pasted traceback,
    log and code lines at `tokens.PASTED_WEIGHT`) are weighted: IDF in this vault; agent instruction words (`tokens.INSTRUCTION_WORDS`)
-   count for `instruction_weight` of their IDF; words the vault never uses weigh as much as a word found in one
+   count for `instruction_weight` of their IDF (a CJK term's among the cards holding CJK terms, when they are
+   `MIN_CJK_CARDS` or more); words the vault never uses weigh as much as a word found in one
    card, times `unknown_weight`, and count only for the gates (no card can match them). A CJK 2-gram the vault
    never uses counts half of that, for coverage only: about half the 2-grams of a run of Chinese straddle two
    words, and a small vault lacks most of the real ones too.
@@ -59,6 +60,15 @@ _CHUNK = 64
 _SLACK = 1e-9
 # `_kth` sorts up to this many scores, and beyond takes the k-th highest from a max-heap (both in C).
 _SORT_UP_TO = 1000
+# A known CJK term's IDF is taken among the cards holding CJK terms when there are at least this many (an index
+# setting, `n_cjk_cards`): in a vault of English cards and Chinese ones, every Chinese word looked rarer by the
+# English cards' count, which no Chinese word is ever found in, and that shared rarity shrank the lead of the right
+# Chinese card over the next (benchmarks/mixed_vault.py: Chinese prompts' Recall@1 0.617 -> 0.654, as the Chinese
+# cards alone, Injection@1 0.173 -> 0.185). Below it the whole vault's count stays: with a few Chinese cards every
+# Chinese word is in most of them, and they would weigh next to nothing (the explain fixture's one Chinese card:
+# coverage 0.92 -> 0.64). 30 is set by hand (as `SEMANTIC_MIN_CARDS`: a sub-vault with statistics of its own), not
+# fitted: no suite here has a Chinese sub-vault between 4 and 176 cards.
+MIN_CJK_CARDS = 30
 # A CJK 2-gram the vault never uses counts this share of an unknown word in the coverage gate: about half the
 # 2-grams of a run straddle two words (no evidence), the other half are words the vault does not know.
 _CJK_UNKNOWN = 0.5
@@ -745,6 +755,8 @@ def _weights(
 ) -> QueryWeights:
     """The query's weights; salience (`tokens.prompt_terms`) scales each term (pasted material counts less)."""
     n = max(index.n_cards, 1)
+    n_cjk = index.n_cjk_cards
+    among_cjk = n_cjk if n_cjk >= MIN_CJK_CARDS else n  # see MIN_CJK_CARDS
     unknown_idf = math.log(1 + (n - 0.5) / 1.5)  # as rare as a term found in one card
     idf: dict[str, float] = {}
     unknown_terms: dict[str, float] = {}
@@ -767,7 +779,8 @@ def _weights(
             unknown_terms[term] = weight
         else:
             dfs[term] = df = found.df
-            idf[term] = discount * math.log(1 + (n - df + 0.5) / (df + 0.5))
+            among = max(among_cjk, df) if is_cjk(term) else n
+            idf[term] = discount * math.log(1 + (among - df + 0.5) / (df + 0.5))
     return QueryWeights(
         tuple(terms), idf, sum(idf.values()), unknown, unknown_cjk, unknown_terms, unknown_idf, dfs, discounts
     )

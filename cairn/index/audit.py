@@ -264,9 +264,11 @@ def _check_served(reader: IndexReader, repo: git.Repo, vault: Vault) -> Check:
     row_ids = {int(v[0][0]): card_id for card_id, v in stored.items()}
     expected_postings: dict[str, dict[int, tuple[int, ...]]] = {}
     lengths_total = [0, 0, 0]
+    n_cjk = 0
     for card in sorted(upserts, key=lambda c: c.id):
         lengths, postings = store.card_postings(card)
         lengths_total = [a + b for a, b in zip(lengths_total, lengths, strict=True)]
+        n_cjk += store.has_cjk(postings)
         values = stored.get(card.id)
         if values is None:
             diffs.append(f"{card.id}: a valid card at {short}, but not in the index")
@@ -278,7 +280,7 @@ def _check_served(reader: IndexReader, repo: git.Repo, vault: Vault) -> Check:
     for card_id in sorted(set(stored) - expected_ids):
         diffs.append(f"{card_id}: served by the index, but not a card the files at {short} give")
     diffs.extend(_postings_diffs(reader, expected_postings, row_ids))
-    diffs.extend(_meta_diffs(reader, committed, commit, len(upserts), lengths_total))
+    diffs.extend(_meta_diffs(reader, committed, commit, len(upserts), lengths_total, n_cjk))
     if diffs:
         summary = f"{len(diffs)} served value(s) differ from the cards and cairn.toml at {short}"
         return Check("served", "fail", summary, _cap(diffs))
@@ -362,11 +364,15 @@ def _postings_diffs(
 
 
 def _meta_diffs(
-    reader: IndexReader, committed: dict[str, Any], commit: str, n: int, lengths_total: list[int]
+    reader: IndexReader, committed: dict[str, Any], commit: str, n: int, lengths_total: list[int], n_cjk: int
 ) -> list[str]:
     diffs: list[str] = []
     if reader.meta.get("n_cards") != str(n):
         diffs.append(f"settings: n_cards is {reader.meta.get('n_cards')!r}, the commit gives {n} cards")
+    if reader.meta.get("n_cjk_cards", str(n_cjk)) != str(n_cjk):  # absent: an index from before the count
+        diffs.append(
+            f"settings: n_cjk_cards is {reader.meta.get('n_cjk_cards')!r}, the commit gives {n_cjk} cards with CJK terms"
+        )
     avg = [round(total / n, 4) if n else 0.0 for total in lengths_total]
     try:
         stored_avg = json.loads(reader.meta.get("avg_lengths", ""))

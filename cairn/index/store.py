@@ -44,6 +44,7 @@ from cairn.hot.index import (
     _term_record,
     digest,
 )
+from cairn.hot.tokens import is_cjk
 
 _U16 = 0xFFFF  # counts and lengths are stored as unsigned 16-bit values
 
@@ -490,16 +491,19 @@ class _Totals:
     n: int
     lengths: list[int]
     superseders: list[list[str]]
+    n_cjk: int = 0  # the cards holding a CJK term: what a CJK term's rarity is measured against
     stale: dict[str, set[int]] = field(default_factory=dict)  # the terms of removed cards: their rows
 
-    def add(self, values: Sequence[Any]) -> None:
+    def add(self, values: Sequence[Any], terms: Iterable[str] = ()) -> None:
         self.n += 1
+        self.n_cjk += has_cjk(terms)
         self.lengths = [total + int(values[11 + f]) for f, total in enumerate(self.lengths)]
         if values[10] != "[]":
             self.superseders.append([values[1], values[6], values[10]])
 
-    def remove(self, values: Sequence[Any], terms: Iterable[str]) -> None:
+    def remove(self, values: Sequence[Any], terms: Sequence[str]) -> None:
         self.n -= 1
+        self.n_cjk -= has_cjk(terms)
         self.lengths = [total - int(values[11 + f]) for f, total in enumerate(self.lengths)]
         self.superseders = [s for s in self.superseders if s[0] != values[1]]
         for term in terms:
@@ -513,6 +517,7 @@ class _Totals:
         out.update(
             format=FORMAT_VERSION,
             n_cards=str(self.n),
+            n_cjk_cards=str(self.n_cjk),
             avg_lengths=json.dumps(avg),
             length_totals=json.dumps(self.lengths),
             superseders=superseders_digest(self.superseders),
@@ -520,11 +525,22 @@ class _Totals:
         return out
 
 
+def has_cjk(terms: Iterable[str]) -> bool:
+    """Whether a card's terms hold a CJK one (`cairn.hot.tokens.is_cjk`)."""
+    return any(is_cjk(term) for term in terms)
+
+
 def _remove(parts: Parts, reader: IndexReader, removed: Iterable[str]) -> _Totals:
     """Take the cards `removed` names out of `parts` (the others are not read); the totals of the cards left."""
     try:
         lengths = [int(n) for n in json.loads(reader.meta["length_totals"])]
         totals = _Totals(int(reader.meta["n_cards"]), lengths, [list(s) for s in reader._superseders()])
+        stored_cjk = reader.meta.get("n_cjk_cards")
+        totals.n_cjk = (
+            int(stored_cjk)
+            if stored_cjk is not None
+            else sum(has_cjk(json.loads(card[3])[2]) for card in parts.cards)  # a base from before the count
+        )
     except (KeyError, ValueError, TypeError):
         raise IndexCorrupt(f"the index at {reader.path} is damaged (its totals do not parse)") from None
     rows = {row for row in map(reader._row_of, removed) if row is not None}
@@ -573,7 +589,7 @@ def _apply(
         ]
         message = card_message(sealed)
         parts.cards.append((row, sealer.slot(_utf8(card.id)), sealer.mac(message) + message, cold))
-        totals.add(sealed)
+        totals.add(sealed, entries)
         for term, counts in entries.items():
             posting = (row, *counts)
             if term in fresh:

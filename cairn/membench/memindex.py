@@ -62,6 +62,12 @@ class MemoryIndex:
         return len(self.documents)
 
     @property
+    def n_cjk_cards(self) -> int:
+        """Every session counts (recall's `IndexReader.n_cjk_cards` for an index that does not count them): a CJK
+        term's IDF is taken over all sessions, as before the count."""
+        return len(self.documents)
+
+    @property
     def avg_lengths(self) -> tuple[float, float, float]:
         a, b, c = self._avg
         return a, b, c
