@@ -13,6 +13,7 @@ stay (the Chinese pages are a subset of the English ones). The same cases are as
 Run from the repository root:
     .venv/bin/python -m benchmarks.mixed_vault            # Recall@1 / Injection@1 / FIR: alone, then mixed
     .venv/bin/python -m benchmarks.mixed_vault --json
+    .venv/bin/python -m benchmarks.mixed_vault --semantic  # with the extra's similarities, as the hook gets them
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def cases(suite: str, vault_has: set[str]) -> list[Any]:
     return out
 
 
-def measure() -> dict[str, dict[str, Any]]:
+def measure(semantic: bool = False) -> dict[str, dict[str, Any]]:
     from cairn.hot.vault import find_vault
     from cairn.index import build as indexer
     from cairn.quality.evaluate import evaluate
@@ -101,8 +102,15 @@ def measure() -> dict[str, dict[str, Any]]:
             vault = find_vault(vaults[name])
             indexer.build_index(vault)
             ids = {p.relative_to(vaults[name] / "cards").with_suffix("").as_posix() for p in vaults[name].rglob("*.md")}
+            asked = cases(suite, ids)
             with indexer.open_index(vault) as index:
-                data = evaluate(index, cases(suite, ids)).to_dict()
+                sims = None
+                if semantic:  # the z-scores the hook gets (its 50 most similar cards), as recall_suites --semantic
+                    from cairn.semantic.batch import similarities_for
+
+                    prompts = [case.query for case in asked]
+                    sims = similarities_for(index.path, prompts, top=50, z=True, cache_dir=WORK / "semantic")
+                data = evaluate(index, asked, semantic=sims).to_dict()
             report[suite]["alone" if name == alone else "mixed"] = {
                 key: data[key] for key in ("recall@1", "injection@1", "false_injection_rate", "n_pos", "n_neg")
             } | {
@@ -117,10 +125,12 @@ def measure() -> dict[str, dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="Print JSON.")
+    parser.add_argument("--semantic", action="store_true", help="With the semantic extra's similarities.")
     args = parser.parse_args(argv)
     os.environ["CAIRN_CACHE_DIR"] = str(WORK / "cache")
-    os.environ["CAIRN_SEMANTIC"] = "0"
-    report = measure()
+    if not args.semantic:
+        os.environ["CAIRN_SEMANTIC"] = "0"  # and no card vectors encoded in the background
+    report = measure(args.semantic)
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
