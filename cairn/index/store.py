@@ -494,7 +494,7 @@ class _Totals:
     n_cjk: int = 0  # the cards holding a CJK term: what a CJK term's rarity is measured against
     stale: dict[str, set[int]] = field(default_factory=dict)  # the terms of removed cards: their rows
 
-    def add(self, values: Sequence[Any], terms: Iterable[str] = ()) -> None:
+    def add(self, values: Sequence[Any], terms: Iterable[str]) -> None:
         self.n += 1
         self.n_cjk += has_cjk(terms)
         self.lengths = [total + int(values[11 + f]) for f, total in enumerate(self.lengths)]
