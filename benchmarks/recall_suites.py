@@ -11,6 +11,8 @@ benchmarks/.work/<suite>, `git init`ed and committed, and indexed into benchmark
 is the vault template Cairn ships (`cairn/templates/vault`, its `evals/cases.yaml`; 14 cards, a sanity check only).
 `--suite wtfpython-agent` is a held-out suite kept in benchmarks/suites (57 Python-gotcha cards, agent-style prompts;
 never fitted on: benchmarks/suites/wtfpython-agent/SOURCE.md); it is not run by default.
+`--suite wtfjs-agent` is a lesson suite kept there too (58 JavaScript-gotcha cards, agent-style prompts; fittable,
+a dev suite: benchmarks/suites/wtfjs-agent/SOURCE.md); it is not run by default either.
 The figures come from `cairn.quality.evaluate.evaluate`, which calls `cairn.hot.recall.recall` per case: the same
 decisions `cairn recall` and the hook make. `--set` overrides a `[recall]` setting for exploration only; the table
 to report uses the shipped defaults.
@@ -40,6 +42,7 @@ WORK = HERE / ".work"
 BENCH = Path(os.environ.get("CAIRN_BENCH_DIR", HERE.parent.parent / "shared" / "bench"))
 SUITES = ("stackfaq-en-dev", "tldr-zh-dev", "tldr-en-dev")
 HELD_OUT = ("wtfpython-agent",)  # benchmarks/suites/<name>: never fitted on, run only with --suite
+LESSON_SUITES = ("wtfjs-agent",)  # benchmarks/suites/<name>: fittable dev suites, run only with --suite
 TEMPLATE = "template"
 COLUMNS = ("recall@1", "recall@3", "injection@1", "injection@3", "false_injection_rate")
 
@@ -51,7 +54,7 @@ def prepare(suite: str) -> Path:
         source = template_source()
         return _vault_from(source, WORK / "template", tuple(sorted(p.name for p in source.iterdir())), ("-A",))
     source = BENCH / suite
-    if suite in HELD_OUT and not (source / "cards").is_dir():
+    if suite in (*HELD_OUT, *LESSON_SUITES) and not (source / "cards").is_dir():
         source = HERE / "suites" / suite
     if not (source / "cards").is_dir():
         raise SystemExit(f"Error: no suite at {source}; set CAIRN_BENCH_DIR")
@@ -156,7 +159,10 @@ def decisions(results: dict[str, dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
-        "--suite", action="append", choices=(*SUITES, *HELD_OUT, TEMPLATE), help="Only this suite (repeatable)."
+        "--suite",
+        action="append",
+        choices=(*SUITES, *HELD_OUT, *LESSON_SUITES, TEMPLATE),
+        help="Only this suite (repeatable).",
     )
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="Override a [recall] setting.")
     parser.add_argument("--json", action="store_true", help="Print JSON.")
