@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from cairn.hot import recall as R
 from cairn.hot.recall import recall
+from cairn.hot.semantic import Similarities
 from cairn.hot.vault import find_vault
 from cairn.index import build as indexer
 from helpers.vaults import VaultRepo
@@ -132,3 +133,44 @@ def test_an_answer_read_when_the_gates_need_it_decides_as_one_given_and_no_answe
                     )
                     assert unanswered == plain
                 assert reads == [sims, None, {}]
+
+
+def _scaled(close: dict[str, float], ids: list[str]) -> Similarities:
+    """`_z`'s z-scores with their unit in cosine, as the warm encoder gives them (`Similarities.scale`)."""
+    cos = {card: close.get(card, 0.78 + 0.06 * (k % 7) / 6) for k, card in enumerate(ids)}
+    out = Similarities(_z(close, ids))
+    out.scale = statistics.pstdev(cos.values())
+    return out
+
+
+CRON = "misc/cron-job-environment"
+
+
+def test_the_first_card_of_both_channels_whose_words_nearly_pass_goes_in(vault_repo: VaultRepo) -> None:
+    """The agreement pick (`recall._agreement_pick`): the words rank a card first with a lead a little under
+    `min_lead` (0.22 against 0.24) and half the prompt's best possible score; when the semantic channel puts the same
+    card first, ahead of the second by `AGREE_COSINE_GAP` in cosine or more, it goes in. Not when the semantic first is
+    another card, nor when the two lead by less, nor when the z-scores come without their unit in cosine (an older
+    warm encoder): then the words decide, and they abstain."""
+    repo = _vault(vault_repo)
+    asked = "midnight time falsy with the cron job environment"
+    with indexer.open_index(find_vault(repo.root)) as index:
+        plain = recall(index, asked)
+        best = R.prompt_weights(index, asked).best
+        agree = _scaled({CRON: 0.865}, IDS)
+        decided = {
+            "agree": recall(index, asked, semantic=agree),
+            "another first": recall(index, asked, semantic=_scaled({MIDNIGHT: 0.865}, IDS)),
+            "too close": recall(index, asked, semantic=_scaled({CRON: 0.8405}, IDS)),
+            "no scale": recall(index, asked, semantic=dict(agree)),
+        }
+    first = plain.candidates[0]
+    assert plain.abstained and first.card.id == CRON and first.reason == "small_lead"
+    assert R.AGREE_LEAD <= first.lead < plain.settings.min_lead and first.score >= R.AGREE_SCORE * best
+    assert agree.scale is not None
+    z = sorted(agree.values(), reverse=True)
+    assert (z[0] - z[1]) + first.lead < R.SEMANTIC_PICK  # the semantic pick would not take it
+    assert (z[0] - z[1]) * agree.scale >= R.AGREE_COSINE_GAP
+    assert [c.card.id for c in decided["agree"].injected] == [CRON]
+    for name in ("another first", "too close", "no scale"):
+        assert decided[name].abstained, name

@@ -274,6 +274,13 @@ def test_batch_gives_what_the_hook_gets(vault_repo: VaultRepo, tmp_path: Path) -
         {i: round(float((v - row.mean()) / row.std()), 4) for i, v in zip(ids, row, strict=True)}, abs=1e-3
     )
     assert max(zs, key=lambda k: zs[k]) == FORCE_ID and zs[FORCE_ID] > 1.0
+    # z-scores carry their unit in cosine, from the batch and from the warm encoder alike (the agreement pick)
+    assert getattr(zs, "scale", None) == pytest.approx(float(row.std()), abs=1e-5)
+    assert getattr(batch[0], "scale", 0) is None  # cosines have no unit to carry
+    with IndexReader(index_file) as index:
+        hook_z = similarities(index, prompts[0], top=50, z=True, timeout=10)
+    assert hook_z is not None and hook_z == pytest.approx(zs, abs=2e-3)
+    assert getattr(hook_z, "scale", None) == pytest.approx(float(row.std()), rel=0.02)
 
 
 def test_cache_dir_is_the_tests(vault_repo: VaultRepo) -> None:

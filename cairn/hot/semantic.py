@@ -40,6 +40,14 @@ _OFF = ("0", "false", "off", "no")
 MAX_REPLY_BYTES = 4 * 1024 * 1024
 
 
+class Similarities(dict):  # type: ignore[type-arg]  # dict[str, float]; a subscripted base costs the hook an import
+    """Card id -> similarity to a prompt (a cosine, or with `z` a z-score over the vault's cards). `scale`: for
+    z-scores, the standard deviation of the cosines over the vault's cards, so that a z-score difference times
+    `scale` is a difference of cosines (`recall._agreement_pick`); None when not known (an older warm encoder)."""
+
+    scale: "float | None" = None
+
+
 def vectors_file(index_path: str) -> str:
     """The side file holding an index's card vectors (`cairn.semantic.vectors.vectors_path` as a string)."""
     return index_path + VECTORS_SUFFIX
@@ -189,7 +197,11 @@ def _reply(sock: "_socket.socket") -> "dict[str, float] | None":
     sims = reply.get("sims")
     if not isinstance(sims, dict):
         return None
-    return {str(k): float(v) for k, v in sims.items() if type(v) is float or type(v) is int}
+    out = Similarities((str(k), float(v)) for k, v in sims.items() if type(v) is float or type(v) is int)
+    scale = reply.get("scale")
+    if (type(scale) is float or type(scale) is int) and scale > 0:
+        out.scale = float(scale)
+    return out
 
 
 def start_daemon(state: str) -> bool:

@@ -9,7 +9,7 @@ A request is one JSON object. `{"v": 1, "prefetch": true, "prompt": TEXT}`: enco
 for the request that follows (the hook sends it as soon as it has read its input, and does not read the answer,
 `{"ok": true}`). `{"v": 1, "vectors": PATH, "commit": C, "index_key": K, "prompt": TEXT, "top": N,
 "want": [ID, ...], "z": BOOL}`; the answer `{"ok": true, "sims": {ID: cosine, or z-score with "z"}}` (the `top` most similar cards and every card
-in `want`), or `{"ok": false, "error": WHY}` (a side file that is missing, damaged, or of another commit).
+in `want`; with "z" also `"scale"`, the cosines' standard deviation over the vault's cards), or `{"ok": false, "error": WHY}` (a side file that is missing, damaged, or of another commit).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn.hot.paths import private_folder, state_folder
+from cairn.hot.semantic import Similarities
 from cairn.semantic import encoder as enc
 from cairn.semantic import vectors
 
@@ -63,19 +64,22 @@ def similarities(
     top: int | None,
     want: Sequence[str] = (),
     z: bool = False,
-) -> dict[str, float]:
+) -> Similarities:
     """Card id -> cosine of the card's best passage to `query`: the `top` best cards (all when None) and `want`.
 
-    z: z-scores instead (the cosine less its mean over all the vault's cards, over their standard deviation):
-    e5's cosines sit in a narrow band whose level moves with language and vault; z-scores carry across them."""
+    z: z-scores instead (the cosine less its mean over all the vault's cards, over their standard deviation, which
+    is the result's `scale`): e5's cosines sit in a narrow band whose level moves with language and vault; z-scores
+    carry across them."""
     import numpy as np
 
     n = len(vf.ids)
     if n == 0:
-        return {}
+        return Similarities()
     sims = vf.best_of_passages(vf.matrix @ query)
+    scale = None
     if z:
-        sims = (sims - sims.mean()) / max(float(sims.std()), 1e-6)
+        scale = max(float(sims.std()), 1e-6)
+        sims = (sims - sims.mean()) / scale
     chosen: list[int]
     if top is None or top >= n:
         chosen = list(range(n))
@@ -83,7 +87,8 @@ def similarities(
         chosen = sorted(int(i) for i in np.argpartition(-sims, top - 1)[:top])
     else:
         chosen = []
-    out = {vf.ids[i]: round(float(sims[i]), 4) for i in chosen}
+    out = Similarities((vf.ids[i], round(float(sims[i]), 4)) for i in chosen)
+    out.scale = None if scale is None else round(scale, 6)
     if want:
         position = {card_id: i for i, card_id in enumerate(vf.ids)}
         for card_id in want:
@@ -123,7 +128,10 @@ class Server:
             return {"ok": False, "error": "stale vectors"}
         query = self._query(prompt)
         wanted = [w for w in want if isinstance(w, str)]
-        return {"ok": True, "sims": similarities(vf, query, top, wanted, request.get("z") is True)}
+        sims = similarities(vf, query, top, wanted, request.get("z") is True)
+        if sims.scale is None:
+            return {"ok": True, "sims": sims}
+        return {"ok": True, "sims": sims, "scale": sims.scale}
 
     def _query(self, prompt: str) -> npt.NDArray[np.float32]:
         """The prompt's vector; the last few are kept (by the sha256 of what the encoder reads of the prompt), so a
