@@ -8,6 +8,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 
+from cairn.cli.recall_cmds import explain_rows, render_explain
 from cairn.hot import recall as R
 from cairn.hot.recall import recall
 from cairn.hot.semantic import Similarities
@@ -172,5 +173,9 @@ def test_the_first_card_of_both_channels_whose_words_nearly_pass_goes_in(vault_r
     assert (z[0] - z[1]) + first.lead < R.SEMANTIC_PICK  # the semantic pick would not take it
     assert (z[0] - z[1]) * agree.scale >= R.AGREE_COSINE_GAP
     assert [c.card.id for c in decided["agree"].injected] == [CRON]
+    assert decided["agree"].injected[0].picked == R.AGREEMENT_PICKED
+    rows = {row["id"]: row for row in explain_rows(decided["agree"])}
+    assert rows[CRON]["picked"] == "agreement" and rows[CRON]["reason"] is None
+    assert "both channels" in render_explain(decided["agree"], list(rows.values()))  # explain says why it went in
     for name in ("another first", "too close", "no scale"):
         assert decided[name].abstained, name

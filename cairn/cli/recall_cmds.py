@@ -455,7 +455,6 @@ def _similarities(index: IndexReader, query: str) -> dict[str, float] | None:
 def explain_rows(result: Result) -> list[dict[str, Any]]:
     """The top 20 candidates by score, then every other card refused at admission, as JSON-ready rows."""
     s = result.settings
-    picked = semantic_pick(result)
     rows: list[dict[str, Any]] = []
     for rank, c in enumerate(result.candidates, 1):
         admitted = c.reason in _GATED
@@ -480,24 +479,14 @@ def explain_rows(result: Result) -> list[dict[str, Any]]:
             row["named"] = True
         if c.blocked_by:
             row["blocked_by"] = c.blocked_by
-        if c.card.id == picked:
-            row["picked"] = "semantic"
+        if c.picked:  # injected by recall's semantic pick or agreement pick, when the word gates passed nothing
+            row["picked"] = c.picked
         rows.append(row)
     return rows
 
 
-def semantic_pick(result: Result) -> str | None:
-    """The id of the card recall's semantic pick gave (`recall._semantic_pick`: the one card injected, for its
-    meaning, when no card passed the word gates), or None. Told apart by what only it can be: a lone injected card
-    with a similarity that fails a word gate (cards that pass the gates pass all three; related cards that go in
-    together despite a lead or margin are two or more)."""
-    if len(result.injected) != 1:
-        return None
-    c, s = result.injected[0], result.settings
-    if c.similarity is None or (c.lead >= s.min_lead and c.coverage >= s.min_coverage and c.margin >= s.min_margin):
-        return None
-    return c.card.id
-
+# What explain's reason column says of a card one of recall's picks injected (`Candidate.picked`).
+_PICKED = {"semantic": "semantic pick", "agreement": "both channels"}
 
 # How many of the first candidates `cairn explain` follows with the terms they matched and lack.
 EXPLAIN_TERMS = 5
@@ -552,7 +541,7 @@ def render_explain(result: Result, rows: list[dict[str, Any]], injected: Sequenc
             if gates
             else f"{'-':>5}  {'-':>8}  {'-':>6}"
         )
-        reason = row["reason"] or ("semantic pick" if row.get("picked") else "")
+        reason = row["reason"] or _PICKED.get(row.get("picked") or "", "")
         if row.get("blocked_by"):
             reason += f" (below {row['blocked_by']})"
         lines.append(f"{row['rank']:>3}  {row['score']:7.3f}  {values}  {row['decision']:8}  {reason:16}  {row['id']}")

@@ -90,7 +90,8 @@ class Candidate(Record):
     (unless `recall(evidence=True)`). similarity: the semantic channel's
     cosine similarity of the card to the prompt, None without it. named: the prompt names the card (its name with
     aliases holds at least `gates.NAME_COVERAGE` of the prompt's weight), so its lead is counted `gates.NAMED_LEAD`
-    times (`gates.named_lead`).
+    times (`gates.named_lead`). picked: for a card the gates alone did not pass, the rule that injected it when
+    nothing else was: `semantic` (`_semantic_pick`) or `agreement` (`_agreement_pick`); None otherwise.
     """
 
     __slots__ = (
@@ -106,6 +107,7 @@ class Candidate(Record):
         "confidence",
         "similarity",
         "named",
+        "picked",
     )
     card: "IndexedCard"
     score: float
@@ -119,6 +121,7 @@ class Candidate(Record):
     confidence: float
     similarity: float | None
     named: bool
+    picked: str | None
 
     def __init__(
         self,
@@ -134,10 +137,12 @@ class Candidate(Record):
         confidence: float = 0.0,
         similarity: float | None = None,
         named: bool = False,
+        picked: str | None = None,
     ) -> None:
         self._init(
-            card, score, lead, coverage, margin, decision, reason, matched, blocked_by, confidence, similarity, named
-        )
+            card, score, lead, coverage, margin, decision, reason, matched, blocked_by, confidence, similarity, named,
+            picked,
+        )  # fmt: skip
 
 
 class Result(Record):
@@ -558,15 +563,11 @@ def _gate(
             blocker = candidate
         out.append(candidate)
     if not n_injected and min_confidence <= 0 and semantic and index.n_cards >= SEMANTIC_MIN_CARDS:
-        pick = _semantic_pick(admitted, scores, covers, weights.best, semantic)
+        pick, rule = _semantic_pick(admitted, scores, covers, weights.best, semantic), SEMANTIC_PICKED
         if pick is None and out and _agreement_pick(admitted[0][0], scores[0], out[0].lead, weights.best, semantic):
-            pick = 0
+            pick, rule = 0, AGREEMENT_PICKED
         if pick is not None:
-            was = out[pick]
-            out[pick] = Candidate(
-                was.card, was.score, was.lead, was.coverage, was.margin, INJECTED, None, was.matched,
-                None, was.confidence, was.similarity, was.named,
-            )  # fmt: skip
+            out[pick] = out[pick].replace(decision=INJECTED, reason=None, blocked_by=None, picked=rule)
     return out, tuple(evidence)
 
 
@@ -615,6 +616,8 @@ SEMANTIC_PICK_DEPTH = 10
 # vault too small for a z-score of 3). Fitted on the three dev suites and wtfjs-agent, leaving one out
 # (`python -m benchmarks.joint_study agree-cv`, RESULTS.md "Round 7"): no false injection added to a fitted slice
 # over 2.5%; held out, every slice at or under 3.9%.
+SEMANTIC_PICKED = "semantic"  # `Candidate.picked` of the two rules
+AGREEMENT_PICKED = "agreement"
 AGREE_SCORE = 0.47
 AGREE_LEAD = 0.20
 AGREE_COSINE_GAP = 0.006
