@@ -319,9 +319,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=("dump", "cv", "agree-cv"))
     parser.add_argument("--features", choices=("both", "words", "semantic"), default="both")
     parser.add_argument("--fit-fir", type=float, default=0.035)
-    parser.add_argument("--suite", action="append", help="suites to dump (default: the dev suites and held-out)")
+    parser.add_argument(
+        "--suite", action="append", help="suites to dump (default: the dev suites, wtfjs-agent and the held-out)"
+    )
     args = parser.parse_args(argv)
-    suites = tuple(args.suite or (*DEV, *HELD))
+    suites = tuple(args.suite or (*DEV, "wtfjs-agent", *HELD))
     if args.command == "dump":
         dump(suites)
     elif args.command == "agree-cv":
