@@ -311,7 +311,7 @@ def gates_dump(
 ) -> dict[str, list[Row]]:
     from cairn.hot import recall as R
     from cairn.hot.settings import settings_of
-    from cairn.hot.tokens import prompt_terms
+    from cairn.hot.tokens import prompt_sentences, prompt_terms
     from cairn.hot.vault import find_vault
     from cairn.index import build as indexer
     from cairn.quality.evaluate import load_cases
@@ -333,7 +333,7 @@ def gates_dump(
                 salience = prompt_terms(case.query)
                 terms = list(salience)
                 postings = index.postings(terms)
-                weights = R._weights(index, terms, postings, open_, salience)
+                weights = R._weights(index, terms, postings, open_, salience, prompt_sentences(case.query))
                 rows.append(
                     {
                         "id": case.id,

@@ -29,7 +29,7 @@ except ImportError:  # pragma: no cover - an interpreter without it
     from bisect import bisect_left
 
 from cairn.hot import Record, gates, stored_settings
-from cairn.hot.tokens import INSTRUCTION_WORDS, is_cjk, prompt_terms, tokenize
+from cairn.hot.tokens import INSTRUCTION_WORDS, is_cjk, prompt_sentences, prompt_terms, tokenize
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -227,7 +227,7 @@ def prompt_weights(index: "IndexReader", query: str, settings: "RecallSettings |
     settings = settings or stored_settings(index.config)
     salience = prompt_terms(query)
     terms = list(salience)
-    return _weights(index, terms, index.postings(terms), settings, salience)
+    return _weights(index, terms, index.postings(terms), settings, salience, prompt_sentences(query))
 
 
 def missing_terms(weights: QueryWeights, matched: "Collection[str]", limit: int = 5) -> list[str]:
@@ -310,7 +310,7 @@ def _recall(
     needed = _needed(index, settings, semantic)
 
     postings = index.postings(terms)
-    weights = _weights(index, terms, postings, settings, salience)
+    weights = _weights(index, terms, postings, settings, salience, prompt_sentences(query))
     if decide_first is not None and not examine_all:
         first = _first_decisions(
             index,
@@ -789,8 +789,11 @@ def _weights(
     postings: "dict[str, Postings]",
     settings: "RecallSettings",
     salience: "Mapping[str, float] | None" = None,
+    sentences: "Sequence[Sequence[str]]" = (),
 ) -> QueryWeights:
-    """The query's weights; salience (`tokens.prompt_terms`) scales each term (pasted material counts less)."""
+    """The query's weights; salience (`tokens.prompt_terms`) scales each term (pasted material counts less), and a
+    term said only in a sentence the vault hardly knows weighs `FOREIGN_WEIGHT` of itself (`_foreign`; `sentences`:
+    `tokens.prompt_sentences`)."""
     n = max(index.n_cards, 1)
     n_cjk = index.n_cjk_cards
     among_cjk = n_cjk if n_cjk >= MIN_CJK_CARDS else n  # see MIN_CJK_CARDS
@@ -818,9 +821,52 @@ def _weights(
             dfs[term] = df = found.df
             among = max(among_cjk, df) if is_cjk(term) else n
             idf[term] = discount * math.log(1 + (among - df + 0.5) / (df + 0.5))
+    if len(sentences) > 1:
+        foreign = _foreign(sentences, idf, unknown_terms)
+        if foreign:
+            for term in foreign:
+                discounts[term] *= FOREIGN_WEIGHT
+                if term in idf:
+                    idf[term] *= FOREIGN_WEIGHT
+                elif term in unknown_terms:
+                    unknown_terms[term] *= FOREIGN_WEIGHT
+            unknown_cjk = sum(w for t, w in unknown_terms.items() if is_cjk(t))
+            unknown = sum(w for t, w in unknown_terms.items() if not is_cjk(t))
     return QueryWeights(
         tuple(terms), idf, sum(idf.values()), unknown, unknown_cjk, unknown_terms, unknown_idf, dfs, discounts
     )
+
+
+# A sentence of a prompt is about something else than the vault when the words the vault uses hold less than
+# FOREIGN_SHARE of its weight (the rest: words no card uses), and another sentence of the prompt is not: the repo,
+# stack and ticket an agent's wrapper names around a short question ("Legacy jQuery admin panel, plain ES5 in
+# public/js/, no build step. typeof NaN is number?? ..."). Its terms, unless a sentence the vault knows says them
+# too, weigh FOREIGN_WEIGHT of themselves, in the best possible score and in coverage: the words the vault does not
+# know no longer drown the question they wrap. A question about something the vault does not know keeps its weight
+# (its own sentence is the one that names it; a prompt of one sentence is never discounted). Set by hand on wtfjs-agent
+# and the dev suites' wrapped slices (`benchmarks/wrapped.py`), RESULTS.md "Round 7".
+FOREIGN_SHARE = 0.5
+FOREIGN_WEIGHT = 0.1
+
+
+def _foreign(
+    sentences: "Sequence[Sequence[str]]", idf: "Mapping[str, float]", unknown: "Mapping[str, float]"
+) -> set[str]:
+    """The terms said only in sentences the vault hardly knows (see `FOREIGN_SHARE`), when some sentence it knows
+    better is there; else none."""
+    foreign: list[set[str]] = []
+    kept: set[str] = set()
+    for tokens in sentences:
+        words = set(tokens)
+        known = sum(idf.get(t, 0.0) for t in words)
+        strange = sum(unknown.get(t, 0.0) for t in words)
+        if known + strange > 0 and known < FOREIGN_SHARE * (known + strange):
+            foreign.append(words)
+        else:
+            kept |= words
+    if not foreign or len(foreign) == len(sentences):
+        return set()
+    return set().union(*foreign) - kept
 
 
 def score_terms(

@@ -343,20 +343,33 @@ _CLAUSE_ENDS = frozenset("，;；:：")  # a sentence goes on after these
 _BARE_ASK = 1  # an ask of at most this many terms points at the sentence before it
 _POINTING_ASK = 3  # ... and so does one of at most this many that says "this" or "it"
 
-_LAST_PROMPT: "list[tuple[str, dict[str, float]]]" = []  # the last prompt's terms: the hook asks once per vault
+# the last prompt's terms and sentences: the hook asks once per vault
+_LAST_PROMPT: "list[tuple[str, dict[str, float], tuple[tuple[str, ...], ...]]]" = []
 
 
 def prompt_terms(text: str) -> dict[str, float]:
     """`_prompt_terms(text)` (a fresh dict), worked out once for the same prompt asked again in a row (the layered
     hook recalls one prompt from each vault)."""
+    return dict(_prompt_parts(text)[0])
+
+
+def prompt_sentences(text: str) -> "tuple[tuple[str, ...], ...]":
+    """The tokens of each prose sentence of a prompt that is not boilerplate (pasted material, exception lines and
+    boilerplate left out; a clause ended by `;` or `，` counts as a sentence), as `_prompt_terms` reads it: what recall
+    weighs against the vault to find a sentence about something else (`recall.FOREIGN_SHARE`)."""
+    return _prompt_parts(text)[1]
+
+
+def _prompt_parts(text: str) -> "tuple[dict[str, float], tuple[tuple[str, ...], ...]]":
     if _LAST_PROMPT and _LAST_PROMPT[0][0] == text:
-        return dict(_LAST_PROMPT[0][1])
-    weights = _prompt_terms(text)
-    _LAST_PROMPT[:] = [(text, dict(weights))]
-    return weights
+        return _LAST_PROMPT[0][1], _LAST_PROMPT[0][2]
+    sentences: list[tuple[str, ...]] = []
+    weights = _prompt_terms(text, sentences)
+    _LAST_PROMPT[:] = [(text, weights, tuple(sentences))]
+    return weights, tuple(sentences)
 
 
-def _prompt_terms(text: str) -> dict[str, float]:
+def _prompt_terms(text: str, sentences: "list[tuple[str, ...]] | None" = None) -> dict[str, float]:
     """The distinct query terms of a prompt, each with its salience (0 < s <= 1): the question's and the salient
     evidence's first, in order of appearance, then the terms found only in pasted material.
 
@@ -369,7 +382,8 @@ def _prompt_terms(text: str) -> dict[str, float]:
     - context: when a sentence asks something (`_asks`, `_ask_label`; see `CONTEXT_WEIGHT`), the other prose
       sentences (the repo, the stack, the ticket, what to deliver) weigh `CONTEXT_WEIGHT`; an ask that names at
       most one term, or a few and points back ("Is this a bug?", "Can I do it faster?"), asks its neighbour too.
-    A term said in the question and in pasted material or context weighs fully."""
+    A term said in the question and in pasted material or context weighs fully. `sentences`, when given, gets the
+    tokens of each prose sentence that is not boilerplate (`prompt_sentences`)."""
     prose: list[list[str]] = []  # the tokens of each prose sentence
     boiler: list[bool] = []
     pasted: list[str] = []
@@ -418,6 +432,8 @@ def _prompt_terms(text: str) -> dict[str, float]:
         if pending:  # the line's last sentence had no full stop
             asks.append(group)
             refers.append(points)
+    if sentences is not None:
+        sentences.extend(tuple(tokens) for tokens, skip in zip(prose, boiler, strict=True) if not skip)
     if boiler and all(boiler):
         boiler = [False] * len(boiler)
     said = [0] * len(asks)  # the terms each group says
