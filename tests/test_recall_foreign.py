@@ -4,8 +4,11 @@ drown the question; a question about something the vault does not know keeps all
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from cairn.cli.recall_cmds import explain_rows, render_explain
 from cairn.hot import recall as R
 from cairn.hot import stored_settings
 from cairn.hot.recall import prompt_weights, recall
@@ -71,6 +74,17 @@ def test_the_wrappers_sentence_in_words_the_vault_never_uses_does_not_drown_the_
     assert weights.idf["build"] == pytest.approx(shipped * full.idf["build"])
     assert weights.idf["nan"] == pytest.approx(full.idf["nan"])
     assert weights.best < full.best
+    # explain says which terms were weighed a tenth (`QueryWeights.foreign`)
+    assert "jquery" in weights.foreign and "build" in weights.foreign and "nan" not in weights.foreign
+    assert full.foreign == weights.foreign  # the rule found them; only their weight was patched
+    shown = render_explain(wrapped, explain_rows(wrapped), foreign=weights.foreign)
+    assert "Weighed a tenth" in shown and "jquery" in shown.splitlines()[2]
+    assert "Weighed a tenth" not in render_explain(alone, explain_rows(alone), foreign=prompt_weights_of(repo).foreign)
+
+
+def prompt_weights_of(repo: VaultRepo) -> R.QueryWeights:
+    with indexer.open_index(find_vault(repo.root)) as index:
+        return prompt_weights(index, QUESTION)
 
 
 def test_a_question_about_what_the_vault_does_not_know_keeps_its_weight(vault_repo: VaultRepo) -> None:
@@ -85,3 +99,15 @@ def test_a_question_about_what_the_vault_does_not_know_keeps_its_weight(vault_re
             unknown_weight = stored_settings(index.config).unknown_weight
             assert weights.unknown_terms["kitebuilder"] == pytest.approx(weights.one_card * unknown_weight)
             assert recall(index, prompt).abstained, prompt
+
+
+def test_explain_names_the_terms_weighed_a_tenth(vault_repo: VaultRepo) -> None:
+    """The installed `cairn explain`, as a user runs it: the line and the JSON key appear only when the rule applied."""
+    repo = _vault(vault_repo)
+    wrapped = repo.invoke("explain", WRAPPED, "--json")
+    plain = repo.invoke("explain", QUESTION, "--json")
+    text = repo.invoke("explain", WRAPPED)
+    assert wrapped.returncode == plain.returncode == text.returncode == 0, wrapped.stderr
+    assert "jquery" in json.loads(wrapped.stdout)["foreign_terms"]
+    assert "foreign_terms" not in json.loads(plain.stdout)
+    assert "Weighed a tenth" in text.stdout and "legacy" in text.stdout

@@ -275,9 +275,12 @@ def explain(
         if row["decision"] == REJECTED and row["gates"] is not None:
             row["missing"] = missing_terms(weights, row["matched"])
     if as_json:
-        echo_json({"query": query, "abstained": result.abstained, "candidates": rows})
+        out: dict[str, Any] = {"query": query, "abstained": result.abstained, "candidates": rows}
+        if weights.foreign:  # terms weighed a tenth (`recall.FOREIGN_WEIGHT`), said only where the vault is lost
+            out["foreign_terms"] = list(weights.foreign)
+        echo_json(out)
     else:
-        echo(render_explain(result, rows))
+        echo(render_explain(result, rows, foreign=weights.foreign))
 
 
 def _explain_layered(query: str, scope: str | None, ref: str | None, worktree: bool, as_json: bool) -> None:
@@ -316,8 +319,12 @@ def _explain_layered(query: str, scope: str | None, ref: str | None, worktree: b
                 if row["decision"] == "injected" and row["id"] not in kept:
                     row["decision"], row["reason"] = REJECTED, dropped.get(row["id"], "over_total")
             section.update(abstained=result.abstained, injected=kept)
+            if weights[id(layer)].foreign:
+                section["foreign_terms"] = list(weights[id(layer)].foreign)
             section["candidates"] = rows
-            tables.append(render_explain(result, rows, injected=section["injected"]))
+            tables.append(
+                render_explain(result, rows, injected=section["injected"], foreign=weights[id(layer)].foreign)
+            )
     injected = [p.qid for p in given]
     if as_json:
         echo_json({"query": query, "abstained": not given, "injected": injected, "vaults": sections})
@@ -509,8 +516,14 @@ def _terms_line(row: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def render_explain(result: Result, rows: list[dict[str, Any]], injected: Sequence[str] | None = None) -> str:
-    """The table `explain` prints; `injected`: the ids given, when they are not recall's own (several vaults)."""
+def render_explain(
+    result: Result,
+    rows: list[dict[str, Any]],
+    injected: Sequence[str] | None = None,
+    foreign: Sequence[str] = (),
+) -> str:
+    """The table `explain` prints; `injected`: the ids given, when they are not recall's own (several vaults);
+    `foreign`: the prompt's terms weighed a tenth, said only in sentences the vault hardly knows."""
     s = result.settings
     if injected is None:
         outcome = (
@@ -527,6 +540,10 @@ def render_explain(result: Result, rows: list[dict[str, Any]], injected: Sequenc
         f"at most {s.max_cards} cards.",
         outcome,
     ]
+    if foreign:  # `recall.FOREIGN_WEIGHT`: an agent wrapper's repo and stack, in words no card uses
+        shown = ", ".join(clean_line(t) for t in foreign[:_TERMS_SHOWN])
+        more = f" (+{len(foreign) - _TERMS_SHOWN})" if len(foreign) > _TERMS_SHOWN else ""
+        lines.append(f"Weighed a tenth, said only in sentences about something the vault does not know: {shown}{more}")
     if not rows:
         lines.append("No card shares a word with the query.")
         return "\n".join(lines)

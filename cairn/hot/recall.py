@@ -180,10 +180,13 @@ class QueryWeights(Record):
     could score. unknown: weight of the words the vault never uses; unknown_cjk: of the CJK 2-grams it never uses
     (at `_CJK_UNKNOWN`). best: mass + unknown, the lead gate's denominator. total: best + unknown_cjk, the coverage
     denominator. df: each known term's document frequency; discount: each term's instruction discount times its
-    salience (what the layered merge needs to weigh the terms over several vaults, `serve.Scale`).
+    salience (what the layered merge needs to weigh the terms over several vaults, `serve.Scale`). foreign: the terms
+    weighed `FOREIGN_WEIGHT` of themselves, said only in sentences the vault hardly knows (`_foreign`).
     """
 
-    __slots__ = ("terms", "idf", "mass", "unknown", "unknown_cjk", "unknown_terms", "one_card", "df", "discount")
+    __slots__ = (
+        "terms", "idf", "mass", "unknown", "unknown_cjk", "unknown_terms", "one_card", "df", "discount", "foreign",
+    )  # fmt: skip
     terms: tuple[str, ...]
     idf: dict[str, float]
     mass: float
@@ -193,6 +196,7 @@ class QueryWeights(Record):
     one_card: float
     df: dict[str, int]
     discount: dict[str, float]
+    foreign: tuple[str, ...]
 
     def __init__(
         self,
@@ -205,8 +209,11 @@ class QueryWeights(Record):
         one_card: float = 0.0,
         df: "dict[str, int] | None" = None,
         discount: "dict[str, float] | None" = None,
+        foreign: tuple[str, ...] = (),
     ) -> None:
-        self._init(terms, idf, mass, unknown, unknown_cjk, unknown_terms or {}, one_card, df or {}, discount or {})
+        self._init(
+            terms, idf, mass, unknown, unknown_cjk, unknown_terms or {}, one_card, df or {}, discount or {}, foreign
+        )
 
     @property
     def best(self) -> float:
@@ -821,6 +828,7 @@ def _weights(
             dfs[term] = df = found.df
             among = max(among_cjk, df) if is_cjk(term) else n
             idf[term] = discount * math.log(1 + (among - df + 0.5) / (df + 0.5))
+    foreign: set[str] = set()
     if len(sentences) > 1:
         foreign = _foreign(sentences, idf, unknown_terms)
         if foreign:
@@ -833,8 +841,9 @@ def _weights(
             unknown_cjk = sum(w for t, w in unknown_terms.items() if is_cjk(t))
             unknown = sum(w for t, w in unknown_terms.items() if not is_cjk(t))
     return QueryWeights(
-        tuple(terms), idf, sum(idf.values()), unknown, unknown_cjk, unknown_terms, unknown_idf, dfs, discounts
-    )
+        tuple(terms), idf, sum(idf.values()), unknown, unknown_cjk, unknown_terms, unknown_idf, dfs, discounts,
+        tuple(t for t in terms if t in foreign),
+    )  # fmt: skip
 
 
 # A sentence of a prompt is about something else than the vault when the words the vault uses hold less than
