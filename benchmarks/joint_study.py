@@ -5,7 +5,7 @@
     .venv/bin/python -m benchmarks.joint_study cv --features words   # (or semantic): one channel's features
 
 `dump` (2 min; needs the semantic extra) writes benchmarks/.work/joint-<suite>.json: per case its slice, expected
-ids, the shipped decisions (words alone, and with the extra), and the first `DEPTH` admissible cards in word order
+ids, the shipped decisions (words alone, and with the extra less the agreement pick, which `agree-cv` fits), and the first `DEPTH` admissible cards in word order
 with their gate values (score, lead, coverage, margin, named) and their semantic similarity (cosine, z over the
 vault's cards, rank in the semantic order), and the five semantically closest cards over the whole vault.
 
@@ -62,7 +62,7 @@ def dump(suites: tuple[str, ...]) -> None:
                 position = {ids[i]: r for r, i in enumerate(order)}
                 at = {card_id: i for i, card_id in enumerate(ids)}
                 lexical = recall(index, case.query)
-                shipped = recall(index, case.query, semantic=z)
+                shipped = _without_agreement(index, case.query, z)
                 every = recall(index, case.query, examine_all=True)
                 adm = [c for c in every.candidates if c.reason not in ADMISSION][:DEPTH]
                 weights = prompt_weights(index, case.query)
@@ -100,6 +100,18 @@ def dump(suites: tuple[str, ...]) -> None:
                 )
         (WORK / f"joint-{name}.json").write_text(json.dumps(rows))
         print(name, len(rows), file=sys.stderr)
+
+
+def _without_agreement(index: Any, query: str, z: dict[str, float]) -> Any:
+    """recall with the semantic evidence and every shipped rule but the agreement pick: what `agree-cv` adds it to."""
+    from cairn.hot import recall as R
+
+    saved = R.AGREE_SCORE
+    R.AGREE_SCORE = float("inf")
+    try:
+        return R.recall(index, query, semantic=z)
+    finally:
+        R.AGREE_SCORE = saved
 
 
 def load(name: str) -> list[dict[str, Any]]:
