@@ -40,7 +40,7 @@ _OFF = ("0", "false", "off", "no")
 MAX_REPLY_BYTES = 4 * 1024 * 1024
 
 
-class Similarities(dict):  # type: ignore[type-arg]  # dict[str, float]; a subscripted base costs the hook an import
+class Similarities(dict[str, float]):
     """Card id -> similarity to a prompt (a cosine, or with `z` a z-score over the vault's cards). `scale`: for
     z-scores, the standard deviation of the cosines over the vault's cards, so that a z-score difference times
     `scale` is a difference of cosines (`recall._agreement_pick`); None when not known (an older warm encoder)."""
