@@ -199,7 +199,7 @@ def _reply(sock: "_socket.socket") -> "dict[str, float] | None":
         return None
     out = Similarities((str(k), float(v)) for k, v in sims.items() if type(v) is float or type(v) is int)
     scale = reply.get("scale")
-    if (type(scale) is float or type(scale) is int) and scale > 0:
+    if (type(scale) is float or type(scale) is int) and 0 < scale <= 1:  # cosines' spread: never more than 1
         out.scale = float(scale)
     return out
 
