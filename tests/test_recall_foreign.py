@@ -111,3 +111,24 @@ def test_explain_names_the_terms_weighed_a_tenth(vault_repo: VaultRepo) -> None:
     assert "jquery" in json.loads(wrapped.stdout)["foreign_terms"]
     assert "foreign_terms" not in json.loads(plain.stdout)
     assert "Weighed a tenth" in text.stdout and "legacy" in text.stdout
+
+
+def test_the_salient_evidence_of_a_traceback_is_never_weighed_a_tenth(vault_repo: VaultRepo) -> None:
+    """A sentence naming the package a pasted traceback names, in words the vault does not know, is foreign; the
+    package and the exception's words are the evidence (`tokens.prompt_terms`) and keep their full weight."""
+    repo = _vault(vault_repo)
+    prompt = (
+        "We ship kitebuilder through the zorblax pipeline.\n"
+        "typeof NaN is number?? how do I check for a real number\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/site-packages/kitebuilder/check.py", line 3, in <module>\n'
+        "TypeError: zorblax got NaN\n"
+    )
+    assert all("kitebuilder" not in s and "zorblax" not in s for s in prompt_sentences(prompt))
+    with indexer.open_index(find_vault(repo.root)) as index:
+        weights = prompt_weights(index, prompt)
+        unknown_weight = stored_settings(index.config).unknown_weight
+    for evidence in ("kitebuilder", "zorblax"):
+        assert evidence not in weights.foreign
+        assert weights.unknown_terms[evidence] == pytest.approx(weights.one_card * unknown_weight)
+    assert "pipeline" in weights.foreign  # the rest of the foreign sentence is weighed a tenth

@@ -355,7 +355,8 @@ def prompt_terms(text: str) -> dict[str, float]:
 
 def prompt_sentences(text: str) -> "tuple[tuple[str, ...], ...]":
     """The tokens of each prose sentence of a prompt that is not boilerplate (pasted material, exception lines and
-    boilerplate left out; a clause ended by `;` or `，` counts as a sentence), as `_prompt_terms` reads it: what recall
+    boilerplate left out; a clause ended by `;` or `，` counts as a sentence; the salient evidence, an exception
+    line's words and the package a path names, left out of every sentence), as `_prompt_terms` reads it: what recall
     weighs against the vault to find a sentence about something else (`recall.FOREIGN_SHARE`)."""
     return _prompt_parts(text)[1]
 
@@ -432,8 +433,13 @@ def _prompt_terms(text: str, sentences: "list[tuple[str, ...]] | None" = None) -
         if pending:  # the line's last sentence had no full stop
             asks.append(group)
             refers.append(points)
-    if sentences is not None:
-        sentences.extend(tuple(tokens) for tokens, skip in zip(prose, boiler, strict=True) if not skip)
+    if sentences is not None:  # the salient evidence is no sentence's to discount: it weighs fully, as below
+        evidence = set(salient)
+        sentences.extend(
+            tuple(t for t in tokens if t not in evidence)
+            for tokens, skip in zip(prose, boiler, strict=True)
+            if not skip
+        )
     if boiler and all(boiler):
         boiler = [False] * len(boiler)
     said = [0] * len(asks)  # the terms each group says
