@@ -317,22 +317,29 @@ def _without_pick(index: IndexReader, query: str, z: dict[str, float], veto: flo
             R.SEMANTIC_RESCUE_GAP = saved[2]  # type: ignore[attr-defined]
 
 
-def sem_dump(suites: tuple[str, ...] = SEM_SUITES) -> None:
-    import numpy as np
-
-    from cairn.hot.recall import prompt_weights, recall
+def suite_similarities(name: str) -> tuple[Any, list[Any], list[str], Any]:
+    """A suite's vault (indexed), its cases, and the cosine of every case's prompt to every card (card ids, a
+    prompts x cards matrix, as the hook's warm encoder computes them; prompt vectors cached in .work/semantic)."""
     from cairn.hot.vault import find_vault
     from cairn.index import build as indexer
     from cairn.quality.evaluate import load_cases
     from cairn.semantic.batch import similarity_matrix
 
+    vault = find_vault(prepare(name))
+    indexer.build_index(vault)
+    cases = load_cases(cases_file(name, vault.root))
+    ids, sims = similarity_matrix(indexer.index_file_for(vault), [c.query for c in cases], cache_dir=WORK / "semantic")
+    return vault, cases, ids, sims
+
+
+def sem_dump(suites: tuple[str, ...] = SEM_SUITES) -> None:
+    import numpy as np
+
+    from cairn.hot.recall import prompt_weights, recall
+    from cairn.index import build as indexer
+
     for name in suites:
-        vault = find_vault(prepare(name))
-        indexer.build_index(vault)
-        cases = load_cases(cases_file(name, vault.root))
-        ids, sims = similarity_matrix(
-            indexer.index_file_for(vault), [c.query for c in cases], cache_dir=WORK / "semantic"
-        )
+        vault, cases, ids, sims = suite_similarities(name)
         rows = []
         with indexer.open_index(vault) as index:
             for k, case in enumerate(cases):

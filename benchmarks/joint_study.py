@@ -27,7 +27,8 @@ import json
 import sys
 from typing import Any
 
-from benchmarks.recall_suites import TEMPLATE, WORK, cases_file, prepare
+from benchmarks.gate_study import suite_similarities
+from benchmarks.recall_suites import TEMPLATE, WORK
 
 DEV = ("stackfaq-en-dev", "tldr-zh-dev", "tldr-en-dev")
 HELD = (TEMPLATE, "wtfpython-agent")
@@ -39,18 +40,10 @@ def dump(suites: tuple[str, ...]) -> None:
     import numpy as np
 
     from cairn.hot.recall import prompt_weights, recall
-    from cairn.hot.vault import find_vault
     from cairn.index import build as indexer
-    from cairn.quality.evaluate import load_cases
-    from cairn.semantic.batch import similarity_matrix
 
     for name in suites:
-        vault = find_vault(prepare(name))
-        indexer.build_index(vault)
-        cases = load_cases(cases_file(name, vault.root))
-        ids, sims = similarity_matrix(
-            indexer.index_file_for(vault), [c.query for c in cases], cache_dir=WORK / "semantic"
-        )
+        vault, cases, ids, sims = suite_similarities(name)
         rows = []
         with indexer.open_index(vault) as index:
             for k, case in enumerate(cases):

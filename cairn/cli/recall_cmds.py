@@ -26,9 +26,11 @@ from cairn.cli.common import (
 from cairn.hot.gates import NAMED_LEAD
 from cairn.hot.index import IndexReader
 from cairn.hot.recall import (
+    AGREEMENT_PICKED,
     ALREADY_INJECTED,
     GATE_REASONS,
     REJECTED,
+    SEMANTIC_PICKED,
     QueryWeights,
     Result,
     missing_terms,
@@ -493,7 +495,7 @@ def explain_rows(result: Result) -> list[dict[str, Any]]:
 
 
 # What explain's reason column says of a card one of recall's picks injected (`Candidate.picked`).
-_PICKED = {"semantic": "semantic pick", "agreement": "both channels"}
+_PICKED = {SEMANTIC_PICKED: "semantic pick", AGREEMENT_PICKED: "both channels"}
 
 # How many of the first candidates `cairn explain` follows with the terms they matched and lack.
 EXPLAIN_TERMS = 5
