@@ -10,7 +10,9 @@ Each suite in ../shared/bench (`cards/` + `cases.jsonl`; CAIRN_BENCH_DIR elsewhe
 benchmarks/.work/<suite>, `git init`ed and committed, and indexed into benchmarks/.work/cache. `--suite template`
 is the vault template Cairn ships (`cairn/templates/vault`, its `evals/cases.yaml`; 14 cards, a sanity check only).
 `--suite wtfpython-agent` is a held-out suite kept in benchmarks/suites (57 Python-gotcha cards, agent-style prompts;
-never fitted on: benchmarks/suites/wtfpython-agent/SOURCE.md); it is not run by default.
+never fitted on: benchmarks/suites/wtfpython-agent/SOURCE.md); it is not run by default. `--suite gitflight-agent`
+is another (60 git lessons from git-flight-rules, 40 cards in English and 20 in Chinese, agent-style prompts in both
+languages and across them; never fitted on: its SOURCE.md); not run by default either.
 `--suite wtfjs-agent` is a lesson suite kept there too (58 JavaScript-gotcha cards, agent-style prompts; fittable,
 a dev suite: benchmarks/suites/wtfjs-agent/SOURCE.md); it is not run by default either.
 The figures come from `cairn.quality.evaluate.evaluate`, which calls `cairn.hot.recall.recall` per case: the same
@@ -41,7 +43,7 @@ HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
 BENCH = Path(os.environ.get("CAIRN_BENCH_DIR", HERE.parent.parent / "shared" / "bench"))
 SUITES = ("stackfaq-en-dev", "tldr-zh-dev", "tldr-en-dev")
-HELD_OUT = ("wtfpython-agent",)  # benchmarks/suites/<name>: never fitted on, run only with --suite
+HELD_OUT = ("wtfpython-agent", "gitflight-agent")  # benchmarks/suites/<name>: never fitted on, run only with --suite
 LESSON_SUITES = ("wtfjs-agent",)  # benchmarks/suites/<name>: fittable dev suites, run only with --suite
 TEMPLATE = "template"
 COLUMNS = ("recall@1", "recall@3", "injection@1", "injection@3", "false_injection_rate")
