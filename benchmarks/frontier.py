@@ -13,7 +13,7 @@ own best thresholds are a ceiling above this line, not far above it). The table 
 most Injection@1 any point reaches with its false injection rate at or under 5% (on that slice alone), at which s.
 
 Run from the repository root:
-    .venv/bin/python -m benchmarks.frontier                       # dev suites, template, wtfpython-agent; both ways
+    .venv/bin/python -m benchmarks.frontier                       # dev suites, template, held-out suites; both ways
     .venv/bin/python -m benchmarks.frontier --lexical             # without the extra only
     .venv/bin/python -m benchmarks.frontier --suite stackfaq-en-dev --scales 0.8,1,1.2 --json
 """

@@ -4,7 +4,7 @@
     .venv/bin/python -m benchmarks.selfcal_study report    # RESULTS.md "Self-calibration from a vault's own cards"
 
 `dump` runs recall with every gate open on the real cases of the dev suites, the template vault and
-wtfpython-agent (`confidence_study.gates_dump`), and on pseudo-queries made from each card of each of them:
+the held-out suites (`confidence_study.gates_dump`), and on pseudo-queries made from each card of each of them:
 
 - `name`, `summary`, `body`: the card's name, its summary's first sentence, each prose sentence of its body (not
   code, headings or tables; at most `BODY_PER_CARD` by a hash), asked with the card refused, as the issue proposes
@@ -27,7 +27,7 @@ rates against the real worst-slice rate along min_lead; self-calibration rules f
 (their constant, the pseudo false injection rate aimed at, and for the blend its weight, chosen on the two other
 suites: best summed Injection@1 with every slice's real rate at or under 4%); the frontier any per-vault choice of thresholds could
 reach (fitted on each suite itself: a ceiling, not a result); the refused-versus-removed check. The template vault
-and wtfpython-agent are reported, never fitted on.
+and the held-out suites (`recall_suites.HELD_OUT`) are reported, never fitted on.
 """
 
 from __future__ import annotations
@@ -365,7 +365,7 @@ def loso(
 ) -> dict[str, tuple[Any, dict[str, tuple[tuple[float, float, float], float, float]]] | None]:
     """Each dev suite left out: the rule's constant (by default the pseudo rate aimed at, `TARGETS`) fitted on the
     two others (best summed real Injection@1 with every slice at or under FIT_FIR; ties to the first constant
-    listed), then the suite left out, the template and wtfpython-agent calibrated with it: per left-out suite, the
+    listed), then the suite left out, the template and the held-out suites calibrated with it: per left-out suite, the
     constant and {suite: (thresholds, Injection@1, worst-slice FIR)}, or None when no constant holds."""
     out: dict[str, tuple[Any, dict[str, tuple[tuple[float, float, float], float, float]]] | None] = {}
     for held in SUITES:
@@ -388,6 +388,12 @@ def loso(
     return out
 
 
+def _header(constant: str) -> str:
+    """The head of a table of `_loso_lines`: the suite left out, the constant fitted, then each suite measured."""
+    columns = ["left out", constant, "left out", TEMPLATE, *HELD_OUT]
+    return f"| {' | '.join(columns)} |\n" + "|---" * len(columns) + "|"
+
+
 def _loso_lines(results: dict[str, Any]) -> list[str]:
     lines = []
     for held, got in results.items():
@@ -401,7 +407,7 @@ def _loso_lines(results: dict[str, Any]) -> list[str]:
 
 def _summary_line(name: str, results: dict[str, Any]) -> str:
     """One rule: each dev suite as left out (Injection@1 / worst-slice FIR, its min_lead), and the template's and
-    wtfpython-agent's figures over the three folds."""
+    the held-out suites' figures over the three folds."""
     cells = []
     for held in SUITES:
         got = results[held]
@@ -475,8 +481,7 @@ def report() -> None:
             )
     for name, rule in rules:
         print(f"### {name}")
-        print(f"| left out | target | left out | {TEMPLATE} | {HELD_OUT[0]} |")
-        print("|---|---|---|---|---|")
+        print(_header("target"))
         results = loso(tables, rule)
         summary.append(_summary_line(name, results))
         for line in _loso_lines(results):
@@ -484,18 +489,18 @@ def report() -> None:
     blends = [(w, t) for w in (0.0, 0.25, 0.5, 0.75, 1.0) for t in TARGETS]
     for kind in NEGATIVE_KINDS:
         print(f"### min_lead blended with the shipped value (weight, target), {kind}")
-        print(f"| left out | weight, target | left out | {TEMPLATE} | {HELD_OUT[0]} |")
-        print("|---|---|---|---|---|")
+        print(_header("weight, target"))
         results = loso(tables, lambda s, c, k=kind: rule_blend(tables.pseudo[s][k], c), blends)
         summary.append(_summary_line(f"min_lead blended, {kind}", results))
         for line in _loso_lines(results):
             print(line)
     print()
     print(
-        "## Summary: each dev suite as left out (Injection@1 / worst-slice FIR (min_lead)); template, wtfpython-agent"
+        "## Summary: each dev suite as left out (Injection@1 / worst-slice FIR (min_lead)); template, held-out suites"
     )
-    print(f"| rule | {' | '.join(SUITES)} | {TEMPLATE} (3 folds) | {HELD_OUT[0]} (3 folds) |")
-    print("|---|---|---|---|---|---|")
+    folds = [f"{s} (3 folds)" for s in (TEMPLATE, *HELD_OUT)]
+    print(f"| rule | {' | '.join(SUITES)} | {' | '.join(folds)} |")
+    print("|---" * (1 + len(SUITES) + len(folds)) + "|")
     shipped = [f"{tables.real(s, SHIPPED)[0]:.3f} / {tables.real(s, SHIPPED)[1]:.3f} (0.24)" for s in SUITES]
     shipped += ["{:.3f} / {:.3f}".format(*tables.real(s, SHIPPED)) for s in (TEMPLATE, *HELD_OUT)]
     print("| shipped defaults (no calibration) | " + " | ".join(shipped) + " |")
