@@ -12,9 +12,12 @@ is the vault template Cairn ships (`cairn/templates/vault`, its `evals/cases.yam
 `--suite wtfpython-agent` is a held-out suite kept in benchmarks/suites (57 Python-gotcha cards, agent-style prompts;
 never fitted on: benchmarks/suites/wtfpython-agent/SOURCE.md); it is not run by default. `--suite gitflight-agent`
 is another (60 git lessons from git-flight-rules, 40 cards in English and 20 in Chinese, agent-style prompts in both
-languages and across them; never fitted on: its SOURCE.md); not run by default either.
+languages and across them; never fitted on: its SOURCE.md); not run by default either. `--suite agent-lessons` is
+the two in one 117-card vault, the shape of issue 16's own held-out agent-prompt suite (git en+zh and wtfpython).
 `--suite wtfjs-agent` is a lesson suite kept there too (58 JavaScript-gotcha cards, agent-style prompts; fittable,
 a dev suite: benchmarks/suites/wtfjs-agent/SOURCE.md); it is not run by default either.
+`--suite gostyle-agent` is another fittable one (60 Go lessons from the Uber Go Style Guide, 40 cards in English and
+20 in Chinese, agent-style prompts in both languages and across them: benchmarks/suites/gostyle-agent/SOURCE.md).
 The figures come from `cairn.quality.evaluate.evaluate`, which calls `cairn.hot.recall.recall` per case: the same
 decisions `cairn recall` and the hook make. `--set` overrides a `[recall]` setting for exploration only; the table
 to report uses the shipped defaults.
@@ -43,8 +46,10 @@ HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
 BENCH = Path(os.environ.get("CAIRN_BENCH_DIR", HERE.parent.parent / "shared" / "bench"))
 SUITES = ("stackfaq-en-dev", "tldr-zh-dev", "tldr-en-dev")
-HELD_OUT = ("wtfpython-agent", "gitflight-agent")  # benchmarks/suites/<name>: never fitted on, run only with --suite
-LESSON_SUITES = ("wtfjs-agent",)  # benchmarks/suites/<name>: fittable dev suites, run only with --suite
+# benchmarks/suites/<name>: never fitted on, run only with --suite; "agent-lessons" is the two in one vault
+HELD_OUT = ("wtfpython-agent", "gitflight-agent", "agent-lessons")
+COMBINED = {"agent-lessons": ("gitflight-agent", "wtfpython-agent")}  # one vault holding these suites' cards and cases
+LESSON_SUITES = ("wtfjs-agent", "gostyle-agent")  # benchmarks/suites/<name>: fittable dev suites, run only with --suite
 TEMPLATE = "template"
 COLUMNS = ("recall@1", "recall@3", "injection@1", "injection@3", "false_injection_rate")
 
@@ -55,12 +60,35 @@ def prepare(suite: str) -> Path:
     if suite == TEMPLATE:
         source = template_source()
         return _vault_from(source, WORK / "template", tuple(sorted(p.name for p in source.iterdir())), ("-A",))
+    if suite in COMBINED:
+        return _vault_from(_combined_source(suite), WORK / suite, ("cards", "cases.jsonl"), ("cards",))
     source = BENCH / suite
     if suite in (*HELD_OUT, *LESSON_SUITES) and not (source / "cards").is_dir():
         source = HERE / "suites" / suite
     if not (source / "cards").is_dir():
         raise SystemExit(f"Error: no suite at {source}; set CAIRN_BENCH_DIR")
     return _vault_from(source, WORK / suite, ("cards", "cases.jsonl"), ("cards",))
+
+
+def _combined_source(suite: str) -> Path:
+    """benchmarks/.work/<suite>.source: the cards and cases of COMBINED[suite]'s suites side by side (their card
+    names are disjoint; a clash stops the run rather than drop a card)."""
+    source = WORK / f"{suite}.source"
+    shutil.rmtree(source, ignore_errors=True)
+    (source / "cards").mkdir(parents=True)
+    cases: list[str] = []
+    for part in COMBINED[suite]:
+        origin = HERE / "suites" / part
+        for card in sorted((origin / "cards").rglob("*")):
+            if card.is_file():
+                target = source / "cards" / card.relative_to(origin / "cards")
+                if target.exists():
+                    raise SystemExit(f"Error: {suite}: {card.name} is in two of {COMBINED[suite]}")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(card, target)
+        cases += (origin / "cases.jsonl").read_text(encoding="utf-8").splitlines()
+    (source / "cases.jsonl").write_text("\n".join(cases) + "\n", encoding="utf-8")
+    return source
 
 
 def cases_file(suite: str, root: Path) -> Path:
