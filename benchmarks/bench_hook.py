@@ -2,7 +2,7 @@
 
 Run from the repository root:
     .venv/bin/python -m benchmarks.bench_hook [--sizes 1000,10000,100000] [--runs 30] [--rev REV | --venv DIR]
-        [--layered NxSIZE,...] [--instructions] [--json]
+        [--layered NxSIZE,...] [--instructions] [--wrapped] [--json]
 
 What is timed is what a user gets: by default a plain venv with `pip install --no-deps` of the current sources
 (`benchmarks.userenv`, cached by a hash of `cairn/` and `pyproject.toml`), not the developer's editable venv (whose
@@ -81,8 +81,14 @@ def build_index(vault: SynthVault, cache: Path, python: str) -> dict[str, float]
     return timings
 
 
-def prompts_for(cards: list[SynthCard], n: int) -> list[str]:
-    """Prompts a user might type: three in four reword one card's situation; one in four fits nothing."""
+def prompts_for(cards: list[SynthCard], n: int, wrapped: bool = False) -> list[str]:
+    """Prompts a user might type: three in four reword one card's situation; one in four fits nothing. wrapped:
+    each inside an agent prompt's context and instructions (`benchmarks.wrapped.wrap`), as agents' users write
+    them: the prompts recall asks sentence by sentence when the whole fits nothing (`recall._fragment_pick`)."""
+    if wrapped:
+        from benchmarks.wrapped import wrap
+
+        return [wrap(str(i), prompt, False) for i, prompt in enumerate(prompts_for(cards, n))]
     rng = random.Random(5)
     out = []
     for i in range(n):
@@ -197,6 +203,7 @@ def bench_size(
     builder: str,
     layered: int = 1,
     count_instructions: bool = False,
+    wrapped: bool = False,
 ) -> dict[str, object]:
     label = f"{n_cards}" if layered == 1 else f"{layered}x{n_cards}"
     cache, state = work / "cache", work / f"state-{label}"
@@ -212,7 +219,7 @@ def bench_size(
     config = work / f"config-{label}.toml"
     configure(vaults, config)
     env = timing_env(CAIRN_CACHE_DIR=str(cache), CAIRN_STATE_DIR=str(state), CAIRN_CONFIG=str(config))
-    prompts = prompts_for(vault.cards, runs + 2)
+    prompts = prompts_for(vault.cards, runs + 2, wrapped)
 
     def payload(i: int) -> bytes:
         return json.dumps(
@@ -301,6 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--layered", default="", metavar="NxSIZE", help="rows with N configured vaults of SIZE cards, e.g. 3x1000"
     )
+    parser.add_argument(
+        "--wrapped", action="store_true", help="every prompt inside an agent wrapper (context and instructions)"
+    )
     args = parser.parse_args(argv)
     if args.instructions and shutil.which("valgrind") is None:
         parser.error("--instructions needs valgrind on PATH (e.g. apt-get install valgrind)")
@@ -331,7 +341,17 @@ def main(argv: list[str] | None = None) -> int:
     rows = [(1, int(s)) for s in args.sizes.split(",") if s]
     rows += [(int(n), int(size)) for n, _, size in (spec.partition("x") for spec in args.layered.split(",") if spec)]
     for layered, size in rows:
-        r = bench_size(size, max(args.runs, 20), args.work, python, cairn, builder, max(layered, 1), args.instructions)
+        r = bench_size(
+            size,
+            max(args.runs, 20),
+            args.work,
+            python,
+            cairn,
+            builder,
+            max(layered, 1),
+            args.instructions,
+            args.wrapped,
+        )
         results.append(r)
         budget = r["budget"]
         verdict = "" if budget is None else ("ok" if float(r["ratio"]) <= float(budget) else "OVER")  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ Run from the repository root:
     .venv/bin/python -m benchmarks.wrapped --suite tldr-zh-dev --json
     .venv/bin/python -m benchmarks.wrapped --context-weight 0.3  # explore tokens.CONTEXT_WEIGHT (not shipped)
     .venv/bin/python -m benchmarks.wrapped --fit                 # leave-one-suite-out fit of CONTEXT_WEIGHT
+    .venv/bin/python -m benchmarks.wrapped --semantic            # with the extra's similarities
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import sys
 from typing import Any
 
 from benchmarks import recall_suites
-from cairn.hot import tokens
 
 WRAPPED = "wrapped"
 
@@ -103,8 +103,9 @@ def wrapped_cases(suite: str, cases: list[Any]) -> list[Any]:
     return [*cases, *extra]
 
 
-def run_suite(suite: str, overrides: dict[str, Any]) -> dict[str, Any]:
-    """The suite's figures (overall and per slice, wrapped included)."""
+def run_suite(suite: str, overrides: dict[str, Any], semantic: bool = False) -> dict[str, Any]:
+    """The suite's figures (overall and per slice, wrapped included); semantic: with the extra's z-scores, as
+    `recall_suites --semantic` gives them."""
     from cairn.hot.settings import settings_of
     from cairn.hot.vault import find_vault
     from cairn.index import build as indexer
@@ -115,13 +116,21 @@ def run_suite(suite: str, overrides: dict[str, Any]) -> dict[str, Any]:
     cases = wrapped_cases(suite, load_cases(recall_suites.cases_file(suite, vault.root)))
     with indexer.open_index(vault) as index:
         settings = dataclasses.replace(settings_of(index), **overrides)
-        data = evaluate(index, cases, settings=settings).to_dict()
+        sims = None
+        if semantic:
+            from cairn.semantic.batch import similarities_for
+
+            prompts = [case.query for case in cases]
+            sims = similarities_for(index.path, prompts, top=50, z=True, cache_dir=recall_suites.WORK / "semantic")
+        data = evaluate(index, cases, settings=settings, semantic=sims).to_dict()
     data["n_cards"] = len(cases)
     data["ms_per_case"] = 0.0
     return data
 
 
 def set_context_weight(value: float) -> None:
+    from cairn.hot import tokens  # here, not at the top: bench_hook takes `wrap` and never imports the checkout
+
     tokens.CONTEXT_WEIGHT = value
     tokens._LAST_PROMPT.clear()
 
@@ -172,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--context-weight", type=float, help="Override tokens.CONTEXT_WEIGHT (exploration only).")
     parser.add_argument("--fit", action="store_true", help="Leave-one-suite-out fit of tokens.CONTEXT_WEIGHT.")
     parser.add_argument("--json", action="store_true", help="Print JSON.")
+    parser.add_argument(
+        "--semantic", action="store_true", help="With the semantic extra's similarities (pip install the extra)."
+    )
     args = parser.parse_args(argv)
     os.environ["CAIRN_CACHE_DIR"] = str(recall_suites.WORK / "cache")
     overrides: dict[str, Any] = {}
@@ -184,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.context_weight is not None:
         set_context_weight(args.context_weight)
-    results = {suite: run_suite(suite, overrides) for suite in suites}
+    results = {suite: run_suite(suite, overrides, args.semantic) for suite in suites}
     if args.json:
         print(json.dumps({s: {k: v for k, v in d.items() if k != "cases"} for s, d in results.items()}, indent=2))
     else:

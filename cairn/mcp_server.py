@@ -137,6 +137,7 @@ class VaultTools:
             "abstained": result.abstained,
             "injected": [c.card.id for c in result.injected],
             "candidates": [_candidate_dict(c) for c in result.candidates],
+            "fragment": result.fragment,
             "thresholds": {
                 "min_lead": result.settings.min_lead,
                 "min_score": result.settings.min_lead,  # the old name, kept until 0.3 (CHANGELOG)
@@ -232,6 +233,7 @@ def _candidate_dict(c: Candidate) -> dict[str, Any]:
         "margin": c.margin,
         "decision": c.decision,
         "reason": c.reason,
+        "picked": c.picked,  # which of recall's picks injected it when the word gates passed nothing (or None)
     }
 
 

@@ -111,13 +111,16 @@ def test_the_question_card_is_injected_with_context_sentences_around_it(vault_re
     assert top.lead >= result.settings.min_lead and top.coverage >= result.settings.min_coverage
 
 
-def test_without_the_discount_the_context_drowned_the_question(
+def test_without_the_discount_the_question_asked_alone_still_finds_its_card(
     vault_repo: VaultRepo, no_context_discount: None
 ) -> None:
-    """The same prompt, every sentence weighing fully (recall before this change): nothing is injected."""
+    """The same prompt, every sentence weighing fully (what ships): the context drowns the whole prompt's lead, and
+    the question asked alone (`recall._fragment_pick`) injects the card the whole prompt ranks first."""
     result = _recall(_cards(vault_repo), LONG_PROMPT)
-    assert not result.injected
-    assert result.candidates[0].card.id == "python/requests-timeout"
+    top = result.candidates[0]
+    assert top.card.id == "python/requests-timeout" and top.lead < result.settings.min_lead
+    assert [c.card.id for c in result.injected] == ["python/requests-timeout"] and top.picked == "fragment"
+    assert result.fragment is not None and "requests.get" in result.fragment
 
 
 def test_context_alone_injects_nothing(vault_repo: VaultRepo) -> None:

@@ -63,6 +63,7 @@ def test_the_wrappers_sentence_in_words_the_vault_never_uses_does_not_drown_the_
         wrapped = recall(index, WRAPPED)
         weights = prompt_weights(index, WRAPPED)
         monkeypatch.setattr(R, "FOREIGN_WEIGHT", 1.0)  # the rule off: the wrapper's words at full weight
+        monkeypatch.setattr(R, "_fragment_pick", lambda *args: None)  # and the fragment pick (its own tests) off
         drowned = recall(index, WRAPPED)
         full = prompt_weights(index, WRAPPED)
     assert [c.card.id for c in alone.injected] == [NAN]

@@ -28,6 +28,7 @@ from cairn.hot.index import IndexReader
 from cairn.hot.recall import (
     AGREEMENT_PICKED,
     ALREADY_INJECTED,
+    FRAGMENT_PICKED,
     GATE_REASONS,
     REJECTED,
     SEMANTIC_PICKED,
@@ -280,6 +281,8 @@ def explain(
         out: dict[str, Any] = {"query": query, "abstained": result.abstained, "candidates": rows}
         if weights.foreign:  # terms weighed a tenth (`recall.FOREIGN_WEIGHT`), said only where the vault is lost
             out["foreign_terms"] = list(weights.foreign)
+        if result.fragment is not None:  # the part of the prompt the fragment pick asked alone
+            out["fragment"] = result.fragment
         echo_json(out)
     else:
         echo(render_explain(result, rows, foreign=weights.foreign))
@@ -323,6 +326,8 @@ def _explain_layered(query: str, scope: str | None, ref: str | None, worktree: b
             section.update(abstained=result.abstained, injected=kept)
             if weights[id(layer)].foreign:
                 section["foreign_terms"] = list(weights[id(layer)].foreign)
+            if result.fragment is not None:
+                section["fragment"] = result.fragment
             section["candidates"] = rows
             tables.append(
                 render_explain(result, rows, injected=section["injected"], foreign=weights[id(layer)].foreign)
@@ -495,7 +500,7 @@ def explain_rows(result: Result) -> list[dict[str, Any]]:
 
 
 # What explain's reason column says of a card one of recall's picks injected (`Candidate.picked`).
-_PICKED = {SEMANTIC_PICKED: "semantic pick", AGREEMENT_PICKED: "both channels"}
+_PICKED = {SEMANTIC_PICKED: "semantic pick", AGREEMENT_PICKED: "both channels", FRAGMENT_PICKED: "one sentence"}
 
 # How many of the first candidates `cairn explain` follows with the terms they matched and lack.
 EXPLAIN_TERMS = 5
@@ -542,6 +547,11 @@ def render_explain(
         f"at most {s.max_cards} cards.",
         outcome,
     ]
+    if result.fragment is not None:  # `recall._fragment_pick`
+        lines.append(
+            f"Injected on one sentence of the prompt, asked alone (the whole prompt ranks the card first): "
+            f"{clean_line(result.fragment)}"
+        )
     if foreign:  # `recall.FOREIGN_WEIGHT`: an agent wrapper's repo and stack, in words no card uses
         shown = ", ".join(clean_line(t) for t in foreign[:_TERMS_SHOWN])
         more = f" (+{len(foreign) - _TERMS_SHOWN})" if len(foreign) > _TERMS_SHOWN else ""

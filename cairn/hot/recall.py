@@ -29,7 +29,7 @@ except ImportError:  # pragma: no cover - an interpreter without it
     from bisect import bisect_left
 
 from cairn.hot import Record, gates, stored_settings
-from cairn.hot.tokens import INSTRUCTION_WORDS, is_cjk, prompt_sentences, prompt_terms, tokenize
+from cairn.hot.tokens import INSTRUCTION_WORDS, is_cjk, prompt_fragments, prompt_sentences, prompt_terms, tokenize
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -149,14 +149,16 @@ class Result(Record):
     """injected: the cards to give the agent, best first. candidates: every card examined, by score.
     evidence: the confidence gate's features of each cut after admissible card k = 1 .. max_cards (what
     `benchmarks/confidence_study.py` fits on; `cairn.hot.confidence.FEATURES` names them). weights: the prompt's
-    weights in this vault (what the layered merge puts on one scale, `cairn.hot.serve`); None when not recalled."""
+    weights in this vault (what the layered merge puts on one scale, `cairn.hot.serve`); None when not recalled.
+    fragment: the part of the prompt asked alone that injected the card, when the fragment pick did."""
 
-    __slots__ = ("injected", "candidates", "settings", "evidence", "weights")
+    __slots__ = ("injected", "candidates", "settings", "evidence", "weights", "fragment")
     injected: tuple[Candidate, ...]
     candidates: tuple[Candidate, ...]
     settings: "RecallSettings"
     evidence: "tuple[tuple[float, ...], ...]"
     weights: "QueryWeights | None"
+    fragment: str | None
 
     def __init__(
         self,
@@ -165,8 +167,9 @@ class Result(Record):
         settings: "RecallSettings",
         evidence: "tuple[tuple[float, ...], ...]" = (),
         weights: "QueryWeights | None" = None,
+        fragment: str | None = None,
     ) -> None:
-        self._init(injected, candidates, settings, evidence, weights)
+        self._init(injected, candidates, settings, evidence, weights, fragment)
 
     @property
     def abstained(self) -> bool:
@@ -283,13 +286,76 @@ def recall(
     admission and the gates need, the same cards and scores a full ranking would give.
     """
     try:
-        return _recall(
+        result = _recall(
             index, query, scope, already_injected, today, settings, examine_all, decide_first, semantic, evidence
         )
     except _Unanswered:  # the semantic channel was asked and gave nothing: the words alone decide
-        return _recall(
+        result = _recall(
             index, query, scope, already_injected, today, settings, examine_all, decide_first, None, evidence
         )
+    if result.injected or getattr(result.settings, "min_confidence", 0.0) > 0:
+        return result
+    return _fragment_pick(index, query, result, scope, already_injected, today) or result
+
+
+# The fragment pick: when nothing is injected, each fragment of the prompt (`tokens.prompt_fragments`: a sentence,
+# or an instruction or question glued to one without a full stop) is asked alone; the first whose own recall injects
+# the card the whole prompt ranks first (its first admissible card), with a lead of at least FRAGMENT_LEAD, injects
+# that card. Both readings agree on the card, and one sentence of the prompt is a confident question about it on its
+# own: what the rest of an agent prompt (the repo, the stack, the deliverables) drowned was the wrapper's evidence,
+# not the question's. FRAGMENT_LEAD is stricter than the lead gate's 0.24 because a prompt of n fragments has n more
+# chances to pass: the lowest lead on a 0.02 grid keeping every slice of the fittable suites (the dev suites, their
+# questions in varied wrappers, wtfjs-agent, gostyle-agent) at or under 5%, RESULTS.md "Round 9". Decided on words
+# alone, with or without the semantic channel, except that a card the whole prompt's words passed and the semantic
+# channel vetoed stays out (the pick finds drowned questions; it does not overrule the veto). Requiring the veto's
+# z-score of 3.0 of the picked card too refused most of these cards in vaults about one subject; without it every
+# fittable slice stays under 5% with the extra too.
+FRAGMENT_PICKED = "fragment"
+FRAGMENT_LEAD = 0.26
+
+
+def _fragment_pick(
+    index: "IndexReader",
+    query: str,
+    result: Result,
+    scope: "Sequence[str] | None",
+    already_injected: "Collection[str]",
+    today: "dt.date | None",
+) -> Result | None:
+    """`result` with its first admissible card injected by the fragment pick, or None."""
+    first = next((c for c in result.candidates if c.reason in GATE_REASONS), None)
+    if first is None or first.reason == SEMANTIC_VETO:
+        return None  # nothing admitted, or the words passed it and the semantic channel found it far from the prompt
+    whole = set(prompt_terms(query))
+    for fragment in prompt_fragments(query):
+        said = set(tokenize(fragment))
+        if whole.issubset(said) or said.isdisjoint(first.matched):
+            continue  # it says everything the prompt does, or nothing the card matched: asking it alone changes nothing
+        if not _may_lead(index, fragment, first.card.row, result.settings):
+            continue
+        alone = _recall(index, fragment, scope, already_injected, today, result.settings, False, 1, None, False)
+        if alone.injected and alone.injected[0].card.id == first.card.id and alone.injected[0].lead >= FRAGMENT_LEAD:
+            picked = first.replace(decision=INJECTED, reason=None, blocked_by=None, picked=FRAGMENT_PICKED)
+            candidates = tuple(picked if c is first else c for c in result.candidates)
+            return Result((picked,), candidates, result.settings, result.evidence, result.weights, fragment)
+    return None
+
+
+def _may_lead(index: "IndexReader", fragment: str, row: int, settings: "RecallSettings") -> bool:
+    """Whether the card at `row` could pass the fragment pick for `fragment`: its coverage of the fragment reaches
+    the coverage gate and its score the share of the fragment's best possible score that a lead of FRAGMENT_LEAD
+    needs (with a second card scoring nothing, and the prompt naming it). One card scored, not the vault ranked: the
+    ranking is what the pick costs, and most fragments fail here."""
+    salience = prompt_terms(fragment)
+    terms = list(salience)
+    postings = index.postings(terms)
+    weights = _weights(index, terms, postings, settings, salience, prompt_sentences(fragment))
+    known = [(t, postings[t].rows, postings[t].stats, weights.idf[t]) for t in terms if t in postings]
+    avg = tuple(max(a, 1.0) for a in index.avg_lengths)
+    score, matched = _exact(row, known, settings, avg)
+    if gates.coverage(matched, weights.idf, weights.total) < settings.min_coverage:
+        return False
+    return gates.named_lead(gates.lead(score, 0.0, weights.best), 1.0) >= FRAGMENT_LEAD
 
 
 class _Unanswered(Exception):

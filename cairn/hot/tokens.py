@@ -343,8 +343,9 @@ _CLAUSE_ENDS = frozenset("，;；:：")  # a sentence goes on after these
 _BARE_ASK = 1  # an ask of at most this many terms points at the sentence before it
 _POINTING_ASK = 3  # ... and so does one of at most this many that says "this" or "it"
 
-# the last prompt's terms and sentences: the hook asks once per vault
+# the last prompts' terms and sentences: the hook asks once per vault, with the fragments recall asks alone between
 _LAST_PROMPT: "list[tuple[str, dict[str, float], tuple[tuple[str, ...], ...]]]" = []
+_LAST_PROMPTS = 8
 
 
 def prompt_terms(text: str) -> dict[str, float]:
@@ -362,11 +363,13 @@ def prompt_sentences(text: str) -> "tuple[tuple[str, ...], ...]":
 
 
 def _prompt_parts(text: str) -> "tuple[dict[str, float], tuple[tuple[str, ...], ...]]":
-    if _LAST_PROMPT and _LAST_PROMPT[0][0] == text:
-        return _LAST_PROMPT[0][1], _LAST_PROMPT[0][2]
+    for seen, weights, said in _LAST_PROMPT:
+        if seen == text:
+            return weights, said
     sentences: list[tuple[str, ...]] = []
     weights = _prompt_terms(text, sentences)
-    _LAST_PROMPT[:] = [(text, weights, tuple(sentences))]
+    _LAST_PROMPT.insert(0, (text, weights, tuple(sentences)))
+    del _LAST_PROMPT[_LAST_PROMPTS:]
     return weights, tuple(sentences)
 
 
@@ -522,6 +525,71 @@ def _package(text: str, out: list[str]) -> None:
             name = text[at + len(marker) :].split("/", 1)[0].strip("\"'")
             if name:
                 out.extend(tokenize(name))
+
+
+# A capitalised word that opens an instruction or a question glued to the sentence before it without a full stop
+# ("... instead of the request details Give me the root cause first", "... in a loop Why does ..."): where
+# `prompt_fragments` cuts a sentence in two.
+_GLUED_OPENERS = frozenset(
+    """Give Explain Tell Don't Do Please Run Keep Start Post Reply Answer Walk Check Show Write Make Fix Find
+    Summarise Summarize List Add Just No Can Could Is Are Should Would What Why How Focus Assume Include Avoid Be Use
+    Note Stick Point Send Look Let Help Propose Suggest Return Read Open Describe""".split()
+)
+_GLUE_AFTER = _LOWER | _DIGITS | frozenset(")`'\"")
+_CJK_FULL_STOPS = frozenset("。！？；：")
+# A fragment asked alone names at least this many terms that are not instruction words.
+FRAGMENT_MIN_TERMS = 3
+
+
+def prompt_fragments(text: str) -> "list[str]":
+    """The parts of a prompt that recall may ask alone (`recall._fragment_pick`): its prose sentences (cut at `.`,
+    `!`, `?` or `;` before a space, at a lower-case word's `:` before a space, at a CJK full stop, and before a
+    capitalised instruction or question glued on without a full stop, `_GLUED_OPENERS`), and each exception line
+    whole. Pasted lines and fenced blocks are no fragment; neither is one that is all boilerplate or names fewer than
+    `FRAGMENT_MIN_TERMS` terms that are not instruction words. In the prompt's order."""
+    pieces: list[str] = []
+    fenced = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```") or stripped.startswith("~~~"):
+            fenced = not fenced
+            continue
+        if not stripped or fenced:
+            continue
+        if _exception_line(stripped):
+            pieces.append(stripped)
+        elif not _pasted_line(line, stripped):
+            _cut_fragments(stripped, pieces)
+    out = []
+    for piece in pieces:
+        tokens = tokenize(piece)
+        named = {token for token in tokens if token not in INSTRUCTION_WORDS}
+        if len(named) >= FRAGMENT_MIN_TERMS and not _boilerplate(piece, tokens):
+            out.append(piece)
+    return out
+
+
+def _cut_fragments(line: str, out: list[str]) -> None:
+    """Add the fragments of a prose line to out (see `prompt_fragments`), read word by word."""
+    for ending in _CJK_FULL_STOPS:
+        if ending in line:
+            line = line.replace(ending, ending + "\n")
+    for part in line.splitlines():
+        words = part.split()
+        start = 0
+        for i, word in enumerate(words):
+            last = word[-1]
+            if i + 1 < len(words) and (
+                last in ".!?;"
+                or last == ":"
+                and word[-2:-1] in _LOWER
+                or last in _GLUE_AFTER
+                and words[i + 1].rstrip(".,;:!?") in _GLUED_OPENERS
+            ):
+                out.append(" ".join(words[start : i + 1]))
+                start = i + 1
+        if start < len(words):
+            out.append(" ".join(words[start:]))
 
 
 def _sentences(line: str) -> list[str]:
