@@ -66,11 +66,23 @@ def _vault(repo: VaultRepo) -> VaultRepo:
 
 
 def test_prompt_fragments_cut_sentences_and_glued_instructions() -> None:
+    # the instructions glued on ("Give me ...", "don't touch ...") are cut off, and asked alone only when the prompt
+    # says nothing else
     assert prompt_fragments(WRAPPED) == [
         "We're on the checkout frontend, React 18 + Vite, TypeScript strict.",
         QUESTION,
-        "Give me the root cause first, then a minimal patch;",
-        "don't touch package.json.",
+    ]
+    instructions = "Keep changes small and run the tests for the package you touch. Give me the root cause first."
+    assert prompt_fragments(instructions) == [
+        "Keep changes small and run the tests for the package you touch.",
+        "Give me the root cause first.",
+    ]
+    # a colon that labels a message ends no fragment; one that labels a question does
+    assert prompt_fragments("JSON.stringify throws TypeError: Do not know how to serialize a BigInt") == [
+        "JSON.stringify throws TypeError: Do not know how to serialize a BigInt"
+    ]
+    assert prompt_fragments("Someone on the team asked me this: which shell sorts the history by date?") == [
+        "which shell sorts the history by date?"
     ]
     # an exception line stays whole; pasted code and fenced blocks are no fragment; nor is a sentence of fewer than
     # three terms that are not instruction words, or one made of instruction words alone

@@ -527,26 +527,31 @@ def _package(text: str, out: list[str]) -> None:
                 out.extend(tokenize(name))
 
 
-# A capitalised word that opens an instruction or a question glued to the sentence before it without a full stop
-# ("... instead of the request details Give me the root cause first", "... in a loop Why does ..."): where
-# `prompt_fragments` cuts a sentence in two.
-_GLUED_OPENERS = frozenset(
-    """Give Explain Tell Don't Do Please Run Keep Start Post Reply Answer Walk Check Show Write Make Fix Find
-    Summarise Summarize List Add Just No Can Could Is Are Should Would What Why How Focus Assume Include Avoid Be Use
-    Note Stick Point Send Look Let Help Propose Suggest Return Read Open Describe""".split()
+# A capitalised word that opens an instruction to the agent, or a question, glued to the sentence before it without
+# a full stop ("... instead of the request details Give me the root cause first", "... in a loop Why does ..."):
+# where `prompt_fragments` cuts a sentence in two.
+_INSTRUCTION_OPENERS = frozenset(
+    """Give Explain Tell Don't Please Run Keep Start Post Reply Answer Walk Check Show Write Make Fix Find Summarise
+    Summarize List Add Just No Focus Assume Include Avoid Be Use Note Stick Point Send Look Let Help Propose Suggest
+    Return Read Open Describe""".split()
 )
+_GLUED_OPENERS = _INSTRUCTION_OPENERS | frozenset("Do Can Could Is Are Should Would What Why How".split())
 _GLUE_AFTER = _LOWER | _DIGITS | frozenset(")`'\"")
 _CJK_FULL_STOPS = frozenset("。！？；：")
+# A word whose colon introduces a message, not a sentence ("... throws TypeError: Do not know how to serialize a
+# BigInt", "circular import error: cannot import name ..."): no fragment ends there.
+_MESSAGE_LABELS = ("error", "exception", "warning", "fatal", "panic", "failed", "failure")
 # A fragment asked alone names at least this many terms that are not instruction words.
 FRAGMENT_MIN_TERMS = 3
 
 
 def prompt_fragments(text: str) -> "list[str]":
     """The parts of a prompt that recall may ask alone (`recall._fragment_pick`): its prose sentences (cut at `.`,
-    `!`, `?` or `;` before a space, at a lower-case word's `:` before a space, at a CJK full stop, and before a
-    capitalised instruction or question glued on without a full stop, `_GLUED_OPENERS`), and each exception line
-    whole. Pasted lines and fenced blocks are no fragment; neither is one that is all boilerplate or names fewer than
-    `FRAGMENT_MIN_TERMS` terms that are not instruction words. In the prompt's order."""
+    `!`, `?` or `;` before a space, at a lower-case word's `:` before a space unless it labels a message, at a CJK
+    full stop, and before a capitalised instruction or question glued on without a full stop, `_GLUED_OPENERS`), and
+    each exception line whole. Pasted lines and fenced blocks are no fragment; neither is one that is all boilerplate
+    or names fewer than `FRAGMENT_MIN_TERMS` terms that are not instruction words; nor is an instruction to the agent
+    (`_instruction`) when another fragment is not one. In the prompt's order."""
     pieces: list[str] = []
     fenced = False
     for line in text.splitlines():
@@ -566,7 +571,15 @@ def prompt_fragments(text: str) -> "list[str]":
         named = {token for token in tokens if token not in INSTRUCTION_WORDS}
         if len(named) >= FRAGMENT_MIN_TERMS and not _boilerplate(piece, tokens):
             out.append(piece)
-    return out
+    asked = [piece for piece in out if not _instruction(piece)]
+    return asked if asked else out
+
+
+def _instruction(fragment: str) -> bool:
+    """Whether a fragment opens with an imperative addressed to the agent ("Keep changes small and run the tests
+    for the package you touch."): beside a fragment that does not, it says how to work, not what is asked."""
+    first = fragment.split(None, 1)[0].rstrip(".,;:!?")
+    return first[:1].upper() + first[1:] in _INSTRUCTION_OPENERS
 
 
 def _cut_fragments(line: str, out: list[str]) -> None:
@@ -577,19 +590,23 @@ def _cut_fragments(line: str, out: list[str]) -> None:
     for part in line.splitlines():
         words = part.split()
         start = 0
-        for i, word in enumerate(words):
-            last = word[-1]
-            if i + 1 < len(words) and (
-                last in ".!?;"
-                or last == ":"
-                and word[-2:-1] in _LOWER
-                or last in _GLUE_AFTER
-                and words[i + 1].rstrip(".,;:!?") in _GLUED_OPENERS
-            ):
+        for i in range(len(words) - 1):
+            if _ends_fragment(words[i], words[i + 1]):
                 out.append(" ".join(words[start : i + 1]))
                 start = i + 1
         if start < len(words):
             out.append(" ".join(words[start:]))
+
+
+def _ends_fragment(word: str, following: str) -> bool:
+    """Whether a fragment ends after `word` (the next word: `following`): a full stop, a lower-case word's colon that
+    is no message label's, or a capitalised instruction or question glued on next."""
+    last = word[-1]
+    if last in ".!?;":
+        return True
+    if last == ":":
+        return word[-2:-1] in _LOWER and not word[:-1].lower().endswith(_MESSAGE_LABELS)
+    return last in _GLUE_AFTER and following.rstrip(".,;:!?") in _GLUED_OPENERS
 
 
 def _sentences(line: str) -> list[str]:
