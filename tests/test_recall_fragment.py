@@ -169,3 +169,24 @@ def test_the_hook_injects_the_drowned_question_and_explain_says_why(vault_repo: 
     assert data["candidates"][0]["picked"] == FRAGMENT_PICKED
     plain = json.loads(repo.invoke("explain", QUESTION, "--json").stdout)
     assert "fragment" not in plain
+
+
+def test_a_pasted_document_asks_at_most_a_few_fragments(vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hundreds of sentences that each name the first card's words: the hook scores at most `FRAGMENT_TRIES` of them,
+    those saying most of the card's matched terms first."""
+    repo = _vault(vault_repo)
+    asked: list[str] = []
+    real = R._may_lead
+
+    def counting(index: object, fragment: str, row: int, settings: object) -> bool:
+        asked.append(fragment)
+        return real(index, fragment, row, settings)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(R, "_may_lead", counting)
+    filler = " ".join(f"Deployment {i} of the reporting cron job printed the object twice." for i in range(300))
+    best = "The template literal shows [object Object] in the error message."
+    with indexer.open_index(find_vault(repo.root)) as index:
+        result = recall(index, filler + " " + best)
+    assert 0 < len(asked) <= R.FRAGMENT_TRIES
+    assert asked[0] == best  # it says the most of what the card matched
+    assert [c.card.id for c in result.injected] == [TEMPLATE] and result.fragment == best

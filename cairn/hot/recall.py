@@ -312,6 +312,9 @@ def recall(
 # fittable slice stays under 5% with the extra too.
 FRAGMENT_PICKED = "fragment"
 FRAGMENT_LEAD = 0.26
+# At most this many fragments are asked, those saying most of the card's matched terms first: an agent prompt has a
+# few sentences; a pasted document of thousands would cost the hook a scoring of each.
+FRAGMENT_TRIES = 6
 
 
 def _fragment_pick(
@@ -327,10 +330,13 @@ def _fragment_pick(
     if first is None or first.reason == SEMANTIC_VETO:
         return None  # nothing admitted, or the words passed it and the semantic channel found it far from the prompt
     whole = set(prompt_terms(query))
-    for fragment in prompt_fragments(query):
+    matched = set(first.matched)
+    asked: list[tuple[int, int, str]] = []  # (-terms of the card it says, position, fragment)
+    for position, fragment in enumerate(prompt_fragments(query)):
         said = set(tokenize(fragment))
-        if whole.issubset(said) or said.isdisjoint(first.matched):
-            continue  # it says everything the prompt does, or nothing the card matched: asking it alone changes nothing
+        if not whole.issubset(said) and not said.isdisjoint(matched):  # else asking it alone changes nothing
+            asked.append((-len(said & matched), position, fragment))
+    for _, _, fragment in sorted(asked)[:FRAGMENT_TRIES]:
         if not _may_lead(index, fragment, first.card.row, result.settings):
             continue
         alone = _recall(index, fragment, scope, already_injected, today, result.settings, False, 1, None, False)
