@@ -4,6 +4,7 @@ first; a fragment that would inject another card, or one too weakly, injects not
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -11,9 +12,12 @@ import pytest
 from cairn.cli.recall_cmds import explain_rows, render_explain
 from cairn.hot import recall as R
 from cairn.hot.recall import FRAGMENT_PICKED, recall
+from cairn.hot.settings import settings_of
 from cairn.hot.tokens import prompt_fragments
 from cairn.hot.vault import find_vault
 from cairn.index import build as indexer
+from cairn.quality.calibrate import Thresholds, gather
+from cairn.quality.evaluate import Case
 from helpers.payloads import log_entries, payload_for
 from helpers.vaults import VaultRepo
 
@@ -83,6 +87,12 @@ def test_prompt_fragments_cut_sentences_and_glued_instructions() -> None:
     ]
     assert prompt_fragments("Someone on the team asked me this: which shell sorts the history by date?") == [
         "which shell sorts the history by date?"
+    ]
+    assert prompt_fragments(
+        "A new hire on the payments team (Node, Postgres): splitting an empty CSV line gives 1"
+    ) == [
+        "A new hire on the payments team (Node, Postgres):",
+        "splitting an empty CSV line gives 1",
     ]
     # an exception line stays whole; pasted code and fenced blocks are no fragment; nor is a sentence of fewer than
     # three terms that are not instruction words, or one made of instruction words alone
@@ -190,3 +200,20 @@ def test_a_pasted_document_asks_at_most_a_few_fragments(vault_repo: VaultRepo, m
     assert 0 < len(asked) <= R.FRAGMENT_TRIES
     assert asked[0] == best  # it says the most of what the card matched
     assert [c.card.id for c in result.injected] == [TEMPLATE] and result.fragment == best
+
+
+def test_calibrate_replays_the_fragment_pick(vault_repo: VaultRepo) -> None:
+    """`cairn calibrate` replays recall at every grid point from one run with the gates open: the fragment's gate
+    values are a box of their own, so the replay injects what recall injects, at the shipped thresholds and above."""
+    repo = _vault(vault_repo)
+    cases = [Case(id="wrapped", query=WRAPPED, expect=(TEMPLATE,), slice="long")]
+    with indexer.open_index(find_vault(repo.root)) as index:
+        settings = settings_of(index)
+        (point,) = gather(index, cases, settings=settings)
+        shipped = Thresholds(settings.min_lead, settings.min_coverage, settings.min_margin)
+        strict = Thresholds(0.9, settings.min_coverage, settings.min_margin)
+        real = recall(index, WRAPPED)
+        at_strict = recall(index, WRAPPED, settings=dataclasses.replace(settings, min_lead=0.9))
+    assert point.asked and not shipped.passes(point.top[0])  # the whole prompt's gates refuse; a fragment's pass
+    assert point.injected(shipped) == len(real.injected) == 1
+    assert point.injected(strict) == len(at_strict.injected) == 0

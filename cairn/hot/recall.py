@@ -34,7 +34,7 @@ from cairn.hot.tokens import INSTRUCTION_WORDS, is_cjk, prompt_fragments, prompt
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import datetime as dt
-    from collections.abc import Callable, Collection, Mapping, Sequence
+    from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
     from cairn.config import RecallSettings
     from cairn.hot.index import IndexedCard, IndexReader, Postings
@@ -329,6 +329,28 @@ def _fragment_pick(
     first = next((c for c in result.candidates if c.reason in GATE_REASONS), None)
     if first is None or first.reason == SEMANTIC_VETO:
         return None  # nothing admitted, or the words passed it and the semantic channel found it far from the prompt
+    settings = result.settings
+    for fragment, alone in fragment_gates(index, query, first, settings, scope, already_injected, today):
+        if gates.failed_gate(alone.lead, alone.coverage, alone.margin, settings) is None:
+            picked = first.replace(decision=INJECTED, reason=None, blocked_by=None, picked=FRAGMENT_PICKED)
+            candidates = tuple(picked if c is first else c for c in result.candidates)
+            return Result((picked,), candidates, settings, result.evidence, result.weights, fragment)
+    return None
+
+
+def fragment_gates(
+    index: "IndexReader",
+    query: str,
+    first: Candidate,
+    settings: "RecallSettings",
+    scope: "Sequence[str] | None" = None,
+    already_injected: "Collection[str]" = (),
+    today: "dt.date | None" = None,
+) -> "Iterator[tuple[str, Candidate]]":
+    """The fragments the pick asks (at most FRAGMENT_TRIES, those saying most of the terms `first` matched first),
+    each with `first` as the fragment's own recall judges it, when it is the fragment's first card by words there
+    with a lead of FRAGMENT_LEAD or more (and `settings` do not rule it out: `_may_lead`). The pick injects `first`
+    when one of them passes the gates on its own; `cairn calibrate` replays them with the gates open."""
     whole = set(prompt_terms(query))
     matched = set(first.matched)
     asked: list[tuple[int, int, str]] = []  # (-terms of the card it says, position, fragment)
@@ -337,14 +359,12 @@ def _fragment_pick(
         if not whole.issubset(said) and not said.isdisjoint(matched):  # else asking it alone changes nothing
             asked.append((-len(said & matched), position, fragment))
     for _, _, fragment in sorted(asked)[:FRAGMENT_TRIES]:
-        if not _may_lead(index, fragment, first.card.row, result.settings):
+        if not _may_lead(index, fragment, first.card.row, settings):
             continue
-        alone = _recall(index, fragment, scope, already_injected, today, result.settings, False, 1, None, False)
-        if alone.injected and alone.injected[0].card.id == first.card.id and alone.injected[0].lead >= FRAGMENT_LEAD:
-            picked = first.replace(decision=INJECTED, reason=None, blocked_by=None, picked=FRAGMENT_PICKED)
-            candidates = tuple(picked if c is first else c for c in result.candidates)
-            return Result((picked,), candidates, result.settings, result.evidence, result.weights, fragment)
-    return None
+        alone = _recall(index, fragment, scope, already_injected, today, settings, False, 1, None, False)
+        top = alone.injected[0] if alone.injected else None
+        if top is not None and top.card.id == first.card.id and top.lead >= FRAGMENT_LEAD:
+            yield fragment, top
 
 
 def _may_lead(index: "IndexReader", fragment: str, row: int, settings: "RecallSettings") -> bool:

@@ -536,7 +536,8 @@ _INSTRUCTION_OPENERS = frozenset(
     Return Read Open Describe""".split()
 )
 _GLUED_OPENERS = _INSTRUCTION_OPENERS | frozenset("Do Can Could Is Are Should Would What Why How".split())
-_GLUE_AFTER = _LOWER | _DIGITS | frozenset(")`'\"")
+_CLOSING = frozenset(")`'\"")
+_GLUE_AFTER = _LOWER | _DIGITS | _CLOSING
 _CJK_FULL_STOPS = frozenset("。！？；：")
 # A word whose colon introduces a message, not a sentence ("... throws TypeError: Do not know how to serialize a
 # BigInt", "circular import error: cannot import name ..."): no fragment ends there.
@@ -605,7 +606,7 @@ def _ends_fragment(word: str, following: str) -> bool:
     if last in ".!?;":
         return True
     if last == ":":
-        return word[-2:-1] in _LOWER and not word[:-1].lower().endswith(_MESSAGE_LABELS)
+        return word[-2:-1] in _LOWER | _CLOSING and not word[:-1].lower().endswith(_MESSAGE_LABELS)
     return last in _GLUE_AFTER and following.rstrip(".,;:!?") in _GLUED_OPENERS
 
 

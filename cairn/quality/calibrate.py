@@ -35,7 +35,7 @@ from typing import Any
 from cairn.config import RecallSettings, write_recall_settings
 from cairn.hot.errors import CairnError
 from cairn.hot.index import IndexReader
-from cairn.hot.recall import GROUP_SPREAD, recall
+from cairn.hot.recall import GROUP_SPREAD, fragment_gates, recall
 from cairn.quality.evaluate import Case
 from cairn.quality.metrics import Metrics, Outcome, metrics_of
 
@@ -65,6 +65,8 @@ class CasePoint:
     hits: for each of them, whether it is one of the case's expected cards.
     alike: for each of them, whether it scores at least `recall.GROUP_SPREAD` of the first (may join its group);
     empty: no groups.
+    asked: the first card's gate values in each fragment the fragment pick asks alone (`recall.fragment_gates`):
+    when nothing else is injected, the first card goes in alone at thresholds one of them passes.
     """
 
     id: str
@@ -74,6 +76,7 @@ class CasePoint:
     hits: tuple[bool, ...]
     fold: int = 0
     alike: tuple[bool, ...] = ()
+    asked: tuple[tuple[float, float, float], ...] = ()
 
     def group(self, t: Thresholds) -> int:
         """How many cards inject together as a group at these thresholds (`recall._group`), or 0."""
@@ -95,10 +98,13 @@ class CasePoint:
             if i >= group and not t.passes(gate):
                 break
             n += 1
+        if not n and any(t.passes(gate) for gate in self.asked):
+            return 1  # the fragment pick
         return n
 
     def boxes(self) -> list[tuple[float, float, float]]:
-        """The gate values at or under which the first card is injected: itself, and each group it can lead."""
+        """The gate values at or under which the first card is injected: itself, each group it can lead, and each
+        fragment asked alone; a box inside another is left out."""
         if not self.top:
             return []
         out = [self.top[0]]
@@ -109,7 +115,15 @@ class CasePoint:
             lead, cover, margin = self.top[k - 1]
             low = min(low, cover)
             out.append((lead, low, margin))
-        return out
+        out += self.asked
+        return [
+            box
+            for i, box in enumerate(out)
+            if not any(
+                other != box and all(o >= b for o, b in zip(other, box, strict=True)) or other == box and j < i
+                for j, other in enumerate(out)
+            )
+        ]
 
     def outcome(self, t: Thresholds) -> Outcome:
         """The case as the metrics count it, replayed at these thresholds (no ranking: Recall@k is not measured)."""
@@ -184,7 +198,12 @@ def gather(
         hits = tuple(c.card.id in case.expect for c in result.injected)
         first = result.injected[0].score if result.injected else 0.0
         alike = tuple(c.score >= GROUP_SPREAD * first for c in result.injected)
-        points.append(CasePoint(case.id, case.slice, case.positive, top, hits, fold_of(case.id, folds), alike))
+        asked = tuple(
+            (c.lead, c.coverage, c.margin)
+            for _, c in (fragment_gates(index, case.query, result.injected[0], open_gates, today=today) if top else ())
+        )
+        point = CasePoint(case.id, case.slice, case.positive, top, hits, fold_of(case.id, folds), alike, asked)
+        points.append(point)
         if progress and (done % 25 == 0 or done == total):
             progress(done, total)
     return points
