@@ -170,7 +170,10 @@ def test_the_hook_injects_the_drowned_question_and_explain_says_why(vault_repo: 
     assert done.returncode == 0, done.stderr
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert TEMPLATE in context and "react/strict-mode-double-render" not in context
-    assert log_entries()[-1]["injected"] == [TEMPLATE]
+    entry = log_entries()[-1]
+    assert entry["injected"] == [TEMPLATE]
+    assert [(c["id"], c["reason"], c.get("picked")) for c in entry["candidates"][:1]] == [(TEMPLATE, None, "fragment")]
+    assert QUESTION not in json.dumps(entry)  # the log never holds the prompt, nor the fragment asked
     explained = repo.invoke("explain", WRAPPED, "--json")
     assert explained.returncode == 0, explained.stderr
     data = json.loads(explained.stdout)

@@ -323,7 +323,10 @@ def _logged(shown_id: str, candidate: "Candidate", kept: bool, dropped: dict[str
     decision, reason = candidate.decision, candidate.reason
     if decision == "injected" and not kept:  # its vault's recall chose it; the merge or the context limit did not
         decision, reason = "rejected", dropped.get(shown_id, "context_limit")
-    return {"id": shown_id, "score": candidate.score, "decision": decision, "reason": reason}
+    logged: dict[str, object] = {"id": shown_id, "score": candidate.score, "decision": decision, "reason": reason}
+    if candidate.picked:  # the rule that injected it when the word gates passed nothing (never the prompt's text)
+        logged["picked"] = candidate.picked
+    return logged
 
 
 def _open_fresh_index(vault: "ServedVault", line: dict[str, object], key: bytes | None) -> "IndexReader | None":
