@@ -299,9 +299,9 @@ def recall(
 
 
 # The fragment pick: when nothing is injected, each fragment of the prompt (`tokens.prompt_fragments`: a sentence,
-# or an instruction or question glued to one without a full stop) is asked alone; the first whose own recall injects
-# the card the whole prompt ranks first (its first admissible card), with a lead of at least FRAGMENT_LEAD, injects
-# that card. Both readings agree on the card, and one sentence of the prompt is a confident question about it on its
+# or an instruction or question glued to one without a full stop) is asked alone; the first whose own recall ranks
+# the card the whole prompt ranks first (its first admissible card) first and passes it through the gates on its
+# own, with a lead of at least FRAGMENT_LEAD, injects that card. Both readings agree on the card, and one sentence of the prompt is a confident question about it on its
 # own: what the rest of an agent prompt (the repo, the stack, the deliverables) drowned was the wrapper's evidence,
 # not the question's. FRAGMENT_LEAD is stricter than the lead gate's 0.24 because a prompt of n fragments has n more
 # chances to pass: the lowest lead on a 0.02 grid keeping every slice of the fittable suites (the dev suites, their
