@@ -18,6 +18,8 @@ the two in one 117-card vault, the shape of issue 16's own held-out agent-prompt
 a dev suite: benchmarks/suites/wtfjs-agent/SOURCE.md); it is not run by default either.
 `--suite gostyle-agent` is another fittable one (60 Go lessons from the Uber Go Style Guide, 40 cards in English and
 20 in Chinese, agent-style prompts in both languages and across them: benchmarks/suites/gostyle-agent/SOURCE.md).
+`--suite dockerops-agent` is a third (60 container lessons from Docker's documentation, 40 cards in English and 20 in
+Chinese, Dockerfile/run/Compose pitfalls, prompts in both languages: benchmarks/suites/dockerops-agent/SOURCE.md).
 The figures come from `cairn.quality.evaluate.evaluate`, which calls `cairn.hot.recall.recall` per case: the same
 decisions `cairn recall` and the hook make. `--set` overrides a `[recall]` setting for exploration only; the table
 to report uses the shipped defaults.
@@ -49,7 +51,11 @@ SUITES = ("stackfaq-en-dev", "tldr-zh-dev", "tldr-en-dev")
 # benchmarks/suites/<name>: never fitted on, run only with --suite; "agent-lessons" is the two in one vault
 HELD_OUT = ("wtfpython-agent", "gitflight-agent", "agent-lessons")
 COMBINED = {"agent-lessons": ("gitflight-agent", "wtfpython-agent")}  # one vault holding these suites' cards and cases
-LESSON_SUITES = ("wtfjs-agent", "gostyle-agent")  # benchmarks/suites/<name>: fittable dev suites, run only with --suite
+LESSON_SUITES = (
+    "wtfjs-agent",
+    "gostyle-agent",
+    "dockerops-agent",
+)  # benchmarks/suites/<name>: fittable dev suites, run only with --suite
 TEMPLATE = "template"
 COLUMNS = ("recall@1", "recall@3", "injection@1", "injection@3", "false_injection_rate")
 

@@ -81,13 +81,21 @@ def test_prompt_fragments_cut_sentences_and_glued_instructions() -> None:
         "Keep changes small and run the tests for the package you touch.",
         "Give me the root cause first.",
     ]
-    # a colon that labels a message ends no fragment; one that labels a question does
-    assert prompt_fragments("JSON.stringify throws TypeError: Do not know how to serialize a BigInt") == [
-        "JSON.stringify throws TypeError: Do not know how to serialize a BigInt"
+    # a colon that labels a message ends no fragment, nor does one inside a `code span`; one that labels a question
+    # does. A prompt of one fragment has none to ask alone: it was asked whole.
+    message = "JSON.stringify throws TypeError: Do not know how to serialize a BigInt. The export page shows nothing."
+    assert prompt_fragments(message) == [
+        "JSON.stringify throws TypeError: Do not know how to serialize a BigInt.",
+        "The export page shows nothing.",
     ]
-    assert prompt_fragments("Someone on the team asked me this: which shell sorts the history by date?") == [
-        "which shell sorts the history by date?"
+    quoted = "Running `docker: Error response from daemon: could not select device driver` on the build host. Why?"
+    assert prompt_fragments(quoted) == []
+    labelled = "Someone on the team asked me this: which shell sorts the history by date? We use zsh on macOS laptops."
+    assert prompt_fragments(labelled) == [
+        "which shell sorts the history by date?",
+        "We use zsh on macOS laptops.",
     ]
+    assert prompt_fragments("Someone on the team asked me this: which shell sorts the history by date?") == []
     assert prompt_fragments(
         "A new hire on the payments team (Node, Postgres): splitting an empty CSV line gives 1"
     ) == [

@@ -550,9 +550,10 @@ def prompt_fragments(text: str) -> "list[str]":
     """The parts of a prompt that recall may ask alone (`recall._fragment_pick`): its prose sentences (cut at `.`,
     `!`, `?` or `;` before a space, at a lower-case word's `:` before a space unless it labels a message, at a CJK
     full stop, and before a capitalised instruction or question glued on without a full stop, `_GLUED_OPENERS`), and
-    each exception line whole. Pasted lines and fenced blocks are no fragment; neither is one that is all boilerplate
-    or names fewer than `FRAGMENT_MIN_TERMS` terms that are not instruction words; nor is an instruction to the agent
-    (`_instruction`) when another fragment is not one. In the prompt's order."""
+    each exception line whole; never inside a `code span`, a quoted message or command. Pasted lines and fenced
+    blocks are no fragment; neither is one that is all boilerplate or names fewer than `FRAGMENT_MIN_TERMS` terms
+    that are not instruction words; nor is an instruction to the agent (`_instruction`) when another fragment is not
+    one. A prompt of fewer than two fragments has none: it was asked whole. In the prompt's order."""
     pieces: list[str] = []
     fenced = False
     for line in text.splitlines():
@@ -572,6 +573,8 @@ def prompt_fragments(text: str) -> "list[str]":
         named = {token for token in tokens if token not in INSTRUCTION_WORDS}
         if len(named) >= FRAGMENT_MIN_TERMS and not _boilerplate(piece, tokens):
             out.append(piece)
+    if len(out) < 2:
+        return []  # one fragment: the prompt itself, all but a few words, is what recall already asked
     asked = [piece for piece in out if not _instruction(piece)]
     return asked if asked else out
 
@@ -591,8 +594,10 @@ def _cut_fragments(line: str, out: list[str]) -> None:
     for part in line.splitlines():
         words = part.split()
         start = 0
+        quoted = False  # inside a `code span`: a pasted message or command, not the prompt's sentences
         for i in range(len(words) - 1):
-            if _ends_fragment(words[i], words[i + 1]):
+            quoted ^= words[i].count("`") % 2 == 1
+            if not quoted and _ends_fragment(words[i], words[i + 1]):
                 out.append(" ".join(words[start : i + 1]))
                 start = i + 1
         if start < len(words):
