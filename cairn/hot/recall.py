@@ -305,7 +305,8 @@ def recall(
 # own: what the rest of an agent prompt (the repo, the stack, the deliverables) drowned was the wrapper's evidence,
 # not the question's. FRAGMENT_LEAD is stricter than the lead gate's 0.24 because a prompt of n fragments has n more
 # chances to pass: the lowest lead on a 0.02 grid keeping every slice of the fittable suites (the dev suites, their
-# questions in varied wrappers, wtfjs-agent, gostyle-agent) at or under 5%, RESULTS.md "Round 9". Decided on words
+# questions in varied wrappers, wtfjs-agent, gostyle-agent) at or under 5%, RESULTS.md "Round 9" (dockerops-agent,
+# written after, was measured once with it as a fresh check: 4b there). Decided on words
 # alone, with or without the semantic channel, except that a card the whole prompt's words passed and the semantic
 # channel vetoed stays out (the pick finds drowned questions; it does not overrule the veto). Requiring the veto's
 # z-score of 3.0 of the picked card too refused most of these cards in vaults about one subject; without it every
