@@ -234,10 +234,17 @@ def query_terms(query: str) -> list[str]:
 
 def prompt_weights(index: "IndexReader", query: str, settings: "RecallSettings | None" = None) -> QueryWeights:
     """The weights recall gives a prompt's terms (`tokens.prompt_terms` salience, IDF, instruction discount)."""
-    settings = settings or stored_settings(index.config)
+    return _query(index, query, settings or stored_settings(index.config))[2]
+
+
+def _query(
+    index: "IndexReader", query: str, settings: "RecallSettings"
+) -> "tuple[list[str], dict[str, Postings], QueryWeights]":
+    """A prompt's terms (`tokens.prompt_terms`, in order), their postings in this vault and their weights."""
     salience = prompt_terms(query)
     terms = list(salience)
-    return _weights(index, terms, index.postings(terms), settings, salience, prompt_sentences(query))
+    postings = index.postings(terms)
+    return terms, postings, _weights(index, terms, postings, settings, salience, prompt_sentences(query))
 
 
 def missing_terms(weights: QueryWeights, matched: "Collection[str]", limit: int = 5) -> list[str]:
@@ -373,10 +380,7 @@ def _may_lead(index: "IndexReader", fragment: str, row: int, settings: "RecallSe
     the coverage gate and its score the share of the fragment's best possible score that a lead of FRAGMENT_LEAD
     needs (with a second card scoring nothing, and the prompt naming it). One card scored, not the vault ranked: the
     ranking is what the pick costs, and most fragments fail here."""
-    salience = prompt_terms(fragment)
-    terms = list(salience)
-    postings = index.postings(terms)
-    weights = _weights(index, terms, postings, settings, salience, prompt_sentences(fragment))
+    terms, postings, weights = _query(index, fragment, settings)
     known = [(t, postings[t].rows, postings[t].stats, weights.idf[t]) for t in terms if t in postings]
     avg = tuple(max(a, 1.0) for a in index.avg_lengths)
     score, matched = _exact(row, known, settings, avg)
@@ -402,15 +406,12 @@ def _recall(
     evidence: bool,
 ) -> Result:
     settings = settings or stored_settings(index.config)
-    salience = prompt_terms(query)
-    terms = list(salience)
+    terms, postings, weights = _query(index, query, settings)
     today_iso = today.isoformat() if today is not None else time.strftime("%Y-%m-%d")  # local date, as date.today()
     wanted_scope = {s.strip().lower() for s in scope or () if s.strip()}
     lowered_query = query.lower()
     needed = _needed(index, settings, semantic)
 
-    postings = index.postings(terms)
-    weights = _weights(index, terms, postings, settings, salience, prompt_sentences(query))
     if decide_first is not None and not examine_all:
         first = _first_decisions(
             index,

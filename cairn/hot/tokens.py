@@ -1,5 +1,9 @@
 """Tokens for recall: CJK text as character 2-grams; words case-folded; identifiers split into their parts."""
 
+TYPE_CHECKING = False  # no `typing` import on the hook's path
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 # English words that carry no topic: function words, and the talk that wraps a question in an agent prompt
 # ("please explain", "don't change anything yet", "a question from a teammate"). Kept small and general: a word
 # that names a topic in some vault (file, read, change, touch) is not here; IDF weighs those.
@@ -373,6 +377,31 @@ def _prompt_parts(text: str) -> "tuple[dict[str, float], tuple[tuple[str, ...], 
     return weights, tuple(sentences)
 
 
+# How `prompt_lines` reads each line of a prompt.
+PROSE = "prose"
+EXCEPTION = "exception"  # `FileNotFoundError: ...`: the salient evidence (`_exception_line`)
+PASTED = "pasted"  # a line of a traceback, a log or code, or inside a ``` fence
+
+
+def prompt_lines(text: str) -> "Iterator[tuple[str, str]]":
+    """Each non-blank line of a prompt, stripped, with how it reads: PROSE, EXCEPTION (even inside a fence) or
+    PASTED; the fence lines themselves left out. What `prompt_terms`, `prompt_fragments` and the semantic encoder's
+    reading of a prompt (`cairn.semantic.encoder.question`) all go by."""
+    fenced = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```") or stripped.startswith("~~~"):
+            fenced = not fenced
+        elif not stripped:
+            continue
+        elif _exception_line(stripped):
+            yield EXCEPTION, stripped
+        elif fenced or _pasted_line(line, stripped):
+            yield PASTED, stripped
+        else:
+            yield PROSE, stripped
+
+
 def _prompt_terms(text: str, sentences: "list[tuple[str, ...]] | None" = None) -> dict[str, float]:
     """The distinct query terms of a prompt, each with its salience (0 < s <= 1): the question's and the salient
     evidence's first, in order of appearance, then the terms found only in pasted material.
@@ -395,16 +424,9 @@ def _prompt_terms(text: str, sentences: "list[tuple[str, ...]] | None" = None) -
     member: list[int] = []  # each prose sentence's group (its index in asks)
     asks: list[bool] = []  # whether each sentence group is what the prompt asks
     refers: list[bool] = []  # whether it points at another sentence ("Is this a bug?")
-    fenced = False
     detect = CONTEXT_WEIGHT < 1.0  # off (shipped): what a prompt asks changes nothing, so it is not worked out
-    for line in text.splitlines() or [text]:
-        stripped = line.strip()
-        if stripped.startswith("```") or stripped.startswith("~~~"):
-            fenced = not fenced
-            continue
-        if not stripped:
-            continue
-        if _exception_line(stripped):  # its words are the evidence; a path in it is pasted material
+    for kind, stripped in prompt_lines(text):
+        if kind == EXCEPTION:  # its words are the evidence; a path in it is pasted material
             for chunk in stripped.split():
                 if "/" in chunk or "\\" in chunk:
                     pasted.extend(tokenize(chunk))
@@ -412,7 +434,7 @@ def _prompt_terms(text: str, sentences: "list[tuple[str, ...]] | None" = None) -
                 else:
                     salient.extend(tokenize(chunk))
             continue
-        if fenced or _pasted_line(line, stripped):
+        if kind == PASTED:
             pasted.extend(tokenize(stripped))
             _package(stripped, salient)
             continue
@@ -555,17 +577,10 @@ def prompt_fragments(text: str) -> "list[str]":
     that are not instruction words; nor is an instruction to the agent (`_instruction`) when another fragment is not
     one. A prompt of fewer than two fragments has none: it was asked whole. In the prompt's order."""
     pieces: list[str] = []
-    fenced = False
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("```") or stripped.startswith("~~~"):
-            fenced = not fenced
-            continue
-        if not stripped or fenced:
-            continue
-        if _exception_line(stripped):
+    for kind, stripped in prompt_lines(text):
+        if kind == EXCEPTION:
             pieces.append(stripped)
-        elif not _pasted_line(line, stripped):
+        elif kind == PROSE:
             _cut_fragments(stripped, pieces)
     out = []
     for piece in pieces:

@@ -114,27 +114,18 @@ def question(prompt: str) -> str:
     exception lines of a pasted traceback; lines of logs and code are left out. The whole prompt when nothing else
     is left (or recall's reader is not there)."""
     try:
-        from cairn.hot.tokens import _boilerplate, _exception_line, _pasted_line, _sentences, tokenize
+        from cairn.hot.tokens import EXCEPTION, PROSE, _boilerplate, _sentences, prompt_lines, tokenize
     except ImportError:  # pragma: no cover - a recall without the prompt reader
         return prompt
     kept: list[str] = []
-    fenced = False
-    for line in prompt.splitlines():
-        stripped = line.strip()
-        if stripped.startswith(("```", "~~~")):
-            fenced = not fenced
-            continue
-        if not stripped:
-            continue
-        if _exception_line(stripped):
+    for kind, stripped in prompt_lines(prompt):
+        if kind == EXCEPTION:
             kept.append(stripped)
-            continue
-        if fenced or _pasted_line(line, stripped):
-            continue
-        for sentence in _sentences(stripped):
-            tokens = tokenize(sentence)
-            if tokens and not _boilerplate(sentence, tokens):
-                kept.append(sentence.strip())
+        elif kind == PROSE:
+            for sentence in _sentences(stripped):
+                tokens = tokenize(sentence)
+                if tokens and not _boilerplate(sentence, tokens):
+                    kept.append(sentence.strip())
     return " ".join(kept) if kept else prompt
 
 
