@@ -30,8 +30,7 @@ HOT_STDLIB = (
     "sys",
     "stat",
     "time",
-    "math",
-    "fcntl",
+    "_thread",  # built in: the sessions' in-process lock (cairn.hot.session)
     "_json",  # the C accelerator: cairn.hot.jsonc drives it as `json` does
     "_bisect",  # the C modules behind `bisect` and `heapq`, without their Python wrappers
     "_heapq",
@@ -47,7 +46,7 @@ HOT_CAIRN_ROOTS = {"cairn", "cairn.entry", "cairn.hot"}
 # package, and `_sqlite3`: loading its library cost 3.7M instructions a prompt, a tenth of the interpreter's start;
 # the index is read with `os.pread`), `contextlib`, `array`, `mmap` (a file truncated under a mapping would end
 # the hook with SIGBUS, not fail open), `struct`, and the `bisect`/`heapq` wrappers, and `__future__` (0.25 ms: hot
-# modules quote the annotations that name type-checking-only names instead).
+# modules quote the annotations that name type-checking-only names instead), `math` and `fcntl`.
 NEVER = {
     "click",
     "git",
@@ -91,6 +90,10 @@ NEVER = {
     "heapq",
     "__future__",
     "cairn.config",
+    # shared libraries a prompt does not need (about 0.2 ms each to load): the IDF's logarithm is `cairn.hot.ln`,
+    # the session lock `os.lockf`
+    "math",
+    "fcntl",
 }
 CAIRN_HOME = str(Path(cairn.__file__).resolve().parent.parent)
 # `cairn hook ...` as the executable runs it, without the wrapper script pip writes around it.

@@ -2,14 +2,14 @@
 
 The rule: modules in `cairn.hot` import the standard library and each other, nothing else (no click, no
 gitpython, no YAML, no `cairn.config`), and of the standard library only what costs little: `os`, `sys`, `time`,
-`math`, `fcntl`, `gc` and a few C modules (`_json`, `_bisect`, `_heapq`, the built-in sha256, and `_blake2` for
-the index seals). Not `re` (with the `enum`, `functools` and `collections` it brings), the `json`
-package, `pathlib`, `shlex`, `dataclasses`, `datetime`, `hashlib`, SQLite, `contextlib`, `array`, `struct` or
-`typing`: together they once cost the hook more than twice what the interpreter's own start costs. So the
-tokenizer is written with `str` and `bytes` operations (held equal to its regexes by tests), JSON goes through
-`_json` (`loads`, `dumps`, below), paths are strings (below, and `cairn.hot.vault.locate_vault`; cold code gets
-`Path`s built from them), records are plain `__slots__` classes (`Record`, below) and settings are read from the
-index as stored (below). Hot modules do not use `from __future__ import annotations` either (importing
+`gc`, `_thread` and a few C modules (`_json`, `_bisect`, `_heapq`, the built-in sha256, and `_blake2` for the index
+seals). Not `re` (with the `enum`, `functools` and `collections` it brings), the `json` package, `pathlib`,
+`shlex`, `dataclasses`, `datetime`, `hashlib`, SQLite, `contextlib`, `array`, `struct` or `typing`: together they
+once cost the hook more than twice what the interpreter's own start costs; nor `math` or `fcntl`, each a shared
+library to load (`ln` below, `cairn.hot.session`). So the tokenizer is written with `str` and `bytes` operations
+(held equal to its regexes by tests), JSON goes through `_json` (`loads`, `dumps`, below), paths are strings (below,
+and `cairn.hot.vault.locate_vault`; cold code gets `Path`s built from them), records are plain `__slots__` classes
+(`Record`, below) and settings are read from the index as stored (below). Hot modules do not use `from __future__ import annotations` either (importing
 `__future__` costs 0.25 ms): an annotation naming a type-checking-only name is quoted.
 
 Cold code may import from here; hot code imports cold code only lazily, on a path the hook does not take (an index
@@ -198,6 +198,63 @@ def _encoding(data: bytes) -> str:
         if not data[1]:
             return "utf-16-le"
     return "utf-8"
+
+
+# -------------------- Logarithm --------------------
+# The natural logarithm of recall's IDF weights, without `math`.
+#
+# `math` is a shared library in most Python builds (lib-dynload), and loading one costs about 0.2 ms, near 2% of the
+# interpreter's own start; recall needs nothing else from it on a prompt. `ln` is fdlibm's `__ieee754_log` (the
+# algorithm of most C libraries' `log`), within one unit in the last place of `math.log` for every positive normal
+# float (`tests/test_hot_ln.py`); anything else (zero, negative, subnormal, inf, nan) goes to `math.log` itself.
+# Every hot module takes its logarithms from here, so the ranking and its exact rescoring agree to the bit.
+
+_LN2_HI = 6.93147180369123816490e-01  # ln 2 in two parts: the high one has trailing zero bits, so k * it is exact
+_LN2_LO = 1.90821492927058770002e-10
+_LG = (  # the minimax polynomial of (ln((1 + s) / (1 - s)) - 2s) / s on |s| <= 0.1716
+    6.666666666666735130e-01,
+    3.999999999940941908e-01,
+    2.857142874366239149e-01,
+    2.222219843214978396e-01,
+    1.818357216161805012e-01,
+    1.531383769920937332e-01,
+    1.479819860511658591e-01,
+)
+_NORMAL = 2.2250738585072014e-308
+_LARGEST = 1.7976931348623157e308
+
+
+def ln(x: float) -> float:
+    """The natural logarithm of x (`math.log(x)`, to one unit in the last place)."""
+    if not _NORMAL <= x <= _LARGEST:
+        import math  # not a positive normal float: whatever `math.log` returns or raises
+
+        return math.log(x)
+    # x = 2**k * (1 + f), 1 + f in [sqrt(2) / 2, sqrt(2)): `float.hex` gives the exponent and the high 20 bits of
+    # the fraction ("0x1.91eb851eb851fp+1"), as fdlibm reads them from the high word.
+    text = x.hex()
+    high = int(text[4:9], 16)
+    halved = (high + 0x95F64) & 0x100000
+    k = int(text[text.index("p") + 1 :]) + (halved >> 20)
+    f = x * 2.0**-k - 1.0  # exact: a power of two times x, less one (Sterbenz)
+    if (0xFFFFF & (2 + high)) < 3:  # |f| < 2**-20
+        if f == 0.0:
+            return k * _LN2_HI + k * _LN2_LO
+        r = f * f * (0.5 - 0.33333333333333333 * f)
+        return f - r if k == 0 else k * _LN2_HI - ((r - k * _LN2_LO) - f)
+    lg1, lg2, lg3, lg4, lg5, lg6, lg7 = _LG
+    s = f / (2.0 + f)
+    z = s * s
+    w = z * z
+    r = w * (lg2 + w * (lg4 + w * lg6)) + z * (lg1 + w * (lg3 + w * (lg5 + w * lg7)))
+    if 0x6147A <= high <= 0x6B851:  # 1 + f near sqrt(2) or its half: f * f / 2 kept apart
+        half_square = 0.5 * f * f
+        if k == 0:
+            return f - (half_square - s * (half_square + r))
+        return k * _LN2_HI - ((half_square - (s * (half_square + r) + k * _LN2_LO)) - f)
+    if k == 0:
+        return f - s * (f - r)
+    return k * _LN2_HI - ((s * (f - r) - k * _LN2_LO) - f)
 
 
 # -------------------- Paths --------------------

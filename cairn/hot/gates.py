@@ -19,8 +19,9 @@ mostly the lesson's own title is strong evidence even when a neighbour scores cl
 suites (RESULTS.md "Round 5"): no false injection more on any of them or the template vault.
 
 The confidence gate (opt-in, `min_confidence`): how likely the best few admissible cards hold the lesson a prompt
-asks for. (Here rather than in a module of its own: recall computes its features on every prompt, and each module
-the hook imports costs every prompt; `cairn.hot.confidence` keeps its names for code that imports them from there.)
+asks for. (Here rather than in a module of its own: recall computes its features when the gate is on, and each
+module the hook imports costs every prompt; `cairn.hot.confidence` keeps its names for code that imports them from
+there. `math` is imported only then: see `cairn.hot.ln`.)
 
 A logistic model over the evidence recall already has (`features`), read with `math` only. Recall scores each cut
 of the admissible ranking after card k (k = 1 .. max_cards): "the first k cards fit and stand above the rest".
@@ -50,8 +51,6 @@ Features of the cut after card k, with s_i the i-th admissible score and `best` 
 - sem: the semantic similarity of card 1 when the optional semantic channel gives one (else 0, `has_sem` 0).
 lead, margin, rel, cover and cover_k enter as log(value + 0.01).
 """
-
-import math
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -158,6 +157,8 @@ def probability(
         z += c * v
     if z < -40.0:
         return 0.0
+    import math  # the confidence gate is opt-in: a prompt without it does not load `math` (see `cairn.hot.ln`)
+
     return 1.0 / (1.0 + math.exp(-z))
 
 
@@ -183,6 +184,8 @@ def features(
             close += 1
     lead = max(0.0, sk - nxt) / best if best > 0 else 0.0
     margin = max(0.0, 1.0 - nxt / sk) if sk > 0 else 0.0
+    import math  # recall asks for features only with the confidence gate on or `evidence` (see `cairn.hot.ln`)
+
     log = math.log
     return (
         log(lead + 0.01),

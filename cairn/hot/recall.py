@@ -20,7 +20,6 @@
    (`cairn.hot.confidence`, `min_confidence`) picks the cut.
 """
 
-import math
 import time
 
 try:  # the C module itself: `bisect` is a Python wrapper around it, one import more
@@ -28,7 +27,7 @@ try:  # the C module itself: `bisect` is a Python wrapper around it, one import 
 except ImportError:  # pragma: no cover - an interpreter without it
     from bisect import bisect_left
 
-from cairn.hot import Record, gates, stored_settings
+from cairn.hot import Record, gates, ln, stored_settings
 from cairn.hot.tokens import INSTRUCTION_WORDS, is_cjk, prompt_fragments, prompt_sentences, prompt_terms, tokenize
 
 TYPE_CHECKING = False
@@ -898,7 +897,7 @@ def _weights(
     n = max(index.n_cards, 1)
     n_cjk = index.n_cjk_cards
     among_cjk = n_cjk if n_cjk >= MIN_CJK_CARDS else n  # see MIN_CJK_CARDS
-    unknown_idf = math.log(1 + (n - 0.5) / 1.5)  # as rare as a term found in one card
+    unknown_idf = ln(1 + (n - 0.5) / 1.5)  # as rare as a term found in one card
     idf: dict[str, float] = {}
     unknown_terms: dict[str, float] = {}
     dfs: dict[str, int] = {}
@@ -921,7 +920,7 @@ def _weights(
         else:
             dfs[term] = df = found.df
             among = max(among_cjk, df) if is_cjk(term) else n
-            idf[term] = discount * math.log(1 + (among - df + 0.5) / (df + 0.5))
+            idf[term] = discount * ln(1 + (among - df + 0.5) / (df + 0.5))
     foreign: set[str] = set()
     if len(sentences) > 1:
         foreign = _foreign(sentences, idf, unknown_terms)

@@ -28,10 +28,9 @@ vault is not given again from another.
 print, and `scope_tags` reads a scope flag or `$CAIRN_SCOPE` the same way everywhere.
 """
 
-import math
 import os
 
-from cairn.hot import VECTORS_SUFFIX, Record, hook_settings, state_folder, stored_settings
+from cairn.hot import VECTORS_SUFFIX, Record, hook_settings, ln, state_folder, stored_settings
 from cairn.hot.recall import ALREADY_INJECTED, GATE_REASONS, recall
 
 TYPE_CHECKING = False
@@ -366,14 +365,14 @@ class Scale:
             known = [w for w in every if w is not None]
             n = sum(max(layer.index.n_cards, 1) for layer in self._layers)
             first = known[0]
-            unknown_idf = math.log(1 + (n - 0.5) / 1.5)
+            unknown_idf = ln(1 + (n - 0.5) / 1.5)
             weights: dict[str, float] = {}
             for term in first.terms:
                 df = 0
                 for w in known:
                     df += w.df.get(term, 0)
                 if df:
-                    weights[term] = first.discount.get(term, 1.0) * math.log(1 + (n - df + 0.5) / (df + 0.5))
+                    weights[term] = first.discount.get(term, 1.0) * ln(1 + (n - df + 0.5) / (df + 0.5))
                 elif first.one_card > 0:  # no vault uses it: an unknown word as recall weighs it, at n
                     weights[term] = first.unknown_terms.get(term, 0.0) * unknown_idf / first.one_card
             self._weights = weights
