@@ -13,7 +13,7 @@ from cairn.cli.recall_cmds import explain_rows, render_explain
 from cairn.hot import recall as R
 from cairn.hot.recall import Result, recall
 from cairn.hot.settings import settings_of
-from cairn.hot.tokens import PASTED_WEIGHT, prompt_terms
+from cairn.hot.tokens import PASTED_WEIGHT, prompt_terms, prose_fragments
 from cairn.hot.vault import find_vault
 from cairn.index import build as indexer
 from helpers.vaults import VaultRepo
@@ -261,6 +261,32 @@ def test_the_semantic_channel_vetoes_a_card_it_does_not_find_near_the_prompt(vau
         near = recall(index, TRACEBACK, semantic={"python/package-data": 4.1, "git/force-push-safely": 1.0})
     assert far.abstained and far.candidates[0].reason == R.SEMANTIC_VETO
     assert [c.card.id for c in near.injected] == ["python/package-data"]
+
+
+QUESTION = "Why are the templates missing after pip install of our CLI?"
+# The same question in an agent's wrapper: two sentences of prose more (the project, the deliverable).
+WRAPPED = (
+    "We ship acme-cli as a wheel built from our monorepo on GitHub Actions, Python 3.11. "
+    + QUESTION
+    + " Reply with the likely cause, no code changes."
+)
+
+
+def test_the_veto_judges_a_one_question_prompt_not_one_in_a_wrapper(vault_repo: VaultRepo) -> None:
+    """A prompt that says more than one thing in prose is encoded whole, wrapper and all: its z-scores are no
+    evidence against the card its words pass (`recall.SEMANTIC_VETO_FRAGMENTS`). A traceback's exception line is
+    evidence of the question, not another thing said: that prompt is still judged (the test above)."""
+    repo = _cards(vault_repo)
+    far = {"python/package-data": 1.2, "git/force-push-safely": 4.0}
+    with indexer.open_index(find_vault(repo.root)) as index:
+        alone = recall(index, QUESTION, semantic=far)
+        wrapped = recall(index, WRAPPED, semantic=far)
+        plain = recall(index, WRAPPED)
+    assert alone.abstained and alone.candidates[0].reason == R.SEMANTIC_VETO
+    assert [c.card.id for c in wrapped.injected] == [c.card.id for c in plain.injected] == ["python/package-data"]
+    assert wrapped.injected[0].similarity == 1.2  # read, and shown, but not a veto
+    assert prose_fragments(QUESTION) == [] and len(prose_fragments(WRAPPED)) == 2
+    assert len(prose_fragments(TRACEBACK)) == 1  # a question, and its exception line is no prose
 
 
 def test_explain_shows_gate_values_for_a_vetoed_card(vault_repo: VaultRepo) -> None:

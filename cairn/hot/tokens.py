@@ -576,21 +576,34 @@ def prompt_fragments(text: str) -> "list[str]":
     blocks are no fragment; neither is one that is all boilerplate or names fewer than `FRAGMENT_MIN_TERMS` terms
     that are not instruction words; nor is an instruction to the agent (`_instruction`) when another fragment is not
     one. A prompt of fewer than two fragments has none: it was asked whole. In the prompt's order."""
-    pieces: list[str] = []
+    return [piece for _, piece in _fragments(text)]
+
+
+def prose_fragments(text: str) -> "list[str]":
+    """The fragments of `prompt_fragments` that are prose, not exception lines: two or more, and the prompt says
+    more than one thing in words (a question and its context, or an agent's wrapper around it)."""
+    return [piece for kind, piece in _fragments(text) if kind == PROSE]
+
+
+def _fragments(text: str) -> "list[tuple[str, str]]":
+    """`prompt_fragments`, each with its line's kind (PROSE or EXCEPTION)."""
+    pieces: list[tuple[str, str]] = []
     for kind, stripped in prompt_lines(text):
         if kind == EXCEPTION:
-            pieces.append(stripped)
+            pieces.append((kind, stripped))
         elif kind == PROSE:
-            _cut_fragments(stripped, pieces)
+            cut: list[str] = []
+            _cut_fragments(stripped, cut)
+            pieces.extend((kind, piece) for piece in cut)
     out = []
-    for piece in pieces:
+    for kind, piece in pieces:
         tokens = tokenize(piece)
         named = {token for token in tokens if token not in INSTRUCTION_WORDS}
         if len(named) >= FRAGMENT_MIN_TERMS and not _boilerplate(piece, tokens):
-            out.append(piece)
+            out.append((kind, piece))
     if len(out) < 2:
         return []  # one fragment: the prompt itself, all but a few words, is what recall already asked
-    asked = [piece for piece in out if not _instruction(piece)]
+    asked = [(kind, piece) for kind, piece in out if not _instruction(piece)]
     return asked if asked else out
 
 
