@@ -289,6 +289,20 @@ def test_the_veto_judges_a_one_question_prompt_not_one_in_a_wrapper(vault_repo: 
     assert len(prose_fragments(TRACEBACK)) == 1  # a question, and its exception line is no prose
 
 
+def test_explain_says_when_the_semantic_veto_does_not_judge_the_prompt(vault_repo: VaultRepo) -> None:
+    from cairn.cli.recall_cmds import _veto_note
+
+    repo = _cards(vault_repo)
+    far = {"python/package-data": 1.2, "git/force-push-safely": 4.0}
+    with indexer.open_index(find_vault(repo.root)) as index:
+        result = recall(index, WRAPPED, examine_all=True, semantic=far)
+    text = render_explain(result, explain_rows(result), veto=_veto_note(True, R.veto_judges(WRAPPED)))
+    assert "no semantic veto: the prompt says more than one thing in prose" in text
+    assert text.splitlines()[1] == "Injected: python/package-data"
+    assert _veto_note(True, R.veto_judges(QUESTION)) is None  # one question: the veto judged it
+    assert _veto_note(False, R.veto_judges(WRAPPED)) is None  # no similarities read: nothing to say
+
+
 def test_explain_shows_gate_values_for_a_vetoed_card(vault_repo: VaultRepo) -> None:
     from cairn.cli.recall_cmds import explain_rows, render_explain
 

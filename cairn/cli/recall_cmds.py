@@ -31,12 +31,14 @@ from cairn.hot.recall import (
     FRAGMENT_PICKED,
     GATE_REASONS,
     REJECTED,
+    SEMANTIC_MIN_CARDS,
     SEMANTIC_PICKED,
     QueryWeights,
     Result,
     missing_terms,
     prompt_weights,
     recall,
+    veto_judges,
 )
 from cairn.hot.serve import (
     MAX_CARDS,
@@ -273,6 +275,7 @@ def explain(
         similarity = _similarities(index, query)
         result = recall(index, query, scope=scope_tags(scope), examine_all=True, semantic=similarity)
         weights = prompt_weights(index, query, result.settings)
+        read = similarity is not None and index.n_cards >= SEMANTIC_MIN_CARDS  # smaller vaults: words alone
     rows = explain_rows(result)
     for row in rows:
         if row["decision"] == REJECTED and row["gates"] is not None:
@@ -283,9 +286,22 @@ def explain(
             out["foreign_terms"] = list(weights.foreign)
         if result.fragment is not None:  # the part of the prompt the fragment pick asked alone
             out["fragment"] = result.fragment
+        if read:  # whether the semantic veto judged the prompt (`recall.SEMANTIC_VETO_FRAGMENTS`)
+            out["semantic_veto"] = veto_judges(query)
         echo_json(out)
     else:
-        echo(render_explain(result, rows, foreign=weights.foreign))
+        echo(render_explain(result, rows, foreign=weights.foreign, veto=_veto_note(read, veto_judges(query))))
+
+
+def _veto_note(read: bool, judged: bool) -> str | None:
+    """explain's line when similarities were read (in a vault of `SEMANTIC_MIN_CARDS` or more) and the semantic veto
+    did not judge the prompt (`recall.veto_judges`), else None."""
+    if not read or judged:
+        return None
+    return (
+        "Similarities read, no semantic veto: the prompt says more than one thing in prose (the wrapper is encoded "
+        "with the question), so the word gates judge it."
+    )
 
 
 def _explain_layered(query: str, scope: str | None, ref: str | None, worktree: bool, as_json: bool) -> None:
@@ -298,11 +314,14 @@ def _explain_layered(query: str, scope: str | None, ref: str | None, worktree: b
         layers = [s.layer for s in slots if s.layer is not None]
         results: dict[int, Result] = {}
         weights: dict[int, QueryWeights] = {}
+        veto: dict[int, bool] = {}  # read similarities in a vault the semantic rules apply to: whether the veto judged
         for layer in layers:
             similarity = _similarities(layer.index, query)
             result = recall(layer.index, query, scope=layer.scope, examine_all=True, semantic=similarity)
             results[id(layer)] = result
             weights[id(layer)] = prompt_weights(layer.index, query, result.settings)
+            if similarity is not None and layer.index.n_cards >= SEMANTIC_MIN_CARDS:
+                veto[id(layer)] = veto_judges(query)
         dropped: dict[str, str] = {}
         given = merge(layers, [results[id(layer)] for layer in layers], MAX_CARDS, dropped)
         for slot in slots:
@@ -328,9 +347,17 @@ def _explain_layered(query: str, scope: str | None, ref: str | None, worktree: b
                 section["foreign_terms"] = list(weights[id(layer)].foreign)
             if result.fragment is not None:
                 section["fragment"] = result.fragment
+            if id(layer) in veto:
+                section["semantic_veto"] = veto[id(layer)]
             section["candidates"] = rows
             tables.append(
-                render_explain(result, rows, injected=section["injected"], foreign=weights[id(layer)].foreign)
+                render_explain(
+                    result,
+                    rows,
+                    injected=section["injected"],
+                    foreign=weights[id(layer)].foreign,
+                    veto=_veto_note(id(layer) in veto, veto.get(id(layer), True)),
+                )
             )
     injected = [p.qid for p in given]
     if as_json:
@@ -528,9 +555,11 @@ def render_explain(
     rows: list[dict[str, Any]],
     injected: Sequence[str] | None = None,
     foreign: Sequence[str] = (),
+    veto: str | None = None,
 ) -> str:
     """The table `explain` prints; `injected`: the ids given, when they are not recall's own (several vaults);
-    `foreign`: the prompt's terms weighed a tenth, said only in sentences the vault hardly knows."""
+    `foreign`: the prompt's terms weighed a tenth, said only in sentences the vault hardly knows; `veto`: why the
+    semantic veto did not judge the prompt (`_veto_note`), when it did not."""
     s = result.settings
     if injected is None:
         outcome = (
@@ -552,6 +581,8 @@ def render_explain(
             f"Injected on one sentence of the prompt, asked alone (the whole prompt ranks the card first): "
             f"{clean_line(result.fragment)}"
         )
+    if veto is not None:
+        lines.append(veto)
     if foreign:  # `recall.FOREIGN_WEIGHT`: an agent wrapper's repo and stack, in words no card uses
         shown = ", ".join(clean_line(t) for t in foreign[:_TERMS_SHOWN])
         more = f" (+{len(foreign) - _TERMS_SHOWN})" if len(foreign) > _TERMS_SHOWN else ""

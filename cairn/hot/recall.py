@@ -797,9 +797,13 @@ def _semantic_judgement(
     if not semantic or not admitted:
         return set()
     vetoed = {card.id for card, _ in admitted[:8] if semantic.get(card.id, -1e9) < SEMANTIC_MIN_Z}
-    if vetoed and len(prose_fragments(query)) >= SEMANTIC_VETO_FRAGMENTS:
-        return set()
-    return vetoed
+    return vetoed if vetoed and veto_judges(query) else set()
+
+
+def veto_judges(query: str) -> bool:
+    """Whether the semantic veto judges this prompt: it asks one thing (fewer than `SEMANTIC_VETO_FRAGMENTS` prose
+    fragments, `tokens.prose_fragments`)."""
+    return len(prose_fragments(query)) < SEMANTIC_VETO_FRAGMENTS
 
 
 # Related cards inject together when each scores at least this share of the first (they "fit about as well").
