@@ -28,10 +28,10 @@ import sys
 from typing import Any
 
 from benchmarks.gate_study import suite_similarities
-from benchmarks.recall_suites import TEMPLATE, WORK
+from benchmarks.recall_suites import HELD_OUT, LESSON_SUITES, TEMPLATE, WORK
 
 DEV = ("stackfaq-en-dev", "tldr-zh-dev", "tldr-en-dev")
-HELD = (TEMPLATE, "wtfpython-agent")
+HELD = (TEMPLATE, *HELD_OUT)
 DEPTH = 10
 ADMISSION = {"retired", "draft", "expired", "superseded", "out_of_scope", "not_when", "already_injected"}
 
@@ -240,7 +240,7 @@ def cv(which: str, fit_fir: float) -> None:
 AGREE_RELS = [round(0.30 + 0.01 * i, 2) for i in range(31)]  # the card's score over the best possible
 AGREE_LEADS = [round(0.10 + 0.01 * i, 2) for i in range(15)]  # its lead gate's value (below min_lead 0.24)
 AGREE_GAPS = [round(0.002 * i, 3) for i in range(16)]  # its cosine over the semantic second's
-FITTABLE = (*DEV, "wtfjs-agent")
+FITTABLE = (*DEV, *LESSON_SUITES)
 
 
 def agree_values(row: dict[str, Any]) -> tuple[float, float, float] | None:
@@ -325,10 +325,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--features", choices=("both", "words", "semantic"), default="both")
     parser.add_argument("--fit-fir", type=float, default=0.035)
     parser.add_argument(
-        "--suite", action="append", help="suites to dump (default: the dev suites, wtfjs-agent and the held-out)"
+        "--suite", action="append", help="suites to dump (default: the dev suites, the lesson suites and the held-out)"
     )
     args = parser.parse_args(argv)
-    suites = tuple(args.suite or (*DEV, "wtfjs-agent", *HELD))
+    suites = tuple(args.suite or (*FITTABLE, *HELD))
     if args.command == "dump":
         dump(suites)
     elif args.command == "agree-cv":
