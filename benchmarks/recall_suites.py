@@ -14,6 +14,8 @@ never fitted on: benchmarks/suites/wtfpython-agent/SOURCE.md); it is not run by 
 is another (60 git lessons from git-flight-rules, 40 cards in English and 20 in Chinese, agent-style prompts in both
 languages and across them; never fitted on: its SOURCE.md); not run by default either. `--suite agent-lessons` is
 the two in one 117-card vault, the shape of issue 16's own held-out agent-prompt suite (git en+zh and wtfpython).
+`--suite k8sops-agent` is a fourth held-out suite (60 Kubernetes lessons from kubernetes/website, 40 cards in English
+and 20 in Chinese, agent-style prompts in both languages; written blind and measured once: its SOURCE.md).
 `--suite wtfjs-agent` is a lesson suite kept there too (58 JavaScript-gotcha cards, agent-style prompts; fittable,
 a dev suite: benchmarks/suites/wtfjs-agent/SOURCE.md); it is not run by default either.
 `--suite gostyle-agent` is another fittable one (60 Go lessons from the Uber Go Style Guide, 40 cards in English and
@@ -49,7 +51,7 @@ WORK = HERE / ".work"
 BENCH = Path(os.environ.get("CAIRN_BENCH_DIR", HERE.parent.parent / "shared" / "bench"))
 SUITES = ("stackfaq-en-dev", "tldr-zh-dev", "tldr-en-dev")
 # benchmarks/suites/<name>: never fitted on, run only with --suite; "agent-lessons" is the two in one vault
-HELD_OUT = ("wtfpython-agent", "gitflight-agent", "agent-lessons")
+HELD_OUT = ("wtfpython-agent", "gitflight-agent", "agent-lessons", "k8sops-agent")
 COMBINED = {"agent-lessons": ("gitflight-agent", "wtfpython-agent")}  # one vault holding these suites' cards and cases
 LESSON_SUITES = (
     "wtfjs-agent",
