@@ -169,3 +169,38 @@ def test_one_vault_on_the_one_scale_is_its_own_coverage(home: Path, tmp_path: Pa
             if c.reason is None or c.coverage > 0:  # the gates' coverage (cards refused at admission show 0.0)
                 assert abs(alone.figure(c) - c.coverage) < 1e-3
         layer.index.close()
+
+
+def test_one_vault_reads_the_semantic_answer_only_when_it_could_decide_several_read_each(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`serve.recall_all` sets `only_if_decisive` for one vault only: across vaults the merge compares cards with
+    their similarities (`Scale.veto_figure`), so every vault's answer is read."""
+    from collections.abc import Callable
+
+    from cairn.hot import serve
+    from cairn.hot.index import IndexReader
+    from cairn.hot.paths import index_path
+
+    team, org, _ = two_vaults(tmp_path, printing=4, files=5)
+    reads: list[str] = []
+
+    def asked(index: IndexReader, query: str) -> Callable[[], dict[str, float] | None]:
+        def read() -> dict[str, float] | None:
+            reads.append(query)
+            return {"unix/lp": 0.5, "build/just": 0.4}
+
+        return read
+
+    monkeypatch.setattr(serve, "_similarities", asked)
+    layers = [
+        serve.Layer(name, str(repo.root), IndexReader(index_path(str(repo.root))))
+        for name, repo in (("team", team), ("org", org))
+    ]
+    nothing = "how do I center a div with flexbox in css"
+    alone = serve.recall_all(layers[:1], nothing, None, None)
+    assert reads == [] and alone[0].abstained  # fits no card: the words decide, no answer waited for
+    both = serve.recall_all(layers, nothing, None, None)
+    assert reads == [nothing, nothing] and all(r.abstained for r in both)
+    for layer in layers:
+        layer.index.close()

@@ -179,3 +179,44 @@ def test_the_first_card_of_both_channels_whose_words_nearly_pass_goes_in(vault_r
     assert "both channels" in render_explain(decided["agree"], list(rows.values()))  # explain says why it went in
     for name in ("another first", "too close", "no scale"):
         assert decided[name].abstained, name
+
+
+def test_with_one_vault_the_answer_is_read_only_when_it_could_change_the_decision(vault_repo: VaultRepo) -> None:
+    """`recall(only_if_decisive=True)`, as the hook serving one vault calls it: a prompt the answer cannot change
+    (it fits no card; or the words inject a card and the prompt says more than one thing, so the veto does not
+    judge it) is decided by the words without reading the answer, the same cards a read answer gives; a prompt it
+    could change (the words pass a card the veto judges; nothing passes and a pick could fire) reads it."""
+    repo = _vault(vault_repo)
+    sims = _z({MIDNIGHT: 0.93, IDS[1]: 0.85}, IDS)
+    far = _z({IDS[1]: 0.93, MIDNIGHT: 0.80}, IDS)  # the midnight card far from the prompt: a veto
+    reads: list[str] = []
+
+    def later(answer: dict[str, float]) -> Callable[[], dict[str, float] | None]:
+        def read() -> dict[str, float] | None:
+            reads.append("read")
+            return answer
+
+        return read
+
+    cases = {  # prompt: (answer, read, injected with the answer given)
+        "how do I center a div with flexbox in css": (sims, False, []),  # fits no card
+        "A datetime.time at midnight is falsy: why does `if t:` skip midnight?": (far, True, []),  # vetoed
+        "my datetime check skips the 00:00 rows in the nightly export": (sims, True, [MIDNIGHT]),  # the pick
+        (
+            "Our nightly export runs on a Python 3.4 cron box and writes Parquet for the analysts. "
+            "A datetime.time at midnight is falsy: why does `if t:` skip midnight?"
+        ): (far, False, [MIDNIGHT]),  # the words inject; a prompt of two things in prose: no veto
+    }
+    with indexer.open_index(find_vault(repo.root)) as index:
+        for asked, (answer, decisive, expected) in cases.items():
+            given = recall(index, asked, semantic=answer)
+            assert [c.card.id for c in given.injected] == expected, asked
+            if answer is far and decisive:  # the words pass the card, the veto refuses it
+                assert [c.card.id for c in recall(index, asked).injected] == [MIDNIGHT]
+                assert given.candidates[0].reason == R.SEMANTIC_VETO
+            reads.clear()
+            lazy = recall(index, asked, semantic=later(answer), only_if_decisive=True)
+            assert [c.card.id for c in lazy.injected] == [c.card.id for c in given.injected], asked
+            assert reads == (["read"] if decisive else []), asked
+            if not decisive:
+                assert all(c.similarity is None for c in lazy.candidates)

@@ -280,6 +280,7 @@ def recall(
     decide_first: int | None = None,
     semantic: "Semantic | None" = None,
     evidence: bool = False,
+    only_if_decisive: bool = False,
 ) -> Result:
     """The cards to inject for `query` (at most `settings.max_cards`, possibly none) and every card examined.
 
@@ -293,12 +294,18 @@ def recall(
     None), called when the gates first need them, after the ranking by words: the hook asks the warm encoder before
     it ranks and reads the answer then (`cairn.hot.semantic.ask`). When it gives none, the result is the lexical
     judgement's, exactly (recall runs again without it).
+    only_if_decisive: with a function, call it only when its answer could change which cards are injected
+    (`_decisive`); otherwise the words decide, as they would with the answer, and no candidate shows a similarity.
+    The hook serving one vault sets it: nothing else reads the similarities, and a prompt that fits no card is not
+    kept waiting for the warm encoder.
     evidence: fill `Result.evidence` and each candidate's `confidence` even with the confidence gate off
     (`benchmarks/confidence_study.py` fits on them); with it off, nothing else reads them, so a prompt skips them.
 
     Unless examine_all, only the best-scored cards are ranked exactly (`_top`): as many chunks of the ranking as
     admission and the gates need, the same cards and scores a full ranking would give.
     """
+    if only_if_decisive and callable(semantic):
+        semantic = _Decisive(semantic)
     try:
         result = _recall(
             index, query, scope, already_injected, today, settings, examine_all, decide_first, semantic, evidence
@@ -398,6 +405,41 @@ def _may_lead(index: "IndexReader", fragment: str, row: int, settings: "RecallSe
 
 class _Unanswered(Exception):
     """A deferred semantic answer (`recall(semantic=function)`) turned out to be none."""
+
+
+class _Decisive:
+    """A deferred semantic answer that recall reads only when it could change the decision (`only_if_decisive`)."""
+
+    __slots__ = ("_read",)
+
+    def __init__(self, read: "Callable[[], Mapping[str, float] | None]") -> None:
+        self._read = read
+
+    def __call__(self) -> "Mapping[str, float] | None":
+        return self._read()
+
+
+def _decisive(
+    admitted: "Sequence[tuple[IndexedCard, float]]",
+    words: "Sequence[Candidate]",
+    best: float,
+    index: "IndexReader",
+    query: str,
+) -> bool:
+    """Whether the semantic answer could change which cards the words' decisions (`words`, one per admitted card)
+    inject: the words inject a card the veto judges (`veto_judges`), or nothing and a pick could fire. The semantic
+    pick needs a card among the first `SEMANTIC_PICK_DEPTH` covering at least `SEMANTIC_PICK_MIN_COVERAGE` (the
+    rounded coverage a candidate shows reaches it whenever the coverage does), the agreement pick a first card
+    scoring `AGREE_SCORE` of the best possible with a lead of `AGREE_LEAD` (the rounded lead it compares)."""
+    if index.n_cards < SEMANTIC_MIN_CARDS:
+        return False  # judged on words alone
+    if any(c.decision == INJECTED for c in words):
+        return veto_judges(query)
+    if best <= 0 or not admitted:
+        return False
+    if any(c.coverage >= SEMANTIC_PICK_MIN_COVERAGE for c in words[:SEMANTIC_PICK_DEPTH]):
+        return True
+    return admitted[0][1] >= AGREE_SCORE * best and words[0].lead >= AGREE_LEAD
 
 
 def _recall(
@@ -599,6 +641,10 @@ def _gate(
     With `min_confidence` 0 the threshold gates alone decide, as before the confidence gate. A deferred semantic
     answer is read here (once: a recall gates once) and raises `_Unanswered` when it is none.
     """
+    if isinstance(given, _Decisive) and not want_evidence and getattr(settings, "min_confidence", 0.0) <= 0:
+        words = _gate(admitted, matched, weights, settings, index, postings, None, False, query)
+        if not _decisive(admitted, words[0], weights.best, index, query):
+            return words  # the answer could change nothing: it is not waited for
     semantic = given() if callable(given) else given
     if callable(given) and not semantic:
         raise _Unanswered

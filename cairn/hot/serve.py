@@ -229,8 +229,13 @@ def recall_all(
         # cards (the 50 closest) from the warm encoder, asked now and read by recall's gates after it has ranked by
         # words (the encoder finishes the prompt meanwhile); none (no extra, switched off, not up yet, no answer):
         # then recall is lexical alone.
+        # With one vault, nothing but recall's gates reads the similarities, so recall reads the answer only when it
+        # could change the decision (`recall.only_if_decisive`): a prompt that fits no card is not kept waiting.
+        # Across vaults the merge compares cards with their similarities, so each answer is read.
         sims = _similarities(layer.index, query)
-        semantic: dict[str, Any] = {} if sims is None else {"semantic": sims}  # none: exactly the lexical call
+        semantic: dict[str, Any] = (
+            {} if sims is None else {"semantic": sims, "only_if_decisive": len(layers) == 1}
+        )  # none: exactly the lexical call
         results.append(
             recall(
                 layer.index,
