@@ -363,15 +363,21 @@ def hook_cost(n_cards: int, runs: int) -> int:
                 break
             time.sleep(0.1)
         subprocess.run(hook, input=payload(1), env=env, capture_output=True, check=True)  # loads the vectors
-        times: dict[str, list[float]] = {"bare": [], "lexical": [], "semantic": []}
+
+        def unfit(i: int) -> bytes:  # a prompt no card fits: with one vault, recall does not wait for the answer
+            data = {"session_id": f"u{i}", "cwd": str(vault.root), "hook_event_name": "UserPromptSubmit"}
+            return json.dumps({**data, "prompt": NO_FIT[i % len(NO_FIT)]}).encode()
+
+        times: dict[str, list[float]] = {"bare": [], "lexical": [], "semantic": [], "no card fits": []}
         for i in range(runs):
-            for name in ("bare", "lexical", "semantic"):
+            for name in times:
                 started = time.perf_counter()
                 if name == "bare":
                     subprocess.run([python, "-c", "pass"], check=True)
                 else:
-                    run_env = env if name == "semantic" else off
-                    subprocess.run(hook, input=payload(i + 2), env=run_env, capture_output=True, check=True)
+                    run_env = off if name == "lexical" else env
+                    stdin = unfit(i) if name == "no card fits" else payload(i + 2)
+                    subprocess.run(hook, input=stdin, env=run_env, capture_output=True, check=True)
                 times[name].append(time.perf_counter() - started)
         from cairn.hot.index import IndexReader
         from cairn.hot.semantic import similarities
@@ -410,9 +416,9 @@ def hook_cost(n_cards: int, runs: int) -> int:
             f"cairn hook, {n_cards} cards, {runs} runs, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}, "
             f"{blas_kernels(python, env)}:"
         )
-        for name in ("bare", "lexical", "semantic"):
+        for name in times:
             med = statistics.median(times[name])
-            print(f"  {name:<9} {med * 1000:7.1f} ms  {med / bare:5.2f}x")
+            print(f"  {name:<12} {med * 1000:7.1f} ms  {med / bare:5.2f}x")
         added = statistics.median(times["semantic"]) - statistics.median(times["lexical"])
         print(f"  the channel adds {added * 1000:.1f} ms a prompt (median of the difference of medians)")
         print(
@@ -425,6 +431,15 @@ def hook_cost(n_cards: int, runs: int) -> int:
         )
         print("  budget with the warm encoder up: 3x;", "daemon log:", served.strip().splitlines()[:1])
     return 0
+
+
+# Prompts an agent gets that fit no card of the synthetic vault (`hook`'s fourth series): with one vault served, recall
+# reads the warm encoder's answer only when it could change the decision (`recall(only_if_decisive=True)`).
+NO_FIT = (
+    "please refactor this function to be more readable and add docstrings",
+    "rename the variable in the loop and update the tests",
+    "write a short summary of the changes for the pull request description",
+)
 
 
 def compare_hooks(n_cards: int, runs: int, old_bin: Path, new_bin: Path) -> int:
