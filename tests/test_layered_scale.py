@@ -171,24 +171,28 @@ def test_one_vault_on_the_one_scale_is_its_own_coverage(home: Path, tmp_path: Pa
         layer.index.close()
 
 
-def test_one_vault_reads_the_semantic_answer_only_when_it_could_decide_several_read_each(
+def test_the_semantic_answer_is_read_only_when_it_could_decide_across_vaults_too(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`serve.recall_all` sets `only_if_decisive` for one vault only: across vaults the merge compares cards with
-    their similarities (`Scale.veto_figure`), so every vault's answer is read."""
+    """`serve.recall_all` reads a vault's answer only when it could change that vault's decision; across vaults,
+    once any vault gives a card, every vault whose answer went unread is recalled again with it, since the merge
+    compares the cards given with the others' similarities (`Scale.veto_figure`). Each result is the one a read
+    answer gives."""
     from collections.abc import Callable
 
     from cairn.hot import serve
     from cairn.hot.index import IndexReader
     from cairn.hot.paths import index_path
+    from cairn.hot.recall import recall
 
     team, org, _ = two_vaults(tmp_path, printing=4, files=5)
+    answer = {"unix/lp": 0.5, "build/just": 0.4}
     reads: list[str] = []
 
     def asked(index: IndexReader, query: str) -> Callable[[], dict[str, float] | None]:
         def read() -> dict[str, float] | None:
             reads.append(query)
-            return {"unix/lp": 0.5, "build/just": 0.4}
+            return answer
 
         return read
 
@@ -198,9 +202,24 @@ def test_one_vault_reads_the_semantic_answer_only_when_it_could_decide_several_r
         for name, repo in (("team", team), ("org", org))
     ]
     nothing = "how do I center a div with flexbox in css"
-    alone = serve.recall_all(layers[:1], nothing, None, None)
-    assert reads == [] and alone[0].abstained  # fits no card: the words decide, no answer waited for
-    both = serve.recall_all(layers, nothing, None, None)
-    assert reads == [nothing, nothing] and all(r.abstained for r in both)
+    # Two sentences of prose: the veto does not judge it, so neither vault needs its answer for its own decision.
+    two_things = (
+        "We keep the build recipes in a justfile at the repository root. "
+        "How do I print a file from the justfile on the office printer?"
+    )
+    for query, served, read in (
+        (nothing, layers[:1], 0),
+        (nothing, layers, 0),
+        (two_things, layers[:1], 0),
+        (two_things, layers, 2),
+    ):
+        reads.clear()
+        lazy = serve.recall_all(served, query, None, None)
+        assert len(reads) == read, (query, len(served))
+        eager = [recall(layer.index, query, semantic=answer) for layer in served]
+        assert [[c.card.id for c in r.injected] for r in lazy] == [[c.card.id for c in r.injected] for r in eager]
+        if read:
+            assert [r.candidates for r in lazy] == [r.candidates for r in eager]  # similarities too: the merge's
+    assert serve.recall_all(layers, two_things, None, None)[0].injected  # a vault gives a card: the second pass ran
     for layer in layers:
         layer.index.close()

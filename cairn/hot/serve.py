@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Sequence
     from typing import Any
 
+    from cairn.config import RecallSettings
     from cairn.hot.index import IndexedCard, IndexReader
     from cairn.hot.recall import Candidate, Result
 
@@ -221,33 +222,64 @@ def serve_layers(
 def recall_all(
     layers: "Sequence[Layer]", query: str, injected: "Collection[str] | None", decide_first: int | None
 ) -> "list[Result]":
+    """Each layer's recall of `query`, in order.
+
+    The optional semantic channel (`cairn.hot.semantic`): z-scores of the prompt's similarity to each vault's cards
+    (the 50 closest) from the warm encoder, asked before a vault is ranked by words and read by recall's gates after
+    (the encoder finishes the prompt meanwhile); none (no extra, switched off, not up yet, no answer): recall is
+    lexical alone. Recall reads an answer only when it could change that vault's decision
+    (`recall(only_if_decisive=True)`), so a prompt that fits no card is not kept waiting. Across vaults the merge
+    compares the cards given with the others' similarities (`Scale.veto_figure`): when any vault gives a card, each
+    vault whose answer went unread is recalled again with it, and every decision is the one a read answer gives."""
+    asked: list[tuple[Layer, RecallSettings, Collection[str], _Read | None]] = []
     results = []
     for layer in layers:
         settings = stored_settings(layer.index.config)
         already = _already_of(layer, injected) if injected else ()
-        # The optional semantic channel (cairn.hot.semantic): z-scores of the prompt's similarity to the vault's
-        # cards (the 50 closest) from the warm encoder, asked now and read by recall's gates after it has ranked by
-        # words (the encoder finishes the prompt meanwhile); none (no extra, switched off, not up yet, no answer):
-        # then recall is lexical alone.
-        # With one vault, nothing but recall's gates reads the similarities, so recall reads the answer only when it
-        # could change the decision (`recall.only_if_decisive`): a prompt that fits no card is not kept waiting.
-        # Across vaults the merge compares cards with their similarities, so each answer is read.
         sims = _similarities(layer.index, query)
-        semantic: dict[str, Any] = (
-            {} if sims is None else {"semantic": sims, "only_if_decisive": len(layers) == 1}
-        )  # none: exactly the lexical call
-        results.append(
-            recall(
-                layer.index,
-                query,
-                scope=layer.scope,
-                already_injected=already,
-                settings=settings,
-                decide_first=decide_first,
-                **semantic,
-            )
-        )
+        read = None if sims is None else _Read(sims)
+        asked.append((layer, settings, already, read))
+        results.append(_recall_layer(layer, query, settings, already, decide_first, read, lazy=True))
+    if len(layers) > 1 and any(r.injected for r in results):
+        for i, (layer, settings, already, read) in enumerate(asked):
+            if read is not None and not read.done:
+                results[i] = _recall_layer(layer, query, settings, already, decide_first, read, lazy=False)
     return results
+
+
+class _Read:
+    """A deferred semantic answer (`cairn.hot.semantic.ask`) that remembers whether recall read it."""
+
+    __slots__ = ("_read", "done")
+
+    def __init__(self, read: "Callable[[], dict[str, float] | None]") -> None:
+        self._read = read
+        self.done = False
+
+    def __call__(self) -> "dict[str, float] | None":
+        self.done = True
+        return self._read()
+
+
+def _recall_layer(
+    layer: Layer,
+    query: str,
+    settings: "RecallSettings",
+    already: "Collection[str]",
+    decide_first: int | None,
+    read: "_Read | None",
+    lazy: bool,
+) -> "Result":
+    semantic: dict[str, Any] = {} if read is None else {"semantic": read, "only_if_decisive": lazy}
+    return recall(
+        layer.index,
+        query,
+        scope=layer.scope,
+        already_injected=already,
+        settings=settings,
+        decide_first=decide_first,
+        **semantic,  # none: exactly the lexical call
+    )
 
 
 def _similarities(index: "IndexReader", query: str) -> "Callable[[], dict[str, float] | None] | None":
