@@ -296,8 +296,8 @@ def recall(
     judgement's, exactly (recall runs again without it).
     only_if_decisive: with a function, call it only when its answer could change which cards are injected
     (`_decisive`); otherwise the words decide, as they would with the answer, and no candidate shows a similarity.
-    The hook serving one vault sets it: nothing else reads the similarities, and a prompt that fits no card is not
-    kept waiting for the warm encoder.
+    The hook sets it (`serve.recall_all`, which reads the answers the merge across vaults needs), so a prompt that
+    fits no card is not kept waiting for the warm encoder.
     evidence: fill `Result.evidence` and each candidate's `confidence` even with the confidence gate off
     (`benchmarks/confidence_study.py` fits on them); with it off, nothing else reads them, so a prompt skips them.
 
