@@ -591,3 +591,45 @@ def test_vectors_whose_seal_does_not_hold_are_refused_and_rebuilt(vault_repo: Va
     assert vectors.sealed(side) and vectors.current(index_file)
     with IndexReader(index_file) as index:
         assert similarities(index, PARAPHRASE, timeout=10) is not None
+
+
+def test_explain_says_whether_the_semantic_veto_judged_the_prompt(vault_repo: VaultRepo) -> None:
+    """`cairn explain` with the extra, in a vault of 30 cards or more (the semantic rules apply): `--json` gives
+    `semantic_veto` true for a one-question prompt and false for the same question in an agent's wrapper (two things
+    said in prose: the word gates judge it), and the text says so for the second."""
+    import json
+
+    vault_repo.write_raw("cairn.toml", "# defaults\n")
+    vault_repo.write(
+        FORCE_ID,
+        "Use --force-with-lease, never --force",
+        "git push --force overwrites commits others pushed meanwhile; --force-with-lease refuses when the remote "
+        "moved since you fetched.",
+    )
+    for n, topic in enumerate(TOPICS_30):
+        vault_repo.write(f"misc/topic-{n}", f"The {topic} gotcha", f"What to know about {topic} before you rely on it.")
+    vault_repo.commit("31 cards")
+    assert vault_repo.cairn("index").returncode == 0
+    question = "How do I force-push a rebased branch without overwriting my teammates' commits?"
+    wrapped = "We ship the payments service from a monorepo with a strict review process. " + question
+    judged = {}
+    for prompt in (question, wrapped):
+        done = vault_repo.cairn("explain", "--json", prompt)
+        assert done.returncode == 0, done.stderr
+        data = json.loads(done.stdout)
+        judged[prompt] = data["semantic_veto"]
+        assert data["candidates"][0]["similarity"] is not None  # the similarities were read either way
+    assert judged == {question: True, wrapped: False}
+    text = vault_repo.cairn("explain", wrapped).stdout
+    assert "Similarities read, no semantic veto" in text
+
+
+TOPICS_30 = (
+    "pip wheel cache", "docker layer order", "ssh agent forwarding", "postgres vacuum bloat", "kubernetes probes",
+    "nginx proxy buffering", "redis key eviction", "cron job environment", "terraform state lock",
+    "webpack chunk names", "celery task retries", "numpy integer overflow", "pandas chained assignment",
+    "unicode normalization", "json float precision", "regex backtracking", "tls certificate chain",
+    "dns negative caching", "http keepalive pool", "sqlite write lock", "bash word splitting", "makefile phony",
+    "yaml norway problem", "csv excel encoding", "mypy strict optional", "pytest fixture scope", "ruff import sorting",
+    "virtualenv activation", "locale decimal comma", "gzip concatenated members",
+)  # fmt: skip
