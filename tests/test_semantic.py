@@ -599,6 +599,8 @@ def test_explain_says_whether_the_semantic_veto_judged_the_prompt(vault_repo: Va
     said in prose: the word gates judge it), and the text says so for the second."""
     import json
 
+    from test_recall_semantic import TOPICS  # 31 topics: with the lesson, a vault of SEMANTIC_MIN_CARDS or more
+
     vault_repo.write_raw("cairn.toml", "# defaults\n")
     vault_repo.write(
         FORCE_ID,
@@ -606,9 +608,9 @@ def test_explain_says_whether_the_semantic_veto_judged_the_prompt(vault_repo: Va
         "git push --force overwrites commits others pushed meanwhile; --force-with-lease refuses when the remote "
         "moved since you fetched.",
     )
-    for n, topic in enumerate(TOPICS_30):
+    for n, topic in enumerate(TOPICS):
         vault_repo.write(f"misc/topic-{n}", f"The {topic} gotcha", f"What to know about {topic} before you rely on it.")
-    vault_repo.commit("31 cards")
+    vault_repo.commit("32 cards")
     assert vault_repo.cairn("index").returncode == 0
     question = "How do I force-push a rebased branch without overwriting my teammates' commits?"
     wrapped = "We ship the payments service from a monorepo with a strict review process. " + question
@@ -622,14 +624,3 @@ def test_explain_says_whether_the_semantic_veto_judged_the_prompt(vault_repo: Va
     assert judged == {question: True, wrapped: False}
     text = vault_repo.cairn("explain", wrapped).stdout
     assert "Similarities read, no semantic veto" in text
-
-
-TOPICS_30 = (
-    "pip wheel cache", "docker layer order", "ssh agent forwarding", "postgres vacuum bloat", "kubernetes probes",
-    "nginx proxy buffering", "redis key eviction", "cron job environment", "terraform state lock",
-    "webpack chunk names", "celery task retries", "numpy integer overflow", "pandas chained assignment",
-    "unicode normalization", "json float precision", "regex backtracking", "tls certificate chain",
-    "dns negative caching", "http keepalive pool", "sqlite write lock", "bash word splitting", "makefile phony",
-    "yaml norway problem", "csv excel encoding", "mypy strict optional", "pytest fixture scope", "ruff import sorting",
-    "virtualenv activation", "locale decimal comma", "gzip concatenated members",
-)  # fmt: skip
