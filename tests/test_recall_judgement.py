@@ -263,6 +263,25 @@ def test_the_semantic_channel_vetoes_a_card_it_does_not_find_near_the_prompt(vau
     assert [c.card.id for c in near.injected] == ["python/package-data"]
 
 
+def test_the_veto_spares_the_semantic_first_card_whose_words_clear_the_lead_gate(vault_repo: VaultRepo) -> None:
+    """In a vault about one subject a prompt's right card is often the semantic first choice at a z-score under 3.
+    When the words put it first too and clear the lead gate by `SEMANTIC_SPARE_LEAD`, the veto spares it."""
+    repo = _cards(vault_repo)
+    first = {"python/package-data": 2.5, "git/force-push-safely": 1.0}  # the semantic first, under SEMANTIC_MIN_Z
+    second = {"python/package-data": 2.5, "git/force-push-safely": 2.6}
+    with indexer.open_index(find_vault(repo.root)) as index:
+        spared = recall(index, TRACEBACK, semantic=first)
+        not_first = recall(index, TRACEBACK, semantic=second)
+        lead = spared.candidates[0].lead  # 0.28: over min_lead 0.24 by more than SEMANTIC_SPARE_LEAD
+        scraping = dataclasses.replace(settings_of(index), min_lead=lead - R.SEMANTIC_SPARE_LEAD / 2)
+        scraped = recall(index, TRACEBACK, settings=scraping, semantic=first)
+        plain = recall(index, TRACEBACK, settings=scraping)
+    assert [c.card.id for c in spared.injected] == ["python/package-data"] and spared.injected[0].similarity == 2.5
+    assert not_first.abstained and not_first.candidates[0].reason == R.SEMANTIC_VETO
+    assert [c.card.id for c in plain.injected] == ["python/package-data"]  # the words pass it at that min_lead
+    assert scraped.abstained and scraped.candidates[0].reason == R.SEMANTIC_VETO  # but do not clear it enough
+
+
 QUESTION = "Why are the templates missing after pip install of our CLI?"
 # The same question in an agent's wrapper: two sentences of prose more (the project, the deliverable).
 WRAPPED = (
@@ -308,7 +327,9 @@ def test_explain_shows_gate_values_for_a_vetoed_card(vault_repo: VaultRepo) -> N
 
     repo = _cards(vault_repo)
     with indexer.open_index(find_vault(repo.root)) as index:
-        result = recall(index, TRACEBACK, examine_all=True, semantic={"python/package-data": 1.2})
+        result = recall(
+            index, TRACEBACK, examine_all=True, semantic={"python/package-data": 1.2, "git/force-push-safely": 4.0}
+        )
     rows = explain_rows(result)
     top = rows[0]
     assert top["reason"] == R.SEMANTIC_VETO and top["gates"] is not None and top["similarity"] == 1.2
