@@ -381,6 +381,48 @@ def private_folder(folder: str) -> None:
         return
 
 
+# The files of the cache, the state and a vault's `.git` that are not the index are checked too: anything else in a
+# file's place (a FIFO, a device, a folder) is never waited on, never read without bound, and the files the hot path
+# writes (the log, stamps, locks) are never written or made through a symlink.
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def read_regular(path: str, limit: int) -> bytes:
+    """At most `limit` bytes of the regular file at `path` (a symlink to one is followed); OSError, at once, for a
+    FIFO, a device, a folder or no file."""
+    fd = os.open(path, os.O_RDONLY | _NONBLOCK)  # a FIFO with no writer must not block
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        chunks, size = [], 0
+        while size < limit:
+            chunk = os.read(fd, limit - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def open_private(path: str, flags: int) -> int:
+    """`os.open(path, flags, 0o600)` for a file of Cairn's own (the log, a stamp, a lock): never through a symlink,
+    never waiting on a FIFO; OSError when anything but a regular file is in its place."""
+    fd = os.open(path, flags | _NONBLOCK | _NOFOLLOW, 0o600)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file")
+    return fd
+
+
+def touch_private(path: str, when: float) -> None:
+    """Make the stamp file `path` (0600) if needed and set its times to `when` (`open_private`'s checks)."""
+    os.close(open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND))
+    os.utime(path, (when, when))
+
+
 def _lexically_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 

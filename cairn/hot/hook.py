@@ -22,9 +22,11 @@ from cairn.hot import (
     hook_settings,
     index_key,
     loads,
+    open_private,
     private_folder,
     sha256_hex,
     state_folder,
+    touch_private,
     utc_now,
 )
 
@@ -397,8 +399,7 @@ def _start_background_index(vault: "VaultDirs", index_file: str) -> None:
     except FileNotFoundError:
         pass
     private_folder(os.path.dirname(stamp))
-    os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
-    os.utime(stamp, (now, now))
+    touch_private(stamp, now)  # OSError for a FIFO or a symlink in its place: the vault's line logs it
     import subprocess
 
     env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
@@ -593,7 +594,7 @@ def append_log(state_dir: str, entry: dict[str, object]) -> None:
             os.replace(path, path + ".1")
     except OSError:
         pass
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         os.write(fd, line)
     finally:

@@ -19,7 +19,7 @@ vectors: without the extra, the hook imports nothing more than before.
 import os
 import sys
 
-from cairn.hot import CLEAN_PATH, VECTORS_SUFFIX, dumps, loads, private_folder, state_folder
+from cairn.hot import CLEAN_PATH, VECTORS_SUFFIX, dumps, loads, private_folder, state_folder, touch_private
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -219,8 +219,7 @@ def start_daemon(state: str) -> bool:
             return False
     except FileNotFoundError:
         pass
-    os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT, 0o600))
-    os.utime(stamp, (now, now))
+    touch_private(stamp, now)
     log = os.path.join(state, LOG_NAME)
     actions = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),

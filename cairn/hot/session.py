@@ -15,12 +15,13 @@ import os
 import time
 from _thread import allocate_lock
 
-from cairn.hot import dumps, loads, private_folder, sha256_hex, utc_now
+from cairn.hot import dumps, loads, open_private, private_folder, read_regular, sha256_hex, touch_private, utc_now
 
 SESSIONS_DIR = "sessions"
 _LOCK_WAIT_SECONDS = 3.0
 _PRUNE_EVERY_SECONDS = 6 * 3600
 _PRUNE_STAMP = ".pruned"
+MAX_SESSION_BYTES = 16 * 1024 * 1024  # thousands of prompts' cards; a bigger file reads as a new session
 _IN_PROCESS = allocate_lock()  # held while this process holds any session's file lock
 
 
@@ -86,7 +87,7 @@ class open_session:  # noqa: N801 - used as a function: `with open_session(state
             raise SessionBusy("another recall of this process held a session for over 3 s")
         self._held = True
         try:
-            self._fd = os.open(os.path.join(self._folder, self._key + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+            self._fd = open_private(os.path.join(self._folder, self._key + ".lock"), os.O_RDWR | os.O_CREAT)
             _lock(self._fd)
             return Session(self._key, path, *_read(path))
         except BaseException:
@@ -118,8 +119,7 @@ def prune(state_dir: str, ttl_days: int) -> int:
     except OSError:
         return 0
     try:
-        os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
-        os.utime(stamp, (now, now))
+        touch_private(stamp, now)
         names = os.listdir(folder)
     except OSError:
         return 0
@@ -159,8 +159,7 @@ def write_private(path: str, data: bytes) -> None:
 def _read(path: str) -> tuple[dict[str, dict[str, str]], str | None]:
     """The injected map and vault of a session file; a missing or damaged file reads as a new session."""
     try:
-        with open(path, "rb") as handle:
-            data = loads(handle.read())
+        data = loads(read_regular(path, MAX_SESSION_BYTES))  # a session cut at the limit fails to parse
     except (OSError, ValueError):
         return {}, None
     if not isinstance(data, dict) or not isinstance(data.get("injected"), dict):

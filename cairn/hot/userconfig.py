@@ -22,7 +22,7 @@ not a TOML parse. The copy is checked like the file (the same validation runs on
 
 import os
 
-from cairn.hot import Record, dumps, loads, path_text, sha256_hex
+from cairn.hot import Record, dumps, loads, path_text, read_regular, sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -144,8 +144,7 @@ def parse_file(file: str, env: "Mapping[str, str] | None" = None) -> "dict[str, 
 def _parse_and_cache(file: str, key: list[object], env: "Mapping[str, str]") -> "dict[str, Any]":
     cache = _cache_file(file, env)
     try:
-        with open(file, "rb") as handle:
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        raw = read_regular(file, MAX_CONFIG_BYTES + 1)  # a FIFO in its place must not block the hook
     except OSError as exc:
         raise _error(f"{file}: cannot read the user configuration ({exc.strerror or exc})") from None
     try:
@@ -309,8 +308,7 @@ def _cache_file(file: str, env: "Mapping[str, str]") -> str:
 def _read_cache(cache: str, key: list[object]) -> "dict[str, Any] | None":
     """The cached data for this key; raises the cached error; None when missing, stale or damaged."""
     try:
-        with open(cache, "rb") as handle:
-            stored = loads(handle.read(4 * MAX_CONFIG_BYTES))
+        stored = loads(read_regular(cache, 4 * MAX_CONFIG_BYTES))
     except (OSError, ValueError):
         return None
     if not isinstance(stored, dict) or stored.get("version") != CACHE_VERSION or stored.get("key") != key:

@@ -20,7 +20,7 @@ Anything it cannot read (an unborn branch, a reftable repository, a damaged file
 
 import os
 
-from cairn.hot import Record, exists, is_dir, is_file, path_text, resolve
+from cairn.hot import Record, exists, is_dir, is_file, path_text, read_regular, resolve
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -459,8 +459,7 @@ def _is_safe_ref(ref: str) -> bool:
 
 def _read_text(path: str) -> str | None:
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(1 << 26)
+        data = read_regular(path, 1 << 26)  # a FIFO or a device in a `.git` file's place is not read
     except OSError:
         return None
     return data.decode("utf-8", "replace")

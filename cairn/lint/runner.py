@@ -15,7 +15,7 @@ from cairn.hot.vault import Vault
 from cairn.lint import registry, security
 from cairn.lint.facts import vault_facts
 from cairn.lint.model import Context, Rule, Target
-from cairn.lint.snapshot import FILE, STAGED, SYMLINK, Snapshot
+from cairn.lint.snapshot import FILE, STAGED, SYMLINK, Snapshot, read_capped
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,10 +133,13 @@ def _target(vault: Vault, snapshot: Snapshot, rel: str) -> Target:
             return Target(
                 rel, None, None, (Finding(rel, 0, "file-symlink", "a card must be a regular file, not a symlink"),)
             )
+        if not disk.resolve().is_relative_to(vault.root.resolve()):  # a symlinked folder on the way out
+            why = "a card must be a regular file in the vault, not reached through a symlinked folder"
+            return Target(rel, None, None, (Finding(rel, 0, "file-symlink", why),))
         if not disk.is_file():
             where = "git's staging area" if snapshot.source == STAGED else "folder"
             raise CairnError(f"{rel}: no such file in the vault's {where}")
-        data = disk.read_bytes()
+        data = read_capped(disk, disk.stat().st_size)
     if rel.startswith("cards/") and card_id_from_path(rel) is None:
         return Target(rel, _text(data), None, ())  # not a card: card-path says so
     card, contract = parse_card(rel, data)

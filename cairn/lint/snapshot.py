@@ -52,7 +52,7 @@ class Snapshot:
             if stat.S_ISLNK(info.st_mode):
                 self.files[rel] = VaultFile(rel, "", SYMLINK)
             elif stat.S_ISREG(info.st_mode):
-                data = _read_capped(file, info.st_size)
+                data = read_capped(file, info.st_size)
                 blob = blob_id(data)
                 self._data[blob] = data
                 self.files[rel] = VaultFile(rel, blob)
@@ -110,7 +110,7 @@ def blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
-def _read_capped(file: Path, size: int) -> bytes:
+def read_capped(file: Path, size: int) -> bytes:
     """A file's bytes, or only its first MAX_CARD_BYTES + 1 when it is bigger (the contract rejects it anyway)."""
     with open(file, "rb") as handle:
         return handle.read(MAX_CARD_BYTES + 1) if size > MAX_CARD_BYTES else handle.read()

@@ -1,0 +1,209 @@
+"""The files the hook opens besides its index are checked, not trusted: a FIFO, a device or a symlink in place of the
+hook log, a session file, a stamp, a git ref or the user configuration never blocks the prompt, is never read
+without bound, and is never written through.
+
+Each case runs the installed `cairn hook` as an agent does, with a timeout: a hook that blocks fails the test."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers.payloads import FITTING_PROMPT, claude_payload, log_entries
+from helpers.vaults import VaultRepo, cache_dir, cairn_executable, make_vault, state_dir
+
+SESSION = "session-files"
+HOOK_TIMEOUT = 20  # seconds; a hook normally answers in well under one
+
+
+def _hook(
+    vault: VaultRepo, *, vault_arg: str | None = None, env: dict[str, str] | None = None, session: str = SESSION
+) -> subprocess.CompletedProcess[str]:
+    payload = json.dumps(claude_payload(FITTING_PROMPT, vault.root, session))
+    args = [cairn_executable(), "hook", "--format", "claude-code"]
+    args += ["--vault", vault_arg if vault_arg is not None else str(vault.root)]
+    return subprocess.run(
+        args,
+        input=payload,
+        capture_output=True,
+        text=True,
+        cwd=vault.root,
+        env={**os.environ, **(env or {})},
+        timeout=HOOK_TIMEOUT,
+        check=False,
+    )
+
+
+def _served(vault: VaultRepo) -> None:
+    make_vault(vault)
+    done = _hook(vault)  # the session, the log and their folders exist: the hook has served once
+    assert done.returncode == 0 and "force-push" in done.stdout, done
+
+
+def _session_file(suffix: str) -> Path:
+    key = hashlib.sha256(SESSION.encode()).hexdigest()[:32]
+    return state_dir() / "sessions" / f"{key}{suffix}"
+
+
+def _stale(vault: VaultRepo) -> None:
+    """The served branch moves on without the index: the hook serves nothing and starts a background index."""
+    tree = vault.git("rev-parse", "HEAD^{tree}")
+    commit = vault.git("commit-tree", "-p", "HEAD", "-m", "moved on", tree)
+    vault.git("update-ref", "refs/heads/main", commit)
+
+
+def _index_folder() -> Path:
+    (found,) = cache_dir().rglob("index.cairn")
+    return found.parent
+
+
+def _fifo(path: Path, old: bool = False) -> None:
+    if path.is_symlink() or path.exists():
+        path.unlink()
+    os.mkfifo(path, 0o600)
+    if old:
+        os.utime(path, (0, 0))
+
+
+def test_a_fifo_in_place_of_the_hook_log_never_blocks(vault_repo: VaultRepo) -> None:
+    _served(vault_repo)
+    _fifo(state_dir() / "hook.jsonl")
+    done = _hook(vault_repo, session="another")
+    assert done.returncode == 0
+    assert "force-push" in done.stdout  # the prompt is served; only the log line is lost
+    assert "cannot write the hook log" in done.stderr
+
+
+def test_the_hook_log_is_never_written_through_a_symlink(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    _served(vault_repo)
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("a user's file\n")
+    log = state_dir() / "hook.jsonl"
+    log.unlink()
+    log.symlink_to(elsewhere)
+    done = _hook(vault_repo, session="another")
+    assert done.returncode == 0 and "force-push" in done.stdout
+    assert elsewhere.read_text() == "a user's file\n"
+    assert "cannot write the hook log" in done.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
+def test_a_session_file_that_is_not_a_file_never_blocks(vault_repo: VaultRepo, kind: str) -> None:
+    _served(vault_repo)
+    session = _session_file(".json")
+    session.unlink()
+    if kind == "fifo":
+        _fifo(session)
+    elif kind == "device":
+        session.symlink_to("/dev/zero")  # read whole, it never ends
+    else:
+        session.mkdir()
+    started = time.monotonic()
+    done = _hook(vault_repo)
+    assert time.monotonic() - started < HOOK_TIMEOUT
+    assert done.returncode == 0 and done.stderr == ""
+    assert log_entries()[-1]["prompt_sha256"]  # the prompt was logged (by its hash)
+
+
+def test_a_session_lock_is_never_created_through_a_symlink(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    _served(vault_repo)
+    lock = _session_file(".lock")
+    lock.unlink()
+    target = tmp_path / "made-by-the-hook"
+    lock.symlink_to(target)
+    done = _hook(vault_repo)
+    assert done.returncode == 0 and done.stdout == ""
+    assert not target.exists()
+    assert log_entries()[-1]["error"]
+
+
+def test_a_fifo_as_the_reindex_stamp_never_blocks(vault_repo: VaultRepo) -> None:
+    _served(vault_repo)
+    _stale(vault_repo)
+    _fifo(_index_folder() / "index.cairn.reindex", old=True)
+    done = _hook(vault_repo)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    (line,) = log_entries()[-1]["vaults"]
+    assert line["error"]
+
+
+def test_the_reindex_stamp_is_never_created_through_a_symlink(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    _served(vault_repo)
+    _stale(vault_repo)
+    target = tmp_path / "made-by-the-hook"
+    stamp = _index_folder() / "index.cairn.reindex"
+    if stamp.exists():
+        stamp.unlink()
+    stamp.symlink_to(target)
+    done = _hook(vault_repo)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert not target.exists()
+    (line,) = log_entries()[-1]["vaults"]
+    assert line["error"]
+
+
+def test_a_fifo_as_the_sessions_prune_stamp_never_blocks(vault_repo: VaultRepo) -> None:
+    _served(vault_repo)
+    _fifo(state_dir() / "sessions" / ".pruned", old=True)
+    done = _hook(vault_repo)
+    assert done.returncode == 0 and done.stderr == ""
+    assert log_entries()[-1]["error"] is None
+
+
+@pytest.mark.parametrize("ref", ["HEAD", "refs/heads/main"])
+def test_a_git_file_that_is_not_a_file_never_blocks(vault_repo: VaultRepo, ref: str) -> None:
+    """The vault's own `.git` is read by the hook (the served ref): a FIFO or a device there is not read."""
+    _served(vault_repo)
+    git_file = vault_repo.root / ".git" / ref
+    git_file.unlink()
+    if ref == "HEAD":
+        git_file.symlink_to("/dev/zero")
+    else:
+        _fifo(git_file)
+    started = time.monotonic()
+    done = _hook(vault_repo)
+    assert time.monotonic() - started < HOOK_TIMEOUT
+    assert done.returncode == 0 and done.stderr == ""
+    assert log_entries()[-1]["prompt_sha256"]
+
+
+@pytest.mark.parametrize("which", ["config", "cached copy"])
+def test_a_fifo_as_the_user_configuration_never_blocks(vault_repo: VaultRepo, tmp_path: Path, which: str) -> None:
+    _served(vault_repo)
+    config = tmp_path / "config.toml"
+    env = {"CAIRN_CONFIG": str(config)}
+    added = vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team", env=env)
+    assert added.returncode == 0, added.stderr
+    served = _hook(vault_repo, vault_arg="team", env=env, session="another")  # the configuration's copy is made
+    assert "team:" in served.stdout, served
+    if which == "config":
+        _fifo(config)
+    else:
+        (copy,) = (state_dir() / "config").glob("*.json")
+        _fifo(copy)
+    for vault_arg in ("team", str(vault_repo.root)):
+        done = _hook(vault_repo, vault_arg=vault_arg, env=env)
+        assert done.returncode == 0 and done.stderr == ""
+        assert log_entries()[-1]["prompt_sha256"]
+
+
+def test_lint_never_passes_a_card_read_through_a_symlinked_folder(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """`cairn lint FILE` reads a file the snapshot does not hold from the disk: one reached through a symlinked
+    folder lives outside the vault (the index never reads it: the commit holds a symlink), so it is a finding, not
+    a clean card."""
+    make_vault(vault_repo)
+    outside = tmp_path / "outside" / "topic"
+    outside.mkdir(parents=True)
+    (outside / "secret.md").write_text(
+        '---\nname: "Outside card about kettles"\nsummary: "This file lives outside the vault; lint read it."\n---\n\nb\n'
+    )
+    (vault_repo.root / "cards" / "linked").symlink_to(outside)
+    done = vault_repo.cairn("lint", "cards/linked/secret.md")
+    assert done.returncode == 1, done
+    assert "cards/linked/secret.md:0: file-symlink" in done.stdout
