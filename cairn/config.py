@@ -7,6 +7,7 @@ what Cairn reads) the commit that holds it and that the fix must be committed.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import sys
 from dataclasses import asdict, dataclass, field, fields
@@ -219,12 +220,48 @@ def _section(cls: type[Any], name: str, table: dict[str, Any]) -> Any:
         elif isinstance(default, float):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise _Mistake(f"[{name}] {key} must be a number", key)
+            if not math.isfinite(value):
+                raise _Mistake(f"[{name}] {key} must be a finite number, not {value}", key)
             value = float(value)
         elif isinstance(default, int):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise _Mistake(f"[{name}] {key} must be a whole number", key)
+        if (name, key) in _RANGES:
+            low, high = _RANGES[name, key]
+            if value < low or (high is not None and value > high):
+                span = f"between {low:g} and {high:g}" if high is not None else f"{low:g} or more"
+                shown = value if isinstance(value, int) else f"{value:g}"
+                raise _Mistake(f"[{name}] {key} must be {span}, not {shown}", key)
         values[key] = value
     return cls(**values)
+
+
+# The values each number may take (low, high; None: no upper bound). Outside them a setting is a mistake, not a
+# policy: a NaN, negative or out-of-range gate passes every card (and `cairn review`'s weaker-gate check, which
+# compares numbers), a day count beyond a date's range breaks the commands that add it to a date.
+_MAX_DAYS = 36500  # 100 years; to switch the staleness check off, name verified-at-stale in [lint] disable
+_RANGES: dict[tuple[str, str], tuple[float, float | None]] = {
+    ("recall", "max_cards"): (1, None),
+    ("recall", "k1"): (0, None),
+    ("recall", "b"): (0, 1),
+    ("recall", "weight_summary"): (0, None),
+    ("recall", "weight_name"): (0, None),
+    ("recall", "weight_body"): (0, None),
+    ("recall", "instruction_weight"): (0, None),
+    ("recall", "unknown_weight"): (0, None),
+    ("recall", "min_lead"): (0, 1),
+    ("recall", "min_coverage"): (0, 1),
+    ("recall", "min_margin"): (0, 1),
+    ("recall", "min_confidence"): (0, 1),
+    ("lint", "summary_max_chars"): (1, None),
+    ("lint", "max_age_days"): (1, _MAX_DAYS),
+    ("lint", "max_scope_share"): (0, 1),
+    ("lint", "max_scopes_per_card"): (1, None),
+    ("lint", "duplicate_threshold"): (0, 1),
+    ("lint", "crowding_min_cards"): (0, None),
+    ("hook", "max_context_chars"): (1, None),
+    ("hook", "session_ttl_days"): (1, _MAX_DAYS),
+}
 
 
 def _renamed(section: str, table: dict[str, Any]) -> dict[str, Any]:

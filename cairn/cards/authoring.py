@@ -197,7 +197,21 @@ def prepare_card(vault: Vault, card: NewCard, *, today: dt.date | None = None) -
         ensure_inside(vault.cards_dir, target)
     except RefusedWrite:
         raise RefusedWrite(f"{rel} would be written outside the vault's cards/ folder (a symlinked folder?)") from None
+    blocking = file_in_the_way(vault, rel)
+    if blocking is not None:
+        raise RefusedWrite(f"{blocking} is a file, not a folder, so {rel} cannot be written; choose another --id")
     return PendingCard(rel, text, lint_pending(vault, {rel: data}, today=today)[rel])
+
+
+def file_in_the_way(vault: Vault, rel: str) -> str | None:
+    """The vault-relative path of a file (not a folder) standing where a folder of `rel` must be, or None: a card
+    `cards/git/x.md` cannot be written while `cards/git` is a file."""
+    parts = rel.split("/")[:-1]
+    for end in range(1, len(parts) + 1):
+        folder = vault.root.joinpath(*parts[:end])
+        if folder.exists() and not folder.is_dir():
+            return "/".join(parts[:end])
+    return None
 
 
 def lint_pending(
@@ -250,6 +264,7 @@ __all__ = [
     "PendingCard",
     "add_card",
     "card_slug",
+    "file_in_the_way",
     "init_vault",
     "lint_pending",
     "prepare_card",

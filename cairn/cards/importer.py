@@ -32,7 +32,7 @@ from markdown_it.token import Token
 from cairn import gitrepo
 from cairn.atomic import ensure_inside, write_atomic
 from cairn.cards import lessons, safeyaml
-from cairn.cards.authoring import card_slug, lint_pending, render_frontmatter
+from cairn.cards.authoring import card_slug, file_in_the_way, lint_pending, render_frontmatter
 from cairn.cards.card import check_card_id, parse_card, slugify
 from cairn.cards.similarity import name_key
 from cairn.finding import ERROR, Finding
@@ -40,6 +40,8 @@ from cairn.hot.errors import CairnError, CardExists, InvalidId, RefusedWrite
 from cairn.hot.vault import Vault
 
 SUMMARY_MAX_CHARS = 300
+# A lesson file or a note is a few KiB; past this size a file is not one (a log, a dump) and would take minutes.
+MAX_SOURCE_BYTES = 4 * 1024 * 1024
 LESSON_FILES = ("claude.md", "agents.md", "gemini.md")
 DEFAULT_TOPIC = "imported"
 DEFAULT_LESSON_TOPIC = "lessons"
@@ -161,6 +163,8 @@ def import_notes(
     lesson file (and implies lesson reading); `topic` is the folder under cards/ (default: the first scope)."""
     if not src.exists():
         raise CairnError(f"{src} does not exist; give a Markdown file or a folder of them")
+    if not src.is_file() and not src.is_dir():
+        raise CairnError(f"{src} is not a regular file or a folder; give a Markdown file or a folder of them")
     today = today or dt.date.today()
     topic = _check_topic(topic) if topic is not None else None
     scope = tuple(dict.fromkeys(s.strip() for s in scope if s.strip()))
@@ -175,6 +179,13 @@ def import_notes(
     for file, rel_dir in _source_files(src, as_lessons, cards_dir):
         shown = str(file)
         try:
+            if file.stat().st_size > MAX_SOURCE_BYTES:  # never read (or parse) a huge file whole
+                size = file.stat().st_size / 1048576
+                limit = MAX_SOURCE_BYTES // 1048576
+                planned.append(
+                    Problem(shown, f"the file is {size:.1f} MiB; Cairn imports files under {limit} MiB; split it")
+                )
+                continue
             text = file.read_bytes().decode("utf-8").removeprefix("\ufeff")
         except UnicodeDecodeError:
             planned.append(Problem(shown, "not UTF-8 text"))
@@ -394,6 +405,11 @@ def _apply(
             ensure_inside(vault.cards_dir, vault.root / rel)
         except RefusedWrite:
             message = f"{rel} would be outside cards/ (a symlinked folder?)"
+            outcomes[n] = Outcome(plan.source, card_id, rel, INVALID, message, **described)
+            continue
+        blocking = file_in_the_way(vault, rel)
+        if blocking is not None:
+            message = f"{blocking} is a file, not a folder, so {rel} cannot be written; choose another --topic"
             outcomes[n] = Outcome(plan.source, card_id, rel, INVALID, message, **described)
             continue
         taken.add(card_id)

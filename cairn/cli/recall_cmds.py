@@ -23,6 +23,7 @@ from cairn.cli.common import (
     where_to_read,
     worktree_option,
 )
+from cairn.hot.errors import InvalidCases
 from cairn.hot.gates import NAMED_LEAD
 from cairn.hot.index import IndexReader
 from cairn.hot.recall import (
@@ -408,6 +409,8 @@ def eval_cmd(
     """
     vault = open_vault(vault_path)
     cases = load_cases(cases_path)
+    if not cases:  # all-zero figures and "no failing cases" would read as a pass
+        raise InvalidCases(f"{cases_path}: no cases to evaluate; add positive and negative cases (id, query, expect)")
     with indexer.open_index(vault, worktree=worktree) as index, progress_bar("eval") as progress:
         report = evaluate(index, cases, scope=scope_tags(scope), progress=progress)
     if as_json:

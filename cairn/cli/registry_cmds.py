@@ -96,7 +96,8 @@ def list_cmd(as_json: bool) -> None:
         echo(f"No vault is configured ({config_file()}); add one with `cairn vault add PATH`.")
         return
     for row in rows:
-        served = f"{row['served_ref']} @ {row['commit'][:8]}" if row["commit"] else f"{row['served_ref']} (no commit)"
+        ref = row["served_ref"] or "-"  # a missing folder with no `ref` configured has no ref to show
+        served = f"{ref} @ {row['commit'][:8]}" if row["commit"] else f"{ref} (no commit)"
         extra = "".join(
             [
                 f"  scopes: {', '.join(row['scopes'])}" if row["scopes"] else "",

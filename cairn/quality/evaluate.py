@@ -7,6 +7,7 @@ Every case goes through `recall.recall` itself, so eval makes exactly the decisi
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -114,18 +115,33 @@ def load_cases(path: Path) -> list[Case]:
     else:
         raise InvalidCases(f"{path}: cases files are .jsonl or .yaml")
     cases = [_case(path, number, position, item) for position, (number, item) in enumerate(items, 1)]
-    seen: set[str] = set()
-    for case in cases:
+    seen: dict[str, int] = {}
+    for position, (case, (number, _)) in enumerate(zip(cases, items, strict=True), 1):
         if case.id in seen:
-            raise InvalidCases(f"{path}: case id '{case.id}' appears twice")
-        seen.add(case.id)
+            where = f"{path}:{number}" if number else f"{path}: case {position}"
+            first = f"line {items[seen[case.id] - 1][0]}" if number else f"case {seen[case.id]}"
+            raise InvalidCases(
+                f"{where}: case id '{case.id}' appears twice (first at {first}); give each case its own id"
+            )
+        seen[case.id] = position
     return cases
+
+
+# A case's keys. Other keys are left alone (a suite may note a case's language or source), but one spelt like a
+# case key is a mistake that would change the case silently: `expected:` for `expect:` makes a positive a negative.
+_CASE_KEYS = ("id", "query", "expect", "slice")
 
 
 def _case(path: Path, number: int, position: int, item: Any) -> Case:
     where = f"{path}:{number}" if number else f"{path}: case {position}"
     if not isinstance(item, dict):
         raise InvalidCases(f"{where}: a case is a mapping with id, query and expect")
+    for key in item:
+        meant = (
+            difflib.get_close_matches(str(key).lower(), _CASE_KEYS, n=1, cutoff=0.75) if key not in _CASE_KEYS else []
+        )
+        if meant:
+            raise InvalidCases(f"{where}: unknown key '{key}' in a case; did you mean '{meant[0]}'?")
     query = item.get("query")
     if not isinstance(query, str) or not query.strip():
         raise InvalidCases(f"{where}: 'query' must be non-empty text")
@@ -135,6 +151,8 @@ def _case(path: Path, number: int, position: int, item: Any) -> Case:
     if not isinstance(expect, list) or not all(isinstance(e, str) for e in expect):
         raise InvalidCases(f"{where}: 'expect' must be a list of card ids ([] for a negative)")
     case_id = item.get("id", f"case-{position}")
+    if isinstance(case_id, bool) or not isinstance(case_id, (str, int)) or not str(case_id).strip():
+        raise InvalidCases(f"{where}: 'id' must be text (or leave it out: the case is then case-{position})")
     slice_name = item.get("slice") or ""
     if not isinstance(slice_name, str):
         raise InvalidCases(f"{where}: 'slice' must be text")

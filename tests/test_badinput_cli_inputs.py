@@ -1,0 +1,222 @@
+"""Bad input to the user-facing commands, run as the installed `cairn` on real git vaults: each mistake is one line
+`Error: ...` (or one finding) that says what to do, exit 1, and nothing is written or served from it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers.vaults import VaultRepo, cairn_executable, make_vault
+
+SUMMARY = "Copy the lockfile and install dependencies before copying the source, so Docker keeps the layer."
+BODY = "The image rebuilt every dependency on each commit until the COPY of the source moved below the install."
+
+
+def _one_error_line(done: subprocess.CompletedProcess[str]) -> str:
+    """The one `Error: ...` line a failed command printed (and nothing that looks like a traceback)."""
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr and "unexpected" not in done.stderr, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), done.stderr
+    return lines[0]
+
+
+# -- cairn.toml: numbers out of their range ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("setting", "detail"),
+    [
+        ("[recall]\nmin_lead = nan\n", "[recall] min_lead must be a finite number, not nan"),
+        ("[recall]\nmin_coverage = inf\n", "[recall] min_coverage must be a finite number, not inf"),
+        ("[recall]\nmin_margin = -0.5\n", "[recall] min_margin must be between 0 and 1, not -0.5"),
+        ("[recall]\nmax_cards = 0\n", "[recall] max_cards must be 1 or more, not 0"),
+        ("[recall]\nk1 = -1\n", "[recall] k1 must be 0 or more, not -1"),
+        ("[lint]\nmax_age_days = 99999999999999\n", "[lint] max_age_days must be between 1 and 36500"),
+        ("[hook]\nsession_ttl_days = 0\n", "[hook] session_ttl_days must be between 1 and 36500, not 0"),
+    ],
+)
+def test_a_setting_out_of_its_range_is_refused_with_its_line(vault_repo: VaultRepo, setting: str, detail: str) -> None:
+    make_vault(vault_repo)
+    vault_repo.write_raw("cairn.toml", setting)
+    commit = vault_repo.commit("A setting out of range")
+
+    line = _one_error_line(vault_repo.cairn("index"))
+    assert line.startswith(f"Error: cairn.toml:2: {detail}")
+    assert f"(committed in {commit[:8]}: fix it and commit the fix" in line
+
+    linted = vault_repo.cairn("lint")
+    assert linted.returncode == 1 and "unexpected" not in linted.stderr, linted.stderr
+    assert linted.stdout.splitlines()[0].startswith(f"cairn.toml:2: config-invalid {detail}")
+
+
+def test_a_huge_max_age_days_is_a_finding_not_a_crash(vault_repo: VaultRepo) -> None:
+    """It used to reach the stale-card rule's date arithmetic: `Error: unexpected OverflowError ... (a bug)`."""
+    make_vault(vault_repo)
+    vault_repo.write_raw("cairn.toml", "[lint]\nmax_age_days = 99999999999999\n")
+    done = vault_repo.cairn("lint")
+    assert done.returncode == 1
+    assert "OverflowError" not in done.stderr and "unexpected" not in done.stderr, done.stderr
+    assert done.stdout.splitlines()[0] == (
+        "cairn.toml:2: config-invalid [lint] max_age_days must be between 1 and 36500, not 99999999999999; "
+        "the defaults were used"
+    )
+
+
+def test_review_fails_a_range_that_sets_the_gates_to_nan(vault_repo: VaultRepo) -> None:
+    """A NaN gate passes every card, and compares as neither lower nor higher, so the weaker-gate check let it by."""
+    make_vault(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "nan-gates")
+    vault_repo.write_raw("cairn.toml", "[recall]\nmin_lead = nan\nmin_coverage = nan\nmin_margin = nan\n")
+    vault_repo.commit("Gates")
+    done = vault_repo.cairn("review", "main..nan-gates")
+    assert done.returncode == 1, done.stdout
+    assert "config-invalid" in done.stdout and "min_lead must be a finite number" in done.stdout
+
+
+def test_settings_in_range_still_read(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    vault_repo.write_raw(
+        "cairn.toml", "[recall]\nmin_lead = 0\nmin_margin = 1\nmax_cards = 1\n[lint]\nmax_age_days = 1\n"
+    )
+    vault_repo.commit("Edge values")
+    done = vault_repo.cairn("index")
+    assert done.returncode == 0, done.stderr
+
+
+# -- eval cases --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "- id: a\n  query: how do I order docker layers\n  expected: [docker/layer-cache-order]\n",
+            "cases.yaml: case 1: unknown key 'expected' in a case; did you mean 'expect'?",
+        ),
+        (
+            "- id: [1, 2]\n  query: how do I order docker layers\n",
+            "cases.yaml: case 1: 'id' must be text (or leave it out: the case is then case-1)",
+        ),
+        (
+            "- id: a\n  query: one\n- id: b\n  query: two\n- id: a\n  query: three\n",
+            "cases.yaml: case 3: case id 'a' appears twice (first at case 1); give each case its own id",
+        ),
+        ("", "cases.yaml: no cases to evaluate; add positive and negative cases (id, query, expect)"),
+    ],
+)
+def test_eval_refuses_a_cases_file_that_would_measure_the_wrong_thing(
+    vault_repo: VaultRepo, tmp_path: Path, text: str, message: str
+) -> None:
+    """`expected:` for `expect:` used to turn a positive case into a negative one, silently; an empty file gave
+    all-zero figures, "No failing cases" and exit 0."""
+    make_vault(vault_repo)
+    cases = tmp_path / "cases.yaml"
+    cases.write_text(text, encoding="utf-8")
+    line = _one_error_line(vault_repo.cairn("eval", "--cases", str(cases)))
+    assert line == f"Error: {tmp_path}/{message}"
+
+
+def test_a_case_may_carry_other_keys(tmp_path: Path) -> None:
+    """A suite may note a case's language or source; only a key spelt like a case key is refused."""
+    from cairn.quality.evaluate import load_cases
+
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"id": "a", "query": "x", "expect": ["b/c"], "lang": "zh", "note": "from a ticket"}\n')
+    [case] = load_cases(cases)
+    assert (case.id, case.query, case.expect) == ("a", "x", ("b/c",))
+
+
+def test_a_duplicate_id_in_jsonl_names_both_lines(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    make_vault(vault_repo)
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"id": "a", "query": "x"}\n\n{"id": "a", "query": "y"}\n', encoding="utf-8")
+    line = _one_error_line(vault_repo.cairn("calibrate", "--cases", str(cases)))
+    assert line == f"Error: {cases}:3: case id 'a' appears twice (first at line 1); give each case its own id"
+
+
+# -- cairn add and cairn import: a file where a folder must be -----------------------------------------------------
+
+
+def test_add_under_a_file_says_which_file_is_in_the_way(vault_repo: VaultRepo) -> None:
+    """It used to fail in the write with `Error: File exists (/.../cards/docker)`."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write_raw("cards/docker", "not a folder\n")
+    done = vault_repo.cairn(
+        "add", "--id", "docker/layers", "--name", "Order Docker layers", "--summary", SUMMARY, "--body", BODY
+    )
+    assert _one_error_line(done) == (
+        "Error: cards/docker is a file, not a folder, so cards/docker/layers.md cannot be written; choose another --id"
+    )
+    assert (vault_repo.root / "cards" / "docker").read_text() == "not a folder\n"
+
+
+def test_import_under_a_file_skips_those_cards_and_writes_the_others(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """It used to stop halfway with `Error: File exists (/.../cards/imported)`, the cards before it written."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write_raw("cards/imported", "not a folder\n")
+    notes = tmp_path / "notes"
+    (notes / "docker").mkdir(parents=True)
+    (notes / "docker" / "layers.md").write_text(f"# Order Docker layers\n\n{SUMMARY}\n\n{BODY}\n", encoding="utf-8")
+    (notes / "loose.md").write_text(
+        "# Cron runs in the host's time zone\n\nA cron line runs in the scheduler's time zone, so a job set for 02:30 "
+        "runs twice or never on the day clocks change.\n\nWe lost a nightly backup that way.\n",
+        encoding="utf-8",
+    )
+    done = vault_repo.cairn("import", str(notes))
+    assert done.returncode == 1
+    assert "File exists" not in done.stderr and "unexpected" not in done.stderr, done.stderr
+    assert (
+        f"{notes}/loose.md: skipped (invalid): cards/imported is a file, not a folder, so cards/imported/loose.md "
+        "cannot be written; choose another --topic"
+    ) in done.stderr.splitlines()
+    assert (vault_repo.root / "cards" / "docker" / "layers.md").is_file()
+    assert (vault_repo.root / "cards" / "imported").read_text() == "not a folder\n"
+
+
+# -- cairn import: what is not a notes file -------------------------------------------------------------------------
+
+
+def test_import_skips_a_huge_file_without_reading_it(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """A 50 MB CLAUDE.md used to run for minutes (every bullet planned and linted)."""
+    vault_repo.write_raw("cairn.toml", "")
+    source = tmp_path / "CLAUDE.md"
+    bullet = "- the cache breaks silently because the key is wrong\n"
+    source.write_text("# Gotchas\n\n" + bullet * (5 * 1024 * 1024 // len(bullet)), encoding="utf-8")
+    done = vault_repo.cairn("import", str(source), "--dry-run")
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"{source}: skipped (invalid): the file is 5.0 MiB; Cairn imports files under 4 MiB; split it"
+    ]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_import_of_a_named_pipe_is_an_error_not_an_empty_success(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """It used to print `Would import 0 card(s)` and exit 0."""
+    vault_repo.write_raw("cairn.toml", "")
+    pipe = tmp_path / "notes.md"
+    os.mkfifo(pipe)
+    line = _one_error_line(vault_repo.cairn("import", str(pipe), "--dry-run"))
+    assert line == f"Error: {pipe} is not a regular file or a folder; give a Markdown file or a folder of them"
+
+
+# -- cairn vault list -----------------------------------------------------------------------------------------------
+
+
+def test_vault_list_shows_a_missing_folder_without_a_python_none(tmp_path: Path) -> None:
+    """A configured vault whose folder is gone, with no `ref` configured, was listed as `None (no commit)`."""
+    config = tmp_path / "config.toml"
+    config.write_text(f'[[vaults]]\nname = "gone"\npath = "{tmp_path / "gone"}"\n', encoding="utf-8")
+    done = subprocess.run(
+        [cairn_executable(), "vault", "list"],
+        cwd=tmp_path,
+        env={**os.environ, "CAIRN_CONFIG": str(config)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"gone  {tmp_path / 'gone'}  - (no commit)  (missing folder)"]
