@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.vaults import VaultRepo, cairn_executable, make_vault
+from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault
 
 SUMMARY = "Copy the lockfile and install dependencies before copying the source, so Docker keeps the layer."
 BODY = "The image rebuilt every dependency on each commit until the COPY of the source moved below the install."
@@ -220,3 +220,29 @@ def test_vault_list_shows_a_missing_folder_without_a_python_none(tmp_path: Path)
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [f"gone  {tmp_path / 'gone'}  - (no commit)  (missing folder)"]
+
+
+def test_a_cards_folder_that_is_a_symlink_out_of_the_vault_is_neither_linted_through_nor_read(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """`cards -> /elsewhere`: lint said "0 errors" and `show --worktree` printed a card from outside the vault."""
+    make_vault(vault_repo)
+    outside = tmp_path / "elsewhere"
+    (outside / "git").mkdir(parents=True)
+    (outside / "git" / "lesson.md").write_bytes((vault_repo.root / "cards" / f"{REBASE_ID}.md").read_bytes())
+    cards = vault_repo.root / "cards"
+    subprocess.run(["rm", "-rf", str(cards)], check=True)
+    cards.symlink_to(outside, target_is_directory=True)
+    lint = vault_repo.cairn("lint")
+    assert lint.returncode == 1 and "cards:0: file-symlink" in lint.stdout, lint.stdout + lint.stderr
+    line = _one_error_line(vault_repo.cairn("show", "--worktree", "git/lesson"))
+    assert line.startswith("Error: cards/git/lesson.md:0: path-outside-cards")
+
+
+def test_lint_does_not_misstate_the_size_of_a_card_it_read_only_the_start_of(vault_repo: VaultRepo) -> None:
+    """Lint reads at most 1 MiB + 1 byte of a card; a 5 MiB card was reported as "the file is 1.0 MiB"."""
+    make_vault(vault_repo)
+    vault_repo.write_raw("cards/git/huge.md", b"---\nname: x\n---\n" + b"y" * (5 * 1048576))
+    done = vault_repo.cairn("lint", "cards/git/huge.md")
+    assert done.returncode == 1
+    assert "cards/git/huge.md:0: file-size the file is over 1 MiB; a card must be under 1 MiB" in done.stdout

@@ -267,3 +267,14 @@ def test_context_block_stays_under_the_configured_limit(vault_repo: VaultRepo) -
     assert len(done.stdout) <= 2500
     entry = log_entries()[-1]
     assert len(entry["injected"]) <= 1
+
+
+def test_an_error_message_holding_a_long_prompt_logs_none_of_it() -> None:
+    """The message is cut to 500 characters only after the prompt is taken out: cut first, the start of a prompt
+    longer than the cut stayed in the log."""
+    from cairn.hot.hook import _error_text
+
+    prompt = "deploy the billing service with the staging password hunter2 " * 20
+    text = _error_text(ValueError(f"cannot read {prompt!s}"), prompt)
+    assert text == "ValueError: cannot read <prompt>"
+    assert "hunter2" not in _error_text(ValueError(prompt + " and more " * 100), prompt)

@@ -276,3 +276,22 @@ def test_add_draft_without_a_git_identity_is_by_cairn(
     _, _, results = drive_serve(vault_repo.root, [("add_draft", {**DRAFT, "id": "ops/cron"})])
     made = _text_json(results[0])
     assert vault_repo.git("log", "-1", "--format=%an <%ae>", made["commit"]) == "Cairn <cairn@localhost>"
+
+
+def test_every_interface_cuts_a_flooding_summary_as_the_hook_does(vault_repo: VaultRepo) -> None:
+    """A card's summary of thousands of characters reaches an agent cut to the hook's limit, through `cairn recall
+    --json` and the MCP server as through the hook's frame: a vault's text must not flood a context on one path."""
+    from cairn.hot.serve import SUMMARY_CHARS
+
+    flood = "Pull --rebase can drop commits after a force-push. " + "Check git reflog first. " * 400
+    vault_repo.write("git/force-push-rebase", "Pull --rebase can drop commits after a force-push", flood, scope=["git"])
+    vault_repo.commit("A long lesson")
+    query = "git pull --rebase after a force-push dropped my commits"
+    done = vault_repo.cairn("recall", "--json", query)
+    assert done.returncode == 0, done.stderr
+    [card] = json.loads(done.stdout)["cards"]
+    _, _, results = drive_serve(vault_repo.root, [("recall", {"query": query})])
+    [served] = _text_json(results[0])["cards"]
+    assert len(flood) > 9000 and served == card
+    assert len(card["summary"]) == SUMMARY_CHARS and card["summary"].endswith("…")
+    assert flood.startswith(card["summary"][:-1])

@@ -337,7 +337,10 @@ def _pr_disables_security(repo: VaultRepo) -> None:
 
 
 def _pr_lowers_gates(repo: VaultRepo) -> None:
-    repo.write_raw("cairn.toml", "[recall]\nmin_lead = 0.0\nmin_coverage = 0\nmax_cards = 10\n\n[lint]\ndisable = []\n")
+    repo.write_raw(
+        "cairn.toml",
+        "[recall]\nmin_lead = 0.0\nmin_coverage = 0\nmax_cards = 10\nunknown_weight = 0.1\n\n[lint]\ndisable = []\n",
+    )
 
 
 def _pr_deletes_cases(repo: VaultRepo) -> None:
@@ -427,6 +430,7 @@ def _pr_touches_hooks(repo: VaultRepo) -> None:
             _pr_lowers_gates,
             [
                 "cairn.toml raises [recall] max_cards from 3 to 10",
+                "cairn.toml lowers [recall] unknown_weight from 1 to 0.1",
                 "cairn.toml lowers [recall] min_lead from 0.21 to 0",
                 f"cairn.toml lowers [recall] min_coverage from {RecallSettings().min_coverage:g} to 0",  # the default
             ],

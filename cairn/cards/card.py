@@ -125,7 +125,9 @@ def parse_card(rel_path: str, data: bytes) -> tuple[Card | None, list[Finding]]:
 
 
 def oversize_finding(rel_path: str, size: int) -> Finding:
-    return Finding(rel_path, 0, "file-size", f"the file is {size / 1048576:.1f} MiB; a card must be under 1 MiB")
+    """`size` is the file's, or MAX_CARD_BYTES + 1 from a reader that stopped there (lint reads no more)."""
+    told = "over 1 MiB" if size == MAX_CARD_BYTES + 1 else f"{size / 1048576:.1f} MiB"
+    return Finding(rel_path, 0, "file-size", f"the file is {told}; a card must be under 1 MiB")
 
 
 def _decode(rel_path: str, data: bytes) -> tuple[str | None, Finding | None]:

@@ -432,8 +432,9 @@ def _fit(picks: "Sequence[Pick]", payload: Payload, max_chars: int, nonce: str) 
 def _plain(text: str, limit: int) -> str:
     if not text.isprintable():
         text = "".join(c if c.isprintable() else " " if c.isspace() else "" for c in text)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    from cairn.hot.serve import clip
+
+    return clip(" ".join(text.split()), limit)
 
 
 FRAME_TAG = "cairn-notes"
@@ -474,7 +475,7 @@ def context_block(picks: "Sequence[Pick]", payload: Payload, nonce: str) -> str:
     if made is not None and made[0] == nonce and len(made[1]) == len(picks):
         if all(a is b for a, b in zip(made[1], picks, strict=True)):
             return made[2]  # the block `_fit` measured: the same cards, the same nonce
-    from cairn.hot.serve import NOTICE
+    from cairn.hot.serve import NAME_CHARS, NOTICE, SUMMARY_CHARS
 
     roots = {p.layer.root for p in picks}
     count = "1 note" if len(picks) == 1 else f"{len(picks)} notes"
@@ -489,8 +490,8 @@ def context_block(picks: "Sequence[Pick]", payload: Payload, nonce: str) -> str:
     for n, pick in enumerate(picks, 1):
         card, root = pick.candidate.card, pick.layer.root
         lines += [
-            f"{n}. name: {_data(card.name, 200)}",
-            f"   summary: {_data(card.summary, 2000)}",
+            f"{n}. name: {_data(card.name, NAME_CHARS)}",
+            f"   summary: {_data(card.summary, SUMMARY_CHARS)}",
             f"   id: {_data(pick.qid, 300)}",
             f"   path: {_data(os.path.join(root, card.path), 600)}",
         ]
@@ -602,7 +603,7 @@ def append_log(state_dir: str, entry: dict[str, object]) -> None:
 
 
 def _error_text(exc: BaseException, prompt: str | None) -> str:
-    text = f"{type(exc).__name__}: {exc}"[:500]
+    text = f"{type(exc).__name__}: {exc}"
     if prompt and len(prompt) >= 4 and prompt in text:  # never let the prompt reach the log through a message
         text = text.replace(prompt, "<prompt>")
-    return text
+    return text[:500]  # cut after the prompt is out: a cut could keep the start of a long prompt

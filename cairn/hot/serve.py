@@ -43,6 +43,10 @@ if TYPE_CHECKING:
     from cairn.hot.recall import Candidate, Result
 
 MAX_CARDS = 3  # cards per prompt, in total over every vault
+# What any interface gives of a card's name and summary (the hook's frame, its json format, `cairn recall --json`,
+# the MCP server): a card's own text is untrusted, and a summary of thousands of characters floods a context.
+NAME_CHARS = 200
+SUMMARY_CHARS = 2000
 # With several vaults in play, a vault's cards are left out when another vault that gave no card has a candidate
 # covering the prompt better, by more than this (its coverage + this margin passes the given card's; coverage on one
 # scale, `Scale`): the other vault knows the prompt better and found nothing clear. Fitted on the dev suites layered
@@ -444,15 +448,20 @@ def _fold(text: str) -> str:
 
 def card_json(candidate: "Candidate", card_id: str | None = None) -> "dict[str, Any]":
     """A given card as every interface prints it: `{id, name, summary, path, score}` (the id as shown: `name:id`
-    for a card of a named vault)."""
+    for a card of a named vault; the name and summary cut to `NAME_CHARS` and `SUMMARY_CHARS`)."""
     card = candidate.card
     return {
         "id": card.id if card_id is None else card_id,
-        "name": card.name,
-        "summary": card.summary,
+        "name": clip(card.name, NAME_CHARS),
+        "summary": clip(card.summary, SUMMARY_CHARS),
         "path": card.path,
         "score": candidate.score,
     }
+
+
+def clip(text: str, limit: int) -> str:
+    """`text`, or its first `limit` - 1 characters and an ellipsis when it is longer."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def layer_scope(declared: "Sequence[str]", configured: "Sequence[str]") -> tuple[str, ...] | None:

@@ -268,6 +268,9 @@ def worktree_card_files(vault: Vault) -> "Iterator[Path]":
     """Every file under the vault's `cards/` in the working tree; symlinks are listed, never followed."""
     from pathlib import Path
 
+    if os.path.islink(vault.cards_dir):  # `cards` itself a symlink: listed, not walked (git holds no card under it)
+        yield vault.cards_dir
+        return
     for dirpath, dirnames, filenames in os.walk(vault.cards_dir, followlinks=False):
         dirnames.sort()
         folder = Path(dirpath)

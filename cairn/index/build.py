@@ -206,7 +206,8 @@ def read_worktree_card(vault: Vault, file: Path) -> tuple[Card | None, list[Find
     rel = file.relative_to(vault.root).as_posix() if file.is_relative_to(vault.root) else str(file)
     if file.is_symlink():
         return None, [Finding(rel, 0, "file-symlink", "a card must be a regular file, not a symlink")]
-    if not file.resolve().is_relative_to(vault.cards_dir.resolve()):
+    real = file.resolve()
+    if not (real.is_relative_to(vault.cards_dir.resolve()) and real.is_relative_to(vault.root.resolve())):
         return None, [Finding(rel, 0, "path-outside-cards", "a card is a `.md` file under the vault's cards/")]
     try:
         size = file.stat().st_size

@@ -66,6 +66,7 @@ _WEAKER: dict[tuple[str, str], str] = {
     ("recall", "min_margin"): "down",
     ("recall", "min_confidence"): "down",
     ("recall", "max_cards"): "up",
+    ("recall", "unknown_weight"): "down",  # words no card holds count less against coverage: a weaker coverage gate
     ("hook", "max_context_chars"): "up",
     ("lint", "summary_max_chars"): "up",
     ("lint", "max_age_days"): "up",
