@@ -218,12 +218,16 @@ def changed_cards(repo: git.Repo, old: str, new: str, vault: Vault) -> list[Chan
 
 @dataclass(frozen=True, slots=True)
 class FileVersion:
-    """One card file touched by a commit: status A, M, R or D; blob is the file after the commit (None for D)."""
+    """One card file touched by a commit: status A, M, R or D; blob is the file after the commit (None for D).
+
+    A merge lists a file only when its result differs from every parent (a conflict resolved by hand, or a file the
+    merge itself added); `parents` then holds the file's path in each parent that had it (old_path is the first)."""
 
     status: str
     old_path: str | None
     new_path: str | None
     blob: str | None
+    parents: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,14 +249,28 @@ class Signature:
     key: str = ""
 
 
-# Raw diffs with full blob ids, renames detected, and nothing a user's config could add to the output.
+# Raw diffs with full blob ids, renames detected, and nothing a user's config could add to the output. A merge's
+# own changes come as a combined diff (`-c`: only files whose result differs from every parent), with each parent's
+# path (`--combined-all-paths`): a card added or rewritten in a merge commit is that commit's author's doing.
 _LOG_FORMAT = "--format=%x01%H%x00%an%x00%ae%x00%aI"
-_LOG_ARGS = ("--raw", "-z", "-M", "--no-abbrev", "--no-show-signature", "--no-color", "--no-ext-diff", _LOG_FORMAT)
+_LOG_ARGS = (
+    "--raw",
+    "-z",
+    "-M",
+    "-c",
+    "--combined-all-paths",
+    "--no-abbrev",
+    "--no-show-signature",
+    "--no-color",
+    "--no-ext-diff",
+    _LOG_FORMAT,
+)
 
 
 def card_log(repo: git.Repo, vault: Vault, commit: str, since: str | None = None) -> list[LoggedCommit]:
     """Every commit reachable from `commit` (not from `since`) that touched `cards/`, newest first, in one
-    `git log --raw -M` pass; merges contribute no changes of their own (as with `git log --follow`)."""
+    `git log --raw -M` pass; a merge contributes the files its result changes against every parent
+    (`_merge_version`), not those it takes whole from one side."""
     root = f"{vault.prefix}{CARDS_DIR}"
     rev = f"{since}..{commit}" if since else commit
     out = repo.git.log(*_LOG_ARGS, rev, "--", root, stdout_as_string=False)
@@ -267,6 +285,10 @@ def card_log(repo: git.Repo, vault: Vault, commit: str, since: str | None = None
             meta = parts[i].lstrip("\n")
             i += 1
             if not meta.startswith(":"):
+                continue
+            if meta.startswith("::"):
+                version, i = _merge_version(meta, parts, i, strip)
+                files.append(version)
                 continue
             fields = meta[1:].split(" ")
             status, blob = fields[4][:1], fields[3]
@@ -286,6 +308,25 @@ def card_log(repo: git.Repo, vault: Vault, commit: str, since: str | None = None
                 files.append(FileVersion("M", old_path, new_path, blob))
         commits.append(LoggedCommit(sha, author, email, date, tuple(files)))
     return commits
+
+
+def _merge_version(meta: str, parts: list[str], i: int, strip: int) -> tuple[FileVersion, int]:
+    """One file of a merge's combined raw diff (`::MODES SHAS STATUS`, then each parent's path and the result's),
+    and the index of the part after it. Added against every parent: the merge created it; absent from the result:
+    deleted; else a new version, followed back through the path each parent that had the file gave it."""
+    n = len(meta) - len(meta.lstrip(":"))  # one colon per parent
+    fields = meta[n:].split(" ")
+    blob, status = fields[2 * n + 1], fields[2 * n + 2]
+    paths = [p[strip:] for p in parts[i : i + n + 1]]
+    i += n + 1
+    new_path = paths[-1]
+    parents = tuple(dict.fromkeys(p for p, s in zip(paths[:-1], status, strict=False) if s != "A"))
+    if fields[n] == "000000" and set(blob) == {"0"}:
+        return FileVersion("D", new_path, None, None), i
+    if not parents:
+        return FileVersion("A", None, new_path, blob), i
+    kind = "M" if parents == (new_path,) else "R"
+    return FileVersion(kind, parents[0], new_path, blob, parents), i
 
 
 def commit_signatures(repo: git.Repo, commits: list[str] | set[str]) -> dict[str, Signature]:

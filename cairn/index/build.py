@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,17 +159,25 @@ def _semantic_vectors(target: Path) -> None:
     refresh_after_index(target)
 
 
-def build_commit_index(vault: Vault, commit: str, target: Path, progress: Progress | None = None) -> IndexReport:
+def build_commit_index(
+    vault: Vault,
+    commit: str,
+    target: Path,
+    progress: Progress | None = None,
+    provenance_of: Collection[str] | None = None,
+) -> IndexReport:
     """A full index of any commit (cards and cairn.toml as that commit holds them) written to `target`.
 
-    For comparing two commits (`cairn review`); the vault's cached index is not touched.
+    For comparing two commits (`cairn review`); the vault's cached index is not touched. `provenance_of`: the card
+    paths whose provenance is wanted (the others get none), so a review of one card does not read every older
+    version of every card.
     """
     started = time.perf_counter()
     repo = gitrepo.open_repo(vault)
     commit = gitrepo.resolve_commit(repo, commit)
     meta = _meta(vault, commit, "commit", _config_at(repo, commit, vault))
     with store.writer_lock(target):
-        report = _full_from_commit(vault, repo, commit, target, meta, progress)
+        report = _full_from_commit(vault, repo, commit, target, meta, progress, provenance_of)
     return _timed(report, started)
 
 
@@ -432,11 +440,18 @@ def _card_entries(repo: git.Repo, commit: str, vault: Vault) -> list[gitrepo.Tre
 
 
 def _full_from_commit(
-    vault: Vault, repo: git.Repo, commit: str, target: Path, meta: dict[str, str], progress: Progress | None
+    vault: Vault,
+    repo: git.Repo,
+    commit: str,
+    target: Path,
+    meta: dict[str, str],
+    progress: Progress | None,
+    provenance_of: Collection[str] | None = None,
 ) -> IndexReport:
     entries = _card_entries(repo, commit, vault)
     upserts, problems = _read_entries(repo, entries, progress, meta)
-    lineages = provenance.walk_history(repo, vault, commit, [t.path for t in upserts])
+    paths = [t.path for t in upserts if provenance_of is None or t.path in provenance_of]
+    lineages = provenance.walk_history(repo, vault, commit, paths)
     upserts = provenance.attach(repo, upserts, lineages)
     _write_index(target, meta, upserts, problems=[_problem_row(f) for f in problems])
     return IndexReport(target, commit, "full", len(upserts), len(entries), 0, tuple(problems))

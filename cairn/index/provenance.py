@@ -78,7 +78,8 @@ def walk_history(
                 lineage.created = True
             else:
                 old = change.old_path or change.new_path
-                following[old] = lineage
+                for path in change.parents or (old,):  # a merge: the file's path on each side it came from
+                    following[path] = lineage
                 lineage.origin = old
     return lineages
 

@@ -42,7 +42,7 @@ import yaml
 
 from cairn import gitrepo
 from cairn.cards import safeyaml, similarity
-from cairn.cards.card import MAX_CARD_BYTES, parse_card
+from cairn.cards.card import MAX_CARD_BYTES, card_id_from_path, parse_card
 from cairn.cards.visible import describe, invisible_in
 from cairn.config import CONFIG_FILE, Config, config_from_dict, parse_config
 from cairn.finding import ERROR, Finding
@@ -368,6 +368,12 @@ def review(vault: Vault, spec: str, *, today: dt.date | None = None, progress: P
         cards = _CardReader(repo, vault, base, snapshot.root)
         blocked += _eval_policy(repo, vault, base, head, work / "policy")
         for raw in raw_changes:
+            if raw.status == "R" and card_id_from_path(raw.new_path or "") is None:
+                # Moved to a name that is no card (`x.txt`, `x.MD`): the index skips it, so the lesson is removed.
+                blocked += policy.card_blocks(
+                    "removed", _card_id(raw.old_path or ""), cards.before(raw.old_path), None, day
+                )
+                continue
             blocked += policy.card_blocks(
                 STATUS_WORDS.get(raw.status, "changed"),
                 _card_id(raw.new_path or raw.old_path or ""),
@@ -376,8 +382,11 @@ def review(vault: Vault, spec: str, *, today: dt.date | None = None, progress: P
                 day,
             )
         try:
-            base_index = indexer.build_commit_index(vault, base, work / "base.cairn").index_file
-            head_index = indexer.build_commit_index(vault, head, work / "head.cairn").index_file
+            # Provenance only of the cards the range touches (a removed card's from the base): the rest is unused.
+            gone = {c.old_path for c in raw_changes if c.old_path and c.status == "D"}
+            kept = {c.new_path for c in raw_changes if c.new_path and c.status != "D"}
+            base_index = indexer.build_commit_index(vault, base, work / "base.cairn", provenance_of=gone).index_file
+            head_index = indexer.build_commit_index(vault, head, work / "head.cairn", provenance_of=kept).index_file
         except CairnError as exc:  # an invalid cairn.toml at one end: lint reports it
             changes = tuple(_change(c, None, None, commits, cards) for c in raw_changes)
             routing = Routing(note=f"routing not measured: {exc}")

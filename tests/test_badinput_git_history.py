@@ -1,0 +1,167 @@
+"""Git-side commands on real histories: merges that change cards themselves, cards moved to names no index reads.
+
+Each test builds a real repository, runs the installed `cairn` as a user would, and checks that what it reports is
+true of the history (who wrote a card, what a pull request does to the served lessons)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers.vaults import ANN, BOB, VaultRepo
+
+CAROL = ("Carol Çelik", "carol@example.com")
+DAVE = ("Dave Merger", "dave@example.com")
+
+
+def _provenance(vault_repo: VaultRepo, card_id: str) -> dict[str, Any]:
+    shown = vault_repo.cairn("show", card_id, "--json")
+    assert shown.returncode == 0, shown.stderr
+    prov = json.loads(shown.stdout)["provenance"]
+    assert prov is not None, f"{card_id} has no provenance"
+    return prov  # type: ignore[no-any-return]
+
+
+def _conflicting_merge(vault_repo: VaultRepo) -> dict[str, str]:
+    """Ann creates a card; Bob (main) and Carol (feature/x) change its summary; Dave merges, resolves the conflict
+    with a summary of his own and adds a card in the merge commit itself."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("git/rebase", "Rebase before pushing", "Rebase your branch on main before you push it.")
+    commits = {"create": vault_repo.commit("A card", author=ANN)}
+    vault_repo.git("branch", "feature/x")
+    vault_repo.write("git/rebase", "Rebase before pushing", "Rebase on main, then run the tests, before you push.")
+    commits["main"] = vault_repo.commit("Main's summary", author=BOB)
+    vault_repo.git("checkout", "-q", "feature/x")
+    vault_repo.write("git/rebase", "Rebase before pushing", "Rebase on origin/main first; never push a stale branch.")
+    commits["feature"] = vault_repo.commit("Feature's summary", author=CAROL)
+    vault_repo.git("checkout", "-q", "main")
+    vault_repo.git("merge", "-q", "--no-ff", "feature/x", "-m", "Merge feature/x", author=DAVE, check=False)
+    vault_repo.write("git/rebase", "Rebase before pushing", "Fetch, rebase on origin/main and test before a push.")
+    vault_repo.write("git/merge-only", "Card born in a merge", "This card was added by the merge commit itself.")
+    commits["merge"] = vault_repo.commit("Merge feature/x", author=DAVE)
+    parents = vault_repo.git("rev-list", "--parents", "-n", "1", "HEAD").split()
+    assert len(parents) == 3, "the last commit must be a merge"
+    return commits
+
+
+@pytest.mark.parametrize("incremental", [False, True])
+def test_a_merge_that_rewrites_a_card_is_its_last_change(vault_repo: VaultRepo, incremental: bool) -> None:
+    if incremental:  # an index from before the branches, brought up to the merge
+        vault_repo.write("ci/cache", "Key caches on the lockfile", "Key CI caches on the lockfile hash.")
+        vault_repo.commit("An older card", author=ANN)
+        assert vault_repo.cairn("index").returncode == 0
+    commits = _conflicting_merge(vault_repo)
+    prov = _provenance(vault_repo, "git/rebase")
+    assert prov["created"]["commit"] == commits["create"]
+    # The summary agents get now was written in the merge commit, by Dave: not by either side.
+    assert prov["last_changed"]["commit"] == commits["merge"]
+    assert prov["summary_changed"]["commit"] == commits["merge"]
+    assert prov["summary_changed"]["author"] == DAVE[0]
+    assert {a["name"] for a in prov["authors"]} == {ANN[0], BOB[0], CAROL[0], DAVE[0]}
+
+
+def test_a_card_added_in_a_merge_commit_has_its_author(vault_repo: VaultRepo) -> None:
+    commits = _conflicting_merge(vault_repo)
+    prov = _provenance(vault_repo, "git/merge-only")
+    assert prov["created"]["commit"] == commits["merge"]
+    assert prov["created"]["author"] == DAVE[0]
+    assert [a["name"] for a in prov["authors"]] == [DAVE[0]]
+    audit = vault_repo.cairn("audit", "--json")
+    checks = {c["name"]: c["status"] for c in json.loads(audit.stdout)["checks"]}
+    assert checks["provenance"] == "pass", audit.stdout
+
+
+def test_a_clean_merge_keeps_the_sides_authors(vault_repo: VaultRepo) -> None:
+    """A merge whose result is one side's file changes nothing itself: the side's commit stays the last change."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("git/a", "Card a", "The first card of this vault, about rebasing.")
+    vault_repo.commit("A", author=ANN)
+    vault_repo.git("checkout", "-q", "-b", "feature/x")
+    vault_repo.write("git/a", "Card a", "The first card of this vault, about rebasing onto main.")
+    side = vault_repo.commit("Edit on the side", author=CAROL)
+    vault_repo.git("checkout", "-q", "main")
+    vault_repo.write("git/b", "Card b", "Another card, about stashing before a pull.")
+    vault_repo.commit("B", author=BOB)
+    vault_repo.git("merge", "-q", "--no-ff", "feature/x", "-m", "Merge", author=DAVE)
+    prov = _provenance(vault_repo, "git/a")
+    assert prov["last_changed"]["commit"] == side
+    assert DAVE[0] not in {a["name"] for a in prov["authors"]}
+
+
+def test_a_merge_of_a_renamed_card_follows_both_sides(vault_repo: VaultRepo) -> None:
+    """feature renames the card while main edits it; the merge joins them under the new name."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("git/old", "Stash before pull", "Stash your changes before a pull that may conflict with them.")
+    create = vault_repo.commit("Card", author=ANN)
+    vault_repo.git("checkout", "-q", "-b", "feature/x")
+    (vault_repo.root / "cards" / "vcs").mkdir()
+    vault_repo.git("mv", "cards/git/old.md", "cards/vcs/new.md")
+    vault_repo.commit("Move", author=CAROL)
+    vault_repo.git("checkout", "-q", "main")
+    vault_repo.write("git/old", "Stash before pull", "Stash your changes before any pull that may conflict with them.")
+    edit = vault_repo.commit("Edit", author=BOB)
+    vault_repo.git("merge", "-q", "--no-ff", "feature/x", "-m", "Merge", author=DAVE)
+    prov = _provenance(vault_repo, "vcs/new")
+    assert prov["created"]["commit"] == create
+    assert prov["summary_changed"]["commit"] == edit
+    assert {a["name"] for a in prov["authors"]} >= {ANN[0], BOB[0], CAROL[0]}
+    assert "cards/git/old.md" in prov["renamed_from"]
+
+
+@pytest.mark.parametrize("new_name", ["cards/git/rebase.txt", "cards/git/rebase.MD", "notes/rebase.md"])
+def test_review_blocks_a_card_moved_to_a_name_that_is_no_card(vault_repo: VaultRepo, new_name: str) -> None:
+    """The index skips `x.txt` and `x.MD`: moving a card there silences it as deleting it would."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("git/rebase", "Rebase before pushing", "Rebase your branch on main before you push it.")
+    vault_repo.write("git/stash", "Stash before pulling", "Stash local changes before a pull that may conflict.")
+    vault_repo.commit("Cards", author=ANN)
+    vault_repo.git("checkout", "-q", "-b", "feature/hide")
+    Path(vault_repo.root / new_name).parent.mkdir(parents=True, exist_ok=True)
+    vault_repo.git("mv", "cards/git/rebase.md", new_name)
+    vault_repo.commit("Move a card", author=BOB)
+    done = vault_repo.cairn("review", "main..feature/hide", "--json")
+    report = json.loads(done.stdout)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert report["verdict"] == "blocked"
+    assert [(b["kind"], b["reason"]) for b in report["blocked"]] == [("cards", "removes the card git/rebase")]
+    vault_repo.git("checkout", "-q", "main")
+    vault_repo.git("merge", "-q", "--ff-only", "feature/hide")
+    listed = vault_repo.cairn("list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert "git/stash" in listed.stdout and "git/rebase" not in listed.stdout  # merged, the lesson is gone
+
+
+def test_review_passes_a_plain_rename(vault_repo: VaultRepo) -> None:
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("git/rebase", "Rebase before pushing", "Rebase your branch on main before you push it.")
+    vault_repo.commit("Card", author=ANN)
+    vault_repo.git("checkout", "-q", "-b", "feature/x")
+    vault_repo.git("mv", "cards/git/rebase.md", "cards/git/rebase-first.md")
+    vault_repo.commit("Rename", author=BOB)
+    done = vault_repo.cairn("review", "main..feature/x", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["blocked"] == []
+
+
+def test_review_gives_provenance_of_changed_and_removed_cards_only(vault_repo: VaultRepo) -> None:
+    """Review reads the history of the cards the range touches (a removed card's from the base), not every card's."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("git/rebase", "Rebase before pushing", "Rebase your branch on main before you push it.")
+    vault_repo.write("git/stash", "Stash before pulling", "Stash local changes before a pull that may conflict.")
+    vault_repo.write("ci/cache", "Key caches on the lockfile", "Key CI caches on the hash of the lockfile.")
+    created = vault_repo.commit("Cards", author=ANN)
+    vault_repo.git("checkout", "-q", "-b", "feature/x")
+    vault_repo.git("rm", "-q", "cards/git/stash.md")
+    vault_repo.write("git/rebase", "Rebase before pushing", "Rebase on main and run the tests before you push.")
+    edited = vault_repo.commit("Edit one, remove one", author=BOB)
+    done = vault_repo.cairn("review", "main..feature/x", "--json")
+    assert done.returncode == 3, done.stdout + done.stderr  # the removal is blocked
+    cards = {c["id"]: c for c in json.loads(done.stdout)["cards"]}
+    assert set(cards) == {"git/rebase", "git/stash"}
+    assert cards["git/rebase"]["provenance"]["created"]["commit"] == created
+    assert cards["git/rebase"]["provenance"]["last_changed"]["commit"] == edited
+    assert cards["git/stash"]["status"] == "removed"
+    assert cards["git/stash"]["provenance"]["created"]["author"] == ANN[0]
