@@ -141,15 +141,19 @@ def _vault_checks(entry: VaultEntry) -> list[Check]:
 
 def _index_check(name: str, root: str, commit: str, vault: Any) -> Check:
     fix = f"cairn index --vault {name}"
+    path = index_file(os.path.realpath(root))
     try:
-        with IndexReader(index_file(os.path.realpath(root))) as reader:
+        with IndexReader(path) as reader:
             indexed = reader.commit
             n_cards = reader.n_cards
             problems = len(reader.problems())
             ref = reader.meta.get("ref") or "HEAD"
             config_error = reader.meta.get("config_error") or ""
+            damage = _damage(reader)
     except CairnError as exc:
         return Check("index", name, False, f"no usable index ({exc})", fix)
+    if damage:  # bytes changed since `cairn index` wrote them: the hook's seal checks refuse what they read
+        return Check("index", name, False, f"damaged: {damage} ({path})", fix)
     if config_error:
         return Check("index", name, False, f"serves nothing: {config_error}", f"commit a fix to cairn.toml in {root}")
     left_out = f"; {problems} card file(s) left out (see `cairn lint --vault {name}`)" if problems else ""
@@ -171,6 +175,14 @@ def _index_check(name: str, root: str, commit: str, vault: Any) -> Check:
         f"{n_cards} cards at {commit[:8]}{left_out}",
         f"cairn lint --vault {name}" if problems else "",
     )
+
+
+def _damage(reader: IndexReader) -> str:
+    """The first thing wrong with a whole index file ("" when nothing): `cairn audit`'s check of its bytes."""
+    from cairn.index.store import verify
+
+    problems = verify(reader, row_seals=False)  # the file's seal first; every record only when it fails
+    return problems[0] if problems else ""
 
 
 def _descends(vault: Any, indexed: str, commit: str) -> bool:
@@ -227,11 +239,14 @@ def _agent_checks(cwd: Path) -> list[Check]:
     checks: list[Check] = []
     found = False
     for agent in install.AGENTS:
-        for where, path in (
-            ("user", install.settings_path(agent, cwd, True)),
-            ("project", _project_settings(agent, cwd)),
-        ):
-            if path is None or not path.is_file():
+        try:
+            places = [("user", install.settings_path(agent, cwd, True))]
+        except CairnError as exc:  # a HOME no agent could use either
+            places = []
+            checks.append(Check("agent", f"{agent} (user)", False, str(exc), "export HOME=/path/to/your/home"))
+        places += [("project", p) for p in _project_settings(agent, cwd) if all(p != q for _, q in places)]
+        for where, path in places:
+            if not path.is_file():
                 continue
             commands = install.cairn_commands(agent, path)
             if commands is None:
@@ -249,13 +264,17 @@ def _agent_checks(cwd: Path) -> list[Check]:
     return checks
 
 
-def _project_settings(agent: str, cwd: Path) -> Path | None:
-    """The agent's project settings file for `cwd`: in the git work tree's root, where the agent looks."""
+def _project_settings(agent: str, cwd: Path) -> list[Path]:
+    """The agent's project settings files for `cwd`: in `cwd` itself (where Claude Code and Gemini CLI started
+    there read them, and where `cairn install` run there writes them) and in each folder above it up to the git
+    work tree's root (where Codex also looks, and an agent started at the root reads them)."""
     folder = cwd.resolve()
+    paths = []
     for candidate in (folder, *folder.parents):
+        paths.append(install.settings_path(agent, candidate, False))
         if git_dir(str(candidate)) is not None:
-            return install.settings_path(agent, candidate, False)
-    return install.settings_path(agent, folder, False)
+            return paths
+    return paths[:1]
 
 
 def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
@@ -265,7 +284,9 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
         argv = shlex.split(command)
     except ValueError:
         return Check("agent", subject, False, f"{path}: cannot read the hook command {command!r}", fix)
-    baked = argv[argv.index("--vault") + 1] if "--vault" in argv[:-1] else None
+    problem, baked = _hook_arguments(agent, argv)
+    if problem:
+        return Check("agent", subject, False, f"{path}: the hook command {command!r} {problem}", fix)
     if baked is not None and not _vault_exists(baked):
         return Check("agent", subject, False, f"{path}: the hook's --vault {baked!r} is no vault", fix)
     executable = shutil.which(argv[0]) if argv else None
@@ -280,6 +301,29 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
     if done.returncode != 0 or not done.stdout.startswith("cairn "):
         return Check("agent", subject, False, f"{executable} --version failed (exit {done.returncode})", fix)
     return Check("agent", subject, True, f"{path} runs {executable} ({done.stdout.strip()})")
+
+
+# The hook formats each agent reads: claude-code and codex print the same UserPromptSubmit JSON.
+_READS = {"claude-code": ("claude-code", "codex"), "codex": ("codex", "claude-code"), "gemini": ("gemini",)}
+
+
+def _hook_arguments(agent: str, argv: list[str]) -> tuple[str, str | None]:
+    """What is wrong with a hook command's arguments, as `cairn hook` itself parses them ("" when nothing), and the
+    vault it bakes in. A command the hook refuses exits 1 on every prompt; another agent's format is output this
+    agent rejects or ignores."""
+    from cairn.hot.hook import UsageError, parse_args
+
+    if "hook" not in argv[1:]:  # a wrapper (`sh -c '...'`): the executable's own check judges it
+        return "", None
+    try:
+        options = parse_args(argv[argv.index("hook", 1) + 1 :])
+    except UsageError as exc:
+        return f"cannot run: {exc}", None
+    if options.problem:
+        return f"serves nothing: {options.problem}", None
+    if options.fmt not in _READS[agent]:
+        return f"prints --format {options.fmt} output, which {agent} does not read", None
+    return "", options.vault
 
 
 def _vault_exists(given: str) -> bool:

@@ -42,6 +42,7 @@ class Agent:
     timeout: int
     extra: tuple[tuple[str, str], ...] = ()
     note: str = ""
+    comments: bool = False  # the agent reads its settings file with // and /* */ comments stripped
 
 
 AGENTS = {
@@ -64,6 +65,7 @@ AGENTS = {
         10000,
         extra=(("name", "cairn"),),
         note="Gemini CLI needs a version with hooks (see `gemini --version` and geminicli.com/docs/hooks).",
+        comments=True,
     ),
 }
 
@@ -93,8 +95,21 @@ def settings_path(agent: str, base: Path, user: bool) -> Path:
             return Path(os.environ["CODEX_HOME"]) / "hooks.json"
         if agent == "claude-code" and os.environ.get("CLAUDE_CONFIG_DIR"):
             return Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json"
-        base = Path.home()
+        base = _home()
     return base / spec.settings
+
+
+def _home() -> Path:
+    """The user's home folder. A HOME that is set but not an absolute path ("" makes `~` the file system's root or
+    the current folder) would put the user's settings where no agent reads them: refused. Unset, the password
+    database says, as it does for the agents."""
+    home = os.environ.get("HOME")
+    if home is not None and not os.path.isabs(home):
+        raise CairnError(
+            f"HOME is {home!r}, not an absolute folder path; set HOME to your home folder, or give --project DIR "
+            "(nothing was written)"
+        )
+    return Path.home()
 
 
 def hook_command(agent: str, vault: str | None = None, scope: str | None = None, executable: str | None = None) -> str:
@@ -127,7 +142,8 @@ def hook_entry(agent: str, command: str) -> dict[str, Any]:
 def install_agent(agent: str, path: Path, command: str) -> SettingsChange:
     """Merge Cairn's hook into the settings file at `path` (created when missing); idempotent."""
     spec = _agent(agent)
-    data = _load_settings(path)
+    entry = json.dumps({"hooks": {spec.event: [hook_entry(agent, command)]}}, ensure_ascii=False)
+    data = _load_settings(path, spec, f"merge this into it by hand: {entry}")
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise RefusedWrite(f"{path}: 'hooks' is not an object; fix the file by hand, then run this again")
@@ -148,7 +164,7 @@ def uninstall_agent(agent: str, path: Path) -> SettingsChange:
     spec = _agent(agent)
     if not path.exists():
         return SettingsChange(path, "absent")
-    data = _load_settings(path)
+    data = _load_settings(path, spec, f"remove the `cairn hook` entry from hooks.{spec.event} by hand")
     hooks = data.get("hooks")
     if not isinstance(hooks, dict) or not isinstance(hooks.get(spec.event), list):
         return SettingsChange(path, "absent")
@@ -158,7 +174,7 @@ def uninstall_agent(agent: str, path: Path) -> SettingsChange:
         del hooks[spec.event]
     if not hooks:
         del data["hooks"]
-    if not data:
+    if not data and not path.is_symlink():  # a link into a dotfiles repository stays, its file emptied
         # Nothing but Cairn's hook was in it (install created it): take the file away, and its folder when empty.
         path.unlink()
         if path.parent.name == Path(spec.settings).parent.name:  # `.claude/` and the like; never CODEX_HOME itself
@@ -177,7 +193,8 @@ def cairn_commands(agent: str, path: Path) -> list[str] | None:
     a JSON object."""
     spec = _agent(agent)
     try:
-        data = json.loads(path.read_text("utf-8") or "{}")
+        text = path.read_text("utf-8")
+        data = json.loads((_without_comments(text) if spec.comments else text) or "{}")
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict):
@@ -369,45 +386,110 @@ def _strip_cairn(groups: list[Any]) -> bool:
     return found
 
 
-def _load_settings(path: Path) -> dict[str, Any]:
+def _load_settings(path: Path, spec: Agent, by_hand: str) -> dict[str, Any]:
+    """The settings file's JSON object ({} when missing or blank). A file this agent reads but Cairn could only
+    rewrite by losing something (its comments) is refused, with what to do by hand."""
     if not path.exists():
         return {}
-    text = path.read_text("utf-8")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RefusedWrite(
+            f"{path} is not UTF-8 text (byte {exc.start}); save it as UTF-8 by hand, nothing was written"
+        ) from None
     if not text.strip():
         return {}
     try:
         data = json.loads(text)
     except ValueError as exc:
+        if spec.comments and _parses(_without_comments(text)):
+            raise RefusedWrite(
+                f"{path} holds comments ({spec.name} reads past them) that rewriting it would lose; nothing was "
+                f"written: {by_hand}"
+            ) from None
         raise RefusedWrite(f"{path} is not valid JSON ({exc}); fix it by hand, nothing was written") from None
     if not isinstance(data, dict):
         raise RefusedWrite(f"{path} does not hold a JSON object; fix it by hand, nothing was written")
     return data
 
 
+def _parses(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _without_comments(text: str) -> str:
+    """JSON text with its // and /* */ comments outside strings blanked, as Gemini CLI reads its settings
+    (strip-json-comments): line breaks stay, so a parse error still names the right line."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    in_string = False
+    while i < n:
+        c = text[i]
+        if in_string:
+            step = 2 if c == "\\" else 1
+            out.append(text[i : i + step])
+            in_string = c != '"'
+            i += step
+        elif text.startswith("//", i) or text.startswith("/*", i):
+            if text[i + 1] == "/":
+                end = text.find("\n", i)
+                end = n if end < 0 else end
+            else:
+                end = text.find("*/", i + 2)
+                end = n if end < 0 else end + 2
+            out.append("".join(ch if ch == "\n" else " " for ch in text[i:end]))
+            i = end
+        else:
+            in_string = c == '"'
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
 def _write_if_changed(path: Path, data: dict[str, Any], backup: bool = True) -> tuple[bool, Path | None]:
     """Write `data` as JSON unless the file already holds exactly it. Returns (written, backup of the old file).
 
     A backup is written only when the old file holds something besides Cairn's own hook entries: a file Cairn made
-    needs none.
+    needs none. A symlinked settings file (a dotfiles repository) is written where the link points, the link kept;
+    its backup goes beside the link.
     """
     new = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    if path.exists():
-        old = path.read_bytes()
+    target = _link_target(path)
+    if target.exists():
+        old = target.read_bytes()
         try:
             old_data = json.loads(old)
             if old_data == data:
                 return False, None
         except ValueError:
             old_data = None
-        mode = stat.S_IMODE(path.stat().st_mode)
+        mode = stat.S_IMODE(target.stat().st_mode)
         saved = None
         if backup and not _only_cairn(old_data):
             saved = _backup_path(path)
             write_atomic(saved, old, overwrite=False, mode=mode)
-        write_atomic(path, new, overwrite=True, mode=mode)
+        write_atomic(target, new, overwrite=True, mode=mode)
         return True, saved
-    write_atomic(path, new, overwrite=False)
+    write_atomic(target, new, overwrite=False)
     return True, None
+
+
+def _link_target(path: Path) -> Path:
+    """The file to write for `path`: itself, or the file its symlink points to (replacing the link with a file
+    would cut a dotfiles setup loose). A link to nothing is refused: where it points is the user's to create."""
+    if not path.is_symlink():
+        return path
+    real = Path(os.path.realpath(path))
+    if not real.exists():
+        raise RefusedWrite(
+            f"{path} is a symlink to {real}, which does not exist; create that file (`{{}}` will do) or remove the "
+            "link, then run this again (nothing was written)"
+        )
+    return real
 
 
 def _only_cairn(data: object) -> bool:

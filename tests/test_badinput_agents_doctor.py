@@ -1,0 +1,138 @@
+"""`cairn doctor` on broken agent setups: each broken state must FAIL with the command that fixes it, and a working
+one must pass. Real settings files, a real vault and index, the installed `cairn` as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers.payloads import FITTING_PROMPT, payload_for
+from helpers.vaults import REBASE_ID, VaultRepo, cache_dir, make_vault, run_cairn
+
+
+@pytest.fixture
+def setup(vault_repo: VaultRepo, tmp_path: Path, isolated_env: Path) -> Path:
+    """A configured vault, its git hooks, and Claude Code's hook in the user's settings; returns the project."""
+    make_vault(vault_repo)
+    assert run_cairn("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path).returncode == 0
+    project = tmp_path / "project"
+    project.mkdir()
+    done = run_cairn("install", "claude-code", "--user", cwd=project)
+    assert done.returncode == 0, done.stderr
+    return project
+
+
+def _agent_checks(project: Path) -> list[dict[str, Any]]:
+    done = run_cairn("doctor", "--cwd", str(project), "--json", cwd=project)
+    return [c for c in json.loads(done.stdout)["checks"] if c["area"] == "agent"]
+
+
+def _set_command(path: Path, event: str, command: str) -> None:
+    data = json.loads(path.read_text())
+    data["hooks"][event][0]["hooks"][0]["command"] = command
+    path.write_text(json.dumps(data))
+
+
+def _user_command(home: Path) -> str:
+    data = json.loads((home / ".claude" / "settings.json").read_text())
+    return str(data["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"])
+
+
+@pytest.mark.parametrize(
+    ("tail", "why"),
+    [
+        ("hook", "--format is required"),
+        ("hook --format gemini", "gemini"),
+        ("hook --format claude-code --format claude-code", "more than once"),
+        ("hook --format claude-code --verbose", "unknown option"),
+    ],
+)
+def test_a_hook_command_that_cannot_serve_this_agent_fails(
+    tail: str, why: str, setup: Path, isolated_env: Path
+) -> None:
+    """Bug fixed: doctor said `ok` for a hook command that exits 1 on every prompt (no --format, an unknown or
+    repeated option) or prints another agent's output (`--format gemini` under Claude Code: hookEventName
+    BeforeAgent, which Claude Code rejects); it checked only that the executable runs."""
+    settings = isolated_env / ".claude" / "settings.json"
+    executable = _user_command(isolated_env).split(" hook ")[0]
+    _set_command(settings, "UserPromptSubmit", f"{executable} {tail}")
+    [check] = _agent_checks(setup)
+    assert check["ok"] is False, check
+    assert why in check["detail"]
+    assert check["fix"] == "cairn install claude-code --user"
+
+
+def test_a_matching_format_passes_and_codex_reads_the_claude_code_format(setup: Path, isolated_env: Path) -> None:
+    executable = _user_command(isolated_env).split(" hook ")[0]
+    settings = isolated_env / ".claude" / "settings.json"
+    _set_command(settings, "UserPromptSubmit", f"{executable} hook --format=codex")  # the same bytes out
+    [check] = _agent_checks(setup)
+    assert check["ok"] is True, check
+
+
+def test_a_baked_vault_given_with_equals_is_checked(setup: Path, isolated_env: Path, tmp_path: Path) -> None:
+    """Bug fixed: `--vault=/gone` (the hook accepts it) was not checked, only `--vault /gone`."""
+    executable = _user_command(isolated_env).split(" hook ")[0]
+    gone = tmp_path / "gone"
+    _set_command(
+        isolated_env / ".claude" / "settings.json",
+        "UserPromptSubmit",
+        f"{executable} hook --format claude-code --vault={gone}",
+    )
+    [check] = _agent_checks(setup)
+    assert check["ok"] is False and f"the hook's --vault '{gone}' is no vault" in check["detail"]
+
+
+def test_an_install_from_a_subfolder_is_found(setup: Path, isolated_env: Path) -> None:
+    """Bug fixed: `cairn install claude-code` in a subfolder of a git work tree writes `sub/.claude/settings.json`
+    (where Claude Code, started there, reads it), but doctor looked only at the work tree's root and said no agent
+    runs `cairn hook`."""
+    assert run_cairn("uninstall", "claude-code", "--user", cwd=setup).returncode == 0
+    subprocess.run(["git", "init", "-q"], cwd=setup, check=True)
+    sub = setup / "services" / "api"
+    sub.mkdir(parents=True)
+    done = run_cairn("install", "claude-code", cwd=sub)
+    assert done.returncode == 0, done.stderr
+    [check] = _agent_checks(sub)
+    assert check["ok"] is True, check
+    assert check["subject"] == "claude-code (project)"
+    assert str(sub / ".claude" / "settings.json") in check["detail"]
+
+
+def test_a_damaged_index_fails_and_its_fix_works(setup: Path, isolated_env: Path) -> None:
+    """Bug fixed: an index whose bytes changed after it was written (a flipped byte among its records) passed
+    doctor (`ok index`), while `cairn audit` and the hook's seal checks reject it."""
+    [index] = cache_dir().glob("vaults/*/index.cairn")
+    data = bytearray(index.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    index.write_bytes(bytes(data))
+    done = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup)
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "index"]
+    assert check["ok"] is False and check["detail"].startswith("damaged:"), check
+    assert check["fix"] == "cairn index --vault team"
+    assert run_cairn(*check["fix"].split()[1:], cwd=setup).returncode == 0
+    again = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup)
+    [check] = [c for c in json.loads(again.stdout)["checks"] if c["area"] == "index"]
+    assert check["ok"] is True, check
+    served = subprocess.run(
+        ["sh", "-c", _user_command(isolated_env)],
+        input=payload_for("claude-code", FITTING_PROMPT, setup),
+        capture_output=True,
+        text=True,
+        cwd=setup,
+        check=False,
+    )
+    assert REBASE_ID in json.loads(served.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_an_empty_home_is_a_failing_check_not_a_crash(setup: Path) -> None:
+    """Bug fixed with install's: HOME="" made `~` the file system's root; doctor names it rather than looking
+    there (or stopping)."""
+    done = run_cairn("doctor", "--cwd", str(setup), cwd=setup, env={"HOME": ""})
+    assert done.returncode == 1
+    assert "HOME is ''" in done.stdout and "Traceback" not in done.stderr
+    assert "ok   config" in done.stdout  # the other checks still run

@@ -1,0 +1,167 @@
+"""`cairn install AGENT` / `cairn uninstall AGENT` on settings files as users really keep them: a symlink into a
+dotfiles repository, bytes that are not UTF-8, an empty HOME. Each test names the bug it would have caught."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers.vaults import VaultRepo, make_vault, run_cairn
+
+THEIRS = {"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}
+
+
+@pytest.fixture
+def configured(vault_repo: VaultRepo, tmp_path: Path) -> VaultRepo:
+    """A vault in the user configuration, so an install without --vault has something to serve."""
+    make_vault(vault_repo)
+    added = run_cairn("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    return vault_repo
+
+
+def _cairn_commands(data: dict[str, object]) -> list[str]:
+    groups = data["hooks"]["UserPromptSubmit"]  # type: ignore[index]
+    return [h["command"] for g in groups for h in g["hooks"] if " hook " in h["command"]]
+
+
+def test_a_symlinked_settings_file_is_written_through_and_kept_a_link(
+    tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: install replaced ~/.claude/settings.json, a symlink into the user's dotfiles repository, with a
+    regular file (os.replace on the link): the dotfiles copy never got the hook and the link was gone."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / "claude-settings.json"
+    real.write_text(json.dumps(THEIRS))
+    real.chmod(0o600)
+    link = isolated_env / ".claude" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(real)
+
+    done = run_cairn("install", "claude-code", "--user", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    data = json.loads(real.read_text())
+    assert data["model"] == "opus" and data["hooks"]["Stop"] == THEIRS["hooks"]["Stop"]
+    assert len(_cairn_commands(data)) == 1
+    assert oct(real.stat().st_mode & 0o777) == oct(0o600)
+    assert not list(dotfiles.glob(".*.tmp")) and sorted(p.name for p in dotfiles.iterdir()) == [real.name]
+    [backup] = link.parent.glob("settings.json.bak-*")  # beside the path the agent reads, not in the dotfiles
+    assert json.loads(backup.read_text()) == THEIRS
+
+    again = run_cairn("install", "claude-code", "--user", cwd=tmp_path)
+    assert again.returncode == 0 and f"unchanged: {link}" in again.stdout
+
+    removed = run_cairn("uninstall", "claude-code", "--user", cwd=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert json.loads(real.read_text()) == THEIRS
+
+
+def test_uninstall_never_deletes_a_symlinked_file_that_held_only_the_hook(
+    tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: when the linked file held nothing but Cairn's hook, uninstall unlinked the symlink and left the
+    hook in the dotfiles file, where the next `ln -s` brought it back."""
+    real = tmp_path / "dotfiles" / "gemini.json"
+    real.parent.mkdir()
+    real.write_text("{}\n")
+    link = isolated_env / ".gemini" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    assert run_cairn("install", "gemini", "--user", cwd=tmp_path).returncode == 0
+    assert link.is_symlink() and "BeforeAgent" in real.read_text()
+    removed = run_cairn("uninstall", "gemini", "--user", cwd=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    assert link.is_symlink()
+    assert json.loads(real.read_text()) == {}
+
+
+def test_a_dangling_symlink_is_refused_and_left_alone(
+    tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: a settings symlink whose target is missing (dotfiles not checked out yet) got
+    `Error: ... already exists; nothing was written`, which names no fix."""
+    link = isolated_env / ".codex" / "hooks.json"
+    link.parent.mkdir()
+    missing = tmp_path / "dotfiles" / "codex-hooks.json"
+    link.symlink_to(missing)
+    done = run_cairn("install", "codex", "--user", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1
+    assert f"{link} is a symlink to {missing}, which does not exist" in done.stderr
+    assert link.is_symlink() and not missing.exists()
+    assert sorted(p.name for p in link.parent.iterdir()) == ["hooks.json"]
+
+
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_settings_that_are_not_utf8_are_one_line_and_untouched(
+    command: str, tmp_path: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: a settings file in another encoding (UTF-16 from a Windows editor) ended install and uninstall
+    with `unexpected UnicodeDecodeError ... (a bug in Cairn)`."""
+    target = tmp_path / "p" / ".claude" / "settings.json"
+    target.parent.mkdir(parents=True)
+    raw = json.dumps(THEIRS).encode("utf-16")
+    target.write_bytes(raw)
+    done = run_cairn(command, "claude-code", "--project", str(tmp_path / "p"), cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "a bug in Cairn" not in done.stderr
+    assert f"{target} is not UTF-8 text" in done.stderr
+    assert target.read_bytes() == raw
+    assert sorted(p.name for p in target.parent.iterdir()) == ["settings.json"]
+
+
+@pytest.mark.parametrize("home", ["", "relative/home"])
+def test_a_home_that_is_not_a_folder_path_writes_nothing(home: str, tmp_path: Path, configured: VaultRepo) -> None:
+    """Bug fixed: with HOME set but empty, `cairn install claude-code --user` wrote /.claude/settings.json (HOME=""
+    made `~` the file system's root, or the current folder for a relative HOME), a file no agent reads."""
+    work = tmp_path / "work"
+    work.mkdir()
+    done = run_cairn("install", "claude-code", "--user", cwd=work, env={"HOME": home})
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1
+    assert "HOME" in done.stderr and "absolute" in done.stderr
+    assert list(work.iterdir()) == []
+
+
+GEMINI_WITH_COMMENTS = """{
+  // Gemini CLI reads its settings with comments stripped; this file is valid for it.
+  "ui": {"theme": "GitHub"}, /* the user's theme */
+  "general": {"url": "https://example.com/a//b"}
+}
+"""
+
+
+def test_gemini_settings_with_comments_are_refused_with_the_entry_to_add(
+    tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: a Gemini CLI settings file with comments (which Gemini CLI accepts) was called `not valid JSON;
+    fix it by hand`, and doctor failed it as invalid even with Cairn's hook in it. Rewriting it would drop the
+    comments, so install still writes nothing, but says why and gives the entry to paste."""
+    target = isolated_env / ".gemini" / "settings.json"
+    target.parent.mkdir()
+    target.write_text(GEMINI_WITH_COMMENTS)
+    done = run_cairn("install", "gemini", "--user", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "not valid JSON" not in done.stderr
+    assert "holds comments" in done.stderr and '"BeforeAgent"' in done.stderr and "hook --format gemini" in done.stderr
+    assert target.read_text() == GEMINI_WITH_COMMENTS
+    assert sorted(p.name for p in target.parent.iterdir()) == ["settings.json"]
+
+    # The user pastes the entry: doctor reads the file as Gemini CLI does and finds the hook.
+    pasted = GEMINI_WITH_COMMENTS.replace(
+        '"ui":',
+        '"hooks": {"BeforeAgent": [{"hooks": [{"type": "command", "command": "cairn hook --format gemini"}]}]},\n  "ui":',
+    )
+    target.write_text(pasted)
+    doctor = run_cairn("doctor", "--cwd", str(tmp_path), "--json", cwd=tmp_path)
+    [check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "agent"]
+    assert check["subject"] == "gemini (user)" and "not valid JSON" not in check["detail"], check
+    removed = run_cairn("uninstall", "gemini", "--user", cwd=tmp_path)
+    assert removed.returncode == 1 and "holds comments" in removed.stderr
+    assert target.read_text() == pasted
