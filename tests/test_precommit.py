@@ -282,3 +282,26 @@ def test_commits_through_the_hooks(rule: str, tmp_path: Path, hook_repo: tuple[s
     assert done.returncode == 0, done.stdout + done.stderr
     assert not [line for line in done.stdout.splitlines() if _LINE.match(line)], done.stdout
     assert _git("status", "--porcelain", cwd=vault) == ""
+
+
+@pytest.mark.slow
+def test_a_vault_in_a_subfolder_leaves_another_projects_cards_folder_alone(
+    tmp_path: Path, hook_repo: tuple[str, str]
+) -> None:
+    """A repository that holds a vault in `lessons/` and a web app with its own `web/cards/` folder: the manifest's
+    file pattern matches both, and `web/cards/README.md` (no `cairn.toml` above it) failed the commit."""
+    repo = tmp_path / "mono"
+    vault = _new_vault(tmp_path, hook_repo)
+    repo.mkdir()
+    _git("init", "-q", cwd=repo)
+    (vault / ".git").rename(tmp_path / "vault-git")
+    vault.rename(repo / "lessons")
+    (repo / "web" / "cards").mkdir(parents=True)
+    (repo / "web" / "cards" / "README.md").write_text("# Card components\n\nThe React cards of the shop.\n")
+    _git("add", "-A", cwd=repo)
+    files = [p for p in _git("ls-files", cwd=repo).splitlines() if _files_pattern().search(p)]
+    assert "web/cards/README.md" in files and any(p.startswith("lessons/cards/") for p in files)
+    done = _pre_commit("try-repo", hook_repo[0], "cairn-lint", "--ref", hook_repo[1], "--files", *files, cwd=repo)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "web/cards/README.md: skipped, in no Cairn vault (no cairn.toml above it)" in done.stdout
+    assert "cairn lint: 0 errors" in done.stdout

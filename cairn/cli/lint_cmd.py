@@ -11,6 +11,7 @@ import click
 
 from cairn import lint
 from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, vault_option
+from cairn.config import CONFIG_FILE
 from cairn.finding import Finding
 from cairn.hot.errors import CairnError, VaultNotFound
 from cairn.hot.vault import CARDS_DIR, Vault, find_vault
@@ -83,7 +84,10 @@ def lint_command(
         report = lint.lint_vault(open_vault(vault_path), rules=wanted, source=source, today=day)
         findings, checked = list(report.findings), report.files
     else:
-        for vault, pairs in _by_vault(files, vault_path).items():
+        groups, outside = _by_vault(files, vault_path)
+        for given in outside:  # a `cards/` folder of another project in the same repository (pre-commit passes it)
+            echo(f"{given}: skipped, in no Cairn vault (no cairn.toml above it)", err=True)
+        for vault, pairs in groups.items():
             report = lint.lint_files(vault, [rel for rel, _ in pairs], rules=wanted, source=source, today=day)
             shown = dict(pairs)
             findings += [replace(f, path=shown.get(f.path) or _display(vault, f.path)) for f in report.findings]
@@ -113,27 +117,38 @@ def _summary(errors: list[Finding], warnings: list[Finding], checked: int, sourc
     return text
 
 
-def _by_vault(files: tuple[str, ...], vault_path: str | None) -> dict[Vault, list[tuple[str, str]]]:
-    """Group the given paths by vault: (vault-relative path, path as given)."""
+def _by_vault(files: tuple[str, ...], vault_path: str | None) -> tuple[dict[Vault, list[tuple[str, str]]], list[str]]:
+    """Group the given paths by vault: (vault-relative path, path as given); and the paths under a `cards/` folder
+    that is no vault's (no `cairn.toml` beside it: another project's folder in a repository that holds a vault in a
+    subfolder, which pre-commit's file pattern also matches). Any other path in no vault raises VaultNotFound."""
     explicit = open_vault(vault_path) if vault_path or os.environ.get("CAIRN_VAULT") else None
     groups: dict[Vault, list[tuple[str, str]]] = {}
+    outside: list[str] = []
     cwd = Path.cwd()
     for given in files:
         absolute = Path(os.path.normpath(cwd / given))
-        vault = explicit or _vault_of(absolute)
+        try:
+            vault = explicit or _vault_of(absolute)
+        except VaultNotFound:
+            if CARDS_DIR not in absolute.parts[:-1]:
+                raise
+            outside.append(given)
+            continue
         groups.setdefault(vault, []).append((_relative(vault, absolute, given), given))
-    return groups
+    return groups, outside
 
 
 def _vault_of(file: Path) -> Vault:
-    """The vault a file belongs to: the enclosing vault, else the folder above its `cards/`."""
+    """The vault a file belongs to: the enclosing vault, else the folder above its `cards/` when that folder holds
+    `cairn.toml` (a vault's marker)."""
     try:
         return find_vault(None, cwd=file.parent)
     except VaultNotFound:
         parts = file.parts
         if CARDS_DIR in parts[:-1]:
             top = len(parts) - 2 - parts[:-1][::-1].index(CARDS_DIR)
-            return find_vault(Path(*parts[:top]))
+            if (Path(*parts[:top]) / CONFIG_FILE).is_file():
+                return find_vault(Path(*parts[:top]))
         raise
 
 
