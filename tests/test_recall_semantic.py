@@ -181,6 +181,36 @@ def test_the_first_card_of_both_channels_whose_words_nearly_pass_goes_in(vault_r
         assert decided[name].abstained, name
 
 
+def test_a_first_card_whose_words_pass_all_but_the_lead_goes_in_when_the_meaning_confirms_it(
+    vault_repo: VaultRepo,
+) -> None:
+    """The agreement pick's second form: the words pass coverage and margin and fall short only on the lead (0.23
+    against 0.24) with under `AGREE_SCORE` of the best possible score; in a prompt the veto judges, the card goes in
+    when both channels put it first (`AGREE_COSINE_GAP`) and its z-score reaches the veto's `SEMANTIC_MIN_Z`. Not at
+    a lower z-score, and not in a prompt the veto does not judge (a question in an agent's wrapper)."""
+    repo = _vault(vault_repo)
+    asked = "why does cron job environment python bool fail?"
+    wrapped = f"We run the billing workers on Debian hosts. {asked} Keep the answer short, no code changes."
+    with indexer.open_index(find_vault(repo.root)) as index:
+        plain = recall(index, asked)
+        best = R.prompt_weights(index, asked).best
+        sure = _scaled({CRON: 0.93, MIDNIGHT: 0.915}, IDS)  # a second close behind: no semantic pick
+        decided = {
+            "sure": recall(index, asked, semantic=sure),
+            "under the veto's z": recall(index, asked, semantic=_scaled({CRON: 0.865, MIDNIGHT: 0.85}, IDS)),
+            "in a wrapper": recall(index, wrapped, semantic=sure),
+        }
+    first = plain.candidates[0]
+    assert plain.abstained and first.card.id == CRON and first.reason == "small_lead"
+    assert R.AGREE_LEAD <= first.lead < plain.settings.min_lead and first.score < R.AGREE_SCORE * best
+    assert first.coverage >= plain.settings.min_coverage and first.margin >= plain.settings.min_margin
+    assert sure[CRON] >= R.SEMANTIC_MIN_Z > decided["under the veto's z"].candidates[0].similarity
+    assert [c.card.id for c in decided["sure"].injected] == [CRON]
+    assert decided["sure"].injected[0].picked == R.AGREEMENT_PICKED
+    assert decided["under the veto's z"].abstained
+    assert not R.veto_judges(wrapped) and decided["in a wrapper"].abstained
+
+
 def test_with_one_vault_the_answer_is_read_only_when_it_could_change_the_decision(vault_repo: VaultRepo) -> None:
     """`recall(only_if_decisive=True)`, as the hook serving one vault calls it: a prompt the answer cannot change
     (it fits no card; or the words inject a card and the prompt says more than one thing, so the veto does not

@@ -430,8 +430,9 @@ def _decisive(
     """Whether the semantic answer could change which cards the words' decisions (`words`, one per admitted card)
     inject: the words inject a card the veto judges (`veto_judges`), or nothing and a pick could fire. The semantic
     pick needs a card among the first `SEMANTIC_PICK_DEPTH` covering at least `SEMANTIC_PICK_MIN_COVERAGE` (the
-    rounded coverage a candidate shows reaches it whenever the coverage does), the agreement pick a first card
-    scoring `AGREE_SCORE` of the best possible with a lead of `AGREE_LEAD` (the rounded lead it compares)."""
+    rounded coverage a candidate shows reaches it whenever the coverage does), the agreement pick a first card with
+    a lead of `AGREE_LEAD` (the rounded lead it compares) scoring `AGREE_SCORE` of the best possible, or in a prompt
+    the veto judges."""
     if index.n_cards < SEMANTIC_MIN_CARDS:
         return False  # judged on words alone
     if any(c.decision == INJECTED for c in words):
@@ -440,7 +441,7 @@ def _decisive(
         return False
     if any(c.coverage >= SEMANTIC_PICK_MIN_COVERAGE for c in words[:SEMANTIC_PICK_DEPTH]):
         return True
-    return admitted[0][1] >= AGREE_SCORE * best and words[0].lead >= AGREE_LEAD
+    return words[0].lead >= AGREE_LEAD and (admitted[0][1] >= AGREE_SCORE * best or veto_judges(query))
 
 
 def _recall(
@@ -730,8 +731,13 @@ def _gate(
         out.append(candidate)
     if not n_injected and min_confidence <= 0 and semantic and index.n_cards >= SEMANTIC_MIN_CARDS:
         pick, rule = _semantic_pick(admitted, scores, covers, weights.best, semantic), SEMANTIC_PICKED
-        if pick is None and out and _agreement_pick(admitted[0][0], scores[0], out[0].lead, weights.best, semantic):
-            pick, rule = 0, AGREEMENT_PICKED
+        if pick is None and out:
+            gap = gates.margin(scores[0], scores[1] if len(scores) > 1 else 0.0)
+            confirmed = (  # the words pass every gate but the lead, in a prompt the veto judges
+                covers[0] >= settings.min_coverage and gap >= settings.min_margin and veto_judges(query)
+            )
+            if _agreement_pick(admitted[0][0], scores[0], out[0].lead, weights.best, semantic, confirmed):
+                pick, rule = 0, AGREEMENT_PICKED
         if pick is not None:
             out[pick] = out[pick].replace(decision=INJECTED, reason=None, blocked_by=None, picked=rule)
     return out, tuple(evidence)
@@ -799,7 +805,10 @@ SEMANTIC_PICK_DEPTH = 10
 # and the words nearly suffice on their own. Most of what it takes was vetoed before (z under SEMANTIC_MIN_Z in a
 # vault too small for a z-score of 3). Fitted on the three dev suites and wtfjs-agent, leaving one out
 # (`python -m benchmarks.joint_study agree-cv`, RESULTS.md "Round 7"): no false injection added to a fitted slice
-# over 2.5%; held out, every slice at or under 3.9%.
+# over 2.5%; held out, every slice at or under 3.9%. In a prompt the veto judges, a first card whose words pass every
+# gate but the lead (coverage, margin) goes in on the same agreement when its z-score reaches the veto's
+# SEMANTIC_MIN_Z, whatever its share of the best possible score: the words fall short only on the lead, and the
+# meaning confirms the card as the veto asks. No constant of its own (RESULTS.md "Round 11").
 SEMANTIC_PICKED = "semantic"  # `Candidate.picked` of the two rules
 AGREEMENT_PICKED = "agreement"
 AGREE_SCORE = 0.47
@@ -808,14 +817,22 @@ AGREE_COSINE_GAP = 0.006
 
 
 def _agreement_pick(
-    first: "IndexedCard", score: float, lead: float, best: float, semantic: "Mapping[str, float]"
+    first: "IndexedCard",
+    score: float,
+    lead: float,
+    best: float,
+    semantic: "Mapping[str, float]",
+    confirmed: bool = False,
 ) -> bool:
-    """Whether the first admissible card (`score`, its lead gate's value `lead`) goes in as the agreement pick."""
+    """Whether the first admissible card (`score`, its lead gate's value `lead`) goes in as the agreement pick;
+    `confirmed`: its words pass every gate but the lead, in a prompt the veto judges."""
     scale = getattr(semantic, "scale", None)  # the z-scores' unit in cosine (`cairn.hot.semantic.Similarities`)
-    if scale is None or best <= 0 or score < AGREE_SCORE * best or lead < AGREE_LEAD:
+    if scale is None or best <= 0 or lead < AGREE_LEAD:
         return False
     first_id, z1, z2 = _semantic_first(semantic)
-    return first_id == first.id and (z1 - z2) * scale >= AGREE_COSINE_GAP
+    if first_id != first.id or (z1 - z2) * scale < AGREE_COSINE_GAP:
+        return False
+    return score >= AGREE_SCORE * best or (confirmed and z1 >= SEMANTIC_MIN_Z)
 
 
 def _semantic_first(semantic: "Mapping[str, float]") -> "tuple[str | None, float, float]":
