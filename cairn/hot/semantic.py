@@ -19,7 +19,16 @@ vectors: without the extra, the hook imports nothing more than before.
 import os
 import sys
 
-from cairn.hot import CLEAN_PATH, VECTORS_SUFFIX, dumps, loads, private_folder, state_folder, touch_private
+from cairn.hot import (
+    CLEAN_PATH,
+    VECTORS_SUFFIX,
+    dumps,
+    loads,
+    open_private,
+    private_folder,
+    state_folder,
+    touch_private,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -85,6 +94,8 @@ def prefetch(prompt: str) -> bool:
         try:
             sock.settimeout(PREFETCH_TIMEOUT)
             sock.connect(path)
+            if not _ours(sock, path):
+                return False
             request = {"v": 1, "prefetch": True, "prompt": prompt}
             sock.sendall(dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n")
         finally:
@@ -121,10 +132,10 @@ def ask(
     z: bool = False,
 ) -> "Callable[[], dict[str, float] | None] | None":
     """`similarities`, asked now and read later: the request is sent at once and the function returned reads the
-    answer (each read of the socket waits at most `timeout`; None when there is no answer). The hook asks before it
-    ranks by words and reads the answer when recall's gates need it, so the warm encoder finishes the prompt
-    meanwhile. None at once, nothing sent, when the channel is off, the index has no vectors, or the warm encoder is
-    not up (then started). Neither raises."""
+    answer (within `timeout` seconds in all; None when there is no answer, or none a cosine or z-score can be). The
+    hook asks before it ranks by words and reads the answer when recall's gates need it, so the warm encoder
+    finishes the prompt meanwhile. None at once, nothing sent, when the channel is off, the index has no vectors,
+    the warm encoder is not up (then started), or what listens is not the user's own process. Neither raises."""
     try:
         if not enabled(index.config):
             return None
@@ -164,14 +175,20 @@ def _send(
             sock.close()
             start_daemon(state)
             return None
+        if not _ours(sock, path):  # another user's process: never hand it the prompt (nor start ours in its folder)
+            sock.close()
+            return None
         sock.sendall(dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n")
     except BaseException:
         sock.close()
         raise
 
+    # z-scores over n cards lie within sqrt(n - 1) of 0, cosines within 1: anything else is not an answer
+    limit = (max(index.n_cards, 1) ** 0.5 if z else 1.0) + 0.01
+
     def read() -> "dict[str, float] | None":
         try:
-            return _reply(sock)
+            return _reply(sock, timeout, limit)
         except Exception:  # fail open: the prompt is served lexically
             return None
         finally:
@@ -180,10 +197,35 @@ def _send(
     return read
 
 
-def _reply(sock: "_socket.socket") -> "dict[str, float] | None":
+def _ours(sock: "_socket.socket", path: str) -> bool:
+    """Whether the process listening on the connected `sock` is the user's own (its credentials, where the system
+    gives them; else the socket file's owner): a state folder another user can write to must not get the prompt."""
+    import _socket
+
+    option = getattr(_socket, "SO_PEERCRED", None)
+    if option is None:  # pragma: no cover - not Linux
+        return os.stat(path).st_uid == os.getuid()
+    credentials = sock.getsockopt(_socket.SOL_SOCKET, option, 12)  # struct ucred: pid, uid, gid
+    return int.from_bytes(credentials[4:8], sys.byteorder) == os.getuid()
+
+
+def _reply(
+    sock: "_socket.socket", timeout: "float | None" = None, limit: float = float("inf")
+) -> "dict[str, float] | None":
+    """The warm encoder's answer, read within `timeout` seconds in all (TimeoutError after: a process that answers
+    a byte at a time must not hold the prompt); None when it is not a usable one, any value past `limit` (or not a
+    finite number) among them."""
+    import time
+
+    deadline = None if timeout is None else time.monotonic() + timeout
     chunks: list[bytes] = []
     size = 0
     while size <= MAX_REPLY_BYTES:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the warm encoder did not answer in time")
+            sock.settimeout(left)
         chunk = sock.recv(65536)
         if not chunk:
             break
@@ -198,6 +240,8 @@ def _reply(sock: "_socket.socket") -> "dict[str, float] | None":
     if not isinstance(sims, dict):
         return None
     out = Similarities((str(k), float(v)) for k, v in sims.items() if type(v) is float or type(v) is int)
+    if not all(-limit <= v <= limit for v in out.values()):  # NaN fails both: garbage, so the words alone decide
+        return None
     scale = reply.get("scale")
     if (type(scale) is float or type(scale) is int) and 0 < scale <= 1:  # cosines' spread: never more than 1
         out.scale = float(scale)
@@ -220,19 +264,28 @@ def start_daemon(state: str) -> bool:
     except FileNotFoundError:
         pass
     touch_private(stamp, now)
-    log = os.path.join(state, LOG_NAME)
-    actions = [
+    # The log is opened here with `open_private`'s checks: the spawned child would follow a symlink in its place, and
+    # wait on a FIFO with the hook waiting for it (posix_spawn returns once the child has run its file actions).
+    try:
+        log: int | None = open_private(os.path.join(state, LOG_NAME), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    except OSError:
+        log = None
+    actions: list[tuple[object, ...]] = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
         (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-        (os.POSIX_SPAWN_OPEN, 2, log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600),
+        (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0) if log is None else (os.POSIX_SPAWN_DUP2, log, 2),
     ]
     env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
     env["CAIRN_STATE_DIR"] = state
-    os.posix_spawn(
-        sys.executable,
-        [sys.executable, "-c", DAEMON_CODE],
-        env,
-        file_actions=actions,
-        setsid=True,
-    )
+    try:
+        os.posix_spawn(
+            sys.executable,
+            [sys.executable, "-c", DAEMON_CODE],
+            env,
+            file_actions=actions,
+            setsid=True,
+        )
+    finally:
+        if log is not None:
+            os.close(log)
     return True

@@ -28,8 +28,9 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
+from cairn.hot import open_private
 from cairn.hot.paths import private_folder, state_folder
 from cairn.hot.semantic import Similarities
 from cairn.semantic import encoder as enc
@@ -162,17 +163,28 @@ class Server:
         return vf
 
 
-def serve(state: str, idle: float, server: Server | None = None) -> int:
-    """Listen in `state` until idle; 0 when it ran and stopped, 3 when another process already serves."""
+def take_lock(state: str) -> BinaryIO | None:
+    """The state folder's warm-encoder lock, held until the file returned is closed; None when another process
+    holds it. OSError when anything but a regular file is in its place (never followed through a symlink)."""
     private_folder(state)  # 0700: only its owner reaches the socket
-    lock = open(os.open(os.path.join(state, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600), "r+b")  # noqa: SIM115
+    lock = open(open_private(os.path.join(state, LOCK_NAME), os.O_RDWR | os.O_CREAT), "r+b")  # noqa: SIM115
     try:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
+        lock.close()
         if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-            lock.close()
-            return 3
+            return None
         raise
+    return lock
+
+
+def serve(state: str, idle: float, server: Server | None = None, lock: BinaryIO | None = None) -> int:
+    """Listen in `state` until idle; 0 when it ran and stopped, 3 when another process already serves. `lock`: the
+    lock already taken (`take_lock`), else it is taken here."""
+    if lock is None:
+        lock = take_lock(state)
+        if lock is None:
+            return 3
     server = server or Server(enc.Encoder())
     path = os.path.join(state, SOCKET_NAME)
     with contextlib.suppress(FileNotFoundError):
@@ -187,8 +199,11 @@ def serve(state: str, idle: float, server: Server | None = None) -> int:
     listener.listen(16)
     ours = os.stat(path).st_ino
     pid_file = os.path.join(state, PID_NAME)
-    with open(os.open(pid_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
-        handle.write(f"{os.getpid()}\n")
+    with contextlib.suppress(OSError):  # made anew, never written through a symlink in its place
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(pid_file)
+        with open(open_private(pid_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "w") as handle:
+            handle.write(f"{os.getpid()}\n")
     signal.signal(signal.SIGTERM, _terminate)
     _log(f"listening on {path} (pid {os.getpid()}, idle {idle:g}s)")
     last = time.monotonic()
@@ -272,12 +287,21 @@ def main(argv: list[str] | None = None) -> int:
             "Usage: python -m cairn.semantic.daemon\n\n  The warm encoder the hook asks (started by it).\n"
         )
         return 0
+    state = state_folder()
+    try:  # before the model loads (a second or two of CPU): a process started beside a running one exits at once
+        lock = take_lock(state)
+    except OSError as exc:
+        _log(f"cannot start: {exc}")
+        return 1
+    if lock is None:
+        return 3
     try:
         server = Server(enc.Encoder())
     except enc.SemanticUnavailable as exc:
+        lock.close()
         _log(f"cannot start: {exc}")
         return 1
-    return serve(state_folder(), idle_seconds(), server)
+    return serve(state, idle_seconds(), server, lock)
 
 
 if __name__ == "__main__":

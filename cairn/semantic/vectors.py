@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import struct
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from cairn.hot import CLEAN_PATH, make_index_key
+from cairn.hot import CLEAN_PATH, make_index_key, open_private, private_folder
 from cairn.hot import index_key as hot_index_key
 from cairn.hot.index import IndexReader, Sealer
 from cairn.hot.semantic import index_key
@@ -100,16 +101,32 @@ def configured(config: dict[str, Any]) -> bool:
 def read_header(path: Path) -> dict[str, Any] | None:
     """The header of a side file, or None when there is none or it is not one."""
     try:
-        with open(path, "rb") as handle:
+        with _open_file(path) as handle:
             return _header(handle)
     except (OSError, ValueError):
         return None
 
 
+def _open_file(path: Path) -> BinaryIO:
+    """The side file opened for reading; OSError, at once, for a FIFO, a device or a folder in its place (a FIFO
+    would keep `cairn index`, or the warm encoder, waiting for a writer forever)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _header(handle: Any) -> dict[str, Any]:
     if handle.read(len(MAGIC)) != MAGIC:
         raise ValueError("not a Cairn vector file")
-    (size,) = struct.unpack("<Q", handle.read(8))
+    raw_size = handle.read(8)
+    if len(raw_size) != 8:
+        raise ValueError("vector file is truncated")
+    (size,) = struct.unpack("<Q", raw_size)
     if size > MAX_HEADER_BYTES:
         raise ValueError("vector file header too large")
     header = json.loads(handle.read(size).decode("utf-8"))
@@ -146,11 +163,13 @@ def _seal(header: dict[str, Any], body: bytes, key: bytes) -> str:
 
 
 def _read(path: Path) -> tuple[dict[str, Any], bytes]:
-    with open(path, "rb") as handle:
+    with _open_file(path) as handle:
         header = _header(handle)
         start = _aligned(handle.tell())
         dim = header.get("dim")
         ids, blobs, offsets = header.get("ids"), header.get("blobs"), header.get("offsets")
+        if header.get("model") != enc.MODEL:  # another model's vectors: not comparable with this one's prompts
+            raise ValueError("vector file is of another model")
         if (
             dim != enc.DIM
             or not isinstance(ids, list)
@@ -226,12 +245,18 @@ def _matches(header: dict[str, Any], reader: IndexReader) -> bool:
 
 
 def remove(index_file: Path) -> bool:
-    """Remove an index's side file; whether there was one."""
+    """Remove an index's side file; whether there was one. An empty folder in its place goes too (the next index
+    writes the file), never anything in one."""
+    path = vectors_path(index_file)
     try:
-        vectors_path(index_file).unlink()
-        return True
+        path.unlink()
     except FileNotFoundError:
         return False
+    except (IsADirectoryError, PermissionError):  # unlink(2) of a folder: EISDIR on Linux, EPERM elsewhere
+        if not stat.S_ISDIR(path.lstat().st_mode):
+            raise
+        path.rmdir()
+    return True
 
 
 def refresh(
@@ -346,8 +371,11 @@ def start_background(index_file: Path) -> None:
     from cairn.hot.paths import state_folder
 
     state = state_folder()
-    os.makedirs(state, mode=0o700, exist_ok=True)
-    log = os.open(os.path.join(state, "semantic.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    private_folder(state)
+    try:  # never through a symlink, never waiting on a FIFO in the log's place
+        log = open_private(os.path.join(state, "semantic.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    except OSError:
+        log = subprocess.DEVNULL
     try:
         env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
         subprocess.Popen(
@@ -360,7 +388,8 @@ def start_background(index_file: Path) -> None:
             close_fds=True,
         )
     finally:
-        os.close(log)
+        if log != subprocess.DEVNULL:
+            os.close(log)
 
 
 def background_main(index_file: Path) -> int:
@@ -369,8 +398,8 @@ def background_main(index_file: Path) -> int:
     import fcntl
     import time
 
-    lock_path = Path(str(vectors_path(index_file)) + ".lock")
-    with open(os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600), "r+b") as lock:
+    lock_path = str(vectors_path(index_file)) + ".lock"
+    with open(open_private(lock_path, os.O_RDWR | os.O_CREAT), "r+b") as lock:
         try:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

