@@ -173,6 +173,39 @@ def test_a_git_file_that_is_not_a_file_never_blocks(vault_repo: VaultRepo, ref: 
     assert log_entries()[-1]["prompt_sha256"]
 
 
+def test_the_index_the_hook_starts_never_waits_on_a_fifo_ref(vault_repo: VaultRepo) -> None:
+    """The hook refuses a FIFO as the served branch's ref file and starts `cairn index` in the background, which
+    asked gitpython for the ref: it opened the FIFO and waited forever, one more process every 30 s of prompts. Now
+    `cairn index` refuses the file in one line, and the background index ends."""
+    _served(vault_repo)
+    ref = vault_repo.root / ".git" / "refs" / "heads" / "main"
+    ref.unlink()
+    _fifo(ref)
+    done = subprocess.run(
+        [cairn_executable(), "index"], cwd=vault_repo.root, capture_output=True, text=True, timeout=HOOK_TIMEOUT
+    )
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done
+    assert done.stderr.startswith(f"Error: {ref} is not a regular file"), done.stderr
+    assert _hook(vault_repo).returncode == 0
+    deadline = time.monotonic() + HOOK_TIMEOUT
+    while _background_indexes(vault_repo) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _background_indexes(vault_repo)
+
+
+def _background_indexes(vault: VaultRepo) -> list[str]:
+    """The command lines of running `cairn index --vault VAULT` processes (Linux's /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"index" in args and str(vault.root).encode() in args:
+            found.append(" ".join(a.decode(errors="replace") for a in args))
+    return found
+
+
 @pytest.mark.parametrize("which", ["config", "cached copy"])
 def test_a_fifo_as_the_user_configuration_never_blocks(vault_repo: VaultRepo, tmp_path: Path, which: str) -> None:
     _served(vault_repo)

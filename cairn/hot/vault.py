@@ -360,6 +360,27 @@ def served_ref(work_tree: str | os.PathLike[str], configured: str | None = None)
     return "HEAD", head_commit(work_tree)
 
 
+def unreadable_ref_file(work_tree: str | os.PathLike[str], ref: str) -> str | None:
+    """The path of a loose file of `ref` (in the git dir or the common dir) that is neither a regular file nor a
+    folder (a FIFO, a device, `/dev/zero` through a symlink), or None: git, and gitpython, would open it and wait,
+    or read without end (the hook's own reads refuse it: `read_regular`)."""
+    import stat
+
+    gdir = git_dir(work_tree)
+    if gdir is None or not _is_safe_ref(ref):
+        return None
+    common = _common_dir(gdir)
+    for base in dict.fromkeys((gdir, common)):
+        path = os.path.join(base, *ref.split("/"))
+        try:
+            mode = os.stat(path).st_mode
+        except (OSError, ValueError):
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            return path
+    return None
+
+
 def _candidates(name: str) -> tuple[str, ...]:
     if name.startswith("refs/"):
         return (name,)

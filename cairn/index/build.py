@@ -79,6 +79,7 @@ def served_commit(vault: Vault, repo: git.Repo | None = None, ref: str | None = 
     """(ref name, commit) the vault's index is built from: `ref` when given (`HEAD` for an author's branch), else
     the served ref (the user configuration's `ref` for this vault, else the reviewed default branch)."""
     from cairn.hot.gitrefs import served_ref
+    from cairn.hot.vault import unreadable_ref_file
     from cairn.userconfig import configured_ref
 
     repo = repo or gitrepo.open_repo(vault)
@@ -86,6 +87,13 @@ def served_commit(vault: Vault, repo: git.Repo | None = None, ref: str | None = 
     configured = ref if ref is not None else configured_ref(vault.root)
     name, commit = served_ref(vault.git_root, configured)
     if commit is None:  # what the files alone cannot tell (a loose annotated tag, a reftable repository): ask git
+        for checked in dict.fromkeys(("HEAD", name)):
+            odd = unreadable_ref_file(vault.git_root, checked)
+            if odd is not None:  # git would wait on it, or read it without end
+                raise CairnError(
+                    f"{odd} is not a regular file (a FIFO or a device?), so git cannot read {checked} from it; "
+                    "remove it and point the branch at its commit again (`git branch -f`), then run this again"
+                )
         try:
             commit = gitrepo.resolve_commit(repo, name)
         except CairnError:
