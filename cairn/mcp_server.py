@@ -7,11 +7,12 @@ Stdout is the protocol; everything else (logs, warnings) goes to stderr. Needs t
 from __future__ import annotations
 
 import functools
+import gc
 import importlib
 import inspect
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from cairn import __version__, gitrepo
@@ -21,7 +22,7 @@ from cairn.cards.card import check_card_id, parse_card, slugify
 from cairn.finding import ERROR
 from cairn.hot.errors import CairnError, CardExists, InvalidCard, RefusedWrite
 from cairn.hot.recall import Candidate, recall
-from cairn.hot.serve import NOTICE, card_json, scope_tags, serve_prompt
+from cairn.hot.serve import NAME_CHARS, NOTICE, card_json, clip, scope_tags, serve_prompt
 from cairn.hot.vault import Vault
 from cairn.index import build as indexer
 
@@ -30,6 +31,9 @@ log = logging.getLogger("cairn.mcp")
 SERVER_NAME = "cairn"
 DRAFT_BRANCH_PREFIX = "cairn/draft/"
 MAX_SUBJECT_CHARS = 100  # the draft commit's one-line message
+MAX_BRANCH_CHARS = 200  # git keeps a branch as a file: a longer name fails on most file systems
+EXPLAIN_CANDIDATES = 20  # as many as the hook logs and `cairn explain` details (the rest are counted)
+ECHO_CHARS = 8000  # the prompt as explain echoes it: the hook's own cut (`hook.MAX_QUERY_CHARS`)
 INSTRUCTIONS = (
     "Cairn holds a team's lessons as experience cards. Call `recall` with the task at hand to get the few cards "
     "that fit (or none); `show` reads a whole card with who wrote it; `explain` tells why cards were or were not "
@@ -85,15 +89,39 @@ def _reporting(method: Callable[..., Any], tool_error: type[Exception]) -> Calla
     def tool(*args: Any, **kwargs: Any) -> Any:
         try:
             return method(*args, **kwargs)
-        except CairnError as exc:
-            raise tool_error(str(exc)) from None
+        except Exception as exc:  # the SDK would hide anything but its ToolError's text: say what `cairn` says
+            message = _error_text(method.__name__, exc)
+        finally:
+            # GitPython's repositories sit in reference cycles: without a collection, each call's `git cat-file`
+            # helpers (two processes, six pipes) live on in a long-running server until the cycle collector runs.
+            # (Raised only after it, so that no traceback keeps the call's frames, and their repositories, alive.)
+            gc.collect()
+        raise tool_error(message)
 
     return tool
+
+
+def _error_text(tool: str, exc: Exception) -> str:
+    """One line for a failed call, as `cairn`'s error funnel says it (`cli.common.errors_to_exit`): a user's mistake
+    as Cairn words it, an OSError with what to do, anything else as a bug (its traceback logged on stderr)."""
+    if isinstance(exc, CairnError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        from cairn.cli.common import os_error_text
+
+        return os_error_text(exc)
+    log.exception("%s failed", tool)
+    text = str(exc).splitlines()[0][:300] if str(exc) else ""
+    return f"unexpected {type(exc).__name__}: {text} (a bug in Cairn; the server's stderr has the traceback)"
 
 
 def serve(vault: Vault) -> None:
     """Run the server on stdin/stdout until the client closes the connection."""
     server = build_server(vault)
+    # What is loaded by now lives as long as the server: out of the collector's way, the collection after each call
+    # (`_reporting`) looks at that call's objects alone (a tenth of a millisecond, not forty).
+    gc.collect()
+    gc.freeze()
     log.info("cairn %s serving %s over stdio", __version__, vault.root)
     server.run("stdio")
 
@@ -124,20 +152,24 @@ class VaultTools:
 
     def show(self, id: str) -> dict[str, Any]:
         """The whole card (fields, body) with its provenance: who wrote it and when, from git history."""
-        return catalog.card_record(self.vault, id)
+        record = catalog.card_record(self.vault, id)
+        record["notice"] = NOTICE  # the card is a teammate's note, not instructions, as recall and the hook say
+        return record
 
     def explain(self, query: str, scope: list[str] | None = None) -> dict[str, Any]:
-        """Every candidate card for the query with its score, the three gate values, the decision and the reason."""
+        """The best candidate cards for the query (at most 20, with any injected card; `omitted_candidates` counts
+        the rest) with each one's score, the three gate values, the decision and the reason."""
         with indexer.open_index(self.vault) as index:
             result = recall(index, query, scope=scope or None)
             commit = index.commit
-        return {
-            "query": query,
+        shown = [c for n, c in enumerate(result.candidates) if n < EXPLAIN_CANDIDATES or c.decision == "injected"]
+        out: dict[str, Any] = {
+            "query": clip(query, ECHO_CHARS),
             "commit": commit,
             "abstained": result.abstained,
             "injected": [c.card.id for c in result.injected],
-            "candidates": [_candidate_dict(c) for c in result.candidates],
-            "fragment": result.fragment,
+            "candidates": [_candidate_dict(c) for c in shown],
+            "fragment": None if result.fragment is None else clip(result.fragment, ECHO_CHARS),
             "thresholds": {
                 "min_lead": result.settings.min_lead,
                 "min_score": result.settings.min_lead,  # the old name, kept until 0.3 (CHANGELOG)
@@ -146,6 +178,9 @@ class VaultTools:
                 "max_cards": result.settings.max_cards,
             },
         }
+        if len(shown) < len(result.candidates):
+            out["omitted_candidates"] = len(result.candidates) - len(shown)
+        return out
 
     def add_draft(
         self,
@@ -182,11 +217,19 @@ class VaultTools:
         if errors:
             said = "; ".join(f"{f.rule}: {f.message}" for f in errors[:3])
             raise LintRefused(f"{rel} was not drafted: {len(errors)} lint error(s): {said} (nothing was written)")
-        target = draft_branch(branch) if branch is not None else None
-        target = target or _free_branch(repo, DRAFT_BRANCH_PREFIX + _branch_safe(card_id))
-        commit = gitrepo.commit_file_to_new_branch(
-            repo, base, target, f"{self.vault.prefix}{rel}", data, commit_subject(f"Draft lesson: {name}")
-        )
+        subject = commit_subject(f"Draft lesson: {name}")
+        targets = [draft_branch(branch)] if branch is not None else _free_branches(repo, card_id)
+        for attempt, target in enumerate(targets):
+            try:
+                commit = gitrepo.commit_file_to_new_branch(
+                    repo, base, target, f"{self.vault.prefix}{rel}", data, subject
+                )
+                break
+            except CairnError:
+                # A name Cairn chose can still clash with a draft branch below it (cairn/draft/ops/x exists, so
+                # cairn/draft/ops cannot be made): take the next free name, a few times.
+                if branch is not None or attempt >= 2:
+                    raise
         log.info("drafted %s on branch %s (%s)", card_id, target, commit[:8])
         return {
             "id": card_id,
@@ -205,11 +248,16 @@ def draft_branch(branch: str) -> str:
     team reads cards from, and never shadows a remote-tracking branch."""
     name = branch.strip()
     rest = name[len(DRAFT_BRANCH_PREFIX) :] if name.startswith(DRAFT_BRANCH_PREFIX) else ""
+    shown = branch if len(branch) <= 80 else branch[:77] + "..."
     if not rest.strip("/") or name != branch or any(c.isspace() or not c.isprintable() for c in name):
-        shown = branch if len(branch) <= 80 else branch[:77] + "..."
         raise RefusedWrite(
             f"branch {shown!r} is refused: drafts go on a new branch under {DRAFT_BRANCH_PREFIX} "
             f"(for example {DRAFT_BRANCH_PREFIX}my-lesson); nothing was written"
+        )
+    if len(name) > MAX_BRANCH_CHARS:
+        raise RefusedWrite(
+            f"branch {shown!r} is refused: it is {len(name)} characters long; give one of at most "
+            f"{MAX_BRANCH_CHARS} (for example {DRAFT_BRANCH_PREFIX}my-lesson); nothing was written"
         )
     return name
 
@@ -225,7 +273,7 @@ def commit_subject(text: str) -> str:
 def _candidate_dict(c: Candidate) -> dict[str, Any]:
     return {
         "id": c.card.id,
-        "name": c.card.name,
+        "name": clip(c.card.name, NAME_CHARS),  # a card's text is untrusted: cut as every interface cuts it
         "score": c.score,
         "lead": c.lead,
         "norm_score": c.lead,  # the old name, kept until 0.3 (CHANGELOG)
@@ -243,10 +291,17 @@ def _branch_safe(card_id: str) -> str:
     return "/".join(part.strip(".-") or "card" for part in cleaned.split("/")) or "card"
 
 
-def _free_branch(repo: Any, wanted: str) -> str:
-    if not gitrepo.branch_exists(repo, wanted):
-        return wanted
-    n = 2
-    while gitrepo.branch_exists(repo, f"{wanted}-{n}"):
+def _free_branches(repo: Any, card_id: str) -> Iterator[str]:
+    """Free names for a draft of `card_id`, best first: cairn/draft/<id>, then <id>-2, -3... When a draft branch
+    is named like one of the id's folders (cairn/draft/ops for ops/cron), git cannot make a branch below it: the
+    id's parts are then joined by `-` (cairn/draft/ops-cron)."""
+    parts = _branch_safe(card_id).split("/")
+    if any(gitrepo.branch_exists(repo, DRAFT_BRANCH_PREFIX + "/".join(parts[:i])) for i in range(1, len(parts))):
+        parts = ["-".join(parts)]
+    wanted = DRAFT_BRANCH_PREFIX + "/".join(parts)
+    n = 1
+    while True:
+        name = wanted if n == 1 else f"{wanted}-{n}"
+        if not gitrepo.branch_exists(repo, name):
+            yield name
         n += 1
-    return f"{wanted}-{n}"

@@ -174,7 +174,9 @@ def test_serve_logs_nothing_on_stdout_and_needs_a_vault(vault_repo: VaultRepo, t
 def test_serve_help_has_an_example(vault_repo: VaultRepo, args: list[str]) -> None:
     done = vault_repo.cairn(*args)
     assert done.returncode == 0
-    assert "Example" in done.stdout and "pip install 'cairn[mcp]'" in done.stdout
+    # The distribution's own name (pyproject's `name`): was 'cairn[mcp]', which is not this package.
+    assert "Example" in done.stdout and "pip install 'cairn-lessons[mcp]'" in done.stdout
+    assert "cairn serve --vault" in done.stdout
 
 
 def test_serve_without_the_sdk_says_how_to_install_it(vault_repo: VaultRepo, tmp_path: Path) -> None:

@@ -57,7 +57,7 @@ def cli() -> None:
     """Cairn: a team's lessons as experience cards in git, recalled into coding agents' prompts.
 
     \b
-    Start here:
+    Examples, to start here:
       cairn demo                        the main job on the bundled example vault
       cairn init my-vault               a new vault (git repository) to fill with cards
       cairn vault add PATH              serve a vault in every project (`cairn vault list`)

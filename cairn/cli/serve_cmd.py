@@ -17,11 +17,15 @@ from cairn.cli.common import errors_to_exit, open_vault, vault_option
 def serve(vault_path: str | None, verbose: bool) -> None:
     """Serve the vault to MCP clients over stdio: tools recall, show, explain and add_draft.
 
-    Needs the optional MCP SDK: pip install 'cairn[mcp]'. add_draft commits a `status: draft` card on a new
-    branch and never touches the checked-out branch or the working tree.
+    Needs the optional MCP SDK: pip install 'cairn-lessons[mcp]'. add_draft commits a `status: draft` card on a
+    new branch and never touches the checked-out branch or the working tree.
 
     \b
-    Example (an MCP client's server entry):
+    Example:
+      cairn serve --vault /path/to/team-lessons
+
+    \b
+    As an MCP client's server entry:
       {"command": "cairn", "args": ["serve", "--vault", "/path/to/team-lessons"]}
     """
     from cairn import mcp_server

@@ -1,0 +1,215 @@
+"""`cairn serve` given bad arguments and long sessions, driven by the real MCP client SDK over stdio: every failure is
+a tool error an agent can act on, output stays bounded, and the server holds no more processes or files after 200
+calls than after 20."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+
+from helpers.mcpclient import drive_serve, is_error  # noqa: E402
+from helpers.vaults import VaultRepo, cairn_executable  # noqa: E402
+
+QUERY = "git pull --rebase after a force-push dropped my commits"
+DRAFT = {"name": "Cron runs twice on DST change", "summary": "Cron jobs in local time run twice on DST; use UTC."}
+
+
+def _lessons(vault_repo: VaultRepo) -> str:
+    vault_repo.write(
+        "git/force-push-rebase",
+        "Pull --rebase can drop commits after a force-push",
+        "If a shared branch was force-pushed, git pull --rebase may drop your local commits; check git reflog first.",
+        scope=["git"],
+    )
+    return vault_repo.commit("A lesson")
+
+
+def _text(result: Any) -> str:
+    return str(result.content[0].text)
+
+
+def _ok(result: Any) -> Any:
+    assert not is_error(result), _text(result)
+    return json.loads(_text(result))
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("recall", {"query": 123}),
+        ("recall", {"query": QUERY, "scope": [1, None]}),
+        ("recall", {"query": QUERY, "scope": "git"}),
+        ("recall", {"query": QUERY, "session": 5}),
+        ("recall", {}),
+        ("show", {"id": ""}),
+        ("show", {"id": "../../etc/passwd"}),
+        ("show", {"id": "/etc/passwd"}),
+        ("show", {"id": "git/force-push-rebase\x00"}),
+        ("show", {"id": "no/such-card"}),
+        ("show", {"id": 7}),
+        ("explain", {"query": QUERY, "scope": [{}]}),
+        ("add_draft", {**DRAFT, "id": "../../outside"}),
+        ("add_draft", {**DRAFT, "id": "/tmp/abs"}),
+        ("add_draft", {**DRAFT, "scope": [1]}),
+        ("add_draft", {"name": "", "summary": ""}),
+        ("add_draft", {**DRAFT, "branch": "cairn/draft/../../main"}),
+        ("add_draft", {**DRAFT, "branch": "cairn/draft/" + "b" * 400}),
+    ],
+)
+def test_bad_arguments_are_tool_errors_and_write_nothing(vault_repo: VaultRepo, tool: str, args: Any) -> None:
+    head = _lessons(vault_repo)
+    refs = vault_repo.git("for-each-ref", "--format=%(refname)")
+    _, _, [bad, after] = drive_serve(vault_repo.root, [(tool, args), ("recall", {"query": QUERY})])
+    assert is_error(bad)
+    assert "Traceback" not in _text(bad)
+    assert len(_text(bad)) < 1000  # one message, not the argument echoed back at length
+    assert [c["id"] for c in _ok(after)["cards"]] == ["git/force-push-rebase"]  # the server lives on
+    assert vault_repo.git("for-each-ref", "--format=%(refname)") == refs
+    assert vault_repo.git("rev-parse", "HEAD") == head
+    assert vault_repo.git("status", "--porcelain") == ""
+
+
+def test_a_session_id_with_path_characters_stays_in_the_state_folder(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    _lessons(vault_repo)
+    target = tmp_path / "escaped"
+    _, _, results = drive_serve(
+        vault_repo.root,
+        [
+            ("recall", {"query": QUERY, "session": f"../../../../{target}"}),
+            ("recall", {"query": QUERY, "session": str(target)}),
+            ("recall", {"query": QUERY, "session": "s" * 100_000}),
+        ],
+    )
+    assert [c["id"] for c in _ok(results[0])["cards"]] == ["git/force-push-rebase"]
+    assert [c["id"] for c in _ok(results[1])["cards"]] == ["git/force-push-rebase"]
+    assert _ok(results[2])["abstained"] is False
+    assert not target.exists() and not Path(f"{target}.json").exists()
+
+
+def test_an_os_error_reaches_the_agent_as_one_line_with_what_to_do(
+    vault_repo: VaultRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache folder that is a file: was `Error executing tool recall` and nothing else (the SDK hides the text of
+    anything but a ToolError), where `cairn recall` says what is wrong and what to do."""
+    _lessons(vault_repo)
+    blocked = tmp_path / "cache-is-a-file"
+    blocked.write_text("not a folder\n")
+    monkeypatch.setenv("CAIRN_CACHE_DIR", str(blocked))
+    cli = vault_repo.cairn("recall", QUERY)
+    assert cli.returncode == 1 and "a file stands where a folder should be" in cli.stderr
+    _, _, [recalled, shown] = drive_serve(
+        vault_repo.root, [("recall", {"query": QUERY}), ("show", {"id": "git/force-push-rebase"})]
+    )
+    for result in (recalled, shown):
+        assert is_error(result)
+        assert "a file stands where a folder should be; move it away" in _text(result)
+        assert "Traceback" not in _text(result)
+
+
+def test_explain_output_is_bounded_by_the_hooks_limits(vault_repo: VaultRepo) -> None:
+    """A prompt of a megabyte and a vault of long card names: explain was 1 MB+ (the prompt echoed whole, every
+    examined candidate with its whole name); now at most 20 candidates, names cut as the hook cuts them."""
+    from cairn.hot.serve import NAME_CHARS
+
+    padding = " and more words" * 1000
+    for i in range(60):
+        vault_repo.write(f"git/lesson-{i}", f"Git rebase lesson {i}{padding}", f"Git rebase force-push lesson {i}.")
+    vault_repo.commit("Sixty lessons")
+    query = "git rebase force-push commits " * 40_000
+    _, _, [explained] = drive_serve(vault_repo.root, [("explain", {"query": query})])
+    out = _ok(explained)
+    assert len(_text(explained)) < 100_000
+    assert len(out["candidates"]) <= 20
+    assert out["omitted_candidates"] > 0
+    assert all(len(c["name"]) <= NAME_CHARS for c in out["candidates"])
+    assert len(out["query"]) < 10_000 and query.startswith(out["query"][:-1])
+
+
+def test_show_tells_the_agent_the_card_is_data_not_instructions(vault_repo: VaultRepo) -> None:
+    from cairn.hot.serve import NOTICE
+
+    _lessons(vault_repo)
+    _, _, [shown] = drive_serve(vault_repo.root, [("show", {"id": "git/force-push-rebase"})])
+    assert _ok(shown)["notice"] == NOTICE
+
+
+def test_add_draft_finds_a_branch_beside_an_earlier_draft_named_like_its_topic(vault_repo: VaultRepo) -> None:
+    """A draft `scheduling` (its name's slug) and then `scheduling/cron-dst`: git cannot hold both
+    cairn/draft/scheduling and cairn/draft/scheduling/cron-dst, and the second draft failed with git's error."""
+    head = _lessons(vault_repo)
+    _, _, results = drive_serve(
+        vault_repo.root,
+        [
+            ("add_draft", {"name": "Scheduling", "summary": DRAFT["summary"]}),
+            ("add_draft", {**DRAFT, "id": "scheduling/cron-dst"}),
+            ("add_draft", {**DRAFT, "id": "ops/cron/dst"}),
+            ("add_draft", {"name": "Ops", "summary": DRAFT["summary"], "id": "ops/cron"}),
+        ],
+    )
+    made = [_ok(r) for r in results]
+    assert made[0]["branch"] == "cairn/draft/scheduling"
+    assert made[1]["branch"] == "cairn/draft/scheduling-cron-dst"
+    assert made[2]["branch"] == "cairn/draft/ops/cron/dst"
+    assert made[3]["branch"] == "cairn/draft/ops/cron-2"
+    for m in made:
+        assert vault_repo.git("rev-parse", m["branch"]) == m["commit"]
+        assert vault_repo.git("rev-parse", f"{m['branch']}^") == head
+    assert vault_repo.git("rev-parse", "HEAD") == head
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == pid:
+                kids.append(int(entry))
+    return kids
+
+
+async def _counts_over_calls(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[int, int]]:
+    """(open file descriptors, child processes) of the server after the first 20 calls and after all of them."""
+    params = StdioServerParameters(
+        command=cairn_executable(), args=["serve", "--vault", str(vault)], env=dict(os.environ), cwd=str(vault)
+    )
+    counts = []
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        [server] = [pid for pid in _children(os.getpid()) if "serve" in Path(f"/proc/{pid}/cmdline").read_text()]
+        for n, (name, args) in enumerate(calls, 1):
+            await session.call_tool(name, args)
+            if n in (20, len(calls)):
+                counts.append((len(os.listdir(f"/proc/{server}/fd")), len(_children(server))))
+    return counts
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open files through /proc")
+def test_two_hundred_calls_leave_no_git_processes_or_files_behind(vault_repo: VaultRepo) -> None:
+    """Each call opened git repositories whose `git cat-file` helpers (two processes, six pipes) lived on until
+    Python's cycle collector ran: dozens of processes after a few hundred calls."""
+    _lessons(vault_repo)
+    cycle: list[tuple[str, dict[str, Any]]] = [
+        ("recall", {"query": QUERY, "session": "s-1"}),
+        ("explain", {"query": QUERY}),
+        ("show", {"id": "git/force-push-rebase"}),
+        ("show", {"id": "no/such-card"}),
+        ("add_draft", {**DRAFT, "id": "git/force-push-rebase"}),  # refused: exists
+    ]
+    calls = [cycle[i % len(cycle)] for i in range(196)]
+    calls += [("add_draft", {**DRAFT, "name": f"Cron lesson {i}"}) for i in range(4)]
+    [(fds_early, kids_early), (fds_late, kids_late)] = anyio.run(_counts_over_calls, vault_repo.root, calls)
+    assert kids_early == 0 and kids_late == 0
+    assert fds_late <= fds_early

@@ -1,0 +1,50 @@
+"""Every command of click's tree, the root and each group's subcommands included, has --help with an example of
+itself: the walk finds commands added later, which a hand-kept list would miss."""
+
+from __future__ import annotations
+
+import re
+
+import click
+import pytest
+
+from cairn.cli import cli
+from helpers.cli import invoke_cli
+from helpers.vaults import run_cairn
+
+
+def _paths(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    ctx = click.Context(group, info_name="cairn")
+    found: list[tuple[str, ...]] = [prefix]
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None, name
+        if isinstance(command, click.Group):
+            found += _paths(command, (*prefix, name))
+        else:
+            found.append((*prefix, name))
+    return found
+
+
+COMMAND_PATHS = _paths(cli)
+
+
+def test_the_walk_reaches_subcommands() -> None:
+    assert ("vault", "add") in COMMAND_PATHS and ("bench", "locomo") in COMMAND_PATHS
+    assert () in COMMAND_PATHS
+
+
+@pytest.mark.parametrize("path", COMMAND_PATHS, ids=lambda p: " ".join(("cairn", *p)))
+def test_every_command_in_the_tree_has_help_with_an_example_of_itself(path: tuple[str, ...]) -> None:
+    done = invoke_cli([*path, "--help"])
+    assert done.returncode == 0, done.stderr
+    assert "Example" in done.stdout, f"`cairn {' '.join(path)} --help` has no Example section"
+    example = done.stdout.split("Example", 1)[1]
+    assert re.search(re.escape(" ".join(("cairn", *path))) + r"(\s|$)", example), example
+
+
+def test_the_installed_cairn_help_shows_examples(tmp_path: object) -> None:
+    """`cairn --help`, the first thing a new user runs, had only a "Start here" list and no Example section."""
+    done = run_cairn("--help", cwd=tmp_path)  # type: ignore[arg-type]
+    assert done.returncode == 0
+    assert "Examples" in done.stdout and "cairn demo" in done.stdout.split("Examples", 1)[1]
