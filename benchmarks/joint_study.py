@@ -39,7 +39,7 @@ ADMISSION = {"retired", "draft", "expired", "superseded", "out_of_scope", "not_w
 def dump(suites: tuple[str, ...]) -> None:
     import numpy as np
 
-    from cairn.hot.recall import prompt_weights, recall
+    from cairn.hot.recall import prompt_weights, recall, veto_judges
     from cairn.index import build as indexer
 
     for name in suites:
@@ -89,6 +89,7 @@ def dump(suites: tuple[str, ...]) -> None:
                         "cos_std": round(float(cos.std()), 4),
                         "n": index.n_cards,
                         "chars": len(case.query),
+                        "judges": veto_judges(case.query),
                     }
                 )
         (WORK / f"joint-{name}.json").write_text(json.dumps(rows))
@@ -99,12 +100,12 @@ def _without_agreement(index: Any, query: str, z: dict[str, float]) -> Any:
     """recall with the semantic evidence and every shipped rule but the agreement pick: what `agree-cv` adds it to."""
     from cairn.hot import recall as R
 
-    saved = R.AGREE_SCORE
-    R.AGREE_SCORE = float("inf")
+    saved = R.AGREE_SCORE, R.AGREE_LEAD
+    R.AGREE_SCORE = R.AGREE_LEAD = float("inf")  # both forms off
     try:
         return R.recall(index, query, semantic=z)
     finally:
-        R.AGREE_SCORE = saved
+        R.AGREE_SCORE, R.AGREE_LEAD = saved
 
 
 def load(name: str) -> list[dict[str, Any]]:
@@ -237,21 +238,34 @@ def cv(which: str, fit_fir: float) -> None:
 
 # -- the agreement pick: the first card of both channels, when nothing else is injected ----------------------------
 
+SECOND_FORM = True  # the pick's second form (`recall._agreement_pick`'s `confirmed`); `--first-form-only` drops it
 AGREE_RELS = [round(0.30 + 0.01 * i, 2) for i in range(31)]  # the card's score over the best possible
 AGREE_LEADS = [round(0.10 + 0.01 * i, 2) for i in range(15)]  # its lead gate's value (below min_lead 0.24)
 AGREE_GAPS = [round(0.002 * i, 3) for i in range(16)]  # its cosine over the semantic second's
 FITTABLE = (*DEV, *LESSON_SUITES)
 
 
-def agree_values(row: dict[str, Any]) -> tuple[float, float, float] | None:
-    """(score / best, lead, cosine gap) of the first admissible card when the shipped decision with the extra gives
-    nothing, the vault has 30 cards or more and that card is also the semantic first over the vault; else None."""
+def agree_values(row: dict[str, Any]) -> tuple[float, float, float, bool] | None:
+    """(score / best, lead, cosine gap, confirmed) of the first admissible card when the shipped decision with the
+    extra gives nothing, the vault has 30 cards or more and that card is also the semantic first over the vault; else
+    None. confirmed: the second form's condition (a prompt the veto judges, the card passing the coverage and margin
+    gates, its z-score at SEMANTIC_MIN_Z), which stands in for score / best."""
+    from cairn.config import RecallSettings
+    from cairn.hot.recall import SEMANTIC_MIN_Z
+
     if row["sem"] or row["n"] < 30 or not row["adm"] or len(row["sem_top"]) < 2:
         return None
     first = row["adm"][0]
     if first["id"] != row["sem_top"][0][0] or first["cos"] is None:
         return None
-    return first["score"] / (row["best"] or 1.0), first["lead"], first["cos"] - row["sem_top"][1][2]
+    gates = RecallSettings()
+    confirmed = bool(
+        row.get("judges")
+        and first["cover"] >= gates.min_coverage
+        and first["margin"] >= gates.min_margin
+        and row["sem_top"][0][1] >= SEMANTIC_MIN_Z
+    )
+    return first["score"] / (row["best"] or 1.0), first["lead"], first["cos"] - row["sem_top"][1][2], confirmed
 
 
 def agree_measure(rows: list[dict[str, Any]], point: tuple[float, float, float]) -> dict[str, tuple[float, float]]:
@@ -263,7 +277,10 @@ def agree_measure(rows: list[dict[str, Any]], point: tuple[float, float, float])
             if name != "all" and row["slice"] != name:
                 continue
             values = agree_values(row)
-            added = values is not None and all(v >= t for v, t in zip(values, point, strict=True))
+            added = values is not None and values[1] >= point[1] and values[2] >= point[2] and values[0] >= point[0]
+            if values is not None and SECOND_FORM and not added:  # its own cosine gap when `point` gives one
+                gap = point[3] if len(point) > 3 else point[2]
+                added = values[3] and values[1] >= point[1] and values[2] >= gap
             injected = [row["adm"][0]["id"]] if added else row["sem"]
             if row["expect"]:
                 n_pos += 1
@@ -315,15 +332,62 @@ def agree_cv(fir: float) -> None:
             print(f"    {name}: {cells(name, point)}")
 
 
+SHIPPED_POINT = (0.47, 0.20, 0.006)
+SECOND_GAPS = [round(0.002 * i, 3) for i in range(16)]
+
+
+def second_fit(data: dict[str, list[dict[str, Any]]], fitted: list[str], fir: float) -> tuple[float, ...]:
+    """The agreement pick as shipped plus its second form, the second form's own cosine gap fitted: the one injecting
+    most with every slice of each suite fitted on at or under `fir` (or what the first form alone gives there, if
+    higher); ties to the strictest."""
+    base = {name: agree_measure(data[name], (*SHIPPED_POINT, 9.0)) for name in fitted}
+    best: tuple[float, ...] | None = None
+    chosen: tuple[float, ...] = (*SHIPPED_POINT, 9.0)
+    for gap in SECOND_GAPS:
+        point = (*SHIPPED_POINT, gap)
+        total = 0.0
+        for name in fitted:
+            m = agree_measure(data[name], point)
+            if any(m[s][1] > max(fir, base[name][s][1]) + 1e-9 for s in m):
+                break
+            total += m["all"][0]
+        else:
+            key = (round(total, 9), gap)
+            if best is None or key > best:
+                best, chosen = key, point
+    return chosen
+
+
+def second_cv(fir: float) -> None:
+    """`agree2-cv`: the second form's cosine gap fitted leaving one fittable suite out (the first form as shipped)."""
+    data = {name: load(name) for name in (*FITTABLE, *HELD)}
+
+    def cells(name: str, point: tuple[float, ...]) -> str:
+        before, m = agree_measure(data[name], (*SHIPPED_POINT, 9.0)), agree_measure(data[name], point)
+        return "; ".join(f"{s} {before[s][0]:.3f} / {before[s][1]:.3f} -> {m[s][0]:.3f} / {m[s][1]:.3f}" for s in m)
+
+    print(f"fit: every slice of each suite fitted on at FIR <= {fit_fir_text(fir)}; cells: first form -> both forms")
+    for left in FITTABLE:
+        point = second_fit(data, [n for n in FITTABLE if n != left], fir)
+        print(f"left out {left}, second gap {point[3]}: {cells(left, point)}")
+    point = second_fit(data, list(FITTABLE), fir)
+    print(f"fitted on every fittable suite: second gap {point[3]}")
+    for name in (*FITTABLE, *HELD):
+        print(f"    {name}: {cells(name, point)}")
+
+
 def fit_fir_text(fir: float) -> str:
     return f"{fir} (or the shipped decision's own rate, if higher)"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=("dump", "cv", "agree-cv"))
+    parser.add_argument("command", choices=("dump", "cv", "agree-cv", "agree2-cv"))
     parser.add_argument("--features", choices=("both", "words", "semantic"), default="both")
     parser.add_argument("--fit-fir", type=float, default=0.035)
+    parser.add_argument(
+        "--first-form-only", action="store_true", help="agree-cv: the agreement pick without its second form"
+    )
     parser.add_argument(
         "--suite", action="append", help="suites to dump (default: the dev suites, the lesson suites and the held-out)"
     )
@@ -332,7 +396,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "dump":
         dump(suites)
     elif args.command == "agree-cv":
+        global SECOND_FORM
+        SECOND_FORM = not args.first_form_only
         agree_cv(args.fit_fir)
+    elif args.command == "agree2-cv":
+        second_cv(args.fit_fir)
     else:
         cv(args.features, args.fit_fir)
     return 0

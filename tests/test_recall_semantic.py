@@ -186,18 +186,20 @@ def test_a_first_card_whose_words_pass_all_but_the_lead_goes_in_when_the_meaning
 ) -> None:
     """The agreement pick's second form: the words pass coverage and margin and fall short only on the lead (0.23
     against 0.24) with under `AGREE_SCORE` of the best possible score; in a prompt the veto judges, the card goes in
-    when both channels put it first (`AGREE_COSINE_GAP`) and its z-score reaches the veto's `SEMANTIC_MIN_Z`. Not at
-    a lower z-score, and not in a prompt the veto does not judge (a question in an agent's wrapper)."""
+    when both channels put it first, its cosine `AGREE_CONFIRMED_GAP` ahead, and its z-score reaches the veto's
+    `SEMANTIC_MIN_Z`. Not at a lower z-score, not closer, and not in a prompt the veto does not judge (a question in
+    an agent's wrapper)."""
     repo = _vault(vault_repo)
     asked = "why does cron job environment python bool fail?"
     wrapped = f"We run the billing workers on Debian hosts. {asked} Keep the answer short, no code changes."
     with indexer.open_index(find_vault(repo.root)) as index:
         plain = recall(index, asked)
         best = R.prompt_weights(index, asked).best
-        sure = _scaled({CRON: 0.93, MIDNIGHT: 0.915}, IDS)  # a second close behind: no semantic pick
+        sure = _scaled({CRON: 0.93, MIDNIGHT: 0.90}, IDS)  # a second not far behind: no semantic pick
         decided = {
             "sure": recall(index, asked, semantic=sure),
-            "under the veto's z": recall(index, asked, semantic=_scaled({CRON: 0.865, MIDNIGHT: 0.85}, IDS)),
+            "under the veto's z": recall(index, asked, semantic=_scaled({CRON: 0.865, MIDNIGHT: 0.835}, IDS)),
+            "too close": recall(index, asked, semantic=_scaled({CRON: 0.93, MIDNIGHT: 0.915}, IDS)),
             "in a wrapper": recall(index, wrapped, semantic=sure),
         }
     first = plain.candidates[0]
@@ -208,6 +210,8 @@ def test_a_first_card_whose_words_pass_all_but_the_lead_goes_in_when_the_meaning
     assert [c.card.id for c in decided["sure"].injected] == [CRON]
     assert decided["sure"].injected[0].picked == R.AGREEMENT_PICKED
     assert decided["under the veto's z"].abstained
+    assert sure.scale is not None and (sure[CRON] - sure[MIDNIGHT]) * sure.scale >= R.AGREE_CONFIRMED_GAP
+    assert decided["too close"].abstained  # its cosine leads the second's by less than AGREE_CONFIRMED_GAP
     assert not R.veto_judges(wrapped) and decided["in a wrapper"].abstained
 
 
