@@ -22,7 +22,7 @@ from cairn.cards.card import check_card_id, parse_card, slugify
 from cairn.finding import ERROR
 from cairn.hot.errors import CairnError, CardExists, InvalidCard, RefusedWrite
 from cairn.hot.recall import Candidate, recall
-from cairn.hot.serve import NAME_CHARS, NOTICE, card_json, clip, scope_tags, serve_prompt
+from cairn.hot.serve import NAME_CHARS, NOTICE, ask_similarities, card_json, clip, scope_tags, serve_prompt
 from cairn.hot.vault import Vault
 from cairn.index import build as indexer
 
@@ -160,7 +160,8 @@ class VaultTools:
         """The best candidate cards for the query (at most 20, with any injected card; `omitted_candidates` counts
         the rest) with each one's score, the three gate values, the decision and the reason."""
         with indexer.open_index(self.vault) as index:
-            result = recall(index, query, scope=scope or None)
+            asked = ask_similarities(index, query)  # the similarities `recall` gets, so the two decide alike
+            result = recall(index, query, scope=scope or None, semantic=asked() if asked else None)
             commit = index.commit
         shown = [c for n, c in enumerate(result.candidates) if n < EXPLAIN_CANDIDATES or c.decision == "injected"]
         out: dict[str, Any] = {
@@ -282,6 +283,7 @@ def _candidate_dict(c: Candidate) -> dict[str, Any]:
         "decision": c.decision,
         "reason": c.reason,
         "picked": c.picked,  # which of recall's picks injected it when the word gates passed nothing (or None)
+        "similarity": c.similarity,  # its z-score with the semantic extra (None without it), as `cairn explain` shows
     }
 
 

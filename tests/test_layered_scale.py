@@ -196,7 +196,7 @@ def test_the_semantic_answer_is_read_only_when_it_could_decide_across_vaults_too
 
         return read
 
-    monkeypatch.setattr(serve, "_similarities", asked)
+    monkeypatch.setattr(serve, "ask_similarities", asked)
     layers = [
         serve.Layer(name, str(repo.root), IndexReader(index_path(str(repo.root))))
         for name, repo in (("team", team), ("org", org))

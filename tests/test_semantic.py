@@ -4,6 +4,7 @@ extra (CI runs this file again after installing it; tests/test_semantic_absent.p
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -597,8 +598,6 @@ def test_explain_says_whether_the_semantic_veto_judged_the_prompt(vault_repo: Va
     """`cairn explain` with the extra, in a vault of 30 cards or more (the semantic rules apply): `--json` gives
     `semantic_veto` true for a one-question prompt and false for the same question in an agent's wrapper (two things
     said in prose: the word gates judge it), and the text says so for the second."""
-    import json
-
     from test_recall_semantic import TOPICS  # 31 topics: with the lesson, a vault of SEMANTIC_MIN_CARDS or more
 
     vault_repo.write_raw("cairn.toml", "# defaults\n")
@@ -624,3 +623,32 @@ def test_explain_says_whether_the_semantic_veto_judged_the_prompt(vault_repo: Va
     assert judged == {question: True, wrapped: False}
     text = vault_repo.cairn("explain", wrapped).stdout
     assert "Similarities read, no semantic veto" in text
+
+
+def test_the_mcp_servers_explain_reads_the_similarities_its_recall_reads(vault_repo: VaultRepo) -> None:
+    """`cairn serve`'s `explain` asked recall without the semantic channel while its `recall` asked with it: with
+    the extra and the warm encoder up, the two could decide differently. Now explain shows each card's similarity
+    and injects what recall gives."""
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    from helpers.mcpclient import drive_serve
+    from test_recall_semantic import TOPICS
+
+    vault_repo.write_raw("cairn.toml", "# defaults\n")
+    vault_repo.write(
+        FORCE_ID,
+        "Use --force-with-lease, never --force",
+        "git push --force overwrites commits others pushed meanwhile; --force-with-lease refuses when the remote "
+        "moved since you fetched.",
+    )
+    for n, topic in enumerate(TOPICS):
+        vault_repo.write(f"misc/topic-{n}", f"The {topic} gotcha", f"What to know about {topic} before you rely on it.")
+    vault_repo.commit("32 cards")
+    assert vault_repo.cairn("index").returncode == 0
+    question = "How do I force-push a rebased branch without overwriting my teammates' commits?"
+    with IndexReader(_index_file(vault_repo)) as index:
+        similarities(index, question)  # starts the warm encoder
+        assert _wait(lambda: similarities(index, question, timeout=10) is not None, 60)
+    _, _, results = drive_serve(vault_repo.root, [("explain", {"query": question}), ("recall", {"query": question})])
+    explained, recalled = (json.loads(r.content[0].text) for r in results)
+    assert explained["candidates"][0]["similarity"] is not None
+    assert explained["injected"] == [c["id"] for c in recalled["cards"]]

@@ -240,7 +240,7 @@ def recall_all(
     for layer in layers:
         settings = stored_settings(layer.index.config)
         already = _already_of(layer, injected) if injected else ()
-        sims = _similarities(layer.index, query)
+        sims = ask_similarities(layer.index, query)
         read = None if sims is None else _Read(sims)
         asked.append((layer, settings, already, read))
         results.append(_recall_layer(layer, query, settings, already, decide_first, read, lazy=True))
@@ -286,7 +286,7 @@ def _recall_layer(
     )
 
 
-def _similarities(index: "IndexReader", query: str) -> "Callable[[], dict[str, float] | None] | None":
+def ask_similarities(index: "IndexReader", query: str) -> "Callable[[], dict[str, float] | None] | None":
     """`semantic.ask` for the 50 closest cards (z-scores): the request sent, a function that reads its answer; None
     at once when the index has no vectors side file: `cairn.hot.semantic` is imported only for an index that has
     one (most hooks never need it)."""
