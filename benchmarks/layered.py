@@ -207,11 +207,11 @@ def _warm_encoder(readers: list[Any], wait: float = 120.0) -> bool:
 
 
 def _count_lexical() -> Any:
-    """Count the vault asks served without semantic evidence from now on (`serve._similarities` gave None: no vector
+    """Count the vault asks served without semantic evidence from now on (`serve.ask_similarities` gave None: no vector
     file, or the warm encoder timed out); returns a function giving the count."""
     from cairn.hot import serve
 
-    ask = serve._similarities
+    ask = serve.ask_similarities
     count = [0]
 
     def counting(index: Any, query: str) -> Any:
@@ -219,7 +219,7 @@ def _count_lexical() -> Any:
         count[0] += sims is None
         return sims
 
-    serve._similarities = counting
+    serve.ask_similarities = counting
     return lambda: count[0]
 
 
