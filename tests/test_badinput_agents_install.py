@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from helpers.vaults import VaultRepo, make_vault, run_cairn
 
-THEIRS = {"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}
+THEIRS: dict[str, Any] = {
+    "model": "opus",
+    "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]},
+}
 
 
 @pytest.fixture
