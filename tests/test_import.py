@@ -499,3 +499,26 @@ def test_a_symlink_at_the_cards_path_is_never_replaced(vault_repo: VaultRepo, ap
     assert [(c["id"], c["status"]) for c in report["cards"]] == [("git/run-git-fetch-before-you-rebase-2", "written")]
     assert outside.read_text().endswith("Mine.\n")
     assert (vault_repo.root / "cards" / "git" / "run-git-fetch-before-you-rebase.md").is_symlink()
+
+
+def test_a_long_import_reports_its_progress(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """`cairn import` of a folder of many notes ran for seconds in silence; it now reports the files read, then the
+    cards made (`import_notes(progress=)`, a bar on a terminal), ending at its total."""
+    from cairn.cards.importer import import_notes
+    from cairn.hot.vault import find_vault
+
+    vault_repo.write_raw("cairn.toml", "# defaults\n")
+    vault_repo.commit("A vault")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for n in range(60):
+        (notes / f"n{n}.md").write_text(f"# Lesson {n} on service{n}\n\nSet timeout{n} on service{n}, or it hangs.\n")
+    heard: list[tuple[int, int]] = []
+    report = import_notes(
+        find_vault(vault_repo.root), notes, dry_run=True, topic="ops", progress=lambda d, t: heard.append((d, t))
+    )
+    assert len(report.outcomes) == 60
+    assert heard[0] == (0, 120) and heard[-1] == (120, 120) and len(heard) >= 4
+    assert [d for d, _ in heard] == sorted(d for d, _ in heard) and {t for _, t in heard} == {120}
+    piped = vault_repo.cairn("import", str(notes), "--dry-run", "--topic", "ops")  # no terminal: no bar
+    assert "import  [" not in piped.stderr and "Would import" in piped.stdout, piped

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,10 +157,12 @@ def import_notes(
     topic: str | None = None,
     force: bool = False,
     today: dt.date | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ImportReport:
     """Import a Markdown file or a folder of them into the vault's cards/; see the module docstring. `lessons_only`
     reads every file as a lesson list (and a folder's lesson files only); `section` takes that section of each
-    lesson file (and implies lesson reading); `topic` is the folder under cards/ (default: the first scope)."""
+    lesson file (and implies lesson reading); `topic` is the folder under cards/ (default: the first scope).
+    `progress(done, total)` hears of the work done: the files read, then the cards made (each counted once)."""
     if not src.exists():
         raise CairnError(f"{src} does not exist; give a Markdown file or a folder of them")
     if not src.is_file() and not src.is_dir():
@@ -176,7 +178,10 @@ def import_notes(
     dropped: list[Dropped] = []
     headings: list[str] = []
     found_section = False
-    for file, rel_dir in _source_files(src, as_lessons, cards_dir):
+    files = list(_source_files(src, as_lessons, cards_dir))
+    for done, (file, rel_dir) in enumerate(files):
+        if progress is not None and done % 25 == 0:
+            progress(done, 2 * len(files))
         shown = str(file)
         try:
             if file.stat().st_size > MAX_SOURCE_BYTES:  # never read (or parse) a huge file whole
@@ -208,7 +213,15 @@ def import_notes(
     if section is not None and not found_section:
         listed = ", ".join(f'"{h}"' for h in headings[:12]) or "none"
         raise CairnError(f'no section "{section}" in {src}; its sections: {listed} (nothing was written)')
-    outcomes = _apply(vault, planned, dry_run=dry_run, force=force, today=today)
+    made = None
+    if progress is not None:  # the second half of the bar: the cards, however many the files held
+
+        def made(done: int) -> None:
+            progress(len(files) + round(done * len(files) / max(len(planned), 1)), 2 * len(files))
+
+    outcomes = _apply(vault, planned, dry_run=dry_run, force=force, today=today, progress=made)
+    if progress is not None:
+        progress(2 * len(files), 2 * len(files))
     return ImportReport(dry_run, tuple(outcomes), tuple(dropped))
 
 
@@ -378,13 +391,21 @@ class _Card:
 
 
 def _apply(
-    vault: Vault, planned: list[Planned | Problem], *, dry_run: bool, force: bool, today: dt.date
+    vault: Vault,
+    planned: list[Planned | Problem],
+    *,
+    dry_run: bool,
+    force: bool,
+    today: dt.date,
+    progress: Callable[[int], None] | None = None,
 ) -> list[Outcome]:
     outcomes: dict[int, Outcome] = {}
     cards: dict[int, _Card] = {}
     taken: set[str] = set()
     names: dict[str, str] = {}
     for n, plan in enumerate(planned):
+        if progress is not None and n % 25 == 0:
+            progress(n)
         if isinstance(plan, Problem):
             outcomes[n] = Outcome(plan.source, None, None, INVALID, plan.message)
             continue

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, vault_option
+from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
 from cairn.terminal import clean_line
 
 if TYPE_CHECKING:
@@ -78,9 +78,18 @@ def import_(
 
     vault = open_vault(vault_path)
     tags = tuple(s.strip() for s in (scope or "").split(",") if s.strip())
-    report = importer.import_notes(
-        vault, src, dry_run=dry_run, lessons_only=lessons, section=section, scope=tags, topic=topic, force=force
-    )
+    with progress_bar("import") as progress:
+        report = importer.import_notes(
+            vault,
+            src,
+            dry_run=dry_run,
+            lessons_only=lessons,
+            section=section,
+            scope=tags,
+            topic=topic,
+            force=force,
+            progress=progress,
+        )
     if as_json:
         echo_json(report.to_dict())
     else:
