@@ -594,24 +594,33 @@ def test_vectors_whose_seal_does_not_hold_are_refused_and_rebuilt(vault_repo: Va
         assert similarities(index, PARAPHRASE, timeout=10) is not None
 
 
-def test_explain_says_whether_the_semantic_veto_judged_the_prompt(vault_repo: VaultRepo) -> None:
-    """`cairn explain` with the extra, in a vault of 30 cards or more (the semantic rules apply): `--json` gives
-    `semantic_veto` true for a one-question prompt and false for the same question in an agent's wrapper (two things
-    said in prose: the word gates judge it), and the text says so for the second."""
-    from test_recall_semantic import TOPICS  # 31 topics: with the lesson, a vault of SEMANTIC_MIN_CARDS or more
+QUESTION = "How do I force-push a rebased branch without overwriting my teammates' commits?"
 
-    vault_repo.write_raw("cairn.toml", "# defaults\n")
-    vault_repo.write(
+
+def _dense_vault(repo: VaultRepo) -> None:
+    """The force-push lesson and 31 topics, committed and indexed: a vault of SEMANTIC_MIN_CARDS cards or more, where
+    the semantic rules apply."""
+    from test_recall_semantic import TOPICS
+
+    repo.write_raw("cairn.toml", "# defaults\n")
+    repo.write(
         FORCE_ID,
         "Use --force-with-lease, never --force",
         "git push --force overwrites commits others pushed meanwhile; --force-with-lease refuses when the remote "
         "moved since you fetched.",
     )
     for n, topic in enumerate(TOPICS):
-        vault_repo.write(f"misc/topic-{n}", f"The {topic} gotcha", f"What to know about {topic} before you rely on it.")
-    vault_repo.commit("32 cards")
-    assert vault_repo.cairn("index").returncode == 0
-    question = "How do I force-push a rebased branch without overwriting my teammates' commits?"
+        repo.write(f"misc/topic-{n}", f"The {topic} gotcha", f"What to know about {topic} before you rely on it.")
+    repo.commit("32 cards")
+    assert repo.cairn("index").returncode == 0
+
+
+def test_explain_says_whether_the_semantic_veto_judged_the_prompt(vault_repo: VaultRepo) -> None:
+    """`cairn explain` with the extra, in a vault of 30 cards or more (the semantic rules apply): `--json` gives
+    `semantic_veto` true for a one-question prompt and false for the same question in an agent's wrapper (two things
+    said in prose: the word gates judge it), and the text says so for the second."""
+    _dense_vault(vault_repo)
+    question = QUESTION
     wrapped = "We ship the payments service from a monorepo with a strict review process. " + question
     judged = {}
     for prompt in (question, wrapped):
@@ -631,20 +640,9 @@ def test_the_mcp_servers_explain_reads_the_similarities_its_recall_reads(vault_r
     and injects what recall gives."""
     pytest.importorskip("mcp", reason="the mcp extra is not installed")
     from helpers.mcpclient import drive_serve
-    from test_recall_semantic import TOPICS
 
-    vault_repo.write_raw("cairn.toml", "# defaults\n")
-    vault_repo.write(
-        FORCE_ID,
-        "Use --force-with-lease, never --force",
-        "git push --force overwrites commits others pushed meanwhile; --force-with-lease refuses when the remote "
-        "moved since you fetched.",
-    )
-    for n, topic in enumerate(TOPICS):
-        vault_repo.write(f"misc/topic-{n}", f"The {topic} gotcha", f"What to know about {topic} before you rely on it.")
-    vault_repo.commit("32 cards")
-    assert vault_repo.cairn("index").returncode == 0
-    question = "How do I force-push a rebased branch without overwriting my teammates' commits?"
+    _dense_vault(vault_repo)
+    question = QUESTION
     with IndexReader(_index_file(vault_repo)) as index:
         similarities(index, question)  # starts the warm encoder
         assert _wait(lambda: similarities(index, question, timeout=10) is not None, 60)
