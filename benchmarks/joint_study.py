@@ -295,10 +295,24 @@ def agree_measure(rows: list[dict[str, Any]], point: tuple[float, float, float])
 def agree_fit(data: dict[str, list[dict[str, Any]]], fitted: list[str], fir: float) -> tuple[float, float, float]:
     """The point injecting most (each suite's Injection@1 summed) with every slice of each suite fitted on at or
     under `fir`, or at or under what the shipped decision gives there when that is higher; ties to the strictest."""
-    base = {name: agree_measure(data[name], (9.0, 9.0, 9.0)) for name in fitted}
+    points = list(itertools.product(AGREE_RELS, AGREE_LEADS, AGREE_GAPS))
+    return _best_point(data, fitted, fir, (9.0, 9.0, 9.0), points)  # type: ignore[return-value]
+
+
+def _best_point(
+    data: dict[str, list[dict[str, Any]]],
+    fitted: list[str],
+    fir: float,
+    base_point: tuple[float, ...],
+    points: list[tuple[float, ...]],
+) -> tuple[float, ...]:
+    """Of `points`, the one whose Injection@1 summed over the suites fitted on is highest with every slice of each at
+    or under `fir` (or at or under what `base_point` gives there, when that is higher); ties to the strictest;
+    `base_point` when none holds."""
+    base = {name: agree_measure(data[name], base_point) for name in fitted}
     best: tuple[float, ...] | None = None
-    chosen = (9.0, 9.0, 9.0)
-    for point in itertools.product(AGREE_RELS, AGREE_LEADS, AGREE_GAPS):
+    chosen = base_point
+    for point in points:
         total = 0.0
         for name in fitted:
             m = agree_measure(data[name], point)
@@ -340,22 +354,8 @@ def second_fit(data: dict[str, list[dict[str, Any]]], fitted: list[str], fir: fl
     """The agreement pick as shipped plus its second form, the second form's own cosine gap fitted: the one injecting
     most with every slice of each suite fitted on at or under `fir` (or what the first form alone gives there, if
     higher); ties to the strictest."""
-    base = {name: agree_measure(data[name], (*SHIPPED_POINT, 9.0)) for name in fitted}
-    best: tuple[float, ...] | None = None
-    chosen: tuple[float, ...] = (*SHIPPED_POINT, 9.0)
-    for gap in SECOND_GAPS:
-        point = (*SHIPPED_POINT, gap)
-        total = 0.0
-        for name in fitted:
-            m = agree_measure(data[name], point)
-            if any(m[s][1] > max(fir, base[name][s][1]) + 1e-9 for s in m):
-                break
-            total += m["all"][0]
-        else:
-            key = (round(total, 9), gap)
-            if best is None or key > best:
-                best, chosen = key, point
-    return chosen
+    points = [(*SHIPPED_POINT, gap) for gap in SECOND_GAPS]
+    return _best_point(data, fitted, fir, (*SHIPPED_POINT, 9.0), points)
 
 
 def second_cv(fir: float) -> None:
