@@ -425,3 +425,16 @@ def test_a_fifo_in_place_of_the_index_or_key_never_blocks_the_hook(vault_repo: V
     assert time.monotonic() - started < 30
     assert (hooked.returncode, hooked.stdout) == (0, "")
     assert log_entries()[-1]["error"]
+
+
+def test_a_damaged_cache_key_is_named_by_audit_and_cairn_index_makes_a_new_one(vault_repo: VaultRepo) -> None:
+    """A cache key cut short was reported as "no cache key to check it with": the file that is wrong, and the fix,
+    went unsaid."""
+    _served_vault(vault_repo)
+    key = cache_dir() / "index.key"
+    key.write_bytes(b"abc")
+    audit = vault_repo.cairn("audit")
+    assert audit.returncode == 1
+    assert f"the cache key {key} is missing or damaged, so its seals cannot be checked" in audit.stdout + audit.stderr
+    assert vault_repo.cairn("index").returncode == 0
+    assert len(key.read_bytes()) > 3 and vault_repo.cairn("audit").returncode == 0

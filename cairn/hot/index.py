@@ -52,7 +52,7 @@ import os
 import stat
 import sys
 
-from cairn.hot import Record, index_key, loads, new_sha256
+from cairn.hot import Record, index_key, index_key_file, loads, new_sha256
 
 _set = object.__setattr__  # a record sets its fields past its own `__setattr__`, which refuses
 _pread = os.pread
@@ -323,7 +323,9 @@ class IndexReader:
             if key is None:
                 key = index_key()
             if key is None:
-                raise self._damaged("no cache key to check it with")
+                raise self._damaged(
+                    f"the cache key {index_key_file()} is missing or damaged, so its seals cannot be checked"
+                )
             self._sealer = Sealer(key)
             self._meta_len = meta_len
             end = HEADER_SIZE + meta_len
