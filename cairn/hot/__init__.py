@@ -388,13 +388,20 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
-def read_regular(path: str, limit: int) -> bytes:
-    """At most `limit` bytes of the regular file at `path` (a symlink to one is followed); OSError, at once, for a
-    FIFO, a device, a folder or no file."""
+def open_regular(path: "str | os.PathLike[str]") -> int:
+    """A descriptor of the regular file at `path`, open for reading (a symlink to one is followed); OSError, at once,
+    for a FIFO, a device, a folder or no file."""
     fd = os.open(path, os.O_RDONLY | _NONBLOCK)  # a FIFO with no writer must not block
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{os.fspath(path)} is not a regular file")
+    return fd
+
+
+def read_regular(path: str, limit: int) -> bytes:
+    """At most `limit` bytes of the regular file at `path` (`open_regular`'s checks)."""
+    fd = open_regular(path)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path} is not a regular file")
         chunks, size = [], 0
         while size < limit:
             chunk = os.read(fd, limit - size)

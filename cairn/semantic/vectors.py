@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from cairn.hot import CLEAN_PATH, make_index_key, open_private, private_folder
+from cairn.hot import CLEAN_PATH, make_index_key, open_private, open_regular, private_folder
 from cairn.hot import index_key as hot_index_key
 from cairn.hot.index import IndexReader, Sealer
 from cairn.hot.semantic import index_key
@@ -110,14 +110,7 @@ def read_header(path: Path) -> dict[str, Any] | None:
 def _open_file(path: Path) -> BinaryIO:
     """The side file opened for reading; OSError, at once, for a FIFO, a device or a folder in its place (a FIFO
     would keep `cairn index`, or the warm encoder, waiting for a writer forever)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path} is not a regular file")
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+    return os.fdopen(open_regular(path), "rb")
 
 
 def _header(handle: Any) -> dict[str, Any]:
