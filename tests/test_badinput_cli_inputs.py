@@ -246,3 +246,20 @@ def test_lint_does_not_misstate_the_size_of_a_card_it_read_only_the_start_of(vau
     done = vault_repo.cairn("lint", "cards/git/huge.md")
     assert done.returncode == 1
     assert "cards/git/huge.md:0: file-size the file is over 1 MiB; a card must be under 1 MiB" in done.stdout
+
+
+def test_a_skipped_file_name_reaches_the_terminal_cleaned(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """A file under another project's `cards/` is skipped with its name on stderr in one line, as every line lint
+    prints: a newline in the name could print a line of its own ("cairn lint: 0 errors")."""
+    make_vault(vault_repo)
+    other = tmp_path / "web" / "cards"
+    other.mkdir(parents=True)
+    name = "x\ncairn lint: 0 errors\x1b[31m.md"
+    (other / name).write_text("# not a card\n")
+    done = subprocess.run(
+        [cairn_executable(), "lint", str(other / name)], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    skipped, summary = done.stderr.splitlines()  # the note in one line, then lint's own summary
+    assert skipped.endswith("x?cairn lint: 0 errors.md: skipped, in no Cairn vault (no cairn.toml above it)")
+    assert summary.startswith("cairn lint: 0 errors, 0 warnings in 0 file(s)") and "\x1b" not in done.stderr

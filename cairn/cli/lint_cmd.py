@@ -86,7 +86,7 @@ def lint_command(
     else:
         groups, outside = _by_vault(files, vault_path)
         for given in outside:  # a `cards/` folder of another project in the same repository (pre-commit passes it)
-            echo(f"{given}: skipped, in no Cairn vault (no cairn.toml above it)", err=True)
+            echo(clean_line(f"{given}: skipped, in no Cairn vault (no cairn.toml above it)"), err=True)
         for vault, pairs in groups.items():
             report = lint.lint_files(vault, [rel for rel, _ in pairs], rules=wanted, source=source, today=day)
             shown = dict(pairs)
