@@ -190,8 +190,8 @@ def _descends(vault: Any, indexed: str, commit: str) -> bool:
     from cairn import gitrepo
 
     try:
-        repo = gitrepo.open_repo(vault)
-        return gitrepo.commit_exists(repo, indexed) and gitrepo.is_ancestor(repo, indexed, commit)
+        with gitrepo.open_repo(vault) as repo:
+            return gitrepo.commit_exists(repo, indexed) and gitrepo.is_ancestor(repo, indexed, commit)
     except CairnError:
         return True  # git cannot tell: call it stale, whose fix is tried first
 

@@ -584,10 +584,10 @@ def _env_repo_is(git_dir: Path, work_tree: Path) -> bool:
 
 def hooks_dir(vault: Vault) -> Path:
     """Where git looks for this repository's hooks: `core.hooksPath` when set, else `.git/hooks` (worktrees too)."""
-    repo = open_repo(vault)
-    out = repo.git.rev_parse("--git-path", "hooks")
-    path = Path(out)
-    return path if path.is_absolute() else Path(repo.working_tree_dir or vault.git_root or ".") / path
+    with open_repo(vault) as repo:
+        out = repo.git.rev_parse("--git-path", "hooks")
+        path = Path(out)
+        return path if path.is_absolute() else Path(repo.working_tree_dir or vault.git_root or ".") / path
 
 
 def last_commit_day(path: Path) -> str | None:
@@ -598,6 +598,11 @@ def last_commit_day(path: Path) -> str | None:
         repo = git.Repo(path.resolve().parent, search_parent_directories=True)
     except (InvalidGitRepositoryError, NoSuchPathError):
         return None
+    with repo:
+        return _last_commit_day(repo, path)
+
+
+def _last_commit_day(repo: git.Repo, path: Path) -> str | None:
     if repo.working_tree_dir is None:
         return None
     root = Path(repo.working_tree_dir).resolve()

@@ -311,7 +311,8 @@ def ensure_git_hooks(vault: Vault, executable: str) -> str:
     try:
         hooks = gitrepo.hooks_dir(vault)
         inside = vault.git_root is not None and hooks.resolve().is_relative_to(vault.git_root.resolve())
-        common = Path(gitrepo.open_repo(vault).common_dir).resolve()
+        with gitrepo.open_repo(vault) as repo:
+            common = Path(repo.common_dir).resolve()
         if not inside and not hooks.resolve().is_relative_to(common):
             return (
                 f"Git hooks not installed: {hooks} (core.hooksPath) is shared by other repositories; run "

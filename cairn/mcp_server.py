@@ -209,7 +209,10 @@ class VaultTools:
             raise InvalidCard("; ".join(f.message for f in findings))
         if branch is not None:
             draft_branch(branch)  # refused before anything is read or written
-        repo = gitrepo.open_repo(self.vault)
+        with gitrepo.open_repo(self.vault) as repo:
+            return self._draft(repo, card_id, name, rel, data, branch)
+
+    def _draft(self, repo: Any, card_id: str, name: str, rel: str, data: bytes, branch: str | None) -> dict[str, Any]:
         served, base = indexer.served_commit(self.vault, repo)  # the branch agents read, not whatever is checked out
         if gitrepo.read_path(repo, base, rel, self.vault) is not None:
             raise CardExists(f"{rel} already exists on {served}; choose another id (nothing was written)")

@@ -52,7 +52,11 @@ class SyncResult:
 
 def sync_vault(vault: Vault, name: str, say: Say = lambda text: None) -> SyncResult:
     """Fetch the vault's served ref (fast-forward only) and bring its index up to it."""
-    repo = gitrepo.open_repo(vault)
+    with gitrepo.open_repo(vault) as repo:
+        return _sync(repo, vault, name, say)
+
+
+def _sync(repo: Any, vault: Vault, name: str, say: Say) -> SyncResult:
     ref, _ = indexer.served_commit(vault, repo)
     before = _indexed_commit(vault)
     source = _fetch_source(repo, ref)

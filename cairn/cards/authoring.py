@@ -38,8 +38,8 @@ def init_vault(path: Path) -> str:
     from cairn import __version__, install  # the workflow installs the Cairn that made the vault
 
     install.pin_workflow_version(path, __version__)
-    repo = gitrepo.init_repo(path)
-    return gitrepo.commit_all(repo, "Start a Cairn vault from the template")
+    with gitrepo.init_repo(path) as repo:
+        return gitrepo.commit_all(repo, "Start a Cairn vault from the template")
 
 
 STATUSES = ("active", "draft", "retired")

@@ -51,7 +51,8 @@ def _mark_shallow(vault: Vault, record: dict[str, Any]) -> None:
         return
     from cairn import gitrepo
 
-    boundary = gitrepo.shallow_commits(gitrepo.open_repo(vault))
+    with gitrepo.open_repo(vault) as repo:
+        boundary = gitrepo.shallow_commits(repo)
     if provenance["created"].get("commit") in boundary:
         provenance["shallow"] = True
 

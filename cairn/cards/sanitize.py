@@ -313,7 +313,11 @@ def sanitize_vault(vault: Vault, out: Path, settings: SanitizeSettings, *, force
     """Write a redacted copy of the card files in HEAD's tree to `out`/cards/; never writes into the vault."""
     target = check_out_dir(vault, out, force=force)
     rules_for(settings)  # a bad pattern is an error before anything is read
-    repo = gitrepo.open_repo(vault)
+    with gitrepo.open_repo(vault) as repo:
+        return _sanitize(repo, vault, target, out, settings)
+
+
+def _sanitize(repo: Any, vault: Vault, target: Path, out: Path, settings: SanitizeSettings) -> SanitizeReport:
     commit = gitrepo.head_commit(repo)
     files: list[FileReport] = []
     skipped: list[Finding] = []

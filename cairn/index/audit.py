@@ -93,7 +93,11 @@ class AuditReport:
 
 def audit(vault: Vault, *, require_signed: bool = False, state_dir: Path | None = None) -> AuditReport:
     """Run every check against the vault's cached index and the hook's state folder."""
-    repo = gitrepo.open_repo(vault)
+    with gitrepo.open_repo(vault) as repo:
+        return _audit(repo, vault, require_signed, state_dir)
+
+
+def _audit(repo: Any, vault: Vault, require_signed: bool, state_dir: Path | None) -> AuditReport:
     state = state_dir or paths.state_dir()
     target = index_file_for(vault)
     trees = _Trees(repo, vault)

@@ -84,7 +84,9 @@ def served_commit(vault: Vault, repo: git.Repo | None = None, ref: str | None = 
     from cairn.hot.vault import unreadable_ref_file
     from cairn.userconfig import configured_ref
 
-    repo = repo or gitrepo.open_repo(vault)
+    if repo is None:
+        with gitrepo.open_repo(vault) as opened:
+            return served_commit(vault, opened, ref)
     assert vault.git_root is not None
     configured = ref if ref is not None else configured_ref(vault.root)
     name, commit = served_ref(vault.git_root, configured)
@@ -116,7 +118,13 @@ def build_index(
     """Bring the cache up to the served ref's commit (or `ref`'s, in that ref's own file): incrementally when a
     usable index exists, else in full. A commit on a feature branch is not served until it is merged."""
     started = time.perf_counter()
-    repo = gitrepo.open_repo(vault)
+    with gitrepo.open_repo(vault) as repo:
+        return _build_index(repo, vault, rebuild, progress, ref, started)
+
+
+def _build_index(
+    repo: git.Repo, vault: Vault, rebuild: bool, progress: Progress | None, ref: str | None, started: float
+) -> IndexReport:
     ref_name, commit = served_commit(vault, repo, ref)
     target = index_file_for(vault, ref=None if ref is None else ref_name)
     _retire_sqlite_cache(target)
@@ -183,11 +191,11 @@ def build_commit_index(
     version of every card.
     """
     started = time.perf_counter()
-    repo = gitrepo.open_repo(vault)
-    commit = gitrepo.resolve_commit(repo, commit)
-    meta = _meta(vault, commit, "commit", _config_at(repo, commit, vault))
-    with store.writer_lock(target):
-        report = _full_from_commit(vault, repo, commit, target, meta, progress, provenance_of)
+    with gitrepo.open_repo(vault) as repo:
+        commit = gitrepo.resolve_commit(repo, commit)
+        meta = _meta(vault, commit, "commit", _config_at(repo, commit, vault))
+        with store.writer_lock(target):
+            report = _full_from_commit(vault, repo, commit, target, meta, progress, provenance_of)
     return _timed(report, started)
 
 
@@ -255,12 +263,12 @@ def config_of(vault: Vault, *, worktree: bool = False) -> Config:
     config_file = vault.root / CONFIG_FILE
     if worktree or vault.git_root is None:
         return parse_config(config_file.read_text("utf-8") if config_file.is_file() else None)
-    repo = gitrepo.open_repo(vault)
-    try:
-        commit = served_commit(vault, repo)[1]
-    except CairnError:
-        return parse_config(config_file.read_text("utf-8") if config_file.is_file() else None)
-    return _config_at(repo, commit, vault)
+    with gitrepo.open_repo(vault) as repo:
+        try:
+            commit = served_commit(vault, repo)[1]
+        except CairnError:
+            return parse_config(config_file.read_text("utf-8") if config_file.is_file() else None)
+        return _config_at(repo, commit, vault)
 
 
 # -- internals ----------------------------------------------------------------------------------------------------

@@ -72,7 +72,19 @@ def _lint(
     pending: Mapping[str, bytes] | None = None,
     removed: Sequence[str] = (),
 ) -> LintReport:
-    snapshot = Snapshot(vault, source)
+    with Snapshot(vault, source) as snapshot:
+        return _lint_snapshot(snapshot, vault, rel_paths, wanted, today, pending, removed)
+
+
+def _lint_snapshot(
+    snapshot: Snapshot,
+    vault: Vault,
+    rel_paths: list[str] | None,
+    wanted: Iterable[str] | None,
+    today: dt.date | None,
+    pending: Mapping[str, bytes] | None,
+    removed: Sequence[str],
+) -> LintReport:
     for rel, data in (pending or {}).items():
         snapshot.add_pending(rel, data)
     findings: list[Finding] = []

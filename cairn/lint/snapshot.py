@@ -73,6 +73,17 @@ class Snapshot:
         if config_blob is not None:
             self.config_text = self.read_blobs([config_blob])[config_blob].decode("utf-8", "replace")
 
+    def __enter__(self) -> Snapshot:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the git processes the staged snapshot keeps for reading blobs."""
+        if self._repo is not None:
+            self._repo.close()
+
     def removed_since_head(self) -> list[str]:
         """Card files HEAD holds that the staging area does not: what the commit being made deletes (empty for
         the working tree, and before the first commit)."""

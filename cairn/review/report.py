@@ -336,7 +336,11 @@ def parse_range(spec: str) -> tuple[str, str]:
 
 def review(vault: Vault, spec: str, *, today: dt.date | None = None, progress: Progress | None = None) -> Review:
     """Review the cards the range adds, changes or removes (see the module docstring)."""
-    repo = gitrepo.open_repo(vault)
+    with gitrepo.open_repo(vault) as repo:
+        return _review(repo, vault, spec, today, progress)
+
+
+def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, progress: Progress | None) -> Review:
     base_rev, head_rev = parse_range(spec)
     base_tip = gitrepo.resolve_commit(repo, base_rev)
     head = gitrepo.resolve_commit(repo, head_rev)
