@@ -458,10 +458,10 @@ def _write_if_changed(path: Path, data: dict[str, Any], backup: bool = True) -> 
     needs none. A symlinked settings file (a dotfiles repository) is written where the link points, the link kept;
     its backup goes beside the link.
     """
-    new = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     target = _link_target(path)
     if target.exists():
         old = target.read_bytes()
+        new = (json.dumps(data, indent=_indent_of(old), ensure_ascii=False) + "\n").encode("utf-8")
         try:
             old_data = json.loads(old)
             if old_data == data:
@@ -475,8 +475,20 @@ def _write_if_changed(path: Path, data: dict[str, Any], backup: bool = True) -> 
             write_atomic(saved, old, overwrite=False, mode=mode)
         write_atomic(target, new, overwrite=True, mode=mode)
         return True, saved
-    write_atomic(target, new, overwrite=False)
+    write_atomic(target, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"), overwrite=False)
     return True, None
+
+
+def _indent_of(text: bytes) -> int | str:
+    """The indentation a JSON file already uses (its first indented line: a tab, or N spaces), so rewriting a
+    user's settings keeps their style; 2 when the file shows none."""
+    for line in text.splitlines()[1:]:
+        lead = line[: len(line) - len(line.lstrip(b" \t"))]
+        if lead.strip(b"\t") == b"" and lead:
+            return "\t"
+        if lead and lead.strip(b" ") == b"" and len(lead) <= 8:
+            return len(lead)
+    return 2
 
 
 def _link_target(path: Path) -> Path:

@@ -169,3 +169,24 @@ def test_gemini_settings_with_comments_are_refused_with_the_entry_to_add(
     removed = run_cairn("uninstall", "gemini", "--user", cwd=tmp_path)
     assert removed.returncode == 1 and "holds comments" in removed.stderr
     assert target.read_text() == pasted
+
+
+@pytest.mark.parametrize("indent", [4, "\t"], ids=["four-spaces", "tabs"])
+def test_install_keeps_the_settings_files_indentation(
+    tmp_path: Path, isolated_env: Path, configured: VaultRepo, indent: int | str
+) -> None:
+    """Bug fixed: install and uninstall rewrote a user's settings with two-space indentation whatever the file
+    used, so a dotfiles repository showed every line changed."""
+    settings = isolated_env / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(THEIRS, indent=indent) + "\n")
+
+    done = run_cairn("install", "claude-code", "--user", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(settings.read_text())
+    assert len(_cairn_commands(data)) == 1
+    assert settings.read_text() == json.dumps(data, indent=indent, ensure_ascii=False) + "\n"
+
+    removed = run_cairn("uninstall", "claude-code", "--user", cwd=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    assert settings.read_text() == json.dumps(THEIRS, indent=indent) + "\n"
