@@ -10,7 +10,8 @@ from pathlib import Path
 import click
 
 from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, progress_bar
-from cairn.membench.suites import Suite
+from cairn.membench.suites import InvalidBenchmark, Suite
+from cairn.terminal import clean_line
 
 METRICS = ("recall@1", "recall@3", "recall@5", "recall@10", "ndcg@10")
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -71,6 +72,13 @@ def _run(file: Path, load: Callable[[Path], Suite], as_json: bool) -> None:
     if sys.stderr.isatty():  # reading a large file takes seconds: say so, on a terminal only
         click.echo(f"Reading {file.name} ...", err=True)
     suite = load(file)
+    if not suite.questions:  # all-zero figures would read as a measurement
+        left_out = ", ".join(f"{count} {reason.replace('_', ' ')}" for reason, count in suite.excluded.items())
+        raise InvalidBenchmark(
+            f"{file}: no question to score"
+            + (f" (left out: {left_out})" if left_out else "")
+            + f"; is it the {suite.name} file?"
+        )
     with progress_bar(f"Ranking {suite.name} sessions") as progress:
         report = run_bench(suite, progress=progress)
     if as_json:
@@ -78,9 +86,16 @@ def _run(file: Path, load: Callable[[Path], Suite], as_json: bool) -> None:
         return
     excluded = ", ".join(f"{count} {reason.replace('_', ' ')}" for reason, count in report.excluded.items())
     echo(f"{report.suite}: {report.questions} questions" + (f" (left out: {excluded})" if excluded else ""))
-    width = max([len("all"), *(len(name) for name in report.by_type)])
+    types = [(_shown(name), row) for name, row in report.by_type.items()]  # names from the file: one line each
+    width = max([len("all"), *(len(name) for name, _ in types)])
     echo(f"{'':<{width}}  {'n':>5}  " + "  ".join(f"{m:>9}" for m in METRICS))
     echo(f"{'all':<{width}}  {report.questions:>5}  " + "  ".join(f"{report.metrics[m]:>9.3f}" for m in METRICS))
-    for name, row in report.by_type.items():
+    for name, row in types:
         echo(f"{name:<{width}}  {int(row['questions']):>5}  " + "  ".join(f"{row[m]:>9.3f}" for m in METRICS))
     echo(f"({time.perf_counter() - started:.1f}s)")
+
+
+def _shown(name: str, width: int = 40) -> str:
+    """A question type from the file as one table cell: no escape, no line break, at most `width` characters."""
+    one_line = clean_line(name)
+    return one_line if len(one_line) <= width else one_line[: width - 1] + "…"

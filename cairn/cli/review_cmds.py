@@ -25,7 +25,13 @@ from cairn.index import build as indexer
     show_default=True,
     help="The highest false injection rate allowed, overall and on every slice.",
 )
-@click.option("--folds", type=click.IntRange(1, 50), default=5, show_default=True, help="Cross-validation folds.")
+@click.option(
+    "--folds",
+    type=click.IntRange(1, 50),
+    default=5,
+    show_default=True,
+    help="Cross-validation folds (1: fit on every case, no held-out figures).",
+)
 @click.option(
     "--step",
     type=click.Choice(["0.1", "0.05", "0.025"]),
@@ -60,15 +66,22 @@ def calibrate_cmd(
       cairn calibrate --cases evals/cases.yaml
       cairn calibrate --cases evals/cases.yaml --target-fir 0.02 --write
     """
+    from cairn.hot.errors import InvalidCases
     from cairn.hot.settings import settings_of
     from cairn.quality import calibrate
-    from cairn.quality.evaluate import load_cases
+    from cairn.quality.evaluate import check_expected, load_cases
 
     vault = open_vault(vault_path)
     cases = load_cases(cases_path)
-    with indexer.open_index(vault, worktree=worktree) as index, progress_bar("calibrate") as progress:
+    if not cases:
+        raise InvalidCases(
+            f"{cases_path}: no cases to calibrate on; add positive cases (expect: [ids]) and negative ones (expect: [])"
+        )
+    with indexer.open_index(vault, worktree=worktree) as index:
+        check_expected(index, cases, cases_path)
         settings = settings_of(index)
-        points = calibrate.gather(index, cases, settings=settings, folds=folds, progress=progress)
+        with progress_bar("calibrate") as progress:
+            points = calibrate.gather(index, cases, settings=settings, folds=folds, progress=progress)
     result = calibrate.calibrate(points, settings, target_fir=target_fir, folds=folds, step=float(step))
     written = calibrate.write_thresholds(vault.root, result.best.thresholds) if write else None
     if as_json:
@@ -85,23 +98,31 @@ def calibrate_cmd(
 
 def render_calibration(result: object) -> str:
     from cairn.quality.calibrate import Calibration
+    from cairn.quality.evaluate import shown
     from cairn.quality.metrics import Metrics
 
     assert isinstance(result, Calibration)
 
+    def fir(m: Metrics) -> str:
+        return f"{m.false_injection_rate:.3f}" if m.n_neg else "-"  # no negative: no rate to give
+
     def slices(m: Metrics) -> str:
         if not m.by_slice:
             return ""
-        return " (" + ", ".join(f"{n} {s.false_injection_rate:.3f}" for n, s in sorted(m.by_slice.items())) + ")"
+        return " (" + ", ".join(f"{shown(n, 24)} {fir(s)}" for n, s in sorted(m.by_slice.items())) + ")"
 
     best = result.best
+    held_out = best.held_out
     n_pos, n_neg = result.current_measure.n_pos, result.current_measure.n_neg
-    slice_names = sorted(result.current_measure.by_slice)
+    slice_names = [shown(name, 24) for name in sorted(result.current_measure.by_slice)]
     lines = [
         f"{result.n_cases} cases ({n_pos} positive, {n_neg} negative"
         + (f"; slices {', '.join(slice_names)}" if slice_names else "")
         + f"), {result.folds} folds, grid step {result.step:g}.",
-        "Trade-off: thresholds fitted on all cases at each target; cv = measured on held-out folds.",
+        "Trade-off: thresholds fitted on all cases at each target; cv = measured on held-out folds."
+        if held_out
+        else "Trade-off: thresholds fitted on all cases at each target; one fold: no case held out, so no cv "
+        "figures (--folds 2 or more measures the fit on cases it was not fitted on).",
         "",
         f"{'target':>6}  {'min_lead':>8}  {'min_coverage':>12}  {'min_margin':>10}  {'Inj@1':>6}  {'FIR':>6}"
         f"  {'worst':>6}  {'cv Inj@1':>8}  {'cv FIR':>6}  {'cv worst':>8}",
@@ -109,10 +130,14 @@ def render_calibration(result: object) -> str:
     for p in result.tradeoff:
         t, f, cv = p.thresholds, p.fitted, p.cross_validated
         mark = "  <- target" if p is best else ""
+        cv_columns = (
+            f"{cv.injection_at_1:8.3f}  {cv.false_injection_rate:6.3f}  {cv.worst_fir:8.3f}"
+            if p.held_out
+            else f"{'-':>8}  {'-':>6}  {'-':>8}"
+        )
         lines.append(
             f"{p.target_fir:6.3f}  {t.min_lead:8.3g}  {t.min_coverage:12.3g}  {t.min_margin:10.3g}  "
-            f"{f.injection_at_1:6.3f}  {f.false_injection_rate:6.3f}  {f.worst_fir:6.3f}  "
-            f"{cv.injection_at_1:8.3f}  {cv.false_injection_rate:6.3f}  {cv.worst_fir:8.3f}{mark}"
+            f"{f.injection_at_1:6.3f}  {f.false_injection_rate:6.3f}  {f.worst_fir:6.3f}  {cv_columns}{mark}"
         )
     now, cm = result.current, result.current_measure
     lines += [
@@ -121,15 +146,19 @@ def render_calibration(result: object) -> str:
         "highest false injection rate overall or on any slice (the names --json uses).",
         "",
         f"Current ({_inline(now)}): Inj@1 {cm.injection_at_1:.3f}, Inj@3 {cm.injection_at_3:.3f}, "
-        f"FIR {cm.false_injection_rate:.3f}{slices(cm)}",
+        f"FIR {fir(cm)}{slices(cm)}",
         f"Fitted at FIR <= {best.target_fir:g}: {_inline(best.thresholds)}",
         f"  on the cases fitted on: Inj@1 {best.fitted.injection_at_1:.3f}, Inj@3 {best.fitted.injection_at_3:.3f}, "
-        f"FIR {best.fitted.false_injection_rate:.3f}{slices(best.fitted)}",
+        f"FIR {fir(best.fitted)}{slices(best.fitted)}",
         f"  cross-validated:        Inj@1 {best.cross_validated.injection_at_1:.3f}, "
         f"Inj@3 {best.cross_validated.injection_at_3:.3f}, "
-        f"FIR {best.cross_validated.false_injection_rate:.3f}{slices(best.cross_validated)}",
+        f"FIR {fir(best.cross_validated)}{slices(best.cross_validated)}"
+        if held_out
+        else "  cross-validated:        not measured: one fold holds no case out (--folds 2 or more)",
     ]
-    if best.cross_validated.worst_fir > best.target_fir:
+    if any(not s.n_neg for s in cm.by_slice.values()):
+        lines.append("A slice's FIR is - when it has no negative case: the target cannot hold or fail on it.")
+    if held_out and best.cross_validated.worst_fir > best.target_fir:
         lines.append(
             f"  Held-out FIR exceeds the target ({best.cross_validated.worst_fir:.3f}): the fit is optimistic on "
             "these cases; a lower --target-fir or more negative cases makes it hold."

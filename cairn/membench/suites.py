@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cairn.hot.errors import CairnError
+from cairn.terminal import clean_line
 
 LONGMEMEVAL = "longmemeval"
 LOCOMO = "locomo"
@@ -76,10 +77,17 @@ def load_longmemeval(path: Path) -> Suite:
         raise InvalidBenchmark(f"{path}: a LongMemEval file is a JSON list of questions")
     haystacks: dict[str, Haystack] = {}
     questions: list[Question] = []
-    abstention = 0
+    abstention = no_answer = 0
+    seen: set[str] = set()
     for n, record in enumerate(records):
         try:
             qid = str(record["question_id"])
+            if qid in seen:  # each question has its own haystack, by its id: a second would take the first's place
+                raise InvalidBenchmark(
+                    f"{path}: question #{n + 1}: question_id '{clean_line(qid)[:80]}' appears twice; "
+                    "each question needs its own id"
+                )
+            seen.add(qid)
             if qid.endswith("_abs"):
                 abstention += 1
                 continue
@@ -93,6 +101,10 @@ def load_longmemeval(path: Path) -> Suite:
                     record["haystack_session_ids"], record["haystack_dates"], record["haystack_sessions"], strict=True
                 )
             )
+            relevant = frozenset(str(s) for s in record["answer_session_ids"])
+            if not relevant:  # nothing to find: it could only score 0
+                no_answer += 1
+                continue
             haystacks[qid] = Haystack(qid, sessions)
             questions.append(
                 Question(
@@ -100,13 +112,17 @@ def load_longmemeval(path: Path) -> Suite:
                     type=str(record["question_type"]),
                     text=str(record["question"]),
                     haystack=qid,
-                    relevant=frozenset(str(s) for s in record["answer_session_ids"]),
+                    relevant=relevant,
                     asked=str(record.get("question_date", "")),
                 )
             )
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
-            raise InvalidBenchmark(f"{path}: question #{n + 1} is not in the LongMemEval format ({exc!r})") from None
-    return Suite(LONGMEMEVAL, haystacks, tuple(questions), {"abstention": abstention} if abstention else {})
+            hint = "; it looks like LoCoMo: cairn bench locomo" if _has(record, "conversation") else ""
+            raise InvalidBenchmark(
+                f"{path}: question #{n + 1} is not in the LongMemEval format ({_why(exc)}){hint}"
+            ) from None
+    excluded = {"abstention": abstention, "no_answer_session": no_answer}
+    return Suite(LONGMEMEVAL, haystacks, tuple(questions), {k: v for k, v in excluded.items() if v})
 
 
 _EVIDENCE = re.compile(r"D:?(\d+):\d+")
@@ -120,10 +136,15 @@ def load_locomo(path: Path) -> Suite:
         raise InvalidBenchmark(f"{path}: a LoCoMo file is a JSON list of conversations")
     haystacks: dict[str, Haystack] = {}
     questions: list[Question] = []
-    no_evidence = 0
+    no_evidence = unreadable = 0
     for n, record in enumerate(records):
         try:
             key = str(record.get("sample_id", f"conv-{n + 1}"))
+            if key in haystacks:  # its questions would be asked against another conversation's sessions
+                raise InvalidBenchmark(
+                    f"{path}: conversation #{n + 1}: sample_id '{clean_line(key)[:80]}' appears twice; "
+                    "each conversation needs its own id"
+                )
             conversation: dict[str, Any] = record["conversation"]
             numbers = sorted(int(m.group(1)) for k in conversation if (m := _SESSION_KEY.fullmatch(k)))
             haystacks[key] = Haystack(
@@ -144,6 +165,9 @@ def load_locomo(path: Path) -> Suite:
                     no_evidence += 1
                     continue
                 sessions = {int(m.group(1)) for e in evidence for m in _EVIDENCE.finditer(e)}
+                if not sessions:  # no `D3:11` in it: no session to find, it could only score 0
+                    unreadable += 1
+                    continue
                 questions.append(
                     Question(
                         id=f"{key}/q{j + 1}",
@@ -154,8 +178,23 @@ def load_locomo(path: Path) -> Suite:
                     )
                 )
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
-            raise InvalidBenchmark(f"{path}: conversation #{n + 1} is not in the LoCoMo format ({exc!r})") from None
-    return Suite(LOCOMO, haystacks, tuple(questions), {"no_evidence": no_evidence} if no_evidence else {})
+            hint = "; it looks like LongMemEval: cairn bench longmemeval" if _has(record, "question_id") else ""
+            raise InvalidBenchmark(
+                f"{path}: conversation #{n + 1} is not in the LoCoMo format ({_why(exc)}){hint}"
+            ) from None
+    excluded = {"no_evidence": no_evidence, "unreadable_evidence": unreadable}
+    return Suite(LOCOMO, haystacks, tuple(questions), {k: v for k, v in excluded.items() if v})
+
+
+def _has(record: Any, key: str) -> bool:
+    return isinstance(record, dict) and key in record
+
+
+def _why(exc: Exception) -> str:
+    """What a record lacks or holds wrong, in one line."""
+    if isinstance(exc, KeyError):
+        return f"no {clean_line(str(exc.args[0]))[:80]!r}" if exc.args else "a key is missing"
+    return clean_line(f"{type(exc).__name__}: {exc}")[:200]
 
 
 def _locomo_turn(turn: dict[str, Any]) -> str:

@@ -2,8 +2,8 @@
 
 The objective: the best Injection@1 while the false injection rate stays at or under a target overall AND on every
 slice that has negatives. The figure to trust is the cross-validated one: the cases are split into k folds by a
-hash of their id, thresholds are fitted on k-1 folds and measured on the fold left out, and the held-out outcomes
-of all folds are pooled.
+hash of their id (cases asking the same question go to one fold), thresholds are fitted on k-1 folds and measured
+on the fold left out, and the held-out outcomes of all folds are pooled.
 
 Fast because the gate values do not depend on the thresholds. Recall runs once per case with every threshold at 0:
 then it injects exactly the first `max_cards` admissible cards, each with its gate values (lead, coverage,
@@ -132,20 +132,24 @@ class CasePoint:
 
 @dataclass(frozen=True, slots=True)
 class OperatingPoint:
-    """Thresholds fitted at one target: measured on the cases fitted on, and cross-validated."""
+    """Thresholds fitted at one target: measured on the cases fitted on, and cross-validated.
+
+    held_out: whether `cross_validated` was measured on cases its thresholds were not fitted on; with one fold it
+    was not (it is then the fitted figures), and `to_dict` gives None for it."""
 
     target_fir: float
     thresholds: Thresholds
     fitted: Metrics
     cross_validated: Metrics
     fold_thresholds: tuple[Thresholds, ...]
+    held_out: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "target_fir": self.target_fir,
             "thresholds": self.thresholds.to_dict(),
             "fitted": self.fitted.to_dict(),
-            "cross_validated": self.cross_validated.to_dict(),
+            "cross_validated": self.cross_validated.to_dict() if self.held_out else None,
             "fold_thresholds": [t.to_dict() for t in self.fold_thresholds],
         }
 
@@ -192,7 +196,11 @@ def gather(
     open_gates = dataclasses.replace(settings, min_lead=0.0, min_coverage=0.0, min_margin=0.0)
     points: list[CasePoint] = []
     total = len(cases)
+    # Cases that ask the same question share the fold of the first of them: a fit on one must not be measured on
+    # its twin as if held out.
+    fold_by_query: dict[str, int] = {}
     for done, case in enumerate(cases, 1):
+        fold = fold_by_query.setdefault(" ".join(case.query.split()).casefold(), fold_of(case.id, folds))
         result = recall(index, case.query, today=today, settings=open_gates)
         top = tuple((c.lead, c.coverage, c.margin) for c in result.injected)
         hits = tuple(c.card.id in case.expect for c in result.injected)
@@ -202,7 +210,7 @@ def gather(
             (c.lead, c.coverage, c.margin)
             for _, c in (fragment_gates(index, case.query, result.injected[0], open_gates, today=today) if top else ())
         )
-        point = CasePoint(case.id, case.slice, case.positive, top, hits, fold_of(case.id, folds), alike, asked)
+        point = CasePoint(case.id, case.slice, case.positive, top, hits, fold, alike, asked)
         points.append(point)
         if progress and (done % 25 == 0 or done == total):
             progress(done, total)
@@ -328,7 +336,7 @@ def operating_point(grid: _Grid, points: Sequence[CasePoint], target: float) -> 
     fold_fits = tuple(grid.fit(target, leave_out=f) for f in range(grid.folds)) if grid.folds > 1 else (fitted,)
     held_out = [(p, fold_fits[p.fold] if grid.folds > 1 else fitted) for p in points]
     cv = metrics_of(p.outcome(t) for p, t in held_out)  # each case at its own fold's fit
-    return OperatingPoint(target, fitted, measure(points, fitted), cv, fold_fits)
+    return OperatingPoint(target, fitted, measure(points, fitted), cv, fold_fits, held_out=grid.folds > 1)
 
 
 def calibrate(

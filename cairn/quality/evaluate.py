@@ -20,6 +20,7 @@ from cairn.hot.errors import InvalidCases
 from cairn.hot.index import IndexReader
 from cairn.hot.recall import recall
 from cairn.quality.metrics import Metrics, Outcome, metrics_of
+from cairn.terminal import clean_line
 
 Progress = Callable[[int, int], None]
 
@@ -86,7 +87,7 @@ def load_cases(path: Path) -> list[Case]:
     if path.stat().st_size > MAX_CASES_BYTES:
         raise InvalidCases(f"{path}: the cases file is larger than {MAX_CASES_BYTES // (1024 * 1024)} MiB")
     try:
-        text = path.read_text("utf-8")
+        text = path.read_text("utf-8-sig")  # a byte order mark (some Windows editors write one) is no text
     except UnicodeDecodeError:
         raise InvalidCases(f"{path}: not UTF-8 text") from None
     suffix = path.suffix.lower()
@@ -106,7 +107,7 @@ def load_cases(path: Path) -> list[Case]:
         try:
             data = safeyaml.load(text, max_bytes=MAX_CASES_BYTES, max_nodes=MAX_CASES_VALUES, what="the cases file")
         except Exception as exc:  # the YAML loader raises several types; each is a bad file
-            raise InvalidCases(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+            raise InvalidCases(_yaml_error(path, exc)) from None
         if data is None:
             data = []
         if not isinstance(data, list):
@@ -121,10 +122,53 @@ def load_cases(path: Path) -> list[Case]:
             where = f"{path}:{number}" if number else f"{path}: case {position}"
             first = f"line {items[seen[case.id] - 1][0]}" if number else f"case {seen[case.id]}"
             raise InvalidCases(
-                f"{where}: case id '{case.id}' appears twice (first at {first}); give each case its own id"
+                f"{where}: case id '{shown(case.id)}' appears twice (first at {first}); give each case its own id"
             )
         seen[case.id] = position
     return cases
+
+
+def shown(text: str, width: int = 80) -> str:
+    """A case's id, key or slice as one line for a message or a table: no line break, no escape, cut to `width`."""
+    one_line = clean_line(text)
+    return one_line if len(one_line) <= width else one_line[: width - 1] + "…"
+
+
+def _yaml_error(path: Path, exc: Exception) -> str:
+    """One line for a YAML cases file that does not parse: the line YAML stopped at and its complaint."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    if mark is not None and problem:
+        return f"{path}:{mark.line + 1}: not valid YAML ({shown(str(problem))}); fix that line or the one before it"
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return f"{path}: not valid YAML ({shown(first, 200)})"
+
+
+def unknown_expected(index: IndexReader, cases: Sequence[Case]) -> list[tuple[Case, str]]:
+    """Each (case, card id) where a case expects a card the index does not hold: such a positive can never pass."""
+    known: dict[str, bool] = {}
+    out = []
+    for case in cases:
+        for card_id in case.expect:
+            if card_id not in known:
+                known[card_id] = index.card_by_id(card_id) is not None
+            if not known[card_id]:
+                out.append((case, card_id))
+    return out
+
+
+def check_expected(index: IndexReader, cases: Sequence[Case], path: Path) -> None:
+    """Refuse cases that expect a card the index does not hold (a typo, or a card removed or left out): the figures
+    would count them as misses of the ranking, when the case itself is wrong."""
+    unknown = unknown_expected(index, cases)
+    if not unknown:
+        return
+    case, card_id = unknown[0]
+    more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+    raise InvalidCases(
+        f"{path}: case '{shown(case.id)}' expects card '{shown(card_id)}', which the index does not hold{more}; "
+        "fix the id (`cairn list` shows the cards, `cairn lint` those left out)"
+    )
 
 
 # A case's keys. Other keys are left alone (a suite may note a case's language or source), but one spelt like a
@@ -141,7 +185,7 @@ def _case(path: Path, number: int, position: int, item: Any) -> Case:
             difflib.get_close_matches(str(key).lower(), _CASE_KEYS, n=1, cutoff=0.75) if key not in _CASE_KEYS else []
         )
         if meant:
-            raise InvalidCases(f"{where}: unknown key '{key}' in a case; did you mean '{meant[0]}'?")
+            raise InvalidCases(f"{where}: unknown key '{shown(str(key))}' in a case; did you mean '{meant[0]}'?")
     query = item.get("query")
     if not isinstance(query, str) or not query.strip():
         raise InvalidCases(f"{where}: 'query' must be non-empty text")

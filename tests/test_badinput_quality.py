@@ -1,0 +1,307 @@
+"""Hostile and odd input to eval, calibrate and bench: one-line errors, honest figures, nothing forged on a terminal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cairn.hot.errors import InvalidCases
+from cairn.membench.suites import InvalidBenchmark, load_locomo, load_longmemeval
+from cairn.quality.evaluate import load_cases
+from helpers.cli import invoke_cli
+from helpers.vaults import REBASE_ID, VaultRepo, make_vault
+
+POSITIVE = "git pull --rebase dropped my local commits after a force-push"
+NEGATIVE = "how long should sourdough bread rest before baking"
+
+
+def _cases(path: Path, *cases: dict[str, Any]) -> str:
+    path.write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
+    return str(path)
+
+
+def _one_line_error(done: Any) -> str:
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), done.stderr
+    return str(lines[0])
+
+
+# -- cases naming cards the index does not hold -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["eval", "calibrate"])
+def test_a_case_expecting_an_unknown_card_is_refused(vault_repo: VaultRepo, tmp_path: Path, command: str) -> None:
+    make_vault(vault_repo)
+    cases = _cases(
+        tmp_path / "cases.jsonl",
+        {"id": "typo", "query": POSITIVE, "expect": ["git/force-push-rebse"]},
+        {"id": "neg", "query": NEGATIVE, "expect": []},
+    )
+    line = _one_line_error(vault_repo.invoke(command, "--cases", cases))
+    assert "typo" in line and "git/force-push-rebse" in line and "cairn list" in line
+
+
+def test_a_known_expected_card_passes_the_check(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    make_vault(vault_repo)
+    cases = _cases(tmp_path / "cases.jsonl", {"id": "ok", "query": POSITIVE, "expect": [REBASE_ID]})
+    done = vault_repo.invoke("eval", "--cases", cases, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["n_pos"] == 1
+
+
+# -- error messages stay one line -------------------------------------------------------------------------------
+
+
+def test_a_duplicate_id_with_a_line_break_gives_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "cases.yaml"
+    path.write_text('- {id: "a\\nError: forged", query: x}\n- {id: "a\\nError: forged", query: y}\n')
+    with pytest.raises(InvalidCases) as caught:
+        load_cases(path)
+    assert "\n" not in str(caught.value) and "appears twice" in str(caught.value)
+
+
+def test_a_misspelt_key_with_a_line_break_gives_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_text(json.dumps({"id": "a", "query": "x", "expect\n": []}) + "\n")
+    with pytest.raises(InvalidCases) as caught:
+        load_cases(path)
+    assert "\n" not in str(caught.value) and "did you mean 'expect'" in str(caught.value)
+
+
+def test_a_yaml_syntax_error_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "cases.yaml"
+    path.write_text('- {id: a, query: "x", expect: []}\n- {id: b, query: "y"\n- {id: c, query: z}\n')
+    with pytest.raises(InvalidCases, match=r"cases\.yaml:\d+: not valid YAML") as caught:
+        load_cases(path)
+    assert "\n" not in str(caught.value)
+
+
+def test_calibrate_on_an_empty_cases_file_names_it_and_what_to_add(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    make_vault(vault_repo)
+    empty = tmp_path / "cases.yaml"
+    empty.write_text("")
+    line = _one_line_error(vault_repo.invoke("calibrate", "--cases", str(empty)))
+    assert str(empty) in line and "expect" in line
+
+
+# -- the eval table ---------------------------------------------------------------------------------------------
+
+
+def test_eval_table_slice_names_cannot_forge_lines(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    make_vault(vault_repo)
+    forged = "x\nall       1.000  1.000  1.000  1.000  0.000    99    99"
+    cases = _cases(
+        tmp_path / "cases.jsonl",
+        {"id": "p", "query": POSITIVE, "expect": [REBASE_ID], "slice": forged},
+        {"id": "n", "query": NEGATIVE, "expect": [], "slice": "\x1b[31mred"},
+    )
+    done = vault_repo.invoke("eval", "--cases", cases, "--failures", "0")
+    assert done.returncode == 0, done.stderr
+    table = done.stdout.split("R@1, R@3 =")[0].strip().splitlines()
+    assert len(table) == 4  # the head, all, and the two slices
+    assert sum(1 for line in table if line.startswith("all ")) == 1
+    assert "\x1b" not in done.stdout
+
+
+def test_eval_table_shows_long_slice_names_whole(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    make_vault(vault_repo)
+    cases = _cases(
+        tmp_path / "cases.jsonl",
+        {"id": "p", "query": POSITIVE, "expect": [REBASE_ID], "slice": "frontend-team-a"},
+        {"id": "n", "query": NEGATIVE, "expect": [], "slice": "frontend-team-b"},
+    )
+    done = vault_repo.invoke("eval", "--cases", cases, "--failures", "0")
+    assert done.returncode == 0, done.stderr
+    assert "frontend-team-a " in done.stdout and "frontend-team-b " in done.stdout
+
+
+def test_eval_table_gives_no_figure_where_there_is_no_case_to_share(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    make_vault(vault_repo)
+    cases = _cases(
+        tmp_path / "cases.jsonl",
+        {"id": "p", "query": POSITIVE, "expect": [REBASE_ID], "slice": "pos-only"},
+        {"id": "n", "query": NEGATIVE, "expect": [], "slice": "neg-only"},
+    )
+    done = vault_repo.invoke("eval", "--cases", cases, "--failures", "0")
+    assert done.returncode == 0, done.stderr
+    rows = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines()[1:4]}
+    # columns: R@1 R@3 Inj@1 Inj@3 FIR pos neg
+    assert rows["pos-only"][4] == "-" and rows["pos-only"][0] != "-"
+    assert rows["neg-only"][:4] == ["-"] * 4 and rows["neg-only"][4] == "0.000"
+    assert "-" not in rows["all"]
+
+
+# -- calibrate --------------------------------------------------------------------------------------------------
+
+
+def _calibrate_vault(vault_repo: VaultRepo, tmp_path: Path, **slices: str) -> str:
+    make_vault(vault_repo)
+    return _cases(
+        tmp_path / "cases.jsonl",
+        {"id": "p1", "query": POSITIVE, "expect": [REBASE_ID], "slice": slices.get("p", "")},
+        {"id": "p2", "query": "docker rebuilds pip install when I COPY the source first", "expect": [
+            "docker/layer-cache-order"
+        ], "slice": slices.get("p", "")},
+        {"id": "n1", "query": NEGATIVE, "expect": [], "slice": slices.get("n", "")},
+        {"id": "n2", "query": "which tyres for a winter bicycle commute", "expect": [], "slice": slices.get("n", "")},
+    )  # fmt: skip
+
+
+def test_calibrate_with_one_fold_claims_no_held_out_figures(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    cases = _calibrate_vault(vault_repo, tmp_path)
+    done = vault_repo.invoke("calibrate", "--cases", cases, "--folds", "1")
+    assert done.returncode == 0, done.stderr
+    assert "cross-validated:        Inj@1" not in done.stdout
+    assert "no case held out" in done.stdout
+    data = json.loads(vault_repo.invoke("calibrate", "--cases", cases, "--folds", "1", "--json").stdout)
+    assert data["best"]["cross_validated"] is None
+    assert all(p["cross_validated"] is None for p in data["tradeoff"])
+    # with folds, the held-out figures are there
+    data = json.loads(vault_repo.invoke("calibrate", "--cases", cases, "--folds", "2", "--json").stdout)
+    assert data["best"]["cross_validated"]["n_pos"] == 2
+
+
+def test_calibrate_slice_names_cannot_forge_lines(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    cases = _calibrate_vault(vault_repo, tmp_path, p="a\nForged line", n="b\nForged line")
+    done = vault_repo.invoke("calibrate", "--cases", cases, "--folds", "2")
+    assert done.returncode == 0, done.stderr
+    assert not any(line.startswith("Forged") for line in done.stdout.splitlines())
+
+
+def test_calibrate_gives_no_rate_for_a_slice_without_negatives(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    cases = _calibrate_vault(vault_repo, tmp_path, p="posonly", n="negonly")
+    done = vault_repo.invoke("calibrate", "--cases", cases, "--folds", "2")
+    assert done.returncode == 0, done.stderr
+    current = next(line for line in done.stdout.splitlines() if line.startswith("Current"))
+    assert "posonly -" in current and ("negonly 0.000" in current or "negonly 1.000" in current)
+
+
+# -- bench ------------------------------------------------------------------------------------------------------
+
+
+def _lme(qid: str, answer: str, sessions: dict[str, str], qtype: str = "single-session-user") -> dict[str, Any]:
+    return {
+        "question_id": qid,
+        "question_type": qtype,
+        "question": "where did I park the car",
+        "question_date": "2023/05/20 (Sat) 02:21",
+        "haystack_session_ids": list(sessions),
+        "haystack_dates": ["2023/05/01 (Mon) 10:00"] * len(sessions),
+        "haystack_sessions": [[{"role": "user", "content": text}] for text in sessions.values()],
+        "answer_session_ids": [answer],
+    }
+
+
+@pytest.mark.parametrize("suite", ["longmemeval", "locomo"])
+def test_bench_on_a_file_without_questions_is_an_error(tmp_path: Path, suite: str) -> None:
+    path = tmp_path / "empty.json"
+    path.write_text("[]")
+    line = _one_line_error(invoke_cli(["bench", suite, str(path)]))
+    assert "no question" in line
+
+
+def test_bench_on_a_file_whose_questions_are_all_left_out_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "abs.json"
+    path.write_text(json.dumps([_lme("q1_abs", "s1", {"s1": "I parked on level 3"})]))
+    line = _one_line_error(invoke_cli(["bench", "longmemeval", str(path)]))
+    assert "no question" in line and "abstention" in line
+
+
+def test_longmemeval_refuses_a_question_id_given_twice(tmp_path: Path) -> None:
+    path = tmp_path / "dup.json"
+    path.write_text(
+        json.dumps(
+            [
+                _lme("q1", "s1", {"s1": "I parked the car on level 3", "s2": "pizza tonight"}),
+                _lme("q1", "x2", {"x1": "nothing here", "x2": "more pizza"}),
+            ]
+        )
+    )
+    with pytest.raises(InvalidBenchmark, match="q1.*twice"):
+        load_longmemeval(path)
+
+
+def test_locomo_refuses_a_conversation_id_given_twice(tmp_path: Path) -> None:
+    conversation = {"session_1": [{"speaker": "A", "text": "we hiked"}], "session_1_date_time": "8 May, 2023"}
+    record = {"sample_id": "c1", "conversation": conversation, "qa": [{"question": "hike?", "evidence": ["D1:1"]}]}
+    path = tmp_path / "dup.json"
+    path.write_text(json.dumps([record, record]))
+    with pytest.raises(InvalidBenchmark, match="c1.*twice"):
+        load_locomo(path)
+
+
+def test_locomo_leaves_out_a_question_whose_evidence_names_no_session(tmp_path: Path) -> None:
+    conversation = {"session_1": [{"speaker": "A", "text": "we hiked"}], "session_1_date_time": "8 May, 2023"}
+    qa = [{"question": "hike?", "evidence": ["D1:1"], "category": 1}, {"question": "x?", "evidence": ["somewhere"]}]
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([{"sample_id": "c1", "conversation": conversation, "qa": qa}]))
+    suite = load_locomo(path)
+    assert [q.id for q in suite.questions] == ["c1/q1"]
+    assert suite.excluded == {"unreadable_evidence": 1}
+
+
+def test_bench_question_types_cannot_forge_lines(tmp_path: Path) -> None:
+    path = tmp_path / "lme.json"
+    forged = "t\nall          9      1.000      1.000      1.000      1.000      1.000"
+    path.write_text(json.dumps([_lme("q1", "s1", {"s1": "I parked the car on level 3"}, qtype=forged)]))
+    done = invoke_cli(["bench", "longmemeval", str(path)])
+    assert done.returncode == 0, done.stderr
+    assert sum(1 for line in done.stdout.splitlines() if line.startswith("all ")) == 1
+
+
+def test_longmemeval_leaves_out_a_question_without_an_answer_session(tmp_path: Path) -> None:
+    path = tmp_path / "lme.json"
+    empty = {**_lme("q2", "s1", {"s1": "I parked the car on level 3"}), "answer_session_ids": []}
+    path.write_text(json.dumps([_lme("q1", "s1", {"s1": "I parked the car on level 3"}), empty]))
+    suite = load_longmemeval(path)
+    assert [q.id for q in suite.questions] == ["q1"]
+    assert suite.excluded == {"no_answer_session": 1}
+    done = invoke_cli(["bench", "longmemeval", str(path), "--json"])
+    assert json.loads(done.stdout)["recall@1"] == 1.0  # the unscorable question does not pull it to 0.5
+
+
+def test_cases_with_the_same_query_share_a_fold(vault_repo: VaultRepo) -> None:
+    # c0 and c2 hash to different folds of 5; the same question under two ids must not be fitted on in one fold and
+    # measured as held out in the other.
+    from cairn.config import RecallSettings
+    from cairn.hot.vault import find_vault
+    from cairn.index import build as indexer
+    from cairn.quality.calibrate import fold_of, gather
+    from cairn.quality.evaluate import Case
+
+    assert fold_of("c0", 5) != fold_of("c2", 5)
+    make_vault(vault_repo)
+    cases = [
+        Case("c0", POSITIVE, (REBASE_ID,)),
+        Case("c2", "  " + POSITIVE.upper() + " ", (REBASE_ID,)),
+        Case("c3", NEGATIVE, ()),
+    ]
+    with indexer.open_index(find_vault(vault_repo.root)) as index:
+        points = gather(index, cases, settings=RecallSettings(), folds=5)
+    assert points[0].fold == points[1].fold == fold_of("c0", 5)
+    assert points[2].fold == fold_of("c3", 5)
+
+
+def test_a_jsonl_cases_file_with_a_byte_order_mark_reads(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"id": "a", "query": "x"}).encode() + b"\n")
+    assert [c.id for c in load_cases(path)] == ["a"]
+
+
+@pytest.mark.parametrize(("given", "meant"), [("longmemeval", "locomo"), ("locomo", "longmemeval")])
+def test_a_benchmark_file_of_the_other_format_says_which_command_reads_it(
+    tmp_path: Path, given: str, meant: str
+) -> None:
+    conversation = {"session_1": [{"speaker": "A", "text": "we hiked"}]}
+    records = {
+        "locomo": [{"sample_id": "c1", "conversation": conversation, "qa": []}],
+        "longmemeval": [_lme("q1", "s1", {"s1": "I parked"})],
+    }
+    path = tmp_path / "file.json"
+    path.write_text(json.dumps(records[meant]))
+    line = _one_line_error(invoke_cli(["bench", given, str(path)]))
+    assert f"cairn bench {meant}" in line
