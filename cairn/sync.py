@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from cairn import gitrepo
+from cairn.hot import paths
 from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing
 from cairn.hot.index import IndexReader
 from cairn.hot.vault import Vault
 from cairn.index import build as indexer
+from cairn.index import store
 
 Say = Callable[[str], None]
 
@@ -51,9 +53,13 @@ class SyncResult:
 
 
 def sync_vault(vault: Vault, name: str, say: Say = lambda text: None) -> SyncResult:
-    """Fetch the vault's served ref (fast-forward only) and bring its index up to it."""
+    """Fetch the vault's served ref (fast-forward only) and bring its index up to it. Two syncs of one vault take
+    turns (a lock beside its index): at once, one's fetch would fail on the ref lock the other's holds."""
     with gitrepo.open_repo(vault) as repo:
-        return _sync(repo, vault, name, say)
+        folder = indexer.index_file_for(vault).parent
+        paths.private_folder(str(folder))
+        with store.file_lock(folder / "sync.lock", f"syncing {name}"):
+            return _sync(repo, vault, name, say)
 
 
 def _sync(repo: Any, vault: Vault, name: str, say: Say) -> SyncResult:
@@ -75,10 +81,12 @@ def _sync(repo: Any, vault: Vault, name: str, say: Say) -> SyncResult:
             with_extended_output=True,
             with_exceptions=False,
         )
-        if status != 0 and _checked_out(str(stderr)) and _holds_the_remote(repo, remote, src, ref):
-            say(f"{name}: {ref} is checked out and already holds {remote}'s {src.removeprefix('refs/heads/')}")
+        refused = _checked_out(str(stderr)) or _not_fast_forward(str(stderr))
+        if status != 0 and refused and _holds_the_remote(repo, remote, src, ref):
+            # Checked out, or ahead with commits not pushed yet: it holds every commit of the remote's already.
+            say(f"{name}: {ref} already holds {remote}'s {src.removeprefix('refs/heads/')}")
         elif status != 0:
-            return _fetch_failed(vault, name, ref, before, remote, src, str(stderr))
+            return _fetch_failed(repo, vault, name, ref, before, remote, src, str(stderr))
     try:
         _, after = indexer.served_commit(vault, repo)
         if before and before != after and gitrepo.commit_exists(repo, before):
@@ -144,6 +152,11 @@ def _fetch_source(repo: Any, ref: str) -> tuple[str, str] | None:
     return None
 
 
+def _not_fast_forward(stderr: str) -> bool:
+    """git refused to move the served ref because the remote's branch does not descend from it."""
+    return "non-fast-forward" in stderr or "[rejected]" in stderr
+
+
 def _checked_out(stderr: str) -> bool:
     """git refused to move the served branch because a work tree has it checked out."""
     return "refusing to fetch into" in stderr or "checked out" in stderr
@@ -170,12 +183,31 @@ def _config(repo: Any, key: str) -> str:
     return str(out).strip() if status == 0 else ""
 
 
+def _own_commits(repo: Any, ref: str, remote: str) -> int:
+    """How many commits of the local branch `ref` no ref of `remote`'s (as last fetched) holds: commits not pushed."""
+    status, out, _ = repo.git.rev_list(
+        "--count", ref, "--not", f"--remotes={remote}", with_extended_output=True, with_exceptions=False
+    )
+    return int(str(out).strip()) if status == 0 and str(out).strip().isdigit() else 0
+
+
 def _fetch_failed(
-    vault: Vault, name: str, ref: str, before: str | None, remote: str, src: str, stderr: str
+    repo: Any, vault: Vault, name: str, ref: str, before: str | None, remote: str, src: str, stderr: str
 ) -> SyncResult:
     branch = src.removeprefix("refs/heads/")
     root = str(vault.root)
-    if "non-fast-forward" in stderr or "[rejected]" in stderr:
+    own = _own_commits(repo, ref, remote) if _not_fast_forward(stderr) and ref.startswith("refs/heads/") else 0
+    if own:
+        # A local branch with commits of its own, and the remote's has others: a forced fetch would drop the former.
+        served = (before or ref)[:8] if before else ref
+        local = ref.removeprefix("refs/heads/")
+        message = (
+            f"{ref} has {own} commit{'s' if own != 1 else ''} that {remote}'s {branch} lacks and {remote}'s {branch} "
+            f"has commits that {ref} lacks; still serving {served}. Merge or rebase them in {root} "
+            f"(`git -C {root} switch {local} && git -C {root} pull`), then `cairn sync {name}`"
+        )
+        return SyncResult(name, root, ref, "diverged", before, before, fetched=f"{remote} {src}", message=message)
+    if _not_fast_forward(stderr):
         message = (
             f"{remote}'s {branch} was rewritten (a force-push?) and is not a fast-forward of {ref}; still serving "
             f"{(before or ref)[:8] if before else ref}. If the new history is right: "
@@ -189,8 +221,10 @@ def _fetch_failed(
             f"(`git -C {root} remote set-head {remote} --auto`)"
         )
         return SyncResult(name, root, ref, "error", before, before, fetched=f"{remote} {src}", message=message)
-    last = [line for line in stderr.strip().splitlines() if line.strip()]
-    detail = last[-1].strip() if last else "git fetch failed"
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    # git's first line says what failed ("fatal: '/x' does not appear to be a git repository", "ssh: Could not
+    # resolve hostname ..."); its last is advice ("and the repository exists.").
+    detail = lines[0].removeprefix("fatal: ").removeprefix("error: ")[:300] if lines else "git fetch failed"
     return SyncResult(
         name,
         root,

@@ -8,15 +8,17 @@ the file, atomically, 0600 in a 0700 folder: a write never leaves a config the h
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from cairn.hot import userconfig as reader
 from cairn.hot.errors import ConfigError
-from cairn.hot.userconfig import VaultEntry, config_file, load_config, load_vaults
+from cairn.hot.userconfig import UserConfig, VaultEntry, config_file, load_config, load_vaults
 from cairn.hot.vault import find_vault
 
 MARKER = "cairn.toml"
@@ -47,6 +49,20 @@ def add_vault(
             f"empty file will do), commit it, then run this again"
         )
     file = config_file(env)
+    with _editing(file, env):
+        return _add(file, root, name, ref, scopes, projects, first, env)
+
+
+def _add(
+    file: str,
+    root: str,
+    name: str | None,
+    ref: str | None,
+    scopes: Sequence[str],
+    projects: Sequence[str],
+    first: bool,
+    env: Mapping[str, str],
+) -> VaultEntry:
     current = load_config(env)  # a broken file is reported, never appended to
     name = name if name is not None else default_name(root, {e.name for e in current.vaults})
     if not reader._is_name(name):
@@ -76,22 +92,23 @@ def add_vault(
         text = base + ("" if base.endswith("\n") else "\n") + "\n" + table
     else:
         text = base[:at] + table + "\n" + base[at:]
-    _write_checked(file, text, env)
-    return next(e for e in load_vaults(env) if e.name == name)
+    written = _write_checked(file, text, env, expect=_order(current.vaults, name, first))
+    return next(e for e in written.vaults if e.name == name)
 
 
 def remove_vault(name: str, env: Mapping[str, str] | None = None) -> VaultEntry:
     """Remove the vault named `name` from the configuration (its folder and cards are not touched)."""
     env = os.environ if env is None else env
     file = config_file(env)
-    entries = load_vaults(env)
-    position = next((n for n, e in enumerate(entries) if e.name == name), None)
-    if position is None:
-        known = ", ".join(e.name for e in entries) or "none"
-        raise ConfigError(f"no vault named {name!r} is configured (configured: {known}); see `cairn vault list`")
-    text = _read(file)
-    _write_checked(file, _without_table(text, position), env)
-    return entries[position]
+    with _editing(file, env):
+        entries = load_vaults(env)
+        position = next((n for n, e in enumerate(entries) if e.name == name), None)
+        if position is None:
+            known = ", ".join(e.name for e in entries) or "none"
+            raise ConfigError(f"no vault named {name!r} is configured (configured: {known}); see `cairn vault list`")
+        text = _read(file)
+        _write_checked(file, _without_table(text, position), env, expect=[e.name for e in entries if e.name != name])
+        return entries[position]
 
 
 def configured_ref(vault_root: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> str | None:
@@ -150,13 +167,52 @@ def _read(file: str) -> str:
         raise ConfigError(f"{file}: cannot read the user configuration ({exc})") from None
 
 
-def _write_checked(file: str, text: str, env: Mapping[str, str]) -> None:
-    """Validate `text` as the reader would, then replace `file` with it atomically (0600; its folder 0700)."""
+@contextlib.contextmanager
+def _editing(file: str, env: Mapping[str, str]) -> Iterator[None]:
+    """Hold the configuration's edit lock, so two commands editing it at once each see the other's edit instead of
+    writing over it. The lock file is Cairn's state folder's (beside the file's cached copy, keyed by the file's
+    real path: never a stray file in a dotfiles repository the config links into); in the config's own folder when
+    the state folder cannot be written."""
+    from cairn.hot import private_folder
+    from cairn.index.store import file_lock
+
+    real = os.path.realpath(file)
+    lock = Path(reader._cache_file(real, env)).with_suffix(".lock")
+    try:
+        private_folder(str(lock.parent))
+        writable = os.access(lock.parent, os.W_OK)
+    except OSError:
+        writable = False
+    if not writable:
+        folder = os.path.dirname(real)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        lock = Path(folder) / f".{os.path.basename(real)}.lock"
+    with file_lock(lock, f"editing the user configuration {file}"):
+        yield
+
+
+def _order(current: Sequence[VaultEntry], name: str, first: bool) -> list[str]:
+    names = [e.name for e in current]
+    return [name, *names] if first else [*names, name]
+
+
+def _write_checked(file: str, text: str, env: Mapping[str, str], expect: Sequence[str]) -> UserConfig:
+    """Validate `text` as the reader would, check it holds the vaults `expect` names in that order (a textual edit
+    that hit another table than meant is refused), then replace `file` with it atomically (0600; its folder 0700);
+    the configuration it holds. A symlink at `file` stays one: its target is what is replaced (a config kept in a
+    dotfiles repository)."""
     raw = text.encode("utf-8")
     try:
-        reader._parse_toml(file, raw, env)
+        data = reader._parse_toml(file, raw, env)
     except ValueError as exc:
         raise ConfigError(f"{exc} (nothing was written)") from None
+    written = reader._from_data(file, data)
+    if [e.name for e in written.vaults] != list(expect):
+        raise ConfigError(
+            f"{file}: its layout is one Cairn cannot edit safely (a [[vaults]] table it could not find by its "
+            "header); nothing was written: edit the file by hand"
+        )
+    file = os.path.realpath(file)
     folder = os.path.dirname(file)
     if not os.path.isdir(folder):
         os.makedirs(folder, mode=0o700, exist_ok=True)
@@ -172,18 +228,27 @@ def _write_checked(file: str, text: str, env: Mapping[str, str]) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+    return written
 
 
 def _first_table(text: str) -> int | None:
     """The offset of the first `[[vaults]]` table, with the comment lines right above it (they describe it)."""
     lines = text.splitlines(keepends=True)
-    starts = [n for n, line in enumerate(lines) if line.strip().replace(" ", "") == "[[vaults]]"]
+    starts = [n for n, line in enumerate(lines) if _is_vaults_header(line)]
     if not starts:
         return None
     start = starts[0]
     while start > 0 and lines[start - 1].lstrip().startswith("#") and lines[start - 1].strip():
         start -= 1
     return sum(len(line) for line in lines[:start])
+
+
+_VAULTS_HEADER = re.compile(r"""\s*\[\[\s*(?:vaults|"vaults"|'vaults')\s*\]\]\s*(?:#.*)?""")
+
+
+def _is_vaults_header(line: str) -> bool:
+    """A `[[vaults]]` table header as TOML allows it: spaces inside the brackets, a quoted key, a comment after."""
+    return _VAULTS_HEADER.fullmatch(line.rstrip("\r\n")) is not None
 
 
 def _is_header(line: str) -> bool:
@@ -195,7 +260,7 @@ def _without_table(text: str, position: int) -> str:
     """`text` without the `position`-th `[[vaults]]` table; comment and blank lines right above the next table
     stay (they describe that table)."""
     lines = text.splitlines(keepends=True)
-    starts = [n for n, line in enumerate(lines) if line.strip().replace(" ", "") == "[[vaults]]"]
+    starts = [n for n, line in enumerate(lines) if _is_vaults_header(line)]
     if position >= len(starts):
         raise ConfigError("the configuration file changed while it was read; run the command again")
     start = starts[position]

@@ -10,6 +10,7 @@ from cairn.cli.common import echo, echo_json, errors_to_exit, json_option
 from cairn.hot.errors import CairnError, VaultNotFound
 from cairn.hot.userconfig import config_file, load_vaults
 from cairn.hot.vault import find_vault
+from cairn.terminal import clean_line
 
 
 @click.command()
@@ -51,7 +52,7 @@ def sync(name: str | None, as_json: bool) -> None:
             result = SyncResult(entry.name, entry.path, entry.ref or "", "error", message=str(exc))
         results.append(result)
         if not as_json:
-            echo(_line(result))
+            echo(clean_line(_line(result)))  # one line per vault, whatever a message quotes (a key, git's stderr)
     if as_json:
         echo_json({"vaults": [r.to_dict() for r in results]})
     if any(r.status in ("diverged", "error") for r in results):
@@ -60,7 +61,7 @@ def sync(name: str | None, as_json: bool) -> None:
 
 def _progress(text: str, show: bool) -> None:
     if show:
-        click.echo(f"  {text} ...", err=True)
+        click.echo(clean_line(f"  {text} ..."), err=True)
 
 
 def _line(result: object) -> str:

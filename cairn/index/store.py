@@ -11,6 +11,7 @@ anew. `verify` checks a whole file. Files are 0600 in 0700 folders.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -18,6 +19,7 @@ import os
 import struct
 import sys
 import tempfile
+import time
 from array import array
 from bisect import bisect_left
 from collections import Counter
@@ -26,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from cairn.hot import dumps, paths
-from cairn.hot.errors import IndexCorrupt
+from cairn.hot import dumps, open_private, paths
+from cairn.hot.errors import CairnError, IndexCorrupt
 from cairn.hot.index import (
     BYTE_ORDER,
     CARD_SLOT,
@@ -208,16 +210,61 @@ def _updated_postings(
     return rows, stats, _frontier_blob([frontier[f] | set(fresh[f]) for f in range(3)])
 
 
+LOCK_WAIT_SECONDS = 600.0  # a full index of 100,000 cards takes minutes; a holder past this is stuck, not busy
+
+
+class IndexBusy(CairnError):
+    """Another process has held an index's lock for longer than any index takes."""
+
+
 @contextlib.contextmanager
 def writer_lock(index_file: Path) -> Iterator[None]:
     """Serialise writers of one index (readers never wait: they read whole files)."""
     paths.private_folder(str(index_file.parent))
-    lock_path = index_file.with_name(index_file.name + ".lock")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    with file_lock(index_file.with_name(index_file.name + ".lock"), f"writing the index at {index_file}"):
+        yield
+
+
+@contextlib.contextmanager
+def file_lock(lock_path: Path, doing: str) -> Iterator[None]:
+    """An exclusive `flock` on the lock file `lock_path` (0600; made if missing; never through a symlink, never a
+    FIFO or folder in its place), with the holder's pid written in it. A lock whose holder ended is free at once
+    (the kernel lets go of it); a holder that keeps it over `LOCK_WAIT_SECONDS` is named in an `IndexBusy`."""
+    try:
+        fd = open_private(str(lock_path), os.O_RDWR | os.O_CREAT)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO) or "not a regular file" in str(exc):
+            raise CairnError(
+                f"{lock_path} is not a regular file (a lock file of Cairn's); remove it, then run again"
+            ) from None
+        raise
     with os.fdopen(fd, "r+b") as handle:
         paths.private_file(str(lock_path))
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise IndexBusy(_busy_message(handle, doing)) from None
+                time.sleep(0.05)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()).encode("ascii"))
+        handle.flush()
         yield
+
+
+def _busy_message(handle: IO[bytes], doing: str) -> str:
+    handle.seek(0)
+    pid = handle.read(16).decode("ascii", "replace").strip()
+    who, stop = (f" (pid {pid})", f"`kill {pid}`") if pid.isdigit() else ("", "find it with `ps`")
+    wait = f"{LOCK_WAIT_SECONDS:g} s"
+    return (
+        f"another Cairn process{who} is {doing} and has held its lock for over {wait}; wait for it, or stop it if it "
+        f"is stuck ({stop}), then run again"
+    )
 
 
 @dataclass(slots=True)

@@ -1,0 +1,280 @@
+"""Bad input for the vault registry, `cairn sync` and the index's writer lock: a symlinked or concurrently edited user
+configuration, a served branch with local commits, an unreachable remote, two syncs at once, a lock file that is not
+a file or is held. Real git repositories and bare remotes under tmp_path, the installed `cairn` as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from cairn.index import store
+from helpers.vaults import VaultRepo, run_cairn
+
+
+def config_path() -> Path:
+    return Path(os.environ["XDG_CONFIG_HOME"]) / "cairn" / "config.toml"
+
+
+def bare_vault(tmp_path: Path) -> tuple[VaultRepo, Path]:
+    """An author's vault with one card, pushed to a bare remote `remote.git` (its `origin`)."""
+    author = VaultRepo(tmp_path / "author")
+    author.write_raw("cairn.toml", "# Cairn's settings: the defaults.\n")
+    author.write("git/rebase", "Pull rebase drops commits after a force-push", "Check git reflog before pulling.")
+    author.commit("First card")
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    author.git("remote", "add", "origin", str(remote))
+    author.git("push", "-q", "-u", "origin", "main")
+    return author, remote
+
+
+def clone(remote: Path, target: Path) -> VaultRepo:
+    subprocess.run(["git", "clone", "-q", str(remote), str(target)], check=True, capture_output=True)
+    repo = VaultRepo.__new__(VaultRepo)
+    repo.root = target
+    return repo
+
+
+def push_card(author: VaultRepo, card_id: str, name: str) -> str:
+    author.write(card_id, name, f"{name}: what to do about it.")
+    commit = author.commit(name)
+    author.git("push", "-q", "origin", "main")
+    return commit
+
+
+# -- the user configuration ---------------------------------------------------------------------------------------
+
+
+def test_vault_add_and_remove_write_through_a_symlinked_configuration(tmp_path: Path) -> None:
+    """A config kept in a dotfiles repository and linked into place stays a link; the edit lands in its target."""
+    author, _ = bare_vault(tmp_path)
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    target = dotfiles / "cairn.toml"
+    target.write_text("# my dotfiles: keep this comment\n", encoding="utf-8")
+    config_path().parent.mkdir(parents=True)
+    config_path().symlink_to(target)
+    added = run_cairn("vault", "add", str(author.root), "--name", "team", cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    assert config_path().is_symlink() and config_path().resolve() == target.resolve()
+    text = target.read_text("utf-8")
+    assert text.startswith("# my dotfiles: keep this comment\n") and 'name = "team"' in text
+    assert [v["name"] for v in json.loads(run_cairn("vault", "list", "--json", cwd=tmp_path).stdout)["vaults"]] == [
+        "team"
+    ]
+    removed = run_cairn("vault", "remove", "team", cwd=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    assert config_path().is_symlink() and "team" not in target.read_text("utf-8")
+    assert target.read_text("utf-8").startswith("# my dotfiles: keep this comment\n")
+    assert [p.name for p in dotfiles.iterdir()] == ["cairn.toml"]  # no lock or temp file left in the dotfiles
+
+
+def test_vault_adds_at_once_keep_every_entry(tmp_path: Path) -> None:
+    """Several `cairn vault add` at the same time (a setup script run twice, two terminals): none loses another's
+    entry, none fails with a traceback-like message."""
+    folders = []
+    for n in range(6):
+        folder = tmp_path / f"vault{n}"
+        (folder / "cards").mkdir(parents=True)
+        (folder / "cairn.toml").write_text("", encoding="utf-8")
+        folders.append(folder)
+    config_path().parent.mkdir(parents=True)
+    config_path().write_text("# keep me\n", encoding="utf-8")
+    with ThreadPoolExecutor(len(folders)) as pool:
+        done = list(pool.map(lambda f: run_cairn("vault", "add", str(f), cwd=tmp_path), folders))
+    assert [(d.returncode, d.stderr) for d in done] == [(0, "")] * len(folders)
+    listed = json.loads(run_cairn("vault", "list", "--json", cwd=tmp_path).stdout)["vaults"]
+    assert sorted(v["name"] for v in listed) == [f"vault{n}" for n in range(6)]
+    assert config_path().read_text("utf-8").startswith("# keep me\n")
+
+
+HAND_WRITTEN = """\
+# my vaults
+[[vaults]]  # the team's lessons
+name = "team"
+path = "{team}"
+
+[[ "vaults" ]]
+name = "mine"
+path = "{mine}"
+"""
+
+
+def _two_vaults(tmp_path: Path) -> tuple[Path, Path]:
+    for name in ("team", "mine", "third"):
+        (tmp_path / name / "cards").mkdir(parents=True)
+        (tmp_path / name / "cairn.toml").write_text("", encoding="utf-8")
+    config_path().parent.mkdir(parents=True)
+    config_path().write_text(HAND_WRITTEN.format(team=tmp_path / "team", mine=tmp_path / "mine"), encoding="utf-8")
+    return tmp_path / "team", tmp_path / "mine"
+
+
+def _names(tmp_path: Path) -> list[str]:
+    return [v["name"] for v in json.loads(run_cairn("vault", "list", "--json", cwd=tmp_path).stdout)["vaults"]]
+
+
+@pytest.mark.parametrize("removed", ["team", "mine"])
+def test_vault_remove_takes_out_the_vault_named_in_a_hand_written_file(tmp_path: Path, removed: str) -> None:
+    """Table headers as TOML allows them (a comment after one, spaces, a quoted key): `remove team` removes team,
+    never another vault."""
+    _two_vaults(tmp_path)
+    done = run_cairn("vault", "remove", removed, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _names(tmp_path) == [n for n in ("team", "mine") if n != removed]
+    assert config_path().read_text("utf-8").startswith("# my vaults\n")
+
+
+def test_vault_add_first_goes_first_in_a_hand_written_file(tmp_path: Path) -> None:
+    _two_vaults(tmp_path)
+    done = run_cairn("vault", "add", str(tmp_path / "third"), "--first", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _names(tmp_path) == ["third", "team", "mine"]
+
+
+# -- cairn sync -----------------------------------------------------------------------------------------------------
+
+
+def test_sync_of_a_served_branch_ahead_of_its_remote_is_no_rewrite(tmp_path: Path) -> None:
+    """The served branch (local main, not checked out: a detached HEAD) holds a commit not pushed yet: the remote
+    was not rewritten, so sync indexes main as it is, exit 0, and moves nothing."""
+    author, _ = bare_vault(tmp_path)
+    assert run_cairn("vault", "add", str(author.root), "--name", "team", cwd=tmp_path).returncode == 0
+    assert run_cairn("sync", cwd=tmp_path).returncode == 0
+    author.write("git/bisect", "Bisect finds the breaking commit", "Run git bisect run with the test.")
+    local = author.commit("Not pushed yet")
+    author.git("checkout", "-q", "--detach", "HEAD~1")
+    done = run_cairn("sync", "team", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["vaults"][0]["status"] == "updated"
+    assert author.git("rev-parse", "main") == local
+    listed = json.loads(run_cairn("list", "--vault", "team", "--json", cwd=tmp_path).stdout)
+    assert listed["commit"] == local
+
+
+def test_sync_of_a_diverged_served_branch_never_advises_dropping_local_commits(tmp_path: Path) -> None:
+    """Local main (not checked out) has a commit of its own, and the remote has another: sync refuses, exit 1, and
+    its advice is not the forced fetch that would throw the local commit away."""
+    author, remote = bare_vault(tmp_path)
+    assert run_cairn("vault", "add", str(author.root), "--name", "team", cwd=tmp_path).returncode == 0
+    assert run_cairn("sync", cwd=tmp_path).returncode == 0
+    teammate = clone(remote, tmp_path / "teammate")
+    push_card(teammate, "git/stash", "Stash before switching branches")
+    author.write("git/mine", "My own unpushed lesson", "Mine: what to do.")
+    mine = author.commit("Mine")
+    author.git("checkout", "-q", "--detach")
+    done = run_cairn("sync", "team", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout.count("\n") == 1 and done.stdout.startswith("team: diverged: ")
+    assert "--force" not in done.stdout and "1 commit" in done.stdout
+    assert author.git("rev-parse", "main") == mine
+
+
+def test_sync_of_an_unreachable_remote_says_why(tmp_path: Path) -> None:
+    """The remote's folder was removed: one line naming the remote's problem (not git's closing advice)."""
+    _, remote = bare_vault(tmp_path)
+    mine = clone(remote, tmp_path / "mine")
+    assert run_cairn("vault", "add", str(mine.root), "--name", "team", cwd=tmp_path).returncode == 0
+    assert run_cairn("sync", cwd=tmp_path).returncode == 0
+    subprocess.run(["rm", "-rf", str(remote)], check=True)
+    done = run_cairn("sync", cwd=tmp_path)
+    assert done.returncode == 1 and done.stderr == ""
+    assert done.stdout.count("\n") == 1
+    assert "does not appear to be a git repository" in done.stdout, done.stdout
+    assert "still serving" in done.stdout
+
+
+def test_two_syncs_at_once_both_succeed(tmp_path: Path) -> None:
+    """`cairn sync` run twice at the same moment (a cron job and a user): neither fails on the other's ref lock,
+    both end at the remote's commit, and the index is whole."""
+    author, remote = bare_vault(tmp_path)
+    mine = clone(remote, tmp_path / "mine")
+    assert run_cairn("vault", "add", str(mine.root), "--name", "team", cwd=tmp_path).returncode == 0
+    assert run_cairn("sync", cwd=tmp_path).returncode == 0
+    for n in range(4):
+        new = push_card(author, f"git/lesson-{n}", f"Lesson number {n} about rebasing")
+        with ThreadPoolExecutor(3) as pool:
+            done = list(pool.map(lambda _: run_cairn("sync", "--json", cwd=tmp_path), range(3)))
+        for result in done:
+            assert result.returncode == 0, result.stdout
+            assert json.loads(result.stdout)["vaults"][0]["after"] == new
+    audit = run_cairn("audit", "--vault", "team", cwd=tmp_path)
+    assert audit.returncode == 0, audit.stdout
+
+
+# -- the writer lock ------------------------------------------------------------------------------------------------
+
+
+def _indexed(tmp_path: Path) -> tuple[VaultRepo, Path]:
+    author, _ = bare_vault(tmp_path)
+    done = author.cairn("index", "--json")
+    assert done.returncode == 0, done.stderr
+    return author, Path(json.loads(done.stdout)["index"])
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "folder"])
+def test_a_lock_file_that_is_not_a_file_is_refused_with_the_fix(tmp_path: Path, kind: str) -> None:
+    author, index_file = _indexed(tmp_path)
+    lock = index_file.with_name(index_file.name + ".lock")
+    lock.unlink()
+    elsewhere = tmp_path / "elsewhere"
+    if kind == "symlink":
+        lock.symlink_to(elsewhere)
+    elif kind == "fifo":
+        os.mkfifo(lock)
+    else:
+        lock.mkdir()
+    done = author.cairn("index", "--rebuild")
+    assert done.returncode == 1
+    assert done.stderr == f"Error: {lock} is not a regular file (a lock file of Cairn's); remove it, then run again\n"
+    assert not elsewhere.exists()  # nothing made through the link
+
+
+def test_a_held_lock_says_who_holds_it_and_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer that never lets go (a stopped `cairn index`) makes the next one give up with the holder's pid, not
+    wait forever."""
+    _, index_file = _indexed(tmp_path)
+    holder = subprocess.Popen(
+        [
+            "python3",
+            "-c",
+            "import fcntl, os, sys; f = open(sys.argv[1], 'r+b'); fcntl.flock(f, fcntl.LOCK_EX); "
+            "f.truncate(0); f.write(str(os.getpid()).encode()); f.flush(); print('held', flush=True); sys.stdin.read()",
+            str(index_file.with_name(index_file.name + ".lock")),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        monkeypatch.setattr(store, "LOCK_WAIT_SECONDS", 0.2)
+        with pytest.raises(store.IndexBusy) as raised, store.writer_lock(index_file):
+            pass
+        assert str(raised.value) == (
+            f"another Cairn process (pid {holder.pid}) is writing the index at {index_file} and has held its lock for "
+            f"over 0.2 s; wait for it, or stop it if it is stuck (`kill {holder.pid}`), then run again"
+        )
+    finally:
+        holder.communicate("")
+    with store.writer_lock(index_file):  # a lock its holder left (it ended) is free at once
+        assert index_file.with_name(index_file.name + ".lock").read_text() == str(os.getpid())
+
+
+def test_a_teammates_settings_cannot_fake_a_sync_line(tmp_path: Path) -> None:
+    """A committed cairn.toml whose key holds a line break and an escape: the vault's line stays one line, with no
+    escape sequence (the message names the key as it can)."""
+    author, remote = bare_vault(tmp_path)
+    mine = clone(remote, tmp_path / "mine")
+    assert run_cairn("vault", "add", str(mine.root), "--name", "team", cwd=tmp_path).returncode == 0
+    author.write_raw("cairn.toml", '[recall]\n"min\\nother: up to date at 00000000 (9 cards)\\u001b[2J" = 1\n')
+    author.commit("Settings")
+    author.git("push", "-q", "origin", "main")
+    done = run_cairn("sync", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout.count("\n") == 1 and "\x1b" not in done.stdout, done.stdout
+    assert done.stdout.startswith("team: error: cairn.toml:1: unknown key ")
