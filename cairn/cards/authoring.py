@@ -30,16 +30,66 @@ def template_dir() -> Path:
 
 
 def init_vault(path: Path) -> str:
-    """Copy the template into a new or empty folder, `git init` it and make the first commit; returns the commit."""
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise CairnError(f"{path} is not empty; choose a new folder (nothing was written)")
-    path.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(template_dir(), path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
-    from cairn import __version__, install  # the workflow installs the Cairn that made the vault
+    """Copy the template into a new or empty folder, `git init` it and make the first commit; returns the commit.
 
-    install.pin_workflow_version(path, __version__)
-    with gitrepo.init_repo(path) as repo:
-        return gitrepo.commit_all(repo, "Start a Cairn vault from the template")
+    All or nothing: when any step fails (git cannot commit, Ctrl-C), what it made is removed (the folders it
+    created; the contents of the empty folder it was given), so `cairn init` can simply be run again."""
+    if path.exists() and not path.is_dir():
+        raise CairnError(f"{path} is a file, not a folder; choose a new folder (nothing was written)")
+    if path.is_dir() and any(path.iterdir()):
+        raise CairnError(f"{path} is not empty; choose a new folder (nothing was written)")
+    created = _first_missing(path)
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        shutil.copytree(template_dir(), path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+        from cairn import __version__, install  # the workflow installs the Cairn that made the vault
+
+        install.pin_workflow_version(path, __version__)
+        with gitrepo.init_repo(path) as repo:
+            try:
+                return gitrepo.commit_all(repo, "Start a Cairn vault from the template")
+            except CairnError:
+                raise
+            except Exception as exc:  # git's own refusal (GitCommandError: a signing key, a hook...)
+                reason = _git_reason(exc)
+                raise CairnError(
+                    f"git could not make the vault's first commit ({reason}); fix that (`git commit` must work "
+                    f"there), then run `cairn init` again; nothing was kept at {path}"
+                ) from None
+    except BaseException:
+        _undo_init(path, created)
+        raise
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost folder of `path` (itself included) that does not exist yet: what `mkdir(parents=True)` makes."""
+    missing = None
+    for folder in (path, *path.parents):
+        if folder.exists() or folder.is_symlink():
+            break
+        missing = folder
+    return missing
+
+
+def _undo_init(path: Path, created: Path | None) -> None:
+    """Remove what a failed `init_vault` made: the folders it created, else the contents of the empty folder."""
+    if created is not None:
+        shutil.rmtree(created, ignore_errors=True)
+        return
+    for child in path.iterdir() if path.is_dir() else ():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+
+
+def _git_reason(exc: Exception) -> str:
+    """git's own words from a failed command: its first `error:` or `fatal:` line, else its last line."""
+    stderr = str(getattr(exc, "stderr", "") or "")
+    lines = [line.strip().removeprefix("stderr: ").strip("'").strip() for line in stderr.splitlines()]
+    lines = [line for line in lines if line]
+    told = next((line for line in lines if line.startswith(("error:", "fatal:"))), None)
+    return told or (lines[-1] if lines else (str(exc).splitlines() or [type(exc).__name__])[0])
 
 
 STATUSES = ("active", "draft", "retired")
@@ -189,7 +239,8 @@ def prepare_card(vault: Vault, card: NewCard, *, today: dt.date | None = None) -
     data = text.encode("utf-8")
     parsed, findings = parse_card(rel, data)
     if parsed is None:
-        raise InvalidCard("; ".join(f.message for f in findings))
+        messages = "; ".join(f.message for f in findings)
+        raise InvalidCard(f"{rel} was not written: {messages}; fix that and run it again")
     target = vault.root / rel
     if target.exists() or target.is_symlink():
         raise CardExists(f"{rel} already exists; choose another --id (the file was left untouched)")
@@ -225,6 +276,12 @@ def lint_pending(
     report = lint_files(vault, list(files), today=today, pending=files)
     found: dict[str, list[Finding]] = {rel: [] for rel in files}
     for finding in report.findings:
+        if finding.rule == "config-invalid" and finding.path not in found:
+            # lint fell back to the defaults: the card would be checked against a policy the team did not set
+            raise CairnError(
+                f"{finding.path}:{finding.line}: {finding.message.removesuffix('; the defaults were used')}; "
+                "fix it (`cairn lint` shows it), then run this again (nothing was written)"
+            )
         if finding.path in found:
             found[finding.path].append(finding)
     return {rel: tuple(items) for rel, items in found.items()}

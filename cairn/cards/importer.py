@@ -38,6 +38,7 @@ from cairn.cards.similarity import name_key
 from cairn.finding import ERROR, Finding
 from cairn.hot.errors import CairnError, CardExists, InvalidId, RefusedWrite
 from cairn.hot.vault import Vault
+from cairn.terminal import clean_line
 
 SUMMARY_MAX_CHARS = 300
 # A lesson file or a note is a few KiB; past this size a file is not one (a log, a dump) and would take minutes.
@@ -179,10 +180,16 @@ def import_notes(
     headings: list[str] = []
     found_section = False
     files = list(_source_files(src, as_lessons, cards_dir))
+    inside = src.resolve() if src.is_dir() else None
     for done, (file, rel_dir) in enumerate(files):
         if progress is not None and done % 25 == 0:
             progress(done, 2 * len(files))
         shown = str(file)
+        if inside is not None and file.is_symlink() and not file.resolve().is_relative_to(inside):
+            # A notes folder (a cloned repository) must not bring a file from elsewhere (`creds.md -> ~/.aws/...`)
+            # into the vault, where it would be committed and shared; name the file itself to import it.
+            planned.append(Problem(shown, f"a symlink to a file outside {src}; not read (import that file by name)"))
+            continue
         try:
             if file.stat().st_size > MAX_SOURCE_BYTES:  # never read (or parse) a huge file whole
                 size = file.stat().st_size / 1048576
@@ -193,7 +200,7 @@ def import_notes(
                 continue
             text = file.read_bytes().decode("utf-8").removeprefix("\ufeff")
         except UnicodeDecodeError:
-            planned.append(Problem(shown, "not UTF-8 text"))
+            planned.append(Problem(shown, "not UTF-8 text; save it as UTF-8 and import it again"))
             continue
         except OSError as exc:
             planned.append(Problem(shown, f"cannot read it ({exc.strerror or exc})"))
@@ -201,7 +208,8 @@ def import_notes(
         text = text.replace("\r\n", "\n").replace("\r", "\n")
         day = _file_day(file, today)
         if as_lessons or file.name.lower() in LESSON_FILES:
-            label = "/".join((*rel_dir, file.name))  # the card's `source`: the file's path inside SRC
+            # The card's `source`: the file's path inside SRC, on one line whatever its folders are called.
+            label = clean_line("/".join((*rel_dir, file.name))).replace("\u2028", "?").replace("\u2029", "?")
             read = plan_lessons(shown, label, text, day, section=section, scope=scope, topic=topic)
             planned.extend(read.planned)
             dropped.extend(read.dropped)
@@ -246,6 +254,12 @@ def plan_note(
             drop.extend(_span(tokens[heading]))
     if not name:
         name = stem.replace("-", " ").replace("_", " ").strip()
+        if not name.isascii() and not _utf8(name):  # undecodable bytes, held as surrogates
+            return Problem(
+                source,
+                "the file name is not UTF-8 text, and the note has no `name:` or heading to be named by; "
+                "rename the file or give it a name",
+            )
     summary = _text_field(meta, "summary") or _text_field(meta, "description")
     if not summary:
         para = _first(tokens, "paragraph_open", level=0)
@@ -613,6 +627,14 @@ def _split_frontmatter(text: str) -> tuple[dict[str, Any], str, str | None]:
     if not isinstance(meta, dict):
         return {}, body, "the frontmatter is not a mapping"
     return meta, body.lstrip("\n"), None
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _text_field(meta: dict[str, Any], key: str) -> str | None:

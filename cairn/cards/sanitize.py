@@ -329,6 +329,10 @@ def _sanitize(repo: Any, vault: Vault, target: Path, out: Path, settings: Saniti
             if card_id_from_path(entry.path) is None:
                 skipped.append(Finding(entry.path, 0, "not-a-card", "only card files (.md) are copied"))
                 continue
+            if not _plain_path(entry.path):  # `cards/../../x.md` in a crafted tree would land outside the copy
+                message = "the path has `..`, `.` or empty parts, which git never checks out; not copied"
+                skipped.append(Finding(entry.path, 0, "file-name", message))
+                continue
             if entry.mode in (gitrepo.SYMLINK_MODE, gitrepo.SUBMODULE_MODE):
                 skipped.append(Finding(entry.path, 0, "file-symlink", "symlinks and submodules are not copied"))
                 continue
@@ -350,6 +354,12 @@ def _sanitize(repo: Any, vault: Vault, target: Path, out: Path, settings: Saniti
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return SanitizeReport(target, commit, tuple(files), tuple(skipped))
+
+
+def _plain_path(path: str) -> bool:
+    """Whether a tree path names a file under the copy: relative, no `..`, `.` or empty part (a crafted tree object
+    can hold any of them, and `git ls-tree -r` lists them as they are)."""
+    return not path.startswith("/") and all(part not in ("", ".", "..") for part in path.split("/"))
 
 
 def _move_into_place(staging: Path, target: Path) -> None:

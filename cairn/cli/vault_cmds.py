@@ -18,6 +18,7 @@ from cairn.cli.common import (
     errors_to_exit,
     json_option,
     open_vault,
+    os_error_text,
     progress_bar,
     split_named_id,
     vault_option,
@@ -51,9 +52,15 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
 
     commit = authoring.init_vault(path)
     vault = find_vault(path)
-    # Index right away, so the agent hook has something to serve on its very first prompt.
-    report = indexer.build_index(vault)
-    echo(f"Created a vault at {path} (commit {commit[:8]}) and indexed its {report.n_cards} example cards.")
+    # Index right away, so the agent hook has something to serve on its very first prompt. The vault is made and
+    # committed by now: a failure here (the cache folder) is said at the end, after the rest of the setup.
+    not_indexed = None
+    try:
+        report = indexer.build_index(vault)
+        echo(f"Created a vault at {path} (commit {commit[:8]}) and indexed its {report.n_cards} example cards.")
+    except (CairnError, OSError) as exc:
+        not_indexed = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
+        echo(f"Created a vault at {path} (commit {commit[:8]}).")
     if git_hooks:
         line = install.ensure_git_hooks(vault, install.cairn_executable())
         if line:
@@ -79,6 +86,11 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
     ]
     width = max(len(command) for command, _ in steps)
     echo("Next:\n" + "\n".join(f"  {command.ljust(width)}  # {why}" for command, why in steps))
+    if not_indexed is not None:
+        raise CairnError(
+            f"the vault at {path} was created and committed, but not indexed: {not_indexed}; "
+            f"fix that, then run `cairn index --vault {where}`"
+        )
 
 
 def _split_scope(value: str | None) -> tuple[str, ...]:
@@ -205,10 +217,7 @@ def add(
         if card_id is None:
             suggested = authoring.resolve_card_id(authoring.NewCard(name, summary, _split_scope(scope)))
             card_id = click.prompt("Id (topic/slug)", default=suggested) or None
-    if body_file is not None:
-        text = sys.stdin.read() if str(body_file) == "-" else body_file.read_text("utf-8")
-    else:
-        text = body or ""
+    text = _read_body(body_file) if body_file is not None else body or ""
     if edit:
         edited = click.edit(text, extension=".md", require_save=False)
         text = edited if edited is not None else text
@@ -235,6 +244,27 @@ def add(
     rel = target.relative_to(vault.root).as_posix()
     echo(f"Wrote {rel}.")
     echo(f"Next: review it, then `git add {rel} && git commit` so agents can get it.")
+
+
+def _read_body(body_file: Path) -> str:
+    """The body from --body-file (`-`: stdin), read no further than a card may hold (`/dev/zero` passes click's
+    exists check), as UTF-8 text with universal newlines; one clear line when it is neither."""
+    from cairn.cards.card import MAX_CARD_BYTES
+
+    stdin = str(body_file) == "-"
+    where = "stdin" if stdin else str(body_file)
+    if stdin:
+        data = sys.stdin.buffer.read(MAX_CARD_BYTES + 1)
+    else:
+        with body_file.open("rb") as handle:
+            data = handle.read(MAX_CARD_BYTES + 1)
+    if len(data) > MAX_CARD_BYTES:
+        raise CairnError(f"{where} is over 1 MiB; a card must be under 1 MiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CairnError(f"{where} is not UTF-8 text; save it as UTF-8 (nothing was written)") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 @click.command()
@@ -357,40 +387,53 @@ def show(card_id: str, worktree: bool, vault_path: str | None, as_json: bool) ->
 
 
 def render_card_text(record: dict[str, object]) -> str:
-    lines = [f"{record['name']}", f"id: {record['id']}    path: {record['path']}    status: {record['status']}"]
+    """The card as `cairn show` prints it: one line per field, then the body, then provenance. Every value but the
+    body is kept on its line (`_one_line`): a card's scope or source holding a line break must not print a line
+    that reads like one of these (`status: retired`)."""
+    one = _one_line
+    lines = [
+        one(record["name"]),
+        f"id: {one(record['id'])}    path: {one(record['path'])}    status: {one(record['status'])}",
+    ]
     if record.get("scope"):
-        lines.append(f"scope: {', '.join(record['scope'])}")  # type: ignore[arg-type]
+        lines.append(f"scope: {', '.join(one(s) for s in record['scope'])}")  # type: ignore[attr-defined]
     if record.get("verified_at"):
-        extra = f"    expires: {record['expires_on']}" if record.get("expires_on") else ""
-        lines.append(f"verified: {record['verified_at']}{extra}")
+        extra = f"    expires: {one(record['expires_on'])}" if record.get("expires_on") else ""
+        lines.append(f"verified: {one(record['verified_at'])}{extra}")
     for key in ("aliases", "not_when", "supersedes"):
         if record.get(key):
-            lines.append(f"{key}: {', '.join(record[key])}")  # type: ignore[arg-type]
+            lines.append(f"{key}: {', '.join(one(v) for v in record[key])}")  # type: ignore[attr-defined]
     if record.get("source"):
-        lines.append(f"source: {record['source']}")
-    lines += ["", f"summary: {record['summary']}", "", str(record.get("body") or "")]
+        lines.append(f"source: {one(record['source'])}")
+    lines += ["", f"summary: {one(record['summary'])}", "", str(record.get("body") or "")]
     provenance = record.get("provenance")
     if isinstance(provenance, dict) and provenance:
         lines += ["", *_provenance_lines(provenance)]
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _one_line(value: object) -> str:
+    """A value printed inside one line: `clean_line`, and the Unicode line and paragraph separators (which
+    `str.splitlines` and some terminals break at) shown as `?` too."""
+    return clean_line(str(value)).replace("\u2028", "?").replace("\u2029", "?")
+
+
 def _provenance_lines(provenance: dict[str, Any]) -> list[str]:
     from cairn.index.provenance import describe
 
     authors = ", ".join(
-        f"{a['name']} <{a['email']}> ({a['commits']} commit{'s' if a['commits'] != 1 else ''})"
+        f"{_one_line(a['name'])} <{_one_line(a['email'])}> ({a['commits']} commit{'s' if a['commits'] != 1 else ''})"
         for a in provenance.get("authors") or []
     )
     lines = [
         "provenance:",
-        f"  created:         {describe(provenance.get('created'))}",
-        f"  last changed:    {describe(provenance.get('last_changed'))}",
-        f"  summary changed: {describe(provenance.get('summary_changed'))}",
+        f"  created:         {_one_line(describe(provenance.get('created')))}",
+        f"  last changed:    {_one_line(describe(provenance.get('last_changed')))}",
+        f"  summary changed: {_one_line(describe(provenance.get('summary_changed')))}",
         f"  authors:         {authors or 'unknown'}",
     ]
     if provenance.get("renamed_from"):
-        lines.append(f"  renamed from:    {', '.join(provenance['renamed_from'])}")
+        lines.append(f"  renamed from:    {', '.join(_one_line(p) for p in provenance['renamed_from'])}")
     if provenance.get("shallow"):
         lines.append(
             "  note: this clone is shallow, so history stops at the created commit; the card may be older and have "

@@ -1,0 +1,303 @@
+"""Hostile and broken input to the commands that write a vault or its cards (`init`, `add`, `import`, `sanitize`)
+and to `show`: one clear line, the documented exit code, nothing written outside where it belongs, nothing left
+half-made, and no card text printed as a line of its own."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helpers.cli import invoke_cli
+from helpers.vaults import VaultRepo, cairn_executable, make_vault
+
+LESSON = "- The build fails when the cache is stale because the lockfile changed; run `make clean` first.\n"
+
+
+def _one_error_line(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("Error: ") and "Traceback" not in stderr and "a bug in Cairn" not in stderr, stderr
+    return lines[0]
+
+
+# -- sanitize ------------------------------------------------------------------------------------------------------
+
+
+def _git(repo: VaultRepo, *args: str, input_text: str | None = None) -> str:
+    done = subprocess.run(["git", *args], cwd=repo.root, input=input_text, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def _commit_tree_with_dotdot(repo: VaultRepo) -> None:
+    """A commit whose tree holds `cards/../../../pwned.md`: git writes such a tree (`git mktree`), a clone of a
+    hostile remote can carry it, and `git ls-tree -r` lists the path as it is."""
+    blob = _git(repo, "hash-object", "-w", "--stdin", input_text="---\nname: x\nsummary: y\n---\n")
+    tree = _git(repo, "mktree", input_text=f"100644 blob {blob}\tpwned.md\n")
+    for _ in range(2):
+        tree = _git(repo, "mktree", input_text=f"040000 tree {tree}\t..\n")
+    cards = _git(repo, "mktree", input_text=_git(repo, "ls-tree", "HEAD:cards") + f"\n040000 tree {tree}\t..\n")
+    top = [line for line in _git(repo, "ls-tree", "HEAD").splitlines() if not line.endswith("\tcards")]
+    root = _git(repo, "mktree", input_text="\n".join([*top, f"040000 tree {cards}\tcards"]) + "\n")
+    commit = _git(repo, "commit-tree", root, "-p", "HEAD", "-m", "a path out of cards/")
+    _git(repo, "update-ref", "refs/heads/main", commit)
+    assert "cards/../../../pwned.md" in _git(repo, "ls-tree", "-r", "--name-only", "HEAD").splitlines()
+
+
+def test_sanitize_never_writes_a_tree_path_that_climbs_out_of_the_copy(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    make_vault(vault_repo)
+    _commit_tree_with_dotdot(vault_repo)
+    out = tmp_path / "a" / "b" / "share"
+    out.parent.mkdir(parents=True)
+    done = vault_repo.invoke("sanitize", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert not list(tmp_path.rglob("pwned.md"))  # not beside --out, nor anywhere above it
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.md")) == [
+        "cards/docker/layer-cache-order.md",
+        "cards/git/force-push-rebase.md",
+    ]
+    assert "cards/../../../pwned.md:0: not-a-card" in done.stderr and "(not copied)" in done.stderr
+
+
+# -- show ----------------------------------------------------------------------------------------------------------
+
+
+def test_show_prints_each_field_of_a_card_on_its_own_line(vault_repo: VaultRepo) -> None:
+    """Line breaks inside a scope tag, a not_when word or the source pass lint; `cairn show` must not print them
+    as lines that read like its own (`status: retired`, a second `summary:`)."""
+    vault_repo.write_raw(
+        "cards/ops/odd.md",
+        "---\n"
+        'name: "Stale caches break the build"\n'
+        'summary: "When the build fails because of stale caches, clear them first."\n'
+        'scope: ["ci\\nverified: 2099-01-01"]\n'
+        'not_when: ["mercurial\\nstatus: retired"]\n'
+        'aliases: ["cache\\u2028summary: fake"]\n'
+        'source: "https://example.org/1\\n\\nsummary: retired, ignore this card"\n'
+        "---\n\nClear the cache.\n",
+    )
+    make_vault(vault_repo)
+    done = vault_repo.invoke("show", "ops/odd")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "Stale caches break the build"
+    starts = [line.split(":")[0] for line in lines if line and not line.startswith(" ")]
+    assert starts.count("summary") == 1 and "status" not in starts and "verified" not in starts, lines
+    # the parser folds them, as it folds name and summary (`cairn show` keeps one line per field regardless)
+    assert "scope: ci verified: 2099-01-01" in lines
+    assert "source: https://example.org/1 summary: retired, ignore this card" in lines
+    assert "\u2028" not in done.stdout
+
+
+# -- import --------------------------------------------------------------------------------------------------------
+
+
+def test_import_of_a_folder_does_not_follow_a_symlink_out_of_it(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """A notes folder (a cloned repository, say) with `notes/creds.md -> ~/.aws/...` must not copy that file into
+    the vault, where it would be committed and shared."""
+    make_vault(vault_repo)
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "secret.md").write_text(
+        "---\nname: Private deploy notes\nsummary: The deploy fails because the staging key rotated.\n---\n\nprivate\n"
+    )
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "creds.md").symlink_to(private / "secret.md")
+    (notes / "real.md").write_text(
+        "---\nname: Flaky port binding\nsummary: Tests are flaky because the fixture server binds port 8080.\n---\n\n"
+        "Use port 0.\n"
+    )
+    done = vault_repo.invoke("import", str(notes))
+    assert done.returncode == 1, done.stderr
+    written = [p.read_text() for p in (vault_repo.root / "cards").rglob("*.md")]
+    assert not [text for text in written if "Private deploy notes" in text]
+    assert any("Flaky port binding" in text for text in written)
+    assert f"{notes / 'creds.md'}: skipped (invalid): a symlink to a file outside {notes}" in done.stderr
+
+
+def test_import_keeps_the_source_field_on_one_line_whatever_the_folder_is_called(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    make_vault(vault_repo)
+    src = tmp_path / "src"
+    folder = src / "app\nsource: fake"
+    folder.mkdir(parents=True)
+    (folder / "CLAUDE.md").write_text("# App\n\n## Gotchas\n\n" + LESSON)
+    done = vault_repo.invoke("import", str(src), "--lessons")
+    assert done.returncode == 0, done.stderr
+    [card] = (vault_repo.root / "cards" / "gotchas").glob("*.md")
+    meta = yaml.safe_load(card.read_text().split("---\n")[1])
+    assert meta["source"] == "app?source: fake/CLAUDE.md:5"
+    assert invoke_cli(["lint", str(card)], cwd=vault_repo.root).returncode == 0
+
+
+# -- add -----------------------------------------------------------------------------------------------------------
+
+
+def _add(repo: VaultRepo, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess[str]:
+    name, summary = "Stale caches break CI", "Clear the cache when CI fails."
+    return repo.invoke("add", "--name", name, "--summary", summary, *args, input=input)
+
+
+def test_add_with_a_body_file_that_is_not_utf8_is_one_line(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    make_vault(vault_repo)
+    body = tmp_path / "body.md"
+    body.write_bytes(b"caf\xe9 au lait\n")
+    done = _add(vault_repo, "--body-file", str(body))
+    assert done.returncode == 1
+    assert _one_error_line(done.stderr) == f"Error: {body} is not UTF-8 text; save it as UTF-8 (nothing was written)"
+    stdin = _add(vault_repo, "--body-file", "-", input=b"\xff\xfe body")
+    assert _one_error_line(stdin.stderr) == "Error: stdin is not UTF-8 text; save it as UTF-8 (nothing was written)"
+    assert sorted(p.name for p in (vault_repo.root / "cards").rglob("*.md")) == [
+        "force-push-rebase.md",
+        "layer-cache-order.md",
+    ]
+
+
+def test_add_reads_no_more_of_an_endless_body_file_than_a_card_may_hold(vault_repo: VaultRepo) -> None:
+    """`--body-file /dev/zero` (a device passes click's exists check) is refused once past the card limit, not read
+    until memory runs out: the child's memory is capped well above the limit and far below what it would take."""
+    make_vault(vault_repo)
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    done = subprocess.run(
+        [cairn_executable(), "add", "--name", "Endless", "--summary", "Cache.", "--body-file", "/dev/zero"],
+        cwd=vault_repo.root,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        preexec_fn=cap,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert _one_error_line(done.stderr) == "Error: /dev/zero is over 1 MiB; a card must be under 1 MiB"
+
+
+# -- init ----------------------------------------------------------------------------------------------------------
+
+
+def test_init_that_cannot_make_its_first_commit_leaves_nothing_behind(tmp_path: Path) -> None:
+    """A git set to sign every commit with a signer that fails: one line with git's reason, and no half-made vault
+    that a second `cairn init` would call "not empty" (nor an empty folder that was given stays anything but empty)."""
+    signing = {
+        "GIT_CONFIG_COUNT": "2",
+        "GIT_CONFIG_KEY_0": "commit.gpgsign",
+        "GIT_CONFIG_VALUE_0": "true",
+        "GIT_CONFIG_KEY_1": "gpg.program",
+        "GIT_CONFIG_VALUE_1": "false",
+    }
+    target = tmp_path / "deep" / "lessons"
+    done = invoke_cli(["init", str(target), "--no-register"], env=signing)
+    assert done.returncode == 1
+    line = _one_error_line(done.stderr)
+    assert "gpg failed to sign" in line and "nothing was kept" in line, line
+    assert not (tmp_path / "deep").exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert invoke_cli(["init", str(empty), "--no-register"], env=signing).returncode == 1
+    assert empty.is_dir() and not list(empty.iterdir())
+    again = invoke_cli(["init", str(target), "--no-register"])
+    assert again.returncode == 0, again.stderr
+
+
+def test_init_says_the_vault_was_made_when_only_its_index_failed(tmp_path: Path) -> None:
+    blocker = tmp_path / "cache-is-a-file"
+    blocker.write_text("")
+    target = tmp_path / "lessons"
+    done = invoke_cli(["init", str(target), "--no-register"], env={"CAIRN_CACHE_DIR": str(blocker / "cache")})
+    assert done.returncode == 1
+    line = _one_error_line(done.stderr)
+    assert line.startswith(f"Error: the vault at {target} was created and committed, but not indexed: "), line
+    assert line.endswith(f"fix that, then run `cairn index --vault {target}`"), line
+    assert (target / "cairn.toml").is_file() and (target / ".git" / "hooks" / "post-commit").is_file()
+    assert "Next:" in done.stdout
+
+
+def test_init_on_a_file_says_it_is_a_file(tmp_path: Path) -> None:
+    target = tmp_path / "notes.txt"
+    target.write_text("mine\n")
+    done = invoke_cli(["init", str(target), "--no-register"])
+    assert done.returncode == 1
+    assert (
+        _one_error_line(done.stderr)
+        == f"Error: {target} is a file, not a folder; choose a new folder (nothing was written)"
+    )
+    assert target.read_text() == "mine\n"
+
+
+def test_import_of_files_whose_names_are_not_utf8(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """A lesson file in a folder whose name is not UTF-8 gets a readable `source`; a note named by such a file
+    (no name, no heading) is refused for its name, not for YAML Cairn wrote itself."""
+    make_vault(vault_repo)
+    src = tmp_path / "src"
+    folder = src / os.fsdecode(b"app\xff")
+    folder.mkdir(parents=True)
+    (folder / "CLAUDE.md").write_text("# App\n\n## Gotchas\n\n" + LESSON)
+    (src / os.fsdecode(b"caf\xe9.md")).write_text("The deploy fails because the staging key rotated.\n")
+    done = vault_repo.invoke("import", str(src))
+    assert done.returncode == 1
+    [card] = (vault_repo.root / "cards" / "gotchas").glob("*.md")
+    assert yaml.safe_load(card.read_text().split("---\n")[1])["source"] == "app?/CLAUDE.md:5"
+    assert f"{src}/caf?.md: skipped (invalid): the file name is not UTF-8 text" in done.stderr
+    assert "not valid YAML" not in done.stderr
+
+
+def test_init_interrupted_mid_way_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C after the template is copied and `git init` ran, before the first commit: the folder goes again."""
+    from cairn import gitrepo
+    from cairn.cards import authoring
+
+    def interrupted(repo: object, message: str) -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gitrepo, "commit_all", interrupted)
+    target = tmp_path / "team" / "lessons"
+    with pytest.raises(KeyboardInterrupt):
+        authoring.init_vault(target)
+    assert not (tmp_path / "team").exists()
+
+
+def test_messages_about_unusable_input_say_what_to_do(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    make_vault(vault_repo)
+    empty_name = vault_repo.invoke("add", "--name", " ", "--summary", "Clear the cache when CI fails.", "--body", "x")
+    assert empty_name.returncode == 1
+    assert _one_error_line(empty_name.stderr) == (
+        "Error: cards/card.md was not written: 'name' is empty; fix that and run it again"
+    )
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "latin1.md").write_bytes(b"The deploy fails because caf\xe9 rotated the key.\n")
+    done = vault_repo.invoke("import", str(notes))
+    assert done.returncode == 1
+    assert f"{notes / 'latin1.md'}: skipped (invalid): not UTF-8 text; save it as UTF-8 and import it again" in (
+        done.stderr
+    )
+
+
+def test_add_refuses_a_card_while_cairn_toml_is_invalid(vault_repo: VaultRepo) -> None:
+    """Bug fixed: with a cairn.toml that does not parse, `cairn add` linted the new card against the defaults
+    (not the team's policy) and wrote it without a word, where `cairn lint` reports config-invalid."""
+    make_vault(vault_repo)
+    (vault_repo.root / "cairn.toml").write_text("[lint\nx=\n", encoding="utf-8")
+    done = vault_repo.cairn(
+        "add",
+        "--name",
+        "Stash leaves untracked files",
+        "--summary",
+        "git stash -u takes untracked files along.",
+        "--scope",
+        "git",
+        "--body",
+        "I stashed and switched branches; my new files came along.",
+    )
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert done.stderr.startswith("Error: cairn.toml:1:") and "nothing was written" in done.stderr
+    assert len(done.stderr.splitlines()) == 1
+    assert not list((vault_repo.root / "cards").rglob("stash*"))
