@@ -73,3 +73,22 @@ def test_explain_lists_admission_rejections_beyond_the_top_20(vault_repo: VaultR
     rows = json.loads(vault_repo.invoke("explain", "kestrel falcon", "--json").stdout)["candidates"]
     assert len([r for r in rows if r["gates"] is not None]) == 20
     assert any(r["id"] == "t/retired" and r["reason"] == "retired" and r["rank"] > 20 for r in rows)
+
+
+def test_explain_says_the_similarity_is_a_z_score(vault_repo: VaultRepo) -> None:
+    """The semantic channel gives recall z-scores over the vault's cards (4.2 and -0.3, not cosines in [-1, 1]);
+    explain's terms line names the figure, so a reader does not take 4.23 for a broken cosine."""
+    from cairn.cli.recall_cmds import explain_rows, render_explain
+    from cairn.hot.recall import recall
+    from cairn.hot.vault import find_vault
+    from cairn.index import build as indexer
+    from helpers.payloads import FITTING_PROMPT
+    from helpers.vaults import REBASE_ID, make_vault
+
+    make_vault(vault_repo)
+    with indexer.open_index(find_vault(vault_repo.root)) as index:
+        result = recall(index, FITTING_PROMPT, examine_all=True, semantic={REBASE_ID: 4.2268})
+    rows = explain_rows(result)
+    assert rows[0]["id"] == REBASE_ID and rows[0]["similarity"] == 4.2268
+    text = render_explain(result, rows)
+    assert "similarity 4.23 (z-score over the vault's cards)" in text

@@ -52,7 +52,7 @@ def _cards(reader: IndexReader, today: dt.date) -> list[ListedCard]:
         verified = record.get("verified_at")
         due_on = record.get("expires_on")
         if due_on is None and verified:
-            due_on = (dt.date.fromisoformat(str(verified)) + dt.timedelta(days=max_age)).isoformat()
+            due_on = _plus_days(dt.date.fromisoformat(str(verified)), max_age).isoformat()
         status = str(record.get("status") or "active")
         due = status != "retired" and (due_on is None or dt.date.fromisoformat(str(due_on)) <= today)
         out.append(
@@ -67,3 +67,11 @@ def _cards(reader: IndexReader, today: dt.date) -> list[ListedCard]:
             )
         )
     return out
+
+
+def _plus_days(day: dt.date, days: int) -> dt.date:
+    """`day` plus `days`, the calendar's last day when that is past it (a card verified at 9999-12-31)."""
+    try:
+        return day + dt.timedelta(days=days)
+    except OverflowError:
+        return dt.date.max

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
 from cairn.cards import authoring
 from cairn.cli.common import echo, errors_to_exit
-from cairn.cli.recall_cmds import explain_rows, render_explain
-from cairn.hot.recall import recall
+from cairn.cli.recall_cmds import add_missing, explain_rows, render_explain
+from cairn.hot.recall import prompt_weights, recall
 from cairn.hot.vault import find_vault
 from cairn.index import build as indexer
 
@@ -31,7 +34,7 @@ def demo(keep: Path | None) -> None:
     Example:
       cairn demo
     """
-    with tempfile.TemporaryDirectory(prefix="cairn-demo-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="cairn-demo-") as scratch, _own_folders(None if keep else Path(scratch)):
         root = keep or Path(scratch) / "vault"
         commit = authoring.init_vault(root)
         vault = find_vault(root)
@@ -42,6 +45,7 @@ def demo(keep: Path | None) -> None:
             hit = recall(index, SAMPLE_PROMPT)
             miss = recall(index, OFF_TOPIC_PROMPT, examine_all=True)
             hit_all = recall(index, SAMPLE_PROMPT, examine_all=True)
+            weights = prompt_weights(index, SAMPLE_PROMPT, hit_all.settings)
         echo(f"3. An agent receives this prompt:\n     {SAMPLE_PROMPT}")
         if hit.injected:
             echo("   Cairn injects:")
@@ -50,10 +54,31 @@ def demo(keep: Path | None) -> None:
         else:
             echo("   Cairn injects nothing.")
         echo("4. Why (cairn explain):")
-        echo("\n".join("     " + line for line in render_explain(hit_all, explain_rows(hit_all)).splitlines()))
+        table = render_explain(hit_all, add_missing(explain_rows(hit_all), weights))
+        echo("\n".join("     " + line for line in table.splitlines()))
         echo(f"5. An off-topic prompt: {OFF_TOPIC_PROMPT}")
         echo("   Cairn stays silent." if miss.abstained else f"   Cairn injects {miss.injected[0].card.id}.")
         echo(
             "Next: `cairn init my-vault` (a vault of your own: it prints every step that follows), then"
             " `cairn vault add my-vault` and `cairn install claude-code --user` (or codex, gemini) to serve it."
         )
+
+
+@contextmanager
+def _own_folders(scratch: Path | None) -> Iterator[None]:
+    """Without --keep, the demo vault's index (and any state) goes into the scratch folder, removed with it, not
+    into the user's cache; with --keep (scratch None), into the user's cache, where `cairn` finds it later."""
+    if scratch is None:
+        yield
+        return
+    saved = {name: os.environ.get(name) for name in ("CAIRN_CACHE_DIR", "CAIRN_STATE_DIR")}
+    os.environ["CAIRN_CACHE_DIR"] = str(scratch / "cache")
+    os.environ["CAIRN_STATE_DIR"] = str(scratch / "state")
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -16,7 +16,12 @@ if TYPE_CHECKING:
 
 @click.command(name="list")
 @click.option("--due", is_flag=True, help="Only the cards due for review (past their date, or never verified).")
-@click.option("--scope", "scopes", multiple=True, help="Only cards with this scope tag (repeatable: any of them).")
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    help="Only cards with this scope tag (repeatable, or comma-separated as recall takes it: any of them).",
+)
 @vault_option
 @json_option
 @errors_to_exit
@@ -36,7 +41,7 @@ def list_cards(due: bool, scopes: tuple[str, ...], vault_path: str | None, as_js
     from cairn.cli.recall_cmds import serves_configured
     from cairn.hot.userconfig import load_vaults
 
-    wanted = {s.lower() for s in scopes}
+    wanted = _scope_filter(scopes)
 
     def chosen(cards: list[ListedCard]) -> list[ListedCard]:
         return [c for c in cards if (not due or c.due) and (not wanted or wanted & {s.lower() for s in c.scope})]
@@ -63,18 +68,28 @@ def _list_configured(
     cards, in the configuration's order, ids as `name:id` as recall, explain and the hook show them. A vault that
     cannot be read (a moved folder) is one warning line; the others are listed."""
     from cairn.cards.listing import list_cards as listing
-    from cairn.hot.errors import CairnError
+    from cairn.hot.errors import CairnError, VaultNotFound
     from cairn.hot.userconfig import load_vaults
     from cairn.hot.vault import find_vault
 
     listed: list[dict[str, Any]] = []
-    for entry in load_vaults():
+    failed: list[tuple[str, str, str]] = []  # name, folder, why
+    entries = load_vaults()
+    for entry in entries:
         try:
             ref, commit, cards = listing(find_vault(entry.path))
         except CairnError as exc:
-            echo(f"Warning: vault {entry.name!r} ({entry.path}) is not listed: {exc}", err=True)
+            failed.append((entry.name, entry.path, str(exc)))
             continue
         listed.append({"name": entry.name, "vault": entry.path, "ref": ref, "commit": commit, "cards": chosen(cards)})
+    if not listed:  # nothing to list is a failure, as recall and explain say it
+        raise VaultNotFound(
+            f"none of the {len(entries)} configured vaults can be listed "
+            f"({'; '.join(f'{name}: {why}' for name, _, why in failed)}); fix their paths "
+            "with `cairn vault add PATH --name NAME` (`cairn vault list` shows them)"
+        )
+    for name, folder, why in failed:
+        echo(f"Warning: vault {name!r} ({folder}) is not listed: {why}", err=True)
     if as_json:
         for one in listed:
             one["cards"] = [{**c.to_dict(), "id": f"{one['name']}:{c.id}", "vault": one["name"]} for c in one["cards"]]
@@ -89,6 +104,18 @@ def _list_configured(
         echo(f"{one['name']}: {what} at {one['ref']} {one['commit'][:8]}")
     if rows:
         echo("`cairn show NAME:ID` prints one.")
+
+
+def _scope_filter(scopes: tuple[str, ...]) -> set[str]:
+    """The scope tags asked for, lowercase: each --scope is one tag or several, comma-separated (as `recall --scope`
+    takes them); a --scope with no tag (`--scope ""`: an unset variable) is a usage error, not "no card"."""
+    wanted: set[str] = set()
+    for given in scopes:
+        tags = {tag.strip().lower() for tag in given.split(",") if tag.strip()}
+        if not tags:
+            raise click.BadParameter(f"{given!r} holds no tag; give one such as --scope git", param_hint="--scope")
+        wanted |= tags
+    return wanted
 
 
 def _which(due: bool, scoped: bool) -> str:

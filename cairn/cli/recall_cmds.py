@@ -54,7 +54,7 @@ from cairn.hot.serve import (
     serve_prompt,
 )
 from cairn.index import build as indexer
-from cairn.quality.evaluate import CaseOutcome, evaluate, load_cases
+from cairn.quality.evaluate import CaseOutcome, check_expected, evaluate, load_cases, shown
 from cairn.terminal import clean_line
 
 EXPLAIN_TOP = 20
@@ -97,7 +97,8 @@ def recall_cmd(
       cairn recall --worktree "a prompt my uncommitted card should fit"
     """
     where_to_read(ref, worktree)
-    query = _query_text(query)
+    _check_ref(ref)
+    query, _ = _query_text(query)
     if serves_configured(vault_path):
         with configured_layers(scope, ref, worktree) as slots:
             _warn_skipped(slots)
@@ -267,9 +268,11 @@ def explain(
       cairn explain - < prompt.txt
     """
     where_to_read(ref, worktree)
-    query = _query_text(query)
+    _check_ref(ref)
+    query, given = _query_text(query)
+    cut = _cut_note(len(query), given)
     if serves_configured(vault_path):
-        _explain_layered(query, scope, ref, worktree, as_json)
+        _explain_layered(query, scope, ref, worktree, as_json, cut)
         return
     vault = open_vault(vault_path)
     with indexer.open_index(vault, ref=ref, worktree=worktree) as index:
@@ -277,10 +280,7 @@ def explain(
         result = recall(index, query, scope=scope_tags(scope), examine_all=True, semantic=similarity)
         weights = prompt_weights(index, query, result.settings)
         read = similarity is not None and index.n_cards >= SEMANTIC_MIN_CARDS  # smaller vaults: words alone
-    rows = explain_rows(result)
-    for row in rows:
-        if row["decision"] == REJECTED and row["gates"] is not None:
-            row["missing"] = missing_terms(weights, row["matched"])
+    rows = add_missing(explain_rows(result), weights)
     if as_json:
         out: dict[str, Any] = {"query": query, "abstained": result.abstained, "candidates": rows}
         if weights.foreign:  # terms weighed a tenth (`recall.FOREIGN_WEIGHT`), said only where the vault is lost
@@ -291,7 +291,26 @@ def explain(
             out["semantic_veto"] = veto_judges(query)
         echo_json(out)
     else:
-        echo(render_explain(result, rows, foreign=weights.foreign, veto=_veto_note(read, veto_judges(query))))
+        table = render_explain(result, rows, foreign=weights.foreign, veto=_veto_note(read, veto_judges(query)))
+        echo("\n".join(filter(None, (cut, table))))
+
+
+def add_missing(rows: list[dict[str, Any]], weights: QueryWeights) -> list[dict[str, Any]]:
+    """`rows` with, on each card the gates rejected, the heaviest prompt terms it lacks (`missing`)."""
+    for row in rows:
+        if row["decision"] == REJECTED and row["gates"] is not None:
+            row["missing"] = missing_terms(weights, row["matched"])
+    return rows
+
+
+def _cut_note(read: int, given: int) -> str | None:
+    """explain's line for a prompt longer than the hook reads, else None."""
+    if read == given:
+        return None
+    return (
+        f"The prompt is {given} characters; the first {read} characters are read, as the prompt hook reads them "
+        "(the rest is not asked)."
+    )
 
 
 def _veto_note(read: bool, judged: bool) -> str | None:
@@ -305,7 +324,9 @@ def _veto_note(read: bool, judged: bool) -> str | None:
     )
 
 
-def _explain_layered(query: str, scope: str | None, ref: str | None, worktree: bool, as_json: bool) -> None:
+def _explain_layered(
+    query: str, scope: str | None, ref: str | None, worktree: bool, as_json: bool, cut: str | None = None
+) -> None:
     """`explain` across the configured vaults: each vault's candidates under its own heading, ids as `name:id`, and
     a card its vault's recall chose but the merge left out marked rejected with the merge's reason, as the hook
     logs it (`same_lesson`, `cross_vault`, `over_total`)."""
@@ -364,7 +385,8 @@ def _explain_layered(query: str, scope: str | None, ref: str | None, worktree: b
     if as_json:
         echo_json({"query": query, "abstained": not given, "injected": injected, "vaults": sections})
         return
-    lines = [
+    lines = [] if cut is None else [cut]
+    lines += [
         f"Across {len(slots)} configured vault(s): "
         + (f"injected {', '.join(injected)}" if given else "abstained, nothing fits")
         + f" (at most {MAX_CARDS} in total; each vault's own thresholds)."
@@ -411,24 +433,40 @@ def eval_cmd(
     cases = load_cases(cases_path)
     if not cases:  # all-zero figures and "no failing cases" would read as a pass
         raise InvalidCases(f"{cases_path}: no cases to evaluate; add positive and negative cases (id, query, expect)")
-    with indexer.open_index(vault, worktree=worktree) as index, progress_bar("eval") as progress:
-        report = evaluate(index, cases, scope=scope_tags(scope), progress=progress)
+    with indexer.open_index(vault, worktree=worktree) as index:
+        check_expected(index, cases, cases_path)
+        with progress_bar("eval") as progress:
+            report = evaluate(index, cases, scope=scope_tags(scope), progress=progress)
     if as_json:
         echo_json(report.to_dict())
         return
     data = report.to_dict()
-    head = f"{'':8} {'R@1':>6} {'R@3':>6} {'Inj@1':>6} {'Inj@3':>6} {'FIR':>6} {'pos':>5} {'neg':>5}"
-    echo(head)
-    for name, m in [("all", data), *data["by_slice"].items()]:
+    rows = [("all", data), *((shown(name, SLICE_WIDTH), m) for name, m in data["by_slice"].items())]
+    width = max(8, *(len(name) for name, _ in rows))
+    echo(f"{'':{width}} {'R@1':>6} {'R@3':>6} {'Inj@1':>6} {'Inj@3':>6} {'FIR':>6} {'pos':>5} {'neg':>5}")
+    for name, m in rows:
+        pos = [_share(m[key], m["n_pos"]) for key in ("recall@1", "recall@3", "injection@1", "injection@3")]
         echo(
-            f"{name[:8]:8} {m['recall@1']:6.3f} {m['recall@3']:6.3f} {m['injection@1']:6.3f} "
-            f"{m['injection@3']:6.3f} {m['false_injection_rate']:6.3f} {m['n_pos']:5d} {m['n_neg']:5d}"
+            f"{name:{width}} {' '.join(pos)} {_share(m['false_injection_rate'], m['n_neg'])} {m['n_pos']:5d} {m['n_neg']:5d}"
         )
-    echo(EVAL_LEGEND)
+    unmeasured = any(m["n_pos"] == 0 or m["n_neg"] == 0 for _, m in rows)
+    echo(EVAL_LEGEND + (" " + EVAL_NO_SHARE if unmeasured else ""))
     if failures:
         for line in render_failures(report.outcomes, failures):
             echo(line)
 
+
+SLICE_WIDTH = 24  # a slice's name in the table, at most
+
+
+def _share(value: float, n: int) -> str:
+    """A share for the table, or `-` when it has no case to be a share of (--json gives 0.0 with n_pos/n_neg 0)."""
+    return f"{value:6.3f}" if n else f"{'-':>6}"
+
+
+EVAL_NO_SHARE = (
+    "- = no case to measure: R@k and Inj@k need positive cases (expect: [ids]), FIR negative ones (expect: [])."
+)
 
 # The table's abbreviations, by the names --json gives the same figures.
 EVAL_LEGEND = (
@@ -473,14 +511,37 @@ def _cut(query: str) -> str:
     return one_line if len(one_line) <= QUERY_WIDTH else one_line[: QUERY_WIDTH - 1] + "…"
 
 
-def _query_text(query: str) -> str:
-    """QUERY as given, or stdin for `-` (a prompt with pasted logs does not fit on a command line)."""
-    if query != "-":
-        return query
-    text = sys.stdin.read()
-    if not text.strip():
-        raise click.UsageError("QUERY is - but stdin is empty")
-    return text
+def _query_text(query: str) -> tuple[str, int]:
+    """(the prompt as the hook reads it, its whole length): QUERY as given, or stdin for `-` (a prompt with pasted
+    logs does not fit on a command line), cut to the hook's first `MAX_QUERY_CHARS` characters. What the hook would
+    serve nothing for is a usage error: stdin as its `text` format refuses it (over `MAX_STDIN_BYTES`, empty,
+    binary, not UTF-8), an empty QUERY, one not UTF-8."""
+    from cairn.hot.hook import MAX_QUERY_CHARS, MAX_STDIN_BYTES, HookInputError, parse_payload
+
+    if query == "-":
+        try:
+            text = parse_payload("text", sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)).prompt
+        except HookInputError as exc:
+            raise click.UsageError(
+                f"QUERY is - but {exc}; pipe in the prompt as UTF-8 text (the prompt hook serves nothing for this)"
+            ) from None
+    else:
+        if not query.strip():
+            raise click.UsageError('QUERY is empty; give the prompt ("..."), or - to read it from stdin')
+        try:
+            query.encode("utf-8")
+        except UnicodeEncodeError:  # argv bytes Python could not decode (a Latin-1 terminal)
+            raise click.UsageError(
+                "QUERY is not UTF-8 text; give the prompt as UTF-8 (or - to read it from stdin)"
+            ) from None
+        text = query
+    return text[:MAX_QUERY_CHARS], len(text)
+
+
+def _check_ref(ref: str | None) -> None:
+    """--ref "" (an unset variable) would read the default branch, not the served ref: refused."""
+    if ref is not None and not ref.strip():
+        raise click.UsageError("--ref is empty; give a ref such as HEAD, or leave --ref out to read the served ref")
 
 
 def _similarities(index: IndexReader, query: str) -> dict[str, float] | None:
@@ -538,7 +599,8 @@ _TERMS_SHOWN = 8
 
 
 def _terms_line(row: dict[str, Any]) -> str:
-    """`matched: a, b, c; missing: x, y; lead x1.5 (the prompt names it); similarity 0.87` (the parts that apply)."""
+    """`matched: a, b, c; missing: x, y; lead x1.5 (the prompt names it); similarity 2.87 (z-score ...)` (the parts
+    that apply)."""
     matched = row["matched"]
     shown = ", ".join(clean_line(t) for t in matched[:_TERMS_SHOWN]) or "nothing"
     if len(matched) > _TERMS_SHOWN:
@@ -549,7 +611,8 @@ def _terms_line(row: dict[str, Any]) -> str:
     if row.get("named"):
         parts.append(f"lead x{NAMED_LEAD:g} (the prompt names it)")
     if row.get("similarity") is not None:
-        parts.append(f"similarity {row['similarity']:.2f}")
+        # the semantic channel's z-score (`daemon.similarities(z=True)`), not a cosine: say so
+        parts.append(f"similarity {row['similarity']:.2f} (z-score over the vault's cards)")
     return "; ".join(parts)
 
 

@@ -1,0 +1,184 @@
+"""Bad input to `cairn list`, `recall`, `explain` and `demo`: a prompt the hook would not read as given (empty,
+over its cut, binary, not UTF-8), an empty --ref or --scope, dates at the contract's limits, and what the demo
+leaves behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from cairn.hot.hook import MAX_QUERY_CHARS
+from helpers.payloads import FITTING_PROMPT
+from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault, run_cairn
+
+
+def _run_bytes(repo: VaultRepo, *args: str, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+    """The installed `cairn ARGS` with raw bytes on stdin (what a pipe of a binary or Latin-1 file gives)."""
+    return subprocess.run(
+        [cairn_executable(), *args], cwd=repo.root, input=stdin, capture_output=True, check=False, timeout=120
+    )
+
+
+def _one_error_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert "Traceback" not in stderr
+    assert lines and lines[-1].startswith("Error: "), stderr
+    return lines[-1]
+
+
+def _hook_ids(repo: VaultRepo, prompt: str) -> list[str]:
+    done = repo.cairn("hook", "--format", "json", "--vault", str(repo.root), input=json.dumps({"prompt": prompt}))
+    assert done.returncode == 0, done.stderr
+    return [card["id"] for card in json.loads(done.stdout)["cards"]]
+
+
+def test_a_prompt_longer_than_the_hooks_cut_gets_what_the_hook_gives(vault_repo: VaultRepo) -> None:
+    """The hook reads a prompt's first MAX_QUERY_CHARS characters; recall and explain read the same part, so a
+    question pasted after a long log gets from them what it gets from the hook: nothing here."""
+    make_vault(vault_repo)
+    filler = "Here is the build log, line after line of it. " * (MAX_QUERY_CHARS // 40)
+    prompt = filler + FITTING_PROMPT
+    assert len(filler) > MAX_QUERY_CHARS
+    assert _hook_ids(vault_repo, prompt) == []
+    assert _hook_ids(vault_repo, FITTING_PROMPT) == [REBASE_ID]  # the question alone fits
+    for args, given in ((("recall", "--json", "-"), prompt), (("recall", "--json", prompt), None)):
+        done = vault_repo.cairn(*args, input=given)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == {"cards": [], "abstained": True}
+    explained = vault_repo.cairn("explain", "--json", "-", input=prompt)
+    assert explained.returncode == 0, explained.stderr
+    data = json.loads(explained.stdout)
+    assert data["abstained"] and data["query"] == prompt[:MAX_QUERY_CHARS]
+    text = vault_repo.cairn("explain", "-", input=prompt)
+    assert text.returncode == 0 and f"first {MAX_QUERY_CHARS} characters" in text.stdout
+
+
+def test_an_empty_query_is_a_usage_error(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    for command in ("recall", "explain"):
+        for query in ("", "   \n\t"):
+            for extra in ((), ("--json",)):
+                done = vault_repo.cairn(command, *extra, query)
+                assert done.returncode == 2, (command, query, done.stdout)
+                assert done.stdout == ""
+                assert "QUERY is empty" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_binary_or_non_utf8_stdin_is_refused_as_the_hook_refuses_it(vault_repo: VaultRepo) -> None:
+    """The hook (text format) serves nothing for stdin that is not UTF-8 or holds NUL bytes; recall and explain
+    say so in one line instead of serving cards the hook never would, or echoing lone surrogates as JSON."""
+    make_vault(vault_repo)
+    latin1 = FITTING_PROMPT.encode() + b" caf\xe9"
+    binary = FITTING_PROMPT.encode() + b"\x00\x01\x02"
+    for command in ("recall", "explain"):
+        for stdin, said in ((latin1, "not UTF-8"), (binary, "binary")):
+            done = _run_bytes(vault_repo, command, "--json", "-", stdin=stdin)
+            assert done.returncode == 2, (command, done.stdout)
+            assert done.stdout == b""
+            line = _one_error_line(done.stderr.decode())
+            assert said in line
+
+
+def test_a_non_utf8_query_argument_is_a_usage_error(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    query = os.fsdecode(FITTING_PROMPT.encode() + b" caf\xe9")  # as Python decodes a Latin-1 argument
+    for command in ("recall", "explain"):
+        done = subprocess.run(
+            [os.fsencode(cairn_executable()), os.fsencode(command), b"--json", os.fsencode(query)],
+            cwd=vault_repo.root,
+            capture_output=True,
+            check=False,
+            timeout=120,
+        )
+        assert done.returncode == 2 and done.stdout == b""
+        assert "not UTF-8" in _one_error_line(done.stderr.decode())
+
+
+def test_stdin_over_the_hooks_limit_is_refused_without_reading_it_all(vault_repo: VaultRepo) -> None:
+    from cairn.hot.hook import MAX_STDIN_BYTES
+
+    make_vault(vault_repo)
+    huge = (FITTING_PROMPT + " ").encode() * (MAX_STDIN_BYTES // len(FITTING_PROMPT) + 10)
+    assert len(huge) > MAX_STDIN_BYTES
+    done = _run_bytes(vault_repo, "recall", "-", stdin=huge)
+    assert done.returncode == 2 and done.stdout == b""
+    assert "MiB" in _one_error_line(done.stderr.decode())
+
+
+def test_an_empty_ref_is_a_usage_error_not_the_default_branch(vault_repo: VaultRepo) -> None:
+    """`--ref ""` (an unset variable) read the default branch, not the vault's served ref; it is refused."""
+    make_vault(vault_repo)
+    for command in ("recall", "explain"):
+        done = vault_repo.cairn(command, "--ref", "", FITTING_PROMPT)
+        assert done.returncode == 2 and done.stdout == ""
+        assert "--ref is empty" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_list_scope_takes_comma_separated_tags_and_refuses_an_empty_one(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    done = vault_repo.cairn("list", "--json", "--scope", "git, Docker")
+    assert done.returncode == 0, done.stderr
+    assert [c["id"] for c in json.loads(done.stdout)["cards"]] == ["docker/layer-cache-order", REBASE_ID]
+    for value in ("", " , "):
+        empty = vault_repo.cairn("list", "--scope", value)
+        assert empty.returncode == 2 and empty.stdout == ""
+        assert "--scope" in empty.stderr and "no tag" in empty.stderr
+
+
+def test_list_with_a_verified_at_near_the_last_date(vault_repo: VaultRepo) -> None:
+    """verified_at 9999-12-31 plus the review age is past the calendar's end: never due, not a crash."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("git/late", "A card verified at the end of time", "Some summary text.", verified_at="9999-12-31")
+    vault_repo.write("git/early", "A card verified at the start", "Other summary.", verified_at="0001-01-01")
+    vault_repo.commit()
+    done = vault_repo.cairn("list", "--json")
+    assert done.returncode == 0, done.stderr
+    cards = {c["id"]: c for c in json.loads(done.stdout)["cards"]}
+    assert cards["git/late"]["due"] is False and cards["git/late"]["due_on"] == "9999-12-31"
+    assert cards["git/early"]["due"] is True and cards["git/early"]["due_on"] == "0002-01-01"
+    text = vault_repo.cairn("list", "--due")
+    assert text.returncode == 0 and "git/early" in text.stdout and "git/late" not in text.stdout
+
+
+def test_demo_leaves_no_index_behind(tmp_path: Path, isolated_env: Path) -> None:
+    cache = Path(os.environ["CAIRN_CACHE_DIR"])
+    state = Path(os.environ["CAIRN_STATE_DIR"])
+    done = run_cairn("demo", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert not cache.exists() or not any(cache.iterdir()), sorted(map(str, cache.rglob("*")))
+    assert not state.exists() or not any(state.iterdir())
+    kept = tmp_path / "kept"
+    done = run_cairn("demo", "--keep", str(kept), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    listed = run_cairn("list", "--json", cwd=kept)  # the kept vault's index is where Cairn looks for it
+    assert listed.returncode == 0 and len(json.loads(listed.stdout)["cards"]) > 5
+    assert any(cache.rglob("index.cairn"))
+
+
+def test_demo_shows_what_rejected_cards_miss_as_explain_does(tmp_path: Path) -> None:
+    done = run_cairn("demo", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "small_lead" in done.stdout and "; missing: " in done.stdout
+
+
+def test_list_fails_when_no_configured_vault_can_be_listed(tmp_path: Path) -> None:
+    """Outside any vault with several configured and every one unreadable (moved), `cairn list` said nothing on
+    stdout and exited 0 (`{"vaults": []}` with --json), where recall and explain fail: one error line, exit 1."""
+    names = ("one", "two")
+    for name in names:
+        repo = VaultRepo(tmp_path / name)
+        make_vault(repo)
+        done = run_cairn("vault", "add", str(repo.root), "--name", name, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    assert run_cairn("list", "--json", cwd=outside).returncode == 0
+    for name in names:
+        (tmp_path / name).rename(tmp_path / f"{name}-moved")
+    for extra in ((), ("--json",)):
+        done = run_cairn("list", *extra, cwd=outside)
+        assert done.returncode == 1 and done.stdout == "", done.stdout
+        line = _one_error_line(done.stderr)
+        assert "one" in line and "two" in line and "cairn vault" in line
