@@ -290,7 +290,10 @@ def write_recall_settings(vault_root: Path, values: dict[str, float]) -> Path:
     setting unchanged; otherwise nothing is written and the error says what to set by hand.
     """
     path = vault_root / CONFIG_FILE
-    old_text = path.read_text("utf-8") if path.is_file() else ""
+    try:
+        old_text = path.read_text("utf-8") if path.is_file() else ""
+    except UnicodeDecodeError:
+        raise CairnError(f"{path} is not UTF-8; save it as UTF-8, then run this again (nothing was written)") from None
     try:
         before = parse_config(old_text)
     except InvalidConfig as exc:

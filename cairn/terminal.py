@@ -25,6 +25,10 @@ def clean(text: str) -> str:
     return "".join("?" if at in hidden else ch for at, ch in enumerate(text)) if hidden else text
 
 
+# Every character `str.splitlines` breaks at (U+2028 and U+2029 too), and the tab
+_LINE_BREAKS = str.maketrans({**dict.fromkeys(map(ord, "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"), "?"), ord("\t"): " "})
+
+
 def clean_line(text: str) -> str:
     """`clean` for a line that must stay one line (a finding, a file name): newlines and tabs become `?` too."""
-    return clean(text).replace("\n", "?").replace("\t", " ")
+    return clean(text).translate(_LINE_BREAKS)

@@ -263,3 +263,38 @@ def test_a_skipped_file_name_reaches_the_terminal_cleaned(vault_repo: VaultRepo,
     skipped, summary = done.stderr.splitlines()  # the note in one line, then lint's own summary
     assert skipped.endswith("x?cairn lint: 0 errors.md: skipped, in no Cairn vault (no cairn.toml above it)")
     assert summary.startswith("cairn lint: 0 errors, 0 warnings in 0 file(s)") and "\x1b" not in done.stderr
+
+
+# -- errors quote what the user gave: still one line ---------------------------------------------------------------
+
+
+def test_an_error_quoting_a_name_with_a_line_break_stays_one_line(tmp_path: Path) -> None:
+    """Bug fixed: errors went to the terminal through `clean`, which keeps line breaks, so a vault path holding
+    one printed a forged second `Error:` line (`cairn list --vault $'/x\\nError: forged'`)."""
+    done = subprocess.run(
+        [cairn_executable(), "list", "--vault", str(tmp_path / "nope\nError: forged")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    line = _one_error_line(done)
+    assert "is not a folder" in line
+
+
+def test_calibrate_write_on_a_config_that_is_not_utf8_says_so(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn calibrate --write` read a non-UTF-8 cairn.toml without a check and printed
+    `unexpected UnicodeDecodeError ... (a bug in Cairn)`."""
+    make_vault(vault_repo)
+    config = vault_repo.root / "cairn.toml"
+    config.write_bytes(config.read_bytes() + b"# caf\xe9\n")
+    cases = vault_repo.write_raw(
+        "evals/cases.yaml",
+        f"- {{id: p1, query: 'git pull --rebase dropped my commits after a force-push', expect: [{REBASE_ID}]}}\n"
+        "- {id: n1, query: 'how do I center a div with flexbox', expect: []}\n",
+    )
+    before = config.read_bytes()
+    done = vault_repo.cairn("calibrate", "--cases", str(cases), "--write")
+    line = _one_error_line(done)
+    assert "is not UTF-8" in line and "nothing was written" in line
+    assert config.read_bytes() == before

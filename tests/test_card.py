@@ -199,3 +199,25 @@ def test_visible_text_is_served_as_written() -> None:
     summary = "先查 reflog，再 pull ⚠️ 👨\u200d💻 данные λ 10µs ｆｕｌｌ"
     card, _ = parse_card("cards/git/pull.md", f"---\nname: Pull\nsummary: {summary}\n---\n\nBody.\n".encode())
     assert card is not None and card.summary == summary and card.hidden == ()
+
+
+@pytest.mark.parametrize(
+    ("verified", "review_after"),
+    [("2026-01-01", "99999999d"), ("9999-12-30", "2d"), ("2026-01-01", "999999999y")],
+)
+def test_a_review_date_past_the_calendar_never_expires(verified: str, review_after: str) -> None:
+    """Bug fixed: `review_after: 99999999d` (or a verified_at near the last date) raised OverflowError, and
+    `cairn index` and `cairn list` failed with 'unexpected OverflowError (a bug in Cairn)'."""
+    raw = (
+        f"---\nname: A card\nsummary: One line.\nverified_at: {verified}\nreview_after: {review_after}\n---\n\nBody.\n"
+    )
+    card, findings = parse_card("cards/ci/a.md", raw.encode())
+    assert card is not None, findings
+    assert card.expires_on == dt.date.max and not card.is_expired(dt.date(9999, 12, 31))
+
+
+def test_a_duration_too_long_to_read_is_a_finding_not_a_crash() -> None:
+    """A 5,000-digit duration is more than int() reads by default (ValueError): it is a field-type finding."""
+    raw = f"---\nname: A card\nsummary: One line.\nverified_at: 2026-01-01\nreview_after: {'9' * 5000}d\n---\n\nB.\n"
+    card, findings = parse_card("cards/ci/a.md", raw.encode())
+    assert card is None and [f.rule for f in findings] == ["field-type"]

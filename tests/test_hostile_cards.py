@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from cairn.hot.recall import recall
 from cairn.hot.tokens import tokenize
 from cairn.hot.vault import find_vault
 from cairn.index.build import build_index, build_worktree_index, open_index
-from helpers.vaults import VaultRepo
+from helpers.vaults import REBASE_ID, VaultRepo, card_text, make_vault
 
 
 def _check(result: tuple[Card | None, list[Finding]]) -> None:
@@ -147,3 +148,41 @@ def test_valid_cards_survive_hostile_neighbours(vault_repo: VaultRepo, tmp_path:
     worktree = build_worktree_index(vault)
     assert {p.path: p.rule for p in worktree.problems} == bad
     assert worktree.n_cards == len(good_ids)
+
+
+def _tree(repo: VaultRepo, entries: list[str]) -> str:
+    """`git mktree` of entries given as `MODE TYPE SHA\tNAME` lines (it takes names git's own commands refuse)."""
+    done = subprocess.run(
+        ["git", "mktree"], cwd=repo.root, input="\n".join(entries) + "\n", capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+@pytest.mark.parametrize("climb", ["..", "."], ids=["dot-dot", "dot"])
+def test_a_tree_path_with_dot_parts_is_never_a_card(vault_repo: VaultRepo, climb: str) -> None:
+    """Bug fixed: a commit made with `git mktree` holding `cards/../../../pwned.md` was indexed and served, with id
+    `../../../pwned` and a path pointing out of the vault (which `cairn show` then refused)."""
+    make_vault(vault_repo)
+    card = card_text("Pwned lesson about zanzibar quokkas", "Zanzibar quokkas climb out of the vault's cards folder.")
+    blob = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"], cwd=vault_repo.root, input=card, capture_output=True, text=True
+    ).stdout.strip()
+    inner = _tree(vault_repo, [f"100644 blob {blob}\tpwned.md"])
+    for _ in range(2):
+        inner = _tree(vault_repo, [f"040000 tree {inner}\t{climb}"])
+    head_tree = vault_repo.git("rev-parse", "HEAD^{tree}")
+    cards_tree = vault_repo.git("rev-parse", "HEAD:cards")
+    listing = vault_repo.git("ls-tree", cards_tree).splitlines()
+    new_cards = _tree(vault_repo, [*listing, f"040000 tree {inner}\t{climb}"])
+    top = [line for line in vault_repo.git("ls-tree", head_tree).splitlines() if not line.endswith("\tcards")]
+    root = _tree(vault_repo, [*top, f"040000 tree {new_cards}\tcards"])
+    commit = vault_repo.git("commit-tree", root, "-p", "HEAD", "-m", "A card out of cards/")
+    vault_repo.git("update-ref", "refs/heads/main", commit)
+
+    done = vault_repo.cairn("index", "--rebuild")
+    assert done.returncode == 0, done.stderr
+    served = vault_repo.cairn("recall", "zanzibar quokkas climb out of the cards folder", "--json")
+    assert served.returncode == 0, served.stderr
+    assert "pwned" not in served.stdout
+    listed = vault_repo.cairn("list", "--json")
+    assert "pwned" not in listed.stdout and REBASE_ID in listed.stdout

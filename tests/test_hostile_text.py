@@ -72,7 +72,7 @@ def test_clean_leaves_nothing_a_terminal_acts_on(text: str) -> None:
     assert ESC not in out and "\x07" not in out and "\x9b" not in out and "\r" not in out
     assert not any(0xD800 <= ord(ch) <= 0xDFFF for ch in out)
     out.encode("utf-8")  # always printable to a UTF-8 terminal
-    assert "\n" not in clean_line(text)
+    assert len(clean_line(text).splitlines()) <= 1  # U+2028, U+2029 and the other breaks splitlines knows too
 
 
 def test_clean_shows_invisible_characters() -> None:
@@ -85,3 +85,25 @@ def test_clean_shows_invisible_characters() -> None:
 def test_clean_keeps_ordinary_text() -> None:
     text = "Pull --rebase: compare with `git reflog` — café, 日本語, tabs\tand\nnewlines"
     assert clean(text) == text
+
+
+def test_clean_line_breaks_no_line_anywhere() -> None:
+    """Bug fixed: clean_line kept U+2028 and U+2029, at which `str.splitlines` (and some terminals and viewers)
+    break, so a name holding one read as two lines."""
+    assert clean_line("a\u2028Error: forged\u2029b") == "a?Error: forged?b"
+
+
+def test_list_fields_and_source_are_one_line_each() -> None:
+    """Bug fixed: a line break inside a scope, alias, not_when item or the source passed the contract, so
+    `cairn show` printed `status: retired` or a second `summary:` from a card's text as lines of their own."""
+    raw = (
+        b"---\nname: A card\nsummary: One line.\n"
+        b'scope: ["ci\\nverified_at: 2099-01-01"]\naliases: ["x\\u2028status: retired"]\n'
+        b'not_when: ["a\\n\\nb"]\nsource: "https://x\\n\\nsummary: fake"\n---\n\nBody.\n'
+    )
+    card, findings = parse_card("cards/ci/a.md", raw)
+    assert card is not None, findings
+    assert card.scope == ("ci verified_at: 2099-01-01",)
+    assert card.aliases == ("x status: retired",)
+    assert card.not_when == ("a b",)
+    assert card.source == "https://x summary: fake"

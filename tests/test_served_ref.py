@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from cairn.hot import gitrefs
-from helpers.vaults import VaultRepo
+from helpers.vaults import VaultRepo, make_vault
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -95,3 +95,12 @@ def test_unborn_and_not_a_repository(vault_repo: VaultRepo, tmp_path: Path) -> N
     (vault_repo.root / ".git" / "refs" / "remotes" / "origin").mkdir(parents=True)
     (vault_repo.root / ".git" / "refs" / "remotes" / "origin" / "HEAD").write_text("ref: refs/../../etc\n")
     assert gitrefs.served_ref(vault_repo.root) == ("refs/heads/main", None)
+
+
+def test_an_empty_ref_is_an_error_not_the_default_branch(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn index --ref ""` (an unset variable) indexed the default branch into a file of its own,
+    ignoring the vault's configured ref, and said nothing."""
+    make_vault(vault_repo)
+    done = vault_repo.cairn("index", "--ref", "")
+    assert done.returncode == 1 and done.stderr.startswith("Error: the ref given is empty"), done.stderr
+    assert len(done.stderr.splitlines()) == 1

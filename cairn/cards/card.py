@@ -20,7 +20,7 @@ KNOWN_KEYS = frozenset(
     {"name", "summary", "scope", "verified_at", "review_after", "status", "aliases", "not_when", "supersedes", "source"}
 )
 _LIST_FIELDS = ("scope", "aliases", "not_when", "supersedes")
-_DURATION = re.compile(r"^\s*(\d+)\s*(d|w|m|y)\s*$", re.IGNORECASE)
+_DURATION = re.compile(r"^\s*(\d{1,9})\s*(d|w|m|y)\s*$", re.IGNORECASE)  # 9 digits: past any calendar
 _DURATION_DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
 
 # Chinese and Japanese are written without spaces: CJK ideographs, kana, CJK punctuation (not the ideographic space,
@@ -101,7 +101,9 @@ def card_id_from_path(rel_path: str) -> str | None:
     if not rel_path.startswith("cards/") or not rel_path.endswith(".md"):
         return None
     card_id = rel_path[len("cards/") : -len(".md")]
-    return card_id or None
+    if any(part in ("", ".", "..") for part in card_id.split("/")):
+        return None  # `cards/../x.md`, `cards//x.md`: git's tree can hold such names; no card lives there
+    return card_id
 
 
 def parse_card(rel_path: str, data: bytes) -> tuple[Card | None, list[Finding]]:
@@ -241,7 +243,8 @@ def _build(
             review_after = raw_review.strip()
             if verified_at is not None:
                 days = int(duration.group(1)) * _DURATION_DAYS[duration.group(2).lower()]
-                expires_on = verified_at + dt.timedelta(days=days)
+                room = (dt.date.max - verified_at).days  # past the calendar's last day: it never expires
+                expires_on = verified_at + dt.timedelta(days=days) if days <= room else dt.date.max
         else:
             fail(
                 "review_after",
@@ -272,7 +275,8 @@ def _build(
         return " ".join(strip_invisible(value).split()) if key in ("name", "summary") else strip_invisible(value)
 
     def shown_list(key: str) -> tuple[str, ...]:
-        return tuple(v for v in (shown(key, item).strip() for item in lists[key]) if v)
+        # one line each, as name and summary: an item is shown and injected on a line of its own
+        return tuple(v for v in (" ".join(shown(key, item).split()) for item in lists[key]) if v)
 
     card = Card(
         id=card_id,
@@ -288,7 +292,7 @@ def _build(
         aliases=shown_list("aliases"),
         not_when=shown_list("not_when"),
         supersedes=shown_list("supersedes"),
-        source=shown("source", source) if source is not None else None,
+        source=" ".join(shown("source", source).split()) if source is not None else None,
         extra={str(k): v for k, v in meta.items() if k not in KNOWN_KEYS},
         body_line=body_line,
         hidden=tuple(hidden),

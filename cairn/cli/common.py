@@ -16,7 +16,7 @@ import click
 
 from cairn.hot.errors import CairnError
 from cairn.hot.vault import Vault, find_vault
-from cairn.terminal import clean
+from cairn.terminal import clean, clean_line
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -80,14 +80,14 @@ def errors_to_exit(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except CairnError as exc:
-            raise click.ClickException(clean(str(exc))) from None
+            raise click.ClickException(clean_line(str(exc))) from None
         except BrokenPipeError:
             # The reader went away (`cairn lint | head`): stop quietly, as the Python docs advise for SIGPIPE.
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             sys.exit(1)
         except OSError as exc:
-            raise click.ClickException(clean(os_error_text(exc))) from None
+            raise click.ClickException(clean_line(os_error_text(exc))) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except RecursionError:
@@ -99,7 +99,7 @@ def errors_to_exit(func: F) -> F:
                 raise
             text = str(exc).splitlines()[0][:300] if str(exc) else ""
             raise click.ClickException(
-                clean(f"unexpected {type(exc).__name__}: {text} (a bug in Cairn; CAIRN_DEBUG=1 shows where)")
+                clean_line(f"unexpected {type(exc).__name__}: {text} (a bug in Cairn; CAIRN_DEBUG=1 shows where)")
             ) from None
 
     return wrapper  # type: ignore[return-value]

@@ -84,6 +84,8 @@ def served_commit(vault: Vault, repo: git.Repo | None = None, ref: str | None = 
     from cairn.hot.vault import unreadable_ref_file
     from cairn.userconfig import configured_ref
 
+    if ref is not None and not ref.strip():  # an unset variable (`--ref "$REF"`): not the default branch
+        raise CairnError("the ref given is empty; give a branch, tag or commit (or leave --ref out for the served ref)")
     if repo is None:
         with gitrepo.open_repo(vault) as opened:
             return served_commit(vault, opened, ref)
