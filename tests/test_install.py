@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -278,3 +279,19 @@ def test_install_indexes_the_vault_so_the_first_prompt_is_served(vault_repo: Vau
     assert done.returncode == 0, done.stderr
     assert "Index of" in done.stdout
     assert _indexed_commit(vault_repo.root) == vault_repo.git("rev-parse", "HEAD")
+
+
+def test_the_undo_line_of_a_project_install_undoes_it_from_where_it_ran(tmp_path: Path, configured: VaultRepo) -> None:
+    """Bug fixed: `cairn install codex --project DIR` printed "Undo with `cairn uninstall codex`", without the
+    --project: run where the install was run, it removed nothing."""
+    project, elsewhere = tmp_path / "acme project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    done = cairn("install", "codex", "--project", str(project), cwd=elsewhere)
+    assert done.returncode == 0, done.stderr
+    [undo] = [line for line in done.stdout.splitlines() if line.startswith("Undo with `")]
+    args = shlex.split(undo.removeprefix("Undo with `").removesuffix("`."))
+    assert args[:2] == ["cairn", "uninstall"]
+    removed = cairn(*args[1:], cwd=elsewhere)
+    assert removed.returncode == 0, removed.stderr
+    assert not (project / SETTINGS["codex"]).exists()

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     help="Put the cards under cards/TOPIC/ (default: the first scope; else a note's folder inside SRC, "
     "`imported` or `lessons`).",
 )
-@click.option("--lessons", is_flag=True, help="Read every file as a lesson list, not only CLAUDE.md / AGENTS.md.")
+@click.option(
+    "--lessons", is_flag=True, help="Read every file as a lesson list, not only CLAUDE.md / AGENTS.md / GEMINI.md."
+)
 @click.option("--dry-run", is_flag=True, help="Show what would be written and what is dropped; write nothing.")
 @click.option("--force", is_flag=True, help="Write cards lint only warns about, and replace a card of the same name.")
 @vault_option

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -99,7 +101,8 @@ def install_cmd(
         _index_now(vault_dir, executable)
     if change.note:
         echo(f"  Note: {change.note}")
-    echo(f"Undo with `cairn uninstall {target}{' --user' if user else ''}`.")
+    where = " --user" if user else f" --project {shlex.quote(str(project))}" if project is not None else ""
+    echo(f"Undo with `cairn uninstall {target}{where}`.")
 
 
 def _hook_vault(vault_path: str | None) -> str | None:

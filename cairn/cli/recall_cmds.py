@@ -406,7 +406,9 @@ def _explain_layered(
     help="Cases file: .jsonl or .yaml (id, query, expect, slice).",
 )
 @scope_option
-@click.option("--worktree", is_flag=True, help="Evaluate the working tree (uncommitted cards) instead of HEAD.")
+@click.option(
+    "--worktree", is_flag=True, help="Evaluate the working tree (uncommitted cards) instead of the served ref."
+)
 @click.option(
     "--failures",
     type=click.IntRange(min=0),

@@ -40,7 +40,7 @@ from cairn.index import build as indexer
     help="Grid step of each threshold.",
 )
 @click.option("--write", is_flag=True, help="Store the fitted thresholds in the vault's cairn.toml [recall].")
-@click.option("--worktree", is_flag=True, help="Calibrate on the working tree's cards instead of HEAD's.")
+@click.option("--worktree", is_flag=True, help="Calibrate on the working tree's cards instead of the served ref's.")
 @vault_option
 @json_option
 @errors_to_exit

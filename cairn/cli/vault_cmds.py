@@ -373,8 +373,8 @@ def show(card_id: str, worktree: bool, vault_path: str | None, as_json: bool) ->
 
     \b
     Example:
-      cairn show git/force-push-rebase
-      cairn show team:git/force-push-rebase --json
+      cairn show git/force-push-safely
+      cairn show team:git/force-push-safely --json
     """
     vault_path, card_id = split_named_id(card_id, vault_path)
     vault = open_vault(vault_path)

@@ -1,0 +1,515 @@
+"""What the documents tell a user is what Cairn does: every `cairn ...` they show parses with the real command line
+(its subcommand, options and choices exist), the Chinese README says what the English one says, the README's
+figures come from benchmarks/RESULTS.md, the help's examples name cards the template vault has, and the JSON shapes
+and exit codes ARCHITECTURE.md gives are the ones the commands print."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+import pytest
+
+from cairn.cli import cli
+from cairn.hot.hook import FORMATS, HELP
+from helpers.cli import invoke_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE_CARDS = ROOT / "cairn" / "templates" / "vault" / "cards"
+# Documents whose `cairn ...` lines a user copies: fenced shell blocks and inline code spans.
+DOCUMENTS = (
+    "README.md",
+    "README.zh-CN.md",
+    "ARCHITECTURE.md",
+    "cairn/templates/vault/README.md",
+    "cairn/templates/hooks/README.md",
+)
+HOOK_OPTIONS = {"--format", "--vault", "--scope", "-h", "--help"}
+SEPARATORS = {"&&", "||", "|", ";", "<", ">", ">>", "&", "(", ")"}
+ALTERNATIVE = "\u2016"  # stands for `|` between two words while a span is split into words
+
+
+# --- reading command lines out of documents and help -------------------------------------------------------------
+
+
+def _fences(text: str) -> list[tuple[str, str]]:
+    """(language, body) of every fenced block."""
+    return re.findall(r"^```(\w*)\n(.*?)^```", text, re.M | re.S)
+
+
+def _prose(text: str) -> str:
+    return re.sub(r"^```\w*\n.*?^```", "", text, flags=re.M | re.S)
+
+
+def _segments(line: str) -> Iterator[list[str]]:
+    """Each simple command of a shell line (split at &&, |, ;, redirections), `$(...)` substitutions included."""
+    for inner in re.findall(r"\$\((cairn [^)]*)\)", line):
+        yield from _segments(inner)
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    segment: list[str] = []
+    skip_target = False
+    for token in lexer:
+        if token in SEPARATORS:
+            if segment:
+                yield segment
+            segment, skip_target = [], token in {"<", ">", ">>"}
+            continue
+        if skip_target:  # the file of a redirection
+            skip_target = False
+            continue
+        segment.append(token)
+    if segment:
+        yield segment
+
+
+def _cairn_argv(segment: list[str]) -> list[str] | None:
+    if segment and (segment[0] == "cairn" or segment[0].endswith("/bin/cairn")):
+        return segment[1:]
+    return None
+
+
+def shell_block_commands(text: str) -> list[list[str]]:
+    """Every `cairn` command of the document's ```sh blocks, continuation lines joined."""
+    found = []
+    for language, body in _fences(text):
+        if language != "sh":
+            continue
+        for line in body.replace("\\\n", " ").splitlines():
+            for segment in _segments(line):
+                argv = _cairn_argv(segment)
+                if argv is not None:
+                    found.append(argv)
+    return found
+
+
+def inline_commands(text: str) -> list[list[str]]:
+    """Every inline code span of the document's prose that starts with `cairn `, as words (placeholders kept)."""
+    found = []
+    for span in re.findall(r"`(cairn [^`]+)`", _prose(text)):
+        found += _phrase(span)
+    return found
+
+
+def _phrase(span: str) -> list[list[str]]:
+    """The `cairn` commands of one inline span: `a|b` with no spaces is a choice of words, not a pipe."""
+    span = re.sub(r"(?<=\S)\\?\|(?=\S)", ALTERNATIVE, " ".join(span.split()))
+    found = []
+    for segment in _segments(span):
+        argv = _cairn_argv([word.replace(ALTERNATIVE, "|") for word in segment])
+        if argv is not None:
+            found.append(argv)
+    return found
+
+
+def _help_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    ctx = click.Context(group, info_name="cairn")
+    paths: list[tuple[str, ...]] = [prefix]
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None, name
+        paths += _help_paths(command, (*prefix, name)) if isinstance(command, click.Group) else [(*prefix, name)]
+    return paths
+
+
+def _help_text(path: tuple[str, ...]) -> str:
+    if path == ("hook",):
+        return HELP  # the executable prints the hook's own help, not click's
+    done = invoke_cli([*path, "--help"])
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def help_example_commands(help_text: str) -> list[list[str]]:
+    """The `cairn` commands of a help text's Example(s) section, each cut before its aligned explanation."""
+    examples = help_text.split("Example", 1)[1].split("\nOptions:", 1)[0]
+    found = []
+    for line in examples.replace("\\\n", " ").splitlines():
+        line = line.strip()
+        if not (line.startswith("cairn ") or "$(cairn " in line):
+            continue  # a JSON payload, an MCP entry, prose
+        line = re.split(r"\s{2,}(?=[(a-z])", line, maxsplit=1)[0]  # "cairn demo    the main job ..."
+        for segment in _segments(line):
+            argv = _cairn_argv(segment)
+            if argv is not None:
+                found.append(argv)
+    return found
+
+
+HELP_PATHS = _help_paths(cli)
+
+
+# --- checking a command line against the real CLI ----------------------------------------------------------------
+
+
+def _placeholder(word: str) -> bool:
+    """NAME, PATH, F, BASE..HEAD, NAME:ID, [FILES]: a word the reader replaces."""
+    return word.startswith("[") or re.fullmatch(r"[A-Z][A-Z0-9_.:-]*", word) is not None
+
+
+def _alternatives(word: str) -> list[str]:
+    return word.split("|") if "|" in word and not word.startswith("|") else [word]
+
+
+def problems(argv: list[str], *, complete: bool) -> list[str]:
+    """What in `cairn ARGV` the real CLI would not accept: an unknown subcommand or option, a value outside a
+    choice, too many arguments, and (when `complete`: a whole command line, not a phrase) a missing required one."""
+    found: list[str] = []
+    command: click.Command = cli
+    ctx = click.Context(cli, info_name="cairn")
+    words = list(argv)
+    path: list[str] = []
+    while isinstance(command, click.Group) and words and not words[0].startswith("-"):
+        name = words.pop(0)
+        subs = [command.get_command(ctx, alt) for alt in _alternatives(name)]
+        if any(sub is None for sub in subs):
+            return [f"no command `cairn {' '.join([*path, name])}`"]
+        path.append(name)
+        command = subs[0]  # type: ignore[assignment]
+    where = f"`cairn {' '.join(path)}`"
+    if path == ["hook"]:
+        for i, word in enumerate(words):
+            flag = word.split("=", 1)[0]
+            if word.startswith("-") and flag not in HOOK_OPTIONS:
+                found.append(f"{where} has no option {flag}")
+            if flag == "--format" and i + 1 < len(words):
+                value = words[i + 1]
+                if not _placeholder(value) and not set(_alternatives(value)) <= set(FORMATS):
+                    found.append(f"{where} --format {value}: not one of {FORMATS}")
+        if complete and "--format" not in {w.split("=", 1)[0] for w in words}:
+            found.append(f"{where} without --format")
+        return found
+    if isinstance(command, click.Group):
+        return [f"{where} needs a subcommand"] if complete else []
+    options: dict[str, click.Option] = {}
+    for param in command.params:
+        if isinstance(param, click.Option):
+            for opt in (*param.opts, *param.secondary_opts):
+                options[opt] = param
+    given: set[str] = set()
+    positional: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if word.startswith("-") and word != "-":
+            name, eq, value = word.partition("=")
+            if name in ("-h", "--help"):
+                continue
+            option = options.get(name)
+            if option is None:
+                found.append(f"{where} has no option {name}")
+                continue
+            given.add(option.name or "")
+            if option.is_flag or option.count:
+                continue
+            if not eq:
+                if i >= len(words):
+                    if complete:
+                        found.append(f"{where} {name} needs a value")
+                    continue
+                value = words[i]
+                i += 1
+            if isinstance(option.type, click.Choice) and not _placeholder(value):
+                bad = [alt for alt in _alternatives(value) if alt not in option.type.choices]
+                if bad:
+                    found.append(f"{where} {name} {value}: not one of {list(option.type.choices)}")
+        else:
+            positional.append(word)
+    arguments = [p for p in command.params if isinstance(p, click.Argument)]
+    if not any(a.nargs == -1 for a in arguments) and len(positional) > sum(a.nargs for a in arguments):
+        found.append(f"{where} takes {len(arguments)} argument(s), given {positional}")
+    for argument, value in zip(arguments, positional, strict=False):  # extra or missing ones are reported above
+        if isinstance(argument.type, click.Choice) and not _placeholder(value):
+            bad = [alt for alt in _alternatives(value) if alt not in argument.type.choices]
+            if bad:
+                found.append(f"{where} {value}: not one of {list(argument.type.choices)}")
+    if complete:
+        required = [a for a in arguments if a.required and a.nargs != -1]
+        if len(positional) < len(required):
+            found.append(f"{where} misses {[a.name for a in required[len(positional) :]]}")
+        for param in command.params:
+            if isinstance(param, click.Option) and param.required and param.name not in given:
+                found.append(f"{where} misses {param.opts[0]}")
+    return found
+
+
+# --- the checker itself can fail ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "complete"),
+    [
+        ("cairn frobnicate", False),
+        ("cairn recall --no-such-flag x", False),
+        ("cairn vault add PATH --nmae me", False),
+        ("cairn install cursor", False),
+        ("cairn review main..HEAD --format yaml", False),
+        ("cairn eval", True),
+        ("cairn show", True),
+        ("cairn hook --vault x", True),
+        ("cairn hook --format vim", False),
+        ("cairn completion bash|tcsh", False),
+        ("cairn vault", True),
+    ],
+)
+def test_the_checker_catches_what_the_cli_would_refuse(line: str, complete: bool) -> None:
+    [argv] = _phrase(line)
+    assert problems(argv, complete=complete), line
+
+
+def test_the_checker_accepts_what_the_cli_takes() -> None:
+    for line in (
+        "cairn vault add ~/my-notes --name me --scope python --project ~/work/acme --first",
+        "cairn init ~/team-lessons --no-register --no-git-hooks",
+        "cairn review main..HEAD --format=json --today 2026-01-01",
+        "cairn hook --format claude-code --vault ~/team-lessons",
+        "cairn completion bash|zsh|fish",
+        "cairn bench longmemeval|locomo FILE",
+    ):
+        [argv] = _phrase(line)
+        assert problems(argv, complete=True) == [], line
+
+
+def test_the_readers_find_commands_where_users_see_them() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert ["demo"] in shell_block_commands(readme)
+    assert ["doctor"] in shell_block_commands(readme)
+    assert ["completion", "fish"] in shell_block_commands("```sh\ncairn completion fish > x.fish  # once\n```\n")
+    assert ["completion", "bash"] in shell_block_commands('```sh\neval "$(cairn completion bash)"\n```\n')
+    assert ["vault", "add", "--ref"] in inline_commands(readme)  # a span broken across two lines
+    assert any(argv[:1] == ["bench"] for argv in inline_commands(readme))
+    assert ["explain", "-"] in help_example_commands(_help_text(("explain",)))
+
+
+# --- the documents ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("doc", DOCUMENTS)
+def test_every_command_a_document_shows_parses_with_the_real_cli(doc: str) -> None:
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    blocks, spans = shell_block_commands(text), inline_commands(text)
+    assert blocks or spans, f"{doc} shows no cairn command: the check would test nothing"
+    wrong = [f"cairn {shlex.join(a)}: {p}" for a in blocks for p in problems(a, complete=True)]
+    wrong += [f"`cairn {' '.join(a)}`: {p}" for a in spans for p in problems(a, complete=False)]
+    assert wrong == [], f"{doc} shows commands the CLI refuses"
+
+
+@pytest.mark.parametrize("path", HELP_PATHS, ids=lambda p: " ".join(("cairn", *p)))
+def test_every_help_example_parses_with_the_real_cli(path: tuple[str, ...]) -> None:
+    examples = help_example_commands(_help_text(path))
+    assert examples, f"`cairn {' '.join(path)} --help` shows no example command"
+    wrong = [f"cairn {shlex.join(a)}: {p}" for a in examples for p in problems(a, complete=path != ())]
+    assert wrong == []
+
+
+def _template_ids() -> set[str]:
+    return {str(p.relative_to(TEMPLATE_CARDS).with_suffix("")) for p in TEMPLATE_CARDS.rglob("*.md")}
+
+
+def test_help_examples_name_cards_the_template_vault_has() -> None:
+    """A new user's vault is the template (`cairn init`): `cairn show git/force-push-rebase`, the example before, was
+    no card of it, so the example failed as written."""
+    ids = _template_ids()
+    named: list[str] = []
+    for path in HELP_PATHS:
+        for argv in help_example_commands(_help_text(path)):
+            words = [w for w in argv if not w.startswith("-")]
+            if words[:1] == ["show"] and len(words) > 1:
+                named.append(words[1].split(":", 1)[-1])
+            named += [w[len("cards/") : -len(".md")] for w in argv if re.fullmatch(r"cards/[\w/.-]+\.md", w)]
+    assert "git/force-push-safely" in named  # the check reads the examples it means to
+    assert sorted(set(named) - ids) == []
+
+
+# --- the Chinese README says what the English one says -----------------------------------------------------------
+
+
+def _sections(text: str) -> list[str]:
+    return re.split(r"^## ", _fenced_blank(text), flags=re.M)
+
+
+def _fenced_blank(text: str) -> str:
+    """The text with `## ` lines inside fenced blocks neutralised (a card's body may hold headings)."""
+    return re.sub(r"^```\w*\n.*?^```", lambda m: m.group(0).replace("\n## ", "\n##\u00a0"), text, flags=re.M | re.S)
+
+
+def _signatures(text: str) -> set[tuple[str, ...]]:
+    """Each `cairn` command the text shows, as its words that are subcommands or options."""
+    found = set()
+    for argv in shell_block_commands(text) + inline_commands(text):
+        found.add(tuple(w.split("=", 1)[0] for w in argv if re.fullmatch(r"-{1,2}[a-z][\w-]*(=.*)?|[a-z][a-z-]+", w)))
+    return found
+
+
+def _figures(text: str) -> set[str]:
+    """Decimal figures and ranges (0.368, 1.50–1.52, 10.6–12.8): what a translation must not change."""
+    return set(re.findall(r"\d+\.\d+(?:–\d+(?:\.\d+)?)?|\d+–\d+(?:\.\d+)?", text))
+
+
+def _readmes() -> tuple[str, str]:
+    return (ROOT / "README.md").read_text(encoding="utf-8"), (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+
+
+def test_the_chinese_readme_has_the_english_ones_sections() -> None:
+    """The Chinese README lacked the English one's "A card" section (the card's format, review's exit codes)."""
+    en, zh = (_sections(text) for text in _readmes())
+    assert len(zh) == len(en), [s.splitlines()[0] for s in zh]
+    for english, chinese in zip(en, zh, strict=True):
+        assert len(_fences(chinese)) == len(_fences(english)), (english.splitlines()[0], chinese.splitlines()[0])
+
+
+def test_the_chinese_readme_shows_the_same_commands_section_by_section() -> None:
+    en, zh = (_sections(text) for text in _readmes())
+    for english, chinese in zip(en, zh, strict=True):
+        assert _signatures(chinese) == _signatures(english), english.splitlines()[0]
+
+
+def test_the_chinese_readme_quotes_the_same_figures() -> None:
+    en, zh = _readmes()
+    assert len(_figures(en)) > 100  # the measured table is read
+    assert _figures(zh) == _figures(en)
+
+
+# --- the figures come from benchmarks/RESULTS.md ------------------------------------------------------------------
+
+# Figures the README quotes that benchmarks/RESULTS.md does not hold (measured, by the commit that added them, but
+# not written up). When RESULTS.md gains one, take it off this list.
+NOT_IN_RESULTS = {"12–15", "14–23", "16.6–18.3", "22–24"}
+
+
+def _measured_figures() -> set[str]:
+    measured = _readmes()[0].split("\n## Measured\n", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"\d[\d,]*\.\d+(?:–\d+(?:\.\d+)?)?|\d+(?:,\d{3})+|\d+–\d+(?:\.\d+)?", measured))
+
+
+def _in_results(figure: str, results: str) -> bool:
+    """The figure as RESULTS.md writes it (ranges with a hyphen); a range of decimals the README draws from several
+    runs (1.76–1.82x from runs of 1.82, 1.79 and 1.76) counts when RESULTS.md holds both ends."""
+
+    def holds(text: str) -> bool:
+        return re.search(rf"(?<![\d.]){re.escape(text)}(?!\d)", results) is not None
+
+    if holds(figure.replace("–", "-")):
+        return True
+    ends = figure.split("–")
+    return len(ends) == 2 and all("." in end and holds(end) for end in ends)
+
+
+def test_the_readmes_figures_are_in_the_results() -> None:
+    results = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8").replace("–", "-")
+    figures = _measured_figures()
+    assert len(figures) > 100
+    missing = {f for f in figures if not _in_results(f, results)}
+    assert missing - NOT_IN_RESULTS == set(), "README figures that benchmarks/RESULTS.md does not hold"
+    assert NOT_IN_RESULTS - missing == set(), "now in RESULTS.md (or gone from the README): update NOT_IN_RESULTS"
+
+
+# --- which commands take --vault ----------------------------------------------------------------------------------
+
+
+def _commands_without_vault() -> set[str]:
+    ctx = click.Context(cli, info_name="cairn")
+    without = set()
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
+        assert command is not None
+        if name == "hook":  # its own parser: --format, --vault, --scope
+            continue
+        subcommands = (
+            [c for n in command.list_commands(ctx) if (c := command.get_command(ctx, n)) is not None]
+            if isinstance(command, click.Group)
+            else [command]
+        )
+        if not all(any("--vault" in getattr(p, "opts", ()) for p in c.params) for c in subcommands):
+            without.add(name)
+    return without
+
+
+@pytest.mark.parametrize(
+    ("doc", "pattern"),
+    [
+        ("README.md", r"works on a vault \(all but (.+?)\)"),
+        ("README.zh-CN.md", r"命令（除 (.+?) 之外的所有命令）"),
+        ("ARCHITECTURE.md", r"works on a vault \(all but (.+?)\)"),
+    ],
+)
+def test_the_commands_said_to_take_no_vault_are_those_without_one(doc: str, pattern: str) -> None:
+    text = " ".join((ROOT / doc).read_text(encoding="utf-8").split())
+    match = re.search(pattern, text)
+    assert match, f"{doc} no longer says which commands take no --vault"
+    assert set(re.findall(r"`([a-z-]+)`", match[1])) == _commands_without_vault()
+
+
+# --- JSON shapes and exit codes (ARCHITECTURE.md, "Output shapes") ------------------------------------------------
+
+
+@pytest.fixture
+def template_vault(tmp_path: Path) -> Path:
+    vault = tmp_path / "team-lessons"
+    done = invoke_cli(["init", str(vault), "--no-register", "--no-git-hooks"])
+    assert done.returncode == 0, done.stdout + done.stderr
+    return vault
+
+
+def _git(vault: Path, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", *args], cwd=vault, check=True, capture_output=True)
+
+
+def test_recall_json_has_the_documented_shape(template_vault: Path) -> None:
+    prompt = "git pull --rebase after a force-push"
+    done = invoke_cli(["recall", "--json", "--vault", str(template_vault), prompt])
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert set(data) == {"cards", "abstained"} and data["abstained"] is False
+    assert [set(card) for card in data["cards"]] == [{"id", "name", "summary", "path", "score"}]
+    again = [invoke_cli(["recall", "--json", "--session", "s1", "--vault", str(template_vault), prompt]) for _ in "12"]
+    first, second = (json.loads(d.stdout) for d in again)
+    assert set(first) == {"cards", "abstained", "already_injected"} and first["already_injected"] == []
+    assert second["cards"] == [] and second["already_injected"] == ["git/force-push-safely"]
+
+
+def test_review_blocks_a_removed_card_with_exit_3_and_the_documented_json(template_vault: Path) -> None:
+    _git(template_vault, "switch", "-q", "-c", "remove-card")
+    _git(template_vault, "rm", "-q", "cards/git/force-push-safely.md")
+    _git(template_vault, "commit", "-q", "--no-verify", "-m", "remove a card")
+    done = invoke_cli(["review", "main..HEAD", "--json"], cwd=template_vault)
+    assert done.returncode == 3, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert (report["verdict"], report["exit_code"]) == ("blocked", 3)
+    assert [set(entry) for entry in report["blocked"]] == [{"kind", "path", "reason", "check"}]
+    assert invoke_cli(["review", "main..HEAD"], cwd=template_vault).returncode == 3
+
+
+def test_eval_reads_the_served_ref_and_worktree_the_working_tree(template_vault: Path) -> None:
+    """`cairn eval --help` said it read HEAD: it reads the served ref, so a card committed on a branch counts only
+    with --worktree (or once merged)."""
+    _git(template_vault, "switch", "-q", "-c", "lesson")
+    card = template_vault / "cards" / "docker" / "dockerignore-node-modules.md"
+    card.write_text(
+        "---\nname: Docker build context includes node_modules\nsummary: Without a .dockerignore, docker build "
+        "sends node_modules to the daemon and the build is slow; list node_modules in .dockerignore.\n"
+        "scope: [docker]\n---\n\n# Docker build context includes node_modules\n\nThe build sent 2 GB.\n",
+        encoding="utf-8",
+    )
+    _git(template_vault, "add", "cards")
+    _git(template_vault, "commit", "-q", "--no-verify", "-m", "lesson")
+    cases = template_vault.parent / "cases.yaml"
+    cases.write_text(
+        "- id: d1\n  query: docker build sends node_modules to the daemon and is slow\n"
+        "  expect: [docker/dockerignore-node-modules]\n",
+        encoding="utf-8",
+    )
+    served = invoke_cli(["eval", "--cases", str(cases)], cwd=template_vault)
+    assert served.returncode == 1 and "the index does not hold" in served.stderr, served.stdout + served.stderr
+    worktree = invoke_cli(["eval", "--cases", str(cases), "--worktree", "--json"], cwd=template_vault)
+    assert worktree.returncode == 0, worktree.stderr
+    assert json.loads(worktree.stdout)["recall@1"] == 1.0
+    assert "instead of the served ref" in _help_text(("eval",))
