@@ -19,7 +19,7 @@ import yaml
 import cairn
 from cairn.lint import RULES
 from helpers.lintcases import TODAY, Case, cases, expected, lay_context, place, rules
-from helpers.vaults import cairn_executable
+from helpers.vaults import cairn_executable, card_text
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / ".pre-commit-hooks.yaml"
@@ -305,3 +305,70 @@ def test_a_vault_in_a_subfolder_leaves_another_projects_cards_folder_alone(
     assert done.returncode == 0, done.stdout + done.stderr
     assert "web/cards/README.md: skipped, in no Cairn vault (no cairn.toml above it)" in done.stdout
     assert "cairn lint: 0 errors" in done.stdout
+
+
+def test_the_template_config_rejects_a_symlinked_card_committed_with_another_card(tmp_path: Path) -> None:
+    """pre-commit passes only files tagged `file` unless a hook says otherwise (its default `types: [file]`), so a
+    symlinked card committed beside a regular one was never seen, and went in."""
+    vault = tmp_path / "vault"
+    assert subprocess.run([cairn_executable(), "init", str(vault)], capture_output=True).returncode == 0
+    env = dict(_env(), PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    installed = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "install"], cwd=vault, env=env, capture_output=True, text=True
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    (vault / "cards" / "git" / "linked.md").symlink_to("../../README.md")
+    (vault / "cards" / "git" / "plain.md").write_text(
+        "---\nname: A plain card\nsummary: A card that keeps the contract.\n---\n\n# A plain card\n\nBody.\n"
+    )
+    _git("add", "cards", cwd=vault)
+    done = subprocess.run(
+        ["git", "commit", "-m", "a link"],
+        cwd=vault,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stdout
+    assert "cards/git/linked.md:0: file-symlink a card must be a regular file, not a symlink" in done.stdout
+    assert "in 2 file(s) from git's staging area" in done.stdout
+
+
+@pytest.mark.slow
+def test_try_repo_rejects_a_symlinked_card(tmp_path: Path, hook_repo: tuple[str, str]) -> None:
+    vault = _new_vault(tmp_path, hook_repo)
+    (vault / "cards" / "git" / "linked.md").symlink_to("/etc/hostname")
+    _git("add", "-A", cwd=vault)
+    repo, rev = hook_repo
+    for hook in ("cairn-lint", "cairn-scope", "cairn-verified-at"):
+        done = _pre_commit("try-repo", repo, hook, "--ref", rev, cwd=vault)
+        assert done.returncode == 1, hook + done.stdout + done.stderr
+        assert "cards/git/linked.md:0: file-symlink" in done.stdout, hook
+
+
+@pytest.mark.slow
+def test_the_manifests_hook_fails_a_commit_that_deletes_a_superseded_card(
+    tmp_path: Path, hook_repo: tuple[str, str]
+) -> None:
+    """pre-commit passes no deleted file, so a hook without always_run was skipped on a commit that only deletes
+    cards: the manifest's cairn-lint let through what the template's hook, `cairn review` and CI fail."""
+    vault = _new_vault(tmp_path, hook_repo)
+    (vault / "cards" / "git" / "old-rebase.md").write_text(
+        card_text("Old rebase advice", "Pull with --rebase before every push to a shared branch.", "Why: x.")
+    )
+    (vault / "cards" / "git" / "new-rebase.md").write_text(
+        card_text(
+            "Rebase onto the fetched branch",
+            "Fetch first, then rebase onto origin's branch; a stale local main hides teammates' commits.",
+            "Why: a stale local main hides teammates' commits.",
+            supersedes=["git/old-rebase"],
+        )
+    )
+    _git("add", "cards", cwd=vault)
+    _git("commit", "-q", "--no-verify", "-m", "two cards", cwd=vault)
+    _git("rm", "-q", "cards/git/old-rebase.md", cwd=vault)
+    done = _commit(vault, "drop the old card")
+    assert done.returncode == 1, done.stdout
+    assert "cards/git/new-rebase.md:" in done.stdout and "supersedes-missing" in done.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -107,6 +108,11 @@ def _pull_request(repo: VaultRepo) -> None:
     repo.write("css/flexbox", "Center with flexbox", "Use display flex with justify-content and align-items.")
     repo.commit("A card on main after the branch", author=ANN)
     repo.git("checkout", "-q", "feature")
+
+
+def _unescaped(markdown: str) -> str:
+    """A line of the comment as it reads: Markdown's backslash escapes (review escapes card and config text) removed."""
+    return re.sub(r"\\(.)", r"\1", markdown)
 
 
 @pytest.fixture
@@ -477,7 +483,7 @@ def test_review_blocks_a_change_a_maintainer_must_check(
     done = vault_repo.cairn("review", "main..pr", "--today", "2026-11-15")
     expected = [r if not r.startswith(".") else f"touches {r}" for r in reasons]
     assert done.returncode == 3, done.stdout + done.stderr  # blocked, nothing failed
-    lines = [line for line in done.stdout.splitlines() if line.startswith("- **Blocked:** ")]
+    lines = [_unescaped(line) for line in done.stdout.splitlines() if line.startswith("- **Blocked:** ")]
     assert [line.removeprefix("- **Blocked:** ").split(". Check: ")[0] for line in lines] == expected
     assert "⛔ **Blocked**: 0 error(s), " in done.stdout
     assert "### Blocked: a maintainer must check these changes" in done.stdout
@@ -706,10 +712,10 @@ def test_a_pull_request_with_an_unreadable_cairn_toml_fails_at_its_line(vault_re
     done = vault_repo.invoke("review", "main..pr", "--today", "2026-11-15")
     assert done.returncode == 1, done.stdout + done.stderr
     assert (
-        "| error | `cairn.toml:2` | config-invalid | [recall] max_cards must be a whole number; the defaults were used |"
+        "| error | `cairn.toml:2` | config-invalid | \\[recall\\] max_cards must be a whole number; the defaults were used |"
         in (done.stdout)
     )
     assert (
-        f"Routing not measured: cairn.toml:2: [recall] max_cards must be a whole number (committed in {head[:8]}: "
+        f"Routing not measured: cairn.toml:2: \\[recall\\] max_cards must be a whole number (committed in {head[:8]}: "
         "fix it and commit the fix; Cairn reads the commit, not the working tree)."
     ) in done.stdout

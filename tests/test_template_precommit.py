@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -55,3 +56,50 @@ def test_deleting_a_card_another_supersedes_fails_the_commit(tmp_path: Path) -> 
     assert _run(["git", "add", "NOTES.md"], vault, env).returncode == 0
     done = _run(["git", "commit", "-m", "notes"], vault, env)
     assert done.returncode == 0, done.stdout
+
+
+def test_a_vault_in_a_subfolder_of_a_monorepo_commits_and_still_lints_deletions(tmp_path: Path) -> None:
+    """The template's config at a monorepo's root (the vault in `lessons/`): `cairn-lint` runs on every commit
+    (always_run) with no files for a commit that touches no card, and `cairn lint` at the root found no vault:
+    every commit of the monorepo failed with `Error: no vault here`."""
+    repo = tmp_path / "mono"
+    env = dict(
+        os.environ,
+        PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        GIT_AUTHOR_NAME="Ann",
+        GIT_AUTHOR_EMAIL="ann@example.com",
+        GIT_COMMITTER_NAME="Ann",
+        GIT_COMMITTER_EMAIL="ann@example.com",
+    )
+    repo.mkdir()
+    assert _run(["git", "init", "-q"], repo, env).returncode == 0
+    made = _run([cairn_executable(), "init", str(repo / "lessons"), "--no-register", "--no-git-hooks"], repo, env)
+    assert made.returncode == 0, made.stdout
+    shutil.rmtree(repo / "lessons" / ".git")  # the monorepo's history holds the vault
+    (repo / "lessons" / ".pre-commit-config.yaml").rename(repo / ".pre-commit-config.yaml")
+    (repo / "lessons" / "cards" / "git" / "old-rebase.md").write_text(
+        card_text("Old rebase advice", "Pull with --rebase before every push to a shared branch.", "Why: x.")
+    )
+    (repo / "lessons" / "cards" / "git" / "new-rebase.md").write_text(
+        card_text(
+            "Rebase onto the fetched branch",
+            "Fetch first, then rebase onto origin's branch; a stale local main hides teammates' commits.",
+            "Why: a stale local main hides teammates' commits.",
+            supersedes=["git/old-rebase"],
+        )
+    )
+    assert _run(["git", "add", "-A"], repo, env).returncode == 0
+    assert _run(["git", "commit", "-q", "--no-verify", "-m", "the monorepo"], repo, env).returncode == 0
+    installed = _run([sys.executable, "-m", "pre_commit", "install"], repo, env)
+    assert installed.returncode == 0, installed.stdout
+
+    (repo / "app.py").write_text("print('hello')\n")
+    assert _run(["git", "add", "app.py"], repo, env).returncode == 0
+    done = _run(["git", "commit", "-m", "the app"], repo, env)
+    assert done.returncode == 0, done.stdout
+    assert "cairn lint: 0 errors" in done.stdout
+
+    assert _run(["git", "rm", "-q", "lessons/cards/git/old-rebase.md"], repo, env).returncode == 0
+    done = _run(["git", "commit", "-m", "drop the old card"], repo, env)
+    assert done.returncode == 1, done.stdout
+    assert "lessons/cards/git/new-rebase.md:" in done.stdout and "supersedes-missing" in done.stdout

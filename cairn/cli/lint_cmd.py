@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -80,9 +81,20 @@ def lint_command(
     day = today.date() if today else None
     findings: list[Finding] = []
     checked = 0
-    if not files:
+    if not files and (vault_path or os.environ.get("CAIRN_VAULT") or not lint.in_git_hook()):
         report = lint.lint_vault(open_vault(vault_path), rules=wanted, source=source, today=day)
         findings, checked = list(report.findings), report.files
+    elif not files:  # a git hook (pre-commit's always_run): the vaults of the repository being committed to
+        vaults = _repository_vaults()
+        if not vaults:
+            if as_json:
+                echo_json([])
+            echo("cairn lint: no Cairn vault in this repository (no cairn.toml beside a cards/ folder)", err=True)
+            return
+        for vault in vaults:
+            report = lint.lint_vault(vault, rules=wanted, source=source, today=day)
+            findings += [replace(f, path=_display(vault, f.path)) for f in report.findings]
+            checked += report.files
     else:
         groups, outside = _by_vault(files, vault_path)
         for given in outside:  # a `cards/` folder of another project in the same repository (pre-commit passes it)
@@ -136,6 +148,32 @@ def _by_vault(files: tuple[str, ...], vault_path: str | None) -> tuple[dict[Vaul
             continue
         groups.setdefault(vault, []).append((_relative(vault, absolute, given), given))
     return groups, outside
+
+
+def _repository_vaults() -> list[Vault]:
+    """Inside a git hook, the vaults of the repository git runs it in (from its root): the vault around the current
+    folder, else each folder git's staging area holds a `cairn.toml` in, beside a `cards/` folder (a vault in a
+    subfolder of a monorepo, whose root is no vault). A configured vault of another repository is never one."""
+    try:
+        return [find_vault(None)]
+    except VaultNotFound:
+        pass
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z", "--", CONFIG_FILE, f"*/{CONFIG_FILE}"],
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=60,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    vaults: list[Vault] = []
+    for rel in sorted(os.fsdecode(p) for p in listed.split(b"\0") if p):
+        folder = Path(rel).parent
+        if (folder / CARDS_DIR).is_dir() and not (folder / CARDS_DIR).is_symlink():
+            vaults.append(find_vault(folder.absolute()))
+    return vaults
 
 
 def _vault_of(file: Path) -> Vault:

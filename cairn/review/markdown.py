@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,19 +18,33 @@ METRICS = (
 _LONG_LIST = 8  # longer lists are folded into <details>
 
 
-def cell(text: object, limit: int | None = 160) -> str:
-    """Text safe inside a Markdown table cell: one line, no pipes, no HTML (a hidden comment must show), invisible
-    characters made visible (`<U+200B>`). limit: longer text is cut with `…`; None keeps it whole (what agents read
-    is never cut)."""
+def _one_line(text: object, limit: int | None) -> str:
     value = " ".join(visible(str(text)).split())
     if limit is not None and len(value) > limit:
         value = value[: limit - 1] + "…"
+    return value
+
+
+# Inline Markdown a value could start: backslash escapes, code spans, emphasis, strikethrough, links, images and
+# footnotes (both brackets: a value's `]` could close a bracket the report puts around it), and `_` emphasis, except
+# between two letters or digits (`max_cards`), where it can neither open nor close one.
+_INLINE = re.compile(r"[\\`*~\[\]]|(?<![^\W_])_|_(?![^\W_])")
+
+
+def cell(text: object, limit: int | None = 160) -> str:
+    """Text safe inside a Markdown table cell, read as text: one line, no pipes, no HTML (a hidden comment must
+    show), no inline Markdown (a card cannot make a link, an image or emphasis in the comment; each such character is
+    backslash-escaped, so it renders as written), invisible characters made visible (`<U+200B>`). limit: longer text
+    is cut with `…`; None keeps it whole (what agents read is never cut)."""
+    value = _one_line(text, limit)
     value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return value.replace("|", "\\|").replace("`", "'")
+    return _INLINE.sub(lambda m: "\\" + m.group(), value).replace("|", "\\|")
 
 
 def _code(text: str) -> str:
-    return f"`{cell(text)}`"
+    """Text as a code span: shown literally (no escape is read inside one), so only a backtick, which would end it,
+    is replaced, and a pipe escaped for the table around it."""
+    return "`" + _one_line(text, 160).replace("`", "'").replace("|", "\\|") + "`"
 
 
 def render_markdown(r: Review) -> str:
@@ -39,7 +54,7 @@ def render_markdown(r: Review) -> str:
     what = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no cards changed"
     verdict = {"fails": "❌ **Fails**", "blocked": "⛔ **Blocked**", "passes": "✅ **Passes**"}[r.verdict]
     warnings = len(r.findings) - len(r.lint_errors)
-    out.append(f"## Cairn review of `{cell(r.base_rev)}..{cell(r.head_rev)}`")
+    out.append(f"## Cairn review of {_code(f'{r.base_rev}..{r.head_rev}')}")
     out.append("")
     out.append(
         f"{verdict}: {r.n_errors} error(s), {len(r.blocked)} change(s) a maintainer must check, {warnings} lint "
@@ -177,7 +192,7 @@ def _details(summary: str, lines: Sequence[str], open_: bool = False) -> str:
 
 def _routing_lines(routing: Routing) -> list[str]:
     if routing.note:
-        return [routing.note[0].upper() + routing.note[1:] + "."]
+        return [cell(routing.note[0].upper() + routing.note[1:] + ".", None)]
     files = ", ".join(_code(f) for f in routing.files)
     lines = [f"{routing.n_cases} eval case(s) from {files}, run at the merge base and at HEAD.", ""]
     lines += ["| metric | base | head | change |", "|---|---|---|---|"]

@@ -1,0 +1,82 @@
+"""Bad input on the commit path (lint inside git hooks, pre-commit), in `cairn review` and in the vault's git hooks."""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+from markdown_it import MarkdownIt
+
+from helpers.vaults import BOB, VaultRepo, cairn_executable, make_vault
+
+
+def _rendered(markdown: str) -> str:
+    """The review as a pull-request comment renders (CommonMark with GitHub's tables and strikethrough)."""
+    return str(MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(markdown))
+
+
+# -- review: card text cannot forge the pull-request comment's markup ----------------------------------------------
+
+HOSTILE_NAME = "[Approved by maintainers](https://evil.example/ok) ![x](https://evil.example/t.png) **Passes** \\"
+HOSTILE_SUMMARY = "Rebase before you push a shared branch. _Reviewed_ ~~blocked~~ `code` [ref]: https://evil.example"
+
+
+def test_review_markdown_renders_card_text_as_text(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "pr")
+    vault_repo.write("git/hostile", HOSTILE_NAME, HOSTILE_SUMMARY, scope=["git"], aliases=["[a](https://evil.example)"])
+    vault_repo.commit("hostile card", author=BOB)
+    done = vault_repo.invoke("review", "main..pr")
+    page = _rendered(done.stdout)
+    assert "<a " not in page and "<img" not in page and "<em>" not in page and "<s>" not in page
+    assert page.count("<strong>Passes</strong>") <= 1  # the verdict's own, never the card's
+    # each hostile field reads back as written, and the cards table keeps its four columns
+    for text in (HOSTILE_NAME, HOSTILE_SUMMARY):
+        assert html.escape(text, quote=False) in page
+    row = next(line for line in done.stdout.splitlines() if line.startswith("| added |"))
+    assert len(re.findall(r"(?<!\\)\|", row.replace("\\\\", ""))) == 5, row
+
+
+# -- the vault template's workflow: a review that cannot run says why in the comment --------------------------------
+
+
+def _workflow_step(vault: Path, name: str) -> dict[str, Any]:
+    workflow = yaml.safe_load((vault / ".github" / "workflows" / "cairn.yml").read_text())
+    return next(s for s in workflow["jobs"]["review"]["steps"] if s.get("name") == name)
+
+
+def _run_step(vault: Path, step: dict[str, Any], env: dict[str, str], tmp: Path) -> dict[str, str]:
+    """Run a workflow step's shell script as the runner does (bash -e), in the checkout; returns the step's outputs."""
+    output, summary = tmp / "output", tmp / "summary"
+    output.write_text("")
+    path = f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"
+    run_env = dict(os.environ, **env, RUNNER_TEMP=str(tmp), GITHUB_OUTPUT=str(output))
+    run_env.update(GITHUB_STEP_SUMMARY=str(summary), PATH=path)
+    subprocess.run(["bash", "-e", "-c", step["run"]], cwd=vault, env=run_env, check=True, timeout=300)
+    return dict(line.split("=", 1) for line in output.read_text().splitlines())
+
+
+def test_workflow_posts_the_error_when_review_cannot_run(tmp_path: Path) -> None:
+    """A base the checkout does not hold (force-pushed away, or a shallow clone): `cairn review` printed its error
+    on stderr only, so the job posted an empty comment over the last review and said "see the errors in the review
+    comment"."""
+    vault_repo = VaultRepo(tmp_path / "vault")
+    make_vault(vault_repo)
+    runner = tmp_path / "runner"
+    runner.mkdir()
+    step = _workflow_step(Path(__file__).resolve().parents[1] / "cairn" / "templates" / "vault", "Review")
+    outputs = _run_step(vault_repo.root, step, {"BASE_SHA": "0" * 39 + "1"}, runner)
+    assert outputs["status"] == "1"
+    comment = (runner / "review.md").read_text()
+    assert "cairn review could not run (exit 1)" in comment
+    assert "Error: unknown revision" in comment
+    assert comment in (runner / "summary").read_text()
+    # a review that runs is posted as it is
+    outputs = _run_step(vault_repo.root, step, {"BASE_SHA": vault_repo.git("rev-parse", "HEAD")}, runner)
+    assert outputs["status"] == "0"
+    assert (runner / "review.md").read_text().startswith("## Cairn review of ")
