@@ -257,7 +257,11 @@ class GitHookChange:
 
 
 def git_hook_script(executable: str, vault_dir: str) -> str:
-    """The git hook template with the cairn command and the vault folder (relative to the work tree) filled in."""
+    """The git hook template with the cairn command and the vault folder (relative to the work tree) filled in. A
+    bare `cairn` becomes its full path: git runs hooks with the PATH of whatever started it (an IDE, a GUI client),
+    where `cairn` may not be, and the hook would then index nothing, silently."""
+    if os.sep not in executable:
+        executable = shutil.which(executable) or executable
     text = resources.files("cairn").joinpath("templates/hooks/git/post-commit").read_text("utf-8")
     text = text.replace('CAIRN_BIN="cairn"', f"CAIRN_BIN={shlex.quote(executable)}", 1)
     return text.replace('CAIRN_VAULT_DIR="."', f"CAIRN_VAULT_DIR={shlex.quote(vault_dir)}", 1)

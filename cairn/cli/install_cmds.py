@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
