@@ -438,3 +438,49 @@ def test_a_damaged_cache_key_is_named_by_audit_and_cairn_index_makes_a_new_one(v
     assert f"the cache key {key} is missing or damaged, so its seals cannot be checked" in audit.stdout + audit.stderr
     assert vault_repo.cairn("index").returncode == 0
     assert len(key.read_bytes()) > 3 and vault_repo.cairn("audit").returncode == 0
+
+
+def test_a_swapped_index_of_another_vault_in_the_same_repository_is_not_served(tmp_path: Path) -> None:
+    """Bug fixed: the hook checked an index's commit and version, not which vault it names. Two vaults in one git
+    repository share every commit, so with their cache files swapped the hook served vault A's cards for vault B."""
+    from cairn.hot import index_file
+
+    repo = VaultRepo(tmp_path / "mono")
+    for name in ("a", "b"):
+        repo.write_raw(f"{name}/cairn.toml", "")
+    repo.write_raw(
+        "a/cards/git/rebase.md",
+        "---\nname: Pull --rebase drops local commits after a force-push\nsummary: Compare with git reflog "
+        "before you pull --rebase on a branch someone force-pushed.\n---\n",
+    )
+    repo.write_raw(
+        "b/cards/docker/cache.md",
+        "---\nname: Docker layer cache breaks when COPY comes first\nsummary: Copy the lockfile and install "
+        "before copying the source.\n---\n",
+    )
+    repo.commit("Two vaults")
+    files = {}
+    for name in ("a", "b"):
+        assert repo.cairn("index", "--vault", str(repo.root / name)).returncode == 0
+        files[name] = Path(index_file(repo.root / name))
+    for suffix in ("", ".seal"):
+        a, b = (Path(f"{files[n]}{suffix}") for n in ("a", "b"))
+        a_bytes, b_bytes = a.read_bytes(), b.read_bytes()
+        a.write_bytes(b_bytes)
+        b.write_bytes(a_bytes)
+
+    payload = {
+        "session_id": "s1",
+        "cwd": str(tmp_path),
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "git pull --rebase after a force-push dropped my local commits",
+    }
+    done = subprocess.run(
+        [cairn_executable(), "hook", "--format", "claude-code", "--vault", str(repo.root / "b")],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout == "", done.stdout
+    assert "another vault" in json.dumps(log_entries()), log_entries()

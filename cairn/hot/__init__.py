@@ -338,11 +338,12 @@ def make_index_key() -> bytes:
     tmp = os.path.join(folder, f".index.key.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, os.urandom(KEY_BYTES))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
+        try:
+            if os.write(fd, os.urandom(KEY_BYTES)) != KEY_BYTES:  # a full disk can take part of it
+                raise OSError(f"cannot write the cache key at {target} (is the disk full?)")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         try:
             os.link(tmp, target)  # never replaces a key another writer made meanwhile
         except FileExistsError:

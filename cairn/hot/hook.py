@@ -363,12 +363,16 @@ def _open_fresh_index(vault: "ServedVault", line: dict[str, object], key: bytes 
     line["commit"] = commit
     from cairn import __version__
 
-    if served is None or commit != served or index.meta.get("cairn_version") != __version__:
+    # Two vaults of one repository share its commits: an index must also name this vault (a swapped cache file)
+    other = index.meta.get("vault_root") != dirs.root
+    if served is None or commit != served or other or index.meta.get("cairn_version") != __version__:
         line["stale"] = True
         _start_background_index(dirs, index_file)
     problem = None
     if served is None:
         problem = f"cannot read the commit of {ref}; serving nothing from this vault"
+    elif other:
+        problem = "the index names another vault; serving nothing from this vault until it is rebuilt"
     elif commit != served:
         # Cards of another commit: one may be gone, changed or never reviewed. Nothing until the index catches up.
         problem = f"the index is of {str(commit)[:12]}, {ref} is at {served[:12]}; serving nothing until it is rebuilt"

@@ -16,6 +16,8 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
+import stat
 import struct
 import sys
 import tempfile
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from cairn.hot import dumps, open_private, paths
+from cairn.hot import dumps, open_private, paths, read_regular
 from cairn.hot.errors import CairnError, IndexCorrupt
 from cairn.hot.index import (
     BYTE_ORDER,
@@ -222,7 +224,38 @@ def writer_lock(index_file: Path) -> Iterator[None]:
     """Serialise writers of one index (readers never wait: they read whole files)."""
     paths.private_folder(str(index_file.parent))
     with file_lock(index_file.with_name(index_file.name + ".lock"), f"writing the index at {index_file}"):
+        _remove_stale_temps(index_file)
         yield
+
+
+def _temp_prefix(target: Path) -> str:
+    """How the temp files of `target` start (`.index.cairn.`, `.index.cairn.seal.`): each index file in a folder
+    has its own, so a writer holding one index's lock knows which temp files are its own."""
+    return f".{target.name}."
+
+
+_LEGACY_TEMP = ".index-"  # the temp files of any index in the folder, as Cairn named them before
+
+
+def _remove_stale_temps(index_file: Path) -> None:
+    """The temp files a writer of `index_file` killed mid-write left (under the writer lock, no other writer of it
+    runs): without this each stayed for good, as big as the index."""
+    prefix = _temp_prefix(index_file)
+    try:
+        names = os.listdir(index_file.parent)
+    except OSError:
+        return
+    for name in names:
+        if not name.endswith(".tmp"):
+            continue
+        path = index_file.parent / name
+        try:
+            if name.startswith(prefix):
+                path.unlink()
+            elif name.startswith(_LEGACY_TEMP) and time.time() - path.lstat().st_mtime > LOCK_WAIT_SECONDS:
+                path.unlink()  # another index's writer may hold it, but not for this long
+        except OSError:
+            pass
 
 
 @contextlib.contextmanager
@@ -249,10 +282,11 @@ def file_lock(lock_path: Path, doing: str) -> Iterator[None]:
                 if time.monotonic() > deadline:
                     raise IndexBusy(_busy_message(handle, doing)) from None
                 time.sleep(0.05)
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()).encode("ascii"))
-        handle.flush()
+        try:  # the holder's pid, for `_busy_message` only: a full disk or a file size limit does not stop the lock
+            os.ftruncate(handle.fileno(), 0)
+            os.pwrite(handle.fileno(), str(os.getpid()).encode("ascii"), 0)  # unbuffered: nothing left to flush
+        except OSError:
+            pass
         yield
 
 
@@ -318,19 +352,39 @@ def write_index(
 
 
 def replace_file(index_file: Path, parts: Parts, sealer: Sealer) -> None:
-    """Lay `parts` out in a new file beside `index_file`, make it durable, and `os.replace` it in; then write the
-    seal of its bytes beside it (`seal_path`)."""
-    fd, tmp_name = tempfile.mkstemp(prefix=".index-", suffix=".tmp", dir=index_file.parent)  # 0600
+    """Lay `parts` out in a new file beside `index_file` and the seal of its bytes in another (`seal_path`), make
+    both durable, then `os.replace` them in, the index first."""
+    seal_file = seal_path(index_file)
+    for target in (index_file, seal_file):
+        _clear_place(target)
+    temps: list[str] = []
     try:
+        fd, tmp_name = tempfile.mkstemp(prefix=_temp_prefix(index_file), suffix=".tmp", dir=index_file.parent)  # 0600
+        temps.append(tmp_name)
         with os.fdopen(fd, "wb") as handle:
             whole = write_parts(handle, parts, sealer)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp_name, index_file)
+        # The seal is written before either file is renamed into place: a disk that fills up (or a file size
+        # limit) then leaves the previous index and its seal as they were, not a new index under the old seal.
+        temps.append(_write_temp(seal_file, whole.encode("ascii")))
+        os.replace(temps[0], index_file)
+        os.replace(temps[1], seal_file)
     except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
+        for tmp in temps:
+            Path(tmp).unlink(missing_ok=True)
         raise
-    _write_private(seal_path(index_file), whole.encode("ascii"))
+
+
+def _clear_place(target: Path) -> None:
+    """Remove a folder in the place of an index file or its seal (in the cache's own folder, under the writer
+    lock): `os.replace` cannot put a file there, so every `cairn index` failed on it. A symlink, a FIFO or any
+    other file there is replaced as it is (never followed)."""
+    try:
+        if stat.S_ISDIR(os.lstat(target).st_mode):
+            shutil.rmtree(target)
+    except FileNotFoundError:
+        pass
 
 
 def write_parts(handle: IO[bytes], parts: Parts, sealer: Sealer) -> str:
@@ -504,15 +558,18 @@ def file_seal(path: Path | str, sealer: Sealer) -> str:
     return sealer.seal(whole.digest())
 
 
-def _write_private(target: Path, data: bytes) -> None:
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)  # 0600
+def _write_temp(target: Path, data: bytes) -> str:
+    """`data` in a new temp file (0600, durable) beside `target`, to be renamed into its place; its path."""
+    fd, tmp_name = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=".tmp", dir=target.parent)  # 0600
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        os.replace(tmp_name, target)
+            handle.flush()
+            os.fsync(handle.fileno())
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+    return tmp_name
 
 
 def card_postings(card: CardTerms) -> tuple[list[int], dict[str, tuple[int, ...]]]:
@@ -685,8 +742,8 @@ def verify(reader: IndexReader, row_seals: bool = True) -> list[str]:
     problems: list[str] = []
     sealer = reader.sealer
     path = os.fspath(reader.path)
-    try:
-        stored = seal_path(path).read_text("ascii").strip()
+    try:  # never waits on a FIFO in its place, never reads more than a seal
+        stored = read_regular(os.fspath(seal_path(path)), 256).decode("ascii").strip()
     except (OSError, UnicodeDecodeError):
         stored = ""
     if stored != file_seal(path, sealer):

@@ -1,0 +1,221 @@
+"""The index's writes under bad conditions: a writer killed mid-write, a full disk, something else in the place of
+the index or its seal. The previous index keeps serving (or nothing is served and `cairn index` repairs it), no
+temp file stays behind, and every command ends in one clean line."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cairn.hot.errors import CairnError
+from cairn.hot.index import IndexReader
+from cairn.hot.vault import find_vault
+from cairn.index import build, store
+from helpers.hostile import assert_clean_exit
+from helpers.payloads import FITTING_PROMPT
+from helpers.vaults import REBASE_ID, VaultRepo, cache_dir, make_vault
+
+
+def _index_file() -> Path:
+    (found,) = cache_dir().rglob("index.cairn")
+    return found
+
+
+def _hook(vault_repo: VaultRepo, session: str) -> subprocess.CompletedProcess[str]:
+    payload = {
+        "session_id": session,
+        "cwd": str(vault_repo.root),
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": FITTING_PROMPT,
+    }
+    return vault_repo.cairn(
+        "hook", "--format", "claude-code", "--vault", str(vault_repo.root), input=json.dumps(payload)
+    )
+
+
+def _temps(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+def _whole(index_file: Path) -> tuple[str, int]:
+    """The commit of the index at `index_file`, and its card count, once every check of it (`verify`) passes."""
+    with IndexReader(index_file) as reader:
+        assert store.verify(reader) == []
+        return reader.commit, reader.n_cards
+
+
+# A `cairn index` that is killed (SIGKILL: no clean-up runs) as it is about to rename a file it wrote into place.
+_KILLED_AT_RENAME = """
+import os, signal, sys
+sys.argv = ["cairn", "index", "--rebuild"]
+real = os.replace
+def replace(src, dst, *args, **kwargs):
+    if os.fspath(dst).endswith(sys.argv_target):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(src, dst, *args, **kwargs)
+os.replace = replace
+from cairn.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("at", ["index.cairn", "index.cairn.seal"])
+def test_a_writer_killed_mid_write_leaves_the_index_serving_and_no_temp_file_for_good(
+    vault_repo: VaultRepo, at: str
+) -> None:
+    commit = make_vault(vault_repo)
+    index_file = _index_file()
+    code = _KILLED_AT_RENAME.replace("sys.argv_target", repr(at))
+    killed = subprocess.run([sys.executable, "-c", code], cwd=vault_repo.root, capture_output=True, check=False)
+    assert killed.returncode == -9
+    if at == "index.cairn":  # killed before the new file took the old one's place: the old one is whole
+        assert _whole(index_file) == (commit, 2)
+        assert REBASE_ID in _hook(vault_repo, "after-kill").stdout
+    indexed = vault_repo.cairn("index")
+    assert_clean_exit(indexed, 0)
+    assert _whole(index_file) == (commit, 2)
+    assert _temps(index_file.parent) == []  # what the killed writer left is gone once the next one holds the lock
+
+
+def test_temp_files_of_another_index_in_the_folder_are_left_to_their_writer(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    folder = _index_file().parent
+    other = folder / ".worktree.cairn.abc123.tmp"  # `cairn index --worktree` writing, under its own lock
+    other.write_bytes(b"partial")
+    assert_clean_exit(vault_repo.cairn("index", "--rebuild"), 0)
+    assert other.exists()
+
+
+def test_a_full_disk_while_sealing_keeps_the_previous_index_and_its_seal(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The seal of the file's bytes was written after the new file was in place: a disk that filled up between
+    the two left a new index under the old seal (every check of it failing) and an error saying nothing was
+    written."""
+    commit = make_vault(vault_repo)
+    index_file = _index_file()
+    vault_repo.write("misc/third", "A third card", "Something else entirely.")
+    vault_repo.commit("Third")
+    real = tempfile.mkstemp
+
+    def full_disk_for_the_seal(*args: Any, **kwargs: Any) -> tuple[int, str]:
+        if "seal" in str(kwargs.get("prefix", "")):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(*args, **kwargs)
+
+    with monkeypatch.context() as patched, pytest.raises(CairnError, match="No space left on device"):
+        patched.setattr(tempfile, "mkstemp", full_disk_for_the_seal)
+        build.build_index(find_vault(vault_repo.root))
+    assert _whole(index_file) == (commit, 2)
+    assert _temps(index_file.parent) == []
+    assert build.build_index(find_vault(vault_repo.root)).n_cards == 3
+    assert _whole(index_file)[1] == 3
+
+
+def test_a_fifo_in_place_of_the_seal_never_blocks_audit_or_index(vault_repo: VaultRepo) -> None:
+    commit = make_vault(vault_repo)
+    index_file = _index_file()
+    seal = store.seal_path(index_file)
+    seal.unlink()
+    os.mkfifo(seal)
+    audited = vault_repo.cairn("audit")  # timeout: it waited for a writer of the FIFO for good
+    assert_clean_exit(audited, 1)
+    assert "not the ones its writer sealed" in audited.stdout
+    assert_clean_exit(vault_repo.cairn("index"), 0)
+    assert seal.is_file() and _whole(index_file) == (commit, 2)
+    assert_clean_exit(vault_repo.cairn("audit"), 0)
+
+
+@pytest.mark.parametrize("which", ["index.cairn", "index.cairn.seal"])
+def test_a_folder_in_place_of_the_index_or_its_seal_is_replaced_by_cairn_index(
+    vault_repo: VaultRepo, which: str
+) -> None:
+    commit = make_vault(vault_repo)
+    index_file = _index_file()
+    target = index_file.with_name(which)
+    target.unlink()
+    (target / "inner").mkdir(parents=True)
+    (target / "inner" / "file").write_text("x")
+    assert_clean_exit(vault_repo.cairn("audit"), 1)
+    hooked = _hook(vault_repo, "folder")  # (it starts `cairn index` in the background, which may repair it first)
+    assert (hooked.returncode, hooked.stderr) == (0, "")
+    if which == "index.cairn":
+        assert hooked.stdout == ""  # nothing to serve from
+    indexed = vault_repo.cairn("index")
+    assert_clean_exit(indexed, 0)  # was: "cannot write the index ... (Is a directory)" on every run
+    assert target.is_file() and _whole(index_file) == (commit, 2)
+    assert REBASE_ID in _hook(vault_repo, "repaired").stdout
+
+
+def test_a_lock_file_that_cannot_take_the_pid_does_not_stop_the_index(vault_repo: VaultRepo) -> None:
+    """The holder's pid is a courtesy for the busy message: a file size limit (or a full disk) that refuses those
+    few bytes failed the whole index with `Error: File too large`, naming no file."""
+    import resource
+
+    make_vault(vault_repo)
+    index_file = _index_file()
+    lock = index_file.with_name("index.cairn.lock")
+    lock.unlink()
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+    done = subprocess.run(
+        [sys.executable, "-c", "from cairn.cli import main; main()", "index", "--rebuild"],
+        cwd=vault_repo.root,
+        capture_output=True,
+        text=True,
+        preexec_fn=limit,
+        check=False,
+    )
+    assert_clean_exit(done, 1)
+    assert f"cannot write the index at {index_file}" in done.stderr  # the file and what to do, in one line
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert _temps(index_file.parent) == []
+
+
+@pytest.mark.parametrize("limit_bytes", [0, 16], ids=["nothing", "half-a-key"])
+def test_a_cache_key_that_cannot_be_written_leaves_no_temp_file(vault_repo: VaultRepo, limit_bytes: int) -> None:
+    """Bug fixed: when the disk was full (or a file size limit hit) while the cache key was written, its temp file
+    `.index.key.<pid>.tmp` stayed in the cache folder. Half a key written is refused the same way, and the next
+    `cairn index` with room makes a whole one."""
+    import resource
+
+    make_vault(vault_repo)
+    for found in cache_dir().iterdir():  # no key, no index: the next `cairn index` makes the key first
+        if found.is_dir():
+            for child in found.rglob("*"):
+                if child.is_file():
+                    child.unlink()
+        else:
+            found.unlink()
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
+
+    done = subprocess.run(
+        [sys.executable, "-c", "from cairn.cli import main; main()", "index"],
+        cwd=vault_repo.root,
+        capture_output=True,
+        text=True,
+        preexec_fn=limit,
+        check=False,
+    )
+    assert_clean_exit(done, 1)
+    assert not list(cache_dir().glob(".index.key.*")), sorted(p.name for p in cache_dir().iterdir())
+    again = subprocess.run(
+        [sys.executable, "-c", "from cairn.cli import main; main()", "index"],
+        cwd=vault_repo.root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert again.returncode == 0, again.stderr
