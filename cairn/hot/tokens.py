@@ -685,6 +685,9 @@ def _cut_tail(sentence: str, out: list[str]) -> None:
     stopwords, as `_boilerplate` reads English) that starts at a capital after a space after a lower-case letter, a
     digit or a closing bracket or quote, within the last `_TAIL_CHARS` characters. Read word by word from the right,
     stopping at the first word that is not boilerplate (a longer run holds it) or is CJK."""
+    if " " not in sentence:  # one word: nothing to cut (a paste of thousands of one-word lines reads each once)
+        out.append(sentence)
+        return
     cut = -1
     seen = 0  # the tokens of the run so far
     end = len(sentence)
