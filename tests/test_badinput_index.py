@@ -158,24 +158,13 @@ def test_a_folder_in_place_of_the_index_or_its_seal_is_replaced_by_cairn_index(
 def test_a_lock_file_that_cannot_take_the_pid_does_not_stop_the_index(vault_repo: VaultRepo) -> None:
     """The holder's pid is a courtesy for the busy message: a file size limit (or a full disk) that refuses those
     few bytes failed the whole index with `Error: File too large`, naming no file."""
-    import resource
 
     make_vault(vault_repo)
     index_file = _index_file()
     lock = index_file.with_name("index.cairn.lock")
     lock.unlink()
 
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
-
-    done = subprocess.run(
-        [sys.executable, "-c", "from cairn.cli import main; main()", "index", "--rebuild"],
-        cwd=vault_repo.root,
-        capture_output=True,
-        text=True,
-        preexec_fn=limit,
-        check=False,
-    )
+    done = _index_within(vault_repo, 0, "--rebuild")
     assert_clean_exit(done, 1)
     assert f"cannot write the index at {index_file}" in done.stderr  # the file and what to do, in one line
     assert len(done.stderr.strip().splitlines()) == 1
@@ -187,7 +176,6 @@ def test_a_cache_key_that_cannot_be_written_leaves_no_temp_file(vault_repo: Vaul
     """Bug fixed: when the disk was full (or a file size limit hit) while the cache key was written, its temp file
     `.index.key.<pid>.tmp` stayed in the cache folder. Half a key written is refused the same way, and the next
     `cairn index` with room makes a whole one."""
-    import resource
 
     make_vault(vault_repo)
     for found in cache_dir().iterdir():  # no key, no index: the next `cairn index` makes the key first
@@ -198,24 +186,26 @@ def test_a_cache_key_that_cannot_be_written_leaves_no_temp_file(vault_repo: Vaul
         else:
             found.unlink()
 
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
+    done = _index_within(vault_repo, limit_bytes)
+    assert_clean_exit(done, 1)
+    assert not list(cache_dir().glob(".index.key.*")), sorted(p.name for p in cache_dir().iterdir())
+    again = _index_within(vault_repo, None)
+    assert again.returncode == 0, again.stderr
 
-    done = subprocess.run(
-        [sys.executable, "-c", "from cairn.cli import main; main()", "index"],
+
+def _index_within(vault_repo: VaultRepo, limit_bytes: int | None, *args: str) -> subprocess.CompletedProcess[str]:
+    """`cairn index ARGS` in a process whose files may grow to `limit_bytes` (a full disk), or without a limit."""
+    import resource
+
+    def limit() -> None:
+        if limit_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
+
+    return subprocess.run(
+        [sys.executable, "-c", "from cairn.cli import main; main()", "index", *args],
         cwd=vault_repo.root,
         capture_output=True,
         text=True,
         preexec_fn=limit,
         check=False,
     )
-    assert_clean_exit(done, 1)
-    assert not list(cache_dir().glob(".index.key.*")), sorted(p.name for p in cache_dir().iterdir())
-    again = subprocess.run(
-        [sys.executable, "-c", "from cairn.cli import main; main()", "index"],
-        cwd=vault_repo.root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert again.returncode == 0, again.stderr
