@@ -24,7 +24,9 @@ from cairn.atomic import write_atomic
 from cairn.hot.errors import CairnError, RefusedWrite
 from cairn.hot.vault import Vault
 
-GIT_HOOKS = ("post-commit", "post-merge", "post-checkout", "post-rewrite")
+# post-commit, post-merge, post-checkout and post-rewrite share one script; reference-transaction (git 2.28 and later)
+# indexes when a command that runs none of them moves a branch that may be served (a reset, a fast-forward rebase).
+GIT_HOOKS = ("post-commit", "post-merge", "post-checkout", "post-rewrite", "reference-transaction")
 GIT_HOOK_MARKER = "cairn-index-hook"
 
 
@@ -256,25 +258,25 @@ class GitHookChange:
     action: str
 
 
-def git_hook_script(executable: str, vault_dir: str) -> str:
-    """The git hook template with the cairn command and the vault folder (relative to the work tree) filled in. A
-    bare `cairn` becomes its full path: git runs hooks with the PATH of whatever started it (an IDE, a GUI client),
-    where `cairn` may not be, and the hook would then index nothing, silently."""
+def git_hook_script(executable: str, vault_dir: str, name: str = "post-commit") -> str:
+    """The git hook `name`'s template with the cairn command and the vault folder (relative to the work tree) filled
+    in. A bare `cairn` becomes its full path: git runs hooks with the PATH of whatever started it (an IDE, a GUI
+    client), where `cairn` may not be, and the hook would then index nothing, silently."""
     if os.sep not in executable:
         executable = shutil.which(executable) or executable
-    text = resources.files("cairn").joinpath("templates/hooks/git/post-commit").read_text("utf-8")
+    text = resources.files("cairn").joinpath(f"templates/hooks/git/{name}").read_text("utf-8")
     text = text.replace('CAIRN_BIN="cairn"', f"CAIRN_BIN={shlex.quote(executable)}", 1)
     return text.replace('CAIRN_VAULT_DIR="."', f"CAIRN_VAULT_DIR={shlex.quote(vault_dir)}", 1)
 
 
 def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: bool = False) -> list[GitHookChange]:
-    """Put Cairn's post-commit, post-merge, post-checkout and post-rewrite hooks into `hooks_dir`.
+    """Put Cairn's post-commit, post-merge, post-checkout, post-rewrite and reference-transaction hooks into
+    `hooks_dir`.
 
     A hook file that is not Cairn's is never overwritten: with chain=True it moves to `<name>.local` and
     Cairn's hook runs it first; without, nothing is written and RefusedWrite says what to do.
     """
     vault_dir = vault.prefix.rstrip("/") or "."
-    script = git_hook_script(executable, vault_dir)
     foreign = [name for name in GIT_HOOKS if _is_foreign(hooks_dir / name)]
     if foreign and not chain:
         names = ", ".join(str(hooks_dir / n) for n in foreign)
@@ -286,6 +288,7 @@ def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: boo
     changes = []
     for name in GIT_HOOKS:
         target = hooks_dir / name
+        script = git_hook_script(executable, vault_dir, name)
         action = "installed"
         if name in foreign:
             local = target.with_name(name + ".local")
@@ -327,7 +330,7 @@ def ensure_git_hooks(vault: Vault, executable: str) -> str:
         return f"Git hooks not installed: {exc}"
     if all(c.action == "unchanged" for c in changes):
         return ""
-    return f"Installed git hooks in {vault.root}: its index follows every commit, merge, checkout and rebase."
+    return f"Installed git hooks in {vault.root}: its index follows every commit, merge, checkout, rebase and reset."
 
 
 def uninstall_git_hooks(hooks_dir: Path) -> list[GitHookChange]:

@@ -80,6 +80,9 @@ def _sync(repo: Any, vault: Vault, name: str, say: Say) -> SyncResult:
             f"{src}:{ref}",
             with_extended_output=True,
             with_exceptions=False,
+            # The reflog says `cairn sync` moved the ref, and the vault's reference-transaction hook leaves the index
+            # to sync, which builds it below (else it would run `cairn index` in the fetch, and sync again).
+            env={"GIT_REFLOG_ACTION": "cairn sync"},
         )
         refused = _checked_out(str(stderr)) or _not_fast_forward(str(stderr))
         if status != 0 and refused and _holds_the_remote(repo, remote, src, ref):

@@ -235,7 +235,7 @@ def test_git_hooks_keep_the_index_current(vault_repo: VaultRepo, tmp_path: Path)
     )
     assert [c["id"] for c in json.loads(served.stdout)["cards"]] == ["python/venv"]
     removed = cairn("uninstall", "git-hooks", "--vault", str(vault_repo.root))
-    assert removed.stdout.count("removed:") == len(install.GIT_HOOKS) == 4
+    assert removed.stdout.count("removed:") == len(install.GIT_HOOKS) == 5
     assert not any((hooks / n).exists() for n in install.GIT_HOOKS)
 
 
@@ -344,20 +344,241 @@ def test_git_hooks_index_once_per_rebase_and_not_for_a_file_checkout(vault_repo:
     assert _runs(log) == 2 and _indexed_commit(vault_repo.root) == vault_repo.git("rev-parse", "main")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: a rebase that only fast-forwards runs no post-rewrite, and its post-checkout runs before the "
-    "branch moves; the next prompt finds the index stale, serves nothing from the vault and starts `cairn index` "
-    "(a reference-transaction hook would see the move)",
-)
 def test_git_hooks_follow_a_fast_forward_rebase(vault_repo: VaultRepo, tmp_path: Path) -> None:
-    """A rebase that only fast-forwards rewrites nothing (no post-rewrite): the index should still follow it."""
+    """Gap closed: a rebase that only fast-forwards rewrites nothing (no post-rewrite), and its post-checkout runs
+    before the branch moves; the reference-transaction hook sees the branch move at the rebase's end."""
     make_vault(vault_repo)
     vault_repo.git("checkout", "-q", "-b", "upstream")
     vault_repo.write("ops/upstream", "Upstream lesson", "A lesson the team merged meanwhile.")
     vault_repo.commit("upstream")
     vault_repo.git("checkout", "-q", "main")
-    _logged_hooks(vault_repo, tmp_path)
+    log = _logged_hooks(vault_repo, tmp_path)
     vault_repo.git("rebase", "-q", "upstream")
     assert vault_repo.git("rev-parse", "main") == vault_repo.git("rev-parse", "upstream")
     assert _indexed_commit(vault_repo.root) == vault_repo.git("rev-parse", "main")
+    assert _runs(log) == 1
+
+
+def test_git_hooks_follow_a_rebase_whose_commits_were_all_upstream(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """A rebase that drops every commit (each is upstream already) rewrites nothing either: the branch just moves."""
+    make_vault(vault_repo)
+    vault_repo.git("branch", "upstream")
+    vault_repo.write("ops/both", "A lesson on both branches", "The same change, committed twice.")
+    vault_repo.commit("mine")
+    vault_repo.git("checkout", "-q", "upstream")
+    vault_repo.git("cherry-pick", "main")
+    vault_repo.write("ops/upstream", "Upstream lesson", "A lesson the team merged meanwhile.")
+    vault_repo.commit("upstream")
+    vault_repo.git("checkout", "-q", "main")
+    log = _logged_hooks(vault_repo, tmp_path)
+    vault_repo.git("rebase", "-q", "upstream")
+    assert vault_repo.git("rev-parse", "main") == vault_repo.git("rev-parse", "upstream")
+    assert _indexed_commit(vault_repo.root) == vault_repo.git("rev-parse", "main")
+    assert _runs(log) == 1
+
+
+def test_git_hooks_follow_a_rebase_of_the_apply_backend(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """`git rebase --apply` runs its post-rewrite before it moves the branch (that index was of the old commit): the
+    end of the rebase is indexed, fast-forward or not."""
+    make_vault(vault_repo)
+    vault_repo.git("branch", "upstream")
+    vault_repo.write("ops/local", "Local lesson", "A lesson of mine.")
+    vault_repo.commit("local")
+    vault_repo.git("checkout", "-q", "upstream")
+    vault_repo.write("ops/upstream", "Upstream lesson", "A lesson the team merged meanwhile.")
+    vault_repo.commit("upstream")
+    vault_repo.git("checkout", "-q", "main")
+    log = _logged_hooks(vault_repo, tmp_path)
+    vault_repo.git("rebase", "-q", "--apply", "upstream")
+    assert _indexed_commit(vault_repo.root) == vault_repo.git("rev-parse", "main")
+    assert _runs(log) == 2  # its post-checkout at the start indexes too (nothing has moved yet)
+    vault_repo.git("checkout", "-q", "upstream")
+    vault_repo.write("ops/upstream-2", "Second upstream lesson", "Another lesson the team merged meanwhile.")
+    vault_repo.commit("upstream 2")
+    vault_repo.git("checkout", "-q", "main")
+    vault_repo.git("reset", "-q", "--hard", "upstream~1")
+    before = _runs(log)
+    vault_repo.git("rebase", "-q", "--apply", "upstream")
+    assert vault_repo.git("rev-parse", "main") == vault_repo.git("rev-parse", "upstream")
+    assert _indexed_commit(vault_repo.root) == vault_repo.git("rev-parse", "main")
+    assert _runs(log) - before == 2
+
+
+def test_git_hooks_follow_a_reset_of_the_served_branch(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """`git reset` moves the branch and runs no post-* hook: the index follows it, once; a reset that moves nothing
+    (`git reset --hard` to drop edits) runs no index."""
+    first = make_vault(vault_repo)
+    vault_repo.write("ops/later", "A later lesson", "Written after the first two.")
+    second = vault_repo.commit("later")
+    log = _logged_hooks(vault_repo, tmp_path)
+    vault_repo.git("reset", "-q", "--hard", first)
+    assert _indexed_commit(vault_repo.root) == first and _runs(log) == 1
+    vault_repo.git("reset", "-q", "--soft", second)
+    assert _indexed_commit(vault_repo.root) == second and _runs(log) == 2
+    (vault_repo.root / "cards" / f"{REBASE_ID}.md").write_text("scribbled")
+    vault_repo.git("reset", "-q", "--hard")
+    assert _runs(log) == 2 and vault_repo.git("status", "--porcelain") == ""
+    vault_repo.git("checkout", "-q", "-B", "main", first)  # its post-checkout indexes, and only it
+    assert _indexed_commit(vault_repo.root) == first and _runs(log) == 3
+
+
+def test_git_hooks_index_nothing_for_tags_other_branches_and_stashes(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    make_vault(vault_repo)
+    before = vault_repo.git("rev-parse", "HEAD")
+    vault_repo.write("ops/later", "A later lesson", "Written after the first two.")
+    vault_repo.commit("later")
+    log = _logged_hooks(vault_repo, tmp_path)
+    vault_repo.git("tag", "v1")
+    vault_repo.git("tag", "-a", "-m", "annotated", "v2")
+    vault_repo.git("tag", "-d", "v1")
+    vault_repo.git("branch", "feature")
+    vault_repo.git("branch", "-f", "feature", before)
+    vault_repo.git("update-ref", "refs/heads/other", before)
+    vault_repo.git("branch", "-D", "other")
+    (vault_repo.root / "cards" / "ops" / "later.md").write_text("scribbled")
+    vault_repo.git("stash", "-q")
+    vault_repo.git("stash", "drop", "-q")
+    vault_repo.git("pack-refs", "--all")
+    assert _runs(log) == 0
+    assert vault_repo.git("status", "--porcelain") == ""
+
+
+def test_git_hooks_index_once_per_commit_and_merge(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """The branch moves inside `git commit` and `git merge` too, before their own hooks run: indexed once each."""
+    make_vault(vault_repo)
+    log = _logged_hooks(vault_repo, tmp_path)
+    vault_repo.write("ops/one", "Lesson one", "The first lesson of the branch.")
+    vault_repo.git("add", "-A")
+    vault_repo.git("commit", "-q", "-m", "one")
+    assert _runs(log) == 1
+    vault_repo.git("branch", "feature", "HEAD~1")
+    vault_repo.git("checkout", "-q", "feature")  # post-checkout: HEAD moved
+    assert _runs(log) == 2
+    vault_repo.write("ops/two", "Lesson two", "The second lesson, on a branch.")
+    vault_repo.git("add", "-A")
+    vault_repo.git("commit", "-q", "-m", "two")
+    assert _runs(log) == 3
+    vault_repo.git("checkout", "-q", "main")
+    assert _runs(log) == 4
+    vault_repo.git("merge", "-q", "--no-edit", "feature")
+    assert _runs(log) == 5
+    assert _indexed_commit(vault_repo.root) == vault_repo.git("rev-parse", "main")
+
+
+def _team_remote(vault_repo: VaultRepo, tmp_path: Path) -> Path:
+    """A bare `origin` of the vault; the vault itself becomes the teammate who pushes to it."""
+    make_vault(vault_repo)
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(vault_repo.root), str(remote)], check=True)
+    vault_repo.git("remote", "add", "origin", str(remote))
+    vault_repo.git("fetch", "-q", "origin")
+    vault_repo.git("branch", "-q", "--set-upstream-to", "origin/main")
+    return remote
+
+
+def _push_a_lesson(author: VaultRepo, n: int) -> str:
+    author.write(f"ops/team-{n}", f"Team lesson {n}", f"A lesson a teammate pushed, number {n}.")
+    commit = author.commit(f"team {n}")
+    author.git("push", "-q", "origin", "main")
+    return commit
+
+
+def _clone(remote: Path, target: Path) -> VaultRepo:
+    subprocess.run(["git", "clone", "-q", str(remote), str(target)], check=True)
+    clone = VaultRepo(target)
+    assert clone.cairn("index").returncode == 0
+    return clone
+
+
+def test_git_hooks_follow_fetch_and_push_of_a_served_remote_branch(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """In a clone the served ref is `refs/remotes/origin/main`: a plain `git fetch` moves it (and `git push` does,
+    once the remote took the commits), and the index follows, once each; `git pull` indexes once."""
+    remote = _team_remote(vault_repo, tmp_path)
+    mine = _clone(remote, tmp_path / "mine")
+    log = _logged_hooks(mine, tmp_path)
+    pushed = _push_a_lesson(vault_repo, 1)
+    mine.git("fetch", "-q")
+    assert _indexed_commit(mine.root) == pushed and _runs(log) == 1
+    mine.git("fetch", "-q")  # nothing new
+    assert _runs(log) == 1
+    mine.git("merge", "-q", "--ff-only", "origin/main")  # post-merge (the served ref stays)
+    assert _runs(log) == 2
+    pushed = _push_a_lesson(vault_repo, 2)
+    mine.git("pull", "-q", "--ff-only")  # its fetch moves the served ref, its post-merge indexes
+    assert _indexed_commit(mine.root) == pushed and _runs(log) == 3
+    mine.write("ops/mine", "My lesson", "A lesson of my own, pushed from the clone.")
+    mine.git("add", "-A")
+    mine.git("commit", "-q", "-m", "mine")  # post-commit: main moved, the served origin/main did not
+    assert _indexed_commit(mine.root) == pushed and _runs(log) == 4
+    mine.git("push", "-q", "origin", "main")
+    assert _indexed_commit(mine.root) == mine.git("rev-parse", "HEAD") and _runs(log) == 5
+
+
+def test_git_hooks_leave_a_fetched_branch_that_is_not_served(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Where the served ref is the local main (no origin/HEAD), a fetch moves nothing served: no index."""
+    _team_remote(vault_repo, tmp_path)
+    other = _clone(tmp_path / "remote.git", tmp_path / "teammate")
+    log = _logged_hooks(vault_repo, tmp_path)
+    other.write("ops/theirs", "Their lesson", "A lesson the teammate pushed.")
+    theirs = other.commit("theirs")
+    other.git("push", "-q", "origin", "main")
+    vault_repo.git("fetch", "-q", "origin")
+    assert _runs(log) == 0
+    vault_repo.git("pull", "-q", "--rebase")  # a fast-forward: its post-merge indexes
+    assert _indexed_commit(vault_repo.root) == theirs and _runs(log) == 1
+
+
+def test_git_hooks_follow_a_pull_rebase(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """`git pull --rebase` over local commits: the rebase's post-rewrite indexes once, nothing else does."""
+    _team_remote(vault_repo, tmp_path)
+    other = _clone(tmp_path / "remote.git", tmp_path / "teammate")
+    other.write("ops/theirs", "Their lesson", "A lesson the teammate pushed.")
+    other.commit("theirs")
+    other.git("push", "-q", "origin", "main")
+    for n in range(2):
+        vault_repo.write(f"ops/local-{n}", f"Local lesson {n}", f"Local summary number {n}.")
+        vault_repo.commit(f"local {n}")
+    log = _logged_hooks(vault_repo, tmp_path)
+    vault_repo.git("pull", "-q", "--rebase")
+    assert _indexed_commit(vault_repo.root) == vault_repo.git("rev-parse", "main") and _runs(log) == 1
+
+
+def test_cairn_sync_indexes_what_it_fetched_itself(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """`cairn sync` fetches into the served ref and indexes it: the vault's hooks leave that fetch to it."""
+    remote = _team_remote(vault_repo, tmp_path)
+    mine = _clone(remote, tmp_path / "mine")
+    assert cairn("vault", "add", str(mine.root), "--name", "team").returncode == 0
+    log = _logged_hooks(mine, tmp_path)
+    pushed = _push_a_lesson(vault_repo, 1)
+    done = json.loads(cairn("sync", "team", "--json").stdout)["vaults"][0]
+    assert (done["status"], done["after"]) == ("updated", pushed)
+    assert _indexed_commit(mine.root) == pushed and _runs(log) == 0
+
+
+def test_a_chained_reference_transaction_hook_gets_its_input_and_keeps_its_veto(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    make_vault(vault_repo)
+    hooks = vault_repo.root / ".git" / "hooks"
+    mine = hooks / "reference-transaction"
+    seen = tmp_path / "seen"
+    mine.write_text(
+        f'#!/bin/sh\nwhile read -r old new ref; do echo "$1 $ref" >> "{seen}"; done\n'
+        'case "$1" in prepared) git rev-parse -q --verify refs/tags/blocked >/dev/null || exit 0; exit 1 ;; esac\n'
+    )
+    mine.chmod(0o755)
+    refused = cairn("install", "git-hooks", "--vault", str(vault_repo.root))
+    assert refused.returncode == 1 and "reference-transaction" in refused.stderr
+    assert cairn("install", "git-hooks", "--vault", str(vault_repo.root), "--chain").returncode == 0
+    log = _logged_hooks(vault_repo, tmp_path)
+    vault_repo.git("tag", "v1")
+    assert seen.read_text() == "prepared refs/tags/v1\ncommitted refs/tags/v1\n"
+    vault_repo.git("tag", "blocked")  # its prepared state rejects nothing it has not seen yet
+    head = vault_repo.git("rev-parse", "HEAD")
+    vault_repo.write("ops/later", "A later lesson", "Written after the first two.")
+    vault_repo.git("add", "-A")
+    failed = vault_repo.git("commit", "-q", "-m", "later", check=False)
+    assert vault_repo.git("rev-parse", "HEAD") == head, failed  # the chained hook's veto still holds
+    assert _runs(log) == 0
+    cairn("uninstall", "git-hooks", "--vault", str(vault_repo.root))
+    assert mine.read_text().startswith("#!/bin/sh\nwhile read")

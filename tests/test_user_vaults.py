@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from cairn import install
 from helpers.payloads import FITTING_PROMPT, payload_for
 from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault, run_cairn
 
@@ -120,7 +121,7 @@ def test_init_registers_and_lists_the_real_next_steps(tmp_path: Path) -> None:
     assert "pre-commit install" in done.stdout and "cairn install claude-code --user" in done.stdout
     assert "cairn vault add" not in done.stdout
     hooks = tmp_path / "team-lessons" / ".git" / "hooks"
-    assert all((hooks / name).exists() for name in ("post-commit", "post-merge", "post-checkout", "post-rewrite"))
+    assert all((hooks / name).exists() for name in install.GIT_HOOKS) and "reference-transaction" in install.GIT_HOOKS
     plain = cairn("init", str(tmp_path / "mine"), cwd=tmp_path)  # not a terminal, no flag: not registered
     assert "cairn vault add" in plain.stdout
     names = [v["name"] for v in json.loads(cairn("vault", "list", "--json", cwd=tmp_path).stdout)["vaults"]]
@@ -259,7 +260,10 @@ def test_doctor_fails_then_passes(tmp_path: Path, vault_repo: VaultRepo) -> None
     assert after.stdout.endswith("Everything checks out.\n")
     assert "ok   resolve team: served in" in after.stdout
     assert "ok   agent claude-code (user): " in after.stdout
-    assert "ok   git-hooks team: post-commit, post-merge, post-checkout, post-rewrite" in after.stdout
+    assert (
+        "ok   git-hooks team: post-commit, post-merge, post-checkout, post-rewrite, reference-transaction"
+        in after.stdout
+    )
     nowhere = tmp_path / "nowhere"
     assert cairn("install", "codex", "--project", str(project), "--vault", str(nowhere), cwd=tmp_path).returncode == 0
     broken = cairn("doctor", "--cwd", str(project), cwd=tmp_path)

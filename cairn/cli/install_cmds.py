@@ -59,8 +59,9 @@ def install_cmd(
 
     TARGET is claude-code (.claude/settings.json, UserPromptSubmit), codex (.codex/hooks.json,
     UserPromptSubmit), gemini (.gemini/settings.json, BeforeAgent) or git-hooks (post-commit, post-merge,
-    post-checkout and post-rewrite in the vault's hooks folder, core.hooksPath respected). Other hooks are kept, a
-    backup of a settings file that held anything else is written beside it, and running it again changes nothing.
+    post-checkout, post-rewrite and reference-transaction in the vault's hooks folder, core.hooksPath respected).
+    Other hooks are kept, a backup of a settings file that held anything else is written beside it, and running it
+    again changes nothing.
 
     Without --vault the hook serves the configured vaults (`cairn vault add PATH`) in every project; with none
     configured (and no --vault or $CAIRN_VAULT) nothing is written, since such a hook could never serve a card.
@@ -79,7 +80,10 @@ def install_cmd(
         hooks_dir = gitrepo.hooks_dir(vault)
         for git_change in install.install_git_hooks(vault, hooks_dir, executable, chain=chain):
             echo(f"{git_change.action}: {git_change.path}")
-        echo(f"Every commit, merge, checkout and rebase in {vault.root} now updates its index before git returns.")
+        echo(
+            f"Every commit, merge, checkout, rebase and reset in {vault.root}, and every fetch or push that moves its "
+            "served branch, now updates its index before git returns."
+        )
         return
     base = _base(project, user)
     if not user:
