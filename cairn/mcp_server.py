@@ -171,6 +171,7 @@ class VaultTools:
             "injected": [c.card.id for c in result.injected],
             "candidates": [_candidate_dict(c) for c in shown],
             "fragment": None if result.fragment is None else clip(result.fragment, ECHO_CHARS),
+            "phrases": list(result.phrases),
             "thresholds": {
                 "min_lead": result.settings.min_lead,
                 "min_score": result.settings.min_lead,  # the old name, kept until 0.3 (CHANGELOG)

@@ -246,3 +246,45 @@ def test_calibrate_cli_agrees_with_eval_and_write_keeps_comments(tmp_path: Path)
     assert after["injection@1"] == best["fitted"]["injection@1"]
     assert after["injection@3"] == best["fitted"]["injection@3"]
     assert after["false_injection_rate"] == best["fitted"]["false_injection_rate"]
+
+
+# gate values just under a grid line of step 0.25, which PHRASE_SCALE lifts over it, and some on the lines
+near_lines = st.tuples(*(st.sampled_from([0.0, 0.12, 0.23, 0.24, 0.25, 0.46, 0.5, 0.7, 0.75, 1.0]),) * 3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.booleans(),
+            st.lists(near_lines, min_size=1, max_size=3),
+            st.lists(st.booleans(), min_size=3, max_size=3),
+            st.booleans(),
+            st.booleans(),
+        ),
+        min_size=2,
+        max_size=12,
+    ),
+    st.sampled_from([0.0, 0.2, 0.5]),
+)
+def test_grid_fit_with_the_phrase_step_equals_brute_force(
+    raw: list[tuple[bool, list[tuple[float, float, float]], list[bool], bool, bool]], target: float
+) -> None:
+    """Cases whose first card holds a rare phrase (`recall._phrase_step`) pass at PHRASE_SCALE x the thresholds,
+    in the grid as in the replay."""
+    points = [
+        CasePoint(
+            f"h{i}",
+            "",
+            pos,
+            tuple(top),
+            (hit,) + (False,) * (len(top) - 1),
+            i % 2,
+            (True, *alike[1 : len(top)]),
+            phrased=phrased,
+        )  # fmt: skip
+        for i, (pos, top, alike, hit, phrased) in enumerate(raw)
+    ]
+    grid = _Grid(points, 0.25, 2)
+    assert grid.fit(target) == _brute(points, target, 0.25)
+    assert grid.fit(target, leave_out=1) == _brute(points, target, 0.25, leave_out=1)

@@ -31,6 +31,9 @@ from cairn.hot.recall import (
     ALREADY_INJECTED,
     FRAGMENT_PICKED,
     GATE_REASONS,
+    PHRASE_PICKED,
+    PHRASE_RARE,
+    PHRASE_SCALE,
     REJECTED,
     SEMANTIC_MIN_CARDS,
     SEMANTIC_PICKED,
@@ -287,6 +290,8 @@ def explain(
             out["foreign_terms"] = list(weights.foreign)
         if result.fragment is not None:  # the part of the prompt the fragment pick asked alone
             out["fragment"] = result.fragment
+        if result.phrases:  # the rare phrases the phrase step found (`recall._phrase_step`)
+            out["phrases"] = list(result.phrases)
         if read:  # whether the semantic veto judged the prompt (`recall.SEMANTIC_VETO_FRAGMENTS`)
             out["semantic_veto"] = veto_judges(query)
         echo_json(out)
@@ -369,6 +374,8 @@ def _explain_layered(
                 section["foreign_terms"] = list(weights[id(layer)].foreign)
             if result.fragment is not None:
                 section["fragment"] = result.fragment
+            if result.phrases:
+                section["phrases"] = list(result.phrases)
             if id(layer) in veto:
                 section["semantic_veto"] = veto[id(layer)]
             section["candidates"] = rows
@@ -593,7 +600,12 @@ def explain_rows(result: Result) -> list[dict[str, Any]]:
 
 
 # What explain's reason column says of a card one of recall's picks injected (`Candidate.picked`).
-_PICKED = {SEMANTIC_PICKED: "semantic pick", AGREEMENT_PICKED: "both channels", FRAGMENT_PICKED: "one sentence"}
+_PICKED = {
+    SEMANTIC_PICKED: "semantic pick",
+    AGREEMENT_PICKED: "both channels",
+    FRAGMENT_PICKED: "one sentence",
+    PHRASE_PICKED: "rare phrase",
+}
 
 # How many of the first candidates `cairn explain` follows with the terms they matched and lack.
 EXPLAIN_TERMS = 5
@@ -648,6 +660,12 @@ def render_explain(
         lines.append(
             f"Injected on one sentence of the prompt, asked alone (the whole prompt ranks the card first): "
             f"{clean_line(result.fragment)}"
+        )
+    if result.phrases:  # `recall._phrase_step`
+        shown = ", ".join(f'"{clean_line(p)}"' for p in result.phrases[:_TERMS_SHOWN])
+        lines.append(
+            f"Injected with the word gates at {PHRASE_SCALE:g} of theirs: the card holds words of the prompt side by "
+            f"side that at most {PHRASE_RARE} cards hold (phrases, words sorted): {shown}"
         )
     if veto is not None:
         lines.append(veto)

@@ -648,6 +648,10 @@ class StoredSettings(Record):
     def __init__(self, *values: "Any") -> None:
         self._init(*values)
 
+    def replace(self, **changes: object) -> "StoredSettings":
+        """A copy with some settings changed (its `__init__` takes them in order, not by name)."""
+        return StoredSettings(*[changes.get(name, getattr(self, name)) for name in SETTING_NAMES])
+
 
 def stored_settings(config: "dict[str, Any]") -> "RecallSettings":
     """The `[recall]` settings from an index's stored config (`IndexReader.config`), the same values

@@ -32,6 +32,7 @@ from cairn.hot import Record, gates, ln, stored_settings
 from cairn.hot.tokens import (
     INSTRUCTION_WORDS,
     is_cjk,
+    phrases,
     prompt_fragments,
     prompt_sentences,
     prompt_terms,
@@ -101,7 +102,8 @@ class Candidate(Record):
     cosine similarity of the card to the prompt, None without it. named: the prompt names the card (its name with
     aliases holds at least `gates.NAME_COVERAGE` of the prompt's weight), so its lead is counted `gates.NAMED_LEAD`
     times (`gates.named_lead`). picked: for a card the gates alone did not pass, the rule that injected it when
-    nothing else was: `semantic` (`_semantic_pick`) or `agreement` (`_agreement_pick`); None otherwise.
+    nothing else was: `semantic` (`_semantic_pick`), `agreement` (`_agreement_pick`), `fragment`
+    (`_fragment_pick`) or `phrase` (`_phrase_step`: the word gates at PHRASE_SCALE); None otherwise.
     """
 
     __slots__ = (
@@ -160,15 +162,18 @@ class Result(Record):
     evidence: the confidence gate's features of each cut after admissible card k = 1 .. max_cards (what
     `benchmarks/confidence_study.py` fits on; `cairn.hot.confidence.FEATURES` names them). weights: the prompt's
     weights in this vault (what the layered merge puts on one scale, `cairn.hot.serve`); None when not recalled.
-    fragment: the part of the prompt asked alone that injected the card, when the fragment pick did."""
+    fragment: the part of the prompt asked alone that injected the card, when the fragment pick did.
+    phrases: the prompt's rare phrases the first injected card holds, when the phrase step injected it
+    (`_phrase_step`: the word gates at PHRASE_SCALE of theirs)."""
 
-    __slots__ = ("injected", "candidates", "settings", "evidence", "weights", "fragment")
+    __slots__ = ("injected", "candidates", "settings", "evidence", "weights", "fragment", "phrases")
     injected: tuple[Candidate, ...]
     candidates: tuple[Candidate, ...]
     settings: "RecallSettings"
     evidence: "tuple[tuple[float, ...], ...]"
     weights: "QueryWeights | None"
     fragment: str | None
+    phrases: tuple[str, ...]
 
     def __init__(
         self,
@@ -178,8 +183,9 @@ class Result(Record):
         evidence: "tuple[tuple[float, ...], ...]" = (),
         weights: "QueryWeights | None" = None,
         fragment: str | None = None,
+        phrases: tuple[str, ...] = (),
     ) -> None:
-        self._init(injected, candidates, settings, evidence, weights, fragment)
+        self._init(injected, candidates, settings, evidence, weights, fragment, phrases)
 
     @property
     def abstained(self) -> bool:
@@ -346,8 +352,36 @@ def recall(
     Unless examine_all, only the best-scored cards are ranked exactly (`_top`): as many chunks of the ranking as
     admission and the gates need, the same cards and scores a full ranking would give.
     """
-    if only_if_decisive and callable(semantic):
-        semantic = _Decisive(semantic)
+    if callable(semantic):
+        semantic = _Once(semantic)  # the phrase step may recall again: the answer is read once
+        if only_if_decisive:
+            semantic = _Decisive(semantic)
+    result = _decided(
+        index, query, scope, already_injected, today, settings, examine_all, decide_first, semantic, evidence
+    )
+    if result.injected or getattr(result.settings, "min_confidence", 0.0) > 0:
+        return result
+    return (
+        _phrase_step(
+            index, query, result, scope, already_injected, today, examine_all, decide_first, semantic, evidence
+        )
+        or result
+    )
+
+
+def _decided(
+    index: "IndexReader",
+    query: str,
+    scope: "Sequence[str] | None",
+    already_injected: "Collection[str]",
+    today: "dt.date | None",
+    settings: "RecallSettings | None",
+    examine_all: bool,
+    decide_first: int | None,
+    semantic: "Semantic | None",
+    evidence: bool,
+) -> Result:
+    """Recall's decision at `settings`: the gates, then (when nothing is injected) the fragment pick."""
     try:
         result = _recall(
             index, query, scope, already_injected, today, settings, examine_all, decide_first, semantic, evidence
@@ -359,6 +393,145 @@ def recall(
     if result.injected or getattr(result.settings, "min_confidence", 0.0) > 0:
         return result
     return _fragment_pick(index, query, result, scope, already_injected, today) or result
+
+
+# The phrase step: when nothing is injected and the first admissible card holds a rare phrase of the prompt (two of
+# its words side by side, `tokens.phrases`, that at most PHRASE_RARE cards of the vault hold), recall decides again
+# with the three word gates at PHRASE_SCALE of theirs, and what that injects goes in when its first card holds such
+# a phrase too. Words in the prompt's order are evidence that words scattered over a near-topic card are not: at
+# 0.9 of every gate without it, the tldr suites' long slices reach 6.1% and 6.7% of false injections; with it,
+# 4.1% and 4.4%, and every fittable suite gains 0.015-0.056 Injection@1. PHRASE_SCALE is the one value on a grid
+# of per-count scales (RESULTS.md "Round 13", `benchmarks/phrase_study.py`) that every fold chose, fitted leaving
+# one of the six fittable suites out at 5% per slice; each held-out suite stayed at or under 4.4% on every slice.
+PHRASE_PICKED = "phrase"
+PHRASE_SCALE = 0.9
+PHRASE_RARE = 2
+# At most this many of the prompt's phrases are weighed: only phrases whose two words the card matched can be the
+# card's, so a prompt rarely has more than a few.
+PHRASE_TRIES = 32
+# A phrase whose two words more cards than this hold together is counted common without reading those cards; and
+# one prompt reads at most this many cards' records besides the candidate's (a phrase that would need more, too).
+PHRASE_READS = 16
+
+
+def _phrase_step(
+    index: "IndexReader",
+    query: str,
+    result: Result,
+    scope: "Sequence[str] | None",
+    already_injected: "Collection[str]",
+    today: "dt.date | None",
+    examine_all: bool,
+    decide_first: int | None,
+    semantic: "Semantic | None",
+    evidence: bool,
+) -> Result | None:
+    """What recall decides with the word gates at PHRASE_SCALE, when the first card it injects holds a rare phrase
+    of the prompt (and the first admissible card does too); else None."""
+    first = next((c for c in result.candidates if c.reason in GATE_REASONS), None)
+    if first is None or not rare_phrases(index, query, first):
+        return None  # (a card the semantic channel vetoed is asked too: the veto spares, at looser gates, a card
+        # whose words clear the lead gate, `SEMANTIC_SPARE_LEAD`, and the rules at PHRASE_SCALE decide as they do)
+    settings = result.settings
+    loose = _scaled(settings, PHRASE_SCALE)
+    again = _decided(index, query, scope, already_injected, today, loose, examine_all, decide_first, semantic, evidence)
+    if not again.injected:
+        return None
+    top = again.injected[0]
+    held = rare_phrases(index, query, top)
+    if not held:
+        return None
+    picked = tuple(c if c.picked else c.replace(picked=PHRASE_PICKED) for c in again.injected)
+    swap = {id(c): p for c, p in zip(again.injected, picked, strict=True)}
+    candidates = tuple(swap.get(id(c), c) for c in again.candidates)
+    return Result(picked, candidates, settings, again.evidence, again.weights, again.fragment, tuple(held))
+
+
+def rare_phrases(index: "IndexReader", query: str, candidate: Candidate) -> list[str]:
+    """The prompt's phrases (`tokens.phrases`) the candidate's card holds and at most PHRASE_RARE cards of the vault
+    do, in the prompt's order. Only a phrase of two words the card matched can be the card's; the cards holding
+    both words come from the words' postings, and when they are more than PHRASE_RARE, at most PHRASE_READS of
+    them (the phrase is counted common beyond) are read to count those that hold the words side by side. The index
+    stores no phrases: a card's are worked out from its stored record (`_held`), for at most PHRASE_READS cards
+    besides the candidate per call (a phrase that would need more is counted common)."""
+    matched = set(candidate.matched)
+    if len(matched) < 2:
+        return []
+    wanted: list[str] = []
+    for phrase in phrases(tokenize(query)):
+        a, _, b = phrase.partition(" ")
+        if a in matched and b in matched and phrase not in wanted:
+            wanted.append(phrase)
+            if len(wanted) >= PHRASE_TRIES:
+                break
+    if not wanted:
+        return []
+    held: dict[int, frozenset[str]] = {}
+    row = candidate.card.row
+    if not _held(index, row, held).intersection(wanted):
+        return []
+    postings = index.postings({word for phrase in wanted for word in phrase.split(" ")})
+    out: list[str] = []
+    for phrase in wanted:
+        if phrase not in held[row]:
+            continue
+        a, _, b = phrase.partition(" ")
+        both = set(postings[a].rows).intersection(postings[b].rows) if a in postings and b in postings else set()
+        if len(both) <= PHRASE_RARE:
+            out.append(phrase)
+        elif len(both | held.keys()) <= PHRASE_READS + 1:  # the cards read for one prompt stay within the budget
+            holders = sum(1 for other in sorted(both) if phrase in _held(index, other, held))
+            if holders <= PHRASE_RARE:
+                out.append(phrase)
+    return out
+
+
+def _held(index: "IndexReader", row: int, held: "dict[int, frozenset[str]]") -> "frozenset[str]":
+    """The phrases of the card at `row` (its name, each alias, its summary and its body, each on its own), read
+    once per prompt from the card's stored record (checked against its seal)."""
+    if row not in held:
+        card = index.cards([row]).get(row)
+        record = index.record(card.id) if card is not None else None
+        found: set[str] = set()
+        if record is not None:
+            for text in (record.get("name"), *(record.get("aliases") or ()), record.get("summary"), record.get("body")):
+                if isinstance(text, str):
+                    found.update(phrases(tokenize(text)))
+        held[row] = frozenset(found)
+    return held[row]
+
+
+def _scaled(settings: "RecallSettings", scale: float) -> "RecallSettings":
+    """`settings` with the three word gates times `scale`."""
+    changes = {
+        "min_lead": settings.min_lead * scale,
+        "min_coverage": settings.min_coverage * scale,
+        "min_margin": settings.min_margin * scale,
+    }
+    replace = getattr(settings, "replace", None)  # the hook's stored settings (a Record)
+    if replace is not None:
+        return replace(**changes)  # type: ignore[no-any-return]
+    import dataclasses  # cold: `cairn.config.RecallSettings`, from eval, calibrate and explain
+
+    return dataclasses.replace(settings, **changes)  # type: ignore[arg-type]
+
+
+class _Once:
+    """A deferred semantic answer read at most once, however often recall decides (the socket is read once)."""
+
+    __slots__ = ("_read", "_done", "_answer")
+    _answer: "Mapping[str, float] | None"
+
+    def __init__(self, read: "Callable[[], Mapping[str, float] | None]") -> None:
+        self._read = read
+        self._done = False
+        self._answer = None
+
+    def __call__(self) -> "Mapping[str, float] | None":
+        if not self._done:
+            self._answer = self._read()
+            self._done = True
+        return self._answer
 
 
 # The fragment pick: when nothing is injected, each fragment of the prompt (`tokens.prompt_fragments`: a sentence,

@@ -2,7 +2,7 @@
 
 TYPE_CHECKING = False  # no `typing` import on the hook's path
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
 # English words that carry no topic: function words, and the talk that wraps a question in an agent prompt
 # ("please explain", "don't change anything yet", "a question from a teammate"). Kept small and general: a word
@@ -126,6 +126,40 @@ def stem(word: str) -> str:
         if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "lsz":
             word = word[:-1]
     return word
+
+
+def phrases(tokens: "Sequence[str]") -> list[str]:
+    """The phrases of a text's tokens (`tokenize`'s, in order): each two neighbouring words as one term, `"a b"`
+    with a before b (no token holds a space, so a phrase is never a word), in text order with repeats. An
+    identifier's parts, which follow it, are left out: "GitHub Actions" is the phrase `action github`, not
+    `git hub`. Two CJK 2-grams that overlap are one 3-character run, not a phrase: a CJK phrase is two 2-grams side
+    by side, 4 characters. What `recall`'s phrase step counts (RESULTS.md "Round 13")."""
+    words: list[str] = []
+    whole = ""
+    for token in tokens:
+        if whole and token != whole and token in whole:
+            continue  # a part of the identifier before it
+        whole = token
+        words.append(token)
+    out: list[str] = []
+    last = len(words) - 1
+    for i in range(last):
+        a, j = words[i], i + 1
+        if _overlap(a, words[j]):
+            j = i + 2
+            if j > last or not _overlap(words[i + 1], words[j]):
+                continue
+        b = words[j]
+        if a < b:
+            out.append(a + " " + b)
+        elif b < a:
+            out.append(b + " " + a)
+    return out
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Whether two tokens are CJK 2-grams that overlap (`ab`, `bc`)."""
+    return len(a) == 2 and len(b) == 2 and a[1] == b[0] and a[0] >= _CJK_LOWEST and is_cjk(a) and is_cjk(b)
 
 
 def is_cjk(token: str) -> bool:

@@ -35,7 +35,7 @@ from typing import Any
 from cairn.config import RecallSettings, write_recall_settings
 from cairn.hot.errors import CairnError
 from cairn.hot.index import IndexReader
-from cairn.hot.recall import GROUP_SPREAD, fragment_gates, recall
+from cairn.hot.recall import GROUP_SPREAD, PHRASE_SCALE, fragment_gates, rare_phrases, recall
 from cairn.quality.evaluate import Case
 from cairn.quality.metrics import Metrics, Outcome, metrics_of
 
@@ -67,6 +67,9 @@ class CasePoint:
     empty: no groups.
     asked: the first card's gate values in each fragment the fragment pick asks alone (`recall.fragment_gates`):
     when nothing else is injected, the first card goes in alone at thresholds one of them passes.
+    phrased: the first card holds a rare phrase of the prompt (`recall.rare_phrases`): when nothing is injected,
+    recall decides again with the thresholds at `recall.PHRASE_SCALE` of theirs (`recall._phrase_step`), which the
+    replay does with the gate values over PHRASE_SCALE (the same comparisons, so the grid and the replay agree).
     """
 
     id: str
@@ -77,6 +80,18 @@ class CasePoint:
     fold: int = 0
     alike: tuple[bool, ...] = ()
     asked: tuple[tuple[float, float, float], ...] = ()
+    phrased: bool = False
+
+    def _loosened(self) -> CasePoint:
+        """This case with every gate value over PHRASE_SCALE, not phrased: passing thresholds t is passing
+        PHRASE_SCALE x t as recall's phrase step does."""
+
+        def up(gate: tuple[float, float, float]) -> tuple[float, float, float]:
+            return (gate[0] / PHRASE_SCALE, gate[1] / PHRASE_SCALE, gate[2] / PHRASE_SCALE)
+
+        top = tuple(up(g) for g in self.top)
+        asked = tuple(up(g) for g in self.asked)
+        return dataclasses.replace(self, top=top, asked=asked, phrased=False)
 
     def group(self, t: Thresholds) -> int:
         """How many cards inject together as a group at these thresholds (`recall._group`), or 0."""
@@ -100,6 +115,8 @@ class CasePoint:
             n += 1
         if not n and any(t.passes(gate) for gate in self.asked):
             return 1  # the fragment pick
+        if not n and self.phrased:
+            return self._loosened().injected(t)  # the phrase step
         return n
 
     def boxes(self) -> list[tuple[float, float, float]]:
@@ -107,6 +124,8 @@ class CasePoint:
         fragment asked alone; a box inside another is left out."""
         if not self.top:
             return []
+        if self.phrased:
+            return self._loosened().boxes()  # each holds the box it scales up
         out = [self.top[0]]
         low = self.top[0][1]
         for k in range(2, len(self.top) + 1):
@@ -210,7 +229,8 @@ def gather(
             (c.lead, c.coverage, c.margin)
             for _, c in (fragment_gates(index, case.query, result.injected[0], open_gates, today=today) if top else ())
         )
-        point = CasePoint(case.id, case.slice, case.positive, top, hits, fold, alike, asked)
+        phrased = bool(top) and bool(rare_phrases(index, case.query, result.injected[0]))
+        point = CasePoint(case.id, case.slice, case.positive, top, hits, fold, alike, asked, phrased)
         points.append(point)
         if progress and (done % 25 == 0 or done == total):
             progress(done, total)
