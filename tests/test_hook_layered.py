@@ -411,9 +411,9 @@ def test_the_merge_orders_by_coverage_and_a_vault_that_knows_the_prompt_as_well_
     near = _candidate("z/near", "Near miss", 0.65, 0.01, "rejected", "small_lead")
     merged = serve.merge([a, c], [_result(x), _result(near)], serve.MAX_CARDS, dropped)
     assert merged == [] and dropped["a:x/one"] == "cross_vault"  # 0.6 < 0.65 + CROSS_VAULT_MARGIN
-    level = _candidate("z/level", "Level miss", 0.6, 0.01, "rejected", "small_lead")
-    merged = serve.merge([a, c], [_result(x), _result(level)], serve.MAX_CARDS)
-    assert [p.qid for p in merged] == ["a:x/one"]  # a vault covering the prompt only as well does not veto
+    below = _candidate("z/below", "Below miss", 0.6 - serve.CROSS_VAULT_MARGIN - 0.01, 0.01, "rejected", "small_lead")
+    merged = serve.merge([a, c], [_result(x), _result(below)], serve.MAX_CARDS)
+    assert [p.qid for p in merged] == ["a:x/one"]  # a vault covering the prompt less, by more than the margin: no veto
     far = _candidate("z/far", "Far miss", 0.3, 0.01, "rejected", "low_coverage")
     merged = serve.merge([a, c], [_result(x), _result(far)], serve.MAX_CARDS, dropped)
     assert [p.qid for p in merged] == ["a:x/one"]

@@ -159,7 +159,9 @@ def test_explain_and_the_hook_say_the_phrase_step_injected(vault_repo: VaultRepo
     shown = vault_repo.cairn("explain", ASKED)
     assert shown.returncode == 0, shown.stderr
     assert f"Injected: {POOL}" in shown.stdout
-    assert f"word gates at {PHRASE_SCALE:g} of theirs" in shown.stdout and '"connection pool"' in shown.stdout
+    assert (
+        f"lead and margin gates at {PHRASE_SCALE:g} of theirs" in shown.stdout and '"connection pool"' in shown.stdout
+    )
     assert "rare phrase" in shown.stdout
     data = json.loads(vault_repo.cairn("explain", "--json", ASKED).stdout)
     assert data["phrases"] == ["connection pool"]
@@ -195,4 +197,18 @@ def test_calibrate_replays_the_phrase_step() -> None:
     t = Thresholds(0.32, 0.5, 0.4)  # lead 0.30 fails 0.32, passes 0.9 x 0.32 = 0.288
     assert plain.injected(t) == 0 and phrased.injected(t) == 1
     assert phrased.injected(Thresholds(0.34, 0.5, 0.4)) == 0  # 0.9 x 0.34 = 0.306 > 0.30
-    assert phrased.boxes() == [tuple(v / PHRASE_SCALE for v in gate)]
+    assert phrased.boxes() == [(gate[0] / PHRASE_SCALE, gate[1], gate[2] / PHRASE_SCALE)]
+    assert phrased.injected(Thresholds(0.32, 0.51, 0.4)) == 0  # coverage is not scaled: 0.50 fails 0.51
+
+
+def test_the_phrase_step_never_relaxes_coverage(vault_repo: VaultRepo) -> None:
+    """Phrases tell a card from its neighbours; whether the prompt is about what the vault knows stays coverage's."""
+    root = _vault(vault_repo)
+    vault = find_vault(root)
+    indexer.build_index(vault)
+    with indexer.open_index(vault) as index:
+        open_ = dataclasses.replace(settings_of(index), min_lead=0.0, min_coverage=0.0, min_margin=0.0)
+        first = recall(index, ASKED, settings=open_).injected[0]
+        assert first.card.id == POOL and rare_phrases(index, ASKED, first) == ["connection pool"]
+        strict = dataclasses.replace(open_, min_coverage=first.coverage / 0.95)  # passes at 0.9 x, were it scaled
+        assert recall(index, ASKED, settings=strict).abstained

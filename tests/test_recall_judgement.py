@@ -264,11 +264,12 @@ def test_the_semantic_channel_vetoes_a_card_it_does_not_find_near_the_prompt(vau
 
 
 def test_the_veto_spares_a_card_the_words_clearly_pass_and_the_meaning_puts_first_or_near(
-    vault_repo: VaultRepo,
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """In a vault about one subject a prompt's right card often stands at a z-score under 3, first in meaning or a
     hair behind another card. When its words clear the lead gate by `SEMANTIC_SPARE_LEAD` and its z-score is within
     `SEMANTIC_SPARE_NEAR` of the semantic first's, the veto spares it."""
+    monkeypatch.setattr(R, "PHRASE_SCALE", 1.0)  # the rule under test alone: no phrase step (RESULTS.md "Round 13")
     repo = _cards(vault_repo)
     first = {"python/package-data": 2.5, "git/force-push-safely": 1.0}  # the semantic first, under SEMANTIC_MIN_Z
     near = {"python/package-data": 2.5, "git/force-push-safely": 2.5 + R.SEMANTIC_SPARE_NEAR - 0.05}

@@ -8,6 +8,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 
+import pytest
+
 from cairn.cli.recall_cmds import explain_rows, render_explain
 from cairn.hot import recall as R
 from cairn.hot.recall import recall
@@ -147,12 +149,15 @@ def _scaled(close: dict[str, float], ids: list[str]) -> Similarities:
 CRON = "misc/cron-job-environment"
 
 
-def test_the_first_card_of_both_channels_whose_words_nearly_pass_goes_in(vault_repo: VaultRepo) -> None:
+def test_the_first_card_of_both_channels_whose_words_nearly_pass_goes_in(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The agreement pick (`recall._agreement_pick`): the words rank a card first with a lead a little under
     `min_lead` (0.22 against 0.24) and half the prompt's best possible score; when the semantic channel puts the same
     card first, ahead of the second by `AGREE_COSINE_GAP` in cosine or more, it goes in. Not when the semantic first is
     another card, nor when the two lead by less, nor when the z-scores come without their unit in cosine (an older
     warm encoder): then the words decide, and they abstain."""
+    monkeypatch.setattr(R, "PHRASE_SCALE", 1.0)  # the rule under test alone: no phrase step (RESULTS.md "Round 13")
     repo = _vault(vault_repo)
     asked = "midnight time falsy with the cron job environment"
     with indexer.open_index(find_vault(repo.root)) as index:
@@ -182,13 +187,14 @@ def test_the_first_card_of_both_channels_whose_words_nearly_pass_goes_in(vault_r
 
 
 def test_a_first_card_whose_words_pass_all_but_the_lead_goes_in_when_the_meaning_confirms_it(
-    vault_repo: VaultRepo,
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The agreement pick's second form: the words pass coverage and margin and fall short only on the lead (0.23
     against 0.24) with under `AGREE_SCORE` of the best possible score; in a prompt the veto judges, the card goes in
     when both channels put it first, its cosine `AGREE_CONFIRMED_GAP` ahead, and its z-score reaches the veto's
     `SEMANTIC_MIN_Z`. Not at a lower z-score, not closer, and not in a prompt the veto does not judge (a question in
     an agent's wrapper)."""
+    monkeypatch.setattr(R, "PHRASE_SCALE", 1.0)  # the rule under test alone: no phrase step (RESULTS.md "Round 13")
     repo = _vault(vault_repo)
     asked = "why does cron job environment python bool fail?"
     wrapped = f"We run the billing workers on Debian hosts. {asked} Keep the answer short, no code changes."

@@ -664,8 +664,8 @@ def render_explain(
     if result.phrases:  # `recall._phrase_step`
         shown = ", ".join(f'"{clean_line(p)}"' for p in result.phrases[:_TERMS_SHOWN])
         lines.append(
-            f"Injected with the word gates at {PHRASE_SCALE:g} of theirs: the card holds words of the prompt side by "
-            f"side that at most {PHRASE_RARE} cards hold (phrases, words sorted): {shown}"
+            f"Injected with the lead and margin gates at {PHRASE_SCALE:g} of theirs: the card holds words of the prompt "
+            f"side by side that at most {PHRASE_RARE} cards hold (phrases, words sorted): {shown}"
         )
     if veto is not None:
         lines.append(veto)

@@ -68,8 +68,8 @@ class CasePoint:
     asked: the first card's gate values in each fragment the fragment pick asks alone (`recall.fragment_gates`):
     when nothing else is injected, the first card goes in alone at thresholds one of them passes.
     phrased: the first card holds a rare phrase of the prompt (`recall.rare_phrases`): when nothing is injected,
-    recall decides again with the thresholds at `recall.PHRASE_SCALE` of theirs (`recall._phrase_step`), which the
-    replay does with the gate values over PHRASE_SCALE (the same comparisons, so the grid and the replay agree).
+    recall decides again with the lead and margin thresholds at `recall.PHRASE_SCALE` of theirs (`recall._phrase_step`),
+    which the replay does with those gate values over PHRASE_SCALE (so the grid and the replay agree).
     """
 
     id: str
@@ -83,11 +83,11 @@ class CasePoint:
     phrased: bool = False
 
     def _loosened(self) -> CasePoint:
-        """This case with every gate value over PHRASE_SCALE, not phrased: passing thresholds t is passing
-        PHRASE_SCALE x t as recall's phrase step does."""
+        """This case with its lead and margin values over PHRASE_SCALE, not phrased: passing thresholds t is
+        passing PHRASE_SCALE x t's lead and margin as recall's phrase step does."""
 
         def up(gate: tuple[float, float, float]) -> tuple[float, float, float]:
-            return (gate[0] / PHRASE_SCALE, gate[1] / PHRASE_SCALE, gate[2] / PHRASE_SCALE)
+            return (gate[0] / PHRASE_SCALE, gate[1], gate[2] / PHRASE_SCALE)  # coverage is not scaled
 
         top = tuple(up(g) for g in self.top)
         asked = tuple(up(g) for g in self.asked)
