@@ -455,7 +455,8 @@ def rare_phrases(index: "IndexReader", query: str, candidate: Candidate) -> list
     both words come from the words' postings, and when they are more than PHRASE_RARE, at most PHRASE_READS of
     them (the phrase is counted common beyond) are read to count those that hold the words side by side. The index
     stores no phrases: a card's are worked out from its stored record (`_held`), for at most PHRASE_READS cards
-    besides the candidate per call (a phrase that would need more is counted common)."""
+    besides the candidate per call (a phrase that would need more is counted common). The postings come first: when
+    every phrase is common by them, no record is read (most prompts a vault knows only in common words)."""
     matched = set(candidate.matched)
     if len(matched) < 2:
         return []
@@ -468,17 +469,23 @@ def rare_phrases(index: "IndexReader", query: str, candidate: Candidate) -> list
                 break
     if not wanted:
         return []
-    held: dict[int, frozenset[str]] = {}
-    row = candidate.card.row
-    if not _held(index, row, held).intersection(wanted):
-        return []
     postings = index.postings({word for phrase in wanted for word in phrase.split(" ")})
-    out: list[str] = []
+    holding: dict[str, set[int]] = {}  # the cards holding both words, for the phrases that could be rare
     for phrase in wanted:
-        if phrase not in held[row]:
-            continue
         a, _, b = phrase.partition(" ")
         both = set(postings[a].rows).intersection(postings[b].rows) if a in postings and b in postings else set()
+        if len(both) <= PHRASE_READS + 1:  # more: counted common, whatever the cards hold (no record read)
+            holding[phrase] = both
+    if not holding:
+        return []
+    held: dict[int, frozenset[str]] = {}
+    row = candidate.card.row
+    if not _held(index, row, held).intersection(holding):
+        return []
+    out: list[str] = []
+    for phrase, both in holding.items():
+        if phrase not in held[row]:
+            continue
         if len(both) <= PHRASE_RARE:
             out.append(phrase)
         elif len(both | held.keys()) <= PHRASE_READS + 1:  # the cards read for one prompt stay within the budget
