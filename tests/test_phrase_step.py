@@ -215,3 +215,24 @@ def test_the_phrase_step_never_relaxes_coverage(vault_repo: VaultRepo) -> None:
         assert first.card.id == POOL and rare_phrases(index, ASKED, first) == ["connection pool"]
         strict = dataclasses.replace(open_, min_coverage=first.coverage / 0.95)  # passes at 0.9 x, were it scaled
         assert recall(index, ASKED, settings=strict).abstained
+
+
+@pytest.mark.parametrize(("filler", "held"), [(R.PHRASE_CHARS - 200, True), (R.PHRASE_CHARS + 200, False)])
+def test_a_card_is_read_for_phrases_to_phrase_chars_of_each_field(
+    vault_repo: VaultRepo, filler: int, held: bool
+) -> None:
+    """The contract lets a card reach 1 MB: the hook works out phrases from the first PHRASE_CHARS of each field."""
+    vault_repo.write_raw("cairn.toml", "# defaults\n")
+    notes = "Notes from the incident review, kept for the record. "
+    body = (notes * (filler // len(notes) + 1))[:filler] + "\n\nThe connection pool ran dry within minutes."
+    vault_repo.write("db/pool-runs-dry", "Pool runs dry after a deploy", "Each connection outlived its request.", body)
+    vault_repo.write("db/slow-migrations", "Long migrations lock tables", "Split a migration that rewrites a table.")
+    vault_repo.write("git/force-with-lease", "Force-push with a lease", "Push with --force-with-lease after a rebase.")
+    vault_repo.commit("cards")
+    vault = find_vault(vault_repo.root)
+    indexer.build_index(vault)
+    with indexer.open_index(vault) as index:
+        open_ = dataclasses.replace(settings_of(index), min_lead=0.0, min_coverage=0.0, min_margin=0.0)
+        first = recall(index, ASKED, settings=open_).injected[0]
+        assert first.card.id == "db/pool-runs-dry"
+        assert rare_phrases(index, ASKED, first) == (["connection pool"] if held else [])

@@ -414,6 +414,10 @@ PHRASE_TRIES = 32
 # A phrase whose two words more cards than this hold together is counted common without reading those cards; and
 # one prompt reads at most this many cards' records besides the candidate's (a phrase that would need more, too).
 PHRASE_READS = 16
+# Of each field of a card read for its phrases, at most this many characters (the hook reads as much of a prompt):
+# the contract lets a card reach 1 MB, whose phrases would cost 0.2 s to work out, 17 of them 3 s of one prompt.
+# Every card of every suite is shorter (the longest, in stackfaq-en-dev, 10 KB in all).
+PHRASE_CHARS = 8000
 
 
 def _phrase_step(
@@ -496,8 +500,8 @@ def rare_phrases(index: "IndexReader", query: str, candidate: Candidate) -> list
 
 
 def _held(index: "IndexReader", row: int, held: "dict[int, frozenset[str]]") -> "frozenset[str]":
-    """The phrases of the card at `row` (its name, each alias, its summary and its body, each on its own), read
-    once per prompt from the card's stored record (checked against its seal)."""
+    """The phrases of the card at `row` (its name, each alias, its summary and its body, each on its own, each to
+    PHRASE_CHARS), read once per prompt from the card's stored record (checked against its seal)."""
     if row not in held:
         card = index.cards([row]).get(row)
         stored = getattr(index, "record", None)  # the memory benchmarks' in-memory index keeps no text: no phrases
@@ -506,7 +510,7 @@ def _held(index: "IndexReader", row: int, held: "dict[int, frozenset[str]]") -> 
         if record is not None:
             for text in (record.get("name"), *(record.get("aliases") or ()), record.get("summary"), record.get("body")):
                 if isinstance(text, str):
-                    found.update(phrases(tokenize(text)))
+                    found.update(phrases(tokenize(text[:PHRASE_CHARS])))
         held[row] = frozenset(found)
     return held[row]
 
