@@ -236,3 +236,35 @@ def test_a_card_is_read_for_phrases_to_phrase_chars_of_each_field(
         first = recall(index, ASKED, settings=open_).injected[0]
         assert first.card.id == "db/pool-runs-dry"
         assert rare_phrases(index, ASKED, first) == (["connection pool"] if held else [])
+
+
+def test_records_read_for_one_prompt_stop_past_phrase_read_chars(vault_repo: VaultRepo) -> None:
+    """Five cards hold both words apart, each in a long body: they are read until the records read pass
+    PHRASE_READ_CHARS, and the phrase, whose count would need the fifth, is counted common."""
+    root = _vault(vault_repo)
+    long = R.PHRASE_READ_CHARS // 4 + 1_000
+    filler = ("Notes from the incident review, kept for the record. " * (long // 50 + 1))[:long]
+    for n in range(5):
+        vault_repo.write(
+            f"ops/long-{n}",
+            f"Pool of workers number {n}",
+            f"Keep the worker pool small; every worker opens one connection of its own ({n}).",
+            filler,
+        )
+    vault_repo.commit("long cards")
+    vault = find_vault(root)
+    indexer.build_index(vault)
+    with indexer.open_index(vault) as index:
+        open_ = dataclasses.replace(settings_of(index), min_lead=0.0, min_coverage=0.0, min_margin=0.0)
+        first = recall(index, ASKED, settings=open_).injected[0]
+        assert first.card.id == POOL
+        reads: list[str] = []
+        real = index.record
+
+        def counted(card_id: str) -> object:
+            reads.append(card_id)
+            return real(card_id)
+
+        index.record = counted  # type: ignore[method-assign,assignment]
+        assert rare_phrases(index, ASKED, first) == []
+    assert reads[0] == POOL and len(reads) == 5 and len(set(reads)) == 5

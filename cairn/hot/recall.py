@@ -418,6 +418,10 @@ PHRASE_READS = 16
 # the contract lets a card reach 1 MB, whose phrases would cost 0.2 s to work out, 17 of them 3 s of one prompt.
 # Every card of every suite is shorter (the longest, in stackfaq-en-dev, 10 KB in all).
 PHRASE_CHARS = 8000
+# And the records read for one prompt (the candidate's first) stop past this many characters (the seal's hash and the
+# parse read a record whole: 16 cards of 1 MB cost 0.3 s); a phrase that would need more is counted common. 17 of
+# the longest suite card (10 KB) stay under it.
+PHRASE_READ_CHARS = 200_000
 
 
 def _phrase_step(
@@ -458,9 +462,10 @@ def rare_phrases(index: "IndexReader", query: str, candidate: Candidate) -> list
     do, in the prompt's order. Only a phrase of two words the card matched can be the card's; the cards holding
     both words come from the words' postings, and when they are more than PHRASE_RARE, at most PHRASE_READS of
     them (the phrase is counted common beyond) are read to count those that hold the words side by side. The index
-    stores no phrases: a card's are worked out from its stored record (`_held`), for at most PHRASE_READS cards
-    besides the candidate per call (a phrase that would need more is counted common). The postings come first: when
-    every phrase is common by them, no record is read (most prompts a vault knows only in common words)."""
+    stores no phrases: a card's are worked out from its stored record (`_Held`), for at most PHRASE_READS cards
+    besides the candidate per call and while the records read hold at most PHRASE_READ_CHARS (a phrase that would
+    need more is counted common). The postings come first: when every phrase is common by them, no record is read
+    (most prompts a vault knows only in common words)."""
     matched = set(candidate.matched)
     if len(matched) < 2:
         return []
@@ -482,37 +487,65 @@ def rare_phrases(index: "IndexReader", query: str, candidate: Candidate) -> list
             holding[phrase] = both
     if not holding:
         return []
-    held: dict[int, frozenset[str]] = {}
+    held = _Held(index)
     row = candidate.card.row
-    if not _held(index, row, held).intersection(holding):
+    if not held.phrases(row).intersection(holding):
         return []
     out: list[str] = []
     for phrase, both in holding.items():
-        if phrase not in held[row]:
+        if phrase not in held.phrases(row):
             continue
         if len(both) <= PHRASE_RARE:
             out.append(phrase)
-        elif len(both | held.keys()) <= PHRASE_READS + 1:  # the cards read for one prompt stay within the budget
-            holders = sum(1 for other in sorted(both) if phrase in _held(index, other, held))
+        elif len(both | held.rows()) <= PHRASE_READS + 1:  # the cards read for one prompt stay within the budget
+            holders = 0
+            for other in sorted(both):
+                if not held.affords(other):  # past PHRASE_READ_CHARS: counted common
+                    holders = PHRASE_RARE + 1
+                    break
+                holders += phrase in held.phrases(other)
             if holders <= PHRASE_RARE:
                 out.append(phrase)
     return out
 
 
-def _held(index: "IndexReader", row: int, held: "dict[int, frozenset[str]]") -> "frozenset[str]":
-    """The phrases of the card at `row` (its name, each alias, its summary and its body, each on its own, each to
-    PHRASE_CHARS), read once per prompt from the card's stored record (checked against its seal)."""
-    if row not in held:
-        card = index.cards([row]).get(row)
-        stored = getattr(index, "record", None)  # the memory benchmarks' in-memory index keeps no text: no phrases
-        record = stored(card.id) if card is not None and stored is not None else None
-        found: set[str] = set()
-        if record is not None:
-            for text in (record.get("name"), *(record.get("aliases") or ()), record.get("summary"), record.get("body")):
-                if isinstance(text, str):
-                    found.update(phrases(tokenize(text[:PHRASE_CHARS])))
-        held[row] = frozenset(found)
-    return held[row]
+class _Held:
+    """The phrases of the cards read for one prompt (each field on its own, each to PHRASE_CHARS: its name, each
+    alias, its summary and its body), from their stored records (checked against their seals), each read once; and
+    how many characters those records held (the reads' cost: the seal's hash and the parse are of the whole record)."""
+
+    __slots__ = ("_index", "_of", "_chars")
+
+    def __init__(self, index: "IndexReader") -> None:
+        self._index = index
+        self._of: dict[int, frozenset[str]] = {}
+        self._chars = 0
+
+    def rows(self) -> "set[int]":
+        return set(self._of)
+
+    def affords(self, row: int) -> bool:
+        """Whether the card at `row` is read already or may still be: at most PHRASE_READ_CHARS of records read."""
+        return row in self._of or self._chars <= PHRASE_READ_CHARS
+
+    def phrases(self, row: int) -> "frozenset[str]":
+        if row not in self._of:
+            card = self._index.cards([row]).get(row)
+            stored = getattr(self._index, "record", None)  # the memory benchmarks' index keeps no text: no phrases
+            record = stored(card.id) if card is not None and stored is not None else None
+            found: set[str] = set()
+            if record is not None:
+                for text in (
+                    record.get("name"),
+                    *(record.get("aliases") or ()),
+                    record.get("summary"),
+                    record.get("body"),
+                ):
+                    if isinstance(text, str):
+                        self._chars += len(text)
+                        found.update(phrases(tokenize(text[:PHRASE_CHARS])))
+            self._of[row] = frozenset(found)
+        return self._of[row]
 
 
 def _scaled(settings: "RecallSettings", scale: float) -> "RecallSettings":
