@@ -85,6 +85,26 @@ def _recall(root: Path, query: str, settings: RecallSettings) -> R.Result:
         return recall(index, query, settings=settings)
 
 
+def _phrases_of_first(root: Path, first_id: str = POOL, reads: list[str] | None = None) -> list[str]:
+    """`rare_phrases` of ASKED for the card recall puts first with every gate open (asserted to be `first_id`);
+    `reads` collects the ids of the stored records it reads."""
+    vault = find_vault(root)
+    indexer.build_index(vault)
+    with indexer.open_index(vault) as index:
+        open_ = dataclasses.replace(settings_of(index), min_lead=0.0, min_coverage=0.0, min_margin=0.0)
+        first = recall(index, ASKED, settings=open_).injected[0]
+        assert first.card.id == first_id
+        if reads is not None:
+            real = index.record
+
+            def counted(card_id: str) -> object:
+                reads.append(card_id)
+                return real(card_id)
+
+            index.record = counted  # type: ignore[method-assign,assignment]
+        return rare_phrases(index, ASKED, first)
+
+
 def test_a_rare_phrase_lets_the_first_card_pass_the_gates_at_the_phrase_scale(vault_repo: VaultRepo) -> None:
     root = _vault(vault_repo)
     settings = _step_settings(root, ASKED)
@@ -107,14 +127,7 @@ def test_the_same_words_apart_are_no_phrase(vault_repo: VaultRepo) -> None:
 
 @pytest.mark.parametrize(("holders", "rare"), [(0, True), (1, True), (2, False)])
 def test_a_phrase_is_rare_while_at_most_two_cards_hold_it(vault_repo: VaultRepo, holders: int, rare: bool) -> None:
-    root = _vault(vault_repo, holders=holders)
-    vault = find_vault(root)
-    indexer.build_index(vault)
-    with indexer.open_index(vault) as index:
-        open_ = dataclasses.replace(settings_of(index), min_lead=0.0, min_coverage=0.0, min_margin=0.0)
-        first = recall(index, ASKED, settings=open_).injected[0]
-        assert first.card.id == POOL
-        assert rare_phrases(index, ASKED, first) == (["connection pool"] if rare else [])
+    assert _phrases_of_first(_vault(vault_repo, holders=holders)) == (["connection pool"] if rare else [])
 
 
 def test_a_phrase_three_cards_hold_lets_nothing_through(vault_repo: VaultRepo) -> None:
@@ -129,22 +142,10 @@ def test_cards_holding_both_words_apart_are_read_up_to_the_budget(
 ) -> None:
     """Cards holding both words apart do not hold the phrase: read (within PHRASE_READS), the phrase stays rare;
     beyond the budget it is counted common, without reading a record."""
-    root = _vault(vault_repo, scattered=scattered)
-    vault = find_vault(root)
-    indexer.build_index(vault)
-    with indexer.open_index(vault) as index:
-        open_ = dataclasses.replace(settings_of(index), min_lead=0.0, min_coverage=0.0, min_margin=0.0)
-        first = recall(index, ASKED, settings=open_).injected[0]
-        assert first.card.id == POOL
-        reads: list[str] = []
-        real = index.record
-
-        def counted(card_id: str) -> object:
-            reads.append(card_id)
-            return real(card_id)
-
-        index.record = counted  # type: ignore[method-assign,assignment]
-        assert rare_phrases(index, ASKED, first) == (["connection pool"] if rare else [])
+    reads: list[str] = []
+    assert _phrases_of_first(_vault(vault_repo, scattered=scattered), reads=reads) == (
+        ["connection pool"] if rare else []
+    )
     # the pool card and each card holding both words apart, once; beyond the budget the postings alone say common
     # and no record is read, not even the pool card's
     assert len(reads) == (1 + scattered if rare else 0)
@@ -229,13 +230,7 @@ def test_a_card_is_read_for_phrases_to_phrase_chars_of_each_field(
     vault_repo.write("db/slow-migrations", "Long migrations lock tables", "Split a migration that rewrites a table.")
     vault_repo.write("git/force-with-lease", "Force-push with a lease", "Push with --force-with-lease after a rebase.")
     vault_repo.commit("cards")
-    vault = find_vault(vault_repo.root)
-    indexer.build_index(vault)
-    with indexer.open_index(vault) as index:
-        open_ = dataclasses.replace(settings_of(index), min_lead=0.0, min_coverage=0.0, min_margin=0.0)
-        first = recall(index, ASKED, settings=open_).injected[0]
-        assert first.card.id == "db/pool-runs-dry"
-        assert rare_phrases(index, ASKED, first) == (["connection pool"] if held else [])
+    assert _phrases_of_first(vault_repo.root, "db/pool-runs-dry") == (["connection pool"] if held else [])
 
 
 def test_records_read_for_one_prompt_stop_past_phrase_read_chars(vault_repo: VaultRepo) -> None:
@@ -252,19 +247,6 @@ def test_records_read_for_one_prompt_stop_past_phrase_read_chars(vault_repo: Vau
             filler,
         )
     vault_repo.commit("long cards")
-    vault = find_vault(root)
-    indexer.build_index(vault)
-    with indexer.open_index(vault) as index:
-        open_ = dataclasses.replace(settings_of(index), min_lead=0.0, min_coverage=0.0, min_margin=0.0)
-        first = recall(index, ASKED, settings=open_).injected[0]
-        assert first.card.id == POOL
-        reads: list[str] = []
-        real = index.record
-
-        def counted(card_id: str) -> object:
-            reads.append(card_id)
-            return real(card_id)
-
-        index.record = counted  # type: ignore[method-assign,assignment]
-        assert rare_phrases(index, ASKED, first) == []
+    reads: list[str] = []
+    assert _phrases_of_first(root, reads=reads) == []
     assert reads[0] == POOL and len(reads) == 5 and len(set(reads)) == 5
