@@ -412,13 +412,14 @@ PHRASE_RARE = 2
 # card's, so a prompt rarely has more than a few.
 PHRASE_TRIES = 32
 # A phrase whose two words more cards than this hold together is counted common without reading those cards; and
-# one prompt reads at most this many cards' records besides the candidate's (a phrase that would need more, too).
+# one call reads at most this many cards' records besides the candidate's (a phrase that would need more, too);
+# recall asks at most twice a vault a prompt (the first card, then the first the looser gates inject).
 PHRASE_READS = 16
 # Of each field of a card read for its phrases, at most this many characters (the hook reads as much of a prompt):
 # the contract lets a card reach 1 MB, whose phrases would cost 0.2 s to work out, 17 of them 3 s of one prompt.
 # Every card of every suite is shorter (the longest, in stackfaq-en-dev, 10 KB in all).
 PHRASE_CHARS = 8000
-# And the records read for one prompt (the candidate's first) stop past this many characters (the seal's hash and the
+# And the records read in one call (the candidate's first) stop past this many characters (the seal's hash and the
 # parse read a record whole: 16 cards of 1 MB cost 0.3 s); a phrase that would need more is counted common. 17 of
 # the longest suite card (10 KB) stay under it.
 PHRASE_READ_CHARS = 200_000
