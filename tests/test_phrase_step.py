@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,6 +86,17 @@ def _recall(root: Path, query: str, settings: RecallSettings) -> R.Result:
         return recall(index, query, settings=settings)
 
 
+def _count_reads(index: Any, reads: list[str]) -> None:
+    """Have `index` append to `reads` the id of every stored record it reads."""
+    real = index.record
+
+    def counted(card_id: str) -> object:
+        reads.append(card_id)
+        return real(card_id)
+
+    index.record = counted
+
+
 def _phrases_of_first(root: Path, first_id: str = POOL, reads: list[str] | None = None) -> list[str]:
     """`rare_phrases` of ASKED for the card recall puts first with every gate open (asserted to be `first_id`);
     `reads` collects the ids of the stored records it reads."""
@@ -95,13 +107,7 @@ def _phrases_of_first(root: Path, first_id: str = POOL, reads: list[str] | None 
         first = recall(index, ASKED, settings=open_).injected[0]
         assert first.card.id == first_id
         if reads is not None:
-            real = index.record
-
-            def counted(card_id: str) -> object:
-                reads.append(card_id)
-                return real(card_id)
-
-            index.record = counted  # type: ignore[method-assign,assignment]
+            _count_reads(index, reads)
         return rare_phrases(index, ASKED, first)
 
 
@@ -116,6 +122,19 @@ def test_a_rare_phrase_lets_the_first_card_pass_the_gates_at_the_phrase_scale(va
     with indexer.open_index(find_vault(root)) as index:  # without the phrase step, these thresholds inject nothing
         alone = R._decided(index, ASKED, None, (), None, settings, False, None, None, False)
     assert alone.abstained
+
+
+def test_the_step_reads_each_record_once_a_prompt(vault_repo: VaultRepo) -> None:
+    """The step asks for the first card's phrases, then for those of the card the looser gates inject (here the
+    same card): its record is read once (the two asks share their reads and their budget)."""
+    root = _vault(vault_repo)
+    settings = _step_settings(root, ASKED)
+    with indexer.open_index(find_vault(root)) as index:
+        reads: list[str] = []
+        _count_reads(index, reads)
+        result = recall(index, ASKED, settings=settings)
+    assert [c.picked for c in result.injected] == [PHRASE_PICKED]
+    assert reads == [POOL]
 
 
 def test_the_same_words_apart_are_no_phrase(vault_repo: VaultRepo) -> None:

@@ -412,14 +412,14 @@ PHRASE_RARE = 2
 # card's, so a prompt rarely has more than a few.
 PHRASE_TRIES = 32
 # A phrase whose two words more cards than this hold together is counted common without reading those cards; and
-# one call reads at most this many cards' records besides the candidate's (a phrase that would need more, too);
-# recall asks at most twice a vault a prompt (the first card, then the first the looser gates inject).
+# one prompt reads at most this many cards' records in a vault besides the candidate's (a phrase that would need
+# more, too).
 PHRASE_READS = 16
 # Of each field of a card read for its phrases, at most this many characters (the hook reads as much of a prompt):
 # the contract lets a card reach 1 MB, whose phrases would cost 0.2 s to work out, 17 of them 3 s of one prompt.
 # Every card of every suite is shorter (the longest, in stackfaq-en-dev, 10 KB in all).
 PHRASE_CHARS = 8000
-# And the records read in one call (the candidate's first) stop past this many characters (the seal's hash and the
+# And the records read for one prompt in a vault (the candidate's first) stop past this many characters (the seal's hash and the
 # parse read a record whole: 16 cards of 1 MB cost 0.3 s); a phrase that would need more is counted common. 17 of
 # the longest suite card (10 KB) stay under it.
 PHRASE_READ_CHARS = 200_000
@@ -440,7 +440,8 @@ def _phrase_step(
     """What recall decides with the lead and margin gates at PHRASE_SCALE, when the first card it injects holds a rare phrase
     of the prompt (and the first admissible card does too); else None."""
     first = next((c for c in result.candidates if c.reason in GATE_REASONS), None)
-    if first is None or not rare_phrases(index, query, first):
+    read = _Held(index)  # the records read for this prompt, shared by both asks
+    if first is None or not rare_phrases(index, query, first, read):
         return None  # (a card the semantic channel vetoed is asked too: the veto spares, at looser gates, a card
         # whose words clear the lead gate, `SEMANTIC_SPARE_LEAD`, and the rules at PHRASE_SCALE decide as they do)
     settings = result.settings
@@ -449,7 +450,7 @@ def _phrase_step(
     if not again.injected:
         return None
     top = again.injected[0]
-    held = rare_phrases(index, query, top)
+    held = rare_phrases(index, query, top, read)
     if not held:
         return None
     picked = tuple(c if c.picked else c.replace(picked=PHRASE_PICKED) for c in again.injected)
@@ -458,14 +459,14 @@ def _phrase_step(
     return Result(picked, candidates, settings, again.evidence, again.weights, again.fragment, tuple(held))
 
 
-def rare_phrases(index: "IndexReader", query: str, candidate: Candidate) -> list[str]:
+def rare_phrases(index: "IndexReader", query: str, candidate: Candidate, held: "_Held | None" = None) -> list[str]:
     """The prompt's phrases (`tokens.phrases`) the candidate's card holds and at most PHRASE_RARE cards of the vault
     do, in the prompt's order. Only a phrase of two words the card matched can be the card's; the cards holding
     both words come from the words' postings, and when they are more than PHRASE_RARE, at most PHRASE_READS of
     them (the phrase is counted common beyond) are read to count those that hold the words side by side. The index
-    stores no phrases: a card's are worked out from its stored record (`_Held`), for at most PHRASE_READS cards
-    besides the candidate per call and while the records read hold at most PHRASE_READ_CHARS (a phrase that would
-    need more is counted common). The postings come first: when every phrase is common by them, no record is read
+    stores no phrases: a card's are worked out from its stored record (`_Held`, given to share the reads of one
+    prompt between calls), for at most PHRASE_READS cards besides the candidate and while the records read hold at
+    most PHRASE_READ_CHARS (a phrase that would need more is counted common). The postings come first: when every phrase is common by them, no record is read
     (most prompts a vault knows only in common words)."""
     matched = set(candidate.matched)
     if len(matched) < 2:
@@ -488,7 +489,7 @@ def rare_phrases(index: "IndexReader", query: str, candidate: Candidate) -> list
             holding[phrase] = both
     if not holding:
         return []
-    held = _Held(index)
+    held = _Held(index) if held is None else held
     row = candidate.card.row
     if not held.phrases(row).intersection(holding):
         return []
