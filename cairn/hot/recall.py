@@ -419,9 +419,9 @@ PHRASE_READS = 16
 # the contract lets a card reach 1 MB, whose phrases would cost 0.2 s to work out, 17 of them 3 s of one prompt.
 # Every card of every suite is shorter (the longest, in stackfaq-en-dev, 10 KB in all).
 PHRASE_CHARS = 8000
-# And the records read for one prompt in a vault (the candidate's first) stop past this many characters (the seal's hash and the
-# parse read a record whole: 16 cards of 1 MB cost 0.3 s); a phrase that would need more is counted common. 17 of
-# the longest suite card (10 KB) stay under it.
+# And the records read for one prompt in a vault (the candidate's first) stop past this many characters (the seal's
+# hash and the parse read a record whole: 16 cards of 1 MB cost 0.3 s); a phrase that would need more is counted
+# common. 17 of the longest suite card (10 KB) stay under it.
 PHRASE_READ_CHARS = 200_000
 
 
@@ -466,8 +466,8 @@ def rare_phrases(index: "IndexReader", query: str, candidate: Candidate, held: "
     them (the phrase is counted common beyond) are read to count those that hold the words side by side. The index
     stores no phrases: a card's are worked out from its stored record (`_Held`, given to share the reads of one
     prompt between calls), for at most PHRASE_READS cards besides the candidate and while the records read hold at
-    most PHRASE_READ_CHARS (a phrase that would need more is counted common). The postings come first: when every phrase is common by them, no record is read
-    (most prompts a vault knows only in common words)."""
+    most PHRASE_READ_CHARS (a phrase that would need more is counted common). The postings come first: when every
+    phrase is common by them, no record is read (most prompts a vault knows only in common words)."""
     matched = set(candidate.matched)
     if len(matched) < 2:
         return []
