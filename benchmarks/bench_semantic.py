@@ -5,6 +5,7 @@ Run from the repository root, with the extra installed in .venv (`pip install -e
     .venv/bin/python -m benchmarks.bench_semantic index [--cards 10000]
     .venv/bin/python -m benchmarks.bench_semantic hook [--cards 10000] [--runs 20]
     .venv/bin/python -m benchmarks.bench_semantic compare --old OLD_VENV/bin [--new NEW_VENV/bin] [--cards N] [--runs N]
+        [--old-work OLD_CHECKOUT/benchmarks/.work]
 
 `quality`: each dev suite (benchmarks.recall_suites: ../shared/bench copied into git vaults) is indexed with its
 card vectors; every case is recalled lexically (Cairn's shipped gates, exactly what `cairn eval` does) and its
@@ -26,7 +27,9 @@ rate <= 5% overall and on every slice of each of them) and reported on the suite
 spent encoding. `hook`: `cairn hook` end to end with the warm encoder up, as a ratio to a bare `python -c pass`
 of the same interpreter (the .venv's: the extra lives there), interleaved, medians. `compare`: the hook of two
 installs (say plain installs of an older commit and of this one, each with the extra), interleaved on the vault
-`index` left, with a bare interpreter and the lexical hook.
+`index` left, with a bare interpreter and the lexical hook; when the two encode apart (another engine: the side
+file's model name differs, so neither reads the other's vectors), run `index` in each checkout with its own
+install's interpreter and pass the old one's work folder as --old-work.
 """
 
 from __future__ import annotations
@@ -442,22 +445,26 @@ NO_FIT = (
 )
 
 
-def compare_hooks(n_cards: int, runs: int, old_bin: Path, new_bin: Path) -> int:
+def compare_hooks(n_cards: int, runs: int, old_bin: Path, new_bin: Path, old_work: Path | None = None) -> int:
     """`cairn hook` of two installs (each a venv's bin folder, e.g. a plain install of an older commit and of this
     one), warm encoders up, on the vault and cache `index` left, interleaved with a bare `python -c pass` and the
-    lexical hook, medians. Each install starts its own warm encoder (its own state folder)."""
+    lexical hook, medians. Each install starts its own warm encoder (its own state folder). `old_work`: the old
+    install's own benchmarks/.work, where its `index` left a vault and cache (needed when the two encode apart)."""
     import signal
 
     from benchmarks.synth import synth_cards
 
-    vault, cache = WORK / f"semantic-vault-{n_cards}", WORK / f"semantic-cache-{n_cards}"
-    if not (vault / "cairn.toml").is_file() or not any(cache.rglob("index.cairn.vec")):
-        raise SystemExit(f"Error: run `bench_semantic index --cards {n_cards}` and `hook` first")
+    works = {"old": old_work or WORK, "new": WORK}
+    for work in works.values():
+        vault, cache = work / f"semantic-vault-{n_cards}", work / f"semantic-cache-{n_cards}"
+        if not (vault / "cairn.toml").is_file() or not any(cache.rglob("index.cairn.vec")):
+            raise SystemExit(f"Error: run `bench_semantic index --cards {n_cards}` in {work.parent.parent} first")
     cards = synth_cards(n_cards)
     bins = {"old": old_bin, "new": new_bin}
     with tempfile.TemporaryDirectory() as tmp:
 
         def env(name: str, lexical: bool = False) -> dict[str, str]:
+            cache = works[name] / f"semantic-cache-{n_cards}"
             out = {**os.environ, "CAIRN_CACHE_DIR": str(cache), "CAIRN_STATE_DIR": f"{tmp}/{name}"}
             out.pop("CAIRN_SEMANTIC", None)
             out["CAIRN_SEMANTIC_IDLE"] = "600"
@@ -467,6 +474,7 @@ def compare_hooks(n_cards: int, runs: int, old_bin: Path, new_bin: Path) -> int:
 
         def hook(name: str, i: int, lexical: bool = False) -> None:
             card = cards[(i * 7919) % len(cards)]
+            vault = works["new" if lexical else name] / f"semantic-vault-{n_cards}"
             data = {
                 "session_id": f"s{i}{'-lexical' if lexical else ''}",
                 "cwd": str(vault),
@@ -522,6 +530,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--old", type=Path, help="compare: a venv's bin folder (the install to compare against)")
     parser.add_argument("--new", type=Path, help="compare: a venv's bin folder (default: this interpreter's)")
+    parser.add_argument(
+        "--old-work",
+        type=Path,
+        help="compare: the old install's benchmarks/.work, where `index` run from its checkout left its vectors "
+        "(when the two installs encode apart: another engine's vectors are not read)",
+    )
     args = parser.parse_args(argv)
     if args.what == "quality":
         return quality(list(args.suite or SUITES), args.json)
@@ -530,7 +544,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.what == "compare":
         if args.old is None:
             parser.error("compare needs --old BIN (a venv's bin folder)")
-        return compare_hooks(args.cards, args.runs, args.old, args.new or Path(sys.executable).parent)
+        return compare_hooks(args.cards, args.runs, args.old, args.new or Path(sys.executable).parent, args.old_work)
     return hook_cost(args.cards, args.runs)
 
 

