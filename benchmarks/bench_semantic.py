@@ -59,12 +59,14 @@ RULES = ("lexical", "shipped", "agree", "semantic", "veto")
 
 def suite_table(suite: str) -> dict[str, Any]:
     """Per case: slice, expected ids, lexical top and injected ids, semantic top id, similarity and margin (cached
-    in benchmarks/.work/semantic, keyed by the suite, recall's and the encoder's sources)."""
+    in benchmarks/.work/semantic, keyed by the suite, recall's and the encoder's sources, and the engine's vectors'
+    name: with and without onnxruntime the same sources encode apart)."""
     import hashlib
 
     import cairn
+    from cairn.semantic import encoder
 
-    digest = hashlib.sha256(suite.encode())
+    digest = hashlib.sha256(suite.encode() + b"\0" + encoder.MODEL.encode())
     package = Path(cairn.__file__).resolve().parent
     for source in sorted([*package.glob("hot/*.py"), *package.glob("semantic/*.py"), package / "config.py"]):
         digest.update(source.read_bytes())
