@@ -726,6 +726,32 @@ def test_the_hook_hands_the_prompt_over_before_it_asks_for_similarities(vault_re
     assert strip.sub("N", done.stdout) == strip.sub("N", lexical.stdout)
 
 
+def test_the_warm_encoder_encodes_another_encoders_vectors_again_without_waiting_for_an_index(
+    vault_repo: VaultRepo,
+) -> None:
+    """After an upgrade (or onnxruntime installed since the vault was indexed) the side file is sound but another
+    encoder's: the warm encoder refuses it, so the prompt is served by words, and starts encoding the cards again in
+    the background; the channel is back without a `cairn index` or a new commit."""
+    from cairn.semantic import encoder
+
+    _vault(vault_repo)
+    index_file = _index_file(vault_repo)
+    side = vectors.vectors_path(index_file)
+    good = vectors.load(side)
+    header = {k: v for k, v in good.header.items() if k != "seal"}
+    vectors.write(side, {**header, "model": "multilingual-e5-small-q4-f32-older"}, good.matrix)
+    assert (vectors.read_header(side) or {}).get("model") == "multilingual-e5-small-q4-f32-older"
+    assert not vectors.current(index_file)
+    with IndexReader(index_file) as index:
+        similarities(index, PARAPHRASE)  # starts the warm encoder
+        assert _wait((state_dir() / "semantic.sock").exists, 60)
+        assert similarities(index, PARAPHRASE, timeout=10) is None  # refused, and encoded again in the background
+        assert _wait(lambda: vectors.current(index_file), 120)
+        assert vectors.load(side).header["model"] == encoder.MODEL
+        assert similarities(index, PARAPHRASE, timeout=10) is not None
+    assert "encoded" in (state_dir() / "semantic.log").read_text()
+
+
 def test_vectors_whose_seal_does_not_hold_are_refused_and_rebuilt(vault_repo: VaultRepo) -> None:
     """The side file is sealed under the cache key like the index's rows: one flipped bit in a vector, or a header
     field changed, and the warm encoder refuses it (the hook serves by words) until `cairn index` rebuilds it."""

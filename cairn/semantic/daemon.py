@@ -106,6 +106,7 @@ class Server:
         self.encoder = encoder
         self._files: OrderedDict[str, tuple[tuple[int, int, int], vectors.VectorFile]] = OrderedDict()
         self._queries: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._reencoding: set[str] = set()
 
     def answer(self, request: Any) -> dict[str, Any]:
         if not isinstance(request, dict) or request.get("v") != 1:
@@ -123,6 +124,9 @@ class Server:
             return {"ok": False, "error": "bad request"}
         try:
             vf = self._file(path)
+        except vectors.OtherModel as exc:
+            self._reencode(path)
+            return {"ok": False, "error": f"no usable vectors: {type(exc).__name__}"}
         except (OSError, ValueError) as exc:
             return {"ok": False, "error": f"no usable vectors: {type(exc).__name__}"}
         if vf.header.get("commit") != request.get("commit") or vf.header.get("index_key") != request.get("index_key"):
@@ -147,6 +151,18 @@ class Server:
             while len(self._queries) > _CACHED_QUERIES:
                 self._queries.popitem(last=False)
         return found
+
+    def _reencode(self, path: str) -> None:
+        """Another encoder's side file (Cairn upgraded, or onnxruntime installed or removed since the vault was
+        indexed): encode the index's cards again in a detached process, once per file while this process lives, so
+        the channel comes back without waiting for the next `cairn index`; the prompt is served by words meanwhile."""
+        if path in self._reencoding:
+            return
+        self._reencoding.add(path)
+        index_file = Path(path[: -len(vectors.SUFFIX)])
+        if index_file.is_file():
+            with contextlib.suppress(OSError):
+                vectors.start_background(index_file)
 
     def _file(self, path: str) -> vectors.VectorFile:
         st = os.stat(path)

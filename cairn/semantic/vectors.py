@@ -77,6 +77,11 @@ class VectorFile:
         return sims
 
 
+class OtherModel(ValueError):
+    """The side file holds another encoder's vectors (an older Cairn's, or the numpy engine's where onnxruntime was
+    not installed): sound, but not comparable with this encoder's prompts."""
+
+
 def vectors_path(index_file: str | os.PathLike[str]) -> Path:
     """The side file of an index file (`cairn.hot.semantic.vectors_file` gives the same path as a string)."""
     return Path(os.fspath(index_file) + SUFFIX)
@@ -162,7 +167,7 @@ def _read(path: Path) -> tuple[dict[str, Any], bytes]:
         dim = header.get("dim")
         ids, blobs, offsets = header.get("ids"), header.get("blobs"), header.get("offsets")
         if header.get("model") != enc.MODEL:  # another model's vectors: not comparable with this one's prompts
-            raise ValueError("vector file is of another model")
+            raise OtherModel(f"vector file is of another model ({str(header.get('model'))[:80]})")
         if (
             dim != enc.DIM
             or not isinstance(ids, list)
