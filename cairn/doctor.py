@@ -1,7 +1,8 @@
 """`cairn doctor`: the whole setup checked from one folder, one line per check with the command that fixes it.
 
 Which vaults the prompt hook serves there and why, each vault's served ref and whether its index is at that
-commit, its git hooks and pre-commit, each agent's settings and the `cairn` they run, Python. The library only
+commit (and, with the semantic extra, whether its card vectors are this encoder's and current), its git hooks and
+pre-commit, each agent's settings and the `cairn` they run, Python. The library only
 looks; it never changes anything.
 """
 
@@ -48,8 +49,10 @@ def run_checks(cwd: Path, env: dict[str, str] | None = None) -> list[Check]:
     entries, config_check = _config(env)
     checks.append(config_check)
     checks += _resolution(cwd, entries, env)
+    semantic, encodes = _semantic_check(env)
     for entry in entries:
-        checks += _vault_checks(entry)
+        checks += _vault_checks(entry, encodes)
+    checks.append(semantic)
     checks += _agent_checks(cwd)
     return checks
 
@@ -105,7 +108,7 @@ def _resolution(cwd: Path, entries: list[VaultEntry], env: dict[str, str]) -> li
     return checks
 
 
-def _vault_checks(entry: VaultEntry) -> list[Check]:
+def _vault_checks(entry: VaultEntry, encodes: bool = False) -> list[Check]:
     name = entry.name
     root = entry.path
     if not os.path.isdir(os.path.join(root, "cards")):
@@ -134,9 +137,62 @@ def _vault_checks(entry: VaultEntry) -> list[Check]:
         checks.append(Check("ref", name, False, f"{ref} names no commit", "commit cards on the served branch"))
         return checks
     checks.append(Check("ref", name, True, f"serves {ref} at {commit[:8]}"))
-    checks.append(_index_check(name, root, commit, vault))
+    indexed = _index_check(name, root, commit, vault)
+    checks.append(indexed)
+    if encodes and indexed.ok is not False:
+        checks.append(_vectors_check(name, index_file(os.path.realpath(root))))
     checks += _git_hook_checks(name, vault)
     return checks
+
+
+def _semantic_check(env: dict[str, str]) -> tuple[Check, bool]:
+    """The semantic extra: installed or not, which engine encodes, switched off here or not; and whether vaults'
+    card vectors should be checked (installed and on)."""
+    from cairn.semantic import encoder as enc
+
+    if not enc.available():
+        detail = "not installed (optional): prompts are served by words alone; pip install 'cairn-lessons[semantic]'"
+        return Check("semantic", "extra", None, detail), False
+    if env.get("CAIRN_SEMANTIC", "") in ("0", "false", "off", "no"):
+        return Check("semantic", "extra", None, "installed, switched off here by CAIRN_SEMANTIC"), False
+    if enc.MODEL != enc.MODEL_I8:
+        detail = (
+            f"installed without onnxruntime: the numpy engine encodes ({enc.MODEL}), about 3x slower a prompt; "
+            "pip install onnxruntime (then each vault's cards are encoded once more)"
+        )
+        return Check("semantic", "extra", None, detail), True
+    return Check("semantic", "extra", True, f"installed: integer products in onnxruntime ({enc.MODEL})"), True
+
+
+def _vectors_check(name: str, path: str) -> Check:
+    """A vault's card vectors (the semantic extra): there, of this encoder, of the indexed commit, sealed."""
+    from cairn.semantic import encoder as enc
+    from cairn.semantic import vectors
+
+    fix = f"cairn index --vault {name}"
+    try:
+        with IndexReader(path) as reader:
+            configured = vectors.configured(reader.config)
+            n_cards = reader.n_cards
+    except CairnError:
+        return Check("semantic", name, None, "no index yet: its card vectors come with it")
+    if not configured:
+        return Check("semantic", name, None, "switched off by the vault's cairn.toml ([recall] semantic = false)")
+    side = vectors.vectors_path(path)
+    header = vectors.read_header(side)
+    if header is None:
+        detail = "no card vectors: the hook serves this vault by words alone"
+        return Check("semantic", name, False, detail, fix)
+    if header.get("model") != enc.MODEL:
+        model = str(header.get("model"))[:80]
+        detail = f"card vectors of another encoder ({model}): the warm encoder encodes them again after a prompt"
+        return Check("semantic", name, False, detail, fix)
+    if not vectors.current(Path(path)):
+        detail = "card vectors of another commit (a fresh `cairn index` encodes in the background: semantic.log)"
+        return Check("semantic", name, False, detail, fix)
+    if not vectors.sealed(side):
+        return Check("semantic", name, False, f"card vectors damaged ({side})", fix)
+    return Check("semantic", name, True, f"card vectors of {n_cards} cards, current")
 
 
 def _index_check(name: str, root: str, commit: str, vault: Any) -> Check:

@@ -752,6 +752,37 @@ def test_the_warm_encoder_encodes_another_encoders_vectors_again_without_waiting
     assert "encoded" in (state_dir() / "semantic.log").read_text()
 
 
+def test_doctor_checks_the_extra_and_each_vaults_card_vectors(vault_repo: VaultRepo) -> None:
+    """`cairn doctor` says which engine encodes and, per served vault, whether its card vectors are there, of this
+    encoder and current, with the command that fixes them."""
+    from cairn.semantic import encoder
+
+    _vault(vault_repo)
+    assert vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team").returncode == 0
+
+    def semantic_checks() -> dict[str, dict[str, object]]:
+        report = json.loads(vault_repo.cairn("doctor", "--json").stdout)
+        return {c["subject"]: c for c in report["checks"] if c["area"] == "semantic"}
+
+    good = semantic_checks()
+    assert good["extra"]["ok"] is True and encoder.MODEL in str(good["extra"]["detail"])
+    assert good["team"]["ok"] is True and good["team"]["detail"] == "card vectors of 3 cards, current"
+    side = vectors.vectors_path(_index_file(vault_repo))
+    loaded = vectors.load(side)
+    header = {k: v for k, v in loaded.header.items() if k != "seal"}
+    vectors.write(side, {**header, "model": "an-older-encoder"}, loaded.matrix)
+    other = semantic_checks()["team"]
+    assert other["ok"] is False and "another encoder (an-older-encoder)" in str(other["detail"])
+    assert other["fix"] == "cairn index --vault team"
+    side.unlink()
+    text = vault_repo.cairn("doctor").stdout
+    assert "FAIL semantic team: no card vectors: the hook serves this vault by words alone  -> cairn index" in text
+    assert vault_repo.cairn("index", "--vault", "team").returncode == 0
+    assert semantic_checks()["team"]["ok"] is True
+    off = json.loads(vault_repo.cairn("doctor", "--json", env={"CAIRN_SEMANTIC": "0"}).stdout)["checks"]
+    assert [c["detail"] for c in off if c["area"] == "semantic"] == ["installed, switched off here by CAIRN_SEMANTIC"]
+
+
 def test_vectors_whose_seal_does_not_hold_are_refused_and_rebuilt(vault_repo: VaultRepo) -> None:
     """The side file is sealed under the cache key like the index's rows: one flipped bit in a vector, or a header
     field changed, and the warm encoder refuses it (the hook serves by words) until `cairn index` rebuilds it."""

@@ -112,3 +112,13 @@ def test_the_encoder_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> 
     assert encoder.available() is False
     with pytest.raises(encoder.SemanticUnavailable, match=r"pip install 'cairn-lessons\[semantic\]'"):
         encoder.Encoder()
+
+
+def test_doctor_says_the_extra_is_optional_and_not_installed(vault_repo: VaultRepo, hidden: dict[str, str]) -> None:
+    """Without the extra, `cairn doctor` says so as information (how to install it), not as a failure."""
+    import json
+
+    report = json.loads(vault_repo.cairn("doctor", "--json", env=hidden).stdout)
+    [semantic] = [c for c in report["checks"] if c["area"] == "semantic"]
+    assert semantic["ok"] is None and semantic["subject"] == "extra"
+    assert semantic["detail"].startswith("not installed (optional)") and "cairn-lessons[semantic]" in semantic["detail"]
