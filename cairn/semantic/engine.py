@@ -148,6 +148,11 @@ class Engine:
 
         return np.frombuffer(self.raw(name), _block_type()).reshape(n_out, n_in // _QK)
 
+    def dequantized(self, name: str, n_out: int, n_in: int) -> Matrix:
+        """A 4-bit weight matrix in float32, (n_out, n_in) as stored."""
+        out: Matrix = _dequantize_rows(self.blocks(name, n_out, n_in)).reshape(n_out, n_in)
+        return out
+
     def _load_layers(self) -> None:
         """The layers' weights dequantized to float32, as `forward` multiplies them."""
         import numpy as np
@@ -155,7 +160,7 @@ class Engine:
         H, FF = self.H, self.FF
 
         def weights(name: str, n_out: int, n_in: int) -> Matrix:
-            return _dequantize_rows(self.blocks(name, n_out, n_in)).reshape(n_out, n_in).T.copy()  # (in, out)
+            return self.dequantized(name, n_out, n_in).T.copy()  # (in, out): x @ w
 
         vector = self.vector
         self._layers: list[dict[str, Any]] = []

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cairn.semantic import onnx_proto as pb
-from cairn.semantic.engine import Engine, _dequantize_rows, pool
+from cairn.semantic.engine import Engine, pool
 
 if TYPE_CHECKING:
     import numpy as np
@@ -93,7 +93,7 @@ class QuantizedEngine(Engine):
             # with one scale per output column; the bias the same way
             w = np.concatenate(
                 [
-                    _dequantize_rows(self.blocks(f"{n}.w", n_out, n_in)).reshape(n_out, n_in) * np.float32(scale)
+                    self.dequantized(f"{n}.w", n_out, n_in) * np.float32(scale)
                     for n, scale in zip(names, scales, strict=True)
                 ]
             )

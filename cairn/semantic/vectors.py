@@ -23,7 +23,7 @@ import os
 import stat
 import struct
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -92,9 +92,10 @@ def enabled(config: dict[str, Any]) -> bool:
     return not off_here() and configured(config)
 
 
-def off_here() -> bool:
-    """Whether `CAIRN_SEMANTIC=0` switches the channel off in this process (and the processes it starts)."""
-    return os.environ.get("CAIRN_SEMANTIC", "") in ("0", "false", "off", "no")
+def off_here(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether `CAIRN_SEMANTIC=0` switches the channel off in this process (and the processes it starts), or in
+    `environ`."""
+    return (os.environ if environ is None else environ).get("CAIRN_SEMANTIC", "") in ("0", "false", "off", "no")
 
 
 def configured(config: dict[str, Any]) -> bool:
