@@ -89,21 +89,23 @@ def _suite_table(suite: str) -> dict[str, Any]:
     from cairn.hot.vault import find_vault
     from cairn.index import build as indexer
     from cairn.quality.evaluate import load_cases
-    from cairn.semantic.batch import similarity_matrix
+    from cairn.semantic.batch import similarities_for, similarity_matrix
 
     vault = find_vault(prepare(suite))
     indexer.build_index(vault)
     cases = load_cases(cases_file(suite, vault.root))
     index_file = indexer.index_file_for(vault)
-    ids, sims = similarity_matrix(index_file, [c.query for c in cases], cache_dir=CACHE)
+    prompts = [c.query for c in cases]
+    ids, sims = similarity_matrix(index_file, prompts, cache_dir=CACHE)
+    # what the hook gets, exactly (`cairn eval` with the extra, `recall_suites --semantic`): the 50 closest cards'
+    # z-scores and their unit in cosine (`Similarities.scale`, which the agreement pick reads)
+    evidence = similarities_for(index_file, prompts, top=50, z=True, cache_dir=CACHE)
     rows: list[dict[str, Any]] = []
     position = {card_id: i for i, card_id in enumerate(ids)}
     with indexer.open_index(vault) as index:
         for k, case in enumerate(cases):
             result = recall(index, case.query)
-            row_z = (sims[k] - sims[k].mean()) / max(float(sims[k].std()), 1e-6)
-            closest = np.argsort(-row_z)[:50]  # what the hook gets: the 50 closest cards' z-scores
-            shipped = recall(index, case.query, semantic={ids[i]: round(float(row_z[i]), 4) for i in closest})
+            shipped = recall(index, case.query, semantic=evidence[k])
             order = np.argsort(-sims[k])[:2]
             lex_top = result.candidates[0].card.id if result.candidates else None
             rows.append(
