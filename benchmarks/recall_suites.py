@@ -59,6 +59,10 @@ LESSON_SUITES = (
     "dockerops-agent",
 )  # benchmarks/suites/<name>: fittable dev suites, run only with --suite
 TEMPLATE = "template"
+# Prompts an agent gets between questions ("continue", "run the tests", "fix it", "再试一次"): nothing in any vault is
+# about them, so every card injected for one is a false injection. Written once, by hand, before any measurement,
+# and split in two halves by position: "fit" (what a rule may be set on) and "report" (what it is judged on).
+FOLLOWUPS = HERE / "suites" / "followups" / "cases.jsonl"
 COLUMNS = ("recall@1", "recall@3", "injection@1", "injection@3", "false_injection_rate")
 
 
@@ -149,8 +153,11 @@ def _stamp(source: Path, names: tuple[str, ...]) -> str:
     return digest.hexdigest()
 
 
-def run_suite(suite: str, overrides: dict[str, Any], rebuild: bool = False, semantic: bool = False) -> dict[str, Any]:
-    """The suite's metrics (overall and by slice), its cases' decisions under "cases", card count, ms per case."""
+def run_suite(
+    suite: str, overrides: dict[str, Any], rebuild: bool = False, semantic: bool = False, followups: bool = False
+) -> dict[str, Any]:
+    """The suite's metrics (overall and by slice), its cases' decisions under "cases", card count, ms per case;
+    with `followups`, the false injection rate of FOLLOWUPS' prompts asked of the suite's vault (by half)."""
     from cairn.hot.settings import settings_of
     from cairn.hot.vault import find_vault
     from cairn.index import build as indexer
@@ -158,7 +165,7 @@ def run_suite(suite: str, overrides: dict[str, Any], rebuild: bool = False, sema
 
     vault = find_vault(prepare(suite))
     report = indexer.build_index(vault, rebuild=rebuild)
-    cases = load_cases(cases_file(suite, vault.root))
+    cases = load_cases(FOLLOWUPS if followups else cases_file(suite, vault.root))
     with indexer.open_index(vault) as index:
         settings = dataclasses.replace(settings_of(index), **overrides)
         sims = None
@@ -211,6 +218,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--semantic", action="store_true", help="With the semantic extra's similarities (pip install the extra)."
     )
+    parser.add_argument(
+        "--followups",
+        action="store_true",
+        help="Ask each suite's vault the follow-up prompts (benchmarks/suites/followups) instead of its own cases.",
+    )
     args = parser.parse_args(argv)
     os.environ["CAIRN_CACHE_DIR"] = str(WORK / "cache")
     overrides: dict[str, Any] = {}
@@ -220,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     suites = list(args.suite or SUITES)
     if args.decisions and TEMPLATE not in suites:
         suites.append(TEMPLATE)
-    results = {suite: run_suite(suite, overrides, args.rebuild, args.semantic) for suite in suites}
+    results = {suite: run_suite(suite, overrides, args.rebuild, args.semantic, args.followups) for suite in suites}
     if args.decisions:
         args.decisions.write_text(decisions(results))
     if args.json:

@@ -60,6 +60,12 @@ class RecallSettings:
     min_lead: float = 0.24
     min_coverage: float = 0.38
     min_margin: float = 0.275
+    # The evidence floor (cairn.hot.gates): the prompt's words a card matches must weigh at least this many words
+    # found in one card of the vault (instruction words at their discount); 0 turns it off. It keeps one or two
+    # everyday words ("continue", "run the tests", "push") from injecting the card that happens to hold them, which
+    # the three shares above cannot see. Fitted on follow-up prompts (benchmarks/suites/followups, its "fit" half)
+    # asked of the fittable suites' vaults: benchmarks/RESULTS.md, "Round 15".
+    min_evidence: float = 1.3
     # The confidence gate (cairn.hot.confidence): the estimated chance the first cards are right that recall needs
     # to inject them; 0 turns it off (the three gates above alone decide). See benchmarks/RESULTS.md, round 3.
     min_confidence: float = 0.0
@@ -252,6 +258,7 @@ _RANGES: dict[tuple[str, str], tuple[float, float | None]] = {
     ("recall", "min_lead"): (0, 1),
     ("recall", "min_coverage"): (0, 1),
     ("recall", "min_margin"): (0, 1),
+    ("recall", "min_evidence"): (0, None),
     ("recall", "min_confidence"): (0, 1),
     ("lint", "summary_max_chars"): (1, None),
     ("lint", "max_age_days"): (1, _MAX_DAYS),

@@ -177,6 +177,7 @@ class VaultTools:
                 "min_score": result.settings.min_lead,  # the old name, kept until 0.3 (CHANGELOG)
                 "min_coverage": result.settings.min_coverage,
                 "min_margin": result.settings.min_margin,
+                "min_evidence": result.settings.min_evidence,
                 "max_cards": result.settings.max_cards,
             },
         }

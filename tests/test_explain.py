@@ -57,9 +57,12 @@ def test_explain_rows_carry_every_gate_value_and_threshold(fixture_vault: VaultR
     query, _ = QUERIES["injected-en"]
     rows = json.loads(fixture_vault.invoke("explain", query, "--json").stdout)["candidates"]
     gated = [r for r in rows if r["gates"] is not None]
-    assert gated and all(set(r["gates"]) == {"lead", "coverage", "margin", "score"} for r in gated)
+    assert gated and all(set(r["gates"]) == {"lead", "coverage", "margin", "score", "evidence"} for r in gated)
     assert all(r["gates"]["score"] == r["gates"]["lead"] for r in gated)  # the old name, kept until 0.3
     assert all(set(g) == {"value", "threshold"} for r in gated for g in r["gates"].values())
+    assert all(r["gates"]["evidence"]["threshold"] == 1.3 for r in gated)  # the shipped evidence floor
+    injected = next(r for r in gated if r["decision"] == "injected")
+    assert injected["gates"]["evidence"]["value"] >= 1.3
     assert {r["decision"] for r in rows} <= {"injected", "rejected"}
     assert [r["id"] for r in rows if r["decision"] == "injected"] == ["git/force-push-safely"]
     assert next(r for r in rows if r["id"] == "git/force-push-plain")["reason"] == "superseded"

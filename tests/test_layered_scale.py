@@ -45,7 +45,9 @@ def vault(root: Path, card: tuple[str, str, str], printing: int, files: int) -> 
     """A vault of 40 cards: `card`, and 39 unrelated lessons of which `printing` mention printing and `files` keeping
     something in a file, in their bodies."""
     repo = VaultRepo(root)
-    repo.write_raw("cairn.toml", "")
+    # The prompt's telling word is one word of one card ("justfile", "print"): this file is about the scale the
+    # vaults' cards are compared on, so the evidence floor (one word of one card is 1.0 rare word) is off.
+    repo.write_raw("cairn.toml", "[recall]\nmin_evidence = 0\n")
     repo.write(*card)
     for i in range(39):
         word, other = WORDS[i], WORDS[(i * 7 + 3) % len(WORDS)]

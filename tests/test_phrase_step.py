@@ -74,7 +74,7 @@ def _step_settings(root: Path, query: str) -> RecallSettings:
     indexer.build_index(vault)
     with indexer.open_index(vault) as index:
         shipped = settings_of(index)
-        open_ = dataclasses.replace(shipped, min_lead=0.0, min_coverage=0.0, min_margin=0.0)
+        open_ = dataclasses.replace(shipped, min_lead=0.0, min_coverage=0.0, min_margin=0.0, min_evidence=0.0)
         first = recall(index, query, settings=open_).injected[0]
         assert first.card.id == POOL and not first.named
     return dataclasses.replace(shipped, min_lead=first.lead / 0.95, min_coverage=0.0, min_margin=0.0)
@@ -103,7 +103,9 @@ def _phrases_of_first(root: Path, first_id: str = POOL, reads: list[str] | None 
     vault = find_vault(root)
     indexer.build_index(vault)
     with indexer.open_index(vault) as index:
-        open_ = dataclasses.replace(settings_of(index), min_lead=0.0, min_coverage=0.0, min_margin=0.0)
+        open_ = dataclasses.replace(
+            settings_of(index), min_lead=0.0, min_coverage=0.0, min_margin=0.0, min_evidence=0.0
+        )
         first = recall(index, ASKED, settings=open_).injected[0]
         assert first.card.id == first_id
         if reads is not None:
@@ -230,7 +232,9 @@ def test_the_phrase_step_never_relaxes_coverage(vault_repo: VaultRepo) -> None:
     vault = find_vault(root)
     indexer.build_index(vault)
     with indexer.open_index(vault) as index:
-        open_ = dataclasses.replace(settings_of(index), min_lead=0.0, min_coverage=0.0, min_margin=0.0)
+        open_ = dataclasses.replace(
+            settings_of(index), min_lead=0.0, min_coverage=0.0, min_margin=0.0, min_evidence=0.0
+        )
         first = recall(index, ASKED, settings=open_).injected[0]
         assert first.card.id == POOL and rare_phrases(index, ASKED, first) == ["connection pool"]
         strict = dataclasses.replace(open_, min_coverage=first.coverage / 0.95)  # passes at 0.9 x, were it scaled

@@ -162,7 +162,9 @@ def test_at_most_max_cards_are_injected(vault_repo: VaultRepo) -> None:
     vault_repo.commit()
     vault = find_vault(vault_repo.root)
     with indexer.open_index(vault) as index:
-        settings = dataclasses.replace(settings_of(index), min_lead=0.0, min_coverage=0.0, min_margin=0.0)
+        settings = dataclasses.replace(
+            settings_of(index), min_lead=0.0, min_coverage=0.0, min_margin=0.0, min_evidence=0.0
+        )
         result = recall(index, "zebra quagga okapi", settings=settings)
     assert len(result.injected) == 3
     assert [c.reason for c in result.candidates[3:]] == ["over_limit", "over_limit"]

@@ -108,7 +108,7 @@ def test_deciding_the_first_candidates_with_the_semantic_pick_decides_as_a_whole
     rng = random.Random(11)
     picked = 0
     with _index(tmp_path) as index:
-        for _ in range(120):
+        for _ in range(300):
             query = " ".join(rng.choices(WORDS, k=rng.randint(2, 10)))
             already = {f"c{rng.randrange(300)}" for _ in range(rng.choice([0, 5, 40]))}
             lexical = R.recall(index, query, already_injected=already)

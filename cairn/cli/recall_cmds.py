@@ -24,7 +24,7 @@ from cairn.cli.common import (
     worktree_option,
 )
 from cairn.hot.errors import InvalidCases
-from cairn.hot.gates import NAMED_LEAD
+from cairn.hot.gates import LITTLE_EVIDENCE, NAMED_LEAD
 from cairn.hot.index import IndexReader
 from cairn.hot.recall import (
     AGREEMENT_PICKED,
@@ -39,6 +39,7 @@ from cairn.hot.recall import (
     SEMANTIC_PICKED,
     QueryWeights,
     Result,
+    evidence_of,
     missing_terms,
     prompt_weights,
     recall,
@@ -582,6 +583,9 @@ def explain_rows(result: Result) -> list[dict[str, Any]]:
                 "coverage": {"value": c.coverage, "threshold": s.min_coverage},
                 "margin": {"value": c.margin, "threshold": s.min_margin},
             }
+            if result.weights is not None:  # the evidence floor (`recall.evidence_of`)
+                value = round(evidence_of(c.matched, result.weights, s), 4)
+                row["gates"]["evidence"] = {"value": value, "threshold": s.min_evidence}
         else:
             row["gates"] = None
         row.update(decision=c.decision, reason=c.reason, matched=list(c.matched))
@@ -624,6 +628,9 @@ def _terms_line(row: dict[str, Any]) -> str:
         parts.append("missing: " + ", ".join(clean_line(t) for t in row["missing"]))
     if row.get("named"):
         parts.append(f"lead x{NAMED_LEAD:g} (the prompt names it)")
+    evidence = (row.get("gates") or {}).get("evidence")
+    if row.get("reason") == LITTLE_EVIDENCE and evidence:
+        parts.append(f"evidence {evidence['value']:.2f} rare words, under {evidence['threshold']:g}")
     if row.get("similarity") is not None:
         # the semantic channel's z-score (`daemon.similarities(z=True)`), not a cosine: say so
         parts.append(f"similarity {row['similarity']:.2f} (z-score over the vault's cards)")
@@ -652,8 +659,8 @@ def render_explain(
     else:
         outcome = "Abstained: nothing fits." if result.abstained else "Injected: none after the merge across vaults."
     lines = [
-        f"Thresholds: lead >= {s.min_lead:g}, coverage >= {s.min_coverage:g}, margin >= {s.min_margin:g}; "
-        f"at most {s.max_cards} cards.",
+        f"Thresholds: lead >= {s.min_lead:g}, coverage >= {s.min_coverage:g}, margin >= {s.min_margin:g}, "
+        f"evidence >= {s.min_evidence:g} rare words; at most {s.max_cards} cards.",
         outcome,
     ]
     if result.fragment is not None:  # `recall._fragment_pick`

@@ -619,6 +619,7 @@ SETTING_NAMES = (
     "min_lead",
     "min_coverage",
     "min_margin",
+    "min_evidence",
     "min_confidence",
     "semantic",
 )
@@ -642,6 +643,7 @@ class StoredSettings(Record):
     min_lead: float
     min_coverage: float
     min_margin: float
+    min_evidence: float
     min_confidence: float
     semantic: bool
 

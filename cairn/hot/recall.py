@@ -91,7 +91,8 @@ class Candidate(Record):
 
     score: raw BM25F score. lead (see `cairn.hot.gates`), coverage, margin: the three gate values
     (0.0 for cards refused at admission, which never reach the gates). decision: `injected` or `rejected`. reason: None when injected, else
-    why not: a gate (`small_lead`, `low_coverage`, `small_margin`), admission (`out_of_scope`, `expired`,
+    why not: a gate (`small_lead`, `low_coverage`, `small_margin`, `little_evidence`: the prompt's words the card
+    matched weigh less than `min_evidence` rare words, `evidence_of`), admission (`out_of_scope`, `expired`,
     `retired`, `draft`, `superseded`, `not_when`, `already_injected`), `other_language` (see `OTHER_LANGUAGE`) or
     `over_limit`.
     matched: the query terms the card matched. blocked_by: for a card that passed its own gates but sits below a
@@ -960,6 +961,8 @@ def _gate(
         reason = gates.failed_gate(ahead, cover, gap, settings)
         if i < group:
             reason = None  # one of related cards that fit about as well and stand clear of the rest together
+        if reason is None and evidence_of(terms, weights, settings) < settings.min_evidence:
+            reason = gates.LITTLE_EVIDENCE  # one or two everyday words: nothing to go on, whatever the shares say
         if (
             reason is None
             and card.id in vetoed
@@ -1001,7 +1004,9 @@ def _gate(
             )
             if _agreement_pick(admitted[0][0], scores[0], out[0].lead, weights.best, semantic, confirmed):
                 pick, rule = 0, AGREEMENT_PICKED
-        if pick is not None:
+        if pick is not None and evidence_of(matched.get(admitted[pick][0].row, []), weights, settings) >= (
+            settings.min_evidence
+        ):
             out[pick] = out[pick].replace(decision=INJECTED, reason=None, blocked_by=None, picked=rule)
     return out, tuple(evidence)
 
@@ -1039,7 +1044,16 @@ SEMANTIC_SPARE_NEAR = 0.25
 # The reasons of a card that was admitted and scored but not injected (None: injected): what explain shows gate
 # values for, and what the layered serve counts as "refused by the gates".
 GATE_REASONS = frozenset(
-    {gates.SMALL_LEAD, gates.LOW_COVERAGE, gates.SMALL_MARGIN, gates.LOW_CONFIDENCE, SEMANTIC_VETO, OVER_LIMIT, None}
+    {
+        gates.SMALL_LEAD,
+        gates.LOW_COVERAGE,
+        gates.SMALL_MARGIN,
+        gates.LITTLE_EVIDENCE,
+        gates.LOW_CONFIDENCE,
+        SEMANTIC_VETO,
+        OVER_LIMIT,
+        None,
+    }  # fmt: skip
 )
 
 
@@ -1103,6 +1117,21 @@ def _agreement_pick(
     if score >= AGREE_SCORE * best and gap >= AGREE_COSINE_GAP:
         return True
     return confirmed and z1 >= SEMANTIC_MIN_Z and gap >= AGREE_CONFIRMED_GAP
+
+
+def evidence_of(terms: "Sequence[str]", weights: QueryWeights, settings: "RecallSettings") -> float:
+    """What the prompt's words a card matches (`terms`) say, in rare words (`gates.evidence`; the evidence floor,
+    `min_evidence`, needs this much for any card to be injected, by the gates or a pick): their IDF with the
+    instruction words' discount, without the salience and foreign discounts (a rare identifier shared with a pasted
+    traceback or code line is evidence, however little it weighs in coverage)."""
+    weight = 0.0
+    for term in terms:
+        idf = weights.idf.get(term, 0.0)
+        discount = weights.discount.get(term, 1.0)
+        if discount > 0:
+            instruction = settings.instruction_weight if term in INSTRUCTION_WORDS else 1.0
+            weight += idf / discount * instruction
+    return gates.evidence(weight, weights.one_card)
 
 
 def _semantic_first(semantic: "Mapping[str, float]") -> "tuple[str | None, float, float]":

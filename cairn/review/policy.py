@@ -6,7 +6,7 @@ A vault's protections live in the vault: its gates and lint policy in `cairn.tom
 judge it. So review does not weigh such a change: it blocks it, says why, and says what a maintainer must check.
 
 Blocked (each a `Blocked` with the reason in one line):
-- gates: `[recall]` min_lead, min_coverage, min_margin or min_confidence lowered, max_cards raised; `[hook]`
+- gates: `[recall]` min_lead, min_coverage, min_margin, min_evidence or min_confidence lowered, max_cards raised; `[hook]`
   max_context_chars raised;
 - lint policy: `[lint] disable` gains a rule or group (security rules named as such), a `[lint]` limit loosened
   (summary_max_chars, max_age_days, max_scope_share, max_scopes_per_card, duplicate_threshold raised,
@@ -64,6 +64,7 @@ _WEAKER: dict[tuple[str, str], str] = {
     ("recall", "min_lead"): "down",
     ("recall", "min_coverage"): "down",
     ("recall", "min_margin"): "down",
+    ("recall", "min_evidence"): "down",
     ("recall", "min_confidence"): "down",
     ("recall", "max_cards"): "up",
     ("recall", "unknown_weight"): "down",  # words no card holds count less against coverage: a weaker coverage gate
