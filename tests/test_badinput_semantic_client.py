@@ -84,6 +84,36 @@ def test_an_answer_sent_a_byte_at_a_time_is_given_up_within_the_timeout(index: I
         thread.join(20)
 
 
+def test_a_silent_encoder_costs_one_timeout_a_prompt_not_one_a_vault(index: IndexReader) -> None:
+    """With several vaults the hook sends each its request, then reads the answers one after another: each answer
+    is due a timeout after its request, so a warm encoder that accepts and never answers costs the prompt one
+    timeout in all (it cost one per vault, read after read). An answer already there when it is read late is used."""
+    from cairn.hot.semantic import ask
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(state_dir() / "semantic.sock"))
+    listener.listen(8)  # accepts (the kernel does), never answers
+    try:
+        started = time.monotonic()
+        reads = [ask(index, PROMPT, timeout=0.5) for _ in range(4)]
+        assert all(read is not None for read in reads)
+        assert [read() for read in reads if read is not None] == [None] * 4
+        assert time.monotonic() - started < 1.2  # one timeout (0.5 s), not four (2 s)
+    finally:
+        listener.close()
+        (state_dir() / "semantic.sock").unlink()
+    answer = b'{"ok": true, "sims": {"git/force-push-rebase": 0.5}}\n'
+    listener, thread = _serve_once(answer)
+    try:
+        read = ask(index, PROMPT, timeout=0.2)
+        assert read is not None
+        thread.join(5)  # answered; read only after its deadline has passed
+        time.sleep(0.3)
+        assert read() == {"git/force-push-rebase": 0.5}
+    finally:
+        listener.close()
+
+
 @pytest.mark.parametrize(
     ("sims", "z", "usable"),
     [

@@ -275,6 +275,23 @@ def test_an_error_message_holding_a_long_prompt_logs_none_of_it() -> None:
     from cairn.hot.hook import _error_text
 
     prompt = "deploy the billing service with the staging password hunter2 " * 20
-    text = _error_text(ValueError(f"cannot read {prompt!s}"), prompt)
-    assert text == "ValueError: cannot read <prompt>"
-    assert "hunter2" not in _error_text(ValueError(prompt + " and more " * 100), prompt)
+    text = _error_text(OSError(f"cannot read {prompt!s}"), prompt)
+    assert text == "OSError: cannot read <prompt>"
+    assert "hunter2" not in _error_text(OSError(prompt + " and more " * 100), prompt)
+
+
+def test_an_unexpected_error_logs_its_type_and_place_not_its_message() -> None:
+    """A `KeyError`'s message is its key: a word of the prompt reached the log that way (recall's foreign terms,
+    tests/test_hot_worst_case.py). Only a file's error or Cairn's own keeps its message."""
+    from cairn.hot.errors import IndexCorrupt
+    from cairn.hot.hook import _error_text
+
+    try:
+        {}["hunter2"]
+    except KeyError as exc:
+        text = _error_text(exc, "the password is hunter2, deploy it")
+    assert "hunter2" not in text
+    assert text.startswith("KeyError at test_hook.py:") and "not logged" in text
+    assert _error_text(IndexCorrupt("the index is damaged; run cairn index"), "x" * 10) == (
+        "IndexCorrupt: the index is damaged; run cairn index"
+    )

@@ -70,6 +70,19 @@ def test_at_most_max_known_terms_are_weighed_the_rarest(tmp_path: Path) -> None:
     assert max(p.df for p in postings.values()) <= rarest_left_out
 
 
+def test_a_word_cut_from_a_long_prompt_is_no_foreign_term(tmp_path: Path) -> None:
+    """A sentence of more known words than MAX_KNOWN_TERMS, then one of words no card uses around a common word the
+    cut left out (`_bounded` keeps the rarest): the second sentence is foreign (`_foreign`), and its cut word is not
+    weighed at all. It raised KeyError (the hook served nothing for the prompt, and logged the word)."""
+    prompt = " ".join(WORDS[1:]) + ". Zorblax quuxified the frobnicator w0 yesterday."
+    with _index(tmp_path) as index:
+        terms, postings, weights = R._query(index, prompt, Config().recall)
+        assert "w0" not in terms and len(postings) == R.MAX_KNOWN_TERMS  # the common word was cut
+        assert {"zorblax", "frobnicator"} <= set(weights.foreign)  # the sentence the vault does not know
+        assert "w0" not in weights.foreign
+        assert R.recall(index, prompt).candidates  # ranked and gated, no KeyError
+
+
 def test_the_postings_weighed_stay_within_the_budget_question_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -607,6 +607,17 @@ def append_log(state_dir: str, entry: dict[str, object]) -> None:
 
 
 def _error_text(exc: BaseException, prompt: str | None) -> str:
+    """What the log says of an error: the message of a file's error (`OSError`) or of Cairn's own (`CairnError`),
+    which Cairn or the system wrote; of any other, only its type and where it was raised (a `KeyError`'s message is
+    the key, which can be a word of the prompt)."""
+    from cairn.hot.errors import CairnError
+
+    if not isinstance(exc, (OSError, CairnError)):
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        where = f"{os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}" if tb is not None else "?"
+        return f"{type(exc).__name__} at {where} (its message is not logged: it may quote the prompt)"
     text = f"{type(exc).__name__}: {exc}"
     if prompt and len(prompt) >= 4 and prompt in text:  # never let the prompt reach the log through a message
         text = text.replace(prompt, "<prompt>")

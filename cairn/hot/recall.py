@@ -1330,8 +1330,8 @@ def _weights(
             among = max(among_cjk, df) if is_cjk(term) else n
             idf[term] = discount * ln(1 + (among - df + 0.5) / (df + 0.5))
     foreign: set[str] = set()
-    if len(sentences) > 1:
-        foreign = _foreign(sentences, idf, unknown_terms)
+    if len(sentences) > 1:  # of the terms kept: `_bounded` may have cut some words of the sentences
+        foreign = _foreign(sentences, idf, unknown_terms) & discounts.keys()
         if foreign:
             for term in foreign:
                 discounts[term] *= FOREIGN_WEIGHT

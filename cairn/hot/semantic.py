@@ -18,6 +18,7 @@ vectors: without the extra, the hook imports nothing more than before.
 
 import os
 import sys
+import time
 
 from cairn.hot import (
     CLEAN_PATH,
@@ -182,13 +183,17 @@ def _send(
     except BaseException:
         sock.close()
         raise
+    # The answer is due `timeout` after the request, however late it is read: with several vaults the hook reads
+    # their answers one after another, and a deadline counted from each read made a silent encoder cost each vault
+    # the whole timeout in turn (3 vaults, 1.5 s a prompt).
+    deadline = time.monotonic() + timeout
 
     # z-scores over n cards lie within sqrt(n - 1) of 0, cosines within 1: anything else is not an answer
     limit = (max(index.n_cards, 1) ** 0.5 if z else 1.0) + 0.01
 
     def read() -> "dict[str, float] | None":
         try:
-            return _reply(sock, timeout, limit)
+            return _reply(sock, limit=limit, deadline=deadline)
         except Exception:  # fail open: the prompt is served lexically
             return None
         finally:
@@ -210,22 +215,24 @@ def _ours(sock: "_socket.socket", path: str) -> bool:
 
 
 def _reply(
-    sock: "_socket.socket", timeout: "float | None" = None, limit: float = float("inf")
+    sock: "_socket.socket",
+    timeout: "float | None" = None,
+    limit: float = float("inf"),
+    deadline: "float | None" = None,
 ) -> "dict[str, float] | None":
-    """The warm encoder's answer, read within `timeout` seconds in all (TimeoutError after: a process that answers
-    a byte at a time must not hold the prompt); None when it is not a usable one, any value past `limit` (or not a
-    finite number) among them."""
-    import time
-
-    deadline = None if timeout is None else time.monotonic() + timeout
+    """The warm encoder's answer, read within `timeout` seconds in all, or by `deadline` (`time.monotonic()`; what
+    has arrived by then is still read), TimeoutError after: a process that answers a byte at a time must not hold
+    the prompt; None when it is not a usable one, any value past `limit` (or not a finite number) among them."""
+    if deadline is None and timeout is not None:
+        deadline = time.monotonic() + timeout
     chunks: list[bytes] = []
     size = 0
     while size <= MAX_REPLY_BYTES:
         if deadline is not None:
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 and chunks:
                 raise TimeoutError("the warm encoder did not answer in time")
-            sock.settimeout(left)
+            sock.settimeout(max(left, 0.0))  # 0: only what is already there (else BlockingIOError)
         chunk = sock.recv(65536)
         if not chunk:
             break
