@@ -719,3 +719,15 @@ def test_a_pull_request_with_an_unreadable_cairn_toml_fails_at_its_line(vault_re
         f"Routing not measured: cairn.toml:2: \\[recall\\] max_cards must be a whole number (committed in {head[:8]}: "
         "fix it and commit the fix; Cairn reads the commit, not the working tree)."
     ) in done.stdout
+
+
+@pytest.mark.parametrize("spec", ["", " ", "..", "...", "..HEAD", "...HEAD"])
+def test_a_range_without_a_base_is_a_usage_error(isolated_env: Path, tmp_path: Path, spec: str) -> None:
+    """A CI step's `cairn review "$BASE..HEAD"` with the variable unset reviewed HEAD..HEAD: nothing, so it passed
+    (exit 0) whatever the pull request held."""
+    from helpers.vaults import run_cairn
+
+    done = run_cairn("review", spec, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines()[-1].startswith("Error: Invalid value for 'BASE..HEAD': ")
+    assert "names no base" in done.stderr and "origin/main..HEAD" in done.stderr

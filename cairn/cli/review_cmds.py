@@ -222,6 +222,14 @@ def review_cmd(range_spec: str, fmt: str, as_json: bool, today: object, vault_pa
     import datetime as dt
 
     ctx = click.get_current_context()
+    if not range_spec.strip() or range_spec.strip().startswith(".."):
+        # "", "..", "..HEAD": no base, so HEAD..HEAD, an empty review that passes whatever the branch holds (a CI
+        # step's "$BASE..HEAD" with the variable unset)
+        raise click.BadParameter(
+            f"{range_spec!r} names no base to compare with; give the range to review, e.g. origin/main..HEAD "
+            "(in CI, check that the variable holding the base is set)",
+            param_hint="'BASE..HEAD'",
+        )
     if as_json and fmt == "markdown" and ctx.get_parameter_source("fmt") is not click.core.ParameterSource.DEFAULT:
         raise click.UsageError("--json and --format markdown ask for different outputs; give one of them.")
 
