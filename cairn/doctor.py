@@ -139,7 +139,7 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False) -> list[Check]:
     checks.append(Check("ref", name, True, f"serves {ref} at {commit[:8]}"))
     indexed = _index_check(name, root, commit, vault)
     checks.append(indexed)
-    if encodes and indexed.ok is not False:
+    if encodes:  # also when the index check fails for a card left out: the index may still be served, vectors and all
         checks.append(_vectors_check(name, index_file(os.path.realpath(root))))
     checks += _git_hook_checks(name, vault)
     return checks
@@ -156,6 +156,24 @@ def _semantic_check(env: dict[str, str]) -> tuple[Check, bool]:
         return Check("semantic", "extra", None, detail), False
     if vectors.off_here(env):
         return Check("semantic", "extra", None, "installed, switched off here by CAIRN_SEMANTIC"), False
+    try:  # load it and encode a word, as the warm encoder does: a package found is not an engine that runs
+        enc.Encoder().queries(["cairn doctor"])
+    except Exception as exc:
+        reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+        detail = f"installed but cannot encode here ({reason}): prompts are served by words alone"
+        return Check(
+            "semantic", "extra", False, detail, "pip install --force-reinstall 'cairn-lessons[semantic]'"
+        ), False
+    from cairn.hot import state_folder
+    from cairn.hot.semantic import MAX_SOCKET_PATH, socket_fits
+
+    state = env.get("CAIRN_STATE_DIR") or state_folder()
+    if not socket_fits(state):
+        detail = (
+            f"the warm encoder cannot listen: its socket path in {state} is over {MAX_SOCKET_PATH} bytes, so every "
+            "prompt is served by words alone"
+        )
+        return Check("semantic", "extra", False, detail, "set CAIRN_STATE_DIR to a shorter folder"), False
     if enc.MODEL != enc.MODEL_I8:
         detail = (
             f"installed without onnxruntime: the numpy engine encodes ({enc.MODEL}), about 3x slower a prompt; "

@@ -286,8 +286,9 @@ def test_an_unexpected_error_logs_its_type_and_place_not_its_message() -> None:
     from cairn.hot.errors import IndexCorrupt
     from cairn.hot.hook import _error_text
 
+    secrets: dict[str, str] = {}
     try:
-        {}["hunter2"]
+        secrets["hunter2"]
     except KeyError as exc:
         text = _error_text(exc, "the password is hunter2, deploy it")
     assert "hunter2" not in text

@@ -783,6 +783,50 @@ def test_doctor_checks_the_extra_and_each_vaults_card_vectors(vault_repo: VaultR
     assert [c["detail"] for c in off if c["area"] == "semantic"] == ["installed, switched off here by CAIRN_SEMANTIC"]
 
 
+def test_doctor_fails_an_extra_that_cannot_encode_or_listen(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """A package found is not an engine that runs: an onnxruntime that fails to import (here a planted one on
+    PYTHONPATH) made doctor say ok while `cairn index` said to ask doctor; and a state folder whose socket path is
+    too long for the system made every warm encoder fail to listen while doctor said ok."""
+    _vault(vault_repo)
+    assert vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team").returncode == 0
+
+    def extra(env: dict[str, str]) -> dict[str, object]:
+        report = json.loads(vault_repo.cairn("doctor", "--json", env=env).stdout)
+        return next(c for c in report["checks"] if (c["area"], c["subject"]) == ("semantic", "extra"))
+
+    planted = tmp_path / "planted"
+    (planted / "onnxruntime").mkdir(parents=True)
+    (planted / "onnxruntime" / "__init__.py").write_text("raise ImportError('this onnxruntime is broken')\n")
+    broken = extra({"PYTHONPATH": str(planted)})
+    assert broken["ok"] is False and "cannot encode here" in str(broken["detail"])
+    assert "this onnxruntime is broken" in str(broken["detail"])
+    assert broken["fix"] == "pip install --force-reinstall 'cairn-lessons[semantic]'"
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    long_state = extra({"CAIRN_STATE_DIR": str(deep)})
+    assert long_state["ok"] is False and "cannot listen" in str(long_state["detail"])
+    assert long_state["fix"] == "set CAIRN_STATE_DIR to a shorter folder"
+    from cairn.hot.semantic import socket_fits, start_daemon
+
+    assert not socket_fits(str(deep)) and start_daemon(str(deep)) is False  # no model loaded only to fail
+    assert not (deep / "semantic.start").exists()  # not even tried
+
+
+def test_doctor_checks_the_vectors_of_a_vault_with_a_card_left_out(vault_repo: VaultRepo) -> None:
+    """A vault whose index leaves a card out (a lint failure) is still served, vectors and all: doctor checked its
+    vectors only when the index check passed, so damaged vectors went unreported there."""
+    _vault(vault_repo)
+    vault_repo.write_raw("cards/bad/broken.md", "---\nname: [unclosed\n---\n")
+    vault_repo.commit("a broken card")
+    assert vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team").returncode == 0
+    assert vault_repo.cairn("index", "--vault", "team").returncode in (0, 1)
+    vectors.vectors_path(_index_file(vault_repo)).write_bytes(b"not vectors")
+    report = json.loads(vault_repo.cairn("doctor", "--json").stdout)["checks"]
+    index_check = next(c for c in report if (c["area"], c["subject"]) == ("index", "team"))
+    assert index_check["ok"] is False  # the card left out
+    semantic = next(c for c in report if (c["area"], c["subject"]) == ("semantic", "team"))
+    assert semantic["ok"] is False and semantic["fix"] == "cairn index --vault team"
+
+
 def test_vectors_whose_seal_does_not_hold_are_refused_and_rebuilt(vault_repo: VaultRepo) -> None:
     """The side file is sealed under the cache key like the index's rows: one flipped bit in a vector, or a header
     field changed, and the warm encoder refuses it (the hook serves by words) until `cairn index` rebuilds it."""
@@ -867,3 +911,41 @@ def test_the_mcp_servers_explain_reads_the_similarities_its_recall_reads(vault_r
     explained, recalled = (json.loads(r.content[0].text) for r in results)
     assert explained["candidates"][0]["similarity"] is not None
     assert explained["injected"] == [c["id"] for c in recalled["cards"]]
+
+
+def test_a_hook_of_another_install_stops_the_warm_encoder(isolated_env: Path) -> None:
+    """The warm encoder of one install met a hook of another (Cairn upgraded in a new venv, the extra installed in
+    another): each expected its own encoder's side files, the old process answered "another encoder" forever and
+    `cairn doctor` said all was well. Now it answers that it is another install's and stops, so the hook starts
+    its own; a request of its own install (or of a hook that does not say) is served as before."""
+    import socket
+    import sys
+    import threading
+
+    from cairn.semantic.daemon import Server, serve
+
+    server = Server(None)  # type: ignore[arg-type]  # no request below reaches the encoder
+    assert server.answer({"v": 1, "prefetch": True, "prompt": 7, "install": sys.prefix})["error"] == "bad request"
+    assert server.answer({"v": 1, "vectors": 3, "prompt": "x"})["error"] == "bad request"
+    assert server.retired is None
+    state = state_dir()
+    sock_path = state / "semantic.sock"
+    replies: list[object] = []
+
+    def ask() -> None:  # the other install's hook (serve runs in the main thread: it sets a signal handler)
+        if _wait(sock_path.exists, 10):
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+                client.settimeout(10)
+                client.connect(str(sock_path))
+                request = {"v": 1, "prefetch": True, "prompt": "hi", "install": "/elsewhere/venv"}
+                client.sendall(json.dumps(request).encode() + b"\n")
+                replies.append(json.loads(client.makefile().readline()))
+
+    thread = threading.Thread(target=ask, daemon=True)
+    thread.start()
+    started = time.monotonic()
+    assert serve(str(state), 60.0, server) == 0
+    assert time.monotonic() - started < 20  # stopped on the request, not after 60 s idle
+    thread.join(10)
+    assert replies == [{"ok": False, "error": "another install"}]
+    assert not sock_path.exists() and server.retired == "/elsewhere/venv"

@@ -607,12 +607,10 @@ def append_log(state_dir: str, entry: dict[str, object]) -> None:
 
 
 def _error_text(exc: BaseException, prompt: str | None) -> str:
-    """What the log says of an error: the message of a file's error (`OSError`) or of Cairn's own (`CairnError`),
-    which Cairn or the system wrote; of any other, only its type and where it was raised (a `KeyError`'s message is
+    """What the log says of an error: the message of a file's error (`OSError`) or of one of Cairn's own classes,
+    which the system or Cairn wrote; of any other, only its type and where it was raised (a `KeyError`'s message is
     the key, which can be a word of the prompt)."""
-    from cairn.hot.errors import CairnError
-
-    if not isinstance(exc, (OSError, CairnError)):
+    if not isinstance(exc, OSError) and not type(exc).__module__.startswith("cairn."):
         tb = exc.__traceback__
         while tb is not None and tb.tb_next is not None:
             tb = tb.tb_next

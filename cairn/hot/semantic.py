@@ -39,6 +39,15 @@ if TYPE_CHECKING:
     from cairn.hot.index import IndexReader
 
 SOCKET_NAME = "semantic.sock"
+# The longest socket path every system binds (sun_path: 104 bytes on macOS and the BSDs, 108 on Linux, with its NUL).
+MAX_SOCKET_PATH = 103
+
+
+def socket_fits(state: str) -> bool:
+    """Whether the warm encoder's socket path in `state` is short enough to bind (a long CAIRN_STATE_DIR is not)."""
+    return len(os.fsencode(os.path.join(state, SOCKET_NAME))) <= MAX_SOCKET_PATH
+
+
 LOG_NAME = "semantic.log"
 START_STAMP = "semantic.start"
 START_EVERY_SECONDS = 10.0
@@ -97,7 +106,7 @@ def prefetch(prompt: str) -> bool:
             sock.connect(path)
             if not _ours(sock, path):
                 return False
-            request = {"v": 1, "prefetch": True, "prompt": prompt}
+            request = {"v": 1, "prefetch": True, "prompt": prompt, "install": sys.prefix}
             sock.sendall(dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n")
         finally:
             sock.close()  # the request stays readable by the warm encoder after this end is closed
@@ -166,6 +175,7 @@ def _send(
         "top": top,
         "want": want,
         "z": z,
+        "install": sys.prefix,  # the warm encoder serves its own install's hooks only (`daemon.Server.answer`)
     }
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
@@ -262,6 +272,8 @@ def start_daemon(state: str) -> bool:
     """
     import time
 
+    if not socket_fits(state):  # it could never listen: no model load every START_EVERY_SECONDS (`cairn doctor` says)
+        return False
     private_folder(state)
     stamp = os.path.join(state, START_STAMP)
     now = time.time()

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from cairn.hot import open_private
 from cairn.hot.paths import private_folder, state_folder
-from cairn.hot.semantic import Similarities
+from cairn.hot.semantic import MAX_SOCKET_PATH, Similarities, socket_fits
 from cairn.semantic import encoder as enc
 from cairn.semantic import vectors
 
@@ -107,10 +107,20 @@ class Server:
         self._files: OrderedDict[str, tuple[tuple[int, int, int], vectors.VectorFile]] = OrderedDict()
         self._queries: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self._reencoding: set[str] = set()
+        # Set when a hook of another install asks (`answer`): `serve` then stops, and that hook starts its own.
+        self.retired: str | None = None
 
     def answer(self, request: Any) -> dict[str, Any]:
         if not isinstance(request, dict) or request.get("v") != 1:
             return {"ok": False, "error": "bad request"}
+        install = request.get("install")
+        if isinstance(install, str) and install != sys.prefix:
+            # A hook of another install (Cairn upgraded in another venv, the extra installed elsewhere, a second
+            # agent's Cairn): its encoder may differ, and so would the side files it and this process each expect
+            # (one asked for the other's vectors forever, each side re-encoding). This process stops; the hook
+            # starts its own install's on a later prompt and is served by words meanwhile.
+            self.retired = install
+            return {"ok": False, "error": "another install"}
         if request.get("prefetch") is True:
             if not isinstance(request.get("prompt"), str):
                 return {"ok": False, "error": "bad request"}
@@ -238,6 +248,9 @@ def serve(state: str, idle: float, server: Server | None = None, lock: BinaryIO 
                 continue
             with conn:
                 _handle(conn, server)
+            if server.retired is not None:
+                _log(f"a hook of another install asked ({server.retired[:200]}): stopping, for it to start its own")
+                return 0
             last = time.monotonic()
             try:
                 if os.stat(path).st_ino != ours:
@@ -304,6 +317,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 0
     state = state_folder()
+    if not socket_fits(state):
+        _log(
+            f"cannot start: the socket path in {state} is longer than {MAX_SOCKET_PATH} bytes; set CAIRN_STATE_DIR shorter"
+        )
+        return 1
     try:  # before the model loads (a second or two of CPU): a process started beside a running one exits at once
         lock = take_lock(state)
     except OSError as exc:
