@@ -164,7 +164,7 @@ def install_agent(agent: str, path: Path, command: str) -> SettingsChange:
 def uninstall_agent(agent: str, path: Path) -> SettingsChange:
     """Remove Cairn's hook entries (and only those) from the settings file at `path`."""
     spec = _agent(agent)
-    if not path.exists():
+    if not path.exists() or cairn_commands(agent, path) == []:  # nothing of Cairn's, comments or not: nothing to do
         return SettingsChange(path, "absent")
     data = _load_settings(path, spec, f"remove the `cairn hook` entry from hooks.{spec.event} by hand")
     hooks = data.get("hooks")

@@ -156,6 +156,10 @@ def test_gemini_settings_with_comments_are_refused_with_the_entry_to_add(
     assert "holds comments" in done.stderr and '"BeforeAgent"' in done.stderr and "hook --format gemini" in done.stderr
     assert target.read_text() == GEMINI_WITH_COMMENTS
     assert sorted(p.name for p in target.parent.iterdir()) == ["settings.json"]
+    # Nothing of Cairn's in it: uninstall has nothing to remove (it said to remove the entry by hand, exit 1).
+    nothing = run_cairn("uninstall", "gemini", "--user", cwd=tmp_path)
+    assert nothing.returncode == 0, nothing.stderr
+    assert "holds comments" not in nothing.stderr and target.read_text() == GEMINI_WITH_COMMENTS
 
     # The user pastes the entry: doctor reads the file as Gemini CLI does and finds the hook.
     pasted = GEMINI_WITH_COMMENTS.replace(

@@ -177,6 +177,21 @@ def test_one_command_switched_off_keeps_the_vaults_vectors_for_the_next_index(va
         assert (again.rows_of(again.ids.index(card_id)) == first.rows_of(first.ids.index(card_id))).all()
 
 
+def test_a_typo_in_the_foreground_variable_loses_no_vectors(vault_repo: VaultRepo) -> None:
+    """`CAIRN_SEMANTIC_FOREGROUND_CARDS=abc` failed the refresh after `cairn index`, and a failed refresh removes
+    the side file: every card's vectors were lost to a bad variable. It now reads as unset."""
+    _vault(vault_repo)
+    side = vectors.vectors_path(_index_file(vault_repo))
+    before = vectors.load(side)
+    vault_repo.write("misc/another", "Another lesson", "A card added, so the next index encodes one more.")
+    vault_repo.commit("another")
+    done = vault_repo.cairn("index", "--json", env={"CAIRN_SEMANTIC_FOREGROUND_CARDS": "abc"})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["vectors"] == "encoded 1"  # the default: one card is encoded in the foreground
+    after = vectors.load(side)
+    assert set(before.ids) < set(after.ids)
+
+
 def test_an_upgrade_from_the_sqlite_index_keeps_the_card_vectors(vault_repo: VaultRepo) -> None:
     """A cache of format 6 or older holds `index.sqlite` and `index.sqlite.vec`: the first `cairn index` after the
     upgrade builds `index.cairn` and moves the vectors beside it, so no card is encoded again (minutes, for a large

@@ -323,6 +323,13 @@ def refresh(
 FOREGROUND_CARDS = 200  # `cairn index` encodes up to this many cards itself (a few seconds); more, in the background
 
 
+def foreground_cards() -> int:
+    """`CAIRN_SEMANTIC_FOREGROUND_CARDS` when it is a whole number of 0 or more, else FOREGROUND_CARDS (a typo in
+    it once failed the refresh, which removes the side file: every card's vectors lost to a bad variable)."""
+    value = os.environ.get("CAIRN_SEMANTIC_FOREGROUND_CARDS", "").strip()
+    return int(value) if value.isdigit() else FOREGROUND_CARDS
+
+
 def refresh_after_index(index_file: Path) -> str:
     """`refresh` as `cairn index` calls it: free without the extra (unless a side file is left to remove), and never
     raising: on any failure the side file is removed and the hook serves lexically. When more than
@@ -336,7 +343,7 @@ def refresh_after_index(index_file: Path) -> str:
     try:
         if not off and os.environ.get("CAIRN_SEMANTIC_FOREGROUND", "") != "1":
             todo = cards_to_encode(index_file)
-            if todo > int(os.environ.get("CAIRN_SEMANTIC_FOREGROUND_CARDS", "") or FOREGROUND_CARDS):
+            if todo > foreground_cards():
                 start_background(index_file)
                 return f"background {todo}"
         return refresh(index_file)
