@@ -288,3 +288,26 @@ def test_grid_fit_with_the_phrase_step_equals_brute_force(
     grid = _Grid(points, 0.25, 2)
     assert grid.fit(target) == _brute(points, target, 0.25)
     assert grid.fit(target, leave_out=1) == _brute(points, target, 0.25, leave_out=1)
+
+
+def test_write_refuses_a_fit_that_misses_its_target_held_out(isolated_env: Path, tmp_path: Path) -> None:
+    """`calibrate --write` wrote thresholds whose cross-validated false injection rate it had just printed as over
+    the target (on the vault `cairn init` makes, Injection@1 0.84 -> 0.41 for a fit that does not hold). It now
+    writes nothing and says why, unless --force."""
+    from helpers.vaults import run_cairn
+
+    root = tmp_path / "lessons"
+    assert run_cairn("init", str(root), "--no-register", cwd=tmp_path).returncode == 0
+    args = ("calibrate", "--cases", "evals/cases.yaml", "--target-fir", "0.0", "--folds", "4")
+    data = json.loads(run_cairn(*args, "--json", cwd=root).stdout)
+    assert data["best"]["cross_validated"]["worst_false_injection_rate"] > 0.0  # the fit misses, held out
+    before = (root / "cairn.toml").read_text()
+    refused = run_cairn(*args, "--write", cwd=root)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Error: nothing written: held out, ") and "--force" in refused.stderr
+    assert "Current (" in refused.stdout  # the report is still printed
+    assert (root / "cairn.toml").read_text() == before
+    forced = run_cairn(*args, "--write", "--force", cwd=root)
+    assert forced.returncode == 0, forced.stderr
+    assert (root / "cairn.toml").read_text() != before
+    assert run_cairn(*args, "--force", cwd=root).returncode == 2  # --force without --write: a usage error

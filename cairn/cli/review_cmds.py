@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
+from cairn.hot.errors import CairnError
 from cairn.index import build as indexer
 
 
@@ -40,6 +41,11 @@ from cairn.index import build as indexer
     help="Grid step of each threshold.",
 )
 @click.option("--write", is_flag=True, help="Store the fitted thresholds in the vault's cairn.toml [recall].")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="With --write: write even when the held-out false injection rate misses the target.",
+)
 @click.option("--worktree", is_flag=True, help="Calibrate on the working tree's cards instead of the served ref's.")
 @vault_option
 @json_option
@@ -50,6 +56,7 @@ def calibrate_cmd(
     folds: int,
     step: str,
     write: bool,
+    force: bool,
     worktree: bool,
     vault_path: str | None,
     as_json: bool,
@@ -59,7 +66,9 @@ def calibrate_cmd(
     The rate must hold overall and on every slice. Cases are split into folds by a hash of their id; the
     cross-validated figures are measured on folds the thresholds were not fitted on, so trust them over the
     fitted ones. Prints the trade-off at several target rates. --write edits only min_lead, min_coverage and
-    min_margin in cairn.toml (comments and other settings are kept); commit it for agents to use it.
+    min_margin in cairn.toml (comments and other settings are kept); commit it for agents to use it. It writes
+    nothing when the cross-validated false injection rate misses the target (the fit would not hold on prompts
+    it was not fitted on), unless --force.
 
     \b
     Example:
@@ -83,13 +92,26 @@ def calibrate_cmd(
         with progress_bar("calibrate") as progress:
             points = calibrate.gather(index, cases, settings=settings, folds=folds, progress=progress)
     result = calibrate.calibrate(points, settings, target_fir=target_fir, folds=folds, step=float(step))
-    written = calibrate.write_thresholds(vault.root, result.best.thresholds) if write else None
+    best = result.best
+    misses = best.held_out and best.cross_validated.worst_fir > best.target_fir
+    if force and not write:
+        raise click.UsageError("--force only matters with --write; add --write, or leave --force out.")
+    refused = write and misses and not force
+    written = calibrate.write_thresholds(vault.root, best.thresholds) if write and not refused else None
     if as_json:
         data = result.to_dict()
         data["written"] = str(written) if written else None
         echo_json(data)
+    else:
+        echo(render_calibration(result))
+    if refused:
+        raise CairnError(
+            f"nothing written: held out, the fitted thresholds' false injection rate reaches "
+            f"{best.cross_validated.worst_fir:.3f}, over the target {best.target_fir:g}; add negative cases or lower "
+            "--target-fir, or pass --force to write them anyway"
+        )
+    if as_json:
         return
-    echo(render_calibration(result))
     if written:
         echo(f"\nWrote {_inline(result.best.thresholds)} to {written}; commit it for agents to use them.")
     else:
