@@ -173,7 +173,7 @@ def test_show_committed_card_text_and_json(vault_repo: VaultRepo) -> None:
     vault_repo.commit()
     # The index refuses such a card (lint's hidden-text); the author still reads the file as it is.
     refused = vault_repo.invoke("show", "git/x")
-    assert refused.returncode == 1 and "`cairn list` shows the cards agents are served" in refused.stderr
+    assert refused.returncode == 1 and "left out of the index (hidden-text: " in refused.stderr
     text = vault_repo.invoke("show", "git/x", "--worktree")
     assert text.returncode == 0, text.stderr
     assert "\x1b" not in text.stdout  # escape sequences from card files never reach the terminal
@@ -193,6 +193,19 @@ def test_show_unknown_and_traversal_ids(vault_repo: VaultRepo) -> None:
     for bad in ("../../etc/passwd", "/etc/passwd"):
         done = vault_repo.invoke("show", bad)
         assert done.returncode == 1 and "root:" not in done.stdout
+
+
+def test_show_a_committed_card_the_index_left_out_says_why(vault_repo: VaultRepo) -> None:
+    """A committed card the index refused was "no card ... (uncommitted cards need --worktree)": the wrong way to
+    it. It now names the problem that kept it out, and how to see when it passes."""
+    vault_repo.write("git/force-push", "Force", "Summary.")
+    vault_repo.write_raw("cards/big/broken.md", "---\nname: [unclosed\n---\n")
+    vault_repo.commit()
+    done = vault_repo.invoke("show", "big/broken")
+    assert done.returncode == 1 and done.stdout == ""
+    line = done.stderr.strip()
+    assert line.startswith("Error: cards/big/broken.md at ") and "left out of the index (frontmatter-parse: " in line
+    assert "cairn lint cards/big/broken.md" in line and "--worktree" not in line
 
 
 def test_vault_from_env_and_from_cwd(vault_repo: VaultRepo, tmp_path: Path) -> None:
