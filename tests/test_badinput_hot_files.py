@@ -118,9 +118,24 @@ def test_a_session_lock_is_never_created_through_a_symlink(vault_repo: VaultRepo
     target = tmp_path / "made-by-the-hook"
     lock.symlink_to(target)
     done = _hook(vault_repo)
-    assert done.returncode == 0 and done.stdout == ""
+    assert done.returncode == 0 and "force-push" in done.stdout  # served, without the once-a-session rule
     assert not target.exists()
-    assert log_entries()[-1]["error"]
+    assert "the session cannot be kept" in log_entries()[-1]["error"]
+
+
+def test_a_session_folder_that_cannot_be_written_still_serves_the_cards(vault_repo: VaultRepo) -> None:
+    """A state folder whose sessions cannot be kept (here a file where the sessions folder goes; a folder the user
+    cannot write does the same) cost every prompt its cards: the session raised, and the hook served nothing. The
+    cards are served without the once-a-session rule, and the log says why."""
+    make_vault(vault_repo)
+    sessions = state_dir() / "sessions"
+    state_dir().mkdir(parents=True, exist_ok=True)
+    sessions.write_text("not a folder")
+    for _ in range(2):
+        done = _hook(vault_repo)
+        assert done.returncode == 0 and done.stderr == "" and "force-push" in done.stdout
+        entry = log_entries()[-1]
+        assert entry["injected"] and "the session cannot be kept" in entry["error"]
 
 
 def test_a_fifo_as_the_reindex_stamp_never_blocks(vault_repo: VaultRepo) -> None:

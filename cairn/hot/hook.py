@@ -317,6 +317,8 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
         line["injected"] = [p.candidate.card.id for p in given if p.layer is layer]
     entry["candidates"] = candidates[:MAX_LOGGED_CANDIDATES]
     entry["injected"] = [p.qid for p in given]
+    if served.session_error is not None:
+        entry["error"] = served.session_error
     already = list(served.already) if payload.session_id is not None else None
     return _render(fmt, given, payload, nonce, already=already)
 

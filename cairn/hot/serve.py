@@ -112,14 +112,16 @@ class Layered(Record):
     given: the cards given, in order (at most MAX_CARDS, trimmed by `fit`). results: each layer's recall result,
     in the layers' order. already: the shown ids this session already got that a session-free request would give
     (empty without a session, or when `want_already` was not asked). dropped: the shown id of each card a vault's
-    recall injected that the merge left out, and why (`same_lesson`, `cross_vault`, `over_total`).
+    recall injected that the merge left out, and why (`same_lesson`, `cross_vault`, `over_total`). session_error: why
+    the session could not be kept (its folder not writable: the cards were served as without a session), else None.
     """
 
-    __slots__ = ("given", "results", "already", "dropped")
+    __slots__ = ("given", "results", "already", "dropped", "session_error")
     given: tuple[Pick, ...]
     results: "tuple[Result, ...]"
     already: tuple[str, ...]
     dropped: "dict[str, str]"
+    session_error: str | None
 
     def __init__(
         self,
@@ -127,8 +129,9 @@ class Layered(Record):
         results: "Sequence[Result]",
         already: "Sequence[str]",
         dropped: "dict[str, str] | None" = None,
+        session_error: str | None = None,
     ) -> None:
-        self._init(tuple(given), tuple(results), tuple(already), dict(dropped or {}))
+        self._init(tuple(given), tuple(results), tuple(already), dict(dropped or {}), session_error)
 
 
 class Served(Record):
@@ -204,12 +207,26 @@ def serve_layers(
     from cairn.hot import session as sessions  # only agents with a session id pay for the import
 
     state = state_folder()
-    with sessions.open_session(state, session_id) as current:
+    opened = sessions.open_session(state, session_id)
+    try:
+        current = opened.__enter__()
+    except OSError as exc:  # the state folder not writable, or not a folder: cards, without the once-a-session rule
+        results = recall_all(layers, query, None, decide_first)
+        given = merge(layers, results, max_cards, dropped)
+        problem = f"the session cannot be kept ({type(exc).__name__}: {exc}); cards were served without it"
+        return Layered(fit(given) if fit else given, results, (), dropped, problem[:500])
+    session_error = None
+    try:
         results = recall_all(layers, query, current.injected, decide_first)
         picks = merge(layers, results, max_cards, dropped)
         given = list(fit(picks) if fit else picks)
         if given:
-            current.record_picks([(p.qid, p.layer.root, p.layer.index.commit) for p in given])
+            try:
+                current.record_picks([(p.qid, p.layer.root, p.layer.index.commit) for p in given])
+            except OSError as exc:  # a full disk: the cards are given, the session will not know it
+                session_error = f"the session cannot be kept ({type(exc).__name__}: {exc}); cards were served"[:500]
+    finally:
+        opened.__exit__(None, None, None)
     already: list[str] = []
     refused = {
         layer.qualified(c.card.id)
@@ -222,7 +239,7 @@ def serve_layers(
         already = [p.qid for p in fresh if p.qid in refused]
     if layers:
         sessions.prune(state, hook_settings(layers[0].index.config)[1])
-    return Layered(given, results, already, dropped)
+    return Layered(given, results, already, dropped, session_error)
 
 
 def recall_all(
