@@ -29,12 +29,12 @@ def card_record(
     with open_index(vault) as index:
         stored = index.record(card_id)
         if stored is None:
-            path = f"cards/{card_id}.md"
-            left_out = [f"{rule}: {message}" for where, _line, rule, message in index.problems() if where == path]
+            rel = f"cards/{card_id}.md"
+            left_out = [f"{rule}: {message}" for where, _line, rule, message in index.problems() if where == rel]
             if left_out:  # committed, but the index refused it: --worktree is not the way to it
                 raise CardNotFound(
-                    f"{path} at {index.commit[:8]} is left out of the index ({left_out[0]}); "
-                    f"fix it, commit, and `cairn lint {path}` says when it passes"
+                    f"{rel} at {index.commit[:8]} is left out of the index ({left_out[0]}); "
+                    f"fix it, commit, and `cairn lint {rel}` says when it passes"
                 )
             hint = _near_ids(index.ids(), card_id)
             raise CardNotFound(
