@@ -199,6 +199,10 @@ def _vectors_check(name: str, path: str) -> Check:
         return Check("semantic", name, None, "switched off by the vault's cairn.toml ([recall] semantic = false)")
     side = vectors.vectors_path(path)
     header = vectors.read_header(side)
+    current = header is not None and header.get("model") == enc.MODEL and vectors.current(Path(path))
+    if not current and vectors.encoding_now(Path(path)):
+        detail = f"card vectors of {n_cards} cards being encoded in the background now (semantic.log); words meanwhile"
+        return Check("semantic", name, None, detail)
     if header is None:
         detail = "no card vectors: the hook serves this vault by words alone"
         return Check("semantic", name, False, detail, fix)

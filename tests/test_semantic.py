@@ -826,6 +826,30 @@ def test_doctor_fails_an_extra_that_cannot_encode_or_listen(vault_repo: VaultRep
     assert not (deep / "semantic.start").exists()  # not even tried
 
 
+def test_doctor_says_the_vectors_are_being_encoded_while_they_are(vault_repo: VaultRepo) -> None:
+    """While the detached encoder holds the side file's lock (a first index of a large vault: minutes), doctor said
+    FAIL "no card vectors -> cairn index", a fix that does nothing more; it now says they are being encoded."""
+    import fcntl
+
+    _vault(vault_repo)
+    assert vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team").returncode == 0
+    index_file = _index_file(vault_repo)
+    side = vectors.vectors_path(index_file)
+    side.unlink()
+
+    def team() -> dict[str, object]:
+        report = json.loads(vault_repo.cairn("doctor", "--json").stdout)["checks"]
+        return next(c for c in report if (c["area"], c["subject"]) == ("semantic", "team"))
+
+    assert team()["ok"] is False  # nothing encoding: missing, with the fix
+    with open(str(side) + ".lock", "w") as lock:  # what `vectors.background_main` holds while it encodes
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        assert vectors.encoding_now(index_file)
+        encoding = team()
+        assert encoding["ok"] is None and "being encoded in the background now" in str(encoding["detail"])
+    assert not vectors.encoding_now(index_file)
+
+
 def test_doctor_checks_the_vectors_of_a_vault_with_a_card_left_out(vault_repo: VaultRepo) -> None:
     """A vault whose index leaves a card out (a lint failure) is still served, vectors and all: doctor checked its
     vectors only when the index check passed, so damaged vectors went unreported there."""

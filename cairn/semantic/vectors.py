@@ -398,6 +398,26 @@ def start_background(index_file: Path) -> None:
             os.close(log)
 
 
+def encoding_now(index_file: Path) -> bool:
+    """Whether a detached encoder holds the side file's lock (it is encoding the index's cards now): the lock file is
+    opened, never made, and never followed through a symlink."""
+    import fcntl
+
+    try:
+        fd = os.open(str(vectors_path(index_file)) + ".lock", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing it releases a lock taken
+    return False
+
+
 def background_main(index_file: Path) -> int:
     """The detached encoder: under the side file's lock, refresh until the side file matches the index (which may
     have been rebuilt meanwhile); exits at once when another process holds the lock."""
