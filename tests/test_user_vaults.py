@@ -529,3 +529,23 @@ def test_commands_take_the_vault_flag_then_the_environment_then_the_folder_then_
     assert listed(cwd=inside) == ["around/card"]
     assert listed(cwd=tmp_path) == ["configured/card"]
     assert listed("--vault", "configured", cwd=inside, env=env) == ["configured/card"]  # a configured name
+
+
+def test_vault_add_says_when_nothing_can_be_served_yet(isolated_env: Path, tmp_path: Path) -> None:
+    """`cairn vault add` of a folder with a cairn.toml and cards/ but no git repository (or no commit yet) said
+    "The prompt hook now serves it"; it serves nothing until cards are committed, and now says so."""
+    plain, empty = tmp_path / "plain", tmp_path / "empty"
+    for folder in (plain, empty):
+        (folder / "cards").mkdir(parents=True)
+        (folder / "cairn.toml").write_text("")
+    subprocess.run(["git", "init", "-q", str(empty)], check=True)
+    done = cairn("vault", "add", str(plain), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "not a git repository yet" in done.stdout and "now serves it" not in done.stdout
+    done = cairn("vault", "add", str(empty), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "names no commit" in done.stdout and "now serves it" not in done.stdout
+    served = VaultRepo(tmp_path / "served")
+    make_vault(served)
+    done = cairn("vault", "add", str(served.root), cwd=tmp_path)
+    assert "The prompt hook now serves it in every project" in done.stdout

@@ -58,9 +58,24 @@ def add_cmd(
     entry = userconfig.add_vault(
         path, name=name, ref=ref, scopes=scopes, projects=[str(p) for p in projects], first=first
     )
+    from cairn.hot.vault import git_dir, served_ref
+
     echo(f"Added vault {entry.name!r} ({entry.path}) to {config_file()}.")
     where = f"to agents working under {', '.join(entry.projects)}" if entry.projects else "in every project"
     only = f" (only cards of scope {', '.join(entry.scopes)})" if entry.scopes else ""
+    if git_dir(entry.path) is None:  # registered (a clone may come later), but nothing is served from it yet
+        echo(
+            f"Note: {entry.path} is not a git repository yet: the hook serves nothing from it until cards are "
+            "committed there (`cairn init` makes a vault; `git clone` brings one); `cairn doctor` checks the setup."
+        )
+        return
+    ref, commit = served_ref(entry.path, entry.ref)
+    if commit is None:
+        echo(
+            f"Note: {ref} names no commit in {entry.path} yet: the hook serves nothing from it until cards are "
+            f"committed there; `cairn doctor` checks the setup."
+        )
+        return
     echo(f"The prompt hook now serves it {where}{only}; `cairn doctor` checks the setup.")
 
 
