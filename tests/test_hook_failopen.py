@@ -53,6 +53,17 @@ def test_bad_stdin_fails_open(vault_repo: VaultRepo, fmt: str, case: str) -> Non
     assert entry["injected"] == []
 
 
+@pytest.mark.parametrize("fmt", ("claude-code", "codex"))
+def test_a_payload_after_a_byte_order_mark_is_served(vault_repo: VaultRepo, fmt: str) -> None:
+    """A UTF-8 byte-order mark before the JSON (a wrapper script, a Windows editor) was "stdin is not JSON": the
+    prompt got nothing. It is not part of the input."""
+    make_vault(vault_repo)
+    payload = payload_for(fmt, FITTING_PROMPT, vault_repo.root).encode()
+    done = hook_bytes(vault_repo, fmt, b"\xef\xbb\xbf" + payload)
+    assert done.returncode == 0 and b"force-push" in done.stdout, done.stderr
+    assert log_entries()[-1]["error"] is None
+
+
 @pytest.mark.parametrize("case", ("empty", "binary", "not-utf8"))
 def test_bad_stdin_fails_open_for_text(vault_repo: VaultRepo, case: str) -> None:
     make_vault(vault_repo)
@@ -89,6 +100,8 @@ def test_damaged_cache_fails_open(vault_repo: VaultRepo) -> None:
 
 
 def test_unwritable_state_dir_fails_open_with_a_line_on_stderr(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """No state folder can be made: no session, no log (a line on stderr says so), and the prompt still gets its
+    card (it got nothing while a session that could not be kept failed the whole prompt)."""
     make_vault(vault_repo)
     blocker = tmp_path / "state-is-a-file"
     blocker.write_text("not a folder")
@@ -99,7 +112,7 @@ def test_unwritable_state_dir_fails_open_with_a_line_on_stderr(vault_repo: Vault
         input=payload_for("claude-code", FITTING_PROMPT, vault_repo.root),
         env={"CAIRN_STATE_DIR": str(blocker / "state")},
     )
-    assert (done.returncode, done.stdout) == (0, "")
+    assert done.returncode == 0 and "force-push" in done.stdout
     assert "cannot write the hook log" in done.stderr
     assert FITTING_PROMPT not in done.stderr
     assert blocker.read_text() == "not a folder"

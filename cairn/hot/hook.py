@@ -218,6 +218,8 @@ def parse_payload(fmt: str, raw: bytes) -> Payload:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise HookInputError(f"stdin is not UTF-8 (byte {exc.start})") from None
+    if text.startswith("\ufeff"):  # a byte-order mark (a wrapper script on Windows, a text editor): not the input
+        text = text[1:]
     if fmt == "text":
         return Payload(text, None, None)
     try:
