@@ -64,6 +64,18 @@ def test_a_payload_after_a_byte_order_mark_is_served(vault_repo: VaultRepo, fmt:
     assert log_entries()[-1]["error"] is None
 
 
+def test_a_cwd_holding_a_nul_is_taken_as_none_given(vault_repo: VaultRepo) -> None:
+    """A `cwd` with a NUL in it (no path can hold one) raised ValueError in realpath: no card for the prompt."""
+    import json
+
+    make_vault(vault_repo)
+    payload = json.loads(payload_for("claude-code", FITTING_PROMPT, vault_repo.root))
+    payload["cwd"] = str(vault_repo.root) + "\0/elsewhere"
+    done = hook_bytes(vault_repo, "claude-code", json.dumps(payload).encode())
+    assert done.returncode == 0 and b"force-push" in done.stdout, done.stderr
+    assert log_entries()[-1]["error"] is None
+
+
 @pytest.mark.parametrize("case", ("empty", "binary", "not-utf8"))
 def test_bad_stdin_fails_open_for_text(vault_repo: VaultRepo, case: str) -> None:
     make_vault(vault_repo)

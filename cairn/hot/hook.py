@@ -236,7 +236,7 @@ def parse_payload(fmt: str, raw: bytes) -> Payload:
     return Payload(
         prompt,
         session_id if isinstance(session_id, str) and session_id else None,
-        cwd if isinstance(cwd, str) and cwd else None,
+        cwd if isinstance(cwd, str) and cwd and "\0" not in cwd else None,  # no path holds a NUL: none given
     )
 
 
