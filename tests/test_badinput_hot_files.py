@@ -255,3 +255,24 @@ def test_lint_never_passes_a_card_read_through_a_symlinked_folder(vault_repo: Va
     done = vault_repo.cairn("lint", "cards/linked/secret.md")
     assert done.returncode == 1, done
     assert "cards/linked/secret.md:0: file-symlink" in done.stdout
+
+
+def test_a_full_log_that_cannot_rotate_stops_growing(vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """hook.jsonl past its size moves to hook.jsonl.1; with a folder in that place the move failed silently and the
+    log grew without bound. Past twice the size it is no longer written (the documented stderr line says so); the
+    prompt is served as ever."""
+    from cairn.hot import hook as hook_module
+
+    monkeypatch.setattr(hook_module, "MAX_LOG_BYTES", 1000)
+    state = state_dir()
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "hook.jsonl.1").mkdir()
+    (state / "hook.jsonl.1" / "keep").write_text("a file, so the folder is not empty")
+    log = state / "hook.jsonl"
+    log.write_text("x" * 1500 + "\n")
+    hook_module.append_log(str(state), {"n": 1})  # over the size, under twice it: still written
+    assert log.stat().st_size > 1500
+    log.write_text("x" * 2500 + "\n")
+    with pytest.raises(OSError, match="cannot be moved"):
+        hook_module.append_log(str(state), {"n": 2})
+    assert log.stat().st_size == 2501

@@ -599,10 +599,15 @@ def append_log(state_dir: str, entry: dict[str, object]) -> None:
     path = os.path.join(state_dir, LOG_FILE)
     line = (dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "replace")
     try:  # past MAX_LOG_BYTES, hook.jsonl becomes hook.jsonl.1
-        if os.stat(path).st_size >= MAX_LOG_BYTES:
-            os.replace(path, path + ".1")
+        size = os.stat(path).st_size
     except OSError:
-        pass
+        size = 0
+    if size >= MAX_LOG_BYTES:
+        try:
+            os.replace(path, path + ".1")
+        except OSError as exc:  # hook.jsonl.1 a folder, say: the log must not grow without bound
+            if size >= 2 * MAX_LOG_BYTES:
+                raise OSError(f"{path} is full and cannot be moved to {LOG_FILE}.1 ({exc.strerror})") from None
     fd = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         os.write(fd, line)
