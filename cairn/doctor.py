@@ -204,6 +204,12 @@ def _vectors_check(name: str, path: str) -> Check:
         detail = f"card vectors of {n_cards} cards being encoded in the background now (semantic.log); words meanwhile"
         return Check("semantic", name, None, detail)
     if header is None:
+        if os.path.lexists(side):  # something is there, but no side file's header: damaged, or not a file at all
+            kind = "a file" if side.is_file() and not side.is_symlink() else "not a regular file"
+            detail = f"card vectors damaged ({kind} Cairn cannot read at {side}): the hook serves by words alone"
+            if not side.is_file() or side.is_symlink():
+                return Check("semantic", name, False, detail, f"remove {side}, then {fix}")
+            return Check("semantic", name, False, detail, fix)
         detail = "no card vectors: the hook serves this vault by words alone"
         return Check("semantic", name, False, detail, fix)
     if header.get("model") != enc.MODEL:

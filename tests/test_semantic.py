@@ -864,6 +864,13 @@ def test_doctor_checks_the_vectors_of_a_vault_with_a_card_left_out(vault_repo: V
     assert index_check["ok"] is False  # the card left out
     semantic = next(c for c in report if (c["area"], c["subject"]) == ("semantic", "team"))
     assert semantic["ok"] is False and semantic["fix"] == "cairn index --vault team"
+    assert "damaged" in str(semantic["detail"])  # not "no card vectors": something unreadable is there
+    side = vectors.vectors_path(_index_file(vault_repo))
+    side.unlink()
+    side.mkdir()
+    report = json.loads(vault_repo.cairn("doctor", "--json").stdout)["checks"]
+    semantic = next(c for c in report if (c["area"], c["subject"]) == ("semantic", "team"))
+    assert "not a regular file" in str(semantic["detail"]) and semantic["fix"].startswith(f"remove {side}, then ")
 
 
 def test_vectors_whose_seal_does_not_hold_are_refused_and_rebuilt(vault_repo: VaultRepo) -> None:
