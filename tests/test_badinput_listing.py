@@ -161,6 +161,8 @@ def test_demo_shows_what_rejected_cards_miss_as_explain_does(tmp_path: Path) -> 
     done = run_cairn("demo", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "small_lead" in done.stdout and "; missing: " in done.stdout
+    # a follow-up, as agents mostly get, stays silent: the evidence floor (it got two cards before it)
+    assert "6. A follow-up, as agents mostly get: ok, run the tests\n   Cairn stays silent: " in done.stdout
 
 
 def test_list_fails_when_no_configured_vault_can_be_listed(tmp_path: Path) -> None:

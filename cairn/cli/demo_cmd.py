@@ -22,6 +22,7 @@ SAMPLE_PROMPT = (
     "git rejects the push as non-fast-forward; others push to this branch too. Is `git push --force` fine?"
 )
 OFF_TOPIC_PROMPT = "How do I center a div with CSS grid?"
+FOLLOW_UP_PROMPT = "ok, run the tests"  # most prompts an agent gets are not questions: nothing to inject
 
 
 @click.command()
@@ -44,6 +45,7 @@ def demo(keep: Path | None) -> None:
         with indexer.open_index(vault) as index:
             hit = recall(index, SAMPLE_PROMPT)
             miss = recall(index, OFF_TOPIC_PROMPT, examine_all=True)
+            follow_up = recall(index, FOLLOW_UP_PROMPT)
             hit_all = recall(index, SAMPLE_PROMPT, examine_all=True)
             weights = prompt_weights(index, SAMPLE_PROMPT, hit_all.settings)
         echo(f"3. An agent receives this prompt:\n     {SAMPLE_PROMPT}")
@@ -58,6 +60,12 @@ def demo(keep: Path | None) -> None:
         echo("\n".join("     " + line for line in table.splitlines()))
         echo(f"5. An off-topic prompt: {OFF_TOPIC_PROMPT}")
         echo("   Cairn stays silent." if miss.abstained else f"   Cairn injects {miss.injected[0].card.id}.")
+        echo(f"6. A follow-up, as agents mostly get: {FOLLOW_UP_PROMPT}")
+        echo(
+            "   Cairn stays silent: cards hold these words, but two everyday words weigh too little to go on."
+            if follow_up.abstained
+            else f"   Cairn injects {follow_up.injected[0].card.id}."
+        )
         echo(
             "Next: `cairn init my-vault` (a vault of your own: it prints every step that follows), then"
             " `cairn vault add my-vault` and `cairn install claude-code --user` (or codex, gemini) to serve it."
