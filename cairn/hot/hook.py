@@ -305,6 +305,7 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
             fit=lambda picks: _fit(picks, payload, max_context_chars, nonce),
             decide_first=LOGGED_PER_VAULT,  # the log shows these; recall settles no more
             want_already=fmt == "json" and payload.session_id is not None,
+            serve_without_session=True,  # a session that cannot be kept costs the prompt none of its cards
         )
     finally:
         for layer in layers:

@@ -192,12 +192,16 @@ def serve_layers(
     decide_first: int | None = None,
     want_already: bool = False,
     max_cards: int | None = MAX_CARDS,
+    serve_without_session: bool = False,
 ) -> Layered:
     """Serve `query` from every layer (in order of precedence); see the module docstring for the merge.
 
     fit: trims the merged cards to what the caller can show (the hook's context limit). want_already: with a
     session, also find what the session already got that would otherwise be given (a second, session-free
     recall, run only when the session refused a card). max_cards: None keeps each vault's own limit alone.
+    serve_without_session: when the session cannot be kept (OSError: the state folder unwritable, full, or not a
+    folder), serve as without one and say why in `Layered.session_error` (the hook: a prompt keeps its cards);
+    else the error is raised (`cairn recall --session` asked for the session, and says it cannot have it).
     """
     dropped: dict[str, str] = {}
     if session_id is None:
@@ -211,6 +215,8 @@ def serve_layers(
     try:
         current = opened.__enter__()
     except OSError as exc:  # the state folder not writable, or not a folder: cards, without the once-a-session rule
+        if not serve_without_session:
+            raise
         results = recall_all(layers, query, None, decide_first)
         given = merge(layers, results, max_cards, dropped)
         problem = f"the session cannot be kept ({type(exc).__name__}: {exc}); cards were served without it"
@@ -224,6 +230,8 @@ def serve_layers(
             try:
                 current.record_picks([(p.qid, p.layer.root, p.layer.index.commit) for p in given])
             except OSError as exc:  # a full disk: the cards are given, the session will not know it
+                if not serve_without_session:
+                    raise
                 session_error = f"the session cannot be kept ({type(exc).__name__}: {exc}); cards were served"[:500]
     finally:
         opened.__exit__(None, None, None)
