@@ -41,13 +41,6 @@ if TYPE_CHECKING:
 SOCKET_NAME = "semantic.sock"
 # The longest socket path every system binds (sun_path: 104 bytes on macOS and the BSDs, 108 on Linux, with its NUL).
 MAX_SOCKET_PATH = 103
-
-
-def socket_fits(state: str) -> bool:
-    """Whether the warm encoder's socket path in `state` is short enough to bind (a long CAIRN_STATE_DIR is not)."""
-    return len(os.fsencode(os.path.join(state, SOCKET_NAME))) <= MAX_SOCKET_PATH
-
-
 LOG_NAME = "semantic.log"
 START_STAMP = "semantic.start"
 START_EVERY_SECONDS = 10.0
@@ -65,6 +58,11 @@ class Similarities(dict[str, float]):
     `scale` is a difference of cosines (`recall._agreement_pick`); None when not known (an older warm encoder)."""
 
     scale: "float | None" = None
+
+
+def socket_fits(state: str) -> bool:
+    """Whether the warm encoder's socket path in `state` is short enough to bind (a long CAIRN_STATE_DIR is not)."""
+    return len(os.fsencode(os.path.join(state, SOCKET_NAME))) <= MAX_SOCKET_PATH
 
 
 def vectors_file(index_path: str) -> str:
@@ -270,8 +268,6 @@ def start_daemon(state: str) -> bool:
 
     The process itself exits at once when another one holds the lock, and when the extra is not installed.
     """
-    import time
-
     if not socket_fits(state):  # it could never listen: no model load every START_EVERY_SECONDS (`cairn doctor` says)
         return False
     private_folder(state)

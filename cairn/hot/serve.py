@@ -219,8 +219,7 @@ def serve_layers(
             raise
         results = recall_all(layers, query, None, decide_first)
         given = merge(layers, results, max_cards, dropped)
-        problem = f"the session cannot be kept ({type(exc).__name__}: {exc}); cards were served without it"
-        return Layered(fit(given) if fit else given, results, (), dropped, problem[:500])
+        return Layered(fit(given) if fit else given, results, (), dropped, _unkept(exc))
     session_error = None
     try:
         results = recall_all(layers, query, current.injected, decide_first)
@@ -232,7 +231,7 @@ def serve_layers(
             except OSError as exc:  # a full disk: the cards are given, the session will not know it
                 if not serve_without_session:
                     raise
-                session_error = f"the session cannot be kept ({type(exc).__name__}: {exc}); cards were served"[:500]
+                session_error = _unkept(exc)
     finally:
         opened.__exit__(None, None, None)
     already: list[str] = []
@@ -248,6 +247,11 @@ def serve_layers(
     if layers:
         sessions.prune(state, hook_settings(layers[0].index.config)[1])
     return Layered(given, results, already, dropped, session_error)
+
+
+def _unkept(exc: OSError) -> str:
+    """`Layered.session_error` for a session that could not be kept."""
+    return f"the session cannot be kept ({type(exc).__name__}: {exc}); cards were served without it"[:500]
 
 
 def recall_all(
