@@ -55,9 +55,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchmarks.synth import SEED, SynthCard, SynthVault, make_vault
 from benchmarks.userenv import WORK, describe, machine, timing_env, user_venv
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 BUDGETS = {1_000: 1.5, 10_000: 2.0, 100_000: 4.0}
 IMPORT_FLOOR = "import cairn.hot.hook"
@@ -130,12 +134,13 @@ def imported_modules(command: list[str], stdin: bytes | None, env: dict[str, str
 
 
 def hook_imports(
-    python: str, hook: list[str], payload: bytes, env: dict[str, str], cwd: Path
+    python: str, hook: list[str], payload: bytes, env: dict[str, str], cwd: Path, bare_command: list[str] | None = None
 ) -> tuple[list[str], list[str]]:
-    """What a real hook run imports beyond a bare interpreter (full module names, for the all-imports floor), and
-    which of them come from site-packages other than Cairn (a `.pth` file's modules, such as setuptools'
-    `_distutils_hack`, are a bare interpreter's too): what `pip install --no-deps` would leave out."""
-    bare = set(imported_modules([python, "-c", "pass"], None, env, cwd))
+    """What a real hook run imports beyond a bare interpreter started as it is (`bare_command`: `python -c pass`, or
+    without `site` when the hook runs under `-S`; full module names, for the all-imports floor), and which of them
+    come from site-packages other than Cairn (a `.pth` file's modules, such as setuptools' `_distutils_hack`, are a
+    bare interpreter's too): what `pip install --no-deps` would leave out."""
+    bare = set(imported_modules(bare_command or [python, "-c", "pass"], None, env, cwd))
     used = [name for name in imported_modules(hook, payload, env, cwd) if name not in bare]
     tops = sorted({name.split(".")[0] for name in used} - {"cairn"})
     where = (
@@ -194,17 +199,38 @@ def configure(vaults: list[SynthVault], config: Path) -> None:
         config.write_text(text)
 
 
+# What marks Cairn's own `bin/cairn`, which `cairn install` has the agents run under `python -S`
+# (`cairn.install.hook_launcher`; older commits' scripts have no such line and run as `cairn`).
+NO_SITE_MARK = b"sys.flags.no_site"
+
+
+def hook_launcher(python: str, cairn: str) -> list[str]:
+    """What the agents' hook runs `cairn` with, as `cairn install` writes it for this install."""
+    with open(cairn, "rb") as script:
+        return [python, "-S", cairn] if NO_SITE_MARK in script.read(4096) else [cairn]
+
+
+def import_floor(python: str, launcher: list[str], packages: str) -> Callable[[str], list[str]]:
+    """A `python -c CODE` command started as the hook starts: without `site` (and Cairn's install put on sys.path,
+    as `bin/cairn` does) when the hook runs under `-S`."""
+    if "-S" not in launcher:
+        return lambda code: [python, "-c", code]
+    return lambda code: [python, "-S", "-c", f"import sys; sys.path.append({packages!r})\n{code}"]
+
+
 def bench_size(
     n_cards: int,
     runs: int,
     work: Path,
     python: str,
-    cairn: str,
+    launcher: list[str],
     builder: str,
     layered: int = 1,
     count_instructions: bool = False,
     wrapped: bool = False,
+    floor: Callable[[str], list[str]] | None = None,
 ) -> dict[str, object]:
+    floor = floor or (lambda code: [python, "-c", code])
     label = f"{n_cards}" if layered == 1 else f"{layered}x{n_cards}"
     cache, state = work / "cache", work / f"state-{label}"
     vaults = [
@@ -233,14 +259,14 @@ def bench_size(
             }
         ).encode()
 
-    hook = [cairn, "hook", "--format", "claude-code"]
+    hook = [*launcher, "hook", "--format", "claude-code"]
     timed_run(hook, payload(0), env, work)  # the first run parses the configuration and caches its JSON copy
-    used, foreign = hook_imports(python, hook, payload(0), env, work)
+    used, foreign = hook_imports(python, hook, payload(0), env, work, floor("pass"))
     commands = {
         "hook": hook,
         "bare": [python, "-c", "pass"],
-        "import": [python, "-c", IMPORT_FLOOR],
-        "imports": [python, "-c", all_imports(used)],
+        "import": floor(IMPORT_FLOOR),
+        "imports": floor(all_imports(used)),
     }
     wall: dict[str, list[float]] = {name: [] for name in commands}
     cpu: dict[str, list[float]] = {name: [] for name in commands}
@@ -318,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     venv = args.venv.resolve() if args.venv else user_venv(deps=False, rev=args.rev)
     builder = str((args.venv.resolve() if args.venv else user_venv(deps=True, rev=args.rev)) / "bin" / "python")
     python, cairn = str(venv / "bin" / "python"), str(venv / "bin" / "cairn")
+    launcher = hook_launcher(python, cairn)
     where = subprocess.run(
         [python, "-c", "import cairn.hot.hook as h; print(h.__file__)"],
         env=timing_env(),
@@ -326,9 +353,11 @@ def main(argv: list[str] | None = None) -> int:
         text=True,
         check=True,
     ).stdout.strip()
+    floor = import_floor(python, launcher, str(Path(where).parents[2]))
     print(machine())
     source = f"--venv {args.venv}" if args.venv else describe(args.rev)
     print(f"cairn: {cairn} (sources: {source}; cairn.hot.hook from {where})")
+    print(f"hook: {' '.join(launcher)} hook --format claude-code (as `cairn install` writes it)")
     print("medians (ms) and ratios to `python -c pass` of the same interpreter, runs interleaved;")
     print(
         "  floor: python -c 'import cairn.hot.hook';  all imports: python -c 'import <every module a hook run imports>'"
@@ -346,11 +375,12 @@ def main(argv: list[str] | None = None) -> int:
             max(args.runs, 20),
             args.work,
             python,
-            cairn,
+            launcher,
             builder,
             max(layered, 1),
             args.instructions,
             args.wrapped,
+            floor,
         )
         results.append(r)
         budget = r["budget"]

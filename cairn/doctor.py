@@ -377,15 +377,18 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
     executable = shutil.which(argv[0]) if argv else None
     if executable is None:
         return Check("agent", subject, False, f"{path}: {argv[0] if argv else command!r} is not found", fix)
+    # What runs `cairn`, as the hook runs it: `cairn`, or `PYTHON -S /path/to/cairn` (`install.hook_launcher`).
+    launcher = [executable, *argv[1 : argv.index("hook", 1)]] if "hook" in argv[1:] else [executable]
+    shown = shlex.join(launcher)
     try:
         done = subprocess.run(
-            [executable, "--version"], capture_output=True, text=True, timeout=20, check=False, stdin=subprocess.DEVNULL
+            [*launcher, "--version"], capture_output=True, text=True, timeout=20, check=False, stdin=subprocess.DEVNULL
         )
     except (OSError, subprocess.SubprocessError) as exc:
-        return Check("agent", subject, False, f"{executable} does not run ({exc})", fix)
+        return Check("agent", subject, False, f"{shown} does not run ({exc})", fix)
     if done.returncode != 0 or not done.stdout.startswith("cairn "):
-        return Check("agent", subject, False, f"{executable} --version failed (exit {done.returncode})", fix)
-    return Check("agent", subject, True, f"{path} runs {executable} ({done.stdout.strip()})")
+        return Check("agent", subject, False, f"{shown} --version failed (exit {done.returncode})", fix)
+    return Check("agent", subject, True, f"{path} runs {shown} ({done.stdout.strip()})")
 
 
 # The hook formats each agent reads: claude-code and codex print the same UserPromptSubmit JSON.

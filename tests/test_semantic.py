@@ -965,13 +965,13 @@ def test_a_hook_of_another_install_stops_the_warm_encoder(isolated_env: Path) ->
     `cairn doctor` said all was well. Now it answers that it is another install's and stops, so the hook starts
     its own; a request of its own install (or of a hook that does not say) is served as before."""
     import socket
-    import sys
     import threading
 
+    from cairn.hot import install_root
     from cairn.semantic.daemon import Server, serve
 
     server = Server(None)  # type: ignore[arg-type]  # no request below reaches the encoder
-    assert server.answer({"v": 1, "prefetch": True, "prompt": 7, "install": sys.prefix})["error"] == "bad request"
+    assert server.answer({"v": 1, "prefetch": True, "prompt": 7, "install": install_root()})["error"] == "bad request"
     assert server.answer({"v": 1, "vectors": 3, "prompt": "x"})["error"] == "bad request"
     assert server.retired is None
     state = state_dir()

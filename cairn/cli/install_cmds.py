@@ -90,7 +90,7 @@ def install_cmd(
         _refuse_inside_a_vault(base)
     vault_arg = _hook_vault(vault_path)
     served = _served_vaults(vault_arg)
-    command = install.hook_command(target, vault=vault_arg, scope=scope, executable=executable)
+    command = install.hook_command(target, vault=vault_arg, scope=scope, executable=install.hook_launcher())
     change = install.install_agent(target, install.settings_path(target, base, user), command)
     echo(f"{change.action}: {change.path}")
     echo(f"  hook: {command}")

@@ -458,6 +458,13 @@ def cache_folder() -> str:
     return path_text(_home(), ".cache", "cairn")
 
 
+def install_root() -> str:
+    """Which install of Cairn this process runs from: the folder above its interpreter's (a venv, a conda env, a
+    system prefix). Not `sys.prefix`: the agents' hook runs under `python -S` (`cairn.install.hook_launcher`),
+    where a venv's `sys.prefix` is its base interpreter's, while the processes it starts run with `site`."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))
+
+
 def state_folder() -> str:
     """`$CAIRN_STATE_DIR`, else `$XDG_STATE_HOME/cairn`, else `~/.local/state/cairn` (as `str(state_dir())`)."""
     if os.environ.get("CAIRN_STATE_DIR"):

@@ -24,6 +24,7 @@ from cairn.hot import (
     CLEAN_PATH,
     VECTORS_SUFFIX,
     dumps,
+    install_root,
     loads,
     open_private,
     private_folder,
@@ -104,7 +105,7 @@ def prefetch(prompt: str) -> bool:
             sock.connect(path)
             if not _ours(sock, path):
                 return False
-            request = {"v": 1, "prefetch": True, "prompt": prompt, "install": sys.prefix}
+            request = {"v": 1, "prefetch": True, "prompt": prompt, "install": install_root()}
             sock.sendall(dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n")
         finally:
             sock.close()  # the request stays readable by the warm encoder after this end is closed
@@ -173,7 +174,7 @@ def _send(
         "top": top,
         "want": want,
         "z": z,
-        "install": sys.prefix,  # the warm encoder serves its own install's hooks only (`daemon.Server.answer`)
+        "install": install_root(),  # the warm encoder serves its own install's hooks only (`daemon.Server.answer`)
     }
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from cairn.hot import open_private
+from cairn.hot import install_root, open_private
 from cairn.hot.paths import private_folder, state_folder
 from cairn.hot.semantic import MAX_SOCKET_PATH, Similarities, socket_fits
 from cairn.semantic import encoder as enc
@@ -114,7 +114,7 @@ class Server:
         if not isinstance(request, dict) or request.get("v") != 1:
             return {"ok": False, "error": "bad request"}
         install = request.get("install")
-        if isinstance(install, str) and install != sys.prefix:
+        if isinstance(install, str) and install != install_root():
             # A hook of another install (Cairn upgraded in another venv, the extra installed elsewhere, a second
             # agent's Cairn): its encoder may differ, and so would the side files it and this process each expect
             # (one asked for the other's vectors forever, each side re-encoding). This process stops; the hook
