@@ -35,7 +35,16 @@ from typing import Any
 
 from benchmarks.recall_suites import SUITES, TEMPLATE, WORK, cases_file, prepare
 
-ADMISSION = {"out_of_scope", "expired", "retired", "draft", "superseded", "not_when", "already_injected"}
+ADMISSION = {
+    "out_of_scope",
+    "expired",
+    "retired",
+    "draft",
+    "unknown_status",
+    "superseded",
+    "not_when",
+    "already_injected",
+}
 DUMP = WORK / "confidence-evidence.json"
 Row = dict[str, Any]
 

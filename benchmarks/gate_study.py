@@ -45,7 +45,16 @@ if TYPE_CHECKING:
     from cairn.config import RecallSettings
     from cairn.hot.index import IndexReader
 
-ADMISSION = {"out_of_scope", "expired", "retired", "draft", "superseded", "not_when", "already_injected"}
+ADMISSION = {
+    "out_of_scope",
+    "expired",
+    "retired",
+    "draft",
+    "unknown_status",
+    "superseded",
+    "not_when",
+    "already_injected",
+}
 Row = dict[str, Any]
 
 

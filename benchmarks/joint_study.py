@@ -33,7 +33,16 @@ from benchmarks.recall_suites import HELD_OUT, LESSON_SUITES, TEMPLATE, WORK
 DEV = ("stackfaq-en-dev", "tldr-zh-dev", "tldr-en-dev")
 HELD = (TEMPLATE, *HELD_OUT)
 DEPTH = 10
-ADMISSION = {"retired", "draft", "expired", "superseded", "out_of_scope", "not_when", "already_injected"}
+ADMISSION = {
+    "retired",
+    "draft",
+    "unknown_status",
+    "expired",
+    "superseded",
+    "out_of_scope",
+    "not_when",
+    "already_injected",
+}
 
 
 def dump(suites: tuple[str, ...]) -> None:

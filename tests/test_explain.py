@@ -95,3 +95,22 @@ def test_explain_says_the_similarity_is_a_z_score(vault_repo: VaultRepo) -> None
     assert rows[0]["id"] == REBASE_ID and rows[0]["similarity"] == 4.2268
     text = render_explain(result, rows)
     assert "similarity 4.23 (z-score over the vault's cards)" in text
+
+
+def test_explain_names_an_unknown_status_not_draft(vault_repo: VaultRepo) -> None:
+    """A status that is none of active, draft, retired (a typo) is refused as what it is, in lint's words: it was
+    shown as `draft`, which sent the author looking for a draft they never wrote."""
+    vault_repo.write("t/typo", "Kestrel falcon", "Kestrel falcon nests on cliffs.", status="activ")
+    vault_repo.write("t/draft", "Kestrel falcon draft", "Kestrel falcon draft note.", status="draft")
+    vault_repo.commit()
+    done = vault_repo.cairn("explain", "kestrel falcon", "--json")
+    assert done.returncode == 0, done.stderr
+    rows = {r["id"]: r for r in json.loads(done.stdout)["candidates"]}
+    assert rows["t/typo"]["reason"] == "unknown_status" and rows["t/typo"]["status"] == "activ"
+    assert rows["t/draft"]["reason"] == "draft" and "status" not in rows["t/draft"]
+    text = vault_repo.cairn("explain", "kestrel falcon").stdout
+    typo_line = next(line for line in text.splitlines() if line.endswith("t/typo"))
+    assert "unknown status 'activ'" in typo_line and "draft" not in typo_line
+    lint = vault_repo.cairn("lint").stdout
+    finding = "status 'activ' is not one of active, draft, retired; only active cards are injected"
+    assert finding in lint and finding in text

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 import click
 
+from cairn.cards.card import STATUSES
 from cairn.cli.common import (
     echo,
     echo_json,
@@ -37,6 +38,7 @@ from cairn.hot.recall import (
     REJECTED,
     SEMANTIC_MIN_CARDS,
     SEMANTIC_PICKED,
+    UNKNOWN_STATUS,
     QueryWeights,
     Result,
     evidence_of,
@@ -589,6 +591,8 @@ def explain_rows(result: Result) -> list[dict[str, Any]]:
         else:
             row["gates"] = None
         row.update(decision=c.decision, reason=c.reason, matched=list(c.matched))
+        if c.reason == UNKNOWN_STATUS:  # the status as the card spells it, so the reader can fix the typo
+            row["status"] = c.card.status
         if admitted and getattr(s, "min_confidence", 0.0) > 0:  # the opt-in confidence gate's estimate
             row["confidence"] = c.confidence
         if c.similarity is not None:
@@ -635,6 +639,23 @@ def _terms_line(row: dict[str, Any]) -> str:
         # the semantic channel's z-score (`daemon.similarities(z=True)`), not a cosine: say so
         parts.append(f"similarity {row['similarity']:.2f} (z-score over the vault's cards)")
     return "; ".join(parts)
+
+
+_STATUS_SHOWN = 40
+
+
+def _shown_status(status: str) -> str:
+    """A card's status as one short line: it is the card author's text."""
+    text = clean_line(status)
+    return text if len(text) <= _STATUS_SHOWN else text[: _STATUS_SHOWN - 1] + "…"
+
+
+def _status_hint(status: str) -> str:
+    """What to do about a card refused for its status: lint's status-value finding, in the same words."""
+    return (
+        f"status '{_shown_status(status)}' is not one of {', '.join(STATUSES)}; only active cards are injected "
+        "(`cairn lint`: status-value)"
+    )
 
 
 def render_explain(
@@ -695,11 +716,15 @@ def render_explain(
             else f"{'-':>5}  {'-':>8}  {'-':>6}"
         )
         reason = row["reason"] or _PICKED.get(row.get("picked") or "", "")
+        if reason == UNKNOWN_STATUS:
+            reason = f"unknown status '{_shown_status(row['status'])}'"
         if row.get("blocked_by"):
             reason += f" (below {row['blocked_by']})"
         lines.append(f"{row['rank']:>3}  {row['score']:7.3f}  {values}  {row['decision']:8}  {reason:16}  {row['id']}")
         if gates and row["rank"] <= EXPLAIN_TERMS:
             lines.append(f"{'':5}{_terms_line(row)}")
+        if row["reason"] == UNKNOWN_STATUS:
+            lines.append(f"{'':5}{_status_hint(row['status'])}")
     refused = sum(1 for row in rows if row["decision"] == REJECTED and row["gates"] is None)
     if refused:
         lines += [

@@ -55,6 +55,8 @@ INJECTED = "injected"
 REJECTED = "rejected"
 OVER_LIMIT = "over_limit"
 ALREADY_INJECTED = "already_injected"  # admission's reason for a card the agent session already got
+# Admission's reason for a card whose status is none of active, draft, retired (a typo lint's status-value finds).
+UNKNOWN_STATUS = "unknown_status"
 # A card written in the other language than the first admissible card (CJK in its name or summary, or not) and
 # matched only by terms that card also matches: its translation, or a card sharing only its commands and names. It
 # neither competes with it (lead, margin) nor is injected beside it: in a vault of lessons and their translations,
@@ -93,8 +95,8 @@ class Candidate(Record):
     (0.0 for cards refused at admission, which never reach the gates). decision: `injected` or `rejected`. reason: None when injected, else
     why not: a gate (`small_lead`, `low_coverage`, `small_margin`, `little_evidence`: the prompt's words the card
     matched weigh less than `min_evidence` rare words, `evidence_of`), admission (`out_of_scope`, `expired`,
-    `retired`, `draft`, `superseded`, `not_when`, `already_injected`), `other_language` (see `OTHER_LANGUAGE`) or
-    `over_limit`.
+    `retired`, `draft`, `unknown_status`: a status none of those three, `superseded`, `not_when`,
+    `already_injected`), `other_language` (see `OTHER_LANGUAGE`) or `over_limit`.
     matched: the query terms the card matched. blocked_by: for a card that passed its own gates but sits below a
     card the gates refused, that card's id (its reason is then `small_margin`: it does not stand clear of it).
     confidence: for the first `max_cards` admissible cards, the confidence gate's estimate that the cards down to
@@ -854,8 +856,10 @@ def admission(
     """Why a card may not be injected whatever its score, or None when it may."""
     if card.status == "retired":
         return "retired"
-    if card.status != "active":
+    if card.status == "draft":
         return "draft"
+    if card.status != "active":
+        return UNKNOWN_STATUS
     if card.expires_on and card.expires_on < today_iso:
         return "expired"
     if card.superseded_by:
