@@ -22,15 +22,27 @@ CONFIG_FILE = "cairn.toml"
 
 class VaultConfigError(InvalidConfig):
     """A cairn.toml Cairn cannot read. detail: what is wrong, without the location; line: 1-based, 0 when unknown;
-    commit: the commit the file was read from (None for the working tree or the staging area)."""
+    commit: the commit the file was read from (None for the working tree or the staging area); problems: every
+    (line, detail) found, this one first (lint reports each; the message names the first and counts the rest)."""
 
-    def __init__(self, detail: str, *, file: str = CONFIG_FILE, line: int = 0, commit: str | None = None) -> None:
+    def __init__(
+        self,
+        detail: str,
+        *,
+        file: str = CONFIG_FILE,
+        line: int = 0,
+        commit: str | None = None,
+        more: tuple[tuple[int, str], ...] = (),
+    ) -> None:
         self.detail = detail
         self.file = file
         self.line = line
         self.commit = commit
+        self.problems = ((line, detail), *more)
         where = f"{file}:{line}" if line else file
         text = f"{where}: {detail}"
+        if more:
+            text += f" (and {len(more)} more in {file}; `cairn lint` lists each)"
         if commit:
             text += (
                 f" (committed in {commit[:8]}: fix it and commit the fix; Cairn reads the commit, not the working tree)"
@@ -140,15 +152,20 @@ def parse_config(text: str | None, source: str = CONFIG_FILE, *, commit: str | N
         line = line or len(text.splitlines())  # `at end of document`
         raise VaultConfigError(detail, file=source, line=line, commit=commit) from None
     sections: dict[str, Any] = {}
+    found: list[tuple[int, str]] = []  # every mistake, so that one `cairn lint` shows them all
     for name, table in data.items():
-        try:
-            if name not in _SECTIONS:
-                raise _Mistake(f"unknown section [{name}]; known: {', '.join(_SECTIONS)}")
-            if not isinstance(table, dict):
-                raise _Mistake(f"[{name}] must be a table")
-            sections[name] = _section(_SECTIONS[name], name, table)
-        except _Mistake as exc:
-            raise VaultConfigError(str(exc), file=source, line=_line_of(text, name, exc.key), commit=commit) from None
+        if name not in _SECTIONS:
+            mistakes = [_Mistake(f"unknown section [{name}]; known: {', '.join(_SECTIONS)}")]
+        elif not isinstance(table, dict):
+            mistakes = [_Mistake(f"[{name}] must be a table")]
+        else:
+            values, mistakes = _read_section(_SECTIONS[name], name, table)
+            sections[name] = _SECTIONS[name](**values)
+        found.extend((_line_of(text, name, m.key), str(m)) for m in mistakes)
+    if found:
+        # in the file's order; a mistake whose line is not known (0) last
+        (line, detail), *more = sorted(found, key=lambda item: item[0] or sys.maxsize)
+        raise VaultConfigError(detail, file=source, line=line, commit=commit, more=tuple(more))
     return Config(**sections)
 
 
@@ -208,38 +225,57 @@ RENAMED = {"min_score": ("recall", "min_lead")}
 
 
 def _section(cls: type[Any], name: str, table: dict[str, Any]) -> Any:
-    known = {f.name: f for f in fields(cls)}
-    values: dict[str, Any] = {}
-    defaults = cls()
-    table = _renamed(name, table)
-    for key, value in table.items():
-        if key not in known:
-            raise _Mistake(f"unknown key '{key}' in [{name}]; known: {', '.join(known)}", key)
-        default = getattr(defaults, key)
-        if isinstance(default, tuple):
-            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-                raise _Mistake(f"[{name}] {key} must be a list of strings", key)
-            value = tuple(value)
-        elif isinstance(default, bool):
-            if not isinstance(value, bool):
-                raise _Mistake(f"[{name}] {key} must be true or false", key)
-        elif isinstance(default, float):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise _Mistake(f"[{name}] {key} must be a number", key)
-            if not math.isfinite(value):
-                raise _Mistake(f"[{name}] {key} must be a finite number, not {value}", key)
-            value = float(value)
-        elif isinstance(default, int):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise _Mistake(f"[{name}] {key} must be a whole number", key)
-        if (name, key) in _RANGES:
-            low, high = _RANGES[name, key]
-            if value < low or (high is not None and value > high):
-                span = f"between {low:g} and {high:g}" if high is not None else f"{low:g} or more"
-                shown = value if isinstance(value, int) else f"{value:g}"
-                raise _Mistake(f"[{name}] {key} must be {span}, not {shown}", key)
-        values[key] = value
+    """The section's record; its first mistake raised."""
+    values, mistakes = _read_section(cls, name, table)
+    if mistakes:
+        raise mistakes[0]
     return cls(**values)
+
+
+def _read_section(cls: type[Any], name: str, table: dict[str, Any]) -> tuple[dict[str, Any], list[_Mistake]]:
+    """The section's valid values by key, and a mistake for each key that is not valid (left out of the values)."""
+    values: dict[str, Any] = {}
+    mistakes: list[_Mistake] = []
+    known, defaults = [f.name for f in fields(cls)], cls()
+    table, renamed = _renamed(name, table)
+    mistakes.extend(renamed)
+    for key, value in table.items():
+        try:
+            values[key] = _value(name, key, value, known, defaults)
+        except _Mistake as exc:
+            mistakes.append(exc)
+    return values, mistakes
+
+
+def _value(name: str, key: str, value: Any, known: list[str], defaults: Any) -> Any:
+    """One setting's value as its record holds it; a `_Mistake` when it is not valid. known: the section's keys;
+    defaults: its record with every default."""
+    if key not in known:
+        raise _Mistake(f"unknown key '{key}' in [{name}]; known: {', '.join(known)}", key)
+    default = getattr(defaults, key)
+    if isinstance(default, tuple):
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise _Mistake(f"[{name}] {key} must be a list of strings", key)
+        value = tuple(value)
+    elif isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise _Mistake(f"[{name}] {key} must be true or false", key)
+    elif isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _Mistake(f"[{name}] {key} must be a number", key)
+        if not math.isfinite(value):
+            raise _Mistake(f"[{name}] {key} must be a finite number, not {value}", key)
+        value = float(value)
+    elif isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _Mistake(f"[{name}] {key} must be a whole number", key)
+    if (name, key) in _RANGES:
+        low, high = _RANGES[name, key]
+        if value < low or (high is not None and value > high):
+            span = f"between {low:g} and {high:g}" if high is not None else f"{low:g} or more"
+            shown = value if isinstance(value, int) else f"{value:g}"
+            raise _Mistake(f"[{name}] {key} must be {span}, not {shown}", key)
+    return value
 
 
 # The values each number may take (low, high; None: no upper bound). Outside them a setting is a mistake, not a
@@ -271,16 +307,20 @@ _RANGES: dict[tuple[str, str], tuple[float, float | None]] = {
 }
 
 
-def _renamed(section: str, table: dict[str, Any]) -> dict[str, Any]:
-    """The table with old setting names read as their new names; both at once is an error."""
+def _renamed(section: str, table: dict[str, Any]) -> tuple[dict[str, Any], list[_Mistake]]:
+    """The table with old setting names read as their new names, and a mistake for each old name given beside its
+    new one (the new one is kept)."""
     out = dict(table)
+    mistakes: list[_Mistake] = []
     for old, (where, new) in RENAMED.items():
         if where != section or old not in out:
             continue
         if new in out:
-            raise _Mistake(f"[{section}] has both {old} and {new}; keep {new} ({old} is its old name)", old)
+            mistakes.append(_Mistake(f"[{section}] has both {old} and {new}; keep {new} ({old} is its old name)", old))
+            del out[old]
+            continue
         out[new] = out.pop(old)
-    return out
+    return out, mistakes
 
 
 # -- writing ------------------------------------------------------------------------------------------------------

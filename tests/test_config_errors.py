@@ -26,6 +26,51 @@ def test_lint_points_at_the_line_of_the_mistake(vault_repo: VaultRepo) -> None:
     )
 
 
+MANY_MISTAKES = (
+    "[recall]\nmax_cards = 0\nmin_lead = 'high'\nmin_score = 0.3\ntypo = 1\n[lint]\nmax_age_days = -5\n[hooks]\nx = 1\n"
+)
+
+
+def test_lint_reports_every_mistake_in_the_file_not_only_the_first(vault_repo: VaultRepo) -> None:
+    """Each invalid setting is its own finding (it showed the first only: fix, run again, find the next)."""
+    vault_repo.write("docker/layers", "Order docker layers by change rate", "Copy the lockfile before the sources.")
+    vault_repo.write_raw("cairn.toml", MANY_MISTAKES)
+    done = vault_repo.cairn("lint")
+    assert done.returncode == 1
+    config = [line for line in done.stdout.splitlines() if line.startswith("cairn.toml:")]
+    assert [line.split(" config-invalid ")[0] for line in config] == [f"cairn.toml:{n}:" for n in (2, 3, 4, 5, 7, 8)]
+    assert all(line.endswith("; the defaults were used") for line in config)
+    assert "max_cards must be 1 or more, not 0" in config[0] and "min_lead must be a number" in config[1]
+    assert "both min_score and min_lead" in config[2] and "unknown key 'typo'" in config[3]
+    assert "max_age_days must be between 1 and 36500, not -5" in config[4] and "section [hooks]" in config[5]
+    assert "6 errors (config-invalid)" in done.stderr
+
+
+def test_a_toml_syntax_error_is_one_finding(vault_repo: VaultRepo) -> None:
+    vault_repo.write("docker/layers", "Order docker layers by change rate", "Copy the lockfile before the sources.")
+    vault_repo.write_raw("cairn.toml", "[recall\nmax_cards = 0\n")
+    done = vault_repo.cairn("lint")
+    assert done.returncode == 1
+    assert [line for line in done.stdout.splitlines() if "config-invalid" in line] == [
+        "cairn.toml:1: config-invalid not valid TOML: expected ']' at the end of a table declaration at column 8; "
+        "the defaults were used"
+    ]
+
+
+def test_index_names_the_first_mistake_counts_the_rest_and_stores_each(vault_repo: VaultRepo) -> None:
+    vault_repo.write("docker/layers", "Order docker layers by change rate", "Copy the lockfile before the sources.")
+    vault_repo.write_raw("cairn.toml", MANY_MISTAKES)
+    commit = vault_repo.commit("Bad settings")
+    done = vault_repo.cairn("index")
+    assert done.returncode == 1
+    assert done.stderr.startswith(
+        "Error: cairn.toml:2: [recall] max_cards must be 1 or more, not 0 (and 5 more in cairn.toml; "
+        f"`cairn lint` lists each) (committed in {commit[:8]}"
+    )
+    with IndexReader(str(index_file_for(find_vault(vault_repo.root)))) as index:
+        assert [line for _, line, _, _ in index.problems()] == [2, 3, 4, 5, 7, 8]
+
+
 def test_index_fails_with_one_line_and_stores_the_error_with_no_card(vault_repo: VaultRepo) -> None:
     commit = _bad_vault(vault_repo)
     done = vault_repo.cairn("index")

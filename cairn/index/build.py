@@ -148,8 +148,11 @@ def _build_index(
             if base is not None:
                 base.close()
             refused = {**_meta(vault, commit, "commit", Config(), config_error=str(exc)), "ref": ref_name}
-            problem = (CONFIG_FILE, getattr(exc, "line", 0), "config-invalid", getattr(exc, "detail", str(exc)))
-            _write_index(target, refused, [], problems=[problem])
+            problems = [
+                (CONFIG_FILE, line, "config-invalid", detail)
+                for line, detail in getattr(exc, "problems", ((0, str(exc)),))
+            ]
+            _write_index(target, refused, [], problems=problems)
             raise
         meta = {**_meta(vault, commit, "commit", config), "ref": ref_name}
         same_settings = base is not None and all(base.meta.get(key) == meta[key] for key in ("config", "cairn_version"))

@@ -91,8 +91,11 @@ def _lint_snapshot(
     try:
         config = parse_config(snapshot.config_text)
     except InvalidConfig as exc:
-        line, detail = getattr(exc, "line", 0), getattr(exc, "detail", str(exc))  # cairn.config.VaultConfigError
-        findings.append(Finding(CONFIG_FILE, line, "config-invalid", f"{detail}; the defaults were used", ERROR))
+        problems = getattr(exc, "problems", ((0, str(exc)),))  # cairn.config.VaultConfigError: every mistake
+        findings.extend(
+            Finding(CONFIG_FILE, line, "config-invalid", f"{detail}; the defaults were used", ERROR)
+            for line, detail in problems
+        )
         config = parse_config(None)
     disable, ignored = security.effective_disable(config.lint.disable)
     if rel_paths is None or CONFIG_FILE in rel_paths:  # said where cairn.toml is checked, not on every card
