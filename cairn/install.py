@@ -8,6 +8,7 @@ nothing at all when the file already says what it should. Uninstalling removes o
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -446,9 +447,9 @@ def _load_settings(path: Path, spec: Agent, by_hand: str) -> dict[str, Any]:
     if not text.strip():
         return {}
     try:
-        data = json.loads(text)
+        data = _finite_json(text, path)
     except ValueError as exc:
-        if spec.comments and _parses(_without_comments(text)):
+        if spec.comments and _parses(_without_comments(text), path):
             raise RefusedWrite(
                 f"{path} holds comments ({spec.name} reads past them) that rewriting it would lose; nothing was "
                 f"written: {by_hand}"
@@ -459,12 +460,35 @@ def _load_settings(path: Path, spec: Agent, by_hand: str) -> dict[str, Any]:
     return data
 
 
-def _parses(text: str) -> bool:
+def _parses(text: str, path: Path) -> bool:
     try:
-        json.loads(text)
+        _finite_json(text, path)
     except ValueError:
         return False
     return True
+
+
+def _finite_json(text: str, path: Path) -> Any:
+    """`json.loads(text)`, refusing what it would read but could not write back as JSON: NaN and Infinity (Python
+    reads them, JSON and the agents do not) and a number too large for a float (1e999 reads as inf, and would be
+    written back as Infinity)."""
+
+    def constant(name: str) -> float:
+        raise RefusedWrite(
+            f"{path} holds {name}, which is not valid JSON (the agent cannot read it either); replace it by hand, "
+            "nothing was written"
+        )
+
+    def number(literal: str) -> float:
+        value = float(literal)
+        if math.isinf(value):
+            raise RefusedWrite(
+                f"{path} holds the number {literal[:40]}, too large to write back as JSON (it would become Infinity); "
+                "replace it by hand, nothing was written"
+            )
+        return value
+
+    return json.loads(text, parse_constant=constant, parse_float=number)
 
 
 def _without_comments(text: str) -> str:

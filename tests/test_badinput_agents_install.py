@@ -194,3 +194,31 @@ def test_install_keeps_the_settings_files_indentation(
     removed = run_cairn("uninstall", "claude-code", "--user", cwd=tmp_path)
     assert removed.returncode == 0, removed.stderr
     assert settings.read_text() == json.dumps(THEIRS, indent=indent) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("literal", "said"),
+    [
+        ("NaN", "holds NaN, which is not valid JSON (the agent cannot read it either)"),
+        ("-Infinity", "holds -Infinity, which is not valid JSON (the agent cannot read it either)"),
+        ("1e999", "holds the number 1e999, too large to write back as JSON (it would become Infinity)"),
+    ],
+)
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_a_number_json_cannot_write_back_is_refused_and_the_file_untouched(
+    command: str, literal: str, said: str, tmp_path: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: Python's json reads NaN and Infinity (and 1e999, valid JSON, as inf), so install and uninstall
+    wrote `NaN` / `Infinity` back into the agent's settings: a file that is no longer JSON, which the agent then
+    fails to read. They now write nothing and name the file and the value."""
+    project = tmp_path / "p"
+    installed = run_cairn("install", "claude-code", "--project", str(project), cwd=tmp_path)
+    assert installed.returncode == 0, installed.stderr
+    target = project / ".claude" / "settings.json"
+    raw = target.read_text().replace("{", '{\n  "limit": ' + literal + ",", 1)
+    target.write_text(raw)
+    done = run_cairn(command, "claude-code", "--project", str(project), cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr == f"Error: {target} {said}; replace it by hand, nothing was written\n"
+    assert target.read_text() == raw
+    assert sorted(p.name for p in target.parent.iterdir()) == ["settings.json"]
