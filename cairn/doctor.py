@@ -23,7 +23,7 @@ from cairn.hot.gitrefs import git_dir, served_ref
 from cairn.hot.index import IndexReader
 from cairn.hot.paths import index_file
 from cairn.hot.userconfig import VaultEntry, config_file, load_vaults
-from cairn.hot.vault import find_vault
+from cairn.hot.vault import detached_head, find_vault, missing_ref
 
 MARKER = "cairn.toml"
 
@@ -133,10 +133,20 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False) -> list[Check]:
     if vault.git_root is None:
         return [*checks, Check("vault", name, False, f"{root} is not in a git repository", f"git -C {root} init")]
     ref, commit = served_ref(str(vault.git_root), entry.ref)
+    if commit is None:  # what the files cannot tell, git may (a reftable repository, a loose annotated tag)
+        from cairn.index.build import served_commit
+
+        try:
+            ref, commit = served_commit(vault, ref=entry.ref)
+        except CairnError:
+            commit = None
     if commit is None:
-        checks.append(Check("ref", name, False, f"{ref} names no commit", "commit cards on the served branch"))
+        checks.append(Check("ref", name, False, *missing_ref(vault.git_root, ref, entry.ref)))
         return checks
-    checks.append(Check("ref", name, True, f"serves {ref} at {commit[:8]}"))
+    if ref == "HEAD" and not entry.ref:  # no branch to serve: whatever is checked out is served
+        checks.append(Check("ref", name, False, *detached_head(vault.git_root, commit)))
+    else:
+        checks.append(Check("ref", name, True, f"serves {ref} at {commit[:8]}"))
     indexed = _index_check(name, root, commit, vault)
     checks.append(indexed)
     if encodes:  # also when the index check fails for a card left out: the index may still be served, vectors and all

@@ -3,11 +3,12 @@ against what git itself says on real repositories (clones of a bare remote, pack
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
 from cairn.hot import gitrefs
-from helpers.vaults import VaultRepo, make_vault
+from helpers.vaults import VaultRepo, make_vault, run_cairn
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -104,3 +105,56 @@ def test_an_empty_ref_is_an_error_not_the_default_branch(vault_repo: VaultRepo) 
     done = vault_repo.cairn("index", "--ref", "")
     assert done.returncode == 1 and done.stderr.startswith("Error: the ref given is empty"), done.stderr
     assert len(done.stderr.splitlines()) == 1
+
+
+def test_a_deleted_served_branch_is_named_gone_not_as_if_it_existed(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: after `git checkout --detach` and `git branch -D main`, `cairn index` said "Index is up to date at
+    refs/heads/main" (the index kept the deleted branch's name) and served whatever was checked out without a word;
+    with `ref = "main"` configured, index said the ref "names no commit; check it" and doctor "commit cards on the
+    served branch". Each now says the branch is gone and how to serve again."""
+    make_vault(vault_repo)
+    commit = vault_repo.git("rev-parse", "HEAD")
+    vault_repo.git("checkout", "-q", "--detach")
+    vault_repo.git("branch", "-q", "-D", "main")
+    done = vault_repo.cairn("index")
+    assert done.returncode == 0, done.stderr
+    assert "refs/heads/main" not in done.stdout and f"HEAD {commit[:8]}" in done.stdout
+    assert done.stderr == (
+        f"Note: {vault_repo.root} has no main or master branch and HEAD is detached, so it serves whatever is checked "
+        f"out (HEAD at {commit[:8]}): recreate the branch (`git branch main {commit[:8]}`) or serve another ref "
+        "(`cairn vault add PATH --ref BRANCH`, after `cairn vault remove NAME` if it is configured)\n"
+    )
+
+    added = vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team", "--ref", "main", cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    gone = f"the branch main that {vault_repo.root} serves does not exist (deleted?)"
+    assert added.stdout.splitlines()[-1].startswith(f"Note: {gone}, so the hook serves nothing from it: recreate it")
+    done = vault_repo.cairn("index")
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"Error: {gone}: recreate it (`git branch main COMMIT`) or serve another ref (`cairn vault add PATH --ref "
+        "BRANCH`, after `cairn vault remove NAME` if it is configured)\n"
+    )
+    doctor = vault_repo.cairn("doctor", "--json")
+    [ref_check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "ref"]
+    assert ref_check["ok"] is False and ref_check["detail"] == gone
+    assert ref_check["fix"].startswith("recreate it (`git branch main COMMIT`)")
+
+    vault_repo.git("branch", "main", commit)  # what the message says to do serves again
+    assert vault_repo.cairn("index").returncode == 0
+
+
+def test_an_origin_head_left_on_a_dropped_branch_says_fetch(tmp_path: Path) -> None:
+    """Bug fixed: a clone whose origin/HEAD names a remote-tracking branch that no longer exists said "the vault has
+    no commits yet on refs/remotes/origin/main; commit your cards first": it has commits, the branch is gone."""
+    origin = VaultRepo(tmp_path / "origin")
+    make_vault(origin)
+    _git(tmp_path, "clone", "-q", str(origin.root), "clone")
+    clone = tmp_path / "clone"
+    _git(clone, "update-ref", "-d", "refs/remotes/origin/main")
+    done = run_cairn("index", cwd=clone)
+    assert done.returncode == 1
+    assert done.stderr.startswith(
+        f"Error: refs/remotes/origin/main, the branch origin/HEAD names in {clone}, does not exist: fetch it "
+        "(`git fetch origin`)"
+    )

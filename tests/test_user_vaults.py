@@ -544,7 +544,7 @@ def test_vault_add_says_when_nothing_can_be_served_yet(isolated_env: Path, tmp_p
     assert "not a git repository yet" in done.stdout and "now serves it" not in done.stdout
     done = cairn("vault", "add", str(empty), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "names no commit" in done.stdout and "now serves it" not in done.stdout
+    assert "no commits yet" in done.stdout and "now serves it" not in done.stdout
     served = VaultRepo(tmp_path / "served")
     make_vault(served)
     done = cairn("vault", "add", str(served.root), cwd=tmp_path)

@@ -58,7 +58,7 @@ def add_cmd(
     entry = userconfig.add_vault(
         path, name=name, ref=ref, scopes=scopes, projects=[str(p) for p in projects], first=first
     )
-    from cairn.hot.vault import git_dir, served_ref
+    from cairn.hot.vault import detached_head, git_dir, missing_ref, served_ref
 
     echo(f"Added vault {entry.name!r} ({entry.path}) to {config_file()}.")
     where = f"to agents working under {', '.join(entry.projects)}" if entry.projects else "in every project"
@@ -71,10 +71,12 @@ def add_cmd(
         return
     ref, commit = served_ref(entry.path, entry.ref)
     if commit is None:
-        echo(
-            f"Note: {ref} names no commit in {entry.path} yet: the hook serves nothing from it until cards are "
-            f"committed there; `cairn doctor` checks the setup."
-        )
+        problem, fix = missing_ref(entry.path, ref, entry.ref)
+        echo(f"Note: {problem}, so the hook serves nothing from it: {fix}; `cairn doctor` checks the setup.")
+        return
+    if ref == "HEAD" and not entry.ref:
+        problem, fix = detached_head(entry.path, commit)
+        echo(f"Note: {problem}: {fix}; `cairn doctor` checks the setup.")
         return
     echo(f"The prompt hook now serves it {where}{only}; `cairn doctor` checks the setup.")
 

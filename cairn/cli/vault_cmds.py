@@ -337,6 +337,13 @@ def index(rebuild: bool, worktree: bool, ref: str | None, vault_path: str | None
             )
         else:
             echo(f"Indexed {report.n_cards} cards at {where} ({report.seconds:.2f}s).")
+        if not worktree and ref is None and vault.git_root is not None and _indexed_ref(report.index_file) == "HEAD":
+            from cairn.hot.vault import detached_head
+            from cairn.userconfig import configured_ref
+
+            if configured_ref(vault.root) is None:  # HEAD by default: no branch left to serve
+                problem, fix = detached_head(vault.git_root, report.commit)
+                echo(f"Note: {problem}: {fix}", err=True)
         for finding in report.problems:
             echo(clean_line(f"{finding}  (left out of the index)"), err=True)
         if report.problems:

@@ -360,6 +360,43 @@ def served_ref(work_tree: str | os.PathLike[str], configured: str | None = None)
     return "HEAD", head_commit(work_tree)
 
 
+def missing_ref(work_tree: str | os.PathLike[str], ref: str, configured: str | None) -> tuple[str, str]:
+    """Why the served ref `ref` (as `served_ref` named it) gives no commit, and what to do: (problem, fix), said
+    alike by the hook's log, `cairn index`, `cairn doctor` and `cairn vault add`. A repository whose HEAD has no
+    commit has no commits yet; one that has commits lost the served ref (a deleted branch, a configured ref that never
+    existed, an origin/HEAD left pointing at a branch the remote dropped)."""
+    root = os.fspath(work_tree)
+    if head_commit(work_tree) is None:
+        return f"the vault has no commits yet on {ref}", "commit your cards first (`git add cards && git commit`)"
+    if not configured and ref.startswith("refs/remotes/origin/"):
+        return (
+            f"{ref}, the branch origin/HEAD names in {root}, does not exist",
+            "fetch it (`git fetch origin`) or point origin/HEAD at the remote's default branch "
+            "(`git remote set-head origin --auto`)",
+        )
+    if ref.startswith("refs/heads/"):
+        branch = ref[len("refs/heads/") :]
+        return (
+            f"the branch {branch} that {root} serves does not exist (deleted?)",
+            f"recreate it (`git branch {branch} COMMIT`) or serve another ref ({_SET_REF})",
+        )
+    return f"{ref}, the ref {root} serves, does not exist (deleted?)", f"recreate it or serve another ref ({_SET_REF})"
+
+
+def detached_head(work_tree: str | os.PathLike[str], commit: str) -> tuple[str, str]:
+    """What to say of a vault that serves HEAD because HEAD is detached and there is no branch to serve (`main`
+    deleted after `git checkout --detach`): whatever is checked out is served, not what was reviewed. (problem, fix)"""
+    return (
+        f"{os.fspath(work_tree)} has no main or master branch and HEAD is detached, so it serves whatever is checked "
+        f"out (HEAD at {commit[:8]})",
+        f"recreate the branch (`git branch main {commit[:8]}`) or serve another ref ({_SET_REF})",
+    )
+
+
+# How a user sets the ref a vault serves: the user configuration has no command to edit an entry.
+_SET_REF = "`cairn vault add PATH --ref BRANCH`, after `cairn vault remove NAME` if it is configured"
+
+
 def unreadable_ref_file(work_tree: str | os.PathLike[str], ref: str) -> str | None:
     """The path of a loose file of `ref` (in the git dir or the common dir) that is neither a regular file nor a
     folder (a FIFO, a device, `/dev/zero` through a symlink), or None: git, and gitpython, would open it and wait,

@@ -81,7 +81,7 @@ def served_commit(vault: Vault, repo: git.Repo | None = None, ref: str | None = 
     """(ref name, commit) the vault's index is built from: `ref` when given (`HEAD` for an author's branch), else
     the served ref (the user configuration's `ref` for this vault, else the reviewed default branch)."""
     from cairn.hot.gitrefs import served_ref
-    from cairn.hot.vault import unreadable_ref_file
+    from cairn.hot.vault import missing_ref, unreadable_ref_file
     from cairn.userconfig import configured_ref
 
     if ref is not None and not ref.strip():  # an unset variable (`--ref "$REF"`): not the default branch
@@ -103,14 +103,12 @@ def served_commit(vault: Vault, repo: git.Repo | None = None, ref: str | None = 
         try:
             commit = gitrepo.resolve_commit(repo, name)
         except CairnError:
-            if configured is None:
+            if ref is not None:  # --ref: the author's own ref, not the vault's setting
                 raise CairnError(
-                    f"the vault has no commits yet on {name}; commit your cards first (`git add cards && git commit`)"
+                    f"the ref {ref!r} names no commit in {vault.git_root}; give a branch, tag or commit that exists"
                 ) from None
-            raise CairnError(
-                f"the ref {configured!r} names no commit in {vault.git_root}; check it (`cairn vault list` shows the "
-                "configured refs)"
-            ) from None
+            problem, fix = missing_ref(vault.git_root, name, configured)
+            raise CairnError(f"{problem}: {fix}") from None
     return name, commit
 
 
@@ -155,7 +153,10 @@ def _build_index(
             _write_index(target, refused, [], problems=problems)
             raise
         meta = {**_meta(vault, commit, "commit", config), "ref": ref_name}
-        same_settings = base is not None and all(base.meta.get(key) == meta[key] for key in ("config", "cairn_version"))
+        # the ref too: an index of `refs/heads/main` went on naming it after the branch was deleted (HEAD served)
+        same_settings = base is not None and all(
+            base.meta.get(key) == meta[key] for key in ("config", "cairn_version", "ref")
+        )
         if base is not None and base.commit == commit and same_settings:
             report = IndexReport(target, commit, "unchanged", base.n_cards, 0, 0, _stored_problems(base))
             base.close()
