@@ -65,7 +65,7 @@ def _add(
 ) -> VaultEntry:
     current = load_config(env)  # a broken file is reported, never appended to
     name = name if name is not None else default_name(root, {e.name for e in current.vaults})
-    if not reader._is_name(name):
+    if not reader.is_vault_name(name):
         raise ConfigError(
             f"{name!r} is not a vault name: 1 to {reader.MAX_NAME_CHARS} characters of a-z, 0-9, '_' and '-', "
             "starting with a letter or digit (e.g. --name team)"
@@ -132,7 +132,7 @@ def default_name(root: str, taken: set[str] | frozenset[str] = frozenset()) -> s
     """A valid, unused vault name from a folder's name: lower case, other characters folded into `-`."""
     base = "".join(c if c in reader._NAME_REST else "-" for c in os.path.basename(root).lower())
     base = "-".join(part for part in base.split("-") if part).lstrip("_")[: reader.MAX_NAME_CHARS] or "vault"
-    if not reader._is_name(base):
+    if not reader.is_vault_name(base):
         base = "vault"
     name, n = base, 1
     while name in taken:

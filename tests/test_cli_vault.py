@@ -296,3 +296,22 @@ def test_add_asks_for_missing_fields(vault_repo: VaultRepo) -> None:
     # Without a terminal and without -i, missing fields are a usage error, not a hang.
     piped = vault_repo.invoke("add", "--name", "Only a name", input="")
     assert piped.returncode == 2 and "--summary" in piped.stderr
+
+
+def test_show_with_an_unknown_vault_name_says_so(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: `cairn show zzz:git/x` with no vault `zzz` configured looked the id up whole and said "no card
+    'zzz:git/x' ... did you mean git/x?" (or, outside a vault, "no vault here"): the mistake is the vault's name."""
+    vault_repo.write("a/b", "Card", "Summary.")
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.commit()
+    added = run("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    expected = "Error: no configured vault is named 'zzz' (configured: team); see `cairn vault list`, or give the id without 'zzz:'\n"
+    for cwd in (vault_repo.root, tmp_path):
+        done = run("show", "zzz:a/b", cwd=cwd)
+        assert done.returncode == 1 and done.stderr == expected, done.stderr
+    assert run("show", "team:a/b", cwd=tmp_path).returncode == 0
+    unknown_card = run("show", "team:a/nope", cwd=tmp_path)  # a known vault: the card is what is missing
+    assert unknown_card.returncode == 1 and unknown_card.stderr.startswith("Error: no card 'a/nope'")
+    bad_vault = run("show", "--vault", str(tmp_path / "nope"), "zzz:a/b", cwd=tmp_path)
+    assert bad_vault.returncode == 1 and "cairn init" in bad_vault.stderr  # the --vault given is the mistake

@@ -108,3 +108,23 @@ def test_list_rules_names_every_rule(vault_repo: VaultRepo) -> None:
     done = vault_repo.invoke("lint", "--list-rules")
     listed = {line.split()[0] for line in done.stdout.splitlines()}
     assert {"secret", "prompt-injection", "near-duplicate", "frontmatter-parse", "scope-crowding"} <= listed
+
+
+def test_a_missing_file_outside_the_vault_is_no_such_file(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: `cairn lint /missing.md` run inside a vault said "no vault here" (it looked for a vault around
+    the missing file's folder); the file does not exist. An existing file outside any vault says that, not "here"."""
+    _vault_with(vault_repo, "status-value")
+    missing = str(tmp_path / "missing.md")
+    for args in (("lint", missing), ("lint", "--vault", str(vault_repo.root), missing)):
+        done = subprocess.run(
+            [cairn_executable(), *args], cwd=vault_repo.root, capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 1
+        assert done.stderr == f"Error: {missing}: no such file; give the path of a card file\n"
+    elsewhere = tmp_path / "notes.md"
+    elsewhere.write_text("# not a card\n")
+    done = subprocess.run(
+        [cairn_executable(), "lint", str(elsewhere)], cwd=vault_repo.root, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"Error: {elsewhere} is in no Cairn vault (no cairn.toml beside a cards/ folder")

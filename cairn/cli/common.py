@@ -172,6 +172,28 @@ def split_named_id(card_id: str, vault_path: str | None) -> tuple[str | None, st
     return (name, rest) if name in names else (vault_path, card_id)
 
 
+def unknown_vault_name(card_id: str) -> CairnError | None:
+    """For an id `NAME:ID` whose NAME has a vault name's form but is no configured vault's (a typo, a vault since
+    removed), the error to give when that id names no card; else None (`split_named_id` left such an id whole,
+    since a card's id may hold a colon)."""
+    from cairn.hot.errors import ConfigError
+    from cairn.hot.userconfig import is_vault_name, load_vaults
+
+    name, colon, rest = card_id.partition(":")
+    if not colon or not rest or not is_vault_name(name):
+        return None
+    try:
+        entries = load_vaults()
+    except ConfigError:
+        entries = []
+    if any(entry.name == name for entry in entries):
+        return None
+    known = f"configured: {', '.join(e.name for e in entries)}" if entries else "none is configured"
+    return CairnError(
+        f"no configured vault is named {name!r} ({known}); see `cairn vault list`, or give the id without {name + ':'!r}"
+    )
+
+
 def echo_json(data: Any) -> None:
     """JSON exactly as the data holds it (never cleaned); strings that are not valid Unicode (a file name's
     undecodable bytes) are written as \\u escapes, which UTF-8 output cannot carry raw."""

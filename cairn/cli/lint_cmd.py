@@ -142,8 +142,13 @@ def _by_vault(files: tuple[str, ...], vault_path: str | None) -> tuple[dict[Vaul
         try:
             vault = explicit or _vault_of(absolute)
         except VaultNotFound:
+            if not os.path.lexists(absolute):  # `cairn lint /missing.md` said "no vault here", inside a vault
+                raise CairnError(f"{given}: no such file; give the path of a card file") from None
             if CARDS_DIR not in absolute.parts[:-1]:
-                raise
+                raise VaultNotFound(
+                    f"{given} is in no Cairn vault (no {CONFIG_FILE} beside a cards/ folder above it); give a card "
+                    "of a vault, or pass --vault PATH"
+                ) from None
             outside.append(given)
             continue
         groups.setdefault(vault, []).append((_relative(vault, absolute, given), given))
@@ -202,6 +207,8 @@ def _relative(vault: Vault, absolute: Path, given: str) -> str:
         pass
     if not Path(given).is_absolute() and (vault.root / given).exists():
         return Path(os.path.normpath(given)).as_posix()
+    if not os.path.lexists(absolute):
+        raise CairnError(f"{given}: no such file; give the path of a card file")
     raise CairnError(f"{given} is not in the vault at {vault.root}")
 
 

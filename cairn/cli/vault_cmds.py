@@ -21,9 +21,10 @@ from cairn.cli.common import (
     os_error_text,
     progress_bar,
     split_named_id,
+    unknown_vault_name,
     vault_option,
 )
-from cairn.hot.errors import CairnError
+from cairn.hot.errors import CairnError, CardNotFound, VaultNotFound
 from cairn.hot.vault import find_vault
 from cairn.index import build as indexer
 from cairn.terminal import clean_line
@@ -384,9 +385,17 @@ def show(card_id: str, worktree: bool, vault_path: str | None, as_json: bool) ->
       cairn show team:git/force-push-safely --json
     """
     vault_path, card_id = split_named_id(card_id, vault_path)
-    vault = open_vault(vault_path)
-    listing = "cairn list" + (f" --vault {shlex.quote(vault_path)}" if vault_path else "")
-    record = catalog.card_record(vault, card_id, worktree=worktree, list_command=listing)
+    try:
+        vault = open_vault(vault_path)
+        listing = "cairn list" + (f" --vault {shlex.quote(vault_path)}" if vault_path else "")
+        record = catalog.card_record(vault, card_id, worktree=worktree, list_command=listing)
+    except (CardNotFound, VaultNotFound) as exc:
+        # `zzz:git/x` with no vault zzz configured was looked up as the id `zzz:git/x` (an id may hold a colon), and
+        # "no card" or "no vault here" hid the mistake, the vault's name; a --vault that is no vault is its own
+        unknown = unknown_vault_name(card_id)
+        if unknown is None or (isinstance(exc, VaultNotFound) and vault_path is not None):
+            raise
+        raise unknown from None
     if as_json:
         echo_json(record)
         return

@@ -215,11 +215,11 @@ def _validated(file: str, document: object, env: "Mapping[str, str]") -> "dict[s
 
 def _validated_entry(file: str, n: int, entry: "dict[str, Any]", env: "Mapping[str, str]") -> "dict[str, Any]":
     name = entry.get("name")
-    label = f"{file}: [[vaults]] entry {n}" + (f" ({name})" if isinstance(name, str) and _is_name(name) else "")
+    label = f"{file}: [[vaults]] entry {n}" + (f" ({name})" if isinstance(name, str) and is_vault_name(name) else "")
     for key in entry:
         if key not in _ENTRY_KEYS:
             raise ValueError(f"{label}: unknown key {key!r}; known: {', '.join(_ENTRY_KEYS)}")
-    if not isinstance(name, str) or not _is_name(name):
+    if not isinstance(name, str) or not is_vault_name(name):
         raise ValueError(
             f"{label}: name must be 1 to {MAX_NAME_CHARS} characters of a-z, 0-9, '_' and '-', starting with a"
             f' letter or digit (e.g. name = "team"), not {name!r}'
@@ -253,7 +253,8 @@ def _from_data(file: str, data: "dict[str, Any]") -> UserConfig:
     return UserConfig(file, vaults, frozenset(data["allow_disabled_rules"]))
 
 
-def _is_name(name: str) -> bool:
+def is_vault_name(name: str) -> bool:
+    """Whether `name` has a vault name's form (it may name no configured vault)."""
     return 0 < len(name) <= MAX_NAME_CHARS and name[0] in _NAME_FIRST and all(c in _NAME_REST for c in name)
 
 
