@@ -6,6 +6,7 @@ folder, and the prompt goes to no one else. No model is loaded here: a socket se
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -17,7 +18,16 @@ from pathlib import Path
 import pytest
 
 from cairn.hot.index import IndexReader
-from cairn.hot.semantic import prefetch, similarities, start_daemon, vectors_file
+from cairn.hot.semantic import (
+    STALL_REREAD_SECONDS,
+    STALL_SECONDS,
+    STALL_STAMP,
+    prefetch,
+    similarities,
+    start_daemon,
+    vectors_file,
+)
+from helpers.payloads import payload_for
 from helpers.vaults import VaultRepo, make_vault, state_dir
 
 PROMPT = "git pull --rebase dropped my local commits after someone force-pushed the shared branch"
@@ -102,6 +112,10 @@ def test_a_silent_encoder_costs_one_timeout_a_prompt_not_one_a_vault(index: Inde
     finally:
         listener.close()
         (state_dir() / "semantic.sock").unlink()
+    # It stamped the stall (the next test says what that does); a warm encoder that starts removes the stamp, and
+    # a process reads it again within STALL_REREAD_SECONDS.
+    (state_dir() / STALL_STAMP).unlink()
+    time.sleep(STALL_REREAD_SECONDS)
     answer = b'{"ok": true, "sims": {"git/force-push-rebase": 0.5}}\n'
     listener, thread = _serve_once(answer)
     try:
@@ -112,6 +126,87 @@ def test_a_silent_encoder_costs_one_timeout_a_prompt_not_one_a_vault(index: Inde
         assert read() == {"git/force-push-rebase": 0.5}
     finally:
         listener.close()
+
+
+def _waiting(listener: socket.socket) -> int:
+    """How many connections wait in `listener`'s backlog (each taken and closed here)."""
+    listener.setblocking(False)
+    count = 0
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except BlockingIOError:
+            return count
+        conn.close()
+        count += 1
+
+
+def test_a_warm_encoder_that_never_answers_costs_one_timeout_then_none_for_a_minute(
+    index: IndexReader, vault_repo: VaultRepo
+) -> None:
+    """A warm encoder stuck on a request still gets connections (the kernel queues them for it), so every prompt
+    waited the whole timeout for it, until its backlog was full. Now the client that waited in vain stamps it, and
+    for STALL_SECONDS no client connects, in this process or in a hook's: the prompt is served by words at once."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(state_dir() / "semantic.sock"))
+    listener.listen(32)  # the kernel takes connections for it; it never answers
+    hook = ("hook", "--format", "claude-code", "--vault", str(vault_repo.root))
+    try:
+        assert similarities(index, PROMPT, timeout=0.5) is None
+        assert _waiting(listener) == 1
+        assert (state_dir() / STALL_STAMP).is_file()
+        assert "did not answer within 0.5 s" in (state_dir() / "semantic.log").read_text()
+
+        assert prefetch(PROMPT) is False
+        assert similarities(index, PROMPT, timeout=0.5) is None
+        done = vault_repo.cairn(*hook, input=payload_for("claude-code", PROMPT, vault_repo.root, session="s-rest"))
+        assert done.returncode == 0 and done.stderr == ""
+        assert _waiting(listener) == 0  # nothing connected: not this process, not the hook
+
+        past = time.time() - STALL_SECONDS - 1  # the rest is over: the next hook asks again
+        os.utime(state_dir() / STALL_STAMP, (past, past))
+        done = vault_repo.cairn(*hook, input=payload_for("claude-code", PROMPT, vault_repo.root, session="s-again"))
+        assert done.returncode == 0 and done.stderr == ""
+        assert _waiting(listener) >= 1
+    finally:
+        listener.close()
+
+
+def test_a_warm_encoder_stuck_on_a_request_ends_itself(tmp_path: Path) -> None:
+    """A stuck warm encoder held its lock and socket for good (its idle timer runs only between requests), so no
+    other could start. Its watchdog now ends it (SIGALRM at its default action: whatever it is stuck in), and a
+    process that starts removes the clients' stall stamp. The encoder here never returns from encoding."""
+    state = state_dir()
+    state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (state / STALL_STAMP).write_bytes(b"")  # a client gave up on the process before this one
+    code = (
+        "import sys, time\n"
+        "from cairn.semantic.daemon import Server, serve\n"
+        "class Stuck:\n"
+        "    def query_texts(self, texts):\n"
+        "        while True:\n"
+        "            time.sleep(3600)\n"
+        "sys.exit(serve(sys.argv[1], 60.0, Server(Stuck()), watchdog=1))\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", code, str(state)], stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while not (state / "semantic.sock").exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (state / "semantic.sock").exists(), process.communicate(timeout=5)[1]
+        assert not (state / STALL_STAMP).exists()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.connect(str(state / "semantic.sock"))
+            client.sendall(b'{"v": 1, "prefetch": true, "prompt": "git pull --rebase"}\n')
+            assert process.wait(timeout=20) == -signal.SIGALRM
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        assert process.stderr is not None
+        process.stderr.close()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client, pytest.raises(ConnectionRefusedError):
+        client.connect(str(state / "semantic.sock"))  # nothing listens: the next client starts a new one
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,19 @@ the background, for the next prompt. It never raises. `ask` is the same in two s
 answer read later: the hook asks before it ranks by words and reads when recall's gates need the similarities, so
 the warm encoder finishes the prompt while the hook ranks.
 
+A warm encoder that takes the request and never answers (stuck in its engine, stopped, starved of memory) would
+cost every prompt the whole TIMEOUT: the kernel accepts connections for it until its backlog is full. So a client
+whose answer did not come in time (or whose connection the backlog refused) records it, `STALL_STAMP` in the state
+folder, and for `STALL_SECONDS` after that no client connects: the prompt is served by words at once, for one
+stat of the stamp (read at most once a second in a process: one stat a prompt, however many vaults). The warm
+encoder removes the stamp when it starts, and after a request that was slow once for a reason that does not recur
+(a large side file read for the first time), so the next prompt asks it again; and it ends itself when one request
+holds it longer than its watchdog (`cairn.semantic.daemon.WATCHDOG_SECONDS`: a SIGALRM left to its default action
+ends the process whatever it is stuck in), so the first client after the rest finds no one listening and starts a
+new one. A stuck encoder costs a prompt the TIMEOUT at most once a minute, and only until its watchdog ends it (it
+cost every prompt the TIMEOUT until its backlog was full, about 8 prompts, then started a new encoder every
+START_EVERY_SECONDS that found the lock taken, for as long as it stayed stuck).
+
 Only `_socket` (the C module; `socket` imports `enum` and `selectors`) is imported, and only when an index has
 vectors: without the extra, the hook imports nothing more than before.
 """
@@ -47,10 +60,29 @@ START_STAMP = "semantic.start"
 START_EVERY_SECONDS = 10.0
 TIMEOUT = 0.5
 PREFETCH_TIMEOUT = 0.05
+# A client whose answer timed out stamps this file; for STALL_SECONDS after it, no client connects (module docstring).
+STALL_STAMP = "semantic.stalled"
+STALL_SECONDS = 60.0
+STALL_REREAD_SECONDS = 1.0
 # How the warm encoder is started (`CLEAN_PATH`: it starts in the agent's project, any checkout).
 DAEMON_CODE = CLEAN_PATH + "from cairn.semantic.daemon import main; sys.exit(main())"
 _OFF = ("0", "false", "off", "no")
 MAX_REPLY_BYTES = 4 * 1024 * 1024
+
+
+class _Rest:
+    """What this process last read of STALL_STAMP (`resting`): in which state folder, when (`time.monotonic()`),
+    and until when the channel rests (monotonic; 0: it does not)."""
+
+    __slots__ = ("state", "read_at", "until")
+
+    def __init__(self) -> None:
+        self.state = ""
+        self.read_at = float("-inf")
+        self.until = 0.0
+
+
+_rest = _Rest()
 
 
 class Similarities(dict[str, float]):
@@ -85,6 +117,48 @@ def enabled(config: "dict[str, object]") -> bool:
     return not (isinstance(section, dict) and section.get("semantic") is False)
 
 
+def resting(state: str) -> bool:
+    """Whether a client recently waited for the warm encoder in vain (`STALL_STAMP` younger than STALL_SECONDS):
+    then nothing is sent, and the prompt is served by words. The stamp is read at most once every
+    STALL_REREAD_SECONDS in a process (one stat a prompt, whatever the number of vaults)."""
+    now = time.monotonic()
+    if _rest.state != state or now - _rest.read_at >= STALL_REREAD_SECONDS:
+        age = _stall_age(state)
+        _rest.state, _rest.read_at = state, now
+        _rest.until = 0.0 if age is None else now + STALL_SECONDS - age
+    return now < _rest.until
+
+
+def _stall_age(state: str) -> "float | None":
+    """How long ago a client stamped `STALL_STAMP` in `state`, when less than STALL_SECONDS ago; else None (a stamp
+    from the future, a clock set back, is not believed)."""
+    try:
+        age = time.time() - os.stat(os.path.join(state, STALL_STAMP)).st_mtime
+    except OSError:
+        return None
+    return age if 0 <= age < STALL_SECONDS else None
+
+
+def _stalled(state: str, why: str) -> None:
+    """Record that the warm encoder did not answer in time (`resting` is then true for STALL_SECONDS), in this
+    process and for every other client; the encoder's log says why once a rest. Never raises."""
+    now = time.monotonic()
+    _rest.state, _rest.read_at, _rest.until = state, now, now + STALL_SECONDS
+    try:
+        first = _stall_age(state) is None
+        wall = time.time()
+        touch_private(os.path.join(state, STALL_STAMP), wall)
+        if first:
+            fd = open_private(os.path.join(state, LOG_NAME), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+            try:
+                stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(wall))
+                os.write(fd, f"{stamp} cairn semantic client: {why}; words alone for {STALL_SECONDS:g} s\n".encode())
+            finally:
+                os.close(fd)
+    except OSError:
+        pass
+
+
 def prefetch(prompt: str) -> bool:
     """Send `prompt` to the warm encoder to encode now (the hook calls it right after reading its input); whether it
     was sent. Nothing when `CAIRN_SEMANTIC=0` or the warm encoder is not up (its socket is not there: one stat, no
@@ -92,17 +166,24 @@ def prefetch(prompt: str) -> bool:
     try:
         if os.environ.get("CAIRN_SEMANTIC", "") in _OFF:
             return False
-        path = os.path.join(state_folder(), SOCKET_NAME)
+        state = state_folder()
+        path = os.path.join(state, SOCKET_NAME)
         try:
             os.stat(path)
         except OSError:
+            return False
+        if resting(state):
             return False
         import _socket
 
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
             sock.settimeout(PREFETCH_TIMEOUT)
-            sock.connect(path)
+            try:
+                sock.connect(path)
+            except (BlockingIOError, TimeoutError):  # it listens, but its backlog is full: it takes no connection
+                _stalled(state, "the warm encoder takes no connection")
+                return False
             if not _ours(sock, path):
                 return False
             request = {"v": 1, "prefetch": True, "prompt": prompt, "install": install_root()}
@@ -164,6 +245,8 @@ def _send(
     import _socket
 
     state = state_folder()
+    if resting(state):  # a warm encoder kept a prompt waiting lately: words alone, no connection (module docstring)
+        return None
     path = os.path.join(state, SOCKET_NAME)
     request = {
         "v": 1,
@@ -181,6 +264,10 @@ def _send(
         sock.settimeout(timeout)
         try:
             sock.connect(path)
+        except (BlockingIOError, TimeoutError):  # it listens, but its backlog is full: it takes no connection
+            sock.close()
+            _stalled(state, "the warm encoder takes no connection")
+            return None
         except OSError:
             sock.close()
             start_daemon(state)
@@ -188,7 +275,11 @@ def _send(
         if not _ours(sock, path):  # another user's process: never hand it the prompt (nor start ours in its folder)
             sock.close()
             return None
-        sock.sendall(dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n")
+        try:
+            sock.sendall(dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n")
+        except TimeoutError:
+            _stalled(state, "the warm encoder does not read its requests")
+            raise
     except BaseException:
         sock.close()
         raise
@@ -203,6 +294,10 @@ def _send(
     def read() -> "dict[str, float] | None":
         try:
             return _reply(sock, limit=limit, deadline=deadline)
+        except (TimeoutError, BlockingIOError):  # nothing, or not all of it, by the deadline (BlockingIOError: read
+            # after the deadline, with nothing there yet)
+            _stalled(state, f"the warm encoder did not answer within {timeout:g} s")
+            return None
         except Exception:  # fail open: the prompt is served lexically
             return None
         finally:

@@ -5,6 +5,16 @@ listens on `$CAIRN_STATE_DIR/semantic.sock` (mode 0600, in a folder only its own
 connection, and exits after `CAIRN_SEMANTIC_IDLE` seconds (default 900) without one. One process per state folder:
 a second one finds the lock taken and exits.
 
+A request takes milliseconds (a prompt's encoding; a large side file's first read, a second or two). One that holds
+the process for `WATCHDOG_SECONDS` means it is stuck (an engine that never returns), and a stuck process would go
+on holding the lock and the socket, so no other could start: an alarm, left to SIGALRM's default action, ends it
+then, whatever it is stuck in (a Python handler would wait for the call to return). The clients meanwhile serve by
+words without connecting (`cairn.hot.semantic.STALL_STAMP`, written by a client that waited in vain). A process
+removes that stamp when it starts, and after a request whose cost does not recur (its first, the engine's first run;
+one that read a side file for the first time: a large vault's vectors, read again after each `cairn index`), so a
+client that gave up during it asks again at the next prompt; a request slow for any other reason leaves the clients
+their rest.
+
 A request is one JSON object. `{"v": 1, "prefetch": true, "prompt": TEXT}`: encode the prompt now, keep its vector
 for the request that follows (the hook sends it as soon as it has read its input, and does not read the answer,
 `{"ok": true}`). `{"v": 1, "vectors": PATH, "commit": C, "index_key": K, "prompt": TEXT, "top": N,
@@ -32,7 +42,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from cairn.hot import install_root, open_private
 from cairn.hot.paths import private_folder, state_folder
-from cairn.hot.semantic import MAX_SOCKET_PATH, Similarities, socket_fits
+from cairn.hot.semantic import MAX_SOCKET_PATH, STALL_STAMP, Similarities, socket_fits
 from cairn.semantic import encoder as enc
 from cairn.semantic import vectors
 
@@ -47,6 +57,7 @@ IDLE_SECONDS = 900.0
 MAX_REQUEST_BYTES = 1024 * 1024
 MAX_TOP = 1000
 CONNECTION_TIMEOUT = 5.0
+WATCHDOG_SECONDS = 60  # a request still being handled after this long ends the process (module docstring)
 _CACHED_FILES = 8
 _CACHED_QUERIES = 4
 
@@ -107,6 +118,7 @@ class Server:
         self._files: OrderedDict[str, tuple[tuple[int, int, int], vectors.VectorFile]] = OrderedDict()
         self._queries: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self._reencoding: set[str] = set()
+        self.reads = 0  # side files read from disk (`_file`): a slow request that read one was slow once
         # Set when a hook of another install asks (`answer`): `serve` then stops, and that hook starts its own.
         self.retired: str | None = None
 
@@ -181,6 +193,7 @@ class Server:
         if cached is not None and cached[0] == stamp:
             self._files.move_to_end(path)
             return cached[1]
+        self.reads += 1
         vf = vectors.load(Path(path))
         self._files[path] = (stamp, vf)
         self._files.move_to_end(path)
@@ -204,9 +217,16 @@ def take_lock(state: str) -> BinaryIO | None:
     return lock
 
 
-def serve(state: str, idle: float, server: Server | None = None, lock: BinaryIO | None = None) -> int:
+def serve(
+    state: str,
+    idle: float,
+    server: Server | None = None,
+    lock: BinaryIO | None = None,
+    watchdog: int = WATCHDOG_SECONDS,
+) -> int:
     """Listen in `state` until idle; 0 when it ran and stopped, 3 when another process already serves. `lock`: the
-    lock already taken (`take_lock`), else it is taken here."""
+    lock already taken (`take_lock`), else it is taken here. `watchdog`: the seconds one request may take before the
+    process is ended by SIGALRM (0: never)."""
     if lock is None:
         lock = take_lock(state)
         if lock is None:
@@ -215,6 +235,7 @@ def serve(state: str, idle: float, server: Server | None = None, lock: BinaryIO 
     path = os.path.join(state, SOCKET_NAME)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)  # a socket left by a process that died: we hold the lock, so it is no one's
+        _log("removed the socket of a process that ended without cleaning up (killed, or stopped by its watchdog)")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_umask = os.umask(0o177)
     try:
@@ -231,8 +252,12 @@ def serve(state: str, idle: float, server: Server | None = None, lock: BinaryIO 
         with open(open_private(pid_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "w") as handle:
             handle.write(f"{os.getpid()}\n")
     signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)  # the watchdog: the kernel ends the process, stuck or not
+    stall_stamp = os.path.join(state, STALL_STAMP)
+    _unstall(stall_stamp)  # a process just started is not stuck: clients may connect again
     _log(f"listening on {path} (pid {os.getpid()}, idle {idle:g}s)")
     last = time.monotonic()
+    handled = 0
     try:
         while True:
             remaining = idle - (time.monotonic() - last)
@@ -246,8 +271,16 @@ def serve(state: str, idle: float, server: Server | None = None, lock: BinaryIO 
                 conn, _ = listener.accept()
             except OSError:
                 continue
+            reads = server.reads
             with conn:
-                _handle(conn, server)
+                signal.alarm(watchdog)
+                try:
+                    _handle(conn, server)
+                finally:
+                    signal.alarm(0)
+            if handled == 0 or server.reads != reads:  # slow once at most: a client that gave up may ask again
+                _unstall(stall_stamp)
+            handled += 1
             if server.retired is not None:
                 _log(f"a hook of another install asked ({server.retired[:200]}): stopping, for it to start its own")
                 return 0
@@ -267,6 +300,11 @@ def serve(state: str, idle: float, server: Server | None = None, lock: BinaryIO 
         with contextlib.suppress(OSError):
             os.unlink(pid_file)
         lock.close()
+
+
+def _unstall(stamp: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(stamp)
 
 
 def _terminate(signum: int, frame: object) -> None:
