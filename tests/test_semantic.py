@@ -741,6 +741,65 @@ def test_the_hook_hands_the_prompt_over_before_it_asks_for_similarities(vault_re
     assert strip.sub("N", done.stdout) == strip.sub("N", lexical.stdout)
 
 
+def test_a_hook_with_another_cache_folder_is_served_by_the_warm_encoder_of_the_first(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """One warm encoder serves a state folder's hooks; a hook with another cache folder (CAIRN_CACHE_DIR: another
+    cache key) got no answer, since the side file's seal was checked with the key of the cache the encoder was
+    started with. The request names its cache now, and that cache's key must check the side file and the index
+    beside it: the side file of one cache with the key of another is still refused. And another encoder's vectors
+    in that cache are encoded again with its key, not the warm encoder's cache's."""
+    import socket
+
+    from cairn.hot.semantic import index_key
+
+    _vault(vault_repo)
+    first_cache = str(cache_dir())
+    with IndexReader(_index_file(vault_repo)) as index:
+        similarities(index, PARAPHRASE)  # starts the warm encoder, with this cache folder
+        assert _wait((state_dir() / "semantic.sock").exists, 60), (state_dir() / "semantic.log").read_text()
+        assert similarities(index, PARAPHRASE, timeout=10) is not None
+
+    monkeypatch.setenv("CAIRN_CACHE_DIR", str(tmp_path / "other-cache"))  # another agent's hook: another key
+    assert vault_repo.cairn("index").returncode == 0
+    index_file = _index_file(vault_repo)
+    assert str(index_file).startswith(str(tmp_path / "other-cache")) and vectors.current(index_file)
+    assert paths.index_key() != paths.index_key(first_cache)
+    with IndexReader(index_file) as index:
+        served = similarities(index, PARAPHRASE, timeout=10)
+        assert served is not None and max(served, key=served.__getitem__) == FORCE_ID
+
+        def ask(cache: str) -> dict[str, object]:
+            request = {
+                "v": 1,
+                "vectors": vectors_file(str(index_file)),
+                "commit": index.meta.get("commit"),
+                "index_key": index_key(index.meta),
+                "cache": cache,
+                "prompt": PARAPHRASE,
+            }
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+                client.settimeout(10)
+                client.connect(str(state_dir() / "semantic.sock"))
+                client.sendall(json.dumps(request).encode() + b"\n")
+                answer: dict[str, object] = json.loads(client.makefile().readline())
+                return answer
+
+        assert ask(str(cache_dir()))["ok"] is True
+        assert ask(first_cache) == {"ok": False, "error": "no usable vectors: ValueError"}  # not that cache's key
+        assert ask("relative/cache") == {"ok": False, "error": "bad request"}
+
+        side = vectors.vectors_path(index_file)
+        good = vectors.load(side)
+        header = {k: v for k, v in good.header.items() if k != "seal"}
+        vectors.write(side, {**header, "model": "multilingual-e5-small-q4-f32-older"}, good.matrix)
+        assert similarities(index, PARAPHRASE, timeout=10) is None  # refused, and encoded again in the background
+        assert _wait(lambda: vectors.current(index_file), 120), (state_dir() / "semantic.log").read_text()
+        assert vectors.sealed(side)  # under this cache's key
+        again = similarities(index, PARAPHRASE, timeout=10)
+        assert again is not None and max(again, key=again.__getitem__) == FORCE_ID
+
+
 def test_the_warm_encoder_encodes_another_encoders_vectors_again_without_waiting_for_an_index(
     vault_repo: VaultRepo,
 ) -> None:

@@ -309,15 +309,17 @@ VECTORS_SUFFIX = ".vec"  # an index's card vectors sit beside it (cairn.hot.sema
 CLEAN_PATH = "import sys; sys.path[:] = [p for p in sys.path if p != '']; "
 
 
-def index_key_file() -> str:
-    """The cache key: 32 random bytes that seal every index in the cache (`cairn.hot.index.Sealer`)."""
-    return path_text(cache_folder(), "index.key")
+def index_key_file(cache: "str | None" = None) -> str:
+    """The cache key: 32 random bytes that seal every index in the cache (`cairn.hot.index.Sealer`). `cache`: of
+    that cache folder instead of this process's (`cache_folder`)."""
+    return path_text(cache_folder() if cache is None else cache, "index.key")
 
 
-def index_key() -> "bytes | None":
-    """The cache key, or None when there is none (or not a whole one): no index of this cache can be trusted."""
+def index_key(cache: "str | None" = None) -> "bytes | None":
+    """The cache key (of the folder `cache`, else this process's), or None when there is none (or not a whole one):
+    no index of this cache can be trusted."""
     try:
-        fd = os.open(index_key_file(), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # never blocks on a FIFO
+        fd = os.open(index_key_file(cache), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # never blocks on a FIFO
     except OSError:
         return None
     try:

@@ -36,6 +36,7 @@ import time
 from cairn.hot import (
     CLEAN_PATH,
     VECTORS_SUFFIX,
+    cache_folder,
     dumps,
     install_root,
     loads,
@@ -250,13 +251,14 @@ def _send(
     path = os.path.join(state, SOCKET_NAME)
     request = {
         "v": 1,
-        "vectors": vectors,
+        "vectors": os.path.abspath(vectors),  # the warm encoder runs in another folder: a relative cache is ours
         "commit": index.meta.get("commit"),
         "index_key": index_key(index.meta),
         "prompt": prompt,
         "top": top,
         "want": want,
         "z": z,
+        "cache": os.path.abspath(cache_folder()),  # whose key seals the index and its vectors (`daemon`'s docstring)
         "install": install_root(),  # the warm encoder serves its own install's hooks only (`daemon.Server.answer`)
     }
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)

@@ -17,9 +17,18 @@ their rest.
 
 A request is one JSON object. `{"v": 1, "prefetch": true, "prompt": TEXT}`: encode the prompt now, keep its vector
 for the request that follows (the hook sends it as soon as it has read its input, and does not read the answer,
-`{"ok": true}`). `{"v": 1, "vectors": PATH, "commit": C, "index_key": K, "prompt": TEXT, "top": N,
+`{"ok": true}`). `{"v": 1, "vectors": PATH, "commit": C, "index_key": K, "cache": FOLDER, "prompt": TEXT, "top": N,
 "want": [ID, ...], "z": BOOL}`; the answer `{"ok": true, "sims": {ID: cosine, or z-score with "z"}}` (the `top` most similar cards and every card
 in `want`; with "z" also `"scale"`, the cosines' standard deviation over the vault's cards), or `{"ok": false, "error": WHY}` (a side file that is missing, damaged, or of another commit).
+
+One process serves every hook of its install and state folder, whatever cache folder each hook uses
+(`CAIRN_CACHE_DIR`, `XDG_CACHE_HOME`): each cache has its own key, and the request names the hook's cache
+(`"cache"`; a hook that does not say is taken to use this process's). The key of that cache must then check three
+things that agree: the side file's seal, the seal of the index beside it (`PATH` without `.vec`), and the side
+file's header naming that index (its commit and its seal), which must also be the index the request names (`C`,
+`K`). So a request chooses which of the user's caches is read, never what is believed: a side file is used only
+when the key of the cache that holds its index sealed both. Only the user reaches the socket (0600, in a 0700
+folder), and the cache folder it names is one that user's hook reads and trusts itself.
 """
 
 from __future__ import annotations
@@ -40,9 +49,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from cairn.hot import install_root, open_private
+from cairn.hot import index_key, install_root, open_private
+from cairn.hot.errors import CairnError
+from cairn.hot.index import IndexReader
 from cairn.hot.paths import private_folder, state_folder
 from cairn.hot.semantic import MAX_SOCKET_PATH, STALL_STAMP, Similarities, socket_fits
+from cairn.hot.semantic import index_key as index_seal
 from cairn.semantic import encoder as enc
 from cairn.semantic import vectors
 
@@ -115,7 +127,7 @@ class Server:
 
     def __init__(self, encoder: enc.Encoder) -> None:
         self.encoder = encoder
-        self._files: OrderedDict[str, tuple[tuple[int, int, int], vectors.VectorFile]] = OrderedDict()
+        self._files: OrderedDict[str, tuple[tuple[object, ...], vectors.VectorFile]] = OrderedDict()
         self._queries: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self._reencoding: set[str] = set()
         self.reads = 0  # side files read from disk (`_file`): a slow request that read one was slow once
@@ -144,12 +156,18 @@ class Server:
             return {"ok": False, "error": "bad request"}
         if type(top) is not int or not 0 <= top <= MAX_TOP or not isinstance(want, list):
             return {"ok": False, "error": "bad request"}
+        cache = request.get("cache")  # the hook's cache folder (module docstring); none said: this process's
+        if cache is not None and (not isinstance(cache, str) or not os.path.isabs(cache) or "\0" in cache):
+            return {"ok": False, "error": "bad request"}
+        key = index_key(cache)
+        if key is None:
+            return {"ok": False, "error": "no cache key"}
         try:
-            vf = self._file(path)
+            vf = self._file(path, key)
         except vectors.OtherModel as exc:
-            self._reencode(path)
+            self._reencode(path, cache)
             return {"ok": False, "error": f"no usable vectors: {type(exc).__name__}"}
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, CairnError) as exc:
             return {"ok": False, "error": f"no usable vectors: {type(exc).__name__}"}
         if vf.header.get("commit") != request.get("commit") or vf.header.get("index_key") != request.get("index_key"):
             return {"ok": False, "error": "stale vectors"}
@@ -174,7 +192,7 @@ class Server:
                 self._queries.popitem(last=False)
         return found
 
-    def _reencode(self, path: str) -> None:
+    def _reencode(self, path: str, cache: str | None) -> None:
         """Another encoder's side file (Cairn upgraded, or onnxruntime installed or removed since the vault was
         indexed): encode the index's cards again in a detached process, once per file while this process lives, so
         the channel comes back without waiting for the next `cairn index`; the prompt is served by words meanwhile."""
@@ -184,17 +202,23 @@ class Server:
         index_file = Path(path[: -len(vectors.SUFFIX)])
         if index_file.is_file():
             with contextlib.suppress(OSError):
-                vectors.start_background(index_file)
+                vectors.start_background(index_file, cache)  # sealed with that cache's key, not this process's
 
-    def _file(self, path: str) -> vectors.VectorFile:
-        st = os.stat(path)
-        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+    def _file(self, path: str, key: bytes) -> vectors.VectorFile:
+        """The side file at `path`, its seal checked under `key` and its header naming the index beside it, whose
+        seal holds under `key` too (module docstring); kept while neither file nor the key changes."""
+        index_file = path[: -len(vectors.SUFFIX)]
+        st, ist = os.stat(path), os.stat(index_file)
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns, ist.st_ino, ist.st_size, ist.st_mtime_ns, key)
         cached = self._files.get(path)
         if cached is not None and cached[0] == stamp:
             self._files.move_to_end(path)
             return cached[1]
         self.reads += 1
-        vf = vectors.load(Path(path))
+        vf = vectors.load(Path(path), key)
+        with IndexReader(index_file, key) as reader:
+            if vf.header.get("commit") != reader.commit or vf.header.get("index_key") != index_seal(reader.meta):
+                raise ValueError("the vectors are not of the index beside them")
         self._files[path] = (stamp, vf)
         self._files.move_to_end(path)
         while len(self._files) > _CACHED_FILES:

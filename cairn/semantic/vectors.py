@@ -134,12 +134,12 @@ def _header(handle: Any) -> dict[str, Any]:
     return header
 
 
-def load(path: Path) -> VectorFile:
+def load(path: Path, key: bytes | None = None) -> VectorFile:
     """A side file, checked: the header's lists agree with each other and with the size of the vectors, and its seal
-    holds under the cache key (ValueError otherwise)."""
+    holds under the cache key (`key`, else this process's cache's; ValueError otherwise)."""
     import numpy as np
 
-    header, data = _read(path)
+    header, data = _read(path, key)
     rows, dim = header["offsets"][-1], header["dim"]
     matrix = np.frombuffer(data, dtype="<f2").reshape(rows, dim).astype(np.float32)
     return VectorFile(header, matrix)
@@ -161,7 +161,7 @@ def _seal(header: dict[str, Any], body: bytes, key: bytes) -> str:
     return Sealer(key).seal(b"cairn-vectors\0", struct.pack("<Q", len(message)), message, body)
 
 
-def _read(path: Path) -> tuple[dict[str, Any], bytes]:
+def _read(path: Path, key: bytes | None = None) -> tuple[dict[str, Any], bytes]:
     with _open_file(path) as handle:
         header = _header(handle)
         start = _aligned(handle.tell())
@@ -187,7 +187,8 @@ def _read(path: Path) -> tuple[dict[str, Any], bytes]:
     rows = offsets[-1]
     if len(data) != rows * dim * 2:
         raise ValueError("vector file is truncated")
-    key = hot_index_key()
+    if key is None:
+        key = hot_index_key()
     if key is None or header.get("seal") != _seal(header, data, key):
         raise ValueError("vector file seal does not hold")
     return header, data
@@ -369,8 +370,10 @@ def cards_to_encode(index_file: Path) -> int:
 BACKGROUND_CODE = CLEAN_PATH + "from cairn.semantic.vectors import main; sys.exit(main(sys.argv[1:]))"
 
 
-def start_background(index_file: Path) -> None:
-    """Encode the index's cards in a detached process (one per index at a time: it takes a lock)."""
+def start_background(index_file: Path, cache: str | None = None) -> None:
+    """Encode the index's cards in a detached process (one per index at a time: it takes a lock). `cache`: the
+    cache folder the index is in when it is not this process's (the warm encoder serves hooks of any cache): the
+    vectors are sealed with that cache's key."""
     import subprocess
     import sys
 
@@ -384,6 +387,8 @@ def start_background(index_file: Path) -> None:
         log = subprocess.DEVNULL
     try:
         env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
+        if cache is not None:
+            env["CAIRN_CACHE_DIR"] = cache
         subprocess.Popen(
             [sys.executable, "-c", BACKGROUND_CODE, str(index_file)],
             stdin=subprocess.DEVNULL,
