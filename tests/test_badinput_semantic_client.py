@@ -157,7 +157,7 @@ def test_a_warm_encoder_that_never_answers_costs_one_timeout_then_none_for_a_min
         assert (state_dir() / STALL_STAMP).is_file()
         assert "did not answer within 0.5 s" in (state_dir() / "semantic.log").read_text()
 
-        assert prefetch(PROMPT) is False
+        assert prefetch(PROMPT, [str(index.path)]) is False
         assert similarities(index, PROMPT, timeout=0.5) is None
         done = vault_repo.cairn(*hook, input=payload_for("claude-code", PROMPT, vault_repo.root, session="s-rest"))
         assert done.returncode == 0 and done.stderr == ""
@@ -207,6 +207,75 @@ def test_a_warm_encoder_stuck_on_a_request_ends_itself(tmp_path: Path) -> None:
         process.stderr.close()
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client, pytest.raises(ConnectionRefusedError):
         client.connect(str(state / "semantic.sock"))  # nothing listens: the next client starts a new one
+
+
+def test_the_prompt_goes_to_the_warm_encoder_only_when_a_vault_served_has_card_vectors(
+    index: IndexReader, vault_repo: VaultRepo
+) -> None:
+    """The hook handed every prompt to the warm encoder as soon as it had read it, even when no vault it serves
+    uses the semantic channel (`[recall] semantic = false`): the prompt sat in that process's memory for nothing.
+    It now goes only when a vault served has card vectors (`cairn index` removes them from a vault switched off).
+    A socket server in the warm encoder's place records what it is sent and answers that it cannot help."""
+    import json
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(state_dir() / "semantic.sock"))
+    listener.listen(8)
+    listener.settimeout(0.1)
+    received: list[dict[str, object]] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(5)
+                data = b""
+                while not data.endswith(b"\n"):
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                received.append(json.loads(data))
+                try:
+                    conn.sendall(b'{"ok": false, "error": "test"}\n')
+                except OSError:
+                    pass  # the prefetch does not read its answer
+
+    def hook(session: str) -> None:
+        done = vault_repo.cairn(
+            "hook",
+            "--format",
+            "claude-code",
+            "--vault",
+            str(vault_repo.root),
+            input=payload_for("claude-code", PROMPT, vault_repo.root, session=session),
+        )
+        assert done.returncode == 0 and done.stderr == ""
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        hook("s-on")
+        assert [request.get("prefetch") for request in received] == [True, None]  # the prompt, then the ask
+        received.clear()
+
+        vault_repo.write_raw("cairn.toml", "[recall]\nsemantic = false\n")
+        vault_repo.commit("No semantic channel for this vault")
+        assert vault_repo.cairn("index").returncode == 0
+        assert not Path(vectors_file(str(index.path))).exists()
+        hook("s-off")
+        assert received == []  # nothing sent: no vault served could use it
+    finally:
+        stop.set()
+        thread.join(10)
+        listener.close()
+    assert not (state_dir() / STALL_STAMP).exists()
 
 
 @pytest.mark.parametrize(
@@ -261,7 +330,7 @@ def test_a_socket_of_another_users_process_never_gets_the_prompt(index: IndexRea
     try:
         with os.fdopen(ready, "rb") as heard:
             assert heard.readline() == b"listening\n"
-            assert prefetch(PROMPT) is False
+            assert prefetch(PROMPT, [str(index.path)]) is False
             assert similarities(index, PROMPT, timeout=2) is None
             assert heard.readline() == b"connected: \n"  # it was connected to, and told nothing
             assert heard.readline() == b"connected: \n"

@@ -591,7 +591,7 @@ def test_the_onnx_messages_cairn_writes_are_the_model_onnxruntime_runs() -> None
 def test_a_prompt_handed_over_early_is_encoded_once_and_answers_the_same(
     vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The hook hands the prompt to the warm encoder as soon as it has read it (`prefetch`, no waiting); the
+    """The hook hands the prompt to the warm encoder as soon as it knows its vaults (`prefetch`, no waiting); the
     request for a vault's similarities then finds its vector ready."""
     from cairn.hot.semantic import index_key, prefetch
     from cairn.semantic.daemon import Server
@@ -600,7 +600,7 @@ def test_a_prompt_handed_over_early_is_encoded_once_and_answers_the_same(
     _vault(vault_repo)
     index_file = _index_file(vault_repo)
     sock = state_dir() / "semantic.sock"
-    assert prefetch(PARAPHRASE) is False  # not up: nothing sent, and nothing started (similarities starts it)
+    assert prefetch(PARAPHRASE, [str(index_file)]) is False  # not up: nothing sent, nothing started (`ask` starts it)
     assert not _wait(sock.exists, 1)
 
     class Counting(Encoder):
@@ -633,12 +633,12 @@ def test_a_prompt_handed_over_early_is_encoded_once_and_answers_the_same(
         similarities(index, PARAPHRASE)  # starts the warm encoder
         assert _wait(sock.exists, 60)
         docker = "docker rebuilds every dependency on each code change"
-        assert prefetch(docker) is True
+        assert prefetch(docker, [str(index_file)]) is True
         sims = similarities(index, docker, top=3, z=True, timeout=10)
         assert sims is not None and max(sims, key=lambda k: sims[k]) == "docker/layer-cache-order"
         assert sims == pytest.approx(server.answer({**request, "prompt": docker})["sims"], abs=1e-3)
         monkeypatch.setenv("CAIRN_SEMANTIC", "0")
-        assert prefetch(docker) is False
+        assert prefetch(docker, [str(index_file)]) is False
 
 
 def test_a_cairn_package_in_the_current_folder_never_runs_as_the_encoder(
@@ -673,8 +673,8 @@ def test_a_cairn_package_in_the_current_folder_never_runs_as_the_encoder(
 
 
 def test_the_hook_hands_the_prompt_over_before_it_asks_for_similarities(vault_repo: VaultRepo) -> None:
-    """`cairn hook` sends the prompt to the warm encoder right after reading its input (a prefetch it does not wait
-    for), then asks for the vault's similarities; here a socket server in the warm encoder's place records both and
+    """`cairn hook` sends the prompt to the warm encoder once it knows its vaults (a prefetch it does not wait for),
+    then asks for the vault's similarities; here a socket server in the warm encoder's place records both and
     refuses to answer, so the hook serves by words."""
     import json
     import socket

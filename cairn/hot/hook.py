@@ -143,7 +143,6 @@ def main(argv: list[str]) -> int:
         prompt = payload.prompt
         if options.problem is not None:  # never block the prompt for the hook's own command line: log it
             raise UsageError(f"{options.problem}; fix the hook command in the agent's settings")
-        _prefetch_semantic(payload.prompt[:MAX_QUERY_CHARS])
         output = _serve(options, fmt, payload, entry)
     except Exception as exc:  # fail open: the agent's prompt goes on without cards
         entry["error"] = _error_text(exc, prompt)
@@ -162,16 +161,19 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _prefetch_semantic(prompt: str) -> None:
-    """Hand the prompt to the semantic channel's warm encoder when it is up (its socket exists), so it encodes the
-    prompt while the hook ranks by words (`cairn.hot.semantic.prefetch`); without it, one stat and no import."""
+def _prefetch_semantic(prompt: str, index_files: "Sequence[str]") -> None:
+    """Hand the prompt to the semantic channel's warm encoder when it is up (its socket exists) and one of the
+    vaults served has card vectors, so it encodes the prompt while the hook opens the indexes and ranks by words
+    (`cairn.hot.semantic.prefetch`); without the warm encoder, one stat and no import."""
+    if not index_files:
+        return
     try:
         os.stat(os.path.join(state_folder(), "semantic.sock"))
     except OSError:
         return
     from cairn.hot.semantic import prefetch
 
-    prefetch(prompt)
+    prefetch(prompt, index_files)
 
 
 def parse_args(argv: list[str]) -> Options:
@@ -261,19 +263,26 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
     layers: list[Layer] = []
     errors: list[str] = []
     key = index_key() if vaults else None  # the cache key, read once for every vault's index
+    from cairn.hot import index_file as index_file_of
+
+    chosen: list[tuple[ServedVault, dict[str, object], tuple[str, ...], str]] = []
+    for vault in vaults:
+        line = vault_entry(vault.name, vault.dirs.root)
+        logged.append(line)
+        if not vault.serves_cwd(payload.cwd):
+            line["skipped"] = "project"  # the agent works outside the folders this vault is limited to
+            continue
+        scope = layer_scope(declared, vault.scopes)
+        if scope is None:
+            line["skipped"] = "scope"  # the prompt's scope and the vault's share no tag
+            continue
+        chosen.append((vault, line, scope, index_file_of(vault.dirs.root, real=True)))  # real: `hook_vaults`
+    # Only to a warm encoder one of these vaults can use (its index has card vectors), before any index is opened
+    _prefetch_semantic(payload.prompt[:MAX_QUERY_CHARS], [index_file for *_, index_file in chosen])
     try:
-        for vault in vaults:
-            line = vault_entry(vault.name, vault.dirs.root)
-            logged.append(line)
-            if not vault.serves_cwd(payload.cwd):
-                line["skipped"] = "project"  # the agent works outside the folders this vault is limited to
-                continue
-            scope = layer_scope(declared, vault.scopes)
-            if scope is None:
-                line["skipped"] = "scope"  # the prompt's scope and the vault's share no tag
-                continue
+        for vault, line, scope, index_file in chosen:
             try:
-                index = _open_fresh_index(vault, line, key)
+                index = _open_fresh_index(vault, line, key, index_file)
             except Exception as exc:
                 line["error"] = _error_text(exc, payload.prompt)
                 errors.append(str(line["error"]))
@@ -336,15 +345,16 @@ def _logged(shown_id: str, candidate: "Candidate", kept: bool, dropped: dict[str
     return logged
 
 
-def _open_fresh_index(vault: "ServedVault", line: dict[str, object], key: bytes | None) -> "IndexReader | None":
-    """The vault's cached index when it was built from the commit the vault serves now; else None (the vault
-    serves nothing for this prompt) and a background update starts. Raises for a missing or damaged index."""
-    from cairn.hot import index_file as index_file_of
+def _open_fresh_index(
+    vault: "ServedVault", line: dict[str, object], key: bytes | None, index_file: str
+) -> "IndexReader | None":
+    """The vault's cached index (`index_file`) when it was built from the commit the vault serves now; else None
+    (the vault serves nothing for this prompt) and a background update starts. Raises for a missing or damaged
+    index."""
     from cairn.hot.index import IndexReader
     from cairn.hot.vault import served_ref
 
     dirs = vault.dirs
-    index_file = index_file_of(dirs.root, real=True)  # the root is real: `hook_vaults` resolved it
     if dirs.git_root is None:
         raise HookInputError("the vault is not in a git repository; Cairn serves committed cards only")
     ref, served = served_ref(dirs.git_root, vault.ref)

@@ -1,8 +1,9 @@
 """The semantic channel's client on the hook's path (standard library only): ask the warm encoder, never wait long.
 
-`prefetch` hands the prompt to the warm encoder as soon as the hook has read it, without waiting for an answer: the
-encoder works on it while the hook opens its indexes and ranks by words, and `similarities` then finds the prompt's
-vector ready (the warm process keeps the last few, in memory only).
+`prefetch` hands the prompt to the warm encoder as soon as the hook knows which vaults it serves, when one of them
+has card vectors (none: the prompt goes nowhere), without waiting for an answer: the encoder works on it while the
+hook opens their indexes and ranks by words, and `similarities` then finds the prompt's vector ready (the warm
+process keeps the last few, in memory only).
 
 `similarities` returns card id -> cosine similarity of the prompt to the card, from the warm encoder process
 (`cairn.semantic.daemon`) over its Unix socket in the state folder. It returns None, and the prompt is served
@@ -160,10 +161,13 @@ def _stalled(state: str, why: str) -> None:
         pass
 
 
-def prefetch(prompt: str) -> bool:
-    """Send `prompt` to the warm encoder to encode now (the hook calls it right after reading its input); whether it
-    was sent. Nothing when `CAIRN_SEMANTIC=0` or the warm encoder is not up (its socket is not there: one stat, no
-    import). Never waits for an answer, never raises."""
+def prefetch(prompt: str, index_files: "Iterable[str]") -> bool:
+    """Send `prompt` to the warm encoder to encode now (the hook calls it once it knows the vaults it serves, before
+    it opens their indexes); whether it was sent. Nothing when `CAIRN_SEMANTIC=0`, when the warm encoder is not up
+    (its socket is not there: one stat, no import), or when none of `index_files` has card vectors beside it: the
+    prompt goes to the warm encoder only when a vault could ask for its similarities (a side file is there only
+    while the vault's `[recall] semantic` is on: `cairn index` removes it otherwise). Never waits for an answer,
+    never raises."""
     try:
         if os.environ.get("CAIRN_SEMANTIC", "") in _OFF:
             return False
@@ -172,6 +176,8 @@ def prefetch(prompt: str) -> bool:
         try:
             os.stat(path)
         except OSError:
+            return False
+        if not any(_exists(vectors_file(index_file)) for index_file in index_files):
             return False
         if resting(state):
             return False
@@ -194,6 +200,14 @@ def prefetch(prompt: str) -> bool:
         return True
     except Exception:  # fail open: similarities() encodes the prompt itself
         return False
+
+
+def _exists(path: str) -> bool:
+    try:
+        os.stat(path)
+    except OSError:
+        return False
+    return True
 
 
 def similarities(

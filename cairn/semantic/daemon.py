@@ -16,7 +16,7 @@ client that gave up during it asks again at the next prompt; a request slow for 
 their rest.
 
 A request is one JSON object. `{"v": 1, "prefetch": true, "prompt": TEXT}`: encode the prompt now, keep its vector
-for the request that follows (the hook sends it as soon as it has read its input, and does not read the answer,
+for the request that follows (the hook sends it as soon as it knows its vaults, and does not read the answer,
 `{"ok": true}`). `{"v": 1, "vectors": PATH, "commit": C, "index_key": K, "cache": FOLDER, "prompt": TEXT, "top": N,
 "want": [ID, ...], "z": BOOL}`; the answer `{"ok": true, "sims": {ID: cosine, or z-score with "z"}}` (the `top` most similar cards and every card
 in `want`; with "z" also `"scale"`, the cosines' standard deviation over the vault's cards), or `{"ok": false, "error": WHY}` (a side file that is missing, damaged, or of another commit).
