@@ -2,7 +2,7 @@
 directory (`locate_vault`, `find_vault`), then the configured vaults (`cairn/cli/common.py`).
 
 The prompt hook never discovers: trust is explicit. `hook_vaults` gives the vaults named by `--vault` or
-`CAIRN_VAULT` (a folder, or a configured vault's name), else every vault of the user configuration
+`CAIRN_VAULT` (a configured vault's name, or a folder by its absolute path), else every vault of the user configuration
 (`cairn.hot.userconfig`), and each must hold Cairn's marker, `cairn.toml`, beside `cards/`. A repository with a
 `cards/` folder that the agent happens to work in is never served.
 
@@ -112,8 +112,9 @@ def hook_vaults(
 ) -> tuple[list[ServedVault], list[tuple[str, str]]]:
     """The vaults the prompt hook serves, in order of precedence, and the configured ones it must skip.
 
-    `explicit` (`--vault`) or `$CAIRN_VAULT`: that one vault (a configured vault's name when it has no slash and the
-    configuration lists it, else a folder); VaultNotFound when it is not a vault with `cairn.toml`. Otherwise every
+    `explicit` (`--vault`) or `$CAIRN_VAULT`: that one vault (a configured vault's name when it has no slash, else a
+    folder by its absolute path: a relative one would be the agent's); VaultNotFound when the configuration lists no
+    vault of that name, or the folder is not a vault with `cairn.toml`. Otherwise every
     `[[vaults]]` entry of the user configuration; an entry that is not a usable vault is skipped, as
     (name, why), so one moved folder does not silence the others. No configuration: VaultNotFound with the fix.
     The agent's working directory is never searched.
@@ -121,15 +122,31 @@ def hook_vaults(
     env = os.environ if env is None else env
     given, source = (explicit, "--vault") if explicit else (env.get("CAIRN_VAULT") or None, "CAIRN_VAULT")
     if given:
-        entries = _entries_or_none(env)
-        if os.sep not in given and "/" not in given:
-            named = next((e for e in entries or () if e.name == given), None)
-            if named is not None:
-                return [_served(named, source, strict=True)], []
+        if os.sep not in given and "/" not in given and given[:1] != "~":
+            # A name: the configured vault's, or nothing. Read as a folder it would be one in the hook's own folder,
+            # the agent's project (a vault removed from the configuration, or a configuration that does not parse,
+            # made `--vault team` serve the `team/` folder of whatever repository the agent works in).
+            from cairn.hot.userconfig import config_file, load_vaults
+
+            entries = load_vaults(env)  # ConfigError: the hook logs it and serves nothing
+            named = next((e for e in entries if e.name == given), None)
+            if named is None:
+                known = ", ".join(e.name for e in entries) or "none"
+                raise _not_found(
+                    f"{source} {given!r} names no vault configured in {config_file(env)} (configured: {known}); give"
+                    " a configured vault's name or a vault's absolute path (`cairn vault add PATH --name NAME`)"
+                )
+            return [_served(named, source, strict=True)], []
+        if not os.path.isabs(_expanduser(path_text(given))):
+            raise _not_found(
+                f"{source} {given!r} is a relative path, which the hook would read from the agent's folder; give the"
+                " vault's absolute path or a configured vault's name"
+            )
+        listed = _entries_or_none(env)
         dirs = locate_vault(given)  # a folder given: never the agent's folder, never a search
         _require_marker(dirs.root, given)
         real = os.path.realpath(dirs.root)
-        match = next((e for e in entries or () if os.path.realpath(e.path) == real), None)
+        match = next((e for e in listed or () if os.path.realpath(e.path) == real), None)
         if match is not None:
             return [ServedVault(match.name, dirs, match.ref, match.scopes, match.projects, source)], []
         return [ServedVault(None, dirs, None, (), (), source)], []
