@@ -186,3 +186,42 @@ def test_only_the_user_config_lets_a_vault_serve_what_a_security_rule_refuses(va
     allowed = json.loads(vault_repo.cairn("index", "--rebuild", "--json").stdout)
     assert allowed["problems"] == [] and allowed["cards"] == 1
     assert vault_repo.cairn("lint").returncode == 0
+
+
+def test_a_security_rule_switched_back_on_refuses_the_cards_it_let_in(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case = _case("secret-db-url")
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "cairn" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[security]\nallow_disabled_rules = ["secret"]\n')
+    vault_repo.write_raw("cairn.toml", '[lint]\ndisable = ["secret"]\n')
+    vault_repo.write_raw(case["path"], case["text"])
+    vault_repo.write_raw("cards/twin/t0.md", _twin(_case("pre-approved")))
+    vault_repo.commit("a card with a password, secret disabled by the vault with the user's leave")
+
+    def indexed() -> tuple[str, int]:
+        report = json.loads(vault_repo.cairn("index", "--json").stdout)
+        return report["mode"], report["cards"]
+
+    def hook(session: str) -> str:
+        prompt = "Raise the pool timeout of the database pool"
+        payload = json.dumps(claude_payload(prompt, vault_repo.root, session))
+        return vault_repo.cairn("hook", "--format", "claude-code", input=payload).stdout
+
+    assert indexed() == ("full", 2)
+    # The vault's own cairn.toml turns the rule back on: the card no diff names is refused all the same.
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.commit("stop disabling the secret rule")
+    assert indexed() == ("full", 1)
+    vault_repo.write_raw("cairn.toml", '[lint]\ndisable = ["secret"]\n')
+    vault_repo.commit("disable it again")
+    assert indexed()[1] == 2
+    monkeypatch.setenv("CAIRN_VAULT", str(vault_repo.root))  # the hook serves only a vault it is given
+    assert case["payload"] in hook("s-1")
+    # The user withdraws the leave: the hook serves nothing from the index built under it, and the index re-reads.
+    config.write_text("[security]\nallow_disabled_rules = []\n")
+    assert hook("s-2") == ""
+    line = json.loads((Path(os.environ["CAIRN_STATE_DIR"]) / "hook.jsonl").read_text().splitlines()[-1])
+    assert line["stale"] is True and "allow_disabled_rules" in line["vaults"][0]["error"]
+    assert indexed()[1] == 1  # (the hook's background index may have been first)

@@ -380,7 +380,8 @@ def _open_fresh_index(
 
     # Two vaults of one repository share its commits: an index must also name this vault (a swapped cache file)
     other = index.meta.get("vault_root") != dirs.root
-    if served is None or commit != served or other or index.meta.get("cairn_version") != __version__:
+    withdrawn = bool(index.meta.get("security_allowed")) and _leave_withdrawn(str(index.meta["security_allowed"]))
+    if served is None or commit != served or other or withdrawn or index.meta.get("cairn_version") != __version__:
         line["stale"] = True
         _start_background_index(dirs, index_file)
     problem = None
@@ -391,6 +392,11 @@ def _open_fresh_index(
     elif commit != served:
         # Cards of another commit: one may be gone, changed or never reviewed. Nothing until the index catches up.
         problem = f"the index is of {str(commit)[:12]}, {ref} is at {served[:12]}; serving nothing until it is rebuilt"
+    elif withdrawn:
+        problem = (
+            "the index was built while your configuration let the vault switch security rules off "
+            "([security] allow_disabled_rules), and it no longer does; serving nothing until it is rebuilt"
+        )
     elif index.meta.get("config_error"):
         problem = f"the vault's cairn.toml cannot be read; serving nothing: {index.meta.get('config_error')}"
     if problem is not None:
@@ -398,6 +404,21 @@ def _open_fresh_index(
         line["error"] = problem[:1000]
         return None
     return index
+
+
+def _leave_withdrawn(stored: str) -> bool:
+    """Whether the user's `[security] allow_disabled_rules` is not the one an index was built under (`stored`, only
+    for an index whose vault switched a security rule off with it): the cards those rules refuse may be in it."""
+    from cairn.hot.userconfig import allowed_disabled_rules
+
+    try:
+        now = sorted(allowed_disabled_rules())
+    except Exception:  # a configuration that cannot be read allows nothing (as `cairn index` reads it)
+        now = []
+    try:
+        return bool(loads(stored) != now)
+    except ValueError:
+        return True
 
 
 # How the background `cairn index` starts (`CLEAN_PATH`: it runs in the vault, not as `python -m cairn`).

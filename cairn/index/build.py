@@ -153,9 +153,14 @@ def _build_index(
             _write_index(target, refused, [], problems=problems)
             raise
         meta = {**_meta(vault, commit, "commit", config), "ref": ref_name}
+        if base is not None and base.meta.get("security_off") != meta["security_off"]:
+            # Other security rules run now (the vault's cairn.toml or the user's leave changed): a card kept, or
+            # refused, under the old ones may not be under these, whether or not the diff names it.
+            base.close()
+            base = None
         # the ref too: an index of `refs/heads/main` went on naming it after the branch was deleted (HEAD served)
         same_settings = base is not None and all(
-            base.meta.get(key) == meta[key] for key in ("config", "cairn_version", "ref")
+            base.meta.get(key) == meta[key] for key in ("config", "cairn_version", "security_allowed", "ref")
         )
         if base is not None and base.commit == commit and same_settings:
             report = IndexReport(target, commit, "unchanged", base.n_cards, 0, 0, _stored_problems(base))
@@ -332,6 +337,8 @@ def _config_at(repo: git.Repo, commit: str, vault: Vault) -> Config:
 
 def _meta(vault: Vault, commit: str, source: str, config: Config, config_error: str = "") -> dict[str, str]:
     """The index's meta; config_error: why the commit's cairn.toml cannot be read (the index then holds no card)."""
+    allowed = security.allowed_to_disable()
+    off = security.switched_off(config.lint.disable, allowed)
     return {
         "commit": commit,
         "source": source,
@@ -345,6 +352,11 @@ def _meta(vault: Vault, commit: str, source: str, config: Config, config_error: 
         "cairn_version": __version__,
         # Cards that fail a security rule are refused (not indexed): new rules must re-read every card.
         "security_rules": security.VERSION,
+        # The security rules the commit's cairn.toml switches off with the user's leave, and that leave: the cards
+        # they would refuse are in the index only while both hold. A change re-reads every card (`_build_index`);
+        # the hook serves nothing from an index whose leave the user's configuration no longer gives.
+        "security_off": json.dumps(off),
+        "security_allowed": json.dumps(sorted(allowed)) if off else "",
         "config_error": config_error,
     }
 

@@ -58,6 +58,14 @@ def effective_disable(
     return tuple(kept), ignored
 
 
+def switched_off(disable: Iterable[str], allowed: frozenset[str] | None = None) -> tuple[str, ...]:
+    """The ids of the security rules a vault's `[lint] disable` really switches off (`effective_disable`), sorted:
+    what `refusals` skips, so an index records it and is rebuilt when it changes."""
+    kept, _ = effective_disable(disable, allowed)
+    disabled = set(kept)
+    return tuple(sorted(rule.id for rule in security_rules() if disabled & {rule.id, *rule.emits, *rule.groups}))
+
+
 def ignored_warning(config_file: str, entry: str, still: tuple[str, ...]) -> Finding:
     return Finding(
         config_file,
