@@ -64,7 +64,7 @@ def sync_vault(vault: Vault, name: str, say: Say = lambda text: None) -> SyncRes
 
 def _sync(repo: Any, vault: Vault, name: str, say: Say) -> SyncResult:
     ref, _ = indexer.served_commit(vault, repo)
-    before = _indexed_commit(vault)
+    before = _indexed_commit(vault, ref)
     source = _fetch_source(repo, ref)
     fetched = ""
     if source is not None:
@@ -127,10 +127,12 @@ def _sync(repo: Any, vault: Vault, name: str, say: Say) -> SyncResult:
     return SyncResult(name, str(vault.root), ref, status, before, report.commit, report.n_cards, fetched)
 
 
-def _indexed_commit(vault: Vault) -> str | None:
+def _indexed_commit(vault: Vault, ref: str) -> str | None:
+    """The commit the vault's index was built from, when it was built from `ref` (an index of another ref, before
+    the served ref switched, is no earlier state of this one: it is replaced, never called diverged)."""
     try:
         with IndexReader(indexer.index_file_for(vault)) as reader:
-            return reader.commit
+            return reader.commit if reader.meta.get("ref") in (None, ref) else None
     except (IndexMissing, IndexCorrupt):
         return None
     except CairnError:

@@ -224,6 +224,37 @@ def test_sync_fetches_fast_forward_only(tmp_path: Path) -> None:
     assert json.loads(cairn("list", "--vault", "team", "--json", cwd=tmp_path).stdout)["commit"] == rewritten.strip()
 
 
+def test_a_served_ref_that_switches_to_the_remote_branch_is_indexed_not_called_rewritten(tmp_path: Path) -> None:
+    vault = second_vault(tmp_path / "notes")  # made and served as `main`; then pushed, with one commit kept local
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "remote.git")], check=True)
+    vault.git("remote", "add", "origin", str(tmp_path / "remote.git"))
+    vault.git("push", "-q", "-u", "origin", "main")
+    pushed = vault.git("rev-parse", "HEAD")
+    vault.write("git/local", "A lesson not pushed yet about reflog", "git reflog keeps the commits a reset dropped.")
+    vault.commit("Not pushed yet")
+    assert cairn("vault", "add", str(vault.root), "--name", "notes", cwd=tmp_path).returncode == 0
+    assert cairn("index", "--vault", "notes", cwd=tmp_path).returncode == 0  # refs/heads/main, 3 cards
+    vault.git("remote", "set-head", "origin", "main")  # now the served ref is refs/remotes/origin/main, behind it
+    synced = json.loads(cairn("sync", "notes", "--json", cwd=tmp_path).stdout)["vaults"][0]
+    assert (synced["status"], synced["ref"], synced["after"], synced["cards"]) == (
+        "updated",
+        "refs/remotes/origin/main",
+        pushed,
+        2,
+    ), synced
+    vault.git("remote", "set-head", "origin", "-d")  # back to main: the same from `cairn index`
+    index = cairn("index", "--vault", "notes", cwd=tmp_path)
+    assert (index.returncode, index.stderr) == (0, ""), index.stderr
+    assert "refs/heads/main" in index.stdout
+    assert json.loads(cairn("list", "--vault", "notes", "--json", cwd=tmp_path).stdout)["commit"] == vault.git(
+        "rev-parse", "HEAD"
+    )
+    vault.git("remote", "set-head", "origin", "main")
+    index = cairn("index", "--vault", "notes", cwd=tmp_path)
+    assert (index.returncode, index.stderr) == (0, ""), index.stderr
+    assert json.loads(cairn("list", "--vault", "notes", "--json", cwd=tmp_path).stdout)["commit"] == pushed
+
+
 def test_doctor_fails_then_passes(tmp_path: Path, vault_repo: VaultRepo) -> None:
     project = tmp_path / "project"
     project.mkdir()

@@ -131,7 +131,10 @@ def _build_index(
     with store.writer_lock(target):
         base = None if rebuild else _usable_base(target, vault, repo)
         if base is not None and base.commit != commit and not gitrepo.is_ancestor(repo, base.commit, commit):
-            if ref is None and ref_name.startswith("refs/remotes/"):
+            # Only the same branch can have been rewritten: an index of another ref (the served ref switched, to
+            # `origin/main` once `origin/HEAD` is set, or by a configured `ref`) is simply replaced.
+            same_ref = base.meta.get("ref") in (None, ref_name)
+            if ref is None and ref_name.startswith("refs/remotes/") and same_ref:
                 # The team's branch was rewritten (a force-push): keep serving what was reviewed until someone
                 # decides (`cairn index --rebuild`); a plain `git pull` must not swap the lessons silently.
                 kept = IndexReport(target, base.commit, "diverged", base.n_cards, 0, 0, _stored_problems(base))
