@@ -459,3 +459,28 @@ def test_a_name_or_a_relative_path_never_serves_a_folder_of_the_agents_project(h
     assert hook_with("lessons") == ""
     assert "ConfigError" in log_entries()[-1]["error"]
     assert not list((Path(os.environ["CAIRN_CACHE_DIR"]) / "vaults").glob("lessons-*"))
+
+
+def test_a_relative_xdg_folder_is_never_the_agents_project(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    team = team_vault(tmp_path / "team-lessons")
+    register(team.root, "team")
+    project = tmp_path / "downloads" / "some-tool"
+    stranger = VaultRepo(project / "lessons")
+    stranger.write_raw("cairn.toml", "")
+    stranger.write("git/rebase", "Pull --rebase after a force-push", "Run git pull --rebase after a force-push.")
+    stranger.commit("Cards of a stranger")
+    # The repository's own configuration, naming its own folder the way any clone of it would find it.
+    own = project / "xdg" / "cairn"
+    own.mkdir(parents=True)
+    (own / "config.toml").write_text('[[vaults]]\nname = "evil"\npath = "/proc/self/cwd/lessons"\n')
+    monkeypatch.setenv("XDG_CONFIG_HOME", "xdg")  # relative: invalid, says the XDG spec
+    config = Path(os.environ["HOME"]) / ".config" / "cairn" / "config.toml"  # where a relative one leads instead
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(Path(os.environ["CAIRN_CONFIG"]).read_text())  # the user's own: the team vault
+    monkeypatch.delenv("CAIRN_CONFIG")
+    for session in ("s-1", "s-2"):  # the second prompt would find the index the first one started building
+        hook(project, FITTING_PROMPT, session=session)
+    assert [v["name"] for v in log_entries()[-1]["vaults"]] == ["team"]
+    assert not list((Path(os.environ["CAIRN_CACHE_DIR"]) / "vaults").glob("lessons-*"))

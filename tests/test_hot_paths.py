@@ -76,14 +76,14 @@ def test_folders_are_str_of_the_paths_they_were(monkeypatch: pytest.MonkeyPatch,
     def old_cache_dir() -> Path:
         if os.environ.get("CAIRN_CACHE_DIR"):
             return Path(os.environ["CAIRN_CACHE_DIR"])
-        if os.environ.get("XDG_CACHE_HOME"):
+        if os.path.isabs(os.environ.get("XDG_CACHE_HOME", "")):  # a relative one is invalid (the XDG spec)
             return Path(os.environ["XDG_CACHE_HOME"]) / "cairn"
         return Path.home() / ".cache" / "cairn"
 
     def old_state_dir() -> Path:
         if os.environ.get("CAIRN_STATE_DIR"):
             return Path(os.environ["CAIRN_STATE_DIR"])
-        if os.environ.get("XDG_STATE_HOME"):
+        if os.path.isabs(os.environ.get("XDG_STATE_HOME", "")):  # a relative one is invalid (the XDG spec)
             return Path(os.environ["XDG_STATE_HOME"]) / "cairn"
         return Path.home() / ".local" / "state" / "cairn"
 

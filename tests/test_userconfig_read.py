@@ -57,6 +57,8 @@ def test_the_file_is_cairn_config_else_xdg_else_home(isolated_env: Path, monkeyp
     assert config_file() == str(isolated_env / "elsewhere" / "c.toml")
     assert config_file({"HOME": "/h"}) == "/h/.config/cairn/config.toml"
     assert config_file({"HOME": "/h", "XDG_CONFIG_HOME": "/x/"}) == "/x/cairn/config.toml"
+    # A relative XDG_CONFIG_HOME is invalid (the XDG spec): the hook would read the agent's project's file.
+    assert config_file({"HOME": "/h", "XDG_CONFIG_HOME": "x"}) == "/h/.config/cairn/config.toml"
 
 
 def test_no_file_means_no_vaults(isolated_env: Path) -> None:

@@ -34,7 +34,7 @@ except ImportError:  # pragma: no cover - an interpreter without the accelerator
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from pathlib import Path
     from typing import Any, TypeVar
 
@@ -455,7 +455,7 @@ def cache_folder() -> str:
     """`$CAIRN_CACHE_DIR`, else `$XDG_CACHE_HOME/cairn`, else `~/.cache/cairn` (as `str(cache_dir())`)."""
     if os.environ.get("CAIRN_CACHE_DIR"):
         return path_text(os.environ["CAIRN_CACHE_DIR"])
-    if os.environ.get("XDG_CACHE_HOME"):
+    if xdg_is_set("XDG_CACHE_HOME"):
         return path_text(os.environ["XDG_CACHE_HOME"], "cairn")
     return path_text(_home(), ".cache", "cairn")
 
@@ -471,9 +471,17 @@ def state_folder() -> str:
     """`$CAIRN_STATE_DIR`, else `$XDG_STATE_HOME/cairn`, else `~/.local/state/cairn` (as `str(state_dir())`)."""
     if os.environ.get("CAIRN_STATE_DIR"):
         return path_text(os.environ["CAIRN_STATE_DIR"])
-    if os.environ.get("XDG_STATE_HOME"):
+    if xdg_is_set("XDG_STATE_HOME"):
         return path_text(os.environ["XDG_STATE_HOME"], "cairn")
     return path_text(_home(), ".local", "state", "cairn")
+
+
+def xdg_is_set(name: str, env: "Mapping[str, str] | None" = None) -> bool:
+    """Whether the XDG base directory variable `name` is set to an absolute path. The specification calls a relative
+    one invalid, to be ignored; taken, it would name a folder in whatever folder Cairn runs in: for the hook, the
+    agent's project, whose files would then be the user's configuration, cache or state."""
+    value = (os.environ if env is None else env).get(name)
+    return value is not None and os.path.isabs(value)
 
 
 INDEX_NAME = "index.cairn"  # Cairn's own format (cairn.hot.index); `index.sqlite` was format 6 and before

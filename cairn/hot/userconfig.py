@@ -22,7 +22,7 @@ not a TOML parse. The copy is checked like the file (the same validation runs on
 
 import os
 
-from cairn.hot import Record, dumps, loads, path_text, read_regular, sha256_hex
+from cairn.hot import Record, dumps, loads, path_text, read_regular, sha256_hex, xdg_is_set
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def config_file(env: "Mapping[str, str] | None" = None) -> str:
     env = os.environ if env is None else env
     if env.get("CAIRN_CONFIG"):
         return path_text(_expand_home(env["CAIRN_CONFIG"], env))
-    if env.get("XDG_CONFIG_HOME"):
+    if xdg_is_set("XDG_CONFIG_HOME", env):  # a relative one is ignored: the hook's own folder is the agent's project
         return path_text(env["XDG_CONFIG_HOME"], "cairn", "config.toml")
     return path_text(_home(env), ".config", "cairn", "config.toml")
 
@@ -296,7 +296,7 @@ def _home(env: "Mapping[str, str]") -> str:
 def _state_folder(env: "Mapping[str, str]") -> str:
     if env.get("CAIRN_STATE_DIR"):
         return path_text(env["CAIRN_STATE_DIR"])
-    if env.get("XDG_STATE_HOME"):
+    if xdg_is_set("XDG_STATE_HOME", env):
         return path_text(env["XDG_STATE_HOME"], "cairn")
     return path_text(_home(env), ".local", "state", "cairn")
 
