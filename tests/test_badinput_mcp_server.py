@@ -213,3 +213,34 @@ def test_two_hundred_calls_leave_no_git_processes_or_files_behind(vault_repo: Va
     [(fds_early, kids_early), (fds_late, kids_late)] = anyio.run(_counts_over_calls, vault_repo.root, calls)
     assert kids_early == 0 and kids_late == 0
     assert fds_late <= fds_early
+
+
+def test_show_reads_the_card_recall_gives_when_its_id_looks_like_a_path(vault_repo: VaultRepo) -> None:
+    """A card at `cards/cards/ops/x.md` has the id `cards/ops/x` (recall serves it so, and lint passes it), but show
+    took `cards/` for a path's prefix: it said there was no such card, or showed `cards/ops/x.md`, another card."""
+    _lessons(vault_repo)
+    vault_repo.write("cards/ops/nginx-reload", "Nginx reload keeps old workers", "Old nginx workers linger.")
+    vault_repo.write("ops/nginx-reload", "Another nginx lesson", "A different card with the short id.")
+    vault_repo.write("ops/drain.md", "Drain before a reload", "A card whose file is named drain.md.md.")
+    vault_repo.commit("Cards whose ids look like paths")
+    _, _, results = drive_serve(
+        vault_repo.root,
+        [
+            ("show", {"id": "cards/ops/nginx-reload"}),
+            ("show", {"id": "ops/nginx-reload"}),
+            ("show", {"id": "cards/ops/nginx-reload.md"}),  # a path given for the short id still reads as one
+            ("show", {"id": "ops/drain.md"}),
+        ],
+    )
+    shown = [_ok(r) for r in results]
+    assert [s["path"] for s in shown] == [
+        "cards/cards/ops/nginx-reload.md",
+        "cards/ops/nginx-reload.md",
+        "cards/ops/nginx-reload.md",
+        "cards/ops/drain.md.md",
+    ]
+    assert shown[0]["name"] == "Nginx reload keeps old workers"
+    cli = vault_repo.cairn("show", "--json", "cards/ops/nginx-reload")
+    assert cli.returncode == 0 and json.loads(cli.stdout)["path"] == "cards/cards/ops/nginx-reload.md", cli.stderr
+    worktree = vault_repo.cairn("show", "--json", "--worktree", "ops/drain.md")
+    assert worktree.returncode == 0 and json.loads(worktree.stdout)["path"] == "cards/ops/drain.md.md"

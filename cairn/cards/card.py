@@ -393,6 +393,16 @@ def check_card_id(card_id: str) -> str:
     return cleaned
 
 
+def card_id_forms(card_id: str) -> tuple[str, ...]:
+    """The ids a card id as a user or an agent gives it may name, the literal one first: the id as given (a card at
+    `cards/cards/x.md` has the id `cards/x`, one at `cards/x.md.md` the id `x.md`, and recall serves them so), then
+    `check_card_id`'s, without a `cards/` prefix and a `.md` suffix (a path given for an id). InvalidId as
+    `check_card_id` raises it."""
+    short = check_card_id(card_id)
+    whole = card_id.strip()
+    return (whole, short) if whole != short else (short,)
+
+
 def slugify(text: str, max_length: int = 60) -> str:
     """A lowercase slug for a file name: words (any script) joined by hyphens."""
     slug = re.sub(r"[^\w]+", "-", text.lower(), flags=re.UNICODE).strip("-_")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cairn.cards.card import check_card_id
+from cairn.cards.card import card_id_forms
 from cairn.hot.errors import CardNotFound
 from cairn.hot.vault import Vault
 from cairn.index.build import open_index, read_worktree_card
@@ -14,10 +14,12 @@ def card_record(
     vault: Vault, card_id: str, *, worktree: bool = False, list_command: str = "cairn list"
 ) -> dict[str, Any]:
     """The whole card (parsed fields, body) with its provenance; raises CardNotFound with what to do next (the
-    `list_command` that lists this vault's cards, with the --vault the caller was given)."""
-    card_id = check_card_id(card_id)
+    `list_command` that lists this vault's cards, with the --vault the caller was given). The id as given is looked
+    up first (`card_id_forms`: `cards/x` is a card's id when it lives at `cards/cards/x.md`)."""
+    forms = card_id_forms(card_id)
+    card_id = forms[-1]
     if worktree:
-        path = vault.card_path(card_id)
+        path = next((p for p in map(vault.card_path, forms) if p.is_file() or p.is_symlink()), vault.card_path(card_id))
         if not path.is_file() and not path.is_symlink():
             raise CardNotFound(f"no card {card_id!r} in the working tree ({path.relative_to(vault.root)})")
         card, findings = read_worktree_card(vault, path)
@@ -27,13 +29,16 @@ def card_record(
         record["provenance"] = None
         return record
     with open_index(vault) as index:
-        stored = index.record(card_id)
+        stored = next((r for r in map(index.record, forms) if r is not None), None)
         if stored is None:
-            rel = f"cards/{card_id}.md"
-            left_out = [f"{rule}: {message}" for where, _line, rule, message in index.problems() if where == rel]
+            rels = [f"cards/{form}.md" for form in forms]
+            left_out = [
+                (where, f"{rule}: {message}") for where, _line, rule, message in index.problems() if where in rels
+            ]
             if left_out:  # committed, but the index refused it: --worktree is not the way to it
+                rel = left_out[0][0]
                 raise CardNotFound(
-                    f"{rel} at {index.commit[:8]} is left out of the index ({left_out[0]}); "
+                    f"{rel} at {index.commit[:8]} is left out of the index ({left_out[0][1]}); "
                     f"fix it, commit, and `cairn lint {rel}` says when it passes"
                 )
             hint = _near_ids(index.ids(), card_id)
