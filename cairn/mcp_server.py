@@ -138,7 +138,7 @@ class VaultTools:
         scope: tags such as a language or tool; cards scoped elsewhere are left out.
         session: the agent session's id; a card is given at most once per session (shared with the prompt hook).
         """
-        with indexer.open_index(self.vault) as index:
+        with indexer.open_index(self.vault, served_only=True) as index:
             served = serve_prompt(
                 index, query, vault_root=str(self.vault.root), scope=scope_tags(scope or ()), session_id=session or None
             )
@@ -152,14 +152,14 @@ class VaultTools:
 
     def show(self, id: str) -> dict[str, Any]:
         """The whole card (fields, body) with its provenance: who wrote it and when, from git history."""
-        record = catalog.card_record(self.vault, id)
+        record = catalog.card_record(self.vault, id, served_only=True)
         record["notice"] = NOTICE  # the card is a teammate's note, not instructions, as recall and the hook say
         return record
 
     def explain(self, query: str, scope: list[str] | None = None) -> dict[str, Any]:
         """The best candidate cards for the query (at most 20, with any injected card; `omitted_candidates` counts
         the rest) with each one's score, the three gate values, the decision and the reason."""
-        with indexer.open_index(self.vault) as index:
+        with indexer.open_index(self.vault, served_only=True) as index:
             asked = ask_similarities(index, query)  # the similarities `recall` gets, so the two decide alike
             result = recall(index, query, scope=scope or None, semantic=asked() if asked else None)
             commit = index.commit

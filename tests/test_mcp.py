@@ -10,7 +10,7 @@ import pytest
 
 import cairn
 from helpers.mcpclient import drive_serve, is_error
-from helpers.vaults import VaultRepo
+from helpers.vaults import VaultRepo, run_cairn
 
 TOOLS = {"recall", "show", "explain", "add_draft"}
 
@@ -297,3 +297,32 @@ def test_every_interface_cuts_a_flooding_summary_as_the_hook_does(vault_repo: Va
     assert len(flood) > 9000 and served == card
     assert len(card["summary"]) == SUMMARY_CHARS and card["summary"].endswith("…")
     assert flood.startswith(card["summary"][:-1])
+
+
+def test_a_rewritten_served_branch_serves_agents_nothing_as_the_hook(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """origin's main force-pushed back past a card: `cairn index` keeps the reviewed index and the hook serves
+    nothing from it until `cairn index --rebuild`; the MCP server went on serving the card the force-push removed."""
+    vault_repo.write_raw("cairn.toml", "# defaults\n")
+    vault_repo.commit("A vault")
+    _lessons(vault_repo)
+    clone = tmp_path / "clone"
+    vault_repo.git("clone", "-q", str(vault_repo.root), str(clone))
+    query = "git pull --rebase after a force-push dropped my commits"
+    indexed = run_cairn("index", cwd=clone)
+    assert indexed.returncode == 0, indexed.stderr
+    vault_repo.git("reset", "-q", "--hard", "HEAD~1")  # the lessons commit is gone from origin's main
+    vault_repo.git("-C", str(clone), "fetch", "-q")
+    assert run_cairn("index", cwd=clone).returncode == 1  # diverged: kept, said
+    hook = run_cairn("hook", "--format", "json", "--vault", str(clone), cwd=clone, input=json.dumps({"prompt": query}))
+    assert hook.returncode == 0 and json.loads(hook.stdout)["cards"] == []
+    _, _, results = drive_serve(
+        clone,
+        [("recall", {"query": query}), ("show", {"id": "git/force-push-rebase"}), ("explain", {"query": query})],
+    )
+    for result in results:
+        assert is_error(result)
+        text = result.content[0].text
+        assert "served branch was rewritten" in text and "cairn index --rebuild" in text, text
+    assert run_cairn("index", "--rebuild", cwd=clone).returncode == 0
+    _, _, [recalled] = drive_serve(clone, [("recall", {"query": query})])
+    assert _text_json(recalled) == {"cards": [], "abstained": True}

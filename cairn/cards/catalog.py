@@ -11,11 +11,17 @@ from cairn.index.build import open_index, read_worktree_card
 
 
 def card_record(
-    vault: Vault, card_id: str, *, worktree: bool = False, list_command: str = "cairn list"
+    vault: Vault,
+    card_id: str,
+    *,
+    worktree: bool = False,
+    list_command: str = "cairn list",
+    served_only: bool = False,
 ) -> dict[str, Any]:
     """The whole card (parsed fields, body) with its provenance; raises CardNotFound with what to do next (the
     `list_command` that lists this vault's cards, with the --vault the caller was given). The id as given is looked
-    up first (`card_id_forms`: `cards/x` is a card's id when it lives at `cards/cards/x.md`)."""
+    up first (`card_id_forms`: `cards/x` is a card's id when it lives at `cards/cards/x.md`). served_only: as
+    `open_index` takes it (the MCP server)."""
     forms = card_id_forms(card_id)
     card_id = forms[-1]
     if worktree:
@@ -28,7 +34,7 @@ def card_record(
         record = card.to_dict()
         record["provenance"] = None
         return record
-    with open_index(vault) as index:
+    with open_index(vault, served_only=served_only) as index:
         stored = next((r for r in map(index.record, forms) if r is not None), None)
         if stored is None:
             rels = [f"cards/{form}.md" for form in forms]

@@ -45,6 +45,10 @@ class IndexCorrupt(CairnError):
     pass
 
 
+class IndexStale(CairnError):
+    """The index is of a commit the served ref no longer holds (a rewritten branch): agents get nothing from it."""
+
+
 class InvalidCases(CairnError):
     pass
 

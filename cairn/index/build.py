@@ -18,7 +18,7 @@ from cairn.cards.card import MAX_CARD_BYTES, Card, card_id_from_path, oversize_f
 from cairn.config import CONFIG_FILE, Config, parse_config
 from cairn.finding import Finding
 from cairn.hot import paths
-from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing, InvalidConfig
+from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing, IndexStale, InvalidConfig
 from cairn.hot.index import IndexReader
 from cairn.hot.tokens import tokenize
 from cairn.hot.vault import CARDS_DIR, Vault, worktree_card_files
@@ -259,12 +259,24 @@ def read_worktree_card(vault: Vault, file: Path) -> tuple[Card | None, list[Find
     return parse_card(rel, data)
 
 
-def open_index(vault: Vault, *, worktree: bool = False, ref: str | None = None) -> IndexReader:
-    """The index for reading: for the commit view, brought up to the served ref's commit (or `ref`'s) first."""
+def open_index(
+    vault: Vault, *, worktree: bool = False, ref: str | None = None, served_only: bool = False
+) -> IndexReader:
+    """The index for reading: for the commit view, brought up to the served ref's commit (or `ref`'s) first.
+
+    served_only: what an agent may read (the MCP server): an index kept at a commit the served ref no longer
+    descends from (a force-push, `build_index`'s `diverged`) is refused with what to do, as the prompt hook serves
+    nothing from it; people's commands read it, and `cairn index` says it is kept."""
     if worktree:
         report = build_worktree_index(vault)
         return IndexReader(report.index_file)
     report = build_index(vault, ref=ref)
+    if served_only and report.mode == "diverged":
+        raise IndexStale(
+            f"the vault's served branch was rewritten (a force-push?): it moved to {(report.refused_commit or '')[:8]}, "
+            f"which does not descend from the indexed {report.commit[:8]}; agents are served nothing from this vault "
+            "until a person checks the new history and runs `cairn index --rebuild`"
+        )
     try:
         return IndexReader(report.index_file)
     except IndexCorrupt:
