@@ -21,6 +21,7 @@ from cairn.cards.authoring import LintRefused, NewCard, lint_pending, render_car
 from cairn.cards.card import check_card_id, parse_card, slugify
 from cairn.finding import ERROR
 from cairn.hot.errors import CairnError, CardExists, InvalidCard, RefusedWrite
+from cairn.hot.hook import MAX_QUERY_CHARS
 from cairn.hot.recall import Candidate, recall
 from cairn.hot.serve import NAME_CHARS, NOTICE, ask_similarities, card_json, clip, scope_tags, serve_prompt
 from cairn.hot.vault import Vault
@@ -33,7 +34,7 @@ DRAFT_BRANCH_PREFIX = "cairn/draft/"
 MAX_SUBJECT_CHARS = 100  # the draft commit's one-line message
 MAX_BRANCH_CHARS = 200  # git keeps a branch as a file: a longer name fails on most file systems
 EXPLAIN_CANDIDATES = 20  # as many as the hook logs and `cairn explain` details (the rest are counted)
-ECHO_CHARS = 8000  # the prompt as explain echoes it: the hook's own cut (`hook.MAX_QUERY_CHARS`)
+ECHO_CHARS = MAX_QUERY_CHARS  # the prompt as explain echoes it: the hook's own cut
 INSTRUCTIONS = (
     "Cairn holds a team's lessons as experience cards. Call `recall` with the task at hand to get the few cards "
     "that fit (or none); `show` reads a whole card with who wrote it; `explain` tells why cards were or were not "
@@ -140,7 +141,11 @@ class VaultTools:
         """
         with indexer.open_index(self.vault, served_only=True) as index:
             served = serve_prompt(
-                index, query, vault_root=str(self.vault.root), scope=scope_tags(scope or ()), session_id=session or None
+                index,
+                query[:MAX_QUERY_CHARS],  # as the hook and `cairn recall` read a prompt: words past it decide nothing
+                vault_root=str(self.vault.root),
+                scope=scope_tags(scope or ()),
+                session_id=session or None,
             )
         cards = [card_json(c) for c in served.given]
         out: dict[str, Any] = {"cards": cards, "abstained": not cards}
@@ -159,9 +164,10 @@ class VaultTools:
     def explain(self, query: str, scope: list[str] | None = None) -> dict[str, Any]:
         """The best candidate cards for the query (at most 20, with any injected card; `omitted_candidates` counts
         the rest) with each one's score, the three gate values, the decision and the reason."""
+        read = query[:MAX_QUERY_CHARS]  # what recall reads of it (the echo below shows where it was cut)
         with indexer.open_index(self.vault, served_only=True) as index:
-            asked = ask_similarities(index, query)  # the similarities `recall` gets, so the two decide alike
-            result = recall(index, query, scope=scope or None, semantic=asked() if asked else None)
+            asked = ask_similarities(index, read)  # the similarities `recall` gets, so the two decide alike
+            result = recall(index, read, scope=scope or None, semantic=asked() if asked else None)
             commit = index.commit
         shown = [c for n, c in enumerate(result.candidates) if n < EXPLAIN_CANDIDATES or c.decision == "injected"]
         out: dict[str, Any] = {

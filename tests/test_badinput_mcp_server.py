@@ -215,6 +215,31 @@ def test_two_hundred_calls_leave_no_git_processes_or_files_behind(vault_repo: Va
     assert fds_late <= fds_early
 
 
+def test_recall_and_explain_read_the_prompt_as_far_as_the_hook_does(vault_repo: VaultRepo) -> None:
+    """A prompt whose only fitting words come after the hook's first 8,000 characters: the hook and `cairn recall`
+    give nothing, and the MCP server gave the card (it read the whole prompt, however long)."""
+    from cairn.hot.hook import MAX_QUERY_CHARS
+
+    vault_repo.write_raw("cairn.toml", "# defaults\n")  # the hook serves no folder without it
+    _lessons(vault_repo)
+    query = "x" * MAX_QUERY_CHARS + " " + QUERY
+    cli = vault_repo.cairn("recall", "--json", query)
+    assert cli.returncode == 0 and json.loads(cli.stdout) == {"cards": [], "abstained": True}, cli.stderr
+    hook, whole_hook = (
+        vault_repo.cairn("hook", "--format", "json", "--vault", ".", input=json.dumps({"prompt": prompt}))
+        for prompt in (query, QUERY)
+    )
+    assert json.loads(hook.stdout)["cards"] == [] and json.loads(whole_hook.stdout)["cards"], hook.stderr
+    _, _, [recalled, explained, whole] = drive_serve(
+        vault_repo.root, [("recall", {"query": query}), ("explain", {"query": query}), ("recall", {"query": QUERY})]
+    )
+    assert _ok(recalled) == {"cards": [], "abstained": True}
+    out = _ok(explained)
+    assert out["abstained"] is True and out["injected"] == []
+    assert out["query"].endswith("…") and len(out["query"]) == MAX_QUERY_CHARS
+    assert [c["id"] for c in _ok(whole)["cards"]] == ["git/force-push-rebase"]  # the words alone still fit
+
+
 def test_show_reads_the_card_recall_gives_when_its_id_looks_like_a_path(vault_repo: VaultRepo) -> None:
     """A card at `cards/cards/ops/x.md` has the id `cards/ops/x` (recall serves it so, and lint passes it), but show
     took `cards/` for a path's prefix: it said there was no such card, or showed `cards/ops/x.md`, another card."""
