@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
+import resource
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -80,3 +82,46 @@ def test_workflow_posts_the_error_when_review_cannot_run(tmp_path: Path) -> None
     outputs = _run_step(vault_repo.root, step, {"BASE_SHA": vault_repo.git("rev-parse", "HEAD")}, runner)
     assert outputs["status"] == "0"
     assert (runner / "review.md").read_text().startswith("## Cairn review of ")
+
+
+# -- review: a symlinked card is not followed out of the checkout ----------------------------------------------------
+
+
+def _limit_memory() -> None:
+    """At most 2 GiB of address space: a review reading /dev/zero fails here instead of taking the machine's."""
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+def test_review_never_reads_the_file_a_symlinked_card_points_at(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """A pull request adding `cards/ops/leak.md -> /some/file` and `cards/ops/zero.md -> /dev/zero`: review showed the
+    outside file's name and summary (and every field) in its report, the CI comment, and read /dev/zero until the
+    memory ran out. The index refuses both and lint says so; review shows no text for them."""
+    make_vault(vault_repo)
+    outside = tmp_path / "outside" / "notes.md"
+    outside.parent.mkdir()
+    outside.write_text('---\nname: Deploy notes\nsummary: "the staging password is hunter2-not-real"\n---\nbody\n')
+    vault_repo.git("checkout", "-q", "-b", "pr")
+    (vault_repo.root / "cards" / "ops").mkdir()
+    (vault_repo.root / "cards" / "ops" / "leak.md").symlink_to(outside)
+    (vault_repo.root / "cards" / "ops" / "zero.md").symlink_to("/dev/zero")
+    vault_repo.commit("two symlinked cards", author=BOB)
+    done = subprocess.run(
+        [cairn_executable(), "review", "main..pr", "--json"],
+        cwd=vault_repo.root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=_limit_memory,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr  # lint's file-symlink errors fail it
+    report = json.loads(done.stdout)
+    assert {c["id"]: (c["name"], c["summary"], c["fields"]) for c in report["cards"]} == {
+        "ops/leak": ("", "", []),
+        "ops/zero": ("", "", []),
+    }
+    assert "hunter2" not in done.stdout
+    assert {(f["path"], f["rule"]) for f in report["lint"]} == {
+        ("cards/ops/leak.md", "file-symlink"),
+        ("cards/ops/zero.md", "file-symlink"),
+    }

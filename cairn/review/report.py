@@ -32,6 +32,7 @@ import dataclasses
 import datetime as dt
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -512,26 +513,27 @@ class _CardReader:
     def after(self, path: str | None) -> dict[str, Any] | None:
         if path is None:
             return None
+        return self._parsed(path, self._head_bytes(path))
+
+    def _head_bytes(self, path: str) -> bytes | None:
+        """A card file's bytes at HEAD, when it is a regular file within the card limit. A symlinked card is
+        materialized as the symlink it is: followed, it read a file of the reviewer's machine (its fields then shown
+        in the review, a CI comment) or never ended (`/dev/zero`); the index refuses it, and lint says so."""
+        file = self.head_root / path
         try:
-            file = self.head_root / path
-            if file.stat().st_size > MAX_CARD_BYTES:
+            info = file.lstat()
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_CARD_BYTES:
                 return None
-            data = file.read_bytes()
+            return file.read_bytes()
         except OSError:
             return None
-        return self._parsed(path, data)
 
     def hidden(self, path: str | None) -> tuple[Hidden, ...]:
         """HEAD's text fields that hold invisible characters, read from the frontmatter as decoded."""
-        if path is None:
+        data = self._head_bytes(path) if path is not None else None
+        if data is None:
             return ()
-        try:
-            file = self.head_root / path
-            if file.stat().st_size > MAX_CARD_BYTES:
-                return ()
-            raw = _frontmatter(file.read_bytes())
-        except OSError:
-            return ()
+        raw = _frontmatter(data)
         out = []
         for key in TEXT_FIELDS:
             value = raw.get(key)
