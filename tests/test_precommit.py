@@ -372,3 +372,48 @@ def test_the_manifests_hook_fails_a_commit_that_deletes_a_superseded_card(
     done = _commit(vault, "drop the old card")
     assert done.returncode == 1, done.stdout
     assert "cards/git/new-rebase.md:" in done.stdout and "supersedes-missing" in done.stdout
+
+
+def test_the_template_config_leaves_files_the_index_does_not_read_alone(tmp_path: Path) -> None:
+    """A vault at the repository's root with `docs/cards/howto.md` (no card: the index reads only the vault's own
+    `cards/`) and `examples/cairn.toml`: the hook's file pattern matches both and lint failed the commit
+    (path-outside-cards, config-invalid). They are skipped now, and a card the commit deletes is still judged."""
+    vault = tmp_path / "vault"
+    assert subprocess.run([cairn_executable(), "init", str(vault)], capture_output=True).returncode == 0
+    env = dict(_env(), PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    installed = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "install"], cwd=vault, env=env, capture_output=True, text=True
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    (vault / "docs" / "cards").mkdir(parents=True)
+    (vault / "docs" / "cards" / "howto.md").write_text("# How we write cards\n\nOne lesson a card.\n")
+    (vault / "examples").mkdir()
+    (vault / "examples" / "cairn.toml").write_text("[example]\nshown = true\n")
+    _git("add", "docs", "examples", cwd=vault)
+
+    def commit(message: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["git", "commit", "-m", message],
+            cwd=vault,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=300,
+        )
+
+    done = commit("docs")
+    assert done.returncode == 0, done.stdout
+    assert "docs/cards/howto.md: skipped, not in the vault's cards/ folder (the index reads no card there)" in (
+        done.stdout
+    )
+    assert "examples/cairn.toml: skipped, not the vault's cairn.toml (the index reads no setting there)" in done.stdout
+    # Deleting a card another card supersedes, beside a docs change, still fails as it fails `cairn review`.
+    superseded = "cards/git/force-with-lease.md"
+    assert "git/force-with-lease" in (vault / "cards" / "git" / "force-push-safely.md").read_text()
+    _git("rm", "-q", superseded, cwd=vault)
+    (vault / "docs" / "cards" / "howto.md").write_text("# How we write cards\n\nOne lesson a card, always.\n")
+    _git("add", "docs", cwd=vault)
+    done = commit("drop a card")
+    assert done.returncode == 1, done.stdout
+    assert "cards/git/force-push-safely.md:11: supersedes-missing" in done.stdout

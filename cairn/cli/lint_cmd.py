@@ -97,8 +97,8 @@ def lint_command(
             checked += report.files
     else:
         groups, outside = _by_vault(files, vault_path)
-        for given in outside:  # a `cards/` folder of another project in the same repository (pre-commit passes it)
-            echo(clean_line(f"{given}: skipped, in no Cairn vault (no cairn.toml above it)"), err=True)
+        for given, why in outside:  # another project's `cards/` in the same repository (pre-commit passes it)
+            echo(clean_line(f"{given}: skipped, {why}"), err=True)
         for vault, pairs in groups.items():
             report = lint.lint_files(vault, [rel for rel, _ in pairs], rules=wanted, source=source, today=day)
             shown = dict(pairs)
@@ -129,13 +129,17 @@ def _summary(errors: list[Finding], warnings: list[Finding], checked: int, sourc
     return text
 
 
-def _by_vault(files: tuple[str, ...], vault_path: str | None) -> tuple[dict[Vault, list[tuple[str, str]]], list[str]]:
-    """Group the given paths by vault: (vault-relative path, path as given); and the paths under a `cards/` folder
-    that is no vault's (no `cairn.toml` beside it: another project's folder in a repository that holds a vault in a
-    subfolder, which pre-commit's file pattern also matches). Any other path in no vault raises VaultNotFound."""
+def _by_vault(
+    files: tuple[str, ...], vault_path: str | None
+) -> tuple[dict[Vault, list[tuple[str, str]]], list[tuple[str, str]]]:
+    """Group the given paths by vault: (vault-relative path, path as given); and (path, why skipped) for what
+    pre-commit's file pattern matches beside a vault's own files: a file under a `cards/` folder that is no vault's
+    (no `cairn.toml` beside it: another project's, in a repository that holds a vault in a subfolder, or in a folder
+    of a vault, `docs/cards/`), or a `cairn.toml` that is not a vault's. The index reads neither. Any other path in
+    no vault raises VaultNotFound."""
     explicit = open_vault(vault_path) if vault_path or os.environ.get("CAIRN_VAULT") else None
     groups: dict[Vault, list[tuple[str, str]]] = {}
-    outside: list[str] = []
+    outside: list[tuple[str, str]] = []
     cwd = Path.cwd()
     for given in files:
         absolute = Path(os.path.normpath(cwd / given))
@@ -149,9 +153,20 @@ def _by_vault(files: tuple[str, ...], vault_path: str | None) -> tuple[dict[Vaul
                     f"{given} is in no Cairn vault (no {CONFIG_FILE} beside a cards/ folder above it); give a card "
                     "of a vault, or pass --vault PATH"
                 ) from None
-            outside.append(given)
+            outside.append((given, "in no Cairn vault (no cairn.toml above it)"))
             continue
-        groups.setdefault(vault, []).append((_relative(vault, absolute, given), given))
+        rel = _relative(vault, absolute, given)
+        parts = rel.split("/")
+        if parts[0] != CARDS_DIR and (CARDS_DIR in parts[:-1] or parts[1:] and parts[-1] == CONFIG_FILE):
+            why = (
+                f"not the vault's {_display(vault, CONFIG_FILE)} (the index reads no setting there)"
+                if parts[-1] == CONFIG_FILE
+                else f"not in the vault's {_display(vault, CARDS_DIR)}/ folder (the index reads no card there)"
+            )
+            outside.append((given, why))
+            groups.setdefault(vault, [])  # still judged: what the commit deletes (a card another supersedes)
+            continue
+        groups.setdefault(vault, []).append((rel, given))
     return groups, outside
 
 
