@@ -158,3 +158,38 @@ def test_an_origin_head_left_on_a_dropped_branch_says_fetch(tmp_path: Path) -> N
         f"Error: refs/remotes/origin/main, the branch origin/HEAD names in {clone}, does not exist: fetch it "
         "(`git fetch origin`)"
     )
+
+
+def test_recall_and_explain_give_what_an_agent_gets_after_the_served_branch_was_rewritten(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """origin's main force-pushed back past a card: the hook (and the MCP tools) serve nothing from the kept index
+    until `cairn index --rebuild`, but `cairn recall` and `cairn explain`, which say what an agent would get, still
+    gave the card the force-push removed. They now say what the agent gets; `--ref` still reads any commit."""
+    vault_repo.write_raw("cairn.toml", "# defaults\n")
+    vault_repo.commit("A vault")
+    vault_repo.write(
+        "git/force-push-rebase",
+        "Pull --rebase can drop commits after a force-push",
+        "If a shared branch was force-pushed, git pull --rebase may drop your local commits; check git reflog first.",
+        scope=["git"],
+    )
+    vault_repo.commit("A lesson")
+    clone = tmp_path / "clone"
+    vault_repo.git("clone", "-q", str(vault_repo.root), str(clone))
+    query = "git pull --rebase after a force-push dropped my commits"
+    assert "git/force-push-rebase" in run_cairn("recall", query, cwd=clone).stdout  # served before the force-push
+    vault_repo.git("reset", "-q", "--hard", "HEAD~1")
+    vault_repo.git("-C", str(clone), "fetch", "-q")
+    for command in ("recall", "explain"):
+        done = run_cairn(command, query, cwd=clone)
+        assert done.returncode == 1, done.stdout
+        assert "git/force-push-rebase" not in done.stdout
+        assert "served branch was rewritten" in done.stderr and "cairn index --rebuild" in done.stderr
+    assert "git/force-push-rebase" in run_cairn("recall", "--ref", "HEAD", query, cwd=clone).stdout  # its author's view
+    assert run_cairn("vault", "add", str(clone), "--name", "team", cwd=tmp_path).returncode == 0
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    layered = run_cairn("recall", query, cwd=outside)  # the registered vaults, as the hook serves them
+    assert "git/force-push-rebase" not in layered.stdout
+    assert "served branch was rewritten" in layered.stderr

@@ -114,7 +114,8 @@ def recall_cmd(
         return
     vault = open_vault(vault_path)
     tags = scope_tags(scope)
-    with indexer.open_index(vault, ref=ref, worktree=worktree) as index:
+    # What an agent gets: nothing from an index kept after its served branch was rewritten (`served_only`)
+    with indexer.open_index(vault, ref=ref, worktree=worktree, served_only=ref is None and not worktree) as index:
         served = serve_prompt(index, query, vault_root=str(vault.root), scope=tags, session_id=session_id)
         already = _already_given(index, query, str(vault.root), tags, served) if session_id else None
     _print_recall(served.result, already, as_json)
@@ -157,6 +158,7 @@ def configured_layers(scope: str | None, ref: str | None, worktree: bool = False
     from cairn.hot.vault import find_vault, hook_vaults
 
     vaults, unusable = hook_vaults(None)
+    as_served = ref is None and not worktree  # a rewritten served branch serves nothing, as to the hook
     declared = scope_tags(scope)
     cwd = os.getcwd()
     slots: list[Slot] = []
@@ -170,7 +172,9 @@ def configured_layers(scope: str | None, ref: str | None, worktree: bool = False
                 slots.append(Slot(name, root, None, "the scope shares no tag with the scopes it is limited to"))
             else:
                 try:
-                    index = stack.enter_context(indexer.open_index(find_vault(root), ref=ref, worktree=worktree))
+                    index = stack.enter_context(
+                        indexer.open_index(find_vault(root), ref=ref, worktree=worktree, served_only=as_served)
+                    )
                 except CairnError as exc:
                     slots.append(Slot(name, root, None, str(exc), broken=True))
                     continue
@@ -281,7 +285,8 @@ def explain(
         _explain_layered(query, scope, ref, worktree, as_json, cut)
         return
     vault = open_vault(vault_path)
-    with indexer.open_index(vault, ref=ref, worktree=worktree) as index:
+    # What an agent gets: nothing from an index kept after its served branch was rewritten (`served_only`)
+    with indexer.open_index(vault, ref=ref, worktree=worktree, served_only=ref is None and not worktree) as index:
         similarity = _similarities(index, query)
         result = recall(index, query, scope=scope_tags(scope), examine_all=True, semantic=similarity)
         weights = prompt_weights(index, query, result.settings)

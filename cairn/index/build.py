@@ -264,9 +264,10 @@ def open_index(
 ) -> IndexReader:
     """The index for reading: for the commit view, brought up to the served ref's commit (or `ref`'s) first.
 
-    served_only: what an agent may read (the MCP server): an index kept at a commit the served ref no longer
-    descends from (a force-push, `build_index`'s `diverged`) is refused with what to do, as the prompt hook serves
-    nothing from it; people's commands read it, and `cairn index` says it is kept."""
+    served_only: what an agent may read (the MCP server; `cairn recall` and `explain`, which say what an agent
+    gets): an index kept at a commit the served ref no longer descends from (a force-push, `build_index`'s
+    `diverged`) is refused with what to do, as the prompt hook serves nothing from it; people's other commands read
+    it (`show`, `list`, `eval`), and `cairn index` says it is kept."""
     if worktree:
         report = build_worktree_index(vault)
         return IndexReader(report.index_file)
