@@ -130,13 +130,17 @@ def test_the_warm_encoders_install_check_agrees_with_and_without_site() -> None:
     """The hook (under -S) and the warm encoder it starts (with `site`) must name their install alike, or the
     encoder stops at every request as if another install's hook had asked (`cairn.semantic.daemon`)."""
     where = str(Path(cairn.__file__).resolve().parent.parent)
-    code = "import sys; sys.path.append({!r}); from cairn.hot import install_root; print(install_root(), sys.prefix)"
+    code = (
+        "import json, sys; sys.path.append({!r}); from cairn.hot import install_name; "
+        "print(json.dumps([install_name(), sys.prefix]))"
+    )
     named = {}
     for flags in ([], ["-S"]):
         done = subprocess.run(
             [sys.executable, *flags, "-c", code.format(where)], capture_output=True, text=True, check=True
         )
-        named[bool(flags)] = done.stdout.split()
+        named[bool(flags)] = json.loads(done.stdout)
     assert named[True][0] == named[False][0]
+    assert named[True][0].endswith(f" cairn {cairn.__version__}")  # an upgrade in place is another install too
     if sys.prefix != sys.base_prefix:  # in a venv, `sys.prefix` is not: the check that broke
         assert named[True][1] != named[False][1]

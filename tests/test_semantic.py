@@ -1026,11 +1026,11 @@ def test_a_hook_of_another_install_stops_the_warm_encoder(isolated_env: Path) ->
     import socket
     import threading
 
-    from cairn.hot import install_root
+    from cairn.hot import install_name
     from cairn.semantic.daemon import Server, serve
 
     server = Server(None)  # type: ignore[arg-type]  # no request below reaches the encoder
-    assert server.answer({"v": 1, "prefetch": True, "prompt": 7, "install": install_root()})["error"] == "bad request"
+    assert server.answer({"v": 1, "prefetch": True, "prompt": 7, "install": install_name()})["error"] == "bad request"
     assert server.answer({"v": 1, "vectors": 3, "prompt": "x"})["error"] == "bad request"
     assert server.retired is None
     state = state_dir()

@@ -460,11 +460,15 @@ def cache_folder() -> str:
     return path_text(_home(), ".cache", "cairn")
 
 
-def install_root() -> str:
-    """Which install of Cairn this process runs from: the folder above its interpreter's (a venv, a conda env, a
-    system prefix). Not `sys.prefix`: the agents' hook runs under `python -S` (`cairn.install.hook_launcher`),
-    where a venv's `sys.prefix` is its base interpreter's, while the processes it starts run with `site`."""
-    return os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))
+def install_name() -> str:
+    """Which install of Cairn this process runs from, and which version: the folder above its interpreter's (a
+    venv, a conda env, a system prefix) and `cairn.__version__`. Not `sys.prefix`: the agents' hook runs under
+    `python -S` (`cairn.install.hook_launcher`), where a venv's `sys.prefix` is its base interpreter's, while the
+    processes it starts run with `site`. The version: a warm encoder started before an upgrade in place runs the
+    old code (`cairn.semantic.daemon` stops for a hook of another install or version)."""
+    from cairn import __version__
+
+    return f"{os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))} cairn {__version__}"
 
 
 def state_folder() -> str:

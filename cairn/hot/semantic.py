@@ -39,7 +39,7 @@ from cairn.hot import (
     VECTORS_SUFFIX,
     cache_folder,
     dumps,
-    install_root,
+    install_name,
     loads,
     open_private,
     private_folder,
@@ -193,7 +193,7 @@ def prefetch(prompt: str, index_files: "Iterable[str]") -> bool:
                 return False
             if not _ours(sock, path):
                 return False
-            request = {"v": 1, "prefetch": True, "prompt": prompt, "install": install_root()}
+            request = {"v": 1, "prefetch": True, "prompt": prompt, "install": install_name()}
             sock.sendall(dumps(request, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n")
         finally:
             sock.close()  # the request stays readable by the warm encoder after this end is closed
@@ -273,7 +273,7 @@ def _send(
         "want": want,
         "z": z,
         "cache": os.path.abspath(cache_folder()),  # whose key seals the index and its vectors (`daemon`'s docstring)
-        "install": install_root(),  # the warm encoder serves its own install's hooks only (`daemon.Server.answer`)
+        "install": install_name(),  # the warm encoder serves its own install's hooks only (`daemon.Server.answer`)
     }
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:

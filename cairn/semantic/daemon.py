@@ -49,7 +49,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from cairn.hot import index_key, install_root, open_private
+from cairn.hot import index_key, install_name, open_private
 from cairn.hot.errors import CairnError
 from cairn.hot.index import IndexReader
 from cairn.hot.paths import private_folder, state_folder
@@ -138,7 +138,7 @@ class Server:
         if not isinstance(request, dict) or request.get("v") != 1:
             return {"ok": False, "error": "bad request"}
         install = request.get("install")
-        if isinstance(install, str) and install != install_root():
+        if isinstance(install, str) and install != install_name():
             # A hook of another install (Cairn upgraded in another venv, the extra installed elsewhere, a second
             # agent's Cairn): its encoder may differ, and so would the side files it and this process each expect
             # (one asked for the other's vectors forever, each side re-encoding). This process stops; the hook
