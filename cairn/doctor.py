@@ -398,6 +398,14 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
         return Check("agent", subject, False, f"{shown} does not run ({exc})", fix)
     if done.returncode != 0 or not done.stdout.startswith("cairn "):
         return Check("agent", subject, False, f"{shown} --version failed (exit {done.returncode})", fix)
+    if "-S" not in launcher[1:] and "-S" in install.hook_launcher()[1:]:  # installed before the launcher was
+        return Check(
+            "agent",
+            subject,
+            True,
+            f"{path} runs {shown} ({done.stdout.strip()}); `{fix}` again starts it without `site`, faster on every "
+            "prompt",
+        )
     return Check("agent", subject, True, f"{path} runs {shown} ({done.stdout.strip()})")
 
 

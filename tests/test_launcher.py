@@ -144,3 +144,13 @@ def test_the_warm_encoders_install_check_agrees_with_and_without_site() -> None:
     assert named[True][0].endswith(f" cairn {cairn.__version__}")  # an upgrade in place is another install too
     if sys.prefix != sys.base_prefix:  # in a venv, `sys.prefix` is not: the check that broke
         assert named[True][1] != named[False][1]
+
+
+def test_doctor_says_an_older_hook_command_would_start_faster_installed_again(tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    older = f"{shlex.quote(cairn_executable())} hook --format claude-code"  # what install wrote before the launcher
+    check = doctor._command_check("claude-code", "user", settings, older)
+    assert check.ok
+    assert "`cairn install claude-code --user` again starts it without `site`" in check.detail
+    current = shlex.join([*install.hook_launcher(), "hook", "--format", "claude-code"])
+    assert "again" not in doctor._command_check("claude-code", "user", settings, current).detail
