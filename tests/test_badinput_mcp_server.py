@@ -226,7 +226,9 @@ def test_recall_and_explain_read_the_prompt_as_far_as_the_hook_does(vault_repo: 
     cli = vault_repo.cairn("recall", "--json", query)
     assert cli.returncode == 0 and json.loads(cli.stdout) == {"cards": [], "abstained": True}, cli.stderr
     hook, whole_hook = (
-        vault_repo.cairn("hook", "--format", "json", "--vault", ".", input=json.dumps({"prompt": prompt}))
+        vault_repo.cairn(
+            "hook", "--format", "json", "--vault", str(vault_repo.root), input=json.dumps({"prompt": prompt})
+        )
         for prompt in (query, QUERY)
     )
     assert json.loads(hook.stdout)["cards"] == [] and json.loads(whole_hook.stdout)["cards"], hook.stderr
