@@ -275,17 +275,27 @@ def card_log(repo: git.Repo, vault: Vault, commit: str, since: str | None = None
     rev = f"{since}..{commit}" if since else commit
     out = repo.git.log(*_LOG_ARGS, rev, "--", root, stdout_as_string=False)
     strip = len(vault.prefix)
+    # Read field by field, never by splitting on the \x01 marker: an author's name or e-mail and a card's file name
+    # may hold that byte (git keeps it), so only a field where a commit can start is read as one.
+    parts = [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0")]
     commits: list[LoggedCommit] = []
-    for chunk in out.split(b"\x01")[1:]:
-        parts = [p.decode("utf-8", "surrogateescape") for p in chunk.split(b"\0")]
-        sha, author, email, date = parts[:4]
+    i = 0
+    while i < len(parts):
+        head = parts[i].lstrip("\n")
+        if not head.startswith("\x01") or i + 3 >= len(parts):
+            i += 1
+            continue
+        sha, author, email, date = head[1:], *parts[i + 1 : i + 4]
+        i += 4
         files: list[FileVersion] = []
-        i = 4
         while i < len(parts):
             meta = parts[i].lstrip("\n")
             i += 1
-            if not meta.startswith(":"):
+            if not meta:  # a merge's combined diff opens with an empty field
                 continue
+            if not meta.startswith(":"):
+                i -= 1
+                break  # the next commit's header
             if meta.startswith("::"):
                 version, i = _merge_version(meta, parts, i, strip)
                 files.append(version)

@@ -165,3 +165,24 @@ def test_review_gives_provenance_of_changed_and_removed_cards_only(vault_repo: V
     assert cards["git/rebase"]["provenance"]["last_changed"]["commit"] == edited
     assert cards["git/stash"]["status"] == "removed"
     assert cards["git/stash"]["provenance"]["created"]["author"] == ANN[0]
+
+
+def test_a_control_byte_in_an_author_or_a_file_name_does_not_break_the_history_walk(vault_repo: VaultRepo) -> None:
+    """git keeps \\x01 in an author's name and in a file name; the log reader split records on that byte, so one
+    such commit (any contributor's) made every `cairn index` fail with a ValueError, and the vault served nothing
+    new. Each field is now read where it stands."""
+    odd = ("Evil\x01Name", "e\x01vil@example.com")
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("git/rebase", "Rebase before pushing", "Rebase your branch on main before you push it.")
+    created = vault_repo.commit("A card", author=odd)
+    vault_repo.write("odd\x01name", "A card with a control byte in its file name", "Its history is read too.")
+    vault_repo.write("git/rebase", "Rebase before pushing", "Rebase on main, then run the tests, before you push.")
+    changed = vault_repo.commit("Two changes", author=BOB)
+    indexed = vault_repo.cairn("index", "--json")
+    assert indexed.returncode == 0, indexed.stderr
+    prov = _provenance(vault_repo, "git/rebase")
+    assert (prov["created"]["commit"], prov["created"]["author"], prov["created"]["email"]) == (created, *odd)
+    assert prov["last_changed"]["commit"] == changed
+    assert prov["summary_changed"]["commit"] == changed
+    assert [(a["name"], a["commits"]) for a in prov["authors"]] == [(odd[0], 1), (BOB[0], 1)]
+    assert json.loads(indexed.stdout)["cards"] + len(json.loads(indexed.stdout)["problems"]) == 2
