@@ -249,6 +249,31 @@ def test_import_of_files_whose_names_are_not_utf8(vault_repo: VaultRepo, tmp_pat
     assert "not valid YAML" not in done.stderr
 
 
+def test_import_of_a_named_note_whose_file_name_mixes_another_script_and_bytes_not_utf8(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """A note with its own `name:` is given an id from its file name; one holding Chinese letters and a byte that
+    is not UTF-8 made the id's hash raise UnicodeEncodeError, and the whole import stopped with "a bug in Cairn"
+    (no card written, not even the others). It is imported under a script tag and a hash, like any such name."""
+    make_vault(vault_repo)
+    src = tmp_path / "notes"
+    src.mkdir()
+    note = "---\nname: {}\nsummary: {}\n---\n\nMore detail.\n"
+    (src / os.fsdecode("定时任务-".encode() + b"\xff.md")).write_text(
+        note.format("Cron jobs run twice on DST day", "Cron jobs run twice or never on a DST change; use UTC."),
+        encoding="utf-8",
+    )
+    (src / "plain.md").write_text(
+        note.format("Plain note imported beside it", "The staging deploy fails because its key rotated."),
+        encoding="utf-8",
+    )
+    done = vault_repo.invoke("import", str(src), "--force")
+    assert done.returncode == 0, done.stderr
+    written = sorted(p.name for p in (vault_repo.root / "cards" / "imported").glob("*.md"))
+    assert len(written) == 2 and "plain.md" in written
+    assert [name for name in written if name != "plain.md"][0].startswith("zh-")
+
+
 def test_init_interrupted_mid_way_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C after the template is copied and `git init` ran, before the first commit: the folder goes again."""
     from cairn import gitrepo

@@ -187,7 +187,8 @@ def card_slug(name: str, max_length: int = SLUG_MAX_CHARS) -> str:
     others = [ch for ch in kept if ch.isalnum() and not ch.isascii()]
     if not others:
         return _cut("-".join(words), max_length) or "card"
-    digest = hashlib.sha256(unicodedata.normalize("NFC", name.strip()).encode("utf-8")).hexdigest()[:6]
+    # surrogatepass: a note's file name that is not UTF-8 (its bytes held as surrogates) still gets its hash
+    digest = hashlib.sha256(unicodedata.normalize("NFC", name.strip()).encode("utf-8", "surrogatepass")).hexdigest()[:6]
     if any(ch.isalpha() for w in words for ch in w):
         base = _cut("-".join(words), max_length - len(digest) - 1)
     else:
