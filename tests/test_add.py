@@ -237,3 +237,32 @@ def test_a_name_with_no_latin_letters_gets_a_short_id(vault_repo: VaultRepo) -> 
     )  # fmt: skip
     assert mixed.returncode == 0, mixed.stderr
     assert re.fullmatch(r"Wrote cards/git/git-rebase-[0-9a-f]{6}\.md\.", mixed.stdout.splitlines()[0])
+
+
+def test_the_printed_commit_step_runs_as_printed_whatever_the_id_and_folder(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """The `Next:` line is a command to paste. It named the path bare, so an id lint only warns about (`a&b`)
+    printed `git add cards/sh/a&b.md`, which a shell runs as `git add cards/sh/a` in the background and then a
+    command `b.md`; and it was relative to the vault, so from another folder (`--vault`) it added nothing. Pasted
+    into a shell, it now stages the card."""
+    import subprocess
+
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.commit("A vault")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for card_id, cwd in (("sh/a&b", vault_repo.root), ("sh/c*d~e", elsewhere)):
+        done = vault_repo.invoke(
+            "add", "--name", f"Card {card_id}", "--summary", f"A lesson filed as {card_id}.", "--id", card_id,
+            "--body", BODY, "--force", "--vault", str(vault_repo.root), cwd=cwd,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        step = re.search(r"`([^`]*)` so agents can get it\.$", done.stdout.strip())
+        assert step is not None, done.stdout
+        staged = step.group(1).removesuffix(" && git commit")
+        subprocess.run(["bash", "-c", staged], cwd=cwd, check=True, capture_output=True)
+        assert vault_repo.git("diff", "--cached", "--name-only", "-z").strip("\0").split("\0") == [
+            f"cards/{card_id}.md"
+        ]
+        vault_repo.git("reset", "-q")

@@ -244,7 +244,18 @@ def add(
     target = authoring.write_card(vault, pending, force=force)
     rel = target.relative_to(vault.root).as_posix()
     echo(f"Wrote {rel}.")
-    echo(f"Next: review it, then `git add {rel} && git commit` so agents can get it.")
+    echo(f"Next: review it, then `{_commit_step(vault.root, rel)}` so agents can get it.")
+
+
+def _commit_step(root: Path, rel: str) -> str:
+    """The command that commits a new card, safe to paste: its path quoted (an id may hold `&`, `*` or `~`, which
+    lint only warns about), and run from the vault when the user is elsewhere (`--vault`, a registered vault)."""
+    step = f"git add {shlex.quote(rel)} && git commit"
+    try:
+        here = Path.cwd().resolve() == root.resolve()
+    except OSError:  # the current folder was removed
+        here = False
+    return step if here else f"cd {shlex.quote(str(root))} && {step}"
 
 
 def _read_body(body_file: Path) -> str:
