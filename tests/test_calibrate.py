@@ -311,3 +311,35 @@ def test_write_refuses_a_fit_that_misses_its_target_held_out(isolated_env: Path,
     assert forced.returncode == 0, forced.stderr
     assert (root / "cairn.toml").read_text() != before
     assert run_cairn(*args, "--force", cwd=root).returncode == 2  # --force without --write: a usage error
+
+
+def test_write_refuses_a_fit_that_misses_its_target_on_the_cases_themselves(isolated_env: Path, tmp_path: Path) -> None:
+    """With --folds 1 there is no held-out figure, and `calibrate --write` wrote the strictest grid point (every
+    gate at 1: no card is ever injected) although its own report said that fit still broke the target (a negative
+    that gets a card at any thresholds): the vault's recall was switched off silently. It now writes nothing and
+    says why, unless --force."""
+    from helpers.vaults import run_cairn
+
+    root = tmp_path / "lessons"
+    assert run_cairn("init", str(root), "--no-register", cwd=tmp_path).returncode == 0
+    cases = tmp_path / "cases.yaml"
+    cases.write_text(
+        "- id: p1\n"
+        '  query: "I rebased my feature branch onto main and git now rejects the push as non-fast-forward. Two other'
+        " people push to this branch too. What's the safe way to push it?\"\n"
+        "  expect: [git/force-push-safely]\n"
+        "- id: n1\n"
+        "  query: SIGTERM graceful shutdown\n"  # one card holds these words: every gate value is 1
+        "  expect: []\n"
+    )
+    args = ("calibrate", "--cases", str(cases), "--folds", "1")
+    data = json.loads(run_cairn(*args, "--json", cwd=root).stdout)
+    assert data["best"]["fitted"]["false_injection_rate"] > data["best"]["target_fir"]  # no slices: overall is worst
+    before = (root / "cairn.toml").read_text()
+    refused = run_cairn(*args, "--write", cwd=root)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Error: nothing written: on the cases fitted on, ") and "--force" in refused.stderr
+    assert (root / "cairn.toml").read_text() == before
+    forced = run_cairn(*args, "--write", "--force", cwd=root)
+    assert forced.returncode == 0, forced.stderr
+    assert (root / "cairn.toml").read_text() != before

@@ -93,7 +93,10 @@ def calibrate_cmd(
             points = calibrate.gather(index, cases, settings=settings, folds=folds, progress=progress)
     result = calibrate.calibrate(points, settings, target_fir=target_fir, folds=folds, step=float(step))
     best = result.best
-    misses = best.held_out and best.cross_validated.worst_fir > best.target_fir
+    # Even the strictest grid point can break the target on the cases themselves (a negative whose gate values are
+    # all at the top): with one fold there is no held-out figure, and that fit must not be written silently either.
+    fitted_misses = best.fitted.worst_fir > best.target_fir
+    misses = fitted_misses or (best.held_out and best.cross_validated.worst_fir > best.target_fir)
     if force and not write:
         raise click.UsageError("--force only matters with --write; add --write, or leave --force out.")
     refused = write and misses and not force
@@ -104,6 +107,12 @@ def calibrate_cmd(
         echo_json(data)
     else:
         echo(render_calibration(result))
+    if refused and fitted_misses:
+        raise CairnError(
+            f"nothing written: on the cases fitted on, even the strictest thresholds' false injection rate reaches "
+            f"{best.fitted.worst_fir:.3f}, over the target {best.target_fir:g} (a negative case gets a card at any "
+            "thresholds: `cairn explain` its query); fix that case or its card, or pass --force to write them anyway"
+        )
     if refused:
         raise CairnError(
             f"nothing written: held out, the fitted thresholds' false injection rate reaches "
