@@ -364,6 +364,78 @@ def commit_signatures(repo: git.Repo, commits: list[str] | set[str]) -> dict[str
     return result
 
 
+FETCH_TIMEOUT_SECONDS = 120.0  # a fetch of a lesson vault takes seconds; a remote silent this long is stuck
+
+
+def fetch(
+    repo: git.Repo,
+    args: list[str],
+    *,
+    prompt: bool = False,
+    timeout: float = FETCH_TIMEOUT_SECONDS,
+    env: dict[str, str] | None = None,
+) -> tuple[int, str]:
+    """Run `git fetch ARGS` in the repository: (exit status, git's stderr in English). It never outlives `timeout`
+    seconds: then it is stopped with everything it started (a remote helper, ssh) and the status is -1.
+
+    Unless `prompt` (a person at a terminal ran the command), no credential or ssh question can wait for an answer:
+    git's own prompts are off (GIT_TERMINAL_PROMPT=0, GCM_INTERACTIVE=never), and git runs in a session of its own,
+    with no controlling terminal for ssh or a credential helper to open.
+    """
+    run_env = {k: v for k, v in os.environ.items() if k not in ("GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_PREFIX")}
+    run_env.update(env or {})
+    run_env.update({"GIT_DIR": str(_git_dir_of(repo)), "LC_ALL": "C", "LANGUAGE": "C"})  # stderr is parsed
+    if not prompt:
+        run_env.update({"GIT_TERMINAL_PROMPT": "0", "GCM_INTERACTIVE": "never"})
+    proc = subprocess.Popen(
+        ["git", "fetch", *args],
+        cwd=repo.working_tree_dir or repo.git_dir,
+        env=run_env,
+        stdin=subprocess.DEVNULL if not prompt else None,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=not prompt,
+    )
+    try:
+        _, err = proc.communicate(timeout=timeout)
+        return proc.returncode, err.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        _stop(proc, group=not prompt)
+        return -1, f"fatal: no answer from the remote within {timeout:g} s (git fetch stopped)"
+
+
+def _stop(proc: subprocess.Popen[bytes], group: bool) -> None:
+    """Stop a git that ran out of time: SIGTERM first (git puts a terminal it switched echo off on back), then
+    SIGKILL; a process group (its own session) is stopped whole. Its stderr is read for a moment only, since a
+    child of git's that outlived it may still hold the pipe."""
+    import signal
+
+    def send(sig: int) -> None:
+        try:
+            if group:
+                os.killpg(proc.pid, sig)
+            else:
+                os.kill(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    send(signal.SIGTERM)
+    try:
+        proc.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        send(signal.SIGKILL)
+        proc.wait()
+    if group:
+        send(signal.SIGKILL)  # what git started and left behind
+    try:
+        proc.communicate(timeout=1)
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
 def is_ancestor(repo: git.Repo, old: str, new: str) -> bool:
     try:
         repo.git.merge_base("--is-ancestor", old, new)

@@ -52,17 +52,26 @@ class SyncResult:
         }
 
 
-def sync_vault(vault: Vault, name: str, say: Say = lambda text: None) -> SyncResult:
+@dataclass(frozen=True, slots=True)
+class Fetching:
+    """How sync's fetches run. prompt: a person at a terminal may answer git's credential and ssh questions (else
+    none can wait for an answer); timeout: seconds a fetch may take before it is stopped and the vault fails."""
+
+    prompt: bool = False
+    timeout: float = gitrepo.FETCH_TIMEOUT_SECONDS
+
+
+def sync_vault(vault: Vault, name: str, say: Say = lambda text: None, fetching: Fetching = Fetching()) -> SyncResult:
     """Fetch the vault's served ref (fast-forward only) and bring its index up to it. Two syncs of one vault take
     turns (a lock beside its index): at once, one's fetch would fail on the ref lock the other's holds."""
     with gitrepo.open_repo(vault) as repo:
         folder = indexer.index_file_for(vault).parent
         paths.private_folder(str(folder))
         with store.file_lock(folder / "sync.lock", f"syncing {name}"):
-            return _sync(repo, vault, name, say)
+            return _sync(repo, vault, name, say, fetching)
 
 
-def _sync(repo: Any, vault: Vault, name: str, say: Say) -> SyncResult:
+def _sync(repo: Any, vault: Vault, name: str, say: Say, fetching: Fetching) -> SyncResult:
     ref, _ = indexer.served_commit(vault, repo)
     before = _indexed_commit(vault, ref)
     source = _fetch_source(repo, ref)
@@ -71,21 +80,24 @@ def _sync(repo: Any, vault: Vault, name: str, say: Say) -> SyncResult:
         remote, src = source
         fetched = f"{remote} {src}"
         say(f"{name}: fetching {src.removeprefix('refs/heads/')} from {remote}")
-        status, _, stderr = repo.git.fetch(
-            "--no-tags",
-            "--no-progress",
-            "--refmap=",  # only the refspec below: no forced update through the remote's configured refspec
-            "--end-of-options",
-            remote,
-            f"{src}:{ref}",
-            with_extended_output=True,
-            with_exceptions=False,
+        status, stderr = gitrepo.fetch(
+            repo,
+            [
+                "--no-tags",
+                "--no-progress",
+                "--refmap=",  # only the refspec below: no forced update through the remote's configured refspec
+                "--end-of-options",
+                remote,
+                f"{src}:{ref}",
+            ],
+            prompt=fetching.prompt,
+            timeout=fetching.timeout,
             # The reflog says `cairn sync` moved the ref, and the vault's reference-transaction hook leaves the index
             # to sync, which builds it below (else it would run `cairn index` in the fetch, and sync again).
             env={"GIT_REFLOG_ACTION": "cairn sync"},
         )
         refused = _checked_out(str(stderr)) or _not_fast_forward(str(stderr))
-        if status != 0 and refused and _holds_the_remote(repo, remote, src, ref):
+        if status != 0 and refused and _holds_the_remote(repo, remote, src, ref, fetching):
             # Checked out, or ahead with commits not pushed yet: it holds every commit of the remote's already.
             say(f"{name}: {ref} already holds {remote}'s {src.removeprefix('refs/heads/')}")
         elif status != 0:
@@ -123,8 +135,8 @@ def _sync(repo: Any, vault: Vault, name: str, say: Say) -> SyncResult:
             )
     except CairnError as exc:
         return SyncResult(name, str(vault.root), ref, "error", before, before, fetched=fetched, message=str(exc))
-    status = "unchanged" if before == report.commit else "updated"
-    return SyncResult(name, str(vault.root), ref, status, before, report.commit, report.n_cards, fetched)
+    outcome = "unchanged" if before == report.commit else "updated"
+    return SyncResult(name, str(vault.root), ref, outcome, before, report.commit, report.n_cards, fetched)
 
 
 def _indexed_commit(vault: Vault, ref: str) -> str | None:
@@ -167,18 +179,14 @@ def _checked_out(stderr: str) -> bool:
     return "refusing to fetch into" in stderr or "checked out" in stderr
 
 
-def _holds_the_remote(repo: Any, remote: str, src: str, ref: str) -> bool:
+def _holds_the_remote(repo: Any, remote: str, src: str, ref: str, fetching: Fetching) -> bool:
     """Whether the checked-out served branch already has every commit of the remote's (the author's own vault,
     pushed from there): fetched into FETCH_HEAD alone, nothing of the user's is moved."""
-    status, _, _ = repo.git.fetch(
-        "--no-tags",
-        "--no-progress",
-        "--refmap=",
-        "--end-of-options",
-        remote,
-        src,
-        with_extended_output=True,
-        with_exceptions=False,
+    status, _ = gitrepo.fetch(
+        repo,
+        ["--no-tags", "--no-progress", "--refmap=", "--end-of-options", remote, src],
+        prompt=fetching.prompt,
+        timeout=fetching.timeout,
     )
     return status == 0 and gitrepo.is_ancestor(repo, "FETCH_HEAD", ref)
 

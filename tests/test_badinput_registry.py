@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cairn.index import store
-from helpers.vaults import VaultRepo, run_cairn
+from helpers.vaults import VaultRepo, cairn_executable, run_cairn
 
 
 def config_path() -> Path:
@@ -186,6 +188,88 @@ def test_sync_of_an_unreachable_remote_says_why(tmp_path: Path) -> None:
     assert done.stdout.count("\n") == 1
     assert "does not appear to be a git repository" in done.stdout, done.stdout
     assert "still serving" in done.stdout
+
+
+def _served_from(tmp_path: Path, url: str) -> None:
+    """A registered, indexed vault whose `origin` is now `url` (its served ref `origin/main` as last fetched)."""
+    _, remote = bare_vault(tmp_path)
+    mine = clone(remote, tmp_path / "mine")
+    assert run_cairn("vault", "add", str(mine.root), "--name", "team", cwd=tmp_path).returncode == 0
+    assert run_cairn("sync", cwd=tmp_path).returncode == 0
+    mine.git("remote", "set-url", "origin", url)
+
+
+def test_sync_of_a_remote_that_never_answers_stops_at_its_timeout(tmp_path: Path) -> None:
+    """A remote that takes the connection and never answers (a hung server, a dead VPN) held `cairn sync` for ever: a
+    cron job or an agent's command never ended. The fetch now stops after --timeout, with git's helpers, and the
+    vault fails like any unreachable one (exit 1, one line, still serving what it served)."""
+    import socket
+    import time
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)  # the kernel completes the connection; nothing ever reads or answers it
+        _served_from(tmp_path, f"http://127.0.0.1:{server.getsockname()[1]}/team.git")
+        started = time.monotonic()
+        done = run_cairn("sync", "--timeout", "2", cwd=tmp_path)
+        took = time.monotonic() - started
+    assert done.returncode == 1 and done.stderr == "", done.stderr
+    assert done.stdout.startswith("team: error: ") and "no answer from the remote within 2 s" in done.stdout
+    assert "still serving" in done.stdout
+    assert took < 60
+
+
+@pytest.mark.skipif(not shutil.which("script"), reason="needs util-linux `script` for a terminal")
+def test_sync_never_waits_on_a_credential_prompt_when_run_by_a_program(tmp_path: Path) -> None:
+    """A remote asking for a password: `cairn sync --json` run by a program from a terminal (an agent's shell, a
+    script) had git ask "Username for ..." on the terminal, and it waited there for ever. Run by a program, git's
+    prompts are now off: the vault fails at once and says why."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class AskForPassword(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="team"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), AskForPassword)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        _served_from(tmp_path, f"http://127.0.0.1:{server.server_address[1]}/team.git")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_ASKPASS", "SSH_ASKPASS"))}
+        env["GIT_CONFIG_GLOBAL"] = str(tmp_path / "no-credential-helper")  # nothing answers for git but a person
+        command = f"{shlex.quote(cairn_executable())} sync --json </dev/null"
+        # `script` gives the command a terminal; its own stdin stays open and silent: nobody ever types an answer.
+        silent, keep_open = os.pipe()
+        try:
+            with subprocess.Popen(
+                ["script", "-qec", command, "/dev/null"],
+                cwd=tmp_path,
+                env=env,
+                stdin=silent,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            ) as proc:
+                os.close(silent)
+                try:
+                    out, _ = proc.communicate(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    out, _ = proc.communicate()
+                    pytest.fail(f"cairn sync waited on a prompt: {out!r}")
+        finally:
+            os.close(keep_open)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert proc.returncode == 1, out
+    assert "terminal prompts disabled" in out and "still serving" in out
 
 
 def test_two_syncs_at_once_both_succeed(tmp_path: Path) -> None:

@@ -15,9 +15,16 @@ from cairn.terminal import clean_line
 
 @click.command()
 @click.argument("name", required=False)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=120,
+    show_default=True,
+    help="Seconds one vault's fetch may take; past it the vault fails (exit 1) and keeps serving what it served.",
+)
 @json_option
 @errors_to_exit
-def sync(name: str | None, as_json: bool) -> None:
+def sync(name: str | None, timeout: float, as_json: bool) -> None:
     """Fetch each configured vault's served branch from its remote and index it (or only the vault NAME).
 
     The vaults are those of the user configuration (`cairn vault list`), in its order; a folder that is not
@@ -26,14 +33,15 @@ def sync(name: str | None, as_json: bool) -> None:
 
     Fast-forward only: a remote branch that was rewritten (force-pushed) is refused, and the vault keeps serving
     what it served; the line says what to do. Your working tree and current branch are never touched. Exit 1 when
-    a vault could not be synced.
+    a vault could not be synced. Run from a script, cron or an agent (stdin not a terminal, or --json), a remote
+    that asks for a password or an ssh host key fails at once instead of waiting for an answer.
 
     \b
     Example:
       cairn sync
       cairn sync team --json
     """
-    from cairn.sync import SyncResult, sync_vault
+    from cairn.sync import Fetching, SyncResult, sync_vault
 
     entries = load_vaults()
     if name is not None:
@@ -44,10 +52,14 @@ def sync(name: str | None, as_json: bool) -> None:
     if not entries:
         raise VaultNotFound(f"no vault is configured in {config_file()}; add one with `cairn vault add PATH`")
     show = sys.stderr.isatty() and not as_json
+    # Only a person at a terminal can answer git's credential or ssh questions; anywhere else one waits for ever.
+    fetching = Fetching(prompt=show and sys.stdin.isatty(), timeout=timeout)
     results: list[SyncResult] = []
     for entry in entries:
         try:
-            result = sync_vault(find_vault(entry.path), entry.name, say=lambda text: _progress(text, show))
+            result = sync_vault(
+                find_vault(entry.path), entry.name, say=lambda text: _progress(text, show), fetching=fetching
+            )
         except CairnError as exc:
             result = SyncResult(entry.name, entry.path, entry.ref or "", "error", message=str(exc))
         results.append(result)
