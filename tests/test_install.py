@@ -239,6 +239,37 @@ def test_git_hooks_keep_the_index_current(vault_repo: VaultRepo, tmp_path: Path)
     assert not any((hooks / n).exists() for n in install.GIT_HOOKS)
 
 
+def test_a_commit_never_waits_on_another_index_of_the_vault(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Another `cairn index` holding the vault's index lock (a long full index, a stuck one) kept `git commit` waiting
+    in the post-commit hook for up to 10 minutes (the lock's wait). The hook now waits 5 s at most, git returns, and
+    the update goes on in the background once the lock is free."""
+    import fcntl
+    import time
+
+    from cairn.hot.paths import index_path
+
+    make_vault(vault_repo)
+    assert cairn("install", "git-hooks", "--vault", str(vault_repo.root)).returncode == 0
+    vault_repo.write("python/venv", "Activate the venv", "pip install outside the venv hits the system python")
+    vault_repo.git("add", "-A")
+    vault_repo.git("commit", "-q", "-m", "first card")
+    assert _indexed_commit(vault_repo.root) == vault_repo.git("rev-parse", "HEAD")
+    lock = index_path(vault_repo.root.resolve()).with_name("index.cairn.lock")
+    with lock.open("r+b") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        vault_repo.write("python/pipx", "Use pipx for tools", "pip install --user mixes tool dependencies together")
+        vault_repo.git("add", "-A")
+        started = time.monotonic()
+        subprocess.run(["git", "commit", "-q", "-m", "second card"], cwd=vault_repo.root, check=True, timeout=60)
+        assert time.monotonic() - started < 30
+        head = vault_repo.git("rev-parse", "HEAD")
+        assert _indexed_commit(vault_repo.root) != head  # not yet: the other index still holds the lock
+    deadline = time.monotonic() + 30
+    while _indexed_commit(vault_repo.root) != head and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _indexed_commit(vault_repo.root) == head  # the background update indexed it once the lock was free
+
+
 def test_git_hooks_never_clobber_a_foreign_hook(vault_repo: VaultRepo, tmp_path: Path) -> None:
     make_vault(vault_repo)
     hooks = vault_repo.root / ".git" / "hooks"

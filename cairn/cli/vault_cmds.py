@@ -27,6 +27,7 @@ from cairn.cli.common import (
 from cairn.hot.errors import CairnError, CardNotFound, VaultNotFound
 from cairn.hot.vault import find_vault
 from cairn.index import build as indexer
+from cairn.index.store import IndexBusy
 from cairn.terminal import clean_line
 
 
@@ -288,10 +289,20 @@ def _read_body(body_file: Path) -> str:
     help="Index this ref instead, in its own file (e.g. HEAD: your branch before it is merged; the hook never "
     "uses it).",
 )
+@click.option(
+    "--wait",
+    "wait",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Wait at most this many seconds for another `cairn index` of the vault; past it, hand the update to a "
+    "background process and return (the vault's git hooks use it: a commit never waits on a long or stuck index).",
+)
 @vault_option
 @json_option
 @errors_to_exit
-def index(rebuild: bool, worktree: bool, ref: str | None, vault_path: str | None, as_json: bool) -> None:
+def index(
+    rebuild: bool, worktree: bool, ref: str | None, wait: float | None, vault_path: str | None, as_json: bool
+) -> None:
     """Build or update the index of the vault's served ref (incrementally from the cached commit).
 
     The served ref is what agents get: the vault's `ref` in the user configuration, else the branch the remote
@@ -305,12 +316,25 @@ def index(rebuild: bool, worktree: bool, ref: str | None, vault_path: str | None
     """
     if worktree and ref:
         raise click.UsageError("give --worktree or --ref, not both")
+    if worktree and wait is not None:
+        raise click.UsageError("--wait is for the served ref's index (the git hooks'); leave it out with --worktree")
     vault = open_vault(vault_path)
     with progress_bar("Indexing cards") as progress:
         if worktree:
             report = indexer.build_worktree_index(vault, progress=progress)
         else:
-            report = indexer.build_index(vault, rebuild=rebuild, progress=progress, ref=ref)
+            try:
+                report = indexer.build_index(vault, rebuild=rebuild, progress=progress, ref=ref, lock_wait=wait)
+            except IndexBusy:
+                if wait is None:
+                    raise
+                _index_in_background(vault.root, rebuild, ref)
+                echo(
+                    f"Another `cairn index` of {vault.root} has been running for over {wait:g} s; this update "
+                    "continues in the background once it ends.",
+                    err=True,
+                )
+                return
     if report.mode == "diverged" and not as_json:
         echo(
             f"Error: {_indexed_ref(report.index_file)} moved to {(report.refused_commit or '')[:8]}, which does not "
@@ -366,6 +390,30 @@ def index(rebuild: bool, worktree: bool, ref: str | None, vault_path: str | None
                 "serves by words alone. `cairn doctor` checks the extra; `[recall] semantic = false` turns it off.",
                 err=True,
             )
+
+
+def _index_in_background(root: Path, rebuild: bool, ref: str | None) -> None:
+    """Start the same `cairn index` (waiting as long as any index takes) detached, in its own session, and return:
+    git waits for a hook's process, not for what it leaves running."""
+    import os
+    import subprocess
+
+    from cairn.hot.hook import INDEX_CODE  # never `python -m cairn` in the vault: a `cairn/` there would run instead
+
+    args = [sys.executable, "-c", INDEX_CODE, "index", "--vault", str(root)]
+    args += ["--rebuild"] if rebuild else []
+    args += ["--ref", ref] if ref is not None else []
+    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_PREFIX")}
+    subprocess.Popen(
+        args,
+        cwd=root,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
 
 
 def _indexed_ref(index_file: Path) -> str:

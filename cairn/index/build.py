@@ -113,22 +113,34 @@ def served_commit(vault: Vault, repo: git.Repo | None = None, ref: str | None = 
 
 
 def build_index(
-    vault: Vault, *, rebuild: bool = False, progress: Progress | None = None, ref: str | None = None
+    vault: Vault,
+    *,
+    rebuild: bool = False,
+    progress: Progress | None = None,
+    ref: str | None = None,
+    lock_wait: float | None = None,
 ) -> IndexReport:
     """Bring the cache up to the served ref's commit (or `ref`'s, in that ref's own file): incrementally when a
-    usable index exists, else in full. A commit on a feature branch is not served until it is merged."""
+    usable index exists, else in full. A commit on a feature branch is not served until it is merged. lock_wait:
+    the seconds to wait for another writer of the index before `store.IndexBusy` (default `LOCK_WAIT_SECONDS`)."""
     started = time.perf_counter()
     with gitrepo.open_repo(vault) as repo:
-        return _build_index(repo, vault, rebuild, progress, ref, started)
+        return _build_index(repo, vault, rebuild, progress, ref, started, lock_wait)
 
 
 def _build_index(
-    repo: git.Repo, vault: Vault, rebuild: bool, progress: Progress | None, ref: str | None, started: float
+    repo: git.Repo,
+    vault: Vault,
+    rebuild: bool,
+    progress: Progress | None,
+    ref: str | None,
+    started: float,
+    lock_wait: float | None = None,
 ) -> IndexReport:
     ref_name, commit = served_commit(vault, repo, ref)
     target = index_file_for(vault, ref=None if ref is None else ref_name)
     _retire_sqlite_cache(target)
-    with store.writer_lock(target):
+    with store.writer_lock(target, lock_wait):
         base = None if rebuild else _usable_base(target, vault, repo)
         if base is not None and base.commit != commit and not gitrepo.is_ancestor(repo, base.commit, commit):
             # Only the same branch can have been rewritten: an index of another ref (the served ref switched, to

@@ -220,10 +220,10 @@ class IndexBusy(CairnError):
 
 
 @contextlib.contextmanager
-def writer_lock(index_file: Path) -> Iterator[None]:
-    """Serialise writers of one index (readers never wait: they read whole files)."""
+def writer_lock(index_file: Path, wait: float | None = None) -> Iterator[None]:
+    """Serialise writers of one index (readers never wait: they read whole files). wait: see `file_lock`."""
     paths.private_folder(str(index_file.parent))
-    with file_lock(index_file.with_name(index_file.name + ".lock"), f"writing the index at {index_file}"):
+    with file_lock(index_file.with_name(index_file.name + ".lock"), f"writing the index at {index_file}", wait):
         _remove_stale_temps(index_file)
         yield
 
@@ -259,10 +259,11 @@ def _remove_stale_temps(index_file: Path) -> None:
 
 
 @contextlib.contextmanager
-def file_lock(lock_path: Path, doing: str) -> Iterator[None]:
+def file_lock(lock_path: Path, doing: str, wait: float | None = None) -> Iterator[None]:
     """An exclusive `flock` on the lock file `lock_path` (0600; made if missing; never through a symlink, never a
     FIFO or folder in its place), with the holder's pid written in it. A lock whose holder ended is free at once
-    (the kernel lets go of it); a holder that keeps it over `LOCK_WAIT_SECONDS` is named in an `IndexBusy`."""
+    (the kernel lets go of it); a holder that keeps it over `wait` seconds (default `LOCK_WAIT_SECONDS`) is named
+    in an `IndexBusy`."""
     try:
         fd = open_private(str(lock_path), os.O_RDWR | os.O_CREAT)
     except OSError as exc:
@@ -273,14 +274,14 @@ def file_lock(lock_path: Path, doing: str) -> Iterator[None]:
         raise
     with os.fdopen(fd, "r+b") as handle:
         paths.private_file(str(lock_path))
-        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        deadline = time.monotonic() + (LOCK_WAIT_SECONDS if wait is None else wait)
         while True:
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise IndexBusy(_busy_message(handle, doing)) from None
+                    raise IndexBusy(_busy_message(handle, doing, wait)) from None
                 time.sleep(0.05)
         try:  # the holder's pid, for `_busy_message` only: a full disk or a file size limit does not stop the lock
             os.ftruncate(handle.fileno(), 0)
@@ -290,11 +291,11 @@ def file_lock(lock_path: Path, doing: str) -> Iterator[None]:
         yield
 
 
-def _busy_message(handle: IO[bytes], doing: str) -> str:
+def _busy_message(handle: IO[bytes], doing: str, waited: float | None) -> str:
     handle.seek(0)
     pid = handle.read(16).decode("ascii", "replace").strip()
     who, stop = (f" (pid {pid})", f"`kill {pid}`") if pid.isdigit() else ("", "find it with `ps`")
-    wait = f"{LOCK_WAIT_SECONDS:g} s"
+    wait = f"{LOCK_WAIT_SECONDS if waited is None else waited:g} s"
     return (
         f"another Cairn process{who} is {doing} and has held its lock for over {wait}; wait for it, or stop it if it "
         f"is stuck ({stop}), then run again"
