@@ -184,6 +184,15 @@ def _semantic_check(env: dict[str, str]) -> tuple[Check, bool]:
             "prompt is served by words alone"
         )
         return Check("semantic", "extra", False, detail, "set CAIRN_STATE_DIR to a shorter folder"), False
+    from cairn.hot.semantic import STALL_SECONDS, stall_age
+
+    stalled = stall_age(state)
+    if stalled is not None:  # a client waited for the warm encoder in vain: prompts go by words for a while
+        detail = (
+            f"the warm encoder did not answer a prompt in time {stalled:.0f} s ago: prompts are served by words "
+            f"alone for {STALL_SECONDS:.0f} s after that, then it is asked again (see {state}/semantic.log)"
+        )
+        return Check("semantic", "extra", None, detail), True
     if enc.MODEL != enc.MODEL_I8:
         detail = (
             f"installed without onnxruntime: the numpy engine encodes ({enc.MODEL}), about 3x slower a prompt; "

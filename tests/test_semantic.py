@@ -857,6 +857,26 @@ def test_doctor_checks_the_extra_and_each_vaults_card_vectors(vault_repo: VaultR
     assert [c["detail"] for c in off if c["area"] == "semantic"] == ["installed, switched off here by CAIRN_SEMANTIC"]
 
 
+def test_doctor_says_when_the_warm_encoder_did_not_answer_in_time(vault_repo: VaultRepo) -> None:
+    """A client that waited for the warm encoder in vain stamps `semantic.stalled`, and for a minute prompts are
+    served by words alone: doctor said all was well meanwhile; it now says so (information: it passes)."""
+    _vault(vault_repo)
+
+    def extra() -> dict[str, object]:
+        report = json.loads(vault_repo.cairn("doctor", "--json").stdout)
+        return next(c for c in report["checks"] if c["area"] == "semantic" and c["subject"] == "extra")
+
+    assert extra()["ok"] is True
+    state = state_dir()
+    state.mkdir(parents=True, exist_ok=True)
+    stamp = state / "semantic.stalled"
+    stamp.write_text("")
+    said = extra()
+    assert said["ok"] is None and "did not answer a prompt in time" in str(said["detail"]), said
+    os.utime(stamp, (time.time() - 120, time.time() - 120))  # past the rest: asked again, nothing to say
+    assert extra()["ok"] is True
+
+
 def test_doctor_fails_an_extra_that_cannot_encode_or_listen(vault_repo: VaultRepo, tmp_path: Path) -> None:
     """A package found is not an engine that runs: an onnxruntime that fails to import (here a planted one on
     PYTHONPATH) made doctor say ok while `cairn index` said to ask doctor; and a state folder whose socket path is

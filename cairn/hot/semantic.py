@@ -125,13 +125,13 @@ def resting(state: str) -> bool:
     STALL_REREAD_SECONDS in a process (one stat a prompt, whatever the number of vaults)."""
     now = time.monotonic()
     if _rest.state != state or now - _rest.read_at >= STALL_REREAD_SECONDS:
-        age = _stall_age(state)
+        age = stall_age(state)
         _rest.state, _rest.read_at = state, now
         _rest.until = 0.0 if age is None else now + STALL_SECONDS - age
     return now < _rest.until
 
 
-def _stall_age(state: str) -> "float | None":
+def stall_age(state: str) -> "float | None":
     """How long ago a client stamped `STALL_STAMP` in `state`, when less than STALL_SECONDS ago; else None (a stamp
     from the future, a clock set back, is not believed)."""
     try:
@@ -147,7 +147,7 @@ def _stalled(state: str, why: str) -> None:
     now = time.monotonic()
     _rest.state, _rest.read_at, _rest.until = state, now, now + STALL_SECONDS
     try:
-        first = _stall_age(state) is None
+        first = stall_age(state) is None
         wall = time.time()
         touch_private(os.path.join(state, STALL_STAMP), wall)
         if first:
