@@ -154,3 +154,22 @@ def test_doctor_says_an_older_hook_command_would_start_faster_installed_again(tm
     assert "`cairn install claude-code --user` again starts it without `site`" in check.detail
     current = shlex.join([*install.hook_launcher(), "hook", "--format", "claude-code"])
     assert "again" not in doctor._command_check("claude-code", "user", settings, current).detail
+
+
+def test_without_site_the_script_finds_cairn_in_debians_dist_packages(tmp_path: Path) -> None:
+    root = tmp_path / "usr" / "local"
+    script = _prefix(root, with_cairn=False)
+    dist = root / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "dist-packages"
+    dist.mkdir()
+    (dist / "cairn").symlink_to(Path(cairn.__file__).resolve().parent, target_is_directory=True)
+    done = subprocess.run(
+        [sys.executable, "-S", "-X", "importtime", str(script), "hook", "--format", "claude-code"],
+        input="{}",
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    imported = _imports(done.stderr)
+    assert "cairn.hot.hook" in imported and "site" not in imported
