@@ -5,12 +5,16 @@ separators read as spaces; name, summary and aliases also joined, for an instruc
 body are read for: overriding instructions, taking on a new role, acting without asking or with "pre-approved"
 permissions, hiding things from the user, sending data out, chat-template role and delimiter markers (`SYSTEM:`,
 `</system>`, `<|im_start|>`, `[INST]`, `### Instruction`), in English, Chinese, Japanese, Korean, Spanish,
-French, German, Portuguese, Italian and Russian; and HTML comments addressed to the agent.
+French, German, Portuguese, Italian and Russian; paraphrases (an agent addressed as the reader, "if you are an
+AI", "whatever the user asks", a changed task, covert acts, secrets put into the agent's answer); and HTML
+comments addressed to the agent. Each field is also read with look-alike letters NFKC leaves alone mapped (`ı`,
+`ɪ`, Armenian `օ`), combining marks dropped and letters spelled one by one joined (`I.g.n.o.r.e`).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator
 
 from cairn.finding import Finding
@@ -148,15 +152,94 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
     _p(
         _ADDRESSED,
         rf"(?:note|message|instructions?|reminder|request|directive)s?{_S}(?:for|to){_S}(?:the{_S}|any{_S}|all{_S})?"
-        rf"(?:ai{_S})?(?:assistants?|agents?|ai|llms?|language{_S}models?|models?|claude|codex|gemini|copilot|"
+        rf"(?:(?:ai|coding|code|autonomous|llm){_S}){{0,2}}(?:assistants?|agents?|ai|llms?|language{_S}models?|models?|"
+        r"claude|codex|gemini|copilot|"
         r"chatgpt)\b",
         needles=(("note", "message", "instruction", "reminder", "request", "directive"), (" for ", " to ")),
     ),
     _p(
         _ADDRESSED,
-        r"(?:^|[.!?\n]\s*)(?:dear\s+)?(?:ai\s+)?(?:assistant|agent|claude|codex|gemini|copilot|chatgpt|llm)\s*[,:]\s*"
-        r"(?:you\s+(?:must|should|will|need)|always|never|please|ignore|run|execute|do\s+not|don'?t|make\s+sure)\b",
+        r"(?:^|[.!?\n]\s*)(?:(?:dear|hey|hi|hello|attention|ok|okay|listen)[\s,]+)?(?:(?:ai|coding)\s+)?(?:assistant|agent|"
+        r"claude|codex|gemini|copilot|chatgpt|llm)\s*(?:[,:;!]|\s-{1,2}|[\u2013\u2014])\s*(?:you\s+(?:must|should|will|need)|"
+        r"always|never|please|ignore|run|execute|do\s+not|don'?t|make\s+sure|first|delete|remove|push|commit|send|print|"
+        r"install|add|append|edit|change|reveal|open|download|upload|copy)\b",
         needles=("assistant", "agent", "claude", "codex", "gemini", "copilot", "chatgpt", "llm"),
+    ),
+    # Paraphrases: an agent addressed as the reader, a changed task, the user's request set aside, covert acts,
+    # approval claimed in other words, secrets put into the agent's answer.
+    _p(
+        _ADDRESSED,
+        rf"\b(?:any|every|each|all|the|an?){_S}(?:(?:ai|coding|code|autonomous|llm){_S}){{0,2}}(?:assistants?|agents?|"
+        rf"language{_S}models?|models?|llms?|bots?|ai){_S}(?:(?:that|who|which){_S}(?:is{_S}|are{_S})?)?(?:reads?|reading|"
+        rf"sees?|seeing|receives?|receiving|given|shown|parsing|parses){_S}(?:this|these)(?:{_S}(?:card|note|lesson|"
+        rf"message|text|summary|entry|line)s?)?(?:{_S}(?:should|must|will|needs?|has|have|is|are|shall|can)\b|\s*[,:;.!\u2013\u2014])",
+        needles=(("assistant", "agent", "model", "llm", "bot", "ai "), ("this", "these")),
+    ),
+    _p(
+        _ADDRESSED,
+        rf"\bif{_S}you{_S}(?:are|'re){_S}(?:an?{_S}|the{_S})?(?:(?:ai|coding|code|autonomous|large){_S}){{0,2}}(?:ai|llm|"
+        rf"language{_S}model|assistant|agent|chatbot|bot|claude|codex|gemini|copilot|chatgpt|gpt|model)(?:\s*[,:;.!?)\u2013\u2014]|"
+        rf"{_S}(?:reading|that|who|like|then|you|please)\b)",
+        needles=("if you are", "if you're"),
+    ),
+    _p(
+        _OVERRIDE,
+        rf"\b(?:pay{_S}no{_S}(?:attention|heed){_S}to|set{_S}aside|put{_S}aside|disobey|stop{_S}following|no{_S}longer{_S}"
+        rf"(?:follow|obey)|throw{_S}out){_S}(?:(?:all|any|every|the|your|my|of|these|those){_S}){{0,3}}(?:previous|prior|"
+        rf"above|earlier|preceding|original|system|user'?s|human'?s|operator'?s){_S}(?:\w+{_S})?(?:instructions?|prompts?|"
+        r"rules|directions|guidelines|guidance|guardrails|directives?|constraints|polic(?:y|ies)|orders|requests?|"
+        r"messages?|commands|wishes)\b",
+        needles=("pay no", "aside", "disobey", "stop following", "no longer", "throw out"),
+    ),
+    _p(
+        _OVERRIDE,
+        rf"\byour{_S}(?:instructions?|task|goal|role|orders|directives?|mission|objective|priorit(?:y|ies)){_S}"
+        rf"(?:(?:has|have){_S}been{_S}(?:updated|changed|replaced|superseded|revoked|overridden|overwritten)|"
+        rf"(?:is|are){_S}now{_S}to)\b|\byour{_S}(?:instructions|orders|directives){_S}have{_S}changed\b|\b(?:whatever|no{_S}matter{_S}what|regardless{_S}of{_S}what){_S}(?:the{_S})?"
+        rf"(?:user|human|person|developer|operator|prompt){_S}(?:asks?|requests?|says?|wants?|writes?|types?|tells?{_S}you)"
+        rf"(?:{_S}(?:for|you))?(?:{_S})?,?{_S}(?:you{_S}(?:must|should|will|need{_S}to|have{_S}to)|always|first|instead|also|"
+        rf"just)\b|\bthe{_S}user'?s{_S}(?:real|actual|true|new){_S}(?:request|task|instructions?|question){_S}"
+        rf"(?:is|are|follows)\b",
+        needles=(("your", "whatever", "no matter", "regardless", "user"),),
+    ),
+    _p(
+        _UNASKED,
+        rf"(?:^|[.!?:;,]\s+|\n[\s>*-]*)(?:(?:always|just|simply|please|now|then|also){_S})?(?:run|execute|apply|install|"
+        rf"delete|remove|push|commit|deploy|do|send|upload|change|edit|modify|overwrite|disable){_S}[^\n.]{{0,60}}?"
+        rf"\bwithout{_S}(?:telling|informing|notifying|alerting|mentioning(?:{_S}(?:it|this))?{_S}to|letting)"
+        rf"{_S}(?:the{_S})?(?:user|human|developer|operator|anyone|them)\b|(?:^|[.!?;]\s+|\n[\s>*-]*)(?:silently|"
+        rf"quietly|secretly|covertly){_S}(?:run|execute|delete|remove|push|commit|send|upload|modify|edit|change|"
+        r"append|copy|disable|overwrite)\b",
+        needles=(
+            "without telling",
+            "without inform",
+            "without notify",
+            "without alert",
+            "without mention",
+            "without letting",
+            "silently",
+            "quietly",
+            "secretly",
+            "covertly",
+        ),
+    ),
+    _p(
+        _APPROVED,
+        rf"\b(?:user|human|operator|person(?:{_S}at{_S}the{_S}keyboard)?)s?{_S}(?:has{_S}|have{_S})?(?:already{_S})?"
+        rf"(?:signed{_S}off{_S}on|okayed|ok'?d|green-?lit|cleared|blessed|waived{_S}(?:review|confirmation){_S}for){_S}"
+        rf"(?:all|every|any|each){_S}(?:\w+{_S}){{0,2}}(?:commands?|actions?|changes|operations|tools?|shell|scripts?|"
+        r"edits|steps|requests?)\b",
+        needles=(("signed off", "okay", "ok'd", "okd", "green", "cleared", "blessed", "waived"),),
+    ),
+    _p(
+        "tells the agent to put secrets into its answer",
+        rf"(?:^|[.!?:;,]\s+|\n[\s>*-]*)(?:(?:always|just|simply|please|now|then|also|first){_S})?(?:include|paste|print|"
+        rf"append|add|put|attach|echo|output|quote|copy|reveal|share|dump|cat|show|list|write){_S}[^\n]{{0,80}}?"
+        rf"(?:credentials?|secrets?|tokens?|passwords?|api[\s_-]?keys?|private{_S}keys?|env(?:ironment)?{_S}var\w*|"
+        rf"id_rsa|\.env\b|\.ssh|\.aws|\.netrc|\.npmrc|\.pypirc|kubeconfig)[^\n]{{0,80}}?\b(?:in|into|to|at{_S}the{_S}"
+        rf"end{_S}of){_S}your{_S}(?:reply|replies|answers?|responses?|final{_S}answer|commit{_S}messages?|pull{_S}"
+        rf"request)\b(?!{_S}(?:headers?|body|bodies|object|code|status|schema|payload|json|time|handler))",
+        needles=(("your",), ("reply", "replies", "answer", "response", "commit message", "pull request")),
     ),
     # Chat-template roles and delimiters: what a model reads as the start of another turn.
     _p(
@@ -194,9 +277,26 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
     # Chinese, Japanese and Korean: overriding, new roles, hiding from the user, pre-approval.
     _p(
         _OVERRIDE,
-        r"(?:忽略|无视|無視|忽視|不要理会|不要理會|忘记|忘記|跳过|绕过)[^。\n]{0,12}(?:指令|指示|说明|說明|提示词?|"
-        r"规则|規則|命令|限制|要求|設定|设定)",
-        needles=("忽略", "无视", "無視", "忽視", "不要理", "忘记", "忘記", "跳过", "绕过"),
+        r"(?:忽略|忽视|无视|無視|忽視|不要理会|不要理會|不必理会|无需理会|不用理会|忘记|忘記|跳过|绕过|不用管|不要管|别管|"
+        r"抛开|撇开|无视掉)[^。\n]{0,12}(?:指令|指示|说明|說明|提示词?|规则|規則|命令|限制|要求|設定|设定|说了什么|说什么|的话)",
+        needles=(
+            "忽略",
+            "忽视",
+            "无视",
+            "無視",
+            "忽視",
+            "理会",
+            "理會",
+            "忘记",
+            "忘記",
+            "跳过",
+            "绕过",
+            "不用管",
+            "不要管",
+            "别管",
+            "抛开",
+            "撇开",
+        ),
     ),
     _p(
         _OVERRIDE,
@@ -216,9 +316,27 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
     ),
     _p(
         _UNASKED,
-        r"(?:不要|别|別|切勿|不得)(?:告诉|告訴|通知|提醒|让|讓)(?:用户|用戶|使用者)|(?:无需|無需|不需要|不必|不用)"
-        r"(?:向用户|向用戶)?(?:确认|確認|询问|詢問|请示|批准)|(?:不经|不經|未经|未經)(?:用户|用戶)?(?:确认|確認|同意)",
-        needles=("用户", "用戶", "使用者", "确认", "確認", "询问", "詢問", "请示", "批准", "同意"),
+        r"(?:不要|别|別|切勿|不得)(?:告诉|告訴|通知|提醒|让|讓)(?:用户|用戶|使用者)|(?:无需|無需|无须|無須|毋需|毋须|不需要|不必|"
+        r"不用)(?:向|跟|问|問)?(?:用户|用戶|使用者)?(?:确认|確認|询问|詢問|请示|批准|同意|征求|允许|许可)|(?:不经|不經|未经|未經)"
+        r"(?:用户|用戶)?(?:确认|確認|同意)|(?:不用|不要|别|別|无需|无须|不必)(?:问|問|征求|请示)(?:一下)?(?:用户|用戶|使用者)|"
+        r"(?:不要|别|別|切勿|不得)(?:跟|和|对|對|向)(?:用户|用戶|使用者)(?:说|說|讲|講|提|提及|透露|汇报|彙報|解释)|"
+        r"瞒着(?:用户|用戶|使用者)|瞞著(?:用户|用戶|使用者)|(?:悄悄|偷偷|暗中)地?(?:执行|執行|运行|運行|删除|刪除|推送|提交|修改|"
+        r"上传|上傳|发送|發送|安装|安裝|覆盖|禁用)",
+        needles=(
+            "用户",
+            "用戶",
+            "使用者",
+            "确认",
+            "確認",
+            "询问",
+            "詢問",
+            "请示",
+            "批准",
+            "同意",
+            "悄悄",
+            "偷偷",
+            "暗中",
+        ),
     ),
     _p(
         _UNASKED,
@@ -228,9 +346,39 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
     ),
     _p(
         _APPROVED,
-        r"(?:用户|用戶|使用者)(?:已经|已經|已)?(?:预先|預先|事先)?(?:批准|授权|授權|同意|允许|允許)了?(?:所有|全部|任何)|"
+        r"(?:用户|用戶|使用者)(?:已经|已經|已)?(?:预先|預先|事先)?(?:批准|授权|授權|同意|允许|允許)了?[^。\n]{0,6}?(?:所有|全部|任何|"
+        r"一切)|"
         r"ユーザーは?(?:すでに|既に|事前に)?(?:すべて|全て)?の?(?:コマンド|操作)?を?(?:承認|許可)(?:済み|しています|した)",
         needles=("用户", "用戶", "使用者", "ユーザー"),
+    ),
+    _p(
+        _ADDRESSED,
+        r"(?:AI|ai|人工智能|大模型|语言模型|語言模型|编程|編程)\s*(?:助手|智能体|智能體|代理|模型)[\s，,：:。!！]*(?:请|請|务必|務必|"
+        r"注意)|如果你是\s*(?:一个|一個|一名)?\s*(?:AI|ai|人工智能|助手|语言模型|語言模型|大模型|智能体|智能體|机器人|機器人|模型)\s*"
+        r"(?:[，,：:。！!]|的话|的話|请|請)|(?:读到|讀到|看到|收到|处理|處理)(?:这|這|此)(?:条|條|张|張|段|份|个|個)?(?:笔记|筆記|卡片|"
+        r"说明|說明|内容|內容|消息|提示|文字)的\s*(?:AI|ai|人工智能|助手|模型|智能体|智能體|代理)",
+        needles=(
+            "助手",
+            "智能体",
+            "智能體",
+            "代理",
+            "模型",
+            "如果你是",
+            "读到",
+            "讀到",
+            "看到",
+            "收到",
+            "处理",
+            "處理",
+        ),
+    ),
+    _p(
+        "tells the agent to put secrets into its answer",
+        r"(?:回复|回覆|回答|答复|答覆|输出|輸出)(?:中|里|裡|末尾|结尾)[^。\n]{0,6}(?:附上|附带|附帶|包含|贴出|貼出|粘贴|粘貼|打印|列出|"
+        r"写上|寫上|加上)[^。\n]{0,40}(?:密钥|密鑰|密码|密碼|令牌|凭证|憑證|凭据|憑據|token|credentials|\.env|id_rsa|\.ssh|\.aws)|"
+        r"(?:把|将|將)[^。\n]{0,40}(?:密钥|密鑰|密码|密碼|令牌|凭证|憑證|凭据|憑據|token|credentials|\.env|id_rsa|\.ssh|\.aws)"
+        r"[^。\n]{0,30}(?:附|贴|貼|写|寫|放|加|包含)[^。\n]{0,4}(?:回复|回覆|回答|答复|答覆)",
+        needles=("回复", "回覆", "回答", "答复", "答覆", "输出", "輸出"),
     ),
     # Spanish, Portuguese, French, Italian, German, Russian.
     _p(
@@ -355,35 +503,70 @@ _RUNS = tuple(
 )
 
 
+# Letters a model reads as Latin ones that NFKC leaves alone: Latin small capitals and variants (`ɪ`, `ı`, `ɡ`),
+# Armenian, Cyrillic and Greek look-alikes. A text holding them is also read with them mapped and combining marks
+# dropped (`iǵnore`, `i̶gnore`), so a look-alike spelling of a phrase reads as the phrase (`_readings`).
+_LOOK = str.maketrans(
+    "ıɪɩꙇɡɢɑᴀʙᴄᴅᴇꜰɢʜᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢȷℓօսոհզցՏԁһԛԝӏаеорсухіјѕвкмнтАВЕЅІЈКМНОРСТХУαικνορτυχΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "iiiiggaabcdefghjklmnoprstuvwyzjlounhqgSdhqwlaeopcyxijsbkmhtABESIJKMHOPCTXYaikvoptuxABEZHIKMNOPTYX",
+)
+# Four or more single letters with the same separator between them (`i g n o r e`, `I.g.n.o.r.e`): read joined.
+_SPACED = re.compile(r"(?<![^\W\d_])[^\W\d_]([ .*_|/-])(?:[^\W\d_]\1){2,}[^\W\d_](?![^\W\d_])")
+
+
+def _readings(text: str) -> list[str]:
+    """The text, then the other ways a model reads it: look-alike letters mapped and combining marks dropped, and
+    letters spelled one by one joined (only the readings that differ from the text)."""
+    out = [text]
+    if not text.isascii():
+        plain = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+        plain = unicodedata.normalize("NFC", plain.translate(_LOOK))
+        if plain != text:
+            out.append(plain)
+    last = out[-1]
+    if _SPACED.search(last):
+        out.append(_SPACED.sub(lambda m: m.group().replace(m.group(1), ""), last))
+    return out
+
+
 def check(target: Target, context: Context) -> Iterator[Finding]:
     found: list[tuple[Field, int, str]] = []
     for field in target.fields:
-        text = field.text
-        if not text:
+        if not field.text:
             continue
-        plain = " ".join(text.split())
-        lower = plain.lower()
-        ascii_only = plain.isascii()
-        folded = {n for n in _ASCII_FOLDED if n in lower}
-        exact = {n for n in _ASCII_EXACT if n in plain}
-        if not ascii_only:
-            folded.update(n for n in _OTHER_FOLDED if n in lower)
-            exact.update(n for n in _OTHER_EXACT if n in plain)
-        served = field.served
-        for what, pattern, ignore_case, served_only, non_ascii, groups in _RUNS:
-            if (served_only and not served) or (ascii_only and non_ascii):
-                continue
-            seen = folded if ignore_case else exact
-            if any(seen.isdisjoint(group) for group in groups):
-                continue
-            match = pattern.search(text)
-            if match:
-                found.append((field, match.start(), _message(f"the text {what}")))
-        if (field.key in ("file", "body") or served) and "<!--" in text:
+        seen_here: set[str] = set()
+        for text in _readings(field.text):
+            for offset, what in _scan(text, field.served):
+                if what not in seen_here:
+                    seen_here.add(what)
+                    found.append((field, min(offset, len(field.text)), _message(f"the text {what}")))
+        text = field.text
+        if (field.key in ("file", "body") or field.served) and "<!--" in text:
             for match in _COMMENT.finditer(text):
                 if _TO_AGENT.search(match.group(1)):
                     found.append((field, match.start(), _message("a hidden HTML comment addresses the agent")))
     yield from field_findings(RULE, target, found)
+
+
+def _scan(text: str, served: bool) -> Iterator[tuple[int, str]]:
+    """(offset, what) of each pattern that matches the text (its needles first)."""
+    plain = " ".join(text.split())
+    lower = plain.lower()
+    ascii_only = plain.isascii()
+    folded = {n for n in _ASCII_FOLDED if n in lower}
+    exact = {n for n in _ASCII_EXACT if n in plain}
+    if not ascii_only:
+        folded.update(n for n in _OTHER_FOLDED if n in lower)
+        exact.update(n for n in _OTHER_EXACT if n in plain)
+    for what, pattern, ignore_case, served_only, non_ascii, groups in _RUNS:
+        if (served_only and not served) or (ascii_only and non_ascii):
+            continue
+        seen = folded if ignore_case else exact
+        if any(seen.isdisjoint(group) for group in groups):
+            continue
+        match = pattern.search(text)
+        if match:
+            yield match.start(), what
 
 
 def _message(what: str) -> str:
