@@ -39,19 +39,24 @@ def _imports(stderr: str) -> list[str]:
     return [line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:")][1:]
 
 
+def _hook_without_site(script: Path, stdin: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`python -S SCRIPT hook --format claude-code`, as the agents run it, with `-X importtime`."""
+    return subprocess.run(
+        [sys.executable, "-S", "-X", "importtime", str(script), "hook", "--format", "claude-code"],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        check=False,
+    )
+
+
 def test_without_site_the_script_finds_cairn_beside_it_after_the_standard_library(tmp_path: Path) -> None:
     script = _prefix(tmp_path / "venv", with_cairn=True)
     shadow = tmp_path / "venv" / PACKAGES / "json"  # a package installed beside Cairn never shadows the stdlib's
     shadow.mkdir()
     (shadow / "__init__.py").write_text("raise SystemExit('the json beside Cairn was imported')\n")
-    done = subprocess.run(
-        [sys.executable, "-S", "-X", "importtime", str(script), "hook", "--format", "claude-code"],
-        input="not json at all",
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        check=False,
-    )
+    done = _hook_without_site(script, "not json at all", tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""  # garbage on stdin: silence, as ever
     imported = _imports(done.stderr)
@@ -162,14 +167,7 @@ def test_without_site_the_script_finds_cairn_in_debians_dist_packages(tmp_path: 
     dist = root / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "dist-packages"
     dist.mkdir()
     (dist / "cairn").symlink_to(Path(cairn.__file__).resolve().parent, target_is_directory=True)
-    done = subprocess.run(
-        [sys.executable, "-S", "-X", "importtime", str(script), "hook", "--format", "claude-code"],
-        input="{}",
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        check=False,
-    )
+    done = _hook_without_site(script, "{}", tmp_path)
     assert done.returncode == 0 and done.stdout == "", done.stderr
     imported = _imports(done.stderr)
     assert "cairn.hot.hook" in imported and "site" not in imported
