@@ -317,6 +317,13 @@ def _git_hook_checks(name: str, vault: Any) -> list[Check]:
             f"cairn install git-hooks --vault {name}" if missing else "",
         )
     ]
+    outdated = install.outdated_git_hooks(vault, hooks, install.cairn_executable()) if not missing else []
+    if outdated:
+        detail = (
+            f"{', '.join(outdated)} in {hooks} were written by another Cairn (or for another `cairn`): "
+            f"`cairn install git-hooks --vault {name}` brings them up to date"
+        )
+        checks.append(Check("git-hooks", name, None, detail))
     has_config = os.path.isfile(os.path.join(vault.root, ".pre-commit-config.yaml"))
     if has_config:
         ok = _has(hooks / "pre-commit", "pre-commit")

@@ -308,6 +308,23 @@ def git_hook_script(executable: str, vault_dir: str, name: str = "post-commit") 
     return text.replace('CAIRN_VAULT_DIR="."', f"CAIRN_VAULT_DIR={shlex.quote(vault_dir)}", 1)
 
 
+def outdated_git_hooks(vault: Vault, hooks_dir: Path, executable: str) -> list[str]:
+    """Cairn's git hooks in `hooks_dir` that differ from what `install_git_hooks` would write now: written by an
+    older Cairn (before `cairn index --wait`, a commit could wait 10 minutes on another index), for another `cairn`,
+    or for the vault at another place."""
+    vault_dir = vault.prefix.rstrip("/") or "."
+    outdated = []
+    for name in GIT_HOOKS:
+        path = hooks_dir / name
+        try:
+            text = path.read_text("utf-8", "replace")
+        except OSError:
+            continue  # missing: said elsewhere
+        if GIT_HOOK_MARKER in text and text != git_hook_script(executable, vault_dir, name):
+            outdated.append(name)
+    return outdated
+
+
 def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: bool = False) -> list[GitHookChange]:
     """Put Cairn's post-commit, post-merge, post-checkout, post-rewrite and reference-transaction hooks into
     `hooks_dir`.

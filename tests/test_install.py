@@ -613,3 +613,24 @@ def test_a_chained_reference_transaction_hook_gets_its_input_and_keeps_its_veto(
     assert _runs(log) == 0
     cairn("uninstall", "git-hooks", "--vault", str(vault_repo.root))
     assert mine.read_text().startswith("#!/bin/sh\nwhile read")
+
+
+def test_doctor_says_when_git_hooks_were_written_by_another_cairn(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Hooks written before `cairn index --wait` let a commit wait 10 minutes on another index; doctor said they
+    were fine, since it only looked for them. It now says when they differ from what install writes today."""
+    make_vault(vault_repo)
+    assert cairn("vault", "add", str(vault_repo.root), "--name", "team").returncode == 0
+    assert cairn("install", "git-hooks", "--vault", "team").returncode == 0
+
+    def hook_lines() -> list[dict[str, Any]]:
+        report = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)
+        return [c for c in report["checks"] if c["area"] == "git-hooks"]
+
+    assert [c["ok"] for c in hook_lines()] == [True]
+    post_commit = vault_repo.root / ".git" / "hooks" / "post-commit"
+    post_commit.write_text(post_commit.read_text().replace("index --wait 5 --vault", "index --vault"))  # an older one
+    lines = hook_lines()
+    assert [c["ok"] for c in lines] == [True, None]
+    assert "post-commit in" in lines[1]["detail"] and "cairn install git-hooks --vault team" in lines[1]["detail"]
+    assert "updated" in cairn("install", "git-hooks", "--vault", "team").stdout
+    assert [c["ok"] for c in hook_lines()] == [True]
