@@ -297,15 +297,25 @@ class GitHookChange:
     action: str
 
 
-def git_hook_script(executable: str, vault_dir: str, name: str = "post-commit") -> str:
-    """The git hook `name`'s template with the cairn command and the vault folder (relative to the work tree) filled
-    in. A bare `cairn` becomes its full path: git runs hooks with the PATH of whatever started it (an IDE, a GUI
-    client), where `cairn` may not be, and the hook would then index nothing, silently."""
+def git_hook_script(executable: str, vault_dir: str, name: str = "post-commit", work_tree: str = "") -> str:
+    """The git hook `name`'s template with the cairn command, the vault folder (relative to the work tree) and the
+    work tree (its physical path: git runs hooks there) filled in. A bare `cairn` becomes its full path: git runs
+    hooks with the PATH of whatever started it (an IDE, a GUI client), where `cairn` may not be, and the hook would
+    then index nothing, silently. With the work tree, the hooks index nothing in another repository that shares
+    their folder (a global `core.hooksPath`) and happens to have a `cards/` folder."""
     if os.sep not in executable:
         executable = shutil.which(executable) or executable
     text = resources.files("cairn").joinpath(f"templates/hooks/git/{name}").read_text("utf-8")
     text = text.replace('CAIRN_BIN="cairn"', f"CAIRN_BIN={shlex.quote(executable)}", 1)
+    text = text.replace(
+        'CAIRN_WORK_TREE=""', f"CAIRN_WORK_TREE={shlex.quote(work_tree)}" if work_tree else 'CAIRN_WORK_TREE=""', 1
+    )
     return text.replace('CAIRN_VAULT_DIR="."', f"CAIRN_VAULT_DIR={shlex.quote(vault_dir)}", 1)
+
+
+def _work_tree(vault: Vault) -> str:
+    """The physical path of the vault's git work tree (`pwd -P` in a hook run there), or "" outside git."""
+    return os.path.realpath(vault.git_root) if vault.git_root is not None else ""
 
 
 def outdated_git_hooks(vault: Vault, hooks_dir: Path, executable: str) -> list[str]:
@@ -320,7 +330,7 @@ def outdated_git_hooks(vault: Vault, hooks_dir: Path, executable: str) -> list[s
             text = path.read_text("utf-8", "replace")
         except OSError:
             continue  # missing: said elsewhere
-        if GIT_HOOK_MARKER in text and text != git_hook_script(executable, vault_dir, name):
+        if GIT_HOOK_MARKER in text and text != git_hook_script(executable, vault_dir, name, _work_tree(vault)):
             outdated.append(name)
     return outdated
 
@@ -344,7 +354,7 @@ def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: boo
     changes = []
     for name in GIT_HOOKS:
         target = hooks_dir / name
-        script = git_hook_script(executable, vault_dir, name)
+        script = git_hook_script(executable, vault_dir, name, _work_tree(vault))
         action = "installed"
         if name in foreign:
             local = target.with_name(name + ".local")

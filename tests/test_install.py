@@ -634,3 +634,26 @@ def test_doctor_says_when_git_hooks_were_written_by_another_cairn(vault_repo: Va
     assert "post-commit in" in lines[1]["detail"] and "cairn install git-hooks --vault team" in lines[1]["detail"]
     assert "updated" in cairn("install", "git-hooks", "--vault", "team").stdout
     assert [c["ok"] for c in hook_lines()] == [True]
+
+
+def test_git_hooks_in_a_shared_hooks_folder_index_only_their_own_vault(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """A hooks folder other repositories share (a global core.hooksPath): Cairn's hooks, written for one vault, ran
+    `cairn index --vault .` in every repository that committed and had a `cards/` folder, another vault included.
+    They now index their own work tree only, and still follow their vault's commits."""
+    shared = tmp_path / "shared-hooks"
+    make_vault(vault_repo)
+    vault_repo.git("config", "core.hooksPath", str(shared))
+    assert cairn("install", "git-hooks", "--vault", str(vault_repo.root)).returncode == 0
+    assert (shared / "post-commit").exists()
+    other = VaultRepo(tmp_path / "other")  # another vault that only shares the hooks folder
+    make_vault(other)
+    other.git("config", "core.hooksPath", str(shared))
+    other.write("python/venv", "Activate the venv", "pip install outside the venv hits the system python")
+    other.git("add", "-A")
+    before = _indexed_commit(other.root)
+    other.git("commit", "-q", "-m", "a card")  # its hooks enabled (VaultRepo.commit runs them off)
+    assert _indexed_commit(other.root) == before != other.git("rev-parse", "HEAD")
+    vault_repo.write("python/venv", "Activate the venv", "pip install outside the venv hits the system python")
+    vault_repo.git("add", "-A")
+    vault_repo.git("commit", "-q", "-m", "a card")
+    assert _indexed_commit(vault_repo.root) == vault_repo.git("rev-parse", "HEAD")
