@@ -39,6 +39,7 @@ from cairn.hot import (
     VECTORS_SUFFIX,
     cache_folder,
     dumps,
+    exists,
     install_name,
     loads,
     open_private,
@@ -177,7 +178,7 @@ def prefetch(prompt: str, index_files: "Iterable[str]") -> bool:
             os.stat(path)
         except OSError:
             return False
-        if not any(_exists(vectors_file(index_file)) for index_file in index_files):
+        if not any(exists(vectors_file(index_file)) for index_file in index_files):
             return False
         if resting(state):
             return False
@@ -200,14 +201,6 @@ def prefetch(prompt: str, index_files: "Iterable[str]") -> bool:
         return True
     except Exception:  # fail open: similarities() encodes the prompt itself
         return False
-
-
-def _exists(path: str) -> bool:
-    try:
-        os.stat(path)
-    except OSError:
-        return False
-    return True
 
 
 def similarities(
