@@ -141,7 +141,7 @@ def hook_launcher() -> list[str]:
     own script, else `cairn_executable()` alone.
 
     Without `site` the interpreter skips the start-up work of every package installed beside Cairn (their `.pth`
-    files, user site folders): in a plain venv about 5% of the hook's instructions at 1,000 cards, more in a crowded
+    files, user site folders): in a plain venv about 4% of the hook's instructions at 1,000 cards, more in a crowded
     environment, on every prompt. The script then puts its own install on `sys.path` (`bin/cairn`). The interpreter
     is this one, as the script's first line names it; `PYTHON` is kept as given (a venv's `bin/python` is a link
     whose target is outside the venv)."""
@@ -307,9 +307,8 @@ def git_hook_script(executable: str, vault_dir: str, name: str = "post-commit", 
         executable = shutil.which(executable) or executable
     text = resources.files("cairn").joinpath(f"templates/hooks/git/{name}").read_text("utf-8")
     text = text.replace('CAIRN_BIN="cairn"', f"CAIRN_BIN={shlex.quote(executable)}", 1)
-    text = text.replace(
-        'CAIRN_WORK_TREE=""', f"CAIRN_WORK_TREE={shlex.quote(work_tree)}" if work_tree else 'CAIRN_WORK_TREE=""', 1
-    )
+    if work_tree:
+        text = text.replace('CAIRN_WORK_TREE=""', f"CAIRN_WORK_TREE={shlex.quote(work_tree)}", 1)
     return text.replace('CAIRN_VAULT_DIR="."', f"CAIRN_VAULT_DIR={shlex.quote(vault_dir)}", 1)
 
 
