@@ -328,7 +328,9 @@ def index(
             except IndexBusy:
                 if wait is None:
                     raise
-                _index_in_background(vault.root, rebuild, ref)
+                from cairn.hot.hook import spawn_index  # never `python -m cairn` in the vault
+
+                spawn_index(str(vault.root), *(["--rebuild"] if rebuild else []), *(["--ref", ref] if ref else []))
                 echo(
                     f"Another `cairn index` of {vault.root} has been running for over {wait:g} s; this update "
                     "continues in the background once it ends.",
@@ -390,30 +392,6 @@ def index(
                 "serves by words alone. `cairn doctor` checks the extra; `[recall] semantic = false` turns it off.",
                 err=True,
             )
-
-
-def _index_in_background(root: Path, rebuild: bool, ref: str | None) -> None:
-    """Start the same `cairn index` (waiting as long as any index takes) detached, in its own session, and return:
-    git waits for a hook's process, not for what it leaves running."""
-    import os
-    import subprocess
-
-    from cairn.hot.hook import INDEX_CODE  # never `python -m cairn` in the vault: a `cairn/` there would run instead
-
-    args = [sys.executable, "-c", INDEX_CODE, "index", "--vault", str(root)]
-    args += ["--rebuild"] if rebuild else []
-    args += ["--ref", ref] if ref is not None else []
-    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_PREFIX")}
-    subprocess.Popen(
-        args,
-        cwd=root,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-    )
 
 
 def _indexed_ref(index_file: Path) -> str:

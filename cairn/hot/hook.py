@@ -440,15 +440,22 @@ def _start_background_index(vault: "VaultDirs", index_file: str) -> None:
         pass
     private_folder(os.path.dirname(stamp))
     touch_private(stamp, now)  # OSError for a FIFO or a symlink in its place: the vault's line logs it
+    spawn_index(vault.root)
+
+
+def spawn_index(root: str, *options: str) -> None:
+    """Start `cairn index --vault ROOT OPTIONS` detached (`INDEX_CODE`, in its own session, git's per-hook
+    environment left out) and return at once: the hook's background update, and the git hooks' when another index
+    holds the vault's lock (`cairn index --wait`)."""
     import subprocess
 
-    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
+    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_PREFIX")}
     subprocess.Popen(
-        [sys.executable, "-c", INDEX_CODE, "index", "--vault", vault.root],
+        [sys.executable, "-c", INDEX_CODE, "index", "--vault", root, *options],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        cwd=vault.root,
+        cwd=root,
         env=env,
         start_new_session=True,
         close_fds=True,
