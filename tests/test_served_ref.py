@@ -193,3 +193,48 @@ def test_recall_and_explain_give_what_an_agent_gets_after_the_served_branch_was_
     layered = run_cairn("recall", query, cwd=outside)  # the registered vaults, as the hook serves them
     assert "git/force-push-rebase" not in layered.stdout
     assert "served branch was rewritten" in layered.stderr
+
+
+def test_show_list_and_eval_say_when_they_read_an_index_kept_after_a_force_push(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """After the served branch was force-pushed back past a card, `cairn show`, `list` and `eval` read the kept
+    index (people's view), but said nothing: `eval` then gave figures for cards agents no longer get. Each now warns
+    on stderr, naming both commits and `cairn index --rebuild`; `--json` output on stdout stays valid JSON."""
+    vault_repo.write_raw("cairn.toml", "# defaults\n")
+    vault_repo.commit("A vault")
+    vault_repo.write(
+        "git/force-push-rebase",
+        "Pull --rebase can drop commits after a force-push",
+        "If a shared branch was force-pushed, git pull --rebase may drop your local commits; check git reflog first.",
+        scope=["git"],
+    )
+    vault_repo.commit("A lesson")
+    clone = tmp_path / "clone"
+    vault_repo.git("clone", "-q", str(vault_repo.root), str(clone))
+    cases = tmp_path / "cases.yaml"
+    cases.write_text(
+        "- id: p\n  query: git pull --rebase after a force-push dropped my commits\n"
+        "  expect: [git/force-push-rebase]\n- id: n\n  query: how do I bisect\n  expect: []\n",
+        "utf-8",
+    )
+    before = run_cairn("list", cwd=clone)
+    assert before.returncode == 0 and "Warning" not in before.stderr  # nothing to say before the force-push
+    kept = _rev(clone, "origin/main")[:8]
+    vault_repo.git("reset", "-q", "--hard", "HEAD~1")
+    vault_repo.git("-C", str(clone), "fetch", "-q")
+    for args in (
+        ("show", "git/force-push-rebase"),
+        ("list",),
+        ("list", "--json"),
+        ("eval", "--cases", str(cases)),
+        ("eval", "--cases", str(cases), "--json"),
+    ):
+        done = run_cairn(*args, cwd=clone)
+        assert done.returncode == 0, (args, done.stderr)
+        warning = [line for line in done.stderr.splitlines() if line.startswith("Warning: ")]
+        assert len(warning) == 1, (args, done.stderr)
+        assert "served branch was rewritten" in warning[0] and f"cards of {kept}" in warning[0], warning
+        assert "cairn index --rebuild" in warning[0]
+        if "--json" in args:
+            json.loads(done.stdout)

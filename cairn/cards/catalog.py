@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from cairn.cards.card import card_id_forms
@@ -17,11 +18,12 @@ def card_record(
     worktree: bool = False,
     list_command: str = "cairn list",
     served_only: bool = False,
+    warn: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """The whole card (parsed fields, body) with its provenance; raises CardNotFound with what to do next (the
     `list_command` that lists this vault's cards, with the --vault the caller was given). The id as given is looked
     up first (`card_id_forms`: `cards/x` is a card's id when it lives at `cards/cards/x.md`). served_only: as
-    `open_index` takes it (the MCP server)."""
+    `open_index` takes it (the MCP server), and `warn` as it takes it (`cairn show`)."""
     forms = card_id_forms(card_id)
     card_id = forms[-1]
     if worktree:
@@ -34,7 +36,7 @@ def card_record(
         record = card.to_dict()
         record["provenance"] = None
         return record
-    with open_index(vault, served_only=served_only) as index:
+    with open_index(vault, served_only=served_only, warn=warn) as index:
         stored = next((r for r in map(index.record, forms) if r is not None), None)
         if stored is None:
             rels = [f"cards/{form}.md" for form in forms]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,10 +37,13 @@ class ListedCard:
         }
 
 
-def list_cards(vault: Vault, today: dt.date | None = None) -> tuple[str, str, list[ListedCard]]:
-    """(served ref, commit, the cards in id order) from the index of the served ref, brought up to date first."""
+def list_cards(
+    vault: Vault, today: dt.date | None = None, warn: Callable[[str], None] | None = None
+) -> tuple[str, str, list[ListedCard]]:
+    """(served ref, commit, the cards in id order) from the index of the served ref, brought up to date first
+    (`warn`: as `open_index` takes it)."""
     today = today or dt.date.today()
-    with indexer.open_index(vault) as reader:
+    with indexer.open_index(vault, warn=warn) as reader:
         return str(reader.meta.get("ref") or "HEAD"), reader.commit, _cards(reader, today)
 
 

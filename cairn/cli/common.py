@@ -210,6 +210,11 @@ def echo(text: str = "", err: bool = False) -> None:
     click.echo(clean(text), err=err)
 
 
+def warn(text: str) -> None:
+    """A warning on stderr, which `--json` output on stdout leaves alone (`open_index`'s `warn`)."""
+    echo(f"Warning: {text}", err=True)
+
+
 @contextmanager
 def progress_bar(label: str) -> Iterator[Callable[[int, int], None]]:
     """A progress callback drawing a bar on a terminal (stderr) and nothing elsewhere."""

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, vault_option
+from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, vault_option, warn
 from cairn.terminal import clean_line
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def list_cards(due: bool, scopes: tuple[str, ...], vault_path: str | None, as_js
     if serves_configured(vault_path) and len(load_vaults()) > 1:  # one configured vault: listed as any one vault
         _list_configured(chosen, due, bool(wanted), as_json)
         return
-    ref, commit, cards = listing(open_vault(vault_path))
+    ref, commit, cards = listing(open_vault(vault_path), warn=warn)
     cards = chosen(cards)
     if as_json:
         echo_json({"ref": ref, "commit": commit, "cards": [c.to_dict() for c in cards]})
@@ -59,6 +60,10 @@ def list_cards(due: bool, scopes: tuple[str, ...], vault_path: str | None, as_js
         return
     _print_rows([(c.id, c) for c in cards])
     echo(f"{len(cards)} card(s) at {ref} {commit[:8]}; `cairn show ID` prints one.")
+
+
+def _warn_of(name: str, text: str) -> None:
+    warn(f"vault {name!r}: {text}")
 
 
 def _list_configured(
@@ -77,7 +82,7 @@ def _list_configured(
     entries = load_vaults()
     for entry in entries:
         try:
-            ref, commit, cards = listing(find_vault(entry.path))
+            ref, commit, cards = listing(find_vault(entry.path), warn=functools.partial(_warn_of, entry.name))
         except CairnError as exc:
             failed.append((entry.name, entry.path, str(exc)))
             continue

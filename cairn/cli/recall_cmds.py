@@ -21,6 +21,7 @@ from cairn.cli.common import (
     progress_bar,
     ref_option,
     vault_option,
+    warn,
     where_to_read,
     worktree_option,
 )
@@ -450,7 +451,7 @@ def eval_cmd(
     cases = load_cases(cases_path)
     if not cases:  # all-zero figures and "no failing cases" would read as a pass
         raise InvalidCases(f"{cases_path}: no cases to evaluate; add positive and negative cases (id, query, expect)")
-    with indexer.open_index(vault, worktree=worktree) as index:
+    with indexer.open_index(vault, worktree=worktree, warn=warn) as index:
         check_expected(index, cases, cases_path)
         with progress_bar("eval") as progress:
             report = evaluate(index, cases, scope=scope_tags(scope), progress=progress)

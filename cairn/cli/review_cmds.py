@@ -6,7 +6,16 @@ from pathlib import Path
 
 import click
 
-from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
+from cairn.cli.common import (
+    echo,
+    echo_json,
+    errors_to_exit,
+    json_option,
+    open_vault,
+    progress_bar,
+    vault_option,
+    warn,
+)
 from cairn.hot.errors import CairnError
 from cairn.index import build as indexer
 
@@ -86,7 +95,7 @@ def calibrate_cmd(
         raise InvalidCases(
             f"{cases_path}: no cases to calibrate on; add positive cases (expect: [ids]) and negative ones (expect: [])"
         )
-    with indexer.open_index(vault, worktree=worktree) as index:
+    with indexer.open_index(vault, worktree=worktree, warn=warn) as index:
         check_expected(index, cases, cases_path)
         settings = settings_of(index)
         with progress_bar("calibrate") as progress:

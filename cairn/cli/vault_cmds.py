@@ -23,6 +23,7 @@ from cairn.cli.common import (
     split_named_id,
     unknown_vault_name,
     vault_option,
+    warn,
 )
 from cairn.hot.errors import CairnError, CardNotFound, VaultNotFound
 from cairn.hot.vault import find_vault
@@ -425,7 +426,7 @@ def show(card_id: str, worktree: bool, vault_path: str | None, as_json: bool) ->
     try:
         vault = open_vault(vault_path)
         listing = "cairn list" + (f" --vault {shlex.quote(vault_path)}" if vault_path else "")
-        record = catalog.card_record(vault, card_id, worktree=worktree, list_command=listing)
+        record = catalog.card_record(vault, card_id, worktree=worktree, list_command=listing, warn=warn)
     except (CardNotFound, VaultNotFound) as exc:
         # `zzz:git/x` with no vault zzz configured was looked up as the id `zzz:git/x` (an id may hold a colon), and
         # "no card" or "no vault here" hid the mistake, the vault's name; a --vault that is no vault is its own

@@ -272,24 +272,39 @@ def read_worktree_card(vault: Vault, file: Path) -> tuple[Card | None, list[Find
 
 
 def open_index(
-    vault: Vault, *, worktree: bool = False, ref: str | None = None, served_only: bool = False
+    vault: Vault,
+    *,
+    worktree: bool = False,
+    ref: str | None = None,
+    served_only: bool = False,
+    warn: Callable[[str], None] | None = None,
 ) -> IndexReader:
     """The index for reading: for the commit view, brought up to the served ref's commit (or `ref`'s) first.
 
     served_only: what an agent may read (the MCP server; `cairn recall` and `explain`, which say what an agent
     gets): an index kept at a commit the served ref no longer descends from (a force-push, `build_index`'s
-    `diverged`) is refused with what to do, as the prompt hook serves nothing from it; people's other commands read
-    it (`show`, `list`, `eval`), and `cairn index` says it is kept."""
+    `diverged`) is refused with what to do, as the prompt hook serves nothing from it. People's other commands read
+    it (`show`, `list`, `eval`, `calibrate`), and are told through `warn` that what they read is that kept commit's,
+    not what agents get; `cairn index` says it is kept."""
     if worktree:
         report = build_worktree_index(vault)
         return IndexReader(report.index_file)
     report = build_index(vault, ref=ref)
-    if served_only and report.mode == "diverged":
-        raise IndexStale(
+    if report.mode == "diverged":
+        moved = (
             f"the vault's served branch was rewritten (a force-push?): it moved to {(report.refused_commit or '')[:8]}, "
-            f"which does not descend from the indexed {report.commit[:8]}; agents are served nothing from this vault "
-            "until a person checks the new history and runs `cairn index --rebuild`"
+            f"which does not descend from the indexed {report.commit[:8]}"
         )
+        if served_only:
+            raise IndexStale(
+                f"{moved}; agents are served nothing from this vault until a person checks the new history and runs "
+                "`cairn index --rebuild`"
+            )
+        if warn is not None:
+            warn(
+                f"{moved}. This reads the cards of {report.commit[:8]}, and agents are served nothing from this "
+                "vault until a person checks the new history and runs `cairn index --rebuild`."
+            )
     try:
         return IndexReader(report.index_file)
     except IndexCorrupt:
