@@ -166,20 +166,25 @@ def _provenance(
 
 
 def _authors(versions: list[Version], earlier: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every author, in the order they first touched the card, with their commit counts."""
+    """Every author, in the order they first touched the card, with their commit counts: one per e-mail address
+    (case aside), and one per name among commits without an address (git allows `--author "Name <>"`)."""
     by_email: dict[str, dict[str, Any]] = {}
     for author in earlier:
-        by_email[str(author["email"]).lower()] = dict(author)
+        by_email[_author_key(str(author["name"]), str(author["email"]))] = dict(author)
     seen: set[str] = set()
     for version in reversed(versions):
         logged = version.commit
         if logged.commit in seen:
             continue
         seen.add(logged.commit)
-        key = logged.email.lower()
+        key = _author_key(logged.author, logged.email)
         entry = by_email.setdefault(key, {"name": logged.author, "email": logged.email, "commits": 0})
         entry["commits"] += 1
     return list(by_email.values())
+
+
+def _author_key(name: str, email: str) -> str:
+    return f"@{email.lower()}" if email.strip() else f"name:{name}"
 
 
 class _SummaryReader:
