@@ -182,6 +182,16 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
         rf"{_S}(?:reading|that|who|like|then|you|please)\b)",
         needles=("if you are", "if you're"),
     ),
+    # The agent's own turn named as the moment to act ("before answering anything, first run ...", "before you
+    # respond, ..."): a lesson for people says before what task, not before a reply to the prompt.
+    _p(
+        _ADDRESSED,
+        rf"\bbefore{_S}(?:answering|responding|replying|you{_S}(?:answer|respond|reply))(?:(?:{_S}to)?{_S}(?:anything|any"
+        rf"(?:{_S}(?:question|prompt|request|message)s?)?|the{_S}(?:user|prompt|question|request)|this{_S}(?:prompt|"
+        rf"question|request))\b|\s*[,:;\u2013\u2014])|\b(?:in|at{_S}the{_S}(?:start|end|beginning|top|bottom){_S}of)"
+        rf"{_S}(?:each|every|all|any){_S}(?:one{_S})?of{_S}your{_S}(?:replies|reply|answers?|responses?)\b",
+        needles=("before answering", "before respond", "before reply", "before you", "of your"),
+    ),
     _p(
         _OVERRIDE,
         rf"\b(?:pay{_S}no{_S}(?:attention|heed){_S}to|set{_S}aside|put{_S}aside|disobey|stop{_S}following|no{_S}longer{_S}"
