@@ -251,6 +251,36 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
         rf"request)\b(?!{_S}(?:headers?|body|bodies|object|code|status|schema|payload|json|time|handler))",
         needles=(("your",), ("reply", "replies", "answer", "response", "commit message", "pull request")),
     ),
+    # The same, into a place others read: a dump of the environment or of a secret file pasted into a pull request,
+    # an issue or a gist leaks as surely as an upload to a URL.
+    _p(
+        "tells the agent to put secrets where others read them",
+        rf"(?:^|[.!?:;,]\s+|\n[\s>*-]*)(?:(?:always|just|simply|please|now|then|also|first){_S})?(?:include|paste|post|"
+        rf"append|add|put|attach|copy|write|dump|share){_S}[^\n]{{0,60}}?(?:credentials?|secrets?|tokens?|passwords?|"
+        rf"api[\s_-]?keys?|private{_S}keys?|printenv|`env`|env(?:ironment)?{_S}var\w*|id_rsa|\.env\b|\.ssh|\.aws|"
+        rf"\.netrc|\.npmrc|\.pypirc|kubeconfig)(?:(?!\bnot\b|\bnever\b|n't\b)[^\n]){{0,60}}?\b(?:in|into|to|on){_S}"
+        rf"(?:the|a|this|that|an){_S}(?:(?:public|new|open){_S})?(?:pr|pull{_S}request|issue|ticket|gist|pastebin|comment|"
+        rf"discussion)s?\b(?:{_S}(?:description|body|comment|thread|title))?",
+        needles=(
+            (
+                "printenv",
+                "env",
+                "secret",
+                "token",
+                "password",
+                "key",
+                "credential",
+                "id_rsa",
+                ".ssh",
+                ".aws",
+                ".netrc",
+                ".npmrc",
+                ".pypirc",
+                "kubeconfig",
+            ),
+            ("pr", "pull request", "issue", "ticket", "gist", "pastebin", "comment", "discussion"),
+        ),
+    ),
     # Chat-template roles and delimiters: what a model reads as the start of another turn.
     _p(
         _ROLE,
