@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,7 @@ from cairn.review.report import _opposition, parse_range
 from helpers.cli import invoke_cli
 from helpers.vaults import ANN, BOB, VaultRepo
 
+TEMPLATE_CARDS = Path(__file__).resolve().parents[1] / "cairn" / "templates" / "vault" / "cards"
 CASES = textwrap.dedent(
     """\
     - id: lease-1
@@ -215,6 +217,64 @@ def test_review_passes_a_harmless_card(vault_repo: VaultRepo) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "✅ **Passes**" in done.stdout
     assert "No case's injected cards change." in done.stdout
+
+
+def test_review_names_a_card_its_own_questions_no_longer_find(vault_repo: VaultRepo) -> None:
+    """Issue 16's new user: `python/requests-timeout` was injected for "requests never returns" (one of its own
+    aliases) until a teammate added `python/asyncio-blocking-call`; then nothing was, and review said "No case's
+    injected cards change" because no eval case asked it. Review now asks each changed card and its closest cards
+    their own name, summary and aliases at the base and at HEAD, and names the card silenced and what stands in its
+    way. A card whose own name does not find it is named too. Neither fails the review."""
+    shutil.copytree(TEMPLATE_CARDS, vault_repo.root / "cards", dirs_exist_ok=True)  # the vault `cairn init` makes
+    vault_repo.write(
+        "python/requests-timeout",
+        "requests calls without a timeout hang forever",
+        "requests.get and requests.post wait forever by default when the server stops answering. A worker that "
+        "calls them without timeout= hangs and never returns. Always pass timeout=(connect, read).",
+        scope=["python"],
+        aliases=["requests.get hangs", "requests never returns", "no timeout"],
+    )
+    vault_repo.commit("The template's lessons and a requests one", author=ANN)
+    vault_repo.git("checkout", "-q", "-b", "async")
+    vault_repo.write(
+        "python/asyncio-blocking-call",
+        "A blocking call inside asyncio freezes the event loop",
+        "A synchronous call such as requests.get or time.sleep inside an async function blocks the whole event "
+        "loop. The worker hangs and never returns to other tasks. Use an async client or asyncio.to_thread.",
+        scope=["python"],
+        aliases=["event loop blocked", "worker hangs forever", "requests in async"],
+    )
+    vault_repo.write("docker/notes", "Notes", "Something a teammate wrote down about building images.")
+    vault_repo.commit("An asyncio lesson and a vague one", author=BOB)
+    done = vault_repo.invoke("review", "main..async", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr  # informational: nothing fails
+    own = json.loads(done.stdout)["own_questions"]
+    silenced = [q for q in own if q["kind"] == "silenced"]
+    assert [(q["card"], q["field"], q["query"]) for q in silenced] == [
+        ("python/requests-timeout", "alias", "requests never returns")
+    ]
+    assert silenced[0]["base"] == ["python/requests-timeout"] and silenced[0]["head"] == []
+    assert "too close to python/asyncio-blocking-call" in silenced[0]["why"]
+    assert [(q["card"], q["field"], q["base"]) for q in own if q["kind"] == "not found"] == [
+        ("docker/notes", "name", None)
+    ]  # the asyncio card is found by its own name; "Notes" is not
+    text = vault_repo.invoke("review", "main..async").stdout
+    assert "1 card(s) their own questions no longer find" in text
+    assert "| `python/requests-timeout` | **silenced** | alias: requests never returns |" in text
+
+    vault_repo.git("checkout", "-q", "main")
+    vault_repo.git("checkout", "-q", "-b", "unrelated")
+    vault_repo.write(
+        "http/retry-after",
+        "Honour Retry-After on 429 responses",
+        "When an API answers 429 Too Many Requests, wait the seconds its Retry-After header gives before retrying.",
+        scope=["http"],
+    )
+    vault_repo.commit("An unrelated lesson", author=BOB)
+    calm = vault_repo.invoke("review", "main..unrelated")
+    assert calm.returncode == 0, calm.stdout + calm.stderr
+    assert "each is found by them at HEAD as at the merge base" in calm.stdout
+    assert json.loads(vault_repo.invoke("review", "main..unrelated", "--json").stdout)["own_questions"] == []
 
 
 def test_review_without_evals_says_so(vault_repo: VaultRepo) -> None:

@@ -234,8 +234,10 @@ def _inline(t: object) -> str:
 @vault_option
 @errors_to_exit
 def review_cmd(range_spec: str, fmt: str, as_json: bool, today: object, vault_path: str | None) -> None:
-    """Review the cards a range adds, changes or removes: lint, near-duplicates and conflicts, provenance, and
-    routing impact (the vault's evals/ cases run at the base and at HEAD).
+    """Review the cards a range adds, changes or removes: lint, near-duplicates and conflicts, provenance,
+    routing impact (the vault's evals/ cases run at the base and at HEAD), and cards' own questions (each changed
+    card and its closest cards asked their name, summary and aliases at the base and at HEAD: a card they no
+    longer find is listed as silenced).
 
     BASE..HEAD and BASE...HEAD both compare HEAD with the merge base of BASE and HEAD, as a pull request does;
     everything is read from git, not from the working tree. Every served field is shown whole, invisible

@@ -58,8 +58,8 @@ def render_markdown(r: Review) -> str:
     out.append("")
     out.append(
         f"{verdict}: {r.n_errors} error(s), {len(r.blocked)} change(s) a maintainer must check, {warnings} lint "
-        f"warning(s), {len(r.similar)} near-duplicate(s) or conflict(s). Cards: {what}. Compared `{r.base[:10]}` "
-        f"(merge base) with `{r.head[:10]}`."
+        f"warning(s), {len(r.similar)} near-duplicate(s) or conflict(s){_silenced_note(r)}. Cards: {what}. "
+        f"Compared `{r.base[:10]}` (merge base) with `{r.head[:10]}`."
     )
     if r.blocked:
         out += [
@@ -130,6 +130,8 @@ def render_markdown(r: Review) -> str:
         out.append("None found among the cards closest to each changed card.")
     out += ["", "### Routing impact", ""]
     out += _routing_lines(r.routing)
+    out += ["", "### Cards' own questions", ""]
+    out += _own_lines(r)
     prov = [c for c in r.changes if c.provenance or c.commits]
     if prov:
         out += ["", "### Provenance", "", _details(f"Provenance of {len(prov)} card(s)", _provenance_lines(prov))]
@@ -225,6 +227,33 @@ def _routing_lines(routing: Routing) -> list[str]:
         lines += [f"**{title}:**", "", *rows]
     else:
         lines.append(_details(title, rows, open_=bool(routing.new_false_injections)))
+    return lines
+
+
+def _silenced_note(r: Review) -> str:
+    silenced = sorted({q.card for q in r.own if q.kind == "silenced"})
+    return f", {len(silenced)} card(s) their own questions no longer find" if silenced else ""
+
+
+def _own_lines(r: Review) -> list[str]:
+    asked = "Each card this range adds or changes, and the cards closest to it, asked its name, its summary's first sentence and its aliases"
+    if not any(c.status != "removed" for c in r.changes):
+        return ["No card is added or changed, so none was asked its own questions."]
+    if not r.own:
+        return [
+            f"{asked}: each is found by them at HEAD as at the merge base, and every added or changed card by its name."
+        ]
+    lines = [f"{asked}, at the merge base and at HEAD. No eval case may cover these:", ""]
+    lines += ["| card | kind | asked | base injects | head injects | why |", "|---|---|---|---|---|---|"]
+    for q in r.own:
+        kind = f"**{q.kind}**" if q.kind == "silenced" else q.kind
+        base = "(not there)" if q.base is None else _ids(q.base) or "–"
+        lines.append(
+            f"| {_code(q.card)} | {kind} | {q.field}: {cell(q.query, 120)} | {base} | {_ids(q.head) or '–'} | "
+            f"{cell(q.why, 240)} |"
+        )
+    if len(r.own) > _LONG_LIST:
+        return [lines[0], "", _details(f"{len(r.own)} card question(s)", lines[2:], open_=True)]
     return lines
 
 

@@ -14,13 +14,17 @@ What it reports, all read from git (never the working tree):
 - provenance: who added and changed each card (in the range, and since it was created);
 - routing impact: the vault's eval cases (`evals/*.yaml|yml|jsonl`, as HEAD holds them) run at the merge base
   and at HEAD, each with the cards and cairn.toml of its commit: every case whose injected cards change, every
-  negative case that now gets a card, and the metric deltas.
+  negative case that now gets a card, and the metric deltas;
+- cards' own questions: each card the range adds or changes, and the cards closest to it, asked its own name, its
+  summary's first sentence and its aliases at the merge base and at HEAD (`OwnQuestion`): a card its own question found at the
+  base and no longer finds at HEAD (two related cards that now silence each other, which no eval case may cover),
+  and a card the range adds or changes that its own name does not find.
 
 It fails (`Review.failed`, exit 1) on a lint error in a changed card or in cairn.toml, and on a negative case that
 gets a card at HEAD but did not at the base: a lesson that now reaches prompts it should stay out of is the harm
 Cairn exists to prevent. It is blocked (`Review.blocked`, exit 3 when nothing failed) on a change a maintainer must
 check because it weakens what judges the pull request itself: see `cairn.review.policy`. Near-duplicates,
-conflicts and other routing changes are for the reviewer to judge.
+conflicts, cards' own questions and other routing changes are for the reviewer to judge.
 
 It shows what an agent would get: every served field whole (the hook serves summaries up to 2,000 characters), each
 changed field of a changed card before and after, and invisible characters made visible (`visible`).
@@ -47,9 +51,11 @@ from cairn.cards.card import MAX_CARD_BYTES, card_id_from_path, parse_card
 from cairn.cards.visible import describe, invisible_in
 from cairn.config import CONFIG_FILE, Config, config_from_dict, parse_config
 from cairn.finding import ERROR, Finding
+from cairn.hot import gates
 from cairn.hot.errors import CairnError
 from cairn.hot.index import IndexedCard, IndexReader
-from cairn.hot.recall import rank
+from cairn.hot.recall import GATE_REASONS, rank, recall
+from cairn.hot.settings import settings_of
 from cairn.hot.vault import CARDS_DIR, Vault
 from cairn.index import build as indexer
 from cairn.lint import lint_files
@@ -219,6 +225,27 @@ class CaseChange:
 
 
 @dataclass(frozen=True, slots=True)
+class OwnQuestion:
+    """A card's own question (`field`: its name, its summary's first sentence or an alias) asked at the merge base and at
+    HEAD, each with the cards and cairn.toml of its commit. base: the cards injected at the base (None: the card is
+    not there); head: the cards injected at HEAD; why: why HEAD's recall leaves the card out (the gate and the card
+    that stands in its way)."""
+
+    card: str
+    field: str  # name | summary | alias
+    query: str
+    base: tuple[str, ...] | None
+    head: tuple[str, ...]
+    why: str
+
+    @property
+    def kind(self) -> str:
+        """`silenced`: its own question found it at the base and does not at HEAD; `not found`: a card the range
+        adds or changes that its own name does not find at HEAD."""
+        return "silenced" if self.base is not None and self.card in self.base else "not found"
+
+
+@dataclass(frozen=True, slots=True)
 class Routing:
     """The eval cases at the base and at HEAD. note: why routing was not measured, when it was not."""
 
@@ -247,6 +274,7 @@ class Review:
     routing: Routing
     blocked: tuple[Blocked, ...] = ()
     settings: tuple[SettingChange, ...] = ()
+    own: tuple[OwnQuestion, ...] = ()
 
     @property
     def prompt_injections(self) -> tuple[Finding, ...]:
@@ -317,6 +345,7 @@ class Review:
                 "changed": [dict(dataclasses.asdict(c), kind=c.kind) for c in self.routing.changed],
                 "new_false_injections": [c.id for c in self.routing.new_false_injections],
             },
+            "own_questions": [dict(dataclasses.asdict(q), kind=q.kind) for q in self.own],
         }
 
 
@@ -404,8 +433,20 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, progress:
             bodies = _BodyTerms(snapshot.root)
             similar = _similar(after, [c for c in changes if c.status != "removed"], bodies, threshold)
             routing = _routing(repo, vault, head, before, after, work / "evals", today, progress)
+            own = _own_questions(before, after, [c for c in changes if c.status != "removed"], day)
     return Review(
-        base_rev, head_rev, base, head, changes, config_changed, findings, similar, routing, tuple(blocked), settings
+        base_rev,
+        head_rev,
+        base,
+        head,
+        changes,
+        config_changed,
+        findings,
+        similar,
+        routing,
+        tuple(blocked),
+        settings,
+        own,
     )
 
 
@@ -766,6 +807,79 @@ def _compare(
         key, value = duplicate
         return similar("near-duplicate", f"{similarity.describe(key, value)} ({key}_similarity; {scope_note})")
     return None
+
+
+# -- cards' own questions -------------------------------------------------------------------------------------
+
+MAX_OWN_CARDS = 400  # cards asked their own questions in one review (a bulk import changes thousands)
+MAX_OWN_ALIASES = 12  # a card's aliases asked, in its order
+
+
+def _own_questions(
+    before: IndexReader, after: IndexReader, changed: Sequence[CardChange], today: dt.date
+) -> tuple[OwnQuestion, ...]:
+    """The changed cards and their closest cards at HEAD (`NEIGHBOURS` each, as `_similar` finds them), each asked
+    its name, its summary's first sentence and its aliases at the base and at HEAD: what no eval case may cover, such as a new
+    card beside which an old one no longer stands clear enough to be injected for its own name."""
+    ids = {c.id for c in changed}
+    asked: dict[str, None] = dict.fromkeys(sorted(ids))
+    for card_id in sorted(ids):
+        card = after.card_by_id(card_id)
+        if card is None:
+            continue
+        rows = [row for row, _ in rank(after, f"{card.name} {card.summary}")[: NEIGHBOURS + 1] if row != card.row]
+        for other in after.cards(rows[:NEIGHBOURS]).values():
+            asked.setdefault(other.id)
+    base_settings, head_settings = settings_of(before), settings_of(after)
+    found: list[OwnQuestion] = []
+    for card_id in list(asked)[:MAX_OWN_CARDS]:
+        card = after.card_by_id(card_id)
+        if card is None:
+            continue
+        at_base = before.card_by_id(card_id) is not None
+        questions = [("name", card.name), ("summary", first_sentence(card.summary))]
+        aliases = (after.record(card_id) or {}).get("aliases") or []
+        questions += [("alias", str(alias)) for alias in aliases[:MAX_OWN_ALIASES]]
+        for field_name, query in dict.fromkeys(questions):
+            if not query or (field_name != "name" and query == card.name):
+                continue
+            head = recall(after, query, today=today, settings=head_settings)
+            injected = tuple(c.card.id for c in head.injected)
+            if card_id in injected:
+                continue
+            ranked = [c for c in head.candidates if c.reason in GATE_REASONS]
+            refused = next((c for c in head.candidates if c.card.id == card_id), None)
+            if refused is not None and refused.reason not in GATE_REASONS:
+                continue  # retired, superseded, expired, a draft, out of scope: left out on purpose
+            base: tuple[str, ...] | None = None
+            if at_base:
+                base = tuple(c.card.id for c in recall(before, query, today=today, settings=base_settings).injected)
+            if (base is not None and card_id in base) or (card_id in ids and field_name == "name"):
+                found.append(OwnQuestion(card_id, field_name, query, base, injected, _why(refused, ranked, injected)))
+    return tuple(sorted(found, key=lambda q: (q.kind != "silenced", q.card, q.field)))
+
+
+def first_sentence(text: str, limit: int = 300) -> str:
+    """The text up to its first sentence end (`. `, `? `, `! ` or a CJK full stop), at most `limit` characters."""
+    match = re.search(r"[.?!](?=\s)|[。？！]", text)
+    return (text[: match.end()] if match else text)[:limit].strip()
+
+
+def _why(refused: Any, ranked: Sequence[Any], injected: tuple[str, ...]) -> str:
+    """The gate that refused the card and the card it was measured against: the one below it for the lead and the
+    margin (the card it does not stand clear of), the one above it that blocks it."""
+    if refused is None:
+        why = "not among the cards ranked"
+    else:
+        why = str(refused.reason or "over the limit")
+        place = next((i for i, c in enumerate(ranked) if c is refused), None)
+        if refused.blocked_by:
+            why += f" (below {refused.blocked_by}, which is refused)"
+        elif refused.reason in (gates.SMALL_LEAD, gates.SMALL_MARGIN) and place is not None and place + 1 < len(ranked):
+            why += f" (too close to {ranked[place + 1].card.id}: lead {refused.lead:.2f}, margin {refused.margin:.2f})"
+        elif place:
+            why += f" (ranked {place + 1}, after {ranked[0].card.id})"
+    return why + (f"; HEAD injects {', '.join(injected)}" if injected else "; HEAD injects nothing")
 
 
 # -- routing impact ---------------------------------------------------------------------------------------------
