@@ -15,7 +15,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn import install
 from cairn.hot.errors import CairnError
@@ -24,6 +24,9 @@ from cairn.hot.index import IndexReader
 from cairn.hot.paths import index_file
 from cairn.hot.userconfig import VaultEntry, config_file, load_vaults
 from cairn.hot.vault import detached_head, find_vault, missing_ref
+
+if TYPE_CHECKING:
+    from cairn.hot.hook import Options
 
 MARKER = "cairn.toml"
 
@@ -390,16 +393,19 @@ def _project_settings(agent: str, cwd: Path) -> list[Path]:
 
 def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
     subject = f"{agent} ({where})"
-    fix = f"cairn install {agent}{' --user' if where == 'user' else ''}"
+    fix = _install_fix(agent, where, path)
     try:
         argv = shlex.split(command)
     except ValueError:
         return Check("agent", subject, False, f"{path}: cannot read the hook command {command!r}", fix)
-    problem, baked = _hook_arguments(agent, argv)
+    problem, options = _hook_arguments(agent, argv)
     if problem:
         return Check("agent", subject, False, f"{path}: the hook command {command!r} {problem}", fix)
+    baked = options.vault if options is not None else None
     if baked is not None and not _vault_exists(baked):
         return Check("agent", subject, False, f"{path}: the hook's --vault {baked!r} is no vault", fix)
+    if options is not None:  # the install that fixes this hook serves what it serves now
+        fix = _install_fix(agent, where, path, options.vault, options.scope)
     executable = shutil.which(argv[0]) if argv else None
     if executable is None:
         return Check("agent", subject, False, f"{path}: {argv[0] if argv else command!r} is not found", fix)
@@ -429,10 +435,10 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
 _READS = {"claude-code": ("claude-code", "codex"), "codex": ("codex", "claude-code"), "gemini": ("gemini",)}
 
 
-def _hook_arguments(agent: str, argv: list[str]) -> tuple[str, str | None]:
-    """What is wrong with a hook command's arguments, as `cairn hook` itself parses them ("" when nothing), and the
-    vault it bakes in. A command the hook refuses exits 1 on every prompt; another agent's format is output this
-    agent rejects or ignores."""
+def _hook_arguments(agent: str, argv: list[str]) -> tuple[str, Options | None]:
+    """What is wrong with a hook command's arguments, as `cairn hook` itself parses them ("" when nothing), and
+    those arguments (the vault and scope it bakes in). A command the hook refuses exits 1 on every prompt; another
+    agent's format is output this agent rejects or ignores."""
     from cairn.hot.hook import UsageError, parse_args
 
     if "hook" not in argv[1:]:  # a wrapper (`sh -c '...'`): the executable's own check judges it
@@ -445,7 +451,29 @@ def _hook_arguments(agent: str, argv: list[str]) -> tuple[str, str | None]:
         return f"serves nothing: {options.problem}", None
     if options.fmt not in _READS[agent]:
         return f"prints --format {options.fmt} output, which {agent} does not read", None
-    return "", options.vault
+    return "", options
+
+
+def _install_fix(agent: str, where: str, path: Path, vault: str | None = None, scope: str | None = None) -> str:
+    """The `cairn install` that rewrites the hook in `path`, run from the current folder: a project's settings found
+    in a folder above it (or under `doctor --cwd`) are named by --project, since a bare install writes the current
+    folder's; a hook's --vault and --scope are kept, so the fix serves what the hook served."""
+    words = ["cairn", "install", agent]
+    if where == "user":
+        words.append("--user")
+    else:
+        project = path.parent.parent  # <project>/.claude/settings.json, <project>/.codex/hooks.json, ...
+        try:
+            here: Path | None = Path.cwd().resolve()
+        except OSError:  # the current folder was removed
+            here = None
+        if here != project.resolve():
+            words += ["--project", str(project)]
+    if vault:
+        words += ["--vault", vault]
+    if scope:
+        words += ["--scope", scope]
+    return shlex.join(words)
 
 
 def _vault_exists(given: str) -> bool:

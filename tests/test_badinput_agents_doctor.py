@@ -4,6 +4,7 @@ one must pass. Real settings files, a real vault and index, the installed `cairn
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,38 @@ def test_an_install_from_a_subfolder_is_found(setup: Path, isolated_env: Path) -
     assert check["ok"] is True, check
     assert check["subject"] == "claude-code (project)"
     assert str(sub / ".claude" / "settings.json") in check["detail"]
+
+
+def test_the_fix_for_a_project_hook_above_the_current_folder_rewrites_that_hook(
+    setup: Path, isolated_env: Path
+) -> None:
+    """Bug fixed: doctor run in a subfolder of a project (or with --cwd) found the project's broken hook in the
+    folder above, but its fix was a bare `cairn install claude-code`, which wrote a second settings file into the
+    current folder and left the broken one failing; and it dropped the hook's --vault and --scope."""
+    subprocess.run(["git", "init", "-q"], cwd=setup, check=True)
+    done = run_cairn("install", "claude-code", "--vault", "team", "--scope", "git", cwd=setup)
+    assert done.returncode == 0, done.stderr
+    settings = setup / ".claude" / "settings.json"
+    command = json.loads(settings.read_text())["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    _set_command(
+        settings,
+        "UserPromptSubmit",
+        "/gone/venv/bin/python3 -S /gone/venv/bin/cairn" + command[command.index(" hook ") :],
+    )
+    sub = setup / "services" / "api"
+    sub.mkdir(parents=True)
+
+    [check] = [c for c in _agent_checks(sub) if c["subject"] == "claude-code (project)"]
+    assert check["ok"] is False, check
+    assert (
+        check["fix"]
+        == shlex.join(["cairn", "install", "claude-code", "--project", str(setup)]) + " --vault team --scope git"
+    )
+    fixed = run_cairn(*shlex.split(check["fix"])[1:], cwd=sub)
+    assert fixed.returncode == 0, fixed.stderr
+    assert not (sub / ".claude").exists()
+    assert all(c["ok"] for c in _agent_checks(sub)), _agent_checks(sub)
+    assert json.loads(settings.read_text())["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"] == command
 
 
 def test_a_damaged_index_fails_and_its_fix_works(setup: Path, isolated_env: Path) -> None:
