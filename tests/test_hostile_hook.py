@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,8 @@ from hypothesis import strategies as st
 
 from helpers.hostile import HOSTILE, run_bytes
 from helpers.payloads import FITTING_PROMPT as FITTING
-from helpers.vaults import VaultRepo, make_vault, state_dir
+from helpers.payloads import payload_for
+from helpers.vaults import VaultRepo, cairn_executable, make_vault, state_dir
 
 SESSION_FILE = re.compile(r"[0-9a-f]{32}\.json")
 
@@ -71,6 +73,32 @@ def test_five_megabyte_prompt(vault_repo: VaultRepo) -> None:
     assert code == 0 and b"Traceback" not in err
     log = (state_dir() / "hook.jsonl").read_text("utf-8")
     assert FITTING not in log and len(log) < 20_000
+
+
+@pytest.mark.parametrize("fmt", ("claude-code", "codex", "gemini"))
+def test_an_input_over_the_limit_is_read_to_its_end(vault_repo: VaultRepo, fmt: str) -> None:
+    """Bug fixed: a payload over 8 MiB (a 50 MB pasted log) made the hook exit with its stdin unread, so the agent's
+    write of the rest failed with a broken pipe; Codex then reports the hook as failed ("failed to write hook
+    stdin") rather than going on without cards. The hook reads the rest, drops it, and serves nothing."""
+    make_vault(vault_repo)
+    payload = payload_for(fmt, FITTING + " " + "x" * 50_000_000, vault_repo.root).encode()
+    hook = subprocess.Popen(
+        [cairn_executable(), "hook", "--format", fmt],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=vault_repo.root,
+    )
+    assert hook.stdin is not None
+    hook.stdin.write(payload)  # BrokenPipeError when the hook stops reading early
+    hook.stdin.close()
+    assert hook.wait(timeout=60) == 0
+    assert hook.stdout is not None and hook.stderr is not None
+    out, err = hook.stdout.read(), hook.stderr.read()
+    hook.stdout.close()
+    hook.stderr.close()
+    assert (hook.returncode, out, err) == (0, b"", b"")
+    assert _log()[-1]["error"] == "HookInputError: stdin is over 8 MiB"
 
 
 HOSTILE_SESSIONS = ["../../x", "/etc/passwd", "a\u0000b", "x" * 10_000, "..", "sessions/../../escape", "\ud800"]

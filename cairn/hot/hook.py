@@ -33,6 +33,7 @@ from cairn.hot import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import BinaryIO
 
     from cairn.hot.index import IndexReader
     from cairn.hot.recall import Candidate
@@ -139,6 +140,8 @@ def main(argv: list[str]) -> int:
     prompt: str | None = None
     try:
         raw = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
+        if len(raw) > MAX_STDIN_BYTES:
+            _drain(sys.stdin.buffer)
         payload = parse_payload(fmt, raw)
         prompt = payload.prompt
         if options.problem is not None:  # never block the prompt for the hook's own command line: log it
@@ -159,6 +162,17 @@ def main(argv: list[str]) -> int:
         except (OSError, ValueError):
             pass
     return 0
+
+
+def _drain(stream: "BinaryIO") -> None:
+    """Read what is left of an input too large to serve, and drop it: a hook that exits with its stdin unread fails
+    the agent's write (EPIPE), and Codex then reports the hook as failed ("failed to write hook stdin") instead of
+    going on silently."""
+    try:
+        while stream.read(1 << 20):
+            pass
+    except (OSError, ValueError):
+        pass
 
 
 def _prefetch_semantic(prompt: str, index_files: "Sequence[str]") -> None:
