@@ -556,7 +556,7 @@ def _write_if_changed(path: Path, data: dict[str, Any], backup: bool = True) -> 
     target = _link_target(path)
     if target.exists():
         old = target.read_bytes()
-        new = (json.dumps(data, indent=_indent_of(old), ensure_ascii=False) + "\n").encode("utf-8")
+        new = _json_bytes(data, _indent_of(old), crlf=b"\r\n" in old)
         try:
             old_data = json.loads(old)
             if old_data == data:
@@ -570,8 +570,21 @@ def _write_if_changed(path: Path, data: dict[str, Any], backup: bool = True) -> 
             write_atomic(saved, old, overwrite=False, mode=mode)
         write_atomic(target, new, overwrite=True, mode=mode)
         return True, saved
-    write_atomic(target, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"), overwrite=False)
+    write_atomic(target, _json_bytes(data, 2), overwrite=False)
     return True, None
+
+
+def _json_bytes(data: dict[str, Any], indent: int | str, crlf: bool = False) -> bytes:
+    """The settings as the file's bytes: UTF-8 JSON, its lines ended as the old file's were (a file with CRLF line
+    ends, as Windows editors and `core.autocrlf` leave them, is not rewritten line by line). A string holding half
+    of a surrogate pair (`"\\ud800"`, valid JSON that a tool cut an emoji in two) has no UTF-8 form: then every
+    character beyond ASCII is written as a `\\u` escape, which every JSON reader decodes to the same text."""
+    text = json.dumps(data, indent=indent, ensure_ascii=False) + "\n"
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = (json.dumps(data, indent=indent) + "\n").encode("ascii")
+    return raw.replace(b"\n", b"\r\n") if crlf else raw  # JSON strings hold no raw line break: only line ends
 
 
 def _indent_of(text: bytes) -> int | str:

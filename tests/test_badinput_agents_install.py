@@ -222,3 +222,45 @@ def test_a_number_json_cannot_write_back_is_refused_and_the_file_untouched(
     assert done.stderr == f"Error: {target} {said}; replace it by hand, nothing was written\n"
     assert target.read_text() == raw
     assert sorted(p.name for p in target.parent.iterdir()) == ["settings.json"]
+
+
+def test_install_keeps_crlf_line_ends(tmp_path: Path, isolated_env: Path, configured: VaultRepo) -> None:
+    """Bug fixed: a settings file with CRLF line ends (a Windows editor, `core.autocrlf` in a dotfiles repository)
+    was rewritten with LF ones, so its repository showed every line changed by an install."""
+    settings = isolated_env / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    theirs = (json.dumps(THEIRS, indent=2) + "\n").replace("\n", "\r\n").encode()
+    settings.write_bytes(theirs)
+
+    done = run_cairn("install", "claude-code", "--user", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    written = settings.read_bytes()
+    assert written.count(b"\n") == written.count(b"\r\n") > 10
+    assert len(_cairn_commands(json.loads(written))) == 1
+
+    removed = run_cairn("uninstall", "claude-code", "--user", cwd=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    assert settings.read_bytes() == theirs
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "gemini"])
+def test_half_a_surrogate_pair_in_the_settings_is_kept(
+    agent: str, tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: a settings value holding `\\ud83d` alone (valid JSON: an emoji a tool cut in two) stopped install
+    and uninstall with "unexpected UnicodeEncodeError (a bug in Cairn)"; the file is now written with that value
+    as the same escape."""
+    folder, event = (".claude", "UserPromptSubmit") if agent == "claude-code" else (".gemini", "BeforeAgent")
+    settings = isolated_env / folder / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"statusLine": "caf\\u00e9 \\ud83d cut", "model": "opus"}\n')
+
+    done = run_cairn("install", agent, "--user", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(settings.read_text("utf-8"))
+    assert data["statusLine"] == "caf\u00e9 \ud83d cut"
+    assert [h["command"] for g in data["hooks"][event] for h in g["hooks"] if " hook " in h["command"]]
+
+    removed = run_cairn("uninstall", agent, "--user", cwd=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    assert json.loads(settings.read_text("utf-8")) == {"statusLine": "caf\u00e9 \ud83d cut", "model": "opus"}
