@@ -8,6 +8,7 @@ looks; it never changes anything.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -359,6 +360,7 @@ def _agent_checks(cwd: Path) -> list[Check]:
             places = []
             checks.append(Check("agent", f"{agent} (user)", False, str(exc), "export HOME=/path/to/your/home"))
         places += [("project", p) for p in _project_settings(agent, cwd) if all(p != q for _, q in places)]
+        runs_cairn = False
         for where, path in places:
             if not path.is_file():
                 continue
@@ -368,13 +370,44 @@ def _agent_checks(cwd: Path) -> list[Check]:
                 continue
             if not commands:
                 continue
-            found = True
+            runs_cairn = True
             for command in commands:
                 checks.append(_command_check(agent, where, path, command))
+        if runs_cairn and agent == "claude-code":
+            checks += _claude_hooks_switched_off(places)
+        found = found or runs_cairn
     if not found:
         checks.append(
             Check("agent", "any", False, "no agent's settings run `cairn hook`", "cairn install claude-code --user")
         )
+    return checks
+
+
+def _claude_hooks_switched_off(places: list[tuple[str, Path]]) -> list[Check]:
+    """A failing check for each Claude Code settings file that sets `disableAllHooks` (the switch of its `/hooks`
+    menu): Claude Code then runs no hook at all, so Cairn's looks installed and passes while no prompt reaches it.
+    Each project folder's `settings.local.json` (the personal file beside `settings.json`) is read too."""
+    files: list[tuple[str, Path]] = []
+    for where, path in places:
+        files.append((where, path))
+        if where == "project":
+            files.append((where, path.with_name("settings.local.json")))
+    checks = []
+    for where, path in files:
+        try:
+            data = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("disableAllHooks") is True:
+            checks.append(
+                Check(
+                    "agent",
+                    f"claude-code ({where})",
+                    False,
+                    f'{path} sets "disableAllHooks": true, so Claude Code runs no hook, Cairn\'s included',
+                    f'remove "disableAllHooks" from {path}',
+                )
+            )
     return checks
 
 

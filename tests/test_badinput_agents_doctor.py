@@ -136,6 +136,28 @@ def test_the_fix_for_a_project_hook_above_the_current_folder_rewrites_that_hook(
     assert json.loads(settings.read_text())["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"] == command
 
 
+@pytest.mark.parametrize("where", ["user", "project-local"])
+def test_claude_codes_switch_that_turns_every_hook_off_fails(where: str, setup: Path, isolated_env: Path) -> None:
+    """Bug fixed: with `"disableAllHooks": true` in a settings file Claude Code reads (the switch of its `/hooks`
+    menu; in the user's settings or a project's settings.local.json), Claude Code runs no hook, yet doctor said
+    `ok` for Cairn's and every prompt went without cards."""
+    if where == "user":
+        settings = isolated_env / ".claude" / "settings.json"
+        data = json.loads(settings.read_text())
+    else:
+        settings = setup / ".claude" / "settings.local.json"
+        settings.parent.mkdir()
+        data = {}
+    settings.write_text(json.dumps({**data, "disableAllHooks": True}))
+
+    checks = _agent_checks(setup)
+    [off] = [c for c in checks if c["ok"] is False]
+    assert off["detail"] == f'{settings} sets "disableAllHooks": true, so Claude Code runs no hook, Cairn\'s included'
+    assert off["fix"] == f'remove "disableAllHooks" from {settings}'
+    settings.write_text(json.dumps({**data, "disableAllHooks": False}))
+    assert all(c["ok"] for c in _agent_checks(setup))
+
+
 def test_a_damaged_index_fails_and_its_fix_works(setup: Path, isolated_env: Path) -> None:
     """Bug fixed: an index whose bytes changed after it was written (a flipped byte among its records) passed
     doctor (`ok index`), while `cairn audit` and the hook's seal checks reject it."""
