@@ -375,6 +375,8 @@ def _agent_checks(cwd: Path) -> list[Check]:
                 checks.append(_command_check(agent, where, path, command))
         if runs_cairn and agent == "claude-code":
             checks += _claude_hooks_switched_off(places)
+        if runs_cairn and agent == "codex" and places and places[0][0] == "user":
+            checks += _codex_hooks_switched_off(places[0][1].with_name("config.toml"))
         found = found or runs_cairn
     if not found:
         checks.append(
@@ -409,6 +411,27 @@ def _claude_hooks_switched_off(places: list[tuple[str, Path]]) -> list[Check]:
                 )
             )
     return checks
+
+
+def _codex_hooks_switched_off(config: Path) -> list[Check]:
+    """A failing check when Codex's own configuration (`config.toml` beside its user hooks.json, in CODEX_HOME)
+    switches hooks off: `[features] hooks = false`, or `codex_hooks = false`, the older name, without `hooks`."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    try:
+        data = tomllib.loads(config.read_text("utf-8"))
+    except (OSError, ValueError):
+        return []
+    features = data.get("features")
+    if not isinstance(features, dict):
+        return []
+    key = "hooks" if "hooks" in features else "codex_hooks"
+    if features.get(key) is not False:
+        return []
+    detail = f"{config} sets `{key} = false` under [features], so Codex runs no hook, Cairn's included"
+    return [Check("agent", "codex (user)", False, detail, f"set `{key} = true` under [features] in {config}")]
 
 
 def _project_settings(agent: str, cwd: Path) -> list[Path]:

@@ -158,6 +158,31 @@ def test_claude_codes_switch_that_turns_every_hook_off_fails(where: str, setup: 
     assert all(c["ok"] for c in _agent_checks(setup))
 
 
+@pytest.mark.parametrize(
+    ("features", "key"),
+    [
+        ("hooks = false", "hooks"),
+        ("codex_hooks = false", "codex_hooks"),
+        ("hooks = false\ncodex_hooks = true", "hooks"),
+    ],
+)
+def test_codex_with_hooks_switched_off_fails(features: str, key: str, setup: Path, isolated_env: Path) -> None:
+    """Bug fixed: with hooks switched off in Codex's config.toml (`[features] hooks = false`, or the older
+    `codex_hooks = false`), Codex runs no hook, yet doctor said `ok` for Cairn's and every prompt went without
+    cards."""
+    done = run_cairn("install", "codex", "--user", cwd=setup)
+    assert done.returncode == 0, done.stderr
+    config = isolated_env / ".codex" / "config.toml"
+    config.write_text(f'model = "gpt-5-codex"\n\n[features]\n{features}\n')
+
+    [off] = [c for c in _agent_checks(setup) if c["ok"] is False]
+    assert off["subject"] == "codex (user)"
+    assert off["detail"] == f"{config} sets `{key} = false` under [features], so Codex runs no hook, Cairn's included"
+    assert off["fix"] == f"set `{key} = true` under [features] in {config}"
+    config.write_text(config.read_text().replace(f"{key} = false", f"{key} = true"))
+    assert all(c["ok"] for c in _agent_checks(setup))
+
+
 def test_a_damaged_index_fails_and_its_fix_works(setup: Path, isolated_env: Path) -> None:
     """Bug fixed: an index whose bytes changed after it was written (a flipped byte among its records) passed
     doctor (`ok index`), while `cairn audit` and the hook's seal checks reject it."""
