@@ -157,6 +157,24 @@ def hook_launcher() -> list[str]:
     return [cairn_executable()]
 
 
+def _interpreter_of(script: Path) -> str:
+    """The interpreter a git hook must run `script` with (`PYTHON -S script`): the one Cairn's own script names on
+    its first line when that path holds a space or a tab. pip writes the line unquoted, so the system cannot start
+    such a script by itself (a venv in "My Projects"); "" otherwise, and the script runs itself, as before."""
+    try:
+        with script.open("rb") as file:
+            head = file.read(4096)
+    except OSError:
+        return ""
+    if not head.startswith(b"#!") or _NO_SITE_MARK not in head:
+        return ""
+    named = head[2:].split(b"\n", 1)[0].strip().decode("utf-8", "replace")
+    if " " in named or "\t" in named:
+        if os.path.isabs(named) and os.path.isfile(named) and os.access(named, os.X_OK):
+            return named
+    return ""
+
+
 def _cairn_script() -> Path | None:
     """This installation's `cairn` script, when it exists."""
     here = Path(sys.argv[0]) if Path(sys.argv[0]).name.startswith("cairn") else Path(sys.executable).with_name("cairn")
@@ -307,6 +325,9 @@ def git_hook_script(executable: str, vault_dir: str, name: str = "post-commit", 
         executable = shutil.which(executable) or executable
     text = resources.files("cairn").joinpath(f"templates/hooks/git/{name}").read_text("utf-8")
     text = text.replace('CAIRN_BIN="cairn"', f"CAIRN_BIN={shlex.quote(executable)}", 1)
+    python = _interpreter_of(Path(executable))
+    if python:
+        text = text.replace('CAIRN_PYTHON=""', f"CAIRN_PYTHON={shlex.quote(python)}", 1)
     if work_tree:
         text = text.replace('CAIRN_WORK_TREE=""', f"CAIRN_WORK_TREE={shlex.quote(work_tree)}", 1)
     return text.replace('CAIRN_VAULT_DIR="."', f"CAIRN_VAULT_DIR={shlex.quote(vault_dir)}", 1)

@@ -171,3 +171,39 @@ def test_without_site_the_script_finds_cairn_in_debians_dist_packages(tmp_path: 
     assert done.returncode == 0 and done.stdout == "", done.stderr
     imported = _imports(done.stderr)
     assert "cairn.hot.hook" in imported and "site" not in imported
+
+
+def test_git_hooks_run_cairn_from_a_venv_whose_path_holds_a_space(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """pip writes `bin/cairn`'s first line unquoted (`#!/home/me/My Projects/venv/bin/python`), so the system cannot
+    start the script by itself; the git hooks ran it so, failed silently, and the index went stale after every
+    commit. `cairn install git-hooks` now has them run it with its interpreter when its path holds a space."""
+    venv = tmp_path / "My Projects" / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    packages = venv / PACKAGES
+    for entry in (Path(sys.prefix) / PACKAGES).iterdir():  # gitpython and the rest, as a real install holds them
+        if entry.name != "cairn" and not entry.name.endswith(".pth"):
+            (packages / entry.name).symlink_to(entry)
+    (packages / "cairn").symlink_to(Path(cairn.__file__).resolve().parent, target_is_directory=True)
+    script = venv / "bin" / "cairn"
+    lines = (REPO / "bin" / "cairn").read_text("utf-8").splitlines(keepends=True)
+    script.write_text(f"#!{venv / 'bin' / 'python'}\n" + "".join(lines[1:]), "utf-8")  # as pip writes it
+    script.chmod(0o755)
+    with pytest.raises(OSError):
+        subprocess.run([str(script), "--version"], capture_output=True, check=False)  # cannot start by itself
+
+    make_vault(vault_repo)
+    hooks = vault_repo.root / ".git" / "hooks"
+    for name in install.GIT_HOOKS:
+        text = install.git_hook_script(str(script), ".", name, str(vault_repo.root.resolve()))
+        assert f"CAIRN_PYTHON={shlex.quote(str(venv / 'bin' / 'python'))}" in text
+        (hooks / name).write_text(text, "utf-8")
+        (hooks / name).chmod(0o755)
+    vault_repo.write("ops/new", "A new lesson after the hooks", "Committed with the hooks in place.")
+    head = vault_repo.commit("one more")
+    from cairn.hot.index import IndexReader
+    from cairn.hot.paths import index_path
+
+    with IndexReader(index_path(vault_repo.root.resolve())) as index:
+        assert index.commit == head  # the hook's `cairn index` ran
+    plain = install.git_hook_script(str(REPO / "bin" / "cairn"), ".", "post-commit")
+    assert 'CAIRN_PYTHON=""' in plain  # a script that starts by itself runs itself, as before
