@@ -440,7 +440,14 @@ INDEX_CODE = CLEAN_PATH + "sys.argv[0] = 'cairn'; from cairn.cli import main; ma
 
 
 def _start_background_index(vault: "VaultDirs", index_file: str) -> None:
-    """Run `cairn index` detached (`INDEX_CODE`), at most once per REINDEX_EVERY_SECONDS per vault; never waits."""
+    """Run `cairn index` detached (`INDEX_CODE`), at most once per REINDEX_EVERY_SECONDS per vault, and not while
+    another index of the vault runs; never waits.
+
+    Hooks that find the stamp old at the same moment (an agent's burst of prompts, many agents) take turns on a
+    lock of the vault's cache folder and look again, so one starts the index; and none starts one while another
+    `cairn index` holds the vault's writer lock (a long full build): it would only wait behind it, a whole
+    `cairn index` process queued per REINDEX_EVERY_SECONDS for as long as the build runs. The prompt after that
+    index ends sees whether the index is still stale."""
     if vault.git_root is None:
         return
     import time
@@ -452,9 +459,48 @@ def _start_background_index(vault: "VaultDirs", index_file: str) -> None:
             return
     except FileNotFoundError:
         pass
-    private_folder(os.path.dirname(stamp))
-    touch_private(stamp, now)  # OSError for a FIFO or a symlink in its place: the vault's line logs it
-    spawn_index(vault.root)
+    import fcntl  # here only: a prompt that starts no index never loads it
+
+    folder = os.path.dirname(stamp)
+    private_folder(folder)
+    claim = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        try:
+            fcntl.flock(claim, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return  # another hook of this vault is deciding right now
+        except OSError:
+            pass  # a file system without flock: as before, the stamp alone
+        try:
+            if now - os.stat(stamp).st_mtime < REINDEX_EVERY_SECONDS:
+                return  # started by the hook that held the claim before this one
+        except FileNotFoundError:
+            pass
+        if _index_running(index_file + ".lock"):
+            return
+        touch_private(stamp, now)  # OSError for a FIFO or a symlink in its place: the vault's line logs it
+        spawn_index(vault.root)
+    finally:
+        os.close(claim)  # the claim goes with it
+
+
+def _index_running(lock_file: str) -> bool:
+    """Whether a `cairn index` holds the writer lock (`cairn.index.store.writer_lock`, a `flock`) of an index."""
+    import fcntl
+
+    try:
+        fd = open_private(lock_file, os.O_RDONLY)  # never through a symlink, never waiting on a FIFO
+    except OSError:
+        return False  # no lock file: no index has run (one just starting takes the lock before it reads anything)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # a shared lock: refused while a writer holds its own
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return False
 
 
 def spawn_index(root: str, *options: str) -> None:
