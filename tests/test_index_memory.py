@@ -5,6 +5,7 @@ file's body was joined into blocks all at once before the first was written, a s
 from __future__ import annotations
 
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -32,12 +33,19 @@ def _card(n: int, body: list[str], record_text: str) -> CardTerms:
 
 
 WORDS = [f"w{n}x" for n in range(20_000)]
-CARDS = {
-    # cards of 300 words each, nearly all of them rare: many postings, small records
-    "postings": lambda n: _card(n, WORDS[(n * 300) % 19_700 :][:300], "short"),
-    # cards of 40 KB each and two words: the file is mostly their records
-    "records": lambda n: _card(n, ["lesson", "make"], "lesson " * 6_000),
-}
+
+
+def _many_postings(n: int) -> CardTerms:
+    """A card of 300 words, nearly all of them rare: many postings, a small record."""
+    return _card(n, WORDS[(n * 300) % 19_700 :][:300], "short")
+
+
+def _big_record(n: int) -> CardTerms:
+    """A card of 40 KB and two words: the file is mostly the cards' records."""
+    return _card(n, ["lesson", "make"], "lesson " * 6_000)
+
+
+CARDS: dict[str, Callable[[int], CardTerms]] = {"postings": _many_postings, "records": _big_record}
 
 
 def _peak(target: Path, cards: list[CardTerms]) -> tuple[int, int]:
