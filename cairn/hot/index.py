@@ -291,6 +291,7 @@ class IndexReader:
         self.path = path
         self.on_damage: Callable[[], object] | None = None  # called once before a check fails (the hook re-indexes)
         self._superseding: list[list[str]] | None = None
+        self._superseded: dict[str, tuple[str, ...]] | None = None
         self._fd = -1
         fd, size = _open_index(os.fspath(path))
         self._fd = fd
@@ -436,16 +437,27 @@ class IndexReader:
         if missing:
             raise self._damaged(f"{missing} card row(s) its postings name are missing")
         if out:
-            by_id = {c.id: c.row for c in out.values()}
-            for sup_id, sup_status, sup_list in self._superseders():
-                if sup_status != "active":
-                    continue
-                for target in loads(sup_list):
-                    if target in by_id:
-                        row = by_id[target]
-                        card = out[row]
-                        out[row] = _replace_superseded(card, card.superseded_by + (sup_id,))
+            superseded = self._superseded_by()
+            if superseded:
+                for row, card in out.items():
+                    by = superseded.get(card.id)
+                    if by:
+                        out[row] = _replace_superseded(card, by)
         return out
+
+    def _superseded_by(self) -> dict[str, tuple[str, ...]]:
+        """Per card id, the active cards whose `supersedes` names it, in the superseders part's order: worked out
+        once per reader. (Recall asks for cards many times a prompt, a chunk of the ranking at a time, each card of
+        the phrase step alone; working it out on each call parsed every superseding card's list each time: with
+        3,000 of them, 1.4 ms a call.)"""
+        if self._superseded is None:
+            superseded: dict[str, tuple[str, ...]] = {}
+            for sup_id, sup_status, sup_list in self._superseders():
+                if sup_status == "active":
+                    for target in loads(sup_list):
+                        superseded[target] = superseded.get(target, ()) + (sup_id,)
+            self._superseded = superseded
+        return self._superseded
 
     def card_by_id(self, card_id: str) -> IndexedCard | None:
         row = self._row_of(card_id)
