@@ -284,8 +284,8 @@ def test_init_and_demo_work_on_a_machine_without_a_git_identity(tmp_path: Path) 
 
 
 def test_add_asks_for_missing_fields(vault_repo: VaultRepo) -> None:
-    # The id defaults to <first scope>/<slug>; a lint warning (no body) asks whether to write anyway.
-    answers = "Docker layer cache\nCopy the lockfile first so the dependency layer stays cached.\ndocker, ci\n\ny\n"
+    # The id defaults to <first scope>/<slug>; a body left out gets lint's warning, which asks whether to write anyway.
+    answers = "Docker layer cache\nCopy the lockfile first so the dependency layer stays cached.\ndocker, ci\n\n\ny\n"
     done = vault_repo.invoke("add", "-i", input=answers)
     assert done.returncode == 0, done.stderr
     assert "Id (topic/slug) [docker/docker-layer-cache]: " in done.stdout
@@ -296,6 +296,26 @@ def test_add_asks_for_missing_fields(vault_repo: VaultRepo) -> None:
     # Without a terminal and without -i, missing fields are a usage error, not a hang.
     piped = vault_repo.invoke("add", "--name", "Only a name", input="")
     assert piped.returncode == 2 and "--summary" in piped.stderr
+
+
+def test_add_asks_for_the_body_too(vault_repo: VaultRepo) -> None:
+    """Bug fixed: asked for the name, summary, scope and id, `cairn add` never asked for the body, then refused the
+    card for lint's body-present warning ("Write it anyway? [y/N]"): answering every question left no way to write
+    a card without a warning. It now asks for the body (Enter leaves it out)."""
+    body = "Our CI builds took 9 minutes: every commit reinstalled every package."
+    answers = f"Docker layer cache\nCopy the lockfile first so the dependency layer stays cached.\ndocker\n\n{body}\n"
+    done = vault_repo.invoke("add", "-i", input=answers)
+    assert done.returncode == 0, done.stderr
+    assert "Body (the whole lesson: what happened, why, the fix; Enter to leave it out): " in done.stdout
+    assert "Write it anyway?" not in done.stderr and "body-present" not in done.stderr
+    text = (vault_repo.root / "cards" / "docker" / "docker-layer-cache.md").read_text()
+    assert text.endswith(f"---\n\n{body}\n")
+    # a body given as a flag is not asked for again
+    flagged = vault_repo.invoke(
+        "add", "-i", "--body", "Given.", input="Second card\nA second summary here.\ndocker\n\n"
+    )
+    assert flagged.returncode == 0, flagged.stderr
+    assert "Body (" not in flagged.stdout
 
 
 def test_show_with_an_unknown_vault_name_says_so(vault_repo: VaultRepo, tmp_path: Path) -> None:

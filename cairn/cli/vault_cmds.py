@@ -201,7 +201,7 @@ def add(
         --summary "After a force-push, compare with git reflog before git pull --rebase." \\
         --scope git --body-file notes/force-push.md --review-after 180d
       cairn add --name "Pin the Python version in CI" --summary "..." --scope python,ci -e
-      cairn add            (in a terminal: asks for the name, summary, scope and id)
+      cairn add            (in a terminal: asks for the name, summary, scope, id and body)
     """
     if body is not None and body_file is not None:
         raise click.UsageError("give --body or --body-file, not both")
@@ -220,6 +220,13 @@ def add(
         if card_id is None:
             suggested = authoring.resolve_card_id(authoring.NewCard(name, summary, _split_scope(scope)))
             card_id = click.prompt("Id (topic/slug)", default=suggested) or None
+        if body is None and body_file is None and not edit:
+            # lint warns about a card without a body, so ask for it rather than refuse what was never asked for
+            body = click.prompt(
+                "Body (the whole lesson: what happened, why, the fix; Enter to leave it out)",
+                default="",
+                show_default=False,
+            ).strip()
     text = _read_body(body_file) if body_file is not None else body or ""
     if edit:
         edited = click.edit(text, extension=".md", require_save=False)
