@@ -162,11 +162,12 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False) -> list[Check]:
 def _semantic_check(env: dict[str, str]) -> tuple[Check, bool]:
     """The semantic extra: installed or not, which engine encodes, switched off here or not; and whether vaults'
     card vectors should be checked (installed and on)."""
+    from cairn.extras import install_command
     from cairn.semantic import encoder as enc
     from cairn.semantic import vectors
 
     if not enc.available():
-        detail = "not installed (optional): prompts are served by words alone; pip install 'cairn-lessons[semantic]'"
+        detail = f"not installed (optional): prompts are served by words alone; {install_command('semantic')}"
         return Check("semantic", "extra", None, detail), False
     if vectors.off_here(env):
         return Check("semantic", "extra", None, "installed, switched off here by CAIRN_SEMANTIC"), False
@@ -175,9 +176,7 @@ def _semantic_check(env: dict[str, str]) -> tuple[Check, bool]:
     except Exception as exc:
         reason = " ".join(str(exc).split())[:200] or type(exc).__name__
         detail = f"installed but cannot encode here ({reason}): prompts are served by words alone"
-        return Check(
-            "semantic", "extra", False, detail, "pip install --force-reinstall 'cairn-lessons[semantic]'"
-        ), False
+        return Check("semantic", "extra", False, detail, install_command("semantic", reinstall=True)), False
     from cairn.hot import state_folder
     from cairn.hot.semantic import MAX_SOCKET_PATH, socket_fits
 

@@ -1,7 +1,7 @@
 """The MCP server: the vault's recall, show, explain and draft-writing as tools for agents that speak MCP (stdio).
 
 Stdout is the protocol; everything else (logs, warnings) goes to stderr. Needs the optional `mcp` package
-(`pip install 'cairn-lessons[mcp]'`); mcp 2.x calls the server class `MCPServer`, 1.x called it `FastMCP`: both work.
+(the `mcp` extra, `cairn.extras`); mcp 2.x calls the server class `MCPServer`, 1.x called it `FastMCP`: both work.
 """
 
 from __future__ import annotations
@@ -65,7 +65,11 @@ def _sdk_attr(*candidates: tuple[str, str]) -> Any:
             return getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError):
             continue
-    raise McpMissing("`cairn serve` needs the MCP SDK: pip install 'cairn-lessons[mcp]'")
+    from cairn.extras import install_command
+
+    raise McpMissing(
+        f"`cairn serve` needs the MCP SDK, the mcp extra, not installed beside this Cairn: {install_command('mcp')}"
+    )
 
 
 def build_server(vault: Vault) -> Any:

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
 import cairn
 from helpers.mcpclient import drive_serve, is_error
-from helpers.vaults import VaultRepo, run_cairn
+from helpers.vaults import VaultRepo, cairn_executable, run_cairn
 
 TOOLS = {"recall", "show", "explain", "add_draft"}
 
@@ -174,8 +180,8 @@ def test_serve_logs_nothing_on_stdout_and_needs_a_vault(vault_repo: VaultRepo, t
 def test_serve_help_has_an_example(vault_repo: VaultRepo, args: list[str]) -> None:
     done = vault_repo.cairn(*args)
     assert done.returncode == 0
-    # The distribution's own name (pyproject's `name`): was 'cairn[mcp]', which is not this package.
-    assert "Example" in done.stdout and "pip install 'cairn-lessons[mcp]'" in done.stdout
+    # Installed from a clone, the extra is `.[mcp]`: no package index has cairn-lessons to take it from.
+    assert "Example" in done.stdout and "pipx install --force '.[mcp]'" in " ".join(done.stdout.split())
     assert "cairn serve --vault" in done.stdout
 
 
@@ -187,7 +193,14 @@ def test_serve_without_the_sdk_says_how_to_install_it(vault_repo: VaultRepo, tmp
     done = vault_repo.cairn("serve", env={"PYTHONPATH": str(shadow)})
     assert done.returncode == 1
     assert done.stdout == ""
-    assert done.stderr.strip() == "Error: `cairn serve` needs the MCP SDK: pip install 'cairn-lessons[mcp]'"
+    # Bug fixed: it said `pip install 'cairn-lessons[mcp]'`, which fails for Cairn installed from a clone as the
+    # README says (no package index holds cairn-lessons) and, run by another Python's pip, installs nowhere Cairn
+    # looks (pipx). It names the interpreter that runs this `cairn` and the extra's requirement from its metadata.
+    python = Path(cairn_executable()).read_text().splitlines()[0].removeprefix("#!")
+    expected = f"Error: `cairn serve` needs the MCP SDK, the mcp extra, not installed beside this Cairn: {python} -m pip install 'mcp>=1.2'"
+    assert done.stderr.strip() == expected
+    pyproject = tomllib.loads((Path(cairn.__file__).parents[1] / "pyproject.toml").read_text())
+    assert pyproject["project"]["optional-dependencies"]["mcp"] == ["mcp>=1.2"]  # the requirement it names
 
 
 FAKE_AWS_KEY = "AKIA" + "Q3RT5ZKXW7PL2M4N"

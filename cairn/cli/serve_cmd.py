@@ -17,8 +17,9 @@ from cairn.cli.common import errors_to_exit, open_vault, vault_option
 def serve(vault_path: str | None, verbose: bool) -> None:
     """Serve the vault to MCP clients over stdio: tools recall, show, explain and add_draft.
 
-    Needs the optional MCP SDK: pip install 'cairn-lessons[mcp]'. add_draft commits a `status: draft` card on a
-    new branch and never touches the checked-out branch or the working tree.
+    Needs the optional MCP SDK, the mcp extra (from a clone of Cairn: pipx install --force '.[mcp]'; without it,
+    `cairn serve` prints the pip command for this install). add_draft commits a `status: draft` card on a new
+    branch and never touches the checked-out branch or the working tree.
 
     \b
     Example:

@@ -81,7 +81,9 @@ class Encoder:
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         self.workers = threads or default_workers()
         if not available():
-            raise SemanticUnavailable("the semantic extra is not installed (pip install 'cairn-lessons[semantic]')")
+            from cairn.extras import install_command
+
+            raise SemanticUnavailable(f"the semantic extra is not installed ({install_command('semantic')})")
         try:
             from cairn.semantic import engine, quantized
 
