@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
 import re
 import shutil
+import subprocess
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +19,7 @@ from cairn.lint import registry
 from cairn.review.markdown import cell
 from cairn.review.report import _opposition, parse_range
 from helpers.cli import invoke_cli
-from helpers.vaults import ANN, BOB, VaultRepo
+from helpers.vaults import ANN, BOB, VaultRepo, cairn_executable
 
 TEMPLATE_CARDS = Path(__file__).resolve().parents[1] / "cairn" / "templates" / "vault" / "cards"
 CASES = textwrap.dedent(
@@ -791,3 +794,52 @@ def test_a_range_without_a_base_is_a_usage_error(isolated_env: Path, tmp_path: P
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.splitlines()[-1].startswith("Error: Invalid value for 'BASE..HEAD': ")
     assert "names no base" in done.stderr and "origin/main..HEAD" in done.stderr
+
+
+def test_a_long_review_reports_each_stage(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn review` of a range adding many cards (an import: 2,000 cards took a minute, two thirds of it
+    comparing each card with its neighbours) showed no progress on a terminal but for the eval cases, at the end.
+    Each long stage now reports its own: indexing each end, comparing the changed cards, the eval cases."""
+    from cairn.hot.vault import find_vault
+    from cairn.review.report import review
+
+    _base(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "many")
+    for n in range(30):
+        vault_repo.write(f"ops/service{n}", f"Service {n} hangs without a timeout", f"Set timeout{n} on service{n}.")
+    vault_repo.commit("Thirty cards", author=BOB)
+    heard: dict[str, list[tuple[int, int]]] = {}
+
+    def stage(label: str) -> Callable[[int, int], None]:
+        return lambda done, total: heard.setdefault(label, []).append((done, total))
+
+    review(find_vault(vault_repo.root), "main..many", progress=stage)
+    assert list(heard) == [
+        "review: indexing the base",
+        "review: indexing HEAD",
+        "review: comparing changed cards",
+        "review: eval cases, base and HEAD",
+    ]
+    assert heard["review: comparing changed cards"][0] == (0, 30)
+    assert heard["review: comparing changed cards"][-1] == (30, 30)
+    assert heard["review: eval cases, base and HEAD"][-1] == (8, 8)  # four cases, at each end
+    # on a terminal, the installed `cairn` draws them (stderr); piped, nothing
+    primary, secondary = pty.openpty()
+    with subprocess.Popen(
+        [cairn_executable(), "review", "main..many"], stdout=secondary, stderr=secondary, cwd=vault_repo.root
+    ) as process:
+        os.close(secondary)
+        output = b""
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # the terminal closed: the command is done
+                break
+            if not chunk:
+                break
+            output += chunk
+        assert process.wait(timeout=120) == 0, output
+    os.close(primary)
+    assert b"review: comparing changed cards" in output and b"30/30" in output
+    piped = vault_repo.cairn("review", "main..many")
+    assert piped.returncode == 0 and "review:" not in piped.stderr

@@ -218,23 +218,35 @@ def warn(text: str) -> None:
 @contextmanager
 def progress_bar(label: str) -> Iterator[Callable[[int, int], None]]:
     """A progress callback drawing a bar on a terminal (stderr) and nothing elsewhere."""
+    with progress_stages() as stage:
+        yield stage(label)
+
+
+@contextmanager
+def progress_stages() -> Iterator[Callable[[str], Callable[[int, int], None]]]:
+    """A progress callback per stage of one long job (`stage(label)`): on a terminal (stderr) one bar, each stage's
+    drawn over the last one's, and nothing elsewhere."""
     if not sys.stderr.isatty():
-        yield lambda done, total: None
+        yield lambda label: lambda done, total: None
         return
     state: dict[str, Any] = {}
 
-    def update(done: int, total: int) -> None:
-        bar = state.get("bar")
-        if bar is None:
-            bar = click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True)
-            bar.__enter__()
-            state["bar"] = bar
-            state["pos"] = 0
-        bar.update(done - state["pos"])
-        state["pos"] = done
+    def stage(label: str) -> Callable[[int, int], None]:
+        def update(done: int, total: int) -> None:
+            bar = state.get("bar")
+            if bar is None or state["label"] != label:
+                if bar is not None:
+                    sys.stderr.write("\r\x1b[K")  # the last stage's bar, cleared: the next one takes its line
+                bar = click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True)
+                bar.__enter__()
+                state.update(bar=bar, label=label, pos=0)
+            bar.update(done - state["pos"])
+            state["pos"] = done
+
+        return update
 
     try:
-        yield update
+        yield stage
     finally:
         if "bar" in state:
             state["bar"].__exit__(None, None, None)

@@ -13,6 +13,7 @@ from cairn.cli.common import (
     json_option,
     open_vault,
     progress_bar,
+    progress_stages,
     vault_option,
     warn,
 )
@@ -280,8 +281,8 @@ def review_cmd(range_spec: str, fmt: str, as_json: bool, today: object, vault_pa
 
     vault = open_vault(vault_path)
     day = today.date() if isinstance(today, dt.datetime) else None
-    with progress_bar("review") as progress:
-        result = review.review(vault, range_spec, today=day, progress=progress)
+    with progress_stages() as stage:
+        result = review.review(vault, range_spec, today=day, progress=stage)
     if as_json or fmt == "json":
         echo_json(result.to_dict())
     else:

@@ -65,6 +65,8 @@ from cairn.review import policy
 from cairn.review.policy import Blocked, SettingChange
 
 Progress = Callable[[int, int], None]
+# `stage(label)`: the progress callback of one stage of the review (indexing each end, comparing, the eval cases)
+Stages = Callable[[str], Progress]
 EVALS_DIR = "evals"
 CASE_SUFFIXES = (".yaml", ".yml", ".jsonl")
 PROMPT_INJECTION = "prompt-injection"
@@ -364,13 +366,17 @@ def parse_range(spec: str) -> tuple[str, str]:
     return base, head
 
 
-def review(vault: Vault, spec: str, *, today: dt.date | None = None, progress: Progress | None = None) -> Review:
-    """Review the cards the range adds, changes or removes (see the module docstring)."""
+def review(vault: Vault, spec: str, *, today: dt.date | None = None, progress: Stages | None = None) -> Review:
+    """Review the cards the range adds, changes or removes (see the module docstring); `progress(label)` gives the
+    callback of each long stage."""
     with gitrepo.open_repo(vault) as repo:
         return _review(repo, vault, spec, today, progress)
 
 
-def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, progress: Progress | None) -> Review:
+def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: Stages | None) -> Review:
+    def progress(label: str) -> Progress | None:
+        return stages(label) if stages is not None else None
+
     base_rev, head_rev = parse_range(spec)
     base_tip = gitrepo.resolve_commit(repo, base_rev)
     head = gitrepo.resolve_commit(repo, head_rev)
@@ -419,8 +425,12 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, progress:
             # Provenance only of the cards the range touches (a removed card's from the base): the rest is unused.
             gone = {c.old_path for c in raw_changes if c.old_path and c.status == "D"}
             kept = {c.new_path for c in raw_changes if c.new_path and c.status != "D"}
-            base_index = indexer.build_commit_index(vault, base, work / "base.cairn", provenance_of=gone).index_file
-            head_index = indexer.build_commit_index(vault, head, work / "head.cairn", provenance_of=kept).index_file
+            base_index = indexer.build_commit_index(
+                vault, base, work / "base.cairn", progress("review: indexing the base"), provenance_of=gone
+            ).index_file
+            head_index = indexer.build_commit_index(
+                vault, head, work / "head.cairn", progress("review: indexing HEAD"), provenance_of=kept
+            ).index_file
         except CairnError as exc:  # an invalid cairn.toml at one end: lint reports it
             changes = tuple(_change(c, None, None, commits, cards) for c in raw_changes)
             routing = Routing(note=f"routing not measured: {exc}")
@@ -431,9 +441,12 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, progress:
             changes = tuple(_change(c, before, after, commits, cards) for c in raw_changes)
             threshold = config_from_dict(after.config).lint.duplicate_threshold
             bodies = _BodyTerms(snapshot.root)
-            similar = _similar(after, [c for c in changes if c.status != "removed"], bodies, threshold)
-            routing = _routing(repo, vault, head, before, after, work / "evals", today, progress)
-            own = _own_questions(before, after, [c for c in changes if c.status != "removed"], day)
+            compared = [c for c in changes if c.status != "removed"]
+            similar = _similar(after, compared, bodies, threshold, progress("review: comparing changed cards"))
+            routing = _routing(
+                repo, vault, head, before, after, work / "evals", today, progress("review: eval cases, base and HEAD")
+            )
+            own = _own_questions(before, after, compared, day)
     return Review(
         base_rev,
         head_rev,
@@ -756,10 +769,13 @@ def _similar(
     changed: Sequence[CardChange],
     bodies: Callable[[IndexedCard], frozenset[str] | None],
     threshold: float,
+    progress: Progress | None = None,
 ) -> tuple[Similar, ...]:
     """Each changed card against its lexical neighbours at HEAD (the cards recall ranks for its name and summary)."""
     found: dict[frozenset[str], Similar] = {}
-    for change in changed:
+    for done, change in enumerate(changed):
+        if progress and done % 25 == 0:
+            progress(done, len(changed))
         card = index.card_by_id(change.id)
         if card is None:
             continue
@@ -771,6 +787,8 @@ def _similar(
             hit = _compare(card, other, bodies, threshold)
             if hit is not None:
                 found[pair] = hit
+    if progress and changed:
+        progress(len(changed), len(changed))
     return tuple(sorted(found.values(), key=lambda s: (s.kind != "conflict", s.card, s.other)))
 
 
