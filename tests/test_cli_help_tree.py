@@ -4,6 +4,7 @@ itself: the walk finds commands added later, which a hand-kept list would miss."
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import click
 import pytest
@@ -48,3 +49,17 @@ def test_the_installed_cairn_help_shows_examples(tmp_path: object) -> None:
     done = run_cairn("--help", cwd=tmp_path)  # type: ignore[arg-type]
     assert done.returncode == 0
     assert "Examples" in done.stdout and "cairn demo" in done.stdout.split("Examples", 1)[1]
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"), [("new", "add"), ("mcp", "serve"), ("search", "recall"), ("recal", "recall"), ("Add", "add")]
+)
+def test_a_command_by_another_name_says_which_one_is_meant(tmp_path: Path, typed: str, meant: str) -> None:
+    """Bug fixed: `cairn new` (for `cairn add`) and `cairn mcp` (for `cairn serve`) said only "No such command",
+    with nothing to say which command does it; a near miss (`recal`) named none either."""
+    done = run_cairn(typed, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.endswith(f"Error: No such command {typed!r}. Did you mean {meant!r}?\n")
+    unknown = run_cairn("frobnicate", cwd=tmp_path)
+    assert unknown.returncode == 2 and unknown.stderr.endswith("Error: No such command 'frobnicate'.\n")
+    assert run_cairn(meant, "--help", cwd=tmp_path).returncode == 0

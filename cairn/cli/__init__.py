@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from typing import Any
 
@@ -38,9 +39,37 @@ COMMANDS: dict[str, str] = {
 }
 
 
+# Words a newcomer types for a command Cairn names otherwise: `cairn new` is `cairn add`, `cairn mcp` is `cairn serve`.
+OTHER_WORDS: dict[str, str] = {
+    "new": "add",
+    "create": "add",
+    "write": "add",
+    "mcp": "serve",
+    "server": "serve",
+    "search": "recall",
+    "query": "recall",
+    "find": "recall",
+    "why": "explain",
+    "reindex": "index",
+    "fetch": "sync",
+    "pull": "sync",
+    "check": "doctor",
+}
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and name not in COMMANDS and not ctx.resilient_parsing:
+            meant = OTHER_WORDS.get(name.lower()) or next(iter(difflib.get_close_matches(name, COMMANDS, 1)), None)
+            if meant is not None:
+                ctx.fail(f"No such command {name!r}. Did you mean {meant!r}?")
+        return super().resolve_command(ctx, args)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
