@@ -368,6 +368,11 @@ def test_many_cards_to_encode_are_encoded_in_the_background(vault_repo: VaultRep
     repo.commit("Four cards")
     done = repo.cairn("index", env={"CAIRN_SEMANTIC_FOREGROUND_CARDS": "2"})
     assert done.returncode == 0, done.stderr
+    # Bug fixed: the text output said nothing of the work left running (only --json's "vectors": "background 4"),
+    # so the index looked done while the hook served by words alone for minutes on a large vault.
+    assert "Note: the semantic extra encodes 4 card(s) in the background; until their vectors are written" in (
+        done.stderr
+    )
     index_file = _index_file(repo)
     assert index_file.is_file()  # the lexical index is there at once; the vectors follow
     assert _wait(lambda: vectors.current(index_file), 120), (state_dir() / "semantic.log").read_text()

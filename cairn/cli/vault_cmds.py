@@ -394,6 +394,13 @@ def index(
             echo(clean_line(f"{finding}  (left out of the index)"), err=True)
         if report.problems:
             echo(f"{len(report.problems)} card file(s) left out; fix them (see `cairn lint`) and commit.", err=True)
+        if report.vectors.startswith("background "):
+            echo(
+                f"Note: the semantic extra encodes {report.vectors.removeprefix('background ')} card(s) in the "
+                "background; until their vectors are written the hook serves this vault by words alone (`cairn "
+                "doctor` says when they are current).",
+                err=True,
+            )
         if report.vectors.startswith("failed"):
             echo(
                 f"Note: the semantic extra wrote no card vectors ({report.vectors.removeprefix('failed: ')}); the hook "
