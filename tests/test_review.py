@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
-import pty
 import re
 import shutil
-import subprocess
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -18,8 +15,8 @@ from cairn.config import RecallSettings
 from cairn.lint import registry
 from cairn.review.markdown import cell
 from cairn.review.report import _opposition, parse_range
-from helpers.cli import invoke_cli
-from helpers.vaults import ANN, BOB, VaultRepo, cairn_executable
+from helpers.cli import invoke_cli, run_on_terminal
+from helpers.vaults import ANN, BOB, VaultRepo
 
 TEMPLATE_CARDS = Path(__file__).resolve().parents[1] / "cairn" / "templates" / "vault" / "cards"
 CASES = textwrap.dedent(
@@ -824,22 +821,8 @@ def test_a_long_review_reports_each_stage(vault_repo: VaultRepo) -> None:
     assert heard["review: comparing changed cards"][-1] == (30, 30)
     assert heard["review: eval cases, base and HEAD"][-1] == (8, 8)  # four cases, at each end
     # on a terminal, the installed `cairn` draws them (stderr); piped, nothing
-    primary, secondary = pty.openpty()
-    with subprocess.Popen(
-        [cairn_executable(), "review", "main..many"], stdout=secondary, stderr=secondary, cwd=vault_repo.root
-    ) as process:
-        os.close(secondary)
-        output = b""
-        while True:
-            try:
-                chunk = os.read(primary, 65536)
-            except OSError:  # the terminal closed: the command is done
-                break
-            if not chunk:
-                break
-            output += chunk
-        assert process.wait(timeout=120) == 0, output
-    os.close(primary)
+    code, output = run_on_terminal(["review", "main..many"], vault_repo.root)
+    assert code == 0, output
     assert b"review: comparing changed cards" in output and b"30/30" in output
     piped = vault_repo.cairn("review", "main..many")
     assert piped.returncode == 0 and "review:" not in piped.stderr

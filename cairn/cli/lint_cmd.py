@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from cairn import lint
-from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, vault_option
+from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
 from cairn.config import CONFIG_FILE
 from cairn.finding import Finding
 from cairn.hot.errors import CairnError, VaultNotFound
@@ -82,7 +82,9 @@ def lint_command(
     findings: list[Finding] = []
     checked = 0
     if not files and (vault_path or os.environ.get("CAIRN_VAULT") or not lint.in_git_hook()):
-        report = lint.lint_vault(open_vault(vault_path), rules=wanted, source=source, today=day)
+        vault = open_vault(vault_path)
+        with progress_bar("lint") as progress:
+            report = lint.lint_vault(vault, rules=wanted, source=source, today=day, progress=progress)
         findings, checked = list(report.findings), report.files
     elif not files:  # a git hook (pre-commit's always_run): the vaults of the repository being committed to
         vaults = _repository_vaults()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cairn.cards.card import Card, card_id_from_path, parse_card
@@ -36,10 +36,16 @@ class LintReport:
 
 
 def lint_vault(
-    vault: Vault, *, rules: Iterable[str] | None = None, source: str = "worktree", today: dt.date | None = None
+    vault: Vault,
+    *,
+    rules: Iterable[str] | None = None,
+    source: str = "worktree",
+    today: dt.date | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> LintReport:
-    """Lint every file under the vault's `cards/` (and its `cairn.toml`)."""
-    return _lint(vault, None, rules, source, today)
+    """Lint every file under the vault's `cards/` (and its `cairn.toml`); `progress(done, total)` after each 100
+    files and the last."""
+    return _lint(vault, None, rules, source, today, progress=progress)
 
 
 def lint_files(
@@ -71,9 +77,10 @@ def _lint(
     today: dt.date | None,
     pending: Mapping[str, bytes] | None = None,
     removed: Sequence[str] = (),
+    progress: Callable[[int, int], None] | None = None,
 ) -> LintReport:
     with Snapshot(vault, source) as snapshot:
-        return _lint_snapshot(snapshot, vault, rel_paths, wanted, today, pending, removed)
+        return _lint_snapshot(snapshot, vault, rel_paths, wanted, today, pending, removed, progress)
 
 
 def _lint_snapshot(
@@ -84,6 +91,7 @@ def _lint_snapshot(
     today: dt.date | None,
     pending: Mapping[str, bytes] | None,
     removed: Sequence[str],
+    progress: Callable[[int, int], None] | None = None,
 ) -> LintReport:
     for rel, data in (pending or {}).items():
         snapshot.add_pending(rel, data)
@@ -126,10 +134,14 @@ def _lint_snapshot(
         for card in facts.values():
             if gone & set(card.supersedes) - set(facts):
                 plan.setdefault(card.path, rules)
-    for rel, chosen in plan.items():
+    for done, (rel, chosen) in enumerate(plan.items()):
+        if progress and done % 100 == 0:
+            progress(done, len(plan))
         target = _target(vault, snapshot, rel)
         for rule in chosen:
             findings.extend(rule.run(target, context))
+    if progress and plan:
+        progress(len(plan), len(plan))
     findings = sorted(set(findings), key=lambda f: (f.path, f.line, f.rule, f.message))
     return LintReport(tuple(findings), len(plan), snapshot.source)
 

@@ -43,3 +43,27 @@ def _working_directory(path: Path | None) -> Iterator[None]:
         yield
     finally:
         os.chdir(before)
+
+
+def run_on_terminal(args: Sequence[str], cwd: Path, timeout: float = 120) -> tuple[int, bytes]:
+    """The installed `cairn ARGS` with stdout and stderr on a pseudo-terminal, as a user at a terminal runs it:
+    (exit code, everything it wrote there)."""
+    import pty
+
+    from helpers.vaults import cairn_executable
+
+    primary, secondary = pty.openpty()
+    with subprocess.Popen([cairn_executable(), *args], stdout=secondary, stderr=secondary, cwd=cwd) as process:
+        os.close(secondary)
+        output = b""
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # the terminal closed: the command is done
+                break
+            if not chunk:
+                break
+            output += chunk
+        code = process.wait(timeout=timeout)
+    os.close(primary)
+    return code, output
