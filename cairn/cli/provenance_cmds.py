@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, vault_option
+from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
 from cairn.index import build as indexer
 from cairn.terminal import clean_line
 
@@ -35,7 +35,9 @@ def audit(require_signed: bool, vault_path: str | None, as_json: bool) -> None:
     """
     from cairn.index.audit import audit as run_audit
 
-    report = run_audit(open_vault(vault_path), require_signed=require_signed)
+    vault = open_vault(vault_path)
+    with progress_bar("audit: re-reading the cards") as progress:
+        report = run_audit(vault, require_signed=require_signed, progress=progress)
     failed = report.failed
     if as_json:
         echo_json(report.to_dict())

@@ -91,13 +91,26 @@ class AuditReport:
         }
 
 
-def audit(vault: Vault, *, require_signed: bool = False, state_dir: Path | None = None) -> AuditReport:
-    """Run every check against the vault's cached index and the hook's state folder."""
+def audit(
+    vault: Vault,
+    *,
+    require_signed: bool = False,
+    state_dir: Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> AuditReport:
+    """Run every check against the vault's cached index and the hook's state folder; `progress(done, total)` over
+    the cards the longest check, `served`, reads again from the commit."""
     with gitrepo.open_repo(vault) as repo:
-        return _audit(repo, vault, require_signed, state_dir)
+        return _audit(repo, vault, require_signed, state_dir, progress)
 
 
-def _audit(repo: Any, vault: Vault, require_signed: bool, state_dir: Path | None) -> AuditReport:
+def _audit(
+    repo: Any,
+    vault: Vault,
+    require_signed: bool,
+    state_dir: Path | None,
+    progress: Callable[[int, int], None] | None = None,
+) -> AuditReport:
     state = state_dir or paths.state_dir()
     target = index_file_for(vault)
     trees = _Trees(repo, vault)
@@ -119,7 +132,7 @@ def _audit(repo: Any, vault: Vault, require_signed: bool, state_dir: Path | None
             checks.append(Check("served", "skip", why))
         else:
             checks.append(_readable("entries", lambda: _check_entries(reader, trees)))
-            checks.append(_readable("served", lambda: _check_served(reader, repo, vault)))
+            checks.append(_readable("served", lambda: _check_served(reader, repo, vault, progress)))
             checks.append(_readable("provenance", lambda: _check_provenance(reader, repo)))
         checks.append(_check_log([state / f"{LOG_FILE}.1", state / LOG_FILE], vault, trees))
         checks.append(_check_sessions(state / SESSIONS_DIR, vault, trees))
@@ -251,7 +264,9 @@ _SERVED_FIELDS = (
 )
 
 
-def _check_served(reader: IndexReader, repo: git.Repo, vault: Vault) -> Check:
+def _check_served(
+    reader: IndexReader, repo: git.Repo, vault: Vault, progress: Callable[[int, int], None] | None = None
+) -> Check:
     """Every served value re-derived from the commit's blobs and cairn.toml, with the index build's own functions
     (`build._card_entries`, `build._read_entries`, `store.card_postings`), compared one by one."""
     commit = reader.commit
@@ -262,7 +277,7 @@ def _check_served(reader: IndexReader, repo: git.Repo, vault: Vault) -> Check:
     except CairnError as exc:
         return Check("served", "fail", f"cairn.toml at {short} cannot be read to re-derive the index: {exc}")
     # The build's own reading, with the committed settings (never the stored ones: they are what is checked).
-    upserts, _ = indexer._read_entries(repo, entries, None, {"config": json.dumps(committed, ensure_ascii=False)})
+    upserts, _ = indexer._read_entries(repo, entries, progress, {"config": json.dumps(committed, ensure_ascii=False)})
     diffs: list[str] = []
     stored = _stored_cards(reader)
     row_ids = {int(v[0][0]): card_id for card_id, v in stored.items()}
