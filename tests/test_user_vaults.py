@@ -88,6 +88,13 @@ def test_vault_add_list_remove_keeps_comments_and_modes(tmp_path: Path, vault_re
         ("team", ["git"], "refs/heads/main"),
         ("other-notes", [], "refs/heads/main"),
     ]
+    # Bug fixed: the text listing ran each row's columns together ("team  PATH  ref" under "other-notes  PATH  ref");
+    # the name and path columns are now padded, so each vault's served ref starts where the others' do.
+    text_rows = cairn("vault", "list", cwd=tmp_path, env=env).stdout.splitlines()
+    assert [row.index("refs/heads/main @ ") for row in text_rows] == [
+        len("other-notes") + 2 + len(str(other.root)) + 2
+    ] * 2
+    assert text_rows[0].startswith(f"{'team':<11}  {vault_repo.root}  ")
     again = cairn("vault", "add", str(vault_repo.root), "--name", "again", cwd=tmp_path, env=env)
     assert again.returncode == 1
     assert (

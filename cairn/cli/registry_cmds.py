@@ -112,6 +112,8 @@ def list_cmd(as_json: bool) -> None:
     if not rows:
         echo(f"No vault is configured ({config_file()}); add one with `cairn vault add PATH`.")
         return
+    name_width = max(len(row["name"]) for row in rows)
+    path_width = max(len(row["path"]) for row in rows)
     for row in rows:
         ref = row["served_ref"] or "-"  # a missing folder with no `ref` configured has no ref to show
         served = f"{ref} @ {row['commit'][:8]}" if row["commit"] else f"{ref} (no commit)"
@@ -122,7 +124,7 @@ def list_cmd(as_json: bool) -> None:
                 "" if row["exists"] else "  (missing folder)",
             ]
         )
-        echo(f"{row['name']}  {row['path']}  {served}{extra}")
+        echo(f"{row['name']:<{name_width}}  {row['path']:<{path_width}}  {served}{extra}")
 
 
 def _work_tree(path: str) -> str:
