@@ -193,6 +193,21 @@ def test_a_cache_key_that_cannot_be_written_leaves_no_temp_file(vault_repo: Vaul
     assert again.returncode == 0, again.stderr
 
 
+def test_a_cache_key_that_cannot_be_read_is_named_in_the_error(vault_repo: VaultRepo) -> None:
+    """Bug fixed: with the cache's key unreadable (here a folder in its place), `cairn index` said "cannot write the
+    index at .../index.cairn (Is a directory)", naming a file that is no folder; it now names the one refused. So
+    does `cairn review`, whose own index files are in a temp folder but sealed with that key."""
+    make_vault(vault_repo)
+    key = cache_dir() / "index.key"
+    key.unlink()
+    key.mkdir()
+    done = vault_repo.cairn("index", "--rebuild")
+    assert_clean_exit(done, 1)
+    assert f"(Is a directory: {key}); make sure that disk has space" in done.stderr, done.stderr
+    review = vault_repo.cairn("review", "HEAD..HEAD", "--json")
+    assert f"Is a directory: {key}" in json.loads(review.stdout)["routing"]["note"]
+
+
 def _index_within(vault_repo: VaultRepo, limit_bytes: int | None, *args: str) -> subprocess.CompletedProcess[str]:
     """`cairn index ARGS` in a process whose files may grow to `limit_bytes` (a full disk), or without a limit."""
     import resource

@@ -324,6 +324,8 @@ def index_key(cache: "str | None" = None) -> "bytes | None":
         return None
     try:
         key = os.read(fd, KEY_BYTES + 1)
+    except OSError:  # a folder in the key's place opens, but does not read
+        return None
     finally:
         os.close(fd)
     return key if len(key) == KEY_BYTES else None
@@ -350,7 +352,10 @@ def make_index_key() -> bytes:
             os.link(tmp, target)  # never replaces a key another writer made meanwhile
         except FileExistsError:
             if index_key() is None:  # a damaged key (cut short): replaced; its indexes fail their checks
-                os.replace(tmp, target)
+                try:
+                    os.replace(tmp, target)
+                except OSError as exc:  # a folder in its place: say which file, not the temp one
+                    raise OSError(exc.errno, exc.strerror, target) from None
     finally:
         try:
             os.unlink(tmp)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import os
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -349,9 +350,11 @@ def _write_index(target: Path, *args: Any, **kwargs: Any) -> None:
     try:
         store.write_index(target, *args, **kwargs)
     except OSError as exc:
+        # the file refused may be another than the index: the cache's key (`index.key`), a lock, a temp file
+        culprit = f": {exc.filename}" if exc.filename and os.fspath(exc.filename) != os.fspath(target) else ""
         raise CairnError(
-            f"cannot write the index at {target} ({exc.strerror or exc}); make sure that disk has space and the "
-            "folder is writable (or point CAIRN_CACHE_DIR elsewhere), then run `cairn index`"
+            f"cannot write the index at {target} ({exc.strerror or exc}{culprit}); make sure that disk has space "
+            "and the folder is writable (or point CAIRN_CACHE_DIR elsewhere), then run `cairn index`"
         ) from None
 
 
