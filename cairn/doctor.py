@@ -475,15 +475,17 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
         return Check("agent", subject, False, f"{shown} does not run ({exc})", fix)
     if done.returncode != 0 or not done.stdout.startswith("cairn "):
         return Check("agent", subject, False, f"{shown} --version failed (exit {done.returncode})", fix)
+    # A baked --vault serves that vault alone, whatever the `resolve` lines above say of the configured vaults.
+    only = f"; it serves --vault {baked} only, not the configured vaults" if baked is not None else ""
     if "-S" not in launcher[1:] and "-S" in install.hook_launcher()[1:]:  # installed before the launcher was
         return Check(
             "agent",
             subject,
             True,
-            f"{path} runs {shown} ({done.stdout.strip()}); `{fix}` again starts it without `site`, faster on every "
-            "prompt",
+            f"{path} runs {shown} ({done.stdout.strip()}){only}; `{fix}` again starts it without `site`, faster on "
+            "every prompt",
         )
-    return Check("agent", subject, True, f"{path} runs {shown} ({done.stdout.strip()})")
+    return Check("agent", subject, True, f"{path} runs {shown} ({done.stdout.strip()}){only}")
 
 
 # The hook formats each agent reads: claude-code and codex print the same UserPromptSubmit JSON.

@@ -88,6 +88,22 @@ def test_a_baked_vault_given_with_equals_is_checked(setup: Path, isolated_env: P
     assert check["ok"] is False and f"the hook's --vault '{gone}' is no vault" in check["detail"]
 
 
+def test_a_hook_that_bakes_in_a_vault_says_it_serves_that_vault_only(
+    setup: Path, isolated_env: Path, vault_repo: VaultRepo
+) -> None:
+    """Bug fixed: after `cairn install codex --project P --vault V` (the help's example), `cairn doctor --cwd P` said
+    every configured vault is "served in P" and the agent ok, with no word that this agent's hook serves V alone."""
+    assert run_cairn("uninstall", "claude-code", "--user", cwd=setup).returncode == 0
+    done = run_cairn("install", "codex", "--project", str(setup), "--vault", str(vault_repo.root), cwd=setup)
+    assert done.returncode == 0, done.stderr
+    [check] = _agent_checks(setup)
+    assert check["ok"] is True, check
+    assert check["detail"].endswith(f"; it serves --vault {vault_repo.root} only, not the configured vaults")
+    assert run_cairn("install", "claude-code", "--user", cwd=setup).returncode == 0
+    user = next(c for c in _agent_checks(setup) if c["subject"] == "claude-code (user)")
+    assert "only" not in user["detail"]  # no --vault: the configured vaults
+
+
 def test_an_install_from_a_subfolder_is_found(setup: Path, isolated_env: Path) -> None:
     """Bug fixed: `cairn install claude-code` in a subfolder of a git work tree writes `sub/.claude/settings.json`
     (where Claude Code, started there, reads it), but doctor looked only at the work tree's root and said no agent
