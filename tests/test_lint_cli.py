@@ -85,6 +85,29 @@ def test_files_relative_to_the_current_folder_or_the_vault(vault_repo: VaultRepo
     assert missing.stderr.startswith("Error: cards/nope.md: no such file")
 
 
+def test_a_folder_stands_for_the_card_files_under_it(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn lint cards` (or `cards/git`, `.`) said "Error: cards: no such file in the vault's folder" of
+    a folder that is there; a folder now stands for the card files under it (not the vault's README)."""
+    _vault_with(vault_repo, "status-value", "secret")
+    vault_repo.write_raw("README.md", "# How we write cards\n")
+    whole = vault_repo.invoke("lint")
+    for given in ("cards", ".", "cards/"):
+        done = vault_repo.invoke("lint", given)
+        assert (done.returncode, done.stdout) == (whole.returncode, whole.stdout), (given, done.stderr)
+        assert done.stderr == whole.stderr
+    one = vault_repo.invoke("lint", "status-value", cwd=vault_repo.root / "cards")
+    assert one.returncode == 1 and one.stdout.splitlines() == [
+        "status-value/typo.md:4: status-value status 'actve' is not one of active, draft, retired; only active cards "
+        "are injected"
+    ]
+    (vault_repo.root / "cards" / "empty").mkdir()
+    empty = vault_repo.invoke("lint", "cards/empty")
+    assert empty.returncode == 1
+    assert empty.stderr == (
+        "Error: cards/empty is a folder with no card file (.md) under it; give card files, or none to lint the vault\n"
+    )
+
+
 def test_a_new_vault_is_clean(tmp_path: Path) -> None:
     vault = tmp_path / "vault"
     subprocess.run([cairn_executable(), "init", str(vault)], check=True, capture_output=True)

@@ -60,13 +60,15 @@ def lint_command(
     """Check cards against the contract and the vault's policy; print `path:line: rule-id message`.
 
     Without FILES, every card of the vault is checked. With FILES (paths relative to the current folder or to the
-    vault), only they are, in the context of the whole vault (unique names, links, near-duplicates). Errors exit 1;
-    warnings exit 0 unless --strict. Inside a git hook the staged content is checked, not the working tree.
+    vault; a folder stands for the card files under it), only they are, in the context of the whole vault (unique
+    names, links, near-duplicates). Errors exit 1; warnings exit 0 unless --strict. Inside a git hook the staged
+    content is checked, not the working tree.
 
     \b
     Example:
       cairn lint
       cairn lint cards/git/force-push-safely.md --rules scope,verified-at --strict
+      cairn lint cards/git
       cairn lint --staged --json
     """
     if list_rules:
@@ -98,7 +100,7 @@ def lint_command(
             findings += [replace(f, path=_display(vault, f.path)) for f in report.findings]
             checked += report.files
     else:
-        groups, outside = _by_vault(files, vault_path)
+        groups, outside = _by_vault(_card_files(files), vault_path)
         for given, why in outside:  # another project's `cards/` in the same repository (pre-commit passes it)
             echo(clean_line(f"{given}: skipped, {why}"), err=True)
         for vault, pairs in groups.items():
@@ -129,6 +131,28 @@ def _summary(errors: list[Finding], warnings: list[Finding], checked: int, sourc
     if warnings and not errors and not strict:
         text += "; warnings do not fail (--strict makes them)"
     return text
+
+
+def _card_files(files: tuple[str, ...]) -> tuple[str, ...]:
+    """The paths given, each folder (`cards/git`, `.`) replaced by the card files under it (`.md` files in a `cards/`
+    folder, not a vault's README), in order: `cairn lint cards` said "no such file" of a folder that is there."""
+    found: list[str] = []
+    for given in files:
+        folder = Path(given)
+        if not folder.is_dir():
+            found.append(given)
+            continue
+        cards = sorted(
+            p
+            for p in folder.rglob("*.md")
+            if (p.is_file() or p.is_symlink()) and CARDS_DIR in Path(os.path.abspath(p)).parts[:-1]
+        )
+        if not cards:
+            raise CairnError(
+                f"{given} is a folder with no card file (.md) under it; give card files, or none to lint the vault"
+            )
+        found += [str(p) for p in cards]
+    return tuple(found)
 
 
 def _by_vault(
