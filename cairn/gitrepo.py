@@ -52,6 +52,14 @@ def open_repo(vault: Vault) -> git.Repo:
         raise NotAGitRepository(f"{vault.git_root} is not a readable git repository") from None
 
 
+def head_branch(repo: git.Repo) -> str | None:
+    """The branch checked out (`refs/heads/NAME`), or None on a detached HEAD."""
+    try:
+        return str(repo.head.reference.path)
+    except (TypeError, ValueError):  # detached
+        return None
+
+
 def head_commit(repo: git.Repo) -> str:
     """The commit HEAD points at; raises when the branch has no commits yet."""
     try:

@@ -266,3 +266,23 @@ def test_the_printed_commit_step_runs_as_printed_whatever_the_id_and_folder(
             f"cards/{card_id}.md"
         ]
         vault_repo.git("reset", "-q")
+
+
+def test_on_a_branch_the_next_step_says_when_agents_get_the_card(vault_repo: VaultRepo) -> None:
+    """Bug fixed: on a feature branch `cairn add` said to commit "so agents can get it", yet the hook serves the
+    vault's served ref (main), so the committed card reached no agent until merged. It now says which ref the card
+    must reach, and how to try it first; on the served branch the line is as before."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.commit("A vault")
+    args = ("add", "--name", "Pin the Python version in CI", "--summary", "Pin python-version in CI.", "--body", BODY)
+    on_main = vault_repo.cairn(*args, "--id", "ci/pin-python")
+    assert on_main.returncode == 0, on_main.stderr
+    assert on_main.stdout.endswith("&& git commit` so agents can get it.\n")
+    vault_repo.git("checkout", "-q", "-b", "feature")
+    other = ("add", "--name", "Pin the Node version", "--summary", "Set node-version in setup-node.", "--body", BODY)
+    done = vault_repo.cairn(*other, "--id", "ci/pin-node")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith(
+        "&& git commit`; agents get it once it reaches main, the ref the vault serves (try it first with "
+        "`cairn recall --ref HEAD`).\n"
+    )

@@ -26,7 +26,7 @@ from cairn.cli.common import (
     warn,
 )
 from cairn.hot.errors import CairnError, CardNotFound, VaultNotFound
-from cairn.hot.vault import find_vault
+from cairn.hot.vault import Vault, find_vault
 from cairn.index import build as indexer
 from cairn.index.store import IndexBusy
 from cairn.terminal import clean_line
@@ -253,7 +253,27 @@ def add(
     target = authoring.write_card(vault, pending, force=force)
     rel = target.relative_to(vault.root).as_posix()
     echo(f"Wrote {rel}.")
-    echo(f"Next: review it, then `{_commit_step(vault.root, rel)}` so agents can get it.")
+    echo(f"Next: review it, then `{_commit_step(vault.root, rel)}`{_served_after(vault)}.")
+
+
+def _served_after(vault: Vault) -> str:
+    """What makes the card reach agents once committed: nothing more on the served branch; else the merge (or, in a
+    clone, the push and fetch) that brings it to the served ref, which `cairn add` on a feature branch left unsaid."""
+    from cairn import gitrepo
+
+    try:
+        ref, _ = indexer.served_commit(vault)
+        with gitrepo.open_repo(vault) as repo:
+            branch = gitrepo.head_branch(repo)
+    except (CairnError, OSError):
+        return " so agents can get it"
+    if branch == ref:
+        return " so agents can get it"
+    served = ref.removeprefix("refs/heads/").removeprefix("refs/remotes/")
+    return (
+        f"; agents get it once it reaches {served}, the ref the vault serves (try it first with `cairn recall "
+        "--ref HEAD`)"
+    )
 
 
 def _commit_step(root: Path, rel: str) -> str:
