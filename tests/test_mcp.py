@@ -199,7 +199,7 @@ def test_serve_without_the_sdk_says_how_to_install_it(vault_repo: VaultRepo, tmp
     python = Path(cairn_executable()).read_text().splitlines()[0].removeprefix("#!")
     expected = f"Error: `cairn serve` needs the MCP SDK, the mcp extra, not installed beside this Cairn: {python} -m pip install 'mcp>=1.2'"
     assert done.stderr.strip() == expected
-    pyproject = tomllib.loads((Path(cairn.__file__).parents[1] / "pyproject.toml").read_text())
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     assert pyproject["project"]["optional-dependencies"]["mcp"] == ["mcp>=1.2"]  # the requirement it names
 
 
