@@ -257,12 +257,16 @@ class Signature:
     key: str = ""
 
 
-# Raw diffs with full blob ids, renames detected, and nothing a user's config could add to the output. A merge's
-# own changes come as a combined diff (`-c`: only files whose result differs from every parent), with each parent's
-# path (`--combined-all-paths`): a card added or rewritten in a merge commit is that commit's author's doing.
+# Raw diffs with full blob ids, renames detected, and nothing a user's config could add to the output or take from
+# it: the root commit's files (`--root`; `log.showRoot = false` hid the commit that created the vault's first cards)
+# and names in UTF-8 (`--encoding`; `i18n.logOutputEncoding` re-encoded them). A merge's own changes come as a
+# combined diff (`-c`: only files whose result differs from every parent), with each parent's path
+# (`--combined-all-paths`): a card added or rewritten in a merge commit is that commit's author's doing.
 _LOG_FORMAT = "--format=%x01%H%x00%an%x00%ae%x00%aI"
 _LOG_ARGS = (
     "--raw",
+    "--root",
+    "--encoding=UTF-8",
     "-z",
     "-M",
     "-c",

@@ -175,3 +175,21 @@ def test_authors_without_an_e_mail_address_are_told_apart_by_name(vault_repo: Va
     ]
     build_index(find_vault(vault_repo.root), rebuild=True)
     assert _prov(vault_repo, "git/a")["authors"] == incremental
+
+
+def test_the_users_log_settings_change_no_provenance(vault_repo: VaultRepo) -> None:
+    """`log.showRoot = false` hid the root commit's files (the vault's first cards got a later creator and lost an
+    author), `i18n.logOutputEncoding` re-encoded authors' names; Cairn's history reader now ignores both."""
+    zoe = ("Zoë Ærøskøbing", "zoe@example.com")
+    vault_repo.write("a/one", "One", "The first summary.")
+    root = vault_repo.commit("Start", author=zoe)
+    vault_repo.write("a/one", "One", "The first summary, sharper.")
+    vault_repo.commit("Sharper", author=BOB)
+    vault_repo.git("config", "log.showRoot", "false")
+    vault_repo.git("config", "i18n.logOutputEncoding", "ISO-8859-1")
+    shown = vault_repo.cairn("show", "a/one", "--json")
+    assert shown.returncode == 0, shown.stderr
+    prov = json.loads(shown.stdout)["provenance"]
+    assert prov["created"]["commit"] == root
+    assert [(a["name"], a["commits"]) for a in prov["authors"]] == [(zoe[0], 1), (BOB[0], 1)]
+    assert prov["commits"] == 2
