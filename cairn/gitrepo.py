@@ -368,7 +368,10 @@ def commit_signatures(repo: git.Repo, commits: list[str] | set[str]) -> dict[str
             result[sha] = Signature("N")
     for start in range(0, len(signed), 200):
         chunk = signed[start : start + 200]
-        out = repo.git.log("--no-walk=unsorted", "-z", "--format=%H%x00%G?%x00%GK", *chunk)
+        # `log.showSignature = true` would put gpg's or ssh's verdict text before each record: off, as in `card_log`
+        out = repo.git.log(
+            "--no-walk=unsorted", "--no-show-signature", "--no-color", "-z", "--format=%H%x00%G?%x00%GK", *chunk
+        )
         fields = out.split("\0")
         for i in range(0, len(fields) - 2, 3):
             sha = fields[i].strip()

@@ -346,3 +346,19 @@ def test_audit_reports_its_progress_over_the_cards(vault_repo: VaultRepo) -> Non
     assert b"audit: re-reading the cards  [" in output and b"60/60" in output
     piped = vault_repo.cairn("audit")
     assert piped.returncode == 0 and "[" not in piped.stderr and "Audit passed" in piped.stdout
+
+
+def test_require_signed_holds_under_log_show_signature(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """With `log.showSignature = true` in the user's git config, git printed its verdict text before each record
+    Cairn parsed, so every signed card was `not signed` (audit failed, `cairn show` said unsigned)."""
+    vault_repo.write_raw("cairn.toml", "")
+    ssh_signing(vault_repo, tmp_path)
+    vault_repo.write("a/one", "One", "The first summary.")
+    signed = signed_commit(vault_repo, "Signed card")
+    vault_repo.git("config", "log.showSignature", "true")
+    assert vault_repo.cairn("index").returncode == 0
+    done = vault_repo.cairn("audit", "--require-signed", "--json")
+    assert done.returncode == 0, done.stdout
+    assert _check(json.loads(done.stdout), "signatures")["status"] == "pass"
+    shown = vault_repo.cairn("show", "a/one")
+    assert f"last changed:    {signed[:8]}" in shown.stdout and "(signed)" in shown.stdout
