@@ -193,3 +193,34 @@ def test_the_users_log_settings_change_no_provenance(vault_repo: VaultRepo) -> N
     assert prov["created"]["commit"] == root
     assert [(a["name"], a["commits"]) for a in prov["authors"]] == [(zoe[0], 1), (BOB[0], 1)]
     assert prov["commits"] == 2
+
+
+def test_a_card_fixed_after_it_was_indexed_keeps_its_creator(vault_repo: VaultRepo) -> None:
+    """A card the indexed commit did not hold as a card (its frontmatter broken, or named `x.MD`) had no stored
+    provenance, so the incremental update made whoever fixed it its creator and sole author until `--rebuild`."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("a/keep", "Keep", "A card that stays as it is.")
+    vault_repo.write_raw("cards/a/broken.md", "---\nname: Broken\nsummary: [unclosed\n---\n\nBody.\n")
+    vault_repo.write("a/shout", "Shout", "A card soon renamed to a name that is no card.")
+    created = vault_repo.commit("Three cards, one broken", author=ANN)
+    vault_repo.git("mv", "cards/a/shout.md", "cards/a/shout.MD")
+    vault_repo.commit("Upper case", author=ANN)
+    assert vault_repo.cairn("index").returncode == 0
+    vault_repo.write("a/broken", "Broken no more", "The frontmatter now parses.")
+    vault_repo.git("mv", "cards/a/shout.MD", "cards/a/shout.md")
+    vault_repo.commit("Fix both", author=BOB)
+    done = vault_repo.cairn("index")
+    assert done.returncode == 0 and "Updated the index" in done.stdout, done.stdout + done.stderr
+
+    def provenance(card_id: str) -> dict[str, Any]:
+        shown = vault_repo.cairn("show", card_id, "--json")
+        assert shown.returncode == 0, shown.stderr
+        return json.loads(shown.stdout)["provenance"]  # type: ignore[no-any-return]
+
+    incremental = {card_id: provenance(card_id) for card_id in ("a/broken", "a/shout")}
+    assert incremental["a/broken"]["created"]["commit"] == created
+    assert incremental["a/shout"]["created"]["commit"] == created
+    assert [a["name"] for a in incremental["a/broken"]["authors"]] == [ANN[0], BOB[0]]
+    assert incremental["a/shout"]["renamed_from"] == ["cards/a/shout.MD"]
+    assert vault_repo.cairn("index", "--rebuild").returncode == 0
+    assert {card_id: provenance(card_id) for card_id in incremental} == incremental

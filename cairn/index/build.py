@@ -431,6 +431,12 @@ def _usable_base(target: Path, vault: Vault, repo: git.Repo) -> IndexReader | No
     return reader
 
 
+def _indexed(reader: IndexReader, path: str) -> bool:
+    """Whether the index holds a card at this vault-relative path."""
+    card_id = card_id_from_path(path)
+    return card_id is not None and reader.record(card_id) is not None
+
+
 def _stored_provenance(reader: IndexReader, card_id: str) -> tuple[dict[str, Any] | None, str] | None:
     record = reader.record(card_id)
     return (record["provenance"], record["summary"]) if record is not None else None
@@ -556,6 +562,16 @@ def _incremental(
     head_entries = _card_entries(repo, commit, vault)
     # Cards touched by any new commit get new provenance, even when the diff nets out to nothing.
     lineages = provenance.walk_history(repo, vault, commit, [e.path for e in head_entries], since=previous)
+    # A card whose path at the indexed commit held no indexed card (its frontmatter broken then, a security
+    # refusal, a name like `x.MD` renamed to `x.md`) has no stored provenance to join: its history before that
+    # commit is walked too, as a full build walks it, or its creator would be whoever fixed it.
+    orphans = [
+        path
+        for path, lineage in lineages.items()
+        if lineage.versions and not lineage.created and not _indexed(base, lineage.origin)
+    ]
+    if orphans:
+        lineages.update(provenance.walk_history(repo, vault, commit, orphans))
     wanted = set(new_paths) | provenance.touched_paths(lineages)
     entries = [e for e in head_entries if e.path in wanted]
     upserts, new_problems = _read_entries(repo, entries, progress, meta)

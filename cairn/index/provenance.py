@@ -45,19 +45,21 @@ class Lineage:
 
     versions: newest first. created: the walk reached the commit that added the file (else history before the
     walked range, or a shallow clone's boundary, holds the rest). origin: its path at the oldest walked version.
+    whole: walked through the whole history (no range), so nothing stored before is joined to it.
     """
 
     path: str
     versions: list[Version] = field(default_factory=list)
     created: bool = False
     origin: str = ""
+    whole: bool = False
 
 
 def walk_history(
     repo: git.Repo, vault: Vault, commit: str, paths: Iterable[str], since: str | None = None
 ) -> dict[str, Lineage]:
     """Lineages of the card files at `paths` (vault-relative, as they are at `commit`), from one log pass."""
-    lineages = {path: Lineage(path=path, origin=path) for path in paths}
+    lineages = {path: Lineage(path=path, origin=path, whole=since is None) for path in paths}
     following: dict[str, Lineage] = dict(lineages)  # path at the point reached in the walk -> lineage
     for logged in gitrepo.card_log(repo, vault, commit, since):
         # Match every change against the paths after this commit before moving any lineage back through it, so a
@@ -100,7 +102,7 @@ def attach(
     for terms in upserts:
         lineage = lineages.get(terms.path) or Lineage(path=terms.path, origin=terms.path)
         stored = None
-        if base is not None and not lineage.created:
+        if base is not None and not lineage.created and not lineage.whole:
             origin_id = card_id_from_path(lineage.origin)
             stored = base(origin_id) if origin_id else None
         drafts.append(_provenance(lineage, terms.summary, summaries, stored))
