@@ -295,6 +295,30 @@ def test_review_bad_revision_is_one_line_error(vault_repo: VaultRepo) -> None:
     assert done.stderr.startswith("Error: unknown revision 'nope'")
 
 
+def test_a_shallow_ci_clone_is_told_to_fetch_the_history(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """A CI checkout of depth 1 holds neither branch's history: the review said the branches "share no history",
+    which is false and names no fix; it now says the clone is shallow and how to fetch the history."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("a/one", "One", "The first card's summary.")
+    vault_repo.commit("one")
+    vault_repo.git("checkout", "-q", "-b", "feature")
+    vault_repo.write("a/two", "Two", "The second card's summary.")
+    vault_repo.commit("two", author=BOB)
+    clone = tmp_path / "ci checkout"
+    url = vault_repo.root.as_uri()
+    vault_repo.git("clone", "-q", "--depth", "1", "--branch", "feature", url, str(clone))
+    ci = VaultRepo(clone)
+    ci.git("fetch", "-q", "--depth", "1", "origin", "main:refs/remotes/origin/main")
+    done = ci.cairn("review", "origin/main..HEAD")
+    assert done.returncode == 1
+    assert done.stderr.startswith("Error: this clone is shallow") and "`git fetch --unshallow`" in done.stderr
+    assert done.stderr.count("\n") == 1 and "share no history" not in done.stderr
+    ci.git("fetch", "-q", "--unshallow", "origin")
+    done = ci.cairn("review", "origin/main..HEAD", "--json")
+    assert done.returncode == 0, done.stderr
+    assert [c["id"] for c in json.loads(done.stdout)["cards"]] == ["a/two"]
+
+
 def test_parse_range_and_helpers() -> None:
     assert parse_range("main..HEAD") == ("main", "HEAD")
     assert parse_range("origin/main...feature") == ("origin/main", "feature")

@@ -381,6 +381,12 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
     base_tip = gitrepo.resolve_commit(repo, base_rev)
     head = gitrepo.resolve_commit(repo, head_rev)
     base = gitrepo.merge_base(repo, base_tip, head)
+    if base is None and gitrepo.shallow_commits(repo):
+        # A CI checkout's default depth of 1: the merge base is simply not fetched, not missing from history.
+        raise CairnError(
+            f"this clone is shallow, so git cannot find where {head_rev} branched from {base_rev}; fetch the history "
+            "(`git fetch --unshallow`, or `fetch-depth: 0` in actions/checkout), then run the review again"
+        )
     if base is None:
         raise CairnError(f"{base_rev} and {head_rev} share no history; nothing to compare")
     day = today or dt.date.today()
