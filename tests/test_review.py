@@ -319,6 +319,26 @@ def test_a_shallow_ci_clone_is_told_to_fetch_the_history(vault_repo: VaultRepo, 
     assert [c["id"] for c in json.loads(done.stdout)["cards"]] == ["a/two"]
 
 
+def test_a_submodule_under_cards_is_reported_not_a_crash(vault_repo: VaultRepo) -> None:
+    """A range adding a submodule under cards/ stopped the review with `Error: cards/tools.md: no such file in the
+    vault's folder` and no report; one under a card's name is now refused as the index refuses it."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("a/one", "One", "The first card's summary.")
+    base = vault_repo.commit("one")
+    vault_repo.write("a/two", "Two", "The second card's summary.")
+    vault_repo.git("add", "cards/a/two.md")
+    for path in ("cards/tools.md", "cards/vendored"):  # gitlinks, as `git submodule add` records them
+        vault_repo.git("update-index", "--add", "--cacheinfo", f"160000,{base},{path}")
+    vault_repo.git("commit", "-q", "--no-verify", "-m", "two, and two submodules", author=BOB)
+    done = vault_repo.cairn("review", f"{base}..HEAD", "--json")
+    assert done.returncode == 1, done.stderr
+    data = json.loads(done.stdout)
+    assert [(f["path"], f["rule"], f["message"]) for f in data["lint"] if f["severity"] == "error"] == [
+        ("cards/tools.md", "path-outside-cards", "a submodule cannot hold cards")
+    ]
+    assert "a/two" in [c["id"] for c in data["cards"]]
+
+
 def test_parse_range_and_helpers() -> None:
     assert parse_range("main..HEAD") == ("main", "HEAD")
     assert parse_range("origin/main...feature") == ("origin/main", "feature")

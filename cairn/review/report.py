@@ -399,13 +399,22 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
     blocked += policy.file_blocks(_changed_paths(repo, base, head), vault.prefix)
     with tempfile.TemporaryDirectory(prefix="cairn-review-") as tmp:
         work = Path(tmp)
-        snapshot = _materialize(repo, vault, head, work / "head")
-        lint_paths = [c.new_path for c in raw_changes if c.new_path and c.status != "D"]
+        snapshot, submodules = _materialize(repo, vault, head, work / "head")
+        # A submodule is no file to lint (lint stopped the review on it: "no such file"); one under a card's name is
+        # refused as the index refuses it.
+        lint_paths = [
+            c.new_path for c in raw_changes if c.new_path and c.status != "D" and c.new_path not in submodules
+        ]
         if config_changed:
             lint_paths.append(CONFIG_FILE)
         removed = [c.old_path for c in raw_changes if c.old_path and c.status in "DR"]  # lint what supersedes them
         findings = (
             lint_files(snapshot, lint_paths, today=today, removed=removed).findings if lint_paths or removed else ()
+        )
+        findings += tuple(
+            Finding(c.new_path, 0, "path-outside-cards", "a submodule cannot hold cards")
+            for c in raw_changes
+            if c.new_path in submodules and card_id_from_path(c.new_path) is not None
         )
         findings += _security_at_base(snapshot, lint_paths, base_config, head_config, today)
         findings = tuple(
@@ -692,8 +701,9 @@ def _card_id(path: str) -> str:
     return rel[:-3] if rel.endswith(".md") else rel
 
 
-def _materialize(repo: Any, vault: Vault, commit: str, root: Path) -> Vault:
-    """HEAD's cards/ and cairn.toml written to a folder, so lint reads the commit and not the working tree."""
+def _materialize(repo: Any, vault: Vault, commit: str, root: Path) -> tuple[Vault, frozenset[str]]:
+    """HEAD's cards/ and cairn.toml written to a folder, so lint reads the commit and not the working tree; and the
+    paths of the submodules under cards/, which are not written."""
     entries = gitrepo.card_entries(repo, commit, vault)
     config = gitrepo.read_path(repo, commit, CONFIG_FILE, vault)
     regular = [e for e in entries if e.mode not in (gitrepo.SYMLINK_MODE, gitrepo.SUBMODULE_MODE)]
@@ -711,7 +721,8 @@ def _materialize(repo: Any, vault: Vault, commit: str, root: Path) -> Vault:
             target.write_bytes(data.get(entry.blob, b""))
     if config is not None:
         (root / CONFIG_FILE).write_bytes(config)
-    return Vault(root=root, git_root=None, prefix="")
+    submodules = frozenset(e.path for e in entries if e.mode == gitrepo.SUBMODULE_MODE)
+    return Vault(root=root, git_root=None, prefix=""), submodules
 
 
 # -- near-duplicates and conflicts ------------------------------------------------------------------------------
