@@ -224,3 +224,23 @@ def test_a_card_fixed_after_it_was_indexed_keeps_its_creator(vault_repo: VaultRe
     assert incremental["a/shout"]["renamed_from"] == ["cards/a/shout.MD"]
     assert vault_repo.cairn("index", "--rebuild").returncode == 0
     assert {card_id: provenance(card_id) for card_id in incremental} == incremental
+
+
+def test_authors_without_an_email_are_told_apart(vault_repo: VaultRepo) -> None:
+    """git records `<>` for an author with no e-mail; authors were told apart by e-mail alone, so every such author
+    was counted as the first of them (`Xavier <> (2 commits)` for Xavier's and Yolanda's commits)."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("a/one", "One", "The first summary.")
+    vault_repo.commit("Start", author=("Xavier", ""))
+    assert vault_repo.cairn("index").returncode == 0
+    vault_repo.write("a/one", "One", "The first summary, sharper.")
+    vault_repo.commit("Sharper", author=("Yolanda", ""))
+    vault_repo.write("a/one", "One", "The first summary, sharper still.")
+    vault_repo.commit("Sharper still", author=("Xavier", ""))
+    expected = [("Xavier", "", 2), ("Yolanda", "", 1)]
+    for args in (("index",), ("index", "--rebuild")):  # joined to the stored authors, then from scratch
+        assert vault_repo.cairn(*args).returncode == 0
+        shown = vault_repo.cairn("show", "a/one", "--json")
+        authors = json.loads(shown.stdout)["provenance"]["authors"]
+        assert [(a["name"], a["email"], a["commits"]) for a in authors] == expected
+    assert "authors:         Xavier <> (2 commits), Yolanda <> (1 commit)" in vault_repo.cairn("show", "a/one").stdout

@@ -24,7 +24,9 @@ from cairn.cards.card import card_id_from_path, parse_card
 from cairn.hot.vault import Vault
 from cairn.index.store import CardTerms
 
-FORMAT = "1"
+# Stored in the index's meta; an index of another format is rebuilt, not joined. 2: authors without an e-mail told
+# apart, the root commit's cards and cards fixed after an index given their whole history (1's stored values were not).
+FORMAT = "2"
 
 # (provenance, summary) stored for a card id before this update, or None.
 BaseLookup = Callable[[str], "tuple[dict[str, Any] | None, str] | None"]
@@ -168,11 +170,10 @@ def _provenance(
 
 
 def _authors(versions: list[Version], earlier: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every author, in the order they first touched the card, with their commit counts: one per e-mail address
-    (case aside), and one per name among commits without an address (git allows `--author "Name <>"`)."""
-    by_email: dict[str, dict[str, Any]] = {}
+    """Every author, in the order they first touched the card, with their commit counts."""
+    by_key: dict[str, dict[str, Any]] = {}
     for author in earlier:
-        by_email[_author_key(str(author["name"]), str(author["email"]))] = dict(author)
+        by_key[_author_key(str(author["name"]), str(author["email"]))] = dict(author)
     seen: set[str] = set()
     for version in reversed(versions):
         logged = version.commit
@@ -180,13 +181,15 @@ def _authors(versions: list[Version], earlier: list[dict[str, Any]]) -> list[dic
             continue
         seen.add(logged.commit)
         key = _author_key(logged.author, logged.email)
-        entry = by_email.setdefault(key, {"name": logged.author, "email": logged.email, "commits": 0})
+        entry = by_key.setdefault(key, {"name": logged.author, "email": logged.email, "commits": 0})
         entry["commits"] += 1
-    return list(by_email.values())
+    return list(by_key.values())
 
 
 def _author_key(name: str, email: str) -> str:
-    return f"@{email.lower()}" if email.strip() else f"name:{name}"
+    """One author: by e-mail (any case), or by name when the commit has no e-mail (git allows `<>`), so people
+    without one are not all counted as the first of them."""
+    return f"<{email.lower()}>" if email.strip() else name
 
 
 class _SummaryReader:
