@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from cairn.hot.vault import find_vault
 from cairn.index import store
 from cairn.index.build import build_index, build_worktree_index, open_index
 from helpers.cachefiles import edit_meta, reseal
-from helpers.vaults import BOB, VaultRepo, cairn_executable, run_cairn
+from helpers.vaults import BOB, VaultRepo, cairn_executable, card_text, run_cairn
 
 
 def _ids(vault_repo: VaultRepo) -> list[str]:
@@ -122,6 +123,26 @@ def test_bad_card_is_named_and_left_out(vault_repo: VaultRepo) -> None:
     assert "cards/bad/broken.md:" in done.stderr and "frontmatter-parse" in done.stderr
     assert "cards/bad/binary.md:" in done.stderr and "file-binary" in done.stderr
     assert "notes.txt" not in done.stderr
+
+
+def test_a_card_whose_name_is_not_utf8_is_no_longer_reported_once_renamed_or_deleted(vault_repo: VaultRepo) -> None:
+    """The index says to rename a card file whose name is not UTF-8; after the rename (or a deletion) an incremental
+    `cairn index` went on naming the old file as left out, until `--rebuild`: its stored problem was never matched."""
+    vault_repo.write("good/one", "Good", "A good card.")
+    latin1 = [os.fsdecode(b"cards/bad/on\xe9.md"), os.fsdecode(b"cards/bad/tw\xe9.md")]  # not UTF-8
+    for n, name in enumerate(latin1):
+        vault_repo.write_raw(name, card_text(f"Bad name {n}", "A card under a name that is not UTF-8."))
+    vault_repo.commit("Two names that are not UTF-8")
+    first = vault_repo.cairn("index")
+    assert first.returncode == 0 and first.stderr.count("file-name") == 2, first.stderr
+    vault_repo.git("mv", latin1[0], "cards/bad/one.md")
+    vault_repo.git("rm", "-q", latin1[1])
+    vault_repo.commit("Renamed one, removed the other")
+    done = vault_repo.cairn("index", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["mode"] == "incremental" and report["problems"] == [] and report["cards"] == 2
+    assert "left out" not in done.stderr
 
 
 def test_committed_symlink_is_a_finding_not_a_card(vault_repo: VaultRepo, tmp_path: Path) -> None:

@@ -447,9 +447,12 @@ def _stored_problems(reader: IndexReader) -> tuple[Finding, ...]:
 
 
 def _problem_row(finding: Finding) -> tuple[str, int, str, str]:
+    return (_problem_path(finding.path), finding.line, finding.rule, finding.message)
+
+
+def _problem_path(path: str) -> str:
     # A file name with undecodable bytes arrives with surrogates: keep it readable (as `cairn audit` expects).
-    path = finding.path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return (path, finding.line, finding.rule, finding.message)
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _read_entries(
@@ -576,7 +579,10 @@ def _incremental(
     entries = [e for e in head_entries if e.path in wanted]
     upserts, new_problems = _read_entries(repo, entries, progress, meta)
     upserts = provenance.attach(repo, upserts, lineages, base=lambda card_id: _stored_provenance(base, card_id))
-    kept = [p for p in base.problems() if p[0] not in touched_paths]
+    # Stored problems name their files as `_problem_row` wrote them: a name that is not UTF-8 is compared so too, or
+    # the problem of a file renamed or deleted since stayed reported for ever.
+    touched_rows = {_problem_path(p) for p in touched_paths}
+    kept = [p for p in base.problems() if p[0] not in touched_rows]
     problems = kept + [_problem_row(f) for f in new_problems]
     n_before = base.n_cards
     base_path = base.path
