@@ -244,3 +244,26 @@ def test_authors_without_an_email_are_told_apart(vault_repo: VaultRepo) -> None:
         authors = json.loads(shown.stdout)["provenance"]["authors"]
         assert [(a["name"], a["email"], a["commits"]) for a in authors] == expected
     assert "authors:         Xavier <> (2 commits), Yolanda <> (1 commit)" in vault_repo.cairn("show", "a/one").stdout
+
+
+def test_deepening_a_shallow_clone_reads_the_whole_history_again(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """In a shallow clone a card's history stops at the boundary; after `git fetch --unshallow` the served commit is
+    the same, so `cairn index` said "up to date" and kept the boundary as the card's creator, now without the
+    shallow note; an update after it joined that cut history for good."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("a/one", "One", "The first summary.")
+    created = vault_repo.commit("Start", author=ANN)
+    vault_repo.write("a/one", "One", "The first summary, sharper.")
+    vault_repo.commit("Sharper", author=BOB)
+    clone = VaultRepo(tmp_path / "clone")
+    clone.git("fetch", "-q", "--depth", "1", vault_repo.root.as_uri(), "main:refs/remotes/origin/main")
+    clone.git("symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/main")
+    clone.git("remote", "add", "origin", vault_repo.root.as_uri())
+    assert clone.cairn("index").returncode == 0
+    assert json.loads(clone.cairn("show", "a/one", "--json").stdout)["provenance"]["shallow"] is True
+    clone.git("fetch", "-q", "--unshallow", "origin", "main:refs/remotes/origin/main")
+    done = clone.cairn("index")
+    assert done.returncode == 0 and "up to date" not in done.stdout, done.stdout
+    prov = json.loads(clone.cairn("show", "a/one", "--json").stdout)["provenance"]
+    assert prov["created"]["commit"] == created and "shallow" not in prov
+    assert [a["name"] for a in prov["authors"]] == [ANN[0], BOB[0]]

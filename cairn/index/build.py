@@ -168,7 +168,7 @@ def _build_index(
             ]
             _write_index(target, refused, [], problems=problems)
             raise
-        meta = {**_meta(vault, commit, "commit", config), "ref": ref_name}
+        meta = {**_meta(vault, commit, "commit", config), "ref": ref_name, "shallow": _shallow_mark(repo)}
         if base is not None and base.meta.get("security_off") != meta["security_off"]:
             # Other security rules run now (the vault's cairn.toml or the user's leave changed): a card kept, or
             # refused, under the old ones may not be under these, whether or not the diff names it.
@@ -420,6 +420,9 @@ def _usable_base(target: Path, vault: Vault, repo: git.Repo) -> IndexReader | No
             and reader.meta.get("provenance") == provenance.FORMAT
             and reader.meta.get("security_rules") == security.VERSION
             and not reader.meta.get("config_error")
+            # provenance read in a shallow clone stops at its boundary: once the clone is deepened (or made shallow),
+            # the stored provenance is not what the history now gives, and an update would only join it
+            and reader.meta.get("shallow", "") == _shallow_mark(repo)
             and gitrepo.commit_exists(repo, reader.commit)
             and store.checksum_holds(reader, row_seals=False)
         )
@@ -435,6 +438,12 @@ def _indexed(reader: IndexReader, path: str) -> bool:
     """Whether the index holds a card at this vault-relative path."""
     card_id = card_id_from_path(path)
     return card_id is not None and reader.record(card_id) is not None
+
+
+def _shallow_mark(repo: git.Repo) -> str:
+    """The boundary of a shallow clone as one short digest ("" for a full clone): what the provenance read."""
+    boundary = gitrepo.shallow_commits(repo)
+    return paths.sha256_hex("\n".join(sorted(boundary)).encode("ascii"))[:16] if boundary else ""
 
 
 def _stored_provenance(reader: IndexReader, card_id: str) -> tuple[dict[str, Any] | None, str] | None:
