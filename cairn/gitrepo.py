@@ -71,10 +71,22 @@ def head_commit(repo: git.Repo) -> str:
 
 
 def resolve_commit(repo: git.Repo, rev: str) -> str:
+    """The commit a revision names, as git itself reads it (gitrevisions(7): `main@{2.days.ago}`, `@{-1}`, `:/fix`).
+
+    gitpython's own reading stopped on some of them as a bug in Cairn (`NotImplementedError`, `IndexError`, a
+    traceback), and took a parent a shallow clone does not hold for a commit."""
+    commit = ""
     try:
-        return repo.commit(rev).hexsha
-    except (BadName, ValueError, GitCommandError):
-        raise CairnError(f"unknown revision {rev!r}; give a commit, branch or tag") from None
+        # the object first, then its commit: `REV^{commit}` would make `:/text` search for `text^{commit}`
+        named = str(repo.git.rev_parse("--verify", "--quiet", "--end-of-options", rev)).strip()
+        commit = str(repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{named}^{{commit}}")).strip()
+    except GitCommandError:
+        pass
+    if not commit:
+        shallow = shallow_commits(repo)
+        hint = "; this clone is shallow, so its history may not reach it (`git fetch --unshallow`)" if shallow else ""
+        raise CairnError(f"unknown revision {rev!r}; give a commit, branch or tag{hint}")
+    return commit
 
 
 def card_entries(repo: git.Repo, commit: str, vault: Vault) -> list[TreeEntry]:

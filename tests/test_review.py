@@ -339,6 +339,25 @@ def test_a_submodule_under_cards_is_reported_not_a_crash(vault_repo: VaultRepo) 
     assert "a/two" in [c["id"] for c in data["cards"]]
 
 
+def test_revisions_are_read_as_git_reads_them(vault_repo: VaultRepo) -> None:
+    """Revisions were read by gitpython, not git: `main@{1.hour.ago}` (a valid one) was "a bug in Cairn"
+    (NotImplementedError), a reflog entry that does not exist an IndexError; each is now git's reading, or one line."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("a/one", "One", "The first card's summary.")
+    vault_repo.commit("one")
+    vault_repo.write("a/two", "Two", "The second card's summary.")
+    vault_repo.commit("two", author=BOB)
+    done = vault_repo.cairn("review", "main@{1.hour.ago}..HEAD", "--json")  # before the first entry: the oldest
+    assert done.returncode == 0, done.stderr
+    assert [c["id"] for c in json.loads(done.stdout)["cards"]] == ["a/two"]
+    done = vault_repo.cairn("review", ":/one..HEAD", "--json")  # the commit whose message matches
+    assert done.returncode == 0 and [c["id"] for c in json.loads(done.stdout)["cards"]] == ["a/two"], done.stderr
+    for spec, rev in (("HEAD@{99}..HEAD", "HEAD@{99}"), ("@{-1}", "@{-1}"), ("HEAD^{tree}..HEAD", "HEAD^{tree}")):
+        done = vault_repo.cairn("review", spec)
+        assert done.returncode == 1
+        assert done.stderr == f"Error: unknown revision {rev!r}; give a commit, branch or tag\n"
+
+
 def test_parse_range_and_helpers() -> None:
     assert parse_range("main..HEAD") == ("main", "HEAD")
     assert parse_range("origin/main...feature") == ("origin/main", "feature")

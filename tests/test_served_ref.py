@@ -238,3 +238,14 @@ def test_show_list_and_eval_say_when_they_read_an_index_kept_after_a_force_push(
         assert "cairn index --rebuild" in warning[0]
         if "--json" in args:
             json.loads(done.stdout)
+
+
+def test_a_ref_naming_no_commit_is_one_line_not_a_traceback(vault_repo: VaultRepo) -> None:
+    """`cairn index --ref HEAD@{99}` printed a Python traceback (gitpython's BadObject could not even be printed)."""
+    make_vault(vault_repo)
+    done = vault_repo.cairn("index", "--ref", "HEAD@{99}")
+    assert done.returncode == 1
+    assert done.stderr.startswith("Error: the ref 'HEAD@{99}' names no commit") and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1
+    done = vault_repo.cairn("index", "--ref", "main@{1.hour.ago}")
+    assert done.returncode == 0, done.stderr
