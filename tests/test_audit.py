@@ -362,3 +362,20 @@ def test_require_signed_holds_under_log_show_signature(vault_repo: VaultRepo, tm
     assert _check(json.loads(done.stdout), "signatures")["status"] == "pass"
     shown = vault_repo.cairn("show", "a/one")
     assert f"last changed:    {signed[:8]}" in shown.stdout and "(signed)" in shown.stdout
+
+
+def test_a_long_hook_log_asks_git_about_each_commit_once(
+    vault_repo: VaultRepo, isolated_env: Path, tmp_path: Path
+) -> None:
+    """Audit asked git whether a log line's commit exists twice per line (a process each): a hook log of 32 MB, tens
+    of thousands of lines, took minutes. Each commit is now asked once (counted with GIT_TRACE, not timed)."""
+    commit = _vault(vault_repo)
+    lines = [_log_line(vault_repo.root, commit, ["docker/layer-order"]) for _ in range(200)]
+    lines += [_log_line(vault_repo.root, "0" * 40, ["docker/layer-order"]) for _ in range(100)]
+    (_state(isolated_env) / "hook.jsonl").write_text("".join(lines))
+    trace = tmp_path / "git-trace.txt"
+    done = vault_repo.cairn("audit", "--json", env={"GIT_TRACE": str(trace)})
+    log = _check(json.loads(done.stdout), "log")
+    assert log["status"] == "pass" and "100 line(s) name commits this repository no longer has" in log["summary"]
+    rev_parses = [line for line in trace.read_text().splitlines() if "built-in: git rev-parse" in line]
+    assert len(rev_parses) < 10, len(rev_parses)

@@ -672,12 +672,15 @@ def _session_problems(file: Path, data: Any) -> list[str]:
 
 
 class _Trees:
-    """Card files per commit, listed once each."""
+    """Card files per commit, listed once each; each commit a log line or session names is asked of git once (a
+    hook log of tens of thousands of lines names a handful of commits: a git process per line made audit take
+    minutes)."""
 
     def __init__(self, repo: git.Repo, vault: Vault) -> None:
         self._repo = repo
         self._vault = vault
         self._blobs: dict[str, dict[str, str]] = {}
+        self._commits: dict[str, str | None] = {}  # as named -> the commit git resolves it to, None when it has none
 
     def blobs(self, commit: str) -> dict[str, str]:
         if commit not in self._blobs:
@@ -685,20 +688,31 @@ class _Trees:
             self._blobs[commit] = {e.path: e.blob for e in entries if card_id_from_path(e.path) is not None}
         return self._blobs[commit]
 
+    def _resolved(self, commit: str) -> str | None:
+        if commit not in self._commits:
+            found = None
+            if gitrepo.commit_exists(self._repo, commit):
+                try:
+                    found = gitrepo.resolve_commit(self._repo, commit)
+                except CairnError:
+                    pass
+            self._commits[commit] = found
+        return self._commits[commit]
+
     def has_commit(self, commit: str) -> bool:
-        return gitrepo.commit_exists(self._repo, commit)
+        return self._resolved(commit) is not None
 
     def holds(self, commit: str, card_id: str) -> bool:
-        return gitrepo.commit_exists(self._repo, commit) and (
-            f"cards/{card_id}.md" in self.blobs(gitrepo.resolve_commit(self._repo, commit))
-        )
+        resolved = self._resolved(commit)
+        return resolved is not None and f"cards/{card_id}.md" in self.blobs(resolved)
 
     def missing_cards(self, commit: Any, ids: list[Any]) -> list[str]:
         if not isinstance(commit, str) or not commit:
             return [f"injected {', '.join(map(str, ids))} without naming a commit"]
-        if not gitrepo.commit_exists(self._repo, commit):
+        resolved = self._resolved(commit)
+        if resolved is None:
             return [f"commit {commit[:12]} is not in the repository, so its cards cannot be checked"]
-        tree = self.blobs(gitrepo.resolve_commit(self._repo, commit))
+        tree = self.blobs(resolved)
         return [
             f"card {card_id!r} did not exist at {commit[:8]}"
             for card_id in ids
