@@ -358,6 +358,25 @@ def test_revisions_are_read_as_git_reads_them(vault_repo: VaultRepo) -> None:
         assert done.stderr == f"Error: unknown revision {rev!r}; give a commit, branch or tag\n"
 
 
+def test_a_large_range_reads_the_base_in_a_few_git_processes(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Each changed card's base version was read with `git cat-file` processes of its own, twice; the base's tree is
+    now listed once (counted with GIT_TRACE, not timed)."""
+    vault_repo.write_raw("cairn.toml", "")
+    for n in range(40):
+        vault_repo.write(f"t/card-{n}", f"Card number {n}", f"Lesson {n} about topic {n}.")
+    base = vault_repo.commit("forty cards")
+    for n in range(40):
+        vault_repo.write(f"t/card-{n}", f"Card number {n}", f"Lesson {n} about topic {n}, reworded.")
+    vault_repo.commit("reword all", author=BOB)
+    trace = tmp_path / "git-trace.txt"
+    done = vault_repo.cairn("review", f"{base}..HEAD", "--json", env={"GIT_TRACE": str(trace)})
+    assert done.returncode == 0, done.stderr
+    cards = json.loads(done.stdout)["cards"]
+    assert len(cards) == 40 and all(c["old_summary"] and c["old_summary"] != c["summary"] for c in cards)
+    cat_files = [line for line in trace.read_text().splitlines() if "built-in: git cat-file" in line]
+    assert len(cat_files) < 20, len(cat_files)
+
+
 def test_parse_range_and_helpers() -> None:
     assert parse_range("main..HEAD") == ("main", "HEAD")
     assert parse_range("origin/main...feature") == ("origin/main", "feature")

@@ -569,15 +569,25 @@ class _CardReader:
 
     def __init__(self, repo: Any, vault: Vault, base: str, head_root: Path) -> None:
         self.repo, self.vault, self.base, self.head_root = repo, vault, base, head_root
+        self._base_entries: dict[str, gitrepo.TreeEntry] | None = None
+        self._before: dict[str, dict[str, Any] | None] = {}
 
     def before(self, path: str | None) -> dict[str, Any] | None:
+        """A card file as the base holds it, parsed once. The base's tree is listed once, with each blob's size:
+        a `git cat-file` per call (two per changed card) made a large pull request's review take seconds more."""
         if path is None:
             return None
-        # The size first: a huge blob under cards/ is never read whole (it is no card either).
-        size = str(self.repo.git.cat_file("-s", f"{self.base}:{self.vault.prefix}{path}", with_exceptions=False))
-        if not size.strip().isdigit() or int(size) > MAX_CARD_BYTES:  # no such file at the base, or too big
-            return None
-        return self._parsed(path, gitrepo.read_path(self.repo, self.base, path, self.vault))
+        if path not in self._before:
+            if self._base_entries is None:
+                self._base_entries = {e.path: e for e in gitrepo.card_entries(self.repo, self.base, self.vault)}
+            entry = self._base_entries.get(path)
+            # a huge blob under cards/ is never read whole (it is no card either); a symlink or submodule is no card
+            card = entry is not None and entry.mode not in (gitrepo.SYMLINK_MODE, gitrepo.SUBMODULE_MODE)
+            if entry is None or not card or not 0 <= entry.size <= MAX_CARD_BYTES:
+                self._before[path] = None
+            else:
+                self._before[path] = self._parsed(path, gitrepo.read_blob(self.repo, entry.blob, size=entry.size))
+        return self._before[path]
 
     def after(self, path: str | None) -> dict[str, Any] | None:
         if path is None:
