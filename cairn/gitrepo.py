@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -47,9 +48,24 @@ def open_repo(vault: Vault) -> git.Repo:
             f"{vault.root} is not in a git repository; run `git init` and commit your cards (or use --worktree)"
         )
     try:
-        return git.Repo(vault.git_root)
+        repo = git.Repo(vault.git_root)
     except (InvalidGitRepositoryError, NoSuchPathError):
         raise NotAGitRepository(f"{vault.git_root} is not a readable git repository") from None
+    try:
+        # gitpython opens a repository git itself refuses: every later call then failed as "a bug in Cairn" (an
+        # empty SHA) or as an unknown revision. Ask git once.
+        repo.git.rev_parse("--git-dir")
+    except GitCommandError as exc:
+        repo.close()
+        if "dubious ownership" in str(exc.stderr):  # another user's repository (a shared folder, a container)
+            raise NotAGitRepository(
+                f"git refuses to work in {vault.git_root}: it is owned by another user; if you trust it, run "
+                f"`git config --global --add safe.directory {shlex.quote(str(vault.git_root))}`"
+            ) from None
+        raise NotAGitRepository(
+            f"{vault.git_root} is not a readable git repository: {_last_line(exc.stderr)}"
+        ) from None
+    return repo
 
 
 def head_branch(repo: git.Repo) -> str | None:

@@ -15,7 +15,7 @@ import pytest
 from cairn import __version__
 from cairn.cli import COMMANDS
 from helpers.cli import invoke_cli
-from helpers.vaults import VaultRepo, cairn_executable
+from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault
 
 
 def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -335,3 +335,18 @@ def test_show_with_an_unknown_vault_name_says_so(vault_repo: VaultRepo, tmp_path
     assert unknown_card.returncode == 1 and unknown_card.stderr.startswith("Error: no card 'a/nope'")
     bad_vault = run("show", "--vault", str(tmp_path / "nope"), "zzz:a/b", cwd=tmp_path)
     assert bad_vault.returncode == 1 and "cairn init" in bad_vault.stderr  # the --vault given is the mistake
+
+
+@pytest.mark.parametrize("args", [("index",), ("list",), ("show", REBASE_ID), ("audit",), ("review", "HEAD~1")])
+def test_a_vault_git_refuses_for_its_owner_says_how_to_trust_it(vault_repo: VaultRepo, args: tuple[str, ...]) -> None:
+    """A vault owned by another user (a shared folder, a container's volume): git refuses it ("dubious ownership"),
+    and every command stopped with "unexpected ValueError: SHA is empty (a bug in Cairn)" or "unknown revision"."""
+    make_vault(vault_repo)
+    vault_repo.write("a/b", "Another card", "Another card's summary.")
+    vault_repo.commit("another")
+    done = vault_repo.cairn(*args, env={"GIT_TEST_ASSUME_DIFFERENT_OWNER": "1"})  # git's own switch for its tests
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"Error: git refuses to work in {vault_repo.root.resolve()}: it is owned by another user; if you trust it, "
+        f"run `git config --global --add safe.directory {vault_repo.root.resolve()}`\n"
+    )
