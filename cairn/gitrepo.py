@@ -738,7 +738,8 @@ def _last_commit_day(repo: git.Repo, path: Path) -> str | None:
         rel = path.resolve().relative_to(root).as_posix()
         if repo.git.status("--porcelain", "--", rel, env=env).strip():
             return None
-        day = str(repo.git.log("-1", "--format=%cd", "--date=short", "--", rel, env=env)).strip()
+        # `log.showSignature = true` would print git's verdict on a signed commit before the day
+        day = str(repo.git.log("-1", "--no-show-signature", "--format=%cd", "--date=short", "--", rel, env=env)).strip()
     except (GitCommandError, ValueError):
         return None
     return day or None

@@ -522,3 +522,23 @@ def test_a_long_import_reports_its_progress(vault_repo: VaultRepo, tmp_path: Pat
     assert [d for d, _ in heard] == sorted(d for d, _ in heard) and {t for _, t in heard} == {120}
     piped = vault_repo.cairn("import", str(notes), "--dry-run", "--topic", "ops")  # no terminal: no bar
     assert "import  [" not in piped.stderr and "Would import" in piped.stdout, piped
+
+
+def test_a_signed_notes_commit_dates_the_cards_under_log_show_signature(
+    vault_repo: VaultRepo, app: Path, tmp_path: Path
+) -> None:
+    """With `log.showSignature = true`, git printed its verdict on the notes' signed commit before the day Cairn read
+    from it, so imported cards were dated today instead of the day the notes were last committed."""
+    if shutil.which("ssh-keygen") is None:
+        pytest.skip("ssh-keygen is not installed; cannot make a signed commit")
+    key = tmp_path / "signing-key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ann", "-f", str(key)], check=True)
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(f"ann@example.com {key.with_suffix('.pub').read_text().strip()}\n")
+    for name, value in (("gpg.format", "ssh"), ("user.signingkey", str(key)), ("log.showSignature", "true")):
+        _git(app, "config", name, value)
+    _git(app, "config", "gpg.ssh.allowedSignersFile", str(allowed))
+    _git(app, "commit", "-q", "--amend", "--no-edit", "-S", date=_days_ago(10))
+    assert "signature" in _git(app, "log", "-1")  # git does print its verdict here
+    _code, report = _import(vault_repo, "CLAUDE.md", "--dry-run", "--section", "Git", cwd=app)
+    assert [c["verified_at"] for c in report["cards"]] == [_days_ago(10)]
