@@ -145,6 +145,25 @@ def test_a_card_whose_name_is_not_utf8_is_no_longer_reported_once_renamed_or_del
     assert "left out" not in done.stderr
 
 
+def test_a_card_committed_as_a_git_lfs_pointer_says_so(vault_repo: VaultRepo) -> None:
+    """A `.gitattributes` that sends cards to LFS commits a pointer while the working tree shows the card: the index
+    said "no frontmatter; start the file with a `---` line", which the author's file already does."""
+    vault_repo.write("good/one", "Good", "A good card.")
+    vault_repo.write_raw(".gitattributes", "cards/lfs/** filter=lfs diff=lfs merge=lfs -text\n")
+    vault_repo.write("lfs/card", "A card in LFS", "The committed file is a pointer to it.")
+    pointer = f"version https://git-lfs.github.com/spec/v1\\noid sha256:{'0' * 64}\\nsize 80\\n"
+    clean = f"filter.lfs.clean=sh -c 'cat >/dev/null; printf \"{pointer}\"'"  # what git-lfs's filter stores
+    vault_repo.git("-c", clean, "add", "-A")
+    vault_repo.git("commit", "-q", "--no-verify", "-m", "cards, one in LFS")
+    assert vault_repo.git("cat-file", "-p", "HEAD:cards/lfs/card.md").startswith("version https://git-lfs")
+    done = vault_repo.cairn("index")
+    assert done.returncode == 0 and "Indexed 1 cards" in done.stdout, done.stdout + done.stderr
+    assert done.stderr.startswith(
+        "cards/lfs/card.md:1: frontmatter-missing the file git holds is a Git LFS pointer, not the card"
+    )
+    assert "`git add --renormalize`" in done.stderr
+
+
 def test_committed_symlink_is_a_finding_not_a_card(vault_repo: VaultRepo, tmp_path: Path) -> None:
     secret = tmp_path / "secret.md"
     secret.write_text("---\nname: Secret\nsummary: outside the vault\n---\n")

@@ -153,12 +153,22 @@ def _decode(rel_path: str, data: bytes) -> tuple[str | None, Finding | None]:
     return text, None
 
 
+# The working tree shows the card (LFS's filter puts it back), so "no frontmatter" pointed at nothing to fix: what git
+# holds, and what the index, review and lint of staged files read, is the pointer.
+_LFS_POINTER = (
+    "the file git holds is a Git LFS pointer, not the card (a `.gitattributes` sends cards to LFS); keep cards in git: "
+    "`git lfs untrack` their pattern, then `git add --renormalize` the cards and commit"
+)
+
+
 def _parse_text(rel_path: str, card_id: str, text: str) -> tuple[Card | None, list[Finding]]:
     handler = YAMLHandler()
     if not handler.detect(text):
         what = (
             "TOML (+++) frontmatter is not supported; use YAML between `---` lines"
             if text.startswith("+++")
+            else _LFS_POINTER
+            if text.startswith("version https://git-lfs.github.com/spec/")
             else ("no frontmatter; start the file with a `---` line, then name and summary, then `---`")
         )
         return None, [Finding(rel_path, 1, "frontmatter-missing", what)]
