@@ -154,29 +154,6 @@ def test_signed_commits_are_verified(vault_repo: VaultRepo, tmp_path: Path) -> N
     assert f"last changed:    {signed[:8]}" in text.stdout and "(signed)" in text.stdout
 
 
-def test_authors_without_an_e_mail_address_are_told_apart_by_name(vault_repo: VaultRepo) -> None:
-    """git allows an author with an empty address (`--author "Name <>"`); every such author was counted as the
-    first one, so a card edited by two of them named one author with both counts. Incrementally as in full."""
-    carol, dave = ("Carol", ""), ("Dave", "")
-    vault_repo.write("git/a", "Force push drops commits", "Compare with the reflog before pulling.")
-    vault_repo.commit("A card", author=carol)
-    vault_repo.write("git/a", "Force push drops commits", "Compare with the reflog before pulling.", body="More.")
-    vault_repo.commit("More", author=dave)
-    build_index(find_vault(vault_repo.root))
-    vault_repo.write("git/a", "Force push drops commits", "Compare with the reflog before pulling.", body="Most.")
-    vault_repo.commit("Most", author=ANN)
-    vault_repo.write("git/a", "Force push drops commits", "Compare with the reflog before pulling.", body="All.")
-    vault_repo.commit("All", author=dave)
-    incremental = _prov(vault_repo, "git/a")["authors"]
-    assert [(a["name"], a["email"], a["commits"]) for a in incremental] == [
-        ("Carol", "", 1),
-        ("Dave", "", 2),
-        (ANN[0], ANN[1], 1),
-    ]
-    build_index(find_vault(vault_repo.root), rebuild=True)
-    assert _prov(vault_repo, "git/a")["authors"] == incremental
-
-
 def test_the_users_log_settings_change_no_provenance(vault_repo: VaultRepo) -> None:
     """`log.showRoot = false` hid the root commit's files (the vault's first cards got a later creator and lost an
     author), `i18n.logOutputEncoding` re-encoded authors' names; Cairn's history reader now ignores both."""
