@@ -57,6 +57,9 @@ OTHER_WORDS: dict[str, str] = {
 }
 
 
+INTERRUPTED = 130  # 128 + SIGINT: what a shell reports for a command stopped by Ctrl-C
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -70,6 +73,21 @@ class LazyGroup(click.Group):
             if meant is not None:
                 ctx.fail(f"No such command {name!r}. Did you mean {meant!r}?")
         return super().resolve_command(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Ctrl-C ends a command with one line and exit code 130, as a shell reports SIGINT, not click's "Aborted!"
+        and exit 1, which reads like a failure of the command. Every write Cairn makes is atomic (a temp file, then
+        a rename), so an interrupted command leaves each file as it was or as it was meant to be."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("\nInterrupted.", err=True)  # the newline closes the terminal's ^C echo
+            raise click.exceptions.Exit(INTERRUPTED) from None
+        except click.exceptions.Abort as abort:
+            if not isinstance(abort.__context__, KeyboardInterrupt):
+                raise  # end of input at a question: click's "Aborted!", exit 1
+            click.echo("Interrupted.", err=True)  # click.prompt has closed the ^C echo
+            raise click.exceptions.Exit(INTERRUPTED) from None
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)

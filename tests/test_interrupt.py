@@ -1,0 +1,97 @@
+"""Ctrl-C: a command stopped by SIGINT says so in one line and exits 130, as a shell reports it, not click's
+"Aborted!" and exit 1 (a failure of the command, to a script that checks for one)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import pty
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers.vaults import VaultRepo, cairn_executable, make_vault
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.machine() not in ("x86_64", "aarch64"),
+    reason="reads /proc/PID/syscall to see the read begin",
+)
+
+
+_READ = {"x86_64": "0", "aarch64": "63"}.get(platform.machine())  # the read system call's number
+
+
+def _reading_stdin(pid: int) -> bool:
+    """The process is blocked in a read of descriptor 0 (/proc/PID/syscall: the call's number, then its arguments),
+    so a SIGINT now lands in that read, as a user's Ctrl-C at the question would."""
+    try:
+        syscall = Path(f"/proc/{pid}/syscall").read_text().split()
+    except OSError:
+        return False
+    return syscall[:2] == [_READ, "0x0"]
+
+
+def _interrupt_once_reading(process: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    while not _reading_stdin(process.pid):
+        assert process.poll() is None, "cairn ended before it read its stdin"
+        assert time.monotonic() < deadline, "cairn never read its stdin"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+
+
+def test_ctrl_c_is_one_line_and_exit_130(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    with subprocess.Popen(
+        [cairn_executable(), "recall", "-"],  # the prompt from stdin: it waits there until interrupted
+        cwd=vault_repo.root,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        _interrupt_once_reading(process)
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, (out, err)
+    assert out == ""
+    assert err.strip() == "Interrupted."
+    assert "Traceback" not in err and "Aborted" not in err
+
+
+def _at_a_question(vault_repo: VaultRepo, answer: bytes | None) -> tuple[int, bytes]:
+    """`cairn add` on a terminal, stopped at its first question by Ctrl-C (answer None) or by typing `answer`."""
+    primary, secondary = pty.openpty()
+    with subprocess.Popen(
+        [cairn_executable(), "add"], cwd=vault_repo.root, stdin=secondary, stdout=secondary, stderr=secondary
+    ) as process:
+        os.close(secondary)
+        if answer is None:
+            _interrupt_once_reading(process)
+        else:
+            os.write(primary, answer)
+        code = process.wait(timeout=60)
+        output = b""
+        try:
+            while chunk := os.read(primary, 65536):
+                output += chunk
+        except OSError:  # the terminal closed
+            pass
+    os.close(primary)
+    return code, output
+
+
+def test_ctrl_c_at_a_question_is_the_same(vault_repo: VaultRepo) -> None:
+    """click turns Ctrl-C at a question (`cairn add`'s name) into its "Aborted!", exit 1; Cairn tells it from the end
+    of input (Ctrl-D), which stays click's "Aborted!" and exit 1."""
+    make_vault(vault_repo)
+    code, output = _at_a_question(vault_repo, None)
+    assert code == 130, output
+    assert b"Name (the situation" in output and output.rstrip().endswith(b"Interrupted."), output
+    assert b"Aborted" not in output and b"Traceback" not in output, output
+    code, output = _at_a_question(vault_repo, b"\x04")  # Ctrl-D: the end of input
+    assert code == 1, output
+    assert output.rstrip().endswith(b"Aborted!") and b"Interrupted" not in output, output
