@@ -199,20 +199,22 @@ def configure(vaults: list[SynthVault], config: Path) -> None:
         config.write_text(text)
 
 
-# What marks Cairn's own `bin/cairn`, which `cairn install` has the agents run under `python -S`
-# (`cairn.install.hook_launcher`; older commits' scripts have no such line and run as `cairn`).
+# What marks the file `cairn install` has the agents run under `python -S` (`cairn.install.hook_launcher`): the
+# package's `cairn/__main__.py`, or in older commits Cairn's own `bin/cairn` script; commits older still run `cairn`.
 NO_SITE_MARK = b"sys.flags.no_site"
 
 
-def hook_launcher(python: str, cairn: str) -> list[str]:
+def hook_launcher(python: str, cairn: str, package: Path) -> list[str]:
     """What the agents' hook runs `cairn` with, as `cairn install` writes it for this install."""
-    with open(cairn, "rb") as script:
-        return [python, "-S", cairn] if NO_SITE_MARK in script.read(4096) else [cairn]
+    for script in (package / "__main__.py", Path(cairn)):
+        if script.is_file() and NO_SITE_MARK in script.read_bytes()[:8192]:
+            return [python, "-S", str(script)]
+    return [cairn]
 
 
 def import_floor(python: str, launcher: list[str], packages: str) -> Callable[[str], list[str]]:
     """A `python -c CODE` command started as the hook starts: without `site` (and Cairn's install put on sys.path,
-    as `bin/cairn` does) when the hook runs under `-S`."""
+    as the launcher does) when the hook runs under `-S`."""
     if "-S" not in launcher:
         return lambda code: [python, "-c", code]
     return lambda code: [python, "-S", "-c", f"import sys; sys.path.append({packages!r})\n{code}"]
@@ -344,7 +346,6 @@ def main(argv: list[str] | None = None) -> int:
     venv = args.venv.resolve() if args.venv else user_venv(deps=False, rev=args.rev)
     builder = str((args.venv.resolve() if args.venv else user_venv(deps=True, rev=args.rev)) / "bin" / "python")
     python, cairn = str(venv / "bin" / "python"), str(venv / "bin" / "cairn")
-    launcher = hook_launcher(python, cairn)
     where = subprocess.run(
         [python, "-c", "import cairn.hot.hook as h; print(h.__file__)"],
         env=timing_env(),
@@ -353,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         text=True,
         check=True,
     ).stdout.strip()
+    launcher = hook_launcher(python, cairn, Path(where).parents[1])
     floor = import_floor(python, launcher, str(Path(where).parents[2]))
     print(machine())
     source = f"--venv {args.venv}" if args.venv else describe(args.rev)

@@ -363,7 +363,7 @@ def hook_cost(n_cards: int, runs: int) -> int:
             data = {"session_id": f"s{i}", "cwd": str(vault.root), "hook_event_name": "UserPromptSubmit"}
             return json.dumps({**data, "prompt": prompt}).encode()
 
-        hook = [cairn, "hook", "--format", "claude-code", "--vault", str(vault.root)]
+        hook = [*_launcher(Path(python).parent), "hook", "--format", "claude-code", "--vault", str(vault.root)]
         subprocess.run(hook, input=payload(0), env=env, capture_output=True, check=True)  # starts the daemon
         for _ in range(100):
             if Path(tmp, "state", "semantic.sock").exists():
@@ -440,6 +440,17 @@ def hook_cost(n_cards: int, runs: int) -> int:
     return 0
 
 
+def _launcher(bin_dir: Path) -> list[str]:
+    """What `cairn install` has the agents run for the install in `bin_dir` (`bench_hook.hook_launcher`)."""
+    from benchmarks.bench_hook import hook_launcher
+
+    python = str(bin_dir / "python")
+    found = subprocess.run(
+        [python, "-c", "import cairn; print(cairn.__file__)"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    return hook_launcher(python, str(bin_dir / "cairn"), Path(found).parent)
+
+
 # Prompts an agent gets that fit no card of the synthetic vault (`hook`'s fourth series): with one vault served, recall
 # reads the warm encoder's answer only when it could change the decision (`recall(only_if_decisive=True)`).
 NO_FIT = (
@@ -465,6 +476,7 @@ def compare_hooks(n_cards: int, runs: int, old_bin: Path, new_bin: Path, old_wor
             raise SystemExit(f"Error: run `bench_semantic index --cards {n_cards}` in {work.parent.parent} first")
     cards = synth_cards(n_cards)
     bins = {"old": old_bin, "new": new_bin}
+    launchers = {name: _launcher(folder) for name, folder in bins.items()}
     with tempfile.TemporaryDirectory() as tmp:
 
         def env(name: str, lexical: bool = False) -> dict[str, str]:
@@ -486,7 +498,7 @@ def compare_hooks(n_cards: int, runs: int, old_bin: Path, new_bin: Path, old_wor
                 "prompt": f"{card.name.lower()} — how do I fix this?",
             }
             subprocess.run(
-                [str(bins[name] / "cairn"), "hook", "--format", "claude-code", "--vault", str(vault)],
+                [*launchers[name], "hook", "--format", "claude-code", "--vault", str(vault)],
                 input=json.dumps(data).encode(),
                 env=env(name, lexical),
                 capture_output=True,

@@ -75,8 +75,9 @@ AGENTS = {
     ),
 }
 
-# A hook command is Cairn's when it runs `cairn hook` (any path to cairn, any flags after it).
-_CAIRN_COMMAND = re.compile(r"(?:^|[\s/\\\"'])cairn(?:\.exe)?[\"']?\s+hook(?:\s|$)")
+# A hook command is Cairn's when it runs `cairn hook` (any path to cairn, or the launcher's `.../cairn/__main__.py`;
+# any flags after it).
+_CAIRN_COMMAND = re.compile(r"(?:^|[\s/\\\"'])cairn(?:\.exe|[/\\]__main__\.py)?[\"']?\s+hook(?:\s|$)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,52 +133,27 @@ def hook_command(
     return " ".join(parts)
 
 
-# What marks Cairn's own `bin/cairn` script, which runs under `python -S` (see `hook_launcher`).
-_NO_SITE_MARK = b"sys.flags.no_site"
-
-
 def hook_launcher() -> list[str]:
-    """What the agents' hook runs `cairn` with: `PYTHON -S /path/to/cairn` when this install's `cairn` is Cairn's
-    own script, else `cairn_executable()` alone.
+    """What the agents' hook runs `cairn` with: `PYTHON -S /path/to/cairn/__main__.py`, this interpreter and this
+    install's package (`cairn/__main__.py` says why: no `site` start-up work on every prompt).
 
-    Without `site` the interpreter skips the start-up work of every package installed beside Cairn (their `.pth`
-    files, user site folders): in a plain venv about 4% of the hook's instructions at 1,000 cards, more in a crowded
-    environment, on every prompt. The script then puts its own install on `sys.path` (`bin/cairn`). The interpreter
-    is this one, as the script's first line names it; `PYTHON` is kept as given (a venv's `bin/python` is a link
-    whose target is outside the venv)."""
-    script = _cairn_script()
-    if script is not None:
-        try:
-            with script.open("rb") as file:
-                head = file.read(4096)
-        except OSError:
-            head = b""
-        if head.startswith(b"#!") and _NO_SITE_MARK in head and sys.executable:
-            return [sys.executable, "-S", str(script.resolve())]
+    Not the `cairn` command: pip's launcher for it needs `site` to find Cairn, and imports modules of its own (`re`,
+    before pip 25) first. `PYTHON` is kept as given (a venv's `bin/python` is a link whose target is outside the
+    venv); it is `cairn_executable()` alone when the interpreter is unknown."""
+    main = Path(__file__).resolve().with_name("__main__.py")
+    if sys.executable and main.is_file():
+        return [sys.executable, "-S", str(main)]
     return [cairn_executable()]
-
-
-def _interpreter_of(script: Path) -> str:
-    """The interpreter a git hook must run `script` with (`PYTHON -S script`): the one Cairn's own script names on
-    its first line when that path holds a space or a tab. pip writes the line unquoted, so the system cannot start
-    such a script by itself (a venv in "My Projects"); "" otherwise, and the script runs itself, as before."""
-    try:
-        with script.open("rb") as file:
-            head = file.read(4096)
-    except OSError:
-        return ""
-    if not head.startswith(b"#!") or _NO_SITE_MARK not in head:
-        return ""
-    named = head[2:].split(b"\n", 1)[0].strip().decode("utf-8", "replace")
-    if " " in named or "\t" in named:
-        if os.path.isabs(named) and os.path.isfile(named) and os.access(named, os.X_OK):
-            return named
-    return ""
 
 
 def _cairn_script() -> Path | None:
     """This installation's `cairn` script, when it exists."""
-    here = Path(sys.argv[0]) if Path(sys.argv[0]).name.startswith("cairn") else Path(sys.executable).with_name("cairn")
+    if Path(sys.argv[0]).name.startswith("cairn"):
+        here = Path(sys.argv[0])
+    elif sys.executable:
+        here = Path(sys.executable).with_name("cairn")
+    else:
+        return None
     return here if here.is_file() else None
 
 
@@ -325,9 +301,6 @@ def git_hook_script(executable: str, vault_dir: str, name: str = "post-commit", 
         executable = shutil.which(executable) or executable
     text = resources.files("cairn").joinpath(f"templates/hooks/git/{name}").read_text("utf-8")
     text = text.replace('CAIRN_BIN="cairn"', f"CAIRN_BIN={shlex.quote(executable)}", 1)
-    python = _interpreter_of(Path(executable))
-    if python:
-        text = text.replace('CAIRN_PYTHON=""', f"CAIRN_PYTHON={shlex.quote(python)}", 1)
     if work_tree:
         text = text.replace('CAIRN_WORK_TREE=""', f"CAIRN_WORK_TREE={shlex.quote(work_tree)}", 1)
     return text.replace('CAIRN_VAULT_DIR="."', f"CAIRN_VAULT_DIR={shlex.quote(vault_dir)}", 1)

@@ -3,7 +3,7 @@
 A real hook run (vault found, index read, recall, session file, log line, output) is run as `cairn` runs it
 (`cairn.entry.main`), under `python -S` with Cairn's folder as the only path: nothing a `.pth` file or the install
 imports at startup hides what the hook imports, and the hook cannot reach a third-party package. Then through the
-installed executable (Cairn's own script, `bin/cairn`: nothing is imported before `cairn.entry`).
+launcher `cairn install` writes (`PYTHON -S .../cairn/__main__.py`: nothing is imported before `cairn.entry`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import cairn
+from cairn import install
 from helpers.payloads import FITTING_PROMPT, log_entries, payload_for
 from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault
 
@@ -222,11 +223,14 @@ def test_importing_the_hook_imports_only_the_allowed_modules() -> None:
     assert names & NEVER == set()
 
 
-def test_the_installed_executable_imports_only_what_the_hook_does(vault_repo: VaultRepo) -> None:
+def test_the_hook_as_the_agents_run_it_imports_only_what_the_hook_does(vault_repo: VaultRepo) -> None:
+    """`cairn install`'s launcher (`PYTHON -S .../cairn/__main__.py hook`), not the `cairn` command: pip's launcher
+    for that imports `re` (before pip 25), and the agents never run it."""
     make_vault(vault_repo)
-    executable = cairn_executable()
+    python, *launcher = install.hook_launcher()
+    assert python == sys.executable and launcher[0] == "-S"
     names = imported(
-        [executable, "hook", "--format", "claude-code"],
+        [*launcher, "hook", "--format", "claude-code"],
         isolated=False,
         input=payload_for("claude-code", FITTING_PROMPT, vault_repo.root),
         cwd=vault_repo.root,

@@ -1,5 +1,6 @@
-"""The agents' hook runs `PYTHON -S cairn hook ...` (`cairn.install.hook_launcher`): `bin/cairn` then finds its own
-install without `site`, the standard library first, and falls back to `site` where Cairn is installed elsewhere."""
+"""The agents' hook runs `PYTHON -S /path/to/cairn/__main__.py hook ...` (`cairn.install.hook_launcher`): the file
+then finds its own install without `site`, the standard library first; any other command run so gets `site`. The
+`cairn` command is pip's console-script launcher, which starts from a venv whose path holds a space."""
 
 from __future__ import annotations
 
@@ -21,17 +22,13 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGES = Path("lib") / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
 
 
-def _prefix(root: Path, *, with_cairn: bool) -> Path:
-    """An install's layout: `bin/cairn` (the repository's script) and `lib/pythonX.Y/site-packages`, holding Cairn
-    (a link to this checkout's package) or not."""
-    (root / "bin").mkdir(parents=True)
-    script = root / "bin" / "cairn"
-    shutil.copy(REPO / "bin" / "cairn", script)
-    packages = root / PACKAGES
-    packages.mkdir(parents=True)
-    if with_cairn:
-        (packages / "cairn").symlink_to(Path(cairn.__file__).resolve().parent, target_is_directory=True)
-    return script
+def _prefix(root: Path, *, packages: str = "site-packages") -> Path:
+    """An install's layout: `lib/pythonX.Y/site-packages` (or Debian's `dist-packages`) holding Cairn, a link to this
+    checkout's package; its `cairn/__main__.py`, the file the hook runs."""
+    folder = root / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / packages
+    folder.mkdir(parents=True)
+    (folder / "cairn").symlink_to(Path(cairn.__file__).resolve().parent, target_is_directory=True)
+    return folder / "cairn" / "__main__.py"
 
 
 def _imports(stderr: str) -> list[str]:
@@ -51,8 +48,8 @@ def _hook_without_site(script: Path, stdin: str, cwd: Path) -> subprocess.Comple
     )
 
 
-def test_without_site_the_script_finds_cairn_beside_it_after_the_standard_library(tmp_path: Path) -> None:
-    script = _prefix(tmp_path / "venv", with_cairn=True)
+def test_without_site_the_launcher_finds_cairn_after_the_standard_library(tmp_path: Path) -> None:
+    script = _prefix(tmp_path / "venv")
     shadow = tmp_path / "venv" / PACKAGES / "json"  # a package installed beside Cairn never shadows the stdlib's
     shadow.mkdir()
     (shadow / "__init__.py").write_text("raise SystemExit('the json beside Cairn was imported')\n")
@@ -65,8 +62,10 @@ def test_without_site_the_script_finds_cairn_beside_it_after_the_standard_librar
     assert "json" in imported and "the json beside Cairn" not in done.stderr
 
 
-def test_without_site_the_script_falls_back_to_site_where_cairn_is_not_beside_it(tmp_path: Path) -> None:
-    script = _prefix(tmp_path / "elsewhere", with_cairn=False)  # as an editable install or another layout is
+def test_without_site_another_command_gets_site(tmp_path: Path) -> None:
+    """Only the hook goes without `site`: `doctor` runs the launcher with `--version`, which needs click, found in
+    an editable install only through `site`."""
+    script = _prefix(tmp_path / "venv")
     done = subprocess.run(
         [sys.executable, "-S", "-X", "importtime", str(script), "--version"],
         capture_output=True,
@@ -94,7 +93,7 @@ def test_install_writes_the_launcher_and_the_agent_runs_it(vault_repo: VaultRepo
     settings = json.loads((project / ".claude" / "settings.json").read_text())
     [handler] = settings["hooks"]["UserPromptSubmit"][0]["hooks"]
     words = shlex.split(handler["command"])
-    assert words[1:3] == ["-S", str(Path(executable).resolve())]
+    assert words[1:3] == ["-S", str(Path(cairn.__file__).resolve().with_name("__main__.py"))]
     assert Path(words[0]).name.startswith("python")
     assert words[3:6] == ["hook", "--format", "claude-code"]
     served = subprocess.run(
@@ -110,21 +109,17 @@ def test_install_writes_the_launcher_and_the_agent_runs_it(vault_repo: VaultRepo
     assert install.cairn_commands("claude-code", project / ".claude" / "settings.json") == [handler["command"]]
 
 
-def test_a_script_without_the_launcher_lines_is_run_as_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    older = tmp_path / "bin" / "cairn"
-    older.parent.mkdir()
-    older.write_text("#!/usr/bin/python3\nimport sys\nfrom cairn.entry import main\nsys.exit(main())\n")
-    monkeypatch.setattr(sys, "argv", [str(older), "install"])
-    monkeypatch.setenv("PATH", "/nonexistent")
-    assert install.hook_launcher() == [str(older.resolve())]  # another launcher may need `site`: never -S
+def test_without_an_interpreter_to_name_the_hook_runs_cairn(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "executable", "")  # Python could not tell (an embedded interpreter)
+    assert install.hook_launcher() == [install.cairn_executable()]
 
 
 def test_doctor_runs_the_launcher_as_the_hook_would(tmp_path: Path) -> None:
     settings = tmp_path / "settings.json"
-    good = f"{shlex.quote(sys.executable)} -S {shlex.quote(cairn_executable())} hook --format claude-code"
+    good = shlex.join([*install.hook_launcher(), "hook", "--format", "claude-code"])
     check = doctor._command_check("claude-code", "project", settings, good)
     assert check.ok, check.detail
-    assert f"runs {sys.executable} -S {cairn_executable()} (cairn " in check.detail
+    assert f"runs {shlex.join(install.hook_launcher())} (cairn " in check.detail
     gone = f"{shlex.quote(sys.executable)} -S {tmp_path / 'no-such' / 'cairn'} hook --format claude-code"
     check = doctor._command_check("claude-code", "project", settings, gone)
     assert not check.ok
@@ -161,42 +156,47 @@ def test_doctor_says_an_older_hook_command_would_start_faster_installed_again(tm
     assert "again" not in doctor._command_check("claude-code", "user", settings, current).detail
 
 
-def test_without_site_the_script_finds_cairn_in_debians_dist_packages(tmp_path: Path) -> None:
-    root = tmp_path / "usr" / "local"
-    script = _prefix(root, with_cairn=False)
-    dist = root / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "dist-packages"
-    dist.mkdir()
-    (dist / "cairn").symlink_to(Path(cairn.__file__).resolve().parent, target_is_directory=True)
+def test_without_site_the_launcher_finds_cairn_in_debians_dist_packages(tmp_path: Path) -> None:
+    script = _prefix(tmp_path / "usr" / "local", packages="dist-packages")
     done = _hook_without_site(script, "{}", tmp_path)
     assert done.returncode == 0 and done.stdout == "", done.stderr
     imported = _imports(done.stderr)
     assert "cairn.hot.hook" in imported and "site" not in imported
 
 
-def test_git_hooks_run_cairn_from_a_venv_whose_path_holds_a_space(vault_repo: VaultRepo, tmp_path: Path) -> None:
-    """pip writes `bin/cairn`'s first line unquoted (`#!/home/me/My Projects/venv/bin/python`), so the system cannot
-    start the script by itself; the git hooks ran it so, failed silently, and the index went stale after every
-    commit. `cairn install git-hooks` now has them run it with its interpreter when its path holds a space."""
+@pytest.mark.slow
+def test_cairn_installed_in_a_venv_whose_path_holds_a_space_runs(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: `cairn` was a script whose first line pip writes unquoted (`#!/home/me/My Projects/venv/bin/python`),
+    so it could not start at all from such a venv ("required file not found"): the README's first command failed in
+    a clone under "My Projects", and the git hooks' `cairn index` failed silently. It is now a console-script entry
+    point, whose launcher pip writes to start from any path; the agents' hook and the git hooks run from there too."""
     venv = tmp_path / "My Projects" / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     packages = venv / PACKAGES
     for entry in (Path(sys.prefix) / PACKAGES).iterdir():  # gitpython and the rest, as a real install holds them
-        if entry.name != "cairn" and not entry.name.endswith(".pth"):
+        if entry.name.startswith(("cairn", "__editable__")) or entry.name.endswith(".pth"):
+            continue
+        if not (packages / entry.name).exists():
             (packages / entry.name).symlink_to(entry)
-    (packages / "cairn").symlink_to(Path(cairn.__file__).resolve().parent, target_is_directory=True)
-    script = venv / "bin" / "cairn"
-    lines = (REPO / "bin" / "cairn").read_text("utf-8").splitlines(keepends=True)
-    script.write_text(f"#!{venv / 'bin' / 'python'}\n" + "".join(lines[1:]), "utf-8")  # as pip writes it
-    script.chmod(0o755)
-    with pytest.raises(OSError):
-        subprocess.run([str(script), "--version"], capture_output=True, check=False)  # cannot start by itself
+    source = tmp_path / "source"  # what pip builds from, so that it writes nothing into the checkout
+    shutil.copytree(REPO / "cairn", source / "cairn", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    built = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(source)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr[-2000:]
+    executable = venv / "bin" / "cairn"
+    version = subprocess.run([str(executable), "--version"], capture_output=True, text=True, check=False)
+    assert version.returncode == 0 and version.stdout.startswith("cairn "), version.stderr
 
     make_vault(vault_repo)
     hooks = vault_repo.root / ".git" / "hooks"
     for name in install.GIT_HOOKS:
-        text = install.git_hook_script(str(script), ".", name, str(vault_repo.root.resolve()))
-        assert f"CAIRN_PYTHON={shlex.quote(str(venv / 'bin' / 'python'))}" in text
-        (hooks / name).write_text(text, "utf-8")
+        (hooks / name).write_text(install.git_hook_script(str(executable), ".", name, str(vault_repo.root.resolve())))
         (hooks / name).chmod(0o755)
     vault_repo.write("ops/new", "A new lesson after the hooks", "Committed with the hooks in place.")
     head = vault_repo.commit("one more")
@@ -205,5 +205,25 @@ def test_git_hooks_run_cairn_from_a_venv_whose_path_holds_a_space(vault_repo: Va
 
     with IndexReader(index_path(vault_repo.root.resolve())) as index:
         assert index.commit == head  # the hook's `cairn index` ran
-    plain = install.git_hook_script(str(REPO / "bin" / "cairn"), ".", "post-commit")
-    assert 'CAIRN_PYTHON=""' in plain  # a script that starts by itself runs itself, as before
+
+    project = tmp_path / "project"
+    project.mkdir()
+    done = subprocess.run(
+        [str(executable), "install", "claude-code", "--project", str(project), "--vault", str(vault_repo.root)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    [handler] = json.loads((project / ".claude" / "settings.json").read_text())["hooks"]["UserPromptSubmit"][0]["hooks"]
+    assert shlex.split(handler["command"])[:2] == [str(venv / "bin" / "python"), "-S"]
+    served = subprocess.run(
+        ["sh", "-c", handler["command"]],
+        input=payload_for("claude-code", FITTING_PROMPT, project),
+        capture_output=True,
+        text=True,
+        cwd=project,
+        check=False,
+    )
+    assert served.returncode == 0, served.stderr
+    assert REBASE_ID in json.loads(served.stdout)["hookSpecificOutput"]["additionalContext"]
