@@ -209,6 +209,7 @@ def uninstall_agent(agent: str, path: Path) -> SettingsChange:
         del hooks[spec.event]
     if not hooks:
         del data["hooks"]
+    _refuse_read_only(path, _link_target(path))
     if not data and not path.is_symlink():  # a link into a dotfiles repository stays, its file emptied
         # Nothing but Cairn's hook was in it (install created it): take the file away, and its folder when empty.
         path.unlink()
@@ -557,6 +558,7 @@ def _write_if_changed(path: Path, data: dict[str, Any], backup: bool = True) -> 
                 return False, None
         except ValueError:
             old_data = None
+        _refuse_read_only(path, target)  # only now: a read-only file that already says it all is left unchanged
         mode = stat.S_IMODE(target.stat().st_mode)
         saved = None
         if backup and not _only_cairn(old_data):
@@ -591,6 +593,19 @@ def _indent_of(text: bytes) -> int | str:
         if lead and lead.strip(b" ") == b"" and len(lead) <= 8:
             return len(lead)
     return 2
+
+
+def _refuse_read_only(path: Path, target: Path) -> None:
+    """Refuse to change a settings file its owner made read-only (`chmod 444`: kept as it is on purpose, a managed
+    or locked setup). The atomic write would replace it all the same (a rename needs only the folder's permission),
+    and root may write any file: so the file's own mode decides, not `os.access`."""
+    mode = stat.S_IMODE(target.stat().st_mode)
+    if mode & 0o222 == 0 or not os.access(target, os.W_OK):
+        shown = path if target == path else f"{path} (a link to {target})"
+        raise RefusedWrite(
+            f"{shown} is read-only (mode {mode:o}); nothing was written: make it writable (`chmod u+w {shlex.quote(str(target))}`) "
+            "and run this again, or edit it by hand"
+        )
 
 
 def _link_target(path: Path) -> Path:

@@ -264,3 +264,40 @@ def test_half_a_surrogate_pair_in_the_settings_is_kept(
     removed = run_cairn("uninstall", agent, "--user", cwd=tmp_path)
     assert removed.returncode == 0, removed.stderr
     assert json.loads(settings.read_text("utf-8")) == {"statusLine": "caf\u00e9 \ud83d cut", "model": "opus"}
+
+
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini"])
+def test_a_read_only_settings_file_is_refused_and_left_as_it_is(
+    agent: str, command: str, tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: a settings file its owner made read-only (`chmod 444`) was silently replaced by install's atomic
+    write (a rename needs only the folder's permission), its mode copied onto the new file; uninstall deleted or
+    rewrote it the same way. Both now refuse with one line naming the file and the fix, and change nothing."""
+    settings = isolated_env / {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json"}.get(
+        agent, ".gemini/settings.json"
+    )
+    if command == "uninstall":  # a file install wrote (and may remove whole) that its owner then locked
+        assert run_cairn("install", agent, "--user", cwd=tmp_path).returncode == 0
+    else:
+        settings.parent.mkdir()
+        settings.write_text(json.dumps(THEIRS))
+    before = settings.read_bytes()
+    settings.chmod(0o444)
+
+    done = run_cairn(command, agent, "--user", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"Error: {settings} is read-only (mode 444); nothing was written: make it writable (`chmod u+w {settings}`) "
+        "and run this again, or edit it by hand\n"
+    )
+    assert settings.read_bytes() == before and settings.stat().st_mode & 0o777 == 0o444
+    assert sorted(p.name for p in settings.parent.iterdir()) == [settings.name]  # no backup, no temp file
+
+    if command == "install":  # a locked file that already holds Cairn's hook is left unchanged, not refused
+        settings.chmod(0o644)
+        assert run_cairn("install", agent, "--user", cwd=tmp_path).returncode == 0
+        settings.chmod(0o444)
+        again = run_cairn("install", agent, "--user", cwd=tmp_path)
+        assert again.returncode == 0, again.stderr
+        assert f"unchanged: {settings}" in again.stdout
