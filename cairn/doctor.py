@@ -8,7 +8,6 @@ looks; it never changes anything.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
@@ -18,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cairn import install
+from cairn import agent_switches, install
 from cairn.hot.errors import CairnError
 from cairn.hot.gitrefs import git_dir, served_ref
 from cairn.hot.index import IndexReader
@@ -360,6 +359,7 @@ def _agent_checks(cwd: Path) -> list[Check]:
             checks.append(Check("agent", f"{agent} (user)", False, str(exc), "export HOME=/path/to/your/home"))
         places += [("project", p) for p in _project_settings(agent, cwd) if all(p != q for _, q in places)]
         runs_cairn = False
+        cairns: list[str] = []
         for where, path in places:
             if not path.is_file():
                 continue
@@ -370,12 +370,11 @@ def _agent_checks(cwd: Path) -> list[Check]:
             if not commands:
                 continue
             runs_cairn = True
+            cairns += commands
             for command in commands:
                 checks.append(_command_check(agent, where, path, command))
-        if runs_cairn and agent == "claude-code":
-            checks += _claude_hooks_switched_off(places)
-        if runs_cairn and agent == "codex" and places and places[0][0] == "user":
-            checks += _codex_hooks_switched_off(places[0][1].with_name("config.toml"))
+        if runs_cairn:
+            checks += _switched_off(agent, places, cairns)
         found = found or runs_cairn
     if not found:
         checks.append(
@@ -384,53 +383,16 @@ def _agent_checks(cwd: Path) -> list[Check]:
     return checks
 
 
-def _claude_hooks_switched_off(places: list[tuple[str, Path]]) -> list[Check]:
-    """A failing check for each Claude Code settings file that sets `disableAllHooks` (the switch of its `/hooks`
-    menu): Claude Code then runs no hook at all, so Cairn's looks installed and passes while no prompt reaches it.
-    Each project folder's `settings.local.json` (the personal file beside `settings.json`) is read too."""
-    files: list[tuple[str, Path]] = []
-    for where, path in places:
-        files.append((where, path))
-        if where == "project":
-            files.append((where, path.with_name("settings.local.json")))
-    checks = []
-    for where, path in files:
-        try:
-            data = json.loads(path.read_text("utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict) and data.get("disableAllHooks") is True:
-            checks.append(
-                Check(
-                    "agent",
-                    f"claude-code ({where})",
-                    False,
-                    f'{path} sets "disableAllHooks": true, so Claude Code runs no hook, Cairn\'s included',
-                    f'remove "disableAllHooks" from {path}',
-                )
-            )
-    return checks
-
-
-def _codex_hooks_switched_off(config: Path) -> list[Check]:
-    """A failing check when Codex's own configuration (`config.toml` beside its user hooks.json, in CODEX_HOME)
-    switches hooks off: `[features] hooks = false`, or `codex_hooks = false`, the older name, without `hooks`."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
-    try:
-        data = tomllib.loads(config.read_text("utf-8"))
-    except (OSError, ValueError):
-        return []
-    features = data.get("features")
-    if not isinstance(features, dict):
-        return []
-    key = "hooks" if "hooks" in features else "codex_hooks"
-    if features.get(key) is not False:
-        return []
-    detail = f"{config} sets `{key} = false` under [features], so Codex runs no hook, Cairn's included"
-    return [Check("agent", "codex (user)", False, detail, f"set `{key} = true` under [features] in {config}")]
+def _switched_off(agent: str, places: list[tuple[str, Path]], commands: list[str]) -> list[Check]:
+    """A failing check for each of the agent's own settings that keeps Cairn's installed hook from running."""
+    if agent == "claude-code":
+        found = agent_switches.claude_hooks_switched_off(places)
+    elif agent == "codex":
+        user = [path for where, path in places if where == "user"]
+        found = agent_switches.codex_hooks_switched_off(user[0].with_name("config.toml")) if user else []
+    else:
+        found = agent_switches.gemini_hooks_switched_off(places, commands)
+    return [Check("agent", f"{off.agent} ({off.where})", False, off.detail, off.fix) for off in found]
 
 
 def _project_settings(agent: str, cwd: Path) -> list[Path]:

@@ -224,16 +224,23 @@ def uninstall_agent(agent: str, path: Path) -> SettingsChange:
     return SettingsChange(path, "removed")
 
 
+def settings_data(agent: str, path: Path) -> dict[str, Any] | None:
+    """An agent's settings file as the agent reads it (Gemini CLI past its comments); None when it cannot be read
+    or is not a JSON object."""
+    try:
+        text = path.read_text("utf-8")
+        data = json.loads((_without_comments(text) if _agent(agent).comments else text) or "{}")
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def cairn_commands(agent: str, path: Path) -> list[str] | None:
     """The commands of Cairn's hook handlers in an agent's settings file (empty: none); None when the file is not
     a JSON object."""
     spec = _agent(agent)
-    try:
-        text = path.read_text("utf-8")
-        data = json.loads((_without_comments(text) if spec.comments else text) or "{}")
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict):
+    data = settings_data(agent, path)
+    if data is None:
         return None
     groups = data.get("hooks", {}).get(spec.event, []) if isinstance(data.get("hooks"), dict) else []
     if not isinstance(groups, list):

@@ -199,6 +199,64 @@ def test_codex_with_hooks_switched_off_fails(features: str, key: str, setup: Pat
     assert all(c["ok"] for c in _agent_checks(setup))
 
 
+@pytest.mark.parametrize(
+    ("layers", "off_in"),
+    [
+        ({"user": {"enabled": False}}, "user"),
+        ({"user": {"enabled": False}, "project": {"enabled": True}}, None),  # the project's file wins over the user's
+        ({"project": {"enabled": False}, "system": {"enabled": True}}, None),  # the system settings win over all
+        ({"user": {"enabled": True}, "system": {"enabled": False}}, "system"),
+        ({"defaults": {"enabled": False}}, "defaults"),
+        ({"defaults": {"enabled": False}, "user": {"enabled": True}}, None),
+        ({"project": {"disabled": ["cairn"]}}, "project"),  # Cairn's hook by its name
+        ({"user": {"disabled": ["other-hook"]}}, None),
+    ],
+)
+def test_gemini_with_hooks_switched_off_fails(
+    layers: dict[str, dict[str, Any]], off_in: str | None, setup: Path, isolated_env: Path, tmp_path: Path
+) -> None:
+    """Bug fixed: with Gemini CLI's hooks switched off (`hooksConfig.enabled: false`, "the canonical toggle for the
+    hooks system", or Cairn's hook named in `hooksConfig.disabled`), Gemini CLI runs no hook or skips Cairn's, yet
+    doctor said `ok` for it and every prompt went without cards, as it already failed Claude Code's and Codex's
+    switches. The file of highest precedence that sets `enabled` decides; Gemini reads its settings past comments."""
+    done = run_cairn("install", "gemini", "--user", cwd=setup)
+    assert done.returncode == 0, done.stderr
+    files = {
+        "user": isolated_env / ".gemini" / "settings.json",
+        "project": setup / ".gemini" / "settings.json",
+        "system": tmp_path / "etc" / "gemini-settings.json",
+        "defaults": tmp_path / "etc" / "gemini-system-defaults.json",
+    }
+    env = {
+        "GEMINI_CLI_SYSTEM_SETTINGS_PATH": str(files["system"]),
+        "GEMINI_CLI_SYSTEM_DEFAULTS_PATH": str(files["defaults"]),
+    }
+    for layer, config in layers.items():
+        path = files[layer]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = json.loads(path.read_text()) if path.exists() else {}
+        path.write_text("// switched by hand\n" + json.dumps({**data, "hooksConfig": config}, indent=2))
+
+    done = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup, env=env)
+    checks = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "agent"]
+    failed = [c for c in checks if c["ok"] is False]
+    if off_in is None:
+        assert failed == [], failed
+        return
+    [off] = failed
+    path = files[off_in]
+    assert off["subject"] == f"gemini ({'system' if off_in == 'defaults' else off_in})"
+    if "disabled" in layers[off_in]:
+        assert off["detail"] == f"{path} lists 'cairn' in hooksConfig.disabled, so Gemini CLI skips Cairn's hook"
+        assert off["fix"] == f"remove it from hooksConfig.disabled in {path}"
+    else:
+        assert (
+            off["detail"] == f'{path} sets hooksConfig "enabled": false, so Gemini CLI runs no hook, Cairn\'s included'
+        )
+        assert off["fix"] == f'remove "enabled": false from hooksConfig in {path}'
+    assert done.returncode == 1
+
+
 def test_a_damaged_index_fails_and_its_fix_works(setup: Path, isolated_env: Path) -> None:
     """Bug fixed: an index whose bytes changed after it was written (a flipped byte among its records) passed
     doctor (`ok index`), while `cairn audit` and the hook's seal checks reject it."""
