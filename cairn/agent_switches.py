@@ -45,7 +45,7 @@ def claude_hooks_switched_off(places: list[tuple[str, Path]]) -> list[SwitchedOf
 def codex_hooks_switched_off(config: Path) -> list[SwitchedOff]:
     """Codex's own configuration (`config.toml` beside its user hooks.json, in CODEX_HOME) switching hooks off:
     `[features] hooks = false`, or `codex_hooks = false`, the older name, without `hooks`."""
-    data = read_toml(config)
+    data = install.toml_data(config)
     features = data.get("features") if data is not None else None
     if not isinstance(features, dict):
         return []
@@ -106,15 +106,3 @@ def _gemini_system_files() -> list[Path]:
     defaults = os.environ.get("GEMINI_CLI_SYSTEM_DEFAULTS_PATH") or str(folder / "system-defaults.json")
     system = os.environ.get("GEMINI_CLI_SYSTEM_SETTINGS_PATH") or str(folder / "settings.json")
     return [Path(defaults), Path(system)]
-
-
-def read_toml(path: Path) -> dict[str, object] | None:
-    """A TOML file's table; None when it cannot be read or parsed."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
-    try:
-        return tomllib.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        return None

@@ -353,7 +353,7 @@ def _agent_checks(cwd: Path) -> list[Check]:
     found = False
     for agent in install.AGENTS:
         try:
-            places = [("user", install.settings_path(agent, cwd, True))]
+            places = [("user", path) for path in install.user_files(agent)]
         except CairnError as exc:  # a HOME no agent could use either
             places = []
             checks.append(Check("agent", f"{agent} (user)", False, str(exc), "export HOME=/path/to/your/home"))
@@ -365,7 +365,8 @@ def _agent_checks(cwd: Path) -> list[Check]:
                 continue
             commands = install.cairn_commands(agent, path)
             if commands is None:
-                checks.append(Check("agent", f"{agent} ({where})", False, f"{path} is not valid JSON", f"fix {path}"))
+                kind = "TOML" if path.suffix == ".toml" else "JSON"
+                checks.append(Check("agent", f"{agent} ({where})", False, f"{path} is not valid {kind}", f"fix {path}"))
                 continue
             if not commands:
                 continue
@@ -396,16 +397,18 @@ def _switched_off(agent: str, places: list[tuple[str, Path]], commands: list[str
 
 
 def _project_settings(agent: str, cwd: Path) -> list[Path]:
-    """The agent's project settings files for `cwd`: in `cwd` itself (where Claude Code and Gemini CLI started
-    there read them, and where `cairn install` run there writes them) and in each folder above it up to the git
-    work tree's root (where Codex also looks, and an agent started at the root reads them)."""
+    """The agent's project files that may hold hooks for `cwd` (`install.project_files`: Claude Code's personal
+    settings.local.json and shared settings.json, Codex's config.toml beside its hooks.json): in `cwd` itself
+    (where Claude Code and Gemini CLI started there read them, and where `cairn install` run there writes them) and
+    in each folder above it up to the git work tree's root (where Codex also looks, and an agent started at the
+    root reads them)."""
     folder = cwd.resolve()
-    paths = []
+    paths: list[Path] = []
     for candidate in (folder, *folder.parents):
-        paths.append(install.settings_path(agent, candidate, False))
+        paths += install.project_files(agent, candidate)
         if git_dir(str(candidate)) is not None:
             return paths
-    return paths[:1]
+    return install.project_files(agent, folder)
 
 
 def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
@@ -423,8 +426,17 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
         return Check("agent", subject, False, f"{path}: the hook's --vault {baked!r} is no vault", fix)
     if options is not None:  # the install that fixes this hook serves what it serves now
         fix = _install_fix(agent, where, path, options.vault, options.scope)
+    if where == "project" and install.is_shared(agent, path) and install.names_this_machine(command):
+        detail = (
+            f"{path} is the project's shared settings (committed), and its hook runs "
+            f"{install.names_this_machine(command)}, a path of this machine that teammates do not have"
+        )
+        return Check("agent", subject, False, detail, fix)
     executable = shutil.which(argv[0]) if argv else None
     if executable is None:
+        if argv and argv[0] == "cairn":  # a shared file's portable hook: this machine's PATH lacks `cairn`
+            folder = os.path.dirname(install.hook_launcher()[-1])
+            fix = f"export PATH={shlex.quote(folder)}:$PATH (in your shell's profile, where the agent starts)"
         return Check("agent", subject, False, f"{path}: {argv[0] if argv else command!r} is not found", fix)
     # What runs `cairn`, as the hook runs it: `cairn`, or `PYTHON -S /path/to/cairn` (`install.hook_launcher`).
     launcher = [executable, *argv[1 : argv.index("hook", 1)]] if "hook" in argv[1:] else [executable]
@@ -439,7 +451,8 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
         return Check("agent", subject, False, f"{shown} --version failed (exit {done.returncode})", fix)
     # A baked --vault serves that vault alone, whatever the `resolve` lines above say of the configured vaults.
     only = f"; it serves --vault {baked} only, not the configured vaults" if baked is not None else ""
-    if "-S" not in launcher[1:] and "-S" in install.hook_launcher()[1:]:  # installed before the launcher was
+    portable = where == "project" and install.is_shared(agent, path)  # runs `cairn` from the PATH, by design
+    if not portable and "-S" not in launcher[1:] and "-S" in install.hook_launcher()[1:]:  # an older install
         return Check(
             "agent",
             subject,

@@ -743,3 +743,28 @@ def _last_commit_day(repo: git.Repo, path: Path) -> str | None:
     except (GitCommandError, ValueError):
         return None
     return day or None
+
+
+def is_ignored(path: Path) -> bool | None:
+    """Whether git ignores the file at `path` in the work tree it is in (`git check-ignore`); None outside one."""
+    folder = path.parent
+    while not folder.is_dir() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        repo = git.Repo(folder, search_parent_directories=True)
+    except (InvalidGitRepositoryError, NoSuchPathError):
+        return None
+    with repo:
+        if repo.working_tree_dir is None:
+            return None
+        root = Path(repo.working_tree_dir).resolve()
+        git_dir = _git_dir(root)  # git's environment may describe another repository (a hook's): name this one
+        env = {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(root)}  # check-ignore takes no pathspec magic
+        try:
+            rel = (folder.resolve() / path.relative_to(folder)).relative_to(root).as_posix()
+            repo.git.check_ignore("-q", "--", rel, env=env)
+        except GitCommandError as exc:
+            return False if exc.status == 1 else None  # 1: not ignored; 128: git could not tell
+        except ValueError:
+            return None
+    return True

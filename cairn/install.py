@@ -49,10 +49,13 @@ class Agent:
     extra: tuple[tuple[str, str], ...] = ()
     note: str = ""
     comments: bool = False  # the agent reads its settings file with // and /* */ comments stripped
+    personal: str = ""  # the agent's personal (git-ignored) settings file under a project, when it reads one
 
 
 AGENTS = {
-    "claude-code": Agent("claude-code", ".claude/settings.json", "UserPromptSubmit", 10),
+    "claude-code": Agent(
+        "claude-code", ".claude/settings.json", "UserPromptSubmit", 10, personal=".claude/settings.local.json"
+    ),
     "codex": Agent(
         "codex",
         ".codex/hooks.json",
@@ -104,6 +107,74 @@ def settings_path(agent: str, base: Path, user: bool) -> Path:
             return Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json"
         base = _home()
     return base / spec.settings
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsFile:
+    """Where `cairn install AGENT` writes the hook. shared: a project's settings file the team commits (Codex's
+    `.codex/hooks.json`, Gemini CLI's `.gemini/settings.json`), read on every teammate's machine, so its hook runs
+    `cairn` from each one's PATH, never this machine's path; else a file only this user reads (the user's own, or
+    Claude Code's `.claude/settings.local.json`), whose hook runs this installation's `cairn` by its full path."""
+
+    path: Path
+    shared: bool
+
+
+def install_target(agent: str, base: Path, user: bool) -> SettingsFile:
+    """The settings file `cairn install AGENT` writes: the user's, else the project's personal file where the
+    agent reads one (Claude Code), else the project's shared file."""
+    spec = _agent(agent)
+    if user:
+        return SettingsFile(settings_path(agent, base, True), shared=False)
+    if spec.personal:
+        return SettingsFile(base / spec.personal, shared=False)
+    return SettingsFile(base / spec.settings, shared=True)
+
+
+def move_out_of_shared(agent: str, target: SettingsFile, base: Path) -> SettingsChange | None:
+    """Before Cairn's hook goes into a project's personal file, take it out of the project's shared one, where an
+    older Cairn wrote it with this machine's path (and where the agent would run it a second time). None when the
+    hook is not going into a personal project file, or the shared file cannot be read (not Cairn's to judge)."""
+    spec = _agent(agent)
+    shared = base / spec.settings
+    if not spec.personal or target.path != base / spec.personal or not cairn_commands(agent, shared):
+        return None
+    return uninstall_agent(agent, shared)
+
+
+def project_files(agent: str, folder: Path) -> list[Path]:
+    """Every file of a project folder where the agent reads hooks, and so where Cairn's may be: the personal
+    settings file (Claude Code), the shared one, and Codex's `.codex/config.toml`, whose `[hooks]` tables Codex
+    reads as it reads hooks.json."""
+    spec = _agent(agent)
+    files = [folder / spec.personal] if spec.personal else []
+    files.append(folder / spec.settings)
+    if agent == "codex":
+        files.append(folder / ".codex" / "config.toml")
+    return files
+
+
+def user_files(agent: str) -> list[Path]:
+    """The user's files where the agent reads hooks: its settings file, and Codex's config.toml beside it."""
+    path = settings_path(agent, Path("."), True)
+    return [path, path.with_name("config.toml")] if agent == "codex" else [path]
+
+
+def is_shared(agent: str, path: Path) -> bool:
+    """Whether `path` is a project's shared (committed) settings file of the agent, read on teammates' machines."""
+    spec = _agent(agent)
+    return path.name == Path(spec.settings).name and path.parent.name == Path(spec.settings).parent.name
+
+
+def names_this_machine(command: str) -> str:
+    """The absolute path a hook command runs `cairn` (or its interpreter) by: one machine's ("" when none: `cairn
+    hook ...` found on the PATH)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return ""
+    head = words[: words.index("hook")] if "hook" in words else words[:1]
+    return next((w for w in head if os.path.isabs(w)), "")
 
 
 def _home() -> Path:
@@ -236,10 +307,10 @@ def settings_data(agent: str, path: Path) -> dict[str, Any] | None:
 
 
 def cairn_commands(agent: str, path: Path) -> list[str] | None:
-    """The commands of Cairn's hook handlers in an agent's settings file (empty: none); None when the file is not
-    a JSON object."""
+    """The commands of Cairn's hook handlers in an agent's settings file, or in the `[hooks]` tables of Codex's
+    config.toml (empty: none); None when the file is not a JSON object (or TOML)."""
     spec = _agent(agent)
-    data = settings_data(agent, path)
+    data = toml_data(path) if path.suffix == ".toml" else settings_data(agent, path)
     if data is None:
         return None
     groups = data.get("hooks", {}).get(spec.event, []) if isinstance(data.get("hooks"), dict) else []
@@ -252,6 +323,19 @@ def cairn_commands(agent: str, path: Path) -> list[str] | None:
         for h in g["hooks"]
         if _is_cairn_handler(h)
     ]
+
+
+def toml_data(path: Path) -> dict[str, Any] | None:
+    """A TOML file as a table (Codex's config.toml: its `[[hooks.UserPromptSubmit]]` groups and their
+    `[[hooks.UserPromptSubmit.hooks]]` handlers have hooks.json's shape); None when it cannot be read."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    try:
+        return tomllib.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def enclosing_vault(folder: Path) -> Path | None:

@@ -4,6 +4,7 @@ one must pass. Real settings files, a real vault and index, the installed `cairn
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from helpers.payloads import FITTING_PROMPT, payload_for
-from helpers.vaults import REBASE_ID, VaultRepo, cache_dir, make_vault, run_cairn
+from helpers.vaults import REBASE_ID, VaultRepo, cache_dir, cairn_executable, make_vault, run_cairn
 
 
 @pytest.fixture
@@ -89,11 +90,12 @@ def test_a_baked_vault_given_with_equals_is_checked(setup: Path, isolated_env: P
 
 
 def test_a_hook_that_bakes_in_a_vault_says_it_serves_that_vault_only(
-    setup: Path, isolated_env: Path, vault_repo: VaultRepo
+    setup: Path, isolated_env: Path, vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Bug fixed: after `cairn install codex --project P --vault V` (the help's example), `cairn doctor --cwd P` said
     every configured vault is "served in P" and the agent ok, with no word that this agent's hook serves V alone."""
     assert run_cairn("uninstall", "claude-code", "--user", cwd=setup).returncode == 0
+    monkeypatch.setenv("PATH", f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}")  # as pipx has it
     done = run_cairn("install", "codex", "--project", str(setup), "--vault", str(vault_repo.root), cwd=setup)
     assert done.returncode == 0, done.stderr
     [check] = _agent_checks(setup)
@@ -117,7 +119,7 @@ def test_an_install_from_a_subfolder_is_found(setup: Path, isolated_env: Path) -
     [check] = _agent_checks(sub)
     assert check["ok"] is True, check
     assert check["subject"] == "claude-code (project)"
-    assert str(sub / ".claude" / "settings.json") in check["detail"]
+    assert str(sub / ".claude" / "settings.local.json") in check["detail"]
 
 
 def test_the_fix_for_a_project_hook_above_the_current_folder_rewrites_that_hook(
@@ -129,7 +131,7 @@ def test_the_fix_for_a_project_hook_above_the_current_folder_rewrites_that_hook(
     subprocess.run(["git", "init", "-q"], cwd=setup, check=True)
     done = run_cairn("install", "claude-code", "--vault", "team", "--scope", "git", cwd=setup)
     assert done.returncode == 0, done.stderr
-    settings = setup / ".claude" / "settings.json"
+    settings = setup / ".claude" / "settings.local.json"
     command = json.loads(settings.read_text())["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
     _set_command(
         settings,

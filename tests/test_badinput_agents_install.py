@@ -108,7 +108,7 @@ def test_settings_that_are_not_utf8_are_one_line_and_untouched(
 ) -> None:
     """Bug fixed: a settings file in another encoding (UTF-16 from a Windows editor) ended install and uninstall
     with `unexpected UnicodeDecodeError ... (a bug in Cairn)`."""
-    target = tmp_path / "p" / ".claude" / "settings.json"
+    target = tmp_path / "p" / ".claude" / "settings.local.json"
     target.parent.mkdir(parents=True)
     raw = json.dumps(THEIRS).encode("utf-16")
     target.write_bytes(raw)
@@ -117,7 +117,7 @@ def test_settings_that_are_not_utf8_are_one_line_and_untouched(
     assert done.stderr.count("\n") == 1 and "a bug in Cairn" not in done.stderr
     assert f"{target} is not UTF-8 text" in done.stderr
     assert target.read_bytes() == raw
-    assert sorted(p.name for p in target.parent.iterdir()) == ["settings.json"]
+    assert sorted(p.name for p in target.parent.iterdir()) == ["settings.local.json"]
 
 
 @pytest.mark.parametrize("home", ["", "relative/home"])
@@ -214,14 +214,14 @@ def test_a_number_json_cannot_write_back_is_refused_and_the_file_untouched(
     project = tmp_path / "p"
     installed = run_cairn("install", "claude-code", "--project", str(project), cwd=tmp_path)
     assert installed.returncode == 0, installed.stderr
-    target = project / ".claude" / "settings.json"
+    target = project / ".claude" / "settings.local.json"
     raw = target.read_text().replace("{", '{\n  "limit": ' + literal + ",", 1)
     target.write_text(raw)
     done = run_cairn(command, "claude-code", "--project", str(project), cwd=tmp_path)
     assert done.returncode == 1
     assert done.stderr == f"Error: {target} {said}; replace it by hand, nothing was written\n"
     assert target.read_text() == raw
-    assert sorted(p.name for p in target.parent.iterdir()) == ["settings.json"]
+    assert sorted(p.name for p in target.parent.iterdir()) == ["settings.local.json"]
 
 
 def test_install_keeps_crlf_line_ends(tmp_path: Path, isolated_env: Path, configured: VaultRepo) -> None:

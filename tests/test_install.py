@@ -15,7 +15,12 @@ from cairn import install
 from helpers.payloads import FITTING_PROMPT, payload_for
 from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault
 
-SETTINGS = {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json", "gemini": ".gemini/settings.json"}
+# Where a project install writes: Claude Code's personal file; the shared file for the agents that read no other.
+SETTINGS = {
+    "claude-code": ".claude/settings.local.json",
+    "codex": ".codex/hooks.json",
+    "gemini": ".gemini/settings.json",
+}
 EVENTS = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini": "BeforeAgent"}
 
 
@@ -86,7 +91,7 @@ def test_install_creates_settings_and_updates_a_changed_command(tmp_path: Path, 
     project = tmp_path / "p"
     project.mkdir()
     assert cairn("install", "claude-code", cwd=project).returncode == 0
-    target = project / ".claude" / "settings.json"
+    target = project / ".claude" / "settings.local.json"
     assert not list(target.parent.glob("*.bak-*"))  # nothing to back up
     vault = tmp_path / "team vault"
     updated = cairn("install", "claude-code", "--vault", str(vault), "--scope", "git", cwd=project)
@@ -106,7 +111,7 @@ def test_uninstall_takes_away_the_file_it_created(tmp_path: Path, configured: Va
     assert cairn("install", "claude-code", cwd=project).returncode == 0
     done = cairn("uninstall", "claude-code", cwd=project)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"removed: {project / '.claude' / 'settings.json'} (it held only Cairn's hook)\n"
+    assert done.stdout == f"removed: {project / '.claude' / 'settings.local.json'} (it held only Cairn's hook)\n"
     assert list(project.iterdir()) == []  # no `{}`, no backup, no empty .claude/
 
 
@@ -167,6 +172,7 @@ def test_broken_settings_are_never_overwritten(tmp_path: Path, configured: Vault
 
 @pytest.mark.parametrize("agent", sorted(SETTINGS))
 def test_the_installed_command_really_runs_the_hook(agent: str, vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """The agent runs the command with its own PATH: a shared file's `cairn hook` finds `cairn` there."""
     make_vault(vault_repo)
     project = tmp_path / "project"
     project.mkdir()
@@ -179,9 +185,10 @@ def test_the_installed_command_really_runs_the_hook(agent: str, vault_repo: Vaul
         text=True,
         capture_output=True,
         cwd=project,
+        env={**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"},
         check=False,
     )
-    assert done.returncode == 0
+    assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["hookSpecificOutput"]["hookEventName"] == EVENTS[agent]
     assert REBASE_ID in out["hookSpecificOutput"]["additionalContext"]
@@ -189,7 +196,7 @@ def test_the_installed_command_really_runs_the_hook(agent: str, vault_repo: Vaul
 
 @pytest.mark.parametrize("agent", sorted(SETTINGS))
 def test_shipped_templates_match_what_install_writes(agent: str) -> None:
-    template = Path(install.__file__).parent / "templates" / "hooks" / agent / Path(SETTINGS[agent]).name
+    template = Path(install.__file__).parent / "templates" / "hooks" / agent / Path(install.AGENTS[agent].settings).name
     expected = {"hooks": {EVENTS[agent]: [install.hook_entry(agent, install.hook_command(agent))]}}
     assert json.loads(template.read_text()) == expected
     repo_root = Path(__file__).resolve().parent.parent

@@ -90,7 +90,7 @@ def test_install_writes_the_launcher_and_the_agent_runs_it(vault_repo: VaultRepo
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     [handler] = settings["hooks"]["UserPromptSubmit"][0]["hooks"]
     words = shlex.split(handler["command"])
     assert words[1:3] == ["-S", str(Path(cairn.__file__).resolve().with_name("__main__.py"))]
@@ -106,7 +106,7 @@ def test_install_writes_the_launcher_and_the_agent_runs_it(vault_repo: VaultRepo
     )
     assert served.returncode == 0, served.stderr
     assert REBASE_ID in json.loads(served.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert install.cairn_commands("claude-code", project / ".claude" / "settings.json") == [handler["command"]]
+    assert install.cairn_commands("claude-code", project / ".claude" / "settings.local.json") == [handler["command"]]
 
 
 def test_without_an_interpreter_to_name_the_hook_runs_cairn(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -57,11 +57,15 @@ def install_cmd(
 ) -> None:
     """Register `cairn hook` with an agent, or keep a vault's index current with git hooks.
 
-    TARGET is claude-code (.claude/settings.json, UserPromptSubmit), codex (.codex/hooks.json,
-    UserPromptSubmit), gemini (.gemini/settings.json, BeforeAgent) or git-hooks (post-commit, post-merge,
-    post-checkout, post-rewrite and reference-transaction in the vault's hooks folder, core.hooksPath respected).
-    Other hooks are kept, a backup of a settings file that held anything else is written beside it, and running it
-    again changes nothing.
+    TARGET is claude-code (UserPromptSubmit), codex (UserPromptSubmit), gemini (BeforeAgent) or git-hooks
+    (post-commit, post-merge, post-checkout, post-rewrite and reference-transaction in the vault's hooks folder,
+    core.hooksPath respected). Other hooks are kept, a backup of a settings file that held anything else is written
+    beside it, and running it again changes nothing.
+
+    Where: --user writes ~/.claude/settings.json, ~/.codex/hooks.json or ~/.gemini/settings.json, with this
+    machine's `cairn` by its full path. A project gets Claude Code's personal .claude/settings.local.json (not
+    committed; the same full path), and Codex's .codex/hooks.json or Gemini CLI's .gemini/settings.json, the files
+    a team commits (these agents read no personal project file): there the hook runs `cairn` from the PATH.
 
     Without --vault the hook serves the configured vaults (`cairn vault add PATH`) in every project; with none
     configured (and no --vault or $CAIRN_VAULT) nothing is written, since such a hook could never serve a card.
@@ -90,12 +94,20 @@ def install_cmd(
         _refuse_inside_a_vault(base)
     vault_arg = _hook_vault(vault_path)
     served = _served_vaults(vault_arg)
-    command = install.hook_command(target, vault=vault_arg, scope=scope, executable=install.hook_launcher())
-    change = install.install_agent(target, install.settings_path(target, base, user), command)
+    settings = install.install_target(target, base, user)
+    # A shared file runs `cairn` from each teammate's PATH: this machine's path would not exist on theirs.
+    launcher = ["cairn"] if settings.shared else install.hook_launcher()
+    command = install.hook_command(target, vault=vault_arg, scope=scope, executable=launcher)
+    # An older Cairn's hook in the shared file goes first (else the agent runs Cairn twice a prompt); a shared file
+    # Cairn cannot rewrite then stops the install before anything is written.
+    moved = install.move_out_of_shared(target, settings, base)
+    change = install.install_agent(target, settings.path, command)
     echo(f"{change.action}: {change.path}")
     echo(f"  hook: {command}")
     if change.backup:
         echo(f"  backup of the previous file: {change.backup}")
+    if not user:
+        _say_who_reads(target, settings, moved)
     if not vault_arg:
         echo(
             "  The hook serves $CAIRN_VAULT when the agent has it set, else the configured vaults (`cairn vault list`)."
@@ -106,6 +118,34 @@ def install_cmd(
         echo(f"  Note: {change.note}")
     where = " --user" if user else f" --project {shlex.quote(str(project))}" if project is not None else ""
     echo(f"Undo with `cairn uninstall {target}{where}`.")
+
+
+def _say_who_reads(agent: str, settings: install.SettingsFile, moved: install.SettingsChange | None) -> None:
+    """Say who reads the project file just written, and that an older Cairn's hook left the shared one."""
+    if settings.shared:
+        echo(
+            f"  {settings.path.name} is the project's shared settings (committed, read by every teammate's "
+            f"{agent}): the hook runs `cairn` from each one's PATH, not this machine's path."
+        )
+        if install.cairn_executable() != "cairn":
+            echo(
+                f"  Note: your PATH does not find this installation's `cairn` ({install.hook_launcher()[-1]}): put "
+                "its folder on PATH (pipx does), or the agent runs no `cairn` here, or another one."
+            )
+        return
+    echo(
+        f"  {settings.path.name} is your personal settings for this project (not committed): the hook runs this "
+        "machine's `cairn` by its full path."
+    )
+    if moved is not None and moved.action != "absent":
+        echo(f"  removed: Cairn's hook from {moved.path}, the project's shared settings, so it runs once, from here")
+    from cairn import gitrepo
+
+    if gitrepo.is_ignored(settings.path) is False:
+        echo(
+            f"  Note: git does not ignore {settings.path}: add it to the project's .gitignore (Claude Code does "
+            "when it makes the file) so it is never committed."
+        )
 
 
 def _hook_vault(vault_path: str | None) -> str | None:
@@ -198,14 +238,23 @@ def uninstall_cmd(target: str, project: Path | None, user: bool, vault_path: str
             echo(f"{git_change.action}: {git_change.path}")
         return
     base = _base(project, user)
-    change = install.uninstall_agent(target, install.settings_path(target, base, user))
-    if change.action == "absent":
-        echo(f"Nothing to remove: {change.path} has no Cairn hook.")
-        return
-    if change.action == "deleted":
-        echo(f"removed: {change.path} (it held only Cairn's hook)")
-        return
-    echo(f"{change.action}: Cairn's hook from {change.path}")
+    files = install.user_files(target) if user else install.project_files(target, base)
+    inline = [f for f in files if f.suffix == ".toml"]
+    changes = [install.uninstall_agent(target, f) for f in files if f not in inline]
+    for change in changes:
+        if change.action == "deleted":
+            echo(f"removed: {change.path} (it held only Cairn's hook)")
+        elif change.action != "absent":
+            echo(f"{change.action}: Cairn's hook from {change.path}")
+    by_hand = [f for f in inline if install.cairn_commands(target, f)]
+    if by_hand:  # Cairn never writes TOML: a hook there was put in by hand, and is taken out the same way
+        raise CairnError(
+            f"{by_hand[0]} runs Cairn's hook in its [hooks] tables, which Cairn does not rewrite; remove that "
+            f"[[hooks.{install.AGENTS[target].event}]] entry by hand"
+        )
+    if all(c.action == "absent" for c in changes):
+        verb = "has" if len(changes) == 1 else "have"
+        echo(f"Nothing to remove: {', '.join(str(c.path) for c in changes)} {verb} no Cairn hook.")
 
 
 __all__ = ["install_cmd", "uninstall_cmd"]

@@ -1,0 +1,149 @@
+"""Where `cairn install AGENT --project DIR` writes the hook, and who reads it there: a file the team commits gets a
+command every teammate can run; a personal file gets this machine's path. `cairn doctor` and `cairn uninstall` find
+Cairn's hook wherever an agent reads hooks (Claude Code's settings.local.json, Codex's config.toml)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers.vaults import VaultRepo, cairn_executable, make_vault, run_cairn
+
+SHARED = {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json", "gemini": ".gemini/settings.json"}
+EVENTS = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini": "BeforeAgent"}
+MACHINE = str(Path(cairn_executable()).resolve().parent)  # this machine's install: no teammate has it
+
+
+@pytest.fixture
+def project(vault_repo: VaultRepo, tmp_path: Path) -> Path:
+    """A configured vault, and a project folder under git."""
+    make_vault(vault_repo)
+    assert run_cairn("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path).returncode == 0
+    folder = tmp_path / "project"
+    folder.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
+    return folder
+
+
+def _commands(path: Path, event: str) -> list[str]:
+    data = json.loads(path.read_text())
+    return [h["command"] for g in data["hooks"][event] for h in g["hooks"] if " hook " in h["command"]]
+
+
+def _agent_checks(cwd: Path, env: dict[str, str] | None = None) -> list[dict[str, object]]:
+    done = run_cairn("doctor", "--cwd", str(cwd), "--json", cwd=cwd, env=env)
+    return [c for c in json.loads(done.stdout)["checks"] if c["area"] == "agent"]
+
+
+@pytest.mark.parametrize("agent", sorted(SHARED))
+def test_a_project_install_writes_no_path_of_this_machine_into_a_shared_file(agent: str, project: Path) -> None:
+    """Bug fixed: `cairn install AGENT --project DIR` wrote this user's `PYTHON -S /path/to/venv/bin/cairn` into the
+    project's .claude/settings.json, .codex/hooks.json or .gemini/settings.json, files a team commits: on every
+    teammate's machine that path does not exist and the hook failed on each prompt. Claude Code now gets its
+    personal .claude/settings.local.json (this machine's path, never committed); Codex and Gemini CLI, which read
+    no personal project file, get `cairn hook --format AGENT`, run from each teammate's PATH."""
+    done = run_cairn("install", agent, "--project", str(project), cwd=project)
+    assert done.returncode == 0, done.stderr
+    shared = project / SHARED[agent]
+    if agent == "claude-code":
+        assert not shared.exists()
+        local = project / ".claude" / "settings.local.json"
+        [command] = _commands(local, EVENTS[agent])
+        assert MACHINE in command  # the personal file runs this machine's cairn, fast (`-S`)
+        assert "settings.local.json is your personal settings for this project (not committed)" in done.stdout
+        assert f"Note: git does not ignore {local}" in done.stdout
+    else:
+        assert _commands(shared, EVENTS[agent]) == [f"cairn hook --format {agent}"]
+        assert MACHINE not in shared.read_text()
+        assert "is the project's shared settings (committed, read by every teammate's" in done.stdout
+    on_path = {"PATH": f"{MACHINE}{os.pathsep}{os.environ['PATH']}"}  # a teammate with cairn on PATH: passes
+    assert all(c["ok"] for c in _agent_checks(project, on_path)), _agent_checks(project, on_path)
+
+
+def test_claudes_personal_file_is_not_named_when_git_ignores_it(project: Path) -> None:
+    (project / ".gitignore").write_text(".claude/settings.local.json\n")
+    done = run_cairn("install", "claude-code", "--project", str(project), cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert "does not ignore" not in done.stdout
+
+
+@pytest.mark.parametrize("agent", sorted(SHARED))
+def test_doctor_fails_an_older_cairns_path_in_a_shared_file_and_its_fix_moves_it(agent: str, project: Path) -> None:
+    """The hooks an older Cairn wrote into shared files: doctor names the machine's path (it passed them before,
+    as they run here), and its fix leaves the shared file as the team had it, the hook in its right place."""
+    shared = project / SHARED[agent]
+    shared.parent.mkdir()
+    older = f"/home/ann/.venv/bin/python3 -S {cairn_executable()} hook --format {agent}"
+    handler = {"type": "command", "command": older, "timeout": 10}
+    theirs = {"model": "keep-me", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send"}]}]}}
+    shared.write_text(json.dumps({**theirs, "hooks": {**theirs["hooks"], EVENTS[agent]: [{"hooks": [handler]}]}}))
+
+    [check] = [c for c in _agent_checks(project) if c["subject"] == f"{agent} (project)"]
+    assert check["ok"] is False
+    assert check["detail"] == (
+        f"{shared} is the project's shared settings (committed), and its hook runs /home/ann/.venv/bin/python3, "
+        "a path of this machine that teammates do not have"
+    )
+    assert check["fix"] == f"cairn install {agent}"  # doctor ran in the project
+    fixed = run_cairn(*str(check["fix"]).split()[1:], cwd=project)
+    assert fixed.returncode == 0, fixed.stderr
+    if agent == "claude-code":
+        assert json.loads(shared.read_text()) == theirs  # out of the shared file, every other key kept
+        assert f"removed: Cairn's hook from {shared}, the project's shared settings" in fixed.stdout
+        assert len(_commands(project / ".claude" / "settings.local.json", EVENTS[agent])) == 1
+    else:
+        assert _commands(shared, EVENTS[agent]) == [f"cairn hook --format {agent}"]
+    on_path = {"PATH": f"{MACHINE}{os.pathsep}{os.environ['PATH']}"}
+    assert all(c["ok"] for c in _agent_checks(project, on_path)), _agent_checks(project, on_path)
+
+
+def test_uninstall_takes_cairns_hook_out_of_both_of_claudes_project_files(project: Path) -> None:
+    """`cairn uninstall claude-code` took Cairn's hook only out of settings.json: one in the personal
+    settings.local.json (where install now writes it, or put there by hand) kept running."""
+    shared = project / ".claude" / "settings.json"
+    shared.parent.mkdir()
+    older = f"{cairn_executable()} hook --format claude-code"
+    shared.write_text(
+        json.dumps({"model": "keep-me", "hooks": {"UserPromptSubmit": [{"hooks": [{"command": older}]}]}})
+    )
+    local = project / ".claude" / "settings.local.json"
+    local.write_text(json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": older}]}]}}))
+
+    done = run_cairn("uninstall", "claude-code", "--project", str(project), cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (f"removed: {local} (it held only Cairn's hook)\nremoved: Cairn's hook from {shared}\n")
+    assert json.loads(shared.read_text()) == {"model": "keep-me"} and not local.exists()
+    again = run_cairn("uninstall", "claude-code", "--project", str(project), cwd=project)
+    assert again.stdout == f"Nothing to remove: {local}, {shared} have no Cairn hook.\n"
+
+
+@pytest.mark.parametrize("where", ["user", "project"])
+def test_codex_hooks_in_config_toml_are_seen_by_doctor_and_uninstall(
+    where: str, project: Path, isolated_env: Path
+) -> None:
+    """Codex reads hooks from inline `[hooks]` tables in config.toml as from hooks.json (the user's, and a
+    project's .codex/config.toml). Doctor did not look there, so a broken Cairn hook in one passed unseen (or
+    "no agent's settings run `cairn hook`"), and uninstall said "Nothing to remove" while Codex kept running it.
+    Cairn never rewrites TOML: uninstall names the entry to remove by hand."""
+    config = (isolated_env if where == "user" else project) / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(
+        'model = "gpt-5-codex"\n\n[[hooks.UserPromptSubmit]]\n\n[[hooks.UserPromptSubmit.hooks]]\n'
+        'type = "command"\ncommand = "/gone/venv/bin/cairn hook --format codex"\ntimeout = 10\n'
+    )
+    [check] = [c for c in _agent_checks(project) if str(c["subject"]).startswith("codex")]
+    assert check["subject"] == f"codex ({where})" and check["ok"] is False
+    assert check["detail"] == f"{config}: '/gone/venv/bin/cairn' is not found"
+
+    args = ["--user"] if where == "user" else ["--project", str(project)]
+    done = run_cairn("uninstall", "codex", *args, cwd=project)
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"Error: {config} runs Cairn's hook in its [hooks] tables, which Cairn does not rewrite; remove that "
+        "[[hooks.UserPromptSubmit]] entry by hand\n"
+    )
+    assert "/gone/venv/bin/cairn" in config.read_text()
