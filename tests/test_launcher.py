@@ -215,7 +215,9 @@ def test_cairn_installed_in_a_venv_whose_path_holds_a_space_runs(vault_repo: Vau
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    [handler] = json.loads((project / ".claude" / "settings.json").read_text())["hooks"]["UserPromptSubmit"][0]["hooks"]
+    [handler] = json.loads((project / ".claude" / "settings.local.json").read_text())["hooks"]["UserPromptSubmit"][0][
+        "hooks"
+    ]
     assert shlex.split(handler["command"])[:2] == [str(venv / "bin" / "python"), "-S"]
     served = subprocess.run(
         ["sh", "-c", handler["command"]],
