@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cairn import agent_switches, install
+from cairn import agent_switches, githooks, install
 from cairn.hot.errors import CairnError
 from cairn.hot.gitrefs import git_dir, served_ref
 from cairn.hot.index import IndexReader
@@ -309,17 +309,17 @@ def _git_hook_checks(name: str, vault: Any) -> list[Check]:
         hooks = gitrepo.hooks_dir(vault)
     except CairnError as exc:
         return [Check("git-hooks", name, False, str(exc))]
-    missing = [h for h in install.GIT_HOOKS if not _has(hooks / h, install.GIT_HOOK_MARKER)]
+    missing = [h for h in githooks.GIT_HOOKS if not _has(hooks / h, githooks.GIT_HOOK_MARKER)]
     checks = [
         Check(
             "git-hooks",
             name,
             not missing,
-            f"missing: {', '.join(missing)} in {hooks}" if missing else f"{', '.join(install.GIT_HOOKS)} in {hooks}",
+            f"missing: {', '.join(missing)} in {hooks}" if missing else f"{', '.join(githooks.GIT_HOOKS)} in {hooks}",
             f"cairn install git-hooks --vault {name}" if missing else "",
         )
     ]
-    outdated = install.outdated_git_hooks(vault, hooks, install.cairn_executable()) if not missing else []
+    outdated = githooks.outdated_git_hooks(vault, hooks, install.cairn_executable()) if not missing else []
     if outdated:
         detail = (
             f"{', '.join(outdated)} in {hooks} were written by another Cairn (or for another `cairn`): "

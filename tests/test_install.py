@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cairn import install
+from cairn import githooks, install
 from helpers.payloads import FITTING_PROMPT, payload_for
 from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault
 
@@ -222,9 +222,9 @@ def test_git_hooks_keep_the_index_current(vault_repo: VaultRepo, tmp_path: Path)
     done = cairn("install", "git-hooks", "--vault", str(vault_repo.root))
     assert done.returncode == 0, done.stderr
     hooks = vault_repo.root / ".git" / "hooks"
-    for name in install.GIT_HOOKS:
+    for name in githooks.GIT_HOOKS:
         assert os.access(hooks / name, os.X_OK)
-        assert install.GIT_HOOK_MARKER in (hooks / name).read_text()
+        assert githooks.GIT_HOOK_MARKER in (hooks / name).read_text()
     assert "unchanged" in cairn("install", "git-hooks", "--vault", str(vault_repo.root)).stdout
     vault_repo.write("python/venv", "Activate the venv", "pip install outside the venv hits the system python")
     vault_repo.git("add", "-A")
@@ -242,8 +242,8 @@ def test_git_hooks_keep_the_index_current(vault_repo: VaultRepo, tmp_path: Path)
     )
     assert [c["id"] for c in json.loads(served.stdout)["cards"]] == ["python/venv"]
     removed = cairn("uninstall", "git-hooks", "--vault", str(vault_repo.root))
-    assert removed.stdout.count("removed:") == len(install.GIT_HOOKS) == 5
-    assert not any((hooks / n).exists() for n in install.GIT_HOOKS)
+    assert removed.stdout.count("removed:") == len(githooks.GIT_HOOKS) == 5
+    assert not any((hooks / n).exists() for n in githooks.GIT_HOOKS)
 
 
 def test_a_commit_never_waits_on_another_index_of_the_vault(vault_repo: VaultRepo, tmp_path: Path) -> None:
@@ -343,7 +343,7 @@ def _logged_hooks(vault_repo: VaultRepo, tmp_path: Path) -> Path:
     wrapper = tmp_path / "cairn-logged"
     wrapper.write_text(f'#!/bin/sh\necho run >> "{log}"\nexec "{cairn_executable()}" "$@"\n')
     wrapper.chmod(0o755)
-    for name in install.GIT_HOOKS:
+    for name in githooks.GIT_HOOKS:
         hook = vault_repo.root / ".git" / "hooks" / name
         text = hook.read_text()
         [line] = [x for x in text.splitlines() if x.startswith("CAIRN_BIN=")]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import cairn
-from cairn import doctor, install
+from cairn import doctor, githooks, install
 from helpers.payloads import FITTING_PROMPT, payload_for
 from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault
 
@@ -195,8 +195,8 @@ def test_cairn_installed_in_a_venv_whose_path_holds_a_space_runs(vault_repo: Vau
 
     make_vault(vault_repo)
     hooks = vault_repo.root / ".git" / "hooks"
-    for name in install.GIT_HOOKS:
-        (hooks / name).write_text(install.git_hook_script(str(executable), ".", name, str(vault_repo.root.resolve())))
+    for name in githooks.GIT_HOOKS:
+        (hooks / name).write_text(githooks.git_hook_script(str(executable), ".", name, str(vault_repo.root.resolve())))
         (hooks / name).chmod(0o755)
     vault_repo.write("ops/new", "A new lesson after the hooks", "Committed with the hooks in place.")
     head = vault_repo.commit("one more")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cairn import install
+from cairn import githooks
 from helpers.payloads import FITTING_PROMPT, payload_for
 from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault, run_cairn
 
@@ -128,7 +128,7 @@ def test_init_registers_and_lists_the_real_next_steps(tmp_path: Path) -> None:
     assert "pre-commit install" in done.stdout and "cairn install claude-code --user" in done.stdout
     assert "cairn vault add" not in done.stdout
     hooks = tmp_path / "team-lessons" / ".git" / "hooks"
-    assert all((hooks / name).exists() for name in install.GIT_HOOKS) and "reference-transaction" in install.GIT_HOOKS
+    assert all((hooks / name).exists() for name in githooks.GIT_HOOKS) and "reference-transaction" in githooks.GIT_HOOKS
     plain = cairn("init", str(tmp_path / "mine"), cwd=tmp_path)  # not a terminal, no flag: not registered
     assert "cairn vault add" in plain.stdout
     names = [v["name"] for v in json.loads(cairn("vault", "list", "--json", cwd=tmp_path).stdout)["vaults"]]

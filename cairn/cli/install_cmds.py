@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from cairn import gitrepo, install
+from cairn import githooks, gitrepo, install
 from cairn.cli.common import _one_vault, echo, errors_to_exit, open_vault
 from cairn.hot.errors import CairnError
 from cairn.index import build as indexer
@@ -82,7 +82,7 @@ def install_cmd(
             raise click.UsageError("git-hooks goes into a vault: use --vault, not --project or --user")
         vault = open_vault(vault_path)
         hooks_dir = gitrepo.hooks_dir(vault)
-        for git_change in install.install_git_hooks(vault, hooks_dir, executable, chain=chain):
+        for git_change in githooks.install_git_hooks(vault, hooks_dir, executable, chain=chain):
             echo(f"{git_change.action}: {git_change.path}")
         echo(
             f"Every commit, merge, checkout, rebase and reset in {vault.root}, and every fetch or push that moves its "
@@ -208,7 +208,7 @@ def _index_now(vault_arg: str | None, executable: str) -> None:
         echo(f"  Not indexed yet ({exc}); the hook builds the index in the background on its first prompt.")
         return
     echo(f"  Index of {vault.root}: {report.n_cards} cards at {report.commit[:8]}.")
-    line = install.ensure_git_hooks(vault, executable)
+    line = githooks.ensure_git_hooks(vault, executable)
     if line:
         echo(f"  {line}")
 
@@ -234,7 +234,7 @@ def uninstall_cmd(target: str, project: Path | None, user: bool, vault_path: str
     """
     if target == "git-hooks":
         vault = open_vault(vault_path)
-        for git_change in install.uninstall_git_hooks(gitrepo.hooks_dir(vault)):
+        for git_change in githooks.uninstall_git_hooks(gitrepo.hooks_dir(vault)):
             echo(f"{git_change.action}: {git_change.path}")
         return
     base = _base(project, user)

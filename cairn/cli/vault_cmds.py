@@ -51,7 +51,7 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
     Example:
       cairn init ~/team-lessons --register
     """
-    from cairn import install, userconfig
+    from cairn import githooks, install, userconfig
 
     commit = authoring.init_vault(path)
     vault = find_vault(path)
@@ -65,7 +65,7 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
         not_indexed = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
         echo(f"Created a vault at {path} (commit {commit[:8]}).")
     if git_hooks:
-        line = install.ensure_git_hooks(vault, install.cairn_executable())
+        line = githooks.ensure_git_hooks(vault, install.cairn_executable())
         if line:
             echo(line)
     if register is None:

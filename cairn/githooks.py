@@ -1,0 +1,158 @@
+"""Cairn's git hooks in a vault's repository: after each commit, merge, checkout, rebase and reset they run
+`cairn index`, so the next prompt is served the new commit's cards. Never overwrites a hook that is not Cairn's."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from cairn.atomic import write_atomic
+from cairn.hot.errors import CairnError, RefusedWrite
+from cairn.hot.vault import Vault
+
+# post-commit, post-merge, post-checkout and post-rewrite share one script; reference-transaction (git 2.28 and later)
+# indexes when a command that runs none of them moves a branch that may be served (a reset, a fast-forward rebase).
+GIT_HOOKS = ("post-commit", "post-merge", "post-checkout", "post-rewrite", "reference-transaction")
+GIT_HOOK_MARKER = "cairn-index-hook"
+
+
+@dataclass(frozen=True, slots=True)
+class GitHookChange:
+    """One git hook file: action `installed`, `updated`, `unchanged`, `chained` (a foreign hook moved to
+    `<name>.local` runs first), `removed`, `restored` (the chained hook put back) or `absent`."""
+
+    path: Path
+    action: str
+
+
+def git_hook_script(executable: str, vault_dir: str, name: str = "post-commit", work_tree: str = "") -> str:
+    """The git hook `name`'s template with the cairn command, the vault folder (relative to the work tree) and the
+    work tree (its physical path: git runs hooks there) filled in. A bare `cairn` becomes its full path: git runs
+    hooks with the PATH of whatever started it (an IDE, a GUI client), where `cairn` may not be, and the hook would
+    then index nothing, silently. With the work tree, the hooks index nothing in another repository that shares
+    their folder (a global `core.hooksPath`) and happens to have a `cards/` folder."""
+    if os.sep not in executable:
+        executable = shutil.which(executable) or executable
+    text = resources.files("cairn").joinpath(f"templates/hooks/git/{name}").read_text("utf-8")
+    text = text.replace('CAIRN_BIN="cairn"', f"CAIRN_BIN={shlex.quote(executable)}", 1)
+    if work_tree:
+        text = text.replace('CAIRN_WORK_TREE=""', f"CAIRN_WORK_TREE={shlex.quote(work_tree)}", 1)
+    return text.replace('CAIRN_VAULT_DIR="."', f"CAIRN_VAULT_DIR={shlex.quote(vault_dir)}", 1)
+
+
+def _work_tree(vault: Vault) -> str:
+    """The physical path of the vault's git work tree (`pwd -P` in a hook run there), or "" outside git."""
+    return os.path.realpath(vault.git_root) if vault.git_root is not None else ""
+
+
+def outdated_git_hooks(vault: Vault, hooks_dir: Path, executable: str) -> list[str]:
+    """Cairn's git hooks in `hooks_dir` that differ from what `install_git_hooks` would write now: written by an
+    older Cairn (before `cairn index --wait`, a commit could wait 10 minutes on another index), for another `cairn`,
+    or for the vault at another place."""
+    vault_dir = vault.prefix.rstrip("/") or "."
+    outdated = []
+    for name in GIT_HOOKS:
+        path = hooks_dir / name
+        try:
+            text = path.read_text("utf-8", "replace")
+        except OSError:
+            continue  # missing: said elsewhere
+        if GIT_HOOK_MARKER in text and text != git_hook_script(executable, vault_dir, name, _work_tree(vault)):
+            outdated.append(name)
+    return outdated
+
+
+def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: bool = False) -> list[GitHookChange]:
+    """Put Cairn's post-commit, post-merge, post-checkout, post-rewrite and reference-transaction hooks into
+    `hooks_dir`.
+
+    A hook file that is not Cairn's is never overwritten: with chain=True it moves to `<name>.local` and
+    Cairn's hook runs it first; without, nothing is written and RefusedWrite says what to do.
+    """
+    vault_dir = vault.prefix.rstrip("/") or "."
+    foreign = [name for name in GIT_HOOKS if _is_foreign(hooks_dir / name)]
+    if foreign and not chain:
+        names = ", ".join(str(hooks_dir / n) for n in foreign)
+        raise RefusedWrite(
+            f"{names} already exist and are not Cairn's; nothing was written. Run again with --chain to keep them "
+            f"(they move to <name>.local and run first), or add `cairn index --vault {vault_dir}` to them by hand"
+        )
+    hooks_dir.mkdir(parents=True, exist_ok=True)
+    changes = []
+    for name in GIT_HOOKS:
+        target = hooks_dir / name
+        script = git_hook_script(executable, vault_dir, name, _work_tree(vault))
+        action = "installed"
+        if name in foreign:
+            local = target.with_name(name + ".local")
+            if local.exists():
+                raise RefusedWrite(f"{local} already exists; move it away, then run this again")
+            os.replace(target, local)
+            action = "chained"
+        elif target.exists():
+            if target.read_text("utf-8", "replace") == script:
+                changes.append(GitHookChange(target, "unchanged"))
+                continue
+            action = "updated"
+        write_atomic(target, script.encode("utf-8"), overwrite=True, mode=0o755)
+        changes.append(GitHookChange(target, action))
+    return changes
+
+
+def ensure_git_hooks(vault: Vault, executable: str) -> str:
+    """Install the vault's git hooks when they are missing, as `cairn init` and `cairn install AGENT` do; returns one
+    line to show ("" when they were there). Never raises for a hook that is in the way: the line says what to run.
+
+    A hooks folder outside the repository (a global `core.hooksPath`) serves every repository of the user, so it
+    is left to an explicit `cairn install git-hooks`.
+    """
+    from cairn import gitrepo
+
+    try:
+        hooks = gitrepo.hooks_dir(vault)
+        inside = vault.git_root is not None and hooks.resolve().is_relative_to(vault.git_root.resolve())
+        with gitrepo.open_repo(vault) as repo:
+            common = Path(repo.common_dir).resolve()
+        if not inside and not hooks.resolve().is_relative_to(common):
+            return (
+                f"Git hooks not installed: {hooks} (core.hooksPath) is shared by other repositories; run "
+                f"`cairn install git-hooks --vault {vault.root}` if that is what you want"
+            )
+        changes = install_git_hooks(vault, hooks, executable)
+    except CairnError as exc:
+        return f"Git hooks not installed: {exc}"
+    if all(c.action == "unchanged" for c in changes):
+        return ""
+    return f"Installed git hooks in {vault.root}: its index follows every commit, merge, checkout, rebase and reset."
+
+
+def uninstall_git_hooks(hooks_dir: Path) -> list[GitHookChange]:
+    """Remove Cairn's git hooks; a hook chained by install goes back in its place."""
+    changes = []
+    for name in GIT_HOOKS:
+        target = hooks_dir / name
+        local = target.with_name(name + ".local")
+        if not target.exists() or _is_foreign(target):
+            changes.append(GitHookChange(target, "absent"))
+            continue
+        if local.exists():
+            os.replace(local, target)
+            changes.append(GitHookChange(target, "restored"))
+        else:
+            target.unlink()
+            changes.append(GitHookChange(target, "removed"))
+    return changes
+
+
+def _is_foreign(path: Path) -> bool:
+    """A hook file that is there and is not Cairn's (a dangling link counts: something else put it there)."""
+    if not path.exists() and not path.is_symlink():
+        return False
+    try:
+        return GIT_HOOK_MARKER not in path.read_text("utf-8", "replace")
+    except OSError:
+        return True
