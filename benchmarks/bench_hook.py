@@ -2,7 +2,7 @@
 
 Run from the repository root:
     .venv/bin/python -m benchmarks.bench_hook [--sizes 1000,10000,100000] [--runs 30] [--rev REV | --venv DIR]
-        [--layered NxSIZE,...] [--instructions] [--wrapped] [--json]
+        [--layered NxSIZE,...] [--instructions] [--wrapped] [--sessions N] [--json]
 
 What is timed is what a user gets: by default a plain venv with `pip install --no-deps` of the current sources
 (`benchmarks.userenv`, cached by a hash of `cairn/` and `pyproject.toml`), not the developer's editable venv (whose
@@ -39,6 +39,11 @@ that fit a card, one that does not; the median) and of `python -c pass`: a ratio
 (the timed ratio moves by 0.1x or more on a shared machine), a proxy for the timed one (it leaves out waiting on the
 disk, and weighs every instruction alike).
 
+`--sessions N` times the prompt that prunes the agent sessions (`cairn.hot.session.prune`, due every few hours):
+the state folder holds N sessions (a `.json` and a `.lock` each, as the hook leaves them, all recent, so each run
+does the same work and none is deleted), and the prune stamp is made old before every hook run. A pruner the hook
+leaves running in the background is waited for after the run (not timed), so it does not slow the next command.
+
 It also checks that the hook imports nothing outside the standard library and Cairn (one run with
 PYTHONPROFILEIMPORTTIME, against the modules a bare interpreter imports), which is why `--no-deps` is enough.
 """
@@ -47,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import shutil
@@ -186,6 +192,40 @@ def budget_for(n_cards: int, layered: int) -> float | None:
     return BUDGETS[10_000] if n_cards * layered <= 10_000 else None
 
 
+def make_sessions(folder: Path, n: int) -> None:
+    """`n` recent agent sessions in `folder`, each a `.json` and a `.lock` as the hook leaves them (kept from an
+    earlier run while there are enough)."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    have = sum(1 for name in os.listdir(folder) if name.startswith("bench") and name.endswith(".json"))
+    now = time.time()
+    for i in range(n):
+        for suffix, data in ((".json", b'{"injected": {}}'), (".lock", b"")):
+            path = folder / f"bench{i:027x}{suffix}"
+            if i >= have:
+                path.write_bytes(data)
+            os.utime(path, (now, now))  # recent: the prune keeps them
+
+
+def wait_for_pruners(folder: Path, limit: float = 120.0) -> None:
+    """Wait until no process names `folder` on its command line (the detached pruner `prune` starts)."""
+    needle = str(folder).encode()
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        running = False
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    running = needle in Path(f"/proc/{pid}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                if running:
+                    break
+        if not running:
+            return
+        time.sleep(0.05)
+    raise SystemExit(f"Error: a session pruner of {folder} still runs after {limit:.0f} s")
+
+
 def configure(vaults: list[SynthVault], config: Path) -> None:
     """The user configuration listing `vaults` (each with Cairn's marker, `cairn.toml`, which the hook requires)."""
     lines = []
@@ -231,9 +271,12 @@ def bench_size(
     count_instructions: bool = False,
     wrapped: bool = False,
     floor: Callable[[str], list[str]] | None = None,
+    sessions: int = 0,
 ) -> dict[str, object]:
     floor = floor or (lambda code: [python, "-c", code])
     label = f"{n_cards}" if layered == 1 else f"{layered}x{n_cards}"
+    if sessions:
+        label += f"+{sessions}s"
     cache, state = work / "cache", work / f"state-{label}"
     vaults = [
         make_vault(work / (f"vault-{n_cards}" if i == 0 else f"vault-{n_cards}-seed{SEED + i}"), n_cards, seed=SEED + i)
@@ -263,6 +306,10 @@ def bench_size(
 
     hook = [*launcher, "hook", "--format", "claude-code"]
     timed_run(hook, payload(0), env, work)  # the first run parses the configuration and caches its JSON copy
+    folder = state / "sessions"
+    if sessions:
+        make_sessions(folder, sessions)
+        wait_for_pruners(folder)
     used, foreign = hook_imports(python, hook, payload(0), env, work, floor("pass"))
     commands = {
         "hook": hook,
@@ -277,7 +324,11 @@ def bench_size(
     for i in range(len(prompts)):
         for name in order[i % len(order) :] + order[: i % len(order)]:  # rotate: no command always runs first
             stdin = payload(i) if name == "hook" else None
+            if sessions and name == "hook":
+                os.utime(folder / ".pruned", (0, 0))  # the prune is due: this run is the one of every few hours
             seconds, cpu_s, out = timed_run(commands[name], stdin, env, work)
+            if sessions and name == "hook":
+                wait_for_pruners(folder)
             if i < 2:  # warm-up: the file cache
                 continue
             wall[name].append(seconds)
@@ -339,6 +390,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--wrapped", action="store_true", help="every prompt inside an agent wrapper (context and instructions)"
     )
+    parser.add_argument(
+        "--sessions", type=int, default=0, metavar="N", help="N agent sessions kept, and their prune due every run"
+    )
     args = parser.parse_args(argv)
     if args.instructions and shutil.which("valgrind") is None:
         parser.error("--instructions needs valgrind on PATH (e.g. apt-get install valgrind)")
@@ -383,6 +437,7 @@ def main(argv: list[str] | None = None) -> int:
             args.instructions,
             args.wrapped,
             floor,
+            args.sessions,
         )
         results.append(r)
         budget = r["budget"]

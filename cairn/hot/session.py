@@ -2,7 +2,8 @@
 
 One JSON file per session under `<state_dir>/sessions/`, named by a hash of the session id (the id itself is never
 written). A per-session lock file serialises the hooks of one session: read, recall, record, release. Writes go to
-a temp file and `os.replace`, so a reader sees the old file or the new one. Files unused for `ttl_days` are pruned.
+a temp file and `os.replace`, so a reader sees the old file or the new one. Files unused for `ttl_days` are pruned
+by a detached process (`prune`), at most every few hours.
 
 The lock is a POSIX record lock (`os.lockf`), not `fcntl.flock`: `fcntl` is a shared library to load (about 0.2 ms,
 near 2% of the interpreter's start, on every prompt), `os` is loaded already. A record lock belongs to the process,
@@ -12,6 +13,7 @@ recalls of one session at once.
 """
 
 import os
+import sys
 import time
 from _thread import allocate_lock
 
@@ -106,35 +108,82 @@ class open_session:  # noqa: N801 - used as a function: `with open_session(state
             _IN_PROCESS.release()
 
 
-def prune(state_dir: str, ttl_days: int) -> int:
-    """Delete session files not updated for `ttl_days`; runs at most every few hours. Returns how many went."""
+def prune(state_dir: str, ttl_days: int) -> bool:
+    """Start deleting the session files not updated for `ttl_days`, at most every few hours; whether it started.
+
+    The deleting (`prune_folder`) runs in a detached process: it lists and stats every session file (a second at
+    100,000 sessions on a warm disk, `bench_hook --sessions`; more on a cold or a network one), and the prompt that
+    finds it due must not wait for that. Doing it in the hook after its output is written would not help: the agent waits for the hook to
+    exit. So that prompt pays one `posix_spawn` (as the warm encoder's start does), the others one `stat`."""
     folder = os.path.join(state_dir, SESSIONS_DIR)
     stamp = os.path.join(folder, _PRUNE_STAMP)
     now = time.time()
     try:
         if now - os.stat(stamp).st_mtime < _PRUNE_EVERY_SECONDS:
-            return 0
+            return False
     except FileNotFoundError:
         pass
     except OSError:
-        return 0
+        return False
     try:
-        touch_private(stamp, now)
-        names = os.listdir(folder)
+        touch_private(stamp, now)  # first: the prompts that follow start no other pruner
+    except OSError:
+        return False
+    cutoff = repr(now - max(ttl_days, 1) * 86400)
+    spawn = getattr(os, "posix_spawn", None)
+    if spawn is None:  # pragma: no cover - Windows: no posix_spawn; pruned here, as before
+        prune_folder(folder, float(cutoff))
+        return True
+    # Without `site`, as the hook runs, and this Cairn's own install after the standard library (as `bin/cairn` puts
+    # it): nothing of the agent's folder (the child's working directory) is imported. No descriptor of the agent's pipes is kept: the agent reads the
+    # hook's output until every writer has closed it.
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    null = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+    try:
+        spawn(
+            sys.executable,
+            [sys.executable, "-S", "-c", PRUNE_CODE, package_root, folder, cutoff],
+            os.environ,
+            file_actions=null,
+            setsid=True,
+        )
+    except OSError:
+        return False  # tried again after _PRUNE_EVERY_SECONDS
+    return True
+
+
+# At a low priority (`os.nice`): it shares the machine with the agent and its hooks.
+PRUNE_CODE = """\
+import os, sys
+try:
+    os.nice(10)
+except OSError:
+    pass
+sys.path[:] = [p for p in sys.path if p != ""] + [sys.argv[1]]
+from cairn.hot.session import prune_folder
+prune_folder(sys.argv[2], float(sys.argv[3]))
+"""
+
+
+def prune_folder(folder: str, cutoff: float) -> int:
+    """Delete the session files of `folder` (`.json`, `.lock`, `.tmp`) last modified before `cutoff` (a Unix time);
+    how many sessions went. What `prune` starts in its detached process."""
+    removed = 0
+    try:
+        entries = os.scandir(folder)
     except OSError:
         return 0
-    cutoff = now - max(ttl_days, 1) * 86400
-    removed = 0
-    for name in names:
-        if not (name.endswith(".json") or name.endswith(".lock") or name.endswith(".tmp")):
-            continue
-        full = os.path.join(folder, name)
-        try:
-            if os.stat(full).st_mtime < cutoff:
-                os.unlink(full)
-                removed += name.endswith(".json")
-        except OSError:
-            continue
+    with entries:
+        for entry in entries:
+            name = entry.name
+            if not (name.endswith(".json") or name.endswith(".lock") or name.endswith(".tmp")):
+                continue
+            try:
+                if os.stat(entry.path).st_mtime < cutoff:
+                    os.unlink(entry.path)
+                    removed += name.endswith(".json")
+            except OSError:
+                continue
     return removed
 
 

@@ -1,0 +1,97 @@
+"""Pruning old agent sessions never costs the prompt that finds it due: the hook starts a detached process for it
+and lists nothing itself (`cairn.hot.session.prune`). Seen from inside a real hook run through Python's audit
+events, and in the files the detached process removes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from cairn.hot import session as sessions
+from helpers.payloads import FITTING_PROMPT, claude_payload
+from helpers.vaults import REBASE_ID, VaultRepo, make_vault, state_dir
+
+OLD = time.time() - 40 * 86400  # past the default session_ttl_days (14)
+
+# The hook's own `main`, in a process that records every folder it lists and every process it starts.
+AUDITED_HOOK = """
+import json, sys
+seen = []
+def audit(event, args):
+    if event in ("os.listdir", "os.scandir"):
+        seen.append([event, str(args[0])])
+    elif event == "os.posix_spawn":
+        seen.append([event, [str(a) for a in args[1]]])
+sys.addaudithook(audit)
+from cairn.hot.hook import main
+status = main(sys.argv[2:])
+sys.stdout.flush()
+with open(sys.argv[1], "w") as out:
+    out.write(json.dumps(seen))
+"""
+
+
+def _audited_hook(vault: VaultRepo, record: Path) -> tuple[subprocess.CompletedProcess[str], list[list[object]]]:
+    payload = json.dumps(claude_payload(FITTING_PROMPT, vault.root, "a-new-session"))
+    args = [sys.executable, "-c", AUDITED_HOOK, str(record), "--format", "claude-code", "--vault", str(vault.root)]
+    done = subprocess.run(args, input=payload, capture_output=True, text=True, cwd=vault.root, timeout=60, check=False)
+    assert done.returncode == 0 and done.stderr == "", done
+    return done, json.loads(record.read_text())
+
+
+def _stale_and_fresh(folder: Path) -> tuple[list[Path], list[Path]]:
+    folder.mkdir(parents=True, exist_ok=True)
+    stale = [folder / f"{'a' * 31}{i}{suffix}" for i in range(3) for suffix in (".json", ".lock")]
+    stale.append(folder / f"{'b' * 32}.json.123.cafe.tmp")
+    fresh = [folder / f"{'c' * 32}.json", folder / f"{'c' * 32}.lock", folder / "notes-of-mine.txt"]
+    for path in stale + fresh:
+        path.write_text("{}")
+    for path in [*stale, fresh[-1]]:  # an old file whose name is no session's is kept too
+        os.utime(path, (OLD, OLD))
+    return stale, fresh
+
+
+def _wait_until_gone(paths: list[Path], limit: float = 60.0) -> None:
+    deadline = time.monotonic() + limit
+    while any(path.exists() for path in paths) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_prune_folder_deletes_only_old_session_files(tmp_path: Path) -> None:
+    stale, fresh = _stale_and_fresh(tmp_path / "sessions")
+    assert sessions.prune_folder(str(tmp_path / "sessions"), time.time() - 14 * 86400) == 3
+    assert [path for path in stale if path.exists()] == []
+    assert all(path.exists() for path in fresh)
+
+
+def test_the_hook_lists_no_session_folder_and_a_detached_process_prunes_it(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    make_vault(vault_repo)
+    folder = state_dir() / "sessions"
+    stale, fresh = _stale_and_fresh(folder)
+    done, seen = _audited_hook(vault_repo, tmp_path / "first.json")
+    assert REBASE_ID in done.stdout  # the prompt got its card
+    listed = [path for event, path in seen if event in ("os.listdir", "os.scandir")]
+    assert str(folder) not in listed  # the prompt's own process never walks the sessions
+    started = [argv for event, argv in seen if event == "os.posix_spawn"]
+    assert len(started) == 1 and sessions.PRUNE_CODE in started[0] and str(folder) in started[0]
+    _wait_until_gone(stale)
+    assert [path for path in stale if path.exists()] == []
+    assert all(path.exists() for path in fresh)
+
+    _, seen = _audited_hook(vault_repo, tmp_path / "second.json")  # pruned a moment ago: not due again
+    assert [event for event, _ in seen if event == "os.posix_spawn"] == []
+
+
+def test_prune_is_due_again_only_after_hours(tmp_path: Path) -> None:
+    state = str(tmp_path / "state")
+    stale, _ = _stale_and_fresh(tmp_path / "state" / "sessions")
+    assert sessions.prune(state, 14) is True
+    assert sessions.prune(state, 14) is False  # the stamp was touched before the pruner started
+    _wait_until_gone(stale)
+    assert [path for path in stale if path.exists()] == []
