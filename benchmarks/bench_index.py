@@ -13,7 +13,8 @@ What runs is the `cairn` of a plain venv with a regular `pip install` of the cur
 (`benchmarks.userenv`; `--venv DIR` times another venv's). Full builds: `--full-runs` times, each into an empty
 cache. Incremental: `--runs` times, each after a commit that edits one card's summary, into the cache of the last
 full build (`cairn index --json` must report the mode expected; a note is printed otherwise). Prints medians (and
-the range), and the incremental median as a multiple of a bare `python -c pass` of the same interpreter. Budgets
+the range), and the incremental median as a multiple of a bare `python -c pass` of the same interpreter, with each
+build's median peak memory (its largest resident set, from `wait4`). Budgets
 (ARCHITECTURE.md, "Budgets"): full <= 15 s, incremental <= 1 s.
 """
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
+import os
 import statistics
 import subprocess
 import sys
@@ -35,24 +36,30 @@ from benchmarks.userenv import WORK, describe, machine, timing_env, user_venv
 
 def timed(
     args: list[str], env: dict[str, str], cwd: Path, expect: str | None = None
-) -> tuple[float, float, dict[str, object]]:
-    """Wall-clock seconds one command takes, its CPU seconds (user + system: less sensitive to a busy machine), and
-    its JSON output when `expect` names the build mode `cairn index` must report."""
-    cpu = _children_cpu()
+) -> tuple[float, float, dict[str, object], float]:
+    """Wall-clock seconds one command takes, its CPU seconds (user + system: less sensitive to a busy machine), its
+    JSON output when `expect` names the build mode `cairn index` must report, and its peak memory (the largest
+    resident set, MB; what the kernel reports for the process when it is reaped)."""
     started = time.perf_counter()
-    done = subprocess.run(args, env=env, cwd=cwd, check=True, capture_output=True, text=True)
-    seconds = time.perf_counter() - started
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(args, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=errors, text=True)
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+        proc.stdout.close()
+        _, status, usage = os.wait4(proc.pid, 0)  # reaped here, with its resource usage
+        seconds = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            errors.seek(0)
+            raise SystemExit(f"Error: {' '.join(args[:2])} failed:\n{errors.read().decode(errors='replace')[-2000:]}")
+    cpu = usage.ru_utime + usage.ru_stime
+    peak_mb = usage.ru_maxrss / 1024  # kilobytes on Linux
     report: dict[str, object] = {}
     if expect is not None:
-        report = json.loads(done.stdout)
+        report = json.loads(out)
         if report.get("mode") != expect:
             print(f"  note: expected a {expect} build, got {report.get('mode')}")
-    return seconds, _children_cpu() - cpu, report
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    return seconds, cpu, report, peak_mb
 
 
 def spread(values: list[float]) -> str:
@@ -88,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         env = timing_env()
         bare = [timed([python, "-c", "pass"], env, root)[0] for _ in range(20)]
         cpu: dict[str, list[float]] = {"full": [], "incremental": []}
+        peak: dict[str, list[float]] = {"full": [], "incremental": []}
         index = [cairn, "index", "--vault", str(root), "--json"]
         full: list[float] = []
         incremental: list[float] = []
@@ -95,18 +103,20 @@ def main(argv: list[str] | None = None) -> int:
         report: dict[str, object] = {}
         for run in range(args.full_runs):
             env = timing_env(CAIRN_CACHE_DIR=str(Path(tmp) / f"cache-{run}"))
-            seconds, cpu_s, report = timed(index, env, root, "full")
+            seconds, cpu_s, report, peak_mb = timed(index, env, root, "full")
             full.append(seconds)
             cpu["full"].append(cpu_s)
+            peak["full"].append(peak_mb)
             inside["full"].append(float(report["seconds"]))  # type: ignore[arg-type]
         cards, problems = report.get("cards"), len(report.get("problems") or [])  # type: ignore[arg-type]
         target = root / base.cards[0].path
         for run in range(args.runs):
             edit_summary(target, f"Revised {run}:")
             git(root, "commit", "-q", "-a", "--no-verify", "-m", f"Edit one card ({run})")
-            seconds, cpu_s, report = timed(index, env, root, "incremental")
+            seconds, cpu_s, report, peak_mb = timed(index, env, root, "incremental")
             incremental.append(seconds)
             cpu["incremental"].append(cpu_s)
+            peak["incremental"].append(peak_mb)
             inside["incremental"].append(float(report["seconds"]))  # type: ignore[arg-type]
     bare_ms = statistics.median(bare) * 1000
     print(f"full build: {cards} cards indexed, {problems} problems")
@@ -114,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     for kind, values, budget in (("full", full, 15), ("incremental", incremental, 1)):
         print(
             f"{kind + ' index:':<19}{spread(values)}  budget {budget} s;  CPU {statistics.median(cpu[kind]):.2f} s,"
-            f" in process {statistics.median(inside[kind]):.2f} s"
+            f" in process {statistics.median(inside[kind]):.2f} s; peak memory {statistics.median(peak[kind]):.0f} MB"
         )
     print(f"incremental = {statistics.median(incremental) * 1000 / bare_ms:.0f}x bare python")
     print(machine().replace("machine:", "after:  "))
