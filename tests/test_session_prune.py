@@ -95,3 +95,36 @@ def test_prune_is_due_again_only_after_hours(tmp_path: Path) -> None:
     assert sessions.prune(state, 14) is False  # the stamp was touched before the pruner started
     _wait_until_gone(stale)
     assert [path for path in stale if path.exists()] == []
+
+
+def test_a_long_lived_process_collects_the_pruners_it_started(tmp_path: Path) -> None:
+    """The MCP server serves prompts for days: each pruner it started stayed a zombie until the server ended. The
+    next prompt it serves now collects every pruner that has ended."""
+    state = str(tmp_path / "state")
+    stale, _ = _stale_and_fresh(tmp_path / "state" / "sessions")
+    assert sessions.prune(state, 14) is True
+    pid = sessions._PRUNERS[-1]
+    _wait_until_gone(stale)
+    stat = Path(f"/proc/{pid}/stat")
+    deadline = time.monotonic() + 60
+    while stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z" and time.monotonic() < deadline:
+        time.sleep(0.05)  # the pruner has ended: a zombie until its parent collects it
+    assert stat.exists(), "the pruner was collected before prune could"
+    assert sessions.prune(state, 14) is False  # not due again; it collects the ended pruner all the same
+    assert pid not in sessions._PRUNERS
+    assert not stat.exists()
+
+
+def test_a_session_in_use_keeps_its_lock_file(tmp_path: Path) -> None:
+    """Pruning judges a file by its last change, and a lock file is never written: an active session whose lock file
+    was made more than `session_ttl_days` ago had it deleted while a hook held it, and a second hook of the session
+    then locked a new file and went on at the same time. Taking the lock now marks the file used."""
+    state = str(tmp_path / "state")
+    with sessions.open_session(state, "a long session"):
+        pass
+    [lock] = (tmp_path / "state" / "sessions").glob("*.lock")
+    os.utime(lock, (OLD, OLD))
+    with sessions.open_session(state, "a long session"):
+        assert lock.stat().st_mtime > time.time() - 60
+        sessions.prune_folder(str(lock.parent), time.time() - 14 * 86400)
+        assert lock.exists()

@@ -91,6 +91,7 @@ class open_session:  # noqa: N801 - used as a function: `with open_session(state
         try:
             self._fd = open_private(os.path.join(self._folder, self._key + ".lock"), os.O_RDWR | os.O_CREAT)
             _lock(self._fd)
+            _touch(self._fd)
             return Session(self._key, path, *_read(path))
         except BaseException:
             self._release()
@@ -113,8 +114,11 @@ def prune(state_dir: str, ttl_days: int) -> bool:
 
     The deleting (`prune_folder`) runs in a detached process: it lists and stats every session file (a second at
     100,000 sessions on a warm disk, `bench_hook --sessions`; more on a cold or a network one), and the prompt that
-    finds it due must not wait for that. Doing it in the hook after its output is written would not help: the agent waits for the hook to
-    exit. So that prompt pays one `posix_spawn` (as the warm encoder's start does), the others one `stat`."""
+    finds it due must not wait for that. Doing it in the hook after its output is written would not help: the agent
+    waits for the hook to exit. So that prompt pays one `posix_spawn` (as the warm encoder's start does), the others
+    one `stat`."""
+    if _PRUNERS:
+        _reap()
     folder = os.path.join(state_dir, SESSIONS_DIR)
     stamp = os.path.join(folder, _PRUNE_STAMP)
     now = time.time()
@@ -134,13 +138,14 @@ def prune(state_dir: str, ttl_days: int) -> bool:
     if spawn is None:  # pragma: no cover - Windows: no posix_spawn; pruned here, as before
         prune_folder(folder, float(cutoff))
         return True
-    # Without `site`, as the hook runs, and this Cairn's own install after the standard library (as `bin/cairn` puts
-    # it): nothing of the agent's folder (the child's working directory) is imported. No descriptor of the agent's pipes is kept: the agent reads the
-    # hook's output until every writer has closed it.
+    # Without `site`, as the hook runs, and this Cairn's own install after the standard library (as the hook's
+    # launcher, `cairn/__main__.py`, puts it): nothing of the agent's folder (the child's working directory) is
+    # imported. No descriptor of the agent's pipes is kept: the agent reads the hook's output until every writer has
+    # closed it.
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     null = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
     try:
-        spawn(
+        pid = spawn(
             sys.executable,
             [sys.executable, "-S", "-c", PRUNE_CODE, package_root, folder, cutoff],
             os.environ,
@@ -149,7 +154,23 @@ def prune(state_dir: str, ttl_days: int) -> bool:
         )
     except OSError:
         return False  # tried again after _PRUNE_EVERY_SECONDS
+    _PRUNERS.append(pid)
     return True
+
+
+_PRUNERS: "list[int]" = []  # pruners this process started and has not reaped yet
+
+
+def _reap() -> None:
+    """Collect the pruners that have ended: a long-lived process (the MCP server) would otherwise keep each one as a
+    zombie. The hook exits long before its pruner does; its pruner is then the init process's to collect."""
+    for pid in list(_PRUNERS):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # collected elsewhere
+            done = pid
+        if done:
+            _PRUNERS.remove(pid)
 
 
 # At a low priority (`os.nice`): it shares the machine with the agent and its hooks.
@@ -216,6 +237,16 @@ def _read(path: str) -> tuple[dict[str, dict[str, str]], str | None]:
     injected = {str(k): v for k, v in data["injected"].items() if isinstance(v, dict)}
     vault = data.get("vault")
     return injected, vault if isinstance(vault, str) else None
+
+
+def _touch(fd: int) -> None:
+    """Mark a session's lock file as used now: `prune_folder` judges files by when they were last modified, and a
+    lock file is never written, so an active session's lock, created more than `ttl_days` ago, was deleted while held
+    (a second hook of the session then locked a new file and both went on at once)."""
+    try:
+        os.utime(fd)
+    except (OSError, NotImplementedError):  # pragma: no cover - a platform without futimens; nothing to keep
+        pass
 
 
 def _lock(fd: int) -> None:
