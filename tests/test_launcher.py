@@ -78,6 +78,20 @@ def test_without_site_another_command_gets_site(tmp_path: Path) -> None:
     assert "site" in _imports(done.stderr)
 
 
+def _agent_runs(command: str, project: Path) -> None:
+    """Claude Code's hook `command` run as the agent runs it, in `project`: the fitting prompt gets its card."""
+    served = subprocess.run(
+        ["sh", "-c", command],
+        input=payload_for("claude-code", FITTING_PROMPT, project),
+        capture_output=True,
+        text=True,
+        cwd=project,
+        check=False,
+    )
+    assert served.returncode == 0, served.stderr
+    assert REBASE_ID in json.loads(served.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
 def test_install_writes_the_launcher_and_the_agent_runs_it(vault_repo: VaultRepo, tmp_path: Path) -> None:
     make_vault(vault_repo)
     project = tmp_path / "project"
@@ -96,16 +110,7 @@ def test_install_writes_the_launcher_and_the_agent_runs_it(vault_repo: VaultRepo
     assert words[1:3] == ["-S", str(Path(cairn.__file__).resolve().with_name("__main__.py"))]
     assert Path(words[0]).name.startswith("python")
     assert words[3:6] == ["hook", "--format", "claude-code"]
-    served = subprocess.run(
-        ["sh", "-c", handler["command"]],
-        input=payload_for("claude-code", FITTING_PROMPT, project),
-        capture_output=True,
-        text=True,
-        cwd=project,
-        check=False,
-    )
-    assert served.returncode == 0, served.stderr
-    assert REBASE_ID in json.loads(served.stdout)["hookSpecificOutput"]["additionalContext"]
+    _agent_runs(handler["command"], project)
     assert install.cairn_commands("claude-code", project / ".claude" / "settings.local.json") == [handler["command"]]
 
 
@@ -219,13 +224,4 @@ def test_cairn_installed_in_a_venv_whose_path_holds_a_space_runs(vault_repo: Vau
         "hooks"
     ]
     assert shlex.split(handler["command"])[:2] == [str(venv / "bin" / "python"), "-S"]
-    served = subprocess.run(
-        ["sh", "-c", handler["command"]],
-        input=payload_for("claude-code", FITTING_PROMPT, project),
-        capture_output=True,
-        text=True,
-        cwd=project,
-        check=False,
-    )
-    assert served.returncode == 0, served.stderr
-    assert REBASE_ID in json.loads(served.stdout)["hookSpecificOutput"]["additionalContext"]
+    _agent_runs(handler["command"], project)

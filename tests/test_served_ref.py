@@ -160,12 +160,8 @@ def test_an_origin_head_left_on_a_dropped_branch_says_fetch(tmp_path: Path) -> N
     )
 
 
-def test_recall_and_explain_give_what_an_agent_gets_after_the_served_branch_was_rewritten(
-    vault_repo: VaultRepo, tmp_path: Path
-) -> None:
-    """origin's main force-pushed back past a card: the hook (and the MCP tools) serve nothing from the kept index
-    until `cairn index --rebuild`, but `cairn recall` and `cairn explain`, which say what an agent would get, still
-    gave the card the force-push removed. They now say what the agent gets; `--ref` still reads any commit."""
+def _a_lesson_and_a_clone(vault_repo: VaultRepo, tmp_path: Path) -> Path:
+    """The vault with one lesson in two commits, and a clone of it (whose served ref is origin/main)."""
     vault_repo.write_raw("cairn.toml", "# defaults\n")
     vault_repo.commit("A vault")
     vault_repo.write(
@@ -177,6 +173,16 @@ def test_recall_and_explain_give_what_an_agent_gets_after_the_served_branch_was_
     vault_repo.commit("A lesson")
     clone = tmp_path / "clone"
     vault_repo.git("clone", "-q", str(vault_repo.root), str(clone))
+    return clone
+
+
+def test_recall_and_explain_give_what_an_agent_gets_after_the_served_branch_was_rewritten(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """origin's main force-pushed back past a card: the hook (and the MCP tools) serve nothing from the kept index
+    until `cairn index --rebuild`, but `cairn recall` and `cairn explain`, which say what an agent would get, still
+    gave the card the force-push removed. They now say what the agent gets; `--ref` still reads any commit."""
+    clone = _a_lesson_and_a_clone(vault_repo, tmp_path)
     query = "git pull --rebase after a force-push dropped my commits"
     assert "git/force-push-rebase" in run_cairn("recall", query, cwd=clone).stdout  # served before the force-push
     vault_repo.git("reset", "-q", "--hard", "HEAD~1")
@@ -201,17 +207,7 @@ def test_show_list_and_eval_say_when_they_read_an_index_kept_after_a_force_push(
     """After the served branch was force-pushed back past a card, `cairn show`, `list` and `eval` read the kept
     index (people's view), but said nothing: `eval` then gave figures for cards agents no longer get. Each now warns
     on stderr, naming both commits and `cairn index --rebuild`; `--json` output on stdout stays valid JSON."""
-    vault_repo.write_raw("cairn.toml", "# defaults\n")
-    vault_repo.commit("A vault")
-    vault_repo.write(
-        "git/force-push-rebase",
-        "Pull --rebase can drop commits after a force-push",
-        "If a shared branch was force-pushed, git pull --rebase may drop your local commits; check git reflog first.",
-        scope=["git"],
-    )
-    vault_repo.commit("A lesson")
-    clone = tmp_path / "clone"
-    vault_repo.git("clone", "-q", str(vault_repo.root), str(clone))
+    clone = _a_lesson_and_a_clone(vault_repo, tmp_path)
     cases = tmp_path / "cases.yaml"
     cases.write_text(
         "- id: p\n  query: git pull --rebase after a force-push dropped my commits\n"
