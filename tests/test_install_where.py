@@ -64,6 +64,26 @@ def test_a_project_install_writes_no_path_of_this_machine_into_a_shared_file(age
     assert all(c["ok"] for c in _agent_checks(project, on_path)), _agent_checks(project, on_path)
 
 
+def test_a_folder_baked_into_a_shared_file_is_named_as_this_machines(project: Path, vault_repo: VaultRepo) -> None:
+    """`--vault ~/team-lessons` in Codex's shared hooks.json is this machine's folder: teammates' clones are
+    elsewhere. Install says so and what to do; a registered vault's name, which each machine resolves, is fine."""
+    done = run_cairn("install", "codex", "--project", str(project), "--vault", str(vault_repo.root), cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert f"Note: the hook names --vault {vault_repo.root.resolve()}, a folder of this machine" in done.stdout
+    assert "install with `--vault team`" in done.stdout
+    done = run_cairn("install", "codex", "--project", str(project), "--vault", "team", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert _commands(project / SHARED["codex"], EVENTS["codex"]) == ["cairn hook --format codex --vault team"]
+    assert "a folder of this machine" not in done.stdout
+
+
+def test_a_shared_install_off_the_path_names_this_installations_cairn(project: Path) -> None:
+    """It named the hook's launcher file (`.../cairn/__main__.py`), which is not what a teammate puts on PATH."""
+    done = run_cairn("install", "gemini", "--project", str(project), cwd=project, env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert f"Note: your PATH does not find this installation's `cairn` ({cairn_executable()}): put" in done.stdout
+
+
 def test_claudes_personal_file_is_not_named_when_git_ignores_it(project: Path) -> None:
     (project / ".gitignore").write_text(".claude/settings.local.json\n")
     done = run_cairn("install", "claude-code", "--project", str(project), cwd=project)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Callable
 from pathlib import Path
@@ -107,7 +108,7 @@ def install_cmd(
     if change.backup:
         echo(f"  backup of the previous file: {change.backup}")
     if not user:
-        _say_who_reads(target, settings, moved)
+        _say_who_reads(target, settings, moved, vault_arg)
     if not vault_arg:
         echo(
             "  The hook serves $CAIRN_VAULT when the agent has it set, else the configured vaults (`cairn vault list`)."
@@ -120,8 +121,11 @@ def install_cmd(
     echo(f"Undo with `cairn uninstall {target}{where}`.")
 
 
-def _say_who_reads(agent: str, settings: install.SettingsFile, moved: install.SettingsChange | None) -> None:
-    """Say who reads the project file just written, and that an older Cairn's hook left the shared one."""
+def _say_who_reads(
+    agent: str, settings: install.SettingsFile, moved: install.SettingsChange | None, vault_arg: str | None
+) -> None:
+    """Say who reads the project file just written, that a folder baked into a shared one is this machine's, and
+    that an older Cairn's hook left the shared one."""
     if settings.shared:
         echo(
             f"  {settings.path.name} is the project's shared settings (committed, read by every teammate's "
@@ -129,8 +133,14 @@ def _say_who_reads(agent: str, settings: install.SettingsFile, moved: install.Se
         )
         if install.cairn_executable() != "cairn":
             echo(
-                f"  Note: your PATH does not find this installation's `cairn` ({install.hook_launcher()[-1]}): put "
+                f"  Note: your PATH does not find this installation's `cairn` ({install.cairn_executable()}): put "
                 "its folder on PATH (pipx does), or the agent runs no `cairn` here, or another one."
+            )
+        if vault_arg and os.path.isabs(vault_arg):
+            echo(
+                f"  Note: the hook names --vault {vault_arg}, a folder of this machine, in a file every teammate "
+                "reads: their clones of the vault are elsewhere. Register the vault by name on each machine "
+                "(`cairn vault add PATH --name team`) and install with `--vault team`, or leave --vault out."
             )
         return
     echo(
