@@ -505,6 +505,8 @@ def _install_fix(agent: str, where: str, path: Path, vault: str | None = None, s
         words += ["--vault", vault]
     if scope:
         words += ["--scope", scope]
+    if path.suffix == ".toml":  # Codex's [hooks] tables: Cairn never rewrites TOML, and the install writes hooks.json
+        return f"remove Cairn's [[hooks.UserPromptSubmit]] entry from {path} by hand, then {shlex.join(words)}"
     return shlex.join(words)
 
 

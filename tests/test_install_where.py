@@ -158,6 +158,9 @@ def test_codex_hooks_in_config_toml_are_seen_by_doctor_and_uninstall(
     [check] = [c for c in _agent_checks(project) if str(c["subject"]).startswith("codex")]
     assert check["subject"] == f"codex ({where})" and check["ok"] is False
     assert check["detail"] == f"{config}: '/gone/venv/bin/cairn' is not found"
+    # The install alone writes hooks.json and leaves the broken entry: Codex would run both.
+    assert str(check["fix"]).startswith(f"remove Cairn's [[hooks.UserPromptSubmit]] entry from {config} by hand, then ")
+    assert str(check["fix"]).endswith("cairn install codex" + (" --user" if where == "user" else ""))  # run there
 
     args = ["--user"] if where == "user" else ["--project", str(project)]
     done = run_cairn("uninstall", "codex", *args, cwd=project)
