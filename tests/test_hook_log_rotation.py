@@ -41,7 +41,8 @@ for line in sys.stdin:
 def _full_log(state: Path, size: int) -> set[tuple[str, int]]:
     """hook.jsonl holding `size` bytes or a little more of numbered lines: its next write rotates it."""
     state.mkdir(mode=0o700, parents=True, exist_ok=True)
-    lines, written = [], 0
+    lines: list[str] = []
+    written = 0
     while written < size:
         lines.append(json.dumps({"writer": "before", "n": len(lines), "pad": "y" * 200}) + "\n")
         written += len(lines[-1])
@@ -154,4 +155,6 @@ def test_real_hooks_at_once_on_a_full_log_serve_their_prompts_and_lose_no_line(v
     assert all(REBASE_ID in out and err == "" for out, err in outputs)
     entries = _logged(state)
     assert {("before", int(str(e["n"]))) for e in entries if e.get("writer") == "before"} == before
-    assert sorted(e["session"] for e in entries if "session" in e) == sorted(session_key(f"s{i}") for i in range(6))
+    assert sorted(str(e["session"]) for e in entries if "session" in e) == sorted(
+        session_key(f"s{i}") for i in range(6)
+    )

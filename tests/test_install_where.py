@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,7 +100,10 @@ def test_doctor_fails_an_older_cairns_path_in_a_shared_file_and_its_fix_moves_it
     shared.parent.mkdir()
     older = f"/home/ann/.venv/bin/python3 -S {cairn_executable()} hook --format {agent}"
     handler = {"type": "command", "command": older, "timeout": 10}
-    theirs = {"model": "keep-me", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send"}]}]}}
+    theirs: dict[str, Any] = {
+        "model": "keep-me",
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send"}]}]},
+    }
     shared.write_text(json.dumps({**theirs, "hooks": {**theirs["hooks"], EVENTS[agent]: [{"hooks": [handler]}]}}))
 
     [check] = [c for c in _agent_checks(project) if c["subject"] == f"{agent} (project)"]

@@ -78,7 +78,7 @@ def test_the_hook_lists_no_session_folder_and_a_detached_process_prunes_it(
     assert REBASE_ID in done.stdout  # the prompt got its card
     listed = [path for event, path in seen if event in ("os.listdir", "os.scandir")]
     assert str(folder) not in listed  # the prompt's own process never walks the sessions
-    started = [argv for event, argv in seen if event == "os.posix_spawn"]
+    started = [argv for event, argv in seen if event == "os.posix_spawn" and isinstance(argv, list)]
     assert len(started) == 1 and sessions.PRUNE_CODE in started[0] and str(folder) in started[0]
     _wait_until_gone(stale)
     assert [path for path in stale if path.exists()] == []

@@ -35,7 +35,7 @@ def _rewrite(index_file: Path, edit: Callable[[store.Parts], None]) -> None:
         store.write_parts(handle, parts, _sealer())
 
 
-def _values(hot: bytes) -> list[Any]:
+def _values(hot: bytes | memoryview) -> list[Any]:
     values: list[Any] = json.loads(bytes(hot[SEAL_BYTES:]))
     return values
 
@@ -92,7 +92,7 @@ def delete_card(index_file: Path, card_id: str) -> None:
     _rewrite(index_file, edit)
 
 
-def _card(index_file: Path, card_id: str) -> tuple[int, int, bytes, bytes]:
+def _card(index_file: Path, card_id: str) -> tuple[int, int, bytes | memoryview, bytes | memoryview]:
     (card,) = [card for card in store.read_parts(index_file, unchecked=True).cards if _values(card[2])[1] == card_id]
     return card
 
