@@ -135,6 +135,9 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False) -> list[Check]:
         return [*checks, Check("vault", name, False, str(exc), f"cairn vault remove {name}")]
     if vault.git_root is None:
         return [*checks, Check("vault", name, False, f"{root} is not in a git repository", f"git -C {root} init")]
+    unreadable = _unsupported_repository(vault)
+    if unreadable:  # the files name its served commit, but no command can read it: `cairn index` would fail
+        return [*checks, Check("vault", name, False, unreadable, "move its cards/ and cairn.toml to a sha1 repository")]
     ref, commit = served_ref(str(vault.git_root), entry.ref)
     if commit is None:  # what the files cannot tell, git may (a reftable repository, a loose annotated tag)
         from cairn.index.build import served_commit
@@ -289,6 +292,20 @@ def _damage(reader: IndexReader) -> str:
 
     problems = verify(reader, row_seals=False)  # the file's seal first; every record only when it fails
     return problems[0] if problems else ""
+
+
+def _unsupported_repository(vault: Any) -> str:
+    """Why Cairn cannot read the vault's repository (a SHA-256 one), or ""."""
+    from cairn import gitrepo
+    from cairn.hot.errors import UnsupportedRepository
+
+    try:
+        with gitrepo.open_repo(vault):
+            return ""
+    except UnsupportedRepository as exc:
+        return str(exc)
+    except CairnError:  # another reason (safe.directory, damage): the checks below say it
+        return ""
 
 
 def _descends(vault: Any, indexed: str, commit: str) -> bool:

@@ -12,7 +12,7 @@ from pathlib import Path
 import git
 from git.exc import BadName, GitCommandError, InvalidGitRepositoryError, NoSuchPathError
 
-from cairn.hot.errors import CairnError, NotAGitRepository
+from cairn.hot.errors import CairnError, NotAGitRepository, UnsupportedRepository
 from cairn.hot.vault import CARDS_DIR, Vault
 
 SYMLINK_MODE = 0o120000
@@ -65,7 +65,26 @@ def open_repo(vault: Vault) -> git.Repo:
         raise NotAGitRepository(
             f"{vault.git_root} is not a readable git repository: {_last_line(exc.stderr)}"
         ) from None
+    object_format = object_format_of(repo)
+    if object_format != "sha1":
+        repo.close()
+        raise UnsupportedRepository(
+            f"{vault.git_root} names its objects by {object_format} (extensions.objectFormat), which gitpython, "
+            "Cairn's git library, cannot read; keep the vault in a repository made by a plain `git init` (sha1)"
+        )
     return repo
+
+
+def object_format_of(repo: git.Repo) -> str:
+    """The hash that names the repository's objects, `sha1` or `sha256` (`git init --object-format=sha256`).
+
+    gitpython parses object ids and object headers as 20 bytes and 40 hex digits, so a SHA-256 repository's first
+    read (its `cairn.toml`, a card's blob) stopped `cairn index`, `show` and `review` as a bug in Cairn."""
+    try:
+        value = repo.config_reader("repository").get_value("extensions", "objectformat", "sha1")
+    except Exception:  # an unreadable config: git itself has answered above, so take git's default
+        return "sha1"
+    return str(value).strip().lower() or "sha1"
 
 
 def head_branch(repo: git.Repo) -> str | None:

@@ -15,7 +15,7 @@ import pytest
 from cairn import __version__
 from cairn.cli import COMMANDS
 from helpers.cli import invoke_cli
-from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault
+from helpers.vaults import BOB, REBASE_ID, VaultRepo, cairn_executable, make_vault
 
 
 def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -350,3 +350,30 @@ def test_a_vault_git_refuses_for_its_owner_says_how_to_trust_it(vault_repo: Vaul
         f"Error: git refuses to work in {vault_repo.root.resolve()}: it is owned by another user; if you trust it, "
         f"run `git config --global --add safe.directory {vault_repo.root.resolve()}`\n"
     )
+
+
+@pytest.mark.parametrize("args", [("index",), ("list",), ("show", REBASE_ID), ("audit",), ("review", "HEAD~1")])
+def test_a_sha256_vault_is_one_line_not_a_bug(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """A vault in a repository made with `git init --object-format=sha256`: gitpython reads object ids as 40 hex
+    digits, and every command stopped with "unexpected BadName ... (a bug in Cairn)" or a ValueError; `cairn
+    doctor` said only "run `cairn index`", which failed so."""
+    root = tmp_path / "vault"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main", "--object-format=sha256", str(root)], check=True)
+    vault_repo = VaultRepo(root)
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write(REBASE_ID, "Pull --rebase drops commits", "Compare with git reflog before you pull.")
+    vault_repo.write("docker/layer-cache-order", "Docker layer order", "Copy the lock file before the source.")
+    vault_repo.commit("Two cards")
+    vault_repo.git("mv", "cards/docker/layer-cache-order.md", "cards/docker/layer-order.md")
+    vault_repo.commit("rename", author=BOB)
+    expected = (
+        f"Error: {root.resolve()} names its objects by sha256 (extensions.objectFormat), which gitpython, Cairn's git "
+        "library, cannot read; keep the vault in a repository made by a plain `git init` (sha1)\n"
+    )
+    done = vault_repo.cairn(*args)
+    assert (done.returncode, done.stderr) == (1, expected)
+    if args == ("index",):  # doctor names what is wrong with the vault, not only the index it cannot have
+        assert run("vault", "add", str(root), "--name", "team", cwd=tmp_path).returncode == 0
+        doctor = run("doctor", cwd=tmp_path).stdout
+        assert f"FAIL vault team: {expected.removeprefix('Error: ').strip()}" in doctor, doctor

@@ -13,6 +13,10 @@ class NotAGitRepository(CairnError):
     pass
 
 
+class UnsupportedRepository(NotAGitRepository):
+    """A git repository Cairn cannot read (objects named by SHA-256)."""
+
+
 class CardNotFound(CairnError):
     pass
 
