@@ -524,8 +524,25 @@ def commit_exists(repo: git.Repo, commit: str) -> bool:
         return False
 
 
+# What names a repository, its work tree and staging area in git's environment: git sets them for its hooks (and
+# `git rebase --exec`), some IDEs for their terminals. They describe the repository that git or the IDE is in.
+_REPOSITORY_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
+
+
 def init_repo(path: Path) -> git.Repo:
-    return git.Repo.init(path, initial_branch="main") if _supports_initial_branch() else git.Repo.init(path)
+    """A new repository in `path` (its branch `main` where git can name it), opened with its own folders named to
+    every git command run through it: git's environment describing another repository initialised that one again
+    and stopped as a bug in Cairn (GIT_DIR, GIT_WORK_TREE), or took the new vault's files into the other
+    repository's staging area (GIT_INDEX_FILE)."""
+    args = ["git", "init", "-q", *(["--initial-branch=main"] if _supports_initial_branch() else []), str(path)]
+    env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARIABLES}
+    done = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise CairnError(f"git init failed in {path}: {_last_line(done.stderr)}")
+    repo = git.Repo(path)
+    own = _git_dir(path)
+    repo.git.update_environment(GIT_DIR=str(own), GIT_WORK_TREE=str(path), GIT_INDEX_FILE=str(own / "index"))
+    return repo
 
 
 FALLBACK_IDENTITY = ("Cairn", "cairn@localhost")

@@ -94,6 +94,40 @@ def test_init_makes_a_committed_vault_and_refuses_a_non_empty_folder(tmp_path: P
     assert len(again.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    "variables", [("GIT_DIR",), ("GIT_WORK_TREE",), ("GIT_INDEX_FILE",), ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")]
+)
+def test_init_under_another_repositorys_git_environment(tmp_path: Path, variables: tuple[str, ...]) -> None:
+    """`cairn init` run where git's environment names another repository (from a git hook, `git rebase --exec`, an
+    IDE's terminal): GIT_DIR or GIT_WORK_TREE stopped it as "a bug in Cairn" after `git init` had initialised the
+    other repository again; GIT_INDEX_FILE made the vault's first commit through the other repository's staging
+    area, which it overwrote, and left the vault with every file staged for deletion."""
+    other = VaultRepo(tmp_path / "other")
+    other.write_raw("app.py", "print(1)\n")
+    other.commit("app")
+    other.write_raw("app.py", "print(2)\n")
+    other.git("mv", "app.py", "main.py")
+    other.commit("rename", author=BOB)
+    other.write_raw("staged.txt", "staged, not committed\n")
+    other.git("add", "staged.txt")
+    own_index = other.root / ".git" / "index"
+    before = (other.git("log", "--format=%H %an"), own_index.read_bytes(), (other.root / ".git" / "config").read_text())
+    names = {
+        "GIT_DIR": str(other.root / ".git"),
+        "GIT_WORK_TREE": str(other.root),
+        "GIT_INDEX_FILE": str(own_index),
+    }
+    target = tmp_path / "lessons"
+    done = run("init", str(target), "--no-register", cwd=other.root, env={v: names[v] for v in variables})
+    assert done.returncode == 0, done.stderr
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=target, capture_output=True, text=True, check=True)
+    assert status.stdout == ""  # everything committed, in the vault's own repository
+    tracked = subprocess.run(["git", "ls-files"], cwd=target, capture_output=True, text=True, check=True).stdout
+    assert "cairn.toml" in tracked.splitlines() and "main.py" not in tracked
+    after = (other.git("log", "--format=%H %an"), own_index.read_bytes(), (other.root / ".git" / "config").read_text())
+    assert after == before
+
+
 def test_init_vault_indexes_cleanly(tmp_path: Path) -> None:
     target = tmp_path / "lessons"
     assert invoke_cli(["init", str(target)]).returncode == 0
