@@ -12,7 +12,7 @@ from pathlib import Path
 
 from cairn.atomic import write_atomic
 from cairn.hot.errors import CairnError, RefusedWrite
-from cairn.hot.vault import Vault
+from cairn.hot.vault import Vault, common_git_dir
 
 # post-commit, post-merge, post-checkout and post-rewrite share one script; reference-transaction (git 2.28 and later)
 # indexes when a command that runs none of them moves a branch that may be served (a reset, a fast-forward rebase).
@@ -29,18 +29,24 @@ class GitHookChange:
     action: str
 
 
-def git_hook_script(executable: str, vault_dir: str, name: str = "post-commit", work_tree: str = "") -> str:
-    """The git hook `name`'s template with the cairn command, the vault folder (relative to the work tree) and the
-    work tree (its physical path: git runs hooks there) filled in. A bare `cairn` becomes its full path: git runs
-    hooks with the PATH of whatever started it (an IDE, a GUI client), where `cairn` may not be, and the hook would
-    then index nothing, silently. With the work tree, the hooks index nothing in another repository that shares
-    their folder (a global `core.hooksPath`) and happens to have a `cards/` folder."""
+def git_hook_script(
+    executable: str, vault_dir: str, name: str = "post-commit", work_tree: str = "", common_dir: str = ""
+) -> str:
+    """The git hook `name`'s template with the cairn command, the vault folder (relative to the work tree), the
+    work tree (its physical path: git runs hooks there) and its repository's common git folder filled in. A bare
+    `cairn` becomes its full path: git runs hooks with the PATH of whatever started it (an IDE, a GUI client), where
+    `cairn` may not be, and the hook would then index nothing, silently. With the work tree, the hooks index nothing
+    in another repository that shares their folder (a global `core.hooksPath`) and happens to have a `cards/` folder;
+    with the common folder, the reference-transaction hook still indexes the vault when another work tree of its
+    repository (`git worktree add`) moves a branch it may serve."""
     if os.sep not in executable:
         executable = shutil.which(executable) or executable
     text = resources.files("cairn").joinpath(f"templates/hooks/git/{name}").read_text("utf-8")
     text = text.replace('CAIRN_BIN="cairn"', f"CAIRN_BIN={shlex.quote(executable)}", 1)
     if work_tree:
         text = text.replace('CAIRN_WORK_TREE=""', f"CAIRN_WORK_TREE={shlex.quote(work_tree)}", 1)
+    if common_dir:
+        text = text.replace('CAIRN_COMMON_DIR=""', f"CAIRN_COMMON_DIR={shlex.quote(common_dir)}", 1)
     return text.replace('CAIRN_VAULT_DIR="."', f"CAIRN_VAULT_DIR={shlex.quote(vault_dir)}", 1)
 
 
@@ -49,11 +55,18 @@ def _work_tree(vault: Vault) -> str:
     return os.path.realpath(vault.git_root) if vault.git_root is not None else ""
 
 
+def _common_dir(vault: Vault) -> str:
+    """The physical path of the common git folder of the vault's repository (every work tree's), or ""."""
+    found = common_git_dir(vault.git_root) if vault.git_root is not None else None
+    return os.path.realpath(found) if found else ""
+
+
 def outdated_git_hooks(vault: Vault, hooks_dir: Path, executable: str) -> list[str]:
     """Cairn's git hooks in `hooks_dir` that differ from what `install_git_hooks` would write now: written by an
     older Cairn (before `cairn index --wait`, a commit could wait 10 minutes on another index), for another `cairn`,
     or for the vault at another place."""
     vault_dir = vault.prefix.rstrip("/") or "."
+    work_tree, common_dir = _work_tree(vault), _common_dir(vault)
     outdated = []
     for name in GIT_HOOKS:
         path = hooks_dir / name
@@ -61,7 +74,7 @@ def outdated_git_hooks(vault: Vault, hooks_dir: Path, executable: str) -> list[s
             text = path.read_text("utf-8", "replace")
         except OSError:
             continue  # missing: said elsewhere
-        if GIT_HOOK_MARKER in text and text != git_hook_script(executable, vault_dir, name, _work_tree(vault)):
+        if GIT_HOOK_MARKER in text and text != git_hook_script(executable, vault_dir, name, work_tree, common_dir):
             outdated.append(name)
     return outdated
 
@@ -85,7 +98,7 @@ def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: boo
     changes = []
     for name in GIT_HOOKS:
         target = hooks_dir / name
-        script = git_hook_script(executable, vault_dir, name, _work_tree(vault))
+        script = git_hook_script(executable, vault_dir, name, _work_tree(vault), _common_dir(vault))
         action = "installed"
         if name in foreign:
             local = target.with_name(name + ".local")

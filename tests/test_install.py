@@ -13,7 +13,7 @@ import pytest
 
 from cairn import githooks, install
 from helpers.payloads import FITTING_PROMPT, payload_for
-from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault
+from helpers.vaults import BOB, REBASE_ID, VaultRepo, cairn_executable, make_vault
 
 # Where a project install writes: Claude Code's personal file; the shared file for the agents that read no other.
 SETTINGS = {
@@ -664,3 +664,36 @@ def test_git_hooks_in_a_shared_hooks_folder_index_only_their_own_vault(vault_rep
     vault_repo.git("add", "-A")
     vault_repo.git("commit", "-q", "-m", "a card")
     assert _indexed_commit(vault_repo.root) == vault_repo.git("rev-parse", "HEAD")
+
+
+def test_git_hooks_follow_the_served_branch_moved_in_a_linked_worktree(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """A vault whose `main` is checked out in a linked worktree (`git worktree add`) while its own work tree is on a
+    feature branch: the hooks index only the work tree they were installed for, so a commit, merge or rename on
+    `main` made there left the index stale, and the next prompt got nothing from the vault. The
+    reference-transaction hook now indexes the vault for every move of a branch it may serve from another work tree
+    of its repository, and for nothing else."""
+    make_vault(vault_repo)
+    vault_repo.git("switch", "-q", "-c", "feature")
+    linked = tmp_path / "linked"
+    vault_repo.git("worktree", "add", "-q", str(linked), "main")
+    log = _logged_hooks(vault_repo, tmp_path)
+    served = VaultRepo(linked)  # the same repository, seen from the linked worktree
+
+    served.write("python/venv", "Activate the venv", "pip install outside the venv hits the system python.")
+    served.git("add", "-A")
+    served.git("commit", "-q", "-m", "a card from the linked worktree")
+    assert _indexed_commit(vault_repo.root) == served.git("rev-parse", "main")
+    served.git("switch", "-q", "-c", "topic")
+    served.git("mv", "cards/python/venv.md", "cards/python/virtualenv.md")
+    served.git("commit", "-q", "-m", "rename on a topic branch", author=BOB)
+    runs = _runs(log)
+    assert _indexed_commit(vault_repo.root) != served.git("rev-parse", "topic")  # not served: nothing indexed
+    served.git("switch", "-q", "main")
+    served.git("merge", "-q", "--no-ff", "-m", "merge topic", "topic", author=BOB)
+    assert _indexed_commit(vault_repo.root) == served.git("rev-parse", "main")
+    assert _runs(log) == runs + 1
+    listed = cairn("list", "--vault", str(vault_repo.root)).stdout
+    assert "python/virtualenv" in listed and "python/venv " not in listed
+
+    vault_repo.git("commit", "-q", "--allow-empty", "-m", "on feature")  # its own work tree: as before
+    assert _runs(log) == runs + 2

@@ -320,6 +320,12 @@ def git_dir(work_tree: str | os.PathLike[str]) -> str | None:
     return os.path.normpath(target) if os.path.isdir(target) else None
 
 
+def common_git_dir(work_tree: str | os.PathLike[str]) -> str | None:
+    """The git directory every work tree of the repository shares (a linked worktree's `commondir`), or None."""
+    gdir = git_dir(work_tree)
+    return None if gdir is None else _common_dir(gdir)
+
+
 def head_commit(work_tree: str | os.PathLike[str]) -> str | None:
     """The full commit id HEAD resolves to, or None when it cannot be told from the files."""
     gdir = git_dir(work_tree)
