@@ -308,9 +308,14 @@ class Signature:
 # it: the root commit's files (`--root`; `log.showRoot = false` hid the commit that created the vault's first cards)
 # and names in UTF-8 (`--encoding`; `i18n.logOutputEncoding` re-encoded them). A merge's own changes come as a
 # combined diff (`-c`: only files whose result differs from every parent), with each parent's path
-# (`--combined-all-paths`): a card added or rewritten in a merge commit is that commit's author's doing.
+# (`--combined-all-paths`): a card added or rewritten in a merge commit is that commit's author's doing. Every child
+# before its parents, else by commit date (`--date-order`): git's default order is by date alone, and a commit dated
+# before its parent (a skewed clock, a rebase keeping dates) on one side of a merge came after that parent, so the
+# walk, which follows a card's path back commit by commit, passed the parent's edit under the card's old name before
+# the rename reached it.
 _LOG_FORMAT = "--format=%x01%H%x00%an%x00%ae%x00%aI"
 _LOG_ARGS = (
+    "--date-order",
     "--raw",
     "--root",
     "--encoding=UTF-8",

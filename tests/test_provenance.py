@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cairn.hot.vault import find_vault
 from cairn.index.build import build_index, open_index
 from helpers.signing import signed_commit, ssh_signing
@@ -244,3 +246,44 @@ def test_deepening_a_shallow_clone_reads_the_whole_history_again(vault_repo: Vau
     prov = json.loads(clone.cairn("show", "a/one", "--json").stdout)["provenance"]
     assert prov["created"]["commit"] == created and "shallow" not in prov
     assert [a["name"] for a in prov["authors"]] == [ANN[0], BOB[0]]
+
+
+def test_a_commit_dated_before_its_parent_keeps_the_parents_edit(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git log's default order is by commit date: a rename dated before its parent (a skewed clock, a rebase that
+    kept dates) on one side of a merge came after that parent, so the walk passed the parent's edit under the card's
+    old name and lost it: the summary's rewrite was credited to the rename and its author was missing."""
+
+    def commit_at(day: str, message: str, author: tuple[str, str]) -> str:
+        monkeypatch.setenv("GIT_AUTHOR_DATE", f"2026-{day}T12:00:00Z")
+        monkeypatch.setenv("GIT_COMMITTER_DATE", f"2026-{day}T12:00:00Z")
+        vault_repo.git("add", "-A", author=author)
+        vault_repo.git("commit", "-q", "--no-verify", "-m", message, author=author)
+        return vault_repo.git("rev-parse", "HEAD")
+
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("git/stash", "Stash leaves untracked files", "git stash keeps untracked files out.")
+    vault_repo.write("ci/cache", "Cache keys need the lockfile", "Key CI caches on the lockfile hash.")
+    create = commit_at("01-01", "two cards", ANN)
+    assert vault_repo.cairn("index").returncode == 0
+    vault_repo.write("git/stash", "Stash leaves untracked files", "Use git stash -u to take untracked files along.")
+    rewrite = commit_at("03-01", "sharper summary", BOB)
+    vault_repo.git("switch", "-q", "-c", "side")
+    vault_repo.git("mv", "cards/git/stash.md", "cards/git/stash-untracked.md")
+    rename = commit_at("02-01", "rename, dated before its parent", ANN)
+    vault_repo.git("switch", "-q", "main")
+    vault_repo.write("ci/cache", "Cache keys need the lockfile", "Key CI caches on the lockfile's hash.")
+    commit_at("04-01", "other card", BOB)
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-05-01T12:00:00Z")
+    vault_repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side")
+
+    for rebuild in ((), ("--rebuild",)):  # incremental from the first commit, then whole
+        assert vault_repo.cairn("index", *rebuild).returncode == 0
+        shown = vault_repo.cairn("show", "git/stash-untracked", "--json")
+        assert shown.returncode == 0, shown.stderr
+        prov = json.loads(shown.stdout)["provenance"]
+        assert prov["created"]["commit"] == create
+        assert prov["summary_changed"]["commit"] == rewrite
+        assert prov["last_changed"]["commit"] == rename
+        assert [(a["name"], a["commits"]) for a in prov["authors"]] == [(ANN[0], 2), (BOB[0], 1)]
