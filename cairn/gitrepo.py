@@ -287,13 +287,16 @@ class FileVersion:
 
 @dataclass(frozen=True, slots=True)
 class LoggedCommit:
-    """A commit from `git log` over `cards/`, with its author and the card files it touched (vault-relative)."""
+    """A commit from `git log` over `cards/`, with its author and the card files it touched (vault-relative).
+    parents: its nearest ancestors on each side that touched `cards/` too (git's parent rewriting), or commits
+    outside the range logged."""
 
     commit: str
     author: str
     email: str
     date: str
     files: tuple[FileVersion, ...]
+    parents: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,10 +315,12 @@ class Signature:
 # before its parents, else by commit date (`--date-order`): git's default order is by date alone, and a commit dated
 # before its parent (a skewed clock, a rebase keeping dates) on one side of a merge came after that parent, so the
 # walk, which follows a card's path back commit by commit, passed the parent's edit under the card's old name before
-# the rename reached it.
-_LOG_FORMAT = "--format=%x01%H%x00%an%x00%ae%x00%aI"
+# the rename reached it. Each commit's parents among the commits logged (`--parents`: rewritten to the nearest that
+# touched `cards/`), so a merge's card can be followed back along each side.
+_LOG_FORMAT = "--format=%x01%H%x00%P%x00%an%x00%ae%x00%aI"
 _LOG_ARGS = (
     "--date-order",
+    "--parents",
     "--raw",
     "--root",
     "--encoding=UTF-8",
@@ -346,11 +351,11 @@ def card_log(repo: git.Repo, vault: Vault, commit: str, since: str | None = None
     i = 0
     while i < len(parts):
         head = parts[i].lstrip("\n")
-        if not head.startswith("\x01") or i + 3 >= len(parts):
+        if not head.startswith("\x01") or i + 4 >= len(parts):
             i += 1
             continue
-        sha, author, email, date = head[1:], *parts[i + 1 : i + 4]
-        i += 4
+        sha, parents, author, email, date = head[1:], *parts[i + 1 : i + 5]
+        i += 5
         files: list[FileVersion] = []
         while i < len(parts):
             meta = parts[i].lstrip("\n")
@@ -380,7 +385,7 @@ def card_log(repo: git.Repo, vault: Vault, commit: str, since: str | None = None
                 files.append(FileVersion("R", old_path, new_path, blob))
             else:  # M, T: a new version of the same path
                 files.append(FileVersion("M", old_path, new_path, blob))
-        commits.append(LoggedCommit(sha, author, email, date, tuple(files)))
+        commits.append(LoggedCommit(sha, author, email, date, tuple(files), tuple(parents.split())))
     return commits
 
 

@@ -111,6 +111,45 @@ def test_a_merge_of_a_renamed_card_follows_both_sides(vault_repo: VaultRepo) -> 
     assert "cards/git/old.md" in prov["renamed_from"]
 
 
+@pytest.mark.parametrize("edit_first", [True, False])
+def test_a_merge_of_a_summary_edit_and_a_rename_credits_the_edit(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch, edit_first: bool
+) -> None:
+    """A branch edits the card's summary and main renames the card; the merge joins them. When the edit was the
+    older commit, history in date order put the rename between the merge and the edit, so the summary's change was
+    credited to the merge, whose author only merged. Each side is now followed back along its own parents."""
+    days = iter(["01", "02", "03", "04"] if edit_first else ["01", "03", "02", "04"])
+
+    def dated() -> None:
+        day = next(days)
+        monkeypatch.setenv("GIT_AUTHOR_DATE", f"2026-{day}-01T12:00:00Z")
+        monkeypatch.setenv("GIT_COMMITTER_DATE", f"2026-{day}-01T12:00:00Z")
+
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("git/old", "Stash before pull", "Stash your changes before a pull that may conflict with them.")
+    vault_repo.write("ci/cache", "Cache keys need the lockfile", "Key CI caches on the lockfile hash.")
+    dated()
+    create = vault_repo.commit("Cards", author=ANN)
+    vault_repo.git("checkout", "-q", "-b", "feature/x")
+    vault_repo.write("git/old", "Stash before pull", "Stash your changes before any pull that may conflict with them.")
+    dated()
+    edit = vault_repo.commit("Sharper summary", author=BOB)
+    vault_repo.git("checkout", "-q", "main")
+    (vault_repo.root / "cards" / "vcs").mkdir()
+    vault_repo.git("mv", "cards/git/old.md", "cards/vcs/new.md")
+    vault_repo.write("ci/cache", "Cache keys need the lockfile", "Key CI caches on the lockfile's hash.")
+    dated()
+    vault_repo.commit("Move, and another card", author=CAROL)
+    dated()
+    vault_repo.git("merge", "-q", "--no-ff", "feature/x", "-m", "Merge", author=DAVE)
+    merge = vault_repo.git("rev-parse", "HEAD")
+    prov = _provenance(vault_repo, "vcs/new")
+    assert prov["created"]["commit"] == create
+    assert prov["last_changed"]["commit"] == merge
+    assert (prov["summary_changed"]["commit"], prov["summary_changed"]["author"]) == (edit, BOB[0])
+    assert sorted(a["name"] for a in prov["authors"]) == sorted([ANN[0], BOB[0], CAROL[0], DAVE[0]])
+
+
 @pytest.mark.parametrize("new_name", ["cards/git/rebase.txt", "cards/git/rebase.MD", "notes/rebase.md"])
 def test_review_blocks_a_card_moved_to_a_name_that_is_no_card(vault_repo: VaultRepo, new_name: str) -> None:
     """The index skips `x.txt` and `x.MD`: moving a card there silences it as deleting it would."""

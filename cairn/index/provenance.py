@@ -4,7 +4,7 @@ last changed its summary, and whether those commits are signed.
 One `git log --raw -M` pass over `cards/` serves every card: commits are walked newest to oldest, each card's path
 is followed back through renames (as `git log --follow` would), and the walk stops at the commit that added it.
 The summary's last change is found by comparing the parsed summary across the card's versions in that walk,
-newest first, rather than with `git blame` on the summary lines: it needs no process per card, and a commit that
+newest first (across a merge, along the side that carries it), rather than with `git blame` on the summary lines: it needs no process per card, and a commit that
 only re-wraps the YAML lines does not count as changing what agents are told.
 
 An incremental update walks only the new commits and joins the stored provenance of cards they did not create.
@@ -48,6 +48,8 @@ class Lineage:
     versions: newest first. created: the walk reached the commit that added the file (else history before the
     walked range, or a shallow clone's boundary, holds the rest). origin: its path at the oldest walked version.
     whole: walked through the whole history (no range), so nothing stored before is joined to it.
+    graph: every walked commit's parents among the commits that touched `cards/` (one mapping shared by the walk's
+    lineages), to follow a card back along each side of a merge.
     """
 
     path: str
@@ -55,15 +57,18 @@ class Lineage:
     created: bool = False
     origin: str = ""
     whole: bool = False
+    graph: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def walk_history(
     repo: git.Repo, vault: Vault, commit: str, paths: Iterable[str], since: str | None = None
 ) -> dict[str, Lineage]:
     """Lineages of the card files at `paths` (vault-relative, as they are at `commit`), from one log pass."""
-    lineages = {path: Lineage(path=path, origin=path, whole=since is None) for path in paths}
+    graph: dict[str, tuple[str, ...]] = {}
+    lineages = {path: Lineage(path=path, origin=path, whole=since is None, graph=graph) for path in paths}
     following: dict[str, Lineage] = dict(lineages)  # path at the point reached in the walk -> lineage
     for logged in gitrepo.card_log(repo, vault, commit, since):
+        graph[logged.commit] = logged.parents
         # Match every change against the paths after this commit before moving any lineage back through it, so a
         # rename a -> b and a new file a in the same commit stay apart.
         moves: list[tuple[gitrepo.FileVersion, Lineage]] = []
@@ -140,14 +145,8 @@ def _provenance(
     if not versions:
         return dict(base_prov) if base_prov else None
     last = _ref(versions[0].commit)
-    # The summary's last change: the oldest version in the unbroken run of versions that carry today's summary.
-    changed: dict[str, Any] = _ref(versions[0].commit)
-    run_reaches_end = True
-    for version in versions[1:]:
-        if summaries.summary(version) != summary:
-            run_reaches_end = False
-            break
-        changed = _ref(version.commit)
+    introduced, run_reaches_end = _summary_change(lineage, summary, summaries)
+    changed: dict[str, Any] = _ref(introduced.commit)
     if run_reaches_end and base_prov and base_summary == summary and base_prov.get("summary_changed"):
         changed = dict(base_prov["summary_changed"])
     created = _ref(versions[-1].commit)
@@ -167,6 +166,54 @@ def _provenance(
         + (int(base_prov.get("commits", 0)) if base_prov and not lineage.created else 0),
         "renamed_from": [p for p in dict.fromkeys(renamed_from) if p != lineage.path],
     }
+
+
+def _summary_change(lineage: Lineage, summary: str, summaries: _SummaryReader) -> tuple[Version, bool]:
+    """The version that gave the card today's summary, and whether the versions carrying it reach the oldest walked.
+
+    The oldest version of the unbroken run that carries it, newest first. Across a merge that rewrote the card, the
+    run goes on along the side whose version carries the summary: in date order the other side's versions stand in
+    between (a rename merged with a summary edited on a branch credited the edit to the merge)."""
+    versions = lineage.versions
+    if not any(len(v.commit.parents) > 1 for v in versions):  # one line of history: each version follows the next
+        changed = versions[0]
+        for version in versions[1:]:
+            if summaries.summary(version) != summary:
+                return changed, False
+            changed = version
+        return changed, True
+    at: dict[str, Version] = {}
+    for version in versions:
+        at.setdefault(version.commit.commit, version)
+    order = {id(v): i for i, v in enumerate(versions)}
+    current = versions[0]
+    while True:
+        earlier = _earlier_versions(current.commit, at, lineage.graph)
+        if not earlier:
+            return current, True
+        carrying = [v for v in earlier if summaries.summary(v) == summary]
+        if not carrying:
+            return current, False
+        current = min(carrying, key=lambda v: order[id(v)])  # the newest
+
+
+def _earlier_versions(
+    logged: gitrepo.LoggedCommit, at: dict[str, Version], graph: dict[str, tuple[str, ...]]
+) -> list[Version]:
+    """The card's nearest versions before `logged`, one for each line of its parents that reaches one."""
+    found: list[Version] = []
+    seen: set[str] = set()
+    todo = list(logged.parents)
+    while todo:
+        sha = todo.pop()
+        if sha in seen:
+            continue
+        seen.add(sha)
+        if sha in at:
+            found.append(at[sha])
+        else:
+            todo.extend(graph.get(sha, ()))  # a commit of other cards: on to its parents; none past the walk
+    return found
 
 
 def _authors(versions: list[Version], earlier: list[dict[str, Any]]) -> list[dict[str, Any]]:
