@@ -437,8 +437,16 @@ def test_a_vault_in_a_folder_of_a_repository_serves_that_repositorys_branch(tmp_
     repo.write("git/x", "A card about bisect", "git bisect run finds the breaking commit by itself.")
     subprocess.run(["git", "add", "-A"], cwd=outer, check=True)
     subprocess.run(["git", "commit", "-q", "-m", "lessons"], cwd=outer, check=True)
+    (outer / "README.md").write_text("The monorepo.\n")
+    subprocess.run(["git", "add", "README.md"], cwd=outer, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "readme", "--author", "Bob <bob@example.com>"], cwd=outer, check=True)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=outer, capture_output=True, text=True).stdout.strip()
-    assert cairn("vault", "add", str(repo.root), "--name", "docs", cwd=tmp_path).returncode == 0
+    added = cairn("vault", "add", str(repo.root), "--name", "docs", cwd=tmp_path)
+    # Bug fixed: it looked for `.git` in the vault's own folder, and said the vault was no git repository yet and
+    # that the hook served nothing from it.
+    assert added.returncode == 0 and added.stdout.splitlines()[1:] == [
+        "The prompt hook now serves it in every project; `cairn doctor` checks the setup."
+    ], added.stdout
     [row] = json.loads(cairn("vault", "list", "--json", cwd=tmp_path).stdout)["vaults"]
     assert (row["served_ref"], row["commit"]) == ("refs/heads/main", commit)
     listed = json.loads(cairn("list", "--vault", "docs", "--json", cwd=tmp_path).stdout)

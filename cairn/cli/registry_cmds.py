@@ -63,19 +63,20 @@ def add_cmd(
     echo(f"Added vault {entry.name!r} ({entry.path}) to {config_file()}.")
     where = f"to agents working under {', '.join(entry.projects)}" if entry.projects else "in every project"
     only = f" (only cards of scope {', '.join(entry.scopes)})" if entry.scopes else ""
-    if git_dir(entry.path) is None:  # registered (a clone may come later), but nothing is served from it yet
+    work_tree = _work_tree(entry.path)  # a vault may be a folder inside a repository
+    if git_dir(work_tree) is None:  # registered (a clone may come later), but nothing is served from it yet
         echo(
             f"Note: {entry.path} is not a git repository yet: the hook serves nothing from it until cards are "
             "committed there (`cairn init` makes a vault; `git clone` brings one); `cairn doctor` checks the setup."
         )
         return
-    ref, commit = served_ref(entry.path, entry.ref)
+    ref, commit = served_ref(work_tree, entry.ref)
     if commit is None:
-        problem, fix = missing_ref(entry.path, ref, entry.ref)
+        problem, fix = missing_ref(work_tree, ref, entry.ref)
         echo(f"Note: {problem}, so the hook serves nothing from it: {fix}; `cairn doctor` checks the setup.")
         return
     if ref == "HEAD" and not entry.ref:
-        problem, fix = detached_head(entry.path, commit)
+        problem, fix = detached_head(work_tree, commit)
         echo(f"Note: {problem}: {fix}; `cairn doctor` checks the setup.")
         return
     echo(f"The prompt hook now serves it {where}{only}; `cairn doctor` checks the setup.")
