@@ -550,8 +550,9 @@ def init_repo(path: Path) -> git.Repo:
     if done.returncode != 0:
         raise CairnError(f"git init failed in {path}: {_last_line(done.stderr)}")
     repo = git.Repo(path)
-    own = _git_dir(path)
-    repo.git.update_environment(GIT_DIR=str(own), GIT_WORK_TREE=str(path), GIT_INDEX_FILE=str(own / "index"))
+    root = Path(os.path.abspath(path))  # git runs in the work tree: a relative path would be read from there
+    own = _git_dir(root)
+    repo.git.update_environment(GIT_DIR=str(own), GIT_WORK_TREE=str(root), GIT_INDEX_FILE=str(own / "index"))
     return repo
 
 

@@ -95,7 +95,8 @@ def test_init_makes_a_committed_vault_and_refuses_a_non_empty_folder(tmp_path: P
 
 
 @pytest.mark.parametrize(
-    "variables", [("GIT_DIR",), ("GIT_WORK_TREE",), ("GIT_INDEX_FILE",), ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")]
+    "variables",
+    [(), ("GIT_DIR",), ("GIT_WORK_TREE",), ("GIT_INDEX_FILE",), ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")],
 )
 def test_init_under_another_repositorys_git_environment(tmp_path: Path, variables: tuple[str, ...]) -> None:
     """`cairn init` run where git's environment names another repository (from a git hook, `git rebase --exec`, an
@@ -118,7 +119,8 @@ def test_init_under_another_repositorys_git_environment(tmp_path: Path, variable
         "GIT_INDEX_FILE": str(own_index),
     }
     target = tmp_path / "lessons"
-    done = run("init", str(target), "--no-register", cwd=other.root, env={v: names[v] for v in variables})
+    # given relative to the current folder, as a user types it (the vault's repository named absolutely)
+    done = run("init", "lessons", "--no-register", cwd=tmp_path, env={v: names[v] for v in variables})
     assert done.returncode == 0, done.stderr
     status = subprocess.run(["git", "status", "--porcelain"], cwd=target, capture_output=True, text=True, check=True)
     assert status.stdout == ""  # everything committed, in the vault's own repository
