@@ -908,3 +908,53 @@ def test_a_long_review_reports_each_stage(vault_repo: VaultRepo) -> None:
     assert b"review: comparing changed cards" in output and b"30/30" in output
     piped = vault_repo.cairn("review", "main..many")
     assert piped.returncode == 0 and "review:" not in piped.stderr
+
+
+@pytest.mark.parametrize("how", ["supersedes dropped", "superseder removed", "superseder retired"])
+def test_a_card_served_again_is_shown_whole(vault_repo: VaultRepo, how: str) -> None:
+    """A card superseded at the base, untouched by the range, that no active card supersedes at HEAD: agents get
+    it again. Review listed only the card that changed (its `supersedes`, or its removal) and never showed the old
+    lesson's text, which a pull request could so put back in front of agents unread."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("git/old-push", "Force push tip", "Use git push --force when a rebased push is rejected.")
+    vault_repo.commit("the old tip", author=ANN)
+    vault_repo.write(
+        "git/safe-push",
+        "Force push with a lease",
+        "Use git push --force-with-lease --force-if-includes to push a rebased shared branch.",
+        supersedes=["git/old-push"],
+    )
+    vault_repo.commit("the safe tip replaces it", author=BOB)
+    vault_repo.git("checkout", "-q", "-b", "feature")
+    if how == "supersedes dropped":
+        vault_repo.write(
+            "git/safe-push",
+            "Force push with a lease",
+            "Use git push --force-with-lease --force-if-includes to push a rebased shared branch.",
+        )
+    elif how == "superseder removed":
+        vault_repo.git("rm", "-q", "cards/git/safe-push.md")
+    else:
+        vault_repo.write(
+            "git/safe-push",
+            "Force push with a lease",
+            "Use git push --force-with-lease --force-if-includes to push a rebased shared branch.",
+            supersedes=["git/old-push"],
+            status="retired",
+        )
+    vault_repo.commit(how, author=BOB)
+    done = vault_repo.cairn("review", "main..feature", "--json")
+    report = json.loads(done.stdout)
+    [revived] = [c for c in report["cards"] if c["status"] == "revived"]
+    assert (revived["id"], revived["summary"]) == (
+        "git/old-push",
+        "Use git push --force when a rebased push is rejected.",
+    )
+    assert revived["was_superseded_by"] == ["git/safe-push"]
+    assert revived["provenance"]["created"]["author"] == ANN[0]
+    text = vault_repo.cairn("review", "main..feature").stdout
+    assert "| revived | `git/old-push` | Force push tip | – |" in text
+    assert "- Summary (53 characters): Use git push --force when a rebased push is rejected." in text
+    assert "- Served again: superseded at the base by `git/safe-push`, by no active card at HEAD" in text
+    untouched = vault_repo.cairn("review", "main..main", "--json")
+    assert json.loads(untouched.stdout)["cards"] == []

@@ -459,6 +459,10 @@ class IndexReader:
             self._superseded = superseded
         return self._superseded
 
+    def superseded(self) -> dict[str, tuple[str, ...]]:
+        """Per card id, the active cards whose `supersedes` names it (`cairn review` compares two commits')."""
+        return dict(self._superseded_by())
+
     def card_by_id(self, card_id: str) -> IndexedCard | None:
         row = self._row_of(card_id)
         return None if row is None else self.cards([row])[row]

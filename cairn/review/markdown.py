@@ -50,7 +50,8 @@ def _code(text: str) -> str:
 def render_markdown(r: Review) -> str:
     """The review as a pull-request comment."""
     out: list[str] = []
-    counts = {s: sum(1 for c in r.changes if c.status == s) for s in ("added", "changed", "renamed", "removed")}
+    statuses = ("added", "changed", "renamed", "removed", "revived")
+    counts = {s: sum(1 for c in r.changes if c.status == s) for s in statuses}
     what = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no cards changed"
     verdict = {"fails": "❌ **Fails**", "blocked": "⛔ **Blocked**", "passes": "✅ **Passes**"}[r.verdict]
     warnings = len(r.findings) - len(r.lint_errors)
@@ -154,6 +155,11 @@ def _served_lines(changes: Sequence[CardChange]) -> list[str]:
             lines.append(
                 f"- ⚠️ Invisible characters in `{h.field}` (removed before serving): "
                 f"{cell(', '.join(h.characters), None)}. As written: {cell(h.visible, None)}"
+            )
+        if c.was_superseded_by:
+            lines.append(
+                f"- Served again: superseded at the base by {', '.join(_code(i) for i in c.was_superseded_by)}, by no "
+                "active card at HEAD"
             )
         if c.status != "added" and (c.fields or c.body_changed):
             lines += ["", "| field | before | after |", "|---|---|---|"]

@@ -158,7 +158,9 @@ class RangeCommit:
 
 @dataclass(frozen=True, slots=True)
 class CardChange:
-    """One card file the range touches. status: added, changed, renamed or removed; ids from the paths."""
+    """One card file the range touches. status: added, changed, renamed or removed; ids from the paths. Or a card
+    the range does not touch that agents get again (status `revived`): at the base the active cards in
+    `was_superseded_by` superseded it, and at HEAD none does (one removed, retired, or its `supersedes` edited)."""
 
     status: str
     id: str
@@ -172,6 +174,7 @@ class CardChange:
     fields: tuple[FieldChange, ...] = ()
     body_changed: bool = False
     hidden: tuple[Hidden, ...] = ()
+    was_superseded_by: tuple[str, ...] = ()
 
     @property
     def authors(self) -> tuple[str, ...]:
@@ -330,6 +333,7 @@ class Review:
                     "authors": list(c.authors),
                     "commits": [dataclasses.asdict(rc) for rc in c.commits],
                     "provenance": c.provenance,
+                    "was_superseded_by": list(c.was_superseded_by),
                 }
                 for c in self.changes
             ],
@@ -443,6 +447,9 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
             base_index = indexer.build_commit_index(
                 vault, base, work / "base.cairn", progress("review: indexing the base"), provenance_of=gone
             ).index_file
+            with IndexReader(base_index) as before:
+                superseded_at_base = before.superseded()
+            kept |= {f"{CARDS_DIR}/{card_id}.md" for card_id in superseded_at_base}  # those agents may get again
             head_index = indexer.build_commit_index(
                 vault, head, work / "head.cairn", progress("review: indexing HEAD"), provenance_of=kept
             ).index_file
@@ -454,6 +461,7 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
             )
         with IndexReader(base_index) as before, IndexReader(head_index) as after:
             changes = tuple(_change(c, before, after, commits, cards) for c in raw_changes)
+            changes += _revived(before, after, changes)
             threshold = config_from_dict(after.config).lint.duplicate_threshold
             bodies = _BodyTerms(snapshot.root)
             compared = [c for c in changes if c.status != "removed"]
@@ -659,6 +667,34 @@ def _range_commits(repo: Any, vault: Vault, base: str, head: str) -> dict[str, l
                 assert path is not None
                 out.setdefault(path, []).append(ref)
     return out
+
+
+def _revived(before: IndexReader, after: IndexReader, changes: tuple[CardChange, ...]) -> tuple[CardChange, ...]:
+    """The cards the range does not touch that agents get again: superseded at the base by an active card, and by
+    none at HEAD. Their text is what review must show (a removed or retired superseder, or a `supersedes` entry
+    dropped, put an old lesson back in front of agents while review listed only the card that changed)."""
+    touched = {c.id for c in changes}
+    now = after.superseded()
+    out = []
+    for card_id, by in sorted(before.superseded().items()):
+        if card_id in touched or card_id in now:
+            continue
+        card = after.card_by_id(card_id)
+        if card is None or card.status != "active":
+            continue
+        record = after.record(card_id) or {}
+        out.append(
+            CardChange(
+                status="revived",
+                id=card_id,
+                path=f"{CARDS_DIR}/{card_id}.md",
+                name=card.name,
+                summary=card.summary,
+                provenance=record.get("provenance"),
+                was_superseded_by=by,
+            )
+        )
+    return tuple(out)
 
 
 def _change(
