@@ -697,3 +697,33 @@ def test_git_hooks_follow_the_served_branch_moved_in_a_linked_worktree(vault_rep
 
     vault_repo.git("commit", "-q", "--allow-empty", "-m", "on feature")  # its own work tree: as before
     assert _runs(log) == runs + 2
+
+
+def test_git_hooks_need_nothing_on_path_but_git(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """A GUI client may run git with a PATH of its own that holds its git and little else: the hooks called
+    `basename`, so each printed "basename: not found" into the client's output and indexed after a checkout of files
+    too (HEAD unchanged), which they mean to skip."""
+    import shutil
+
+    make_vault(vault_repo)
+    log = _logged_hooks(vault_repo, tmp_path)
+    only_git = tmp_path / "client-bin"
+    only_git.mkdir()
+    git = shutil.which("git")
+    assert git is not None
+    (only_git / "git").symlink_to(git)
+    env = {**os.environ, "PATH": str(only_git)}
+
+    def client_git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(only_git / "git"), *args], cwd=vault_repo.root, env=env, capture_output=True, text=True, check=True
+        )
+
+    (vault_repo.root / "cards" / "git" / "force-push-rebase.md").write_text("scribbled")
+    checkout = client_git("checkout", "--", "cards/git/force-push-rebase.md")
+    assert (checkout.stderr, _runs(log)) == ("", 0)
+    vault_repo.write("python/venv", "Activate the venv", "pip install outside the venv hits the system python.")
+    client_git("add", "-A")
+    committed = client_git("commit", "-q", "-m", "a card from a GUI client")
+    assert committed.stderr == ""
+    assert _runs(log) == 1 and _indexed_commit(vault_repo.root) == vault_repo.git("rev-parse", "HEAD")
