@@ -413,3 +413,23 @@ def test_a_sha256_vault_is_one_line_not_a_bug(tmp_path: Path, args: tuple[str, .
         assert run("vault", "add", str(root), "--name", "team", cwd=tmp_path).returncode == 0
         doctor = run("doctor", cwd=tmp_path).stdout
         assert f"FAIL vault team: {expected.removeprefix('Error: ').strip()}" in doctor, doctor
+
+
+def test_a_bare_clone_given_as_the_vault_says_to_clone_it(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """A bare clone (a mirror, a server's copy) given as the vault: "has no cards/ folder; create a vault with
+    `cairn init PATH`" sent its owner to make a new vault, when its commits hold the cards and a clone serves them."""
+    make_vault(vault_repo)
+    vault_repo.write("a/b", "Another card", "Another card's summary.")
+    vault_repo.commit("another", author=BOB)
+    bare = tmp_path / "team.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(vault_repo.root), str(bare)], check=True)
+    expected = (
+        f"Error: '{bare}' is a bare git repository, with no work tree to hold cards/; clone it "
+        f"(`git clone {bare.resolve()} FOLDER`) and give the clone's folder\n"
+    )
+    for args in (("index", "--vault", str(bare)), ("vault", "add", str(bare), "--name", "team")):
+        done = run(*args, cwd=tmp_path)
+        assert (done.returncode, done.stderr) == (1, expected), args
+    clone = tmp_path / "team"
+    subprocess.run(["git", "clone", "-q", str(bare), str(clone)], check=True)
+    assert run("index", "--vault", str(clone), cwd=tmp_path).returncode == 0  # what the message says works

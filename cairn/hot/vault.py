@@ -224,6 +224,11 @@ def locate_vault(
             parent = os.path.dirname(real)
             if os.path.basename(real) == CARDS_DIR and _holds_a_vault(parent):
                 raise _not_found(f"{str(given)!r} is a vault's cards/ folder; pass the vault itself: {parent}")
+            if _is_bare_repository(real):  # a mirror or a server's copy: its commits hold cards, no folder does
+                raise _not_found(
+                    f"{str(given)!r} is a bare git repository, with no work tree to hold cards/; clone it "
+                    f"(`git clone {real} FOLDER`) and give the clone's folder"
+                )
             raise _not_found(f"{str(given)!r} has no cards/ folder; create a vault with `cairn init PATH`")
         return _vault_at(resolve(root))
     folder = resolve(os.getcwd() if cwd is None else os.fspath(cwd))
@@ -263,6 +268,11 @@ def _holds_a_vault(folder: str) -> bool:
     return is_dir(os.path.join(folder, CARDS_DIR)) and (
         is_file(os.path.join(folder, "cairn.toml")) or _is_git_root(folder)
     )
+
+
+def _is_bare_repository(folder: str) -> bool:
+    """Whether `folder` is a git directory itself (`git clone --bare`), not a work tree."""
+    return is_file(os.path.join(folder, "HEAD")) and all(is_dir(os.path.join(folder, d)) for d in ("objects", "refs"))
 
 
 def _is_git_root(folder: str) -> bool:
