@@ -23,7 +23,7 @@ from cairn.hot.gitrefs import git_dir, served_ref
 from cairn.hot.index import IndexReader
 from cairn.hot.paths import index_file
 from cairn.hot.userconfig import VaultEntry, config_file, load_vaults
-from cairn.hot.vault import detached_head, find_vault, missing_ref
+from cairn.hot.vault import detached_head, find_vault, missing_ref, sparse_left_out
 
 if TYPE_CHECKING:
     from cairn.hot.hook import Options
@@ -115,6 +115,9 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False) -> list[Check]:
     name = entry.name
     root = entry.path
     if not os.path.isdir(os.path.join(root, "cards")):
+        left_out = sparse_left_out(root)
+        if left_out is not None:  # the folder is right: the work tree leaves it out
+            return [Check("vault", name, False, f"{root}: {left_out[0]}", left_out[1])]
         why = "is not a folder" if not os.path.isdir(root) else "has no cards/ folder"
         return [Check("vault", name, False, f"{root} {why}", f"cairn vault remove {name} && cairn vault add PATH")]
     checks: list[Check] = []

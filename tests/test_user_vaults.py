@@ -16,7 +16,7 @@ import pytest
 
 from cairn import githooks
 from helpers.payloads import FITTING_PROMPT, payload_for
-from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault, run_cairn
+from helpers.vaults import BOB, REBASE_ID, VaultRepo, cairn_executable, card_text, make_vault, run_cairn, state_dir
 
 PYTEST_ID = "testing/xdist-shared-tmp"
 PYTEST_PROMPT = "with pytest-xdist my workers overwrite each other's files in a shared tmp folder, tests flake"
@@ -595,3 +595,40 @@ def test_vault_add_says_when_nothing_can_be_served_yet(isolated_env: Path, tmp_p
     make_vault(served)
     done = cairn("vault", "add", str(served.root), cwd=tmp_path)
     assert "The prompt hook now serves it in every project" in done.stdout
+
+
+@pytest.mark.parametrize("left_out", ["docs", "docs/lessons/cards"])
+def test_a_vault_a_sparse_checkout_leaves_out_says_how_to_check_it_out(tmp_path: Path, left_out: str) -> None:
+    """A monorepo's vault, its folder (or its cards/) left out of a sparse checkout: `cairn index`, doctor and the
+    hook's log said the folder was none or had no cards/, and sent the user to `cairn init` or `cairn vault add`,
+    when one `git sparse-checkout add` brings it back, and then the hook serves it."""
+    outer = tmp_path / "monorepo"
+    repo = VaultRepo(outer)
+    repo.write_raw("src/app.py", "print(1)\n")
+    repo.commit("app", author=BOB)
+    lessons = outer / "docs" / "lessons"
+    repo.write_raw("docs/lessons/cairn.toml", "")
+    repo.write_raw("docs/README.md", "Docs.\n")
+    repo.write_raw("docs/lessons/cards/git/bisect.md", card_text("Bisect finds it", "git bisect run finds the commit."))
+    (outer / "cards").rmdir()  # VaultRepo's own, at the top: this vault is a folder of the repository
+    repo.commit("lessons")
+    assert cairn("vault", "add", str(lessons), "--name", "docs", cwd=tmp_path).returncode == 0
+    keep = ["src"] if left_out == "docs" else ["src", "docs/lessons/evals"]
+    repo.git("sparse-checkout", "set", *keep)
+    assert not (outer / left_out).exists()
+    missing = "docs/lessons" if left_out == "docs" else left_out  # the vault's folder, or its cards/
+    problem = f"{missing} is left out of the work tree by git's sparse checkout"
+    command = f"git -C {outer} sparse-checkout add {missing}"
+    index = cairn("index", "--vault", str(lessons), cwd=tmp_path)
+    assert index.returncode == 1
+    assert index.stderr == f"Error: '{lessons}': {problem}; check it out (`{command}`), then run this again\n"
+    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
+    [vault_check] = [c for c in checks if c["area"] == "vault"]
+    assert (vault_check["detail"], vault_check["fix"]) == (f"{lessons}: {problem}", command)
+    hook_log_before = (state_dir() / "hook.jsonl").read_text() if (state_dir() / "hook.jsonl").exists() else ""
+    served = run_cairn("hook", "--format", "json", cwd=tmp_path, input=json.dumps({"prompt": FITTING_PROMPT}))
+    assert served.returncode == 0
+    logged = json.loads((state_dir() / "hook.jsonl").read_text()[len(hook_log_before) :].splitlines()[-1])
+    assert f"{problem}; check it out (`{command}`) and the hook serves it" in json.dumps(logged)
+    subprocess.run(command.split(), check=True, capture_output=True)
+    assert cairn("index", "--vault", str(lessons), cwd=tmp_path).returncode == 0

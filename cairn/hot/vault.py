@@ -180,6 +180,12 @@ def _entries_or_none(env: "Mapping[str, str]") -> "list[VaultEntry] | None":
 def _served(entry: "VaultEntry", source: str, strict: bool) -> ServedVault:
     root = entry.path
     if not is_dir(os.path.join(root, CARDS_DIR)):
+        left_out = sparse_left_out(root)
+        if left_out is not None:
+            problem, command = left_out
+            raise _not_found(
+                f"configured vault {entry.name!r} at {root}: {problem}; check it out (`{command}`) and the hook serves it"
+            )
         why = "is not a folder" if not is_dir(root) else "has no cards/ folder"
         raise _not_found(f"configured vault {entry.name!r} at {root} {why}; fix its path with `cairn vault add`")
     _require_marker(root, entry.name)
@@ -213,6 +219,11 @@ def locate_vault(
     given = explicit or os.environ.get("CAIRN_VAULT")
     if given:
         root = _expanduser(path_text(os.fspath(given)))
+        if not is_dir(os.path.join(root, CARDS_DIR)):
+            left_out = sparse_left_out(root)
+            if left_out is not None:
+                problem, command = left_out
+                raise _not_found(f"{str(given)!r}: {problem}; check it out (`{command}`), then run this again")
         if not is_dir(root):
             if not explicit and os.pathsep in str(given):
                 raise _not_found(
@@ -268,6 +279,39 @@ def _holds_a_vault(folder: str) -> bool:
     return is_dir(os.path.join(folder, CARDS_DIR)) and (
         is_file(os.path.join(folder, "cairn.toml")) or _is_git_root(folder)
     )
+
+
+def sparse_left_out(root: str) -> tuple[str, str] | None:
+    """When the vault folder `root`, or its cards/, is missing because git's sparse checkout leaves it out of the
+    work tree: (what is wrong, the command that checks it out); else None. Its cards are in its commits all the
+    same, but a vault is found by its folder."""
+    missing = root if not is_dir(root) else os.path.join(root, CARDS_DIR)
+    if is_dir(missing):
+        return None
+    folder = os.path.abspath(missing)
+    while not is_dir(folder):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+    while not _is_git_root(folder):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+    gdir = git_dir(folder)
+    if gdir is None or not is_file(os.path.join(gdir, "info", "sparse-checkout")):
+        return None
+    on = None  # `git sparse-checkout` writes the setting to the work tree's own config.worktree, else to config
+    for config in (os.path.join(_common_dir(gdir), "config"), os.path.join(gdir, "config.worktree")):
+        for line in (_read_text(config) or "").splitlines():
+            key, _, value = line.replace(" ", "").replace("\t", "").lower().partition("=")
+            if key == "sparsecheckout":
+                on = value == "true"
+    if not on:
+        return None
+    rel = os.path.relpath(os.path.abspath(missing), folder).replace(os.sep, "/")
+    return f"{rel} is left out of the work tree by git's sparse checkout", f"git -C {folder} sparse-checkout add {rel}"
 
 
 def _is_bare_repository(folder: str) -> bool:
