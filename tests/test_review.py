@@ -958,3 +958,27 @@ def test_a_card_served_again_is_shown_whole(vault_repo: VaultRepo, how: str) -> 
     assert "- Served again: superseded at the base by `git/safe-push`, by no active card at HEAD" in text
     untouched = vault_repo.cairn("review", "main..main", "--json")
     assert json.loads(untouched.stdout)["cards"] == []
+
+
+def test_files_under_cards_that_are_no_cards_are_not_counted_as_cards(vault_repo: VaultRepo) -> None:
+    """An image, a notes file and a binary blob under cards/ were listed and counted as cards added ("Cards: 3
+    added, 1 changed"), with an id and authors; lint's `card-path` warning is what they get."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("git/stash", "Stash keeps untracked files out", "git stash leaves untracked files behind.")
+    vault_repo.write_raw("cards/git/old-notes.txt", "notes\n")
+    vault_repo.commit("a card", author=ANN)
+    vault_repo.git("checkout", "-q", "-b", "feature")
+    vault_repo.write("git/stash", "Stash keeps untracked files out", "Use git stash -u to take untracked files along.")
+    vault_repo.write_raw("cards/git/diagram.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00binary")
+    vault_repo.write_raw("cards/git/notes.txt", "notes\n")
+    vault_repo.git("rm", "-q", "cards/git/old-notes.txt")
+    vault_repo.commit("a card changed, and other files", author=BOB)
+    done = vault_repo.cairn("review", "main..feature", "--json")
+    report = json.loads(done.stdout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [(c["status"], c["id"]) for c in report["cards"]] == [("changed", "git/stash")]
+    assert sorted(f["path"] for f in report["lint"] if f["rule"] == "card-path") == [
+        "cards/git/diagram.png",
+        "cards/git/notes.txt",
+    ]
+    assert "Cards: 1 changed." in vault_repo.cairn("review", "main..feature").stdout

@@ -454,13 +454,13 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
                 vault, head, work / "head.cairn", progress("review: indexing HEAD"), provenance_of=kept
             ).index_file
         except CairnError as exc:  # an invalid cairn.toml at one end: lint reports it
-            changes = tuple(_change(c, None, None, commits, cards) for c in raw_changes)
+            changes = tuple(_change(c, None, None, commits, cards) for c in raw_changes if _names_a_card(c))
             routing = Routing(note=f"routing not measured: {exc}")
             return Review(
                 base_rev, head_rev, base, head, changes, config_changed, findings, (), routing, tuple(blocked), settings
             )
         with IndexReader(base_index) as before, IndexReader(head_index) as after:
-            changes = tuple(_change(c, before, after, commits, cards) for c in raw_changes)
+            changes = tuple(_change(c, before, after, commits, cards) for c in raw_changes if _names_a_card(c))
             changes += _revived(before, after, changes)
             threshold = config_from_dict(after.config).lint.duplicate_threshold
             bodies = _BodyTerms(snapshot.root)
@@ -667,6 +667,12 @@ def _range_commits(repo: Any, vault: Vault, base: str, head: str) -> dict[str, l
                 assert path is not None
                 out.setdefault(path, []).append(ref)
     return out
+
+
+def _names_a_card(raw: gitrepo.Change) -> bool:
+    """Whether a change under cards/ is a card's: a file no card is before or after (`notes.txt`, an image) is lint's
+    (`card-path`), not a card added, changed or removed. A card moved to such a name stays: it is removed."""
+    return any(card_id_from_path(p) is not None for p in (raw.old_path, raw.new_path) if p)
 
 
 def _revived(before: IndexReader, after: IndexReader, changes: tuple[CardChange, ...]) -> tuple[CardChange, ...]:
