@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -433,3 +434,34 @@ def test_a_bare_clone_given_as_the_vault_says_to_clone_it(vault_repo: VaultRepo,
     clone = tmp_path / "team"
     subprocess.run(["git", "clone", "-q", str(bare), str(clone)], check=True)
     assert run("index", "--vault", str(clone), cwd=tmp_path).returncode == 0  # what the message says works
+
+
+def test_init_inside_a_repository_says_the_vault_is_a_repository_of_its_own(tmp_path: Path) -> None:
+    """`cairn init docs/lessons` in a monorepo made a repository of its own there and said nothing: `git add` in the
+    monorepo then recorded a gitlink, not the cards, and a clone of it got an empty folder. Init now says so, and how
+    to make the vault a folder of the monorepo instead, which then serves the monorepo's commit."""
+    outer = VaultRepo(tmp_path / "mono")
+    (outer.root / "cards").rmdir()
+    outer.write_raw("src/app.py", "print(1)\n")
+    outer.commit("app", author=BOB)
+    outer.write_raw("src/app.py", "print(2)\n")
+    outer.commit("app 2")
+    done = run("init", "docs/lessons", "--no-register", cwd=outer.root)
+    assert done.returncode == 0, done.stderr
+    lessons = (outer.root / "docs" / "lessons").resolve()
+    mono = outer.root.resolve()
+    assert (
+        f"Note: docs/lessons is inside the git repository {mono} and has a repository of its own, so {mono}'s "
+        f"commits will not hold its cards (git adds it there as an embedded repository). For a vault that is a "
+        f"folder of {mono}: `rm -rf {lessons}/.git && git -C {mono} add docs/lessons`, commit, then `cairn install "
+        f"git-hooks --vault {lessons}`.\n"
+    ) in done.stdout
+    shutil.rmtree(lessons / ".git")  # as the note says
+    outer.git("add", "docs/lessons")
+    head = outer.commit("lessons")
+    assert run("install", "git-hooks", "--vault", str(lessons), cwd=outer.root).returncode == 0
+    listed = run("list", "--vault", str(lessons), "--json", cwd=outer.root)
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout)["commit"] == head and json.loads(listed.stdout)["cards"]
+    plain = run("init", str(tmp_path / "alone"), "--no-register", cwd=tmp_path)
+    assert plain.returncode == 0 and "Note:" not in plain.stdout

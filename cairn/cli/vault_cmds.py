@@ -64,6 +64,16 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
     except (CairnError, OSError) as exc:
         not_indexed = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
         echo(f"Created a vault at {path} (commit {commit[:8]}).")
+    outer = _enclosing_work_tree(vault.root.parent)
+    if outer is not None:
+        # `git add` in the repository around it records a gitlink, not the cards: a clone of it gets an empty folder
+        here, rel = shlex.quote(str(vault.root)), shlex.quote(str(vault.root.relative_to(outer)))
+        echo(
+            f"Note: {path} is inside the git repository {outer} and has a repository of its own, so {outer}'s commits "
+            f"will not hold its cards (git adds it there as an embedded repository). For a vault that is a folder of "
+            f"{outer}: `rm -rf {here}/.git && git -C {shlex.quote(str(outer))} add {rel}`, commit, then "
+            f"`cairn install git-hooks --vault {here}`."
+        )
     if git_hooks:
         line = githooks.ensure_git_hooks(vault, install.cairn_executable())
         if line:
@@ -94,6 +104,14 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
             f"the vault at {path} was created and committed, but not indexed: {not_indexed}; "
             f"fix that, then run `cairn index --vault {where}`"
         )
+
+
+def _enclosing_work_tree(folder: Path) -> Path | None:
+    """The git work tree `folder` is in (a folder holding `.git`, itself or above), or None."""
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
 
 
 def _split_scope(value: str | None) -> tuple[str, ...]:
