@@ -26,7 +26,8 @@ from cairn.index.store import CardTerms
 
 # Stored in the index's meta; an index of another format is rebuilt, not joined. 2: authors without an e-mail told
 # apart, the root commit's cards and cards fixed after an index given their whole history (1's stored values were not).
-FORMAT = "2"
+# 3: history read children before parents, a summary's change followed along each side of a merge.
+FORMAT = "3"
 
 # (provenance, summary) stored for a card id before this update, or None.
 BaseLookup = Callable[[str], "tuple[dict[str, Any] | None, str] | None"]
