@@ -10,8 +10,12 @@ import functools
 import gc
 import importlib
 import inspect
+import io
+import json
 import logging
+import os
 import re
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -128,7 +132,58 @@ def serve(vault: Vault) -> None:
     gc.collect()
     gc.freeze()
     log.info("cairn %s serving %s over stdio", __version__, vault.root)
+    _read_requests_through_filter()
     server.run("stdio")
+
+
+def _read_requests_through_filter() -> None:
+    """Hand the SDK a stdin whose lines are `_wire_line`'s, and point fd 0 at /dev/null (as mcp 2.x does for its own
+    reader) so that no child process (git) reads the protocol. The SDK reads `sys.stdin.buffer` (1.x, 2.x); one that
+    is no file descriptor it reads in place."""
+    wire = os.fdopen(os.dup(0), "rb")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(_FilteredLines(wire)), encoding="utf-8")
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _wire_line(line: bytes) -> bytes:
+    """One line of the protocol as the SDK can parse it: undecodable bytes as U+FFFD (whatever the SDK's version
+    does with them), and a string's lone UTF-16 surrogate (`"\\ud800"`, half an emoji a client's cut left) as
+    U+FFFD too: the SDK's parser rejects such a line without a word, so the client waited for an answer for ever."""
+    text = line.decode("utf-8", "replace")
+    if _SURROGATE_ESCAPE.search(text):
+        try:
+            message = json.loads(text)
+        except (ValueError, RecursionError):  # not JSON (or nested past the parser): the SDK says so
+            return text.encode("utf-8")
+        dumped = json.dumps(message, ensure_ascii=False)  # surrogate pairs are one character by now
+        if _SURROGATE.search(dumped):
+            return _SURROGATE.sub("\ufffd", dumped).encode("utf-8") + b"\n"
+    return text.encode("utf-8")
+
+
+class _FilteredLines(io.RawIOBase):
+    """A binary stream of `wire`'s lines, each through `_wire_line`."""
+
+    def __init__(self, wire: io.BufferedReader) -> None:
+        self._wire = wire
+        self._line = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if not self._line:
+            self._line = memoryview(_wire_line(self._wire.readline()))
+        n = min(len(buffer), len(self._line))
+        buffer[:n] = self._line[:n]
+        self._line = self._line[n:]
+        return n
 
 
 class VaultTools:

@@ -15,7 +15,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 import cairn
-from helpers.mcpclient import drive_serve, is_error
+from helpers.mcpclient import drive_serve, exchange_lines, is_error
 from helpers.vaults import VaultRepo, cairn_executable, run_cairn
 
 TOOLS = {"recall", "show", "explain", "add_draft"}
@@ -339,3 +339,34 @@ def test_a_rewritten_served_branch_serves_agents_nothing_as_the_hook(vault_repo:
     assert run_cairn("index", "--rebuild", cwd=clone).returncode == 0
     _, _, [recalled] = drive_serve(clone, [("recall", {"query": query})])
     assert _text_json(recalled) == {"cards": [], "abstained": True}
+
+
+def test_a_lone_surrogate_or_a_bad_byte_in_a_request_is_answered(vault_repo: VaultRepo) -> None:
+    """Half an emoji (a client's cut between a surrogate pair: `"\\ud83d"` in its JSON) or a byte that is no UTF-8
+    in a tool call: the SDK's parser dropped the request without a word, so the agent waited for an answer for ever.
+    Each is now read as U+FFFD and answered, and the server goes on."""
+    _lessons(vault_repo)
+
+    def call(n: int, tool: str, arguments: str) -> bytes:
+        params = f'{{"name": "{tool}", "arguments": {arguments}}}'
+        return f'{{"jsonrpc": "2.0", "id": {n}, "method": "tools/call", "params": {params}}}\n'.encode()
+
+    query = "git pull --rebase after a force-push dropped my commits"
+    answers = exchange_lines(
+        vault_repo.root,
+        [
+            call(1, "recall", f'{{"query": "{query} \\ud83d"}}'),
+            call(2, "show", '{"id": "\\udfff"}'),
+            call(3, "explain", '{"query": "\\ud83d\\ude00 docker CMD shell form SIGTERM \\\\ud800"}'),
+            call(4, "recall", f'{{"query": "{query}"}}').replace(b"git pull", b"git \xff pull"),
+            call(5, "show", '{"id": "git/force-push-rebase"}'),
+        ],
+    )
+    assert None not in answers  # each was answered (the first, third and fourth were not: the client waited)
+    texts = [a["result"]["content"][0]["text"] for a in answers]
+    assert [c["id"] for c in json.loads(texts[0])["cards"]] == ["git/force-push-rebase"]
+    assert answers[1]["result"]["isError"] is True and "no card '\ufffd'" in texts[1]
+    # a pair is one character; an escaped backslash before `ud800` is no surrogate
+    assert json.loads(texts[2])["query"] == "\U0001f600 docker CMD shell form SIGTERM \\ud800"
+    assert json.loads(texts[3])["abstained"] is False
+    assert json.loads(texts[4])["id"] == "git/force-push-rebase"

@@ -3,7 +3,11 @@ tests that need it, after `pytest.importorskip("mcp")` where the SDK may be miss
 
 from __future__ import annotations
 
+import json
 import os
+import select
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +27,66 @@ def drive_serve(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[A
 def is_error(result: Any) -> bool:
     """Whether a tool call's result is an error (the SDK spells the field isError or is_error by version)."""
     return bool(getattr(result, "is_error", None) or getattr(result, "isError", None))
+
+
+def exchange_lines(vault: Path, lines: list[bytes], timeout: float = 20) -> list[Any]:
+    """Start the installed `cairn serve` on `vault`, initialise, then write each of `lines` (one raw JSON-RPC request
+    of id 1, 2, 3... each, for what the client SDK will not send) and wait for its answer; returns the answers
+    (None for a request not answered within `timeout` seconds)."""
+    opening = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    server = subprocess.Popen(
+        [cairn_executable(), "serve", "--vault", str(vault)],
+        cwd=vault,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        reader = _Answers(server.stdout.fileno())
+        server.stdin.write(json.dumps(opening).encode() + b"\n")
+        server.stdin.flush()
+        assert reader.answer(0, timeout) is not None
+        server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        answers = []
+        for n, line in enumerate(lines, 1):
+            server.stdin.write(line)
+            server.stdin.flush()
+            answers.append(reader.answer(n, timeout))
+        return answers
+    finally:
+        server.stdin.close()
+        server.wait(timeout)
+        server.stdout.close()
+
+
+class _Answers:
+    """The server's answers, read from its stdout as they come."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.pending = b""
+
+    def answer(self, wanted: int, timeout: float) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\n" in self.pending:
+                line, self.pending = self.pending.split(b"\n", 1)
+                message = json.loads(line)
+                if message.get("id") == wanted:
+                    return message
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                return None
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                return None
+            self.pending += chunk
 
 
 async def _session_calls(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[Any, list[str], list[Any]]:
