@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cairn.cards.card import card_id_forms
+from cairn.cards.visible import strip_invisible
 from cairn.hot.errors import CardNotFound
 from cairn.hot.vault import Vault
 from cairn.index.build import open_index, read_worktree_card
@@ -60,8 +61,22 @@ def card_record(
                 + " (uncommitted cards need --worktree)"
             )
         stored["commit"] = index.commit
+    # Git's names and e-mails are text no lint reads (an author named with a bidi override reads as another name):
+    # shown without invisible characters, as the parser gives every field of the card.
+    stored["provenance"] = _visible(stored.get("provenance"))
     _mark_shallow(vault, stored)
     return stored
+
+
+def _visible(value: Any) -> Any:
+    """`value` (provenance as stored: dicts, lists, text) with every text's invisible characters removed."""
+    if isinstance(value, str):
+        return strip_invisible(value)
+    if isinstance(value, dict):
+        return {key: _visible(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_visible(item) for item in value]
+    return value
 
 
 def _mark_shallow(vault: Vault, record: dict[str, Any]) -> None:
