@@ -24,10 +24,11 @@ from cairn.cards import catalog
 from cairn.cards.authoring import LintRefused, NewCard, lint_pending, render_card
 from cairn.cards.card import check_card_id, parse_card, slugify
 from cairn.finding import ERROR
-from cairn.hot.errors import CairnError, CardExists, InvalidCard, RefusedWrite
+from cairn.hot.errors import CairnError, CardExists, CardNotFound, ConfigError, InvalidCard, RefusedWrite
 from cairn.hot.hook import MAX_QUERY_CHARS
 from cairn.hot.recall import Candidate, recall
 from cairn.hot.serve import NAME_CHARS, NOTICE, ask_similarities, card_json, clip, scope_tags, serve_prompt
+from cairn.hot.userconfig import is_vault_name, load_vaults
 from cairn.hot.vault import Vault
 from cairn.index import build as indexer
 
@@ -215,10 +216,33 @@ class VaultTools:
         return out
 
     def show(self, id: str) -> dict[str, Any]:
-        """The whole card (fields, body) with its provenance: who wrote it and when, from git history."""
-        record = catalog.card_record(self.vault, id, served_only=True)
+        """The whole card (fields, body) with its provenance: who wrote it and when, from git history.
+
+        id: as `recall` gives it, or `NAME:ID` as the prompt hook shows a card of this vault (configured as NAME).
+        """
+        record = catalog.card_record(self.vault, self._own_id(id), served_only=True)
         record["notice"] = NOTICE  # the card is a teammate's note, not instructions, as recall and the hook say
         return record
+
+    def _own_id(self, card_id: str) -> str:
+        """The bare id of `NAME:ID` when NAME is this vault's name in the user configuration (the prompt hook shows
+        its cards so); a card of another configured vault is CardNotFound, with the server to ask; any other id is
+        as given (an id may hold a colon)."""
+        name, colon, rest = card_id.partition(":")
+        if not colon or not is_vault_name(name):
+            return card_id
+        try:
+            entry = next((e for e in load_vaults() if e.name == name), None)
+        except ConfigError:
+            return card_id
+        if entry is None:
+            return card_id
+        if os.path.realpath(entry.path) == os.path.realpath(self.vault.root):
+            return rest
+        raise CardNotFound(
+            f"{card_id!r} is a card of the vault {name!r} ({entry.path}); this server serves {self.vault.root}: "
+            f"ask `cairn serve --vault {name}`, or run `cairn show {card_id}`"
+        )
 
     def explain(self, query: str, scope: list[str] | None = None) -> dict[str, Any]:
         """The best candidate cards for the query (at most 20, with any injected card; `omitted_candidates` counts

@@ -58,7 +58,7 @@ def card_record(
                     if hint
                     else f"; `{list_command}` shows the cards agents are served"
                 )
-                + " (uncommitted cards need --worktree)"
+                + ("" if served_only else " (uncommitted cards need --worktree)")  # agents read commits only
             )
         stored["commit"] = index.commit
     # Git's names and e-mails are text no lint reads (an author named with a bidi override reads as another name):
