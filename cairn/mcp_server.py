@@ -287,7 +287,8 @@ class VaultTools:
 
         The branch starts at the commit the vault serves (its reviewed branch), whatever is checked out; the
         checked-out branch, the working tree and HEAD are left untouched; drafts are never injected. The card is
-        linted as `cairn add` lints it (in the vault's context): a lint error refuses it, warnings are returned.
+        linted as `cairn add` lints it, beside the cards of the commit it starts from and by that commit's
+        cairn.toml (as a commit on the branch is linted): a lint error refuses it, warnings are returned.
         id: topic/slug (default: a slug of the name). branch: the new branch, under cairn/draft/ (default:
         cairn/draft/<id>).
         """
@@ -307,7 +308,7 @@ class VaultTools:
         served, base = indexer.served_commit(self.vault, repo)  # the branch agents read, not whatever is checked out
         if gitrepo.read_path(repo, base, rel, self.vault) is not None:
             raise CardExists(f"{rel} already exists on {served}; choose another id (nothing was written)")
-        linted = lint_pending(self.vault, {rel: data})[rel]
+        linted = lint_pending(self.vault, {rel: data}, commit=base)[rel]  # beside the cards it is committed on
         errors = [f for f in linted if f.severity == ERROR]
         if errors:
             said = "; ".join(f"{f.rule}: {f.message}" for f in errors[:3])

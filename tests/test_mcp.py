@@ -426,3 +426,35 @@ def test_show_takes_the_id_the_prompt_hook_gives(vault_repo: VaultRepo, tmp_path
     )
     assert "no card 'zzz:ops/cron'" in results[2].content[0].text
     assert "--worktree" not in results[2].content[0].text
+
+
+def test_add_draft_is_linted_beside_the_cards_of_the_commit_it_starts_from(vault_repo: VaultRepo) -> None:
+    """The draft goes on the served commit, but was linted beside the working tree's cards: with a feature branch
+    checked out that retires a card by deleting it, a draft taking the served card's name (two cards of one name on
+    the draft branch: `cairn lint` there fails) was committed, and one taking a name only the feature branch holds
+    was refused."""
+    _lessons(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "feature/tidy")
+    vault_repo.git("rm", "-q", "cards/git/force-push-rebase.md")
+    vault_repo.write("wip/only-here", "A lesson only on the feature branch", "Not on the served branch yet.")
+    vault_repo.commit("Drop a card, add another")
+    status = vault_repo.git("status", "--porcelain")
+    _, _, [taken, free] = drive_serve(
+        vault_repo.root,
+        [
+            ("add_draft", {**DRAFT, "name": "Pull --rebase can drop commits after a force-push", "id": "git/again"}),
+            ("add_draft", {**DRAFT, "name": "A lesson only on the feature branch", "id": "ops/cron"}),
+        ],
+    )
+    assert _tool_error(taken) == (
+        "cards/git/again.md was not drafted: 1 lint error(s): name-unique: the name is also used by "
+        "cards/git/force-push-rebase.md; names must be unique (nothing was written)"
+    )
+    made = _text_json(free)
+    assert vault_repo.git("ls-tree", "-r", "--name-only", made["branch"], "cards") == "\n".join(
+        ["cards/docker/sigterm-shell-form.md", "cards/git/force-push-rebase.md", "cards/ops/cron.md"]
+    )
+    assert (
+        vault_repo.git("for-each-ref", "--format=%(refname)", "refs/heads/cairn") == "refs/heads/cairn/draft/ops/cron"
+    )
+    assert vault_repo.git("status", "--porcelain") == status

@@ -22,6 +22,7 @@ from cairn.finding import ERROR, Finding
 from cairn.hot.errors import CairnError, CardExists, InvalidCard, RefusedWrite
 from cairn.hot.vault import Vault
 from cairn.lint.runner import lint_files
+from cairn.lint.snapshot import COMMIT, WORKTREE
 
 
 def template_dir() -> Path:
@@ -267,14 +268,16 @@ def file_in_the_way(vault: Vault, rel: str) -> str | None:
 
 
 def lint_pending(
-    vault: Vault, files: Mapping[str, bytes], *, today: dt.date | None = None
+    vault: Vault, files: Mapping[str, bytes], *, today: dt.date | None = None, commit: str | None = None
 ) -> dict[str, tuple[Finding, ...]]:
     """Lint files not written yet (vault-relative path -> bytes) as `cairn lint` would with them in the vault (a
     pending file replaces the file at its path); returns each path's findings. The check every command that writes
-    a card runs first, so none accepts a card that `cairn lint` would refuse."""
+    a card runs first, so none accepts a card that `cairn lint` would refuse. commit: the vault is that commit's
+    tree, not the working tree (a draft committed on top of it is judged beside its cards, by its `cairn.toml`)."""
     if not files:
         return {}
-    report = lint_files(vault, list(files), today=today, pending=files)
+    source = WORKTREE if commit is None else COMMIT
+    report = lint_files(vault, list(files), today=today, pending=files, source=source, commit=commit)
     found: dict[str, list[Finding]] = {rel: [] for rel in files}
     for finding in report.findings:
         if finding.rule == "config-invalid" and finding.path not in found:

@@ -57,6 +57,7 @@ def lint_files(
     today: dt.date | None = None,
     pending: Mapping[str, bytes] | None = None,
     removed: Sequence[str] = (),
+    commit: str | None = None,
 ) -> LintReport:
     """Lint some vault-relative files in the context of the whole vault (uniqueness, links, duplicates).
 
@@ -64,9 +65,10 @@ def lint_files(
     written yet (path -> bytes), read as if they were in the vault (`cairn add` lints a card before writing it).
     `removed`: card files the change deletes (`cairn review` passes its deletions; from git's staging area they are
     found by comparing with HEAD): the cards that supersede them are linted too, so pre-commit, review and a
-    whole-vault `cairn lint` give one verdict on a deletion.
+    whole-vault `cairn lint` give one verdict on a deletion. `commit`, with source `commit`: the commit whose tree
+    (cards and `cairn.toml`) is the vault.
     """
-    return _lint(vault, list(rel_paths), rules, source, today, pending, removed)
+    return _lint(vault, list(rel_paths), rules, source, today, pending, removed, commit=commit)
 
 
 def _lint(
@@ -78,8 +80,9 @@ def _lint(
     pending: Mapping[str, bytes] | None = None,
     removed: Sequence[str] = (),
     progress: Callable[[int, int], None] | None = None,
+    commit: str | None = None,
 ) -> LintReport:
-    with Snapshot(vault, source) as snapshot:
+    with Snapshot(vault, source, commit) as snapshot:
         return _lint_snapshot(snapshot, vault, rel_paths, wanted, today, pending, removed, progress)
 
 

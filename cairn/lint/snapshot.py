@@ -1,4 +1,5 @@
-"""The vault as lint reads it: the working tree, or git's staging area (what a commit would record) inside a git hook."""
+"""The vault as lint reads it: the working tree, git's staging area (what a commit would record) inside a git hook, or
+a commit (what a draft is committed on top of)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from cairn.hot.vault import Vault, worktree_card_files
 
 WORKTREE = "worktree"
 STAGED = "staged"  # git's staging area (`git ls-files -s`); Cairn's "index" is its own file in the cache
+COMMIT = "commit"  # a commit's tree
 
 FILE = "file"
 SYMLINK = "symlink"
@@ -34,13 +36,16 @@ class VaultFile:
 class Snapshot:
     """Every file under the vault's `cards/` plus `cairn.toml`, from one source, read lazily by blob."""
 
-    def __init__(self, vault: Vault, source: str) -> None:
+    def __init__(self, vault: Vault, source: str, commit: str | None = None) -> None:
         self.vault = vault
         self.source = source
         self.files: dict[str, VaultFile] = {}
         self._data: dict[str, bytes] = {}  # blob -> bytes already read
         self._repo: Any = None  # a git.Repo; only cairn.gitrepo knows git
-        if source == STAGED:
+        if source == COMMIT:
+            assert commit is not None
+            self._read_commit(commit)
+        elif source == STAGED:
             self._read_staged()
         else:
             self._read_worktree()
@@ -73,6 +78,16 @@ class Snapshot:
         if config_blob is not None:
             self.config_text = self.read_blobs([config_blob])[config_blob].decode("utf-8", "replace")
 
+    def _read_commit(self, commit: str) -> None:
+        self._repo = gitrepo.open_repo(self.vault)
+        for entry in gitrepo.card_entries(self._repo, commit, self.vault):
+            if entry.mode == gitrepo.SYMLINK_MODE:
+                self.files[entry.path] = VaultFile(entry.path, entry.blob, SYMLINK)
+            elif entry.mode != gitrepo.SUBMODULE_MODE:
+                self.files[entry.path] = VaultFile(entry.path, entry.blob)
+        config = gitrepo.read_path(self._repo, commit, CONFIG_FILE, self.vault)
+        self.config_text = None if config is None else config.decode("utf-8", "replace")
+
     def __enter__(self) -> Snapshot:
         return self
 
@@ -86,8 +101,8 @@ class Snapshot:
 
     def removed_since_head(self) -> list[str]:
         """Card files HEAD holds that the staging area does not: what the commit being made deletes (empty for
-        the working tree, and before the first commit)."""
-        if self._repo is None:
+        the working tree and a commit, and before the first commit)."""
+        if self.source != STAGED:
             return []
         try:
             head = gitrepo.head_commit(self._repo)
