@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -33,6 +34,7 @@ from cairn.hot.vault import Vault
 from cairn.index import build as indexer
 
 log = logging.getLogger("cairn.mcp")
+_NAMING = threading.Lock()  # held while a draft takes a free branch name and creates the branch
 
 SERVER_NAME = "cairn"
 DRAFT_BRANCH_PREFIX = "cairn/draft/"
@@ -315,17 +317,21 @@ class VaultTools:
             raise LintRefused(f"{rel} was not drafted: {len(errors)} lint error(s): {said} (nothing was written)")
         subject = commit_subject(f"Draft lesson: {name}")
         targets = [draft_branch(branch)] if branch is not None else _free_branches(repo, card_id)
-        for attempt, target in enumerate(targets):
-            try:
-                commit = gitrepo.commit_file_to_new_branch(
-                    repo, base, target, f"{self.vault.prefix}{rel}", data, subject
-                )
-                break
-            except CairnError:
-                # A name Cairn chose can still clash with a draft branch below it (cairn/draft/ops/x exists, so
-                # cairn/draft/ops cannot be made): take the next free name, a few times.
-                if branch is not None or attempt >= 2:
-                    raise
+        # The SDK runs each call on a worker thread: two drafts of one id at once found the same free name, and the
+        # one that lost the race failed. One draft of this server names its branch at a time (another process's
+        # draft can still take a name first: the next free one is taken, a few times).
+        with _NAMING:
+            for attempt, target in enumerate(targets):
+                try:
+                    commit = gitrepo.commit_file_to_new_branch(
+                        repo, base, target, f"{self.vault.prefix}{rel}", data, subject
+                    )
+                    break
+                except CairnError:
+                    # A name Cairn chose can still clash with a draft branch below it (cairn/draft/ops/x exists, so
+                    # cairn/draft/ops cannot be made): take the next free name, a few times.
+                    if branch is not None or attempt >= 2:
+                        raise
         log.info("drafted %s on branch %s (%s)", card_id, target, commit[:8])
         return {
             "id": card_id,

@@ -16,7 +16,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 import cairn
-from helpers.mcpclient import drive_serve, exchange_lines, is_error
+from helpers.mcpclient import drive_serve, drive_serve_at_once, exchange_lines, is_error
 from helpers.vaults import VaultRepo, cairn_executable, run_cairn
 
 TOOLS = {"recall", "show", "explain", "add_draft"}
@@ -458,3 +458,18 @@ def test_add_draft_is_linted_beside_the_cards_of_the_commit_it_starts_from(vault
         vault_repo.git("for-each-ref", "--format=%(refname)", "refs/heads/cairn") == "refs/heads/cairn/draft/ops/cron"
     )
     assert vault_repo.git("status", "--porcelain") == status
+
+
+def test_drafts_of_one_id_made_at_once_each_get_a_branch(vault_repo: VaultRepo) -> None:
+    """A client calling add_draft in parallel (the SDK runs each call on its own thread): drafts of one id found the
+    same free branch name, and those that lost the race three times failed with git's "cannot lock ref"."""
+    head = _lessons(vault_repo)
+    calls = [
+        ("add_draft", {**DRAFT, "name": f"Cron runs twice on DST change, take {n}", "id": "ops/cron"}) for n in range(8)
+    ]
+    results = drive_serve_at_once(vault_repo.root, calls)
+    branches = sorted(_text_json(result)["branch"] for result in results)
+    assert branches == sorted(["cairn/draft/ops/cron", *(f"cairn/draft/ops/cron-{n}" for n in range(2, 9))])
+    for branch in branches:
+        assert vault_repo.git("rev-parse", f"{branch}^") == head
+    assert vault_repo.git("status", "--porcelain") == ""

@@ -24,6 +24,29 @@ def drive_serve(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[A
     return anyio.run(_session_calls, vault, calls)
 
 
+def drive_serve_at_once(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """Start the installed `cairn serve` on `vault` and make every tool call at once (each sent before any answer
+    is read, as a client with parallel tool calls does); returns each call's result, in the order of `calls`."""
+    return anyio.run(_calls_at_once, vault, calls)
+
+
+async def _calls_at_once(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    params = StdioServerParameters(
+        command=cairn_executable(), args=["serve", "--vault", str(vault)], env=dict(os.environ), cwd=str(vault)
+    )
+    results: list[Any] = [None] * len(calls)
+
+    async def call(session: ClientSession, n: int, name: str, args: dict[str, Any]) -> None:
+        results[n] = await session.call_tool(name, args)
+
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        async with anyio.create_task_group() as group:
+            for n, (name, args) in enumerate(calls):
+                group.start_soon(call, session, n, name, args)
+    return results
+
+
 def is_error(result: Any) -> bool:
     """Whether a tool call's result is an error (the SDK spells the field isError or is_error by version)."""
     return bool(getattr(result, "is_error", None) or getattr(result, "isError", None))
