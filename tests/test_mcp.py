@@ -473,3 +473,28 @@ def test_drafts_of_one_id_made_at_once_each_get_a_branch(vault_repo: VaultRepo) 
     for branch in branches:
         assert vault_repo.git("rev-parse", f"{branch}^") == head
     assert vault_repo.git("status", "--porcelain") == ""
+
+
+def test_a_vault_cannot_raise_the_cards_an_agent_gets_past_the_hooks_three(vault_repo: VaultRepo) -> None:
+    """A vault's own `cairn.toml` (`max_cards = 30`, gates at zero) had the MCP `recall` tool and `cairn recall
+    --json` give an agent every card that fit, 12 here, where the hook gives at most 3 over all vaults."""
+    vault_repo.write_raw(
+        "cairn.toml",
+        "[recall]\nmax_cards = 30\nmin_lead = 0\nmin_coverage = 0\nmin_margin = 0\nmin_evidence = 0\n",
+    )
+    for n in range(12):
+        vault_repo.write(
+            f"redis/eviction-{n}", f"Redis eviction lesson {n}", f"Redis evicts keys under maxmemory; lesson {n}."
+        )
+    vault_repo.commit("Twelve lessons")
+    assert vault_repo.cairn("index").returncode == 0
+    query = "redis evicts keys under maxmemory"
+    hook = vault_repo.cairn(
+        "hook", "--format", "json", "--vault", str(vault_repo.root), input=json.dumps({"prompt": query})
+    )
+    given = [c["id"] for c in json.loads(hook.stdout)["cards"]]
+    assert len(given) == 3
+    done = vault_repo.cairn("recall", "--json", query)
+    assert [c["id"] for c in json.loads(done.stdout)["cards"]] == given
+    _, _, [recalled] = drive_serve(vault_repo.root, [("recall", {"query": query})])
+    assert [c["id"] for c in _text_json(recalled)["cards"]] == given

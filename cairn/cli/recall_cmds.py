@@ -40,6 +40,7 @@ from cairn.hot.recall import (
     SEMANTIC_MIN_CARDS,
     SEMANTIC_PICKED,
     UNKNOWN_STATUS,
+    Candidate,
     QueryWeights,
     Result,
     evidence_of,
@@ -119,7 +120,7 @@ def recall_cmd(
     with indexer.open_index(vault, ref=ref, worktree=worktree, served_only=ref is None and not worktree) as index:
         served = serve_prompt(index, query, vault_root=str(vault.root), scope=tags, session_id=session_id)
         already = _already_given(index, query, str(vault.root), tags, served) if session_id else None
-    _print_recall(served.result, already, as_json)
+    _print_recall(served.given, already, as_json)
 
 
 class Slot(NamedTuple):
@@ -232,23 +233,24 @@ def _already_given(
     if not refused:
         return []
     fresh = serve_prompt(index, query, vault_root=vault_root, scope=scope)  # no session: nothing is recorded
-    return [c.card.id for c in fresh.result.injected if c.card.id in refused]
+    return [c.card.id for c in fresh.given if c.card.id in refused]
 
 
-def _print_recall(result: Result, already: list[str] | None, as_json: bool) -> None:
+def _print_recall(given: Sequence[Candidate], already: list[str] | None, as_json: bool) -> None:
+    """The cards served (`Served.given`: recall's, at most the hook's `MAX_CARDS`, whatever a vault's own limit)."""
     if as_json:
-        out: dict[str, Any] = {"cards": [card_json(c) for c in result.injected], "abstained": result.abstained}
+        out: dict[str, Any] = {"cards": [card_json(c) for c in given], "abstained": not given}
         if already is not None:  # with --session
             out["already_injected"] = already
         echo_json(out)
         return
-    if result.abstained and already:
+    if not given and already:
         echo(f"Already given in this session: {', '.join(already)} (no other card fits this prompt).")
         return
-    if result.abstained:
+    if not given:
         echo("No card fits this prompt (recall abstained). `cairn explain QUERY` shows why.")
         return
-    for n, c in enumerate(result.injected, 1):
+    for n, c in enumerate(given, 1):
         echo(f"{n}. {c.card.name}  [{c.card.id}]  score {c.score:.2f}")
         echo(f"   {c.card.summary}")
         echo(f"   {c.card.path}")

@@ -178,7 +178,6 @@ def serve_prompt(
         fit=pick_fit,
         decide_first=decide_first,
         want_already=session_id is not None,
-        max_cards=None,
     )
     return Served(layered.results[0], tuple(p.candidate for p in layered.given), layered.already)
 
