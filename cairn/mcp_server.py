@@ -27,8 +27,8 @@ from cairn.cards.card import check_card_id, parse_card, slugify
 from cairn.finding import ERROR
 from cairn.hot.errors import CairnError, CardExists, CardNotFound, ConfigError, InvalidCard, RefusedWrite
 from cairn.hot.hook import MAX_QUERY_CHARS
-from cairn.hot.recall import Candidate, recall
-from cairn.hot.serve import NAME_CHARS, NOTICE, ask_similarities, card_json, clip, scope_tags, serve_prompt
+from cairn.hot.recall import REJECTED, Candidate, recall
+from cairn.hot.serve import MAX_CARDS, NAME_CHARS, NOTICE, ask_similarities, card_json, clip, scope_tags, serve_prompt
 from cairn.hot.userconfig import is_vault_name, load_vaults
 from cairn.hot.vault import Vault
 from cairn.index import build as indexer
@@ -255,12 +255,13 @@ class VaultTools:
             result = recall(index, read, scope=scope or None, semantic=asked() if asked else None)
             commit = index.commit
         shown = [c for n, c in enumerate(result.candidates) if n < EXPLAIN_CANDIDATES or c.decision == "injected"]
+        given = [c.card.id for c in result.injected[:MAX_CARDS]]  # as `recall` and the hook give them
         out: dict[str, Any] = {
             "query": clip(query, ECHO_CHARS),
             "commit": commit,
             "abstained": result.abstained,
-            "injected": [c.card.id for c in result.injected],
-            "candidates": [_candidate_dict(c) for c in shown],
+            "injected": given,
+            "candidates": [_candidate_dict(c, given) for c in shown],
             "fragment": None if result.fragment is None else clip(result.fragment, ECHO_CHARS),
             "phrases": list(result.phrases),
             "thresholds": {
@@ -372,7 +373,10 @@ def commit_subject(text: str) -> str:
     return flat if len(flat) <= MAX_SUBJECT_CHARS else flat[: MAX_SUBJECT_CHARS - 1].rstrip() + "…"
 
 
-def _candidate_dict(c: Candidate) -> dict[str, Any]:
+def _candidate_dict(c: Candidate, given: list[str]) -> dict[str, Any]:
+    """One candidate as explain shows it; a card recall injected past the hook's `MAX_CARDS` (a vault's `max_cards`
+    above it) is rejected `over_total`, as `cairn explain` across vaults says it."""
+    over = c.decision == "injected" and c.card.id not in given
     return {
         "id": c.card.id,
         "name": clip(c.card.name, NAME_CHARS),  # a card's text is untrusted: cut as every interface cuts it
@@ -381,8 +385,8 @@ def _candidate_dict(c: Candidate) -> dict[str, Any]:
         "norm_score": c.lead,  # the old name, kept until 0.3 (CHANGELOG)
         "coverage": c.coverage,
         "margin": c.margin,
-        "decision": c.decision,
-        "reason": c.reason,
+        "decision": REJECTED if over else c.decision,
+        "reason": "over_total" if over else c.reason,
         "picked": c.picked,  # which of recall's picks injected it when the word gates passed nothing (or None)
         "similarity": c.similarity,  # its z-score with the semantic extra (None without it), as `cairn explain` shows
     }

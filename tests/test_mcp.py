@@ -477,7 +477,8 @@ def test_drafts_of_one_id_made_at_once_each_get_a_branch(vault_repo: VaultRepo) 
 
 def test_a_vault_cannot_raise_the_cards_an_agent_gets_past_the_hooks_three(vault_repo: VaultRepo) -> None:
     """A vault's own `cairn.toml` (`max_cards = 30`, gates at zero) had the MCP `recall` tool and `cairn recall
-    --json` give an agent every card that fit, 12 here, where the hook gives at most 3 over all vaults."""
+    --json` give an agent every card that fit, 12 here, where the hook gives at most 3 over all vaults; `explain`
+    called all 12 injected."""
     vault_repo.write_raw(
         "cairn.toml",
         "[recall]\nmax_cards = 30\nmin_lead = 0\nmin_coverage = 0\nmin_margin = 0\nmin_evidence = 0\n",
@@ -496,5 +497,15 @@ def test_a_vault_cannot_raise_the_cards_an_agent_gets_past_the_hooks_three(vault
     assert len(given) == 3
     done = vault_repo.cairn("recall", "--json", query)
     assert [c["id"] for c in json.loads(done.stdout)["cards"]] == given
-    _, _, [recalled] = drive_serve(vault_repo.root, [("recall", {"query": query})])
+    _, _, [recalled, explained] = drive_serve(
+        vault_repo.root, [("recall", {"query": query}), ("explain", {"query": query})]
+    )
     assert [c["id"] for c in _text_json(recalled)["cards"]] == given
+    # explain says so: the cards recall chose past the three are rejected `over_total`, as across vaults
+    for shown in (_text_json(explained), json.loads(vault_repo.cairn("explain", "--json", query).stdout)):
+        decisions = {c["id"]: (c["decision"], c["reason"]) for c in shown["candidates"]}
+        assert sorted(i for i, d in decisions.items() if d[0] == "injected") == sorted(given)
+        assert sorted(d for d in decisions.values() if d[0] != "injected") == [("rejected", "over_total")] * 9
+    assert _text_json(explained)["injected"] == given
+    text = vault_repo.cairn("explain", query).stdout
+    assert f"Injected: {', '.join(given)}\n" in text and text.count(" over_total ") == 9

@@ -295,6 +295,10 @@ def explain(
         weights = prompt_weights(index, query, result.settings)
         read = similarity is not None and index.n_cards >= SEMANTIC_MIN_CARDS  # smaller vaults: words alone
     rows = add_missing(explain_rows(result), weights)
+    served = [c.card.id for c in result.injected[:MAX_CARDS]]  # as the hook gives them, whatever the vault's max_cards
+    for row in rows:
+        if row["decision"] == "injected" and row["id"] not in served:
+            row["decision"], row["reason"] = REJECTED, "over_total"
     if as_json:
         out: dict[str, Any] = {"query": query, "abstained": result.abstained, "candidates": rows}
         if weights.foreign:  # terms weighed a tenth (`recall.FOREIGN_WEIGHT`), said only where the vault is lost
@@ -307,7 +311,9 @@ def explain(
             out["semantic_veto"] = veto_judges(query)
         echo_json(out)
     else:
-        table = render_explain(result, rows, foreign=weights.foreign, veto=_veto_note(read, veto_judges(query)))
+        table = render_explain(
+            result, rows, injected=served or None, foreign=weights.foreign, veto=_veto_note(read, veto_judges(query))
+        )
         echo("\n".join(filter(None, (cut, table))))
 
 
