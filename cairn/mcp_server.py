@@ -32,6 +32,7 @@ from cairn.hot.serve import MAX_CARDS, NAME_CHARS, NOTICE, ask_similarities, car
 from cairn.hot.userconfig import is_vault_name, load_vaults
 from cairn.hot.vault import Vault
 from cairn.index import build as indexer
+from cairn.userconfig import entry_for
 
 log = logging.getLogger("cairn.mcp")
 _NAMING = threading.Lock()  # held while a draft takes a free branch name and creates the branch
@@ -201,6 +202,7 @@ class VaultTools:
         scope: tags such as a language or tool; cards scoped elsewhere are left out.
         session: the agent session's id; a card is given at most once per session (shared with the prompt hook).
         """
+        entry = entry_for(self.vault.root) if session else None  # its name: the hook's ids in the session
         with indexer.open_index(self.vault, served_only=True) as index:
             served = serve_prompt(
                 index,
@@ -208,6 +210,7 @@ class VaultTools:
                 vault_root=str(self.vault.root),
                 scope=scope_tags(scope or ()),
                 session_id=session or None,
+                name=None if entry is None else entry.name,
             )
         cards = [card_json(c) for c in served.given]
         out: dict[str, Any] = {"cards": cards, "abstained": not cards}

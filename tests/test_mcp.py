@@ -509,3 +509,21 @@ def test_a_vault_cannot_raise_the_cards_an_agent_gets_past_the_hooks_three(vault
     assert _text_json(explained)["injected"] == given
     text = vault_repo.cairn("explain", query).stdout
     assert f"Injected: {', '.join(given)}\n" in text and text.count(" over_total ") == 9
+
+
+def test_a_session_is_shared_with_the_hook_for_a_configured_vault(vault_repo: VaultRepo) -> None:
+    """The hook records a configured vault's card in the session as `team:git/x`; the MCP `recall` tool (and `cairn
+    recall --session` in the vault) looked for the bare id, so the card the hook had just given was given again."""
+    vault_repo.write_raw("cairn.toml", "# defaults\n")
+    _lessons(vault_repo)
+    assert vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team").returncode == 0
+    assert vault_repo.cairn("index").returncode == 0
+    query = "git pull --rebase after a force-push dropped my commits"
+    payload = json.dumps({"prompt": query, "session_id": "s-7"})
+    hook = vault_repo.cairn("hook", "--format", "json", input=payload)
+    assert [c["id"] for c in json.loads(hook.stdout)["cards"]] == ["team:git/force-push-rebase"]
+    _, _, [recalled] = drive_serve(vault_repo.root, [("recall", {"query": query, "session": "s-7"})])
+    again = {"cards": [], "abstained": True, "already_injected": ["git/force-push-rebase"]}
+    assert _text_json(recalled) == again
+    done = vault_repo.cairn("recall", "--json", "--session", "s-7", "--vault", str(vault_repo.root), query)
+    assert json.loads(done.stdout) == again

@@ -64,6 +64,7 @@ from cairn.hot.serve import (
 from cairn.index import build as indexer
 from cairn.quality.evaluate import CaseOutcome, check_expected, evaluate, load_cases, shown
 from cairn.terminal import clean_line
+from cairn.userconfig import entry_for
 
 EXPLAIN_TOP = 20
 _GATED = GATE_REASONS
@@ -118,7 +119,15 @@ def recall_cmd(
     tags = scope_tags(scope)
     # What an agent gets: nothing from an index kept after its served branch was rewritten (`served_only`)
     with indexer.open_index(vault, ref=ref, worktree=worktree, served_only=ref is None and not worktree) as index:
-        served = serve_prompt(index, query, vault_root=str(vault.root), scope=tags, session_id=session_id)
+        entry = entry_for(vault.root) if session_id else None  # its name: the hook's ids in the session
+        served = serve_prompt(
+            index,
+            query,
+            vault_root=str(vault.root),
+            scope=tags,
+            session_id=session_id,
+            name=None if entry is None else entry.name,
+        )
         already = _already_given(index, query, str(vault.root), tags, served) if session_id else None
     _print_recall(served.given, already, as_json)
 

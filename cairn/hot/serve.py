@@ -156,13 +156,16 @@ def serve_prompt(
     session_id: str | None = None,
     fit: "Callable[[Sequence[Candidate]], Sequence[Candidate]] | None" = None,
     decide_first: int | None = None,
+    name: str | None = None,
 ) -> Served:
     """Recall for `query` from one vault; with a session id, each card at most once per session (recorded as given).
 
     fit: trims recall's injected cards to what the caller can show; default all. decide_first: only the first n
-    candidates are wanted (`recall`'s argument). `already` is filled with a session id.
+    candidates are wanted (`recall`'s argument). `already` is filled with a session id. name: the vault's name in
+    the user configuration, if it has one: the session knows its cards as `name:id`, as the hook records them (the
+    ids in `already` stay bare, as the cards').
     """
-    layer = Layer(None, vault_root, index, tuple(scope or ()))
+    layer = Layer(name, vault_root, index, tuple(scope or ()))
     pick_fit = None
     if fit is not None:
         trim = fit
@@ -179,7 +182,8 @@ def serve_prompt(
         decide_first=decide_first,
         want_already=session_id is not None,
     )
-    return Served(layered.results[0], tuple(p.candidate for p in layered.given), layered.already)
+    already = [qid.removeprefix(f"{name}:") for qid in layered.already] if name else layered.already
+    return Served(layered.results[0], tuple(p.candidate for p in layered.given), already)
 
 
 def serve_layers(
