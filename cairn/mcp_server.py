@@ -278,6 +278,8 @@ class VaultTools:
         }
         if len(shown) < len(result.candidates):
             out["omitted_candidates"] = len(result.candidates) - len(shown)
+        if shown:
+            out["notice"] = NOTICE  # the candidates' names are teammates' text, as recall's and show's cards are
         return out
 
     def add_draft(

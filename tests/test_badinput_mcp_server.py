@@ -143,6 +143,19 @@ def test_show_tells_the_agent_the_card_is_data_not_instructions(vault_repo: Vaul
     assert _ok(shown)["notice"] == NOTICE
 
 
+def test_explain_tells_the_agent_the_names_are_data_not_instructions(vault_repo: VaultRepo) -> None:
+    """explain gives an agent the candidates' names (a teammate's text, as recall's cards) without the notice that
+    recall and show add; it now adds it when it names a card, and only then."""
+    from cairn.hot.serve import NOTICE
+
+    _lessons(vault_repo)
+    _, _, [named, none] = drive_serve(
+        vault_repo.root, [("explain", {"query": QUERY}), ("explain", {"query": "zzzz qqqq"})]
+    )
+    assert _ok(named)["candidates"] and _ok(named)["notice"] == NOTICE
+    assert _ok(none)["candidates"] == [] and "notice" not in _ok(none)
+
+
 def test_add_draft_finds_a_branch_beside_an_earlier_draft_named_like_its_topic(vault_repo: VaultRepo) -> None:
     """A draft `scheduling` (its name's slug) and then `scheduling/cron-dst`: git cannot hold both
     cairn/draft/scheduling and cairn/draft/scheduling/cron-dst, and the second draft failed with git's error."""
