@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from cairn import gitrepo
@@ -191,6 +192,12 @@ def _holds_the_remote(repo: Any, remote: str, src: str, ref: str, fetching: Fetc
     return status == 0 and gitrepo.is_ancestor(repo, "FETCH_HEAD", ref)
 
 
+def _rebasing(repo: Any) -> bool:
+    """Whether a rebase is under way in the vault's work tree (git keeps its state in the work tree's git folder)."""
+    folder = Path(repo.git_dir)
+    return (folder / "rebase-merge").is_dir() or (folder / "rebase-apply").is_dir()
+
+
 def _config(repo: Any, key: str) -> str:
     status, out, _ = repo.git.config("--get", key, with_extended_output=True, with_exceptions=False)
     return str(out).strip() if status == 0 else ""
@@ -227,6 +234,13 @@ def _fetch_failed(
             f"`git -C {root} fetch --force {remote} {branch}:{ref}`, then `cairn index --vault {name} --rebuild`"
         )
         return SyncResult(name, root, ref, "diverged", before, before, fetched=f"{remote} {src}", message=message)
+    if _checked_out(stderr) and _rebasing(repo):
+        message = (
+            f"{remote}'s {branch} has commits that {ref} lacks, and a rebase is under way in {root}, so sync cannot "
+            f"move {ref}: finish it (`git -C {root} rebase --continue`) or abort it (`git -C {root} rebase --abort`), "
+            f"then `git -C {root} pull --ff-only` (its git hooks index it)"
+        )
+        return SyncResult(name, root, ref, "error", before, before, fetched=f"{remote} {src}", message=message)
     if _checked_out(stderr):
         message = (
             f"{remote}'s {branch} has commits that {ref} lacks, and {ref} is checked out in {root}, so sync cannot "

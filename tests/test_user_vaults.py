@@ -489,19 +489,31 @@ def test_vault_messages_name_the_next_step(tmp_path: Path, vault_repo: VaultRepo
         )
 
 
-def test_sync_of_the_authors_own_vault_with_its_branch_checked_out(tmp_path: Path) -> None:
-    """The vault an author commits to and pushes from serves its local main: sync has nothing to move while main holds
-    every commit of the remote's, and says what to run (never moving the checked-out branch) when it does not."""
+def _authors_vault(tmp_path: Path) -> VaultRepo:
+    """The vault an author commits to and pushes from (origin: a bare remote), registered as `team`."""
     author = second_vault(tmp_path / "team-lessons")
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(tmp_path / "remote.git")], check=True)
     author.git("remote", "add", "origin", str(tmp_path / "remote.git"))
     author.git("push", "-q", "-u", "origin", "main")
     assert cairn("vault", "add", str(author.root), "--name", "team", cwd=tmp_path).returncode == 0
+    return author
+
+
+def _a_teammates_clone(tmp_path: Path) -> VaultRepo:
+    """A teammate's clone of the author's remote."""
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "remote.git"), str(tmp_path / "other")], check=True)
+    other = VaultRepo(tmp_path / "other")
+    return other
+
+
+def test_sync_of_the_authors_own_vault_with_its_branch_checked_out(tmp_path: Path) -> None:
+    """The vault an author commits to and pushes from serves its local main: sync has nothing to move while main holds
+    every commit of the remote's, and says what to run (never moving the checked-out branch) when it does not."""
+    author = _authors_vault(tmp_path)
     done = cairn("sync", cwd=tmp_path)
     assert done.returncode == 0, done.stdout
     assert done.stdout.startswith("team: refs/heads/main ")
-    subprocess.run(["git", "clone", "-q", str(tmp_path / "remote.git"), str(tmp_path / "other")], check=True)
-    other = VaultRepo(tmp_path / "other")
+    other = _a_teammates_clone(tmp_path)
     other.write("git/bisect", "A lesson about bisect", "git bisect run finds the breaking commit by itself.")
     new = other.commit("A teammate's lesson")
     other.git("push", "-q", "origin", "main")
@@ -548,6 +560,30 @@ def test_init_on_a_terminal_asks_to_register(tmp_path: Path, answer: str, regist
     names = [v["name"] for v in json.loads(cairn("vault", "list", "--json", cwd=tmp_path).stdout)["vaults"]]
     assert names == (["team-lessons"] if registered else [])
     assert ("cairn vault add" in text) is not registered
+
+
+def test_sync_during_a_rebase_says_to_end_the_rebase_first(tmp_path: Path) -> None:
+    """With a rebase of the served branch stopped on a conflict, sync's advice was `git pull --ff-only`, which git
+    refuses mid-rebase; it now says to continue or abort the rebase first, and moves nothing."""
+    author = _authors_vault(tmp_path)
+    other = _a_teammates_clone(tmp_path)
+    other.write("git/bisect", "A lesson about bisect", "git bisect run finds the breaking commit by itself.")
+    other.commit("A teammate's lesson")
+    other.git("push", "-q", "origin", "main")
+    author.write("git/bisect", "Bisect, the author's take", "git bisect skip passes over a commit that cannot build.")
+    author.commit("The author's own bisect lesson")
+    author.git("fetch", "-q", "origin")
+    rebase = subprocess.run(["git", "rebase", "origin/main"], cwd=author.root, capture_output=True, check=False)
+    assert rebase.returncode != 0 and (author.root / ".git" / "rebase-merge").is_dir()  # stopped on the conflict
+    done = cairn("sync", cwd=tmp_path)
+    assert done.returncode == 1
+    root = author.root
+    assert done.stdout == (
+        f"team: error: origin's main has commits that refs/heads/main lacks, and a rebase is under way in {root}, "
+        f"so sync cannot move refs/heads/main: finish it (`git -C {root} rebase --continue`) or abort it "
+        f"(`git -C {root} rebase --abort`), then `git -C {root} pull --ff-only` (its git hooks index it)\n"
+    )
+    assert (author.root / ".git" / "rebase-merge").is_dir()  # the rebase is left as it was
 
 
 def test_commands_take_the_vault_flag_then_the_environment_then_the_folder_then_the_configuration(
