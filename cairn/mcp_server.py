@@ -32,7 +32,7 @@ from cairn.hot.serve import MAX_CARDS, NAME_CHARS, NOTICE, ask_similarities, car
 from cairn.hot.userconfig import is_vault_name, load_vaults
 from cairn.hot.vault import Vault
 from cairn.index import build as indexer
-from cairn.userconfig import entry_for
+from cairn.userconfig import entry_for, outside_projects, served_scope
 
 log = logging.getLogger("cairn.mcp")
 _NAMING = threading.Lock()  # held while a draft takes a free branch name and creates the branch
@@ -136,6 +136,9 @@ def serve(vault: Vault) -> None:
     gc.collect()
     gc.freeze()
     log.info("cairn %s serving %s over stdio", __version__, vault.root)
+    note = outside_projects(entry_for(vault.root), os.getcwd())
+    if note is not None:  # served all the same: the client named this vault; the hook would not serve it here
+        log.warning("Note: %s (this server's folder).", note)
     _read_requests_through_filter()
     server.run("stdio")
 
@@ -202,15 +205,19 @@ class VaultTools:
         scope: tags such as a language or tool; cards scoped elsewhere are left out.
         session: the agent session's id; a card is given at most once per session (shared with the prompt hook).
         """
-        entry = entry_for(self.vault.root) if session else None  # its name: the hook's ids in the session
+        tags, entry = served_scope(
+            self.vault.root, scope_tags(scope or ())
+        )  # a configured vault's limit, as the hook's
+        if tags is None:
+            return {"cards": [], "abstained": True, **({"already_injected": []} if session else {})}
         with indexer.open_index(self.vault, served_only=True) as index:
             served = serve_prompt(
                 index,
                 query[:MAX_QUERY_CHARS],  # as the hook and `cairn recall` read a prompt: words past it decide nothing
                 vault_root=str(self.vault.root),
-                scope=scope_tags(scope or ()),
+                scope=tags,
                 session_id=session or None,
-                name=None if entry is None else entry.name,
+                name=None if entry is None else entry.name,  # the hook's ids in the session
             )
         cards = [card_json(c) for c in served.given]
         out: dict[str, Any] = {"cards": cards, "abstained": not cards}
@@ -253,9 +260,18 @@ class VaultTools:
         """The best candidate cards for the query (at most 20, with any injected card; `omitted_candidates` counts
         the rest) with each one's score, the three gate values, the decision and the reason."""
         read = query[:MAX_QUERY_CHARS]  # what recall reads of it (the echo below shows where it was cut)
+        tags, _ = served_scope(self.vault.root, scope_tags(scope or ()))  # a configured vault's limit, as recall's
+        if tags is None:
+            return {
+                "query": clip(query, ECHO_CHARS),
+                "abstained": True,
+                "injected": [],
+                "candidates": [],
+                "skipped": "scope",
+            }
         with indexer.open_index(self.vault, served_only=True) as index:
             asked = ask_similarities(index, read)  # the similarities `recall` gets, so the two decide alike
-            result = recall(index, read, scope=scope or None, semantic=asked() if asked else None)
+            result = recall(index, read, scope=tags or None, semantic=asked() if asked else None)
             commit = index.commit
         shown = [c for n, c in enumerate(result.candidates) if n < EXPLAIN_CANDIDATES or c.decision == "injected"]
         given = [c.card.id for c in result.injected[:MAX_CARDS]]  # as `recall` and the hook give them

@@ -118,6 +118,33 @@ def configured_ref(vault_root: str | os.PathLike[str], env: Mapping[str, str] | 
     return entry.ref if entry is not None else None
 
 
+def served_scope(
+    vault_root: str | os.PathLike[str], declared: Sequence[str], env: Mapping[str, str] | None = None
+) -> tuple[tuple[str, ...] | None, VaultEntry | None]:
+    """The scope recall uses for the vault at `vault_root` asked alone, as the prompt hook uses it for that vault:
+    the declared tags met with the configured entry's `scopes` (None when both are given and share no tag: the hook
+    serves nothing from it), and that entry (None for a vault the configuration does not list)."""
+    from cairn.hot.serve import layer_scope
+
+    entry = entry_for(vault_root, env)
+    if entry is None:
+        return tuple(declared), None
+    return layer_scope(declared, entry.scopes), entry
+
+
+def outside_projects(entry: VaultEntry | None, cwd: str) -> str | None:
+    """A note when the configured vault `entry` is limited to projects that `cwd` is outside of (the prompt hook
+    serves it nothing there), else None."""
+    from cairn.hot.vault import serves_folder
+
+    if entry is None or serves_folder(entry.projects, cwd):
+        return None
+    return (
+        f"the prompt hook serves vault {entry.name!r} only to agents working under {', '.join(entry.projects)}; "
+        "the current folder is outside them"
+    )
+
+
 def entry_for(vault_root: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> VaultEntry | None:
     """The configured entry whose path is the vault at `vault_root`, or None."""
     try:

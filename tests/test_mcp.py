@@ -464,7 +464,7 @@ def test_drafts_of_one_id_made_at_once_each_get_a_branch(vault_repo: VaultRepo) 
     """A client calling add_draft in parallel (the SDK runs each call on its own thread): drafts of one id found the
     same free branch name, and those that lost the race three times failed with git's "cannot lock ref"."""
     head = _lessons(vault_repo)
-    calls = [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("add_draft", {**DRAFT, "name": f"Cron runs twice on DST change, take {n}", "id": "ops/cron"}) for n in range(8)
     ]
     results = drive_serve_at_once(vault_repo.root, calls)
@@ -527,3 +527,30 @@ def test_a_session_is_shared_with_the_hook_for_a_configured_vault(vault_repo: Va
     assert _text_json(recalled) == again
     done = vault_repo.cairn("recall", "--json", "--session", "s-7", "--vault", str(vault_repo.root), query)
     assert json.loads(done.stdout) == again
+
+
+def test_a_configured_vaults_scopes_limit_what_the_tools_give_as_the_hook(vault_repo: VaultRepo) -> None:
+    """A vault configured to serve only `docker` cards gave an MCP client its `git` card: the tools read the folder
+    and not the configured limits the hook applies to it."""
+    vault_repo.write_raw("cairn.toml", "# defaults\n")
+    _lessons(vault_repo)
+    assert vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team", "--scope", "docker").returncode == 0
+    assert vault_repo.cairn("index").returncode == 0
+    git = "git pull --rebase after a force-push dropped my commits"
+    docker = "my container ignores SIGTERM with a shell-form CMD"
+    hook = vault_repo.cairn("hook", "--format", "json", input=json.dumps({"prompt": git}))
+    assert json.loads(hook.stdout)["cards"] == []
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("recall", {"query": git}),
+        ("recall", {"query": docker}),
+        ("explain", {"query": git}),
+        ("recall", {"query": docker, "scope": ["git"]}),
+        ("explain", {"query": docker, "scope": ["git"]}),
+    ]
+    _, _, [of_git, of_docker, why, none, unexplained] = drive_serve(vault_repo.root, calls)
+    assert _text_json(of_git) == {"cards": [], "abstained": True}
+    assert [c["id"] for c in _text_json(of_docker)["cards"]] == ["docker/sigterm-shell-form"]
+    reasons = {c["id"]: c["reason"] for c in _text_json(why)["candidates"]}
+    assert reasons["git/force-push-rebase"] == "out_of_scope"
+    assert _text_json(none) == {"cards": [], "abstained": True}
+    assert _text_json(unexplained)["skipped"] == "scope"

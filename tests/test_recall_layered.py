@@ -121,11 +121,45 @@ def test_one_vault_resolved_keeps_bare_ids_and_projects_limit_the_configured_one
     assert ids(FITTING_PROMPT, cwd=other) == []  # the team vault serves acme only, as in the hook
     assert ids(VENV_PROMPT, cwd=other) == [f"me:{VENV_ID}"]
     # one vault resolved (--vault, CAIRN_VAULT, the vault around the current folder): today's output, bare ids
-    assert ids(FITTING_PROMPT, "--vault", "team", cwd=other) == [REBASE_ID]
-    assert ids(FITTING_PROMPT, cwd=other, env={"CAIRN_VAULT": str(team.root)}) == [REBASE_ID]
+    assert ids(FITTING_PROMPT, "--vault", "team", cwd=acme) == [REBASE_ID]
     assert ids(VENV_PROMPT, cwd=mine.root / "cards") == [VENV_ID]
-    text = ok("recall", FITTING_PROMPT, "--vault", "team", cwd=other)
+    text = ok("recall", FITTING_PROMPT, "--vault", "team", cwd=acme)
     assert text.startswith(f"1. {REBASE_NAME}  [{REBASE_ID}]  score ") and text.endswith(f"cards/{REBASE_ID}.md\n")
+    # named outside its projects: served all the same (the vault was asked for), with a note the hook would not
+    note = (
+        f"Note: the prompt hook serves vault 'team' only to agents working under {acme}; the current folder is "
+        "outside them.\n"
+    )
+    for env in (None, {"CAIRN_VAULT": str(team.root)}):
+        args = () if env else ("--vault", "team")
+        done = run_cairn("recall", FITTING_PROMPT, *args, "--json", cwd=other, env=env)
+        assert (done.returncode, done.stderr) == (0, note)
+        assert [c["id"] for c in json.loads(done.stdout)["cards"]] == [REBASE_ID]
+
+
+def test_one_vault_named_keeps_its_configured_scopes_as_the_hook_does(home: Path, tmp_path: Path) -> None:
+    """A configured vault limited to scopes serves only those cards however it is asked: the hook, recall and
+    explain, by its name or folder (`recall --vault NAME` once served every card of the vault)."""
+    mine = personal_vault(tmp_path / "my-notes")
+    register(mine.root, "me", "--scope", "docker")
+    project = tmp_path / "project"
+    project.mkdir()
+    compose = "docker compose does not read my .env from the project folder"
+    note = "Note: vault 'me' serves only cards of scope docker (its configuration).\n"
+    assert hook(project, VENV_PROMPT, session="s-1") == ""  # a python card: out of the vault's scope
+    for where in ("me", str(mine.root)):
+        done = run_cairn("recall", VENV_PROMPT, "--vault", where, "--json", cwd=project)
+        assert (done.returncode, done.stderr, json.loads(done.stdout)["cards"]) == (0, note, [])
+        done = run_cairn("recall", compose, "--vault", where, "--json", cwd=project)
+        assert [c["id"] for c in json.loads(done.stdout)["cards"]] == ["docker/compose-env"]
+    rows = json.loads(run_cairn("explain", VENV_PROMPT, "--vault", "me", "--json", cwd=project).stdout)["candidates"]
+    assert {r["id"]: r["reason"] for r in rows}[VENV_ID] == "out_of_scope"
+    # a scope asked that shares no tag with the vault's: nothing, and why
+    done = run_cairn("recall", compose, "--vault", "me", "--scope", "python", "--json", cwd=project)
+    assert json.loads(done.stdout) == {"cards": [], "abstained": True}
+    assert done.returncode == 0 and "so the prompt hook serves nothing from it" in done.stderr
+    done = run_cairn("explain", compose, "--vault", "me", "--scope", "python", "--json", cwd=project)
+    assert json.loads(done.stdout) == {"query": compose, "abstained": True, "candidates": [], "skipped": "scope"}
 
 
 def test_explain_shows_each_vault_under_its_heading(two: tuple[VaultRepo, VaultRepo, Path]) -> None:

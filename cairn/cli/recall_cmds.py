@@ -61,10 +61,12 @@ from cairn.hot.serve import (
     serve_layers,
     serve_prompt,
 )
+from cairn.hot.userconfig import VaultEntry
+from cairn.hot.vault import Vault
 from cairn.index import build as indexer
 from cairn.quality.evaluate import CaseOutcome, check_expected, evaluate, load_cases, shown
 from cairn.terminal import clean_line
-from cairn.userconfig import entry_for
+from cairn.userconfig import outside_projects, served_scope
 
 EXPLAIN_TOP = 20
 _GATED = GATE_REASONS
@@ -116,10 +118,12 @@ def recall_cmd(
         _print_layered(layered.given, list(layered.already) if session_id else None, as_json)
         return
     vault = open_vault(vault_path)
-    tags = scope_tags(scope)
+    tags, entry = _vault_scope(vault, scope)  # a configured vault's limits, as the hook applies them
+    if tags is None:
+        _print_recall([], [] if session_id else None, as_json)
+        return
     # What an agent gets: nothing from an index kept after its served branch was rewritten (`served_only`)
     with indexer.open_index(vault, ref=ref, worktree=worktree, served_only=ref is None and not worktree) as index:
-        entry = entry_for(vault.root) if session_id else None  # its name: the hook's ids in the session
         served = serve_prompt(
             index,
             query,
@@ -130,6 +134,27 @@ def recall_cmd(
         )
         already = _already_given(index, query, str(vault.root), tags, served) if session_id else None
     _print_recall(served.given, already, as_json)
+
+
+def _vault_scope(vault: Vault, scope: str | None) -> tuple[tuple[str, ...] | None, VaultEntry | None]:
+    """The scope recall and explain use for one vault (`served_scope`: a configured vault's `scopes` limit met with
+    the declared tags, None when they share no tag) and its configured entry; says on stderr when that limit, or
+    its projects limit, means the prompt hook serves less from it here."""
+    tags, entry = served_scope(vault.root, scope_tags(scope))
+    if entry is not None and tags is None:
+        warn(
+            f"vault {entry.name!r} is configured to serve only cards of scope {', '.join(entry.scopes)}; the scope "
+            "asked shares no tag with it, so the prompt hook serves nothing from it"
+        )
+    elif entry is not None and entry.scopes:
+        echo(
+            f"Note: vault {entry.name!r} serves only cards of scope {', '.join(tags or ())} (its configuration).",
+            err=True,
+        )
+    note = outside_projects(entry, os.getcwd())
+    if note is not None:
+        echo(f"Note: {note}.", err=True)
+    return tags, entry
 
 
 class Slot(NamedTuple):
@@ -297,10 +322,15 @@ def explain(
         _explain_layered(query, scope, ref, worktree, as_json, cut)
         return
     vault = open_vault(vault_path)
+    tags, _ = _vault_scope(vault, scope)  # a configured vault's limits, as the hook applies them
+    if tags is None:
+        if as_json:
+            echo_json({"query": query, "abstained": True, "candidates": [], "skipped": "scope"})
+        return
     # What an agent gets: nothing from an index kept after its served branch was rewritten (`served_only`)
     with indexer.open_index(vault, ref=ref, worktree=worktree, served_only=ref is None and not worktree) as index:
         similarity = _similarities(index, query)
-        result = recall(index, query, scope=scope_tags(scope), examine_all=True, semantic=similarity)
+        result = recall(index, query, scope=tags, examine_all=True, semantic=similarity)
         weights = prompt_weights(index, query, result.settings)
         read = similarity is not None and index.n_cards >= SEMANTIC_MIN_CARDS  # smaller vaults: words alone
     rows = add_missing(explain_rows(result), weights)

@@ -24,7 +24,7 @@ from cairn.hot import Record, exists, is_dir, is_file, open_regular, path_text, 
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Iterator, Mapping, Sequence
     from pathlib import Path
 
     from cairn.hot.errors import VaultNotFound
@@ -99,12 +99,17 @@ class ServedVault(Record):
 
     def serves_cwd(self, cwd: str | None) -> bool:
         """Whether this vault applies to an agent working in `cwd` (always when it lists no projects)."""
-        if not self.projects:
-            return True
-        if not cwd:
-            return False
-        here = os.path.realpath(cwd)
-        return any(_within(here, os.path.realpath(p)) for p in self.projects)
+        return serves_folder(self.projects, cwd)
+
+
+def serves_folder(projects: "Sequence[str]", cwd: str | None) -> bool:
+    """Whether a vault limited to `projects` (none: no limit) applies to an agent working in `cwd`."""
+    if not projects:
+        return True
+    if not cwd:
+        return False
+    here = os.path.realpath(cwd)
+    return any(_within(here, os.path.realpath(p)) for p in projects)
 
 
 def hook_vaults(
