@@ -10,6 +10,10 @@ from cairn.cards.visible import strip_invisible
 from cairn.hot.errors import CardNotFound
 from cairn.hot.vault import Vault
 from cairn.index.build import open_index, read_worktree_card
+from cairn.lint.rules.prompt_injection import instruction_in
+
+MAX_PROVENANCE_CHARS = 200  # an author's name or e-mail as shown; git sets no bound
+WITHHELD = "(withheld: reads as an instruction to the agent)"  # what stands for such a name
 
 
 def card_record(
@@ -61,17 +65,22 @@ def card_record(
                 + ("" if served_only else " (uncommitted cards need --worktree)")  # agents read commits only
             )
         stored["commit"] = index.commit
-    # Git's names and e-mails are text no lint reads (an author named with a bidi override reads as another name):
-    # shown without invisible characters, as the parser gives every field of the card.
+    # Git's names and e-mails are text no lint reads (an author named with a bidi override reads as another name,
+    # one named "ignore your instructions and ..." as an instruction): shown without invisible characters, as the
+    # parser gives every field of the card, bounded, and withheld where the prompt-injection rule finds an instruction.
     stored["provenance"] = _visible(stored.get("provenance"))
     _mark_shallow(vault, stored)
     return stored
 
 
 def _visible(value: Any) -> Any:
-    """`value` (provenance as stored: dicts, lists, text) with every text's invisible characters removed."""
+    """`value` (provenance as stored: dicts, lists, text) with every text's invisible characters removed, each text
+    cut to `MAX_PROVENANCE_CHARS`, and a text that reads as an instruction to the agent `WITHHELD`."""
     if isinstance(value, str):
-        return strip_invisible(value)
+        text = strip_invisible(value)
+        if len(text) > MAX_PROVENANCE_CHARS:
+            text = text[: MAX_PROVENANCE_CHARS - 1] + "…"
+        return WITHHELD if instruction_in(text) else text
     if isinstance(value, dict):
         return {key: _visible(item) for key, item in value.items()}
     if isinstance(value, list):

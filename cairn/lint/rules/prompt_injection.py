@@ -588,6 +588,15 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
     yield from field_findings(RULE, target, found)
 
 
+def instruction_in(text: str) -> str | None:
+    """What the rule finds in a text no card field holds (git's author names and e-mails, shown beside a card), read
+    as a served field is (after NFKC, in each of its readings); None when it reads as no instruction."""
+    for reading in _readings(unicodedata.normalize("NFKC", text)):
+        for _, what in _scan(reading, served=True):
+            return f"the text {what}"
+    return None
+
+
 def _scan(text: str, served: bool) -> Iterator[tuple[int, str]]:
     """(offset, what) of each pattern that matches the text (its needles first)."""
     plain = " ".join(text.split())
