@@ -544,7 +544,8 @@ def init_repo(path: Path) -> git.Repo:
     every git command run through it: git's environment describing another repository initialised that one again
     and stopped as a bug in Cairn (GIT_DIR, GIT_WORK_TREE), or took the new vault's files into the other
     repository's staging area (GIT_INDEX_FILE)."""
-    args = ["git", "init", "-q", *(["--initial-branch=main"] if _supports_initial_branch() else []), str(path)]
+    # `--`: a folder named `-x` is the folder, not an option of git init
+    args = ["git", "init", "-q", *(["--initial-branch=main"] if _supports_initial_branch() else []), "--", str(path)]
     env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARIABLES}
     done = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:

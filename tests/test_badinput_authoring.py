@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from helpers.cli import invoke_cli
-from helpers.vaults import VaultRepo, cairn_executable, make_vault
+from helpers.vaults import VaultRepo, cairn_executable, make_vault, run_cairn
 
 LESSON = "- The build fails when the cache is stale because the lockfile changed; run `make clean` first.\n"
 
@@ -326,3 +326,11 @@ def test_add_refuses_a_card_while_cairn_toml_is_invalid(vault_repo: VaultRepo) -
     assert done.stderr.startswith("Error: cairn.toml:1:") and "nothing was written" in done.stderr
     assert len(done.stderr.splitlines()) == 1
     assert not list((vault_repo.root / "cards").rglob("stash*"))
+
+
+def test_init_of_a_folder_whose_name_starts_with_a_dash(tmp_path: Path) -> None:
+    """`cairn init -- -lessons` gave `-lessons` to git init as an option ("specify the hash algorithm to use")."""
+    done = run_cairn("init", "--no-register", "--", "-lessons", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "-lessons" / "cairn.toml").is_file() and (tmp_path / "-lessons" / ".git").is_dir()
+    assert not (tmp_path / ".git").exists()
