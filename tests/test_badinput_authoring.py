@@ -334,3 +334,16 @@ def test_init_of_a_folder_whose_name_starts_with_a_dash(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "-lessons" / "cairn.toml").is_file() and (tmp_path / "-lessons" / ".git").is_dir()
     assert not (tmp_path / ".git").exists()
+
+
+def test_init_on_a_dangling_symlink_says_where_it_points(tmp_path: Path) -> None:
+    """A symlink to a folder not made yet (a drive not mounted): it was "Error: File exists (lessons)"."""
+    link = tmp_path / "lessons"
+    link.symlink_to(tmp_path / "missing")
+    done = run_cairn("init", "--no-register", str(link), cwd=tmp_path)
+    assert done.returncode == 1
+    assert _one_error_line(done.stderr) == (
+        f"Error: {link} is a symlink to {tmp_path / 'missing'}, which does not exist; make that folder or choose a "
+        "new one (nothing was written)"
+    )
+    assert link.is_symlink() and not (tmp_path / "missing").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import os
 import re
 import shutil
 import unicodedata
@@ -37,6 +38,11 @@ def init_vault(path: Path) -> str:
     created; the contents of the empty folder it was given), so `cairn init` can simply be run again."""
     if path.exists() and not path.is_dir():
         raise CairnError(f"{path} is a file, not a folder; choose a new folder (nothing was written)")
+    if path.is_symlink() and not path.exists():
+        raise CairnError(
+            f"{path} is a symlink to {os.readlink(path)}, which does not exist; make that folder or choose a new one "
+            "(nothing was written)"
+        )
     if path.is_dir() and any(path.iterdir()):
         raise CairnError(f"{path} is not empty; choose a new folder (nothing was written)")
     created = _first_missing(path)
