@@ -542,3 +542,44 @@ def test_a_signed_notes_commit_dates_the_cards_under_log_show_signature(
     assert "signature" in _git(app, "log", "-1")  # git does print its verdict here
     _code, report = _import(vault_repo, "CLAUDE.md", "--dry-run", "--section", "Git", cwd=app)
     assert [c["verified_at"] for c in report["cards"]] == [_days_ago(10)]
+
+
+def test_a_card_is_not_refused_for_resembling_a_bullet_lint_refuses(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Two like bullets, one holding an AWS key: that one is refused (an error) and never written, so the other,
+    whose only finding was resembling it, is written without --force. Before, both were refused."""
+    _start(vault_repo)
+    src = tmp_path / "CLAUDE.md"
+    src.write_text(
+        "# App\n\n## Deploy\n\n"
+        "- **Staging deploy and the signing key**: the staging deploy fails because the signing key rotated "
+        "overnight; fetch the new key from vault first.\n"
+        "- **Staging deploys with the old key**: the staging deploy fails because the signing key "
+        "AKIA2Q5XJ7RPLMN4ZK8W rotated overnight; fetch the new key from vault first.\n"
+    )
+    code, report = _import(vault_repo, str(src))
+    assert code == 1
+    assert [(c["id"], c["status"], [f["rule"] for f in c["findings"]]) for c in report["cards"]] == [
+        ("deploy/staging-deploy-and-the-signing-key", "written", []),
+        ("deploy/staging-deploys-with-the-old-key", "refused", ["near-duplicate", "secret", "secret"]),
+    ]
+    assert cards_on_disk(vault_repo) == ["cards/deploy/staging-deploy-and-the-signing-key.md", "cards/git/existing.md"]
+
+
+def test_two_near_duplicate_bullets_are_both_refused_without_force(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Each resembles the other and neither has an error: leaving one out must not let the other pass."""
+    _start(vault_repo)
+    src = tmp_path / "CLAUDE.md"
+    src.write_text(
+        "# App\n\n## Deploy\n\n"
+        "- **Staging deploy and the signing key**: the staging deploy fails because the signing key rotated "
+        "overnight; fetch the new key from vault first.\n"
+        "- **Staging deploys with the old key**: the staging deploy fails because the signing key "
+        "rotated overnight; fetch the new key from the vault first.\n"
+    )
+    code, report = _import(vault_repo, str(src))
+    assert code == 1
+    assert [(c["status"], [f["rule"] for f in c["findings"]]) for c in report["cards"]] == [
+        ("refused", ["near-duplicate"]),
+        ("refused", ["near-duplicate"]),
+    ]
+    assert cards_on_disk(vault_repo) == ["cards/git/existing.md"]

@@ -459,28 +459,25 @@ def _apply(
             outcomes[n] = Outcome(plan.source, card_id, rel, INVALID, message, **described)
             continue
         cards[n] = _Card(plan, card_id, rel, text, replaces)
-    _lint(vault, cards, force=force, today=today)
+    _lint(vault, cards, today=today)
     for n, card in cards.items():
         outcomes[n] = _write(vault, card, dry_run=dry_run, force=force)
     return [outcomes[n] for n in sorted(outcomes)]
 
 
-def _lint(vault: Vault, cards: dict[int, _Card], *, force: bool, today: dt.date) -> None:
-    """Lint the cards together in the vault's context; a second pass without the refused ones, so a card is not
-    refused for resembling one that will not be written."""
+def _lint(vault: Vault, cards: dict[int, _Card], *, today: dt.date) -> None:
+    """Lint the cards together in the vault's context; a second pass without the cards lint errors refuse, so a card
+    is not refused for resembling one that will not be written. (Cards only warnings refuse stay in it: two
+    near-duplicate bullets must not each pass once the other is left out.)"""
     pending = dict(cards)
     for _ in range(2):
         found = lint_pending(vault, {c.rel: c.text.encode("utf-8") for c in pending.values()}, today=today)
         for card in pending.values():
             card.findings = found[card.rel]
-        refused = {n for n, c in pending.items() if _refuses(c.findings, force)}
+        refused = {n for n, c in pending.items() if any(f.severity == ERROR for f in c.findings)}
         if not refused or len(refused) == len(pending):
             return
         pending = {n: c for n, c in pending.items() if n not in refused}
-
-
-def _refuses(findings: tuple[Finding, ...], force: bool) -> bool:
-    return any(f.severity == ERROR for f in findings) or (bool(findings) and not force)
 
 
 def _write(vault: Vault, card: _Card, *, dry_run: bool, force: bool) -> Outcome:
