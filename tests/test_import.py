@@ -583,3 +583,33 @@ def test_two_near_duplicate_bullets_are_both_refused_without_force(vault_repo: V
         ("refused", ["near-duplicate"]),
     ]
     assert cards_on_disk(vault_repo) == ["cards/git/existing.md"]
+
+
+def test_a_lesson_led_by_punctuation_alone_is_named_by_its_words(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """A bold lead of punctuation (`**---**`) or a Chinese bullet opening with `。。。` gave an empty name: the first
+    was skipped as "'name' is empty", and every other such bullet as a duplicate of it ("has the same name")."""
+    _start(vault_repo)
+    src = tmp_path / "CLAUDE.md"
+    src.write_text(
+        "# App\n\n## Build\n\n"
+        "- **---**: the build fails because the cache is stale; clear it before each run.\n"
+        "- **...**: the deploy fails because the token expired; rotate the token weekly.\n"
+        "- 。。。因为缓存过期，构建会失败；先清理缓存。\n",
+        "utf-8",
+    )
+    code, report = _import(vault_repo, str(src))
+    assert code == 0, report
+    assert [(c["status"], c["name"], c["summary"]) for c in report["cards"]] == [
+        (
+            "written",
+            "---: the build fails",
+            "---: the build fails because the cache is stale; clear it before each run.",
+        ),
+        (
+            "written",
+            "...: the deploy fails",
+            "...: the deploy fails because the token expired; rotate the token weekly.",
+        ),
+        ("written", "因为缓存过期，构建会失败；先清理缓存", "。。。因为缓存过期，构建会失败；先清理缓存。"),
+    ]
+    assert trim_summary("。。。" + "缓存过期会导致构建失败。" * 30).startswith("缓存过期会导致构建失败。")

@@ -384,7 +384,7 @@ def trim_summary(text: str, limit: int = SUMMARY_MAX_CHARS) -> str:
     found = lessons.sentences(text)
     if len(text) <= limit and len(found) <= 2:
         return text
-    summary = found[0]
+    summary = found[0] if found else text
     if len(found) > 1 and len(summary) + 1 + len(found[1]) <= limit:
         joiner = "" if summary.endswith(("。", "！", "？")) else " "
         summary = f"{summary}{joiner}{found[1]}"

@@ -136,14 +136,16 @@ def width(text: str) -> int:
 
 
 def sentences(text: str) -> list[str]:
+    """The sentences of `text` that hold a letter or a digit: a run of punctuation (`。。。`) is none."""
     parts = re.split(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[*_])|(?<=[。！？])\s*", text)
-    return [s for s in parts if s]
+    return [s for s in parts if _named(s)]
 
 
 def lesson_name(text: str, bold_lead: str | None = None) -> str:
     """A lesson's name: its bold lead (`**Name**: ...`), else the first clause of its first sentence when the
-    sentence is long and the clause has a few words, cut at a word to at most 80 columns."""
-    if bold_lead:
+    sentence is long and the clause has a few words, cut at a word to at most 80 columns. A lead or sentence of
+    punctuation alone (`**---**`, `。。。`) names nothing and is passed over."""
+    if bold_lead and _named(bold_lead):
         return shorten(bold_lead, NAME_MAX_CHARS).rstrip(" :.;,-：；。，")
     shout = _SHOUT.match(text)
     if shout and text[shout.end() :]:
@@ -157,6 +159,11 @@ def lesson_name(text: str, bold_lead: str | None = None) -> str:
             if _words(clause) >= 3:
                 sentence = clause
     return shorten(sentence, NAME_MAX_CHARS).rstrip(" :.;,-：；。，")
+
+
+def _named(text: str) -> bool:
+    """Whether `text` holds a letter or a digit, so that it can name a card."""
+    return any(ch.isalnum() for ch in text)
 
 
 def shorten(text: str, limit: int) -> str:
