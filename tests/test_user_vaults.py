@@ -135,6 +135,26 @@ def test_init_registers_and_lists_the_real_next_steps(tmp_path: Path) -> None:
     assert names == ["team-lessons"]
 
 
+def test_init_refuses_a_bad_name_before_making_anything_and_fails_when_registering_fails(tmp_path: Path) -> None:
+    """`cairn init DIR --register --name 'bad name'` made the vault, said "Not registered: ..." and exited 0, so a
+    script went on as if the hook served it; a taken name did the same."""
+    bad = cairn("init", str(tmp_path / "one"), "--register", "--name", "bad name!", cwd=tmp_path)
+    assert bad.returncode == 2
+    assert "Invalid value for '--name': 'bad name!' is not a vault name" in bad.stderr
+    assert "nothing was made" in bad.stderr and not (tmp_path / "one").exists()
+    assert cairn("init", str(tmp_path / "two"), "--register", "--name", "team", cwd=tmp_path).returncode == 0
+    taken = cairn("init", str(tmp_path / "three"), "--register", "--name", "team", cwd=tmp_path)
+    assert taken.returncode == 1
+    assert taken.stderr.strip().splitlines() == [
+        f"Error: the vault at {tmp_path / 'three'} was created and committed, but not registered: a vault named "
+        f"'team' is already configured ({tmp_path / 'two'}); pick another --name; then run "
+        f"`cairn vault add {tmp_path / 'three'}`"
+    ]
+    assert (tmp_path / "three" / "cairn.toml").is_file() and "cairn vault add" in taken.stdout
+    names = [v["name"] for v in json.loads(cairn("vault", "list", "--json", cwd=tmp_path).stdout)["vaults"]]
+    assert names == ["team"]
+
+
 def test_one_install_serves_two_vaults_in_a_third_project(tmp_path: Path, vault_repo: VaultRepo) -> None:
     make_vault(vault_repo)
     other = second_vault(tmp_path / "notes")

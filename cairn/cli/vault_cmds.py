@@ -32,6 +32,19 @@ from cairn.index.store import IndexBusy
 from cairn.terminal import clean_line
 
 
+def _vault_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A --name that cannot be registered is refused before the vault is made, not after (when init said so and
+    exited 0)."""
+    from cairn.hot.userconfig import MAX_NAME_CHARS, is_vault_name
+
+    if value is not None and not is_vault_name(value):
+        raise click.BadParameter(
+            f"{value!r} is not a vault name: 1 to {MAX_NAME_CHARS} characters of a-z, 0-9, '_' and '-', starting "
+            "with a letter or digit (e.g. --name team); nothing was made"
+        )
+    return value
+
+
 @click.command()
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option(
@@ -40,7 +53,12 @@ from cairn.terminal import clean_line
     help="Add the vault to the user configuration, so the prompt hook serves it in every project "
     "(default: ask on a terminal, else no).",
 )
-@click.option("--name", default=None, help="The name to register it under (default: from the folder's name).")
+@click.option(
+    "--name",
+    default=None,
+    callback=_vault_name,
+    help="The name to register it under (default: from the folder's name).",
+)
 @click.option("--git-hooks/--no-git-hooks", default=True, help="Install the git hooks that keep its index current.")
 @errors_to_exit
 def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -> None:
@@ -82,13 +100,14 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
         register = sys.stdin.isatty() and click.confirm(
             "Register it so the prompt hook serves it in every project?", default=True
         )
+    not_registered = None
     if register:
         try:
             entry = userconfig.add_vault(vault.root, name=name)
             echo(f"Registered it as vault {entry.name!r} (`cairn vault list`).")
-        except CairnError as exc:
+        except CairnError as exc:  # a name already taken, a broken configuration: said last, and exit 1
             register = False
-            echo(f"Not registered: {exc}")
+            not_registered = str(exc)
     where = shlex.quote(str(path))
     steps = [
         (f"cd {where} && pre-commit install", "lint every card on every commit"),
@@ -99,11 +118,20 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
     ]
     width = max(len(command) for command, _ in steps)
     echo("Next:\n" + "\n".join(f"  {command.ljust(width)}  # {why}" for command, why in steps))
-    if not_indexed is not None:
-        raise CairnError(
-            f"the vault at {path} was created and committed, but not indexed: {not_indexed}; "
-            f"fix that, then run `cairn index --vault {where}`"
-        )
+    undone = [
+        *(
+            [f"not indexed: {not_indexed}; fix that, then run `cairn index --vault {where}`"]
+            if not_indexed is not None
+            else []
+        ),
+        *(
+            [f"not registered: {not_registered}; then run `cairn vault add {where}`"]
+            if not_registered is not None
+            else []
+        ),
+    ]
+    if undone:
+        raise CairnError(f"the vault at {path} was created and committed, but " + "; and ".join(undone))
 
 
 def _enclosing_work_tree(folder: Path) -> Path | None:
