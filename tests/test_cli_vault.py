@@ -355,6 +355,22 @@ def test_add_asks_for_the_body_too(vault_repo: VaultRepo) -> None:
     assert "Body (" not in flagged.stdout
 
 
+def test_add_asking_on_a_pipe_refuses_a_body_from_stdin(vault_repo: VaultRepo) -> None:
+    """`cairn add -i --body-file -` with the answers and the body piped in: the answers read the body ahead of
+    `--body-file -`, which got nothing; lint then warned "no body" and the body's lines answered "Write it anyway?"
+    ("Error: invalid input" twice, then "Aborted!"). It is refused before any question, with what to do."""
+    vault_repo.write("git/existing", "Existing card", "Already here.", body="Body.")
+    vault_repo.commit()
+    answers = "Stdin body card\nThe deploy fails because the key rotated; fetch it first.\ngit\n\n"
+    done = vault_repo.cairn("add", "-i", "--body-file", "-", input=answers + "The whole body.\nSecond line.\n")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        "Error: --body-file - reads the body from stdin, which the questions read too; give --name and --summary "
+        "with it, or the body in a file"
+    )
+    assert "Name (" not in done.stdout and not (vault_repo.root / "cards" / "git" / "stdin-body-card.md").exists()
+
+
 def test_show_with_an_unknown_vault_name_says_so(vault_repo: VaultRepo, tmp_path: Path) -> None:
     """Bug fixed: `cairn show zzz:git/x` with no vault `zzz` configured looked the id up whole and said "no card
     'zzz:git/x' ... did you mean git/x?" (or, outside a vault, "no vault here"): the mistake is the vault's name."""

@@ -258,6 +258,12 @@ def add(
     if name is None or summary is None:
         if not (interactive or sys.stdin.isatty()):
             raise click.UsageError("give --name and --summary (or run `cairn add` in a terminal to be asked)")
+        if body_file is not None and str(body_file) == "-" and not sys.stdin.isatty():
+            # the answers read ahead of the body would swallow it, and its lines would answer "Write it anyway?"
+            raise click.UsageError(
+                "--body-file - reads the body from stdin, which the questions read too; give --name and --summary "
+                "with it, or the body in a file"
+            )
         asked = True
         name = name or click.prompt("Name (the situation, in a few words)").strip()
         summary = summary or click.prompt("Summary (what an agent should know or do, one or two sentences)").strip()
