@@ -329,11 +329,14 @@ def test_add_refuses_a_card_while_cairn_toml_is_invalid(vault_repo: VaultRepo) -
 
 
 def test_init_of_a_folder_whose_name_starts_with_a_dash(tmp_path: Path) -> None:
-    """`cairn init -- -lessons` gave `-lessons` to git init as an option ("specify the hash algorithm to use")."""
+    """`cairn init -- -lessons` gave `-lessons` to git init as an option ("specify the hash algorithm to use"), and
+    its next steps said `cd -lessons`."""
     done = run_cairn("init", "--no-register", "--", "-lessons", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "-lessons" / "cairn.toml").is_file() and (tmp_path / "-lessons" / ".git").is_dir()
     assert not (tmp_path / ".git").exists()
+    # the next steps can be pasted: `cd -lessons` and `cairn vault add -lessons` read the name as an option
+    assert "  cd ./-lessons && pre-commit install" in done.stdout and "  cairn vault add ./-lessons " in done.stdout
 
 
 def test_init_on_a_dangling_symlink_says_where_it_points(tmp_path: Path) -> None:

@@ -108,7 +108,7 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
         except CairnError as exc:  # a name already taken, a broken configuration: said last, and exit 1
             register = False
             not_registered = str(exc)
-    where = shlex.quote(str(path))
+    where = shlex.quote(f"./{path}" if str(path).startswith("-") else str(path))  # `cd -x` reads -x as an option
     steps = [
         (f"cd {where} && pre-commit install", "lint every card on every commit"),
         *([] if register else [(f"cairn vault add {where}", "serve it in every project")]),
