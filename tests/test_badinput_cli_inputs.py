@@ -177,6 +177,37 @@ def test_import_under_a_file_skips_those_cards_and_writes_the_others(vault_repo:
     assert (vault_repo.root / "cards" / "imported").read_text() == "not a folder\n"
 
 
+def test_add_and_import_under_a_broken_symlink_say_where_it_points(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """`cards/docker -> gone` (a folder moved away): add said `Error: File exists (/.../cards/docker)`, and import
+    stopped there with the same line, the cards before it written and no report."""
+    vault_repo.write_raw("cairn.toml", "")
+    (vault_repo.root / "cards").mkdir(exist_ok=True)
+    (vault_repo.root / "cards" / "docker").symlink_to("gone")
+    done = vault_repo.cairn(
+        "add", "--id", "docker/layers", "--name", "Order Docker layers", "--summary", SUMMARY, "--body", BODY
+    )
+    assert _one_error_line(done) == (
+        "Error: cards/docker is a symlink to gone, which does not exist, so cards/docker/layers.md cannot be "
+        "written; choose another --id"
+    )
+    notes = tmp_path / "notes"
+    (notes / "docker").mkdir(parents=True)
+    (notes / "docker" / "layers.md").write_text(f"# Order Docker layers\n\n{SUMMARY}\n\n{BODY}\n", encoding="utf-8")
+    (notes / "loose.md").write_text(
+        "# Cron runs in the host's time zone\n\nA cron line runs in the scheduler's time zone, so a job set for 02:30 "
+        "runs twice or never on the day clocks change.\n\nWe lost a nightly backup that way.\n",
+        encoding="utf-8",
+    )
+    imported = vault_repo.cairn("import", str(notes))
+    assert imported.returncode == 1 and "File exists" not in imported.stderr, imported.stderr
+    assert (
+        f"{notes}/docker/layers.md: skipped (invalid): cards/docker is a symlink to gone, which does not exist, so "
+        "cards/docker/layers.md cannot be written; choose another --topic"
+    ) in imported.stderr.splitlines()
+    assert (vault_repo.root / "cards" / "imported" / "loose.md").is_file()
+    assert (vault_repo.root / "cards" / "docker").is_symlink() and not (vault_repo.root / "gone").exists()
+
+
 # -- cairn import: what is not a notes file -------------------------------------------------------------------------
 
 

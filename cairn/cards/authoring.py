@@ -258,18 +258,22 @@ def prepare_card(vault: Vault, card: NewCard, *, today: dt.date | None = None) -
         raise RefusedWrite(f"{rel} would be written outside the vault's cards/ folder (a symlinked folder?)") from None
     blocking = file_in_the_way(vault, rel)
     if blocking is not None:
-        raise RefusedWrite(f"{blocking} is a file, not a folder, so {rel} cannot be written; choose another --id")
+        raise RefusedWrite(f"{blocking}, so {rel} cannot be written; choose another --id")
     return PendingCard(rel, text, lint_pending(vault, {rel: data}, today=today)[rel])
 
 
 def file_in_the_way(vault: Vault, rel: str) -> str | None:
-    """The vault-relative path of a file (not a folder) standing where a folder of `rel` must be, or None: a card
-    `cards/git/x.md` cannot be written while `cards/git` is a file."""
+    """What stands where a folder of `rel` must be (`cards/git is a file, not a folder`), or None: a card
+    `cards/git/x.md` cannot be written while `cards/git` is a file, or a symlink to nothing (which no folder can be
+    made at: the write failed with "File exists")."""
     parts = rel.split("/")[:-1]
     for end in range(1, len(parts) + 1):
         folder = vault.root.joinpath(*parts[:end])
+        shown = "/".join(parts[:end])
+        if folder.is_symlink() and not folder.exists():
+            return f"{shown} is a symlink to {os.readlink(folder)}, which does not exist"
         if folder.exists() and not folder.is_dir():
-            return "/".join(parts[:end])
+            return f"{shown} is a file, not a folder"
     return None
 
 

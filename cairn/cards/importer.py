@@ -444,7 +444,7 @@ def _apply(
             continue
         blocking = file_in_the_way(vault, rel)
         if blocking is not None:
-            message = f"{blocking} is a file, not a folder, so {rel} cannot be written; choose another --topic"
+            message = f"{blocking}, so {rel} cannot be written; choose another --topic"
             outcomes[n] = Outcome(plan.source, card_id, rel, INVALID, message, **described)
             continue
         taken.add(card_id)
