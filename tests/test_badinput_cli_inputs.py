@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -206,6 +208,50 @@ def test_add_and_import_under_a_broken_symlink_say_where_it_points(vault_repo: V
     ) in imported.stderr.splitlines()
     assert (vault_repo.root / "cards" / "imported" / "loose.md").is_file()
     assert (vault_repo.root / "cards" / "docker").is_symlink() and not (vault_repo.root / "gone").exists()
+
+
+@contextmanager
+def _unwritable(folder: Path) -> Iterator[None]:
+    """`folder` made unwritable for this process: mode 555, or for root (whom modes do not stop) immutable."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+    elif subprocess.run(["chattr", "+i", str(folder)], capture_output=True, check=False).returncode != 0:
+        pytest.skip("running as root where `chattr +i` is not available")
+    try:
+        yield
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(folder)], check=True)
+        folder.chmod(0o755)
+
+
+def test_add_and_import_into_a_folder_that_cannot_be_written(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """A read-only cards/imported: add named its temp file (`Permission denied (.../.x.md.k2j1.tmp)`), and import
+    stopped at the first card there, with no report of the cards it had written before."""
+    vault_repo.write_raw("cairn.toml", "")
+    locked = vault_repo.root / "cards" / "imported"
+    locked.mkdir(parents=True)
+    notes = tmp_path / "notes"
+    (notes / "docker").mkdir(parents=True)
+    (notes / "loose.md").write_text(
+        "# Cron runs in the host's time zone\n\nA cron line runs in the scheduler's time zone, so a job set for 02:30 "
+        "runs twice or never on the day clocks change.\n\nWe lost a nightly backup that way.\n",
+        encoding="utf-8",
+    )
+    (notes / "docker" / "layers.md").write_text(f"# Order Docker layers\n\n{SUMMARY}\n\n{BODY}\n", encoding="utf-8")
+    with _unwritable(locked):
+        added = vault_repo.cairn(
+            "add", "--id", "imported/layers", "--name", "Order Docker layers", "--summary", SUMMARY, "--body", BODY
+        )
+        imported = vault_repo.cairn("import", str(notes))
+    line = _one_error_line(added)
+    assert line.startswith("Error: cards/imported/layers.md could not be written: ") and ".tmp" not in line, line
+    assert line.endswith(" in cards/imported/; check that you can write there (nothing was written)"), line
+    assert imported.returncode == 1, imported.stderr
+    [skipped] = [entry for entry in imported.stderr.splitlines() if "loose.md" in entry]
+    assert skipped.startswith(f"{notes}/loose.md: skipped (invalid): cards/imported/loose.md could not be written: ")
+    assert "wrote cards/docker/layers.md" in imported.stdout and "skipped 1." in imported.stdout
+    assert sorted(p.name for p in (vault_repo.root / "cards").rglob("*.md")) == ["layers.md"]
 
 
 # -- cairn import: what is not a notes file -------------------------------------------------------------------------

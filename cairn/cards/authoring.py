@@ -314,8 +314,21 @@ def write_card(vault: Vault, pending: PendingCard, *, force: bool = False) -> Pa
         )
     target = vault.root / pending.rel_path
     ensure_inside(vault.cards_dir, target)
-    write_atomic(target, pending.text.encode("utf-8"), overwrite=False)
+    try:
+        write_atomic(target, pending.text.encode("utf-8"), overwrite=False)
+    except CardExists:  # written by another run since prepare_card looked
+        raise CardExists(
+            f"{pending.rel_path} already exists; choose another --id (the file was left untouched)"
+        ) from None
+    except OSError as exc:
+        raise CairnError(f"{unwritable(pending.rel_path, exc)} (nothing was written)") from None
     return target
+
+
+def unwritable(rel: str, exc: OSError) -> str:
+    """Why the card file `rel` could not be written, in the vault's terms (not the temp file's), with what to do."""
+    folder = rel.rpartition("/")[0] or "."
+    return f"{rel} could not be written: {exc.strerror or exc} in {folder}/; check that you can write there"
 
 
 def add_card(vault: Vault, card: NewCard, *, force: bool = False) -> Path:
@@ -343,5 +356,6 @@ __all__ = [
     "render_frontmatter",
     "resolve_card_id",
     "template_dir",
+    "unwritable",
     "write_card",
 ]

@@ -32,7 +32,7 @@ from markdown_it.token import Token
 from cairn import gitrepo
 from cairn.atomic import ensure_inside, write_atomic
 from cairn.cards import lessons, safeyaml
-from cairn.cards.authoring import card_slug, file_in_the_way, lint_pending, render_frontmatter
+from cairn.cards.authoring import card_slug, file_in_the_way, lint_pending, render_frontmatter, unwritable
 from cairn.cards.card import check_card_id, parse_card, slugify
 from cairn.cards.similarity import name_key
 from cairn.finding import ERROR, Finding
@@ -498,6 +498,8 @@ def _write(vault: Vault, card: _Card, *, dry_run: bool, force: bool) -> Outcome:
     except CardExists:
         message = f"{card.rel} appeared while importing; it was left untouched"
         return Outcome(*base, EXISTS, message, findings=card.findings, **described)
+    except OSError as exc:  # a folder made read-only, a full disk: this card, not the cards after it
+        return Outcome(*base, INVALID, unwritable(card.rel, exc), findings=card.findings, **described)
     return Outcome(*base, REPLACED if card.replaces else WRITTEN, findings=card.findings, **described)
 
 
