@@ -207,6 +207,21 @@ def test_init_that_cannot_make_its_first_commit_leaves_nothing_behind(tmp_path: 
     assert again.returncode == 0, again.stderr
 
 
+def test_demo_that_cannot_make_its_first_commit_says_to_run_demo_again(tmp_path: Path) -> None:
+    """The demo makes its vault with init's code, whose failure said "then run `cairn init` again"."""
+    signing = {
+        "GIT_CONFIG_COUNT": "2",
+        "GIT_CONFIG_KEY_0": "commit.gpgsign",
+        "GIT_CONFIG_VALUE_0": "true",
+        "GIT_CONFIG_KEY_1": "gpg.program",
+        "GIT_CONFIG_VALUE_1": "false",
+    }
+    done = run_cairn("demo", cwd=tmp_path, env=signing)
+    assert done.returncode == 1
+    line = _one_error_line(done.stderr)
+    assert "gpg failed to sign" in line and "then run `cairn demo` again" in line and "cairn init" not in line, line
+
+
 def test_init_says_the_vault_was_made_when_only_its_index_failed(tmp_path: Path) -> None:
     blocker = tmp_path / "cache-is-a-file"
     blocker.write_text("")

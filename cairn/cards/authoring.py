@@ -31,11 +31,12 @@ def template_dir() -> Path:
     return Path(str(resources.files("cairn") / "templates" / "vault"))
 
 
-def init_vault(path: Path) -> str:
+def init_vault(path: Path, *, again: str = "cairn init") -> str:
     """Copy the template into a new or empty folder, `git init` it and make the first commit; returns the commit.
 
     All or nothing: when any step fails (git cannot commit, Ctrl-C), what it made is removed (the folders it
-    created; the contents of the empty folder it was given), so `cairn init` can simply be run again."""
+    created; the contents of the empty folder it was given), so `cairn init` can simply be run again. again: the
+    command a failure says to run again (`cairn demo` makes its vault in a temporary folder with this too)."""
     if path.exists() and not path.is_dir():
         raise CairnError(f"{path} is a file, not a folder; choose a new folder (nothing was written)")
     if path.is_symlink() and not path.exists():
@@ -61,7 +62,7 @@ def init_vault(path: Path) -> str:
                 reason = _git_reason(exc)
                 raise CairnError(
                     f"git could not make the vault's first commit ({reason}); fix that (`git commit` must work "
-                    f"there), then run `cairn init` again; nothing was kept at {path}"
+                    f"there), then run `{again}` again; nothing was kept at {path}"
                 ) from None
     except BaseException:
         _undo_init(path, created)

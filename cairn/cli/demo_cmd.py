@@ -37,7 +37,7 @@ def demo(keep: Path | None) -> None:
     """
     with tempfile.TemporaryDirectory(prefix="cairn-demo-") as scratch, _own_folders(None if keep else Path(scratch)):
         root = keep or Path(scratch) / "vault"
-        commit = authoring.init_vault(root)
+        commit = authoring.init_vault(root, again="cairn demo")
         vault = find_vault(root)
         echo(f"1. Made a vault from the template at {root} (commit {commit[:8]}).")
         report = indexer.build_index(vault)
