@@ -765,8 +765,12 @@ def hooks_dir(vault: Vault) -> Path:
 
 def last_commit_day(path: Path) -> str | None:
     """The day (YYYY-MM-DD, committer date) of the last commit that changed the file at `path`, when the file is
-    tracked in a git repository and has no uncommitted changes; else None. `cairn import` dates imported lessons
-    by it."""
+    tracked in a git repository and its bytes are HEAD's; else None. `cairn import` dates imported lessons by it.
+
+    The repository is anyone's (a project downloaded with its `.git`), so no git command that runs what its config
+    names: `git status` runs `core.fsmonitor` and the clean filters of `.gitattributes`; the file's blob id is
+    compared with HEAD's (`hash-object --no-filters`, `ls-tree`) instead. A file that a filter (CRLF) changes on
+    checkout reads as changed: dated today."""
     try:
         repo = git.Repo(path.resolve().parent, search_parent_directories=True)
     except (InvalidGitRepositoryError, NoSuchPathError):
@@ -784,8 +788,13 @@ def _last_commit_day(repo: git.Repo, path: Path) -> str | None:
     env["GIT_LITERAL_PATHSPECS"] = "1"
     try:
         rel = path.resolve().relative_to(root).as_posix()
-        if repo.git.status("--porcelain", "--", rel, env=env).strip():
-            return None
+        entry = str(repo.git.ls_tree("-z", "HEAD", "--", rel, env=env)).rstrip("\0")
+        meta, _, listed = entry.partition("\t")
+        if listed != rel or meta.split(" ")[1:2] != ["blob"]:
+            return None  # not in HEAD, or not a file there
+        current = str(repo.git.hash_object("--no-filters", "--", str(path.resolve()), env=env)).strip()
+        if meta.split(" ")[2:3] != [current]:
+            return None  # changed since HEAD (staged or not)
         # `log.showSignature = true` would print git's verdict on a signed commit before the day
         day = str(repo.git.log("-1", "--no-show-signature", "--format=%cd", "--date=short", "--", rel, env=env)).strip()
     except (GitCommandError, ValueError):

@@ -613,3 +613,24 @@ def test_a_lesson_led_by_punctuation_alone_is_named_by_its_words(vault_repo: Vau
         ("written", "因为缓存过期，构建会失败；先清理缓存", "。。。因为缓存过期，构建会失败；先清理缓存。"),
     ]
     assert trim_summary("。。。" + "缓存过期会导致构建失败。" * 30).startswith("缓存过期会导致构建失败。")
+
+
+def test_dating_a_lesson_file_runs_nothing_its_repository_configures(
+    vault_repo: VaultRepo, app: Path, tmp_path: Path
+) -> None:
+    """A project downloaded with its `.git` is anyone's: `git status`, which dated the file, ran the repository's
+    `core.fsmonitor` and the clean filter its `.gitattributes` names, so `cairn import CLAUDE.md --dry-run` ran a
+    command of the project's choosing. The file is still dated by its last commit, and nothing runs."""
+    _start(vault_repo)
+    ran = tmp_path / "ran"
+    (app / ".gitattributes").write_text("CLAUDE.md filter=tidy\n", "utf-8")
+    _git(app, "add", ".gitattributes")
+    _git(app, "commit", "-q", "-m", "Attributes", date=_days_ago(10))
+    _git(app, "config", "core.fsmonitor", f"touch {ran}/fsmonitor; false")
+    _git(app, "config", "filter.tidy.clean", f"sh -c 'touch {ran}/filter; cat'")
+    ran.mkdir()
+    os.utime(app / "CLAUDE.md")  # as an unpacked archive: the index's file times no longer match
+    code, report = _import(vault_repo, "CLAUDE.md", "--dry-run", "--section", "Git", cwd=app)
+    assert code == 0
+    assert list(ran.iterdir()) == []
+    assert [c["verified_at"] for c in report["cards"]] == [_days_ago(10)]
