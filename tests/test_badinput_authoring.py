@@ -365,3 +365,25 @@ def test_init_on_a_dangling_symlink_says_where_it_points(tmp_path: Path) -> None
         "new one (nothing was written)"
     )
     assert link.is_symlink() and not (tmp_path / "missing").exists()
+
+
+def test_add_with_text_that_is_not_utf8_names_the_field(vault_repo: VaultRepo) -> None:
+    """A terminal set to Latin-1 sends `café` as `caf\\xe9`: the card was refused for "the frontmatter is not valid
+    YAML: found invalid Unicode character escape code", YAML Cairn wrote itself."""
+    make_vault(vault_repo)
+    summary = "The deploy fails because the signing key rotated; fetch the new key first."
+    name = os.fsdecode(b"Caf\xe9 deploys fail")
+    done = vault_repo.cairn("add", "--name", name, "--summary", summary, "--body", "Seen twice.")
+    assert done.returncode == 1
+    assert _one_error_line(done.stderr) == (
+        "Error: cards/caf-deploys-fail.md was not written: its name is not UTF-8 text (a terminal set to another "
+        "encoding?); give it in UTF-8 and run it again"
+    )
+    body = os.fsdecode(b"Seen twice in caf\xe9.")
+    done = vault_repo.cairn("add", "--name", "Deploys fail", "--summary", summary, "--scope", "ops", "--body", body)
+    assert done.returncode == 1
+    assert _one_error_line(done.stderr) == (
+        "Error: cards/ops/deploys-fail.md was not written: its body is not UTF-8 text (a terminal set to another "
+        "encoding?); give it in UTF-8 and run it again"
+    )
+    assert vault_repo.git("status", "--porcelain") == ""

@@ -244,6 +244,7 @@ def prepare_card(vault: Vault, card: NewCard, *, today: dt.date | None = None) -
     """Render a new card and lint it as `cairn lint` would with the card in the vault (so name-unique and
     near-duplicate see the other cards). Raises when the id is taken or points outside `cards/`."""
     rel = f"cards/{resolve_card_id(card)}.md"
+    _check_utf8(card, rel)
     text = render_card(card)
     data = text.encode("utf-8")
     parsed, findings = parse_card(rel, data)
@@ -261,6 +262,31 @@ def prepare_card(vault: Vault, card: NewCard, *, today: dt.date | None = None) -
     if blocking is not None:
         raise RefusedWrite(f"{blocking}, so {rel} cannot be written; choose another --id")
     return PendingCard(rel, text, lint_pending(vault, {rel: data}, today=today)[rel])
+
+
+def _check_utf8(card: NewCard, rel: str) -> None:
+    """Refuse text that is not UTF-8 (a terminal in another encoding hands Python its bytes as lone surrogates),
+    naming the field: YAML would write it escaped, then refuse to read it back ("invalid Unicode character escape
+    code"), blaming frontmatter Cairn wrote itself."""
+    fields: tuple[tuple[str, tuple[str, ...]], ...] = (
+        ("name", (card.name,)),
+        ("summary", (card.summary,)),
+        ("scope", card.scope),
+        ("body", (card.body,)),
+        ("aliases", card.aliases),
+        ("not_when", card.not_when),
+        ("supersedes", card.supersedes),
+        ("source", (card.source or "",)),
+    )
+    for label, values in fields:
+        try:
+            for value in values:
+                value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidCard(
+                f"{rel} was not written: its {label} is not UTF-8 text (a terminal set to another encoding?); "
+                "give it in UTF-8 and run it again"
+            ) from None
 
 
 def file_in_the_way(vault: Vault, rel: str) -> str | None:
