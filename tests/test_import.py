@@ -634,3 +634,13 @@ def test_dating_a_lesson_file_runs_nothing_its_repository_configures(
     assert code == 0
     assert list(ran.iterdir()) == []
     assert [c["verified_at"] for c in report["cards"]] == [_days_ago(10)]
+
+
+def test_a_scope_that_is_not_utf8_is_one_error(vault_repo: VaultRepo, app: Path) -> None:
+    """`--scope café` from a Latin-1 terminal: every card was skipped for "the frontmatter is not valid YAML"."""
+    _start(vault_repo)
+    scope = os.fsdecode(b"caf\xe9")
+    done = vault_repo.cairn("import", "CLAUDE.md", "--scope", scope, "--vault", str(vault_repo.root), cwd=app)
+    assert done.returncode == 1
+    assert done.stderr == "Error: --scope is not UTF-8 text (a terminal set to another encoding?); give it in UTF-8\n"
+    assert cards_on_disk(vault_repo) == ["cards/git/existing.md"]

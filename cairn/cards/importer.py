@@ -171,6 +171,8 @@ def import_notes(
     today = today or dt.date.today()
     topic = _check_topic(topic) if topic is not None else None
     scope = tuple(dict.fromkeys(s.strip() for s in scope if s.strip()))
+    if not all(_utf8(tag) for tag in scope):  # else every card fails as YAML Cairn wrote itself
+        raise CairnError("--scope is not UTF-8 text (a terminal set to another encoding?); give it in UTF-8")
     cards_dir = vault.cards_dir.resolve()
     if src.resolve() == cards_dir or src.resolve().is_relative_to(cards_dir):
         raise CairnError(f"{src} is inside the vault's cards/; import notes from outside the vault")
