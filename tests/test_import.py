@@ -644,3 +644,23 @@ def test_a_scope_that_is_not_utf8_is_one_error(vault_repo: VaultRepo, app: Path)
     assert done.returncode == 1
     assert done.stderr == "Error: --scope is not UTF-8 text (a terminal set to another encoding?); give it in UTF-8\n"
     assert cards_on_disk(vault_repo) == ["cards/git/existing.md"]
+
+
+def test_a_heading_inside_a_quote_or_a_bullet_opens_no_section(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """`> ### Note` under `## Gotchas` made "Note" the section: the lesson after it was scoped `note`; and under
+    `## Commands` a quoted heading ended that section, so its bullets were read as lessons."""
+    _start(vault_repo)
+    src = tmp_path / "CLAUDE.md"
+    src.write_text(
+        "# App\n\n## Gotchas\n\n> ### Note\n> These are from 2024.\n\n"
+        "- The staging deploy fails because the signing key rotated; fetch the new key first.\n\n"
+        "## Commands\n\n> ## Deprecated\n\n"
+        "- Run the linter before you push, otherwise CI fails on formatting.\n",
+        "utf-8",
+    )
+    code, report = _import(vault_repo, str(src), "--dry-run")
+    assert code == 0
+    assert [(c["id"], c["scope"]) for c in report["cards"]] == [
+        ("gotchas/the-staging-deploy-fails-because-the-signing-key-rotated", ["gotchas"])
+    ]
+    assert [(d["kind"], d["text"]) for d in report["dropped"]] == [("section", "Commands")]

@@ -312,7 +312,8 @@ def plan_lessons(
     offset = text[: len(text) - len(body)].count("\n") if body and text.endswith(body) else 0
     tokens = _markdown().parse(body)
     lines = body.split("\n")
-    titled = sum(1 for t in tokens if t.type == "heading_open" and t.tag == "h1") == 1
+    # Sections are the document's own headings: one inside a quote or a list item (`> ## Note`) opens none.
+    titled = sum(1 for t in tokens if t.type == "heading_open" and t.level == 0 and t.tag == "h1") == 1
     stack: list[tuple[int, str, int]] = []  # (level, heading, line) of the headings around the current block
     headings: list[str] = []
     out: list[Planned | Problem] = []
@@ -321,7 +322,7 @@ def plan_lessons(
     found = False
     wanted = _section_key(section) if section is not None else None
     for i, token in enumerate(tokens):
-        if token.type == "heading_open":
+        if token.type == "heading_open" and token.level == 0:
             level = int(token.tag[1:])
             heading = _plain(tokens[i + 1])
             stack = [h for h in stack if h[0] < level]
