@@ -664,3 +664,30 @@ def test_a_heading_inside_a_quote_or_a_bullet_opens_no_section(vault_repo: Vault
         ("gotchas/the-staging-deploy-fails-because-the-signing-key-rotated", ["gotchas"])
     ]
     assert [(d["kind"], d["text"]) for d in report["dropped"]] == [("section", "Commands")]
+
+
+def test_a_task_lists_box_is_not_part_of_the_lesson(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """`- [ ] The deploy fails...` became the card "[ ] The deploy fails..." (its summary too, which agents get),
+    and `- [x] **Name**: ...` lost its bold name."""
+    _start(vault_repo)
+    src = tmp_path / "AGENTS.md"
+    src.write_text(
+        "# App\n\n## Gotchas\n\n"
+        "- [ ] The staging deploy fails because the signing key rotated; fetch the new key first.\n"
+        "- [x] **Shared tmp folders flake**: tests flake because workers share one tmp dir; use tmp_path.\n",
+        "utf-8",
+    )
+    code, report = _import(vault_repo, str(src), "--dry-run")
+    assert code == 0
+    assert [(c["id"], c["name"], c["summary"]) for c in report["cards"]] == [
+        (
+            "gotchas/the-staging-deploy-fails-because-the-signing-key-rotated",
+            "The staging deploy fails because the signing key rotated",
+            "The staging deploy fails because the signing key rotated; fetch the new key first.",
+        ),
+        (
+            "gotchas/shared-tmp-folders-flake",
+            "Shared tmp folders flake",
+            "Shared tmp folders flake: tests flake because workers share one tmp dir; use tmp_path.",
+        ),
+    ]

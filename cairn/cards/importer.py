@@ -355,7 +355,7 @@ def plan_lessons(
             dropped.append(Dropped(where, excerpt, "a paragraph; lessons are read from top-level bullets", "paragraph"))
             continue
         inline = tokens[i + 2] if tokens[i + 1].type == "paragraph_open" else None  # an item opens with its text
-        content = inline.content if inline is not None else ""
+        content = _TASK_BOX.sub("", inline.content) if inline is not None else ""
         verdict = lessons.judge(content)
         flat = lessons.flat(re.sub(r"\*\*|__", "", content))
         if not verdict.lesson or inline is None:
@@ -666,9 +666,13 @@ def _plain(inline: Token) -> str:
     return lessons.flat(" ".join(parts) if parts else inline.content)
 
 
+# A task list's box (`- [ ] ...`, `- [x] ...`): not part of what the lesson says.
+_TASK_BOX = re.compile(r"^\[[ xX]\][ \t]+")
+
+
 def _bold_lead(inline: Token) -> str | None:
-    """`**Never force-push main**: ...` -> `Never force-push main`."""
-    children = [c for c in inline.children or [] if not (c.type == "text" and not c.content)]
+    """`**Never force-push main**: ...` -> `Never force-push main` (after a task list's box, if any)."""
+    children = [c for c in inline.children or [] if not (c.type == "text" and not _TASK_BOX.sub("", c.content))]
     if not children or children[0].type != "strong_open":
         return None
     end = next((i for i, c in enumerate(children) if c.type == "strong_close"), None)
