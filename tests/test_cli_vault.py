@@ -371,6 +371,16 @@ def test_add_asking_on_a_pipe_refuses_a_body_from_stdin(vault_repo: VaultRepo) -
     assert "Name (" not in done.stdout and not (vault_repo.root / "cards" / "git" / "stdin-body-card.md").exists()
 
 
+def test_add_asking_reads_answers_with_windows_line_ends(vault_repo: VaultRepo) -> None:
+    """Answers piped with CRLF line ends: the Id question's "\\r" (Enter, keeping the suggestion) was taken as the
+    id: `Error: '\\r' is not a card id`."""
+    answers = "CRLF card\r\nThe deploy fails because the key rotated; fetch it first.\r\ngit\r\n\r\nThe body.\r\n"
+    done = vault_repo.cairn("add", "-i", input=answers)
+    assert done.returncode == 0, done.stderr
+    text = (vault_repo.root / "cards" / "git" / "crlf-card.md").read_text()
+    assert "name: CRLF card\n" in text and "\r" not in text and text.endswith("---\n\nThe body.\n")
+
+
 def test_show_with_an_unknown_vault_name_says_so(vault_repo: VaultRepo, tmp_path: Path) -> None:
     """Bug fixed: `cairn show zzz:git/x` with no vault `zzz` configured looked the id up whole and said "no card
     'zzz:git/x' ... did you mean git/x?" (or, outside a vault, "no vault here"): the mistake is the vault's name."""

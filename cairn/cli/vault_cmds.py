@@ -271,7 +271,7 @@ def add(
             scope = click.prompt("Scope tags, comma-separated", default="", show_default=False)
         if card_id is None:
             suggested = authoring.resolve_card_id(authoring.NewCard(name, summary, _split_scope(scope)))
-            card_id = click.prompt("Id (topic/slug)", default=suggested) or None
+            card_id = click.prompt("Id (topic/slug)", default=suggested).strip() or None  # "\r": answers from Windows
         if body is None and body_file is None and not edit:
             # lint warns about a card without a body, so ask for it rather than refuse what was never asked for
             body = click.prompt(
