@@ -141,6 +141,29 @@ def test_vault_add_first_goes_first_in_a_hand_written_file(tmp_path: Path) -> No
 # -- cairn sync -----------------------------------------------------------------------------------------------------
 
 
+def test_a_configured_vault_that_moved_says_to_fix_the_configuration_not_to_init_a_new_vault(tmp_path: Path) -> None:
+    """Bug fixed: `cairn sync`, `--vault NAME` and `cairn list` (the one configured vault) on a registered vault whose
+    folder was moved said `create one with `cairn init OLD_PATH``: a new, empty vault where the old one was, while
+    the configuration still named the wrong folder. Now one line says to remove the entry and add the new path."""
+    author, _ = bare_vault(tmp_path)
+    assert run_cairn("vault", "add", str(author.root), "--name", "team", cwd=tmp_path).returncode == 0
+    author.root.rename(tmp_path / "moved")
+    said = (
+        f"configured vault 'team' at {author.root} is not a folder (moved or deleted?); `cairn vault remove team`, "
+        "then, if it moved, `cairn vault add NEW_PATH --name team`"
+    )
+    synced = run_cairn("sync", cwd=tmp_path)
+    assert (synced.returncode, synced.stdout) == (1, f"team: error: {said}\n")
+    for args in (("index", "--vault", "team"), ("list",)):
+        done = run_cairn(*args, cwd=tmp_path)
+        assert (done.returncode, done.stdout, done.stderr) == (1, "", f"Error: {said}\n")
+    assert not author.root.exists()
+    assert run_cairn("vault", "remove", "team", cwd=tmp_path).returncode == 0
+    added = run_cairn("vault", "add", str(tmp_path / "moved"), "--name", "team", cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    assert run_cairn("sync", cwd=tmp_path).returncode == 0
+
+
 def test_sync_of_a_served_branch_ahead_of_its_remote_is_no_rewrite(tmp_path: Path) -> None:
     """The served branch (local main, not checked out: a detached HEAD) holds a commit not pushed yet: the remote
     was not rewritten, so sync indexes main as it is, exit 0, and moves nothing."""

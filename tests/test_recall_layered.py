@@ -209,6 +209,13 @@ def test_the_merge_leaves_the_second_copy_out_and_explain_says_why(home: Path, t
     assert text[at + 5].split()[-3:] == ["rejected", "same_lesson", f"team:{REBASE_ID}"]
 
 
+def _gone(name: str, root: Path) -> str:
+    return (
+        f"configured vault {name!r} at {root} is not a folder (moved or deleted?); `cairn vault remove {name}`, "
+        f"then, if it moved, `cairn vault add NEW_PATH --name {name}`"
+    )
+
+
 def test_a_configured_vault_that_moved_is_named_on_stderr_the_others_serve(
     two: tuple[VaultRepo, VaultRepo, Path], tmp_path: Path
 ) -> None:
@@ -217,10 +224,7 @@ def test_a_configured_vault_that_moved_is_named_on_stderr_the_others_serve(
     done = cairn("recall", FITTING_PROMPT, "--json", cwd=project)
     assert done.returncode == 0
     assert [c["id"] for c in json.loads(done.stdout)["cards"]] == [f"team:{REBASE_ID}"]
-    assert done.stderr == (
-        f"Warning: vault 'me' serves nothing: configured vault 'me' at {mine.root} is not a folder; "
-        "fix its path with `cairn vault add`\n"
-    )
+    assert done.stderr == f"Warning: vault 'me' serves nothing: {_gone('me', mine.root)}\n"
     explained = cairn("explain", FITTING_PROMPT, cwd=project)
     assert f"== me (unusable) ==\nSkipped: configured vault 'me' at {mine.root} is not a folder" in explained.stdout
 
@@ -285,10 +289,7 @@ def test_no_usable_configured_vault_is_an_error_that_says_why(
     for command in ("recall", "explain"):
         done = cairn(command, FITTING_PROMPT, cwd=project)
         assert (done.returncode, done.stdout) == (1, "")
-        assert done.stderr == (
-            f"Error: team: configured vault 'team' at {team.root} is not a folder; fix its path with `cairn vault "
-            f"add`; me: configured vault 'me' at {mine.root} is not a folder; fix its path with `cairn vault add`\n"
-        )
+        assert done.stderr == f"Error: team: {_gone('team', team.root)}; me: {_gone('me', mine.root)}\n"
 
 
 def test_show_takes_an_id_as_recall_prints_it(two: tuple[VaultRepo, VaultRepo, Path]) -> None:

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from cairn.hot.errors import CairnError
-from cairn.hot.vault import Vault, find_vault
+from cairn.hot.vault import Vault, find_configured_vault, find_vault
 from cairn.terminal import clean, clean_line
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -132,7 +132,7 @@ def resolve_vault(vault_path: str | None, cwd: str | None = None) -> tuple[Vault
                 entries = []
             named = next((e for e in entries if e.name == given), None)
             if named is not None:
-                return find_vault(named.path), f"{reason} (configured vault {named.name!r})"
+                return find_configured_vault(named.name, named.path), f"{reason} (configured vault {named.name!r})"
             if not os.path.isdir(os.path.expanduser(given)):
                 configured = f"configured: {', '.join(e.name for e in entries)}" if entries else "none is configured"
                 raise VaultNotFound(
@@ -145,7 +145,8 @@ def resolve_vault(vault_path: str | None, cwd: str | None = None) -> tuple[Vault
     except VaultNotFound:
         entries = load_vaults()
         if len(entries) == 1:
-            return find_vault(entries[0].path), f"config (the one configured vault, {entries[0].name!r})"
+            only = entries[0]
+            return find_configured_vault(only.name, only.path), f"config (the one configured vault, {only.name!r})"
         if entries:
             names = ", ".join(e.name for e in entries)
             raise VaultNotFound(

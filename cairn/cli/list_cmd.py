@@ -75,14 +75,16 @@ def _list_configured(
     from cairn.cards.listing import list_cards as listing
     from cairn.hot.errors import CairnError, VaultNotFound
     from cairn.hot.userconfig import load_vaults
-    from cairn.hot.vault import find_vault
+    from cairn.hot.vault import find_configured_vault
 
     listed: list[dict[str, Any]] = []
     failed: list[tuple[str, str, str]] = []  # name, folder, why
     entries = load_vaults()
     for entry in entries:
         try:
-            ref, commit, cards = listing(find_vault(entry.path), warn=functools.partial(_warn_of, entry.name))
+            ref, commit, cards = listing(
+                find_configured_vault(entry.name, entry.path), warn=functools.partial(_warn_of, entry.name)
+            )
         except CairnError as exc:
             failed.append((entry.name, entry.path, str(exc)))
             continue
@@ -90,8 +92,7 @@ def _list_configured(
     if not listed:  # nothing to list is a failure, as recall and explain say it
         raise VaultNotFound(
             f"none of the {len(entries)} configured vaults can be listed "
-            f"({'; '.join(f'{name}: {why}' for name, _, why in failed)}); fix their paths "
-            "with `cairn vault add PATH --name NAME` (`cairn vault list` shows them)"
+            f"({'; '.join(f'{name}: {why}' for name, _, why in failed)}); `cairn vault list` shows them"
         )
     for name, folder, why in failed:
         echo(f"Warning: vault {name!r} ({folder}) is not listed: {why}", err=True)

@@ -9,7 +9,7 @@ import click
 from cairn.cli.common import echo, echo_json, errors_to_exit, json_option
 from cairn.hot.errors import CairnError, VaultNotFound
 from cairn.hot.userconfig import config_file, load_vaults
-from cairn.hot.vault import find_vault
+from cairn.hot.vault import find_configured_vault
 from cairn.terminal import clean_line
 
 
@@ -58,7 +58,10 @@ def sync(name: str | None, timeout: float, as_json: bool) -> None:
     for entry in entries:
         try:
             result = sync_vault(
-                find_vault(entry.path), entry.name, say=lambda text: _progress(text, show), fetching=fetching
+                find_configured_vault(entry.name, entry.path),
+                entry.name,
+                say=lambda text: _progress(text, show),
+                fetching=fetching,
             )
         except CairnError as exc:
             result = SyncResult(entry.name, entry.path, entry.ref or "", "error", message=str(exc))
