@@ -137,7 +137,10 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False) -> list[Check]:
     except CairnError as exc:
         return [*checks, Check("vault", name, False, str(exc), f"cairn vault remove {name}")]
     if vault.git_root is None:
-        return [*checks, Check("vault", name, False, f"{root} is not in a git repository", f"git -C {root} init")]
+        return [
+            *checks,
+            Check("vault", name, False, f"{root} is not in a git repository", f"git -C {shlex.quote(root)} init"),
+        ]
     unreadable = _unsupported_repository(vault)
     if unreadable:  # the files name its served commit, but no command can read it: `cairn index` would fail
         return [*checks, Check("vault", name, False, unreadable, "move its cards/ and cairn.toml to a sha1 repository")]

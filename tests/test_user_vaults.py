@@ -332,6 +332,25 @@ def test_doctor_fails_then_passes(tmp_path: Path, vault_repo: VaultRepo) -> None
     )
 
 
+def test_doctors_fix_for_a_vault_outside_git_runs_as_printed_in_a_folder_with_a_space(tmp_path: Path) -> None:
+    """Bug fixed: the fix for a configured vault that is in no git repository was `git -C /path/my notes init`,
+    unquoted, which the shell splits: run as printed, git said `cannot change to '/path/my'`."""
+    notes = tmp_path / "my notes"
+    (notes / "cards").mkdir(parents=True)
+    (notes / "cairn.toml").write_text("")
+    assert cairn("vault", "add", str(notes), "--name", "me", cwd=tmp_path).returncode == 0
+
+    def vault_check() -> dict[str, object] | None:
+        done = cairn("doctor", "--json", cwd=tmp_path)
+        return next((c for c in json.loads(done.stdout)["checks"] if c["area"] == "vault"), None)
+
+    before = vault_check()
+    assert before is not None and before["detail"] == f"{notes} is not in a git repository"
+    fixed = subprocess.run(str(before["fix"]), shell=True, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert fixed.returncode == 0, fixed.stderr
+    assert vault_check() is None
+
+
 def test_list_due_and_scope(vault_repo: VaultRepo) -> None:
     vault_repo.write("git/old", "Old lesson", "Verified long ago.", scope=["git"], verified_at="2020-01-01")
     vault_repo.write("git/fresh", "Fresh lesson", "Verified lately.", scope=["git"], verified_at="2999-01-01")
