@@ -1,7 +1,7 @@
 """Registering `cairn hook` with coding agents (Claude Code, Codex CLI, Gemini CLI); git hooks: `cairn.githooks`.
 
-Agent settings are JSON files that users also edit by hand: Cairn merges its one hook entry in, keeps every other
-key and hook as it was, writes a timestamped backup of the old file and then the new file atomically, and does
+Agent settings are JSON files that users also edit by hand: Cairn edits its one hook entry in, keeps every other
+byte of the file as it was (`cairn.jsontext`), writes a timestamped backup of the old file and then the new file atomically, and does
 nothing at all when the file already says what it should. Uninstalling removes only Cairn's entries.
 """
 
@@ -252,7 +252,7 @@ def install_agent(agent: str, path: Path, command: str) -> SettingsChange:
     had_cairn = _strip_cairn(groups)
     groups.append(hook_entry(agent, command))
     action = "updated" if had_cairn else "installed"
-    changed, backup = _write_if_changed(path, data)
+    changed, backup = _write_if_changed(path, data, spec.event, hook_entry(agent, command))
     if not changed:
         return SettingsChange(path, "unchanged", command, note=spec.note)
     return SettingsChange(path, action, command, backup, note=spec.note)
@@ -284,7 +284,7 @@ def uninstall_agent(agent: str, path: Path) -> SettingsChange:
                 pass
         return SettingsChange(path, "deleted")
     # Only Cairn's own entries go: the rest of the file is exactly as it was, so no backup is needed.
-    _write_if_changed(path, data, backup=False)
+    _write_if_changed(path, data, spec.event, None, backup=False)
     return SettingsChange(path, "removed")
 
 
@@ -485,8 +485,12 @@ def _without_comments(text: str) -> str:
     return "".join(out)
 
 
-def _write_if_changed(path: Path, data: dict[str, Any], backup: bool = True) -> tuple[bool, Path | None]:
-    """Write `data` as JSON unless the file already holds exactly it. Returns (written, backup of the old file).
+def _write_if_changed(
+    path: Path, data: dict[str, Any], event: str, entry: dict[str, Any] | None, backup: bool = True
+) -> tuple[bool, Path | None]:
+    """Write `data` unless the file already holds exactly it. Returns (written, backup of the old file). The old
+    file's text is edited where Cairn's hook is (`entry` added to `hooks.EVENT`, or Cairn's handlers taken out),
+    every other byte kept; a file that cannot be edited so is written out whole as JSON.
 
     A backup is written only when the old file holds something besides Cairn's own hook entries: a file Cairn made
     needs none. A symlinked settings file (a dotfiles repository) is written where the link points, the link kept;
@@ -495,7 +499,8 @@ def _write_if_changed(path: Path, data: dict[str, Any], backup: bool = True) -> 
     target = _link_target(path)
     if target.exists():
         old = target.read_bytes()
-        new = _json_bytes(data, _indent_of(old), crlf=b"\r\n" in old)
+        indent = _indent_of(old)
+        new = _edited_bytes(old, data, event, entry, indent) or _json_bytes(data, indent, crlf=b"\r\n" in old)
         try:
             old_data = json.loads(old)
             if old_data == data:
@@ -512,6 +517,19 @@ def _write_if_changed(path: Path, data: dict[str, Any], backup: bool = True) -> 
         return True, saved
     write_atomic(target, _json_bytes(data, 2), overwrite=False)
     return True, None
+
+
+def _edited_bytes(
+    old: bytes, data: dict[str, Any], event: str, entry: dict[str, Any] | None, indent: int | str
+) -> bytes | None:
+    """The old file's bytes with Cairn's hook edited in or out and nothing else changed; None when they cannot be."""
+    from cairn import jsontext
+
+    try:
+        text = jsontext.edited(old.decode("utf-8"), data, event, _is_cairn_handler, entry, indent)
+        return None if text is None else text.encode("utf-8")
+    except UnicodeError:
+        return None
 
 
 def _json_bytes(data: dict[str, Any], indent: int | str, crlf: bool = False) -> bytes:

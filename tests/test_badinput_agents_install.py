@@ -196,6 +196,57 @@ def test_install_keeps_the_settings_files_indentation(
     assert settings.read_text() == json.dumps(THEIRS, indent=indent) + "\n"
 
 
+# A settings file as a person writes it: one-line arrays and objects, an escape, a number in exponent form,
+# another tool's hook beside where Cairn's goes, no line end after the last brace.
+HAND_WRITTEN = """{
+  "model": "opus",
+  "permissions": {"allow": ["Bash(ls)", "Read"], "deny": []},
+  "env": {"GREETING": "caf\\u00e9"},
+  "cleanupPeriodDays": 1e2,
+  "hooks": {
+    "EVENT": [
+      {"hooks": [{"type": "command", "command": "notify-send prompt"}]}
+    ],
+    "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]
+  }
+}"""
+
+
+@pytest.mark.parametrize(
+    ("agent", "settings", "event"),
+    [
+        ("claude-code", ".claude/settings.json", "UserPromptSubmit"),
+        ("codex", ".codex/hooks.json", "UserPromptSubmit"),
+        ("gemini", ".gemini/settings.json", "BeforeAgent"),
+    ],
+)
+def test_install_then_uninstall_leaves_a_hand_written_file_byte_for_byte(
+    agent: str, settings: str, event: str, tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: install and uninstall wrote the whole file out again as `json.dumps` lays it out, so a hand-written
+    settings file came back with every one-line array spread over lines, `\\u00e9` turned into `é`, `1e2` into
+    `100.0` and a line end added: a dotfiles repository showed lines changed that Cairn never meant to touch. Now
+    install adds its entry and uninstall takes it out, and every other byte stays."""
+    path = isolated_env / settings
+    path.parent.mkdir()
+    theirs = HAND_WRITTEN.replace("EVENT", event)
+    path.write_text(theirs)
+
+    done = run_cairn("install", agent, "--user", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    written = path.read_text()
+    groups = json.loads(written)["hooks"][event]
+    assert [h["command"] for g in groups for h in g["hooks"]][0] == "notify-send prompt"
+    assert " hook --format " in groups[1]["hooks"][0]["command"]
+    at = written.index('"notify-send prompt"}]}') + len('"notify-send prompt"}]}')
+    assert written[:at] == theirs[:at]
+    assert written.endswith(theirs[theirs.index("\n    ],") :])
+
+    removed = run_cairn("uninstall", agent, "--user", cwd=tmp_path)
+    assert removed.returncode == 0, removed.stderr
+    assert path.read_text() == theirs
+
+
 @pytest.mark.parametrize(
     ("literal", "said"),
     [
