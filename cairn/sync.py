@@ -8,6 +8,7 @@ decides. The working tree, the staging area and the current branch are never tou
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,6 +199,19 @@ def _rebasing(repo: Any) -> bool:
     return (folder / "rebase-merge").is_dir() or (folder / "rebase-apply").is_dir()
 
 
+def _merging(repo: Any) -> bool:
+    """Whether a merge stopped on a conflict is under way in the vault's work tree."""
+    return (Path(repo.git_dir) / "MERGE_HEAD").is_file()
+
+
+def _commits_not_in(repo: Any, ref: str, other: str) -> int:
+    """How many commits of `ref` `other` lacks (0 when git cannot tell)."""
+    status, out, _ = repo.git.rev_list(
+        "--count", ref, "--not", other, "--", with_extended_output=True, with_exceptions=False
+    )
+    return int(str(out).strip()) if status == 0 and str(out).strip().isdigit() else 0
+
+
 def _config(repo: Any, key: str) -> str:
     status, out, _ = repo.git.config("--get", key, with_extended_output=True, with_exceptions=False)
     return str(out).strip() if status == 0 else ""
@@ -216,38 +230,53 @@ def _fetch_failed(
 ) -> SyncResult:
     branch = src.removeprefix("refs/heads/")
     root = str(vault.root)
-    own = _own_commits(repo, ref, remote) if _not_fast_forward(stderr) and ref.startswith("refs/heads/") else 0
+    at = shlex.quote(root)
+    checked_out = _checked_out(stderr)
+    if checked_out:  # `_holds_the_remote` fetched the remote's branch into FETCH_HEAD
+        own = _commits_not_in(repo, ref, "FETCH_HEAD")
+    elif _not_fast_forward(stderr) and ref.startswith("refs/heads/"):
+        own = _own_commits(repo, ref, remote)
+    else:
+        own = 0
+    # A plain `git pull` stops when both sides have commits ("Need to specify how to reconcile divergent branches"):
+    # a branch with commits of its own merges the remote's (its commits are not rewritten), else fast-forwards.
+    pull = f"git -C {at} pull --no-rebase" if own else f"git -C {at} pull --ff-only"
+    fetched = f"{remote} {src}"
+    if checked_out and (_rebasing(repo) or _merging(repo)):
+        what, finish, abort = ("rebase", "rebase --continue", "rebase --abort")
+        if not _rebasing(repo):
+            what, finish, abort = ("merge", "commit", "merge --abort")
+        message = (
+            f"{remote}'s {branch} has commits that {ref} lacks, and a {what} is under way in {root}, so sync cannot "
+            f"move {ref}: finish it (`git -C {at} {finish}`) or abort it (`git -C {at} {abort}`), then `{pull}` "
+            "(its git hooks index it)"
+        )
+        return SyncResult(name, root, ref, "error", before, before, fetched=fetched, message=message)
     if own:
         # A local branch with commits of its own, and the remote's has others: a forced fetch would drop the former.
         served = (before or ref)[:8] if before else ref
         local = ref.removeprefix("refs/heads/")
+        switch = "" if checked_out else f"git -C {at} switch {local} && "
         message = (
             f"{ref} has {own} commit{'s' if own != 1 else ''} that {remote}'s {branch} lacks and {remote}'s {branch} "
-            f"has commits that {ref} lacks; still serving {served}. Merge or rebase them in {root} "
-            f"(`git -C {root} switch {local} && git -C {root} pull`), then `cairn sync {name}`"
+            f"has commits that {ref} lacks; still serving {served}. Merge them in {root} "
+            f"(`{switch}{pull}`; `--rebase` to rebase instead), then `cairn sync {name}`"
         )
-        return SyncResult(name, root, ref, "diverged", before, before, fetched=f"{remote} {src}", message=message)
+        return SyncResult(name, root, ref, "diverged", before, before, fetched=fetched, message=message)
     if _not_fast_forward(stderr):
         message = (
             f"{remote}'s {branch} was rewritten (a force-push?) and is not a fast-forward of {ref}; still serving "
             f"{(before or ref)[:8] if before else ref}. If the new history is right: "
-            f"`git -C {root} fetch --force {remote} {branch}:{ref}`, then `cairn index --vault {name} --rebuild`"
+            f"`git -C {at} fetch --force {remote} {branch}:{ref}`, then `cairn index --vault {name} --rebuild`"
         )
-        return SyncResult(name, root, ref, "diverged", before, before, fetched=f"{remote} {src}", message=message)
-    if _checked_out(stderr) and _rebasing(repo):
-        message = (
-            f"{remote}'s {branch} has commits that {ref} lacks, and a rebase is under way in {root}, so sync cannot "
-            f"move {ref}: finish it (`git -C {root} rebase --continue`) or abort it (`git -C {root} rebase --abort`), "
-            f"then `git -C {root} pull --ff-only` (its git hooks index it)"
-        )
-        return SyncResult(name, root, ref, "error", before, before, fetched=f"{remote} {src}", message=message)
-    if _checked_out(stderr):
+        return SyncResult(name, root, ref, "diverged", before, before, fetched=fetched, message=message)
+    if checked_out:
         message = (
             f"{remote}'s {branch} has commits that {ref} lacks, and {ref} is checked out in {root}, so sync cannot "
-            f"move it: `git -C {root} pull --ff-only` (its git hooks index it), or serve the remote's branch instead "
-            f"(`git -C {root} remote set-head {remote} --auto`)"
+            f"move it: `{pull}` (its git hooks index it), or serve the remote's branch instead "
+            f"(`git -C {at} remote set-head {remote} --auto`)"
         )
-        return SyncResult(name, root, ref, "error", before, before, fetched=f"{remote} {src}", message=message)
+        return SyncResult(name, root, ref, "error", before, before, fetched=fetched, message=message)
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     # git's first line says what failed ("fatal: '/x' does not appear to be a git repository", "ssh: Could not
     # resolve hostname ..."); its last is advice ("and the repository exists.").

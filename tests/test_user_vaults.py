@@ -620,9 +620,52 @@ def test_sync_during_a_rebase_says_to_end_the_rebase_first(tmp_path: Path) -> No
     assert done.stdout == (
         f"team: error: origin's main has commits that refs/heads/main lacks, and a rebase is under way in {root}, "
         f"so sync cannot move refs/heads/main: finish it (`git -C {root} rebase --continue`) or abort it "
-        f"(`git -C {root} rebase --abort`), then `git -C {root} pull --ff-only` (its git hooks index it)\n"
+        f"(`git -C {root} rebase --abort`), then `git -C {root} pull --no-rebase` (its git hooks index it)\n"
     )
     assert (author.root / ".git" / "rebase-merge").is_dir()  # the rebase is left as it was
+
+
+def test_sync_of_a_checked_out_branch_with_commits_of_its_own_gives_a_pull_git_runs(tmp_path: Path) -> None:
+    """Bug fixed: the author's checked-out main has a commit not pushed yet and the remote's main has a teammate's:
+    sync said `git pull --ff-only`, which git refuses ("Not possible to fast-forward"), and with a merge stopped on
+    a conflict it said the same, which git refuses mid-merge. Now it says to end the merge first, then to pull
+    with a merge, and the command it prints runs."""
+    author = _authors_vault(tmp_path)
+    other = _a_teammates_clone(tmp_path)
+    other.write("git/bisect", "A lesson about bisect", "git bisect run finds the breaking commit by itself.")
+    other.commit("A teammate's lesson")
+    other.git("push", "-q", "origin", "main")
+    author.write("git/tags", "Annotated tags carry a date", "git tag -a records who tagged and when.")
+    author.commit("The author's own lesson")
+    author.git("checkout", "-q", "-b", "draft", "HEAD~1")
+    author.write("git/tags", "Tags, a draft", "A lightweight tag is only a name for a commit.")
+    author.commit("A draft")
+    author.git("checkout", "-q", "main")
+    merge = subprocess.run(["git", "merge", "draft"], cwd=author.root, capture_output=True, check=False)
+    assert merge.returncode != 0 and (author.root / ".git" / "MERGE_HEAD").is_file()  # stopped on the conflict
+    root = author.root
+    merging = cairn("sync", cwd=tmp_path)
+    assert merging.returncode == 1
+    assert merging.stdout == (
+        f"team: error: origin's main has commits that refs/heads/main lacks, and a merge is under way in {root}, "
+        f"so sync cannot move refs/heads/main: finish it (`git -C {root} commit`) or abort it "
+        f"(`git -C {root} merge --abort`), then `git -C {root} pull --no-rebase` (its git hooks index it)\n"
+    )
+    author.git("merge", "--abort")
+    done = cairn("sync", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout.startswith(
+        "team: diverged: refs/heads/main has 1 commit that origin's main lacks and origin's main has commits that "
+        "refs/heads/main lacks; still serving "
+    )
+    assert done.stdout.endswith(
+        f". Merge them in {root} (`git -C {root} pull --no-rebase`; `--rebase` to rebase instead), then `cairn sync "
+        "team`\n"
+    )
+    pull = done.stdout.split("(`")[1].split("`")[0]
+    pulled = subprocess.run(pull, shell=True, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert pulled.returncode == 0, pulled.stderr
+    assert cairn("sync", cwd=tmp_path).returncode == 0
 
 
 def test_commands_take_the_vault_flag_then_the_environment_then_the_folder_then_the_configuration(
