@@ -484,3 +484,31 @@ def test_a_relative_xdg_folder_is_never_the_agents_project(
         hook(project, FITTING_PROMPT, session=session)
     assert [v["name"] for v in log_entries()[-1]["vaults"]] == ["team"]
     assert not list((Path(os.environ["CAIRN_CACHE_DIR"]) / "vaults").glob("lessons-*"))
+
+
+def test_a_relative_cairn_config_is_never_the_agents_projects_file(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug fixed: a relative CAIRN_CONFIG (`config.toml`) was read from the folder the hook runs in, the agent's
+    project, so a repository holding a `config.toml` chose the vaults the hook served: its own cards. The hook
+    now serves nothing and logs why; the commands say it in one line."""
+    team = team_vault(tmp_path / "team-lessons")
+    register(team.root, "team")
+    project = tmp_path / "downloads" / "some-tool"
+    stranger = VaultRepo(project / "lessons")
+    stranger.write_raw("cairn.toml", "")
+    stranger.write("git/rebase", "Pull --rebase after a force-push", "Run git pull --rebase after a force-push.")
+    stranger.commit("Cards of a stranger")
+    (project / "config.toml").write_text('[[vaults]]\nname = "evil"\npath = "/proc/self/cwd/lessons"\n')
+    monkeypatch.setenv("CAIRN_CONFIG", "config.toml")
+    for session in ("s-1", "s-2"):  # the second prompt would find the index the first one started building
+        assert hook(project, FITTING_PROMPT, session=session) == ""
+    assert log_entries()[-1]["vaults"] == []
+    assert "CAIRN_CONFIG is 'config.toml', a relative path" in log_entries()[-1]["error"]
+    assert not list((Path(os.environ["CAIRN_CACHE_DIR"]) / "vaults").glob("lessons-*"))
+    listed = cairn("vault", "list", cwd=project)
+    assert (listed.returncode, listed.stdout) == (1, "")
+    assert listed.stderr == (
+        "Error: CAIRN_CONFIG is 'config.toml', a relative path, which the prompt hook would read in the agent's "
+        "project folder; set it to the configuration file's full path (~ is expanded)\n"
+    )

@@ -1,7 +1,7 @@
 """The user configuration: which vaults the prompt hook serves, in order of precedence, and the security choices
 only the user may make.
 
-The file is `$CAIRN_CONFIG`, else `$XDG_CONFIG_HOME/cairn/config.toml`, else `~/.config/cairn/config.toml`:
+The file is `$CAIRN_CONFIG` (a full path), else `$XDG_CONFIG_HOME/cairn/config.toml`, else `~/.config/cairn/config.toml`:
 
     [[vaults]]
     name = "team"                     # required; [a-z0-9][a-z0-9_-]{0,31}; unique
@@ -95,7 +95,13 @@ def config_file(env: "Mapping[str, str] | None" = None) -> str:
     """`$CAIRN_CONFIG`, else `$XDG_CONFIG_HOME/cairn/config.toml`, else `~/.config/cairn/config.toml`."""
     env = os.environ if env is None else env
     if env.get("CAIRN_CONFIG"):
-        return path_text(_expand_home(env["CAIRN_CONFIG"], env))
+        given = _expand_home(env["CAIRN_CONFIG"], env)
+        if not os.path.isabs(given):  # the hook runs in the agent's project: a relative one names that project's file
+            raise _error(
+                f"CAIRN_CONFIG is {env['CAIRN_CONFIG']!r}, a relative path, which the prompt hook would read in the "
+                "agent's project folder; set it to the configuration file's full path (~ is expanded)"
+            )
+        return path_text(given)
     if xdg_is_set("XDG_CONFIG_HOME", env):  # a relative one is ignored: the hook's own folder is the agent's project
         return path_text(env["XDG_CONFIG_HOME"], "cairn", "config.toml")
     return path_text(_home(env), ".config", "cairn", "config.toml")
