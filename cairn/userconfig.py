@@ -86,12 +86,13 @@ def _add(
         lines.append(f"projects = {toml_list([os.path.abspath(os.path.expanduser(p)) for p in projects])}")
     old = _read(file)
     base = old if old.strip() else HEADER
-    table = "\n".join(lines) + "\n"
+    newline = "\r\n" if "\r\n" in base else "\n"  # a file with CRLF line ends (a Windows editor) keeps them
+    table = newline.join(lines) + newline
     at = _first_table(base) if first else None
     if at is None:
-        text = base + ("" if base.endswith("\n") else "\n") + "\n" + table
+        text = base + ("" if base.endswith("\n") else newline) + newline + table
     else:
-        text = base[:at] + table + "\n" + base[at:]
+        text = base[:at] + table + newline + base[at:]
     written = _write_checked(file, text, env, expect=_order(current.vaults, name, first))
     return next(e for e in written.vaults if e.name == name)
 
@@ -186,8 +187,10 @@ def toml_list(values: Sequence[str]) -> str:
 
 
 def _read(file: str) -> str:
+    """The file's text with its line ends as they are (CRLF kept, never made LF)."""
     try:
-        return Path(file).read_text("utf-8")
+        with open(file, encoding="utf-8", newline="") as handle:
+            return handle.read()
     except FileNotFoundError:
         return ""
     except (OSError, UnicodeDecodeError) as exc:
@@ -294,7 +297,9 @@ def _without_table(text: str, position: int) -> str:
     end = next((n for n in range(start + 1, len(lines)) if _is_header(lines[n])), len(lines))
     while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
         end -= 1
-    # The blank line that separated the table from what came before goes with it.
+    # The blank line that separated the table from what came before goes with it (from what follows, for the first).
     if start > 0 and not lines[start - 1].strip():
         start -= 1
+    elif start == 0 and end < len(lines) and not lines[end].strip():
+        end += 1
     return "".join(lines[:start] + lines[end:])

@@ -138,6 +138,23 @@ def test_vault_add_first_goes_first_in_a_hand_written_file(tmp_path: Path) -> No
     assert _names(tmp_path) == ["third", "team", "mine"]
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_vault_add_then_remove_leaves_the_file_byte_for_byte(tmp_path: Path, newline: str) -> None:
+    """Bugs fixed: `cairn vault add` read the file with Python's newline translation, so a configuration with CRLF
+    line ends (a Windows editor, a dotfiles repository with `core.autocrlf`) was written back with LF ones, every
+    line changed; and `vault add --first` then `vault remove` left a blank line at the top of the file."""
+    _two_vaults(tmp_path)
+    theirs = config_path().read_bytes().replace(b"\n", newline.encode())
+    config_path().write_bytes(theirs)
+    for args in (("--first",), ()):
+        done = run_cairn("vault", "add", str(tmp_path / "third"), *args, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        written = config_path().read_bytes()
+        assert written.count(b"\n") == written.count(newline.encode())
+        assert run_cairn("vault", "remove", "third", cwd=tmp_path).returncode == 0
+        assert config_path().read_bytes() == theirs
+
+
 # -- cairn sync -----------------------------------------------------------------------------------------------------
 
 
