@@ -263,6 +263,7 @@ def test_a_number_json_cannot_write_back_is_refused_and_the_file_untouched(
     wrote `NaN` / `Infinity` back into the agent's settings: a file that is no longer JSON, which the agent then
     fails to read. They now write nothing and name the file and the value."""
     project = tmp_path / "p"
+    project.mkdir()
     installed = run_cairn("install", "claude-code", "--project", str(project), cwd=tmp_path)
     assert installed.returncode == 0, installed.stderr
     target = project / ".claude" / "settings.local.json"
@@ -352,3 +353,17 @@ def test_a_read_only_settings_file_is_refused_and_left_as_it_is(
         again = run_cairn("install", agent, "--user", cwd=tmp_path)
         assert again.returncode == 0, again.stderr
         assert f"unchanged: {settings}" in again.stdout
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini"])
+def test_install_into_a_project_folder_that_does_not_exist_is_a_usage_error(
+    agent: str, tmp_path: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: `cairn install AGENT --project DIR` with a mistyped DIR made the folder and a settings file in it,
+    said `installed`, and no agent ever read it. Now it is a usage error (exit 2) naming the folder, and nothing is
+    made."""
+    typo = tmp_path / "acme-typo"
+    done = run_cairn("install", agent, "--project", str(typo), cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.endswith(f"Error: Invalid value for '--project': Directory '{typo}' does not exist.\n")
+    assert not typo.exists()

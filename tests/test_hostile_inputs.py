@@ -191,8 +191,8 @@ def test_install_project_refusals(vault_repo: VaultRepo, tmp_path: Path) -> None
     assert_clean_exit(done, 2)
     served = {"CAIRN_VAULT": str(vault_repo.root)}  # a vault to serve, so install gets as far as the folder
     done = vault_repo.cairn("install", "claude-code", "--project", str(a_file / "below"), env=served)
-    assert_clean_exit(done, 1)
-    assert "a file stands where a folder should be" in done.stderr
+    assert_clean_exit(done, 2)  # a project folder that does not exist is refused before anything is made
+    assert f"Directory '{a_file / 'below'}' does not exist" in done.stderr
     assert a_file.read_text() == "keep"
 
 

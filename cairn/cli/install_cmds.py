@@ -26,7 +26,7 @@ def _where_options(func: F) -> F:
     func = click.option(
         "--project",
         "project",
-        type=click.Path(file_okay=False, path_type=Path),
+        type=click.Path(exists=True, file_okay=False, path_type=Path),  # a typo must not make a folder no agent opens
         default=None,
         help="The project folder whose settings to change (default: the current folder).",
     )(func)
