@@ -367,3 +367,16 @@ def test_install_into_a_project_folder_that_does_not_exist_is_a_usage_error(
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.endswith(f"Error: Invalid value for '--project': Directory '{typo}' does not exist.\n")
     assert not typo.exists()
+
+
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_a_folder_where_the_settings_file_goes_says_to_move_it(
+    command: str, tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: a folder at ~/.claude/settings.json gave `Error: Is a directory (PATH)` and no next step."""
+    folder = isolated_env / ".claude" / "settings.json"
+    folder.mkdir(parents=True)
+    done = run_cairn(command, "claude-code", "--user", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"Error: Is a directory ({folder}): a folder stands where a file should be; move it away\n"
+    assert folder.is_dir() and not any(folder.iterdir())

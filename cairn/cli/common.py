@@ -64,6 +64,7 @@ _OS_HINTS = {
     errno.EROFS: "that file system is read-only; point CAIRN_CACHE_DIR / CAIRN_STATE_DIR at a writable folder",
     errno.EACCES: "permission denied; check the folder's owner and mode",
     errno.ENOTDIR: "a file stands where a folder should be; move it away",
+    errno.EISDIR: "a folder stands where a file should be; move it away",
     errno.ENAMETOOLONG: "a file name is too long; use a shorter id or path",
 }
 
