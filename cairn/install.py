@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.atomic import write_atomic
 from cairn.hot.errors import CairnError, RefusedWrite
+from cairn.jsontext import without_comments as _without_comments
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -252,7 +253,7 @@ def install_agent(agent: str, path: Path, command: str) -> SettingsChange:
     had_cairn = _strip_cairn(groups)
     groups.append(hook_entry(agent, command))
     action = "updated" if had_cairn else "installed"
-    changed, backup = _write_if_changed(path, data, spec.event, hook_entry(agent, command))
+    changed, backup = _write_if_changed(path, data, spec, hook_entry(agent, command), by_hand=entry)
     if not changed:
         return SettingsChange(path, "unchanged", command, note=spec.note)
     return SettingsChange(path, action, command, backup, note=spec.note)
@@ -263,7 +264,8 @@ def uninstall_agent(agent: str, path: Path) -> SettingsChange:
     spec = _agent(agent)
     if not path.exists() or cairn_commands(agent, path) == []:  # nothing of Cairn's, comments or not: nothing to do
         return SettingsChange(path, "absent")
-    data = _load_settings(path, spec, f"remove the `cairn hook` entry from hooks.{spec.event} by hand")
+    by_hand = f"remove the `cairn hook` entry from hooks.{spec.event} by hand"
+    data = _load_settings(path, spec, by_hand)
     hooks = data.get("hooks")
     if not isinstance(hooks, dict) or not isinstance(hooks.get(spec.event), list):
         return SettingsChange(path, "absent")
@@ -274,7 +276,7 @@ def uninstall_agent(agent: str, path: Path) -> SettingsChange:
     if not hooks:
         del data["hooks"]
     _refuse_read_only(path, _link_target(path))
-    if not data and not path.is_symlink():  # a link into a dotfiles repository stays, its file emptied
+    if not data and not path.is_symlink() and not _has_comments(path, spec):  # a link, or the user's notes, stay
         # Nothing but Cairn's hook was in it (install created it): take the file away, and its folder when empty.
         path.unlink()
         if path.parent.name == Path(spec.settings).parent.name:  # `.claude/` and the like; never CODEX_HOME itself
@@ -284,7 +286,7 @@ def uninstall_agent(agent: str, path: Path) -> SettingsChange:
                 pass
         return SettingsChange(path, "deleted")
     # Only Cairn's own entries go: the rest of the file is exactly as it was, so no backup is needed.
-    _write_if_changed(path, data, spec.event, None, backup=False)
+    _write_if_changed(path, data, spec, None, by_hand=by_hand, backup=False)
     return SettingsChange(path, "removed")
 
 
@@ -414,12 +416,9 @@ def _load_settings(path: Path, spec: Agent, by_hand: str) -> dict[str, Any]:
     try:
         data = _finite_json(text, path)
     except ValueError as exc:
-        if spec.comments and _parses(_without_comments(text), path):
-            raise RefusedWrite(
-                f"{path} holds comments ({spec.name} reads past them) that rewriting it would lose; nothing was "
-                f"written: {by_hand}"
-            ) from None
-        raise RefusedWrite(f"{path} is not valid JSON ({exc}); fix it by hand, nothing was written") from None
+        if not (spec.comments and _parses(_without_comments(text), path)):
+            raise RefusedWrite(f"{path} is not valid JSON ({exc}); fix it by hand, nothing was written") from None
+        data = _finite_json(_without_comments(text), path)  # the agent reads past its comments; the edit keeps them
     if not isinstance(data, dict):
         raise RefusedWrite(f"{path} does not hold a JSON object; fix it by hand, nothing was written")
     return data
@@ -456,41 +455,13 @@ def _finite_json(text: str, path: Path) -> Any:
     return json.loads(text, parse_constant=constant, parse_float=number)
 
 
-def _without_comments(text: str) -> str:
-    """JSON text with its // and /* */ comments outside strings blanked, as Gemini CLI reads its settings
-    (strip-json-comments): line breaks stay, so a parse error still names the right line."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    in_string = False
-    while i < n:
-        c = text[i]
-        if in_string:
-            step = 2 if c == "\\" else 1
-            out.append(text[i : i + step])
-            in_string = c != '"'
-            i += step
-        elif text.startswith("//", i) or text.startswith("/*", i):
-            if text[i + 1] == "/":
-                end = text.find("\n", i)
-                end = n if end < 0 else end
-            else:
-                end = text.find("*/", i + 2)
-                end = n if end < 0 else end + 2
-            out.append("".join(ch if ch == "\n" else " " for ch in text[i:end]))
-            i = end
-        else:
-            in_string = c == '"'
-            out.append(c)
-            i += 1
-    return "".join(out)
-
-
 def _write_if_changed(
-    path: Path, data: dict[str, Any], event: str, entry: dict[str, Any] | None, backup: bool = True
+    path: Path, data: dict[str, Any], spec: Agent, entry: dict[str, Any] | None, by_hand: str, backup: bool = True
 ) -> tuple[bool, Path | None]:
     """Write `data` unless the file already holds exactly it. Returns (written, backup of the old file). The old
     file's text is edited where Cairn's hook is (`entry` added to `hooks.EVENT`, or Cairn's handlers taken out),
-    every other byte kept; a file that cannot be edited so is written out whole as JSON.
+    every other byte kept; a file that cannot be edited so is written out whole as JSON, but for one with comments,
+    which would lose them: it is refused, with `by_hand`, what to do instead.
 
     A backup is written only when the old file holds something besides Cairn's own hook entries: a file Cairn made
     needs none. A symlinked settings file (a dotfiles repository) is written where the link points, the link kept;
@@ -499,14 +470,21 @@ def _write_if_changed(
     target = _link_target(path)
     if target.exists():
         old = target.read_bytes()
-        indent = _indent_of(old)
-        new = _edited_bytes(old, data, event, entry, indent) or _json_bytes(data, indent, crlf=b"\r\n" in old)
+        comments = _has_comments(target, spec)
         try:
-            old_data = json.loads(old)
+            old_data = json.loads(_without_comments(old.decode("utf-8")) if comments else old)
             if old_data == data:
                 return False, None
         except ValueError:
             old_data = None
+        indent = _indent_of(old)
+        new = _edited_bytes(old, data, spec.event, entry, indent, comments)
+        if new is None and comments:
+            raise RefusedWrite(
+                f"{path} holds comments ({spec.name} reads past them) that rewriting it would lose; nothing was "
+                f"written: {by_hand}"
+            )
+        new = new or _json_bytes(data, indent, crlf=b"\r\n" in old)
         _refuse_read_only(path, target)  # only now: a read-only file that already says it all is left unchanged
         mode = stat.S_IMODE(target.stat().st_mode)
         saved = None
@@ -519,14 +497,25 @@ def _write_if_changed(
     return True, None
 
 
+def _has_comments(path: Path, spec: Agent) -> bool:
+    """Whether the settings file holds comments the agent reads past (none for an agent that reads plain JSON)."""
+    if not spec.comments:
+        return False
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return _without_comments(text) != text
+
+
 def _edited_bytes(
-    old: bytes, data: dict[str, Any], event: str, entry: dict[str, Any] | None, indent: int | str
+    old: bytes, data: dict[str, Any], event: str, entry: dict[str, Any] | None, indent: int | str, comments: bool
 ) -> bytes | None:
     """The old file's bytes with Cairn's hook edited in or out and nothing else changed; None when they cannot be."""
     from cairn import jsontext
 
     try:
-        text = jsontext.edited(old.decode("utf-8"), data, event, _is_cairn_handler, entry, indent)
+        text = jsontext.edited(old.decode("utf-8"), data, event, _is_cairn_handler, entry, indent, comments)
         return None if text is None else text.encode("utf-8")
     except UnicodeError:
         return None

@@ -2,6 +2,9 @@
 added there, and every other byte of the file kept (the user's layout, one-line arrays, escapes, number spellings,
 the last line's end), so an install and uninstall leave the file as it was.
 
+A file the agent reads with comments (Gemini CLI: `//` and `/* */`, outside strings) keeps them: the text is read
+with its comments blanked (`without_comments`: the same length, so every place found in it is the original's place).
+
 `edited` returns None when the text cannot be edited so (not one JSON object, or an edit that would not read back
 as the data the caller computed): the caller then writes the data out whole, as JSON.
 """
@@ -40,62 +43,109 @@ def edited(
     is_cairn: Callable[[object], bool],
     entry: dict[str, Any] | None,
     indent: int | str,
+    comments: bool = False,
 ) -> str | None:
     """`text` with every handler `is_cairn` accepts taken out of `hooks.EVENT` (a group left with none goes too),
     then `entry` appended to `hooks.EVENT` when given, else `hooks.EVENT` and `hooks` removed when left empty; None
-    when the result does not read as `data`."""
+    when the result does not read as `data`. `comments`: the file may hold comments, which stay."""
+    read = without_comments if comments else _same
     try:
-        new = _strip(text, event, is_cairn)
-        new = _append(new, event, entry, indent) if entry is not None else _drop_empty(new, event)
-        return new if json.loads(new) == data else None
+        new = _strip(text, event, is_cairn, read)
+        new = _append(new, event, entry, indent, read) if entry is not None else _drop_empty(new, event, read)
+        if json.loads(read(new)) != data or _comments(new, read) != _comments(text, read):
+            return None
+        return new
     except (ValueError, TypeError, IndexError, KeyError):
         return None
 
 
-def _strip(text: str, event: str, is_cairn: Callable[[object], bool]) -> str:
+def without_comments(text: str) -> str:
+    """JSON text with its // and /* */ comments outside strings blanked, as Gemini CLI reads its settings
+    (strip-json-comments): line breaks stay, and every other character becomes a space, so the text keeps its
+    length and a parse error still names the right line."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    in_string = False
+    while i < n:
+        c = text[i]
+        if in_string:
+            step = 2 if c == "\\" else 1
+            out.append(text[i : i + step])
+            in_string = c != '"'
+            i += step
+        elif text.startswith("//", i) or text.startswith("/*", i):
+            if text[i + 1] == "/":
+                end = text.find("\n", i)
+                end = n if end < 0 else end
+            else:
+                end = text.find("*/", i + 2)
+                end = n if end < 0 else end + 2
+            out.append("".join(ch if ch == "\n" else " " for ch in text[i:end]))
+            i = end
+        else:
+            in_string = c == '"'
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def _comments(text: str, read: Callable[[str], str]) -> str:
+    """The characters of the text's comments, in order (an edit must keep every one)."""
+    return "".join(c for c, blank in zip(text, read(text), strict=True) if c != blank)
+
+
+def _strip(text: str, event: str, is_cairn: Callable[[object], bool], read: Callable[[str], str]) -> str:
     while True:
-        groups = _groups(_parse(text), event)
+        plain = read(text)
+        groups = _groups(_parse(plain), event)
         if groups is None:
             return text
         for n, group in enumerate(groups.items):
             handlers = group.member("hooks") if group.kind == "object" else None
             if handlers is None or handlers.kind != "array":
                 continue
-            cairn = [h for h in handlers.items if is_cairn(json.loads(text[h.start : h.end]))]
+            cairn = [h for h in handlers.items if is_cairn(json.loads(plain[h.start : h.end]))]
             if not cairn:
                 continue
             if len(cairn) == len(handlers.items):
-                text = _cut(text, groups, n)
+                text = _cut(text, plain, groups, n)
             else:
-                text = _cut(text, handlers, handlers.items.index(cairn[0]))
+                text = _cut(text, plain, handlers, handlers.items.index(cairn[0]))
             break
         else:
             return text
 
 
-def _drop_empty(text: str, event: str) -> str:
-    top = _parse(text)
+def _drop_empty(text: str, event: str, read: Callable[[str], str]) -> str:
+    plain = read(text)
+    top = _parse(plain)
     hooks = top.member("hooks")
     groups = _groups(top, event)
     if hooks is None or groups is None or groups.items:
         return text
-    text = _cut(text, hooks, _index_of(hooks, event))
-    top = _parse(text)
+    text = _cut(text, plain, hooks, _index_of(hooks, event))
+    plain = read(text)
+    top = _parse(plain)
     hooks = top.member("hooks")
     if hooks is not None and hooks.kind == "object" and not hooks.members:
-        text = _cut(text, top, _index_of(top, "hooks"))
+        text = _cut(text, plain, top, _index_of(top, "hooks"))
     return text
 
 
-def _append(text: str, event: str, entry: dict[str, Any], indent: int | str) -> str:
-    top = _parse(text)
+def _append(text: str, event: str, entry: dict[str, Any], indent: int | str, read: Callable[[str], str]) -> str:
+    plain = read(text)
+    top = _parse(plain)
     hooks = top.member("hooks")
     if hooks is None:
-        return _insert(text, top, {event: [entry]}, indent, key="hooks")
+        return _insert(text, plain, top, {event: [entry]}, indent, key="hooks")
     groups = hooks.member(event)
     if groups is None:
-        return _insert(text, hooks, [entry], indent, key=event)
-    return _insert(text, groups, entry, indent)
+        return _insert(text, plain, hooks, [entry], indent, key=event)
+    return _insert(text, plain, groups, entry, indent)
 
 
 def _groups(top: _Node, event: str) -> _Node | None:
@@ -114,17 +164,26 @@ def _spans(node: _Node) -> list[tuple[int, int]]:
     return [(item.start, item.end) for item in node.items]
 
 
-def _cut(text: str, node: _Node, n: int) -> str:
-    """`text` without the `n`-th member or item of `node`, and the comma and space that separated it."""
+def _cut(text: str, plain: str, node: _Node, n: int) -> str:
+    """`text` without the `n`-th member or item of `node`, and the comma and space that separated it (a comment
+    beside it stays: it may be about its neighbour). `plain`: the text with its comments blanked."""
     spans = _spans(node)
     if len(spans) == 1:
-        return text[: node.start + 1] + text[node.end - 1 :]
+        if plain[node.start + 1 : node.end - 1] == text[node.start + 1 : node.end - 1]:
+            return text[: node.start + 1] + text[node.end - 1 :]
+        # Comments inside stay, each on its line: only the value, its indentation and what follows it go.
+        return text[: spans[0][0]].rstrip(" \t") + text[spans[0][1] :].lstrip(_SPACE)
     if n + 1 < len(spans):
-        return text[: spans[n][0]] + text[spans[n + 1][0] :]
-    return text[: spans[n - 1][1]] + text[spans[n][1] :]
+        comma = plain.index(",", spans[n][1])
+        end = comma + 1
+        while end < spans[n + 1][0] and text[end] in _SPACE:
+            end += 1
+        return text[: spans[n][0]] + text[end:]
+    comma = plain.index(",", spans[n - 1][1])
+    return text[:comma] + text[spans[n][1] :]
 
 
-def _insert(text: str, node: _Node, value: object, indent: int | str, key: str | None = None) -> str:
+def _insert(text: str, plain: str, node: _Node, value: object, indent: int | str, key: str | None = None) -> str:
     """`text` with `value` (under `key` in an object) appended to `node`, laid out as its siblings are."""
     newline = "\r\n" if "\r\n" in text else "\n"
     unit = indent if isinstance(indent, str) else " " * indent
@@ -132,15 +191,16 @@ def _insert(text: str, node: _Node, value: object, indent: int | str, key: str |
     spans = _spans(node)
     if spans:
         last_start, last_end = spans[-1]
-        prefix = text[text.rfind("\n", 0, last_start) + 1 : last_start]
+        prefix = plain[plain.rfind("\n", 0, last_start) + 1 : last_start]
         if prefix.strip(" \t"):  # siblings on one line: the new one joins them there
             piece = ", " + head + json.dumps(value, ensure_ascii=False)
         else:
             piece = "," + newline + prefix + head + _rendered(value, indent, newline + prefix)
         return text[:last_end] + piece + text[last_end:]
-    line = text[text.rfind("\n", 0, node.start) + 1 : node.start]
+    line = plain[plain.rfind("\n", 0, node.start) + 1 : node.start]
     base = line[: len(line) - len(line.lstrip(" \t"))]
-    inner = newline + base + unit + head + _rendered(value, indent, newline + base + unit) + newline + base
+    kept = text[node.start + 1 : node.end - 1].rstrip(_SPACE)  # its comments, when it holds any
+    inner = kept + newline + base + unit + head + _rendered(value, indent, newline + base + unit) + newline + base
     return text[: node.start + 1] + inner + text[node.end - 1 :]
 
 

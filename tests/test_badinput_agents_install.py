@@ -141,38 +141,52 @@ GEMINI_WITH_COMMENTS = """{
 """
 
 
-def test_gemini_settings_with_comments_are_refused_with_the_entry_to_add(
+def test_gemini_settings_with_comments_keep_them_through_install_and_uninstall(
     tmp_path: Path, isolated_env: Path, configured: VaultRepo
 ) -> None:
-    """Bug fixed: a Gemini CLI settings file with comments (which Gemini CLI accepts) was called `not valid JSON;
-    fix it by hand`, and doctor failed it as invalid even with Cairn's hook in it. Rewriting it would drop the
-    comments, so install still writes nothing, but says why and gives the entry to paste."""
+    """Bugs fixed: a Gemini CLI settings file with comments (which Gemini CLI accepts) was called `not valid JSON`;
+    then install refused it (rewriting it whole would drop the comments) and said to paste the entry by hand, and
+    uninstall refused to take a pasted entry out. Install and uninstall now edit the text where Cairn's entry goes:
+    the comments stay, and an install then an uninstall leave the file byte for byte."""
     target = isolated_env / ".gemini" / "settings.json"
     target.parent.mkdir()
     target.write_text(GEMINI_WITH_COMMENTS)
     done = run_cairn("install", "gemini", "--user", cwd=tmp_path)
-    assert done.returncode == 1
-    assert done.stderr.count("\n") == 1 and "not valid JSON" not in done.stderr
-    assert "holds comments" in done.stderr and '"BeforeAgent"' in done.stderr and "hook --format gemini" in done.stderr
+    assert done.returncode == 0, done.stderr
+    written = target.read_text()
+    assert written.startswith(GEMINI_WITH_COMMENTS.removesuffix("\n}\n") + ',\n  "hooks": {')
+    doctor = run_cairn("doctor", "--cwd", str(tmp_path), "--json", cwd=tmp_path)
+    [check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "agent"]
+    assert check["subject"] == "gemini (user)" and check["ok"] is True, check
+    assert run_cairn("install", "gemini", "--user", cwd=tmp_path).stdout.startswith("unchanged: ")
+    removed = run_cairn("uninstall", "gemini", "--user", cwd=tmp_path)
+    assert removed.returncode == 0, removed.stderr
     assert target.read_text() == GEMINI_WITH_COMMENTS
-    assert sorted(p.name for p in target.parent.iterdir()) == ["settings.json"]
-    # Nothing of Cairn's in it: uninstall has nothing to remove (it said to remove the entry by hand, exit 1).
-    nothing = run_cairn("uninstall", "gemini", "--user", cwd=tmp_path)
-    assert nothing.returncode == 0, nothing.stderr
-    assert "holds comments" not in nothing.stderr and target.read_text() == GEMINI_WITH_COMMENTS
 
-    # The user pastes the entry: doctor reads the file as Gemini CLI does and finds the hook.
+    # An entry the user pasted by hand, before their first key: uninstall takes it out, and only it.
     pasted = GEMINI_WITH_COMMENTS.replace(
         '"ui":',
         '"hooks": {"BeforeAgent": [{"hooks": [{"type": "command", "command": "cairn hook --format gemini"}]}]},\n  "ui":',
     )
     target.write_text(pasted)
-    doctor = run_cairn("doctor", "--cwd", str(tmp_path), "--json", cwd=tmp_path)
-    [check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "agent"]
-    assert check["subject"] == "gemini (user)" and "not valid JSON" not in check["detail"], check
     removed = run_cairn("uninstall", "gemini", "--user", cwd=tmp_path)
-    assert removed.returncode == 1 and "holds comments" in removed.stderr
-    assert target.read_text() == pasted
+    assert removed.returncode == 0, removed.stderr
+    assert target.read_text() == GEMINI_WITH_COMMENTS
+
+
+def test_a_settings_file_of_comments_alone_keeps_them_when_cairns_hook_goes(
+    tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """A Gemini CLI settings file holding only a comment: install adds the hook below it, and uninstall leaves the
+    comment (it does not delete the file as one that held nothing but Cairn's hook)."""
+    target = isolated_env / ".gemini" / "settings.json"
+    target.parent.mkdir()
+    theirs = "{\n  // set up by the team's script\n}\n"
+    target.write_text(theirs)
+    assert run_cairn("install", "gemini", "--user", cwd=tmp_path).returncode == 0
+    assert target.read_text().startswith('{\n  // set up by the team\'s script\n  "hooks": {\n')
+    assert run_cairn("uninstall", "gemini", "--user", cwd=tmp_path).returncode == 0
+    assert target.read_text() == theirs
 
 
 @pytest.mark.parametrize("indent", [4, "\t"], ids=["four-spaces", "tabs"])
