@@ -474,6 +474,9 @@ def fetch(
     except subprocess.TimeoutExpired:
         _stop(proc, group=not prompt)
         return -1, f"fatal: no answer from the remote within {timeout:g} s (git fetch stopped)"
+    except BaseException:  # Ctrl-C, a signal: in a session of its own, git would fetch on after Cairn is gone
+        _stop(proc, group=not prompt)
+        raise
 
 
 def _stop(proc: subprocess.Popen[bytes], group: bool) -> None:

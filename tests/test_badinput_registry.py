@@ -259,6 +259,51 @@ def test_sync_of_a_remote_that_never_answers_stops_at_its_timeout(tmp_path: Path
     assert took < 60
 
 
+def test_sync_stopped_by_ctrl_c_stops_its_fetch_too(tmp_path: Path) -> None:
+    """Bug fixed: `cairn sync` run by a program (or with --json) starts git fetch in a session of its own; Ctrl-C
+    (SIGINT) ended sync with `Interrupted.` but left that git fetch and its helper running, detached, waiting on the
+    remote for ever. They now stop with it."""
+    import signal
+    import socket
+    import time
+
+    def fetching(url: str) -> list[str]:
+        found = []
+        for proc in Path("/proc").iterdir():
+            try:
+                argv = (proc / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if url.encode() in argv and (proc / "status").read_text().find("State:\tZ") < 0:
+                found.append(proc.name)
+        return found
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)  # the kernel completes the connection; nothing ever reads or answers it
+        url = f"http://127.0.0.1:{server.getsockname()[1]}/team.git"
+        _served_from(tmp_path, url)
+        with subprocess.Popen(
+            [cairn_executable(), "sync", "--json"],
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as sync:
+            deadline = time.monotonic() + 60
+            while not fetching(url) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert fetching(url), "git fetch never started"
+            sync.send_signal(signal.SIGINT)
+            _, err = sync.communicate(timeout=60)
+        assert (sync.returncode, err.strip()) == (130, "Interrupted.")
+        deadline = time.monotonic() + 10
+        while fetching(url) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert fetching(url) == []
+
+
 @pytest.mark.skipif(not shutil.which("script"), reason="needs util-linux `script` for a terminal")
 def test_sync_never_waits_on_a_credential_prompt_when_run_by_a_program(tmp_path: Path) -> None:
     """A remote asking for a password: `cairn sync --json` run by a program from a terminal (an agent's shell, a
