@@ -822,7 +822,8 @@ def is_ignored(path: Path) -> bool | None:
         env = {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(root)}  # check-ignore takes no pathspec magic
         try:
             rel = (folder.resolve() / path.relative_to(folder)).relative_to(root).as_posix()
-            repo.git.check_ignore("-q", "--", rel, env=env)
+            # the project's own config is not ours to run: `core.fsmonitor` is a command git starts to read the index
+            repo.git.execute(["git", "-c", "core.fsmonitor=false", "check-ignore", "-q", "--", rel], env=env)
         except GitCommandError as exc:
             return False if exc.status == 1 else None  # 1: not ignored; 128: git could not tell
         except ValueError:

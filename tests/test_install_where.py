@@ -92,6 +92,20 @@ def test_claudes_personal_file_is_not_named_when_git_ignores_it(project: Path) -
     assert "does not ignore" not in done.stdout
 
 
+def test_asking_git_whether_the_personal_file_is_ignored_runs_nothing_the_project_configures(
+    project: Path, tmp_path: Path
+) -> None:
+    """`git check-ignore` in the project ran its `core.fsmonitor`: a project downloaded with its `.git` ran a
+    command of its choosing when `cairn install claude-code --project` (or doctor) asked about the personal file."""
+    ran = tmp_path / "fsmonitor-ran"
+    subprocess.run(["git", "config", "core.fsmonitor", f"touch {ran}; false"], cwd=project, check=True)
+    (project / ".gitignore").write_text(".claude/\n")
+    done = run_cairn("install", "claude-code", "--project", str(project), cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert "does not ignore" not in done.stdout  # git still answered: the file is ignored
+    assert not ran.exists()
+
+
 @pytest.mark.parametrize("agent", sorted(SHARED))
 def test_doctor_fails_an_older_cairns_path_in_a_shared_file_and_its_fix_moves_it(agent: str, project: Path) -> None:
     """The hooks an older Cairn wrote into shared files: doctor names the machine's path (it passed them before,
