@@ -48,7 +48,7 @@ class Check:
 def run_checks(cwd: Path, env: dict[str, str] | None = None) -> list[Check]:
     """Every check, in the order a user fixes things: Python, the configuration, the vaults, the agents."""
     env = dict(os.environ) if env is None else env
-    checks = [_python()]
+    checks = [_python(), *_relative_folders(env)]
     entries, config_check = _config(env)
     checks.append(config_check)
     checks += _resolution(cwd, entries, env)
@@ -64,6 +64,22 @@ def _python() -> Check:
     version = ".".join(str(n) for n in sys.version_info[:3])
     ok = sys.version_info >= (3, 10)
     return Check("python", sys.executable, ok, version, "" if ok else "install Python 3.10 or newer")
+
+
+def _relative_folders(env: dict[str, str]) -> list[Check]:
+    """A relative `CAIRN_CACHE_DIR` or `CAIRN_STATE_DIR`, which Cairn ignores (`cairn.hot.cache_folder`): in the hook
+    it would name a folder of the agent's project."""
+    return [
+        Check(
+            "folders",
+            name,
+            False,
+            f"{name}={env[name]} is relative, so Cairn ignores it (the hook would read it in the agent's project)",
+            f"set {name} to an absolute path",
+        )
+        for name in ("CAIRN_CACHE_DIR", "CAIRN_STATE_DIR")
+        if env.get(name) and not os.path.isabs(env[name])
+    ]
 
 
 def _config(env: dict[str, str]) -> tuple[list[VaultEntry], Check]:
@@ -188,7 +204,8 @@ def _semantic_check(env: dict[str, str]) -> tuple[Check, bool]:
     from cairn.hot import state_folder
     from cairn.hot.semantic import MAX_SOCKET_PATH, socket_fits
 
-    state = env.get("CAIRN_STATE_DIR") or state_folder()
+    given = env.get("CAIRN_STATE_DIR", "")
+    state = given if os.path.isabs(given) else state_folder()  # a relative one is ignored (`_relative_folders`)
     if not socket_fits(state):
         detail = (
             f"the warm encoder cannot listen: its socket path in {state} is over {MAX_SOCKET_PATH} bytes, so every "

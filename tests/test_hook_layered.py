@@ -512,3 +512,30 @@ def test_a_relative_cairn_config_is_never_the_agents_projects_file(
         "Error: CAIRN_CONFIG is 'config.toml', a relative path, which the prompt hook would read in the agent's "
         "project folder; set it to the configuration file's full path (~ is expanded)\n"
     )
+
+
+def test_a_relative_cache_or_state_folder_is_never_the_agents_project(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative CAIRN_CACHE_DIR or CAIRN_STATE_DIR named a folder of the agent's project: the hook built the index
+    and its key there (a project could ship both) and wrote its log and sessions there. Such a value is ignored, as
+    a relative XDG one is, and `cairn doctor` names it with its fix."""
+    team = team_vault(tmp_path / "team-lessons")
+    register(team.root, "team")
+    project = tmp_path / "downloads" / "some-tool"
+    project.mkdir(parents=True)
+    monkeypatch.setenv("CAIRN_CACHE_DIR", "cairn-cache")
+    monkeypatch.setenv("CAIRN_STATE_DIR", "cairn-state")
+    assert cairn("index", cwd=team.root).returncode == 0
+    assert not (team.root / "cairn-cache").exists()
+    assert hook(project, FITTING_PROMPT) != ""  # served from the folders XDG names
+    assert sorted(p.name for p in project.iterdir()) == []
+    assert (home / "xdg-state" / "cairn" / "hook.jsonl").is_file()
+    assert list((home / "xdg-cache" / "cairn" / "vaults").glob("team-lessons-*"))
+    done = cairn("doctor", "--json", cwd=project)
+    failed = [(c["subject"], c["fix"]) for c in json.loads(done.stdout)["checks"] if c["area"] == "folders"]
+    assert failed == [
+        ("CAIRN_CACHE_DIR", "set CAIRN_CACHE_DIR to an absolute path"),
+        ("CAIRN_STATE_DIR", "set CAIRN_STATE_DIR to an absolute path"),
+    ]
+    assert done.returncode == 1

@@ -74,14 +74,14 @@ def test_path_text_is_str_of_a_path(first: str, names: list[str]) -> None:
 @posix_only
 def test_folders_are_str_of_the_paths_they_were(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     def old_cache_dir() -> Path:
-        if os.environ.get("CAIRN_CACHE_DIR"):
+        if os.path.isabs(os.environ.get("CAIRN_CACHE_DIR", "")):  # a relative one would be the agent's project's
             return Path(os.environ["CAIRN_CACHE_DIR"])
         if os.path.isabs(os.environ.get("XDG_CACHE_HOME", "")):  # a relative one is invalid (the XDG spec)
             return Path(os.environ["XDG_CACHE_HOME"]) / "cairn"
         return Path.home() / ".cache" / "cairn"
 
     def old_state_dir() -> Path:
-        if os.environ.get("CAIRN_STATE_DIR"):
+        if os.path.isabs(os.environ.get("CAIRN_STATE_DIR", "")):  # a relative one would be the agent's project's
             return Path(os.environ["CAIRN_STATE_DIR"])
         if os.path.isabs(os.environ.get("XDG_STATE_HOME", "")):  # a relative one is invalid (the XDG spec)
             return Path(os.environ["XDG_STATE_HOME"]) / "cairn"

@@ -457,8 +457,10 @@ def _tighten(path: str, mode: int = 0o700) -> None:
 
 
 def cache_folder() -> str:
-    """`$CAIRN_CACHE_DIR`, else `$XDG_CACHE_HOME/cairn`, else `~/.cache/cairn` (as `str(cache_dir())`)."""
-    if os.environ.get("CAIRN_CACHE_DIR"):
+    """`$CAIRN_CACHE_DIR`, else `$XDG_CACHE_HOME/cairn`, else `~/.cache/cairn` (as `str(cache_dir())`); a relative
+    `$CAIRN_CACHE_DIR` is ignored, as a relative XDG one is (`xdg_is_set`): for the hook it would be a folder of the
+    agent's project, the index and its key the project's to choose (`cairn doctor` names it)."""
+    if xdg_is_set("CAIRN_CACHE_DIR"):
         return path_text(os.environ["CAIRN_CACHE_DIR"])
     if xdg_is_set("XDG_CACHE_HOME"):
         return path_text(os.environ["XDG_CACHE_HOME"], "cairn")
@@ -477,8 +479,9 @@ def install_name() -> str:
 
 
 def state_folder() -> str:
-    """`$CAIRN_STATE_DIR`, else `$XDG_STATE_HOME/cairn`, else `~/.local/state/cairn` (as `str(state_dir())`)."""
-    if os.environ.get("CAIRN_STATE_DIR"):
+    """`$CAIRN_STATE_DIR`, else `$XDG_STATE_HOME/cairn`, else `~/.local/state/cairn` (as `str(state_dir())`); a
+    relative `$CAIRN_STATE_DIR` is ignored, as in `cache_folder`."""
+    if xdg_is_set("CAIRN_STATE_DIR"):
         return path_text(os.environ["CAIRN_STATE_DIR"])
     if xdg_is_set("XDG_STATE_HOME"):
         return path_text(os.environ["XDG_STATE_HOME"], "cairn")
@@ -486,7 +489,8 @@ def state_folder() -> str:
 
 
 def xdg_is_set(name: str, env: "Mapping[str, str] | None" = None) -> bool:
-    """Whether the XDG base directory variable `name` is set to an absolute path. The specification calls a relative
+    """Whether the XDG base directory variable `name` (or Cairn's own `CAIRN_CACHE_DIR`, `CAIRN_STATE_DIR`) is set
+    to an absolute path. The specification calls a relative
     one invalid, to be ignored; taken, it would name a folder in whatever folder Cairn runs in: for the hook, the
     agent's project, whose files would then be the user's configuration, cache or state."""
     value = (os.environ if env is None else env).get(name)

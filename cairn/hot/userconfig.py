@@ -300,7 +300,9 @@ def _home(env: "Mapping[str, str]") -> str:
 
 
 def _state_folder(env: "Mapping[str, str]") -> str:
-    if env.get("CAIRN_STATE_DIR"):
+    """`cairn.hot.state_folder` for `env`: a relative CAIRN_STATE_DIR is ignored (a folder of the agent's project,
+    whose parsed-configuration file would choose the vaults served)."""
+    if xdg_is_set("CAIRN_STATE_DIR", env):
         return path_text(env["CAIRN_STATE_DIR"])
     if xdg_is_set("XDG_STATE_HOME", env):
         return path_text(env["XDG_STATE_HOME"], "cairn")
