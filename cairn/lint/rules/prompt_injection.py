@@ -88,7 +88,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
     ),
     _p(
         _UNASKED,
-        rf"(?:^|[.!?:;,]\s+|\n[\s>*-]*)(?:(?:always|just|simply|please|now){_S})?(?:run|execute|apply|install|"
+        rf"(?:^|[.!?:;,]\s+|\n[\s>*-]*)(?:(?:always|just|simply|please|now|also|then){_S})?(?:run|execute|apply|install|"
         rf"delete|remove|push|commit|deploy|do){_S}[^\n.]{{0,60}}?\bwithout{_S}(?:asking|confirmation|confirming|"
         rf"permission|approval|prompting|checking)\b|\b(?:do{_S}not|don'?t|never){_S}(?:tell|inform|notify|"
         rf"warn|mention(?:{_S}this)?{_S}to){_S}(?:the{_S})?(?:user|human|developer|operator)\b|\b(?:do{_S}not|"
@@ -160,7 +160,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
     _p(
         _ADDRESSED,
         r"(?:^|[.!?\n]\s*)(?:(?:dear|hey|hi|hello|attention|ok|okay|listen)[\s,]+)?(?:(?:ai|coding)\s+)?(?:assistant|agent|"
-        r"claude|codex|gemini|copilot|chatgpt|llm)\s*(?:[,:;!]|\s-{1,2}|[\u2013\u2014])\s*(?:you\s+(?:must|should|will|need)|"
+        r"claude|codex|gemini|copilot|chatgpt|llm)\s*(?:[,:;!]|\s-{1,2}|[\u2013\u2014])\s*(?:(?:also|then|now|just|quietly|silently)\s+)?"
+        r"(?:you\s+(?:must|should|will|need)|"
         r"always|never|please|ignore|run|execute|do\s+not|don'?t|make\s+sure|first|delete|remove|push|commit|send|print|"
         r"install|add|append|edit|change|reveal|open|download|upload|copy)\b",
         needles=("assistant", "agent", "claude", "codex", "gemini", "copilot", "chatgpt", "llm"),

@@ -1,7 +1,8 @@
 """remote-code: no command that runs code fetched from the network or sends local secrets out.
 
 A card's text reaches agents that can run shell commands, so the whole card (decoded, after NFKC) is read for:
-a download piped into a shell or interpreter (`curl … | sh`, `wget -O- | bash`, `bash <(curl …)`, `iwr … | iex`),
+a download piped into a shell or interpreter (`curl … | sh`, `wget -O- | bash`, `bash <(curl …)`, `iwr … | iex`)
+or saved and then run (`curl -o i.sh … && sh i.sh`),
 decoded data piped into a shell (`base64 -d | sh`), reverse shells (`nc -e`, `/dev/tcp/`), uploads of keys and
 credential files (`curl -F f=@$HOME/.ssh/id_rsa`), and the environment sent to the network (`env | curl`,
 `curl -d "$(printenv)"`). A lesson about such a command can name it in words; the command itself is refused.
@@ -27,6 +28,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     for what, pattern in (
         ("pipes a download into a shell", rf"\b{_FETCH}\b[^\n|;&]{{0,300}}\|\s*(?:{_SHELL})\b"),
         ("runs a download in a shell", rf"\b(?:{_SHELL})\s+(?:-\S+\s+)*(?:<\(|\"?\$\()\s*{_FETCH}\b"),
+        (
+            "runs a downloaded file",
+            rf"\b{_FETCH}\b[^\n]{{0,300}}?\s(?:-[a-zA-Z]*[oO]|--output(?:-document)?(?:=|\s)|>)\s*['\"]?([^\s'\";&|]+)['\"]?"
+            rf"[^\n]{{0,200}}?(?:&&|;|\|\|)\s*(?:(?:{_SHELL})\s+(?:-\S+\s+)*|(?:source|\.)\s+|"
+            rf"chmod\s+\S+\s+\S+\s*(?:&&|;)\s*)['\"]?(?:\./)?\1(?![^\s'\";&|])",
+        ),
         (
             "pipes decoded data into a shell",
             rf"\b(?:base64|base32|xxd|openssl\s+(?:enc|base64))\b[^\n|]{{0,40}}"
@@ -85,6 +92,7 @@ _FILES = (
 _NEEDLES: tuple[tuple[tuple[str, ...], ...], ...] = (
     (_FETCHERS, ("|",)),
     (_FETCHERS, ("<(", "$(")),
+    (_FETCHERS, ("-", ">"), ("&&", ";", "||")),
     (("base64", "base32", "xxd", "openssl"), ("|",)),
     (("nc", "netcat", "/dev/tcp", "/dev/udp", "socat", "mkfifo"),),
     ((*_FETCHERS, "scp", "rsync", "nc"), _FILES),
@@ -127,15 +135,15 @@ def _is_word_char(ch: str) -> bool:
 # each holds for any text the pattern matches (a lowercased field), and costs less than the regex (which, starting
 # with `\b` and an alternation, walks every position).
 _GATES: dict[int, Callable[[str], bool]] = {
-    3: lambda lower: (
+    4: lambda lower: (
         "/dev/tcp/" in lower
         or "/dev/udp/" in lower
         or "socat" in lower
         or "mkfifo" in lower
         or _word_in(lower, ("nc", "ncat", "netcat"))
     ),
-    4: lambda lower: _word_in(lower, (*_FETCH_WORDS, "scp", "rsync", "nc", "ncat")),
-    6: lambda lower: (
+    5: lambda lower: _word_in(lower, (*_FETCH_WORDS, "scp", "rsync", "nc", "ncat")),
+    7: lambda lower: (
         _PIPE_TO_NET.search(lower) is not None or "$(env)" in lower or "$(printenv)" in lower or "$(set)" in lower
     ),
 }
