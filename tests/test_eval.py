@@ -12,7 +12,8 @@ import pytest
 from cairn.cli.recall_cmds import EVAL_LEGEND
 from cairn.hot.errors import InvalidCases
 from cairn.quality.evaluate import load_cases
-from helpers.vaults import VaultRepo
+from helpers.payloads import FITTING_PROMPT
+from helpers.vaults import REBASE_ID, VaultRepo, make_vault
 
 FIXTURE = Path(__file__).parent / "fixtures" / "recall_vault"
 KEYS = {"recall@1", "recall@3", "injection@1", "injection@3", "false_injection_rate", "n_pos", "n_neg"}
@@ -180,3 +181,24 @@ def test_a_large_yaml_cases_file_loads(tmp_path: Path) -> None:
     )
     assert path.stat().st_size > 64 * 1024
     assert len(load_cases(path)) == 3000
+
+
+def test_eval_reads_a_long_query_as_the_hook_does(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """A case past the hook's cut (pasted logs) is judged on what the hook reads: words beyond it decide nothing."""
+    make_vault(vault_repo)
+    query = "Here is some log output that says nothing in particular. " * 150 + FITTING_PROMPT
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(
+        json.dumps({"id": "long", "query": query, "expect": [REBASE_ID]})
+        + "\n"
+        + json.dumps({"id": "none", "query": "weather in Paris", "expect": []})
+        + "\n",
+        encoding="utf-8",
+    )
+    served = vault_repo.cairn("recall", "-", "--json", input=query)
+    assert served.returncode == 0, served.stderr
+    assert json.loads(served.stdout)["cards"] == []  # the hook's cut leaves the fitting words out
+    done = vault_repo.cairn("eval", "--cases", str(cases), "--json")
+    assert done.returncode == 0, done.stderr
+    case = next(c for c in json.loads(done.stdout)["cases"] if c["id"] == "long")
+    assert case["injected"] == []

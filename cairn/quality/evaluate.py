@@ -17,6 +17,7 @@ from typing import Any
 from cairn.cards import safeyaml
 from cairn.config import RecallSettings
 from cairn.hot.errors import InvalidCases
+from cairn.hot.hook import MAX_QUERY_CHARS
 from cairn.hot.index import IndexReader
 from cairn.hot.recall import recall
 from cairn.quality.metrics import Metrics, Outcome, metrics_of
@@ -200,6 +201,8 @@ def _case(path: Path, number: int, position: int, item: Any) -> Case:
     slice_name = item.get("slice") or ""
     if not isinstance(slice_name, str):
         raise InvalidCases(f"{where}: 'slice' must be text")
+    # The hook reads a prompt's first MAX_QUERY_CHARS characters (`cairn recall` and MCP too): a case is that prompt
+    query = query[:MAX_QUERY_CHARS]
     return Case(id=str(case_id), query=query, expect=tuple(expect), slice=slice_name)
 
 
