@@ -348,7 +348,11 @@ def write_recall_settings(vault_root: Path, values: dict[str, float]) -> Path:
     new_text = set_recall_keys(old_text, values)
     changes: dict[str, Any] = dict(values)
     wanted = dataclasses.replace(before, recall=dataclasses.replace(before.recall, **changes))
-    if parse_config(new_text) != wanted:
+    try:
+        after: Config | None = parse_config(new_text)
+    except InvalidConfig:  # the edit made the file invalid (a [recall] given as dotted keys or an inline table)
+        after = None
+    if after != wanted:
         inline = ", ".join(f"{key} = {_number(value)}" for key, value in values.items())
         raise CairnError(f"{path}: could not edit the [recall] table safely; set {inline} by hand")
     write_atomic(path, new_text.encode("utf-8"), overwrite=True)

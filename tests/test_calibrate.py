@@ -343,3 +343,24 @@ def test_write_refuses_a_fit_that_misses_its_target_on_the_cases_themselves(isol
     forced = run_cairn(*args, "--write", "--force", cwd=root)
     assert forced.returncode == 0, forced.stderr
     assert (root / "cairn.toml").read_text() != before
+
+
+@pytest.mark.parametrize(
+    "table", ["recall = { min_lead = 0.3 }\n", "recall.min_lead = 0.3\n", '[recall]\n"min_lead" = 0.3\n']
+)
+def test_write_into_a_recall_table_it_cannot_edit_says_to_set_them_by_hand(
+    isolated_env: Path, tmp_path: Path, table: str
+) -> None:
+    """A valid cairn.toml whose [recall] is an inline table, dotted keys or quoted keys: --write's edit would not
+    parse, and the error blamed the user's file at a line it does not have ("cairn.toml:3: not valid TOML"). It now
+    says the table could not be edited and what to set by hand, and leaves the file."""
+    from helpers.vaults import run_cairn
+
+    root = tmp_path / "lessons"
+    assert run_cairn("init", str(root), "--no-register", cwd=tmp_path).returncode == 0
+    (root / "cairn.toml").write_text(table, encoding="utf-8")
+    done = run_cairn("calibrate", "--cases", "evals/cases.yaml", "--write", "--force", cwd=root)
+    assert done.returncode == 1
+    assert "could not edit the [recall] table safely; set min_lead = " in done.stderr
+    assert "by hand" in done.stderr and "not valid TOML" not in done.stderr
+    assert (root / "cairn.toml").read_text(encoding="utf-8") == table
