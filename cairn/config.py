@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import shlex
+import stat
 import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -337,6 +339,18 @@ def write_recall_settings(vault_root: Path, values: dict[str, float]) -> Path:
     setting unchanged; otherwise nothing is written and the error says what to set by hand.
     """
     path = vault_root / CONFIG_FILE
+    mode = 0o644
+    if path.exists() and not path.is_file():
+        raise CairnError(f"{path} is not a file; move it away, then run this again (nothing was written)")
+    if path.is_file() and not path.is_symlink():  # a link is replaced by a file: nothing is written where it points
+        # Kept as its owner set it: a file made read-only (`chmod 444`) is refused, as `cairn install` refuses a
+        # settings file (the atomic rename needs only the folder's permission, and root may write any file)
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o222 == 0:
+            raise CairnError(
+                f"{path} is read-only (mode {mode:o}); nothing was written: make it writable "
+                f"(`chmod u+w {shlex.quote(str(path))}`) and run this again, or edit it by hand"
+            )
     try:
         old_text = path.read_text("utf-8") if path.is_file() else ""
     except UnicodeDecodeError:
@@ -355,7 +369,7 @@ def write_recall_settings(vault_root: Path, values: dict[str, float]) -> Path:
     if after != wanted:
         inline = ", ".join(f"{key} = {_number(value)}" for key, value in values.items())
         raise CairnError(f"{path}: could not edit the [recall] table safely; set {inline} by hand")
-    write_atomic(path, new_text.encode("utf-8"), overwrite=True)
+    write_atomic(path, new_text.encode("utf-8"), overwrite=True, mode=mode)
     return path
 
 

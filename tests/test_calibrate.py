@@ -364,3 +364,30 @@ def test_write_into_a_recall_table_it_cannot_edit_says_to_set_them_by_hand(
     assert "could not edit the [recall] table safely; set min_lead = " in done.stderr
     assert "by hand" in done.stderr and "not valid TOML" not in done.stderr
     assert (root / "cairn.toml").read_text(encoding="utf-8") == table
+
+
+def test_write_leaves_a_read_only_cairn_toml_and_keeps_a_writable_ones_mode(isolated_env: Path, tmp_path: Path) -> None:
+    """`calibrate --write` replaced a cairn.toml its owner had made read-only (the rename needs only the folder's
+    permission) and left every file it wrote at 0644. A read-only file is now refused, as `cairn install` refuses a
+    read-only settings file, and a writable one keeps its mode."""
+    from helpers.vaults import run_cairn
+
+    root = tmp_path / "lessons"
+    assert run_cairn("init", str(root), "--no-register", cwd=tmp_path).returncode == 0
+    config = root / "cairn.toml"
+    before = config.read_text(encoding="utf-8")
+    args = ("calibrate", "--cases", "evals/cases.yaml", "--write", "--force")
+    config.chmod(0o444)
+    refused = run_cairn(*args, cwd=root)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith(f"Error: {config} is read-only (mode 444); nothing was written: make it writable")
+    assert config.read_text(encoding="utf-8") == before and config.stat().st_mode & 0o777 == 0o444
+    config.chmod(0o640)
+    written = run_cairn(*args, cwd=root)
+    assert written.returncode == 0, written.stderr
+    assert config.read_text(encoding="utf-8") != before and config.stat().st_mode & 0o777 == 0o640
+    config.unlink()
+    config.mkdir()
+    folder = run_cairn(*args, cwd=root)
+    assert folder.returncode == 1
+    assert folder.stderr == f"Error: {config} is not a file; move it away, then run this again (nothing was written)\n"
