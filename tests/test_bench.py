@@ -283,3 +283,27 @@ def test_loaders_report_bad_records(tmp_path: Path) -> None:
     bad.write_text("{oops")
     with pytest.raises(InvalidBenchmark, match="not JSON"):
         load_locomo(bad)
+
+
+def test_a_session_id_given_twice_in_a_haystack_counts_once(tmp_path: Path) -> None:
+    """LongMemEval_s holds haystacks with one session id twice (7 of its dev half). When it was the answer session,
+    both copies counted: NDCG@10 1.631, over the ideal ranking's 1."""
+    record = {
+        "question_id": "q1",
+        "question_type": "single-session-user",
+        "question": "what bike did I buy",
+        "question_date": "2023/05/20 (Sat) 02:21",
+        "answer_session_ids": ["s1"],
+        "haystack_session_ids": ["s1", "s1", "s2"],
+        "haystack_dates": ["2023/05/01 (Mon) 10:00"] * 3,
+        "haystack_sessions": [
+            [{"role": "user", "content": "I bought a red bike"}],
+            [{"role": "user", "content": "the red bike I bought is fast"}],
+            [{"role": "user", "content": "the weather is nice"}],
+        ],
+    }
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps([record]), encoding="utf-8")
+    report = _bench("longmemeval", str(path))
+    assert report["ndcg@10"] == 1.0 and report["recall@1"] == 1.0
+    assert ndcg_at(["a", "a", "b"], {"a", "b"}) == pytest.approx((1 + 1 / math.log2(4)) / (1 + 1 / math.log2(3)))

@@ -14,7 +14,9 @@ def recall_at(ranking: Sequence[str], relevant: Collection[str], k: int) -> floa
 
 
 def ndcg_at(ranking: Sequence[str], relevant: Collection[str], k: int = 10) -> float:
-    dcg = sum(1 / math.log2(i + 2) for i, doc in enumerate(ranking[:k]) if doc in relevant)
+    # Each answer session counts once: a haystack can hold one session id twice (7 of LongMemEval_s's dev half do),
+    # and counting both would score above the ideal ranking (NDCG over 1).
+    dcg = sum(1 / math.log2(i + 2) for i, doc in enumerate(ranking[:k]) if doc in relevant and doc not in ranking[:i])
     ideal = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), k)))
     return dcg / ideal if ideal else 0.0
 
