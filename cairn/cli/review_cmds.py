@@ -12,7 +12,6 @@ from cairn.cli.common import (
     errors_to_exit,
     json_option,
     open_vault,
-    progress_bar,
     progress_stages,
     vault_option,
     warn,
@@ -96,12 +95,20 @@ def calibrate_cmd(
         raise InvalidCases(
             f"{cases_path}: no cases to calibrate on; add positive cases (expect: [ids]) and negative ones (expect: [])"
         )
-    with indexer.open_index(vault, worktree=worktree, warn=warn) as index:
-        check_expected(index, cases, cases_path)
-        settings = settings_of(index)
-        with progress_bar("calibrate") as progress:
-            points = calibrate.gather(index, cases, settings=settings, folds=folds, progress=progress)
-    result = calibrate.calibrate(points, settings, target_fir=target_fir, folds=folds, step=float(step))
+    with progress_stages() as stage:
+        with indexer.open_index(vault, worktree=worktree, warn=warn) as index:
+            check_expected(index, cases, cases_path)
+            settings = settings_of(index)
+            points = calibrate.gather(index, cases, settings=settings, folds=folds, progress=stage("calibrate"))
+        # the grid and its fits, on a bar of their own: a minute with many slices, ten folds and the finest step
+        result = calibrate.calibrate(
+            points,
+            settings,
+            target_fir=target_fir,
+            folds=folds,
+            step=float(step),
+            progress=stage("calibrate: fitting"),
+        )
     best = result.best
     # Even the strictest grid point can break the target on the cases themselves (a negative whose gate values are
     # all at the top): with one fold there is no held-out figure, and that fit must not be written silently either.

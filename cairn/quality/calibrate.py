@@ -350,10 +350,18 @@ def _summed(arrays: list[list[int]]) -> list[int]:
     return [sum(values) for values in zip(*arrays, strict=True)]
 
 
-def operating_point(grid: _Grid, points: Sequence[CasePoint], target: float) -> OperatingPoint:
-    """Fit at `target` on all cases, and cross-validate: each fold measured at thresholds fitted on the others."""
+def operating_point(
+    grid: _Grid, points: Sequence[CasePoint], target: float, fitted_one: Callable[[], None] = lambda: None
+) -> OperatingPoint:
+    """Fit at `target` on all cases, and cross-validate: each fold measured at thresholds fitted on the others.
+    fitted_one: called after each fit (1 + one per fold)."""
     fitted = grid.fit(target)
-    fold_fits = tuple(grid.fit(target, leave_out=f) for f in range(grid.folds)) if grid.folds > 1 else (fitted,)
+    fitted_one()
+    each_fold: list[Thresholds] = []
+    for f in range(grid.folds if grid.folds > 1 else 0):
+        each_fold.append(grid.fit(target, leave_out=f))
+        fitted_one()
+    fold_fits = tuple(each_fold) or (fitted,)
     held_out = [(p, fold_fits[p.fold] if grid.folds > 1 else fitted) for p in points]
     cv = metrics_of(p.outcome(t) for p, t in held_out)  # each case at its own fold's fit
     return OperatingPoint(target, fitted, measure(points, fitted), cv, fold_fits, held_out=grid.folds > 1)
@@ -367,8 +375,11 @@ def calibrate(
     folds: int = 5,
     step: float = 0.05,
     targets: Sequence[float] = DEFAULT_TARGETS,
+    progress: Progress | None = None,
 ) -> Calibration:
-    """Fit at `target_fir` and at each of `targets` (the trade-off), all cross-validated over `folds` folds."""
+    """Fit at `target_fir` and at each of `targets` (the trade-off), all cross-validated over `folds` folds.
+    progress(done, total): the fits made (one per target, and one per fold and target), from 0 before the grid is
+    built (with many slices and a fine step, the grid and the fits take a minute)."""
     if not points:
         raise CairnError("no cases to calibrate on")
     if not 0 <= target_fir <= 1:
@@ -378,9 +389,21 @@ def calibrate(
     if not any(p.positive for p in points) or all(p.positive for p in points):
         raise CairnError("calibration needs positive cases (expect: [ids]) and negative ones (expect: [])")
     points = [p if p.fold < folds else dataclasses.replace(p, fold=p.fold % folds) for p in points]
+    wanted = sorted({*targets, target_fir})
+    total = len(wanted) * (1 + (folds if folds > 1 else 0))
+    done = 0
+
+    def fitted_one() -> None:
+        nonlocal done
+        done += 1
+        if progress:
+            progress(done, total)
+
+    if progress:
+        progress(0, total)
     grid = _Grid(points, step, folds)
     now = Thresholds(current.min_lead, current.min_coverage, current.min_margin)
-    curve = tuple(operating_point(grid, points, t) for t in sorted({*targets, target_fir}))
+    curve = tuple(operating_point(grid, points, t, fitted_one) for t in wanted)
     best = next(p for p in curve if p.target_fir == target_fir)
     return Calibration(len(points), folds, step, now, measure(points, now), best, curve)
 
