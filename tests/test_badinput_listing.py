@@ -127,6 +127,21 @@ def test_list_scope_takes_comma_separated_tags_and_refuses_an_empty_one(vault_re
         assert "--scope" in empty.stderr and "no tag" in empty.stderr
 
 
+def test_recall_explain_and_eval_refuse_a_scope_with_no_tag(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """`--scope "$SCOPE"` with the variable unset meant every scope, silently: an eval measured without the scope
+    it was asked for, a recall that served cards of every scope. It is a usage error, as `cairn list` has it."""
+    make_vault(vault_repo)
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "p", "query": FITTING_PROMPT, "expect": [REBASE_ID]}) + "\n", encoding="utf-8")
+    for command in (["recall", FITTING_PROMPT], ["explain", FITTING_PROMPT], ["eval", "--cases", str(cases)]):
+        for value in ("", " , "):
+            done = vault_repo.cairn(*command, "--scope", value)
+            assert done.returncode == 2 and done.stdout == "", command
+            assert _one_error_line(done.stderr).startswith("Error: Invalid value for '--scope': ")
+            assert "holds no tag" in done.stderr
+        assert vault_repo.cairn(*command, "--scope", "git,").returncode == 0, command
+
+
 def test_list_with_a_verified_at_near_the_last_date(vault_repo: VaultRepo) -> None:
     """verified_at 9999-12-31 plus the review age is past the calendar's end: never due, not a crash."""
     vault_repo.write_raw("cairn.toml", "")

@@ -71,9 +71,20 @@ from cairn.userconfig import outside_projects, served_scope
 EXPLAIN_TOP = 20
 _GATED = GATE_REASONS
 
+
+def _scope_with_tags(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--scope "" (an unset variable) would mean every scope, silently: refused, as `cairn list` refuses it."""
+    if value is not None and not scope_tags(value):
+        raise click.BadParameter(
+            f"{value!r} holds no tag; give one such as --scope git, or leave --scope out (then $CAIRN_SCOPE applies)"
+        )
+    return value
+
+
 scope_option = click.option(
     "--scope",
     default=None,
+    callback=_scope_with_tags,
     help="Comma-separated scope tags (default: $CAIRN_SCOPE); cards of other scopes are refused.",
 )
 
