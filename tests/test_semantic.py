@@ -1081,3 +1081,26 @@ def test_a_hook_of_another_install_stops_the_warm_encoder(isolated_env: Path) ->
     thread.join(10)
     assert replies == [{"ok": False, "error": "another install"}]
     assert not sock_path.exists() and server.retired == "/elsewhere/venv"
+
+
+def test_eval_decides_with_the_similarities_recall_and_explain_read(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """`cairn eval` asked recall without the semantic channel while `cairn recall`, `explain` and the hook ask with
+    it: with the extra installed, eval's figures were those of another recall (4 of the first 60 stackfaq-en-dev
+    cases got a card from `cairn recall` and none in eval). Eval now reads each case's similarities."""
+    _dense_vault(vault_repo)
+    picked = {  # prompts whose words pass no gate: the semantic pick gives the card
+        "bash": ("unquoted variables split on spaces in bash scripts", "misc/topic-21"),
+        "csv": ("excel opens my utf-8 csv with broken characters", "misc/topic-24"),
+        "mypy": ("mypy complains that an Optional value may be None", "misc/topic-25"),
+    }
+    cases = tmp_path / "cases.jsonl"
+    lines = [json.dumps({"id": key, "query": query, "expect": [card]}) for key, (query, card) in picked.items()]
+    cases.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = vault_repo.cairn("eval", "--cases", str(cases), "--json")
+    assert done.returncode == 0, done.stderr
+    injected = {case["id"]: case["injected"] for case in json.loads(done.stdout)["cases"]}
+    for key, (query, _) in picked.items():
+        explained = json.loads(vault_repo.cairn("explain", "--json", query).stdout)
+        given = [row["id"] for row in explained["candidates"] if row["decision"] == "injected"]
+        assert injected[key] == given, key
+    assert injected == {key: [card] for key, (_, card) in picked.items()}

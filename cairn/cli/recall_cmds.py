@@ -511,8 +511,9 @@ def eval_cmd(
         raise InvalidCases(f"{cases_path}: no cases to evaluate; add positive and negative cases (id, query, expect)")
     with indexer.open_index(vault, worktree=worktree, warn=warn) as index:
         check_expected(index, cases, cases_path)
+        semantic = _cases_similarities(index, [case.query for case in cases])
         with progress_bar("eval") as progress:
-            report = evaluate(index, cases, scope=scope_tags(scope), progress=progress)
+            report = evaluate(index, cases, scope=scope_tags(scope), progress=progress, semantic=semantic)
     if as_json:
         echo_json(report.to_dict())
         return
@@ -630,6 +631,19 @@ def _similarities(index: IndexReader, query: str) -> dict[str, float] | None:
     try:
         return similarities_now(index.path, query, top=50, z=True)  # what the hook gets (cairn.hot.serve)
     except Exception:  # the channel is optional: explain works without it
+        return None
+
+
+def _cases_similarities(index: IndexReader, queries: list[str]) -> list[dict[str, float]] | None:
+    """Each case's similarities as `_similarities` gives one prompt's (what the hook gets with the semantic extra),
+    so that eval decides as `cairn recall` and the hook do; None without the extra or card vectors."""
+    try:
+        from cairn.semantic.batch import similarities_all_now
+    except ImportError:
+        return None
+    try:
+        return similarities_all_now(index.path, queries, top=50, z=True)
+    except Exception:  # the channel is optional: eval works without it, as recall and the hook do
         return None
 
 

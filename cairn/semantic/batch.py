@@ -94,6 +94,14 @@ def similarities_now(
     """For cold commands (`cairn explain`, `cairn recall`): the prompt's similarities as the hook would get them,
     computed in this process (no warm encoder needed); None when the extra is not installed, the channel is off
     (`[recall] semantic = false`, `CAIRN_SEMANTIC=0`) or the index has no current vectors (never encodes cards)."""
+    found = similarities_all_now(index_file, [prompt], top=top, z=z)
+    return None if found is None else found[0]
+
+
+def similarities_all_now(
+    index_file: str | os.PathLike[str], prompts: Sequence[str], *, top: int | None = None, z: bool = False
+) -> list[dict[str, float]] | None:
+    """`similarities_now` for many prompts (`cairn eval`'s cases), encoded in batches; None as it gives None."""
     from cairn.hot.index import IndexReader
 
     index_path = Path(index_file)
@@ -104,7 +112,7 @@ def similarities_now(
             return None
     try:
         vf = vectors.load(vectors.vectors_path(index_path))
-        query = enc.Encoder().queries([prompt])[0]
+        queries = prompt_vectors(prompts)
     except (OSError, ValueError, enc.SemanticUnavailable):
         return None
-    return similarities(vf, query, top, (), z)
+    return [similarities(vf, queries[i], top, (), z) for i in range(len(prompts))]
