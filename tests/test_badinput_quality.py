@@ -264,6 +264,27 @@ def test_longmemeval_leaves_out_a_question_without_an_answer_session(tmp_path: P
     assert json.loads(done.stdout)["recall@1"] == 1.0  # the unscorable question does not pull it to 0.5
 
 
+def test_bench_leaves_out_a_question_whose_answer_session_its_haystack_lacks(tmp_path: Path) -> None:
+    """An answer session id (LongMemEval) or evidence session (LoCoMo) that the haystack does not hold, as a typo in
+    a converted file gives: the question could only score 0 and pulled every figure down, silently (and a second,
+    present answer session scored NDCG against an ideal it could not reach). It is left out, with its count."""
+    lme = tmp_path / "lme.json"
+    typo = _lme("q2", "s9", {"s1": "I parked the car on level 3"})
+    lme.write_text(json.dumps([_lme("q1", "s1", {"s1": "I parked the car on level 3"}), typo]))
+    done = invoke_cli(["bench", "longmemeval", str(lme), "--json"])
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["questions"] == 1 and data["recall@1"] == 1.0 and data["excluded"] == {"no_answer_session": 1}
+    conversation = {"session_1": [{"speaker": "A", "text": "we hiked"}], "session_1_date_time": "8 May, 2023"}
+    qa = [{"question": "hike?", "evidence": ["D1:1", "D7:2"], "category": 1}, {"question": "x?", "evidence": ["D4:1"]}]
+    locomo = tmp_path / "locomo.json"
+    locomo.write_text(json.dumps([{"sample_id": "c1", "conversation": conversation, "qa": qa}]))
+    done = invoke_cli(["bench", "locomo", str(locomo), "--json"])
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["questions"] == 1 and data["ndcg@10"] == 1.0 and data["excluded"] == {"unreadable_evidence": 1}
+
+
 def test_cases_with_the_same_query_share_a_fold(vault_repo: VaultRepo) -> None:
     # c0 and c2 hash to different folds of 5; the same question under two ids must not be fitted on in one fold and
     # measured as held out in the other.

@@ -101,7 +101,8 @@ def load_longmemeval(path: Path) -> Suite:
                     record["haystack_session_ids"], record["haystack_dates"], record["haystack_sessions"], strict=True
                 )
             )
-            relevant = frozenset(str(s) for s in record["answer_session_ids"])
+            # an answer session its haystack does not hold (a typo in a converted file) could never be found either
+            relevant = frozenset(str(s) for s in record["answer_session_ids"]) & {s.id for s in sessions}
             if not relevant:  # nothing to find: it could only score 0
                 no_answer += 1
                 continue
@@ -164,8 +165,8 @@ def load_locomo(path: Path) -> Suite:
                 if not evidence:
                     no_evidence += 1
                     continue
-                sessions = {int(m.group(1)) for e in evidence for m in _EVIDENCE.finditer(e)}
-                if not sessions:  # no `D3:11` in it: no session to find, it could only score 0
+                sessions = {int(m.group(1)) for e in evidence for m in _EVIDENCE.finditer(e)} & set(numbers)
+                if not sessions:  # no `D3:11` of a session it holds: no session to find, it could only score 0
                     unreadable += 1
                     continue
                 questions.append(
