@@ -437,3 +437,16 @@ def test_the_fit_reports_its_progress_on_a_terminal(isolated_env: Path, tmp_path
     assert done.returncode == 0
     assert json.loads(done.stdout)["folds"] == 2
     assert b"calibrate: fitting" in drawn and b"15/15" in drawn  # 5 targets x (1 + 2)
+
+
+def test_a_target_rate_of_nan_is_a_usage_error(isolated_env: Path, tmp_path: Path) -> None:
+    """`--target-fir nan` passed click's range check and failed later as a user error (exit 1), after the index was
+    opened; it is a usage error (exit 2), as `--target-fir 2` is."""
+    from helpers.vaults import run_cairn
+
+    root = tmp_path / "lessons"
+    assert run_cairn("init", str(root), "--no-register", cwd=tmp_path).returncode == 0
+    for value in ("nan", "2"):
+        done = run_cairn("calibrate", "--cases", "evals/cases.yaml", "--target-fir", value, cwd=root)
+        assert done.returncode == 2 and done.stdout == "", value
+        assert "Error: Invalid value for '--target-fir'" in done.stderr and "Traceback" not in done.stderr

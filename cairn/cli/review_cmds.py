@@ -89,6 +89,10 @@ def calibrate_cmd(
     from cairn.quality import calibrate
     from cairn.quality.evaluate import check_expected, load_cases
 
+    if target_fir != target_fir:  # nan passes click's range check (no comparison with it is true)
+        raise click.BadParameter(
+            "nan is not a rate; give one between 0 and 1, such as 0.05", param_hint="'--target-fir'"
+        )
     vault = open_vault(vault_path)
     cases = load_cases(cases_path)
     if not cases:
