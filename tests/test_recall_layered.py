@@ -159,7 +159,13 @@ def test_one_vault_named_keeps_its_configured_scopes_as_the_hook_does(home: Path
     assert json.loads(done.stdout) == {"cards": [], "abstained": True}
     assert done.returncode == 0 and "so the prompt hook serves nothing from it" in done.stderr
     done = run_cairn("explain", compose, "--vault", "me", "--scope", "python", "--json", cwd=project)
-    assert json.loads(done.stdout) == {"query": compose, "abstained": True, "candidates": [], "skipped": "scope"}
+    assert json.loads(done.stdout) == {
+        "query": compose,
+        "abstained": True,
+        "injected": [],
+        "candidates": [],
+        "skipped": "scope",
+    }
 
 
 def test_explain_shows_each_vault_under_its_heading(two: tuple[VaultRepo, VaultRepo, Path]) -> None:
@@ -186,6 +192,8 @@ def test_explain_shows_each_vault_under_its_heading(two: tuple[VaultRepo, VaultR
     # one vault named: today's output, bare ids, no headings
     single = ok("explain", VENV_PROMPT, "--vault", "me", cwd=project)
     assert "==" not in single and f"Injected: {VENV_ID}\n" in single
+    single_json = json.loads(ok("explain", VENV_PROMPT, "--vault", "me", "--json", cwd=project))
+    assert single_json["injected"] == [VENV_ID]  # as the configured vaults' and MCP explain's JSON give it
 
 
 def test_the_merge_leaves_the_second_copy_out_and_explain_says_why(home: Path, tmp_path: Path) -> None:

@@ -336,7 +336,7 @@ def explain(
     tags, _ = _vault_scope(vault, scope)  # a configured vault's limits, as the hook applies them
     if tags is None:
         if as_json:
-            echo_json({"query": query, "abstained": True, "candidates": [], "skipped": "scope"})
+            echo_json({"query": query, "abstained": True, "injected": [], "candidates": [], "skipped": "scope"})
         return
     # What an agent gets: nothing from an index kept after its served branch was rewritten (`served_only`)
     with indexer.open_index(vault, ref=ref, worktree=worktree, served_only=ref is None and not worktree) as index:
@@ -350,7 +350,7 @@ def explain(
         if row["decision"] == "injected" and row["id"] not in served:
             row["decision"], row["reason"] = REJECTED, "over_total"
     if as_json:
-        out: dict[str, Any] = {"query": query, "abstained": result.abstained, "candidates": rows}
+        out: dict[str, Any] = {"query": query, "abstained": result.abstained, "injected": served, "candidates": rows}
         if weights.foreign:  # terms weighed a tenth (`recall.FOREIGN_WEIGHT`), said only where the vault is lost
             out["foreign_terms"] = list(weights.foreign)
         if result.fragment is not None:  # the part of the prompt the fragment pick asked alone
