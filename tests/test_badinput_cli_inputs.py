@@ -375,3 +375,22 @@ def test_calibrate_write_on_a_config_that_is_not_utf8_says_so(vault_repo: VaultR
     line = _one_error_line(done)
     assert "is not UTF-8" in line and "nothing was written" in line
     assert config.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (("index", "--wait", "nan"), "--wait"),
+        (("index", "--wait", "inf"), "--wait"),
+        (("sync", "--timeout", "nan"), "--timeout"),
+        (("sync", "--timeout", "inf"), "--timeout"),
+        (("calibrate", "--cases", "evals/cases.yaml", "--target-fir", "nan"), "--target-fir"),
+    ],
+)
+def test_a_number_option_refuses_nan_and_infinity(vault_repo: VaultRepo, args: tuple[str, ...], option: str) -> None:
+    """nan passed every FloatRange (no comparison with it is true) and infinity every lower bound: `index --wait nan`
+    and `sync --timeout inf` ran with a wait no clock reaches. A usage error now, naming the option."""
+    make_vault(vault_repo)
+    done = vault_repo.cairn(*args)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert f"Error: Invalid value for '{option}': '{args[-1]}' is not a finite number; give one from" in done.stderr

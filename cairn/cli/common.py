@@ -51,6 +51,18 @@ worktree_option = click.option(
 )
 
 
+class FiniteFloatRange(click.FloatRange):
+    """click's FloatRange, refusing nan and infinity (no comparison with nan is true, so it passed every bound)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if number != number or number in (float("inf"), float("-inf")):
+            low = "" if self.min is None else f" from {self.min:g}"
+            high = "" if self.max is None else f" to {self.max:g}"
+            self.fail(f"{value!r} is not a finite number; give one{low}{high}", param, ctx)
+        return number
+
+
 def where_to_read(ref: str | None, worktree: bool) -> None:
     """--ref and --worktree name two things to read instead of the served ref: one at most."""
     if ref and worktree:

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from cairn.cli.common import (
+    FiniteFloatRange,
     echo,
     echo_json,
     errors_to_exit,
@@ -30,7 +31,7 @@ from cairn.index import build as indexer
 )
 @click.option(
     "--target-fir",
-    type=click.FloatRange(0, 1),
+    type=FiniteFloatRange(0, 1),
     default=0.05,
     show_default=True,
     help="The highest false injection rate allowed, overall and on every slice.",
@@ -89,10 +90,6 @@ def calibrate_cmd(
     from cairn.quality import calibrate
     from cairn.quality.evaluate import check_expected, load_cases
 
-    if target_fir != target_fir:  # nan passes click's range check (no comparison with it is true)
-        raise click.BadParameter(
-            "nan is not a rate; give one between 0 and 1, such as 0.05", param_hint="'--target-fir'"
-        )
     vault = open_vault(vault_path)
     cases = load_cases(cases_path)
     if not cases:

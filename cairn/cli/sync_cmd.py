@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from cairn.cli.common import echo, echo_json, errors_to_exit, json_option
+from cairn.cli.common import FiniteFloatRange, echo, echo_json, errors_to_exit, json_option
 from cairn.hot.errors import CairnError, VaultNotFound
 from cairn.hot.userconfig import config_file, load_vaults
 from cairn.hot.vault import find_configured_vault
@@ -17,7 +17,7 @@ from cairn.terminal import clean_line
 @click.argument("name", required=False)
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=1),
+    type=FiniteFloatRange(min=1),
     default=120,
     show_default=True,
     help="Seconds one vault's fetch may take; past it the vault fails (exit 1) and keeps serving what it served.",

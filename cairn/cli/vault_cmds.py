@@ -13,6 +13,7 @@ import click
 
 from cairn.cards import authoring, catalog
 from cairn.cli.common import (
+    FiniteFloatRange,
     echo,
     echo_json,
     errors_to_exit,
@@ -372,7 +373,7 @@ def _read_body(body_file: Path) -> str:
 @click.option(
     "--wait",
     "wait",
-    type=click.FloatRange(min=0),
+    type=FiniteFloatRange(min=0),
     default=None,
     help="Wait at most this many seconds for another `cairn index` of the vault; past it, hand the update to a "
     "background process and return (the vault's git hooks use it: a commit never waits on a long or stuck index).",
