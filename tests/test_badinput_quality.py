@@ -72,6 +72,20 @@ def test_a_misspelt_key_with_a_line_break_gives_one_line(tmp_path: Path) -> None
     assert "\n" not in str(caught.value) and "did you mean 'expect'" in str(caught.value)
 
 
+@pytest.mark.parametrize("key", ["expected_cards", "cards_expected", "Expected-IDs"])
+def test_an_expect_key_spelt_far_off_is_refused_not_read_as_a_negative(tmp_path: Path, key: str) -> None:
+    """`expected_cards:` is not close enough to `expect` for difflib: the case silently became a negative (its
+    right card "falsely injected"), measuring the wrong thing. A key holding "expect" in a case without one is
+    refused; beside an `expect` it is a note of the suite's own, as other keys are."""
+    path = tmp_path / "cases.jsonl"
+    path.write_text(json.dumps({"id": "a", "query": "x", key: ["git/x"]}) + "\n")
+    with pytest.raises(InvalidCases) as caught:
+        load_cases(path)
+    assert str(caught.value) == f"{path}:1: unknown key '{key}' in a case; did you mean 'expect'?"
+    path.write_text(json.dumps({"id": "a", "query": "x", "expect": ["git/x"], key: "a note"}) + "\n")
+    assert [c.expect for c in load_cases(path)] == [("git/x",)]
+
+
 def test_a_yaml_syntax_error_names_its_line(tmp_path: Path) -> None:
     path = tmp_path / "cases.yaml"
     path.write_text('- {id: a, query: "x", expect: []}\n- {id: b, query: "y"\n- {id: c, query: z}\n')

@@ -185,6 +185,8 @@ def _case(path: Path, number: int, position: int, item: Any) -> Case:
         meant = (
             difflib.get_close_matches(str(key).lower(), _CASE_KEYS, n=1, cutoff=0.75) if key not in _CASE_KEYS else []
         )
+        if not meant and "expect" not in item and "expect" in str(key).lower():  # `expected_cards:`, `expects:`
+            meant = ["expect"]
         if meant:
             raise InvalidCases(f"{where}: unknown key '{shown(str(key))}' in a case; did you mean '{meant[0]}'?")
     query = item.get("query")
