@@ -691,3 +691,14 @@ def test_a_task_lists_box_is_not_part_of_the_lesson(vault_repo: VaultRepo, tmp_p
             "Shared tmp folders flake: tests flake because workers share one tmp dir; use tmp_path.",
         ),
     ]
+
+
+@pytest.mark.parametrize("topic", ["../../x", "/etc", "~/x", "git/../../x"])
+def test_a_topic_outside_cards_is_a_usage_error(vault_repo: VaultRepo, app: Path, topic: str) -> None:
+    """`--topic ../../x` was slugged part by part into cards/card/card/x/: never outside the vault, but nowhere the
+    user asked. A topic names a folder under cards/; one that climbs out or is absolute is refused, nothing made."""
+    _start(vault_repo)
+    done = vault_repo.cairn("import", "CLAUDE.md", "--topic", topic, "--vault", str(vault_repo.root), cwd=app)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert f"Error: Invalid value for '--topic': {topic!r} is not a folder under cards/" in done.stderr
+    assert vault_repo.git("status", "--porcelain", "--untracked-files=all") == ""

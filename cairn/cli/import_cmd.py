@@ -78,6 +78,10 @@ def import_(
     """
     from cairn.cards import importer
 
+    if topic is not None and (topic.startswith(("/", "~")) or ".." in topic.replace("\\", "/").split("/")):
+        raise click.BadParameter(
+            f"{topic!r} is not a folder under cards/; give one such as databases or git/hooks", param_hint="'--topic'"
+        )
     vault = open_vault(vault_path)
     tags = tuple(s.strip() for s in (scope or "").split(",") if s.strip())
     with progress_bar("import") as progress:
