@@ -2,10 +2,11 @@
 
 A card's text can hold characters a reader does not see but a model reads: format characters (zero-width spaces
 and joiners, bidirectional controls, the U+E0000 tag block that spells ASCII invisibly), control characters,
-variation selectors beyond the one an emoji takes, and Hangul fillers. `strip_invisible` removes them from every
-field the parser returns (so the index, the hook, review and the MCP server never carry them, linted or not);
-`invisible_in` lists them for lint's `hidden-text` rule. `fold` is the form the security rules judge: invisible
-characters removed, then Unicode NFKC (fullwidth `ｉｇｎｏｒｅ` reads `ignore`, `ﬁ` reads `fi`).
+variation selectors beyond the one an emoji takes, Hangul fillers, and private-use code points (no reader sees
+them as text, and the hook drops them: `ig<U+E000>nore` reached an agent as `ignore`). `strip_invisible` removes
+them from every field the parser returns (so the index, the hook, review and the MCP server never carry them,
+linted or not); `invisible_in` lists them for lint's `hidden-text` rule. `fold` is the form the security rules
+judge: invisible characters removed, then Unicode NFKC (fullwidth `ｉｇｎｏｒｅ` reads `ignore`, `ﬁ` reads `fi`).
 `mixed_script_words` finds words that mix Latin with Cyrillic or Greek look-alikes (homoglyphs: `pаssword` with
 a Cyrillic `а`).
 """
@@ -32,7 +33,7 @@ def _is_hidden_char(ch: str) -> bool:
         return code < 0x20 or code == 0x7F
     if ch in _BLANK or 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF:
         return True
-    return unicodedata.category(ch) in ("Cf", "Cc", "Cs", "Cn")
+    return unicodedata.category(ch) in ("Cf", "Cc", "Cs", "Co", "Cn")
 
 
 def _allowed_at(text: str, i: int) -> bool:
@@ -81,7 +82,8 @@ def fold(text: str) -> str:
 
 def describe(ch: str) -> str:
     """`U+200B ZERO WIDTH SPACE`: a character named for a reader, who cannot see it."""
-    return f"U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed')}"
+    name = unicodedata.name(ch, "") or ("PRIVATE USE CHARACTER" if unicodedata.category(ch) == "Co" else "unnamed")
+    return f"U+{ord(ch):04X} {name}"
 
 
 # Letters of another script that look like Latin ones (the ones homoglyph attacks use); a Latin word holding one
