@@ -138,7 +138,7 @@ def test_manifest_validates() -> None:
 
 def test_hooks_see_cards_and_cairn_toml_only() -> None:
     pattern = _files_pattern()
-    for path in ("cards/git/x.md", "team/vault/cards/a/b/c.md", "cairn.toml", "team/vault/cairn.toml"):
+    for path in ("cards/git/x.md", "team/vault/cards/a/b/c.md", "cairn.toml", "team/vault/cairn.toml", "cards/a\nb.md"):
         assert pattern.search(path), path
     for path in ("README.md", "evals/cases.yaml", "cards/notes.txt", "mycards/x.md", "cairn.toml.bak"):
         assert not pattern.search(path), path
@@ -333,6 +333,33 @@ def test_the_template_config_rejects_a_symlinked_card_committed_with_another_car
     )
     assert done.returncode == 1, done.stdout
     assert "cards/git/linked.md:0: file-symlink a card must be a regular file, not a symlink" in done.stdout
+    assert "in 2 file(s) from git's staging area" in done.stdout
+
+
+def test_the_template_config_rejects_a_card_whose_name_holds_a_newline(tmp_path: Path) -> None:
+    """The hooks' file pattern (`.*`) did not match a name holding a newline, so such a card committed beside
+    another card was never linted and went in; the index then refused it (file-name): it must fail the commit."""
+    vault = tmp_path / "vault"
+    assert subprocess.run([cairn_executable(), "init", str(vault)], capture_output=True).returncode == 0
+    env = dict(_env(), PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    installed = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "install"], cwd=vault, env=env, capture_output=True, text=True
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    (vault / "cards" / "git" / "two\nlines.md").write_text(card_text("Two lines", "A name that holds a newline."))
+    (vault / "cards" / "git" / "plain.md").write_text(card_text("A plain card", "A card that keeps the contract."))
+    _git("add", "cards", cwd=vault)
+    done = subprocess.run(
+        ["git", "commit", "-m", "a newline"],
+        cwd=vault,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stdout
+    assert "cards/git/two?lines.md:0: file-name" in done.stdout
     assert "in 2 file(s) from git's staging area" in done.stdout
 
 
