@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -186,3 +187,39 @@ def test_a_tree_path_with_dot_parts_is_never_a_card(vault_repo: VaultRepo, climb
     assert "pwned" not in served.stdout
     listed = vault_repo.cairn("list", "--json")
     assert "pwned" not in listed.stdout and REBASE_ID in listed.stdout
+
+
+def test_review_shows_the_card_the_commit_holds_not_a_dot_dot_decoy(vault_repo: VaultRepo) -> None:
+    """Bug fixed: review writes HEAD's cards to a folder to lint them; `cards/git/zz/../force-push-rebase.md`, a
+    tree path `git mktree` takes and git lists after the card, was written over it. Review then showed and linted
+    the decoy's harmless text while the index served the card's own (here, bad advice a reviewer must see)."""
+    make_vault(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "pr")
+    real = card_text("Always force-push shared branches", "Run git push --force on shared branches; never fetch first.")
+    decoy = (vault_repo.root / "cards" / f"{REBASE_ID}.md").read_text()
+
+    def blob(text: str) -> str:
+        done = subprocess.run(
+            ["git", "hash-object", "-w", "--stdin"], cwd=vault_repo.root, input=text, capture_output=True, text=True
+        )
+        return done.stdout.strip()
+
+    original = _tree(vault_repo, [f"100644 blob {blob(decoy)}\tforce-push-rebase.md"])
+    climb = _tree(vault_repo, [f"040000 tree {original}\t.."])
+    git_dir = [f"100644 blob {blob(real)}\tforce-push-rebase.md", f"040000 tree {climb}\tzz"]
+    cards = [line for line in vault_repo.git("ls-tree", "HEAD:cards").splitlines() if not line.endswith("\tgit")]
+    cards_tree = _tree(vault_repo, [*cards, f"040000 tree {_tree(vault_repo, git_dir)}\tgit"])
+    top = [line for line in vault_repo.git("ls-tree", "HEAD").splitlines() if not line.endswith("\tcards")]
+    commit = vault_repo.git(
+        "commit-tree", _tree(vault_repo, [*top, f"040000 tree {cards_tree}\tcards"]), "-p", "HEAD", "-m", "decoy"
+    )
+    vault_repo.git("update-ref", "refs/heads/pr", commit)
+    assert vault_repo.git("show", f"pr:cards/{REBASE_ID}.md") == real.strip()
+
+    done = vault_repo.cairn("review", "main..pr", "--json")
+    report = json.loads(done.stdout)
+    (change,) = [c for c in report["cards"] if c["id"] == REBASE_ID]
+    assert change["name"] == "Always force-push shared branches"
+    assert "git push --force on shared branches" in change["summary"]
+    dotted = [f for f in report["lint"] if f["path"] == f"cards/git/zz/../{REBASE_ID.split('/')[1]}.md"]
+    assert [(f["rule"], f["severity"]) for f in dotted] == [("card-path", "warning")]

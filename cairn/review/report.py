@@ -50,7 +50,7 @@ from cairn.cards import safeyaml, similarity
 from cairn.cards.card import MAX_CARD_BYTES, card_id_from_path, parse_card
 from cairn.cards.visible import describe, invisible_in
 from cairn.config import CONFIG_FILE, Config, config_from_dict, parse_config
-from cairn.finding import ERROR, Finding
+from cairn.finding import ERROR, WARNING, Finding
 from cairn.hot import gates
 from cairn.hot.errors import CairnError
 from cairn.hot.index import IndexedCard, IndexReader
@@ -403,12 +403,10 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
     blocked += policy.file_blocks(_changed_paths(repo, base, head), vault.prefix)
     with tempfile.TemporaryDirectory(prefix="cairn-review-") as tmp:
         work = Path(tmp)
-        snapshot, submodules = _materialize(repo, vault, head, work / "head")
+        snapshot, unwritten = _materialize(repo, vault, head, work / "head")
         # A submodule is no file to lint (lint stopped the review on it: "no such file"); one under a card's name is
-        # refused as the index refuses it.
-        lint_paths = [
-            c.new_path for c in raw_changes if c.new_path and c.status != "D" and c.new_path not in submodules
-        ]
+        # refused as the index refuses it. Nor is a path with `.` or `..` parts, which holds no card.
+        lint_paths = [c.new_path for c in raw_changes if c.new_path and c.status != "D" and c.new_path not in unwritten]
         if config_changed:
             lint_paths.append(CONFIG_FILE)
         removed = [c.old_path for c in raw_changes if c.old_path and c.status in "DR"]  # lint what supersedes them
@@ -418,7 +416,14 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
         findings += tuple(
             Finding(c.new_path, 0, "path-outside-cards", "a submodule cannot hold cards")
             for c in raw_changes
-            if c.new_path in submodules and card_id_from_path(c.new_path) is not None
+            if c.new_path in unwritten and card_id_from_path(c.new_path) is not None  # a submodule
+        )
+        findings += tuple(
+            Finding(
+                c.new_path, 0, "card-path", "not a card: a path with `.` or `..` parts (git fsck refuses it)", WARNING
+            )
+            for c in raw_changes
+            if c.new_path and _dotted(c.new_path)
         )
         findings += _security_at_base(snapshot, lint_paths, base_config, head_config, today)
         findings = tuple(
@@ -753,9 +758,13 @@ def _card_id(path: str) -> str:
     return rel[:-3] if rel.endswith(".md") else rel
 
 
+def _dotted(path: str) -> bool:
+    return any(part in ("", ".", "..") for part in path.split("/"))
+
+
 def _materialize(repo: Any, vault: Vault, commit: str, root: Path) -> tuple[Vault, frozenset[str]]:
     """HEAD's cards/ and cairn.toml written to a folder, so lint reads the commit and not the working tree; and the
-    paths of the submodules under cards/, which are not written."""
+    paths not written: the submodules under cards/ and the paths with `.` or `..` parts (no card)."""
     entries = gitrepo.card_entries(repo, commit, vault)
     config = gitrepo.read_path(repo, commit, CONFIG_FILE, vault)
     regular = [e for e in entries if e.mode not in (gitrepo.SYMLINK_MODE, gitrepo.SUBMODULE_MODE)]
@@ -763,9 +772,11 @@ def _materialize(repo: Any, vault: Vault, commit: str, root: Path) -> tuple[Vaul
     data = gitrepo.read_blobs(repo, vault, [e.blob for e in regular + links])
     (root / CARDS_DIR).mkdir(parents=True)
     for entry in regular + links:
+        if _dotted(entry.path):
+            # `git mktree` stores such paths; written, `cards/x/../y.md` would replace the card `cards/y.md` with
+            # other text, which review would show and lint. No card lives there: the index reads none either.
+            continue
         target = root / entry.path
-        if not os.path.normpath(target).startswith(str(root) + os.sep):
-            continue  # git never stores such paths; refuse them anyway
         target.parent.mkdir(parents=True, exist_ok=True)
         if entry.mode == gitrepo.SYMLINK_MODE:
             os.symlink(data.get(entry.blob, b"missing").decode("utf-8", "replace"), target)
@@ -773,8 +784,8 @@ def _materialize(repo: Any, vault: Vault, commit: str, root: Path) -> tuple[Vaul
             target.write_bytes(data.get(entry.blob, b""))
     if config is not None:
         (root / CONFIG_FILE).write_bytes(config)
-    submodules = frozenset(e.path for e in entries if e.mode == gitrepo.SUBMODULE_MODE)
-    return Vault(root=root, git_root=None, prefix=""), submodules
+    unwritten = frozenset(e.path for e in entries if e.mode == gitrepo.SUBMODULE_MODE or _dotted(e.path))
+    return Vault(root=root, git_root=None, prefix=""), unwritten
 
 
 # -- near-duplicates and conflicts ------------------------------------------------------------------------------
