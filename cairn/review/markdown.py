@@ -77,7 +77,7 @@ def render_markdown(r: Review) -> str:
     if r.prompt_injections:
         out += ["", "> [!CAUTION]", "> **Prompt injection.** These cards would put instructions into agents' prompts:"]
         for f in r.prompt_injections:
-            out.append(f"> - `{cell(f.path)}` line {f.line}: {cell(f.message, 300)}")
+            out.append(f"> - {_code(f.path)} line {f.line}: {cell(f.message, 300)}")
     new_false = r.routing.new_false_injections
     if new_false:
         out += [
@@ -86,7 +86,7 @@ def render_markdown(r: Review) -> str:
             f"> **{len(new_false)} negative eval case(s) now get a card** (they should get none):",
         ]
         for c in new_false[:_LONG_LIST]:
-            out.append(f"> - `{cell(c.id)}` gets {', '.join(_code(i) for i in c.head)}")
+            out.append(f"> - {_code(c.id)} gets {', '.join(_code(i) for i in c.head)}")
     out += ["", "### Cards", ""]
     if r.changes:
         out += ["| change | card | name | authors in this range |", "|---|---|---|---|"]
@@ -110,7 +110,7 @@ def render_markdown(r: Review) -> str:
     if r.findings:
         out += ["| severity | where | rule | message |", "|---|---|---|---|"]
         for f in r.findings:
-            out.append(f"| {f.severity} | `{cell(f.path)}:{f.line}` | {cell(f.rule)} | {cell(f.message, 300)} |")
+            out.append(f"| {f.severity} | {_code(f'{f.path}:{f.line}')} | {cell(f.rule)} | {cell(f.message, 300)} |")
     else:
         out.append("No findings on the changed cards (linted as HEAD holds them).")
     out += ["", "### Near-duplicates and conflicts", ""]
