@@ -108,7 +108,20 @@ def _lint_snapshot(
             for line, detail in problems
         )
         config = parse_config(None)
-    disable, ignored = security.effective_disable(config.lint.disable)
+    known = set(registry.names())
+    findings.extend(
+        Finding(
+            CONFIG_FILE,
+            _line_of_disable(snapshot.config_text),
+            "config-invalid",
+            f"[lint] disable names '{entry}', which is no rule or group (`cairn lint --list-rules` lists them); "
+            "it was ignored",
+            ERROR,
+        )
+        for entry in config.lint.disable
+        if entry.strip() and entry.strip() not in known
+    )
+    disable, ignored = security.effective_disable(e for e in config.lint.disable if e.strip() in known)
     if rel_paths is None or CONFIG_FILE in rel_paths:  # said where cairn.toml is checked, not on every card
         findings.extend(security.ignored_warning(CONFIG_FILE, entry, still) for entry, still in ignored)
     rules = registry.select(wanted, disable)
@@ -147,6 +160,14 @@ def _lint_snapshot(
         progress(len(plan), len(plan))
     findings = sorted(set(findings), key=lambda f: (f.path, f.line, f.rule, f.message))
     return LintReport(tuple(findings), len(plan), snapshot.source)
+
+
+def _line_of_disable(config_text: str | None) -> int:
+    """The line of `disable =` in cairn.toml (0 when it is not found: written as a dotted key, say)."""
+    for number, line in enumerate((config_text or "").splitlines(), 1):
+        if line.strip().startswith("disable") and line.split("=", 1)[0].strip() == "disable":
+            return number
+    return 0
 
 
 def _target(vault: Vault, snapshot: Snapshot, rel: str) -> Target:
