@@ -125,3 +125,29 @@ def test_review_never_reads_the_file_a_symlinked_card_points_at(vault_repo: Vaul
         ("cards/ops/leak.md", "file-symlink"),
         ("cards/ops/zero.md", "file-symlink"),
     }
+
+
+# -- a card lint passes is one every command can name ---------------------------------------------------------------
+
+
+def test_a_card_whose_file_name_is_long_in_bytes_is_shown_as_the_hook_says(vault_repo: VaultRepo) -> None:
+    """A 72-character Chinese file name is 216 bytes (ext4 takes 255): lint passed it and the hook served it with
+    `cairn show ID` to read the whole card, which refused the id ("is not a card id"): only ids of cards to write
+    must leave room for `.md` and a temporary name's affixes."""
+    make_vault(vault_repo)
+    slug = "在共享分支上强制推送之后使用拉取变基可能会悄悄丢掉你本地的提交所以先用引用日志比较一下再拉取远端的更新内容并且确认没有丢失任何东西以免后悔莫及啊"
+    assert len(slug.encode()) > 200
+    vault_repo.write(
+        f"zh/{slug}",
+        "强制推送之后拉取变基会丢提交",
+        "共享分支被强制推送后，拉取变基可能悄悄丢掉本地提交；先用引用日志比较。",
+    )
+    vault_repo.commit("a card with a long Chinese file name")
+    assert vault_repo.cairn("lint").returncode == 0
+    assert vault_repo.cairn("index").returncode == 0
+    for args in ((), ("--worktree",)):
+        shown = vault_repo.cairn("show", f"zh/{slug}", *args)
+        assert shown.returncode == 0, shown.stderr
+        assert "强制推送之后拉取变基会丢提交" in shown.stdout
+    too_long = vault_repo.cairn("show", "zh/" + "长" * 90, "--worktree")  # 270 bytes: no file can have the name
+    assert too_long.returncode == 1 and too_long.stderr.startswith("Error: ") and "Traceback" not in too_long.stderr

@@ -93,6 +93,7 @@ class Card:
 
 # Undecodable bytes (as surrogates) and control characters: such a name cannot be stored, printed or typed.
 MAX_ID_PART_BYTES = 200  # a file name is at most 255 bytes on common file systems, with `.md` and temp affixes
+MAX_FOUND_PART_BYTES = 255 - len(".md")  # a card that exists: its name with `.md` fits the file system
 _BAD_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
@@ -377,8 +378,9 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def check_card_id(card_id: str) -> str:
-    """Return a card id if it names a path inside `cards/`; raise InvalidId for traversal and absolute paths."""
+def check_card_id(card_id: str, *, max_part_bytes: int = MAX_ID_PART_BYTES) -> str:
+    """Return a card id if it names a path inside `cards/`; raise InvalidId for traversal and absolute paths, and
+    for a part over `max_part_bytes` (a card to write leaves room for `.md` and a temporary name's affixes)."""
     from cairn.hot.errors import InvalidId
 
     cleaned = card_id.strip()
@@ -395,7 +397,7 @@ def check_card_id(card_id: str) -> str:
         or (len(cleaned) > 1 and cleaned[1] == ":")
         or any(part in ("", ".", "..") for part in parts)
         or _BAD_NAME.search(cleaned) is not None
-        or any(len(part.encode("utf-8", "surrogatepass")) > MAX_ID_PART_BYTES for part in parts)
+        or any(len(part.encode("utf-8", "surrogatepass")) > max_part_bytes for part in parts)
     )
     if bad:
         shown = card_id if len(card_id) <= 80 else card_id[:80] + "..."
@@ -407,8 +409,9 @@ def card_id_forms(card_id: str) -> tuple[str, ...]:
     """The ids a card id as a user or an agent gives it may name, the literal one first: the id as given (a card at
     `cards/cards/x.md` has the id `cards/x`, one at `cards/x.md.md` the id `x.md`, and recall serves them so), then
     `check_card_id`'s, without a `cards/` prefix and a `.md` suffix (a path given for an id). InvalidId as
-    `check_card_id` raises it."""
-    short = check_card_id(card_id)
+    `check_card_id` raises it, for a card that may exist: a part up to the file system's limit, which lint, the index
+    and the hook take (a 72-character Chinese name is 216 bytes)."""
+    short = check_card_id(card_id, max_part_bytes=MAX_FOUND_PART_BYTES)
     whole = card_id.strip()
     return (whole, short) if whole != short else (short,)
 
