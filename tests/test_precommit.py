@@ -363,6 +363,40 @@ def test_the_template_config_rejects_a_card_whose_name_holds_a_newline(tmp_path:
     assert "in 2 file(s) from git's staging area" in done.stdout
 
 
+def test_the_template_config_rejects_a_submodule_under_a_cards_name(tmp_path: Path) -> None:
+    """A submodule at `cards/git/sub.md` committed beside a card passed the hooks (pre-commit passed no directory,
+    and lint read no submodule), then the index refused it (path-outside-cards) and said to see `cairn lint`,
+    which said nothing of it."""
+    vault = tmp_path / "vault"
+    assert subprocess.run([cairn_executable(), "init", str(vault)], capture_output=True).returncode == 0
+    env = dict(_env(), PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    installed = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "install"], cwd=vault, env=env, capture_output=True, text=True
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    other = tmp_path / "other"
+    _git("init", "-q", "-b", "main", str(other), cwd=tmp_path)
+    _git("commit", "-q", "--allow-empty", "-m", "x", cwd=other, env=env)
+    _git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(other), "cards/git/sub.md", cwd=vault)
+    (vault / "cards" / "git" / "plain.md").write_text(card_text("A plain card", "A card that keeps the contract."))
+    _git("add", "cards", cwd=vault)
+    done = subprocess.run(
+        ["git", "commit", "-m", "a submodule"],
+        cwd=vault,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stdout
+    assert "cards/git/sub.md:0: path-outside-cards a submodule cannot hold cards" in done.stdout
+    worktree = subprocess.run([cairn_executable(), "lint"], cwd=vault, env=env, capture_output=True, text=True)
+    assert worktree.returncode == 1
+    assert "cards/git/sub.md:0: path-outside-cards a submodule cannot hold cards" in worktree.stdout.splitlines()
+    assert "sub.md/" not in worktree.stdout  # the submodule's own files are no cards of the vault
+
+
 @pytest.mark.slow
 def test_try_repo_rejects_a_symlinked_card(tmp_path: Path, hook_repo: tuple[str, str]) -> None:
     vault = _new_vault(tmp_path, hook_repo)

@@ -139,8 +139,8 @@ def _card_files(files: tuple[str, ...]) -> tuple[str, ...]:
     found: list[str] = []
     for given in files:
         folder = Path(given)
-        if not folder.is_dir():
-            found.append(given)
+        if not folder.is_dir() or (folder.name.endswith(".md") and (folder / ".git").exists()):
+            found.append(given)  # a file, or a submodule at a card's path: lint says what the index does of it
             continue
         cards = sorted(
             p

@@ -15,7 +15,7 @@ from cairn.hot.vault import Vault
 from cairn.lint import registry, security
 from cairn.lint.facts import vault_facts
 from cairn.lint.model import Context, Rule, Target
-from cairn.lint.snapshot import FILE, STAGED, SYMLINK, Snapshot, read_capped
+from cairn.lint.snapshot import FILE, STAGED, SUBMODULE, SYMLINK, Snapshot, read_capped
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +173,8 @@ def _line_of_disable(config_text: str | None) -> int:
 def _target(vault: Vault, snapshot: Snapshot, rel: str) -> Target:
     """Read and parse one file: from the snapshot, else (a file the staging area does not hold) the working tree."""
     file = snapshot.files.get(rel)
+    if file is not None and file.kind == SUBMODULE:  # as the index refuses it
+        return Target(rel, None, None, (Finding(rel, 0, "path-outside-cards", "a submodule cannot hold cards"),))
     if file is not None and file.kind == SYMLINK:
         return Target(
             rel, None, None, (Finding(rel, 0, "file-symlink", "a card must be a regular file, not a symlink"),)

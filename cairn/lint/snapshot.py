@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from cairn import gitrepo
-from cairn.cards.card import MAX_CARD_BYTES
+from cairn.cards.card import MAX_CARD_BYTES, card_id_from_path
 from cairn.config import CONFIG_FILE
 from cairn.hot.errors import CairnError
 from cairn.hot.vault import Vault, worktree_card_files
@@ -22,11 +22,13 @@ COMMIT = "commit"  # a commit's tree
 
 FILE = "file"
 SYMLINK = "symlink"
+SUBMODULE = "submodule"  # a submodule (a nested repository in the working tree) at a card's path: no card
 
 
 @dataclass(frozen=True, slots=True)
 class VaultFile:
-    """A file under `cards/`: vault-relative path, git blob id of its content, and kind (`file` or `symlink`)."""
+    """A file under `cards/`: vault-relative path, git blob id of its content, and kind (`file`, `symlink` or
+    `submodule`)."""
 
     path: str
     blob: str
@@ -51,8 +53,18 @@ class Snapshot:
             self._read_worktree()
 
     def _read_worktree(self) -> None:
-        for file in worktree_card_files(self.vault):
-            rel = file.relative_to(self.vault.root).as_posix()
+        files = [(file, file.relative_to(self.vault.root).as_posix()) for file in worktree_card_files(self.vault)]
+        # A folder holding `.git` is a submodule's (or a nested repository's): git records it as one entry, whose
+        # files are no cards of this vault.
+        nested = {rel.rsplit("/.git/", 1)[0] for _, rel in files if "/.git/" in rel} | {
+            rel.removesuffix("/.git") for _, rel in files if rel.endswith("/.git")
+        }
+        for folder in nested:
+            if card_id_from_path(folder) is not None:
+                self.files[folder] = VaultFile(folder, "", SUBMODULE)
+        for file, rel in files:
+            if any(rel.startswith(folder + "/") for folder in nested):
+                continue
             info = file.lstat()
             if stat.S_ISLNK(info.st_mode):
                 self.files[rel] = VaultFile(rel, "", SYMLINK)
@@ -70,10 +82,8 @@ class Snapshot:
         for entry in gitrepo.staged_entries(self._repo, self.vault, extra=(CONFIG_FILE,)):
             if entry.path == CONFIG_FILE:
                 config_blob = entry.blob
-            elif entry.mode == gitrepo.SYMLINK_MODE:
-                self.files[entry.path] = VaultFile(entry.path, entry.blob, SYMLINK)
-            elif entry.mode != gitrepo.SUBMODULE_MODE:
-                self.files[entry.path] = VaultFile(entry.path, entry.blob)
+            else:
+                self._add_entry(entry)
         self.config_text = None
         if config_blob is not None:
             self.config_text = self.read_blobs([config_blob])[config_blob].decode("utf-8", "replace")
@@ -81,12 +91,17 @@ class Snapshot:
     def _read_commit(self, commit: str) -> None:
         self._repo = gitrepo.open_repo(self.vault)
         for entry in gitrepo.card_entries(self._repo, commit, self.vault):
-            if entry.mode == gitrepo.SYMLINK_MODE:
-                self.files[entry.path] = VaultFile(entry.path, entry.blob, SYMLINK)
-            elif entry.mode != gitrepo.SUBMODULE_MODE:
-                self.files[entry.path] = VaultFile(entry.path, entry.blob)
+            self._add_entry(entry)
         config = gitrepo.read_path(self._repo, commit, CONFIG_FILE, self.vault)
         self.config_text = None if config is None else config.decode("utf-8", "replace")
+
+    def _add_entry(self, entry: gitrepo.TreeEntry) -> None:
+        if entry.mode == gitrepo.SYMLINK_MODE:
+            self.files[entry.path] = VaultFile(entry.path, entry.blob, SYMLINK)
+        elif entry.mode != gitrepo.SUBMODULE_MODE:
+            self.files[entry.path] = VaultFile(entry.path, entry.blob)
+        elif card_id_from_path(entry.path) is not None:  # the index refuses it: lint says so
+            self.files[entry.path] = VaultFile(entry.path, entry.blob, SUBMODULE)
 
     def __enter__(self) -> Snapshot:
         return self
