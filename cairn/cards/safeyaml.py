@@ -28,6 +28,11 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` would also repeat keys on purpose
+                raise YamlRejected(
+                    "a YAML merge key (`<<`) is not supported; write the merged keys out",
+                    key_node.start_mark.line,
+                )
             key = self.construct_object(key_node, deep=deep)
             try:
                 duplicate = key in seen
