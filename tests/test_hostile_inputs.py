@@ -106,15 +106,19 @@ def test_import_survives_hostile_sources(vault_repo: VaultRepo, name: str) -> No
 
 @pytest.mark.parametrize("topic", ["../../x", "/abs", "a/../../b"])
 def test_import_topic_never_leaves_cards(vault_repo: VaultRepo, outside: Path, topic: str) -> None:
+    """A topic that climbs out of cards/ or is absolute is a usage error (it was slugged, part by part, into a
+    folder under cards/ nobody asked for); nothing is written, inside the vault or beside it."""
     make_vault(vault_repo)
     done = vault_repo.cairn("import", str(outside), "--topic", topic, "--json")
-    assert_clean_exit(done, 0, 1)
-    outcomes = json.loads(done.stdout)["cards"]
-    assert outcomes
-    for outcome in outcomes:
-        assert outcome["path"].startswith("cards/") and ".." not in outcome["path"].split("/")
-        assert (vault_repo.root / outcome["path"]).resolve().is_relative_to(vault_repo.root / "cards")
+    assert_clean_exit(done, 2)
+    assert "is not a folder under cards/" in done.stderr
+    assert vault_repo.git("status", "--porcelain", "--untracked-files=all") == ""
     assert sorted(p.name for p in vault_repo.root.parent.glob("*.md")) == ["outside.md"]
+    done = vault_repo.cairn("import", str(outside), "--topic", "ops/deep", "--json")  # a topic under cards/: written
+    assert_clean_exit(done, 0, 1)
+    for outcome in json.loads(done.stdout)["cards"]:
+        assert outcome["path"].startswith("cards/ops/deep/")
+        assert (vault_repo.root / outcome["path"]).resolve().is_relative_to(vault_repo.root / "cards")
 
 
 def test_sanitize_out_refusals(vault_repo: VaultRepo, tmp_path: Path) -> None:
