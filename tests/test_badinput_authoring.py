@@ -48,6 +48,16 @@ def _commit_tree_with_dotdot(repo: VaultRepo) -> None:
     assert "cards/../../../pwned.md" in _git(repo, "ls-tree", "-r", "--name-only", "HEAD").splitlines()
 
 
+# A git set to sign every commit with a signer that fails (git's own configuration, from the environment).
+FAILING_SIGNER = {
+    "GIT_CONFIG_COUNT": "2",
+    "GIT_CONFIG_KEY_0": "commit.gpgsign",
+    "GIT_CONFIG_VALUE_0": "true",
+    "GIT_CONFIG_KEY_1": "gpg.program",
+    "GIT_CONFIG_VALUE_1": "false",
+}
+
+
 def test_sanitize_never_writes_a_tree_path_that_climbs_out_of_the_copy(vault_repo: VaultRepo, tmp_path: Path) -> None:
     make_vault(vault_repo)
     _commit_tree_with_dotdot(vault_repo)
@@ -186,13 +196,7 @@ def test_add_reads_no_more_of_an_endless_body_file_than_a_card_may_hold(vault_re
 def test_init_that_cannot_make_its_first_commit_leaves_nothing_behind(tmp_path: Path) -> None:
     """A git set to sign every commit with a signer that fails: one line with git's reason, and no half-made vault
     that a second `cairn init` would call "not empty" (nor an empty folder that was given stays anything but empty)."""
-    signing = {
-        "GIT_CONFIG_COUNT": "2",
-        "GIT_CONFIG_KEY_0": "commit.gpgsign",
-        "GIT_CONFIG_VALUE_0": "true",
-        "GIT_CONFIG_KEY_1": "gpg.program",
-        "GIT_CONFIG_VALUE_1": "false",
-    }
+    signing = FAILING_SIGNER
     target = tmp_path / "deep" / "lessons"
     done = invoke_cli(["init", str(target), "--no-register"], env=signing)
     assert done.returncode == 1
@@ -209,13 +213,7 @@ def test_init_that_cannot_make_its_first_commit_leaves_nothing_behind(tmp_path: 
 
 def test_demo_that_cannot_make_its_first_commit_says_to_run_demo_again(tmp_path: Path) -> None:
     """The demo makes its vault with init's code, whose failure said "then run `cairn init` again"."""
-    signing = {
-        "GIT_CONFIG_COUNT": "2",
-        "GIT_CONFIG_KEY_0": "commit.gpgsign",
-        "GIT_CONFIG_VALUE_0": "true",
-        "GIT_CONFIG_KEY_1": "gpg.program",
-        "GIT_CONFIG_VALUE_1": "false",
-    }
+    signing = FAILING_SIGNER
     done = run_cairn("demo", cwd=tmp_path, env=signing)
     assert done.returncode == 1
     line = _one_error_line(done.stderr)

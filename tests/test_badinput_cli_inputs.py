@@ -156,10 +156,8 @@ def test_add_under_a_file_says_which_file_is_in_the_way(vault_repo: VaultRepo) -
     assert (vault_repo.root / "cards" / "docker").read_text() == "not a folder\n"
 
 
-def test_import_under_a_file_skips_those_cards_and_writes_the_others(vault_repo: VaultRepo, tmp_path: Path) -> None:
-    """It used to stop halfway with `Error: File exists (/.../cards/imported)`, the cards before it written."""
-    vault_repo.write_raw("cairn.toml", "")
-    vault_repo.write_raw("cards/imported", "not a folder\n")
+def _two_notes(tmp_path: Path) -> Path:
+    """A notes folder: docker/layers.md (imported under cards/docker/) and loose.md (under cards/imported/)."""
     notes = tmp_path / "notes"
     (notes / "docker").mkdir(parents=True)
     (notes / "docker" / "layers.md").write_text(f"# Order Docker layers\n\n{SUMMARY}\n\n{BODY}\n", encoding="utf-8")
@@ -168,6 +166,14 @@ def test_import_under_a_file_skips_those_cards_and_writes_the_others(vault_repo:
         "runs twice or never on the day clocks change.\n\nWe lost a nightly backup that way.\n",
         encoding="utf-8",
     )
+    return notes
+
+
+def test_import_under_a_file_skips_those_cards_and_writes_the_others(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """It used to stop halfway with `Error: File exists (/.../cards/imported)`, the cards before it written."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write_raw("cards/imported", "not a folder\n")
+    notes = _two_notes(tmp_path)
     done = vault_repo.cairn("import", str(notes))
     assert done.returncode == 1
     assert "File exists" not in done.stderr and "unexpected" not in done.stderr, done.stderr
@@ -192,14 +198,7 @@ def test_add_and_import_under_a_broken_symlink_say_where_it_points(vault_repo: V
         "Error: cards/docker is a symlink to gone, which does not exist, so cards/docker/layers.md cannot be "
         "written; choose another --id"
     )
-    notes = tmp_path / "notes"
-    (notes / "docker").mkdir(parents=True)
-    (notes / "docker" / "layers.md").write_text(f"# Order Docker layers\n\n{SUMMARY}\n\n{BODY}\n", encoding="utf-8")
-    (notes / "loose.md").write_text(
-        "# Cron runs in the host's time zone\n\nA cron line runs in the scheduler's time zone, so a job set for 02:30 "
-        "runs twice or never on the day clocks change.\n\nWe lost a nightly backup that way.\n",
-        encoding="utf-8",
-    )
+    notes = _two_notes(tmp_path)
     imported = vault_repo.cairn("import", str(notes))
     assert imported.returncode == 1 and "File exists" not in imported.stderr, imported.stderr
     assert (

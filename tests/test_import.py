@@ -544,18 +544,23 @@ def test_a_signed_notes_commit_dates_the_cards_under_log_show_signature(
     assert [c["verified_at"] for c in report["cards"]] == [_days_ago(10)]
 
 
-def test_a_card_is_not_refused_for_resembling_a_bullet_lint_refuses(vault_repo: VaultRepo, tmp_path: Path) -> None:
-    """Two like bullets, one holding an AWS key: that one is refused (an error) and never written, so the other,
-    whose only finding was resembling it, is written without --force. Before, both were refused."""
-    _start(vault_repo)
+def _staging_bullets(tmp_path: Path, second_ends: str) -> Path:
+    """A CLAUDE.md of two like deploy lessons, the second's summary ending `second_ends`."""
     src = tmp_path / "CLAUDE.md"
     src.write_text(
         "# App\n\n## Deploy\n\n"
         "- **Staging deploy and the signing key**: the staging deploy fails because the signing key rotated "
         "overnight; fetch the new key from vault first.\n"
-        "- **Staging deploys with the old key**: the staging deploy fails because the signing key "
-        "AKIA2Q5XJ7RPLMN4ZK8W rotated overnight; fetch the new key from vault first.\n"
+        f"- **Staging deploys with the old key**: the staging deploy fails because the signing key {second_ends}\n"
     )
+    return src
+
+
+def test_a_card_is_not_refused_for_resembling_a_bullet_lint_refuses(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Two like bullets, one holding an AWS key: that one is refused (an error) and never written, so the other,
+    whose only finding was resembling it, is written without --force. Before, both were refused."""
+    _start(vault_repo)
+    src = _staging_bullets(tmp_path, "AKIA2Q5XJ7RPLMN4ZK8W rotated overnight; fetch the new key from vault first.")
     code, report = _import(vault_repo, str(src))
     assert code == 1
     assert [(c["id"], c["status"], [f["rule"] for f in c["findings"]]) for c in report["cards"]] == [
@@ -568,14 +573,7 @@ def test_a_card_is_not_refused_for_resembling_a_bullet_lint_refuses(vault_repo: 
 def test_two_near_duplicate_bullets_are_both_refused_without_force(vault_repo: VaultRepo, tmp_path: Path) -> None:
     """Each resembles the other and neither has an error: leaving one out must not let the other pass."""
     _start(vault_repo)
-    src = tmp_path / "CLAUDE.md"
-    src.write_text(
-        "# App\n\n## Deploy\n\n"
-        "- **Staging deploy and the signing key**: the staging deploy fails because the signing key rotated "
-        "overnight; fetch the new key from vault first.\n"
-        "- **Staging deploys with the old key**: the staging deploy fails because the signing key "
-        "rotated overnight; fetch the new key from the vault first.\n"
-    )
+    src = _staging_bullets(tmp_path, "rotated overnight; fetch the new key from the vault first.")
     code, report = _import(vault_repo, str(src))
     assert code == 1
     assert [(c["status"], [f["rule"] for f in c["findings"]]) for c in report["cards"]] == [

@@ -111,13 +111,13 @@ def _new_vault(tmp_path: Path, hook_repo: tuple[str, str], rule: str | None = No
     return vault
 
 
-def _commit(vault: Path, message: str) -> subprocess.CompletedProcess[str]:
-    env = _env()
+def _commit(vault: Path, message: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`git commit -m MESSAGE` in `vault` (in `env`, else the tests' own environment)."""
     # git runs hooks with their output on stderr; merged here, in the order the user sees it
     return subprocess.run(
         ["git", "commit", "-m", message],
         cwd=vault,
-        env=env,
+        env=_env() if env is None else env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -160,8 +160,9 @@ def test_template_config_mirrors_the_manifest() -> None:
     assert f"rev: v{cairn.__version__}" in TEMPLATE_CONFIG.read_text()
 
 
-def test_the_template_config_as_shipped_rejects_a_bad_card(tmp_path: Path) -> None:
-    """`cairn init`, `pre-commit install`, commit: the shipped local hooks run the cairn on PATH."""
+def _template_vault(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """`cairn init` a vault and `pre-commit install` its shipped config: the vault, and the environment its commits
+    run in (this install's `cairn` first on PATH, as the shipped local hooks run the `cairn` on PATH)."""
     vault = tmp_path / "vault"
     assert subprocess.run([cairn_executable(), "init", str(vault)], capture_output=True).returncode == 0
     env = dict(_env(), PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}")
@@ -169,32 +170,22 @@ def test_the_template_config_as_shipped_rejects_a_bad_card(tmp_path: Path) -> No
         [sys.executable, "-m", "pre_commit", "install"], cwd=vault, env=env, capture_output=True, text=True
     )
     assert installed.returncode == 0, installed.stdout + installed.stderr
+    return vault, env
+
+
+def test_the_template_config_as_shipped_rejects_a_bad_card(tmp_path: Path) -> None:
+    """`cairn init`, `pre-commit install`, commit: the shipped local hooks run the cairn on PATH."""
+    vault, env = _template_vault(tmp_path)
     (vault / "cards" / "bad.md").write_text("---\nname: [broken\n---\n")
     _git("add", "cards/bad.md", cwd=vault)
-    done = subprocess.run(
-        ["git", "commit", "-m", "bad"],
-        cwd=vault,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=300,
-    )
+    done = _commit(vault, "bad", env)
     assert done.returncode == 1, done.stdout
     assert "cards/bad.md:" in done.stdout and "frontmatter-parse" in done.stdout
     (vault / "cards" / "bad.md").write_text(
         "---\nname: Fixed\nsummary: A card that keeps the contract.\n---\n\n# Fixed\n\nBody.\n"
     )
     _git("add", "cards/bad.md", cwd=vault)
-    done = subprocess.run(
-        ["git", "commit", "-m", "fixed"],
-        cwd=vault,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=300,
-    )
+    done = _commit(vault, "fixed", env)
     assert done.returncode == 0, done.stdout
 
 
@@ -310,27 +301,13 @@ def test_a_vault_in_a_subfolder_leaves_another_projects_cards_folder_alone(
 def test_the_template_config_rejects_a_symlinked_card_committed_with_another_card(tmp_path: Path) -> None:
     """pre-commit passes only files tagged `file` unless a hook says otherwise (its default `types: [file]`), so a
     symlinked card committed beside a regular one was never seen, and went in."""
-    vault = tmp_path / "vault"
-    assert subprocess.run([cairn_executable(), "init", str(vault)], capture_output=True).returncode == 0
-    env = dict(_env(), PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    installed = subprocess.run(
-        [sys.executable, "-m", "pre_commit", "install"], cwd=vault, env=env, capture_output=True, text=True
-    )
-    assert installed.returncode == 0, installed.stdout + installed.stderr
+    vault, env = _template_vault(tmp_path)
     (vault / "cards" / "git" / "linked.md").symlink_to("../../README.md")
     (vault / "cards" / "git" / "plain.md").write_text(
         "---\nname: A plain card\nsummary: A card that keeps the contract.\n---\n\n# A plain card\n\nBody.\n"
     )
     _git("add", "cards", cwd=vault)
-    done = subprocess.run(
-        ["git", "commit", "-m", "a link"],
-        cwd=vault,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=300,
-    )
+    done = _commit(vault, "a link", env)
     assert done.returncode == 1, done.stdout
     assert "cards/git/linked.md:0: file-symlink a card must be a regular file, not a symlink" in done.stdout
     assert "in 2 file(s) from git's staging area" in done.stdout
@@ -339,25 +316,11 @@ def test_the_template_config_rejects_a_symlinked_card_committed_with_another_car
 def test_the_template_config_rejects_a_card_whose_name_holds_a_newline(tmp_path: Path) -> None:
     """The hooks' file pattern (`.*`) did not match a name holding a newline, so such a card committed beside
     another card was never linted and went in; the index then refused it (file-name): it must fail the commit."""
-    vault = tmp_path / "vault"
-    assert subprocess.run([cairn_executable(), "init", str(vault)], capture_output=True).returncode == 0
-    env = dict(_env(), PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    installed = subprocess.run(
-        [sys.executable, "-m", "pre_commit", "install"], cwd=vault, env=env, capture_output=True, text=True
-    )
-    assert installed.returncode == 0, installed.stdout + installed.stderr
+    vault, env = _template_vault(tmp_path)
     (vault / "cards" / "git" / "two\nlines.md").write_text(card_text("Two lines", "A name that holds a newline."))
     (vault / "cards" / "git" / "plain.md").write_text(card_text("A plain card", "A card that keeps the contract."))
     _git("add", "cards", cwd=vault)
-    done = subprocess.run(
-        ["git", "commit", "-m", "a newline"],
-        cwd=vault,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=300,
-    )
+    done = _commit(vault, "a newline", env)
     assert done.returncode == 1, done.stdout
     assert "cards/git/two?lines.md:0: file-name" in done.stdout
     assert "in 2 file(s) from git's staging area" in done.stdout
@@ -367,28 +330,14 @@ def test_the_template_config_rejects_a_submodule_under_a_cards_name(tmp_path: Pa
     """A submodule at `cards/git/sub.md` committed beside a card passed the hooks (pre-commit passed no directory,
     and lint read no submodule), then the index refused it (path-outside-cards) and said to see `cairn lint`,
     which said nothing of it."""
-    vault = tmp_path / "vault"
-    assert subprocess.run([cairn_executable(), "init", str(vault)], capture_output=True).returncode == 0
-    env = dict(_env(), PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    installed = subprocess.run(
-        [sys.executable, "-m", "pre_commit", "install"], cwd=vault, env=env, capture_output=True, text=True
-    )
-    assert installed.returncode == 0, installed.stdout + installed.stderr
+    vault, env = _template_vault(tmp_path)
     other = tmp_path / "other"
     _git("init", "-q", "-b", "main", str(other), cwd=tmp_path)
     _git("commit", "-q", "--allow-empty", "-m", "x", cwd=other, env=env)
     _git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(other), "cards/git/sub.md", cwd=vault)
     (vault / "cards" / "git" / "plain.md").write_text(card_text("A plain card", "A card that keeps the contract."))
     _git("add", "cards", cwd=vault)
-    done = subprocess.run(
-        ["git", "commit", "-m", "a submodule"],
-        cwd=vault,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=300,
-    )
+    done = _commit(vault, "a submodule", env)
     assert done.returncode == 1, done.stdout
     assert "cards/git/sub.md:0: path-outside-cards a submodule cannot hold cards" in done.stdout
     worktree = subprocess.run([cairn_executable(), "lint"], cwd=vault, env=env, capture_output=True, text=True)
@@ -439,31 +388,14 @@ def test_the_template_config_leaves_files_the_index_does_not_read_alone(tmp_path
     """A vault at the repository's root with `docs/cards/howto.md` (no card: the index reads only the vault's own
     `cards/`) and `examples/cairn.toml`: the hook's file pattern matches both and lint failed the commit
     (path-outside-cards, config-invalid). They are skipped now, and a card the commit deletes is still judged."""
-    vault = tmp_path / "vault"
-    assert subprocess.run([cairn_executable(), "init", str(vault)], capture_output=True).returncode == 0
-    env = dict(_env(), PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    installed = subprocess.run(
-        [sys.executable, "-m", "pre_commit", "install"], cwd=vault, env=env, capture_output=True, text=True
-    )
-    assert installed.returncode == 0, installed.stdout + installed.stderr
+    vault, env = _template_vault(tmp_path)
     (vault / "docs" / "cards").mkdir(parents=True)
     (vault / "docs" / "cards" / "howto.md").write_text("# How we write cards\n\nOne lesson a card.\n")
     (vault / "examples").mkdir()
     (vault / "examples" / "cairn.toml").write_text("[example]\nshown = true\n")
     _git("add", "docs", "examples", cwd=vault)
 
-    def commit(message: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["git", "commit", "-m", message],
-            cwd=vault,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            timeout=300,
-        )
-
-    done = commit("docs")
+    done = _commit(vault, "docs", env)
     assert done.returncode == 0, done.stdout
     assert "docs/cards/howto.md: skipped, not in the vault's cards/ folder (the index reads no card there)" in (
         done.stdout
@@ -475,6 +407,6 @@ def test_the_template_config_leaves_files_the_index_does_not_read_alone(tmp_path
     _git("rm", "-q", superseded, cwd=vault)
     (vault / "docs" / "cards" / "howto.md").write_text("# How we write cards\n\nOne lesson a card, always.\n")
     _git("add", "docs", cwd=vault)
-    done = commit("drop a card")
+    done = _commit(vault, "drop a card", env)
     assert done.returncode == 1, done.stdout
     assert "cards/git/force-push-safely.md:11: supersedes-missing" in done.stdout

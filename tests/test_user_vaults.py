@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import shlex
 import shutil
 import stat
 import subprocess
@@ -748,5 +749,5 @@ def test_a_vault_a_sparse_checkout_leaves_out_says_how_to_check_it_out(tmp_path:
     assert served.returncode == 0
     logged = json.loads((state_dir() / "hook.jsonl").read_text()[len(hook_log_before) :].splitlines()[-1])
     assert f"{problem}; check it out (`{command}`) and the hook serves it" in json.dumps(logged)
-    subprocess.run(command.split(), check=True, capture_output=True)
+    subprocess.run(shlex.split(command), check=True, capture_output=True)  # as printed
     assert cairn("index", "--vault", str(lessons), cwd=tmp_path).returncode == 0

@@ -332,8 +332,11 @@ def sparse_left_out(root: str) -> tuple[str, str] | None:
                 on = value == "true"
     if not on:
         return None
+    from shlex import quote  # only here, when a vault's folder is missing: the command runs as printed
+
     rel = os.path.relpath(os.path.abspath(missing), folder).replace(os.sep, "/")
-    return f"{rel} is left out of the work tree by git's sparse checkout", f"git -C {folder} sparse-checkout add {rel}"
+    command = f"git -C {quote(folder)} sparse-checkout add {quote(rel)}"
+    return f"{rel} is left out of the work tree by git's sparse checkout", command
 
 
 def _is_bare_repository(folder: str) -> bool:
