@@ -205,9 +205,8 @@ class VaultTools:
         scope: tags such as a language or tool; cards scoped elsewhere are left out.
         session: the agent session's id; a card is given at most once per session (shared with the prompt hook).
         """
-        tags, entry = served_scope(
-            self.vault.root, scope_tags(scope or ())
-        )  # a configured vault's limit, as the hook's
+        # a configured vault's scope limit, as the hook applies it
+        tags, entry = served_scope(self.vault.root, scope_tags(scope or ()))
         if tags is None:
             return {"cards": [], "abstained": True, **({"already_injected": []} if session else {})}
         with indexer.open_index(self.vault, served_only=True) as index:
