@@ -56,7 +56,7 @@ def run_checks(cwd: Path, env: dict[str, str] | None = None) -> list[Check]:
     for entry in entries:
         checks += _vault_checks(entry, encodes)
     checks.append(semantic)
-    checks += _agent_checks(cwd)
+    checks += _agent_checks(cwd, entries)
     return checks
 
 
@@ -388,7 +388,7 @@ def _has(path: Path, text: str) -> bool:
         return False
 
 
-def _agent_checks(cwd: Path) -> list[Check]:
+def _agent_checks(cwd: Path, entries: list[VaultEntry]) -> list[Check]:
     checks: list[Check] = []
     found = False
     for agent in install.AGENTS:
@@ -400,6 +400,7 @@ def _agent_checks(cwd: Path) -> list[Check]:
         places += [("project", p) for p in _project_settings(agent, cwd) if all(p != q for _, q in places)]
         runs_cairn = False
         cairns: list[str] = []
+        runs: list[tuple[str, Path, str]] = []
         for where, path in places:
             if not path.is_file():
                 continue
@@ -414,14 +415,62 @@ def _agent_checks(cwd: Path) -> list[Check]:
             cairns += commands
             for command in commands:
                 checks.append(_command_check(agent, where, path, command))
+                runs.append((where, path, command))
         if runs_cairn:
             checks += _switched_off(agent, places, cairns)
+            checks += _served_twice(agent, runs, entries)
         found = found or runs_cairn
     if not found:
         checks.append(
             Check("agent", "any", False, "no agent's settings run `cairn hook`", "cairn install claude-code --user")
         )
     return checks
+
+
+def _served_twice(agent: str, runs: list[tuple[str, Path, str]], entries: list[VaultEntry]) -> list[Check]:
+    """A failing check when two of an agent's Cairn hooks (its user and project settings merge, and each hook runs)
+    serve the same vault: each of its cards would reach the prompt twice. Identical commands count once (Claude Code
+    runs a command that two files hold once); hooks that bake in different vaults are a deliberate split."""
+    configured = {os.path.realpath(e.path) for e in entries}
+    served: list[tuple[str, Path, set[str]]] = []  # each distinct runnable hook and the vault folders it serves
+    seen: set[str] = set()
+    for where, path, command in runs:
+        try:
+            argv = shlex.split(command)
+        except ValueError:
+            continue
+        problem, options = _hook_arguments(agent, argv)
+        if problem or options is None or command in seen:
+            continue
+        seen.add(command)
+        folders = configured if options.vault is None else _baked_folder(options.vault, entries)
+        if options.vault is None and not folders:  # no configuration: each finds the same vault from the cwd
+            folders = {""}
+        served.append((where, path, folders))
+    for i, (where, path, folders) in enumerate(served):
+        for other_where, other_path, other_folders in served[i + 1 :]:
+            if not folders & other_folders:
+                continue
+            project = next((p for w, p in ((where, path), (other_where, other_path)) if w == "project"), None)
+            if project is not None:
+                fix = shlex.join(["cairn", "uninstall", agent, "--project", str(project.parent.parent)])
+            else:
+                fix = shlex.join(["cairn", "install", agent, "--user"])
+            detail = (
+                f"Cairn's hook runs twice on each prompt ({where}: {path}; {other_where}: {other_path}) and both "
+                "serve the same vault, so its cards are injected twice; keep one"
+            )
+            return [Check("agent", f"{agent} (twice)", False, detail, fix)]
+    return []
+
+
+def _baked_folder(given: str, entries: list[VaultEntry]) -> set[str]:
+    """The folder a hook's baked `--vault` serves (a registered name, or a vault's folder); empty when none."""
+    named = [e.path for e in entries if e.name == given] if "/" not in given else []
+    try:
+        return {os.path.realpath(named[0] if named else str(find_vault(given).root))}
+    except CairnError:
+        return set()
 
 
 def _switched_off(agent: str, places: list[tuple[str, Path]], commands: list[str]) -> list[Check]:

@@ -128,6 +128,7 @@ def test_the_fix_for_a_project_hook_above_the_current_folder_rewrites_that_hook(
     """Bug fixed: doctor run in a subfolder of a project (or with --cwd) found the project's broken hook in the
     folder above, but its fix was a bare `cairn install claude-code`, which wrote a second settings file into the
     current folder and left the broken one failing; and it dropped the hook's --vault and --scope."""
+    assert run_cairn("uninstall", "claude-code", "--user", cwd=setup).returncode == 0  # one hook serves `team`
     subprocess.run(["git", "init", "-q"], cwd=setup, check=True)
     done = run_cairn("install", "claude-code", "--vault", "team", "--scope", "git", cwd=setup)
     assert done.returncode == 0, done.stderr
@@ -152,6 +153,33 @@ def test_the_fix_for_a_project_hook_above_the_current_folder_rewrites_that_hook(
     assert not (sub / ".claude").exists()
     assert all(c["ok"] for c in _agent_checks(sub)), _agent_checks(sub)
     assert json.loads(settings.read_text())["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"] == command
+
+
+def test_two_hooks_that_serve_one_vault_fail(setup: Path, isolated_env: Path, tmp_path: Path) -> None:
+    """Bug fixed: a project install beside the user's (each agent merges its user and project settings, and runs
+    each hook) injected every card of the configured vault twice per prompt, and doctor said `ok` for both hooks.
+    The same command in both files runs once (Claude Code runs identical commands once), and hooks that bake in
+    different vaults are a deliberate split: both pass."""
+    subprocess.run(["git", "init", "-q"], cwd=setup, check=True)
+    assert run_cairn("install", "claude-code", "--vault", "team", cwd=setup).returncode == 0
+
+    [twice] = [c for c in _agent_checks(setup) if c["ok"] is False]
+    assert twice["subject"] == "claude-code (twice)"
+    assert twice["detail"] == (
+        f"Cairn's hook runs twice on each prompt (user: {isolated_env / '.claude' / 'settings.json'}; project: "
+        f"{setup / '.claude' / 'settings.local.json'}) and both serve the same vault, so its cards are injected "
+        "twice; keep one"
+    )
+    assert twice["fix"] == shlex.join(["cairn", "uninstall", "claude-code", "--project", str(setup)])
+    assert run_cairn(*shlex.split(twice["fix"])[1:], cwd=setup).returncode == 0
+    assert all(c["ok"] for c in _agent_checks(setup)), _agent_checks(setup)
+
+    assert run_cairn("install", "claude-code", cwd=setup).returncode == 0  # the user's own command: runs once
+    assert all(c["ok"] for c in _agent_checks(setup)), _agent_checks(setup)
+    other = VaultRepo(tmp_path / "other")  # a vault of its own, baked into the project's hook: no card twice
+    make_vault(other)
+    assert run_cairn("install", "claude-code", "--vault", str(other.root), cwd=setup).returncode == 0
+    assert all(c["ok"] for c in _agent_checks(setup)), _agent_checks(setup)
 
 
 @pytest.mark.parametrize("where", ["user", "project-local"])
