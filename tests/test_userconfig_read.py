@@ -183,6 +183,19 @@ def test_a_malformed_file_names_the_file_the_entry_and_the_fix(isolated_env: Pat
         allowed_disabled_rules()
 
 
+def test_a_symlink_to_a_listed_vault_is_that_vault(isolated_env: Path, tmp_path: Path) -> None:
+    """Bug fixed: `cairn vault add` refuses a symlink to a configured vault, but a hand-edited file listing the
+    vault and a symlink to it was taken, and the hook asked one vault twice (each card under two names)."""
+    (tmp_path / "team").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "team")
+    write_config(
+        isolated_env,
+        f"[[vaults]]\nname = 'a'\npath = '{tmp_path / 'team'}'\n[[vaults]]\nname = 'b'\npath = '{tmp_path / 'link'}'\n",
+    )
+    with pytest.raises(ConfigError, match=r"entry 2 \(b\): the path '.*link' is already vault 'a'; list a vault once"):
+        load_vaults()
+
+
 def test_a_fixed_file_replaces_the_cached_error(isolated_env: Path) -> None:
     path = write_config(isolated_env, "[[vaults]]\nname = 'team'\n")
     with pytest.raises(ConfigError):

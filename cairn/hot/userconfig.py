@@ -201,11 +201,12 @@ def _validated(file: str, document: object, env: "Mapping[str, str]") -> "dict[s
         if entry["name"] in names:
             raise ValueError(f"{where}: the name {entry['name']!r} is used twice; give each vault its own name")
         names.add(entry["name"])
-        if entry["path"] in paths:
+        folder = os.path.realpath(entry["path"])  # a symlink to a listed vault is that vault (`vault add` agrees)
+        if folder in paths:
             raise ValueError(
-                f"{where}: the path {entry['path']!r} is already vault {paths[entry['path']]!r}; list a vault once"
+                f"{where}: the path {entry['path']!r} is already vault {paths[folder]!r}; list a vault once"
             )
-        paths[entry["path"]] = entry["name"]
+        paths[folder] = entry["name"]
         entries.append(entry)
     security = document.get("security", {})
     if not isinstance(security, dict):
