@@ -163,6 +163,22 @@ def test_eval_refuses_bad_cases_files(vault_repo: VaultRepo, name: str) -> None:
     assert done.stderr.startswith("Error: ") and CASES[name] in done.stderr
 
 
+def test_eval_names_a_device_and_refuses_a_slice_called_all(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: `--cases /dev/stdin` (or /dev/null) said "no such cases file" of a file that exists, and a slice
+    named `all` printed a second `all` row beside the row of every case."""
+    make_vault(vault_repo)
+    done = vault_repo.cairn("eval", "--cases", "/dev/null")
+    assert_clean_exit(done, 1)
+    assert done.stderr == (
+        "Error: /dev/null: not a regular file; save the cases to a .jsonl or .yaml file and name that\n"
+    )
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"id": "a", "query": "rebase", "expect": [], "slice": "All"}\n', encoding="utf-8")
+    done = vault_repo.cairn("eval", "--cases", str(cases))
+    assert_clean_exit(done, 1)
+    assert done.stderr == f"Error: {cases}:1: the slice 'All' names every case in the tables; pick another name\n"
+
+
 BENCH = {
     "binary.bin": "not UTF-8",
     "bench-truncated.json": "not JSON",

@@ -84,6 +84,8 @@ MAX_CASES_VALUES = 2_000_000  # YAML values after aliases are expanded
 def load_cases(path: Path) -> list[Case]:
     """Cases from a `.jsonl` file (one object a line) or a `.yaml`/`.yml` file (a list of objects)."""
     if not path.is_file():
+        if path.exists():  # a pipe or a device (`--cases /dev/stdin`): its suffix cannot say its format
+            raise InvalidCases(f"{path}: not a regular file; save the cases to a .jsonl or .yaml file and name that")
         raise InvalidCases(f"{path}: no such cases file")
     if path.stat().st_size > MAX_CASES_BYTES:
         raise InvalidCases(f"{path}: the cases file is larger than {MAX_CASES_BYTES // (1024 * 1024)} MiB")
@@ -203,6 +205,8 @@ def _case(path: Path, number: int, position: int, item: Any) -> Case:
     slice_name = item.get("slice") or ""
     if not isinstance(slice_name, str):
         raise InvalidCases(f"{where}: 'slice' must be text")
+    if slice_name.strip().lower() == "all":  # the tables' row of every case
+        raise InvalidCases(f"{where}: the slice {slice_name!r} names every case in the tables; pick another name")
     # The hook reads a prompt's first MAX_QUERY_CHARS characters (`cairn recall` and MCP too): a case is that prompt
     query = query[:MAX_QUERY_CHARS]
     return Case(id=str(case_id), query=query, expect=tuple(expect), slice=slice_name)
