@@ -393,11 +393,10 @@ def _agent_checks(cwd: Path, entries: list[VaultEntry]) -> list[Check]:
     found = False
     for agent in install.AGENTS:
         try:
-            places = [("user", path) for path in install.user_files(agent)]
+            places = _places(agent, cwd)
         except CairnError as exc:  # a HOME no agent could use either
-            places = []
+            places = [("project", p) for p in _project_settings(agent, cwd)]
             checks.append(Check("agent", f"{agent} (user)", False, str(exc), "export HOME=/path/to/your/home"))
-        places += [("project", p) for p in _project_settings(agent, cwd) if all(p != q for _, q in places)]
         runs_cairn = False
         cairns: list[str] = []
         runs: list[tuple[str, Path, str]] = []
@@ -425,6 +424,28 @@ def _agent_checks(cwd: Path, entries: list[VaultEntry]) -> list[Check]:
             Check("agent", "any", False, "no agent's settings run `cairn hook`", "cairn install claude-code --user")
         )
     return checks
+
+
+def _places(agent: str, cwd: Path) -> list[tuple[str, Path]]:
+    """Each settings file the agent reads when started in `cwd`: the user's, then the project's (`_project_settings`)."""
+    places = [("user", path) for path in install.user_files(agent)]
+    return places + [("project", p) for p in _project_settings(agent, cwd) if all(p != q for _, q in places)]
+
+
+def served_twice(agent: str, cwd: Path) -> Check | None:
+    """The failing check of `_served_twice` for an agent started in `cwd`, or None (`cairn install` says it at once)."""
+    try:
+        places, entries = _places(agent, cwd), load_vaults()
+    except CairnError:  # doctor names a broken HOME or configuration
+        return None
+    runs = [
+        (where, path, command)
+        for where, path in places
+        if path.is_file()
+        for command in install.cairn_commands(agent, path) or []
+    ]
+    found = _served_twice(agent, runs, entries)
+    return found[0] if found else None
 
 
 def _served_twice(agent: str, runs: list[tuple[str, Path, str]], entries: list[VaultEntry]) -> list[Check]:

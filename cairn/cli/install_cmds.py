@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
-from cairn import githooks, gitrepo, install
+from cairn import doctor, githooks, gitrepo, install
 from cairn.cli.common import _one_vault, echo, errors_to_exit, open_vault
 from cairn.hot.errors import CairnError
 from cairn.index import build as indexer
@@ -117,6 +117,13 @@ def install_cmd(
         _index_now(vault_dir, executable)
     if change.note:
         echo(f"  Note: {change.note}")
+    try:  # a user install: the agent started here also reads this project's hooks
+        started = Path.cwd() if user else base
+    except OSError:  # the current folder was removed
+        started = base
+    twice = doctor.served_twice(target, started)
+    if twice is not None:
+        echo(f"  Note: {twice.detail}: `{twice.fix}`")
     where = " --user" if user else f" --project {shlex.quote(str(project))}" if project is not None else ""
     echo(f"Undo with `cairn uninstall {target}{where}`.")
 
