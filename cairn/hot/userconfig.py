@@ -21,6 +21,7 @@ not a TOML parse. The copy is checked like the file (the same validation runs on
 """
 
 import os
+import sys
 
 from cairn.hot import Record, dumps, loads, path_text, read_regular, sha256_hex, xdg_is_set
 
@@ -170,7 +171,11 @@ def _parse_toml(file: str, raw: bytes, env: "Mapping[str, str]") -> "dict[str, A
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(f"{file}: not UTF-8 (byte {exc.start}); save it as UTF-8") from None
-    import tomllib  # cold: only when the cached copy is missing or stale
+    # Cold: only when the cached copy is missing or stale. Python 3.10 has no tomllib: its backport is a dependency.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
 
     try:
         document = tomllib.loads(text)
