@@ -160,7 +160,8 @@ class Engine:
         H, FF = self.H, self.FF
 
         def weights(name: str, n_out: int, n_in: int) -> Matrix:
-            return self.dequantized(name, n_out, n_in).T.copy()  # (in, out): x @ w
+            w: Matrix = self.dequantized(name, n_out, n_in).T.copy()  # (in, out): x @ w
+            return w
 
         vector = self.vector
         self._layers: list[dict[str, Any]] = []
