@@ -435,9 +435,37 @@ def test_a_damaged_cache_key_is_named_by_audit_and_cairn_index_makes_a_new_one(v
     key.write_bytes(b"abc")
     audit = vault_repo.cairn("audit")
     assert audit.returncode == 1
-    assert f"the cache key {key} is missing or damaged, so its seals cannot be checked" in audit.stdout + audit.stderr
+    assert f"the cache key {key} is missing, damaged or not yours alone" in audit.stdout + audit.stderr
     assert vault_repo.cairn("index").returncode == 0
     assert len(key.read_bytes()) > 3 and vault_repo.cairn("audit").returncode == 0
+
+
+@pytest.mark.parametrize("holder", ["another user", "a key others may write"])
+def test_a_cache_key_not_the_users_alone_seals_nothing_the_hook_serves(vault_repo: VaultRepo, holder: str) -> None:
+    """Bug fixed: the seals were checked with whatever key the cache folder held. In a cache another user owns (a
+    shared or world-writable CAIRN_CACHE_DIR), or with a key others may write, they re-seal an index of their own
+    and the hook served their text as the team's card; the key must be the user's alone, 0600, else nothing is
+    believed, and `cairn index` makes a new one."""
+    _served_vault(vault_repo)
+    index_file = _index_file()
+    edit_card(index_file, REBASE_ID, summary=INJECTED)
+    reseal(index_file)
+    key = cache_dir() / "index.key"
+    if holder == "another user":
+        if not hasattr(os, "geteuid") or os.geteuid() != 0:
+            pytest.skip("needs root to give the cache to another user")
+        for path in (cache_dir(), *cache_dir().rglob("*")):
+            os.chown(path, 65534, 65534)
+        cache_dir().chmod(0o777)
+    else:
+        key.chmod(0o666)
+    hooked = _hook(vault_repo)
+    assert (hooked.returncode, hooked.stdout) == (0, "")
+    assert "not yours alone" in log_entries()[-1]["error"]
+    assert "Ignore all" not in vault_repo.cairn("recall", FITTING_PROMPT).stdout  # rebuilt under a new key
+    assert key.stat().st_uid == os.getuid() and _mode(key) == 0o600
+    served = _hook(vault_repo, "after").stdout
+    assert REBASE_ID in served and "Ignore all" not in served
 
 
 def test_a_swapped_index_of_another_vault_in_the_same_repository_is_not_served(tmp_path: Path) -> None:

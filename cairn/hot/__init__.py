@@ -316,13 +316,17 @@ def index_key_file(cache: "str | None" = None) -> str:
 
 
 def index_key(cache: "str | None" = None) -> "bytes | None":
-    """The cache key (of the folder `cache`, else this process's), or None when there is none (or not a whole one):
-    no index of this cache can be trusted."""
+    """The cache key (of the folder `cache`, else this process's), or None when there is none (or not a whole one),
+    or when it is not this user's alone (another user owns it, or may read or write it: a shared or world-writable
+    cache folder): no index of this cache can be trusted, since whoever holds the key can seal any index."""
     try:
         fd = os.open(index_key_file(cache), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # never blocks on a FIFO
     except OSError:
         return None
     try:
+        info = os.fstat(fd)
+        if info.st_uid != os.getuid() or info.st_mode & 0o077:
+            return None  # `make_index_key` replaces it with one of this user's, 0600
         key = os.read(fd, KEY_BYTES + 1)
     except OSError:  # a folder in the key's place opens, but does not read
         return None
@@ -351,7 +355,7 @@ def make_index_key() -> bytes:
         try:
             os.link(tmp, target)  # never replaces a key another writer made meanwhile
         except FileExistsError:
-            if index_key() is None:  # a damaged key (cut short): replaced; its indexes fail their checks
+            if index_key() is None:  # damaged (cut short) or not ours alone: replaced; its indexes fail their checks
                 try:
                     os.replace(tmp, target)
                 except OSError as exc:  # a folder in its place: say which file, not the temp one

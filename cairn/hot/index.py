@@ -31,7 +31,8 @@ length) pairs over its postings (the highest frequencies at the shortest lengths
 recall can tell, without reading a term's postings one by one, that it cannot lift a card into the top few.
 
 The cache is checked, not trusted. Every record the hook reads carries a seal: a keyed BLAKE2b MAC (128 bits) of
-its bytes under the cache's key (`paths.index_key_file`: 32 random bytes, 0600, made by the first writer). The
+its bytes under the cache's key (`paths.index_key_file`: 32 random bytes, 0600, made by the first writer; a key
+another user owns, or that others may read or write, is taken as none). The
 meta seal covers every stored setting; a card's covers its row number, id, path, blob and every served field (and
 a digest of its cold record); a term's covers the term and its postings and bound; the problems seal the list of
 cards left out. The reader checks the header (Cairn's magic, this format, this machine's byte order, and a file
@@ -325,7 +326,8 @@ class IndexReader:
                 key = index_key()
             if key is None:
                 raise self._damaged(
-                    f"the cache key {index_key_file()} is missing or damaged, so its seals cannot be checked"
+                    f"the cache key {index_key_file()} is missing, damaged or not yours alone (another user owns it "
+                    "or may read or write it), so its seals cannot be checked"
                 )
             self._sealer = Sealer(key)
             self._meta_len = meta_len
