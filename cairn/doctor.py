@@ -296,7 +296,8 @@ def _index_check(name: str, root: str, commit: str, vault: Any) -> Check:
                 name,
                 False,
                 f"diverged: {ref} at {commit[:8]} does not descend from the indexed {indexed[:8]} (history was "
-                f"rewritten); still serving {indexed[:8]}; if the new history is right, rebuild{left_out}",
+                f"rewritten); agents get nothing from this vault until it is rebuilt; if the new history is right, "
+                f"rebuild{left_out}",
                 f"cairn index --vault {name} --rebuild",
             )
         return Check("index", name, False, f"stale: indexed {ref} {indexed[:8]}, serving {commit[:8]}{left_out}", fix)

@@ -117,7 +117,7 @@ def _sync(repo: Any, vault: Vault, name: str, say: Say, fetching: Fetching) -> S
                     after,
                     fetched=fetched,
                     message=f"{ref} at {after[:8]} does not descend from the indexed {before[:8]} (history was "
-                    f"rewritten); still serving {before[:8]}. If the new history is right: "
+                    f"rewritten); agents get nothing from this vault until it is rebuilt. If the new history is right: "
                     f"`cairn index --vault {name} --rebuild`",
                 )
         say(f"{name}: indexing {ref} at {after[:8]}")
@@ -132,7 +132,7 @@ def _sync(repo: Any, vault: Vault, name: str, say: Say, fetching: Fetching) -> S
                 before,
                 fetched=fetched,
                 message=f"{ref} at {after[:8]} does not descend from the indexed {report.commit[:8]} (history was "
-                f"rewritten); still serving {report.commit[:8]}. If the new history is right: "
+                f"rewritten); agents get nothing from this vault until it is rebuilt. If the new history is right: "
                 f"`cairn index --vault {name} --rebuild`",
             )
     except CairnError as exc:

@@ -244,9 +244,11 @@ def test_sync_fetches_fast_forward_only(tmp_path: Path) -> None:
     assert index.returncode == 1
     assert index.stderr == (
         f"Error: refs/remotes/origin/main moved to {rewritten[:8]}, which does not descend from the indexed "
-        f"{new[:8]} (the branch was rewritten: a force-push?); still serving {new[:8]}. If the new history is right: "
-        "`cairn index --rebuild`\n"
+        f"{new[:8]} (the branch was rewritten: a force-push?); the index stays at {new[:8]} and agents get nothing "
+        "from this vault until it is rebuilt. If the new history is right: `cairn index --rebuild`\n"
     )
+    asked = json.dumps({"prompt": "how do I make git bisect find the breaking commit by itself", "session_id": "s2"})
+    assert json.loads(cairn("hook", "--format", "json", cwd=tmp_path, input=asked).stdout)["cards"] == []
     assert json.loads(cairn("list", "--vault", "team", "--json", cwd=tmp_path).stdout)["commit"] == new
     assert cairn("index", "--vault", "team", "--rebuild", cwd=tmp_path).returncode == 0
     assert json.loads(cairn("list", "--vault", "team", "--json", cwd=tmp_path).stdout)["commit"] == rewritten.strip()

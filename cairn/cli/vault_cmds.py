@@ -421,8 +421,9 @@ def index(
     if report.mode == "diverged" and not as_json:
         echo(
             f"Error: {_indexed_ref(report.index_file)} moved to {(report.refused_commit or '')[:8]}, which does not "
-            f"descend from the indexed {report.commit[:8]} (the branch was rewritten: a force-push?); still serving "
-            f"{report.commit[:8]}. If the new history is right: `cairn index --rebuild`",
+            f"descend from the indexed {report.commit[:8]} (the branch was rewritten: a force-push?); the index stays "
+            f"at {report.commit[:8]} and agents get nothing from this vault until it is rebuilt. If the new history "
+            "is right: `cairn index --rebuild`",
             err=True,
         )
         sys.exit(1)
