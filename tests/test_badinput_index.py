@@ -134,6 +134,17 @@ def test_a_fifo_in_place_of_the_seal_never_blocks_audit_or_index(vault_repo: Vau
     assert_clean_exit(vault_repo.cairn("audit"), 0)
 
 
+def test_a_fifo_in_place_of_the_lint_cache_never_blocks_lint(vault_repo: VaultRepo) -> None:
+    """Bug fixed: the card facts the vault-wide lint rules cache beside the index were read with `read_bytes`, so a
+    FIFO in their place left `cairn lint` (and the pre-commit hook) waiting for a writer for good."""
+    make_vault(vault_repo)
+    facts = _index_file().with_name("lint-facts.json")
+    facts.unlink(missing_ok=True)
+    os.mkfifo(facts)
+    assert_clean_exit(vault_repo.cairn("lint"), 0)  # timeout: it waited on the FIFO
+    assert facts.is_file()  # the cache written anew in its place
+
+
 @pytest.mark.parametrize("which", ["index.cairn", "index.cairn.seal"])
 def test_a_folder_in_place_of_the_index_or_its_seal_is_replaced_by_cairn_index(
     vault_repo: VaultRepo, which: str

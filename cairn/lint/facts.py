@@ -8,11 +8,12 @@ from typing import Any
 from cairn.atomic import write_atomic
 from cairn.cards.card import Card, card_id_from_path, parse_card
 from cairn.cards.similarity import terms
-from cairn.hot import paths
+from cairn.hot import paths, read_regular
 from cairn.lint.model import CardFacts
 from cairn.lint.snapshot import FILE, Snapshot
 
 _VERSION = 3  # 3: summary terms are recall's; no status
+_MAX_CACHE_BYTES = 1 << 30  # far above the facts of 100,000 cards; a longer file is not this cache's, and reads as none
 
 
 def facts_of(rel_path: str, card: Card | None) -> CardFacts:
@@ -84,8 +85,8 @@ def _unpack(rel_path: str, packed: Any) -> CardFacts:
 
 
 def _load(cache_file: Any) -> dict[str, Any]:
-    try:
-        data = json.loads(cache_file.read_bytes())
+    try:  # never waits on a FIFO in its place, never reads a device without end
+        data = json.loads(read_regular(str(cache_file), _MAX_CACHE_BYTES))
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("version") != _VERSION or not isinstance(data.get("facts"), dict):
