@@ -145,6 +145,22 @@ def test_a_fifo_in_place_of_the_lint_cache_never_blocks_lint(vault_repo: VaultRe
     assert facts.is_file()  # the cache written anew in its place
 
 
+def test_a_fifo_card_in_the_working_tree_never_blocks_the_worktree_index(vault_repo: VaultRepo) -> None:
+    """Bug fixed: the working tree's index (`--worktree`, for authors) read every file under cards/ with
+    `read_bytes`, so a FIFO named like a card left `cairn index --worktree` and `cairn recall --worktree` waiting
+    for a writer for good. It is left out with a finding, as a symlink is."""
+    make_vault(vault_repo)
+    os.mkfifo(vault_repo.root / "cards" / "git" / "pipe.md")
+    indexed = vault_repo.cairn("index", "--worktree")  # timeout: it waited on the FIFO
+    assert_clean_exit(indexed, 0)
+    assert (
+        "cards/git/pipe.md:0: file-unreadable a card must be a regular file, not a FIFO or a device" in indexed.stderr
+    )
+    recalled = vault_repo.cairn("recall", "--worktree", FITTING_PROMPT)
+    assert_clean_exit(recalled, 0)
+    assert REBASE_ID in recalled.stdout
+
+
 @pytest.mark.parametrize("which", ["index.cairn", "index.cairn.seal"])
 def test_a_folder_in_place_of_the_index_or_its_seal_is_replaced_by_cairn_index(
     vault_repo: VaultRepo, which: str

@@ -6,6 +6,7 @@ import dataclasses
 import datetime as dt
 import json
 import os
+import stat
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -263,9 +264,11 @@ def read_worktree_card(vault: Vault, file: Path) -> tuple[Card | None, list[Find
     if not (real.is_relative_to(vault.cards_dir.resolve()) and real.is_relative_to(vault.root.resolve())):
         return None, [Finding(rel, 0, "path-outside-cards", "a card is a `.md` file under the vault's cards/")]
     try:
-        size = file.stat().st_size
-        if size > MAX_CARD_BYTES:  # never read a huge file whole
-            return None, [oversize_finding(rel, size)]
+        info = file.stat()
+        if not stat.S_ISREG(info.st_mode):  # a FIFO would be waited on for good, a device read without end
+            return None, [Finding(rel, 0, "file-unreadable", "a card must be a regular file, not a FIFO or a device")]
+        if info.st_size > MAX_CARD_BYTES:  # never read a huge file whole
+            return None, [oversize_finding(rel, info.st_size)]
         data = file.read_bytes()
     except OSError as exc:
         return None, [Finding(rel, 0, "file-unreadable", f"cannot read the file: {exc.strerror or exc}")]
