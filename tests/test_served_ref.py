@@ -7,7 +7,10 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from cairn.hot import gitrefs
+from helpers.payloads import FITTING_PROMPT
 from helpers.vaults import VaultRepo, make_vault, run_cairn
 
 
@@ -245,3 +248,26 @@ def test_a_ref_naming_no_commit_is_one_line_not_a_traceback(vault_repo: VaultRep
     assert done.stderr.count("\n") == 1
     done = vault_repo.cairn("index", "--ref", "main@{1.hour.ago}")
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("what", ["missing", "tree", "blob"])
+def test_an_object_id_that_is_no_commit_is_one_line_not_a_bug(vault_repo: VaultRepo, what: str) -> None:
+    """Bug fixed: a 40-hex ref was taken as a commit unread, so `cairn index --ref` (and a vault configured with
+    `--ref`) with an id git does not hold, or a tree's or a blob's, said "unexpected ValueError (a bug in Cairn)"."""
+    make_vault(vault_repo)
+    oid = {
+        "missing": "0123456789abcdef0123456789abcdef01234567",
+        "tree": vault_repo.git("rev-parse", "HEAD^{tree}"),
+        "blob": vault_repo.git("rev-parse", "HEAD:cairn.toml"),
+    }[what]
+    for done in (vault_repo.cairn("index", "--ref", oid), vault_repo.cairn("recall", "--ref", oid, FITTING_PROMPT)):
+        assert done.returncode == 1, done.stdout
+        assert done.stderr == (
+            f"Error: the ref {oid!r} names no commit in {vault_repo.root}; give a branch, tag or commit that exists\n"
+        )
+    assert vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team", "--ref", oid).returncode == 0
+    done = vault_repo.cairn("index")
+    assert done.returncode == 1 and done.stderr.startswith(f"Error: {oid}, the ref {vault_repo.root} serves, does not")
+    assert done.stderr.count("\n") == 1
+    commit = vault_repo.git("rev-parse", "HEAD")
+    assert vault_repo.cairn("index", "--ref", commit).returncode == 0  # a commit's id is a ref as before

@@ -94,6 +94,11 @@ def served_commit(vault: Vault, repo: git.Repo | None = None, ref: str | None = 
     assert vault.git_root is not None
     configured = ref if ref is not None else configured_ref(vault.root)
     name, commit = served_ref(vault.git_root, configured)
+    if commit is not None and commit == name.lower():  # an object id given as the ref: the files cannot tell whether
+        try:  # git holds it, and as a commit (a tree's or a blob's id, or none, was a ValueError "bug in Cairn")
+            gitrepo.resolve_commit(repo, commit)
+        except CairnError:
+            commit = None
     if commit is None:  # what the files alone cannot tell (a loose annotated tag, a reftable repository): ask git
         for checked in dict.fromkeys(("HEAD", name)):
             odd = unreadable_ref_file(vault.git_root, checked)
