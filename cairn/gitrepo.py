@@ -169,7 +169,17 @@ def merge_base(repo: git.Repo, a: str, b: str) -> str | None:
 
 def blob_size(repo: git.Repo, blob: str) -> int:
     """A blob's size in bytes, from its header (`git cat-file --batch-check`): nothing of it is read."""
-    return int(repo.odb.info(bytes.fromhex(blob)).size)
+    try:
+        return int(repo.odb.info(bytes.fromhex(blob)).size)
+    except ValueError:  # gitpython's word for an object git reports missing (a damaged or incomplete repository)
+        raise _object_missing(repo, blob) from None
+
+
+def _object_missing(repo: git.Repo, oid: str) -> CairnError:
+    return CairnError(
+        f"git cannot read the object {oid} in {repo.git_dir}: the repository is damaged or incomplete; "
+        "`git fsck` names what is wrong (fetch the object again, or re-clone the vault), then run this again"
+    )
 
 
 def read_blob(repo: git.Repo, blob: str, limit: int | None = READ_LIMIT, size: int = -1) -> bytes:
@@ -178,7 +188,10 @@ def read_blob(repo: git.Repo, blob: str, limit: int | None = READ_LIMIT, size: i
     carries it), which saves asking git for it."""
     if limit is not None and (size if size >= 0 else blob_size(repo, blob)) > limit:
         return _blob_prefix(repo, blob, limit + 1)
-    return repo.odb.stream(bytes.fromhex(blob)).read()  # type: ignore[no-any-return]
+    try:
+        return repo.odb.stream(bytes.fromhex(blob)).read()  # type: ignore[no-any-return]
+    except ValueError:
+        raise _object_missing(repo, blob) from None
 
 
 def read_small_blobs(repo: git.Repo, blobs: list[str]) -> dict[str, bytes]:

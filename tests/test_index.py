@@ -200,6 +200,27 @@ def test_unborn_head_is_a_clear_error(vault_repo: VaultRepo) -> None:
     assert done.stderr.startswith("Error: the vault has no commits yet")
 
 
+@pytest.mark.parametrize("incremental", [False, True])
+def test_a_damaged_card_object_in_git_is_one_line_not_a_bug(vault_repo: VaultRepo, incremental: bool) -> None:
+    """Bug fixed: a card whose blob git cannot read (a loose object damaged on disk, an incomplete clone) made every
+    command that reads the index say "unexpected ValueError: SHA ... could not be resolved (a bug in Cairn)"."""
+    vault_repo.write("a/b", "Card about cable ties", "Cable ties snap in the cold; use metal ones outdoors.")
+    vault_repo.commit()
+    assert vault_repo.cairn("index").returncode == 0
+    vault_repo.write("a/c", "Card about rope knots", "Knots slip on nylon rope; tie a double fisherman's.")
+    vault_repo.commit()
+    blob = vault_repo.git("rev-parse", "HEAD:cards/a/c.md")
+    loose = vault_repo.root / ".git" / "objects" / blob[:2] / blob[2:]
+    loose.chmod(0o644)
+    loose.write_bytes(b"not a zlib stream")
+    for command in (("index",) if incremental else ("index", "--rebuild"), ("list",)):
+        done = vault_repo.cairn(*command)
+        assert done.returncode == 1, done.stdout
+        assert done.stderr.startswith(f"Error: git cannot read the object {blob} in ")
+        assert "`git fsck`" in done.stderr and "a bug in Cairn" not in done.stderr
+        assert done.stderr.count("\n") == 1
+
+
 def test_damaged_cache_is_rebuilt(vault_repo: VaultRepo) -> None:
     vault_repo.write("a/b", "Card", "Summary.")
     vault_repo.commit()
