@@ -271,3 +271,22 @@ def test_an_object_id_that_is_no_commit_is_one_line_not_a_bug(vault_repo: VaultR
     assert done.stderr.count("\n") == 1
     commit = vault_repo.git("rev-parse", "HEAD")
     assert vault_repo.cairn("index", "--ref", commit).returncode == 0  # a commit's id is a ref as before
+
+
+@pytest.mark.parametrize("what", ["missing", "tree"])
+def test_a_served_branch_naming_no_commit_is_one_line_not_a_bug(vault_repo: VaultRepo, what: str) -> None:
+    """Bug fixed: the served branch's file naming an object git does not hold as a commit (a repository damaged by a
+    crash, a ref written by hand) made `cairn index` and `list` say "unexpected ValueError (a bug in Cairn)"."""
+    make_vault(vault_repo)
+    vault_repo.git("checkout", "-q", "--detach")
+    oid = (
+        "0123456789abcdef0123456789abcdef01234567" if what == "missing" else vault_repo.git("rev-parse", "HEAD^{tree}")
+    )
+    (vault_repo.root / ".git" / "refs" / "heads" / "main").write_text(f"{oid}\n")
+    for command in ("index", "list"):
+        done = vault_repo.cairn(command)
+        assert done.returncode == 1, done.stdout
+        assert done.stderr == (
+            f"Error: refs/heads/main names {oid}, which is not a commit this repository holds (damaged or incomplete? "
+            "`git fsck` says); point it at a commit again (`git branch -f`, `git fetch`), then run this again\n"
+        )

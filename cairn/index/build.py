@@ -94,11 +94,15 @@ def served_commit(vault: Vault, repo: git.Repo | None = None, ref: str | None = 
     assert vault.git_root is not None
     configured = ref if ref is not None else configured_ref(vault.root)
     name, commit = served_ref(vault.git_root, configured)
-    if commit is not None and commit == name.lower():  # an object id given as the ref: the files cannot tell whether
-        try:  # git holds it, and as a commit (a tree's or a blob's id, or none, was a ValueError "bug in Cairn")
-            gitrepo.resolve_commit(repo, commit)
-        except CairnError:
-            commit = None
+    # The files name an object; whether git holds it, and as a commit, only git can tell (a tree's or a blob's id,
+    # or a branch left naming a lost commit, was a ValueError "bug in Cairn" further on)
+    if commit is not None and not gitrepo.commit_exists(repo, commit):
+        if commit != name.lower():
+            raise CairnError(
+                f"{name} names {commit}, which is not a commit this repository holds (damaged or incomplete? "
+                "`git fsck` says); point it at a commit again (`git branch -f`, `git fetch`), then run this again"
+            )
+        commit = None  # an object id given as the ref: said below as any ref that names no commit
     if commit is None:  # what the files alone cannot tell (a loose annotated tag, a reftable repository): ask git
         for checked in dict.fromkeys(("HEAD", name)):
             odd = unreadable_ref_file(vault.git_root, checked)
