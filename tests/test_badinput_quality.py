@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -340,3 +341,20 @@ def test_a_benchmark_file_of_the_other_format_says_which_command_reads_it(
     path.write_text(json.dumps(records[meant]))
     line = _one_line_error(invoke_cli(["bench", given, str(path)]))
     assert f"cairn bench {meant}" in line
+
+
+def test_bench_on_a_damaged_gzip_or_a_huge_number_is_one_line(tmp_path: Path) -> None:
+    """A gzip file whose compressed data is damaged (zlib.error) and a number of thousands of digits (Python's
+    int-string limit, a ValueError from json) each ended as "unexpected error ... a bug in Cairn"."""
+    packed = bytearray(gzip.compress(json.dumps([_lme("q1", "s1", {"s1": "I parked on level 3"})]).encode()))
+    packed[15] ^= 0xFF
+    packed[20] ^= 0xFF
+    damaged = tmp_path / "damaged.json.gz"
+    damaged.write_bytes(bytes(packed))
+    line = _one_line_error(invoke_cli(["bench", "longmemeval", str(damaged)]))
+    assert "gzip" in line and "bug" not in line
+    huge = tmp_path / "huge.json"
+    huge.write_text('[{"question_id": ' + "9" * 5000 + "}]")
+    for suite in ("longmemeval", "locomo"):
+        line = _one_line_error(invoke_cli(["bench", suite, str(huge)]))
+        assert "huge.json" in line and "bug" not in line

@@ -12,6 +12,7 @@ import datetime as dt
 import gzip
 import json
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -219,8 +220,13 @@ def _read_json(path: Path) -> Any:
         raise InvalidBenchmark(f"{path}: not UTF-8 text; a benchmark file is UTF-8 JSON") from None
     except RecursionError:
         raise InvalidBenchmark(f"{path}: JSON nested too deeply to be a benchmark file") from None
-    except (gzip.BadGzipFile, EOFError):
+    except (gzip.BadGzipFile, EOFError, zlib.error):  # truncated, not gzip, or its compressed data damaged
         raise InvalidBenchmark(f"{path}: not a whole gzip file") from None
+    except ValueError as exc:  # past the decoding errors (ValueErrors too): a number of thousands of digits
+        why = clean_line(str(exc))[:100]
+        raise InvalidBenchmark(
+            f"{path}: holds a value JSON cannot give Python ({why}); is it a benchmark file?"
+        ) from None
 
 
 _LOCOMO_DATE = re.compile(r"(\d{1,2}) ([A-Za-z]+),? (\d{4})")
