@@ -287,3 +287,33 @@ def test_a_commit_dated_before_its_parent_keeps_the_parents_edit(
         assert prov["summary_changed"]["commit"] == rewrite
         assert prov["last_changed"]["commit"] == rename
         assert [(a["name"], a["commits"]) for a in prov["authors"]] == [(ANN[0], 2), (BOB[0], 1)]
+
+
+def test_a_card_added_on_both_sides_of_a_merge_credits_both(vault_repo: VaultRepo) -> None:
+    """The same card added on two branches (an add/add conflict) and merged with one side's summary: the walk
+    stopped at the first side's add it met, so the other side's author was left out and the summary that side wrote
+    was credited to whoever resolved the merge."""
+    carol = ("Carol", "carol@example.com")
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("ci/cache", "Cache keys need the lockfile", "Key CI caches on the lockfile hash.")
+    vault_repo.commit("first card", author=ANN)
+    assert vault_repo.cairn("index").returncode == 0
+    vault_repo.git("switch", "-q", "-c", "side")
+    bobs = "git pull --rebase can drop local commits after a force push; compare with the reflog."
+    vault_repo.write("git/rebase", "Rebase drops commits", bobs, body="Bob's notes.")
+    added_by_bob = vault_repo.commit("Bob's card", author=BOB)
+    vault_repo.git("switch", "-q", "main")
+    vault_repo.write("git/rebase", "Rebase drops commits", "Check the reflog before any pull.", body="Ann's notes.")
+    vault_repo.commit("Ann's card", author=ANN)
+    vault_repo.git("merge", "-q", "side", "-m", "merge side", check=False)  # a conflict, resolved below
+    vault_repo.write("git/rebase", "Rebase drops commits", bobs, body="Both notes.")
+    resolved = vault_repo.commit("resolve", author=carol)
+
+    for rebuild in ((), ("--rebuild",)):  # incremental from the first commit, then whole
+        assert vault_repo.cairn("index", *rebuild).returncode == 0
+        shown = vault_repo.cairn("show", "git/rebase", "--json")
+        assert shown.returncode == 0, shown.stderr
+        prov = json.loads(shown.stdout)["provenance"]
+        assert prov["summary_changed"]["commit"] == added_by_bob
+        assert prov["last_changed"]["commit"] == resolved
+        assert sorted(a["name"] for a in prov["authors"]) == sorted([ANN[0], BOB[0], carol[0]])

@@ -51,6 +51,7 @@ class Lineage:
     whole: walked through the whole history (no range), so nothing stored before is joined to it.
     graph: every walked commit's parents among the commits that touched `cards/` (one mapping shared by the walk's
     lineages), to follow a card back along each side of a merge.
+    added: the commits that added it on one side of a merge; its history on that side ends there.
     """
 
     path: str
@@ -59,6 +60,7 @@ class Lineage:
     origin: str = ""
     whole: bool = False
     graph: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    added: set[str] = field(default_factory=set)
 
 
 def walk_history(
@@ -77,11 +79,17 @@ def walk_history(
             if change.new_path is None or change.blob is None:
                 continue
             lineage = following.get(change.new_path)
-            if lineage is not None:
+            if lineage is not None and not _behind_an_add(lineage, logged.commit):
                 lineage.versions.append(Version(logged, change.new_path, change.blob))
                 moves.append((change, lineage))
         for change, lineage in moves:
             assert change.new_path is not None
+            if change.status == "A" and any(len(v.commit.parents) > 1 for v in lineage.versions):
+                # Added on one side of a merge: the other side may have added it too (both sides' authors, the
+                # summary one side wrote) or carry it from further back, so the path is still followed there.
+                lineage.created = True
+                lineage.added.add(logged.commit)
+                continue
             if following.get(change.new_path) is lineage:
                 del following[change.new_path]
             if change.status == "A":
@@ -92,6 +100,24 @@ def walk_history(
                     following[path] = lineage
                 lineage.origin = old
     return lineages
+
+
+def _behind_an_add(lineage: Lineage, commit: str) -> bool:
+    """Whether every line of history from the card's newest version down to `commit` passes a commit that added
+    the card (an older file at the same path is another card), once one side of a merge added it."""
+    if not lineage.added or not lineage.versions:
+        return False
+    todo = [lineage.versions[0].commit.commit]
+    seen: set[str] = set()
+    while todo:
+        sha = todo.pop()
+        if sha == commit:
+            return False
+        if sha in seen or sha in lineage.added:
+            continue
+        seen.add(sha)
+        todo.extend(lineage.graph.get(sha, ()))
+    return True
 
 
 def touched_paths(lineages: dict[str, Lineage]) -> set[str]:
