@@ -541,6 +541,33 @@ def shallow_commits(repo: git.Repo) -> frozenset[str]:
         return frozenset()
 
 
+def object_types(repo: git.Repo, names: list[str]) -> dict[str, tuple[str, str]]:
+    """What each of `names` (`REV^{commit}`, `REV:PATH`; one line each) gives, from one `git cat-file --batch-check`
+    run: (object id, type) for the names git has, ("", "missing") for those it has not; a name it cannot be asked
+    this way (a line break or a NUL in it) is left out."""
+    found: dict[str, tuple[str, str]] = {}
+    asked: dict[str, bytes] = {}
+    for name in names:
+        try:
+            raw = name.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a lone surrogate no file name holds
+            continue
+        if not any(byte in raw for byte in b"\n\r\0"):
+            asked[name] = raw
+    if not asked:
+        return found
+    names = list(asked)
+    with tempfile.TemporaryFile() as request:
+        request.write(b"".join(raw + b"\n" for raw in asked.values()))
+        request.seek(0)
+        out = repo.git.execute(["git", "cat-file", "--batch-check"], istream=request, stdout_as_string=False)
+    for name, line in zip(names, out.decode("utf-8", "replace").split("\n"), strict=False):
+        parts = line.split(" ")
+        # else `NAME missing` or `NAME ambiguous`
+        found[name] = (parts[0], parts[1]) if len(parts) == 3 and parts[2].isdigit() else ("", "missing")
+    return found
+
+
 def commit_exists(repo: git.Repo, commit: str) -> bool:
     # `repo.commit(sha)` accepts any well-formed sha without looking, so ask git whether the object is there.
     try:

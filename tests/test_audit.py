@@ -379,3 +379,28 @@ def test_a_long_hook_log_asks_git_about_each_commit_once(
     assert log["status"] == "pass" and "100 line(s) name commits this repository no longer has" in log["summary"]
     rev_parses = [line for line in trace.read_text().splitlines() if "built-in: git rev-parse" in line]
     assert len(rev_parses) < 10, len(rev_parses)
+
+
+def test_a_hook_log_naming_many_commits_asks_git_in_batches(
+    vault_repo: VaultRepo, isolated_env: Path, tmp_path: Path
+) -> None:
+    """A vault served through thousands of commits: audit asked git four processes per commit a log line named
+    (whether it exists, what it resolves to, its tree), so a log naming 5,000 commits took most of a minute. The
+    commits and the cards they name are now asked in batches (counted with GIT_TRACE, not timed); the verdicts are
+    the same, a card a commit did not hold still caught."""
+    first = _vault(vault_repo)
+    commits = [first]
+    for n in range(40):
+        vault_repo.write("docker/layer-order", "Copy sources after installing deps", f"Order layers, take {n}.")
+        commits.append(vault_repo.commit(f"take {n}"))
+    lines = [_log_line(vault_repo.root, commit, ["docker/layer-order", "git/force-push-rebase"]) for commit in commits]
+    lines.append(_log_line(vault_repo.root, commits[-1][:10], ["docker/never-was"]))
+    (_state(isolated_env) / "hook.jsonl").write_text("".join(lines))
+    trace = tmp_path / "git-trace.txt"
+    done = vault_repo.cairn("audit", "--json", env={"GIT_TRACE": str(trace)})
+    log = _check(json.loads(done.stdout), "log")
+    assert log["status"] == "fail" and log["details"] == [
+        f"hook.jsonl:42: card 'docker/never-was' did not exist at {commits[-1][:8]}"
+    ]
+    gits = [line for line in trace.read_text().splitlines() if "trace: built-in: git" in line]
+    assert len(gits) < 40, len(gits)
