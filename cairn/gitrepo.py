@@ -398,6 +398,8 @@ def card_log(repo: git.Repo, vault: Vault, commit: str, since: str | None = None
                 files.append(FileVersion("R", old_path, new_path, blob))
             else:  # M, T: a new version of the same path
                 files.append(FileVersion("M", old_path, new_path, blob))
+        # git leaves `%aI` as it is when the commit's author line holds no date it can read (a crafted commit)
+        date = date if date[:1].isdigit() else ""
         commits.append(LoggedCommit(sha, author, email, date, tuple(files), tuple(parents.split())))
     return commits
 

@@ -6,6 +6,7 @@ true of the history (who wrote a card, what a pull request does to the served le
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -226,3 +227,32 @@ def test_a_control_byte_in_an_author_or_a_file_name_does_not_break_the_history_w
     assert prov["summary_changed"]["commit"] == changed
     assert [(a["name"], a["commits"]) for a in prov["authors"]] == [(shown[0], 1), (BOB[0], 1)]
     assert json.loads(indexed.stdout)["cards"] + len(json.loads(indexed.stdout)["problems"]) == 2
+
+
+def test_a_commit_whose_author_line_holds_no_date_gets_no_date(vault_repo: VaultRepo) -> None:
+    """A commit written by hand (`git hash-object --literally`, or another tool) whose author line has no date git
+    can read: `git log` leaves the `%aI` placeholder as it is, and `cairn show` gave "%aI" as the date, in --json
+    too. The date is now empty, shown as "(no date)"."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("git/rebase", "Rebase before pushing", "Rebase your branch on main before you push it.")
+    parent = vault_repo.commit("A card", author=ANN)
+    vault_repo.write("git/rebase", "Rebase before pushing", "Rebase on main, then run the tests, before you push.")
+    vault_repo.git("add", "-A")
+    tree = vault_repo.git("write-tree")
+    raw = f"tree {tree}\nparent {parent}\nauthor Mallory <m@example.com> not-a-date\n"
+    raw += f"committer {ANN[0]} <{ANN[1]}> 1700000000 +0000\n\nno date\n"
+    made = subprocess.run(
+        ["git", "hash-object", "-t", "commit", "-w", "--literally", "--stdin"],
+        cwd=vault_repo.root,
+        input=raw,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    vault_repo.git("update-ref", "refs/heads/main", made.stdout.strip())
+    assert vault_repo.cairn("index").returncode == 0
+    prov = _provenance(vault_repo, "git/rebase")
+    assert (prov["last_changed"]["author"], prov["last_changed"]["date"]) == ("Mallory", "")
+    assert prov["created"]["date"].startswith(("19", "20"))
+    shown = vault_repo.cairn("show", "git/rebase").stdout
+    assert "(no date) Mallory <m@example.com>" in shown and "%aI" not in shown

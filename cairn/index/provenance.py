@@ -290,4 +290,5 @@ def describe(ref: dict[str, Any] | None) -> str:
         return "unknown"
     sig = ref.get("signature")
     signed = "signed" if ref.get("signed") else ("unsigned" if sig in (None, "N") else f"signature {sig}")
-    return f"{str(ref['commit'])[:8]} {str(ref['date'])[:10]} {ref['author']} <{ref['email']}> ({signed})"
+    day = str(ref["date"])[:10] or "(no date)"
+    return f"{str(ref['commit'])[:8]} {day} {ref['author']} <{ref['email']}> ({signed})"
