@@ -317,3 +317,41 @@ def test_a_card_added_on_both_sides_of_a_merge_credits_both(vault_repo: VaultRep
         assert prov["summary_changed"]["commit"] == added_by_bob
         assert prov["last_changed"]["commit"] == resolved
         assert sorted(a["name"] for a in prov["authors"]) == sorted([ANN[0], BOB[0], carol[0]])
+
+
+def test_a_merge_that_keeps_one_sides_card_credits_that_side(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A card edited on both sides, merged keeping the branch's file whole (a conflict resolved with --theirs) while
+    the main line's edit of another card is kept: the main line's edit of this card, dated later, is not in it, yet
+    a full index named it the last change (the newest version by date) and an incremental one the branch's edit.
+    The last change is now the newest version that holds the file as it is."""
+
+    def commit_at(day: str, message: str, author: tuple[str, str]) -> str:
+        monkeypatch.setenv("GIT_AUTHOR_DATE", f"2026-{day}T12:00:00Z")
+        monkeypatch.setenv("GIT_COMMITTER_DATE", f"2026-{day}T12:00:00Z")
+        vault_repo.git("add", "-A", author=author)
+        vault_repo.git("commit", "-q", "--no-verify", "-m", message, author=author)
+        return vault_repo.git("rev-parse", "HEAD")
+
+    vault_repo.write_raw("cairn.toml", "")
+    summary = "git stash keeps untracked files out; use git stash -u."
+    vault_repo.write("git/stash", "Stash leaves untracked files", summary, body="First notes.")
+    vault_repo.write("ci/cache", "Cache keys need the lockfile", "Key CI caches on the lockfile hash.")
+    commit_at("01-01", "two cards", ANN)
+    vault_repo.git("switch", "-q", "-c", "side")
+    vault_repo.write("git/stash", "Stash leaves untracked files", summary, body="Bob's notes.")
+    kept = commit_at("02-01", "Bob's notes", BOB)
+    vault_repo.git("switch", "-q", "main")
+    vault_repo.write("git/stash", "Stash leaves untracked files", summary, body="Ann's notes.")
+    vault_repo.write("ci/cache", "Cache keys need the lockfile", "Key CI caches on the lockfile's hash.")
+    commit_at("03-01", "Ann's notes, and another card", ANN)
+    assert vault_repo.cairn("index").returncode == 0
+    vault_repo.git("merge", "-q", "side", "-m", "merge side", check=False)  # a conflict: Bob's file is kept
+    vault_repo.git("checkout", "--theirs", "--", "cards/git/stash.md")
+    commit_at("04-01", "merge side", ANN)
+
+    for rebuild in ((), ("--rebuild",)):  # incremental from Ann's notes, then whole
+        assert vault_repo.cairn("index", *rebuild).returncode == 0
+        prov = _prov(vault_repo, "git/stash")
+        assert prov["last_changed"]["commit"] == kept, rebuild

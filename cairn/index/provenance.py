@@ -139,7 +139,7 @@ def attach(
         if base is not None and not lineage.created and not lineage.whole:
             origin_id = card_id_from_path(lineage.origin)
             stored = base(origin_id) if origin_id else None
-        drafts.append(_provenance(lineage, terms.summary, summaries, stored))
+        drafts.append(_provenance(lineage, terms.summary, terms.blob, summaries, stored))
     wanted = {c["commit"] for d in drafts if d for c in _commit_refs(d) if c.get("signature") is None}
     signatures = gitrepo.commit_signatures(repo, wanted) if wanted else {}
     out: list[CardTerms] = []
@@ -164,6 +164,7 @@ def _ref(logged: gitrepo.LoggedCommit) -> dict[str, Any]:
 def _provenance(
     lineage: Lineage,
     summary: str,
+    blob: str,
     summaries: _SummaryReader,
     stored: tuple[dict[str, Any] | None, str] | None,
 ) -> dict[str, Any] | None:
@@ -171,7 +172,13 @@ def _provenance(
     versions = lineage.versions
     if not versions:
         return dict(base_prov) if base_prov else None
-    last = _ref(versions[0].commit)
+    # The newest version that holds the file as it is now: across a merge that kept one side's file, the other
+    # side's later edit (by date) is not what agents read, and a range walked incrementally may not reach it.
+    now = next((v for v in versions if v.blob == blob), None)
+    if now is None and base_prov and not lineage.created and base_prov.get("last_changed"):
+        last = dict(base_prov["last_changed"])
+    else:
+        last = _ref((now or versions[0]).commit)
     introduced, run_reaches_end = _summary_change(lineage, summary, summaries)
     changed: dict[str, Any] = _ref(introduced.commit)
     if run_reaches_end and base_prov and base_summary == summary and base_prov.get("summary_changed"):
