@@ -256,3 +256,31 @@ def test_a_commit_whose_author_line_holds_no_date_gets_no_date(vault_repo: Vault
     assert prov["created"]["date"].startswith(("19", "20"))
     shown = vault_repo.cairn("show", "git/rebase").stdout
     assert "(no date) Mallory <m@example.com>" in shown and "%aI" not in shown
+
+
+def test_a_card_kept_beside_its_renamed_copy_keeps_its_history(vault_repo: VaultRepo) -> None:
+    """A card renamed on main while a branch edits it, merged keeping both files: both cards come from the one
+    file, but the walk followed that file's history for the renamed card only, so the kept card had no provenance
+    at all (`cairn show` gave none, `cairn audit` failed on a vault nobody had tampered with)."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("git/stash", "Stash leaves untracked files", "git stash keeps untracked files out.")
+    vault_repo.write("ci/cache", "Cache keys need the lockfile", "Key CI caches on the lockfile hash.")
+    created = vault_repo.commit("Two cards", author=ANN)
+    vault_repo.git("switch", "-q", "-c", "side")
+    vault_repo.write("git/stash", "Stash leaves untracked files", "Use git stash -u to take untracked files along.")
+    edited = vault_repo.commit("Sharper summary", author=CAROL)
+    vault_repo.git("switch", "-q", "main")
+    vault_repo.git("mv", "cards/git/stash.md", "cards/git/stash-untracked.md")
+    vault_repo.write("ci/cache", "Cache keys need the lockfile", "Key CI caches on the lockfile's hash.")
+    vault_repo.commit("Rename, and another card", author=BOB)
+    vault_repo.git("merge", "-q", "--no-commit", "side", check=False)
+    vault_repo.git("checkout", "side", "--", "cards/git/stash.md")  # the branch's card is kept beside the copy
+    vault_repo.commit("Merge side, keeping both", author=DAVE)
+    assert sorted(p.name for p in (vault_repo.root / "cards" / "git").iterdir()) == ["stash-untracked.md", "stash.md"]
+
+    assert vault_repo.cairn("index", "--rebuild").returncode == 0
+    kept = _provenance(vault_repo, "git/stash")
+    assert (kept["created"]["commit"], kept["summary_changed"]["commit"]) == (created, edited)
+    assert [a["name"] for a in kept["authors"]] == [ANN[0], CAROL[0]]
+    audit = vault_repo.cairn("audit", "--json")
+    assert audit.returncode == 0, audit.stdout

@@ -69,7 +69,9 @@ def walk_history(
     """Lineages of the card files at `paths` (vault-relative, as they are at `commit`), from one log pass."""
     graph: dict[str, tuple[str, ...]] = {}
     lineages = {path: Lineage(path=path, origin=path, whole=since is None, graph=graph) for path in paths}
-    following: dict[str, Lineage] = dict(lineages)  # path at the point reached in the walk -> lineage
+    # path at the point reached in the walk -> the lineages that follow it: two cards may both come from one file
+    # (renamed on one side of a merge, kept and edited on the other), and each has that file's history
+    following: dict[str, list[Lineage]] = {path: [lineage] for path, lineage in lineages.items()}
     for logged in gitrepo.card_log(repo, vault, commit, since):
         graph[logged.commit] = logged.parents
         # Match every change against the paths after this commit before moving any lineage back through it, so a
@@ -78,10 +80,10 @@ def walk_history(
         for change in logged.files:
             if change.new_path is None or change.blob is None:
                 continue
-            lineage = following.get(change.new_path)
-            if lineage is not None and not _behind_an_add(lineage, logged.commit):
-                lineage.versions.append(Version(logged, change.new_path, change.blob))
-                moves.append((change, lineage))
+            for lineage in following.get(change.new_path, ()):
+                if not _behind_an_add(lineage, logged.commit):
+                    lineage.versions.append(Version(logged, change.new_path, change.blob))
+                    moves.append((change, lineage))
         for change, lineage in moves:
             assert change.new_path is not None
             if change.status == "A" and any(len(v.commit.parents) > 1 for v in lineage.versions):
@@ -90,14 +92,19 @@ def walk_history(
                 lineage.created = True
                 lineage.added.add(logged.commit)
                 continue
-            if following.get(change.new_path) is lineage:
-                del following[change.new_path]
+            here = following.get(change.new_path, [])
+            if lineage in here:
+                here.remove(lineage)
+                if not here:
+                    del following[change.new_path]
             if change.status == "A":
                 lineage.created = True
             else:
                 old = change.old_path or change.new_path
                 for path in change.parents or (old,):  # a merge: the file's path on each side it came from
-                    following[path] = lineage
+                    there = following.setdefault(path, [])
+                    if lineage not in there:
+                        there.append(lineage)
                 lineage.origin = old
     return lineages
 
