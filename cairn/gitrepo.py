@@ -289,13 +289,15 @@ class FileVersion:
     """One card file touched by a commit: status A, M, R or D; blob is the file after the commit (None for D).
 
     A merge lists a file only when its result differs from every parent (a conflict resolved by hand, or a file the
-    merge itself added); `parents` then holds the file's path in each parent that had it (old_path is the first)."""
+    merge itself added); `parents` then holds the file's path in each parent that had it (old_path is the first).
+    old_blob: the file before the commit, in its one parent (M, R; None for a merge's file)."""
 
     status: str
     old_path: str | None
     new_path: str | None
     blob: str | None
     parents: tuple[str, ...] = ()
+    old_blob: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,7 +385,7 @@ def card_log(repo: git.Repo, vault: Vault, commit: str, since: str | None = None
                 files.append(version)
                 continue
             fields = meta[1:].split(" ")
-            status, blob = fields[4][:1], fields[3]
+            status, old_blob, blob = fields[4][:1], fields[2], fields[3]
             if status in "RC":
                 old_path, new_path = parts[i][strip:], parts[i + 1][strip:]
                 i += 2
@@ -395,9 +397,9 @@ def card_log(repo: git.Repo, vault: Vault, commit: str, since: str | None = None
             elif status == "A" or status == "C":
                 files.append(FileVersion("A", None, new_path, blob))
             elif status == "R":
-                files.append(FileVersion("R", old_path, new_path, blob))
+                files.append(FileVersion("R", old_path, new_path, blob, old_blob=old_blob))
             else:  # M, T: a new version of the same path
-                files.append(FileVersion("M", old_path, new_path, blob))
+                files.append(FileVersion("M", old_path, new_path, blob, old_blob=old_blob))
         # git leaves `%aI` as it is when the commit's author line holds no date it can read (a crafted commit)
         date = date if date[:1].isdigit() else ""
         commits.append(LoggedCommit(sha, author, email, date, tuple(files), tuple(parents.split())))

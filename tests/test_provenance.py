@@ -355,3 +355,43 @@ def test_a_merge_that_keeps_one_sides_card_credits_that_side(
         assert vault_repo.cairn("index", *rebuild).returncode == 0
         prov = _prov(vault_repo, "git/stash")
         assert prov["last_changed"]["commit"] == kept, rebuild
+
+
+def test_a_summary_kept_from_a_branch_is_credited_to_the_branch(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A summary rewritten on a branch and on main, merged keeping the branch's card whole, then a body edit: the
+    walk compared versions by date, met main's discarded summary between, and credited the summary to the body edit
+    in a full index (an incremental one credited the branch). Each version is now compared with the one it was made
+    from."""
+
+    def commit_at(day: str, message: str, author: tuple[str, str]) -> str:
+        monkeypatch.setenv("GIT_AUTHOR_DATE", f"2026-{day}T12:00:00Z")
+        monkeypatch.setenv("GIT_COMMITTER_DATE", f"2026-{day}T12:00:00Z")
+        vault_repo.git("add", "-A", author=author)
+        vault_repo.git("commit", "-q", "--no-verify", "-m", message, author=author)
+        return vault_repo.git("rev-parse", "HEAD")
+
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("git/stash", "Stash leaves untracked files", "git stash keeps untracked files out.")
+    vault_repo.write("ci/cache", "Cache keys need the lockfile", "Key CI caches on the lockfile hash.")
+    commit_at("01-01", "two cards", ANN)
+    vault_repo.git("switch", "-q", "-c", "side")
+    kept_summary = "Use git stash -u to take untracked files along."
+    vault_repo.write("git/stash", "Stash leaves untracked files", kept_summary)
+    rewrite = commit_at("02-01", "Bob's summary", BOB)
+    vault_repo.git("switch", "-q", "main")
+    vault_repo.write("git/stash", "Stash leaves untracked files", "git stash -u stashes untracked files too.")
+    vault_repo.write("ci/cache", "Cache keys need the lockfile", "Key CI caches on the lockfile's hash.")
+    commit_at("03-01", "Ann's summary, and another card", ANN)
+    assert vault_repo.cairn("index").returncode == 0
+    vault_repo.git("merge", "-q", "side", "-m", "merge side", check=False)  # a conflict: Bob's card is kept
+    vault_repo.git("checkout", "--theirs", "--", "cards/git/stash.md")
+    commit_at("04-01", "merge side", ANN)
+    vault_repo.write("git/stash", "Stash leaves untracked files", kept_summary, body="More notes.")
+    body = commit_at("05-01", "more notes", ANN)
+
+    for rebuild in ((), ("--rebuild",)):  # incremental from Ann's summary, then whole
+        assert vault_repo.cairn("index", *rebuild).returncode == 0
+        prov = _prov(vault_repo, "git/stash")
+        assert (prov["summary_changed"]["commit"], prov["last_changed"]["commit"]) == (rewrite, body), rebuild

@@ -27,7 +27,9 @@ from cairn.index.store import CardTerms
 # Stored in the index's meta; an index of another format is rebuilt, not joined. 2: authors without an e-mail told
 # apart, the root commit's cards and cards fixed after an index given their whole history (1's stored values were not).
 # 3: history read children before parents, a summary's change followed along each side of a merge.
-FORMAT = "3"
+# 4: a card added on both sides of a merge, two cards from one file, a side's file kept whole by a merge: each
+# version compared with the one it was made from, the last change the newest version holding the card as it is.
+FORMAT = "4"
 
 # (provenance, summary) stored for a card id before this update, or None.
 BaseLookup = Callable[[str], "tuple[dict[str, Any] | None, str] | None"]
@@ -35,11 +37,12 @@ BaseLookup = Callable[[str], "tuple[dict[str, Any] | None, str] | None"]
 
 @dataclass(frozen=True, slots=True)
 class Version:
-    """A card's file as one commit left it."""
+    """A card's file as one commit left it; old_blob: as that commit's one parent had it (None: added, or a merge)."""
 
     commit: gitrepo.LoggedCommit
     path: str
     blob: str
+    old_blob: str | None = None
 
 
 @dataclass(slots=True)
@@ -82,7 +85,7 @@ def walk_history(
                 continue
             for lineage in following.get(change.new_path, ()):
                 if not _behind_an_add(lineage, logged.commit):
-                    lineage.versions.append(Version(logged, change.new_path, change.blob))
+                    lineage.versions.append(Version(logged, change.new_path, change.blob, change.old_blob))
                     moves.append((change, lineage))
         for change, lineage in moves:
             assert change.new_path is not None
@@ -186,7 +189,7 @@ def _provenance(
         last = dict(base_prov["last_changed"])
     else:
         last = _ref((now or versions[0]).commit)
-    introduced, run_reaches_end = _summary_change(lineage, summary, summaries)
+    introduced, run_reaches_end = _summary_change(lineage, summary, blob, summaries)
     changed: dict[str, Any] = _ref(introduced.commit)
     if run_reaches_end and base_prov and base_summary == summary and base_prov.get("summary_changed"):
         changed = dict(base_prov["summary_changed"])
@@ -209,16 +212,23 @@ def _provenance(
     }
 
 
-def _summary_change(lineage: Lineage, summary: str, summaries: _SummaryReader) -> tuple[Version, bool]:
+def _summary_change(lineage: Lineage, summary: str, blob: str, summaries: _SummaryReader) -> tuple[Version, bool]:
     """The version that gave the card today's summary, and whether the versions carrying it reach the oldest walked.
 
     The oldest version of the unbroken run that carries it, newest first. Across a merge that rewrote the card, the
     run goes on along the side whose version carries the summary: in date order the other side's versions stand in
     between (a rename merged with a summary edited on a branch credited the edit to the merge)."""
     versions = lineage.versions
-    if not any(len(v.commit.parents) > 1 for v in versions):  # one line of history: each version follows the next
-        changed = versions[0]
-        for version in versions[1:]:
+    if not any(len(v.commit.parents) > 1 for v in versions):
+        # No merge rewrote the card: each version follows the older one that left the file as it found it, the next
+        # by date unless a merge kept one side's file whole (the other side's later edits stand between).
+        start = next((at for at, v in enumerate(versions) if v.blob == blob), 0)
+        changed = versions[start]
+        for version in versions[start + 1 :]:
+            if changed.old_blob is None:  # added here
+                break
+            if version.blob != changed.old_blob:
+                continue
             if summaries.summary(version) != summary:
                 return changed, False
             changed = version
