@@ -4,8 +4,9 @@ last changed its summary, and whether those commits are signed.
 One `git log --raw -M` pass over `cards/` serves every card: commits are walked newest to oldest, each card's path
 is followed back through renames (as `git log --follow` would), and the walk stops at the commit that added it.
 The summary's last change is found by comparing the parsed summary across the card's versions in that walk,
-newest first (across a merge, along the side that carries it), rather than with `git blame` on the summary lines: it needs no process per card, and a commit that
-only re-wraps the YAML lines does not count as changing what agents are told.
+newest first, each against the version it was made from (across a merge, along the side that carries it), rather
+than with `git blame` on the summary lines: it needs no process per card, and a commit that only re-wraps the YAML
+lines does not count as changing what agents are told.
 
 An incremental update walks only the new commits and joins the stored provenance of cards they did not create.
 """
