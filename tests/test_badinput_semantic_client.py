@@ -209,6 +209,63 @@ def test_a_warm_encoder_stuck_on_a_request_ends_itself(tmp_path: Path) -> None:
         client.connect(str(state / "semantic.sock"))  # nothing listens: the next client starts a new one
 
 
+def test_a_client_that_sends_its_request_a_byte_at_a_time_is_dropped_and_others_are_served(tmp_path: Path) -> None:
+    """The warm encoder waited CONNECTION_TIMEOUT per read, not for the whole request: a client that sent a byte
+    every second held it, and every client queued behind, until its watchdog ended it (SIGALRM) and the next prompt
+    had to load the model again. Now a request not whole within CONNECTION_TIMEOUT is dropped, and the client behind
+    it is answered by the same process. (The encoder here answers at once; its watchdog is 8 s.)"""
+    from cairn.semantic.daemon import CONNECTION_TIMEOUT
+
+    assert CONNECTION_TIMEOUT < 8  # dropped before the watchdog would end the process
+    state = state_dir()
+    state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    code = (
+        "import sys\n"
+        "import numpy as np\n"
+        "from cairn.semantic.daemon import Server, serve\n"
+        "class Quick:\n"
+        "    def query_texts(self, texts):\n"
+        "        return [np.zeros(384, dtype=np.float32) for _ in texts]\n"
+        "sys.exit(serve(sys.argv[1], 60.0, Server(Quick()), watchdog=8))\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", code, str(state)], stderr=subprocess.PIPE)
+    dripping = True
+
+    def drip(client: socket.socket) -> None:
+        for byte in b'{"v": 1, "prefetch": true, "prompt": "git pull --rebase"}\n':
+            if not dripping:
+                return
+            try:
+                client.send(bytes([byte]))
+            except OSError:
+                return  # dropped
+            time.sleep(0.5)
+
+    try:
+        deadline = time.monotonic() + 20
+        while not (state / "semantic.sock").exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (state / "semantic.sock").exists(), process.communicate(timeout=5)[1]
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as slow, socket.socket(socket.AF_UNIX) as other:
+            slow.connect(str(state / "semantic.sock"))
+            thread = threading.Thread(target=drip, args=(slow,), daemon=True)
+            thread.start()
+            time.sleep(0.2)
+            other.settimeout(20)
+            other.connect(str(state / "semantic.sock"))
+            other.sendall(b'{"v": 1, "prefetch": true, "prompt": "git stash"}\n')
+            assert other.recv(100) == b'{"ok": true}\n'
+            dripping = False
+            thread.join(5)
+            assert process.poll() is None  # the same process, alive: no watchdog, no new model load
+    finally:
+        dripping = False
+        process.terminate()
+        process.wait(timeout=10)
+        assert process.stderr is not None
+        process.stderr.close()
+
+
 def test_the_prompt_goes_to_the_warm_encoder_only_when_a_vault_served_has_card_vectors(
     index: IndexReader, vault_repo: VaultRepo
 ) -> None:

@@ -336,10 +336,16 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def _handle(conn: socket.socket, server: Server) -> None:
-    conn.settimeout(CONNECTION_TIMEOUT)
+    # The request must arrive within CONNECTION_TIMEOUT in all, not per read: a client that sent a byte every few
+    # seconds held the process until its watchdog ended it, and every other client waited meanwhile.
+    deadline = time.monotonic() + CONNECTION_TIMEOUT
     try:
         data = b""
         while len(data) <= MAX_REQUEST_BYTES:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return  # no whole request in time: the client gave up long ago (the hook waits half a second)
+            conn.settimeout(left)
             chunk = conn.recv(65536)
             if not chunk:
                 break
@@ -355,6 +361,7 @@ def _handle(conn: socket.socket, server: Server) -> None:
                 reply = {"ok": False, "error": "bad request"}
             else:
                 reply = server.answer(request)
+        conn.settimeout(CONNECTION_TIMEOUT)
         conn.sendall(json.dumps(reply, ensure_ascii=False).encode("utf-8") + b"\n")
     except OSError:
         return
