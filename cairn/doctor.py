@@ -202,7 +202,7 @@ def _semantic_check(env: dict[str, str]) -> tuple[Check, bool]:
         detail = f"installed but cannot encode here ({reason}): prompts are served by words alone"
         return Check("semantic", "extra", False, detail, install_command("semantic", reinstall=True)), False
     from cairn.hot import state_folder
-    from cairn.hot.semantic import MAX_SOCKET_PATH, socket_fits
+    from cairn.hot.semantic import MAX_SOCKET_PATH, SOCKET_NAME, socket_blocked, socket_fits
 
     given = env.get("CAIRN_STATE_DIR", "")
     state = given if os.path.isabs(given) else state_folder()  # a relative one is ignored (`_relative_folders`)
@@ -212,6 +212,10 @@ def _semantic_check(env: dict[str, str]) -> tuple[Check, bool]:
             "prompt is served by words alone"
         )
         return Check("semantic", "extra", False, detail, "set CAIRN_STATE_DIR to a shorter folder"), False
+    if socket_blocked(state):
+        where = os.path.join(state, SOCKET_NAME)
+        detail = f"the warm encoder cannot listen: a folder stands at {where}, so every prompt is served by words alone"
+        return Check("semantic", "extra", False, detail, f"remove the folder {where}"), False
     from cairn.hot.semantic import STALL_SECONDS, stall_age
 
     stalled = stall_age(state)

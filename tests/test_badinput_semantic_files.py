@@ -6,6 +6,7 @@ writes the side file again. Skipped without the extra."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import signal
 import subprocess
@@ -159,3 +160,28 @@ def test_an_encoder_that_cannot_load_leaves_a_note_and_a_lexical_index(vault_rep
     assert done.stderr.startswith("Note: the semantic extra wrote no card vectors (SemanticUnavailable: "), done.stderr
     assert "the hook serves by words alone" in done.stderr
     assert not vectors.vectors_path(paths.index_path(vault_repo.root)).exists()
+
+
+def test_a_folder_where_the_socket_goes_is_named_once_not_a_traceback_at_every_start(vault_repo: VaultRepo) -> None:
+    """A folder at the socket's path: the warm encoder loaded its model, then died on `os.unlink` with a traceback
+    in semantic.log, and the hook started another every 10 s to do the same, while doctor said ok. Now no hook starts
+    one, one started by hand says in one line what to remove, before its model loads, and doctor fails it."""
+    from cairn.hot.semantic import start_daemon
+
+    state = state_dir()
+    (state / "semantic.sock").mkdir(mode=0o700, parents=True)
+    started = subprocess.run(
+        [sys.executable, "-c", DAEMON_CODE], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert started.returncode == 1
+    assert "Traceback" not in started.stderr and len(started.stderr.splitlines()) == 1
+    assert f"cannot start: a folder stands at {state / 'semantic.sock'}, where its socket goes; remove it" in (
+        started.stderr
+    )
+    assert start_daemon(str(state)) is False
+    assert not (state / "semantic.start").exists()  # not even tried
+    report = json.loads(_cairn(vault_repo, "doctor", "--json").stdout)
+    extra = next(c for c in report["checks"] if (c["area"], c["subject"]) == ("semantic", "extra"))
+    assert extra["ok"] is False and "cannot listen: a folder stands at" in str(extra["detail"])
+    assert extra["fix"] == f"remove the folder {state / 'semantic.sock'}"
+    assert (state / "semantic.sock").is_dir()  # named, not removed

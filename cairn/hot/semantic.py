@@ -101,6 +101,13 @@ def socket_fits(state: str) -> bool:
     return len(os.fsencode(os.path.join(state, SOCKET_NAME))) <= MAX_SOCKET_PATH
 
 
+def socket_blocked(state: str) -> bool:
+    """Whether a folder stands where the warm encoder's socket goes in `state`: it replaces a file, a symlink or an
+    old socket there, never a folder, so it could never listen."""
+    path = os.path.join(state, SOCKET_NAME)
+    return os.path.isdir(path) and not os.path.islink(path)
+
+
 def vectors_file(index_path: str) -> str:
     """The side file holding an index's card vectors (`cairn.semantic.vectors.vectors_path` as a string)."""
     return index_path + VECTORS_SUFFIX
@@ -373,8 +380,8 @@ def start_daemon(state: str) -> bool:
 
     The process itself exits at once when another one holds the lock, and when the extra is not installed.
     """
-    if not socket_fits(state):  # it could never listen: no model load every START_EVERY_SECONDS (`cairn doctor` says)
-        return False
+    if not socket_fits(state) or socket_blocked(state):  # it could never listen: no model load every
+        return False  # START_EVERY_SECONDS (`cairn doctor` says)
     private_folder(state)
     stamp = os.path.join(state, START_STAMP)
     now = time.time()

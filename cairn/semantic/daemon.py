@@ -53,7 +53,7 @@ from cairn.hot import index_key, install_name, open_private
 from cairn.hot.errors import CairnError
 from cairn.hot.index import IndexReader
 from cairn.hot.paths import private_folder, state_folder
-from cairn.hot.semantic import MAX_SOCKET_PATH, STALL_STAMP, Similarities, socket_fits
+from cairn.hot.semantic import MAX_SOCKET_PATH, STALL_STAMP, Similarities, socket_blocked, socket_fits
 from cairn.hot.semantic import index_key as index_seal
 from cairn.semantic import encoder as enc
 from cairn.semantic import vectors
@@ -390,6 +390,9 @@ def main(argv: list[str] | None = None) -> int:
         _log(
             f"cannot start: the socket path in {state} is longer than {MAX_SOCKET_PATH} bytes; set CAIRN_STATE_DIR shorter"
         )
+        return 1
+    if socket_blocked(state):  # else found only after the model loaded, as a traceback, at every start
+        _log(f"cannot start: a folder stands at {os.path.join(state, SOCKET_NAME)}, where its socket goes; remove it")
         return 1
     try:  # before the model loads (a second or two of CPU): a process started beside a running one exits at once
         lock = take_lock(state)
