@@ -245,6 +245,23 @@ def test_warm_encoder_starts_on_demand_answers_over_a_private_socket_and_stops_w
     assert not sock.exists()
 
 
+@pytest.mark.parametrize("idle", ["inf", "1e20"])
+def test_an_idle_time_past_what_the_clock_can_wait_keeps_the_warm_encoder_up(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch, idle: str
+) -> None:
+    """`CAIRN_SEMANTIC_IDLE=inf` (never stop): the warm encoder loaded its model, then died on `select` with an
+    OverflowError in semantic.log, at every start. It now waits as long as the clock can (a year)."""
+    _vault(vault_repo)
+    monkeypatch.setenv("CAIRN_SEMANTIC_IDLE", idle)
+    with IndexReader(_index_file(vault_repo)) as index:
+        assert similarities(index, PARAPHRASE) is None  # not up: started for the next prompt
+        assert _wait((state_dir() / "semantic.sock").exists, 60), (state_dir() / "semantic.log").read_text()
+        sims = similarities(index, PARAPHRASE, timeout=10)
+        assert sims is not None, (state_dir() / "semantic.log").read_text()
+        assert max(sims, key=lambda k: sims[k]) == FORCE_ID
+    assert "Traceback" not in (state_dir() / "semantic.log").read_text()
+
+
 def test_vectors_of_another_commit_or_damaged_give_nothing(vault_repo: VaultRepo) -> None:
     _vault(vault_repo)
     index_file = _index_file(vault_repo)

@@ -66,6 +66,7 @@ SOCKET_NAME = "semantic.sock"
 LOCK_NAME = "semantic.lock"
 PID_NAME = "semantic.pid"
 IDLE_SECONDS = 900.0
+MAX_IDLE_SECONDS = 365 * 24 * 3600.0
 MAX_REQUEST_BYTES = 1024 * 1024
 MAX_TOP = 1000
 CONNECTION_TIMEOUT = 5.0
@@ -75,11 +76,13 @@ _CACHED_QUERIES = 4
 
 
 def idle_seconds() -> float:
+    """`CAIRN_SEMANTIC_IDLE` (default IDLE_SECONDS); at most MAX_IDLE_SECONDS, which `select` can wait (`inf` and
+    1e20 failed it, after the model had loaded)."""
     try:
         value = float(os.environ.get("CAIRN_SEMANTIC_IDLE", "") or IDLE_SECONDS)
     except ValueError:
         return IDLE_SECONDS
-    return value if value > 0 else IDLE_SECONDS
+    return min(value, MAX_IDLE_SECONDS) if value > 0 else IDLE_SECONDS
 
 
 def similarities(
