@@ -652,7 +652,10 @@ def commit_file_to_new_branch(repo: git.Repo, base: str, branch: str, repo_path:
     from gitdb import IStream
 
     if not _is_valid_branch(repo, branch):
-        raise CairnError(f"{branch!r} is not a valid branch name")
+        raise CairnError(
+            f"{branch!r} is not a valid branch name (git check-ref-format refuses it); choose another name "
+            "(nothing was written)"
+        )
     if branch_exists(repo, branch):
         raise CairnError(f"branch {branch!r} already exists; choose another name (nothing was written)")
     blob = repo.odb.store(IStream("blob", len(data), BytesIO(data))).binsha.hex()

@@ -321,7 +321,10 @@ class VaultTools:
         data = render_card(new).encode("utf-8")
         parsed, findings = parse_card(rel, data)
         if parsed is None:
-            raise InvalidCard("; ".join(f.message for f in findings))
+            said = "; ".join(f.message for f in findings)
+            raise InvalidCard(
+                f"{rel} was not drafted: {said}; change that and call add_draft again (nothing was written)"
+            )
         if branch is not None:
             draft_branch(branch)  # refused before anything is read or written
         with gitrepo.open_repo(self.vault) as repo:

@@ -79,6 +79,32 @@ def test_bad_arguments_are_tool_errors_and_write_nothing(vault_repo: VaultRepo, 
     assert vault_repo.git("status", "--porcelain") == ""
 
 
+def test_a_draft_refused_says_which_card_what_to_change_and_that_nothing_was_written(vault_repo: VaultRepo) -> None:
+    """An agent got "'summary' is empty", "the file holds NUL bytes; a card is UTF-8 text", "frontmatter is larger
+    than 64 KiB" or "'cairn/draft/x.lock' is not a valid branch name": no card named, nothing said of what to do, nor
+    whether anything was written, where a draft that fails lint gets all three."""
+    _lessons(vault_repo)
+    _, _, results = drive_serve(
+        vault_repo.root,
+        [
+            ("add_draft", {"name": DRAFT["name"], "summary": ""}),
+            ("add_draft", {**DRAFT, "body": "a NUL \x00 byte"}),
+            ("add_draft", {**DRAFT, "scope": ["ops"] * 20_000}),
+            ("add_draft", {**DRAFT, "branch": "cairn/draft/x.lock"}),
+        ],
+    )
+    empty, nul, huge, branch = map(_text, results)
+    assert all(map(is_error, results))
+    for said in (empty, nul, huge):
+        assert "cards/cron-runs-twice-on-dst-change.md was not drafted: " in said, said
+        assert said.endswith("; change that and call add_draft again (nothing was written)"), said
+    assert "'summary' is empty" in empty and "NUL" in nul and "64 KiB" in huge
+    assert branch.endswith(
+        "is not a valid branch name (git check-ref-format refuses it); choose another name (nothing was written)"
+    ), branch
+    assert vault_repo.git("for-each-ref", "--format=%(refname)", "refs/heads/cairn") == ""
+
+
 def test_a_session_id_with_path_characters_stays_in_the_state_folder(vault_repo: VaultRepo, tmp_path: Path) -> None:
     _lessons(vault_repo)
     target = tmp_path / "escaped"
