@@ -185,3 +185,39 @@ def test_a_folder_where_the_socket_goes_is_named_once_not_a_traceback_at_every_s
     assert extra["ok"] is False and "cannot listen: a folder stands at" in str(extra["detail"])
     assert extra["fix"] == f"remove the folder {state / 'semantic.sock'}"
     assert (state / "semantic.sock").is_dir()  # named, not removed
+
+
+# `cairn index` killed (SIGKILL: no clean-up runs) as it is about to rename the side file it wrote into place.
+_KILLED_AT_RENAME = """
+import os, signal, sys
+sys.argv = ["cairn", "index", "--rebuild"]
+real = os.replace
+def replace(src, dst, *args, **kwargs):
+    if os.fspath(dst).endswith("index.cairn.vec"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(src, dst, *args, **kwargs)
+os.replace = replace
+from cairn.cli import main
+main()
+"""
+
+
+def test_a_side_file_writer_killed_mid_write_leaves_no_temp_file_for_good(vault_repo: VaultRepo) -> None:
+    """The index's writers remove what a killed writer left; the side file's did not: each `.vec-*.tmp` (as big as
+    the side file, tens of MB for a large vault) stayed in the cache for good. Now a writer of the side file removes
+    those older than any write takes, and leaves a younger one (another writer's, in progress) alone."""
+    index_file = _indexed(vault_repo)
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_AT_RENAME], cwd=vault_repo.root, capture_output=True, check=False, timeout=120
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    (left,) = index_file.parent.glob(".vec-*.tmp")
+    past = time.time() - 3600  # an hour ago: no write takes that long
+    os.utime(left, (past, past))
+    writing = index_file.parent / ".vec-inprogress.tmp"
+    writing.write_bytes(b"another writer's, now")
+    vault_repo.write("python/requests-timeout", "Requests has no default timeout", "Pass timeout= to requests.get.")
+    vault_repo.commit("A third card")
+    assert _cairn(vault_repo, "index").returncode == 0
+    assert vectors.current(index_file)
+    assert sorted(p.name for p in index_file.parent.glob(".vec-*.tmp")) == [writing.name]

@@ -204,7 +204,8 @@ def write(path: Path, header: dict[str, Any], matrix: npt.NDArray[Any]) -> None:
     prefix = MAGIC + struct.pack("<Q", len(raw)) + raw
     padding = b"\0" * (_aligned(len(prefix)) - len(prefix))
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".vec-", suffix=".tmp", dir=path.parent)
+    _remove_stale_temps(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(prefix + padding)
@@ -215,6 +216,31 @@ def write(path: Path, header: dict[str, Any], matrix: npt.NDArray[Any]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+_TEMP_PREFIX = ".vec-"
+# A side file's temp is written and renamed within seconds; one this old was left by a writer killed mid-write.
+STALE_TEMP_SECONDS = 600.0
+
+
+def _remove_stale_temps(folder: Path) -> None:
+    """The temp side files writers killed mid-write left in `folder` (each as big as the side file, and kept for
+    good): by age, since the writers of one side file hold no lock in common (`cairn index` holds the index's, a
+    detached encoder the side file's)."""
+    import time
+
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(_TEMP_PREFIX) and name.endswith(".tmp"):
+            path = folder / name
+            try:
+                if time.time() - path.lstat().st_mtime > STALE_TEMP_SECONDS:
+                    path.unlink()
+            except OSError:
+                pass
 
 
 def _aligned(n: int) -> int:
