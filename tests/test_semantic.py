@@ -262,6 +262,27 @@ def test_an_idle_time_past_what_the_clock_can_wait_keeps_the_warm_encoder_up(
     assert "Traceback" not in (state_dir() / "semantic.log").read_text()
 
 
+def test_a_cache_folder_not_in_utf_8_and_a_prompt_with_half_an_emoji_get_their_similarities(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client sends what it cannot encode in UTF-8 as lone surrogates (`surrogatepass`): a cache folder's
+    Latin-1 byte (`$HOME` of a user named José on an old system), a lone surrogate left in a prompt by an agent's
+    cut. The warm encoder decoded the request strictly and answered "bad request": with such a cache the channel
+    never worked, silently, at any prompt."""
+    cache = os.fsdecode(bytes(cache_dir()) + b"-jos\xe9")
+    assert "\udce9" in cache
+    monkeypatch.setenv("CAIRN_CACHE_DIR", cache)
+    _vault(vault_repo)
+    with IndexReader(_index_file(vault_repo)) as index:
+        assert os.fsencode(str(index.path)).startswith(os.fsencode(cache))
+        assert similarities(index, PARAPHRASE) is None  # not up: started for the next prompt
+        assert _wait((state_dir() / "semantic.sock").exists, 60), (state_dir() / "semantic.log").read_text()
+        sims = similarities(index, PARAPHRASE, timeout=10)
+        assert sims is not None and max(sims, key=lambda k: sims[k]) == FORCE_ID
+        cut = similarities(index, PARAPHRASE + " \ud83d", timeout=10)
+        assert cut is not None and max(cut, key=lambda k: cut[k]) == FORCE_ID
+
+
 def test_vectors_of_another_commit_or_damaged_give_nothing(vault_repo: VaultRepo) -> None:
     _vault(vault_repo)
     index_file = _index_file(vault_repo)

@@ -359,7 +359,9 @@ def _handle(conn: socket.socket, server: Server) -> None:
             reply: dict[str, Any] = {"ok": False, "error": "request too large"}
         else:
             try:
-                request = json.loads(data.decode("utf-8"))
+                # as the clients encode it: a path's undecodable bytes (a cache folder in Latin-1) and a prompt's
+                # lone surrogate (half an emoji an agent's cut left) are lone surrogates, not a bad request
+                request = json.loads(data.decode("utf-8", "surrogatepass"))
             except (UnicodeDecodeError, ValueError):
                 reply = {"ok": False, "error": "bad request"}
             else:
