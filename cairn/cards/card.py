@@ -42,7 +42,7 @@ class Card:
     id: path under `cards/` without `.md` (`git/force-push-loses-commits`).
     path: vault-relative path, `cards/<id>.md`.
     review_after: as written (a date or a duration such as `180d`); `expires_on` is the resolved date.
-    extra: frontmatter keys the contract does not name, kept as they were.
+    extra: frontmatter keys the contract does not name, kept as they were but for invisible characters (`hidden`).
     body_line: the file line on which the body starts.
     hidden: (field, characters) for each field that held invisible characters (zero-width, bidi controls, tag
     characters...; see `cairn.cards.visible`). They are removed from every field above, so nothing that serves a
@@ -289,6 +289,16 @@ def _build(
         # one line each, as name and summary: an item is shown and injected on a line of its own
         return tuple(v for v in (" ".join(shown(key, item).split()) for item in lists[key]) if v)
 
+    extra: dict[str, Any] = {}
+    for key, value in meta.items():
+        if key in KNOWN_KEYS:
+            continue
+        chars: list[str] = []
+        name = _visible_nested(str(key), chars)
+        extra[name] = _visible_nested(value, chars)
+        if chars:  # MCP `show` and `cairn show --json` give these fields whole
+            hidden.append((name, "".join(dict.fromkeys(chars))))
+
     card = Card(
         id=card_id,
         path=rel_path,
@@ -304,7 +314,7 @@ def _build(
         not_when=shown_list("not_when"),
         supersedes=shown_list("supersedes"),
         source=" ".join(shown("source", source).split()) if source is not None else None,
-        extra={str(k): v for k, v in meta.items() if k not in KNOWN_KEYS},
+        extra=extra,
         body_line=body_line,
         hidden=tuple(hidden),
     )
@@ -364,6 +374,24 @@ def _kind(value: Any) -> str:
     if isinstance(value, str):
         return "text"
     return f"a {type(value).__name__}"
+
+
+def _visible_nested(value: Any, chars: list[str]) -> Any:
+    """An extra field's value with the invisible characters of every text in it (keys too) removed, and added to
+    `chars`; bytes (`!!binary`) as the text they are shown as."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        found = invisible_in(value)
+        if not found:
+            return value
+        chars.extend(ch for _, ch in found)
+        return strip_invisible(value)
+    if isinstance(value, dict):
+        return {_visible_nested(k, chars): _visible_nested(v, chars) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_visible_nested(v, chars) for v in value]
+    return value
 
 
 def _jsonable(value: Any) -> Any:

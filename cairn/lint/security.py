@@ -78,7 +78,7 @@ def ignored_warning(config_file: str, entry: str, still: tuple[str, ...]) -> Fin
     )
 
 
-VERSION = "4"  # stored in the index: a change of the security rules makes the next `cairn index` re-read every card
+VERSION = "5"  # stored in the index: a change of the security rules makes the next `cairn index` re-read every card
 
 
 def refusals(rel_path: str, data: bytes, card: Card, disable: Iterable[str] = ()) -> list[Finding]:
