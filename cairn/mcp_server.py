@@ -17,6 +17,7 @@ import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -100,10 +101,14 @@ def _reporting(method: Callable[..., Any], tool_error: type[Exception]) -> Calla
 
     @functools.wraps(method)
     def tool(*args: Any, **kwargs: Any) -> Any:
+        started = time.monotonic()
         try:
-            return method(*args, **kwargs)
+            result = method(*args, **kwargs)
+            # `cairn serve --verbose`: one line a call, its outcome, never the agent's text (the hook logs none)
+            log.info("%s: %s (%.0f ms)", method.__name__, _outcome(result), 1000 * (time.monotonic() - started))
+            return result
         except Exception as exc:  # the SDK would hide anything but its ToolError's text: say what `cairn` says
-            message = _error_text(method.__name__, exc)
+            message = _error_text(method.__name__, exc)  # the SDK logs it as the tool's failure
         finally:
             # GitPython's repositories sit in reference cycles: without a collection, each call's `git cat-file`
             # helpers (two processes, six pipes) live on in a long-running server until the cycle collector runs.
@@ -112,6 +117,21 @@ def _reporting(method: Callable[..., Any], tool_error: type[Exception]) -> Calla
         raise tool_error(message)
 
     return tool
+
+
+def _outcome(result: Any) -> str:
+    """A tool's result in a few words for the log: the cards given or the card shown (ids: the vault's own file
+    names), or that it abstained."""
+    if not isinstance(result, dict):
+        return "done"
+    if "cards" in result:  # recall
+        return "gave " + ", ".join(str(c.get("id")) for c in result["cards"]) if result["cards"] else "abstained"
+    if "injected" in result:  # explain
+        given = ", ".join(str(i) for i in result["injected"]) or "nothing"
+        return f"{len(result.get('candidates', []))} candidate(s), would give {given}"
+    if "branch" in result:  # add_draft (its own line says where)
+        return f"drafted {result.get('id')}"
+    return f"showed {result.get('id')}"
 
 
 def _error_text(tool: str, exc: Exception) -> str:

@@ -373,6 +373,36 @@ def test_a_lone_surrogate_or_a_bad_byte_in_a_request_is_answered(vault_repo: Vau
     assert json.loads(texts[4])["id"] == "git/force-push-rebase"
 
 
+def test_serve_verbose_logs_each_call_and_not_the_agents_text(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """`cairn serve --verbose` says "Log each request on stderr", but logged only its first line: the SDK (mcp 2.x)
+    logs no request, and Cairn none. Each call now logs one line with its outcome, never the query."""
+    _lessons(vault_repo)
+
+    def call(n: int, tool: str, arguments: dict[str, str]) -> bytes:
+        request = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+        return json.dumps(request).encode() + b"\n"
+
+    secret = "zebrafish-quartz"
+    errlog = tmp_path / "serve.log"
+    answers = exchange_lines(
+        vault_repo.root,
+        [
+            call(1, "recall", {"query": f"git pull --rebase after a force-push dropped my commits {secret}"}),
+            call(2, "show", {"id": "git/force-push-rebase"}),
+            call(3, "explain", {"query": f"{secret} nothing fits this"}),
+        ],
+        options=("--verbose",),
+        errlog=errlog,
+    )
+    assert None not in answers
+    lines = [line for line in errlog.read_text().splitlines() if line.startswith(("recall:", "show:", "explain:"))]
+    assert len(lines) == 3, errlog.read_text()  # one a call (the SDK's own lines aside: mcp 1.x logs some)
+    assert re.fullmatch(r"recall: gave git/force-push-rebase \(\d+ ms\)", lines[0]), lines
+    assert re.fullmatch(r"show: showed git/force-push-rebase \(\d+ ms\)", lines[1]), lines
+    assert re.fullmatch(r"explain: \d+ candidate\(s\), would give nothing \(\d+ ms\)", lines[2]), lines
+    assert secret not in errlog.read_text()
+
+
 def test_show_gives_provenance_without_invisible_characters(vault_repo: VaultRepo) -> None:
     """A commit's author named with a bidi override and an e-mail with a zero-width space: no lint reads git's
     names, and `show` (MCP and `--json`) gave them raw, where every field of the card has its invisible characters

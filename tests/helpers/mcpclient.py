@@ -52,23 +52,30 @@ def is_error(result: Any) -> bool:
     return bool(getattr(result, "is_error", None) or getattr(result, "isError", None))
 
 
-def exchange_lines(vault: Path, lines: list[bytes], timeout: float = 20) -> list[Any]:
-    """Start the installed `cairn serve` on `vault`, initialise, then write each of `lines` (one raw JSON-RPC request
-    of id 1, 2, 3... each, for what the client SDK will not send) and wait for its answer; returns the answers
-    (None for a request not answered within `timeout` seconds)."""
+def exchange_lines(
+    vault: Path, lines: list[bytes], timeout: float = 20, options: tuple[str, ...] = (), errlog: Path | None = None
+) -> list[Any]:
+    """Start the installed `cairn serve` on `vault` (with `options`, its stderr into the file `errlog`), initialise,
+    then write each of `lines` (one raw JSON-RPC request of id 1, 2, 3... each, for what the client SDK will not
+    send) and wait for its answer; returns the answers (None for a request not answered within `timeout` seconds)."""
     opening = {
         "jsonrpc": "2.0",
         "id": 0,
         "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
     }
-    server = subprocess.Popen(
-        [cairn_executable(), "serve", "--vault", str(vault)],
-        cwd=vault,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
+    err = subprocess.DEVNULL if errlog is None else os.open(errlog, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        server = subprocess.Popen(
+            [cairn_executable(), "serve", "--vault", str(vault), *options],
+            cwd=vault,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+        )
+    finally:
+        if errlog is not None:
+            os.close(err)  # the server has its own
     assert server.stdin is not None and server.stdout is not None
     try:
         reader = _Answers(server.stdout.fileno())
