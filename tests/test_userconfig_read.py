@@ -20,6 +20,8 @@ from cairn.hot.userconfig import (
     config_file,
     load_vaults,
 )
+from helpers.payloads import FITTING_PROMPT, log_entries, payload_for
+from helpers.vaults import REBASE_ID, VaultRepo, make_vault, run_cairn, state_dir
 
 
 def write_config(home: Path, text: str) -> Path:
@@ -220,3 +222,26 @@ def test_a_read_only_state_folder_still_reads(isolated_env: Path, monkeypatch: p
     blocker.write_text("a file where the state folder would be")
     monkeypatch.setenv("CAIRN_STATE_DIR", str(blocker))
     assert [v.name for v in load_vaults()] == ["team", "me_2"]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to make another user's file")
+def test_a_copy_another_user_wrote_never_chooses_the_vaults(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """A state folder another user owns (a shared CAIRN_STATE_DIR, one made by `sudo`): its owner could write the
+    cached copy keyed to this user's file, and the hook served the vaults that copy named, a vault of theirs
+    included (its index built by the hook's own background `cairn index`). Only this user's own copy is believed."""
+    make_vault(vault_repo)
+    assert vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team").returncode == 0
+    first = payload_for("claude-code", FITTING_PROMPT, tmp_path, session="s1")
+    assert REBASE_ID in run_cairn("hook", "--format", "claude-code", cwd=tmp_path, input=first).stdout
+    (copy,) = sorted((state_dir() / "config").glob("*.json"))
+    stored = json.loads(copy.read_text())
+    theirs = tmp_path / "theirs"
+    stored["data"]["vaults"] = [{"name": "team", "path": str(theirs), "projects": [], "ref": None, "scopes": []}]
+    copy.write_text(json.dumps(stored, sort_keys=True))
+    os.chown(copy, 65534, 65534)  # nobody's
+    payload = payload_for("claude-code", FITTING_PROMPT, tmp_path, session="s2")
+    done = run_cairn("hook", "--format", "claude-code", cwd=tmp_path, input=payload)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert [v["vault"] for v in log_entries()[-1]["vaults"]] == [str(vault_repo.root)]
+    assert json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"].count(f"team:{REBASE_ID}") == 1
+    assert copy.stat().st_uid == os.getuid()  # made again by this user

@@ -398,21 +398,27 @@ def private_folder(folder: str) -> None:
 # writes (the log, stamps, locks) are never written or made through a symlink.
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_UID = os.getuid() if hasattr(os, "getuid") else 0  # Windows: every file's st_uid is 0
 
 
-def open_regular(path: "str | os.PathLike[str]") -> int:
+def open_regular(path: "str | os.PathLike[str]", own: bool = False) -> int:
     """A descriptor of the regular file at `path`, open for reading (a symlink to one is followed); OSError, at once,
-    for a FIFO, a device, a folder or no file."""
+    for a FIFO, a device, a folder or no file, and with `own` for a file another user owns (a copy Cairn wrote for
+    this user is believed only if this user wrote it: whoever owns a state folder could write the others)."""
     fd = os.open(path, os.O_RDONLY | _NONBLOCK)  # a FIFO with no writer must not block
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
         os.close(fd)
         raise OSError(f"{os.fspath(path)} is not a regular file")
+    if own and info.st_uid != _UID:
+        os.close(fd)
+        raise OSError(f"{os.fspath(path)} is owned by another user")
     return fd
 
 
-def read_regular(path: str, limit: int) -> bytes:
+def read_regular(path: str, limit: int, own: bool = False) -> bytes:
     """At most `limit` bytes of the regular file at `path` (`open_regular`'s checks)."""
-    fd = open_regular(path)
+    fd = open_regular(path, own)
     try:
         chunks, size = [], 0
         while size < limit:

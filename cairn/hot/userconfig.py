@@ -323,7 +323,9 @@ def _cache_file(file: str, env: "Mapping[str, str]") -> str:
 def _read_cache(cache: str, key: list[object]) -> "dict[str, Any] | None":
     """The cached data for this key; raises the cached error; None when missing, stale or damaged."""
     try:
-        stored = loads(read_regular(cache, 4 * MAX_CONFIG_BYTES))
+        # Only a copy this user wrote: one another user wrote, in a state folder they own, would choose the vaults
+        # served (the TOML file is read instead, and the copy made again where the folder lets this user write).
+        stored = loads(read_regular(cache, 4 * MAX_CONFIG_BYTES, own=True))
     except (OSError, ValueError):
         return None
     if not isinstance(stored, dict) or stored.get("version") != CACHE_VERSION or stored.get("key") != key:
