@@ -20,9 +20,13 @@ def _hook(argv: list[str]) -> None:
     import os
 
     gc.disable()
-    from cairn.hot.hook import main as hook_main
+    try:
+        from cairn.hot.hook import main as hook_main
 
-    status = hook_main(argv)
+        status = hook_main(argv)
+    except KeyboardInterrupt:  # Ctrl-C (or an agent's SIGINT): one line and 130, as every other command says it
+        sys.stderr.write("\nInterrupted.\n")
+        status = 130
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

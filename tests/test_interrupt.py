@@ -95,3 +95,20 @@ def test_ctrl_c_at_a_question_is_the_same(vault_repo: VaultRepo) -> None:
     code, output = _at_a_question(vault_repo, b"\x04")  # Ctrl-D: the end of input
     assert code == 1, output
     assert output.rstrip().endswith(b"Aborted!") and b"Interrupted" not in output, output
+
+
+def test_ctrl_c_in_the_hook_is_the_same(vault_repo: VaultRepo) -> None:
+    """`cairn hook` runs before click, so the group's Ctrl-C handling never saw it: a traceback, ending in the read of
+    its stdin."""
+    make_vault(vault_repo)
+    with subprocess.Popen(
+        [cairn_executable(), "hook", "--format", "text", "--vault", str(vault_repo.root)],
+        cwd=vault_repo.root,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        _interrupt_once_reading(process)
+        out, err = process.communicate(timeout=60)
+    assert (process.returncode, out, err.strip()) == (130, "", "Interrupted.")
