@@ -101,6 +101,33 @@ def test_an_input_over_the_limit_is_read_to_its_end(vault_repo: VaultRepo, fmt: 
     assert _log()[-1]["error"] == "HookInputError: stdin is over 8 MiB"
 
 
+def test_a_stdin_never_closed_fails_open_in_time(vault_repo: VaultRepo) -> None:
+    """Bug fixed: the hook read stdin to its end, so an agent (or a wrapper) that wrote the payload and kept the pipe
+    open held the prompt until its own timeout killed the hook, and nothing in the log said why. It now stops
+    waiting after STDIN_SECONDS, serves nothing and logs it."""
+    make_vault(vault_repo)
+    hook = subprocess.Popen(
+        [cairn_executable(), "hook", "--format", "codex"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=vault_repo.root,
+    )
+    assert hook.stdin is not None and hook.stdout is not None and hook.stderr is not None
+    hook.stdin.write(payload_for("codex", FITTING, vault_repo.root).encode())
+    hook.stdin.flush()  # and never closed
+    try:
+        code = hook.wait(timeout=60)  # a hang guard, not a budget
+    finally:
+        hook.kill()
+        hook.stdin.close()
+        out, err = hook.stdout.read(), hook.stderr.read()
+        hook.stdout.close()
+        hook.stderr.close()
+    assert (code, out, err) == (0, b"", b"")
+    assert str(_log()[-1]["error"]).startswith("HookInputError: stdin was not closed within 5 s")
+
+
 HOSTILE_SESSIONS = ["../../x", "/etc/passwd", "a\u0000b", "x" * 10_000, "..", "sessions/../../escape", "\ud800"]
 
 

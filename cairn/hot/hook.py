@@ -42,6 +42,9 @@ if TYPE_CHECKING:
 
 FORMATS = ("claude-code", "codex", "gemini", "text", "json")
 MAX_STDIN_BYTES = 8 * 1024 * 1024
+# An agent writes its payload at once and closes stdin; one that keeps it open would hold the prompt until its own
+# timeout ends the hook (`cairn install` gives it 10 s), with no line in the log to say why.
+STDIN_SECONDS = 5
 MAX_QUERY_CHARS = 8000  # a pasted log beyond this adds cost, not meaning
 CONTEXT_HARD_LIMIT = 9999
 REINDEX_EVERY_SECONDS = 30
@@ -139,9 +142,7 @@ def main(argv: list[str]) -> int:
     output = ""
     prompt: str | None = None
     try:
-        raw = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
-        if len(raw) > MAX_STDIN_BYTES:
-            _drain(sys.stdin.buffer)
+        raw = _read_stdin(sys.stdin.buffer)
         payload = parse_payload(fmt, raw)
         prompt = payload.prompt
         if options.problem is not None:  # never block the prompt for the hook's own command line: log it
@@ -162,6 +163,42 @@ def main(argv: list[str]) -> int:
         except (OSError, ValueError):
             pass
     return 0
+
+
+class _StdinOpen(Exception):
+    pass
+
+
+def _stdin_open(signum: int, frame: object) -> None:
+    raise _StdinOpen
+
+
+def _read_stdin(stream: "BinaryIO") -> bytes:
+    """stdin, up to MAX_STDIN_BYTES + 1 bytes (the rest read and dropped, `_drain`), within STDIN_SECONDS unless it is
+    a terminal (someone typing a prompt): HookInputError when the writer keeps it open longer. The bound is SIGALRM's
+    (`_signal`, loaded by every interpreter: `signal` would import `enum`), so only in the main thread."""
+    import _signal  # type: ignore[import-not-found]
+
+    timed, previous = False, None
+    try:
+        if not stream.isatty():
+            previous, timed = _signal.signal(_signal.SIGALRM, _stdin_open), True
+            _signal.alarm(STDIN_SECONDS)
+    except (OSError, ValueError):  # a closed stdin, or not the main thread: read as before
+        pass
+    try:
+        raw = stream.read(MAX_STDIN_BYTES + 1)
+        if len(raw) > MAX_STDIN_BYTES:
+            _drain(stream)
+        return raw
+    except _StdinOpen:
+        raise HookInputError(
+            f"stdin was not closed within {STDIN_SECONDS} s; the agent must close it after writing the payload"
+        ) from None
+    finally:
+        if timed:
+            _signal.alarm(0)
+            _signal.signal(_signal.SIGALRM, _signal.SIG_DFL if previous is None else previous)
 
 
 def _drain(stream: "BinaryIO") -> None:
