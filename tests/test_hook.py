@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -122,6 +123,23 @@ def test_vault_flag_and_env_but_never_the_agents_folder(vault_repo: VaultRepo, t
     assert hook(vault_repo, "claude-code", third, env=unset, cwd=vault_repo.root).stdout == ""
     assert log_entries()[-1]["error"].startswith("VaultNotFound: no vault to serve: none is configured in ")
     assert "`cairn vault add PATH`" in log_entries()[-1]["error"]
+
+
+def test_the_whole_card_command_of_an_id_with_a_leading_dash_runs(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: a card at cards/-x/-rf.md (lint only warns of its id) got `cairn show -x/-rf`, which click reads
+    as options ("No such option '-x'"), so the command the frame offers the agent failed."""
+    make_vault(vault_repo)
+    vault_repo.write("-x/-rf", "Zebra quokka migration stalls", "Restart the quokka pipeline with the zebra flag.")
+    vault_repo.commit("An id with leading dashes")
+    assert vault_repo.invoke("index").returncode == 0
+    for cwd in (tmp_path, vault_repo.root):  # with `--vault VAULT` and without
+        done = hook(vault_repo, "text", "zebra quokka migration stalls", cwd=cwd)
+        (line,) = [x for x in done.stdout.splitlines() if x.startswith("   whole card: `")]
+        command = shlex.split(line.split("`")[1])
+        assert command[:2] == ["cairn", "show"]
+        shown = vault_repo.cairn(*command[1:], cwd=cwd)
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout.startswith("Zebra quokka migration stalls\n")
 
 
 def test_scope_flag_and_env_drop_out_of_scope_cards(vault_repo: VaultRepo) -> None:

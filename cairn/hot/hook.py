@@ -640,7 +640,9 @@ def context_block(picks: "Sequence[Pick]", payload: Payload, nonce: str) -> str:
             f"   path: {_data(os.path.join(root, card.path), 600)}",
         ]
         vault_arg = "" if _vault_encloses(root, payload.cwd) else f" --vault {_quote(root)}"
-        command = _code(f"cairn show {_quote(card.id)}{vault_arg}")
+        shown = _quote(card.id)
+        # An id that starts with "-" (lint warns of it, and serves it) would be read as an option: after `--`
+        command = _code(f"cairn show{vault_arg} -- {shown}" if shown[:1] == "-" else f"cairn show {shown}{vault_arg}")
         if command is not None:
             lines.append(f"   whole card: `{command}`")
     lines.append(closing)
