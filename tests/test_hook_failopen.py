@@ -76,6 +76,26 @@ def test_a_cwd_holding_a_nul_is_taken_as_none_given(vault_repo: VaultRepo) -> No
     assert log_entries()[-1]["error"] is None
 
 
+@pytest.mark.parametrize("fmt", ("text", "json"))
+def test_a_deleted_working_folder_still_serves(vault_repo: VaultRepo, tmp_path: Path, fmt: str) -> None:
+    """Bug fixed: with no cwd in the input (text, json), the hook took its own folder, and when that folder had been
+    deleted under it (a removed worktree) `os.getcwd()` failed the whole prompt: no card, and a log line naming no
+    file ("FileNotFoundError: [Errno 2] No such file or directory")."""
+    make_vault(vault_repo)
+    gone = tmp_path / "removed-worktree"
+    gone.mkdir()
+    done = subprocess.run(
+        ["sh", "-c", 'cd "$1" && rmdir "$1" && exec "$2" hook --format "$3"', "sh", str(gone), cairn_executable(), fmt],
+        input=payload_for(fmt, FITTING_PROMPT, vault_repo.root).encode(),
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0 and b"force-push" in done.stdout, done.stderr
+    assert log_entries()[-1]["error"] is None
+    assert not gone.exists()
+
+
 @pytest.mark.parametrize("case", ("empty", "binary", "not-utf8"))
 def test_bad_stdin_fails_open_for_text(vault_repo: VaultRepo, case: str) -> None:
     make_vault(vault_repo)

@@ -306,7 +306,10 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
         entry["session"] = session_key(payload.session_id)
 
     if payload.cwd is None:  # text and json input carry no cwd: the hook's own folder stands in
-        payload.cwd = os.getcwd()
+        try:
+            payload.cwd = os.getcwd()
+        except OSError:  # that folder was deleted: no folder, so a vault limited to projects serves nothing
+            pass
     vaults, skipped = hook_vaults(options.vault)  # never the vault around payload.cwd: trust is explicit
     declared = scope_tags(options.scope)
     logged: list[dict[str, object]] = []
