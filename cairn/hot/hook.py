@@ -179,11 +179,11 @@ def _read_stdin(stream: "BinaryIO") -> bytes:
     (`_signal`, loaded by every interpreter: `signal` would import `enum`), so only in the main thread."""
     import _signal  # type: ignore[import-not-found]
 
-    timed, previous = False, None
+    timed, previous, pending = False, None, 0
     try:
         if not stream.isatty():
             previous, timed = _signal.signal(_signal.SIGALRM, _stdin_open), True
-            _signal.alarm(STDIN_SECONDS)
+            pending = _signal.alarm(STDIN_SECONDS)  # an alarm set before (the hook run in-process) is set again
     except (OSError, ValueError):  # a closed stdin, or not the main thread: read as before
         pass
     try:
@@ -199,6 +199,8 @@ def _read_stdin(stream: "BinaryIO") -> bytes:
         if timed:
             _signal.alarm(0)
             _signal.signal(_signal.SIGALRM, _signal.SIG_DFL if previous is None else previous)
+            if pending:
+                _signal.alarm(pending)
 
 
 def _drain(stream: "BinaryIO") -> None:
