@@ -1,5 +1,5 @@
-"""`python -m cairn`, and the file the agents' hook runs: `PYTHON -S /path/to/cairn/__main__.py hook ...`
-(`cairn.install.hook_launcher`).
+"""`python -m cairn`, and the file the agents' hook runs: `PYTHON -I -S /path/to/cairn/__main__.py hook ...`
+(`cairn.install.hook_launcher`; `-I` keeps PYTHONPATH, which could name the agent's project, out).
 
 Without `site` the interpreter skips its start-up work (the `.pth` files of every package installed beside Cairn,
 user site folders), paid on every prompt: about 4% of the hook's instructions in a plain venv, more where many

@@ -553,7 +553,7 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
             folder = os.path.dirname(install.hook_launcher()[-1])
             fix = f"export PATH={shlex.quote(folder)}:$PATH (in your shell's profile, where the agent starts)"
         return Check("agent", subject, False, f"{path}: {argv[0] if argv else command!r} is not found", fix)
-    # What runs `cairn`, as the hook runs it: `cairn`, or `PYTHON -S /path/to/cairn` (`install.hook_launcher`).
+    # What runs `cairn`, as the hook runs it: `cairn`, or `PYTHON -I -S /path/to/cairn` (`install.hook_launcher`).
     launcher = [executable, *argv[1 : argv.index("hook", 1)]] if "hook" in argv[1:] else [executable]
     shown = shlex.join(launcher)
     try:
@@ -567,13 +567,15 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
     # A baked --vault serves that vault alone, whatever the `resolve` lines above say of the configured vaults.
     only = f"; it serves --vault {baked} only, not the configured vaults" if baked is not None else ""
     portable = where == "project" and install.is_shared(agent, path)  # runs `cairn` from the PATH, by design
-    if not portable and "-S" not in launcher[1:] and "-S" in install.hook_launcher()[1:]:  # an older install
+    flags = [word for word in install.hook_launcher()[1:] if word.startswith("-")]  # -I -S
+    if not portable and flags and not set(flags) <= set(launcher[1:]):  # an older install
         return Check(
             "agent",
             subject,
             True,
             f"{path} runs {shown} ({done.stdout.strip()}){only}; `{fix}` again starts it without `site`, faster on "
-            "every prompt",
+            "every prompt, and isolated (`-I`): a PYTHONPATH naming the agent's folder can no longer put its code "
+            "in Cairn's place",
         )
     return Check("agent", subject, True, f"{path} runs {shown} ({done.stdout.strip()}){only}")
 

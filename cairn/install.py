@@ -199,15 +199,18 @@ def hook_command(
 
 
 def hook_launcher() -> list[str]:
-    """What the agents' hook runs `cairn` with: `PYTHON -S /path/to/cairn/__main__.py`, this interpreter and this
-    install's package (`cairn/__main__.py` says why: no `site` start-up work on every prompt).
+    """What the agents' hook runs `cairn` with: `PYTHON -I -S /path/to/cairn/__main__.py`, this interpreter and this
+    install's package (`cairn/__main__.py` says why: no `site` start-up work on every prompt). `-I`: no `PYTHON*`
+    variable counts; the hook starts in the agent's project, and a PYTHONPATH with an empty or relative entry (what
+    `export PYTHONPATH=$PYTHONPATH:/x` makes of an unset one) would import that project's `cairn/` (or `encodings/`)
+    in Cairn's place.
 
     Not the `cairn` command: pip's launcher for it needs `site` to find Cairn, and imports modules of its own (`re`,
     before pip 25) first. `PYTHON` is kept as given (a venv's `bin/python` is a link whose target is outside the
     venv); it is `cairn_executable()` alone when the interpreter is unknown."""
     main = Path(__file__).resolve().with_name("__main__.py")
     if sys.executable and main.is_file():
-        return [sys.executable, "-S", str(main)]
+        return [sys.executable, "-I", "-S", str(main)]
     return [cairn_executable()]
 
 

@@ -224,11 +224,11 @@ def test_importing_the_hook_imports_only_the_allowed_modules() -> None:
 
 
 def test_the_hook_as_the_agents_run_it_imports_only_what_the_hook_does(vault_repo: VaultRepo) -> None:
-    """`cairn install`'s launcher (`PYTHON -S .../cairn/__main__.py hook`), not the `cairn` command: pip's launcher
+    """`cairn install`'s launcher (`PYTHON -I -S .../cairn/__main__.py hook`), not the `cairn` command: pip's launcher
     for that imports `re` (before pip 25), and the agents never run it."""
     make_vault(vault_repo)
     python, *launcher = install.hook_launcher()
-    assert python == sys.executable and launcher[0] == "-S"
+    assert python == sys.executable and launcher[:2] == ["-I", "-S"]
     names = imported(
         [*launcher, "hook", "--format", "claude-code"],
         isolated=False,

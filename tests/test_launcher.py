@@ -1,10 +1,11 @@
-"""The agents' hook runs `PYTHON -S /path/to/cairn/__main__.py hook ...` (`cairn.install.hook_launcher`): the file
+"""The agents' hook runs `PYTHON -I -S /path/to/cairn/__main__.py hook ...` (`cairn.install.hook_launcher`): the file
 then finds its own install without `site`, the standard library first; any other command run so gets `site`. The
 `cairn` command is pip's console-script launcher, which starts from a venv whose path holds a space."""
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -107,11 +108,34 @@ def test_install_writes_the_launcher_and_the_agent_runs_it(vault_repo: VaultRepo
     settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     [handler] = settings["hooks"]["UserPromptSubmit"][0]["hooks"]
     words = shlex.split(handler["command"])
-    assert words[1:3] == ["-S", str(Path(cairn.__file__).resolve().with_name("__main__.py"))]
+    assert words[1:4] == ["-I", "-S", str(Path(cairn.__file__).resolve().with_name("__main__.py"))]
     assert Path(words[0]).name.startswith("python")
-    assert words[3:6] == ["hook", "--format", "claude-code"]
+    assert words[4:7] == ["hook", "--format", "claude-code"]
     _agent_runs(handler["command"], project)
     assert install.cairn_commands("claude-code", project / ".claude" / "settings.local.json") == [handler["command"]]
+
+
+def test_the_hook_never_imports_the_agents_folder_through_pythonpath(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: `export PYTHONPATH=$PYTHONPATH:/x` with PYTHONPATH unset leaves an empty entry, the current folder;
+    the hook starts in the agent's project, so a `cairn/` package there ran in Cairn's place on every prompt (an
+    `encodings/` one before any of Cairn's code). The launcher runs isolated (`-I`): no PYTHON* variable counts."""
+    make_vault(vault_repo)
+    project = tmp_path / "project"
+    for package in ("cairn", "encodings"):
+        (project / package).mkdir(parents=True)
+        (project / package / "__init__.py").write_text(f"raise SystemExit('the {package} of the project ran')\n")
+    command = install.hook_command("claude-code", str(vault_repo.root), executable=install.hook_launcher())
+    served = subprocess.run(
+        ["sh", "-c", command],
+        input=payload_for("claude-code", FITTING_PROMPT, project),
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": ":/opt/elsewhere"},
+        check=False,
+    )
+    assert (served.returncode, served.stderr) == (0, ""), served.stderr
+    assert REBASE_ID in json.loads(served.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
 def test_without_an_interpreter_to_name_the_hook_runs_cairn(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -157,6 +181,8 @@ def test_doctor_says_an_older_hook_command_would_start_faster_installed_again(tm
     check = doctor._command_check("claude-code", "user", settings, older)
     assert check.ok
     assert "`cairn install claude-code --user` again starts it without `site`" in check.detail
+    only_s = f"{shlex.quote(sys.executable)} -S {shlex.quote(install.hook_launcher()[-1])} hook --format claude-code"
+    assert "isolated (`-I`)" in doctor._command_check("claude-code", "user", settings, only_s).detail
     current = shlex.join([*install.hook_launcher(), "hook", "--format", "claude-code"])
     assert "again" not in doctor._command_check("claude-code", "user", settings, current).detail
 
@@ -223,5 +249,5 @@ def test_cairn_installed_in_a_venv_whose_path_holds_a_space_runs(vault_repo: Vau
     [handler] = json.loads((project / ".claude" / "settings.local.json").read_text())["hooks"]["UserPromptSubmit"][0][
         "hooks"
     ]
-    assert shlex.split(handler["command"])[:2] == [str(venv / "bin" / "python"), "-S"]
+    assert shlex.split(handler["command"])[:3] == [str(venv / "bin" / "python"), "-I", "-S"]
     _agent_runs(handler["command"], project)
