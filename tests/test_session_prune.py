@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from cairn import install
 from cairn.hot import session as sessions
 from helpers.payloads import FITTING_PROMPT, claude_payload
 from helpers.vaults import REBASE_ID, VaultRepo, make_vault, state_dir
@@ -86,6 +87,32 @@ def test_the_hook_lists_no_session_folder_and_a_detached_process_prunes_it(
 
     _, seen = _audited_hook(vault_repo, tmp_path / "second.json")  # pruned a moment ago: not due again
     assert [event for event, _ in seen if event == "os.posix_spawn"] == []
+
+
+def test_the_pruner_never_imports_the_agents_folder_through_pythonpath(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: the pruner starts in the agent's folder (the hook's), with the hook's environment: a PYTHONPATH
+    with an empty entry (`:/x`) made its interpreter import that folder's `encodings/` at start, so the project's code
+    ran and the sessions were never pruned. It now starts isolated (`-I`), as the hook's launcher does."""
+    make_vault(vault_repo)
+    stale, _ = _stale_and_fresh(state_dir() / "sessions")
+    project = tmp_path / "project"
+    (project / "encodings").mkdir(parents=True)
+    marker = tmp_path / "the-project-ran"
+    (project / "encodings" / "__init__.py").write_text(f"import posix\nposix.mkdir({str(marker)!r})\n")
+    done = subprocess.run(
+        [*install.hook_launcher(), "hook", "--format", "claude-code", "--vault", str(vault_repo.root)],
+        input=json.dumps(claude_payload(FITTING_PROMPT, project, "a-new-session")),
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": ":/opt/elsewhere"},
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0 and REBASE_ID in done.stdout, done.stderr
+    _wait_until_gone(stale)
+    assert [path for path in stale if path.exists()] == []
+    assert not marker.exists()
 
 
 def test_prune_is_due_again_only_after_hours(tmp_path: Path) -> None:
