@@ -146,6 +146,8 @@ def test_unwritable_state_dir_fails_open_with_a_line_on_stderr(vault_repo: Vault
     )
     assert done.returncode == 0 and "force-push" in done.stdout
     assert "cannot write the hook log" in done.stderr
+    assert done.stderr.endswith(f"; make {blocker / 'state'} a folder you can write, or set CAIRN_STATE_DIR to one\n")
+    assert done.stderr.count("\n") == 1
     assert FITTING_PROMPT not in done.stderr
     assert blocker.read_text() == "not a folder"
 

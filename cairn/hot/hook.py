@@ -155,7 +155,11 @@ def main(argv: list[str]) -> int:
     try:
         append_log(_state_dir(), entry)
     except Exception as exc:
-        sys.stderr.write(f"cairn hook: cannot write the hook log: {_error_text(exc, prompt)}\n")
+        try:
+            fix = f"make {_state_dir()} a folder you can write, or set CAIRN_STATE_DIR to one"
+        except Exception:  # no home folder to name one in
+            fix = "set CAIRN_STATE_DIR to a folder you can write"
+        sys.stderr.write(f"cairn hook: cannot write the hook log: {_error_text(exc, prompt)}; {fix}\n")
     if output:
         try:
             sys.stdout.write(output)
