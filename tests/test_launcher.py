@@ -10,6 +10,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ import pytest
 import cairn
 from cairn import doctor, githooks, install
 from helpers.payloads import FITTING_PROMPT, payload_for
-from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault
+from helpers.vaults import REBASE_ID, VaultRepo, cache_dir, cairn_executable, make_vault
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = Path("lib") / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
@@ -136,6 +137,35 @@ def test_the_hook_never_imports_the_agents_folder_through_pythonpath(vault_repo:
     )
     assert (served.returncode, served.stderr) == (0, ""), served.stderr
     assert REBASE_ID in json.loads(served.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_the_background_index_never_imports_the_vaults_folder_through_pythonpath(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: the index the hook starts in the background runs in the vault's folder with the hook's environment:
+    a PYTHONPATH with an empty entry (`:/x`) made its interpreter import an `encodings/` package there at start. It
+    now starts isolated (`-I`), as the hook's launcher does."""
+    vault_repo.write_raw("cairn.toml", "# the defaults\n")
+    vault_repo.write(REBASE_ID, "Pull --rebase drops local commits", "Compare with git reflog before you pull.")
+    vault_repo.commit("A card")
+    marker = tmp_path / "the-vault-ran"
+    (vault_repo.root / "encodings").mkdir()
+    (vault_repo.root / "encodings" / "__init__.py").write_text(f"import posix\nposix.mkdir({str(marker)!r})\n")
+    done = subprocess.run(  # no index yet: the hook serves nothing and starts one in the background
+        [*install.hook_launcher(), "hook", "--format", "claude-code", "--vault", str(vault_repo.root)],
+        input=payload_for("claude-code", FITTING_PROMPT, tmp_path),
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": ":/opt/elsewhere"},
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    deadline = time.monotonic() + 60
+    while not marker.exists() and not list(cache_dir().rglob("*.cairn")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not marker.exists()
+    assert list(cache_dir().rglob("*.cairn"))  # the index was built
 
 
 def test_without_an_interpreter_to_name_the_hook_runs_cairn(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1142,3 +1142,23 @@ def test_eval_decides_with_the_similarities_recall_and_explain_read(vault_repo: 
         given = [row["id"] for row in explained["candidates"] if row["decision"] == "injected"]
         assert injected[key] == given, key
     assert injected == {key: [card] for key, (_, card) in picked.items()}
+
+
+def test_the_warm_encoder_never_imports_the_agents_folder_through_pythonpath(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug fixed: the hook starts the warm encoder in the agent's folder with the hook's environment: a PYTHONPATH
+    with an empty entry (`:/x`) made its interpreter import that folder's `encodings/` at start, so the project's
+    code ran and the encoder never came up. It now starts isolated (`-I`), as the hook's launcher does."""
+    from cairn.hot.semantic import start_daemon
+
+    project = tmp_path / "project"
+    (project / "encodings").mkdir(parents=True)
+    marker = tmp_path / "the-project-ran"
+    (project / "encodings" / "__init__.py").write_text(f"import posix\nposix.mkdir({str(marker)!r})\n")
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("PYTHONPATH", ":/opt/elsewhere")
+    assert start_daemon(str(state_dir())) is True
+    assert _wait(lambda: marker.exists() or _daemon_pid() is not None, 60)
+    assert not marker.exists()
+    assert _daemon_pid() is not None

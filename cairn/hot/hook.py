@@ -557,7 +557,7 @@ def spawn_index(root: str, *options: str) -> None:
 
     env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_PREFIX")}
     subprocess.Popen(
-        [sys.executable, "-c", INDEX_CODE, "index", "--vault", root, *options],
+        [sys.executable, "-I", "-c", INDEX_CODE, "index", "--vault", root, *options],  # -I: as `start_daemon`
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

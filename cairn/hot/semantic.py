@@ -407,7 +407,7 @@ def start_daemon(state: str) -> bool:
     try:
         os.posix_spawn(
             sys.executable,
-            [sys.executable, "-c", DAEMON_CODE],
+            [sys.executable, "-I", "-c", DAEMON_CODE],  # -I: no PYTHON* variable (PYTHONPATH=":x": the agent's folder)
             env,
             file_actions=actions,
             setsid=True,
