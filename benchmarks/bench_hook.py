@@ -128,7 +128,10 @@ def timed_run(args: list[str], stdin: bytes | None, env: dict[str, str], cwd: Pa
 
 
 def imported_modules(command: list[str], stdin: bytes | None, env: dict[str, str], cwd: Path) -> list[str]:
-    """The modules a command imports, full names in the order their imports finished (PYTHONPROFILEIMPORTTIME)."""
+    """The modules a command imports, full names in the order their imports finished (`-X importtime` for an
+    interpreter's command, which an isolated `-I` one heeds; PYTHONPROFILEIMPORTTIME for a script)."""
+    if len(command) > 1 and command[1].startswith("-"):  # `python -I -S script`, `python -c CODE`
+        command = [command[0], "-X", "importtime", *command[1:]]
     done = subprocess.run(
         command, input=stdin, capture_output=True, env=dict(env, PYTHONPROFILEIMPORTTIME="1"), cwd=cwd, check=True
     )
@@ -242,22 +245,27 @@ def configure(vaults: list[SynthVault], config: Path) -> None:
 # What marks the file `cairn install` has the agents run under `python -S` (`cairn.install.hook_launcher`): the
 # package's `cairn/__main__.py`, or in older commits Cairn's own `bin/cairn` script; commits older still run `cairn`.
 NO_SITE_MARK = b"sys.flags.no_site"
+# And isolated (`-I`: no PYTHON* variable counts) since `cairn.install.hook_launcher` says so.
+ISOLATED_MARK = b'"-I", "-S"'
 
 
 def hook_launcher(python: str, cairn: str, package: Path) -> list[str]:
     """What the agents' hook runs `cairn` with, as `cairn install` writes it for this install."""
+    install = package / "install.py"
+    flags = ["-I", "-S"] if install.is_file() and ISOLATED_MARK in install.read_bytes() else ["-S"]
     for script in (package / "__main__.py", Path(cairn)):
         if script.is_file() and NO_SITE_MARK in script.read_bytes()[:8192]:
-            return [python, "-S", str(script)]
+            return [python, *flags, str(script)]
     return [cairn]
 
 
 def import_floor(python: str, launcher: list[str], packages: str) -> Callable[[str], list[str]]:
     """A `python -c CODE` command started as the hook starts: without `site` (and Cairn's install put on sys.path,
-    as the launcher does) when the hook runs under `-S`."""
+    as the launcher does) when the hook runs under `-S`, isolated too under `-I`."""
     if "-S" not in launcher:
         return lambda code: [python, "-c", code]
-    return lambda code: [python, "-S", "-c", f"import sys; sys.path.append({packages!r})\n{code}"]
+    flags = ["-I", "-S"] if "-I" in launcher else ["-S"]
+    return lambda code: [python, *flags, "-c", f"import sys; sys.path.append({packages!r})\n{code}"]
 
 
 def bench_size(

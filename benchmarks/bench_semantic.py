@@ -406,7 +406,7 @@ def hook_cost(n_cards: int, runs: int) -> int:
             waits: list[float] = []
             for i in range(runs):
                 prompt = json.loads(payload(runs + i + 2))["prompt"]
-                prefetch(prompt)
+                prefetch(prompt, [str(index_file)])
                 time.sleep(0.010)
                 started = time.perf_counter()
                 similarities(index, prompt, top=50, z=True)

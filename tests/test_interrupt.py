@@ -44,11 +44,11 @@ def _interrupt_once_reading(process: subprocess.Popen[bytes] | subprocess.Popen[
     process.send_signal(signal.SIGINT)
 
 
-def test_ctrl_c_is_one_line_and_exit_130(vault_repo: VaultRepo) -> None:
-    make_vault(vault_repo)
+def _interrupted(args: list[str], cwd: Path) -> tuple[int, str, str]:
+    """`cairn ARGS` interrupted once it reads its stdin: its exit code, stdout and stderr."""
     with subprocess.Popen(
-        [cairn_executable(), "recall", "-"],  # the prompt from stdin: it waits there until interrupted
-        cwd=vault_repo.root,
+        [cairn_executable(), *args],
+        cwd=cwd,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -56,7 +56,13 @@ def test_ctrl_c_is_one_line_and_exit_130(vault_repo: VaultRepo) -> None:
     ) as process:
         _interrupt_once_reading(process)
         out, err = process.communicate(timeout=60)
-    assert process.returncode == 130, (out, err)
+    return process.returncode, out, err
+
+
+def test_ctrl_c_is_one_line_and_exit_130(vault_repo: VaultRepo) -> None:
+    make_vault(vault_repo)
+    code, out, err = _interrupted(["recall", "-"], vault_repo.root)  # the prompt from stdin: it waits there
+    assert code == 130, (out, err)
     assert out == ""
     assert err.strip() == "Interrupted."
     assert "Traceback" not in err and "Aborted" not in err
@@ -101,14 +107,5 @@ def test_ctrl_c_in_the_hook_is_the_same(vault_repo: VaultRepo) -> None:
     """`cairn hook` runs before click, so the group's Ctrl-C handling never saw it: a traceback, ending in the read of
     its stdin."""
     make_vault(vault_repo)
-    with subprocess.Popen(
-        [cairn_executable(), "hook", "--format", "text", "--vault", str(vault_repo.root)],
-        cwd=vault_repo.root,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as process:
-        _interrupt_once_reading(process)
-        out, err = process.communicate(timeout=60)
-    assert (process.returncode, out, err.strip()) == (130, "", "Interrupted.")
+    code, out, err = _interrupted(["hook", "--format", "text", "--vault", str(vault_repo.root)], vault_repo.root)
+    assert (code, out, err.strip()) == (130, "", "Interrupted.")

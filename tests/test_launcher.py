@@ -80,7 +80,7 @@ def test_without_site_another_command_gets_site(tmp_path: Path) -> None:
     assert "site" in _imports(done.stderr)
 
 
-def _agent_runs(command: str, project: Path) -> None:
+def _agent_runs(command: str, project: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Claude Code's hook `command` run as the agent runs it, in `project`: the fitting prompt gets its card."""
     served = subprocess.run(
         ["sh", "-c", command],
@@ -88,10 +88,12 @@ def _agent_runs(command: str, project: Path) -> None:
         capture_output=True,
         text=True,
         cwd=project,
+        env=env,
         check=False,
     )
     assert served.returncode == 0, served.stderr
     assert REBASE_ID in json.loads(served.stdout)["hookSpecificOutput"]["additionalContext"]
+    return served
 
 
 def test_install_writes_the_launcher_and_the_agent_runs_it(vault_repo: VaultRepo, tmp_path: Path) -> None:
@@ -126,17 +128,8 @@ def test_the_hook_never_imports_the_agents_folder_through_pythonpath(vault_repo:
         (project / package).mkdir(parents=True)
         (project / package / "__init__.py").write_text(f"raise SystemExit('the {package} of the project ran')\n")
     command = install.hook_command("claude-code", str(vault_repo.root), executable=install.hook_launcher())
-    served = subprocess.run(
-        ["sh", "-c", command],
-        input=payload_for("claude-code", FITTING_PROMPT, project),
-        capture_output=True,
-        text=True,
-        cwd=project,
-        env={**os.environ, "PYTHONPATH": ":/opt/elsewhere"},
-        check=False,
-    )
-    assert (served.returncode, served.stderr) == (0, ""), served.stderr
-    assert REBASE_ID in json.loads(served.stdout)["hookSpecificOutput"]["additionalContext"]
+    served = _agent_runs(command, project, {**os.environ, "PYTHONPATH": ":/opt/elsewhere"})
+    assert served.stderr == ""
 
 
 def test_the_background_index_never_imports_the_vaults_folder_through_pythonpath(

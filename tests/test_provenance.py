@@ -3,6 +3,7 @@ computed in one pass for a full build and joined incrementally, with the same re
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -248,6 +249,17 @@ def test_deepening_a_shallow_clone_reads_the_whole_history_again(vault_repo: Vau
     assert [a["name"] for a in prov["authors"]] == [ANN[0], BOB[0]]
 
 
+def _commit_at(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch, day: str, message: str, author: tuple[str, str]
+) -> str:
+    """Commit everything as `author`, authored and committed at noon UTC on 2026-`day` (MM-DD); the commit's id."""
+    monkeypatch.setenv("GIT_AUTHOR_DATE", f"2026-{day}T12:00:00Z")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", f"2026-{day}T12:00:00Z")
+    vault_repo.git("add", "-A", author=author)
+    vault_repo.git("commit", "-q", "--no-verify", "-m", message, author=author)
+    return vault_repo.git("rev-parse", "HEAD")
+
+
 def test_a_commit_dated_before_its_parent_keeps_the_parents_edit(
     vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -255,12 +267,7 @@ def test_a_commit_dated_before_its_parent_keeps_the_parents_edit(
     kept dates) on one side of a merge came after that parent, so the walk passed the parent's edit under the card's
     old name and lost it: the summary's rewrite was credited to the rename and its author was missing."""
 
-    def commit_at(day: str, message: str, author: tuple[str, str]) -> str:
-        monkeypatch.setenv("GIT_AUTHOR_DATE", f"2026-{day}T12:00:00Z")
-        monkeypatch.setenv("GIT_COMMITTER_DATE", f"2026-{day}T12:00:00Z")
-        vault_repo.git("add", "-A", author=author)
-        vault_repo.git("commit", "-q", "--no-verify", "-m", message, author=author)
-        return vault_repo.git("rev-parse", "HEAD")
+    commit_at = functools.partial(_commit_at, vault_repo, monkeypatch)
 
     vault_repo.write_raw("cairn.toml", "")
     vault_repo.write("git/stash", "Stash leaves untracked files", "git stash keeps untracked files out.")
@@ -327,12 +334,7 @@ def test_a_merge_that_keeps_one_sides_card_credits_that_side(
     a full index named it the last change (the newest version by date) and an incremental one the branch's edit.
     The last change is now the newest version that holds the file as it is."""
 
-    def commit_at(day: str, message: str, author: tuple[str, str]) -> str:
-        monkeypatch.setenv("GIT_AUTHOR_DATE", f"2026-{day}T12:00:00Z")
-        monkeypatch.setenv("GIT_COMMITTER_DATE", f"2026-{day}T12:00:00Z")
-        vault_repo.git("add", "-A", author=author)
-        vault_repo.git("commit", "-q", "--no-verify", "-m", message, author=author)
-        return vault_repo.git("rev-parse", "HEAD")
+    commit_at = functools.partial(_commit_at, vault_repo, monkeypatch)
 
     vault_repo.write_raw("cairn.toml", "")
     summary = "git stash keeps untracked files out; use git stash -u."
@@ -365,12 +367,7 @@ def test_a_summary_kept_from_a_branch_is_credited_to_the_branch(
     in a full index (an incremental one credited the branch). Each version is now compared with the one it was made
     from."""
 
-    def commit_at(day: str, message: str, author: tuple[str, str]) -> str:
-        monkeypatch.setenv("GIT_AUTHOR_DATE", f"2026-{day}T12:00:00Z")
-        monkeypatch.setenv("GIT_COMMITTER_DATE", f"2026-{day}T12:00:00Z")
-        vault_repo.git("add", "-A", author=author)
-        vault_repo.git("commit", "-q", "--no-verify", "-m", message, author=author)
-        return vault_repo.git("rev-parse", "HEAD")
+    commit_at = functools.partial(_commit_at, vault_repo, monkeypatch)
 
     vault_repo.write_raw("cairn.toml", "")
     vault_repo.write("git/stash", "Stash leaves untracked files", "git stash keeps untracked files out.")
