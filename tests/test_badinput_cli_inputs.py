@@ -393,3 +393,19 @@ def test_a_number_option_refuses_nan_and_infinity(vault_repo: VaultRepo, args: t
     done = vault_repo.cairn(*args)
     assert (done.returncode, done.stdout) == (2, "")
     assert f"Error: Invalid value for '{option}': '{args[-1]}' is not a finite number; give one from" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("recall", "--vault", "", "rebase"), ("install", "claude-code", "--user", "--vault="), ("list", "--vault=")],
+)
+def test_an_empty_vault_option_is_a_usage_error(vault_repo: VaultRepo, args: tuple[str, ...]) -> None:
+    """Bug fixed: `--vault "$TEAM"` with TEAM unset passed `--vault ""`, read as no option: recall asked every
+    configured vault, and install wrote a hook that serves them all instead of the one meant."""
+    make_vault(vault_repo)
+    done = vault_repo.cairn(*args)
+    assert done.returncode == 2, done.stderr
+    assert (
+        "Invalid value for '--vault': is empty (a shell variable that is not set?); name a vault or leave the option out"
+        in done.stderr
+    )

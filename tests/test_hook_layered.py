@@ -292,6 +292,13 @@ def test_a_vault_named_on_the_command_line_is_served_alone(home: Path, tmp_path:
         "UsageError: --vault given more than once (the hook takes one of each); "
         "fix the hook command in the agent's settings"
     )
+    # Bug fixed: `--vault "$TEAM"` with TEAM unset gave `--vault ""`, and the hook served every configured vault.
+    empty = cairn("hook", "--format", "claude-code", "--vault=", cwd=project, stdin=payload)
+    assert (empty.returncode, empty.stdout, empty.stderr) == (0, "", "")
+    assert log_entries()[-1]["error"] == (
+        "UsageError: --vault is empty (a shell variable that is not set?); name a vault or leave the option out; "
+        "fix the hook command in the agent's settings"
+    )
 
 
 HOSTILE_SUMMARIES = [

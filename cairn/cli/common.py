@@ -25,6 +25,8 @@ def _one_vault(ctx: click.Context, param: click.Parameter, given: tuple[str, ...
     """The one `--vault` given, or None; given twice is a usage error (click alone would silently take the last)."""
     if len(given) > 1:
         raise click.BadParameter(f"given {len(given)} times ({', '.join(given)}); give one vault")
+    if given and not given[0]:  # `--vault "$TEAM"` with TEAM unset: not "no vault", which may mean every vault
+        raise click.BadParameter("is empty (a shell variable that is not set?); name a vault or leave the option out")
     return given[0] if given else None
 
 

@@ -262,6 +262,8 @@ def parse_args(argv: list[str]) -> Options:
     if fmt is None and not help_wanted:
         raise UsageError(f"--format is required ({', '.join(FORMATS)})")
     problem = f"{' and '.join(twice)} given more than once (the hook takes one of each)" if twice else None
+    if values.get("vault") == "":  # `--vault "$TEAM"` with TEAM unset: it would serve every configured vault
+        problem = "--vault is empty (a shell variable that is not set?); name a vault or leave the option out"
     return Options(fmt, values.get("vault"), values.get("scope"), help_wanted, problem)
 
 
