@@ -17,6 +17,7 @@ import pytest
 
 import cairn
 from cairn import doctor, githooks, install
+from cairn.hot import CHILD_FLAGS, CLEAN_PATH
 from helpers.payloads import FITTING_PROMPT, payload_for
 from helpers.vaults import REBASE_ID, VaultRepo, cache_dir, cairn_executable, make_vault
 
@@ -137,7 +138,7 @@ def test_the_background_index_never_imports_the_vaults_folder_through_pythonpath
 ) -> None:
     """Bug fixed: the index the hook starts in the background runs in the vault's folder with the hook's environment:
     a PYTHONPATH with an empty entry (`:/x`) made its interpreter import an `encodings/` package there at start. It
-    now starts isolated (`-I`), as the hook's launcher does."""
+    now starts with `-E` (no PYTHON* variable counts)."""
     vault_repo.write_raw("cairn.toml", "# the defaults\n")
     vault_repo.write(REBASE_ID, "Pull --rebase drops local commits", "Compare with git reflog before you pull.")
     vault_repo.commit("A card")
@@ -159,6 +160,26 @@ def test_the_background_index_never_imports_the_vaults_folder_through_pythonpath
         time.sleep(0.1)
     assert not marker.exists()
     assert list(cache_dir().rglob("*.cairn"))  # the index was built
+
+
+def test_cairns_own_processes_ignore_pythonpath_and_keep_the_users_site_packages(tmp_path: Path) -> None:
+    """Bug fixed: the background index and the warm encoder were first isolated with `-I`, whose `-s` also leaves out
+    the user's site-packages: for Cairn installed with `pip install --user` (the README's way without pipx) they
+    could not import Cairn, so no background index ever ran. CHILD_FLAGS ignore PYTHONPATH and keep that folder."""
+    base = Path(sys.base_prefix) / "bin" / "python3"  # not a venv's interpreter, which has no user site-packages
+    if not base.is_file():
+        pytest.skip(f"no base interpreter at {base}")
+    (tmp_path / "encodings").mkdir()
+    (tmp_path / "encodings" / "__init__.py").write_text("raise SystemExit('the folder ran')\n")
+    done = subprocess.run(
+        [str(base), *CHILD_FLAGS, "-c", CLEAN_PATH + "import site; print(site.ENABLE_USER_SITE)"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": ":/opt/elsewhere", "PYTHONNOUSERSITE": "1"},
+        check=False,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "True\n", "")
 
 
 def test_without_an_interpreter_to_name_the_hook_runs_cairn(monkeypatch: pytest.MonkeyPatch) -> None:

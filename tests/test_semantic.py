@@ -1149,7 +1149,7 @@ def test_the_warm_encoder_never_imports_the_agents_folder_through_pythonpath(
 ) -> None:
     """Bug fixed: the hook starts the warm encoder in the agent's folder with the hook's environment: a PYTHONPATH
     with an empty entry (`:/x`) made its interpreter import that folder's `encodings/` at start, so the project's
-    code ran and the encoder never came up. It now starts isolated (`-I`), as the hook's launcher does."""
+    code ran and the encoder never came up. It now starts with `-E` (no PYTHON* variable counts)."""
     from cairn.hot.semantic import start_daemon
 
     project = tmp_path / "project"

@@ -307,6 +307,10 @@ VECTORS_SUFFIX = ".vec"  # an index's card vectors sit beside it (cairn.hot.sema
 # card encoder): the current folder ('') off sys.path first. `python -m` puts it first, and these run in a vault or an
 # agent's project, whose files are untrusted: a `cairn/` (or `click/`, `git/`) package there would run in Cairn's place.
 CLEAN_PATH = "import sys; sys.path[:] = [p for p in sys.path if p != '']; "
+# And how they are started: `-E`, so no PYTHON* variable of the agent's environment counts (PYTHONPATH=":/x", an empty
+# entry, would import the agent's or the vault's `encodings/` at start), but not `-I`, whose `-s` leaves out the user's
+# site-packages, where `pip install --user` put Cairn and its dependencies.
+CHILD_FLAGS = ("-E",)
 
 
 def index_key_file(cache: "str | None" = None) -> str:
@@ -325,7 +329,7 @@ def index_key(cache: "str | None" = None) -> "bytes | None":
         return None
     try:
         info = os.fstat(fd)
-        if info.st_uid != os.getuid() or info.st_mode & 0o077:
+        if info.st_uid != _UID or info.st_mode & 0o077:
             return None  # `make_index_key` replaces it with one of this user's, 0600
         key = os.read(fd, KEY_BYTES + 1)
     except OSError:  # a folder in the key's place opens, but does not read

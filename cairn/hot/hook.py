@@ -17,6 +17,7 @@ import os
 import sys
 
 from cairn.hot import (
+    CHILD_FLAGS,
     CLEAN_PATH,
     dumps,
     hook_settings,
@@ -559,7 +560,7 @@ def spawn_index(root: str, *options: str) -> None:
 
     env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_PREFIX")}
     subprocess.Popen(
-        [sys.executable, "-I", "-c", INDEX_CODE, "index", "--vault", root, *options],  # -I: as `start_daemon`
+        [sys.executable, *CHILD_FLAGS, "-c", INDEX_CODE, "index", "--vault", root, *options],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

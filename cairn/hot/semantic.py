@@ -35,6 +35,7 @@ import sys
 import time
 
 from cairn.hot import (
+    CHILD_FLAGS,
     CLEAN_PATH,
     VECTORS_SUFFIX,
     cache_folder,
@@ -407,7 +408,7 @@ def start_daemon(state: str) -> bool:
     try:
         os.posix_spawn(
             sys.executable,
-            [sys.executable, "-I", "-c", DAEMON_CODE],  # -I: no PYTHON* variable (PYTHONPATH=":x": the agent's folder)
+            [sys.executable, *CHILD_FLAGS, "-c", DAEMON_CODE],
             env,
             file_actions=actions,
             setsid=True,

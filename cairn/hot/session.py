@@ -140,8 +140,8 @@ def prune(state_dir: str, ttl_days: int) -> bool:
         return True
     # Without `site` and isolated, as the hook runs, and this Cairn's own install after the standard library (as the
     # hook's launcher, `cairn/__main__.py`, puts it): nothing of the agent's folder (the child's working directory) is
-    # imported, not even through a PYTHONPATH entry that names it (an empty one: `:/x`). No descriptor of the agent's pipes is kept: the agent reads the hook's output until every writer has
-    # closed it.
+    # imported, not even through a PYTHONPATH entry that names it (an empty one: `:/x`). No descriptor of the agent's
+    # pipes is kept: the agent reads the hook's output until every writer has closed it.
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     null = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
     try:
