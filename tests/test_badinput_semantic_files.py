@@ -207,6 +207,10 @@ def test_a_side_file_writer_killed_mid_write_leaves_no_temp_file_for_good(vault_
     the side file, tens of MB for a large vault) stayed in the cache for good. Now a writer of the side file removes
     those older than any write takes, and leaves a younger one (another writer's, in progress) alone."""
     index_file = _indexed(vault_repo)
+    # A new commit, so the side file must be written again (a rebuild of the same commit within the same second left
+    # it current, and this test then flaked): one card, encoded in the foreground, then the rename that is killed.
+    vault_repo.write("python/requests-timeout", "Requests has no default timeout", "Pass timeout= to requests.get.")
+    vault_repo.commit("A third card")
     killed = subprocess.run(
         [sys.executable, "-c", _KILLED_AT_RENAME], cwd=vault_repo.root, capture_output=True, check=False, timeout=120
     )
@@ -216,8 +220,8 @@ def test_a_side_file_writer_killed_mid_write_leaves_no_temp_file_for_good(vault_
     os.utime(left, (past, past))
     writing = index_file.parent / ".vec-inprogress.tmp"
     writing.write_bytes(b"another writer's, now")
-    vault_repo.write("python/requests-timeout", "Requests has no default timeout", "Pass timeout= to requests.get.")
-    vault_repo.commit("A third card")
+    vault_repo.write("shell/set-e", "set -e misses failures in pipelines", "Add set -o pipefail.")
+    vault_repo.commit("A fourth card")
     assert _cairn(vault_repo, "index").returncode == 0
     assert vectors.current(index_file)
     assert sorted(p.name for p in index_file.parent.glob(".vec-*.tmp")) == [writing.name]

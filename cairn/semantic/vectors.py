@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from cairn.hot import CLEAN_PATH, make_index_key, open_private, open_regular, private_folder
+from cairn.hot import CHILD_FLAGS, CLEAN_PATH, make_index_key, open_private, open_regular, private_folder
 from cairn.hot import index_key as hot_index_key
 from cairn.hot.index import IndexReader, Sealer
 from cairn.hot.semantic import index_key
@@ -416,7 +416,7 @@ def start_background(index_file: Path, cache: str | None = None) -> None:
         if cache is not None:
             env["CAIRN_CACHE_DIR"] = cache
         subprocess.Popen(
-            [sys.executable, "-c", BACKGROUND_CODE, str(index_file)],
+            [sys.executable, *CHILD_FLAGS, "-c", BACKGROUND_CODE, str(index_file)],  # in the vault: no PYTHONPATH
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,
