@@ -221,3 +221,26 @@ def test_an_index_from_another_cairn_version_is_served_and_refreshed(vault_repo:
         time.sleep(0.2)
     with IndexReader(target) as index:
         assert index.meta.get("cairn_version") != "0.0.1"
+
+
+def test_an_index_checked_by_older_security_rules_serves_nothing_until_rebuilt(vault_repo: VaultRepo) -> None:
+    """After an upgrade that adds a security rule, the old index may hold a card the new rule refuses: the hook
+    serves nothing from it (it does not wait for the rebuild) and rebuilds it, and the rebuilt index serves again."""
+    make_vault(vault_repo)
+    target = index_path(vault_repo.root.resolve())
+    _edit_meta(target, "security_rules", "4")
+    prompt = "git pull --rebase dropped my local commits after a force-push"
+    payload = payload_for("claude-code", prompt, vault_repo.root)
+    done = vault_repo.cairn("hook", "--format", "claude-code", input=payload)
+    assert (done.returncode, done.stdout) == (0, "")
+    entry = log_entries()[-1]
+    assert entry["stale"] is True and entry["injected"] == []
+    assert "older security rules" in str(entry["vaults"][0]["error"])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with IndexReader(target) as index:
+            if index.meta.get("security_rules") != "4":
+                break
+        time.sleep(0.2)
+    done = vault_repo.cairn("hook", "--format", "claude-code", input=payload)
+    assert done.returncode == 0 and REBASE_ID in done.stdout

@@ -414,7 +414,7 @@ def _open_fresh_index(
     """The vault's cached index (`index_file`) when it was built from the commit the vault serves now; else None
     (the vault serves nothing for this prompt) and a background update starts. Raises for a missing or damaged
     index."""
-    from cairn.hot.index import IndexReader
+    from cairn.hot.index import SECURITY_RULES_VERSION, IndexReader
     from cairn.hot.vault import served_ref
 
     dirs = vault.dirs
@@ -444,7 +444,15 @@ def _open_fresh_index(
     # Two vaults of one repository share its commits: an index must also name this vault (a swapped cache file)
     other = index.meta.get("vault_root") != dirs.root
     withdrawn = bool(index.meta.get("security_allowed")) and _leave_withdrawn(str(index.meta["security_allowed"]))
-    if served is None or commit != served or other or withdrawn or index.meta.get("cairn_version") != __version__:
+    old_rules = index.meta.get("security_rules") != SECURITY_RULES_VERSION
+    if (
+        served is None
+        or commit != served
+        or other
+        or withdrawn
+        or old_rules
+        or index.meta.get("cairn_version") != __version__
+    ):
         line["stale"] = True
         _start_background_index(dirs, index_file)
     problem = None
@@ -460,6 +468,9 @@ def _open_fresh_index(
             "the index was built while your configuration let the vault switch security rules off "
             "([security] allow_disabled_rules), and it no longer does; serving nothing until it is rebuilt"
         )
+    elif old_rules:
+        # Cards a new security rule refuses may be in it (after an upgrade of Cairn): nothing until it is re-read.
+        problem = "the index was checked by older security rules; serving nothing until it is rebuilt"
     elif index.meta.get("config_error"):
         problem = f"the vault's cairn.toml cannot be read; serving nothing: {index.meta.get('config_error')}"
     if problem is not None:
