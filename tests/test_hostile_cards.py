@@ -223,3 +223,28 @@ def test_review_shows_the_card_the_commit_holds_not_a_dot_dot_decoy(vault_repo: 
     assert "git push --force on shared branches" in change["summary"]
     dotted = [f for f in report["lint"] if f["path"] == f"cards/git/zz/../{REBASE_ID.split('/')[1]}.md"]
     assert [(f["rule"], f["severity"]) for f in dotted] == [("card-path", "warning")]
+
+
+def test_a_yaml_set_in_an_extra_key_breaks_no_index(vault_repo: VaultRepo) -> None:
+    """Bug fixed: an unknown key holding a YAML set (`tags: !!set {a, b}`) passed lint, then every index write failed
+    on it (`unexpected TypeError: Object of type set is not JSON serializable`), so `cairn list`, `recall`, `show`
+    and the hook served nothing from the whole vault; `cairn show --worktree --json` failed the same way. A set is
+    kept as the list of its items, in order."""
+    make_vault(vault_repo)
+    text = card_text("Tagged card", "A card whose extra key is a YAML set.").replace(
+        "---\n\n", "tags: !!set {zeta, alpha}\n---\n\n", 1
+    )
+    vault_repo.write_raw("cards/ok/tagged.md", text)
+    vault_repo.commit("A card with a set")
+    assert vault_repo.cairn("lint", "cards/ok/tagged.md").returncode == 0
+    for args in (("show", "ok/tagged", "--json"), ("show", "--worktree", "ok/tagged", "--json")):
+        done = vault_repo.cairn(*args)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["extra"] == {"tags": ["alpha", "zeta"]}
+    listed = vault_repo.cairn("list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert {card["id"] for card in json.loads(listed.stdout)["cards"]} == {
+        REBASE_ID,
+        "docker/layer-cache-order",
+        "ok/tagged",
+    }

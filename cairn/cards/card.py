@@ -378,7 +378,10 @@ def _kind(value: Any) -> str:
 
 def _visible_nested(value: Any, chars: list[str]) -> Any:
     """An extra field's value with the invisible characters of every text in it (keys too) removed, and added to
-    `chars`; bytes (`!!binary`) as the text they are shown as."""
+    `chars`; bytes (`!!binary`) as the text they are shown as, a set (`!!set`) as the list of its items in order
+    (JSON has no set: one in a card broke every index write and `cairn show --json`)."""
+    if isinstance(value, (set, frozenset)):
+        value = sorted(value, key=lambda item: (type(item).__name__, str(item)))
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     if isinstance(value, str):
