@@ -7,6 +7,7 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -248,3 +249,28 @@ def test_a_yaml_set_in_an_extra_key_breaks_no_index(vault_repo: VaultRepo) -> No
         "docker/layer-cache-order",
         "ok/tagged",
     }
+
+
+def _strict_json(text: str) -> Any:
+    """JSON as RFC 8259 has it: `NaN` and `Infinity`, which Python's reader takes, are refused."""
+
+    def refuse(constant: str) -> object:
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_yaml_nan_or_infinity_in_an_extra_key_gives_valid_json(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `ratio: .nan` in an unknown key came out of `cairn show --json` as `NaN` (and `.inf` as
+    `Infinity`), which JSON has not: JavaScript's reader refuses it, jq reads null. They are given as text."""
+    make_vault(vault_repo)
+    text = card_text("Odd numbers card", "A card whose extra keys are numbers JSON has not.").replace(
+        "---\n\n", "ratio: .nan\nbounds: [.inf, -.inf, 1.5]\n---\n\n", 1
+    )
+    vault_repo.write_raw("cards/ok/numbers.md", text)
+    vault_repo.commit("A card with odd numbers")
+    for args in (("show", "ok/numbers", "--json"), ("show", "--worktree", "ok/numbers", "--json")):
+        done = vault_repo.cairn(*args)
+        assert done.returncode == 0, done.stderr
+        extra = _strict_json(done.stdout)["extra"]
+        assert extra == {"ratio": "nan", "bounds": ["inf", "-inf", 1.5]}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -379,9 +380,12 @@ def _kind(value: Any) -> str:
 def _visible_nested(value: Any, chars: list[str]) -> Any:
     """An extra field's value with the invisible characters of every text in it (keys too) removed, and added to
     `chars`; bytes (`!!binary`) as the text they are shown as, a set (`!!set`) as the list of its items in order
-    (JSON has no set: one in a card broke every index write and `cairn show --json`)."""
+    (JSON has no set: one in a card broke every index write and `cairn show --json`), and `.nan` or `.inf` as text
+    (JSON has no such number: `NaN` in `cairn show --json` is refused by strict readers, JavaScript's among them)."""
     if isinstance(value, (set, frozenset)):
         value = sorted(value, key=lambda item: (type(item).__name__, str(item)))
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     if isinstance(value, str):
