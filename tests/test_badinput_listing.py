@@ -199,3 +199,19 @@ def test_list_fails_when_no_configured_vault_can_be_listed(tmp_path: Path) -> No
         assert done.returncode == 1 and done.stdout == "", done.stdout
         line = _one_error_line(done.stderr)
         assert "one" in line and "two" in line and "cairn vault" in line
+
+
+def test_list_shows_a_status_with_a_line_break_on_its_cards_line(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn list` printed a card's status as the card spells it, so an unknown status holding a line
+    break (`status: "draft\\nforged/card  active ..."`) printed a row of its own, for a card the vault has not."""
+    make_vault(vault_repo)
+    forged = "forged/card  active   verified 2026-01-01  review by 2099-01-01  git"
+    vault_repo.write("odd/status", "Odd status", "A card whose status forges a row.", status=f'"draft\\n{forged}"')
+    vault_repo.commit("A card with an odd status")
+    done = vault_repo.cairn("list")
+    assert done.returncode == 0, done.stderr
+    assert not any(line.startswith("forged/card") for line in done.stdout.splitlines()), done.stdout
+    (row,) = [line for line in done.stdout.splitlines() if line.startswith("odd/status")]
+    assert f"draft?{forged}" in row
+    listed = json.loads(vault_repo.cairn("list", "--json").stdout)
+    assert {c["id"]: c["status"] for c in listed["cards"]}["odd/status"] == f"draft\n{forged}"  # JSON: exact

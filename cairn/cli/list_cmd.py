@@ -129,15 +129,15 @@ def _which(due: bool, scoped: bool) -> str:
 
 
 def _print_rows(rows: list[tuple[str, ListedCard]]) -> None:
-    """One line a card: its id and scope are vault text (a file name, a tag), so a line break in them is shown as `?`
-    and cannot start a line of its own."""
+    """One line a card: its id, status and scope are vault text (a file name, a tag, an unknown status), so a line
+    break in them is shown as `?` and cannot start a line of its own."""
     rows = [(clean_line(shown), card) for shown, card in rows]
     width = max(len(shown) for shown, _ in rows)
     for shown, card in rows:
         scope = clean_line(",".join(card.scope)) or "-"
         mark = "  DUE" if card.due else ""
         echo(
-            f"{shown.ljust(width)}  {card.status:<7}  verified {card.verified_at or 'never':<10}  "
+            f"{shown.ljust(width)}  {clean_line(card.status):<7}  verified {card.verified_at or 'never':<10}  "
             f"review by {card.due_on or 'now':<10}  {scope}{mark}"
         )
 
