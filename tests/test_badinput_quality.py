@@ -187,6 +187,18 @@ def test_calibrate_slice_names_cannot_forge_lines(vault_repo: VaultRepo, tmp_pat
     assert not any(line.startswith("Forged") for line in done.stdout.splitlines())
 
 
+def test_calibrate_takes_a_case_id_that_is_no_valid_unicode(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: a JSON Lines case id holding a lone surrogate escape (`"id": "p\\ud800"`, what a tool that cut a
+    string inside an emoji writes) passed `cairn eval`, but `cairn calibrate` failed with `unexpected
+    UnicodeEncodeError ... (a bug in Cairn)` hashing it into a fold."""
+    cases = Path(_calibrate_vault(vault_repo, tmp_path))
+    cases.write_text(cases.read_text("utf-8").replace('"id": "p1"', '"id": "p\\ud800"'), encoding="utf-8")
+    assert json.loads(cases.read_text("utf-8").splitlines()[0])["id"] == "p\ud800"
+    done = vault_repo.cairn("calibrate", "--cases", str(cases), "--folds", "2", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["n_cases"] == 4
+
+
 def test_calibrate_gives_no_rate_for_a_slice_without_negatives(vault_repo: VaultRepo, tmp_path: Path) -> None:
     cases = _calibrate_vault(vault_repo, tmp_path, p="posonly", n="negonly")
     done = vault_repo.invoke("calibrate", "--cases", cases, "--folds", "2")

@@ -198,8 +198,9 @@ class Calibration:
 
 
 def fold_of(case_id: str, folds: int) -> int:
-    """A case's fold: a hash of its id, so the split never depends on the order of the file."""
-    return int(hashlib.sha256(case_id.encode("utf-8")).hexdigest()[:12], 16) % folds
+    """A case's fold: a hash of its id, so the split never depends on the order of the file (an id JSON gave a lone
+    surrogate, which UTF-8 cannot encode, is hashed with it as it stands)."""
+    return int(hashlib.sha256(case_id.encode("utf-8", "surrogatepass")).hexdigest()[:12], 16) % folds
 
 
 def gather(
