@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 import shlex
 import stat
@@ -340,6 +341,12 @@ def write_recall_settings(vault_root: Path, values: dict[str, float]) -> Path:
     """
     path = vault_root / CONFIG_FILE
     mode = 0o644
+    if path.is_symlink() and not path.resolve().is_relative_to(vault_root.resolve()):
+        # Read through, the file it points to (any TOML of the machine's: a token's) was copied into the vault
+        raise CairnError(
+            f"{path} is a symlink to {os.readlink(path)}, outside the vault; nothing was written: make cairn.toml a "
+            "file of the vault's own, then run this again"
+        )
     if path.exists() and not path.is_file():
         raise CairnError(f"{path} is not a file; move it away, then run this again (nothing was written)")
     if path.is_file() and not path.is_symlink():  # a link is replaced by a file: nothing is written where it points

@@ -393,6 +393,30 @@ def test_write_leaves_a_read_only_cairn_toml_and_keeps_a_writable_ones_mode(isol
     assert folder.stderr == f"Error: {config} is not a file; move it away, then run this again (nothing was written)\n"
 
 
+def test_write_refuses_a_cairn_toml_symlinked_out_of_the_vault(isolated_env: Path, tmp_path: Path) -> None:
+    """Bug fixed: `calibrate --write` read a cairn.toml symlinked out of the vault (a pull request can commit one)
+    and replaced the link with a file of that text and the thresholds: a file of the machine that reads as Cairn's
+    settings (another vault's, one of comments) was copied into the vault to commit, its comments too. Such a link
+    is refused; nothing is written."""
+    from helpers.vaults import run_cairn
+
+    root = tmp_path / "lessons"
+    assert run_cairn("init", str(root), "--no-register", cwd=tmp_path).returncode == 0
+    config = root / "cairn.toml"
+    outside = tmp_path / "credentials.toml"
+    outside.write_text(config.read_text(encoding="utf-8") + "# registry token: s3cret\n", encoding="utf-8")
+    before = outside.read_text(encoding="utf-8")
+    config.unlink()
+    config.symlink_to(outside)
+    done = run_cairn("calibrate", "--cases", "evals/cases.yaml", "--write", "--force", cwd=root)
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"Error: {config} is a symlink to {outside}, outside the vault; nothing was written: make cairn.toml a file "
+        "of the vault's own, then run this again\n"
+    )
+    assert config.is_symlink() and outside.read_text(encoding="utf-8") == before
+
+
 def test_the_fit_reports_its_progress_on_a_terminal(isolated_env: Path, tmp_path: Path) -> None:
     """The bar stopped at the last case, then nothing moved while the grid was built and fitted: 45 s on a terminal
     for 524 cases in 20 slices at --step 0.025 --folds 10. The fit now has a bar of its own, one step per fit."""
