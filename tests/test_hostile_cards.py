@@ -274,3 +274,24 @@ def test_a_yaml_nan_or_infinity_in_an_extra_key_gives_valid_json(vault_repo: Vau
         assert done.returncode == 0, done.stderr
         extra = _strict_json(done.stdout)["extra"]
         assert extra == {"ratio": "nan", "bounds": ["inf", "-inf", 1.5]}
+
+
+def test_a_number_python_cannot_print_is_the_cards_finding_not_the_vaults_failure(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `big: 0xfff...` (4,000 hex digits: an int of more than the 4,300 decimal digits Python prints)
+    passed lint, then every index write failed on it (`unexpected ValueError: Exceeds the limit (4300 digits) for
+    integer string conversion`), so `cairn list`, `recall` and `show` served nothing from the whole vault. Such a
+    number is now a `frontmatter-parse` finding of its card, which the index leaves out."""
+    make_vault(vault_repo)
+    huge = "0x" + "f" * 4000
+    text = card_text("Huge number card", "A card whose extra key is a huge number.").replace(
+        "---\n\n", f"big: {huge}\n---\n\n", 1
+    )
+    vault_repo.write_raw("cards/ok/huge.md", text)
+    vault_repo.commit("A card with a huge number")
+    linted = vault_repo.cairn("lint", "cards/ok/huge.md")
+    assert linted.returncode == 1 and "frontmatter-parse a number longer than 1000 characters" in linted.stdout
+    listed = vault_repo.cairn("list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert {card["id"] for card in json.loads(listed.stdout)["cards"]} == {REBASE_ID, "docker/layer-cache-order"}
+    shown = vault_repo.cairn("show", "ok/huge")
+    assert shown.returncode == 1 and "is left out of the index (frontmatter-parse" in shown.stderr

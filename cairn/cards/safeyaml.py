@@ -45,6 +45,21 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
 
 
 _Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_yaml_map)
+
+MAX_INT_CHARS = 1000  # `0x` and 4,000 hex digits is an int Python cannot print (over 4,300 decimal digits)
+
+
+def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> Any:
+    """An int, refused when it is written longer than `MAX_INT_CHARS`: one past Python's limit on an int's decimal
+    digits read (`0xfff...`) and then failed every index write and `cairn show --json` that printed it."""
+    if len(str(node.value)) > MAX_INT_CHARS:
+        raise YamlRejected(
+            f"a number longer than {MAX_INT_CHARS} characters; quote it to keep it as text", node.start_mark.line
+        )
+    return loader.construct_yaml_int(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 # Dates stay text so that a bad one (2026-13-01) is the card's finding, not the parser's crash.
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_yaml_str)
 
