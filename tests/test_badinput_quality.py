@@ -87,6 +87,21 @@ def test_an_expect_key_spelt_far_off_is_refused_not_read_as_a_negative(tmp_path:
     assert [c.expect for c in load_cases(path)] == [("git/x",)]
 
 
+@pytest.mark.parametrize("suffix", [".jsonl", ".yaml"])
+def test_a_case_id_too_long_a_number_to_read_is_one_line(vault_repo: VaultRepo, tmp_path: Path, suffix: str) -> None:
+    """Bug fixed: a case id of 5,000 digits (JSON) or 4,000 hex digits (YAML) is an int past Python's limit:
+    `cairn eval` failed with `unexpected ValueError: Exceeds the limit (4300 digits) ... (a bug in Cairn)`."""
+    make_vault(vault_repo)
+    cases = tmp_path / f"cases{suffix}"
+    number = "1" * 5000 if suffix == ".jsonl" else "0x" + "f" * 4000
+    query = json.dumps(POSITIVE)
+    cases.write_text(
+        f'{{"query": {query}, "id": {number}}}\n' if suffix == ".jsonl" else f"- {{query: {query}, id: {number}}}\n"
+    )
+    line = _one_line_error(vault_repo.cairn("eval", "--cases", str(cases)))
+    assert "a number" in line and "quote it to keep it as text" in line and "unexpected" not in line
+
+
 def test_a_yaml_syntax_error_names_its_line(tmp_path: Path) -> None:
     path = tmp_path / "cases.yaml"
     path.write_text('- {id: a, query: "x", expect: []}\n- {id: b, query: "y"\n- {id: c, query: z}\n')

@@ -104,6 +104,8 @@ def load_cases(path: Path) -> list[Case]:
                 items.append((number, json.loads(line)))
             except json.JSONDecodeError as exc:
                 raise InvalidCases(f"{path}:{number}: not JSON ({exc.msg})") from None
+            except ValueError:  # an int of more digits than Python reads (4,300)
+                raise InvalidCases(f"{path}:{number}: a number too long to read; quote it to keep it as text") from None
             except RecursionError:
                 raise InvalidCases(f"{path}:{number}: JSON nested too deeply to be a case") from None
     elif suffix in (".yaml", ".yml"):
