@@ -102,6 +102,41 @@ def test_a_case_id_too_long_a_number_to_read_is_one_line(vault_repo: VaultRepo, 
     assert "a number" in line and "quote it to keep it as text" in line and "unexpected" not in line
 
 
+@pytest.mark.parametrize(
+    ("name", "data", "what_to_do"),
+    [
+        ("missing.jsonl", None, "no such cases file; check the path"),
+        ("latin1.yaml", b"- {query: caf\xe9}\n", "not UTF-8 text; save it as UTF-8"),
+        (
+            "cases.json",
+            b'[{"query": "x"}]',
+            "cases files are .jsonl (one case a line) or .yaml (a list of cases); rename",
+        ),
+    ],
+)
+def test_a_cases_file_it_cannot_read_says_what_to_do(
+    vault_repo: VaultRepo, tmp_path: Path, name: str, data: bytes | None, what_to_do: str
+) -> None:
+    """Bug fixed: `no such cases file`, `not UTF-8 text` and `cases files are .jsonl or .yaml` said what was wrong
+    and not what to do, as every other error does."""
+    make_vault(vault_repo)
+    cases = tmp_path / name
+    if data is not None:
+        cases.write_bytes(data)
+    for command in ("eval", "calibrate"):
+        assert f"Error: {cases}: {what_to_do}" in _one_line_error(vault_repo.cairn(command, "--cases", str(cases)))
+
+
+def test_show_of_a_card_the_working_tree_lacks_says_what_to_do(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn show --worktree` of a missing card said `no card 'x' in the working tree (...)` and no more."""
+    make_vault(vault_repo)
+    line = _one_line_error(vault_repo.cairn("show", "--worktree", "git/nope"))
+    assert line == (
+        "Error: no card 'git/nope' in the working tree (cards/git/nope.md); check the id: a card's path under cards/, "
+        "without .md"
+    )
+
+
 def test_a_yaml_syntax_error_names_its_line(tmp_path: Path) -> None:
     path = tmp_path / "cases.yaml"
     path.write_text('- {id: a, query: "x", expect: []}\n- {id: b, query: "y"\n- {id: c, query: z}\n')

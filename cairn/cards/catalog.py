@@ -34,7 +34,10 @@ def card_record(
     if worktree:
         path = next((p for p in map(vault.card_path, forms) if p.is_file() or p.is_symlink()), vault.card_path(card_id))
         if not path.is_file() and not path.is_symlink():
-            raise CardNotFound(f"no card {card_id!r} in the working tree ({path.relative_to(vault.root)})")
+            raise CardNotFound(
+                f"no card {card_id!r} in the working tree ({path.relative_to(vault.root)}); check the id: a card's "
+                "path under cards/, without .md"
+            )
         card, findings = read_worktree_card(vault, path)
         if card is None:
             raise CardNotFound(f"{findings[0]}" if findings else f"card {card_id!r} cannot be read")

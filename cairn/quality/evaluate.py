@@ -86,13 +86,15 @@ def load_cases(path: Path) -> list[Case]:
     if not path.is_file():
         if path.exists():  # a pipe or a device (`--cases /dev/stdin`): its suffix cannot say its format
             raise InvalidCases(f"{path}: not a regular file; save the cases to a .jsonl or .yaml file and name that")
-        raise InvalidCases(f"{path}: no such cases file")
+        raise InvalidCases(f"{path}: no such cases file; check the path (a vault's own are in its evals/ folder)")
     if path.stat().st_size > MAX_CASES_BYTES:
-        raise InvalidCases(f"{path}: the cases file is larger than {MAX_CASES_BYTES // (1024 * 1024)} MiB")
+        raise InvalidCases(
+            f"{path}: the cases file is larger than {MAX_CASES_BYTES // (1024 * 1024)} MiB; split it into smaller files"
+        )
     try:
         text = path.read_text("utf-8-sig")  # a byte order mark (some Windows editors write one) is no text
     except UnicodeDecodeError:
-        raise InvalidCases(f"{path}: not UTF-8 text") from None
+        raise InvalidCases(f"{path}: not UTF-8 text; save it as UTF-8") from None
     suffix = path.suffix.lower()
     items: list[tuple[int, Any]]
     if suffix == ".jsonl":
@@ -119,7 +121,9 @@ def load_cases(path: Path) -> list[Case]:
             raise InvalidCases(f"{path}: a YAML cases file is a list of cases")
         items = [(0, item) for item in data]
     else:
-        raise InvalidCases(f"{path}: cases files are .jsonl or .yaml")
+        raise InvalidCases(
+            f"{path}: cases files are .jsonl (one case a line) or .yaml (a list of cases); rename it to the one it is"
+        )
     cases = [_case(path, number, position, item) for position, (number, item) in enumerate(items, 1)]
     seen: dict[str, int] = {}
     for position, (case, (number, _)) in enumerate(zip(cases, items, strict=True), 1):
