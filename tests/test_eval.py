@@ -147,7 +147,7 @@ def test_eval_text_lists_the_failing_cases(fixture_vault: VaultRepo, tmp_path: P
         ("noquery.yaml", "- id: a\n  expect: []\n", "'query' must be non-empty text"),
         ("badexpect.jsonl", '{"id": "a", "query": "x", "expect": 3}\n', "'expect' must be a list"),
         ("twice.jsonl", '{"id": "a", "query": "x"}\n{"id": "a", "query": "y"}\n', "appears twice"),
-        ("cases.txt", "x", "cases files are .jsonl (one case a line) or .yaml (a list of cases)"),
+        ("cases.txt", "x", "cases files are .jsonl"),
     ],
 )
 def test_bad_cases_files(tmp_path: Path, name: str, text: str, message: str) -> None:
