@@ -359,7 +359,7 @@ def write_recall_settings(vault_root: Path, values: dict[str, float]) -> Path:
                 f"(`chmod u+w {shlex.quote(str(path))}`) and run this again, or edit it by hand"
             )
     try:
-        old_text = path.read_text("utf-8") if path.is_file() else ""
+        old_text = path.read_bytes().decode("utf-8") if path.is_file() else ""  # as it is: \r\n kept
     except UnicodeDecodeError:
         raise CairnError(f"{path} is not UTF-8; save it as UTF-8, then run this again (nothing was written)") from None
     try:

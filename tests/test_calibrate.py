@@ -417,6 +417,25 @@ def test_write_refuses_a_cairn_toml_symlinked_out_of_the_vault(isolated_env: Pat
     assert config.is_symlink() and outside.read_text(encoding="utf-8") == before
 
 
+def test_write_keeps_a_cairn_toml_with_windows_line_endings_as_it_is(isolated_env: Path, tmp_path: Path) -> None:
+    """Bug fixed: `calibrate --write` read cairn.toml with universal newlines and wrote every `\\r\\n` back as
+    `\\n`: a file saved on Windows came back with every line changed, not only the three thresholds."""
+    from helpers.vaults import run_cairn
+
+    root = tmp_path / "lessons"
+    assert run_cairn("init", str(root), "--no-register", cwd=tmp_path).returncode == 0
+    config = root / "cairn.toml"
+    config.write_bytes(
+        b"# Thresholds\r\n[recall]  # fitted\r\nmin_lead = 0.3  # lead\r\n\r\n[lint]\r\nmax_age_days = 200\r\n"
+    )
+    done = run_cairn("calibrate", "--cases", "evals/cases.yaml", "--write", "--force", cwd=root)
+    assert done.returncode == 0, done.stderr
+    lines = config.read_bytes().split(b"\r\n")
+    assert lines[-1] == b"" and not any(b"\n" in line for line in lines)  # every line still ends in \r\n
+    assert lines[:2] == [b"# Thresholds", b"[recall]  # fitted"] and lines[2].startswith(b"min_lead = ")
+    assert lines[2].endswith(b"  # lead") and lines[-4:-1] == [b"", b"[lint]", b"max_age_days = 200"]
+
+
 def test_the_fit_reports_its_progress_on_a_terminal(isolated_env: Path, tmp_path: Path) -> None:
     """The bar stopped at the last case, then nothing moved while the grid was built and fitted: 45 s on a terminal
     for 524 cases in 20 slices at --step 0.025 --folds 10. The fit now has a bar of its own, one step per fit."""
