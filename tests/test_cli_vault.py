@@ -400,6 +400,23 @@ def test_show_with_an_unknown_vault_name_says_so(vault_repo: VaultRepo, tmp_path
     assert bad_vault.returncode == 1 and "cairn init" in bad_vault.stderr  # the --vault given is the mistake
 
 
+def test_show_name_id_with_a_broken_configuration_names_the_configuration(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: in a vault, `cairn show team:a/b` with a user configuration that does not parse said "no configured
+    vault is named 'team' (none is configured)": the vault is configured, and what to fix is the configuration."""
+    vault_repo.write("a/b", "Card", "Summary.")
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.commit()
+    assert run("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path).returncode == 0
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "cairn" / "config.toml"
+    config.write_text(config.read_text(encoding="utf-8") + "broken = [\n", encoding="utf-8")
+    done = run("show", "team:a/b", cwd=vault_repo.root)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"Error: {config}: not valid TOML") and "fix the line it names" in done.stderr
+    assert "none is configured" not in done.stderr
+
+
 @pytest.mark.parametrize("args", [("index",), ("list",), ("show", REBASE_ID), ("audit",), ("review", "HEAD~1")])
 def test_a_vault_git_refuses_for_its_owner_says_how_to_trust_it(vault_repo: VaultRepo, args: tuple[str, ...]) -> None:
     """A vault owned by another user (a shared folder, a container's volume): git refuses it ("dubious ownership"),

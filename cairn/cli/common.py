@@ -200,8 +200,8 @@ def unknown_vault_name(card_id: str) -> CairnError | None:
         return None
     try:
         entries = load_vaults()
-    except ConfigError:
-        entries = []
+    except ConfigError as exc:  # "none is configured" would hide what to fix: the configuration
+        return exc
     if any(entry.name == name for entry in entries):
         return None
     known = f"configured: {', '.join(e.name for e in entries)}" if entries else "none is configured"
