@@ -107,3 +107,21 @@ def test_list_fields_and_source_are_one_line_each() -> None:
     assert card.aliases == ("x status: retired",)
     assert card.not_when == ("a b",)
     assert card.source == "https://x summary: fake"
+
+
+def test_output_to_a_stream_that_cannot_carry_the_cards_text(vault_repo: VaultRepo) -> None:
+    """Bug fixed: on a stdout whose encoding cannot carry a card's text (a Latin-1 locale, `PYTHONIOENCODING`),
+    `cairn recall`, `list`, `show` and `explain` failed with `unexpected UnicodeEncodeError ... (a bug in Cairn)`,
+    `--json` too. JSON is now written with \\u escapes (the same data), text with `?` for what cannot be shown."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("zh/card", "中文卡片 zebra", "中文摘要 zebra quagga okapi.")
+    vault_repo.commit("A Chinese card")
+    latin1 = {"PYTHONIOENCODING": "latin-1"}
+    done = vault_repo.cairn("recall", "zebra quagga okapi", "--json", env=latin1)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["cards"][0]["name"] == "中文卡片 zebra" and "\\u4e2d" in done.stdout
+    for args in (("recall", "zebra quagga okapi"), ("list",), ("show", "zh/card"), ("explain", "zebra okapi 中文")):
+        done = vault_repo.cairn(*args, env=latin1)
+        assert done.returncode == 0 and done.stderr == "", (args, done.stderr)
+        assert "zh/card" in done.stdout
+    assert "???? zebra" in vault_repo.cairn("show", "zh/card", env=latin1).stdout

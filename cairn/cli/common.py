@@ -212,18 +212,32 @@ def unknown_vault_name(card_id: str) -> CairnError | None:
 
 def echo_json(data: Any) -> None:
     """JSON exactly as the data holds it (never cleaned); strings that are not valid Unicode (a file name's
-    undecodable bytes) are written as \\u escapes, which UTF-8 output cannot carry raw."""
+    undecodable bytes), or that stdout's encoding cannot carry (a Latin-1 locale), are written as \\u escapes."""
     text = json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False)
     try:
         text.encode("utf-8")
-    except UnicodeEncodeError:
+        text.encode(_encoding(sys.stdout))
+    except (UnicodeEncodeError, LookupError):
         text = json.dumps(data, ensure_ascii=True, indent=2, sort_keys=False)
     click.echo(text)
 
 
 def echo(text: str = "", err: bool = False) -> None:
-    """Human output: card text is cleaned of terminal escapes."""
-    click.echo(clean(text), err=err)
+    """Human output: card text is cleaned of terminal escapes; a character the stream's encoding cannot carry (a
+    Chinese card on a Latin-1 terminal) is shown as `?`, as Python's own `replace` gives it."""
+    text = clean(text)
+    encoding = _encoding(sys.stderr if err else sys.stdout)
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        text = text.encode(encoding, "replace").decode(encoding)
+    except LookupError:
+        pass
+    click.echo(text, err=err)
+
+
+def _encoding(stream: Any) -> str:
+    return str(getattr(stream, "encoding", None) or "utf-8")
 
 
 def warn(text: str) -> None:
