@@ -215,3 +215,21 @@ def test_list_shows_a_status_with_a_line_break_on_its_cards_line(vault_repo: Vau
     assert f"draft?{forged}" in row
     listed = json.loads(vault_repo.cairn("list", "--json").stdout)
     assert {c["id"]: c["status"] for c in listed["cards"]}["odd/status"] == f"draft\n{forged}"  # JSON: exact
+
+
+def test_a_command_run_in_a_removed_folder_says_so(tmp_path: Path) -> None:
+    """Bug fixed: run from a folder removed while the shell stood in it, `cairn list`, `recall` and `show` said only
+    `Error: No such file or directory`, naming no file and nothing to do."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    for args in (["list"], ["recall", "a prompt"], ["show", "git/x"]):
+        script = f'cd "{gone}" && rmdir "{gone}" && exec "$0" "$@"'
+        done = subprocess.run(
+            ["sh", "-c", script, cairn_executable(), *args], capture_output=True, text=True, check=False, timeout=120
+        )
+        assert gone.exists() is False
+        assert (done.returncode, done.stdout) == (1, ""), done.stderr
+        assert done.stderr == (
+            "Error: the current folder no longer exists (removed?); cd into one that does and run this again\n"
+        )
+        gone.mkdir()

@@ -122,9 +122,19 @@ def errors_to_exit(func: F) -> F:
 
 def os_error_text(exc: OSError) -> str:
     """One line for an OSError: what failed, where, and what to do when the user can fix it."""
+    if isinstance(exc, FileNotFoundError) and not exc.filename and not _cwd_exists():
+        return "the current folder no longer exists (removed?); cd into one that does and run this again"
     where = f" ({exc.filename})" if exc.filename else ""
     hint = _OS_HINTS.get(exc.errno or 0)
     return f"{exc.strerror or exc}{where}" + (f": {hint}" if hint else "")
+
+
+def _cwd_exists() -> bool:
+    try:
+        os.getcwd()  # fails in a folder removed while the shell stood in it (a stat of "." does not)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def open_vault(vault_path: str | None) -> Vault:
