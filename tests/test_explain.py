@@ -114,3 +114,19 @@ def test_explain_names_an_unknown_status_not_draft(vault_repo: VaultRepo) -> Non
     lint = vault_repo.cairn("lint").stdout
     finding = "status 'activ' is not one of active, draft, retired; only active cards are injected"
     assert finding in lint and finding in text
+
+
+def test_explain_of_a_scope_the_configured_vault_does_not_serve_says_why(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: `cairn recall --scope git` in a vault configured to serve only `docker` cards says "`cairn explain
+    QUERY` shows why", and `cairn explain` printed nothing at all on stdout (only a warning on stderr)."""
+    from helpers.vaults import make_vault, run_cairn
+
+    make_vault(vault_repo)
+    added = run_cairn("vault", "add", str(vault_repo.root), "--name", "team", "--scope", "docker", cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    done = vault_repo.cairn("explain", "git pull --rebase after a force-push", "--scope", "git")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Abstained: no card is asked; the scope asked shares no tag with the scopes")
+    assert "configured to serve only cards of scope docker" in done.stderr
+    data = json.loads(vault_repo.cairn("explain", "git pull", "--scope", "git", "--json").stdout)
+    assert (data["abstained"], data["skipped"]) == (True, "scope")

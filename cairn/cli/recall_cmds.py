@@ -337,6 +337,11 @@ def explain(
     if tags is None:
         if as_json:
             echo_json({"query": query, "abstained": True, "injected": [], "candidates": [], "skipped": "scope"})
+        else:  # not an empty stdout (`cairn recall` sends the reader here to see why)
+            echo(
+                "Abstained: no card is asked; the scope asked shares no tag with the scopes this vault is configured "
+                "to serve (`cairn vault list`)."
+            )
         return
     # What an agent gets: nothing from an index kept after its served branch was rewritten (`served_only`)
     with indexer.open_index(vault, ref=ref, worktree=worktree, served_only=ref is None and not worktree) as index:
