@@ -221,3 +221,38 @@ def test_a_duration_too_long_to_read_is_a_finding_not_a_crash() -> None:
     raw = f"---\nname: A card\nsummary: One line.\nverified_at: 2026-01-01\nreview_after: {'9' * 5000}d\n---\n\nB.\n"
     card, findings = parse_card("cards/ci/a.md", raw.encode())
     assert card is None and [f.rule for f in findings] == ["field-type"]
+
+
+def _strict_json(text: str) -> object:
+    def refuse(constant: str) -> object:
+        raise AssertionError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_extra_fields_of_any_yaml_type_index_and_show_as_json(vault_repo: VaultRepo) -> None:
+    """Bug fixed: an extra field YAML reads as a set (`!!set {a, b}`) made `cairn index` fail for the whole vault
+    ('unexpected TypeError: Object of type set is not JSON serializable (a bug in Cairn)'), though lint passes
+    the card; `.inf` and `.nan` were written into `cairn show --json` as Infinity and NaN, which are not JSON."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write_raw(
+        "cards/git/odd.md",
+        "---\nname: Odd extras\nsummary: Compare with git reflog before you pull.\n"
+        "tags: !!set {b, a}\nweight: .inf\nratio: .nan\nless: -.inf\n---\n\nBody.\n",
+    )
+    vault_repo.commit("A card with odd extras")
+    assert vault_repo.cairn("lint").returncode == 0
+    indexed = vault_repo.cairn("index")
+    assert indexed.returncode == 0, indexed.stderr
+    shown = vault_repo.cairn("show", "git/odd", "--json")
+    assert shown.returncode == 0, shown.stderr
+    record = _strict_json(shown.stdout)
+    assert isinstance(record, dict)
+    assert record["extra"] == {"tags": ["a", "b"], "weight": ".inf", "ratio": ".nan", "less": "-.inf"}
+    # what `show` gives, lint reads: a key written with YAML escapes inside a set is not in the file's own text
+    vault_repo.write_raw(
+        "cards/git/set-key.md",
+        '---\nname: A set key\nsummary: Rotate keys often.\nkeys: !!set {"\\x41KIAABCDEFGHIJKLMNOP"}\n---\n\nB.\n',
+    )
+    linted = vault_repo.cairn("lint", "cards/git/set-key.md")
+    assert linted.returncode == 1 and "secret this looks like an AWS access key id" in linted.stdout, linted.stdout

@@ -262,7 +262,7 @@ def _strict_json(text: str) -> Any:
 
 def test_a_yaml_nan_or_infinity_in_an_extra_key_gives_valid_json(vault_repo: VaultRepo) -> None:
     """Bug fixed: `ratio: .nan` in an unknown key came out of `cairn show --json` as `NaN` (and `.inf` as
-    `Infinity`), which JSON has not: JavaScript's reader refuses it, jq reads null. They are given as text."""
+    `Infinity`), which JSON has not: JavaScript's reader refuses it, jq reads null. They are given as YAML's text."""
     make_vault(vault_repo)
     text = card_text("Odd numbers card", "A card whose extra keys are numbers JSON has not.").replace(
         "---\n\n", "ratio: .nan\nbounds: [.inf, -.inf, 1.5]\n---\n\n", 1
@@ -273,7 +273,7 @@ def test_a_yaml_nan_or_infinity_in_an_extra_key_gives_valid_json(vault_repo: Vau
         done = vault_repo.cairn(*args)
         assert done.returncode == 0, done.stderr
         extra = _strict_json(done.stdout)["extra"]
-        assert extra == {"ratio": "nan", "bounds": ["inf", "-inf", 1.5]}
+        assert extra == {"ratio": ".nan", "bounds": [".inf", "-.inf", 1.5]}
 
 
 def test_a_number_python_cannot_print_is_the_cards_finding_not_the_vaults_failure(vault_repo: VaultRepo) -> None:

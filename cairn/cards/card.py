@@ -380,12 +380,13 @@ def _kind(value: Any) -> str:
 def _visible_nested(value: Any, chars: list[str]) -> Any:
     """An extra field's value with the invisible characters of every text in it (keys too) removed, and added to
     `chars`; bytes (`!!binary`) as the text they are shown as, a set (`!!set`) as the list of its items in order
-    (JSON has no set: one in a card broke every index write and `cairn show --json`), and `.nan` or `.inf` as text
-    (JSON has no such number: `NaN` in `cairn show --json` is refused by strict readers, JavaScript's among them)."""
+    (JSON has no set: one in a card broke every index write and `cairn show --json`), and `.nan` or `.inf` as the
+    text YAML spells them with (JSON has no such number: `NaN` in `cairn show --json` is refused by strict readers,
+    JavaScript's among them)."""
     if isinstance(value, (set, frozenset)):
         value = sorted(value, key=lambda item: (type(item).__name__, str(item)))
     if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
+        return _yaml_float(value)
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     if isinstance(value, str):
@@ -410,7 +411,14 @@ def _jsonable(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
+    if isinstance(value, float) and not math.isfinite(value):  # JSON has no Infinity or NaN
+        return _yaml_float(value)
     return value
+
+
+def _yaml_float(value: float) -> str:
+    """A number JSON has not (`.nan`, `.inf`, `-.inf`), as YAML spells it."""
+    return ".nan" if math.isnan(value) else ".inf" if value > 0 else "-.inf"
 
 
 def check_card_id(card_id: str, *, max_part_bytes: int = MAX_ID_PART_BYTES) -> str:
