@@ -121,6 +121,65 @@ def test_sanitize_writes_a_redacted_copy_from_head_and_reports_per_file(vault_re
     assert "redacted 8 item(s) in 1 file(s)" in text_out.stdout
 
 
+# Secrets `cairn lint`'s secret rule names (built from parts, so that this file holds none whole).
+LINTED_SECRETS = (
+    "https://hooks.slack.com/services/" + "T0ABCDEF1/B0ABCDEF2/abcdefghijklmnopqrstuvwx",
+    "https://discord.com/api/webhooks/" + "123456789012345678/abcdefghijklmnopqrstuvwxyz0123456789",
+    "ya29." + "a0AfH6SMBabcdefghijklmnopqrstuvwxyz",
+    "pypi-" + "AgEIcHlwaS5vcmcCJGFiY2RlZmdoLWlqa2wtbW5vcC1xcnN0LXV2d3h5ejAxMjM0",
+    "SG." + "abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz0123456789ABC",
+    "SK" + "0123456789abcdef" * 2,
+    "dop_" + "v1_" + "0123456789abcdef" * 4,
+    "shpat_" + "0123456789abcdef" * 2,
+    "123456789:" + "AAabcdefghijklmnopqrstuvwxyz0123456",
+    "gldt-" + "abcdefghijklmnopqrstuvwx",
+    "xoxe-" + "1-abcdefghijklmnop",
+    "whsec_" + "abcdefghijklmnopqrstuvwxyz012345",
+    "SuperSecret123",  # DB_PASS=
+    "hunter2x",  # pass:
+    "hunter3y",  # "the password is"
+    "mypassword123",  # a URL's password with no user name (redis://:pw@host)
+    "AAAAC3NzaC1lZDI1NTE5AAAAIJ",  # a PuTTY key's lines
+)
+
+
+def test_the_copy_keeps_no_secret_that_cairn_lint_names(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: `cairn sanitize` left webhook URLs, vendor tokens (Google OAuth, PyPI, SendGrid, Twilio,
+    DigitalOcean, Shopify, Telegram, GitLab's other tokens...), `DB_PASS=` and prose passwords, a Redis URL's
+    password and PuTTY keys in the copy meant for sharing, though `cairn lint` names each as a secret."""
+    body = "\n".join(
+        [
+            *(f"- {value}" for value in LINTED_SECRETS[:12]),
+            f"- DB_PASS={LINTED_SECRETS[12]}",
+            f"- pass: {LINTED_SECRETS[13]}",
+            f"- the password is {LINTED_SECRETS[14]}",
+            f"- redis://:{LINTED_SECRETS[15]}@cache:6379/0",
+            "",
+            "```",
+            "PuTTY-User-Key-File-3: ssh-ed25519",
+            "Encryption: none",
+            "Public-Lines: 1",
+            "AAAAC3NzaC1lZDI1NTE5AAAAIJ",
+            "Private-Lines: 1",
+            "AAAAIH" + "abcdefghij" * 4,
+            "Private-MAC: " + "0123456789abcdef" * 4,
+            "```",
+        ]
+    )
+    vault_repo.write("ops/leaks", "Leaked credentials", "Rotate what was pasted here.", body=body)
+    vault_repo.commit("A card with secrets")
+    assert vault_repo.cairn("lint", "cards/ops/leaks.md").stdout.count(" secret ") >= len(LINTED_SECRETS) - 1
+    out = tmp_path / "shared"
+    done = vault_repo.cairn("sanitize", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    copy = (out / "cards/ops/leaks.md").read_text()
+    assert [value for value in LINTED_SECRETS if value in copy] == []
+    assert "Private-MAC" not in copy and "abcdefghij" * 4 not in copy
+    vault_repo.write_raw("cards/ops/leaks.md", copy)  # the copy, judged by the rule that named the secrets
+    linted = vault_repo.cairn("lint", "cards/ops/leaks.md")
+    assert " secret " not in linted.stdout, linted.stdout
+
+
 def test_refuses_an_out_inside_the_vault_even_through_a_symlink(vault_repo: VaultRepo, tmp_path: Path) -> None:
     _secret_vault(vault_repo)
     link = tmp_path / "sneaky"

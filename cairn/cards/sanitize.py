@@ -1,8 +1,8 @@
 """`cairn sanitize`: a copy of the vault's committed cards with secrets and identifying details redacted.
 
-What is redacted (each counted by kind): private keys, cloud keys, tokens and secret assignments, e-mail addresses,
-the user name in home-directory paths, internal host names (`[sanitize] internal_domains`), IP addresses, and
-whatever `[sanitize] patterns` adds. Markers are plain words (`REDACTED-EMAIL`) so frontmatter stays valid YAML
+What is redacted (each counted by kind): private keys, cloud keys, tokens and secret assignments (at least every
+secret the lint rule `secret` names, so the copy passes it), e-mail addresses, the user name in home-directory
+paths, internal host names (`[sanitize] internal_domains`), IP addresses, and whatever `[sanitize] patterns` adds. Markers are plain words (`REDACTED-EMAIL`) so frontmatter stays valid YAML
 and Markdown renders them as text. The copy is built in a temporary folder beside DIR and renamed into place.
 
 `[sanitize] patterns` come from the vault, so they are untrusted: at most 100, each at most 1,000 characters, and
@@ -30,6 +30,7 @@ from cairn.config import SanitizeSettings
 from cairn.finding import Finding
 from cairn.hot.errors import InvalidConfig, RefusedWrite
 from cairn.hot.vault import Vault
+from cairn.lint.rules.secret import REDACTABLE
 
 PATTERN_SECONDS = 10.0  # all of a vault's cards through its own patterns, at most
 MAX_PATTERNS = 100
@@ -132,6 +133,19 @@ def _ip(match: re.Match[str]) -> str | None:
     return "REDACTED-IP"
 
 
+def _linted(group: int, keep: Callable[[str], bool]) -> Replace:
+    """Redact what the lint rule `secret` finds (the whole match, or the value in `group`) unless it lets it pass."""
+    kind = "TOKEN" if group == 0 else "SECRET"
+
+    def replace(match: re.Match[str]) -> str | None:
+        if keep(match.group(group)):
+            return None
+        start, end = match.start(group) - match.start(), match.end(group) - match.start()
+        return match.group(0)[:start] + f"REDACTED-{kind}" + match.group(0)[end:]
+
+    return replace
+
+
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 
 BUILTIN_RULES: tuple[Rule, ...] = (
@@ -139,7 +153,8 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         "private-key",
         re.compile(
             r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?"
-            r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+            r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"
+            r"|PuTTY-User-Key-File-.*?(?:\nPrivate-MAC:[^\n]*|\Z)",
             re.DOTALL,
         ),
         _marker("private-key"),
@@ -163,7 +178,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         _marker("token"),
     ),
     Rule("token", re.compile(r"(\b[Bb]earer\s+)[A-Za-z0-9._~+/\-]{20,}=*"), _keep_prefix("token", 1)),
-    Rule("secret", re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s@/]+(?=@)"), _keep_prefix("secret", 1)),
+    Rule("secret", re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)[^\s@/]+(?=@)"), _keep_prefix("secret", 1)),
     Rule(
         "secret",
         re.compile(
@@ -173,6 +188,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         ),
         _secret_value,
     ),
+    *(Rule("token" if group == 0 else "secret", pattern, _linted(group, keep)) for pattern, group, keep in REDACTABLE),
     Rule("email", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"), _email),
     Rule(
         "home-path",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from cairn.finding import Finding
 from cairn.lint.model import ERROR, Context, Field, Rule, Target, field_findings
@@ -161,6 +161,17 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
                 if match.start() not in assigned and _looks_like_password(match.group(1)):
                     found.append((field, match.start(), _message("a password written out")))
     yield from field_findings(RULE, target, found)
+
+
+# What `cairn sanitize` redacts so that its copy passes this rule: (pattern, the group that is the secret (0: the whole
+# match), whether a found value is kept, as this rule lets it pass).
+REDACTABLE: tuple[tuple[re.Pattern[str], int, Callable[[str], bool]], ...] = (
+    *((pattern, 0, lambda value: _PLACEHOLDER.search(value) is not None) for _, pattern in _PATTERNS),
+    (_ASSIGNED, 1, lambda value: _PLACEHOLDER.search(value) is not None or _entropy(value) < _MIN_ENTROPY),
+    (_URL_CREDENTIAL, 1, _is_placeholder),
+    (_PASSWORD, 1, lambda value: not _looks_like_password(value)),
+    (_PROSE, 1, lambda value: not _looks_like_password(value)),
+)
 
 
 def _message(kind: str) -> str:
