@@ -134,6 +134,27 @@ def test_the_body_from_the_editor_visual_first(vault_repo: VaultRepo, tmp_path: 
     assert (vault_repo.root / "cards/git/edited-again.md").read_text().endswith("---\n\nWritten in EDITOR.\n")
 
 
+def test_an_editor_that_fails_or_saves_another_encoding_is_one_line(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: a body the editor saved in Latin-1 or UTF-16 ended `cairn add -e` with "unexpected
+    UnicodeDecodeError (a bug in Cairn)"; an editor that fails said only "Editing failed", not what to do."""
+    script = tmp_path / "latin1.sh"
+    script.write_text("#!/bin/sh\nprintf 'caf\\351 au lait' > \"$1\"\n")
+    os.chmod(script, 0o755)
+    args = ("add", "--name", "Edited", "--summary", "An edit.", "--scope", "git", "-e")
+    done = vault_repo.cairn(*args, env={"VISUAL": str(script)})
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines() == [
+        "Error: the body the editor saved is not UTF-8 text; save it as UTF-8 and run it again (nothing was written)"
+    ]
+    done = vault_repo.cairn(*args, env={"VISUAL": "false"})
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "Error: false: Editing failed; set $VISUAL or $EDITOR to an editor that works, or give the body with --body "
+        "or --body-file (nothing was written)"
+    ]
+    assert cards_on_disk(vault_repo) == []
+
+
 def test_a_warning_refuses_the_write_unless_force(vault_repo: VaultRepo) -> None:
     summary = "x" * 399
     refused = vault_repo.invoke("add", "--name", "Long one", "--summary", summary, "--scope", "git", "--body", BODY)

@@ -282,8 +282,7 @@ def add(
             ).strip()
     text = _read_body(body_file) if body_file is not None else body or ""
     if edit:
-        edited = click.edit(text, extension=".md", require_save=False)
-        text = edited if edited is not None else text
+        text = _edit_body(text)
     new = authoring.NewCard(
         name=name,
         summary=summary,
@@ -338,6 +337,23 @@ def _commit_step(root: Path, rel: str) -> str:
     except OSError:  # the current folder was removed
         here = False
     return step if here else f"cd {shlex.quote(str(root))} && {step}"
+
+
+def _edit_body(text: str) -> str:
+    """The body as written in $VISUAL (else $EDITOR), starting from `text`; one clear line when the editor fails or
+    saves text that is not UTF-8."""
+    try:
+        edited = click.edit(text, extension=".md", require_save=False)
+    except UnicodeDecodeError:
+        raise CairnError(
+            "the body the editor saved is not UTF-8 text; save it as UTF-8 and run it again (nothing was written)"
+        ) from None
+    except click.ClickException as exc:
+        raise CairnError(
+            f"{exc.format_message()}; set $VISUAL or $EDITOR to an editor that works, or give the body with --body "
+            "or --body-file (nothing was written)"
+        ) from None
+    return edited if edited is not None else text
 
 
 def _read_body(body_file: Path) -> str:
