@@ -508,3 +508,19 @@ def test_init_inside_a_repository_says_the_vault_is_a_repository_of_its_own(tmp_
     assert json.loads(listed.stdout)["commit"] == head and json.loads(listed.stdout)["cards"]
     plain = run("init", str(tmp_path / "alone"), "--no-register", cwd=tmp_path)
     assert plain.returncode == 0 and "Note:" not in plain.stdout
+
+
+def test_the_embedded_repository_note_runs_as_printed_for_a_folder_named_with_a_dash(tmp_path: Path) -> None:
+    """Bug fixed: for `cairn init -- -lessons` in a repository, the note said `git -C REPO add -lessons`, which git
+    reads as options ("unknown switch"), so the vault could not be made a folder of the repository as told."""
+    outer = VaultRepo(tmp_path / "mono")
+    (outer.root / "cards").rmdir()
+    outer.write_raw("src/app.py", "print(1)\n")
+    outer.commit("app")
+    done = run("init", "--no-register", "--no-git-hooks", "--", "-lessons", cwd=outer.root)
+    assert done.returncode == 0, done.stderr
+    told = re.search(r"`(rm -rf .*?)`, commit", done.stdout)
+    assert told is not None, done.stdout
+    steps = subprocess.run(["sh", "-c", told.group(1)], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert steps.returncode == 0, steps.stderr
+    assert outer.git("diff", "--cached", "--name-only").splitlines()[0].startswith("-lessons/")

@@ -86,7 +86,8 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
     outer = _enclosing_work_tree(vault.root.parent)
     if outer is not None:
         # `git add` in the repository around it records a gitlink, not the cards: a clone of it gets an empty folder
-        here, rel = shlex.quote(str(vault.root)), shlex.quote(str(vault.root.relative_to(outer)))
+        inner = vault.root.relative_to(outer).as_posix()
+        here, rel = shlex.quote(str(vault.root)), shlex.quote(f"./{inner}" if inner.startswith("-") else inner)
         echo(
             f"Note: {path} is inside the git repository {outer} and has a repository of its own, so {outer}'s commits "
             f"will not hold its cards (git adds it there as an embedded repository). For a vault that is a folder of "
