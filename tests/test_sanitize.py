@@ -217,6 +217,21 @@ def test_refuses_a_non_empty_folder_without_force_and_replaces_it_with_force(
     assert (empty / "cards/git/plain.md").is_file()
 
 
+def test_an_out_that_cannot_be_made_is_one_line_naming_it(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: `--out FILE/x` (a file where a folder must be) said only "Error: File exists (FILE)", and an out
+    whose parent cannot be written named the temporary folder beside it, not --out, nor what to do."""
+    _secret_vault(vault_repo)
+    (tmp_path / "afile").write_text("x")
+    out = tmp_path / "afile" / "shared"
+    done = vault_repo.cairn("sanitize", "--out", str(out))
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"Error: {out}: the copy could not be written there (File exists); choose a folder you can write to "
+        "(nothing was written)"
+    ]
+    assert (tmp_path / "afile").read_text() == "x"
+
+
 def test_a_bad_pattern_in_cairn_toml_is_one_error_line(vault_repo: VaultRepo, tmp_path: Path) -> None:
     vault_repo.write("git/plain", "Nothing to hide", "Compare with git reflog before you pull.")
     vault_repo.write_raw("cairn.toml", '[sanitize]\npatterns = ["(unclosed"]\n')

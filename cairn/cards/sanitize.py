@@ -330,7 +330,13 @@ def sanitize_vault(vault: Vault, out: Path, settings: SanitizeSettings, *, force
     target = check_out_dir(vault, out, force=force)
     rules_for(settings)  # a bad pattern is an error before anything is read
     with gitrepo.open_repo(vault) as repo:
-        return _sanitize(repo, vault, target, out, settings)
+        try:
+            return _sanitize(repo, vault, target, out, settings)
+        except OSError as exc:  # a file where a folder must be, a folder that cannot be written
+            raise RefusedWrite(
+                f"{out}: the copy could not be written there ({exc.strerror or exc}); choose a folder you can write "
+                "to (nothing was written)"
+            ) from None
 
 
 def _sanitize(repo: Any, vault: Vault, target: Path, out: Path, settings: SanitizeSettings) -> SanitizeReport:
