@@ -700,3 +700,20 @@ def test_a_topic_outside_cards_is_a_usage_error(vault_repo: VaultRepo, app: Path
     assert (done.returncode, done.stdout) == (2, "")
     assert f"Error: Invalid value for '--topic': {topic!r} is not a folder under cards/" in done.stderr
     assert vault_repo.git("status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_a_url_or_a_missing_source_is_a_usage_error_that_says_what_to_do(vault_repo: VaultRepo) -> None:
+    """A URL was refused as a path that "does not exist", which did not say that import reads local files only."""
+    url = "https://raw.githubusercontent.com/org/app/main/CLAUDE.md"
+    done = vault_repo.cairn("import", url)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        f"Error: Invalid value for 'SRC': {url!r} is a URL; cairn import reads local files: download it first "
+        "(`curl -fsSLo CLAUDE.md URL`), then import that file"
+    )
+    missing = vault_repo.cairn("import", "notes/CLAUDE.md")
+    assert missing.returncode == 2
+    assert missing.stderr.splitlines()[-1] == (
+        "Error: Invalid value for 'SRC': 'notes/CLAUDE.md' does not exist; give a Markdown file or a folder of them"
+    )
+    assert list((vault_repo.root / "cards").iterdir()) == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,8 +15,21 @@ if TYPE_CHECKING:
     from cairn.cards.importer import ImportReport, Outcome
 
 
+def _local_src(ctx: click.Context, param: click.Parameter, value: str) -> Path:
+    """A URL is not read (import reads local files): say so, and how to get the file, rather than "does not exist"."""
+    src = Path(value)
+    if src.exists():
+        return src
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", value):
+        raise click.BadParameter(
+            f"{value!r} is a URL; cairn import reads local files: download it first (`curl -fsSLo CLAUDE.md URL`), "
+            "then import that file"
+        )
+    raise click.BadParameter(f"{value!r} does not exist; give a Markdown file or a folder of them")
+
+
 @click.command("import")
-@click.argument("src", type=click.Path(exists=True, path_type=Path))
+@click.argument("src", type=click.Path(), callback=_local_src)
 @click.option("--section", default=None, help="Take only the lessons of this section (its heading; implies --lessons).")
 @click.option(
     "--scope",
