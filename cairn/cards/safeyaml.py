@@ -77,21 +77,23 @@ def _max_nesting(text: str) -> int:
     return max(deepest, indent // 2)
 
 
-def _count_nodes(value: Any, budget: int) -> int:
-    """Count values as a consumer would see them, with aliases expanded, stopping at the budget."""
-    stack = [value]
-    count = 0
+def _measure(value: Any, budget: int) -> tuple[int, int]:
+    """(values, deepest nesting) as a consumer would see them, with aliases expanded, stopping at the budget. The
+    depth is measured on what was built: block sequences opened on one line (`- - - x`) nest with no bracket and
+    one indent, which `_max_nesting` cannot see, and every reader of a card recurses into it."""
+    stack = [(value, 0)]
+    count = deepest = 0
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
         count += 1
-        if count > budget:
-            return count
+        deepest = max(deepest, depth)
+        if count > budget or deepest > MAX_DEPTH:
+            break
         if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return count
+            stack.extend((child, depth + 1) for child in (*item.keys(), *item.values()))
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend((child, depth + 1) for child in item)
+    return count, deepest
 
 
 def load(
@@ -113,6 +115,9 @@ def load(
         raise
     except (ValueError, TypeError, OverflowError) as exc:
         raise YamlRejected(f"{what} holds a value YAML cannot read: {exc}") from None
-    if _count_nodes(data, max_nodes) > max_nodes:
+    count, deepest = _measure(data, max_nodes)
+    if deepest > MAX_DEPTH:
+        raise YamlRejected(f"{what} is nested deeper than {MAX_DEPTH} levels")
+    if count > max_nodes:
         raise YamlRejected(f"{what} expands to more than {max_nodes} values (alias bomb?)")
     return data

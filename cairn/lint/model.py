@@ -153,17 +153,18 @@ class Target:
         return tuple(out)
 
 
-def _strings(value: object, depth: int = 0) -> Iterator[str]:
-    """The text values in a frontmatter value (keys the contract does not name are in the file too)."""
+def _strings(value: object) -> Iterator[str]:
+    """The text values in a frontmatter value, at any depth (the parser refuses one nested deeper than
+    `safeyaml.MAX_DEPTH`): `cairn show --json` and MCP `show` give an extra key whole."""
     if isinstance(value, str):
         yield value
-    elif depth < 8 and isinstance(value, dict):
+    elif isinstance(value, dict):
         for key, item in value.items():
-            yield from _strings(key, depth + 1)
-            yield from _strings(item, depth + 1)
-    elif depth < 8 and isinstance(value, list):
+            yield from _strings(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
         for item in value:
-            yield from _strings(item, depth + 1)
+            yield from _strings(item)
 
 
 class Context:
