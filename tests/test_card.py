@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -256,3 +257,32 @@ def test_extra_fields_of_any_yaml_type_index_and_show_as_json(vault_repo: VaultR
     )
     linted = vault_repo.cairn("lint", "cards/git/set-key.md")
     assert linted.returncode == 1 and "secret this looks like an AWS access key id" in linted.stdout, linted.stdout
+
+
+def test_many_links_in_a_body_are_placed_in_linear_time(vault_repo: VaultRepo) -> None:
+    """Bug fixed: each link's line was searched from its paragraph's first line (a reference's, from the body's
+    first line), so a body of 40,000 one-line links (800 KB, under the 1 MiB limit) kept `cairn lint` busy for
+    minutes per card: in CI, in `cairn review`, in the pre-commit hook of every teammate who changed it. Links keep
+    their lines: an inline link on its own line, a reference link at its definition."""
+    from cairn.cards.body import read_body
+
+    many = "\n".join(f"[a](../git/x{i}.md)" for i in range(40_000))
+    body = f"First [one](../git/a.md).\n\nSee [the card][ref] and [one](../git/a.md) again.\n\n[ref]:\n  ../git/b.md\n\n{many}\n"
+    started = time.monotonic()
+    links = read_body(body).links
+    assert time.monotonic() - started < 15  # a guard, not a benchmark: quadratic took a minute, linear a second
+    assert [(link.href, link.line) for link in links[:4]] == [
+        ("../git/a.md", 1),
+        ("../git/b.md", 6),
+        ("../git/a.md", 3),
+        ("../git/x0.md", 8),
+    ]
+    assert (links[-1].href, links[-1].line) == ("../git/x39999.md", 40_007)
+    to_itself = "\n".join("[a](../git/links.md)" for _ in range(40_000))
+    text = f"---\nname: Links\nsummary: Many links.\n---\n\n{to_itself}\n[gone](../git/gone.md)\n"
+    vault_repo.write_raw("cards/git/links.md", text)
+    linted = vault_repo.cairn("lint", "cards/git/links.md")
+    assert linted.stdout.splitlines()[0] == (
+        "cards/git/links.md:40006: internal-link the link '../git/gone.md' points at cards/git/gone.md, which is not "
+        "in the vault"
+    )
