@@ -270,7 +270,7 @@ def test_many_links_in_a_body_are_placed_in_linear_time(vault_repo: VaultRepo) -
     body = f"First [one](../git/a.md).\n\nSee [the card][ref] and [one](../git/a.md) again.\n\n[ref]:\n  ../git/b.md\n\n{many}\n"
     started = time.monotonic()
     links = read_body(body).links
-    assert time.monotonic() - started < 15  # a guard, not a benchmark: quadratic took a minute, linear a second
+    assert time.monotonic() - started < 30  # a guard, not a benchmark: quadratic took a minute, linear seconds
     assert [(link.href, link.line) for link in links[:4]] == [
         ("../git/a.md", 1),
         ("../git/b.md", 6),
