@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import time
 from pathlib import Path
@@ -114,6 +115,21 @@ def test_the_security_rules_read_an_extra_key_at_any_depth(vault_repo: VaultRepo
     linted = vault_repo.cairn("lint", "cards/git/deep-extra.md")
     assert linted.returncode == 1, linted.stdout
     assert "prompt-injection the text tells the agent to ignore its instructions" in linted.stdout
+
+
+def test_quoted_extra_keys_beside_a_long_body_are_linted_in_bounded_time(vault_repo: VaultRepo) -> None:
+    """Bug fixed: lint looked for each extra key's line with a search of the whole file, body included, and a key
+    written quoted (`"k1": é`) is never found: 5,000 of them beside a 900 KB body (a card under 1 MiB) took a
+    minute of lint, and of `cairn index`, which runs the security rules on every card."""
+    keys = "".join(f'"k{i}": é\n' for i in range(5000))
+    body = ("Plain words of a long body line here. " * 20 + "\n") * 1100
+    vault_repo.write_raw("cards/git/keys.md", f"---\nname: Keys\nsummary: Many keys.\n{keys}---\n\n{body}")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    linted = vault_repo.cairn("lint", "cards/git/keys.md")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert linted.returncode == 0, linted.stdout
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    assert cpu < 12  # a guard, not a benchmark (CPU time, which load does not stretch): it took 23 s, now about 3
 
 
 def _good(name: str) -> str:

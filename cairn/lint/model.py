@@ -11,6 +11,7 @@ from functools import cached_property
 
 from cairn.cards.body import CardBody, read_body
 from cairn.cards.card import Card, card_id_from_path
+from cairn.cards.safeyaml import MAX_FRONTMATTER_BYTES
 from cairn.cards.similarity import Profile, name_key, profile, terms
 from cairn.cards.visible import fold
 from cairn.config import LintSettings
@@ -81,11 +82,21 @@ class Target:
     contract: tuple[Finding, ...]
 
     def line_of(self, key: str) -> int:
-        """The line of a frontmatter key (1 when it is not written, e.g. a default)."""
+        """The line of a frontmatter key (1 when it is not written, e.g. a default). Looked for once per key, and in
+        the frontmatter's reach only: a key written quoted is not found, and searching a 1 MiB body for each of
+        thousands of such keys kept lint and the index busy for minutes on one card."""
         if self.text is None:
             return 1
-        match = re.search(rf"^{re.escape(key)}\s*:", self.text, re.MULTILINE)
-        return self.text.count("\n", 0, match.start()) + 1 if match else 1
+        found = self._key_lines.get(key)
+        if found is None:
+            head = self.text[: MAX_FRONTMATTER_BYTES + len("---\n")]  # a longer frontmatter breaks the contract
+            match = re.search(rf"^{re.escape(key)}\s*:", head, re.MULTILINE)
+            found = self._key_lines[key] = head.count("\n", 0, match.start()) + 1 if match else 1
+        return found
+
+    @cached_property
+    def _key_lines(self) -> dict[str, int]:
+        return {}
 
     def line_at(self, offset: int) -> int:
         return (self.text or "").count("\n", 0, offset) + 1
