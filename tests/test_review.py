@@ -996,3 +996,23 @@ def test_files_under_cards_that_are_no_cards_are_not_counted_as_cards(vault_repo
         "cards/git/notes.txt",
     ]
     assert "Cards: 1 changed." in vault_repo.cairn("review", "main..feature").stdout
+
+
+def test_files_that_run_code_are_blocked_in_any_case_and_as_a_symlinked_folder(vault_repo: VaultRepo) -> None:
+    # A checkout on macOS or Windows reads `.Claude/settings.json` as the agent's `.claude/settings.json`, and a
+    # symlink `.claude` hands the agent whatever folder it points at: each passed review as a file of no concern.
+    _policy_base(vault_repo)
+    vault_repo.write_raw(".Claude/settings.json", '{"hooks": {}}\n')
+    vault_repo.write_raw(".Pre-Commit-Config.yaml", "repos: []\n")
+    vault_repo.write_raw("agent/settings.json", '{"hooks": {}}\n')
+    (vault_repo.root / ".codex").symlink_to("agent")
+    (vault_repo.root / "hooks").symlink_to("agent")
+    vault_repo.commit("The pull request", author=BOB)
+    done = vault_repo.cairn("review", "main..pr", "--json", "--today", "2026-11-15")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert sorted(b["path"] for b in json.loads(done.stdout)["blocked"]) == [
+        ".Claude/settings.json",
+        ".Pre-Commit-Config.yaml",
+        ".codex",
+        "hooks",
+    ]

@@ -17,7 +17,9 @@ Blocked (each a `Blocked` with the reason in one line):
   superseded by a new `supersedes` entry (each silences a lesson for every agent, or for every prompt with a word);
 - files that run code or decide what runs: `.pre-commit-config.yaml`, `.pre-commit-hooks.yaml`, `.github/`,
   `hooks/`, `.githooks/`, `.husky/`, agent settings (`.claude/`, `.codex/`, `.gemini/`), editor and container
-  tasks (`.vscode/`, `.devcontainer/`), `.envrc`, `.gitattributes` (it can hide a file's diff) and `.gitmodules`.
+  tasks (`.vscode/`, `.devcontainer/`), `.envrc`, `.gitattributes` (it can hide a file's diff) and `.gitmodules`;
+  in any letter case (a checkout on macOS or Windows reads `.Claude/` as `.claude/`), and a folder's name itself (a
+  symlink `.claude` to another folder).
 
 Not blocked, shown to the reviewer: ranking weights, a stricter setting, a new scope in the vocabulary, a card's
 changed `scope` or aliases (its field changes are listed whole, and the routing impact shows cases it no longer
@@ -297,18 +299,20 @@ _FILE_CHECK = "read the whole diff of this file: it runs code or decides what ru
 
 def file_blocks(paths: Iterable[str], vault_prefix: str) -> list[Blocked]:
     """Files the range touches (repository paths) that run code: at the repository's or the vault's top for
-    folders, anywhere for the named files."""
+    folders, anywhere for the named files. Names are compared without case: a checkout on macOS or Windows reads
+    `.Claude/settings.json` as `.claude/settings.json`. A folder's own name counts too: `.claude` made a symlink to
+    another folder gives the agent that folder's settings."""
     out: list[Blocked] = []
     for path in paths:
-        name = path.rsplit("/", 1)[-1]
-        why = _RUNS_FILES.get(name)
+        folded = path.lower()
+        why = _RUNS_FILES.get(folded.rsplit("/", 1)[-1])
         if why is None:
-            for top in {"", vault_prefix}:
-                if not path.startswith(top):
+            for top in {"", vault_prefix.lower()}:
+                if not folded.startswith(top):
                     continue
-                first = path[len(top) :].split("/", 1)
-                if len(first) == 2 and first[0] in _RUNS_FOLDERS:
-                    why = _RUNS_FOLDERS[first[0]]
+                first = folded[len(top) :].split("/", 1)[0]
+                if first in _RUNS_FOLDERS:
+                    why = _RUNS_FOLDERS[first]
                     break
         if why is not None:
             out.append(Blocked("files", path, f"touches {path}: {why}", _FILE_CHECK))
