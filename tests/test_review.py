@@ -1016,3 +1016,23 @@ def test_files_that_run_code_are_blocked_in_any_case_and_as_a_symlinked_folder(v
         ".codex",
         "hooks",
     ]
+
+
+@pytest.mark.parametrize("how", ["deleted", "moved"])
+def test_removing_cairn_toml_is_blocked(vault_repo: VaultRepo, how: str) -> None:
+    # The prompt hook serves no folder without cairn.toml: a pull request that takes it away (its settings the
+    # defaults, so no setting weakens) silenced every card of the vault once merged, and review passed it.
+    vault_repo.write("git/lease", "Lease push", "Use --force-with-lease after a rebase on shared branches.")
+    vault_repo.write_raw("cairn.toml", "# the defaults\n")
+    vault_repo.commit("base")
+    vault_repo.git("checkout", "-q", "-b", "pr")
+    if how == "deleted":
+        vault_repo.git("rm", "-q", "cairn.toml")
+    else:
+        vault_repo.git("mv", "cairn.toml", "cairn.toml.old")
+    vault_repo.commit("pr", author=BOB)
+    done = vault_repo.cairn("review", "main..pr", "--json", "--today", "2026-11-15")
+    assert done.returncode == 3, done.stdout + done.stderr
+    [blocked] = json.loads(done.stdout)["blocked"]
+    assert (blocked["kind"], blocked["path"]) == ("gates", "cairn.toml")
+    assert blocked["reason"].startswith("removes cairn.toml (deleted or moved): the prompt hook serves no vault")

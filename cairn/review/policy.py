@@ -6,8 +6,8 @@ A vault's protections live in the vault: its gates and lint policy in `cairn.tom
 judge it. So review does not weigh such a change: it blocks it, says why, and says what a maintainer must check.
 
 Blocked (each a `Blocked` with the reason in one line):
-- gates: `[recall]` min_lead, min_coverage, min_margin, min_evidence or min_confidence lowered, max_cards raised; `[hook]`
-  max_context_chars raised;
+- gates: cairn.toml deleted or moved (the hook serves no vault without it); `[recall]` min_lead, min_coverage,
+  min_margin, min_evidence or min_confidence lowered, max_cards raised; `[hook]` max_context_chars raised;
 - lint policy: `[lint] disable` gains a rule or group (security rules named as such), a `[lint]` limit loosened
   (summary_max_chars, max_age_days, max_scope_share, max_scopes_per_card, duplicate_threshold raised,
   crowding_min_cards raised, the scope vocabulary emptied); `[sanitize]` patterns or internal domains removed;
@@ -147,6 +147,17 @@ def config_blocks(base: Config, head: Config, security_rules: Mapping[str, Seque
                 )
             )
     return out
+
+
+def config_removed() -> Blocked:
+    """cairn.toml deleted or moved: the prompt hook serves no folder without it, so every card goes silent."""
+    return Blocked(
+        "gates",
+        CONFIG,
+        f"removes {CONFIG} (deleted or moved): the prompt hook serves no vault without it, so agents get none of its "
+        "cards",
+        "merge only if the team means to stop serving this vault; otherwise keep cairn.toml where it was",
+    )
 
 
 def _num(value: float) -> str:

@@ -495,10 +495,11 @@ def _config_policy(base: bytes | None, head: bytes | None) -> tuple[list[Blocked
     """The blocked cairn.toml changes and every changed setting; nothing when one end cannot be read (lint says why)."""
     if base == head:
         return [], ()
+    removed = [policy.config_removed()] if base is not None and head is None else []
     try:
         old, new = (_read_config(data) for data in (base, head))
     except CairnError:
-        return [], ()
+        return removed, ()
     from cairn.lint import registry
 
     security: dict[str, list[str]] = {}
@@ -506,7 +507,7 @@ def _config_policy(base: bytes | None, head: bytes | None) -> tuple[list[Blocked
         if "security" in rule.groups:
             for name in (rule.id, *rule.emits, *rule.groups):
                 security.setdefault(name, []).append(rule.id)
-    return policy.config_blocks(old, new, security), tuple(policy.settings_changes(old, new))
+    return removed + policy.config_blocks(old, new, security), tuple(policy.settings_changes(old, new))
 
 
 def _security_at_base(
