@@ -353,6 +353,23 @@ def test_a_submodule_under_cards_is_reported_not_a_crash(vault_repo: VaultRepo) 
     assert "a/two" in [c["id"] for c in data["cards"]]
 
 
+def test_cards_made_a_symlink_is_reported_not_a_crash(vault_repo: VaultRepo) -> None:
+    """A range that moves cards/ away and puts a symlink in its place stopped the review with `Error: File exists
+    (cards2)` and no report; now the symlink is refused as the index refuses it, and each card is removed."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("a/one", "One", "The first card's summary.")
+    vault_repo.commit("one")
+    vault_repo.git("checkout", "-q", "-b", "pr")
+    vault_repo.git("mv", "cards", "cards2")
+    (vault_repo.root / "cards").symlink_to("cards2")
+    vault_repo.commit("cards elsewhere", author=BOB)
+    done = vault_repo.cairn("review", "main..pr", "--json", "--today", "2026-11-15")
+    assert done.returncode == 1, done.stdout + done.stderr
+    data = json.loads(done.stdout)
+    assert [(f["path"], f["rule"]) for f in data["lint"]] == [("cards", "file-symlink")]
+    assert [b["reason"] for b in data["blocked"]] == ["removes the card a/one"]
+
+
 def test_revisions_are_read_as_git_reads_them(vault_repo: VaultRepo) -> None:
     """Revisions were read by gitpython, not git: `main@{1.hour.ago}` (a valid one) was "a bug in Cairn"
     (NotImplementedError), a reflog entry that does not exist an IndexError; each is now git's reading, or one line."""

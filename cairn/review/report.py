@@ -419,6 +419,9 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
             if c.new_path in unwritten and card_id_from_path(c.new_path) is not None  # a submodule
         )
         findings += tuple(
+            Finding(c.new_path, 0, "file-symlink", _NOT_A_FOLDER) for c in raw_changes if c.new_path == CARDS_DIR
+        )
+        findings += tuple(
             Finding(
                 c.new_path, 0, "card-path", "not a card: a path with `.` or `..` parts (git fsck refuses it)", WARNING
             )
@@ -759,6 +762,9 @@ def _card_id(path: str) -> str:
     return rel[:-3] if rel.endswith(".md") else rel
 
 
+_NOT_A_FOLDER = "cards/ must be a folder in the commit, not a symlink or a file; no card is read through it"
+
+
 def _dotted(path: str) -> bool:
     return any(part in ("", ".", "..") for part in path.split("/"))
 
@@ -773,6 +779,8 @@ def _materialize(repo: Any, vault: Vault, commit: str, root: Path) -> tuple[Vaul
     data = gitrepo.read_blobs(repo, vault, [e.blob for e in regular + links])
     (root / CARDS_DIR).mkdir(parents=True)
     for entry in regular + links:
+        if entry.path == CARDS_DIR:
+            continue  # `cards` itself a symlink or a file: no card is read through it (the index refuses it too)
         if _dotted(entry.path):
             # `git mktree` stores such paths; written, `cards/x/../y.md` would replace the card `cards/y.md` with
             # other text, which review would show and lint. No card lives there: the index reads none either.
@@ -785,7 +793,9 @@ def _materialize(repo: Any, vault: Vault, commit: str, root: Path) -> tuple[Vaul
             target.write_bytes(data.get(entry.blob, b""))
     if config is not None:
         (root / CONFIG_FILE).write_bytes(config)
-    unwritten = frozenset(e.path for e in entries if e.mode == gitrepo.SUBMODULE_MODE or _dotted(e.path))
+    unwritten = frozenset(
+        e.path for e in entries if e.mode == gitrepo.SUBMODULE_MODE or _dotted(e.path) or e.path == CARDS_DIR
+    )
     return Vault(root=root, git_root=None, prefix=""), unwritten
 
 
