@@ -572,21 +572,36 @@ def _readings(text: str) -> list[str]:
 
 def check(target: Target, context: Context) -> Iterator[Finding]:
     found: list[tuple[Field, int, str]] = []
+    # An ASCII card is read joined and as its file only (`Target.fields`): then each served field is read alone too.
+    alone = not any(field.key == "summary" for field in target.fields)
     for field in target.fields:
         if not field.text:
             continue
         seen_here: set[str] = set()
         for text in _readings(field.text):
-            for offset, what in _scan(text, field.served):
-                if what not in seen_here:
-                    seen_here.add(what)
-                    found.append((field, min(offset, len(field.text)), _message(f"the text {what}")))
+            runs = _candidates(text, field.served)  # a part holds no needle its whole text lacks
+            for start, part in _parts(field, text) if alone and runs else ((0, text),):
+                for offset, what in _scan(part, field.served, runs):
+                    if what not in seen_here:
+                        seen_here.add(what)
+                        found.append((field, min(start + offset, len(field.text)), _message(f"the text {what}")))
         text = field.text
         if (field.key in ("file", "body") or field.served) and "<!--" in text:
             for match in _COMMENT.finditer(text):
                 if _TO_AGENT.search(match.group(1)):
                     found.append((field, match.start(), _message("a hidden HTML comment addresses the agent")))
     yield from field_findings(RULE, target, found)
+
+
+def _parts(field: Field, text: str) -> list[tuple[int, str]]:
+    """(offset, text) to scan: the whole text, and for the joined name, summary and aliases each part alone too,
+    since a pattern anchored at a field's start (`User: ...`, `Run ... without asking`) finds none where the name
+    comes first."""
+    out = [(0, text)]
+    if len(field.starts) > 1 and len(text) == len(field.text):
+        bounds = [start for start, _ in field.starts] + [len(text) + 1]
+        out += [(a, text[a : b - 1]) for a, b in zip(bounds[1:-1], bounds[2:], strict=True)]
+    return out
 
 
 def instruction_in(text: str) -> str | None:
@@ -598,8 +613,16 @@ def instruction_in(text: str) -> str | None:
     return None
 
 
-def _scan(text: str, served: bool) -> Iterator[tuple[int, str]]:
-    """(offset, what) of each pattern that matches the text (its needles first)."""
+def _scan(text: str, served: bool, runs: list[tuple[str, re.Pattern[str]]] | None = None) -> Iterator[tuple[int, str]]:
+    """(offset, what) of each pattern that matches the text (`runs`: those whose needles it holds, when known)."""
+    for what, pattern in _candidates(text, served) if runs is None else runs:
+        match = pattern.search(text)
+        if match:
+            yield match.start(), what
+
+
+def _candidates(text: str, served: bool) -> list[tuple[str, re.Pattern[str]]]:
+    """The patterns whose needles the text holds: the only ones that can match it (or any part of it)."""
     plain = " ".join(text.split())
     lower = plain.lower()
     ascii_only = plain.isascii()
@@ -608,15 +631,15 @@ def _scan(text: str, served: bool) -> Iterator[tuple[int, str]]:
     if not ascii_only:
         folded.update(n for n in _OTHER_FOLDED if n in lower)
         exact.update(n for n in _OTHER_EXACT if n in plain)
+    out = []
     for what, pattern, ignore_case, served_only, non_ascii, groups in _RUNS:
         if (served_only and not served) or (ascii_only and non_ascii):
             continue
         seen = folded if ignore_case else exact
         if any(seen.isdisjoint(group) for group in groups):
             continue
-        match = pattern.search(text)
-        if match:
-            yield match.start(), what
+        out.append((what, pattern))
+    return out
 
 
 def _message(what: str) -> str:
