@@ -1053,3 +1053,35 @@ def test_removing_cairn_toml_is_blocked(vault_repo: VaultRepo, how: str) -> None
     [blocked] = json.loads(done.stdout)["blocked"]
     assert (blocked["kind"], blocked["path"]) == ("gates", "cairn.toml")
     assert blocked["reason"].startswith("removes cairn.toml (deleted or moved): the prompt hook serves no vault")
+
+
+@pytest.mark.parametrize("was", ["draft", "retired"])
+def test_a_superseding_card_made_active_is_blocked(vault_repo: VaultRepo, was: str) -> None:
+    # Only an active card supersedes: a draft that names the safety card in `supersedes`, made active, silenced it
+    # for every agent, while review passed the change (its `supersedes` list was the same at the base).
+    _policy_base(vault_repo)
+    vault_repo.git("checkout", "-q", "main")
+    vault_repo.write(
+        "shell/vendor-scripts",
+        "Install scripts from vendors",
+        "Running a vendor's install script straight from its page is the quickest way to install tools.",
+        scope=["shell"],
+        supersedes=[SAFETY],
+        status=was,
+    )
+    vault_repo.commit("A superseding card, not active", author=ANN)
+    vault_repo.git("checkout", "-q", "-B", "pr")
+    vault_repo.write(
+        "shell/vendor-scripts",
+        "Install scripts from vendors",
+        "Running a vendor's install script straight from its page is the quickest way to install tools.",
+        scope=["shell"],
+        supersedes=[SAFETY],
+        status="active",
+    )
+    vault_repo.commit("Publish it", author=BOB)
+    done = vault_repo.cairn("review", "main..pr", "--json", "--today", "2026-11-15")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert [b["reason"] for b in json.loads(done.stdout)["blocked"]] == [
+        f"the card shell/vendor-scripts supersedes {SAFETY}: {SAFETY} is no longer injected"
+    ]

@@ -14,7 +14,8 @@ Blocked (each a `Blocked` with the reason in one line):
 - evals: a cases file under `evals/` deleted or moved; a negative case (expect: []) removed, turned positive or
   given another query;
 - cards: a card removed, retired or set to draft, expired by a new review_after, given new `not_when` words, or
-  superseded by a new `supersedes` entry (each silences a lesson for every agent, or for every prompt with a word);
+  superseded by a new `supersedes` entry or by a draft or retired card made active (each silences a lesson for every
+  agent, or for every prompt with a word);
 - files that run code or decide what runs: `.pre-commit-config.yaml`, `.pre-commit-hooks.yaml`, `.github/`,
   `hooks/`, `.githooks/`, `.husky/`, agent settings (`.claude/`, `.codex/`, `.gemini/`), editor and container
   tasks (`.vscode/`, `.devcontainer/`), `.envrc`, `.gitattributes` (it can hide a file's diff) and `.gitmodules`;
@@ -264,6 +265,8 @@ def card_blocks(
                 )
             )
     old_sup = set(before.get("supersedes") or ()) if before is not None else set()
+    if not was_active and now == "active":
+        old_sup = set()  # a draft or retired card made active: only an active card supersedes, so each entry now does
     for target in after.get("supersedes") or ():
         if target not in old_sup:
             out.append(
