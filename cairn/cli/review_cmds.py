@@ -260,9 +260,9 @@ def review_cmd(range_spec: str, fmt: str, as_json: bool, today: object, vault_pa
          not at the base; the author fixes it
       3  blocked (nothing failed): a change a maintainer must check, listed
          under "Blocked:" with the reason: weaker gates or lint policy in
-         cairn.toml, eval cases or negative cases removed, a card removed,
-         retired, expired or superseded, or hook, pre-commit or workflow
-         files touched
+         cairn.toml (or cairn.toml removed), eval cases or negative cases
+         removed, a card removed, retired, expired or superseded, or hook,
+         pre-commit, workflow or agent settings files touched
       2  usage error
 
     \b
