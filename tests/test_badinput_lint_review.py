@@ -151,3 +151,19 @@ def test_a_card_whose_file_name_is_long_in_bytes_is_shown_as_the_hook_says(vault
         assert "强制推送之后拉取变基会丢提交" in shown.stdout
     too_long = vault_repo.cairn("show", "zh/" + "长" * 90, "--worktree")  # 270 bytes: no file can have the name
     assert too_long.returncode == 1 and too_long.stderr.startswith("Error: ") and "Traceback" not in too_long.stderr
+
+
+def test_the_lint_cache_never_carries_a_file_names_verdict_to_the_same_text_elsewhere(vault_repo: VaultRepo) -> None:
+    """Bug fixed: the facts of the vault-wide rules are cached by blob, and a card file whose name holds a control
+    character reads as no card. The same bytes later under a card's name came back from the cache as no card, so
+    `cairn lint` of another card (what pre-commit runs) passed a name both cards use."""
+    text = "---\nname: Same name\nsummary: The first lesson about caches.\n---\n\nBody one.\n"
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write_raw("cards/t/bad\x01.md", text)
+    assert vault_repo.cairn("lint").returncode == 1  # file-name: and the facts of its blob are cached
+    (vault_repo.root / "cards" / "t" / "bad\x01.md").unlink()
+    vault_repo.write_raw("cards/t/one.md", text)
+    vault_repo.write("t/two", "Same name", "Another lesson, on another matter.")
+    done = vault_repo.cairn("lint", "cards/t/two.md")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "cards/t/two.md:2: name-unique the name is also used by cards/t/one.md" in done.stdout

@@ -108,12 +108,18 @@ def card_id_from_path(rel_path: str) -> str | None:
     return card_id
 
 
+def plain_file_name(card_id: str) -> bool:
+    """Whether a card id is UTF-8 text without control characters: a card file named otherwise is no card, whatever
+    it holds."""
+    return not _BAD_NAME.search(card_id)
+
+
 def parse_card(rel_path: str, data: bytes) -> tuple[Card | None, list[Finding]]:
     """Parse a card file's bytes; returns the card (None if it breaks the contract) and every finding."""
     card_id = card_id_from_path(rel_path)
     if card_id is None:
         return None, [Finding(rel_path, 0, "path-outside-cards", "a card is a `.md` file under `cards/`")]
-    if _BAD_NAME.search(card_id):
+    if not plain_file_name(card_id):
         return None, [
             Finding(
                 rel_path,

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from cairn.atomic import write_atomic
-from cairn.cards.card import Card, card_id_from_path, parse_card
+from cairn.cards.card import Card, card_id_from_path, parse_card, plain_file_name
 from cairn.cards.similarity import terms
 from cairn.hot import paths, read_regular
 from cairn.lint.model import CardFacts
@@ -38,7 +38,10 @@ def vault_facts(snapshot: Snapshot) -> dict[str, CardFacts]:
     cache_file = paths.index_path(snapshot.vault.root).with_name("lint-facts.json")
     cached = {blob: packed for blob, packed in _load(cache_file).items() if _valid(packed)} if in_git else {}
     cards = {rel: f for rel, f in snapshot.files.items() if card_id_from_path(rel) is not None}
-    misses = [f.blob for f in cards.values() if f.kind == FILE and f.blob not in cached]
+    # The facts are the blob's, except under a file name that is no card's (control characters): they are not cached,
+    # so the same bytes under a card's name are read again (cached as "no card", they hid a duplicate name).
+    plain = {rel for rel in cards if plain_file_name(card_id_from_path(rel) or rel)}
+    misses = [f.blob for rel, f in cards.items() if f.kind == FILE and (f.blob not in cached or rel not in plain)]
     contents = snapshot.read_blobs(misses)
     kept: dict[str, Any] = {}
     out: dict[str, CardFacts] = {}
@@ -46,12 +49,13 @@ def vault_facts(snapshot: Snapshot) -> dict[str, CardFacts]:
         if file.kind != FILE:
             out[card_id_from_path(rel) or rel] = CardFacts(rel, card_id_from_path(rel) or rel)
             continue
-        if file.blob in cached:
+        if file.blob in cached and rel in plain:
             packed = cached[file.blob]
         else:
             card, _ = parse_card(rel, contents.get(file.blob, b""))
             packed = _pack(facts_of(rel, card))
-        kept[file.blob] = packed
+        if rel in plain:
+            kept[file.blob] = packed
         facts = _unpack(rel, packed)
         out[facts.id] = facts
     if in_git and (misses or len(kept) != len(cached)):
