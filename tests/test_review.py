@@ -1085,3 +1085,20 @@ def test_a_superseding_card_made_active_is_blocked(vault_repo: VaultRepo, was: s
     assert [b["reason"] for b in json.loads(done.stdout)["blocked"]] == [
         f"the card shell/vendor-scripts supersedes {SAFETY}: {SAFETY} is no longer injected"
     ]
+
+
+def test_other_forges_pipelines_and_codeowners_are_blocked(vault_repo: VaultRepo) -> None:
+    # A vault kept on GitLab, Gitea or Forgejo runs its review from these files, and CODEOWNERS (at the top or in
+    # docs/) names who must approve: a pull request could switch either off, and review passed it.
+    _policy_base(vault_repo)
+    for path in (".gitlab-ci.yml", ".gitea/workflows/cairn.yml", ".forgejo/workflows/cairn.yml", "docs/CODEOWNERS"):
+        vault_repo.write_raw(path, "# changed\n")
+    vault_repo.commit("The pull request", author=BOB)
+    done = vault_repo.cairn("review", "main..pr", "--json", "--today", "2026-11-15")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert sorted(b["path"] for b in json.loads(done.stdout)["blocked"]) == [
+        ".forgejo/workflows/cairn.yml",
+        ".gitea/workflows/cairn.yml",
+        ".gitlab-ci.yml",
+        "docs/CODEOWNERS",
+    ]

@@ -16,9 +16,10 @@ Blocked (each a `Blocked` with the reason in one line):
 - cards: a card removed, retired or set to draft, expired by a new review_after, given new `not_when` words, or
   superseded by a new `supersedes` entry or by a draft or retired card made active (each silences a lesson for every
   agent, or for every prompt with a word);
-- files that run code or decide what runs: `.pre-commit-config.yaml`, `.pre-commit-hooks.yaml`, `.github/`,
-  `hooks/`, `.githooks/`, `.husky/`, agent settings (`.claude/`, `.codex/`, `.gemini/`), editor and container
-  tasks (`.vscode/`, `.devcontainer/`), `.envrc`, `.gitattributes` (it can hide a file's diff) and `.gitmodules`;
+- files that run code or decide what runs: `.pre-commit-config.yaml`, `.pre-commit-hooks.yaml`, `.github/`, the
+  other forges' pipelines (`.gitlab-ci.yml`, `.gitlab/`, `.gitea/`, `.forgejo/`), `CODEOWNERS`, `hooks/`,
+  `.githooks/`, `.husky/`, agent settings (`.claude/`, `.codex/`, `.gemini/`), editor and container tasks
+  (`.vscode/`, `.devcontainer/`), `.envrc`, `.gitattributes` (it can hide a file's diff) and `.gitmodules`;
   in any letter case (a checkout on macOS or Windows reads `.Claude/` as `.claude/`), and a folder's name itself (a
   symlink `.claude` to another folder).
 
@@ -296,9 +297,14 @@ _RUNS_FILES = {
     ".envrc": "direnv runs it in every teammate's shell that enters the folder",
     ".gitattributes": "it can hide a file's changes from the pull request's diff (-diff, linguist-generated)",
     ".gitmodules": "it points the repository at other repositories' code",
+    ".gitlab-ci.yml": "GitLab runs the pipeline it defines (it decides whether review runs)",
+    "codeowners": "it names who must approve changes (GitHub reads it at the top, in docs/ and in .github/)",
 }
 _RUNS_FOLDERS = {
     ".github": "it holds the workflows (they run with the repository's token and decide whether review runs) and CODEOWNERS",
+    ".gitea": "it holds Gitea's workflows, which run like GitHub's and decide whether review runs",
+    ".forgejo": "it holds Forgejo's workflows, which run like GitHub's and decide whether review runs",
+    ".gitlab": "it holds GitLab's CODEOWNERS and the templates its pipelines include",
     "hooks": "git hook scripts run on teammates' machines",
     ".githooks": "git hook scripts run on teammates' machines",
     ".husky": "git hook scripts run on teammates' machines",
