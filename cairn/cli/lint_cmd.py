@@ -75,6 +75,11 @@ def lint_command(
         _print_rules()
         return
     wanted = [r for r in rules.split(",") if r.strip()] if rules is not None else None
+    if wanted == []:  # `--rules "$RULES"` with RULES unset ran the contract alone and passed every other finding
+        raise click.UsageError(
+            "--rules names no rule; give rule ids or groups (`cairn lint --list-rules`), or leave --rules out to run "
+            "every rule"
+        )
     try:
         lint.select(wanted)
     except lint.UnknownRule as exc:
