@@ -7,16 +7,19 @@ permissions, hiding things from the user, sending data out, chat-template role a
 `</system>`, `<|im_start|>`, `[INST]`, `### Instruction`), in English, Chinese, Japanese, Korean, Spanish,
 French, German, Portuguese, Italian and Russian; paraphrases (an agent addressed as the reader, "if you are an
 AI", "whatever the user asks", a changed task, covert acts, secrets put into the agent's answer); and HTML
-comments addressed to the agent. Each field is also read with look-alike letters NFKC leaves alone mapped (`ı`,
-`ɪ`, Armenian `օ`), combining marks dropped and letters spelled one by one joined (`I.g.n.o.r.e`).
+comments addressed to the agent. Each field is also read with HTML character references decoded (`&#73;gnore`,
+`Ig&shy;nore`: a model reads them as the letters), look-alike letters NFKC leaves alone mapped (`ı`, `ɪ`, Armenian
+`օ`), combining marks dropped and letters spelled one by one joined (`I.g.n.o.r.e`).
 """
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from collections.abc import Iterator
 
+from cairn.cards.visible import fold
 from cairn.finding import Finding
 from cairn.lint.model import ERROR, Context, Field, Rule, Target, field_findings
 
@@ -556,13 +559,19 @@ _SPACED = re.compile(r"(?<![^\W\d_])[^\W\d_]([ .*_|/-])(?:[^\W\d_]\1){2,}[^\W\d_
 
 
 def _readings(text: str) -> list[str]:
-    """The text, then the other ways a model reads it: look-alike letters mapped and combining marks dropped, and
-    letters spelled one by one joined (only the readings that differ from the text)."""
+    """The text, then the other ways a model reads it: HTML character references decoded (`&#73;gnore`,
+    `Ig&shy;nore`), look-alike letters mapped and combining marks dropped, and letters spelled one by one joined (only
+    the readings that differ from the text)."""
     out = [text]
-    if not text.isascii():
-        plain = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    if "&" in text:
+        decoded = fold(html.unescape(text))
+        if decoded != text:
+            out.append(decoded)
+    last = out[-1]
+    if not last.isascii():
+        plain = "".join(c for c in unicodedata.normalize("NFKD", last) if not unicodedata.combining(c))
         plain = unicodedata.normalize("NFC", plain.translate(_LOOK))
-        if plain != text:
+        if plain != last:
             out.append(plain)
     last = out[-1]
     if _SPACED.search(last):
