@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import html
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -162,6 +163,15 @@ class Target:
         if self.text:
             out.append(Field("file", 1, fold(self.text)))
         return tuple(out)
+
+
+def decoded_references(text: str) -> str | None:
+    """The text with its HTML character references decoded (`&#73;gnore`, `Ig&shy;nore`), as a model reads them,
+    then folded as every field is; None when that changes nothing."""
+    if "&" not in text:
+        return None
+    decoded = fold(html.unescape(text))
+    return decoded if decoded != text else None
 
 
 def _strings(value: object) -> Iterator[str]:

@@ -14,14 +14,12 @@ comments addressed to the agent. Each field is also read with HTML character ref
 
 from __future__ import annotations
 
-import html
 import re
 import unicodedata
 from collections.abc import Iterator
 
-from cairn.cards.visible import fold
 from cairn.finding import Finding
-from cairn.lint.model import ERROR, Context, Field, Rule, Target, field_findings
+from cairn.lint.model import ERROR, Context, Field, Rule, Target, decoded_references, field_findings
 
 _S = r"[\s>]+"  # words may be folded across YAML lines or quoted with `>`
 _ALL, _SERVED = "all", "served"
@@ -563,10 +561,9 @@ def _readings(text: str) -> list[str]:
     `Ig&shy;nore`), look-alike letters mapped and combining marks dropped, and letters spelled one by one joined (only
     the readings that differ from the text)."""
     out = [text]
-    if "&" in text:
-        decoded = fold(html.unescape(text))
-        if decoded != text:
-            out.append(decoded)
+    decoded = decoded_references(text)
+    if decoded is not None:
+        out.append(decoded)
     last = out[-1]
     if not last.isascii():
         plain = "".join(c for c in unicodedata.normalize("NFKD", last) if not unicodedata.combining(c))

@@ -1,6 +1,7 @@
 """remote-code: no command that runs code fetched from the network or sends local secrets out.
 
-A card's text reaches agents that can run shell commands, so the whole card (decoded, after NFKC) is read for:
+A card's text reaches agents that can run shell commands, so the whole card (decoded, after NFKC; and again with its
+HTML character references decoded, `&#124;` for `|`) is read for:
 a download piped into a shell or interpreter (`curl … | sh`, `wget -O- | bash`, `bash <(curl …)`, `iwr … | iex`)
 or saved and then run (`curl -o i.sh … && sh i.sh`),
 decoded data piped into a shell (`base64 -d | sh`), reverse shells (`nc -e`, `/dev/tcp/`), uploads of keys and
@@ -14,7 +15,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from cairn.finding import Finding
-from cairn.lint.model import ERROR, Context, Field, Rule, Target, field_findings
+from cairn.lint.model import ERROR, Context, Field, Rule, Target, decoded_references, field_findings
 
 _FETCH = r"(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|aria2c|lwp-download)"
 _SHELL = r"(?:sudo\s+(?:-\S+\s+)*)?(?:ba|z|k|da|fi|c|tc)?sh|python[0-9.]*|perl|ruby|node|php|iex|invoke-expression|pwsh|powershell"
@@ -154,23 +155,27 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
     for field in target.fields:
         if field.key == "id" or not field.text:
             continue
-        lower = field.text.lower()
-        for i, ((what, pattern), groups) in enumerate(zip(_PATTERNS, _NEEDLES, strict=True)):
-            if not all(any(n in lower for n in group) for group in groups):
-                continue
-            gate = _GATES.get(i)
-            if gate is not None and not gate(lower):
-                continue
-            match = pattern.search(field.text)
-            if match:
-                found.append(
-                    (
-                        field,
-                        match.start(),
-                        f"the text {what}; an agent could run it as written: "
-                        "describe the risk in words instead (remote code / exfiltration)",
+        decoded = decoded_references(field.text)  # `&#124; sh`: a model reads the pipe
+        seen: set[str] = set()
+        for text in (field.text,) if decoded is None else (field.text, decoded):
+            lower = text.lower()
+            for i, ((what, pattern), groups) in enumerate(zip(_PATTERNS, _NEEDLES, strict=True)):
+                if what in seen or not all(any(n in lower for n in group) for group in groups):
+                    continue
+                gate = _GATES.get(i)
+                if gate is not None and not gate(lower):
+                    continue
+                match = pattern.search(text)
+                if match:
+                    seen.add(what)
+                    found.append(
+                        (
+                            field,
+                            min(match.start(), len(field.text)),
+                            f"the text {what}; an agent could run it as written: "
+                            "describe the risk in words instead (remote code / exfiltration)",
+                        )
                     )
-                )
     yield from field_findings(RULE, target, found)
 
 
