@@ -154,3 +154,29 @@ def test_a_clean_deletion_passes_everywhere(vault_repo: VaultRepo) -> None:
     assert vault_repo.cairn("lint").returncode == 0
     review = vault_repo.cairn("review", f"{base}..HEAD")
     assert "supersedes-missing" not in review.stdout
+
+
+def test_a_git_hook_lints_its_own_repository_whatever_cairn_vault_names(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: with $CAIRN_VAULT naming another vault (set for the agents' hooks or daily commands), the hook linted
+    that vault's file of the same path, and a commit of a card holding a secret went in; a commit of files only
+    deleted linted that vault instead of this one."""
+    other = VaultRepo(tmp_path / "other")
+    other.write_raw("cairn.toml", "")
+    other.write("ci/token", "Tokens in CI", "Set GH_TOKEN in the job.", body="# Tokens\n\nUse a secret store.")
+    other.commit("the other vault")
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("ci/clean", "A clean card", "Nothing to see here.")
+    vault_repo.commit("a clean card")
+    _hook(vault_repo, f'exec "{cairn_executable()}" lint $(git diff --cached --name-only --diff-filter=ACMR)')
+    vault_repo.write("ci/token", "Tokens in CI", "Set GH_TOKEN in the job.", body=f"# Tokens\n\n{SECRET}")
+    vault_repo.git("add", "-A")
+    done = subprocess.run(
+        ["git", "commit", "-m", "leak"],
+        cwd=vault_repo.root,
+        env=dict(os.environ, CAIRN_VAULT=str(other.root)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert done.returncode == 1, done.stdout
+    assert SECRET_LINE in done.stdout

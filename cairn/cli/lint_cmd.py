@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import subprocess
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -62,7 +64,8 @@ def lint_command(
     Without FILES, every card of the vault is checked. With FILES (paths relative to the current folder or to the
     vault; a folder stands for the card files under it), only they are, in the context of the whole vault (unique
     names, links, near-duplicates). Errors exit 1; warnings exit 0 unless --strict. Inside a git hook the staged
-    content is checked, not the working tree.
+    content is checked, not the working tree, and of the repository being committed to ($CAIRN_VAULT is not read
+    there; --vault is).
 
     \b
     Example:
@@ -86,33 +89,17 @@ def lint_command(
         raise click.UsageError(str(exc)) from None
     source = lint.STAGED if (worktree is False or (worktree is None and lint.in_git_hook())) else lint.WORKTREE
     day = today.date() if today else None
-    findings: list[Finding] = []
-    checked = 0
-    if not files and (vault_path or os.environ.get("CAIRN_VAULT") or not lint.in_git_hook()):
-        vault = open_vault(vault_path)
-        with progress_bar("lint") as progress:
-            report = lint.lint_vault(vault, rules=wanted, source=source, today=day, progress=progress)
-        findings, checked = list(report.findings), report.files
-    elif not files:  # a git hook (pre-commit's always_run): the vaults of the repository being committed to
-        vaults = _repository_vaults()
-        if not vaults:
-            if as_json:
-                echo_json([])
-            echo("cairn lint: no Cairn vault in this repository (no cairn.toml beside a cards/ folder)", err=True)
-            return
-        for vault in vaults:
-            report = lint.lint_vault(vault, rules=wanted, source=source, today=day)
-            findings += [replace(f, path=_display(vault, f.path)) for f in report.findings]
-            checked += report.files
-    else:
-        groups, outside = _by_vault(_card_files(files), vault_path)
-        for given, why in outside:  # another project's `cards/` in the same repository (pre-commit passes it)
-            echo(clean_line(f"{given}: skipped, {why}"), err=True)
-        for vault, pairs in groups.items():
-            report = lint.lint_files(vault, [rel for rel, _ in pairs], rules=wanted, source=source, today=day)
-            shown = dict(pairs)
-            findings += [replace(f, path=shown.get(f.path) or _display(vault, f.path)) for f in report.findings]
-            checked += report.files
+    # Inside a git hook the repository being committed to is the one to lint: $CAIRN_VAULT (set for the agents'
+    # hooks, or for daily commands) named another vault, whose files of the same paths were linted in its place.
+    hooked = lint.in_git_hook() and not vault_path
+    with _without_cairn_vault() if hooked else contextlib.nullcontext():
+        found = _lint_findings(files, vault_path, wanted, source, day, hooked)
+    if found is None:
+        if as_json:
+            echo_json([])
+        echo("cairn lint: no Cairn vault in this repository (no cairn.toml beside a cards/ folder)", err=True)
+        return
+    findings, checked = found
     findings.sort(key=lambda f: (f.path, f.line, f.rule, f.message))
     if as_json:
         echo_json([f.to_dict() for f in findings])
@@ -124,6 +111,53 @@ def lint_command(
     echo(_summary(errors, warnings, checked, source, strict), err=True)
     if errors or (strict and warnings):
         raise SystemExit(1)
+
+
+def _lint_findings(
+    files: tuple[str, ...],
+    vault_path: str | None,
+    wanted: list[str] | None,
+    source: str,
+    day: dt.date | None,
+    hooked: bool,
+) -> tuple[list[Finding], int] | None:
+    """The findings and the number of files checked; None when a git hook finds no vault in its repository."""
+    findings: list[Finding] = []
+    checked = 0
+    if not files and not hooked:
+        vault = open_vault(vault_path)
+        with progress_bar("lint") as progress:
+            report = lint.lint_vault(vault, rules=wanted, source=source, today=day, progress=progress)
+        return list(report.findings), report.files
+    if not files:  # a git hook (pre-commit's always_run): the vaults of the repository being committed to
+        vaults = _repository_vaults()
+        if not vaults:
+            return None
+        for vault in vaults:
+            report = lint.lint_vault(vault, rules=wanted, source=source, today=day)
+            findings += [replace(f, path=_display(vault, f.path)) for f in report.findings]
+            checked += report.files
+        return findings, checked
+    groups, outside = _by_vault(_card_files(files), vault_path)
+    for given, why in outside:  # another project's `cards/` in the same repository (pre-commit passes it)
+        echo(clean_line(f"{given}: skipped, {why}"), err=True)
+    for vault, pairs in groups.items():
+        report = lint.lint_files(vault, [rel for rel, _ in pairs], rules=wanted, source=source, today=day)
+        shown = dict(pairs)
+        findings += [replace(f, path=shown.get(f.path) or _display(vault, f.path)) for f in report.findings]
+        checked += report.files
+    return findings, checked
+
+
+@contextlib.contextmanager
+def _without_cairn_vault() -> Iterator[None]:
+    """$CAIRN_VAULT unset for a while (every vault lookup reads it), then put back as it was."""
+    saved = os.environ.pop("CAIRN_VAULT", None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ["CAIRN_VAULT"] = saved
 
 
 def _summary(errors: list[Finding], warnings: list[Finding], checked: int, source: str, strict: bool) -> str:
