@@ -285,11 +285,15 @@ def _relative(vault: Vault, absolute: Path, given: str) -> str:
         return Path(os.path.realpath(absolute)).relative_to(vault.root).as_posix()
     except ValueError:
         pass
-    if not Path(given).is_absolute() and (vault.root / given).exists():
+    if not os.path.lexists(absolute) and not Path(given).is_absolute() and (vault.root / given).exists():
         return Path(os.path.normpath(given)).as_posix()
     if not os.path.lexists(absolute):
         raise CairnError(f"{given}: no such file; give the path of a card file")
-    raise CairnError(f"{given} is not in the vault at {vault.root}")
+    # The file in the current folder is the one named: the vault's file of the same path is another card.
+    raise CairnError(
+        f"{given} is not in the vault at {vault.root} (--vault or $CAIRN_VAULT); lint it from its own vault, or name "
+        "that vault with --vault"
+    )
 
 
 def _display(vault: Vault, rel: str) -> str:
