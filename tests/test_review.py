@@ -16,7 +16,7 @@ from cairn.lint import registry
 from cairn.review.markdown import cell
 from cairn.review.report import _opposition, parse_range
 from helpers.cli import invoke_cli, run_on_terminal
-from helpers.vaults import ANN, BOB, VaultRepo
+from helpers.vaults import ANN, BOB, VaultRepo, run_cairn
 
 TEMPLATE_CARDS = Path(__file__).resolve().parents[1] / "cairn" / "templates" / "vault" / "cards"
 CASES = textwrap.dedent(
@@ -307,6 +307,17 @@ def test_review_bad_revision_is_one_line_error(vault_repo: VaultRepo) -> None:
     done = vault_repo.invoke("review", "nope..HEAD")
     assert done.returncode == 1
     assert done.stderr.startswith("Error: unknown revision 'nope'")
+
+
+def test_review_outside_git_names_no_option_it_lacks(isolated_env: Path, tmp_path: Path) -> None:
+    # The generic advice, "(or use --worktree)", named an option review does not have.
+    (tmp_path / "cards").mkdir()
+    (tmp_path / "cairn.toml").write_text("")
+    done = run_cairn("review", "main..HEAD", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        f"Error: {tmp_path} is not in a git repository; review compares two commits: run it in a clone of the vault"
+    )
 
 
 def test_a_shallow_ci_clone_is_told_to_fetch_the_history(vault_repo: VaultRepo, tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ from cairn.cards.visible import describe, invisible_in
 from cairn.config import CONFIG_FILE, Config, config_from_dict, parse_config
 from cairn.finding import ERROR, WARNING, Finding
 from cairn.hot import gates
-from cairn.hot.errors import CairnError
+from cairn.hot.errors import CairnError, NotAGitRepository
 from cairn.hot.index import IndexedCard, IndexReader
 from cairn.hot.recall import GATE_REASONS, rank, recall
 from cairn.hot.settings import settings_of
@@ -373,6 +373,10 @@ def parse_range(spec: str) -> tuple[str, str]:
 def review(vault: Vault, spec: str, *, today: dt.date | None = None, progress: Stages | None = None) -> Review:
     """Review the cards the range adds, changes or removes (see the module docstring); `progress(label)` gives the
     callback of each long stage."""
+    if vault.git_root is None:  # open_repo's own advice, `--worktree`, is no option of review
+        raise NotAGitRepository(
+            f"{vault.root} is not in a git repository; review compares two commits: run it in a clone of the vault"
+        )
     with gitrepo.open_repo(vault) as repo:
         return _review(repo, vault, spec, today, progress)
 
