@@ -200,3 +200,16 @@ def test_a_file_in_the_current_folder_is_never_swapped_for_the_vaults_file_of_th
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stderr.startswith(f"Error: cards/ci/x.md is not in the vault at {vault_repo.root} ")
     assert "name that vault with --vault" in done.stderr
+
+
+def test_a_name_or_summary_of_invisible_characters_only_is_empty(vault_repo: VaultRepo) -> None:
+    # The parser removes invisible characters from every field: a name of zero-width spaces became '' with no
+    # contract finding, where `name: ""` gives "'name' is empty".
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write_raw("cards/t/zw.md", '---\nname: "\\u200b"\nsummary: "\\u200b\\u2060"\n---\n\nBody.\n')
+    done = vault_repo.cairn("lint", "--rules", "contract", "cards/t/zw.md")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        "cards/t/zw.md:2: required-field 'name' is empty",
+        "cards/t/zw.md:3: required-field 'summary' is empty",
+    ]

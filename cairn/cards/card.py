@@ -222,7 +222,7 @@ def _build(
             fail(key, "required-field", f"'{key}' is {'empty' if key in meta else 'missing'}")
         elif not isinstance(value, str):
             fail(key, "field-type", f"'{key}' must be text, not {_kind(value)}")
-        elif not value.strip():
+        elif not strip_invisible(value).strip():  # only invisible characters: empty once they are removed
             fail(key, "required-field", f"'{key}' is empty")
         else:
             texts[key] = join_cjk_line_breaks(" ".join(value.split()), _value_source(fm_text, key))
