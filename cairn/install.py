@@ -7,6 +7,7 @@ nothing at all when the file already says what it should. Uninstalling removes o
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -297,9 +298,9 @@ def settings_data(agent: str, path: Path) -> dict[str, Any] | None:
     """An agent's settings file as the agent reads it (Gemini CLI past its comments); None when it cannot be read
     or is not a JSON object."""
     try:
-        text = path.read_text("utf-8")
+        text = _settings_bytes(path).decode("utf-8")
         data = json.loads((_without_comments(text) if _agent(agent).comments else text) or "{}")
-    except (OSError, ValueError):
+    except (OSError, ValueError, RefusedWrite):
         return None
     return data if isinstance(data, dict) else None
 
@@ -331,8 +332,8 @@ def toml_data(path: Path) -> dict[str, Any] | None:
     else:  # pragma: no cover
         import tomli as tomllib
     try:
-        return tomllib.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
+        return tomllib.loads(_settings_bytes(path).decode("utf-8"))
+    except (OSError, ValueError, RefusedWrite):
         return None
 
 
@@ -409,7 +410,7 @@ def _load_settings(path: Path, spec: Agent, by_hand: str) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = _settings_bytes(path).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RefusedWrite(
             f"{path} is not UTF-8 text (byte {exc.start}); save it as UTF-8 by hand, nothing was written"
@@ -425,6 +426,27 @@ def _load_settings(path: Path, spec: Agent, by_hand: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise RefusedWrite(f"{path} does not hold a JSON object; fix it by hand, nothing was written")
     return data
+
+
+def _settings_bytes(path: Path) -> bytes:
+    """The bytes of a settings file, which must be a regular file (or a link to one). A FIFO in its place would
+    keep the read waiting for ever, and a device (a link to /dev/zero) never end it: refused at once. A folder
+    raises IsADirectoryError, as reading it would."""
+    from cairn.hot import open_regular
+
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    try:
+        fd = open_regular(path)
+    except OSError as exc:
+        if exc.errno is not None:  # no such file, no permission: said as any file's error is
+            raise
+        raise RefusedWrite(
+            f"{path} is not a regular file (a FIFO or a device?), so it holds no settings; remove it (an agent "
+            "reads its settings from a file), then run this again (nothing was written)"
+        ) from None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
 
 
 def _parses(text: str, path: Path) -> bool:
@@ -472,7 +494,7 @@ def _write_if_changed(
     """
     target = _link_target(path)
     if target.exists():
-        old = target.read_bytes()
+        old = _settings_bytes(target)
         comments = _has_comments(target, spec)
         try:
             old_data = json.loads(_without_comments(old.decode("utf-8")) if comments else old)
@@ -505,8 +527,8 @@ def _has_comments(path: Path, spec: Agent) -> bool:
     if not spec.comments:
         return False
     try:
-        text = path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = _settings_bytes(path).decode("utf-8")
+    except (OSError, UnicodeDecodeError, RefusedWrite):
         return False
     return _without_comments(text) != text
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from helpers.vaults import VaultRepo, make_vault, run_cairn
+from helpers.vaults import VaultRepo, cairn_executable, make_vault, run_cairn
 
 THEIRS: dict[str, Any] = {
     "model": "opus",
@@ -394,3 +395,33 @@ def test_a_folder_where_the_settings_file_goes_says_to_move_it(
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == f"Error: Is a directory ({folder}): a folder stands where a file should be; move it away\n"
     assert folder.is_dir() and not any(folder.iterdir())
+
+
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_fifo_or_a_device_where_the_settings_file_goes_is_one_line_at_once(
+    kind: str, command: str, tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: a FIFO at ~/.claude/settings.json kept install and uninstall waiting for ever on its read, and a
+    link to /dev/zero read on until memory ran out. Now each is one line naming the file and the fix, at once."""
+    settings = isolated_env / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    if kind == "fifo":
+        os.mkfifo(settings)
+    else:
+        settings.symlink_to("/dev/zero")
+    done = subprocess.run(
+        [cairn_executable(), command, "claude-code", "--user"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        f"Error: {settings} is not a regular file (a FIFO or a device?), so it holds no settings; remove it (an "
+        "agent reads its settings from a file), then run this again (nothing was written)\n"
+    )
+    assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json"]
+    assert settings.is_fifo() if kind == "fifo" else settings.is_symlink()
