@@ -94,6 +94,8 @@ def test_install_creates_settings_and_updates_a_changed_command(tmp_path: Path, 
     target = project / ".claude" / "settings.local.json"
     assert not list(target.parent.glob("*.bak-*"))  # nothing to back up
     vault = tmp_path / "team vault"
+    (vault / "cards").mkdir(parents=True)
+    (vault / "cairn.toml").write_text("")
     updated = cairn("install", "claude-code", "--vault", str(vault), "--scope", "git", cwd=project)
     assert "updated:" in updated.stdout
     assert not list(target.parent.glob("*.bak-*"))  # it held only Cairn's own hook
@@ -127,6 +129,25 @@ def test_install_refuses_with_no_vault_and_writes_nothing(tmp_path: Path, isolat
     assert list(project.iterdir()) == [] and not (isolated_env / ".codex").exists()
     twice = cairn("install", "claude-code", "--vault", "a", "--vault", "b", cwd=project)
     assert twice.returncode == 2 and "given 2 times" in twice.stderr
+
+
+def test_install_refuses_a_vault_that_is_neither_configured_nor_a_folder(tmp_path: Path, configured: VaultRepo) -> None:
+    """Bug fixed: `cairn install claude-code --vault tema` (team mistyped) baked `--vault $PWD/tema` into the hook,
+    exit 0, saying the hook would build the index on its first prompt: it served nothing, ever. Now it is one line
+    naming the configured vaults, and nothing is written."""
+    project = tmp_path / "p"
+    project.mkdir()
+    typo = cairn("install", "claude-code", "--vault", "tema", cwd=project)
+    assert (typo.returncode, typo.stdout) == (1, "")
+    assert typo.stderr == (
+        "Error: --vault 'tema' is neither a configured vault (configured: team) nor a folder; see `cairn vault "
+        "list`, or register one with `cairn vault add PATH --name NAME`\n"
+    )
+    gone = tmp_path / "moved-away"
+    missing = cairn("install", "codex", "--user", "--vault", str(gone), cwd=project)
+    assert (missing.returncode, missing.stdout) == (1, "")
+    assert missing.stderr == f"Error: vault '{gone}' is not a folder; create one with `cairn init {gone}`\n"
+    assert list(project.iterdir()) == [] and not (Path(os.environ["HOME"]) / ".codex").exists()
 
 
 def test_install_inside_an_unregistered_vault_names_the_fix(vault_repo: VaultRepo, isolated_env: Path) -> None:

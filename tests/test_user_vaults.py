@@ -325,8 +325,11 @@ def test_doctor_fails_then_passes(tmp_path: Path, vault_repo: VaultRepo) -> None
         "ok   git-hooks team: post-commit, post-merge, post-checkout, post-rewrite, reference-transaction"
         in after.stdout
     )
-    nowhere = tmp_path / "nowhere"
+    nowhere = tmp_path / "nowhere"  # a vault the hook names, deleted since
+    (nowhere / "cards").mkdir(parents=True)
+    (nowhere / "cairn.toml").write_text("")
     assert cairn("install", "codex", "--project", str(project), "--vault", str(nowhere), cwd=tmp_path).returncode == 0
+    shutil.rmtree(nowhere)
     broken = cairn("doctor", "--cwd", str(project), cwd=tmp_path)
     assert broken.returncode == 1
     assert (

@@ -171,6 +171,9 @@ def _hook_vault(vault_path: str | None) -> str | None:
         return None
     if "/" not in vault_path and vault_path in _configured_names():
         return vault_path
+    # A mistyped name or a folder that holds no vault would be baked into a hook that never serves a card: refused
+    # before anything is written, as every command's --vault is.
+    open_vault(vault_path)
     return str(Path(vault_path).expanduser().resolve())
 
 
