@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn.atomic import write_atomic
-from cairn.hot.errors import CairnError, RefusedWrite
+from cairn.hot.errors import CairnError, CardExists, RefusedWrite
 from cairn.jsontext import without_comments as _without_comments
 
 if TYPE_CHECKING:
@@ -512,10 +512,7 @@ def _write_if_changed(
         new = new or _json_bytes(data, indent, crlf=b"\r\n" in old)
         _refuse_read_only(path, target)  # only now: a read-only file that already says it all is left unchanged
         mode = stat.S_IMODE(target.stat().st_mode)
-        saved = None
-        if backup and not _only_cairn(old_data):
-            saved = _backup_path(path)
-            write_atomic(saved, old, overwrite=False, mode=mode)
+        saved = _write_backup(path, old, mode) if backup and not _only_cairn(old_data) else None
         write_atomic(target, new, overwrite=True, mode=mode)
         return True, saved
     write_atomic(target, _json_bytes(data, 2), overwrite=False)
@@ -613,6 +610,18 @@ def _only_cairn(data: object) -> bool:
         if rest:
             return False
     return True
+
+
+def _write_backup(path: Path, old: bytes, mode: int) -> Path:
+    """Write the old file's bytes to a new backup beside `path`; the backup's path. Another install in the same
+    second may take a name between the look and the write (never overwritten): the next name is tried then."""
+    while True:
+        saved = _backup_path(path)
+        try:
+            write_atomic(saved, old, overwrite=False, mode=mode)
+            return saved
+        except CardExists:
+            continue
 
 
 def _backup_path(path: Path) -> Path:

@@ -425,3 +425,38 @@ def test_a_fifo_or_a_device_where_the_settings_file_goes_is_one_line_at_once(
     )
     assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json"]
     assert settings.is_fifo() if kind == "fifo" else settings.is_symlink()
+
+
+def test_concurrent_installs_each_keep_a_backup_and_leave_one_hook(
+    tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: installs run at once on a settings file holding other settings (a dotfiles script, two
+    terminals) picked the same backup name in the same second, and all but one failed with `Error:
+    ...settings.json.bak-... already exists; nothing was written`. Each now writes its own backup."""
+    settings = isolated_env / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(THEIRS))
+    runs = [
+        subprocess.Popen(
+            [
+                cairn_executable(),
+                "install",
+                "claude-code",
+                "--user",
+                "--vault",
+                "team" if n % 2 else str(configured.root),
+            ],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(10)
+    ]
+    results = [(run.wait(timeout=120), *run.communicate()) for run in runs]
+    assert [code for code, _, _ in results] == [0] * 10, [err for _, _, err in results]
+    data = json.loads(settings.read_text())
+    assert data["model"] == "opus" and data["hooks"]["Stop"] == THEIRS["hooks"]["Stop"]
+    assert len(_cairn_commands(data)) == 1
+    for backup in settings.parent.glob("settings.json.bak-*"):
+        assert json.loads(backup.read_text())["model"] == "opus"
