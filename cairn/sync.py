@@ -277,6 +277,20 @@ def _fetch_failed(
             f"(`git -C {at} remote set-head {remote} --auto`)"
         )
         return SyncResult(name, root, ref, "error", before, before, fetched=fetched, message=message)
+    if "couldn't find remote ref" in stderr:  # the remote renamed its branch (master -> main) or deleted it
+        from cairn.userconfig import configured_ref
+
+        if ref.startswith("refs/remotes/") and configured_ref(root) is None:  # origin/HEAD names the old branch
+            fix = (
+                f"If {remote}'s default branch is now another: `git -C {at} fetch {remote} && git -C {at} remote "
+                f"set-head {remote} --auto`, then `cairn sync {name}`"
+            )
+        else:
+            fix = (
+                f"Serve another branch: `cairn vault remove {name} && cairn vault add {at} --name {name} --ref BRANCH`"
+            )
+        message = f"{remote} has no branch {branch} (renamed or deleted?); still serving what was indexed. {fix}"
+        return SyncResult(name, root, ref, "error", before, before, fetched=fetched, message=message)
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     # git's first line says what failed ("fatal: '/x' does not appear to be a git repository", "ssh: Could not
     # resolve hostname ..."); its last is advice ("and the repository exists.").

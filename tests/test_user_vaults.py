@@ -544,6 +544,47 @@ def _authors_vault(tmp_path: Path) -> VaultRepo:
     return author
 
 
+def test_sync_after_the_remote_renamed_its_branch_says_how_to_follow_it(tmp_path: Path) -> None:
+    """Bug fixed: once the remote renamed its default branch (master -> main, as hosts offer), every `cairn sync`
+    failed with `fetching main from origin failed (couldn't find remote ref refs/heads/main)` and no next step. It
+    now names the missing branch and the commands that follow the new one, which work as printed."""
+    remote = tmp_path / "remote.git"
+    second_vault(tmp_path / "author")
+    subprocess.run(["git", "clone", "-q", "--bare", str(tmp_path / "author"), str(remote)], check=True)
+    mine = tmp_path / "my clone"
+    subprocess.run(["git", "clone", "-q", str(remote), str(mine)], check=True)
+    assert cairn("vault", "add", str(mine), "--name", "team", cwd=tmp_path).returncode == 0
+    assert cairn("sync", cwd=tmp_path).returncode == 0
+    subprocess.run(["git", "branch", "-m", "main", "trunk"], cwd=remote, check=True)
+    subprocess.run(["git", "symbolic-ref", "HEAD", "refs/heads/trunk"], cwd=remote, check=True)
+
+    failed = cairn("sync", cwd=tmp_path)
+    assert failed.returncode == 1
+    at = shlex.quote(str(mine))
+    fix = f"git -C {at} fetch origin && git -C {at} remote set-head origin --auto"
+    assert failed.stdout == (
+        "team: error: origin has no branch main (renamed or deleted?); still serving what was indexed. If origin's "
+        f"default branch is now another: `{fix}`, then `cairn sync team`\n"
+    )
+    subprocess.run(["sh", "-c", fix], capture_output=True, check=True)
+    followed = cairn("sync", cwd=tmp_path)
+    assert followed.returncode == 0, followed.stdout
+    assert followed.stdout.startswith("team: refs/remotes/origin/trunk ")
+
+    configured = (
+        cairn("vault", "remove", "team", cwd=tmp_path),
+        cairn("vault", "add", str(mine), "--name", "team", "--ref", "refs/remotes/origin/trunk", cwd=tmp_path),
+    )
+    assert [done.returncode for done in configured] == [0, 0]
+    subprocess.run(["git", "branch", "-m", "trunk", "main"], cwd=remote, check=True)
+    refused = cairn("sync", cwd=tmp_path)
+    assert refused.returncode == 1
+    assert refused.stdout == (
+        "team: error: origin has no branch trunk (renamed or deleted?); still serving what was indexed. Serve "
+        f"another branch: `cairn vault remove team && cairn vault add {at} --name team --ref BRANCH`\n"
+    )
+
+
 def _a_teammates_clone(tmp_path: Path) -> VaultRepo:
     """A teammate's clone of the author's remote."""
     subprocess.run(["git", "clone", "-q", str(tmp_path / "remote.git"), str(tmp_path / "other")], check=True)
