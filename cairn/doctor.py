@@ -548,6 +548,15 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
         )
         return Check("agent", subject, False, detail, fix)
     executable = shutil.which(argv[0]) if argv else None
+    words = argv[: argv.index("hook", 1)] if "hook" in argv[1:] else argv[:1]
+    runs = [executable or argv[0], *words[1:]]
+    if where == "project" and not _cairn_launcher(runs, _project_tree(path)):
+        detail = (
+            f"{path}: the hook command {command!r} runs {shlex.join(runs)}, not Cairn as `cairn install` writes it "
+            "(`cairn`, or a Python with Cairn's script, from outside the project); a project's settings may be "
+            "anyone's (a cloned repository's), so doctor does not run it"
+        )
+        return Check("agent", subject, False, detail, fix)
     if executable is None:
         if argv and argv[0] == "cairn":  # a shared file's portable hook: this machine's PATH lacks `cairn`
             folder = os.path.dirname(install.hook_launcher()[-1])
@@ -578,6 +587,40 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
             "in Cairn's place",
         )
     return Check("agent", subject, True, f"{path} runs {shown} ({done.stdout.strip()}){only}")
+
+
+_PYTHON_FLAGS = frozenset({"-I", "-S", "-E", "-s"})  # the flags a launcher of `cairn install`'s has carried
+
+
+def _cairn_launcher(words: list[str], project: Path) -> bool:
+    """Whether the words before `hook` are a launcher `cairn install` writes (`install.hook_launcher`, an older
+    Cairn's too) from outside the `project` tree: `cairn` from the PATH or by its full path, or a Python with those
+    flags and Cairn's script or `cairn/__main__.py` by its full path. Doctor runs a hook's launcher (`--version`); in
+    a project's settings, which a cloned repository commits, anything else (`sh -c '...' cairn hook`, `./x cairn
+    hook`, a `cairn` of the repository's own) is never run."""
+    inside = str(project.resolve()).rstrip("/") + "/"
+    for word in words:
+        if "/" in word and (not os.path.isabs(word) or os.path.realpath(word).startswith(inside)):
+            return False  # a relative path names a file of the current folder; a path inside, the project's own
+    if not words:
+        return False
+    head, *rest = words
+    if not rest:
+        return os.path.basename(head) in ("cairn", "cairn.exe")
+    script = rest[-1]
+    is_cairn = os.path.basename(script) in ("cairn", "cairn.exe") or script.endswith("/cairn/__main__.py")
+    is_python = os.path.basename(head).rstrip("0123456789.").removesuffix(".exe") == "python"
+    return is_python and set(rest[:-1]) <= _PYTHON_FLAGS and os.path.isabs(script) and is_cairn
+
+
+def _project_tree(settings: Path) -> Path:
+    """The folder whose files come with a project's settings file: its git work tree (`<project>/.claude/x.json`
+    in a repository), else the project folder."""
+    project = settings.parent.parent
+    for candidate in (project, *project.parents):
+        if git_dir(str(candidate)) is not None:
+            return candidate
+    return project
 
 
 # The hook formats each agent reads: claude-code and codex print the same UserPromptSubmit JSON.

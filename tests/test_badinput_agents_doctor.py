@@ -324,3 +324,52 @@ def test_an_empty_home_is_a_failing_check_not_a_crash(setup: Path) -> None:
     assert done.returncode == 1
     assert "HOME is ''" in done.stdout and "Traceback" not in done.stderr
     assert "ok   config" in done.stdout  # the other checks still run
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sh -c 'touch {marker}' cairn hook --format claude-code",  # a shell around the words `cairn hook`
+        "./evil cairn hook --format claude-code",  # a file of the folder doctor runs in
+        "{project}/cairn hook --format claude-code",  # the repository's own `cairn`, by its full path
+        "cairn hook --format claude-code",  # the repository's own `cairn`, found through a PATH holding `.`
+    ],
+)
+def test_doctor_never_runs_a_command_from_a_projects_settings_that_is_not_cairns_launcher(
+    command: str, setup: Path, isolated_env: Path, tmp_path: Path
+) -> None:
+    """Bug fixed: `cairn doctor` ran each Cairn-looking hook command's launcher with `--version`, from any project
+    settings file it read: a cloned repository committing `.claude/settings.local.json` with `sh -c '...' cairn hook` (or
+    `./evil cairn hook`) had its command run by `cairn doctor` run in it. Now a project's hook whose launcher is not
+    Cairn's (`cairn`, or a Python with Cairn's script, from outside the project) fails, and nothing of it runs."""
+    repo = tmp_path / "cloned"
+    (repo / ".claude").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    marker = tmp_path / "ran"
+    for name in ("evil", "cairn"):
+        (repo / name).write_text(f"#!/bin/sh\ntouch {marker}\necho cairn 0.1.0\n")
+        (repo / name).chmod(0o755)
+    hooks = repo / ".claude" / "settings.local.json"  # a project's personal file, committed all the same
+    written = command.format(marker=marker, project=repo)
+    hooks.write_text(
+        json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": written}]}]}})
+    )
+
+    path = f".:{os.environ['PATH']}" if command.startswith("cairn ") else os.environ["PATH"]
+    done = subprocess.run(
+        [cairn_executable(), "doctor", "--json"],
+        cwd=repo,
+        env={**os.environ, "PATH": path},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert not marker.exists()
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["subject"] == "claude-code (project)"]
+    assert check["ok"] is False and check["fix"] == "cairn install claude-code"
+    assert check["detail"].startswith(f"{hooks}: the hook command {written!r} runs ")
+    assert check["detail"].endswith(
+        "a project's settings may be anyone's (a cloned repository's), so doctor does not run it"
+    )
