@@ -63,7 +63,8 @@ def open_repo(vault: Vault) -> git.Repo:
                 f"`git config --global --add safe.directory {shlex.quote(str(vault.git_root))}`"
             ) from None
         raise NotAGitRepository(
-            f"{vault.git_root} is not a readable git repository: {_last_line(exc.stderr)}"
+            f"{vault.git_root} is not a readable git repository: {_last_line(exc.stderr)}; fix what git names "
+            f"(`git -C {shlex.quote(str(vault.git_root))} status` says it again), then run this again"
         ) from None
     object_format = object_format_of(repo)
     if object_format != "sha1":

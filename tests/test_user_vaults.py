@@ -585,6 +585,26 @@ def test_sync_after_the_remote_renamed_its_branch_says_how_to_follow_it(tmp_path
     )
 
 
+def test_a_vault_git_cannot_read_says_what_to_fix_in_sync_and_doctor(tmp_path: Path, vault_repo: VaultRepo) -> None:
+    """Bug fixed: a vault whose `.git/config` git cannot parse (a hand edit cut short) made `cairn sync` say only
+    `... is not a readable git repository: fatal: bad config line 7 in file .git/config`, and `cairn doctor` fail
+    its git hooks with no fix at all. Both now say what to do next."""
+    make_vault(vault_repo)
+    assert cairn("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path).returncode == 0
+    config = vault_repo.root / ".git" / "config"
+    config.write_text(config.read_text() + "[core\n")
+    next_step = f"fix what git names (`git -C {vault_repo.root} status` says it again), then run this again"
+
+    synced = cairn("sync", cwd=tmp_path)
+    assert synced.returncode == 1
+    assert synced.stdout.startswith(f"team: error: {vault_repo.root} is not a readable git repository: fatal: bad ")
+    assert synced.stdout.endswith(f"; {next_step}\n")
+    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
+    [hooks] = [c for c in checks if c["area"] == "git-hooks"]
+    assert hooks["ok"] is False and hooks["detail"].endswith(next_step)
+    assert hooks["fix"] == f"git -C {vault_repo.root} status"
+
+
 def _a_teammates_clone(tmp_path: Path) -> VaultRepo:
     """A teammate's clone of the author's remote."""
     subprocess.run(["git", "clone", "-q", str(tmp_path / "remote.git"), str(tmp_path / "other")], check=True)
