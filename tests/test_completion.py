@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers.cli import invoke_cli
-from helpers.vaults import cairn_executable
+from helpers.vaults import REBASE_ID, VaultRepo, cache_dir, cairn_executable, make_vault, run_cairn
 
 
 def _run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -48,3 +49,39 @@ def test_completion_help_and_a_shell_it_does_not_know() -> None:
     unknown = invoke_cli(["completion", "tcsh"])
     assert unknown.returncode == 2
     assert "'tcsh' is not one of 'bash', 'zsh', 'fish'" in unknown.stderr
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_the_bash_script_completes_card_ids_and_vault_names_from_what_is_built(
+    tmp_path: Path, vault_repo: VaultRepo
+) -> None:
+    """Bug fixed: Tab after `cairn show`, `cairn sync` or `cairn vault remove` offered nothing (nor files): the card
+    ids and vault names had no completion. They now come from the index Cairn already built and the user
+    configuration; a vault with no index offers nothing and gets none built by a Tab."""
+    make_vault(vault_repo)
+    assert run_cairn("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path).returncode == 0
+    unindexed = VaultRepo(tmp_path / "notes")
+    unindexed.write_raw("cairn.toml", "")
+    unindexed.write("ops/x", "A note", "Something to know about ops.")
+    unindexed.commit()
+    assert run_cairn("vault", "add", str(unindexed.root), "--name", "notes", cwd=tmp_path).returncode == 0
+    cache = sorted(p.name for p in cache_dir().rglob("*"))
+
+    def complete(*words: str, cwd: Path) -> list[str]:
+        cairn = cairn_executable()
+        script = (
+            f'eval "$("{cairn}" completion bash)"; COMP_WORDS=({" ".join(shlex.quote(w) for w in words)}); '
+            f"COMP_CWORD={len(words) - 1}; "
+            'PATH="$CAIRN_DIR:$PATH" _cairn_completion cairn; printf "%s\\n" "${COMPREPLY[@]}"'
+        )
+        done = _run(["bash", "-c", script], {"CAIRN_DIR": str(Path(cairn).parent)}, cwd)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    assert complete("cairn", "show", "", cwd=vault_repo.root) == ["docker/layer-cache-order", REBASE_ID]
+    assert complete("cairn", "show", "--vault", "team", "g", cwd=tmp_path) == [REBASE_ID]
+    assert complete("cairn", "show", "", cwd=tmp_path) == ["team:docker/layer-cache-order", f"team:{REBASE_ID}"]
+    assert complete("cairn", "show", "--vault", "notes", "", cwd=tmp_path) == []
+    assert complete("cairn", "sync", "", cwd=tmp_path) == ["team", "notes"]
+    assert complete("cairn", "vault", "remove", "n", cwd=tmp_path) == ["notes"]
+    assert sorted(p.name for p in cache_dir().rglob("*")) == cache  # nothing built, nothing written

@@ -30,6 +30,41 @@ def _one_vault(ctx: click.Context, param: click.Parameter, given: tuple[str, ...
     return given[0] if given else None
 
 
+def complete_vault_name(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Tab completion of a configured vault's name (`cairn sync NAME`, `cairn vault remove NAME`)."""
+    from cairn.hot.userconfig import load_vaults
+
+    try:
+        return [e.name for e in load_vaults() if e.name.startswith(incomplete)]
+    except CairnError:
+        return []
+
+
+def complete_card_id(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Tab completion of a card id from the indexes Cairn already built: the vault --vault names (or
+    $CAIRN_VAULT, the vault around the current folder, the one configured vault), else every configured vault's
+    ids as NAME:ID. A Tab reads the cache only: no git, no index build, nothing of the vault's is run."""
+    from cairn.hot.index import IndexReader
+    from cairn.hot.paths import index_file
+    from cairn.hot.userconfig import load_vaults
+
+    try:
+        try:
+            roots = [("", str(open_vault(ctx.params.get("vault_path")).root))]
+        except CairnError:  # several vaults configured, none chosen: each one's ids as `show` takes them
+            roots = [(f"{e.name}:", e.path) for e in load_vaults()]
+    except (CairnError, OSError):
+        return []
+    found: list[str] = []
+    for prefix, root in roots:
+        try:
+            with IndexReader(index_file(os.path.realpath(root))) as reader:
+                found += [prefix + card_id for card_id in reader.ids() if (prefix + card_id).startswith(incomplete)]
+        except (CairnError, OSError):  # no index yet, or one Cairn cannot read: nothing to offer from it
+            continue
+    return found
+
+
 vault_option = click.option(
     "--vault",
     "vault_path",

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from cairn import userconfig
-from cairn.cli.common import echo, echo_json, errors_to_exit, json_option
+from cairn.cli.common import complete_vault_name, echo, echo_json, errors_to_exit, json_option
 from cairn.hot.gitrefs import served_ref
 from cairn.hot.userconfig import config_file, load_vaults
 
@@ -140,7 +140,7 @@ def _work_tree(path: str) -> str:
 
 
 @vault_group.command(name="remove")
-@click.argument("name")
+@click.argument("name", shell_complete=complete_vault_name)
 @errors_to_exit
 def remove_cmd(name: str) -> None:
     """Stop serving the vault NAME (its folder, cards and index are left as they are).

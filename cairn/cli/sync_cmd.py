@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from cairn.cli.common import FiniteFloatRange, echo, echo_json, errors_to_exit, json_option
+from cairn.cli.common import FiniteFloatRange, complete_vault_name, echo, echo_json, errors_to_exit, json_option
 from cairn.hot.errors import CairnError, VaultNotFound
 from cairn.hot.userconfig import config_file, load_vaults
 from cairn.hot.vault import find_configured_vault
@@ -14,7 +14,7 @@ from cairn.terminal import clean_line
 
 
 @click.command()
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=complete_vault_name)
 @click.option(
     "--timeout",
     type=FiniteFloatRange(min=1),

@@ -14,6 +14,7 @@ import click
 from cairn.cards import authoring, catalog
 from cairn.cli.common import (
     FiniteFloatRange,
+    complete_card_id,
     echo,
     echo_json,
     errors_to_exit,
@@ -187,7 +188,13 @@ def _words(values: tuple[str, ...]) -> tuple[str, ...]:
     callback=_review_after,
     help="A date (YYYY-MM-DD) or a duration after --verified-at such as 180d; past it the card is expired.",
 )
-@click.option("--supersedes", multiple=True, metavar="ID", help="The id of a card this one replaces (repeatable).")
+@click.option(
+    "--supersedes",
+    multiple=True,
+    metavar="ID",
+    shell_complete=complete_card_id,
+    help="The id of a card this one replaces (repeatable).",
+)
 @click.option("--source", default=None, help="Where the lesson came from (a URL, an incident).")
 @click.option(
     "--verified-at",
@@ -511,7 +518,7 @@ def _indexed_ref(index_file: Path) -> str:
 
 
 @click.command()
-@click.argument("card_id", metavar="ID")
+@click.argument("card_id", metavar="ID", shell_complete=complete_card_id)
 @click.option("--worktree", is_flag=True, help="Read the file in the working tree instead of the indexed commit.")
 @vault_option
 @json_option
