@@ -12,6 +12,8 @@ import contextlib
 import json
 import os
 import re
+import shlex
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -243,6 +245,7 @@ def _write_checked(file: str, text: str, env: Mapping[str, str], expect: Sequenc
             "header); nothing was written: edit the file by hand"
         )
     file = os.path.realpath(file)
+    _refuse_read_only(file)
     folder = os.path.dirname(file)
     if not os.path.isdir(folder):
         os.makedirs(folder, mode=0o700, exist_ok=True)
@@ -259,6 +262,21 @@ def _write_checked(file: str, text: str, env: Mapping[str, str], expect: Sequenc
         if os.path.exists(tmp):
             os.unlink(tmp)
     return written
+
+
+def _refuse_read_only(file: str) -> None:
+    """Refuse to replace a configuration its owner made read-only (`chmod 444`: locked on purpose, or managed by a
+    tool). The atomic replace needs only the folder's permission, and root may write any file: so the file's own
+    mode decides, as for the agents' settings files (`install._refuse_read_only`)."""
+    try:
+        mode = stat.S_IMODE(os.stat(file).st_mode)
+    except FileNotFoundError:
+        return
+    if mode & 0o222 == 0 or not os.access(file, os.W_OK):
+        raise ConfigError(
+            f"{file} is read-only (mode {mode:o}); nothing was written: make it writable (`chmod u+w "
+            f"{shlex.quote(file)}`) and run this again, or edit it by hand"
+        )
 
 
 def _first_table(text: str) -> int | None:

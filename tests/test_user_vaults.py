@@ -605,6 +605,31 @@ def test_a_vault_git_cannot_read_says_what_to_fix_in_sync_and_doctor(tmp_path: P
     assert hooks["fix"] == f"git -C {vault_repo.root} status"
 
 
+@pytest.mark.parametrize("command", ["add", "remove"])
+def test_a_read_only_configuration_is_refused_and_left_as_it_is(
+    command: str, tmp_path: Path, vault_repo: VaultRepo
+) -> None:
+    """Bug fixed: `cairn vault add` and `remove` replaced a config.toml its owner made read-only (`chmod 444`, a
+    locked or tool-managed file) through the atomic rename, which needs only the folder's permission, and left it
+    0600. They now refuse with one line naming the file and the fix, as `cairn install` does for agents' settings."""
+    make_vault(vault_repo)
+    other = second_vault(tmp_path / "notes")
+    assert cairn("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path).returncode == 0
+    config = config_path(tmp_path)
+    before = config.read_bytes()
+    config.chmod(0o444)
+
+    args = ("add", str(other.root), "--name", "notes") if command == "add" else ("remove", "team")
+    done = cairn("vault", *args, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        f"Error: {config} is read-only (mode 444); nothing was written: make it writable (`chmod u+w {config}`) "
+        "and run this again, or edit it by hand\n"
+    )
+    assert config.read_bytes() == before and stat.S_IMODE(config.stat().st_mode) == 0o444
+    assert sorted(p.name for p in config.parent.iterdir()) == [config.name]
+
+
 def _a_teammates_clone(tmp_path: Path) -> VaultRepo:
     """A teammate's clone of the author's remote."""
     subprocess.run(["git", "clone", "-q", str(tmp_path / "remote.git"), str(tmp_path / "other")], check=True)
