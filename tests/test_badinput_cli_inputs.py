@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault
+from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault, run_cairn
 
 SUMMARY = "Copy the lockfile and install dependencies before copying the source, so Docker keeps the layer."
 BODY = "The image rebuilt every dependency on each commit until the COPY of the source moved below the install."
@@ -409,3 +409,25 @@ def test_an_empty_vault_option_is_a_usage_error(vault_repo: VaultRepo, args: tup
         "Invalid value for '--vault': is empty (a shell variable that is not set?); name a vault or leave the option out"
         in done.stderr
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "name"),
+    [(("vault", "add", ""), "PATH"), (("vault", "add", ".", "--project="), "--project"), (("init", ""), "PATH")],
+)
+def test_an_empty_folder_argument_is_a_usage_error(
+    vault_repo: VaultRepo, args: tuple[str, ...], name: str, tmp_path: Path
+) -> None:
+    """Bug fixed: `cairn vault add "$TEAM_DIR"` with TEAM_DIR unset registered the current folder's vault, an empty
+    `--project` limited the vault to the current folder, and `cairn init ""` made a vault in the current folder:
+    click reads "" as the current folder. Each is now a usage error, and nothing is written."""
+    make_vault(vault_repo)
+    (tmp_path / "empty").mkdir()
+    here = vault_repo.root if args[0] == "vault" else tmp_path / "empty"
+    done = run_cairn(*args, cwd=here)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.endswith(
+        f"Error: Invalid value for '{name}': is empty (a shell variable that is not set?); give the folder\n"
+    )
+    assert run_cairn("vault", "list", cwd=tmp_path).stdout.startswith("No vault is configured")
+    assert not any((tmp_path / "empty").iterdir())

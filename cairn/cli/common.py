@@ -65,6 +65,15 @@ def complete_card_id(ctx: click.Context, param: click.Parameter, incomplete: str
     return found
 
 
+def folder_given(ctx: click.Context, param: click.Parameter, value: str | tuple[str, ...]) -> Path | tuple[Path, ...]:
+    """A folder (or folders) as Paths; one given as "" (`"$DIR"` with DIR unset) is a usage error, since click's Path
+    reads it as the current folder, which would then be registered, or be the only project served, without a word."""
+    given = value if isinstance(value, tuple) else (value,)
+    if "" in given:
+        raise click.BadParameter("is empty (a shell variable that is not set?); give the folder")
+    return tuple(Path(v) for v in given) if isinstance(value, tuple) else Path(value)
+
+
 vault_option = click.option(
     "--vault",
     "vault_path",

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from cairn import userconfig
-from cairn.cli.common import complete_vault_name, echo, echo_json, errors_to_exit, json_option
+from cairn.cli.common import complete_vault_name, echo, echo_json, errors_to_exit, folder_given, json_option
 from cairn.hot.gitrefs import served_ref
 from cairn.hot.userconfig import config_file, load_vaults
 
@@ -27,7 +27,8 @@ def vault_group() -> None:
 
 
 @vault_group.command(name="add")
-@click.argument("path", type=click.Path(file_okay=False, path_type=Path))  # a missing folder: one line, with the fix
+# A missing folder: one line, with the fix (not click's check).
+@click.argument("path", type=click.Path(file_okay=False), callback=folder_given)
 @click.option("--name", default=None, help="Shown as NAME:card-id (default: from the folder's name).")
 @click.option(
     "--ref",
@@ -39,7 +40,8 @@ def vault_group() -> None:
     "--project",
     "projects",
     multiple=True,
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False),
+    callback=folder_given,
     help="Serve only to agents working under this folder (repeatable; default: everywhere).",
 )
 @click.option("--first", is_flag=True, help="Put it before the others (it wins when two hold the same lesson).")

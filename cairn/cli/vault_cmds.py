@@ -18,6 +18,7 @@ from cairn.cli.common import (
     echo,
     echo_json,
     errors_to_exit,
+    folder_given,
     json_option,
     open_vault,
     os_error_text,
@@ -48,7 +49,7 @@ def _vault_name(ctx: click.Context, param: click.Parameter, value: str | None) -
 
 
 @click.command()
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("path", type=click.Path(), callback=folder_given)
 @click.option(
     "--register/--no-register",
     default=None,
