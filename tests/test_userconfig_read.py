@@ -245,3 +245,25 @@ def test_a_copy_another_user_wrote_never_chooses_the_vaults(vault_repo: VaultRep
     assert [v["vault"] for v in log_entries()[-1]["vaults"]] == [str(vault_repo.root)]
     assert json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"].count(f"team:{REBASE_ID}") == 1
     assert copy.stat().st_uid == os.getuid()  # made again by this user
+
+
+def test_a_configuration_saved_with_a_byte_order_mark_is_read(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: a config.toml saved by a Windows editor starts with a byte order mark, which no one sees and
+    tomllib refuses: every command said `not valid TOML: Invalid statement (at line 1, column 1)` of a line that
+    looks right, and the hook served nothing. The mark is now read past, by the hook and `cairn vault` alike."""
+    make_vault(vault_repo)
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "cairn" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_bytes(f'\ufeff# mine\n[[vaults]]\nname = "team"\npath = "{vault_repo.root}"\n'.encode())
+
+    listed = run_cairn("vault", "list", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert [v["name"] for v in json.loads(listed.stdout)["vaults"]] == ["team"]
+    payload = payload_for("claude-code", FITTING_PROMPT, tmp_path, session="s1")
+    assert REBASE_ID in run_cairn("hook", "--format", "claude-code", cwd=tmp_path, input=payload).stdout
+    other = tmp_path / "notes"
+    (other / "cards").mkdir(parents=True)
+    (other / "cairn.toml").write_text("")
+    added = run_cairn("vault", "add", str(other), "--name", "notes", cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    assert [v.name for v in load_vaults()] == ["team", "notes"]

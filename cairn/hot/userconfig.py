@@ -171,6 +171,7 @@ def _parse_toml(file: str, raw: bytes, env: "Mapping[str, str]") -> "dict[str, A
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(f"{file}: not UTF-8 (byte {exc.start}); save it as UTF-8") from None
+    text = text.removeprefix("\ufeff")  # a byte order mark (Windows editors write one): unseen, and tomllib refuses it
     # Cold: only when the cached copy is missing or stale. Python 3.10 has no tomllib: its backport is a dependency.
     if sys.version_info >= (3, 11):
         import tomllib
