@@ -8,6 +8,7 @@ decides. The working tree, the staging area and the current branch are never tou
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -290,6 +291,15 @@ def _fetch_failed(
                 f"Serve another branch: `cairn vault remove {name} && cairn vault add {at} --name {name} --ref BRANCH`"
             )
         message = f"{remote} has no branch {branch} (renamed or deleted?); still serving what was indexed. {fix}"
+        return SyncResult(name, root, ref, "error", before, before, fetched=fetched, message=message)
+    stale = re.search(r"Unable to create '(.+?\.lock)': File exists", stderr)
+    if stale is not None:  # a git that was killed midway (a fetch stopped, a crash) leaves its lock behind
+        lock = stale.group(1)
+        message = (
+            f"fetching {branch} from {remote} failed: git's lock {lock} is there, left by a git still running in "
+            f"{root} or killed midway; still serving what was indexed. If no git runs there: `rm {shlex.quote(lock)}`, "
+            f"then `cairn sync {name}`"
+        )
         return SyncResult(name, root, ref, "error", before, before, fetched=fetched, message=message)
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     # git's first line says what failed ("fatal: '/x' does not appear to be a git repository", "ssh: Could not

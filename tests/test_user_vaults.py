@@ -630,6 +630,34 @@ def test_a_read_only_configuration_is_refused_and_left_as_it_is(
     assert sorted(p.name for p in config.parent.iterdir()) == [config.name]
 
 
+def test_sync_after_a_fetch_killed_midway_says_to_remove_its_lock(tmp_path: Path) -> None:
+    """Bug fixed: a fetch killed midway (stopped after --timeout, a crash) leaves git's ref lock behind, and every
+    later `cairn sync` failed with `fetching main from origin failed (cannot lock ref ...: File exists.)` and no
+    next step. It now names the lock, says to remove it when no git runs there, and that works as printed."""
+    author = second_vault(tmp_path / "author")
+    subprocess.run(["git", "clone", "-q", "--bare", str(author.root), str(tmp_path / "remote.git")], check=True)
+    author.git("remote", "add", "origin", str(tmp_path / "remote.git"))
+    mine = tmp_path / "mine"
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "remote.git"), str(mine)], check=True)
+    assert cairn("vault", "add", str(mine), "--name", "team", cwd=tmp_path).returncode == 0
+    author.write("git/new", "A new lesson about bisect", "git bisect run finds the breaking commit by itself.")
+    new = author.commit("New lesson")
+    author.git("push", "-q", "origin", "main")
+    lock = mine / ".git" / "refs" / "remotes" / "origin" / "main.lock"
+    lock.write_text("")
+
+    failed = cairn("sync", cwd=tmp_path)
+    assert failed.returncode == 1
+    assert failed.stdout == (
+        f"team: error: fetching main from origin failed: git's lock {lock} is there, left by a git still running in "
+        f"{mine} or killed midway; still serving what was indexed. If no git runs there: `rm {lock}`, then `cairn "
+        "sync team`\n"
+    )
+    lock.unlink()
+    done = json.loads(cairn("sync", "team", "--json", cwd=tmp_path).stdout)["vaults"][0]
+    assert (done["status"], done["after"]) == ("updated", new)
+
+
 def _a_teammates_clone(tmp_path: Path) -> VaultRepo:
     """A teammate's clone of the author's remote."""
     subprocess.run(["git", "clone", "-q", str(tmp_path / "remote.git"), str(tmp_path / "other")], check=True)
