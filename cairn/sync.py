@@ -305,6 +305,13 @@ def _fetch_failed(
     # git's first line says what failed ("fatal: '/x' does not appear to be a git repository", "ssh: Could not
     # resolve hostname ..."); its last is advice ("and the repository exists.").
     detail = lines[0].removeprefix("fatal: ").removeprefix("error: ")[:300] if lines else "git fetch failed"
+    if "terminal prompts disabled" in stderr:  # run from cron, a script or an agent: nobody can type a password
+        advice = (
+            f"The remote asks for credentials, which only a person at a terminal can give: run `cairn sync {name}` "
+            "in one, or set up a git credential helper"
+        )
+    else:
+        advice = f"`git -C {at} fetch {remote}` shows git's whole answer; fix what it names, then `cairn sync {name}`"
     return SyncResult(
         name,
         root,
@@ -313,5 +320,5 @@ def _fetch_failed(
         before,
         before,
         fetched=f"{remote} {src}",
-        message=f"fetching {branch} from {remote} failed ({detail}); still serving what was indexed",
+        message=f"fetching {branch} from {remote} failed ({detail}); still serving what was indexed. {advice}",
     )

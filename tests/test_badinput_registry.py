@@ -256,6 +256,10 @@ def test_sync_of_a_remote_that_never_answers_stops_at_its_timeout(tmp_path: Path
     assert done.returncode == 1 and done.stderr == "", done.stderr
     assert done.stdout.startswith("team: error: ") and "no answer from the remote within 2 s" in done.stdout
     assert "still serving" in done.stdout
+    mine = shlex.quote(str(tmp_path / "mine"))
+    assert done.stdout.endswith(
+        f"`git -C {mine} fetch origin` shows git's whole answer; fix what it names, then `cairn sync team`\n"
+    )
     assert took < 60
 
 
@@ -355,6 +359,11 @@ def test_sync_never_waits_on_a_credential_prompt_when_run_by_a_program(tmp_path:
         server.server_close()
     assert proc.returncode == 1, out
     assert "terminal prompts disabled" in out and "still serving" in out
+    # what to do next: the fetch cannot wait for a password here, a person at a terminal can give it
+    assert (
+        "The remote asks for credentials, which only a person at a terminal can give: run `cairn sync team` in one, "
+        "or set up a git credential helper" in out
+    )
 
 
 def test_two_syncs_at_once_both_succeed(tmp_path: Path) -> None:
