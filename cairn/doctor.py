@@ -399,9 +399,13 @@ def _agent_checks(cwd: Path, entries: list[VaultEntry]) -> list[Check]:
     for agent in install.AGENTS:
         try:
             places = _places(agent, cwd)
-        except CairnError as exc:  # a HOME no agent could use either
+        except CairnError as exc:  # a HOME (or CODEX_HOME, CLAUDE_CONFIG_DIR) no agent could use either
             places = [("project", p) for p in _project_settings(agent, cwd)]
-            checks.append(Check("agent", f"{agent} (user)", False, str(exc), "export HOME=/path/to/your/home"))
+            variable = install.AGENT_HOMES.get(agent, "")
+            fix = "export HOME=/path/to/your/home"
+            if variable and str(exc).startswith(f"{variable} is "):
+                fix = f"export {variable}=/full/path/of/its/folder (or unset {variable})"
+            checks.append(Check("agent", f"{agent} (user)", False, str(exc), fix))
         runs_cairn = False
         cairns: list[str] = []
         runs: list[tuple[str, Path, str]] = []

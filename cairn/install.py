@@ -73,6 +73,9 @@ AGENTS = {
     ),
 }
 
+# The variable naming the folder of an agent's own settings, in place of the one under the home folder.
+AGENT_HOMES = {"codex": "CODEX_HOME", "claude-code": "CLAUDE_CONFIG_DIR"}
+
 # A hook command is Cairn's when it runs `cairn hook` (any path to cairn, or the launcher's `.../cairn/__main__.py`;
 # any flags after it).
 _CAIRN_COMMAND = re.compile(r"(?:^|[\s/\\\"'])cairn(?:\.exe|[/\\]__main__\.py)?[\"']?\s+hook(?:\s|$)")
@@ -96,10 +99,15 @@ def settings_path(agent: str, base: Path, user: bool) -> Path:
     CLAUDE_CONFIG_DIR)."""
     spec = _agent(agent)
     if user:
-        if agent == "codex" and os.environ.get("CODEX_HOME"):
-            return Path(os.environ["CODEX_HOME"]) / "hooks.json"
-        if agent == "claude-code" and os.environ.get("CLAUDE_CONFIG_DIR"):
-            return Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json"
+        variable = AGENT_HOMES.get(agent, "")
+        folder = os.environ.get(variable, "") if variable else ""
+        if folder and not os.path.isabs(folder):  # the folder the agent was started in: no one place Cairn can write
+            raise CairnError(
+                f"{variable} is {folder!r}, not an absolute folder path; set {variable} to the agent's folder by its "
+                "full path, or unset it (nothing was written)"
+            )
+        if folder:
+            return Path(folder) / Path(spec.settings).name
         base = _home()
     return base / spec.settings
 

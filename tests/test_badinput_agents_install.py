@@ -460,3 +460,26 @@ def test_concurrent_installs_each_keep_a_backup_and_leave_one_hook(
     assert len(_cairn_commands(data)) == 1
     for backup in settings.parent.glob("settings.json.bak-*"):
         assert json.loads(backup.read_text())["model"] == "opus"
+
+
+@pytest.mark.parametrize(("agent", "variable"), [("codex", "CODEX_HOME"), ("claude-code", "CLAUDE_CONFIG_DIR")])
+def test_a_relative_agent_folder_variable_writes_nothing(
+    agent: str, variable: str, tmp_path: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: with CODEX_HOME (or CLAUDE_CONFIG_DIR) set to a relative path, `cairn install AGENT --user` made
+    that folder under the current one and wrote the settings there, said `installed`, and doctor passed it: the
+    agent, started anywhere else, never read it. It is now one line naming the variable, as a relative HOME is."""
+    here = tmp_path / "somewhere"
+    here.mkdir()
+    message = (
+        f"{variable} is 'agent-home', not an absolute folder path; set {variable} to the agent's folder by its full "
+        "path, or unset it (nothing was written)"
+    )
+    for command in ("install", "uninstall"):
+        done = run_cairn(command, agent, "--user", cwd=here, env={variable: "agent-home"})
+        assert (done.returncode, done.stdout, done.stderr) == (1, "", f"Error: {message}\n")
+    assert list(here.iterdir()) == []
+    checks = json.loads(run_cairn("doctor", "--json", cwd=here, env={variable: "agent-home"}).stdout)["checks"]
+    [check] = [c for c in checks if c["subject"] == f"{agent} (user)"]
+    assert (check["ok"], check["detail"]) == (False, message)
+    assert check["fix"] == f"export {variable}=/full/path/of/its/folder (or unset {variable})"
