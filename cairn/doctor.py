@@ -603,9 +603,15 @@ def _cairn_launcher(words: list[str], project: Path) -> bool:
     a project's settings, which a cloned repository commits, anything else (`sh -c '...' cairn hook`, `./x cairn
     hook`, a `cairn` of the repository's own) is never run."""
     inside = str(project.resolve()).rstrip("/") + "/"
+    own = {os.path.realpath(p) for p in (*install.hook_launcher(), install.cairn_executable()) if os.path.isabs(p)}
     for word in words:
-        if "/" in word and (not os.path.isabs(word) or os.path.realpath(word).startswith(inside)):
-            return False  # a relative path names a file of the current folder; a path inside, the project's own
+        if "/" not in word:
+            continue
+        if not os.path.isabs(word):  # a relative path names a file of the current folder
+            return False
+        real = os.path.realpath(word)
+        if real.startswith(inside) and real not in own:  # the project's own file (this Cairn may live there too)
+            return False
     if not words:
         return False
     head, *rest = words
