@@ -194,7 +194,8 @@ def test_doctor_runs_the_launcher_as_the_hook_would(tmp_path: Path) -> None:
     assert check.ok, check.detail
     assert f"runs {shlex.join(install.hook_launcher())} (cairn " in check.detail
     gone = f"{shlex.quote(sys.executable)} -S {tmp_path / 'no-such' / 'cairn'} hook --format claude-code"
-    check = doctor._command_check("claude-code", "project", settings, gone)
+    # the user's own settings: a project's that names a file in the project is never run (the repository's own)
+    check = doctor._command_check("claude-code", "user", settings, gone)
     assert not check.ok
     assert "--version failed" in check.detail and "-S" in check.detail
 
