@@ -201,6 +201,17 @@ def _edit_meta(target: Path, key: str, value: str) -> None:
     reseal(target)
 
 
+def _rebuilt(target: Path, key: str, old: str, seconds: float = 60) -> bool:
+    """Whether the index at `target` is rebuilt (its meta `key` no longer `old`) within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with IndexReader(target) as index:
+            if index.meta.get(key) != old:
+                return True
+        time.sleep(0.2)
+    return False
+
+
 def test_an_index_from_another_cairn_version_is_served_and_refreshed(vault_repo: VaultRepo) -> None:
     """Defaults live in the stored config: after an upgrade the hook serves the old index (built from the commit
     served) and refreshes it."""
@@ -213,14 +224,7 @@ def test_an_index_from_another_cairn_version_is_served_and_refreshed(vault_repo:
     )
     assert done.returncode == 0 and REBASE_ID in done.stdout
     assert log_entries()[-1]["stale"] is True
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        with IndexReader(target) as index:
-            if index.meta.get("cairn_version") != "0.0.1":
-                break
-        time.sleep(0.2)
-    with IndexReader(target) as index:
-        assert index.meta.get("cairn_version") != "0.0.1"
+    assert _rebuilt(target, "cairn_version", "0.0.1")
 
 
 def test_an_index_checked_by_older_security_rules_serves_nothing_until_rebuilt(vault_repo: VaultRepo) -> None:
@@ -236,11 +240,6 @@ def test_an_index_checked_by_older_security_rules_serves_nothing_until_rebuilt(v
     entry = log_entries()[-1]
     assert entry["stale"] is True and entry["injected"] == []
     assert "older security rules" in str(entry["vaults"][0]["error"])
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        with IndexReader(target) as index:
-            if index.meta.get("security_rules") != "4":
-                break
-        time.sleep(0.2)
+    assert _rebuilt(target, "security_rules", "4")
     done = vault_repo.cairn("hook", "--format", "claude-code", input=payload)
     assert done.returncode == 0 and REBASE_ID in done.stdout

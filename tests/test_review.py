@@ -498,6 +498,14 @@ POLICY_CASES = textwrap.dedent(
 )
 
 
+def _blocked(repo: VaultRepo) -> list[dict[str, str]]:
+    """What `cairn review main..pr` blocks, as the installed command reports it (exit 3)."""
+    done = repo.cairn("review", "main..pr", "--json", "--today", "2026-11-15")
+    assert done.returncode == 3, done.stdout + done.stderr
+    blocked: list[dict[str, str]] = json.loads(done.stdout)["blocked"]
+    return blocked
+
+
 def _policy_base(repo: VaultRepo) -> None:
     repo.write(
         SAFETY,
@@ -1036,9 +1044,7 @@ def test_files_that_run_code_are_blocked_in_any_case_and_as_a_symlinked_folder(v
     (vault_repo.root / ".codex").symlink_to("agent")
     (vault_repo.root / "hooks").symlink_to("agent")
     vault_repo.commit("The pull request", author=BOB)
-    done = vault_repo.cairn("review", "main..pr", "--json", "--today", "2026-11-15")
-    assert done.returncode == 3, done.stdout + done.stderr
-    assert sorted(b["path"] for b in json.loads(done.stdout)["blocked"]) == [
+    assert sorted(b["path"] for b in _blocked(vault_repo)) == [
         ".Claude/settings.json",
         ".Pre-Commit-Config.yaml",
         ".codex",
@@ -1059,9 +1065,7 @@ def test_removing_cairn_toml_is_blocked(vault_repo: VaultRepo, how: str) -> None
     else:
         vault_repo.git("mv", "cairn.toml", "cairn.toml.old")
     vault_repo.commit("pr", author=BOB)
-    done = vault_repo.cairn("review", "main..pr", "--json", "--today", "2026-11-15")
-    assert done.returncode == 3, done.stdout + done.stderr
-    [blocked] = json.loads(done.stdout)["blocked"]
+    [blocked] = _blocked(vault_repo)
     assert (blocked["kind"], blocked["path"]) == ("gates", "cairn.toml")
     assert blocked["reason"].startswith("removes cairn.toml (deleted or moved): the prompt hook serves no vault")
 
@@ -1091,9 +1095,7 @@ def test_a_superseding_card_made_active_is_blocked(vault_repo: VaultRepo, was: s
         status="active",
     )
     vault_repo.commit("Publish it", author=BOB)
-    done = vault_repo.cairn("review", "main..pr", "--json", "--today", "2026-11-15")
-    assert done.returncode == 3, done.stdout + done.stderr
-    assert [b["reason"] for b in json.loads(done.stdout)["blocked"]] == [
+    assert [b["reason"] for b in _blocked(vault_repo)] == [
         f"the card shell/vendor-scripts supersedes {SAFETY}: {SAFETY} is no longer injected"
     ]
 
@@ -1105,9 +1107,7 @@ def test_other_forges_pipelines_and_codeowners_are_blocked(vault_repo: VaultRepo
     for path in (".gitlab-ci.yml", ".gitea/workflows/cairn.yml", ".forgejo/workflows/cairn.yml", "docs/CODEOWNERS"):
         vault_repo.write_raw(path, "# changed\n")
     vault_repo.commit("The pull request", author=BOB)
-    done = vault_repo.cairn("review", "main..pr", "--json", "--today", "2026-11-15")
-    assert done.returncode == 3, done.stdout + done.stderr
-    assert sorted(b["path"] for b in json.loads(done.stdout)["blocked"]) == [
+    assert sorted(b["path"] for b in _blocked(vault_repo)) == [
         ".forgejo/workflows/cairn.yml",
         ".gitea/workflows/cairn.yml",
         ".gitlab-ci.yml",
