@@ -146,10 +146,13 @@ def _lint_snapshot(
         for rel in dict.fromkeys(rel_paths):
             if rel != CONFIG_FILE:
                 plan[rel] = rules
-        gone = {card_id_from_path(p) for p in (*removed, *snapshot.removed_since_head())} - {None}
-        for card in facts.values():
-            if gone & set(card.supersedes) - set(facts):
-                plan.setdefault(card.path, rules)
+        # A card naming a removed card in `supersedes` now names no card: lint it too. `gone` is almost always
+        # empty, and the ids are read once (a set of every id built per card made one card's lint 1 s slower).
+        gone = {card_id_from_path(p) for p in (*removed, *snapshot.removed_since_head())} - {None} - set(facts)
+        if gone:
+            for card in facts.values():
+                if gone.intersection(card.supersedes):
+                    plan.setdefault(card.path, rules)
     for done, (rel, chosen) in enumerate(plan.items()):
         if progress and done % 100 == 0:
             progress(done, len(plan))
