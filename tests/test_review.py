@@ -1113,3 +1113,31 @@ def test_other_forges_pipelines_and_codeowners_are_blocked(vault_repo: VaultRepo
         ".gitlab-ci.yml",
         "docs/CODEOWNERS",
     ]
+
+
+def test_agent_instructions_and_shell_hook_files_are_blocked_but_a_card_of_that_name_is_not(
+    vault_repo: VaultRepo,
+) -> None:
+    # An agent working in the vault's repository reads CLAUDE.md / AGENTS.md (in any folder) as instructions and
+    # starts .mcp.json's servers; lefthook and mise run their files' commands on teammates' machines. Each passed
+    # review as a file of no concern. A card whose id is `claude` is a card, reviewed as one.
+    _policy_base(vault_repo)
+    for path in ("CLAUDE.md", "docs/AGENTS.md", ".mcp.json", "lefthook.yml", "mise.toml", ".cursor/rules/x.mdc"):
+        vault_repo.write_raw(path, "# changed\n")
+    vault_repo.write(
+        "tools/claude",
+        "Claude Code reads CLAUDE.md files",
+        "Claude Code reads a CLAUDE.md in each folder it works in; keep project rules there.",
+        scope=["shell"],
+    )
+    vault_repo.commit("The pull request", author=BOB)
+    blocked = _blocked(vault_repo)
+    assert sorted(b["path"] for b in blocked) == [
+        ".cursor/rules/x.mdc",
+        ".mcp.json",
+        "CLAUDE.md",
+        "docs/AGENTS.md",
+        "lefthook.yml",
+        "mise.toml",
+    ]
+    assert "reads it as instructions" in next(b["reason"] for b in blocked if b["path"] == "CLAUDE.md")

@@ -262,7 +262,8 @@ def review_cmd(range_spec: str, fmt: str, as_json: bool, today: object, vault_pa
          under "Blocked:" with the reason: weaker gates or lint policy in
          cairn.toml (or cairn.toml removed), eval cases or negative cases
          removed, a card removed, retired, expired or superseded, or hook,
-         pre-commit, workflow or agent settings files touched
+         pre-commit, workflow, agent settings or agent instructions files
+         (CLAUDE.md, AGENTS.md) touched
       2  usage error
 
     \b

@@ -18,8 +18,10 @@ Blocked (each a `Blocked` with the reason in one line):
   agent, or for every prompt with a word);
 - files that run code or decide what runs: `.pre-commit-config.yaml`, `.pre-commit-hooks.yaml`, `.github/`, the
   other forges' pipelines (`.gitlab-ci.yml`, `.gitlab/`, `.gitea/`, `.forgejo/`), `CODEOWNERS`, `hooks/`,
-  `.githooks/`, `.husky/`, agent settings (`.claude/`, `.codex/`, `.gemini/`), editor and container tasks
-  (`.vscode/`, `.devcontainer/`), `.envrc`, `.gitattributes` (it can hide a file's diff) and `.gitmodules`;
+  `.githooks/`, `.husky/`, lefthook's and mise's files, agent settings (`.claude/`, `.codex/`, `.gemini/`,
+  `.cursor/`, `.mcp.json`) and instructions (`CLAUDE.md`, `AGENTS.md`, `GEMINI.md`, `.cursorrules`, anywhere),
+  editor and container tasks (`.vscode/`, `.devcontainer/`), `.envrc`, `.gitattributes` (it can hide a file's
+  diff) and `.gitmodules`;
   in any letter case (a checkout on macOS or Windows reads `.Claude/` as `.claude/`), and a folder's name itself (a
   symlink `.claude` to another folder).
 
@@ -299,6 +301,16 @@ _RUNS_FILES = {
     ".gitmodules": "it points the repository at other repositories' code",
     ".gitlab-ci.yml": "GitLab runs the pipeline it defines (it decides whether review runs)",
     "codeowners": "it names who must approve changes (GitHub reads it at the top, in docs/ and in .github/)",
+    "lefthook.yml": "lefthook installs the git hooks it names on teammates' machines",
+    ".lefthook.yml": "lefthook installs the git hooks it names on teammates' machines",
+    "lefthook-local.yml": "lefthook installs the git hooks it names on teammates' machines",
+    "mise.toml": "mise runs its hooks and tasks in every teammate's shell that enters the folder",
+    ".mise.toml": "mise runs its hooks and tasks in every teammate's shell that enters the folder",
+    ".mcp.json": "it names MCP servers, commands an agent working in this repository starts",
+    "claude.md": "every agent working in this repository reads it as instructions",
+    "agents.md": "every agent working in this repository reads it as instructions",
+    "gemini.md": "every agent working in this repository reads it as instructions",
+    ".cursorrules": "every agent working in this repository reads it as instructions",
 }
 _RUNS_FOLDERS = {
     ".github": "it holds the workflows (they run with the repository's token and decide whether review runs) and CODEOWNERS",
@@ -313,6 +325,7 @@ _RUNS_FOLDERS = {
     ".gemini": "agent settings can add hooks and commands that agents run in this repository",
     ".vscode": "editor tasks and settings can run commands when the folder is opened",
     ".devcontainer": "a dev container definition runs commands when the container is built",
+    ".cursor": "agent settings and rules, which agents working in this repository follow",
 }
 _FILE_CHECK = "read the whole diff of this file: it runs code or decides what runs, outside what Cairn lints"
 
@@ -325,7 +338,10 @@ def file_blocks(paths: Iterable[str], vault_prefix: str) -> list[Blocked]:
     out: list[Blocked] = []
     for path in paths:
         folded = path.lower()
-        why = _RUNS_FILES.get(folded.rsplit("/", 1)[-1])
+        name = folded.rsplit("/", 1)[-1]
+        why = _RUNS_FILES.get(name)
+        if name.endswith(".md") and folded.startswith(f"{vault_prefix.lower()}cards/"):
+            why = None  # a card with such an id (cards/tools/claude.md): reviewed as a card, every field shown whole
         if why is None:
             for top in {"", vault_prefix.lower()}:
                 if not folded.startswith(top):
