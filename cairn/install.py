@@ -129,9 +129,21 @@ def install_target(agent: str, base: Path, user: bool) -> SettingsFile:
     spec = _agent(agent)
     if user:
         return SettingsFile(settings_path(agent, base, True), shared=False)
-    if spec.personal:
-        return SettingsFile(base / spec.personal, shared=False)
-    return SettingsFile(base / spec.settings, shared=True)
+    target = SettingsFile(base / spec.personal, shared=False) if spec.personal else None
+    target = target or SettingsFile(base / spec.settings, shared=True)
+    _refuse_link_out_of_project(target.path, base)
+    return target
+
+
+def _refuse_link_out_of_project(path: Path, base: Path) -> None:
+    """A project's settings file (or its folder) that is a symlink out of the project: a cloned repository can
+    commit `.claude/settings.local.json` pointing at any file of the user's, and install would write there."""
+    real, project = os.path.realpath(path), os.path.realpath(base)
+    if real != project and not real.startswith(project.rstrip("/") + "/"):
+        raise RefusedWrite(
+            f"{path} leads out of the project, to {real} (a symlink); nothing was written: remove the link and run "
+            "this again, or install for every project with --user"
+        )
 
 
 def move_out_of_shared(agent: str, target: SettingsFile, base: Path) -> SettingsChange | None:

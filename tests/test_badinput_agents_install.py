@@ -103,6 +103,44 @@ def test_a_dangling_symlink_is_refused_and_left_alone(
     assert sorted(p.name for p in link.parent.iterdir()) == ["hooks.json"]
 
 
+@pytest.mark.parametrize("linked", ["file", "folder"])
+def test_a_project_settings_link_out_of_the_project_is_refused(
+    linked: str, tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: a cloned repository could commit `.claude/settings.local.json` (or `.claude/` itself) as a
+    symlink to any file of the user's, and `cairn install claude-code --project` wrote Cairn's hook there."""
+    project = tmp_path / "project"
+    outside = tmp_path / "elsewhere"
+    outside.mkdir(parents=True)
+    (outside / "settings.local.json").write_text(json.dumps(THEIRS))
+    (project / ".claude").parent.mkdir(parents=True)
+    if linked == "file":
+        (project / ".claude").mkdir()
+        (project / ".claude" / "settings.local.json").symlink_to(outside / "settings.local.json")
+    else:
+        (project / ".claude").symlink_to(outside)
+    done = run_cairn("install", "claude-code", "--project", str(project), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout
+    assert done.stderr.count("\n") == 1 and "leads out of the project" in done.stderr
+    assert json.loads((outside / "settings.local.json").read_text()) == THEIRS
+    assert sorted(p.name for p in outside.iterdir()) == ["settings.local.json"]
+
+
+def test_a_project_settings_link_within_the_project_is_written_through(
+    tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """A link inside the project (a team keeping its agent files in one folder) stays a link, written through."""
+    project = tmp_path / "project"
+    (project / "agent").mkdir(parents=True)
+    (project / "agent" / "settings.json").write_text("{}\n")
+    (project / ".codex").mkdir()
+    (project / ".codex" / "hooks.json").symlink_to(project / "agent" / "settings.json")
+    done = run_cairn("install", "codex", "--project", str(project), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (project / ".codex" / "hooks.json").is_symlink()
+    assert "cairn hook" in (project / "agent" / "settings.json").read_text()
+
+
 @pytest.mark.parametrize("command", ["install", "uninstall"])
 def test_settings_that_are_not_utf8_are_one_line_and_untouched(
     command: str, tmp_path: Path, configured: VaultRepo
