@@ -211,6 +211,38 @@ def test_init_that_cannot_make_its_first_commit_leaves_nothing_behind(tmp_path: 
     assert again.returncode == 0, again.stderr
 
 
+def test_init_fills_the_clone_of_an_empty_repository_and_keeps_its_git_on_failure(tmp_path: Path) -> None:
+    """Bug fixed: a team makes an empty repository on its forge, clones it, and runs `cairn init` there: it said
+    "not empty" (the clone's .git). The vault now goes into it, its remote kept; a failed first commit removes what
+    init wrote but never that .git. A clone with a commit is still refused."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    clone = tmp_path / "lessons"
+    subprocess.run(["git", "clone", "-q", str(remote), str(clone)], check=True, capture_output=True)
+    failed = invoke_cli(["init", str(clone), "--no-register"], env=FAILING_SIGNER)
+    assert failed.returncode == 1 and "gpg failed to sign" in failed.stderr
+    assert [p.name for p in clone.iterdir()] == [".git"]
+    done = invoke_cli(["init", str(clone), "--no-register"])
+    assert done.returncode == 0, done.stderr
+    assert (clone / "cairn.toml").is_file()
+    git = ["git", "-C", str(clone)]
+    origin = subprocess.run([*git, "remote", "get-url", "origin"], capture_output=True, text=True, check=True)
+    assert origin.stdout.strip() == str(remote)
+    log = subprocess.run([*git, "log", "--format=%s"], capture_output=True, text=True, check=True)
+    assert log.stdout.splitlines() == ["Start a Cairn vault from the template"]
+    subprocess.run([*git, "push", "-q", "origin", "HEAD"], check=True, capture_output=True)
+    again = tmp_path / "again"
+    subprocess.run(["git", "clone", "-q", str(remote), str(again)], check=True, capture_output=True)
+    (again / "cairn.toml").unlink()
+    subprocess.run(["git", "-C", str(again), "commit", "-qam", "no config"], check=True, capture_output=True)
+    for child in again.iterdir():
+        if child.name != ".git":
+            subprocess.run(["git", "-C", str(again), "rm", "-rq", child.name], check=True)
+    subprocess.run(["git", "-C", str(again), "commit", "-qm", "empty tree"], check=True, capture_output=True)
+    refused = invoke_cli(["init", str(again), "--no-register"])
+    assert refused.returncode == 1 and "is not empty" in refused.stderr
+
+
 def test_demo_that_cannot_make_its_first_commit_says_to_run_demo_again(tmp_path: Path) -> None:
     """The demo makes its vault with init's code, whose failure said "then run `cairn init` again"."""
     signing = FAILING_SIGNER

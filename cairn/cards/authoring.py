@@ -32,7 +32,8 @@ def template_dir() -> Path:
 
 
 def init_vault(path: Path, *, again: str = "cairn init") -> str:
-    """Copy the template into a new or empty folder, `git init` it and make the first commit; returns the commit.
+    """Copy the template into a new or empty folder (or the clone of an empty repository), `git init` it and make
+    the first commit; returns the commit.
 
     All or nothing: when any step fails (git cannot commit, Ctrl-C), what it made is removed (the folders it
     created; the contents of the empty folder it was given), so `cairn init` can simply be run again. again: the
@@ -44,7 +45,8 @@ def init_vault(path: Path, *, again: str = "cairn init") -> str:
             f"{path} is a symlink to {os.readlink(path)}, which does not exist; make that folder or choose a new one "
             "(nothing was written)"
         )
-    if path.is_dir() and any(path.iterdir()):
+    kept = _empty_clone(path)  # `git clone` of a new, empty repository: the vault goes into it, its .git kept
+    if path.is_dir() and any(child.name not in kept for child in path.iterdir()):
         raise CairnError(f"{path} is not empty; choose a new folder (nothing was written)")
     created = _first_missing(path)
     path.mkdir(parents=True, exist_ok=True)
@@ -65,8 +67,19 @@ def init_vault(path: Path, *, again: str = "cairn init") -> str:
                     f"there), then run `{again}` again; nothing was kept at {path}"
                 ) from None
     except BaseException:
-        _undo_init(path, created)
+        _undo_init(path, created, kept)
         raise
+
+
+def _empty_clone(path: Path) -> frozenset[str]:
+    """`{".git"}` when `path` holds nothing but a repository with no commit yet (a clone of a new, empty repository,
+    or a bare `git init`), which init may fill; else nothing (a folder with a commit already is not init's)."""
+    git_dir = path / ".git"
+    if not path.is_dir() or path.is_symlink() or not git_dir.is_dir() or git_dir.is_symlink():
+        return frozenset()
+    if [child.name for child in path.iterdir()] != [".git"]:
+        return frozenset()
+    return frozenset({".git"}) if gitrepo.has_no_refs(path) else frozenset()
 
 
 def _first_missing(path: Path) -> Path | None:
@@ -79,12 +92,15 @@ def _first_missing(path: Path) -> Path | None:
     return missing
 
 
-def _undo_init(path: Path, created: Path | None) -> None:
-    """Remove what a failed `init_vault` made: the folders it created, else the contents of the empty folder."""
+def _undo_init(path: Path, created: Path | None, kept: frozenset[str] = frozenset()) -> None:
+    """Remove what a failed `init_vault` made: the folders it created, else the contents of the empty folder (but
+    `kept`, the empty clone's own .git)."""
     if created is not None:
         shutil.rmtree(created, ignore_errors=True)
         return
     for child in path.iterdir() if path.is_dir() else ():
+        if child.name in kept:
+            continue
         if child.is_dir() and not child.is_symlink():
             shutil.rmtree(child, ignore_errors=True)
         else:

@@ -66,7 +66,8 @@ def _vault_name(ctx: click.Context, param: click.Parameter, value: str | None) -
 @errors_to_exit
 def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -> None:
     """Create a vault at PATH from the template, `git init` it, commit and index it, install its git hooks and
-    (asked on a terminal, or with --register) add it to the vaults the prompt hook serves.
+    (asked on a terminal, or with --register) add it to the vaults the prompt hook serves. PATH is a new folder, an
+    empty one, or the clone of a new, empty repository (its remote is kept: `git push` shares the vault).
 
     \b
     Example:
