@@ -14,7 +14,16 @@ def write_atomic(target: Path, data: bytes, *, overwrite: bool = True, mode: int
 
     With overwrite=False an existing target raises CardExists and is left untouched.
     """
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):  # a file where a folder of the path goes
+        blocker = next((p for p in (target.parent, *target.parent.parents) if p.exists() and not p.is_dir()), None)
+        if blocker is None:
+            raise
+        raise RefusedWrite(
+            f"{blocker} is a file where the folder for {target} goes; move it away and run this again "
+            "(nothing was written)"
+        ) from None
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name[:40]}.", suffix=".tmp", dir=target.parent)
     tmp = Path(tmp_name)
     try:

@@ -126,6 +126,19 @@ def test_a_project_settings_link_out_of_the_project_is_refused(
     assert sorted(p.name for p in outside.iterdir()) == ["settings.local.json"]
 
 
+def test_a_file_where_the_settings_folder_goes_is_named_with_what_to_do(
+    tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: `~/.claude` (or a project's `.claude`) a file, not a folder: install said only "File exists"."""
+    (isolated_env / ".claude").write_text("notes\n")
+    done = run_cairn("install", "claude-code", "--user", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1
+    assert f"{isolated_env / '.claude'} is a file where the folder for" in done.stderr
+    assert "move it away" in done.stderr
+    assert (isolated_env / ".claude").read_text() == "notes\n"
+
+
 def test_a_project_settings_link_within_the_project_is_written_through(
     tmp_path: Path, isolated_env: Path, configured: VaultRepo
 ) -> None:
