@@ -17,6 +17,7 @@ import pytest
 from cairn.cli import cli
 from cairn.hot.hook import FORMATS, HELP
 from helpers.cli import invoke_cli
+from helpers.vaults import run_cairn
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE_CARDS = ROOT / "cairn" / "templates" / "vault" / "cards"
@@ -513,3 +514,19 @@ def test_eval_reads_the_served_ref_and_worktree_the_working_tree(template_vault:
     assert worktree.returncode == 0, worktree.stderr
     assert json.loads(worktree.stdout)["recall@1"] == 1.0
     assert "instead of the served ref" in _help_text(("eval",))
+
+
+# --- the template's cairn.toml ------------------------------------------------------------------------------------
+
+
+def test_the_template_cairn_toml_suggests_a_disable_a_vault_may_make(tmp_path: Path) -> None:
+    """Bug fixed: the template's cairn.toml suggested `disable = ["prompt-injection"]` "for a vault of security
+    lessons", which lint refuses to honour (security-disable: only the user's own configuration can allow it)."""
+    vault = tmp_path / "team-lessons"
+    assert run_cairn("init", str(vault), "--no-register", "--no-git-hooks", cwd=tmp_path).returncode == 0
+    toml = vault / "cairn.toml"
+    [example] = re.findall(r"switches off, e\.g\. (\[[^\]]*\])", toml.read_text(encoding="utf-8"))
+    toml.write_text(toml.read_text(encoding="utf-8").replace("\ndisable = []\n", f"\ndisable = {example}\n"))
+    done = run_cairn("lint", "--strict", cwd=vault)
+    assert (done.returncode, done.stdout) == (0, ""), done.stdout
+    assert "0 warnings" in done.stderr and "security-disable" not in done.stderr, done.stderr
