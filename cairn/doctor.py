@@ -67,8 +67,8 @@ def _python() -> Check:
 
 
 def _relative_folders(env: dict[str, str]) -> list[Check]:
-    """A relative `CAIRN_CACHE_DIR` or `CAIRN_STATE_DIR`, which Cairn ignores (`cairn.hot.cache_folder`): in the hook
-    it would name a folder of the agent's project."""
+    """A relative `CAIRN_CACHE_DIR` or `CAIRN_STATE_DIR`, or XDG folder, which Cairn ignores (`cairn.hot.cache_folder`,
+    `xdg_is_set`): in the hook it would name a folder of the agent's project."""
     return [
         Check(
             "folders",
@@ -77,7 +77,7 @@ def _relative_folders(env: dict[str, str]) -> list[Check]:
             f"{name}={env[name]} is relative, so Cairn ignores it (the hook would read it in the agent's project)",
             f"set {name} to an absolute path",
         )
-        for name in ("CAIRN_CACHE_DIR", "CAIRN_STATE_DIR")
+        for name in ("CAIRN_CACHE_DIR", "CAIRN_STATE_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME")
         if env.get(name) and not os.path.isabs(env[name])
     ]
 

@@ -546,3 +546,16 @@ def test_a_relative_cache_or_state_folder_is_never_the_agents_project(
         ("CAIRN_STATE_DIR", "set CAIRN_STATE_DIR to an absolute path"),
     ]
     assert done.returncode == 1
+
+
+def test_doctor_names_a_relative_xdg_folder_as_the_readme_says(home: Path, tmp_path: Path) -> None:
+    """Bug fixed: the README says a relative cache folder variable is ignored "and `cairn doctor` names it"; doctor
+    named a relative CAIRN_CACHE_DIR or CAIRN_STATE_DIR but said nothing of a relative XDG_CACHE_HOME,
+    XDG_STATE_HOME or XDG_CONFIG_HOME, which Cairn ignores as well."""
+    team = team_vault(tmp_path / "team-lessons")
+    register(team.root, "team")
+    relative = {"XDG_CONFIG_HOME": "xdg-config", "XDG_CACHE_HOME": "xdg-cache", "XDG_STATE_HOME": "xdg-state"}
+    done = run_cairn("doctor", "--json", cwd=tmp_path, env=relative)
+    failed = [(c["subject"], c["fix"]) for c in json.loads(done.stdout)["checks"] if c["area"] == "folders"]
+    assert failed == [(name, f"set {name} to an absolute path") for name in relative]
+    assert done.returncode == 1
