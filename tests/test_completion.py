@@ -84,4 +84,10 @@ def test_the_bash_script_completes_card_ids_and_vault_names_from_what_is_built(
     assert complete("cairn", "show", "--vault", "notes", "", cwd=tmp_path) == []
     assert complete("cairn", "sync", "", cwd=tmp_path) == ["team", "notes"]
     assert complete("cairn", "vault", "remove", "n", cwd=tmp_path) == ["notes"]
+    # --vault takes a configured vault's NAME too (README: Tab completes "the configured vaults' names"); a name
+    # matching none completes folders, as before
+    assert complete("cairn", "list", "--vault", "", cwd=tmp_path) == ["team", "notes"]
+    assert complete("cairn", "recall", "--vault", "t", cwd=tmp_path) == ["team"]
+    assert complete("cairn", "recall", "--vault", "no", cwd=tmp_path) == ["notes"]
+    assert complete("cairn", "lint", "--vault", "not", cwd=vault_repo.root) == ["notes"]
     assert sorted(p.name for p in cache_dir().rglob("*")) == cache  # nothing built, nothing written

@@ -40,6 +40,13 @@ def complete_vault_name(ctx: click.Context, param: click.Parameter, incomplete: 
         return []
 
 
+def complete_vault(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """Tab completion of --vault: the configured vaults' names that match, else folders (the option takes both)."""
+    from click.shell_completion import CompletionItem
+
+    return complete_vault_name(ctx, param, incomplete) or [CompletionItem(incomplete, type="dir")]
+
+
 def complete_card_id(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
     """Tab completion of a card id from the indexes Cairn already built: the vault --vault names (or
     $CAIRN_VAULT, the vault around the current folder, the one configured vault), else every configured vault's
@@ -80,6 +87,7 @@ vault_option = click.option(
     type=click.Path(file_okay=False, path_type=str),
     multiple=True,
     callback=_one_vault,
+    shell_complete=complete_vault,
     help="The vault: a folder, or the NAME of a configured vault (default: $CAIRN_VAULT, else the vault around the "
     "current folder, else the one configured vault; see `cairn vault list`).",
 )
