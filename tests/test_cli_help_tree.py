@@ -44,6 +44,15 @@ def test_every_command_in_the_tree_has_help_with_an_example_of_itself(path: tupl
     assert re.search(re.escape(" ".join(("cairn", *path))) + r"(\s|$)", example), example
 
 
+@pytest.mark.parametrize("path", COMMAND_PATHS, ids=lambda p: " ".join(("cairn", *p)))
+def test_the_help_text_before_its_examples_wraps_to_the_terminal(path: tuple[str, ...]) -> None:
+    """Bug fixed: `cairn show --help` printed its NAME:ID sentence as one 104-column line (a stray `\\b` kept click
+    from wrapping it); the prose wraps at 80 columns like every other command's."""
+    done = invoke_cli([*path, "--help"])
+    prose = done.stdout.split("Example", 1)[0]
+    assert [line for line in prose.splitlines() if len(line) > 80] == []
+
+
 def test_the_installed_cairn_help_shows_examples(tmp_path: object) -> None:
     """`cairn --help`, the first thing a new user runs, had only a "Start here" list and no Example section."""
     done = run_cairn("--help", cwd=tmp_path)  # type: ignore[arg-type]

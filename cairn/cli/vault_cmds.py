@@ -528,7 +528,6 @@ def _indexed_ref(index_file: Path) -> str:
 def show(card_id: str, worktree: bool, vault_path: str | None, as_json: bool) -> None:
     """Print the whole card ID with its provenance.
 
-    \b
     ID may be NAME:ID as `recall`, `explain` and the prompt hook show a card of the configured vault NAME.
 
     \b
