@@ -188,3 +188,32 @@ def test_codex_hooks_in_config_toml_are_seen_by_doctor_and_uninstall(
         "[[hooks.UserPromptSubmit]] entry by hand\n"
     )
     assert "/gone/venv/bin/cairn" in config.read_text()
+
+
+def test_the_install_help_example_for_a_shared_file_runs_as_written_without_a_warning(isolated_env: Path) -> None:
+    """Bug fixed: `cairn install --help` showed `cairn install codex --project ~/work/acme --vault ~/team-lessons`,
+    which writes this machine's folder into the file every teammate commits: install itself then warns to register
+    the vault by name and install with `--vault team`. The example now does that, after `cairn vault add`'s own."""
+    [vault_add] = [line for line in _examples("vault", "add") if line.endswith("--name team")]
+    [codex] = [line for line in _examples("install") if line.startswith("cairn install codex ")]
+    cairn_dir = Path(cairn_executable()).parent
+    script = f"cairn init ~/team-lessons --no-register --no-git-hooks\n{vault_add}\nmkdir -p ~/work/acme\n{codex}\n"
+    done = subprocess.run(
+        ["sh", "-e", "-c", script],
+        cwd=isolated_env,
+        env={**os.environ, "PATH": f"{cairn_dir}{os.pathsep}{os.environ['PATH']}"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "a folder of this machine" not in done.stdout, done.stdout
+    hooks = (isolated_env / "work" / "acme" / ".codex" / "hooks.json").read_text(encoding="utf-8")
+    assert "--vault team" in hooks and str(isolated_env) not in hooks
+
+
+def _examples(*command: str) -> list[str]:
+    done = run_cairn(*command, "--help", cwd=Path.cwd())
+    return [
+        line.strip() for line in done.stdout.split("Example", 1)[1].splitlines() if line.strip().startswith("cairn ")
+    ]

@@ -74,7 +74,7 @@ def install_cmd(
     \b
     Examples:
       cairn install claude-code --user
-      cairn install codex --project ~/work/acme --vault ~/team-lessons
+      cairn install codex --project ~/work/acme --vault team
       cairn install git-hooks --vault ~/team-lessons
     """
     executable = install.cairn_executable()
