@@ -109,3 +109,35 @@ def test_ctrl_c_in_the_hook_is_the_same(vault_repo: VaultRepo) -> None:
     make_vault(vault_repo)
     code, out, err = _interrupted(["hook", "--format", "text", "--vault", str(vault_repo.root)], vault_repo.root)
     assert (code, out, err.strip()) == (130, "", "Interrupted.")
+
+
+def test_sigterm_in_init_leaves_no_half_made_vault(tmp_path: Path) -> None:
+    """SIGTERM (`timeout`, `kill`, an IDE's stop button) ended the process where it stood: a `cairn init` stopped
+    before its first commit left the template's files and a `.git` with no commit, and running it again said only
+    "not empty; choose a new folder". It now cleans up as Ctrl-C does: one line, exit 143, nothing left."""
+    mark = tmp_path / "signing"
+    signer = tmp_path / "gpg"  # git signs the first commit with this: it says it started, then waits to be stopped
+    signer.write_text(f'#!/bin/sh\necho $$ > "{mark}.tmp" && mv "{mark}.tmp" "{mark}"\nexec sleep 60\n')
+    signer.chmod(0o755)
+    env = dict(os.environ, GIT_CONFIG_COUNT="2", GIT_CONFIG_KEY_0="commit.gpgSign", GIT_CONFIG_VALUE_0="true")
+    env.update(GIT_CONFIG_KEY_1="gpg.program", GIT_CONFIG_VALUE_1=str(signer))
+    target = tmp_path / "vault"
+    with subprocess.Popen(
+        [cairn_executable(), "init", str(target), "--no-register"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    ) as process:
+        deadline = time.monotonic() + 60
+        while not mark.exists():
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "git never signed the first commit"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    os.kill(int(mark.read_text()), signal.SIGKILL)  # the signer git still waits on
+    assert process.returncode == 143, (out, err)
+    assert err.strip() == "Terminated.", err
+    assert not target.exists(), sorted(p.name for p in target.iterdir())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import signal
 from typing import Any
 
 import click
@@ -58,6 +59,17 @@ OTHER_WORDS: dict[str, str] = {
 
 
 INTERRUPTED = 130  # 128 + SIGINT: what a shell reports for a command stopped by Ctrl-C
+TERMINATED = 143  # 128 + SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`timeout`, `kill`, a service manager or an editor stopping a task), raised where the command stands
+    as Ctrl-C is: the default action ended the process there, so a `cairn init` stopped before its first commit left a
+    half-made vault, and no temp file was removed. Every cleanup a Ctrl-C runs now runs for it too."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 class LazyGroup(click.Group):
@@ -80,12 +92,18 @@ class LazyGroup(click.Group):
         a rename), so an interrupted command leaves each file as it was or as it was meant to be."""
         try:
             return super().invoke(ctx)
+        except Terminated:
+            click.echo("Terminated.", err=True)
+            raise click.exceptions.Exit(TERMINATED) from None
         except KeyboardInterrupt:
             click.echo("\nInterrupted.", err=True)  # the newline closes the terminal's ^C echo
             raise click.exceptions.Exit(INTERRUPTED) from None
         except click.exceptions.Abort as abort:
             if not isinstance(abort.__context__, KeyboardInterrupt):
                 raise  # end of input at a question: click's "Aborted!", exit 1
+            if isinstance(abort.__context__, Terminated):
+                click.echo("Terminated.", err=True)
+                raise click.exceptions.Exit(TERMINATED) from None
             click.echo("Interrupted.", err=True)  # click.prompt has closed the ^C echo
             raise click.exceptions.Exit(INTERRUPTED) from None
 
@@ -115,4 +133,6 @@ def cli() -> None:
 
 
 def main(args: list[str] | None = None) -> Any:
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # one its parent set to be ignored stays ignored
+        signal.signal(signal.SIGTERM, _terminate)
     return cli.main(args=args, prog_name="cairn")
