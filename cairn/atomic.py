@@ -27,10 +27,13 @@ def write_atomic(target: Path, data: bytes, *, overwrite: bool = True, mode: int
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name[:40]}.", suffix=".tmp", dir=target.parent)
     tmp = Path(tmp_name)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            raise named(exc, target) from None
         os.chmod(tmp, mode)
         if overwrite:
             os.replace(tmp, target)
@@ -45,6 +48,14 @@ def write_atomic(target: Path, data: bytes, *, overwrite: bool = True, mode: int
                 os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def named(exc: OSError, target: str | os.PathLike[str]) -> OSError:
+    """`exc` with the file it was writing named: a write through a descriptor (a full disk, a file size limit) names
+    none, and the error said only "File too large"."""
+    if exc.filename is not None:
+        return exc
+    return type(exc)(exc.errno, exc.strerror, os.fspath(target))
 
 
 def ensure_inside(folder: Path, target: Path) -> None:

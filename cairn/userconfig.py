@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from cairn.atomic import named
 from cairn.hot import userconfig as reader
 from cairn.hot.errors import ConfigError
 from cairn.hot.userconfig import UserConfig, VaultEntry, config_file, load_config, load_vaults
@@ -258,6 +259,8 @@ def _write_checked(file: str, text: str, env: Mapping[str, str], expect: Sequenc
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o600)
         os.replace(tmp, file)
+    except OSError as exc:
+        raise named(exc, file) from None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

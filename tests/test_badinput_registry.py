@@ -95,6 +95,36 @@ def test_vault_adds_at_once_keep_every_entry(tmp_path: Path) -> None:
     assert config_path().read_text("utf-8").startswith("# keep me\n")
 
 
+def test_vault_add_past_a_file_size_limit_names_the_file_and_the_fix(tmp_path: Path) -> None:
+    """A full disk or a file size limit (`ulimit -f`) stopped the write of the configuration with "Error: File too
+    large" alone: no file, nothing to do. The configuration stays as it was and no temp file is left beside it."""
+    import resource
+    import sys
+
+    folder = tmp_path / "vault"
+    (folder / "cards").mkdir(parents=True)
+    (folder / "cairn.toml").write_text("", encoding="utf-8")
+    config_path().parent.mkdir(parents=True)
+    config_path().write_text("# keep me\n", encoding="utf-8")
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4, 4))
+
+    done = subprocess.run(
+        [sys.executable, "-c", "from cairn.cli import main; main()", "vault", "add", str(folder)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        preexec_fn=limit,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith(f"Error: File too large ({config_path()}): "), done.stderr
+    assert "ulimit -f" in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+    assert config_path().read_text("utf-8") == "# keep me\n"
+    assert [p.name for p in config_path().parent.iterdir()] == ["config.toml"]
+
+
 HAND_WRITTEN = """\
 # my vaults
 [[vaults]]  # the team's lessons

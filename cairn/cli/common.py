@@ -126,6 +126,8 @@ def where_to_read(ref: str | None, worktree: bool) -> None:
 # What to do about the operating system's refusals that a user can fix.
 _OS_HINTS = {
     errno.ENOSPC: "the disk is full; free some space, or point CAIRN_CACHE_DIR / CAIRN_STATE_DIR at another disk",
+    errno.EFBIG: "a file size limit (`ulimit -f`) or the file system stopped the write; raise the limit or free some "
+    "space, then run this again",
     errno.EDQUOT: "the disk quota is used up; free some space, or point CAIRN_CACHE_DIR / CAIRN_STATE_DIR elsewhere",
     errno.EROFS: "that file system is read-only; point CAIRN_CACHE_DIR / CAIRN_STATE_DIR at a writable folder",
     errno.EACCES: "permission denied; check the folder's owner and mode",
