@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shlex
 import shutil
 import subprocess
@@ -471,6 +472,47 @@ def test_a_held_lock_says_who_holds_it_and_what_to_do(tmp_path: Path, monkeypatc
         holder.communicate("")
     with store.writer_lock(index_file):  # a lock its holder left (it ended) is free at once
         assert index_file.with_name(index_file.name + ".lock").read_text() == str(os.getpid())
+
+
+def test_an_index_waiting_on_a_held_lock_says_so_at_once(tmp_path: Path) -> None:
+    """`cairn index` behind another that holds the vault's lock (one stopped with Ctrl-Z in another terminal) waited
+    up to 10 minutes without a word. Past a moment it says what it waits for and how to end the wait, then waits on:
+    once the holder lets go it indexes as usual."""
+    author, index_file = _indexed(tmp_path)
+    holder = subprocess.Popen(
+        [
+            "python3",
+            "-c",
+            "import fcntl, os, sys; f = open(sys.argv[1], 'r+b'); fcntl.flock(f, fcntl.LOCK_EX); "
+            "f.truncate(0); f.write(str(os.getpid()).encode()); f.flush(); print('held', flush=True); sys.stdin.read()",
+            str(index_file.with_name(index_file.name + ".lock")),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    with subprocess.Popen(
+        [cairn_executable(), "index", "--rebuild"],
+        cwd=author.root,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as waiting:
+        try:
+            assert waiting.stderr is not None
+            ready, _, _ = select.select([waiting.stderr], [], [], 60)  # before this fix: nothing until the holder ended
+            told = waiting.stderr.readline() if ready else ""
+        finally:
+            holder.communicate("")
+        out, err = waiting.communicate(timeout=60)
+    assert told == (
+        f"Waiting for another Cairn process (pid {holder.pid}), which is writing the index at {index_file}; "
+        f"stop it if it is stuck (`kill {holder.pid}`), or press Ctrl-C to stop this one.\n"
+    )
+    assert waiting.returncode == 0, err
+    assert out.startswith("Indexed 1 cards at ") and err == "", (out, err)
 
 
 def test_a_teammates_settings_cannot_fake_a_sync_line(tmp_path: Path) -> None:

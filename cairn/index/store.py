@@ -214,6 +214,9 @@ def _updated_postings(
 
 
 LOCK_WAIT_SECONDS = 600.0  # a full index of 100,000 cards takes minutes; a holder past this is stuck, not busy
+LOCK_NOTICE_SECONDS = (
+    2.0  # a wait longer than this says what it waits for (a short one, two writers at once, is silent)
+)
 
 
 class IndexBusy(CairnError):
@@ -275,14 +278,20 @@ def file_lock(lock_path: Path, doing: str, wait: float | None = None) -> Iterato
         raise
     with os.fdopen(fd, "r+b") as handle:
         paths.private_file(str(lock_path))
-        deadline = time.monotonic() + (LOCK_WAIT_SECONDS if wait is None else wait)
+        started = time.monotonic()
+        deadline = started + (LOCK_WAIT_SECONDS if wait is None else wait)
+        told = False
         while True:
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                if time.monotonic() > deadline:
+                now = time.monotonic()
+                if now > deadline:
                     raise IndexBusy(_busy_message(handle, doing, wait)) from None
+                if not told and now - started > LOCK_NOTICE_SECONDS:
+                    told = True  # else a holder stopped with Ctrl-Z kept this one silent for up to 10 minutes
+                    _tell_waiting(handle, doing)
                 time.sleep(0.05)
         try:  # the holder's pid, for `_busy_message` only: a full disk or a file size limit does not stop the lock
             os.ftruncate(handle.fileno(), 0)
@@ -292,10 +301,27 @@ def file_lock(lock_path: Path, doing: str, wait: float | None = None) -> Iterato
         yield
 
 
-def _busy_message(handle: IO[bytes], doing: str, waited: float | None) -> str:
+def _holder(handle: IO[bytes]) -> tuple[str, str]:
+    """Who holds the lock (` (pid N)`, or nothing when it wrote no pid) and how to stop it."""
     handle.seek(0)
     pid = handle.read(16).decode("ascii", "replace").strip()
-    who, stop = (f" (pid {pid})", f"`kill {pid}`") if pid.isdigit() else ("", "find it with `ps`")
+    return (f" (pid {pid})", f"`kill {pid}`") if pid.isdigit() else ("", "find it with `ps`")
+
+
+def _tell_waiting(handle: IO[bytes], doing: str) -> None:
+    who, stop = _holder(handle)
+    try:
+        sys.stderr.write(
+            f"Waiting for another Cairn process{who}, which is {doing}; stop it if it is stuck ({stop}), or press "
+            "Ctrl-C to stop this one.\n"
+        )
+        sys.stderr.flush()
+    except (OSError, ValueError):  # no stderr to tell (a closed one): wait all the same
+        pass
+
+
+def _busy_message(handle: IO[bytes], doing: str, waited: float | None) -> str:
+    who, stop = _holder(handle)
     wait = f"{LOCK_WAIT_SECONDS if waited is None else waited:g} s"
     return (
         f"another Cairn process{who} is {doing} and has held its lock for over {wait}; wait for it, or stop it if it "
