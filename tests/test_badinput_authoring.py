@@ -243,6 +243,29 @@ def test_init_fills_the_clone_of_an_empty_repository_and_keeps_its_git_on_failur
     assert refused.returncode == 1 and "is not empty" in refused.stderr
 
 
+def test_init_past_a_file_size_limit_is_one_short_line_and_leaves_nothing(tmp_path: Path) -> None:
+    """A full disk or a file size limit (`ulimit -f`) while the template is copied: the error was Python's list of
+    every file that failed (source, destination and error each, 5,000 characters on one line), with nothing to do."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
+
+    target = tmp_path / "lessons"
+    done = subprocess.run(
+        [cairn_executable(), "init", str(target), "--no-register"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        preexec_fn=limit,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    line = _one_error_line(done.stderr)
+    assert len(line) < 250 + 3 * len(str(target)) and "File too large" in line and "ulimit -f" in line, line
+    assert "nothing was kept" in line and "[(" not in line, line
+    assert not target.exists()
+
+
 def test_demo_that_cannot_make_its_first_commit_says_to_run_demo_again(tmp_path: Path) -> None:
     """The demo makes its vault with init's code, whose failure said "then run `cairn init` again"."""
     signing = FAILING_SIGNER

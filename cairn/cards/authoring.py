@@ -51,7 +51,7 @@ def init_vault(path: Path, *, again: str = "cairn init") -> str:
     created = _first_missing(path)
     path.mkdir(parents=True, exist_ok=True)
     try:
-        shutil.copytree(template_dir(), path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+        _copy_template(path, again)
         from cairn import __version__, install  # the workflow installs the Cairn that made the vault
 
         install.pin_workflow_version(path, __version__)
@@ -80,6 +80,33 @@ def _empty_clone(path: Path) -> frozenset[str]:
     if [child.name for child in path.iterdir()] != [".git"]:
         return frozenset()
     return frozenset({".git"}) if gitrepo.has_no_refs(path) else frozenset()
+
+
+def _copy_template(path: Path, again: str) -> None:
+    """Copy the template into `path`. A file that cannot be written (a full disk, a file size limit) is said in one
+    line: `copytree` goes on past it and raises a list of every file that failed, thousands of characters long."""
+    failed: list[tuple[OSError, str]] = []
+
+    def copy(src: str, dst: str) -> object:
+        try:
+            return shutil.copy2(src, dst)
+        except OSError as exc:
+            failed.append((exc, dst))
+            raise
+
+    try:
+        shutil.copytree(
+            template_dir(), path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"), copy_function=copy
+        )
+    except shutil.Error:
+        if not failed:
+            raise
+        exc, dst = failed[0]
+        raise CairnError(
+            f"the vault template could not be copied into {path} ({exc.strerror or exc}: {dst}); free some space or "
+            f"raise the file size limit (`ulimit -f`), check the folder is writable, then run `{again}` again; "
+            f"nothing was kept at {path}"
+        ) from None
 
 
 def _first_missing(path: Path) -> Path | None:
