@@ -111,10 +111,12 @@ def test_ctrl_c_in_the_hook_is_the_same(vault_repo: VaultRepo) -> None:
     assert (code, out, err.strip()) == (130, "", "Interrupted.")
 
 
-def test_sigterm_in_init_leaves_no_half_made_vault(tmp_path: Path) -> None:
-    """SIGTERM (`timeout`, `kill`, an IDE's stop button) ended the process where it stood: a `cairn init` stopped
-    before its first commit left the template's files and a `.git` with no commit, and running it again said only
-    "not empty; choose a new folder". It now cleans up as Ctrl-C does: one line, exit 143, nothing left."""
+@pytest.mark.parametrize(("signum", "line"), [(signal.SIGTERM, "Terminated."), (signal.SIGHUP, "Hangup.")])
+def test_sigterm_in_init_leaves_no_half_made_vault(tmp_path: Path, signum: signal.Signals, line: str) -> None:
+    """SIGTERM (`timeout`, `kill`, an IDE's stop button) or SIGHUP (the terminal closed) ended the process where it
+    stood: a `cairn init` stopped before its first commit left the template's files and a `.git` with no commit, and
+    running it again said only "not empty; choose a new folder". It now cleans up as Ctrl-C does: one line, exit
+    128 + the signal's number, nothing left."""
     mark = tmp_path / "signing"
     signer = tmp_path / "gpg"  # git signs the first commit with this: it says it started, then waits to be stopped
     signer.write_text(f'#!/bin/sh\necho $$ > "{mark}.tmp" && mv "{mark}.tmp" "{mark}"\nexec sleep 60\n')
@@ -135,9 +137,9 @@ def test_sigterm_in_init_leaves_no_half_made_vault(tmp_path: Path) -> None:
             assert process.poll() is None, process.communicate()
             assert time.monotonic() < deadline, "git never signed the first commit"
             time.sleep(0.05)
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(signum)
         out, err = process.communicate(timeout=60)
     os.kill(int(mark.read_text()), signal.SIGKILL)  # the signer git still waits on
-    assert process.returncode == 143, (out, err)
-    assert err.strip() == "Terminated.", err
+    assert process.returncode == 128 + signum, (out, err)
+    assert err.strip() == line, err
     assert not target.exists(), sorted(p.name for p in target.iterdir())

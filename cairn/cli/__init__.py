@@ -59,17 +59,22 @@ OTHER_WORDS: dict[str, str] = {
 
 
 INTERRUPTED = 130  # 128 + SIGINT: what a shell reports for a command stopped by Ctrl-C
-TERMINATED = 143  # 128 + SIGTERM
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM (`timeout`, `kill`, a service manager or an editor stopping a task), raised where the command stands
-    as Ctrl-C is: the default action ended the process there, so a `cairn init` stopped before its first commit left a
-    half-made vault, and no temp file was removed. Every cleanup a Ctrl-C runs now runs for it too."""
+    """SIGTERM (`timeout`, `kill`, a service manager or an editor stopping a task) or SIGHUP (its terminal closed),
+    raised where the command stands as Ctrl-C is: the default action ended the process there, so a `cairn init`
+    stopped before its first commit left a half-made vault, and no temp file was removed. Every cleanup a Ctrl-C
+    runs now runs for it too; the command ends as the shell reports that signal (128 + its number)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.status = 128 + signum
+        self.line = "Hangup." if signum == signal.SIGHUP else "Terminated."
 
 
 def _terminate(signum: int, frame: object) -> None:
-    raise Terminated
+    raise Terminated(signum)
 
 
 class LazyGroup(click.Group):
@@ -92,9 +97,9 @@ class LazyGroup(click.Group):
         a rename), so an interrupted command leaves each file as it was or as it was meant to be."""
         try:
             return super().invoke(ctx)
-        except Terminated:
-            click.echo("Terminated.", err=True)
-            raise click.exceptions.Exit(TERMINATED) from None
+        except Terminated as stopped:
+            click.echo(stopped.line, err=True)
+            raise click.exceptions.Exit(stopped.status) from None
         except KeyboardInterrupt:
             click.echo("\nInterrupted.", err=True)  # the newline closes the terminal's ^C echo
             raise click.exceptions.Exit(INTERRUPTED) from None
@@ -102,8 +107,8 @@ class LazyGroup(click.Group):
             if not isinstance(abort.__context__, KeyboardInterrupt):
                 raise  # end of input at a question: click's "Aborted!", exit 1
             if isinstance(abort.__context__, Terminated):
-                click.echo("Terminated.", err=True)
-                raise click.exceptions.Exit(TERMINATED) from None
+                click.echo(abort.__context__.line, err=True)
+                raise click.exceptions.Exit(abort.__context__.status) from None
             click.echo("Interrupted.", err=True)  # click.prompt has closed the ^C echo
             raise click.exceptions.Exit(INTERRUPTED) from None
 
@@ -133,6 +138,7 @@ def cli() -> None:
 
 
 def main(args: list[str] | None = None) -> Any:
-    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:  # one its parent set to be ignored stays ignored
-        signal.signal(signal.SIGTERM, _terminate)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) == signal.SIG_DFL:  # one its parent set to be ignored (`nohup`) stays ignored
+            signal.signal(signum, _terminate)
     return cli.main(args=args, prog_name="cairn")
