@@ -593,8 +593,13 @@ def _refuse_read_only(path: Path, target: Path) -> None:
     or locked setup). The atomic write would replace it all the same (a rename needs only the folder's permission),
     and root may write any file: so the file's own mode decides, not `os.access`."""
     mode = stat.S_IMODE(target.stat().st_mode)
+    shown = path if target == path else f"{path} (a link to {target})"
+    if mode & 0o222 and os.statvfs(target).f_flag & os.ST_RDONLY:  # `chmod` cannot help there
+        raise RefusedWrite(
+            f"{shown} is on a read-only file system; nothing was written: make that file system writable and run "
+            "this again, or edit the file where it is managed"
+        )
     if mode & 0o222 == 0 or not os.access(target, os.W_OK):
-        shown = path if target == path else f"{path} (a link to {target})"
         raise RefusedWrite(
             f"{shown} is read-only (mode {mode:o}); nothing was written: make it writable (`chmod u+w {shlex.quote(str(target))}`) "
             "and run this again, or edit it by hand"

@@ -275,6 +275,11 @@ def _refuse_read_only(file: str) -> None:
         mode = stat.S_IMODE(os.stat(file).st_mode)
     except FileNotFoundError:
         return
+    if mode & 0o222 and os.statvfs(file).f_flag & os.ST_RDONLY:  # `chmod` cannot help there
+        raise ConfigError(
+            f"{file} is on a read-only file system; nothing was written: make that file system writable and run "
+            "this again, or edit the file where it is managed"
+        )
     if mode & 0o222 == 0 or not os.access(file, os.W_OK):
         raise ConfigError(
             f"{file} is read-only (mode {mode:o}); nothing was written: make it writable (`chmod u+w "

@@ -384,6 +384,35 @@ def test_half_a_surrogate_pair_in_the_settings_is_kept(
     assert json.loads(settings.read_text("utf-8")) == {"statusLine": "caf\u00e9 \ud83d cut", "model": "opus"}
 
 
+def test_a_settings_file_on_a_read_only_file_system_is_not_told_to_chmod(
+    tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """A settings folder mounted read-only (a managed home, a read-only bind mount): install said the file "is
+    read-only (mode 644)" and to `chmod u+w` it, which cannot help. It now names the read-only file system."""
+    folder = isolated_env / ".claude"
+    folder.mkdir()
+    settings = folder / "settings.json"
+    settings.write_text(json.dumps(THEIRS))
+    before = settings.read_bytes()
+    mounted = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True, check=False)
+    if mounted.returncode != 0:
+        pytest.skip("needs a bind mount (root in a namespace that allows it)")
+    try:
+        remounted = subprocess.run(
+            ["mount", "-o", "remount,bind,ro", str(folder)], capture_output=True, text=True, check=False
+        )
+        assert remounted.returncode == 0, remounted.stderr
+        done = run_cairn("install", "claude-code", "--user", cwd=tmp_path)
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"Error: {settings} is on a read-only file system; nothing was written: make that file system writable and "
+        "run this again, or edit the file where it is managed\n"
+    )
+    assert settings.read_bytes() == before
+
+
 @pytest.mark.parametrize("command", ["install", "uninstall"])
 @pytest.mark.parametrize("agent", ["claude-code", "codex", "gemini"])
 def test_a_read_only_settings_file_is_refused_and_left_as_it_is(

@@ -126,6 +126,31 @@ def test_vault_add_past_a_file_size_limit_names_the_file_and_the_fix(tmp_path: P
     assert [p.name for p in config_path().parent.iterdir()] == ["config.toml"]
 
 
+def test_vault_remove_on_a_read_only_file_system_is_not_told_to_chmod(tmp_path: Path) -> None:
+    """A configuration folder mounted read-only: the error said the file "is read-only (mode 600)" and to `chmod
+    u+w` it, which cannot help. It now names the read-only file system."""
+    author, _ = bare_vault(tmp_path)
+    assert run_cairn("vault", "add", str(author.root), "--name", "team", cwd=tmp_path).returncode == 0
+    folder = config_path().parent
+    before = config_path().read_bytes()
+    if subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True, check=False).returncode:
+        pytest.skip("needs a bind mount (root in a namespace that allows it)")
+    try:
+        remounted = subprocess.run(
+            ["mount", "-o", "remount,bind,ro", str(folder)], capture_output=True, text=True, check=False
+        )
+        assert remounted.returncode == 0, remounted.stderr
+        done = run_cairn("vault", "remove", "team", cwd=tmp_path)
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"Error: {os.path.realpath(config_path())} is on a read-only file system; nothing was written: make that file "
+        "system writable and run this again, or edit the file where it is managed\n"
+    )
+    assert config_path().read_bytes() == before
+
+
 HAND_WRITTEN = """\
 # my vaults
 [[vaults]]  # the team's lessons
