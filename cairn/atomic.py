@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shlex
+import stat
 import tempfile
 from pathlib import Path
 
@@ -72,3 +74,25 @@ def ensure_inside(folder: Path, target: Path) -> None:
         probe = probe.parent
     if not probe.is_relative_to(inside) or not probe.resolve().is_relative_to(inside.resolve()):
         raise RefusedWrite(f"{target} would be written outside {folder} (a symlinked folder?); nothing was written")
+
+
+def read_only_refusal(target: str | Path, shown: str | Path) -> str | None:
+    """Why a write must leave `target` (named `shown`) alone, or None: its owner made it read-only (`chmod 444`: kept
+    as it is on purpose, a managed or locked setup), or it is on a read-only file system. An atomic write would
+    replace a read-only file all the same (a rename needs only the folder's permission), and root may write any
+    file: so the file's own mode decides, not `os.access` alone. A missing file: None."""
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        return None
+    if mode & 0o222 and os.statvfs(target).f_flag & os.ST_RDONLY:  # `chmod` cannot help there
+        return (
+            f"{shown} is on a read-only file system; nothing was written: make that file system writable and run "
+            "this again, or edit the file where it is managed"
+        )
+    if mode & 0o222 == 0 or not os.access(target, os.W_OK):
+        return (
+            f"{shown} is read-only (mode {mode:o}); nothing was written: make it writable (`chmod u+w "
+            f"{shlex.quote(str(target))}`) and run this again, or edit it by hand"
+        )
+    return None

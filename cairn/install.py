@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cairn.atomic import write_atomic
+from cairn.atomic import read_only_refusal, write_atomic
 from cairn.hot.errors import CairnError, CardExists, RefusedWrite
 from cairn.jsontext import without_comments as _without_comments
 
@@ -589,21 +589,11 @@ def _indent_of(text: bytes) -> int | str:
 
 
 def _refuse_read_only(path: Path, target: Path) -> None:
-    """Refuse to change a settings file its owner made read-only (`chmod 444`: kept as it is on purpose, a managed
-    or locked setup). The atomic write would replace it all the same (a rename needs only the folder's permission),
-    and root may write any file: so the file's own mode decides, not `os.access`."""
-    mode = stat.S_IMODE(target.stat().st_mode)
-    shown = path if target == path else f"{path} (a link to {target})"
-    if mode & 0o222 and os.statvfs(target).f_flag & os.ST_RDONLY:  # `chmod` cannot help there
-        raise RefusedWrite(
-            f"{shown} is on a read-only file system; nothing was written: make that file system writable and run "
-            "this again, or edit the file where it is managed"
-        )
-    if mode & 0o222 == 0 or not os.access(target, os.W_OK):
-        raise RefusedWrite(
-            f"{shown} is read-only (mode {mode:o}); nothing was written: make it writable (`chmod u+w {shlex.quote(str(target))}`) "
-            "and run this again, or edit it by hand"
-        )
+    """Refuse to change a settings file its owner made read-only, or one on a read-only file system
+    (`atomic.read_only_refusal`)."""
+    why = read_only_refusal(target, path if target == path else f"{path} (a link to {target})")
+    if why is not None:
+        raise RefusedWrite(why)
 
 
 def _link_target(path: Path) -> Path:

@@ -12,13 +12,11 @@ import contextlib
 import json
 import os
 import re
-import shlex
-import stat
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from cairn.atomic import named
+from cairn.atomic import named, read_only_refusal
 from cairn.hot import userconfig as reader
 from cairn.hot.errors import ConfigError
 from cairn.hot.userconfig import UserConfig, VaultEntry, config_file, load_config, load_vaults
@@ -268,23 +266,11 @@ def _write_checked(file: str, text: str, env: Mapping[str, str], expect: Sequenc
 
 
 def _refuse_read_only(file: str) -> None:
-    """Refuse to replace a configuration its owner made read-only (`chmod 444`: locked on purpose, or managed by a
-    tool). The atomic replace needs only the folder's permission, and root may write any file: so the file's own
-    mode decides, as for the agents' settings files (`install._refuse_read_only`)."""
-    try:
-        mode = stat.S_IMODE(os.stat(file).st_mode)
-    except FileNotFoundError:
-        return
-    if mode & 0o222 and os.statvfs(file).f_flag & os.ST_RDONLY:  # `chmod` cannot help there
-        raise ConfigError(
-            f"{file} is on a read-only file system; nothing was written: make that file system writable and run "
-            "this again, or edit the file where it is managed"
-        )
-    if mode & 0o222 == 0 or not os.access(file, os.W_OK):
-        raise ConfigError(
-            f"{file} is read-only (mode {mode:o}); nothing was written: make it writable (`chmod u+w "
-            f"{shlex.quote(file)}`) and run this again, or edit it by hand"
-        )
+    """Refuse to replace a configuration its owner made read-only, or one on a read-only file system, as for the
+    agents' settings files (`atomic.read_only_refusal`)."""
+    why = read_only_refusal(file, file)
+    if why is not None:
+        raise ConfigError(why)
 
 
 def _first_table(text: str) -> int | None:

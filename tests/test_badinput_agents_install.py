@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from helpers.mounts import cairn_on_read_only
 from helpers.vaults import VaultRepo, cairn_executable, make_vault, run_cairn
 
 THEIRS: dict[str, Any] = {
@@ -394,17 +395,7 @@ def test_a_settings_file_on_a_read_only_file_system_is_not_told_to_chmod(
     settings = folder / "settings.json"
     settings.write_text(json.dumps(THEIRS))
     before = settings.read_bytes()
-    mounted = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True, check=False)
-    if mounted.returncode != 0:
-        pytest.skip("needs a bind mount (root in a namespace that allows it)")
-    try:
-        remounted = subprocess.run(
-            ["mount", "-o", "remount,bind,ro", str(folder)], capture_output=True, text=True, check=False
-        )
-        assert remounted.returncode == 0, remounted.stderr
-        done = run_cairn("install", "claude-code", "--user", cwd=tmp_path)
-    finally:
-        subprocess.run(["umount", str(folder)], check=True)
+    done = cairn_on_read_only(folder, "install", "claude-code", "--user", cwd=tmp_path)
     assert done.returncode == 1
     assert done.stderr == (
         f"Error: {settings} is on a read-only file system; nothing was written: make that file system writable and "

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from cairn.index import store
+from helpers.mounts import cairn_on_read_only
 from helpers.vaults import VaultRepo, cairn_executable, run_cairn
 
 
@@ -133,16 +134,7 @@ def test_vault_remove_on_a_read_only_file_system_is_not_told_to_chmod(tmp_path: 
     assert run_cairn("vault", "add", str(author.root), "--name", "team", cwd=tmp_path).returncode == 0
     folder = config_path().parent
     before = config_path().read_bytes()
-    if subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True, check=False).returncode:
-        pytest.skip("needs a bind mount (root in a namespace that allows it)")
-    try:
-        remounted = subprocess.run(
-            ["mount", "-o", "remount,bind,ro", str(folder)], capture_output=True, text=True, check=False
-        )
-        assert remounted.returncode == 0, remounted.stderr
-        done = run_cairn("vault", "remove", "team", cwd=tmp_path)
-    finally:
-        subprocess.run(["umount", str(folder)], check=True)
+    done = cairn_on_read_only(folder, "vault", "remove", "team", cwd=tmp_path)
     assert done.returncode == 1
     assert done.stderr == (
         f"Error: {os.path.realpath(config_path())} is on a read-only file system; nothing was written: make that file "
@@ -468,11 +460,10 @@ def test_a_lock_file_that_is_not_a_file_is_refused_with_the_fix(tmp_path: Path, 
     assert not elsewhere.exists()  # nothing made through the link
 
 
-def test_a_held_lock_says_who_holds_it_and_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A writer that never lets go (a stopped `cairn index`) makes the next one give up with the holder's pid, not
-    wait forever."""
-    _, index_file = _indexed(tmp_path)
-    holder = subprocess.Popen(
+def _hold_lock(index_file: Path) -> subprocess.Popen[str]:
+    """Another process holding the index's writer lock (its pid in the lock file), as a stopped `cairn index`
+    would, until its stdin closes; it has printed `held` once it holds it."""
+    return subprocess.Popen(
         [
             "python3",
             "-c",
@@ -484,6 +475,13 @@ def test_a_held_lock_says_who_holds_it_and_what_to_do(tmp_path: Path, monkeypatc
         stdout=subprocess.PIPE,
         text=True,
     )
+
+
+def test_a_held_lock_says_who_holds_it_and_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer that never lets go (a stopped `cairn index`) makes the next one give up with the holder's pid, not
+    wait forever."""
+    _, index_file = _indexed(tmp_path)
+    holder = _hold_lock(index_file)
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         monkeypatch.setattr(store, "LOCK_WAIT_SECONDS", 0.2)
@@ -504,18 +502,7 @@ def test_an_index_waiting_on_a_held_lock_says_so_at_once(tmp_path: Path) -> None
     up to 10 minutes without a word. Past a moment it says what it waits for and how to end the wait, then waits on:
     once the holder lets go it indexes as usual."""
     author, index_file = _indexed(tmp_path)
-    holder = subprocess.Popen(
-        [
-            "python3",
-            "-c",
-            "import fcntl, os, sys; f = open(sys.argv[1], 'r+b'); fcntl.flock(f, fcntl.LOCK_EX); "
-            "f.truncate(0); f.write(str(os.getpid()).encode()); f.flush(); print('held', flush=True); sys.stdin.read()",
-            str(index_file.with_name(index_file.name + ".lock")),
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    holder = _hold_lock(index_file)
     assert holder.stdout is not None and holder.stdout.readline() == "held\n"
     with subprocess.Popen(
         [cairn_executable(), "index", "--rebuild"],
