@@ -190,8 +190,12 @@ def test_a_warm_encoder_stuck_on_a_request_ends_itself(tmp_path: Path) -> None:
     )
     process = subprocess.Popen([sys.executable, "-c", code, str(state)], stderr=subprocess.PIPE)
     try:
+        # The process binds its socket, then removes the stamp and listens: wait for both (a loaded machine, a
+        # parallel test run, could look between the two)
         deadline = time.monotonic() + 20
-        while not (state / "semantic.sock").exists() and process.poll() is None and time.monotonic() < deadline:
+        while process.poll() is None and time.monotonic() < deadline:
+            if (state / "semantic.sock").exists() and not (state / STALL_STAMP).exists():
+                break
             time.sleep(0.05)
         assert (state / "semantic.sock").exists(), process.communicate(timeout=5)[1]
         assert not (state / STALL_STAMP).exists()
