@@ -60,6 +60,13 @@ def named(exc: OSError, target: str | os.PathLike[str]) -> OSError:
     return type(exc)(exc.errno, exc.strerror, os.fspath(target))
 
 
+def leads_outside(path: str | Path, folder: str | Path) -> str | None:
+    """The real path `path` leads to when that is outside `folder` (a symlink on the way: a cloned repository's
+    `.claude/settings.local.json -> ~/x`, a vault's `cairn.toml -> /elsewhere`), else None."""
+    real, top = os.path.realpath(path), os.path.realpath(folder)
+    return None if real == top or real.startswith(top.rstrip("/") + "/") else real
+
+
 def ensure_inside(folder: Path, target: Path) -> None:
     """Refuse a write whose target would land outside `folder` through a symlinked folder (existing or not yet).
 

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from cairn.atomic import write_atomic
+from cairn.atomic import leads_outside, write_atomic
 from cairn.hot.errors import CairnError, InvalidConfig
 
 CONFIG_FILE = "cairn.toml"
@@ -341,7 +341,7 @@ def write_recall_settings(vault_root: Path, values: dict[str, float]) -> Path:
     """
     path = vault_root / CONFIG_FILE
     mode = 0o644
-    if path.is_symlink() and not path.resolve().is_relative_to(vault_root.resolve()):
+    if path.is_symlink() and leads_outside(path, vault_root) is not None:
         # Read through, the file it points to (any TOML of the machine's: a token's) was copied into the vault
         raise CairnError(
             f"{path} is a symlink to {os.readlink(path)}, outside the vault; nothing was written: make cairn.toml a "

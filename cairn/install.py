@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cairn.atomic import read_only_refusal, write_atomic
+from cairn.atomic import leads_outside, read_only_refusal, write_atomic
 from cairn.hot.errors import CairnError, CardExists, RefusedWrite
 from cairn.jsontext import without_comments as _without_comments
 
@@ -129,21 +129,16 @@ def install_target(agent: str, base: Path, user: bool) -> SettingsFile:
     spec = _agent(agent)
     if user:
         return SettingsFile(settings_path(agent, base, True), shared=False)
-    target = SettingsFile(base / spec.personal, shared=False) if spec.personal else None
-    target = target or SettingsFile(base / spec.settings, shared=True)
-    _refuse_link_out_of_project(target.path, base)
-    return target
-
-
-def _refuse_link_out_of_project(path: Path, base: Path) -> None:
-    """A project's settings file (or its folder) that is a symlink out of the project: a cloned repository can
-    commit `.claude/settings.local.json` pointing at any file of the user's, and install would write there."""
-    real, project = os.path.realpath(path), os.path.realpath(base)
-    if real != project and not real.startswith(project.rstrip("/") + "/"):
+    path = base / (spec.personal or spec.settings)
+    # A settings file (or its folder) that is a symlink out of the project: a cloned repository can commit
+    # `.claude/settings.local.json` pointing at any file of the user's, and install would write there.
+    real = leads_outside(path, base)
+    if real is not None:
         raise RefusedWrite(
             f"{path} leads out of the project, to {real} (a symlink); nothing was written: remove the link and run "
             "this again, or install for every project with --user"
         )
+    return SettingsFile(path, shared=not spec.personal)
 
 
 def move_out_of_shared(agent: str, target: SettingsFile, base: Path) -> SettingsChange | None:
