@@ -2,7 +2,10 @@
 type, and on the two halves of the conversations (the ranking's parameters were tuned on the first half only).
 
 Run from the repository root:
-    .venv/bin/python -m benchmarks.bench_memory [--file /work/shared/bench/locomo/locomo10.json]
+    .venv/bin/python -m benchmarks.bench_memory [--file FILE]
+
+The file defaults to `locomo/locomo10.json` of the shared suites (../shared/bench beside the checkout, or
+CAIRN_BENCH_DIR; `benchmarks.recall_suites.BENCH`).
 
 Also times the whole `cairn bench locomo FILE --json` run of the installed command (target: under 60 s), and
 prints plain BM25 (one body field, no turn scores, no date, no question-word dropping) for reference.
@@ -17,11 +20,12 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.recall_suites import BENCH
 from cairn.config import RecallSettings
 from cairn.membench import load_locomo, run_bench
 from cairn.membench.ranker import RankSettings
 
-DEFAULT_FILE = Path("/work/shared/bench/locomo/locomo10.json")
+DEFAULT_FILE = BENCH / "locomo" / "locomo10.json"
 CAIRN = str(Path(sys.executable).with_name("cairn"))
 KEYS = ("recall@1", "recall@3", "recall@5", "recall@10", "ndcg@10")
 # Plain BM25 on whole sessions (no word discounted, no turns, no pairs, no dates, no speakers, per-haystack IDF, no
@@ -47,6 +51,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--file", type=Path, default=DEFAULT_FILE)
     args = parser.parse_args()
+    if not args.file.is_file():
+        sys.exit(f"Error: no LoCoMo file at {args.file}; give --file or set CAIRN_BENCH_DIR")
     suite = load_locomo(args.file)
     keys = list(suite.haystacks)
     halves = {"tuning half": set(keys[: len(keys) // 2]), "held-out half": set(keys[len(keys) // 2 :])}

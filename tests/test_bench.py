@@ -5,6 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -307,3 +310,53 @@ def test_a_session_id_given_twice_in_a_haystack_counts_once(tmp_path: Path) -> N
     report = _bench("longmemeval", str(path))
     assert report["ndcg@10"] == 1.0 and report["recall@1"] == 1.0
     assert ndcg_at(["a", "a", "b"], {"a", "b"}) == pytest.approx((1 + 1 / math.log2(4)) / (1 + 1 / math.log2(3)))
+
+
+# --- the benchmark scripts run from a clean checkout ----------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _benchmark(args: list[str], bench_dir: Path) -> subprocess.CompletedProcess[str]:
+    """`python -m benchmarks.ARGS` from the checkout's root, as benchmarks/README.md says to run it; the shared
+    suites at `bench_dir`."""
+    return subprocess.run(
+        [sys.executable, "-m", f"benchmarks.{args[0]}", *args[1:]],
+        cwd=ROOT,
+        env={**os.environ, "CAIRN_BENCH_DIR": str(bench_dir)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_bench_memory_reads_locomo_where_the_shared_suites_are(tmp_path: Path) -> None:
+    """bench_memory read /work/shared/bench/locomo/locomo10.json, a path of one machine; it reads the shared suites'
+    folder, as recall_suites does (../shared/bench beside the checkout, or CAIRN_BENCH_DIR)."""
+    (tmp_path / "locomo").mkdir()
+    (tmp_path / "locomo" / "locomo10.json").write_bytes(LOCOMO.read_bytes())
+    done = _benchmark(["bench_memory"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("LoCoMo, session level: 6 questions with evidence")
+    missing = _benchmark(["bench_memory"], tmp_path / "elsewhere")
+    assert missing.returncode == 1
+    expected = tmp_path / "elsewhere" / "locomo" / "locomo10.json"
+    assert missing.stderr == f"Error: no LoCoMo file at {expected}; give --file or set CAIRN_BENCH_DIR\n"
+
+
+SHARED_BENCH = ROOT.parent / "shared" / "bench"
+
+
+@pytest.mark.skipif(not SHARED_BENCH.is_dir(), reason="no ../shared/bench beside the checkout")
+def test_the_shared_suites_are_where_the_scripts_read_them() -> None:
+    """Run without CAIRN_BENCH_DIR, the scripts read ../shared/bench: every dev suite and LoCoMo's file are there."""
+    env = {k: v for k, v in os.environ.items() if k != "CAIRN_BENCH_DIR"}
+    code = (
+        "from benchmarks import bench_memory, recall_suites as r; print(r.BENCH, bench_memory.DEFAULT_FILE, *r.SUITES)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    bench, locomo, *suites = done.stdout.split()
+    assert Path(bench).resolve() == SHARED_BENCH.resolve()
+    wanted = [Path(bench) / suite / name for suite in suites for name in ("cards", "cases.jsonl")]
+    assert len(wanted) == 6
+    assert [str(path) for path in (*wanted, Path(locomo)) if not path.exists()] == []
