@@ -797,6 +797,9 @@ def selfcal_probe() -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["selfcal-probe"]:
+        argparse.ArgumentParser(prog="confidence_study selfcal-probe", description=selfcal_probe.__doc__).parse_args(
+            sys.argv[2:]
+        )  # --help, and no option it would ignore
         selfcal_probe()
         sys.exit(0)
     if len(sys.argv) > 1 and sys.argv[1].startswith(("gates-", "named-")):

