@@ -8,8 +8,9 @@ Run from the repository root:
 With the extra, the suites' card vectors are written before the first case (`CAIRN_SEMANTIC_FOREGROUND=1`: about a
 minute of CPU the first time) and the run waits for the warm encoder to answer, then counts the prompts it served
 without semantic evidence (a timeout of the warm encoder: the hook's own fallback); the figures are those of a hook
-whose warm encoder is up. `CAIRN_SEMANTIC=0` indexes without the extra, which removes the suites' vector files (the
-next run with the extra writes them again; `--cache DIR` keeps a run's indexes and vectors apart from other runs').
+whose warm encoder is up. `CAIRN_SEMANTIC=0` serves words alone and leaves the suites' vector files as they are
+(`cairn.semantic.vectors`: the switch is the process's, not the vault's), so the next run with the extra reuses them;
+`--cache DIR` keeps a run's indexes and vectors apart from other runs'.
 
 Each suite of ../shared/bench (stackfaq-en-dev, tldr-zh-dev, tldr-en-dev; see `benchmarks.recall_suites`) is its own
 git vault with its own index and stored thresholds. A case is served twice through `cairn.hot.serve.serve_layers`,
