@@ -2,7 +2,8 @@
 
 Agent settings are JSON files that users also edit by hand: Cairn edits its one hook entry in, keeps every other
 byte of the file as it was (`cairn.jsontext`), writes a timestamped backup of the old file and then the new file atomically, and does
-nothing at all when the file already says what it should. Uninstalling removes only Cairn's entries.
+nothing at all when the file already says what it should. Uninstalling removes only Cairn's entries, and deletes a
+file only when install created it (`MADE_RECORD`).
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ _CAIRN_COMMAND = re.compile(r"(?:^|[\s/\\\"'])cairn(?:\.exe|[/\\]__main__\.py)?[
 @dataclass(frozen=True, slots=True)
 class SettingsChange:
     """What install or uninstall did to one file. action: `installed`, `updated`, `unchanged`, `removed`,
-    `deleted` (uninstall left nothing else in it, so the file is gone), `absent`. backup: the copy of the previous
+    `deleted` (install created it and uninstall left nothing else in it, so the file is gone), `absent`. backup: the copy of the previous
     file, when one was written (install only, and only when the file held anything besides Cairn's hook)."""
 
     path: Path
@@ -272,9 +273,12 @@ def install_agent(agent: str, path: Path, command: str) -> SettingsChange:
     had_cairn = _strip_cairn(groups)
     groups.append(hook_entry(agent, command))
     action = "updated" if had_cairn else "installed"
+    existed = path.exists() or path.is_symlink()
+    ours = existed and _made_by_cairn(path)  # read before the write changes the file
     changed, backup = _write_if_changed(path, data, spec, hook_entry(agent, command), by_hand=entry)
     if not changed:
         return SettingsChange(path, "unchanged", command, note=spec.note)
+    _record_made(path, not existed or ours)
     return SettingsChange(path, action, command, backup, note=spec.note)
 
 
@@ -295,8 +299,11 @@ def uninstall_agent(agent: str, path: Path) -> SettingsChange:
     if not hooks:
         del data["hooks"]
     _refuse_read_only(path, _link_target(path))
-    if not data and not path.is_symlink() and not _has_comments(path, spec):  # a link, or the user's notes, stay
-        # Nothing but Cairn's hook was in it (install created it): take the file away, and its folder when empty.
+    made = _made_by_cairn(path)
+    _record_made(path, False)
+    if not data and made and not path.is_symlink() and not _has_comments(path, spec):
+        # Nothing but Cairn's hook was in it and install created it: take the file away, and its folder when
+        # empty. A file the user made (`{}` with Cairn's hook added) stays, holding what it held before.
         path.unlink()
         if path.parent.name == Path(spec.settings).parent.name:  # `.claude/` and the like; never CODEX_HOME itself
             try:
@@ -386,6 +393,61 @@ def pin_workflow_version(vault_root: Path, version: str) -> None:
 
 
 # -- internals ----------------------------------------------------------------------------------------------------
+
+# The settings files install created, each with the sha256 of the bytes it last wrote there: uninstall deletes a file
+# only when it is listed and still holds exactly those bytes. The file alone cannot say who made it (a user's `{}`
+# with Cairn's hook added reads byte for byte as a file install created), and a file the user wrote must never be
+# lost; a record that is missing or out of date (another state folder, a file edited since) only leaves the file in
+# place, holding `{}`.
+MADE_RECORD = "settings-made.json"
+
+
+def _made_record() -> Path:
+    from cairn.hot import state_dir
+
+    return state_dir() / MADE_RECORD
+
+
+def _made_files() -> dict[str, str]:
+    try:
+        data = json.loads(_made_record().read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _made_by_cairn(path: Path) -> bool:
+    """Whether install created the settings file at `path` and it holds exactly what install last wrote there."""
+    from cairn.hot import sha256_hex
+
+    recorded = _made_files().get(os.path.abspath(path))
+    if recorded is None or path.is_symlink():
+        return False
+    try:
+        return sha256_hex(path.read_bytes()) == recorded
+    except OSError:
+        return False
+
+
+def _record_made(path: Path, made: bool) -> None:
+    """Record that install made the file at `path` (with its bytes now), or take it off the record. A record that
+    cannot be written costs only the deletion of that file at uninstall."""
+    from cairn.hot import private_folder, sha256_hex
+
+    files = _made_files()
+    key = os.path.abspath(path)
+    try:
+        if made:
+            files[key] = sha256_hex(path.read_bytes())
+        elif files.pop(key, None) is None:
+            return
+        record = _made_record()
+        private_folder(str(record.parent))
+        write_atomic(record, json.dumps(files, indent=1, sort_keys=True).encode("utf-8"), mode=0o600)
+    except (OSError, CairnError):
+        pass
 
 
 def _agent(name: str) -> Agent:

@@ -117,6 +117,31 @@ def test_uninstall_takes_away_the_file_it_created(tmp_path: Path, configured: Va
     assert list(project.iterdir()) == []  # no `{}`, no backup, no empty .claude/
 
 
+@pytest.mark.parametrize("theirs", ["{}", "{}\n", ""])
+def test_uninstall_keeps_a_settings_file_the_user_made(
+    theirs: str, tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: a user's own settings file holding `{}` (or nothing) was deleted by uninstall, which could not tell
+    it from one install created (the bytes are the same once the hook is in). Install now records the files it
+    creates; any other file keeps existing, holding what it held. Nor is a file recreated by the user since
+    install made it (the record names the bytes install wrote) taken for Cairn's."""
+    mine = isolated_env / ".claude" / "settings.json"
+    mine.parent.mkdir()
+    mine.write_text(theirs)
+    assert cairn("install", "claude-code", "--user").returncode == 0
+    done = cairn("uninstall", "claude-code", "--user")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"removed: Cairn's hook from {mine}\n"
+    assert json.loads(mine.read_text() or "{}") == {}
+
+    mine.unlink()  # now install makes it, the user replaces it with their own, and installs again
+    assert cairn("install", "claude-code", "--user").returncode == 0
+    mine.write_text("{}\n")
+    assert cairn("install", "claude-code", "--user").returncode == 0
+    assert cairn("uninstall", "claude-code", "--user").returncode == 0
+    assert json.loads(mine.read_text()) == {}
+
+
 def test_install_refuses_with_no_vault_and_writes_nothing(tmp_path: Path, isolated_env: Path) -> None:
     project = tmp_path / "p"
     project.mkdir()
