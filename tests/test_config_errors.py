@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from cairn.hot.index import IndexReader
 from cairn.hot.vault import find_vault
@@ -65,6 +66,21 @@ def test_an_unknown_rule_in_lint_disable_is_a_finding_and_every_card_is_still_li
     assert "cards/docker/layers.md:3: prompt-injection" in done.stdout
     review = vault_repo.cairn("review", "HEAD~1..HEAD", "--json")
     assert review.returncode == 1 and "config-invalid" in {f["rule"] for f in json.loads(review.stdout)["lint"]}
+
+
+def test_a_security_rule_in_lint_disable_is_warned_at_its_line_naming_the_user_config_read(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: the security-disable warning said `cairn.toml:0:` and sent the user to
+    ~/.config/cairn/config.toml even when $CAIRN_CONFIG names the file Cairn reads (and would have to allow it)."""
+    make_vault(vault_repo)
+    vault_repo.write_raw("cairn.toml", '# settings\n[lint]\nmax_age_days = 365\ndisable = ["prompt-injection"]\n')
+    vault_repo.commit("disable a security rule")
+    mine = tmp_path / "elsewhere" / "cairn.toml"
+    done = vault_repo.cairn("lint", env={"CAIRN_CONFIG": str(mine)})
+    [warning] = [line for line in done.stdout.splitlines() if " security-disable " in line]
+    assert warning.startswith("cairn.toml:4: security-disable [lint] disable names 'prompt-injection'"), warning
+    assert warning.endswith(f"([security] allow_disabled_rules in {mine})")
 
 
 def test_a_toml_syntax_error_is_one_finding(vault_repo: VaultRepo) -> None:

@@ -123,7 +123,8 @@ def _lint_snapshot(
     )
     disable, ignored = security.effective_disable(e for e in config.lint.disable if e.strip() in known)
     if rel_paths is None or CONFIG_FILE in rel_paths:  # said where cairn.toml is checked, not on every card
-        findings.extend(security.ignored_warning(CONFIG_FILE, entry, still) for entry, still in ignored)
+        line = _line_of_disable(snapshot.config_text)
+        findings.extend(security.ignored_warning(CONFIG_FILE, entry, still, line) for entry, still in ignored)
     rules = registry.select(wanted, disable)
     settings: LintSettings = config.lint
     facts = vault_facts(snapshot)

@@ -67,14 +67,18 @@ def switched_off(disable: Iterable[str], allowed: frozenset[str] | None = None) 
     return tuple(sorted(rule.id for rule in security_rules() if disabled & {rule.id, *rule.emits, *rule.groups}))
 
 
-def ignored_warning(config_file: str, entry: str, still: tuple[str, ...]) -> Finding:
+def ignored_warning(config_file: str, entry: str, still: tuple[str, ...], line: int = 0) -> Finding:
+    """The warning for a `[lint] disable` entry (at `line` of the vault's `config_file`) that names security rules
+    the user's configuration does not allow; it names the user's configuration file this process reads."""
+    from cairn.hot.userconfig import config_file as user_config_file
+
     return Finding(
         config_file,
-        0,
+        line,
         DISABLE_IGNORED,
         f"[lint] disable names '{entry}', but a vault's cairn.toml cannot turn off security rules "
         f"({', '.join(still)} still run); only the user's own configuration can allow it "
-        "([security] allow_disabled_rules in ~/.config/cairn/config.toml)",
+        f"([security] allow_disabled_rules in {user_config_file()})",
         WARNING,
     )
 
