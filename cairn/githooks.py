@@ -149,6 +149,12 @@ def uninstall_git_hooks(hooks_dir: Path) -> list[GitHookChange]:
     for name in GIT_HOOKS:
         target = hooks_dir / name
         local = target.with_name(name + ".local")
+        if not target.exists() and not target.is_symlink() and local.exists():
+            # An install --chain stopped between moving the user's hook aside and writing Cairn's: git runs no
+            # `.local` hook, so the user's goes back under its own name.
+            os.replace(local, target)
+            changes.append(GitHookChange(target, "restored"))
+            continue
         if not target.exists() or _is_foreign(target):
             changes.append(GitHookChange(target, "absent"))
             continue

@@ -345,6 +345,26 @@ def test_git_hooks_never_clobber_a_foreign_hook(vault_repo: VaultRepo, tmp_path:
     assert not (hooks / "post-merge.local").exists()
 
 
+def test_uninstall_git_hooks_restores_a_chained_hook_an_interrupted_install_left_aside(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: `install git-hooks --chain` killed after moving a foreign hook to `<name>.local` and before writing
+    Cairn's left no hook under the name; `uninstall git-hooks` then said "absent" and the user's hook stayed orphaned
+    as `.local`, which git never runs. Uninstall now puts it back."""
+    make_vault(vault_repo)
+    hooks = vault_repo.root / ".git" / "hooks"
+    assert cairn("install", "git-hooks", "--vault", str(vault_repo.root)).returncode == 0
+    (hooks / "post-merge").unlink()  # the state a kill between the move and the write leaves:
+    aside = hooks / "post-merge.local"  # Cairn's other hooks in place, the user's moved aside, none under its name
+    aside.write_text("#!/bin/sh\necho merged\n")
+    aside.chmod(0o755)
+    done = cairn("uninstall", "git-hooks", "--vault", str(vault_repo.root))
+    assert done.returncode == 0, done.stderr
+    assert f"restored: {hooks / 'post-merge'}" in done.stdout.splitlines()
+    assert (hooks / "post-merge").read_text() == "#!/bin/sh\necho merged\n" and not aside.exists()
+    assert not (hooks / "post-commit").exists()
+
+
 def test_git_hooks_respect_core_hooks_path(vault_repo: VaultRepo) -> None:
     make_vault(vault_repo)
     vault_repo.git("config", "core.hooksPath", ".githooks")
