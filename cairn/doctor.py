@@ -175,7 +175,7 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False) -> list[Check]:
         checks.append(Check("ref", name, False, *detached_head(vault.git_root, commit)))
     else:
         checks.append(Check("ref", name, True, f"serves {ref} at {commit[:8]}"))
-    indexed = _index_check(name, root, commit, vault)
+    indexed = _cache_can_take(_index_check(name, root, commit, vault), index_file(os.path.realpath(root)))
     checks.append(indexed)
     if encodes:  # also when the index check fails for a card left out: the index may still be served, vectors and all
         checks.append(_vectors_check(name, index_file(os.path.realpath(root))))
@@ -312,6 +312,30 @@ def _index_check(name: str, root: str, commit: str, vault: Any) -> Check:
         f"{n_cards} cards at {commit[:8]}{left_out}",
         f"cairn lint --vault {name}" if problems else "",
     )
+
+
+def _cache_can_take(check: Check, index: str) -> Check:
+    """`check` as is, unless its fix is to run `cairn index` and the cache cannot take the index: then the fix is
+    what makes it writable (`cairn index` would only fail with the same read-only error)."""
+    if check.ok is not False or not check.fix.startswith("cairn index"):
+        return check
+    folder = os.path.dirname(index)
+    while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)  # the nearest folder there is: `cairn index` makes the rest
+    try:
+        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return check
+    if read_only:
+        why = f"the cache folder {folder} is on a read-only file system"
+        fix = f"point CAIRN_CACHE_DIR at a writable folder, then `{check.fix}`"
+    elif not os.access(folder, os.W_OK | os.X_OK):
+        why = f"the cache folder {folder} is not writable"
+        fix = f"chmod u+w {shlex.quote(folder)} (or point CAIRN_CACHE_DIR at a writable folder), then `{check.fix}`"
+    else:
+        return check
+    detail = check.detail.replace("; run `cairn index`", "")  # the index error's own advice, which cannot work here
+    return Check(check.area, check.subject, False, f"{detail}; {why}, so `{check.fix}` cannot write it", fix)
 
 
 def _damage(reader: IndexReader) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from helpers.mounts import cairn_on_read_only
 from helpers.payloads import FITTING_PROMPT, payload_for
 from helpers.vaults import REBASE_ID, VaultRepo, cache_dir, cairn_executable, make_vault, run_cairn
 
@@ -315,6 +316,26 @@ def test_a_damaged_index_fails_and_its_fix_works(setup: Path, isolated_env: Path
         check=False,
     )
     assert REBASE_ID in json.loads(served.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_read_only_cache_gets_a_fix_that_can_work(setup: Path, tmp_path: Path) -> None:
+    """Bug fixed: with the cache on a read-only file system and no index, doctor said to run `cairn index`, which
+    then failed with the read-only message. It now says the cache folder is read-only and to point CAIRN_CACHE_DIR
+    at a writable folder; doing so, `cairn index` works."""
+    import shutil
+
+    shutil.rmtree(cache_dir() / "vaults")
+    done = cairn_on_read_only(cache_dir(), "doctor", "--cwd", str(setup), "--json", cwd=setup)
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "index"]
+    assert check["ok"] is False
+    assert f"the cache folder {cache_dir()} is on a read-only file system" in check["detail"], check
+    assert "run `cairn index`" not in check["detail"]
+    assert check["fix"] == "point CAIRN_CACHE_DIR at a writable folder, then `cairn index --vault team`"
+    writable = {"CAIRN_CACHE_DIR": str(tmp_path / "writable-cache")}
+    assert run_cairn("index", "--vault", "team", cwd=setup, env=writable).returncode == 0
+    again = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup, env=writable)
+    [check] = [c for c in json.loads(again.stdout)["checks"] if c["area"] == "index"]
+    assert check["ok"] is True, check
 
 
 def test_an_empty_home_is_a_failing_check_not_a_crash(setup: Path) -> None:
