@@ -48,7 +48,7 @@ class Check:
 def run_checks(cwd: Path, env: dict[str, str] | None = None) -> list[Check]:
     """Every check, in the order a user fixes things: Python, the configuration, the vaults, the agents."""
     env = dict(os.environ) if env is None else env
-    checks = [_python(), *_relative_folders(env)]
+    checks = [_python(), *_relative_folders(env), *_shared_folders()]
     entries, config_check = _config(env)
     checks.append(config_check)
     checks += _resolution(cwd, entries, env)
@@ -80,6 +80,30 @@ def _relative_folders(env: dict[str, str]) -> list[Check]:
         for name in ("CAIRN_CACHE_DIR", "CAIRN_STATE_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME")
         if env.get(name) and not os.path.isabs(env[name])
     ]
+
+
+def _shared_folders() -> list[Check]:
+    """A cache or state folder that others may write, or read: one that was there before Cairn (a CAIRN_STATE_DIR
+    naming the home folder, say), whose mode Cairn never changes (`cairn.hot.private_folder`). Others able to write it
+    can swap the files in it; to read it, see which vaults and cards this user's agents are served."""
+    from cairn.hot import cache_folder, state_folder
+
+    checks = []
+    for what, variable, folder in (
+        ("cache", "CAIRN_CACHE_DIR", cache_folder()),
+        ("state", "CAIRN_STATE_DIR", state_folder()),
+    ):
+        try:
+            mode = os.stat(folder).st_mode & 0o777
+        except OSError:
+            continue  # made 0700 when Cairn first writes there
+        if not mode & 0o077:
+            continue
+        writable = bool(mode & 0o022)
+        fix = f"chmod go-rwx {shlex.quote(folder)} if it is Cairn's alone, else set {variable} to a folder of its own"
+        detail = f"{folder} (mode {mode:o}) may be {'written' if writable else 'read'} by other users; Cairn leaves the mode of a folder it did not make"
+        checks.append(Check("folders", what, False if writable else None, detail, fix))
+    return checks
 
 
 def _config(env: dict[str, str]) -> tuple[list[VaultEntry], Check]:

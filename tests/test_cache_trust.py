@@ -296,15 +296,20 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-def test_cache_and_state_are_private_and_looser_folders_are_tightened(vault_repo: VaultRepo) -> None:
+def test_cache_and_state_are_private_and_folders_cairn_did_not_make_keep_their_mode(
+    vault_repo: VaultRepo, isolated_env: Path
+) -> None:
+    """Bug fixed: `private_folder` made the cache and state folders 0700 whoever had made them, so a CAIRN_STATE_DIR
+    naming the home folder (or `/`, or a team's shared folder) was chmodded under its owner. Folders Cairn makes are
+    0700 and its files 0600; a folder that was there keeps its mode, and `cairn doctor` says others may read it."""
     cache, state = cache_dir(), state_dir()
-    for folder in (cache, state, cache / "vaults"):
+    for folder in (cache, state):
         folder.mkdir(parents=True, exist_ok=True)
         folder.chmod(0o755)
     _served_vault(vault_repo)
     assert vault_repo.cairn("lint").returncode in (0, 1)
     index_file = _index_file()
-    folders = [cache, cache / "vaults", index_file.parent, state, state / "sessions"]
+    made = [cache / "vaults", index_file.parent, state / "sessions"]
     files = [
         index_file,
         index_file.with_name("index.cairn.lock"),
@@ -313,8 +318,22 @@ def test_cache_and_state_are_private_and_looser_folders_are_tightened(vault_repo
         state / "hook.jsonl",
         *(state / "sessions").iterdir(),
     ]
-    assert {str(f): oct(_mode(f)) for f in folders} == {str(f): "0o700" for f in folders}
+    assert {str(f): oct(_mode(f)) for f in made} == {str(f): "0o700" for f in made}
     assert {str(f): oct(_mode(f)) for f in files} == {str(f): "0o600" for f in files}
+    assert (oct(_mode(cache)), oct(_mode(state))) == ("0o755", "0o755")  # the user's folders, as the user made them
+
+    isolated_env.chmod(0o751)  # the home folder itself as the state folder: never made 0700
+    home = {"CAIRN_STATE_DIR": str(isolated_env)}
+    payload = json.dumps({"session_id": "h", "cwd": str(vault_repo.root), "prompt": FITTING_PROMPT})
+    hooked = vault_repo.cairn(
+        "hook", "--format", "claude-code", "--vault", str(vault_repo.root), input=payload, env=home
+    )
+    assert REBASE_ID in hooked.stdout
+    assert _mode(isolated_env) == 0o751 and _mode(isolated_env / "hook.jsonl") == 0o600
+    doctor = vault_repo.cairn("doctor", "--json", env=home)
+    shared = {c["subject"]: c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "folders"}
+    assert shared["state"]["ok"] is None and f"{isolated_env} (mode 751) may be read" in shared["state"]["detail"]
+    assert shared["cache"]["ok"] is None and "CAIRN_CACHE_DIR" in shared["cache"]["fix"]
 
 
 def test_review_leaves_no_head_folder_in_the_cache(vault_repo: VaultRepo) -> None:

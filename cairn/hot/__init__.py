@@ -260,8 +260,8 @@ def ln(x: float) -> float:
 # -------------------- Paths --------------------
 # Where Cairn keeps what is not in the vault: the index cache and the state (hook log, sessions).
 #
-# Both are private: folders 0700 and files 0600 (`private_folder` makes them so, and tightens a looser folder that
-# is Cairn's own: the cache or state folder and anything under them). The cache key (`index_key_file`) seals every
+# Both are private: the folders Cairn makes are 0700 and its files 0600 (`private_folder`, `private_file`); a folder
+# that was there before, whoever made it, keeps its mode. The cache key (`index_key_file`) seals every
 # index the cache holds (see `cairn.hot.index`).
 #
 # The hook works with path strings (`cache_folder`, `state_folder`, `index_file`): `pathlib` imports `urllib.parse`,
@@ -376,25 +376,20 @@ def make_index_key() -> bytes:
 
 
 def private_folder(folder: str) -> None:
-    """Make `folder` (and missing parents) with mode 0700; when it is the cache or state folder or under one,
-    tighten that root and every folder from it down to `folder` that is looser and ours (never a folder above)."""
-    if not os.path.isdir(folder):  # one stat where the folder exists (`makedirs` tries `mkdir` and catches)
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-    real = os.path.realpath(folder)
-    roots = (cache_folder(), state_folder())
-    if _lexically_within(folder, roots[1]) and not _lexically_within(folder, roots[0]):
-        roots = roots[::-1]  # the state folder's: its real path first (each real path costs a walk of lstat calls)
-    for root in roots:
-        top = real if root == folder else os.path.realpath(root)
-        if real != top and not real.startswith(top.rstrip("/") + "/"):
-            continue
-        step = top
-        _tighten(step)
-        for part in real[len(top) :].split("/"):
-            if part:
-                step = os.path.join(step, part)
-                _tighten(step)
+    """Make `folder` (and missing parents) with mode 0700. Only a folder made here gets a mode: one that was already
+    there is left as it is, whoever made it. `$CAIRN_STATE_DIR` may name the home folder, `/` or a team's shared
+    folder, which Cairn must never make 0700 under its owner; `cairn doctor` names a cache or state folder others may
+    read or write. (The files Cairn keeps in them are 0600 whatever the folder's mode.)"""
+    if os.path.isdir(folder):  # one stat where the folder exists, as every hook finds it
         return
+    made = []
+    step = os.path.abspath(folder)
+    while not os.path.lexists(step) and os.path.dirname(step) != step:
+        made.append(step)
+        step = os.path.dirname(step)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    for path in made:  # `makedirs` gives the parents it makes the umask's mode, 0755 as a rule
+        _tighten(path)
 
 
 # The files of the cache, the state and a vault's `.git` that are not the index are checked too: anything else in a
@@ -450,10 +445,6 @@ def touch_private(path: str, when: float) -> None:
     """Make the stamp file `path` (0600) if needed and set its times to `when` (`open_private`'s checks)."""
     os.close(open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND))
     os.utime(path, (when, when))
-
-
-def _lexically_within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def private_file(path: str) -> None:

@@ -756,7 +756,7 @@ def vault_entry(name: str | None, root: str | None) -> dict[str, object]:
 def append_log(state_dir: str, entry: dict[str, object]) -> None:
     """Append one line to the hook log; a single `write` on an O_APPEND descriptor, so concurrent hooks never
     interleave lines. Past MAX_LOG_BYTES, hook.jsonl becomes hook.jsonl.1 and a new file starts (`_rotated`)."""
-    private_folder(state_dir)  # 0700, a looser state folder tightened
+    private_folder(state_dir)  # made 0700 when missing
     path = os.path.join(state_dir, LOG_FILE)
     line = (dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "replace")
     fd = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)

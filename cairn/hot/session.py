@@ -83,7 +83,7 @@ class open_session:  # noqa: N801 - used as a function: `with open_session(state
         self._held = False
 
     def __enter__(self) -> Session:
-        private_folder(self._folder)  # 0700, looser state and session folders tightened
+        private_folder(self._folder)  # made 0700 when missing
         path = os.path.join(self._folder, self._key + ".json")
         if not _IN_PROCESS.acquire(timeout=_LOCK_WAIT_SECONDS):
             raise SessionBusy("another recall of this process held a session for over 3 s")
