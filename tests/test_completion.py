@@ -91,3 +91,42 @@ def test_the_bash_script_completes_card_ids_and_vault_names_from_what_is_built(
     assert complete("cairn", "recall", "--vault", "no", cwd=tmp_path) == ["notes"]
     assert complete("cairn", "lint", "--vault", "not", cwd=vault_repo.root) == ["notes"]
     assert sorted(p.name for p in cache_dir().rglob("*")) == cache  # nothing built, nothing written
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_the_bash_script_completes_a_name_and_id_that_bash_splits_at_the_colon(
+    tmp_path: Path, vault_repo: VaultRepo
+) -> None:
+    """Bug fixed: `cairn show team:<Tab>` completed nothing in bash, which splits words at the characters of
+    COMP_WORDBREAKS (`:` and `=` among them): cairn was asked to complete `:` after an argument `team`. The script
+    now joins the words the line holds with no blank between, and gives bash each reply without the part before
+    the colon, which bash keeps. COMP_WORDS, COMP_CWORD, COMP_LINE and COMP_POINT are what bash 5 sets for each line
+    (read from a real interactive bash)."""
+    make_vault(vault_repo)
+    assert run_cairn("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path).returncode == 0
+    assert run_cairn("index", "--vault", "team", cwd=tmp_path).returncode == 0
+
+    def complete(line: str, *words: str) -> list[str]:
+        cairn = cairn_executable()
+        script = (
+            f'eval "$("{cairn}" completion bash)"; COMP_WORDS=({" ".join(shlex.quote(w) for w in words)}); '
+            f"COMP_CWORD={len(words) - 1}; COMP_LINE={shlex.quote(line)}; COMP_POINT={len(line)}; "
+            'PATH="$CAIRN_DIR:$PATH" _cairn_completion cairn; printf "%s\\n" "${COMPREPLY[@]}"'
+        )
+        done = _run(["bash", "-c", script], {"CAIRN_DIR": str(Path(cairn).parent)}, tmp_path)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    # one vault configured: plain ids, and NAME:ID as the user typed it
+    assert complete("cairn show team:", "cairn", "show", "team", ":") == ["docker/layer-cache-order", REBASE_ID]
+    assert complete("cairn show team:g", "cairn", "show", "team", ":", "g") == [REBASE_ID]
+    assert complete("cairn show --vault=te", "cairn", "show", "--vault", "=", "te") == ["team"]
+    assert complete("cairn show team : g", "cairn", "show", "team", ":", "g") == []  # blanks between: three words
+    other = VaultRepo(tmp_path / "notes")
+    other.write_raw("cairn.toml", "")
+    other.write("git/x", "A git note", "Something to know about git.")
+    other.commit()
+    assert run_cairn("vault", "add", str(other.root), "--name", "notes", cwd=tmp_path).returncode == 0
+    assert run_cairn("index", "--vault", "notes", cwd=tmp_path).returncode == 0
+    assert complete("cairn show notes:", "cairn", "show", "notes", ":") == ["git/x"]
+    assert complete("cairn show team:g", "cairn", "show", "team", ":", "g") == [REBASE_ID]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import os
 import signal
 from typing import Any
 
@@ -111,6 +112,14 @@ class LazyGroup(click.Group):
                 raise click.exceptions.Exit(abort.__context__.status) from None
             click.echo("Interrupted.", err=True)  # click.prompt has closed the ^C echo
             raise click.exceptions.Exit(INTERRUPTED) from None
+
+    def _main_shell_completion(self, ctx_args: Any, prog_name: str, complete_var: str | None = None) -> None:
+        """A Tab in bash (`_CAIRN_COMPLETE=bash_source` prints the script): Cairn's script, which joins `team:id`."""
+        if os.environ.get(complete_var or "_CAIRN_COMPLETE"):
+            from cairn.cli.completion_cmd import register_bash
+
+            register_bash()
+        super()._main_shell_completion(ctx_args, prog_name, complete_var)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)

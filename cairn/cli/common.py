@@ -56,10 +56,14 @@ def complete_card_id(ctx: click.Context, param: click.Parameter, incomplete: str
     from cairn.hot.userconfig import load_vaults
 
     try:
-        try:
-            roots = [("", str(open_vault(ctx.params.get("vault_path")).root))]
-        except CairnError:  # several vaults configured, none chosen: each one's ids as `show` takes them
-            roots = [(f"{e.name}:", e.path) for e in load_vaults()]
+        named = [] if ctx.params.get("vault_path") or ":" not in incomplete else load_vaults()
+        name = incomplete.partition(":")[0]
+        roots = [(f"{e.name}:", e.path) for e in named if e.name == name]  # NAME:ID as typed, one vault or several
+        if not roots:
+            try:
+                roots = [("", str(open_vault(ctx.params.get("vault_path")).root))]
+            except CairnError:  # several vaults configured, none chosen: each one's ids as `show` takes them
+                roots = [(f"{e.name}:", e.path) for e in load_vaults()]
     except (CairnError, OSError):
         return []
     found: list[str] = []
