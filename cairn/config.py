@@ -53,6 +53,22 @@ class VaultConfigError(InvalidConfig):
         super().__init__(text)
 
 
+def folder_error(commit: str | None = None) -> VaultConfigError:
+    """cairn.toml is a folder (in the working tree, the staging area or `commit`): said the same way everywhere."""
+    from cairn.hot.vault import MARKER_IS_FOLDER
+
+    return VaultConfigError(MARKER_IS_FOLDER, commit=commit)
+
+
+def worktree_config_text(vault_root: Path) -> str | None:
+    """The working tree's cairn.toml (None when there is none; a folder in its place is a VaultConfigError, not the
+    defaults)."""
+    path = vault_root / CONFIG_FILE
+    if path.is_dir():
+        raise folder_error()
+    return path.read_text("utf-8") if path.is_file() else None
+
+
 @dataclass(frozen=True, slots=True)
 class RecallSettings:
     """Ranking and the three gates. `cairn calibrate --write` fits the gate thresholds."""

@@ -23,7 +23,7 @@ from cairn.hot.gitrefs import git_dir, served_ref
 from cairn.hot.index import IndexReader
 from cairn.hot.paths import index_file
 from cairn.hot.userconfig import VaultEntry, config_file, load_vaults
-from cairn.hot.vault import detached_head, find_vault, missing_ref, sparse_left_out
+from cairn.hot.vault import MARKER_IS_FOLDER, detached_head, find_vault, missing_ref, sparse_left_out
 
 if TYPE_CHECKING:
     from cairn.hot.hook import Options
@@ -161,7 +161,18 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False) -> list[Check]:
         why = "is not a folder" if not os.path.isdir(root) else "has no cards/ folder"
         return [Check("vault", name, False, f"{root} {why}", f"cairn vault remove {name} && cairn vault add PATH")]
     checks: list[Check] = []
-    if not os.path.isfile(os.path.join(root, MARKER)):
+    if os.path.isdir(os.path.join(root, MARKER)):
+        marker = os.path.join(root, MARKER)
+        checks.append(
+            Check(
+                "vault",
+                name,
+                False,
+                f"{marker}: {MARKER_IS_FOLDER}",
+                f"mv {shlex.quote(marker)} {shlex.quote(marker + '.folder')} && touch {shlex.quote(marker)}",
+            )
+        )
+    elif not os.path.isfile(os.path.join(root, MARKER)):
         checks.append(
             Check(
                 "vault",

@@ -256,6 +256,14 @@ def read_path(repo: git.Repo, commit: str, rel_path: str, vault: Vault, limit: i
     return blob.data_stream.read()  # type: ignore[no-any-return]
 
 
+def holds_folder(repo: git.Repo, commit: str, rel_path: str, vault: Vault) -> bool:
+    """Whether the commit holds a folder (a tree) at the vault-relative path, where a file is expected."""
+    try:
+        return bool((repo.commit(commit).tree / f"{vault.prefix}{rel_path}").type == "tree")
+    except KeyError:
+        return False
+
+
 def changed_cards(repo: git.Repo, old: str, new: str, vault: Vault) -> list[Change]:
     """Card files added, modified, deleted or renamed between two commits (rename detection on)."""
     root = f"{vault.prefix}{CARDS_DIR}"

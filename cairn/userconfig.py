@@ -20,7 +20,7 @@ from cairn.atomic import named, read_only_refusal
 from cairn.hot import userconfig as reader
 from cairn.hot.errors import ConfigError
 from cairn.hot.userconfig import UserConfig, VaultEntry, config_file, load_config, load_vaults
-from cairn.hot.vault import find_vault
+from cairn.hot.vault import MARKER_IS_FOLDER, find_vault
 
 MARKER = "cairn.toml"
 HEADER = "# Cairn's user configuration: the vaults the prompt hook serves, in order of precedence.\n"
@@ -44,6 +44,8 @@ def add_vault(
     env = os.environ if env is None else env
     vault = find_vault(os.path.abspath(os.path.expanduser(os.fspath(path))))
     root = str(vault.root)
+    if os.path.isdir(os.path.join(root, MARKER)):
+        raise ConfigError(f"{os.path.join(root, MARKER)}: {MARKER_IS_FOLDER}")
     if not os.path.isfile(os.path.join(root, MARKER)):
         raise ConfigError(
             f"{root} has no {MARKER}, Cairn's marker: the prompt hook serves no folder without it; create one (an "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from cairn.hot.index import IndexReader
@@ -149,3 +150,31 @@ def test_a_fix_in_the_working_tree_is_not_enough_a_committed_fix_serves_again(va
         assert index.meta["config_error"] == "" and index.n_cards == 2
     fresh = payload_for("claude-code", FITTING_PROMPT, vault_repo.root, session="session-2")  # session-1 had it
     assert REBASE_ID in vault_repo.cairn("hook", "--format", "claude-code", input=fresh, env=agent_env).stdout
+
+
+def test_a_cairn_toml_that_is_a_folder_is_one_clear_error_on_every_path(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: a folder named cairn.toml gave the defaults silently to lint (working tree and staging area) and
+    "not valid TOML" to every command that reads the commit (the folder's git tree read as text); `vault add` said
+    to create the file. Every path now says the same: it is a folder, not a file, and what to do."""
+    make_vault(vault_repo)
+    vault_repo.git("rm", "-q", "cairn.toml")
+    vault_repo.write_raw("cairn.toml/settings", "[recall]\nk1 = 1.2\n")
+    vault_repo.commit("settings in a folder")
+    said = "cairn.toml: a folder, not a file: a vault's settings are one TOML file; move the folder away"
+    for args in (("index",), ("recall", "git"), ("list",)):
+        done = vault_repo.cairn(*args)
+        assert done.returncode == 1 and done.stderr.startswith(f"Error: {said}"), (args, done.stderr)
+        assert len(done.stderr.splitlines()) == 1 and "TOML:" not in done.stderr
+    for args in (("lint",), ("lint", "--staged"), ("lint", "--worktree")):
+        done = vault_repo.cairn(*args)
+        assert done.returncode == 1, (args, done.stdout, done.stderr)
+        assert f"cairn.toml:0: config-invalid {said.removeprefix('cairn.toml: ')}" in done.stdout, (args, done.stdout)
+    added = vault_repo.cairn("vault", "add", ".", "--name", "team")
+    assert added.returncode == 1 and added.stderr.startswith(f"Error: {vault_repo.root}/{said}"), added.stderr
+    assert len(added.stderr.splitlines()) == 1
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "cairn" / "config.toml"  # registered while it was a file
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'[[vaults]]\nname = "team"\npath = "{vault_repo.root}"\n')
+    doctor = vault_repo.cairn("doctor", "--json")
+    [check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "vault"]
+    assert check["detail"] == f"{vault_repo.root}/{said} and put a cairn.toml file in its place (an empty one will do)"

@@ -32,6 +32,12 @@ if TYPE_CHECKING:
 
 CARDS_DIR = "cards"
 MARKER = "cairn.toml"
+# What every reader of a vault says when its cairn.toml is a folder (committed, staged or in the working tree), after
+# the file's path.
+MARKER_IS_FOLDER = (
+    "a folder, not a file: a vault's settings are one TOML file; move the folder away and put a cairn.toml file in "
+    "its place (an empty one will do)"
+)
 
 
 class Vault(Record):
@@ -215,7 +221,10 @@ def find_configured_vault(name: str, root: str) -> Vault:
 
 
 def _require_marker(root: str, given: str) -> None:
-    if not is_file(os.path.join(root, MARKER)):
+    marker = os.path.join(root, MARKER)
+    if is_dir(marker):
+        raise _not_found(f"{marker}: {MARKER_IS_FOLDER}")
+    if not is_file(marker):
         raise _not_found(
             f"{given!r} has no {MARKER}: the hook serves only vaults with Cairn's marker file"
             " (`cairn init` writes one; an empty file will do)"

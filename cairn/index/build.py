@@ -17,7 +17,7 @@ import git
 
 from cairn import __version__, gitrepo
 from cairn.cards.card import MAX_CARD_BYTES, Card, card_id_from_path, oversize_finding, parse_card
-from cairn.config import CONFIG_FILE, Config, parse_config
+from cairn.config import CONFIG_FILE, Config, folder_error, parse_config, worktree_config_text
 from cairn.finding import Finding
 from cairn.hot import paths
 from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing, IndexStale, InvalidConfig
@@ -240,8 +240,7 @@ def build_worktree_index(vault: Vault, progress: Progress | None = None) -> Inde
     """Index the working tree (uncommitted edits included), for authors; never used by the hook."""
     started = time.perf_counter()
     target = index_file_for(vault, worktree=True)
-    config_file = vault.root / CONFIG_FILE
-    config = parse_config(config_file.read_text("utf-8") if config_file.is_file() else None)
+    config = parse_config(worktree_config_text(vault.root))
     files = list(worktree_card_files(vault))
     upserts: list[store.CardTerms] = []
     problems: list[Finding] = []
@@ -327,14 +326,13 @@ def open_index(
 
 def config_of(vault: Vault, *, worktree: bool = False) -> Config:
     """The vault's settings: from the working tree, or from the served ref's commit when the vault is in git."""
-    config_file = vault.root / CONFIG_FILE
     if worktree or vault.git_root is None:
-        return parse_config(config_file.read_text("utf-8") if config_file.is_file() else None)
+        return parse_config(worktree_config_text(vault.root))
     with gitrepo.open_repo(vault) as repo:
         try:
             commit = served_commit(vault, repo)[1]
         except CairnError:
-            return parse_config(config_file.read_text("utf-8") if config_file.is_file() else None)
+            return parse_config(worktree_config_text(vault.root))
         return _config_at(repo, commit, vault)
 
 
@@ -387,6 +385,8 @@ def _timed(report: IndexReport, started: float, refused_commit: str | None = Non
 
 
 def _config_at(repo: git.Repo, commit: str, vault: Vault) -> Config:
+    if gitrepo.holds_folder(repo, commit, CONFIG_FILE, vault):
+        raise folder_error(commit)
     data = gitrepo.read_path(repo, commit, CONFIG_FILE, vault)
     if data is None:
         return Config()

@@ -44,6 +44,7 @@ class Snapshot:
         self.files: dict[str, VaultFile] = {}
         self._data: dict[str, bytes] = {}  # blob -> bytes already read
         self._repo: Any = None  # a git.Repo; only cairn.gitrepo knows git
+        self.config_is_folder = False  # a folder where cairn.toml goes: lint says so, as the index does
         if source == COMMIT:
             assert commit is not None
             self._read_commit(commit)
@@ -74,6 +75,7 @@ class Snapshot:
                 self._data[blob] = data
                 self.files[rel] = VaultFile(rel, blob)
         config = self.vault.root / CONFIG_FILE
+        self.config_is_folder = config.is_dir()
         self.config_text = config.read_text("utf-8", "replace") if config.is_file() else None
 
     def _read_staged(self) -> None:
@@ -82,6 +84,8 @@ class Snapshot:
         for entry in gitrepo.staged_entries(self._repo, self.vault, extra=(CONFIG_FILE,)):
             if entry.path == CONFIG_FILE:
                 config_blob = entry.blob
+            elif entry.path.startswith(CONFIG_FILE + "/"):  # staged files under a folder named cairn.toml
+                self.config_is_folder = True
             else:
                 self._add_entry(entry)
         self.config_text = None
@@ -92,7 +96,8 @@ class Snapshot:
         self._repo = gitrepo.open_repo(self.vault)
         for entry in gitrepo.card_entries(self._repo, commit, self.vault):
             self._add_entry(entry)
-        config = gitrepo.read_path(self._repo, commit, CONFIG_FILE, self.vault)
+        self.config_is_folder = gitrepo.holds_folder(self._repo, commit, CONFIG_FILE, self.vault)
+        config = None if self.config_is_folder else gitrepo.read_path(self._repo, commit, CONFIG_FILE, self.vault)
         self.config_text = None if config is None else config.decode("utf-8", "replace")
 
     def _add_entry(self, entry: gitrepo.TreeEntry) -> None:
