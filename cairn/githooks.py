@@ -94,6 +94,17 @@ def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: boo
             f"{names} already exist and are not Cairn's; nothing was written. Run again with --chain to keep them "
             f"(they move to <name>.local and run first), or add `cairn index --vault {vault_dir}` to them by hand"
         )
+    taken = [hooks_dir / f"{n}.local" for n in foreign if os.path.lexists(hooks_dir / f"{n}.local")]
+    if taken:  # before any hook moves: a refusal half way through left some chained and some not
+        raise RefusedWrite(
+            f"{', '.join(map(str, taken))} already exist{'s' if len(taken) == 1 else ''}; nothing was written: move "
+            f"{'it' if len(taken) == 1 else 'them'} away, then run this again"
+        )
+    if hooks_dir.exists() and not hooks_dir.is_dir():
+        raise RefusedWrite(
+            f"{hooks_dir} is a file where git's hooks folder goes; nothing was written: move it away, then run "
+            "this again"
+        )
     hooks_dir.mkdir(parents=True, exist_ok=True)
     changes = []
     for name in GIT_HOOKS:
@@ -102,8 +113,6 @@ def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: boo
         action = "installed"
         if name in foreign:
             local = target.with_name(name + ".local")
-            if local.exists():
-                raise RefusedWrite(f"{local} already exists; move it away, then run this again")
             os.replace(target, local)
             action = "chained"
         elif target.exists():

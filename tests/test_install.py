@@ -365,6 +365,29 @@ def test_uninstall_git_hooks_restores_a_chained_hook_an_interrupted_install_left
     assert not (hooks / "post-commit").exists()
 
 
+def test_install_git_hooks_refuses_before_moving_any_hook(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `install git-hooks --chain` with a `<name>.local` already there for one hook refused only on
+    reaching it, after chaining the hooks before it, and said to run it again; a file where the hooks folder goes
+    said only "File exists". Both are refused before anything changes, naming what to move."""
+    make_vault(vault_repo)
+    hooks = vault_repo.root / ".git" / "hooks"
+    for name in ("post-commit", "post-merge"):
+        (hooks / name).write_text(f"#!/bin/sh\necho {name}\n")
+    (hooks / "post-merge.local").write_text("#!/bin/sh\n")
+    done = cairn("install", "git-hooks", "--vault", str(vault_repo.root), "--chain")
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"Error: {hooks / 'post-merge.local'} already exists; nothing was written: move it away, then run this again\n"
+    )
+    assert (hooks / "post-commit").read_text() == "#!/bin/sh\necho post-commit\n"
+    assert not (hooks / "post-commit.local").exists() and not (hooks / "post-checkout").exists()
+    vault_repo.git("config", "core.hooksPath", "hooks-file")
+    (vault_repo.root / "hooks-file").write_text("not a folder\n")
+    blocked = cairn("install", "git-hooks", "--vault", str(vault_repo.root))
+    assert blocked.returncode == 1
+    assert blocked.stderr.startswith(f"Error: {vault_repo.root / 'hooks-file'} is a file where git's hooks folder")
+
+
 def test_git_hooks_respect_core_hooks_path(vault_repo: VaultRepo) -> None:
     make_vault(vault_repo)
     vault_repo.git("config", "core.hooksPath", ".githooks")
