@@ -267,3 +267,16 @@ def test_a_configuration_saved_with_a_byte_order_mark_is_read(vault_repo: VaultR
     added = run_cairn("vault", "add", str(other), "--name", "notes", cwd=tmp_path)
     assert added.returncode == 0, added.stderr
     assert [v.name for v in load_vaults()] == ["team", "notes"]
+
+
+def test_doctor_says_how_to_fix_a_configuration_that_is_a_folder(isolated_env: Path, tmp_path: Path) -> None:
+    """Bug fixed: with a folder where the user configuration goes, doctor's fix was "fix FILE (the line the error
+    names)", a line there is not; it now moves it aside, and running that fix lets `cairn vault add` work."""
+    folder = isolated_env / "xdg-config" / "cairn" / "config.toml"
+    folder.mkdir(parents=True)
+    done = run_cairn("doctor", "--json", cwd=tmp_path)
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "config"]
+    assert check["ok"] is False and "not a regular file" in check["detail"]
+    assert check["fix"] == f"mv {folder} {folder}.not-a-file && cairn vault add PATH"
+    moved = subprocess.run(check["fix"].split(" && ")[0], shell=True, check=False)
+    assert moved.returncode == 0 and not folder.exists() and folder.with_name("config.toml.not-a-file").is_dir()
