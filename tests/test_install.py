@@ -142,6 +142,20 @@ def test_uninstall_keeps_a_settings_file_the_user_made(
     assert json.loads(mine.read_text()) == {}
 
 
+def test_install_does_not_promise_an_index_a_broken_cairn_toml_prevents(tmp_path: Path, configured: VaultRepo) -> None:
+    """Bug fixed: with the served vault's committed cairn.toml broken, install said "the hook builds the index in
+    the background on its first prompt", which fails the same way; it now says nothing is served until it is fixed."""
+    configured.write_raw("cairn.toml", "[recall\n")
+    configured.commit("a broken setting")
+    project = tmp_path / "p"
+    project.mkdir()
+    done = cairn("install", "claude-code", cwd=project)
+    assert done.returncode == 0, done.stderr
+    [line] = [line for line in done.stdout.splitlines() if "Not indexed" in line]
+    assert line.startswith("  Not indexed (cairn.toml:1: not valid TOML")
+    assert line.endswith("the hook serves none of its cards until that is fixed.") and "background" not in line
+
+
 def test_install_refuses_with_no_vault_and_writes_nothing(tmp_path: Path, isolated_env: Path) -> None:
     project = tmp_path / "p"
     project.mkdir()

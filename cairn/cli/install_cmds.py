@@ -12,7 +12,7 @@ import click
 
 from cairn import doctor, githooks, gitrepo, install
 from cairn.cli.common import _one_vault, echo, errors_to_exit, open_vault
-from cairn.hot.errors import CairnError
+from cairn.hot.errors import CairnError, InvalidConfig, NotAGitRepository, RefusedWrite, VaultNotFound
 from cairn.index import build as indexer
 
 TARGETS = (*install.AGENTS, "git-hooks")
@@ -224,6 +224,10 @@ def _index_now(vault_arg: str | None, executable: str) -> None:
     try:
         vault = open_vault(vault_arg)
         report = indexer.build_index(vault)
+    except (InvalidConfig, NotAGitRepository, RefusedWrite, VaultNotFound) as exc:
+        # The hook's own build in the background would fail the same way: saying it will index was a wrong promise.
+        echo(f"  Not indexed ({exc}); the hook serves none of its cards until that is fixed.")
+        return
     except CairnError as exc:
         echo(f"  Not indexed yet ({exc}); the hook builds the index in the background on its first prompt.")
         return
