@@ -114,7 +114,7 @@ def _config(env: dict[str, str]) -> tuple[list[VaultEntry], Check]:
         if os.path.lexists(file) and not os.path.isfile(file):  # a folder, a FIFO: no line of it to fix
             moved = shlex.quote(file + ".not-a-file")
             return [], Check("config", file, False, str(exc), f"mv {shlex.quote(file)} {moved} && cairn vault add PATH")
-        return [], Check("config", file, False, str(exc), f"fix {file} (the line the error names)")
+        return [], Check("config", file, False, str(exc), f"fix {file} as the error says")
     if not entries:
         return [], Check("config", file, False, "no vault configured", "cairn vault add PATH")
     return entries, Check("config", file, True, f"{len(entries)} vault(s): {', '.join(e.name for e in entries)}")

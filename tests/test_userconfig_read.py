@@ -154,6 +154,10 @@ def test_a_damaged_copy_is_made_again(isolated_env: Path) -> None:
         ("[[vaults]]\nname = '-x'\npath = '/v'\n", "not '-x'"),
         ("[[vaults]]\nname = '" + "a" * 33 + "'\npath = '/v'\n", "name must be 1 to 32"),
         ("[[vaults]]\nname = 'team'\n", "config.toml: [[vaults]] entry 1 (team): path is required"),
+        (
+            "[[vaults]]\nname = 'team'\npath = 1\n",
+            "config.toml: [[vaults]] entry 1 (team): path must be a folder's path, not 1",
+        ),
         ("[[vaults]]\nname = 'team'\npath = 'rel/v'\n", "(team): path 'rel/v' is not absolute; write the full path"),
         ("[[vaults]]\nname = 'team'\npath = '/v'\nref = 'a b'\n", "(team): ref must be a ref name"),
         ("[[vaults]]\nname = 'team'\npath = '/v'\nref = '../x'\n", "(team): ref must be a ref name"),

@@ -239,7 +239,8 @@ def _validated_entry(file: str, n: int, entry: "dict[str, Any]", env: "Mapping[s
         )
     path = entry.get("path")
     if not isinstance(path, str) or not path.strip():
-        raise ValueError(f'{label}: path is required: the vault\'s folder, e.g. path = "~/team-lessons"')
+        given = "is required" if path is None or isinstance(path, str) else f"must be a folder's path, not {path!r}"
+        raise ValueError(f'{label}: path {given}: the vault\'s folder, e.g. path = "~/team-lessons"')
     path = _absolute(label, "path", path, env)
     ref = entry.get("ref")
     if ref is not None and not _is_ref(ref):
