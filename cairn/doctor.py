@@ -624,8 +624,11 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
         )
         return Check("agent", subject, False, detail, fix)
     if executable is None:
-        if argv and argv[0] == "cairn":  # a shared file's portable hook: this machine's PATH lacks `cairn`
-            folder = os.path.dirname(install.hook_launcher()[-1])
+        script = install.cairn_script()
+        if argv and argv[0] == "cairn" and where == "project" and install.is_shared(agent, path) and script:
+            # a shared file's portable hook: this machine's PATH lacks the folder of its `cairn` command (a file only
+            # this user reads is fixed by installing again, which writes this machine's full path)
+            folder = os.path.dirname(os.path.abspath(script))
             fix = f"export PATH={shlex.quote(folder)}:$PATH (in your shell's profile, where the agent starts)"
         return Check("agent", subject, False, f"{path}: {argv[0] if argv else command!r} is not found", fix)
     # What runs `cairn`, as the hook runs it: `cairn`, or `PYTHON -I -S /path/to/cairn` (`install.hook_launcher`).

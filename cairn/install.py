@@ -231,7 +231,7 @@ def hook_launcher() -> list[str]:
     return [cairn_executable()]
 
 
-def _cairn_script() -> Path | None:
+def cairn_script() -> Path | None:
     """This installation's `cairn` script, when it exists."""
     if Path(sys.argv[0]).name.startswith("cairn"):
         here = Path(sys.argv[0])
@@ -244,7 +244,7 @@ def _cairn_script() -> Path | None:
 
 def cairn_executable() -> str:
     """`cairn` when that name on PATH is this installation, else the full path of this installation's `cairn`."""
-    here = _cairn_script()
+    here = cairn_script()
     on_path = shutil.which("cairn")
     if here is not None and on_path and os.path.realpath(on_path) == os.path.realpath(here):
         return "cairn"

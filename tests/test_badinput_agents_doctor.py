@@ -338,6 +338,31 @@ def test_a_read_only_cache_gets_a_fix_that_can_work(setup: Path, tmp_path: Path)
     assert check["ok"] is True, check
 
 
+def test_a_hook_whose_cairn_is_not_on_path_gets_a_fix_that_finds_it(setup: Path, isolated_env: Path) -> None:
+    """Bug fixed: for a hook running a bare `cairn` that the PATH does not find, doctor said to put Cairn's package
+    folder (`.../site-packages/cairn`, where `__main__.py` is) on PATH, where no `cairn` command is. A shared project
+    file gets the folder of this installation's `cairn` command; the user's own file is fixed by installing again
+    (its hook then runs this machine's full path)."""
+    shared = setup / ".codex" / "hooks.json"
+    shared.parent.mkdir()
+    shared.write_text(
+        json.dumps(
+            {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "cairn hook --format codex"}]}]}}
+        )
+    )
+    _set_command(isolated_env / ".claude" / "settings.json", "UserPromptSubmit", "cairn hook --format claude-code")
+    no_cairn = {"PATH": "/usr/bin:/bin"}
+    done = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup, env=no_cairn)
+    checks = {c["subject"]: c for c in json.loads(done.stdout)["checks"] if c["area"] == "agent"}
+    folder = str(Path(cairn_executable()).parent)
+    assert (
+        checks["codex (project)"]["fix"]
+        == f"export PATH={folder}:$PATH (in your shell's profile, where the agent starts)"
+    )
+    assert checks["claude-code (user)"]["fix"] == "cairn install claude-code --user"
+    assert (Path(folder) / "cairn").is_file()
+
+
 def test_an_empty_home_is_a_failing_check_not_a_crash(setup: Path) -> None:
     """Bug fixed with install's: HOME="" made `~` the file system's root; doctor names it rather than looking
     there (or stopping)."""
