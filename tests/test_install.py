@@ -156,6 +156,23 @@ def test_install_does_not_promise_an_index_a_broken_cairn_toml_prevents(tmp_path
     assert line.endswith("the hook serves none of its cards until that is fixed.") and "background" not in line
 
 
+def test_install_refuses_a_scope_with_no_tag_and_bakes_in_the_tags_as_read(
+    tmp_path: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: `--scope "$SCOPE"` with SCOPE unset installed a hook that serves every scope without a word, and a
+    tag holding a line break was baked into the agent's command; `cairn recall --scope` refuses both."""
+    project = tmp_path / "p"
+    project.mkdir()
+    for given in ("", " , ", "git\nci"):
+        done = cairn("install", "claude-code", "--scope", given, cwd=project)
+        assert done.returncode == 2 and "Invalid value for '--scope'" in done.stderr, done.stderr
+        assert not (project / ".claude").exists()
+    done = cairn("install", "claude-code", "--scope", " git, ,ci", cwd=project)
+    assert done.returncode == 0, done.stderr
+    [command] = cairn_commands(json.loads((project / SETTINGS["claude-code"]).read_text()), "UserPromptSubmit")
+    assert command.endswith("hook --format claude-code --scope git,ci")
+
+
 def test_install_refuses_with_no_vault_and_writes_nothing(tmp_path: Path, isolated_env: Path) -> None:
     project = tmp_path / "p"
     project.mkdir()

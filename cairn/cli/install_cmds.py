@@ -33,6 +33,23 @@ def _where_options(func: F) -> F:
     return func
 
 
+def _scope_tags(value: str | None) -> str | None:
+    """--scope as the hook will read it (`git,ci`). One with no tag (`--scope "$SCOPE"`, unset) would bake in a hook
+    that serves every scope, and a tag with a line break or a control character one no card can have: refused, as
+    `cairn recall --scope` refuses them."""
+    if value is None:
+        return None
+    from cairn.hot.serve import scope_tags
+
+    tags = scope_tags(value)
+    if not tags:
+        raise click.BadParameter(f"{value!r} holds no tag; give one such as --scope git, or leave --scope out")
+    odd = next((tag for tag in tags if not tag.isprintable()), None)
+    if odd is not None:
+        raise click.BadParameter(f"the tag {odd!r} holds a line break or a control character; give tags such as git")
+    return ",".join(tags)
+
+
 def _base(project: Path | None, user: bool) -> Path:
     if project is not None and user:
         raise click.UsageError("give --project DIR or --user, not both")
@@ -50,7 +67,12 @@ def _base(project: Path | None, user: bool) -> Path:
     help="Agents: bake one vault into the hook (default: none; the hook serves $CAIRN_VAULT, else every vault in "
     "`cairn vault list`). git-hooks: the vault to keep indexed (default: the vault around the current folder).",
 )
-@click.option("--scope", default=None, help="Agents: comma-separated scope tags the hook passes to recall.")
+@click.option(
+    "--scope",
+    default=None,
+    callback=lambda ctx, param, value: _scope_tags(value),
+    help="Agents: comma-separated scope tags the hook passes to recall.",
+)
 @click.option("--chain", is_flag=True, help="git-hooks: keep existing hooks (moved to <name>.local, run first).")
 @errors_to_exit
 def install_cmd(
