@@ -26,7 +26,10 @@ def write_atomic(target: Path, data: bytes, *, overwrite: bool = True, mode: int
             f"{blocker} is a file where the folder for {target} goes; move it away and run this again "
             "(nothing was written)"
         ) from None
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name[:40]}.", suffix=".tmp", dir=target.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name[:40]}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:  # the folder takes no new file (read-only, /proc): name the target, not a temp name
+        raise type(exc)(exc.errno, exc.strerror, str(target)) from None
     tmp = Path(tmp_name)
     try:
         try:

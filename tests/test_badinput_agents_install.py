@@ -554,3 +554,14 @@ def test_a_relative_agent_folder_variable_writes_nothing(
     [check] = [c for c in checks if c["subject"] == f"{agent} (user)"]
     assert (check["ok"], check["detail"]) == (False, message)
     assert check["fix"] == f"export {variable}=/full/path/of/its/folder (or unset {variable})"
+
+
+def test_a_settings_folder_that_takes_no_new_file_names_the_settings_file(
+    tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: a folder that takes no new file (CODEX_HOME=/proc/self) was named by the write's temp file, a
+    name the user never saw: "No such file or directory (/proc/self/.hooks.json.0z13p5xc.tmp)"."""
+    done = run_cairn("install", "codex", "--user", cwd=tmp_path, env={"CODEX_HOME": "/proc/self"})
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1
+    assert "(/proc/self/hooks.json)" in done.stderr and ".tmp" not in done.stderr, done.stderr
