@@ -35,20 +35,48 @@ def test_demo_runs_on_the_bundled_vault(tmp_path: Path) -> None:
     assert "Indexed" in done.stdout
 
 
-def test_the_demos_next_steps_work_as_written(isolated_env: Path) -> None:
+@pytest.mark.parametrize("terminal", [False, True], ids=["no-terminal", "terminal-answers-yes"])
+def test_the_demos_next_steps_work_as_written(isolated_env: Path, terminal: bool) -> None:
     """The commands `cairn demo` names as next steps, run in order in a new HOME, all succeed: its old last line
-    sent a new user to `cairn install claude-code` before any vault was registered, which install refuses."""
+    sent a new user to `cairn install claude-code` before any vault was registered, which install refuses. And at a
+    terminal, where `cairn init` asks to register the vault and the user answers yes: the line after that named
+    `cairn vault add my-vault`, which then failed ("already configured ... `cairn vault remove` first")."""
     done = subprocess.run([cairn_executable(), "demo"], cwd=isolated_env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     [next_line] = [line for line in done.stdout.splitlines() if line.startswith("Next: ")]
     steps = re.findall(r"`(cairn [^`]+)`", next_line)
     assert steps[0].startswith("cairn init ") and steps[-1].startswith("cairn install "), next_line
     for step in steps:
-        ran = subprocess.run(
-            [cairn_executable(), *step.split()[1:]], cwd=isolated_env, capture_output=True, text=True, timeout=120
-        )
+        ran = _run_as_typed(step, isolated_env, answer="y\n" if terminal else None)
         assert ran.returncode == 0, f"{step}: {ran.stdout}{ran.stderr}"
     assert (isolated_env / ".claude" / "settings.json").is_file()
+    vaults = subprocess.run([cairn_executable(), "vault", "list"], cwd=isolated_env, capture_output=True, text=True)
+    assert [line.split()[0] for line in vaults.stdout.splitlines()] == ["my-vault"], vaults.stdout + vaults.stderr
+
+
+def _run_as_typed(step: str, cwd: Path, answer: str | None) -> subprocess.CompletedProcess[str]:
+    """`cairn ...` as a user runs it: with `answer` (the keys typed for any question it asks) on a terminal as its
+    standard input, else with no terminal (a script)."""
+    if answer is None:
+        return subprocess.run(
+            [cairn_executable(), *step.split()[1:]], cwd=cwd, capture_output=True, text=True, timeout=120
+        )
+    import pty
+
+    primary, secondary = pty.openpty()
+    try:
+        os.write(primary, answer.encode())  # typed ahead: the terminal holds it until the command reads
+        return subprocess.run(
+            [cairn_executable(), *step.split()[1:]],
+            cwd=cwd,
+            stdin=secondary,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(secondary)
+        os.close(primary)
 
 
 def _use_it_blocks(readme: str) -> tuple[str, str]:

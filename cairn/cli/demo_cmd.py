@@ -66,9 +66,11 @@ def demo(keep: Path | None) -> None:
             if follow_up.abstained
             else f"   Cairn injects {follow_up.injected[0].card.id}."
         )
+        # --register, not init's question and then `cairn vault add`: a user who answers yes at the terminal, as
+        # most do, would have that `vault add` refused (the vault is already configured).
         echo(
-            "Next: `cairn init my-vault` (a vault of your own: it prints every step that follows), then"
-            " `cairn vault add my-vault` and `cairn install claude-code --user` (or codex, gemini) to serve it."
+            "Next: `cairn init my-vault --register` (a vault of your own, served in every project: it prints every"
+            " step that follows), then `cairn install claude-code --user` (or codex, gemini) to serve it to your agent."
         )
 
 
