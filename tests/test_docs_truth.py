@@ -1,10 +1,12 @@
 """What the documents tell a user is what Cairn does: every `cairn ...` they show parses with the real command line
-(its subcommand, options and choices exist), the Chinese README says what the English one says, the README's
-figures come from benchmarks/RESULTS.md, the help's examples name cards the template vault has, and the JSON shapes
-and exit codes ARCHITECTURE.md gives are the ones the commands print."""
+(its subcommand, options and choices exist), the Chinese README says what the English one says, the agent's frame
+the README shows is what the hook prints, the README's figures come from benchmarks/RESULTS.md, the help's examples
+name cards the template vault has, and the JSON shapes and exit codes ARCHITECTURE.md gives are the ones the
+commands print."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import shlex
@@ -18,7 +20,7 @@ import pytest
 from cairn.cli import cli
 from cairn.hot.hook import FORMATS, HELP
 from helpers.cli import invoke_cli
-from helpers.vaults import run_cairn
+from helpers.vaults import VaultRepo, run_cairn
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE_CARDS = ROOT / "cairn" / "templates" / "vault" / "cards"
@@ -393,6 +395,86 @@ def test_the_chinese_readme_quotes_the_same_whole_numbers() -> None:
     zh["5"] -= 1  # "5%" is said twice in Chinese: on every suite, and on the follow-ups on every vault
     assert sum(en.values()) > 100
     assert +en == +zh, (sorted((en - zh).items()), sorted((zh - en).items()))
+
+
+def _code_spans(section: str) -> Counter[str]:
+    """Every inline code span of a section's prose (a span broken over two lines joined), each as often as it is
+    given: the commands, flags, file names, variables, settings keys and rule ids a reader copies."""
+    return Counter(" ".join(span.split()) for span in re.findall(r"`([^`\n]+(?:\n[^`\n]+)?)`", _prose(section)))
+
+
+def test_the_chinese_readme_names_the_same_files_flags_and_settings_section_by_section() -> None:
+    """The command check reads only `cairn ...` spans, as subcommand and option words: a file the English README
+    names (`~/.codex/hooks.json`), a variable (`$CAIRN_CONFIG`), a setting (`[recall] min_evidence`), a rule id, or a
+    flag's value could change in one README and not the other. A translation keeps every code span as it is."""
+    en, zh = (_sections(text) for text in _readmes())
+    assert sum(len(_code_spans(section)) for section in en) > 200  # the prose is read
+    for english, chinese in zip(en, zh, strict=True):
+        only_en, only_zh = _code_spans(english) - _code_spans(chinese), _code_spans(chinese) - _code_spans(english)
+        assert (sorted(only_en), sorted(only_zh)) == ([], []), english.splitlines()[0]
+
+
+def _blocks(section: str) -> list[tuple[str, str]]:
+    """(language, body) of every fenced block of a section, those indented in a list item too (the agent's frame,
+    which `_fences` does not see). A shell block without its comments and without the text of its quoted strings
+    (a translation writes its own card and prompt); every other block word for word."""
+    found = []
+    for _, language, body in re.findall(r"^( *)```(\w*)\n(.*?)^\1```", section, re.M | re.S):
+        if language == "sh":
+            lines = body.replace("\\\n", " ").splitlines()
+            body = "\n".join(" ".join(re.sub(r"\s#.*", "", re.sub(r'"[^"]*"', '"..."', x)).split()) for x in lines)
+        found.append((language, body))
+    return found
+
+
+def test_the_chinese_readme_shows_the_same_blocks_section_by_section() -> None:
+    """The section check counted the blocks at the start of a line only, and the command check reads `cairn` words:
+    the agent's frame (indented in a list item), the card's format, and the `pipx`, `pre-commit` and `git` steps
+    of the shell blocks could differ between the READMEs unseen."""
+    en, zh = (_sections(text) for text in _readmes())
+    assert any(language == "text" for section in en for language, _ in _blocks(section))  # the indented frame is read
+    for english, chinese in zip(en, zh, strict=True):
+        assert _blocks(chinese) == _blocks(english), english.splitlines()[0]
+
+
+def test_the_readmes_agent_frame_is_what_the_hook_prints_for_the_readmes_card(tmp_path: Path) -> None:
+    """The README's "What the agent reads" shows the frame an agent gets for the card of "A card", from a vault
+    registered as `team` at /home/me/team-lessons. Nothing checked it against the hook: the README's card, committed
+    into such a vault and asked through `cairn hook` as Claude Code runs it, gets that frame, line for line (the
+    nonce, the folder, the summary's cut, `…`, and the notice's line breaks aside)."""
+    en = _readmes()[0]
+    card = re.search(r"\n## A card\n\n```markdown\n(.*?)^```", en, re.M | re.S)
+    frame = re.search(r"^  ```text\n(.*?)^  ```", en, re.M | re.S)
+    assert card and frame
+    notice, notes = frame[1].split("\n  <cairn-notes ", 1)  # the notice is one line, wrapped in the README
+    shown = " ".join(notice.split()) + "\n" + "\n".join(line[2:] for line in f"  <cairn-notes {notes}".splitlines())
+    nonce = re.search(r'nonce="([0-9a-f]{8})"', shown)
+    card_id = re.search(r"whole card: `cairn show (\S+) --vault (\S+)`", shown)
+    assert nonce and card_id
+    vault = VaultRepo(tmp_path / "team-lessons")
+    vault.write_raw("cairn.toml", "")
+    # verified today: past its review_after the README's card (verified 2026-10-02) is expired, never served
+    text = re.sub(r"^verified_at: .*$", f"verified_at: {dt.date.today().isoformat()}", card[1], count=1, flags=re.M)
+    vault.write_raw(f"cards/{card_id[1]}.md", text)
+    vault.commit("Lesson: pull --rebase after a force-push")
+    for args in (("vault", "add", str(vault.root), "--name", "team"), ("index", "--vault", "team")):
+        done = run_cairn(*args, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+    prompt = "git pull --rebase after a teammate force-pushed the shared branch"
+    payload = {
+        "session_id": "s1",
+        "transcript_path": str(tmp_path / "t.jsonl"),
+        "cwd": str(tmp_path),
+        "permission_mode": "default",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": prompt,
+    }
+    hooked = run_cairn("hook", "--format", "claude-code", cwd=tmp_path, input=json.dumps(payload))
+    assert (hooked.returncode, hooked.stderr) == (0, ""), hooked.stderr
+    context = json.loads(hooked.stdout)["hookSpecificOutput"]["additionalContext"]
+    got = re.sub(r'nonce="[0-9a-f]{8}"', f'nonce="{nonce[1]}"', context).replace(str(vault.root), card_id[2])
+    pattern = "\n".join(re.escape(line).replace(re.escape(" …"), " .+") for line in shown.splitlines())
+    assert re.fullmatch(pattern + "\n", got), got
 
 
 # --- the figures come from benchmarks/RESULTS.md ------------------------------------------------------------------
