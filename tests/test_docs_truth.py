@@ -616,6 +616,27 @@ def test_eval_reads_the_served_ref_and_worktree_the_working_tree(template_vault:
     assert "instead of the served ref" in _help_text(("eval",))
 
 
+def test_a_lesson_under_a_heading_with_no_latin_letters_goes_where_the_readme_says(
+    template_vault: Path, tmp_path: Path
+) -> None:
+    """The README said only "the scope is the section heading's slug": a CLAUDE.md in Chinese (`## 踩坑`) has no
+    slug, so its lessons got no scope and went under cards/lessons/, which the README now says; this holds it to it."""
+    en, zh = _readmes()
+    said = re.search(
+        r"a heading with no Latin letters, such as `(## [^`]+)`,\s+gives none, and its cards go under `([^`]+)`", en
+    )
+    assert said and f"例如 `{said[1]}`，就没有 scope，卡片放在 `{said[2]}` 下" in zh
+    notes = tmp_path / "CLAUDE.md"
+    notes.write_text(
+        f"# 项目\n\n{said[1]}\n\n- 在 CI 里并行跑 pytest 时，测试共用 /tmp/out.csv 会导致偶发失败；每个测试用 tmp_path。\n",
+        encoding="utf-8",
+    )
+    done = invoke_cli(["import", str(notes), "--dry-run"], cwd=template_vault)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [card] = [line for line in done.stdout.splitlines() if "would write " in line]
+    assert f"would write {said[2]}" in card and "| scope: none |" in card, card
+
+
 # --- the template's cairn.toml ------------------------------------------------------------------------------------
 
 
