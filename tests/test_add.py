@@ -307,3 +307,30 @@ def test_on_a_branch_the_next_step_says_when_agents_get_the_card(vault_repo: Vau
         "&& git commit`; agents get it once it reaches main, the ref the vault serves (try it first with "
         "`cairn recall --ref HEAD`).\n"
     )
+
+
+def test_the_same_command_run_twice_says_the_card_is_there_not_to_choose_another_id(vault_repo: VaultRepo) -> None:
+    """The README's `cairn add`, run again (its first run's commit failed, a block pasted twice), finds its own card
+    at the id the name gives. It said "already exists; choose another --id", and another --id only met name-unique
+    ("names must be unique"). It now names the card of that name and what to do; a different name whose id is taken
+    still hears to choose another --id."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.commit("A vault")
+    args = (
+        "add", "--name", "git stash 不会带上未跟踪的文件", "--scope", "git", "--body", BODY,
+        "--summary", "git stash 只保存已跟踪的改动；切换分支前用 git stash -u 把未跟踪的文件一起存起来。",
+    )  # fmt: skip
+    first = vault_repo.cairn(*args)
+    assert first.returncode == 0, first.stderr
+    [written] = cards_on_disk(vault_repo)
+    original = (vault_repo.root / written).read_bytes()
+    again = vault_repo.cairn(*args)
+    assert (again.returncode, again.stdout) == (1, ""), again.stdout
+    assert again.stderr == (
+        f"Error: {written} already holds a card named 'git stash 不会带上未跟踪的文件' (names are unique): edit that "
+        "card, or give this one another --name (the file was left untouched)\n"
+    )
+    assert (vault_repo.root / written).read_bytes() == original and cards_on_disk(vault_repo) == [written]
+    other = vault_repo.cairn("add", "--name", "Another lesson", "--summary", "Another.", "--id", written[6:-3])
+    assert other.returncode == 1
+    assert other.stderr == f"Error: {written} already exists; choose another --id (the file was left untouched)\n"

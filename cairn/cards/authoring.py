@@ -19,6 +19,7 @@ import yaml
 from cairn import gitrepo
 from cairn.atomic import ensure_inside, write_atomic
 from cairn.cards.card import check_card_id, parse_card, slugify
+from cairn.cards.similarity import name_key
 from cairn.finding import ERROR, Finding
 from cairn.hot.errors import CairnError, CardExists, InvalidCard, RefusedWrite
 from cairn.hot.vault import Vault
@@ -296,7 +297,7 @@ def prepare_card(vault: Vault, card: NewCard, *, today: dt.date | None = None) -
         raise InvalidCard(f"{rel} was not written: {messages}; fix that and run it again")
     target = vault.root / rel
     if target.exists() or target.is_symlink():
-        raise CardExists(f"{rel} already exists; choose another --id (the file was left untouched)")
+        raise CardExists(_taken(target, rel, parsed.name))
     try:
         ensure_inside(vault.cards_dir, target)
     except RefusedWrite:
@@ -305,6 +306,21 @@ def prepare_card(vault: Vault, card: NewCard, *, today: dt.date | None = None) -
     if blocking is not None:
         raise RefusedWrite(f"{blocking}, so {rel} cannot be written; choose another --id")
     return PendingCard(rel, text, lint_pending(vault, {rel: data}, today=today)[rel])
+
+
+def _taken(target: Path, rel: str, name: str) -> str:
+    """Why `rel` cannot be written, and what to do: the same name gives the same id, so a second `cairn add` of one
+    lesson (a command run again) finds its own card there, where another --id would only meet name-unique."""
+    try:
+        there, _ = parse_card(rel, target.read_bytes())
+    except OSError:
+        there = None
+    if there is not None and name_key(there.name) == name_key(name):
+        return (
+            f"{rel} already holds a card named {there.name!r} (names are unique): edit that card, or give this one "
+            "another --name (the file was left untouched)"
+        )
+    return f"{rel} already exists; choose another --id (the file was left untouched)"
 
 
 def _check_utf8(card: NewCard, rel: str) -> None:
