@@ -477,6 +477,23 @@ def test_the_readmes_agent_frame_is_what_the_hook_prints_for_the_readmes_card(tm
     assert re.fullmatch(pattern + "\n", got), got
 
 
+HAN = "\u3400-\u9fff"
+FULL_WIDTH_PUNCTUATION = "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\u201c\u201d"  # 。，、；：（）“” and the like
+
+
+def test_the_chinese_readme_never_breaks_a_line_where_a_browser_would_show_a_space() -> None:
+    """A line break inside a paragraph is a space once rendered (GitHub in Chrome, among others): between two Chinese
+    characters (收到 / 提示词) or after full-width punctuation it shows as a stray gap, which Chinese text never has.
+    The Chinese README broke 60 lines so; a paragraph is now one line there, or breaks beside Latin text only."""
+    zh = _readmes()[1]
+    prose = re.sub(r"^ *```\w*\n.*?^ *```", "", zh, flags=re.M | re.S)
+    breaks = re.findall(
+        rf"[{HAN}{FULL_WIDTH_PUNCTUATION}]\n *[{HAN}{FULL_WIDTH_PUNCTUATION}]|[{FULL_WIDTH_PUNCTUATION}]\n *(?![-|#\s])\S",
+        prose,
+    )
+    assert breaks == [], breaks
+
+
 # --- the figures come from benchmarks/RESULTS.md ------------------------------------------------------------------
 
 # Figures the README quotes that benchmarks/RESULTS.md does not hold (measured, by the commit that added them, but
