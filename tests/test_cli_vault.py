@@ -89,10 +89,15 @@ def test_init_makes_a_committed_vault_and_refuses_a_non_empty_folder(tmp_path: P
     assert len(cards) >= 10
     status = subprocess.run(["git", "status", "--porcelain"], cwd=target, capture_output=True, text=True)
     assert status.stdout == ""  # everything committed
-    again = run("init", str(target))
+    again = run("init", str(target))  # a vault already: said so (tests/test_readme.py), refused all the same
     assert again.returncode == 1
-    assert again.stderr.startswith("Error: ") and "not empty" in again.stderr
+    assert again.stderr.startswith("Error: ") and "is already a Cairn vault" in again.stderr
     assert len(again.stderr.strip().splitlines()) == 1
+    (target / "cairn.toml").unlink()  # a folder with files, no vault
+    other = run("init", str(target))
+    assert other.returncode == 1
+    assert other.stderr.startswith("Error: ") and "not empty" in other.stderr
+    assert len(other.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize(

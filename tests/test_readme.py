@@ -79,6 +79,23 @@ def _run_as_typed(step: str, cwd: Path, answer: str | None) -> subprocess.Comple
         os.close(primary)
 
 
+def test_cairn_init_run_again_says_the_vault_is_there(isolated_env: Path) -> None:
+    """A README block pasted twice (its `git commit` failed on a machine with no git identity, then the whole block
+    again) runs `cairn init ~/team-lessons` on the vault it made: "is not empty; choose a new folder" sent the user
+    to make a second vault elsewhere. It says the vault is there and nothing was written."""
+    vault = isolated_env / "team-lessons"
+    first = subprocess.run([cairn_executable(), "init", str(vault), "--no-register"], capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    before = sorted(p.relative_to(vault).as_posix() for p in vault.rglob("*") if ".git" not in p.parts)
+    again = subprocess.run([cairn_executable(), "init", str(vault)], capture_output=True, text=True)
+    assert (again.returncode, again.stdout) == (1, "")
+    assert again.stderr == (
+        f"Error: {vault} is already a Cairn vault; use it as it is (`cairn vault list` shows whether the prompt hook "
+        "serves it), or choose a new folder for another (nothing was written)\n"
+    )
+    assert sorted(p.relative_to(vault).as_posix() for p in vault.rglob("*") if ".git" not in p.parts) == before
+
+
 def _use_it_blocks(readme: str) -> tuple[str, str]:
     """The "Use it" section's two shell blocks: the path a new user follows, and the layered vaults'."""
     section = re.split(r"\n## ", readme.split("\n## Use it\n" if "\n## Use it\n" in readme else "\n## 使用\n")[1])[0]

@@ -48,6 +48,11 @@ def init_vault(path: Path, *, again: str = "cairn init") -> str:
         )
     kept = _empty_clone(path)  # `git clone` of a new, empty repository: the vault goes into it, its .git kept
     if path.is_dir() and any(child.name not in kept for child in path.iterdir()):
+        if (path / "cairn.toml").is_file() and (path / "cards").is_dir():  # `cairn init` run again, as a README
+            raise CairnError(  # block pasted twice does: not a reason to make a second vault elsewhere
+                f"{path} is already a Cairn vault; use it as it is (`cairn vault list` shows whether the prompt hook "
+                "serves it), or choose a new folder for another (nothing was written)"
+            )
         raise CairnError(f"{path} is not empty; choose a new folder (nothing was written)")
     created = _first_missing(path)
     path.mkdir(parents=True, exist_ok=True)
