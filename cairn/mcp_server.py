@@ -238,7 +238,7 @@ class VaultTools:
                 session_id=session or None,
                 name=None if entry is None else entry.name,  # the hook's ids in the session
             )
-        cards = [card_json(c) for c in served.given]
+        cards = [card_json(c, root=str(self.vault.root)) for c in served.given]
         out: dict[str, Any] = {"cards": cards, "abstained": not cards}
         if session:  # as `cairn recall --json --session` and the hook's json format give it
             out["already_injected"] = list(served.already)

@@ -587,7 +587,8 @@ def test_recall_json_has_the_documented_shape(template_vault: Path) -> None:
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert set(data) == {"cards", "abstained"} and data["abstained"] is False
-    assert [set(card) for card in data["cards"]] == [{"id", "name", "summary", "path", "score"}]
+    # DESIGN's {id, name, summary, path, score}, and `file` (ARCHITECTURE: the card's file in full)
+    assert [set(card) for card in data["cards"]] == [{"id", "name", "summary", "path", "score", "file"}]
     again = [invoke_cli(["recall", "--json", "--session", "s1", "--vault", str(template_vault), prompt]) for _ in "12"]
     first, second = (json.loads(d.stdout) for d in again)
     assert set(first) == {"cards", "abstained", "already_injected"} and first["already_injected"] == []

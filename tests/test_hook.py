@@ -95,8 +95,9 @@ def test_json_format(vault_repo: VaultRepo) -> None:
     out = json.loads(hook(vault_repo, "json", payload_for("json", FITTING_PROMPT, vault_repo.root)).stdout)
     assert out["abstained"] is False
     assert [c["id"] for c in out["cards"]] == [REBASE_ID]
-    assert set(out["cards"][0]) == {"id", "name", "summary", "path", "score"}
+    assert set(out["cards"][0]) == {"id", "name", "summary", "path", "score", "file"}
     assert out["cards"][0]["path"] == f"cards/{REBASE_ID}.md"
+    assert out["cards"][0]["file"] == str(vault_repo.root / "cards" / f"{REBASE_ID}.md")
     assert out["notice"].startswith("Teammates' notes from the lesson vault, quoted as reference data")
     assert out["already_injected"] == []  # the payload carries a session id
     nothing = json.loads(hook(vault_repo, "json", payload_for("json", UNRELATED_PROMPT, vault_repo.root)).stdout)

@@ -62,7 +62,7 @@ def test_serve_answers_every_tool_over_stdio(vault_repo: VaultRepo) -> None:
     recalled = _text_json(results[0])
     assert [c["id"] for c in recalled["cards"]] == ["git/force-push-rebase"]
     assert recalled["abstained"] is False
-    assert set(recalled["cards"][0]) == {"id", "name", "summary", "path", "score"}
+    assert set(recalled["cards"][0]) == {"id", "name", "summary", "path", "score", "file"}
 
     out_of_scope = _text_json(results[1])
     assert out_of_scope == {"cards": [], "abstained": True}

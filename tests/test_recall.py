@@ -184,9 +184,10 @@ def test_recall_command_json(fixture_vault: VaultRepo) -> None:
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["abstained"] is False
-    assert [set(c) for c in data["cards"]] == [{"id", "name", "summary", "path", "score"}]
+    assert [set(c) for c in data["cards"]] == [{"id", "name", "summary", "path", "score", "file"}]
     assert data["cards"][0]["id"] == "git/force-push-safely"
     assert data["cards"][0]["path"] == "cards/git/force-push-safely.md"
+    assert data["cards"][0]["file"] == str(fixture_vault.root.resolve() / "cards/git/force-push-safely.md")
 
 
 def test_recall_command_abstains_in_text(fixture_vault: VaultRepo) -> None:

@@ -73,8 +73,14 @@ def test_recall_from_a_project_serves_every_configured_vault_as_the_hook_does(
         "summary": VENV_SUMMARY,
         "path": f"cards/{VENV_ID}.md",
         "score": venv["score"],
+        "file": str(mine.root / "cards" / f"{VENV_ID}.md"),
         "vault": "me",
     }
+    # each card's path is relative to its own vault: `file` says which one, as the text's full path does
+    assert [c["file"] for c in as_json["cards"]] == [
+        str(mine.root / "cards" / f"{VENV_ID}.md"),
+        str(team.root / "cards" / "docker/layer-cache-order.md"),
+    ]
     rebase = json.loads(ok("recall", FITTING_PROMPT, "--json", cwd=project))["cards"]
     assert ok("recall", FITTING_PROMPT, cwd=project) == (
         f"1. {REBASE_NAME}  [team:{REBASE_ID}]  score {rebase[0]['score']:.2f}\n"

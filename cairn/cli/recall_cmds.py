@@ -131,7 +131,7 @@ def recall_cmd(
     vault = open_vault(vault_path)
     tags, entry = _vault_scope(vault, scope)  # a configured vault's limits, as the hook applies them
     if tags is None:
-        _print_recall([], [] if session_id else None, as_json)
+        _print_recall([], [] if session_id else None, as_json, str(vault.root))
         return
     # What an agent gets: nothing from an index kept after its served branch was rewritten (`served_only`)
     with indexer.open_index(vault, ref=ref, worktree=worktree, served_only=ref is None and not worktree) as index:
@@ -144,7 +144,7 @@ def recall_cmd(
             name=None if entry is None else entry.name,
         )
         already = _already_given(index, query, str(vault.root), tags, served) if session_id else None
-    _print_recall(served.given, already, as_json)
+    _print_recall(served.given, already, as_json, str(vault.root))
 
 
 def _vault_scope(vault: Vault, scope: str | None) -> tuple[tuple[str, ...] | None, VaultEntry | None]:
@@ -243,7 +243,7 @@ def _warn_skipped(slots: Sequence[Slot]) -> None:
 def _print_layered(given: Sequence[Pick], already: list[str] | None, as_json: bool) -> None:
     """What the configured vaults give a prompt: ids as `name:id`, paths in full (several vaults)."""
     if as_json:
-        cards = [{**card_json(p.candidate, p.qid), "vault": p.layer.name} for p in given]
+        cards = [{**card_json(p.candidate, p.qid, p.layer.root), "vault": p.layer.name} for p in given]
         out: dict[str, Any] = {"cards": cards, "abstained": not given}
         if already is not None:
             out["already_injected"] = already
@@ -259,14 +259,9 @@ def _print_layered(given: Sequence[Pick], already: list[str] | None, as_json: bo
         c = p.candidate
         echo(f"{n}. {c.card.name}  [{p.qid}]  score {c.score:.2f}")
         echo(f"   {c.card.summary}")
-        echo(f"   {_card_path(p)}")
+        echo(f"   {os.path.join(p.layer.root, c.card.path)}")
     if already:
         echo(f"Already given in this session: {', '.join(already)}")
-
-
-def _card_path(pick: Pick) -> str:
-    path = pick.candidate.card.path
-    return path if os.path.isabs(path) else os.path.join(pick.layer.root, path)
 
 
 def _already_given(
@@ -281,10 +276,10 @@ def _already_given(
     return [c.card.id for c in fresh.given if c.card.id in refused]
 
 
-def _print_recall(given: Sequence[Candidate], already: list[str] | None, as_json: bool) -> None:
+def _print_recall(given: Sequence[Candidate], already: list[str] | None, as_json: bool, root: str) -> None:
     """The cards served (`Served.given`: recall's, at most the hook's `MAX_CARDS`, whatever a vault's own limit)."""
     if as_json:
-        out: dict[str, Any] = {"cards": [card_json(c) for c in given], "abstained": not given}
+        out: dict[str, Any] = {"cards": [card_json(c, root=root) for c in given], "abstained": not given}
         if already is not None:  # with --session
             out["already_injected"] = already
         echo_json(out)

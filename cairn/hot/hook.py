@@ -680,7 +680,7 @@ def _render(fmt: str, picks: "Sequence[Pick]", payload: Payload, nonce: str, alr
 
         cards = []
         for p in picks:
-            card = card_json(p.candidate, p.qid)
+            card = card_json(p.candidate, p.qid, p.layer.root)
             if p.layer.name is not None:
                 card["vault"] = p.layer.name
             cards.append(card)

@@ -480,17 +480,22 @@ def _fold(text: str) -> str:
     return " ".join("".join(out).split())
 
 
-def card_json(candidate: "Candidate", card_id: str | None = None) -> "dict[str, Any]":
+def card_json(candidate: "Candidate", card_id: str | None = None, root: str | None = None) -> "dict[str, Any]":
     """A given card as every interface prints it: `{id, name, summary, path, score}` (the id as shown: `name:id`
-    for a card of a named vault; the name and summary cut to `NAME_CHARS` and `SUMMARY_CHARS`)."""
+    for a card of a named vault; the name and summary cut to `NAME_CHARS` and `SUMMARY_CHARS`; `path` relative to
+    its vault's folder), and with the vault's folder `root`, `file`: the card's file in full, so that a card of
+    several vaults says which vault its path is in."""
     card = candidate.card
-    return {
+    out = {
         "id": card.id if card_id is None else card_id,
         "name": clip(card.name, NAME_CHARS),
         "summary": clip(card.summary, SUMMARY_CHARS),
         "path": card.path,
         "score": candidate.score,
     }
+    if root is not None:
+        out["file"] = os.path.join(root, card.path)
+    return out
 
 
 def clip(text: str, limit: int) -> str:
