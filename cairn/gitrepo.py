@@ -581,6 +581,21 @@ def object_types(repo: git.Repo, names: list[str]) -> dict[str, tuple[str, str]]
     return found
 
 
+def object_kind(repo: git.Repo, oid: str) -> str:
+    """What `oid` names, peeled (an annotated tag is what it tags): `commit`, `tree`, `blob`, or `missing` when this
+    repository holds no such object."""
+    peeled, commit = f"{oid}^{{}}", f"{oid}^{{commit}}"
+    try:
+        found = object_types(repo, [oid, peeled, commit])
+    except GitCommandError:  # a name git stops on rather than call missing (`HEAD@{99}` past the reflog's end)
+        return "missing"
+    kinds = {name: kind for name, (_, kind) in found.items() if kind != "missing"}
+    if oid not in kinds:
+        return "missing"
+    # `REV:PATH^{}` reads as a path: then the object itself
+    return "commit" if commit in kinds else kinds.get(peeled, kinds[oid])
+
+
 def commit_exists(repo: git.Repo, commit: str) -> bool:
     # `repo.commit(sha)` accepts any well-formed sha without looking, so ask git whether the object is there.
     try:

@@ -248,6 +248,12 @@ def test_a_ref_naming_no_commit_is_one_line_not_a_traceback(vault_repo: VaultRep
     assert done.stderr.count("\n") == 1
     done = vault_repo.cairn("index", "--ref", "main@{1.hour.ago}")
     assert done.returncode == 0, done.stderr
+    for ref, kind in (("HEAD:cards", "tree"), ("HEAD:cairn.toml", "blob"), ("HEAD^{tree}", "tree")):
+        done = vault_repo.cairn("recall", "--ref", ref, FITTING_PROMPT)
+        assert (done.returncode, done.stderr) == (
+            1,
+            f"Error: the ref {ref!r} names a {kind}, not a commit; give a branch, tag or commit\n",
+        )
 
 
 @pytest.mark.parametrize("what", ["missing", "tree", "blob"])
@@ -264,8 +270,14 @@ def test_an_object_id_that_is_no_commit_is_one_line_not_a_bug(vault_repo: VaultR
         assert done.returncode == 1, done.stdout
         assert done.stderr == (
             f"Error: the ref {oid!r} names no commit in {vault_repo.root}; give a branch, tag or commit that exists\n"
+            if what == "missing"  # a tree or a blob exists: the ref names it, and it is no commit
+            else f"Error: the ref {oid!r} names a {what}, not a commit; give a branch, tag or commit\n"
         )
-    assert vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team", "--ref", oid).returncode == 0
+    added = vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team", "--ref", oid)
+    if what != "missing":  # refused before it is configured (test_user_vaults)
+        assert added.returncode == 1 and added.stderr.startswith(f"Error: --ref {oid} names a {what}, not a commit")
+        return
+    assert added.returncode == 0, added.stderr
     done = vault_repo.cairn("index")
     assert done.returncode == 1 and done.stderr.startswith(f"Error: {oid}, the ref {vault_repo.root} serves, does not")
     assert done.stderr.count("\n") == 1

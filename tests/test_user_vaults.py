@@ -870,3 +870,38 @@ def test_a_vault_a_sparse_checkout_leaves_out_says_how_to_check_it_out(tmp_path:
     assert f"{problem}; check it out (`{command}`) and the hook serves it" in json.dumps(logged)
     subprocess.run(shlex.split(command), check=True, capture_output=True)  # as printed
     assert cairn("index", "--vault", str(lessons), cwd=tmp_path).returncode == 0
+
+
+def test_vault_add_refuses_a_ref_that_names_a_tree_or_a_blob(tmp_path: Path, vault_repo: VaultRepo) -> None:
+    """`cairn vault add --ref` took a tree's or a blob's id (pasted from `git rev-parse HEAD^{tree}`, a tag of a
+    tree) and registered it: the hook could never serve it. It is refused in one line naming what --ref takes, and
+    the configuration is left as it was; a commit's id, or an annotated tag of one, is taken."""
+    make_vault(vault_repo)
+    tree = vault_repo.git("rev-parse", "HEAD^{tree}")
+    blob = vault_repo.git("rev-parse", "HEAD:cairn.toml")
+    vault_repo.git("tag", "a-tree", tree)
+    vault_repo.git("tag", "-a", "-m", "tree", "an-annotated-tree", tree)
+    config = config_path(tmp_path)
+    for ref, kind in ((tree, "a tree"), (blob, "a blob"), ("a-tree", "a tree"), ("an-annotated-tree", "a tree")):
+        done = cairn("vault", "add", str(vault_repo.root), "--ref", ref, cwd=tmp_path)
+        assert (done.returncode, done.stdout) == (1, ""), done.stderr
+        assert done.stderr == (
+            f"Error: --ref {ref} names {kind}, not a commit: --ref takes a branch, a tag or a commit "
+            "(e.g. --ref main)\n"
+        )
+        assert not config.exists()
+    vault_repo.git("tag", "-a", "-m", "release", "v1", "HEAD")
+    for ref in (vault_repo.git("rev-parse", "HEAD"), "v1", "main"):
+        done = cairn("vault", "add", str(vault_repo.root), "--ref", ref, "--name", "team", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert "The prompt hook now serves it" in done.stdout
+        assert cairn("vault", "remove", "team", cwd=tmp_path).returncode == 0
+    # a commit id the repository does not hold (yet): registered, and said to serve nothing (not "now serves it")
+    absent = "0123456789abcdef0123456789abcdef01234567"
+    done = cairn("vault", "add", str(vault_repo.root), "--ref", absent, "--name", "team", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1:] == [
+        f"Note: --ref {absent} names no commit this repository holds (yet), so the hook serves nothing from it: "
+        "fetch it (`git fetch`) or serve a branch; `cairn doctor` checks the setup."
+    ]
+

@@ -57,6 +57,8 @@ def add_cmd(
       cairn vault add ~/team-lessons --name team
       cairn vault add ~/my-notes --name me --scope python --project ~/work/acme
     """
+    kind = _ref_kind(path, ref) if ref else None
+    _refuse_non_commit(kind, ref or "")
     entry = userconfig.add_vault(
         path, name=name, ref=ref, scopes=scopes, projects=[str(p) for p in projects], first=first
     )
@@ -73,6 +75,12 @@ def add_cmd(
         )
         return
     ref, commit = served_ref(work_tree, entry.ref)
+    if kind == "missing":  # an object id the files name, which git does not hold
+        echo(
+            f"Note: --ref {entry.ref} names no commit this repository holds (yet), so the hook serves nothing from it: "
+            "fetch it (`git fetch`) or serve a branch; `cairn doctor` checks the setup."
+        )
+        return
     if commit is None:
         problem, fix = missing_ref(work_tree, ref, entry.ref)
         echo(f"Note: {problem}, so the hook serves nothing from it: {fix}; `cairn doctor` checks the setup.")
@@ -82,6 +90,38 @@ def add_cmd(
         echo(f"Note: {problem}: {fix}; `cairn doctor` checks the setup.")
         return
     echo(f"The prompt hook now serves it {where}{only}; `cairn doctor` checks the setup.")
+
+
+def _ref_kind(path: Path, ref: str) -> str | None:
+    """What --ref names in the vault's repository (`gitrepo.object_kind`), or None when that cannot be told yet (no
+    repository, no such ref: the notes after the vault is added say so)."""
+    from cairn.gitrepo import object_kind, open_repo
+    from cairn.hot.errors import CairnError
+    from cairn.hot.vault import find_vault
+
+    try:
+        vault = find_vault(os.path.abspath(os.path.expanduser(path)))
+        if vault.git_root is None:
+            return None
+        _, oid = served_ref(vault.git_root, ref)
+        if oid is None:
+            return None
+        with open_repo(vault) as repo:
+            return object_kind(repo, oid)
+    except CairnError:
+        return None  # `add_vault` says what is wrong with the folder
+
+
+def _refuse_non_commit(kind: str | None, ref: str) -> None:
+    """Refuses a --ref that names a tree or a blob (`git rev-parse HEAD^{tree}` pasted, a tag of a tree): no commit
+    is ever served from it."""
+    from cairn.hot.errors import CairnError
+
+    if kind is not None and kind not in ("commit", "missing"):
+        article = "an" if kind[:1] in "aeiou" else "a"
+        raise CairnError(
+            f"--ref {ref} names {article} {kind}, not a commit: --ref takes a branch, a tag or a commit (e.g. --ref main)"
+        )
 
 
 @vault_group.command(name="list")

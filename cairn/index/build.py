@@ -115,6 +115,11 @@ def served_commit(vault: Vault, repo: git.Repo | None = None, ref: str | None = 
             commit = gitrepo.resolve_commit(repo, name)
         except CairnError:
             if ref is not None:  # --ref: the author's own ref, not the vault's setting
+                kind = gitrepo.object_kind(repo, ref.strip())
+                if kind not in ("commit", "missing"):  # `HEAD^{tree}`, `main:cards`, a blob's id
+                    raise CairnError(
+                        f"the ref {ref!r} names a {kind}, not a commit; give a branch, tag or commit"
+                    ) from None
                 raise CairnError(
                     f"the ref {ref!r} names no commit in {vault.git_root}; give a branch, tag or commit that exists"
                 ) from None
