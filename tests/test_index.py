@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -409,3 +410,43 @@ def test_a_slot_naming_bytes_outside_the_file_fails_the_check_before_they_are_re
     target.write_bytes(bytes(data))
     with IndexReader(target) as index, pytest.raises(IndexCorrupt, match="outside a file of"):
         index.postings(["force", "push", "reflog"])
+
+
+def test_the_other_refs_index_files_are_bounded_and_none_in_use_is_removed(vault_repo: VaultRepo) -> None:
+    """Each `cairn index --ref` (and `recall --ref`) wrote its own `ref-*.cairn` file, as big as the served index,
+    and none was ever removed. At an index run, one last used over 10 minutes ago goes when it is not among the 4
+    used last or its ref is gone (a deleted branch); one whose lock another process holds stays."""
+    import fcntl
+
+    from cairn.index import refcache
+
+    commits = []
+    for n in range(6):
+        vault_repo.write(f"notes/card-{n}", f"Lesson number {n}", f"Summary of lesson {n}.")
+        commits.append(vault_repo.commit(f"Card {n}"))
+    vault_repo.git("branch", "gone", commits[0])
+
+    def indexed(ref: str) -> Path:
+        done = vault_repo.cairn("index", "--ref", ref, "--json")
+        assert done.returncode == 0, done.stderr
+        return Path(json.loads(done.stdout)["index"])
+
+    files = [indexed(c) for c in commits]
+    gone = indexed("gone")
+    vault_repo.git("branch", "-D", "gone")
+    now = time.time()
+    # when each was last used: the sixth, the fifth, ... an hour ago and more; `gone` the latest of those, the
+    # fifth a minute ago (in use: a reader may be about to open it)
+    ages = {files[n]: 3600 + 60 * (5 - n) for n in range(6)} | {gone: 3000, files[4]: 60}
+    for path, age in ages.items():
+        for each in (path, path.with_name(path.name + ".lock")):
+            os.utime(each, (now - age, now - age))
+    with open(files[0].with_name(files[0].name + ".lock"), "rb") as held:  # another process is writing the first
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        head = indexed("HEAD")
+    left = sorted(p.name for p in head.parent.iterdir() if p.name.startswith("ref-") and p.name.endswith(".cairn"))
+    # HEAD's, the one in use, the 2 used last besides them whose refs exist, and the one held
+    assert left == sorted(p.name for p in (head, files[4], files[5], files[3], files[0]))
+    for path in (files[1], files[2], gone):
+        assert not any(p.name.startswith(path.name) for p in path.parent.iterdir()), path  # its seal, lock too
+    assert refcache.KEEP == 4

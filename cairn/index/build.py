@@ -24,7 +24,7 @@ from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing, IndexStale,
 from cairn.hot.index import IndexReader
 from cairn.hot.tokens import tokenize
 from cairn.hot.vault import CARDS_DIR, Vault, worktree_card_files
-from cairn.index import provenance, store
+from cairn.index import provenance, refcache, store
 from cairn.lint import security
 
 Progress = Callable[[int, int], None]
@@ -141,7 +141,10 @@ def build_index(
     the seconds to wait for another writer of the index before `store.IndexBusy` (default `LOCK_WAIT_SECONDS`)."""
     started = time.perf_counter()
     with gitrepo.open_repo(vault) as repo:
-        return _build_index(repo, vault, rebuild, progress, ref, started, lock_wait)
+        report = _build_index(repo, vault, rebuild, progress, ref, started, lock_wait)
+    # the other refs' index files an author asked for once are not kept for good
+    refcache.prune(report.index_file.parent, report.index_file if ref is not None else None, vault.git_root)
+    return report
 
 
 def _build_index(

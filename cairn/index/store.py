@@ -263,42 +263,57 @@ def _remove_stale_temps(index_file: Path) -> None:
 
 
 @contextlib.contextmanager
-def file_lock(lock_path: Path, doing: str, wait: float | None = None) -> Iterator[None]:
+def file_lock(lock_path: Path, doing: str, wait: float | None = None, *, mark: bool = True) -> Iterator[None]:
     """An exclusive `flock` on the lock file `lock_path` (0600; made if missing; never through a symlink, never a
-    FIFO or folder in its place), with the holder's pid written in it. A lock whose holder ended is free at once
-    (the kernel lets go of it); a holder that keeps it over `wait` seconds (default `LOCK_WAIT_SECONDS`) is named
-    in an `IndexBusy`."""
+    FIFO or folder in its place), with the holder's pid written in it (unless not `mark`: the file's time then
+    still says when it was last taken). A lock whose holder ended is free at once (the kernel lets go of it); a
+    holder that keeps it over `wait` seconds (default `LOCK_WAIT_SECONDS`) is named in an `IndexBusy`. A lock file
+    removed by its holder (`index.refcache`) while this waited is opened again: its lock no longer serialises."""
+    started = time.monotonic()
+    deadline = started + (LOCK_WAIT_SECONDS if wait is None else wait)
+    told = False
+    while True:
+        try:
+            fd = open_private(str(lock_path), os.O_RDWR | os.O_CREAT)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO) or "not a regular file" in str(exc):
+                raise CairnError(
+                    f"{lock_path} is not a regular file (a lock file of Cairn's); remove it, then run again"
+                ) from None
+            raise
+        with os.fdopen(fd, "r+b") as handle:
+            paths.private_file(str(lock_path))
+            while True:
+                try:
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    now = time.monotonic()
+                    if now > deadline:
+                        raise IndexBusy(_busy_message(handle, doing, wait)) from None
+                    if not told and now - started > LOCK_NOTICE_SECONDS:
+                        told = True  # else a holder stopped with Ctrl-Z kept this one silent for up to 10 minutes
+                        _tell_waiting(handle, doing)
+                    time.sleep(0.05)
+            if not _is_file_at(handle.fileno(), lock_path):
+                continue  # removed (or replaced) while this waited: lock the file at that path now
+            if mark:
+                try:  # the holder's pid, for `_busy_message` only: a full disk or a size limit does not stop the lock
+                    os.ftruncate(handle.fileno(), 0)
+                    os.pwrite(handle.fileno(), str(os.getpid()).encode("ascii"), 0)  # unbuffered: nothing to flush
+                except OSError:
+                    pass
+            yield
+            return
+
+
+def _is_file_at(fd: int, path: Path) -> bool:
+    """Whether the open file `fd` is still the one at `path`."""
     try:
-        fd = open_private(str(lock_path), os.O_RDWR | os.O_CREAT)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO) or "not a regular file" in str(exc):
-            raise CairnError(
-                f"{lock_path} is not a regular file (a lock file of Cairn's); remove it, then run again"
-            ) from None
-        raise
-    with os.fdopen(fd, "r+b") as handle:
-        paths.private_file(str(lock_path))
-        started = time.monotonic()
-        deadline = started + (LOCK_WAIT_SECONDS if wait is None else wait)
-        told = False
-        while True:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                now = time.monotonic()
-                if now > deadline:
-                    raise IndexBusy(_busy_message(handle, doing, wait)) from None
-                if not told and now - started > LOCK_NOTICE_SECONDS:
-                    told = True  # else a holder stopped with Ctrl-Z kept this one silent for up to 10 minutes
-                    _tell_waiting(handle, doing)
-                time.sleep(0.05)
-        try:  # the holder's pid, for `_busy_message` only: a full disk or a file size limit does not stop the lock
-            os.ftruncate(handle.fileno(), 0)
-            os.pwrite(handle.fileno(), str(os.getpid()).encode("ascii"), 0)  # unbuffered: nothing left to flush
-        except OSError:
-            pass
-        yield
+        held, named = os.fstat(fd), os.lstat(path)
+    except OSError:
+        return False
+    return (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino)
 
 
 def _holder(handle: IO[bytes]) -> tuple[str, str]:
