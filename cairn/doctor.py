@@ -209,6 +209,10 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False) -> list[Check]:
     if commit is None:
         checks.append(Check("ref", name, False, *missing_ref(vault.git_root, ref, entry.ref)))
         return checks
+    lost = _lost_commit(vault, ref, commit, name)
+    if lost is not None:  # one finding: the index cannot be judged against a commit that is not there
+        checks.append(Check("ref", name, False, *lost))
+        return checks
     if ref == "HEAD" and not entry.ref:  # no branch to serve: whatever is checked out is served
         checks.append(Check("ref", name, False, *detached_head(vault.git_root, commit)))
     else:
@@ -396,6 +400,32 @@ def _unsupported_repository(vault: Any) -> str:
         return str(exc)
     except CairnError:  # another reason (safe.directory, damage): the checks below say it
         return ""
+
+
+def _lost_commit(vault: Any, ref: str, commit: str, name: str) -> tuple[str, str] | None:
+    """(problem, fix) when the served ref names an object the repository does not hold as a commit (a damaged or
+    incomplete clone; a configured ref that is a tree's id), else None. The files alone cannot tell: git is asked."""
+    from cairn import gitrepo
+
+    root = shlex.quote(str(vault.git_root))
+    try:
+        with gitrepo.open_repo(vault) as repo:
+            if gitrepo.commit_exists(repo, commit):
+                return None
+    except CairnError:
+        return None  # git cannot read the repository: the checks after this say so
+    if ref.lower() == commit:  # a configured object id
+        return (
+            f"the configured ref {commit[:8]} is not a commit this repository holds (a tree's or a blob's id?), so "
+            "agents get nothing from this vault",
+            f"cairn vault remove {name} && cairn vault add {shlex.quote(str(vault.root))} --name {name} --ref BRANCH",
+        )
+    what = "the branch" if ref.startswith("refs/heads/") else "it"
+    return (
+        f"{ref} names {commit[:8]}, which is not a commit this repository holds (damaged or incomplete?), so agents "
+        f"get nothing from this vault; point {what} at a commit again (`git branch -f`, `git fetch`)",
+        f"git -C {root} fsck",
+    )
 
 
 def _descends(vault: Any, indexed: str, commit: str) -> bool:

@@ -905,3 +905,36 @@ def test_vault_add_refuses_a_ref_that_names_a_tree_or_a_blob(tmp_path: Path, vau
         "fetch it (`git fetch`) or serve a branch; `cairn doctor` checks the setup."
     ]
 
+
+def test_doctor_gives_one_finding_for_a_branch_naming_a_missing_commit(tmp_path: Path, vault_repo: VaultRepo) -> None:
+    """The served branch's file names a commit the repository does not hold (a damaged or incomplete clone): doctor
+    said "ok ref team: serves refs/heads/main at ...", then "diverged" with `--rebuild` as the fix, which fails.
+    It now says once what is wrong with the ref, and checks no index against a commit that is not there."""
+    make_vault(vault_repo)
+    assert cairn("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path).returncode == 0
+    lost, head = "0123456789abcdef0123456789abcdef01234567", vault_repo.git("rev-parse", "HEAD")
+    (vault_repo.root / ".git" / "refs" / "heads" / "main").write_text(lost + "\n")
+    done = cairn("doctor", "--json", cwd=tmp_path)
+    assert done.returncode == 1
+    checks = json.loads(done.stdout)["checks"]
+    mine = [c for c in checks if c["subject"] == "team" and c["area"] in ("ref", "index")]
+    assert mine == [
+        {
+            "area": "ref",
+            "subject": "team",
+            "ok": False,
+            "detail": f"refs/heads/main names {lost[:8]}, which is not a commit this repository holds (damaged or "
+            "incomplete?), so agents get nothing from this vault; point the branch at a commit again "
+            "(`git branch -f`, `git fetch`)",
+            "fix": f"git -C {vault_repo.root} fsck",
+        }
+    ]
+    # a configured ref that is a tree's id (written by hand: `vault add` refuses it) is one finding too
+    (vault_repo.root / ".git" / "refs" / "heads" / "main").write_text(head + "\n")
+    tree = vault_repo.git("rev-parse", "HEAD^{tree}")
+    config = config_path(tmp_path)
+    config.write_text(config.read_text() + f'ref = "{tree}"\n')
+    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
+    [ref] = [c for c in checks if c["subject"] == "team" and c["area"] in ("ref", "index")]
+    assert ref["detail"].startswith(f"the configured ref {tree[:8]} is not a commit this repository holds")
+    assert ref["fix"] == f"cairn vault remove team && cairn vault add {vault_repo.root} --name team --ref BRANCH"
