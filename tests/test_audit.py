@@ -404,3 +404,25 @@ def test_a_hook_log_naming_many_commits_asks_git_in_batches(
     ]
     gits = [line for line in trace.read_text().splitlines() if "trace: built-in: git" in line]
     assert len(gits) < 40, len(gits)
+
+
+def test_a_stale_index_fails_and_says_what_to_run(vault_repo: VaultRepo) -> None:
+    """An index built at an older commit than the served branch names now passed the audit (a detail under PASS):
+    the hook serves nothing from it until it is indexed again. It now fails, naming both commits and the command;
+    the other checks still judge the index at its own commit."""
+    first = _vault(vault_repo)
+    vault_repo.write("docker/later", "A later lesson about layers", "Order the Dockerfile so the cache holds.")
+    later = vault_repo.commit("A later card")  # no git hooks here: the index stays at the first commit
+    code, report = _audit(vault_repo)
+    assert code == 1
+    cache = _check(report, "cache")
+    assert cache["status"] == "fail"
+    assert cache["summary"] == (
+        f"the index is at {first[:8]} but the served ref refs/heads/main is at {later[:8]}: stale, so agents get "
+        "nothing from this vault until it is indexed; run `cairn index`"
+    )
+    assert [c["status"] for c in report["checks"] if c["name"] != "cache"] == ["pass"] * 5
+    text = vault_repo.invoke("audit")
+    assert text.returncode == 1 and "Audit failed: 1 of 6 checks failed (cache)." in text.stderr
+    assert vault_repo.invoke("index").returncode == 0
+    assert _audit(vault_repo)[0] == 0

@@ -193,18 +193,25 @@ def _check_cache(target: Path, vault: Vault, repo: git.Repo) -> tuple[Check, Ind
     if problems:
         why = "the index was altered or is damaged; run `cairn index` to rebuild it"
         return Check("cache", "fail", why, _cap(problems)), reader
-    details: tuple[str, ...] = ()
+    whole = f"index at {commit[:8]} opens, passes its structure check and its seals ({n_cards} cards)"
     try:
         ref, served = indexer.served_commit(vault, repo)
-        if served != commit:
-            details = (
-                f"the index is at {commit[:8]} and the served ref {ref} at {served[:8]}; "
-                "`cairn index` brings it up to date",
-            )
-    except CairnError:
-        pass
-    summary = f"index at {commit[:8]} opens, passes its structure check and its seals ({n_cards} cards)"
-    return Check("cache", "pass", summary, details), reader
+    except CairnError as exc:  # the hook serves nothing from a vault whose served ref names no commit
+        return Check(
+            "cache", "fail", f"the served ref names no commit, so agents get nothing from this vault: {exc}", (whole,)
+        ), reader
+    if served == commit:
+        return Check("cache", "pass", whole), reader
+    # The hook serves nothing from an index of another commit than the served ref's (and starts `cairn index`)
+    if gitrepo.is_ancestor(repo, commit, served):
+        why, fix = "stale", "run `cairn index`"
+    else:
+        why, fix = "on another history (rewritten?)", "check the new history, then run `cairn index --rebuild`"
+    summary = (
+        f"the index is at {commit[:8]} but the served ref {ref} is at {served[:8]}: {why}, so agents get nothing "
+        f"from this vault until it is indexed; {fix}"
+    )
+    return Check("cache", "fail", summary, (whole,)), reader
 
 
 def _check_entries(reader: IndexReader, trees: _Trees) -> Check:
