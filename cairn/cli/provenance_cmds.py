@@ -20,7 +20,8 @@ def audit(require_signed: bool, vault_path: str | None, as_json: bool) -> None:
     """Check the cached index, the hook log and session files; exit 1 if any check fails.
 
     \b
-    Checks: the cache opens and its seals hold; every indexed card matches
+    Checks: the cache opens, its seals hold and it is at the served ref's
+    commit (the hook serves nothing from a stale one); every indexed card matches
     its file at the indexed commit and nothing indexed is missing from the tree;
     every served value (fields, postings, settings) re-derives from the commit;
     every card has provenance; hook log lines parse and hold no prompt text;
