@@ -103,3 +103,45 @@ def test_a_vault_in_a_subfolder_of_a_monorepo_commits_and_still_lints_deletions(
     done = _run(["git", "commit", "-m", "drop the old card"], repo, env)
     assert done.returncode == 1, done.stdout
     assert "lessons/cards/git/new-rebase.md:" in done.stdout and "supersedes-missing" in done.stdout
+
+
+def test_a_vault_in_a_folder_whose_name_starts_with_a_dash_is_linted_not_read_as_options(tmp_path: Path) -> None:
+    """pre-commit appends the staged files' paths to the hook's entry (`cairn lint -lessons/cards/x.md`): a vault
+    in a monorepo folder named `-lessons` failed every commit with `No such option '-l'`. Such a path is read as
+    the file it names: a good card goes in, a bad one is named by its path, and an option is still an option."""
+    repo = tmp_path / "mono"
+    env = dict(
+        os.environ,
+        PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        GIT_AUTHOR_NAME="Ann",
+        GIT_AUTHOR_EMAIL="ann@example.com",
+        GIT_COMMITTER_NAME="Ann",
+        GIT_COMMITTER_EMAIL="ann@example.com",
+    )
+    repo.mkdir()
+    assert _run(["git", "init", "-q"], repo, env).returncode == 0
+    made = _run([cairn_executable(), "init", str(repo / "-lessons"), "--no-register", "--no-git-hooks"], repo, env)
+    assert made.returncode == 0, made.stdout
+    shutil.rmtree(repo / "-lessons" / ".git")
+    (repo / "-lessons" / ".pre-commit-config.yaml").rename(repo / ".pre-commit-config.yaml")
+    assert _run(["git", "add", "-A"], repo, env).returncode == 0
+    assert _run(["git", "commit", "-q", "--no-verify", "-m", "the monorepo"], repo, env).returncode == 0
+    installed = _run([sys.executable, "-m", "pre_commit", "install"], repo, env)
+    assert installed.returncode == 0, installed.stdout
+
+    card = repo / "-lessons" / "cards" / "shell" / "dash-paths.md"
+    card.write_text(card_text("Paths that start with a dash", "Put -- before a path that starts with a dash.", "x"))
+    assert _run(["git", "add", "-A"], repo, env).returncode == 0
+    done = _run(["git", "commit", "-m", "a card"], repo, env)
+    assert done.returncode == 0, done.stdout
+    assert "cairn lint: 0 errors, 0 warnings in 1 file(s) from git's staging area" in done.stdout
+
+    card.write_text("---\nname: [broken\n---\n")
+    assert _run(["git", "add", "-A"], repo, env).returncode == 0
+    done = _run(["git", "commit", "-m", "a broken card"], repo, env)
+    assert done.returncode == 1, done.stdout
+    assert "\n-lessons/cards/shell/dash-paths.md:3: frontmatter-parse " in done.stdout  # the path as pre-commit gave it
+    assert "No such option" not in done.stdout
+    # the command's own options are read as options still, beside such a path
+    listed = _run([cairn_executable(), "lint", "--rules", "contract", "--strict", "-lessons/cards/shell"], repo, env)
+    assert listed.returncode == 1 and "frontmatter-parse" in listed.stdout, listed.stdout

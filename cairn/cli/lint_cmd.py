@@ -21,7 +21,36 @@ from cairn.hot.vault import CARDS_DIR, Vault, find_vault
 from cairn.terminal import clean_line
 
 
-@click.command("lint")
+class _FilesFirst(click.Command):
+    """`cairn lint` as pre-commit runs it: the entry, then the staged files' paths. A vault in a folder whose name
+    starts with `-` (`-lessons/cards/x.md`) was read as options (`No such option '-l'`), failing every commit; such
+    an argument that is no option of the command (nor an option's value) and names a file or folder is read as a
+    path, as after `--`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        params = self.get_params(ctx)
+        names = {name for param in params for name in (*param.opts, *param.secondary_opts)}
+        valued = {
+            name for param in params if isinstance(param, click.Option) and not param.is_flag for name in param.opts
+        }
+        kept: list[str] = []
+        paths: list[str] = []
+        rest = list(args)
+        while rest:
+            arg = rest.pop(0)
+            if arg == "--":
+                paths += rest
+                break
+            if arg in valued and rest:  # `--vault -lessons`: the option's value, as click reads it
+                kept += [arg, rest.pop(0)]
+            elif arg[:1] == "-" and arg != "-" and arg.split("=", 1)[0] not in names and os.path.lexists(arg):
+                paths.append(arg)
+            else:
+                kept.append(arg)
+        return super().parse_args(ctx, [*kept, "--", *paths] if paths else kept)
+
+
+@click.command("lint", cls=_FilesFirst)
 @click.argument("files", nargs=-1, type=click.Path(path_type=str))
 @click.option(
     "--rules",
