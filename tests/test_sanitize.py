@@ -292,3 +292,35 @@ def test_cairn_sanitize_with_a_backtracking_pattern_is_one_error_line(vault_repo
     ]
     assert not (tmp_path / "x").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".x.")]
+
+
+def test_a_run_killed_between_its_renames_is_put_right_by_the_next(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """`sanitize --force` moves the old folder aside (`.NAME.*.old`), renames its copy into place, then removes the
+    old one: killed between the two renames, `--out` was gone and the user's folder hidden for good beside it, with
+    the partial copy (`.NAME.*.tmp`). The next run moves it back (and says so), then works as it would have."""
+    _secret_vault(vault_repo)
+    out = tmp_path / "shared"
+    out.mkdir()
+    (out / "mine.txt").write_text("the user's own file")
+    # what a run killed between its renames leaves: --out moved aside, its partial copy beside it
+    out.rename(tmp_path / ".shared.k1ll3d_1.old")
+    (tmp_path / ".shared.k1ll3d_2.tmp" / "cards").mkdir(parents=True)
+    (tmp_path / ".shared-other.k1ll3d_3.tmp").mkdir()  # another folder's: not this run's business
+    done = vault_repo.cairn("sanitize", "--out", str(out))
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"Note: removed {tmp_path / '.shared.k1ll3d_2.tmp'}, the partial copy of an interrupted run.",
+        f"Note: restored {out} from {tmp_path / '.shared.k1ll3d_1.old'}, where an interrupted run had moved it aside.",
+        f"Error: {out} is not empty; pass --force to replace it (nothing was written)",
+    ]
+    assert (out / "mine.txt").read_text() == "the user's own file"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".shared")) == [".shared-other.k1ll3d_3.tmp"]
+    # killed after the copy went into place, before the old folder was removed
+    (tmp_path / ".shared.k1ll3d_4.old").mkdir()
+    done = vault_repo.cairn("sanitize", "--out", str(out), "--force")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == (
+        f"Note: removed {tmp_path / '.shared.k1ll3d_4.old'}, the replaced copy an interrupted run left.\n"
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["cards"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".shared")) == [".shared-other.k1ll3d_3.tmp"]

@@ -3,7 +3,8 @@
 What is redacted (each counted by kind): private keys, cloud keys, tokens and secret assignments (at least every
 secret the lint rule `secret` names, so the copy passes it), e-mail addresses, the user name in home-directory
 paths, internal host names (`[sanitize] internal_domains`), IP addresses, and whatever `[sanitize] patterns` adds. Markers are plain words (`REDACTED-EMAIL`) so frontmatter stays valid YAML
-and Markdown renders them as text. The copy is built in a temporary folder beside DIR and renamed into place.
+and Markdown renders them as text. The copy is built in a temporary folder beside DIR and renamed into place; what a
+run stopped for good left there, the next run puts right (`recover_interrupted`).
 
 `[sanitize] patterns` come from the vault, so they are untrusted: at most 100, each at most 1,000 characters, and
 with any of them the redaction runs in a child process that is stopped after `PATTERN_SECONDS` (a pattern such as
@@ -12,6 +13,7 @@ with any of them the redaction runs in a child process that is stopped after `PA
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import multiprocessing
 import os
@@ -19,7 +21,7 @@ import re
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -325,18 +327,97 @@ def check_out_dir(vault: Vault, out: Path, *, force: bool) -> Path:
     return target
 
 
-def sanitize_vault(vault: Vault, out: Path, settings: SanitizeSettings, *, force: bool = False) -> SanitizeReport:
-    """Write a redacted copy of the card files in HEAD's tree to `out`/cards/; never writes into the vault."""
-    target = check_out_dir(vault, out, force=force)
-    rules_for(settings)  # a bad pattern is an error before anything is read
-    with gitrepo.open_repo(vault) as repo:
-        try:
-            return _sanitize(repo, vault, target, out, settings)
-        except OSError as exc:  # a file where a folder must be, a folder that cannot be written
-            raise RefusedWrite(
-                f"{out}: the copy could not be written there ({exc.strerror or exc}); choose a folder you can write "
-                "to (nothing was written)"
-            ) from None
+def sanitize_vault(
+    vault: Vault,
+    out: Path,
+    settings: SanitizeSettings,
+    *,
+    force: bool = False,
+    notice: Callable[[str], None] | None = None,
+) -> SanitizeReport:
+    """Write a redacted copy of the card files in HEAD's tree to `out`/cards/; never writes into the vault. What an
+    interrupted run left beside `out` is put right first (`recover_interrupted`), each step told to `notice`."""
+    target = check_out_dir(vault, out, force=True)  # where it is; whether it may be replaced once it is whole
+    with _folder_lock(target.parent):
+        for step in recover_interrupted(target):
+            if notice is not None:
+                notice(step)
+        target = check_out_dir(vault, out, force=force)
+        rules_for(settings)  # a bad pattern is an error before anything is read
+        with gitrepo.open_repo(vault) as repo:
+            try:
+                return _sanitize(repo, vault, target, out, settings)
+            except OSError as exc:  # a file where a folder must be, a folder that cannot be written
+                raise RefusedWrite(
+                    f"{out}: the copy could not be written there ({exc.strerror or exc}); choose a folder you can "
+                    "write to (nothing was written)"
+                ) from None
+
+
+def recover_interrupted(target: Path) -> list[str]:
+    """Put right what a run stopped for good (SIGKILL, a power cut) left beside `target`, and say each step: its
+    partial copy (`.NAME.*.tmp`) is removed; the folder `--force` had moved aside (`.NAME.*.old`) is moved back when
+    `target` is missing (the run stopped between its two renames), else removed (the new copy was in place)."""
+    parent = target.parent
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return []
+    steps: list[str] = []
+    olds = sorted(
+        (parent / n for n in names if _leftover(n, target, ".old")), key=_changed, reverse=True
+    )  # the newest first: the one a run moved aside last
+    for name in names:
+        if _leftover(name, target, ".tmp"):
+            shutil.rmtree(parent / name, ignore_errors=True)
+            steps.append(f"removed {parent / name}, the partial copy of an interrupted run")
+    if olds and not os.path.lexists(target):
+        os.rename(olds[0], target)
+        steps.append(f"restored {target} from {olds[0]}, where an interrupted run had moved it aside")
+        olds = olds[1:]
+    for old in olds:
+        shutil.rmtree(old, ignore_errors=True)
+        steps.append(f"removed {old}, the replaced copy an interrupted run left")
+    return steps
+
+
+def _leftover(name: str, target: Path, suffix: str) -> bool:
+    """Whether `name` is one of `target`'s temporary folders (`tempfile.mkdtemp`'s 8 random characters between the
+    prefix and the suffix `_move_into_place` and `_sanitize` give it)."""
+    prefix = f".{target.name[:40]}."
+    middle = name[len(prefix) : len(name) - len(suffix)]
+    return (
+        name.startswith(prefix)
+        and name.endswith(suffix)
+        and len(middle) == 8
+        and all(c in "abcdefghijklmnopqrstuvwxyz0123456789_" for c in middle)
+    )
+
+
+def _changed(path: Path) -> float:
+    try:
+        return path.lstat().st_mtime
+    except OSError:
+        return 0.0
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive lock on the folder `--out` is in, for the run: two runs into one folder take turns, so neither
+    takes the other's temporary folders for an interrupted run's. None when the folder cannot be opened (a missing
+    one holds no leftover)."""
+    import fcntl
+
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _sanitize(repo: Any, vault: Vault, target: Path, out: Path, settings: SanitizeSettings) -> SanitizeReport:

@@ -87,7 +87,7 @@ def sanitize(out: Path, force: bool, vault_path: str | None, as_json: bool) -> N
 
     vault = open_vault(vault_path)
     settings = indexer.config_of(vault).sanitize
-    report = sanitize_vault(vault, out, settings, force=force)
+    report = sanitize_vault(vault, out, settings, force=force, notice=lambda step: echo(f"Note: {step}.", err=True))
     if as_json:
         echo_json(report.to_dict())
         return
