@@ -938,3 +938,34 @@ def test_doctor_gives_one_finding_for_a_branch_naming_a_missing_commit(tmp_path:
     [ref] = [c for c in checks if c["subject"] == "team" and c["area"] in ("ref", "index")]
     assert ref["detail"].startswith(f"the configured ref {tree[:8]} is not a commit this repository holds")
     assert ref["fix"] == f"cairn vault remove team && cairn vault add {vault_repo.root} --name team --ref BRANCH"
+
+
+def test_vault_list_checks_the_commit_its_ref_names(tmp_path: Path, vault_repo: VaultRepo) -> None:
+    """`cairn vault list` showed whatever the ref's file named as the served commit: a configured tree's id as
+    "@ 8e4b732a", a branch a damaged clone left naming a lost commit as served. git is asked: such a row has no
+    commit, and says why; a file where a vault's folder should be is "not a folder", not "missing"."""
+    make_vault(vault_repo)
+    assert cairn("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path).returncode == 0
+    config = config_path(tmp_path)
+    other = second_vault(tmp_path / "other")
+    tree = other.git("rev-parse", "HEAD^{tree}")
+    (tmp_path / "afile").write_text("x")
+    config.write_text(
+        config.read_text()
+        + f'\n[[vaults]]\nname = "tree"\npath = "{other.root}"\nref = "{tree}"\n'
+        + f'\n[[vaults]]\nname = "afile"\npath = "{tmp_path / "afile"}"\n'
+    )
+    lost = "0123456789abcdef0123456789abcdef01234567"
+    (vault_repo.root / ".git" / "refs" / "heads" / "main").write_text(lost + "\n")
+    listed = cairn("vault", "list", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    rows = json.loads(listed.stdout)["vaults"]
+    assert [(r["name"], r["commit"], r["problem"]) for r in rows] == [
+        ("team", None, f"names {lost[:8]}, which this repository does not hold"),
+        ("tree", None, "names a tree, not a commit"),
+        ("afile", None, None),
+    ]
+    text = cairn("vault", "list", cwd=tmp_path).stdout.splitlines()
+    assert text[0].endswith(f"refs/heads/main (names {lost[:8]}, which this repository does not hold)")
+    assert text[1].endswith(f"{tree} (names a tree, not a commit)")
+    assert text[2].endswith("- (no commit)  (not a folder)")

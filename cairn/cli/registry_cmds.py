@@ -137,6 +137,17 @@ def list_cmd(as_json: bool) -> None:
     rows: list[dict[str, Any]] = []
     for entry in load_vaults():
         ref, commit = served_ref(_work_tree(entry.path), entry.ref) if os.path.isdir(entry.path) else (entry.ref, None)
+        # the ref's file names an object; git says whether it is a commit it holds (a tree's id configured, a branch
+        # a damaged clone left naming a lost commit)
+        problem = None
+        if commit is not None:
+            kind = _ref_kind(Path(entry.path), commit)
+            if kind == "missing":
+                problem = f"names {commit[:8]}, which this repository does not hold"
+            elif kind not in (None, "commit"):
+                problem = f"names a {kind}, not a commit"
+            if problem is not None:
+                commit = None
         rows.append(
             {
                 "name": entry.name,
@@ -144,6 +155,7 @@ def list_cmd(as_json: bool) -> None:
                 "ref": entry.ref,
                 "served_ref": ref,
                 "commit": commit,
+                "problem": problem,
                 "scopes": list(entry.scopes),
                 "projects": list(entry.projects),
                 "exists": os.path.isdir(entry.path),
@@ -159,12 +171,12 @@ def list_cmd(as_json: bool) -> None:
     path_width = max(len(row["path"]) for row in rows)
     for row in rows:
         ref = row["served_ref"] or "-"  # a missing folder with no `ref` configured has no ref to show
-        served = f"{ref} @ {row['commit'][:8]}" if row["commit"] else f"{ref} (no commit)"
+        served = f"{ref} @ {row['commit'][:8]}" if row["commit"] else f"{ref} ({row['problem'] or 'no commit'})"
         extra = "".join(
             [
                 f"  scopes: {', '.join(row['scopes'])}" if row["scopes"] else "",
                 f"  projects: {', '.join(row['projects'])}" if row["projects"] else "",
-                "" if row["exists"] else "  (missing folder)",
+                "" if row["exists"] else "  (not a folder)" if os.path.lexists(row["path"]) else "  (missing folder)",
             ]
         )
         echo(f"{row['name']:<{name_width}}  {row['path']:<{path_width}}  {served}{extra}")
