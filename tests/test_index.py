@@ -450,3 +450,32 @@ def test_the_other_refs_index_files_are_bounded_and_none_in_use_is_removed(vault
     for path in (files[1], files[2], gone):
         assert not any(p.name.startswith(path.name) for p in path.parent.iterdir()), path  # its seal, lock too
     assert refcache.KEEP == 4
+
+
+def test_a_writer_that_waited_on_a_lock_file_removed_meanwhile_locks_the_file_there_now(vault_repo: VaultRepo) -> None:
+    """A ref index is removed (`index.refcache`) with its lock file, under that lock: a writer that had opened the
+    lock file and waited took the lock of the removed file once it was free, while the next writer would lock the
+    new file at that path, and both would write the index at once. The waiter now locks the file at the path."""
+    import fcntl
+
+    vault_repo.write("notes/one", "Lesson one", "Summary of lesson one.")
+    vault_repo.commit("One card")
+    done = vault_repo.cairn("index", "--ref", "HEAD", "--json")
+    assert done.returncode == 0, done.stderr
+    lock = Path(json.loads(done.stdout)["index"] + ".lock")
+    with open(lock, "rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        waiting = subprocess.Popen(
+            [cairn_executable(), "index", "--ref", "HEAD"],
+            cwd=vault_repo.root,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert waiting.stderr is not None
+        told = waiting.stderr.readline()  # it says so once it has waited a while: it holds the lock file open
+        assert told.startswith("Waiting for another Cairn process"), told
+        lock.unlink()  # what removing an unused ref index does last, still holding the lock
+    assert waiting.wait(timeout=120) == 0, waiting.stderr.read()
+    waiting.stderr.close()
+    assert lock.is_file()  # it made and locked the file at the path, not the removed one
