@@ -890,6 +890,12 @@ def test_vault_add_refuses_a_ref_that_names_a_tree_or_a_blob(tmp_path: Path, vau
             "(e.g. --ref main)\n"
         )
         assert not config.exists()
+    done = cairn("vault", "add", str(vault_repo.root), "--ref", "", cwd=tmp_path)  # `--ref "$BRANCH"`, BRANCH unset
+    assert (done.returncode, done.stderr) == (
+        1,
+        "Error: --ref is empty; give a branch, a tag or a commit, or leave --ref out to serve the default\n",
+    )
+    assert not config.exists()
     vault_repo.git("tag", "-a", "-m", "release", "v1", "HEAD")
     for ref in (vault_repo.git("rev-parse", "HEAD"), "v1", "main"):
         done = cairn("vault", "add", str(vault_repo.root), "--ref", ref, "--name", "team", cwd=tmp_path)

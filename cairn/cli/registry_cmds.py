@@ -57,6 +57,10 @@ def add_cmd(
       cairn vault add ~/team-lessons --name team
       cairn vault add ~/my-notes --name me --scope python --project ~/work/acme
     """
+    if ref is not None and not ref:  # `--ref "$BRANCH"` with BRANCH unset: not the default branch, silently
+        from cairn.hot.errors import CairnError
+
+        raise CairnError("--ref is empty; give a branch, a tag or a commit, or leave --ref out to serve the default")
     kind = _ref_kind(path, ref) if ref else None
     _refuse_non_commit(kind, ref or "")
     entry = userconfig.add_vault(
