@@ -78,7 +78,8 @@ def _add(
             raise ConfigError(f"a vault named {name!r} is already configured ({entry.path}); pick another --name")
         if os.path.realpath(entry.path) == os.path.realpath(root):
             raise ConfigError(
-                f"{root} is already configured as {entry.name!r}; `cairn vault remove {entry.name}` first"
+                f"{root} is already configured as {entry.name!r}, nothing to add (`cairn vault list` shows it); "
+                f"to change its name, ref or scopes, `cairn vault remove {entry.name}` and add it again"
             )
     lines = ["[[vaults]]", f"name = {toml_string(name)}", f"path = {toml_string(root)}"]
     if ref:

@@ -302,3 +302,29 @@ def test_a_served_branch_naming_no_commit_is_one_line_not_a_bug(vault_repo: Vaul
             f"Error: refs/heads/main names {oid}, which is not a commit this repository holds (damaged or incomplete? "
             "`git fsck` says); point it at a commit again (`git branch -f`, `git fetch`), then run this again\n"
         )
+
+
+def test_recall_on_a_feature_branch_says_where_its_new_card_is_asked(vault_repo: VaultRepo) -> None:
+    """Bug fixed: an author who committed a card on a feature branch asked `cairn recall` and read only "No card
+    fits": the served ref does not hold it yet. The answer now says so, and `--ref HEAD` finds the card."""
+    make_vault(vault_repo)
+    prompt = "terraform state lock left behind after a crashed apply blocks every plan"
+    before = vault_repo.cairn("recall", prompt)
+    assert before.returncode == 0 and "No card fits" in before.stdout
+    assert "--ref HEAD" not in before.stderr  # HEAD is the served commit: nothing to add
+    vault_repo.git("checkout", "-q", "-b", "feature")
+    vault_repo.write(
+        "terraform/stale-state-lock",
+        "Terraform state lock left by a crashed apply",
+        "A crashed terraform apply leaves the state lock behind and every plan blocks; terraform force-unlock "
+        "LOCK_ID once no apply runs.",
+        scope=["terraform"],
+    )
+    vault_repo.commit("A terraform card")
+    on_branch = vault_repo.cairn("recall", prompt)
+    assert on_branch.returncode == 0 and "No card fits" in on_branch.stdout
+    assert on_branch.stderr.count("\n") == 1
+    assert "main (the ref agents are served)" in on_branch.stderr and "--ref HEAD" in on_branch.stderr
+    with_head = vault_repo.cairn("recall", "--ref", "HEAD", prompt)
+    assert "terraform/stale-state-lock" in with_head.stdout, with_head.stdout + with_head.stderr
+    assert "--ref HEAD" not in with_head.stderr

@@ -99,7 +99,8 @@ def test_vault_add_list_remove_keeps_comments_and_modes(tmp_path: Path, vault_re
     again = cairn("vault", "add", str(vault_repo.root), "--name", "again", cwd=tmp_path, env=env)
     assert again.returncode == 1
     assert (
-        again.stderr == f"Error: {vault_repo.root} is already configured as 'team'; `cairn vault remove team` first\n"
+        again.stderr == f"Error: {vault_repo.root} is already configured as 'team', nothing to add (`cairn vault "
+        "list` shows it); to change its name, ref or scopes, `cairn vault remove team` and add it again\n"
     )
     unmarked = VaultRepo(tmp_path / "unmarked")
     unmarked.write("git/x", "A card", "A summary.")

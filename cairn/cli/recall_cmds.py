@@ -25,7 +25,7 @@ from cairn.cli.common import (
     where_to_read,
     worktree_option,
 )
-from cairn.hot.errors import InvalidCases
+from cairn.hot.errors import CairnError, InvalidCases
 from cairn.hot.gates import LITTLE_EVIDENCE, NAMED_LEAD
 from cairn.hot.index import IndexReader
 from cairn.hot.recall import (
@@ -145,6 +145,30 @@ def recall_cmd(
         )
         already = _already_given(index, query, str(vault.root), tags, served) if session_id else None
     _print_recall(served.given, already, as_json, str(vault.root))
+    if not served.given and not already and ref is None and not worktree:
+        note = _unserved_changes(vault)
+        if note is not None:
+            echo(f"Note: {note}.", err=True)
+
+
+def _unserved_changes(vault: Vault) -> str | None:
+    """Why a card just committed may not be asked yet, when nothing fits: the commit checked out holds card changes
+    the served ref does not (an author on a feature branch). "No card fits" alone sent the author to the card."""
+    from cairn import gitrepo
+
+    try:
+        ref, served = indexer.served_commit(vault)
+        with gitrepo.open_repo(vault) as repo:
+            head = gitrepo.head_commit(repo)
+            if head == served or not gitrepo.changed_cards(repo, served, head, vault):
+                return None
+    except (CairnError, OSError, ValueError):  # no commit yet, a damaged repository: nothing to add to the answer
+        return None
+    shown_ref = ref.removeprefix("refs/heads/").removeprefix("refs/remotes/")
+    return (
+        f"the commit checked out changes cards that {shown_ref} (the ref agents are served) does not have yet; "
+        "`cairn recall --ref HEAD QUERY` asks them"
+    )
 
 
 def _vault_scope(vault: Vault, scope: str | None) -> tuple[tuple[str, ...] | None, VaultEntry | None]:
