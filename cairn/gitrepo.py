@@ -246,10 +246,12 @@ def _git_dir_of(repo: git.Repo) -> Path:
 
 def read_path(repo: git.Repo, commit: str, rel_path: str, vault: Vault, limit: int | None = READ_LIMIT) -> bytes | None:
     """A vault-relative file's bytes at a commit (over `limit`: its first `limit + 1`), or None when the commit does
-    not hold it."""
+    not hold it, or holds a folder or a submodule there (whose tree object was read as the file's text)."""
     try:
         blob = repo.commit(commit).tree / f"{vault.prefix}{rel_path}"
     except KeyError:
+        return None
+    if blob.type != "blob":
         return None
     if limit is not None and blob.size > limit:
         return _blob_prefix(repo, blob.hexsha, limit + 1)

@@ -1052,7 +1052,7 @@ def test_files_that_run_code_are_blocked_in_any_case_and_as_a_symlinked_folder(v
     ]
 
 
-@pytest.mark.parametrize("how", ["deleted", "moved"])
+@pytest.mark.parametrize("how", ["deleted", "moved", "a folder"])
 def test_removing_cairn_toml_is_blocked(vault_repo: VaultRepo, how: str) -> None:
     # The prompt hook serves no folder without cairn.toml: a pull request that takes it away (its settings the
     # defaults, so no setting weakens) silenced every card of the vault once merged, and review passed it.
@@ -1062,10 +1062,22 @@ def test_removing_cairn_toml_is_blocked(vault_repo: VaultRepo, how: str) -> None
     vault_repo.git("checkout", "-q", "-b", "pr")
     if how == "deleted":
         vault_repo.git("rm", "-q", "cairn.toml")
-    else:
+    elif how == "moved":
         vault_repo.git("mv", "cairn.toml", "cairn.toml.old")
+    else:  # Bug fixed: review read the folder's tree object as the file's text ("not valid TOML ... at column 8")
+        vault_repo.git("rm", "-q", "cairn.toml")
+        vault_repo.write_raw("cairn.toml/settings.toml", "[gates]\n")
     vault_repo.commit("pr", author=BOB)
-    [blocked] = _blocked(vault_repo)
+    if how == "a folder":  # a lint error besides: the review fails (exit 1), the removal blocked all the same
+        done = vault_repo.cairn("review", "main..pr", "--json", "--today", "2026-11-15")
+        assert done.returncode == 1, done.stdout + done.stderr
+        report = json.loads(done.stdout)
+        [finding] = report["lint"]
+        assert (finding["path"], finding["rule"]) == ("cairn.toml", "config-invalid")
+        assert finding["message"].startswith("a folder, not a file"), finding
+        [blocked] = report["blocked"]
+    else:
+        [blocked] = _blocked(vault_repo)
     assert (blocked["kind"], blocked["path"]) == ("gates", "cairn.toml")
     assert blocked["reason"].startswith("removes cairn.toml (deleted or moved): the prompt hook serves no vault")
 

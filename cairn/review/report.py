@@ -797,6 +797,8 @@ def _materialize(repo: Any, vault: Vault, commit: str, root: Path) -> tuple[Vaul
             target.write_bytes(data.get(entry.blob, b""))
     if config is not None:
         (root / CONFIG_FILE).write_bytes(config)
+    elif gitrepo.holds_folder(repo, commit, CONFIG_FILE, vault):
+        (root / CONFIG_FILE).mkdir()  # lint names a folder there as it does in a working tree
     unwritten = frozenset(
         e.path for e in entries if e.mode == gitrepo.SUBMODULE_MODE or _dotted(e.path) or e.path == CARDS_DIR
     )
