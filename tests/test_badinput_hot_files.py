@@ -111,6 +111,17 @@ def test_a_session_file_that_is_not_a_file_never_blocks(vault_repo: VaultRepo, k
     assert log_entries()[-1]["prompt_sha256"]  # the prompt was logged (by its hash)
 
 
+def test_a_session_file_nested_past_the_parser_reads_as_a_new_session(vault_repo: VaultRepo) -> None:
+    """Bug fixed (found while fuzzing the hook's readers): a damaged session file reads as a new session, but one nested
+    thousands deep (`[[[...`) raised RecursionError from the JSON parser, past the check for a file that does not parse:
+    the hook logged it, and the card the session had not been given was not served."""
+    _served(vault_repo)
+    _session_file(".json").write_text("[" * 100_000)
+    done = _hook(vault_repo)
+    assert done.returncode == 0 and done.stderr == "" and "force-push" in done.stdout  # a new session: served again
+    assert log_entries()[-1]["error"] is None
+
+
 def test_a_session_lock_is_never_created_through_a_symlink(vault_repo: VaultRepo, tmp_path: Path) -> None:
     _served(vault_repo)
     lock = _session_file(".lock")
@@ -239,6 +250,26 @@ def test_a_fifo_as_the_user_configuration_never_blocks(vault_repo: VaultRepo, tm
         done = _hook(vault_repo, vault_arg=vault_arg, env=env)
         assert done.returncode == 0 and done.stderr == ""
         assert log_entries()[-1]["prompt_sha256"]
+
+
+def test_a_cached_copy_of_the_configuration_nested_past_the_parser_is_made_again(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed (found while fuzzing the hook's readers): a damaged cached copy of the user configuration is made again
+    from the TOML, but one nested thousands deep raised RecursionError from the JSON parser: every prompt served nothing
+    from the configured vaults until the copy was deleted by hand."""
+    _served(vault_repo)
+    config = tmp_path / "config.toml"
+    env = {"CAIRN_CONFIG": str(config)}
+    added = vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team", env=env)
+    assert added.returncode == 0, added.stderr
+    assert "team:" in _hook(vault_repo, vault_arg="team", env=env, session="another").stdout  # the copy is made
+    (copy,) = (state_dir() / "config").glob("*.json")
+    copy.write_text("[" * 100_000)
+    done = _hook(vault_repo, vault_arg="team", env=env)
+    assert done.returncode == 0 and done.stderr == "" and "team:" in done.stdout
+    assert log_entries()[-1]["error"] is None
+    assert json.loads(copy.read_text())["data"]["vaults"][0]["name"] == "team"  # made again from the TOML
 
 
 def test_lint_never_passes_a_card_read_through_a_symlinked_folder(vault_repo: VaultRepo, tmp_path: Path) -> None:

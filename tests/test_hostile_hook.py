@@ -63,6 +63,19 @@ def test_hostile_payload_files(vault_repo: VaultRepo, name: str, fmt: str) -> No
     assert entry["prompt_len"] is None or isinstance(entry["prompt_len"], int)
 
 
+@pytest.mark.parametrize("fmt", ("claude-code", "codex", "gemini", "json"))
+def test_a_payload_nested_past_the_parser_is_the_hooks_input_error(vault_repo: VaultRepo, fmt: str) -> None:
+    """Bug fixed (found while fuzzing the hook's readers): a payload nested thousands deep raised RecursionError from
+    the JSON parser, which the hook logged as an error of its own code (`RecursionError at ...`); it is bad input,
+    logged as such."""
+    make_vault(vault_repo)
+    deep = "[" * 100_000 + "]" * 100_000
+    nested = json.dumps({"prompt": FITTING, "session_id": "deep"})[:-1] + f', "x": {deep}}}'
+    code, out, err = _hook(vault_repo, nested.encode(), fmt)
+    assert (code, out, err) == (0, b"", b"")
+    assert _log()[-1]["error"] == "HookInputError: stdin JSON is nested too deeply"
+
+
 def test_five_megabyte_prompt(vault_repo: VaultRepo) -> None:
     make_vault(vault_repo)
     prompt = (FITTING + " ") * (5 * 1024 * 1024 // (len(FITTING) + 1))

@@ -288,6 +288,8 @@ def parse_payload(fmt: str, raw: bytes) -> Payload:
         data = loads(text)
     except ValueError as exc:
         raise HookInputError(f"stdin is not JSON ({type(exc).__name__} at char {getattr(exc, 'pos', '?')})") from None
+    except RecursionError:  # `[[[...` thousands deep: the parser's recursion, not a payload any agent writes
+        raise HookInputError("stdin JSON is nested too deeply") from None
     if not isinstance(data, dict):
         raise HookInputError("stdin JSON is not an object")
     prompt = data.get("prompt")

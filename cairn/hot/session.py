@@ -230,7 +230,7 @@ def _read(path: str) -> tuple[dict[str, dict[str, str]], str | None]:
     """The injected map and vault of a session file; a missing or damaged file reads as a new session."""
     try:
         data = loads(read_regular(path, MAX_SESSION_BYTES))  # a session cut at the limit fails to parse
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested past the parser (`[[[...`)
         return {}, None
     if not isinstance(data, dict) or not isinstance(data.get("injected"), dict):
         return {}, None

@@ -328,7 +328,7 @@ def _read_cache(cache: str, key: list[object]) -> "dict[str, Any] | None":
         # Only a copy this user wrote: one another user wrote, in a state folder they own, would choose the vaults
         # served (the TOML file is read instead, and the copy made again where the folder lets this user write).
         stored = loads(read_regular(cache, 4 * MAX_CONFIG_BYTES, own=True))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested past the parser (`[[[...`)
         return None
     if not isinstance(stored, dict) or stored.get("version") != CACHE_VERSION or stored.get("key") != key:
         return None
