@@ -21,7 +21,16 @@ from typing import Any
 import pytest
 
 from cairn.hot.index import IndexReader
-from helpers.cachefiles import card_row, card_terms, delete_card, edit_card, edit_meta, edit_postings, reseal
+from helpers.cachefiles import (
+    card_row,
+    card_terms,
+    delete_card,
+    edit_card,
+    edit_meta,
+    edit_postings,
+    reseal,
+    seal_card_message,
+)
 from helpers.hostile import assert_clean_exit
 from helpers.payloads import FITTING_PROMPT, log_entries
 from helpers.vaults import REBASE_ID, VaultRepo, cache_dir, cairn_executable, make_vault, state_dir
@@ -290,6 +299,44 @@ def test_a_seal_failing_while_serving_starts_the_reindex_too(vault_repo: VaultRe
         time.sleep(0.5)
         served = _hook(vault_repo, f"later-{time.monotonic()}").stdout
     assert REBASE_ID in served and "Ignore all previous" not in served
+
+
+@pytest.mark.parametrize(
+    "message", [b'[1, "\xff"]', b"[1, ", b"{}", b"[" * 100_000], ids=["utf8", "json", "shape", "deep"]
+)
+def test_a_resealed_card_record_that_does_not_parse_starts_the_reindex(vault_repo: VaultRepo, message: bytes) -> None:
+    """Bug fixed (found by fuzzing the index reader): a card's record re-sealed with the key (anything running as the
+    user can) but not JSON, or no list, raised UnicodeDecodeError, JSONDecodeError or KeyError from the reader, not
+    IndexCorrupt: the hook logged an error of its own code and served nothing on every prompt, with no re-index.
+    It is damage: the hook re-indexes, and serves the card again."""
+    _served_vault(vault_repo)
+    index_file = _index_file()
+    stamp = index_file.with_name("index.cairn.reindex")
+    stamp.unlink(missing_ok=True)
+    seal_card_message(index_file, REBASE_ID, message)
+    assert _hook(vault_repo).stdout == ""
+    error = str(log_entries()[-1]["error"])
+    assert error.startswith("IndexCorrupt: the index at ") and "(a card's stored fields do not parse)" in error, error
+    assert stamp.exists()
+    deadline = time.monotonic() + 60
+    served = ""
+    while time.monotonic() < deadline and REBASE_ID not in served:
+        time.sleep(0.5)
+        served = _hook(vault_repo, f"later-{time.monotonic()}").stdout
+    assert REBASE_ID in served
+
+
+@pytest.mark.parametrize("avg_lengths", ["[1, 2", "[1, 2]", '["a", 1, 2]'])
+def test_resealed_settings_that_do_not_parse_are_damage(vault_repo: VaultRepo, avg_lengths: str) -> None:
+    """Bug fixed (found by fuzzing the index reader): stored settings re-sealed with the key whose average lengths
+    do not parse raised JSONDecodeError or ValueError from recall, not IndexCorrupt (so no re-index)."""
+    _served_vault(vault_repo)
+    index_file = _index_file()
+    edit_meta(index_file, avg_lengths=avg_lengths)
+    reseal(index_file)
+    assert _hook(vault_repo).stdout == ""
+    error = str(log_entries()[-1]["error"])
+    assert error.startswith("IndexCorrupt: the index at ") and "(its settings do not parse)" in error, error
 
 
 def _mode(path: Path) -> int:

@@ -391,8 +391,11 @@ class IndexReader:
 
     @property
     def avg_lengths(self) -> tuple[float, float, float]:
-        a, b, c = loads(self.meta["avg_lengths"])
-        return float(a), float(b), float(c)
+        try:  # sealed in meta, so only an edit re-sealed with the key makes it anything else
+            a, b, c = loads(self.meta["avg_lengths"])
+            return float(a), float(b), float(c)
+        except (KeyError, ValueError, TypeError, RecursionError):
+            raise self._damaged("its settings do not parse") from None
 
     @property
     def config(self) -> "dict[str, Any]":
@@ -516,7 +519,7 @@ class IndexReader:
             message = record[SEAL_BYTES:]
             try:
                 values = loads(_text(message))
-            except (ValueError, TypeError):
+            except (ValueError, TypeError, RecursionError):
                 values = None
             if not isinstance(values, list) or len(values) != 15:
                 values = None
@@ -672,7 +675,12 @@ class IndexReader:
         view = memoryview(hot)
         if self._sealer.mac(view[SEAL_BYTES:]) != hot[:SEAL_BYTES]:
             raise self._damaged("a card's stored fields do not match their seal")
-        values: list[Any] = loads(_text(view[SEAL_BYTES:]))
+        try:  # sealed, yet not what the writer writes: an edit re-sealed with the key (the hook re-indexes)
+            values: list[Any] = loads(_text(view[SEAL_BYTES:]))
+        except (ValueError, RecursionError):
+            raise self._damaged("a card's stored fields do not parse") from None
+        if type(values) is not list or len(values) != 15:
+            raise self._damaged("a card's stored fields do not parse")
         if values[0] != row:
             raise self._damaged("a card's record is not the one its row names")
         return values

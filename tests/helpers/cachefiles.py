@@ -54,6 +54,19 @@ def edit_card(index_file: Path, card_id: str, **fields: Any) -> None:
     _rewrite(index_file, edit)
 
 
+def seal_card_message(index_file: Path, card_id: str, message: bytes) -> None:
+    """Put `message` in place of one card's sealed fields, sealed with the key (what anything running as the user
+    can write: bytes that are no JSON list of the columns)."""
+    sealer = _sealer()
+
+    def edit(parts: store.Parts) -> None:
+        for i, (row, h, hot, cold) in enumerate(parts.cards):
+            if _values(hot)[1] == card_id:
+                parts.cards[i] = (row, h, sealer.mac(message) + message, cold)
+
+    _rewrite(index_file, edit)
+
+
 def edit_meta(index_file: Path, **values: str) -> None:
     """Set stored settings, the meta seal unchanged."""
 
