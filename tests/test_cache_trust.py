@@ -14,6 +14,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from helpers.cachefiles import (
     card_row,
     card_terms,
     delete_card,
+    edit_bound,
     edit_card,
     edit_meta,
     edit_postings,
@@ -337,6 +339,25 @@ def test_resealed_settings_that_do_not_parse_are_damage(vault_repo: VaultRepo, a
     assert _hook(vault_repo).stdout == ""
     error = str(log_entries()[-1]["error"])
     assert error.startswith("IndexCorrupt: the index at ") and "(its settings do not parse)" in error, error
+
+
+@pytest.mark.parametrize("field", ["config", "scope", "bound"])
+def test_resealed_fields_of_the_wrong_shape_are_damage(vault_repo: VaultRepo, field: str) -> None:
+    """Bug fixed (found by fuzzing the index reader): re-sealed with the key, the stored configuration or a card's
+    scope that does not parse, or a term's score bound whose counts overrun it, raised JSONDecodeError or IndexError
+    from recall, not IndexCorrupt (so no re-index)."""
+    _served_vault(vault_repo)
+    index_file = _index_file()
+    if field == "config":
+        edit_meta(index_file, config="{")
+    elif field == "scope":
+        edit_card(index_file, REBASE_ID, scope="[")
+    else:
+        edit_bound(index_file, _a_term_of(index_file, REBASE_ID), (9).to_bytes(2, sys.byteorder) * 3)
+    reseal(index_file)
+    assert _hook(vault_repo).stdout == ""
+    error = str(log_entries()[-1]["error"])
+    assert error.startswith("IndexCorrupt: the index at ") and "is damaged (" in error, error
 
 
 def _mode(path: Path) -> int:

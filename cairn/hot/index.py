@@ -400,7 +400,13 @@ class IndexReader:
     @property
     def config(self) -> "dict[str, Any]":
         """The indexed commit's cairn.toml as `Config.to_dict()` (a fresh copy on every call)."""
-        return loads(self.meta["config"])  # type: ignore[no-any-return]
+        try:  # sealed in meta, so only an edit re-sealed with the key makes it anything else
+            config = loads(self.meta["config"])
+        except (KeyError, ValueError, RecursionError):
+            raise self._damaged("its settings do not parse") from None
+        if not isinstance(config, dict):
+            raise self._damaged("its settings do not parse")
+        return config
 
     @property
     def sealer(self) -> Sealer:
@@ -424,12 +430,10 @@ class IndexReader:
                     raise self._damaged("the postings of a term do not match their seal")
                 rows_end = start + 4 * df
                 stats_end = rows_end + 12 * df
-                found[term] = Postings(
-                    df,
-                    view[start:rows_end].cast("I"),
-                    view[rows_end:stats_end].cast("H"),
-                    view[stats_end:].cast("H"),
-                )
+                bound = view[stats_end:].cast("H")
+                if not _bound_whole(bound):  # sealed, yet not the writer's: re-sealed with the key
+                    raise self._damaged("the score bound of a term does not have the shape of one")
+                found[term] = Postings(df, view[start:rows_end].cast("I"), view[rows_end:stats_end].cast("H"), bound)
                 break
         return found
 
@@ -441,7 +445,10 @@ class IndexReader:
             if values is None:
                 missing += 1
                 continue
-            out[row] = _indexed_card(values)
+            try:
+                out[row] = _indexed_card(values)
+            except (ValueError, TypeError, RecursionError):  # sealed, yet not the writer's: re-sealed with the key
+                raise self._damaged("a card's stored fields do not parse") from None
         if missing:
             raise self._damaged(f"{missing} card row(s) its postings name are missing")
         if out:
@@ -789,6 +796,16 @@ def _card_slot_at(table: bytes, at: int) -> tuple[int, int, int, int]:
         int.from_bytes(table[at + 12 : at + 20], "little"),
         int.from_bytes(table[at + 20 : at + 24], "little"),
     )
+
+
+def _bound_whole(bound: "Sequence[int]") -> bool:
+    """Whether a term's score bound is three fields' counts, each followed by its pairs, and nothing more."""
+    at = 0
+    for _ in range(3):
+        if at >= len(bound):
+            return False
+        at += 1 + 2 * bound[at]
+    return at == len(bound)
 
 
 def _term_record(record: bytes) -> "tuple[str, int, bytes, bytes] | None":

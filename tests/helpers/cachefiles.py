@@ -96,6 +96,20 @@ def edit_postings(index_file: Path, term: str, change: Callable[[list[int]], Non
     _rewrite(index_file, edit)
 
 
+def edit_bound(index_file: Path, term: str, bound: bytes) -> None:
+    """Put `bound` (16-bit values in the machine's order) in place of one term's score bound, its seal unchanged."""
+
+    def edit(parts: store.Parts) -> None:
+        for i, (h, record) in enumerate(parts.terms):
+            parsed = _term_record(bytes(record))
+            assert parsed is not None
+            stored_term, df, postings, _bound = parsed
+            if stored_term == term:
+                parts.terms[i] = (h, bytes(record[:SEAL_BYTES]) + term_message(term, df, postings, bound))
+
+    _rewrite(index_file, edit)
+
+
 def delete_card(index_file: Path, card_id: str) -> None:
     """Take one card's records out of the file (its postings still name its row)."""
 
