@@ -322,7 +322,7 @@ def settings_data(agent: str, path: Path) -> dict[str, Any] | None:
     try:
         text = _settings_bytes(path).decode("utf-8")
         data = json.loads((_without_comments(text) if _agent(agent).comments else text) or "{}")
-    except (OSError, ValueError, RefusedWrite):
+    except (OSError, ValueError, RecursionError, RefusedWrite):  # RecursionError: nested past the parser
         return None
     return data if isinstance(data, dict) else None
 
@@ -554,7 +554,10 @@ def _finite_json(text: str, path: Path) -> Any:
             )
         return value
 
-    return json.loads(text, parse_constant=constant, parse_float=number)
+    try:
+        return json.loads(text, parse_constant=constant, parse_float=number)
+    except RecursionError:  # `[[[[...` thousands deep: the parser's own limit, said as any JSON that is not valid
+        raise ValueError("nested too deeply to read") from None
 
 
 def _write_if_changed(
@@ -577,7 +580,7 @@ def _write_if_changed(
             old_data = json.loads(_without_comments(old.decode("utf-8")) if comments else old)
             if old_data == data:
                 return False, None
-        except ValueError:
+        except (ValueError, RecursionError):
             old_data = None
         indent = _indent_of(old)
         new = _edited_bytes(old, data, spec.event, entry, indent, comments)

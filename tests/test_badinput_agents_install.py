@@ -173,6 +173,30 @@ def test_settings_that_are_not_utf8_are_one_line_and_untouched(
     assert sorted(p.name for p in target.parent.iterdir()) == ["settings.local.json"]
 
 
+@pytest.mark.parametrize("command", ["install", "uninstall", "doctor"])
+def test_settings_nested_past_the_parser_are_one_line_and_untouched(
+    command: str, tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed (found by fuzzing): a settings file nested thousands deep (`[[[[...`) ended install and uninstall
+    with "the input is nested too deeply to read", naming no file, and stopped doctor before any other check."""
+    target = isolated_env / ".claude" / "settings.json"
+    target.parent.mkdir()
+    raw = b"[" * 100_000 + b"]" * 100_000
+    target.write_bytes(raw)
+    if command == "doctor":
+        done = run_cairn("doctor", cwd=tmp_path)
+        assert done.returncode == 1
+        assert f"FAIL agent claude-code (user): {target} is not valid JSON" in done.stdout, done.stdout
+        assert "semantic extra" in done.stdout  # the checks after it ran
+    else:
+        done = run_cairn(command, "claude-code", "--user", cwd=tmp_path)
+        assert done.returncode == 1
+        assert done.stderr == f"Error: {target} is not valid JSON (nested too deeply to read); fix it by hand, " + (
+            "nothing was written\n"
+        )
+    assert target.read_bytes() == raw
+
+
 @pytest.mark.parametrize("home", ["", "relative/home"])
 def test_a_home_that_is_not_a_folder_path_writes_nothing(home: str, tmp_path: Path, configured: VaultRepo) -> None:
     """Bug fixed: with HOME set but empty, `cairn install claude-code --user` wrote /.claude/settings.json (HOME=""
