@@ -9,6 +9,7 @@ import fcntl
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -72,6 +73,15 @@ def test_a_fifo_a_folder_or_a_cut_short_file_in_the_side_files_place(vault_repo:
     side.write_bytes(vectors.MAGIC + b"\x01\x02")  # cut short in the header's length
     assert vectors.read_header(side) is None
     assert not vectors.sealed(side)
+
+    # Bug fixed: a header nested past the parser raised RecursionError where only ValueError means "damaged"
+    nested = b"[" * 100_000 + b"]" * 100_000
+    side.write_bytes(vectors.MAGIC + struct.pack("<Q", len(nested)) + nested)
+    assert vectors.read_header(side) is None
+    assert not vectors.sealed(side)
+    assert _cairn(vault_repo, "explain", "git push --force").returncode == 0
+    assert _cairn(vault_repo, "index").returncode == 0
+    assert vectors.current(index_file) and vectors.sealed(side)
 
 
 def test_vectors_of_another_model_are_refused_and_encoded_again(vault_repo: VaultRepo) -> None:

@@ -128,7 +128,10 @@ def _header(handle: Any) -> dict[str, Any]:
     (size,) = struct.unpack("<Q", raw_size)
     if size > MAX_HEADER_BYTES:
         raise ValueError("vector file header too large")
-    header = json.loads(handle.read(size).decode("utf-8"))
+    try:
+        header = json.loads(handle.read(size).decode("utf-8"))
+    except RecursionError:  # nested past the parser: as damaged as any header that does not parse
+        raise ValueError("vector file header is nested too deeply") from None
     if not isinstance(header, dict):
         raise ValueError("vector file header is not an object")
     return header
