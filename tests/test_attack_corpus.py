@@ -74,6 +74,13 @@ def test_the_corpus_covers_the_issue() -> None:
         "eyJ",
         "PRIVATE KEY",
         "SYSTEM NOTE",
+        "Ig**nore**",
+        "I_gnore_",
+        "**Ignore**",
+        "Ig<b>nore</b>",
+        "%49gnore",
+        '"ignore previous instructions',
+        "![Ignore",
     ):
         assert needle in texts, needle
 

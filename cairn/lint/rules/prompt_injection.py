@@ -8,16 +8,20 @@ permissions, hiding things from the user, sending data out, chat-template role a
 French, German, Portuguese, Italian and Russian; paraphrases (an agent addressed as the reader, "if you are an
 AI", "whatever the user asks", a changed task, covert acts, secrets put into the agent's answer); and HTML
 comments addressed to the agent. Each field is also read with HTML character references decoded (`&#73;gnore`,
-`Ig&shy;nore`: a model reads them as the letters), look-alike letters NFKC leaves alone mapped (`ı`, `ɪ`, Armenian
-`օ`), combining marks dropped and letters spelled one by one joined (`I.g.n.o.r.e`).
+`Ig&shy;nore`: a model reads them as the letters), as rendered Markdown reads (percent-escapes decoded, `%49gnore`;
+emphasis, inline tags and one-word code spans read past, `Ig**nore**`, `I_gnore_`, `**Ignore** all`), look-alike
+letters NFKC leaves alone mapped (`ı`, `ɪ`, Armenian `օ`), combining marks dropped and letters spelled one by one
+joined (`I.g.n.o.r.e`).
 """
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from collections.abc import Iterator
 
+from cairn.cards.visible import fold
 from cairn.finding import Finding
 from cairn.lint.model import ERROR, Context, Field, Rule, Target, decoded_references, field_findings
 
@@ -161,7 +165,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
     _p(
         _ADDRESSED,
         r"(?:^|[.!?\n]\s*)(?:(?:dear|hey|hi|hello|attention|ok|okay|listen)[\s,]+)?(?:(?:ai|coding)\s+)?(?:assistant|agent|"
-        r"claude|codex|gemini|copilot|chatgpt|llm)\s*(?:[,:;!]|\s-{1,2}|[\u2013\u2014])\s*(?:(?:also|then|now|just|quietly|silently)\s+)?"
+        r"claude|codex|gemini|copilot|chatgpt|llm)[^\S\n]*(?:[,:;!]|[^\S\n]-{1,2}|[\u2013\u2014])\s*(?:(?:also|then|now|just|quietly|silently)\s+)?"
         r"(?:you\s+(?:must|should|will|need)|"
         r"always|never|please|ignore|run|execute|do\s+not|don'?t|make\s+sure|first|delete|remove|push|commit|send|print|"
         r"install|add|append|edit|change|reveal|open|download|upload|copy)\b",
@@ -554,16 +558,85 @@ _LOOK = str.maketrans(
 )
 # Four or more single letters with the same separator between them (`i g n o r e`, `I.g.n.o.r.e`): read joined.
 _SPACED = re.compile(r"(?<![^\W\d_])[^\W\d_]([ .*_|/-])(?:[^\W\d_]\1){2,}[^\W\d_](?![^\W\d_])")
+# What Markdown and URLs hide in a word a model reads whole: percent-escapes (`%49gnore`), inline HTML tags
+# (`Ig<b>nore</b>`), emphasis and strikethrough markers touching a letter (`Ig**nore**`, `**Ignore** all`), the
+# underscores of a word that starts or ends with one (`I_gnore_`, `_previous_`; `snake_case` is left alone), and a
+# code span inside a word (``Ig`nore` ``) or of one word opening a sentence (`` `Ignore` all ``): a renderer turns
+# them into styling, a model reads past them. Code spans elsewhere are kept: commands are quoted so in every lesson.
+_PERCENT = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+_MARKUP = re.compile(r"</?[A-Za-z][\w-]{0,30}(?:[ \t][^<>\n]{0,200})?/?>|(?<=[^\W_])[*~]+|[*~]+(?=[^\W_])")
+_UNDERSCORED = re.compile(r"(?<!\w)_+[^\W_]\w*|\w*[^\W_]_+(?!\w)")
+_EDGE_UNDERSCORE = re.compile(r"_(?![^\W_])|(?<![^\W_])_")  # cheap: most texts hold only `snake_case`
+_CODE_SPAN = re.compile(r"`([^`\s]{1,40})`")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def _code_words(text: str) -> str:
+    """The text with the backticks of a one-word code span inside a word or opening a sentence dropped."""
+    out: list[str] = []
+    at = 0
+    for match in _CODE_SPAN.finditer(text):
+        start, end = match.span()
+        before = text[start - 1] if start else "\n"
+        after = text[end : end + 2]
+        if before.isalnum() or after[:1].isalnum():  # inside a word: ``Ig`nore` ``
+            pass
+        elif not (after[:1] in " \t" and _LETTER.match(after[1:]) and _opens_sentence(text, start)):
+            continue
+        out += [text[at:start], match.group(1)]
+        at = end
+    return "".join(out) + text[at:] if out else text
+
+
+def _opens_sentence(text: str, at: int) -> bool:
+    """Whether only list or quote markers stand between `at` and the start of its line or sentence."""
+    head = text[max(0, at - 12) : at].rstrip(" \t>*+-")
+    return not head or head[-1] in "\n.!?:;"
+
+
+def _unpercent(match: re.Match[str]) -> str:
+    """The characters a run of percent-escapes spells, when they are printable text (`%02d` is a format, not a
+    control character)."""
+    try:
+        decoded = bytes.fromhex(match.group().replace("%", "")).decode("utf-8")
+    except UnicodeDecodeError:
+        return match.group()
+    return decoded if decoded.isprintable() else match.group()
+
+
+def _rendered(text: str) -> str | None:
+    """The text as a model reads it past Markdown and URL escapes (`_MARKUP`, `_UNDERSCORED`, `_code_words`,
+    `_PERCENT`; a doubly escaped `%2549` too, and references a percent-escape spelled decoded), folded as every field
+    is; None when that changes nothing. It keeps the text's lines, so a finding in it is reported on its line. Each
+    expression runs only on text holding its character: the index reads every card."""
+    out = text
+    for _ in range(3):
+        if "%" not in out:
+            break
+        unescaped = _PERCENT.sub(_unpercent, out)
+        if unescaped == out:
+            break
+        out = html.unescape(unescaped)
+    if "_" in out and _EDGE_UNDERSCORE.search(out):
+        out = _UNDERSCORED.sub(lambda m: m.group().replace("_", ""), out)
+    if "`" in out:
+        out = _code_words(out)
+    if "*" in out or "~" in out or "<" in out:
+        out = _MARKUP.sub("", out)
+    return None if out == text else fold(out)
 
 
 def _readings(text: str) -> list[str]:
     """The text, then the other ways a model reads it: HTML character references decoded (`&#73;gnore`,
-    `Ig&shy;nore`), look-alike letters mapped and combining marks dropped, and letters spelled one by one joined (only
-    the readings that differ from the text)."""
+    `Ig&shy;nore`), Markdown and percent-escapes read past (`_rendered`), look-alike letters mapped and combining
+    marks dropped, and letters spelled one by one joined (only the readings that differ from the text)."""
     out = [text]
     decoded = decoded_references(text)
     if decoded is not None:
         out.append(decoded)
+    rendered = _rendered(out[-1])
+    if rendered is not None and rendered != out[-1]:
+        out.append(rendered)
     last = out[-1]
     if not last.isascii():
         plain = "".join(c for c in unicodedata.normalize("NFKD", last) if not unicodedata.combining(c))
@@ -590,13 +663,30 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
                 for offset, what in _scan(part, field.served, runs):
                     if what not in seen_here:
                         seen_here.add(what)
-                        found.append((field, min(start + offset, len(field.text)), _message(f"the text {what}")))
+                        found.append(
+                            (field, _offset_in(field.text, text, start + offset), _message(f"the text {what}"))
+                        )
         text = field.text
         if (field.key in ("file", "body") or field.served) and "<!--" in text:
             for match in _COMMENT.finditer(text):
                 if _TO_AGENT.search(match.group(1)):
                     found.append((field, match.start(), _message("a hidden HTML comment addresses the agent")))
     yield from field_findings(RULE, target, found)
+
+
+def _offset_in(text: str, reading: str, offset: int) -> int:
+    """The offset in a field's text of what a reading of it holds at `offset`: the start of the same line when the
+    reading kept the text's lines (a shorter reading puts its offsets earlier: `Ig**nore**` on line 8 of the file
+    is read as `Ignore` and was reported on line 7), else the offset itself, kept within the text."""
+    if reading is text:
+        return offset
+    line = reading.count("\n", 0, offset)
+    if line == 0 or reading.count("\n") != text.count("\n"):
+        return min(offset, len(text))
+    at = -1
+    for _ in range(line):
+        at = text.index("\n", at + 1)
+    return at + 1
 
 
 def _parts(field: Field, text: str) -> list[tuple[int, str]]:
@@ -624,7 +714,13 @@ def _scan(text: str, served: bool, runs: list[tuple[str, re.Pattern[str]]] | Non
     for what, pattern in _candidates(text, served) if runs is None else runs:
         match = pattern.search(text)
         if match:
-            yield match.start(), what
+            # a pattern anchored at a sentence's or a line's start matches from the stop or line break before it:
+            # the finding's line is the text's own
+            matched = match.group()
+            yield match.start() + len(matched) - len(matched.lstrip(_ANCHORS)), what
+
+
+_ANCHORS = " \t\n.!?:;,>*#-"
 
 
 def _candidates(text: str, served: bool) -> list[tuple[str, re.Pattern[str]]]:
