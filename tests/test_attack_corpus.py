@@ -81,6 +81,7 @@ def test_the_corpus_covers_the_issue() -> None:
         "%49gnore",
         '"ignore previous instructions',
         "![Ignore",
+        "Ignore the user's request",
     ):
         assert needle in texts, needle
 

@@ -207,6 +207,23 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
         r"messages?|commands|wishes)\b",
         needles=("pay no", "aside", "disobey", "stop following", "no longer", "throw out"),
     ),
+    # The user's own request set aside, in the imperative ("Ignore the user's request and ...", "Disregard what the
+    # user asked"): "the server may ignore the user's request" is a lesson, so only a sentence that starts with it.
+    _p(
+        _OVERRIDE,
+        rf"(?:^|[.!?:;]\s+|\n[\s>*#-]*)(?:(?:always|just|simply|please|now|then|also|first|quietly|silently|instead)"
+        rf"[\s,]+)?(?:you{_S}(?:must|should|can|may|will|need{_S}to|have{_S}to){_S})?(?:ignore|disregard|forget|"
+        rf"override|overrule|skip){_S}(?:(?:whatever|what|anything|everything){_S}(?:the{_S})?(?:user|human|developer|"
+        rf"operator|person){_S}(?:asks?|asked|says?|said|wants?|wanted|requests?|requested|types?|typed|writes?|wrote|"
+        rf"tells?{_S}you|told{_S}you)\b|(?:(?:the|this|that|any|all|your){_S})?(?:user|human|developer|operator)(?:'|\u2019)s"
+        rf"{_S}(?:(?:own|actual|original|real|current|latest|last|first|initial){_S})?(?:request|question|prompt|"
+        rf"instruction|task|message|ask|wish|order|command)(?:e?s)?\b|the{_S}(?:user|human)\s*(?:[,;.!\u2013\u2014]|"
+        r"and\b|$))",
+        needles=(
+            ("ignor", "disregard", "forget", "overrid", "overrul", "skip"),
+            ("user", "human", "developer", "operator", "person"),
+        ),
+    ),
     _p(
         _OVERRIDE,
         rf"\byour{_S}(?:instructions?|task|goal|role|orders|directives?|mission|objective|priorit(?:y|ies)){_S}"
