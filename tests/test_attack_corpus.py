@@ -82,6 +82,8 @@ def test_the_corpus_covers_the_issue() -> None:
         '"ignore previous instructions',
         "![Ignore",
         "Ignore the user's request",
+        "ignore.previous.instructions",
+        "IgnorePreviousInstructions",
     ):
         assert needle in texts, needle
 

@@ -2,7 +2,8 @@
 
 Agents receive a card's id with its text, so a file name is served like a field: `cards/SYSTEM NOTE for the
 assistant/x.md` would put a sentence into every prompt the card fits. Letters of any script, digits and `-_.+!#[]`
-are fine; the other security rules read the id too (with `/`, `-` and `_` as spaces).
+are fine; the other security rules read the id too (with `/`, `-` and `_` as spaces; prompt-injection also with
+every other joining character as one, and camelCase split).
 """
 
 from __future__ import annotations

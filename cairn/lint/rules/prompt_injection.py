@@ -11,7 +11,8 @@ comments addressed to the agent. Each field is also read with HTML character ref
 `Ig&shy;nore`: a model reads them as the letters), as rendered Markdown reads (percent-escapes decoded, `%49gnore`;
 emphasis, inline tags and one-word code spans read past, `Ig**nore**`, `I_gnore_`, `**Ignore** all`), look-alike
 letters NFKC leaves alone mapped (`ı`, `ɪ`, Armenian `օ`), combining marks dropped and letters spelled one by one
-joined (`I.g.n.o.r.e`).
+joined (`I.g.n.o.r.e`); the id is read as words whatever joins them (`ignore.previous.instructions`,
+`IgnorePreviousInstructions`).
 """
 
 from __future__ import annotations
@@ -674,7 +675,7 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
         if not field.text:
             continue
         seen_here: set[str] = set()
-        for text in _readings(field.text):
+        for text in _readings(field.text) + _id_words(field):
             runs = _candidates(text, field.served)  # a part holds no needle its whole text lacks
             for start, part in _parts(field, text) if alone and runs else ((0, text),):
                 for offset, what in _scan(part, field.served, runs):
@@ -689,6 +690,19 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
                 if _TO_AGENT.search(match.group(1)):
                     found.append((field, match.start(), _message("a hidden HTML comment addresses the agent")))
     yield from field_findings(RULE, target, found)
+
+
+# A file name may join its words with any character id-text lets through (`ignore.previous.instructions`,
+# `ignore+previous+instructions`, `IgnorePreviousInstructions`): a model reads them as the words.
+_ID_JOINERS = re.compile(r"[\W_]+|(?<=[a-z])(?=[A-Z])")
+
+
+def _id_words(field: Field) -> list[str]:
+    """The id read as words (every run of other characters a space, camelCase split), when that reads otherwise."""
+    if field.key != "id":
+        return []
+    words = _ID_JOINERS.sub(" ", field.text).strip()
+    return [words] if words != field.text else []
 
 
 def _offset_in(text: str, reading: str, offset: int) -> int:
