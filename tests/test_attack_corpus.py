@@ -84,6 +84,11 @@ def test_the_corpus_covers_the_issue() -> None:
         "Ignore the user's request",
         "ignore.previous.instructions",
         "IgnorePreviousInstructions",
+        "curl -u deploy:",
+        "Authorization: Basic",
+        "Authorization: Bearer",
+        "-pS3cr3t",
+        'passphrase: "',
     ):
         assert needle in texts, needle
 

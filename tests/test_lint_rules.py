@@ -11,6 +11,7 @@ import pytest
 from cairn.hot.vault import find_vault
 from cairn.lint import RULES, lint_files, lint_vault
 from helpers.lintcases import FIXTURES, TODAY, Case, cases, expected, lay_context, place, rules
+from helpers.vaults import VaultRepo
 
 DAY = dt.date.fromisoformat(TODAY)
 _LINE = re.compile(r"^(.+?):(\d+): (\S+) ")
@@ -329,3 +330,26 @@ def _rules_on_body(body: str, tmp_path: Path) -> set[str]:
     card.parent.mkdir(parents=True)
     card.write_text(f"---\nname: A card\nsummary: A lesson about something.\n---\n\n# A card\n\n{body}\n")
     return {f.rule for f in lint_files(find_vault(vault), ["cards/t/card.md"], today=DAY).findings}
+
+
+def test_sanitize_redacts_the_command_line_and_header_credentials_secret_names(vault_repo: VaultRepo) -> None:
+    """The `secret` rule's command-line passwords, HTTP Basic and bearer headers and quoted passphrases: `cairn
+    sanitize`'s copy (what `REDACTABLE` redacts) passes the rule that named them, their placeholders left as written."""
+    bad = (FIXTURES / "secret" / "bad" / "command-line.md").read_text("utf-8")
+    good = (FIXTURES / "secret" / "good" / "command-placeholders.md").read_text("utf-8")
+    vault_repo.write_raw("cards/ops/registry.md", bad)
+    vault_repo.write_raw("cards/ops/placeholders.md", good)
+    vault_repo.commit("credentials on command lines, and their placeholders")
+    assert vault_repo.cairn("lint", "cards/ops/registry.md").stdout.count(" secret ") == 5
+    out = vault_repo.root.parent / "shared"
+    done = vault_repo.cairn("sanitize", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    copy = (out / "cards/ops/registry.md").read_text("utf-8")
+    for value in ("Q7v!rT2mx9", "Y2k6OXgyI1FwNyE0eks=", "S3cr3tDb42", "Zr8kLm2Qx5", "violet tractor minnow sandal"):
+        assert value not in copy, value
+    kept = (out / "cards/ops/placeholders.md").read_text("utf-8")
+    for line in ("-u username:password", "-u user:xxx", "-p<password>", "Basic dXNlcm5hbWU6cGFzc3dvcmQ=", 'here".'):
+        assert line in kept, line
+    vault_repo.write_raw("cards/ops/registry.md", copy)
+    linted = vault_repo.cairn("lint", "cards/ops/registry.md")
+    assert " secret " not in linted.stdout, linted.stdout

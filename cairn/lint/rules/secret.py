@@ -3,14 +3,19 @@ would keep it.
 
 Every field is read as YAML decodes it (so `"\\x41KIA…"` is read as `AKIA…`), after NFKC, and the raw file too.
 Vendor formats (AWS, OpenAI, Anthropic, GitHub, GitLab, Slack, Google, Stripe, npm, PyPI, Hugging Face, SendGrid,
-Twilio, DigitalOcean, Shopify, JWTs, PEM private keys), credentials in URLs (`postgres://app:pw@host`), and values
+Twilio, DigitalOcean, Shopify, JWTs, PEM private keys), credentials in URLs (`postgres://app:pw@host`), values
 given to password- or key-like names (`password=`, `passwd:`, `DB_PASS=`, `"api_key": "…"`) or in prose
-("the password is …"). Placeholders (`<password>`, `${DB_PASS}`, `{{token}}`, `changeme`, `example`, `***`) pass.
+("the password is …"), quoted passphrases of several words (`password: "correct horse battery staple"`), passwords
+on command lines (`curl -u user:pw`, `mysql -pS3cr3t`, `sshpass -p`, `docker login -p`) and HTTP credentials
+(`Authorization: Basic` with a password in its base64, `Authorization: Bearer` with a token). Placeholders
+(`<password>`, `${DB_PASS}`, `$PASS`, `{{token}}`, `changeme`, `example`, `***`, `xxx`, `username:password`) pass.
 The finding names the kind of secret and never repeats the value.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import re
 from collections import Counter
@@ -93,6 +98,35 @@ _PROSE = re.compile(
     r"[ \t]set[ \t]+to|:)[ \t]+[\"'`]?([^\s\"'`,;]{4,128})"
 )
 _URL_CREDENTIAL = re.compile(r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@'\"<>]{1,64}:([^\s@/'\"<>]{1,128})@[\w.-]+")
+# A password given on a command line, each with the word that must be in the text for it to match: `curl -u
+# user:pw`, `mysql -pS3cr3t` (the value attached: `-p` alone prompts), `sshpass -p pw`, `docker login -p pw`.
+_COMMAND_PASSWORDS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
+    (
+        ("curl",),
+        re.compile(
+            r"\bcurl\b[^\n|;&]*?[ \t](?:-u|--user|-U|--proxy-user)(?:[ \t]+|=)[\"']?[^\s:\"'@]{1,64}:"
+            r"([^\s\"'`@]{1,128})"
+        ),
+    ),
+    (("mysql", "mariadb"), re.compile(r"(?i)\b(?:mysql|mariadb)[\w-]*[^\n|;&]*?[ \t]-p[\"']?([^\s\"'`|;&]{1,128})")),
+    (("sshpass",), re.compile(r"\bsshpass[ \t]+-p[ \t]*[\"']?([^\s\"'`|;&]{1,128})")),
+    (
+        ("login",),
+        re.compile(
+            r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm)[ \t]+(?:registry[ \t]+)?login\b[^\n|;&]*?[ \t]"
+            r"(?:-p|--password)(?:[ \t]+|=)[\"']?([^\s\"'`|;&]{1,128})"
+        ),
+    ),
+)
+# HTTP credentials in a header: Basic is `user:password` in base64 (judged decoded), Bearer a token.
+_BASIC = re.compile(r"(?i)\bauthorization[\"']?[ \t]*[:=][ \t]*[\"']?basic[ \t]+([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])")
+_BEARER = re.compile(r"(?i)\bauthorization[\"']?[ \t]*[:=][ \t]*[\"']?bearer[ \t]+([A-Za-z0-9._~+/-]{20,}=*)")
+# A quoted passphrase of several words (`password: "correct horse battery staple"`); `_looks_like_passphrase`
+# tells it from a quoted description ("your password here", "the one in the vault").
+_PASSPHRASE = re.compile(
+    r"(?i)(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|passcode|db_?pass\w*|\w*_pass(?:word|wd)?)[\"']?[ \t]*"
+    r"(?::=|=|:|[ \t]is|[ \t]was)[ \t]*([\"'])([^\"'\n]{12,128})\1"
+)
 # Documentation's placeholders and the well-known example keys are not secrets.
 _PLACEHOLDER = re.compile(
     r"(?i:example|placeholder|changeme|change_me|your[_-]|xxxx|dummy|redacted|sample|fake)|\*\*\*|\.\.\.|<[^>]*>|"
@@ -115,6 +149,50 @@ def _is_placeholder(value: str) -> bool:
         or stripped.startswith(("/", "~", "-", "@"))
         or re.fullmatch(r"[a-z]+(?:[_-][a-z]+)*", stripped) is not None
         and len(stripped) < 12
+    )
+
+
+# Words of a description, not of a passphrase ("the one in the vault", "same as above", "not set").
+_DESCRIPTION_WORDS = frozenset(
+    "a an the of in on to for from with by as at is are be was it its this that these those your my our their you we "
+    "they here there same see set use used using via env environment variable var value secret password passphrase "
+    "pass token key none null empty blank not no any some one real actual stored store kept keep saved ask asked "
+    "prompt prompted enter entered type typed given provided required optional default whatever something anything "
+    "and or but if when then else".split()
+)
+
+
+def _looks_like_passphrase(value: str) -> bool:
+    words = [w.strip(".,;:!?()").lower() for w in value.split()]
+    return (
+        len(words) >= 2
+        and not _PLACEHOLDER.search(value)
+        and all(words)
+        and not any(w in _DESCRIPTION_WORDS or w in _PLACEHOLDER_WORDS for w in words)
+    )
+
+
+def _basic_password(blob: str) -> str | None:
+    """The password in an HTTP Basic credential (base64 of `user:password`), None when it holds none."""
+    try:
+        core = blob.rstrip("=")
+        decoded = base64.b64decode(core + "=" * (-len(core) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    user, colon, password = decoded.partition(":")
+    return password if colon and user.isprintable() and password.isprintable() else None
+
+
+def _basic_kept(blob: str) -> bool:
+    password = _basic_password(blob)
+    return password is None or not _looks_like_password(password)
+
+
+def _bearer_kept(token: str) -> bool:
+    return (
+        _PLACEHOLDER.search(token) is not None
+        or _entropy(token) < _MIN_ENTROPY
+        or not (any(ch.isdigit() for ch in token) and any(ch.isalpha() for ch in token))
     )
 
 
@@ -156,10 +234,24 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
         for match in _URL_CREDENTIAL.finditer(text) if "://" in text and "@" in text else ():
             if not _is_placeholder(match.group(1)):
                 found.append((field, match.start(), _message("a URL with a password in it")))
+        for needles, pattern in _COMMAND_PASSWORDS:
+            for match in pattern.finditer(text) if any(n in lower for n in needles) else ():
+                if _looks_like_password(match.group(1)):
+                    found.append((field, match.start(), _message("a password given on a command line")))
+        if "authorization" in lower:
+            for match in _BASIC.finditer(text):
+                if not _basic_kept(match.group(1)):
+                    found.append((field, match.start(), _message("an HTTP Basic credential (a password in base64)")))
+            for match in _BEARER.finditer(text):
+                if not _bearer_kept(match.group(1)):
+                    found.append((field, match.start(), _message("an HTTP bearer token")))
         for pattern in (_PASSWORD, _PROSE) if any(n in lower for n in ("pass", "pwd", "pin")) else ():
             for match in pattern.finditer(text):
                 if match.start() not in assigned and _looks_like_password(match.group(1)):
                     found.append((field, match.start(), _message("a password written out")))
+        for match in _PASSPHRASE.finditer(text) if any(n in lower for n in ("pass", "pwd")) else ():
+            if _looks_like_passphrase(match.group(2)):
+                found.append((field, match.start(), _message("a password written out")))
     yield from field_findings(RULE, target, found)
 
 
@@ -171,6 +263,10 @@ REDACTABLE: tuple[tuple[re.Pattern[str], int, Callable[[str], bool]], ...] = (
     (_URL_CREDENTIAL, 1, _is_placeholder),
     (_PASSWORD, 1, lambda value: not _looks_like_password(value)),
     (_PROSE, 1, lambda value: not _looks_like_password(value)),
+    *((pattern, 1, lambda value: not _looks_like_password(value)) for _, pattern in _COMMAND_PASSWORDS),
+    (_BASIC, 1, _basic_kept),
+    (_BEARER, 1, _bearer_kept),
+    (_PASSPHRASE, 2, lambda value: not _looks_like_passphrase(value)),
 )
 
 
