@@ -9,10 +9,11 @@ French, German, Portuguese, Italian and Russian; paraphrases (an agent addressed
 AI", "whatever the user asks", a changed task, covert acts, secrets put into the agent's answer); and HTML
 comments addressed to the agent. Each field is also read with HTML character references decoded (`&#73;gnore`,
 `Ig&shy;nore`: a model reads them as the letters), as rendered Markdown reads (percent-escapes decoded, `%49gnore`;
-emphasis, inline tags and one-word code spans read past, `Ig**nore**`, `I_gnore_`, `**Ignore** all`), look-alike
-letters NFKC leaves alone mapped (`ı`, `ɪ`, Armenian `օ`), combining marks dropped and letters spelled one by one
-joined (`I.g.n.o.r.e`); the id is read as words whatever joins them (`ignore.previous.instructions`,
-`IgnorePreviousInstructions`).
+emphasis, inline tags, comments and one-word code spans read past, `Ig**nore**`, `I_gnore_`, `**Ignore** all`),
+look-alike letters NFKC leaves alone mapped (`ı`, `ɪ`, Armenian `օ`), combining marks dropped and letters spelled one
+by one joined (`I.g.n.o.r.e`); the id is read as words whatever joins them (`ignore.previous.instructions`,
+`IgnorePreviousInstructions`), and the name, summary and aliases with hyphens and underscores between letters as
+spaces (`Ignore-all-previous-instructions`).
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
         _OVERRIDE,
         rf"\b(?:ignore|disregard|forget|override|bypass|skip){_S}(?:(?:all|any|every|the|your|my|of|these|those)"
         rf"{_S}){{0,3}}(?:previous|prior|above|earlier|preceding|original|system|existing|safety|former)?{_S}?"
-        r"(?:instructions?|prompts?|rules|directions|guidelines|guardrails|context|system\s+prompt|directives?|"
-        r"constraints|policies)\b",
+        r"(?:instructions?|prompts?|rules|directions|guidelines|guidance|guardrails|context|system\s+prompt|"
+        r"directives?|constraints|policies)\b",
         needles=(
             ("ignor", "disregard", "forget", "overrid", "bypass", "skip"),
             (
@@ -65,6 +66,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
                 "rule",
                 "direction",
                 "guideline",
+                "guidance",
                 "guardrail",
                 "context",
                 "directive",
@@ -72,6 +74,16 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
                 "polic",
             ),
         ),
+    ),
+    # Without a word for which (`previous`, `prior`...), the agent's own instructions named: "ignore your
+    # instructions", "ignore all instructions", "the instructions you were given" ("ignore rules" is a .gitignore's).
+    _p(
+        _OVERRIDE,
+        rf"\b(?:ignore|disregard|forget){_S}(?:(?:all{_S}(?:of{_S})?(?:the{_S}|your{_S}|my{_S})?|your{_S}|any{_S}(?:and{_S}"
+        rf"all{_S})?|every{_S})(?:instructions|directives|guardrails|system{_S}prompt)\b|(?:all{_S})?(?:the{_S})?"
+        rf"(?:instructions|directives){_S}(?:above|you{_S}(?:were|have{_S}been){_S}given|given{_S}to{_S}you|you{_S}"
+        r"received)\b)",
+        needles=(("ignor", "disregard", "forget"), ("instruction", "directive", "guardrail", "system prompt")),
     ),
     _p(
         _OVERRIDE,
@@ -582,7 +594,9 @@ _SPACED = re.compile(r"(?<![^\W\d_])[^\W\d_]([ .*_|/-])(?:[^\W\d_]\1){2,}[^\W\d_
 # code span inside a word (``Ig`nore` ``) or of one word opening a sentence (`` `Ignore` all ``): a renderer turns
 # them into styling, a model reads past them. Code spans elsewhere are kept: commands are quoted so in every lesson.
 _PERCENT = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
-_MARKUP = re.compile(r"</?[A-Za-z][\w-]{0,30}(?:[ \t][^<>\n]{0,200})?/?>|(?<=[^\W_])[*~]+|[*~]+(?=[^\W_])")
+_MARKUP = re.compile(
+    r"<!--[^\n]*?-->|</?[A-Za-z][\w-]{0,30}(?:[ \t][^<>\n]{0,200})?/?>|(?<=[^\W_])[*~]+|[*~]+(?=[^\W_])"
+)
 _UNDERSCORED = re.compile(r"(?<!\w)_+[^\W_]\w*|\w*[^\W_]_+(?!\w)")
 _EDGE_UNDERSCORE = re.compile(r"_(?![^\W_])|(?<![^\W_])_")  # cheap: most texts hold only `snake_case`
 _CODE_SPAN = re.compile(r"`([^`\s]{1,40})`")
@@ -675,7 +689,7 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
         if not field.text:
             continue
         seen_here: set[str] = set()
-        for text in _readings(field.text) + _id_words(field):
+        for text in _readings(field.text) + _words(field):
             runs = _candidates(text, field.served)  # a part holds no needle its whole text lacks
             for start, part in _parts(field, text) if alone and runs else ((0, text),):
                 for offset, what in _scan(part, field.served, runs):
@@ -693,16 +707,30 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
 
 
 # A file name may join its words with any character id-text lets through (`ignore.previous.instructions`,
-# `ignore+previous+instructions`, `IgnorePreviousInstructions`): a model reads them as the words.
+# `ignore+previous+instructions`, `IgnorePreviousInstructions`), a served name, summary or alias with hyphens,
+# underscores or capitals (`Ignore-all-previous-instructions`, `ignore_all_previous_instructions`): a model reads
+# them as the words.
 _ID_JOINERS = re.compile(r"[\W_]+|(?<=[a-z])(?=[A-Z])")
+_WORD_JOINERS = re.compile(r"(?<=[^\W\d_])[-_]+(?=[^\W\d_])|(?<=[a-z])(?=[A-Z])")
+# Three words or more joined (an instruction is a few words; `command-line` is one): looked for only where a joiner
+# or a capital is, each run from its first letter, as the index reads every card.
+_HYPHENATED = re.compile(r"(?<![^\W\d_])[^\W\d_]+(?:[-_]+[^\W\d_]+){2,}")
+_CAMEL = re.compile(r"(?<![A-Za-z])(?:[A-Z][a-z]+){3,}")
 
 
-def _id_words(field: Field) -> list[str]:
-    """The id read as words (every run of other characters a space, camelCase split), when that reads otherwise."""
-    if field.key != "id":
+def _words(field: Field) -> list[str]:
+    """A served field read as words (the id: every run of other characters a space; a name, summary or alias: the
+    hyphens and underscores between letters; both: camelCase split), when that reads otherwise."""
+    text = field.text
+    if field.key == "id":
+        words = _ID_JOINERS.sub(" ", text)
+    elif field.served and (
+        ("-" in text or "_" in text) and _HYPHENATED.search(text) or not text.islower() and _CAMEL.search(text)
+    ):
+        words = _WORD_JOINERS.sub(" ", text)
+    else:
         return []
-    words = _ID_JOINERS.sub(" ", field.text).strip()
-    return [words] if words != field.text else []
+    return [words] if words != text else []
 
 
 def _offset_in(text: str, reading: str, offset: int) -> int:
