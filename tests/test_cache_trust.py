@@ -85,6 +85,17 @@ def _bump_postings(index_file: Path, term: str) -> None:
     edit_postings(index_file, term, bump)
 
 
+def _served_again(vault_repo: VaultRepo) -> str:
+    """What the hook serves once its background re-index has put REBASE_ID back (within a minute), each prompt in a
+    new session: a session already given the card would not get it again."""
+    deadline = time.monotonic() + 60
+    served = ""
+    while time.monotonic() < deadline and REBASE_ID not in served:
+        time.sleep(0.5)
+        served = _hook(vault_repo, f"later-{time.monotonic()}").stdout
+    return served
+
+
 def _served_vault(vault_repo: VaultRepo) -> str:
     commit = make_vault(vault_repo)
     assert REBASE_ID in _hook(vault_repo, "warm").stdout  # the fitting prompt gets the card from the honest index
@@ -295,11 +306,7 @@ def test_a_seal_failing_while_serving_starts_the_reindex_too(vault_repo: VaultRe
     assert _hook(vault_repo).stdout == ""
     assert "a card's stored fields do not match their seal" in (log_entries()[-1]["error"] or "")
     assert stamp.exists()
-    deadline = time.monotonic() + 60
-    served = ""
-    while time.monotonic() < deadline and REBASE_ID not in served:
-        time.sleep(0.5)
-        served = _hook(vault_repo, f"later-{time.monotonic()}").stdout
+    served = _served_again(vault_repo)
     assert REBASE_ID in served and "Ignore all previous" not in served
 
 
@@ -320,11 +327,7 @@ def test_a_resealed_card_record_that_does_not_parse_starts_the_reindex(vault_rep
     error = str(log_entries()[-1]["error"])
     assert error.startswith("IndexCorrupt: the index at ") and "(a card's stored fields do not parse)" in error, error
     assert stamp.exists()
-    deadline = time.monotonic() + 60
-    served = ""
-    while time.monotonic() < deadline and REBASE_ID not in served:
-        time.sleep(0.5)
-        served = _hook(vault_repo, f"later-{time.monotonic()}").stdout
+    served = _served_again(vault_repo)
     assert REBASE_ID in served
 
 

@@ -58,10 +58,9 @@ def test_deleting_a_card_another_supersedes_fails_the_commit(tmp_path: Path) -> 
     assert done.returncode == 0, done.stdout
 
 
-def test_a_vault_in_a_subfolder_of_a_monorepo_commits_and_still_lints_deletions(tmp_path: Path) -> None:
-    """The template's config at a monorepo's root (the vault in `lessons/`): `cairn-lint` runs on every commit
-    (always_run) with no files for a commit that touches no card, and `cairn lint` at the root found no vault:
-    every commit of the monorepo failed with `Error: no vault here`."""
+def _monorepo(tmp_path: Path, folder: str) -> tuple[Path, dict[str, str]]:
+    """A git repository holding a vault made by `cairn init` in `folder` (its own .git removed: the monorepo's
+    history holds it) with the template's pre-commit config at the root; and the environment to commit in it."""
     repo = tmp_path / "mono"
     env = dict(
         os.environ,
@@ -73,10 +72,18 @@ def test_a_vault_in_a_subfolder_of_a_monorepo_commits_and_still_lints_deletions(
     )
     repo.mkdir()
     assert _run(["git", "init", "-q"], repo, env).returncode == 0
-    made = _run([cairn_executable(), "init", str(repo / "lessons"), "--no-register", "--no-git-hooks"], repo, env)
+    made = _run([cairn_executable(), "init", str(repo / folder), "--no-register", "--no-git-hooks"], repo, env)
     assert made.returncode == 0, made.stdout
-    shutil.rmtree(repo / "lessons" / ".git")  # the monorepo's history holds the vault
-    (repo / "lessons" / ".pre-commit-config.yaml").rename(repo / ".pre-commit-config.yaml")
+    shutil.rmtree(repo / folder / ".git")
+    (repo / folder / ".pre-commit-config.yaml").rename(repo / ".pre-commit-config.yaml")
+    return repo, env
+
+
+def test_a_vault_in_a_subfolder_of_a_monorepo_commits_and_still_lints_deletions(tmp_path: Path) -> None:
+    """The template's config at a monorepo's root (the vault in `lessons/`): `cairn-lint` runs on every commit
+    (always_run) with no files for a commit that touches no card, and `cairn lint` at the root found no vault:
+    every commit of the monorepo failed with `Error: no vault here`."""
+    repo, env = _monorepo(tmp_path, "lessons")
     (repo / "lessons" / "cards" / "git" / "old-rebase.md").write_text(
         card_text("Old rebase advice", "Pull with --rebase before every push to a shared branch.", "Why: x.")
     )
@@ -109,21 +116,7 @@ def test_a_vault_in_a_folder_whose_name_starts_with_a_dash_is_linted_not_read_as
     """pre-commit appends the staged files' paths to the hook's entry (`cairn lint -lessons/cards/x.md`): a vault
     in a monorepo folder named `-lessons` failed every commit with `No such option '-l'`. Such a path is read as
     the file it names: a good card goes in, a bad one is named by its path, and an option is still an option."""
-    repo = tmp_path / "mono"
-    env = dict(
-        os.environ,
-        PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        GIT_AUTHOR_NAME="Ann",
-        GIT_AUTHOR_EMAIL="ann@example.com",
-        GIT_COMMITTER_NAME="Ann",
-        GIT_COMMITTER_EMAIL="ann@example.com",
-    )
-    repo.mkdir()
-    assert _run(["git", "init", "-q"], repo, env).returncode == 0
-    made = _run([cairn_executable(), "init", str(repo / "-lessons"), "--no-register", "--no-git-hooks"], repo, env)
-    assert made.returncode == 0, made.stdout
-    shutil.rmtree(repo / "-lessons" / ".git")
-    (repo / "-lessons" / ".pre-commit-config.yaml").rename(repo / ".pre-commit-config.yaml")
+    repo, env = _monorepo(tmp_path, "-lessons")
     assert _run(["git", "add", "-A"], repo, env).returncode == 0
     assert _run(["git", "commit", "-q", "--no-verify", "-m", "the monorepo"], repo, env).returncode == 0
     installed = _run([sys.executable, "-m", "pre_commit", "install"], repo, env)
