@@ -23,7 +23,7 @@ not a TOML parse. The copy is checked like the file (the same validation runs on
 import os
 import sys
 
-from cairn.hot import Record, dumps, loads, path_text, read_regular, sha256_hex, xdg_is_set
+from cairn.hot import Record, dumps, loads, path_text, private_folder, read_regular, sha256_hex, xdg_is_set
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -353,7 +353,7 @@ def _write_cache(cache: str, stored: "dict[str, Any]") -> None:
     from cairn.hot.session import write_private
 
     try:
-        os.makedirs(os.path.dirname(cache), mode=0o700, exist_ok=True)
+        private_folder(os.path.dirname(cache))  # the state folder too, when this makes it: 0700, as every path makes it
         write_private(cache, dumps(stored, ensure_ascii=False, sort_keys=True).encode("utf-8"))
     except OSError:
         pass
