@@ -222,9 +222,9 @@ def find_configured_vault(name: str, root: str) -> Vault:
 
 def _require_marker(root: str, given: str) -> None:
     marker = os.path.join(root, MARKER)
-    if is_dir(marker):
-        raise _not_found(f"{marker}: {MARKER_IS_FOLDER}")
     if not is_file(marker):
+        if is_dir(marker):  # asked only when the file is not there: one stat a prompt, as before
+            raise _not_found(f"{marker}: {MARKER_IS_FOLDER}")
         raise _not_found(
             f"{given!r} has no {MARKER}: the hook serves only vaults with Cairn's marker file"
             " (`cairn init` writes one; an empty file will do)"
