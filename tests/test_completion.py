@@ -68,15 +68,7 @@ def test_the_bash_script_completes_card_ids_and_vault_names_from_what_is_built(
     cache = sorted(p.name for p in cache_dir().rglob("*"))
 
     def complete(*words: str, cwd: Path) -> list[str]:
-        cairn = cairn_executable()
-        script = (
-            f'eval "$("{cairn}" completion bash)"; COMP_WORDS=({" ".join(shlex.quote(w) for w in words)}); '
-            f"COMP_CWORD={len(words) - 1}; "
-            'PATH="$CAIRN_DIR:$PATH" _cairn_completion cairn; printf "%s\\n" "${COMPREPLY[@]}"'
-        )
-        done = _run(["bash", "-c", script], {"CAIRN_DIR": str(Path(cairn).parent)}, cwd)
-        assert done.returncode == 0, done.stderr
-        return done.stdout.split()
+        return _bash_complete(list(words), cwd)
 
     assert complete("cairn", "show", "", cwd=vault_repo.root) == ["docker/layer-cache-order", REBASE_ID]
     assert complete("cairn", "show", "--vault", "team", "g", cwd=tmp_path) == [REBASE_ID]
@@ -93,6 +85,21 @@ def test_the_bash_script_completes_card_ids_and_vault_names_from_what_is_built(
     assert sorted(p.name for p in cache_dir().rglob("*")) == cache  # nothing built, nothing written
 
 
+def _bash_complete(words: list[str], cwd: Path, line: str | None = None) -> list[str]:
+    """What Cairn's bash script replies for COMP_WORDS `words` (the last the one completed), and COMP_LINE `line`
+    with the point at its end when given, as bash sets them for a line."""
+    cairn = cairn_executable()
+    given_line = "" if line is None else f"COMP_LINE={shlex.quote(line)}; COMP_POINT={len(line)}; "
+    script = (
+        f'eval "$("{cairn}" completion bash)"; COMP_WORDS=({" ".join(shlex.quote(w) for w in words)}); '
+        f"COMP_CWORD={len(words) - 1}; {given_line}"
+        'PATH="$CAIRN_DIR:$PATH" _cairn_completion cairn; printf "%s\\n" "${COMPREPLY[@]}"'
+    )
+    done = _run(["bash", "-c", script], {"CAIRN_DIR": str(Path(cairn).parent)}, cwd)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_the_bash_script_completes_a_name_and_id_that_bash_splits_at_the_colon(
     tmp_path: Path, vault_repo: VaultRepo
@@ -107,15 +114,7 @@ def test_the_bash_script_completes_a_name_and_id_that_bash_splits_at_the_colon(
     assert run_cairn("index", "--vault", "team", cwd=tmp_path).returncode == 0
 
     def complete(line: str, *words: str) -> list[str]:
-        cairn = cairn_executable()
-        script = (
-            f'eval "$("{cairn}" completion bash)"; COMP_WORDS=({" ".join(shlex.quote(w) for w in words)}); '
-            f"COMP_CWORD={len(words) - 1}; COMP_LINE={shlex.quote(line)}; COMP_POINT={len(line)}; "
-            'PATH="$CAIRN_DIR:$PATH" _cairn_completion cairn; printf "%s\\n" "${COMPREPLY[@]}"'
-        )
-        done = _run(["bash", "-c", script], {"CAIRN_DIR": str(Path(cairn).parent)}, tmp_path)
-        assert done.returncode == 0, done.stderr
-        return done.stdout.split()
+        return _bash_complete(list(words), tmp_path, line)
 
     # one vault configured: plain ids, and NAME:ID as the user typed it
     assert complete("cairn show team:", "cairn", "show", "team", ":") == ["docker/layer-cache-order", REBASE_ID]
