@@ -29,4 +29,5 @@ if not __package__:  # run as a file, not as `python -m cairn`
 
 from cairn.entry import main  # noqa: E402
 
-main()
+if __name__ == "__main__":  # not when a worker process of `cairn index` imports it as `__mp_main__`
+    main()

@@ -404,11 +404,24 @@ def _read_body(body_file: Path) -> str:
     help="Wait at most this many seconds for another `cairn index` of the vault; past it, hand the update to a "
     "background process and return (the vault's git hooks use it: a commit never waits on a long or stuck index).",
 )
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes that read the cards (default: one per usable core from 1,000 cards to read; 1: none).",
+)
 @vault_option
 @json_option
 @errors_to_exit
 def index(
-    rebuild: bool, worktree: bool, ref: str | None, wait: float | None, vault_path: str | None, as_json: bool
+    rebuild: bool,
+    worktree: bool,
+    ref: str | None,
+    wait: float | None,
+    jobs: int | None,
+    vault_path: str | None,
+    as_json: bool,
 ) -> None:
     """Build or update the index of the vault's served ref (incrementally from the cached commit).
 
@@ -420,18 +433,23 @@ def index(
     Example:
       cairn index --vault ~/team-lessons
       cairn index --ref HEAD       (your branch, for `cairn recall --ref HEAD`)
+      cairn index --rebuild -j 4   (from scratch, in four worker processes)
     """
     if worktree and ref:
         raise click.UsageError("give --worktree or --ref, not both")
     if worktree and wait is not None:
         raise click.UsageError("--wait is for the served ref's index (the git hooks'); leave it out with --worktree")
+    if worktree and jobs is not None:
+        raise click.UsageError("--jobs is for committed cards; leave it out with --worktree (read in this process)")
     vault = open_vault(vault_path)
     with progress_bar("Indexing cards") as progress:
         if worktree:
             report = indexer.build_worktree_index(vault, progress=progress)
         else:
             try:
-                report = indexer.build_index(vault, rebuild=rebuild, progress=progress, ref=ref, lock_wait=wait)
+                report = indexer.build_index(
+                    vault, rebuild=rebuild, progress=progress, ref=ref, lock_wait=wait, jobs=jobs
+                )
             except IndexBusy:
                 if wait is None:
                     raise

@@ -8,7 +8,7 @@ import json
 import os
 import stat
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,9 +22,9 @@ from cairn.finding import Finding
 from cairn.hot import paths
 from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing, IndexStale, InvalidConfig
 from cairn.hot.index import IndexReader
-from cairn.hot.tokens import tokenize
 from cairn.hot.vault import CARDS_DIR, Vault, worktree_card_files
-from cairn.index import provenance, refcache, store
+from cairn.index import cardread, provenance, refcache, store
+from cairn.index.cardread import card_terms
 from cairn.lint import security
 
 Progress = Callable[[int, int], None]
@@ -48,25 +48,6 @@ class IndexReport:
     changed_ids: tuple[str, ...] = field(default=())
     refused_commit: str | None = None
     vectors: str = ""  # what became of the card vectors (`semantic.vectors.refresh_after_index`; "" not asked)
-
-
-def card_terms(card: Card, blob: str) -> store.CardTerms:
-    """A parsed card turned into what the index stores: fields, record and tokens per field."""
-    name_text = " ".join((card.name, *card.aliases))
-    return store.CardTerms(
-        id=card.id,
-        path=card.path,
-        blob=blob,
-        name=card.name,
-        summary=card.summary,
-        status=card.status,
-        expires_on=card.expires_on.isoformat() if card.expires_on else None,
-        scope=tuple(s.lower() for s in card.scope),
-        not_when=tuple(card.not_when),
-        supersedes=tuple(card.supersedes),
-        record=card.to_dict(),
-        tokens=(tokenize(name_text), tokenize(card.summary), tokenize(card.body)),
-    )
 
 
 def index_file_for(vault: Vault, worktree: bool = False, ref: str | None = None) -> Path:
@@ -135,13 +116,15 @@ def build_index(
     progress: Progress | None = None,
     ref: str | None = None,
     lock_wait: float | None = None,
+    jobs: int | None = None,
 ) -> IndexReport:
     """Bring the cache up to the served ref's commit (or `ref`'s, in that ref's own file): incrementally when a
     usable index exists, else in full. A commit on a feature branch is not served until it is merged. lock_wait:
-    the seconds to wait for another writer of the index before `store.IndexBusy` (default `LOCK_WAIT_SECONDS`)."""
+    the seconds to wait for another writer of the index before `store.IndexBusy` (default `LOCK_WAIT_SECONDS`). jobs:
+    the worker processes that read cards (`cardread.workers_for`; default: one a usable core, for many cards)."""
     started = time.perf_counter()
     with gitrepo.open_repo(vault) as repo:
-        report = _build_index(repo, vault, rebuild, progress, ref, started, lock_wait)
+        report = _build_index(repo, vault, rebuild, progress, ref, started, lock_wait, jobs)
     # the other refs' index files an author asked for once are not kept for good
     refcache.prune(report.index_file.parent, report.index_file if ref is not None else None, vault.git_root)
     return report
@@ -155,6 +138,7 @@ def _build_index(
     ref: str | None,
     started: float,
     lock_wait: float | None = None,
+    jobs: int | None = None,
 ) -> IndexReport:
     ref_name, commit = served_commit(vault, repo, ref)
     target = index_file_for(vault, ref=None if ref is None else ref_name)
@@ -204,12 +188,12 @@ def _build_index(
         # Same commit with other settings (a Cairn upgrade changed a default): the incremental path rewrites the
         # stored settings and re-reads no card.
         if base is None:
-            report = _full_from_commit(vault, repo, commit, target, meta, progress)
+            report = _full_from_commit(vault, repo, commit, target, meta, progress, jobs=jobs)
         else:
             try:
-                report = _incremental(vault, repo, base, commit, target, meta, progress)
+                report = _incremental(vault, repo, base, commit, target, meta, progress, jobs)
             except IndexCorrupt:  # the base fails a check only an update reads far enough to make: start over
-                report = _full_from_commit(vault, repo, commit, target, meta, progress)
+                report = _full_from_commit(vault, repo, commit, target, meta, progress, jobs=jobs)
         vectors = _semantic_vectors(target)
     return dataclasses.replace(_timed(report, started), vectors=vectors)
 
@@ -489,59 +473,38 @@ def _read_entries(
     entries: Sequence[gitrepo.TreeEntry],
     progress: Progress | None,
     meta: dict[str, str] | None = None,
+    jobs: int | None = None,
 ) -> tuple[list[store.CardTerms], list[Finding]]:
+    """The entries read as cards (`cardread`: in `jobs` worker processes, by default as many as the cores when
+    there are many cards), with the findings that kept some out."""
+    off = security.switched_off(_disabled_rules(meta))
     upserts: list[store.CardTerms] = []
     problems: list[Finding] = []
-    total = len(entries)
-    disable = _disabled_rules(meta)
-    prefetched: dict[str, bytes] = {}
-    for done, entry in enumerate(entries, 1):
-        if done % _BATCH == 1:  # the next blobs in one git call (not one round trip each), a batch in memory at most
-            batch = entries[done - 1 : done - 1 + _BATCH]
-            prefetched = gitrepo.read_small_blobs(repo, [e.blob for e in batch if _readable(e)])
-        card, findings = _read_entry(repo, entry, disable, prefetched.get(entry.blob))
+    for card, findings in cardread.read_entries(_with_blobs(repo, entries), len(entries), off, jobs, progress):
         problems.extend(findings)
         if card is not None:
-            upserts.append(card_terms(card, entry.blob))
-        if progress and (done % 200 == 0 or done == total):
-            progress(done, total)
+            upserts.append(card)
     return upserts, problems
 
 
+def _with_blobs(
+    repo: git.Repo, entries: Sequence[gitrepo.TreeEntry]
+) -> Iterator[tuple[gitrepo.TreeEntry, bytes | None]]:
+    """Each entry with its blob's bytes when `cardread.needs_blob`, read `_BATCH` blobs a git call (not one round trip
+    each), a batch in memory at most."""
+    for at in range(0, len(entries), _BATCH):
+        batch = entries[at : at + _BATCH]
+        prefetched = gitrepo.read_small_blobs(repo, [e.blob for e in batch if cardread.needs_blob(e) and e.size >= 0])
+        for entry in batch:
+            data = None
+            if cardread.needs_blob(entry):
+                data = prefetched.get(entry.blob)
+                if data is None:  # its size unknown, or git's batch left it out
+                    data = gitrepo.read_blob(repo, entry.blob, size=entry.size)
+            yield entry, data
+
+
 _BATCH = 1000  # card blobs read per git call
-
-
-def _readable(entry: gitrepo.TreeEntry) -> bool:
-    """Whether `_read_entry` reads the entry's blob (a regular file of a known size within the card limit)."""
-    return (
-        entry.path != CARDS_DIR
-        and entry.mode not in (gitrepo.SYMLINK_MODE, gitrepo.SUBMODULE_MODE)
-        and 0 <= entry.size <= MAX_CARD_BYTES
-    )
-
-
-def _read_entry(
-    repo: git.Repo, entry: gitrepo.TreeEntry, disable: tuple[str, ...] = (), data: bytes | None = None
-) -> tuple[Card | None, list[Finding]]:
-    """One tree entry read as a card; `data`: its blob's bytes when already read (`gitrepo.read_small_blobs`)."""
-    if entry.path == CARDS_DIR:
-        why = "cards/ must be a folder in the commit, not a symlink or a file; no card is read through it"
-        return None, [Finding(entry.path, 0, "file-symlink", why)]
-    if entry.mode == gitrepo.SYMLINK_MODE:
-        return None, [Finding(entry.path, 0, "file-symlink", "a card must be a regular file, not a symlink")]
-    if entry.mode == gitrepo.SUBMODULE_MODE:
-        return None, [Finding(entry.path, 0, "path-outside-cards", "a submodule cannot hold cards")]
-    if entry.size > MAX_CARD_BYTES:  # never read a huge blob (its size is in the tree listing)
-        return None, [oversize_finding(entry.path, entry.size)]
-    if data is None:
-        data = gitrepo.read_blob(repo, entry.blob, size=entry.size)
-    card, findings = parse_card(entry.path, data)
-    if card is not None:
-        # Serving refuses what lint refuses: a card failing a security rule at this commit is not indexed.
-        refused = security.refusals(entry.path, data, card, disable)
-        if refused:
-            return None, refused
-    return card, findings
 
 
 def _disabled_rules(meta: dict[str, str] | None) -> tuple[str, ...]:
@@ -567,9 +530,10 @@ def _full_from_commit(
     meta: dict[str, str],
     progress: Progress | None,
     provenance_of: Collection[str] | None = None,
+    jobs: int | None = None,
 ) -> IndexReport:
     entries = _card_entries(repo, commit, vault)
-    upserts, problems = _read_entries(repo, entries, progress, meta)
+    upserts, problems = _read_entries(repo, entries, progress, meta, jobs)
     paths = [t.path for t in upserts if provenance_of is None or t.path in provenance_of]
     lineages = provenance.walk_history(repo, vault, commit, paths)
     upserts = provenance.attach(repo, upserts, lineages)
@@ -585,6 +549,7 @@ def _incremental(
     target: Path,
     meta: dict[str, str],
     progress: Progress | None,
+    jobs: int | None = None,
 ) -> IndexReport:
     previous = base.commit
     changes = gitrepo.changed_cards(repo, previous, commit, vault)
@@ -606,7 +571,7 @@ def _incremental(
         lineages.update(provenance.walk_history(repo, vault, commit, orphans))
     wanted = set(new_paths) | provenance.touched_paths(lineages)
     entries = [e for e in head_entries if e.path in wanted]
-    upserts, new_problems = _read_entries(repo, entries, progress, meta)
+    upserts, new_problems = _read_entries(repo, entries, progress, meta, jobs)
     upserts = provenance.attach(repo, upserts, lineages, base=lambda card_id: _stored_provenance(base, card_id))
     # Stored problems name their files as `_problem_row` wrote them: a name that is not UTF-8 is compared so too, or
     # the problem of a file renamed or deleted since stayed reported for ever.

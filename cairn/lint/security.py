@@ -88,18 +88,20 @@ def ignored_warning(config_file: str, entry: str, still: tuple[str, ...], line: 
 VERSION = SECURITY_RULES_VERSION
 
 
-def refusals(rel_path: str, data: bytes, card: Card, disable: Iterable[str] = ()) -> list[Finding]:
+def refusals(
+    rel_path: str, data: bytes, card: Card, disable: Iterable[str] = (), *, off: tuple[str, ...] | None = None
+) -> list[Finding]:
     """The security errors that keep a parsed card out of the index (the rules lint runs, as lint reads the card;
-    `disable`: the vault's `[lint] disable`, which counts only where the user allows it): one finding, the first,
-    its message starting with `refused:` and counting the others, so `cairn index` says one line per card."""
-    kept, _ = effective_disable(disable)
-    disabled = set(kept)
+    `disable`: the vault's `[lint] disable`, which counts only where the user allows it; or `off`, the rules it
+    switches off, when the caller has worked them out once for many cards): one finding, the first, its message
+    starting with `refused:` and counting the others, so `cairn index` says one line per card."""
+    skipped = set(switched_off(disable) if off is None else off)
     text = data.decode("utf-8", "replace").removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     target = Target(rel_path, text, card, ())
     context = Context(LintSettings(), dt.date.today(), {}, lambda ids: {})
     out: list[Finding] = []
     for rule in security_rules():
-        if disabled & {rule.id, *rule.emits, *rule.groups}:
+        if rule.id in skipped:
             continue
         out.extend(f for f in rule.run(target, context) if f.severity == ERROR)
     if not out:
