@@ -411,7 +411,7 @@ def _made_record() -> Path:
 def _made_files() -> dict[str, str]:
     try:
         data = json.loads(_made_record().read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # a record nested thousands deep is one that cannot be read
         return {}
     if not isinstance(data, dict):
         return {}

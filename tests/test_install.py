@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from cairn import githooks, install
+from helpers.hostile import assert_clean_exit
 from helpers.payloads import FITTING_PROMPT, payload_for
-from helpers.vaults import BOB, REBASE_ID, VaultRepo, cairn_executable, make_vault
+from helpers.vaults import BOB, REBASE_ID, VaultRepo, cairn_executable, make_vault, state_dir
 
 # Where a project install writes: Claude Code's personal file; the shared file for the agents that read no other.
 SETTINGS = {
@@ -140,6 +141,25 @@ def test_uninstall_keeps_a_settings_file_the_user_made(
     assert cairn("install", "claude-code", "--user").returncode == 0
     assert cairn("uninstall", "claude-code", "--user").returncode == 0
     assert json.loads(mine.read_text()) == {}
+
+
+def test_a_record_of_made_files_nested_too_deep_is_one_that_cannot_be_read(
+    tmp_path: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: install's record of the settings files it created (in the state folder), nested thousands deep,
+    ended install and uninstall with an unnamed "nested too deeply" error; it now reads as no record (uninstall then
+    keeps a file it cannot tell install made, and removes only Cairn's hook from it)."""
+    project = tmp_path / "p"
+    project.mkdir()
+    assert cairn("install", "claude-code", cwd=project).returncode == 0
+    (state_dir() / install.MADE_RECORD).write_text("[" * 100_000 + "]" * 100_000)
+    done = cairn("uninstall", "claude-code", cwd=project)
+    assert_clean_exit(done, 0)
+    settings = project / ".claude" / "settings.local.json"
+    assert done.stdout == f"removed: Cairn's hook from {settings}\n"
+    assert json.loads(settings.read_text()) == {}
+    done = cairn("install", "claude-code", cwd=project)
+    assert_clean_exit(done, 0)
 
 
 def test_install_does_not_promise_an_index_a_broken_cairn_toml_prevents(tmp_path: Path, configured: VaultRepo) -> None:
