@@ -19,8 +19,7 @@ import os
 import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from typing import TYPE_CHECKING
 
 from cairn.cards.card import MAX_CARD_BYTES, Card, oversize_finding, parse_card
 from cairn.finding import Finding
@@ -29,6 +28,9 @@ from cairn.hot.tokens import tokenize
 from cairn.hot.vault import CARDS_DIR
 from cairn.index.store import CardTerms
 from cairn.lint import security
+
+if TYPE_CHECKING:  # multiprocessing's modules cost an update of one card 40 ms to import: only for a pool
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 PARALLEL_FROM = 1000  # cards: below it a pool's start (a fork server importing Cairn) costs more than it saves
 MAX_JOBS = 8
@@ -157,6 +159,8 @@ def _in_pool(
 ) -> list[Chunk]:
     """Chunks read in the pool, two a worker in flight, collected in order; the chunks not read when the pool
     broke (a worker killed), to be read in this process."""
+    from concurrent.futures.process import BrokenProcessPool
+
     flight: deque[tuple[Future[list[Read]], Chunk]] = deque()
     unsent: list[Chunk] = []  # a chunk whose submission failed
     try:
@@ -182,6 +186,7 @@ def _in_pool(
 def _pool(workers: int) -> ProcessPoolExecutor | None:
     """A pool of `workers` processes, or None when this system cannot start one."""
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
     try:
         with _interrupts_held():  # the pool's semaphores start multiprocessing's resource tracker
