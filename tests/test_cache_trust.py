@@ -405,6 +405,12 @@ def test_cache_and_state_are_private_and_folders_cairn_did_not_make_keep_their_m
     shared = {c["subject"]: c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "folders"}
     assert shared["state"]["ok"] is None and f"{isolated_env} (mode 751) may be read" in shared["state"]["detail"]
     assert shared["cache"]["ok"] is None and "CAIRN_CACHE_DIR" in shared["cache"]["fix"]
+    # as text too: the information line ends with its fix (it was shown only for a failed check)
+    text = vault_repo.cairn("doctor", env=home).stdout.splitlines()
+    [line] = [line for line in text if line.startswith("info folders state:")]
+    assert line.endswith(
+        f"  -> chmod go-rwx {isolated_env} if it is Cairn's alone, else set CAIRN_STATE_DIR to a folder of its own"
+    )
 
 
 def test_review_leaves_no_head_folder_in_the_cache(vault_repo: VaultRepo) -> None:

@@ -30,7 +30,8 @@ def doctor(cwd: Path | None, as_json: bool) -> None:
     vault there that is not configured fails, with the `cairn vault add` that fixes it). Other commands take
     --vault, else $CAIRN_VAULT, else the vault around the current folder, else the configured vaults.
 
-    Exit 1 when a check fails; each failing line ends with the command that fixes it.
+    Exit 1 when a check fails; each failing line ends with the command that fixes it, as does an information line
+    that has one (a folder others may read).
 
     \b
     Example:
@@ -46,7 +47,7 @@ def doctor(cwd: Path | None, as_json: bool) -> None:
     else:
         for check in checks:
             mark = "ok  " if check.ok else "FAIL" if check.ok is False else "info"
-            fix = f"  -> {check.fix}" if check.fix and check.ok is False else ""
+            fix = f"  -> {check.fix}" if check.fix and check.ok is not True else ""
             echo(f"{mark} {check.area} {check.subject}: {check.detail}{fix}")
         echo(f"{len(failed)} check(s) failed." if failed else "Everything checks out.")
     if failed:
