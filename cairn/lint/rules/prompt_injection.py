@@ -46,7 +46,10 @@ def _p(
     what: str, pattern: str, where: str = _ALL, flags: int = _I, *, needles: tuple[str, ...] | Needles
 ) -> tuple[str, re.Pattern[str], str, Needles]:
     """A pattern and its needles: strings (lowercase, spaces single; as written for a case-sensitive pattern) one
-    of which any match holds, or groups of such strings, one of each group; a cheap test before the regex runs."""
+    of which any match holds, or groups of such strings, one of each group; a cheap test before the regex runs.
+    A needle holds a space only where the pattern takes whitespace alone (`_S` takes `>` too), and a needle added to
+    narrow a pattern holds no `i` when the pattern ignores case: `ı` and `İ` match `i` there, yet lowercase to
+    something else, so such a needle would keep the pattern from text it matches."""
     groups = (needles,) if isinstance(needles[0], str) else needles
     return what, re.compile(pattern, flags), where, groups
 
@@ -115,31 +118,35 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
         rf"(?:{_S}(?:the{_S})?(?:user|human))?\b|\bkeep{_S}(?:this|it){_S}(?:secret|hidden){_S}from{_S}"
         rf"(?:the{_S})?user\b",
         needles=(
-            "without",
-            "not tell",
-            "n't tell",
-            "never tell",
-            "not inform",
-            "n't inform",
-            "never inform",
-            "not notify",
-            "n't notify",
-            "never notify",
-            "not warn",
-            "n't warn",
-            "never warn",
-            "not mention",
-            "n't mention",
-            "never mention",
-            "not ask",
-            "n't ask",
-            "never ask",
-            "no need to",
-            "need to ask",
-            "need to confirm",
-            "need to check",
-            "secret from",
-            "hidden from",
+            (
+                "without",
+                "not tell",
+                "n't tell",
+                "never tell",
+                "not inform",
+                "n't inform",
+                "never inform",
+                "not notify",
+                "n't notify",
+                "never notify",
+                "not warn",
+                "n't warn",
+                "never warn",
+                "not mention",
+                "n't mention",
+                "never mention",
+                "not ask",
+                "n't ask",
+                "never ask",
+                "no need to",
+                "need to ask",
+                "need to confirm",
+                "need to check",
+                "secret from",
+                "hidden from",
+            ),
+            # every match ends with one of these (`without asking`, `not tell the user`, `no need to confirm`)
+            ("ask", "conf", "perm", "approval", "prompt", "check", "user", "human", "developer", "operator"),
         ),
     ),
     _p(
@@ -209,7 +216,10 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
         rf"(?:{_S}(?:question|prompt|request|message)s?)?|the{_S}(?:user|prompt|question|request)|this{_S}(?:prompt|"
         rf"question|request))\b|\s*[,:;\u2013\u2014])|\b(?:in|at{_S}the{_S}(?:start|end|beginning|top|bottom){_S}of)"
         rf"{_S}(?:each|every|all|any){_S}(?:one{_S})?of{_S}your{_S}(?:replies|reply|answers?|responses?)\b",
-        needles=("before answering", "before respond", "before reply", "before you", "of your"),
+        needles=(
+            ("before answering", "before respond", "before reply", "before you", "of your"),
+            ("answer", "respon", "repl"),
+        ),
     ),
     _p(
         _OVERRIDE,
@@ -461,12 +471,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
         _OVERRIDE,
         r"\b(?:ignora|ignore|olvida|esquece|omite)\s+(?:todas\s+|todos\s+)?(?:las|as|os|los)\s+"
         r"(?:instrucciones|instruções|instrucoes|indicaciones|reglas|regras)\b",
-        needles=("ignora", "ignore", "olvida", "esquece", "omite"),
+        needles=(("ignora", "ignore", "olvida", "esquece", "omite"), ("nstru", "ones", "reglas", "regras")),
     ),
     _p(
         _OVERRIDE,
         r"\b(?:ignore[zs]?|oublie[zs]?)\s+(?:toutes\s+)?les\s+(?:instructions|consignes|règles)\b",
-        needles=("ignore", "oublie"),
+        needles=(("ignore", "oublie"), ("nstructions", "gnes", "règles")),
     ),
     _p(
         _OVERRIDE,
@@ -558,25 +568,69 @@ _TO_AGENT = re.compile(
 )
 
 
-# Every needle, once per field (ASCII text cannot hold the others); a pattern runs when each of its groups has a
-# needle in the field. The flags are read here once: an enum flag test costs more than the needle tests.
-_NEEDLES_FOLDED = frozenset(n for _, p, _, gs in _PATTERNS if p.flags & re.IGNORECASE for g in gs for n in g)
-_NEEDLES_EXACT = frozenset(n for _, p, _, gs in _PATTERNS if not p.flags & re.IGNORECASE for g in gs for n in g)
-_ASCII_FOLDED = tuple(sorted(n for n in _NEEDLES_FOLDED if n.isascii()))
-_OTHER_FOLDED = tuple(sorted(n for n in _NEEDLES_FOLDED if not n.isascii()))
-_ASCII_EXACT = tuple(sorted(n for n in _NEEDLES_EXACT if n.isascii()))
-_OTHER_EXACT = tuple(sorted(n for n in _NEEDLES_EXACT if not n.isascii()))
-_RUNS = tuple(
-    (
-        what,
-        pattern,
-        bool(pattern.flags & re.IGNORECASE),
-        where == _SERVED,
-        pattern in _NEEDS_NON_ASCII,
-        tuple(frozenset(g) for g in groups),
-    )
-    for what, pattern, where, groups in _PATTERNS
+# A pattern runs on a text only when each group of its needles has one in the text. Each group of each pattern is
+# one bit, and a needle's mask holds the bits of the groups it is in (a folded needle those of the case-insensitive
+# patterns, found in the lowercased text; an exact one those of the others): a text's needles set every bit of a
+# pattern's mask or it cannot match. The flags are read here once: an enum flag test costs more than a needle test.
+def _needle_masks() -> tuple[dict[str, int], dict[str, int], tuple[int, ...]]:
+    folded: dict[str, int] = {}
+    exact: dict[str, int] = {}
+    patterns: list[int] = []
+    bit = 1
+    for _, pattern, _, groups in _PATTERNS:
+        masks = folded if pattern.flags & re.IGNORECASE else exact
+        patterns.append(0)
+        for group in groups:
+            for needle in group:
+                masks[needle] = masks.get(needle, 0) | bit
+            patterns[-1] |= bit
+            bit <<= 1
+    return folded, exact, tuple(patterns)
+
+
+def _needle_tree(masks: dict[str, int], gates: tuple[str, ...] = ()) -> tuple[tuple[str, int, int], ...]:
+    """The needles in an order that tests each only where it can be: after the longest other needle (or gate, a
+    string shared by several needles, of mask 0) it holds, so that one absent skips all that hold it. Each entry:
+    (needle, mask, how many entries to skip when it is absent: its own and those tested after it)."""
+    strings = sorted({*masks, *gates}, key=lambda n: (len(n), n))
+    children: dict[str | None, list[str]] = {}
+    for i, needle in enumerate(strings):
+        held = [other for other in strings[:i] if other in needle and len(other) < len(needle)]
+        children.setdefault(max(held, key=len) if held else None, []).append(needle)
+    out: list[tuple[str, int, int]] = []
+
+    def add(needle: str) -> None:
+        at = len(out)
+        out.append((needle, masks.get(needle, 0), 0))
+        for child in children.get(needle, ()):
+            add(child)
+        out[at] = (needle, masks.get(needle, 0), len(out) - at)
+
+    for root in children.get(None, ()):
+        add(root)
+    return tuple(out)
+
+
+_FOLDED_MASKS, _EXACT_MASKS, _PATTERN_MASKS = _needle_masks()
+# Gates: strings several needles share that no needle is (`not tell`, `not warn`... all hold `not `).
+_ASCII_FOLDED = _needle_tree(
+    {n: m for n, m in _FOLDED_MASKS.items() if n.isascii()}, ("n't ", "not ", "never ", "no ", "you ")
 )
+_OTHER_FOLDED = _needle_tree({n: m for n, m in _FOLDED_MASKS.items() if not n.isascii()})
+_ASCII_EXACT = _needle_tree({n: m for n, m in _EXACT_MASKS.items() if n.isascii()})
+_OTHER_EXACT = _needle_tree({n: m for n, m in _EXACT_MASKS.items() if not n.isascii()})
+
+
+def _runs(served: bool, ascii_only: bool) -> tuple[tuple[str, re.Pattern[str], int], ...]:
+    """(what, pattern, mask) of the patterns that may run on a field (served or not) of a text (ASCII or not)."""
+    return tuple(
+        (what, pattern, mask)
+        for (what, pattern, where, _), mask in zip(_PATTERNS, _PATTERN_MASKS, strict=True)
+        if (served or where != _SERVED) and not (ascii_only and pattern in _NEEDS_NON_ASCII)
+    )
+
+
+_RUNS = {(served, ascii_only): _runs(served, ascii_only) for served in (False, True) for ascii_only in (False, True)}
 
 
 # Letters a model reads as Latin ones that NFKC leaves alone: Latin small capitals and variants (`ɪ`, `ı`, `ɡ`),
@@ -787,20 +841,24 @@ def _candidates(text: str, served: bool) -> list[tuple[str, re.Pattern[str]]]:
     plain = " ".join(text.split())
     lower = plain.lower()
     ascii_only = plain.isascii()
-    folded = {n for n in _ASCII_FOLDED if n in lower}
-    exact = {n for n in _ASCII_EXACT if n in plain}
+    hit = _hits(_ASCII_FOLDED, lower) | _hits(_ASCII_EXACT, plain)
     if not ascii_only:
-        folded.update(n for n in _OTHER_FOLDED if n in lower)
-        exact.update(n for n in _OTHER_EXACT if n in plain)
-    out = []
-    for what, pattern, ignore_case, served_only, non_ascii, groups in _RUNS:
-        if (served_only and not served) or (ascii_only and non_ascii):
-            continue
-        seen = folded if ignore_case else exact
-        if any(seen.isdisjoint(group) for group in groups):
-            continue
-        out.append((what, pattern))
-    return out
+        hit |= _hits(_OTHER_FOLDED, lower) | _hits(_OTHER_EXACT, plain)
+    return [(what, pattern) for what, pattern, mask in _RUNS[served, ascii_only] if hit & mask == mask]
+
+
+def _hits(tree: tuple[tuple[str, int, int], ...], text: str) -> int:
+    """The bits of the needles of `tree` (`_needle_tree`) that the text holds."""
+    hit = 0
+    i, end = 0, len(tree)
+    while i < end:
+        needle, mask, size = tree[i]
+        if needle in text:
+            hit |= mask
+            i += 1
+        else:
+            i += size
+    return hit
 
 
 def _message(what: str) -> str:
