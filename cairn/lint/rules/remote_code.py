@@ -150,6 +150,25 @@ _GATES: dict[int, Callable[[str], bool]] = {
 }
 
 
+# Each group of each pattern's needles as one bit: every needle is tested once a text, and a pattern runs when the
+# text's needles set every bit of its mask.
+def _needle_bits() -> tuple[tuple[tuple[str, int], ...], tuple[int, ...]]:
+    bits: dict[str, int] = {}
+    masks: list[int] = []
+    bit = 1
+    for groups in _NEEDLES:
+        masks.append(0)
+        for group in groups:
+            for needle in group:
+                bits[needle] = bits.get(needle, 0) | bit
+            masks[-1] |= bit
+            bit <<= 1
+    return tuple(bits.items()), tuple(masks)
+
+
+_NEEDLE_BITS, _MASKS = _needle_bits()
+
+
 def check(target: Target, context: Context) -> Iterator[Finding]:
     found: list[tuple[Field, int, str]] = []
     for field in target.fields:
@@ -159,8 +178,11 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
         seen: set[str] = set()
         for text in (field.text,) if decoded is None else (field.text, decoded):
             lower = text.lower()
-            for i, ((what, pattern), groups) in enumerate(zip(_PATTERNS, _NEEDLES, strict=True)):
-                if what in seen or not all(any(n in lower for n in group) for group in groups):
+            hit = 0
+            for bits in [bits for needle, bits in _NEEDLE_BITS if needle in lower]:
+                hit |= bits
+            for i, ((what, pattern), mask) in enumerate(zip(_PATTERNS, _MASKS, strict=True)):
+                if what in seen or hit & mask != mask:
                     continue
                 gate = _GATES.get(i)
                 if gate is not None and not gate(lower):

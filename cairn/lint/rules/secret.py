@@ -206,6 +206,31 @@ def _looks_like_password(value: str) -> bool:
     )
 
 
+# Each check's needles as one bit (`_PATTERNS` in order, then the checks after them): every needle is tested once a
+# field, and a check runs when its bit is set.
+_ASSIGNED_BIT, _PASSWORD_BIT, _PASSPHRASE_BIT, _AUTHORIZATION_BIT = (1 << (len(_PATTERNS) + i) for i in range(4))
+_COMMAND_BITS = tuple(1 << (len(_PATTERNS) + 4 + i) for i in range(len(_COMMAND_PASSWORDS)))
+
+
+def _needle_bits() -> tuple[tuple[str, int], ...]:
+    bits: dict[str, int] = {}
+    checks = [
+        *((1 << i, needles) for i, needles in enumerate(_NEEDLES)),
+        (_ASSIGNED_BIT, ("key", "secret", "token", "passw")),
+        (_PASSWORD_BIT, ("pass", "pwd", "pin")),
+        (_PASSPHRASE_BIT, ("pass", "pwd")),
+        (_AUTHORIZATION_BIT, ("authorization",)),
+        *zip(_COMMAND_BITS, (needles for needles, _ in _COMMAND_PASSWORDS), strict=True),
+    ]
+    for bit, needles in checks:
+        for needle in needles:
+            bits[needle] = bits.get(needle, 0) | bit
+    return tuple(bits.items())
+
+
+_NEEDLE_BITS = _needle_bits()
+
+
 def check(target: Target, context: Context) -> Iterator[Finding]:
     found: list[tuple[Field, int, str]] = []
     for field in target.fields:
@@ -213,14 +238,17 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
         if field.key == "id" or not text:
             continue
         lower = text.lower()
-        for (kind, pattern), needles in zip(_PATTERNS, _NEEDLES, strict=True):
-            if not any(n in lower for n in needles):
+        hit = 0
+        for bits in [bits for needle, bits in _NEEDLE_BITS if needle in lower]:
+            hit |= bits
+        for i, (kind, pattern) in enumerate(_PATTERNS):
+            if not hit & 1 << i:
                 continue
             for match in pattern.finditer(text):
                 if not _PLACEHOLDER.search(match.group(0)):
                     found.append((field, match.start(), _message(kind)))
         assigned = set()
-        for match in _ASSIGNED.finditer(text) if any(n in lower for n in ("key", "secret", "token", "passw")) else ():
+        for match in _ASSIGNED.finditer(text) if hit & _ASSIGNED_BIT else ():
             value = match.group(1)
             if not _PLACEHOLDER.search(value) and _entropy(value) >= _MIN_ENTROPY:
                 assigned.add(match.start())
@@ -234,22 +262,22 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
         for match in _URL_CREDENTIAL.finditer(text) if "://" in text and "@" in text else ():
             if not _is_placeholder(match.group(1)):
                 found.append((field, match.start(), _message("a URL with a password in it")))
-        for needles, pattern in _COMMAND_PASSWORDS:
-            for match in pattern.finditer(text) if any(n in lower for n in needles) else ():
+        for bit, (_, pattern) in zip(_COMMAND_BITS, _COMMAND_PASSWORDS, strict=True):
+            for match in pattern.finditer(text) if hit & bit else ():
                 if _looks_like_password(match.group(1)):
                     found.append((field, match.start(), _message("a password given on a command line")))
-        if "authorization" in lower:
+        if hit & _AUTHORIZATION_BIT:
             for match in _BASIC.finditer(text):
                 if not _basic_kept(match.group(1)):
                     found.append((field, match.start(), _message("an HTTP Basic credential (a password in base64)")))
             for match in _BEARER.finditer(text):
                 if not _bearer_kept(match.group(1)):
                     found.append((field, match.start(), _message("an HTTP bearer token")))
-        for pattern in (_PASSWORD, _PROSE) if any(n in lower for n in ("pass", "pwd", "pin")) else ():
+        for pattern in (_PASSWORD, _PROSE) if hit & _PASSWORD_BIT else ():
             for match in pattern.finditer(text):
                 if match.start() not in assigned and _looks_like_password(match.group(1)):
                     found.append((field, match.start(), _message("a password written out")))
-        for match in _PASSPHRASE.finditer(text) if any(n in lower for n in ("pass", "pwd")) else ():
+        for match in _PASSPHRASE.finditer(text) if hit & _PASSPHRASE_BIT else ():
             if _looks_like_passphrase(match.group(2)):
                 found.append((field, match.start(), _message("a password written out")))
     yield from field_findings(RULE, target, found)
