@@ -17,7 +17,7 @@ from cairn.hot.errors import InvalidConfig
 from helpers.vaults import VaultRepo
 
 FAKE_GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"
-FAKE_AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
+FAKE_AWS_KEY = "AKIA" + "Q3RT5ZKXW7PL2M4N"  # AWS's documented AKIAIOSFODNN7EXAMPLE is a placeholder: kept
 PEM = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n-----END OPENSSH PRIVATE KEY-----"
 
 
@@ -324,3 +324,29 @@ def test_a_run_killed_between_its_renames_is_put_right_by_the_next(vault_repo: V
     )
     assert sorted(p.name for p in out.iterdir()) == ["cards"]
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".shared")) == [".shared-other.k1ll3d_3.tmp"]
+
+
+def test_the_placeholders_the_secret_rule_lets_pass_are_copied_as_written(vault_repo: VaultRepo) -> None:
+    """Bug fixed: sanitize's own bearer, token, cloud-key, URL-password and assignment rules redacted placeholders
+    the `secret` rule lets pass (`Authorization: Bearer YOUR_ACCESS_TOKEN_HERE`, `AKIAIOSFODNN7EXAMPLE`,
+    `https://user:pass@host`): the rule's good cards come out of `cairn sanitize` as they went in, and a real
+    bearer token beside them is still redacted."""
+    good = Path(__file__).resolve().parent / "fixtures" / "lint" / "secret" / "good"
+    for path in sorted(good.glob("*.md")):
+        vault_repo.write_raw(f"cards/ops/{path.name}", path.read_text("utf-8"))
+    vault_repo.write_raw(
+        "cards/ops/more.md",
+        "---\nname: Placeholders in prose\nsummary: Show the header with a placeholder.\n---\n\n"
+        "Send `Bearer YOUR_ACCESS_TOKEN_HERE` or `token: YOUR_ACCESS_TOKEN_HERE`; never sk-your-key-goes-here-xxxx.\n"
+        "Real: Authorization: Bearer Zr8kLm2Qx5Tb7Wd1Vn3Pq9Hs4\n",
+    )
+    vault_repo.commit("placeholders")
+    assert " secret " not in vault_repo.cairn("lint", *(f"cards/ops/{p.name}" for p in good.glob("*.md"))).stdout
+    out = vault_repo.root.parent / "shared"
+    done = vault_repo.cairn("sanitize", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    for path in sorted(good.glob("*.md")):
+        assert (out / "cards/ops" / path.name).read_text("utf-8") == path.read_text("utf-8"), path.name
+    more = (out / "cards/ops/more.md").read_text("utf-8")
+    assert more.count("YOUR_ACCESS_TOKEN_HERE") == 2 and "sk-your-key-goes-here-xxxx" in more
+    assert "Zr8kLm2Qx5Tb7Wd1Vn3Pq9Hs4" not in more and "Authorization: Bearer REDACTED-TOKEN" in more

@@ -1,7 +1,8 @@
 """`cairn sanitize`: a copy of the vault's committed cards with secrets and identifying details redacted.
 
 What is redacted (each counted by kind): private keys, cloud keys, tokens and secret assignments (at least every
-secret the lint rule `secret` names, so the copy passes it), e-mail addresses, the user name in home-directory
+secret the lint rule `secret` names, so the copy passes it; the placeholders it lets pass are left as written),
+e-mail addresses, the user name in home-directory
 paths, internal host names (`[sanitize] internal_domains`), IP addresses, and whatever `[sanitize] patterns` adds. Markers are plain words (`REDACTED-EMAIL`) so frontmatter stays valid YAML
 and Markdown renders them as text. The copy is built in a temporary folder beside DIR and renamed into place; what a
 run stopped for good left there, the next run puts right (`recover_interrupted`).
@@ -32,7 +33,7 @@ from cairn.config import SanitizeSettings
 from cairn.finding import Finding
 from cairn.hot.errors import InvalidConfig, RefusedWrite
 from cairn.hot.vault import Vault
-from cairn.lint.rules.secret import REDACTABLE
+from cairn.lint.rules.secret import REDACTABLE, bearer_kept, is_placeholder, placeholder_in
 
 PATTERN_SECONDS = 10.0  # all of a vault's cards through its own patterns, at most
 MAX_PATTERNS = 100
@@ -90,15 +91,29 @@ def _marker(kind: str) -> Replace:
     return lambda match: text
 
 
-def _keep_prefix(kind: str, group: int) -> Replace:
-    """Redact only the value after the prefix captured in `group` (e.g. `password = `)."""
+# The lint rule `secret` lets placeholders pass (`AKIAIOSFODNN7EXAMPLE`, `Bearer YOUR_ACCESS_TOKEN_HERE`,
+# `https://user:pass@host`): these rules, broader than its patterns, leave them as it does, so the copy keeps what
+# the rule keeps.
+def _unless_placeholder(kind: str) -> Replace:
     text = f"REDACTED-{kind.upper()}"
-    return lambda match: match.group(group) + text
+    return lambda match: None if placeholder_in(match.group(0)) else text
+
+
+def _bearer(match: re.Match[str]) -> str | None:
+    if bearer_kept(match.group(2)):
+        return None
+    return match.group(1) + "REDACTED-TOKEN"
+
+
+def _url_password(match: re.Match[str]) -> str | None:
+    if is_placeholder(match.group(2)):
+        return None
+    return match.group(1) + "REDACTED-SECRET"
 
 
 def _secret_value(match: re.Match[str]) -> str | None:
     value = match.group(3)
-    if value[0] in "$<{%[(" or value.startswith("REDACTED") or "*" in value:
+    if value[0] in "$<{%[(" or value.startswith("REDACTED") or "*" in value or placeholder_in(value):
         return None  # a variable, placeholder or an already-masked value, not a secret
     if not any(c.isdigit() for c in value) and len(value) < 20:
         return None  # an ordinary word ("token: regenerate ...")
@@ -115,9 +130,15 @@ def _home_user(match: re.Match[str]) -> str | None:
     return match.group(1) + "REDACTED-USER"
 
 
+_URL_USER = re.compile(r"://[^\s/@]*:$")
+
+
 def _email(match: re.Match[str]) -> str | None:
-    # git@github.com:org/repo names no one; REDACTED-SECRET@host is a URL whose password is already gone.
+    # git@github.com:org/repo names no one; REDACTED-SECRET@host is a URL whose password is already gone, and
+    # `https://user:pass@host` one whose password the URL rule left as a placeholder.
     if match.group(0).lower().startswith(("git@", "redacted-")):
+        return None
+    if _URL_USER.search(match.string, max(0, match.start() - 100), match.start()):
         return None
     return "REDACTED-EMAIL"
 
@@ -167,7 +188,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
             r"\b(?:(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{35})\b"
             r"|(?<=AccountKey=)[A-Za-z0-9+/=]{40,}"
         ),
-        _marker("cloud-key"),
+        _unless_placeholder("cloud-key"),
     ),
     Rule(
         "token",
@@ -177,10 +198,10 @@ BUILTIN_RULES: tuple[Rule, ...] = (
             r"|npm_[A-Za-z0-9]{36}|hf_[A-Za-z0-9]{30,})\b"
             r"|\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"
         ),
-        _marker("token"),
+        _unless_placeholder("token"),
     ),
-    Rule("token", re.compile(r"(\b[Bb]earer\s+)[A-Za-z0-9._~+/\-]{20,}=*"), _keep_prefix("token", 1)),
-    Rule("secret", re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)[^\s@/]+(?=@)"), _keep_prefix("secret", 1)),
+    Rule("token", re.compile(r"(\b[Bb]earer\s+)([A-Za-z0-9._~+/\-]{20,}=*)"), _bearer),
+    Rule("secret", re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)([^\s@/]+)(?=@)"), _url_password),
     Rule(
         "secret",
         re.compile(

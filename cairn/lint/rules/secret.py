@@ -139,7 +139,13 @@ _PLACEHOLDER_WORDS = frozenset(
 _MIN_ENTROPY = 3.5  # bits per character; hex digests and random keys are above it, words and paths below
 
 
-def _is_placeholder(value: str) -> bool:
+def placeholder_in(text: str) -> bool:
+    """Whether a vendor key's or token's match holds a placeholder (`example`, `your_`, `xxxx`...), which passes."""
+    return _PLACEHOLDER.search(text) is not None
+
+
+def is_placeholder(value: str) -> bool:
+    """Whether a password or key value is a placeholder (`password`, `<pw>`, `$PASS`, `changeme`), which passes."""
     stripped = value.strip(".,;:!?)(")
     if not stripped or _PLACEHOLDER.search(stripped) or stripped.lower() in _PLACEHOLDER_WORDS:
         return True
@@ -188,7 +194,8 @@ def _basic_kept(blob: str) -> bool:
     return password is None or not _looks_like_password(password)
 
 
-def _bearer_kept(token: str) -> bool:
+def bearer_kept(token: str) -> bool:
+    """Whether this rule lets a bearer token pass (a placeholder, or too plain to be a token)."""
     return (
         _PLACEHOLDER.search(token) is not None
         or _entropy(token) < _MIN_ENTROPY
@@ -200,7 +207,7 @@ def _looks_like_password(value: str) -> bool:
     stripped = value.strip(".,;:!?)(")
     return (
         len(stripped) >= 5
-        and not _is_placeholder(stripped)
+        and not is_placeholder(stripped)
         and (any(ch.isdigit() for ch in stripped) or any(not ch.isalnum() for ch in stripped) or len(stripped) >= 12)
         and any(ch.isalpha() for ch in stripped)
     )
@@ -260,7 +267,7 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
                     )
                 )
         for match in _URL_CREDENTIAL.finditer(text) if "://" in text and "@" in text else ():
-            if not _is_placeholder(match.group(1)):
+            if not is_placeholder(match.group(1)):
                 found.append((field, match.start(), _message("a URL with a password in it")))
         for bit, (_, pattern) in zip(_COMMAND_BITS, _COMMAND_PASSWORDS, strict=True):
             for match in pattern.finditer(text) if hit & bit else ():
@@ -271,7 +278,7 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
                 if not _basic_kept(match.group(1)):
                     found.append((field, match.start(), _message("an HTTP Basic credential (a password in base64)")))
             for match in _BEARER.finditer(text):
-                if not _bearer_kept(match.group(1)):
+                if not bearer_kept(match.group(1)):
                     found.append((field, match.start(), _message("an HTTP bearer token")))
         for pattern in (_PASSWORD, _PROSE) if hit & _PASSWORD_BIT else ():
             for match in pattern.finditer(text):
@@ -288,12 +295,12 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
 REDACTABLE: tuple[tuple[re.Pattern[str], int, Callable[[str], bool]], ...] = (
     *((pattern, 0, lambda value: _PLACEHOLDER.search(value) is not None) for _, pattern in _PATTERNS),
     (_ASSIGNED, 1, lambda value: _PLACEHOLDER.search(value) is not None or _entropy(value) < _MIN_ENTROPY),
-    (_URL_CREDENTIAL, 1, _is_placeholder),
+    (_URL_CREDENTIAL, 1, is_placeholder),
     (_PASSWORD, 1, lambda value: not _looks_like_password(value)),
     (_PROSE, 1, lambda value: not _looks_like_password(value)),
     *((pattern, 1, lambda value: not _looks_like_password(value)) for _, pattern in _COMMAND_PASSWORDS),
     (_BASIC, 1, _basic_kept),
-    (_BEARER, 1, _bearer_kept),
+    (_BEARER, 1, bearer_kept),
     (_PASSPHRASE, 2, lambda value: not _looks_like_passphrase(value)),
 )
 
