@@ -92,6 +92,13 @@ def test_the_corpus_covers_the_issue() -> None:
         "Authorization: Bearer",
         "-pS3cr3t",
         'passphrase: "',
+        "Ignore the above and",
+        "Disregard the above,",
+        "Please `ignore` all",
+        "Ig-\nnore",
+        "Ig-\n  nore",
+        "%7C sh",
+        "%69nstall",
     ):
         assert needle in texts, needle
 

@@ -73,7 +73,7 @@ if TYPE_CHECKING:
 FORMAT_VERSION = "7"  # 7: Cairn's own file format (6 and older were SQLite files, 6 sealed with keyed BLAKE2b)
 # The version of the security rules (cairn.lint.security) that refuse cards at index time, kept here so the hook can
 # compare it without importing lint: an index checked by other rules may hold cards the current rules refuse.
-SECURITY_RULES_VERSION = "9"
+SECURITY_RULES_VERSION = "10"
 
 MAGIC = b"CAIRNIDX"
 _SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -174,6 +174,28 @@ def decoded_references(text: str) -> str | None:
     return decoded if decoded != text else None
 
 
+PERCENT_ESCAPES = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+
+
+def unpercent(match: re.Match[str]) -> str:
+    """The characters a run of percent-escapes (`PERCENT_ESCAPES`) spells, when they are printable text (`%02d` is
+    a format, not a control character); else the run as written."""
+    try:
+        decoded = bytes.fromhex(match.group().replace("%", "")).decode("utf-8")
+    except UnicodeDecodeError:
+        return match.group()
+    return decoded if decoded.isprintable() else match.group()
+
+
+def decoded_percent(text: str) -> str | None:
+    """The text with its percent-escapes decoded (`%7C` for `|`, `%69nstall`), as a model reads a URL's or a
+    command's, then folded as every field is; None when that changes nothing."""
+    if "%" not in text:
+        return None
+    decoded = PERCENT_ESCAPES.sub(unpercent, text)
+    return fold(decoded) if decoded != text else None
+
+
 def _strings(value: object) -> Iterator[str]:
     """The text values in a frontmatter value, at any depth (the parser refuses one nested deeper than
     `safeyaml.MAX_DEPTH`): `cairn show --json` and MCP `show` give an extra key whole."""

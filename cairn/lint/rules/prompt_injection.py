@@ -6,11 +6,11 @@ body are read for: overriding instructions, taking on a new role, acting without
 permissions, hiding things from the user, sending data out, chat-template role and delimiter markers (`SYSTEM:`,
 `</system>`, `<|im_start|>`, `[INST]`, `### Instruction`), in English, Chinese, Japanese, Korean, Spanish,
 French, German, Portuguese, Italian and Russian; paraphrases (an agent addressed as the reader, "if you are an
-AI", "whatever the user asks", a changed task, covert acts, secrets put into the agent's answer); and HTML
+AI", "whatever the user asks", "ignore the above and", a changed task, covert acts, secrets put into the agent's answer); and HTML
 comments addressed to the agent. Each field is also read with HTML character references decoded (`&#73;gnore`,
 `Ig&shy;nore`: a model reads them as the letters), as rendered Markdown reads (percent-escapes decoded, `%49gnore`;
-emphasis, inline tags, comments and one-word code spans read past, `Ig**nore**`, `I_gnore_`, `**Ignore** all`),
-look-alike letters NFKC leaves alone mapped (`ı`, `ɪ`, Armenian `օ`), combining marks dropped and letters spelled one
+emphasis, inline tags, comments and one-word code spans read past, `Ig**nore**`, `I_gnore_`, `**Ignore** all`,
+``Please `ignore` all``), a word hyphenated across a line break joined (`Ig-` and `nore` on the next line), look-alike letters NFKC leaves alone mapped (`ı`, `ɪ`, Armenian `օ`), combining marks dropped and letters spelled one
 by one joined (`I.g.n.o.r.e`); the id is read as words whatever joins them (`ignore.previous.instructions`,
 `IgnorePreviousInstructions`), and the name, summary and aliases with hyphens and underscores between letters as
 spaces (`Ignore-all-previous-instructions`).
@@ -25,7 +25,17 @@ from collections.abc import Iterator
 
 from cairn.cards.visible import fold
 from cairn.finding import Finding
-from cairn.lint.model import ERROR, Context, Field, Rule, Target, decoded_references, field_findings
+from cairn.lint.model import (
+    ERROR,
+    PERCENT_ESCAPES,
+    Context,
+    Field,
+    Rule,
+    Target,
+    decoded_references,
+    field_findings,
+    unpercent,
+)
 
 _S = r"[\s>]+"  # words may be folded across YAML lines or quoted with `>`
 _ALL, _SERVED = "all", "served"
@@ -92,6 +102,15 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
         _OVERRIDE,
         rf"\b(?:ignore|disregard|forget){_S}(?:everything|all){_S}(?:above|before|said|you\b)",
         needles=(("ignor", "disregard", "forget"), ("everything", "all ")),
+    ),
+    # "Ignore the above and ...", "Disregard the above, ...": what came before the card is the agent's prompt. Only
+    # as a sentence of its own; "ignore the above warning" names a thing, and "you can ignore the above if" is advice.
+    _p(
+        _OVERRIDE,
+        rf"(?:^|[.!?:;]\s+|\n[\s>*#-]*)(?:(?:just|simply|please|now|then|also|first|instead|so)[\s,]+)?(?:ignore|"
+        rf"disregard|forget){_S}(?:(?:all|everything){_S}(?:of{_S})?)?(?:the{_S})?above(?:{_S}(?:text|message|content))?"
+        r"[^\S\n]*(?:[,;:.!\u2013\u2014]|(?:and|then)\b|\n|$)",
+        needles=(("ignor", "disregard", "forget"), ("above",)),
     ),
     _p(
         "tells the agent to reveal its instructions",
@@ -647,7 +666,6 @@ _SPACED = re.compile(r"(?<![^\W\d_])[^\W\d_]([ .*_|/-])(?:[^\W\d_]\1){2,}[^\W\d_
 # underscores of a word that starts or ends with one (`I_gnore_`, `_previous_`; `snake_case` is left alone), and a
 # code span inside a word (``Ig`nore` ``) or of one word opening a sentence (`` `Ignore` all ``): a renderer turns
 # them into styling, a model reads past them. Code spans elsewhere are kept: commands are quoted so in every lesson.
-_PERCENT = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
 _MARKUP = re.compile(
     r"<!--[^\n]*?-->|</?[A-Za-z][\w-]{0,30}(?:[ \t][^<>\n]{0,200})?/?>|(?<=[^\W_])[*~]+|[*~]+(?=[^\W_])"
 )
@@ -655,10 +673,12 @@ _UNDERSCORED = re.compile(r"(?<!\w)_+[^\W_]\w*|\w*[^\W_]_+(?!\w)")
 _EDGE_UNDERSCORE = re.compile(r"_(?![^\W_])|(?<![^\W_])_")  # cheap: most texts hold only `snake_case`
 _CODE_SPAN = re.compile(r"`([^`\s]{1,40})`")
 _LETTER = re.compile(r"[^\W\d_]")
+_WORD = re.compile(r"[^\W\d_]+")
 
 
 def _code_words(text: str) -> str:
-    """The text with the backticks of a one-word code span inside a word or opening a sentence dropped."""
+    """The text with the backticks of a one-word code span inside a word, opening a sentence, or of a word of
+    letters alone between words dropped (``Please `ignore` all previous``: a model reads the sentence through it)."""
     out: list[str] = []
     at = 0
     for match in _CODE_SPAN.finditer(text):
@@ -667,7 +687,13 @@ def _code_words(text: str) -> str:
         after = text[end : end + 2]
         if before.isalnum() or after[:1].isalnum():  # inside a word: ``Ig`nore` ``
             pass
-        elif not (after[:1] in " \t" and _LETTER.match(after[1:]) and _opens_sentence(text, start)):
+        elif not (
+            before in " \t"
+            and _WORD.fullmatch(match.group(1))
+            or after[:1] in " \t"
+            and _LETTER.match(after[1:])
+            and _opens_sentence(text, start)
+        ):
             continue
         out += [text[at:start], match.group(1)]
         at = end
@@ -680,26 +706,16 @@ def _opens_sentence(text: str, at: int) -> bool:
     return not head or head[-1] in "\n.!?:;"
 
 
-def _unpercent(match: re.Match[str]) -> str:
-    """The characters a run of percent-escapes spells, when they are printable text (`%02d` is a format, not a
-    control character)."""
-    try:
-        decoded = bytes.fromhex(match.group().replace("%", "")).decode("utf-8")
-    except UnicodeDecodeError:
-        return match.group()
-    return decoded if decoded.isprintable() else match.group()
-
-
 def _rendered(text: str) -> str | None:
     """The text as a model reads it past Markdown and URL escapes (`_MARKUP`, `_UNDERSCORED`, `_code_words`,
-    `_PERCENT`; a doubly escaped `%2549` too, and references a percent-escape spelled decoded), folded as every field
+    `PERCENT_ESCAPES`; a doubly escaped `%2549` too, and references a percent-escape spelled decoded), folded as every field
     is; None when that changes nothing. It keeps the text's lines, so a finding in it is reported on its line. Each
     expression runs only on text holding its character: the index reads every card."""
     out = text
     for _ in range(3):
         if "%" not in out:
             break
-        unescaped = _PERCENT.sub(_unpercent, out)
+        unescaped = PERCENT_ESCAPES.sub(unpercent, out)
         if unescaped == out:
             break
         out = html.unescape(unescaped)
@@ -712,9 +728,15 @@ def _rendered(text: str) -> str | None:
     return None if out == text else fold(out)
 
 
+# A word hyphenated across a line break (`Ig-` then `nore all previous instructions`, in a body or a folded summary):
+# read whole, the line break moved after it so the reading keeps the text's lines.
+_LINE_HYPHEN = re.compile(r"(?<=[^\W\d_])-[^\S\n]*\n[ \t>]*([^\W\d_]+)")
+
+
 def _readings(text: str) -> list[str]:
     """The text, then the other ways a model reads it: HTML character references decoded (`&#73;gnore`,
-    `Ig&shy;nore`), Markdown and percent-escapes read past (`_rendered`), look-alike letters mapped and combining
+    `Ig&shy;nore`), Markdown and percent-escapes read past (`_rendered`), words hyphenated across a line break
+    joined, look-alike letters mapped and combining
     marks dropped, and letters spelled one by one joined (only the readings that differ from the text)."""
     out = [text]
     decoded = decoded_references(text)
@@ -723,6 +745,10 @@ def _readings(text: str) -> list[str]:
     rendered = _rendered(out[-1])
     if rendered is not None and rendered != out[-1]:
         out.append(rendered)
+    if "-\n" in out[-1]:
+        joined = _LINE_HYPHEN.sub(r"\1\n", out[-1])
+        if joined != out[-1]:
+            out.append(joined)
     last = out[-1]
     if not last.isascii():
         plain = "".join(c for c in unicodedata.normalize("NFKD", last) if not unicodedata.combining(c))

@@ -1,7 +1,7 @@
 """remote-code: no command that runs code fetched from the network or sends local secrets out.
 
 A card's text reaches agents that can run shell commands, so the whole card (decoded, after NFKC; and again with its
-HTML character references decoded, `&#124;` for `|`) is read for:
+HTML character references decoded, `&#124;` for `|`, then its percent-escapes, `%7C`) is read for:
 a download piped into a shell or interpreter (`curl … | sh`, `wget -O- | bash`, `bash <(curl …)`, `iwr … | iex`)
 or saved and then run (`curl -o i.sh … && sh i.sh`),
 decoded data piped into a shell (`base64 -d | sh`), reverse shells (`nc -e`, `/dev/tcp/`), uploads of keys and
@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from cairn.finding import Finding
-from cairn.lint.model import ERROR, Context, Field, Rule, Target, decoded_references, field_findings
+from cairn.lint.model import ERROR, Context, Field, Rule, Target, decoded_percent, decoded_references, field_findings
 
 _FETCH = r"(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|aria2c|lwp-download)"
 _SHELL = r"(?:sudo\s+(?:-\S+\s+)*)?(?:ba|z|k|da|fi|c|tc)?sh|python[0-9.]*|perl|ruby|node|php|iex|invoke-expression|pwsh|powershell"
@@ -174,9 +174,14 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
     for field in target.fields:
         if field.key == "id" or not field.text:
             continue
-        decoded = decoded_references(field.text)  # `&#124; sh`: a model reads the pipe
+        # `&#124; sh`, `%7C sh`, `%69nstall.sh`: a model reads the pipe and the name
+        readings = [field.text]
+        for decode in (decoded_references, decoded_percent):
+            decoded = decode(readings[-1])
+            if decoded is not None:
+                readings.append(decoded)
         seen: set[str] = set()
-        for text in (field.text,) if decoded is None else (field.text, decoded):
+        for text in readings:
             lower = text.lower()
             hit = 0
             for bits in [bits for needle, bits in _NEEDLE_BITS if needle in lower]:
