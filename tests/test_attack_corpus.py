@@ -99,6 +99,9 @@ def test_the_corpus_covers_the_issue() -> None:
         "Ig-\n  nore",
         "%7C sh",
         "%69nstall",
+        "Dont tell",
+        "\u2019re",
+        "you are\n> now",
     ):
         assert needle in texts, needle
 

@@ -142,21 +142,27 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
                 "not tell",
                 "n't tell",
                 "never tell",
+                "dont tell",
                 "not inform",
                 "n't inform",
                 "never inform",
+                "dont inform",
                 "not notify",
                 "n't notify",
                 "never notify",
+                "dont notify",
                 "not warn",
                 "n't warn",
                 "never warn",
+                "dont warn",
                 "not mention",
                 "n't mention",
                 "never mention",
+                "dont mention",
                 "not ask",
                 "n't ask",
                 "never ask",
+                "dont ask",
                 "no need to",
                 "need to ask",
                 "need to confirm",
@@ -222,7 +228,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
     ),
     _p(
         _ADDRESSED,
-        rf"\bif{_S}you{_S}(?:are|'re){_S}(?:an?{_S}|the{_S})?(?:(?:ai|coding|code|autonomous|large){_S}){{0,2}}(?:ai|llm|"
+        rf"\bif{_S}you(?:{_S}are|'re){_S}(?:an?{_S}|the{_S})?(?:(?:ai|coding|code|autonomous|large){_S}){{0,2}}(?:ai|llm|"
         rf"language{_S}model|assistant|agent|chatbot|bot|claude|codex|gemini|copilot|chatgpt|gpt|model)(?:\s*[,:;.!?)\u2013\u2014]|"
         rf"{_S}(?:reading|that|who|like|then|you|please)\b)",
         needles=("if you are", "if you're"),
@@ -638,6 +644,7 @@ _ASCII_FOLDED = _needle_tree(
 _OTHER_FOLDED = _needle_tree({n: m for n, m in _FOLDED_MASKS.items() if not n.isascii()})
 _ASCII_EXACT = _needle_tree({n: m for n, m in _EXACT_MASKS.items() if n.isascii()})
 _OTHER_EXACT = _needle_tree({n: m for n, m in _EXACT_MASKS.items() if not n.isascii()})
+_SPACED_FOLDED = _needle_tree({n: m for n, m in _FOLDED_MASKS.items() if " " in n}, ("n't ", "not ", "never ", "no "))
 
 
 def _runs(served: bool, ascii_only: bool) -> tuple[tuple[str, re.Pattern[str], int], ...]:
@@ -653,11 +660,12 @@ _RUNS = {(served, ascii_only): _runs(served, ascii_only) for served in (False, T
 
 
 # Letters a model reads as Latin ones that NFKC leaves alone: Latin small capitals and variants (`ɪ`, `ı`, `ɡ`),
-# Armenian, Cyrillic and Greek look-alikes. A text holding them is also read with them mapped and combining marks
-# dropped (`iǵnore`, `i̶gnore`), so a look-alike spelling of a phrase reads as the phrase (`_readings`).
+# Armenian, Cyrillic and Greek look-alikes, and typographic apostrophes (`Don’t tell the user`). A text holding
+# them is also read with them mapped and combining marks dropped (`iǵnore`, `i̶gnore`), so a look-alike
+# spelling of a phrase reads as the phrase (`_readings`).
 _LOOK = str.maketrans(
-    "ıɪɩꙇɡɢɑᴀʙᴄᴅᴇꜰɢʜᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢȷℓօսոհզցՏԁһԛԝӏаеорсухіјѕвкмнтАВЕЅІЈКМНОРСТХУαικνορτυχΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
-    "iiiiggaabcdefghjklmnoprstuvwyzjlounhqgSdhqwlaeopcyxijsbkmhtABESIJKMHOPCTXYaikvoptuxABEZHIKMNOPTYX",
+    "ıɪɩꙇɡɢɑᴀʙᴄᴅᴇꜰɢʜᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢȷℓօսոհզցՏԁһԛԝӏаеорсухіјѕвкмнтАВЕЅІЈКМНОРСТХУαικνορτυχΑΒΕΖΗΙΚΜΝΟΡΤΥΧ\u2018\u2019\u02bc",
+    "iiiiggaabcdefghjklmnoprstuvwyzjlounhqgSdhqwlaeopcyxijsbkmhtABESIJKMHOPCTXYaikvoptuxABEZHIKMNOPTYX'''",
 )
 # Four or more single letters with the same separator between them (`i g n o r e`, `I.g.n.o.r.e`): read joined.
 _SPACED = re.compile(r"(?<![^\W\d_])[^\W\d_]([ .*_|/-])(?:[^\W\d_]\1){2,}[^\W\d_](?![^\W\d_])")
@@ -870,6 +878,11 @@ def _candidates(text: str, served: bool) -> list[tuple[str, re.Pattern[str]]]:
     hit = _hits(_ASCII_FOLDED, lower) | _hits(_ASCII_EXACT, plain)
     if not ascii_only:
         hit |= _hits(_OTHER_FOLDED, lower) | _hits(_OTHER_EXACT, plain)
+    if ">" in plain:
+        # `_S` takes `>` between words (a line wrapped in a quote, `you are` then `> now a`): the needles with a
+        # space are looked for with it read as one; the others cannot be made so.
+        unquoted = " ".join(lower.replace(">", " ").split())
+        hit |= _hits(_SPACED_FOLDED, unquoted)
     return [(what, pattern) for what, pattern, mask in _RUNS[served, ascii_only] if hit & mask == mask]
 
 
