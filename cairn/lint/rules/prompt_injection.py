@@ -669,6 +669,9 @@ _LOOK = str.maketrans(
 )
 # Four or more single letters with the same separator between them (`i g n o r e`, `I.g.n.o.r.e`): read joined.
 _SPACED = re.compile(r"(?<![^\W\d_])[^\W\d_]([ .*_|/-])(?:[^\W\d_]\1){2,}[^\W\d_](?![^\W\d_])")
+# What every match of `_SPACED` holds (`.g.n.`), found faster: it starts with a separator, `_SPACED` with a lookbehind
+# tried at every position.
+_SPACED_GATE = re.compile(r"([ .*_|/-])[^\W\d_]\1[^\W\d_]\1")
 # What Markdown and URLs hide in a word a model reads whole: percent-escapes (`%49gnore`), inline HTML tags
 # (`Ig<b>nore</b>`), emphasis and strikethrough markers touching a letter (`Ig**nore**`, `**Ignore** all`), the
 # underscores of a word that starts or ends with one (`I_gnore_`, `_previous_`; `snake_case` is left alone), and a
@@ -678,10 +681,20 @@ _MARKUP = re.compile(
     r"<!--[^\n]*?-->|</?[A-Za-z][\w-]{0,30}(?:[ \t][^<>\n]{0,200})?/?>|(?<=[^\W_])[*~]+|[*~]+(?=[^\W_])"
 )
 _UNDERSCORED = re.compile(r"(?<!\w)_+[^\W_]\w*|\w*[^\W_]_+(?!\w)")
-_EDGE_UNDERSCORE = re.compile(r"_(?![^\W_])|(?<![^\W_])_")  # cheap: most texts hold only `snake_case`
 _CODE_SPAN = re.compile(r"`([^`\s]{1,40})`")
 _LETTER = re.compile(r"[^\W\d_]")
 _WORD = re.compile(r"[^\W\d_]+")
+
+
+def _edge_underscore(text: str) -> bool:
+    """Whether an underscore in the text starts or ends a word (`_previous_`; `snake_case` holds none): the
+    underscores looked at one by one, as a regex with a lookbehind tries every position of the text."""
+    at = text.find("_")
+    while at >= 0:
+        if at == 0 or not text[at - 1].isalnum() or at + 1 == len(text) or not text[at + 1].isalnum():
+            return True
+        at = text.find("_", at + 1)
+    return False
 
 
 def _code_words(text: str) -> str:
@@ -727,7 +740,7 @@ def _rendered(text: str) -> str | None:
         if unescaped == out:
             break
         out = html.unescape(unescaped)
-    if "_" in out and _EDGE_UNDERSCORE.search(out):
+    if "_" in out and _edge_underscore(out):
         out = _UNDERSCORED.sub(lambda m: m.group().replace("_", ""), out)
     if "`" in out:
         out = _code_words(out)
@@ -738,7 +751,15 @@ def _rendered(text: str) -> str | None:
 
 # A word hyphenated across a line break (`Ig-` then `nore all previous instructions`, in a body or a folded summary):
 # read whole, the line break moved after it so the reading keeps the text's lines.
-_LINE_HYPHEN = re.compile(r"(?<=[^\W\d_])-[^\S\n]*\n[ \t>]*([^\W\d_]+)")
+_LINE_HYPHEN = re.compile(r"-[^\S\n]*\n[ \t>]*([^\W\d_]+)")  # from the hyphen: a literal the regex finds fast
+
+
+def _unhyphenated(match: re.Match[str]) -> str:
+    """A word hyphenated at a line's end, read whole, when a letter stands before the hyphen."""
+    before = match.string[match.start() - 1] if match.start() else ""
+    if before.isalnum() and not before.isdecimal():
+        return match.group(1) + "\n"
+    return match.group()
 
 
 def _readings(text: str) -> list[str]:
@@ -753,8 +774,8 @@ def _readings(text: str) -> list[str]:
     rendered = _rendered(out[-1])
     if rendered is not None and rendered != out[-1]:
         out.append(rendered)
-    if "-\n" in out[-1]:
-        joined = _LINE_HYPHEN.sub(r"\1\n", out[-1])
+    if "\n" in out[-1]:
+        joined = _LINE_HYPHEN.sub(_unhyphenated, out[-1])
         if joined != out[-1]:
             out.append(joined)
     last = out[-1]
@@ -764,7 +785,7 @@ def _readings(text: str) -> list[str]:
         if plain != last:
             out.append(plain)
     last = out[-1]
-    if _SPACED.search(last):
+    if _SPACED_GATE.search(last) and _SPACED.search(last):
         out.append(_SPACED.sub(lambda m: m.group().replace(m.group(1), ""), last))
     return out
 
