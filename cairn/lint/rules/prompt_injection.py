@@ -6,14 +6,15 @@ body are read for: overriding instructions, taking on a new role, acting without
 permissions, hiding things from the user, sending data out, chat-template role and delimiter markers (`SYSTEM:`,
 `</system>`, `<|im_start|>`, `[INST]`, `### Instruction`), in English, Chinese, Japanese, Korean, Spanish,
 French, German, Portuguese, Italian and Russian; paraphrases (an agent addressed as the reader, "if you are an
-AI", "whatever the user asks", "ignore the above and", a changed task, covert acts, secrets put into the agent's answer); and HTML
-comments addressed to the agent. Each field is also read with HTML character references decoded (`&#73;gnore`,
-`Ig&shy;nore`: a model reads them as the letters), as rendered Markdown reads (percent-escapes decoded, `%49gnore`;
-emphasis, inline tags, comments and one-word code spans read past, `Ig**nore**`, `I_gnore_`, `**Ignore** all`,
-``Please `ignore` all``), a word hyphenated across a line break joined (`Ig-` and `nore` on the next line), look-alike letters NFKC leaves alone mapped (`ı`, `ɪ`, Armenian `օ`), combining marks dropped and letters spelled one
-by one joined (`I.g.n.o.r.e`); the id is read as words whatever joins them (`ignore.previous.instructions`,
-`IgnorePreviousInstructions`), and the name, summary and aliases with hyphens and underscores between letters as
-spaces (`Ignore-all-previous-instructions`).
+AI", "whatever the user asks", "ignore the above and", a changed task, covert acts, secrets put into the agent's
+answer); and HTML comments addressed to the agent. Each field is also read with HTML character references decoded
+(`&#73;gnore`, `Ig&shy;nore`: a model reads them as the letters), as rendered Markdown reads (percent-escapes
+decoded, `%49gnore`; emphasis, inline tags, comments and one-word code spans read past, `Ig**nore**`, `I_gnore_`,
+`**Ignore** all`, ``Please `ignore` all``), with a word hyphenated across a line break joined (`Ig-` and `nore` on
+the next line), look-alike letters and typographic apostrophes NFKC leaves alone mapped (`ı`, `ɪ`, Armenian `օ`,
+`don’t`), combining marks dropped and letters spelled one by one joined (`I.g.n.o.r.e`); the id is read as words
+whatever joins them (`ignore.previous.instructions`, `IgnorePreviousInstructions`), and the name, summary and
+aliases with hyphens and underscores between letters as spaces (`Ignore-all-previous-instructions`).
 """
 
 from __future__ import annotations
@@ -729,8 +730,8 @@ def _opens_sentence(text: str, at: int) -> bool:
 
 def _rendered(text: str) -> str | None:
     """The text as a model reads it past Markdown and URL escapes (`_MARKUP`, `_UNDERSCORED`, `_code_words`,
-    `PERCENT_ESCAPES`; a doubly escaped `%2549` too, and references a percent-escape spelled decoded), folded as every field
-    is; None when that changes nothing. It keeps the text's lines, so a finding in it is reported on its line. Each
+    `PERCENT_ESCAPES`; a doubly escaped `%2549` too, and references a percent-escape spelled decoded), folded as
+    every field is; None when that changes nothing. It keeps the text's lines, so a finding in it is reported on its line. Each
     expression runs only on text holding its character: the index reads every card."""
     out = text
     for _ in range(3):
