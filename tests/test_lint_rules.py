@@ -376,3 +376,12 @@ def test_sanitize_redacts_the_command_line_and_header_credentials_secret_names(v
     vault_repo.write_raw("cards/ops/registry.md", copy)
     linted = vault_repo.cairn("lint", "cards/ops/registry.md")
     assert " secret " not in linted.stdout, linted.stdout
+
+
+def test_every_prompt_injection_pattern_compiles() -> None:
+    """The rule compiles a pattern when a card's needles first call for it: a pattern that does not compile must
+    fail here, not in `cairn index` on the first card that holds its needles."""
+    from cairn.lint.rules import prompt_injection
+
+    for what, pattern, _, _ in prompt_injection._PATTERNS:
+        assert pattern.search("") is None, what  # an empty text holds no instruction; a broken pattern raises

@@ -53,19 +53,35 @@ _ADDRESSED = "addresses the agent directly"
 Needles = tuple[tuple[str, ...], ...]
 
 
+class _Pattern:
+    """A pattern compiled when it first runs: compiling all of them took 38 ms of every process that imports the
+    rule (a pre-commit lint, an index update of one card), which runs the few a card's needles call for."""
+
+    __slots__ = ("source", "flags", "_compiled")
+
+    def __init__(self, source: str, flags: int) -> None:
+        self.source, self.flags = source, flags
+        self._compiled: re.Pattern[str] | None = None
+
+    def search(self, text: str) -> re.Match[str] | None:
+        if self._compiled is None:
+            self._compiled = re.compile(self.source, self.flags)
+        return self._compiled.search(text)
+
+
 def _p(
     what: str, pattern: str, where: str = _ALL, flags: int = _I, *, needles: tuple[str, ...] | Needles
-) -> tuple[str, re.Pattern[str], str, Needles]:
+) -> tuple[str, _Pattern, str, Needles]:
     """A pattern and its needles: strings (lowercase, spaces single; as written for a case-sensitive pattern) one
     of which any match holds, or groups of such strings, one of each group; a cheap test before the regex runs.
     A needle holds a space only where the pattern takes whitespace alone (`_S` takes `>` too), and a needle added to
     narrow a pattern holds no `i` when the pattern ignores case: `ı` and `İ` match `i` there, yet lowercase to
     something else, so such a needle would keep the pattern from text it matches."""
     groups = (needles,) if isinstance(needles[0], str) else needles
-    return what, re.compile(pattern, flags), where, groups
+    return what, _Pattern(pattern, flags), where, groups
 
 
-_PATTERNS: tuple[tuple[str, re.Pattern[str], str, Needles], ...] = (
+_PATTERNS: tuple[tuple[str, _Pattern, str, Needles], ...] = (
     _p(
         _OVERRIDE,
         rf"\b(?:ignore|disregard|forget|override|bypass|skip){_S}(?:(?:all|any|every|the|your|my|of|these|those)"
@@ -648,7 +664,7 @@ _OTHER_EXACT = _needle_tree({n: m for n, m in _EXACT_MASKS.items() if not n.isas
 _SPACED_FOLDED = _needle_tree({n: m for n, m in _FOLDED_MASKS.items() if " " in n}, ("n't ", "not ", "never ", "no "))
 
 
-def _runs(served: bool, ascii_only: bool) -> tuple[tuple[str, re.Pattern[str], int], ...]:
+def _runs(served: bool, ascii_only: bool) -> tuple[tuple[str, _Pattern, int], ...]:
     """(what, pattern, mask) of the patterns that may run on a field (served or not) of a text (ASCII or not)."""
     return tuple(
         (what, pattern, mask)
@@ -878,7 +894,7 @@ def instruction_in(text: str) -> str | None:
     return None
 
 
-def _scan(text: str, served: bool, runs: list[tuple[str, re.Pattern[str]]] | None = None) -> Iterator[tuple[int, str]]:
+def _scan(text: str, served: bool, runs: list[tuple[str, _Pattern]] | None = None) -> Iterator[tuple[int, str]]:
     """(offset, what) of each pattern that matches the text (`runs`: those whose needles it holds, when known)."""
     for what, pattern in _candidates(text, served) if runs is None else runs:
         match = pattern.search(text)
@@ -892,7 +908,7 @@ def _scan(text: str, served: bool, runs: list[tuple[str, re.Pattern[str]]] | Non
 _ANCHORS = " \t\n.!?:;,>*#-"
 
 
-def _candidates(text: str, served: bool) -> list[tuple[str, re.Pattern[str]]]:
+def _candidates(text: str, served: bool) -> list[tuple[str, _Pattern]]:
     """The patterns whose needles the text holds: the only ones that can match it (or any part of it)."""
     plain = " ".join(text.split())
     lower = plain.lower()
