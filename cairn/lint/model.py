@@ -6,9 +6,10 @@ import datetime as dt
 import html
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TypeVar
 
 from cairn.cards.body import CardBody, read_body
 from cairn.cards.card import Card, card_id_from_path
@@ -18,6 +19,8 @@ from cairn.cards.visible import fold
 from cairn.config import LintSettings
 from cairn.finding import ERROR, WARNING, Finding
 from cairn.hot.serve import NAME_CHARS, SUMMARY_CHARS, clip
+
+K = TypeVar("K", bound=Hashable)
 
 __all__ = ["ERROR", "WARNING", "CardFacts", "Context", "Field", "Rule", "Target", "field_findings"]
 
@@ -194,6 +197,27 @@ def decoded_percent(text: str) -> str | None:
         return None
     decoded = PERCENT_ESCAPES.sub(unpercent, text)
     return fold(decoded) if decoded != text else None
+
+
+def needle_masks(
+    patterns: Iterable[tuple[K, Sequence[Sequence[str]]]],
+) -> tuple[dict[K, dict[str, int]], tuple[int, ...]]:
+    """Needles as bits, for rules that test a text's needles once before their patterns run: each group of each
+    pattern's needles (one of which any match holds) is one bit. Returns, per kind of needle (how a rule looks for
+    it: in the lowercased text or as written), each needle's mask (the bits of the groups it is in), and each
+    pattern's mask: a pattern can match a text only when the text's needles set every bit of it."""
+    kinds: dict[K, dict[str, int]] = {}
+    masks: list[int] = []
+    bit = 1
+    for kind, groups in patterns:
+        needles = kinds.setdefault(kind, {})
+        masks.append(0)
+        for group in groups:
+            for needle in group:
+                needles[needle] = needles.get(needle, 0) | bit
+            masks[-1] |= bit
+            bit <<= 1
+    return kinds, tuple(masks)
 
 
 def _strings(value: object) -> Iterator[str]:

@@ -35,6 +35,7 @@ from cairn.lint.model import (
     Target,
     decoded_references,
     field_findings,
+    needle_masks,
     unpercent,
 )
 
@@ -610,24 +611,11 @@ _TO_AGENT = re.compile(
 )
 
 
-# A pattern runs on a text only when each group of its needles has one in the text. Each group of each pattern is
-# one bit, and a needle's mask holds the bits of the groups it is in (a folded needle those of the case-insensitive
-# patterns, found in the lowercased text; an exact one those of the others): a text's needles set every bit of a
-# pattern's mask or it cannot match. The flags are read here once: an enum flag test costs more than a needle test.
-def _needle_masks() -> tuple[dict[str, int], dict[str, int], tuple[int, ...]]:
-    folded: dict[str, int] = {}
-    exact: dict[str, int] = {}
-    patterns: list[int] = []
-    bit = 1
-    for _, pattern, _, groups in _PATTERNS:
-        masks = folded if pattern.flags & re.IGNORECASE else exact
-        patterns.append(0)
-        for group in groups:
-            for needle in group:
-                masks[needle] = masks.get(needle, 0) | bit
-            patterns[-1] |= bit
-            bit <<= 1
-    return folded, exact, tuple(patterns)
+# A pattern runs on a text only when each group of its needles has one in the text (`needle_masks`): a folded
+# needle is looked for in the lowercased text (the case-insensitive patterns'), an exact one as written. The flags
+# are read here once: an enum flag test costs more than a needle test.
+_KINDS, _PATTERN_MASKS = needle_masks((bool(p.flags & re.IGNORECASE), groups) for _, p, _, groups in _PATTERNS)
+_FOLDED_MASKS, _EXACT_MASKS = _KINDS.get(True, {}), _KINDS.get(False, {})
 
 
 def _needle_tree(masks: dict[str, int], gates: tuple[str, ...] = ()) -> tuple[tuple[str, int, int], ...]:
@@ -653,7 +641,6 @@ def _needle_tree(masks: dict[str, int], gates: tuple[str, ...] = ()) -> tuple[tu
     return tuple(out)
 
 
-_FOLDED_MASKS, _EXACT_MASKS, _PATTERN_MASKS = _needle_masks()
 # Gates: strings several needles share that no needle is (`not tell`, `not warn`... all hold `not `).
 _ASCII_FOLDED = _needle_tree(
     {n: m for n, m in _FOLDED_MASKS.items() if n.isascii()}, ("n't ", "not ", "never ", "no ", "you ")

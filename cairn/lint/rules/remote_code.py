@@ -15,7 +15,17 @@ import re
 from collections.abc import Callable, Iterator
 
 from cairn.finding import Finding
-from cairn.lint.model import ERROR, Context, Field, Rule, Target, decoded_percent, decoded_references, field_findings
+from cairn.lint.model import (
+    ERROR,
+    Context,
+    Field,
+    Rule,
+    Target,
+    decoded_percent,
+    decoded_references,
+    field_findings,
+    needle_masks,
+)
 
 _FETCH = r"(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|aria2c|lwp-download)"
 _SHELL = r"(?:sudo\s+(?:-\S+\s+)*)?(?:ba|z|k|da|fi|c|tc)?sh|python[0-9.]*|perl|ruby|node|php|iex|invoke-expression|pwsh|powershell"
@@ -150,23 +160,10 @@ _GATES: dict[int, Callable[[str], bool]] = {
 }
 
 
-# Each group of each pattern's needles as one bit: every needle is tested once a text, and a pattern runs when the
-# text's needles set every bit of its mask.
-def _needle_bits() -> tuple[tuple[tuple[str, int], ...], tuple[int, ...]]:
-    bits: dict[str, int] = {}
-    masks: list[int] = []
-    bit = 1
-    for groups in _NEEDLES:
-        masks.append(0)
-        for group in groups:
-            for needle in group:
-                bits[needle] = bits.get(needle, 0) | bit
-            masks[-1] |= bit
-            bit <<= 1
-    return tuple(bits.items()), tuple(masks)
-
-
-_NEEDLE_BITS, _MASKS = _needle_bits()
+# Each group of each pattern's needles as one bit (`needle_masks`): every needle is tested once a text, and a
+# pattern runs when the text's needles set every bit of its mask.
+_KINDS, _MASKS = needle_masks((None, groups) for groups in _NEEDLES)
+_NEEDLE_BITS = tuple(_KINDS.get(None, {}).items())
 
 
 def check(target: Target, context: Context) -> Iterator[Finding]:

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 
 from cairn.finding import Finding
-from cairn.lint.model import ERROR, Context, Field, Rule, Target, field_findings
+from cairn.lint.model import ERROR, Context, Field, Rule, Target, field_findings, needle_masks
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("a private key block", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-")),
@@ -219,23 +219,18 @@ _ASSIGNED_BIT, _PASSWORD_BIT, _PASSPHRASE_BIT, _AUTHORIZATION_BIT = (1 << (len(_
 _COMMAND_BITS = tuple(1 << (len(_PATTERNS) + 4 + i) for i in range(len(_COMMAND_PASSWORDS)))
 
 
-def _needle_bits() -> tuple[tuple[str, int], ...]:
-    bits: dict[str, int] = {}
-    checks = [
-        *((1 << i, needles) for i, needles in enumerate(_NEEDLES)),
-        (_ASSIGNED_BIT, ("key", "secret", "token", "passw")),
-        (_PASSWORD_BIT, ("pass", "pwd", "pin")),
-        (_PASSPHRASE_BIT, ("pass", "pwd")),
-        (_AUTHORIZATION_BIT, ("authorization",)),
-        *zip(_COMMAND_BITS, (needles for needles, _ in _COMMAND_PASSWORDS), strict=True),
-    ]
-    for bit, needles in checks:
-        for needle in needles:
-            bits[needle] = bits.get(needle, 0) | bit
-    return tuple(bits.items())
-
-
-_NEEDLE_BITS = _needle_bits()
+_KINDS, _ = needle_masks(
+    (None, (needles,))
+    for needles in (
+        *_NEEDLES,
+        ("key", "secret", "token", "passw"),  # _ASSIGNED_BIT
+        ("pass", "pwd", "pin"),  # _PASSWORD_BIT
+        ("pass", "pwd"),  # _PASSPHRASE_BIT
+        ("authorization",),  # _AUTHORIZATION_BIT
+        *(needles for needles, _ in _COMMAND_PASSWORDS),  # _COMMAND_BITS
+    )
+)
+_NEEDLE_BITS = tuple(_KINDS.get(None, {}).items())
 
 
 def check(target: Target, context: Context) -> Iterator[Finding]:
