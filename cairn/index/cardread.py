@@ -97,7 +97,7 @@ def usable_cores() -> int:
 
 def workers_for(total: int, jobs: int | None) -> int:
     """The worker processes to read `total` cards with: `jobs` when given (1: none), else the usable cores (at most
-    `MAX_JOBS`) from `PARALLEL_FROM` cards; never more than there are chunks of cards."""
+    `MAX_JOBS`) from `PARALLEL_FROM` cards; never more than there are cards."""
     if jobs is None:
         jobs = min(usable_cores(), MAX_JOBS) if total >= PARALLEL_FROM else 1
     return max(1, min(jobs, total))
