@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers.cli import invoke_cli
+from helpers.shells import Tab, fish_tab, zsh_tab
 from helpers.vaults import REBASE_ID, VaultRepo, cache_dir, cairn_executable, make_vault, run_cairn
 
 
@@ -129,3 +130,107 @@ def test_the_bash_script_completes_a_name_and_id_that_bash_splits_at_the_colon(
     assert run_cairn("index", "--vault", "notes", cwd=tmp_path).returncode == 0
     assert complete("cairn show notes:", "cairn", "show", "notes", ":") == ["git/x"]
     assert complete("cairn show team:g", "cairn", "show", "team", ":", "g") == [REBASE_ID]
+
+
+def _configure_team_and_notes(tmp_path: Path, vault_repo: VaultRepo) -> None:
+    """The two-card vault as `team` (with a card whose id holds a comma), and a one-card `notes`, both indexed."""
+    make_vault(vault_repo)
+    vault_repo.write(
+        COMMA_ID, "Restore the cache after the lockfile", "Key the CI cache on the lockfile, otherwise it goes stale."
+    )
+    vault_repo.commit("A card whose id holds a comma")
+    notes = VaultRepo(tmp_path / "notes")
+    notes.write_raw("cairn.toml", "")
+    notes.write("git/x", "A git note", "Something to know about git.")
+    notes.commit()
+    for name, vault in (("team", vault_repo), ("notes", notes)):  # in-process: what is tested is the Tab
+        assert invoke_cli(["vault", "add", str(vault.root), "--name", name], cwd=tmp_path).returncode == 0
+        assert invoke_cli(["index", "--vault", name], cwd=tmp_path).returncode == 0
+
+
+COMMA_ID = "ci/cache,restore"  # a plain id (id-text takes a comma); fish's script splits its replies at commas
+TEAM_IDS = ["docker/layer-cache-order", REBASE_ID]
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="needs zsh")
+def test_the_zsh_script_completes_commands_card_ids_and_name_colon_id(tmp_path: Path, vault_repo: VaultRepo) -> None:
+    """zsh as a user has it after `eval "$(cairn completion zsh)"`, a Tab typed in its line editor. `_describe`
+    reads `VALUE:DESCRIPTION`, so a command (sent with its help) must come back without it, and a `NAME:ID` (no
+    help, so compadd) whole.
+    Bug fixed: `cairn show --vault=te<Tab>` gave `cairn show team`: zsh put each reply in place of the whole word,
+    `--vault=` lost (click completes the part after the `=`), and `--vault=FOLDER`, `--body-file=FILE` nothing."""
+    _configure_team_and_notes(tmp_path, vault_repo)
+    lines = [
+        "cairn sh",
+        "cairn show --vau",
+        "cairn show ",
+        "cairn show team:",
+        "cairn show team:g",
+        "cairn show notes:",
+        "cairn show team:ci/",
+        "cairn show --vault=te",
+        "cairn show --vault te",
+        f"cairn add --body-file={tmp_path}/notes/cairn.t",
+        f"cairn list --vault={tmp_path}/vau",
+    ]
+    tabs = zsh_tab(lines, tmp_path, tmp_path / "zsh")
+    assert tabs[:-2] == [
+        Tab(["show"], "cairn show "),
+        Tab(["--vault"], "cairn show --vault "),
+        Tab([f"team:{COMMA_ID}", *(f"team:{i}" for i in TEAM_IDS), "notes:git/x"], "cairn show "),
+        Tab([f"team:{COMMA_ID}", *(f"team:{i}" for i in TEAM_IDS)], "cairn show team:"),
+        Tab([f"team:{REBASE_ID}"], f"cairn show team:{REBASE_ID} "),
+        Tab(["notes:git/x"], "cairn show notes:git/x "),
+        Tab([f"team:{COMMA_ID}"], f"cairn show team:{COMMA_ID} "),
+        Tab(["team"], "cairn show --vault=team "),
+        Tab(["team"], "cairn show --vault team "),
+    ]
+    # _path_files completes these (a compadd for each folder of the path): what matters is the line
+    assert [tab.line for tab in tabs[-2:]] == [
+        f"cairn add --body-file={tmp_path}/notes/cairn.toml ",
+        f"cairn list --vault={tmp_path}/vault/",
+    ]
+    inside = zsh_tab(["cairn show ", "cairn show g"], vault_repo.root, tmp_path / "zsh-in-vault")
+    assert inside == [Tab([COMMA_ID, *TEAM_IDS], "cairn show "), Tab([REBASE_ID], f"cairn show {REBASE_ID} ")]
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="needs fish")
+def test_the_fish_script_completes_commands_card_ids_and_name_colon_id(tmp_path: Path, vault_repo: VaultRepo) -> None:
+    """fish as a user has it after `cairn completion fish | source`, asked with `complete -C` what a Tab offers.
+    Bugs fixed: an id holding a comma was offered cut at it (`ci/cache`: the script split each reply at every comma);
+    `cairn show --vault=te<Tab>`, `--vault=FOLDER` and `--body-file=FILE` offered nothing (fish keeps the replies that
+    start with the whole word, and click completes the part after the `=`)."""
+    _configure_team_and_notes(tmp_path, vault_repo)
+    lines = [
+        "cairn sh",
+        "cairn show ",
+        "cairn show team:",
+        "cairn show team:g",
+        "cairn show notes:",
+        "cairn show team:ci/",
+        "cairn show --vault=te",
+        "cairn show --vault te",
+        f"cairn list --vault={tmp_path}/vau",
+        f"cairn list --vault {tmp_path}/vau",
+        f"cairn add --body-file={tmp_path}/notes/cairn.t",
+    ]
+    offered = fish_tab(lines, tmp_path)
+    assert offered[0] == ["show\tPrint the whole card ID with its provenance."]
+    assert offered[1:] == [  # fish sorts what it offers
+        ["notes:git/x", f"team:{COMMA_ID}", *(f"team:{i}" for i in TEAM_IDS)],
+        [f"team:{COMMA_ID}", *(f"team:{i}" for i in TEAM_IDS)],
+        [f"team:{REBASE_ID}"],
+        ["notes:git/x"],
+        [f"team:{COMMA_ID}"],
+        ["--vault=team"],
+        ["team"],
+        [f"--vault={tmp_path}/vault/\tDirectory"],
+        [f"{tmp_path}/vault/\tDirectory"],
+        [f"--body-file={tmp_path}/notes/cairn.toml"],
+    ]
+    assert fish_tab(["cairn show ", "cairn show g"], vault_repo.root) == [[COMMA_ID, *TEAM_IDS], [REBASE_ID]]
+    # as the README has a fish user install it: the script written once where fish finds completions
+    completions = Path(os.environ["XDG_CONFIG_HOME"]) / "fish" / "completions"
+    completions.mkdir(parents=True)
+    (completions / "cairn.fish").write_text(run_cairn("completion", "fish", cwd=tmp_path).stdout)
+    assert fish_tab(["cairn show team:g"], tmp_path, installed=True) == [[f"team:{REBASE_ID}"]]

@@ -114,11 +114,11 @@ class LazyGroup(click.Group):
             raise click.exceptions.Exit(INTERRUPTED) from None
 
     def _main_shell_completion(self, ctx_args: Any, prog_name: str, complete_var: str | None = None) -> None:
-        """A Tab in bash (`_CAIRN_COMPLETE=bash_source` prints the script): Cairn's script, which joins `team:id`."""
+        """A Tab (`_CAIRN_COMPLETE=<shell>_source` prints the script): Cairn's scripts, which complete `team:id`."""
         if os.environ.get(complete_var or "_CAIRN_COMPLETE"):
-            from cairn.cli.completion_cmd import register_bash
+            from cairn.cli.completion_cmd import register_shells
 
-            register_bash()
+            register_shells()
         super()._main_shell_completion(ctx_args, prog_name, complete_var)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
