@@ -234,3 +234,19 @@ def test_the_fish_script_completes_commands_card_ids_and_name_colon_id(tmp_path:
     completions.mkdir(parents=True)
     (completions / "cairn.fish").write_text(run_cairn("completion", "fish", cwd=tmp_path).stdout)
     assert fish_tab(["cairn show team:g"], tmp_path, installed=True) == [[f"team:{REBASE_ID}"]]
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="needs zsh")
+def test_the_zsh_line_the_docs_give_comes_after_compinit(tmp_path: Path) -> None:
+    """Bug fixed: the README and `cairn completion --help` had the `eval` in ~/.zshrc and nothing more; in a zsh
+    whose completion is not started (a new Mac's), it fails: `command not found: compdef`. They say after compinit."""
+    env = {"PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
+    line = 'eval "$(cairn completion zsh)"'
+    bare = _run(["zsh", "-f", "-c", line], env, tmp_path)
+    assert "command not found: compdef" in bare.stderr
+    started = _run(["zsh", "-f", "-c", f"autoload -Uz compinit && compinit -u -D; {line}"], env, tmp_path)
+    assert (started.returncode, started.stderr) == (0, "")
+    root = Path(__file__).resolve().parents[1]
+    for doc in (root / "README.md").read_text(), (root / "README.zh-CN.md").read_text():
+        assert "`autoload -Uz compinit && compinit`" in doc
+    assert f"{line}           # in ~/.zshrc, after compinit" in invoke_cli(["completion", "--help"]).stdout

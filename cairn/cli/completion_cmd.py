@@ -188,7 +188,7 @@ def completion(shell: str) -> None:
     \b
     Example:
       eval "$(cairn completion bash)"          # in ~/.bashrc (bash 4.4 or newer)
-      eval "$(cairn completion zsh)"           # in ~/.zshrc
+      eval "$(cairn completion zsh)"           # in ~/.zshrc, after compinit
       cairn completion fish > ~/.config/fish/completions/cairn.fish
     """
     click.echo(completion_script(shell), nl=False)
