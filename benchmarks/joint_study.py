@@ -2,7 +2,7 @@
 
     .venv/bin/python -m benchmarks.joint_study dump        # every case's first admissible cards, both channels
     .venv/bin/python -m benchmarks.joint_study cv          # the gate fitted leaving one dev suite out
-    .venv/bin/python -m benchmarks.joint_study cv --features words   # (or semantic): one channel's features
+    .venv/bin/python -m benchmarks.joint_study cv --features words   # (or semantic; aligned: both and round 19's alignment)
 
 `dump` (2 min; needs the semantic extra) writes benchmarks/.work/joint-<suite>.json: per case its slice, expected
 ids, the shipped decisions (words alone, and with the extra less the agreement pick, which `agree-cv` fits), and the first `DEPTH` admissible cards in word order
@@ -161,7 +161,10 @@ def candidate_features(row: dict[str, Any], which: str) -> list[tuple[list[float
             math.log(1 + srank),
             c["cos"] or 0.0,
         ]
-        values = {"words": word, "semantic": semantic + word[:1] + word[3:4], "both": word + semantic}[which]
+        if which == "aligned":  # round 19: the card's token alignment with the prompt (`align_study`)
+            a, first = row["align"]["cards"], row["align"]["cards"][adm[0]["id"]]
+            semantic += [a[c["id"]]["f1"], a[c["id"]]["prec"], a[c["id"]]["f1"] - first["f1"]]
+        values = {"words": word, "semantic": semantic + word[:1] + word[3:4]}.get(which, word + semantic)
         out.append((values, c["id"] in row["expect"]))
     return out
 
@@ -216,6 +219,13 @@ def cv(which: str, fit_fir: float) -> None:
     import numpy as np
 
     data = {name: load(name) for name in (*DEV, *HELD)}
+    if which == "aligned":
+        held = [name for name in HELD if (WORK / f"align-{name}.json").exists()]
+        data = {name: data[name] for name in (*DEV, *held)}
+        for name, rows in data.items():
+            aligned = json.loads((WORK / f"align-{name}.json").read_text())
+            for row in rows:
+                row["align"] = aligned[row["case"]]
     print(f"features: {which}; threshold: every slice of each suite fitted on at FIR <= {fit_fir}")
     for left in (*DEV, "ALL"):
         fitted = [name for name in DEV if name != left]
@@ -227,7 +237,7 @@ def cv(which: str, fit_fir: float) -> None:
             ws.append(np.full(len(feats), 1.0 / len(data[name])))  # each suite weighs the same
         w = np.concatenate(ws)
         model = _fit(np.vstack(xs), np.concatenate(ys), w / w.mean())
-        decided = {name: _decide(data[name], which, model) for name in (*DEV, *HELD)}
+        decided = {name: _decide(data[name], which, model) for name in data}
         levels = sorted({round(float(c), 4) for name in fitted for c in decided[name][0]}, reverse=True)
         t = 1.0
         for level in levels:
@@ -236,7 +246,7 @@ def cv(which: str, fit_fir: float) -> None:
             else:
                 break
         cells = []
-        for name in (DEV if left == "ALL" else (left,)) + HELD:
+        for name in (DEV if left == "ALL" else (left,)) + tuple(n for n in HELD if n in data):
             m = _measure(data[name], *decided[name], t)
             cells.append(
                 f"{name} {m['all'][0]:.3f} / {m['all'][1]:.3f} (long {m['long'][0]:.3f} / {m['long'][1]:.3f},"
@@ -392,7 +402,7 @@ def fit_fir_text(fir: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=("dump", "cv", "agree-cv", "agree2-cv"))
-    parser.add_argument("--features", choices=("both", "words", "semantic"), default="both")
+    parser.add_argument("--features", choices=("both", "words", "semantic", "aligned"), default="both")
     parser.add_argument("--fit-fir", type=float, default=0.035)
     parser.add_argument(
         "--first-form-only", action="store_true", help="agree-cv: the agreement pick without its second form"
