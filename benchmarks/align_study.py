@@ -15,13 +15,16 @@ card's alignment is that of its passage with the highest recall.
 
 `dump` writes benchmarks/.work/align-<suite>.json: per case, for the first 3 admissible cards and the 3
 semantically closest, {f1, prec, rec}; and the mean and spread of the prompt's F1 against 12 cards of the vault
-drawn once (seed 7), a per-prompt baseline.
+drawn once (seed 7), a per-prompt baseline. And the vault's level, from its own cards: the median F1 of 150
+pseudo-queries (seed 3; a card's name when it is a phrase, else its summary's first sentence) with the semantically
+nearest other card.
 
 `report`: (1) on the cases the agreement pick leaves (the first admissible card is also the semantic first,
 nothing injected, not picked as shipped), the area under the ROC curve of each figure between the right card
 (a positive case) and a negative case, per suite; (2) a third form of the agreement pick (inject that card when
-its F1 reaches t, its lead l and its cosine gap g), fitted leaving one fittable suite out, every slice of each suite
-fitted on at or under 5% (or the shipped rate, if higher), measured on the one left out.
+its F1 reaches t, its lead l and its cosine gap g), fitted on the lesson suites, every slice of each suite fitted on
+at or under 5% (or the shipped rate, if higher), measured on the others; (3) the same fitted leaving one fittable
+suite out, measured on the one left out; (4) as (3), on F1 less the vault's level.
 """
 
 from __future__ import annotations
@@ -40,10 +43,13 @@ from benchmarks.recall_suites import WORK
 
 SUITES = (*FITTABLE, "wtfpython-agent", "gitflight-agent", "k8sops-agent")
 BASELINE_CARDS = 12
+LEVEL_CARDS = 150
 SECOND_GAP = 0.026  # recall.AGREE_CONFIRMED_GAP: the shipped pick's second form
 
 
 def dump(suites: tuple[str, ...]) -> None:
+    import re
+
     import frontmatter
     import numpy as np
 
@@ -72,33 +78,52 @@ def dump(suites: tuple[str, ...]) -> None:
         return best
 
     cards: dict[Path, list[Any]] = {}
+    heads: dict[Path, tuple[str, str]] = {}
 
     def card(path: Path) -> list[Any]:
         """The token vectors of each of the card's passages."""
         if path not in cards:
             post = frontmatter.load(path)
             meta = post.metadata
+            name, summary = str(meta.get("name", "")), str(meta.get("summary", ""))
             aliases = [str(a) for a in meta.get("aliases") or []]
-            texts = card_passages(str(meta.get("name", "")), aliases, str(meta.get("summary", "")), post.content)
-            cards[path] = [tokens(text, False) for text in texts]
+            texts = card_passages(name, aliases, summary, post.content)
+            cards[path], heads[path] = [tokens(text, False) for text in texts], (name, texts[0])
         return cards[path]
+
+    def level(files: list[Path]) -> float:
+        """The median F1 of pseudo-queries of the vault's cards with the semantically nearest other card."""
+        for path in files:
+            card(path)
+        vectors = engine.encode([heads[path][1] for path in files], False)
+        f1s = []
+        for i in random.Random(3).sample(range(len(files)), min(LEVEL_CARDS, len(files))):
+            name = heads[files[i]][0]
+            summary = str(frontmatter.load(files[i]).metadata.get("summary", ""))
+            phrase = len(name.split()) >= 3 or not name.isascii()
+            query = name if phrase else (re.split(r"(?<=[.!?。！？])\s*", summary.strip(), maxsplit=1)[0] or name)
+            closeness = vectors @ engine.encode([query], True)[0]
+            closeness[i] = -2.0
+            f1s.append(align(tokens(query, True), card(files[int(np.argmax(closeness))]))["f1"])
+        return round(float(np.median(f1s)), 4)
 
     for name in suites:
         folder = WORK / name
         files = {path.stem: path for path in folder.rglob("*.md") if "cards" in path.parts}
         queries = {case.id: case.query for case in load_cases(folder / "cases.jsonl")}
         reference = random.Random(7).sample(sorted(files), min(BASELINE_CARDS, len(files)))
-        out = {}
+        out_cases: dict[str, Any] = {}
         for row in load(name):
             prompt = tokens(prompt_text(queries[row["case"]]), True)
             ids = dict.fromkeys([c["id"] for c in row["adm"][:3]] + [t[0] for t in row["sem_top"][:3]])
             base = [align(prompt, card(files[card_id]))["f1"] for card_id in reference]
-            out[row["case"]] = {
+            out_cases[row["case"]] = {
                 "cards": {card_id: align(prompt, card(files[card_id])) for card_id in ids},
                 "base": [round(float(np.mean(base)), 4), round(float(np.std(base)), 4)],
             }
+        out = {"cases": out_cases, "level": level(sorted(files.values()))}
         (WORK / f"align-{name}.json").write_text(json.dumps(out))
-        print(name, len(out), file=sys.stderr)
+        print(name, len(out_cases), "cases, level", out["level"], file=sys.stderr)
 
 
 @functools.cache
@@ -130,7 +155,7 @@ def left_cases(name: str) -> list[tuple[dict[str, float], bool]]:
         positive = bool(row["expect"]) and first in row["expect"]
         if row["expect"] and not positive:
             continue
-        a = aligned[row["case"]]
+        a = aligned["cases"][row["case"]]
         mean, spread = a["base"]
         figures = {
             "F1": a["cards"][first]["f1"],
@@ -155,13 +180,18 @@ def auc(positives: list[float], negatives: list[float]) -> float:
 
 
 F1S = [round(0.80 + 0.005 * i, 3) for i in range(40)]
+OVER_LEVEL = [round(-0.02 + 0.005 * i, 3) for i in range(30)]
 LEADS = [0.0, 0.05, 0.10, 0.15, 0.20]
 GAPS = [0.0, 0.002, 0.004, 0.006, 0.01]
 
 
-def measure(name: str, point: tuple[float, float, float] | None) -> dict[str, tuple[float, float]]:
-    """slice -> (Injection@1, false injection rate) with the extra as shipped, plus the third form at `point`."""
+def measure(
+    name: str, point: tuple[float, float, float] | None, less_level: bool = False
+) -> dict[str, tuple[float, float]]:
+    """slice -> (Injection@1, false injection rate) with the extra as shipped, plus the third form at `point` (its
+    first value a threshold on F1, or on F1 less the vault's level)."""
     rows, aligned = rows_of(name), alignment(name)
+    less = aligned["level"] if less_level else 0.0
     out = {}
     for part in ("all", "long", "short"):
         hits = false = n_pos = n_neg = 0
@@ -171,7 +201,7 @@ def measure(name: str, point: tuple[float, float, float] | None) -> dict[str, tu
             values = agree_values(row)
             added = values is not None and _shipped_pick(values)
             if values is not None and not added and point is not None:
-                f1 = aligned[row["case"]]["cards"][row["adm"][0]["id"]]["f1"]
+                f1 = aligned["cases"][row["case"]]["cards"][row["adm"][0]["id"]]["f1"] - less
                 added = f1 >= point[0] and values[1] >= point[1] and values[2] >= point[2]
             injected = [row["adm"][0]["id"]] if added else row["sem"]
             if row["expect"]:
@@ -184,16 +214,16 @@ def measure(name: str, point: tuple[float, float, float] | None) -> dict[str, tu
     return out
 
 
-def fit(fitted: list[str], fir: float) -> tuple[float, float, float] | None:
+def fit(fitted: list[str], fir: float, less_level: bool = False) -> tuple[float, float, float] | None:
     """The point injecting most over the suites fitted on with every slice of each at or under `fir` (or the shipped
     rate there, if higher); ties to the strictest; None when no point holds."""
     base = {name: measure(name, None) for name in fitted}
     best: tuple[float, ...] | None = None
     chosen = None
-    for point in itertools.product(F1S, LEADS, GAPS):
+    for point in itertools.product(OVER_LEVEL if less_level else F1S, LEADS, GAPS):
         total = 0.0
         for name in fitted:
-            m = measure(name, point)
+            m = measure(name, point, less_level)
             if any(m[s][1] > max(fir, base[name][s][1]) + 1e-9 for s in m):
                 break
             total += m["all"][0]
@@ -223,19 +253,24 @@ def report(fir: float) -> None:
         print(f"| {figure} | " + " | ".join(cells) + " |")
     print(f"\n(2) the third form, fitted on the lesson suites only, measured on the others (FIR <= {fir})")
     point = fit([n for n in FITTABLE if n.endswith("-agent")], fir)
+    print(f"fitted (F1, lead, gap) {point}")
     for name in SUITES:
-        before, after = measure(name, point), measure(name, None)
+        print(f"{name}: {_cells(measure(name, None), measure(name, point))}")
+    for n, less_level in ((3, False), (4, True)):
+        figure = "F1 less the level" if less_level else "F1"
         print(
-            f"{name}, fitted {point}: all {after['all'][0]:.3f} / {after['all'][1]:.3f} -> {before['all'][0]:.3f} / {before['all'][1]:.3f}; worst slice FIR {max(before[s][1] for s in before):.3f}"
+            f"\n({n}) the third form on {figure}, fitted leaving one fittable suite out (every slice at FIR <= {fir})"
         )
-    print(f"\n(3) the third form, fitted leaving one fittable suite out (every slice at FIR <= {fir})")
-    for left in FITTABLE:
-        point = fit([n for n in FITTABLE if n != left], fir)
-        before, after = measure(left, None), measure(left, point)
-        cells = "; ".join(
-            f"{s} {before[s][0]:.3f} / {before[s][1]:.3f} -> {after[s][0]:.3f} / {after[s][1]:.3f}" for s in before
-        )
-        print(f"left out {left}, fitted (F1, lead, gap) {point}: {cells}", flush=True)
+        for left in FITTABLE:
+            point = fit([name for name in FITTABLE if name != left], fir, less_level)
+            cells = _cells(measure(left, None), measure(left, point, less_level))
+            print(f"left out {left} (level {alignment(left)['level']}), fitted ({figure}, lead, gap) {point}: {cells}")
+
+
+def _cells(before: dict[str, tuple[float, float]], after: dict[str, tuple[float, float]]) -> str:
+    return "; ".join(
+        f"{s} {before[s][0]:.3f} / {before[s][1]:.3f} -> {after[s][0]:.3f} / {after[s][1]:.3f}" for s in before
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
