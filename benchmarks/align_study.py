@@ -38,7 +38,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.joint_study import FITTABLE, SHIPPED_POINT, agree_values, load
+from benchmarks.joint_study import FITTABLE, SHIPPED_POINT, agree_values, best_point, load
 from benchmarks.recall_suites import WORK
 
 SUITES = (*FITTABLE, "wtfpython-agent", "gitflight-agent", "k8sops-agent")
@@ -217,21 +217,8 @@ def measure(
 def fit(fitted: list[str], fir: float, less_level: bool = False) -> tuple[float, float, float] | None:
     """The point injecting most over the suites fitted on with every slice of each at or under `fir` (or the shipped
     rate there, if higher); ties to the strictest; None when no point holds."""
-    base = {name: measure(name, None) for name in fitted}
-    best: tuple[float, ...] | None = None
-    chosen = None
-    for point in itertools.product(OVER_LEVEL if less_level else F1S, LEADS, GAPS):
-        total = 0.0
-        for name in fitted:
-            m = measure(name, point, less_level)
-            if any(m[s][1] > max(fir, base[name][s][1]) + 1e-9 for s in m):
-                break
-            total += m["all"][0]
-        else:
-            key = (round(total, 9), *point)
-            if best is None or key > best:
-                best, chosen = key, point
-    return chosen
+    points = itertools.product(OVER_LEVEL if less_level else F1S, LEADS, GAPS)
+    return best_point(lambda name, point: measure(name, point, less_level), fitted, fir, None, points)
 
 
 def report(fir: float) -> None:

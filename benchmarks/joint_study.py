@@ -25,7 +25,8 @@ import argparse
 import itertools
 import json
 import sys
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from benchmarks.gate_study import suite_similarities
 from benchmarks.recall_suites import HELD_OUT, LESSON_SUITES, TEMPLATE, WORK
@@ -325,21 +326,36 @@ def _best_point(
     base_point: tuple[float, ...],
     points: list[tuple[float, ...]],
 ) -> tuple[float, ...]:
-    """Of `points`, the one whose Injection@1 summed over the suites fitted on is highest with every slice of each at
-    or under `fir` (or at or under what `base_point` gives there, when that is higher); ties to the strictest;
-    `base_point` when none holds."""
-    base = {name: agree_measure(data[name], base_point) for name in fitted}
+    """`best_point` of the agreement pick's `points` (`agree_measure`)."""
+    chosen = best_point(lambda name, point: agree_measure(data[name], point), fitted, fir, base_point, points)
+    return base_point if chosen is None else chosen
+
+
+Point = TypeVar("Point", bound=tuple[float, ...] | None)
+
+
+def best_point(
+    measure: Callable[[str, Point], dict[str, tuple[float, float]]],
+    fitted: list[str],
+    fir: float,
+    base_point: Point,
+    points: Iterable[Point],
+) -> Point | None:
+    """Of `points`, the one whose Injection@1 summed over the suites fitted on (`measure(suite, point)`: slice ->
+    (Injection@1, false injection rate)) is highest with every slice of each at or under `fir` (or at or under what
+    `base_point` gives there, when that is higher); ties to the strictest; None when none holds."""
+    base = {name: measure(name, base_point) for name in fitted}
     best: tuple[float, ...] | None = None
-    chosen = base_point
+    chosen = None
     for point in points:
         total = 0.0
         for name in fitted:
-            m = agree_measure(data[name], point)
+            m = measure(name, point)
             if any(m[s][1] > max(fir, base[name][s][1]) + 1e-9 for s in m):
                 break
             total += m["all"][0]
         else:
-            key = (round(total, 9), *point)
+            key = (round(total, 9), *(point or ()))
             if best is None or key > best:
                 best, chosen = key, point
     return chosen
