@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cairn.atomic import leads_outside, write_atomic
-from cairn.hot.errors import CairnError, InvalidConfig
+from cairn.hot.errors import CairnError, InvalidConfig, StoredConfigInvalid
 
 CONFIG_FILE = "cairn.toml"
 
@@ -236,7 +236,7 @@ def config_from_dict(data: dict[str, Any]) -> Config:
     try:
         return Config(**{name: _section(cls, name, data.get(name, {})) for name, cls in _SECTIONS.items()})
     except _Mistake as exc:
-        raise InvalidConfig(f"the settings stored in the index: {exc}; run `cairn index --rebuild`") from None
+        raise StoredConfigInvalid(str(exc)) from None
 
 
 # Settings renamed in a release, old name -> (section, new name): still read, until the release CHANGELOG names.

@@ -344,6 +344,36 @@ def test_resealed_settings_that_do_not_parse_are_damage(vault_repo: VaultRepo, a
     assert error.startswith("IndexCorrupt: the index at ") and "(its settings do not parse)" in error, error
 
 
+@pytest.mark.parametrize(
+    ("section", "name", "value"),
+    [("recall", "not_a_setting", 1), ("hook", "max_context_chars", "not_a_number")],
+    ids=["unknown", "wrong-type"],
+)
+def test_resealed_settings_cairn_does_not_accept_are_damage(
+    vault_repo: VaultRepo, section: str, name: str, value: object
+) -> None:
+    """Bug fixed: stored settings re-sealed with the key holding a setting Cairn does not know, or a value of the
+    wrong type (what only an edit of the file makes: `cairn index` stores the settings it validated), raised
+    InvalidConfig from the settings' reader.
+    The hook logged it on every prompt, served nothing and never re-indexed. It is damage: the hook re-indexes and
+    serves the card again."""
+    _served_vault(vault_repo)
+    index_file = _index_file()
+    stamp = index_file.with_name("index.cairn.reindex")
+    stamp.unlink(missing_ok=True)
+    with IndexReader(index_file) as reader:
+        config = reader.config
+    config[section][name] = value
+    edit_meta(index_file, config=json.dumps(config))
+    reseal(index_file)
+    assert _hook(vault_repo).stdout == ""
+    error = str(log_entries()[-1]["error"])
+    assert error.startswith("IndexCorrupt: the index at ") and "(its settings do not hold: " in error, error
+    assert name in error
+    assert stamp.exists()
+    assert REBASE_ID in _served_again(vault_repo)
+
+
 @pytest.mark.parametrize("field", ["config", "scope", "bound"])
 def test_resealed_fields_of_the_wrong_shape_are_damage(vault_repo: VaultRepo, field: str) -> None:
     """Bug fixed (found by fuzzing the index reader): re-sealed with the key, the stored configuration or a card's

@@ -33,6 +33,14 @@ class InvalidConfig(CairnError):
     pass
 
 
+class StoredConfigInvalid(InvalidConfig):
+    """Settings stored in an index that Cairn would not accept: `why` says which."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"the settings stored in the index: {why}; run `cairn index --rebuild`")
+        self.why = why
+
+
 class ConfigError(InvalidConfig):
     """The user configuration (`cairn/hot/userconfig.py`) is malformed: the message names the file and the fix."""
 

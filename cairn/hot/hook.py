@@ -20,7 +20,6 @@ from cairn.hot import (
     CHILD_FLAGS,
     CLEAN_PATH,
     dumps,
-    hook_settings,
     index_key,
     loads,
     open_private,
@@ -371,7 +370,7 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
             entry["injected"] = []
             return _render(fmt, [], payload, "", already=None)
         nonce = os.urandom(4).hex()  # the frame's delimiter: no card can know it
-        max_context_chars = min(hook_settings(layer.index.config)[0] for layer in layers)
+        max_context_chars = min(layer.index.hook_settings()[0] for layer in layers)
         served = serve_layers(
             layers,
             payload.prompt[:MAX_QUERY_CHARS],

@@ -53,7 +53,7 @@ import os
 import stat
 import sys
 
-from cairn.hot import Record, index_key, index_key_file, loads, new_sha256
+from cairn.hot import Record, hook_settings, index_key, index_key_file, loads, new_sha256, stored_settings
 
 _set = object.__setattr__  # a record sets its fields past its own `__setattr__`, which refuses
 _pread = os.pread
@@ -66,9 +66,12 @@ except ImportError:  # pragma: no cover - an interpreter without the built-in mo
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
-    from typing import Any
+    from typing import Any, TypeVar
 
+    from cairn.config import RecallSettings
     from cairn.hot.errors import IndexCorrupt, IndexMissing
+
+    _T = TypeVar("_T")
 
 FORMAT_VERSION = "7"  # 7: Cairn's own file format (6 and older were SQLite files, 6 sealed with keyed BLAKE2b)
 # The version of the security rules (cairn.lint.security) that refuse cards at index time, kept here so the hook can
@@ -407,6 +410,26 @@ class IndexReader:
         if not isinstance(config, dict):
             raise self._damaged("its settings do not parse")
         return config
+
+    def recall_settings(self) -> "RecallSettings":
+        """The stored `[recall]` settings (`stored_settings`)."""
+        return self._settings(stored_settings)
+
+    def hook_settings(self) -> tuple[int, int]:
+        """The stored `[hook]` settings (`hook_settings`): (max_context_chars, session_ttl_days)."""
+        return self._settings(hook_settings)
+
+    def _settings(self, read: "Callable[[dict[str, Any]], _T]") -> "_T":
+        """What `read` makes of the stored config. `cairn index` stores the settings it validated, so settings it
+        would not accept (an unknown one, a value of the wrong type: an edit re-sealed with the key) are damage."""
+        try:
+            return read(self.config)
+        except Exception as exc:
+            from cairn.hot.errors import StoredConfigInvalid  # only here: a hook whose settings hold never needs it
+
+            if isinstance(exc, StoredConfigInvalid):
+                raise self._damaged(f"its settings do not hold: {exc.why}") from None
+            raise
 
     @property
     def sealer(self) -> Sealer:

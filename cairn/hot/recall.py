@@ -28,7 +28,7 @@ try:  # the C module itself: `bisect` is a Python wrapper around it, one import 
 except ImportError:  # pragma: no cover - an interpreter without it
     from bisect import bisect_left
 
-from cairn.hot import Record, gates, ln, stored_settings
+from cairn.hot import Record, gates, ln
 from cairn.hot.tokens import (
     INSTRUCTION_WORDS,
     is_cjk,
@@ -268,7 +268,7 @@ def query_terms(query: str) -> list[str]:
 
 def prompt_weights(index: "IndexReader", query: str, settings: "RecallSettings | None" = None) -> QueryWeights:
     """The weights recall gives a prompt's terms (`tokens.prompt_terms` salience, IDF, instruction discount)."""
-    return _query(index, query, settings or stored_settings(index.config))[2]
+    return _query(index, query, settings or index.recall_settings())[2]
 
 
 def _query(
@@ -314,7 +314,7 @@ def missing_terms(weights: QueryWeights, matched: "Collection[str]", limit: int 
 
 def rank(index: "IndexReader", query: str, settings: "RecallSettings | None" = None) -> list[tuple[int, float]]:
     """(card row, BM25F score) for every card sharing a term with the query, best first; ties by row."""
-    settings = settings or stored_settings(index.config)
+    settings = settings or index.recall_settings()
     scores, _, _ = score_terms(index, query_terms(query), settings)
     return _ranked(scores)
 
@@ -722,7 +722,7 @@ def _recall(
     semantic: "Semantic | None",
     evidence: bool,
 ) -> Result:
-    settings = settings or stored_settings(index.config)
+    settings = settings or index.recall_settings()
     terms, postings, weights = _query(index, query, settings)
     today_iso = today.isoformat() if today is not None else time.strftime("%Y-%m-%d")  # local date, as date.today()
     wanted_scope = {s.strip().lower() for s in scope or () if s.strip()}

@@ -30,7 +30,7 @@ print, and `scope_tags` reads a scope flag or `$CAIRN_SCOPE` the same way everyw
 
 import os
 
-from cairn.hot import VECTORS_SUFFIX, Record, hook_settings, ln, state_folder, stored_settings
+from cairn.hot import VECTORS_SUFFIX, Record, ln, state_folder
 from cairn.hot.recall import ALREADY_INJECTED, GATE_REASONS, recall
 
 TYPE_CHECKING = False
@@ -248,7 +248,7 @@ def serve_layers(
         fresh = merge(layers, recall_all(layers, query, None, decide_first), max_cards)
         already = [p.qid for p in fresh if p.qid in refused]
     if layers:
-        sessions.prune(state, hook_settings(layers[0].index.config)[1])
+        sessions.prune(state, layers[0].index.hook_settings()[1])
     return Layered(given, results, already, dropped, session_error)
 
 
@@ -272,7 +272,7 @@ def recall_all(
     asked: list[tuple[Layer, RecallSettings, Collection[str], _Read | None]] = []
     results = []
     for layer in layers:
-        settings = stored_settings(layer.index.config)
+        settings = layer.index.recall_settings()
         already = _already_of(layer, injected) if injected else ()
         sims = ask_similarities(layer.index, query)
         read = None if sims is None else _Read(sims)
