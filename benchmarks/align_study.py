@@ -38,7 +38,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.joint_study import FITTABLE, SHIPPED_POINT, agree_values, best_point, load
+from benchmarks.joint_study import FITTABLE, SHIPPED_POINT, agree_values, best_point, load, slice_rates
 from benchmarks.recall_suites import WORK
 
 SUITES = (*FITTABLE, "wtfpython-agent", "gitflight-agent", "k8sops-agent")
@@ -190,28 +190,18 @@ def measure(
 ) -> dict[str, tuple[float, float]]:
     """slice -> (Injection@1, false injection rate) with the extra as shipped, plus the third form at `point` (its
     first value a threshold on F1, or on F1 less the vault's level)."""
-    rows, aligned = rows_of(name), alignment(name)
+    aligned = alignment(name)
     less = aligned["level"] if less_level else 0.0
-    out = {}
-    for part in ("all", "long", "short"):
-        hits = false = n_pos = n_neg = 0
-        for row in rows:
-            if part != "all" and row["slice"] != part:
-                continue
-            values = agree_values(row)
-            added = values is not None and _shipped_pick(values)
-            if values is not None and not added and point is not None:
-                f1 = aligned["cases"][row["case"]]["cards"][row["adm"][0]["id"]]["f1"] - less
-                added = f1 >= point[0] and values[1] >= point[1] and values[2] >= point[2]
-            injected = [row["adm"][0]["id"]] if added else row["sem"]
-            if row["expect"]:
-                n_pos += 1
-                hits += bool(injected) and injected[0] in row["expect"]
-            else:
-                n_neg += 1
-                false += bool(injected)
-        out[part] = (hits / max(n_pos, 1), false / max(n_neg, 1))
-    return out
+
+    def injected(row: dict[str, Any]) -> list[str]:
+        values = agree_values(row)
+        added = values is not None and _shipped_pick(values)
+        if values is not None and not added and point is not None:
+            f1 = aligned["cases"][row["case"]]["cards"][row["adm"][0]["id"]]["f1"] - less
+            added = f1 >= point[0] and values[1] >= point[1] and values[2] >= point[2]
+        return [row["adm"][0]["id"]] if added else list(row["sem"])
+
+    return slice_rates(rows_of(name), injected)
 
 
 def fit(fitted: list[str], fir: float, less_level: bool = False) -> tuple[float, float, float] | None:

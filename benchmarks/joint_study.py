@@ -290,24 +290,35 @@ def agree_values(row: dict[str, Any]) -> tuple[float, float, float, bool] | None
 
 def agree_measure(rows: list[dict[str, Any]], point: tuple[float, float, float]) -> dict[str, tuple[float, float]]:
     """slice -> (Injection@1, FIR) of the shipped decision with the extra plus the agreement pick at `point`."""
+
+    def injected(row: dict[str, Any]) -> list[str]:
+        values = agree_values(row)
+        added = values is not None and values[1] >= point[1] and values[2] >= point[2] and values[0] >= point[0]
+        if values is not None and SECOND_FORM and not added:  # its own cosine gap when `point` gives one
+            gap = point[3] if len(point) > 3 else point[2]
+            added = values[3] and values[1] >= point[1] and values[2] >= gap
+        return [row["adm"][0]["id"]] if added else list(row["sem"])
+
+    return slice_rates(rows, injected)
+
+
+def slice_rates(
+    rows: list[dict[str, Any]], injected: Callable[[dict[str, Any]], list[str]]
+) -> dict[str, tuple[float, float]]:
+    """slice ("all", "long", "short") -> (Injection@1, false injection rate) of the cards `injected(row)` gives."""
     out = {}
     for name in ("all", "long", "short"):
         hits = false = n_pos = n_neg = 0
         for row in rows:
             if name != "all" and row["slice"] != name:
                 continue
-            values = agree_values(row)
-            added = values is not None and values[1] >= point[1] and values[2] >= point[2] and values[0] >= point[0]
-            if values is not None and SECOND_FORM and not added:  # its own cosine gap when `point` gives one
-                gap = point[3] if len(point) > 3 else point[2]
-                added = values[3] and values[1] >= point[1] and values[2] >= gap
-            injected = [row["adm"][0]["id"]] if added else row["sem"]
+            cards = injected(row)
             if row["expect"]:
                 n_pos += 1
-                hits += bool(injected) and injected[0] in row["expect"]
+                hits += bool(cards) and cards[0] in row["expect"]
             else:
                 n_neg += 1
-                false += bool(injected)
+                false += bool(cards)
         out[name] = (hits / max(n_pos, 1), false / max(n_neg, 1))
     return out
 
