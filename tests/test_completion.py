@@ -150,6 +150,17 @@ def _configure_team_and_notes(tmp_path: Path, vault_repo: VaultRepo) -> None:
 
 COMMA_ID = "ci/cache,restore"  # a plain id (id-text takes a comma); fish's script splits its replies at commas
 TEAM_IDS = ["docker/layer-cache-order", REBASE_ID]
+# The lines both shells are asked (a Tab at the end of each), after the command name's: every id, NAME:ID whole and
+# begun, a comma's id, a value after an option's `=` and after its blank.
+IDS_AND_VAULTS = [
+    "cairn show ",
+    "cairn show team:",
+    "cairn show team:g",
+    "cairn show notes:",
+    "cairn show team:ci/",
+    "cairn show --vault=te",
+    "cairn show --vault te",
+]
 
 
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="needs zsh")
@@ -163,13 +174,7 @@ def test_the_zsh_script_completes_commands_card_ids_and_name_colon_id(tmp_path: 
     lines = [
         "cairn sh",
         "cairn show --vau",
-        "cairn show ",
-        "cairn show team:",
-        "cairn show team:g",
-        "cairn show notes:",
-        "cairn show team:ci/",
-        "cairn show --vault=te",
-        "cairn show --vault te",
+        *IDS_AND_VAULTS,
         f"cairn add --body-file={tmp_path}/notes/cairn.t",
         f"cairn list --vault={tmp_path}/vau",
     ]
@@ -203,13 +208,7 @@ def test_the_fish_script_completes_commands_card_ids_and_name_colon_id(tmp_path:
     _configure_team_and_notes(tmp_path, vault_repo)
     lines = [
         "cairn sh",
-        "cairn show ",
-        "cairn show team:",
-        "cairn show team:g",
-        "cairn show notes:",
-        "cairn show team:ci/",
-        "cairn show --vault=te",
-        "cairn show --vault te",
+        *IDS_AND_VAULTS,
         f"cairn list --vault={tmp_path}/vau",
         f"cairn list --vault {tmp_path}/vau",
         f"cairn add --body-file={tmp_path}/notes/cairn.t",
