@@ -122,6 +122,11 @@ def test_a_vault_that_knows_the_telling_word_vetoes_a_card_covering_it_only_on_i
     from cairn.hot import serve
 
     team, org, project = two_vaults(tmp_path, printing=3, files=3)
+    # The org's vault asks for a lead its just card misses even counted 1.5 times for its own words (the prompt says
+    # "justfile", a fifth of them; `gates.said_lead`): it gives nothing, which is what this test is about.
+    org.write_raw("cairn.toml", "[recall]\nmin_evidence = 0\nmin_lead = 0.4\n")
+    org.commit("a stricter vault")
+    assert org.invoke("index").returncode == 0
     assert hook(project, PROMPT) == ""  # lp was given: the team's vault never says "justfile", so it cost little
     logged = {c["id"]: c for c in log_entries()[-1]["candidates"]}
     assert logged["team:unix/lp"]["reason"] == "cross_vault"
@@ -135,10 +140,13 @@ def test_a_vault_that_knows_the_telling_word_vetoes_a_card_covering_it_only_on_i
         layer.index.close()
 
 
-def test_a_card_given_for_its_meaning_stands_against_a_card_sharing_more_words(home: Path, tmp_path: Path) -> None:
-    from cairn.hot import serve
+def test_a_card_given_for_its_meaning_stands_against_a_card_sharing_more_words(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cairn.hot import gates, serve
 
     team, org, project = two_vaults(tmp_path, printing=3, files=3)
+    monkeypatch.setattr(gates, "SAID_GAP", 1.01)  # the org's just card without the own words relief: no word pick
     # The warm encoder's z-scores: lp is the team's card the prompt means (z 6); the org's just card shares more
     # words but means nothing close (z 0.5, its vault's second 0.4: no semantic pick there).
     sims = {"team": {"unix/lp": 6.0, "misc/apple": 0.2}, "org": {"build/just": 0.5, "misc/apple": 0.4}}

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cairn.hot import tokens
+from cairn.hot import gates, tokens
 from cairn.hot.recall import Result, recall
 from cairn.hot.settings import settings_of
 from cairn.hot.tokens import prompt_terms
@@ -112,10 +112,11 @@ def test_the_question_card_is_injected_with_context_sentences_around_it(vault_re
 
 
 def test_without_the_discount_the_question_asked_alone_still_finds_its_card(
-    vault_repo: VaultRepo, no_context_discount: None
+    vault_repo: VaultRepo, no_context_discount: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same prompt, every sentence weighing fully (what ships): the context drowns the whole prompt's lead, and
     the question asked alone (`recall._fragment_pick`) injects the card the whole prompt ranks first."""
+    monkeypatch.setattr(gates, "SAID_GAP", 1.01)  # the lead as the words give it (the own words relief has its tests)
     result = _recall(_cards(vault_repo), LONG_PROMPT)
     top = result.candidates[0]
     assert top.card.id == "python/requests-timeout" and top.lead < result.settings.min_lead

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from cairn.cli.recall_cmds import explain_rows, render_explain
+from cairn.hot import gates, stored_settings
 from cairn.hot import recall as R
-from cairn.hot import stored_settings
 from cairn.hot.recall import prompt_weights, recall
 from cairn.hot.tokens import prompt_sentences
 from cairn.hot.vault import find_vault
@@ -64,6 +64,7 @@ def test_the_wrappers_sentence_in_words_the_vault_never_uses_does_not_drown_the_
         weights = prompt_weights(index, WRAPPED)
         monkeypatch.setattr(R, "FOREIGN_WEIGHT", 1.0)  # the rule off: the wrapper's words at full weight
         monkeypatch.setattr(R, "_fragment_pick", lambda *args: None)  # and the fragment pick (its own tests) off
+        monkeypatch.setattr(gates, "SAID_GAP", 1.01)  # and the own words relief (its own tests)
         drowned = recall(index, WRAPPED)
         full = prompt_weights(index, WRAPPED)
     assert [c.card.id for c in alone.injected] == [NAN]

@@ -87,6 +87,7 @@ def test_a_card_the_prompt_names_passes_the_lead_gate_its_raw_lead_fails(vault_r
 def test_without_the_relief_the_same_prompt_abstains(vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = _vault(vault_repo)
     monkeypatch.setattr(gates, "NAME_COVERAGE", 1.01)  # no card can be named: the lead as before round 5
+    monkeypatch.setattr(gates, "SAID_GAP", 1.01)  # nor the own words relief of round 20, which would take its place
     result = _recall(repo, NAMED)
     assert result.injected == ()
     assert result.candidates[0].reason == gates.SMALL_LEAD

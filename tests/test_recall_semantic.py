@@ -11,6 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from cairn.cli.recall_cmds import explain_rows, render_explain
+from cairn.hot import gates
 from cairn.hot import recall as R
 from cairn.hot.recall import recall
 from cairn.hot.semantic import Similarities
@@ -158,6 +159,7 @@ def test_the_first_card_of_both_channels_whose_words_nearly_pass_goes_in(
     another card, nor when the two lead by less, nor when the z-scores come without their unit in cosine (an older
     warm encoder): then the words decide, and they abstain."""
     monkeypatch.setattr(R, "PHRASE_SCALE", 1.0)  # the rule under test alone: no phrase step (RESULTS.md "Round 13")
+    monkeypatch.setattr(gates, "SAID_GAP", 1.01)  # nor the own words relief ("Round 20"), which would pass the words
     repo = _vault(vault_repo)
     asked = "midnight time falsy with the cron job environment"
     with indexer.open_index(find_vault(repo.root)) as index:
@@ -195,6 +197,7 @@ def test_a_first_card_whose_words_pass_all_but_the_lead_goes_in_when_the_meaning
     `SEMANTIC_MIN_Z`. Not at a lower z-score, not closer, and not in a prompt the veto does not judge (a question in
     an agent's wrapper)."""
     monkeypatch.setattr(R, "PHRASE_SCALE", 1.0)  # the rule under test alone: no phrase step (RESULTS.md "Round 13")
+    monkeypatch.setattr(gates, "SAID_GAP", 1.01)  # nor the own words relief ("Round 20"), which would pass the words
     repo = _vault(vault_repo)
     asked = "why does cron job environment python bool fail?"
     wrapped = f"We run the billing workers on Debian hosts. {asked} Keep the answer short, no code changes."

@@ -701,6 +701,8 @@ def explain_rows(result: Result) -> list[dict[str, Any]]:
             row["similarity"] = round(c.similarity, 4)
         if admitted and c.named:  # its lead is counted gates.NAMED_LEAD times: the prompt is mostly its name
             row["named"] = True
+        if admitted and c.said:  # its lead is counted gates.NAMED_LEAD times: the prompt says most of its own words
+            row["said"] = True
         if c.blocked_by:
             row["blocked_by"] = c.blocked_by
         if c.picked:  # injected by recall's semantic pick or agreement pick, when the word gates passed nothing
@@ -734,6 +736,8 @@ def _terms_line(row: dict[str, Any]) -> str:
         parts.append("missing: " + ", ".join(clean_line(t) for t in row["missing"]))
     if row.get("named"):
         parts.append(f"lead x{NAMED_LEAD:g} (the prompt names it)")
+    if row.get("said"):
+        parts.append(f"lead x{NAMED_LEAD:g} (the prompt says more of its own words than of the next card's)")
     evidence = (row.get("gates") or {}).get("evidence")
     if row.get("reason") == LITTLE_EVIDENCE and evidence:
         parts.append(f"evidence {evidence['value']:.2f} rare words, under {evidence['threshold']:g}")

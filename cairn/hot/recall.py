@@ -107,6 +107,8 @@ class Candidate(Record):
     times (`gates.named_lead`). picked: for a card the gates alone did not pass, the rule that injected it when
     nothing else was: `semantic` (`_semantic_pick`), `agreement` (`_agreement_pick`), `fragment`
     (`_fragment_pick`) or `phrase` (`_phrase_step`: the lead and margin gates at PHRASE_SCALE); None otherwise.
+    said: the prompt says more of the card's own words than of the next card's, so its lead is counted
+    `gates.NAMED_LEAD` times (`gates.said_lead`; worked out only where that decides the lead gate).
     """
 
     __slots__ = (
@@ -123,6 +125,7 @@ class Candidate(Record):
         "similarity",
         "named",
         "picked",
+        "said",
     )
     card: "IndexedCard"
     score: float
@@ -137,6 +140,7 @@ class Candidate(Record):
     similarity: float | None
     named: bool
     picked: str | None
+    said: bool
 
     def __init__(
         self,
@@ -153,10 +157,11 @@ class Candidate(Record):
         similarity: float | None = None,
         named: bool = False,
         picked: str | None = None,
+        said: bool = False,
     ) -> None:
         self._init(
             card, score, lead, coverage, margin, decision, reason, matched, blocked_by, confidence, similarity, named,
-            picked,
+            picked, said,
         )  # fmt: skip
 
 
@@ -383,15 +388,17 @@ def _decided(
     decide_first: int | None,
     semantic: "Semantic | None",
     evidence: bool,
+    said: bool = True,
 ) -> Result:
-    """Recall's decision at `settings`: the gates, then (when nothing is injected) the fragment pick."""
+    """Recall's decision at `settings`: the gates, then (when nothing is injected) the fragment pick. said: the own
+    words relief applies (`gates.said_lead`; not at the phrase step's looser gates)."""
     try:
         result = _recall(
-            index, query, scope, already_injected, today, settings, examine_all, decide_first, semantic, evidence
+            index, query, scope, already_injected, today, settings, examine_all, decide_first, semantic, evidence, said
         )
     except _Unanswered:  # the semantic channel was asked and gave nothing: the words alone decide
         result = _recall(
-            index, query, scope, already_injected, today, settings, examine_all, decide_first, None, evidence
+            index, query, scope, already_injected, today, settings, examine_all, decide_first, None, evidence, said
         )
     if result.injected or getattr(result.settings, "min_confidence", 0.0) > 0:
         return result
@@ -449,7 +456,9 @@ def _phrase_step(
         # whose words clear the lead gate, `SEMANTIC_SPARE_LEAD`, and the rules at PHRASE_SCALE decide as they do)
     settings = result.settings
     loose = _scaled(settings, PHRASE_SCALE)
-    again = _decided(index, query, scope, already_injected, today, loose, examine_all, decide_first, semantic, evidence)
+    again = _decided(
+        index, query, scope, already_injected, today, loose, examine_all, decide_first, semantic, evidence, False
+    )
     if not again.injected:
         return None
     top = again.injected[0]
@@ -721,7 +730,9 @@ def _recall(
     decide_first: int | None,
     semantic: "Semantic | None",
     evidence: bool,
+    said: bool = False,
 ) -> Result:
+    """Recall's ranking and gates at `settings` (said: with the own words relief, `_gate`)."""
     settings = settings or index.recall_settings()
     terms, postings, weights = _query(index, query, settings)
     today_iso = today.isoformat() if today is not None else time.strftime("%Y-%m-%d")  # local date, as date.today()
@@ -741,6 +752,7 @@ def _recall(
             semantic,
             evidence,
             query,
+            said,
         )
         if first is not None:
             return first
@@ -774,7 +786,7 @@ def _recall(
             break
         depth *= 4  # admission refused too many of the best cards: rank deeper
 
-    decided, features = _gate(admitted, matched, weights, settings, index, postings, semantic, evidence, query)
+    decided, features = _gate(admitted, matched, weights, settings, index, postings, semantic, evidence, query, said)
     injected = tuple(c for c in decided if c.decision == INJECTED)
     pool = sorted(decided + refused, key=lambda c: (-c.score, c.card.row))
     return Result(injected, tuple(pool[:decide_first]), settings, features, weights)
@@ -791,6 +803,7 @@ def _first_decisions(
     semantic: "Semantic | None" = None,
     evidence: bool = False,
     query: str = "",
+    said: bool = False,
 ) -> Result | None:
     """`recall` for its first `first` candidates, from a ranking only `first` + a few deep; None when that depth
     does not settle them (too many refused, or too many scores that round alike), and `recall` then goes the
@@ -835,7 +848,7 @@ def _first_decisions(
             break
     if not (settled or complete):
         return None
-    decided, features = _gate(admitted, matched, weights, settings, index, postings, semantic, evidence, query)
+    decided, features = _gate(admitted, matched, weights, settings, index, postings, semantic, evidence, query, said)
     injected = tuple(c for c in decided if c.decision == INJECTED)
     pool = sorted(decided + refused, key=lambda c: (-c.score, c.card.row))
     return Result(injected, tuple(pool[:first]), settings, features, weights)
@@ -882,6 +895,12 @@ def _other_language(card: "IndexedCard", first: "IndexedCard", matched: "dict[in
     return all(term in theirs for term in matched.get(card.row, ()))
 
 
+def _said_share(card: "IndexedCard", asked: "frozenset[str]") -> float:
+    """The share of a card's own words (the distinct terms of its name and summary) among the prompt's terms."""
+    words = set(tokenize(card.name + " " + card.summary))
+    return len(words & asked) / len(words) if words else 0.0
+
+
 def _written_in_cjk(card: "IndexedCard") -> bool:
     """Whether a card's name or summary holds CJK text."""
     text = card.name + card.summary
@@ -900,6 +919,7 @@ def _gate(
     given: "Semantic | None" = None,
     want_evidence: bool = False,
     query: str = "",
+    said: bool = False,
 ) -> "tuple[list[Candidate], tuple[tuple[float, ...], ...]]":
     """Each admitted card's gate values and decision, and the confidence gate's features of each cut (computed when
     the confidence gate is on, or `want_evidence`; else empty).
@@ -912,7 +932,7 @@ def _gate(
     answer is read here (once: a recall gates once) and raises `_Unanswered` when it is none.
     """
     if isinstance(given, _Decisive) and not want_evidence and getattr(settings, "min_confidence", 0.0) <= 0:
-        words = _gate(admitted, matched, weights, settings, index, postings, None, False, query)
+        words = _gate(admitted, matched, weights, settings, index, postings, None, False, query, said)
         if not _decisive(admitted, words[0], weights.best, index, query):
             return words  # the answer could change nothing: it is not waited for
     semantic = given() if callable(given) else given
@@ -960,6 +980,19 @@ def _gate(
         terms = matched.get(card.row, [])
         next_score = scores[i + 1] if i + 1 < len(scores) else 0.0
         ahead = gates.named_lead(gates.lead(score, next_score, weights.best), name_covers[i])
+        relieved = False
+        if (
+            said
+            and i == 0
+            and ahead < settings.min_lead <= ahead * gates.NAMED_LEAD
+            and name_covers[i] < gates.NAME_COVERAGE
+        ):
+            # the own words relief, for the first card (what the prompt is about, against the next one), worked out
+            # only where it decides the lead gate, and not counted twice with the name's
+            asked = frozenset(weights.terms)
+            following = _said_share(admitted[1][0], asked) if len(admitted) > 1 else 0.0
+            counted = gates.said_lead(ahead, _said_share(card, asked), following)
+            relieved, ahead = counted > ahead, counted
         cover = covers[i]
         gap = gates.margin(score, next_score)
         reason = gates.failed_gate(ahead, cover, gap, settings)
@@ -993,6 +1026,8 @@ def _gate(
             round(chances[i], 4) if i < len(chances) else 0.0,
             semantic.get(card.id) if semantic else None,
             name_covers[i] >= gates.NAME_COVERAGE,
+            None,
+            relieved,
         )
         if reason is None:
             n_injected += 1

@@ -1,0 +1,127 @@
+"""The own words relief of the lead gate (issue 16, round 20): a card counts its lead `gates.NAMED_LEAD` times when the
+prompt says a larger share of the card's own words (its name and summary) than of the next card's, by
+`gates.SAID_GAP`: the right card is matched on what it is about, a near-topic neighbour on shared context."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cairn.hot import gates
+from cairn.hot.recall import Result, _said_share, recall
+from cairn.hot.tokens import prompt_terms
+from cairn.hot.vault import find_vault
+from cairn.index import build as indexer
+from helpers.vaults import VaultRepo, run_cairn
+
+# The mutable-default card's summary says "evaluates ... once, at definition: every call appends to the same list";
+# the class-attribute card shares "list", "append" and "same". Its raw lead is 0.18 of the query: under min_lead.
+SAID = "every call appends to the same list and the list keeps growing as if it were evaluated once at definition"
+DEFAULT_ID = "python/mutable-default-argument"
+NEIGHBOUR_ID = "python/class-attribute-shared"
+
+
+def _vault(repo: VaultRepo) -> VaultRepo:
+    repo.write(
+        DEFAULT_ID,
+        "Mutable default arguments are shared between calls",
+        "def f(items=[]) evaluates the default list once, at definition: every call appends to the same list. "
+        "Default to None and make the list inside.",
+    )
+    repo.write(
+        NEIGHBOUR_ID,
+        "Class attributes are shared by every instance",
+        "A list defined in the class body is one object for all instances: appending to it through self changes "
+        "the list every instance sees.",
+    )
+    for card_id, name, summary in [
+        ("python/requests-timeout", "Set a timeout on every requests call", "requests.get waits forever without one."),
+        ("git/force-with-lease", "Force-push with --force-with-lease", "After a rebase, push with --force-with-lease."),
+        ("docker/deps-first", "Copy dependency files before the source", "COPY the lockfile first in a Dockerfile."),
+        ("http/idempotency", "Retrying a POST needs an idempotency key", "Send an Idempotency-Key header."),
+        ("ci/pin-python", "Pin the Python version in CI", "Use setup-python with an exact version."),
+        ("ops/logrotate", "Rotate logs with logrotate", "copytruncate keeps the file handle."),
+        ("db/n-plus-one", "N+1 queries in the ORM", "Use select_related or a join instead of a query per row."),
+    ]:
+        repo.write(card_id, name, summary)
+    repo.commit("cards")
+    return repo
+
+
+def _recall(repo: VaultRepo, query: str) -> Result:
+    vault = find_vault(repo.root)
+    indexer.build_index(vault)
+    with indexer.open_index(vault) as index:
+        return recall(index, query, examine_all=True)
+
+
+def test_said_lead_counts_more_only_from_the_gap_up() -> None:
+    assert gates.said_lead(0.2, 0.3, 0.3 - gates.SAID_GAP + 0.001) == 0.2
+    assert gates.said_lead(0.2, 0.3, 0.3 - gates.SAID_GAP) == pytest.approx(0.2 * gates.NAMED_LEAD)
+    assert gates.said_lead(0.2, 0.0, 0.0) == 0.2  # a card none of whose words the prompt says
+    assert gates.said_lead(0.9, 1.0, 0.0) == 1.0  # a ratio: never above 1
+
+
+def test_a_card_whose_own_words_the_prompt_says_passes_the_lead_gate_its_raw_lead_fails(vault_repo: VaultRepo) -> None:
+    result = _recall(_vault(vault_repo), SAID)
+    first, second = result.candidates[0], result.candidates[1]
+    assert first.card.id == DEFAULT_ID
+    assert second.score < 0.7 * first.score  # not a group of related cards: the relief alone lets it in
+    assert not first.named  # nor the name relief: the prompt does not name it
+    assert first.said
+    assert first.lead / gates.NAMED_LEAD < result.settings.min_lead <= first.lead
+    assert [c.card.id for c in result.injected] == [DEFAULT_ID]
+    assert not second.said
+
+
+def test_without_the_relief_the_same_prompt_abstains(vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = _vault(vault_repo)
+    monkeypatch.setattr(gates, "SAID_GAP", 1.01)  # no share can be that far ahead: the lead as before round 20
+    result = _recall(repo, SAID)
+    assert result.injected == ()
+    assert result.candidates[0].reason == gates.SMALL_LEAD
+    assert not result.candidates[0].said
+
+
+def test_the_gap_is_over_the_next_cards_share_not_a_share_alone(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _vault(vault_repo)
+    asked = frozenset(prompt_terms(SAID))
+    with indexer.open_index(find_vault(repo.root)) as index:
+        cards = {card_id: index.card_by_id(card_id) for card_id in (DEFAULT_ID, NEIGHBOUR_ID)}
+    own = _said_share(cards[DEFAULT_ID], asked)  # type: ignore[arg-type]
+    following = _said_share(cards[NEIGHBOUR_ID], asked)  # type: ignore[arg-type]
+    assert 0 < following < own  # the neighbour says some of its own words too: the relief weighs the difference
+    monkeypatch.setattr(gates, "SAID_GAP", own - following + 0.001)
+    assert _recall(repo, SAID).injected == ()
+    monkeypatch.setattr(gates, "SAID_GAP", own - following - 0.001)
+    assert [c.card.id for c in _recall(repo, SAID).injected] == [DEFAULT_ID]
+
+
+def test_the_relief_does_not_lower_a_vault_that_asks_for_a_higher_lead(vault_repo: VaultRepo) -> None:
+    repo = _vault(vault_repo)
+    repo.write_raw("cairn.toml", "[recall]\nmin_lead = 0.35\n")  # the counted lead (0.27) is under it
+    repo.commit("a stricter vault")
+    result = _recall(repo, SAID)
+    assert result.injected == ()
+    assert result.candidates[0].reason == gates.SMALL_LEAD
+
+
+def test_the_hook_and_explain_say_which_lead_was_counted(vault_repo: VaultRepo) -> None:
+    repo = _vault(vault_repo)
+    indexer.build_index(find_vault(repo.root))
+    shown = run_cairn("explain", SAID, cwd=repo.root)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.split()[-1:] == [DEFAULT_ID] and "injected" in line)
+    assert (
+        f"lead x{gates.NAMED_LEAD:g} (the prompt says more of its own words than of the next card's)"
+        in lines[first + 1]
+    )
+    rows = json.loads(run_cairn("explain", SAID, "--json", cwd=repo.root).stdout)["candidates"]
+    assert [row["id"] for row in rows if row.get("said")] == [DEFAULT_ID]
+    got = run_cairn("recall", SAID, "--json", cwd=repo.root)
+    assert got.returncode == 0, got.stderr
+    assert [card["id"] for card in json.loads(got.stdout)["cards"]] == [DEFAULT_ID]
