@@ -1,6 +1,7 @@
 """Issue 16, round 20: the own words relief (`gates.said_lead`), its gap fitted leaving one fittable suite out.
 
     .venv/bin/python -m benchmarks.said_study [--semantic]     # about 5 minutes (10 with the extra)
+    .venv/bin/python -m benchmarks.said_study --separation     # how well the share tells right first cards apart
 
 A card's lead is counted `gates.NAMED_LEAD` times when the prompt says a larger share of the card's own words (its
 name and summary) than of the next admissible card's, by at least `gates.SAID_GAP`. This runs every suite at each
@@ -17,7 +18,7 @@ import math
 import sys
 from typing import Any
 
-from benchmarks.recall_suites import HELD_OUT, LESSON_SUITES, SUITES, TEMPLATE, run_suite
+from benchmarks.recall_suites import HELD_OUT, LESSON_SUITES, SUITES, TEMPLATE, cases_file, prepare, run_suite
 
 FITTABLE = (*SUITES, *LESSON_SUITES)
 NEVER_FITTED = (*HELD_OUT, TEMPLATE)
@@ -74,11 +75,69 @@ def cell(r: Rates) -> str:
     return f"{r['all'][0]:.3f} / {r['all'][1]:.3f} ({slices})"
 
 
+def auc(right: list[float], wrong: list[float]) -> float:
+    """The chance a right case's value is above a wrong case's (ties count half): the area under the ROC curve."""
+    if not right or not wrong:
+        return math.nan
+    ordered = sorted([(v, 1) for v in right] + [(v, 0) for v in wrong])
+    rank_sum, at = 0.0, 0
+    while at < len(ordered):  # mean ranks over runs of equal values
+        end = at
+        while end < len(ordered) and ordered[end][0] == ordered[at][0]:
+            end += 1
+        mean_rank = (at + 1 + end) / 2
+        rank_sum += mean_rank * sum(label for _, label in ordered[at:end])
+        at = end
+    return (rank_sum - len(right) * (len(right) + 1) / 2) / (len(right) * len(wrong))
+
+
+def separation(suites: tuple[str, ...]) -> None:
+    """On the cases the gates refuse with the relief off (nothing injected), how well the first admissible card's
+    own words share, and its lead, tell a right first card (an expected one) from a wrong one (AUC)."""
+    from cairn.hot import gates
+    from cairn.hot.recall import GATE_REASONS, _said_share, recall
+    from cairn.hot.vault import find_vault
+    from cairn.index import build as indexer
+    from cairn.quality.evaluate import load_cases
+
+    shipped = gates.SAID_GAP
+    gates.SAID_GAP = math.inf
+    print("| suite | refused cases: right first / wrong first | AUC: own words share | AUC: lead |")
+    print("|---|---|---|---|")
+    try:
+        for suite in suites:
+            vault = find_vault(prepare(suite))
+            indexer.build_index(vault)
+            values: dict[bool, list[tuple[float, float]]] = {True: [], False: []}
+            with indexer.open_index(vault) as index:
+                for case in load_cases(cases_file(suite, vault.root)):
+                    result = recall(index, case.query, examine_all=True)
+                    first = next((c for c in result.candidates if c.reason in GATE_REASONS), None)
+                    if result.injected or first is None or result.weights is None:
+                        continue
+                    share = _said_share(first.card, frozenset(result.weights.terms))
+                    values[first.card.id in case.expect].append((share, first.lead))
+            right, wrong = values[True], values[False]
+            print(
+                f"| {suite} | {len(right)} / {len(wrong)} | {auc([v[0] for v in right], [v[0] for v in wrong]):.2f} "
+                f"| {auc([v[1] for v in right], [v[1] for v in wrong]):.2f} |"
+            )
+    finally:
+        gates.SAID_GAP = shipped
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--semantic", action="store_true", help="with the optional extra's evidence")
+    parser.add_argument(
+        "--separation", action="store_true", help="only the AUC of the own words share and of the lead (a minute)"
+    )
     args = parser.parse_args(argv)
     from cairn.hot import gates
+
+    if args.separation:
+        separation((*FITTABLE, *NEVER_FITTED))
+        return 0
 
     table, followups = measure(args.semantic)
     off = table[math.inf]
