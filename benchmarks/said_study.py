@@ -95,7 +95,7 @@ def separation(suites: tuple[str, ...]) -> None:
     """On the cases the gates refuse with the relief off (nothing injected), how well the first admissible card's
     own words share, and its lead, tell a right first card (an expected one) from a wrong one (AUC)."""
     from cairn.hot import gates
-    from cairn.hot.recall import GATE_REASONS, _said_share, recall
+    from cairn.hot.recall import GATE_REASONS, recall, said_share
     from cairn.hot.vault import find_vault
     from cairn.index import build as indexer
     from cairn.quality.evaluate import load_cases
@@ -115,7 +115,7 @@ def separation(suites: tuple[str, ...]) -> None:
                     first = next((c for c in result.candidates if c.reason in GATE_REASONS), None)
                     if result.injected or first is None or result.weights is None:
                         continue
-                    share = _said_share(first.card, frozenset(result.weights.terms))
+                    share = said_share(first.card, frozenset(result.weights.terms))
                     values[first.card.id in case.expect].append((share, first.lead))
             right, wrong = values[True], values[False]
             print(

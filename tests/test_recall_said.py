@@ -9,7 +9,7 @@ import json
 import pytest
 
 from cairn.hot import gates
-from cairn.hot.recall import Result, _said_share, recall
+from cairn.hot.recall import SAID_CHARS, Result, recall, said_share
 from cairn.hot.tokens import prompt_terms
 from cairn.hot.vault import find_vault
 from cairn.index import build as indexer
@@ -91,8 +91,8 @@ def test_the_gap_is_over_the_next_cards_share_not_a_share_alone(
     asked = frozenset(prompt_terms(SAID))
     with indexer.open_index(find_vault(repo.root)) as index:
         cards = {card_id: index.card_by_id(card_id) for card_id in (DEFAULT_ID, NEIGHBOUR_ID)}
-    own = _said_share(cards[DEFAULT_ID], asked)  # type: ignore[arg-type]
-    following = _said_share(cards[NEIGHBOUR_ID], asked)  # type: ignore[arg-type]
+    own = said_share(cards[DEFAULT_ID], asked)  # type: ignore[arg-type]
+    following = said_share(cards[NEIGHBOUR_ID], asked)  # type: ignore[arg-type]
     assert 0 < following < own  # the neighbour says some of its own words too: the relief weighs the difference
     monkeypatch.setattr(gates, "SAID_GAP", own - following + 0.001)
     assert _recall(repo, SAID).injected == ()
@@ -125,3 +125,20 @@ def test_the_hook_and_explain_say_which_lead_was_counted(vault_repo: VaultRepo) 
     got = run_cairn("recall", SAID, "--json", cwd=repo.root)
     assert got.returncode == 0, got.stderr
     assert [card["id"] for card in json.loads(got.stdout)["cards"]] == [DEFAULT_ID]
+
+
+def test_a_cards_own_words_are_read_from_what_an_interface_gives_of_it(vault_repo: VaultRepo) -> None:
+    """A card's fields are untrusted and its frontmatter may be long: the share reads the first SAID_CHARS characters
+    of its name and of its summary, so a summary of 17,000 characters costs a prompt no more than one of 2,000."""
+    filler = " ".join(f"word{n}" for n in range(SAID_CHARS))  # far past the bound
+    vault_repo.write("ops/long-summary", "Rotate logs", f"{filler} timeout")
+    vault_repo.write("ops/short-summary", "Rotate logs", "timeout on rotation")
+    vault_repo.commit("cards")
+    indexer.build_index(find_vault(vault_repo.root))
+    with indexer.open_index(find_vault(vault_repo.root)) as index:
+        long_card, short_card = index.card_by_id("ops/long-summary"), index.card_by_id("ops/short-summary")
+    assert long_card is not None and short_card is not None
+    assert len(long_card.summary) > 8 * SAID_CHARS
+    asked = frozenset(prompt_terms("timeout"))
+    assert said_share(long_card, asked) == 0.0  # its "timeout" lies past the bound
+    assert said_share(short_card, asked) == pytest.approx(1 / 4)  # rotate, log, timeout, rotation

@@ -22,9 +22,10 @@ The own words relief (`said_lead`) counts a card's lead `NAMED_LEAD` times too w
 of the card's own words (the distinct terms of its name and summary) than of the next admissible card's, by at
 least `SAID_GAP`. Coverage looks from the prompt's side (how much of the prompt the card matches); this looks from
 the card's: a right card is matched on what it is about, a near-topic neighbour only on the context it shares with
-the prompt (RESULTS.md "Round 20": on the cases the gates refuse, the share separates right first cards from wrong
-ones at AUC 0.81 on stackfaq-en and 0.84 on wtfpython-agent, where the lead does at 0.73 and 0.79). Only the main
-decision counts it; the phrase step and the fragment pick, already looser asks, do not.
+the prompt (RESULTS.md "Round 20": on the cases the gates refuse, the share tells right first cards from wrong ones
+at AUC 0.80 on stackfaq-en and 0.86 on wtfpython-agent, where the lead does at 0.73 and 0.79; on tldr, whose cards
+are a command and a line, at 0.55-0.57). Only the first admissible card, and only in the main decision: the phrase
+step and the fragment pick, already looser asks, do not count it.
 
 The confidence gate (opt-in, `min_confidence`): how likely the best few admissible cards hold the lesson a prompt
 asks for. (Here rather than in a module of its own: recall computes its features when the gate is on, and each

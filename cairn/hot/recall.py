@@ -895,9 +895,15 @@ def _other_language(card: "IndexedCard", first: "IndexedCard", matched: "dict[in
     return all(term in theirs for term in matched.get(card.row, ()))
 
 
-def _said_share(card: "IndexedCard", asked: "frozenset[str]") -> float:
+# Of a card's name and of its summary, at most this many characters are read for its own words (`said_share`): what
+# an interface gives of a summary (`serve.SUMMARY_CHARS`). A card's fields are untrusted, and the contract lets its
+# frontmatter be long: a prompt must not tokenize a summary of 100,000 characters.
+SAID_CHARS = 2000
+
+
+def said_share(card: "IndexedCard", asked: "frozenset[str]") -> float:
     """The share of a card's own words (the distinct terms of its name and summary) among the prompt's terms."""
-    words = set(tokenize(card.name + " " + card.summary))
+    words = set(tokenize(card.name[:SAID_CHARS] + " " + card.summary[:SAID_CHARS]))
     return len(words & asked) / len(words) if words else 0.0
 
 
@@ -990,8 +996,8 @@ def _gate(
             # the own words relief, for the first card (what the prompt is about, against the next one), worked out
             # only where it decides the lead gate, and not counted twice with the name's
             asked = frozenset(weights.terms)
-            following = _said_share(admitted[1][0], asked) if len(admitted) > 1 else 0.0
-            counted = gates.said_lead(ahead, _said_share(card, asked), following)
+            following = said_share(admitted[1][0], asked) if len(admitted) > 1 else 0.0
+            counted = gates.said_lead(ahead, said_share(card, asked), following)
             relieved, ahead = counted > ahead, counted
         cover = covers[i]
         gap = gates.margin(score, next_score)
