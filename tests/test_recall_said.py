@@ -4,15 +4,19 @@ prompt says a larger share of the card's own words (its name and summary) than o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
 from cairn.hot import gates
 from cairn.hot.recall import SAID_CHARS, Result, recall, said_share
+from cairn.hot.settings import settings_of
 from cairn.hot.tokens import prompt_terms
 from cairn.hot.vault import find_vault
 from cairn.index import build as indexer
+from cairn.quality.calibrate import Thresholds, gather
+from cairn.quality.evaluate import Case
 from helpers.vaults import VaultRepo, run_cairn
 
 # The mutable-default card's summary says "evaluates ... once, at definition: every call appends to the same list";
@@ -142,3 +146,23 @@ def test_a_cards_own_words_are_read_from_what_an_interface_gives_of_it(vault_rep
     asked = frozenset(prompt_terms("timeout"))
     assert said_share(long_card, asked) == 0.0  # its "timeout" lies past the bound
     assert said_share(short_card, asked) == pytest.approx(1 / 4)  # rotate, log, timeout, rotation
+
+
+def test_calibrate_replays_the_relief_at_every_threshold(vault_repo: VaultRepo) -> None:
+    """`cairn calibrate` replays recall from one run with the gates open, where no lead is under a threshold: the
+    relief is a property of the case (`CasePoint.said`), and the replay injects what recall injects at each lead
+    threshold, below the raw lead, between it and the relieved one, and above both."""
+    repo = _vault(vault_repo)
+    case = Case(id="said", query=SAID, expect=(DEFAULT_ID,))
+    with indexer.open_index(find_vault(repo.root)) as index:
+        settings = settings_of(index)
+        (point,) = gather(index, [case], settings=settings)
+        raw = point.top[0][0]
+        assert raw < settings.min_lead <= raw * gates.NAMED_LEAD
+        for min_lead in (raw * 0.9, (raw + raw * gates.NAMED_LEAD) / 2, raw * gates.NAMED_LEAD * 1.1):
+            at = dataclasses.replace(settings, min_lead=min_lead)
+            replayed = point.injected(Thresholds(min_lead, settings.min_coverage, settings.min_margin))
+            assert replayed == len(recall(index, SAID, settings=at).injected), min_lead
+        assert point.said
+        assert point.injected(Thresholds(raw * gates.NAMED_LEAD * 1.1, 0.0, 0.0)) == 0
+        assert point.injected(Thresholds(settings.min_lead, settings.min_coverage, settings.min_margin)) == 1

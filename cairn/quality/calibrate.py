@@ -14,7 +14,8 @@ can be replayed in memory. Injection@1 and the false injection rate depend on wh
 injected, which happens at every grid point inside a union of at most `max_cards` boxes [0, lead] x [0, coverage]
 x [0, margin] (the card alone, and each group); the grid sweep counts cases in a 3-D histogram (the union by
 inclusion-exclusion: each box +1, each pair's intersection -1, the three's +1) and reads every grid point off
-suffix sums.
+suffix sums. The own words relief (`gates.said_lead`) depends on no threshold either: a case's first card has it or
+not (`CasePoint.said`), and its box then reaches NAMED_LEAD times its lead.
 
 Ties (grid points with the same Injection@1 and false injection rates on the fitting cases) go to the strictest
 thresholds: on cases nobody fitted on, stricter gates inject less, and the false injection rate is the constraint.
@@ -33,9 +34,19 @@ from pathlib import Path
 from typing import Any
 
 from cairn.config import RecallSettings, write_recall_settings
+from cairn.hot import gates
 from cairn.hot.errors import CairnError
 from cairn.hot.index import IndexReader
-from cairn.hot.recall import GROUP_SPREAD, PHRASE_SCALE, fragment_gates, rare_phrases, recall
+from cairn.hot.recall import (
+    GATE_REASONS,
+    GROUP_SPREAD,
+    PHRASE_SCALE,
+    Result,
+    fragment_gates,
+    rare_phrases,
+    recall,
+    said_share,
+)
 from cairn.quality.evaluate import Case
 from cairn.quality.metrics import Metrics, Outcome, metrics_of
 
@@ -70,6 +81,9 @@ class CasePoint:
     phrased: the first card holds a rare phrase of the prompt (`recall.rare_phrases`): when nothing is injected,
     recall decides again with the lead and margin thresholds at `recall.PHRASE_SCALE` of theirs (`recall._phrase_step`),
     which the replay does with those gate values over PHRASE_SCALE (so the grid and the replay agree).
+    said: the first card has the own words relief (`gates.said_lead`: the prompt says `gates.SAID_GAP` more of its
+    name and summary than of the next admissible card's, and it is not named), which no threshold changes: in the
+    main decision its lead counts `gates.NAMED_LEAD` times (`_main`), at the phrase step's looser gates it does not.
     """
 
     id: str
@@ -81,6 +95,16 @@ class CasePoint:
     alike: tuple[bool, ...] = ()
     asked: tuple[tuple[float, float, float], ...] = ()
     phrased: bool = False
+    said: bool = False
+
+    def _main(self) -> tuple[tuple[float, float, float], ...]:
+        """The gate values the main decision compares with the thresholds: the first card's lead relieved when
+        `said` (below the threshold and within NAMED_LEAD of it, recall counts it NAMED_LEAD times; above, it passes
+        either way)."""
+        if not self.said or not self.top:
+            return self.top
+        lead, cover, margin = self.top[0]
+        return ((min(1.0, lead * gates.NAMED_LEAD), cover, margin), *self.top[1:])
 
     def _loosened(self) -> CasePoint:
         """This case with its lead and margin values over PHRASE_SCALE, not phrased: passing thresholds t is
@@ -91,7 +115,7 @@ class CasePoint:
 
         top = tuple(up(g) for g in self.top)
         asked = tuple(up(g) for g in self.asked)
-        return dataclasses.replace(self, top=top, asked=asked, phrased=False)
+        return dataclasses.replace(self, top=top, asked=asked, phrased=False, said=False)
 
     def group(self, t: Thresholds) -> int:
         """How many cards inject together as a group at these thresholds (`recall._group`), or 0."""
@@ -109,7 +133,7 @@ class CasePoint:
         """How many cards recall injects at these thresholds: a group, then the run of passing cards."""
         group = self.group(t)
         n = 0
-        for i, gate in enumerate(self.top):
+        for i, gate in enumerate(self._main()):
             if i >= group and not t.passes(gate):
                 break
             n += 1
@@ -124,9 +148,7 @@ class CasePoint:
         fragment asked alone; a box inside another is left out."""
         if not self.top:
             return []
-        if self.phrased:
-            return self._loosened().boxes()  # each holds the box it scales up
-        out = [self.top[0]]
+        out = [self._main()[0]]
         low = self.top[0][1]
         for k in range(2, len(self.top) + 1):
             if k > len(self.alike) or not self.alike[k - 1]:
@@ -135,6 +157,8 @@ class CasePoint:
             low = min(low, cover)
             out.append((lead, low, margin))
         out += self.asked
+        if self.phrased:  # each holds the box it scales up, but not the first card's relieved by its own words
+            out += self._loosened().boxes()
         return [
             box
             for i, box in enumerate(out)
@@ -231,11 +255,21 @@ def gather(
             for _, c in (fragment_gates(index, case.query, result.injected[0], open_gates, today=today) if top else ())
         )
         phrased = bool(top) and bool(rare_phrases(index, case.query, result.injected[0]))
-        point = CasePoint(case.id, case.slice, case.positive, top, hits, fold, alike, asked, phrased)
+        point = CasePoint(case.id, case.slice, case.positive, top, hits, fold, alike, asked, phrased, _said(result))
         points.append(point)
         if progress and (done % 25 == 0 or done == total):
             progress(done, total)
     return points
+
+
+def _said(result: Result) -> bool:
+    """Whether recall's first admissible card (at open gates) has the own words relief, whatever the thresholds."""
+    admissible = [c for c in result.candidates if c.reason in GATE_REASONS]
+    if not admissible or admissible[0].named or result.weights is None:
+        return False
+    asked = frozenset(result.weights.terms)
+    following = said_share(admissible[1].card, asked) if len(admissible) > 1 else 0.0
+    return said_share(admissible[0].card, asked) - following >= gates.SAID_GAP
 
 
 def measure(points: Sequence[CasePoint], t: Thresholds) -> Metrics:
