@@ -6,6 +6,7 @@ import os
 import shlex
 import subprocess
 import tempfile
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,6 +129,34 @@ def resolve_commit(repo: git.Repo, rev: str) -> str:
 def card_entries(repo: git.Repo, commit: str, vault: Vault) -> list[TreeEntry]:
     """Every file under the vault's `cards/` in a commit's tree, without checking anything out."""
     return folder_entries(repo, commit, vault, CARDS_DIR)
+
+
+def card_listing(repo: git.Repo, commit: str, vault: Vault) -> dict[str, bytes]:
+    """Every file under the vault's `cards/` in a commit's tree, in git's order: vault-relative path -> git's `MODE
+    TYPE BLOB` for it, unparsed. An update walks every card's path (provenance) but needs the entries of the few
+    cards it reads again (`entries_of`): `git ls-tree` without sizes opens no blob (at 10,000 cards 11 ms against
+    65), and 10,000 entries are not parsed."""
+    root = f"{vault.prefix}{CARDS_DIR}"
+    out = repo.git.ls_tree("-r", "-z", "--full-tree", commit, "--", root, stdout_as_string=False)
+    cut = len(vault.prefix)
+    listing: dict[str, bytes] = {}
+    for record in out.split(b"\0"):
+        if record:
+            meta, _, raw_path = record.partition(b"\t")
+            listing[raw_path.decode("utf-8", "surrogateescape")[cut:]] = meta
+    return listing
+
+
+def entries_of(repo: git.Repo, vault: Vault, listing: dict[str, bytes], paths: Collection[str]) -> list[TreeEntry]:
+    """The entries of `paths` in a `card_listing`, in its order, with their blobs' sizes (one `git cat-file
+    --batch-check` for all; -1 for an object the repository does not hold, such as a submodule's commit)."""
+    chosen = [(path, listing[path].decode("ascii", "replace").split()) for path in listing if path in paths]
+    sizes = _blob_sizes(repo, vault, sorted({meta[2] for _, meta in chosen if len(meta) == 3})) if chosen else {}
+    return [
+        TreeEntry(path=path, blob=meta[2], mode=int(meta[0], 8), size=sizes.get(meta[2], -1))
+        for path, meta in chosen
+        if len(meta) == 3
+    ]
 
 
 def folder_entries(repo: git.Repo, commit: str, vault: Vault, folder: str) -> list[TreeEntry]:

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cairn.cards.card import MAX_CARD_BYTES
 from cairn.hot import paths
 from cairn.hot.errors import CairnError, IndexCorrupt
 from cairn.hot.index import SLOT, IndexReader
@@ -90,6 +91,36 @@ def test_incremental_equals_full_rebuild(vault_repo: VaultRepo) -> None:
     with open_index(vault) as index:
         full = _dump(index)
     assert incremental == full
+
+
+def test_an_update_reads_the_cards_it_lists_as_a_full_build_does(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """An update lists the commit's cards without their sizes and asks git for the sizes of those it reads again
+    (`gitrepo.card_listing`, `entries_of`): an oversize card, a symlink, a name with glob characters, a card that is
+    not UTF-8 and an edited card must come out of it as a full build reads them, problems included."""
+    for i in range(4):
+        vault_repo.write(f"t/card-{i}", f"Card {i}", f"Lesson number {i} about topic{i % 3}.")
+    vault_repo.commit("Four cards")
+    vault = find_vault(vault_repo.root)
+    assert build_index(vault).mode == "full"
+    vault_repo.write("t/card-1", "Card 1", "Rewritten lesson about rebase.")
+    vault_repo.write("t/[glob]*?", "Glob", "A card whose file name has glob characters.")
+    big = vault_repo.write("t/huge", "Huge", "A card over the size limit.")
+    big.write_text(big.read_text() + "x" * (MAX_CARD_BYTES + 1))
+    (vault_repo.root / "cards" / "t" / "not-utf8.md").write_bytes(b"---\nname: N\xff\nsummary: s\n---\n")
+    outside = tmp_path / "outside.md"
+    outside.write_text("---\nname: Outside\nsummary: not the vault's\n---\n")
+    (vault_repo.root / "cards" / "t" / "link.md").symlink_to(outside)
+    vault_repo.commit("Odd cards", author=BOB)
+    update = build_index(vault)
+    assert update.mode == "incremental"
+    with open_index(vault) as index:
+        incremental = _dump(index), sorted((p.path, p.rule) for p in update.problems)
+    full = build_index(vault, rebuild=True)
+    with open_index(vault) as index:
+        rebuilt = _dump(index), sorted((p.path, p.rule) for p in full.problems)
+    assert incremental == rebuilt
+    assert "t/[glob]*?" in rebuilt[0]["ids"]  # type: ignore[operator]
+    assert {path for path, _ in rebuilt[1]} == {"cards/t/huge.md", "cards/t/not-utf8.md", "cards/t/link.md"}
 
 
 def _dump(index: IndexReader) -> dict[str, object]:

@@ -556,9 +556,10 @@ def _incremental(
     touched_paths = {p for c in changes for p in (c.old_path, c.new_path) if p}
     removed_ids = {card_id_from_path(c.old_path) for c in changes if c.old_path and c.status in "DRM"}
     new_paths = sorted({c.new_path for c in changes if c.new_path and c.status in "AMR"})
-    head_entries = _card_entries(repo, commit, vault)
+    listing = gitrepo.card_listing(repo, commit, vault)
+    head_paths = [path for path in listing if card_id_from_path(path) is not None or path == CARDS_DIR]
     # Cards touched by any new commit get new provenance, even when the diff nets out to nothing.
-    lineages = provenance.walk_history(repo, vault, commit, [e.path for e in head_entries], since=previous)
+    lineages = provenance.walk_history(repo, vault, commit, head_paths, since=previous)
     # A card whose path at the indexed commit held no indexed card (its frontmatter broken then, a security
     # refusal, a name like `x.MD` renamed to `x.md`) has no stored provenance to join: its history before that
     # commit is walked too, as a full build walks it, or its creator would be whoever fixed it.
@@ -570,7 +571,7 @@ def _incremental(
     if orphans:
         lineages.update(provenance.walk_history(repo, vault, commit, orphans))
     wanted = set(new_paths) | provenance.touched_paths(lineages)
-    entries = [e for e in head_entries if e.path in wanted]
+    entries = gitrepo.entries_of(repo, vault, listing, {path for path in head_paths if path in wanted})
     upserts, new_problems = _read_entries(repo, entries, progress, meta, jobs)
     upserts = provenance.attach(repo, upserts, lineages, base=lambda card_id: _stored_provenance(base, card_id))
     # Stored problems name their files as `_problem_row` wrote them: a name that is not UTF-8 is compared so too, or
