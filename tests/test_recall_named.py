@@ -14,7 +14,7 @@ from cairn.hot.recall import Result, recall
 from cairn.hot.settings import settings_of
 from cairn.hot.vault import find_vault
 from cairn.index import build as indexer
-from helpers.vaults import VaultRepo, run_cairn
+from helpers.vaults import VaultRepo, explain_after, run_cairn
 
 # The prune card's name and alias hold every word of this prompt the card matches (66% of its weight); the worktree
 # card scores 0.62 of it (not a group), so the prune card's own lead is 0.20 of the query: under min_lead 0.24.
@@ -113,13 +113,8 @@ def test_words_outside_the_name_get_no_relief(vault_repo: VaultRepo) -> None:
 def test_explain_says_which_lead_was_counted_for_the_name(vault_repo: VaultRepo) -> None:
     repo = _vault(vault_repo)
     indexer.build_index(find_vault(repo.root))
-    shown = run_cairn("explain", NAMED, cwd=repo.root)
-    assert shown.returncode == 0, shown.stderr
-    lines = shown.stdout.splitlines()
-    first = next(
-        i for i, line in enumerate(lines) if line.split()[-1:] == ["git/worktree-prune"] and "injected" in line
-    )
-    assert f"lead x{gates.NAMED_LEAD:g} (the prompt names it)" in lines[first + 1]
-    assert not any("names it" in line for line in lines[first + 2 :])  # the neighbour is not named by the prompt
+    after = explain_after(repo.root, NAMED, "git/worktree-prune")
+    assert f"lead x{gates.NAMED_LEAD:g} (the prompt names it)" in after[0]
+    assert not any("names it" in line for line in after[1:])  # the neighbour is not named by the prompt
     rows = json.loads(run_cairn("explain", NAMED, "--json", cwd=repo.root).stdout)["candidates"]
     assert [row["id"] for row in rows if row.get("named")] == ["git/worktree-prune"]

@@ -17,7 +17,7 @@ from cairn.hot.vault import find_vault
 from cairn.index import build as indexer
 from cairn.quality.calibrate import Thresholds, gather
 from cairn.quality.evaluate import Case
-from helpers.vaults import VaultRepo, run_cairn
+from helpers.vaults import VaultRepo, explain_after, run_cairn
 
 # The mutable-default card's summary says "evaluates ... once, at definition: every call appends to the same list";
 # the class-attribute card shares "list", "append" and "same". Its raw lead is 0.18 of the query: under min_lead.
@@ -116,14 +116,8 @@ def test_the_relief_does_not_lower_a_vault_that_asks_for_a_higher_lead(vault_rep
 def test_the_hook_and_explain_say_which_lead_was_counted(vault_repo: VaultRepo) -> None:
     repo = _vault(vault_repo)
     indexer.build_index(find_vault(repo.root))
-    shown = run_cairn("explain", SAID, cwd=repo.root)
-    assert shown.returncode == 0, shown.stderr
-    lines = shown.stdout.splitlines()
-    first = next(i for i, line in enumerate(lines) if line.split()[-1:] == [DEFAULT_ID] and "injected" in line)
-    assert (
-        f"lead x{gates.NAMED_LEAD:g} (the prompt says more of its own words than of the next card's)"
-        in lines[first + 1]
-    )
+    after = explain_after(repo.root, SAID, DEFAULT_ID)
+    assert f"lead x{gates.NAMED_LEAD:g} (the prompt says more of its own words than of the next card's)" in after[0]
     rows = json.loads(run_cairn("explain", SAID, "--json", cwd=repo.root).stdout)["candidates"]
     assert [row["id"] for row in rows if row.get("said")] == [DEFAULT_ID]
     got = run_cairn("recall", SAID, "--json", cwd=repo.root)

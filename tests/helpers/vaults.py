@@ -43,6 +43,16 @@ def run_cairn(
     )
 
 
+def explain_after(root: Path, prompt: str, card_id: str) -> list[str]:
+    """`cairn explain PROMPT` run as installed in the vault at `root`: the lines after the row of the injected card
+    `card_id` (the first is its terms line: what it matched, and which lead was counted)."""
+    shown = run_cairn("explain", prompt, cwd=root)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.split()[-1:] == [card_id] and "injected" in line)
+    return lines[row + 1 :]
+
+
 def state_dir() -> Path:
     """This test's Cairn state folder (the hook log, sessions), which the autouse fixture points at a temp folder."""
     return Path(os.environ["CAIRN_STATE_DIR"])
