@@ -109,10 +109,15 @@ def named_lead(value: float, name_coverage: float) -> float:
 SAID_GAP = 0.1
 
 
+def says_own_words(share: float, next_share: float) -> bool:
+    """Whether the prompt says at least `SAID_GAP` more of the card's own words (`share`) than of the next admissible
+    card's (`next_share`): the own words relief's condition, which no threshold changes."""
+    return share - next_share >= SAID_GAP
+
+
 def said_lead(value: float, share: float, next_share: float) -> float:
-    """The lead gate's value of a card: its lead, times `NAMED_LEAD` (at most 1.0) when the prompt says at least
-    `SAID_GAP` more of the card's own words (`share`) than of the next admissible card's (`next_share`)."""
-    return min(1.0, value * NAMED_LEAD) if share - next_share >= SAID_GAP else value
+    """The lead gate's value of a card: its lead, times `NAMED_LEAD` (at most 1.0) when `says_own_words`."""
+    return min(1.0, value * NAMED_LEAD) if says_own_words(share, next_share) else value
 
 
 def coverage(matched: "Iterable[str]", weights: "Mapping[str, float]", total: float) -> float:

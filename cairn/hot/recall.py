@@ -43,7 +43,7 @@ from cairn.hot.tokens import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import datetime as dt
-    from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
     from cairn.config import RecallSettings
     from cairn.hot.index import IndexedCard, IndexReader, Postings
@@ -907,6 +907,13 @@ def said_share(card: "IndexedCard", asked: "frozenset[str]") -> float:
     return len(words & asked) / len(words) if words else 0.0
 
 
+def said_shares(first: "IndexedCard", following: "IndexedCard | None", terms: "Iterable[str]") -> tuple[float, float]:
+    """The shares of the first admissible card's own words and of the next one's (0.0 when there is none) among the
+    prompt's terms: what the own words relief compares (`gates.said_lead`, `gates.says_own_words`)."""
+    asked = frozenset(terms)
+    return said_share(first, asked), said_share(following, asked) if following is not None else 0.0
+
+
 def _written_in_cjk(card: "IndexedCard") -> bool:
     """Whether a card's name or summary holds CJK text."""
     text = card.name + card.summary
@@ -995,9 +1002,8 @@ def _gate(
         ):
             # the own words relief, for the first card (what the prompt is about, against the next one), worked out
             # only where it decides the lead gate, and not counted twice with the name's
-            asked = frozenset(weights.terms)
-            following = said_share(admitted[1][0], asked) if len(admitted) > 1 else 0.0
-            counted = gates.said_lead(ahead, said_share(card, asked), following)
+            following = admitted[1][0] if len(admitted) > 1 else None
+            counted = gates.said_lead(ahead, *said_shares(card, following, weights.terms))
             relieved, ahead = counted > ahead, counted
         cover = covers[i]
         gap = gates.margin(score, next_score)

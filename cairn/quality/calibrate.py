@@ -45,7 +45,7 @@ from cairn.hot.recall import (
     fragment_gates,
     rare_phrases,
     recall,
-    said_share,
+    said_shares,
 )
 from cairn.quality.evaluate import Case
 from cairn.quality.metrics import Metrics, Outcome, metrics_of
@@ -267,9 +267,8 @@ def _said(result: Result) -> bool:
     admissible = [c for c in result.candidates if c.reason in GATE_REASONS]
     if not admissible or admissible[0].named or result.weights is None:
         return False
-    asked = frozenset(result.weights.terms)
-    following = said_share(admissible[1].card, asked) if len(admissible) > 1 else 0.0
-    return said_share(admissible[0].card, asked) - following >= gates.SAID_GAP
+    following = admissible[1].card if len(admissible) > 1 else None
+    return gates.says_own_words(*said_shares(admissible[0].card, following, result.weights.terms))
 
 
 def measure(points: Sequence[CasePoint], t: Thresholds) -> Metrics:
