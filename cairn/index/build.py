@@ -517,9 +517,13 @@ def _disabled_rules(meta: dict[str, str] | None) -> tuple[str, ...]:
 
 
 def _card_entries(repo: git.Repo, commit: str, vault: Vault) -> list[gitrepo.TreeEntry]:
-    # `cards` itself as a symlink (or a file) is kept, so it is refused with a finding rather than read as 0 cards.
-    entries = gitrepo.card_entries(repo, commit, vault)
-    return [e for e in entries if card_id_from_path(e.path) is not None or e.path == CARDS_DIR]
+    return [e for e in gitrepo.card_entries(repo, commit, vault) if _read_as_card(e.path)]
+
+
+def _read_as_card(path: str) -> bool:
+    """Whether a file listed under `cards/` is read (as a card, or refused with a finding): a card's path, or `cards`
+    itself as a symlink (or a file), so it is refused with a finding rather than read as 0 cards."""
+    return card_id_from_path(path) is not None or path == CARDS_DIR
 
 
 def _full_from_commit(
@@ -557,7 +561,7 @@ def _incremental(
     removed_ids = {card_id_from_path(c.old_path) for c in changes if c.old_path and c.status in "DRM"}
     new_paths = sorted({c.new_path for c in changes if c.new_path and c.status in "AMR"})
     listing = gitrepo.card_listing(repo, commit, vault)
-    head_paths = [path for path in listing if card_id_from_path(path) is not None or path == CARDS_DIR]
+    head_paths = [path for path in listing if _read_as_card(path)]
     # Cards touched by any new commit get new provenance, even when the diff nets out to nothing.
     lineages = provenance.walk_history(repo, vault, commit, head_paths, since=previous)
     # A card whose path at the indexed commit held no indexed card (its frontmatter broken then, a security
