@@ -15,6 +15,8 @@ Prints medians (and the range) for: the first run (no lint cache: every card is 
 with an empty cache), warm runs (only the changed blob is parsed; `--runs`, interleaved with a bare
 `python -c pass` of the same interpreter and with the same check from the working tree), and the whole vault
 (`--whole-runs`), each as a multiple of the bare interpreter; then lint's own summary line of each kind of run.
+`--hostile-runs N` also times, N times each, one staged card of 1 MiB (the most a card may be) whose body is a shape
+markdown-it-py is slow on (`HOSTILE`): a card a writer can commit to stall every teammate's pre-commit hook and CI.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ TODAY = "2026-12-01"
 # The pre-commit hook lints each staged card: at 10,000 cards it should cost a commit under a second (it took 1.7 s
 # while a set of every card id was built once per card, fixed at stop 40).
 WARM_BUDGET_MS = 1000
+# Bodies markdown-it-py reads at 2-30 s per MiB (RESULTS.md "Lint"): one paragraph of `[`, a line of `[` each, a list
+# of a quarter of a million items.
+HOSTILE = {"a paragraph of [": "[", "lines of [": "[\n", "a list of 250,000 items": "- a\n"}
 
 
 def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
@@ -58,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=20, help="warm runs (and bare and working-tree runs)")
     parser.add_argument("--cold-runs", type=int, default=5, help="first runs, each with an empty lint cache")
     parser.add_argument("--whole-runs", type=int, default=5, help="warm runs over the whole vault")
+    parser.add_argument("--hostile-runs", type=int, default=0, help="runs over each 1 MiB hostile card (HOSTILE)")
     parser.add_argument("--venv", type=Path, help="time this venv's cairn (default: a plain install)")
     parser.add_argument("--rev", help="install Cairn as of this commit (default: the working tree)")
     args = parser.parse_args(argv)
@@ -103,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             seconds, cpu_s, summaries["whole"] = timed([cairn, "lint"], root, whole_env)
             results["whole"].append(seconds)
             cpu["whole"].append(cpu_s)
+        hostile = _hostile(root, args.hostile_runs, cairn, dict(staged, CAIRN_CACHE_DIR=cache))
     base_ms = statistics.median(results["bare"]) * 1000
     base_cpu = statistics.median(cpu["bare"]) * 1000
     print(f"{'bare python -c pass':<46}{base_ms:7.0f} ms  (CPU {base_cpu:.0f} ms)")
@@ -122,10 +129,35 @@ def main(argv: list[str] | None = None) -> int:
             f"{label:<46}{ms:7.0f} ms  ({ms / base_ms:5.1f}x bare; min {min(values) * 1000:.0f}, "
             f"max {max(values) * 1000:.0f}, n={len(values)}; CPU {cpu_ms:.0f} ms = {cpu_ms / base_cpu:.1f}x){budget}"
         )
+    for label, (values, summary) in hostile.items():
+        ms = statistics.median(values) * 1000
+        print(f"{'1 MiB staged card, ' + label:<46}{ms:7.0f} ms  ({ms / base_ms:5.1f}x bare; n={len(values)})")
+        print(f"  {summary}")
     for key in ("cold", "warm", "worktree", "whole"):
         print(f"  {key}: {summaries.get(key, '')}")
     print(machine().replace("machine:", "after:  "))
     return 0
+
+
+def _hostile(root: Path, runs: int, cairn: str, env: dict[str, str]) -> dict[str, tuple[list[float], str]]:
+    """Each `HOSTILE` shape as one staged card of 1 MiB: its lint's seconds per run and lint's summary."""
+    timings: dict[str, tuple[list[float], str]] = {}
+    if runs <= 0:
+        return timings
+    head = "---\nname: A hostile body\nsummary: A body markdown-it-py is slow on.\n---\n\n"
+    for label, shape in HOSTILE.items():
+        rel = "cards/hostile/body.md"
+        body = (shape * (1024 * 1024 // len(shape)))[: 1024 * 1024 - len(head) - 1]
+        (root / "cards" / "hostile").mkdir(exist_ok=True)
+        (root / rel).write_text(head + body + "\n")
+        git(root, "add", rel)
+        values, summary = [], ""
+        for _ in range(runs):
+            seconds, _cpu, summary = timed([cairn, "lint", rel], root, env)
+            values.append(seconds)
+        timings[label] = (values, summary)
+    git(root, "rm", "-q", "-f", "cards/hostile/body.md")
+    return timings
 
 
 if __name__ == "__main__":

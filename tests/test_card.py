@@ -259,17 +259,18 @@ def test_extra_fields_of_any_yaml_type_index_and_show_as_json(vault_repo: VaultR
     assert linted.returncode == 1 and "secret this looks like an AWS access key id" in linted.stdout, linted.stdout
 
 
-def test_many_links_in_a_body_are_placed_in_linear_time(vault_repo: VaultRepo) -> None:
+def test_many_links_in_a_body_are_placed_in_linear_time() -> None:
     """Bug fixed: each link's line was searched from its paragraph's first line (a reference's, from the body's
     first line), so a body of 40,000 one-line links (800 KB, under the 1 MiB limit) kept `cairn lint` busy for
     minutes per card: in CI, in `cairn review`, in the pre-commit hook of every teammate who changed it. Links keep
     their lines: an inline link on its own line, a reference link at its definition."""
-    from cairn.cards.body import read_body
+    from cairn.cards import body as card_body
 
-    many = "\n".join(f"[a](../git/x{i}.md)" for i in range(40_000))
+    many = "\n".join(f"[a](../git/x{i}.md)" for i in range(3_000))
     body = f"First [one](../git/a.md).\n\nSee [the card][ref] and [one](../git/a.md) again.\n\n[ref]:\n  ../git/b.md\n\n{many}\n"
+    assert len(body) < card_body.MARKDOWN_CHARS
     started = time.process_time()  # CPU time, which a loaded machine does not stretch
-    links = read_body(body).links
+    links = card_body.read_body(body).links
     assert time.process_time() - started < 20  # a guard, not a benchmark: quadratic took a minute, linear seconds
     assert [(link.href, link.line) for link in links[:4]] == [
         ("../git/a.md", 1),
@@ -277,12 +278,54 @@ def test_many_links_in_a_body_are_placed_in_linear_time(vault_repo: VaultRepo) -
         ("../git/a.md", 3),
         ("../git/x0.md", 8),
     ]
-    assert (links[-1].href, links[-1].line) == ("../git/x39999.md", 40_007)
-    to_itself = "\n".join("[a](../git/links.md)" for _ in range(40_000))
-    text = f"---\nname: Links\nsummary: Many links.\n---\n\n{to_itself}\n[gone](../git/gone.md)\n"
+    assert (links[-1].href, links[-1].line) == ("../git/x2999.md", 3_007)
+
+
+def test_lint_reads_a_bodys_first_64_kib_as_markdown_and_says_where_it_stopped(vault_repo: VaultRepo) -> None:
+    """Bug fixed: markdown-it-py reads some shapes at 2-30 s per MiB, so a 1 MiB card whose body was one paragraph
+    of `[` kept `cairn lint` busy for 23 s (in every teammate's pre-commit hook, in CI). Lint reads the first 64 KiB
+    as Markdown, cut after a blank line, and says from which line it did not read links."""
+    to_itself = "\n".join("[a](../git/links.md)" for _ in range(40_000))  # 800 KB of links, as before the cut
+    text = f"---\nname: Links\nsummary: Many links.\n---\n\n[gone](../git/gone.md)\n\n{to_itself}\n[late](../git/late.md)\n"
     vault_repo.write_raw("cards/git/links.md", text)
     linted = vault_repo.cairn("lint", "cards/git/links.md")
-    assert linted.stdout.splitlines()[0] == (
-        "cards/git/links.md:40006: internal-link the link '../git/gone.md' points at cards/git/gone.md, which is not "
-        "in the vault"
+    assert linted.returncode == 0, linted.stderr
+    gone, unread = linted.stdout.splitlines()
+    assert gone == (
+        "cards/git/links.md:6: internal-link the link '../git/gone.md' points at cards/git/gone.md, which is not in "
+        "the vault"
     )
+    at = int(unread.split(":")[1])  # the first line not read: the lines before it fit in 64 KiB, with it they do not
+    assert unread == (
+        f"cards/git/links.md:{at}: internal-link links from here on are not checked: lint reads a body's first 64 KiB "
+        "as Markdown and a lesson is a few KiB; split this card into smaller ones"
+    )
+    file_lines = text.split("\n")
+    read = sum(len(line) + 1 for line in file_lines[5 : at - 1])  # the body starts on the file's line 6
+    assert read <= 64 * 1024 < read + len(file_lines[at - 1]) + 1
+    brackets = "[" * (1024 * 1024 - 200)  # one paragraph, no line to cut at: cut at 64 KiB
+    vault_repo.write_raw(
+        "cards/git/brackets.md", f"---\nname: Brackets\nsummary: A paragraph of brackets.\n---\n\n{brackets}\n"
+    )
+    linted = vault_repo.cairn("lint", "cards/git/brackets.md")
+    assert linted.returncode == 0 and linted.stdout.splitlines() == [
+        "cards/git/brackets.md:6: internal-link links from here on are not checked: lint reads a body's first 64 KiB "
+        "as Markdown and a lesson is a few KiB; split this card into smaller ones"
+    ], linted.stdout
+
+
+def test_a_body_cut_for_markdown_keeps_its_links_lines_and_its_content() -> None:
+    from cairn.cards.body import MARKDOWN_CHARS, read_body
+
+    filler = "word " * 99 + "\n"  # 500 characters a line, no blank line
+    lines_before = (MARKDOWN_CHARS - 1_000) // len(filler)
+    body = "".join([filler] * lines_before) + "\n[before](../git/a.md)\n\n" + filler * 200 + "[after](../git/b.md)\n"
+    read = read_body(body)
+    assert [(link.href, link.line) for link in read.links] == [("../git/a.md", lines_before + 2)]
+    assert read.unread_from == lines_before + 4  # the line after the blank line that ends the read part
+    assert read.has_content
+    assert read_body(body.replace("[after](../git/b.md)", "after")).unread_from is None  # nothing past could link
+    headings = "# A heading\n\n" * (MARKDOWN_CHARS // 13 + 10)
+    assert not read_body(headings).has_content
+    assert read_body(headings + "The lesson itself, past the cut.\n").has_content
+    assert read_body("short [a](../git/a.md)\n").unread_from is None

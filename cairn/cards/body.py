@@ -1,4 +1,10 @@
-"""A card's Markdown body read with markdown-it-py: whether it holds more than headings, and its links."""
+"""A card's Markdown body read with markdown-it-py: whether it holds more than headings, and its links.
+
+Only a body's first `MARKDOWN_CHARS` are read as Markdown. markdown-it-py takes 2 to 30 seconds per MiB on shapes a
+writer can choose (a paragraph of `[`, a list of 250,000 items, a line of `*a`), and a card may be 1 MiB: one such
+card kept `cairn lint` busy for 23 s in every teammate's pre-commit hook and in CI. A lesson is a few KiB (the
+largest card of the benchmark suites is 10 KB); past the cut, lint says which lines it did not read for links.
+"""
 
 from __future__ import annotations
 
@@ -36,11 +42,16 @@ class CardBody:
     """What lint needs from a body.
 
     links: every link, for internal-link. has_content: whether anything besides headings is written (prose, lists,
-    code), for body-present.
+    code), for body-present. unread_from: the first line (1-based, in the body) not read as Markdown when the body is
+    longer than `MARKDOWN_CHARS` and what follows could hold a link (a `[` or a `<`), else None.
     """
 
     links: tuple[Link, ...]
     has_content: bool
+    unread_from: int | None = None
+
+
+MARKDOWN_CHARS = 64 * 1024
 
 
 _PARSER: MarkdownIt | None = None
@@ -51,9 +62,10 @@ def read_body(text: str) -> CardBody:
     global _PARSER
     if _PARSER is None:
         _PARSER = MarkdownIt("commonmark")
-    tokens = _PARSER.parse(text)
-    lines = text.split("\n")
-    definitions = _definition_lines(text)
+    read, rest = _cut(text)
+    tokens = _PARSER.parse(read)
+    lines = read.split("\n")
+    definitions = _definition_lines(read)
     links: list[Link] = []
     has_content = False
     for token in tokens:
@@ -61,7 +73,23 @@ def read_body(text: str) -> CardBody:
             has_content = True
         elif token.type == "inline" and token.children:
             links.extend(_links(token, lines, definitions))
-    return CardBody(links=tuple(links), has_content=has_content)
+    if rest and not has_content:  # past the cut, any line but a heading or a blank one is content
+        has_content = any(line.strip() and not line.lstrip().startswith("#") for line in rest.split("\n"))
+    unread_from = read.count("\n") + 1 if "[" in rest or "<" in rest else None
+    return CardBody(links=tuple(links), has_content=has_content, unread_from=unread_from)
+
+
+def _cut(text: str) -> tuple[str, str]:
+    """The body split where Markdown reading stops: after the last blank line (else the last line) that ends within
+    `MARKDOWN_CHARS`, so no paragraph is read in part; the whole body and "" when it is that short."""
+    if len(text) <= MARKDOWN_CHARS:
+        return text, ""
+    end = text.rfind("\n\n", 0, MARKDOWN_CHARS - 1) + 2  # after the blank line
+    if end < MARKDOWN_CHARS // 2:
+        end = text.rfind("\n", 0, MARKDOWN_CHARS) + 1
+    if end <= 0:
+        end = MARKDOWN_CHARS
+    return text[:end], text[end:]
 
 
 # A reference definition, `[label]: target` (the target may start on the next line), in a quote or a list too.

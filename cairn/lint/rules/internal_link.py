@@ -1,4 +1,5 @@
-"""internal-link: a Markdown link from a card's body to another card points at a card of the vault."""
+"""internal-link: a Markdown link from a card's body to another card points at a card of the vault (links in the
+body's first 64 KiB, `cairn.cards.body.MARKDOWN_CHARS`; past them, where a link could be, it says so)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import re
 from collections.abc import Iterator
 from urllib.parse import unquote
 
+from cairn.cards.body import MARKDOWN_CHARS
 from cairn.cards.card import card_id_from_path
 from cairn.finding import Finding
 from cairn.lint.model import WARNING, Context, Rule, Target
@@ -30,6 +32,13 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
             target,
             card.body_line + link.line - 1,
             f"the link '{link.href}' points at cards/{card_id}.md, which is not in the vault",
+        )
+    if target.body.unread_from is not None:
+        yield RULE.at(
+            target,
+            card.body_line + target.body.unread_from - 1,
+            f"links from here on are not checked: lint reads a body's first {MARKDOWN_CHARS // 1024} KiB as Markdown "
+            "and a lesson is a few KiB; split this card into smaller ones",
         )
 
 
