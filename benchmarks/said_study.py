@@ -2,6 +2,7 @@
 
     .venv/bin/python -m benchmarks.said_study [--semantic]     # about 5 minutes (10 with the extra)
     .venv/bin/python -m benchmarks.said_study --separation     # how well the share tells right first cards apart
+    .venv/bin/python -m benchmarks.said_study --floor          # the share as a floor under injected cards (round 21)
 
 A card's lead is counted `gates.NAMED_LEAD` times when the prompt says a larger share of the card's own words (its
 name and summary) than of the next admissible card's, by at least `gates.SAID_GAP`. This runs every suite at each
@@ -126,15 +127,54 @@ def separation(suites: tuple[str, ...]) -> None:
         gates.SAID_GAP = shipped
 
 
+FLOORS = (0.05, 0.08, 0.1, 0.12, 0.15, 0.2)
+
+
+def floor(suites: tuple[str, ...]) -> None:
+    """On the cases where a card is injected (words only, as shipped), the first injected card's own words share:
+    how many right and wrong first injections a floor on it would refuse (round 21)."""
+    from cairn.hot.recall import recall, said_share
+    from cairn.hot.vault import find_vault
+    from cairn.index import build as indexer
+    from cairn.quality.evaluate import load_cases
+
+    print(
+        "| suite | injected first: right / wrong | "
+        + " | ".join(f"floor {f}: right lost / wrong cut" for f in FLOORS)
+        + " |"
+    )
+    print("|---" * (len(FLOORS) + 2) + "|")
+    for suite in suites:
+        vault = find_vault(prepare(suite))
+        indexer.build_index(vault)
+        shares: dict[bool, list[float]] = {True: [], False: []}
+        with indexer.open_index(vault) as index:
+            for case in load_cases(cases_file(suite, vault.root)):
+                result = recall(index, case.query)
+                if not result.injected or result.weights is None:
+                    continue
+                first = result.injected[0]
+                shares[first.card.id in case.expect].append(said_share(first.card, frozenset(result.weights.terms)))
+        right, wrong = shares[True], shares[False]
+        cells = [f"{sum(v < f for v in right)} / {sum(v < f for v in wrong)}" for f in FLOORS]
+        print(f"| {suite} | {len(right)} / {len(wrong)} | " + " | ".join(cells) + " |")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--semantic", action="store_true", help="with the optional extra's evidence")
     parser.add_argument(
         "--separation", action="store_true", help="only the AUC of the own words share and of the lead (a minute)"
     )
+    parser.add_argument(
+        "--floor", action="store_true", help="only the share as a floor under injected cards (round 21; a minute)"
+    )
     args = parser.parse_args(argv)
     from cairn.hot import gates
 
+    if args.floor:
+        floor((*FITTABLE, *NEVER_FITTED))
+        return 0
     if args.separation:
         separation((*FITTABLE, *NEVER_FITTED))
         return 0
