@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import time
 from pathlib import Path
 
@@ -101,6 +102,7 @@ def test_sanitize_writes_a_redacted_copy_from_head_and_reports_per_file(vault_re
     }
     assert report["totals"]["internal-host"] == 2
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
+        ".cairn-sanitized",
         "cards/git/plain.md",
         "cards/ops/deploy-key.md",
     ]
@@ -195,21 +197,58 @@ def test_refuses_an_out_inside_the_vault_even_through_a_symlink(vault_repo: Vaul
     assert done.returncode == 1 and "holds the vault" in done.stderr
 
 
-def test_refuses_a_non_empty_folder_without_force_and_replaces_it_with_force(
-    vault_repo: VaultRepo, tmp_path: Path
-) -> None:
+def test_force_replaces_an_earlier_copy_and_no_other_folder(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: `--force` replaced any non-empty folder that was not the vault, its parent or the home folder: it
+    moved the folder aside and deleted it. `cairn sanitize --out /work --force`, run from a vault in /tmp, deleted a
+    whole workspace (every project's checkout and its git history) and wrote 14 cards in its place. Now `--force`
+    replaces only a copy `cairn sanitize` wrote: its `.cairn-sanitized` file and cards/ of card files, nothing else."""
     _secret_vault(vault_repo)
-    out = tmp_path / "shared"
-    out.mkdir()
-    (out / "old.txt").write_text("keep me unless forced")
-    done = vault_repo.invoke("sanitize", "--out", str(out))
-    assert done.returncode == 1 and "not empty" in done.stderr and "--force" in done.stderr
-    assert [p.name for p in out.iterdir()] == ["old.txt"]
+    work = tmp_path / "work"  # the shape of the workspace it deleted: projects with their git histories
+    project = work / "main"
+    project.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    (project / "README.md").write_text("a project\n")
+    (work / "shared").mkdir()
+    (work / "shared" / "notes.md").write_text("notes\n")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "old.txt").write_text("the user's own file")
+    forged = tmp_path / "forged"  # the marker alone does not make a folder a copy
+    (forged / "cards").mkdir(parents=True)
+    (forged / ".cairn-sanitized").write_text("x")
+    (forged / "cards" / "keep.txt").write_text("not a card file")
+    linked = tmp_path / "linked"
+    (linked / "cards").mkdir(parents=True)
+    (linked / ".cairn-sanitized").write_text("x")
+    os.symlink(project, linked / "cards" / "git")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink()}
+    for out in (work, mine, forged, linked):
+        for args in ([], ["--force"]):
+            done = vault_repo.cairn("sanitize", "--out", str(out), *args)
+            assert done.returncode == 1, (out, args)
+            assert done.stderr.splitlines() == [
+                f"Error: {out} is not empty and is not a copy `cairn sanitize` wrote (.cairn-sanitized and cards/ "
+                "only), so it is never replaced, not even with --force; choose a new or empty folder (nothing was "
+                "written)"
+            ]
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink()} == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # nothing moved aside
 
-    done = vault_repo.invoke("sanitize", "--out", str(out), "--force")
+    out = tmp_path / "shared-lessons"
+    assert vault_repo.cairn("sanitize", "--out", str(out)).returncode == 0
+    assert sorted(p.name for p in out.iterdir()) == [".cairn-sanitized", "cards"]
+    done = vault_repo.cairn("sanitize", "--out", str(out))
+    assert done.returncode == 1
+    assert done.stderr == f"Error: {out} holds an earlier copy; pass --force to replace it (nothing was written)\n"
+    (out / "cards" / "git" / "plain.md").write_text("stale")
+    done = vault_repo.cairn("sanitize", "--out", str(out), "--force")
     assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["cards"]
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".shared.")]
+    assert (out / "cards" / "git" / "plain.md").read_text() != "stale"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".shared-lessons.")]
+    (out / "README.md").write_text("added by hand to publish the copy")  # then it is the user's folder
+    done = vault_repo.cairn("sanitize", "--out", str(out), "--force")
+    assert done.returncode == 1 and "is not a copy `cairn sanitize` wrote" in done.stderr
+    assert (out / "README.md").is_file()
 
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -295,35 +334,46 @@ def test_cairn_sanitize_with_a_backtracking_pattern_is_one_error_line(vault_repo
 
 
 def test_a_run_killed_between_its_renames_is_put_right_by_the_next(vault_repo: VaultRepo, tmp_path: Path) -> None:
-    """`sanitize --force` moves the old folder aside (`.NAME.*.old`), renames its copy into place, then removes the
-    old one: killed between the two renames, `--out` was gone and the user's folder hidden for good beside it, with
-    the partial copy (`.NAME.*.tmp`). The next run moves it back (and says so), then works as it would have."""
+    """`sanitize --force` moves the earlier copy aside (`.NAME.*.old`), renames its copy into place, then removes the
+    old one: killed between the two renames, `--out` was gone and the copy hidden beside it, with the partial copy
+    (`.NAME.*.tmp`). The next run moves it back (and says so), then works as it would have. A leftover that holds
+    files `cairn sanitize` does not write is left as it is (and said): only copies are ever removed."""
     _secret_vault(vault_repo)
     out = tmp_path / "shared"
-    out.mkdir()
-    (out / "mine.txt").write_text("the user's own file")
+    assert vault_repo.cairn("sanitize", "--out", str(out)).returncode == 0
     # what a run killed between its renames leaves: --out moved aside, its partial copy beside it
     out.rename(tmp_path / ".shared.k1ll3d_1.old")
     (tmp_path / ".shared.k1ll3d_2.tmp" / "cards").mkdir(parents=True)
+    (tmp_path / ".shared.k1ll3d_5.tmp").mkdir()
+    (tmp_path / ".shared.k1ll3d_5.tmp" / "mine.txt").write_text("not a copy's")  # a name like ours, not ours
     (tmp_path / ".shared-other.k1ll3d_3.tmp").mkdir()  # another folder's: not this run's business
     done = vault_repo.cairn("sanitize", "--out", str(out))
     assert done.returncode == 1
-    assert done.stderr.splitlines() == [
+    assert sorted(done.stderr.splitlines()[:2]) == [
+        f"Note: left {tmp_path / '.shared.k1ll3d_5.tmp'} as it is: it holds files `cairn sanitize` does not write.",
         f"Note: removed {tmp_path / '.shared.k1ll3d_2.tmp'}, the partial copy of an interrupted run.",
-        f"Note: restored {out} from {tmp_path / '.shared.k1ll3d_1.old'}, where an interrupted run had moved it aside.",
-        f"Error: {out} is not empty; pass --force to replace it (nothing was written)",
     ]
-    assert (out / "mine.txt").read_text() == "the user's own file"
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".shared")) == [".shared-other.k1ll3d_3.tmp"]
-    # killed after the copy went into place, before the old folder was removed
+    assert done.stderr.splitlines()[2:] == [
+        f"Note: restored {out} from {tmp_path / '.shared.k1ll3d_1.old'}, where an interrupted run had moved it aside.",
+        f"Error: {out} holds an earlier copy; pass --force to replace it (nothing was written)",
+    ]
+    assert sorted(p.name for p in out.iterdir()) == [".cairn-sanitized", "cards"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".shared")) == [
+        ".shared-other.k1ll3d_3.tmp",
+        ".shared.k1ll3d_5.tmp",
+    ]
+    # killed after the copy went into place, before the old one was removed; and an old folder not a copy's
     (tmp_path / ".shared.k1ll3d_4.old").mkdir()
+    (tmp_path / ".shared.k1ll3d_6.old").mkdir()
+    (tmp_path / ".shared.k1ll3d_6.old" / ".git").mkdir()
     done = vault_repo.cairn("sanitize", "--out", str(out), "--force")
     assert done.returncode == 0, done.stderr
-    assert done.stderr == (
-        f"Note: removed {tmp_path / '.shared.k1ll3d_4.old'}, the replaced copy an interrupted run left.\n"
-    )
-    assert sorted(p.name for p in out.iterdir()) == ["cards"]
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".shared")) == [".shared-other.k1ll3d_3.tmp"]
+    assert sorted(line for line in done.stderr.splitlines() if ".old" in line) == [
+        f"Note: left {tmp_path / '.shared.k1ll3d_6.old'} as it is: it holds files `cairn sanitize` does not write.",
+        f"Note: removed {tmp_path / '.shared.k1ll3d_4.old'}, the replaced copy an interrupted run left.",
+    ]
+    assert sorted(p.name for p in out.iterdir()) == [".cairn-sanitized", "cards"]
+    assert (tmp_path / ".shared.k1ll3d_6.old" / ".git").is_dir()
 
 
 def test_the_placeholders_the_secret_rule_lets_pass_are_copied_as_written(vault_repo: VaultRepo) -> None:

@@ -36,6 +36,14 @@ from cairn.hot.vault import Vault
 from cairn.lint.rules.secret import REDACTABLE, bearer_kept, is_placeholder, placeholder_in
 
 PATTERN_SECONDS = 10.0  # all of a vault's cards through its own patterns, at most
+# The file every copy holds beside its cards/: `--force` replaces a folder only when it holds this file and nothing
+# but it and cards/ of card files, what `cairn sanitize` writes. Before, it replaced any folder it was given that was
+# not the vault, its parent or the home folder: `--out /work --force` moved a whole workspace aside and deleted it.
+MARKER = ".cairn-sanitized"
+MARKER_TEXT = (
+    "A copy of a vault's cards that `cairn sanitize` wrote, with secrets and identifying details redacted.\n"
+    "`cairn sanitize --force` may replace this folder, as long as it holds only this file and cards/.\n"
+)
 MAX_PATTERNS = 100
 MAX_PATTERN_CHARS = 1000
 
@@ -343,9 +351,44 @@ def check_out_dir(vault: Vault, out: Path, *, force: bool) -> Path:
         )
     if target.exists() and not target.is_dir():
         raise RefusedWrite(f"{out} exists and is not a folder (nothing was written)")
-    if target.is_dir() and any(target.iterdir()) and not force:
-        raise RefusedWrite(f"{out} is not empty; pass --force to replace it (nothing was written)")
+    if target.is_dir() and any(target.iterdir()):
+        if not sanitized_copy(target):
+            raise RefusedWrite(
+                f"{out} is not empty and is not a copy `cairn sanitize` wrote ({MARKER} and cards/ only), so it is "
+                "never replaced, not even with --force; choose a new or empty folder (nothing was written)"
+            )
+        if not force:
+            raise RefusedWrite(f"{out} holds an earlier copy; pass --force to replace it (nothing was written)")
     return target
+
+
+def sanitized_copy(folder: Path, *, marked: bool = True) -> bool:
+    """Whether `folder` holds only what `cairn sanitize` writes: its `MARKER` file (unless not `marked`: a partial
+    copy may not have it yet) and a `cards/` folder of folders and `.md` files, no symlink anywhere. An empty folder
+    counts. Only such a folder is replaced, or removed as a leftover."""
+    try:
+        with os.scandir(folder) as entries:
+            top = {entry.name: entry for entry in entries}
+    except OSError:
+        return False
+    if not top:
+        return True
+    if not set(top) <= {MARKER, "cards"} or (marked and MARKER not in top):
+        return False
+    if MARKER in top and not top[MARKER].is_file(follow_symlinks=False):
+        return False
+    if "cards" not in top:
+        return True
+    if not top["cards"].is_dir(follow_symlinks=False):
+        return False
+    for root, dirs, files in os.walk(folder / "cards"):
+        for name in dirs:
+            if os.path.islink(os.path.join(root, name)):  # os.walk lists a link to a folder among the folders
+                return False
+        for name in files:
+            if not name.endswith(".md") or os.path.islink(os.path.join(root, name)):
+                return False
+    return True
 
 
 def sanitize_vault(
@@ -390,15 +433,21 @@ def recover_interrupted(target: Path) -> list[str]:
     )  # the newest first: the one a run moved aside last
     for name in names:
         if _leftover(name, target, ".tmp"):
-            shutil.rmtree(parent / name, ignore_errors=True)
-            steps.append(f"removed {parent / name}, the partial copy of an interrupted run")
+            if sanitized_copy(parent / name, marked=False):
+                shutil.rmtree(parent / name, ignore_errors=True)
+                steps.append(f"removed {parent / name}, the partial copy of an interrupted run")
+            else:
+                steps.append(f"left {parent / name} as it is: it holds files `cairn sanitize` does not write")
     if olds and not os.path.lexists(target):
         os.rename(olds[0], target)
         steps.append(f"restored {target} from {olds[0]}, where an interrupted run had moved it aside")
         olds = olds[1:]
     for old in olds:
-        shutil.rmtree(old, ignore_errors=True)
-        steps.append(f"removed {old}, the replaced copy an interrupted run left")
+        if sanitized_copy(old):
+            shutil.rmtree(old, ignore_errors=True)
+            steps.append(f"removed {old}, the replaced copy an interrupted run left")
+        else:
+            steps.append(f"left {old} as it is: it holds files `cairn sanitize` does not write")
     return steps
 
 
@@ -448,6 +497,7 @@ def _sanitize(repo: Any, vault: Vault, target: Path, out: Path, settings: Saniti
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name[:40]}.", suffix=".tmp", dir=target.parent))
     try:
+        (staging / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
         texts: list[tuple[str, str]] = []
         for entry in gitrepo.card_entries(repo, commit, vault):
             if card_id_from_path(entry.path) is None:
@@ -487,13 +537,16 @@ def _plain_path(path: str) -> bool:
 
 
 def _move_into_place(staging: Path, target: Path) -> None:
-    """Rename the finished copy onto `target`; a replaced folder is moved aside first and removed after."""
+    """Rename the finished copy onto `target`; a replaced folder (an earlier copy: `check_out_dir` made sure, and it
+    is checked again here, just before) is moved aside first and removed after."""
     if not target.exists():
         os.rename(staging, target)
         return
     if not any(target.iterdir()):
         os.replace(staging, target)  # an empty folder is replaced in one step on POSIX
         return
+    if not sanitized_copy(target):  # something was written into it while the copy was made
+        raise RefusedWrite(f"{target} changed while the copy was made and is no longer one `cairn sanitize` wrote")
     old = Path(tempfile.mkdtemp(prefix=f".{target.name[:40]}.", suffix=".old", dir=target.parent))
     os.rmdir(old)
     os.rename(target, old)

@@ -62,9 +62,13 @@ def audit(require_signed: bool, vault_path: str | None, as_json: bool) -> None:
     "out",
     required=True,
     type=click.Path(path_type=Path),
-    help="Folder for the redacted copy; outside the vault, new or empty (or --force).",
+    help="Folder for the redacted copy; outside the vault, new or empty (or an earlier copy, with --force).",
 )
-@click.option("--force", is_flag=True, help="Replace a non-empty --out folder.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace an earlier copy in --out (a folder holding only .cairn-sanitized and cards/); no other folder.",
+)
 @vault_option
 @json_option
 @errors_to_exit
@@ -79,9 +83,13 @@ def sanitize(out: Path, force: bool, vault_path: str | None, as_json: bool) -> N
       patterns = ["ACME-[0-9]+"]
       internal_domains = [".corp.example.com"]
 
+    The copy is cards/ and a .cairn-sanitized file that marks it as one;
+    --force replaces only such a folder, never one holding anything else.
+
     \b
     Example:
       cairn sanitize --out /tmp/lessons-to-share
+      cairn sanitize --out /tmp/lessons-to-share --force   # refresh it
     """
     from cairn.cards.sanitize import sanitize_vault
 
