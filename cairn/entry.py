@@ -30,6 +30,6 @@ def _hook(argv: list[str]) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe: the agent went away; nothing to report to
-            pass
+        except (OSError, ValueError, AttributeError):  # a closed pipe (the agent went away), or no stream at all
+            pass  # (`>&-`: Python makes it None): nothing to report to
     os._exit(status)

@@ -172,4 +172,49 @@ def test_usage_errors_never_exit_2(vault_repo: VaultRepo) -> None:
     shown = vault_repo.cairn("hook", "--help")
     assert shown.returncode == 0
     assert "Example:" in shown.stdout and "--format" in shown.stdout
-    assert not (state_dir() / "hook.jsonl").exists()
+    assert [entry["error"] for entry in log_entries()] == [
+        "UsageError: --format must be one of claude-code, codex, gemini, text, json, not 'cursor'; fix the hook "
+        "command in the agent's settings",
+        "UsageError: unknown option '--bogus'; fix the hook command in the agent's settings",
+        "UsageError: --format is required (claude-code, codex, gemini, text, json); fix the hook command in the "
+        "agent's settings",
+        "UsageError: --format needs a value; fix the hook command in the agent's settings",
+    ]  # --help logs nothing
+
+
+def test_a_misspelt_format_reads_the_agents_whole_payload_before_it_exits(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a command line the hook could not understand (`--format Codex` in the agent's settings) exited
+    before reading stdin, so the agent's write of a payload larger than the pipe failed (EPIPE; Codex then reports
+    "failed to write hook stdin", not the typo), and nothing was logged for `cairn doctor`."""
+    payload = payload_for("codex", "x " * 1_000_000, vault_repo.root)  # 2 MB: far more than a pipe holds
+    started = subprocess.Popen(
+        [cairn_executable(), "hook", "--format", "Codex"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=vault_repo.root,
+        env=dict(os.environ),
+    )
+    out, err = started.communicate(payload.encode(), timeout=60)  # raises BrokenPipeError if the hook did not read
+    assert (started.returncode, out) == (1, b"")
+    assert err.decode().splitlines()[0] == (
+        "Error: --format must be one of claude-code, codex, gemini, text, json, not 'Codex'"
+    )
+    assert log_entries()[-1]["error"].startswith("UsageError: --format must be one of")
+    assert "x x x" not in (state_dir() / "hook.jsonl").read_text()  # the prompt is never stored
+
+
+def test_a_closed_stdout_is_an_exit_0(vault_repo: VaultRepo) -> None:
+    """Bug fixed: with its stdout closed (`>&-`: Python's sys.stdout is None), the hook served the cards, then
+    printed a traceback (AttributeError) and exited 1."""
+    make_vault(vault_repo)
+    done = subprocess.run(
+        ["sh", "-c", f"'{cairn_executable()}' hook --format claude-code >&-"],
+        input=payload_for("claude-code", FITTING_PROMPT, vault_repo.root).encode(),
+        capture_output=True,
+        cwd=vault_repo.root,
+        env=dict(os.environ),
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert log_entries()[-1]["injected"] and log_entries()[-1]["error"] is None

@@ -61,8 +61,10 @@ Usage: cairn hook --format FORMAT [--vault PATH] [--scope TAGS]
 
   The agent prompt hook: reads the agent's hook input on stdin and prints the
   cards that fit the prompt in the form that agent expects (nothing when none
-  fits). It always exits 0 so it never blocks a prompt; errors go to the log
-  ($CAIRN_STATE_DIR/hook.jsonl).
+  fits). Whatever its input holds it exits 0, so it never blocks a prompt;
+  errors go to the log ($CAIRN_STATE_DIR/hook.jsonl). A command line it
+  cannot understand (a misspelt --format) exits 1 with the error on stderr,
+  which the agent shows, and in the log.
 
 Options:
   --format FORMAT  claude-code | codex | gemini | text | json
@@ -132,8 +134,7 @@ def main(argv: list[str]) -> int:
     try:
         options = parse_args(argv)
     except UsageError as exc:
-        sys.stderr.write(f"Error: {exc}\nTry `cairn hook --help`.\n")
-        return 1
+        return _refuse_command_line(exc)
     if options.help:
         sys.stdout.write(HELP)
         return 0
@@ -164,9 +165,32 @@ def main(argv: list[str]) -> int:
         try:
             sys.stdout.write(output)
             sys.stdout.flush()
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):  # AttributeError: no stdout at all (`>&-`: sys.stdout is None)
             pass
     return 0
+
+
+def _refuse_command_line(exc: UsageError) -> int:
+    """A command line the hook cannot understand (a misspelt --format in the agent's settings): the error on stderr,
+    which the agent shows, and in the log, for `cairn doctor`; exit 1, which no agent takes as blocking the prompt.
+    stdin is read and dropped first: a hook that exits with it unread fails the agent's write (Codex then reports
+    "failed to write hook stdin", not the typo)."""
+    entry = new_entry("none")
+    entry["error"] = f"UsageError: {exc}; fix the hook command in the agent's settings"
+    try:
+        if sys.stdin is not None and not sys.stdin.isatty():  # at a terminal, nobody is writing a payload
+            _read_stdin(sys.stdin.buffer)
+    except Exception:  # stdin never closed, or unreadable: the error below is what matters
+        pass
+    try:
+        append_log(_state_dir(), entry)
+    except Exception:  # nowhere to log: stderr still says it
+        pass
+    try:
+        sys.stderr.write(f"Error: {exc}\nTry `cairn hook --help`.\n")
+    except (OSError, ValueError, AttributeError):
+        pass
+    return 1
 
 
 class _StdinOpen(Exception):
