@@ -5,6 +5,7 @@ writes the side file again. Skipped without the extra."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -131,12 +132,18 @@ def test_the_warm_encoder_takes_its_lock_before_its_model_and_writes_no_pid_thro
     (state / "semantic.pid").symlink_to(precious)
     daemon = subprocess.Popen([sys.executable, "-c", DAEMON_CODE], env=env, stderr=subprocess.PIPE)
     try:
+        # The socket is bound a moment before the pid file is written (CI once read it in between, on a loaded
+        # machine): wait for the pid file as a regular file, then read it.
+        pid_file = state / "semantic.pid"
         deadline = time.monotonic() + 60
-        while not (state / "semantic.sock").exists() and daemon.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.1)
+        while daemon.poll() is None and time.monotonic() < deadline:
+            if (state / "semantic.sock").exists() and not pid_file.is_symlink():
+                with contextlib.suppress(FileNotFoundError):
+                    if pid_file.read_text().endswith("\n"):  # written whole
+                        break
+            time.sleep(0.05)
         assert (state / "semantic.sock").exists()
         assert precious.read_text() == "keep me\n"
-        pid_file = state / "semantic.pid"
         assert not pid_file.is_symlink() and pid_file.read_text() == f"{daemon.pid}\n"
         assert daemon.wait(timeout=60) == 0  # idle: stopped
     finally:
