@@ -73,9 +73,9 @@ def test_workflow_posts_the_error_when_review_cannot_run(tmp_path: Path) -> None
     runner.mkdir()
     step = _workflow_step(Path(__file__).resolve().parents[1] / "cairn" / "templates" / "vault", "Review")
     outputs = _run_step(vault_repo.root, step, {"BASE_SHA": "0" * 39 + "1"}, runner)
-    assert outputs["status"] == "1"
+    assert outputs["status"] == "2"
     comment = (runner / "review.md").read_text()
-    assert "cairn review could not run (exit 1)" in comment
+    assert "cairn review could not run (exit 2)" in comment
     assert "Error: unknown revision" in comment
     assert comment in (runner / "summary").read_text()
     # a review that runs is posted as it is

@@ -213,3 +213,23 @@ def test_a_name_or_summary_of_invisible_characters_only_is_empty(vault_repo: Vau
         "cards/t/zw.md:2: required-field 'name' is empty",
         "cards/t/zw.md:3: required-field 'summary' is empty",
     ]
+
+
+def test_the_calendars_first_and_last_days_are_dates_lint_can_check_on(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn lint --today 9999-12-31` (or CAIRN_TODAY) stopped with "unexpected OverflowError: date value
+    out of range (a bug in Cairn)": verified-at-future added a day to today. The rules compare differences."""
+    vault_repo.write(
+        "git/dated", "A dated card", "Compare with git reflog before you pull.", "The lesson.", verified_at="2026-11-01"
+    )
+    last = vault_repo.cairn("lint", "--today", "9999-12-31")
+    assert last.returncode == 0, last.stderr
+    assert last.stdout.splitlines() == [
+        "cards/git/dated.md:4: verified-at-stale verified_at 2026-11-01 is more than 365 days ago; check the lesson "
+        "still holds, then update verified_at"
+    ]
+    first = vault_repo.cairn("lint", "--today", "0001-01-01")
+    assert first.returncode == 1, first.stderr
+    assert first.stdout.splitlines() == [
+        "cards/git/dated.md:4: verified-at-future verified_at 2026-11-01 is in the future; write the date the lesson "
+        "was checked"
+    ]

@@ -305,8 +305,12 @@ def test_review_without_evals_says_so(vault_repo: VaultRepo) -> None:
 def test_review_bad_revision_is_one_line_error(vault_repo: VaultRepo) -> None:
     _base(vault_repo)
     done = vault_repo.invoke("review", "nope..HEAD")
-    assert done.returncode == 1
-    assert done.stderr.startswith("Error: unknown revision 'nope'")
+    assert done.returncode == 2  # the review did not run: not "cards that fail" (1), which CI would report
+    assert done.stderr == "Error: unknown revision 'nope'; give a commit, branch or tag\n"
+    for spec in ("--all", "-x..HEAD", "a..b..c"):
+        done = vault_repo.invoke("review", "--", spec)
+        assert done.returncode == 2, (spec, done.stderr)
+        assert done.stderr.startswith("Error: ") and done.stderr.count("\n") == 1, done.stderr
 
 
 def test_review_outside_git_names_no_option_it_lacks(isolated_env: Path, tmp_path: Path) -> None:
@@ -314,7 +318,7 @@ def test_review_outside_git_names_no_option_it_lacks(isolated_env: Path, tmp_pat
     (tmp_path / "cards").mkdir()
     (tmp_path / "cairn.toml").write_text("")
     done = run_cairn("review", "main..HEAD", cwd=tmp_path)
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert done.stderr.strip() == (
         f"Error: {tmp_path} is not in a git repository; review compares two commits: run it in a clone of the vault"
     )
@@ -335,7 +339,7 @@ def test_a_shallow_ci_clone_is_told_to_fetch_the_history(vault_repo: VaultRepo, 
     ci = VaultRepo(clone)
     ci.git("fetch", "-q", "--depth", "1", "origin", "main:refs/remotes/origin/main")
     done = ci.cairn("review", "origin/main..HEAD")
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert done.stderr.startswith("Error: this clone is shallow") and "`git fetch --unshallow`" in done.stderr
     assert done.stderr.count("\n") == 1 and "share no history" not in done.stderr
     ci.git("fetch", "-q", "--unshallow", "origin")
@@ -396,7 +400,7 @@ def test_revisions_are_read_as_git_reads_them(vault_repo: VaultRepo) -> None:
     assert done.returncode == 0 and [c["id"] for c in json.loads(done.stdout)["cards"]] == ["a/two"], done.stderr
     for spec, rev in (("HEAD@{99}..HEAD", "HEAD@{99}"), ("@{-1}", "@{-1}"), ("HEAD^{tree}..HEAD", "HEAD^{tree}")):
         done = vault_repo.cairn("review", spec)
-        assert done.returncode == 1
+        assert done.returncode == 2
         assert done.stderr == f"Error: unknown revision {rev!r}; give a commit, branch or tag\n"
 
 

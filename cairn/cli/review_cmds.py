@@ -17,8 +17,9 @@ from cairn.cli.common import (
     vault_option,
     warn,
 )
-from cairn.hot.errors import CairnError
+from cairn.hot.errors import CairnError, NotAGitRepository
 from cairn.index import build as indexer
+from cairn.terminal import clean_line
 
 
 @click.command("calibrate")
@@ -264,7 +265,9 @@ def review_cmd(range_spec: str, fmt: str, as_json: bool, today: object, vault_pa
          removed, a card removed, retired, expired or superseded, or hook,
          pre-commit, workflow, agent settings or agent instructions files
          (CLAUDE.md, AGENTS.md) touched
-      2  usage error
+      2  usage error, or the review could not run: a revision git does
+         not know, a shallow clone whose history stops before the merge
+         base, no git repository
 
     \b
     Example:
@@ -290,8 +293,12 @@ def review_cmd(range_spec: str, fmt: str, as_json: bool, today: object, vault_pa
 
     vault = open_vault(vault_path)
     day = today.date() if isinstance(today, dt.datetime) else None
-    with progress_stages() as stage:
-        result = review.review(vault, range_spec, today=day, progress=stage)
+    try:
+        with progress_stages() as stage:
+            result = review.review(vault, range_spec, today=day, progress=stage)
+    except (review.RangeError, NotAGitRepository) as exc:  # exit 2: the review did not run (no cards failed)
+        echo(f"Error: {clean_line(str(exc))}", err=True)
+        raise SystemExit(2) from None
     if as_json or fmt == "json":
         echo_json(result.to_dict())
     else:

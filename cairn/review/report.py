@@ -358,6 +358,12 @@ class Review:
 # -- the review ---------------------------------------------------------------------------------------------------
 
 
+class RangeError(CairnError):
+    """The range cannot be reviewed as given (not a range, a revision git does not know, a history that does not
+    reach the merge base): a usage error, exit 2, not a failing review (exit 1: "the author fixes it"). In CI, a
+    mistyped or unfetched base must not read as cards that fail."""
+
+
 def parse_range(spec: str) -> tuple[str, str]:
     """`BASE..HEAD`, `BASE...HEAD` or `BASE` (then HEAD is `HEAD`)."""
     spec = spec.strip()
@@ -366,7 +372,7 @@ def parse_range(spec: str) -> tuple[str, str]:
         base, _, head = spec.partition("..")
     base, head = base.strip() or "HEAD", head.strip() or "HEAD"
     if base.startswith("-") or head.startswith("-"):
-        raise CairnError(f"{spec!r} is not a range; give BASE..HEAD, e.g. origin/main..HEAD")
+        raise RangeError(f"{spec!r} is not a range; give BASE..HEAD, e.g. origin/main..HEAD")
     return base, head
 
 
@@ -386,17 +392,20 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
         return stages(label) if stages is not None else None
 
     base_rev, head_rev = parse_range(spec)
-    base_tip = gitrepo.resolve_commit(repo, base_rev)
-    head = gitrepo.resolve_commit(repo, head_rev)
+    try:
+        base_tip = gitrepo.resolve_commit(repo, base_rev)
+        head = gitrepo.resolve_commit(repo, head_rev)
+    except CairnError as exc:
+        raise RangeError(str(exc)) from None
     base = gitrepo.merge_base(repo, base_tip, head)
     if base is None and gitrepo.shallow_commits(repo):
         # A CI checkout's default depth of 1: the merge base is simply not fetched, not missing from history.
-        raise CairnError(
+        raise RangeError(
             f"this clone is shallow, so git cannot find where {head_rev} branched from {base_rev}; fetch the history "
             "(`git fetch --unshallow`, or `fetch-depth: 0` in actions/checkout), then run the review again"
         )
     if base is None:
-        raise CairnError(f"{base_rev} and {head_rev} share no history; nothing to compare")
+        raise RangeError(f"{base_rev} and {head_rev} share no history; nothing to compare")
     day = today or dt.date.today()
     raw_changes = gitrepo.changed_cards(repo, base, head, vault)
     base_config = gitrepo.read_path(repo, base, CONFIG_FILE, vault)

@@ -15,7 +15,7 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
     max_age = context.settings.max_age_days
     if card.status != "active" or card.verified_at is None:
         return
-    if card.verified_at < context.today - dt.timedelta(days=max_age):
+    if context.today - card.verified_at > dt.timedelta(days=max_age):  # a difference: no date overflows
         yield RULE.at(
             target,
             target.line_of("verified_at"),
