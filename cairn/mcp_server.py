@@ -180,9 +180,11 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def _wire_line(line: bytes) -> bytes:
     """One line of the protocol as the SDK can parse it: undecodable bytes as U+FFFD (whatever the SDK's version
-    does with them), and a string's lone UTF-16 surrogate (`"\\ud800"`, half an emoji a client's cut left) as
+    does with them), no byte-order mark before it, and a string's lone UTF-16 surrogate (`"\\ud800"`, half an emoji a client's cut left) as
     U+FFFD too: the SDK's parser rejects such a line without a word, so the client waited for an answer for ever."""
     text = line.decode("utf-8", "replace")
+    if text.startswith("\ufeff"):  # a byte-order mark (a client on Windows): not JSON, so dropped without a word
+        text = text[1:]
     if _SURROGATE_ESCAPE.search(text):
         try:
             message = json.loads(text)

@@ -361,9 +361,10 @@ def test_a_lone_surrogate_or_a_bad_byte_in_a_request_is_answered(vault_repo: Vau
             call(3, "explain", '{"query": "\\ud83d\\ude00 docker CMD shell form SIGTERM \\\\ud800"}'),
             call(4, "recall", f'{{"query": "{query}"}}').replace(b"git pull", b"git \xff pull"),
             call(5, "show", '{"id": "git/force-push-rebase"}'),
+            b"\xef\xbb\xbf" + call(6, "show", '{"id": "git/force-push-rebase"}'),  # after a byte-order mark
         ],
     )
-    assert None not in answers  # each was answered (the first, third and fourth were not: the client waited)
+    assert None not in answers  # each was answered (the first, third, fourth and sixth were not: the client waited)
     texts = [a["result"]["content"][0]["text"] for a in answers]
     assert [c["id"] for c in json.loads(texts[0])["cards"]] == ["git/force-push-rebase"]
     assert answers[1]["result"]["isError"] is True and "no card '\ufffd'" in texts[1]
@@ -371,6 +372,7 @@ def test_a_lone_surrogate_or_a_bad_byte_in_a_request_is_answered(vault_repo: Vau
     assert json.loads(texts[2])["query"] == "\U0001f600 docker CMD shell form SIGTERM \\ud800"
     assert json.loads(texts[3])["abstained"] is False
     assert json.loads(texts[4])["id"] == "git/force-push-rebase"
+    assert json.loads(texts[5])["id"] == "git/force-push-rebase"
 
 
 def test_serve_verbose_logs_each_call_and_not_the_agents_text(vault_repo: VaultRepo, tmp_path: Path) -> None:
