@@ -717,3 +717,16 @@ def test_a_url_or_a_missing_source_is_a_usage_error_that_says_what_to_do(vault_r
         "Error: Invalid value for 'SRC': 'notes/CLAUDE.md' does not exist; give a Markdown file or a folder of them"
     )
     assert list((vault_repo.root / "cards").iterdir()) == []
+
+
+def test_section_may_name_a_documents_one_h1(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: a document's one H1 is its title, not a section, so `--section Gotchas` on a file whose only
+    heading is `# Gotchas` found the heading and took nothing from it: "Would import 0 card(s)", exit 0. The section
+    it names is now the whole document."""
+    _start(vault_repo)
+    (tmp_path / "CLAUDE.md").write_text("# Gotchas\n\n- Deploys fail because the cache is stale, so clear it first.\n")
+    code, report = _import(vault_repo, "CLAUDE.md", "--section", "Gotchas", "--dry-run", cwd=tmp_path)
+    assert code == 0
+    assert [(c["id"], c["status"], c["scope"]) for c in report["cards"]] == [
+        ("gotchas/deploys-fail-because-the-cache-is-stale-so-clear-it-first", "would-write", ["gotchas"])
+    ]

@@ -326,8 +326,11 @@ def plan_lessons(
             level = int(token.tag[1:])
             heading = _plain(tokens[i + 1])
             stack = [h for h in stack if h[0] < level]
-            found = found or (wanted is not None and _section_key(heading) == wanted)
-            if not (titled and level == 1):  # a document's one H1 is its title, not a section
+            asked = wanted is not None and _section_key(heading) == wanted
+            found = found or asked
+            # A document's one H1 is its title, not a section, unless --section names it: then the section it heads
+            # is the whole document (it found it, and gave nothing from it, with "Would import 0 card(s)").
+            if not (titled and level == 1) or asked:
                 stack.append((level, heading, (token.map[0] if token.map else 0) + 1 + offset))
                 headings.append(heading)
             continue
