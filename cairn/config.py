@@ -173,7 +173,9 @@ def parse_config(text: str | None, source: str = CONFIG_FILE, *, commit: str | N
     sections: dict[str, Any] = {}
     found: list[tuple[int, str]] = []  # every mistake, so that one `cairn lint` shows them all
     for name, table in data.items():
-        if name not in _SECTIONS:
+        if name not in _SECTIONS and not isinstance(table, dict):  # `bogus = 1` above every [section]
+            mistakes = [_Mistake(f"{name} is outside every section; settings go under one of: {', '.join(_SECTIONS)}")]
+        elif name not in _SECTIONS:
             mistakes = [_Mistake(f"unknown section [{name}]; known: {', '.join(_SECTIONS)}")]
         elif not isinstance(table, dict):
             mistakes = [_Mistake(f"[{name}] must be a table")]

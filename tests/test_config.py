@@ -34,6 +34,7 @@ def test_values_are_typed_and_round_trip() -> None:
     ("text", "message"),
     [
         ("[recal]\n", "unknown section [recal]"),
+        ("max_cards = 2\n[recall]\n", "max_cards is outside every section; settings go under one of: recall, lint"),
         ("[recall]\nmax_card = 1\n", "unknown key 'max_card' in [recall]"),
         ("[recall]\nmax_cards = 'three'\n", "max_cards must be a whole number"),
         ("[recall]\nmin_lead = true\n", "min_lead must be a number"),
