@@ -185,6 +185,8 @@ def _wire_line(line: bytes) -> bytes:
     text = line.decode("utf-8", "replace")
     if text.startswith("\ufeff"):  # a byte-order mark (a client on Windows): not JSON, so dropped without a word
         text = text[1:]
+    if text.count("[") + text.count("{") > MAX_DEPTH:
+        text = _shallow(text)
     if _SURROGATE_ESCAPE.search(text):
         try:
             message = json.loads(text)
@@ -194,6 +196,34 @@ def _wire_line(line: bytes) -> bytes:
         if _SURROGATE.search(dumped):
             return _SURROGATE.sub("\ufffd", dumped).encode("utf-8") + b"\n"
     return text.encode("utf-8")
+
+
+# The deepest request the SDK is handed: its validation gives up, without a word, on arguments nested about 200 deep.
+MAX_DEPTH = 64
+
+
+def _shallow(text: str) -> str:
+    """A request nested deeper than MAX_DEPTH with its params left out, so the SDK answers its id with an error
+    (the client waited for ever); any other line as it is."""
+    try:
+        message = json.loads(text)
+    except (ValueError, RecursionError):  # not JSON, or too deep for this parser too: no id to answer
+        return text
+    if not isinstance(message, dict) or "params" not in message or _depth(message) <= MAX_DEPTH:
+        return text
+    message["params"] = {"name": "", "arguments": {}} if message.get("method") == "tools/call" else {}
+    return json.dumps(message) + "\n"
+
+
+def _depth(value: object) -> int:
+    """How deep lists and objects nest in a parsed JSON value (1 for a flat one), without recursion."""
+    deepest, pending = 0, [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            pending.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 class _FilteredLines(io.RawIOBase):

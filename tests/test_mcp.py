@@ -609,3 +609,25 @@ def test_a_configured_vaults_scopes_limit_what_the_tools_give_as_the_hook(vault_
     assert reasons["git/force-push-rebase"] == "out_of_scope"
     assert _text_json(none) == {"cards": [], "abstained": True}
     assert _text_json(unexplained)["skipped"] == "scope"
+
+
+def test_a_request_nested_too_deep_is_answered(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a tool call whose arguments nest about 200 deep (a scope of `[[[...]]]`) got no answer: the SDK's
+    validation gave up without a word and the client waited for ever. Such a request is answered with an error for
+    its id, and the server goes on."""
+    _lessons(vault_repo)
+    deep = "[" * 250 + "]" * 250
+    answers = exchange_lines(
+        vault_repo.root,
+        [
+            (
+                '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "recall", "arguments": '
+                f'{{"query": "git pull --rebase", "scope": {deep}}}}}}}\n'
+            ).encode(),
+            b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "show", "arguments": '
+            b'{"id": "git/force-push-rebase"}}}\n',
+        ],
+    )
+    assert answers[0] is not None  # an error for id 1: a result with isError, or a JSON-RPC error
+    assert answers[0].get("error") is not None or answers[0]["result"]["isError"] is True, answers[0]
+    assert json.loads(answers[1]["result"]["content"][0]["text"])["id"] == "git/force-push-rebase"
