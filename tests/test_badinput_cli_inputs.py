@@ -313,6 +313,13 @@ def test_a_cards_folder_that_is_a_symlink_out_of_the_vault_is_neither_linted_thr
     assert lint.returncode == 1 and "cards:0: file-symlink" in lint.stdout, lint.stdout + lint.stderr
     line = _one_error_line(vault_repo.cairn("show", "--worktree", "git/lesson"))
     assert line.startswith("Error: cards/git/lesson.md:0: path-outside-cards")
+    # `cairn index --worktree` said only "Indexed 0 cards": it names why now, as the commit's index does
+    indexed = vault_repo.cairn("index", "--worktree")
+    assert indexed.returncode == 0 and indexed.stdout.startswith("Indexed 0 cards at working tree"), indexed.stdout
+    assert indexed.stderr.splitlines()[0] == (
+        "cards:0: file-symlink cards/ must be a folder, not a symlink or a file; no card is read through it  "
+        "(left out of the index)"
+    ), indexed.stderr
 
 
 def test_lint_does_not_misstate_the_size_of_a_card_it_read_only_the_start_of(vault_repo: VaultRepo) -> None:

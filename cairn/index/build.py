@@ -238,6 +238,10 @@ def build_worktree_index(vault: Vault, progress: Progress | None = None) -> Inde
     problems: list[Finding] = []
     for done, file in enumerate(files, 1):
         rel = file.relative_to(vault.root).as_posix()
+        if rel == CARDS_DIR:  # cards/ itself a symlink (`worktree_card_files` lists it): as the commit's index says
+            why = "cards/ must be a folder, not a symlink or a file; no card is read through it"
+            problems.append(Finding(rel, 0, "file-symlink", why))
+            continue
         if card_id_from_path(rel) is None:
             continue
         card, findings = read_worktree_card(vault, file)
