@@ -398,6 +398,8 @@ def test_show_with_an_unknown_vault_name_says_so(vault_repo: VaultRepo, tmp_path
     for cwd in (vault_repo.root, tmp_path):
         done = run("show", "zzz:a/b", cwd=cwd)
         assert done.returncode == 1 and done.stderr == expected, done.stderr
+        done = run("show", "x:a/b", cwd=cwd)  # a one-letter name: it was "not a card id" (a Windows drive's form)
+        assert done.returncode == 1 and done.stderr == expected.replace("zzz", "x"), done.stderr
     assert run("show", "team:a/b", cwd=tmp_path).returncode == 0
     unknown_card = run("show", "team:a/nope", cwd=tmp_path)  # a known vault: the card is what is missing
     assert unknown_card.returncode == 1 and unknown_card.stderr.startswith("Error: no card 'a/nope'")

@@ -28,7 +28,7 @@ from cairn.cli.common import (
     vault_option,
     warn,
 )
-from cairn.hot.errors import CairnError, CardNotFound, VaultNotFound
+from cairn.hot.errors import CairnError, CardNotFound, InvalidId, VaultNotFound
 from cairn.hot.vault import Vault, find_vault
 from cairn.index import build as indexer
 from cairn.index.store import IndexBusy
@@ -558,9 +558,10 @@ def show(card_id: str, worktree: bool, vault_path: str | None, as_json: bool) ->
         vault = open_vault(vault_path)
         listing = "cairn list" + (f" --vault {shlex.quote(vault_path)}" if vault_path else "")
         record = catalog.card_record(vault, card_id, worktree=worktree, list_command=listing, warn=warn)
-    except (CardNotFound, VaultNotFound) as exc:
+    except (CardNotFound, VaultNotFound, InvalidId) as exc:
         # `zzz:git/x` with no vault zzz configured was looked up as the id `zzz:git/x` (an id may hold a colon), and
-        # "no card" or "no vault here" hid the mistake, the vault's name; a --vault that is no vault is its own
+        # "no card" or "no vault here" hid the mistake, the vault's name (`x:git/x`, a one-letter name, was "not a
+        # card id": it reads as a Windows drive); a --vault that is no vault is its own
         unknown = unknown_vault_name(card_id)
         if unknown is None or (isinstance(exc, VaultNotFound) and vault_path is not None):
             raise
