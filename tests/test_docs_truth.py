@@ -376,7 +376,7 @@ def test_the_chinese_readme_shows_the_same_commands_section_by_section() -> None
 
 def test_the_chinese_readme_quotes_the_same_figures() -> None:
     en, zh = _readmes()
-    assert len(_figures(en)) > 100  # the measured table is read
+    assert len(_figures(en)) > 60  # the measured tables are read
     assert _figures(zh) == _figures(en)
 
 
@@ -386,14 +386,11 @@ def _whole_numbers(text: str) -> Counter[str]:
 
 
 def test_the_chinese_readme_quotes_the_same_whole_numbers() -> None:
-    """The figures check read decimals only: a count (1,338 negatives, 127 prompts, 18 of 28) could change in the
-    translation unseen. Chinese writes millions in 万: 15M is 1,500 万, 38M is 3,800 万."""
+    """The figures check read decimals only: a count (1,338 negatives, 127 prompts, 1 of 16) could change in the
+    translation unseen."""
     en, zh = (_whole_numbers(text) for text in _readmes())
-    for million, wan in (("15", "1,500"), ("38", "3,800")):
-        en[million] -= 1
-        zh[wan] -= 1
     zh["5"] -= 1  # "5%" is said twice in Chinese: on every suite, and on the follow-ups on every vault
-    assert sum(en.values()) > 100
+    assert sum(en.values()) > 60
     assert +en == +zh, (sorted((en - zh).items()), sorted((zh - en).items()))
 
 
@@ -522,7 +519,7 @@ def _in_results(figure: str, results: str) -> bool:
 def test_the_readmes_figures_are_in_the_results() -> None:
     results = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8").replace("–", "-")
     figures = _measured_figures()
-    assert len(figures) > 100
+    assert len(figures) > 60
     missing = {f for f in figures if not _in_results(f, results)}
     assert missing - NOT_IN_RESULTS == set(), "README figures that benchmarks/RESULTS.md does not hold"
     assert NOT_IN_RESULTS - missing == set(), "now in RESULTS.md (or gone from the README): update NOT_IN_RESULTS"
