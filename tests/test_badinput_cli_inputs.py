@@ -64,7 +64,7 @@ def test_a_huge_max_age_days_is_a_finding_not_a_crash(vault_repo: VaultRepo) -> 
     assert "OverflowError" not in done.stderr and "unexpected" not in done.stderr, done.stderr
     assert done.stdout.splitlines()[0] == (
         "cairn.toml:2: config-invalid [lint] max_age_days must be between 1 and 36500, not 99999999999999; "
-        "the defaults were used"
+        "lint used the defaults, but a vault whose cairn.toml is invalid serves no card until it is fixed"
     )
 
 

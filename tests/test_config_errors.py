@@ -9,6 +9,7 @@ from pathlib import Path
 from cairn.hot.index import IndexReader
 from cairn.hot.vault import find_vault
 from cairn.index.build import index_file_for
+from cairn.lint.runner import DEFAULTS_USED
 from helpers.payloads import FITTING_PROMPT, payload_for
 from helpers.vaults import REBASE_ID, VaultRepo, make_vault
 
@@ -26,7 +27,7 @@ def test_lint_points_at_the_line_of_the_mistake(vault_repo: VaultRepo) -> None:
     done = vault_repo.cairn("lint")
     assert done.returncode == 1
     assert done.stdout.splitlines()[0] == (
-        "cairn.toml:6: config-invalid [lint] max_age_days must be a whole number; the defaults were used"
+        "cairn.toml:6: config-invalid [lint] max_age_days must be a whole number" + DEFAULTS_USED
     )
 
 
@@ -43,7 +44,7 @@ def test_lint_reports_every_mistake_in_the_file_not_only_the_first(vault_repo: V
     assert done.returncode == 1
     config = [line for line in done.stdout.splitlines() if line.startswith("cairn.toml:")]
     assert [line.split(" config-invalid ")[0] for line in config] == [f"cairn.toml:{n}:" for n in (2, 3, 4, 5, 7, 8)]
-    assert all(line.endswith("; the defaults were used") for line in config)
+    assert all(line.endswith(DEFAULTS_USED) for line in config)
     assert "max_cards must be 1 or more, not 0" in config[0] and "min_lead must be a number" in config[1]
     assert "both min_score and min_lead" in config[2] and "unknown key 'typo'" in config[3]
     assert "max_age_days must be between 1 and 36500, not -5" in config[4] and "section [hooks]" in config[5]
@@ -90,8 +91,8 @@ def test_a_toml_syntax_error_is_one_finding(vault_repo: VaultRepo) -> None:
     done = vault_repo.cairn("lint")
     assert done.returncode == 1
     assert [line for line in done.stdout.splitlines() if "config-invalid" in line] == [
-        "cairn.toml:1: config-invalid not valid TOML: expected ']' at the end of a table declaration at column 8; "
-        "the defaults were used"
+        "cairn.toml:1: config-invalid not valid TOML: expected ']' at the end of a table declaration at column 8"
+        + DEFAULTS_USED
     ]
 
 

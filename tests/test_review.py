@@ -13,6 +13,7 @@ import pytest
 
 from cairn.config import RecallSettings
 from cairn.lint import registry
+from cairn.lint.runner import DEFAULTS_USED
 from cairn.review.markdown import cell
 from cairn.review.report import _opposition, parse_range
 from helpers.cli import invoke_cli, run_on_terminal
@@ -908,7 +909,7 @@ def test_a_pull_request_with_an_unreadable_cairn_toml_fails_at_its_line(vault_re
     done = vault_repo.invoke("review", "main..pr", "--today", "2026-11-15")
     assert done.returncode == 1, done.stdout + done.stderr
     assert (
-        "| error | `cairn.toml:2` | config-invalid | \\[recall\\] max_cards must be a whole number; the defaults were used |"
+        f"| error | `cairn.toml:2` | config-invalid | \\[recall\\] max_cards must be a whole number{DEFAULTS_USED} |"
         in (done.stdout)
     )
     assert (

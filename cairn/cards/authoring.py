@@ -23,7 +23,7 @@ from cairn.cards.similarity import name_key
 from cairn.finding import ERROR, Finding
 from cairn.hot.errors import CairnError, CardExists, InvalidCard, RefusedWrite
 from cairn.hot.vault import Vault
-from cairn.lint.runner import lint_files
+from cairn.lint.runner import DEFAULTS_USED, lint_files
 from cairn.lint.snapshot import COMMIT, WORKTREE
 
 
@@ -384,7 +384,7 @@ def lint_pending(
         if finding.rule == "config-invalid" and finding.path not in found:
             # lint fell back to the defaults: the card would be checked against a policy the team did not set
             raise CairnError(
-                f"{finding.path}:{finding.line}: {finding.message.removesuffix('; the defaults were used')}; "
+                f"{finding.path}:{finding.line}: {finding.message.removesuffix(DEFAULTS_USED)}; "
                 "fix it (`cairn lint` shows it), then run this again (nothing was written)"
             )
         if finding.path in found:

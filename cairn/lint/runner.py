@@ -17,6 +17,9 @@ from cairn.lint.facts import vault_facts
 from cairn.lint.model import Context, Rule, Target
 from cairn.lint.snapshot import FILE, STAGED, SUBMODULE, SYMLINK, Snapshot, read_capped
 
+# What a config-invalid finding adds: lint goes on with the default policy, but index and recall refuse the file.
+DEFAULTS_USED = "; lint used the defaults, but a vault whose cairn.toml is invalid serves no card until it is fixed"
+
 
 @dataclass(frozen=True, slots=True)
 class LintReport:
@@ -106,8 +109,7 @@ def _lint_snapshot(
     except InvalidConfig as exc:
         problems = getattr(exc, "problems", ((0, str(exc)),))  # cairn.config.VaultConfigError: every mistake
         findings.extend(
-            Finding(CONFIG_FILE, line, "config-invalid", f"{detail}; the defaults were used", ERROR)
-            for line, detail in problems
+            Finding(CONFIG_FILE, line, "config-invalid", f"{detail}{DEFAULTS_USED}", ERROR) for line, detail in problems
         )
         config = parse_config(None)
     known = set(registry.names())
