@@ -19,7 +19,7 @@ import stat
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from cairn.atomic import leads_outside, read_only_refusal, write_atomic
@@ -77,9 +77,8 @@ AGENTS = {
 # The variable naming the folder of an agent's own settings, in place of the one under the home folder.
 AGENT_HOMES = {"codex": "CODEX_HOME", "claude-code": "CLAUDE_CONFIG_DIR"}
 
-# A hook command is Cairn's when it runs `cairn hook` (any path to cairn, or the launcher's `.../cairn/__main__.py`;
-# any flags after it).
-_CAIRN_COMMAND = re.compile(r"(?:^|[\s/\\\"'])cairn(?:\.exe|[/\\]__main__\.py)?[\"']?\s+hook(?:\s|$)")
+# The words of a shell command that join or redirect commands: a command holding one is a user's own script.
+_SHELL_OPERATORS = frozenset("&|;<>()")
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,9 +458,29 @@ def _agent(name: str) -> Agent:
 
 def _is_cairn_handler(handler: object) -> bool:
     return (
-        isinstance(handler, dict)
-        and isinstance(handler.get("command"), str)
-        and bool(_CAIRN_COMMAND.search(handler["command"]))
+        isinstance(handler, dict) and isinstance(handler.get("command"), str) and is_cairn_command(handler["command"])
+    )
+
+
+def is_cairn_command(command: str) -> bool:
+    """Whether a hook command is Cairn's: one command that runs `cairn hook` (`cairn`, any path to it, or a Python
+    with flags running it or the launcher's `.../cairn/__main__.py`; any words after `hook`). A user's own script that
+    mentions or wraps it (`redact && cairn hook ...`, `echo "cairn hook" >> log`) is not: install and uninstall
+    leave it as it is (they replaced it, and wrote no backup, when any `cairn hook` in the text counted)."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        words = list(lexer)
+    except ValueError:  # an unclosed quote
+        return False
+    if "hook" not in words or any(word and set(word) <= _SHELL_OPERATORS for word in words):
+        return False
+    launcher = words[: words.index("hook")]
+    if not launcher or not all(word.startswith("-") for word in launcher[1:-1]):
+        return False
+    program = PurePath(launcher[-1].replace("\\", "/"))
+    return program.name.lower() in ("cairn", "cairn.exe") or (
+        len(launcher) > 1 and (program.name, program.parent.name) == ("__main__.py", "cairn")
     )
 
 

@@ -375,7 +375,6 @@ def test_an_empty_home_is_a_failing_check_not_a_crash(setup: Path) -> None:
 @pytest.mark.parametrize(
     "command",
     [
-        "sh -c 'touch {marker}' cairn hook --format claude-code",  # a shell around the words `cairn hook`
         "./evil cairn hook --format claude-code",  # a file of the folder doctor runs in
         "{project}/cairn hook --format claude-code",  # the repository's own `cairn`, by its full path
         "cairn hook --format claude-code",  # the repository's own `cairn`, found through a PATH holding `.`
@@ -419,3 +418,37 @@ def test_doctor_never_runs_a_command_from_a_projects_settings_that_is_not_cairns
     assert check["detail"].endswith(
         "a project's settings may be anyone's (a cloned repository's), so doctor does not run it"
     )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sh -c 'touch {marker}' cairn hook --format claude-code",  # a shell around the words `cairn hook`
+        "touch {marker}; cairn hook --format claude-code",
+        "touch {marker} && echo 'cairn hook --format claude-code'",
+    ],
+)
+def test_doctor_never_runs_a_hook_that_only_mentions_cairn_hook(
+    command: str, setup: Path, isolated_env: Path, tmp_path: Path
+) -> None:
+    """A command that is not Cairn's (a shell script around, or beside, the words `cairn hook`) is the project's own
+    hook: doctor neither runs it nor counts it as Cairn's (install and uninstall leave it too)."""
+    repo = tmp_path / "cloned"
+    (repo / ".claude").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    marker = tmp_path / "ran"
+    hooks = repo / ".claude" / "settings.local.json"
+    hooks.write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "UserPromptSubmit": [{"hooks": [{"type": "command", "command": command.format(marker=marker)}]}]
+                }
+            }
+        )
+    )
+    done = run_cairn("doctor", "--json", cwd=repo)
+    assert not marker.exists()
+    assert "Traceback" not in done.stderr
+    subjects = [c["subject"] for c in json.loads(done.stdout)["checks"]]
+    assert "claude-code (project)" not in subjects

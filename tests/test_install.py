@@ -88,6 +88,52 @@ def test_install_keeps_other_hooks_and_is_idempotent(agent: str, tmp_path: Path,
     assert json.loads(target.read_text()) == theirs
 
 
+@pytest.mark.parametrize(
+    "theirs",
+    [
+        '/usr/local/bin/redact-prompt && echo "cairn hook next" >> ~/hooks.log',
+        "redact-prompt | cairn hook --format claude-code",
+        "env CAIRN_VAULT=~/v cairn hook --format claude-code",
+        "~/bin/notcairn hook",
+    ],
+)
+def test_a_users_hook_that_mentions_or_wraps_cairn_hook_is_kept(
+    theirs: str, tmp_path: Path, configured: VaultRepo
+) -> None:
+    """A user's own command with `cairn hook` in its text was taken for Cairn's: install replaced it, and wrote no
+    backup (the file looked like Cairn's alone); uninstall deleted it."""
+    project = tmp_path / "project"
+    target = project / SETTINGS["claude-code"]
+    target.parent.mkdir(parents=True)
+    mine = {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": theirs}]}]}}
+    target.write_text(json.dumps(mine))
+    done = cairn("install", "claude-code", "--project", str(project))
+    assert done.returncode == 0, done.stderr
+    groups = json.loads(target.read_text())["hooks"]["UserPromptSubmit"]
+    commands = [h["command"] for g in groups for h in g["hooks"]]
+    assert commands[0] == theirs and len(commands) == 2 and install.is_cairn_command(commands[1])
+    [backup] = target.parent.glob(target.name + ".bak-*")
+    assert json.loads(backup.read_text()) == mine
+    assert cairn("uninstall", "claude-code", "--project", str(project)).returncode == 0
+    assert json.loads(target.read_text()) == mine
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cairn hook --format claude-code",
+        "cairn.exe hook --format codex",
+        "'/home/me/my tools/cairn' hook --format gemini --vault 'team vault' --scope git",
+        "/usr/bin/python3 -I -S /venv/lib/python3.11/site-packages/cairn/__main__.py hook --format claude-code",
+        "/usr/bin/python3 -S /venv/lib/python3.11/site-packages/cairn/__main__.py hook --format codex",
+        "/home/ann/.venv/bin/python3 -S /home/ann/.venv/bin/cairn hook --format gemini",
+    ],
+)
+def test_every_command_cairn_writes_or_wrote_is_its_own(command: str) -> None:
+    assert install.is_cairn_command(command)
+    assert install.is_cairn_command(install.hook_command("codex", "team vault", "git", install.hook_launcher()))
+
+
 def test_install_creates_settings_and_updates_a_changed_command(tmp_path: Path, configured: VaultRepo) -> None:
     project = tmp_path / "p"
     project.mkdir()
