@@ -4,29 +4,40 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
+import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from cairn.atomic import write_atomic
-from cairn.hot.errors import CairnError, RefusedWrite
+from cairn.hot.errors import CairnError, CardExists, RefusedWrite
 from cairn.hot.vault import Vault, common_git_dir
 
 # post-commit, post-merge, post-checkout and post-rewrite share one script; reference-transaction (git 2.28 and later)
 # indexes when a command that runs none of them moves a branch that may be served (a reset, a fast-forward rebase).
 GIT_HOOKS = ("post-commit", "post-merge", "post-checkout", "post-rewrite", "reference-transaction")
 GIT_HOOK_MARKER = "cairn-index-hook"
+# The lines `git_hook_script` fills in: a hook that differs from its template in these alone is Cairn's, unedited.
+_FILLED = re.compile(r"^(CAIRN_BIN|CAIRN_VAULT_DIR|CAIRN_WORK_TREE|CAIRN_COMMON_DIR)=.*$", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
 class GitHookChange:
     """One git hook file: action `installed`, `updated`, `unchanged`, `chained` (a foreign hook moved to
-    `<name>.local` runs first), `removed`, `restored` (the chained hook put back) or `absent`."""
+    `<name>.local` runs first), `removed`, `restored` (the chained hook put back) or `absent`. kept: a copy of the
+    file replaced or removed, when it was not Cairn's script as this version writes it (edited by hand, or an older
+    Cairn's)."""
 
     path: Path
     action: str
+    kept: Path | None = None
+
+    def __str__(self) -> str:
+        copy = f" (what it held before is kept in {self.kept.name})" if self.kept is not None else ""
+        return f"{self.action}: {self.path}{copy}"
 
 
 def git_hook_script(
@@ -84,7 +95,8 @@ def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: boo
     `hooks_dir`.
 
     A hook file that is not Cairn's is never overwritten: with chain=True it moves to `<name>.local` and
-    Cairn's hook runs it first; without, nothing is written and RefusedWrite says what to do.
+    Cairn's hook runs it first; without, nothing is written and RefusedWrite says what to do. Cairn's hook with
+    lines of someone else's (or an older Cairn's) is replaced, its old text kept in `<name>.bak-TIME` beside it.
     """
     vault_dir = vault.prefix.rstrip("/") or "."
     foreign = [name for name in GIT_HOOKS if _is_foreign(hooks_dir / name)]
@@ -110,18 +122,21 @@ def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: boo
     for name in GIT_HOOKS:
         target = hooks_dir / name
         script = git_hook_script(executable, vault_dir, name, _work_tree(vault), _common_dir(vault))
-        action = "installed"
+        action, copy = "installed", None
         if name in foreign:
             local = target.with_name(name + ".local")
             os.replace(target, local)
             action = "chained"
         elif target.exists():
-            if target.read_text("utf-8", "replace") == script:
+            text = target.read_text("utf-8", "replace")
+            if text == script:
                 changes.append(GitHookChange(target, "unchanged"))
                 continue
             action = "updated"
+            if not _unedited(text, name):
+                copy = _keep_copy(target)
         write_atomic(target, script.encode("utf-8"), overwrite=True, mode=0o755)
-        changes.append(GitHookChange(target, action))
+        changes.append(GitHookChange(target, action, copy))
     return changes
 
 
@@ -149,7 +164,12 @@ def ensure_git_hooks(vault: Vault, executable: str) -> str:
         return f"Git hooks not installed: {exc}"
     if all(c.action == "unchanged" for c in changes):
         return ""
-    return f"Installed git hooks in {vault.root}: its index follows every commit, merge, checkout, rebase and reset."
+    kept = [c.kept.name for c in changes if c.kept is not None]
+    copies = f" (what the hooks held before is kept in {', '.join(kept)} in {hooks})" if kept else ""
+    return (
+        f"Installed git hooks in {vault.root}: its index follows every commit, merge, checkout, rebase and "
+        f"reset{copies}."
+    )
 
 
 def uninstall_git_hooks(hooks_dir: Path) -> list[GitHookChange]:
@@ -167,13 +187,33 @@ def uninstall_git_hooks(hooks_dir: Path) -> list[GitHookChange]:
         if not target.exists() or _is_foreign(target):
             changes.append(GitHookChange(target, "absent"))
             continue
+        copy = None if _unedited(target.read_text("utf-8", "replace"), name) else _keep_copy(target)
         if local.exists():
             os.replace(local, target)
-            changes.append(GitHookChange(target, "restored"))
+            changes.append(GitHookChange(target, "restored", copy))
         else:
             target.unlink()
-            changes.append(GitHookChange(target, "removed"))
+            changes.append(GitHookChange(target, "removed", copy))
     return changes
+
+
+def _unedited(text: str, name: str) -> bool:
+    """Whether a hook's text is Cairn's script for `name` as this version writes it, whatever it was filled in with."""
+    template = resources.files("cairn").joinpath(f"templates/hooks/git/{name}").read_text("utf-8")
+    return _FILLED.sub(r"\1=", text) == _FILLED.sub(r"\1=", template)
+
+
+def _keep_copy(path: Path) -> Path:
+    """Copy a hook about to be replaced or removed to `<name>.bak-TIME` beside it (git runs no such file); the copy."""
+    data, mode = path.read_bytes(), path.stat().st_mode & 0o777
+    stamp, n = time.strftime("%Y%m%dT%H%M%S"), 1
+    while True:
+        copy = path.with_name(f"{path.name}.bak-{stamp}" + (f"-{n}" if n > 1 else ""))
+        try:
+            write_atomic(copy, data, overwrite=False, mode=mode & ~0o111)
+            return copy
+        except CardExists:
+            n += 1
 
 
 def _is_foreign(path: Path) -> bool:

@@ -442,6 +442,39 @@ def test_git_hooks_never_clobber_a_foreign_hook(vault_repo: VaultRepo, tmp_path:
     assert not (hooks / "post-merge.local").exists()
 
 
+def test_lines_added_to_cairns_git_hooks_are_kept_when_cairn_replaces_or_removes_them(
+    vault_repo: VaultRepo, configured: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: any hook holding Cairn's marker counted as Cairn's own, so a line a user added to it was lost
+    without a word: `cairn install AGENT` rewrote the hook, `cairn uninstall git-hooks` deleted it."""
+    hooks = vault_repo.root / ".git" / "hooks"
+    assert cairn("install", "git-hooks", "--vault", str(vault_repo.root)).returncode == 0
+    for name in ("post-commit", "post-merge"):
+        with (hooks / name).open("a") as file:
+            file.write(f'echo "my own {name} step"\n')
+    project = tmp_path / "project"
+    project.mkdir()
+    done = cairn("install", "claude-code", "--project", str(project), "--vault", str(vault_repo.root))
+    assert done.returncode == 0, done.stderr
+    copies = sorted(hooks.glob("*.bak-*"))
+    assert [c.name.split(".bak-")[0] for c in copies] == ["post-commit", "post-merge"]
+    assert all(f'echo "my own {c.name.split(".")[0]} step"' in c.read_text() for c in copies)
+    assert "kept in post-commit.bak-" in done.stdout
+    assert "my own" not in (hooks / "post-commit").read_text()  # Cairn's script as this version writes it
+    assert cairn("install", "git-hooks", "--vault", str(vault_repo.root)).stdout.count("unchanged:") == 5
+
+    with (hooks / "post-merge").open("a") as file:
+        file.write('echo "added again"\n')
+    for copy in copies:
+        copy.unlink()
+    removed = cairn("uninstall", "git-hooks", "--vault", str(vault_repo.root))
+    assert removed.returncode == 0, removed.stderr
+    assert "removed: " in removed.stdout and "(what it held before is kept in post-merge.bak-" in removed.stdout
+    [kept] = hooks.glob("post-merge.bak-*")
+    assert kept.read_text().endswith('echo "added again"\n') and not os.access(kept, os.X_OK)
+    assert not (hooks / "post-merge").exists() and not list(hooks.glob("post-commit.bak-*"))
+
+
 def test_uninstall_git_hooks_restores_a_chained_hook_an_interrupted_install_left_aside(
     vault_repo: VaultRepo, tmp_path: Path
 ) -> None:

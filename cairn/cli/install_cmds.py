@@ -106,7 +106,7 @@ def install_cmd(
         vault = open_vault(vault_path)
         hooks_dir = gitrepo.hooks_dir(vault)
         for git_change in githooks.install_git_hooks(vault, hooks_dir, executable, chain=chain):
-            echo(f"{git_change.action}: {git_change.path}")
+            echo(str(git_change))
         echo(
             f"Every commit, merge, checkout, rebase and reset in {vault.root}, and every fetch or push that moves its "
             "served branch, now updates its index before git returns."
@@ -281,7 +281,7 @@ def uninstall_cmd(target: str, project: Path | None, user: bool, vault_path: str
     if target == "git-hooks":
         vault = open_vault(vault_path)
         for git_change in githooks.uninstall_git_hooks(gitrepo.hooks_dir(vault)):
-            echo(f"{git_change.action}: {git_change.path}")
+            echo(str(git_change))
         return
     base = _base(project, user)
     files = install.user_files(target) if user else install.project_files(target, base)
