@@ -663,6 +663,7 @@ def has_no_refs(path: Path) -> bool:
     """Whether the repository whose work tree is `path` has no commit and no branch or tag yet (`git init`, or a
     clone of an empty repository): `for-each-ref` lists nothing and HEAD names no commit."""
     env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARIABLES}
+    path = path.absolute()  # --git-dir is read from the -C folder: a relative one would be looked for inside it
     own = ["git", "-C", str(path), f"--git-dir={path / '.git'}"]
     refs = subprocess.run([*own, "for-each-ref", "--count=1"], env=env, capture_output=True, check=False)
     head = subprocess.run([*own, "rev-parse", "-q", "--verify", "HEAD"], env=env, capture_output=True, check=False)

@@ -243,6 +243,17 @@ def test_init_fills_the_clone_of_an_empty_repository_and_keeps_its_git_on_failur
     assert refused.returncode == 1 and "is not empty" in refused.stderr
 
 
+def test_init_fills_the_clone_of_an_empty_repository_named_by_a_relative_path(tmp_path: Path) -> None:
+    """Bug fixed: `git clone team.git team-lessons && cairn init team-lessons` said "team-lessons is not empty" (git
+    was asked for team-lessons/team-lessons/.git); the same folder by its full path worked."""
+    remote = tmp_path / "team.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    subprocess.run(["git", "clone", "-q", "team.git", "team-lessons"], cwd=tmp_path, check=True, capture_output=True)
+    done = run_cairn("init", "team-lessons", "--no-register", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "team-lessons" / "cairn.toml").is_file()
+
+
 def test_init_past_a_file_size_limit_is_one_short_line_and_leaves_nothing(tmp_path: Path) -> None:
     """A full disk or a file size limit (`ulimit -f`) while the template is copied: the error was Python's list of
     every file that failed (source, destination and error each, 5,000 characters on one line), with nothing to do."""
