@@ -149,7 +149,25 @@ def move_out_of_shared(agent: str, target: SettingsFile, base: Path) -> Settings
     shared = base / spec.settings
     if not spec.personal or target.path != base / spec.personal or not cairn_commands(agent, shared):
         return None
+    refuse_outside(shared, base, "Cairn's hook in it")
+    # The personal file must take the hook before the shared one loses it: a personal file Cairn cannot write
+    # (invalid JSON, read-only) stopped the install after the shared file was rewritten, leaving no hook at all.
+    _merged(agent, target.path, hook_command(agent))
+    if target.path.exists() or target.path.is_symlink():
+        _refuse_read_only(target.path, _link_target(target.path))
     return uninstall_agent(agent, shared)
+
+
+def refuse_outside(path: Path, base: Path, what: str = "") -> None:
+    """Refuse to change a project's settings file that is a symlink out of the project (a cloned repository's
+    `.claude/settings.json -> ~/.claude/settings.json`: the user's own file would change)."""
+    real = leads_outside(path, base)
+    if real is not None:
+        held = f", and holds {what}" if what else ""
+        raise RefusedWrite(
+            f"{path} leads out of the project, to {real} (a symlink){held}; nothing was written: remove the link "
+            "and run this again"
+        )
 
 
 def project_files(agent: str, folder: Path) -> list[Path]:
@@ -261,6 +279,21 @@ def hook_entry(agent: str, command: str) -> dict[str, Any]:
 def install_agent(agent: str, path: Path, command: str) -> SettingsChange:
     """Merge Cairn's hook into the settings file at `path` (created when missing); idempotent."""
     spec = _agent(agent)
+    data, had_cairn, entry = _merged(agent, path, command)
+    action = "updated" if had_cairn else "installed"
+    existed = path.exists() or path.is_symlink()
+    ours = existed and _made_by_cairn(path)  # read before the write changes the file
+    changed, backup = _write_if_changed(path, data, spec, hook_entry(agent, command), by_hand=entry)
+    if not changed:
+        return SettingsChange(path, "unchanged", command, note=spec.note)
+    _record_made(path, not existed or ours)
+    return SettingsChange(path, action, command, backup, note=spec.note)
+
+
+def _merged(agent: str, path: Path, command: str) -> tuple[dict[str, Any], bool, str]:
+    """The settings file's data with Cairn's hook in place (any earlier one of Cairn's taken out), whether it had one,
+    and the entry as JSON for a user to merge by hand; RefusedWrite when the file cannot take it."""
+    spec = _agent(agent)
     entry = json.dumps({"hooks": {spec.event: [hook_entry(agent, command)]}}, ensure_ascii=False)
     data = _load_settings(path, spec, f"merge this into it by hand: {entry}")
     hooks = data.setdefault("hooks", {})
@@ -271,14 +304,7 @@ def install_agent(agent: str, path: Path, command: str) -> SettingsChange:
         raise RefusedWrite(f"{path}: 'hooks.{spec.event}' is not a list; fix the file by hand, then run this again")
     had_cairn = _strip_cairn(groups)
     groups.append(hook_entry(agent, command))
-    action = "updated" if had_cairn else "installed"
-    existed = path.exists() or path.is_symlink()
-    ours = existed and _made_by_cairn(path)  # read before the write changes the file
-    changed, backup = _write_if_changed(path, data, spec, hook_entry(agent, command), by_hand=entry)
-    if not changed:
-        return SettingsChange(path, "unchanged", command, note=spec.note)
-    _record_made(path, not existed or ours)
-    return SettingsChange(path, action, command, backup, note=spec.note)
+    return data, had_cairn, entry
 
 
 def uninstall_agent(agent: str, path: Path) -> SettingsChange:

@@ -160,6 +160,49 @@ def test_uninstall_takes_cairns_hook_out_of_both_of_claudes_project_files(projec
     assert again.stdout == f"Nothing to remove: {local}, {shared} have no Cairn hook.\n"
 
 
+@pytest.mark.parametrize("local_text", ['{"a": 1,}', "read-only"])
+def test_a_personal_file_install_cannot_write_leaves_the_shared_file_as_it_was(project: Path, local_text: str) -> None:
+    """Bug fixed: with an older Cairn's hook in the shared settings.json, install took it out first, then failed on
+    a settings.local.json it could not write, saying "nothing was written": the project had no Cairn hook left."""
+    shared = project / ".claude" / "settings.json"
+    shared.parent.mkdir()
+    before = json.dumps(
+        {
+            "model": "keep-me",
+            "hooks": {"UserPromptSubmit": [{"hooks": [{"command": "cairn hook --format claude-code"}]}]},
+        }
+    )
+    shared.write_text(before)
+    local = project / ".claude" / "settings.local.json"
+    local.write_text("{}" if local_text == "read-only" else local_text)
+    if local_text == "read-only":
+        local.chmod(0o444)
+    done = run_cairn("install", "claude-code", "--project", str(project), cwd=project)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"Error: {local}") and "nothing was written" in done.stderr, done.stderr
+    assert shared.read_text() == before
+
+
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_a_shared_file_linked_out_of_the_project_is_never_changed(command: str, project: Path, tmp_path: Path) -> None:
+    """Bug fixed: a cloned project committing `.claude/settings.json` as a link to the user's own settings had
+    Cairn's hook taken out of them by a project install (and uninstall): Cairn stopped serving every project."""
+    user = tmp_path / "user-claude" / "settings.json"
+    user.parent.mkdir()
+    mine = {
+        "model": "opus",
+        "hooks": {"UserPromptSubmit": [{"hooks": [{"command": "cairn hook --format claude-code"}]}]},
+    }
+    user.write_text(json.dumps(mine))
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").symlink_to(user)
+    done = run_cairn(command, "claude-code", "--project", str(project), cwd=project)
+    assert done.returncode == 1
+    assert f"leads out of the project, to {user} (a symlink), and holds Cairn's hook" in done.stderr
+    assert json.loads(user.read_text()) == mine
+    assert not (project / ".claude" / "settings.local.json").exists()
+
+
 @pytest.mark.parametrize("where", ["user", "project"])
 def test_codex_hooks_in_config_toml_are_seen_by_doctor_and_uninstall(
     where: str, project: Path, isolated_env: Path

@@ -285,6 +285,10 @@ def uninstall_cmd(target: str, project: Path | None, user: bool, vault_path: str
         return
     base = _base(project, user)
     files = install.user_files(target) if user else install.project_files(target, base)
+    if not user:  # a project's file that links out of it is another file's (the user's own): never changed from here
+        for file in files:
+            if install.cairn_commands(target, file):
+                install.refuse_outside(file, base, "Cairn's hook in it")
     inline = [f for f in files if f.suffix == ".toml"]
     changes = [install.uninstall_agent(target, f) for f in files if f not in inline]
     for change in changes:
