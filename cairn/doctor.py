@@ -23,7 +23,14 @@ from cairn.hot.gitrefs import git_dir, served_ref
 from cairn.hot.index import IndexReader
 from cairn.hot.paths import index_file
 from cairn.hot.userconfig import VaultEntry, config_file, load_vaults
-from cairn.hot.vault import MARKER_IS_FOLDER, detached_head, find_vault, missing_ref, sparse_left_out
+from cairn.hot.vault import (
+    MARKER_IS_FOLDER,
+    checked_out_branch,
+    detached_head,
+    find_vault,
+    missing_ref,
+    sparse_left_out,
+)
 
 if TYPE_CHECKING:
     from cairn.hot.hook import Options
@@ -213,8 +220,11 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False) -> list[Check]:
     if lost is not None:  # one finding: the index cannot be judged against a commit that is not there
         checks.append(Check("ref", name, False, *lost))
         return checks
+    checked_out = checked_out_branch(vault.git_root, ref, entry.ref)
     if ref == "HEAD" and not entry.ref:  # no branch to serve: whatever is checked out is served
         checks.append(Check("ref", name, False, *detached_head(vault.git_root, commit)))
+    elif checked_out is not None:
+        checks.append(Check("ref", name, False, *checked_out))
     else:
         checks.append(Check("ref", name, True, f"serves {ref} at {commit[:8]}"))
     indexed = _cache_can_take(_index_check(name, root, commit, vault), index_file(os.path.realpath(root)))

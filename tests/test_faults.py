@@ -159,6 +159,29 @@ def test_detached_head(vault_repo: VaultRepo) -> None:
     assert _hook(vault_repo).stdout
 
 
+def test_a_vault_with_no_main_or_master_says_it_serves_what_is_checked_out(vault_repo: VaultRepo) -> None:
+    """A repository whose branches are develop and a feature branch: with no origin/HEAD, main or master, the vault
+    serves the branch checked out, an unreviewed one too. `vault add` said nothing and doctor said "ok"; both now
+    name it and how to serve the reviewed branch."""
+    make_vault(vault_repo)
+    vault_repo.git("branch", "-m", "main", "develop")
+    vault_repo.git("checkout", "-q", "-b", "feature/unreviewed")
+    added = vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team")
+    assert added.returncode == 0, added.stderr
+    assert "has no main or master branch and no origin/HEAD, so it serves the branch checked out, " in added.stdout
+    assert "feature/unreviewed: a checkout of an unreviewed branch would serve its cards" in added.stdout
+    assert "name the reviewed branch (`cairn vault add PATH --ref BRANCH`" in added.stdout
+    doctor = vault_repo.cairn("doctor", "--json")
+    [ref] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "ref"]
+    assert ref["ok"] is False and "a checkout of an unreviewed branch would serve its cards" in ref["detail"]
+    assert vault_repo.cairn("vault", "remove", "team").returncode == 0
+    named = vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team", "--ref", "develop")
+    assert "unreviewed" not in named.stdout
+    doctor = vault_repo.cairn("doctor", "--json")
+    [ref] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "ref"]
+    assert ref["ok"] is True and ref["detail"].startswith("serves refs/heads/develop at ")
+
+
 def test_unborn_head(vault_repo: VaultRepo) -> None:
     vault_repo.write(CARD, "Rebase lesson", "git pull --rebase after a force-push drops local commits")
     for args in COMMANDS:

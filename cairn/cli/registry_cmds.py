@@ -66,7 +66,7 @@ def add_cmd(
     entry = userconfig.add_vault(
         path, name=name, ref=ref, scopes=scopes, projects=[str(p) for p in projects], first=first
     )
-    from cairn.hot.vault import detached_head, git_dir, missing_ref, served_ref
+    from cairn.hot.vault import checked_out_branch, detached_head, git_dir, missing_ref, served_ref
 
     echo(f"Added vault {entry.name!r} ({entry.path}) to {config_file()}.")
     where = f"to agents working under {', '.join(entry.projects)}" if entry.projects else "in every project"
@@ -92,6 +92,10 @@ def add_cmd(
     if ref == "HEAD" and not entry.ref:
         problem, fix = detached_head(work_tree, commit)
         echo(f"Note: {problem}: {fix}; `cairn doctor` checks the setup.")
+        return
+    checked_out = checked_out_branch(work_tree, ref, entry.ref)
+    if checked_out is not None:
+        echo(f"Note: {checked_out[0]}: {checked_out[1]}; `cairn doctor` checks the setup.")
         return
     echo(f"The prompt hook now serves it {where}{only}; `cairn doctor` checks the setup.")
 

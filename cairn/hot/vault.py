@@ -441,7 +441,7 @@ def served_ref(work_tree: str | os.PathLike[str], configured: str | None = None)
     `refs/...` name, a commit id, else the first of `refs/X`, `refs/tags/X`, `refs/heads/X`, `refs/remotes/X`,
     `refs/remotes/X/HEAD` that exists. Without it: the remote-tracking branch `refs/remotes/origin/HEAD` points at
     (what the team reviewed and merged), else the local default branch (`refs/heads/main`, else
-    `refs/heads/master`, else the branch HEAD is on).
+    `refs/heads/master`, else the branch HEAD is on, which `checked_out_branch` says is not reviewed).
     """
     gdir = git_dir(work_tree)
     if gdir is None:
@@ -501,6 +501,20 @@ def detached_head(work_tree: str | os.PathLike[str], commit: str) -> tuple[str, 
         f"{os.fspath(work_tree)} has no main or master branch and HEAD is detached, so it serves whatever is checked "
         f"out (HEAD at {commit[:8]})",
         f"recreate the branch (`git branch main {commit[:8]}`) or serve another ref ({_SET_REF})",
+    )
+
+
+def checked_out_branch(work_tree: str | os.PathLike[str], ref: str, configured: str | None) -> tuple[str, str] | None:
+    """What to say of a vault that serves the branch HEAD is on (`served_ref`'s last resort: no ref configured, no
+    origin/HEAD, no main or master): a checkout of an unreviewed branch would serve its cards. (problem, fix), or
+    None when the vault serves a branch chosen otherwise."""
+    if configured or not ref.startswith("refs/heads/") or ref in ("refs/heads/main", "refs/heads/master"):
+        return None
+    branch = ref[len("refs/heads/") :]
+    return (
+        f"{os.fspath(work_tree)} has no main or master branch and no origin/HEAD, so it serves the branch checked "
+        f"out, {branch}: a checkout of an unreviewed branch would serve its cards",
+        f"name the reviewed branch ({_SET_REF})",
     )
 
 
