@@ -174,6 +174,8 @@ def test_a_vault_with_no_main_or_master_says_it_serves_what_is_checked_out(vault
     doctor = vault_repo.cairn("doctor", "--json")
     [ref] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "ref"]
     assert ref["ok"] is False and "a checkout of an unreviewed branch would serve its cards" in ref["detail"]
+    indexed = vault_repo.cairn("index")
+    assert indexed.returncode == 0 and "a checkout of an unreviewed branch would serve its cards" in indexed.stderr
     assert vault_repo.cairn("vault", "remove", "team").returncode == 0
     named = vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team", "--ref", "develop")
     assert "unreviewed" not in named.stdout

@@ -256,6 +256,25 @@ def test_a_ref_naming_no_commit_is_one_line_not_a_traceback(vault_repo: VaultRep
         )
 
 
+@pytest.mark.parametrize("rev", ["HEAD~1", "HEAD^", "@~1", "short id"])
+def test_ref_takes_a_revision_as_git_reads_it(vault_repo: VaultRepo, rev: str) -> None:
+    """Bug fixed: `--ref HEAD~1`, `HEAD^`, `@` or a short commit id (as `cairn list` and `cairn review` print them)
+    said "names no commit": a name the files could not resolve was asked of git as refs/heads/NAME."""
+    make_vault(vault_repo)
+    first = vault_repo.git("rev-parse", "HEAD")
+    vault_repo.write("git/second", "Tags are not pushed", "git push does not push tags; use git push --follow-tags")
+    vault_repo.commit("A second card")
+    rev = first[:8] if rev == "short id" else rev
+    indexed = vault_repo.cairn("index", "--ref", rev)
+    assert indexed.returncode == 0, indexed.stderr
+    assert indexed.stdout.startswith(f"Indexed 2 cards at {first[:8]} (")  # the revision's commit, named once
+    for command in ("recall", "explain"):
+        done = vault_repo.cairn(command, "--ref", rev, "git push does not push my tags")
+        assert done.returncode == 0, done.stderr
+        assert "git/second" not in done.stdout  # the card committed after that revision
+    assert "git/second" in vault_repo.cairn("explain", "--ref", "HEAD", "git push does not push my tags").stdout
+
+
 @pytest.mark.parametrize("what", ["missing", "tree", "blob"])
 def test_an_object_id_that_is_no_commit_is_one_line_not_a_bug(vault_repo: VaultRepo, what: str) -> None:
     """Bug fixed: a 40-hex ref was taken as a commit unread, so `cairn index --ref` (and a vault configured with

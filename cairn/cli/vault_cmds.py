@@ -491,7 +491,14 @@ def index(
         if report.mode == "diverged":
             sys.exit(1)
     else:
-        where = "working tree" if worktree else f"{_indexed_ref(report.index_file)} {report.commit[:8]}"
+        indexed = _indexed_ref(report.index_file)
+        where = (
+            "working tree"
+            if worktree
+            else f"{indexed} {report.commit[:8]}"
+            if indexed != report.commit
+            else indexed[:8]  # a revision given as --ref (HEAD~1, a short id) is indexed as its commit
+        )
         if report.mode == "unchanged":
             echo(f"Index is up to date at {where}: {report.n_cards} cards.")
         elif report.mode == "incremental":
@@ -501,13 +508,17 @@ def index(
             )
         else:
             echo(f"Indexed {report.n_cards} cards at {where} ({report.seconds:.2f}s).")
-        if not worktree and ref is None and vault.git_root is not None and _indexed_ref(report.index_file) == "HEAD":
-            from cairn.hot.vault import detached_head
+        if not worktree and ref is None and vault.git_root is not None:
+            from cairn.hot.vault import checked_out_branch, detached_head
             from cairn.userconfig import configured_ref
 
-            if configured_ref(vault.root) is None:  # HEAD by default: no branch left to serve
+            configured = configured_ref(vault.root)
+            if configured is None and indexed == "HEAD":  # HEAD by default: no branch left to serve
                 problem, fix = detached_head(vault.git_root, report.commit)
                 echo(f"Note: {problem}: {fix}", err=True)
+            checked_out = checked_out_branch(vault.git_root, indexed, configured)
+            if checked_out is not None:
+                echo(f"Note: {checked_out[0]}: {checked_out[1]}", err=True)
         for finding in report.problems:
             echo(clean_line(f"{finding}  (left out of the index)"), err=True)
         if report.problems:

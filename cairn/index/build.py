@@ -95,7 +95,12 @@ def served_commit(vault: Vault, repo: git.Repo | None = None, ref: str | None = 
         try:
             commit = gitrepo.resolve_commit(repo, name)
         except CairnError:
-            if ref is not None:  # --ref: the author's own ref, not the vault's setting
+            if ref is not None:  # --ref: the author's own revision, read as git reads it (HEAD~1, @, a short id)
+                try:
+                    commit = gitrepo.resolve_commit(repo, ref.strip())
+                    return commit, commit  # served as its commit, as a full commit id given as --ref is
+                except CairnError:
+                    pass
                 kind = gitrepo.object_kind(repo, ref.strip())
                 if kind not in ("commit", "missing"):  # `HEAD^{tree}`, `main:cards`, a blob's id
                     raise CairnError(
