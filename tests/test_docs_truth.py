@@ -595,12 +595,16 @@ def test_recall_json_has_the_documented_shape(template_vault: Path) -> None:
 def test_review_blocks_a_removed_card_with_exit_3_and_the_documented_json(template_vault: Path) -> None:
     _git(template_vault, "switch", "-q", "-c", "remove-card")
     _git(template_vault, "rm", "-q", "cards/git/force-push-safely.md")
-    _git(template_vault, "commit", "-q", "--no-verify", "-m", "remove a card")
+    cases = template_vault / "evals" / "cases.yaml"  # and the cases expecting it, which would fail the review
+    items = cases.read_text().split("\n- ")
+    cases.write_text("\n- ".join(item for item in items if "git/force-push-safely" not in item))
+    _git(template_vault, "commit", "-q", "--no-verify", "-am", "remove a card and its cases")
     done = invoke_cli(["review", "main..HEAD", "--json"], cwd=template_vault)
     assert done.returncode == 3, done.stdout + done.stderr
     report = json.loads(done.stdout)
     assert (report["verdict"], report["exit_code"]) == ("blocked", 3)
-    assert [set(entry) for entry in report["blocked"]] == [{"kind", "path", "reason", "check"}]
+    assert report["blocked"] and all(set(entry) == {"kind", "path", "reason", "check"} for entry in report["blocked"])
+    assert any(entry["reason"] == "removes the card git/force-push-safely" for entry in report["blocked"])
     assert invoke_cli(["review", "main..HEAD"], cwd=template_vault).returncode == 3
 
 

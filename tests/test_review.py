@@ -292,6 +292,33 @@ def test_review_names_a_card_its_own_questions_no_longer_find(vault_repo: VaultR
     assert json.loads(vault_repo.invoke("review", "main..unrelated", "--json").stdout)["own_questions"] == []
 
 
+def test_review_fails_a_case_expecting_a_card_head_does_not_hold(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a pull request that renamed a card its cases expect, or added a case with a typo in its card id,
+    passed review; after the merge `cairn eval` and `cairn calibrate` refused the cases. Review now fails it."""
+    _base(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "move")
+    vault_repo.git("mv", "cards/docker/shell-form-cmd.md", "cards/docker/sigterm.md")
+    vault_repo.write_raw(
+        "evals/more.yaml",
+        '- id: typo\n  query: "docker stop waits ten seconds"\n  expect: [docker/shell-form-cmd-typo]\n',
+    )
+    vault_repo.commit("Move a card, add a case", author=BOB)
+    done = vault_repo.invoke("review", "main..move", "--today", "2026-02-01")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "❌ **Fails**" in done.stdout and "eval case(s) expect a card HEAD does not hold" in done.stdout
+    assert "> - `evals/more.yaml`: `typo` expects `docker/shell-form-cmd-typo`" in done.stdout
+    data = json.loads(vault_repo.invoke("review", "main..move", "--today", "2026-02-01", "--format", "json").stdout)
+    unknown = data["routing"]["unknown_expected"]
+    assert {"file": "evals/more.yaml", "case": "typo", "card": "docker/shell-form-cmd-typo"} in unknown
+    expecting_old = [u for u in unknown if u["card"] == "docker/shell-form-cmd"]
+    assert expecting_old and all(u["file"] == "evals/cases.yaml" for u in expecting_old)
+    assert data["errors"] == len(unknown) and data["exit_code"] == 1
+    vault_repo.git("checkout", "-q", "main")
+    vault_repo.git("merge", "-q", "move")
+    refused = vault_repo.cairn("eval", "--cases", "evals/more.yaml")
+    assert refused.returncode == 1 and "which the index does not hold" in refused.stderr  # what review now says
+
+
 def test_review_without_evals_says_so(vault_repo: VaultRepo) -> None:
     vault_repo.write("a/one", "One card", "A card about caching build layers in docker.")
     vault_repo.commit("one")
@@ -607,7 +634,10 @@ def _pr_adds_not_when(repo: VaultRepo) -> None:
 
 
 def _pr_removes_a_card(repo: VaultRepo) -> None:
+    """And the case that expects it: a case left expecting a removed card fails the review (its id is unknown)."""
     repo.git("rm", "-q", f"cards/{SAFETY}.md")
+    cases = POLICY_CASES.split("- id: ")
+    repo.write_raw("evals/cases.yaml", "- id: ".join(c for c in cases if not c.startswith("pipe-1")))
 
 
 def _pr_touches_hooks(repo: VaultRepo) -> None:

@@ -256,9 +256,10 @@ def review_cmd(range_spec: str, fmt: str, as_json: bool, today: object, vault_pa
     \b
     Exit codes:
       0  passes
-      1  fails: a lint error in a changed card or in cairn.toml, or a
+      1  fails: a lint error in a changed card or in cairn.toml, a
          negative eval case (expect: []) that gets a card at HEAD and did
-         not at the base; the author fixes it
+         not at the base, or an eval case expecting a card HEAD does not
+         hold (a typo, a card renamed or removed); the author fixes it
       3  blocked (nothing failed): a change a maintainer must check, listed
          under "Blocked:" with the reason: weaker gates or lint policy in
          cairn.toml (or cairn.toml removed), eval cases or negative cases

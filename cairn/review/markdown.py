@@ -78,6 +78,15 @@ def render_markdown(r: Review) -> str:
         out += ["", "> [!CAUTION]", "> **Prompt injection.** These cards would put instructions into agents' prompts:"]
         for f in r.prompt_injections:
             out.append(f"> - {_code(f.path)} line {f.line}: {cell(f.message, 300)}")
+    if r.routing.unknown:
+        out += [
+            "",
+            "> [!WARNING]",
+            f"> **{len(r.routing.unknown)} eval case(s) expect a card HEAD does not hold** (`cairn eval` and "
+            "`cairn calibrate` refuse them: fix the id, or the case, to the card's id at HEAD):",
+        ]
+        for file, case, card in r.routing.unknown[:_LONG_LIST]:
+            out.append(f"> - {_code(file)}: {_code(case)} expects {_code(card)}")
     new_false = r.routing.new_false_injections
     if new_false:
         out += [

@@ -59,7 +59,7 @@ from cairn.hot.settings import settings_of
 from cairn.hot.vault import CARDS_DIR, Vault
 from cairn.index import build as indexer
 from cairn.lint import lint_files
-from cairn.quality.evaluate import MAX_CASES_BYTES, Case, EvalReport, evaluate, load_cases
+from cairn.quality.evaluate import MAX_CASES_BYTES, Case, EvalReport, evaluate, load_cases, unknown_expected
 from cairn.quality.metrics import metrics_of
 from cairn.review import policy
 from cairn.review.policy import Blocked, SettingChange
@@ -260,6 +260,9 @@ class Routing:
     head: dict[str, Any] = field(default_factory=dict)
     changed: tuple[CaseChange, ...] = ()
     note: str = ""
+    # (file, case id, card id) for each case at HEAD expecting a card HEAD's index does not hold (a typo, a card
+    # renamed or removed): `cairn eval` and `cairn calibrate` refuse such cases, so review fails them
+    unknown: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def new_false_injections(self) -> tuple[CaseChange, ...]:
@@ -291,11 +294,12 @@ class Review:
 
     @property
     def n_errors(self) -> int:
-        return len(self.lint_errors) + len(self.routing.new_false_injections)
+        return len(self.lint_errors) + len(self.routing.new_false_injections) + len(self.routing.unknown)
 
     @property
     def failed(self) -> bool:
-        """An error the author must fix (a lint error, a negative case that now gets a card)."""
+        """An error the author must fix (a lint error, a negative case that now gets a card, a case expecting a card
+        HEAD does not hold)."""
         return bool(self.n_errors)
 
     @property
@@ -350,6 +354,9 @@ class Review:
                 "head": self.routing.head,
                 "changed": [dict(dataclasses.asdict(c), kind=c.kind) for c in self.routing.changed],
                 "new_false_injections": [c.id for c in self.routing.new_false_injections],
+                "unknown_expected": [
+                    {"file": file, "case": case, "card": card} for file, case, card in self.routing.unknown
+                ],
             },
             "own_questions": [dict(dataclasses.asdict(q), kind=q.kind) for q in self.own],
         }
@@ -1062,6 +1069,7 @@ def _routing(
         base=base_all,
         head=head_all,
         changed=tuple(sorted(changed, key=lambda c: (c.kind != "new false injection", c.file, c.id))),
+        unknown=tuple((path, case.id, card) for path, cases in loaded for case, card in unknown_expected(after, cases)),
     )
 
 
