@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -350,6 +351,19 @@ def test_review_outside_git_names_no_option_it_lacks(isolated_env: Path, tmp_pat
     assert done.stderr.strip() == (
         f"Error: {tmp_path} is not in a git repository; review compares two commits: run it in a clone of the vault"
     )
+
+
+@pytest.mark.parametrize("where", ["no vault", "bare repository"])
+def test_review_where_there_is_no_vault_could_not_run(isolated_env: Path, tmp_path: Path, where: str) -> None:
+    """Bug fixed: with no vault around (a bare repository, a CI job in the wrong folder) review exited 1, which the
+    template's workflow reads as "the pull request fails"; nothing was reviewed: exit 2."""
+    folder = tmp_path / "here"
+    folder.mkdir()
+    if where == "bare repository":
+        subprocess.run(["git", "init", "-q", "--bare", str(folder)], check=True)
+    done = run_cairn("review", "main..HEAD", cwd=folder)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("Error: ") and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 
 def test_a_shallow_ci_clone_is_told_to_fetch_the_history(vault_repo: VaultRepo, tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from cairn.cli.common import (
     vault_option,
     warn,
 )
-from cairn.hot.errors import CairnError, NotAGitRepository
+from cairn.hot.errors import CairnError, NotAGitRepository, VaultNotFound
 from cairn.index import build as indexer
 from cairn.terminal import clean_line
 
@@ -268,7 +268,7 @@ def review_cmd(range_spec: str, fmt: str, as_json: bool, today: object, vault_pa
          (CLAUDE.md, AGENTS.md) touched
       2  usage error, or the review could not run: a revision git does
          not know, a shallow clone whose history stops before the merge
-         base, no git repository
+         base, no vault, no git repository
 
     \b
     Example:
@@ -292,12 +292,12 @@ def review_cmd(range_spec: str, fmt: str, as_json: bool, today: object, vault_pa
     from cairn.review import markdown as review_markdown
     from cairn.review import report as review
 
-    vault = open_vault(vault_path)
     day = today.date() if isinstance(today, dt.datetime) else None
     try:
+        vault = open_vault(vault_path)
         with progress_stages() as stage:
             result = review.review(vault, range_spec, today=day, progress=stage)
-    except (review.RangeError, NotAGitRepository) as exc:  # exit 2: the review did not run (no cards failed)
+    except (review.RangeError, NotAGitRepository, VaultNotFound) as exc:  # exit 2: the review did not run
         echo(f"Error: {clean_line(str(exc))}", err=True)
         raise SystemExit(2) from None
     if as_json or fmt == "json":
