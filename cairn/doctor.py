@@ -58,6 +58,7 @@ def run_checks(cwd: Path, env: dict[str, str] | None = None) -> list[Check]:
     checks = [_python(), *_relative_folders(env), *_shared_folders()]
     entries, config_check = _config(env)
     checks.append(config_check)
+    checks += _allowed_rules(env) if config_check.ok else []
     checks += _resolution(cwd, entries, env)
     semantic, encodes = _semantic_check(env)
     for entry in entries:
@@ -125,6 +126,31 @@ def _config(env: dict[str, str]) -> tuple[list[VaultEntry], Check]:
     if not entries:
         return [], Check("config", file, False, "no vault configured", "cairn vault add PATH")
     return entries, Check("config", file, True, f"{len(entries)} vault(s): {', '.join(e.name for e in entries)}")
+
+
+def _allowed_rules(env: dict[str, str]) -> list[Check]:
+    """A failing check for each entry of `[security] allow_disabled_rules` that names no security rule or group (a
+    typo such as `secrets` allows nothing, silently: the rule it meant still runs)."""
+    from cairn.hot.userconfig import load_config
+    from cairn.lint.security import SECURITY, security_rules
+
+    try:
+        allowed = load_config(env).allow_disabled_rules
+    except (CairnError, OSError, ValueError):
+        return []
+    known = {SECURITY, *(name for rule in security_rules() for name in (rule.id, *rule.emits, *rule.groups))}
+    file = config_file(env)
+    return [
+        Check(
+            "config",
+            file,
+            False,
+            f"[security] allow_disabled_rules names {entry!r}, which is no security rule, so it allows nothing "
+            f"(the security rules: {', '.join(sorted(rule.id for rule in security_rules()))})",
+            f"fix {file}: name a security rule (or `security` for them all)",
+        )
+        for entry in sorted(allowed - known)
+    ]
 
 
 def _resolution(cwd: Path, entries: list[VaultEntry], env: dict[str, str]) -> list[Check]:

@@ -22,7 +22,7 @@ from cairn.cards.visible import invisible_in
 from cairn.hot.vault import find_vault
 from cairn.lint import lint_files
 from helpers.payloads import claude_payload
-from helpers.vaults import VaultRepo
+from helpers.vaults import VaultRepo, make_vault
 
 CASES: list[dict[str, str]] = json.loads(
     (Path(__file__).resolve().parent / "fixtures" / "attacks" / "cases.json").read_text("utf-8")
@@ -214,6 +214,24 @@ def test_only_the_user_config_lets_a_vault_serve_what_a_security_rule_refuses(va
     allowed = json.loads(vault_repo.cairn("index", "--rebuild", "--json").stdout)
     assert allowed["problems"] == [] and allowed["cards"] == 1
     assert vault_repo.cairn("lint").returncode == 0
+
+
+def test_doctor_names_an_allowed_rule_that_is_no_security_rule(vault_repo: VaultRepo) -> None:
+    """`allow_disabled_rules = ["secrets"]` (for `secret`: the example in Cairn's own error said "secrets") allowed
+    nothing, and nothing said so: the vault's `disable = ["secret"]` stayed ignored. Doctor names it."""
+    make_vault(vault_repo)
+    assert vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team").returncode == 0
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "cairn" / "config.toml"
+    config.write_text(config.read_text() + '\n[security]\nallow_disabled_rules = ["secrets", "secret", "security"]\n')
+    checks = json.loads(vault_repo.cairn("doctor", "--json").stdout)["checks"]
+    found = [c for c in checks if c["area"] == "config" and "allow_disabled_rules" in c["detail"]]
+    assert [(c["ok"], c["detail"].split(", which")[0]) for c in found] == [
+        (False, "[security] allow_disabled_rules names 'secrets'")
+    ]
+    assert found[0]["detail"].endswith(", remote-code, secret)") and found[0]["fix"].startswith(f"fix {config}")
+    config.write_text('[security]\nallow_disabled_rules = "secret"\n')
+    listed = vault_repo.cairn("vault", "list")
+    assert listed.returncode == 1 and 'e.g. ["secret"]' in listed.stderr
 
 
 def test_a_security_rule_switched_back_on_refuses_the_cards_it_let_in(

@@ -222,7 +222,7 @@ def _validated(file: str, document: object, env: "Mapping[str, str]") -> "dict[s
             raise ValueError(f"{file}: unknown key {key!r} in [security]; known: {', '.join(_SECURITY_KEYS)}")
     allowed = security.get("allow_disabled_rules", [])
     if not isinstance(allowed, list) or not all(isinstance(r, str) and r.strip() for r in allowed):
-        raise ValueError(f'{file}: [security] allow_disabled_rules must be a list of rule ids, e.g. ["secrets"]')
+        raise ValueError(f'{file}: [security] allow_disabled_rules must be a list of rule ids, e.g. ["secret"]')
     return {"vaults": entries, "allow_disabled_rules": sorted({r.strip() for r in allowed})}
 
 
