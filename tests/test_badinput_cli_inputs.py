@@ -399,7 +399,21 @@ def test_a_number_option_refuses_nan_and_infinity(vault_repo: VaultRepo, args: t
     make_vault(vault_repo)
     done = vault_repo.cairn(*args)
     assert (done.returncode, done.stdout) == (2, "")
-    assert f"Error: Invalid value for '{option}': '{args[-1]}' is not a finite number; give one from" in done.stderr
+    bounded = args[-1] == "inf" and option in ("--wait", "--timeout")  # these options stop at a day
+    said = f"{args[-1]} is not in the range" if bounded else f"'{args[-1]}' is not a finite number; give one from"
+    assert f"Error: Invalid value for '{option}': {said}" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "option"), [(("sync", "--timeout", "1e8"), "--timeout"), (("index", "--wait", "1e300"), "--wait")]
+)
+def test_a_wait_past_a_day_is_a_usage_error(vault_repo: VaultRepo, args: tuple[str, ...], option: str) -> None:
+    """Bug fixed: `sync --timeout 1e8` said "unexpected OverflowError ... (a bug in Cairn)"."""
+    make_vault(vault_repo)
+    done = vault_repo.cairn(*args)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert f"Error: Invalid value for '{option}': {args[-1]} is not in the range" in done.stderr
+    assert "<=86400" in done.stderr
 
 
 @pytest.mark.parametrize(

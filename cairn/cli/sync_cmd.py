@@ -17,7 +17,7 @@ from cairn.terminal import clean_line
 @click.argument("name", required=False, shell_complete=complete_vault_name)
 @click.option(
     "--timeout",
-    type=FiniteFloatRange(min=1),
+    type=FiniteFloatRange(min=1, max=86400),  # a day: a larger one overflowed the clock's arithmetic
     default=120,
     show_default=True,
     help="Seconds one vault's fetch may take; past it the vault fails (exit 1) and keeps serving what it served.",

@@ -399,7 +399,7 @@ def _read_body(body_file: Path) -> str:
 @click.option(
     "--wait",
     "wait",
-    type=FiniteFloatRange(min=0),
+    type=FiniteFloatRange(min=0, max=86400),
     default=None,
     help="Wait at most this many seconds for another `cairn index` of the vault; past it, hand the update to a "
     "background process and return (the vault's git hooks use it: a commit never waits on a long or stuck index).",
