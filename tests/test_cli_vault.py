@@ -376,6 +376,18 @@ def test_add_asking_on_a_pipe_refuses_a_body_from_stdin(vault_repo: VaultRepo) -
     assert "Name (" not in done.stdout and not (vault_repo.root / "cards" / "git" / "stdin-body-card.md").exists()
 
 
+def test_add_asking_with_answers_that_run_out_says_what_to_do(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `printf 'a name\\n' | cairn add -i` printed click's bare "Aborted!" (exit 1)."""
+    make_vault(vault_repo)
+    done = vault_repo.cairn("add", "-i", input="Only a name here\n")
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "Error: the input ended before a question was answered; give the answers as options instead "
+        "(`cairn add --help` lists them)"
+    )
+    assert vault_repo.git("status", "--porcelain") == ""  # nothing written
+
+
 def test_add_asking_reads_answers_with_windows_line_ends(vault_repo: VaultRepo) -> None:
     """Answers piped with CRLF line ends: the Id question's "\\r" (Enter, keeping the suggestion) was taken as the
     id: `Error: '\\r' is not a card id`."""

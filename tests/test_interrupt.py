@@ -92,7 +92,7 @@ def _at_a_question(vault_repo: VaultRepo, answer: bytes | None) -> tuple[int, by
 
 def test_ctrl_c_at_a_question_is_the_same(vault_repo: VaultRepo) -> None:
     """click turns Ctrl-C at a question (`cairn add`'s name) into its "Aborted!", exit 1; Cairn tells it from the end
-    of input (Ctrl-D), which stays click's "Aborted!" and exit 1."""
+    of input (Ctrl-D), which is exit 1 with one line saying what to do (it was click's bare "Aborted!")."""
     make_vault(vault_repo)
     code, output = _at_a_question(vault_repo, None)
     assert code == 130, output
@@ -100,7 +100,11 @@ def test_ctrl_c_at_a_question_is_the_same(vault_repo: VaultRepo) -> None:
     assert b"Aborted" not in output and b"Traceback" not in output, output
     code, output = _at_a_question(vault_repo, b"\x04")  # Ctrl-D: the end of input
     assert code == 1, output
-    assert output.rstrip().endswith(b"Aborted!") and b"Interrupted" not in output, output
+    assert output.rstrip().endswith(
+        b"Error: the input ended before a question was answered; give the answers as options instead "
+        b"(`cairn add --help` lists them)"
+    ), output
+    assert b"Aborted" not in output and b"Interrupted" not in output, output
 
 
 def test_ctrl_c_in_the_hook_is_the_same(vault_repo: VaultRepo) -> None:

@@ -106,7 +106,13 @@ class LazyGroup(click.Group):
             raise click.exceptions.Exit(INTERRUPTED) from None
         except click.exceptions.Abort as abort:
             if not isinstance(abort.__context__, KeyboardInterrupt):
-                raise  # end of input at a question: click's "Aborted!", exit 1
+                # end of input at a question (piped answers that run out): one line, not click's bare "Aborted!"
+                where = ctx.invoked_subcommand or ctx.info_name or "cairn"
+                click.echo("", err=True)  # the question's line stays open
+                raise click.ClickException(
+                    f"the input ended before a question was answered; give the answers as options instead "
+                    f"(`cairn {where} --help` lists them)"
+                ) from None
             if isinstance(abort.__context__, Terminated):
                 click.echo(abort.__context__.line, err=True)
                 raise click.exceptions.Exit(abort.__context__.status) from None
