@@ -157,6 +157,29 @@ def test_signed_commits_are_verified(vault_repo: VaultRepo, tmp_path: Path) -> N
     assert f"last changed:    {signed[:8]}" in text.stdout and "(signed)" in text.stdout
 
 
+def test_show_says_what_git_says_of_a_signature_now(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: the index kept each commit's signature verdict of its build, so after the key left the allowed
+    signers `cairn show` still said "(signed)" (JSON "G") where `cairn audit --require-signed` failed; and the other
+    way round, a vault indexed before the allowed-signers file was set showed good signatures as unsigned."""
+    vault_repo.write("a/one", "One", "The first summary.")
+    vault_repo.commit("Unsigned start", author=ANN)
+    ssh_signing(vault_repo, tmp_path)
+    allowed = Path(vault_repo.git("config", "gpg.ssh.allowedSignersFile"))
+    trusted = allowed.read_text()
+    allowed.write_text("")  # nobody is trusted yet when the index is built
+    vault_repo.write("a/one", "One", "A signed summary.")
+    signed = signed_commit(vault_repo, "Signed change")
+    assert _prov(vault_repo, "a/one")["last_changed"]["signed"] is False  # stored at the build
+    allowed.write_text(trusted)
+    shown = json.loads(vault_repo.cairn("show", "a/one", "--json").stdout)["provenance"]["last_changed"]
+    assert (shown["commit"], shown["signature"], shown["signed"]) == (signed, "G", True)
+    allowed.write_text("")  # the key is no longer trusted
+    assert vault_repo.cairn("index").returncode == 0
+    shown = json.loads(vault_repo.cairn("show", "a/one", "--json").stdout)["provenance"]["last_changed"]
+    assert shown["signature"] != "G" and shown["signed"] is False
+    assert "(signed)" not in vault_repo.cairn("show", "a/one").stdout
+
+
 def test_the_users_log_settings_change_no_provenance(vault_repo: VaultRepo) -> None:
     """`log.showRoot = false` hid the root commit's files (the vault's first cards got a later creator and lost an
     author), `i18n.logOutputEncoding` re-encoded authors' names; Cairn's history reader now ignores both."""

@@ -72,7 +72,7 @@ def card_record(
     # one named "ignore your instructions and ..." as an instruction): shown without invisible characters, as the
     # parser gives every field of the card, bounded, and withheld where the prompt-injection rule finds an instruction.
     stored["provenance"] = _visible(stored.get("provenance"))
-    _mark_shallow(vault, stored)
+    _from_git_now(vault, stored)
     return stored
 
 
@@ -91,16 +91,28 @@ def _visible(value: Any) -> Any:
     return value
 
 
-def _mark_shallow(vault: Vault, record: dict[str, Any]) -> None:
-    """In a shallow clone, history stops at the boundary: a card "created" there may be older, by other authors."""
+def _from_git_now(vault: Vault, record: dict[str, Any]) -> None:
+    """What the stored provenance cannot keep true, asked of git as the card is shown: each commit's signature (a
+    key removed from the allowed signers, a signing key set up since: the index kept the verdict of its build, so
+    `show` said "signed" where `audit --require-signed` failed), and, in a shallow clone, that history stops at its
+    boundary (a card "created" there may be older, by other authors)."""
     provenance = record.get("provenance")
-    if not isinstance(provenance, dict) or not isinstance(provenance.get("created"), dict):
+    if not isinstance(provenance, dict):
         return
     from cairn import gitrepo
 
+    refs = [
+        ref for key in ("created", "last_changed", "summary_changed") if isinstance(ref := provenance.get(key), dict)
+    ]
     with gitrepo.open_repo(vault) as repo:
         boundary = gitrepo.shallow_commits(repo)
-    if provenance["created"].get("commit") in boundary:
+        commits = {ref["commit"] for ref in refs if isinstance(ref.get("commit"), str)}
+        verdicts = gitrepo.commit_signatures(repo, commits) if commits else {}
+    for ref in refs:
+        verdict = verdicts.get(ref.get("commit"))  # type: ignore[arg-type]
+        if verdict is not None:
+            ref.update(signature=verdict.status, signed=verdict.status == "G", signing_key=verdict.key or None)
+    if isinstance(provenance.get("created"), dict) and provenance["created"].get("commit") in boundary:
         provenance["shallow"] = True
 
 
