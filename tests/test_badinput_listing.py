@@ -157,6 +157,31 @@ def test_list_with_a_verified_at_near_the_last_date(vault_repo: VaultRepo) -> No
     assert text.returncode == 0 and "git/early" in text.stdout and "git/late" not in text.stdout
 
 
+def test_list_and_show_name_a_superseded_card(vault_repo: VaultRepo) -> None:
+    """Bug fixed: an active card another active card supersedes is never served, yet `cairn list` (and its JSON)
+    and `cairn show` called it "active", and `list --due` asked for it to be reviewed."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("git/lease", "Use --force-with-lease", "Push with --force-with-lease, not --force.")
+    vault_repo.write(
+        "git/safely",
+        "Force-push safely",
+        "Push with --force-with-lease --force-if-includes.",
+        supersedes=["git/lease"],
+    )
+    vault_repo.commit()
+    cards = {c["id"]: c for c in json.loads(vault_repo.cairn("list", "--json").stdout)["cards"]}
+    assert (cards["git/lease"]["status"], cards["git/lease"]["superseded_by"], cards["git/lease"]["due"]) == (
+        "superseded",
+        ["git/safely"],
+        False,
+    )
+    assert (cards["git/safely"]["status"], cards["git/safely"]["superseded_by"]) == ("active", [])
+    assert "git/lease" not in vault_repo.cairn("list", "--due").stdout
+    shown = vault_repo.cairn("show", "git/lease")
+    assert "status: active (superseded by git/safely: not served)" in shown.stdout
+    assert json.loads(vault_repo.cairn("show", "git/lease", "--json").stdout)["superseded_by"] == ["git/safely"]
+
+
 def test_demo_leaves_no_index_behind(tmp_path: Path, isolated_env: Path) -> None:
     cache = Path(os.environ["CAIRN_CACHE_DIR"])
     state = Path(os.environ["CAIRN_STATE_DIR"])

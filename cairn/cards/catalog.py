@@ -68,6 +68,8 @@ def card_record(
                 + ("" if served_only else " (uncommitted cards need --worktree)")  # agents read commits only
             )
         stored["commit"] = index.commit
+        by = index.superseded().get(stored["id"], ()) if stored.get("status", "active") == "active" else ()
+        stored["superseded_by"] = list(by)  # never served while an active card supersedes it
     # Git's names and e-mails are text no lint reads (an author named with a bidi override reads as another name,
     # one named "ignore your instructions and ..." as an instruction): shown without invisible characters, as the
     # parser gives every field of the card, bounded, and withheld where the prompt-injection rule finds an instruction.

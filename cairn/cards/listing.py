@@ -15,7 +15,9 @@ from cairn.index import build as indexer
 @dataclass(frozen=True, slots=True)
 class ListedCard:
     """One card of the served ref. due_on: its review_after date, else verified_at plus the vault's
-    `[lint] max_age_days`; None when it was never verified (then it is due now)."""
+    `[lint] max_age_days`; None when it was never verified (then it is due now). status: the card's, or
+    `superseded` for an active card another active card supersedes (never served, so never due); superseded_by:
+    those cards."""
 
     id: str
     name: str
@@ -24,6 +26,7 @@ class ListedCard:
     verified_at: str | None
     due_on: str | None
     due: bool
+    superseded_by: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -34,6 +37,7 @@ class ListedCard:
             "verified_at": self.verified_at,
             "due_on": self.due_on,
             "due": self.due,
+            "superseded_by": list(self.superseded_by),
         }
 
 
@@ -51,6 +55,7 @@ def _cards(reader: IndexReader, today: dt.date) -> list[ListedCard]:
     lint = reader.config.get("lint") if isinstance(reader.config, dict) else None
     max_age = int(lint.get("max_age_days", 365)) if isinstance(lint, dict) else 365
     out: list[ListedCard] = []
+    superseded = reader.superseded()
     for card_id in sorted(reader.ids()):
         record = reader.record(card_id) or {}
         verified = record.get("verified_at")
@@ -58,7 +63,11 @@ def _cards(reader: IndexReader, today: dt.date) -> list[ListedCard]:
         if due_on is None and verified:
             due_on = _plus_days(dt.date.fromisoformat(str(verified)), max_age).isoformat()
         status = str(record.get("status") or "active")
-        due = status != "retired" and (due_on is None or dt.date.fromisoformat(str(due_on)) <= today)
+        by = superseded.get(card_id, ()) if status == "active" else ()
+        status = "superseded" if by else status
+        due = status not in ("retired", "superseded") and (
+            due_on is None or dt.date.fromisoformat(str(due_on)) <= today
+        )
         out.append(
             ListedCard(
                 card_id,
@@ -68,6 +77,7 @@ def _cards(reader: IndexReader, today: dt.date) -> list[ListedCard]:
                 str(verified) if verified else None,
                 str(due_on) if due_on else None,
                 due,
+                by,
             )
         )
     return out

@@ -590,7 +590,12 @@ def render_card_text(record: dict[str, object]) -> str:
     one = _one_line
     lines = [
         one(record["name"]),
-        f"id: {one(record['id'])}    path: {one(record['path'])}    status: {one(record['status'])}",
+        f"id: {one(record['id'])}    path: {one(record['path'])}    status: {one(record['status'])}"
+        + (
+            f" (superseded by {', '.join(one(i) for i in record['superseded_by'])}: not served)"  # type: ignore[attr-defined]
+            if record.get("superseded_by")
+            else ""
+        ),
     ]
     if record.get("scope"):
         lines.append(f"scope: {', '.join(one(s) for s in record['scope'])}")  # type: ignore[attr-defined]
