@@ -43,11 +43,15 @@ def test_eval_json_has_the_contract_keys(fixture_vault: VaultRepo) -> None:
 
 def test_eval_metrics_on_the_fixture(fixture_vault: VaultRepo) -> None:
     data = _eval(fixture_vault, FIXTURE / "cases.yaml")
-    # Recall@k reads the ranking before admission and gates: the superseded card outranks its successor once.
-    assert data["recall@1"] == 0.75 and data["recall@3"] == 1.0 and data["injection@1"] == 1.0
+    # Recall@k reads the ranking before the gates, of the cards that can be served: the superseded card, which
+    # outranks its successor for one case, is not among them (it counted, and that case's right card "missed" its
+    # Recall@1 while it was injected).
+    assert data["recall@1"] == 1.0 and data["recall@3"] == 1.0 and data["injection@1"] == 1.0
     force = next(c for c in data["cases"] if c["id"] == "en-force-push")
-    assert force["ranked"][:2] == ["git/force-push-plain", "git/force-push-safely"]
+    assert force["ranked"][0] == "git/force-push-safely" and "git/force-push-plain" not in force["ranked"]
     assert force["injected"] == ["git/force-push-safely"]
+    explained = fixture_vault.invoke("explain", "--json", "force push", "--vault", str(fixture_vault.root))
+    assert "git/force-push-plain" in explained.stdout  # still ranked by recall, refused at admission
     assert data["false_injection_rate"] == 0.0
     by_slice = data["by_slice"]
     assert by_slice["long"]["n_pos"] == 1 and by_slice["long"]["injection@1"] == 1.0

@@ -218,6 +218,11 @@ def _case(path: Path, number: int, position: int, item: Any) -> Case:
     return Case(id=str(case_id), query=query, expect=tuple(expect), slice=slice_name)
 
 
+# Cards recall ranks but never serves, whatever the prompt: Recall@k is measured over the ranking without them (a
+# retired card ranked first made Recall@1 miss a case whose right card was injected).
+NEVER_SERVED = frozenset({"retired", "draft", "unknown_status", "superseded", "expired"})
+
+
 def evaluate(
     index: IndexReader,
     cases: Sequence[Case],
@@ -235,7 +240,7 @@ def evaluate(
     for done, case in enumerate(cases, 1):
         sims = semantic[done - 1] if semantic is not None else None
         result = recall(index, case.query, scope=scope, today=today, settings=settings, semantic=sims)
-        ranked = tuple(c.card.id for c in result.candidates[:3])
+        ranked = tuple(c.card.id for c in result.candidates if c.reason not in NEVER_SERVED)[:3]
         injected = tuple(c.card.id for c in result.injected)
         outcomes.append(CaseOutcome(case, ranked, injected))
         if progress and (done % 25 == 0 or done == total):
