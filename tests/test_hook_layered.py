@@ -214,6 +214,27 @@ def test_the_same_lesson_in_two_vaults_is_given_once_from_the_first(home: Path, 
     assert log_entries()[-1]["injected"] == []
 
 
+def test_a_lesson_the_session_got_from_one_vault_is_named_already_given_from_another(
+    home: Path, tmp_path: Path
+) -> None:
+    """Bug fixed: the session got the lesson from the team vault (`cairn recall --session s --vault team`); the hook
+    asking every vault then withheld the org vault's copy, and said `"already_injected": []`, as if no card fit."""
+    team = team_vault(tmp_path / "team-lessons")
+    org = org_copy_vault(tmp_path / "org-lessons", team)
+    assert org.invoke("index").returncode == 0
+    register(org.root, "org")
+    register(team.root, "team")
+    project = tmp_path / "project"
+    project.mkdir()
+    alone = cairn("recall", "--session", "s", "--vault", "team", "--json", FITTING_PROMPT, cwd=project)
+    assert [c["id"] for c in json.loads(alone.stdout)["cards"]] == [REBASE_ID], alone.stderr
+    assert json.loads(hook(project, FITTING_PROMPT, session="s", fmt="json")) == {
+        "cards": [],
+        "abstained": True,
+        "already_injected": ["org:vcs/rebase-after-force-push"],
+    }
+
+
 def test_projects_and_scopes_limit_a_vault(home: Path, tmp_path: Path) -> None:
     team = team_vault(tmp_path / "team-lessons")
     mine = personal_vault(tmp_path / "my-notes")

@@ -238,15 +238,23 @@ def serve_layers(
     finally:
         opened.__exit__(None, None, None)
     already: list[str] = []
-    refused = {
-        layer.qualified(c.card.id)
+    refused = [
+        (layer.qualified(c.card.id), lesson_keys(c.card))
         for layer, result in zip(layers, results, strict=True)
         for c in result.candidates
         if c.reason == ALREADY_INJECTED
-    }
+    ]
     if want_already and refused:
         fresh = merge(layers, recall_all(layers, query, None, decide_first), max_cards)
-        already = [p.qid for p in fresh if p.qid in refused]
+        # the card itself, or the same lesson from another vault (the session got `me:x`; `team:x` would be given)
+        ids, names, summaries = {q for q, _ in refused}, {k[0] for _, k in refused}, {k[1] for _, k in refused}
+        already = [
+            p.qid
+            for p in fresh
+            if p.qid in ids
+            or lesson_keys(p.candidate.card)[0] in names
+            or lesson_keys(p.candidate.card)[1] in summaries
+        ]
     if layers:
         sessions.prune(state, layers[0].index.hook_settings()[1])
     return Layered(given, results, already, dropped, session_error)
