@@ -610,7 +610,11 @@ def _served_twice(agent: str, runs: list[tuple[str, Path, str]], entries: list[V
             if not folders & other_folders:
                 continue
             project = next((p for w, p in ((where, path), (other_where, other_path)) if w == "project"), None)
-            if project is not None:
+            toml = next((p for p in (path, other_path) if p.suffix == ".toml"), None)
+            if toml is not None:  # Cairn never rewrites TOML: installing again would keep both
+                event = install.AGENTS[agent].event
+                fix = f"remove Cairn's [[hooks.{event}]] entry from {toml} by hand"
+            elif project is not None:
                 fix = shlex.join(["cairn", "uninstall", agent, "--project", str(project.parent.parent)])
             else:
                 fix = shlex.join(["cairn", "install", agent, "--user"])

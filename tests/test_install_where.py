@@ -234,6 +234,27 @@ def test_codex_hooks_in_config_toml_are_seen_by_doctor_and_uninstall(
     assert "/gone/venv/bin/cairn" in config.read_text()
 
 
+def test_a_hook_in_codexs_config_toml_beside_install_names_the_toml_entry_to_remove(
+    project: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug fixed: with Cairn's hook in the user's config.toml, `cairn install codex --user` added hooks.json's and
+    said the hook runs twice, "keep one: `cairn install codex --user`", which changed nothing (doctor said the same):
+    Cairn never rewrites TOML, so the fix is that entry, by hand."""
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    config = isolated_env / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(
+        f'[[hooks.UserPromptSubmit]]\n[[hooks.UserPromptSubmit.hooks]]\ntype = "command"\n'
+        f'command = "{cairn_executable()} hook --format codex"\n'
+    )
+    done = run_cairn("install", "codex", "--user", cwd=project)
+    assert done.returncode == 0, done.stderr
+    fix = f"remove Cairn's [[hooks.UserPromptSubmit]] entry from {config} by hand"
+    assert f"so its cards are injected twice; keep one: {fix}" in done.stdout
+    [twice] = [c for c in _agent_checks(project) if c["subject"] == "codex (twice)"]
+    assert twice["fix"] == fix
+
+
 def test_the_install_help_example_for_a_shared_file_runs_as_written_without_a_warning(isolated_env: Path) -> None:
     """Bug fixed: `cairn install --help` showed `cairn install codex --project ~/work/acme --vault ~/team-lessons`,
     which writes this machine's folder into the file every teammate commits: install itself then warns to register

@@ -145,7 +145,8 @@ def install_cmd(
         started = base
     twice = doctor.served_twice(target, started)
     if twice is not None:
-        echo(f"  Note: {twice.detail}: `{twice.fix}`")
+        fix = f"`{twice.fix}`" if twice.fix.startswith("cairn ") else twice.fix
+        echo(f"  Note: {twice.detail}: {fix}")
     where = " --user" if user else f" --project {shlex.quote(str(project))}" if project is not None else ""
     echo(f"Undo with `cairn uninstall {target}{where}`.")
 
