@@ -89,6 +89,7 @@ def _add(
     if projects:
         lines.append(f"projects = {toml_list([os.path.abspath(os.path.expanduser(p)) for p in projects])}")
     old = _read(file)
+    _refuse_other_layout(file, old, len(current.vaults))
     base = old if old.strip() else HEADER
     newline = "\r\n" if "\r\n" in base else "\n"  # a file with CRLF line ends (a Windows editor) keeps them
     table = newline.join(lines) + newline
@@ -112,6 +113,7 @@ def remove_vault(name: str, env: Mapping[str, str] | None = None) -> VaultEntry:
             known = ", ".join(e.name for e in entries) or "none"
             raise ConfigError(f"no vault named {name!r} is configured (configured: {known}); see `cairn vault list`")
         text = _read(file)
+        _refuse_other_layout(file, text, len(entries))
         _write_checked(file, _without_table(text, position), env, expect=[e.name for e in entries if e.name != name])
         return entries[position]
 
@@ -266,6 +268,18 @@ def _write_checked(file: str, text: str, env: Mapping[str, str], expect: Sequenc
         if os.path.exists(tmp):
             os.unlink(tmp)
     return written
+
+
+def _refuse_other_layout(file: str, text: str, vaults: int) -> None:
+    """Refuse to edit a configuration whose vaults are not all `[[vaults]]` tables (an inline array, `vaults = [{...},
+    ...]`, valid TOML the reader takes): the edit, made table by table, would say the file changed while it was read,
+    or make TOML that redefines `vaults`."""
+    tables = sum(1 for line in text.splitlines() if _is_vaults_header(line))
+    if tables != vaults:
+        raise ConfigError(
+            f"{file} lists its vaults in a form Cairn does not edit (an inline array, `vaults = [...]`?): write each "
+            "as a [[vaults]] table (name = ..., path = ...), or edit the file by hand; nothing was written"
+        )
 
 
 def _refuse_read_only(file: str) -> None:

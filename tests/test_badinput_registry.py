@@ -179,6 +179,28 @@ def test_vault_remove_takes_out_the_vault_named_in_a_hand_written_file(tmp_path:
     assert config_path().read_text("utf-8").startswith("# my vaults\n")
 
 
+def test_vaults_written_as_an_inline_array_are_listed_and_never_edited(tmp_path: Path) -> None:
+    """Bug fixed: `vaults = [ { name = ..., path = ... }, ... ]` (valid TOML, read as [[vaults]] tables are) made
+    `vault remove` say "the configuration file changed while it was read; run the command again" on every run, and
+    `vault add` report invalid TOML at a line past the file's end."""
+    _two_vaults(tmp_path)
+    inline = (
+        f'vaults = [\n  {{ name = "team", path = "{tmp_path / "team"}" }},\n'
+        f'  {{ name = "mine", path = "{tmp_path / "mine"}" }},\n]\n'
+    )
+    config_path().write_text(inline, encoding="utf-8")
+    assert _names(tmp_path) == ["team", "mine"]
+    for args in (("remove", "team"), ("add", str(tmp_path / "third"))):
+        done = run_cairn("vault", *args, cwd=tmp_path)
+        assert done.returncode == 1
+        assert done.stderr == (
+            f"Error: {config_path()} lists its vaults in a form Cairn does not edit (an inline array, `vaults = "
+            "[...]`?): write each as a [[vaults]] table (name = ..., path = ...), or edit the file by hand; nothing "
+            "was written\n"
+        )
+        assert config_path().read_text("utf-8") == inline
+
+
 def test_vault_add_first_goes_first_in_a_hand_written_file(tmp_path: Path) -> None:
     _two_vaults(tmp_path)
     done = run_cairn("vault", "add", str(tmp_path / "third"), "--first", cwd=tmp_path)
