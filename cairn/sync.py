@@ -272,10 +272,18 @@ def _fetch_failed(
         )
         return SyncResult(name, root, ref, "diverged", before, before, fetched=fetched, message=message)
     if checked_out:
+        from cairn.userconfig import configured_ref
+
+        # origin/HEAD is served only when no ref is configured: with `--ref main`, setting it changes nothing
+        instead = (
+            f"`git -C {at} remote set-head {remote} --auto`"
+            if configured_ref(root) is None
+            else f"`cairn vault remove {name}`, then `cairn vault add {shlex.quote(root)} --name {name} --ref "
+            f"{shlex.quote(remote + '/' + branch)}`"
+        )
         message = (
             f"{remote}'s {branch} has commits that {ref} lacks, and {ref} is checked out in {root}, so sync cannot "
-            f"move it: `{pull}` (its git hooks index it), or serve the remote's branch instead "
-            f"(`git -C {at} remote set-head {remote} --auto`)"
+            f"move it: `{pull}` (its git hooks index it), or serve the remote's branch instead ({instead})"
         )
         return SyncResult(name, root, ref, "error", before, before, fetched=fetched, message=message)
     if "couldn't find remote ref" in stderr:  # the remote renamed its branch (master -> main) or deleted it

@@ -687,6 +687,17 @@ def test_sync_of_the_authors_own_vault_with_its_branch_checked_out(tmp_path: Pat
         f"remote's branch instead (`git -C {root} remote set-head origin --auto`)\n"
     )
     assert author.git("rev-parse", "HEAD") == head and author.git("status", "--porcelain") == ""
+    # Registered with --ref main, origin/HEAD is never served: setting it (the fix above) would change nothing.
+    assert cairn("vault", "remove", "team", cwd=tmp_path).returncode == 0
+    assert cairn("vault", "add", str(root), "--name", "team", "--ref", "main", cwd=tmp_path).returncode == 0
+    pinned = cairn("sync", cwd=tmp_path)
+    assert pinned.returncode == 1
+    fix = f"`cairn vault remove team`, then `cairn vault add {root} --name team --ref origin/main`"
+    assert pinned.stdout.rstrip().endswith(f"or serve the remote's branch instead ({fix})")
+    assert cairn("vault", "remove", "team", cwd=tmp_path).returncode == 0
+    assert cairn("vault", "add", str(root), "--name", "team", "--ref", "origin/main", cwd=tmp_path).returncode == 0
+    followed = json.loads(cairn("sync", "team", "--json", cwd=tmp_path).stdout)["vaults"][0]
+    assert followed["after"] == new and author.git("rev-parse", "HEAD") == head  # the fix, as printed, works
     author.git("pull", "-q", "--ff-only")
     assert json.loads(cairn("sync", "team", "--json", cwd=tmp_path).stdout)["vaults"][0]["after"] == new
 
