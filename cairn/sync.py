@@ -17,7 +17,7 @@ from typing import Any
 
 from cairn import gitrepo
 from cairn.hot import paths
-from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing
+from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing, NotAGitRepository
 from cairn.hot.index import IndexReader
 from cairn.hot.vault import Vault
 from cairn.index import build as indexer
@@ -67,6 +67,11 @@ class Fetching:
 def sync_vault(vault: Vault, name: str, say: Say = lambda text: None, fetching: Fetching = Fetching()) -> SyncResult:
     """Fetch the vault's served ref (fast-forward only) and bring its index up to it. Two syncs of one vault take
     turns (a lock beside its index): at once, one's fetch would fail on the ref lock the other's holds."""
+    if vault.git_root is None:  # the generic advice names `git init` and --worktree, which sync has no use for
+        raise NotAGitRepository(
+            f"{vault.root} is not in a git repository (its .git gone?), so there is nothing to fetch into: clone the "
+            f"vault there again, or `cairn vault remove {name}`"
+        )
     with gitrepo.open_repo(vault) as repo:
         folder = indexer.index_file_for(vault).parent
         paths.private_folder(str(folder))

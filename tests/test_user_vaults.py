@@ -666,6 +666,19 @@ def _a_teammates_clone(tmp_path: Path) -> VaultRepo:
     return other
 
 
+def test_sync_of_a_vault_that_lost_its_git_says_what_to_do(tmp_path: Path) -> None:
+    """The generic advice ("run `git init` and commit your cards (or use --worktree)") named an option sync lacks and
+    a fix that loses the team's history."""
+    author = _authors_vault(tmp_path)
+    shutil.rmtree(author.root / ".git")
+    done = cairn("sync", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout == (
+        f"team: error: {author.root} is not in a git repository (its .git gone?), so there is nothing to fetch into: "
+        "clone the vault there again, or `cairn vault remove team`\n"
+    )
+
+
 def test_sync_of_the_authors_own_vault_with_its_branch_checked_out(tmp_path: Path) -> None:
     """The vault an author commits to and pushes from serves its local main: sync has nothing to move while main holds
     every commit of the remote's, and says what to run (never moving the checked-out branch) when it does not."""
