@@ -139,7 +139,8 @@ def test_init_registers_and_lists_the_real_next_steps(tmp_path: Path) -> None:
 
 def test_init_refuses_a_bad_name_before_making_anything_and_fails_when_registering_fails(tmp_path: Path) -> None:
     """`cairn init DIR --register --name 'bad name'` made the vault, said "Not registered: ..." and exited 0, so a
-    script went on as if the hook served it; a taken name did the same."""
+    script went on as if the hook served it; a taken name did the same, and then made the vault before it failed:
+    both are refused before anything is made. A configuration that cannot be read fails after, as before."""
     bad = cairn("init", str(tmp_path / "one"), "--register", "--name", "bad name!", cwd=tmp_path)
     assert bad.returncode == 2
     assert "Invalid value for '--name': 'bad name!' is not a vault name" in bad.stderr
@@ -148,13 +149,17 @@ def test_init_refuses_a_bad_name_before_making_anything_and_fails_when_registeri
     taken = cairn("init", str(tmp_path / "three"), "--register", "--name", "team", cwd=tmp_path)
     assert taken.returncode == 1
     assert taken.stderr.strip().splitlines() == [
-        f"Error: the vault at {tmp_path / 'three'} was created and committed, but not registered: a vault named "
-        f"'team' is already configured ({tmp_path / 'two'}); pick another --name; then run "
-        f"`cairn vault add {tmp_path / 'three'}`"
+        f"Error: a vault named 'team' is already configured ({tmp_path / 'two'}); pick another --name (nothing was "
+        "made)"
     ]
-    assert (tmp_path / "three" / "cairn.toml").is_file() and "cairn vault add" in taken.stdout
+    assert not (tmp_path / "three").exists() and taken.stdout == ""
     names = [v["name"] for v in json.loads(cairn("vault", "list", "--json", cwd=tmp_path).stdout)["vaults"]]
     assert names == ["team"]
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "cairn" / "config.toml"
+    config.write_text(config.read_text() + "[[vaults]]\nname = 'broken'\n")  # no path: the file cannot be read
+    broken = cairn("init", str(tmp_path / "four"), "--register", "--name", "four", cwd=tmp_path)
+    assert broken.returncode == 1 and (tmp_path / "four" / "cairn.toml").is_file()
+    assert broken.stderr.startswith(f"Error: the vault at {tmp_path / 'four'} was created and committed, but not ")
 
 
 def test_one_install_serves_two_vaults_in_a_third_project(tmp_path: Path, vault_repo: VaultRepo) -> None:

@@ -75,6 +75,17 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
     """
     from cairn import githooks, install, userconfig
 
+    if register and name is not None:  # a name already taken is refused before anything is made
+        from cairn.hot.userconfig import load_vaults
+
+        try:
+            taken = next((e for e in load_vaults() if e.name == name), None)
+        except CairnError:  # a broken configuration: said after the vault is made, as before
+            taken = None
+        if taken is not None:
+            raise CairnError(
+                f"a vault named {name!r} is already configured ({taken.path}); pick another --name (nothing was made)"
+            )
     commit = authoring.init_vault(path)
     vault = find_vault(path)
     # Index right away, so the agent hook has something to serve on its very first prompt. The vault is made and
