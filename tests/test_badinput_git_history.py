@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from helpers.vaults import ANN, BOB, VaultRepo
+from helpers.vaults import ANN, BOB, VaultRepo, make_vault
 
 CAROL = ("Carol Çelik", "carol@example.com")
 DAVE = ("Dave Merger", "dave@example.com")
@@ -284,3 +285,16 @@ def test_a_card_kept_beside_its_renamed_copy_keeps_its_history(vault_repo: Vault
     assert [a["name"] for a in kept["authors"]] == [ANN[0], CAROL[0]]
     audit = vault_repo.cairn("audit", "--json")
     assert audit.returncode == 0, audit.stdout
+
+
+def test_show_finds_a_card_whose_file_name_is_in_another_unicode_form(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a card committed as `cafe` + U+0301 (the form macOS writes a name in) could not be shown by the id
+    a keyboard types (U+00E9): "no card 'café'; did you mean café?", the two looking alike."""
+    make_vault(vault_repo)
+    decomposed = unicodedata.normalize("NFD", "misc/café")
+    vault_repo.write(decomposed, "A card named in NFD", "Koalas sleep up to twenty hours a day in eucalyptus trees.")
+    vault_repo.commit("An NFD file name")
+    for typed in ("misc/café", decomposed):
+        shown = vault_repo.cairn("show", typed)
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout.startswith("A card named in NFD\n")

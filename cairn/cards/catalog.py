@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +32,9 @@ def card_record(
     `open_index` takes it (the MCP server), and `warn` as it takes it (`cairn show`)."""
     forms = card_id_forms(card_id)
     card_id = forms[-1]
+    # An id typed in one Unicode form for a file named in another (macOS writes `e` + U+0301 where a keyboard types
+    # U+00E9): both forms are tried, so `cairn show café` finds `cafe\u0301.md`.
+    forms = tuple(dict.fromkeys([*forms, *(unicodedata.normalize(nf, f) for f in forms for nf in ("NFC", "NFD"))]))
     if worktree:
         path = next((p for p in map(vault.card_path, forms) if p.is_file() or p.is_symlink()), vault.card_path(card_id))
         if not path.is_file() and not path.is_symlink():
