@@ -562,3 +562,20 @@ def test_a_teammates_settings_cannot_fake_a_sync_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stdout.count("\n") == 1 and "\x1b" not in done.stdout, done.stdout
     assert done.stdout.startswith("team: error: cairn.toml:1: unknown key ")
+
+
+@pytest.mark.parametrize("scope", ["", " , "])
+def test_vault_add_scope_with_no_tag_is_a_usage_error(tmp_path: Path, scope: str) -> None:
+    """Bug fixed: `--scope ""` was refused as a fault of the configuration file ("[[vaults]] entry 2: scopes must be
+    a list ..."), and `--scope ,` stored the tag "," (the vault then served no card)."""
+    author, _ = bare_vault(tmp_path)
+    done = run_cairn("vault", "add", str(author.root), "--scope", scope, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.endswith(
+        f"Error: Invalid value for --scope: {scope!r} holds no tag; give one such as --scope git\n"
+    )
+    assert not config_path().exists()
+    split = run_cairn("vault", "add", str(author.root), "--scope", "git, ci", "--scope", "git", cwd=tmp_path)
+    assert split.returncode == 0, split.stderr
+    [entry] = json.loads(run_cairn("vault", "list", "--json", cwd=tmp_path).stdout)["vaults"]
+    assert entry["scopes"] == ["git", "ci"]

@@ -14,6 +14,19 @@ from cairn.hot.gitrefs import served_ref
 from cairn.hot.userconfig import config_file, load_vaults
 
 
+def _scope_tags(given: tuple[str, ...]) -> tuple[str, ...]:
+    """The tags of each --scope (one, or several comma-separated, as the hook's `--scope` takes them), in order. One
+    with no tag (`--scope ""`: an unset variable; `--scope ,`) is a usage error: it blamed the configuration file, or
+    was stored as the tag "," and served no card."""
+    tags: list[str] = []
+    for value in given:
+        found = [tag.strip() for tag in value.split(",") if tag.strip()]
+        if not found:
+            raise click.BadParameter(f"{value!r} holds no tag; give one such as --scope git", param_hint="--scope")
+        tags += [tag for tag in found if tag not in tags]
+    return tuple(tags)
+
+
 @click.group(name="vault")
 def vault_group() -> None:
     """The vaults the prompt hook serves in every project, in order of precedence (the user configuration:
@@ -35,7 +48,13 @@ def vault_group() -> None:
     default=None,
     help="The ref to serve (default: the remote's default branch, else main/master: what was reviewed).",
 )
-@click.option("--scope", "scopes", multiple=True, help="Serve only cards whose scope meets this tag (repeatable).")
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    callback=lambda ctx, param, value: _scope_tags(value),
+    help="Serve only cards whose scope meets this tag (repeatable, or comma-separated: git,ci).",
+)
 @click.option(
     "--project",
     "projects",
