@@ -542,8 +542,10 @@ def _agent_checks(cwd: Path, entries: list[VaultEntry]) -> list[Check]:
                 continue
             commands = install.cairn_commands(agent, path)
             if commands is None:
-                kind = "TOML" if path.suffix == ".toml" else "JSON"
-                checks.append(Check("agent", f"{agent} ({where})", False, f"{path} is not valid {kind}", f"fix {path}"))
+                why = f"{path} is not valid TOML" if path.suffix == ".toml" else install.settings_problem(agent, path)
+                checks.append(
+                    Check("agent", f"{agent} ({where})", False, why or f"{path} is not valid JSON", f"fix {path}")
+                )
                 continue
             if not commands:
                 continue

@@ -352,6 +352,18 @@ def settings_data(agent: str, path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def settings_problem(agent: str, path: Path) -> str:
+    """Why an agent's settings file cannot be read as settings (not UTF-8, not JSON, not an object), as install
+    says it; "" when it can."""
+    try:
+        _load_settings(path, _agent(agent), "")
+    except RefusedWrite as exc:
+        return str(exc).split("; ", 1)[0].removesuffix(", nothing was written")
+    except OSError as exc:
+        return f"{path} cannot be read ({exc.strerror or exc})"
+    return ""
+
+
 def cairn_commands(agent: str, path: Path) -> list[str] | None:
     """The commands of Cairn's hook handlers in an agent's settings file, or in the `[hooks]` tables of Codex's
     config.toml (empty: none); None when the file is not a JSON object (or TOML)."""

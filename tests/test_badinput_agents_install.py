@@ -173,6 +173,23 @@ def test_settings_that_are_not_utf8_are_one_line_and_untouched(
     assert sorted(p.name for p in target.parent.iterdir()) == ["settings.local.json"]
 
 
+@pytest.mark.parametrize(
+    ("raw", "why"),
+    [(json.dumps(THEIRS).encode("utf-16"), "is not UTF-8 text (byte 0)"), (b"[1, 2]", "does not hold a JSON object")],
+)
+def test_doctor_says_why_a_settings_file_cannot_be_read_as_install_does(
+    raw: bytes, why: str, tmp_path: Path, configured: VaultRepo
+) -> None:
+    """Doctor called a settings file in UTF-16, or holding a JSON array, "not valid JSON"; install said which."""
+    target = tmp_path / "p" / ".claude" / "settings.local.json"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(raw)
+    done = run_cairn("doctor", "--cwd", str(tmp_path / "p"), cwd=tmp_path)
+    assert f"FAIL agent claude-code (project): {target} {why}  -> fix {target}" in done.stdout, done.stdout
+    installed = run_cairn("install", "claude-code", "--project", str(tmp_path / "p"), cwd=tmp_path)
+    assert f"{target} {why}" in installed.stderr
+
+
 @pytest.mark.parametrize("command", ["install", "uninstall", "doctor"])
 def test_settings_nested_past_the_parser_are_one_line_and_untouched(
     command: str, tmp_path: Path, isolated_env: Path, configured: VaultRepo
