@@ -649,7 +649,7 @@ def _write_if_changed(
         new = new or _json_bytes(data, indent, crlf=b"\r\n" in old)
         _refuse_read_only(path, target)  # only now: a read-only file that already says it all is left unchanged
         mode = stat.S_IMODE(target.stat().st_mode)
-        saved = _write_backup(path, old, mode) if backup and not _only_cairn(old_data) else None
+        saved = _write_backup(path, old, mode) if backup and old.strip() and not _only_cairn(old_data) else None
         write_atomic(target, new, overwrite=True, mode=mode)
         return True, saved
     write_atomic(target, _json_bytes(data, 2), overwrite=False)

@@ -134,6 +134,20 @@ def test_every_command_cairn_writes_or_wrote_is_its_own(command: str) -> None:
     assert install.is_cairn_command(install.hook_command("codex", "team vault", "git", install.hook_launcher()))
 
 
+@pytest.mark.parametrize("blank", ["", "\n  \n"])
+def test_install_into_a_blank_settings_file_keeps_no_empty_backup(
+    blank: str, tmp_path: Path, configured: VaultRepo
+) -> None:
+    """An empty settings file (`touch .claude/settings.local.json`) got a backup of 0 bytes: nothing to keep."""
+    target = tmp_path / "p" / SETTINGS["claude-code"]
+    target.parent.mkdir(parents=True)
+    target.write_text(blank)
+    done = cairn("install", "claude-code", "--project", str(tmp_path / "p"))
+    assert done.returncode == 0, done.stderr
+    assert cairn_commands(json.loads(target.read_text()), "UserPromptSubmit")
+    assert not list(target.parent.glob("*.bak-*")) and "backup" not in done.stdout
+
+
 def test_install_creates_settings_and_updates_a_changed_command(tmp_path: Path, configured: VaultRepo) -> None:
     project = tmp_path / "p"
     project.mkdir()
