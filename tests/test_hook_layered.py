@@ -200,7 +200,8 @@ def test_sessions_dedupe_across_vaults_and_the_json_format_says_so(home: Path, t
     assert record["injected"][f"team:{REBASE_ID}"]["commit"] == team.git("rev-parse", "HEAD")
 
 
-def test_the_same_lesson_in_two_vaults_is_given_once_from_the_first(home: Path, tmp_path: Path) -> None:
+def _org_before_team(tmp_path: Path) -> Path:
+    """The team's vault and an org vault holding a copy of its lesson, registered org first; a project folder."""
     team = team_vault(tmp_path / "team-lessons")
     org = org_copy_vault(tmp_path / "org-lessons", team)
     assert org.invoke("index").returncode == 0
@@ -208,6 +209,11 @@ def test_the_same_lesson_in_two_vaults_is_given_once_from_the_first(home: Path, 
     register(team.root, "team")
     project = tmp_path / "project"
     project.mkdir()
+    return project
+
+
+def test_the_same_lesson_in_two_vaults_is_given_once_from_the_first(home: Path, tmp_path: Path) -> None:
+    project = _org_before_team(tmp_path)
     cards = fields(hook(project, FITTING_PROMPT))
     assert [c["id"] for c in cards] == ["org:vcs/rebase-after-force-push"]  # listed first: org wins
     assert hook(project, FITTING_PROMPT) == ""  # and the team's copy is not given later in the session
@@ -219,13 +225,7 @@ def test_a_lesson_the_session_got_from_one_vault_is_named_already_given_from_ano
 ) -> None:
     """Bug fixed: the session got the lesson from the team vault (`cairn recall --session s --vault team`); the hook
     asking every vault then withheld the org vault's copy, and said `"already_injected": []`, as if no card fit."""
-    team = team_vault(tmp_path / "team-lessons")
-    org = org_copy_vault(tmp_path / "org-lessons", team)
-    assert org.invoke("index").returncode == 0
-    register(org.root, "org")
-    register(team.root, "team")
-    project = tmp_path / "project"
-    project.mkdir()
+    project = _org_before_team(tmp_path)
     alone = cairn("recall", "--session", "s", "--vault", "team", "--json", FITTING_PROMPT, cwd=project)
     assert [c["id"] for c in json.loads(alone.stdout)["cards"]] == [REBASE_ID], alone.stderr
     assert json.loads(hook(project, FITTING_PROMPT, session="s", fmt="json")) == {
