@@ -82,6 +82,7 @@ def sync_vault(vault: Vault, name: str, say: Say = lambda text: None, fetching: 
 def _sync(repo: Any, vault: Vault, name: str, say: Say, fetching: Fetching) -> SyncResult:
     ref, _ = indexer.served_commit(vault, repo)
     before = _indexed_commit(vault, ref)
+    switched = _indexed_ref(vault)
     source = _fetch_source(repo, ref)
     fetched = ""
     if source is not None:
@@ -144,7 +145,23 @@ def _sync(repo: Any, vault: Vault, name: str, say: Say, fetching: Fetching) -> S
     except CairnError as exc:
         return SyncResult(name, str(vault.root), ref, "error", before, before, fetched=fetched, message=str(exc))
     outcome = "unchanged" if before == report.commit else "updated"
-    return SyncResult(name, str(vault.root), ref, outcome, before, report.commit, report.n_cards, fetched)
+    note = ""
+    if switched not in (None, ref):  # `git remote remove origin`, origin/HEAD moved, a branch made or deleted
+        note = (
+            f"it served {switched} until now; {ref} is what it serves now (`cairn doctor` says why; `cairn vault add "
+            "--ref` fixes the ref)"
+        )
+    return SyncResult(name, str(vault.root), ref, outcome, before, report.commit, report.n_cards, fetched, note)
+
+
+def _indexed_ref(vault: Vault) -> str | None:
+    """The ref the vault's index was built from, or None (no index, or one that cannot be read)."""
+    try:
+        with IndexReader(indexer.index_file_for(vault)) as reader:
+            found = reader.meta.get("ref")
+            return found if isinstance(found, str) else None
+    except CairnError:
+        return None
 
 
 def _indexed_commit(vault: Vault, ref: str) -> str | None:

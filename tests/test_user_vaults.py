@@ -671,6 +671,26 @@ def _a_teammates_clone(tmp_path: Path) -> VaultRepo:
     return other
 
 
+def test_sync_says_when_the_served_ref_changed_under_it(tmp_path: Path) -> None:
+    """A clone serves origin/main; after `git remote remove origin` it serves its local main, which may be older:
+    sync went back to it without a word (exit 0). It still does what the served ref says, and now says so."""
+    author = _authors_vault(tmp_path)
+    clone = _a_teammates_clone(tmp_path)
+    assert cairn("vault", "add", str(clone.root), "--name", "clone", cwd=tmp_path).returncode == 0
+    first = cairn("sync", "clone", cwd=tmp_path)
+    assert first.returncode == 0 and "note:" not in first.stdout, first.stdout
+    assert first.stdout.startswith("clone: refs/remotes/origin/main ")
+    clone.git("remote", "remove", "origin")
+    switched = cairn("sync", "clone", cwd=tmp_path)
+    assert switched.returncode == 0, switched.stdout
+    assert switched.stdout.startswith("clone: refs/heads/main ")
+    assert (
+        "note: it served refs/remotes/origin/main until now; refs/heads/main is what it serves now" in switched.stdout
+    )
+    again = cairn("sync", "clone", cwd=tmp_path)
+    assert "note:" not in again.stdout and author.root.is_dir()
+
+
 def test_sync_of_a_vault_that_lost_its_git_says_what_to_do(tmp_path: Path) -> None:
     """The generic advice ("run `git init` and commit your cards (or use --worktree)") named an option sync lacks and
     a fix that loses the team's history."""

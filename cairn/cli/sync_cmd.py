@@ -83,12 +83,16 @@ def _line(result: object) -> str:
     from cairn.sync import SyncResult
 
     assert isinstance(result, SyncResult)
+    note = f"; note: {result.message}" if result.message else ""
     if result.status == "updated":
         before = f"{result.before[:8]} -> " if result.before else ""
-        return f"{result.name}: {result.ref} {before}{(result.after or '')[:8]}, {result.cards} cards indexed"
+        return f"{result.name}: {result.ref} {before}{(result.after or '')[:8]}, {result.cards} cards indexed{note}"
     if result.status == "unchanged":
         fetched = "" if result.fetched else "; no remote branch to fetch"
-        return f"{result.name}: {result.ref} up to date at {(result.after or '')[:8]} ({result.cards} cards{fetched})"
+        return (
+            f"{result.name}: {result.ref} up to date at {(result.after or '')[:8]} ({result.cards} cards{fetched})"
+            f"{note}"
+        )
     return f"{result.name}: {result.status}: {result.message}"
 
 
