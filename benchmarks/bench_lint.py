@@ -16,7 +16,8 @@ with an empty cache), warm runs (only the changed blob is parsed; `--runs`, inte
 `python -c pass` of the same interpreter and with the same check from the working tree), and the whole vault
 (`--whole-runs`), each as a multiple of the bare interpreter; then lint's own summary line of each kind of run.
 `--hostile-runs N` also times, N times each, one staged card of 1 MiB (the most a card may be) whose body is a shape
-markdown-it-py is slow on (`HOSTILE`): a card a writer can commit to stall every teammate's pre-commit hook and CI.
+markdown-it-py or a security rule's expression is slow on (`HOSTILE`): a card a writer can commit to stall every
+teammate's pre-commit hook and CI (and the index update after each commit).
 """
 
 from __future__ import annotations
@@ -39,7 +40,16 @@ TODAY = "2026-12-01"
 WARM_BUDGET_MS = 1000
 # Bodies markdown-it-py reads at 2-30 s per MiB (RESULTS.md "Lint"): one paragraph of `[`, a line of `[` each, a list
 # of a quarter of a million items.
-HOSTILE = {"a paragraph of [": "[", "lines of [": "[\n", "a list of 250,000 items": "- a\n"}
+HOSTILE = {
+    "a paragraph of [": "[",
+    "lines of [": "[\n",
+    "a list of 250,000 items": "- a\n",
+    # shapes the security rules' expressions read quadratically until stop 46 (a scan from each start to the end)
+    "curl curl curl ... (secret)": "curl ",
+    "<!-- <!-- ... (prompt-injection)": "<!-- ",
+    "** ** ... (prompt-injection)": "**",
+    "_ then one long word (prompt-injection)": "_ " + "a" * 1_048_000,
+}
 
 
 def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:

@@ -603,7 +603,21 @@ _PATTERNS: tuple[tuple[str, _Pattern, str, Needles], ...] = (
 _NEEDS_NON_ASCII = frozenset(
     pattern for _, pattern, _, groups in _PATTERNS if any(all(not n.isascii() for n in g) for g in groups)
 )
-_COMMENT = re.compile(r"<!--(.*?)-->", re.DOTALL)
+
+
+def _comments(text: str) -> Iterator[tuple[int, str]]:
+    """Each HTML comment of the text: (its start, what it holds), found by `str.find` in one pass. The expression
+    `<!--(.*?)-->` read to the text's end from every `<!--` that no `-->` closes: a body of 160 KB of `<!-- ` took
+    107 s of `cairn lint`."""
+    at = text.find("<!--")
+    while at >= 0:
+        end = text.find("-->", at + 4)
+        if end < 0:
+            return  # no `-->` after this one, so none after any later `<!--` either
+        yield at, text[at + 4 : end]
+        at = text.find("<!--", end + 3)
+
+
 _TO_AGENT = re.compile(
     r"\b(?:ai|assistant|agent|llm|model|claude|chatgpt|gpt|codex|gemini|copilot|instructions?|system\s+prompt)\b"
     r"|助手|智能体|模型|指令|アシスタント|エージェント",
@@ -682,9 +696,12 @@ _SPACED_GATE = re.compile(r"([ .*_|/-])[^\W\d_]\1[^\W\d_]\1")
 # code span inside a word (``Ig`nore` ``) or of one word opening a sentence (`` `Ignore` all ``): a renderer turns
 # them into styling, a model reads past them. Code spans elsewhere are kept: commands are quoted so in every lesson.
 _MARKUP = re.compile(
-    r"<!--[^\n]*?-->|</?[A-Za-z][\w-]{0,30}(?:[ \t][^<>\n]{0,200})?/?>|(?<=[^\W_])[*~]+|[*~]+(?=[^\W_])"
+    r"<!--[^\n]{0,200}?-->|</?[A-Za-z][\w-]{0,30}(?:[ \t][^<>\n]{0,200})?/?>"
+    r"|(?<=[^\W_])[*~]+|(?<![*~])[*~]+(?=[^\W_])"  # a run's first marker only: from each, a long run was read again
 )
-_UNDERSCORED = re.compile(r"(?<!\w)_+[^\W_]\w*|\w*[^\W_]_+(?!\w)")
+# Both alternatives start at a word's start: the second, unanchored, read the rest of a long word from each of its
+# letters (`_ ` then 64 KB of letters: 104 s).
+_UNDERSCORED = re.compile(r"(?<!\w)_+[^\W_]\w*|(?<!\w)\w*[^\W_]_+(?!\w)")
 _CODE_SPAN = re.compile(r"`([^`\s]{1,40})`")
 _LETTER = re.compile(r"[^\W\d_]")
 _WORD = re.compile(r"[^\W\d_]+")
@@ -813,9 +830,9 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
                         )
         text = field.text
         if (field.key in ("file", "body") or field.served) and "<!--" in text:
-            for match in _COMMENT.finditer(text):
-                if _TO_AGENT.search(match.group(1)):
-                    found.append((field, match.start(), _message("a hidden HTML comment addresses the agent")))
+            for start, inner in _comments(text):
+                if _TO_AGENT.search(inner):
+                    found.append((field, start, _message("a hidden HTML comment addresses the agent")))
     yield from field_findings(RULE, target, found)
 
 

@@ -2,7 +2,8 @@
 
 A card's text reaches agents that can run shell commands, so the whole card (decoded, after NFKC; and again with its
 HTML character references decoded, `&#124;` for `|`, then its percent-escapes, `%7C`) is read for:
-a download piped into a shell or interpreter (`curl … | sh`, `wget -O- | bash`, `bash <(curl …)`, `iwr … | iex`)
+a download piped into a shell or interpreter (`curl … | sh`, `wget -O- | bash`, `curl … | /usr/bin/env bash`,
+`curl … | tee i.sh | sh`, `iwr … | iex`) or run by one (`bash <(curl …)`, `eval "$(curl …)"`, `source <(curl …)`),
 or saved and then run (`curl -o i.sh … && sh i.sh`),
 decoded data piped into a shell (`base64 -d | sh`), reverse shells (`nc -e`, `/dev/tcp/`), uploads of keys and
 credential files (`curl -F f=@$HOME/.ssh/id_rsa`), and the environment sent to the network (`env | curl`,
@@ -34,11 +35,19 @@ _SECRET_FILE = (
     r"\.kube/config|\.docker/config|/etc/passwd|/etc/shadow|\.gnupg|credentials\b|\.bash_history|\.pgpass|"
     r"\.config/gh|keychain)"
 )
+# A shell as a pipe reaches it: by its name, its path (`/bin/bash`), or through `env` (`/usr/bin/env bash`).
+_RUN = rf"(?:[\w.~/-]{{0,200}}/)?(?:env\s+(?:-\S+\s+){{0,5}}(?:[\w.~/-]{{0,200}}/)?)?(?:{_SHELL})"
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (what, re.compile(pattern, re.IGNORECASE))
     for what, pattern in (
-        ("pipes a download into a shell", rf"\b{_FETCH}\b[^\n|;&]{{0,300}}\|\s*(?:{_SHELL})\b"),
-        ("runs a download in a shell", rf"\b(?:{_SHELL})\s+(?:-\S+\s+)*(?:<\(|\"?\$\()\s*{_FETCH}\b"),
+        (
+            "pipes a download into a shell",  # `|&` too, and through a `tee` (`| tee install.sh | sh`)
+            rf"\b{_FETCH}\b[^\n|;&]{{0,300}}(?:\|\s*tee\b[^\n|;&]{{0,200}})?\|&?\s*{_RUN}\b",
+        ),
+        (
+            "runs a download in a shell",  # `bash <(curl …)`, `eval "$(curl …)"`, `source <(curl …)`, `. <(curl …)`
+            rf"(?:\b(?:{_RUN}|eval|source)|(?<![^\s;&|(])\.)\s+(?:-\S+\s+)*(?:<\(|\"?\$\()\s*{_FETCH}\b",
+        ),
         (
             "runs a downloaded file",
             rf"\b{_FETCH}\b[^\n]{{0,300}}?\s(?:-[a-zA-Z]*[oO]|--output(?:-document)?(?:=|\s)|>)\s*['\"]?([^\s'\";&|]+)['\"]?"

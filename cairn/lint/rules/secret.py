@@ -100,20 +100,25 @@ _PROSE = re.compile(
 _URL_CREDENTIAL = re.compile(r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@'\"<>]{1,64}:([^\s@/'\"<>]{1,128})@[\w.-]+")
 # A password given on a command line, each with the word that must be in the text for it to match: `curl -u
 # user:pw`, `mysql -pS3cr3t` (the value attached: `-p` alone prompts), `sshpass -p pw`, `docker login -p pw`.
+# A command's options are read up to 512 characters past its name: an unbounded lazy scan read every line to its end
+# from each `curl` of it, so a body of `curl curl curl ...` took minutes (160 KB: 56 s).
 _COMMAND_PASSWORDS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
     (
         ("curl",),
         re.compile(
-            r"\bcurl\b[^\n|;&]*?[ \t](?:-u|--user|-U|--proxy-user)(?:[ \t]+|=)[\"']?[^\s:\"'@]{1,64}:"
+            r"\bcurl\b[^\n|;&]{0,512}?[ \t](?:-u|--user|-U|--proxy-user)(?:[ \t]+|=)[\"']?[^\s:\"'@]{1,64}:"
             r"([^\s\"'`@]{1,128})"
         ),
     ),
-    (("mysql", "mariadb"), re.compile(r"(?i)\b(?:mysql|mariadb)[\w-]*[^\n|;&]*?[ \t]-p[\"']?([^\s\"'`|;&]{1,128})")),
+    (
+        ("mysql", "mariadb"),
+        re.compile(r"(?i)\b(?:mysql|mariadb)[\w-]*[^\n|;&]{0,512}?[ \t]-p[\"']?([^\s\"'`|;&]{1,128})"),
+    ),
     (("sshpass",), re.compile(r"\bsshpass[ \t]+-p[ \t]*[\"']?([^\s\"'`|;&]{1,128})")),
     (
         ("login",),
         re.compile(
-            r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm)[ \t]+(?:registry[ \t]+)?login\b[^\n|;&]*?[ \t]"
+            r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm)[ \t]+(?:registry[ \t]+)?login\b[^\n|;&]{0,512}?[ \t]"
             r"(?:-p|--password)(?:[ \t]+|=)[\"']?([^\s\"'`|;&]{1,128})"
         ),
     ),
