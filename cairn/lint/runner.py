@@ -181,6 +181,12 @@ def _line_of_disable(config_text: str | None) -> int:
 def _target(vault: Vault, snapshot: Snapshot, rel: str) -> Target:
     """Read and parse one file: from the snapshot, else (a file the staging area does not hold) the working tree."""
     file = snapshot.files.get(rel)
+    if file is not None and file.kind == SUBMODULE and rel == "cards/.git":
+        why = (
+            "cards/ holds a .git folder: git and other tools may take cards/ for a repository of its own, and a "
+            "`git add` there for the vault's; remove cards/.git"
+        )
+        return Target(rel, None, None, (Finding(rel, 0, "path-outside-cards", why),))
     if file is not None and file.kind == SUBMODULE:  # as the index refuses it
         return Target(rel, None, None, (Finding(rel, 0, "path-outside-cards", "a submodule cannot hold cards"),))
     if file is not None and file.kind == SYMLINK:

@@ -14,7 +14,7 @@ from cairn import gitrepo
 from cairn.cards.card import MAX_CARD_BYTES, card_id_from_path
 from cairn.config import CONFIG_FILE
 from cairn.hot.errors import CairnError
-from cairn.hot.vault import Vault, worktree_card_files
+from cairn.hot.vault import CARDS_DIR, Vault, worktree_card_files
 
 WORKTREE = "worktree"
 STAGED = "staged"  # git's staging area (`git ls-files -s`); Cairn's "index" is its own file in the cache
@@ -60,11 +60,18 @@ class Snapshot:
         nested = {rel.rsplit("/.git/", 1)[0] for _, rel in files if "/.git/" in rel} | {
             rel.removesuffix("/.git") for _, rel in files if rel.endswith("/.git")
         }
+        if CARDS_DIR in nested:
+            # `cards/.git`: the vault's own cards folder looks like a repository. Its cards are still the vault's
+            # (git goes on tracking them; `cairn index --worktree` reads them): skipping them all, lint said "0 files"
+            # and passed a card the index refuses. The `.git` is named, as a submodule is.
+            nested.discard(CARDS_DIR)
+            nested.add(f"{CARDS_DIR}/.git")
+            self.files[f"{CARDS_DIR}/.git"] = VaultFile(f"{CARDS_DIR}/.git", "", SUBMODULE)
         for folder in nested:
             if card_id_from_path(folder) is not None:
                 self.files[folder] = VaultFile(folder, "", SUBMODULE)
         for file, rel in files:
-            if any(rel.startswith(folder + "/") for folder in nested):
+            if rel == f"{CARDS_DIR}/.git" or any(rel.startswith(folder + "/") for folder in nested):
                 continue
             info = file.lstat()
             if stat.S_ISLNK(info.st_mode):

@@ -11,8 +11,8 @@ from cairn.lint.rules import id_text
 
 
 def check(target: Target, context: Context) -> Iterator[Finding]:
-    if not target.path.startswith("cards/"):
-        return  # the contract reports it
+    if not target.path.startswith("cards/") or target.path == "cards/.git":
+        return  # the contract reports it (a `cards/.git`: path-outside-cards)
     card_id = card_id_from_path(target.path)
     if card_id is None:
         yield RULE.at(target, 0, "not a card: card files end in `.md`; this file is ignored (rename or move it)")
