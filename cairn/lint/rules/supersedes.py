@@ -1,4 +1,5 @@
-"""supersedes-missing: every id in supersedes names a card of the vault (a typo would leave the old card live)."""
+"""supersedes-missing: every id in supersedes names a card of the vault (a typo would leave the old card live), and
+no card supersedes one that supersedes it back (each card in such a loop stays superseded: none is served)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,14 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
     for old in card.supersedes:
         if old == card.id:
             yield RULE.at(target, line, f"the card supersedes itself ('{old}'); name the card it replaces")
+        elif old in context.cards and (loop := _back_to(card.id, old, context)) is not None:
+            path = " -> ".join([card.id, *loop])
+            yield RULE.at(
+                target,
+                line,
+                f"supersedes '{old}', which supersedes it back ({path}): each card in the loop stays unserved; keep one "
+                "direction",
+            )
         elif old not in context.cards:
             as_id = card_id_from_path(old) or (old[:-3] if old.endswith(".md") else None)
             if as_id is not None and as_id in context.cards:
@@ -23,6 +32,25 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
             else:
                 hint = "use the replaced card's id (its path under cards/ without .md)"
             yield RULE.at(target, line, f"supersedes '{old}', but no card has that id; {hint}")
+
+
+def _back_to(start: str, first: str, context: Context) -> list[str] | None:
+    """The ids from `first` along `supersedes` back to `start` (a loop: `A` supersedes `B`, `B` supersedes `A`, and
+    each stays superseded, so neither is served), or None; breadth first, every card visited once."""
+    came_from: dict[str, str | None] = {first: None}
+    queue = [first]
+    for current in queue:
+        facts = context.cards.get(current)
+        for nxt in facts.supersedes if facts is not None else ():
+            if nxt == start:
+                path = [current]
+                while (before := came_from[path[-1]]) is not None:
+                    path.append(before)
+                return [*reversed(path), start]
+            if nxt not in came_from:
+                came_from[nxt] = current
+                queue.append(nxt)
+    return None
 
 
 RULE = Rule("supersedes-missing", ERROR, ("vault",), __doc__ or "", check)
