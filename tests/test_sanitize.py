@@ -182,6 +182,39 @@ def test_the_copy_keeps_no_secret_that_cairn_lint_names(vault_repo: VaultRepo, t
     assert " secret " not in linted.stdout, linted.stdout
 
 
+def test_a_card_that_hides_what_sanitize_redacts_is_not_copied(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bugs fixed: sanitize redacted the text as written, not as YAML and HTML decode it (as lint and agents read
+    it), so `jane\\x40acme.com` and `ghp&#95;...` went into the copy; its host rule matched inside `db\\x2eacme.internal`
+    and left a card that no longer parsed; and a file named `jane.doe@acme.com.md` was copied under its name. Each
+    such card is left out, with why; the others are copied."""
+    vault_repo.write_raw("cairn.toml", "")
+    escaped = (
+        '---\nname: Reports API\nsummary: "The reports API at db\\x2eacme.internal needs basic auth."\n---\n\n'
+        "# Reports API\n\nAsk the owner.\n"
+    )
+    vault_repo.write_raw("cards/ops/escaped-yaml.md", escaped)
+    vault_repo.write(
+        "ops/escaped-html", "CI token", "The CI token sits in the vault.", body="Owner: jane&#64;acme.com\n"
+    )
+    vault_repo.write("ops/jane.doe@acme.com", "Ask Jane", "Staging deploys fail on Fridays; ask the owner first.")
+    vault_repo.write("ops/plain", "Plain card", "Mail jane@acme.com for access to the reports API.")
+    vault_repo.commit("Cards hiding what sanitize redacts")
+    out = tmp_path / "shared"
+    done = vault_repo.cairn("sanitize", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    left_out = {line.split(":", 1)[0]: line for line in done.stderr.splitlines() if " sanitize " in line}
+    assert sorted(left_out) == [
+        "cards/ops/escaped-html.md",
+        "cards/ops/escaped-yaml.md",
+        "cards/ops/jane.doe@acme.com.md",
+    ]
+    assert "broke its frontmatter" in left_out["cards/ops/escaped-yaml.md"]
+    assert "(email) behind escapes" in left_out["cards/ops/escaped-html.md"]
+    assert "its file name holds" in left_out["cards/ops/jane.doe@acme.com.md"]
+    copied = sorted(p.name for p in (out / "cards" / "ops").iterdir())
+    assert copied == ["plain.md"] and "jane@acme.com" not in (out / "cards/ops/plain.md").read_text()
+
+
 def test_refuses_an_out_inside_the_vault_even_through_a_symlink(vault_repo: VaultRepo, tmp_path: Path) -> None:
     _secret_vault(vault_repo)
     link = tmp_path / "sneaky"

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from cairn import gitrepo
-from cairn.cards.card import MAX_CARD_BYTES, card_id_from_path, oversize_finding
+from cairn.cards.card import MAX_CARD_BYTES, card_id_from_path, oversize_finding, parse_card
 from cairn.config import SanitizeSettings
 from cairn.finding import Finding
 from cairn.hot.errors import InvalidConfig, RefusedWrite
@@ -518,7 +518,12 @@ def _sanitize(repo: Any, vault: Vault, target: Path, out: Path, settings: Saniti
             except UnicodeDecodeError:
                 skipped.append(Finding(entry.path, 0, "file-encoding", "not UTF-8 text; not copied"))
                 continue
-        for (path, _), (clean, counts) in zip(texts, redact_all(texts, settings), strict=True):
+        rules = rules_for(settings)
+        for (path, raw), (clean, counts) in zip(texts, redact_all(texts, settings), strict=True):
+            why = _left_in(path, raw, clean, rules)
+            if why:
+                skipped.append(Finding(path, 0, "sanitize", why))
+                continue
             dest = staging / path
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(clean, encoding="utf-8", newline="")
@@ -528,6 +533,40 @@ def _sanitize(repo: Any, vault: Vault, target: Path, out: Path, settings: Saniti
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return SanitizeReport(target, commit, tuple(files), tuple(skipped))
+
+
+def _left_in(path: str, raw: str, clean: str, rules: list[Rule]) -> str:
+    """Why a redacted card must not be copied, or "": its file name holds what sanitize redacts (the copy keeps the
+    name), the redaction broke its frontmatter (a rule matched inside a YAML escape: `db\\x2eacme.internal`), or
+    its values as YAML and HTML decode them (as lint and agents read them: `jane\\x40acme.com`, `ghp&#95;...`)
+    still hold some: the text was redacted as written, not as read."""
+    import html
+
+    if redact(path, rules)[1]:
+        return "its file name holds what sanitize redacts (an e-mail, a host, a user name); rename the card"
+    before, _ = parse_card(path, raw.encode("utf-8"))
+    card, _ = parse_card(path, clean.encode("utf-8"))
+    if before is not None and card is None:
+        return "redacting it broke its frontmatter (a value written with escapes?); write the value plainly"
+    values: list[str] = []
+
+    def collect(value: Any) -> None:
+        if isinstance(value, str):
+            values.append(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                collect(item)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                collect(item)
+
+    collect(card.to_dict() if card is not None else clean)
+    decoded = "\n".join(html.unescape(value) for value in values)
+    left = redact(decoded, rules)[1]
+    if left:
+        kinds = ", ".join(sorted(left))
+        return f"it holds what sanitize redacts ({kinds}) behind escapes (YAML `\\x40`, HTML `&#64;`); write it plainly"
+    return ""
 
 
 def _plain_path(path: str) -> bool:
