@@ -143,6 +143,25 @@ def test_the_whole_card_command_of_an_id_with_a_leading_dash_runs(vault_repo: Va
         assert shown.stdout.startswith("Zebra quokka migration stalls\n")
 
 
+def test_the_whole_card_command_opens_the_injected_card_from_a_vault_nested_in_it(vault_repo: VaultRepo) -> None:
+    """Bug fixed: the agent working in a personal vault nested in the team's (`team/personal`) was given `cairn show
+    ID` without --vault; run there, it opened the nested vault's card of the same id, another lesson."""
+    make_vault(vault_repo)
+    vault_repo.write("ops/zanzibar", "Zanzibar queue stalls on restart", "Drain zanzibar consumers before a restart.")
+    vault_repo.commit("The team's card")
+    assert vault_repo.invoke("index").returncode == 0
+    nested = VaultRepo(vault_repo.root / "personal")
+    nested.write_raw("cairn.toml", "")
+    nested.write("ops/zanzibar", "My own note on editor tabs", "Tabs and spaces in the editor, nothing about queues.")
+    nested.commit("A personal card of the same id")
+    done = hook(vault_repo, "text", "zanzibar queue stalls after a restart", cwd=nested.root)
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("   whole card: `")]
+    command = shlex.split(line.split("`")[1])
+    assert command[-2:] == ["--vault", str(vault_repo.root)]
+    shown = vault_repo.cairn(*command[1:], cwd=nested.root)
+    assert shown.stdout.startswith("Zanzibar queue stalls on restart\n"), shown.stdout + shown.stderr
+
+
 def test_scope_flag_and_env_drop_out_of_scope_cards(vault_repo: VaultRepo) -> None:
     make_vault(vault_repo)
     assert hook(vault_repo, "text", FITTING_PROMPT, "--scope", "docker").stdout == ""

@@ -725,11 +725,23 @@ def _render(fmt: str, picks: "Sequence[Pick]", payload: Payload, nonce: str, alr
 
 
 def _vault_encloses(root: str, cwd: str | None) -> bool:
+    """Whether `cairn show ID` run in `cwd` opens the vault at `root`: `cwd` is in it, no other vault (a folder with
+    `cairn.toml`) lies between them (a personal vault nested in the team's was opened in its place, its card of the
+    same id read as the injected one), and no `$CAIRN_VAULT` names another (`cairn show` reads it first)."""
     if not cwd:
         return False
     root_s = os.path.realpath(root)
     here = os.path.realpath(cwd)
-    return here == root_s or here.startswith(root_s.rstrip(os.sep) + os.sep)
+    if not (here == root_s or here.startswith(root_s.rstrip(os.sep) + os.sep)):
+        return False
+    named = os.environ.get("CAIRN_VAULT")
+    if named and os.path.realpath(os.path.expanduser(named)) != root_s:
+        return False
+    while here != root_s:
+        if os.path.exists(os.path.join(here, "cairn.toml")):
+            return False
+        here = os.path.dirname(here)
+    return True
 
 
 _SAFE_ARG = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-"
