@@ -218,3 +218,20 @@ def test_a_closed_stdout_is_an_exit_0(vault_repo: VaultRepo) -> None:
     )
     assert (done.returncode, done.stderr) == (0, b"")
     assert log_entries()[-1]["injected"] and log_entries()[-1]["error"] is None
+
+
+def test_a_closed_stdin_is_logged_as_no_stdin_not_as_a_crash(vault_repo: VaultRepo) -> None:
+    """`cairn hook <&-` exited 0 with nothing printed, as it should, but logged `AttributeError at hook.py` (Python's
+    sys.stdin is None), as if Cairn had failed."""
+    make_vault(vault_repo)
+    done = subprocess.run(
+        ["sh", "-c", f"'{cairn_executable()}' hook --format claude-code <&-"],
+        capture_output=True,
+        cwd=vault_repo.root,
+        env=dict(os.environ),
+        check=False,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert log_entries()[-1]["error"] == (
+        "HookInputError: no stdin (it is closed); the agent gives the hook its payload on stdin"
+    )

@@ -510,3 +510,19 @@ def test_a_writer_that_waited_on_a_lock_file_removed_meanwhile_locks_the_file_th
     assert waiting.wait(timeout=120) == 0, waiting.stderr.read()
     waiting.stderr.close()
     assert lock.is_file()  # it made and locked the file at the path, not the removed one
+
+
+def test_waiting_on_a_lock_this_process_holds_gives_no_advice_to_kill_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`cairn serve` answers requests in threads that take turns on an index lock: it said "Waiting for another Cairn
+    process (pid <its own pid>) ... (`kill <its own pid>`), or press Ctrl-C", advice that stops the server itself."""
+    held = tmp_path / "lock"
+    held.write_text(f"{os.getpid()}\n")
+    with held.open("rb") as handle:
+        store._tell_waiting(handle, "building the index")
+    assert capsys.readouterr().err == "Waiting for another request of this process, which is building the index.\n"
+    held.write_text("4242\n")
+    with held.open("rb") as handle:
+        store._tell_waiting(handle, "building the index")
+    assert "(pid 4242)" in capsys.readouterr().err

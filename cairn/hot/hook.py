@@ -143,6 +143,8 @@ def main(argv: list[str]) -> int:
     output = ""
     prompt: str | None = None
     try:
+        if sys.stdin is None:  # fd 0 closed (`cairn hook <&-`): said as an empty stdin is, not as a crash
+            raise HookInputError("no stdin (it is closed); the agent gives the hook its payload on stdin")
         raw = _read_stdin(sys.stdin.buffer)
         payload = parse_payload(fmt, raw)
         prompt = payload.prompt

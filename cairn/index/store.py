@@ -325,10 +325,13 @@ def _holder(handle: IO[bytes]) -> tuple[str, str]:
 
 def _tell_waiting(handle: IO[bytes], doing: str) -> None:
     who, stop = _holder(handle)
+    own = who == f" (pid {os.getpid()})"  # another thread of this process (the MCP server's requests): not to kill
     try:
         sys.stderr.write(
-            f"Waiting for another Cairn process{who}, which is {doing}; stop it if it is stuck ({stop}), or press "
-            "Ctrl-C to stop this one.\n"
+            f"Waiting for another request of this process, which is {doing}.\n"
+            if own
+            else f"Waiting for another Cairn process{who}, which is {doing}; stop it if it is stuck ({stop}), or "
+            "press Ctrl-C to stop this one.\n"
         )
         sys.stderr.flush()
     except (OSError, ValueError):  # no stderr to tell (a closed one): wait all the same
