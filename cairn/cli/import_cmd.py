@@ -46,7 +46,12 @@ def _local_src(ctx: click.Context, param: click.Parameter, value: str) -> Path:
     "--lessons", is_flag=True, help="Read every file as a lesson list, not only CLAUDE.md / AGENTS.md / GEMINI.md."
 )
 @click.option("--dry-run", is_flag=True, help="Show what would be written and what is dropped; write nothing.")
-@click.option("--force", is_flag=True, help="Write cards lint only warns about, and replace a card of the same name.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Write cards lint only warns about, and replace a card at the same path (one of the same name at another "
+    "path is still refused: name-unique).",
+)
 @vault_option
 @json_option
 @errors_to_exit
