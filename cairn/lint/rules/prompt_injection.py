@@ -85,12 +85,13 @@ def _p(
 _PATTERNS: tuple[tuple[str, _Pattern, str, Needles], ...] = (
     _p(
         _OVERRIDE,
-        rf"\b(?:ignore|disregard|forget|override|bypass|skip){_S}(?:(?:all|any|every|the|your|my|of|these|those)"
+        rf"\b(?:ignore|disregard|forget|override|bypass|skip|discard|abandon){_S}(?:(?:all|any|every|each|the|your|my|of|"
+        rf"these|those)"
         rf"{_S}){{0,3}}(?:previous|prior|above|earlier|preceding|original|system|existing|safety|former)?{_S}?"
         r"(?:instructions?|prompts?|rules|directions|guidelines|guidance|guardrails|context|system\s+prompt|"
         r"directives?|constraints|policies)\b",
         needles=(
-            ("ignor", "disregard", "forget", "overrid", "bypass", "skip"),
+            ("ignor", "disregard", "forget", "overrid", "bypass", "skip", "discard", "abandon"),
             (
                 "instruction",
                 "prompt",
@@ -149,7 +150,9 @@ _PATTERNS: tuple[tuple[str, _Pattern, str, Needles], ...] = (
         rf"(?:^|[.!?:;,]\s+|\n[\s>*-]*)(?:(?:always|just|simply|please|now|also|then){_S})?(?:run|execute|apply|install|"
         rf"delete|remove|push|commit|deploy|do){_S}[^\n.]{{0,60}}?\bwithout{_S}(?:asking|confirmation|confirming|"
         rf"permission|approval|prompting|checking)\b|\b(?:do{_S}not|don'?t|never){_S}(?:tell|inform|notify|"
-        rf"warn|mention(?:{_S}this)?{_S}to){_S}(?:the{_S})?(?:user|human|developer|operator)\b|\b(?:do{_S}not|"
+        rf"warn|mention(?:{_S}(?:this|it)(?:{_S}(?:card|note|step|lesson|change|command))?)?{_S}to)"
+        rf"{_S}(?:the{_S})?(?:user|human|developer|operator)\b|\b(?:do{_S}not|don'?t|never){_S}let{_S}(?:the{_S})?"
+        rf"(?:user|human|developer|operator){_S}(?:know|see|find{_S}out)\b|\b(?:do{_S}not|"
         rf"don'?t|never){_S}ask{_S}(?:the{_S}(?:user|human)|for{_S}(?:permission|confirmation|approval))\b|"
         rf"\b(?:no{_S}need|(?:you{_S})?(?:do{_S}not|don'?t){_S}need){_S}to{_S}(?:ask|confirm|check{_S}with)"
         rf"(?:{_S}(?:the{_S})?(?:user|human))?\b|\bkeep{_S}(?:this|it){_S}(?:secret|hidden){_S}from{_S}"
@@ -177,6 +180,10 @@ _PATTERNS: tuple[tuple[str, _Pattern, str, Needles], ...] = (
                 "n't mention",
                 "never mention",
                 "dont mention",
+                "not let",
+                "n't let",
+                "never let",
+                "dont let",
                 "not ask",
                 "n't ask",
                 "never ask",
@@ -219,11 +226,15 @@ _PATTERNS: tuple[tuple[str, _Pattern, str, Needles], ...] = (
     ),
     _p(
         _ADDRESSED,
-        rf"(?:note|message|instructions?|reminder|request|directive)s?{_S}(?:for|to){_S}(?:the{_S}|any{_S}|all{_S})?"
+        rf"(?:note|message|instructions?|reminder|request|directive|tip|hint|heads{_S}up)s?{_S}(?:for|to){_S}"
+        rf"(?:the{_S}|any{_S}|all{_S})?"
         rf"(?:(?:ai|coding|code|autonomous|llm){_S}){{0,2}}(?:assistants?|agents?|ai|llms?|language{_S}models?|models?|"
         r"claude|codex|gemini|copilot|"
         r"chatgpt)\b",
-        needles=(("note", "message", "instruction", "reminder", "request", "directive"), (" for ", " to ")),
+        needles=(
+            ("note", "message", "instruction", "reminder", "request", "directive", "tip", "hint", "heads"),
+            (" for ", " to "),
+        ),
     ),
     _p(
         _ADDRESSED,
@@ -272,6 +283,30 @@ _PATTERNS: tuple[tuple[str, _Pattern, str, Needles], ...] = (
         r"rules|directions|guidelines|guidance|guardrails|directives?|constraints|polic(?:y|ies)|orders|requests?|"
         r"messages?|commands|wishes)\b",
         needles=("pay no", "aside", "disobey", "stop following", "no longer", "throw out"),
+    ),
+    # The agent's own instructions named without a word for which: "stop obeying your instructions", "disobey your
+    # rules", "do not follow any instructions you received before this", "forget what you were told".
+    _p(
+        _OVERRIDE,
+        rf"\b(?:disobey|stop{_S}(?:following|obeying)|no{_S}longer{_S}(?:follow|obey)){_S}(?:all{_S})?your{_S}"
+        r"(?:instructions|rules|guidelines|guardrails|directives|system\s+prompt)\b",
+        needles=(("disobey", "stop following", "stop obeying", "no longer"), ("your",)),
+    ),
+    _p(
+        _OVERRIDE,
+        rf"\b(?:do{_S}not|don'?t|never){_S}(?:follow|obey){_S}(?:any|the|your){_S}(?:\w+{_S}){{0,2}}?(?:instructions|"
+        rf"directives){_S}(?:you{_S}(?:received|were{_S}given|got|had)|given{_S}(?:to{_S}you|before|earlier)|from{_S}"
+        r"before)\b",
+        needles=(
+            ("not follow", "n't follow", "never follow", "not obey", "n't obey", "never obey"),
+            ("instruction", "directive"),
+        ),
+    ),
+    _p(
+        _OVERRIDE,
+        rf"\b(?:ignore|disregard|forget){_S}(?:everything{_S})?what{_S}you{_S}(?:were|have{_S}been){_S}(?:told|given|"
+        r"asked|instructed)\b",
+        needles=(("ignor", "disregard", "forget"), ("you were", "you have been")),
     ),
     # The user's own request set aside, in the imperative ("Ignore the user's request and ...", "Disregard what the
     # user asked"): "the server may ignore the user's request" is a lesson, so only a sentence that starts with it.
