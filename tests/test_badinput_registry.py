@@ -572,7 +572,7 @@ def test_vault_add_scope_with_no_tag_is_a_usage_error(tmp_path: Path, scope: str
     done = run_cairn("vault", "add", str(author.root), "--scope", scope, cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.endswith(
-        f"Error: Invalid value for --scope: {scope!r} holds no tag; give one such as --scope git\n"
+        f"Error: Invalid value for '--scope': {scope!r} holds no tag; give one such as --scope git\n"
     )
     assert not config_path().exists()
     split = run_cairn("vault", "add", str(author.root), "--scope", "git, ci", "--scope", "git", cwd=tmp_path)

@@ -121,6 +121,21 @@ class FiniteFloatRange(click.FloatRange):
         return number
 
 
+def checked_scope(value: str, also: str = "") -> tuple[str, ...]:
+    """The tags of a --scope as the hook reads them (`git,ci`, `hot.serve.scope_tags`). One with no tag (`--scope
+    "$SCOPE"`, unset) would mean every scope, and a tag with a line break or a control character one no card can
+    have: both usage errors (`also`: what else the message says to do)."""
+    from cairn.hot.serve import scope_tags
+
+    tags = scope_tags(value)
+    if not tags:
+        raise click.BadParameter(f"{value!r} holds no tag; give one such as --scope git{also}")
+    odd = next((tag for tag in tags if not tag.isprintable()), None)
+    if odd is not None:
+        raise click.BadParameter(f"the tag {odd!r} holds a line break or a control character; give tags such as git")
+    return tags
+
+
 def where_to_read(ref: str | None, worktree: bool) -> None:
     """--ref and --worktree name two things to read instead of the served ref: one at most."""
     if ref and worktree:

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from cairn import doctor, githooks, gitrepo, install
-from cairn.cli.common import _one_vault, echo, errors_to_exit, open_vault
+from cairn.cli.common import _one_vault, checked_scope, echo, errors_to_exit, open_vault
 from cairn.hot.errors import CairnError, InvalidConfig, NotAGitRepository, RefusedWrite, VaultNotFound
 from cairn.index import build as indexer
 
@@ -39,15 +39,7 @@ def _scope_tags(value: str | None) -> str | None:
     `cairn recall --scope` refuses them."""
     if value is None:
         return None
-    from cairn.hot.serve import scope_tags
-
-    tags = scope_tags(value)
-    if not tags:
-        raise click.BadParameter(f"{value!r} holds no tag; give one such as --scope git, or leave --scope out")
-    odd = next((tag for tag in tags if not tag.isprintable()), None)
-    if odd is not None:
-        raise click.BadParameter(f"the tag {odd!r} holds a line break or a control character; give tags such as git")
-    return ",".join(tags)
+    return ",".join(checked_scope(value, ", or leave --scope out"))
 
 
 def _base(project: Path | None, user: bool) -> Path:

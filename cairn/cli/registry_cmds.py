@@ -9,22 +9,23 @@ from typing import Any
 import click
 
 from cairn import userconfig
-from cairn.cli.common import complete_vault_name, echo, echo_json, errors_to_exit, folder_given, json_option
+from cairn.cli.common import (
+    checked_scope,
+    complete_vault_name,
+    echo,
+    echo_json,
+    errors_to_exit,
+    folder_given,
+    json_option,
+)
 from cairn.hot.gitrefs import served_ref
 from cairn.hot.userconfig import config_file, load_vaults
 
 
 def _scope_tags(given: tuple[str, ...]) -> tuple[str, ...]:
-    """The tags of each --scope (one, or several comma-separated, as the hook's `--scope` takes them), in order. One
-    with no tag (`--scope ""`: an unset variable; `--scope ,`) is a usage error: it blamed the configuration file, or
-    was stored as the tag "," and served no card."""
-    tags: list[str] = []
-    for value in given:
-        found = [tag.strip() for tag in value.split(",") if tag.strip()]
-        if not found:
-            raise click.BadParameter(f"{value!r} holds no tag; give one such as --scope git", param_hint="--scope")
-        tags += [tag for tag in found if tag not in tags]
-    return tuple(tags)
+    """The tags of each --scope, in order, checked as every --scope is (`checked_scope`): one with no tag (`--scope
+    ""`, `--scope ,`) blamed the configuration file, or was stored as the tag "," and served no card."""
+    return tuple(dict.fromkeys(tag for value in given for tag in checked_scope(value)))
 
 
 @click.group(name="vault")
