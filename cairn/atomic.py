@@ -6,6 +6,7 @@ import os
 import shlex
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 from cairn.hot.errors import CardExists, RefusedWrite
@@ -106,3 +107,18 @@ def read_only_refusal(target: str | Path, shown: str | Path) -> str | None:
             f"{shlex.quote(str(target))}`) and run this again, or edit it by hand"
         )
     return None
+
+
+def write_backup(path: Path, old: bytes, mode: int) -> Path:
+    """Write a file's old bytes to a new `<name>.bak-TIME` beside `path` (never over another); the backup's path.
+    Another process in the same second may take a name between the look and the write: the next name is tried."""
+    stamp, n = time.strftime("%Y%m%dT%H%M%S"), 1
+    while True:
+        saved = path.with_name(f"{path.name}.bak-{stamp}" + (f"-{n}" if n > 1 else ""))
+        if not saved.exists() and not saved.is_symlink():
+            try:
+                write_atomic(saved, old, overwrite=False, mode=mode)
+                return saved
+            except CardExists:
+                pass
+        n += 1

@@ -7,13 +7,12 @@ import os
 import re
 import shlex
 import shutil
-import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from cairn.atomic import write_atomic
-from cairn.hot.errors import CairnError, CardExists, RefusedWrite
+from cairn.atomic import write_atomic, write_backup
+from cairn.hot.errors import CairnError, RefusedWrite
 from cairn.hot.vault import Vault, common_git_dir
 
 # post-commit, post-merge, post-checkout and post-rewrite share one script; reference-transaction (git 2.28 and later)
@@ -134,7 +133,7 @@ def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: boo
                 continue
             action = "updated"
             if not _unedited(text, name):
-                copy = _keep_copy(target)
+                copy = _backup(target)
         write_atomic(target, script.encode("utf-8"), overwrite=True, mode=0o755)
         changes.append(GitHookChange(target, action, copy))
     return changes
@@ -187,7 +186,7 @@ def uninstall_git_hooks(hooks_dir: Path) -> list[GitHookChange]:
         if not target.exists() or _is_foreign(target):
             changes.append(GitHookChange(target, "absent"))
             continue
-        copy = None if _unedited(target.read_text("utf-8", "replace"), name) else _keep_copy(target)
+        copy = None if _unedited(target.read_text("utf-8", "replace"), name) else _backup(target)
         if local.exists():
             os.replace(local, target)
             changes.append(GitHookChange(target, "restored", copy))
@@ -203,17 +202,10 @@ def _unedited(text: str, name: str) -> bool:
     return _FILLED.sub(r"\1=", text) == _FILLED.sub(r"\1=", template)
 
 
-def _keep_copy(path: Path) -> Path:
-    """Copy a hook about to be replaced or removed to `<name>.bak-TIME` beside it (git runs no such file); the copy."""
-    data, mode = path.read_bytes(), path.stat().st_mode & 0o777
-    stamp, n = time.strftime("%Y%m%dT%H%M%S"), 1
-    while True:
-        copy = path.with_name(f"{path.name}.bak-{stamp}" + (f"-{n}" if n > 1 else ""))
-        try:
-            write_atomic(copy, data, overwrite=False, mode=mode & ~0o111)
-            return copy
-        except CardExists:
-            n += 1
+def _backup(hook: Path) -> Path:
+    """Keep a hook about to be replaced or removed in `<name>.bak-TIME` beside it (`atomic.write_backup`), not
+    executable."""
+    return write_backup(hook, hook.read_bytes(), hook.stat().st_mode & 0o666)
 
 
 def _is_foreign(path: Path) -> bool:

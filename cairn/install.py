@@ -17,13 +17,12 @@ import shlex
 import shutil
 import stat
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
-from cairn.atomic import leads_outside, read_only_refusal, write_atomic
-from cairn.hot.errors import CairnError, CardExists, RefusedWrite
+from cairn.atomic import leads_outside, read_only_refusal, write_atomic, write_backup
+from cairn.hot.errors import CairnError, RefusedWrite
 from cairn.jsontext import without_comments as _without_comments
 
 if TYPE_CHECKING:
@@ -649,7 +648,7 @@ def _write_if_changed(
         new = new or _json_bytes(data, indent, crlf=b"\r\n" in old)
         _refuse_read_only(path, target)  # only now: a read-only file that already says it all is left unchanged
         mode = stat.S_IMODE(target.stat().st_mode)
-        saved = _write_backup(path, old, mode) if backup and old.strip() and not _only_cairn(old_data) else None
+        saved = write_backup(path, old, mode) if backup and old.strip() and not _only_cairn(old_data) else None
         write_atomic(target, new, overwrite=True, mode=mode)
         return True, saved
     write_atomic(target, _json_bytes(data, 2), overwrite=False)
@@ -742,25 +741,3 @@ def _only_cairn(data: object) -> bool:
         if rest:
             return False
     return True
-
-
-def _write_backup(path: Path, old: bytes, mode: int) -> Path:
-    """Write the old file's bytes to a new backup beside `path`; the backup's path. Another install in the same
-    second may take a name between the look and the write (never overwritten): the next name is tried then."""
-    while True:
-        saved = _backup_path(path)
-        try:
-            write_atomic(saved, old, overwrite=False, mode=mode)
-            return saved
-        except CardExists:
-            continue
-
-
-def _backup_path(path: Path) -> Path:
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    candidate = path.with_name(f"{path.name}.bak-{stamp}")
-    n = 1
-    while candidate.exists():
-        n += 1
-        candidate = path.with_name(f"{path.name}.bak-{stamp}-{n}")
-    return candidate
