@@ -17,7 +17,7 @@ from typing import Any
 
 from cairn import gitrepo
 from cairn.hot import paths
-from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing, NotAGitRepository
+from cairn.hot.errors import CairnError, NotAGitRepository
 from cairn.hot.index import IndexReader
 from cairn.hot.vault import Vault
 from cairn.index import build as indexer
@@ -81,8 +81,10 @@ def sync_vault(vault: Vault, name: str, say: Say = lambda text: None, fetching: 
 
 def _sync(repo: Any, vault: Vault, name: str, say: Say, fetching: Fetching) -> SyncResult:
     ref, _ = indexer.served_commit(vault, repo)
-    before = _indexed_commit(vault, ref)
-    switched = _indexed_ref(vault)
+    switched, indexed = _indexed(vault)
+    # an index of another ref (before the served ref switched) is no earlier state of this one: replaced, never
+    # called diverged
+    before = indexed if switched in (None, ref) else None
     source = _fetch_source(repo, ref)
     fetched = ""
     if source is not None:
@@ -154,26 +156,14 @@ def _sync(repo: Any, vault: Vault, name: str, say: Say, fetching: Fetching) -> S
     return SyncResult(name, str(vault.root), ref, outcome, before, report.commit, report.n_cards, fetched, note)
 
 
-def _indexed_ref(vault: Vault) -> str | None:
-    """The ref the vault's index was built from, or None (no index, or one that cannot be read)."""
+def _indexed(vault: Vault) -> tuple[str | None, str | None]:
+    """The ref the vault's index was built from and its commit, (None, None) with no readable index."""
     try:
         with IndexReader(indexer.index_file_for(vault)) as reader:
             found = reader.meta.get("ref")
-            return found if isinstance(found, str) else None
+            return (found if isinstance(found, str) else None), reader.commit
     except CairnError:
-        return None
-
-
-def _indexed_commit(vault: Vault, ref: str) -> str | None:
-    """The commit the vault's index was built from, when it was built from `ref` (an index of another ref, before
-    the served ref switched, is no earlier state of this one: it is replaced, never called diverged)."""
-    try:
-        with IndexReader(indexer.index_file_for(vault)) as reader:
-            return reader.commit if reader.meta.get("ref") in (None, ref) else None
-    except (IndexMissing, IndexCorrupt):
-        return None
-    except CairnError:
-        return None
+        return None, None
 
 
 def _fetch_source(repo: Any, ref: str) -> tuple[str, str] | None:

@@ -739,8 +739,10 @@ def _vault_encloses(root: str, cwd: str | None) -> bool:
     named = os.environ.get("CAIRN_VAULT")
     if named and os.path.realpath(os.path.expanduser(named)) != root_s:
         return False
+    from cairn.hot.vault import MARKER  # loaded already: the hook found its vaults with it
+
     while here != root_s:
-        if os.path.exists(os.path.join(here, "cairn.toml")):
+        if os.path.exists(os.path.join(here, MARKER)):
             return False
         here = os.path.dirname(here)
     return True

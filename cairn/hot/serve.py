@@ -248,13 +248,10 @@ def serve_layers(
         fresh = merge(layers, recall_all(layers, query, None, decide_first), max_cards)
         # the card itself, or the same lesson from another vault (the session got `me:x`; `team:x` would be given)
         ids, names, summaries = {q for q, _ in refused}, {k[0] for _, k in refused}, {k[1] for _, k in refused}
-        already = [
-            p.qid
-            for p in fresh
-            if p.qid in ids
-            or lesson_keys(p.candidate.card)[0] in names
-            or lesson_keys(p.candidate.card)[1] in summaries
-        ]
+        for pick in fresh:
+            name, summary = lesson_keys(pick.candidate.card)
+            if pick.qid in ids or name in names or summary in summaries:
+                already.append(pick.qid)
     if layers:
         sessions.prune(state, layers[0].index.hook_settings()[1])
     return Layered(given, results, already, dropped, session_error)
