@@ -518,9 +518,17 @@ def _sanitize(repo: Any, vault: Vault, target: Path, out: Path, settings: Saniti
             except UnicodeDecodeError:
                 skipped.append(Finding(entry.path, 0, "file-encoding", "not UTF-8 text; not copied"))
                 continue
-        rules = rules_for(settings)
-        for (path, raw), (clean, counts) in zip(texts, redact_all(texts, settings), strict=True):
-            why = _left_in(path, raw, clean, rules)
+        redacted = redact_all(texts, settings)
+        # The copy as it would be read (its file name, its values decoded), asked of the same rules the same way: a
+        # vault's own patterns run only in the child `redact_all` stops after PATTERN_SECONDS.
+        as_read = [_as_read(path, raw, clean) for (path, raw), (clean, _) in zip(texts, redacted, strict=True)]
+        in_names = [counts for _, counts in redact_all([(path, path) for path, _ in texts], settings)]
+        decoded = [(path, read or "") for (path, _), read in zip(texts, as_read, strict=True)]
+        still = [counts for _, counts in redact_all(decoded, settings)]
+        for (path, _), (clean, counts), read, in_name, left in zip(
+            texts, redacted, as_read, in_names, still, strict=True
+        ):
+            why = _left_in(in_name, read, left)
             if why:
                 skipped.append(Finding(path, 0, "sanitize", why))
                 continue
@@ -535,19 +543,16 @@ def _sanitize(repo: Any, vault: Vault, target: Path, out: Path, settings: Saniti
     return SanitizeReport(target, commit, tuple(files), tuple(skipped))
 
 
-def _left_in(path: str, raw: str, clean: str, rules: list[Rule]) -> str:
-    """Why a redacted card must not be copied, or "": its file name holds what sanitize redacts (the copy keeps the
-    name), the redaction broke its frontmatter (a rule matched inside a YAML escape: `db\\x2eacme.internal`), or
-    its values as YAML and HTML decode them (as lint and agents read them: `jane\\x40acme.com`, `ghp&#95;...`)
-    still hold some: the text was redacted as written, not as read."""
+def _as_read(path: str, raw: str, clean: str) -> str | None:
+    """The redacted card's values as YAML and HTML decode them, as lint and agents read them (`jane\\x40acme.com`,
+    `ghp&#95;...`: the text was redacted as written); None when the redaction broke the frontmatter a card had (a
+    rule matched inside a YAML escape: `db\\x2eacme.internal`)."""
     import html
 
-    if redact(path, rules)[1]:
-        return "its file name holds what sanitize redacts (an e-mail, a host, a user name); rename the card"
     before, _ = parse_card(path, raw.encode("utf-8"))
     card, _ = parse_card(path, clean.encode("utf-8"))
     if before is not None and card is None:
-        return "redacting it broke its frontmatter (a value written with escapes?); write the value plainly"
+        return None
     values: list[str] = []
 
     def collect(value: Any) -> None:
@@ -561,8 +566,16 @@ def _left_in(path: str, raw: str, clean: str, rules: list[Rule]) -> str:
                 collect(item)
 
     collect(card.to_dict() if card is not None else clean)
-    decoded = "\n".join(html.unescape(value) for value in values)
-    left = redact(decoded, rules)[1]
+    return "\n".join(html.unescape(value) for value in values)
+
+
+def _left_in(in_name: Counter[str], as_read: str | None, left: Counter[str]) -> str:
+    """Why a redacted card must not be copied, or "": its file name holds what sanitize redacts (the copy keeps the
+    name), the redaction broke its frontmatter, or its values as read still hold some."""
+    if in_name:
+        return "its file name holds what sanitize redacts (an e-mail, a host, a user name); rename the card"
+    if as_read is None:
+        return "redacting it broke its frontmatter (a value written with escapes?); write the value plainly"
     if left:
         kinds = ", ".join(sorted(left))
         return f"it holds what sanitize redacts ({kinds}) behind escapes (YAML `\\x40`, HTML `&#64;`); write it plainly"
