@@ -260,9 +260,7 @@ def _build(
         elif duration is not None:
             review_after = raw_review.strip()
             if verified_at is not None:
-                days = int(duration.group(1)) * _DURATION_DAYS[duration.group(2).lower()]
-                room = (dt.date.max - verified_at).days  # past the calendar's last day: it never expires
-                expires_on = verified_at + dt.timedelta(days=days) if days <= room else dt.date.max
+                expires_on = review_due(verified_at, review_after)
         else:
             fail(
                 "review_after",
@@ -354,6 +352,20 @@ def _value_source(fm_text: str, key: str) -> str:
         return ""
     end = re.compile(r"^\S", re.MULTILINE).search(fm_text, match.end())
     return fm_text[match.end() : end.start() if end else len(fm_text)]
+
+
+def review_due(verified_at: dt.date, review_after: str) -> dt.date | None:
+    """The day a card verified on `verified_at` falls due for `review_after`: that date when it is one, else the
+    duration (`180d`, `6m`, ...) after `verified_at`; None when `review_after` is neither."""
+    as_date = _as_date(review_after)
+    if as_date is not None:
+        return as_date
+    duration = _DURATION.match(review_after)
+    if duration is None:
+        return None
+    days = int(duration.group(1)) * _DURATION_DAYS[duration.group(2).lower()]
+    room = (dt.date.max - verified_at).days  # past the calendar's last day: it never expires
+    return verified_at + dt.timedelta(days=days) if days <= room else dt.date.max
 
 
 def _as_date(value: Any) -> dt.date | None:

@@ -12,6 +12,7 @@ commit it names; session files must parse and name cards that existed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -29,7 +30,7 @@ from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing
 from cairn.hot.index import IndexReader
 from cairn.hot.vault import Vault
 from cairn.index import build as indexer
-from cairn.index import store
+from cairn.index import expiry, store
 from cairn.index.build import index_file_for
 
 LOG_FILE = "hook.jsonl"
@@ -300,7 +301,9 @@ def _check_served(
         if values is None:
             diffs.append(f"{card.id}: a valid card at {short}, but not in the index")
             continue
-        diffs.extend(_field_diffs(card, values[0], values[1], lengths))
+        # Its expiry as the build bounds it, by the day of its last change (the stored provenance: checked apart).
+        believed = expiry.believed(dataclasses.replace(card, provenance=values[2]))
+        diffs.extend(_field_diffs(believed, values[0], values[1], lengths))
         for term, stats in postings.items():
             expected_postings.setdefault(term, {})[int(values[0][0])] = stats
     expected_ids = {c.id for c in upserts}

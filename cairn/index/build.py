@@ -23,7 +23,7 @@ from cairn.hot import paths
 from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing, IndexStale, InvalidConfig
 from cairn.hot.index import IndexReader
 from cairn.hot.vault import CARDS_DIR, Vault, worktree_card_files
-from cairn.index import cardread, provenance, refcache, store
+from cairn.index import cardread, expiry, provenance, refcache, store
 from cairn.index.cardread import card_terms
 from cairn.lint import security
 
@@ -549,7 +549,7 @@ def _full_from_commit(
     upserts, problems = _read_entries(repo, entries, progress, meta, jobs)
     paths = [t.path for t in upserts if provenance_of is None or t.path in provenance_of]
     lineages = provenance.walk_history(repo, vault, commit, paths)
-    upserts = provenance.attach(repo, upserts, lineages)
+    upserts = [expiry.believed(t) for t in provenance.attach(repo, upserts, lineages)]
     _write_index(target, meta, upserts, problems=[_problem_row(f) for f in problems])
     return IndexReport(target, commit, "full", len(upserts), len(entries), 0, tuple(problems))
 
@@ -587,6 +587,7 @@ def _incremental(
     entries = gitrepo.entries_of(repo, vault, listing, {path for path in head_paths if path in wanted})
     upserts, new_problems = _read_entries(repo, entries, progress, meta, jobs)
     upserts = provenance.attach(repo, upserts, lineages, base=lambda card_id: _stored_provenance(base, card_id))
+    upserts = [expiry.believed(t) for t in upserts]
     # Stored problems name their files as `_problem_row` wrote them: a name that is not UTF-8 is compared so too, or
     # the problem of a file renamed or deleted since stayed reported for ever.
     touched_rows = {_problem_path(p) for p in touched_paths}
