@@ -30,7 +30,9 @@ from cairn.index.store import CardTerms
 # 3: history read children before parents, a summary's change followed along each side of a merge.
 # 4: a card added on both sides of a merge, two cards from one file, a side's file kept whole by a merge: each
 # version compared with the one it was made from, the last change the newest version holding the card as it is.
-FORMAT = "4"
+# 5: a card's expiry counted from its last change's day when its verified_at is later (`cairn.index.expiry`): an
+# index of format 4 may serve such a card past its review date, so it is built again rather than updated.
+FORMAT = "5"
 
 # (provenance, summary) stored for a card id before this update, or None.
 BaseLookup = Callable[[str], "tuple[dict[str, Any] | None, str] | None"]
