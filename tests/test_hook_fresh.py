@@ -68,6 +68,22 @@ def test_a_stale_index_serves_nothing_says_why_and_is_updated_in_the_background(
     assert log_entries()[-1]["stale"] is False
 
 
+def test_a_reindex_stamp_from_the_future_does_not_hold_the_background_index_off(vault_repo: VaultRepo) -> None:
+    """The clock set back after a hook stamped its background index (NTP, a VM restored): the stamp's time is
+    ahead of now, and the hook started no index until the clock caught up, serving nothing from the vault."""
+    make_vault(vault_repo)
+    vault_repo.write("python/venv-activate", "Activate the venv before pip install", "pip install outside a venv")
+    new = vault_repo.commit("A new card")
+    stamp = index_path(vault_repo.root.resolve()).with_name("index.cairn.reindex")
+    stamp.touch()
+    ahead = time.time() + 86400
+    os.utime(stamp, (ahead, ahead))
+    done = vault_repo.cairn("hook", "--format", "text", input="activate the venv before pip install")
+    assert (done.returncode, done.stdout) == (0, "")
+    assert log_entries()[-1]["stale"] is True
+    assert _wait_for_index(vault_repo.root, new)
+
+
 def test_a_removed_card_is_never_served_from_the_old_index(vault_repo: VaultRepo) -> None:
     make_vault(vault_repo)
     vault_repo.git("rm", "-q", f"cards/{REBASE_ID}.md")
