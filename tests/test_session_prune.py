@@ -124,6 +124,20 @@ def test_prune_is_due_again_only_after_hours(tmp_path: Path) -> None:
     assert [path for path in stale if path.exists()] == []
 
 
+def test_a_prune_stamp_from_the_future_does_not_hold_pruning_off(tmp_path: Path) -> None:
+    """The clock set back after a prune (NTP, a VM restored): its stamp's time is ahead of now, and no session was
+    pruned until the clock caught up with it."""
+    state = str(tmp_path / "state")
+    stale, _ = _stale_and_fresh(tmp_path / "state" / "sessions")
+    stamp = tmp_path / "state" / "sessions" / ".pruned"
+    stamp.touch()
+    ahead = time.time() + 30 * 86400
+    os.utime(stamp, (ahead, ahead))
+    assert sessions.prune(state, 14) is True
+    _wait_until_gone(stale)
+    assert [path for path in stale if path.exists()] == []
+
+
 def test_a_long_lived_process_collects_the_pruners_it_started(tmp_path: Path) -> None:
     """The MCP server serves prompts for days: each pruner it started stayed a zombie until the server ended. The
     next prompt it serves now collects every pruner that has ended."""

@@ -123,7 +123,7 @@ def prune(state_dir: str, ttl_days: int) -> bool:
     stamp = os.path.join(folder, _PRUNE_STAMP)
     now = time.time()
     try:
-        if now - os.stat(stamp).st_mtime < _PRUNE_EVERY_SECONDS:
+        if 0 <= now - os.stat(stamp).st_mtime < _PRUNE_EVERY_SECONDS:  # a stamp from the future: the clock set back
             return False
     except FileNotFoundError:
         pass
