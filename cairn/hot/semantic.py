@@ -387,7 +387,7 @@ def start_daemon(state: str) -> bool:
     stamp = os.path.join(state, START_STAMP)
     now = time.time()
     try:
-        if now - os.stat(stamp).st_mtime < START_EVERY_SECONDS:
+        if 0 <= now - os.stat(stamp).st_mtime < START_EVERY_SECONDS:  # a stamp from the future: the clock set back
             return False
     except FileNotFoundError:
         pass
