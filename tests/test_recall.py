@@ -214,6 +214,18 @@ def test_session_gets_each_card_once(fixture_vault: VaultRepo) -> None:
     assert [c["id"] for c in other["cards"]] == ["git/force-push-safely"]
 
 
+def test_an_empty_session_is_refused_not_shared(fixture_vault: VaultRepo) -> None:
+    """Bug fixed: `--session "$SESSION"` with SESSION unset recorded every recall in one session named "" (the hook
+    and MCP take an empty id as none), and the second said "No card fits this prompt" of a card that fits."""
+    query = "git push --force after rebasing a shared branch"
+    for blank in ("", "  "):
+        done = fixture_vault.cairn("recall", query, "--session", blank)
+        assert done.returncode == 2 and done.stdout == ""
+        assert "--session" in done.stderr and "is empty (a shell variable that is not set?)" in done.stderr
+    again = fixture_vault.invoke("recall", query, "--json")
+    assert [c["id"] for c in json.loads(again.stdout)["cards"]] == ["git/force-push-safely"]
+
+
 def test_recall_text_tells_already_given_from_nothing_fits(fixture_vault: VaultRepo) -> None:
     query = "git push --force after rebasing a shared branch"
     first = fixture_vault.invoke("recall", query, "--session", "s-1")

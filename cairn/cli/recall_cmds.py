@@ -81,6 +81,16 @@ def _scope_with_tags(ctx: click.Context, param: click.Parameter, value: str | No
     return value
 
 
+def _session_given(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--session "" (an unset variable) would be one session every such recall shares, where the hook and the MCP
+    server take an empty id as none: refused."""
+    if value is not None and not value.strip():
+        raise click.BadParameter(
+            "is empty (a shell variable that is not set?); give the agent's session id, or leave --session out"
+        )
+    return value
+
+
 scope_option = click.option(
     "--scope",
     default=None,
@@ -92,7 +102,13 @@ scope_option = click.option(
 @click.command("recall")
 @click.argument("query")
 @scope_option
-@click.option("--session", "session_id", default=None, help="Agent session id: each card at most once per session.")
+@click.option(
+    "--session",
+    "session_id",
+    default=None,
+    callback=_session_given,
+    help="Agent session id: each card at most once per session.",
+)
 @ref_option
 @worktree_option
 @vault_option
