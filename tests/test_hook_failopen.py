@@ -76,6 +76,18 @@ def test_a_cwd_holding_a_nul_is_taken_as_none_given(vault_repo: VaultRepo) -> No
     assert log_entries()[-1]["error"] is None
 
 
+def test_a_cwd_holding_a_lone_surrogate_is_taken_as_none_given(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a `cwd` with a lone UTF-16 surrogate (`"\\ud800"` in the JSON: no path's bytes) raised
+    UnicodeEncodeError in realpath: no card for the prompt."""
+    make_vault(vault_repo)
+    payload = payload_for("claude-code", FITTING_PROMPT, vault_repo.root)
+    payload = payload.replace(f'"cwd": "{vault_repo.root}', f'"cwd": "{vault_repo.root}/\\ud800')
+    assert "\\ud800" in payload
+    done = hook_bytes(vault_repo, "claude-code", payload.encode())
+    assert done.returncode == 0 and b"force-push" in done.stdout, done.stderr
+    assert log_entries()[-1]["error"] is None
+
+
 @pytest.mark.parametrize("fmt", ("text", "json"))
 def test_a_deleted_working_folder_still_serves(vault_repo: VaultRepo, tmp_path: Path, fmt: str) -> None:
     """Bug fixed: with no cwd in the input (text, json), the hook took its own folder, and when that folder had been

@@ -325,8 +325,20 @@ def parse_payload(fmt: str, raw: bytes) -> Payload:
     return Payload(
         prompt,
         session_id if isinstance(session_id, str) and session_id else None,
-        cwd if isinstance(cwd, str) and cwd and "\0" not in cwd else None,  # no path holds a NUL: none given
+        cwd if isinstance(cwd, str) and cwd and _names_a_path(cwd) else None,  # else none given
     )
+
+
+def _names_a_path(text: str) -> bool:
+    """Whether a payload's `cwd` can name a folder: no path holds a NUL, and one with a lone UTF-16 surrogate (JSON's
+    `"\\ud800"`) has no bytes to give the system; either failed `os.path.realpath`, and the prompt got no card."""
+    if "\0" in text:
+        return False
+    try:
+        os.fsencode(text)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object]) -> str:
