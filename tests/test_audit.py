@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from cairn.hot.index import SECURITY_RULES_VERSION
 from cairn.hot.vault import find_vault
 from cairn.index.build import build_index, index_file_for
-from helpers.cachefiles import edit_card, reseal
+from helpers.cachefiles import edit_card, edit_meta, reseal
 from helpers.cli import run_on_terminal
 from helpers.signing import signed_commit, ssh_signing
 from helpers.vaults import BOB, VaultRepo
@@ -424,5 +425,26 @@ def test_a_stale_index_fails_and_says_what_to_run(vault_repo: VaultRepo) -> None
     assert [c["status"] for c in report["checks"] if c["name"] != "cache"] == ["pass"] * 5
     text = vault_repo.invoke("audit")
     assert text.returncode == 1 and "Audit failed: 1 of 6 checks failed (cache)." in text.stderr
+    assert vault_repo.invoke("index").returncode == 0
+    assert _audit(vault_repo)[0] == 0
+
+
+def test_an_index_checked_by_older_security_rules_fails_as_the_hook_serves_nothing(vault_repo: VaultRepo) -> None:
+    """Bug fixed: after an upgrade that adds a security rule, the hook serves nothing from an index its older rules
+    checked (a card the new rule refuses may be in it), while audit passed every check. It now fails, naming both
+    versions and the command; `cairn index` rebuilds it."""
+    commit = _vault(vault_repo)
+    index_file = index_file_for(find_vault(vault_repo.root))
+    edit_meta(index_file, security_rules="4")
+    reseal(index_file)
+    code, report = _audit(vault_repo)
+    assert code == 1
+    cache = _check(report, "cache")
+    assert cache["status"] == "fail"
+    assert cache["summary"] == (
+        f"the index was checked by older security rules ('4', this Cairn's are {SECURITY_RULES_VERSION!r}), so agents "
+        "get nothing from this vault until it is rebuilt; run `cairn index`"
+    )
+    assert cache["details"] == [f"index at {commit[:8]} opens, passes its structure check and its seals (2 cards)"]
     assert vault_repo.invoke("index").returncode == 0
     assert _audit(vault_repo)[0] == 0

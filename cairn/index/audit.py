@@ -27,7 +27,7 @@ from cairn import gitrepo
 from cairn.cards.card import card_id_from_path
 from cairn.hot import paths
 from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing
-from cairn.hot.index import IndexReader
+from cairn.hot.index import SECURITY_RULES_VERSION, IndexReader
 from cairn.hot.vault import Vault
 from cairn.index import build as indexer
 from cairn.index import expiry, store
@@ -195,6 +195,13 @@ def _check_cache(target: Path, vault: Vault, repo: git.Repo) -> tuple[Check, Ind
         why = "the index was altered or is damaged; run `cairn index` to rebuild it"
         return Check("cache", "fail", why, _cap(problems)), reader
     whole = f"index at {commit[:8]} opens, passes its structure check and its seals ({n_cards} cards)"
+    rules = reader.meta.get("security_rules")
+    if rules != SECURITY_RULES_VERSION:  # the hook serves nothing from it: a card a newer rule refuses may be in it
+        summary = (
+            f"the index was checked by older security rules ({rules!r}, this Cairn's are {SECURITY_RULES_VERSION!r}), "
+            "so agents get nothing from this vault until it is rebuilt; run `cairn index`"
+        )
+        return Check("cache", "fail", summary, (whole,)), reader
     try:
         ref, served = indexer.served_commit(vault, repo)
     except CairnError as exc:  # the hook serves nothing from a vault whose served ref names no commit
