@@ -158,6 +158,8 @@ def parse_config(text: str | None, source: str = CONFIG_FILE, *, commit: str | N
 
     source: the file's name in messages; commit: the commit the text was read from, if any (see VaultConfigError).
     """
+    if text is not None:
+        text = text.removeprefix("\ufeff")  # a byte order mark (Windows editors write one): unseen, tomllib refuses it
     if text is None or not text.strip():
         return Config()
     if sys.version_info >= (3, 11):
@@ -408,6 +410,7 @@ def set_recall_keys(text: str, values: dict[str, float]) -> str:
     newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
     start = end = None
     for n, line in enumerate(lines):
+        line = line.removeprefix("\ufeff")  # the first line's byte order mark (kept: only `line` is read past it)
         header = _HEADER.match(line) if not _ARRAY_HEADER.match(line) else None
         if start is None and header and header.group(1).strip() == "recall":
             start = n

@@ -436,6 +436,22 @@ def test_write_keeps_a_cairn_toml_with_windows_line_endings_as_it_is(isolated_en
     assert lines[2].endswith(b"  # lead") and lines[-4:-1] == [b"", b"[lint]", b"max_age_days = 200"]
 
 
+def test_write_keeps_a_byte_order_mark_and_edits_the_recall_table_after_it(isolated_env: Path, tmp_path: Path) -> None:
+    """Bug fixed: a cairn.toml saved with a byte order mark whose first line is `[recall]` was not seen to hold the
+    table: --write appended a second one and refused (`could not edit the [recall] table safely`)."""
+    from helpers.vaults import run_cairn
+
+    root = tmp_path / "lessons"
+    assert run_cairn("init", str(root), "--no-register", cwd=tmp_path).returncode == 0
+    config = root / "cairn.toml"
+    config.write_bytes(b"\xef\xbb\xbf[recall]\nmin_lead = 0.3\n")
+    done = run_cairn("calibrate", "--cases", "evals/cases.yaml", "--write", "--force", cwd=root)
+    assert done.returncode == 0, done.stderr
+    text = config.read_text(encoding="utf-8")
+    assert text.startswith("\ufeff[recall]\nmin_lead = ") and text.count("[recall]") == 1
+    assert "min_coverage = " in text and "min_margin = " in text
+
+
 def test_the_fit_reports_its_progress_on_a_terminal(isolated_env: Path, tmp_path: Path) -> None:
     """The bar stopped at the last case, then nothing moved while the grid was built and fitted: 45 s on a terminal
     for 524 cases in 20 slices at --step 0.025 --folds 10. The fit now has a bar of its own, one step per fit."""

@@ -179,3 +179,21 @@ def test_a_cairn_toml_that_is_a_folder_is_one_clear_error_on_every_path(vault_re
     doctor = vault_repo.cairn("doctor", "--json")
     [check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "vault"]
     assert check["detail"] == f"{vault_repo.root}/{said} and put a cairn.toml file in its place (an empty one will do)"
+
+
+def test_a_cairn_toml_saved_with_a_byte_order_mark_is_read(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a cairn.toml saved by a Windows editor starts with a byte order mark, which no one sees and tomllib
+    refuses: lint said `cairn.toml:1: not valid TOML: invalid statement at column 1` of a line that looks right, and
+    index and the hook served no card. The mark is read past, as in cards and the user configuration."""
+    make_vault(vault_repo)
+    vault_repo.write_raw("cairn.toml", "\ufeff# team settings\n[recall]\nmax_cards = 2\n")
+    vault_repo.commit("Settings saved on Windows")
+    linted = vault_repo.cairn("lint", "cairn.toml")
+    assert linted.returncode == 0, linted.stdout
+    indexed = vault_repo.cairn("index")
+    assert indexed.returncode == 0, indexed.stderr
+    with IndexReader(str(index_file_for(find_vault(vault_repo.root)))) as index:
+        assert index.meta["config_error"] == "" and index.n_cards == 2
+    fits = payload_for("claude-code", FITTING_PROMPT, vault_repo.root)
+    served = vault_repo.cairn("hook", "--format", "claude-code", input=fits, env={"CAIRN_VAULT": str(vault_repo.root)})
+    assert REBASE_ID in served.stdout
