@@ -436,14 +436,19 @@ def test_an_empty_vault_option_is_a_usage_error(vault_repo: VaultRepo, args: tup
 
 @pytest.mark.parametrize(
     ("args", "name"),
-    [(("vault", "add", ""), "PATH"), (("vault", "add", ".", "--project="), "--project"), (("init", ""), "PATH")],
+    [
+        (("vault", "add", ""), "PATH"),
+        (("vault", "add", ".", "--project="), "--project"),
+        (("init", ""), "PATH"),
+        (("demo", "--keep="), "--keep"),
+    ],
 )
 def test_an_empty_folder_argument_is_a_usage_error(
     vault_repo: VaultRepo, args: tuple[str, ...], name: str, tmp_path: Path
 ) -> None:
     """Bug fixed: `cairn vault add "$TEAM_DIR"` with TEAM_DIR unset registered the current folder's vault, an empty
-    `--project` limited the vault to the current folder, and `cairn init ""` made a vault in the current folder:
-    click reads "" as the current folder. Each is now a usage error, and nothing is written."""
+    `--project` limited the vault to the current folder, and `cairn init ""` and `cairn demo --keep ""` made a vault
+    in the current folder: click reads "" as the current folder. Each is now a usage error, and nothing is written."""
     make_vault(vault_repo)
     (tmp_path / "empty").mkdir()
     here = vault_repo.root if args[0] == "vault" else tmp_path / "empty"

@@ -76,9 +76,14 @@ def complete_card_id(ctx: click.Context, param: click.Parameter, incomplete: str
     return found
 
 
-def folder_given(ctx: click.Context, param: click.Parameter, value: str | tuple[str, ...]) -> Path | tuple[Path, ...]:
-    """A folder (or folders) as Paths; one given as "" (`"$DIR"` with DIR unset) is a usage error, since click's Path
-    reads it as the current folder, which would then be registered, or be the only project served, without a word."""
+def folder_given(
+    ctx: click.Context, param: click.Parameter, value: str | tuple[str, ...] | None
+) -> Path | tuple[Path, ...] | None:
+    """A folder (or folders) as Paths (None: an option left out); one given as "" (`"$DIR"` with DIR unset) is a usage
+    error, since click's Path reads it as the current folder, which would then be registered, be the only project
+    served, or get a vault, without a word."""
+    if value is None:
+        return None
     given = value if isinstance(value, tuple) else (value,)
     if "" in given:
         raise click.BadParameter("is empty (a shell variable that is not set?); give the folder")
