@@ -441,18 +441,20 @@ def test_an_empty_vault_option_is_a_usage_error(vault_repo: VaultRepo, args: tup
         (("vault", "add", ".", "--project="), "--project"),
         (("init", ""), "PATH"),
         (("demo", "--keep="), "--keep"),
+        (("sanitize", "--out=", "--vault", "VAULT"), "--out"),
     ],
 )
 def test_an_empty_folder_argument_is_a_usage_error(
     vault_repo: VaultRepo, args: tuple[str, ...], name: str, tmp_path: Path
 ) -> None:
     """Bug fixed: `cairn vault add "$TEAM_DIR"` with TEAM_DIR unset registered the current folder's vault, an empty
-    `--project` limited the vault to the current folder, and `cairn init ""` and `cairn demo --keep ""` made a vault
-    in the current folder: click reads "" as the current folder. Each is now a usage error, and nothing is written."""
+    `--project` limited the vault to the current folder, `cairn init ""` and `cairn demo --keep ""` made a vault in
+    the current folder, and `cairn sanitize --out ""` wrote the copy there: click reads "" as the current folder.
+    Each is now a usage error, and nothing is written."""
     make_vault(vault_repo)
     (tmp_path / "empty").mkdir()
     here = vault_repo.root if args[0] == "vault" else tmp_path / "empty"
-    done = run_cairn(*args, cwd=here)
+    done = run_cairn(*(str(vault_repo.root) if arg == "VAULT" else arg for arg in args), cwd=here)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.endswith(
         f"Error: Invalid value for '{name}': is empty (a shell variable that is not set?); give the folder\n"

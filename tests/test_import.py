@@ -719,6 +719,20 @@ def test_a_url_or_a_missing_source_is_a_usage_error_that_says_what_to_do(vault_r
     assert list((vault_repo.root / "cards").iterdir()) == []
 
 
+def test_an_empty_source_is_a_usage_error_not_the_current_folder(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: `cairn import "$NOTES"` with NOTES unset imported every Markdown file of the current folder (click
+    reads "" as it), a README and all. It is now a usage error, and nothing is written."""
+    _start(vault_repo)
+    (tmp_path / "README.md").write_text("# Our app\n\nDeploys fail because the cache is stale, so clear it first.\n")
+    done = vault_repo.cairn("import", "", "--vault", str(vault_repo.root), cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines()[-1] == (
+        "Error: Invalid value for 'SRC': is empty (a shell variable that is not set?); give a Markdown file or a "
+        "folder of them"
+    )
+    assert cards_on_disk(vault_repo) == ["cards/git/existing.md"]
+
+
 def test_section_may_name_a_documents_one_h1(vault_repo: VaultRepo, tmp_path: Path) -> None:
     """Bug fixed: a document's one H1 is its title, not a section, so `--section Gotchas` on a file whose only
     heading is `# Gotchas` found the heading and took nothing from it: "Would import 0 card(s)", exit 0. The section

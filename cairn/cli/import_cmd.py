@@ -16,7 +16,12 @@ if TYPE_CHECKING:
 
 
 def _local_src(ctx: click.Context, param: click.Parameter, value: str) -> Path:
-    """A URL is not read (import reads local files): say so, and how to get the file, rather than "does not exist"."""
+    """A URL is not read (import reads local files): say so, and how to get the file, rather than "does not exist".
+    An empty one (`"$NOTES"` with NOTES unset) is a usage error: click's Path reads it as the current folder."""
+    if not value:
+        raise click.BadParameter(
+            "is empty (a shell variable that is not set?); give a Markdown file or a folder of them"
+        )
     src = Path(value)
     if src.exists():
         return src

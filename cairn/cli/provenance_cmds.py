@@ -6,7 +6,16 @@ from pathlib import Path
 
 import click
 
-from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
+from cairn.cli.common import (
+    echo,
+    echo_json,
+    errors_to_exit,
+    folder_given,
+    json_option,
+    open_vault,
+    progress_bar,
+    vault_option,
+)
 from cairn.index import build as indexer
 from cairn.terminal import clean_line
 
@@ -61,7 +70,8 @@ def audit(require_signed: bool, vault_path: str | None, as_json: bool) -> None:
     "--out",
     "out",
     required=True,
-    type=click.Path(path_type=Path),
+    type=click.Path(),
+    callback=folder_given,
     help="Folder for the redacted copy; outside the vault, new or empty (or an earlier copy, with --force).",
 )
 @click.option(
