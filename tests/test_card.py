@@ -217,6 +217,29 @@ def test_a_review_date_past_the_calendar_never_expires(verified: str, review_aft
     assert card.expires_on == dt.date.max and not card.is_expired(dt.date(9999, 12, 31))
 
 
+@pytest.mark.parametrize(
+    ("verified", "review_after"),
+    [("2026-W40-5", "180d"), ("'20261002'", "180d"), ("2026W405", "180d"), ("2026-10-02", "'20270101'")],
+)
+def test_a_date_in_another_iso_form_is_a_finding_on_every_python(
+    vault_repo: VaultRepo, verified: str, review_after: str
+) -> None:
+    """Bug fixed: on Python 3.11 and later a card dated `2026-W40-5` or `'20261002'` (ISO week and basic forms, which
+    3.11's date.fromisoformat reads) passed lint and was served, while Cairn on Python 3.10 refused it: a teammate's
+    pre-commit passed a card another's index left out. The contract's one form, YYYY-MM-DD, is read everywhere."""
+    raw = f"---\nname: A card\nsummary: One line.\nverified_at: {verified}\nreview_after: {review_after}\n---\n\nB.\n"
+    card, findings = parse_card("cards/ci/a.md", raw.encode())
+    assert card is None and [f.rule for f in findings] == ["field-type"]
+    assert "must be a date" in findings[0].message
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write_raw("cards/ci/a.md", raw)
+    vault_repo.commit("A card dated in another form")
+    linted = vault_repo.cairn("lint", "cards/ci/a.md")
+    assert linted.returncode == 1 and " field-type " in linted.stdout
+    indexed = vault_repo.cairn("index")
+    assert "cards/ci/a.md" in indexed.stderr and "left out of the index" in indexed.stderr
+
+
 def test_a_duration_too_long_to_read_is_a_finding_not_a_crash() -> None:
     """A 5,000-digit duration is more than int() reads by default (ValueError): it is a field-type finding."""
     raw = f"---\nname: A card\nsummary: One line.\nverified_at: 2026-01-01\nreview_after: {'9' * 5000}d\n---\n\nB.\n"

@@ -23,6 +23,9 @@ KNOWN_KEYS = frozenset(
 _LIST_FIELDS = ("scope", "aliases", "not_when", "supersedes")
 _DURATION = re.compile(r"^\s*(\d{1,9})\s*(d|w|m|y)\s*$", re.IGNORECASE)  # 9 digits: past any calendar
 _DURATION_DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
+# The one date form of the contract. Python 3.11's date.fromisoformat also reads 20261002 and 2026-W40-5, which
+# 3.10's refuses: lint on one machine passed a card the index on another left out.
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 # Chinese and Japanese are written without spaces: CJK ideographs, kana, CJK punctuation (not the ideographic space,
 # which is whitespace) and fullwidth forms (，；：！？). Hangul is left out: Korean puts spaces between words.
@@ -373,7 +376,7 @@ def _as_date(value: Any) -> dt.date | None:
         return value.date()
     if isinstance(value, dt.date):
         return value
-    if isinstance(value, str):
+    if isinstance(value, str) and _DATE.fullmatch(value.strip()):
         try:
             return dt.date.fromisoformat(value.strip())
         except ValueError:
