@@ -326,6 +326,10 @@ def test_the_lesson_rule(bullet: str, lesson: bool, why: str) -> None:
         ("注意：定时任务在夏令时切换那天会执行两次或者跳过，因为调度器按本地时间计算；调度器一律使用协调世界时。",
          "定时任务在夏令时切换那天会执行两次或者跳过"),
         ("Short and failing.", "Short and failing"),
+        # Bug fixed: a sentence was cut inside a code span (`SELECT` alone, id database/select), or a clause was
+        ("`SELECT ... FOR UPDATE` deadlocks; sort the ids first.", "`SELECT ... FOR UPDATE` deadlocks; sort the ids first"),
+        ("Running `set -e; make deploy` on the old runners fails silently because they run sh, not bash.",
+         "Running `set -e; make deploy` on the old runners fails silently"),
     ],
 )  # fmt: skip
 def test_a_lesson_is_named_by_its_situation(bullet: str, name: str) -> None:
@@ -478,6 +482,10 @@ def test_summary_trimming() -> None:
     assert trim_summary("Short   and\nsweet.") == "Short and sweet."
     assert trim_summary("第一句。第二句。第三句。") == "第一句。第二句。"
     assert trim_summary("换行\n不加空格") == "换行不加空格"
+    # a code span ends no sentence: the second sentence was lost to `DELETE ... WHERE` counted as two
+    assert trim_summary("A `DELETE ... WHERE` locks the table, so it times out. Add the index. Then delete.") == (
+        "A `DELETE ... WHERE` locks the table, so it times out. Add the index."
+    )
 
 
 def test_importing_from_inside_the_cards_folder_is_refused(vault_repo: VaultRepo) -> None:

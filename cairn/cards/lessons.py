@@ -135,10 +135,26 @@ def width(text: str) -> int:
     return len(text) + len(_CJK_CHAR.findall(text))
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[*_])|(?<=[。！？])\s*")
+
+
 def sentences(text: str) -> list[str]:
-    """The sentences of `text` that hold a letter or a digit: a run of punctuation (`。。。`) is none."""
-    parts = re.split(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[*_])|(?<=[。！？])\s*", text)
+    """The sentences of `text` that hold a letter or a digit: a run of punctuation (`。。。`) is none. A code span
+    ends no sentence (`SELECT ... FOR UPDATE`)."""
+    parts = _cut(text, _SENTENCE_END, maxsplit=0)
     return [s for s in parts if _named(s)]
+
+
+def _cut(text: str, at: re.Pattern[str], *, maxsplit: int) -> list[str]:
+    """`at.split(text, maxsplit)` (no capturing groups), where `at` is never found inside a code span."""
+    masked = _CODE_SPAN.sub(lambda m: m.group(1) + "x" * len(m.group(2)) + m.group(1), text)
+    parts, start = [], 0
+    for n, found in enumerate(at.finditer(masked), 1):
+        parts.append(text[start : found.start()])
+        start = found.end()
+        if n == maxsplit:
+            break
+    return [*parts, text[start:]]
 
 
 def lesson_name(text: str, bold_lead: str | None = None) -> str:
@@ -155,7 +171,7 @@ def lesson_name(text: str, bold_lead: str | None = None) -> str:
     sentence = found[0] if found else text
     for split in (_CLAUSE, _SITUATION):  # "X; do Z", then "X happens, because Y"
         if width(sentence) > 60:
-            clause = split.split(sentence, maxsplit=1)[0]
+            clause = _cut(sentence, split, maxsplit=1)[0]
             if _words(clause) >= 3:
                 sentence = clause
     return shorten(sentence, NAME_MAX_CHARS).rstrip(" :.;,-：；。，")
