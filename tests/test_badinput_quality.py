@@ -145,6 +145,20 @@ def test_a_yaml_syntax_error_names_its_line(tmp_path: Path) -> None:
     assert "\n" not in str(caught.value)
 
 
+def test_a_duplicate_key_in_a_case_names_its_line(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: a case with a key given twice (a pasted `query:`) was refused as `not valid YAML (duplicate key
+    'query')` with no line, in a file of hundreds of cases that all have that key."""
+    make_vault(vault_repo)
+    cases = tmp_path / "cases.yaml"
+    cases.write_text(
+        "- id: a\n  query: git pull after a force-push\n  expect: []\n"
+        "- id: b\n  query: docker layer cache\n  query: docker layers\n  expect: []\n"
+    )
+    for command in ("eval", "calibrate"):
+        line = _one_line_error(vault_repo.cairn(command, "--cases", str(cases)))
+        assert line == f"Error: {cases}:6: not valid YAML (duplicate key 'query')"
+
+
 def test_calibrate_on_an_empty_cases_file_names_it_and_what_to_add(vault_repo: VaultRepo, tmp_path: Path) -> None:
     make_vault(vault_repo)
     empty = tmp_path / "cases.yaml"

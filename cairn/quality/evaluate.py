@@ -150,6 +150,8 @@ def _yaml_error(path: Path, exc: Exception) -> str:
     if mark is not None and problem:
         return f"{path}:{mark.line + 1}: not valid YAML ({shown(str(problem))}); fix that line or the one before it"
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, safeyaml.YamlRejected) and exc.line:  # a duplicate key, a merge key: found at their line
+        return f"{path}:{exc.line + 1}: not valid YAML ({shown(first, 200)})"
     return f"{path}: not valid YAML ({shown(first, 200)})"
 
 
