@@ -314,6 +314,24 @@ def test_a_bad_pattern_in_cairn_toml_is_one_error_line(vault_repo: VaultRepo, tm
     assert not (tmp_path / "x").exists()
 
 
+def test_lint_names_a_pattern_sanitize_refuses(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn lint` (and so pre-commit and review) passed a cairn.toml whose [sanitize] pattern is not a
+    regular expression, or is one too many; only `cairn sanitize`, run later, refused the file."""
+    vault_repo.write("git/plain", "Nothing to hide", "Compare with git reflog before you pull.")
+    vault_repo.write_raw("cairn.toml", '# ours\n[sanitize]\npatterns = ["ACME-[0-9]+", "(unclosed"]\n')
+    done = vault_repo.cairn("lint", "cairn.toml")
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        "cairn.toml:3: config-invalid [sanitize] patterns[1] is not a valid regular expression: missing ), "
+        "unterminated subpattern at position 0; `cairn sanitize` refuses it"
+    ]
+    # a card's lint does not read the patterns: `cairn add` still writes a card, as `cairn index` still serves
+    added = vault_repo.cairn("add", "--name", "Fetch first", "--summary", "Fetch before you rebase.", "--body", "B.")
+    assert added.returncode == 0, added.stderr
+    vault_repo.write_raw("cairn.toml", '# ours\n[sanitize]\npatterns = ["ACME-[0-9]+"]\n')
+    assert vault_repo.cairn("lint", "cairn.toml").returncode == 0
+
+
 def test_a_backtracking_pattern_is_stopped_and_named() -> None:
     """`(a+)+$` backtracks for ever on a long run of `a` that does not end the text: the child process running the
     vault's patterns is stopped after the bound, and the error names the pattern and the card it was on."""

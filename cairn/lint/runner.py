@@ -19,6 +19,8 @@ from cairn.lint.snapshot import FILE, STAGED, SUBMODULE, SYMLINK, Snapshot, read
 
 # What a config-invalid finding adds: lint goes on with the default policy, but index and recall refuse the file.
 DEFAULTS_USED = "; lint used the defaults, but a vault whose cairn.toml is invalid serves no card until it is fixed"
+# What a config-invalid finding about `[sanitize] patterns` adds: only `cairn sanitize` reads them (no card's lint does).
+SANITIZE_REFUSES = "; `cairn sanitize` refuses it"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +118,7 @@ def _lint_snapshot(
     findings.extend(
         Finding(
             CONFIG_FILE,
-            _line_of_disable(snapshot.config_text),
+            _line_of_key(snapshot.config_text, "disable"),
             "config-invalid",
             f"[lint] disable names '{entry}', which is no rule or group (`cairn lint --list-rules` lists them); "
             "it was ignored",
@@ -125,9 +127,18 @@ def _lint_snapshot(
         for entry in config.lint.disable
         if entry.strip() and entry.strip() not in known
     )
+    if config.sanitize.patterns:  # `cairn sanitize` refuses the file over one; lint and pre-commit said nothing
+        from cairn.cards.sanitize import rules_for
+
+        try:
+            rules_for(config.sanitize)
+        except InvalidConfig as exc:
+            detail = str(exc).removeprefix(f"{CONFIG_FILE}: ")
+            line = _line_of_key(snapshot.config_text, "patterns")
+            findings.append(Finding(CONFIG_FILE, line, "config-invalid", f"{detail}{SANITIZE_REFUSES}", ERROR))
     disable, ignored = security.effective_disable(e for e in config.lint.disable if e.strip() in known)
     if rel_paths is None or CONFIG_FILE in rel_paths:  # said where cairn.toml is checked, not on every card
-        line = _line_of_disable(snapshot.config_text)
+        line = _line_of_key(snapshot.config_text, "disable")
         findings.extend(security.ignored_warning(CONFIG_FILE, entry, still, line) for entry, still in ignored)
     rules = registry.select(wanted, disable)
     settings: LintSettings = config.lint
@@ -170,10 +181,11 @@ def _lint_snapshot(
     return LintReport(tuple(findings), len(plan), snapshot.source)
 
 
-def _line_of_disable(config_text: str | None) -> int:
-    """The line of `disable =` in cairn.toml (0 when it is not found: written as a dotted key, say)."""
+def _line_of_key(config_text: str | None, key: str) -> int:
+    """The line of `key =` in cairn.toml (0 when it is not found: written as a dotted key, say); `disable` and
+    `patterns` are keys of one section each."""
     for number, line in enumerate((config_text or "").splitlines(), 1):
-        if line.strip().startswith("disable") and line.split("=", 1)[0].strip() == "disable":
+        if line.strip().startswith(key) and line.split("=", 1)[0].strip() == key:
             return number
     return 0
 
