@@ -403,8 +403,8 @@ def write_recall_settings(vault_root: Path, values: dict[str, float]) -> Path:
 def set_recall_keys(text: str, values: dict[str, float]) -> str:
     """The TOML text with `values` set in its [recall] table, every other line kept as it is.
 
-    Existing keys keep their line (and any comment after the value); missing keys are added after the table's last
-    key; a missing [recall] table is appended.
+    Existing keys keep their line (and any comment after the value), a key under its old name (RENAMED) too, renamed;
+    missing keys are added after the table's last key; a missing [recall] table is appended.
     """
     lines = text.splitlines(keepends=True)
     newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
@@ -430,6 +430,8 @@ def set_recall_keys(text: str, values: dict[str, float]) -> str:
             continue
         last_key = n
         key = match.group(2)
+        if RENAMED.get(key, ("", ""))[0] == "recall":  # an old name (min_score): its line takes the new one
+            key = RENAMED[key][1]
         if key in values:
             indent, eq, comment, eol = match.group(1), match.group(3), match.group(5), match.group(6) or ""
             lines[n] = f"{indent}{key}{eq}{_number(values[key])}{comment}{eol}"

@@ -452,6 +452,24 @@ def test_write_keeps_a_byte_order_mark_and_edits_the_recall_table_after_it(isola
     assert "min_coverage = " in text and "min_margin = " in text
 
 
+def test_write_renames_a_threshold_kept_under_its_old_name(isolated_env: Path, tmp_path: Path) -> None:
+    """Bug fixed: a cairn.toml that sets the lead gate as `min_score` (its old name, still read) made --write refuse
+    (`could not edit the [recall] table safely; set min_lead = ... by hand`), and setting min_lead by hand beside it
+    made the file invalid (`has both min_score and min_lead`): the vault served nothing. The line is renamed."""
+    from helpers.vaults import run_cairn
+
+    root = tmp_path / "lessons"
+    assert run_cairn("init", str(root), "--no-register", cwd=tmp_path).returncode == 0
+    config = root / "cairn.toml"
+    config.write_text("[recall]\nmin_score = 0.3  # the lead gate\nmax_cards = 2\n", encoding="utf-8")
+    done = run_cairn("calibrate", "--cases", "evals/cases.yaml", "--write", "--force", cwd=root)
+    assert done.returncode == 0, done.stderr
+    lines = config.read_text(encoding="utf-8").splitlines()
+    assert lines[1].startswith("min_lead = ") and lines[1].endswith("  # the lead gate")
+    assert "min_score" not in config.read_text(encoding="utf-8") and lines[2] == "max_cards = 2"
+    assert run_cairn("lint", "cairn.toml", cwd=root).returncode == 0
+
+
 def test_the_fit_reports_its_progress_on_a_terminal(isolated_env: Path, tmp_path: Path) -> None:
     """The bar stopped at the last case, then nothing moved while the grid was built and fitted: 45 s on a terminal
     for 524 cases in 20 slices at --step 0.025 --folds 10. The fit now has a bar of its own, one step per fit."""
