@@ -17,6 +17,8 @@ leave a lone character only when it is the whole run) and measures recall's deci
   of characters no vault word covers read as its 2-grams (they are words the vault does not know).
 - `vault-words-padded`: `vault-words`, each run's length counted as its 2-grams counted it (a filler token for the
   difference), so BM25's length norms are as shipped.
+- `per-script-lengths`: `vault-words`, with BM25's length norms per script: a card's English terms (and the averages)
+  measured by its length as 2-grams counted it, its Chinese words by its length in words.
 - `straddles-dropped`: the index as shipped (2-grams); a prompt's 2-grams that the vault's cards hold only across two
   words (by the dictionary's segmentation of each card) are left out.
 
@@ -28,19 +30,21 @@ language (a prompt holding a Chinese character is `zh`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import re
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from benchmarks import recall_suites
 from cairn.hot import tokens
 
-SUITES = ("tldr-zh-dev", "gitflight-agent", "k8sops-agent", "gostyle-agent", "dockerops-agent", "agent-lessons")
-MODES = ("bigrams", "dictionary", "vault-words", "vault-words-padded", "straddles-dropped")
+SUITES = ("tldr-zh-dev", "gitflight-agent", "k8sops-agent", "gostyle-agent", "dockerops-agent", "agent-lessons", "template")
+MODES = ("bigrams", "dictionary", "vault-words", "vault-words-padded", "straddles-dropped", "per-script-lengths")
 _LONGEST = 8  # characters of the longest vault word a prompt's run is matched against
 _FILLER = "\uffff"  # a token no prompt holds: a length without a term
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
@@ -92,7 +96,7 @@ class Segmenter:
         words = self.cut(run)
         self.vocabulary.update(w for w in words if len(w) > 1)
         kept = [w for w in words if len(w) > 1 and w not in tokens.CJK_STOPWORDS]
-        if self.indexing and self.mode == "vault-words-padded":
+        if self.indexing and self.mode in ("vault-words-padded", "per-script-lengths"):
             grams = sum(1 for i in range(len(run) - 1) if run[i : i + 2] not in tokens.CJK_STOPWORDS)
             kept += [_FILLER] * max(0, grams - len(kept))
         return kept
@@ -136,15 +140,16 @@ def _jieba_cut() -> Callable[[str], list[str]]:
     return lambda run: list(jieba.cut(run, HMM=False))
 
 
-def run_mode(mode: str, suites: tuple[str, ...], semantic: bool, work: Path) -> dict[str, dict[str, Any]]:
-    """`recall_suites.run_suite` for each suite under `mode`, its vaults and index in `work`."""
+@contextlib.contextmanager
+def patched(mode: str, work: Path) -> Iterator[None]:
+    """Recall's tokenizer (and, for `per-script-lengths`, the index's postings) as `mode` reads Chinese, the suites'
+    vaults and indexes in `work`; as shipped again on the way out."""
     from cairn.index import build as indexer
+    from cairn.index import store
 
     recall_suites.WORK = work
-    import os
-
     os.environ["CAIRN_CACHE_DIR"] = str(work / "cache")
-    original_run, original_build = tokens._cjk_run, indexer.build_index
+    original_run, original_build, original_postings = tokens._cjk_run, indexer.build_index, store.card_postings
     segmenter = Segmenter(mode, _jieba_cut()) if mode != "bigrams" else None
 
     def build_index(*args: Any, **kwargs: Any) -> Any:
@@ -155,13 +160,85 @@ def run_mode(mode: str, suites: tuple[str, ...], semantic: bool, work: Path) -> 
         finally:
             segmenter.indexing = False
 
+    def per_script_postings(card: Any) -> tuple[list[int], dict[str, tuple[int, ...]]]:
+        """`store.card_postings` of the padded tokens; a Chinese term's lengths are the card's without the filler."""
+        lengths, out = original_postings(card)
+        fillers = [sum(1 for t in field if t == _FILLER) for field in card.tokens]
+        words = tuple(max(1, n - f) for n, f in zip(lengths, fillers, strict=True))
+        out.pop(_FILLER, None)
+        return lengths, {t: (v[:3] + words if tokens.is_cjk(t) else v) for t, v in out.items()}
+
+    if mode == "per-script-lengths":
+        store.card_postings = per_script_postings
     if segmenter is not None:
         tokens._cjk_run = segmenter.run
         indexer.build_index = build_index
     try:
-        return {suite: recall_suites.run_suite(suite, {}, rebuild=True, semantic=semantic) for suite in suites}
+        yield
     finally:
-        tokens._cjk_run, indexer.build_index = original_run, original_build
+        tokens._cjk_run, indexer.build_index, store.card_postings = original_run, original_build, original_postings
+
+
+def run_mode(mode: str, suites: tuple[str, ...], semantic: bool, work: Path) -> dict[str, dict[str, Any]]:
+    """`recall_suites.run_suite` for each suite under `mode`, its vaults and index in `work`."""
+    with patched(mode, work):
+        return {suite: recall_suites.run_suite(suite, {}, rebuild=True, semantic=semantic) for suite in suites}
+
+
+# Outcome of one case: (language, slice, positive, right first card injected, anything injected).
+Outcome = tuple[str, str, bool, bool, bool]
+
+
+def scale_sweep(
+    mode: str, suites: tuple[str, ...], scales: tuple[float, ...], semantic: bool, work: Path
+) -> dict[str, dict[float, list[Outcome]]]:
+    """Each suite's cases decided with the three word gates (`min_lead`, `min_coverage`, `min_margin`) scaled by s
+    for prompts holding Chinese, as shipped for the others: per s, every case's outcome."""
+    from benchmarks.frontier import scaled
+    from cairn.hot.settings import settings_of
+    from cairn.hot.vault import find_vault
+    from cairn.index import build as indexer
+    from cairn.quality.evaluate import evaluate, load_cases
+
+    out: dict[str, dict[float, list[Outcome]]] = {}
+    with patched(mode, work):
+        for suite in suites:
+            vault = find_vault(recall_suites.prepare(suite))
+            indexer.build_index(vault, rebuild=True)
+            cases = load_cases(recall_suites.cases_file(suite, vault.root))
+            chinese = [bool(_CJK.search(case.query)) for case in cases]
+            with indexer.open_index(vault) as index:
+                sims = None
+                if semantic:
+                    from cairn.semantic.batch import similarities_for
+
+                    prompts = [case.query for case in cases]
+                    sims = similarities_for(index.path, prompts, top=50, z=True, cache_dir=work / "semantic")
+                shipped = settings_of(index)
+                runs = {s: evaluate(index, cases, settings=scaled(shipped, s), semantic=sims) for s in {1.0, *scales}}
+            out[suite] = {}
+            for s in scales:
+                outcomes: list[Outcome] = []
+                for at, case in enumerate(cases):
+                    got = runs[s if chinese[at] else 1.0].outcomes[at]
+                    first_right = bool(got.injected) and got.injected[0] in case.expect
+                    lang = "zh" if chinese[at] else "en"
+                    outcomes.append((lang, case.slice, case.positive, first_right, bool(got.injected)))
+                out[suite][s] = outcomes
+    return out
+
+
+def figures(outcomes: list[Outcome]) -> str:
+    """Injection@1 / false injection rate (the worst slice's)."""
+
+    def rates(rows: list[Outcome]) -> tuple[float, float]:
+        pos = [o for o in rows if o[2]]
+        neg = [o for o in rows if not o[2]]
+        return sum(o[3] for o in pos) / max(len(pos), 1), sum(o[4] for o in neg) / max(len(neg), 1)
+
+    inj, fir = rates(outcomes)
+    worst = max(rates([o for o in outcomes if o[1] == name])[1] for name in {o[1] for o in outcomes})
+    return f"{inj:.3f} / {fir:.3f} ({worst:.3f})"
 
 
 def by_language(suite: str, data: dict[str, Any]) -> dict[str, tuple[int, int, int, int]]:
@@ -188,9 +265,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", action="append", choices=MODES, help="Only this mode (repeatable).")
     parser.add_argument("--suite", action="append", choices=SUITES, help="Only this suite (repeatable).")
     parser.add_argument("--semantic", action="store_true", help="With the semantic extra's similarities.")
+    parser.add_argument(
+        "--scales",
+        help="Comma-separated factors s: the word gates scaled by s for Chinese prompts only (as `frontier`), a table.",
+    )
     args = parser.parse_args(argv)
     suites = tuple(args.suite or SUITES)
     with tempfile.TemporaryDirectory(prefix="cairn-segment-") as folder:
+        if args.scales:
+            scales = tuple(float(s) for s in args.scales.split(","))
+            for mode in args.mode or MODES:
+                swept = scale_sweep(mode, suites, scales, args.semantic, Path(folder) / mode)
+                print(
+                    f"## {mode}{' (with the extra)' if args.semantic else ''}: the word gates x s for Chinese prompts\n"
+                )
+                print("| suite | " + " | ".join(f"s={s:g}" for s in scales) + " |")
+                print("|---|" + "---|" * len(scales))
+                for suite, by_scale in swept.items():
+                    print(f"| {suite} | " + " | ".join(figures(by_scale[s]) for s in scales) + " |")
+                print(flush=True)
+            return 0
         for mode in args.mode or MODES:
             results = run_mode(mode, suites, args.semantic, Path(folder) / mode)
             print(f"## {mode}{' (with the extra)' if args.semantic else ''}\n")
