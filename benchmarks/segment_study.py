@@ -43,7 +43,15 @@ from typing import Any
 from benchmarks import recall_suites
 from cairn.hot import tokens
 
-SUITES = ("tldr-zh-dev", "gitflight-agent", "k8sops-agent", "gostyle-agent", "dockerops-agent", "agent-lessons", "template")
+SUITES = (
+    "tldr-zh-dev",
+    "gitflight-agent",
+    "k8sops-agent",
+    "gostyle-agent",
+    "dockerops-agent",
+    "agent-lessons",
+    "template",
+)
 MODES = ("bigrams", "dictionary", "vault-words", "vault-words-padded", "straddles-dropped", "per-script-lengths")
 _LONGEST = 8  # characters of the longest vault word a prompt's run is matched against
 _FILLER = "\uffff"  # a token no prompt holds: a length without a term
