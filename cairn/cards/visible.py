@@ -2,8 +2,10 @@
 
 A card's text can hold characters a reader does not see but a model reads: format characters (zero-width spaces
 and joiners, bidirectional controls, the U+E0000 tag block that spells ASCII invisibly), control characters,
-variation selectors beyond the one an emoji takes, Hangul fillers, and private-use code points (no reader sees
-them as text, and the hook drops them: `ig<U+E000>nore` reached an agent as `ignore`). `strip_invisible` removes
+variation selectors beyond the one an emoji takes, Hangul fillers, private-use code points (no reader sees
+them as text, and the hook drops them: `ig<U+E000>nore` reached an agent as `ignore`), and the line and paragraph
+separators U+2028, U+2029 and NEL (YAML reads each as a line break, so `name: X<U+2028>status: retired` is two keys
+on what a diff shows as one line). `strip_invisible` removes
 them from every field the parser returns (so the index, the hook, review and the MCP server never carry them,
 linted or not); `invisible_in` lists them for lint's `hidden-text` rule. `fold` is the form the security rules
 judge: invisible characters removed, then Unicode NFKC (fullwidth `ｉｇｎｏｒｅ` reads `ignore`, `ﬁ` reads `fi`).
@@ -33,7 +35,7 @@ def _is_hidden_char(ch: str) -> bool:
         return code < 0x20 or code == 0x7F
     if ch in _BLANK or 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF:
         return True
-    return unicodedata.category(ch) in ("Cf", "Cc", "Cs", "Co", "Cn")
+    return unicodedata.category(ch) in ("Cf", "Cc", "Cs", "Co", "Cn", "Zl", "Zp")
 
 
 def _allowed_at(text: str, i: int) -> bool:
@@ -65,13 +67,18 @@ def invisible_in(text: str) -> list[tuple[int, str]]:
     return found
 
 
+# Line breaks YAML and `str.splitlines` read but many viewers and diffs do not show: hidden, and read as a newline.
+LINE_SEPARATORS = frozenset("\u0085\u2028\u2029")
+
+
 def strip_invisible(text: str) -> str:
-    """`text` without its invisible characters (what a reader of the rendered text would copy)."""
+    """`text` without its invisible characters (what a reader of the rendered text would copy); a hidden line
+    separator becomes a newline, as a parser reads it, so two words it separates stay two."""
     found = invisible_in(text)
     if not found:
         return text
     drop = {i for i, _ in found}
-    return "".join(ch for i, ch in enumerate(text) if i not in drop)
+    return "".join(("\n" if ch in LINE_SEPARATORS else "") if i in drop else ch for i, ch in enumerate(text))
 
 
 def fold(text: str) -> str:

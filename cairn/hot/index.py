@@ -76,7 +76,7 @@ if TYPE_CHECKING:
 FORMAT_VERSION = "7"  # 7: Cairn's own file format (6 and older were SQLite files, 6 sealed with keyed BLAKE2b)
 # The version of the security rules (cairn.lint.security) that refuse cards at index time, kept here so the hook can
 # compare it without importing lint: an index checked by other rules may hold cards the current rules refuse.
-SECURITY_RULES_VERSION = "11"  # 11 (stop 46): remote-code reads shells by path, env, tee, eval, source; more overrides
+SECURITY_RULES_VERSION = "12"  # 12 (stop 47): hidden-text flags U+2028, U+2029 (YAML line breaks no viewer shows)
 
 MAGIC = b"CAIRNIDX"
 _SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -2,8 +2,8 @@
 
 Lint, review, the index and the hook judge the same text: field values as YAML decodes them, then Unicode NFKC.
 This rule reports what would make that text differ from what a reader sees: invisible and format characters
-(zero-width spaces and joiners, bidirectional controls, U+E0000 tag characters, control characters; the parser
-removes them from every served field anyway), words that mix Latin with Cyrillic or Greek look-alike letters
+(zero-width spaces and joiners, bidirectional controls, U+E0000 tag characters, control characters, the line and
+paragraph separators YAML reads as line breaks; the parser removes them from every served field anyway), words that mix Latin with Cyrillic or Greek look-alike letters
 (homoglyphs), YAML escapes that write plain letters (`"\\x49gnore"` reads `Ignore`), and HTML comments in a served
 field (name, summary, aliases), which a rendered view hides.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from cairn.cards.visible import describe, invisible_in, mixed_script_words
+from cairn.cards.visible import LINE_SEPARATORS, describe, invisible_in, mixed_script_words
 from cairn.finding import Finding
 from cairn.lint.model import ERROR, Context, Field, Rule, Target, field_findings
 
@@ -76,12 +76,17 @@ def _invisible(target: Target) -> Iterator[Finding]:
     for offset, ch in invisible_in(target.text):
         lines.setdefault(target.line_at(offset), []).append(ch)
     for line, on_line in sorted(lines.items())[:20]:
-        yield RULE.at(
-            target,
-            line,
-            f"the line holds invisible characters ({_chars(on_line)}) that a reader does not "
-            "see and an agent reads; delete them",
-        )
+        if all(ch in LINE_SEPARATORS for ch in on_line):
+            why = (
+                f"the line holds a line separator ({_chars(on_line)}) that YAML and agents read as a line break "
+                "and a diff may not show (`name: X<U+2028>status: retired` is two keys); use a plain newline"
+            )
+        else:
+            why = (
+                f"the line holds invisible characters ({_chars(on_line)}) that a reader does not see and an agent reads"
+            )
+            why += "; delete them"
+        yield RULE.at(target, line, why)
 
 
 def _escapes(target: Target) -> Iterator[Finding]:
