@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -446,5 +447,30 @@ def test_an_index_checked_by_older_security_rules_fails_as_the_hook_serves_nothi
         "get nothing from this vault until it is rebuilt; run `cairn index`"
     )
     assert cache["details"] == [f"index at {commit[:8]} opens, passes its structure check and its seals (2 cards)"]
+    assert vault_repo.invoke("index").returncode == 0
+    assert _audit(vault_repo)[0] == 0
+
+
+def test_an_index_built_under_a_withdrawn_security_leave_fails_as_the_hook_serves_nothing(
+    vault_repo: VaultRepo,
+) -> None:
+    """Bug fixed: once the user's `[security] allow_disabled_rules` no longer lets the vault switch a rule off, the
+    hook serves nothing from the index built under it (a card that rule refuses may be in it), while audit passed
+    every check. It now fails the cache check, saying why and what to run."""
+    vault_repo.write_raw("cairn.toml", '[lint]\ndisable = ["secret"]\n')
+    vault_repo.write("git/force-push-rebase", "Pull --rebase drops commits", "Compare with git reflog before you pull.")
+    vault_repo.commit("A vault that switches the secret rule off")
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "cairn" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[security]\nallow_disabled_rules = ["secret"]\n')
+    assert vault_repo.invoke("index").returncode == 0
+    assert _audit(vault_repo)[0] == 0
+    config.write_text("")  # the leave withdrawn
+    code, report = _audit(vault_repo)
+    assert code == 1
+    cache = _check(report, "cache")
+    assert cache["status"] == "fail"
+    assert cache["summary"].startswith("the index was built while your configuration let the vault switch security")
+    assert cache["summary"].endswith("so agents get nothing from this vault until it is rebuilt; run `cairn index`")
     assert vault_repo.invoke("index").returncode == 0
     assert _audit(vault_repo)[0] == 0

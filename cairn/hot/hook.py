@@ -482,7 +482,11 @@ def _open_fresh_index(
 
     # Two vaults of one repository share its commits: an index must also name this vault (a swapped cache file)
     other = index.meta.get("vault_root") != dirs.root
-    withdrawn = bool(index.meta.get("security_allowed")) and _leave_withdrawn(str(index.meta["security_allowed"]))
+    withdrawn = False
+    if index.meta.get("security_allowed"):  # only a vault that switched a security rule off reads the user's leave
+        from cairn.hot.userconfig import leave_withdrawn
+
+        withdrawn = leave_withdrawn(str(index.meta["security_allowed"]))
     old_rules = index.meta.get("security_rules") != SECURITY_RULES_VERSION
     if (
         served is None
@@ -517,21 +521,6 @@ def _open_fresh_index(
         line["error"] = problem[:1000]
         return None
     return index
-
-
-def _leave_withdrawn(stored: str) -> bool:
-    """Whether the user's `[security] allow_disabled_rules` is not the one an index was built under (`stored`, only
-    for an index whose vault switched a security rule off with it): the cards those rules refuse may be in it."""
-    from cairn.hot.userconfig import allowed_disabled_rules
-
-    try:
-        now = sorted(allowed_disabled_rules())
-    except Exception:  # a configuration that cannot be read allows nothing (as `cairn index` reads it)
-        now = []
-    try:
-        return bool(loads(stored) != now)
-    except ValueError:
-        return True
 
 
 # How the background `cairn index` starts (`CLEAN_PATH`: it runs in the vault, not as `python -m cairn`).

@@ -121,6 +121,20 @@ def allowed_disabled_rules(env: "Mapping[str, str] | None" = None) -> frozenset[
     return load_config(env).allow_disabled_rules
 
 
+def leave_withdrawn(stored: str) -> bool:
+    """Whether `[security] allow_disabled_rules` is not the one an index was built under (`stored`, its JSON list, kept
+    only for an index whose vault switched a security rule off with it): cards those rules refuse may be in it, so
+    the hook serves nothing from it until it is rebuilt."""
+    try:
+        now = sorted(allowed_disabled_rules())
+    except Exception:  # a configuration that cannot be read allows nothing (as `cairn index` reads it)
+        now = []
+    try:
+        return bool(loads(stored) != now)
+    except ValueError:
+        return True
+
+
 def load_config(env: "Mapping[str, str] | None" = None) -> UserConfig:
     """The whole user configuration, from the cached JSON copy when it is fresh, else from the TOML file."""
     env = os.environ if env is None else env

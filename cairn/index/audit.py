@@ -28,6 +28,7 @@ from cairn.cards.card import card_id_from_path
 from cairn.hot import paths
 from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing
 from cairn.hot.index import SECURITY_RULES_VERSION, IndexReader
+from cairn.hot.userconfig import leave_withdrawn
 from cairn.hot.vault import Vault
 from cairn.index import build as indexer
 from cairn.index import expiry, store
@@ -200,6 +201,14 @@ def _check_cache(target: Path, vault: Vault, repo: git.Repo) -> tuple[Check, Ind
         summary = (
             f"the index was checked by older security rules ({rules!r}, this Cairn's are {SECURITY_RULES_VERSION!r}), "
             "so agents get nothing from this vault until it is rebuilt; run `cairn index`"
+        )
+        return Check("cache", "fail", summary, (whole,)), reader
+    allowed = reader.meta.get("security_allowed")
+    if allowed and leave_withdrawn(str(allowed)):  # the hook serves nothing from it either
+        summary = (
+            "the index was built while your configuration let the vault switch security rules off "
+            f"([security] allow_disabled_rules: {allowed}), and it no longer does, so agents get nothing from this "
+            "vault until it is rebuilt; run `cairn index`"
         )
         return Check("cache", "fail", summary, (whole,)), reader
     try:
