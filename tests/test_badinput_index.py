@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,20 @@ def test_temp_files_of_another_index_in_the_folder_are_left_to_their_writer(vaul
     other.write_bytes(b"partial")
     assert_clean_exit(vault_repo.cairn("index", "--rebuild"), 0)
     assert other.exists()
+
+
+def test_a_legacy_temp_file_from_the_future_is_removed(vault_repo: VaultRepo) -> None:
+    """A temp file of the old naming whose time is ahead of the clock (the clock set back since it was written) was
+    kept until the clock caught up with it; no writer of now leaves one dated in the future."""
+    make_vault(vault_repo)
+    folder = _index_file().parent
+    future, recent = folder / ".index-abc123.tmp", folder / ".index-def456.tmp"
+    future.write_bytes(b"partial")
+    recent.write_bytes(b"another index's writer, now")
+    ahead = time.time() + 86400
+    os.utime(future, (ahead, ahead))
+    assert_clean_exit(vault_repo.cairn("index", "--rebuild"), 0)
+    assert not future.exists() and recent.exists()
 
 
 def test_a_full_disk_while_sealing_keeps_the_previous_index_and_its_seal(

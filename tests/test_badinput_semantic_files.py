@@ -242,3 +242,15 @@ def test_a_side_file_writer_killed_mid_write_leaves_no_temp_file_for_good(vault_
     assert _cairn(vault_repo, "index").returncode == 0
     assert vectors.current(index_file)
     assert sorted(p.name for p in index_file.parent.glob(".vec-*.tmp")) == [writing.name]
+
+
+def test_a_side_file_temp_from_the_future_is_removed(tmp_path: Path) -> None:
+    """A `.vec-*.tmp` dated ahead of the clock (the clock set back since a killed writer left it) was kept until the
+    clock caught up with it; a young one (another writer's, in progress) is still left alone."""
+    future, young = tmp_path / ".vec-killed.tmp", tmp_path / ".vec-writing.tmp"
+    future.write_bytes(b"left by a killed writer")
+    young.write_bytes(b"being written")
+    ahead = time.time() + 86400
+    os.utime(future, (ahead, ahead))
+    vectors._remove_stale_temps(tmp_path)
+    assert not future.exists() and young.exists()

@@ -256,8 +256,8 @@ def _remove_stale_temps(index_file: Path) -> None:
         try:
             if name.startswith(prefix):
                 path.unlink()
-            elif name.startswith(_LEGACY_TEMP) and time.time() - path.lstat().st_mtime > LOCK_WAIT_SECONDS:
-                path.unlink()  # another index's writer may hold it, but not for this long
+            elif name.startswith(_LEGACY_TEMP) and not 0 <= time.time() - path.lstat().st_mtime <= LOCK_WAIT_SECONDS:
+                path.unlink()  # another index's writer may hold it, but not for this long (nor from the future)
         except OSError:
             pass
 

@@ -240,7 +240,8 @@ def _remove_stale_temps(folder: Path) -> None:
         if name.startswith(_TEMP_PREFIX) and name.endswith(".tmp"):
             path = folder / name
             try:
-                if time.time() - path.lstat().st_mtime > STALE_TEMP_SECONDS:
+                # older than any write takes, or from the future (the clock set back since): no writer's now
+                if not 0 <= time.time() - path.lstat().st_mtime <= STALE_TEMP_SECONDS:
                     path.unlink()
             except OSError:
                 pass
