@@ -53,6 +53,7 @@ def test_serve_answers_every_tool_over_stdio(vault_repo: VaultRepo) -> None:
             ("show", {"id": "git/force-push-rebase"}),
             ("explain", {"query": "docker CMD shell form SIGTERM"}),
             ("show", {"id": "no/such-card"}),
+            ("recall", {"query": "git pull --rebase after a force-push dropped my commits", "scope": ["docker,git"]}),
         ],
     )
     info = init.serverInfo if hasattr(init, "serverInfo") else init.server_info
@@ -66,6 +67,8 @@ def test_serve_answers_every_tool_over_stdio(vault_repo: VaultRepo) -> None:
 
     out_of_scope = _text_json(results[1])
     assert out_of_scope == {"cards": [], "abstained": True}
+    # A list item holding a comma is two tags, as `--scope docker,git` is (it was one tag no card has).
+    assert [c["id"] for c in _text_json(results[5])["cards"]] == ["git/force-push-rebase"]
 
     shown = _text_json(results[2])
     assert shown["id"] == "git/force-push-rebase"

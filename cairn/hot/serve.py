@@ -522,8 +522,9 @@ def layer_scope(declared: "Sequence[str]", configured: "Sequence[str]") -> tuple
 
 
 def scope_tags(flag: "str | Sequence[str] | None") -> tuple[str, ...]:
-    """Scope tags from a comma-separated flag (or a list of tags), else from `$CAIRN_SCOPE`; empty means all."""
+    """Scope tags from a comma-separated flag (or a list of tags, each split at commas as the flag is: the MCP tools'
+    `["git,ci"]` is two tags, as `--scope git,ci`), else from `$CAIRN_SCOPE`; empty means all."""
     if flag is None:
         flag = os.environ.get("CAIRN_SCOPE", "")
-    items = flag.split(",") if isinstance(flag, str) else flag
+    items = flag.split(",") if isinstance(flag, str) else [tag for item in flag for tag in item.split(",")]
     return tuple(s.strip() for s in items if s.strip())
