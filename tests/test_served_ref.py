@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from cairn.hot import gitrefs
-from helpers.payloads import FITTING_PROMPT
-from helpers.vaults import VaultRepo, make_vault, run_cairn
+from helpers.payloads import FITTING_PROMPT, log_entries, payload_for
+from helpers.vaults import VaultRepo, cache_dir, make_vault, run_cairn
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -142,6 +142,16 @@ def test_a_deleted_served_branch_is_named_gone_not_as_if_it_existed(vault_repo: 
     [ref_check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "ref"]
     assert ref_check["ok"] is False and ref_check["detail"] == gone
     assert ref_check["fix"].startswith("recreate it (`git branch main COMMIT`)")
+    # The hook's log says the same (it said "cannot read the commit of refs/heads/main"), and starts no background
+    # index, which would fail the same way on every prompt.
+    hooked = run_cairn("hook", "--format", "claude-code", cwd=tmp_path, input=payload_for("claude-code", "x", tmp_path))
+    assert hooked.returncode == 0 and hooked.stdout == ""
+    [team] = [v for v in log_entries()[-1]["vaults"] if v["name"] == "team"]
+    assert team["error"] == (
+        f"{gone}; recreate it (`git branch main COMMIT`) or serve another ref (`cairn vault add PATH --ref BRANCH`, "
+        "after `cairn vault remove NAME` if it is configured); serving nothing from this vault"
+    )
+    assert not list(cache_dir().rglob("*.reindex"))
 
     vault_repo.git("branch", "main", commit)  # what the message says to do serves again
     assert vault_repo.cairn("index").returncode == 0

@@ -488,19 +488,16 @@ def _open_fresh_index(
 
         withdrawn = leave_withdrawn(str(index.meta["security_allowed"]))
     old_rules = index.meta.get("security_rules") != SECURITY_RULES_VERSION
-    if (
-        served is None
-        or commit != served
-        or other
-        or withdrawn
-        or old_rules
-        or index.meta.get("cairn_version") != __version__
-    ):
+    if served is None:  # no commit to index: a background `cairn index` would fail the same way each time
+        line["stale"] = True
+    elif commit != served or other or withdrawn or old_rules or index.meta.get("cairn_version") != __version__:
         line["stale"] = True
         _start_background_index(dirs, index_file)
     problem = None
     if served is None:
-        problem = f"cannot read the commit of {ref}; serving nothing from this vault"
+        from cairn.hot.vault import missing_ref
+
+        problem = "; ".join(missing_ref(dirs.git_root, ref, vault.ref)) + "; serving nothing from this vault"
     elif other:
         problem = "the index names another vault; serving nothing from this vault until it is rebuilt"
     elif commit != served:
