@@ -234,6 +234,9 @@ def read_small_blobs(repo: git.Repo, blobs: list[str]) -> dict[str, bytes]:
         input="".join(f"{b}\n" for b in blobs).encode("ascii"),
         capture_output=True,
         env={**os.environ, "GIT_DIR": str(_git_dir_of(repo))},
+        cwd=_git_dir_of(
+            repo
+        ),  # git reads its working folder first: a deleted one (`cd` into a folder then removed) fails
         check=False,
     )
     if done.returncode != 0:
@@ -261,7 +264,11 @@ def _blob_prefix(repo: git.Repo, blob: str, n: int, env: dict[str, str] | None =
     """The first n bytes of a blob, from a `git cat-file` that is stopped once they are read."""
     run_env = {**os.environ, **(env or {}), "GIT_DIR": str(_git_dir_of(repo))}
     with subprocess.Popen(
-        ["git", "cat-file", "blob", blob], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=run_env
+        ["git", "cat-file", "blob", blob],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=run_env,
+        cwd=_git_dir_of(repo),  # as `read_small_blobs`: never the process's own folder, which may be gone
     ) as proc:
         assert proc.stdout is not None
         data = proc.stdout.read(n)

@@ -258,3 +258,18 @@ def test_a_command_run_in_a_removed_folder_says_so(tmp_path: Path) -> None:
             "Error: the current folder no longer exists (removed?); cd into one that does and run this again\n"
         )
         gone.mkdir()
+
+
+def test_a_vault_named_by_path_is_read_from_a_removed_folder(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: with `--vault PATH`, a command run from a removed folder needs no folder of its own, but `list`,
+    `show` and `audit` failed with git's "Unable to read current working directory": the card reads ran git in it."""
+    make_vault(vault_repo)
+    gone = tmp_path / "gone"
+    for args in (["list"], ["show", REBASE_ID], ["audit"]):
+        gone.mkdir()
+        script = f'cd "{gone}" && rmdir "{gone}" && exec "$0" "$@"'
+        command = [cairn_executable(), *args, "--vault", str(vault_repo.root)]
+        done = subprocess.run(["sh", "-c", script, *command], capture_output=True, text=True, check=False, timeout=120)
+        assert gone.exists() is False
+        assert done.returncode == 0, done.stderr
+        assert "Unable to read current working directory" not in done.stdout + done.stderr
