@@ -461,3 +461,15 @@ def test_an_empty_folder_argument_is_a_usage_error(
     )
     assert run_cairn("vault", "list", cwd=tmp_path).stdout.startswith("No vault is configured")
     assert not any((tmp_path / "empty").iterdir())
+
+
+@pytest.mark.parametrize("command", ["eval", "calibrate"])
+def test_an_empty_cases_file_is_a_usage_error(vault_repo: VaultRepo, command: str) -> None:
+    """Bug fixed: `cairn eval --cases "$CASES"` with CASES unset said `.: not a regular file` (exit 1): click read ""
+    as the current folder. It is a usage error naming the option, as an empty folder is."""
+    make_vault(vault_repo)
+    done = run_cairn(command, "--cases=", cwd=vault_repo.root)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.endswith(
+        "Error: Invalid value for '--cases': is empty (a shell variable that is not set?); give the file\n"
+    )

@@ -82,11 +82,23 @@ def folder_given(
     """A folder (or folders) as Paths (None: an option left out); one given as "" (`"$DIR"` with DIR unset) is a usage
     error, since click's Path reads it as the current folder, which would then be registered, be the only project
     served, or get a vault, without a word."""
+    return _given(value, "folder")
+
+
+def file_given(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+    """A file as a Path (None: left out); "" is a usage error, as for `folder_given` (click's Path read it as the
+    current folder, and the error then named `.`)."""
+    given = _given(value, "file")
+    assert not isinstance(given, tuple)
+    return given
+
+
+def _given(value: str | tuple[str, ...] | None, kind: str) -> Path | tuple[Path, ...] | None:
     if value is None:
         return None
     given = value if isinstance(value, tuple) else (value,)
     if "" in given:
-        raise click.BadParameter("is empty (a shell variable that is not set?); give the folder")
+        raise click.BadParameter(f"is empty (a shell variable that is not set?); give the {kind}")
     return tuple(Path(v) for v in given) if isinstance(value, tuple) else Path(value)
 
 

@@ -16,6 +16,7 @@ from cairn.cli.common import (
     echo,
     echo_json,
     errors_to_exit,
+    file_given,
     json_option,
     open_vault,
     progress_bar,
@@ -516,7 +517,8 @@ def _explain_layered(
     "--cases",
     "cases_path",
     required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False),
+    callback=file_given,
     help="Cases file: .jsonl or .yaml (id, query, expect, slice).",
 )
 @scope_option

@@ -11,6 +11,7 @@ from cairn.cli.common import (
     echo,
     echo_json,
     errors_to_exit,
+    file_given,
     json_option,
     open_vault,
     progress_stages,
@@ -27,7 +28,8 @@ from cairn.terminal import clean_line
     "--cases",
     "cases_path",
     required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False),
+    callback=file_given,
     help="Cases file: .jsonl or .yaml (id, query, expect, slice), positives and negatives.",
 )
 @click.option(
