@@ -493,7 +493,16 @@ def _git_hook_checks(name: str, vault: Any) -> list[Check]:
         )
     ]
     outdated = githooks.outdated_git_hooks(vault, hooks, install.cairn_executable()) if not missing else []
-    if outdated:
+    idle = githooks.idle_git_hooks(vault, hooks) if outdated else None
+    if idle is not None:  # they look installed, but every commit leaves the index stale
+        checks[0] = Check(
+            "git-hooks",
+            name,
+            False,
+            f"{', '.join(outdated)} in {hooks} {idle}",
+            f"cairn install git-hooks --vault {name}",
+        )
+    elif outdated:
         detail = (
             f"{', '.join(outdated)} in {hooks} were written by another Cairn (or for another `cairn`): "
             f"`cairn install git-hooks --vault {name}` brings them up to date"

@@ -89,6 +89,38 @@ def outdated_git_hooks(vault: Vault, hooks_dir: Path, executable: str) -> list[s
     return outdated
 
 
+def idle_git_hooks(vault: Vault, hooks_dir: Path) -> str | None:
+    """Why Cairn's git hooks in `hooks_dir` index nothing for this vault, or None: written for a work tree at another
+    place (the vault was moved since, or the hooks are another repository's), or running a `cairn` that is gone. Such
+    hooks still look installed, and every commit leaves the index stale without a word."""
+    work_tree = _work_tree(vault)
+    for name in GIT_HOOKS:
+        try:
+            text = (hooks_dir / name).read_text("utf-8", "replace")
+        except OSError:
+            continue
+        if GIT_HOOK_MARKER not in text:
+            continue
+        written_for, runs = _filled(text, "CAIRN_WORK_TREE"), _filled(text, "CAIRN_BIN")
+        if written_for and work_tree and written_for != work_tree:
+            return f"were written for the work tree {written_for}, so they index nothing in {work_tree}"
+        if runs and os.sep in runs and not os.access(runs, os.X_OK):
+            return f"run {runs}, which is not there any more, so they index nothing"
+    return None
+
+
+def _filled(text: str, variable: str) -> str:
+    """The value `git_hook_script` filled in for `variable` (unquoted as sh reads it), or "" when it is not there."""
+    found = re.search(rf"^{variable}=(.*)$", text, re.MULTILINE)
+    if found is None:
+        return ""
+    try:
+        words = shlex.split(found.group(1))
+    except ValueError:
+        return ""
+    return words[0] if len(words) == 1 else ""
+
+
 def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: bool = False) -> list[GitHookChange]:
     """Put Cairn's post-commit, post-merge, post-checkout, post-rewrite and reference-transaction hooks into
     `hooks_dir`.

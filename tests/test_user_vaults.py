@@ -344,6 +344,34 @@ def test_doctor_fails_then_passes(tmp_path: Path, vault_repo: VaultRepo) -> None
     )
 
 
+def test_doctor_fails_the_git_hooks_of_a_moved_vault_which_index_nothing(tmp_path: Path) -> None:
+    """Bug fixed: after `mv team-lessons lessons`, its git hooks (written for the old work tree) indexed nothing, so
+    every commit left the index stale, and `cairn doctor` said only `info ... were written by another Cairn (or for
+    another `cairn`)` and "Everything checks out". It fails them now, says why, and its fix brings them back."""
+    repo = VaultRepo(tmp_path / "team-lessons")
+    make_vault(repo)
+    assert cairn("install", "git-hooks", "--vault", str(repo.root), cwd=tmp_path).returncode == 0
+    moved = tmp_path / "lessons"
+    repo.root.rename(moved)
+    repo = VaultRepo(moved)
+    assert cairn("vault", "add", str(moved), "--name", "team", cwd=tmp_path).returncode == 0
+    assert cairn("index", "--vault", "team", cwd=tmp_path).returncode == 0
+    repo.git("commit", "-q", "--allow-empty", "-m", "after the move")
+    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
+    [hooks] = [c for c in checks if c["area"] == "git-hooks"]
+    [index] = [c for c in checks if c["area"] == "index"]
+    assert index["ok"] is False and index["detail"].startswith("stale")  # what the hooks should have prevented
+    assert hooks["ok"] is False, hooks
+    assert hooks["detail"].endswith(
+        f"were written for the work tree {tmp_path / 'team-lessons'}, so they index nothing in {moved}"
+    )
+    assert hooks["fix"] == "cairn install git-hooks --vault team"
+    assert cairn(*shlex.split(hooks["fix"])[1:], cwd=tmp_path).returncode == 0
+    repo.git("commit", "-q", "--allow-empty", "-m", "after the fix")
+    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
+    assert all(c["ok"] is not False for c in checks if c["area"] in ("git-hooks", "index")), checks
+
+
 def test_doctors_fix_for_a_vault_outside_git_runs_as_printed_in_a_folder_with_a_space(tmp_path: Path) -> None:
     """Bug fixed: the fix for a configured vault that is in no git repository was `git -C /path/my notes init`,
     unquoted, which the shell splits: run as printed, git said `cannot change to '/path/my'`."""
