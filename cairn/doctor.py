@@ -31,6 +31,7 @@ from cairn.hot.vault import (
     missing_ref,
     sparse_left_out,
 )
+from cairn.userconfig import add_again
 
 if TYPE_CHECKING:
     from cairn.hot.hook import Options
@@ -195,7 +196,7 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False) -> list[Check]:
         if left_out is not None:  # the folder is right: the work tree leaves it out
             return [Check("vault", name, False, f"{root}: {left_out[0]}", left_out[1])]
         why = "is not a folder" if not os.path.isdir(root) else "has no cards/ folder"
-        return [Check("vault", name, False, f"{root} {why}", f"cairn vault remove {name} && cairn vault add PATH")]
+        return [Check("vault", name, False, f"{root} {why}", add_again(entry))]
     checks: list[Check] = []
     if os.path.isdir(os.path.join(root, MARKER)):
         marker = os.path.join(root, MARKER)
@@ -242,7 +243,7 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False) -> list[Check]:
     if commit is None:
         checks.append(Check("ref", name, False, *missing_ref(vault.git_root, ref, entry.ref)))
         return checks
-    lost = _lost_commit(vault, ref, commit, name)
+    lost = _lost_commit(vault, ref, commit, entry)
     if lost is not None:  # one finding: the index cannot be judged against a commit that is not there
         checks.append(Check("ref", name, False, *lost))
         return checks
@@ -438,7 +439,7 @@ def _unsupported_repository(vault: Any) -> str:
         return ""
 
 
-def _lost_commit(vault: Any, ref: str, commit: str, name: str) -> tuple[str, str] | None:
+def _lost_commit(vault: Any, ref: str, commit: str, entry: VaultEntry) -> tuple[str, str] | None:
     """(problem, fix) when the served ref names an object the repository does not hold as a commit (a damaged or
     incomplete clone; a configured ref that is a tree's id), else None. The files alone cannot tell: git is asked."""
     from cairn import gitrepo
@@ -454,7 +455,7 @@ def _lost_commit(vault: Any, ref: str, commit: str, name: str) -> tuple[str, str
         return (
             f"the configured ref {commit[:8]} is not a commit this repository holds (a tree's or a blob's id?), so "
             "agents get nothing from this vault",
-            f"cairn vault remove {name} && cairn vault add {shlex.quote(str(vault.root))} --name {name} --ref BRANCH",
+            add_again(entry, str(vault.root), ref="BRANCH"),
         )
     what = "the branch" if ref.startswith("refs/heads/") else "it"
     return (

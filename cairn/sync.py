@@ -19,9 +19,11 @@ from cairn import gitrepo
 from cairn.hot import paths
 from cairn.hot.errors import CairnError, NotAGitRepository
 from cairn.hot.index import IndexReader
+from cairn.hot.userconfig import VaultEntry
 from cairn.hot.vault import Vault
 from cairn.index import build as indexer
 from cairn.index import store
+from cairn.userconfig import add_again
 
 Say = Callable[[str], None]
 
@@ -156,6 +158,13 @@ def _sync(repo: Any, vault: Vault, name: str, say: Say, fetching: Fetching) -> S
     return SyncResult(name, str(vault.root), ref, outcome, before, report.commit, report.n_cards, fetched, note)
 
 
+def _entry(name: str, root: str) -> VaultEntry:
+    """The configured entry of the vault at `root`, or one with no ref, scopes or projects (it is not configured)."""
+    from cairn.userconfig import entry_for
+
+    return entry_for(root) or VaultEntry(name, root, None, (), ())
+
+
 def _indexed(vault: Vault) -> tuple[str | None, str | None]:
     """The ref the vault's index was built from and its commit, (None, None) with no readable index."""
     try:
@@ -284,14 +293,12 @@ def _fetch_failed(
         )
         return SyncResult(name, root, ref, "diverged", before, before, fetched=fetched, message=message)
     if checked_out:
-        from cairn.userconfig import configured_ref
-
+        entry = _entry(name, root)
         # origin/HEAD is served only when no ref is configured: with `--ref main`, setting it changes nothing
         instead = (
             f"`git -C {at} remote set-head {remote} --auto`"
-            if configured_ref(root) is None
-            else f"`cairn vault remove {name}`, then `cairn vault add {shlex.quote(root)} --name {name} --ref "
-            f"{shlex.quote(remote + '/' + branch)}`"
+            if entry.ref is None
+            else f"`{add_again(entry, root, ref=remote + '/' + branch)}`"
         )
         message = (
             f"{remote}'s {branch} has commits that {ref} lacks, and {ref} is checked out in {root}, so sync cannot "
@@ -299,17 +306,14 @@ def _fetch_failed(
         )
         return SyncResult(name, root, ref, "error", before, before, fetched=fetched, message=message)
     if "couldn't find remote ref" in stderr:  # the remote renamed its branch (master -> main) or deleted it
-        from cairn.userconfig import configured_ref
-
-        if ref.startswith("refs/remotes/") and configured_ref(root) is None:  # origin/HEAD names the old branch
+        entry = _entry(name, root)
+        if ref.startswith("refs/remotes/") and entry.ref is None:  # origin/HEAD names the old branch
             fix = (
                 f"If {remote}'s default branch is now another: `git -C {at} fetch {remote} && git -C {at} remote "
                 f"set-head {remote} --auto`, then `cairn sync {name}`"
             )
         else:
-            fix = (
-                f"Serve another branch: `cairn vault remove {name} && cairn vault add {at} --name {name} --ref BRANCH`"
-            )
+            fix = f"Serve another branch: `{add_again(entry, root, ref='BRANCH')}`"
         message = f"{remote} has no branch {branch} (renamed or deleted?); still serving what was indexed. {fix}"
         return SyncResult(name, root, ref, "error", before, before, fetched=fetched, message=message)
     stale = re.search(r"Unable to create '(.+?\.lock)': File exists", stderr)

@@ -372,6 +372,43 @@ def test_doctor_fails_the_git_hooks_of_a_moved_vault_which_index_nothing(tmp_pat
     assert all(c["ok"] is not False for c in checks if c["area"] in ("git-hooks", "index")), checks
 
 
+def test_doctors_fix_for_a_moved_vault_keeps_its_name_scope_and_projects(tmp_path: Path) -> None:
+    """Bug fixed: for a vault that moved, doctor said `cairn vault remove me && cairn vault add PATH`; run as printed,
+    the vault got another name (breaking every `--vault me` and `me:id`) and lost its --scope and --project, so a
+    personal vault kept to one client's project was served to agents in every project."""
+    project = tmp_path / "acme"
+    project.mkdir()
+    repo = VaultRepo(tmp_path / "my-notes")
+    make_vault(repo)
+    added = cairn(
+        "vault", "add", str(repo.root), "--name", "me", "--scope", "git", "--project", str(project), cwd=tmp_path
+    )
+    assert added.returncode == 0, added.stderr
+    moved = tmp_path / "notes"
+    repo.root.rename(moved)
+    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
+    [gone] = [c for c in checks if c["area"] == "vault"]
+    assert gone["ok"] is False and gone["detail"] == f"{repo.root} is not a folder"
+    fix = gone["fix"]
+    assert fix == f"cairn vault remove me && cairn vault add PATH --name me --scope git --project {project}"
+    done = subprocess.run(
+        fix.replace("PATH", shlex.quote(str(moved))),
+        shell=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    [entry] = json.loads(cairn("vault", "list", "--json", cwd=tmp_path).stdout)["vaults"]
+    assert (entry["name"], entry["path"], entry["scopes"], entry["projects"]) == (
+        "me",
+        str(moved),
+        ["git"],
+        [str(project)],
+    )
+
+
 def test_doctors_fix_for_a_vault_outside_git_runs_as_printed_in_a_folder_with_a_space(tmp_path: Path) -> None:
     """Bug fixed: the fix for a configured vault that is in no git repository was `git -C /path/my notes init`,
     unquoted, which the shell splits: run as printed, git said `cannot change to '/path/my'`."""
@@ -758,7 +795,7 @@ def test_sync_of_the_authors_own_vault_with_its_branch_checked_out(tmp_path: Pat
     assert cairn("vault", "add", str(root), "--name", "team", "--ref", "main", cwd=tmp_path).returncode == 0
     pinned = cairn("sync", cwd=tmp_path)
     assert pinned.returncode == 1
-    fix = f"`cairn vault remove team`, then `cairn vault add {root} --name team --ref origin/main`"
+    fix = f"`cairn vault remove team && cairn vault add {root} --name team --ref origin/main`"
     assert pinned.stdout.rstrip().endswith(f"or serve the remote's branch instead ({fix})")
     assert cairn("vault", "remove", "team", cwd=tmp_path).returncode == 0
     assert cairn("vault", "add", str(root), "--name", "team", "--ref", "origin/main", cwd=tmp_path).returncode == 0
