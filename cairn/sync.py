@@ -66,9 +66,16 @@ class Fetching:
     timeout: float = gitrepo.FETCH_TIMEOUT_SECONDS
 
 
-def sync_vault(vault: Vault, name: str, say: Say = lambda text: None, fetching: Fetching = Fetching()) -> SyncResult:
-    """Fetch the vault's served ref (fast-forward only) and bring its index up to it. Two syncs of one vault take
-    turns (a lock beside its index): at once, one's fetch would fail on the ref lock the other's holds."""
+def sync_vault(
+    vault: Vault,
+    name: str,
+    say: Say = lambda text: None,
+    fetching: Fetching = Fetching(),
+    progress: indexer.Progress | None = None,
+) -> SyncResult:
+    """Fetch the vault's served ref (fast-forward only) and bring its index up to it (`progress` hears the cards it
+    reads). Two syncs of one vault take turns (a lock beside its index): at once, one's fetch would fail on the ref
+    lock the other's holds."""
     if vault.git_root is None:  # the generic advice names `git init` and --worktree, which sync has no use for
         raise NotAGitRepository(
             f"{vault.root} is not in a git repository (its .git gone?), so there is nothing to fetch into: clone the "
@@ -78,10 +85,12 @@ def sync_vault(vault: Vault, name: str, say: Say = lambda text: None, fetching: 
         folder = indexer.index_file_for(vault).parent
         paths.private_folder(str(folder))
         with store.file_lock(folder / "sync.lock", f"syncing {name}"):
-            return _sync(repo, vault, name, say, fetching)
+            return _sync(repo, vault, name, say, fetching, progress)
 
 
-def _sync(repo: Any, vault: Vault, name: str, say: Say, fetching: Fetching) -> SyncResult:
+def _sync(
+    repo: Any, vault: Vault, name: str, say: Say, fetching: Fetching, progress: indexer.Progress | None
+) -> SyncResult:
     ref, _ = indexer.served_commit(vault, repo)
     switched, indexed = _indexed(vault)
     # an index of another ref (before the served ref switched) is no earlier state of this one: replaced, never
@@ -132,7 +141,7 @@ def _sync(repo: Any, vault: Vault, name: str, say: Say, fetching: Fetching) -> S
                     f"`cairn index --vault {name} --rebuild`",
                 )
         say(f"{name}: indexing {ref} at {after[:8]}")
-        report = indexer.build_index(vault)
+        report = indexer.build_index(vault, progress=progress)
         if report.mode == "diverged":
             return SyncResult(
                 name,

@@ -6,7 +6,15 @@ import sys
 
 import click
 
-from cairn.cli.common import FiniteFloatRange, complete_vault_name, echo, echo_json, errors_to_exit, json_option
+from cairn.cli.common import (
+    FiniteFloatRange,
+    complete_vault_name,
+    echo,
+    echo_json,
+    errors_to_exit,
+    json_option,
+    progress_bar,
+)
 from cairn.hot.errors import CairnError, VaultNotFound
 from cairn.hot.userconfig import config_file, load_vaults
 from cairn.hot.vault import find_configured_vault
@@ -57,12 +65,14 @@ def sync(name: str | None, timeout: float, as_json: bool) -> None:
     results: list[SyncResult] = []
     for entry in entries:
         try:
-            result = sync_vault(
-                find_configured_vault(entry.name, entry.path),
-                entry.name,
-                say=lambda text: _progress(text, show),
-                fetching=fetching,
-            )
+            with progress_bar(f"  {entry.name}: indexing") as progress:  # a large vault's first index takes seconds
+                result = sync_vault(
+                    find_configured_vault(entry.name, entry.path),
+                    entry.name,
+                    say=lambda text: _progress(text, show),
+                    fetching=fetching,
+                    progress=progress if show else None,
+                )
         except CairnError as exc:
             result = SyncResult(entry.name, entry.path, entry.ref or "", "error", message=str(exc))
         results.append(result)
