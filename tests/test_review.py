@@ -295,7 +295,8 @@ def test_review_names_a_card_its_own_questions_no_longer_find(vault_repo: VaultR
 
 def test_review_fails_a_case_expecting_a_card_head_does_not_hold(vault_repo: VaultRepo) -> None:
     """Bug fixed: a pull request that renamed a card its cases expect, or added a case with a typo in its card id,
-    passed review; after the merge `cairn eval` and `cairn calibrate` refused the cases. Review now fails it."""
+    passed review; after the merge `cairn eval` and `cairn calibrate` refused the cases. Review now fails it, and the
+    comment's last line names this among the reasons for exit 1 (it named lint errors and negative cases only)."""
     _base(vault_repo)
     vault_repo.git("checkout", "-q", "-b", "move")
     vault_repo.git("mv", "cards/docker/shell-form-cmd.md", "cards/docker/sigterm.md")
@@ -308,6 +309,10 @@ def test_review_fails_a_case_expecting_a_card_head_does_not_hold(vault_repo: Vau
     assert done.returncode == 1, done.stdout + done.stderr
     assert "❌ **Fails**" in done.stdout and "eval case(s) expect a card HEAD does not hold" in done.stdout
     assert "> - `evals/more.yaml`: `typo` expects `docker/shell-form-cmd-typo`" in done.stdout
+    assert (
+        "exit 1 on a lint error, a negative case that now gets a card or a case expecting a card HEAD does not hold;"
+        in (done.stdout.splitlines()[-1])
+    )
     data = json.loads(vault_repo.invoke("review", "main..move", "--today", "2026-02-01", "--format", "json").stdout)
     unknown = data["routing"]["unknown_expected"]
     assert {"file": "evals/more.yaml", "case": "typo", "card": "docker/shell-form-cmd-typo"} in unknown

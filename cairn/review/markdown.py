@@ -147,8 +147,9 @@ def render_markdown(r: Review) -> str:
         out += ["", "### Provenance", "", _details(f"Provenance of {len(prov)} card(s)", _provenance_lines(prov))]
     out += [
         "",
-        f"<sub>`cairn review` — exit {EXIT_FAILED} on a lint error or a negative case that now gets a card; exit "
-        f"{EXIT_BLOCKED} when nothing fails but a change is blocked for a maintainer.</sub>",
+        f"<sub>`cairn review` — exit {EXIT_FAILED} on a lint error, a negative case that now gets a card or a case "
+        f"expecting a card HEAD does not hold; exit {EXIT_BLOCKED} when nothing fails but a change is blocked for a "
+        "maintainer.</sub>",
     ]
     return "\n".join(out) + "\n"
 
