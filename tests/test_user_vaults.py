@@ -457,6 +457,25 @@ def test_list_due_and_scope(vault_repo: VaultRepo) -> None:
     assert text[-1].startswith("1 card(s) at refs/heads/main ")
 
 
+def test_list_lines_up_a_superseded_card_with_the_others(vault_repo: VaultRepo) -> None:
+    """Bug fixed: the status column was 7 characters wide, so a `superseded` card's dates and scope stood three
+    characters right of every other card's."""
+    vault_repo.write("git/old", "Old rebase lesson", "Rebase with care.", scope=["git"], verified_at="2026-01-01")
+    vault_repo.write(
+        "git/new",
+        "New rebase lesson",
+        "Rebase with --update-refs.",
+        scope=["git"],
+        verified_at="2026-01-01",
+        supersedes=["git/old"],
+    )
+    vault_repo.write("git/gone", "Gone", "Retired lesson.", scope=["git"], status="retired", verified_at="2026-01-01")
+    vault_repo.commit()
+    lines = vault_repo.cairn("list").stdout.splitlines()[:3]
+    assert [line.split()[1] for line in lines] == ["retired", "active", "superseded"]
+    assert len({line.index("verified") for line in lines}) == 1, lines
+
+
 def test_list_keeps_a_card_on_its_own_line(vault_repo: VaultRepo) -> None:
     """A scope tag is vault text: one holding a line break printed a line of its own, which read as another card."""
     vault_repo.write_raw(

@@ -133,11 +133,14 @@ def _print_rows(rows: list[tuple[str, ListedCard]]) -> None:
     break in them is shown as `?` and cannot start a line of its own."""
     rows = [(clean_line(shown), card) for shown, card in rows]
     width = max(len(shown) for shown, _ in rows)
+    # "superseded", which list prints as a status of its own, is longer than "active" and "retired"
+    status_width = max(len(clean_line(card.status)) for _, card in rows)
     for shown, card in rows:
         scope = clean_line(",".join(card.scope)) or "-"
         mark = "  DUE" if card.due else ""
         echo(
-            f"{shown.ljust(width)}  {clean_line(card.status):<7}  verified {card.verified_at or 'never':<10}  "
+            f"{shown.ljust(width)}  {clean_line(card.status).ljust(status_width)}  "
+            f"verified {card.verified_at or 'never':<10}  "
             f"review by {card.due_on or 'now':<10}  {scope}{mark}"
         )
 
