@@ -22,7 +22,7 @@ from cairn.hot.errors import CairnError
 from cairn.hot.gitrefs import git_dir, served_ref
 from cairn.hot.index import IndexReader
 from cairn.hot.paths import index_file
-from cairn.hot.userconfig import VaultEntry, config_file, load_vaults
+from cairn.hot.userconfig import VaultEntry, config_file, is_vault_name, load_vaults
 from cairn.hot.vault import (
     MARKER_IS_FOLDER,
     checked_out_branch,
@@ -686,6 +686,15 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
         return Check("agent", subject, False, f"{path}: the hook command {command!r} {problem}", fix)
     baked = options.vault if options is not None else None
     if baked is not None and not _vault_exists(baked):
+        if where == "project" and install.is_shared(agent, path) and is_vault_name(baked):
+            # The team's committed file names the vault as each teammate registers it: installing again here would
+            # rewrite that file for everyone, and serve them what this machine has configured instead.
+            detail = (
+                f"{path}: the hook's --vault {baked!r} names no vault configured here; this file is the project's "
+                f"shared settings, so register the team's vault under that name (one configured under another name: "
+                f"`cairn vault remove` it first)"
+            )
+            return Check("agent", subject, False, detail, f"cairn vault add PATH --name {baked}")
         return Check("agent", subject, False, f"{path}: the hook's --vault {baked!r} is no vault", fix)
     if options is not None:  # the install that fixes this hook serves what it serves now
         fix = _install_fix(agent, where, path, options.vault, options.scope)

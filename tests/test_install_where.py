@@ -78,6 +78,33 @@ def test_a_folder_baked_into_a_shared_file_is_named_as_this_machines(project: Pa
     assert "a folder of this machine" not in done.stdout
 
 
+def test_a_teammate_without_the_shared_files_vault_name_is_told_to_register_it(
+    project: Path, vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: the committed .codex/hooks.json ran `cairn hook --format codex --vault team`; a teammate who had
+    registered the team's clone as `team-lessons` got from doctor the fix `cairn install codex --project DIR`, which
+    rewrote the team's shared file without --vault, for everyone. Install now says each teammate registers the vault
+    by that name, and doctor's fix is to do so."""
+    done = run_cairn("install", "codex", "--project", str(project), "--vault", "team", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert "each runs `cairn vault add PATH --name team` once" in done.stdout
+    shared = project / SHARED["codex"]
+    committed = shared.read_text()
+    teammate = {"XDG_CONFIG_HOME": str(tmp_path / "teammate-config")}
+    added = run_cairn("vault", "add", str(vault_repo.root), "--name", "team-lessons", cwd=project, env=teammate)
+    assert added.returncode == 0, added.stderr
+    [codex] = [c for c in _agent_checks(project, teammate) if c["subject"] == "codex (project)"]
+    assert codex["ok"] is False and "names no vault configured here" in str(codex["detail"]), codex
+    assert codex["fix"] == "cairn vault add PATH --name team"
+    assert "`cairn vault remove` it first" in str(codex["detail"])
+    assert run_cairn("vault", "remove", "team-lessons", cwd=project, env=teammate).returncode == 0
+    fixed = run_cairn(*str(codex["fix"]).replace("PATH", str(vault_repo.root)).split()[1:], cwd=project, env=teammate)
+    assert fixed.returncode == 0, fixed.stderr
+    [codex] = [c for c in _agent_checks(project, teammate) if c["subject"] == "codex (project)"]
+    assert codex["ok"] is True, codex
+    assert shared.read_text() == committed
+
+
 def test_a_shared_install_off_the_path_names_this_installations_cairn(project: Path) -> None:
     """It named the hook's launcher file (`.../cairn/__main__.py`), which is not what a teammate puts on PATH."""
     done = run_cairn("install", "gemini", "--project", str(project), cwd=project, env={"PATH": "/usr/bin:/bin"})

@@ -164,6 +164,11 @@ def _say_who_reads(
                 "reads: their clones of the vault are elsewhere. Register the vault by name on each machine "
                 "(`cairn vault add PATH --name team`) and install with `--vault team`, or leave --vault out."
             )
+        elif vault_arg:
+            echo(
+                f"  Note: the hook serves the vault each teammate registered as {vault_arg!r}: each runs "
+                f"`cairn vault add PATH --name {vault_arg}` once (`cairn doctor` says when it is missing)."
+            )
         return
     echo(
         f"  {settings.path.name} is your personal settings for this project (not committed): the hook runs this "
