@@ -9,6 +9,7 @@ looks; it never changes anything.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -512,16 +513,32 @@ def _git_hook_checks(name: str, vault: Any) -> list[Check]:
     has_config = os.path.isfile(os.path.join(vault.root, ".pre-commit-config.yaml"))
     if has_config:
         ok = _has(hooks / "pre-commit", "pre-commit")
-        checks.append(
-            Check(
-                "pre-commit",
-                name,
-                ok,
-                "installed" if ok else "the vault has .pre-commit-config.yaml but its hook is not installed",
-                "" if ok else f"cd {shlex.quote(str(vault.git_root))} && pre-commit install",
+        detail = "installed" if ok else "the vault has .pre-commit-config.yaml but its hook is not installed"
+        lost = _missing_precommit_config(hooks / "pre-commit", vault.git_root) if ok else None
+        if lost is not None:
+            ok = False
+            detail = (
+                f"its hook reads {lost}, which is not there, so every commit in {vault.git_root} fails; install it "
+                "again from the vault's folder, whose .pre-commit-config.yaml it then reads"
             )
-        )
+        # From the vault's own folder: pre-commit records the config's path from there (`--config=lessons/...`),
+        # while one installed at the top of a repository the vault is a folder of reads a config that is not there.
+        fix = "" if ok else f"cd {shlex.quote(str(vault.root))} && pre-commit install"
+        checks.append(Check("pre-commit", name, ok, detail, fix))
     return checks
+
+
+def _missing_precommit_config(hook: Path, work_tree: Path | None) -> str | None:
+    """The config file pre-commit's installed hook reads (`--config=PATH`, from the top of the work tree) when it is
+    not there, else None. pre-commit then refuses every commit: "No .pre-commit-config.yaml file was found"."""
+    try:
+        found = re.search(r"hook-impl --config=(\S+)", hook.read_text("utf-8", "replace"))
+    except OSError:
+        return None
+    if found is None or work_tree is None:
+        return None
+    config = found.group(1).strip("'\"")
+    return None if os.path.isfile(os.path.join(work_tree, config)) else config
 
 
 def _has(path: Path, text: str) -> bool:

@@ -11,6 +11,7 @@ import shlex
 import shutil
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -586,6 +587,43 @@ def test_a_vault_in_a_folder_of_a_repository_serves_that_repositorys_branch(tmp_
     assert (row["served_ref"], row["commit"]) == ("refs/heads/main", commit)
     listed = json.loads(cairn("list", "--vault", "docs", "--json", cwd=tmp_path).stdout)
     assert [c["id"] for c in listed["cards"]] == ["git/x"] and listed["commit"] == commit
+
+
+def test_doctors_pre_commit_fix_for_a_vault_in_a_folder_of_a_repository_keeps_commits_working(tmp_path: Path) -> None:
+    """Bug fixed: for a vault that is a folder of a monorepo, doctor's fix was `cd MONOREPO && pre-commit install`,
+    whose hook reads MONOREPO/.pre-commit-config.yaml, which is not there: every commit of the monorepo then failed
+    ("No .pre-commit-config.yaml file was found"), and doctor said `ok pre-commit: installed`. It fails such a hook
+    now, and its fix installs from the vault's folder, so pre-commit reads the vault's own config."""
+    outer = tmp_path / "monorepo"
+    assert cairn("init", str(outer / "lessons"), "--no-register", "--no-git-hooks", cwd=tmp_path).returncode == 0
+    shutil.rmtree(outer / "lessons" / ".git")  # the vault made a plain folder of the monorepo, as init's note says
+    subprocess.run(["git", "init", "-q", "-b", "main", str(outer)], check=True)
+    subprocess.run(["git", "add", "-A"], cwd=outer, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "lessons"], cwd=outer, check=True)
+    assert cairn("vault", "add", str(outer / "lessons"), "--name", "docs", cwd=tmp_path).returncode == 0
+    env = {**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
+
+    def pre_commit_check() -> dict[str, object]:
+        checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
+        [check] = [c for c in checks if c["area"] == "pre-commit"]
+        return dict(check)
+
+    def commit(message: str) -> subprocess.CompletedProcess[str]:
+        (outer / "README.md").write_text(f"{message}\n")
+        subprocess.run(["git", "add", "README.md"], cwd=outer, check=True)
+        return subprocess.run(
+            ["git", "commit", "-q", "-m", message], cwd=outer, env=env, capture_output=True, text=True
+        )
+
+    subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=outer, env=env, check=True, capture_output=True)
+    assert commit("at the top").returncode == 1  # what the old fix left: no commit goes through
+    check = pre_commit_check()
+    assert check["ok"] is False and "its hook reads .pre-commit-config.yaml, which is not there" in str(check["detail"])
+    assert check["fix"] == f"cd {outer / 'lessons'} && pre-commit install"
+    fixed = subprocess.run(str(check["fix"]), shell=True, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert fixed.returncode == 0, fixed.stderr
+    assert commit("from the vault's folder").returncode == 0
+    assert pre_commit_check()["ok"] is True
 
 
 def test_init_leaves_a_shared_hooks_folder_alone(tmp_path: Path) -> None:
