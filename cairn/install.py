@@ -122,6 +122,16 @@ class SettingsFile:
     shared: bool
 
 
+def is_home_project(agent: str, base: Path) -> bool:
+    """Whether the project folder `base` is where the agent keeps the user's own settings (the home folder): its
+    project file there is the user's, read in every project and committed nowhere."""
+    try:
+        user_file = settings_path(agent, base, True)
+    except CairnError:  # a relative CODEX_HOME: the user install says so
+        return False
+    return (base / _agent(agent).settings).resolve() == user_file.resolve()
+
+
 def install_target(agent: str, base: Path, user: bool) -> SettingsFile:
     """The settings file `cairn install AGENT` writes: the user's, else the project's personal file where the
     agent reads one (Claude Code), else the project's shared file."""

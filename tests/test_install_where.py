@@ -309,3 +309,22 @@ def _examples(*command: str) -> list[str]:
     return [
         line.strip() for line in done.stdout.split("Example", 1)[1].splitlines() if line.strip().startswith("cairn ")
     ]
+
+
+@pytest.mark.parametrize("agent", sorted(SHARED))
+def test_an_install_in_the_home_folder_writes_the_users_own_settings(agent: str, project: Path) -> None:
+    """Bug fixed: `cairn install codex` (or gemini) run in the home folder took it for a project, wrote the user's own
+    ~/.codex/hooks.json with the shared form (`cairn hook` from the PATH) and said it was the project's committed
+    settings, read by every teammate; claude-code wrote ~/.claude/settings.local.json, read only in the home folder.
+    Both now install as with --user."""
+    home = Path(os.environ["HOME"])
+    done = run_cairn("install", agent, cwd=home)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"{home.resolve()} is your home folder, where {agent} keeps your own settings")
+    assert "shared settings" not in done.stdout and f"Undo with `cairn uninstall {agent} --user`." in done.stdout
+    user_file = home / SHARED[agent]
+    [command] = _commands(user_file, EVENTS[agent])
+    assert MACHINE in command  # this machine's launcher, as --user writes it
+    assert not (home / ".claude" / "settings.local.json").exists()
+    [check] = [c for c in _agent_checks(project) if c["subject"] == f"{agent} (user)"]
+    assert check["ok"] is True and "again starts it" not in str(check["detail"]), check

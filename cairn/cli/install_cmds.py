@@ -105,6 +105,11 @@ def install_cmd(
         )
         return
     base = _base(project, user)
+    if not user and install.is_home_project(target, base):
+        # Taken as a project, the home folder's .codex/hooks.json or .gemini/settings.json is the user's own file:
+        # it got the shared form (`cairn` from the PATH) and was called committed, read by every teammate.
+        user = True
+        echo(f"{base} is your home folder, where {target} keeps your own settings: installing as with --user.")
     if not user:
         _refuse_inside_a_vault(base)
     vault_arg = _hook_vault(vault_path)
