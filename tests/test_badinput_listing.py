@@ -244,10 +244,11 @@ def test_list_shows_a_status_with_a_line_break_on_its_cards_line(vault_repo: Vau
 
 def test_a_command_run_in_a_removed_folder_says_so(tmp_path: Path) -> None:
     """Bug fixed: run from a folder removed while the shell stood in it, `cairn list`, `recall` and `show` said only
-    `Error: No such file or directory`, naming no file and nothing to do."""
+    `Error: No such file or directory`, naming no file and nothing to do; `cairn init x` named only `x`."""
     gone = tmp_path / "gone"
     gone.mkdir()
-    for args in (["list"], ["recall", "a prompt"], ["show", "git/x"]):
+    # `cairn init x` named the relative path alone: `Error: No such file or directory (x)`
+    for args in (["list"], ["recall", "a prompt"], ["show", "git/x"], ["init", "x", "--no-register"]):
         script = f'cd "{gone}" && rmdir "{gone}" && exec "$0" "$@"'
         done = subprocess.run(
             ["sh", "-c", script, cairn_executable(), *args], capture_output=True, text=True, check=False, timeout=120

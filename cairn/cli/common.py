@@ -212,7 +212,9 @@ def errors_to_exit(func: F) -> F:
 
 def os_error_text(exc: OSError) -> str:
     """One line for an OSError: what failed, where, and what to do when the user can fix it."""
-    if isinstance(exc, FileNotFoundError) and not exc.filename and not _cwd_exists():
+    # a relative path (`cairn init x`) is looked up in the current folder too
+    relative = not (isinstance(exc.filename, str) and os.path.isabs(exc.filename))
+    if isinstance(exc, FileNotFoundError) and relative and not _cwd_exists():
         return "the current folder no longer exists (removed?); cd into one that does and run this again"
     where = f" ({exc.filename})" if exc.filename else ""
     hint = _OS_HINTS.get(exc.errno or 0)
