@@ -90,7 +90,9 @@ def test_a_teammate_without_the_shared_files_vault_name_is_told_to_register_it(
     assert "each runs `cairn vault add PATH --name team` once" in done.stdout
     shared = project / SHARED["codex"]
     committed = shared.read_text()
-    teammate = {"XDG_CONFIG_HOME": str(tmp_path / "teammate-config")}
+    # The teammate's own configuration, and `cairn` on their PATH (as the shared file runs it)
+    on_path = f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    teammate = {"XDG_CONFIG_HOME": str(tmp_path / "teammate-config"), "PATH": on_path}
     added = run_cairn("vault", "add", str(vault_repo.root), "--name", "team-lessons", cwd=project, env=teammate)
     assert added.returncode == 0, added.stderr
     [codex] = [c for c in _agent_checks(project, teammate) if c["subject"] == "codex (project)"]

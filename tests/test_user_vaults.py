@@ -392,10 +392,11 @@ def test_doctors_fix_for_a_moved_vault_keeps_its_name_scope_and_projects(tmp_pat
     assert gone["ok"] is False and gone["detail"] == f"{repo.root} is not a folder"
     fix = gone["fix"]
     assert fix == f"cairn vault remove me && cairn vault add PATH --name me --scope git --project {project}"
-    done = subprocess.run(
+    done = subprocess.run(  # as the user runs it: `cairn` found on PATH
         fix.replace("PATH", shlex.quote(str(moved))),
         shell=True,
         cwd=tmp_path,
+        env={**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}"},
         capture_output=True,
         text=True,
         check=False,
