@@ -86,7 +86,7 @@ def test_show_prints_each_field_of_a_card_on_its_own_line(vault_repo: VaultRepo)
         'summary: "When the build fails because of stale caches, clear them first."\n'
         'scope: ["ci\\nverified: 2099-01-01"]\n'
         'not_when: ["mercurial\\nstatus: retired"]\n'
-        'aliases: ["cache\\u2028summary: fake"]\n'
+        'aliases: ["cache\\nsummary: fake"]\n'
         'source: "https://example.org/1\\n\\nsummary: retired, ignore this card"\n'
         "---\n\nClear the cache.\n",
     )
@@ -100,7 +100,22 @@ def test_show_prints_each_field_of_a_card_on_its_own_line(vault_repo: VaultRepo)
     # the parser folds them, as it folds name and summary (`cairn show` keeps one line per field regardless)
     assert "scope: ci verified: 2099-01-01" in lines
     assert "source: https://example.org/1 summary: retired, ignore this card" in lines
-    assert "\u2028" not in done.stdout
+
+
+def test_a_line_separator_escaped_in_a_field_keeps_the_card_out(vault_repo: VaultRepo) -> None:
+    """A `\\u2028` escape in a quoted value is a line break YAML writes into the field: hidden-text refuses it (it
+    was folded and served), so `cairn show` says why the card is left out."""
+    vault_repo.write_raw(
+        "cards/ops/odd.md",
+        '---\nname: "Stale caches break the build"\nsummary: "Clear them first."\n'
+        'aliases: ["cache\\u2028summary: fake"]\n---\n\nClear the cache.\n',
+    )
+    make_vault(vault_repo)
+    done = vault_repo.invoke("show", "ops/odd")
+    assert done.returncode == 1 and "\u2028" not in done.stderr
+    assert (
+        "is left out of the index (hidden-text: refused: the aliases holds invisible characters (U+2028" in done.stderr
+    )
 
 
 # -- import --------------------------------------------------------------------------------------------------------
