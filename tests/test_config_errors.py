@@ -6,6 +6,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from cairn.hot.index import IndexReader
 from cairn.hot.vault import find_vault
 from cairn.index.build import index_file_for
@@ -83,6 +85,24 @@ def test_a_security_rule_in_lint_disable_is_warned_at_its_line_naming_the_user_c
     [warning] = [line for line in done.stdout.splitlines() if " security-disable " in line]
     assert warning.startswith("cairn.toml:4: security-disable [lint] disable names 'prompt-injection'"), warning
     assert warning.endswith(f"([security] allow_disabled_rules in {mine})")
+
+
+@pytest.mark.parametrize(("chars", "used"), [(50, 500), (20000, 9999)])
+def test_a_context_limit_the_hook_clamps_is_warned_at_its_line(vault_repo: VaultRepo, chars: int, used: int) -> None:
+    """Bug fixed: `[hook] max_context_chars` took any value from 1, while the hook keeps to 500-9999: at 50 it
+    dropped cards `cairn recall` showed, with nothing said but a `context_limit` in its log."""
+    make_vault(vault_repo)
+    vault_repo.write_raw("cairn.toml", f"[hook]\nmax_context_chars = {chars}\n")
+    vault_repo.commit("a context limit")
+    done = vault_repo.cairn("lint")
+    assert done.returncode == 0, done.stdout + done.stderr  # a warning: the vault still serves
+    assert (
+        f"cairn.toml:2: config-clamped [hook] max_context_chars = {chars} is outside the 500-9999 characters the hook "
+        f"keeps to; it uses {used}: set a value in that range"
+    ) in done.stdout.splitlines()
+    vault_repo.write_raw("cairn.toml", "[hook]\nmax_context_chars = 9000\n")
+    vault_repo.commit("a limit in range")
+    assert "config-clamped" not in vault_repo.cairn("lint").stdout
 
 
 def test_a_toml_syntax_error_is_one_finding(vault_repo: VaultRepo) -> None:

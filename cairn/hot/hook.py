@@ -47,6 +47,7 @@ MAX_STDIN_BYTES = 8 * 1024 * 1024
 STDIN_SECONDS = 5
 MAX_QUERY_CHARS = 8000  # a pasted log beyond this adds cost, not meaning
 CONTEXT_HARD_LIMIT = 9999
+CONTEXT_MIN = 500  # `[hook] max_context_chars` below it reads as this: one card's block fits
 REINDEX_EVERY_SECONDS = 30
 LOG_FILE = "hook.jsonl"
 MAX_LOG_BYTES = 32 * 1024 * 1024  # then hook.jsonl becomes hook.jsonl.1 and a new file starts (`_rotated`)
@@ -614,7 +615,7 @@ def spawn_index(root: str, *options: str) -> None:
 
 def _fit(picks: "Sequence[Pick]", payload: Payload, max_chars: int, nonce: str) -> "list[Pick]":
     """The cards whose context block stays under the character limit (best first)."""
-    limit = min(max(int(max_chars), 500), CONTEXT_HARD_LIMIT)
+    limit = min(max(int(max_chars), CONTEXT_MIN), CONTEXT_HARD_LIMIT)
     chosen = list(picks)
     while chosen and len(context_block(chosen, payload, nonce)) > limit:
         if len(chosen) == 1:

@@ -140,6 +140,7 @@ def _lint_snapshot(
     if rel_paths is None or CONFIG_FILE in rel_paths:  # said where cairn.toml is checked, not on every card
         line = _line_of_key(snapshot.config_text, "disable")
         findings.extend(security.ignored_warning(CONFIG_FILE, entry, still, line) for entry, still in ignored)
+        findings.extend(_context_clamped(config.hook.max_context_chars, snapshot.config_text))
     rules = registry.select(wanted, disable)
     settings: LintSettings = config.lint
     facts = vault_facts(snapshot)
@@ -181,9 +182,29 @@ def _lint_snapshot(
     return LintReport(tuple(findings), len(plan), snapshot.source)
 
 
+def _context_clamped(chars: int, config_text: str | None) -> list[Finding]:
+    """A warning for `[hook] max_context_chars` outside what the hook keeps to: it reads the nearest bound, so the
+    hook drops cards `cairn recall` shows (below it) or keeps what the setting would cut (above)."""
+    from cairn.hot.hook import CONTEXT_HARD_LIMIT, CONTEXT_MIN
+
+    if CONTEXT_MIN <= chars <= CONTEXT_HARD_LIMIT:
+        return []
+    used = min(max(chars, CONTEXT_MIN), CONTEXT_HARD_LIMIT)
+    return [
+        Finding(
+            CONFIG_FILE,
+            _line_of_key(config_text, "max_context_chars"),
+            "config-clamped",
+            f"[hook] max_context_chars = {chars} is outside the {CONTEXT_MIN}-{CONTEXT_HARD_LIMIT} characters the "
+            f"hook keeps to; it uses {used}: set a value in that range",
+            WARNING,
+        )
+    ]
+
+
 def _line_of_key(config_text: str | None, key: str) -> int:
-    """The line of `key =` in cairn.toml (0 when it is not found: written as a dotted key, say); `disable` and
-    `patterns` are keys of one section each."""
+    """The line of `key =` in cairn.toml (0 when it is not found: written as a dotted key, say); `disable`,
+    `patterns` and `max_context_chars` are keys of one section each."""
     for number, line in enumerate((config_text or "").splitlines(), 1):
         if line.strip().startswith(key) and line.split("=", 1)[0].strip() == key:
             return number
