@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from cairn.hot.vault import find_vault
+from cairn.index.build import index_file_for
 from helpers.cli import invoke_cli
 from helpers.shells import Tab, fish_tab, zsh_tab
 from helpers.vaults import REBASE_ID, VaultRepo, cache_dir, cairn_executable, make_vault, run_cairn
@@ -66,6 +68,7 @@ def test_the_bash_script_completes_card_ids_and_vault_names_from_what_is_built(
     unindexed.write("ops/x", "A note", "Something to know about ops.")
     unindexed.commit()
     assert run_cairn("vault", "add", str(unindexed.root), "--name", "notes", cwd=tmp_path).returncode == 0
+    shutil.rmtree(index_file_for(find_vault(unindexed.root)).parent)  # `vault add` built it: a vault with none
     cache = sorted(p.name for p in cache_dir().rglob("*"))
 
     def complete(*words: str, cwd: Path) -> list[str]:

@@ -582,7 +582,8 @@ def test_a_vault_in_a_folder_of_a_repository_serves_that_repositorys_branch(tmp_
     # Bug fixed: it looked for `.git` in the vault's own folder, and said the vault was no git repository yet and
     # that the hook served nothing from it.
     assert added.returncode == 0 and added.stdout.splitlines()[1:] == [
-        "The prompt hook now serves it in every project; `cairn doctor` checks the setup."
+        f"Index: 1 cards at {commit[:8]}.",
+        "The prompt hook now serves it in every project; `cairn doctor` checks the setup.",
     ], added.stdout
     [row] = json.loads(cairn("vault", "list", "--json", cwd=tmp_path).stdout)["vaults"]
     assert (row["served_ref"], row["commit"]) == ("refs/heads/main", commit)
@@ -649,10 +650,20 @@ def test_vault_messages_name_the_next_step(tmp_path: Path, vault_repo: VaultRepo
         "vault", "add", str(vault_repo.root), "--name", "me", "--project", str(acme), "--scope", "git", cwd=tmp_path
     )
     assert added.returncode == 0, added.stderr
-    assert added.stdout.splitlines()[1] == (
+    # The index built now, so the agent's first prompt is served (the hook never waits for one)
+    assert added.stdout.splitlines()[1].startswith("Index: 2 cards at ")
+    assert added.stdout.splitlines()[2] == (
         f"The prompt hook now serves it to agents working under {acme} (only cards of scope git); "
         "`cairn doctor` checks the setup."
     )
+    # The first prompt of an agent is served: the hook found the index `vault add` built (it got nothing before,
+    # and built one in the background for the next prompt).
+    project = acme / "src"
+    project.mkdir(parents=True)
+    done = run_cairn(
+        "hook", "--format", "claude-code", cwd=project, input=payload_for("claude-code", FITTING_PROMPT, project)
+    )
+    assert done.returncode == 0 and REBASE_ID in done.stdout, done.stdout + done.stderr
     for args, env in ((("list", "--vault", "team"), {}), (("list",), {"CAIRN_VAULT": "team"})):
         unknown = cairn(*args, cwd=tmp_path, env=env)
         given = "--vault" if "--vault" in args else "CAIRN_VAULT"

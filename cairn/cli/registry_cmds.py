@@ -17,6 +17,7 @@ from cairn.cli.common import (
     errors_to_exit,
     folder_given,
     json_option,
+    progress_bar,
 )
 from cairn.hot.gitrefs import served_ref
 from cairn.hot.userconfig import config_file, load_vaults
@@ -117,7 +118,31 @@ def add_cmd(
     if checked_out is not None:
         echo(f"Note: {checked_out[0]}: {checked_out[1]}; `cairn doctor` checks the setup.")
         return
+    if not _indexed(entry.name, entry.path):
+        return
     echo(f"The prompt hook now serves it {where}{only}; `cairn doctor` checks the setup.")
+
+
+def _indexed(name: str, path: str) -> bool:
+    """The vault's index built now (a bar on a terminal), so the agent's first prompt is served: the hook never waits
+    for one, and the prompt that finds none got nothing while it was built in the background. False, with a note,
+    when it cannot be built."""
+    from cairn.hot.errors import CairnError
+    from cairn.hot.vault import find_configured_vault
+    from cairn.index import build as indexer
+
+    try:
+        vault = find_configured_vault(name, path)
+        with progress_bar(f"Indexing {vault.root}") as progress:  # a large vault's first index takes seconds
+            report = indexer.build_index(vault, progress=progress)
+    except CairnError as exc:
+        echo(
+            f"Note: not indexed ({exc}), so the hook serves nothing from it until that is fixed; `cairn doctor` "
+            "checks the setup."
+        )
+        return False
+    echo(f"Index: {report.n_cards} cards at {report.commit[:8]}.")
+    return True
 
 
 def _ref_kind(path: Path, ref: str) -> str | None:
