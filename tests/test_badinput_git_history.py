@@ -187,6 +187,34 @@ def test_review_passes_a_plain_rename(vault_repo: VaultRepo) -> None:
     assert json.loads(done.stdout)["blocked"] == []
 
 
+@pytest.mark.parametrize("first", ["added", "moved"])
+def test_review_credits_every_author_of_a_card_moved_in_the_range(vault_repo: VaultRepo, first: str) -> None:
+    """A card added (or moved) by Ann, edited by Bob, then moved again by Carol: the range's diff names its first
+    and last paths only, and Bob's edit under the path between was left out of the authors in the range."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("ci/cache", "Key caches on the lockfile", "Key CI caches on the hash of the lockfile.")
+    if first == "moved":
+        vault_repo.write("git/rebase", "Rebase before pushing", "Rebase your branch on main before you push it.")
+    vault_repo.commit("Cards", author=DAVE)
+    vault_repo.git("checkout", "-q", "-b", "feature/x")
+    if first == "moved":
+        (vault_repo.root / "cards/vcs").mkdir()
+        vault_repo.git("mv", "cards/git/rebase.md", "cards/vcs/rebase.md")
+    else:
+        vault_repo.write("vcs/rebase", "Rebase before pushing", "Rebase your branch on main before you push it.")
+    vault_repo.commit("Card under vcs/", author=ANN)
+    vault_repo.write("vcs/rebase", "Rebase before pushing", "Rebase on main and run the tests before you push.")
+    vault_repo.commit("Edit", author=BOB)
+    vault_repo.git("mv", "cards/vcs/rebase.md", "cards/vcs/rebase-first.md")
+    vault_repo.commit("Rename", author=CAROL)
+    done = vault_repo.cairn("review", "main..feature/x", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    [card] = json.loads(done.stdout)["cards"]
+    assert card["id"] == "vcs/rebase-first"
+    assert card["authors"] == [ANN[0], BOB[0], CAROL[0]]
+    assert [c["author"] for c in card["commits"]] == [CAROL[0], BOB[0], ANN[0]]
+
+
 def test_review_gives_provenance_of_changed_and_removed_cards_only(vault_repo: VaultRepo) -> None:
     """Review reads the history of the cards the range touches (a removed card's from the base), not every card's."""
     vault_repo.write_raw("cairn.toml", "")

@@ -38,7 +38,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,7 @@ from cairn.hot.recall import GATE_REASONS, rank, recall
 from cairn.hot.settings import settings_of
 from cairn.hot.vault import CARDS_DIR, Vault
 from cairn.index import build as indexer
+from cairn.index import provenance
 from cairn.lint import lint_files
 from cairn.quality.evaluate import MAX_CASES_BYTES, Case, EvalReport, evaluate, load_cases, unknown_expected
 from cairn.quality.metrics import metrics_of
@@ -418,7 +419,7 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
     base_config = gitrepo.read_path(repo, base, CONFIG_FILE, vault)
     head_config = gitrepo.read_path(repo, head, CONFIG_FILE, vault)
     config_changed = base_config != head_config
-    commits = _range_commits(repo, vault, base, head)
+    commits = _range_commits(repo, vault, base, head, [c.new_path for c in raw_changes if c.new_path])
     blocked, settings = _config_policy(base_config, head_config)
     blocked += policy.file_blocks(_changed_paths(repo, base, head), vault.prefix)
     with tempfile.TemporaryDirectory(prefix="cairn-review-") as tmp:
@@ -686,8 +687,12 @@ def _frontmatter(data: bytes) -> dict[str, Any]:
     return loaded if isinstance(loaded, dict) else {}
 
 
-def _range_commits(repo: Any, vault: Vault, base: str, head: str) -> dict[str, list[RangeCommit]]:
-    """The commits in base..head that touched each card path (as the path is after the commit), newest first."""
+def _range_commits(
+    repo: Any, vault: Vault, base: str, head: str, at_head: Collection[str]
+) -> dict[str, list[RangeCommit]]:
+    """The commits in base..head that touched each card path (as the path is after the commit), newest first; for
+    each card path at HEAD in `at_head`, every commit of its history in the range, followed back through renames (a
+    card added and then moved, or moved twice, was written under a path that is neither end of the range's diff)."""
     out: dict[str, list[RangeCommit]] = {}
     for logged in gitrepo.card_log(repo, vault, head, since=base):
         ref = RangeCommit(logged.commit, logged.author, logged.email, logged.date)
@@ -695,6 +700,11 @@ def _range_commits(repo: Any, vault: Vault, base: str, head: str) -> dict[str, l
             for path in {file.new_path, file.old_path} - {None}:
                 assert path is not None
                 out.setdefault(path, []).append(ref)
+    for path, lineage in provenance.walk_history(repo, vault, head, at_head, since=base).items():
+        walked = [
+            RangeCommit(v.commit.commit, v.commit.author, v.commit.email, v.commit.date) for v in lineage.versions
+        ]
+        out[path] = list(dict.fromkeys([*walked, *out.get(path, [])]))
     return out
 
 
