@@ -50,12 +50,47 @@ def test_deleting_a_card_another_supersedes_fails_the_commit(tmp_path: Path) -> 
     assert done.returncode == 1, done.stdout
     assert "cards/git/new-rebase.md" in done.stdout and "supersedes-missing" in done.stdout
 
-    # a commit that touches no card still passes (the whole vault is linted, and it is clean)
+    # a commit that touches no card still passes
     assert _run(["git", "checkout", "-q", "HEAD", "--", "cards/git/old-rebase.md"], vault, env).returncode == 0
     (vault / "NOTES.md").write_text("team notes\n")
     assert _run(["git", "add", "NOTES.md"], vault, env).returncode == 0
     done = _run(["git", "commit", "-m", "notes"], vault, env)
     assert done.returncode == 0, done.stdout
+
+
+def test_a_commit_of_no_card_lints_what_it_deletes_not_every_card(tmp_path: Path) -> None:
+    """A commit of an eval case or a README passes no file to the always_run hook: it lints the cards the commit's
+    deletions concern, not every card of the vault (seconds a thousand cards, on every such commit). A card broken
+    before, committed past the hooks, fails the commits that touch it, as it did, not every other commit."""
+    vault = tmp_path / "vault"
+    env = dict(
+        os.environ,
+        PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        GIT_AUTHOR_NAME="Ann",
+        GIT_AUTHOR_EMAIL="ann@example.com",
+        GIT_COMMITTER_NAME="Ann",
+        GIT_COMMITTER_EMAIL="ann@example.com",
+    )
+    assert _run([cairn_executable(), "init", str(vault), "--no-register"], tmp_path, env).returncode == 0
+    broken = vault / "cards" / "git" / "broken.md"
+    broken.write_text("---\nname: Broken\n---\n\nNo summary.\n")
+    assert _run(["git", "add", "cards"], vault, env).returncode == 0
+    assert _run(["git", "commit", "-q", "--no-verify", "-m", "a broken card"], vault, env).returncode == 0
+    installed = _run([sys.executable, "-m", "pre_commit", "install"], vault, env)
+    assert installed.returncode == 0, installed.stdout
+
+    with (vault / "evals" / "cases.yaml").open("a") as cases:
+        cases.write('\n- id: extra\n  query: "How do I keep my lunch warm?"\n  expect: []\n')
+    assert _run(["git", "add", "evals"], vault, env).returncode == 0
+    done = _run(["git", "commit", "-m", "a negative case"], vault, env)
+    assert done.returncode == 0, done.stdout
+    assert "in 0 file(s) from git's staging area" in done.stdout, done.stdout
+
+    broken.write_text(broken.read_text() + "More.\n")
+    assert _run(["git", "add", "cards"], vault, env).returncode == 0
+    done = _run(["git", "commit", "-m", "touch the broken card"], vault, env)
+    assert done.returncode == 1, done.stdout
+    assert "cards/git/broken.md" in done.stdout and "required-field" in done.stdout
 
 
 def _monorepo(tmp_path: Path, folder: str) -> tuple[Path, dict[str, str]]:

@@ -163,7 +163,12 @@ def _lint_findings(
         if not vaults:
             return None
         for vault in vaults:
-            report = lint.lint_vault(vault, rules=wanted, source=source, today=day)
+            # No card or cairn.toml staged: what the commit deletes (the cards superseding a deleted card), as review
+            # judges it. Linting every card cost each such commit (a README, an eval case) about 3 s per 1,000 cards.
+            if source == lint.STAGED:
+                report = lint.lint_files(vault, [], rules=wanted, source=source, today=day)
+            else:
+                report = lint.lint_vault(vault, rules=wanted, source=source, today=day)
             findings += [replace(f, path=_display(vault, f.path)) for f in report.findings]
             checked += report.files
         return findings, checked
