@@ -303,10 +303,11 @@ def _fetch_failed(
         return SyncResult(name, root, ref, "diverged", before, before, fetched=fetched, message=message)
     if checked_out:
         entry = _entry(name, root)
-        # origin/HEAD is served only when no ref is configured: with `--ref main`, setting it changes nothing
+        # origin/HEAD is served only when no ref is configured, and no other remote's HEAD ever is: with `--ref main`,
+        # or a remote called `upstream`, setting it changes nothing
         instead = (
             f"`git -C {at} remote set-head {remote} --auto`"
-            if entry.ref is None
+            if entry.ref is None and remote == "origin"
             else f"`{add_again(entry, root, ref=remote + '/' + branch)}`"
         )
         message = (

@@ -874,6 +874,30 @@ def test_sync_of_the_authors_own_vault_with_its_branch_checked_out(tmp_path: Pat
     assert json.loads(cairn("sync", "team", "--json", cwd=tmp_path).stdout)["vaults"][0]["after"] == new
 
 
+def test_sync_of_a_checked_out_branch_of_a_remote_not_called_origin_gives_a_fix_that_works(tmp_path: Path) -> None:
+    """After `git remote rename origin upstream`, the vault serves its checked-out main, fed by upstream. Sync told
+    the user to serve the remote's branch with `git remote set-head upstream --auto`, which changes nothing (only
+    origin/HEAD is ever served): the same error came back. It now gives `cairn vault add --ref upstream/main`."""
+    author = _authors_vault(tmp_path)
+    author.git("remote", "rename", "origin", "upstream")
+    assert cairn("sync", cwd=tmp_path).returncode == 0
+    other = _a_teammates_clone(tmp_path)
+    other.write("git/bisect", "A lesson about bisect", "git bisect run finds the breaking commit by itself.")
+    new = other.commit("A teammate's lesson")
+    other.git("push", "-q", "origin", "main")
+    behind = cairn("sync", cwd=tmp_path)
+    assert behind.returncode == 1
+    fix = f"cairn vault remove team && cairn vault add {author.root} --name team --ref upstream/main"
+    assert behind.stdout.rstrip().endswith(f"or serve the remote's branch instead (`{fix}`)"), behind.stdout
+    assert cairn("vault", "remove", "team", cwd=tmp_path).returncode == 0
+    assert (
+        cairn("vault", "add", str(author.root), "--name", "team", "--ref", "upstream/main", cwd=tmp_path).returncode
+        == 0
+    )
+    followed = json.loads(cairn("sync", "team", "--json", cwd=tmp_path).stdout)["vaults"][0]
+    assert (followed["status"], followed["after"]) == ("updated", new)
+
+
 @pytest.mark.parametrize(("answer", "registered"), [("\n", True), ("n\n", False)])
 def test_init_on_a_terminal_asks_to_register(tmp_path: Path, answer: str, registered: bool) -> None:
     """`cairn init` typed in a terminal offers to register the new vault (yes by default)."""
