@@ -215,6 +215,27 @@ def test_review_credits_every_author_of_a_card_moved_in_the_range(vault_repo: Va
     assert [c["author"] for c in card["commits"]] == [CAROL[0], BOB[0], ANN[0]]
 
 
+def test_review_credits_who_removed_a_card_moved_before_in_the_range(vault_repo: VaultRepo) -> None:
+    """Bob moves a card, Carol deletes it under its new path: the range's diff names only its old path, and the
+    removal was credited to Bob alone."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("ci/cache", "Key caches on the lockfile", "Key CI caches on the hash of the lockfile.")
+    vault_repo.write("git/rebase", "Rebase before pushing", "Rebase your branch on main before you push it.")
+    vault_repo.commit("Cards", author=DAVE)
+    vault_repo.git("checkout", "-q", "-b", "feature/x")
+    (vault_repo.root / "cards/vcs").mkdir()
+    vault_repo.git("mv", "cards/git/rebase.md", "cards/vcs/rebase.md")
+    vault_repo.commit("Move", author=BOB)
+    vault_repo.git("rm", "-q", "cards/vcs/rebase.md")
+    vault_repo.commit("Delete", author=CAROL)
+    done = vault_repo.cairn("review", "main..feature/x", "--json")
+    assert done.returncode == 3, done.stdout + done.stderr  # the removal is blocked
+    [card] = json.loads(done.stdout)["cards"]
+    assert (card["status"], card["id"]) == ("removed", "git/rebase")
+    assert card["authors"] == [BOB[0], CAROL[0]]
+    assert card["provenance"]["created"]["author"] == DAVE[0]
+
+
 def test_review_gives_provenance_of_changed_and_removed_cards_only(vault_repo: VaultRepo) -> None:
     """Review reads the history of the cards the range touches (a removed card's from the base), not every card's."""
     vault_repo.write_raw("cairn.toml", "")

@@ -419,7 +419,14 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
     base_config = gitrepo.read_path(repo, base, CONFIG_FILE, vault)
     head_config = gitrepo.read_path(repo, head, CONFIG_FILE, vault)
     config_changed = base_config != head_config
-    commits = _range_commits(repo, vault, base, head, [c.new_path for c in raw_changes if c.new_path])
+    commits = _range_commits(
+        repo,
+        vault,
+        base,
+        head,
+        [c.new_path for c in raw_changes if c.new_path],
+        [c.old_path for c in raw_changes if c.old_path and c.status == "D"],
+    )
     blocked, settings = _config_policy(base_config, head_config)
     blocked += policy.file_blocks(_changed_paths(repo, base, head), vault.prefix)
     with tempfile.TemporaryDirectory(prefix="cairn-review-") as tmp:
@@ -688,14 +695,17 @@ def _frontmatter(data: bytes) -> dict[str, Any]:
 
 
 def _range_commits(
-    repo: Any, vault: Vault, base: str, head: str, at_head: Collection[str]
+    repo: Any, vault: Vault, base: str, head: str, at_head: Collection[str], gone: Collection[str] = ()
 ) -> dict[str, list[RangeCommit]]:
     """The commits in base..head that touched each card path (as the path is after the commit), newest first; for
     each card path at HEAD in `at_head`, every commit of its history in the range, followed back through renames (a
-    card added and then moved, or moved twice, was written under a path that is neither end of the range's diff)."""
+    card added and then moved, or moved twice, was written under a path that is neither end of the range's diff);
+    for each path of the base in `gone` (a card the range removes), every commit that touched it, followed forward
+    through renames (a card moved and then deleted was deleted under its new path, by someone the review left out)."""
     out: dict[str, list[RangeCommit]] = {}
-    for logged in gitrepo.card_log(repo, vault, head, since=base):
-        ref = RangeCommit(logged.commit, logged.author, logged.email, logged.date)
+    logged_commits = gitrepo.card_log(repo, vault, head, since=base)
+    refs = [RangeCommit(c.commit, c.author, c.email, c.date) for c in logged_commits]
+    for logged, ref in zip(logged_commits, refs, strict=True):
         for file in logged.files:
             for path in {file.new_path, file.old_path} - {None}:
                 assert path is not None
@@ -705,6 +715,14 @@ def _range_commits(
             RangeCommit(v.commit.commit, v.commit.author, v.commit.email, v.commit.date) for v in lineage.versions
         ]
         out[path] = list(dict.fromkeys([*walked, *out.get(path, [])]))
+    for path in gone:
+        paths, found = {path}, []
+        for logged, ref in zip(reversed(logged_commits), reversed(refs), strict=True):  # parents before children
+            files = [f for f in logged.files if f.old_path in paths or f.new_path in paths]
+            paths.update(f.new_path for f in files if f.status == "R" and f.new_path)
+            if files:
+                found.append(ref)
+        out[path] = found[::-1]
     return out
 
 
