@@ -144,6 +144,20 @@ def test_index_stores_card_vectors_and_reencodes_only_changed_cards(vault_repo: 
     assert vectors.load(side).ids == [FORCE_ID, "python/requests-timeout"]
 
 
+def test_encoding_writes_nothing_outside_the_cache_and_state_folders(vault_repo: VaultRepo, isolated_env: Path) -> None:
+    """onnxruntime keeps a telemetry store and a device id under `~/.cache/Microsoft` once imported, unless told not
+    to: `cairn index` (and the warm encoder) left them in the user's home."""
+    _vault(vault_repo)
+    assert vectors.vectors_path(_index_file(vault_repo)).is_file()  # the engine ran
+    ours = (cache_dir(), state_dir(), isolated_env / ".gitconfig")
+    stray = [
+        str(path.relative_to(isolated_env))
+        for path in isolated_env.rglob("*")
+        if not path.is_dir() and not any(path == p or p in path.parents for p in ours)
+    ]
+    assert stray == []
+
+
 def test_switched_off_the_index_keeps_no_vectors(vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch) -> None:
     _vault(vault_repo)
     side = vectors.vectors_path(_index_file(vault_repo))

@@ -21,6 +21,7 @@ warm encoder's prompt takes one core and card batches run one a thread.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,9 @@ class QuantizedEngine(Engine):
     batch_tokens = 0
 
     def _load_layers(self) -> None:
+        # Told before its import (which reads it): else onnxruntime keeps a telemetry store and a device id under
+        # ~/.cache/Microsoft, files of Cairn's written outside its cache and state folders.
+        os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
         import onnxruntime as ort
 
         options = ort.SessionOptions()
