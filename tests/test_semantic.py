@@ -4,6 +4,7 @@ extra (CI runs this file again after installing it; tests/test_semantic_absent.p
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import platform
@@ -1132,7 +1133,7 @@ def test_a_hook_of_another_install_stops_the_warm_encoder(isolated_env: Path) ->
     assert time.monotonic() - started < 20  # stopped on the request, not after 60 s idle
     thread.join(10)
     assert replies == [{"ok": False, "error": "another install"}]
-    assert not sock_path.exists() and server.retired == "/elsewhere/venv"
+    assert not sock_path.exists() and server.retired is not None and "/elsewhere/venv" in server.retired
 
 
 def test_eval_decides_with_the_similarities_recall_and_explain_read(vault_repo: VaultRepo, tmp_path: Path) -> None:
@@ -1204,3 +1205,39 @@ def test_the_warm_encoder_does_not_keep_the_agents_folder_as_its_own(tmp_path: P
     assert pid is not None
     folder = Path(os.readlink(f"/proc/{pid}/cwd"))
     assert folder != project and project not in folder.parents
+
+
+@pytest.mark.skipif(importlib.util.find_spec("onnxruntime") is None, reason="needs onnxruntime, to go without it")
+def test_a_warm_encoder_started_without_onnxruntime_gives_way_once_it_is_installed(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a warm encoder started while onnxruntime was not installed encodes with numpy, under its own
+    model name; once onnxruntime is installed, `cairn index` writes the integer engine's vectors, which it refuses
+    ("another encoder") and encoded again, in the same engine, to no end: the channel stayed off for as long as
+    prompts came within its idle time, while `cairn doctor` said all was well. It now stops, and the next prompt
+    starts one with the install's engine. (onnxruntime hidden from that first process stands for it not installed.)"""
+    import subprocess
+    import sys
+
+    from cairn.semantic import encoder
+
+    _vault(vault_repo)
+    sock = state_dir() / "semantic.sock"
+    code = "import sys; sys.modules['onnxruntime'] = None; from cairn.semantic.daemon import main; sys.exit(main())"
+    state_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(state_dir() / "semantic.log", "ab") as log:
+        old = subprocess.Popen([sys.executable, "-c", code], stderr=log, start_new_session=True)
+    try:
+        assert _wait(sock.exists, 60)
+        with IndexReader(_index_file(vault_repo)) as index:
+            assert vectors.load(vectors.vectors_path(_index_file(vault_repo))).header["model"] == encoder.MODEL_I8
+            assert similarities(index, PARAPHRASE, timeout=10) is None  # another engine's vectors: words, this once
+            assert old.wait(30) == 0  # ... and it stopped, not waiting for its idle time
+            (state_dir() / "semantic.start").unlink(missing_ok=True)  # the hook's own pause between starts
+            similarities(index, PARAPHRASE)  # not up: started
+            assert _wait(sock.exists, 60) and _wait(lambda: _daemon_pid() not in (None, old.pid), 10)
+            again = similarities(index, PARAPHRASE, timeout=10)
+        assert again is not None and max(again, key=again.__getitem__) == FORCE_ID
+        assert "the install encodes as multilingual-e5-small-q4-w7a8 now" in (state_dir() / "semantic.log").read_text()
+    finally:
+        if old.poll() is None:
+            old.kill()
+            old.wait()

@@ -134,7 +134,8 @@ class Server:
         self._queries: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self._reencoding: set[str] = set()
         self.reads = 0  # side files read from disk (`_file`): a slow request that read one was slow once
-        # Set when a hook of another install asks (`answer`): `serve` then stops, and that hook starts its own.
+        # Why `serve` stops, for the next hook to start a warm encoder of its own (`answer`): a hook of another
+        # install asked, or this install's engine is no longer this process's.
         self.retired: str | None = None
 
     def answer(self, request: Any) -> dict[str, Any]:
@@ -146,7 +147,7 @@ class Server:
             # agent's Cairn): its encoder may differ, and so would the side files it and this process each expect
             # (one asked for the other's vectors forever, each side re-encoding). This process stops; the hook
             # starts its own install's on a later prompt and is served by words meanwhile.
-            self.retired = install
+            self.retired = f"a hook of another install asked ({install[:200]})"
             return {"ok": False, "error": "another install"}
         if request.get("prefetch") is True:
             if not isinstance(request.get("prompt"), str):
@@ -168,7 +169,15 @@ class Server:
         try:
             vf = self._file(path, key)
         except vectors.OtherModel as exc:
-            self._reencode(path, cache)
+            installed = enc.installed_model()
+            if installed != enc.MODEL:
+                # onnxruntime installed or removed since this process started: every index is encoded for the new
+                # engine now, whose vectors this process cannot compare with its prompts (nor would a re-encoding
+                # help). It stops, and the next hook starts one with the install's engine: else the channel stayed
+                # off while any prompt came within its idle time, and `cairn doctor` said all was well.
+                self.retired = f"the install encodes as {installed} now, this process as {enc.MODEL}"
+            else:
+                self._reencode(path, cache)
             return {"ok": False, "error": f"no usable vectors: {type(exc).__name__}"}
         except (OSError, ValueError, CairnError) as exc:
             return {"ok": False, "error": f"no usable vectors: {type(exc).__name__}"}
@@ -309,7 +318,7 @@ def serve(
                 _unstall(stall_stamp)
             handled += 1
             if server.retired is not None:
-                _log(f"a hook of another install asked ({server.retired[:200]}): stopping, for it to start its own")
+                _log(f"{server.retired}: stopping, for the next hook to start its own")
                 return 0
             last = time.monotonic()
             try:

