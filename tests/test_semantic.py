@@ -433,6 +433,28 @@ def test_many_cards_to_encode_are_encoded_in_the_background(vault_repo: VaultRep
     assert "encoded 4" in (state_dir() / "semantic.log").read_text()
 
 
+@pytest.mark.parametrize("damage", ["flipped", "truncated"])
+def test_cards_whose_vectors_cannot_be_read_are_encoded_in_the_background_too(
+    vault_repo: VaultRepo, damage: str
+) -> None:
+    """Bug fixed: `cairn index` counted the cards to encode by the old side file's header, which a file whose seal
+    does not hold (a bit flipped, a cache key made anew) or cut short still has: none to encode, so it encoded them
+    all itself, every card of a large vault in the foreground (minutes), not in the background."""
+    repo = vault_repo
+    repo.write_raw("cairn.toml", "# defaults\n")
+    for n in range(4):
+        repo.write(f"misc/card-{n}", f"Card number {n} about topic {n}", f"A summary of lesson {n} for the test.")
+    repo.commit("Four cards")
+    assert repo.cairn("index").returncode == 0
+    side = vectors.vectors_path(_index_file(repo))
+    good = side.read_bytes()
+    side.write_bytes(good[:-3] + bytes([good[-3] ^ 1]) + good[-2:] if damage == "flipped" else good[:-2])
+    done = repo.cairn("index", "--json", env={"CAIRN_SEMANTIC_FOREGROUND_CARDS": "2"})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["vectors"] == "background 4"
+    assert _wait(lambda: vectors.sealed(side) and vectors.current(_index_file(repo)), 120)
+
+
 ENGINE_TEXTS = [
     "how do I undo a git push --force to a shared branch?",
     "如何撤销 git 的强制推送？",
