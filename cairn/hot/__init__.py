@@ -441,6 +441,19 @@ def open_private(path: str, flags: int) -> int:
     return fd
 
 
+def reap(children: "list[int]") -> None:
+    """Collect those of `children` (processes this one started detached and never waits for) that have ended, and
+    take them off the list: a long-lived process (the MCP server) would otherwise keep each one as a zombie until it
+    ends. The hook exits long before its children do; they are then the init process's to collect."""
+    for pid in list(children):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # collected elsewhere
+            done = pid
+        if done:
+            children.remove(pid)
+
+
 def touch_private(path: str, when: float) -> None:
     """Make the stamp file `path` (0600) if needed and set its times to `when` (`open_private`'s checks)."""
     os.close(open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND))

@@ -45,6 +45,7 @@ from cairn.hot import (
     loads,
     open_private,
     private_folder,
+    reap,
     state_folder,
     touch_private,
 )
@@ -381,6 +382,8 @@ def start_daemon(state: str) -> bool:
 
     The process itself exits at once when another one holds the lock, and when the extra is not installed.
     """
+    if _STARTED:  # a long-lived process (the MCP server) collects those that have ended since
+        reap(_STARTED)
     if not socket_fits(state) or socket_blocked(state):  # it could never listen: no model load every
         return False  # START_EVERY_SECONDS (`cairn doctor` says)
     private_folder(state)
@@ -406,7 +409,7 @@ def start_daemon(state: str) -> bool:
     env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
     env["CAIRN_STATE_DIR"] = state
     try:
-        os.posix_spawn(
+        pid = os.posix_spawn(
             sys.executable,
             [sys.executable, *CHILD_FLAGS, "-c", DAEMON_CODE],
             env,
@@ -416,4 +419,8 @@ def start_daemon(state: str) -> bool:
     finally:
         if log is not None:
             os.close(log)
+    _STARTED.append(pid)
     return True
+
+
+_STARTED: "list[int]" = []  # warm encoders this process started and has not reaped yet (`reap`)

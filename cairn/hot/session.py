@@ -17,7 +17,17 @@ import sys
 import time
 from _thread import allocate_lock
 
-from cairn.hot import dumps, loads, open_private, private_folder, read_regular, sha256_hex, touch_private, utc_now
+from cairn.hot import (
+    dumps,
+    loads,
+    open_private,
+    private_folder,
+    read_regular,
+    reap,
+    sha256_hex,
+    touch_private,
+    utc_now,
+)
 
 SESSIONS_DIR = "sessions"
 _LOCK_WAIT_SECONDS = 3.0
@@ -118,7 +128,7 @@ def prune(state_dir: str, ttl_days: int) -> bool:
     waits for the hook to exit. So that prompt pays one `posix_spawn` (as the warm encoder's start does), the others
     one `stat`."""
     if _PRUNERS:
-        _reap()
+        reap(_PRUNERS)
     folder = os.path.join(state_dir, SESSIONS_DIR)
     stamp = os.path.join(folder, _PRUNE_STAMP)
     now = time.time()
@@ -158,19 +168,7 @@ def prune(state_dir: str, ttl_days: int) -> bool:
     return True
 
 
-_PRUNERS: "list[int]" = []  # pruners this process started and has not reaped yet
-
-
-def _reap() -> None:
-    """Collect the pruners that have ended: a long-lived process (the MCP server) would otherwise keep each one as a
-    zombie. The hook exits long before its pruner does; its pruner is then the init process's to collect."""
-    for pid in list(_PRUNERS):
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:  # collected elsewhere
-            done = pid
-        if done:
-            _PRUNERS.remove(pid)
+_PRUNERS: "list[int]" = []  # pruners this process started and has not reaped yet (`reap`)
 
 
 # At a low priority (`os.nice`): it shares the machine with the agent and its hooks.
