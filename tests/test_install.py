@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from cairn import githooks, install
+from helpers.cli import run_on_terminal
 from helpers.hostile import assert_clean_exit
 from helpers.payloads import FITTING_PROMPT, payload_for
 from helpers.vaults import BOB, REBASE_ID, VaultRepo, cairn_executable, make_vault, state_dir
@@ -963,37 +964,6 @@ def test_git_hooks_need_nothing_on_path_but_git(vault_repo: VaultRepo, tmp_path:
     assert _runs(log) == 1 and _indexed_commit(vault_repo.root) == vault_repo.git("rev-parse", "HEAD")
 
 
-def _on_a_terminal(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], bytes]:
-    """`cairn ARGS` with stderr on a terminal (a pty), as a person runs it; its output and what the terminal got."""
-    import pty
-
-    main, terminal = pty.openpty()
-    try:
-        done = subprocess.run(
-            [cairn_executable(), *args],
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=terminal,
-            text=True,
-            check=False,
-            timeout=120,
-        )
-        os.close(terminal)
-        drawn = b""
-        while True:
-            try:
-                chunk = os.read(main, 65536)
-            except OSError:  # the terminal's other end is closed: all of it was read
-                break
-            if not chunk:
-                break
-            drawn += chunk
-    finally:
-        os.close(main)
-    return done, drawn
-
-
 def test_install_and_sync_show_their_index_build_on_a_terminal(tmp_path: Path, configured: VaultRepo) -> None:
     """Bug fixed: `cairn install AGENT --user` and `cairn sync` build each vault's index (12 s for a teammate's
     10,000-card vault) and showed nothing on a terminal while they did; both draw a bar now, as `cairn index` does."""
@@ -1002,13 +972,13 @@ def test_install_and_sync_show_their_index_build_on_a_terminal(tmp_path: Path, c
     from cairn.hot.paths import index_file
 
     shutil.rmtree(Path(index_file(str(configured.root))).parent)
-    installed, drawn = _on_a_terminal("install", "claude-code", "--user", cwd=tmp_path)
-    assert installed.returncode == 0, drawn
+    code, drawn = run_on_terminal(["install", "claude-code", "--user"], tmp_path)
+    assert code == 0, drawn
     assert f"Indexing {configured.root}".encode() in drawn and re.search(rb"  (\d+)/\1\b", drawn), drawn
-    assert "Index of" in installed.stdout
+    assert b"Index of" in drawn
     shutil.rmtree(Path(index_file(str(configured.root))).parent)
-    synced, drawn = _on_a_terminal("sync", cwd=tmp_path)
-    assert synced.returncode == 0, drawn
+    code, drawn = run_on_terminal(["sync"], tmp_path)
+    assert code == 0, drawn
     assert b"team: indexing  [" in drawn, drawn
     piped = cairn("sync", cwd=tmp_path)  # no terminal: no bar
     assert piped.returncode == 0 and "[" not in piped.stderr, piped

@@ -17,9 +17,9 @@ def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Complete
     )
 
 
-def test_deleting_a_card_another_supersedes_fails_the_commit(tmp_path: Path) -> None:
-    vault = tmp_path / "vault"
-    env = dict(
+def _env() -> dict[str, str]:
+    """This installation's `cairn` on PATH (as pre-commit's hook runs it) and one author for every commit."""
+    return dict(
         os.environ,
         PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         GIT_AUTHOR_NAME="Ann",
@@ -27,6 +27,11 @@ def test_deleting_a_card_another_supersedes_fails_the_commit(tmp_path: Path) -> 
         GIT_COMMITTER_NAME="Ann",
         GIT_COMMITTER_EMAIL="ann@example.com",
     )
+
+
+def test_deleting_a_card_another_supersedes_fails_the_commit(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    env = _env()
     assert _run([cairn_executable(), "init", str(vault), "--no-register"], tmp_path, env).returncode == 0
     old = vault / "cards" / "git" / "old-rebase.md"
     old.write_text(
@@ -63,14 +68,7 @@ def test_a_commit_of_no_card_lints_what_it_deletes_not_every_card(tmp_path: Path
     deletions concern, not every card of the vault (seconds a thousand cards, on every such commit). A card broken
     before, committed past the hooks, fails the commits that touch it, as it did, not every other commit."""
     vault = tmp_path / "vault"
-    env = dict(
-        os.environ,
-        PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        GIT_AUTHOR_NAME="Ann",
-        GIT_AUTHOR_EMAIL="ann@example.com",
-        GIT_COMMITTER_NAME="Ann",
-        GIT_COMMITTER_EMAIL="ann@example.com",
-    )
+    env = _env()
     assert _run([cairn_executable(), "init", str(vault), "--no-register"], tmp_path, env).returncode == 0
     broken = vault / "cards" / "git" / "broken.md"
     broken.write_text("---\nname: Broken\n---\n\nNo summary.\n")
@@ -97,14 +95,7 @@ def _monorepo(tmp_path: Path, folder: str) -> tuple[Path, dict[str, str]]:
     """A git repository holding a vault made by `cairn init` in `folder` (its own .git removed: the monorepo's
     history holds it) with the template's pre-commit config at the root; and the environment to commit in it."""
     repo = tmp_path / "mono"
-    env = dict(
-        os.environ,
-        PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        GIT_AUTHOR_NAME="Ann",
-        GIT_AUTHOR_EMAIL="ann@example.com",
-        GIT_COMMITTER_NAME="Ann",
-        GIT_COMMITTER_EMAIL="ann@example.com",
-    )
+    env = _env()
     repo.mkdir()
     assert _run(["git", "init", "-q"], repo, env).returncode == 0
     made = _run([cairn_executable(), "init", str(repo / folder), "--no-register", "--no-git-hooks"], repo, env)
