@@ -142,3 +142,17 @@ def test_doctor_names_vectors_an_uninstalled_extra_left(vault_repo: VaultRepo, h
     assert not side.exists()
     report = json.loads(vault_repo.cairn("doctor", "--json", env=hidden).stdout)
     assert [c for c in report["checks"] if c["area"] == "semantic" and c["subject"] == "team"] == []
+
+
+@pytest.mark.parametrize(
+    ("value", "off"),
+    [("0", True), ("False", True), (" OFF ", True), ("No", True), ("1", False), ("", False), ("on", False)],
+)
+def test_cairn_semantic_switches_the_channel_off_in_any_case(value: str, off: bool) -> None:
+    """`CAIRN_SEMANTIC=False` or `OFF` left the channel on: only the lowercase words were read. The hook's check and
+    the index's are one function."""
+    from cairn.hot.semantic import switched_off
+    from cairn.semantic.vectors import off_here
+
+    assert switched_off({"CAIRN_SEMANTIC": value}) is off
+    assert off_here({"CAIRN_SEMANTIC": value}) is off

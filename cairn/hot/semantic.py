@@ -53,7 +53,7 @@ from cairn.hot import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import _socket
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Mapping
 
     from cairn.hot.index import IndexReader
 
@@ -71,7 +71,7 @@ STALL_SECONDS = 60.0
 STALL_REREAD_SECONDS = 1.0
 # How the warm encoder is started (`CLEAN_PATH`: it starts in the agent's project, any checkout).
 DAEMON_CODE = CLEAN_PATH + "from cairn.semantic.daemon import main; sys.exit(main())"
-_OFF = ("0", "false", "off", "no")
+_OFF = ("0", "false", "off", "no")  # `CAIRN_SEMANTIC`'s values that switch the channel off, in any case
 MAX_REPLY_BYTES = 4 * 1024 * 1024
 
 
@@ -123,10 +123,16 @@ def index_key(meta: "dict[str, str]") -> str:
 
 def enabled(config: "dict[str, object]") -> bool:
     """`[recall] semantic` of an index's stored config (default on), and not switched off by `CAIRN_SEMANTIC=0`."""
-    if os.environ.get("CAIRN_SEMANTIC", "") in _OFF:
+    if switched_off(os.environ):
         return False
     section = config.get("recall")
     return not (isinstance(section, dict) and section.get("semantic") is False)
+
+
+def switched_off(environ: "Mapping[str, str]") -> bool:
+    """Whether `CAIRN_SEMANTIC` in `environ` switches the channel off: `0`, `false`, `off` or `no`, in any case
+    (`False` and `OFF` left it on)."""
+    return environ.get("CAIRN_SEMANTIC", "").strip().lower() in _OFF
 
 
 def resting(state: str) -> bool:

@@ -95,7 +95,9 @@ def enabled(config: dict[str, Any]) -> bool:
 def off_here(environ: Mapping[str, str] | None = None) -> bool:
     """Whether `CAIRN_SEMANTIC=0` switches the channel off in this process (and the processes it starts), or in
     `environ`."""
-    return (os.environ if environ is None else environ).get("CAIRN_SEMANTIC", "") in ("0", "false", "off", "no")
+    from cairn.hot.semantic import switched_off
+
+    return switched_off(os.environ if environ is None else environ)
 
 
 def configured(config: dict[str, Any]) -> bool:
