@@ -454,6 +454,17 @@ def reap(children: "list[int]") -> None:
             children.remove(pid)
 
 
+def stamped_within(stamp: str, now: float, seconds: float) -> bool:
+    """Whether the stamp file was touched less than `seconds` before `now`. A missing stamp was not, and neither was one
+    dated in the future (the clock set back since: NTP, a restored VM), which would hold its work off until the clock
+    caught up."""
+    try:
+        age = now - os.stat(stamp).st_mtime
+    except FileNotFoundError:
+        return False
+    return 0 <= age < seconds
+
+
 def touch_private(path: str, when: float) -> None:
     """Make the stamp file `path` (0600) if needed and set its times to `when` (`open_private`'s checks)."""
     os.close(open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND))

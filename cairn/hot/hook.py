@@ -25,6 +25,7 @@ from cairn.hot import (
     open_private,
     private_folder,
     sha256_hex,
+    stamped_within,
     state_folder,
     touch_private,
     utc_now,
@@ -540,7 +541,7 @@ def _start_background_index(vault: "VaultDirs", index_file: str) -> None:
 
     stamp = index_file + ".reindex"
     now = time.time()
-    if _started_lately(stamp, now):
+    if stamped_within(stamp, now, REINDEX_EVERY_SECONDS):
         return
     import fcntl  # here only: a prompt that starts no index never loads it
 
@@ -554,7 +555,7 @@ def _start_background_index(vault: "VaultDirs", index_file: str) -> None:
             return  # another hook of this vault is deciding right now
         except OSError:
             pass  # a file system without flock: as before, the stamp alone
-        if _started_lately(stamp, now):
+        if stamped_within(stamp, now, REINDEX_EVERY_SECONDS):
             return  # started by the hook that held the claim before this one
         if _index_running(index_file + ".lock"):
             return
@@ -562,17 +563,6 @@ def _start_background_index(vault: "VaultDirs", index_file: str) -> None:
         spawn_index(vault.root)
     finally:
         os.close(claim)  # the claim goes with it
-
-
-def _started_lately(stamp: str, now: float) -> bool:
-    """Whether the stamp says a background index started less than REINDEX_EVERY_SECONDS ago. A stamp from the
-    future (the clock set back since it was touched) is not believed: it would hold every index off until the clock
-    caught up, the vault serving nothing meanwhile."""
-    try:
-        age = now - os.stat(stamp).st_mtime
-    except FileNotFoundError:
-        return False
-    return 0 <= age < REINDEX_EVERY_SECONDS
 
 
 def _index_running(lock_file: str) -> bool:

@@ -46,6 +46,7 @@ from cairn.hot import (
     open_private,
     private_folder,
     reap,
+    stamped_within,
     state_folder,
     touch_private,
 )
@@ -395,11 +396,8 @@ def start_daemon(state: str) -> bool:
     private_folder(state)
     stamp = os.path.join(state, START_STAMP)
     now = time.time()
-    try:
-        if 0 <= now - os.stat(stamp).st_mtime < START_EVERY_SECONDS:  # a stamp from the future: the clock set back
-            return False
-    except FileNotFoundError:
-        pass
+    if stamped_within(stamp, now, START_EVERY_SECONDS):
+        return False
     touch_private(stamp, now)
     # The log is opened here with `open_private`'s checks: the spawned child would follow a symlink in its place, and
     # wait on a FIFO with the hook waiting for it (posix_spawn returns once the child has run its file actions).

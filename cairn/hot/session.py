@@ -25,6 +25,7 @@ from cairn.hot import (
     read_regular,
     reap,
     sha256_hex,
+    stamped_within,
     touch_private,
     utc_now,
 )
@@ -133,10 +134,8 @@ def prune(state_dir: str, ttl_days: int) -> bool:
     stamp = os.path.join(folder, _PRUNE_STAMP)
     now = time.time()
     try:
-        if 0 <= now - os.stat(stamp).st_mtime < _PRUNE_EVERY_SECONDS:  # a stamp from the future: the clock set back
+        if stamped_within(stamp, now, _PRUNE_EVERY_SECONDS):
             return False
-    except FileNotFoundError:
-        pass
     except OSError:
         return False
     try:
