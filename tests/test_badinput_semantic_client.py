@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -433,6 +434,27 @@ def test_a_start_stamp_from_the_future_does_not_hold_the_encoder_off(
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
         assert start_daemon(str(state)) is True
         assert start_daemon(str(state)) is False  # stamped now: not again for a while
+
+
+def test_a_full_semantic_log_is_moved_aside_before_the_encoder_started_writes_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """semantic.log took the warm encoder's, the background encoders' and the stall notes' lines for as long as Cairn
+    was installed, and was never rotated as hook.jsonl is. Past MAX_LOG_BYTES it now becomes semantic.log.1 (one
+    older file kept) when the next writer opens it."""
+    import fcntl
+
+    from cairn.hot.semantic import MAX_LOG_BYTES
+
+    state = _state_with_a_broken_model(tmp_path, monkeypatch)
+    old = b"an old line\n" * (MAX_LOG_BYTES // 12 + 1)
+    (state / "semantic.log").write_bytes(old)
+    with open(state / "semantic.lock", "wb") as lock:  # the encoder started exits at once
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        assert start_daemon(str(state)) is True
+    assert (state / "semantic.log.1").read_bytes() == old
+    assert (state / "semantic.log").stat().st_size < MAX_LOG_BYTES
+    assert stat.S_IMODE((state / "semantic.log").stat().st_mode) == 0o600
 
 
 def test_a_log_that_is_a_fifo_or_a_symlink_is_not_opened_by_the_encoder_started(

@@ -441,6 +441,58 @@ def open_private(path: str, flags: int) -> int:
     return fd
 
 
+def open_log(path: str, max_bytes: int) -> int:
+    """A descriptor to append lines to the log `path` (`open_private`'s checks). Past `max_bytes`, the log becomes
+    `path`.1 and a new file starts, so no log of Cairn's grows without bound (`_rotated`)."""
+    fd = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        if os.fstat(fd).st_size >= max_bytes:
+            fd = _rotated(path, fd, max_bytes)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _rotated(path: str, fd: int, max_bytes: int) -> int:
+    """Move the full log `fd` is open on to `path`.1 (hook.jsonl.1, semantic.log.1); the descriptor to write to (`fd`
+    itself, or the new file's, `fd` then closed).
+
+    Hooks rotate at once when a burst of prompts finds the log full. Each moves only the file it opened, and only
+    while holding that file's record lock (`os.lockf`, as the session lock; never waited for): a hook that finds it
+    held writes its line into the file being moved, and one that gets it afterwards finds hook.jsonl is another file
+    already and writes there. Moving by name alone, a second hook moved the first one's new hook.jsonl onto
+    hook.jsonl.1: the whole rotated log was lost, and with it the lines written to it meanwhile."""
+    lockf = getattr(os, "lockf", None)
+    if lockf is not None:
+        try:
+            lockf(fd, os.F_TLOCK, 0)
+        except (BlockingIOError, PermissionError):  # EAGAIN or EACCES: another hook is moving this very file
+            return fd  # the line goes with it
+        except OSError:
+            pass  # a file system without record locks (ENOLCK): moved as before, or it would grow without bound
+    mine = os.fstat(fd)
+    try:
+        named = os.lstat(path)
+        moved = (named.st_ino, named.st_dev) != (mine.st_ino, mine.st_dev)
+    except FileNotFoundError:
+        moved = True
+    if not moved:
+        try:
+            os.replace(path, path + ".1")
+        except OSError as exc:  # hook.jsonl.1 a folder, say: the log must not grow without bound
+            if mine.st_size >= 2 * max_bytes:
+                name = os.path.basename(path)
+                raise OSError(f"{path} is full and cannot be moved to {name}.1 ({exc.strerror})") from None
+            return fd
+    try:
+        new = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    except OSError:
+        return fd  # the line goes into the moved file rather than nowhere
+    os.close(fd)  # and with it the lock
+    return new
+
+
 def reap(children: "list[int]") -> None:
     """Collect those of `children` (processes this one started detached and never waits for) that have ended, and
     take them off the list: a long-lived process (the MCP server) would otherwise keep each one as a zombie until it

@@ -22,6 +22,7 @@ from cairn.hot import (
     dumps,
     index_key,
     loads,
+    open_log,
     open_private,
     private_folder,
     sha256_hex,
@@ -51,7 +52,7 @@ CONTEXT_HARD_LIMIT = 9999
 CONTEXT_MIN = 500  # `[hook] max_context_chars` below it reads as this: one card's block fits
 REINDEX_EVERY_SECONDS = 30
 LOG_FILE = "hook.jsonl"
-MAX_LOG_BYTES = 32 * 1024 * 1024  # then hook.jsonl becomes hook.jsonl.1 and a new file starts (`_rotated`)
+MAX_LOG_BYTES = 32 * 1024 * 1024  # then hook.jsonl becomes hook.jsonl.1 and a new file starts (`open_log`)
 MAX_LOGGED_CANDIDATES = 20
 # Each vault's first candidates the log shows: as many as a prompt can get. Recall settles no more than the log
 # shows (`decide_first`), and each candidate more costs every prompt (card rows read and sealed, a deeper top-k:
@@ -790,55 +791,15 @@ def vault_entry(name: str | None, root: str | None) -> dict[str, object]:
 
 def append_log(state_dir: str, entry: dict[str, object]) -> None:
     """Append one line to the hook log; a single `write` on an O_APPEND descriptor, so concurrent hooks never
-    interleave lines. Past MAX_LOG_BYTES, hook.jsonl becomes hook.jsonl.1 and a new file starts (`_rotated`)."""
+    interleave lines. Past MAX_LOG_BYTES, hook.jsonl becomes hook.jsonl.1 and a new file starts (`open_log`)."""
     private_folder(state_dir)  # made 0700 when missing
     path = os.path.join(state_dir, LOG_FILE)
     line = (dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "replace")
-    fd = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    fd = open_log(path, MAX_LOG_BYTES)
     try:
-        if os.fstat(fd).st_size >= MAX_LOG_BYTES:
-            fd = _rotated(path, fd)
         os.write(fd, line)
     finally:
         os.close(fd)
-
-
-def _rotated(path: str, fd: int) -> int:
-    """Move the full log `fd` is open on to hook.jsonl.1; the descriptor to write the line to (`fd` itself, or the
-    new hook.jsonl's, `fd` then closed).
-
-    Hooks rotate at once when a burst of prompts finds the log full. Each moves only the file it opened, and only
-    while holding that file's record lock (`os.lockf`, as the session lock; never waited for): a hook that finds it
-    held writes its line into the file being moved, and one that gets it afterwards finds hook.jsonl is another file
-    already and writes there. Moving by name alone, a second hook moved the first one's new hook.jsonl onto
-    hook.jsonl.1: the whole rotated log was lost, and with it the lines written to it meanwhile."""
-    lockf = getattr(os, "lockf", None)
-    if lockf is not None:
-        try:
-            lockf(fd, os.F_TLOCK, 0)
-        except (BlockingIOError, PermissionError):  # EAGAIN or EACCES: another hook is moving this very file
-            return fd  # the line goes with it
-        except OSError:
-            pass  # a file system without record locks (ENOLCK): moved as before, or it would grow without bound
-    mine = os.fstat(fd)
-    try:
-        named = os.lstat(path)
-        moved = (named.st_ino, named.st_dev) != (mine.st_ino, mine.st_dev)
-    except FileNotFoundError:
-        moved = True
-    if not moved:
-        try:
-            os.replace(path, path + ".1")
-        except OSError as exc:  # hook.jsonl.1 a folder, say: the log must not grow without bound
-            if mine.st_size >= 2 * MAX_LOG_BYTES:
-                raise OSError(f"{path} is full and cannot be moved to {LOG_FILE}.1 ({exc.strerror})") from None
-            return fd
-    try:
-        new = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-    except OSError:
-        return fd  # the line goes into the moved file rather than nowhere
-    os.close(fd)  # and with it the lock
-    return new
 
 
 def _error_text(exc: BaseException, prompt: str | None) -> str:

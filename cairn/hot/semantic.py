@@ -43,7 +43,7 @@ from cairn.hot import (
     exists,
     install_name,
     loads,
-    open_private,
+    open_log,
     private_folder,
     reap,
     stamped_within,
@@ -62,6 +62,9 @@ SOCKET_NAME = "semantic.sock"
 # The longest socket path every system binds (sun_path: 104 bytes on macOS and the BSDs, 108 on Linux, with its NUL).
 MAX_SOCKET_PATH = 103
 LOG_NAME = "semantic.log"
+# Then semantic.log becomes semantic.log.1 and a new file starts (`open_log`): the warm encoder, the background
+# encoders and the stall notes write to it for as long as Cairn is installed.
+MAX_LOG_BYTES = 4 * 1024 * 1024
 START_STAMP = "semantic.start"
 START_EVERY_SECONDS = 10.0
 TIMEOUT = 0.5
@@ -168,7 +171,7 @@ def _stalled(state: str, why: str) -> None:
         wall = time.time()
         touch_private(os.path.join(state, STALL_STAMP), wall)
         if first:
-            fd = open_private(os.path.join(state, LOG_NAME), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+            fd = open_log(os.path.join(state, LOG_NAME), MAX_LOG_BYTES)
             try:
                 stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(wall))
                 os.write(fd, f"{stamp} cairn semantic client: {why}; words alone for {STALL_SECONDS:g} s\n".encode())
@@ -402,7 +405,7 @@ def start_daemon(state: str) -> bool:
     # The log is opened here with `open_private`'s checks: the spawned child would follow a symlink in its place, and
     # wait on a FIFO with the hook waiting for it (posix_spawn returns once the child has run its file actions).
     try:
-        log: int | None = open_private(os.path.join(state, LOG_NAME), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        log: int | None = open_log(os.path.join(state, LOG_NAME), MAX_LOG_BYTES)
     except OSError:
         log = None
     actions: list[tuple[object, ...]] = [

@@ -27,10 +27,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from cairn.hot import CHILD_FLAGS, CLEAN_PATH, make_index_key, open_private, open_regular, private_folder
+from cairn.hot import CHILD_FLAGS, CLEAN_PATH, make_index_key, open_log, open_private, open_regular, private_folder
 from cairn.hot import index_key as hot_index_key
 from cairn.hot.index import IndexReader, Sealer
-from cairn.hot.semantic import index_key
+from cairn.hot.semantic import LOG_NAME, MAX_LOG_BYTES, index_key
 from cairn.semantic import encoder as enc
 
 if TYPE_CHECKING:
@@ -417,7 +417,7 @@ def start_background(index_file: Path, cache: str | None = None) -> None:
     state = state_folder()
     private_folder(state)
     try:  # never through a symlink, never waiting on a FIFO in the log's place
-        log = open_private(os.path.join(state, "semantic.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        log = open_log(os.path.join(state, LOG_NAME), MAX_LOG_BYTES)
     except OSError:
         log = subprocess.DEVNULL
     try:
