@@ -334,3 +334,29 @@ def test_an_unexpected_error_logs_its_type_and_place_not_its_message() -> None:
     assert _error_text(IndexCorrupt("the index is damaged; run cairn index"), "x" * 10) == (
         "IndexCorrupt: the index is damaged; run cairn index"
     )
+
+
+def test_recall_and_explain_give_what_the_hook_gives_under_a_small_context_limit(vault_repo: VaultRepo) -> None:
+    """The hook keeps only the cards whose block fits `[hook] max_context_chars`; `cairn recall` showed every card
+    recall injected, and `explain` called them injected, so a team that lowered the limit saw cards no agent got."""
+    detail = "the reflog keeps the dropped commits for ninety days, so recover them before they expire " * 3
+    for n in range(2):
+        vault_repo.write(f"git/reflog-{n}", f"Recover commits dropped by a rebase {n}", f"{detail} (part {n})")
+    vault_repo.commit("Two cards that fit one prompt")
+    prompt = "recover commits dropped by a rebase from the reflog"
+    assert vault_repo.invoke("index").returncode == 0
+    whole = json.loads(vault_repo.cairn("recall", "--json", prompt).stdout)
+    assert len(whole["cards"]) == 2  # both fit the prompt; the default limit holds both
+
+    vault_repo.write_raw("cairn.toml", "[hook]\nmax_context_chars = 1200\n")
+    vault_repo.commit("A smaller context")
+    assert vault_repo.invoke("index").returncode == 0
+    hook(vault_repo, "text", prompt)
+    given = log_entries()[-1]["injected"]
+    assert len(given) == 1
+    recalled = json.loads(vault_repo.cairn("recall", "--json", prompt).stdout)
+    assert [card["id"] for card in recalled["cards"]] == given
+    explained = json.loads(vault_repo.cairn("explain", "--json", prompt).stdout)
+    assert explained["injected"] == given
+    (left_out,) = (row for row in explained["candidates"] if row["id"] != given[0] and row["reason"] == "context_limit")
+    assert left_out["decision"] == "rejected"

@@ -34,7 +34,7 @@ from cairn.hot import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import BinaryIO
 
     from cairn.hot.index import IndexReader
@@ -121,7 +121,7 @@ class Options:
 
 class Payload:
     """What the hook needs from its input: the prompt, the agent's session id and working directory. block: the
-    last context block made for it (nonce, picks, text): `_fit` makes the block the output then prints."""
+    last context block made for it (nonce, picks, text): `fit_context` makes the block the output then prints."""
 
     __slots__ = ("prompt", "session_id", "cwd", "block")
 
@@ -416,7 +416,7 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
             layers,
             payload.prompt[:MAX_QUERY_CHARS],
             session_id=payload.session_id,
-            fit=lambda picks: _fit(picks, payload, max_context_chars, nonce),
+            fit=lambda picks: fit_context(picks, payload, max_context_chars, nonce),
             decide_first=LOGGED_PER_VAULT,  # the log shows these; recall settles no more
             want_already=fmt == "json" and payload.session_id is not None,
             serve_without_session=True,  # a session that cannot be kept costs the prompt none of its cards
@@ -604,7 +604,7 @@ def spawn_index(root: str, *options: str) -> None:
     )
 
 
-def _fit(picks: "Sequence[Pick]", payload: Payload, max_chars: int, nonce: str) -> "list[Pick]":
+def fit_context(picks: "Sequence[Pick]", payload: Payload, max_chars: int, nonce: str) -> "list[Pick]":
     """The cards whose context block stays under the character limit (best first)."""
     limit = min(max(int(max_chars), CONTEXT_MIN), CONTEXT_HARD_LIMIT)
     chosen = list(picks)
@@ -613,6 +613,15 @@ def _fit(picks: "Sequence[Pick]", payload: Payload, max_chars: int, nonce: str) 
             return []
         chosen.pop()
     return chosen
+
+
+def context_trim(max_chars: int, cwd: str | None) -> "Callable[[Sequence[Pick]], list[Pick]]":
+    """The hook's trim of the cards it gives (`fit_context`) for a prompt from the folder `cwd`, for `cairn recall`
+    and `explain`, which show what the hook would give: with a small `[hook] max_context_chars`, the hook gives fewer
+    cards than recall injects."""
+    payload = Payload("", None, cwd)
+    nonce = "0" * 8  # the block's length is the same for every nonce
+    return lambda picks: fit_context(picks, payload, max_chars, nonce)
 
 
 # Characters that are not printable: a line or paragraph separator, a control character, a format character
@@ -663,7 +672,7 @@ def context_block(picks: "Sequence[Pick]", payload: Payload, nonce: str) -> str:
     made = payload.block
     if made is not None and made[0] == nonce and len(made[1]) == len(picks):
         if all(a is b for a, b in zip(made[1], picks, strict=True)):
-            return made[2]  # the block `_fit` measured: the same cards, the same nonce
+            return made[2]  # the block `fit_context` measured: the same cards, the same nonce
     from cairn.hot.serve import NAME_CHARS, NOTICE, SUMMARY_CHARS
 
     roots = {p.layer.root for p in picks}

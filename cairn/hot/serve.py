@@ -154,31 +154,23 @@ def serve_prompt(
     vault_root: str,
     scope: "Sequence[str] | None" = None,
     session_id: str | None = None,
-    fit: "Callable[[Sequence[Candidate]], Sequence[Candidate]] | None" = None,
+    fit: "Callable[[Sequence[Pick]], Sequence[Pick]] | None" = None,
     decide_first: int | None = None,
     name: str | None = None,
 ) -> Served:
     """Recall for `query` from one vault; with a session id, each card at most once per session (recorded as given).
 
-    fit: trims recall's injected cards to what the caller can show; default all. decide_first: only the first n
+    fit: trims the cards given to what the caller can show (`hook.context_trim`); default all. decide_first: only the first n
     candidates are wanted (`recall`'s argument). `already` is filled with a session id. name: the vault's name in
     the user configuration, if it has one: the session knows its cards as `name:id`, as the hook records them (the
     ids in `already` stay bare, as the cards').
     """
     layer = Layer(name, vault_root, index, tuple(scope or ()))
-    pick_fit = None
-    if fit is not None:
-        trim = fit
-
-        def pick_fit(picks: "Sequence[Pick]") -> "Sequence[Pick]":
-            kept = {id(c) for c in trim([p.candidate for p in picks])}
-            return [p for p in picks if id(p.candidate) in kept]
-
     layered = serve_layers(
         [layer],
         query,
         session_id=session_id,
-        fit=pick_fit,
+        fit=fit,
         decide_first=decide_first,
         want_already=session_id is not None,
     )
