@@ -13,8 +13,10 @@ from pathlib import Path
 import git
 from git.exc import BadName, GitCommandError, InvalidGitRepositoryError, NoSuchPathError
 
+from cairn import mailmap
 from cairn.hot.errors import CairnError, NotAGitRepository, UnsupportedRepository
 from cairn.hot.vault import CARDS_DIR, Vault
+from cairn.mailmap import Mailmap
 
 SYMLINK_MODE = 0o120000
 SUBMODULE_MODE = 0o160000
@@ -292,6 +294,18 @@ def read_path(repo: git.Repo, commit: str, rel_path: str, vault: Vault, limit: i
     if limit is not None and blob.size > limit:
         return _blob_prefix(repo, blob.hexsha, limit + 1)
     return blob.data_stream.read()  # type: ignore[no-any-return]
+
+
+def mailmap_at(repo: git.Repo, commit: str) -> Mailmap:
+    """The `.mailmap` at the top of the repository as `commit` holds it (`cairn.mailmap`: never the working tree's);
+    none when the commit has no such file, or one that is not a file or is over `mailmap.MAX_BYTES`."""
+    try:
+        blob = repo.commit(commit).tree / ".mailmap"
+    except (KeyError, ValueError, BadName):
+        return mailmap.EMPTY
+    if blob.type != "blob" or blob.size > mailmap.MAX_BYTES:
+        return mailmap.EMPTY
+    return mailmap.parse(blob.data_stream.read().decode("utf-8", "replace"))
 
 
 def holds_folder(repo: git.Repo, commit: str, rel_path: str, vault: Vault) -> bool:

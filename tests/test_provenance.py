@@ -415,3 +415,46 @@ def test_a_summary_kept_from_a_branch_is_credited_to_the_branch(
         assert vault_repo.cairn("index", *rebuild).returncode == 0
         prov = _prov(vault_repo, "git/stash")
         assert (prov["summary_changed"]["commit"], prov["last_changed"]["commit"]) == (rewrite, body), rebuild
+
+
+def test_authors_are_shown_as_the_indexed_commits_mailmap_names_them(vault_repo: VaultRepo) -> None:
+    """Someone who committed under two e-mails was two authors in `cairn show` (`git shortlog` showed one): Cairn
+    read no `.mailmap`. It now reads the one the indexed commit holds, never the working tree's (an uncommitted edit
+    would change who is credited)."""
+    old, new = ("Ann", "ann@old.example"), ("Ann Lee", "ann@new.example")
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("a/one", "One", "The first summary.")
+    vault_repo.commit("Start", author=old)
+    vault_repo.write("a/one", "One", "The first summary, sharper.")
+    vault_repo.commit("Sharper", author=new)
+    vault_repo.write_raw(".mailmap", "# who is who\nAnn Lee <ann@new.example> <ANN@old.example>  # her old address\n")
+    vault_repo.commit("One name for Ann", author=BOB)
+    assert vault_repo.cairn("index").returncode == 0
+    vault_repo.write_raw(".mailmap", "Mallory <mallory@example.com> <ann@new.example>\n")  # not committed
+
+    record = json.loads(vault_repo.cairn("show", "a/one", "--json").stdout)["provenance"]
+    assert [(a["name"], a["email"], a["commits"]) for a in record["authors"]] == [("Ann Lee", "ann@new.example", 2)]
+    assert (record["created"]["author"], record["created"]["email"]) == new
+    assert "authors:         Ann Lee <ann@new.example> (2 commits)" in vault_repo.cairn("show", "a/one").stdout
+
+
+def test_mailmap_lines_of_each_form() -> None:
+    """gitmailmap(5)'s four forms; e-mails and names compared ignoring case; an entry naming the commit's name wins
+    over one for its e-mail alone; comments and lines of no known shape skipped."""
+    from cairn.mailmap import parse
+
+    names = parse(
+        "Proper One <one@example.com>\n"
+        "<two@new.example> <two@old.example>\n"
+        "Proper Three <three@new.example> <three@old.example>\n"
+        "Fourth Person <four@new.example> Old Four <four@old.example>\n"
+        "Fourth Other <other@new.example> <four@old.example>\n"
+        "# Nobody <nobody@example.com>\n"
+        "no brackets here\n"
+    )
+    assert names.identity("one", "ONE@example.com") == ("Proper One", "ONE@example.com")
+    assert names.identity("Two", "two@old.example") == ("Two", "two@new.example")
+    assert names.identity("Three", "three@old.example") == ("Proper Three", "three@new.example")
+    assert names.identity("old four", "four@old.example") == ("Fourth Person", "four@new.example")
+    assert names.identity("Someone Else", "four@old.example") == ("Fourth Other", "other@new.example")
+    assert names.identity("Nobody", "nobody@example.com") == ("Nobody", "nobody@example.com")

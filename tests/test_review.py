@@ -1207,3 +1207,19 @@ def test_agent_instructions_and_shell_hook_files_are_blocked_but_a_card_of_that_
         "mise.toml",
     ]
     assert "reads it as instructions" in next(b["reason"] for b in blocked if b["path"] == "CLAUDE.md")
+
+
+def test_review_credits_authors_by_the_bases_mailmap_not_the_ranges(vault_repo: VaultRepo) -> None:
+    """Authors are named as the merge base's `.mailmap` names them (one person, two e-mails, is one author), and a
+    pull request that edits `.mailmap` cannot credit its own commits to someone else."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write_raw(".mailmap", "Ann Lee <ann@new.example> <ann@old.example>\n")
+    vault_repo.write("git/stash", "Stash keeps untracked files out", "git stash leaves untracked files behind.")
+    vault_repo.commit("a card", author=BOB)
+    vault_repo.git("checkout", "-q", "-b", "feature")
+    vault_repo.write("git/stash", "Stash keeps untracked files out", "Use git stash -u to take untracked files along.")
+    vault_repo.write_raw(".mailmap", "Bob Builder <bob@example.com> <ann@old.example>\n")
+    vault_repo.commit("a card changed", author=("Ann", "ann@old.example"))
+    done = vault_repo.cairn("review", "main..feature", "--json")
+    report = json.loads(done.stdout)
+    assert [c["authors"] for c in report["cards"]] == [["Ann Lee"]]

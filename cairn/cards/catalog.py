@@ -77,8 +77,8 @@ def card_record(
     # Git's names and e-mails are text no lint reads (an author named with a bidi override reads as another name,
     # one named "ignore your instructions and ..." as an instruction): shown without invisible characters, as the
     # parser gives every field of the card, bounded, and withheld where the prompt-injection rule finds an instruction.
-    stored["provenance"] = _visible(stored.get("provenance"))
     _from_git_now(vault, stored)
+    stored["provenance"] = _visible(stored.get("provenance"))
     return stored
 
 
@@ -100,8 +100,9 @@ def _visible(value: Any) -> Any:
 def _from_git_now(vault: Vault, record: dict[str, Any]) -> None:
     """What the stored provenance cannot keep true, asked of git as the card is shown: each commit's signature (a
     key removed from the allowed signers, a signing key set up since: the index kept the verdict of its build, so
-    `show` said "signed" where `audit --require-signed` failed), and, in a shallow clone, that history stops at its
-    boundary (a card "created" there may be older, by other authors)."""
+    `show` said "signed" where `audit --require-signed` failed), in a shallow clone that history stops at its
+    boundary (a card "created" there may be older, by other authors), and each author under the name the indexed
+    commit's `.mailmap` gives them (`cairn.mailmap`; the index stores authors as committed)."""
     provenance = record.get("provenance")
     if not isinstance(provenance, dict):
         return
@@ -114,10 +115,15 @@ def _from_git_now(vault: Vault, record: dict[str, Any]) -> None:
         boundary = gitrepo.shallow_commits(repo)
         commits = {ref["commit"] for ref in refs if isinstance(ref.get("commit"), str)}
         verdicts = gitrepo.commit_signatures(repo, commits) if commits else {}
+        names = gitrepo.mailmap_at(repo, record["commit"])
     for ref in refs:
+        if isinstance(ref.get("author"), str) and isinstance(ref.get("email"), str):
+            ref["author"], ref["email"] = names.identity(ref["author"], ref["email"])
         verdict = verdicts.get(ref.get("commit"))  # type: ignore[arg-type]
         if verdict is not None:
             ref.update(signature=verdict.status, signed=verdict.status == "G", signing_key=verdict.key or None)
+    if isinstance(provenance.get("authors"), list):
+        provenance["authors"] = names.authors([a for a in provenance["authors"] if isinstance(a, dict)])
     if isinstance(provenance.get("created"), dict) and provenance["created"].get("commit") in boundary:
         provenance["shallow"] = True
 

@@ -704,16 +704,21 @@ def _range_commits(
     through renames (a card moved and then deleted was deleted under its new path, by someone the review left out)."""
     out: dict[str, list[RangeCommit]] = {}
     logged_commits = gitrepo.card_log(repo, vault, head, since=base)
-    refs = [RangeCommit(c.commit, c.author, c.email, c.date) for c in logged_commits]
+    # Each author under the name the base's `.mailmap` gives them: never the range's own, which could credit its
+    # commits to someone else
+    names = gitrepo.mailmap_at(repo, base)
+
+    def ref_of(c: gitrepo.LoggedCommit) -> RangeCommit:
+        return RangeCommit(c.commit, *names.identity(c.author, c.email), c.date)
+
+    refs = [ref_of(c) for c in logged_commits]
     for logged, ref in zip(logged_commits, refs, strict=True):
         for file in logged.files:
             for path in {file.new_path, file.old_path} - {None}:
                 assert path is not None
                 out.setdefault(path, []).append(ref)
     for path, lineage in provenance.walk_history(repo, vault, head, at_head, since=base).items():
-        walked = [
-            RangeCommit(v.commit.commit, v.commit.author, v.commit.email, v.commit.date) for v in lineage.versions
-        ]
+        walked = [ref_of(v.commit) for v in lineage.versions]
         out[path] = list(dict.fromkeys([*walked, *out.get(path, [])]))
     for path in gone:
         paths, found = {path}, []
