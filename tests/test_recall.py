@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -296,3 +297,38 @@ def test_cjk_pairs_the_vault_lacks_count_half_for_coverage(vault_repo: VaultRepo
     # 火星探测器轨道: six pairs no card uses, each counting half a one-card word; before, they counted nothing
     assert alone.coverage == 1.0
     assert 0.0 < padded.coverage < 0.5
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("recall", "git push --force rejected after a rebase"),
+        ("explain", "git push --force rejected after a rebase"),
+        ("list",),
+        ("show", "__FIRST__"),
+        ("eval", "--cases", "__CASES__"),
+    ],
+)
+def test_commands_that_build_the_index_first_show_it_on_a_terminal(
+    fixture_vault: VaultRepo, args: tuple[str, ...]
+) -> None:
+    """Bug fixed: recall, explain, list, show and eval build a missing index (or bring it up to date) before they
+    answer, and showed nothing on a terminal meanwhile (12 s for a 10,000-card vault); they draw `cairn index`'s bar
+    now, ended before the answer starts, and draw nothing where no terminal reads them."""
+    from cairn.hot.paths import index_file
+    from helpers.cli import run_on_terminal
+
+    first = sorted((fixture_vault.root / "cards").rglob("*.md"))[0].relative_to(fixture_vault.root / "cards")
+    shutil.copy(FIXTURE / "cases.yaml", fixture_vault.root / "cases.yaml")
+    args = tuple({"__FIRST__": first.with_suffix("").as_posix(), "__CASES__": "cases.yaml"}.get(a, a) for a in args)
+    shutil.rmtree(Path(index_file(str(fixture_vault.root))).parent, ignore_errors=True)
+    code, drawn = run_on_terminal(args, fixture_vault.root)
+    assert code in (0, 1), drawn  # eval exits 1 when a case fails
+    bar = re.search(rb"Indexing " + re.escape(str(fixture_vault.root).encode()) + rb".*?  (\d+)/\1\b[^\n]*\n", drawn)
+    assert bar, drawn
+    assert drawn[bar.end() :].strip(), drawn  # the answer follows, on a line of its own
+    shutil.rmtree(Path(index_file(str(fixture_vault.root))).parent)
+    piped = fixture_vault.cairn(*args)
+    assert "Indexing" not in piped.stderr and "Indexing" not in piped.stdout, piped
+    code, drawn = run_on_terminal(args, fixture_vault.root)  # the index is current: nothing to draw
+    assert b"Indexing" not in drawn, drawn

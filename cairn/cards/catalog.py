@@ -10,7 +10,7 @@ from cairn.cards.card import card_id_forms
 from cairn.cards.visible import strip_invisible
 from cairn.hot.errors import CardNotFound
 from cairn.hot.vault import Vault
-from cairn.index.build import open_index, read_worktree_card
+from cairn.index.build import Progress, open_index, read_worktree_card
 from cairn.lint.rules.prompt_injection import instruction_in
 
 MAX_PROVENANCE_CHARS = 200  # an author's name or e-mail as shown; git sets no bound
@@ -25,11 +25,12 @@ def card_record(
     list_command: str = "cairn list",
     served_only: bool = False,
     warn: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """The whole card (parsed fields, body) with its provenance; raises CardNotFound with what to do next (the
     `list_command` that lists this vault's cards, with the --vault the caller was given). The id as given is looked
     up first (`card_id_forms`: `cards/x` is a card's id when it lives at `cards/cards/x.md`). served_only: as
-    `open_index` takes it (the MCP server), and `warn` as it takes it (`cairn show`)."""
+    `open_index` takes it (the MCP server), and `warn` and `progress` as it takes them (`cairn show`)."""
     forms = card_id_forms(card_id)
     card_id = forms[-1]
     # An id typed in one Unicode form for a file named in another (macOS writes `e` + U+0301 where a keyboard types
@@ -48,7 +49,7 @@ def card_record(
         record = card.to_dict()
         record["provenance"] = None
         return record
-    with open_index(vault, served_only=served_only, warn=warn) as index:
+    with open_index(vault, served_only=served_only, warn=warn, progress=progress) as index:
         stored = next((r for r in map(index.record, forms) if r is not None), None)
         if stored is None:
             rels = [f"cards/{form}.md" for form in forms]

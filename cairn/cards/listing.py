@@ -42,12 +42,15 @@ class ListedCard:
 
 
 def list_cards(
-    vault: Vault, today: dt.date | None = None, warn: Callable[[str], None] | None = None
+    vault: Vault,
+    today: dt.date | None = None,
+    warn: Callable[[str], None] | None = None,
+    progress: indexer.Progress | None = None,
 ) -> tuple[str, str, list[ListedCard]]:
     """(served ref, commit, the cards in id order) from the index of the served ref, brought up to date first
-    (`warn`: as `open_index` takes it)."""
+    (`warn`, `progress`: as `open_index` takes them)."""
     today = today or dt.date.today()
-    with indexer.open_index(vault, warn=warn) as reader:
+    with indexer.open_index(vault, warn=warn, progress=progress) as reader:
         return str(reader.meta.get("ref") or "HEAD"), reader.commit, _cards(reader, today)
 
 

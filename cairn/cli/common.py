@@ -355,6 +355,14 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int], None]]:
 
 
 @contextmanager
+def indexing(root: object) -> Iterator[Callable[[int, int], None]]:
+    """`progress_bar` for a command that reads a vault's index: a bar on a terminal while the index is built or
+    brought up to date (a large vault's first build takes seconds), nothing when it is current."""
+    with progress_bar(f"Indexing {clean_line(str(root))}") as progress:
+        yield progress
+
+
+@contextmanager
 def progress_stages() -> Iterator[Callable[[str], Callable[[int, int], None]]]:
     """A progress callback per stage of one long job (`stage(label)`): on a terminal (stderr) one bar, each stage's
     drawn over the last one's, and nothing elsewhere."""

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, vault_option, warn
+from cairn.cli.common import echo, echo_json, errors_to_exit, indexing, json_option, open_vault, vault_option, warn
 from cairn.terminal import clean_line
 
 if TYPE_CHECKING:
@@ -50,7 +50,9 @@ def list_cards(due: bool, scopes: tuple[str, ...], vault_path: str | None, as_js
     if serves_configured(vault_path) and len(load_vaults()) > 1:  # one configured vault: listed as any one vault
         _list_configured(chosen, due, bool(wanted), as_json)
         return
-    ref, commit, cards = listing(open_vault(vault_path), warn=warn)
+    vault = open_vault(vault_path)
+    with indexing(vault.root) as progress:
+        ref, commit, cards = listing(vault, warn=warn, progress=progress)
     cards = chosen(cards)
     if as_json:
         echo_json({"ref": ref, "commit": commit, "cards": [c.to_dict() for c in cards]})
@@ -82,9 +84,12 @@ def _list_configured(
     entries = load_vaults()
     for entry in entries:
         try:
-            ref, commit, cards = listing(
-                find_configured_vault(entry.name, entry.path), warn=functools.partial(_warn_of, entry.name)
-            )
+            with indexing(entry.path) as progress:
+                ref, commit, cards = listing(
+                    find_configured_vault(entry.name, entry.path),
+                    warn=functools.partial(_warn_of, entry.name),
+                    progress=progress,
+                )
         except CairnError as exc:
             failed.append((entry.name, entry.path, str(exc)))
             continue

@@ -17,6 +17,7 @@ from cairn.cli.common import (
     echo_json,
     errors_to_exit,
     file_given,
+    indexing,
     json_option,
     open_vault,
     progress_bar,
@@ -152,8 +153,7 @@ def recall_cmd(
     if tags is None:
         _print_recall([], [] if session_id else None, as_json, str(vault.root))
         return
-    # What an agent gets: nothing from an index kept after its served branch was rewritten (`served_only`)
-    with indexer.open_index(vault, ref=ref, worktree=worktree, served_only=ref is None and not worktree) as index:
+    with _opened(vault, ref, worktree) as index:
         served = serve_prompt(
             index,
             query,
@@ -169,6 +169,15 @@ def recall_cmd(
         note = _unserved_changes(vault)
         if note is not None:
             echo(f"Note: {note}.", err=True)
+
+
+def _opened(vault: Vault, ref: str | None, worktree: bool) -> IndexReader:
+    """The index recall and explain read: what an agent gets, so nothing from an index kept after its served branch
+    was rewritten (`served_only`); its build or update drawn on a terminal, the bar ended before the answer."""
+    with indexing(vault.root) as progress:
+        return indexer.open_index(
+            vault, ref=ref, worktree=worktree, served_only=ref is None and not worktree, progress=progress
+        )
 
 
 def _unserved_changes(vault: Vault) -> str | None:
@@ -263,9 +272,11 @@ def configured_layers(scope: str | None, ref: str | None, worktree: bool = False
                 slots.append(Slot(name, root, None, "the scope shares no tag with the scopes it is limited to"))
             else:
                 try:
-                    index = stack.enter_context(
-                        indexer.open_index(find_vault(root), ref=ref, worktree=worktree, served_only=as_served)
-                    )
+                    with indexing(root) as progress:
+                        opened = indexer.open_index(
+                            find_vault(root), ref=ref, worktree=worktree, served_only=as_served, progress=progress
+                        )
+                    index = stack.enter_context(opened)
                 except CairnError as exc:
                     slots.append(Slot(name, root, None, str(exc), broken=True))
                     continue
@@ -395,8 +406,7 @@ def explain(
                 "to serve (`cairn vault list`)."
             )
         return
-    # What an agent gets: nothing from an index kept after its served branch was rewritten (`served_only`)
-    with indexer.open_index(vault, ref=ref, worktree=worktree, served_only=ref is None and not worktree) as index:
+    with _opened(vault, ref, worktree) as index:
         similarity = _similarities(index, query)
         result = recall(index, query, scope=tags, examine_all=True, semantic=similarity)
         weights = prompt_weights(index, query, result.settings)
@@ -580,7 +590,9 @@ def eval_cmd(
     cases = load_cases(cases_path)
     if not cases:  # all-zero figures and "no failing cases" would read as a pass
         raise InvalidCases(f"{cases_path}: no cases to evaluate; add positive and negative cases (id, query, expect)")
-    with indexer.open_index(vault, worktree=worktree, warn=warn) as index:
+    with indexing(vault.root) as progress:  # the bar ends before eval's own
+        opened = indexer.open_index(vault, worktree=worktree, warn=warn, progress=progress)
+    with opened as index:
         check_expected(index, cases, cases_path)
         semantic = _cases_similarities(index, [case.query for case in cases])
         with progress_bar("eval") as progress:

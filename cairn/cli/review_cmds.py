@@ -100,7 +100,7 @@ def calibrate_cmd(
             f"{cases_path}: no cases to calibrate on; add positive cases (expect: [ids]) and negative ones (expect: [])"
         )
     with progress_stages() as stage:
-        with indexer.open_index(vault, worktree=worktree, warn=warn) as index:
+        with indexer.open_index(vault, worktree=worktree, warn=warn, progress=stage("index")) as index:
             check_expected(index, cases, cases_path)
             settings = settings_of(index)
             points = calibrate.gather(index, cases, settings=settings, folds=folds, progress=stage("calibrate"))

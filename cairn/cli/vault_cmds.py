@@ -19,6 +19,7 @@ from cairn.cli.common import (
     echo_json,
     errors_to_exit,
     folder_given,
+    indexing,
     json_option,
     open_vault,
     os_error_text,
@@ -579,7 +580,10 @@ def show(card_id: str, worktree: bool, vault_path: str | None, as_json: bool) ->
     try:
         vault = open_vault(vault_path)
         listing = "cairn list" + (f" --vault {shlex.quote(vault_path)}" if vault_path else "")
-        record = catalog.card_record(vault, card_id, worktree=worktree, list_command=listing, warn=warn)
+        with indexing(vault.root) as progress:
+            record = catalog.card_record(
+                vault, card_id, worktree=worktree, list_command=listing, warn=warn, progress=progress
+            )
     except (CardNotFound, VaultNotFound, InvalidId) as exc:
         # `zzz:git/x` with no vault zzz configured was looked up as the id `zzz:git/x` (an id may hold a colon), and
         # "no card" or "no vault here" hid the mistake, the vault's name (`x:git/x`, a one-letter name, was "not a

@@ -291,6 +291,7 @@ def open_index(
     ref: str | None = None,
     served_only: bool = False,
     warn: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
 ) -> IndexReader:
     """The index for reading: for the commit view, brought up to the served ref's commit (or `ref`'s) first.
 
@@ -298,11 +299,12 @@ def open_index(
     gets): an index kept at a commit the served ref no longer descends from (a force-push, `build_index`'s
     `diverged`) is refused with what to do, as the prompt hook serves nothing from it. People's other commands read
     it (`show`, `list`, `eval`, `calibrate`), and are told through `warn` that what they read is that kept commit's,
-    not what agents get; `cairn index` says it is kept."""
+    not what agents get; `cairn index` says it is kept. progress: hears the cards read when the index is built or
+    brought up to date (a command's bar on a terminal: a large vault's first build takes seconds)."""
     if worktree:
-        report = build_worktree_index(vault)
+        report = build_worktree_index(vault, progress)
         return IndexReader(report.index_file)
-    report = build_index(vault, ref=ref)
+    report = build_index(vault, ref=ref, progress=progress)
     if report.mode == "diverged":
         moved = (
             f"the vault's served branch was rewritten (a force-push?): it moved to {(report.refused_commit or '')[:8]}, "
@@ -321,7 +323,7 @@ def open_index(
     try:
         return IndexReader(report.index_file)
     except IndexCorrupt:
-        build_index(vault, rebuild=True, ref=ref)
+        build_index(vault, rebuild=True, ref=ref, progress=progress)
         return IndexReader(report.index_file)
 
 
