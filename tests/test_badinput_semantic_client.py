@@ -29,7 +29,7 @@ from cairn.hot.semantic import (
     vectors_file,
 )
 from helpers.payloads import payload_for
-from helpers.vaults import VaultRepo, make_vault, state_dir
+from helpers.vaults import VaultRepo, make_vault, state_dir, write_filler_cards
 
 PROMPT = "git pull --rebase dropped my local commits after someone force-pushed the shared branch"
 
@@ -278,9 +278,16 @@ def test_the_prompt_goes_to_the_warm_encoder_only_when_a_vault_served_has_card_v
     """The hook handed every prompt to the warm encoder as soon as it had read it, even when no vault it serves
     uses the semantic channel (`[recall] semantic = false`): the prompt sat in that process's memory for nothing.
     It now goes only when a vault served has card vectors (`cairn index` removes them from a vault switched off).
-    A socket server in the warm encoder's place records what it is sent and answers that it cannot help."""
+    A socket server in the warm encoder's place records what it is sent and answers that it cannot help. The vault
+    is grown to SEMANTIC_MIN_CARDS: one served alone asks nothing below it."""
     import json
 
+    from cairn.hot.recall import SEMANTIC_MIN_CARDS
+
+    write_filler_cards(vault_repo, SEMANTIC_MIN_CARDS)
+    vault_repo.commit("Filler cards")
+    assert vault_repo.cairn("index", env={"CAIRN_SEMANTIC": "0"}).returncode == 0
+    Path(vectors_file(str(index.path))).write_bytes(b"stands in for the card vectors")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(state_dir() / "semantic.sock"))
     listener.listen(8)

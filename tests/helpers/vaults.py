@@ -156,3 +156,15 @@ def make_vault(repo: VaultRepo) -> str:
     done = repo.invoke("index")
     assert done.returncode == 0, done.stderr
     return commit
+
+
+def write_filler_cards(repo: VaultRepo, n: int) -> None:
+    """`n` cards on subjects no test prompt asks about: a vault as large as recall's semantic rules need
+    (`recall.SEMANTIC_MIN_CARDS`), whose cards stay out of the way of the ones a test is about."""
+    for i in range(n):
+        repo.write(
+            f"garden/plant-{i:02d}",
+            f"Houseplant {i:02d} wants water on day {i % 7}",
+            f"Houseplant {i:02d} wilts in a dry week; water it on day {i % 7} and repot it every {i % 3 + 1} springs.",
+            scope=["garden"],
+        )
