@@ -89,6 +89,11 @@ def test_init_makes_a_committed_vault_and_refuses_a_non_empty_folder(tmp_path: P
     assert len(cards) >= 10
     status = subprocess.run(["git", "status", "--porcelain"], cwd=target, capture_output=True, text=True)
     assert status.stdout == ""  # everything committed
+    # the example cards are served as they are: the next steps say where to see them (and to remove those that
+    # do not fit), and that command lists them
+    assert re.search(r"^  cairn list +# the example cards, served as they are", done.stdout, re.M), done.stdout
+    listed = run("list", "--json", cwd=target)
+    assert len(json.loads(listed.stdout)["cards"]) == len(cards)
     again = run("init", str(target))  # a vault already: said so (tests/test_readme.py), refused all the same
     assert again.returncode == 1
     assert again.stderr.startswith("Error: ") and "is already a Cairn vault" in again.stderr

@@ -128,6 +128,7 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
     where = shlex.quote(f"./{path}" if str(path).startswith("-") else str(path))  # `cd -x` reads -x as an option
     steps = [
         (f"cd {where} && pre-commit install", "lint every card on every commit"),
+        ("cairn list", "the example cards, served as they are: keep those that fit, `git rm` the rest"),
         *([] if register else [(f"cairn vault add {where}", "serve it in every project")]),
         ("cairn install claude-code --user", "or codex, gemini: the prompt hook"),
         ("cairn add ... && git commit", "write cards; commit them on main (or merge) to serve them"),
