@@ -318,14 +318,7 @@ def test_the_prompt_goes_to_the_warm_encoder_only_when_a_vault_served_has_card_v
                     pass  # the prefetch does not read its answer
 
     def hook(session: str) -> None:
-        done = vault_repo.cairn(
-            "hook",
-            "--format",
-            "claude-code",
-            "--vault",
-            str(vault_repo.root),
-            input=payload_for("claude-code", PROMPT, vault_repo.root, session=session),
-        )
+        done = vault_repo.hook(PROMPT, session)
         assert done.returncode == 0 and done.stderr == ""
 
     thread = threading.Thread(target=serve, daemon=True)

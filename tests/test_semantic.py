@@ -386,22 +386,14 @@ def test_recall_semantic_false_in_cairn_toml_turns_it_off_and_back_on(vault_repo
 
 
 def test_the_hook_serves_lexically_while_the_encoder_is_down_and_starts_it(vault_repo: VaultRepo) -> None:
-    from helpers.payloads import log_entries, payload_for
+    from helpers.payloads import log_entries
 
     _vault(vault_repo, grown=True)
     sock = state_dir() / "semantic.sock"
     prompt = "git push --force after a rebase overwrote my teammate's commits"
 
     def hook(session: str, env: dict[str, str] | None = None) -> str:
-        done = vault_repo.cairn(
-            "hook",
-            "--format",
-            "claude-code",
-            "--vault",
-            str(vault_repo.root),
-            input=payload_for("claude-code", prompt, vault_repo.root, session=session),
-            env=env,
-        )
+        done = vault_repo.hook(prompt, session, env=env)
         assert done.returncode == 0 and done.stderr == ""
         return re.sub(r"nonce=\\*\"[0-9a-f]+", "nonce=N", done.stdout)
 
@@ -762,18 +754,9 @@ def test_a_vault_served_alone_below_the_semantic_floor_starts_no_warm_encoder(va
     had its card vectors, and every prompt asked for similarities, so the hook started the warm encoder (a process
     holding the model, 15 idle minutes at a time) whose answer recall never reads below that size. Now it is not
     asked; the MCP server's recall likewise."""
-    from helpers.payloads import payload_for
-
     _vault(vault_repo)
     assert vectors.vectors_path(_index_file(vault_repo)).is_file()  # the vectors are there, for layered serving
-    done = vault_repo.cairn(
-        "hook",
-        "--format",
-        "claude-code",
-        "--vault",
-        str(vault_repo.root),
-        input=payload_for("claude-code", "git push --force after a rebase", vault_repo.root, session="s-small"),
-    )
+    done = vault_repo.hook("git push --force after a rebase", session="s-small")
     assert done.returncode == 0 and done.stderr == "" and "force-with-lease" in done.stdout
     assert not _wait((state_dir() / "semantic.sock").exists, 3)
     assert not (state_dir() / "semantic.start").exists() and _daemon_pid() is None

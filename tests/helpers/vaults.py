@@ -126,6 +126,16 @@ class VaultRepo:
         text_input = input.decode("utf-8", "replace") if isinstance(input, bytes) else input
         return run_cairn(*args, cwd=cwd or self.root, env=env, input=text_input)
 
+    def hook(
+        self, prompt: str, session: str, fmt: str = "claude-code", env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """The installed `cairn hook --format FMT --vault ROOT` given the agent's payload for `prompt` in `session`,
+        from the vault, as the agent runs it."""
+        from helpers.payloads import payload_for
+
+        payload = payload_for(fmt, prompt, self.root, session=session)
+        return self.cairn("hook", "--format", fmt, "--vault", str(self.root), input=payload, env=env)
+
     def invoke(
         self, *args: str, input: str | bytes | None = None, env: dict[str, str] | None = None, cwd: Path | None = None
     ) -> subprocess.CompletedProcess[str]:
