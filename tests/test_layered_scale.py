@@ -199,7 +199,7 @@ def test_the_semantic_answer_is_read_only_when_it_could_decide_across_vaults_too
     answer = {"unix/lp": 0.5, "build/just": 0.4}
     reads: list[str] = []
 
-    def asked(index: IndexReader, query: str) -> Callable[[], dict[str, float] | None]:
+    def asked(index: IndexReader, query: str, *, alone: bool = True) -> Callable[[], dict[str, float] | None]:
         def read() -> dict[str, float] | None:
             reads.append(query)
             return answer
