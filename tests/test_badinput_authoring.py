@@ -430,7 +430,26 @@ def test_init_of_a_folder_whose_name_starts_with_a_dash(tmp_path: Path) -> None:
     assert (tmp_path / "-lessons" / "cairn.toml").is_file() and (tmp_path / "-lessons" / ".git").is_dir()
     assert not (tmp_path / ".git").exists()
     # the next steps can be pasted: `cd -lessons` and `cairn vault add -lessons` read the name as an option
-    assert "  cd ./-lessons && pre-commit install" in done.stdout and "  cairn vault add ./-lessons " in done.stdout
+    assert "  cd ./-lessons && pre-commit install" in done.stdout
+    assert f"  cairn vault add {tmp_path / '-lessons'} " in done.stdout
+
+
+def test_inits_next_steps_run_in_order_register_the_vault(tmp_path: Path) -> None:
+    """Bug fixed: the steps said `cd 'team lessons' && pre-commit install`, then `cairn vault add 'team lessons'`,
+    which, run next in the same shell, named a folder inside the vault: "is not a folder; create one with `cairn
+    init .../team lessons/team lessons`"."""
+    done = run_cairn("init", "--no-register", "--no-git-hooks", "team lessons", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    steps = [line.split("  #")[0].strip() for line in done.stdout.split("Next:\n", 1)[1].splitlines()]
+    into, add = steps[0].split(" && ")[0], steps[1]
+    assert into.startswith("cd ") and add.startswith("cairn vault add "), steps
+    path = f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"
+    ran = subprocess.run(
+        ["sh", "-c", f"{into}\n{add}"], cwd=tmp_path, env={**os.environ, "PATH": path}, capture_output=True, text=True
+    )
+    assert ran.returncode == 0, ran.stderr
+    listed = run_cairn("vault", "list", cwd=tmp_path)
+    assert str(tmp_path / "team lessons") in listed.stdout, listed.stdout
 
 
 def test_init_on_a_dangling_symlink_says_where_it_points(tmp_path: Path) -> None:

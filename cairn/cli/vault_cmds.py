@@ -129,7 +129,8 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
     steps = [
         (f"cd {where} && pre-commit install", "lint every card on every commit"),
         ("cairn list", "the example cards, served as they are: keep those that fit, `git rm` the rest"),
-        *([] if register else [(f"cairn vault add {where}", "serve it in every project")]),
+        # by its full path: run after the `cd` above, a relative one named a folder inside the vault
+        *([] if register else [(f"cairn vault add {shlex.quote(str(vault.root))}", "serve it in every project")]),
         ("cairn install claude-code --user", "or codex, gemini: the prompt hook"),
         ("cairn add ... && git commit", "write cards; commit them on main (or merge) to serve them"),
         ("cairn doctor", "check the whole setup"),
