@@ -135,7 +135,8 @@ def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: boo
         names = ", ".join(str(hooks_dir / n) for n in foreign)
         raise RefusedWrite(
             f"{names} already exist and are not Cairn's; nothing was written. Run again with --chain to keep them "
-            f"(they move to <name>.local and run first), or add `cairn index --vault {vault_dir}` to them by hand"
+            f"(they move to <name>.local and run first), or add `cairn index --vault {shlex.quote(vault_dir)}` to them "
+            "by hand"
         )
     taken = [hooks_dir / f"{n}.local" for n in foreign if os.path.lexists(hooks_dir / f"{n}.local")]
     if taken:  # before any hook moves: a refusal half way through left some chained and some not
@@ -188,7 +189,7 @@ def ensure_git_hooks(vault: Vault, executable: str) -> str:
         if not inside and not hooks.resolve().is_relative_to(common):
             return (
                 f"Git hooks not installed: {hooks} (core.hooksPath) is shared by other repositories; run "
-                f"`cairn install git-hooks --vault {vault.root}` if that is what you want"
+                f"`cairn install git-hooks --vault {shlex.quote(str(vault.root))}` if that is what you want"
             )
         changes = install_git_hooks(vault, hooks, executable)
     except CairnError as exc:

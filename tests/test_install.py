@@ -16,7 +16,7 @@ from cairn import githooks, install
 from helpers.cli import run_on_terminal
 from helpers.hostile import assert_clean_exit
 from helpers.payloads import FITTING_PROMPT, payload_for
-from helpers.vaults import BOB, REBASE_ID, VaultRepo, cairn_executable, make_vault, state_dir
+from helpers.vaults import BOB, REBASE_ID, VaultRepo, cairn_executable, card_text, make_vault, state_dir
 
 # Where a project install writes: Claude Code's personal file; the shared file for the agents that read no other.
 SETTINGS = {
@@ -434,6 +434,28 @@ def test_a_commit_never_waits_on_another_index_of_the_vault(vault_repo: VaultRep
     while _indexed_commit(vault_repo.root) != head and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _indexed_commit(vault_repo.root) == head  # the background update indexed it once the lock was free
+
+
+def test_the_line_to_add_to_a_foreign_hook_by_hand_indexes_a_vault_in_a_folder_with_a_space(tmp_path: Path) -> None:
+    """Bug fixed: for a vault in `my lessons/` of a repository, the refusal said to add `cairn index --vault my
+    lessons` to the user's own hook, which the shell splits in two: the hook then failed and indexed nothing."""
+    repo = VaultRepo(tmp_path / "mono")
+    repo.write_raw("my lessons/cairn.toml", "")
+    repo.write_raw("my lessons/cards/git/rebase.md", card_text("Pull --rebase drops commits", "Check the reflog."))
+    repo.commit("a vault in a folder")
+    hook = repo.root / ".git" / "hooks" / "post-commit"
+    hook.write_text(f"#!/bin/sh\nPATH={shlex.quote(str(Path(cairn_executable()).parent))}:$PATH\n")
+    hook.chmod(0o755)
+    refused = cairn("install", "git-hooks", "--vault", str(repo.root / "my lessons"))
+    assert refused.returncode == 1
+    told = re.search(r"add `(cairn index [^`]*)` to them by hand", refused.stderr)
+    assert told is not None, refused.stderr
+    with hook.open("a") as script:
+        script.write(told.group(1) + "\n")
+    repo.write_raw("my lessons/cards/git/rebase.md", card_text("Pull --rebase drops commits", "Check git reflog."))
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "a card changed")
+    assert _indexed_commit(repo.root / "my lessons") == repo.git("rev-parse", "HEAD")
 
 
 def test_git_hooks_never_clobber_a_foreign_hook(vault_repo: VaultRepo, tmp_path: Path) -> None:

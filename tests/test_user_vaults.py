@@ -637,6 +637,20 @@ def test_init_leaves_a_shared_hooks_folder_alone(tmp_path: Path) -> None:
     assert not shared.exists()
 
 
+def test_the_shared_hooks_folder_note_runs_as_printed_for_a_path_with_a_space(tmp_path: Path) -> None:
+    """Bug fixed: the note said `cairn install git-hooks --vault /path/my lessons` unquoted, which the shell split
+    into two arguments (a usage error): the one command it gave to put the hooks in did not run."""
+    shared = tmp_path / "global-hooks"
+    env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.hooksPath", "GIT_CONFIG_VALUE_0": str(shared)}
+    done = cairn("init", "my lessons", "--no-register", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    [told] = [line.split("`")[1] for line in done.stdout.splitlines() if line.startswith("Git hooks not installed")]
+    path = f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"
+    ran = subprocess.run(["sh", "-c", told], cwd=tmp_path, env={**os.environ, **env, "PATH": path}, capture_output=True)
+    assert ran.returncode == 0, ran.stderr
+    assert githooks.GIT_HOOK_MARKER in (shared / "post-commit").read_text()
+
+
 def test_vault_messages_name_the_next_step(tmp_path: Path, vault_repo: VaultRepo) -> None:
     """One line each, saying what is wrong and what to run: a folder that is not there yet, a name nobody
     configured; and the confirmation says where a vault limited to projects or scopes is served."""
