@@ -503,6 +503,27 @@ def test_a_bare_clone_given_as_the_vault_says_to_clone_it(vault_repo: VaultRepo,
     assert run("index", "--vault", str(clone), cwd=tmp_path).returncode == 0  # what the message says works
 
 
+def test_the_commands_a_missing_or_bare_vault_is_told_to_run_work_for_a_path_with_a_space(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: `--vault '/x/new lessons'` was told `cairn init /x/new lessons`, and a bare repository at
+    `/x/team lessons.git` `git clone /x/team lessons.git FOLDER`, unquoted: the shell split the path and neither ran
+    (a `$(...)` in a folder's name would have run)."""
+    make_vault(vault_repo)
+    bare = tmp_path / "team lessons.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(vault_repo.root), str(bare)], check=True)
+    shell = {**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
+    for given, made in ((tmp_path / "new lessons", tmp_path / "new lessons"), (bare, tmp_path / "clone")):
+        done = run("list", "--vault", str(given), cwd=tmp_path)
+        assert done.returncode == 1
+        told = re.search(r"\(?`([^`]+)`", done.stderr)
+        assert told is not None, done.stderr
+        command = told.group(1).replace("FOLDER", "clone")
+        ran = subprocess.run(["sh", "-c", command], cwd=tmp_path, env=shell, capture_output=True, text=True)
+        assert ran.returncode == 0, (command, ran.stderr)
+        assert run("list", "--vault", str(made), cwd=tmp_path).returncode == 0
+
+
 def test_init_inside_a_repository_says_the_vault_is_a_repository_of_its_own(tmp_path: Path) -> None:
     """`cairn init docs/lessons` in a monorepo made a repository of its own there and said nothing: `git add` in the
     monorepo then recorded a gitlink, not the cards, and a clone of it got an empty folder. Init now says so, and how

@@ -260,16 +260,21 @@ def locate_vault(
                 raise _not_found(
                     f"CAIRN_VAULT names one vault, not a list: {str(given)!r}; set it to a single vault's folder"
                 )
-            raise _not_found(f"vault {str(given)!r} is not a folder; create one with `cairn init {given}`")
+            from shlex import quote  # only here, when the folder is missing: the command runs as printed
+
+            made = quote(f"./{root}" if root.startswith("-") else root)  # `cairn init -x` reads -x as an option
+            raise _not_found(f"vault {str(given)!r} is not a folder; create one with `cairn init {made}`")
         if not is_dir(os.path.join(root, CARDS_DIR)):
             real = resolve(root)
             parent = os.path.dirname(real)
             if os.path.basename(real) == CARDS_DIR and _holds_a_vault(parent):
                 raise _not_found(f"{str(given)!r} is a vault's cards/ folder; pass the vault itself: {parent}")
             if _is_bare_repository(real):  # a mirror or a server's copy: its commits hold cards, no folder does
+                from shlex import quote
+
                 raise _not_found(
                     f"{str(given)!r} is a bare git repository, with no work tree to hold cards/; clone it "
-                    f"(`git clone {real} FOLDER`) and give the clone's folder"
+                    f"(`git clone {quote(real)} FOLDER`) and give the clone's folder"
                 )
             raise _not_found(f"{str(given)!r} has no cards/ folder; create a vault with `cairn init PATH`")
         return _vault_at(resolve(root))
