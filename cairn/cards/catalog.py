@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import unicodedata
 from collections.abc import Callable
 from typing import Any
@@ -60,7 +61,7 @@ def card_record(
                 rel = left_out[0][0]
                 raise CardNotFound(
                     f"{rel} at {index.commit[:8]} is left out of the index ({left_out[0][1]}); "
-                    f"fix it, commit, and `cairn lint {rel}` says when it passes"
+                    f"fix it, commit, and `cairn lint {shlex.quote(rel)}` says when it passes"
                 )
             hint = _near_ids(index.ids(), card_id)
             raise CardNotFound(

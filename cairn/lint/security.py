@@ -10,6 +10,7 @@ committed with `--no-verify` or pushed past CI is never served.
 from __future__ import annotations
 
 import datetime as dt
+import shlex
 from collections.abc import Iterable
 
 from cairn.cards.card import Card
@@ -107,5 +108,5 @@ def refusals(
     if not out:
         return []
     first, *more = sorted(set(out), key=lambda f: (f.line, f.rule, f.message))
-    also = f" (and {len(more)} more: `cairn lint {rel_path}`)" if more else ""
+    also = f" (and {len(more)} more: `cairn lint {shlex.quote(rel_path)}`)" if more else ""
     return [Finding(first.path, first.line, first.rule, f"refused: {first.message}{also}")]
