@@ -296,6 +296,21 @@ def test_install_inside_an_unregistered_vault_names_the_fix(vault_repo: VaultRep
     assert not (isolated_env / ".claude").exists()
 
 
+def test_the_vault_add_an_unregistered_vault_is_told_to_run_works_for_a_path_with_a_space(tmp_path: Path) -> None:
+    """Bug fixed: in a vault at `team lessons/`, install said to run `cairn vault add /x/team lessons` first,
+    unquoted: the shell split it, and vault add refused the extra argument."""
+    vault = VaultRepo(tmp_path / "team lessons")
+    make_vault(vault)
+    done = cairn("install", "claude-code", "--user", cwd=vault.root / "cards")
+    assert done.returncode == 1
+    told = re.search(r"run `(cairn vault add [^`]+)` first", done.stderr)
+    assert told is not None, done.stderr
+    shell = {**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
+    ran = subprocess.run(["sh", "-c", told.group(1)], cwd=vault.root, env=shell, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert cairn("install", "claude-code", "--user", cwd=vault.root / "cards").returncode == 0
+
+
 def test_project_install_never_writes_into_the_vault(configured: VaultRepo) -> None:
     inside = configured.root / "cards"
     elsewhere = {"CAIRN_VAULT": str(configured.root)}  # names the vault; says nothing about the project folder

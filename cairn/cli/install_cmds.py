@@ -226,7 +226,7 @@ def _served_vaults(vault_arg: str | None) -> list[str | None]:
     if os.environ.get("CAIRN_VAULT"):
         return [None]
     folder = install.enclosing_vault(Path.cwd())
-    around = f"cairn vault add {folder}" if folder is not None else "cairn vault add PATH"
+    around = f"cairn vault add {shlex.quote(str(folder))}" if folder is not None else "cairn vault add PATH"
     raise CairnError(
         f"no vault is configured for the hook to serve ({config_file()} lists none); run `{around}` first "
         "(nothing was written)"
