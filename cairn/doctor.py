@@ -505,7 +505,7 @@ def _git_hook_checks(name: str, vault: Any) -> list[Check]:
         hooks = gitrepo.hooks_dir(vault)
     except CairnError as exc:  # git cannot read the repository (a damaged .git/config): the message says what to fix
         return [Check("git-hooks", name, False, str(exc), f"git -C {shlex.quote(str(vault.git_root))} status")]
-    missing = [h for h in githooks.GIT_HOOKS if not _has(hooks / h, githooks.GIT_HOOK_MARKER)]
+    missing = githooks.missing_git_hooks(hooks)
     checks = [
         Check(
             "git-hooks",

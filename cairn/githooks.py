@@ -121,6 +121,19 @@ def _filled(text: str, variable: str) -> str:
     return words[0] if len(words) == 1 else ""
 
 
+def missing_git_hooks(hooks_dir: Path) -> list[str]:
+    """Cairn's git hooks that are not in `hooks_dir` (as files git can run): a commit, merge or pull there leaves the
+    index behind until something else builds it."""
+    return [name for name in GIT_HOOKS if not _runs(hooks_dir / name)]
+
+
+def _runs(hook: Path) -> bool:
+    try:
+        return os.access(hook, os.X_OK) and GIT_HOOK_MARKER in hook.read_text("utf-8", "replace")
+    except OSError:
+        return False
+
+
 def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: bool = False) -> list[GitHookChange]:
     """Put Cairn's post-commit, post-merge, post-checkout, post-rewrite and reference-transaction hooks into
     `hooks_dir`.

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cairn import gitrepo
+from cairn import githooks, gitrepo
 from cairn.hot import paths
 from cairn.hot.errors import CairnError, NotAGitRepository
 from cairn.hot.index import IndexReader
@@ -256,6 +256,14 @@ def _own_commits(repo: Any, ref: str, remote: str) -> int:
     return int(str(out).strip()) if status == 0 and str(out).strip().isdigit() else 0
 
 
+def _has_git_hooks(vault: Vault) -> bool:
+    """Whether Cairn's git hooks are in the vault's repository, so a pull there indexes what it brings."""
+    try:
+        return not githooks.missing_git_hooks(gitrepo.hooks_dir(vault))
+    except CairnError:
+        return False
+
+
 def _fetch_failed(
     repo: Any, vault: Vault, name: str, ref: str, before: str | None, remote: str, src: str, stderr: str
 ) -> SyncResult:
@@ -272,6 +280,11 @@ def _fetch_failed(
     # A plain `git pull` stops when both sides have commits ("Need to specify how to reconcile divergent branches"):
     # a branch with commits of its own merges the remote's (its commits are not rewritten), else fast-forwards.
     pull = f"git -C {at} pull --no-rebase" if own else f"git -C {at} pull --ff-only"
+    # What indexes the branch once the user moves it: the vault's git hooks, else the command said after the pull (a
+    # clone registered with `cairn vault add` has none: the index stayed behind, and the next prompt got nothing).
+    hooked = _has_git_hooks(vault)
+    index_after = "" if hooked else f" && cairn index --vault {name}"
+    said = " (its git hooks index it)" if hooked else ""
     fetched = f"{remote} {src}"
     if checked_out and (_rebasing(repo) or _merging(repo)):
         what, finish, abort = ("rebase", "rebase --continue", "rebase --abort")
@@ -279,8 +292,8 @@ def _fetch_failed(
             what, finish, abort = ("merge", "commit", "merge --abort")
         message = (
             f"{remote}'s {branch} has commits that {ref} lacks, and a {what} is under way in {root}, so sync cannot "
-            f"move {ref}: finish it (`git -C {at} {finish}`) or abort it (`git -C {at} {abort}`), then `{pull}` "
-            "(its git hooks index it)"
+            f"move {ref}: finish it (`git -C {at} {finish}`) or abort it (`git -C {at} {abort}`), then "
+            f"`{pull}{index_after}`{said}"
         )
         return SyncResult(name, root, ref, "error", before, before, fetched=fetched, message=message)
     if own:
@@ -312,7 +325,7 @@ def _fetch_failed(
         )
         message = (
             f"{remote}'s {branch} has commits that {ref} lacks, and {ref} is checked out in {root}, so sync cannot "
-            f"move it: `{pull}` (its git hooks index it), or serve the remote's branch instead ({instead})"
+            f"move it: `{pull}{index_after}`{said}, or serve the remote's branch instead ({instead})"
         )
         return SyncResult(name, root, ref, "error", before, before, fetched=fetched, message=message)
     if "couldn't find remote ref" in stderr:  # the remote renamed its branch (master -> main) or deleted it

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import shlex
 import shutil
 import stat
@@ -869,8 +870,8 @@ def test_sync_of_the_authors_own_vault_with_its_branch_checked_out(tmp_path: Pat
     root = author.root
     assert behind.stdout == (
         f"team: error: origin's main has commits that refs/heads/main lacks, and refs/heads/main is checked out in "
-        f"{root}, so sync cannot move it: `git -C {root} pull --ff-only` (its git hooks index it), or serve the "
-        f"remote's branch instead (`git -C {root} remote set-head origin --auto`)\n"
+        f"{root}, so sync cannot move it: `git -C {root} pull --ff-only && cairn index --vault team`, or serve "
+        f"the remote's branch instead (`git -C {root} remote set-head origin --auto`)\n"
     )
     assert author.git("rev-parse", "HEAD") == head and author.git("status", "--porcelain") == ""
     # Registered with --ref main, origin/HEAD is never served: setting it (the fix above) would change nothing.
@@ -886,6 +887,34 @@ def test_sync_of_the_authors_own_vault_with_its_branch_checked_out(tmp_path: Pat
     assert followed["after"] == new and author.git("rev-parse", "HEAD") == head  # the fix, as printed, works
     author.git("pull", "-q", "--ff-only")
     assert json.loads(cairn("sync", "team", "--json", cwd=tmp_path).stdout)["vaults"][0]["after"] == new
+
+
+@pytest.mark.parametrize("hooked", [False, True], ids=["no-git-hooks", "git-hooks"])
+def test_sync_of_a_checked_out_branch_behind_its_remote_gives_a_pull_after_which_it_is_served(
+    tmp_path: Path, hooked: bool
+) -> None:
+    """Bug fixed: sync said `git -C VAULT pull --ff-only` "(its git hooks index it)" of a vault with no git hooks (a
+    clone registered with `cairn vault add` has none): run as printed, the index stayed at the old commit, so the
+    hook served nothing from the vault. Without the hooks it now says to index after the pull."""
+    author = _authors_vault(tmp_path)
+    if hooked:
+        assert cairn("install", "git-hooks", "--vault", "team", cwd=tmp_path).returncode == 0
+    other = _a_teammates_clone(tmp_path)
+    other.write("git/bisect", "A lesson about bisect", "git bisect run finds the breaking commit by itself.")
+    new = other.commit("A teammate's lesson")
+    other.git("push", "-q", "origin", "main")
+    behind = cairn("sync", cwd=tmp_path)
+    assert behind.returncode == 1
+    told = re.search(r"move it: `([^`]+)`( \(its git hooks index it\))?, or serve", behind.stdout)
+    assert told is not None, behind.stdout
+    assert bool(told.group(2)) is hooked, behind.stdout
+    shell = {**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
+    ran = subprocess.run(["sh", "-c", told.group(1)], cwd=tmp_path, env=shell, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert author.git("rev-parse", "HEAD") == new
+    audit = json.loads(cairn("audit", "--vault", "team", "--json", cwd=tmp_path).stdout)
+    [cache] = [check for check in audit["checks"] if check["name"] == "cache"]
+    assert cache["status"] == "pass", cache  # the index is of the commit pulled: agents get its cards
 
 
 def test_sync_of_a_checked_out_branch_of_a_remote_not_called_origin_gives_a_fix_that_works(tmp_path: Path) -> None:
@@ -962,7 +991,7 @@ def test_sync_during_a_rebase_says_to_end_the_rebase_first(tmp_path: Path) -> No
     assert done.stdout == (
         f"team: error: origin's main has commits that refs/heads/main lacks, and a rebase is under way in {root}, "
         f"so sync cannot move refs/heads/main: finish it (`git -C {root} rebase --continue`) or abort it "
-        f"(`git -C {root} rebase --abort`), then `git -C {root} pull --no-rebase` (its git hooks index it)\n"
+        f"(`git -C {root} rebase --abort`), then `git -C {root} pull --no-rebase && cairn index --vault team`\n"
     )
     assert (author.root / ".git" / "rebase-merge").is_dir()  # the rebase is left as it was
 
@@ -991,7 +1020,7 @@ def test_sync_of_a_checked_out_branch_with_commits_of_its_own_gives_a_pull_git_r
     assert merging.stdout == (
         f"team: error: origin's main has commits that refs/heads/main lacks, and a merge is under way in {root}, "
         f"so sync cannot move refs/heads/main: finish it (`git -C {root} commit`) or abort it "
-        f"(`git -C {root} merge --abort`), then `git -C {root} pull --no-rebase` (its git hooks index it)\n"
+        f"(`git -C {root} merge --abort`), then `git -C {root} pull --no-rebase && cairn index --vault team`\n"
     )
     author.git("merge", "--abort")
     done = cairn("sync", cwd=tmp_path)
