@@ -59,7 +59,7 @@ AGENTS = {
         extra=(("statusMessage", "Cairn: recalling team lessons"),),
         note=(
             "Codex runs hooks by default in recent versions; older ones need `codex_hooks = true` under "
-            "`[features]` in ~/.codex/config.toml. Codex asks you to review and trust a new hook once."
+            "`[features]` in {config}. Codex asks you to review and trust a new hook once."
         ),
     ),
     "gemini": Agent(
@@ -294,9 +294,21 @@ def install_agent(agent: str, path: Path, command: str) -> SettingsChange:
     ours = existed and _made_by_cairn(path)  # read before the write changes the file
     changed, backup = _write_if_changed(path, data, spec, hook_entry(agent, command), by_hand=entry)
     if not changed:
-        return SettingsChange(path, "unchanged", command, note=spec.note)
+        return SettingsChange(path, "unchanged", command, note=_note(spec))
     _record_made(path, not existed or ours)
-    return SettingsChange(path, action, command, backup, note=spec.note)
+    return SettingsChange(path, action, command, backup, note=_note(spec))
+
+
+def _note(spec: Agent) -> str:
+    """The agent's note after an install, naming the configuration file it reads for its own switches: Codex's
+    `config.toml` is in CODEX_HOME when that is set (the note said ~/.codex/config.toml, which Codex then never reads)."""
+    if "{config}" not in spec.note:
+        return spec.note
+    try:
+        config = str(settings_path(spec.name, Path(), user=True).with_name("config.toml"))
+    except CairnError:  # a relative CODEX_HOME or HOME: the user install says so
+        config = f"the config.toml of {AGENT_HOMES.get(spec.name, 'its folder')}"
+    return spec.note.format(config=config)
 
 
 def _merged(agent: str, path: Path, command: str) -> tuple[dict[str, Any], bool, str]:

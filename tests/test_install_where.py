@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -230,6 +231,23 @@ def test_a_shared_file_linked_out_of_the_project_is_never_changed(command: str, 
     assert f"leads out of the project, to {user} (a symlink), and holds Cairn's hook" in done.stderr
     assert json.loads(user.read_text()) == mine
     assert not (project / ".claude" / "settings.local.json").exists()
+
+
+def test_the_codex_config_install_names_is_the_one_codex_reads_under_codex_home(project: Path, tmp_path: Path) -> None:
+    """Bug fixed: with CODEX_HOME set, install told older Codex versions to set `codex_hooks = true` in
+    ~/.codex/config.toml, a file Codex (and doctor) then never read. It names CODEX_HOME's config.toml."""
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    env = {"CODEX_HOME": str(home)}
+    done = run_cairn("install", "codex", "--user", cwd=project, env=env)
+    assert done.returncode == 0, done.stderr
+    named = re.search(r"`codex_hooks = true` under `\[features\]` in (\S+)\. ", done.stdout)
+    assert named is not None, done.stdout
+    config = Path(named.group(1)).expanduser()
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[features]\ncodex_hooks = false\n")  # what that file switches, Codex obeys
+    off = [c for c in _agent_checks(project, env) if "codex_hooks = false" in str(c["detail"])]
+    assert off and off[0]["ok"] is False, _agent_checks(project, env)
 
 
 @pytest.mark.parametrize("where", ["user", "project"])
