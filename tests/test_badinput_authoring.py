@@ -441,11 +441,13 @@ def test_inits_next_steps_run_in_order_register_the_vault(tmp_path: Path) -> Non
     done = run_cairn("init", "--no-register", "--no-git-hooks", "team lessons", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     steps = [line.split("  #")[0].strip() for line in done.stdout.split("Next:\n", 1)[1].splitlines()]
-    into, add = steps[0].split(" && ")[0], steps[1]
-    assert into.startswith("cd ") and add.startswith("cairn vault add "), steps
+    into = steps[0].split(" && ")[0]
+    between = steps[1 : steps.index(next(s for s in steps if s.startswith("cairn vault add "))) + 1]
+    assert into.startswith("cd ") and between[0] == "cairn list", steps  # the example cards, from the vault
     path = f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"
+    script = "\n".join([into, *between])
     ran = subprocess.run(
-        ["sh", "-c", f"{into}\n{add}"], cwd=tmp_path, env={**os.environ, "PATH": path}, capture_output=True, text=True
+        ["sh", "-ec", script], cwd=tmp_path, env={**os.environ, "PATH": path}, capture_output=True, text=True
     )
     assert ran.returncode == 0, ran.stderr
     listed = run_cairn("vault", "list", cwd=tmp_path)
