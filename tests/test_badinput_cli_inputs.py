@@ -473,3 +473,35 @@ def test_an_empty_cases_file_is_a_usage_error(vault_repo: VaultRepo, command: st
     assert done.stderr.endswith(
         "Error: Invalid value for '--cases': is empty (a shell variable that is not set?); give the file\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("command", "closed", "status", "said"),
+    [
+        ("lint", "2>&-", 0, "cards/"),  # printed its findings, then the summary to a stderr that was not there
+        ("review HEAD~1..HEAD", "2>&-", 0, "Cairn review"),
+        ("index", "2>&-", 0, "3 cards"),
+        ("add", "<&-", 2, "give --name and --summary"),  # asked `isatty()` of a stdin that was not there
+        ("init new-vault", "<&-", 0, "Created a vault"),
+    ],
+)
+def test_a_closed_standard_stream_reads_as_an_empty_one(
+    vault_repo: VaultRepo, command: str, closed: str, status: int, said: str
+) -> None:
+    """Bug fixed: a command started with stderr or stdin closed (`cairn lint 2>&-`, `cairn add <&-`, a job runner's
+    bare descriptors) ended in `unexpected AttributeError: 'NoneType' object has no attribute 'isatty'` (Python
+    leaves a closed stream None), `cairn init` after it had made the vault. They now read /dev/null there."""
+    make_vault(vault_repo)
+    vault_repo.write(REBASE_ID + "-2", "Another card", "A summary of another card for the range to review.")
+    vault_repo.commit("another card")
+    done = subprocess.run(
+        ["sh", "-c", f"'{cairn_executable()}' {command} {closed}"],
+        cwd=vault_repo.root,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    shown = done.stdout + done.stderr
+    assert done.returncode == status, shown
+    assert "unexpected" not in shown and said in shown, shown

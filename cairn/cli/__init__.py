@@ -6,6 +6,7 @@ import difflib
 import importlib
 import os
 import signal
+import sys
 from typing import Any
 
 import click
@@ -152,7 +153,25 @@ def cli() -> None:
     """
 
 
+def _open_standard_streams() -> None:
+    """A command started with stdin, stdout or stderr closed (`cairn lint 2>&-`, `cairn add <&-`, a job runner's bare
+    descriptors) gets /dev/null in its place, as git does at its start: Python leaves such a stream None, which
+    every read, write and `isatty()` tripped over (`unexpected AttributeError`), and the next file opened would take
+    the free descriptor, where a child process (git) would write its output."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)  # the lowest free descriptor: this one, unless a lower one is free
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", closefd=False))  # noqa: SIM115
+
+
 def main(args: list[str] | None = None) -> Any:
+    _open_standard_streams()
     for signum in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(signum) == signal.SIG_DFL:  # one its parent set to be ignored (`nohup`) stays ignored
             signal.signal(signum, _terminate)
