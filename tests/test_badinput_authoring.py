@@ -454,6 +454,26 @@ def test_inits_next_steps_run_in_order_register_the_vault(tmp_path: Path) -> Non
     assert str(tmp_path / "team lessons") in listed.stdout, listed.stdout
 
 
+def test_init_keeps_the_folders_mode_and_makes_the_rest_as_the_umask_says(tmp_path: Path) -> None:
+    """Bug fixed: `cairn init` copied the template with the installed package's modes, into the folder it was given
+    too: a folder made 0700 became 0755 (open to everyone), and under a umask of 077 every card was 0644."""
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    done = subprocess.run(
+        [cairn_executable(), "init", str(private), "--no-register"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: os.umask(0o077),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    made = [private, *(p for p in private.rglob("*") if ".git" not in p.relative_to(private).parts)]
+    assert any(p.name == "cairn.toml" for p in made) and any(p.suffix == ".md" for p in made)
+    assert {oct(p.stat().st_mode & 0o777) for p in made if p.is_dir()} == {oct(0o700)}
+    assert {oct(p.stat().st_mode & 0o777) for p in made if p.is_file()} == {oct(0o600)}
+
+
 def test_init_on_a_dangling_symlink_says_where_it_points(tmp_path: Path) -> None:
     """A symlink to a folder not made yet (a drive not mounted): it was "Error: File exists (lessons)"."""
     link = tmp_path / "lessons"

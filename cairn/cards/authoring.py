@@ -89,30 +89,26 @@ def _empty_clone(path: Path) -> frozenset[str]:
 
 
 def _copy_template(path: Path, again: str) -> None:
-    """Copy the template into `path`. A file that cannot be written (a full disk, a file size limit) is said in one
-    line: `copytree` goes on past it and raises a list of every file that failed, thousands of characters long."""
-    failed: list[tuple[OSError, str]] = []
-
-    def copy(src: str, dst: str) -> object:
+    """Copy the template into `path`, its files and folders with the modes the user's umask gives new ones (as git's
+    checkout does), and `path` itself left as it is: `copytree` copied the installed package's modes, which opened
+    a folder made 0700 to everyone and ignored a umask of 077. A file that cannot be written (a full disk, a file
+    size limit) is said in one line."""
+    template = template_dir()
+    for folder, children, files in os.walk(template):
+        children[:] = sorted(child for child in children if child != "__pycache__")
+        target = path / os.path.relpath(folder, template)
+        dst = target
         try:
-            return shutil.copy2(src, dst)
+            target.mkdir(exist_ok=True)
+            for name in sorted(files):
+                dst = target / name
+                shutil.copyfile(os.path.join(folder, name), dst)
         except OSError as exc:
-            failed.append((exc, dst))
-            raise
-
-    try:
-        shutil.copytree(
-            template_dir(), path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"), copy_function=copy
-        )
-    except shutil.Error:
-        if not failed:
-            raise
-        exc, dst = failed[0]
-        raise CairnError(
-            f"the vault template could not be copied into {path} ({exc.strerror or exc}: {dst}); free some space or "
-            f"raise the file size limit (`ulimit -f`), check the folder is writable, then run `{again}` again; "
-            f"nothing was kept at {path}"
-        ) from None
+            raise CairnError(
+                f"the vault template could not be copied into {path} ({exc.strerror or exc}: {dst}); free some "
+                f"space or raise the file size limit (`ulimit -f`), check the folder is writable, then run "
+                f"`{again}` again; nothing was kept at {path}"
+            ) from None
 
 
 def _first_missing(path: Path) -> Path | None:
