@@ -12,10 +12,12 @@ from pathlib import Path
 from cairn.hot.errors import CardExists, RefusedWrite
 
 
-def write_atomic(target: Path, data: bytes, *, overwrite: bool = True, mode: int = 0o644) -> None:
+def write_atomic(target: Path, data: bytes, *, overwrite: bool = True, mode: int | None = None) -> None:
     """Write `data` to `target` so readers see the old file or the new one, never half of either.
 
-    With overwrite=False an existing target raises CardExists and is left untouched.
+    With overwrite=False an existing target raises CardExists and is left untouched. mode: the new file's; by
+    default the mode the user's umask gives a new file, as an editor's or git's would have (a fixed 0644 made a
+    card of a user whose umask is 077 readable by everyone).
     """
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -40,7 +42,7 @@ def write_atomic(target: Path, data: bytes, *, overwrite: bool = True, mode: int
                 os.fsync(handle.fileno())
         except OSError as exc:
             raise named(exc, target) from None
-        os.chmod(tmp, mode)
+        os.chmod(tmp, _new_file_mode() if mode is None else mode)
         if overwrite:
             os.replace(tmp, target)
         else:
@@ -54,6 +56,13 @@ def write_atomic(target: Path, data: bytes, *, overwrite: bool = True, mode: int
                 os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _new_file_mode() -> int:
+    """The mode `open()` gives a new file under the process's umask (which can only be read by setting it)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def named(exc: OSError, target: str | os.PathLike[str]) -> OSError:

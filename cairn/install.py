@@ -447,7 +447,7 @@ def pin_workflow_version(vault_root: Path, version: str) -> None:
         flags=re.MULTILINE,
     )
     if pinned != text:
-        write_atomic(path, pinned.encode("utf-8"), overwrite=True, mode=0o644)
+        write_atomic(path, pinned.encode("utf-8"), overwrite=True, mode=stat.S_IMODE(path.stat().st_mode))
 
 
 # -- internals ----------------------------------------------------------------------------------------------------

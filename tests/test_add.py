@@ -334,3 +334,27 @@ def test_the_same_command_run_twice_says_the_card_is_there_not_to_choose_another
     other = vault_repo.cairn("add", "--name", "Another lesson", "--summary", "Another.", "--id", written[6:-3])
     assert other.returncode == 1
     assert other.stderr == f"Error: {written} already exists; choose another --id (the file was left untouched)\n"
+
+
+def test_a_new_card_and_settings_file_get_the_mode_the_umask_gives(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: every new file Cairn wrote was 0644 whatever the umask, so under a umask of 077 a card (and the
+    agent settings file `cairn install` made) was readable by everyone; an editor or git would have made it 0600."""
+    import subprocess
+
+    from helpers.vaults import cairn_executable
+
+    def run(*args: str) -> None:
+        done = subprocess.run(
+            [cairn_executable(), *args],
+            cwd=vault_repo.root,
+            capture_output=True,
+            text=True,
+            preexec_fn=lambda: os.umask(0o077),
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+
+    run("add", "--name", "Private lesson", "--summary", "Compare with git reflog before you pull.", "--body", BODY)
+    assert oct((vault_repo.root / "cards/private-lesson.md").stat().st_mode & 0o777) == oct(0o600)
+    run("install", "claude-code", "--project", str(tmp_path), "--vault", str(vault_repo.root))
+    assert oct((tmp_path / ".claude/settings.local.json").stat().st_mode & 0o777) == oct(0o600)
