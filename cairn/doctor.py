@@ -2,7 +2,7 @@
 
 Which vaults the prompt hook serves there and why, each vault's served ref and whether its index is at that
 commit (and, with the semantic extra, whether its card vectors are this encoder's and current), its git hooks and
-pre-commit, each agent's settings and the `cairn` they run, Python. The library only
+pre-commit, each agent's settings and the `cairn` they run, Python and git. The library only
 looks; it never changes anything.
 """
 
@@ -55,9 +55,9 @@ class Check:
 
 
 def run_checks(cwd: Path, env: dict[str, str] | None = None) -> list[Check]:
-    """Every check, in the order a user fixes things: Python, the configuration, the vaults, the agents."""
+    """Every check, in the order a user fixes things: Python and git, the configuration, the vaults, the agents."""
     env = dict(os.environ) if env is None else env
-    checks = [_python(), *_relative_folders(env), *_shared_folders()]
+    checks = [_python(), _git(), *_relative_folders(env), *_shared_folders()]
     entries, config_check = _config(env)
     checks.append(config_check)
     checks += _allowed_rules(env) if config_check.ok else []
@@ -77,6 +77,18 @@ def _python() -> Check:
     version = ".".join(str(n) for n in sys.version_info[:3])
     ok = sys.version_info >= (3, 10)
     return Check("python", sys.executable, ok, version, "" if ok else "install Python 3.10 or newer")
+
+
+def _git() -> Check:
+    """The `git` every command but the hook reads vaults through (an IDE's or a job's PATH may lack it)."""
+    found = shutil.which("git")
+    if found is None:
+        return Check("git", "PATH", False, "git was not found on PATH", "install git, or add its folder to PATH")
+    try:
+        said = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=10, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        said = ""
+    return Check("git", found, True, said.strip().removeprefix("git version ") or "found")
 
 
 def _relative_folders(env: dict[str, str]) -> list[Check]:

@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-import git
-from git.exc import BadName, GitCommandError, InvalidGitRepositoryError, NoSuchPathError
+# gitpython looks for git when it is imported and, finding none, fails the import with a page of advice: every
+# command, `cairn doctor` too, ended in that traceback. Quiet, it imports, and `require_git` says it in one line.
+os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 
-from cairn import mailmap
-from cairn.hot.errors import CairnError, NotAGitRepository, UnsupportedRepository
-from cairn.hot.vault import CARDS_DIR, Vault
-from cairn.mailmap import Mailmap
+import git  # noqa: E402
+from git.exc import BadName, GitCommandError, InvalidGitRepositoryError, NoSuchPathError  # noqa: E402
+
+from cairn import mailmap  # noqa: E402
+from cairn.hot.errors import CairnError, GitNotFound, NotAGitRepository, UnsupportedRepository  # noqa: E402
+from cairn.hot.vault import CARDS_DIR, Vault  # noqa: E402
+from cairn.mailmap import Mailmap  # noqa: E402
 
 SYMLINK_MODE = 0o120000
 SUBMODULE_MODE = 0o160000
@@ -45,7 +50,17 @@ class Change:
     new_path: str | None
 
 
+def require_git() -> None:
+    """Raise GitNotFound when there is no `git` on PATH (an IDE's or a job's bare PATH), before any git command
+    fails on it as something else."""
+    if shutil.which("git") is None:
+        raise GitNotFound(
+            "git was not found on PATH; install git, or add the folder that holds it to PATH, then run this again"
+        )
+
+
 def open_repo(vault: Vault) -> git.Repo:
+    require_git()
     if vault.git_root is None:
         raise NotAGitRepository(
             f"{vault.root} is not in a git repository; run `git init` and commit your cards (or use --worktree)"
@@ -667,6 +682,7 @@ def init_repo(path: Path) -> git.Repo:
     every git command run through it: git's environment describing another repository initialised that one again
     and stopped as a bug in Cairn (GIT_DIR, GIT_WORK_TREE), or took the new vault's files into the other
     repository's staging area (GIT_INDEX_FILE)."""
+    require_git()
     # `--`: a folder named `-x` is the folder, not an option of git init
     args = ["git", "init", "-q", *(["--initial-branch=main"] if _supports_initial_branch() else []), "--", str(path)]
     env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARIABLES}
@@ -908,6 +924,7 @@ def last_commit_day(path: Path) -> str | None:
     names: `git status` runs `core.fsmonitor` and the clean filters of `.gitattributes`; the file's blob id is
     compared with HEAD's (`hash-object --no-filters`, `ls-tree`) instead. A file that a filter (CRLF) changes on
     checkout reads as changed: dated today."""
+    require_git()
     try:
         repo = git.Repo(path.resolve().parent, search_parent_directories=True)
     except (InvalidGitRepositoryError, NoSuchPathError):
@@ -940,7 +957,10 @@ def _last_commit_day(repo: git.Repo, path: Path) -> str | None:
 
 
 def is_ignored(path: Path) -> bool | None:
-    """Whether git ignores the file at `path` in the work tree it is in (`git check-ignore`); None outside one."""
+    """Whether git ignores the file at `path` in the work tree it is in (`git check-ignore`); None outside one, and
+    without a git to ask."""
+    if shutil.which("git") is None:
+        return None
     folder = path.parent
     while not folder.is_dir() and folder != folder.parent:
         folder = folder.parent

@@ -505,3 +505,23 @@ def test_a_closed_standard_stream_reads_as_an_empty_one(
     shown = done.stdout + done.stderr
     assert done.returncode == status, shown
     assert "unexpected" not in shown and said in shown, shown
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("list",), ("recall", "git pull --rebase dropped my commits"), ("index",), ("init", "new-vault"), ("demo",)],
+)
+def test_a_path_without_git_is_one_line_saying_so(vault_repo: VaultRepo, tmp_path: Path, args: tuple[str, ...]) -> None:
+    """Bug fixed: with no `git` on PATH (an IDE's or a job's bare PATH), gitpython failed its own import with a
+    page of advice, so every command (and `cairn doctor`) ended in a traceback of 60 lines, or in `unexpected
+    ImportError (a bug in Cairn)`."""
+    make_vault(vault_repo)
+    bare = tmp_path / "bare-bin"
+    bare.mkdir()
+    done = vault_repo.cairn(*args, env={"PATH": str(bare)})
+    assert _one_error_line(done) == (
+        "Error: git was not found on PATH; install git, or add the folder that holds it to PATH, then run this again"
+    )
+    doctor = vault_repo.cairn("doctor", env={"PATH": str(bare)})
+    assert doctor.returncode == 1 and "Traceback" not in doctor.stderr
+    assert "FAIL git PATH: git was not found on PATH  -> install git, or add its folder to PATH" in doctor.stdout

@@ -13,6 +13,10 @@ class NotAGitRepository(CairnError):
     pass
 
 
+class GitNotFound(CairnError):
+    """No `git` on PATH: Cairn reads every vault through git."""
+
+
 class UnsupportedRepository(NotAGitRepository):
     """A git repository Cairn cannot read (objects named by SHA-256)."""
 

@@ -19,9 +19,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import git
+from typing import TYPE_CHECKING, Any
 
 from cairn import gitrepo
 from cairn.cards.card import card_id_from_path
@@ -33,6 +31,9 @@ from cairn.hot.vault import Vault
 from cairn.index import build as indexer
 from cairn.index import expiry, store
 from cairn.index.build import index_file_for
+
+if TYPE_CHECKING:  # gitpython is imported by `cairn.gitrepo` alone (it quiets gitpython's check for git)
+    import git
 
 LOG_FILE = "hook.jsonl"
 SESSIONS_DIR = "sessions"

@@ -11,9 +11,7 @@ import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import git
+from typing import TYPE_CHECKING, Any
 
 from cairn import __version__, gitrepo
 from cairn.cards.card import MAX_CARD_BYTES, Card, card_id_from_path, oversize_finding, parse_card
@@ -26,6 +24,9 @@ from cairn.hot.vault import CARDS_DIR, Vault, worktree_card_files
 from cairn.index import cardread, expiry, provenance, refcache, store
 from cairn.index.cardread import card_terms
 from cairn.lint import security
+
+if TYPE_CHECKING:  # gitpython is imported by `cairn.gitrepo` alone (it quiets gitpython's check for git)
+    import git
 
 Progress = Callable[[int, int], None]
 

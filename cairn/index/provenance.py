@@ -16,14 +16,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import git
+from typing import TYPE_CHECKING, Any
 
 from cairn import gitrepo
 from cairn.cards.card import card_id_from_path, parse_card
 from cairn.hot.vault import Vault
 from cairn.index.store import CardTerms
+
+if TYPE_CHECKING:  # gitpython is imported by `cairn.gitrepo` alone (it quiets gitpython's check for git)
+    import git
 
 # Stored in the index's meta; an index of another format is rebuilt, not joined. 2: authors without an e-mail told
 # apart, the root commit's cards and cards fixed after an index given their whole history (1's stored values were not).
