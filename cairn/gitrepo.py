@@ -678,13 +678,15 @@ _REPOSITORY_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMM
 
 
 def init_repo(path: Path) -> git.Repo:
-    """A new repository in `path` (its branch `main` where git can name it), opened with its own folders named to
-    every git command run through it: git's environment describing another repository initialised that one again
-    and stopped as a bug in Cairn (GIT_DIR, GIT_WORK_TREE), or took the new vault's files into the other
-    repository's staging area (GIT_INDEX_FILE)."""
+    """A new repository in `path` (its branch `main`, whatever git's version or `init.defaultBranch`; a clone of an
+    empty repository keeps the branch its clone chose), opened with its own folders named to every git command run
+    through it: git's environment describing another repository initialised that one again and stopped as a bug in
+    Cairn (GIT_DIR, GIT_WORK_TREE), or took the new vault's files into the other repository's staging area
+    (GIT_INDEX_FILE)."""
     require_git()
+    new, named = not (path / ".git").exists(), _supports_initial_branch()
     # `--`: a folder named `-x` is the folder, not an option of git init
-    args = ["git", "init", "-q", *(["--initial-branch=main"] if _supports_initial_branch() else []), "--", str(path)]
+    args = ["git", "init", "-q", *(["--initial-branch=main"] if named else []), "--", str(path)]
     env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARIABLES}
     done = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -693,6 +695,8 @@ def init_repo(path: Path) -> git.Repo:
     root = Path(os.path.abspath(path))  # git runs in the work tree: a relative path would be read from there
     own = _git_dir(root)
     repo.git.update_environment(GIT_DIR=str(own), GIT_WORK_TREE=str(root), GIT_INDEX_FILE=str(own / "index"))
+    if new and not named:  # git before 2.28 (Ubuntu 20.04's 2.25) has no --initial-branch: its `master` is renamed
+        repo.git.symbolic_ref("HEAD", "refs/heads/main")
     return repo
 
 

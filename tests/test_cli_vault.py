@@ -591,3 +591,29 @@ def test_the_embedded_repository_note_runs_as_printed_for_a_folder_named_with_a_
     steps = subprocess.run(["sh", "-c", told.group(1)], cwd=tmp_path, capture_output=True, text=True, check=False)
     assert steps.returncode == 0, steps.stderr
     assert outer.git("diff", "--cached", "--name-only").splitlines()[0].startswith("-lessons/")
+
+
+def test_init_names_the_branch_main_under_a_git_older_than_2_28(tmp_path: Path) -> None:
+    """Bug fixed: under a git with no `--initial-branch` (before 2.28: Ubuntu 20.04's is 2.25) the vault's branch was
+    `master`, while init's next steps (and the README) said to commit on main."""
+    import stat
+
+    from helpers.vaults import run_cairn
+
+    old = tmp_path / "old-git"
+    old.mkdir()
+    real = shutil.which("git")
+    assert real
+    (old / "git").write_text(
+        f'#!/bin/sh\ncase "$1" in --version|version) echo "git version 2.25.1"; exit 0;; esac\nexec {real} "$@"\n'
+    )
+    (old / "git").chmod(stat.S_IRWXU)
+    # an old git's own default, whatever the test's git configuration says
+    master = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "init.defaultBranch", "GIT_CONFIG_VALUE_0": "master"}
+    done = run_cairn(
+        "init", "lessons", "--no-register", cwd=tmp_path, env={"PATH": f"{old}:{os.environ['PATH']}", **master}
+    )
+    assert done.returncode == 0, done.stderr
+    assert "commit them on main" in done.stdout
+    branch = subprocess.run(["git", "symbolic-ref", "HEAD"], cwd=tmp_path / "lessons", capture_output=True, check=True)
+    assert branch.stdout.decode().strip() == "refs/heads/main"
