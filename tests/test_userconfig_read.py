@@ -284,3 +284,25 @@ def test_doctor_says_how_to_fix_a_configuration_that_is_a_folder(isolated_env: P
     assert check["fix"] == f"mv {folder} {folder}.not-a-file && cairn vault add PATH"
     moved = subprocess.run(check["fix"].split(" && ")[0], shell=True, check=False)
     assert moved.returncode == 0 and not folder.exists() and folder.with_name("config.toml.not-a-file").is_dir()
+
+
+def test_a_path_a_non_utf8_locale_cannot_name_is_not_cached_as_the_files_error(
+    vault_repo: VaultRepo, isolated_env: Path
+) -> None:
+    """Bug fixed: one run of Cairn (the hook, `cairn list`) in a locale that cannot name a vault's path (`文` under
+    an ISO-8859-1 or ASCII locale) cached "'ascii' codec can't encode character" as the configuration's error: from
+    then on every prompt in every locale got nothing from any vault, and every command failed with it, until the
+    file was edited. The file is fine; the other vaults are served there and everywhere else."""
+    make_vault(vault_repo)
+    write_config(
+        isolated_env,
+        f'[[vaults]]\nname = "team"\npath = "{vault_repo.root}"\n\n[[vaults]]\nname = "zh"\npath = "/srv/笔记"\n',
+    )
+    ascii_locale = {"LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}  # Python's file names in ASCII
+    payload = payload_for("json", FITTING_PROMPT, vault_repo.root)
+    hooked = run_cairn("hook", "--format", "json", cwd=vault_repo.root, input=payload, env=ascii_locale)
+    assert hooked.returncode == 0, hooked.stderr
+    assert [card["id"] for card in json.loads(hooked.stdout)["cards"]] == [f"team:{REBASE_ID}"]
+    listed = run_cairn("vault", "list", cwd=vault_repo.root)
+    assert listed.returncode == 0, listed.stderr
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == ["team", "zh"]

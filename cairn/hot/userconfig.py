@@ -221,7 +221,10 @@ def _validated(file: str, document: object, env: "Mapping[str, str]") -> "dict[s
         if entry["name"] in names:
             raise ValueError(f"{where}: the name {entry['name']!r} is used twice; give each vault its own name")
         names.add(entry["name"])
-        folder = os.path.realpath(entry["path"])  # a symlink to a listed vault is that vault (`vault add` agrees)
+        try:
+            folder = os.path.realpath(entry["path"])  # a symlink to a listed vault is that vault (`vault add` agrees)
+        except ValueError:  # a path this locale cannot name (`文` under LANG=en_US.ISO-8859-1): the environment's
+            folder = entry["path"]  # failure, not the file's, which the copy would keep for every later prompt
         if folder in paths:
             raise ValueError(
                 f"{where}: the path {entry['path']!r} is already vault {paths[folder]!r}; list a vault once"
