@@ -606,3 +606,19 @@ def test_a_settings_folder_that_takes_no_new_file_names_the_settings_file(
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1
     assert "(/proc/self/hooks.json)" in done.stderr and ".tmp" not in done.stderr, done.stderr
+
+
+def test_git_hooks_on_a_read_only_vault_name_no_cache_variable(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: `cairn install git-hooks` in a vault on a read-only file system said to "point CAIRN_CACHE_DIR /
+    CAIRN_STATE_DIR at a writable folder", which moves nothing of the vault's; that advice is now given only for
+    the cache and state folders (and CAIRN_CONFIG for the configuration's)."""
+    make_vault(vault_repo)
+    for hook in (vault_repo.root / ".git" / "hooks").glob("post-*"):
+        hook.unlink()
+    done = cairn_on_read_only(vault_repo.root, "install", "git-hooks", cwd=vault_repo.root)
+    assert done.returncode == 1
+    line = done.stderr.strip()
+    assert line.startswith("Error: Read-only file system (") and "\n" not in line, done.stderr
+    assert line.endswith(
+        "that file system is read-only; make it writable (or work on a copy elsewhere), then run this again"
+    )

@@ -165,7 +165,6 @@ _OS_HINTS = {
     errno.EFBIG: "a file size limit (`ulimit -f`) or the file system stopped the write; raise the limit or free some "
     "space, then run this again",
     errno.EDQUOT: "the disk quota is used up; free some space, or point CAIRN_CACHE_DIR / CAIRN_STATE_DIR elsewhere",
-    errno.EROFS: "that file system is read-only; point CAIRN_CACHE_DIR / CAIRN_STATE_DIR at a writable folder",
     errno.EACCES: "permission denied; check the folder's owner and mode",
     errno.ENOTDIR: "a file stands where a folder should be; move it away",
     errno.EISDIR: "a folder stands where a file should be; move it away",
@@ -217,8 +216,31 @@ def os_error_text(exc: OSError) -> str:
     if isinstance(exc, FileNotFoundError) and relative and not _cwd_exists():
         return "the current folder no longer exists (removed?); cd into one that does and run this again"
     where = f" ({exc.filename})" if exc.filename else ""
-    hint = _OS_HINTS.get(exc.errno or 0)
+    hint = _read_only_hint(exc.filename) if exc.errno == errno.EROFS else _OS_HINTS.get(exc.errno or 0)
     return f"{exc.strerror or exc}{where}" + (f": {hint}" if hint else "")
+
+
+def _read_only_hint(filename: object) -> str:
+    """What to do about a read-only file system: the variable that moves Cairn's own folder there (the cache, the
+    state, the user configuration); elsewhere (a vault's hooks, a project) no variable helps."""
+    from cairn.hot import cache_folder, state_folder
+    from cairn.hot.userconfig import config_file
+
+    path = os.path.abspath(filename) if isinstance(filename, str) else ""
+    for folder, variable in ((cache_folder, "CAIRN_CACHE_DIR"), (state_folder, "CAIRN_STATE_DIR")):
+        try:
+            mine = folder()
+        except CairnError:  # no home folder to tell it by
+            continue
+        if path and (path == mine or path.startswith(mine + "/") or mine.startswith(path + "/")):
+            return f"that file system is read-only; point {variable} at a writable folder"
+    try:
+        config = os.path.dirname(config_file())
+    except CairnError:
+        config = ""
+    if path and config and (path == config or path.startswith(config + "/") or config.startswith(path + "/")):
+        return "that file system is read-only; point CAIRN_CONFIG at a file in a writable folder"
+    return "that file system is read-only; make it writable (or work on a copy elsewhere), then run this again"
 
 
 def _cwd_exists() -> bool:
