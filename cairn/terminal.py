@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from cairn.cards.visible import invisible_in
 
@@ -32,3 +33,16 @@ _LINE_BREAKS = str.maketrans({"\n": "?", "\u2028": "?", "\u2029": "?", "\t": " "
 def clean_line(text: str) -> str:
     """`clean` for a line that must stay one line (a finding, a file name): newlines and tabs become `?` too."""
     return clean(text).translate(_LINE_BREAKS)
+
+
+def columns(text: str) -> int:
+    """How many terminal columns `text` takes: a wide or fullwidth character (CJK, most emoji) two, a combining
+    mark none, the rest one; `len` counted `中文/缓存` as 5 of its 9 columns."""
+    if text.isascii():
+        return len(text)
+    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def pad(text: str, width: int) -> str:
+    """`text` padded with spaces to `width` terminal columns (`str.ljust` for text that may hold wide characters)."""
+    return text + " " * max(0, width - columns(text))

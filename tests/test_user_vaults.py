@@ -479,6 +479,24 @@ def test_list_lines_up_a_superseded_card_with_the_others(vault_repo: VaultRepo) 
     assert len({line.index("verified") for line in lines}) == 1, lines
 
 
+def test_list_lines_up_a_card_whose_id_is_chinese_on_a_terminal(vault_repo: VaultRepo) -> None:
+    """Bug fixed: the id column was padded by characters, not by the columns a terminal gives them, so a card whose
+    id holds Chinese or an emoji (each two columns wide) pushed its status and dates right of every other card's."""
+    import unicodedata
+
+    def columns(text: str) -> int:  # what a terminal gives them
+        return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+    vault_repo.write("git/rebase-with-care", "Rebase lesson", "Rebase with care.", scope=["git"])
+    vault_repo.write(
+        "中文/缓存-🐳", "缓存目录权限错误", "构建时缓存目录属于 root 会导致 npm 安装失败。", scope=["docker"]
+    )
+    vault_repo.commit()
+    lines = vault_repo.cairn("list").stdout.splitlines()[:2]
+    assert [line.split()[0] for line in lines] == ["git/rebase-with-care", "中文/缓存-🐳"]
+    assert len({columns(line[: line.index("active")]) for line in lines}) == 1, lines
+
+
 def test_list_keeps_a_card_on_its_own_line(vault_repo: VaultRepo) -> None:
     """A scope tag is vault text: one holding a line break printed a line of its own, which read as another card."""
     vault_repo.write_raw(

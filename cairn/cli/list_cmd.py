@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cairn.cli.common import echo, echo_json, errors_to_exit, indexing, json_option, open_vault, vault_option, warn
-from cairn.terminal import clean_line
+from cairn.terminal import clean_line, columns, pad
 
 if TYPE_CHECKING:
     from cairn.cards.listing import ListedCard
@@ -137,14 +137,14 @@ def _print_rows(rows: list[tuple[str, ListedCard]]) -> None:
     """One line a card: its id, status and scope are vault text (a file name, a tag, an unknown status), so a line
     break in them is shown as `?` and cannot start a line of its own."""
     rows = [(clean_line(shown), card) for shown, card in rows]
-    width = max(len(shown) for shown, _ in rows)
+    width = max(columns(shown) for shown, _ in rows)
     # "superseded", which list prints as a status of its own, is longer than "active" and "retired"
     status_width = max(len(clean_line(card.status)) for _, card in rows)
     for shown, card in rows:
         scope = clean_line(",".join(card.scope)) or "-"
         mark = "  DUE" if card.due else ""
         echo(
-            f"{shown.ljust(width)}  {clean_line(card.status).ljust(status_width)}  "
+            f"{pad(shown, width)}  {clean_line(card.status).ljust(status_width)}  "
             f"verified {card.verified_at or 'never':<10}  "
             f"review by {card.due_on or 'now':<10}  {scope}{mark}"
         )

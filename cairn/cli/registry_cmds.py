@@ -21,6 +21,7 @@ from cairn.cli.common import (
 )
 from cairn.hot.gitrefs import served_ref
 from cairn.hot.userconfig import config_file, load_vaults
+from cairn.terminal import columns, pad
 
 
 def _scope_tags(given: tuple[str, ...]) -> tuple[str, ...]:
@@ -221,7 +222,7 @@ def list_cmd(as_json: bool) -> None:
         echo(f"No vault is configured ({config_file()}); add one with `cairn vault add PATH`.")
         return
     name_width = max(len(row["name"]) for row in rows)
-    path_width = max(len(row["path"]) for row in rows)
+    path_width = max(columns(row["path"]) for row in rows)
     for row in rows:
         ref = row["served_ref"] or "-"  # a missing folder with no `ref` configured has no ref to show
         served = f"{ref} @ {row['commit'][:8]}" if row["commit"] else f"{ref} ({row['problem'] or 'no commit'})"
@@ -232,7 +233,7 @@ def list_cmd(as_json: bool) -> None:
                 "" if row["exists"] else "  (not a folder)" if os.path.lexists(row["path"]) else "  (missing folder)",
             ]
         )
-        echo(f"{row['name']:<{name_width}}  {row['path']:<{path_width}}  {served}{extra}")
+        echo(f"{row['name']:<{name_width}}  {pad(row['path'], path_width)}  {served}{extra}")
 
 
 def _work_tree(path: str) -> str:

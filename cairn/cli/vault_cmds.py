@@ -33,7 +33,7 @@ from cairn.hot.errors import CairnError, CardNotFound, InvalidId, VaultNotFound
 from cairn.hot.vault import Vault, find_vault
 from cairn.index import build as indexer
 from cairn.index.store import IndexBusy
-from cairn.terminal import clean_line
+from cairn.terminal import clean_line, columns, pad
 
 
 def _vault_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -135,8 +135,8 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
         ("cairn add ... && git commit", "write cards; commit them on main (or merge) to serve them"),
         ("cairn doctor", "check the whole setup"),
     ]
-    width = max(len(command) for command, _ in steps)
-    echo("Next:\n" + "\n".join(f"  {command.ljust(width)}  # {why}" for command, why in steps))
+    width = max(columns(command) for command, _ in steps)
+    echo("Next:\n" + "\n".join(f"  {pad(command, width)}  # {why}" for command, why in steps))
     undone = [
         *(
             [f"not indexed: {not_indexed}; fix that, then run `cairn index --vault {where}`"]
