@@ -525,3 +525,11 @@ def test_a_path_without_git_is_one_line_saying_so(vault_repo: VaultRepo, tmp_pat
     doctor = vault_repo.cairn("doctor", env={"PATH": str(bare)})
     assert doctor.returncode == 1 and "Traceback" not in doctor.stderr
     assert "FAIL git PATH: git was not found on PATH  -> install git, or add its folder to PATH" in doctor.stdout
+
+
+def test_the_init_a_missing_vault_folder_suggests_can_be_pasted(tmp_path: Path) -> None:
+    """Bug fixed: `--vault '/x/my lessons'` (not made yet) said to run `cairn init /x/my lessons`, which the shell
+    splits in two: init then refused its second argument."""
+    missing = tmp_path / "my lessons"
+    line = _one_error_line(run_cairn("list", "--vault", str(missing), cwd=tmp_path))
+    assert line.endswith(f"create one with `cairn init '{missing}'`"), line

@@ -260,21 +260,16 @@ def locate_vault(
                 raise _not_found(
                     f"CAIRN_VAULT names one vault, not a list: {str(given)!r}; set it to a single vault's folder"
                 )
-            from shlex import quote  # only here, when the folder is missing: the command runs as printed
-
-            made = quote(f"./{root}" if root.startswith("-") else root)  # `cairn init -x` reads -x as an option
-            raise _not_found(f"vault {str(given)!r} is not a folder; create one with `cairn init {made}`")
+            raise _not_found(f"vault {str(given)!r} is not a folder; create one with `cairn init {_shell_word(given)}`")
         if not is_dir(os.path.join(root, CARDS_DIR)):
             real = resolve(root)
             parent = os.path.dirname(real)
             if os.path.basename(real) == CARDS_DIR and _holds_a_vault(parent):
                 raise _not_found(f"{str(given)!r} is a vault's cards/ folder; pass the vault itself: {parent}")
             if _is_bare_repository(real):  # a mirror or a server's copy: its commits hold cards, no folder does
-                from shlex import quote
-
                 raise _not_found(
                     f"{str(given)!r} is a bare git repository, with no work tree to hold cards/; clone it "
-                    f"(`git clone {quote(real)} FOLDER`) and give the clone's folder"
+                    f"(`git clone {_shell_word(real)} FOLDER`) and give the clone's folder"
                 )
             raise _not_found(f"{str(given)!r} has no cards/ folder; create a vault with `cairn init PATH`")
         return _vault_at(resolve(root))
@@ -287,6 +282,14 @@ def locate_vault(
             break
         folder = parent
     raise _not_found("no vault here; pass --vault PATH, set CAIRN_VAULT, or create one with `cairn init PATH`")
+
+
+def _shell_word(path: "str | os.PathLike[str]") -> str:
+    """`path` as one word of a command to paste (a space, a quote, a leading dash: `my lessons`, `-notes`)."""
+    import shlex  # an error's text only, never on the hook's way
+
+    text = os.fspath(path)
+    return shlex.quote(f"./{text}" if text.startswith("-") else text)
 
 
 def _not_found(message: str) -> "VaultNotFound":
