@@ -533,3 +533,21 @@ def test_the_init_a_missing_vault_folder_suggests_can_be_pasted(tmp_path: Path) 
     missing = tmp_path / "my lessons"
     line = _one_error_line(run_cairn("list", "--vault", str(missing), cwd=tmp_path))
     assert line.endswith(f"create one with `cairn init '{missing}'`"), line
+
+
+def test_a_locale_that_cannot_name_a_configured_vaults_path_is_one_line(
+    vault_repo: VaultRepo, isolated_env: Path
+) -> None:
+    """Bug fixed: in a locale whose encoding is not UTF-8 (ISO-8859-1, or ASCII here), a configured vault whose path
+    holds a letter that encoding lacks (`/srv/笔记`) ended `cairn list`, `recall` and `doctor` in every other vault
+    as `unexpected UnicodeEncodeError (a bug in Cairn)`; it is one line saying to use a UTF-8 locale."""
+    make_vault(vault_repo)
+    config = isolated_env / "xdg-config" / "cairn" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[[vaults]]\nname = "zh"\npath = "/srv/笔记"\n', encoding="utf-8")
+    ascii_locale = {"LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}  # Python's file names in ASCII
+    line = _one_error_line(vault_repo.cairn("list", env=ascii_locale))
+    assert line.startswith("Error: a path holds ") and line.endswith(
+        "which this locale's encoding (ascii) cannot name; run Cairn in a UTF-8 locale (LC_ALL=C.UTF-8) or with "
+        "PYTHONUTF8=1"
+    ), line

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import errno
 import functools
 import json
@@ -194,19 +195,42 @@ def errors_to_exit(func: F) -> F:
             raise click.ClickException(clean_line(os_error_text(exc))) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except UnicodeEncodeError as exc:
+            if not _is_file_name_encoding(exc.encoding):
+                raise click.ClickException(clean_line(_unexpected(exc))) from None
+            locale_named = sys.getfilesystemencoding()
+            raise click.ClickException(
+                clean_line(
+                    f"a path holds {exc.object[exc.start : exc.end]!r}, which this locale's encoding ({locale_named}) "
+                    "cannot name; run Cairn in a UTF-8 locale (LC_ALL=C.UTF-8) or with PYTHONUTF8=1"
+                )
+            ) from None
         except RecursionError:
             raise click.ClickException("the input is nested too deeply to read") from None
         except MemoryError:
             raise click.ClickException("out of memory; the input is too large") from None
         except Exception as exc:
-            if os.environ.get("CAIRN_DEBUG"):
-                raise
-            text = str(exc).splitlines()[0][:300] if str(exc) else ""
-            raise click.ClickException(
-                clean_line(f"unexpected {type(exc).__name__}: {text} (a bug in Cairn; CAIRN_DEBUG=1 shows where)")
-            ) from None
+            raise click.ClickException(clean_line(_unexpected(exc))) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _unexpected(exc: Exception) -> str:
+    """An exception that escaped a command: a bug in Cairn (CAIRN_DEBUG=1 raises it with its traceback)."""
+    if os.environ.get("CAIRN_DEBUG"):
+        raise exc
+    text = str(exc).splitlines()[0][:300] if str(exc) else ""
+    return f"unexpected {type(exc).__name__}: {text} (a bug in Cairn; CAIRN_DEBUG=1 shows where)"
+
+
+def _is_file_name_encoding(encoding: str) -> bool:
+    """Whether `encoding` is the one Python names files in here when that is not UTF-8 (LANG=en_US.ISO-8859-1,
+    zh_CN.GB18030): the paths of a vault or configuration written in UTF-8 may hold what it cannot encode."""
+    named = codecs.lookup(sys.getfilesystemencoding()).name
+    try:
+        return named != "utf-8" and codecs.lookup(encoding).name == named
+    except LookupError:
+        return False
 
 
 def os_error_text(exc: OSError) -> str:
