@@ -1010,6 +1010,10 @@ def test_a_long_review_reports_each_stage(vault_repo: VaultRepo) -> None:
     code, output = run_on_terminal(["review", "main..many"], vault_repo.root)
     assert code == 0, output
     assert b"review: comparing changed cards" in output and b"30/30" in output
+    assert b"\r\x1b[K" in output  # each stage's bar drawn over the last one's
+    code, output = run_on_terminal(["review", "main..many"], vault_repo.root, env={"TERM": "dumb"})
+    assert code == 0 and b"30/30" in output  # a dumb terminal shows an escape sequence as text: a line each
+    assert b"\x1b[K" not in output
     piped = vault_repo.cairn("review", "main..many")
     assert piped.returncode == 0 and "review:" not in piped.stderr
 

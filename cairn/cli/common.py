@@ -422,7 +422,9 @@ def progress_stages() -> Iterator[Callable[[str], Callable[[int, int], None]]]:
             bar = state.get("bar")
             if bar is None or state["label"] != label:
                 if bar is not None:
-                    sys.stderr.write("\r\x1b[K")  # the last stage's bar, cleared: the next one takes its line
+                    # the last stage's bar, cleared: the next one takes its line (a dumb terminal shows an escape
+                    # sequence as text: there the next bar starts a line of its own)
+                    sys.stderr.write("\n" if os.environ.get("TERM") == "dumb" else "\r\x1b[K")
                 bar = click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True)
                 bar.__enter__()
                 state.update(bar=bar, label=label, pos=0)

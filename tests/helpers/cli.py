@@ -45,15 +45,20 @@ def _working_directory(path: Path | None) -> Iterator[None]:
         os.chdir(before)
 
 
-def run_on_terminal(args: Sequence[str], cwd: Path, timeout: float = 120) -> tuple[int, bytes]:
-    """The installed `cairn ARGS` with stdout and stderr on a pseudo-terminal, as a user at a terminal runs it:
-    (exit code, everything it wrote there)."""
+def run_on_terminal(
+    args: Sequence[str], cwd: Path, timeout: float = 120, env: dict[str, str] | None = None
+) -> tuple[int, bytes]:
+    """The installed `cairn ARGS` with stdout and stderr on a pseudo-terminal, as a user at a terminal runs it, `env`
+    added to the environment: (exit code, everything it wrote there)."""
     import pty
 
     from helpers.vaults import cairn_executable
 
     primary, secondary = pty.openpty()
-    with subprocess.Popen([cairn_executable(), *args], stdout=secondary, stderr=secondary, cwd=cwd) as process:
+    full = {**os.environ, **(env or {})}
+    with subprocess.Popen(
+        [cairn_executable(), *args], stdout=secondary, stderr=secondary, cwd=cwd, env=full
+    ) as process:
         os.close(secondary)
         output = b""
         while True:
