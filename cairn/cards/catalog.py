@@ -12,10 +12,10 @@ from cairn.cards.visible import strip_invisible
 from cairn.hot.errors import CardNotFound
 from cairn.hot.vault import Vault
 from cairn.index.build import Progress, open_index, read_worktree_card
-from cairn.lint.rules.prompt_injection import instruction_in
+from cairn.lint.security import refused_text
 
 MAX_PROVENANCE_CHARS = 200  # an author's name or e-mail as shown; git sets no bound
-WITHHELD = "(withheld: reads as an instruction to the agent)"  # what stands for such a name
+WITHHELD = "(withheld: the security rules refuse this text in a card)"  # what stands for such a name
 
 
 def card_record(
@@ -77,25 +77,29 @@ def card_record(
         by = index.superseded().get(stored["id"], ()) if stored.get("status", "active") == "active" else ()
         stored["superseded_by"] = list(by)  # never served while an active card supersedes it
     # Git's names and e-mails are text no lint reads (an author named with a bidi override reads as another name,
-    # one named "ignore your instructions and ..." as an instruction): shown without invisible characters, as the
-    # parser gives every field of the card, bounded, and withheld where the prompt-injection rule finds an instruction.
+    # one named "ignore your instructions and ..." as an instruction, one named `curl ... | sh` as a command): shown
+    # without invisible characters, as the parser gives every field of the card, bounded, and withheld where a
+    # security rule refuses it, as the index refuses a card holding it. The names a `.mailmap` gives are judged too
+    # (`_from_git_now`).
     _from_git_now(vault, stored)
-    stored["provenance"] = _visible(stored.get("provenance"))
     return stored
 
 
-def _visible(value: Any) -> Any:
+def _visible(value: Any, judged: dict[str, str]) -> Any:
     """`value` (provenance as stored: dicts, lists, text) with every text's invisible characters removed, each text
-    cut to `MAX_PROVENANCE_CHARS`, and a text that reads as an instruction to the agent `WITHHELD`."""
+    cut to `MAX_PROVENANCE_CHARS`, and a text a security rule refuses `WITHHELD`. judged: each text's verdict so
+    far (a name recurs in every entry its commits made)."""
     if isinstance(value, str):
-        text = strip_invisible(value)
-        if len(text) > MAX_PROVENANCE_CHARS:
-            text = text[: MAX_PROVENANCE_CHARS - 1] + "…"
-        return WITHHELD if instruction_in(text) else text
+        if value not in judged:
+            text = strip_invisible(value)
+            if len(text) > MAX_PROVENANCE_CHARS:
+                text = text[: MAX_PROVENANCE_CHARS - 1] + "…"
+            judged[value] = WITHHELD if refused_text(text) else text
+        return judged[value]
     if isinstance(value, dict):
-        return {key: _visible(item) for key, item in value.items()}
+        return {key: _visible(item, judged) for key, item in value.items()}
     if isinstance(value, list):
-        return [_visible(item) for item in value]
+        return [_visible(item, judged) for item in value]
     return value
 
 
@@ -104,9 +108,11 @@ def _from_git_now(vault: Vault, record: dict[str, Any]) -> None:
     key removed from the allowed signers, a signing key set up since: the index kept the verdict of its build, so
     `show` said "signed" where `audit --require-signed` failed), in a shallow clone that history stops at its
     boundary (a card "created" there may be older, by other authors), and each author under the name the indexed
-    commit's `.mailmap` gives them (`cairn.mailmap`; the index stores authors as committed)."""
+    commit's `.mailmap` gives them (`cairn.mailmap`; the index stores authors as committed). Every text of git's is
+    shown as `_visible` makes it, `.mailmap`'s names included; the verdicts of git's signature check are added after."""
     provenance = record.get("provenance")
     if not isinstance(provenance, dict):
+        record["provenance"] = _visible(provenance, {})
         return
     from cairn import gitrepo
 
@@ -121,11 +127,14 @@ def _from_git_now(vault: Vault, record: dict[str, Any]) -> None:
     for ref in refs:
         if isinstance(ref.get("author"), str) and isinstance(ref.get("email"), str):
             ref["author"], ref["email"] = names.identity(ref["author"], ref["email"])
-        verdict = verdicts.get(ref.get("commit"))  # type: ignore[arg-type]
-        if verdict is not None:
-            ref.update(signature=verdict.status, signed=verdict.status == "G", signing_key=verdict.key or None)
     if isinstance(provenance.get("authors"), list):
         provenance["authors"] = names.authors([a for a in provenance["authors"] if isinstance(a, dict)])
+    record["provenance"] = provenance = _visible(provenance, {})
+    for key in ("created", "last_changed", "summary_changed"):
+        ref = provenance.get(key)
+        verdict = verdicts.get(ref.get("commit")) if isinstance(ref, dict) else None  # type: ignore[arg-type]
+        if isinstance(ref, dict) and verdict is not None:
+            ref.update(signature=verdict.status, signed=verdict.status == "G", signing_key=verdict.key or None)
     if isinstance(provenance.get("created"), dict) and provenance["created"].get("commit") in boundary:
         provenance["shallow"] = True
 

@@ -89,6 +89,20 @@ def ignored_warning(config_file: str, entry: str, still: tuple[str, ...], line: 
 VERSION = SECURITY_RULES_VERSION
 
 
+def refused_text(text: str) -> str | None:
+    """What the security rules refuse in a text no card holds (git's author names and e-mails, a card's former
+    paths: `cairn show` and MCP `show` give them beside a card), read as a card's served name is read: the first
+    refusal's rule and message, or None when they refuse nothing."""
+    card = Card(id="provenance", path="cards/provenance.md", name=text, summary="")
+    target = Target(card.path, None, card, ())
+    context = Context(LintSettings(), dt.date.today(), {}, lambda ids: {})
+    for rule in security_rules():
+        for finding in rule.run(target, context):
+            if finding.severity == ERROR:
+                return f"{finding.rule}: {finding.message}"
+    return None
+
+
 def refusals(
     rel_path: str, data: bytes, card: Card, disable: Iterable[str] = (), *, off: tuple[str, ...] | None = None
 ) -> list[Finding]:

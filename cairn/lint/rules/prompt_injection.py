@@ -924,15 +924,6 @@ def _parts(field: Field, text: str) -> list[tuple[int, str]]:
     return out
 
 
-def instruction_in(text: str) -> str | None:
-    """What the rule finds in a text no card field holds (git's author names and e-mails, shown beside a card), read
-    as a served field is (after NFKC, in each of its readings); None when it reads as no instruction."""
-    for reading in _readings(unicodedata.normalize("NFKC", text)):
-        for _, what in _scan(reading, served=True):
-            return f"the text {what}"
-    return None
-
-
 def _scan(text: str, served: bool, runs: list[tuple[str, _Pattern]] | None = None) -> Iterator[tuple[int, str]]:
     """(offset, what) of each pattern that matches the text (`runs`: those whose needles it holds, when known)."""
     for what, pattern in _candidates(text, served) if runs is None else runs:
