@@ -242,6 +242,20 @@ def test_list_shows_a_status_with_a_line_break_on_its_cards_line(vault_repo: Vau
     assert {c["id"]: c["status"] for c in listed["cards"]}["odd/status"] == f"draft\n{forged}"  # JSON: exact
 
 
+def test_list_shows_an_empty_status_as_the_card_has_it_not_active(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a card with `status: ''` is no active card (lint's status-value refuses it, recall rejects it as an
+    unknown status, so agents never get it), yet `cairn list` and its JSON called it "active"."""
+    make_vault(vault_repo)
+    vault_repo.write("odd/empty-status", "Empty status", "A card whose status is an empty string.", status="''")
+    vault_repo.commit("A card with an empty status")
+    explained = json.loads(vault_repo.cairn("explain", "--json", "A card whose status is an empty string").stdout)
+    assert explained["injected"] == [] and explained["candidates"][0]["reason"] == "unknown_status"
+    listed = json.loads(vault_repo.cairn("list", "--json").stdout)
+    assert {c["id"]: c["status"] for c in listed["cards"]}["odd/empty-status"] == ""
+    (row,) = [line for line in vault_repo.cairn("list").stdout.splitlines() if line.startswith("odd/empty-status")]
+    assert "active" not in row
+
+
 def test_a_command_run_in_a_removed_folder_says_so(tmp_path: Path) -> None:
     """Bug fixed: run from a folder removed while the shell stood in it, `cairn list`, `recall` and `show` said only
     `Error: No such file or directory`, naming no file and nothing to do; `cairn init x` named only `x`."""

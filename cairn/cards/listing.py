@@ -65,7 +65,7 @@ def _cards(reader: IndexReader, today: dt.date) -> list[ListedCard]:
         due_on = record.get("expires_on")
         if due_on is None and verified:
             due_on = _plus_days(dt.date.fromisoformat(str(verified)), max_age).isoformat()
-        status = str(record.get("status") or "active")
+        status = str(record.get("status", "active"))  # as recall reads it: an empty status is no active one
         by = superseded.get(card_id, ()) if status == "active" else ()
         status = "superseded" if by else status
         due = status not in ("retired", "superseded") and (
