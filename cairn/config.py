@@ -60,10 +60,25 @@ def folder_error(commit: str | None = None) -> VaultConfigError:
     return VaultConfigError(MARKER_IS_FOLDER, commit=commit)
 
 
+# Git records a symlink as the path it names, so a commit holds that path where the settings should be.
+CONFIG_IS_SYMLINK = (
+    "a symlink, not a file: git records the link, not the settings it names; put a cairn.toml file in its place "
+    "(a copy of the one it names)"
+)
+
+
+def symlink_error(commit: str | None = None) -> VaultConfigError:
+    """cairn.toml is a symlink (in the working tree, the staging area or `commit`): said the same way everywhere,
+    rather than the link's target path read as TOML ("expected '=' after a key")."""
+    return VaultConfigError(CONFIG_IS_SYMLINK, commit=commit)
+
+
 def worktree_config_text(vault_root: Path) -> str | None:
-    """The working tree's cairn.toml (None when there is none; a folder in its place is a VaultConfigError, not the
-    defaults)."""
+    """The working tree's cairn.toml (None when there is none; a folder or a symlink in its place is a
+    VaultConfigError, not the defaults or the file it names)."""
     path = vault_root / CONFIG_FILE
+    if path.is_symlink():
+        raise symlink_error()
     if path.is_dir():
         raise folder_error()
     return path.read_text("utf-8") if path.is_file() else None

@@ -331,6 +331,14 @@ def holds_folder(repo: git.Repo, commit: str, rel_path: str, vault: Vault) -> bo
         return False
 
 
+def holds_symlink(repo: git.Repo, commit: str, rel_path: str, vault: Vault) -> bool:
+    """Whether the commit holds a symlink at the vault-relative path (its blob is the path it names, not a file)."""
+    try:
+        return bool((repo.commit(commit).tree / f"{vault.prefix}{rel_path}").mode == SYMLINK_MODE)
+    except KeyError:
+        return False
+
+
 def changed_cards(repo: git.Repo, old: str, new: str, vault: Vault) -> list[Change]:
     """Card files added, modified, deleted or renamed between two commits (rename detection on)."""
     root = f"{vault.prefix}{CARDS_DIR}"

@@ -201,6 +201,29 @@ def test_a_cairn_toml_that_is_a_folder_is_one_clear_error_on_every_path(vault_re
     assert check["detail"] == f"{vault_repo.root}/{said} and put a cairn.toml file in its place (an empty one will do)"
 
 
+def test_a_cairn_toml_that_is_a_symlink_is_one_clear_error_on_every_path(vault_repo: VaultRepo) -> None:
+    """Bug fixed: git records a symlinked cairn.toml as the path it names, so every command that reads the commit
+    (index, recall, review, lint of staged files) said "not valid TOML: expected '=' after a key" of a line no one
+    wrote, while lint of the working tree (CI's) read the file the link names and passed. Every path now says it is
+    a symlink and what to do."""
+    make_vault(vault_repo)
+    vault_repo.write_raw("shared/settings.toml", "[recall]\nk1 = 1.2\n")
+    (vault_repo.root / "cairn.toml").unlink()
+    (vault_repo.root / "cairn.toml").symlink_to("shared/settings.toml")
+    vault_repo.commit("settings shared through a symlink")
+    said = "cairn.toml: a symlink, not a file: git records the link, not the settings it names"
+    for args in (("index",), ("recall", "git"), ("list",)):
+        done = vault_repo.cairn(*args)
+        assert done.returncode == 1 and done.stderr.startswith(f"Error: {said}"), (args, done.stderr)
+        assert len(done.stderr.splitlines()) == 1 and "TOML:" not in done.stderr
+    for args in (("lint",), ("lint", "--staged"), ("lint", "--worktree")):
+        done = vault_repo.cairn(*args)
+        assert done.returncode == 1, (args, done.stdout, done.stderr)
+        assert f"cairn.toml:0: config-invalid {said.removeprefix('cairn.toml: ')}" in done.stdout, (args, done.stdout)
+    reviewed = vault_repo.cairn("review", "HEAD~1..HEAD")
+    assert reviewed.returncode == 1 and said.removeprefix("cairn.toml: ") in reviewed.stdout, reviewed.stdout
+
+
 def test_a_cairn_toml_saved_with_a_byte_order_mark_is_read(vault_repo: VaultRepo) -> None:
     """Bug fixed: a cairn.toml saved by a Windows editor starts with a byte order mark, which no one sees and tomllib
     refuses: lint said `cairn.toml:1: not valid TOML: invalid statement at column 1` of a line that looks right, and

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from cairn import __version__, gitrepo
 from cairn.cards.card import MAX_CARD_BYTES, Card, card_id_from_path, oversize_finding, parse_card
-from cairn.config import CONFIG_FILE, Config, folder_error, parse_config, worktree_config_text
+from cairn.config import CONFIG_FILE, Config, folder_error, parse_config, symlink_error, worktree_config_text
 from cairn.finding import Finding
 from cairn.hot import paths
 from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing, IndexStale, InvalidConfig
@@ -394,6 +394,8 @@ def _config_at(repo: git.Repo, commit: str, vault: Vault) -> Config:
     data = gitrepo.read_path(repo, commit, CONFIG_FILE, vault)
     if data is None:
         return Config()
+    if gitrepo.holds_symlink(repo, commit, CONFIG_FILE, vault):
+        raise symlink_error(commit)
     return parse_config(data.decode("utf-8", "replace"), commit=commit)
 
 

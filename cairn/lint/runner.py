@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from cairn.cards.card import Card, card_id_from_path, parse_card
 from cairn.cards.similarity import terms
-from cairn.config import CONFIG_FILE, LintSettings, folder_error, parse_config
+from cairn.config import CONFIG_FILE, LintSettings, parse_config
 from cairn.finding import ERROR, WARNING, Finding
 from cairn.hot.errors import CairnError, InvalidConfig
 from cairn.hot.vault import Vault
@@ -105,8 +105,8 @@ def _lint_snapshot(
         snapshot.add_pending(rel, data)
     findings: list[Finding] = []
     try:
-        if snapshot.config_is_folder:
-            raise folder_error()
+        if snapshot.config_error is not None:
+            raise snapshot.config_error
         config = parse_config(snapshot.config_text)
     except InvalidConfig as exc:
         problems = getattr(exc, "problems", ((0, str(exc)),))  # cairn.config.VaultConfigError: every mistake

@@ -12,7 +12,7 @@ from typing import Any
 
 from cairn import gitrepo
 from cairn.cards.card import MAX_CARD_BYTES, card_id_from_path
-from cairn.config import CONFIG_FILE
+from cairn.config import CONFIG_FILE, VaultConfigError, folder_error, symlink_error
 from cairn.hot.errors import CairnError
 from cairn.hot.vault import CARDS_DIR, Vault, worktree_card_files
 
@@ -44,7 +44,8 @@ class Snapshot:
         self.files: dict[str, VaultFile] = {}
         self._data: dict[str, bytes] = {}  # blob -> bytes already read
         self._repo: Any = None  # a git.Repo; only cairn.gitrepo knows git
-        self.config_is_folder = False  # a folder where cairn.toml goes: lint says so, as the index does
+        # a folder or a symlink where cairn.toml goes: lint says so, as the index does
+        self.config_error: VaultConfigError | None = None
         if source == COMMIT:
             assert commit is not None
             self._read_commit(commit)
@@ -82,17 +83,24 @@ class Snapshot:
                 self._data[blob] = data
                 self.files[rel] = VaultFile(rel, blob)
         config = self.vault.root / CONFIG_FILE
-        self.config_is_folder = config.is_dir()
-        self.config_text = config.read_text("utf-8", "replace") if config.is_file() else None
+        if config.is_symlink():  # never read through: git records the link, not the file it names
+            self.config_error = symlink_error()
+        elif config.is_dir():
+            self.config_error = folder_error()
+        self.config_text = (
+            config.read_text("utf-8", "replace") if self.config_error is None and config.is_file() else None
+        )
 
     def _read_staged(self) -> None:
         self._repo = gitrepo.open_repo(self.vault)
         config_blob = None
         for entry in gitrepo.staged_entries(self._repo, self.vault, extra=(CONFIG_FILE,)):
-            if entry.path == CONFIG_FILE:
+            if entry.path == CONFIG_FILE and entry.mode == gitrepo.SYMLINK_MODE:
+                self.config_error = symlink_error()
+            elif entry.path == CONFIG_FILE:
                 config_blob = entry.blob
             elif entry.path.startswith(CONFIG_FILE + "/"):  # staged files under a folder named cairn.toml
-                self.config_is_folder = True
+                self.config_error = folder_error()
             else:
                 self._add_entry(entry)
         self.config_text = None
@@ -103,8 +111,11 @@ class Snapshot:
         self._repo = gitrepo.open_repo(self.vault)
         for entry in gitrepo.card_entries(self._repo, commit, self.vault):
             self._add_entry(entry)
-        self.config_is_folder = gitrepo.holds_folder(self._repo, commit, CONFIG_FILE, self.vault)
-        config = None if self.config_is_folder else gitrepo.read_path(self._repo, commit, CONFIG_FILE, self.vault)
+        if gitrepo.holds_folder(self._repo, commit, CONFIG_FILE, self.vault):
+            self.config_error = folder_error()
+        elif gitrepo.holds_symlink(self._repo, commit, CONFIG_FILE, self.vault):
+            self.config_error = symlink_error()
+        config = None if self.config_error else gitrepo.read_path(self._repo, commit, CONFIG_FILE, self.vault)
         self.config_text = None if config is None else config.decode("utf-8", "replace")
 
     def _add_entry(self, entry: gitrepo.TreeEntry) -> None:

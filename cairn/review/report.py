@@ -844,7 +844,9 @@ def _materialize(repo: Any, vault: Vault, commit: str, root: Path) -> tuple[Vaul
             os.symlink(data.get(entry.blob, b"missing").decode("utf-8", "replace"), target)
         else:
             target.write_bytes(data.get(entry.blob, b""))
-    if config is not None:
+    if config is not None and gitrepo.holds_symlink(repo, commit, CONFIG_FILE, vault):
+        os.symlink("symlink", root / CONFIG_FILE)  # never followed: lint names a symlink there as the index does
+    elif config is not None:
         (root / CONFIG_FILE).write_bytes(config)
     elif gitrepo.holds_folder(repo, commit, CONFIG_FILE, vault):
         (root / CONFIG_FILE).mkdir()  # lint names a folder there as it does in a working tree
