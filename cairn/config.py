@@ -21,6 +21,9 @@ from cairn.atomic import leads_outside, write_atomic
 from cairn.hot.errors import CairnError, InvalidConfig, StoredConfigInvalid
 
 CONFIG_FILE = "cairn.toml"
+# Git's blobs are read up to a limit (`gitrepo.READ_LIMIT`, what bounds a card): a longer cairn.toml is refused
+# whole, by every reader, rather than parsed as far as each one read it.
+MAX_CONFIG_BYTES = 1024 * 1024
 
 
 class VaultConfigError(InvalidConfig):
@@ -177,6 +180,12 @@ def parse_config(text: str | None, source: str = CONFIG_FILE, *, commit: str | N
         text = text.removeprefix("\ufeff")  # a byte order mark (Windows editors write one): unseen, tomllib refuses it
     if text is None or not text.strip():
         return Config()
+    if len(text.encode("utf-8", "replace")) > MAX_CONFIG_BYTES:
+        raise VaultConfigError(
+            "the file is over 1 MiB; a vault's settings are a few lines: cut it down (long comments too)",
+            file=source,
+            commit=commit,
+        )
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover

@@ -224,6 +224,25 @@ def test_a_cairn_toml_that_is_a_symlink_is_one_clear_error_on_every_path(vault_r
     assert reviewed.returncode == 1 and said.removeprefix("cairn.toml: ") in reviewed.stdout, reviewed.stdout
 
 
+def test_a_cairn_toml_over_a_mebibyte_is_one_clear_error_on_every_path(vault_repo: VaultRepo) -> None:
+    """Bug fixed: the commands that read the commit read a blob's first MiB only, so the settings written past it
+    were dropped without a word (`cairn index` served with the default `max_age_days` here), while `cairn lint` read
+    the whole file and passed it. Over 1 MiB, every path now refuses the file with one line."""
+    make_vault(vault_repo)
+    filler = "".join(f"# {n:06d} {'x' * 90}\n" for n in range(11_000))
+    vault_repo.write_raw("cairn.toml", f"[recall]\nmin_lead = 0.24\n{filler}[lint]\nmax_age_days = 400\n")
+    vault_repo.commit("Settings after a long comment")
+    said = "cairn.toml: the file is over 1 MiB"
+    for args in (("index",), ("recall", "git")):
+        done = vault_repo.cairn(*args)
+        assert done.returncode == 1 and done.stderr.startswith(f"Error: {said}"), (args, done.stderr)
+        assert len(done.stderr.splitlines()) == 1
+    for args in (("lint",), ("lint", "--staged")):
+        done = vault_repo.cairn(*args)
+        assert done.returncode == 1, (args, done.stdout, done.stderr)
+        assert f"cairn.toml:0: config-invalid {said.removeprefix('cairn.toml: ')}" in done.stdout, (args, done.stdout)
+
+
 def test_a_cairn_toml_saved_with_a_byte_order_mark_is_read(vault_repo: VaultRepo) -> None:
     """Bug fixed: a cairn.toml saved by a Windows editor starts with a byte order mark, which no one sees and tomllib
     refuses: lint said `cairn.toml:1: not valid TOML: invalid statement at column 1` of a line that looks right, and
