@@ -163,6 +163,24 @@ def test_the_user_config_alone_can_allow_a_vault_to_disable_a_security_rule(
     assert "secret" in {f.rule for f in lint_vault(find_vault(vault), today=DAY).findings}
 
 
+def test_a_rule_the_user_allows_through_the_security_group_is_off_without_a_warning_that_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug fixed: with `allow_disabled_rules = ["security"]` (every security rule), a vault's `disable = ["secret"]`
+    switched `secret` off, yet lint warned "a vault's cairn.toml cannot turn off security rules ( still run)", naming
+    no rule that still runs."""
+    vault = tmp_path / "vault"
+    (vault / "cards").mkdir(parents=True)
+    (vault / "cairn.toml").write_text('[lint]\ndisable = ["secret"]\n')
+    for case in cases("bad", "secret"):
+        place(case, vault)
+    user_config = tmp_path / "user" / "config.toml"
+    user_config.parent.mkdir()
+    user_config.write_text('[security]\nallow_disabled_rules = ["security"]\n')
+    monkeypatch.setenv("CAIRN_CONFIG", str(user_config))
+    assert lint_vault(find_vault(vault), today=DAY).findings == ()
+
+
 @pytest.mark.parametrize(
     ("text", "flagged"),
     [

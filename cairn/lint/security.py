@@ -56,7 +56,8 @@ def effective_disable(
         permitted = [rule_id for rule_id in hit if rule_id in allowed or SECURITY in allowed]
         kept.extend(permitted)
         still = tuple(rule_id for rule_id in hit if rule_id not in permitted)
-        ignored.append((entry, still))
+        if still:  # all of them permitted (the user allows `security`): the entry is kept whole, nothing ignored
+            ignored.append((entry, still))
     return tuple(kept), ignored
 
 
