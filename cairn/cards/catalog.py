@@ -54,8 +54,12 @@ def card_record(
         stored = next((r for r in map(index.record, forms) if r is not None), None)
         if stored is None:
             rels = [f"cards/{form}.md" for form in forms]
+            # A finding may quote the card (`not 'Ignore all previous ...'`): text no rule judged, so where the
+            # security rules refuse it, the finding is named by its rule alone (`cairn lint` gives it whole)
             left_out = [
-                (where, f"{rule}: {message}") for where, _line, rule, message in index.problems() if where in rels
+                (where, rule if refused_text(message) else f"{rule}: {message}")
+                for where, _line, rule, message in index.problems()
+                if where in rels
             ]
             if left_out:  # committed, but the index refused it: --worktree is not the way to it
                 rel = left_out[0][0]
