@@ -388,6 +388,12 @@ def _left_vectors_check(name: str, path: str) -> list[Check]:
     return [Check("semantic", name, False, detail, f"cairn index --vault {name}")]
 
 
+def left_out_note(problems: int, vault_arg: str) -> str:
+    """What follows an index's card count when it left card files out (a contract or a security rule refused them):
+    said by doctor, and by `vault add` and `install` after they build the index."""
+    return f"; {problems} card file(s) left out (see `cairn lint --vault {vault_arg}`)" if problems else ""
+
+
 def _index_check(name: str, root: str, commit: str, vault: Any) -> Check:
     fix = f"cairn index --vault {name}"
     path = index_file(os.path.realpath(root))
@@ -405,7 +411,7 @@ def _index_check(name: str, root: str, commit: str, vault: Any) -> Check:
         return Check("index", name, False, f"damaged: {damage} ({path})", fix)
     if config_error:
         return Check("index", name, False, f"serves nothing: {config_error}", f"commit a fix to cairn.toml in {root}")
-    left_out = f"; {problems} card file(s) left out (see `cairn lint --vault {name}`)" if problems else ""
+    left_out = left_out_note(problems, name)
     if indexed != commit:
         if not _descends(vault, indexed, commit):  # `cairn index` refuses to follow a rewritten history by itself
             return Check(

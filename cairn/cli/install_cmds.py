@@ -257,7 +257,8 @@ def _index_now(vault_arg: str | None, executable: str) -> None:
     except CairnError as exc:
         echo(f"  Not indexed yet ({exc}); the hook builds the index in the background on its first prompt.")
         return
-    echo(f"  Index of {vault.root}: {report.n_cards} cards at {report.commit[:8]}.")
+    left_out = doctor.left_out_note(len(report.problems), vault_arg or shlex.quote(str(vault.root)))
+    echo(f"  Index of {vault.root}: {report.n_cards} cards at {report.commit[:8]}{left_out}.")
     line = githooks.ensure_git_hooks(vault, executable)
     if line:
         echo(f"  {line}")

@@ -128,6 +128,7 @@ def _indexed(name: str, path: str) -> bool:
     """The vault's index built now (a bar on a terminal), so the agent's first prompt is served: the hook never waits
     for one, and the prompt that finds none got nothing while it was built in the background. False, with a note,
     when it cannot be built."""
+    from cairn.doctor import left_out_note
     from cairn.hot.errors import CairnError
     from cairn.hot.vault import find_configured_vault
     from cairn.index import build as indexer
@@ -142,7 +143,7 @@ def _indexed(name: str, path: str) -> bool:
             "checks the setup."
         )
         return False
-    echo(f"Index: {report.n_cards} cards at {report.commit[:8]}.")
+    echo(f"Index: {report.n_cards} cards at {report.commit[:8]}{left_out_note(len(report.problems), name)}.")
     return True
 
 
