@@ -163,6 +163,28 @@ def test_the_user_config_alone_can_allow_a_vault_to_disable_a_security_rule(
     assert "secret" in {f.rule for f in lint_vault(find_vault(vault), today=DAY).findings}
 
 
+def test_a_md_file_that_names_no_id_is_told_so_not_to_end_in_md(tmp_path: Path) -> None:
+    """Bug fixed: `cards/.md`, `cards/ops/.md` and `cards/..md` name no card (an empty or `.` part), and the index
+    reads none of them; lint said "card files end in `.md`" of files that do."""
+    vault = tmp_path / "vault"
+    (vault / "cards" / "ops").mkdir(parents=True)
+    card = "---\nname: A card with no id\nsummary: Its file name holds nothing before the suffix.\n---\n\nBody.\n"
+    for rel in ("cards/.md", "cards/ops/.md", "cards/..md"):
+        (vault / rel).write_text(card)
+    (vault / "cards" / "notes.txt").write_text("notes\n")
+    found = {f.path: f.message for f in lint_vault(find_vault(vault), today=DAY).findings if f.rule == "card-path"}
+    named_none = (
+        "not a card: its file name gives no id (a card is cards/<topic>/<slug>.md); this file is ignored "
+        "(rename or move it)"
+    )
+    assert found == {
+        "cards/.md": named_none,
+        "cards/ops/.md": named_none,
+        "cards/..md": named_none,
+        "cards/notes.txt": "not a card: card files end in `.md`; this file is ignored (rename or move it)",
+    }
+
+
 def test_a_rule_the_user_allows_through_the_security_group_is_off_without_a_warning_that_it_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

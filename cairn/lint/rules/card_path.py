@@ -15,7 +15,12 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
         return  # the contract reports it (a `cards/.git`: path-outside-cards)
     card_id = card_id_from_path(target.path)
     if card_id is None:
-        yield RULE.at(target, 0, "not a card: card files end in `.md`; this file is ignored (rename or move it)")
+        why = (
+            "its file name gives no id (a card is cards/<topic>/<slug>.md)"  # `cards/.md`, `cards/..md`
+            if target.path.endswith(".md")
+            else "card files end in `.md`"
+        )
+        yield RULE.at(target, 0, f"not a card: {why}; this file is ignored (rename or move it)")
         return
     if not id_text.is_plain(card_id):
         return  # id-text says it, as an error, with the same rename
