@@ -3,6 +3,7 @@ and the cached JSON copy that keeps `tomllib` off the hook's path."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -306,3 +307,27 @@ def test_a_path_a_non_utf8_locale_cannot_name_is_not_cached_as_the_files_error(
     listed = run_cairn("vault", "list", cwd=vault_repo.root)
     assert listed.returncode == 0, listed.stderr
     assert [line.split()[0] for line in listed.stdout.splitlines()] == ["team", "zh"]
+
+
+def test_an_older_cairns_cached_error_is_not_believed_after_an_upgrade(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: the cached copy was keyed by the file alone, so the error an older Cairn cached for a file it
+    refused (one saved with a byte order mark, read past since) stood after an upgrade to a Cairn that reads it: the
+    hook served nothing and every command failed with the old error until the file was edited."""
+    make_vault(vault_repo)
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "cairn" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_bytes(f'\ufeff[[vaults]]\nname = "team"\npath = "{vault_repo.root}"\n'.encode())
+    st = config.stat()
+    old_error = f"{config}: not valid TOML: Invalid statement (at line 1, column 1); fix the line it names"
+    stored = {"error": old_error, "key": [str(config), st.st_size, st.st_mtime_ns, st.st_ino], "version": 1}
+    folder = state_dir() / "config"
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / (hashlib.sha256(str(config).encode()).hexdigest()[:24] + ".json")
+    copy.write_text(json.dumps(stored, sort_keys=True), encoding="utf-8")  # as Cairn before the mark was read past
+    copy.chmod(0o600)
+
+    listed = run_cairn("vault", "list", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    payload = payload_for("claude-code", FITTING_PROMPT, tmp_path, session="s1")
+    assert f"team:{REBASE_ID}" in run_cairn("hook", "--format", "claude-code", cwd=tmp_path, input=payload).stdout
+    assert "error" not in json.loads(copy.read_text())

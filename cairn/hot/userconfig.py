@@ -14,10 +14,10 @@ The file is `$CAIRN_CONFIG` (a full path), else `$XDG_CONFIG_HOME/cairn/config.t
     allow_disabled_rules = []         # lint rule ids the user allows a vault's cairn.toml to disable
 
 The hook must not import `tomllib` (nor `re`): it reads a JSON copy of the parsed file kept in Cairn's state folder
-(`config/<hash of the path>.json`, 0600), keyed by the TOML file's path, size, mtime_ns and inode. Whoever finds
-that copy missing or stale parses the TOML (importing `tomllib` then, and only then) and writes the copy; a file
-that does not parse is cached too, as its error, so a broken config costs every prompt a stat and a small read,
-not a TOML parse. The copy is checked like the file (the same validation runs on it); a damaged copy is re-made.
+(`config/<hash of the path>.json`, 0600), keyed by the TOML file's path, size, mtime_ns and inode, and by the Cairn
+version that read it (an upgraded Cairn may read a file an older one refused). Whoever finds that copy missing or
+stale parses the TOML (importing `tomllib` then, and only then) and writes the copy; a file that does not parse is
+cached too, as its error, so a broken config costs every prompt a stat and a small read, not a TOML parse. The copy is checked like the file (the same validation runs on it); a damaged copy is re-made.
 """
 
 import os
@@ -145,7 +145,7 @@ def load_config(env: "Mapping[str, str] | None" = None) -> UserConfig:
         return UserConfig(file, (), frozenset())
     except OSError as exc:
         raise _error(f"{file}: cannot read the user configuration ({exc.strerror or exc})") from None
-    key: list[object] = [file, st.st_size, st.st_mtime_ns, st.st_ino]
+    key = _cache_key(file, st)
     cached = _read_cache(_cache_file(file, env), key)
     data = cached if cached is not None else _parse_and_cache(file, key, env)
     return _from_data(file, data)
@@ -159,7 +159,14 @@ def parse_file(file: str, env: "Mapping[str, str] | None" = None) -> "dict[str, 
         st = os.stat(file)
     except OSError as exc:
         raise _error(f"{file}: cannot read the user configuration ({exc.strerror or exc})") from None
-    return _parse_and_cache(file, [file, st.st_size, st.st_mtime_ns, st.st_ino], env)
+    return _parse_and_cache(file, _cache_key(file, st), env)
+
+
+def _cache_key(file: str, st: os.stat_result) -> list[object]:
+    """What the cached copy must have been made from: this file as it is now, read by this version of Cairn."""
+    from cairn import __version__
+
+    return [file, st.st_size, st.st_mtime_ns, st.st_ino, __version__]
 
 
 def _parse_and_cache(file: str, key: list[object], env: "Mapping[str, str]") -> "dict[str, Any]":
