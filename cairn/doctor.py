@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from cairn import agent_switches, githooks, install
 from cairn.hot.errors import CairnError
 from cairn.hot.gitrefs import git_dir, served_ref
-from cairn.hot.index import IndexReader
+from cairn.hot.index import SECURITY_RULES_VERSION, IndexReader
 from cairn.hot.paths import index_file
 from cairn.hot.userconfig import VaultEntry, config_file, is_vault_name, load_vaults
 from cairn.hot.vault import (
@@ -404,6 +404,7 @@ def _index_check(name: str, root: str, commit: str, vault: Any) -> Check:
             problems = len(reader.problems())
             ref = reader.meta.get("ref") or "HEAD"
             config_error = reader.meta.get("config_error") or ""
+            rules = reader.meta.get("security_rules")
             damage = _damage(reader)
     except CairnError as exc:
         return Check("index", name, False, f"no usable index ({exc})", fix)
@@ -411,6 +412,12 @@ def _index_check(name: str, root: str, commit: str, vault: Any) -> Check:
         return Check("index", name, False, f"damaged: {damage} ({path})", fix)
     if config_error:
         return Check("index", name, False, f"serves nothing: {config_error}", f"commit a fix to cairn.toml in {root}")
+    if rules != SECURITY_RULES_VERSION:  # an older Cairn's: a card a newer rule refuses may be in it (`hot.hook`)
+        detail = (
+            f"serves nothing until rebuilt: checked by an older Cairn's security rules ({rules!r}, this Cairn's are "
+            f"{SECURITY_RULES_VERSION!r})"
+        )
+        return Check("index", name, False, detail, fix)
     left_out = left_out_note(problems, name)
     if indexed != commit:
         if not _descends(vault, indexed, commit):  # `cairn index` refuses to follow a rewritten history by itself

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from cairn.hot.index import SECURITY_RULES_VERSION
+from helpers.cachefiles import edit_meta, reseal
 from helpers.mounts import cairn_on_read_only
 from helpers.payloads import FITTING_PROMPT, payload_for
 from helpers.vaults import REBASE_ID, VaultRepo, cache_dir, cairn_executable, make_vault, run_cairn
@@ -316,6 +318,24 @@ def test_a_damaged_index_fails_and_its_fix_works(setup: Path, isolated_env: Path
         check=False,
     )
     assert REBASE_ID in json.loads(served.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_an_index_an_older_cairns_security_rules_checked_fails_and_its_fix_works(setup: Path) -> None:
+    """Bug fixed: after an upgrade that adds a security rule, the hook serves nothing from an index the older rules
+    checked (and `cairn audit` fails it), while doctor said `ok index team: N cards`. It now fails the index,
+    naming both rule versions, with `cairn index` as the fix."""
+    [index] = cache_dir().glob("vaults/*/index.cairn")
+    edit_meta(index, security_rules="10")  # what Cairn wrote before hidden-text's latest rules
+    reseal(index)
+    done = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup)
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "index"]
+    assert check["ok"] is False, check
+    assert f"older Cairn's security rules ('10', this Cairn's are {SECURITY_RULES_VERSION!r})" in check["detail"]
+    assert check["fix"] == "cairn index --vault team"
+    assert run_cairn(*check["fix"].split()[1:], cwd=setup).returncode == 0
+    again = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup)
+    [check] = [c for c in json.loads(again.stdout)["checks"] if c["area"] == "index"]
+    assert check["ok"] is True, check
 
 
 def test_a_read_only_cache_gets_a_fix_that_can_work(setup: Path, tmp_path: Path) -> None:
