@@ -358,3 +358,22 @@ def test_a_new_card_and_settings_file_get_the_mode_the_umask_gives(vault_repo: V
     assert oct((vault_repo.root / "cards/private-lesson.md").stat().st_mode & 0o777) == oct(0o600)
     run("install", "claude-code", "--project", str(tmp_path), "--vault", str(vault_repo.root))
     assert oct((tmp_path / ".claude/settings.local.json").stat().st_mode & 0o777) == oct(0o600)
+
+
+def test_a_body_that_opens_with_an_indented_code_block_keeps_it(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    body = tmp_path / "body.md"
+    body.write_text("\n    $ kubectl get pods\n    web-1   CrashLoopBackOff\n\nThe ConfigMap was missing.\n\n")
+    done = vault_repo.invoke(
+        "add",
+        "--name",
+        "Pods crash",
+        "--summary",
+        "A missing ConfigMap crashes pods.",
+        "--scope",
+        "k8s",
+        "--body-file",
+        str(body),
+    )
+    assert done.returncode == 0, done.stderr
+    text = (vault_repo.root / "cards/k8s/pods-crash.md").read_text()
+    assert text.endswith("---\n\n    $ kubectl get pods\n    web-1   CrashLoopBackOff\n\nThe ConfigMap was missing.\n")
