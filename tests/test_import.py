@@ -437,6 +437,25 @@ def test_lessons_reads_any_file_and_a_folder_only_its_lesson_files(vault_repo: V
     assert (code, report["cards"], report["dropped"]) == (0, [], [])  # neither file is a CLAUDE.md / AGENTS.md
 
 
+def test_a_cursorrules_file_is_read_as_lessons_not_as_one_note(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    _start(vault_repo)
+    rules = tmp_path / "app" / ".cursorrules"
+    rules.parent.mkdir()
+    rules.write_text(
+        "You are an expert in TypeScript and React.\n\n"
+        "- Always use functional components.\n"
+        "- The build fails when a barrel file re-exports a type with `export *`, because isolatedModules is on.\n"
+    )
+    code, report = _import(vault_repo, str(rules), "--dry-run")
+    assert [c["name"] for c in report["cards"]] == [
+        "The build fails when a barrel file re-exports a type with `export *`"
+    ]
+    assert [d["text"] for d in report["dropped"]] == [
+        "You are an expert in TypeScript and React.",
+        "Always use functional components.",
+    ]
+
+
 def test_a_folder_reads_its_agents_md_as_lessons_and_other_files_as_notes(
     vault_repo: VaultRepo, tmp_path: Path
 ) -> None:

@@ -1,8 +1,8 @@
 """`cairn import`: the lessons of CLAUDE.md / AGENTS.md / GEMINI.md files, or whole Markdown notes, as new cards.
 
-Lesson files (those three names; any file with `lessons=True` or a `section`) are read bullet by bullet: a
-top-level bullet that states a lesson becomes one card, and every other bullet is dropped with why (the rule is in
-`cards/lessons.py`), so a whole CLAUDE.md never becomes one card. Other Markdown files are notes: one note, one card,
+Lesson files (those three names and `.cursorrules`; any file with `lessons=True` or a `section`) are read bullet by
+bullet: a top-level bullet that states a lesson becomes one card, and every other bullet is dropped with why (the rule
+is in `cards/lessons.py`), so a whole CLAUDE.md never becomes one card. Other Markdown files are notes: one note, one card,
 its whole frontmatter kept; the name comes from the frontmatter or the first heading, the summary from the
 frontmatter or the first paragraph.
 
@@ -43,7 +43,9 @@ from cairn.terminal import clean_line
 SUMMARY_MAX_CHARS = 300
 # A lesson file or a note is a few KiB; past this size a file is not one (a log, a dump) and would take minutes.
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
-LESSON_FILES = ("claude.md", "agents.md", "gemini.md")
+# Agents' instruction files: read as lessons, never as one note (a `.cursorrules` became one card named after it,
+# its summary "You are an expert in ...").
+LESSON_FILES = ("claude.md", "agents.md", "gemini.md", ".cursorrules")
 DEFAULT_TOPIC = "imported"
 DEFAULT_LESSON_TOPIC = "lessons"
 

@@ -48,7 +48,9 @@ def _local_src(ctx: click.Context, param: click.Parameter, value: str) -> Path:
     "`imported` or `lessons`).",
 )
 @click.option(
-    "--lessons", is_flag=True, help="Read every file as a lesson list, not only CLAUDE.md / AGENTS.md / GEMINI.md."
+    "--lessons",
+    is_flag=True,
+    help="Read every file as a lesson list, not only CLAUDE.md / AGENTS.md / GEMINI.md / .cursorrules.",
 )
 @click.option("--dry-run", is_flag=True, help="Show what would be written and what is dropped; write nothing.")
 @click.option(
