@@ -182,14 +182,7 @@ def test_a_cairn_toml_that_is_a_folder_is_one_clear_error_on_every_path(vault_re
     vault_repo.write_raw("cairn.toml/settings", "[recall]\nk1 = 1.2\n")
     vault_repo.commit("settings in a folder")
     said = "cairn.toml: a folder, not a file: a vault's settings are one TOML file; move the folder away"
-    for args in (("index",), ("recall", "git"), ("list",)):
-        done = vault_repo.cairn(*args)
-        assert done.returncode == 1 and done.stderr.startswith(f"Error: {said}"), (args, done.stderr)
-        assert len(done.stderr.splitlines()) == 1 and "TOML:" not in done.stderr
-    for args in (("lint",), ("lint", "--staged"), ("lint", "--worktree")):
-        done = vault_repo.cairn(*args)
-        assert done.returncode == 1, (args, done.stdout, done.stderr)
-        assert f"cairn.toml:0: config-invalid {said.removeprefix('cairn.toml: ')}" in done.stdout, (args, done.stdout)
+    _said_on_every_path(vault_repo, said)
     added = vault_repo.cairn("vault", "add", ".", "--name", "team")
     assert added.returncode == 1 and added.stderr.startswith(f"Error: {vault_repo.root}/{said}"), added.stderr
     assert len(added.stderr.splitlines()) == 1
@@ -199,6 +192,19 @@ def test_a_cairn_toml_that_is_a_folder_is_one_clear_error_on_every_path(vault_re
     doctor = vault_repo.cairn("doctor", "--json")
     [check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "vault"]
     assert check["detail"] == f"{vault_repo.root}/{said} and put a cairn.toml file in its place (an empty one will do)"
+
+
+def _said_on_every_path(vault_repo: VaultRepo, said: str) -> None:
+    """`said` is the one line index, recall and list fail with, and lint's config-invalid finding from the commit,
+    the staging area and the working tree."""
+    for args in (("index",), ("recall", "git"), ("list",)):
+        done = vault_repo.cairn(*args)
+        assert done.returncode == 1 and done.stderr.startswith(f"Error: {said}"), (args, done.stderr)
+        assert len(done.stderr.splitlines()) == 1 and "TOML:" not in done.stderr
+    for args in (("lint",), ("lint", "--staged"), ("lint", "--worktree")):
+        done = vault_repo.cairn(*args)
+        assert done.returncode == 1, (args, done.stdout, done.stderr)
+        assert f"cairn.toml:0: config-invalid {said.removeprefix('cairn.toml: ')}" in done.stdout, (args, done.stdout)
 
 
 def test_a_cairn_toml_that_is_a_symlink_is_one_clear_error_on_every_path(vault_repo: VaultRepo) -> None:
@@ -212,14 +218,7 @@ def test_a_cairn_toml_that_is_a_symlink_is_one_clear_error_on_every_path(vault_r
     (vault_repo.root / "cairn.toml").symlink_to("shared/settings.toml")
     vault_repo.commit("settings shared through a symlink")
     said = "cairn.toml: a symlink, not a file: git records the link, not the settings it names"
-    for args in (("index",), ("recall", "git"), ("list",)):
-        done = vault_repo.cairn(*args)
-        assert done.returncode == 1 and done.stderr.startswith(f"Error: {said}"), (args, done.stderr)
-        assert len(done.stderr.splitlines()) == 1 and "TOML:" not in done.stderr
-    for args in (("lint",), ("lint", "--staged"), ("lint", "--worktree")):
-        done = vault_repo.cairn(*args)
-        assert done.returncode == 1, (args, done.stdout, done.stderr)
-        assert f"cairn.toml:0: config-invalid {said.removeprefix('cairn.toml: ')}" in done.stdout, (args, done.stdout)
+    _said_on_every_path(vault_repo, said)
     reviewed = vault_repo.cairn("review", "HEAD~1..HEAD")
     assert reviewed.returncode == 1 and said.removeprefix("cairn.toml: ") in reviewed.stdout, reviewed.stdout
 

@@ -849,6 +849,15 @@ def test_sync_after_a_fetch_killed_midway_says_to_remove_its_lock(tmp_path: Path
     assert (done["status"], done["after"]) == ("updated", new)
 
 
+def _a_teammate_pushes_a_lesson(tmp_path: Path) -> str:
+    """A teammate's clone commits a card and pushes it to the vault's remote; the commit."""
+    other = _a_teammates_clone(tmp_path)
+    other.write("git/bisect", "A lesson about bisect", "git bisect run finds the breaking commit by itself.")
+    new = other.commit("A teammate's lesson")
+    other.git("push", "-q", "origin", "main")
+    return new
+
+
 def _a_teammates_clone(tmp_path: Path) -> VaultRepo:
     """A teammate's clone of the author's remote."""
     subprocess.run(["git", "clone", "-q", str(tmp_path / "remote.git"), str(tmp_path / "other")], check=True)
@@ -896,10 +905,7 @@ def test_sync_of_the_authors_own_vault_with_its_branch_checked_out(tmp_path: Pat
     done = cairn("sync", cwd=tmp_path)
     assert done.returncode == 0, done.stdout
     assert done.stdout.startswith("team: refs/heads/main ")
-    other = _a_teammates_clone(tmp_path)
-    other.write("git/bisect", "A lesson about bisect", "git bisect run finds the breaking commit by itself.")
-    new = other.commit("A teammate's lesson")
-    other.git("push", "-q", "origin", "main")
+    new = _a_teammate_pushes_a_lesson(tmp_path)
     head = author.git("rev-parse", "HEAD")
     behind = cairn("sync", cwd=tmp_path)
     assert behind.returncode == 1
@@ -935,10 +941,7 @@ def test_sync_of_a_checked_out_branch_behind_its_remote_gives_a_pull_after_which
     author = _authors_vault(tmp_path)
     if hooked:
         assert cairn("install", "git-hooks", "--vault", "team", cwd=tmp_path).returncode == 0
-    other = _a_teammates_clone(tmp_path)
-    other.write("git/bisect", "A lesson about bisect", "git bisect run finds the breaking commit by itself.")
-    new = other.commit("A teammate's lesson")
-    other.git("push", "-q", "origin", "main")
+    new = _a_teammate_pushes_a_lesson(tmp_path)
     behind = cairn("sync", cwd=tmp_path)
     assert behind.returncode == 1
     told = re.search(r"move it: `([^`]+)`( \(its git hooks index it\))?, or serve", behind.stdout)
@@ -960,10 +963,7 @@ def test_sync_of_a_checked_out_branch_of_a_remote_not_called_origin_gives_a_fix_
     author = _authors_vault(tmp_path)
     author.git("remote", "rename", "origin", "upstream")
     assert cairn("sync", cwd=tmp_path).returncode == 0
-    other = _a_teammates_clone(tmp_path)
-    other.write("git/bisect", "A lesson about bisect", "git bisect run finds the breaking commit by itself.")
-    new = other.commit("A teammate's lesson")
-    other.git("push", "-q", "origin", "main")
+    new = _a_teammate_pushes_a_lesson(tmp_path)
     behind = cairn("sync", cwd=tmp_path)
     assert behind.returncode == 1
     fix = f"cairn vault remove team && cairn vault add {author.root} --name team --ref upstream/main"
