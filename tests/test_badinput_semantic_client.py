@@ -487,3 +487,22 @@ def test_a_log_that_is_a_fifo_or_a_symlink_is_not_opened_by_the_encoder_started(
         assert done.returncode == 0 and done.stdout == "True\n", done.stderr
     finally:
         lock.close()
+
+
+def test_cairn_semantic_off_in_any_case_sends_no_prompt_to_the_warm_encoder(
+    index: IndexReader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`CAIRN_SEMANTIC=Off` switched the channel off for the similarities but not for the prefetch, which kept its own
+    copy of the lowercase check: the prompt still went to a warm encoder that was up."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(state_dir() / "semantic.sock"))
+    listener.listen(8)
+    try:
+        monkeypatch.setenv("CAIRN_SEMANTIC", "Off")
+        assert prefetch(PROMPT, [str(index.path)]) is False
+        assert _waiting(listener) == 0
+        monkeypatch.delenv("CAIRN_SEMANTIC")
+        assert prefetch(PROMPT, [str(index.path)]) is True  # on: the prompt goes
+        assert _waiting(listener) == 1
+    finally:
+        listener.close()

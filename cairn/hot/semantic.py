@@ -189,7 +189,7 @@ def prefetch(prompt: str, index_files: "Iterable[str]") -> bool:
     while the vault's `[recall] semantic` is on: `cairn index` removes it otherwise). Never waits for an answer,
     never raises."""
     try:
-        if os.environ.get("CAIRN_SEMANTIC", "") in _OFF:
+        if switched_off(os.environ):
             return False
         state = state_folder()
         path = os.path.join(state, SOCKET_NAME)
