@@ -301,7 +301,8 @@ def install_agent(agent: str, path: Path, command: str) -> SettingsChange:
 
 def _note(spec: Agent) -> str:
     """The agent's note after an install, naming the configuration file it reads for its own switches: Codex's
-    `config.toml` is in CODEX_HOME when that is set (the note said ~/.codex/config.toml, which Codex then never reads)."""
+    `config.toml` is in CODEX_HOME when that is set (the note said ~/.codex/config.toml, which Codex then never
+    reads)."""
     if "{config}" not in spec.note:
         return spec.note
     try:

@@ -2,9 +2,9 @@
 
 Lesson files (those three names and `.cursorrules`; any file with `lessons=True` or a `section`) are read bullet by
 bullet: a top-level bullet that states a lesson becomes one card, and every other bullet is dropped with why (the rule
-is in `cards/lessons.py`), so a whole CLAUDE.md never becomes one card. Other Markdown files are notes: one note, one card,
-its whole frontmatter kept; the name comes from the frontmatter or the first heading, the summary from the
-frontmatter or the first paragraph.
+is in `cards/lessons.py`), so a whole CLAUDE.md never becomes one card. Other Markdown files are notes: one note,
+one card, its whole frontmatter kept; the name comes from the frontmatter or the first heading, the summary from
+the frontmatter or the first paragraph.
 
 Every card gets the block-style frontmatter `cairn add` writes, a `verified_at` (the note's own, else the source
 file's last commit day when it is committed and unchanged, else today), a scope (given, else the note's own, else

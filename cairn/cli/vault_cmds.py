@@ -30,7 +30,7 @@ from cairn.cli.common import (
     warn,
 )
 from cairn.hot.errors import CairnError, CardNotFound, InvalidId, VaultNotFound
-from cairn.hot.vault import Vault, find_vault
+from cairn.hot.vault import Vault, find_vault, shell_word
 from cairn.index import build as indexer
 from cairn.index.store import IndexBusy
 from cairn.terminal import clean_line, columns, pad
@@ -102,7 +102,7 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
     if outer is not None:
         # `git add` in the repository around it records a gitlink, not the cards: a clone of it gets an empty folder
         inner = vault.root.relative_to(outer).as_posix()
-        here, rel = shlex.quote(str(vault.root)), shlex.quote(f"./{inner}" if inner.startswith("-") else inner)
+        here, rel = shell_word(vault.root), shell_word(inner)
         echo(
             f"Note: {path} is inside the git repository {outer} and has a repository of its own, so {outer}'s commits "
             f"will not hold its cards (git adds it there as an embedded repository). For a vault that is a folder of "
@@ -125,7 +125,7 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
         except CairnError as exc:  # a name already taken, a broken configuration: said last, and exit 1
             register = False
             not_registered = str(exc)
-    where = shlex.quote(f"./{path}" if str(path).startswith("-") else str(path))  # `cd -x` reads -x as an option
+    where = shell_word(path)  # `cd -x` reads -x as an option
     steps = [
         (f"cd {where} && pre-commit install", "lint every card on every commit"),
         ("cairn list", "the example cards, served as they are: keep those that fit, `git rm` the rest"),

@@ -160,10 +160,10 @@ def serve_prompt(
 ) -> Served:
     """Recall for `query` from one vault; with a session id, each card at most once per session (recorded as given).
 
-    fit: trims the cards given to what the caller can show (`hook.context_trim`); default all. decide_first: only the first n
-    candidates are wanted (`recall`'s argument). `already` is filled with a session id. name: the vault's name in
-    the user configuration, if it has one: the session knows its cards as `name:id`, as the hook records them (the
-    ids in `already` stay bare, as the cards').
+    fit: trims the cards given to what the caller can show (`hook.context_trim`); default all. decide_first: only
+    the first n candidates are wanted (`recall`'s argument). `already` is filled with a session id. name: the vault's
+    name in the user configuration, if it has one: the session knows its cards as `name:id`, as the hook records them
+    (the ids in `already` stay bare, as the cards').
     """
     layer = Layer(name, vault_root, index, tuple(scope or ()))
     layered = serve_layers(

@@ -17,7 +17,8 @@ The hook must not import `tomllib` (nor `re`): it reads a JSON copy of the parse
 (`config/<hash of the path>.json`, 0600), keyed by the TOML file's path, size, mtime_ns and inode, and by the Cairn
 version that read it (an upgraded Cairn may read a file an older one refused). Whoever finds that copy missing or
 stale parses the TOML (importing `tomllib` then, and only then) and writes the copy; a file that does not parse is
-cached too, as its error, so a broken config costs every prompt a stat and a small read, not a TOML parse. The copy is checked like the file (the same validation runs on it); a damaged copy is re-made.
+cached too, as its error, so a broken config costs every prompt a stat and a small read, not a TOML parse. The copy
+is checked like the file (the same validation runs on it); a damaged copy is re-made.
 """
 
 import os

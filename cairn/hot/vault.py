@@ -260,7 +260,7 @@ def locate_vault(
                 raise _not_found(
                     f"CAIRN_VAULT names one vault, not a list: {str(given)!r}; set it to a single vault's folder"
                 )
-            raise _not_found(f"vault {str(given)!r} is not a folder; create one with `cairn init {_shell_word(given)}`")
+            raise _not_found(f"vault {str(given)!r} is not a folder; create one with `cairn init {shell_word(given)}`")
         if not is_dir(os.path.join(root, CARDS_DIR)):
             real = resolve(root)
             parent = os.path.dirname(real)
@@ -269,7 +269,7 @@ def locate_vault(
             if _is_bare_repository(real):  # a mirror or a server's copy: its commits hold cards, no folder does
                 raise _not_found(
                     f"{str(given)!r} is a bare git repository, with no work tree to hold cards/; clone it "
-                    f"(`git clone {_shell_word(real)} FOLDER`) and give the clone's folder"
+                    f"(`git clone {shell_word(real)} FOLDER`) and give the clone's folder"
                 )
             raise _not_found(f"{str(given)!r} has no cards/ folder; create a vault with `cairn init PATH`")
         return _vault_at(resolve(root))
@@ -284,8 +284,9 @@ def locate_vault(
     raise _not_found("no vault here; pass --vault PATH, set CAIRN_VAULT, or create one with `cairn init PATH`")
 
 
-def _shell_word(path: "str | os.PathLike[str]") -> str:
-    """`path` as one word of a command to paste (a space, a quote, a leading dash: `my lessons`, `-notes`)."""
+def shell_word(path: "str | os.PathLike[str]") -> str:
+    """`path` as one word of a command to paste (a space, a quote, a leading dash: `my lessons`, `-notes`), for every
+    command Cairn tells a user to run."""
     import shlex  # an error's text only, never on the hook's way
 
     text = os.fspath(path)

@@ -390,7 +390,8 @@ def refresh_after_index(index_file: Path) -> str:
 
 def cards_to_encode(index_file: Path) -> int:
     """How many of the index's cards have no vectors in its side file (0 when the side file is current): those
-    `refresh` encodes. A side file whose seal does not hold, or cut short, has none to give, whatever its header says."""
+    `refresh` encodes. A side file whose seal does not hold, or cut short, has none to give, whatever its header
+    says."""
     target = vectors_path(index_file)
     header = read_header(target)
     usable = header is not None and header.get("model") == enc.MODEL and sealed(target)
