@@ -251,18 +251,18 @@ def _read_only_hint(filename: object) -> str:
     from cairn.hot.userconfig import config_file
 
     path = os.path.abspath(filename) if isinstance(filename, str) else ""
-    for folder, variable in ((cache_folder, "CAIRN_CACHE_DIR"), (state_folder, "CAIRN_STATE_DIR")):
+
+    def on_the_way(folder: Callable[[], str]) -> bool:  # the path is in that folder, or on the way to it
         try:
             mine = folder()
         except CairnError:  # no home folder to tell it by
-            continue
-        if path and (path == mine or path.startswith(mine + "/") or mine.startswith(path + "/")):
+            return False
+        return bool(path and mine) and (path == mine or path.startswith(mine + "/") or mine.startswith(path + "/"))
+
+    for folder, variable in ((cache_folder, "CAIRN_CACHE_DIR"), (state_folder, "CAIRN_STATE_DIR")):
+        if on_the_way(folder):
             return f"that file system is read-only; point {variable} at a writable folder"
-    try:
-        config = os.path.dirname(config_file())
-    except CairnError:
-        config = ""
-    if path and config and (path == config or path.startswith(config + "/") or config.startswith(path + "/")):
+    if on_the_way(lambda: os.path.dirname(config_file())):
         return "that file system is read-only; point CAIRN_CONFIG at a file in a writable folder"
     return "that file system is read-only; make it writable (or work on a copy elsewhere), then run this again"
 
