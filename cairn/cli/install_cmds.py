@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from cairn import doctor, githooks, gitrepo, install
-from cairn.cli.common import _one_vault, checked_scope, echo, errors_to_exit, open_vault, progress_bar
+from cairn.cli.common import _one_vault, checked_scope, echo, errors_to_exit, indexing, open_vault
 from cairn.hot.errors import CairnError, InvalidConfig, NotAGitRepository, RefusedWrite, VaultNotFound
 from cairn.index import build as indexer
 
@@ -248,7 +248,7 @@ def _index_now(vault_arg: str | None, executable: str) -> None:
     in its git hooks, so every later commit, merge or checkout keeps it current."""
     try:
         vault = open_vault(vault_arg)
-        with progress_bar(f"Indexing {vault.root}") as progress:  # a large vault's first index takes seconds
+        with indexing(vault.root) as progress:
             report = indexer.build_index(vault, progress=progress)
     except (InvalidConfig, NotAGitRepository, RefusedWrite, VaultNotFound) as exc:
         # The hook's own build in the background would fail the same way: saying it will index was a wrong promise.

@@ -16,8 +16,8 @@ from cairn.cli.common import (
     echo_json,
     errors_to_exit,
     folder_given,
+    indexing,
     json_option,
-    progress_bar,
 )
 from cairn.hot.gitrefs import served_ref
 from cairn.hot.userconfig import config_file, load_vaults
@@ -135,7 +135,7 @@ def _indexed(name: str, path: str) -> bool:
 
     try:
         vault = find_configured_vault(name, path)
-        with progress_bar(f"Indexing {vault.root}") as progress:  # a large vault's first index takes seconds
+        with indexing(vault.root) as progress:
             report = indexer.build_index(vault, progress=progress)
     except CairnError as exc:
         echo(
