@@ -41,11 +41,16 @@ class Mailmap:
         merged: dict[str, dict[str, Any]] = {}
         for author in authors:
             name, email = self.identity(str(author.get("name", "")), str(author.get("email", "")))
-            key = f"<{email.casefold()}>" if email.strip() else name
-            entry = merged.setdefault(key, {**author, "name": name, "email": email, "commits": 0})
+            entry = merged.setdefault(author_key(name, email), {**author, "name": name, "email": email, "commits": 0})
             commits = author.get("commits")
             entry["commits"] += commits if isinstance(commits, int) and not isinstance(commits, bool) else 0
         return list(merged.values())
+
+
+def author_key(name: str, email: str) -> str:
+    """One author: by e-mail (any case), or by name when the commit has no e-mail (git allows `<>`), so people
+    without one are not all counted as the first of them."""
+    return f"<{email.lower()}>" if email.strip() else name
 
 
 def parse(text: str) -> Mailmap:

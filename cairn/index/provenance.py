@@ -22,6 +22,7 @@ from cairn import gitrepo
 from cairn.cards.card import card_id_from_path, parse_card
 from cairn.hot.vault import Vault
 from cairn.index.store import CardTerms
+from cairn.mailmap import author_key
 
 if TYPE_CHECKING:  # gitpython is imported by `cairn.gitrepo` alone (it quiets gitpython's check for git)
     import git
@@ -275,23 +276,17 @@ def _authors(versions: list[Version], earlier: list[dict[str, Any]]) -> list[dic
     """Every author, in the order they first touched the card, with their commit counts."""
     by_key: dict[str, dict[str, Any]] = {}
     for author in earlier:
-        by_key[_author_key(str(author["name"]), str(author["email"]))] = dict(author)
+        by_key[author_key(str(author["name"]), str(author["email"]))] = dict(author)
     seen: set[str] = set()
     for version in reversed(versions):
         logged = version.commit
         if logged.commit in seen:
             continue
         seen.add(logged.commit)
-        key = _author_key(logged.author, logged.email)
+        key = author_key(logged.author, logged.email)
         entry = by_key.setdefault(key, {"name": logged.author, "email": logged.email, "commits": 0})
         entry["commits"] += 1
     return list(by_key.values())
-
-
-def _author_key(name: str, email: str) -> str:
-    """One author: by e-mail (any case), or by name when the commit has no e-mail (git allows `<>`), so people
-    without one are not all counted as the first of them."""
-    return f"<{email.lower()}>" if email.strip() else name
 
 
 class _SummaryReader:
