@@ -38,6 +38,8 @@ PEM = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n--
         ("see C:\\Users\\carol\\AppData", "see C:\\Users\\REDACTED-USER\\AppData", "home-path"),
         ("ssh build01.corp now", "ssh REDACTED-HOST now", "internal-host"),
         ("curl http://api.svc.internal:8080/", "curl http://REDACTED-HOST:8080/", "internal-host"),
+        # The whole host: its labels after the internal domain were left (`REDACTED-HOST.acme.com`)
+        ("ssh db01.corp.acme.com now", "ssh REDACTED-HOST now", "internal-host"),
         ("server 10.20.30.40 and 8.8.8.8", "server REDACTED-IP and REDACTED-IP", "ip"),
         ("link fe80::1ff:fe23:4567:890a up", "link REDACTED-IP up", "ip"),
     ],
@@ -55,6 +57,8 @@ def test_each_kind_is_redacted(text: str, expected: str, kind: str) -> None:
         "git clone git@github.com:org/repo.git",
         "token: regenerate it, then api_key=$API_KEY or ${TOKEN} or <your-token>.",
         "Put it in .env.local; std::vector and a::b are code; 12:30:45 is a time.",
+        # File names that hold an internal domain (were `REDACTED-HOST.json`)
+        "Edit .claude/settings.local.json and docker-compose.corp.yml, then notes.local.md.",
         "CI runs in /home/runner/work and examples use /home/user or /Users/$USER.",
         "Version 1.2.3 of the tool; see localhost:8080.",
     ],

@@ -151,6 +151,19 @@ def _email(match: re.Match[str]) -> str | None:
     return "REDACTED-EMAIL"
 
 
+# The endings of files whose names hold a configured domain (`settings.local.json`, `docker-compose.corp.yml`): a
+# name that ends in one is taken for a file's. A few are country domains too (`.md`, `.sh`), but no one names a host
+# `db.corp.example.sh`, where `notes.local.md` is a common file.
+_FILE_ENDINGS = frozenset(
+    "bak cfg conf css csv env html ini js json jsonc lock log md mjs py rb rs sh sql toml ts tsx txt xml yaml yml".split()
+)
+
+
+def _host(match: re.Match[str]) -> str | None:
+    text = match.group(0)
+    return None if text.rsplit(".", 1)[-1].lower() in _FILE_ENDINGS else "REDACTED-HOST"
+
+
 def _ip(match: re.Match[str]) -> str | None:
     text = match.group(0)
     if ":" in text and not any(c.isdigit() for c in text):
@@ -242,8 +255,9 @@ def rules_for(settings: SanitizeSettings) -> list[Rule]:
         if not suffix:
             continue
         labels = rf"(?:{_LABEL}\.)*" if "." in suffix else rf"(?:{_LABEL}\.)+"
-        pattern = rf"(?<![\w.-]){labels}{re.escape(suffix)}(?![\w-])"
-        rules.append(Rule("internal-host", re.compile(pattern, re.IGNORECASE), _marker("host")))
+        # The labels after the domain are the same host's (`db01.corp.acme.com`): the whole name goes
+        pattern = rf"(?<![\w.-]){labels}{re.escape(suffix)}(?:\.{_LABEL})*(?![\w-])"
+        rules.append(Rule("internal-host", re.compile(pattern, re.IGNORECASE), _host))
     rules.extend(_IP_RULES)
     if len(settings.patterns) > MAX_PATTERNS:
         raise InvalidConfig(
