@@ -377,3 +377,20 @@ def test_a_body_that_opens_with_an_indented_code_block_keeps_it(vault_repo: Vaul
     assert done.returncode == 0, done.stderr
     text = (vault_repo.root / "cards/k8s/pods-crash.md").read_text()
     assert text.endswith("---\n\n    $ kubectl get pods\n    web-1   CrashLoopBackOff\n\nThe ConfigMap was missing.\n")
+
+
+def test_the_name_and_summary_are_written_on_one_line_as_they_are_read(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `--name ' x '` kept its spaces in the file (`name: ' x '`), and a line break in a flag (a pasted
+    paragraph) wrote a quoted scalar over several lines; every reader takes them as one line without the spaces."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.commit("A vault")
+    done = vault_repo.invoke(
+        "add", "--name", "  Stash leaves untracked files  ", "--scope", "git", "--body", BODY,
+        "--summary", " git stash keeps only tracked changes;\n  use git stash -u before switching branches.\n",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = (vault_repo.root / "cards/git/stash-leaves-untracked-files.md").read_text()
+    assert text.splitlines()[1:3] == [
+        "name: Stash leaves untracked files",
+        "summary: git stash keeps only tracked changes; use git stash -u before switching branches.",
+    ], text

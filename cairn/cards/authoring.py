@@ -19,6 +19,7 @@ import yaml
 from cairn import gitrepo
 from cairn.atomic import ensure_inside, write_atomic
 from cairn.cards.card import check_card_id, parse_card, slugify
+from cairn.cards.lessons import flat
 from cairn.cards.similarity import name_key
 from cairn.finding import ERROR, Finding
 from cairn.hot.errors import CairnError, CardExists, InvalidCard, RefusedWrite
@@ -188,8 +189,10 @@ class LintRefused(RefusedWrite):
 
 
 def render_card(card: NewCard) -> str:
-    """The card's file: block-style YAML frontmatter in the contract's order, then the body (empty when none)."""
-    meta: dict[str, object] = {"name": card.name, "summary": card.summary}
+    """The card's file: block-style YAML frontmatter in the contract's order, then the body (empty when none). The
+    name and summary are written on one line, as every reader takes them (`--name ' x '` kept its spaces, and a
+    line break in a flag made a quoted scalar spread over lines)."""
+    meta: dict[str, object] = {"name": flat(card.name), "summary": flat(card.summary)}
     if card.scope:
         meta["scope"] = list(card.scope)
     meta["verified_at"] = card.verified_at or dt.date.today()  # a YAML date, unquoted
