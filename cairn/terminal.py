@@ -37,10 +37,17 @@ def clean_line(text: str) -> str:
 
 def columns(text: str) -> int:
     """How many terminal columns `text` takes: a wide or fullwidth character (CJK, most emoji) two, a combining
-    mark none, the rest one; `len` counted `中文/缓存` as 5 of its 9 columns."""
+    mark none, the rest one; `len` counted `中文/缓存` as 5 of its 9 columns. A Hangul syllable decomposed (NFD, as
+    macOS names files) is its leading consonant, two columns, then vowel and final jamo that join it and take none."""
     if text.isascii():
         return len(text)
-    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+    return sum(map(_width, text))
+
+
+def _width(ch: str) -> int:
+    if unicodedata.combining(ch) or "\u1160" <= ch <= "\u11ff" or "\ud7b0" <= ch <= "\ud7ff":
+        return 0  # Hangul vowel and final jamo (wcwidth gives them none): they join the syllable before them
+    return 2 if unicodedata.east_asian_width(ch) in "WF" else 1
 
 
 def pad(text: str, width: int) -> str:

@@ -497,6 +497,24 @@ def test_list_lines_up_a_card_whose_id_is_chinese_on_a_terminal(vault_repo: Vaul
     assert len({columns(line[: line.index("active")]) for line in lines}) == 1, lines
 
 
+def test_list_lines_up_a_card_whose_id_is_decomposed_unicode(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a file named in NFD (macOS decomposes names) holds a Korean syllable as three jamo, of which a
+    terminal gives the vowel and final ones no column; they were counted one each, so the status and dates of
+    `한국어` stood five columns left of every other card's. Measured as the terminal shows it: composed (NFC)."""
+    import unicodedata
+
+    def columns(text: str) -> int:
+        return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in unicodedata.normalize("NFC", text))
+
+    vault_repo.write("git/rebase-with-care", "Rebase lesson", "Rebase with care.", scope=["git"])
+    vault_repo.write(unicodedata.normalize("NFD", "ko/한국어"), "한국어 카드", "한국어로 쓴 교훈입니다.", scope=["ko"])
+    vault_repo.write(unicodedata.normalize("NFD", "misc/café"), "Café lesson", "Order the coffee first.")
+    vault_repo.commit()
+    lines = vault_repo.cairn("list").stdout.splitlines()[:3]
+    assert len(lines) == 3 and all("active" in line for line in lines), lines
+    assert len({columns(line[: line.index("active")]) for line in lines}) == 1, lines
+
+
 def test_list_keeps_a_card_on_its_own_line(vault_repo: VaultRepo) -> None:
     """A scope tag is vault text: one holding a line break printed a line of its own, which read as another card."""
     vault_repo.write_raw(
