@@ -1227,3 +1227,27 @@ def test_review_credits_authors_by_the_bases_mailmap_not_the_ranges(vault_repo: 
     done = vault_repo.cairn("review", "main..feature", "--json")
     report = json.loads(done.stdout)
     assert [c["authors"] for c in report["cards"]] == [["Ann Lee"]]
+
+
+TOKEN = "Q7w2E9r4T1y6U3i8O5p0A2s7D4f9G1h6J3k8"
+
+
+def test_a_card_the_index_refuses_is_said_not_to_be_served(vault_repo: VaultRepo) -> None:
+    """Bug fixed: "What agents will read" listed a card HEAD's index refuses (a secret, a prompt injection) as if
+    agents would read it; it now says it is not served, in the index's words, and `--json` gives them as
+    `left_out`. A card the index holds says nothing of the kind."""
+    _policy_base(vault_repo)
+    for card_id, name, summary in (
+        ("ops/deploy-token", "Deploy staging with the CI token", f"Deploy staging with token: ghp_{TOKEN} from CI."),
+        ("ops/deploy-window", "Deploy staging before noon", "Deploy staging before noon so nightly jobs see it."),
+    ):
+        vault_repo.write(card_id, name, summary, scope=["ops"], verified_at="2026-11-01")
+    vault_repo.commit("Two deploy cards", author=BOB)
+    md = vault_repo.invoke("review", "main..pr", "--today", "2026-11-15").stdout
+    token = md[md.index("**`ops/deploy-token`**") : md.index("**`ops/deploy-window`**")]
+    assert "- ⛔ **Not served**: HEAD's index leaves it out (secret: this looks like a GitHub token" in token, token
+    assert "Not served" not in md[md.index("**`ops/deploy-window`**") :]
+    data = json.loads(vault_repo.invoke("review", "main..pr", "--json", "--today", "2026-11-15").stdout)
+    left_out = {c["id"]: c["left_out"] for c in data["cards"]}
+    assert left_out["ops/deploy-window"] is None
+    assert left_out["ops/deploy-token"].startswith("secret: this looks like a GitHub token"), left_out

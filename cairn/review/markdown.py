@@ -158,7 +158,10 @@ def _served_lines(changes: Sequence[CardChange]) -> list[str]:
     """Each card as an agent gets it (name, summary; never cut), its hidden characters and its changed fields."""
     lines: list[str] = []
     for c in changes:
-        lines += [f"**{_code(c.id)}** ({c.status})", "", f"- Name: {cell(c.name, None)}{_cut_note(c.name, 'name')}"]
+        lines += [f"**{_code(c.id)}** ({c.status})", ""]
+        if c.left_out:  # the index refuses it at HEAD: its fields below are what it says, not what agents read
+            lines.append(f"- ⛔ **Not served**: HEAD's index leaves it out ({cell(c.left_out, None)})")
+        lines.append(f"- Name: {cell(c.name, None)}{_cut_note(c.name, 'name')}")
         summary = f"{cell(c.summary, None)}{_cut_note(c.summary, 'summary')}"
         lines.append(f"- Summary ({len(c.summary):,} characters): {summary}")
         for h in c.hidden:

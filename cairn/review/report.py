@@ -38,7 +38,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -161,7 +161,9 @@ class RangeCommit:
 class CardChange:
     """One card file the range touches. status: added, changed, renamed or removed; ids from the paths. Or a card
     the range does not touch that agents get again (status `revived`): at the base the active cards in
-    `was_superseded_by` superseded it, and at HEAD none does (one removed, retired, or its `supersedes` edited)."""
+    `was_superseded_by` superseded it, and at HEAD none does (one removed, retired, or its `supersedes` edited).
+    left_out: why HEAD's index leaves the card out, as the index says it (`secret: refused: ...`): it is never
+    served, whatever its fields say; empty when the index holds it."""
 
     status: str
     id: str
@@ -176,6 +178,7 @@ class CardChange:
     body_changed: bool = False
     hidden: tuple[Hidden, ...] = ()
     was_superseded_by: tuple[str, ...] = ()
+    left_out: str = ""
 
     @property
     def authors(self) -> tuple[str, ...]:
@@ -339,6 +342,7 @@ class Review:
                     "commits": [dataclasses.asdict(rc) for rc in c.commits],
                     "provenance": c.provenance,
                     "was_superseded_by": list(c.was_superseded_by),
+                    "left_out": c.left_out or None,
                 }
                 for c in self.changes
             ],
@@ -496,7 +500,12 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
                 base_rev, head_rev, base, head, changes, config_changed, findings, (), routing, tuple(blocked), settings
             )
         with IndexReader(base_index) as before, IndexReader(head_index) as after:
-            changes = tuple(_change(c, before, after, commits, cards) for c in raw_changes if _names_a_card(c))
+            left_out = {
+                p: f"{rule}: {message.removeprefix('refused: ')}" for p, _line, rule, message in after.problems()
+            }
+            changes = tuple(
+                _change(c, before, after, commits, cards, left_out) for c in raw_changes if _names_a_card(c)
+            )
             changes += _revived(before, after, changes)
             threshold = config_from_dict(after.config).lint.duplicate_threshold
             bodies = _BodyTerms(snapshot.root)
@@ -771,6 +780,7 @@ def _change(
     after: IndexReader | None,
     commits: dict[str, list[RangeCommit]],
     cards: _CardReader,
+    left_out: Mapping[str, str] | None = None,
 ) -> CardChange:
     path = raw.new_path or raw.old_path or ""
     card_id = _card_id(path)
@@ -807,6 +817,7 @@ def _change(
         fields=tuple(fields),
         body_changed=old is not None and new is not None and old.get("body") != new.get("body"),
         hidden=cards.hidden(raw.new_path) if raw.status != "D" else (),
+        left_out=(left_out or {}).get(raw.new_path or "", "") if raw.status != "D" else "",
     )
 
 
