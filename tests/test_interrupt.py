@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -35,17 +36,20 @@ def _reading_stdin(pid: int) -> bool:
     return syscall[:2] == [_READ, "0x0"]
 
 
-def _interrupt_once_reading(process: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
+def _interrupt_once_reading(
+    process: subprocess.Popen[bytes] | subprocess.Popen[str], ready: Callable[[], bool] | None = None
+) -> None:
+    """SIGINT once the process reads its stdin, or once `ready()` says so (polled every millisecond)."""
     deadline = time.monotonic() + 60
-    while not _reading_stdin(process.pid):
-        assert process.poll() is None, "cairn ended before it read its stdin"
-        assert time.monotonic() < deadline, "cairn never read its stdin"
-        time.sleep(0.05)
+    while not (ready() if ready is not None else _reading_stdin(process.pid)):
+        assert process.poll() is None, "cairn ended before it was ready to be interrupted"
+        assert time.monotonic() < deadline, "cairn was never ready to be interrupted"
+        time.sleep(0.05 if ready is None else 0.001)
     process.send_signal(signal.SIGINT)
 
 
-def _interrupted(args: list[str], cwd: Path) -> tuple[int, str, str]:
-    """`cairn ARGS` interrupted once it reads its stdin: its exit code, stdout and stderr."""
+def _interrupted(args: list[str], cwd: Path, ready: Callable[[], bool] | None = None) -> tuple[int, str, str]:
+    """`cairn ARGS` interrupted once it reads its stdin (or once `ready()`): its exit code, stdout and stderr."""
     with subprocess.Popen(
         [cairn_executable(), *args],
         cwd=cwd,
@@ -54,7 +58,7 @@ def _interrupted(args: list[str], cwd: Path) -> tuple[int, str, str]:
         stderr=subprocess.PIPE,
         text=True,
     ) as process:
-        _interrupt_once_reading(process)
+        _interrupt_once_reading(process, ready)
         out, err = process.communicate(timeout=60)
     return process.returncode, out, err
 
@@ -147,3 +151,33 @@ def test_sigterm_in_init_leaves_no_half_made_vault(tmp_path: Path, signum: signa
     assert process.returncode == 128 + signum, (out, err)
     assert err.strip() == line, err
     assert not target.exists(), sorted(p.name for p in target.iterdir())
+
+
+def test_an_import_stopped_midway_names_the_cards_it_wrote(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: Ctrl-C during `cairn import` of many notes said only "Interrupted.", and the cards it had written
+    were left in the vault unnamed (each whole: writes are atomic). It now lists them, one line each as a finished
+    import does, and says no other card was written."""
+    make_vault(vault_repo)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for n in range(400):
+        (notes / f"note{n:03d}.md").write_text(
+            f"# Build step {n} fails on a stale cache\n\nThe build step {n} breaks when its cache key {n} is stale.\n\n"
+            f"Clear cache {n} first.\n"
+        )
+    imported = vault_repo.root / "cards" / "imported"
+    code, out, err = _interrupted(
+        ["import", str(notes), "--force"], vault_repo.root, ready=lambda: any(imported.glob("*.md"))
+    )
+    assert code == 130, (out, err[-2000:])
+    on_disk = sorted(p.relative_to(vault_repo.root).as_posix() for p in imported.glob("*.md"))
+    assert 0 < len(on_disk) < 400
+    lines = err.strip().splitlines()
+    named = sorted(line.split(": wrote ")[1] for line in lines if ": wrote " in line)
+    assert named == on_disk
+    assert lines[-3:] == [
+        f"Stopped after writing {len(on_disk)} card(s), listed above; no other card was written. Review them, then "
+        "commit them or remove them.",
+        "",
+        "Interrupted.",
+    ], lines[-3:]

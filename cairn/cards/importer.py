@@ -161,11 +161,14 @@ def import_notes(
     force: bool = False,
     today: dt.date | None = None,
     progress: Callable[[int, int], None] | None = None,
+    wrote: Callable[[Outcome], None] | None = None,
 ) -> ImportReport:
     """Import a Markdown file or a folder of them into the vault's cards/; see the module docstring. `lessons_only`
     reads every file as a lesson list (and a folder's lesson files only); `section` takes that section of each
     lesson file (and implies lesson reading); `topic` is the folder under cards/ (default: the first scope).
-    `progress(done, total)` hears of the work done: the files read, then the cards made (each counted once)."""
+    `progress(done, total)` hears of the work done: the files read, then the cards made (each counted once).
+    `wrote(outcome)` hears of each card as soon as it is written, so an import stopped midway (Ctrl-C) can say
+    which cards it left in the vault."""
     if not src.exists():
         raise CairnError(f"{src} does not exist; give a Markdown file or a folder of them")
     if not src.is_file() and not src.is_dir():
@@ -231,7 +234,7 @@ def import_notes(
         def made(done: int) -> None:
             progress(len(files) + round(done * len(files) / max(len(planned), 1)), 2 * len(files))
 
-    outcomes = _apply(vault, planned, dry_run=dry_run, force=force, today=today, progress=made)
+    outcomes = _apply(vault, planned, dry_run=dry_run, force=force, today=today, progress=made, wrote=wrote)
     if progress is not None:
         progress(2 * len(files), 2 * len(files))
     return ImportReport(dry_run, tuple(outcomes), tuple(dropped))
@@ -420,6 +423,7 @@ def _apply(
     force: bool,
     today: dt.date,
     progress: Callable[[int], None] | None = None,
+    wrote: Callable[[Outcome], None] | None = None,
 ) -> list[Outcome]:
     outcomes: dict[int, Outcome] = {}
     cards: dict[int, _Card] = {}
@@ -470,6 +474,8 @@ def _apply(
     _lint(vault, cards, today=today)
     for n, card in cards.items():
         outcomes[n] = _write(vault, card, dry_run=dry_run, force=force)
+        if wrote is not None and outcomes[n].status in (WRITTEN, REPLACED):
+            wrote(outcomes[n])
     return [outcomes[n] for n in sorted(outcomes)]
 
 

@@ -110,18 +110,24 @@ def import_(
         )
     vault = open_vault(vault_path)
     tags = tuple(s.strip() for s in (scope or "").split(",") if s.strip())
-    with progress_bar("import") as progress:
-        report = importer.import_notes(
-            vault,
-            src,
-            dry_run=dry_run,
-            lessons_only=lessons,
-            section=section,
-            scope=tags,
-            topic=topic,
-            force=force,
-            progress=progress,
-        )
+    written: list[Outcome] = []
+    try:
+        with progress_bar("import") as progress:
+            report = importer.import_notes(
+                vault,
+                src,
+                dry_run=dry_run,
+                lessons_only=lessons,
+                section=section,
+                scope=tags,
+                topic=topic,
+                force=force,
+                progress=progress,
+                wrote=written.append,
+            )
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the cards already written stay; say which, then stop as usual
+        _stopped(written)
+        raise
     if as_json:
         echo_json(report.to_dict())
     else:
@@ -168,6 +174,21 @@ def _render(report: ImportReport) -> None:
     verb = "Would import" if report.dry_run else "Imported"
     tail = "" if report.dry_run or not done else " Review them, then commit."
     echo(f"{verb} {done} card(s); dropped {len(report.dropped)} (not lessons); skipped {skipped}.{tail}")
+
+
+def _stopped(written: list[Outcome]) -> None:
+    """What an import stopped midway left in the vault: the cards it wrote (each whole: writes are atomic)."""
+    echo("", err=True)  # the newline closes the terminal's ^C echo
+    for o in written:
+        echo(clean_line(f"{o.source}: {_VERBS[o.status]} {o.path}"), err=True)
+    if written:
+        echo(
+            f"Stopped after writing {len(written)} card(s), listed above; no other card was written. Review them, "
+            "then commit them or remove them.",
+            err=True,
+        )
+    else:
+        echo("Stopped before writing any card.", err=True)
 
 
 def _where(source: str) -> tuple[str, int]:
