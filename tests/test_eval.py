@@ -206,3 +206,19 @@ def test_eval_reads_a_long_query_as_the_hook_does(vault_repo: VaultRepo, tmp_pat
     assert done.returncode == 0, done.stderr
     case = next(c for c in json.loads(done.stdout)["cases"] if c["id"] == "long")
     assert case["injected"] == []
+
+
+def test_eval_text_table_lines_up_a_slice_named_in_chinese(fixture_vault: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: the slice column was padded by characters, so a slice named in Chinese (two columns a character
+    on a terminal) pushed its figures right of every other row's."""
+    import unicodedata
+
+    cases = tmp_path / "zh.yaml"
+    cases.write_text(FAILING_CASES.replace("slice: long", "slice: 中文长问题"), encoding="utf-8")
+    lines = fixture_vault.invoke("eval", "--cases", str(cases)).stdout.splitlines()[:4]
+    assert [line.split()[0] for line in lines[1:]] == ["all", "short", "中文长问题"], lines
+
+    def columns(text: str) -> int:  # what a terminal gives them
+        return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+    assert len({columns(line) for line in lines}) == 1, lines

@@ -67,7 +67,7 @@ from cairn.hot.userconfig import VaultEntry
 from cairn.hot.vault import Vault
 from cairn.index import build as indexer
 from cairn.quality.evaluate import CaseOutcome, check_expected, evaluate, load_cases, shown
-from cairn.terminal import clean_line
+from cairn.terminal import clean_line, columns, pad
 from cairn.userconfig import outside_projects, served_scope
 
 EXPLAIN_TOP = 20
@@ -602,12 +602,12 @@ def eval_cmd(
         return
     data = report.to_dict()
     rows = [("all", data), *((shown(name, SLICE_WIDTH), m) for name, m in data["by_slice"].items())]
-    width = max(8, *(len(name) for name, _ in rows))
+    width = max(8, *(columns(name) for name, _ in rows))  # a slice named in Chinese: two columns a character
     echo(f"{'':{width}} {'R@1':>6} {'R@3':>6} {'Inj@1':>6} {'Inj@3':>6} {'FIR':>6} {'pos':>5} {'neg':>5}")
     for name, m in rows:
         pos = [_share(m[key], m["n_pos"]) for key in ("recall@1", "recall@3", "injection@1", "injection@3")]
         echo(
-            f"{name:{width}} {' '.join(pos)} {_share(m['false_injection_rate'], m['n_neg'])} {m['n_pos']:5d} {m['n_neg']:5d}"
+            f"{pad(name, width)} {' '.join(pos)} {_share(m['false_injection_rate'], m['n_neg'])} {m['n_pos']:5d} {m['n_neg']:5d}"
         )
     unmeasured = any(m["n_pos"] == 0 or m["n_neg"] == 0 for _, m in rows)
     echo(EVAL_LEGEND + (" " + EVAL_NO_SHARE if unmeasured else ""))
