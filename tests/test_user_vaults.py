@@ -515,6 +515,22 @@ def test_list_lines_up_a_card_whose_id_is_decomposed_unicode(vault_repo: VaultRe
     assert len({columns(line[: line.index("active")]) for line in lines}) == 1, lines
 
 
+def test_list_lines_up_a_status_written_in_chinese(vault_repo: VaultRepo) -> None:
+    """Bug fixed: the status column was padded by characters, so a status lint refuses but list shows as written
+    (`status: 草稿`, two columns a character) pushed that card's dates right of every other card's."""
+    import unicodedata
+
+    def columns(text: str) -> int:  # what a terminal gives them
+        return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+    vault_repo.write("git/rebase-with-care", "Rebase lesson", "Rebase with care.", scope=["git"])
+    vault_repo.write("zh/draft", "草稿卡片", "这是一张草稿卡片。", status="草稿")
+    vault_repo.commit()
+    lines = vault_repo.cairn("list").stdout.splitlines()[:2]
+    assert [line.split()[1] for line in lines] == ["active", "草稿"], lines
+    assert len({columns(line[: line.index("verified")]) for line in lines}) == 1, lines
+
+
 def test_list_keeps_a_card_on_its_own_line(vault_repo: VaultRepo) -> None:
     """A scope tag is vault text: one holding a line break printed a line of its own, which read as another card."""
     vault_repo.write_raw(

@@ -139,12 +139,12 @@ def _print_rows(rows: list[tuple[str, ListedCard]]) -> None:
     rows = [(clean_line(shown), card) for shown, card in rows]
     width = max(columns(shown) for shown, _ in rows)
     # "superseded", which list prints as a status of its own, is longer than "active" and "retired"
-    status_width = max(len(clean_line(card.status)) for _, card in rows)
+    status_width = max(columns(clean_line(card.status)) for _, card in rows)
     for shown, card in rows:
         scope = clean_line(",".join(card.scope)) or "-"
         mark = "  DUE" if card.due else ""
         echo(
-            f"{pad(shown, width)}  {clean_line(card.status).ljust(status_width)}  "
+            f"{pad(shown, width)}  {pad(clean_line(card.status), status_width)}  "
             f"verified {card.verified_at or 'never':<10}  "
             f"review by {card.due_on or 'now':<10}  {scope}{mark}"
         )
