@@ -1251,3 +1251,47 @@ def test_a_card_the_index_refuses_is_said_not_to_be_served(vault_repo: VaultRepo
     left_out = {c["id"]: c["left_out"] for c in data["cards"]}
     assert left_out["ops/deploy-window"] is None
     assert left_out["ops/deploy-token"].startswith("secret: this looks like a GitHub token"), left_out
+
+
+def test_a_card_recall_never_admits_is_said_not_to_be_served(vault_repo: VaultRepo) -> None:
+    """Bug fixed: "What agents will read" listed a new draft card, one whose review date had passed and one that a
+    new card supersedes as if agents would read them; each now says why it is not served, as recall's admission
+    decides, and `--json` gives it as `not_served`. An active card says nothing of the kind."""
+    _policy_base(vault_repo)
+    for card_id, name, summary, fields in (
+        ("ops/deploy-draft", "Deploy staging from a tag", "Deploy staging from a signed tag.", {"status": "draft"}),
+        (
+            "ops/deploy-old",
+            "Deploy staging on Fridays",
+            "Deploy staging on Friday mornings only.",
+            {"verified_at": "2026-01-01", "review_after": "2026-06-01"},
+        ),
+        ("ops/deploy-window", "Deploy staging before noon", "Deploy staging before noon so nightly jobs see it.", {}),
+        (
+            "ops/deploy-lock",
+            "Lock staging while deploying",
+            "Take the staging lock before a deploy, then free it.",
+            {"supersedes": ["ops/deploy-window"]},
+        ),
+    ):
+        vault_repo.write(card_id, name, summary, scope=["ops"], **{"verified_at": "2026-11-01", **fields})
+    vault_repo.commit("Four deploy cards", author=BOB)
+    md = vault_repo.invoke("review", "main..pr", "--today", "2026-11-15").stdout
+
+    def section(card_id: str) -> str:
+        start = md.index(f"**`{card_id}`**")
+        end = md.find("\n**`", start + 1)
+        return md[start : end if end > 0 else len(md)]
+
+    assert "- ⛔ **Not served**: status draft: agents get active cards only" in section("ops/deploy-draft"), md
+    assert "- ⛔ **Not served**: its review date 2026-06-01 has passed" in section("ops/deploy-old"), md
+    assert "- ⛔ **Not served**: superseded by ops/deploy-lock" in section("ops/deploy-window"), md
+    assert "Not served" not in section("ops/deploy-lock"), md
+    data = json.loads(vault_repo.invoke("review", "main..pr", "--json", "--today", "2026-11-15").stdout)
+    not_served = {c["id"]: c["not_served"] for c in data["cards"]}
+    assert not_served == {
+        "ops/deploy-draft": "status draft: agents get active cards only",
+        "ops/deploy-old": "its review date 2026-06-01 has passed: check it, then update verified_at",
+        "ops/deploy-window": "superseded by ops/deploy-lock",
+        "ops/deploy-lock": None,
+    }, not_served

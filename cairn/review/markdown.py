@@ -161,6 +161,8 @@ def _served_lines(changes: Sequence[CardChange]) -> list[str]:
         lines += [f"**{_code(c.id)}** ({c.status})", ""]
         if c.left_out:  # the index refuses it at HEAD: its fields below are what it says, not what agents read
             lines.append(f"- ⛔ **Not served**: HEAD's index leaves it out ({cell(c.left_out, None)})")
+        elif c.not_served:  # held, never admitted: a draft, retired, expired or superseded card
+            lines.append(f"- ⛔ **Not served**: {cell(c.not_served, None)}")
         lines.append(f"- Name: {cell(c.name, None)}{_cut_note(c.name, 'name')}")
         summary = f"{cell(c.summary, None)}{_cut_note(c.summary, 'summary')}"
         lines.append(f"- Summary ({len(c.summary):,} characters): {summary}")

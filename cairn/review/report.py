@@ -54,7 +54,7 @@ from cairn.finding import ERROR, WARNING, Finding
 from cairn.hot import gates
 from cairn.hot.errors import CairnError, NotAGitRepository
 from cairn.hot.index import IndexedCard, IndexReader
-from cairn.hot.recall import GATE_REASONS, rank, recall
+from cairn.hot.recall import GATE_REASONS, UNKNOWN_STATUS, admission, rank, recall
 from cairn.hot.settings import settings_of
 from cairn.hot.vault import CARDS_DIR, Vault
 from cairn.index import build as indexer
@@ -163,7 +163,10 @@ class CardChange:
     the range does not touch that agents get again (status `revived`): at the base the active cards in
     `was_superseded_by` superseded it, and at HEAD none does (one removed, retired, or its `supersedes` edited).
     left_out: why HEAD's index leaves the card out, as the index says it (`secret: refused: ...`): it is never
-    served, whatever its fields say; empty when the index holds it."""
+    served, whatever its fields say; empty when the index holds it.
+    not_served: why recall never admits the card HEAD's index holds, whatever the prompt (`draft`, `retired`,
+    `expired on 2026-01-31`, `superseded by ops/x`, an unknown status), as its admission decides; empty when it may
+    be served."""
 
     status: str
     id: str
@@ -179,6 +182,7 @@ class CardChange:
     hidden: tuple[Hidden, ...] = ()
     was_superseded_by: tuple[str, ...] = ()
     left_out: str = ""
+    not_served: str = ""
 
     @property
     def authors(self) -> tuple[str, ...]:
@@ -343,6 +347,7 @@ class Review:
                     "provenance": c.provenance,
                     "was_superseded_by": list(c.was_superseded_by),
                     "left_out": c.left_out or None,
+                    "not_served": c.not_served or None,
                 }
                 for c in self.changes
             ],
@@ -504,7 +509,7 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
                 p: f"{rule}: {message.removeprefix('refused: ')}" for p, _line, rule, message in after.problems()
             }
             changes = tuple(
-                _change(c, before, after, commits, cards, left_out) for c in raw_changes if _names_a_card(c)
+                _change(c, before, after, commits, cards, left_out, day) for c in raw_changes if _names_a_card(c)
             )
             changes += _revived(before, after, changes)
             threshold = config_from_dict(after.config).lint.duplicate_threshold
@@ -781,6 +786,7 @@ def _change(
     commits: dict[str, list[RangeCommit]],
     cards: _CardReader,
     left_out: Mapping[str, str] | None = None,
+    today: dt.date | None = None,
 ) -> CardChange:
     path = raw.new_path or raw.old_path or ""
     card_id = _card_id(path)
@@ -818,7 +824,24 @@ def _change(
         body_changed=old is not None and new is not None and old.get("body") != new.get("body"),
         hidden=cards.hidden(raw.new_path) if raw.status != "D" else (),
         left_out=(left_out or {}).get(raw.new_path or "", "") if raw.status != "D" else "",
+        not_served=_not_served(after.card_by_id(card_id), today) if after and today and raw.status != "D" else "",
     )
+
+
+def _not_served(card: IndexedCard | None, today: dt.date) -> str:
+    """Why recall's admission refuses `card` for every prompt, in words; empty when some prompt may get it."""
+    if card is None:
+        return ""
+    reason = admission(card, today.isoformat(), set(), "", ())
+    if reason in ("draft", "retired"):
+        return f"status {reason}: agents get active cards only"
+    if reason == UNKNOWN_STATUS:
+        return f"status {card.status!r} is none of active, draft, retired"
+    if reason == "expired":
+        return f"its review date {card.expires_on} has passed: check it, then update verified_at"
+    if reason == "superseded":
+        return f"superseded by {', '.join(card.superseded_by)}"
+    return ""
 
 
 def _card_id(path: str) -> str:
