@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,7 @@ def test_check_card_id_accepts_real_ids(given: str, expected: str) -> None:
 def test_slugify() -> None:
     assert slugify("Pull --rebase can drop commits!") == "pull-rebase-can-drop-commits"
     assert slugify("数据库 迁移") == "数据库-迁移"
+    assert slugify(unicodedata.normalize("NFD", "Pâtisserie")) == "pâtisserie"  # not `pa-tisserie` (macOS's NFD)
     assert slugify("!!!") == "card"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -182,6 +183,28 @@ def test_a_md_file_that_names_no_id_is_told_so_not_to_end_in_md(tmp_path: Path) 
         "cards/ops/.md": named_none,
         "cards/..md": named_none,
         "cards/notes.txt": "not a card: card files end in `.md`; this file is ignored (rename or move it)",
+    }
+
+
+def test_a_file_name_in_nfd_is_told_to_take_its_composed_form_not_a_slug_cut_at_each_accent(tmp_path: Path) -> None:
+    """Bug fixed: a card macOS named `cards/résumé/crème-brûlée.md` (each accent a separate mark, NFD) was told to
+    "rename the file to cards/re-sume/cre-me-bru-le-e.md", a slug cut at every accent, where the composed name the
+    keyboard types passes."""
+    vault = tmp_path / "vault"
+    decomposed = unicodedata.normalize("NFD", "cards/résumé/crème-brûlée.md")
+    (vault / decomposed).parent.mkdir(parents=True)
+    (vault / decomposed).write_text(
+        "---\nname: Caramel\nsummary: Torch the caramel just before serving.\n---\n\nBody.\n"
+    )
+    (vault / "cards" / "ok" / "pâtisserie.md").parent.mkdir()
+    (vault / "cards" / "ok" / "pâtisserie.md").write_text(
+        "---\nname: Pastry\nsummary: Chill the dough.\n---\n\nBody.\n"
+    )
+    found = {f.path: f.message for f in lint_vault(find_vault(vault), today=DAY).findings if f.rule == "card-path"}
+    shown = decomposed.removeprefix("cards/").removesuffix(".md")
+    assert found == {
+        decomposed: f"the id '{shown}' spells its accents as separate marks (Unicode NFD, as macOS names files); "
+        "rename the file to cards/résumé/crème-brûlée.md (and update links and supersedes that name it)"
     }
 
 

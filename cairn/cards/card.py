@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -481,7 +482,8 @@ def card_id_forms(card_id: str) -> tuple[str, ...]:
 
 
 def slugify(text: str, max_length: int = 60) -> str:
-    """A lowercase slug for a file name: words (any script) joined by hyphens."""
-    slug = re.sub(r"[^\w]+", "-", text.lower(), flags=re.UNICODE).strip("-_")
+    """A lowercase slug for a file name: words (any script) joined by hyphens. The text is composed first (NFC): a
+    name macOS wrote with its accents as separate marks (`e` + U+0301) was cut at each (`re-sume` for `résumé`)."""
+    slug = re.sub(r"[^\w]+", "-", unicodedata.normalize("NFC", text).lower(), flags=re.UNICODE).strip("-_")
     slug = re.sub(r"-{2,}", "-", slug)
     return slug[:max_length].rstrip("-") or "card"

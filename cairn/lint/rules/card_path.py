@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterator
 
 from cairn.cards.card import card_id_from_path, slugify
@@ -27,10 +28,16 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
     parts = card_id.split("/")
     suggested = "/".join(slugify(part, max_length=200) for part in parts)
     if suggested != card_id:
+        # a file name macOS wrote (NFD) looks like its composed form, the one a keyboard types and `cairn add` writes
+        why = (
+            "spells its accents as separate marks (Unicode NFD, as macOS names files)"
+            if suggested == unicodedata.normalize("NFC", card_id)
+            else "is not lowercase slugs"
+        )
         yield RULE.at(
             target,
             0,
-            f"the id '{card_id}' is not lowercase slugs; rename the file to cards/{suggested}.md "
+            f"the id '{card_id}' {why}; rename the file to cards/{suggested}.md "
             "(and update links and supersedes that name it)",
         )
 
