@@ -7,6 +7,7 @@ import datetime as dt
 import json
 import os
 import re
+import unicodedata
 from pathlib import Path
 
 from helpers.vaults import VaultRepo
@@ -334,6 +335,31 @@ def test_the_same_command_run_twice_says_the_card_is_there_not_to_choose_another
     other = vault_repo.cairn("add", "--name", "Another lesson", "--summary", "Another.", "--id", written[6:-3])
     assert other.returncode == 1
     assert other.stderr == f"Error: {written} already exists; choose another --id (the file was left untouched)\n"
+
+
+def test_an_id_in_the_other_unicode_form_of_a_card_is_taken_not_a_second_card(vault_repo: VaultRepo) -> None:
+    """Bug fixed: with `cards/résumé/crème.md` committed from macOS (accents as separate marks, NFD), `cairn add --id
+    résumé/crème` as a keyboard types it (NFC), or an --id pasted in NFD beside a composed file, wrote a second card
+    whose id reads the same: `cairn list` showed it twice and `cairn show` found only one. Such an id is taken, and
+    a new card's id is written composed."""
+    vault_repo.write_raw("cairn.toml", "")
+    decomposed = unicodedata.normalize("NFD", "résumé/crème")
+    vault_repo.write(decomposed, "Caramel", "Torch the caramel just before serving.")
+    vault_repo.commit("A card named on macOS")
+    typed = vault_repo.cairn("add", "--name", "Another", "--summary", "Another lesson.", "--id", "résumé/crème")
+    assert typed.returncode == 1, typed.stdout
+    assert (
+        typed.stderr
+        == "Error: cards/résumé/crème.md already exists; choose another --id (the file was left untouched)\n"
+    )
+    pasted = vault_repo.cairn(
+        "add", "--name", "Pastry", "--summary", "Chill the dough.", "--id", unicodedata.normalize("NFD", "pâte/brisée"),
+        "--body", BODY,
+    )  # fmt: skip
+    assert pasted.returncode == 0, pasted.stderr
+    again = vault_repo.cairn("add", "--name", "Pastry 2", "--summary", "Chill it.", "--id", "pâte/brisée")
+    assert again.returncode == 1, again.stdout
+    assert cards_on_disk(vault_repo) == ["cards/pâte/brisée.md", f"cards/{decomposed}.md"]
 
 
 def test_a_new_card_and_settings_file_get_the_mode_the_umask_gives(vault_repo: VaultRepo, tmp_path: Path) -> None:

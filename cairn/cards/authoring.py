@@ -285,7 +285,7 @@ def resolve_card_id(card: NewCard) -> str:
     (`<scope>/<slug of the name>` without an id); with neither a folder nor a scope, at the top of `cards/`."""
     folder = slugify(card.scope[0]) if card.scope else ""
     if card.card_id:
-        card_id = check_card_id(card.card_id)
+        card_id = check_card_id(unicodedata.normalize("NFC", card.card_id))  # the form a keyboard types
         if "/" in card_id or not folder:
             return card_id
         return check_card_id(f"{folder}/{card_id}")
@@ -305,8 +305,10 @@ def prepare_card(vault: Vault, card: NewCard, *, today: dt.date | None = None) -
         messages = "; ".join(f.message for f in findings)
         raise InvalidCard(f"{rel} was not written: {messages}; fix that and run it again")
     target = vault.root / rel
-    if target.exists() or target.is_symlink():
-        raise CardExists(_taken(target, rel, parsed.name))
+    # a card whose file name is the decomposed form (NFD: macOS's) of this id is shown as it and found by it
+    for taken in dict.fromkeys(vault.root / unicodedata.normalize(form, rel) for form in ("NFC", "NFD")):
+        if taken.exists() or taken.is_symlink():
+            raise CardExists(_taken(taken, rel, parsed.name))
     try:
         ensure_inside(vault.cards_dir, target)
     except RefusedWrite:
