@@ -208,6 +208,37 @@ def test_a_file_name_in_nfd_is_told_to_take_its_composed_form_not_a_slug_cut_at_
     }
 
 
+def test_supersedes_of_an_id_in_the_other_unicode_form_says_which_to_change(tmp_path: Path) -> None:
+    """Bug fixed: `supersedes: [résumé/crème]` typed on a keyboard (NFC) for a card macOS named in NFD, or pasted
+    in NFD for a composed one, heard "no card has that id; use the replaced card's id", which reads exactly as
+    written."""
+    vault = tmp_path / "vault"
+    card = "---\nname: {}\nsummary: {}\nsupersedes: [{}]\n---\n\nBody.\n"
+    decomposed = unicodedata.normalize("NFD", "résumé/crème")
+    writes = {
+        f"cards/{decomposed}.md": card.format("Caramel", "Torch it.", "ok/old"),
+        "cards/pâte/brisée.md": card.format("Pastry", "Chill it.", "ok/old"),
+        "cards/ok/old.md": card.format("Old", "Old.", "ok/older"),
+        "cards/ok/older.md": "---\nname: Older\nsummary: Older.\n---\n\nBody.\n",
+        "cards/ok/typed.md": card.format("Typed", "Typed.", "résumé/crème"),
+        "cards/ok/pasted.md": card.format("Pasted", "Pasted.", unicodedata.normalize("NFD", "pâte/brisée")),
+    }
+    for rel, text in writes.items():
+        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+        (vault / rel).write_text(text)
+    found = {
+        f.path: f.message for f in lint_vault(find_vault(vault), today=DAY).findings if f.rule == "supersedes-missing"
+    }
+    assert found == {
+        "cards/ok/typed.md": f"supersedes 'résumé/crème', but no card has that id; cards/{decomposed}.md reads the "
+        "same but spells its accents as separate marks (Unicode NFD); rename it to cards/résumé/crème.md, as "
+        "card-path says",
+        "cards/ok/pasted.md": f"supersedes '{unicodedata.normalize('NFD', 'pâte/brisée')}', but no card has that id; "
+        "it spells its accents as separate marks (Unicode NFD), cards/pâte/brisée.md composed; write it composed, as "
+        "`cairn list` prints it",
+    }
+
+
 def test_a_rule_the_user_allows_through_the_security_group_is_off_without_a_warning_that_it_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

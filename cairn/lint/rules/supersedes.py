@@ -3,6 +3,7 @@ no card supersedes one that supersedes it back (each card in such a loop stays s
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterator
 
 from cairn.cards.card import card_id_from_path
@@ -27,8 +28,20 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
             )
         elif old not in context.cards:
             as_id = card_id_from_path(old) or (old[:-3] if old.endswith(".md") else None)
+            composed = unicodedata.normalize("NFC", old)
+            spelled = [i for i in context.cards if unicodedata.normalize("NFC", i) == composed]
             if as_id is not None and as_id in context.cards:
                 hint = f"write the id '{as_id}'"
+            elif spelled and spelled[0] != composed:  # a file name macOS wrote
+                hint = (
+                    f"cards/{spelled[0]}.md reads the same but spells its accents as separate marks (Unicode NFD); "
+                    f"rename it to cards/{composed}.md, as card-path says"
+                )
+            elif spelled:
+                hint = (
+                    f"it spells its accents as separate marks (Unicode NFD), cards/{spelled[0]}.md composed; write it "
+                    "composed, as `cairn list` prints it"
+                )
             else:
                 hint = "use the replaced card's id (its path under cards/ without .md)"
             yield RULE.at(target, line, f"supersedes '{old}', but no card has that id; {hint}")
