@@ -242,6 +242,19 @@ def test_show_unknown_and_traversal_ids(vault_repo: VaultRepo) -> None:
         assert done.returncode == 1 and "root:" not in done.stdout
 
 
+def test_show_of_a_chinese_id_without_its_folder_names_the_card(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn show 缓存键` for the card `持续集成/缓存键` said only "`cairn list` shows the cards", where
+    `cairn show force-push` is told "did you mean git/force-push?": a three-character file name is too small a part
+    of its id for the closeness test."""
+    vault_repo.write("持续集成/缓存键", "部署前检查缓存键", "CI 缓存键里要包含锁文件的哈希，否则会用到旧依赖。")
+    vault_repo.commit()
+    unknown = vault_repo.invoke("show", "缓存键")
+    assert unknown.returncode == 1
+    assert (
+        unknown.stderr.startswith("Error: no card '缓存键' at ") and "did you mean 持续集成/缓存键?" in unknown.stderr
+    )
+
+
 def test_show_a_committed_card_the_index_left_out_says_why(vault_repo: VaultRepo) -> None:
     """A committed card the index refused was "no card ... (uncommitted cards need --worktree)": the wrong way to
     it. It now names the problem that kept it out, and how to see when it passes."""

@@ -146,4 +146,7 @@ def _from_git_now(vault: Vault, record: dict[str, Any]) -> None:
 def _near_ids(ids: list[str], wanted: str) -> list[str]:
     import difflib
 
-    return difflib.get_close_matches(wanted, ids, n=3, cutoff=0.6)
+    # an id given without its folder (`缓存键` for `持续集成/缓存键`): a short Chinese file name is too little of the
+    # whole id for difflib's ratio, where a long English one is not
+    named = [i for i in ids if "/" not in wanted and i.rpartition("/")[2] == wanted]
+    return list(dict.fromkeys([*named, *difflib.get_close_matches(wanted, ids, n=3, cutoff=0.6)]))[:3]
