@@ -77,6 +77,20 @@ def test_review_after_as_a_date_verified_at_defaults_to_today_and_bad_values_are
     assert cards_on_disk(vault_repo) == ["cards/git/dated.md"]
 
 
+def test_scope_tags_typed_with_a_chinese_keyboards_commas(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `--scope 运维，日志` (the full-width comma a Chinese keyboard gives) was one tag, and the card went
+    to the folder `运维-日志`; the enumeration comma `、` too."""
+    for name, scope in (("Rotate the logs daily", "运维，日志"), ("Keep the logs a week", "运维、 日志")):
+        done = vault_repo.invoke("add", "--name", name, "--summary", f"{name}.", "--scope", scope, "--body", BODY)
+        assert done.returncode == 0, done.stderr
+    for slug in ("rotate-the-logs-daily", "keep-the-logs-a-week"):
+        text = (vault_repo.root / "cards" / "运维" / f"{slug}.md").read_text("utf-8")
+        assert "scope:\n- 运维\n- 日志\n" in text, text
+    vault_repo.commit("Two log cards")
+    listed = vault_repo.invoke("list", "--scope", "数据库，日志")
+    assert listed.returncode == 0 and listed.stdout.count("运维/") == 2, listed.stdout
+
+
 def test_the_first_scope_names_the_folder(vault_repo: VaultRepo) -> None:
     no_id = vault_repo.invoke("add", "--name", "Mutable defaults", "--summary", "Use None.", "--scope", "python,ci",
                               "--body", BODY)  # fmt: skip

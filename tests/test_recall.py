@@ -202,6 +202,10 @@ def test_recall_scope_from_the_environment(fixture_vault: VaultRepo) -> None:
     assert json.loads(done.stdout) == {"cards": [], "abstained": True}
     done = fixture_vault.invoke("recall", query, "--json", "--scope", "git", env={"CAIRN_SCOPE": "python"})
     assert [c["id"] for c in json.loads(done.stdout)["cards"]] == ["git/force-push-safely"]
+    # A Chinese keyboard's commas separate tags too (`python，git` was one tag, so no card met it)
+    for tags in ("python，git", "python、git"):
+        done = fixture_vault.invoke("recall", query, "--json", env={"CAIRN_SCOPE": tags})
+        assert [c["id"] for c in json.loads(done.stdout)["cards"]] == ["git/force-push-safely"], tags
 
 
 def test_session_gets_each_card_once(fixture_vault: VaultRepo) -> None:

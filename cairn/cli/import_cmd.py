@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
+from cairn.hot.serve import split_tags
 from cairn.terminal import clean_line
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ def import_(
             f"{topic!r} is not a folder under cards/; give one such as databases or git/hooks", param_hint="'--topic'"
         )
     vault = open_vault(vault_path)
-    tags = tuple(s.strip() for s in (scope or "").split(",") if s.strip())
+    tags = split_tags(scope or "")
     written: list[Outcome] = []
     try:
         with progress_bar("import") as progress:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cairn.cli.common import echo, echo_json, errors_to_exit, indexing, json_option, open_vault, vault_option, warn
+from cairn.hot.serve import split_tags
 from cairn.terminal import clean_line, columns, pad
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ def _scope_filter(scopes: tuple[str, ...]) -> set[str]:
     takes them); a --scope with no tag (`--scope ""`: an unset variable) is a usage error, not "no card"."""
     wanted: set[str] = set()
     for given in scopes:
-        tags = {tag.strip().lower() for tag in given.split(",") if tag.strip()}
+        tags = {tag.lower() for tag in split_tags(given)}
         if not tags:
             raise click.BadParameter(f"{given!r} holds no tag; give one such as --scope git", param_hint="--scope")
         wanted |= tags

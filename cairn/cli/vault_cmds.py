@@ -30,6 +30,7 @@ from cairn.cli.common import (
     warn,
 )
 from cairn.hot.errors import CairnError, CardNotFound, InvalidId, VaultNotFound
+from cairn.hot.serve import split_tags
 from cairn.hot.vault import Vault, find_vault, shell_word
 from cairn.index import build as indexer
 from cairn.index.store import IndexBusy
@@ -159,10 +160,6 @@ def _enclosing_work_tree(folder: Path) -> Path | None:
         if (candidate / ".git").exists():
             return candidate
     return None
-
-
-def _split_scope(value: str | None) -> tuple[str, ...]:
-    return tuple(s.strip() for s in (value or "").split(",") if s.strip())
 
 
 _DURATION = re.compile(r"^\s*\d+\s*[dwmy]\s*$", re.IGNORECASE)
@@ -295,7 +292,7 @@ def add(
         if scope is None:
             scope = click.prompt("Scope tags, comma-separated", default="", show_default=False)
         if card_id is None:
-            suggested = authoring.resolve_card_id(authoring.NewCard(name, summary, _split_scope(scope)))
+            suggested = authoring.resolve_card_id(authoring.NewCard(name, summary, split_tags(scope or "")))
             card_id = click.prompt("Id (topic/slug)", default=suggested).strip() or None  # "\r": answers from Windows
         if body is None and body_file is None and not edit:
             # lint warns about a card without a body, so ask for it rather than refuse what was never asked for
@@ -310,7 +307,7 @@ def add(
     new = authoring.NewCard(
         name=name,
         summary=summary,
-        scope=_split_scope(scope),
+        scope=split_tags(scope or ""),
         card_id=card_id,
         body=text,
         status=status or ("draft" if draft else "active"),

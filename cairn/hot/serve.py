@@ -519,10 +519,19 @@ def layer_scope(declared: "Sequence[str]", configured: "Sequence[str]") -> tuple
     return both or None
 
 
+# The commas a list of tags is typed with: a Chinese or Japanese keyboard gives the full-width comma and the
+# enumeration comma (`运维，日志`, `运维、日志`), which read as one tag `运维，日志` otherwise.
+_TAG_COMMAS = str.maketrans({"\uff0c": ",", "\u3001": ","})
+
+
+def split_tags(text: str) -> tuple[str, ...]:
+    """The tags of a comma-separated list (`git,ci`, `运维，日志`), stripped, empty ones left out."""
+    return tuple(s.strip() for s in text.translate(_TAG_COMMAS).split(",") if s.strip())
+
+
 def scope_tags(flag: "str | Sequence[str] | None") -> tuple[str, ...]:
     """Scope tags from a comma-separated flag (or a list of tags, each split at commas as the flag is: the MCP tools'
     `["git,ci"]` is two tags, as `--scope git,ci`), else from `$CAIRN_SCOPE`; empty means all."""
     if flag is None:
         flag = os.environ.get("CAIRN_SCOPE", "")
-    items = flag.split(",") if isinstance(flag, str) else [tag for item in flag for tag in item.split(",")]
-    return tuple(s.strip() for s in items if s.strip())
+    return split_tags(flag) if isinstance(flag, str) else tuple(tag for item in flag for tag in split_tags(item))
