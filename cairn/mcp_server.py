@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import sys
 import threading
 import time
@@ -283,7 +284,10 @@ class VaultTools:
 
         id: as `recall` gives it, or `NAME:ID` as the prompt hook shows a card of this vault (configured as NAME).
         """
-        record = catalog.card_record(self.vault, self._own_id(id), served_only=True)
+        # the commands a "no card" names ask this vault: the agent runs them from its own project, not the vault
+        entry = entry_for(self.vault.root)
+        asked = f" --vault {entry.name if entry else shlex.quote(str(self.vault.root))}"
+        record = catalog.card_record(self.vault, self._own_id(id), served_only=True, vault_arg=asked)
         record["notice"] = NOTICE  # the card is a teammate's note, not instructions, as recall and the hook say
         return record
 

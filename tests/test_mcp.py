@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ else:  # pragma: no cover
 
 import cairn
 from helpers.mcpclient import drive_serve, drive_serve_at_once, exchange_lines, is_error
-from helpers.vaults import VaultRepo, cairn_executable, run_cairn
+from helpers.vaults import VaultRepo, cairn_executable, make_vault, run_cairn
 
 TOOLS = {"recall", "show", "explain", "add_draft"}
 
@@ -500,7 +501,31 @@ def test_show_of_a_card_the_index_left_out_does_not_quote_a_value_the_security_r
     for said in (shown.content[0].text, done.stderr):
         assert "cards/ops/deploy.md at " in said and "left out of the index (field-type)" in said, said
         assert "evil.example" not in said and "Ignore all" not in said
-        assert "`cairn lint cards/ops/deploy.md` says when it passes" in said
+    assert "`cairn lint cards/ops/deploy.md` says when it passes" in done.stderr
+    assert f"`cairn lint cards/ops/deploy.md --vault {vault_repo.root}` says when it passes" in shown.content[0].text
+
+
+def test_the_commands_shows_errors_name_ask_the_served_vault_from_the_agents_folder(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """The agent runs what an error says from its own project, not the vault: `show` said "`cairn list` shows the
+    cards agents are served" and "`cairn lint cards/x.md` says when it passes", which there listed another vault's
+    cards (the one configured) or found no such file. They now name the served vault, as `cairn show --vault` does."""
+    team = VaultRepo(tmp_path / "team")
+    make_vault(team)
+    assert team.cairn("vault", "add", str(team.root), "--name", "team").returncode == 0
+    _lessons(vault_repo)
+    vault_repo.write("ops/deploy", "Deploy checklist", "Check the migrations before you deploy.", review_after="soon")
+    vault_repo.commit("A card with an odd review_after")
+    project = tmp_path / "project"
+    project.mkdir()
+    _, _, results = drive_serve(vault_repo.root, [("show", {"id": "no/such-card"}), ("show", {"id": "ops/deploy"})])
+    shown = run_cairn("show", "ops/deploy", "--vault", str(vault_repo.root), cwd=project)
+    for said, card in ((_tool_error(results[0]), "docker/sigterm-shell-form"), (_tool_error(results[1]), "ops/deploy")):
+        [command] = re.findall(r"`(cairn (?:list|lint)[^`]*)` (?:shows|says)", said)
+        done = run_cairn(*shlex.split(command)[1:], cwd=project)
+        assert card in done.stdout + done.stderr and "no such file" not in done.stderr, (command, done)
+    assert f"`cairn lint cards/ops/deploy.md --vault {vault_repo.root}` says when it passes" in shown.stderr
 
 
 def test_show_takes_the_id_the_prompt_hook_gives(vault_repo: VaultRepo, tmp_path: Path) -> None:

@@ -23,15 +23,16 @@ def card_record(
     card_id: str,
     *,
     worktree: bool = False,
-    list_command: str = "cairn list",
+    vault_arg: str = "",
     served_only: bool = False,
     warn: Callable[[str], None] | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """The whole card (parsed fields, body) with its provenance; raises CardNotFound with what to do next (the
-    `list_command` that lists this vault's cards, with the --vault the caller was given). The id as given is looked
-    up first (`card_id_forms`: `cards/x` is a card's id when it lives at `cards/cards/x.md`). served_only: as
-    `open_index` takes it (the MCP server), and `warn` and `progress` as it takes them (`cairn show`)."""
+    commands it names end in `vault_arg`, the ` --vault X` the caller was given, so that they ask this vault from any
+    folder). The id as given is looked up first (`card_id_forms`: `cards/x` is a card's id when it lives at
+    `cards/cards/x.md`). served_only: as `open_index` takes it (the MCP server), and `warn` and `progress` as it
+    takes them (`cairn show`)."""
     forms = card_id_forms(card_id)
     card_id = forms[-1]
     # An id typed in one Unicode form for a file named in another (macOS writes `e` + U+0301 where a keyboard types
@@ -65,7 +66,7 @@ def card_record(
                 rel = left_out[0][0]
                 raise CardNotFound(
                     f"{rel} at {index.commit[:8]} is left out of the index ({left_out[0][1]}); "
-                    f"fix it, commit, and `cairn lint {shlex.quote(rel)}` says when it passes"
+                    f"fix it, commit, and `cairn lint {shlex.quote(rel)}{vault_arg}` says when it passes"
                 )
             hint = _near_ids(index.ids(), card_id)
             raise CardNotFound(
@@ -73,7 +74,7 @@ def card_record(
                 + (
                     f"; did you mean {', '.join(hint)}?"
                     if hint
-                    else f"; `{list_command}` shows the cards agents are served"
+                    else f"; `cairn list{vault_arg}` shows the cards agents are served"
                 )
                 + ("" if served_only else " (uncommitted cards need --worktree)")  # agents read commits only
             )

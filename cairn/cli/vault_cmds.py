@@ -578,10 +578,10 @@ def show(card_id: str, worktree: bool, vault_path: str | None, as_json: bool) ->
     vault_path, card_id = split_named_id(card_id, vault_path)
     try:
         vault = open_vault(vault_path)
-        listing = "cairn list" + (f" --vault {shlex.quote(vault_path)}" if vault_path else "")
+        asked = f" --vault {shlex.quote(vault_path)}" if vault_path else ""
         with indexing(vault.root) as progress:
             record = catalog.card_record(
-                vault, card_id, worktree=worktree, list_command=listing, warn=warn, progress=progress
+                vault, card_id, worktree=worktree, vault_arg=asked, warn=warn, progress=progress
             )
     except (CardNotFound, VaultNotFound, InvalidId) as exc:
         # `zzz:git/x` with no vault zzz configured was looked up as the id `zzz:git/x` (an id may hold a colon), and
