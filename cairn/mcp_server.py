@@ -28,9 +28,18 @@ from cairn.cards.authoring import LintRefused, NewCard, lint_pending, render_car
 from cairn.cards.card import check_card_id, parse_card, slugify
 from cairn.finding import ERROR
 from cairn.hot.errors import CairnError, CardExists, CardNotFound, ConfigError, InvalidCard, RefusedWrite
-from cairn.hot.hook import MAX_QUERY_CHARS
+from cairn.hot.hook import MAX_QUERY_CHARS, context_trim, hook_gives
 from cairn.hot.recall import REJECTED, Candidate, recall
-from cairn.hot.serve import MAX_CARDS, NAME_CHARS, NOTICE, ask_similarities, card_json, clip, scope_tags, serve_prompt
+from cairn.hot.serve import (
+    NAME_CHARS,
+    NOTICE,
+    Layer,
+    ask_similarities,
+    card_json,
+    clip,
+    scope_tags,
+    serve_prompt,
+)
 from cairn.hot.userconfig import is_vault_name, load_vaults
 from cairn.hot.vault import Vault
 from cairn.index import build as indexer
@@ -269,6 +278,7 @@ class VaultTools:
                 vault_root=str(self.vault.root),
                 scope=tags,
                 session_id=session or None,
+                fit=context_trim([Layer(None, str(self.vault.root), index)]),  # what the hook's block holds
                 name=None if entry is None else entry.name,  # the hook's ids in the session
             )
         cards = [card_json(c, root=str(self.vault.root)) for c in served.given]
@@ -328,14 +338,15 @@ class VaultTools:
             asked = ask_similarities(index, read)  # the similarities `recall` gets, so the two decide alike
             result = recall(index, read, scope=tags or None, semantic=asked() if asked else None)
             commit = index.commit
+            dropped: dict[str, str] = {}  # as `recall` and the hook give them: at most MAX_CARDS, as many as fit
+            given = [p.qid for p in hook_gives([Layer(None, str(self.vault.root), index, tags)], [result], dropped)]
         shown = [c for n, c in enumerate(result.candidates) if n < EXPLAIN_CANDIDATES or c.decision == "injected"]
-        given = [c.card.id for c in result.injected[:MAX_CARDS]]  # as `recall` and the hook give them
         out: dict[str, Any] = {
             "query": clip(query, ECHO_CHARS),
             "commit": commit,
             "abstained": result.abstained,
             "injected": given,
-            "candidates": [_candidate_dict(c, given) for c in shown],
+            "candidates": [_candidate_dict(c, given, dropped) for c in shown],
             "fragment": None if result.fragment is None else clip(result.fragment, ECHO_CHARS),
             "phrases": list(result.phrases),
             "thresholds": {
@@ -452,9 +463,10 @@ def commit_subject(text: str) -> str:
     return flat if len(flat) <= MAX_SUBJECT_CHARS else flat[: MAX_SUBJECT_CHARS - 1].rstrip() + "…"
 
 
-def _candidate_dict(c: Candidate, given: list[str]) -> dict[str, Any]:
-    """One candidate as explain shows it; a card recall injected past the hook's `MAX_CARDS` (a vault's `max_cards`
-    above it) is rejected `over_total`, as `cairn explain` across vaults says it."""
+def _candidate_dict(c: Candidate, given: list[str], dropped: dict[str, str]) -> dict[str, Any]:
+    """One candidate as explain shows it; a card recall injected that the hook does not give is rejected, as
+    `cairn explain` says it: `context_limit` past what the hook's block holds, `over_total` past the hook's
+    `MAX_CARDS` (a vault's `max_cards` above it)."""
     over = c.decision == "injected" and c.card.id not in given
     return {
         "id": c.card.id,
@@ -465,7 +477,7 @@ def _candidate_dict(c: Candidate, given: list[str]) -> dict[str, Any]:
         "coverage": c.coverage,
         "margin": c.margin,
         "decision": REJECTED if over else c.decision,
-        "reason": "over_total" if over else c.reason,
+        "reason": dropped.get(c.card.id, "over_total") if over else c.reason,
         "picked": c.picked,  # which of recall's picks injected it when the word gates passed nothing (or None)
         "similarity": c.similarity,  # its z-score with the semantic extra (None without it), as `cairn explain` shows
     }

@@ -641,6 +641,37 @@ def test_a_vault_cannot_raise_the_cards_an_agent_gets_past_the_hooks_three(vault
     assert f"Injected: {', '.join(given)}\n" in text and text.count(" over_total ") == 9
 
 
+def test_recall_and_explain_give_what_the_hooks_context_limit_holds(vault_repo: VaultRepo) -> None:
+    """Under a vault's small `[hook] max_context_chars` the hook and `cairn recall` give only the cards whose block
+    fits; the MCP `recall` tool ("the same decisions as `cairn recall`") gave every card recall injected, and
+    `explain` called them injected."""
+    detail = "the reflog keeps the dropped commits for ninety days, so recover them before they expire " * 3
+    for n in range(2):
+        vault_repo.write(f"git/reflog-{n}", f"Recover commits dropped by a rebase {n}", f"{detail} (part {n})")
+    vault_repo.write_raw("cairn.toml", "[hook]\nmax_context_chars = 1200\n")
+    vault_repo.commit("Two cards that fit one prompt, and a smaller context")
+    assert vault_repo.cairn("index").returncode == 0
+    prompt = "recover commits dropped by a rebase from the reflog"
+    hook = vault_repo.cairn(
+        "hook", "--format", "json", "--vault", str(vault_repo.root), input=json.dumps({"prompt": prompt})
+    )
+    given = [c["id"] for c in json.loads(hook.stdout)["cards"]]
+    assert len(given) == 1
+    assert [c["id"] for c in json.loads(vault_repo.cairn("recall", "--json", prompt).stdout)["cards"]] == given
+    _, _, [recalled, explained] = drive_serve(
+        vault_repo.root, [("recall", {"query": prompt}), ("explain", {"query": prompt})]
+    )
+    assert [c["id"] for c in _text_json(recalled)["cards"]] == given
+    shown = _text_json(explained)
+    assert shown["injected"] == given
+    decisions = {c["id"]: (c["decision"], c["reason"]) for c in shown["candidates"][:2]}
+    assert decisions == {
+        given[0]: ("injected", None),
+        **{i: ("rejected", "context_limit") for i in decisions if i != given[0]},
+    }
+    assert len(decisions) == 2
+
+
 def test_a_session_is_shared_with_the_hook_for_a_configured_vault(vault_repo: VaultRepo) -> None:
     """The hook records a configured vault's card in the session as `team:git/x`; the MCP `recall` tool (and `cairn
     recall --session` in the vault) looked for the bare id, so the card the hook had just given was given again."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -29,6 +29,7 @@ from cairn.cli.common import (
 )
 from cairn.hot.errors import CairnError, InvalidCases
 from cairn.hot.gates import LITTLE_EVIDENCE, NAMED_LEAD
+from cairn.hot.hook import context_trim, hook_gives
 from cairn.hot.index import IndexReader
 from cairn.hot.recall import (
     AGREEMENT_PICKED,
@@ -58,7 +59,6 @@ from cairn.hot.serve import (
     Served,
     card_json,
     layer_scope,
-    merge,
     scope_tags,
     serve_layers,
     serve_prompt,
@@ -144,7 +144,7 @@ def recall_cmd(
             _warn_skipped(slots)
             layers = [s.layer for s in slots if s.layer is not None]
             layered = serve_layers(
-                layers, query, session_id=session_id, fit=_hook_trim(layers), want_already=session_id is not None
+                layers, query, session_id=session_id, fit=context_trim(layers), want_already=session_id is not None
             )
         _print_layered(layered.given, list(layered.already) if session_id else None, as_json)
         return
@@ -160,7 +160,7 @@ def recall_cmd(
             vault_root=str(vault.root),
             scope=tags,
             session_id=session_id,
-            fit=_hook_trim([Layer(None, str(vault.root), index)]),
+            fit=context_trim([Layer(None, str(vault.root), index)]),
             name=None if entry is None else entry.name,
         )
         already = _already_given(index, query, str(vault.root), tags, served) if session_id else None
@@ -319,18 +319,6 @@ def _print_layered(given: Sequence[Pick], already: list[str] | None, as_json: bo
         echo(f"Already given in this session: {', '.join(already)}")
 
 
-def _hook_trim(layers: Sequence[Layer]) -> Callable[[Sequence[Pick]], Sequence[Pick]]:
-    """What the prompt hook keeps of the cards given: those whose context block fits the smallest `[hook]
-    max_context_chars` of `layers`, the block made as for an agent working in the current folder."""
-    from cairn.hot.hook import CONTEXT_HARD_LIMIT, context_trim
-
-    try:
-        cwd: str | None = os.getcwd()
-    except OSError:  # a removed folder: the block names each vault, as for a project outside it
-        cwd = None
-    return context_trim(min((layer.index.hook_settings()[0] for layer in layers), default=CONTEXT_HARD_LIMIT), cwd)
-
-
 def _already_given(
     index: IndexReader, query: str, vault_root: str, scope: tuple[str, ...], served: Served
 ) -> list[str]:
@@ -339,7 +327,7 @@ def _already_given(
     refused = {c.card.id for c in served.result.candidates if c.reason == ALREADY_INJECTED}
     if not refused:
         return []
-    trim = _hook_trim([Layer(None, vault_root, index)])
+    trim = context_trim([Layer(None, vault_root, index)])
     fresh = serve_prompt(index, query, vault_root=vault_root, scope=scope, fit=trim)  # no session: nothing recorded
     return [c.card.id for c in fresh.given if c.card.id in refused]
 
@@ -414,7 +402,7 @@ def explain(
         dropped: dict[str, str] = {}
         layer = Layer(None, str(vault.root), index, tags)
         # as the hook gives them: at most MAX_CARDS whatever the vault's max_cards, and as many as its block holds
-        served = [p.qid for p in _given([layer], [result], dropped)]
+        served = [p.qid for p in hook_gives([layer], [result], dropped)]
     rows = add_missing(explain_rows(result), weights)
     for row in rows:
         if row["decision"] == "injected" and row["id"] not in served:
@@ -435,16 +423,6 @@ def explain(
             result, rows, injected=served or None, foreign=weights.foreign, veto=_veto_note(read, veto_judges(query))
         )
         echo("\n".join(filter(None, (cut, table))))
-
-
-def _given(layers: Sequence[Layer], results: Sequence[Result], dropped: dict[str, str]) -> list[Pick]:
-    """The cards the prompt hook gives from `results` (`merge`, then `_hook_trim`); `dropped` gets the shown id of
-    each card a vault's recall injected that is not given, and why (`merge`'s reasons, or `context_limit`)."""
-    merged = merge(layers, results, MAX_CARDS, dropped)
-    given = list(_hook_trim(layers)(merged))
-    for pick in merged[len(given) :]:
-        dropped[pick.qid] = "context_limit"
-    return given
 
 
 def add_missing(rows: list[dict[str, Any]], weights: QueryWeights) -> list[dict[str, Any]]:
@@ -497,7 +475,7 @@ def _explain_layered(
             if similarity is not None and layer.index.n_cards >= SEMANTIC_MIN_CARDS:
                 veto[id(layer)] = veto_judges(query)
         dropped: dict[str, str] = {}
-        given = _given(layers, [results[id(layer)] for layer in layers], dropped)
+        given = hook_gives(layers, [results[id(layer)] for layer in layers], dropped)
         for slot in slots:
             section: dict[str, Any] = {"vault": slot.name, "path": slot.root}
             sections.append(section)

@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     from typing import BinaryIO
 
     from cairn.hot.index import IndexReader
-    from cairn.hot.recall import Candidate
-    from cairn.hot.serve import Pick
+    from cairn.hot.recall import Candidate, Result
+    from cairn.hot.serve import Layer, Pick
     from cairn.hot.vault import ServedVault, VaultDirs
 
 FORMATS = ("claude-code", "codex", "gemini", "text", "json")
@@ -615,13 +615,31 @@ def fit_context(picks: "Sequence[Pick]", payload: Payload, max_chars: int, nonce
     return chosen
 
 
-def context_trim(max_chars: int, cwd: str | None) -> "Callable[[Sequence[Pick]], list[Pick]]":
-    """The hook's trim of the cards it gives (`fit_context`) for a prompt from the folder `cwd`, for `cairn recall`
-    and `explain`, which show what the hook would give: with a small `[hook] max_context_chars`, the hook gives fewer
-    cards than recall injects."""
+def context_trim(layers: "Sequence[Layer]") -> "Callable[[Sequence[Pick]], list[Pick]]":
+    """The hook's trim of the cards it gives from `layers` (`fit_context` under their smallest `[hook]
+    max_context_chars`), the block made as for an agent working in the current folder, for `cairn recall`, `explain`
+    and the MCP tools, which show what the hook would give: with a small limit, the hook gives fewer cards than
+    recall injects."""
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:  # a removed folder: the block names each vault, as for a project outside it
+        cwd = None
+    max_chars = min((layer.index.hook_settings()[0] for layer in layers), default=CONTEXT_HARD_LIMIT)
     payload = Payload("", None, cwd)
     nonce = "0" * 8  # the block's length is the same for every nonce
     return lambda picks: fit_context(picks, payload, max_chars, nonce)
+
+
+def hook_gives(layers: "Sequence[Layer]", results: "Sequence[Result]", dropped: dict[str, str]) -> "list[Pick]":
+    """The cards the prompt hook gives from `results` (`merge`, then `context_trim`); `dropped` gets the shown id of
+    each card a vault's recall injected that is not given, and why (`merge`'s reasons, or `context_limit`)."""
+    from cairn.hot.serve import MAX_CARDS, merge
+
+    merged = merge(layers, results, MAX_CARDS, dropped)
+    given = list(context_trim(layers)(merged))
+    for pick in merged[len(given) :]:
+        dropped[pick.qid] = "context_limit"
+    return given
 
 
 # Characters that are not printable: a line or paragraph separator, a control character, a format character
