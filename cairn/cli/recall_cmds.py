@@ -420,7 +420,7 @@ def explain(
         echo_json(out)
     else:
         table = render_explain(
-            result, rows, injected=served or None, foreign=weights.foreign, veto=_veto_note(read, veto_judges(query))
+            result, rows, injected=served, foreign=weights.foreign, veto=_veto_note(read, veto_judges(query))
         )
         echo("\n".join(filter(None, (cut, table))))
 
@@ -808,7 +808,8 @@ def render_explain(
     foreign: Sequence[str] = (),
     veto: str | None = None,
 ) -> str:
-    """The table `explain` prints; `injected`: the ids given, when they are not recall's own (several vaults);
+    """The table `explain` prints; `injected`: the ids the hook gives (after the merge across vaults and its context
+    limit), else recall's own;
     `foreign`: the prompt's terms weighed a tenth, said only in sentences the vault hardly knows; `veto`: why the
     semantic veto did not judge the prompt (`_veto_note`), when it did not."""
     s = result.settings
@@ -820,8 +821,12 @@ def render_explain(
         )
     elif injected:
         outcome = f"Injected: {', '.join(injected)}"
-    else:
-        outcome = "Abstained: nothing fits." if result.abstained else "Injected: none after the merge across vaults."
+    elif result.abstained:
+        outcome = "Abstained: nothing fits."
+    elif all(row["reason"] != "context_limit" for row in rows):
+        outcome = "Injected: none after the merge across vaults."
+    else:  # recall chose cards whose block the hook's limit does not hold (a vault alone has no merge to blame)
+        outcome = "Injected: none: the agent's context block (`[hook] max_context_chars`) holds none of them."
     lines = [
         f"Thresholds: lead >= {s.min_lead:g}, coverage >= {s.min_coverage:g}, margin >= {s.min_margin:g}, "
         f"evidence >= {s.min_evidence:g} rare words; at most {s.max_cards} cards.",
