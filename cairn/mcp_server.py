@@ -383,7 +383,9 @@ class VaultTools:
         cairn/draft/<id>).
         """
         card_id = check_card_id(id) if id else slugify(name)
-        new = NewCard(name=name, summary=summary, scope=tuple(scope or ()), card_id=card_id, body=body, status="draft")
+        # `["git,ci"]` is two tags, as recall's scope and `cairn add --scope git,ci` read it
+        tags = scope_tags(scope or ())
+        new = NewCard(name=name, summary=summary, scope=tags, card_id=card_id, body=body, status="draft")
         rel = f"cards/{card_id}.md"
         data = render_card(new).encode("utf-8")
         parsed, findings = parse_card(rel, data)

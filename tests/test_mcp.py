@@ -145,6 +145,33 @@ def test_add_draft_commits_on_a_new_branch_and_leaves_head_and_worktree_alone(va
     assert _text_json(results[2])["cards"] == []
 
 
+def test_add_draft_reads_its_scope_as_recall_and_cairn_add_do(vault_repo: VaultRepo) -> None:
+    """`scope: ["git,ci"]` is two tags to `recall` and `explain` (and `cairn add --scope git,ci`), but add_draft wrote
+    the one tag `git,ci`, which no scope an agent declares ever meets: the merged card was never served to `git`."""
+    head = _lessons(vault_repo)
+    _, _, [drafted] = drive_serve(
+        vault_repo.root,
+        [
+            (
+                "add_draft",
+                {
+                    "name": "Shallow clones",
+                    "summary": "A shallow clone lacks history.",
+                    "scope": ["git, ci", " docker "],
+                },
+            )
+        ],
+    )
+    made = _text_json(drafted)
+    assert vault_repo.git("show", f"{made['branch']}:{made['path']}").split("\n")[3:7] == [
+        "scope:",
+        "- git",
+        "- ci",
+        "- docker",
+    ]
+    assert vault_repo.git("rev-parse", "HEAD") == head
+
+
 def test_add_draft_refuses_an_id_that_exists_at_head(vault_repo: VaultRepo) -> None:
     _lessons(vault_repo)
     _, _, results = drive_serve(
