@@ -62,7 +62,7 @@ INSTRUCTIONS = (
 
 
 class McpMissing(CairnError):
-    """The optional `mcp` package is not installed."""
+    """The optional `mcp` package is not installed, or cannot be imported."""
 
 
 def server_class() -> Any:
@@ -79,13 +79,23 @@ def tool_error_class() -> type[Exception]:
 
 
 def _sdk_attr(*candidates: tuple[str, str]) -> Any:
+    broken: ImportError | None = None  # the SDK is there but fails to import (mcp 1.2 under a newer pydantic)
     for module, attr in candidates:
         try:
             return getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError):
+        except AttributeError:
             continue
+        except ImportError as exc:
+            missing = isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] == "mcp"
+            broken = broken if missing else exc  # a module of the SDK missing: the other version's layout
     from cairn.extras import install_command
 
+    if broken is not None:  # "not installed" sent the user to a pip command that finds it installed and does nothing
+        reason = " ".join(str(broken).split())[:200] or type(broken).__name__
+        raise McpMissing(
+            f"`cairn serve` needs the MCP SDK, the mcp extra, installed beside this Cairn but it cannot be imported "
+            f"({reason}); reinstall it: {install_command('mcp', reinstall=True)}"
+        )
     raise McpMissing(
         f"`cairn serve` needs the MCP SDK, the mcp extra, not installed beside this Cairn: {install_command('mcp')}"
     )

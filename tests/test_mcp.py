@@ -222,7 +222,7 @@ def test_serve_without_the_sdk_says_how_to_install_it(vault_repo: VaultRepo, tmp
     _lessons(vault_repo)
     shadow = tmp_path / "no-sdk"
     (shadow / "mcp").mkdir(parents=True)
-    (shadow / "mcp" / "__init__.py").write_text('raise ImportError("the SDK is not installed")\n')
+    (shadow / "mcp" / "__init__.py").write_text('raise ModuleNotFoundError("No module named \'mcp\'", name="mcp")\n')
     done = vault_repo.cairn("serve", env={"PYTHONPATH": str(shadow)})
     assert done.returncode == 1
     assert done.stdout == ""
@@ -234,6 +234,25 @@ def test_serve_without_the_sdk_says_how_to_install_it(vault_repo: VaultRepo, tmp
     assert done.stderr.strip() == expected
     pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     assert pyproject["project"]["optional-dependencies"]["mcp"] == ["mcp>=1.2"]  # the requirement it names
+
+
+def test_serve_with_an_sdk_that_cannot_be_imported_says_so_and_how_to_reinstall_it(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """mcp 1.2 under a newer pydantic fails to import (`cannot import name 'eval_type_backport'`): `cairn serve` said
+    the SDK was "not installed" and gave `pip install 'mcp>=1.2'`, which finds it installed and changes nothing."""
+    _lessons(vault_repo)
+    shadow = tmp_path / "broken-sdk"
+    (shadow / "mcp").mkdir(parents=True)
+    failure = "cannot import name 'eval_type_backport' from 'pydantic._internal._typing_extra'"
+    (shadow / "mcp" / "__init__.py").write_text(f"raise ImportError({failure!r}, name='pydantic._internal')\n")
+    done = vault_repo.cairn("serve", env={"PYTHONPATH": str(shadow)})
+    assert (done.returncode, done.stdout) == (1, "")
+    python = Path(cairn_executable()).read_text().splitlines()[0].removeprefix("#!")
+    assert done.stderr.strip() == (
+        "Error: `cairn serve` needs the MCP SDK, the mcp extra, installed beside this Cairn but it cannot be imported "
+        f"({failure}); reinstall it: {python} -m pip install --force-reinstall 'mcp>=1.2'"
+    )
 
 
 FAKE_AWS_KEY = "AKIA" + "Q3RT5ZKXW7PL2M4N"
