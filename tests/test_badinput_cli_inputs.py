@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -533,6 +535,20 @@ def test_the_init_a_missing_vault_folder_suggests_can_be_pasted(tmp_path: Path) 
     missing = tmp_path / "my lessons"
     line = _one_error_line(run_cairn("list", "--vault", str(missing), cwd=tmp_path))
     assert line.endswith(f"create one with `cairn init '{missing}'`"), line
+
+
+def test_the_init_a_vault_given_by_a_home_path_suggests_makes_that_vault(tmp_path: Path) -> None:
+    """An MCP client's server entry runs `cairn serve --vault ~/lessons` with no shell: the vault is looked up in
+    HOME, and when missing the error said to run `cairn init '~/lessons'`, which made `./~/lessons`, then failed
+    with the one word `Error: /home/me/lessons` (git found no such folder) and left nothing."""
+    project = tmp_path / "project"
+    project.mkdir()
+    line = _one_error_line(run_cairn("serve", "--vault", "~/lessons", cwd=project))
+    [command] = re.findall(r"create one with `(cairn init [^`]*)`", line)
+    made = run_cairn(*shlex.split(command)[1:], "--no-register", cwd=project)
+    assert made.returncode == 0, made.stderr
+    assert (Path(os.environ["HOME"]) / "lessons" / "cairn.toml").is_file() and not (project / "~").exists()
+    assert run_cairn("list", "--vault", "~/lessons", cwd=project).returncode == 0
 
 
 def test_a_locale_that_cannot_name_a_configured_vaults_path_is_one_line(

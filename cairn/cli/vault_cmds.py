@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import shlex
 import sys
@@ -77,6 +78,9 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
     """
     from cairn import githooks, install, userconfig
 
+    # `~/x` with no shell to expand it (an MCP client's server entry, a path pasted in quotes) names the folder that
+    # `--vault ~/x` reads, as a missing vault's error suggests; it was made as `./~/x`, then refused by git.
+    path = Path(os.path.expanduser(path))
     if register and name is not None:  # a name already taken is refused before anything is made
         from cairn.hot.userconfig import load_vaults
 
