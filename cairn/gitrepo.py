@@ -63,7 +63,8 @@ def open_repo(vault: Vault) -> git.Repo:
     require_git()
     if vault.git_root is None:
         raise NotAGitRepository(
-            f"{vault.root} is not in a git repository; run `git init` and commit your cards (or use --worktree)"
+            f"{vault.root} is not in a git repository; run `git init` and commit your cards (`cairn recall`, "
+            "`explain`, `show`, `index`, `eval` and `calibrate` read uncommitted cards with --worktree)"
         )
     try:
         repo = git.Repo(vault.git_root)

@@ -255,6 +255,22 @@ def test_serve_with_an_sdk_that_cannot_be_imported_says_so_and_how_to_reinstall_
     )
 
 
+def test_a_vault_outside_git_names_no_option_the_tool_or_command_lacks(tmp_path: Path) -> None:
+    """A vault folder that is in no git repository: the MCP tools and `cairn list` said "(or use --worktree)", an
+    option none of them has (`cairn list --worktree`: "No such option"); it now names the commands that take it."""
+    (tmp_path / "notes" / "cards").mkdir(parents=True)
+    (tmp_path / "notes" / "cairn.toml").write_text("")
+    said = (
+        f"{tmp_path / 'notes'} is not in a git repository; run `git init` and commit your cards (`cairn recall`, "
+        "`explain`, `show`, `index`, `eval` and `calibrate` read uncommitted cards with --worktree)"
+    )
+    _, _, [recalled] = drive_serve(tmp_path / "notes", [("recall", {"query": "git push rejected"})])
+    assert _tool_error(recalled) == said
+    assert run_cairn("list", "--vault", str(tmp_path / "notes"), cwd=tmp_path).stderr == f"Error: {said}\n"
+    for command in ("recall", "explain", "show", "index", "eval", "calibrate"):
+        assert "--worktree" in run_cairn(command, "--help", cwd=tmp_path).stdout, command
+
+
 FAKE_AWS_KEY = "AKIA" + "Q3RT5ZKXW7PL2M4N"
 DRAFT = {
     "name": "Cron runs twice on DST change",
