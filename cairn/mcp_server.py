@@ -274,11 +274,12 @@ class VaultTools:
     def recall(self, query: str, scope: list[str] | None = None, session: str | None = None) -> dict[str, Any]:
         """The cards that fit the query (at most 3, or none), with the same decisions as `cairn recall`.
 
-        scope: tags such as a language or tool; cards scoped elsewhere are left out.
+        scope: tags such as a language or tool (default: the server's $CAIRN_SCOPE); cards scoped elsewhere are left
+        out.
         session: the agent session's id; a card is given at most once per session (shared with the prompt hook).
         """
         # a configured vault's scope limit, as the hook applies it
-        tags, entry = served_scope(self.vault.root, scope_tags(scope or ()))
+        tags, entry = served_scope(self.vault.root, scope_tags(scope or None))  # none given: $CAIRN_SCOPE
         if tags is None:
             return {"cards": [], "abstained": True, **({"already_injected": []} if session else {})}
         with indexer.open_index(self.vault, served_only=True) as index:
@@ -335,7 +336,7 @@ class VaultTools:
         """The best candidate cards for the query (at most 20, with any injected card; `omitted_candidates` counts
         the rest) with each one's score, the three gate values, the decision and the reason."""
         read = query[:MAX_QUERY_CHARS]  # what recall reads of it (the echo below shows where it was cut)
-        tags, _ = served_scope(self.vault.root, scope_tags(scope or ()))  # a configured vault's limit, as recall's
+        tags, _ = served_scope(self.vault.root, scope_tags(scope or None))  # a configured vault's limit, as recall's
         if tags is None:
             return {
                 "query": clip(query, ECHO_CHARS),

@@ -779,6 +779,25 @@ def test_a_configured_vaults_scopes_limit_what_the_tools_give_as_the_hook(vault_
     assert _text_json(unexplained)["skipped"] == "scope"
 
 
+def test_the_tools_read_cairn_scope_as_the_hook_does(vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bug fixed: with `CAIRN_SCOPE=docker` in the server's environment (an MCP client's `env`), `cairn recall` and
+    the hook left the git card out and the tools gave it. A scope the call gives still comes first."""
+    _lessons(vault_repo)
+    assert vault_repo.cairn("index").returncode == 0
+    git = "git pull --rebase after a force-push dropped my commits"
+    monkeypatch.setenv("CAIRN_SCOPE", "docker")
+    assert json.loads(vault_repo.cairn("recall", git, "--json").stdout)["cards"] == []
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("recall", {"query": git}),
+        ("explain", {"query": git}),
+        ("recall", {"query": git, "scope": ["git"]}),
+    ]
+    _, _, [of_git, why, asked] = drive_serve(vault_repo.root, calls)
+    assert _text_json(of_git) == {"cards": [], "abstained": True}
+    assert {c["id"]: c["reason"] for c in _text_json(why)["candidates"]}["git/force-push-rebase"] == "out_of_scope"
+    assert [c["id"] for c in _text_json(asked)["cards"]] == ["git/force-push-rebase"]
+
+
 def test_a_request_nested_too_deep_is_answered(vault_repo: VaultRepo) -> None:
     """Bug fixed: a tool call whose arguments nest about 200 deep (a scope of `[[[...]]]`) got no answer: the SDK's
     validation gave up without a word and the client waited for ever. Such a request is answered with an error for
