@@ -557,6 +557,20 @@ def _blocked(repo: VaultRepo) -> list[dict[str, str]]:
     return blocked
 
 
+def _lease_card(repo: VaultRepo, verified_at: str, review_after: str) -> None:
+    """The policy vault's git card, verified and due for review as given."""
+    repo.write(
+        "git/force-with-lease",
+        "Force-push shared branches with --force-with-lease",
+        "After a rebase, push a shared branch with git push --force-with-lease; plain --force overwrites "
+        "teammates' commits.",
+        scope=["git"],
+        aliases=["force push"],
+        verified_at=verified_at,
+        review_after=review_after,
+    )
+
+
 def _policy_base(repo: VaultRepo) -> None:
     repo.write(
         SAFETY,
@@ -565,16 +579,7 @@ def _policy_base(repo: VaultRepo) -> None:
         scope=["shell"],
         verified_at="2026-10-01",
     )
-    repo.write(
-        "git/force-with-lease",
-        "Force-push shared branches with --force-with-lease",
-        "After a rebase, push a shared branch with git push --force-with-lease; plain --force overwrites "
-        "teammates' commits.",
-        scope=["git"],
-        aliases=["force push"],
-        verified_at="2026-10-01",
-        review_after="365d",
-    )
+    _lease_card(repo, verified_at="2026-10-01", review_after="365d")
     repo.write_raw("cairn.toml", "[recall]\nmin_lead = 0.21\nmax_cards = 3\n\n[lint]\ndisable = []\n")
     repo.write_raw("evals/cases.yaml", POLICY_CASES)
     repo.commit("Start the vault", author=ANN)
@@ -629,16 +634,7 @@ def _pr_retires_a_card(repo: VaultRepo) -> None:
 
 
 def _pr_expires_a_card(repo: VaultRepo) -> None:
-    repo.write(
-        "git/force-with-lease",
-        "Force-push shared branches with --force-with-lease",
-        "After a rebase, push a shared branch with git push --force-with-lease; plain --force overwrites "
-        "teammates' commits.",
-        scope=["git"],
-        aliases=["force push"],
-        verified_at="2026-10-01",
-        review_after="2026-11-01",
-    )
+    _lease_card(repo, verified_at="2026-10-01", review_after="2026-11-01")
 
 
 def _pr_adds_not_when(repo: VaultRepo) -> None:
@@ -657,6 +653,11 @@ def _pr_removes_a_card(repo: VaultRepo) -> None:
     repo.git("rm", "-q", f"cards/{SAFETY}.md")
     cases = POLICY_CASES.split("- id: ")
     repo.write_raw("evals/cases.yaml", "- id: ".join(c for c in cases if not c.startswith("pipe-1")))
+
+
+def _pr_backdates_a_card(repo: VaultRepo) -> None:
+    """The same `review_after: 365d`, an older verified_at: the date that moved is named, not review_after."""
+    _lease_card(repo, verified_at="2025-01-02", review_after="365d")
 
 
 def _pr_touches_hooks(repo: VaultRepo) -> None:
@@ -701,6 +702,12 @@ def _pr_touches_hooks(repo: VaultRepo) -> None:
         (
             _pr_expires_a_card,
             ["expires the card git/force-with-lease (review_after was 365d, now 2026-11-01: past since 2026-11-01)"],
+        ),
+        (
+            _pr_backdates_a_card,
+            [
+                "expires the card git/force-with-lease (verified_at was 2026-10-01, now 2025-01-02: past since 2026-01-02)"
+            ],
         ),
         (_pr_removes_a_card, [f"removes the card {SAFETY}"]),
         (

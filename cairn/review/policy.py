@@ -249,8 +249,7 @@ def card_blocks(
                 Blocked(
                     "cards",
                     path,
-                    f"expires the card {card_id} (review_after was {before.get('review_after')}, now "
-                    f"{after.get('review_after')}: past since {new_end.isoformat()})",
+                    f"expires the card {card_id} ({_dates_moved(before, after)}: past since {new_end.isoformat()})",
                     _SILENCE_CHECK,
                 )
             )
@@ -282,6 +281,13 @@ def card_blocks(
                 )
             )
     return out
+
+
+def _dates_moved(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """What moved a card's review date: each of verified_at and review_after that changed, as it was and is (an
+    older verified_at under the same `review_after: 365d` expires a card as surely as a nearer date does)."""
+    keys = [key for key in ("verified_at", "review_after") if before.get(key) != after.get(key)] or ["review_after"]
+    return "; ".join(f"{key} was {before.get(key) or 'unset'}, now {after.get(key) or 'unset'}" for key in keys)
 
 
 def _date(value: object) -> dt.date | None:
