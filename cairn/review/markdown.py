@@ -86,7 +86,11 @@ def render_markdown(r: Review) -> str:
             "`cairn calibrate` refuse them: fix the id, or the case, to the card's id at HEAD):",
         ]
         for file, case, card in r.routing.unknown[:_LONG_LIST]:
-            out.append(f"> - {_code(file)}: {_code(case)} expects {_code(card)}")
+            # the id is right when HEAD holds the card and its index refuses it: the card is what to fix
+            why = " (HEAD holds it, but its index leaves it out: fix the card, see Lint)"
+            out.append(
+                f"> - {_code(file)}: {_code(case)} expects {_code(card)}" + (why if card in r.routing.left_out else "")
+            )
     new_false = r.routing.new_false_injections
     if new_false:
         out += [

@@ -271,6 +271,9 @@ class Routing:
     # (file, case id, card id) for each case at HEAD expecting a card HEAD's index does not hold (a typo, a card
     # renamed or removed): `cairn eval` and `cairn calibrate` refuse such cases, so review fails them
     unknown: tuple[tuple[str, str, str], ...] = ()
+    # the card ids among those that HEAD's tree holds but its index leaves out (a security rule refuses the card, or
+    # it breaks the contract): the case's id is right, the card is what to fix
+    left_out: frozenset[str] = frozenset()
 
     @property
     def new_false_injections(self) -> tuple[CaseChange, ...]:
@@ -1129,6 +1132,8 @@ def _routing(
         for a, b in zip(old.outcomes, new.outcomes, strict=True)
         if a.injected != b.injected
     ]
+    unknown = tuple((path, case.id, card) for path, cases in loaded for case, card in unknown_expected(after, cases))
+    refused = {where for where, _line, _rule, _message in after.problems()} if unknown else set()
     # every cases file pooled, as one `cairn eval --json` over them all would measure them
     base_all = metrics_of(o.scored for _, old, _ in reports for o in old.outcomes).eval_dict()
     head_all = metrics_of(o.scored for _, _, new in reports for o in new.outcomes).eval_dict()
@@ -1138,7 +1143,8 @@ def _routing(
         base=base_all,
         head=head_all,
         changed=tuple(sorted(changed, key=lambda c: (c.kind != "new false injection", c.file, c.id))),
-        unknown=tuple((path, case.id, card) for path, cases in loaded for case, card in unknown_expected(after, cases)),
+        unknown=unknown,
+        left_out=frozenset(card for _, _, card in unknown if f"{CARDS_DIR}/{card}.md" in refused),
     )
 
 
