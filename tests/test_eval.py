@@ -222,3 +222,28 @@ def test_eval_text_table_lines_up_a_slice_named_in_chinese(fixture_vault: VaultR
         return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
     assert len({columns(line) for line in lines}) == 1, lines
+
+
+def test_eval_on_a_branch_that_renames_a_card_says_the_served_ref_lacks_it(vault_repo: VaultRepo) -> None:
+    """Bug fixed: on a branch that renamed a card and its cases with it, `cairn eval --cases evals/cases.yaml` (the
+    served ref's cards against the branch's cases) said "fix the id": the id was right. It now says the served ref
+    does not have the branch's cards yet and that --worktree reads them; calibrate says the same."""
+    make_vault(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "rename")
+    vault_repo.git("mv", f"cards/{REBASE_ID}.md", "cards/git/rebase.md")
+    vault_repo.write_raw(
+        "evals/cases.jsonl", json.dumps({"id": "one", "query": FITTING_PROMPT, "expect": ["git/rebase"]})
+    )
+    vault_repo.commit("Rename the rebase card")
+    for command in ("eval", "calibrate"):
+        done = vault_repo.invoke(command, "--cases", "evals/cases.jsonl")
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "fix the id" not in done.stderr
+        assert "the commit checked out changes cards that main (the ref agents are served) does not have yet" in (
+            done.stderr
+        )
+    assert vault_repo.invoke("eval", "--cases", "evals/cases.jsonl", "--worktree").returncode == 0
+    vault_repo.git("checkout", "-q", "main")
+    vault_repo.write_raw("evals/typo.jsonl", json.dumps({"id": "typo", "query": FITTING_PROMPT, "expect": ["git/x"]}))
+    typo = vault_repo.invoke("eval", "--cases", "evals/typo.jsonl")
+    assert typo.returncode == 1 and "fix the id" in typo.stderr  # on the served branch the id is what is wrong

@@ -66,7 +66,7 @@ from cairn.hot.serve import (
 from cairn.hot.userconfig import VaultEntry
 from cairn.hot.vault import Vault
 from cairn.index import build as indexer
-from cairn.quality.evaluate import CaseOutcome, check_expected, evaluate, load_cases, shown
+from cairn.quality.evaluate import Case, CaseOutcome, check_expected, evaluate, load_cases, shown
 from cairn.terminal import clean_line, columns, pad
 from cairn.userconfig import outside_projects, served_scope
 
@@ -180,9 +180,23 @@ def _opened(vault: Vault, ref: str | None, worktree: bool) -> IndexReader:
         )
 
 
-def _unserved_changes(vault: Vault) -> str | None:
+def check_cases(vault: Vault, index: IndexReader, cases: Sequence[Case], path: Path, worktree: bool) -> None:
+    """`check_expected` for eval and calibrate: on a branch that renames or adds the cards its cases expect, the ids
+    are right and the served ref lacks them, so the error says so, and that --worktree reads the cards checked out,
+    instead of "fix the id"."""
+    try:
+        check_expected(index, cases, path)
+    except InvalidCases:
+        note = None if worktree else _unserved_changes(vault, "`--worktree` reads the cards checked out")
+        if note is None:
+            raise
+        check_expected(index, cases, path, fix=note)
+
+
+def _unserved_changes(vault: Vault, ask: str = "`cairn recall --ref HEAD QUERY` asks them") -> str | None:
     """Why a card just committed may not be asked yet, when nothing fits: the commit checked out holds card changes
-    the served ref does not (an author on a feature branch). "No card fits" alone sent the author to the card."""
+    the served ref does not (an author on a feature branch). "No card fits" alone sent the author to the card.
+    ask: how the command asks the cards checked out instead."""
     from cairn import gitrepo
 
     try:
@@ -194,10 +208,7 @@ def _unserved_changes(vault: Vault) -> str | None:
     except (CairnError, OSError, ValueError):  # no commit yet, a damaged repository: nothing to add to the answer
         return None
     shown_ref = ref.removeprefix("refs/heads/").removeprefix("refs/remotes/")
-    return (
-        f"the commit checked out changes cards that {shown_ref} (the ref agents are served) does not have yet; "
-        "`cairn recall --ref HEAD QUERY` asks them"
-    )
+    return f"the commit checked out changes cards that {shown_ref} (the ref agents are served) does not have yet; {ask}"
 
 
 def _vault_scope(vault: Vault, scope: str | None) -> tuple[tuple[str, ...] | None, VaultEntry | None]:
@@ -571,7 +582,7 @@ def eval_cmd(
     with indexing(vault.root) as progress:  # the bar ends before eval's own
         opened = indexer.open_index(vault, worktree=worktree, warn=warn, progress=progress)
     with opened as index:
-        check_expected(index, cases, cases_path)
+        check_cases(vault, index, cases, cases_path, worktree)
         semantic = _cases_similarities(index, [case.query for case in cases])
         with progress_bar("eval") as progress:
             report = evaluate(index, cases, scope=scope_tags(scope), progress=progress, semantic=semantic)

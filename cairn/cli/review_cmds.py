@@ -88,10 +88,11 @@ def calibrate_cmd(
       cairn calibrate --cases evals/cases.yaml
       cairn calibrate --cases evals/cases.yaml --target-fir 0.02 --write
     """
+    from cairn.cli.recall_cmds import check_cases
     from cairn.hot.errors import InvalidCases
     from cairn.hot.settings import settings_of
     from cairn.quality import calibrate
-    from cairn.quality.evaluate import check_expected, load_cases
+    from cairn.quality.evaluate import load_cases
 
     vault = open_vault(vault_path)
     cases = load_cases(cases_path)
@@ -101,7 +102,7 @@ def calibrate_cmd(
         )
     with progress_stages() as stage:
         with indexer.open_index(vault, worktree=worktree, warn=warn, progress=stage("index")) as index:
-            check_expected(index, cases, cases_path)
+            check_cases(vault, index, cases, cases_path, worktree)
             settings = settings_of(index)
             points = calibrate.gather(index, cases, settings=settings, folds=folds, progress=stage("calibrate"))
         # the grid and its fits, on a bar of their own: a minute with many slices, ten folds and the finest step

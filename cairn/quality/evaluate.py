@@ -168,17 +168,21 @@ def unknown_expected(index: IndexReader, cases: Sequence[Case]) -> list[tuple[Ca
     return out
 
 
-def check_expected(index: IndexReader, cases: Sequence[Case], path: Path) -> None:
+def check_expected(
+    index: IndexReader,
+    cases: Sequence[Case],
+    path: Path,
+    fix: str = "fix the id (`cairn list` shows the cards, `cairn lint` those left out)",
+) -> None:
     """Refuse cases that expect a card the index does not hold (a typo, or a card removed or left out): the figures
-    would count them as misses of the ranking, when the case itself is wrong."""
+    would count them as misses of the ranking, when the case itself is wrong. fix: what the error says to do."""
     unknown = unknown_expected(index, cases)
     if not unknown:
         return
     case, card_id = unknown[0]
     more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
     raise InvalidCases(
-        f"{path}: case '{shown(case.id)}' expects card '{shown(card_id)}', which the index does not hold{more}; "
-        "fix the id (`cairn list` shows the cards, `cairn lint` those left out)"
+        f"{path}: case '{shown(case.id)}' expects card '{shown(card_id)}', which the index does not hold{more}; {fix}"
     )
 
 
