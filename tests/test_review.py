@@ -772,6 +772,28 @@ def test_review_blocks_a_change_a_maintainer_must_check(
     assert (data["verdict"], data["exit_code"], data["failed"]) == ("blocked", 3, False)
 
 
+def test_review_names_a_broken_cases_file_not_each_negative_case_removed(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a pull request that broke evals/cases.yaml and cairn.toml (so the routing impact, which names a
+    broken cases file, was not measured) was blocked for "removes the negative eval case" once per negative case
+    of the base: none was removed. It is now blocked once, for the broken file, with why it does not read."""
+    _policy_base(vault_repo)
+    vault_repo.write_raw("cairn.toml", '[recall]\nmin_lead = "high"\n')
+    vault_repo.write_raw("evals/cases.yaml", POLICY_CASES + "- id: [broken\n")
+    vault_repo.commit("The pull request", author=BOB)
+    done = vault_repo.cairn("review", "main..pr", "--today", "2026-11-15", "--json")
+    assert done.returncode == 1, done.stdout + done.stderr  # cairn.toml's lint error
+    data = json.loads(done.stdout)
+    assert data["routing"]["note"].startswith("routing not measured: cairn.toml:2: [recall] min_lead must be a number")
+    reasons = [b["reason"] for b in data["blocked"]]
+    assert len(reasons) == 1 and reasons[0].startswith(
+        "breaks the eval cases file evals/cases.yaml, so none of its cases run (evals/cases.yaml:14: not valid YAML"
+    ), reasons
+    vault_repo.write_raw("evals/cases.yaml", POLICY_CASES + "- id: [still broken\n")
+    vault_repo.commit("Broken since the base", author=BOB)
+    again = vault_repo.cairn("review", "pr~1..pr", "--today", "2026-11-15", "--json")
+    assert json.loads(again.stdout)["blocked"] == []  # broken at both ends: nothing this range weakens
+
+
 def test_a_failure_and_a_block_exit_1_and_report_both(vault_repo: VaultRepo) -> None:
     _policy_base(vault_repo)
     _pr_retires_a_card(vault_repo)

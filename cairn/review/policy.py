@@ -176,9 +176,20 @@ def eval_blocks(
     head_files: Mapping[str, str],
     base_cases: Iterable[Case],
     head_cases: Iterable[Case],
+    unreadable: Mapping[str, str] | None = None,
 ) -> list[Blocked]:
-    """Cases files deleted or moved (path -> blob at each end), and negative cases removed or changed."""
-    out: list[Blocked] = []
+    """Cases files deleted, moved or made unreadable (path -> blob at each end; unreadable: path -> why HEAD's
+    cannot be read), and negative cases removed or changed."""
+    out: list[Blocked] = [
+        Blocked(
+            "evals",
+            path,
+            f"breaks the eval cases file {path}, so none of its cases run ({why})",
+            "the eval cases are what shows a change lets cards into prompts they should stay out of; merge only "
+            "once the file reads again",
+        )
+        for path, why in (unreadable or {}).items()
+    ]
     head_by_blob = {blob: path for path, blob in head_files.items() if path not in base_files}
     for path, blob in base_files.items():
         if path in head_files:

@@ -611,19 +611,26 @@ def _eval_policy(repo: Any, vault: Vault, base: str, head: str, folder: Path) ->
     data = gitrepo.read_blobs(repo, vault, [*base_files.values(), *head_files.values()], limit=MAX_CASES_BYTES)
     folder.mkdir(parents=True, exist_ok=True)
 
-    def cases(files: dict[str, str]) -> list[Case]:
+    def cases(files: dict[str, str], broken: dict[str, str]) -> list[Case]:
         out: list[Case] = []
         for n, (path, blob) in enumerate(sorted(files.items())):
             local = folder / f"{len(list(folder.iterdir()))}-{n}{Path(path).suffix.lower()}"
             local.write_bytes(data.get(blob, b""))
             try:
                 out += load_cases(local)
-            except CairnError:
-                continue
+            except CairnError as exc:
+                broken[path] = str(exc).replace(str(local), path)
         return out
 
-    kept = {path: blob for path, blob in base_files.items() if path in head_files}  # a deleted file is one block
-    return policy.eval_blocks(base_files, head_files, cases(kept), cases(head_files))
+    # A file HEAD breaks is one block, not each negative case of its base "removed" (what the routing impact, which
+    # says why it is broken, cannot say when an invalid cairn.toml stops it); one broken at the base too is no change
+    broken: dict[str, str] = {}
+    head_cases = cases(head_files, broken)
+    was_broken: dict[str, str] = {}
+    cases({path: base_files[path] for path in broken if path in base_files}, was_broken)
+    unreadable = {path: why for path, why in broken.items() if path in base_files and path not in was_broken}
+    kept = {path: blob for path, blob in base_files.items() if path in head_files and path not in broken}
+    return policy.eval_blocks(base_files, head_files, cases(kept, {}), head_cases, unreadable)
 
 
 class _CardReader:
