@@ -212,6 +212,10 @@ def test_recall_and_explain_give_what_an_agent_gets_after_the_served_branch_was_
     layered = run_cairn("recall", query, cwd=outside)  # the registered vaults, as the hook serves them
     assert "git/force-push-rebase" not in layered.stdout
     assert "served branch was rewritten" in layered.stderr
+    # Bug fixed: it said to run `cairn index --rebuild`, which finds no vault in a project folder; it names the vault
+    assert "runs `cairn index --rebuild --vault team`" in layered.stderr, layered.stderr
+    assert run_cairn("index", "--rebuild", "--vault", "team", cwd=outside).returncode == 0
+    assert "served branch was rewritten" not in run_cairn("recall", query, cwd=outside).stderr  # rebuilt
 
 
 def test_show_list_and_eval_say_when_they_read_an_index_kept_after_a_force_push(

@@ -253,7 +253,7 @@ def test_sync_fetches_fast_forward_only(tmp_path: Path) -> None:
     assert index.stderr == (
         f"Error: refs/remotes/origin/main moved to {rewritten[:8]}, which does not descend from the indexed "
         f"{new[:8]} (the branch was rewritten: a force-push?); the index stays at {new[:8]} and agents get nothing "
-        "from this vault until it is rebuilt. If the new history is right: `cairn index --rebuild`\n"
+        "from this vault until it is rebuilt. If the new history is right: `cairn index --rebuild --vault team`\n"
     )
     asked = json.dumps({"prompt": "how do I make git bisect find the breaking commit by itself", "session_id": "s2"})
     assert json.loads(cairn("hook", "--format", "json", cwd=tmp_path, input=asked).stdout)["cards"] == []

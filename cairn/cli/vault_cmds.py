@@ -482,7 +482,7 @@ def index(
             f"Error: {_indexed_ref(report.index_file)} moved to {(report.refused_commit or '')[:8]}, which does not "
             f"descend from the indexed {report.commit[:8]} (the branch was rewritten: a force-push?); the index stays "
             f"at {report.commit[:8]} and agents get nothing from this vault until it is rebuilt. If the new history "
-            "is right: `cairn index --rebuild`",
+            f"is right: `{indexer.rebuild_command(vault)}`",
             err=True,
         )
         sys.exit(1)

@@ -314,18 +314,30 @@ def open_index(
         if served_only:
             raise IndexStale(
                 f"{moved}; agents are served nothing from this vault until a person checks the new history and runs "
-                "`cairn index --rebuild`"
+                f"`{rebuild_command(vault)}`"
             )
         if warn is not None:
             warn(
                 f"{moved}. This reads the cards of {report.commit[:8]}, and agents are served nothing from this "
-                "vault until a person checks the new history and runs `cairn index --rebuild`."
+                f"vault until a person checks the new history and runs `{rebuild_command(vault)}`."
             )
     try:
         return IndexReader(report.index_file)
     except IndexCorrupt:
         build_index(vault, rebuild=True, ref=ref, progress=progress)
         return IndexReader(report.index_file)
+
+
+def rebuild_command(vault: Vault) -> str:
+    """`cairn index --rebuild` of this vault as it runs from any folder: the commands that say it run outside the
+    vault too (recall and explain from a project, `--vault NAME`), where a bare one finds no vault or another. The
+    vault is named as configured, else by its path."""
+    import shlex
+
+    from cairn.userconfig import entry_for
+
+    entry = entry_for(vault.root)
+    return f"cairn index --rebuild --vault {shlex.quote(entry.name if entry else str(vault.root))}"
 
 
 def config_of(vault: Vault, *, worktree: bool = False) -> Config:
