@@ -20,7 +20,7 @@ from cairn.hot import paths
 from cairn.hot.errors import CairnError, NotAGitRepository
 from cairn.hot.index import IndexReader
 from cairn.hot.userconfig import VaultEntry
-from cairn.hot.vault import Vault
+from cairn.hot.vault import Vault, git_dir
 from cairn.index import build as indexer
 from cairn.index import store
 from cairn.userconfig import add_again
@@ -224,15 +224,21 @@ def _holds_the_remote(repo: Any, remote: str, src: str, ref: str, fetching: Fetc
     return status == 0 and gitrepo.is_ancestor(repo, "FETCH_HEAD", ref)
 
 
-def _rebasing(repo: Any) -> bool:
-    """Whether a rebase is under way in the vault's work tree (git keeps its state in the work tree's git folder)."""
-    folder = Path(repo.git_dir)
+def _rebasing(folder: Path) -> bool:
+    """Whether a rebase is under way in a work tree, given its git folder (where git keeps that state)."""
     return (folder / "rebase-merge").is_dir() or (folder / "rebase-apply").is_dir()
 
 
-def _merging(repo: Any) -> bool:
-    """Whether a merge stopped on a conflict is under way in the vault's work tree."""
-    return (Path(repo.git_dir) / "MERGE_HEAD").is_file()
+def _merging(folder: Path) -> bool:
+    """Whether a merge stopped on a conflict is under way in a work tree, given its git folder."""
+    return (folder / "MERGE_HEAD").is_file()
+
+
+def _checked_out_at(stderr: str, root: str) -> str:
+    """The work tree that has the served branch checked out, as git's refusal names it: another worktree of the
+    repository (`git worktree add`) as well as the vault's own, where a pull in the vault would move another branch."""
+    found = re.search(r"checked out at '(.+)'", stderr)
+    return found.group(1) if found else root
 
 
 def _commits_not_in(repo: Any, ref: str, other: str) -> int:
@@ -269,8 +275,10 @@ def _fetch_failed(
 ) -> SyncResult:
     branch = src.removeprefix("refs/heads/")
     root = str(vault.root)
-    at = shlex.quote(root)
     checked_out = _checked_out(stderr)
+    where = _checked_out_at(stderr, root) if checked_out else root  # the work tree the branch moves in
+    at = shlex.quote(where)
+    git_folder = Path((git_dir(where) if where != root else None) or repo.git_dir)
     if checked_out:  # `_holds_the_remote` fetched the remote's branch into FETCH_HEAD
         own = _commits_not_in(repo, ref, "FETCH_HEAD")
     elif _not_fast_forward(stderr) and ref.startswith("refs/heads/"):
@@ -286,12 +294,12 @@ def _fetch_failed(
     index_after = "" if hooked else f" && cairn index --vault {name}"
     said = " (its git hooks index it)" if hooked else ""
     fetched = f"{remote} {src}"
-    if checked_out and (_rebasing(repo) or _merging(repo)):
+    if checked_out and (_rebasing(git_folder) or _merging(git_folder)):
         what, finish, abort = ("rebase", "rebase --continue", "rebase --abort")
-        if not _rebasing(repo):
+        if not _rebasing(git_folder):
             what, finish, abort = ("merge", "commit", "merge --abort")
         message = (
-            f"{remote}'s {branch} has commits that {ref} lacks, and a {what} is under way in {root}, so sync cannot "
+            f"{remote}'s {branch} has commits that {ref} lacks, and a {what} is under way in {where}, so sync cannot "
             f"move {ref}: finish it (`git -C {at} {finish}`) or abort it (`git -C {at} {abort}`), then "
             f"`{pull}{index_after}`{said}"
         )
@@ -303,7 +311,7 @@ def _fetch_failed(
         switch = "" if checked_out else f"git -C {at} switch {local} && "
         message = (
             f"{ref} has {own} commit{'s' if own != 1 else ''} that {remote}'s {branch} lacks and {remote}'s {branch} "
-            f"has commits that {ref} lacks; still serving {served}. Merge them in {root} "
+            f"has commits that {ref} lacks; still serving {served}. Merge them in {where} "
             f"(`{switch}{pull}`; `--rebase` to rebase instead), then `cairn sync {name}`"
         )
         return SyncResult(name, root, ref, "diverged", before, before, fetched=fetched, message=message)
@@ -324,7 +332,7 @@ def _fetch_failed(
             else f"`{add_again(entry, root, ref=remote + '/' + branch)}`"
         )
         message = (
-            f"{remote}'s {branch} has commits that {ref} lacks, and {ref} is checked out in {root}, so sync cannot "
+            f"{remote}'s {branch} has commits that {ref} lacks, and {ref} is checked out in {where}, so sync cannot "
             f"move it: `{pull}{index_after}`{said}, or serve the remote's branch instead ({instead})"
         )
         return SyncResult(name, root, ref, "error", before, before, fetched=fetched, message=message)

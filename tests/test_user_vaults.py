@@ -990,6 +990,29 @@ def test_sync_of_a_checked_out_branch_behind_its_remote_gives_a_pull_after_which
     assert cache["status"] == "pass", cache  # the index is of the commit pulled: agents get its cards
 
 
+def test_sync_of_a_branch_checked_out_in_another_worktree_names_that_worktree(tmp_path: Path) -> None:
+    """Bug fixed: with the served main checked out in a second worktree (`git worktree add`) and the vault's own on a
+    feature branch, sync said main "is checked out in" the vault and to run `git -C VAULT pull --ff-only`, which
+    pulls into the feature branch (or fails: it tracks nothing). It now names the worktree git names, and its pull
+    brings main up to the remote's, after which the vault serves it."""
+    author = _authors_vault(tmp_path)
+    author.git("switch", "-q", "-c", "feature")
+    elsewhere = tmp_path / "main tree"
+    author.git("worktree", "add", "-q", str(elsewhere), "main")
+    new = _a_teammate_pushes_a_lesson(tmp_path)
+    behind = cairn("sync", cwd=tmp_path)
+    assert behind.returncode == 1
+    assert f"refs/heads/main is checked out in {elsewhere}, so sync cannot move it" in behind.stdout, behind.stdout
+    told = re.search(r"move it: `([^`]+)`", behind.stdout)
+    assert told is not None and told.group(1).startswith(f"git -C '{elsewhere}' pull --ff-only"), behind.stdout
+    shell = {**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
+    ran = subprocess.run(["sh", "-c", told.group(1)], cwd=tmp_path, env=shell, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert author.git("rev-parse", "main") == new and author.git("branch", "--show-current") == "feature"
+    listed = json.loads(cairn("list", "--vault", "team", "--json", cwd=tmp_path).stdout)
+    assert listed["commit"] == new
+
+
 def test_sync_of_a_checked_out_branch_of_a_remote_not_called_origin_gives_a_fix_that_works(tmp_path: Path) -> None:
     """After `git remote rename origin upstream`, the vault serves its checked-out main, fed by upstream. Sync told
     the user to serve the remote's branch with `git remote set-head upstream --auto`, which changes nothing (only
