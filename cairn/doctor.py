@@ -32,7 +32,7 @@ from cairn.hot.vault import (
     missing_ref,
     sparse_left_out,
 )
-from cairn.userconfig import add_again
+from cairn.userconfig import add_again, serve_another
 
 if TYPE_CHECKING:
     from cairn.hot.hook import Options
@@ -257,15 +257,15 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
         except CairnError:
             commit = None
     if commit is None:
-        checks.append(Check("ref", name, False, *missing_ref(vault.git_root, ref, entry.ref)))
+        checks.append(Check("ref", name, False, *missing_ref(vault.git_root, ref, entry.ref, serve_another(entry))))
         return checks
     lost = _lost_commit(vault, ref, commit, entry)
     if lost is not None:  # one finding: the index cannot be judged against a commit that is not there
         checks.append(Check("ref", name, False, *lost))
         return checks
-    checked_out = checked_out_branch(vault.git_root, ref, entry.ref)
+    checked_out = checked_out_branch(vault.git_root, ref, entry.ref, serve_another(entry))
     if ref == "HEAD" and not entry.ref:  # no branch to serve: whatever is checked out is served
-        checks.append(Check("ref", name, False, *detached_head(vault.git_root, commit)))
+        checks.append(Check("ref", name, False, *detached_head(vault.git_root, commit, serve_another(entry))))
     elif checked_out is not None:
         checks.append(Check("ref", name, False, *checked_out))
     else:

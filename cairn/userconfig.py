@@ -177,6 +177,13 @@ def add_again(entry: VaultEntry, path: str = "PATH", ref: str | None = None) -> 
     return f"cairn vault remove {shlex.quote(entry.name)} && {shlex.join(words)}"
 
 
+def serve_another(entry: VaultEntry) -> str:
+    """How the configured vault `entry` comes to serve another ref (BRANCH), for the fix `hot.vault` gives for a
+    served ref that is missing or unreviewed: with its name, path, scopes and projects, which the placeholders' `cairn
+    vault remove NAME` and `cairn vault add PATH --ref BRANCH` lost (served in every project, every scope)."""
+    return f"`{add_again(entry, entry.path, ref='BRANCH')}`"
+
+
 def default_name(root: str, taken: set[str] | frozenset[str] = frozenset()) -> str:
     """A valid, unused vault name from a folder's name: lower case, other characters folded into `-`."""
     base = "".join(c if c in reader._NAME_REST else "-" for c in os.path.basename(root).lower())

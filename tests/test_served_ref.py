@@ -4,6 +4,7 @@ against what git itself says on real repositories (clones of a bare remote, pack
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from cairn.hot import gitrefs
 from helpers.payloads import FITTING_PROMPT, log_entries, payload_for
-from helpers.vaults import VaultRepo, cache_dir, make_vault, run_cairn
+from helpers.vaults import VaultRepo, cache_dir, cairn_executable, make_vault, run_cairn
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -135,8 +136,8 @@ def test_a_deleted_served_branch_is_named_gone_not_as_if_it_existed(vault_repo: 
     done = vault_repo.cairn("index")
     assert done.returncode == 1
     assert done.stderr == (
-        f"Error: {gone}: recreate it (`git branch main COMMIT`) or serve another ref (`cairn vault add PATH --ref "
-        "BRANCH`, after `cairn vault remove NAME` if it is configured)\n"
+        f"Error: {gone}: recreate it (`git branch main COMMIT`) or serve another ref (`cairn vault remove team && "
+        f"cairn vault add {vault_repo.root} --name team --ref BRANCH`)\n"
     )
     doctor = vault_repo.cairn("doctor", "--json")
     [ref_check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "ref"]
@@ -155,6 +156,42 @@ def test_a_deleted_served_branch_is_named_gone_not_as_if_it_existed(vault_repo: 
 
     vault_repo.git("branch", "main", commit)  # what the message says to do serves again
     assert vault_repo.cairn("index").returncode == 0
+
+
+def test_a_missing_served_ref_of_a_limited_vault_says_how_to_serve_another_keeping_its_limits(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: for a vault registered with --project and --scope whose ref names nothing (a typo, a deleted
+    branch), `vault add`, `doctor`, `index` and `sync` said to serve another ref with `cairn vault remove NAME` and
+    `cairn vault add PATH --ref BRANCH`: run as said, the vault lost its limits and was served in every project, in
+    every scope. They now give the commands that keep them, as sync's other fixes do."""
+    make_vault(vault_repo)
+    project = tmp_path / "project"
+    project.mkdir()
+    args = ("--name", "team", "--ref", "mian", "--scope", "git", "--project", str(project))
+    added = vault_repo.cairn("vault", "add", str(vault_repo.root), *args, cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    again = (
+        f"`cairn vault remove team && cairn vault add {vault_repo.root} --name team --ref BRANCH --scope git "
+        f"--project {project}`"
+    )
+    assert f"serve another ref ({again})" in added.stdout, added.stdout
+    doctor = vault_repo.cairn("doctor", "--json", cwd=tmp_path)
+    [ref_check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "ref"]
+    assert ref_check["fix"].endswith(f"serve another ref ({again})"), ref_check
+    for command in (("index", "--vault", "team"), ("sync", "team")):
+        done = vault_repo.cairn(*command, cwd=tmp_path)
+        assert done.returncode == 1 and f"serve another ref ({again})" in done.stdout + done.stderr, done
+    fix = subprocess.run(
+        ["sh", "-c", again.strip("`").replace("BRANCH", "main")],
+        cwd=tmp_path,
+        env={**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"},
+        capture_output=True,
+        text=True,
+    )
+    assert fix.returncode == 0, fix.stderr
+    [listed] = json.loads(vault_repo.cairn("vault", "list", "--json", cwd=tmp_path).stdout)["vaults"]
+    assert (listed["scopes"], listed["projects"]) == (["git"], [str(project)]), listed
 
 
 def test_an_origin_head_left_on_a_dropped_branch_says_fetch(tmp_path: Path) -> None:

@@ -525,13 +525,15 @@ def index(
             echo(f"Indexed {report.n_cards} cards at {where} ({report.seconds:.2f}s).")
         if not worktree and ref is None and vault.git_root is not None:
             from cairn.hot.vault import checked_out_branch, detached_head
-            from cairn.userconfig import configured_ref
+            from cairn.userconfig import configured_ref, entry_for, serve_another
 
             configured = configured_ref(vault.root)
+            entry = entry_for(vault.root)
+            set_ref = serve_another(entry) if entry else None
             if configured is None and indexed == "HEAD":  # HEAD by default: no branch left to serve
-                problem, fix = detached_head(vault.git_root, report.commit)
+                problem, fix = detached_head(vault.git_root, report.commit, set_ref)
                 echo(f"Note: {problem}: {fix}", err=True)
-            checked_out = checked_out_branch(vault.git_root, indexed, configured)
+            checked_out = checked_out_branch(vault.git_root, indexed, configured, set_ref)
             if checked_out is not None:
                 echo(f"Note: {checked_out[0]}: {checked_out[1]}", err=True)
         for finding in report.problems:

@@ -480,12 +480,16 @@ def served_ref(work_tree: str | os.PathLike[str], configured: str | None = None)
     return "HEAD", head_commit(work_tree)
 
 
-def missing_ref(work_tree: str | os.PathLike[str], ref: str, configured: str | None) -> tuple[str, str]:
+def missing_ref(
+    work_tree: str | os.PathLike[str], ref: str, configured: str | None, set_ref: str | None = None
+) -> tuple[str, str]:
     """Why the served ref `ref` (as `served_ref` named it) gives no commit, and what to do: (problem, fix), said
     alike by the hook's log, `cairn index`, `cairn doctor` and `cairn vault add`. A repository whose HEAD has no
     commit has no commits yet; one that has commits lost the served ref (a deleted branch, a configured ref that never
-    existed, an origin/HEAD left pointing at a branch the remote dropped)."""
+    existed, an origin/HEAD left pointing at a branch the remote dropped). set_ref: how to serve another ref, when
+    the caller knows the vault's configured entry (`userconfig.serve_another`), else said with placeholders."""
     root = os.fspath(work_tree)
+    set_ref = set_ref or _SET_REF
     if head_commit(work_tree) is None:
         return f"the vault has no commits yet on {ref}", "commit your cards first (`git add cards && git commit`)"
     if not configured and ref.startswith("refs/remotes/origin/"):
@@ -498,22 +502,24 @@ def missing_ref(work_tree: str | os.PathLike[str], ref: str, configured: str | N
         branch = ref[len("refs/heads/") :]
         return (
             f"the branch {branch} that {root} serves does not exist (deleted?)",
-            f"recreate it (`git branch {branch} COMMIT`) or serve another ref ({_SET_REF})",
+            f"recreate it (`git branch {branch} COMMIT`) or serve another ref ({set_ref})",
         )
-    return f"{ref}, the ref {root} serves, does not exist (deleted?)", f"recreate it or serve another ref ({_SET_REF})"
+    return f"{ref}, the ref {root} serves, does not exist (deleted?)", f"recreate it or serve another ref ({set_ref})"
 
 
-def detached_head(work_tree: str | os.PathLike[str], commit: str) -> tuple[str, str]:
+def detached_head(work_tree: str | os.PathLike[str], commit: str, set_ref: str | None = None) -> tuple[str, str]:
     """What to say of a vault that serves HEAD because HEAD is detached and there is no branch to serve (`main`
     deleted after `git checkout --detach`): whatever is checked out is served, not what was reviewed. (problem, fix)"""
     return (
         f"{os.fspath(work_tree)} has no main or master branch and HEAD is detached, so it serves whatever is checked "
         f"out (HEAD at {commit[:8]})",
-        f"recreate the branch (`git branch main {commit[:8]}`) or serve another ref ({_SET_REF})",
+        f"recreate the branch (`git branch main {commit[:8]}`) or serve another ref ({set_ref or _SET_REF})",
     )
 
 
-def checked_out_branch(work_tree: str | os.PathLike[str], ref: str, configured: str | None) -> tuple[str, str] | None:
+def checked_out_branch(
+    work_tree: str | os.PathLike[str], ref: str, configured: str | None, set_ref: str | None = None
+) -> tuple[str, str] | None:
     """What to say of a vault that serves the branch HEAD is on (`served_ref`'s last resort: no ref configured, no
     origin/HEAD, no main or master): a checkout of an unreviewed branch would serve its cards. (problem, fix), or
     None when the vault serves a branch chosen otherwise."""
@@ -523,7 +529,7 @@ def checked_out_branch(work_tree: str | os.PathLike[str], ref: str, configured: 
     return (
         f"{os.fspath(work_tree)} has no main or master branch and no origin/HEAD, so it serves the branch checked "
         f"out, {branch}: a checkout of an unreviewed branch would serve its cards",
-        f"name the reviewed branch ({_SET_REF})",
+        f"name the reviewed branch ({set_ref or _SET_REF})",
     )
 
 

@@ -66,7 +66,7 @@ def served_commit(vault: Vault, repo: git.Repo | None = None, ref: str | None = 
     the served ref (the user configuration's `ref` for this vault, else the reviewed default branch)."""
     from cairn.hot.gitrefs import served_ref
     from cairn.hot.vault import missing_ref, unreadable_ref_file
-    from cairn.userconfig import configured_ref
+    from cairn.userconfig import configured_ref, entry_for, serve_another
 
     if ref is not None and not ref.strip():  # an unset variable (`--ref "$REF"`): not the default branch
         raise CairnError("the ref given is empty; give a branch, tag or commit (or leave --ref out for the served ref)")
@@ -110,7 +110,8 @@ def served_commit(vault: Vault, repo: git.Repo | None = None, ref: str | None = 
                 raise CairnError(
                     f"the ref {ref!r} names no commit in {vault.git_root}; give a branch, tag or commit that exists"
                 ) from None
-            problem, fix = missing_ref(vault.git_root, name, configured)
+            entry = entry_for(vault.root)
+            problem, fix = missing_ref(vault.git_root, name, configured, serve_another(entry) if entry else None)
             raise CairnError(f"{problem}: {fix}") from None
     return name, commit
 
