@@ -147,9 +147,10 @@ def imported(args: list[str], *, isolated: bool = True, **kwargs: object) -> set
 
 def allowed(isolated: bool = True) -> set[str]:
     """`python -c pass`'s modules, the hot standard library modules with everything they import, the built-in
-    sha256 module (`_sha2` or `_sha256`, by version), and the hot Cairn modules."""
+    sha256 module (`_sha2` or `_sha256`, by version), the built-in sha1 module (`_sha1`: git's object ids, which
+    `serve.served_file` compares a card's file with), and the hot Cairn modules."""
     stdlib = imported(["-c", "import " + ", ".join(HOT_STDLIB)], isolated=isolated)
-    sha = imported(["-c", "from cairn.hot.paths import sha256_hex"], isolated=isolated)
+    sha = imported(["-c", "from cairn.hot.paths import sha256_hex; import _sha1"], isolated=isolated)
     return stdlib | {name for name in sha if not name.startswith("cairn")} | HOT_CAIRN_ROOTS
 
 

@@ -393,7 +393,7 @@ def test_the_renderer_keeps_every_card_inside_its_frame(text: str) -> None:
     from cairn.hot.recall import Candidate
     from cairn.hot.serve import Layer, Pick
 
-    card = cast(Any, SimpleNamespace(id="git/`rm -rf ~`", name=text, summary=text, path="cards/git/x.md"))
+    card = cast(Any, SimpleNamespace(id="git/`rm -rf ~`", name=text, summary=text, path="cards/git/x.md", blob=""))
     layer = Layer("team", "/vaults/team", cast(Any, None))
     pick = Pick(layer, Candidate(card, 1.0, 0.5, 0.5, 0.5, "injected", None))
     block = context_block([pick], Payload("p", None, "/elsewhere"), "0a1b2c3d")
@@ -401,7 +401,8 @@ def test_the_renderer_keeps_every_card_inside_its_frame(text: str) -> None:
     assert lines[1] == '<cairn-notes nonce="0a1b2c3d">' and lines[-2] == '</cairn-notes nonce="0a1b2c3d">'
     assert lines[-1] == ""
     inner = lines[2:-2]
-    assert [line.split(":")[0].strip() for line in inner] == ["1. name", "summary", "id", "path"]  # no command line
+    # No command line (a backtick in the id), no path line (no file in the vault holds the card: `served_file`)
+    assert [line.split(":")[0].strip() for line in inner] == ["1. name", "summary", "id"]
     for line in inner:
         assert line.isprintable()
         value = json.loads(line.split(": ", 1)[1])
@@ -415,7 +416,7 @@ def _candidate(card_id: str, name: str, coverage: float, lead: float, decision: 
 
     from cairn.hot.recall import Candidate
 
-    card = SimpleNamespace(id=card_id, name=name, summary=f"The lesson of {name}.", path=f"cards/{card_id}.md")
+    card = SimpleNamespace(id=card_id, name=name, summary=f"The lesson of {name}.", path=f"cards/{card_id}.md", blob="")
     return Candidate(cast(Any, card), 1.0, lead, coverage, 0.5, decision, reason)
 
 

@@ -30,7 +30,7 @@ from cairn.cli.common import (
 from cairn.hot.errors import CairnError, InvalidCases
 from cairn.hot.gates import LITTLE_EVIDENCE, NAMED_LEAD
 from cairn.hot.hook import context_trim, hook_gives
-from cairn.hot.index import IndexReader
+from cairn.hot.index import IndexedCard, IndexReader
 from cairn.hot.recall import (
     AGREEMENT_PICKED,
     ALREADY_INJECTED,
@@ -62,9 +62,10 @@ from cairn.hot.serve import (
     scope_tags,
     serve_layers,
     serve_prompt,
+    served_file,
 )
 from cairn.hot.userconfig import VaultEntry
-from cairn.hot.vault import Vault
+from cairn.hot.vault import Vault, shell_word
 from cairn.index import build as indexer
 from cairn.quality.evaluate import Case, CaseOutcome, check_expected, evaluate, load_cases, shown
 from cairn.terminal import clean_line, columns, pad
@@ -325,7 +326,7 @@ def _print_layered(given: Sequence[Pick], already: list[str] | None, as_json: bo
         c = p.candidate
         echo(f"{n}. {c.card.name}  [{p.qid}]  score {c.score:.2f}")
         echo(f"   {c.card.summary}")
-        echo(f"   {os.path.join(p.layer.root, c.card.path)}")
+        echo(f"   {_file_line(p.layer.root, c.card, os.path.join(p.layer.root, c.card.path), p.qid)}")
     if already:
         echo(f"Already given in this session: {', '.join(already)}")
 
@@ -341,6 +342,14 @@ def _already_given(
     trim = context_trim([Layer(None, vault_root, index)])
     fresh = serve_prompt(index, query, vault_root=vault_root, scope=scope, fit=trim)  # no session: nothing recorded
     return [c.card.id for c in fresh.given if c.card.id in refused]
+
+
+def _file_line(root: str, card: IndexedCard, shown: str, card_id: str) -> str:
+    """The card's file, and when it is not what was indexed (a branch's or an uncommitted edit) a word saying so:
+    agents are given no path then (`serve.served_file`)."""
+    if served_file(root, card):
+        return shown
+    return f"{shown} (this file differs from the card served: `cairn show {shell_word(card_id)}` reads the card)"
 
 
 def _print_recall(given: Sequence[Candidate], already: list[str] | None, as_json: bool, root: str) -> None:
@@ -360,7 +369,7 @@ def _print_recall(given: Sequence[Candidate], already: list[str] | None, as_json
     for n, c in enumerate(given, 1):
         echo(f"{n}. {c.card.name}  [{c.card.id}]  score {c.score:.2f}")
         echo(f"   {c.card.summary}")
-        echo(f"   {c.card.path}")
+        echo(f"   {_file_line(root, c.card, c.card.path, c.card.id)}")
     if already:
         echo(f"Already given in this session: {', '.join(already)}")
 

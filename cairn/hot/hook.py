@@ -691,7 +691,7 @@ def context_block(picks: "Sequence[Pick]", payload: Payload, nonce: str) -> str:
     if made is not None and made[0] == nonce and len(made[1]) == len(picks):
         if all(a is b for a, b in zip(made[1], picks, strict=True)):
             return made[2]  # the block `fit_context` measured: the same cards, the same nonce
-    from cairn.hot.serve import NAME_CHARS, NOTICE, SUMMARY_CHARS
+    from cairn.hot.serve import NAME_CHARS, NOTICE, SUMMARY_CHARS, served_file
 
     roots = {p.layer.root for p in picks}
     count = "1 note" if len(picks) == 1 else f"{len(picks)} notes"
@@ -709,8 +709,9 @@ def context_block(picks: "Sequence[Pick]", payload: Payload, nonce: str) -> str:
             f"{n}. name: {_data(card.name, NAME_CHARS)}",
             f"   summary: {_data(card.summary, SUMMARY_CHARS)}",
             f"   id: {_data(pick.qid, 300)}",
-            f"   path: {_data(os.path.join(root, card.path), 600)}",
         ]
+        if served_file(root, card):  # else the file is not what was reviewed: the command below reads the card
+            lines.append(f"   path: {_data(os.path.join(root, card.path), 600)}")
         vault_arg = "" if _vault_encloses(root, payload.cwd) else f" --vault {_quote(root)}"
         shown = _quote(card.id)
         # An id that starts with "-" (lint warns of it, and serves it) would be read as an option: after `--`

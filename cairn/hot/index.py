@@ -179,6 +179,8 @@ class IndexedCard(Record):
 
     lengths: token counts of (name with aliases, summary, body).
     superseded_by: ids of active cards whose `supersedes` names this one.
+    blob: the git object id of the card file at the indexed commit (hex): what `serve.served_file` compares the
+    working tree's copy with.
     """
 
     __slots__ = (
@@ -194,6 +196,7 @@ class IndexedCard(Record):
         "supersedes",
         "lengths",
         "superseded_by",
+        "blob",
     )
     row: int
     id: str
@@ -207,6 +210,7 @@ class IndexedCard(Record):
     supersedes: tuple[str, ...]
     lengths: tuple[int, int, int]
     superseded_by: tuple[str, ...]
+    blob: str
 
     def __init__(
         self,
@@ -222,6 +226,7 @@ class IndexedCard(Record):
         supersedes: tuple[str, ...],
         lengths: tuple[int, int, int],
         superseded_by: tuple[str, ...] = (),
+        blob: str = "",
     ) -> None:
         # Field by field rather than `_init`'s loop: the hook makes one per card it reads, the loop costs twice this.
         _set(self, "row", row)
@@ -236,6 +241,7 @@ class IndexedCard(Record):
         _set(self, "supersedes", supersedes)
         _set(self, "lengths", lengths)
         _set(self, "superseded_by", superseded_by)
+        _set(self, "blob", blob)
 
 
 class Postings(Record):
@@ -872,7 +878,7 @@ def _corrupt(message: str) -> "IndexCorrupt":
 
 
 def _indexed_card(values: "Sequence[Any]") -> IndexedCard:
-    row, card_id, path, _blob, name, summary, status, expires_on, scope, not_when, supersedes, len_n, len_s, len_b = (
+    row, card_id, path, blob, name, summary, status, expires_on, scope, not_when, supersedes, len_n, len_s, len_b = (
         values[:14]
     )
     return IndexedCard(
@@ -887,6 +893,7 @@ def _indexed_card(values: "Sequence[Any]") -> IndexedCard:
         _strings(not_when),
         _strings(supersedes),
         (len_n, len_s, len_b),
+        blob=blob,
     )
 
 

@@ -30,7 +30,7 @@ print, and `scope_tags` reads a scope flag or `$CAIRN_SCOPE` the same way everyw
 
 import os
 
-from cairn.hot import VECTORS_SUFFIX, Record, ln, state_folder
+from cairn.hot import VECTORS_SUFFIX, Record, ln, new_sha256, state_folder
 from cairn.hot.recall import ALREADY_INJECTED, GATE_REASONS, SEMANTIC_MIN_CARDS, recall
 
 TYPE_CHECKING = False
@@ -496,9 +496,60 @@ def card_json(candidate: "Candidate", card_id: str | None = None, root: str | No
         "path": card.path,
         "score": candidate.score,
     }
-    if root is not None:
-        out["file"] = os.path.join(root, card.path)
+    if root is not None:  # not a file that differs from the served card: an agent would read what no one reviewed
+        out["file"] = os.path.join(root, card.path) if served_file(root, card) else None
     return out
+
+
+# The largest card file the index reads (`cairn.cards.card.MAX_CARD_BYTES`): a larger file is no card's.
+_MAX_FILE_BYTES = 1024 * 1024
+
+
+def served_file(root: str, card: "IndexedCard") -> bool:
+    """Whether the card's file in the vault's folder holds what the index served (its git object id is the card's
+    `blob`). When it does not (the vault checked out on a branch that edits the card, an uncommitted change, a
+    missing file), an agent that reads the file would read text no one reviewed, or nothing: interfaces give it no
+    path, and `cairn show`, which reads the indexed commit, instead. A symlink, a FIFO or a file over 1 MiB is not
+    the card's file either. Reads at most one file of 1 MiB; never raises."""
+    blob = card.blob
+    hashing = {40: "sha1", 64: "sha256"}.get(len(blob))
+    if hashing is None:
+        return False
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(os.path.join(root, card.path), flags)
+    except (OSError, ValueError):
+        return False
+    try:
+        import stat
+
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_FILE_BYTES:
+            return False
+        data = os.read(fd, _MAX_FILE_BYTES + 1)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    if len(data) != info.st_size:
+        return False
+    digest = _git_hash(hashing)
+    digest.update(b"blob %d\0" % len(data))
+    digest.update(data)
+    return bool(digest.hexdigest() == blob)
+
+
+def _git_hash(name: str) -> "Any":
+    """A hash object of git's object ids: sha1, or sha256 for a repository in that format (the interpreter's
+    built-in modules, as `cairn.hot.new_sha256`: no OpenSSL load on the hook's path)."""
+    if name == "sha256":
+        return new_sha256()
+    try:
+        return __import__("_sha1").sha1()
+    except ImportError:  # pragma: no cover - a build without the built-in module
+        import hashlib
+
+        return hashlib.sha1(usedforsecurity=False)
 
 
 def clip(text: str, limit: int) -> str:
