@@ -23,7 +23,7 @@ from cairn.hot.errors import CairnError
 from cairn.hot.gitrefs import git_dir, served_ref
 from cairn.hot.index import SECURITY_RULES_VERSION, IndexReader
 from cairn.hot.paths import index_file
-from cairn.hot.userconfig import VaultEntry, config_file, is_vault_name, load_vaults
+from cairn.hot.userconfig import VaultEntry, config_file, is_vault_name, leave_withdrawn, load_vaults
 from cairn.hot.vault import (
     MARKER_IS_FOLDER,
     checked_out_branch,
@@ -405,6 +405,7 @@ def _index_check(name: str, root: str, commit: str, vault: Any) -> Check:
             ref = reader.meta.get("ref") or "HEAD"
             config_error = reader.meta.get("config_error") or ""
             rules = reader.meta.get("security_rules")
+            allowed = reader.meta.get("security_allowed")
             damage = _damage(reader)
     except CairnError as exc:
         return Check("index", name, False, f"no usable index ({exc})", fix)
@@ -416,6 +417,12 @@ def _index_check(name: str, root: str, commit: str, vault: Any) -> Check:
         detail = (
             f"serves nothing until rebuilt: checked by an older Cairn's security rules ({rules!r}, this Cairn's are "
             f"{SECURITY_RULES_VERSION!r})"
+        )
+        return Check("index", name, False, detail, fix)
+    if allowed and leave_withdrawn(str(allowed)):  # the hook serves nothing from it either (`hot.hook`)
+        detail = (
+            "serves nothing until rebuilt: built while your configuration let the vault switch security rules off "
+            f"([security] allow_disabled_rules: {allowed}), and it no longer does"
         )
         return Check("index", name, False, detail, fix)
     left_out = left_out_note(problems, name)

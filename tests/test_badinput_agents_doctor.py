@@ -338,6 +338,30 @@ def test_an_index_an_older_cairns_security_rules_checked_fails_and_its_fix_works
     assert check["ok"] is True, check
 
 
+def test_an_index_built_under_a_withdrawn_security_leave_fails_and_its_fix_works(
+    setup: Path, vault_repo: VaultRepo, isolated_env: Path
+) -> None:
+    """Bug fixed: once the user's `[security] allow_disabled_rules` no longer lets the vault switch a rule off, the
+    hook serves nothing from the index built under it (and `cairn audit` fails it), while doctor said `ok index
+    team: N cards`. It now fails the index, naming the leave, with `cairn index` as the fix."""
+    config = isolated_env / "xdg-config" / "cairn" / "config.toml"
+    configured = config.read_text()
+    config.write_text(configured + '\n[security]\nallow_disabled_rules = ["secret"]\n')
+    vault_repo.write_raw("cairn.toml", '[lint]\ndisable = ["secret"]\n')
+    vault_repo.commit("switch the secret rule off, with the user's leave")
+    assert run_cairn("index", "--vault", "team", cwd=setup).returncode == 0
+    config.write_text(configured)  # the leave withdrawn
+    done = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup)
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "index"]
+    assert done.returncode == 1 and check["ok"] is False, check
+    assert 'allow_disabled_rules: ["secret"]), and it no longer does' in check["detail"]
+    assert check["fix"] == "cairn index --vault team"
+    assert run_cairn(*check["fix"].split()[1:], cwd=setup).returncode == 0
+    again = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup)
+    [check] = [c for c in json.loads(again.stdout)["checks"] if c["area"] == "index"]
+    assert check["ok"] is True, check
+
+
 def test_a_read_only_cache_gets_a_fix_that_can_work(setup: Path, tmp_path: Path) -> None:
     """Bug fixed: with the cache on a read-only file system and no index, doctor said to run `cairn index`, which
     then failed with the read-only message. It now says the cache folder is read-only and to point CAIRN_CACHE_DIR
