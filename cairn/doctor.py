@@ -257,7 +257,8 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
         except CairnError:
             commit = None
     if commit is None:
-        checks.append(Check("ref", name, False, *missing_ref(vault.git_root, ref, entry.ref, serve_another(entry))))
+        problem, fix = missing_ref(vault.git_root, ref, entry.ref, serve_another(entry), vault_root=vault.root)
+        checks.append(Check("ref", name, False, problem, fix))
         return checks
     lost = _lost_commit(vault, ref, commit, entry)
     if lost is not None:  # one finding: the index cannot be judged against a commit that is not there

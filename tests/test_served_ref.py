@@ -12,7 +12,7 @@ import pytest
 
 from cairn.hot import gitrefs
 from helpers.payloads import FITTING_PROMPT, log_entries, payload_for
-from helpers.vaults import REBASE_ID, VaultRepo, cache_dir, cairn_executable, make_vault, run_cairn
+from helpers.vaults import REBASE_ID, VaultRepo, cache_dir, cairn_executable, card_text, make_vault, run_cairn
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -125,7 +125,8 @@ def test_a_deleted_served_branch_is_named_gone_not_as_if_it_existed(vault_repo: 
     assert "refs/heads/main" not in done.stdout and f"HEAD {commit[:8]}" in done.stdout
     assert done.stderr == (
         f"Note: {vault_repo.root} has no main or master branch and HEAD is detached, so it serves whatever is checked "
-        f"out (HEAD at {commit[:8]}): recreate the branch (`git branch main {commit[:8]}`) or serve another ref "
+        f"out (HEAD at {commit[:8]}): recreate the branch (`git -C {vault_repo.root} branch main {commit[:8]}`) or "
+        "serve another ref "
         "(`cairn vault add PATH --ref BRANCH`, after `cairn vault remove NAME` if it is configured)\n"
     )
 
@@ -136,21 +137,21 @@ def test_a_deleted_served_branch_is_named_gone_not_as_if_it_existed(vault_repo: 
     done = vault_repo.cairn("index")
     assert done.returncode == 1
     assert done.stderr == (
-        f"Error: {gone}: recreate it (`git branch main COMMIT`) or serve another ref (`cairn vault remove team && "
-        f"cairn vault add {vault_repo.root} --name team --ref BRANCH`)\n"
+        f"Error: {gone}: recreate it (`git -C {vault_repo.root} branch main COMMIT`) or serve another ref (`cairn "
+        f"vault remove team && cairn vault add {vault_repo.root} --name team --ref BRANCH`)\n"
     )
     doctor = vault_repo.cairn("doctor", "--json")
     [ref_check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "ref"]
     assert ref_check["ok"] is False and ref_check["detail"] == gone
-    assert ref_check["fix"].startswith("recreate it (`git branch main COMMIT`)")
+    assert ref_check["fix"].startswith(f"recreate it (`git -C {vault_repo.root} branch main COMMIT`)")
     # The hook's log says the same (it said "cannot read the commit of refs/heads/main"), and starts no background
     # index, which would fail the same way on every prompt.
     hooked = run_cairn("hook", "--format", "claude-code", cwd=tmp_path, input=payload_for("claude-code", "x", tmp_path))
     assert hooked.returncode == 0 and hooked.stdout == ""
     [team] = [v for v in log_entries()[-1]["vaults"] if v["name"] == "team"]
     assert team["error"] == (
-        f"{gone}; recreate it (`git branch main COMMIT`) or serve another ref (`cairn vault add PATH --ref BRANCH`, "
-        "after `cairn vault remove NAME` if it is configured); serving nothing from this vault"
+        f"{gone}; recreate it (`git -C {vault_repo.root} branch main COMMIT`) or serve another ref (`cairn vault add "
+        "PATH --ref BRANCH`, after `cairn vault remove NAME` if it is configured); serving nothing from this vault"
     )
     assert not list(cache_dir().rglob("*.reindex"))
 
@@ -206,8 +207,35 @@ def test_an_origin_head_left_on_a_dropped_branch_says_fetch(tmp_path: Path) -> N
     assert done.returncode == 1
     assert done.stderr.startswith(
         f"Error: refs/remotes/origin/main, the branch origin/HEAD names in {clone}, does not exist: fetch it "
-        "(`git fetch origin`)"
+        f"(`git -C {clone} fetch origin`)"
     )
+
+
+def test_doctors_fix_for_a_vault_with_no_commits_runs_as_printed_from_another_folder(tmp_path: Path) -> None:
+    """Bug fixed: a vault with cards but no commit yet got `commit your cards first (`git add cards && git
+    commit`)` from doctor, `vault add` and `cairn index`, which fails run anywhere but in the vault. It now names the
+    vault's folder (here a folder of a larger repository), and run as printed from elsewhere it serves the cards."""
+    repo = tmp_path / "repo"
+    lessons = repo / "my lessons"
+    (lessons / "cards" / "git").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    (lessons / "cairn.toml").write_text("# defaults\n")
+    card = card_text("Pull --rebase drops commits", "Compare with git reflog before you pull.")
+    (lessons / "cards" / "git" / "force-push-rebase.md").write_text(card)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    added = run_cairn("vault", "add", str(lessons), "--name", "team", cwd=elsewhere)
+    assert added.returncode == 0 and "commit your cards first" in added.stdout, added.stdout
+    doctor = run_cairn("doctor", "--json", cwd=elsewhere)
+    [ref_check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "ref"]
+    assert ref_check["ok"] is False and ref_check["detail"] == "the vault has no commits yet on refs/heads/main"
+    command = ref_check["fix"].split("`")[1]
+    assert command.startswith(f"cd '{lessons}' && git add cards && git commit")
+    done = subprocess.run(["sh", "-c", command], cwd=elsewhere, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    again = run_cairn("doctor", "--json", cwd=elsewhere)
+    [ref_check] = [c for c in json.loads(again.stdout)["checks"] if c["area"] == "ref"]
+    assert ref_check["ok"] is True, ref_check
 
 
 def _a_lesson_and_a_clone(vault_repo: VaultRepo, tmp_path: Path) -> Path:

@@ -108,7 +108,7 @@ def add_cmd(
         )
         return
     if commit is None:
-        problem, fix = missing_ref(work_tree, ref, entry.ref, userconfig.serve_another(entry))
+        problem, fix = missing_ref(work_tree, ref, entry.ref, userconfig.serve_another(entry), vault_root=entry.path)
         echo(f"Note: {problem}, so the hook serves nothing from it: {fix}; `cairn doctor` checks the setup.")
         return
     if ref == "HEAD" and not entry.ref:

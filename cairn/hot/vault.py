@@ -481,28 +481,39 @@ def served_ref(work_tree: str | os.PathLike[str], configured: str | None = None)
 
 
 def missing_ref(
-    work_tree: str | os.PathLike[str], ref: str, configured: str | None, set_ref: str | None = None
+    work_tree: str | os.PathLike[str],
+    ref: str,
+    configured: str | None,
+    set_ref: str | None = None,
+    vault_root: str | os.PathLike[str] | None = None,
 ) -> tuple[str, str]:
     """Why the served ref `ref` (as `served_ref` named it) gives no commit, and what to do: (problem, fix), said
     alike by the hook's log, `cairn index`, `cairn doctor` and `cairn vault add`. A repository whose HEAD has no
     commit has no commits yet; one that has commits lost the served ref (a deleted branch, a configured ref that never
     existed, an origin/HEAD left pointing at a branch the remote dropped). set_ref: how to serve another ref, when
-    the caller knows the vault's configured entry (`userconfig.serve_another`), else said with placeholders."""
+    the caller knows the vault's configured entry (`userconfig.serve_another`), else said with placeholders. The git
+    commands name the repository (and the vault's folder, `vault_root`, when it is a folder inside it), so they run
+    as printed from any folder."""
     root = os.fspath(work_tree)
     set_ref = set_ref or _SET_REF
+    git = f"git -C {shell_word(root)}"
     if head_commit(work_tree) is None:
-        return f"the vault has no commits yet on {ref}", "commit your cards first (`git add cards && git commit`)"
+        folder = shell_word(vault_root if vault_root is not None else root)
+        return (
+            f"the vault has no commits yet on {ref}",
+            f"commit your cards first (`cd {folder} && git add cards && git commit -m 'First cards'`)",
+        )
     if not configured and ref.startswith("refs/remotes/origin/"):
         return (
             f"{ref}, the branch origin/HEAD names in {root}, does not exist",
-            "fetch it (`git fetch origin`) or point origin/HEAD at the remote's default branch "
-            "(`git remote set-head origin --auto`)",
+            f"fetch it (`{git} fetch origin`) or point origin/HEAD at the remote's default branch "
+            f"(`{git} remote set-head origin --auto`)",
         )
     if ref.startswith("refs/heads/"):
         branch = ref[len("refs/heads/") :]
         return (
             f"the branch {branch} that {root} serves does not exist (deleted?)",
-            f"recreate it (`git branch {branch} COMMIT`) or serve another ref ({set_ref})",
+            f"recreate it (`{git} branch {branch} COMMIT`) or serve another ref ({set_ref})",
         )
     return f"{ref}, the ref {root} serves, does not exist (deleted?)", f"recreate it or serve another ref ({set_ref})"
 
@@ -513,7 +524,8 @@ def detached_head(work_tree: str | os.PathLike[str], commit: str, set_ref: str |
     return (
         f"{os.fspath(work_tree)} has no main or master branch and HEAD is detached, so it serves whatever is checked "
         f"out (HEAD at {commit[:8]})",
-        f"recreate the branch (`git branch main {commit[:8]}`) or serve another ref ({set_ref or _SET_REF})",
+        f"recreate the branch (`git -C {shell_word(work_tree)} branch main {commit[:8]}`) or serve another ref "
+        f"({set_ref or _SET_REF})",
     )
 
 

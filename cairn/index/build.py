@@ -111,7 +111,8 @@ def served_commit(vault: Vault, repo: git.Repo | None = None, ref: str | None = 
                     f"the ref {ref!r} names no commit in {vault.git_root}; give a branch, tag or commit that exists"
                 ) from None
             entry = entry_for(vault.root)
-            problem, fix = missing_ref(vault.git_root, name, configured, serve_another(entry) if entry else None)
+            set_ref = serve_another(entry) if entry else None
+            problem, fix = missing_ref(vault.git_root, name, configured, set_ref, vault_root=vault.root)
             raise CairnError(f"{problem}: {fix}") from None
     return name, commit
 
