@@ -578,8 +578,31 @@ def _git_hook_checks(name: str, vault: Any) -> list[Check]:
         # From the vault's own folder: pre-commit records the config's path from there (`--config=lessons/...`),
         # while one installed at the top of a repository the vault is a folder of reads a config that is not there.
         fix = "" if ok else f"cd {shlex.quote(str(vault.root))} && pre-commit install"
+        own = None if ok else _own_hooks_dir(vault)
+        if own is not None:  # pre-commit refuses to install while core.hooksPath is set, whatever its value
+            detail += f"; pre-commit refuses to install while core.hooksPath is set ({hooks})"
+            if own != hooks.resolve():
+                detail += (
+                    f": the fix gives this repository its own hooks folder, {own}; the hooks in {hooks} then no "
+                    "longer run in it"
+                )
+            where = shlex.quote(str(own))
+            fix = (
+                f"cd {shlex.quote(str(vault.root))} && git config core.hooksPath '' && pre-commit install && "
+                f"git config core.hooksPath {where}"
+            )
         checks.append(Check("pre-commit", name, ok, detail, fix))
     return checks
+
+
+def _own_hooks_dir(vault: Any) -> Path | None:
+    """`gitrepo.own_hooks_dir`, or None when git cannot tell (the git-hooks check says why)."""
+    from cairn import gitrepo
+
+    try:
+        return gitrepo.own_hooks_dir(vault)
+    except CairnError:
+        return None
 
 
 def _missing_precommit_config(hook: Path, work_tree: Path | None) -> str | None:

@@ -929,6 +929,17 @@ def hooks_dir(vault: Vault) -> Path:
         return path if path.is_absolute() else Path(repo.working_tree_dir or vault.git_root or ".") / path
 
 
+def own_hooks_dir(vault: Vault) -> Path | None:
+    """The repository's own hooks folder (the common `.git/hooks`, which pre-commit installs into) when
+    `core.hooksPath` is set, at any level and to any value, else None: pre-commit then refuses to install at all."""
+    with open_repo(vault) as repo:
+        try:
+            repo.git.config("--get", "core.hooksPath")
+        except GitCommandError:  # not set
+            return None
+        return Path(repo.common_dir).resolve() / "hooks"
+
+
 def last_commit_day(path: Path) -> str | None:
     """The day (YYYY-MM-DD, committer date) of the last commit that changed the file at `path`, when the file is
     tracked in a git repository and its bytes are HEAD's; else None. `cairn import` dates imported lessons by it.

@@ -681,6 +681,34 @@ def test_doctors_pre_commit_fix_for_a_vault_in_a_folder_of_a_repository_keeps_co
     assert pre_commit_check()["ok"] is True
 
 
+def test_doctors_pre_commit_fix_works_under_a_global_core_hooks_path(tmp_path: Path) -> None:
+    """Bug fixed: with a global `core.hooksPath`, doctor's fix for the card lint was `cd VAULT && pre-commit install`,
+    which pre-commit refuses ("Cowardly refusing to install hooks with `core.hooksPath` set"). Doctor now says so,
+    and its fix, run as printed from another folder, gives the vault's repository its own hooks folder with
+    pre-commit's hook in it, where git runs it."""
+    shared = tmp_path / "global-hooks"
+    shared.mkdir()
+    subprocess.run(["git", "config", "--global", "core.hooksPath", str(shared)], check=True)
+    vault = tmp_path / "lessons"
+    assert cairn("init", str(vault), "--register", cwd=tmp_path).returncode == 0
+    env = {**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
+
+    def pre_commit_check() -> dict[str, object]:
+        checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
+        [check] = [c for c in checks if c["area"] == "pre-commit"]
+        return dict(check)
+
+    check = pre_commit_check()
+    assert check["ok"] is False
+    assert f"pre-commit refuses to install while core.hooksPath is set ({shared})" in str(check["detail"])
+    fixed = subprocess.run(str(check["fix"]), shell=True, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    hooks = subprocess.run(["git", "rev-parse", "--git-path", "hooks"], cwd=vault, capture_output=True, text=True)
+    assert Path(hooks.stdout.strip()) == (vault / ".git" / "hooks").resolve()
+    assert pre_commit_check()["ok"] is True
+    assert not list(shared.iterdir())  # the folder other repositories share is left as it was
+
+
 def test_init_leaves_a_shared_hooks_folder_alone(tmp_path: Path) -> None:
     shared = tmp_path / "global-hooks"
     env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.hooksPath", "GIT_CONFIG_VALUE_0": str(shared)}
