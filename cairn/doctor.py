@@ -57,7 +57,7 @@ class Check:
 def run_checks(cwd: Path, env: dict[str, str] | None = None) -> list[Check]:
     """Every check, in the order a user fixes things: Python and git, the configuration, the vaults, the agents."""
     env = dict(os.environ) if env is None else env
-    checks = [_python(), _git(), *_relative_folders(env), *_shared_folders()]
+    checks = [_python(), _git(), *_relative_folders(env), *_shared_folders(), *_state_check()]
     entries, config_check = _config(env)
     checks.append(config_check)
     checks += _allowed_rules(env) if config_check.ok else []
@@ -453,23 +453,52 @@ def _cache_can_take(check: Check, index: str) -> Check:
     what makes it writable (`cairn index` would only fail with the same read-only error)."""
     if check.ok is not False or not check.fix.startswith("cairn index"):
         return check
-    folder = os.path.dirname(index)
+    unwritable = _unwritable(os.path.dirname(index), "cache", "CAIRN_CACHE_DIR")
+    if unwritable is None:
+        return check
+    why, fix = unwritable
+    detail = check.detail.replace("; run `cairn index`", "")  # the index error's own advice, which cannot work here
+    return Check(
+        check.area,
+        check.subject,
+        False,
+        f"{detail}; {why}, so `{check.fix}` cannot write it",
+        f"{fix}, then `{check.fix}`",
+    )
+
+
+def _unwritable(folder: str, what: str, variable: str) -> tuple[str, str] | None:
+    """(why, fix) when Cairn cannot write in `folder`, or make it (the nearest folder there is, when it is not yet):
+    on a read-only file system, or not writable; None when it can (or nothing can tell)."""
     while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
-        folder = os.path.dirname(folder)  # the nearest folder there is: `cairn index` makes the rest
+        folder = os.path.dirname(folder)  # the nearest folder there is: Cairn makes the rest
     try:
         read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
     except OSError:
-        return check
+        return None
     if read_only:
-        why = f"the cache folder {folder} is on a read-only file system"
-        fix = f"point CAIRN_CACHE_DIR at a writable folder, then `{check.fix}`"
-    elif not os.access(folder, os.W_OK | os.X_OK):
-        why = f"the cache folder {folder} is not writable"
-        fix = f"chmod u+w {shlex.quote(folder)} (or point CAIRN_CACHE_DIR at a writable folder), then `{check.fix}`"
-    else:
-        return check
-    detail = check.detail.replace("; run `cairn index`", "")  # the index error's own advice, which cannot work here
-    return Check(check.area, check.subject, False, f"{detail}; {why}, so `{check.fix}` cannot write it", fix)
+        return f"the {what} folder {folder} is on a read-only file system", f"point {variable} at a writable folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        fix = f"chmod u+w {shlex.quote(folder)} (or point {variable} at a writable folder)"
+        return f"the {what} folder {folder} is not writable", fix
+    return None
+
+
+def _state_check() -> list[Check]:
+    """A failing check when the hook cannot write in the state folder: it still serves, but keeps no log, no record
+    of the cards each agent session already got (so they come again on every prompt), and the warm encoder of the
+    semantic extra has no socket there."""
+    from cairn.hot import state_folder
+
+    unwritable = _unwritable(state_folder(), "state", "CAIRN_STATE_DIR")
+    if unwritable is None:
+        return []
+    why, fix = unwritable
+    detail = (
+        f"{why}: the hook keeps no log there, nor which cards each agent session already got (they are injected "
+        "again on every prompt), and the warm encoder cannot listen there"
+    )
+    return [Check("folders", "state", False, detail, fix)]
 
 
 def _damage(reader: IndexReader) -> str:

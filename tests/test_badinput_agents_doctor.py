@@ -382,6 +382,23 @@ def test_a_read_only_cache_gets_a_fix_that_can_work(setup: Path, tmp_path: Path)
     assert check["ok"] is True, check
 
 
+def test_a_read_only_state_folder_fails_and_its_fix_works(setup: Path, tmp_path: Path) -> None:
+    """Bug fixed: with the state folder on a read-only file system, the hook wrote "cannot write the hook log" on
+    every prompt, kept no log and no session (each card came again on every prompt), while doctor said "Everything
+    checks out". It now fails the state folder, with a fix that works."""
+    state = Path(os.environ["CAIRN_STATE_DIR"])
+    state.mkdir(exist_ok=True)
+    done = cairn_on_read_only(state, "doctor", "--cwd", str(setup), "--json", cwd=setup)
+    assert done.returncode == 1
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "folders"]
+    assert check["ok"] is False and check["subject"] == "state", check
+    assert check["detail"].startswith(f"the state folder {state} is on a read-only file system: the hook keeps no log")
+    assert check["fix"] == "point CAIRN_STATE_DIR at a writable folder"
+    writable = {"CAIRN_STATE_DIR": str(tmp_path / "writable-state")}
+    again = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup, env=writable)
+    assert [c for c in json.loads(again.stdout)["checks"] if c["area"] == "folders"] == []
+
+
 def test_a_hook_whose_cairn_is_not_on_path_gets_a_fix_that_finds_it(setup: Path, isolated_env: Path) -> None:
     """Bug fixed: for a hook running a bare `cairn` that the PATH does not find, doctor said to put Cairn's package
     folder (`.../site-packages/cairn`, where `__main__.py` is) on PATH, where no `cairn` command is. A shared project
