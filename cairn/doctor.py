@@ -342,8 +342,11 @@ def _vectors_check(name: str, path: str) -> Check:
         with IndexReader(path) as reader:
             configured = vectors.configured(reader.config)
             n_cards = reader.n_cards
-    except CairnError:
-        return Check("semantic", name, None, "no index yet: its card vectors come with it")
+    except CairnError as exc:  # a damaged one is not "no index yet": the index line says what, with its fix
+        from cairn.hot.errors import IndexMissing
+
+        what = "no index yet" if isinstance(exc, IndexMissing) else "no usable index (see the index line)"
+        return Check("semantic", name, None, f"{what}: its card vectors come with it")
     if not configured:
         return Check("semantic", name, None, "switched off by the vault's cairn.toml ([recall] semantic = false)")
     side = vectors.vectors_path(path)

@@ -947,6 +947,23 @@ def test_doctor_checks_the_extra_and_each_vaults_card_vectors(vault_repo: VaultR
     assert [c["detail"] for c in off if c["area"] == "semantic"] == ["installed, switched off here by CAIRN_SEMANTIC"]
 
 
+def test_doctor_does_not_call_a_damaged_index_no_index_yet(vault_repo: VaultRepo) -> None:
+    """Bug fixed: with the index file cut short, doctor's card vectors line said "no index yet", beside the index
+    line that says the index is damaged. It says "no usable index" now, and "no index yet" only when there is none."""
+    _vault(vault_repo)
+    assert vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team").returncode == 0
+
+    def vectors_line() -> str:
+        report = json.loads(vault_repo.cairn("doctor", "--json").stdout)
+        return str(next(c["detail"] for c in report["checks"] if (c["area"], c["subject"]) == ("semantic", "team")))
+
+    index = _index_file(vault_repo)
+    os.truncate(index, 1000)
+    assert vectors_line() == "no usable index (see the index line): its card vectors come with it"
+    index.unlink()
+    assert vectors_line() == "no index yet: its card vectors come with it"
+
+
 def test_doctor_says_when_the_warm_encoder_did_not_answer_in_time(vault_repo: VaultRepo) -> None:
     """A client that waited for the warm encoder in vain stamps `semantic.stalled`, and for a minute prompts are
     served by words alone: doctor said all was well meanwhile; it now says so (information: it passes)."""
