@@ -583,13 +583,17 @@ def _git_hook_checks(name: str, vault: Any) -> list[Check]:
     outdated = githooks.outdated_git_hooks(vault, hooks, install.cairn_executable()) if not missing else []
     idle = githooks.idle_git_hooks(vault, hooks) if outdated else None
     if idle is not None:  # they look installed, but every commit leaves the index stale
-        checks[0] = Check(
-            "git-hooks",
-            name,
-            False,
-            f"{', '.join(outdated)} in {hooks} {idle}",
-            f"cairn install git-hooks --vault {name}",
-        )
+        detail, fix = f"{', '.join(outdated)} in {hooks} {idle}", f"cairn install git-hooks --vault {name}"
+        other = githooks.hooks_work_tree(hooks)
+        own = _own_hooks_dir(vault) if other and os.path.isdir(other) else None
+        if own is not None and own != hooks.resolve():  # a folder core.hooksPath shares with the repository of `other`
+            detail += (
+                f"; {hooks} (core.hooksPath) is shared, and installing them there again would take them from "
+                f"{other}: the fix gives this repository its own hooks folder, {own}; the hooks in {hooks} then no "
+                "longer run in it"
+            )
+            fix = f"git -C {shlex.quote(str(vault.git_root))} config core.hooksPath {shlex.quote(str(own))} && {fix}"
+        checks[0] = Check("git-hooks", name, False, detail, fix)
     elif outdated:
         detail = (
             f"{', '.join(outdated)} in {hooks} were written by another Cairn (or for another `cairn`): "

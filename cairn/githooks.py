@@ -109,6 +109,19 @@ def idle_git_hooks(vault: Vault, hooks_dir: Path) -> str | None:
     return None
 
 
+def hooks_work_tree(hooks_dir: Path) -> str:
+    """The work tree Cairn's git hooks in `hooks_dir` were written for (`CAIRN_WORK_TREE`), or "" when none says."""
+    for name in GIT_HOOKS:
+        try:
+            text = (hooks_dir / name).read_text("utf-8", "replace")
+        except OSError:
+            continue
+        written_for = _filled(text, "CAIRN_WORK_TREE") if GIT_HOOK_MARKER in text else ""
+        if written_for:
+            return written_for
+    return ""
+
+
 def _filled(text: str, variable: str) -> str:
     """The value `git_hook_script` filled in for `variable` (unquoted as sh reads it), or "" when it is not there."""
     found = re.search(rf"^{variable}=(.*)$", text, re.MULTILINE)

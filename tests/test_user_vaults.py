@@ -709,6 +709,31 @@ def test_doctors_pre_commit_fix_works_under_a_global_core_hooks_path(tmp_path: P
     assert not list(shared.iterdir())  # the folder other repositories share is left as it was
 
 
+def test_doctors_git_hooks_fix_for_two_vaults_sharing_a_global_hooks_folder_breaks_neither(tmp_path: Path) -> None:
+    """Bug fixed: with a global `core.hooksPath`, `cairn install git-hooks` for a second vault rewrote the shared
+    hooks for its work tree; doctor then failed the first vault's hooks with `cairn install git-hooks --vault a`,
+    which took them back from the second: each fix, run as printed, broke the other vault. The fix now gives the
+    vault's repository its own hooks folder, and both vaults pass."""
+    shared = tmp_path / "global-hooks"
+    shared.mkdir()
+    subprocess.run(["git", "config", "--global", "core.hooksPath", str(shared)], check=True)
+    for name in ("a", "b"):
+        assert cairn("init", str(tmp_path / name), "--register", cwd=tmp_path).returncode == 0
+    for name in ("a", "b"):
+        assert cairn("install", "git-hooks", "--vault", name, cwd=tmp_path).returncode == 0
+    env = {**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
+
+    def git_hooks() -> dict[str, dict[str, object]]:
+        checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
+        return {str(c["subject"]): c for c in checks if c["area"] == "git-hooks"}
+
+    [(name, check)] = [(name, c) for name, c in git_hooks().items() if c["ok"] is False]
+    assert name == "a" and f"would take them from {tmp_path / 'b'}" in str(check["detail"])
+    fixed = subprocess.run(str(check["fix"]), shell=True, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert [c["ok"] for c in git_hooks().values()] == [True, True]
+
+
 def test_init_leaves_a_shared_hooks_folder_alone(tmp_path: Path) -> None:
     shared = tmp_path / "global-hooks"
     env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.hooksPath", "GIT_CONFIG_VALUE_0": str(shared)}
