@@ -29,6 +29,7 @@ from cairn.hot.vault import (
     checked_out_branch,
     detached_head,
     find_vault,
+    hook_vaults,
     missing_ref,
     sparse_left_out,
 )
@@ -174,7 +175,15 @@ def _resolution(cwd: Path, entries: list[VaultEntry], env: dict[str, str]) -> li
     """Which vaults the hook serves to an agent working in `cwd`, and which vault the commands use there."""
     checks: list[Check] = []
     if env.get("CAIRN_VAULT"):
-        checks.append(Check("resolve", str(cwd), None, f"CAIRN_VAULT={env['CAIRN_VAULT']} (this shell only)"))
+        given = f"CAIRN_VAULT={env['CAIRN_VAULT']}"
+        try:
+            hook_vaults(None, env)
+        except CairnError as exc:  # the hook of an agent started with it serves nothing
+            detail = f"{given} (this shell only): an agent's hook started with it serves nothing: {exc}"
+            checks.append(Check("resolve", str(cwd), False, detail, "unset CAIRN_VAULT"))
+        else:
+            detail = f"{given} (this shell only): an agent's hook started with it serves that vault alone"
+            checks.append(Check("resolve", str(cwd), None, detail))
     served = [e for e in entries if e.serves_cwd(str(cwd))]
     for entry in entries:
         if entry in served:

@@ -362,6 +362,27 @@ def test_an_index_built_under_a_withdrawn_security_leave_fails_and_its_fix_works
     assert check["ok"] is True, check
 
 
+def test_a_cairn_vault_naming_no_vault_fails_as_the_hook_serves_nothing(setup: Path, tmp_path: Path) -> None:
+    """Bug fixed: with `CAIRN_VAULT` naming no vault (a folder since removed, a name no longer configured), the hook
+    of an agent started from that shell serves nothing, while doctor gave it one info line and said "Everything
+    checks out". It now fails it, saying why, with `unset CAIRN_VAULT` as the fix; a vault it does name stays an
+    information line, saying the hook serves that vault alone."""
+    gone = {"CAIRN_VAULT": str(tmp_path / "removed-vault")}
+    hooked = run_cairn(
+        "hook", "--format", "claude-code", cwd=setup, env=gone, input=payload_for("claude-code", FITTING_PROMPT, setup)
+    )
+    assert hooked.returncode == 0 and hooked.stdout == ""
+    done = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup, env=gone)
+    assert done.returncode == 1
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["detail"].startswith("CAIRN_VAULT=")]
+    assert check["ok"] is False and "serves nothing: vault " in check["detail"], check
+    assert check["fix"] == "unset CAIRN_VAULT"
+    named = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup, env={"CAIRN_VAULT": "team"})
+    assert named.returncode == 0
+    [check] = [c for c in json.loads(named.stdout)["checks"] if c["detail"].startswith("CAIRN_VAULT=")]
+    assert check["ok"] is None and check["detail"].endswith("serves that vault alone"), check
+
+
 def test_a_read_only_cache_gets_a_fix_that_can_work(setup: Path, tmp_path: Path) -> None:
     """Bug fixed: with the cache on a read-only file system and no index, doctor said to run `cairn index`, which
     then failed with the read-only message. It now says the cache folder is read-only and to point CAIRN_CACHE_DIR
