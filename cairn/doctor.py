@@ -8,6 +8,7 @@ looks; it never changes anything.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -419,6 +420,7 @@ def _index_check(name: str, root: str, commit: str, vault: Any) -> Check:
             config_error = reader.meta.get("config_error") or ""
             rules = reader.meta.get("security_rules")
             allowed = reader.meta.get("security_allowed")
+            off, off_now = reader.meta.get("security_off") or "[]", _switched_off_now(reader.meta.get("config"))
             damage = _damage(reader)
     except CairnError as exc:
         return Check("index", name, False, f"no usable index ({exc})", fix)
@@ -436,6 +438,13 @@ def _index_check(name: str, root: str, commit: str, vault: Any) -> Check:
         detail = (
             "serves nothing until rebuilt: built while your configuration let the vault switch security rules off "
             f"([security] allow_disabled_rules: {allowed}), and it no longer does"
+        )
+        return Check("index", name, False, detail, fix)
+    if off_now is not None and json.loads(off) != off_now:  # `cairn index` reads every card again (`build`)
+        was, now = (", ".join(rules) or "no security rule" for rules in (json.loads(off), off_now))
+        detail = (
+            f"stale: built when the vault's cairn.toml could switch off {was}, and your [security] "
+            f"allow_disabled_rules now lets it switch off {now}: it leaves out other cards than a rebuilt one would"
         )
         return Check("index", name, False, detail, fix)
     left_out = left_out_note(problems, name)
@@ -458,6 +467,18 @@ def _index_check(name: str, root: str, commit: str, vault: Any) -> Check:
         f"{n_cards} cards at {commit[:8]}{left_out}",
         f"cairn lint --vault {name}" if problems else "",
     )
+
+
+def _switched_off_now(config: str | None) -> list[str] | None:
+    """The security rules an index's stored vault settings switch off under the user's leave as it is now
+    (`security.switched_off`, what `cairn index` compares with the meta's `security_off`); None when unreadable."""
+    from cairn.lint.security import switched_off
+
+    try:
+        disable = json.loads(config or "")["lint"]["disable"]
+    except (ValueError, TypeError, KeyError):
+        return None
+    return list(switched_off(disable)) if isinstance(disable, list) else None
 
 
 def _cache_can_take(check: Check, index: str) -> Check:

@@ -403,6 +403,38 @@ def test_a_read_only_cache_gets_a_fix_that_can_work(setup: Path, tmp_path: Path)
     assert check["ok"] is True, check
 
 
+def test_an_index_built_before_a_security_leave_was_given_fails_and_its_fix_works(
+    setup: Path, vault_repo: VaultRepo, isolated_env: Path
+) -> None:
+    """Bug fixed: a vault switches the secret rule off, the index leaves its card with a password out, and then the
+    user's `[security] allow_disabled_rules` allows it: doctor went on saying "1 card file(s) left out" with `cairn
+    lint` as the fix, which now passes and changes nothing (the hook starts no rebuild for it). It now says the
+    index is stale, as `cairn index` sees it (every card read again), with that as the fix."""
+    vault_repo.write_raw("cairn.toml", '[lint]\ndisable = ["secret"]\n')
+    url = "postgres://app:S3cr3tPassw0rd@db.internal:5432/prod"
+    vault_repo.write("databases/pool", "Database pool timeouts", f"Raise the pool timeout; the prod URL is {url}")
+    vault_repo.commit("a card with a password, the secret rule switched off by the vault")
+    assert run_cairn("index", "--vault", "team", cwd=setup).returncode == 0
+
+    def index_check() -> dict[str, Any]:
+        done = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup)
+        [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "index"]
+        return check
+
+    assert index_check()["fix"] == "cairn lint --vault team"  # left out: no leave
+    config = isolated_env / "xdg-config" / "cairn" / "config.toml"
+    config.write_text(config.read_text() + '\n[security]\nallow_disabled_rules = ["secret"]\n')
+    check = index_check()
+    assert check["ok"] is False and check["detail"].startswith("stale: built when the vault's cairn.toml could"), check
+    assert (
+        "could switch off no security rule, and your [security] allow_disabled_rules now lets it switch off secret"
+        in check["detail"]
+    )
+    assert check["fix"] == "cairn index --vault team"
+    assert run_cairn(*check["fix"].split()[1:], cwd=setup).returncode == 0
+    assert index_check()["ok"] is True
+
+
 def test_a_read_only_state_folder_fails_and_its_fix_works(setup: Path, tmp_path: Path) -> None:
     """Bug fixed: with the state folder on a read-only file system, the hook wrote "cannot write the hook log" on
     every prompt, kept no log and no session (each card came again on every prompt), while doctor said "Everything
