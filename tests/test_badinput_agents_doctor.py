@@ -320,6 +320,26 @@ def test_a_damaged_index_fails_and_its_fix_works(setup: Path, isolated_env: Path
     assert REBASE_ID in json.loads(served.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
+def test_an_index_of_a_newer_format_is_not_called_old(setup: Path) -> None:
+    """Bug fixed: an index a newer Cairn wrote (another install beside this one, or before a downgrade) was said to
+    have "an old format". It is said to be a newer Cairn's now, with both formats; the fix rebuilds it."""
+    from cairn.hot.index import FORMAT_VERSION
+
+    [index] = cache_dir().glob("vaults/*/index.cairn")
+    data = bytearray(index.read_bytes())
+    newer = int(FORMAT_VERSION) + 1
+    data[8:12] = newer.to_bytes(4, "little")
+    index.write_bytes(bytes(data))
+    done = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup)
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "index"]
+    assert check["ok"] is False and "old format" not in check["detail"], check
+    assert f"was written by a newer Cairn (format {newer}, this one reads {FORMAT_VERSION})" in check["detail"]
+    assert run_cairn(*check["fix"].split()[1:], cwd=setup).returncode == 0
+    again = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup)
+    [check] = [c for c in json.loads(again.stdout)["checks"] if c["area"] == "index"]
+    assert check["ok"] is True, check
+
+
 def test_an_index_an_older_cairns_security_rules_checked_fails_and_its_fix_works(setup: Path) -> None:
     """Bug fixed: after an upgrade that adds a security rule, the hook serves nothing from an index the older rules
     checked (and `cairn audit` fails it), while doctor said `ok index team: N cards`. It now fails the index,

@@ -314,6 +314,12 @@ class IndexReader:
             if isinstance(layout, str):
                 if layout == "old":
                     raise _corrupt(f"the index at {path} has an old format; run `cairn index --rebuild`")
+                if layout == "newer":  # a downgrade, or another install of Cairn beside this one
+                    written = int.from_bytes(first[8:12], "little")
+                    raise _corrupt(
+                        f"the index at {path} was written by a newer Cairn (format {written}, this one reads "
+                        f"{FORMAT_VERSION}); run `cairn index --rebuild`"
+                    )
                 raise _corrupt(f"the index at {path} is damaged ({layout}); run `cairn index` to rebuild it")
             (
                 self._size,
@@ -762,12 +768,13 @@ def _open_index(path: str) -> tuple[int, int]:
 
 
 def _layout(first: bytes, size: int) -> "tuple[int, ...] | str":
-    """The header's fields, or what is wrong with it (`old` for an index of an older format): Cairn's magic, this
+    """The header's fields, or what is wrong with it (`old` or `newer` for an index of another format): Cairn's magic, this
     format and byte order, the size the header gives (a truncated file fails here), and every part inside it."""
     if len(first) < HEADER_SIZE or first[:8] != MAGIC:
         return "old" if first[:16] == _SQLITE_MAGIC else "not a Cairn index"
-    if int.from_bytes(first[8:12], "little") != int(FORMAT_VERSION):
-        return "old"
+    written = int.from_bytes(first[8:12], "little")
+    if written != int(FORMAT_VERSION):
+        return "newer" if written > int(FORMAT_VERSION) else "old"
     if int.from_bytes(first[12:16], "little") != BYTE_ORDER:
         return "written on a machine of another byte order"
     fields = tuple(int.from_bytes(first[at : at + 8], "little") for at in range(16, _SEALS_AT, 8))
