@@ -352,11 +352,14 @@ def _vectors_check(name: str, path: str) -> Check:
         with IndexReader(path) as reader:
             configured = vectors.configured(reader.config)
             n_cards = reader.n_cards
+            config_error = reader.meta.get("config_error")
     except CairnError as exc:  # a damaged one is not "no index yet": the index line says what, with its fix
         from cairn.hot.errors import IndexMissing
 
         what = "no index yet" if isinstance(exc, IndexMissing) else "no usable index (see the index line)"
         return Check("semantic", name, None, f"{what}: its card vectors come with it")
+    if config_error:  # an index of no card, which `cairn index` writes again until cairn.toml is fixed
+        return Check("semantic", name, None, "the index holds no card (see the index line): no card vectors either")
     if not configured:
         return Check("semantic", name, None, "switched off by the vault's cairn.toml ([recall] semantic = false)")
     side = vectors.vectors_path(path)

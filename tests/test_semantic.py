@@ -964,6 +964,22 @@ def test_doctor_does_not_call_a_damaged_index_no_index_yet(vault_repo: VaultRepo
     assert vectors_line() == "no index yet: its card vectors come with it"
 
 
+def test_doctor_gives_no_card_vectors_fix_for_an_index_of_a_broken_cairn_toml(vault_repo: VaultRepo) -> None:
+    """Bug fixed: with a committed cairn.toml Cairn cannot read, the index holds no card, and beside the index line
+    (fix: commit a fix to cairn.toml) doctor failed the card vectors as "of another commit" with `cairn index` as
+    the fix, which fails on the same cairn.toml. The vectors line is information now, pointing at the index line."""
+    _vault(vault_repo)
+    assert vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team").returncode == 0
+    vault_repo.write_raw("cairn.toml", "[recall\n")
+    vault_repo.commit("a cairn.toml that does not parse")
+    assert vault_repo.cairn("index", "--vault", "team").returncode == 1
+    report = json.loads(vault_repo.cairn("doctor", "--json").stdout)
+    checks = {c["area"]: c for c in report["checks"] if c["subject"] == "team"}
+    assert checks["index"]["ok"] is False and checks["index"]["fix"].startswith("commit a fix to cairn.toml")
+    assert checks["semantic"]["ok"] is None and checks["semantic"]["fix"] == "", checks["semantic"]
+    assert checks["semantic"]["detail"] == "the index holds no card (see the index line): no card vectors either"
+
+
 def test_doctor_says_when_the_warm_encoder_did_not_answer_in_time(vault_repo: VaultRepo) -> None:
     """A client that waited for the warm encoder in vain stamps `semantic.stalled`, and for a minute prompts are
     served by words alone: doctor said all was well meanwhile; it now says so (information: it passes)."""
