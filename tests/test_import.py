@@ -316,6 +316,23 @@ def test_the_lesson_rule(bullet: str, lesson: bool, why: str) -> None:
     assert (verdict.lesson, verdict.why) == (lesson, why)
 
 
+def test_a_chinese_lesson_is_kept_where_its_english_twin_is(vault_repo: VaultRepo) -> None:
+    """Bug fixed: the Chinese reason words lacked silently (悄悄), no longer (不再), not reproducible (不可复现) and
+    won't (不会), and an English word glued to Chinese ("会被OOMKilled") met no word boundary; English lacked "not
+    reproducible" and "OOMKilled". So a team's Chinese lessons were dropped where the same lessons in English were
+    kept, or both were dropped."""
+    _start(vault_repo)
+    kept = {}
+    for language in ("en", "zh"):
+        src = FIXTURES / "twins" / language / "AGENTS.md"
+        done = vault_repo.invoke("import", str(src), "--dry-run", "--json")
+        assert done.returncode == 0, done.stdout + done.stderr
+        report = json.loads(done.stdout)
+        kept[language] = [int(c["source"].rsplit(":", 1)[1]) for c in report["cards"]]
+        assert [d["text"][:2] for d in report["dropped"]] == [{"en": "Fo", "zh": "使用"}[language]]
+    assert kept["zh"] == kept["en"] == list(range(5, 12))
+
+
 @pytest.mark.parametrize(
     ("bullet", "name"),
     [

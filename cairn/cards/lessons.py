@@ -24,8 +24,10 @@ _CJK_BREAK = re.compile(f"(?<=[{CJK}])[ \\t]*\\n\\s*(?=[{CJK}])")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 
+# Latin words are matched between non-letters rather than at `\b`: a Chinese sentence puts an English word between
+# CJK characters with no space ("偶尔会timeout"), where `\b` finds no edge.
 _REASON = re.compile(
-    r"\b(?:because|since|otherwise|or else|so that|in order to|to (?:avoid|prevent)|which means|means|"
+    r"(?<![A-Za-z0-9_])(?:because|since|otherwise|or else|so that|in order to|to (?:avoid|prevent)|which means|means|"
     r"causes?|caused|causing|leads? to|led to|results? in|resulted in|happens?|happened|"
     r"fail|fails|failed|failing|failures?|breaks|broke|broken|crash(?:es|ed|ing)?|hangs?|hung|freezes|froze|"
     r"flak(?:y|e|es|ed|iness)|silently|drops|dropped|lose|loses|lost|losing|leaks?|leaked|corrupt(?:s|ed|ion)?|"
@@ -33,10 +35,14 @@ _REASON = re.compile(
     r"wrong|errors?(?! handling| messages?| codes?| pages?)|exceptions?(?! handling)|bugs?|regressions?|outages?|incidents?|missing|slow(?:s|er|ly|down)?|"
     r"unexpected(?:ly)?|surpris\w*|gotchas?|pitfalls?|beware|careful|watch out|doesn't|does not|won't|"
     r"will not|can't|cannot|no longer|overwrites|overwritten|conflicts?|mismatch\w*|out of memory|oom|"
-    r"segfaults?|panics?)\b"
+    r"segfaults?|panics?|oom-?kill(?:ed|s)?|(?:not |non-?|ir)reproducible|non-?deterministic(?:ally)?)(?![A-Za-z0-9_])"
     r"|, so\b"
-    r"|因为|由于|否则|不然|以免|以防|避免|防止|导致|造成|引起|失败|报错|出错|错误|异常|崩溃|卡住|卡死|挂起|丢失|"
-    r"泄漏|泄露|超时|死锁|竞态|不稳定|偶发|偶现|阻塞|过期|变慢|很慢|太慢|踩坑|陷阱|无效|不生效|冲突|乱码|不一致",
+    # The same reasons and failures in Chinese, word for word where English has one (silently 悄悄, no longer 不再,
+    # not reproducible 不可复现, won't 不会, cannot 无法...), so a lesson is not dropped where its translation is kept.
+    r"|因为|由于|否则|不然|以免|以防|以便|避免|防止|所以|因此|意味着|导致|造成|引起|发生|失败|报错|出错|错误|异常|"
+    r"崩溃|闪退|损坏|卡住|卡死|挂起|无响应|丢失|丢弃|丢掉|泄漏|泄露|超时|死锁|竞态|不稳定|偶发|偶现|阻塞|被拒|拒绝|"
+    r"过期|变慢|很慢|太慢|悄悄|静默|默默|不再|不可复现|无法复现|复现不了|无法|不会|拿不到|找不到|看不到|连不上|跑不通|"
+    r"缺失|缺少|意外|踩坑|陷阱|小心|当心|无效|不生效|冲突|不匹配|覆盖(?!率)|内存不足|内存溢出|故障|事故|乱码|不一致",
     re.IGNORECASE,
 )
 _IMPERATIVE = re.compile(
