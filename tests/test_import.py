@@ -347,6 +347,11 @@ def test_a_chinese_lesson_is_kept_where_its_english_twin_is(vault_repo: VaultRep
         ("`SELECT ... FOR UPDATE` deadlocks; sort the ids first.", "`SELECT ... FOR UPDATE` deadlocks; sort the ids first"),
         ("Running `set -e; make deploy` on the old runners fails silently because they run sh, not bash.",
          "Running `set -e; make deploy` on the old runners fails silently"),
+        # Bug fixed: a quoted error message was cut at its colon (`Xcode 15 archives fail with "Sandbox`)
+        ('Xcode 15 archives fail with "Sandbox: rsync denied" because `ENABLE_USER_SCRIPT_SANDBOXING` is on; turn '
+         "it off for the Pods target.", 'Xcode 15 archives fail with "Sandbox: rsync denied"'),
+        ("用 JDK 11 构建会报“Unsupported class file major version: 61”；换成 JDK 17。",
+         "用 JDK 11 构建会报“Unsupported class file major version: 61”"),
     ],
 )  # fmt: skip
 def test_a_lesson_is_named_by_its_situation(bullet: str, name: str) -> None:

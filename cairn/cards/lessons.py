@@ -151,9 +151,15 @@ def sentences(text: str) -> list[str]:
     return [s for s in parts if _named(s)]
 
 
+# A quotation (an error message: `fails with "Sandbox: rsync denied"`) is cut no more than a code span is.
+_QUOTED = re.compile(r'"[^"\n]+"|“[^”\n]+”|「[^」\n]+」')
+
+
 def _cut(text: str, at: re.Pattern[str], *, maxsplit: int) -> list[str]:
-    """`at.split(text, maxsplit)` (no capturing groups), where `at` is never found inside a code span."""
+    """`at.split(text, maxsplit)` (no capturing groups), where `at` is never found inside a code span or a
+    quotation."""
     masked = _CODE_SPAN.sub(lambda m: m.group(1) + "x" * len(m.group(2)) + m.group(1), text)
+    masked = _QUOTED.sub(lambda m: m.group()[0] + "x" * (len(m.group()) - 2) + m.group()[-1], masked)
     parts, start = [], 0
     for n, found in enumerate(at.finditer(masked), 1):
         parts.append(text[start : found.start()])
