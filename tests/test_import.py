@@ -358,6 +358,29 @@ def test_a_lesson_is_named_by_its_situation(bullet: str, name: str) -> None:
     assert lesson_name(bullet) == name
 
 
+def test_a_lesson_opening_with_emoji_or_a_link_is_named_by_its_words(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `🚨 **pnpm hoisting**: ...` was named by its whole first sentence, emoji and all, not by its bold
+    lead, `⚠️ Turbo ...` kept its emoji, and a link was named by its markup (`[Renovate](https://...)`)."""
+    _start(vault_repo)
+    done = vault_repo.invoke("import", str(FIXTURES / "monorepo" / "CLAUDE.md"), "--dry-run", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    cards = json.loads(done.stdout)["cards"]
+    assert [(c["name"], c["id"].split("/")[-1]) for c in cards] == [
+        ("pnpm hoisting", "pnpm-hoisting"),
+        (
+            "Turbo cache hits are wrong after you change an env var that is not listed in…",
+            "turbo-cache-hits-are-wrong-after-you-change-an-env-var-that",
+        ),
+        (
+            "The `web` Storybook build times out on CI runners with 2 GB RAM",
+            "the-web-storybook-build-times-out-on-ci-runners-with-2-gb",
+        ),
+        ("Renovate bumps the lockfile only", "renovate-bumps-the-lockfile-only"),
+    ]
+    # The summary keeps the text as written.
+    assert cards[0]["summary"].startswith("🚨 pnpm hoisting: packages that import undeclared deps")
+
+
 def test_short_ids() -> None:
     assert re.fullmatch(r"zh-[0-9a-f]{6}", card_slug("定时任务在夏令时切换那天会执行两次"))
     assert card_slug("定时任务") != card_slug("定时任务会失败")

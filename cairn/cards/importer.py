@@ -682,8 +682,10 @@ _TASK_BOX = re.compile(r"^\[[ xX]\][ \t]+")
 
 
 def _bold_lead(inline: Token) -> str | None:
-    """`**Never force-push main**: ...` -> `Never force-push main` (after a task list's box, if any)."""
+    """`**Never force-push main**: ...` -> `Never force-push main` (after a task list's box or emoji, if any)."""
     children = [c for c in inline.children or [] if not (c.type == "text" and not _TASK_BOX.sub("", c.content))]
+    if children and children[0].type == "text" and not lessons.unadorned(_TASK_BOX.sub("", children[0].content)):
+        children = children[1:]  # `🚨 **pnpm hoisting**: ...`
     if not children or children[0].type != "strong_open":
         return None
     end = next((i for i, c in enumerate(children) if c.type == "strong_close"), None)

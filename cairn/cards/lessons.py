@@ -169,10 +169,22 @@ def _cut(text: str, at: re.Pattern[str], *, maxsplit: int) -> list[str]:
     return [*parts, text[start:]]
 
 
+# Markdown's links (their text names them) and the emoji or symbols a bullet opens with (`🚨`, `⚠️`, `✅`).
+_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*(?:\s+\"[^\"]*\")?\)")
+_SYMBOLS = re.compile(r"^(?:[\u2190-\u2bff\U0001f000-\U0001faff][\ufe0f\u200d]*\s*)+")
+
+
+def unadorned(text: str) -> str:
+    """`text` without the emoji or symbols it opens with, and with each Markdown link as its text."""
+    return _SYMBOLS.sub("", _LINK.sub(r"\1", text))
+
+
 def lesson_name(text: str, bold_lead: str | None = None) -> str:
     """A lesson's name: its bold lead (`**Name**: ...`), else the first clause of its first sentence when the
-    sentence is long and the clause has a few words, cut at a word to at most 80 columns. A lead or sentence of
-    punctuation alone (`**---**`, `。。。`) names nothing and is passed over."""
+    sentence is long and the clause has a few words, cut at a word to at most 80 columns; a link is named by its
+    text, and the emoji a bullet opens with are left out. A lead or sentence of punctuation alone (`**---**`,
+    `。。。`) names nothing and is passed over."""
+    text, bold_lead = unadorned(text), unadorned(bold_lead) if bold_lead else None
     if bold_lead and _named(bold_lead):
         return shorten(bold_lead, NAME_MAX_CHARS).rstrip(" :.;,-：；。，")
     shout = _SHOUT.match(text)
@@ -209,4 +221,14 @@ def shorten(text: str, limit: int) -> str:
     return cut.rstrip(" ,;:-，；：") + "…"
 
 
-__all__ = ["Verdict", "flat", "is_reference_section", "judge", "lesson_name", "sentences", "shorten", "width"]
+__all__ = [
+    "Verdict",
+    "flat",
+    "is_reference_section",
+    "judge",
+    "lesson_name",
+    "sentences",
+    "shorten",
+    "unadorned",
+    "width",
+]
