@@ -155,7 +155,7 @@ def test_import_keeps_the_source_field_on_one_line_whatever_the_folder_is_called
     (folder / "CLAUDE.md").write_text("# App\n\n## Gotchas\n\n" + LESSON)
     done = vault_repo.invoke("import", str(src), "--lessons")
     assert done.returncode == 0, done.stderr
-    [card] = (vault_repo.root / "cards" / "gotchas").glob("*.md")
+    [card] = (vault_repo.root / "cards" / "lessons").glob("*.md")
     meta = yaml.safe_load(card.read_text().split("---\n")[1])
     assert meta["source"] == "app?source: fake/CLAUDE.md:5"
     assert invoke_cli(["lint", str(card)], cwd=vault_repo.root).returncode == 0
@@ -337,7 +337,7 @@ def test_import_of_files_whose_names_are_not_utf8(vault_repo: VaultRepo, tmp_pat
     (src / os.fsdecode(b"caf\xe9.md")).write_text("The deploy fails because the staging key rotated.\n")
     done = vault_repo.invoke("import", str(src))
     assert done.returncode == 1
-    [card] = (vault_repo.root / "cards" / "gotchas").glob("*.md")
+    [card] = (vault_repo.root / "cards" / "lessons").glob("*.md")
     assert yaml.safe_load(card.read_text().split("---\n")[1])["source"] == "app?/CLAUDE.md:5"
     assert f"{src}/caf?.md: skipped (invalid): the file name is not UTF-8 text" in done.stderr
     assert "not valid YAML" not in done.stderr

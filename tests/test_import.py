@@ -731,9 +731,24 @@ def test_a_heading_inside_a_quote_or_a_bullet_opens_no_section(vault_repo: Vault
     code, report = _import(vault_repo, str(src), "--dry-run")
     assert code == 0
     assert [(c["id"], c["scope"]) for c in report["cards"]] == [
-        ("gotchas/the-staging-deploy-fails-because-the-signing-key-rotated", ["gotchas"])
+        ("lessons/the-staging-deploy-fails-because-the-signing-key-rotated", [])
     ]
     assert [(d["kind"], d["text"]) for d in report["dropped"]] == [("section", "Commands")]
+
+
+def test_a_heading_that_only_says_lessons_gives_no_scope(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `## Gotchas` scoped its cards `gotchas` (`## Known issues`: `known-issues`), a tag no agent
+    declares, which a vault's scope vocabulary refuses, while `## 踩坑` gave none. A heading's lesson words are left
+    out of its scope, as Chinese headings' are: `## Git gotchas` scopes `git`."""
+    vault_repo.write_raw("cairn.toml", '[lint]\nscopes = ["git"]\n')
+    _start(vault_repo)
+    code, report = _import(vault_repo, str(FIXTURES / "headings" / "CLAUDE.md"))
+    assert code == 0, report
+    assert [(c["id"], c["status"], c["scope"]) for c in report["cards"]] == [
+        ("lessons/deploys-fail-because-the-cache-is-stale-so-clear-it-first", "written", []),
+        ("lessons/the-staging-queue-drops-messages-over-256-kib", "written", []),
+        ("git/a-shallow-clone-breaks-git-describe", "written", ["git"]),
+    ]
 
 
 def test_a_task_lists_box_is_not_part_of_the_lesson(vault_repo: VaultRepo, tmp_path: Path) -> None:
@@ -751,12 +766,12 @@ def test_a_task_lists_box_is_not_part_of_the_lesson(vault_repo: VaultRepo, tmp_p
     assert code == 0
     assert [(c["id"], c["name"], c["summary"]) for c in report["cards"]] == [
         (
-            "gotchas/the-staging-deploy-fails-because-the-signing-key-rotated",
+            "lessons/the-staging-deploy-fails-because-the-signing-key-rotated",
             "The staging deploy fails because the signing key rotated",
             "The staging deploy fails because the signing key rotated; fetch the new key first.",
         ),
         (
-            "gotchas/shared-tmp-folders-flake",
+            "lessons/shared-tmp-folders-flake",
             "Shared tmp folders flake",
             "Shared tmp folders flake: tests flake because workers share one tmp dir; use tmp_path.",
         ),
@@ -814,5 +829,5 @@ def test_section_may_name_a_documents_one_h1(vault_repo: VaultRepo, tmp_path: Pa
     code, report = _import(vault_repo, "CLAUDE.md", "--section", "Gotchas", "--dry-run", cwd=tmp_path)
     assert code == 0
     assert [(c["id"], c["status"], c["scope"]) for c in report["cards"]] == [
-        ("gotchas/deploys-fail-because-the-cache-is-stale-so-clear-it-first", "would-write", ["gotchas"])
+        ("lessons/deploys-fail-because-the-cache-is-stale-so-clear-it-first", "would-write", [])
     ]

@@ -8,7 +8,7 @@ the frontmatter or the first paragraph.
 
 Every card gets the block-style frontmatter `cairn add` writes, a `verified_at` (the note's own, else the source
 file's last commit day when it is committed and unchanged, else today), a scope (given, else the note's own, else
-for a lesson the slug of its section heading), and a short ASCII id (`authoring.card_slug`). All of them are linted
+for a lesson the slug of its section heading, its words that say lessons left out), and a short ASCII id (`authoring.card_slug`). All of them are linted
 together in the vault's context before anything is written, as `cairn add` lints: an error refuses a card, and so
 does a warning unless `force`; the others are still written. An existing card is replaced only with `force`, and
 only by a card of the same name (a re-import); a different card at the same id gives the new one a `-2` suffix.
@@ -585,8 +585,11 @@ def _section_key(heading: str) -> str:
 
 
 def _heading_scope(heading: str) -> tuple[str, ...]:
-    """A section heading as a scope tag: the slug of its Latin words (`Git & CI` -> `git-ci`); none for a heading
-    with no Latin letters (a scope tag is something an agent declares, so it stays ASCII)."""
+    """A section heading as a scope tag: the slug of its Latin words (`Git & CI` -> `git-ci`) but those that only say
+    lessons (`Git gotchas` -> `git`); none for a heading with no Latin letters (a scope tag is something an agent
+    declares, so it stays ASCII), or with nothing else (`Gotchas`, `Known issues`, as `踩坑`: no agent works on
+    "gotchas", and a vault's scope vocabulary refuses it)."""
+    heading = lessons.without_lesson_words(heading)
     if not heading or not re.search(r"[A-Za-z]", heading):
         return ()
     words = re.findall(r"[a-z0-9]+", heading.lower())

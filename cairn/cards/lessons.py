@@ -61,7 +61,7 @@ _REFERENCE_HEADING = re.compile(
     re.IGNORECASE,
 )
 _LESSON_HEADING = re.compile(
-    r"\b(?:lessons?|gotchas?|pitfalls?|traps?|known (?:issues|problems)|troubleshooting|caveats?|warnings?|"
+    r"\b(?:lessons?(?: learn(?:ed|t))?|gotchas?|pitfalls?|traps?|known (?:issues|problems)|troubleshooting|caveats?|warnings?|"
     r"mistakes|post-?mortems?|incidents?)\b|经验|教训|踩坑|注意事项|常见问题|已知问题|陷阱",
     re.IGNORECASE,
 )
@@ -98,6 +98,11 @@ def flat(text: str) -> str:
 def is_reference_section(heading: str) -> bool:
     """Whether a heading names reference material (commands, style, setup...) rather than lessons."""
     return bool(_REFERENCE_HEADING.search(heading)) and not _LESSON_HEADING.search(heading)
+
+
+def without_lesson_words(heading: str) -> str:
+    """A heading without its words that say lessons (`Git gotchas` -> `Git`, `Known issues` -> ``)."""
+    return _LESSON_HEADING.sub(" ", heading).strip()
 
 
 def judge(text: str) -> Verdict:
@@ -231,4 +236,5 @@ __all__ = [
     "shorten",
     "unadorned",
     "width",
+    "without_lesson_words",
 ]
