@@ -257,6 +257,24 @@ def test_a_reimport_is_refused_unless_force_and_a_different_card_gets_a_suffix(
     assert (vault_repo.root / "cards/git/run-git-fetch-before-you-rebase.md").read_text().count("Fetch first") == 1
 
 
+def test_a_reimport_after_a_card_was_moved_says_it_is_there(vault_repo: VaultRepo, app: Path) -> None:
+    """Bug fixed: a lesson imported, then moved to another folder (or put elsewhere by --topic), was on the next
+    import "refused ...: 1 lint error (name-unique); fix the source and import again", though the source needed no
+    fix: the lesson was in the vault already. It is skipped as existing, with where it is."""
+    _start(vault_repo)
+    code, _report = _import(vault_repo, "CLAUDE.md", "--section", "Git", cwd=app)
+    assert code == 0
+    (vault_repo.root / "cards/vcs").mkdir()
+    moved = "cards/vcs/fetch-before-rebase.md"
+    (vault_repo.root / "cards/git/run-git-fetch-before-you-rebase.md").rename(vault_repo.root / moved)
+    again = vault_repo.invoke("import", "CLAUDE.md", "--section", "Git", "--vault", str(vault_repo.root), cwd=app)
+    assert again.returncode == 1
+    assert again.stderr.splitlines()[-1] == (
+        f"CLAUDE.md:19: skipped (exists): {moved} already has this name (imported before?); it was left untouched"
+    )
+    assert cards_on_disk(vault_repo) == ["cards/git/existing.md", moved]
+
+
 def test_a_lint_warning_refuses_a_card_unless_force(vault_repo: VaultRepo, app: Path) -> None:
     summary = "Run `git fetch` before you rebase. Otherwise you rebase onto a stale base and the push is rejected."
     vault_repo.write("git/stale-base", "Stale rebase base", summary, body="Seen twice.", scope=["git"])

@@ -499,6 +499,11 @@ def _write(vault: Vault, card: _Card, *, dry_run: bool, force: bool) -> Outcome:
     errors = [f for f in card.findings if f.severity == ERROR]
     warnings = [f for f in card.findings if f.severity != ERROR]
     base = (card.plan.source, card.card_id, card.rel)
+    if errors and all(f.rule == "name-unique" for f in errors):
+        # The lesson is in the vault already, at another path (imported before, then moved): nothing to fix.
+        where = errors[0].message.split(";")[0].removeprefix("the name is also used by ")
+        message = f"{where} already has this name (imported before?); it was left untouched"
+        return Outcome(*base, EXISTS, message, findings=card.findings, **described)
     if errors:
         message = f"{_count(errors, 'lint error')}; fix the source and import again"
         return Outcome(*base, REFUSED, message, findings=card.findings, **described)

@@ -58,7 +58,7 @@ def _local_src(ctx: click.Context, param: click.Parameter, value: str) -> Path:
     "--force",
     is_flag=True,
     help="Write cards lint only warns about, and replace a card at the same path (one of the same name at another "
-    "path is still refused: name-unique).",
+    "path is left untouched).",
 )
 @vault_option
 @json_option
