@@ -365,6 +365,9 @@ def test_a_chinese_lesson_is_kept_where_its_english_twin_is(vault_repo: VaultRep
         ("`SELECT ... FOR UPDATE` deadlocks; sort the ids first.", "`SELECT ... FOR UPDATE` deadlocks; sort the ids first"),
         ("Running `set -e; make deploy` on the old runners fails silently because they run sh, not bash.",
          "Running `set -e; make deploy` on the old runners fails silently"),
+        # Bug fixed: a label's colon (`Rust:`) kept the clause rule from cutting, so the name ran on to 80 columns
+        ("Rust: `cargo test` runs doc tests serially and they time out on CI; run `cargo test --lib` in the fast job.",
+         "Rust: `cargo test` runs doc tests serially and they time out on CI"),
         # Bug fixed: a quoted error message was cut at its colon (`Xcode 15 archives fail with "Sandbox`)
         ('Xcode 15 archives fail with "Sandbox: rsync denied" because `ENABLE_USER_SCRIPT_SANDBOXING` is on; turn '
          "it off for the Pods target.", 'Xcode 15 archives fail with "Sandbox: rsync denied"'),
@@ -690,12 +693,12 @@ def test_a_lesson_led_by_punctuation_alone_is_named_by_its_words(vault_repo: Vau
     assert [(c["status"], c["name"], c["summary"]) for c in report["cards"]] == [
         (
             "written",
-            "---: the build fails",
+            "---: the build fails because the cache is stale",
             "---: the build fails because the cache is stale; clear it before each run.",
         ),
         (
             "written",
-            "...: the deploy fails",
+            "...: the deploy fails because the token expired",
             "...: the deploy fails because the token expired; rotate the token weekly.",
         ),
         ("written", "因为缓存过期，构建会失败；先清理缓存", "。。。因为缓存过期，构建会失败；先清理缓存。"),

@@ -163,15 +163,28 @@ _QUOTED = re.compile(r'"[^"\n]+"|“[^”\n]+”|「[^」\n]+」')
 def _cut(text: str, at: re.Pattern[str], *, maxsplit: int) -> list[str]:
     """`at.split(text, maxsplit)` (no capturing groups), where `at` is never found inside a code span or a
     quotation."""
-    masked = _CODE_SPAN.sub(lambda m: m.group(1) + "x" * len(m.group(2)) + m.group(1), text)
-    masked = _QUOTED.sub(lambda m: m.group()[0] + "x" * (len(m.group()) - 2) + m.group()[-1], masked)
     parts, start = [], 0
-    for n, found in enumerate(at.finditer(masked), 1):
+    for n, found in enumerate(at.finditer(_masked(text)), 1):
         parts.append(text[start : found.start()])
         start = found.end()
         if n == maxsplit:
             break
     return [*parts, text[start:]]
+
+
+def _masked(text: str) -> str:
+    """`text` with the inside of each code span and quotation as `x`s, so that no pattern is found there."""
+    masked = _CODE_SPAN.sub(lambda m: m.group(1) + "x" * len(m.group(2)) + m.group(1), text)
+    return _QUOTED.sub(lambda m: m.group()[0] + "x" * (len(m.group()) - 2) + m.group()[-1], masked)
+
+
+def _clause(text: str, at: re.Pattern[str]) -> str:
+    """The shortest head of `text` that ends where `at` is found (outside code spans and quotations) and holds three
+    words or more: past a label (`Rust: X; do Z` -> `Rust: X`). `text` itself when there is none."""
+    for found in at.finditer(_masked(text)):
+        if _words(text[: found.start()]) >= 3:
+            return text[: found.start()]
+    return text
 
 
 # Markdown's links (their text names them) and the emoji or symbols a bullet opens with (`🚨`, `⚠️`, `✅`).
@@ -200,9 +213,7 @@ def lesson_name(text: str, bold_lead: str | None = None) -> str:
     sentence = found[0] if found else text
     for split in (_CLAUSE, _SITUATION):  # "X; do Z", then "X happens, because Y"
         if width(sentence) > 60:
-            clause = _cut(sentence, split, maxsplit=1)[0]
-            if _words(clause) >= 3:
-                sentence = clause
+            sentence = _clause(sentence, split)
     return shorten(sentence, NAME_MAX_CHARS).rstrip(" :.;,-：；。，")
 
 
