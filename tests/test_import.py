@@ -532,12 +532,16 @@ def test_a_folder_reads_its_agents_md_as_lessons_and_other_files_as_notes(
         "## Deploys\n\n- Deploys hang when the registry is down, so pin the image digest.\n- Use tabs\n"
     )
     (src / "vacuum.md").write_text("# Vacuum\n\nAutovacuum stalls on long transactions, so keep them short.\n")
-    code, report = _import(vault_repo, str(src), "--force")  # --force: the cards have no body beyond the summary
+    code, report = _import(vault_repo, str(src))
     assert code == 0, report
     assert [(c["id"], c["name"]) for c in report["cards"]] == [
         ("deploys/deploys-hang-when-the-registry-is-down", "Deploys hang when the registry is down"),
         ("imported/vacuum", "Vacuum"),
     ]
+    # Bug fixed: a note of one paragraph, taken for the summary, left the card no body, so lint's body-present
+    # refused it unless --force; the paragraph is its body too, as a lesson bullet's text is.
+    note = (vault_repo.root / "cards/imported/vacuum.md").read_text()
+    assert note.endswith("---\n\nAutovacuum stalls on long transactions, so keep them short.\n")
     assert [(Path(d["source"]).name, d["text"]) for d in report["dropped"]] == [("AGENTS.md:4", "Use tabs")]
     (src / "svc").mkdir()
     (src / "svc" / "CLAUDE.md").write_text("- The worker leaks memory when a job is retried.\n")

@@ -253,6 +253,7 @@ def plan_note(
     tokens = _markdown().parse(body)
     lines = body.split("\n")
     drop: list[tuple[int, int]] = []
+    taken: list[tuple[int, int]] = []  # the paragraph the summary was taken from
     name = _text_field(meta, "name") or _text_field(meta, "title")
     if not name:
         heading = _first(tokens, "heading_open")
@@ -275,9 +276,10 @@ def plan_note(
         whole = lessons.flat(tokens[para + 1].content)
         summary = trim_summary(whole)
         if summary == whole:
-            drop.extend(_span(tokens[para]))
-    rest = "\n".join(line for i, line in enumerate(lines) if not any(a <= i < b for a, b in drop)).strip("\n")
-    rest = re.sub(r"\n{3,}", "\n\n", rest)  # where a heading or paragraph was taken out
+            taken = _span(tokens[para])
+    rest = _lines_outside(lines, [*drop, *taken])
+    if taken and not rest.strip():  # a note of one paragraph: it is the whole lesson, so the body too
+        rest = _lines_outside(lines, drop)
     own_scope = meta.get("scope")
     head: dict[str, Any] = {"name": name, "summary": summary}
     if scope:
@@ -672,6 +674,12 @@ def _first(tokens: list[Token], kind: str, start: int = 0, level: int | None = N
         if tokens[i].type == kind and (level is None or tokens[i].level == level):
             return i
     return None
+
+
+def _lines_outside(lines: list[str], spans: list[tuple[int, int]]) -> str:
+    """The text of `lines` outside the (start, end) spans given, with no run of blank lines where one was."""
+    rest = "\n".join(line for i, line in enumerate(lines) if not any(a <= i < b for a, b in spans)).strip("\n")
+    return re.sub(r"\n{3,}", "\n\n", rest)
 
 
 def _span(token: Token) -> list[tuple[int, int]]:
