@@ -441,8 +441,13 @@ _PATTERNS: tuple[tuple[str, _Pattern, str, Needles], ...] = (
     # Chinese, Japanese and Korean: overriding, new roles, hiding from the user, pre-approval.
     _p(
         _OVERRIDE,
+        # Between the verb and what it drops, only words that say whose or which ones, as the English rules allow
+        # (`all`, `previous`, `your`, `system`...): "忽略之前的所有指令", "绕过安全限制", but not a lesson's
+        # "JVM 忽略 cgroup 限制" (the JVM ignores cgroup limits), which any 12 characters let through.
         r"(?:忽略|忽视|无视|無視|忽視|不要理会|不要理會|不必理会|无需理会|不用理会|忘记|忘記|跳过|绕过|不用管|不要管|别管|"
-        r"抛开|撇开|无视掉)[^。\n]{0,12}(?:指令|指示|说明|說明|提示词?|规则|規則|命令|限制|要求|設定|设定|说了什么|说什么|的话)",
+        r"抛开|撇开|无视掉)(?:\s|所有|一切|全部|任何|之前|以前|先前|此前|上面|上述|以上|前面|前述|你|您|系统|系統|原有|原来|"
+        r"原來|原始|安全|这些|這些|那些|用户|用戶|使用者|别人|收到|得到|被|给|給|的|了|掉|都|[，,]){0,8}"
+        r"(?:指令|指示|说明|說明|提示词?|规则|規則|命令|限制|要求|設定|设定|说了什么|说什么|的话)",
         needles=(
             "忽略",
             "忽视",
