@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from cairn.cards.card import parse_card
-from cairn.cards.sanitize import PATTERN_SECONDS, redact, redact_all, rules_for
+from cairn.cards.sanitize import PATTERN_SECONDS, redact, redact_all, rules_for, sanitize_vault
 from cairn.config import SanitizeSettings
 from cairn.hot.errors import InvalidConfig
+from cairn.hot.vault import find_vault
+from helpers.cli import run_on_terminal
 from helpers.vaults import VaultRepo
 
 FAKE_GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"
@@ -147,6 +149,27 @@ LINTED_SECRETS = (
     "mypassword123",  # a URL's password with no user name (redis://:pw@host)
     "AAAAC3NzaC1lZDI1NTE5AAAAIJ",  # a PuTTY key's lines
 )
+
+
+def test_sanitize_draws_its_progress_on_a_terminal_only(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """A copy of 10,000 cards takes a minute: sanitize drew nothing on a terminal all that while."""
+    vault_repo.write_raw("cairn.toml", "# defaults\n")
+    for n in range(60):
+        vault_repo.write(f"ops/service{n}", f"Service {n} hangs without a timeout", f"Set timeout{n} on service{n}.")
+    vault_repo.commit("Sixty cards")
+    heard: list[tuple[int, int]] = []
+
+    def progress(done: int, total: int) -> None:
+        heard.append((done, total))
+
+    sanitize_vault(find_vault(vault_repo.root), tmp_path / "copy", SanitizeSettings(), progress=progress)
+    assert heard[-1] == (180, 180) and {total for _, total in heard} == {180}
+    assert [done for done, _ in heard] == sorted(done for done, _ in heard)
+    code, output = run_on_terminal(["sanitize", "--out", str(tmp_path / "shown")], vault_repo.root)
+    assert code == 0, output
+    assert b"sanitize  [" in output and b"180/180" in output
+    piped = vault_repo.cairn("sanitize", "--out", str(tmp_path / "piped"))
+    assert piped.returncode == 0 and "[" not in piped.stderr and "Wrote 60 card file(s)" in piped.stdout
 
 
 def test_the_copy_keeps_no_secret_that_cairn_lint_names(vault_repo: VaultRepo, tmp_path: Path) -> None:

@@ -48,6 +48,7 @@ MAX_PATTERNS = 100
 MAX_PATTERN_CHARS = 1000
 
 Replace = Callable[["re.Match[str]"], str | None]  # None: leave this match alone
+Progress = Callable[[int, int], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,13 +295,23 @@ def redact(text: str, rules: list[Rule]) -> tuple[str, Counter[str]]:
 
 
 def redact_all(
-    texts: list[tuple[str, str]], settings: SanitizeSettings, *, seconds: float = PATTERN_SECONDS
+    texts: list[tuple[str, str]],
+    settings: SanitizeSettings,
+    *,
+    seconds: float = PATTERN_SECONDS,
+    progress: Progress | None = None,
 ) -> list[tuple[str, Counter[str]]]:
     """`redact` over (path, text) pairs with `rules_for(settings)`. With vault patterns, in a child process stopped
-    after `seconds` (InvalidConfig naming the pattern and the file it was on); without, here."""
+    after `seconds` (InvalidConfig naming the pattern and the file it was on); without, here, each 100 texts told to
+    `progress(done, total)`."""
     rules = rules_for(settings)
     if not settings.patterns:
-        return [redact(text, rules) for _, text in texts]
+        out = []
+        for n, (_, text) in enumerate(texts):
+            if progress and n % 100 == 0:
+                progress(n, len(texts))
+            out.append(redact(text, rules))
+        return out
     ctx: Any = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     where = ctx.Array("i", [-1, -1])  # (file, rule) being worked on
     receive, send = ctx.Pipe(duplex=False)
@@ -412,9 +423,11 @@ def sanitize_vault(
     *,
     force: bool = False,
     notice: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
 ) -> SanitizeReport:
     """Write a redacted copy of the card files in HEAD's tree to `out`/cards/; never writes into the vault. What an
-    interrupted run left beside `out` is put right first (`recover_interrupted`), each step told to `notice`."""
+    interrupted run left beside `out` is put right first (`recover_interrupted`), each step told to `notice`.
+    `progress(done, total)` hears the cards redacted, checked and written (seconds a thousand cards)."""
     target = check_out_dir(vault, out, force=True)  # where it is; whether it may be replaced once it is whole
     with _folder_lock(target.parent):
         for step in recover_interrupted(target):
@@ -424,7 +437,7 @@ def sanitize_vault(
         rules_for(settings)  # a bad pattern is an error before anything is read
         with gitrepo.open_repo(vault) as repo:
             try:
-                return _sanitize(repo, vault, target, out, settings)
+                return _sanitize(repo, vault, target, out, settings, progress)
             except OSError as exc:  # a file where a folder must be, a folder that cannot be written
                 raise RefusedWrite(
                     f"{out}: the copy could not be written there ({exc.strerror or exc}); choose a folder you can "
@@ -504,7 +517,9 @@ def _folder_lock(folder: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def _sanitize(repo: Any, vault: Vault, target: Path, out: Path, settings: SanitizeSettings) -> SanitizeReport:
+def _sanitize(
+    repo: Any, vault: Vault, target: Path, out: Path, settings: SanitizeSettings, progress: Progress | None
+) -> SanitizeReport:
     commit = gitrepo.head_commit(repo)
     files: list[FileReport] = []
     skipped: list[Finding] = []
@@ -532,16 +547,26 @@ def _sanitize(repo: Any, vault: Vault, target: Path, out: Path, settings: Saniti
             except UnicodeDecodeError:
                 skipped.append(Finding(entry.path, 0, "file-encoding", "not UTF-8 text; not copied"))
                 continue
-        redacted = redact_all(texts, settings)
+        total = 3 * len(texts)  # redacted, redacted again as read, written
+
+        def part(offset: int) -> Progress | None:
+            if progress is None:
+                return None
+            report = progress
+            return lambda done, _: report(offset + done, total)
+
+        redacted = redact_all(texts, settings, progress=part(0))
         # The copy as it would be read (its file name, its values decoded), asked of the same rules the same way: a
         # vault's own patterns run only in the child `redact_all` stops after PATTERN_SECONDS.
         as_read = [_as_read(path, raw, clean) for (path, raw), (clean, _) in zip(texts, redacted, strict=True)]
         in_names = [counts for _, counts in redact_all([(path, path) for path, _ in texts], settings)]
         decoded = [(path, read or "") for (path, _), read in zip(texts, as_read, strict=True)]
-        still = [counts for _, counts in redact_all(decoded, settings)]
-        for (path, _), (clean, counts), read, in_name, left in zip(
-            texts, redacted, as_read, in_names, still, strict=True
+        still = [counts for _, counts in redact_all(decoded, settings, progress=part(len(texts)))]
+        for done, ((path, _), (clean, counts), read, in_name, left) in enumerate(
+            zip(texts, redacted, as_read, in_names, still, strict=True)
         ):
+            if progress and done % 100 == 0:
+                progress(2 * len(texts) + done, total)
             why = _left_in(in_name, read, left)
             if why:
                 skipped.append(Finding(path, 0, "sanitize", why))
@@ -550,6 +575,8 @@ def _sanitize(repo: Any, vault: Vault, target: Path, out: Path, settings: Saniti
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(clean, encoding="utf-8", newline="")
             files.append(FileReport(path, tuple(sorted(counts.items()))))
+        if progress and texts:
+            progress(total, total)
         _move_into_place(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -105,7 +105,10 @@ def sanitize(out: Path, force: bool, vault_path: str | None, as_json: bool) -> N
 
     vault = open_vault(vault_path)
     settings = indexer.config_of(vault).sanitize
-    report = sanitize_vault(vault, out, settings, force=force, notice=lambda step: echo(f"Note: {step}.", err=True))
+    with progress_bar("sanitize") as progress:
+        report = sanitize_vault(
+            vault, out, settings, force=force, notice=lambda step: echo(f"Note: {step}.", err=True), progress=progress
+        )
     if as_json:
         echo_json(report.to_dict())
         return
