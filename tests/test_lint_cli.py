@@ -233,3 +233,31 @@ def test_the_calendars_first_and_last_days_are_dates_lint_can_check_on(vault_rep
         "cards/git/dated.md:4: verified-at-future verified_at 2026-11-01 is in the future; write the date the lesson "
         "was checked"
     ]
+
+
+def test_a_lint_of_every_card_parses_each_card_once(vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """near-duplicate asks for the bodies of the cards like the one it checks, linted before or after it: a lint of
+    a 10,000-card vault parsed every card twice (a tenth of its two minutes), with the same findings."""
+    from cairn.hot.vault import find_vault
+    from cairn.lint import lint_vault, runner
+
+    vault_repo.write_raw("cairn.toml", "")
+    for n in range(12):
+        body = (
+            f"Deploy {n} failed twice because the build cache kept stale wheels from the old lockfile. The runner "
+            "restored an artifact that predates the dependency upgrade, so the container started with mismatched "
+            "packages and crashed during migrations; purge the cache, rebuild, then verify checksums."
+        )
+        vault_repo.write(f"ops/deploy-{n}", f"Deploy {n} needs the cache cleared", "Clear the build cache first.", body)
+    vault_repo.commit("Twelve alike")
+    parsed: list[str] = []
+    parse = runner.parse_card
+
+    def counted(rel_path: str, data: bytes) -> tuple[object, object]:
+        parsed.append(rel_path)
+        return parse(rel_path, data)
+
+    monkeypatch.setattr(runner, "parse_card", counted)
+    report = lint_vault(find_vault(vault_repo.root))
+    assert {f.rule for f in report.findings} >= {"near-duplicate"}
+    assert sorted(parsed) == sorted(f"cards/ops/deploy-{n}.md" for n in range(12))

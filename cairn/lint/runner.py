@@ -145,9 +145,12 @@ def _lint_snapshot(
     settings: LintSettings = config.lint
     facts = vault_facts(snapshot)
     bodies: dict[str, frozenset[str]] = {}  # each card's body is read at most once per run
+    # each card file of the snapshot is parsed at most once per run: near-duplicate asks for the bodies of cards
+    # linted before or after the one it checks, which a lint of every card parsed twice
+    parsed: dict[str, tuple[Card | None, list[Finding]]] = {}
 
     def body_terms(ids: list[str]) -> dict[str, frozenset[str]]:
-        bodies.update(_body_terms(snapshot, [i for i in ids if i not in bodies]))
+        bodies.update(_body_terms(snapshot, [i for i in ids if i not in bodies], parsed))
         return {i: bodies[i] for i in ids}
 
     context = Context(settings, today or dt.date.today(), facts, body_terms)
@@ -173,7 +176,7 @@ def _lint_snapshot(
     for done, (rel, chosen) in enumerate(plan.items()):
         if progress and done % 100 == 0:
             progress(done, len(plan))
-        target = _target(vault, snapshot, rel)
+        target = _target(vault, snapshot, rel, parsed)
         for rule in chosen:
             findings.extend(rule.run(target, context))
     if progress and plan:
@@ -211,8 +214,9 @@ def _line_of_key(config_text: str | None, key: str) -> int:
     return 0
 
 
-def _target(vault: Vault, snapshot: Snapshot, rel: str) -> Target:
-    """Read and parse one file: from the snapshot, else (a file the staging area does not hold) the working tree."""
+def _target(vault: Vault, snapshot: Snapshot, rel: str, parsed: dict[str, tuple[Card | None, list[Finding]]]) -> Target:
+    """Read and parse one file: from the snapshot, else (a file the staging area does not hold) the working tree.
+    `parsed`: the snapshot's card files parsed so far in this run, by path; this one is added."""
     file = snapshot.files.get(rel)
     if file is not None and file.kind == SUBMODULE and rel == "cards/.git":
         why = (
@@ -227,6 +231,7 @@ def _target(vault: Vault, snapshot: Snapshot, rel: str) -> Target:
             rel, None, None, (Finding(rel, 0, "file-symlink", "a card must be a regular file, not a symlink"),)
         )
     data = snapshot.read(rel) if file is not None and file.kind == FILE else None
+    in_snapshot = data is not None
     if data is None:
         disk = vault.root / rel
         if disk.is_symlink():
@@ -242,7 +247,10 @@ def _target(vault: Vault, snapshot: Snapshot, rel: str) -> Target:
         data = read_capped(disk, disk.stat().st_size)
     if rel.startswith("cards/") and card_id_from_path(rel) is None:
         return Target(rel, _text(data), None, ())  # not a card: card-path says so
-    card, contract = parse_card(rel, data)
+    known = parsed.get(rel) if in_snapshot else None
+    card, contract = known if known is not None else parse_card(rel, data)
+    if in_snapshot:
+        parsed[rel] = (card, contract)
     return Target(rel, _text(data), card, tuple(contract))
 
 
@@ -257,15 +265,23 @@ def _text(data: bytes) -> str | None:
     return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _body_terms(snapshot: Snapshot, ids: list[str]) -> dict[str, frozenset[str]]:
-    """Terms of some cards' bodies, read in one batch (near-duplicate compares bodies of a few candidates)."""
+def _body_terms(
+    snapshot: Snapshot, ids: list[str], parsed: dict[str, tuple[Card | None, list[Finding]]]
+) -> dict[str, frozenset[str]]:
+    """Terms of some cards' bodies, read in one batch (near-duplicate compares bodies of a few candidates); the
+    cards not in `parsed` yet are parsed and added."""
     if not ids:
         return {}
     files = {card_id: snapshot.files.get(f"cards/{card_id}.md") for card_id in ids}
-    contents = snapshot.read_blobs([f.blob for f in files.values() if f is not None and f.kind == FILE])
+    unread = [f.blob for f in files.values() if f is not None and f.kind == FILE and f.path not in parsed]
+    contents = snapshot.read_blobs(unread)
     out: dict[str, frozenset[str]] = {}
     for card_id, file in files.items():
-        data = contents.get(file.blob) if file is not None else None
-        card: Card | None = parse_card(file.path, data)[0] if file is not None and data is not None else None
+        card: Card | None = None
+        if file is not None and file.path in parsed:
+            card = parsed[file.path][0]
+        elif file is not None and file.blob in contents:
+            parsed[file.path] = parse_card(file.path, contents[file.blob])
+            card = parsed[file.path][0]
         out[card_id] = terms(card.body) if card is not None else frozenset()
     return out
