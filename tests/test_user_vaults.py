@@ -1269,6 +1269,29 @@ def test_a_vault_a_sparse_checkout_leaves_out_says_how_to_check_it_out(tmp_path:
     assert cairn("index", "--vault", str(lessons), cwd=tmp_path).returncode == 0
 
 
+def test_a_command_run_in_a_vault_whose_cards_a_sparse_checkout_leaves_out_says_so(tmp_path: Path) -> None:
+    """Bug fixed: in a clone whose sparse checkout leaves cards/ out, `cairn index` or `cairn list` run in the vault
+    (beside its cairn.toml) said "no vault here ... create one with `cairn init PATH`"; `--vault .` said what was
+    wrong. Both say now that cards/ is left out and how to check it out."""
+    origin = VaultRepo(tmp_path / "origin")
+    make_vault(origin)
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(origin.root), str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "sparse-checkout", "set", "evals"], check=True)
+    subprocess.run(["git", "-C", str(clone), "checkout", "-q", "main"], check=True)
+    (clone / "evals").mkdir(exist_ok=True)
+    command = f"git -C {clone} sparse-checkout add cards"
+    for cwd in (clone, clone / "evals"):
+        done = cairn("list", cwd=cwd)
+        assert (done.returncode, done.stdout) == (1, ""), done.stderr
+        assert done.stderr == (
+            f"Error: {clone}: cards is left out of the work tree by git's sparse checkout; check it out "
+            f"(`{command}`), then run this again\n"
+        )
+    subprocess.run(shlex.split(command), check=True, capture_output=True)  # as printed
+    assert cairn("list", cwd=clone).returncode == 0
+
+
 def test_vault_add_refuses_a_ref_that_names_a_tree_or_a_blob(tmp_path: Path, vault_repo: VaultRepo) -> None:
     """`cairn vault add --ref` took a tree's or a blob's id (pasted from `git rev-parse HEAD^{tree}`, a tag of a
     tree) and registered it: the hook could never serve it. It is refused in one line naming what --ref takes, and

@@ -251,10 +251,7 @@ def locate_vault(
     if given:
         root = _expanduser(path_text(os.fspath(given)))
         if not is_dir(os.path.join(root, CARDS_DIR)):
-            left_out = sparse_left_out(root)
-            if left_out is not None:
-                problem, command = left_out
-                raise _not_found(f"{str(given)!r}: {problem}; check it out (`{command}`), then run this again")
+            _raise_if_left_out(root, repr(str(given)))
         if not is_dir(root):
             if not explicit and os.pathsep in str(given):
                 raise _not_found(
@@ -273,7 +270,7 @@ def locate_vault(
                 )
             raise _not_found(f"{str(given)!r} has no cards/ folder; create a vault with `cairn init PATH`")
         return _vault_at(resolve(root))
-    folder = resolve(os.getcwd() if cwd is None else os.fspath(cwd))
+    folder = start = resolve(os.getcwd() if cwd is None else os.fspath(cwd))
     while True:
         if _holds_a_vault(folder):
             return _vault_at(folder)
@@ -281,7 +278,21 @@ def locate_vault(
         if _is_git_root(folder) or parent == folder:
             break
         folder = parent
+    _raise_if_sparse_vault(start, folder)
     raise _not_found("no vault here; pass --vault PATH, set CAIRN_VAULT, or create one with `cairn init PATH`")
+
+
+def _raise_if_sparse_vault(start: str, top: str) -> None:
+    """A vault (its `cairn.toml`) between `start` and `top` whose cards/ git's sparse checkout leaves out is a vault
+    all the same: raise what `--vault` would say of it, not "no vault here"."""
+    folder = start
+    while True:
+        if is_file(os.path.join(folder, MARKER)):
+            _raise_if_left_out(folder, folder)
+        parent = os.path.dirname(folder)
+        if folder == top or parent == folder:
+            return
+        folder = parent
 
 
 def shell_word(path: "str | os.PathLike[str]") -> str:
@@ -319,6 +330,14 @@ def _holds_a_vault(folder: str) -> bool:
     return is_dir(os.path.join(folder, CARDS_DIR)) and (
         is_file(os.path.join(folder, "cairn.toml")) or _is_git_root(folder)
     )
+
+
+def _raise_if_left_out(root: str, shown: str) -> None:
+    """Raise VaultNotFound when git's sparse checkout leaves the vault `root` (given as `shown`) or its cards/ out."""
+    left_out = sparse_left_out(root)
+    if left_out is not None:
+        problem, command = left_out
+        raise _not_found(f"{shown}: {problem}; check it out (`{command}`), then run this again")
 
 
 def sparse_left_out(root: str) -> tuple[str, str] | None:
