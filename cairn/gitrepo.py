@@ -926,7 +926,8 @@ def hooks_dir(vault: Vault) -> Path:
     with open_repo(vault) as repo:
         out = repo.git.rev_parse("--git-path", "hooks")
         path = Path(out)
-        return path if path.is_absolute() else Path(repo.working_tree_dir or vault.git_root or ".") / path
+        # Relative to the folder git ran in: the work tree, or the git folder itself when `core.bare` is set
+        return path if path.is_absolute() else Path(repo.working_dir) / path
 
 
 def own_hooks_dir(vault: Vault) -> Path | None:

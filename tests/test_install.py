@@ -579,6 +579,24 @@ def test_git_hooks_respect_core_hooks_path(vault_repo: VaultRepo) -> None:
     assert not (vault_repo.root / ".git" / "hooks" / "post-commit").exists()
 
 
+def test_git_hooks_of_a_clone_with_core_bare_go_where_git_runs_them(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: in a clone with `core.bare=true` (gitpython then sees no work tree), `cairn install git-hooks`
+    wrote its hooks to a `hooks/` folder in the vault's work tree, where git never runs them, and doctor looked
+    there too. They go in `.git/hooks`, and a fetch that moves the served branch re-indexes."""
+    make_vault(vault_repo)
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(vault_repo.root), str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "config", "core.bare", "true"], check=True)
+    done = cairn("install", "git-hooks", "--vault", str(clone))
+    assert done.returncode == 0, done.stderr
+    assert not (clone / "hooks").exists()
+    assert all((clone / ".git" / "hooks" / name).is_file() for name in githooks.GIT_HOOKS)
+    vault_repo.write("git/bisect", "Bisect finds it", "git bisect run finds the commit that broke the build.")
+    moved = vault_repo.commit("A bisect card")
+    subprocess.run(["git", "-C", str(clone), "fetch", "-q"], check=True)
+    assert _indexed_commit(clone) == moved
+
+
 def test_install_indexes_the_vault_so_the_first_prompt_is_served(vault_repo: VaultRepo, tmp_path: Path) -> None:
     vault_repo.write("git/rebase", "Rebase drops commits", "After a force-push, compare with git reflog first.")
     vault_repo.commit()
