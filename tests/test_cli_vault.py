@@ -318,6 +318,12 @@ def test_vault_messages_say_what_is_wrong_and_what_to_do(vault_repo: VaultRepo, 
             1,
             f"Error: '{given}' is a vault's cards/ folder; pass the vault itself: {vault_repo.root.resolve()}\n",
         )
+    git_dir = vault_repo.root / ".git"  # not a bare repository to clone, as it was called: the vault's git folder
+    done = vault_repo.invoke("recall", "x", "--vault", str(git_dir), cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (
+        1,
+        f"Error: '{git_dir}' is a vault's .git folder; pass the vault itself: {vault_repo.root.resolve()}\n",
+    )
     plain = tmp_path / "plain"
     (plain / "cards").mkdir(parents=True)  # a folder named cards outside any vault: the general message
     done = vault_repo.invoke("recall", "x", "--vault", str(plain / "cards"), cwd=tmp_path)

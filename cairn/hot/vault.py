@@ -263,6 +263,8 @@ def locate_vault(
             parent = os.path.dirname(real)
             if os.path.basename(real) == CARDS_DIR and _holds_a_vault(parent):
                 raise _not_found(f"{str(given)!r} is a vault's cards/ folder; pass the vault itself: {parent}")
+            if os.path.basename(real) == ".git" and _holds_a_vault(parent):  # not bare: its work tree is the vault
+                raise _not_found(f"{str(given)!r} is a vault's .git folder; pass the vault itself: {parent}")
             if _is_bare_repository(real):  # a mirror or a server's copy: its commits hold cards, no folder does
                 raise _not_found(
                     f"{str(given)!r} is a bare git repository, with no work tree to hold cards/; clone it "
