@@ -180,8 +180,26 @@ def entries_of(repo: git.Repo, vault: Vault, listing: dict[str, bytes], paths: C
 def folder_entries(repo: git.Repo, commit: str, vault: Vault, folder: str) -> list[TreeEntry]:
     """Every file under a vault-relative folder (`evals`) in a commit's tree; empty when the folder is absent."""
     root = f"{vault.prefix}{folder.strip('/')}"
-    out = repo.git.ls_tree("-r", "-z", "-l", "--full-tree", commit, "--", root, stdout_as_string=False)
+    try:  # the sizes (-l) read each blob's header, which a partial clone may have to fetch
+        out = repo.git.ls_tree("-r", "-z", "-l", "--full-tree", commit, "--", root, stdout_as_string=False)
+    except GitCommandError as exc:
+        raise _unfetched(repo, exc) from None
     return _entries(out, vault)
+
+
+def _unfetched(repo: git.Repo, exc: GitCommandError) -> Exception:
+    """What to raise for a git command that failed: a partial clone (`git clone --filter`) that could not fetch a
+    blob it lacks from its remote says so in one line; any other failure is `exc` itself."""
+    stderr = str(exc.stderr)
+    if "promisor remote" not in stderr:
+        return exc
+    lines = [line.strip().removeprefix("stderr: ").strip("'") for line in stderr.splitlines() if line.strip()]
+    folder = shlex.quote(str(repo.working_tree_dir or repo.git_dir))
+    return NotAGitRepository(  # as one git refuses to read: `cairn review` did not run (exit 2)
+        f"{folder} is a partial clone (`git clone --filter`) and git could not fetch the card files it lacks from "
+        f"its remote ({lines[0] if lines else 'unknown error'}); make the remote reachable (`git -C {folder} "
+        "remote -v` names it), then run this again"
+    )
 
 
 def _entries(out: bytes, vault: Vault, *, staged: bool = False) -> list[TreeEntry]:

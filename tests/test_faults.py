@@ -196,6 +196,29 @@ def test_unborn_head(vault_repo: VaultRepo) -> None:
     assert (_hook(vault_repo).returncode, _hook(vault_repo).stdout) == (0, b"")
 
 
+def test_a_partial_clone_whose_remote_is_gone_says_so_in_one_line(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: in a partial clone (`git clone --filter=blob:none`), a fetched commit's new cards are read from the
+    remote when indexed; with the remote unreachable, `cairn index`, `list` and `review` stopped with "unexpected
+    GitCommandError ... (a bug in Cairn)". They say what is wrong in one line (review: exit 2, it did not run)."""
+    make_vault(vault_repo)
+    vault_repo.git("config", "uploadpack.allowFilter", "true")
+    clone = tmp_path / "partial"
+    subprocess.run(["git", "clone", "-q", "--filter=blob:none", f"file://{vault_repo.root}", str(clone)], check=True)
+    vault_repo.write("git/second", "Second lesson", "tags are not pushed by default; use git push --follow-tags")
+    vault_repo.commit("Second card")
+    subprocess.run(["git", "-C", str(clone), "fetch", "-q"], check=True)
+    vault_repo.root.rename(tmp_path / "gone")
+    partial = VaultRepo.__new__(VaultRepo)
+    partial.root = clone
+    for args, code in ((("index",), 1), (("list",), 1), (("review", "main..origin/main"), 2)):
+        done = partial.cairn(*args)
+        assert_clean_exit(done, code)
+        assert done.stderr.startswith(f"Error: {clone} is a partial clone (`git clone --filter`) and git could not ")
+        assert done.stderr.endswith(
+            f"make the remote reachable (`git -C {clone} remote -v` names it), then run this again\n"
+        )
+
+
 def test_shallow_clone_says_history_is_cut(vault_repo: VaultRepo, tmp_path: Path) -> None:
     make_vault(vault_repo)
     vault_repo.write("git/second", "Second lesson", "tags are not pushed by default; use git push --follow-tags")
