@@ -196,6 +196,23 @@ def test_a_card_committed_as_a_git_lfs_pointer_says_so(vault_repo: VaultRepo) ->
     assert "`git add --renormalize`" in done.stderr
 
 
+def test_a_card_committed_encrypted_by_git_crypt_says_so(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a `.gitattributes` that sends cards through git-crypt commits them encrypted while the working tree
+    shows the card: the index said "the file holds NUL bytes; a card is UTF-8 text", of a file that is UTF-8 text."""
+    vault_repo.write("good/one", "Good", "A good card.")
+    vault_repo.write_raw(".gitattributes", "cards/secret/** filter=git-crypt diff=git-crypt\n")
+    vault_repo.write("secret/card", "A card in git-crypt", "The committed file is encrypted.")
+    clean = "filter.git-crypt.clean=sh -c 'cat >/dev/null; printf \"\\000GITCRYPT\\000\\001\\002\\377\"'"
+    vault_repo.git("-c", clean, "add", "-A")
+    vault_repo.git("commit", "-q", "--no-verify", "-m", "cards, one encrypted")
+    done = vault_repo.cairn("index")
+    assert done.returncode == 0 and "Indexed 1 cards" in done.stdout, done.stdout + done.stderr
+    assert done.stderr.startswith(
+        "cards/secret/card.md:1: file-binary the file git holds is encrypted by git-crypt, not the card"
+    ), done.stderr
+    assert "`git add --renormalize`" in done.stderr
+
+
 def test_committed_symlink_is_a_finding_not_a_card(vault_repo: VaultRepo, tmp_path: Path) -> None:
     secret = tmp_path / "secret.md"
     secret.write_text("---\nname: Secret\nsummary: outside the vault\n---\n")

@@ -149,6 +149,8 @@ def _decode(rel_path: str, data: bytes) -> tuple[str | None, Finding | None]:
         return None, oversize_finding(rel_path, len(data))
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return None, Finding(rel_path, 1, "file-encoding", "the file is UTF-16; save it as UTF-8")
+    if data.startswith(b"\x00GITCRYPT\x00"):
+        return None, Finding(rel_path, 1, "file-binary", _GIT_CRYPT)
     if b"\x00" in data:
         line = data[: data.index(b"\x00")].count(b"\n") + 1
         return None, Finding(rel_path, line, "file-binary", "the file holds NUL bytes; a card is UTF-8 text")
@@ -170,6 +172,15 @@ def _decode(rel_path: str, data: bytes) -> tuple[str | None, Finding | None]:
 _LFS_POINTER = (
     "the file git holds is a Git LFS pointer, not the card (a `.gitattributes` sends cards to LFS); keep cards in git: "
     "`git lfs untrack` their pattern, then `git add --renormalize` the cards and commit"
+)
+
+
+# As an LFS pointer: the working tree shows the card (git-crypt's filter decrypts it), so "the file holds NUL bytes"
+# pointed at nothing to fix; what git holds is the encrypted file, and agents would be served nothing of it.
+_GIT_CRYPT = (
+    "the file git holds is encrypted by git-crypt, not the card (a `.gitattributes` sends cards through "
+    "`filter=git-crypt`); keep cards out of git-crypt: take cards/ out of that pattern, then `git add --renormalize` "
+    "the cards and commit"
 )
 
 
