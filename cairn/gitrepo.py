@@ -67,7 +67,9 @@ def open_repo(vault: Vault) -> git.Repo:
             "`explain`, `show`, `index`, `eval` and `calibrate` read uncommitted cards with --worktree)"
         )
     try:
-        repo = git.Repo(vault.git_root)
+        # expand_vars=False here and below: `$x` in a folder's name is the folder's (gitpython would read another
+        # folder when `x` is set, and warn on every command when it is not)
+        repo = git.Repo(vault.git_root, expand_vars=False)
     except (InvalidGitRepositoryError, NoSuchPathError):
         raise NotAGitRepository(f"{vault.git_root} is not a readable git repository") from None
     try:
@@ -718,7 +720,7 @@ def init_repo(path: Path) -> git.Repo:
     done = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise CairnError(f"git init failed in {path}: {_last_line(done.stderr)}")
-    repo = git.Repo(path)
+    repo = git.Repo(path, expand_vars=False)
     root = Path(os.path.abspath(path))  # git runs in the work tree: a relative path would be read from there
     own = _git_dir(root)
     repo.git.update_environment(GIT_DIR=str(own), GIT_WORK_TREE=str(root), GIT_INDEX_FILE=str(own / "index"))
@@ -969,7 +971,7 @@ def last_commit_day(path: Path) -> str | None:
     checkout reads as changed: dated today."""
     require_git()
     try:
-        repo = git.Repo(path.resolve().parent, search_parent_directories=True)
+        repo = git.Repo(path.resolve().parent, search_parent_directories=True, expand_vars=False)
     except (InvalidGitRepositoryError, NoSuchPathError):
         return None
     with repo:
@@ -1008,7 +1010,7 @@ def is_ignored(path: Path) -> bool | None:
     while not folder.is_dir() and folder != folder.parent:
         folder = folder.parent
     try:
-        repo = git.Repo(folder, search_parent_directories=True)
+        repo = git.Repo(folder, search_parent_directories=True, expand_vars=False)
     except (InvalidGitRepositoryError, NoSuchPathError):
         return None
     with repo:

@@ -330,6 +330,18 @@ def test_vault_messages_say_what_is_wrong_and_what_to_do(vault_repo: VaultRepo, 
     assert done.stderr == f"Error: '{plain / 'cards'}' has no cards/ folder; create a vault with `cairn init PATH`\n"
 
 
+def test_a_vault_whose_folder_name_holds_a_dollar_sign_is_that_folder(tmp_path: Path) -> None:
+    """Bug fixed: gitpython expands environment variables in a repository's path, so a vault at `team $lessons`
+    printed a UserWarning on every command, and with `lessons` set in the environment it read another folder
+    ("is not a readable git repository")."""
+    repo = VaultRepo(tmp_path / "team $lessons")
+    make_vault(repo)
+    for env in ({}, {"lessons": str(tmp_path / "elsewhere")}):
+        done = run("list", cwd=repo.root, env=env)
+        assert (done.returncode, done.stderr) == (0, ""), done.stderr
+        assert REBASE_ID in done.stdout
+
+
 def test_a_reader_that_goes_away_is_not_an_error(vault_repo: VaultRepo) -> None:
     """`cairn show big | head -1`: the closed pipe stops cairn quietly, with no `Error:` and no traceback."""
     vault_repo.write("big/card", "Big", "A card with a long body.", "line of text\n" * 60_000)
