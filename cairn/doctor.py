@@ -31,8 +31,8 @@ from cairn.hot.vault import (
     detached_head,
     find_vault,
     hook_vaults,
+    left_out_of_work_tree,
     missing_ref,
-    sparse_left_out,
 )
 from cairn.userconfig import add_again, serve_another
 
@@ -218,7 +218,7 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
     name = entry.name
     root = entry.path
     if not os.path.isdir(os.path.join(root, "cards")):
-        left_out = sparse_left_out(root)
+        left_out = left_out_of_work_tree(root)
         if left_out is not None:  # the folder is right: the work tree leaves it out
             return [Check("vault", name, False, f"{root}: {left_out[0]}", left_out[1])]
         why = "is not a folder" if not os.path.isdir(root) else "has no cards/ folder"

@@ -1292,6 +1292,39 @@ def test_a_command_run_in_a_vault_whose_cards_a_sparse_checkout_leaves_out_says_
     assert cairn("list", cwd=clone).returncode == 0
 
 
+def test_a_vault_that_is_a_submodule_not_checked_out_says_how_to_check_it_out(tmp_path: Path) -> None:
+    """Bug fixed: in a clone of a project made without --recurse-submodules, its vault's submodule is an empty
+    folder, and `cairn vault add` said it "has no cards/ folder; create a vault with `cairn init PATH`", which would
+    make a second repository in the submodule's place (and doctor said to add the vault again). It says the
+    submodule is not checked out, and how."""
+    team = VaultRepo(tmp_path / "team")
+    make_vault(team)
+    project = VaultRepo(tmp_path / "project")
+    project.write_raw("app.py", "print(1)\n")
+    allow = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "protocol.file.allow", "GIT_CONFIG_VALUE_0": "always"}
+    subprocess.run(
+        ["git", "submodule", "add", "-q", str(team.root), "lessons"],
+        cwd=project.root,
+        env={**os.environ, **allow},
+        check=True,
+    )
+    project.commit("The team's lessons")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(project.root), str(clone)], check=True)
+    assert list((clone / "lessons").iterdir()) == []
+    done = cairn("vault", "add", str(clone / "lessons"), cwd=tmp_path)
+    command = f"git -C {clone} submodule update --init -- lessons"
+    assert (done.returncode, done.stdout) == (1, ""), done.stderr
+    problem = "lessons is a git submodule that is not checked out"
+    assert done.stderr == f"Error: '{clone / 'lessons'}': {problem}; check it out (`{command}`), then run this again\n"
+    subprocess.run(shlex.split(command), env={**os.environ, **allow}, check=True, capture_output=True)  # as printed
+    assert cairn("vault", "add", str(clone / "lessons"), cwd=tmp_path).returncode == 0
+    subprocess.run(["git", "-C", str(clone), "submodule", "deinit", "-q", "lessons"], check=True)  # registered, gone
+    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
+    [vault_check] = [c for c in checks if c["area"] == "vault"]
+    assert (vault_check["detail"], vault_check["fix"]) == (f"{clone / 'lessons'}: {problem}", command)
+
+
 def test_vault_add_refuses_a_ref_that_names_a_tree_or_a_blob(tmp_path: Path, vault_repo: VaultRepo) -> None:
     """`cairn vault add --ref` took a tree's or a blob's id (pasted from `git rev-parse HEAD^{tree}`, a tag of a
     tree) and registered it: the hook could never serve it. It is refused in one line naming what --ref takes, and

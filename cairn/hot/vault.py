@@ -191,7 +191,7 @@ def _entries_or_none(env: "Mapping[str, str]") -> "list[VaultEntry] | None":
 def _served(entry: "VaultEntry", source: str, strict: bool) -> ServedVault:
     root = entry.path
     if not is_dir(os.path.join(root, CARDS_DIR)):
-        left_out = sparse_left_out(root)
+        left_out = left_out_of_work_tree(root)
         if left_out is not None:
             problem, command = left_out
             raise _not_found(
@@ -336,16 +336,21 @@ def _holds_a_vault(folder: str) -> bool:
 
 def _raise_if_left_out(root: str, shown: str) -> None:
     """Raise VaultNotFound when git's sparse checkout leaves the vault `root` (given as `shown`) or its cards/ out."""
-    left_out = sparse_left_out(root)
+    left_out = left_out_of_work_tree(root)
     if left_out is not None:
         problem, command = left_out
         raise _not_found(f"{shown}: {problem}; check it out (`{command}`), then run this again")
 
 
-def sparse_left_out(root: str) -> tuple[str, str] | None:
+def left_out_of_work_tree(root: str) -> tuple[str, str] | None:
     """When the vault folder `root`, or its cards/, is missing because git's sparse checkout leaves it out of the
-    work tree: (what is wrong, the command that checks it out); else None. Its cards are in its commits all the
-    same, but a vault is found by its folder."""
+    work tree, or `root` is a submodule git has not checked out: (what is wrong, the command that checks it out);
+    else None. Its cards are in its commits all the same, but a vault is found by its folder (and `cairn init` in
+    an empty submodule's folder would make a second repository in its place)."""
+    if is_dir(root) and not is_dir(os.path.join(root, CARDS_DIR)):
+        unchecked = _submodule_update(root)
+        if unchecked is not None:
+            return unchecked
     missing = root if not is_dir(root) else os.path.join(root, CARDS_DIR)
     if is_dir(missing):
         return None
@@ -355,11 +360,10 @@ def sparse_left_out(root: str) -> tuple[str, str] | None:
         if parent == folder:
             return None
         folder = parent
-    while not _is_git_root(folder):
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
+    found = _git_root_of(folder)
+    if found is None:
+        return None
+    folder = found
     gdir = git_dir(folder)
     if gdir is None or not is_file(os.path.join(gdir, "info", "sparse-checkout")):
         return None
@@ -376,6 +380,36 @@ def sparse_left_out(root: str) -> tuple[str, str] | None:
     rel = os.path.relpath(os.path.abspath(missing), folder).replace(os.sep, "/")
     command = f"git -C {quote(folder)} sparse-checkout add {quote(rel)}"
     return f"{rel} is left out of the work tree by git's sparse checkout", command
+
+
+def _git_root_of(folder: str) -> str | None:
+    """The work tree `folder` is in (the first folder up from it that holds `.git`), or None."""
+    while not _is_git_root(folder):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+    return folder
+
+
+def _submodule_update(folder: str) -> tuple[str, str] | None:
+    """When `folder` is a submodule its repository's `.gitmodules` names and git has not checked it out (a clone
+    without --recurse-submodules leaves it an empty folder): (what is wrong, the command that checks it out)."""
+    if _is_git_root(folder):
+        return None
+    outer = _git_root_of(os.path.dirname(folder))
+    if outer is None:
+        return None
+    rel = os.path.relpath(folder, outer).replace(os.sep, "/")
+    for line in (_read_text(os.path.join(outer, ".gitmodules")) or "").splitlines():
+        key, _, value = line.strip().partition("=")
+        if key.strip() == "path" and value.strip().strip('"') == rel:
+            from shlex import quote  # only here, when a vault's folder holds nothing: the command runs as printed
+
+            return f"{rel} is a git submodule that is not checked out", (
+                f"git -C {quote(outer)} submodule update --init -- {quote(rel)}"
+            )
+    return None
 
 
 def _is_bare_repository(folder: str) -> bool:
