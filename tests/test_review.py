@@ -623,6 +623,15 @@ def _pr_lowers_gates(repo: VaultRepo) -> None:
     )
 
 
+def _pr_weighs_everyday_words(repo: VaultRepo) -> None:
+    """Instruction words weighed in full and the semantic veto off: no threshold moves, yet more cards get through
+    (the eval figures, lexical, cannot show the veto gone)."""
+    repo.write_raw(
+        "cairn.toml",
+        "[recall]\nmin_lead = 0.21\nmax_cards = 3\ninstruction_weight = 1.0\nsemantic = false\n\n[lint]\ndisable = []\n",
+    )
+
+
 def _pr_deletes_cases(repo: VaultRepo) -> None:
     repo.git("rm", "-q", "evals/cases.yaml")
 
@@ -712,6 +721,14 @@ def _pr_touches_hooks(repo: VaultRepo) -> None:
                 "cairn.toml lowers [recall] unknown_weight from 1 to 0.1",
                 "cairn.toml lowers [recall] min_lead from 0.21 to 0",
                 f"cairn.toml lowers [recall] min_coverage from {RecallSettings().min_coverage:g} to 0",  # the default
+            ],
+        ),
+        (
+            _pr_weighs_everyday_words,
+            [
+                "cairn.toml raises [recall] instruction_weight from 0.25 to 1",
+                "cairn.toml turns off [recall] semantic: the semantic veto no longer keeps out cards a prompt does not "
+                "mean (the eval figures below are lexical and do not show it)",
             ],
         ),
         (_pr_deletes_cases, ["deletes the eval cases file evals/cases.yaml"]),

@@ -7,7 +7,10 @@ judge it. So review does not weigh such a change: it blocks it, says why, and sa
 
 Blocked (each a `Blocked` with the reason in one line):
 - gates: cairn.toml deleted or moved (the hook serves no vault without it); `[recall]` min_lead, min_coverage,
-  min_margin, min_evidence or min_confidence lowered, max_cards raised; `[hook]` max_context_chars raised;
+  min_margin, min_evidence, min_confidence or unknown_weight lowered, max_cards or instruction_weight raised (agents'
+  everyday words then weigh more toward the evidence floor and coverage), semantic turned off (its veto keeps out
+  cards a prompt does not mean, and review's eval figures, lexical, do not show it gone); `[hook]` max_context_chars
+  raised;
 - lint policy: `[lint] disable` gains a rule or group (security rules named as such), a `[lint]` limit loosened
   (summary_max_chars, max_age_days, max_scope_share, max_scopes_per_card, duplicate_threshold raised,
   crowding_min_cards raised, the scope vocabulary emptied); `[sanitize]` patterns or internal domains removed;
@@ -74,6 +77,8 @@ _WEAKER: dict[tuple[str, str], str] = {
     ("recall", "min_confidence"): "down",
     ("recall", "max_cards"): "up",
     ("recall", "unknown_weight"): "down",  # words no card holds count less against coverage: a weaker coverage gate
+    # agent instruction words ("fix", "readme", "check") weigh more toward the evidence floor and coverage: weaker gates
+    ("recall", "instruction_weight"): "up",
     ("hook", "max_context_chars"): "up",
     ("lint", "summary_max_chars"): "up",
     ("lint", "max_age_days"): "up",
@@ -116,6 +121,16 @@ def config_blocks(base: Config, head: Config, security_rules: Mapping[str, Seque
                 check = _LINT_CHECK if section == "lint" else _GATE_CHECK
                 reason = f"{CONFIG} {verb} [{section}] {key} from {_num(change.base)} to {_num(change.head)}"
                 out.append(Blocked(kind, CONFIG, reason, check))
+    if base.recall.semantic and not head.recall.semantic:
+        out.append(
+            Blocked(
+                "gates",
+                CONFIG,
+                f"{CONFIG} turns off [recall] semantic: the semantic veto no longer keeps out cards a prompt does not mean "
+                "(the eval figures below are lexical and do not show it)",
+                _GATE_CHECK,
+            )
+        )
     old_off, new_off = set(base.lint.disable), list(dict.fromkeys(head.lint.disable))
     added = [name for name in new_off if name not in old_off]
     if added:
