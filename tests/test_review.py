@@ -1299,6 +1299,10 @@ def test_review_credits_authors_by_the_bases_mailmap_not_the_ranges(vault_repo: 
     done = vault_repo.cairn("review", "main..feature", "--json")
     report = json.loads(done.stdout)
     assert [c["authors"] for c in report["cards"]] == [["Ann Lee"]]
+    # Bug fixed: the edit itself passed unmentioned, and once merged `cairn show` credited Ann's commits to Bob
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert [(b["kind"], b["path"]) for b in report["blocked"]] == [("files", ".mailmap")]
+    assert "renames commit authors" in report["blocked"][0]["reason"]
 
 
 TOKEN = "Q7w2E9r4T1y6U3i8O5p0A2s7D4f9G1h6J3k8"

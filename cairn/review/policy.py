@@ -26,7 +26,9 @@ Blocked (each a `Blocked` with the reason in one line):
   editor and container tasks (`.vscode/`, `.devcontainer/`), `.envrc`, `.gitattributes` (it can hide a file's
   diff) and `.gitmodules`;
   in any letter case (a checkout on macOS or Windows reads `.Claude/` as `.claude/`), and a folder's name itself (a
-  symlink `.claude` to another folder).
+  symlink `.claude` to another folder);
+- the repository's `.mailmap`: once merged, `cairn show` and the next reviews credit commits to the names it gives, so
+  a line can put a trusted teammate's name on a stranger's cards.
 
 Not blocked, shown to the reviewer: ranking weights, a stricter setting, a new scope in the vocabulary, a card's
 changed `scope` or aliases (its field changes are listed whole, and the routing impact shows cases it no longer
@@ -360,6 +362,14 @@ _RUNS_FOLDERS = {
     ".cursor": "agent settings and rules, which agents working in this repository follow",
 }
 _FILE_CHECK = "read the whole diff of this file: it runs code or decides what runs, outside what Cairn lints"
+MAILMAP = ".mailmap"  # at the repository's top only: git and `cairn.mailmap` read no other
+_MAILMAP_WHY = (
+    "it renames commit authors: once merged, cairn show and the next reviews credit commits to the names it gives"
+)
+_MAILMAP_CHECK = (
+    "each line must map a teammate's own old name or e-mail to their current one, and credit no one with commits "
+    "someone else made"
+)
 
 
 def file_blocks(paths: Iterable[str], vault_prefix: str) -> list[Blocked]:
@@ -384,4 +394,6 @@ def file_blocks(paths: Iterable[str], vault_prefix: str) -> list[Blocked]:
                     break
         if why is not None:
             out.append(Blocked("files", path, f"touches {path}: {why}", _FILE_CHECK))
+        elif folded == MAILMAP:
+            out.append(Blocked("files", path, f"touches {path}: {_MAILMAP_WHY}", _MAILMAP_CHECK))
     return out
