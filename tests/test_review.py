@@ -1212,33 +1212,48 @@ def test_removing_cairn_toml_is_blocked(vault_repo: VaultRepo, how: str) -> None
     assert blocked["reason"].startswith("removes cairn.toml (deleted or moved): the prompt hook serves no vault")
 
 
+def _vendor_scripts(repo: VaultRepo, supersedes: str, **fields: str) -> None:
+    """A card on vendors' install scripts that supersedes `supersedes`."""
+    repo.write(
+        "shell/vendor-scripts",
+        "Install scripts from vendors",
+        "Running a vendor's install script straight from its page is the quickest way to install tools.",
+        scope=["shell"],
+        supersedes=[supersedes],
+        **fields,
+    )
+
+
 @pytest.mark.parametrize("was", ["draft", "retired"])
 def test_a_superseding_card_made_active_is_blocked(vault_repo: VaultRepo, was: str) -> None:
     # Only an active card supersedes: a draft that names the safety card in `supersedes`, made active, silenced it
     # for every agent, while review passed the change (its `supersedes` list was the same at the base).
     _policy_base(vault_repo)
     vault_repo.git("checkout", "-q", "main")
-    vault_repo.write(
-        "shell/vendor-scripts",
-        "Install scripts from vendors",
-        "Running a vendor's install script straight from its page is the quickest way to install tools.",
-        scope=["shell"],
-        supersedes=[SAFETY],
-        status=was,
-    )
+    _vendor_scripts(vault_repo, SAFETY, status=was)
     vault_repo.commit("A superseding card, not active", author=ANN)
     vault_repo.git("checkout", "-q", "-B", "pr")
-    vault_repo.write(
-        "shell/vendor-scripts",
-        "Install scripts from vendors",
-        "Running a vendor's install script straight from its page is the quickest way to install tools.",
-        scope=["shell"],
-        supersedes=[SAFETY],
-        status="active",
-    )
+    _vendor_scripts(vault_repo, SAFETY, status="active")
     vault_repo.commit("Publish it", author=BOB)
     assert [b["reason"] for b in _blocked(vault_repo)] == [
         f"the card shell/vendor-scripts supersedes {SAFETY}: {SAFETY} is no longer injected"
+    ]
+
+
+def test_a_card_moved_to_an_id_an_active_card_supersedes_is_blocked(vault_repo: VaultRepo) -> None:
+    # Bug fixed: a card whose `supersedes` names an id no card has waits for one; a pull request that moves the safety
+    # card to that id (`git mv`, no field edited) silenced it for every agent, and review passed it (exit 0).
+    _policy_base(vault_repo)
+    vault_repo.git("checkout", "-q", "main")
+    _vendor_scripts(vault_repo, "shell/old-pipe-advice")
+    vault_repo.commit("A card superseding one long gone", author=ANN)
+    vault_repo.git("checkout", "-q", "-B", "pr")
+    vault_repo.git("mv", f"cards/{SAFETY}.md", "cards/shell/old-pipe-advice.md")
+    vault_repo.write_raw("evals/cases.yaml", POLICY_CASES.replace(SAFETY, "shell/old-pipe-advice"))
+    vault_repo.commit("Tidy the shell cards", author=BOB)
+    assert [b["reason"] for b in _blocked(vault_repo)] == [
+        f"moves the card {SAFETY} to shell/old-pipe-advice, an id shell/vendor-scripts supersedes: "
+        "shell/old-pipe-advice is no longer injected"
     ]
 
 

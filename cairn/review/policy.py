@@ -17,8 +17,8 @@ Blocked (each a `Blocked` with the reason in one line):
 - evals: a cases file under `evals/` deleted or moved; a negative case (expect: []) removed, turned positive or
   given another query;
 - cards: a card removed, retired or set to draft, expired by a new review_after, given new `not_when` words, or
-  superseded by a new `supersedes` entry or by a draft or retired card made active (each silences a lesson for every
-  agent, or for every prompt with a word);
+  superseded by a new `supersedes` entry, by a draft or retired card made active, or by being moved to an id an active
+  card's `supersedes` already names (each silences a lesson for every agent, or for every prompt with a word);
 - files that run code or decide what runs: `.pre-commit-config.yaml`, `.pre-commit-hooks.yaml`, `.github/`, the
   other forges' pipelines (`.gitlab-ci.yml`, `.gitlab/`, `.gitea/`, `.forgejo/`), `CODEOWNERS`, `hooks/`,
   `.githooks/`, `.husky/`, lefthook's and mise's files, agent settings (`.claude/`, `.codex/`, `.gemini/`,
@@ -309,6 +309,18 @@ def card_blocks(
                 )
             )
     return out
+
+
+def renamed_into_superseded(old_id: str, card_id: str, superseders: Sequence[str]) -> Blocked:
+    """A card moved to an id that active cards already supersede: no `supersedes` list changed, yet agents stop
+    getting it."""
+    by = ", ".join(superseders)
+    return Blocked(
+        "cards",
+        f"cards/{card_id}.md",
+        f"moves the card {old_id} to {card_id}, an id {by} supersedes: {card_id} is no longer injected",
+        _SILENCE_CHECK,
+    )
 
 
 def _dates_moved(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:

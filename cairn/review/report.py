@@ -515,6 +515,7 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
                 _change(c, before, after, commits, cards, left_out, day) for c in raw_changes if _names_a_card(c)
             )
             changes += _revived(before, after, changes)
+            blocked += _renamed_into_superseded(before, after, changes)
             threshold = config_from_dict(after.config).lint.duplicate_threshold
             bodies = _BodyTerms(snapshot.root)
             compared = [c for c in changes if c.status != "removed"]
@@ -787,6 +788,21 @@ def _revived(before: IndexReader, after: IndexReader, changes: tuple[CardChange,
             )
         )
     return tuple(out)
+
+
+def _renamed_into_superseded(before: IndexReader, after: IndexReader, changes: Sequence[CardChange]) -> list[Blocked]:
+    """The cards the range moves to an id active cards supersede at HEAD, when nothing superseded them at the base
+    (a superseding card's dangling entry waiting for a card to be moved under it)."""
+    was, now = before.superseded(), after.superseded()
+    out = []
+    for change in changes:
+        if change.status != "renamed" or not change.old_id or change.old_id in was:
+            continue
+        card, old = after.card_by_id(change.id), before.card_by_id(change.old_id)
+        if card is None or card.status != "active" or old is None or old.status != "active" or change.id not in now:
+            continue
+        out.append(policy.renamed_into_superseded(change.old_id, change.id, now[change.id]))
+    return out
 
 
 def _change(
