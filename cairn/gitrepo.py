@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -144,6 +145,26 @@ def resolve_commit(repo: git.Repo, rev: str) -> str:
         hint = "; this clone is shallow, so its history may not reach it (`git fetch --unshallow`)" if shallow else ""
         raise CairnError(f"unknown revision {rev!r}; give a commit, branch or tag{hint}")
     return commit
+
+
+# Where git looks for a short ref name, in its order (gitrevisions(7)), after a file of that name in the git folder
+_REF_RULES = ("refs/{}", "refs/tags/{}", "refs/heads/{}", "refs/remotes/{}", "refs/remotes/{}/HEAD")
+
+
+def refs_named(repo: git.Repo, rev: str) -> dict[str, str]:
+    """The refs the name that opens `rev` (`main` in `main~2`) could mean, in the order git tries them: full ref ->
+    the commit it points at. git takes the first and only warns of the others, so a tag `main` pushed beside the
+    branch `main` (or a tag `origin/main`) makes `main` mean the tag."""
+    name = re.split(r"[~^:]|@\{", rev, maxsplit=1)[0]
+    if not name or name == "@" or name.endswith("HEAD") and "/" not in name:
+        return {}  # HEAD, FETCH_HEAD, ORIG_HEAD: files of the git folder, which git reads first
+    wanted = [rule.format(name) for rule in _REF_RULES]
+    out = repo.git.for_each_ref("--format=%(refname)%00%(objectname)%00%(*objectname)", *wanted)
+    found = {}
+    for line in str(out).splitlines():
+        ref, oid, peeled = line.split("\0")
+        found[ref] = peeled or oid
+    return {ref: found[ref] for ref in wanted if ref in found}
 
 
 def card_entries(repo: git.Repo, commit: str, vault: Vault) -> list[TreeEntry]:

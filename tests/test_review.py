@@ -477,6 +477,26 @@ def test_revisions_are_read_as_git_reads_them(vault_repo: VaultRepo) -> None:
         assert done.stderr == f"Error: unknown revision {rev!r}; give a commit, branch or tag\n"
 
 
+def test_a_base_two_refs_name_at_different_commits_is_not_reviewed(vault_repo: VaultRepo) -> None:
+    """Bug fixed: git reads `main` as the tag `main` before the branch, so a teammate who pushed a tag `main` (or
+    `origin/main`, in a clone) at their own branch's tip chose the base: `cairn review main..pr` compared the pull
+    request with itself and passed lowered gates (exit 0). Such a range is now refused (exit 2), naming the refs."""
+    _policy_base(vault_repo)
+    _pr_lowers_gates(vault_repo)
+    vault_repo.commit("The pull request", author=BOB)
+    vault_repo.git("tag", "-a", "-m", "same commit", "main", "main")  # a tag at the branch's commit: no doubt
+    assert len(_blocked(vault_repo)) == 4
+    vault_repo.git("tag", "-f", "main", "pr", author=BOB)
+    done = vault_repo.cairn("review", "main..pr", "--today", "2026-11-15")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr == (
+        "Error: 'main' is ambiguous: refs/tags/main and refs/heads/main point at different commits, and git takes "
+        "the first; give the one you mean in full\n"
+    )
+    done = vault_repo.cairn("review", "refs/heads/main..pr", "--json", "--today", "2026-11-15")
+    assert done.returncode == 3 and len(json.loads(done.stdout)["blocked"]) == 4, done.stdout + done.stderr
+
+
 def test_a_large_range_reads_the_base_in_a_few_git_processes(vault_repo: VaultRepo, tmp_path: Path) -> None:
     """Each changed card's base version was read with `git cat-file` processes of its own, twice; the base's tree is
     now listed once (counted with GIT_TRACE, not timed)."""

@@ -379,9 +379,9 @@ class Review:
 
 
 class RangeError(CairnError):
-    """The range cannot be reviewed as given (not a range, a revision git does not know, a history that does not
-    reach the merge base): a usage error, exit 2, not a failing review (exit 1: "the author fixes it"). In CI, a
-    mistyped or unfetched base must not read as cards that fail."""
+    """The range cannot be reviewed as given (not a range, a revision git does not know, a name two refs hold at
+    different commits, a history that does not reach the merge base): a usage error, exit 2, not a failing review
+    (exit 1: "the author fixes it"). In CI, a mistyped or unfetched base must not read as cards that fail."""
 
 
 def parse_range(spec: str) -> tuple[str, str]:
@@ -394,6 +394,18 @@ def parse_range(spec: str) -> tuple[str, str]:
     if base.startswith("-") or head.startswith("-"):
         raise RangeError(f"{spec!r} is not a range; give BASE..HEAD, e.g. origin/main..HEAD")
     return base, head
+
+
+def _refuse_ambiguous(repo: Any, rev: str) -> None:
+    """A range whose name two refs hold, at different commits, is not reviewed: git takes the first (a tag `main`
+    over the branch `main`), so whoever can push a tag chooses the base, and a pull request's own changes then read as
+    the base's."""
+    refs = gitrepo.refs_named(repo, rev)
+    if len(set(refs.values())) > 1:
+        raise RangeError(
+            f"{rev!r} is ambiguous: {' and '.join(refs)} point at different commits, and git takes the first; give "
+            "the one you mean in full"
+        )
 
 
 def review(vault: Vault, spec: str, *, today: dt.date | None = None, progress: Stages | None = None) -> Review:
@@ -412,6 +424,8 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
         return stages(label) if stages is not None else None
 
     base_rev, head_rev = parse_range(spec)
+    for rev in (base_rev, head_rev):
+        _refuse_ambiguous(repo, rev)
     try:
         base_tip = gitrepo.resolve_commit(repo, base_rev)
         head = gitrepo.resolve_commit(repo, head_rev)
