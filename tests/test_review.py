@@ -1244,16 +1244,20 @@ def _vendor_scripts(repo: VaultRepo, supersedes: str, **fields: str) -> None:
     )
 
 
-@pytest.mark.parametrize("was", ["draft", "retired"])
-def test_a_superseding_card_made_active_is_blocked(vault_repo: VaultRepo, was: str) -> None:
+@pytest.mark.parametrize("was", ["draft", "retired", "refused"])
+def test_a_superseding_card_made_active_or_served_is_blocked(vault_repo: VaultRepo, was: str) -> None:
     # Only an active card supersedes: a draft that names the safety card in `supersedes`, made active, silenced it
-    # for every agent, while review passed the change (its `supersedes` list was the same at the base).
+    # for every agent, while review passed the change (its `supersedes` list was the same at the base). So did one the
+    # base's index refused for a secret in its body, once the pull request dropped the secret.
+    before, after = {"status": was}, {"status": "active"}
+    if was == "refused":
+        before, after = {"body": f"Deploy with token: ghp_{TOKEN} from CI."}, {"body": "Deploy with the CI token."}
     _policy_base(vault_repo)
     vault_repo.git("checkout", "-q", "main")
-    _vendor_scripts(vault_repo, SAFETY, status=was)
-    vault_repo.commit("A superseding card, not active", author=ANN)
+    _vendor_scripts(vault_repo, SAFETY, **before)
+    vault_repo.commit("A superseding card, not served", author=ANN)
     vault_repo.git("checkout", "-q", "-B", "pr")
-    _vendor_scripts(vault_repo, SAFETY, status="active")
+    _vendor_scripts(vault_repo, SAFETY, **after)
     vault_repo.commit("Publish it", author=BOB)
     assert [b["reason"] for b in _blocked(vault_repo)] == [
         f"the card shell/vendor-scripts supersedes {SAFETY}: {SAFETY} is no longer injected"

@@ -17,8 +17,9 @@ Blocked (each a `Blocked` with the reason in one line):
 - evals: a cases file under `evals/` deleted or moved; a negative case (expect: []) removed, turned positive or
   given another query;
 - cards: a card removed, retired or set to draft, expired by a new review_after, given new `not_when` words, or
-  superseded by a new `supersedes` entry, by a draft or retired card made active, or by being moved to an id an active
-  card's `supersedes` already names (each silences a lesson for every agent, or for every prompt with a word);
+  superseded by a new `supersedes` entry, by a draft or retired card made active, by a card the base's index left out
+  (a security rule refused it) that it now holds, or by being moved to an id an active card's `supersedes` already
+  names (each silences a lesson for every agent, or for every prompt with a word);
 - files that run code or decide what runs: `.pre-commit-config.yaml`, `.pre-commit-hooks.yaml`, `.github/`, the
   other forges' pipelines (`.gitlab-ci.yml`, `.gitlab/`, `.gitea/`, `.forgejo/`), `CODEOWNERS`, `hooks/`,
   `.githooks/`, `.husky/`, lefthook's and mise's files, agent settings (`.claude/`, `.codex/`, `.gemini/`,
@@ -297,18 +298,18 @@ def card_blocks(
     old_sup = set(before.get("supersedes") or ()) if before is not None else set()
     if not was_active and now == "active":
         old_sup = set()  # a draft or retired card made active: only an active card supersedes, so each entry now does
-    for target in after.get("supersedes") or ():
-        if target not in old_sup:
-            out.append(
-                Blocked(
-                    "cards",
-                    path,
-                    f"the card {card_id} supersedes {target}: {target} is no longer injected",
-                    f"agents get {card_id} instead of {target}; check that it says the same or better, and not the "
-                    "opposite",
-                )
-            )
+    out += [supersedes(card_id, target) for target in after.get("supersedes") or () if target not in old_sup]
     return out
+
+
+def supersedes(card_id: str, target: str) -> Blocked:
+    """The card `card_id` now supersedes the card `target`, which agents got: they stop getting it."""
+    return Blocked(
+        "cards",
+        f"cards/{card_id}.md",
+        f"the card {card_id} supersedes {target}: {target} is no longer injected",
+        f"agents get {card_id} instead of {target}; check that it says the same or better, and not the opposite",
+    )
 
 
 def renamed_into_superseded(old_id: str, card_id: str, superseders: Sequence[str]) -> Blocked:

@@ -529,7 +529,7 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
                 _change(c, before, after, commits, cards, left_out, day) for c in raw_changes if _names_a_card(c)
             )
             changes += _revived(before, after, changes)
-            blocked += _renamed_into_superseded(before, after, changes)
+            blocked += _newly_superseded(before, after, changes, blocked)
             threshold = config_from_dict(after.config).lint.duplicate_threshold
             bodies = _BodyTerms(snapshot.root)
             compared = [c for c in changes if c.status != "removed"]
@@ -804,18 +804,25 @@ def _revived(before: IndexReader, after: IndexReader, changes: tuple[CardChange,
     return tuple(out)
 
 
-def _renamed_into_superseded(before: IndexReader, after: IndexReader, changes: Sequence[CardChange]) -> list[Blocked]:
-    """The cards the range moves to an id active cards supersede at HEAD, when nothing superseded them at the base
-    (a superseding card's dangling entry waiting for a card to be moved under it)."""
+def _newly_superseded(
+    before: IndexReader, after: IndexReader, changes: Sequence[CardChange], blocked: Collection[Blocked]
+) -> list[Blocked]:
+    """The cards agents got at the base (under their old id, when the range moves them) that an active card
+    supersedes at HEAD, each superseder not already blocked by `policy.card_blocks`: what no `supersedes` edit says,
+    such as a card moved to an id a superseding card's dangling entry names, or a superseding card the base's index
+    refused (a secret) made one it holds."""
     was, now = before.superseded(), after.superseded()
+    moved = {c.id: c.old_id for c in changes if c.status == "renamed" and c.old_id}
     out = []
-    for change in changes:
-        if change.status != "renamed" or not change.old_id or change.old_id in was:
+    for target, superseders in sorted(now.items()):
+        old_id = moved.get(target, target)
+        card, old = after.card_by_id(target), before.card_by_id(old_id)
+        if card is None or card.status != "active" or old is None or old.status != "active" or old_id in was:
             continue
-        card, old = after.card_by_id(change.id), before.card_by_id(change.old_id)
-        if card is None or card.status != "active" or old is None or old.status != "active" or change.id not in now:
+        if old_id != target:
+            out.append(policy.renamed_into_superseded(old_id, target, superseders))
             continue
-        out.append(policy.renamed_into_superseded(change.old_id, change.id, now[change.id]))
+        out += [b for b in (policy.supersedes(by, target) for by in superseders) if b not in blocked]
     return out
 
 
