@@ -636,6 +636,11 @@ def _pr_disables_security(repo: VaultRepo) -> None:
     repo.write_raw("cairn.toml", '[recall]\nmin_lead = 0.21\nmax_cards = 3\n\n[lint]\ndisable = ["security"]\n')
 
 
+def _pr_disables_a_security_rule_spaced(repo: VaultRepo) -> None:
+    """Lint reads the entry stripped, so it switches the rule off; review called it a plain lint rule."""
+    repo.write_raw("cairn.toml", '[recall]\nmin_lead = 0.21\nmax_cards = 3\n\n[lint]\ndisable = [" secret"]\n')
+
+
 def _pr_lowers_gates(repo: VaultRepo) -> None:
     repo.write_raw(
         "cairn.toml",
@@ -733,6 +738,10 @@ def _pr_touches_hooks(repo: VaultRepo) -> None:
                 + ", ".join(sorted(r.id for r in registry.RULES if "security" in r.groups))
                 + ")"
             ],
+        ),
+        (
+            _pr_disables_a_security_rule_spaced,
+            ["cairn.toml disables security lint rules in [lint] disable: secret (switches off secret)"],
         ),
         (
             _pr_lowers_gates,

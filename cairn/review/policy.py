@@ -134,7 +134,9 @@ def config_blocks(base: Config, head: Config, security_rules: Mapping[str, Seque
                 _GATE_CHECK,
             )
         )
-    old_off, new_off = set(base.lint.disable), list(dict.fromkeys(head.lint.disable))
+    # entries as lint reads them (`security.effective_disable`): " secret" switches the secret rule off
+    old_off = {name.strip() for name in base.lint.disable}
+    new_off = list(dict.fromkeys(name.strip() for name in head.lint.disable))
     added = [name for name in new_off if name not in old_off]
     if added:
         security = sorted({rule for name in added for rule in security_rules.get(name, ())})
