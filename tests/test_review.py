@@ -818,6 +818,23 @@ def test_review_blocks_a_change_a_maintainer_must_check(
     assert (data["verdict"], data["exit_code"], data["failed"]) == ("blocked", 3, False)
 
 
+def test_a_card_expired_by_a_commit_dated_before_its_verified_at_is_blocked(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug fixed: the index counts review_after from the commit's day when verified_at is later, and the committer
+    sets that day; a pull request that "re-verified" a card in a commit dated a year back expired it for every agent
+    while review passed it (exit 0), its fields giving a date a year ahead."""
+    _policy_base(vault_repo)
+    _lease_card(vault_repo, verified_at="2026-11-10", review_after="365d")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2025-01-01T12:00:00")
+    vault_repo.commit("Re-verified the lease card", author=BOB)
+    monkeypatch.delenv("GIT_AUTHOR_DATE")
+    assert [b["reason"] for b in _blocked(vault_repo)] == [
+        "expires the card git/force-with-lease (its verified_at is later than the day its commit gives, so the "
+        "index counts review_after from that day: past since 2026-01-01)"
+    ]
+
+
 def test_review_names_a_broken_cases_file_not_each_negative_case_removed(vault_repo: VaultRepo) -> None:
     """Bug fixed: a pull request that broke evals/cases.yaml and cairn.toml (so the routing impact, which names a
     broken cases file, was not measured) was blocked for "removes the negative eval case" once per negative case

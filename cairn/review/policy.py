@@ -16,7 +16,8 @@ Blocked (each a `Blocked` with the reason in one line):
   crowding_min_cards raised, the scope vocabulary emptied); `[sanitize]` patterns or internal domains removed;
 - evals: a cases file under `evals/` deleted or moved; a negative case (expect: []) removed, turned positive or
   given another query;
-- cards: a card removed, retired or set to draft, expired by a new review_after, given new `not_when` words, or
+- cards: a card removed, retired or set to draft, expired by a new review_after or verified_at (or by a commit dated
+  before its verified_at, from which the index counts review_after), given new `not_when` words, or
   superseded by a new `supersedes` entry, by a draft or retired card made active, by a card the base's index left out
   (a security rule refused it) that it now holds, or by being moved to an id an active card's `supersedes` already
   names (each silences a lesson for every agent, or for every prompt with a word);
@@ -322,6 +323,18 @@ def renamed_into_superseded(old_id: str, card_id: str, superseders: Sequence[str
         "cards",
         f"cards/{card_id}.md",
         f"moves the card {old_id} to {card_id}, an id {by} supersedes: {card_id} is no longer injected",
+        _SILENCE_CHECK,
+    )
+
+
+def expired_by_commit_day(card_id: str, expires_on: str) -> Blocked:
+    """A card whose `verified_at` is later than the day its commit gives: the index counts `review_after` from the
+    commit's day (`cairn.index.expiry`), a date the committer sets, so a backdated commit expires it unseen."""
+    return Blocked(
+        "cards",
+        f"cards/{card_id}.md",
+        f"expires the card {card_id} (its verified_at is later than the day its commit gives, so the index counts "
+        f"review_after from that day: past since {expires_on})",
         _SILENCE_CHECK,
     )
 

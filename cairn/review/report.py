@@ -530,6 +530,7 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
             )
             changes += _revived(before, after, changes)
             blocked += _newly_superseded(before, after, changes, blocked)
+            blocked += _expired_by_commit_day(before, after, changes, cards, day)
             threshold = config_from_dict(after.config).lint.duplicate_threshold
             bodies = _BodyTerms(snapshot.root)
             compared = [c for c in changes if c.status != "removed"]
@@ -823,6 +824,28 @@ def _newly_superseded(
             out.append(policy.renamed_into_superseded(old_id, target, superseders))
             continue
         out += [b for b in (policy.supersedes(by, target) for by in superseders) if b not in blocked]
+    return out
+
+
+def _expired_by_commit_day(
+    before: IndexReader, after: IndexReader, changes: Sequence[CardChange], cards: _CardReader, today: dt.date
+) -> list[Blocked]:
+    """The cards agents got at the base that HEAD's index holds expired while their fields do not say so (what
+    `policy.card_blocks` reads): a `verified_at` later than the day of the commit, which the index counts from."""
+    day = today.isoformat()
+    out = []
+    for change in changes:
+        if change.status not in ("changed", "renamed"):
+            continue
+        card, old = after.card_by_id(change.id), before.card_by_id(change.old_id or change.id)
+        if card is None or old is None or card.status != "active" or old.status != "active":
+            continue
+        if not card.expires_on or card.expires_on >= day or (old.expires_on and old.expires_on < day):
+            continue
+        written = (cards.after(change.path) or {}).get("expires_on")
+        if written and written < day:
+            continue  # the fields say it: card_blocks blocked it
+        out.append(policy.expired_by_commit_day(change.id, card.expires_on))
     return out
 
 
