@@ -158,6 +158,8 @@ def refs_named(repo: git.Repo, rev: str) -> dict[str, str]:
     name = re.split(r"[~^:]|@\{", rev, maxsplit=1)[0]
     if not name or name == "@" or name.endswith("HEAD") and "/" not in name:
         return {}  # HEAD, FETCH_HEAD, ORIG_HEAD: files of the git folder, which git reads first
+    if re.fullmatch(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}", name):
+        return {}  # a whole object id is that object, whatever refs bear its name (git only warns of them)
     wanted = [rule.format(name) for rule in _REF_RULES]
     out = repo.git.for_each_ref("--format=%(refname)%00%(objectname)%00%(*objectname)", *wanted)
     found = {}

@@ -495,6 +495,12 @@ def test_a_base_two_refs_name_at_different_commits_is_not_reviewed(vault_repo: V
     )
     done = vault_repo.cairn("review", "refs/heads/main..pr", "--json", "--today", "2026-11-15")
     assert done.returncode == 3 and len(json.loads(done.stdout)["blocked"]) == 4, done.stdout + done.stderr
+    # A whole commit id (the template's workflow gives the base's) is that commit, whatever refs bear its name
+    base = vault_repo.git("rev-parse", "refs/heads/main")
+    vault_repo.git("tag", base, "pr")
+    vault_repo.git("branch", base, "pr~1")
+    done = vault_repo.cairn("review", f"{base}..pr", "--json", "--today", "2026-11-15")
+    assert done.returncode == 3 and len(json.loads(done.stdout)["blocked"]) == 4, done.stdout + done.stderr
 
 
 def test_a_large_range_reads_the_base_in_a_few_git_processes(vault_repo: VaultRepo, tmp_path: Path) -> None:
