@@ -293,6 +293,27 @@ def test_review_names_a_card_its_own_questions_no_longer_find(vault_repo: VaultR
     assert json.loads(vault_repo.invoke("review", "main..unrelated", "--json").stdout)["own_questions"] == []
 
 
+def test_review_says_how_many_cards_it_did_not_ask_their_own_questions(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug fixed: past `MAX_OWN_CARDS` (a bulk import, or a pull request padded with cards) the other cards were not
+    asked, and the review still said each card is found by its own questions at HEAD as at the merge base: a card
+    silenced among the ones left out read as checked."""
+    from cairn.review import report
+
+    _base(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "feature")
+    for n in range(3):
+        vault_repo.write(f"garden/tip-{n}", f"Garden tip {n} on tomatoes", f"Water tomatoes on day {n} of the week.")
+    vault_repo.commit("Three cards", author=BOB)
+    monkeypatch.setattr(report, "MAX_OWN_CARDS", 2)
+    done = vault_repo.invoke("review", "main..feature", "--json")
+    assert json.loads(done.stdout)["own_questions_unasked"] >= 1, done.stdout
+    markdown = vault_repo.invoke("review", "main..feature").stdout
+    assert "more card(s) were not asked (a review asks at most 2): their own questions are unchecked." in markdown
+    assert "each is found by them" not in markdown
+
+
 def test_review_fails_a_case_expecting_a_card_head_does_not_hold(vault_repo: VaultRepo) -> None:
     """Bug fixed: a pull request that renamed a card its cases expect, or added a case with a typo in its card id,
     passed review; after the merge `cairn eval` and `cairn calibrate` refused the cases. Review now fails it, and the

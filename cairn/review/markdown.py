@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from cairn.review import report
 from cairn.review.report import EXIT_BLOCKED, EXIT_FAILED, CardChange, Review, Routing, visible
 
 METRICS = (
@@ -264,10 +265,18 @@ def _own_lines(r: Review) -> list[str]:
     asked = "Each card this range adds or changes, and the cards closest to it, asked its name, its summary's first sentence and its aliases"
     if not any(c.status != "removed" for c in r.changes):
         return ["No card is added or changed, so none was asked its own questions."]
+    # past the cap, the cards left are unchecked: "each is found" must not cover them
+    unasked = (
+        f"{r.own_unasked} more card(s) were not asked (a review asks at most {report.MAX_OWN_CARDS}): their own "
+        "questions are "
+        "unchecked."
+        if r.own_unasked
+        else ""
+    )
     if not r.own:
-        return [
-            f"{asked}: each is found by them at HEAD as at the merge base, and every added or changed card by its name."
-        ]
+        each = "each card asked" if unasked else "each"
+        found = f"{asked}: {each} is found by them at HEAD as at the merge base, and every added or changed card by its name."
+        return [found, *(["", unasked] if unasked else [])]
     lines = [f"{asked}, at the merge base and at HEAD. No eval case may cover these:", ""]
     lines += ["| card | kind | asked | base injects | head injects | why |", "|---|---|---|---|---|---|"]
     for q in r.own:
@@ -278,8 +287,8 @@ def _own_lines(r: Review) -> list[str]:
             f"{cell(q.why, 240)} |"
         )
     if len(r.own) > _LONG_LIST:
-        return [lines[0], "", _details(f"{len(r.own)} card question(s)", lines[2:], open_=True)]
-    return lines
+        lines = [lines[0], "", _details(f"{len(r.own)} card question(s)", lines[2:], open_=True)]
+    return lines + (["", unasked] if unasked else [])
 
 
 def _ids(ids: Sequence[str]) -> str:

@@ -294,6 +294,7 @@ class Review:
     blocked: tuple[Blocked, ...] = ()
     settings: tuple[SettingChange, ...] = ()
     own: tuple[OwnQuestion, ...] = ()
+    own_unasked: int = 0  # cards past `MAX_OWN_CARDS` that were not asked their own questions
 
     @property
     def prompt_injections(self) -> tuple[Finding, ...]:
@@ -372,6 +373,7 @@ class Review:
                 ],
             },
             "own_questions": [dict(dataclasses.asdict(q), kind=q.kind) for q in self.own],
+            "own_questions_unasked": self.own_unasked,
         }
 
 
@@ -538,7 +540,7 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
             routing = _routing(
                 repo, vault, head, before, after, work / "evals", today, progress("review: eval cases, base and HEAD")
             )
-            own = _own_questions(before, after, compared, day)
+            own, unasked = _own_questions(before, after, compared, day)
     return Review(
         base_rev,
         head_rev,
@@ -552,6 +554,7 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
         tuple(blocked),
         settings,
         own,
+        unasked,
     )
 
 
@@ -1087,10 +1090,11 @@ MAX_OWN_ALIASES = 12  # a card's aliases asked, in its order
 
 def _own_questions(
     before: IndexReader, after: IndexReader, changed: Sequence[CardChange], today: dt.date
-) -> tuple[OwnQuestion, ...]:
+) -> tuple[tuple[OwnQuestion, ...], int]:
     """The changed cards and their closest cards at HEAD (`NEIGHBOURS` each, as `_similar` finds them), each asked
     its name, its summary's first sentence and its aliases at the base and at HEAD: what no eval case may cover, such as a new
-    card beside which an old one no longer stands clear enough to be injected for its own name."""
+    card beside which an old one no longer stands clear enough to be injected for its own name. And how many cards
+    past `MAX_OWN_CARDS` were not asked (the changed cards come first, in id order, then their neighbours)."""
     ids = {c.id for c in changed}
     asked: dict[str, None] = dict.fromkeys(sorted(ids))
     for card_id in sorted(ids):
@@ -1126,7 +1130,8 @@ def _own_questions(
                 base = tuple(c.card.id for c in recall(before, query, today=today, settings=base_settings).injected)
             if (base is not None and card_id in base) or (card_id in ids and field_name == "name"):
                 found.append(OwnQuestion(card_id, field_name, query, base, injected, _why(refused, ranked, injected)))
-    return tuple(sorted(found, key=lambda q: (q.kind != "silenced", q.card, q.field)))
+    ordered = tuple(sorted(found, key=lambda q: (q.kind != "silenced", q.card, q.field)))
+    return ordered, max(0, len(asked) - MAX_OWN_CARDS)
 
 
 def first_sentence(text: str, limit: int = 300) -> str:
