@@ -860,6 +860,12 @@ def test_a_card_expired_by_a_commit_dated_before_its_verified_at_is_blocked(
         "expires the card git/force-with-lease (its verified_at is later than the day its commit gives, so the "
         "index counts review_after from that day: past since 2026-01-01)"
     ]
+    report = json.loads(vault_repo.cairn("review", "main..pr", "--json", "--today", "2026-11-15").stdout)
+    # not "update verified_at": it is already later than the day the index counts from
+    assert [c["not_served"] for c in report["cards"]] == [
+        "its review date 2026-01-01 has passed, counted from its commit's day: its verified_at, 2026-11-10, is later "
+        "than that commit; commit the card again with a true date"
+    ]
 
 
 def test_review_names_a_broken_cases_file_not_each_negative_case_removed(vault_repo: VaultRepo) -> None:

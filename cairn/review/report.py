@@ -897,12 +897,14 @@ def _change(
         body_changed=old is not None and new is not None and old.get("body") != new.get("body"),
         hidden=cards.hidden(raw.new_path) if raw.status != "D" else (),
         left_out=(left_out or {}).get(raw.new_path or "", "") if raw.status != "D" else "",
-        not_served=_not_served(after.card_by_id(card_id), today) if after and today and raw.status != "D" else "",
+        not_served=_not_served(after.card_by_id(card_id), today, new) if after and today and raw.status != "D" else "",
     )
 
 
-def _not_served(card: IndexedCard | None, today: dt.date) -> str:
-    """Why recall's admission refuses `card` for every prompt, in words; empty when some prompt may get it."""
+def _not_served(card: IndexedCard | None, today: dt.date, fields: Mapping[str, Any] | None = None) -> str:
+    """Why recall's admission refuses `card` for every prompt, in words; empty when some prompt may get it. fields:
+    the card as parsed, whose own review date the index does not believe when its commit is dated before its
+    verified_at (`cairn.index.expiry`)."""
     if card is None:
         return ""
     reason = admission(card, today.isoformat(), set(), "", ())
@@ -911,6 +913,11 @@ def _not_served(card: IndexedCard | None, today: dt.date) -> str:
     if reason == UNKNOWN_STATUS:
         return f"status {card.status!r} is none of active, draft, retired"
     if reason == "expired":
+        if fields is not None and fields.get("expires_on") not in (None, card.expires_on):
+            return (
+                f"its review date {card.expires_on} has passed, counted from its commit's day: its verified_at, "
+                f"{fields.get('verified_at')}, is later than that commit; commit the card again with a true date"
+            )
         return f"its review date {card.expires_on} has passed: check it, then update verified_at"
     if reason == "superseded":
         return f"superseded by {', '.join(card.superseded_by)}"
