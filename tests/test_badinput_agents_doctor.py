@@ -439,7 +439,7 @@ def test_an_index_built_before_a_security_leave_was_given_fails_and_its_fix_work
     def index_check() -> dict[str, Any]:
         done = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup)
         [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "index"]
-        return check
+        return dict(check)
 
     assert index_check()["fix"] == "cairn lint --vault team"  # left out: no leave
     config = isolated_env / "xdg-config" / "cairn" / "config.toml"

@@ -9,6 +9,7 @@ import subprocess
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -1432,7 +1433,7 @@ def test_a_card_recall_never_admits_is_said_not_to_be_served(vault_repo: VaultRe
     new card supersedes as if agents would read them; each now says why it is not served, as recall's admission
     decides, and `--json` gives it as `not_served`. An active card says nothing of the kind."""
     _policy_base(vault_repo)
-    for card_id, name, summary, fields in (
+    cards: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
         ("ops/deploy-draft", "Deploy staging from a tag", "Deploy staging from a signed tag.", {"status": "draft"}),
         (
             "ops/deploy-old",
@@ -1447,7 +1448,8 @@ def test_a_card_recall_never_admits_is_said_not_to_be_served(vault_repo: VaultRe
             "Take the staging lock before a deploy, then free it.",
             {"supersedes": ["ops/deploy-window"]},
         ),
-    ):
+    )
+    for card_id, name, summary, fields in cards:
         vault_repo.write(card_id, name, summary, scope=["ops"], **{"verified_at": "2026-11-01", **fields})
     vault_repo.commit("Four deploy cards", author=BOB)
     md = vault_repo.invoke("review", "main..pr", "--today", "2026-11-15").stdout
