@@ -404,10 +404,8 @@ def _submodule_update(folder: str) -> tuple[str, str] | None:
     for line in (_read_text(os.path.join(outer, ".gitmodules")) or "").splitlines():
         key, _, value = line.strip().partition("=")
         if key.strip() == "path" and value.strip().strip('"') == rel:
-            from shlex import quote  # only here, when a vault's folder holds nothing: the command runs as printed
-
             return f"{rel} is a git submodule that is not checked out", (
-                f"git -C {quote(outer)} submodule update --init -- {quote(rel)}"
+                f"git -C {shell_word(outer)} submodule update --init -- {shell_word(rel)}"
             )
     return None
 
