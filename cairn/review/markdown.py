@@ -268,8 +268,7 @@ def _own_lines(r: Review) -> list[str]:
     # past the cap, the cards left are unchecked: "each is found" must not cover them
     unasked = (
         f"{r.own_unasked} more card(s) were not asked (a review asks at most {report.MAX_OWN_CARDS}): their own "
-        "questions are "
-        "unchecked."
+        "questions are unchecked."
         if r.own_unasked
         else ""
     )
