@@ -13,7 +13,7 @@ from pathlib import Path
 
 from cairn.atomic import write_atomic, write_backup
 from cairn.hot.errors import CairnError, RefusedWrite
-from cairn.hot.vault import Vault, common_git_dir
+from cairn.hot.vault import Vault, common_git_dir, shell_word
 
 # post-commit, post-merge, post-checkout and post-rewrite share one script; reference-transaction (git 2.28 and later)
 # indexes when a command that runs none of them moves a branch that may be served (a reset, a fast-forward rebase).
@@ -111,14 +111,49 @@ def idle_git_hooks(vault: Vault, hooks_dir: Path) -> str | None:
 
 def hooks_work_tree(hooks_dir: Path) -> str:
     """The work tree Cairn's git hooks in `hooks_dir` were written for (`CAIRN_WORK_TREE`), or "" when none says."""
+    return _hooks_filled(hooks_dir, "CAIRN_WORK_TREE")
+
+
+def hooks_of_another_repository(vault: Vault, hooks_dir: Path) -> str:
+    """The folder of another repository's vault that Cairn's git hooks in `hooks_dir` index, while its work tree is
+    still there, or "". The folder is then shared (core.hooksPath), and the hooks index that one work tree alone: writing
+    or removing them for this vault would leave the other's index behind every commit without a word."""
+    other, written_common = hooks_work_tree(hooks_dir), _hooks_filled(hooks_dir, "CAIRN_COMMON_DIR")
+    if not other or other == _work_tree(vault) or not os.path.isdir(other):
+        return ""
+    if written_common and written_common == _common_dir(vault):
+        return ""  # another work tree of the same repository (`git worktree add`): its hooks folder is this one's
+    return os.path.normpath(os.path.join(other, _hooks_filled(hooks_dir, "CAIRN_VAULT_DIR") or "."))
+
+
+def _taken(vault: Vault, hooks_dir: Path, other: str) -> str:
+    """The refusal to install this vault's hooks over `other`'s in a shared folder, with the fix that keeps both."""
+    from cairn import gitrepo
+
+    own = gitrepo.own_hooks_dir(vault)
+    fix = (
+        f"give this repository its own hooks folder: `git -C {shell_word(str(vault.git_root))} config core.hooksPath "
+        f"{shell_word(str(own))}`, then run this again"
+        if own is not None
+        else "run this again from a repository whose hooks folder is its own"
+    )
+    return (
+        f"{hooks_dir} holds Cairn's git hooks for {other}, another repository sharing that folder (core.hooksPath); "
+        f"nothing was written, since they index one work tree and installing them here would leave {other}'s index "
+        f"behind every commit. To keep both, {fix}"
+    )
+
+
+def _hooks_filled(hooks_dir: Path, variable: str) -> str:
+    """The value Cairn's first git hook in `hooks_dir` was filled in with for `variable`, or "" when none says."""
     for name in GIT_HOOKS:
         try:
             text = (hooks_dir / name).read_text("utf-8", "replace")
         except OSError:
             continue
-        written_for = _filled(text, "CAIRN_WORK_TREE") if GIT_HOOK_MARKER in text else ""
-        if written_for:
-            return written_for
+        value = _filled(text, variable) if GIT_HOOK_MARKER in text else ""
+        if value:
+            return value
     return ""
 
 
@@ -170,6 +205,9 @@ def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: boo
             f"{', '.join(map(str, taken))} already exist{'s' if len(taken) == 1 else ''}; nothing was written: move "
             f"{'it' if len(taken) == 1 else 'them'} away, then run this again"
         )
+    other = hooks_of_another_repository(vault, hooks_dir)
+    if other:
+        raise RefusedWrite(_taken(vault, hooks_dir, other))
     if hooks_dir.exists() and not hooks_dir.is_dir():
         raise RefusedWrite(
             f"{hooks_dir} is a file where git's hooks folder goes; nothing was written: move it away, then run "

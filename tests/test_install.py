@@ -956,6 +956,40 @@ def test_git_hooks_in_a_shared_hooks_folder_index_only_their_own_vault(vault_rep
     assert _indexed_commit(vault_repo.root) == vault_repo.git("rev-parse", "HEAD")
 
 
+def test_git_hooks_are_not_taken_from_another_vault_sharing_the_hooks_folder(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """A second vault under the same global core.hooksPath: `cairn install git-hooks` rewrote the shared hooks for
+    itself ("updated"), and `cairn uninstall git-hooks` removed them, and the first vault's index then fell behind
+    every commit, unsaid. Both now refuse and name the vault whose hooks they are; install's fix, run as printed,
+    gives the second its own hooks folder, and both vaults follow their commits."""
+    shared = tmp_path / "shared-hooks"
+    make_vault(vault_repo)
+    vault_repo.git("config", "core.hooksPath", str(shared))
+    assert cairn("install", "git-hooks", "--vault", str(vault_repo.root)).returncode == 0
+    written = (shared / "post-commit").read_text()
+    other = VaultRepo(tmp_path / "other")
+    make_vault(other)
+    other.git("config", "core.hooksPath", str(shared))
+
+    kept = cairn("uninstall", "git-hooks", "--vault", str(other.root))  # nor removed from there
+    assert kept.returncode == 1 and (shared / "post-commit").read_text() == written, kept.stdout + kept.stderr
+    assert f"cairn uninstall git-hooks --vault {vault_repo.root.resolve()}`" in kept.stderr
+    refused = cairn("install", "git-hooks", "--vault", str(other.root))
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert (shared / "post-commit").read_text() == written
+    assert f"for {vault_repo.root.resolve()}, another repository" in refused.stderr
+    fix = re.search(r"`(git -C .+?)`", refused.stderr)
+    assert fix is not None, refused.stderr
+    subprocess.run(fix.group(1), shell=True, check=True, cwd=tmp_path)
+    assert cairn("install", "git-hooks", "--vault", str(other.root)).returncode == 0
+    for repo in (vault_repo, other):
+        repo.write("python/venv", "Activate the venv", "pip install outside the venv hits the system python")
+        repo.git("add", "-A")
+        repo.git("commit", "-q", "-m", "a card")
+        assert _indexed_commit(repo.root) == repo.git("rev-parse", "HEAD")
+
+
 def test_git_hooks_follow_the_served_branch_moved_in_a_linked_worktree(vault_repo: VaultRepo, tmp_path: Path) -> None:
     """A vault whose `main` is checked out in a linked worktree (`git worktree add`) while its own work tree is on a
     feature branch: the hooks index only the work tree they were installed for, so a commit, merge or rename on

@@ -719,8 +719,11 @@ def test_doctors_git_hooks_fix_for_two_vaults_sharing_a_global_hooks_folder_brea
     subprocess.run(["git", "config", "--global", "core.hooksPath", str(shared)], check=True)
     for name in ("a", "b"):
         assert cairn("init", str(tmp_path / name), "--register", cwd=tmp_path).returncode == 0
-    for name in ("a", "b"):
-        assert cairn("install", "git-hooks", "--vault", name, cwd=tmp_path).returncode == 0
+    assert cairn("install", "git-hooks", "--vault", "a", cwd=tmp_path).returncode == 0
+    assert cairn("install", "git-hooks", "--vault", "b", cwd=tmp_path).returncode == 1  # a's: refused now
+    for hook in shared.iterdir():  # what an older Cairn left: b's hooks written over a's
+        hook.unlink()
+    assert cairn("install", "git-hooks", "--vault", "b", cwd=tmp_path).returncode == 0
     env = {**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
 
     def git_hooks() -> dict[str, dict[str, object]]:

@@ -13,6 +13,7 @@ import click
 from cairn import doctor, githooks, gitrepo, install
 from cairn.cli.common import _one_vault, checked_scope, echo, errors_to_exit, indexing, open_vault
 from cairn.hot.errors import CairnError, InvalidConfig, NotAGitRepository, RefusedWrite, VaultNotFound
+from cairn.hot.vault import shell_word
 from cairn.index import build as indexer
 
 TARGETS = (*install.AGENTS, "git-hooks")
@@ -285,7 +286,15 @@ def uninstall_cmd(target: str, project: Path | None, user: bool, vault_path: str
     """
     if target == "git-hooks":
         vault = open_vault(vault_path)
-        for git_change in githooks.uninstall_git_hooks(gitrepo.hooks_dir(vault)):
+        hooks_dir = gitrepo.hooks_dir(vault)
+        other = githooks.hooks_of_another_repository(vault, hooks_dir)
+        if other:  # a folder core.hooksPath shares: the hooks in it are the other vault's, and keep it indexed
+            raise RefusedWrite(
+                f"the git hooks in {hooks_dir} are Cairn's for {other}, another repository sharing that folder "
+                f"(core.hooksPath), not this vault's; nothing was removed. To remove them, run `cairn uninstall "
+                f"git-hooks --vault {shell_word(other)}`"
+            )
+        for git_change in githooks.uninstall_git_hooks(hooks_dir):
             echo(str(git_change))
         return
     base = _base(project, user)
