@@ -412,6 +412,18 @@ def changed_cards(repo: git.Repo, old: str, new: str, vault: Vault) -> list[Chan
     return changes
 
 
+def uncommitted_cards(repo: git.Repo, vault: Vault) -> list[str]:
+    """Card files (vault-relative, `.md`) the working tree adds, edits or deletes against HEAD, staged or not, untracked
+    ones included: what no commit serves yet. Ignored files are left out (git never commits them)."""
+    root = f"{vault.prefix}{CARDS_DIR}"
+    out = repo.git.status(
+        "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--", root, stdout_as_string=False
+    )
+    strip = len(vault.prefix)
+    paths = (entry[3:].decode("utf-8", "surrogateescape") for entry in out.split(b"\0") if len(entry) > 3)
+    return sorted(path[strip:] for path in paths if path.endswith(".md"))
+
+
 @dataclass(frozen=True, slots=True)
 class FileVersion:
     """One card file touched by a commit: status A, M, R or D; blob is the file after the commit (None for D).

@@ -428,6 +428,43 @@ def test_recall_on_a_feature_branch_says_where_its_new_card_is_asked(vault_repo:
     assert "--ref HEAD" not in with_head.stderr
 
 
+def test_recall_and_explain_say_a_new_card_is_not_committed_yet(vault_repo: VaultRepo) -> None:
+    """Bug fixed: an author who wrote a card with `cairn add` and asked `cairn recall` or `cairn explain` before
+    committing read "No card fits" and nothing more. Both now name the uncommitted card file and `--worktree`, whose
+    answer gives the card's file as a path (it said the file "differs from the card served": a worktree index had no
+    object id to compare the file with)."""
+    make_vault(vault_repo)
+    prompt = "terraform state lock left behind after a crashed apply blocks every plan"
+    written = vault_repo.cairn(
+        "add",
+        "--name",
+        "Terraform state lock left by a crashed apply",
+        "--summary",
+        "A crashed terraform apply leaves the state lock behind and every plan blocks; terraform force-unlock LOCK_ID "
+        "once no apply runs.",
+        "--scope",
+        "terraform",
+        "--body-file",
+        "-",
+        input="Run `terraform force-unlock LOCK_ID` once no apply runs; the lock is left by the crashed apply.\n",
+    )
+    assert written.returncode == 0, written.stdout + written.stderr
+    path = "cards/terraform/terraform-state-lock-left-by-a-crashed-apply.md"
+    for command in ("recall", "explain"):
+        done = vault_repo.cairn(command, prompt)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert f"Note: {path} in the vault's folder is not committed" in done.stderr
+        assert f"`cairn {command} --worktree QUERY`" in done.stderr
+    asked = vault_repo.cairn("recall", "--worktree", prompt)
+    assert asked.stdout.splitlines()[2] == f"   {path}", asked.stdout
+    card = json.loads(vault_repo.cairn("recall", "--worktree", "--json", prompt).stdout)["cards"][0]
+    assert card["file"] == str(vault_repo.root / path)
+    (vault_repo.root / path).write_text((vault_repo.root / path).read_text() + "\nEdited since.\n")
+    assert vault_repo.cairn("recall", "--worktree", prompt).stdout.splitlines()[2] == f"   {path}"  # read again
+    vault_repo.commit("A terraform card")
+    assert "not committed" not in vault_repo.cairn("recall", "an unrelated question about css grid").stderr
+
+
 def test_agents_get_no_path_to_a_card_file_that_is_not_the_served_card(vault_repo: VaultRepo) -> None:
     """Bug fixed: the hook and `cairn recall` gave the card's file in the vault's folder. With the vault checked out
     on a branch that edits the card (or an uncommitted edit), that file held text no one reviewed, even text the

@@ -166,7 +166,7 @@ def recall_cmd(
         )
         already = _already_given(index, query, str(vault.root), tags, served) if session_id else None
     _print_recall(served.given, already, as_json, str(vault.root))
-    if not served.given and not already and ref is None and not worktree:
+    if not served.given and not already and ref is None and not worktree and not as_json:  # JSON: stdout alone
         note = _unserved_changes(vault)
         if note is not None:
             echo(f"Note: {note}.", err=True)
@@ -188,28 +188,44 @@ def check_cases(vault: Vault, index: IndexReader, cases: Sequence[Case], path: P
     try:
         check_expected(index, cases, path)
     except InvalidCases:
-        note = None if worktree else _unserved_changes(vault, "`--worktree` reads the cards checked out")
+        reads = "`--worktree` reads the cards checked out"
+        note = None if worktree else _unserved_changes(vault, reads, reads)
         if note is None:
             raise
         check_expected(index, cases, path, fix=note)
 
 
-def _unserved_changes(vault: Vault, ask: str = "`cairn recall --ref HEAD QUERY` asks them") -> str | None:
-    """Why a card just committed may not be asked yet, when nothing fits: the commit checked out holds card changes
-    the served ref does not (an author on a feature branch). "No card fits" alone sent the author to the card.
-    ask: how the command asks the cards checked out instead."""
+def _unserved_changes(
+    vault: Vault,
+    ask: str = "`cairn recall --ref HEAD QUERY` asks them",
+    ask_worktree: str = "`cairn recall --worktree QUERY` reads the card files as they are",
+) -> str | None:
+    """Why a card just written or committed may not be asked yet, when nothing fits: the commit checked out holds
+    card changes the served ref does not (an author on a feature branch), or the working tree holds card files no
+    commit does (written by `cairn add` and not committed). "No card fits" alone sent the author to the card.
+    ask, ask_worktree: how the command asks the cards checked out, or the files as they are, instead."""
+    from git.exc import GitCommandError
+
     from cairn import gitrepo
 
     try:
         ref, served = indexer.served_commit(vault)
         with gitrepo.open_repo(vault) as repo:
             head = gitrepo.head_commit(repo)
-            if head == served or not gitrepo.changed_cards(repo, served, head, vault):
-                return None
-    except (CairnError, OSError, ValueError):  # no commit yet, a damaged repository: nothing to add to the answer
+            committed = head != served and bool(gitrepo.changed_cards(repo, served, head, vault))
+            uncommitted = [] if committed else gitrepo.uncommitted_cards(repo, vault)
+    except (CairnError, OSError, ValueError, GitCommandError):  # no commit yet, a damaged repository: nothing to add
         return None
     shown_ref = ref.removeprefix("refs/heads/").removeprefix("refs/remotes/")
-    return f"the commit checked out changes cards that {shown_ref} (the ref agents are served) does not have yet; {ask}"
+    if committed:
+        return f"the commit checked out changes cards that {shown_ref} (the ref agents are served) does not have yet; {ask}"
+    if not uncommitted:
+        return None
+    more = f" and {len(uncommitted) - 1} more card files" if len(uncommitted) > 1 else ""
+    return (
+        f"{shell_word(uncommitted[0])}{more} in the vault's folder {'are' if more else 'is'} not committed, and agents "
+        f"are served {shown_ref} only once it holds them; {ask_worktree}"
+    )
 
 
 def _vault_scope(vault: Vault, scope: str | None) -> tuple[tuple[str, ...] | None, VaultEntry | None]:
@@ -443,6 +459,12 @@ def explain(
             result, rows, injected=served, foreign=weights.foreign, veto=_veto_note(read, veto_judges(query))
         )
         echo("\n".join(filter(None, (cut, table))))
+    if not served and ref is None and not worktree and not as_json:
+        note = _unserved_changes(
+            vault, "`cairn explain --ref HEAD QUERY` asks them", "`cairn explain --worktree QUERY` reads the card files"
+        )
+        if note is not None:
+            echo(f"Note: {note}.", err=True)
 
 
 def add_missing(rows: list[dict[str, Any]], weights: QueryWeights) -> list[dict[str, Any]]:

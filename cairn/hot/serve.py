@@ -534,15 +534,15 @@ def served_file(root: str, card: "IndexedCard") -> bool:
         os.close(fd)
     if len(data) != info.st_size:
         return False
-    if _blob_id(hashing, data) == blob:
+    if blob_id(data, hashing) == blob:
         return True
     # A checkout with CRLF line ends (`core.autocrlf`, `eol=crlf`) holds the committed text with a CR before each LF:
     # the same card to a reader, and what git itself stores back for it.
-    return b"\r\n" in data and _blob_id(hashing, data.replace(b"\r\n", b"\n")) == blob
+    return b"\r\n" in data and blob_id(data.replace(b"\r\n", b"\n"), hashing) == blob
 
 
-def _blob_id(hashing: str, data: bytes) -> str:
-    """The git object id of a blob holding `data`."""
+def blob_id(data: bytes, hashing: str = "sha1") -> str:
+    """The git object id of a blob holding `data` (`git hash-object`)."""
     digest = _git_hash(hashing)
     digest.update(b"blob %d\0" % len(data))
     digest.update(data)

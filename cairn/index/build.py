@@ -20,6 +20,7 @@ from cairn.finding import Finding
 from cairn.hot import paths
 from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing, IndexStale, InvalidConfig
 from cairn.hot.index import IndexReader
+from cairn.hot.serve import blob_id
 from cairn.hot.vault import CARDS_DIR, Vault, worktree_card_files
 from cairn.index import cardread, expiry, provenance, refcache, store
 from cairn.index.cardread import card_terms
@@ -254,11 +255,12 @@ def build_worktree_index(vault: Vault, progress: Progress | None = None) -> Inde
             continue
         card, findings = read_worktree_card(vault, file)
         if card is not None:
-            findings += security.refusals(rel, file.read_bytes(), card, config.lint.disable)
+            data = file.read_bytes()
+            findings += security.refusals(rel, data, card, config.lint.disable)
             card = None if findings else card
         problems.extend(findings)
-        if card is not None:
-            upserts.append(card_terms(card, "worktree"))
+        if card is not None:  # the file's object id: `served_file` gives its path while it holds what was read
+            upserts.append(card_terms(card, blob_id(data)))
         if progress:
             progress(done, len(files))
     meta = _meta(vault, "worktree", "worktree", config)
