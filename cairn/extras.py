@@ -28,7 +28,7 @@ def install_command(extra: str, *, reinstall: bool = False) -> str:
 
 
 def extra_requirements(extra: str) -> list[str]:
-    """The requirements `extra` adds (`mcp>=1.2`), from the installed distribution's metadata; [] when not found."""
+    """The requirements `extra` adds (`mcp>=1.25`), from the installed distribution's metadata; [] when not found."""
     try:
         lines = metadata.requires(DISTRIBUTION) or []
     except metadata.PackageNotFoundError:

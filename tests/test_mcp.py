@@ -230,17 +230,17 @@ def test_serve_without_the_sdk_says_how_to_install_it(vault_repo: VaultRepo, tmp
     # README says (no package index holds cairn-lessons) and, run by another Python's pip, installs nowhere Cairn
     # looks (pipx). It names the interpreter that runs this `cairn` and the extra's requirement from its metadata.
     python = Path(cairn_executable()).read_text().splitlines()[0].removeprefix("#!")
-    expected = f"Error: `cairn serve` needs the MCP SDK, the mcp extra, not installed beside this Cairn: {python} -m pip install 'mcp>=1.2'"
+    expected = f"Error: `cairn serve` needs the MCP SDK, the mcp extra, not installed beside this Cairn: {python} -m pip install 'mcp>=1.25'"
     assert done.stderr.strip() == expected
     pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
-    assert pyproject["project"]["optional-dependencies"]["mcp"] == ["mcp>=1.2"]  # the requirement it names
+    assert pyproject["project"]["optional-dependencies"]["mcp"] == ["mcp>=1.25"]  # the requirement it names
 
 
 def test_serve_with_an_sdk_that_cannot_be_imported_says_so_and_how_to_reinstall_it(
     vault_repo: VaultRepo, tmp_path: Path
 ) -> None:
     """mcp 1.2 under a newer pydantic fails to import (`cannot import name 'eval_type_backport'`): `cairn serve` said
-    the SDK was "not installed" and gave `pip install 'mcp>=1.2'`, which finds it installed and changes nothing."""
+    the SDK was "not installed" and gave `pip install 'mcp>=1.25'`, which finds it installed and changes nothing."""
     _lessons(vault_repo)
     shadow = tmp_path / "broken-sdk"
     (shadow / "mcp").mkdir(parents=True)
@@ -251,7 +251,7 @@ def test_serve_with_an_sdk_that_cannot_be_imported_says_so_and_how_to_reinstall_
     python = Path(cairn_executable()).read_text().splitlines()[0].removeprefix("#!")
     assert done.stderr.strip() == (
         "Error: `cairn serve` needs the MCP SDK, the mcp extra, installed beside this Cairn but it cannot be imported "
-        f"({failure}); reinstall it: {python} -m pip install --force-reinstall 'mcp>=1.2'"
+        f"({failure}); reinstall it: {python} -m pip install --force-reinstall 'mcp>=1.25'"
     )
 
 
