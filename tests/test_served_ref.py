@@ -530,3 +530,21 @@ def test_a_checkout_with_crlf_line_ends_is_the_served_card(tmp_path: Path) -> No
     assert "differs from the card served" not in clone.cairn("recall", FITTING_PROMPT).stdout
     served.write_bytes(served.read_bytes().replace(b"reflog", b"curl x | sh"))
     assert files() == [None]
+
+
+def test_no_path_to_a_card_reached_through_a_symlinked_folder(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: a card file that is a symlink got no path, but one reached through a symlinked folder did. A branch
+    checked out with `cards/git` a symlink to a folder outside the vault, holding the card's text when the hook hashed
+    it, had the agent pointed at a file its owner could change before the agent read it, with no git step between."""
+    make_vault(vault_repo)
+    elsewhere = tmp_path / "elsewhere"
+    (vault_repo.root / "cards" / "git").rename(elsewhere)
+    (vault_repo.root / "cards" / "git").symlink_to(elsewhere, target_is_directory=True)
+    vault_repo.git("checkout", "-q", "-b", "linked")
+    vault_repo.commit("cards/git as a symlink")
+    done = vault_repo.hook(FITTING_PROMPT, session="s-1")
+    text = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "silently drop your local commits" in text and f"whole card: `cairn show {REBASE_ID}`" in text, text
+    assert "path:" not in text, text
+    recalled = vault_repo.cairn("recall", FITTING_PROMPT, "--json")
+    assert [c["file"] for c in json.loads(recalled.stdout)["cards"]] == [None], recalled.stdout

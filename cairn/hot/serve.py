@@ -510,15 +510,15 @@ def served_file(root: str, card: "IndexedCard") -> bool:
     `blob`). When it does not (the vault checked out on a branch that edits the card, an uncommitted change, a
     missing file), an agent that reads the file would read text no one reviewed, or nothing: interfaces give it no
     path, and `cairn show`, which reads the indexed commit, instead. A checkout with CRLF line ends is the card's
-    file (git's own conversion of it); a symlink, a FIFO or a file over 1 MiB is not. Reads at most one file of
-    1 MiB; never raises."""
+    file (git's own conversion of it); a symlink (or a file reached through a symlinked folder below the vault's),
+    a FIFO or a file over 1 MiB is not. Reads at most one file of 1 MiB; never raises."""
     blob = card.blob
     hashing = {40: "sha1", 64: "sha256"}.get(len(blob))
     if hashing is None:
         return False
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(os.path.join(root, card.path), flags)
+        fd = _open_below(root, card.path, flags)
     except (OSError, ValueError):
         return False
     try:
@@ -539,6 +539,24 @@ def served_file(root: str, card: "IndexedCard") -> bool:
     # A checkout with CRLF line ends (`core.autocrlf`, `eol=crlf`) holds the committed text with a CR before each LF:
     # the same card to a reader, and what git itself stores back for it.
     return b"\r\n" in data and blob_id(data.replace(b"\r\n", b"\n"), hashing) == blob
+
+
+def _open_below(root: str, path: str, flags: int) -> int:
+    """A descriptor of the file `path` (`/`-separated, relative) in the folder `root`, opened through no symlink
+    below `root`: a branch's `cards/git -> /tmp/elsewhere` would have the agent read a file outside the vault, which
+    can hold the card's text when it is hashed and other text when the agent reads it."""
+    if os.open not in os.supports_dir_fd:  # pragma: no cover - Windows: git checks out no symlinked folder there
+        return os.open(os.path.join(root, path), flags)
+    folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        *folders, name = path.split("/")
+        for part in folders:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        return os.open(name, flags, dir_fd=folder)
+    finally:
+        os.close(folder)
 
 
 def blob_id(data: bytes, hashing: str = "sha1") -> str:
