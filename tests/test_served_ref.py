@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -548,3 +549,24 @@ def test_no_path_to_a_card_reached_through_a_symlinked_folder(vault_repo: VaultR
     assert "path:" not in text, text
     recalled = vault_repo.cairn("recall", FITTING_PROMPT, "--json")
     assert [c["file"] for c in json.loads(recalled.stdout)["cards"]] == [None], recalled.stdout
+
+
+def test_recall_with_vault_names_a_show_that_reads_that_vault(tmp_path: Path) -> None:
+    """Bug fixed: `cairn recall --vault PATH` run from another folder said a differing file's card is read by `cairn
+    show ID`, without the --vault: run as printed there, it read the registered vault's card of the same id."""
+    team, other = VaultRepo(tmp_path / "team"), VaultRepo(tmp_path / "other")
+    make_vault(team)
+    make_vault(other)
+    assert run_cairn("vault", "add", str(team.root), "--name", "team", cwd=tmp_path).returncode == 0
+    served = other.root / "cards" / f"{REBASE_ID}.md"
+    served.write_text(served.read_text("utf-8").replace("Pull --rebase drops", "Other vault: pull drops"), "utf-8")
+    other.commit("The other vault's own wording")
+    assert other.cairn("index").returncode == 0
+    served.write_text(served.read_text("utf-8") + "\nAn uncommitted line.\n", encoding="utf-8")
+    away = tmp_path / "elsewhere"
+    away.mkdir()
+    shown = run_cairn("recall", "--vault", str(other.root), FITTING_PROMPT, cwd=away).stdout
+    command = shown.split("this file differs from the card served: `", 1)[1].split("`", 1)[0]
+    assert command == f"cairn show {REBASE_ID} --vault {other.root}", shown
+    read = run_cairn(*shlex.split(command)[1:], cwd=away)
+    assert read.returncode == 0 and read.stdout.startswith("Other vault: pull drops"), read.stdout + read.stderr

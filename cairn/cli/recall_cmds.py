@@ -152,7 +152,7 @@ def recall_cmd(
     vault = open_vault(vault_path)
     tags, entry = _vault_scope(vault, scope)  # a configured vault's limits, as the hook applies them
     if tags is None:
-        _print_recall([], [] if session_id else None, as_json, str(vault.root))
+        _print_recall([], [] if session_id else None, as_json, str(vault.root), vault_path)
         return
     with _opened(vault, ref, worktree) as index:
         served = serve_prompt(
@@ -165,7 +165,7 @@ def recall_cmd(
             name=None if entry is None else entry.name,
         )
         already = _already_given(index, query, str(vault.root), tags, served) if session_id else None
-    _print_recall(served.given, already, as_json, str(vault.root))
+    _print_recall(served.given, already, as_json, str(vault.root), vault_path)
     if not served.given and not already and ref is None and not worktree and not as_json:  # JSON: stdout alone
         note = _unserved_changes(vault)
         if note is not None:
@@ -360,15 +360,19 @@ def _already_given(
     return [c.card.id for c in fresh.given if c.card.id in refused]
 
 
-def _file_line(root: str, card: IndexedCard, shown: str, card_id: str) -> str:
+def _file_line(root: str, card: IndexedCard, shown: str, card_id: str, vault_path: str | None = None) -> str:
     """The card's file, and when it is not what was indexed (a branch's or an uncommitted edit) a word saying so:
-    agents are given no path then (`serve.served_file`)."""
+    agents are given no path then (`serve.served_file`). vault_path: the --vault recall was given, which the
+    `cairn show` it names must be given too (run where recall was, it would read another vault's card)."""
     if served_file(root, card):
         return shown
-    return f"{shown} (this file differs from the card served: `cairn show {shell_word(card_id)}` reads the card)"
+    asked = f" --vault {shell_word(vault_path)}" if vault_path else ""
+    return f"{shown} (this file differs from the card served: `cairn show {shell_word(card_id)}{asked}` reads the card)"
 
 
-def _print_recall(given: Sequence[Candidate], already: list[str] | None, as_json: bool, root: str) -> None:
+def _print_recall(
+    given: Sequence[Candidate], already: list[str] | None, as_json: bool, root: str, vault_path: str | None
+) -> None:
     """The cards served (`Served.given`: recall's, at most the hook's `MAX_CARDS`, whatever a vault's own limit)."""
     if as_json:
         out: dict[str, Any] = {"cards": [card_json(c, root=root) for c in given], "abstained": not given}
@@ -385,7 +389,7 @@ def _print_recall(given: Sequence[Candidate], already: list[str] | None, as_json
     for n, c in enumerate(given, 1):
         echo(f"{n}. {c.card.name}  [{c.card.id}]  score {c.score:.2f}")
         echo(f"   {c.card.summary}")
-        echo(f"   {_file_line(root, c.card, c.card.path, c.card.id)}")
+        echo(f"   {_file_line(root, c.card, c.card.path, c.card.id, vault_path)}")
     if already:
         echo(f"Already given in this session: {', '.join(already)}")
 
