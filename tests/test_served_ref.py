@@ -570,3 +570,18 @@ def test_recall_with_vault_names_a_show_that_reads_that_vault(tmp_path: Path) ->
     assert command == f"cairn show {REBASE_ID} --vault {other.root}", shown
     read = run_cairn(*shlex.split(command)[1:], cwd=away)
     assert read.returncode == 0 and read.stdout.startswith("Other vault: pull drops"), read.stdout + read.stderr
+
+
+def test_the_show_named_for_a_differing_file_of_an_id_with_a_leading_dash_runs(vault_repo: VaultRepo) -> None:
+    """Bug fixed: for a card whose id starts with "-" (lint warns of it, and serves it) `cairn recall` named `cairn
+    show ./-git/bisect` as the way to read it, a path's quoting: run as printed, "is not a card id". It is now the
+    hook's `cairn show -- -git/bisect`."""
+    summary = "git bisect refuses to start with uncommitted changes; stash or commit them before git bisect start."
+    card = vault_repo.write("-git/bisect", "Bisect refuses a dirty tree", summary, scope=["git"])
+    make_vault(vault_repo)  # commits and indexes it with the two cards
+    card.write_text(card.read_text("utf-8") + "\nAn uncommitted line.\n", encoding="utf-8")
+    shown = vault_repo.cairn("recall", "git bisect refuses to start with uncommitted changes").stdout
+    command = shown.split("this file differs from the card served: `", 1)[1].split("`", 1)[0]
+    assert command == "cairn show -- -git/bisect", shown
+    read = vault_repo.cairn(*shlex.split(command)[1:])
+    assert read.returncode == 0 and read.stdout.startswith("Bisect refuses a dirty tree"), read.stdout + read.stderr

@@ -29,7 +29,7 @@ from cairn.cli.common import (
 )
 from cairn.hot.errors import CairnError, InvalidCases
 from cairn.hot.gates import LITTLE_EVIDENCE, NAMED_LEAD
-from cairn.hot.hook import context_trim, hook_gives
+from cairn.hot.hook import context_trim, hook_gives, show_command
 from cairn.hot.index import IndexedCard, IndexReader
 from cairn.hot.recall import (
     AGREEMENT_PICKED,
@@ -367,7 +367,7 @@ def _file_line(root: str, card: IndexedCard, shown: str, card_id: str, vault_pat
     if served_file(root, card):
         return shown
     asked = f" --vault {shell_word(vault_path)}" if vault_path else ""
-    return f"{shown} (this file differs from the card served: `cairn show {shell_word(card_id)}{asked}` reads the card)"
+    return f"{shown} (this file differs from the card served: `{show_command(card_id, asked)}` reads the card)"
 
 
 def _print_recall(

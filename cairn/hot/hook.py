@@ -716,15 +716,20 @@ def context_block(picks: "Sequence[Pick]", payload: Payload, nonce: str) -> str:
         if served_file(root, card):  # else the file is not what was reviewed: the command below reads the card
             lines.append(f"   path: {_data(os.path.join(root, card.path), 600)}")
         vault_arg = "" if _vault_encloses(root, payload.cwd) else f" --vault {_quote(root)}"
-        shown = _quote(card.id)
-        # An id that starts with "-" (lint warns of it, and serves it) would be read as an option: after `--`
-        command = _code(f"cairn show{vault_arg} -- {shown}" if shown[:1] == "-" else f"cairn show {shown}{vault_arg}")
+        command = _code(show_command(card.id, vault_arg))
         if command is not None:
             lines.append(f"   whole card: `{command}`")
     lines.append(closing)
     text = "\n".join(lines) + "\n"
     payload.block = (nonce, tuple(picks), text)
     return text
+
+
+def show_command(card_id: str, vault_arg: str = "") -> str:
+    """`cairn show ID` with `vault_arg` (` --vault X`, quoted) as a command to run. An id that starts with "-" (lint
+    warns of it, and serves it) would be read as an option: it comes after `--`."""
+    shown = _quote(card_id)
+    return f"cairn show{vault_arg} -- {shown}" if shown[:1] == "-" else f"cairn show {shown}{vault_arg}"
 
 
 def _render(fmt: str, picks: "Sequence[Pick]", payload: Payload, nonce: str, already: "list[str] | None") -> str:
