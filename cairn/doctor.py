@@ -24,7 +24,7 @@ from cairn.hot.errors import CairnError
 from cairn.hot.gitrefs import git_dir, served_ref
 from cairn.hot.index import SECURITY_RULES_VERSION, IndexReader
 from cairn.hot.paths import index_file
-from cairn.hot.userconfig import VaultEntry, config_file, is_vault_name, leave_withdrawn, load_vaults
+from cairn.hot.userconfig import VaultEntry, add_again, config_file, is_vault_name, leave_withdrawn, load_vaults
 from cairn.hot.vault import (
     MARKER_IS_FOLDER,
     checked_out_branch,
@@ -34,7 +34,7 @@ from cairn.hot.vault import (
     left_out_of_work_tree,
     missing_ref,
 )
-from cairn.userconfig import add_again, serve_another
+from cairn.userconfig import serve_another
 
 if TYPE_CHECKING:
     from cairn.hot.hook import Options

@@ -19,11 +19,10 @@ from cairn import githooks, gitrepo
 from cairn.hot import paths
 from cairn.hot.errors import CairnError, NotAGitRepository
 from cairn.hot.index import IndexReader
-from cairn.hot.userconfig import VaultEntry
+from cairn.hot.userconfig import VaultEntry, add_again
 from cairn.hot.vault import Vault, git_dir
 from cairn.index import build as indexer
 from cairn.index import store
-from cairn.userconfig import add_again
 
 Say = Callable[[str], None]
 

@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import re
-import shlex
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 from cairn.atomic import named, read_only_refusal
 from cairn.hot import userconfig as reader
 from cairn.hot.errors import ConfigError
-from cairn.hot.userconfig import UserConfig, VaultEntry, config_file, load_config, load_vaults
+from cairn.hot.userconfig import UserConfig, VaultEntry, add_again, config_file, load_config, load_vaults
 from cairn.hot.vault import MARKER_IS_FOLDER, find_vault
 
 MARKER = "cairn.toml"
@@ -161,20 +160,6 @@ def entry_for(vault_root: str | os.PathLike[str], env: Mapping[str, str] | None 
         return None
     real = os.path.realpath(vault_root)
     return next((e for e in entries if os.path.realpath(e.path) == real), None)
-
-
-def add_again(entry: VaultEntry, path: str = "PATH", ref: str | None = None) -> str:
-    """The commands that register `entry` again at `path` (with `ref`, else its own), keeping its name, scopes and
-    projects: a fix that dropped them served a vault limited to one project's agents in every project, and renamed
-    it under every `--vault NAME` and `NAME:id`. PATH and BRANCH stay as placeholders for the user to fill in."""
-    words = ["cairn", "vault", "add", path, "--name", entry.name]
-    if ref or entry.ref:
-        words += ["--ref", ref or entry.ref or ""]
-    for scope in entry.scopes:
-        words += ["--scope", scope]
-    for project in entry.projects:
-        words += ["--project", project]
-    return f"cairn vault remove {shlex.quote(entry.name)} && {shlex.join(words)}"
 
 
 def serve_another(entry: VaultEntry) -> str:

@@ -236,8 +236,8 @@ def test_a_configured_vault_that_moved_says_to_fix_the_configuration_not_to_init
     assert run_cairn("vault", "add", str(author.root), "--name", "team", cwd=tmp_path).returncode == 0
     author.root.rename(tmp_path / "moved")
     said = (
-        f"configured vault 'team' at {author.root} is not a folder (moved or deleted?); `cairn vault remove team`, "
-        "then, if it moved, `cairn vault add NEW_PATH --name team`"
+        f"configured vault 'team' at {author.root} is not a folder (moved or deleted?); if it moved: `cairn vault "
+        "remove team && cairn vault add NEW_PATH --name team`; if it is gone: `cairn vault remove team`"
     )
     synced = run_cairn("sync", cwd=tmp_path)
     assert (synced.returncode, synced.stdout) == (1, f"team: error: {said}\n")
@@ -249,6 +249,39 @@ def test_a_configured_vault_that_moved_says_to_fix_the_configuration_not_to_init
     added = run_cairn("vault", "add", str(tmp_path / "moved"), "--name", "team", cwd=tmp_path)
     assert added.returncode == 0, added.stderr
     assert run_cairn("sync", cwd=tmp_path).returncode == 0
+
+
+def test_the_fix_for_a_moved_vault_keeps_its_projects_scopes_and_ref(tmp_path: Path) -> None:
+    """Bug fixed: the fix `cairn sync` (and the hook's log, `--vault NAME`, `cairn list`, `recall`) gave for a
+    configured vault whose folder moved was `cairn vault add NEW_PATH --name me`: run as printed, a personal vault
+    limited to one project's agents and one scope came back served in every project, every scope, at another ref.
+    Now it adds the vault again as it was configured, as `cairn doctor`'s fix does."""
+    author, _ = bare_vault(tmp_path)
+    project = tmp_path / "acme"
+    project.mkdir()
+    limits = ("--ref", "main", "--scope", "git", "--project", str(project))
+    added = run_cairn("vault", "add", str(author.root), "--name", "me", *limits, cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    before = config_path().read_text()
+    moved = tmp_path / "moved"
+    author.root.rename(moved)
+    synced = run_cairn("sync", cwd=tmp_path)
+    assert synced.returncode == 1
+    fix = synced.stdout.split("if it moved: `")[1].split("`")[0]
+    assert fix == (
+        f"cairn vault remove me && cairn vault add NEW_PATH --name me --ref main --scope git --project {project}"
+    )
+    done = subprocess.run(
+        fix.replace("NEW_PATH", shlex.quote(str(moved))).replace(
+            "cairn vault", f"{shlex.quote(cairn_executable())} vault"
+        ),
+        shell=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert config_path().read_text() == before.replace(str(author.root), str(moved))
 
 
 def test_sync_of_a_served_branch_ahead_of_its_remote_is_no_rewrite(tmp_path: Path) -> None:

@@ -295,7 +295,7 @@ def resolve_vault(vault_path: str | None, cwd: str | None = None) -> tuple[Vault
                 entries = []
             named = next((e for e in entries if e.name == given), None)
             if named is not None:
-                return find_configured_vault(named.name, named.path), f"{reason} (configured vault {named.name!r})"
+                return find_configured_vault(named), f"{reason} (configured vault {named.name!r})"
             if not os.path.isdir(os.path.expanduser(given)):
                 configured = f"configured: {', '.join(e.name for e in entries)}" if entries else "none is configured"
                 raise VaultNotFound(
@@ -309,7 +309,7 @@ def resolve_vault(vault_path: str | None, cwd: str | None = None) -> tuple[Vault
         entries = load_vaults()
         if len(entries) == 1:
             only = entries[0]
-            return find_configured_vault(only.name, only.path), f"config (the one configured vault, {only.name!r})"
+            return find_configured_vault(only), f"config (the one configured vault, {only.name!r})"
         if entries:
             names = ", ".join(e.name for e in entries)
             raise VaultNotFound(

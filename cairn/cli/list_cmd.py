@@ -87,7 +87,7 @@ def _list_configured(
         try:
             with indexing(entry.path) as progress:
                 ref, commit, cards = listing(
-                    find_configured_vault(entry.name, entry.path),
+                    find_configured_vault(entry),
                     warn=functools.partial(_warn_of, entry.name),
                     progress=progress,
                 )

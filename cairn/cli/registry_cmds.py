@@ -20,7 +20,7 @@ from cairn.cli.common import (
     json_option,
 )
 from cairn.hot.gitrefs import served_ref
-from cairn.hot.userconfig import config_file, load_vaults
+from cairn.hot.userconfig import VaultEntry, config_file, load_vaults
 from cairn.terminal import columns, pad
 
 
@@ -119,12 +119,12 @@ def add_cmd(
     if checked_out is not None:
         echo(f"Note: {checked_out[0]}: {checked_out[1]}; `cairn doctor` checks the setup.")
         return
-    if not _indexed(entry.name, entry.path):
+    if not _indexed(entry):
         return
     echo(f"The prompt hook now serves it {where}{only}; `cairn doctor` checks the setup.")
 
 
-def _indexed(name: str, path: str) -> bool:
+def _indexed(entry: VaultEntry) -> bool:
     """The vault's index built now (a bar on a terminal), so the agent's first prompt is served: the hook never waits
     for one, and the prompt that finds none got nothing while it was built in the background. False, with a note,
     when it cannot be built."""
@@ -134,7 +134,7 @@ def _indexed(name: str, path: str) -> bool:
     from cairn.index import build as indexer
 
     try:
-        vault = find_configured_vault(name, path)
+        vault = find_configured_vault(entry)
         with indexing(vault.root) as progress:
             report = indexer.build_index(vault, progress=progress)
     except CairnError as exc:
@@ -143,7 +143,7 @@ def _indexed(name: str, path: str) -> bool:
             "checks the setup."
         )
         return False
-    echo(f"Index: {report.n_cards} cards at {report.commit[:8]}{left_out_note(len(report.problems), name)}.")
+    echo(f"Index: {report.n_cards} cards at {report.commit[:8]}{left_out_note(len(report.problems), entry.name)}.")
     return True
 
 

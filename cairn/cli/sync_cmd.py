@@ -67,7 +67,7 @@ def sync(name: str | None, timeout: float, as_json: bool) -> None:
         try:
             with progress_bar(f"  {entry.name}: indexing") as progress:  # a large vault's first index takes seconds
                 result = sync_vault(
-                    find_configured_vault(entry.name, entry.path),
+                    find_configured_vault(entry),
                     entry.name,
                     say=lambda text: _progress(text, show),
                     fetching=fetching,

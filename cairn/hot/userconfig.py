@@ -81,6 +81,22 @@ class VaultEntry(Record):
         return False
 
 
+def add_again(entry: VaultEntry, path: str = "PATH", ref: str | None = None) -> str:
+    """The commands that register `entry` again at `path` (with `ref`, else its own), keeping its name, scopes and
+    projects: a fix that dropped them served a vault limited to one project's agents in every project, and renamed
+    it under every `--vault NAME` and `NAME:id`. PATH and BRANCH stay as placeholders for the user to fill in."""
+    import shlex  # an error's text only, never on the hook's way
+
+    words = ["cairn", "vault", "add", path, "--name", entry.name]
+    if ref or entry.ref:
+        words += ["--ref", ref or entry.ref or ""]
+    for scope in entry.scopes:
+        words += ["--scope", scope]
+    for project in entry.projects:
+        words += ["--project", project]
+    return f"cairn vault remove {shlex.quote(entry.name)} && {shlex.join(words)}"
+
+
 class UserConfig(Record):
     """The whole user configuration: the vaults in order of precedence, and the rules a vault may disable."""
 

@@ -197,27 +197,29 @@ def _served(entry: "VaultEntry", source: str, strict: bool) -> ServedVault:
             raise _not_found(
                 f"configured vault {entry.name!r} at {root}: {problem}; check it out (`{command}`) and the hook serves it"
             )
-        raise _not_found(configured_vault_gone(entry.name, root))
+        raise _not_found(configured_vault_gone(entry))
     _require_marker(root, entry.name)
     return ServedVault(entry.name, _vault_at(resolve(root)), entry.ref, entry.scopes, entry.projects, source)
 
 
-def configured_vault_gone(name: str, root: str) -> str:
+def configured_vault_gone(entry: "VaultEntry") -> str:
     """What to say of a configured vault whose folder is not there or holds no cards/ (moved, deleted): the
-    configuration is what to fix, never `cairn init` at the old path, which would make a new, empty vault."""
-    why = "is not a folder" if not is_dir(root) else "has no cards/ folder"
+    configuration is what to fix, never `cairn init` at the old path, which would make a new, empty vault. The vault
+    added again keeps its ref, scopes and projects (`add_again`)."""
+    from cairn.hot.userconfig import add_again
+
+    why = "is not a folder" if not is_dir(entry.path) else "has no cards/ folder"
     return (
-        f"configured vault {name!r} at {root} {why} (moved or deleted?); `cairn vault remove {name}`, then, if it "
-        f"moved, `cairn vault add NEW_PATH --name {name}`"
+        f"configured vault {entry.name!r} at {entry.path} {why} (moved or deleted?); if it moved: "
+        f"`{add_again(entry, 'NEW_PATH')}`; if it is gone: `cairn vault remove {entry.name}`"
     )
 
 
-def find_configured_vault(name: str, root: str) -> Vault:
-    """`find_vault` for the configured vault `name` at `root`; a folder that is gone says how to fix the
-    configuration."""
-    if not is_dir(root):
-        raise _not_found(configured_vault_gone(name, root))
-    return find_vault(root)
+def find_configured_vault(entry: "VaultEntry") -> Vault:
+    """`find_vault` for the configured vault `entry`; a folder that is gone says how to fix the configuration."""
+    if not is_dir(entry.path):
+        raise _not_found(configured_vault_gone(entry))
+    return find_vault(entry.path)
 
 
 def _require_marker(root: str, given: str) -> None:
