@@ -23,6 +23,7 @@ from cairn.hot.userconfig import VaultEntry, add_again
 from cairn.hot.vault import Vault, git_dir
 from cairn.index import build as indexer
 from cairn.index import store
+from cairn.userconfig import serve_another
 
 Say = Callable[[str], None]
 
@@ -159,10 +160,8 @@ def _sync(
     outcome = "unchanged" if before == report.commit else "updated"
     note = ""
     if switched not in (None, ref):  # `git remote remove origin`, origin/HEAD moved, a branch made or deleted
-        note = (
-            f"it served {switched} until now; {ref} is what it serves now (`cairn doctor` says why; `cairn vault add "
-            "--ref` fixes the ref)"
-        )
+        another = serve_another(_entry(name, str(vault.root)))
+        note = f"it served {switched} until now; {ref} is what it serves now; to serve another ref: {another}"
     return SyncResult(name, str(vault.root), ref, outcome, before, report.commit, report.n_cards, fetched, note)
 
 

@@ -975,6 +975,38 @@ def test_sync_says_when_the_served_ref_changed_under_it(tmp_path: Path) -> None:
     assert "note:" not in again.stdout and author.root.is_dir()
 
 
+def test_sync_says_how_to_serve_another_ref_when_the_served_ref_changed(tmp_path: Path) -> None:
+    """Bug fixed: sync's note on a served ref that changed said "`cairn doctor` says why; `cairn vault add --ref` fixes
+    the ref": doctor said only which ref it serves, and `cairn vault add --ref` run as printed fails (no PATH, no
+    name, and the vault is already added). Now it gives the commands that serve another ref, keeping the vault's
+    name and project."""
+    _authors_vault(tmp_path)
+    clone = _a_teammates_clone(tmp_path)
+    project = tmp_path / "acme"
+    project.mkdir()
+    assert (
+        cairn("vault", "add", str(clone.root), "--name", "clone", "--project", str(project), cwd=tmp_path).returncode
+        == 0
+    )
+    assert cairn("sync", "clone", cwd=tmp_path).returncode == 0
+    clone.git("remote", "remove", "origin")
+    switched = cairn("sync", "clone", cwd=tmp_path)
+    assert switched.returncode == 0, switched.stdout
+    fix = f"cairn vault remove clone && cairn vault add {clone.root} --name clone --ref BRANCH --project {project}"
+    assert switched.stdout.rstrip().endswith(f"to serve another ref: `{fix}`"), switched.stdout
+    executable = shlex.quote(cairn_executable())
+    done = subprocess.run(
+        fix.replace("BRANCH", "main").replace("cairn vault", f"{executable} vault"),
+        shell=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    listed = cairn("vault", "list", cwd=tmp_path).stdout
+    assert "refs/heads/main" in listed and f"projects: {project}" in listed, listed
+
+
 def test_sync_of_a_vault_that_lost_its_git_says_what_to_do(tmp_path: Path) -> None:
     """The generic advice ("run `git init` and commit your cards (or use --worktree)") named an option sync lacks and
     a fix that loses the team's history."""
