@@ -255,6 +255,26 @@ def _a_lesson_and_a_clone(vault_repo: VaultRepo, tmp_path: Path) -> Path:
     return clone
 
 
+def test_recall_says_a_served_card_has_no_file_in_a_clone_behind_its_fetched_branch(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: in a clone that serves origin/main, a card a teammate pushed and `git fetch` brought in has no file
+    in the checkout (main not pulled yet); `cairn recall` said "this file differs from the card served" of a path
+    that does not exist. Now it says there is no such file."""
+    clone = _a_lesson_and_a_clone(vault_repo, tmp_path)
+    vault_repo.write("git/bisect", "Git bisect run finds the breaking commit", "git bisect run finds it by itself.")
+    vault_repo.commit("A teammate's lesson")
+    _git(clone, "fetch", "-q")
+    done = run_cairn("recall", "git bisect run finds the breaking commit", cwd=clone)
+    assert done.returncode == 0, done.stderr
+    missing = clone / "cards" / "git" / "bisect.md"
+    assert not missing.exists()
+    assert (
+        "   cards/git/bisect.md (no such file in the working tree: `cairn show git/bisect` reads the card)"
+        in done.stdout.splitlines()
+    ), done.stdout
+
+
 def test_recall_and_explain_give_what_an_agent_gets_after_the_served_branch_was_rewritten(
     vault_repo: VaultRepo, tmp_path: Path
 ) -> None:

@@ -361,13 +361,17 @@ def _already_given(
 
 
 def _file_line(root: str, card: IndexedCard, shown: str, card_id: str, vault_path: str | None = None) -> str:
-    """The card's file, and when it is not what was indexed (a branch's or an uncommitted edit) a word saying so:
-    agents are given no path then (`serve.served_file`). vault_path: the --vault recall was given, which the
-    `cairn show` it names must be given too (run where recall was, it would read another vault's card)."""
+    """The card's file, and when it is not what was indexed (a branch's or an uncommitted edit, or no file: a clone
+    whose checkout is behind the fetched branch it serves) a word saying so: agents are given no path then
+    (`serve.served_file`). vault_path: the --vault recall was given, which the `cairn show` it names must be given
+    too (run where recall was, it would read another vault's card)."""
     if served_file(root, card):
         return shown
+    why = "this file differs from the card served"
+    if not os.path.lexists(os.path.join(root, card.path)):
+        why = "no such file in the working tree"
     asked = f" --vault {shell_word(vault_path)}" if vault_path else ""
-    return f"{shown} (this file differs from the card served: `{show_command(card_id, asked)}` reads the card)"
+    return f"{shown} ({why}: `{show_command(card_id, asked)}` reads the card)"
 
 
 def _print_recall(
