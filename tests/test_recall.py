@@ -267,6 +267,34 @@ def test_recall_text_lists_already_given_after_the_new_cards(vault_repo: VaultRe
     ]
 
 
+def test_recall_of_a_vault_asked_from_outside_it_names_its_files_and_a_show_that_opens_it(
+    tmp_path: Path, vault_repo: VaultRepo
+) -> None:
+    """Bug fixed: `cairn recall --vault NAME` run from another folder printed the card's path relative to the vault
+    (`cards/shell/quote.md`, no such file there) and, for a card whose file is not the served one, `cairn show ID`,
+    which run there opened no vault ("no vault here") or another one. Now the path is the vault's file and the
+    command names the vault, as the hook's block does for an agent working outside it."""
+    vault_repo.write("shell/quote", "Quote shell variables", "Unquoted variables split on spaces.")
+    vault_repo.commit()
+    (vault_repo.root / "cards" / "shell" / "quote.md").unlink()  # not committed: the served card is unchanged
+    elsewhere = tmp_path / "project"
+    elsewhere.mkdir()
+    done = vault_repo.cairn("recall", "--vault", str(vault_repo.root), "quote shell variables", cwd=elsewhere)
+    assert done.returncode == 0, done.stderr
+    line = done.stdout.splitlines()[2]
+    show = f"cairn show shell/quote --vault {vault_repo.root}"
+    assert line == (
+        f"   {vault_repo.root / 'cards' / 'shell' / 'quote.md'} (no such file in the working tree: `{show}` reads "
+        "the card)"
+    )
+    shown = vault_repo.cairn(*show.split()[1:], cwd=elsewhere)
+    assert shown.returncode == 0 and "Quote shell variables" in shown.stdout, shown.stderr
+    inside = vault_repo.cairn("recall", "quote shell variables").stdout.splitlines()[2]
+    assert (
+        inside == "   cards/shell/quote.md (no such file in the working tree: `cairn show shell/quote` reads the card)"
+    )
+
+
 def test_recall_outside_a_vault_is_one_error_line(tmp_path: Path, vault_repo: VaultRepo) -> None:
     done = vault_repo.invoke("recall", "anything", cwd=tmp_path)
     assert done.returncode == 1 and done.stderr.startswith("Error: ")

@@ -29,7 +29,7 @@ from cairn.cli.common import (
 )
 from cairn.hot.errors import CairnError, InvalidCases
 from cairn.hot.gates import LITTLE_EVIDENCE, NAMED_LEAD
-from cairn.hot.hook import context_trim, hook_gives, show_command
+from cairn.hot.hook import context_trim, hook_gives, show_command, vault_encloses
 from cairn.hot.index import IndexedCard, IndexReader
 from cairn.hot.recall import (
     AGREEMENT_PICKED,
@@ -152,7 +152,7 @@ def recall_cmd(
     vault = open_vault(vault_path)
     tags, entry = _vault_scope(vault, scope)  # a configured vault's limits, as the hook applies them
     if tags is None:
-        _print_recall([], [] if session_id else None, as_json, str(vault.root), vault_path)
+        _print_recall([], [] if session_id else None, as_json, str(vault.root))
         return
     with _opened(vault, ref, worktree) as index:
         served = serve_prompt(
@@ -165,7 +165,7 @@ def recall_cmd(
             name=None if entry is None else entry.name,
         )
         already = _already_given(index, query, str(vault.root), tags, served) if session_id else None
-    _print_recall(served.given, already, as_json, str(vault.root), vault_path)
+    _print_recall(served.given, already, as_json, str(vault.root))
     if not served.given and not already and ref is None and not worktree and not as_json:  # JSON: stdout alone
         note = _unserved_changes(vault)
         if note is not None:
@@ -360,23 +360,20 @@ def _already_given(
     return [c.card.id for c in fresh.given if c.card.id in refused]
 
 
-def _file_line(root: str, card: IndexedCard, shown: str, card_id: str, vault_path: str | None = None) -> str:
+def _file_line(root: str, card: IndexedCard, shown: str, card_id: str, vault_arg: str = "") -> str:
     """The card's file, and when it is not what was indexed (a branch's or an uncommitted edit, or no file: a clone
     whose checkout is behind the fetched branch it serves) a word saying so: agents are given no path then
-    (`serve.served_file`). vault_path: the --vault recall was given, which the `cairn show` it names must be given
-    too (run where recall was, it would read another vault's card)."""
+    (`serve.served_file`). vault_arg: ` --vault ROOT` (quoted) when recall was asked from outside the vault, where
+    `cairn show ID` alone would read another vault's card, or none."""
     if served_file(root, card):
         return shown
     why = "this file differs from the card served"
     if not os.path.lexists(os.path.join(root, card.path)):
         why = "no such file in the working tree"
-    asked = f" --vault {shell_word(vault_path)}" if vault_path else ""
-    return f"{shown} ({why}: `{show_command(card_id, asked)}` reads the card)"
+    return f"{shown} ({why}: `{show_command(card_id, vault_arg)}` reads the card)"
 
 
-def _print_recall(
-    given: Sequence[Candidate], already: list[str] | None, as_json: bool, root: str, vault_path: str | None
-) -> None:
+def _print_recall(given: Sequence[Candidate], already: list[str] | None, as_json: bool, root: str) -> None:
     """The cards served (`Served.given`: recall's, at most the hook's `MAX_CARDS`, whatever a vault's own limit)."""
     if as_json:
         out: dict[str, Any] = {"cards": [card_json(c, root=root) for c in given], "abstained": not given}
@@ -390,10 +387,16 @@ def _print_recall(
     if not given:
         echo("No card fits this prompt (recall abstained). `cairn explain QUERY` shows why.")
         return
+    # Asked from outside the vault (`--vault`), a path relative to it names no file here, and `cairn show ID` opens
+    # another vault or none: the hook's block says the same of a vault that does not enclose the agent's folder.
+    here = vault_encloses(root, os.getcwd())
     for n, c in enumerate(given, 1):
         echo(f"{n}. {c.card.name}  [{c.card.id}]  score {c.score:.2f}")
         echo(f"   {c.card.summary}")
-        echo(f"   {_file_line(root, c.card, c.card.path, c.card.id, vault_path)}")
+        shown, vault_arg = c.card.path, ""
+        if not here:
+            shown, vault_arg = os.path.join(root, c.card.path), f" --vault {shell_word(root)}"
+        echo(f"   {_file_line(root, c.card, shown, c.card.id, vault_arg)}")
     if already:
         echo(f"Already given in this session: {', '.join(already)}")
 

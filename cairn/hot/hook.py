@@ -715,7 +715,7 @@ def context_block(picks: "Sequence[Pick]", payload: Payload, nonce: str) -> str:
         ]
         if served_file(root, card):  # else the file is not what was reviewed: the command below reads the card
             lines.append(f"   path: {_data(os.path.join(root, card.path), 600)}")
-        vault_arg = "" if _vault_encloses(root, payload.cwd) else f" --vault {_quote(root)}"
+        vault_arg = "" if vault_encloses(root, payload.cwd) else f" --vault {_quote(root)}"
         command = _code(show_command(card.id, vault_arg))
         if command is not None:
             lines.append(f"   whole card: `{command}`")
@@ -757,7 +757,7 @@ def _render(fmt: str, picks: "Sequence[Pick]", payload: Payload, nonce: str, alr
     return dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}) + "\n"
 
 
-def _vault_encloses(root: str, cwd: str | None) -> bool:
+def vault_encloses(root: str, cwd: str | None) -> bool:
     """Whether `cairn show ID` run in `cwd` opens the vault at `root`: `cwd` is in it, no other vault (a folder with
     `cairn.toml`) lies between them (a personal vault nested in the team's was opened in its place, its card of the
     same id read as the injected one), and no `$CAIRN_VAULT` names another (`cairn show` reads it first)."""
