@@ -87,9 +87,9 @@ def test_a_security_rule_in_lint_disable_is_warned_at_its_line_naming_the_user_c
     assert warning.endswith(f"([security] allow_disabled_rules in {mine})")
 
 
-@pytest.mark.parametrize(("chars", "used"), [(50, 500), (20000, 9999)])
+@pytest.mark.parametrize(("chars", "used"), [(50, 1200), (20000, 9999)])
 def test_a_context_limit_the_hook_clamps_is_warned_at_its_line(vault_repo: VaultRepo, chars: int, used: int) -> None:
-    """Bug fixed: `[hook] max_context_chars` took any value from 1, while the hook keeps to 500-9999: at 50 it
+    """Bug fixed: `[hook] max_context_chars` took any value from 1, while the hook keeps to 1200-9999: at 50 it
     dropped cards `cairn recall` showed, with nothing said but a `context_limit` in its log."""
     make_vault(vault_repo)
     vault_repo.write_raw("cairn.toml", f"[hook]\nmax_context_chars = {chars}\n")
@@ -97,7 +97,7 @@ def test_a_context_limit_the_hook_clamps_is_warned_at_its_line(vault_repo: Vault
     done = vault_repo.cairn("lint")
     assert done.returncode == 0, done.stdout + done.stderr  # a warning: the vault still serves
     assert (
-        f"cairn.toml:2: config-clamped [hook] max_context_chars = {chars} is outside the 500-9999 characters the hook "
+        f"cairn.toml:2: config-clamped [hook] max_context_chars = {chars} is outside the 1200-9999 characters the hook "
         f"keeps to; it uses {used}: set a value in that range"
     ) in done.stdout.splitlines()
     vault_repo.write_raw("cairn.toml", "[hook]\nmax_context_chars = 9000\n")

@@ -135,10 +135,10 @@ def test_explain_of_a_scope_the_configured_vault_does_not_serve_says_why(vault_r
 def test_explain_does_not_call_injected_a_card_the_hooks_context_limit_leaves_out(vault_repo: VaultRepo) -> None:
     """Under a `[hook] max_context_chars` whose block holds no card, `cairn explain` printed "Injected: ID" above
     the row that said the card was rejected `context_limit` (its JSON and `cairn recall` gave nothing)."""
-    detail = "the reflog keeps the dropped commits for ninety days, so recover them before they expire " * 3
+    detail = "the reflog keeps the dropped commits for ninety days, so recover them before they expire " * 9
     vault_repo.write("git/reflog", "Recover commits dropped by a rebase", detail)
-    vault_repo.write_raw("cairn.toml", "[hook]\nmax_context_chars = 500\n")
-    vault_repo.commit("A card no block of 500 characters holds")
+    vault_repo.write_raw("cairn.toml", "[lint]\nsummary_max_chars = 1000\n[hook]\nmax_context_chars = 1200\n")
+    vault_repo.commit("A card no block of 1,200 characters holds")
     prompt = "recover commits dropped by a rebase from the reflog"
     assert json.loads(vault_repo.cairn("explain", "--json", prompt).stdout)["injected"] == []
     lines = vault_repo.cairn("explain", prompt).stdout.splitlines()

@@ -336,6 +336,18 @@ def test_an_unexpected_error_logs_its_type_and_place_not_its_message() -> None:
     )
 
 
+def test_the_smallest_context_limit_still_holds_a_card(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `[hook] max_context_chars` reads a value under its floor as the floor, said to hold one card's
+    block; at 500 none ever fitted (the frame alone is about 475 characters), so a vault set to the documented
+    minimum, and every vault layered with it, served nothing, with `context_limit` in the log alone."""
+    make_vault(vault_repo)
+    vault_repo.write_raw("cairn.toml", "[hook]\nmax_context_chars = 500\n")
+    vault_repo.commit("The smallest context limit lint takes without a warning before")
+    assert vault_repo.invoke("index").returncode == 0
+    hook(vault_repo, "text", FITTING_PROMPT)
+    assert log_entries()[-1]["injected"] == [REBASE_ID]
+
+
 def test_recall_and_explain_give_what_the_hook_gives_under_a_small_context_limit(vault_repo: VaultRepo) -> None:
     """The hook keeps only the cards whose block fits `[hook] max_context_chars`; `cairn recall` showed every card
     recall injected, and `explain` called them injected, so a team that lowered the limit saw cards no agent got."""

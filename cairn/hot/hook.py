@@ -49,7 +49,10 @@ MAX_STDIN_BYTES = 8 * 1024 * 1024
 STDIN_SECONDS = 5
 MAX_QUERY_CHARS = 8000  # a pasted log beyond this adds cost, not meaning
 CONTEXT_HARD_LIMIT = 9999
-CONTEXT_MIN = 500  # `[hook] max_context_chars` below it reads as this: one card's block fits
+# `[hook] max_context_chars` below it reads as this: the frame (about 475 characters) and one card of lint's default
+# lengths (a 300-character summary, its id, path and `cairn show` line) fit. At 500, no card ever did, and since
+# layered vaults share the smallest limit, one vault set to it silenced them all.
+CONTEXT_MIN = 1200
 REINDEX_EVERY_SECONDS = 30
 LOG_FILE = "hook.jsonl"
 MAX_LOG_BYTES = 32 * 1024 * 1024  # then hook.jsonl becomes hook.jsonl.1 and a new file starts (`open_log`)
