@@ -186,6 +186,24 @@ def test_a_md_file_that_names_no_id_is_told_so_not_to_end_in_md(tmp_path: Path) 
     }
 
 
+def test_id_text_names_the_character_it_refuses(tmp_path: Path) -> None:
+    """Bug fixed: id-text said "the id holds a space" of a file name holding a newline or a tab, which a reader
+    looks for in vain; it names a space only for a space, and any other white space by its code point."""
+    vault = tmp_path / "vault"
+    (vault / "cards" / "ops").mkdir(parents=True)
+    card = "---\nname: {name}\nsummary: A card whose file name holds white space.\n---\n\nBody.\n"
+    for n, rel in enumerate(("cards/ops/a b.md", "cards/ops/a\nb.md", "cards/ops/a\tb.md", "cards/ops/a'b.md")):
+        (vault / rel).write_text(card.format(name=f"Card {n}"))
+    found = {f.path: f.message for f in lint_vault(find_vault(vault), today=DAY).findings if f.rule == "id-text"}
+    holds = {path: message.split(";")[0] for path, message in found.items()}
+    assert holds == {
+        "cards/ops/a b.md": "the id holds a space",
+        "cards/ops/a\nb.md": "the id holds the character U+000A",
+        "cards/ops/a\tb.md": "the id holds the character U+0009",
+        "cards/ops/a'b.md": "the id holds '''",
+    }
+
+
 def test_a_file_name_in_nfd_is_told_to_take_its_composed_form_not_a_slug_cut_at_each_accent(tmp_path: Path) -> None:
     """Bug fixed: a card macOS named `cards/résumé/crème-brûlée.md` (each accent a separate mark, NFD) was told to
     "rename the file to cards/re-sume/cre-me-bru-le-e.md", a slug cut at every accent, where the composed name the

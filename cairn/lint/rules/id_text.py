@@ -28,7 +28,8 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
         return
     match = _NOT_PLAIN.search(card_id)
     if match:
-        what = "a space" if match.group().isspace() else f"'{match.group()}'"
+        char = match.group()
+        what = "a space" if char == " " else f"'{char}'" if char.isprintable() else f"the character U+{ord(char):04X}"
         suggested = "/".join(slugify(part, max_length=200) for part in card_id.split("/"))
         yield RULE.at(
             target,
