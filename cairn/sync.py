@@ -252,10 +252,11 @@ def _config(repo: Any, key: str) -> str:
     return str(out).strip() if status == 0 else ""
 
 
-def _own_commits(repo: Any, ref: str, remote: str) -> int:
-    """How many commits of the local branch `ref` no ref of `remote`'s (as last fetched) holds: commits not pushed."""
+def _own_commits(repo: Any, ref: str, remote: str, *also: str) -> int:
+    """How many commits of the local branch `ref` no ref of `remote`'s (as last fetched) holds, nor `also`: commits
+    not pushed."""
     status, out, _ = repo.git.rev_list(
-        "--count", ref, "--not", f"--remotes={remote}", with_extended_output=True, with_exceptions=False
+        "--count", ref, "--not", f"--remotes={remote}", *also, with_extended_output=True, with_exceptions=False
     )
     return int(str(out).strip()) if status == 0 and str(out).strip().isdigit() else 0
 
@@ -277,8 +278,11 @@ def _fetch_failed(
     where = _checked_out_at(stderr, root) if checked_out else root  # the work tree the branch moves in
     at = shlex.quote(where)
     git_folder = Path((git_dir(where) if where != root else None) or repo.git_dir)
+    rewritten = 0  # commits of the checked-out branch the remote held as last fetched, and no longer holds
     if checked_out:  # `_holds_the_remote` fetched the remote's branch into FETCH_HEAD
         own = _commits_not_in(repo, ref, "FETCH_HEAD")
+        if own and not _own_commits(repo, ref, remote, "FETCH_HEAD"):
+            rewritten, own = own, 0
     elif _not_fast_forward(stderr) and ref.startswith("refs/heads/"):
         own = _own_commits(repo, ref, remote)
     else:
@@ -311,6 +315,16 @@ def _fetch_failed(
             f"{ref} has {own} commit{'s' if own != 1 else ''} that {remote}'s {branch} lacks and {remote}'s {branch} "
             f"has commits that {ref} lacks; still serving {served}. Merge them in {where} "
             f"(`{switch}{pull}`; `--rebase` to rebase instead), then `cairn sync {name}`"
+        )
+        return SyncResult(name, root, ref, "diverged", before, before, fetched=fetched, message=message)
+    if rewritten:
+        # Each commit the branch holds and the remote dropped was pushed (the remote's branch held it as last
+        # fetched): a pull would merge the history the force-push removed back in, a card taken out among it.
+        message = (
+            f"{remote}'s {branch} was rewritten (a force-push?): it no longer holds {rewritten} commit"
+            f"{'s' if rewritten != 1 else ''} of {ref} it held before; still serving "
+            f"{(before or ref)[:8] if before else ref}. If the new history is right: `git -C {at} fetch {remote} "
+            f"{branch} && git -C {at} reset --keep FETCH_HEAD`, then `cairn index --vault {name} --rebuild`"
         )
         return SyncResult(name, root, ref, "diverged", before, before, fetched=fetched, message=message)
     if _not_fast_forward(stderr):

@@ -1177,6 +1177,40 @@ def test_sync_during_a_rebase_says_to_end_the_rebase_first(tmp_path: Path) -> No
     assert (author.root / ".git" / "rebase-merge").is_dir()  # the rebase is left as it was
 
 
+def test_sync_of_a_checked_out_branch_the_remote_rewrote_does_not_say_to_merge_it_back(tmp_path: Path) -> None:
+    """Bug fixed: a teammate force-pushed main to take a card out; the author's checked-out main still held it, and
+    sync called those commits the author's own and said `git pull --no-rebase`, which merges the card back in.
+    It now says the remote's branch was rewritten, and its commands, run as printed, serve the new history."""
+    author = _authors_vault(tmp_path)
+    other = _a_teammates_clone(tmp_path)
+    other.write("git/bisect", "A lesson about bisect", "git bisect run finds the breaking commit by itself.")
+    other.commit("A teammate's lesson, taken out again below")
+    other.git("push", "-q", "origin", "main")
+    author.git("pull", "-q", "--ff-only", "origin", "main")
+    assert cairn("index", "--vault", "team", cwd=tmp_path).returncode == 0
+    other.git("reset", "-q", "--hard", "HEAD~1")
+    other.write("git/tags", "Annotated tags carry a date", "git tag -a records who tagged and when.")
+    rewritten = other.commit("Another lesson instead")
+    other.git("push", "-q", "--force", "origin", "main")
+
+    done = cairn("sync", "team", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "no-rebase" not in done.stdout
+    root = author.root
+    fix = f"`git -C {root} fetch origin main && git -C {root} reset --keep FETCH_HEAD`"
+    assert "team: diverged: origin's main was rewritten (a force-push?): it no longer holds 1 commit of " in done.stdout
+    assert done.stdout.rstrip().endswith(
+        f"If the new history is right: {fix}, then `cairn index --vault team --rebuild`"
+    )
+    env = {**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
+    for command in (fix.strip("`"), "cairn index --vault team --rebuild"):
+        ran = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, env=env)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert author.git("rev-parse", "HEAD") == rewritten
+    listed = json.loads(cairn("list", "--vault", "team", "--json", cwd=tmp_path).stdout)
+    assert listed["commit"] == rewritten and "git/bisect" not in {card["id"] for card in listed["cards"]}
+
+
 def test_sync_of_a_checked_out_branch_with_commits_of_its_own_gives_a_pull_git_runs(tmp_path: Path) -> None:
     """Bug fixed: the author's checked-out main has a commit not pushed yet and the remote's main has a teammate's:
     sync said `git pull --ff-only`, which git refuses ("Not possible to fast-forward"), and with a merge stopped on
