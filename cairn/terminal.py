@@ -14,12 +14,12 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\
 
 
 def clean(text: str) -> str:
-    """Remove escape sequences and show control and invisible characters as `?`; JSON output never goes through this.
+    """Show escape sequences, control and invisible characters as `?`; JSON output never goes through this.
 
     Invisible characters (zero-width, tag characters, fillers: `cards.visible`, the same list lint flags) would let a
     file name or finding read differently on a terminal than it does to a program.
     """
-    text = _CONTROLS.sub("?", _ESCAPES.sub("", text))
+    text = _CONTROLS.sub("?", _ESCAPES.sub("?", text))
     if text.isascii():
         return text
     hidden = {at for at, _ in invisible_in(text)}

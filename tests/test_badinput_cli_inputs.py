@@ -346,7 +346,7 @@ def test_a_skipped_file_name_reaches_the_terminal_cleaned(vault_repo: VaultRepo,
     )
     assert done.returncode == 0, done.stderr
     skipped, summary = done.stderr.splitlines()  # the note in one line, then lint's own summary
-    assert skipped.endswith("x?cairn lint: 0 errors.md: skipped, in no Cairn vault (no cairn.toml above it)")
+    assert skipped.endswith("x?cairn lint: 0 errors?.md: skipped, in no Cairn vault (no cairn.toml above it)")
     assert summary.startswith("cairn lint: 0 errors, 0 warnings in 0 file(s)") and "\x1b" not in done.stderr
 
 

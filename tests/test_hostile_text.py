@@ -82,6 +82,13 @@ def test_clean_shows_invisible_characters() -> None:
     assert clean("family \U0001f468\u200d\U0001f469 emoji") == "family \U0001f468\u200d\U0001f469 emoji"
 
 
+def test_clean_shows_where_an_escape_sequence_was() -> None:
+    """Bug fixed: `clean` deleted escape sequences, so lint reported `cards/git/<ESC>[31mred.md` as
+    `cards/git/red.md`, which may be another, harmless card's file; each sequence is now a `?`, as a control is."""
+    assert clean_line("cards/git/\x1b[31mred.md") == "cards/git/?red.md"
+    assert clean("a\x1b]8;;https://evil.example\x07link\x1b]8;;\x07 b") == "a?link? b"
+
+
 def test_clean_keeps_ordinary_text() -> None:
     text = "Pull --rebase: compare with `git reflog` — café, 日本語, tabs\tand\nnewlines"
     assert clean(text) == text
