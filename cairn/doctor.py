@@ -604,15 +604,18 @@ def _git_hook_checks(name: str, vault: Any) -> list[Check]:
     except CairnError as exc:  # git cannot read the repository (a damaged .git/config): the message says what to fix
         return [Check("git-hooks", name, False, str(exc), f"git -C {shlex.quote(str(vault.git_root))} status")]
     missing = githooks.missing_git_hooks(hooks)
-    checks = [
-        Check(
-            "git-hooks",
-            name,
-            not missing,
-            f"missing: {', '.join(missing)} in {hooks}" if missing else f"{', '.join(githooks.GIT_HOOKS)} in {hooks}",
-            f"cairn install git-hooks --vault {name}" if missing else "",
-        )
-    ]
+    detail, fix = f"{', '.join(githooks.GIT_HOOKS)} in {hooks}", ""
+    if missing:
+        detail, fix = f"missing: {', '.join(missing)} in {hooks}", f"cairn install git-hooks --vault {name}"
+        held = [hook for hook in githooks.foreign_git_hooks(hooks) if hook in missing]
+        if held:  # install refuses to write over them without --chain
+            one = len(held) == 1
+            detail += (
+                f"; the {', '.join(held)} there {'is' if one else 'are'} not Cairn's: --chain keeps "
+                f"{'it' if one else 'them'} (as <name>.local, run first)"
+            )
+            fix += " --chain"
+    checks = [Check("git-hooks", name, not missing, detail, fix)]
     outdated = githooks.outdated_git_hooks(vault, hooks, install.cairn_executable()) if not missing else []
     idle = githooks.idle_git_hooks(vault, hooks) if outdated else None
     if idle is not None:  # they look installed, but every commit leaves the index stale

@@ -175,6 +175,12 @@ def missing_git_hooks(hooks_dir: Path) -> list[str]:
     return [name for name in GIT_HOOKS if not _runs(hooks_dir / name)]
 
 
+def foreign_git_hooks(hooks_dir: Path) -> list[str]:
+    """The names of Cairn's git hooks that another hook holds in `hooks_dir`: install writes there only with
+    `--chain` (the other hook then moves to `<name>.local` and runs first)."""
+    return [name for name in GIT_HOOKS if _is_foreign(hooks_dir / name)]
+
+
 def _runs(hook: Path) -> bool:
     try:
         return os.access(hook, os.X_OK) and GIT_HOOK_MARKER in hook.read_text("utf-8", "replace")
@@ -191,7 +197,7 @@ def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: boo
     lines of someone else's (or an older Cairn's) is replaced, its old text kept in `<name>.bak-TIME` beside it.
     """
     vault_dir = vault.prefix.rstrip("/") or "."
-    foreign = [name for name in GIT_HOOKS if _is_foreign(hooks_dir / name)]
+    foreign = foreign_git_hooks(hooks_dir)
     if foreign and not chain:
         names = ", ".join(str(hooks_dir / n) for n in foreign)
         raise RefusedWrite(

@@ -933,6 +933,28 @@ def test_doctor_says_when_git_hooks_were_written_by_another_cairn(vault_repo: Va
     assert [c["ok"] for c in hook_lines()] == [True]
 
 
+def test_doctors_fix_for_a_git_hook_another_hook_holds_runs_as_printed(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """The user's own reference-transaction hook where Cairn's goes (an older Cairn installed four hooks, this one
+    five): doctor said the hook was missing and printed `cairn install git-hooks --vault team`, which refuses to
+    write over a hook that is not Cairn's. Its fix now adds --chain, which keeps that hook and runs it first."""
+    make_vault(vault_repo)
+    assert cairn("vault", "add", str(vault_repo.root), "--name", "team").returncode == 0
+    mine = vault_repo.root / ".git" / "hooks" / "reference-transaction"
+    mine.write_text("#!/bin/sh\nexit 0\n")
+    mine.chmod(0o755)
+
+    def hook_line() -> dict[str, Any]:
+        report = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)
+        return next(c for c in report["checks"] if c["area"] == "git-hooks")
+
+    line = hook_line()
+    assert line["ok"] is False and "not Cairn's" in line["detail"]
+    fixed = cairn(*shlex.split(line["fix"])[1:], cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stderr
+    assert hook_line()["ok"] is True
+    assert (mine.parent / "reference-transaction.local").read_text() == "#!/bin/sh\nexit 0\n"
+
+
 def test_git_hooks_in_a_shared_hooks_folder_index_only_their_own_vault(vault_repo: VaultRepo, tmp_path: Path) -> None:
     """A hooks folder other repositories share (a global core.hooksPath): Cairn's hooks, written for one vault, ran
     `cairn index --vault .` in every repository that committed and had a `cards/` folder, another vault included.
