@@ -200,10 +200,11 @@ def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: boo
     foreign = foreign_git_hooks(hooks_dir)
     if foreign and not chain:
         names = ", ".join(str(hooks_dir / n) for n in foreign)
+        # The whole command: `cairn install AGENT` and `cairn init` install these hooks too, and take no --chain.
+        again = shlex.join(["cairn", "install", "git-hooks", "--chain", "--vault", str(vault.root)])
         raise RefusedWrite(
-            f"{names} already exist and are not Cairn's; nothing was written. Run again with --chain to keep them "
-            f"(they move to <name>.local and run first), or add `cairn index --vault {shlex.quote(vault_dir)}` to them "
-            "by hand"
+            f"{names} already exist and are not Cairn's; nothing was written. Keep them with `{again}` (they move "
+            f"to <name>.local and run first), or add `cairn index --vault {shlex.quote(vault_dir)}` to them by hand"
         )
     taken = [hooks_dir / f"{n}.local" for n in foreign if os.path.lexists(hooks_dir / f"{n}.local")]
     if taken:  # before any hook moves: a refusal half way through left some chained and some not

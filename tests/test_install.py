@@ -933,6 +933,21 @@ def test_doctor_says_when_git_hooks_were_written_by_another_cairn(vault_repo: Va
     assert [c["ok"] for c in hook_lines()] == [True]
 
 
+def test_an_agents_install_says_how_to_chain_a_git_hook_in_the_way(configured: VaultRepo, tmp_path: Path) -> None:
+    """`cairn install claude-code` installs the vault's git hooks too; with another hook in the place of one it said
+    "Run again with --chain", and `cairn install claude-code --chain` changes nothing. It now prints the command."""
+    mine = configured.root / ".git" / "hooks" / "post-merge"
+    mine.write_text("#!/bin/sh\nexit 0\n")
+    mine.chmod(0o755)
+    done = cairn("install", "claude-code", "--user", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    line = next(line for line in done.stdout.splitlines() if "Git hooks not installed" in line)
+    printed = next(part for part in line.split("`") if part.startswith("cairn install git-hooks"))
+    assert cairn(*shlex.split(printed)[1:], cwd=tmp_path).returncode == 0
+    assert (mine.parent / "post-merge.local").read_text() == "#!/bin/sh\nexit 0\n"
+    assert githooks.missing_git_hooks(mine.parent) == []
+
+
 def test_doctors_fix_for_a_git_hook_another_hook_holds_runs_as_printed(vault_repo: VaultRepo, tmp_path: Path) -> None:
     """The user's own reference-transaction hook where Cairn's goes (an older Cairn installed four hooks, this one
     five): doctor said the hook was missing and printed `cairn install git-hooks --vault team`, which refuses to
