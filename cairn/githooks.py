@@ -7,6 +7,7 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -91,9 +92,11 @@ def outdated_git_hooks(vault: Vault, hooks_dir: Path, executable: str) -> list[s
 
 def idle_git_hooks(vault: Vault, hooks_dir: Path) -> str | None:
     """Why Cairn's git hooks in `hooks_dir` index nothing for this vault, or None: written for a work tree at another
-    place (the vault was moved since, or the hooks are another repository's), or running a `cairn` that is gone. Such
-    hooks still look installed, and every commit leaves the index stale without a word."""
+    place (the vault was moved since, or the hooks are another repository's), or running a `cairn` that is gone or no
+    longer starts as they start it. Such hooks still look installed, and every commit leaves the index stale without
+    a word."""
     work_tree = _work_tree(vault)
+    tried: set[tuple[str, str]] = set()
     for name in GIT_HOOKS:
         try:
             text = (hooks_dir / name).read_text("utf-8", "replace")
@@ -106,7 +109,25 @@ def idle_git_hooks(vault: Vault, hooks_dir: Path) -> str | None:
             return f"were written for the work tree {written_for}, so they index nothing in {work_tree}"
         if runs and os.sep in runs and not os.access(runs, os.X_OK):
             return f"run {runs}, which is not there any more, so they index nothing"
+        # An older Cairn's hooks in a venv whose path holds a space ran its own script as `PYTHON -S cairn`; upgraded in
+        # place, `cairn` is pip's console-script launcher, which cannot find Cairn without `site`.
+        python = _filled(text, "CAIRN_PYTHON")
+        if python and runs and (python, runs) not in tried:
+            tried.add((python, runs))
+            if not _starts([python, "-S", runs]):
+                return f"run {shlex.join([python, '-S', runs])}, which no longer starts Cairn, so they index nothing"
     return None
+
+
+def _starts(launcher: list[str]) -> bool:
+    """Whether `launcher --version` runs."""
+    try:
+        done = subprocess.run(
+            [*launcher, "--version"], capture_output=True, timeout=20, check=False, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
 
 
 def hooks_work_tree(hooks_dir: Path) -> str:

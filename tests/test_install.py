@@ -7,6 +7,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -968,6 +969,30 @@ def test_doctors_fix_for_a_git_hook_another_hook_holds_runs_as_printed(vault_rep
     assert fixed.returncode == 0, fixed.stderr
     assert hook_line()["ok"] is True
     assert (mine.parent / "reference-transaction.local").read_text() == "#!/bin/sh\nexit 0\n"
+
+
+def test_doctor_fails_git_hooks_whose_python_s_launcher_no_longer_starts(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """An older Cairn's hooks, in a venv whose path held a space, ran `"$CAIRN_PYTHON" -S "$CAIRN_BIN" index`. Upgraded
+    in place, `cairn` is pip's console-script launcher, which finds no Cairn without `site`: every commit left the
+    index stale, and doctor said the hooks were installed (written by another Cairn, for information)."""
+    make_vault(vault_repo)
+    assert cairn("vault", "add", str(vault_repo.root), "--name", "team").returncode == 0
+    assert cairn("install", "git-hooks", "--vault", "team").returncode == 0
+    for name in githooks.GIT_HOOKS:
+        hook = vault_repo.root / ".git" / "hooks" / name
+        old = hook.read_text().replace(
+            "\nCAIRN_VAULT_DIR=", f"\nCAIRN_PYTHON={shlex.quote(sys.executable)}\nCAIRN_VAULT_DIR="
+        )
+        hook.write_text(old)
+
+    def hook_line() -> dict[str, Any]:
+        report = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)
+        return next(c for c in report["checks"] if c["area"] == "git-hooks")
+
+    line = hook_line()
+    assert line["ok"] is False and "no longer starts Cairn" in line["detail"]
+    assert cairn(*shlex.split(line["fix"])[1:], cwd=tmp_path).returncode == 0
+    assert hook_line()["ok"] is True
 
 
 def test_git_hooks_in_a_shared_hooks_folder_index_only_their_own_vault(vault_repo: VaultRepo, tmp_path: Path) -> None:
