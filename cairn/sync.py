@@ -262,9 +262,11 @@ def _own_commits(repo: Any, ref: str, remote: str, *also: str) -> int:
 
 
 def _has_git_hooks(vault: Vault) -> bool:
-    """Whether Cairn's git hooks are in the vault's repository, so a pull there indexes what it brings."""
+    """Whether Cairn's git hooks are in the vault's repository and index it (not another work tree's, nor running a
+    `cairn` that is gone: `cairn doctor` fails those), so a pull there indexes what it brings."""
     try:
-        return not githooks.missing_git_hooks(gitrepo.hooks_dir(vault))
+        hooks = gitrepo.hooks_dir(vault)
+        return not githooks.missing_git_hooks(hooks) and githooks.idle_git_hooks(vault, hooks) is None
     except CairnError:
         return False
 

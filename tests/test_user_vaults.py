@@ -1078,6 +1078,28 @@ def test_sync_of_a_checked_out_branch_behind_its_remote_gives_a_pull_after_which
     assert cache["status"] == "pass", cache  # the index is of the commit pulled: agents get its cards
 
 
+def test_sync_does_not_count_on_git_hooks_that_run_a_cairn_that_is_gone(tmp_path: Path) -> None:
+    """Cairn's git hooks run the `cairn` installed when they were written, by its full path; after an upgrade that
+    removed that install, they index nothing (doctor fails them), yet sync said to pull "(its git hooks index it)":
+    run as printed, the index stayed at the old commit. It now adds the index to the pull, as for no hooks."""
+    author = _authors_vault(tmp_path)
+    assert cairn("install", "git-hooks", "--vault", "team", cwd=tmp_path).returncode == 0
+    for hook in (author.root / ".git" / "hooks").iterdir():
+        if hook.name in githooks.GIT_HOOKS:
+            text = hook.read_text()
+            hook.write_text(re.sub(r"(?m)^CAIRN_BIN=.*$", f"CAIRN_BIN={tmp_path / 'old-venv' / 'cairn'}", text))
+    new = _a_teammate_pushes_a_lesson(tmp_path)
+    behind = cairn("sync", cwd=tmp_path)
+    told = re.search(r"move it: `([^`]+)`( \(its git hooks index it\))?, or serve", behind.stdout)
+    assert told is not None and told.group(2) is None, behind.stdout
+    shell = {**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
+    ran = subprocess.run(["sh", "-c", told.group(1)], cwd=tmp_path, env=shell, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert author.git("rev-parse", "HEAD") == new
+    listed = json.loads(cairn("list", "--vault", "team", "--json", cwd=tmp_path).stdout)
+    assert listed["commit"] == new
+
+
 def test_sync_of_a_branch_checked_out_in_another_worktree_names_that_worktree(tmp_path: Path) -> None:
     """Bug fixed: with the served main checked out in a second worktree (`git worktree add`) and the vault's own on a
     feature branch, sync said main "is checked out in" the vault and to run `git -C VAULT pull --ff-only`, which
