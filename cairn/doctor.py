@@ -779,7 +779,7 @@ def _served_twice(agent: str, runs: list[tuple[str, Path, str]], entries: list[V
         if problem or options is None or command in seen:
             continue
         seen.add(command)
-        folders = configured if options.vault is None else _baked_folder(options.vault, entries)
+        folders = configured if options.vault is None else _baked_folder(options.vault)
         if options.vault is None and not folders:  # no configuration: each finds the same vault from the cwd
             folders = {""}
         served.append((where, path, folders))
@@ -804,12 +804,14 @@ def _served_twice(agent: str, runs: list[tuple[str, Path, str]], entries: list[V
     return []
 
 
-def _baked_folder(given: str, entries: list[VaultEntry]) -> set[str]:
-    """The folder a hook's baked `--vault` serves (a registered name, or a vault's folder); empty when none."""
-    named = [e.path for e in entries if e.name == given] if "/" not in given else []
+def _baked_folder(given: str) -> set[str]:
+    """The folder a hook's baked `--vault` serves: a configured vault's (its own checks say when it is unusable), else
+    what the hook finds (`hook_vaults`: a vault's absolute path; another name, or a relative path doctor would read
+    from its own folder, serves nothing); empty when it serves none."""
     try:
-        return {os.path.realpath(named[0] if named else str(find_vault(given).root))}
-    except CairnError:
+        named = next((e.path for e in load_vaults() if e.name == given), None)
+        return {os.path.realpath(named or hook_vaults(given)[0][0].dirs.root)}
+    except (CairnError, OSError):
         return set()
 
 
@@ -851,7 +853,7 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
     if problem:
         return Check("agent", subject, False, f"{path}: the hook command {command!r} {problem}", fix)
     baked = options.vault if options is not None else None
-    if baked is not None and not _vault_exists(baked):
+    if baked is not None and not _baked_folder(baked):
         if where == "project" and install.is_shared(agent, path) and is_vault_name(baked):
             # The team's committed file names the vault as each teammate registers it: installing again here would
             # rewrite that file for everyone, and serve them what this machine has configured instead.
@@ -1000,14 +1002,3 @@ def _install_fix(agent: str, where: str, path: Path, vault: str | None = None, s
     if path.suffix == ".toml":  # Codex's [hooks] tables: Cairn never rewrites TOML, and the install writes hooks.json
         return f"remove Cairn's [[hooks.UserPromptSubmit]] entry from {path} by hand, then {shlex.join(words)}"
     return shlex.join(words)
-
-
-def _vault_exists(given: str) -> bool:
-    """Whether a hook's baked `--vault` names a registered vault or a folder holding one."""
-    try:
-        if "/" not in given and any(e.name == given for e in load_vaults()):
-            return True
-        find_vault(given)
-    except CairnError:
-        return False
-    return True

@@ -108,6 +108,24 @@ def test_a_teammate_without_the_shared_files_vault_name_is_told_to_register_it(
     assert shared.read_text() == committed
 
 
+def test_a_baked_vault_name_is_checked_as_the_hook_reads_it_not_as_a_folder_where_doctor_runs(
+    project: Path, vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: after a vault registered as `vault` was renamed `team`, the shared hook's `--vault vault` served
+    nothing (the hook reads a bare word as a configured vault's name only), yet `cairn doctor` run from the vault's
+    parent folder said `ok`: it read the word as the folder `./vault` there."""
+    done = run_cairn("install", "codex", "--project", str(project), "--vault", "team", cwd=project)
+    assert done.returncode == 0, done.stderr
+    shared = project / SHARED["codex"]
+    shared.write_text(shared.read_text().replace("--vault team", "--vault vault"))
+    on_path = {"PATH": f"{MACHINE}{os.pathsep}{os.environ['PATH']}"}
+    assert (tmp_path / vault_repo.root.name / "cairn.toml").is_file()  # doctor's folder holds `vault/`, a vault
+    done = run_cairn("doctor", "--cwd", str(project), "--json", cwd=tmp_path, env=on_path)
+    [codex] = [c for c in json.loads(done.stdout)["checks"] if c["subject"] == "codex (project)"]
+    assert codex["ok"] is False and "--vault 'vault' names no vault configured here" in str(codex["detail"]), codex
+    assert codex["fix"] == "cairn vault add PATH --name vault"
+
+
 def test_a_shared_install_off_the_path_names_this_installations_cairn(project: Path) -> None:
     """It named the hook's launcher file (`.../cairn/__main__.py`), which is not what a teammate puts on PATH."""
     done = run_cairn("install", "gemini", "--project", str(project), cwd=project, env={"PATH": "/usr/bin:/bin"})
