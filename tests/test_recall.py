@@ -231,6 +231,22 @@ def test_an_empty_session_is_refused_not_shared(fixture_vault: VaultRepo) -> Non
     assert [c["id"] for c in json.loads(again.stdout)["cards"]] == ["git/force-push-safely"]
 
 
+def test_the_explain_an_abstaining_recall_suggests_reads_the_cards_it_read(fixture_vault: VaultRepo) -> None:
+    """Bug fixed: `cairn recall --worktree PROMPT` (the help's example for an uncommitted card) abstained with "`cairn
+    explain QUERY` shows why"; run as printed, explain read the served ref, where the uncommitted card is not."""
+    fixture_vault.write(
+        "misc/draft", "Zebra fences need paint", "Paint zebra fences every spring.", not_when=["garden"]
+    )
+    query = "zebra fences need paint in my garden"  # refused (not_when): explain lists it, recall abstains
+    done = fixture_vault.invoke("recall", "--worktree", "--scope", "misc", query)
+    assert done.stdout == (
+        "No card fits this prompt (recall abstained). `cairn explain --scope misc --worktree QUERY` shows why.\n"
+    )
+    explain = done.stdout.split("`")[1].removeprefix("cairn ").split()
+    shown = fixture_vault.invoke(*explain[:-1], query)
+    assert shown.returncode == 0 and "misc/draft" in shown.stdout, shown.stdout
+
+
 def test_recall_text_tells_already_given_from_nothing_fits(fixture_vault: VaultRepo) -> None:
     query = "git push --force after rebasing a shared branch"
     first = fixture_vault.invoke("recall", query, "--session", "s-1")

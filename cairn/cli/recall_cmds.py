@@ -140,6 +140,7 @@ def recall_cmd(
     where_to_read(ref, worktree)
     _check_ref(ref)
     query, _ = _query_text(query)
+    explain = _explain_command(scope, ref, worktree, vault_path)  # what to run when nothing fits
     if serves_configured(vault_path):
         with configured_layers(scope, ref, worktree) as slots:
             _warn_skipped(slots)
@@ -147,12 +148,12 @@ def recall_cmd(
             layered = serve_layers(
                 layers, query, session_id=session_id, fit=context_trim(layers), want_already=session_id is not None
             )
-        _print_layered(layered.given, list(layered.already) if session_id else None, as_json)
+        _print_layered(layered.given, list(layered.already) if session_id else None, as_json, explain)
         return
     vault = open_vault(vault_path)
     tags, entry = _vault_scope(vault, scope)  # a configured vault's limits, as the hook applies them
     if tags is None:
-        _print_recall([], [] if session_id else None, as_json, str(vault.root))
+        _print_recall([], [] if session_id else None, as_json, str(vault.root), explain)
         return
     with _opened(vault, ref, worktree) as index:
         served = serve_prompt(
@@ -165,11 +166,23 @@ def recall_cmd(
             name=None if entry is None else entry.name,
         )
         already = _already_given(index, query, str(vault.root), tags, served) if session_id else None
-    _print_recall(served.given, already, as_json, str(vault.root))
+    _print_recall(served.given, already, as_json, str(vault.root), explain)
     if not served.given and not already and ref is None and not worktree and not as_json:  # JSON: stdout alone
         note = _unserved_changes(vault)
         if note is not None:
             echo(f"Note: {note}.", err=True)
+
+
+def _explain_command(scope: str | None, ref: str | None, worktree: bool, vault_path: str | None) -> str:
+    """The `cairn explain` that shows why this recall abstained: with its --scope, --ref, --worktree and --vault,
+    without which explain reads other cards, or gates them otherwise."""
+    words = ["cairn", "explain"]
+    for flag, value in (("--scope", scope), ("--ref", ref), ("--vault", vault_path)):
+        if value:
+            words += [flag, shell_word(value)]
+    if worktree:
+        words.append("--worktree")
+    return " ".join([*words, "QUERY"])
 
 
 def _opened(vault: Vault, ref: str | None, worktree: bool) -> IndexReader:
@@ -323,7 +336,7 @@ def _warn_skipped(slots: Sequence[Slot]) -> None:
             echo(f"Warning: vault {slot.name!r} serves nothing: {slot.skipped}", err=True)
 
 
-def _print_layered(given: Sequence[Pick], already: list[str] | None, as_json: bool) -> None:
+def _print_layered(given: Sequence[Pick], already: list[str] | None, as_json: bool, explain: str) -> None:
     """What the configured vaults give a prompt: ids as `name:id`, paths in full (several vaults)."""
     if as_json:
         cards = [{**card_json(p.candidate, p.qid, p.layer.root), "vault": p.layer.name} for p in given]
@@ -336,7 +349,7 @@ def _print_layered(given: Sequence[Pick], already: list[str] | None, as_json: bo
         echo(f"Already given in this session: {', '.join(already)} (no other card fits this prompt).")
         return
     if not given:
-        echo("No card fits this prompt in any configured vault (recall abstained). `cairn explain QUERY` shows why.")
+        echo(f"No card fits this prompt in any configured vault (recall abstained). `{explain}` shows why.")
         return
     for n, p in enumerate(given, 1):
         c = p.candidate
@@ -373,7 +386,9 @@ def _file_line(root: str, card: IndexedCard, shown: str, card_id: str, vault_arg
     return f"{shown} ({why}: `{show_command(card_id, vault_arg)}` reads the card)"
 
 
-def _print_recall(given: Sequence[Candidate], already: list[str] | None, as_json: bool, root: str) -> None:
+def _print_recall(
+    given: Sequence[Candidate], already: list[str] | None, as_json: bool, root: str, explain: str
+) -> None:
     """The cards served (`Served.given`: recall's, at most the hook's `MAX_CARDS`, whatever a vault's own limit)."""
     if as_json:
         out: dict[str, Any] = {"cards": [card_json(c, root=root) for c in given], "abstained": not given}
@@ -385,7 +400,7 @@ def _print_recall(given: Sequence[Candidate], already: list[str] | None, as_json
         echo(f"Already given in this session: {', '.join(already)} (no other card fits this prompt).")
         return
     if not given:
-        echo("No card fits this prompt (recall abstained). `cairn explain QUERY` shows why.")
+        echo(f"No card fits this prompt (recall abstained). `{explain}` shows why.")
         return
     # Asked from outside the vault (`--vault`), a path relative to it names no file here, and `cairn show ID` opens
     # another vault or none: the hook's block says the same of a vault that does not enclose the agent's folder.
