@@ -486,6 +486,20 @@ def test_recall_and_explain_say_a_new_card_is_not_committed_yet(vault_repo: Vaul
     assert "not committed" not in vault_repo.cairn("recall", "an unrelated question about css grid").stderr
 
 
+def test_recall_in_a_checkout_behind_the_served_ref_says_nothing_of_its_cards(vault_repo: VaultRepo) -> None:
+    """Bug fixed: in a checkout only behind the served ref (a clone after `cairn sync`, which never moves the branch
+    checked out), each recall that found nothing added "the commit checked out changes cards that main does not
+    have yet; `cairn recall --ref HEAD QUERY` asks them": it holds no card main lacks, main holds one it lacks."""
+    make_vault(vault_repo)
+    vault_repo.git("branch", "behind")
+    vault_repo.write("ops/timeouts", "Outbound calls need a timeout", "A hung peer blocks the worker; set timeouts.")
+    vault_repo.commit("A card on main")
+    vault_repo.git("checkout", "-q", "behind")
+    done = vault_repo.invoke("recall", "terraform state lock left behind after a crashed apply")
+    assert done.returncode == 0 and "No card fits" in done.stdout
+    assert done.stderr == "", done.stderr
+
+
 def test_agents_get_no_path_to_a_card_file_that_is_not_the_served_card(vault_repo: VaultRepo) -> None:
     """Bug fixed: the hook and `cairn recall` gave the card's file in the vault's folder. With the vault checked out
     on a branch that edits the card (or an uncommitted edit), that file held text no one reviewed, even text the

@@ -225,7 +225,10 @@ def _unserved_changes(
         ref, served = indexer.served_commit(vault)
         with gitrepo.open_repo(vault) as repo:
             head = gitrepo.head_commit(repo)
-            committed = head != served and bool(gitrepo.changed_cards(repo, served, head, vault))
+            # from where they part: a checkout that is only behind the served ref (a clone after `cairn sync`) holds
+            # no card of its own
+            since = gitrepo.merge_base(repo, served, head) or served
+            committed = head != served and bool(gitrepo.changed_cards(repo, since, head, vault))
             uncommitted = [] if committed else gitrepo.uncommitted_cards(repo, vault)
     except (CairnError, OSError, ValueError, GitCommandError):  # no commit yet, a damaged repository: nothing to add
         return None
