@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import platform
 import pty
+import re
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.vaults import VaultRepo, cairn_executable, make_vault
+from helpers.vaults import VaultRepo, cache_dir, cairn_executable, make_vault, run_cairn
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or platform.machine() not in ("x86_64", "aarch64"),
@@ -181,3 +182,24 @@ def test_an_import_stopped_midway_names_the_cards_it_wrote(vault_repo: VaultRepo
         "",
         "Interrupted.",
     ], lines[-3:]
+
+
+def test_an_init_stopped_after_its_commit_says_what_finishes_the_vault(tmp_path: Path) -> None:
+    """Bug fixed: Ctrl-C while `cairn init` indexed its new vault said only "Interrupted."; the vault was made and
+    committed, without its index, git hooks or registration, and `cairn init` again refused it ("already a Cairn
+    vault; use it as it is"). It now names the commands that finish it, and they do."""
+    target = tmp_path / "vault"
+    vaults = cache_dir() / "vaults"
+    code, out, err = _interrupted(
+        ["init", str(target), "--register", "--name", "team"], tmp_path, ready=lambda: any(vaults.glob("vault-*"))
+    )
+    assert code == 130, (out, err)
+    lines = err.strip().splitlines()
+    assert lines[-1] == "Interrupted." and lines[-3].startswith("Stopped after the vault at "), lines
+    finish, serve = re.findall(r"`([^`]+)`", lines[-3])
+    assert finish == f"cairn index --vault {target} && cairn install git-hooks --vault {target}"
+    assert serve == f"cairn vault add {target} --name team"
+    for command in (*finish.split(" && "), serve):
+        done = run_cairn(*command.split()[1:], cwd=tmp_path)
+        assert done.returncode == 0, (command, done.stderr)
+    assert (target / ".git" / "hooks" / "post-commit").is_file()

@@ -94,30 +94,43 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
             )
     commit = authoring.init_vault(path)
     vault = find_vault(path)
-    # Index right away, so the agent hook has something to serve on its very first prompt. The vault is made and
-    # committed by now: a failure here (the cache folder) is said at the end, after the rest of the setup.
-    not_indexed = None
+    where = shell_word(path)  # `cd -x` reads -x as an option
+    # What a Ctrl-C from here on leaves undone: the vault is committed, so `cairn init` again refuses it
+    left = [f"cairn index --vault {where}", *([f"cairn install git-hooks --vault {where}"] if git_hooks else [])]
     try:
-        report = indexer.build_index(vault)
-        echo(f"Created a vault at {path} (commit {commit[:8]}) and indexed its {report.n_cards} example cards.")
-    except (CairnError, OSError) as exc:
-        not_indexed = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
-        echo(f"Created a vault at {path} (commit {commit[:8]}).")
-    outer = _enclosing_work_tree(vault.root.parent)
-    if outer is not None:
-        # `git add` in the repository around it records a gitlink, not the cards: a clone of it gets an empty folder
-        inner = vault.root.relative_to(outer).as_posix()
-        here, rel = shell_word(vault.root), shell_word(inner)
+        # Index right away, so the agent hook has something to serve on its very first prompt. The vault is made and
+        # committed by now: a failure here (the cache folder) is said at the end, after the rest of the setup.
+        not_indexed = None
+        try:
+            report = indexer.build_index(vault)
+            echo(f"Created a vault at {path} (commit {commit[:8]}) and indexed its {report.n_cards} example cards.")
+            del left[0]
+        except (CairnError, OSError) as exc:
+            not_indexed = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
+            echo(f"Created a vault at {path} (commit {commit[:8]}).")
+        outer = _enclosing_work_tree(vault.root.parent)
+        if outer is not None:
+            # `git add` in the repository around it records a gitlink, not the cards: its clones get an empty folder
+            inner = vault.root.relative_to(outer).as_posix()
+            here, rel = shell_word(vault.root), shell_word(inner)
+            echo(
+                f"Note: {path} is inside the git repository {outer} and has a repository of its own, so {outer}'s "
+                f"commits will not hold its cards (git adds it there as an embedded repository). For a vault that is "
+                f"a folder of {outer}: `rm -rf {here}/.git && git -C {shlex.quote(str(outer))} add {rel}`, commit, "
+                f"then `cairn install git-hooks --vault {here}`."
+            )
+        if git_hooks:
+            line = githooks.ensure_git_hooks(vault, install.cairn_executable())
+            if line:
+                echo(line)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: say what is left to do, then stop as usual
+        add = shlex.join(["cairn", "vault", "add", str(vault.root), *(["--name", name] if name else [])])
+        serve = "" if register is False else f", then `{add}` to serve it"
         echo(
-            f"Note: {path} is inside the git repository {outer} and has a repository of its own, so {outer}'s commits "
-            f"will not hold its cards (git adds it there as an embedded repository). For a vault that is a folder of "
-            f"{outer}: `rm -rf {here}/.git && git -C {shlex.quote(str(outer))} add {rel}`, commit, then "
-            f"`cairn install git-hooks --vault {here}`."
+            f"\nStopped after the vault at {path} was created and committed: `{' && '.join(left)}` finish it{serve}.",
+            err=True,
         )
-    if git_hooks:
-        line = githooks.ensure_git_hooks(vault, install.cairn_executable())
-        if line:
-            echo(line)
+        raise
     if register is None:
         register = sys.stdin.isatty() and click.confirm(
             "Register it so the prompt hook serves it in every project?", default=True
@@ -130,7 +143,6 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
         except CairnError as exc:  # a name already taken, a broken configuration: said last, and exit 1
             register = False
             not_registered = str(exc)
-    where = shell_word(path)  # `cd -x` reads -x as an option
     steps = [
         (f"cd {where} && pre-commit install", "lint every card on every commit"),
         ("cairn list", "the example cards, served as they are: keep those that fit, `git rm` the rest"),
