@@ -1123,7 +1123,8 @@ def test_install_and_sync_show_their_index_build_on_a_terminal(tmp_path: Path, c
     from cairn.hot.paths import index_file
 
     shutil.rmtree(Path(index_file(str(configured.root))).parent)
-    code, drawn = run_on_terminal(["install", "claude-code", "--user"], tmp_path)
+    wide = {"COLUMNS": "400"}  # room for the whole label: the temp folder's path is long
+    code, drawn = run_on_terminal(["install", "claude-code", "--user"], tmp_path, env=wide)
     assert code == 0, drawn
     assert f"Indexing {configured.root}".encode() in drawn and re.search(rb"  (\d+)/\1\b", drawn), drawn
     assert b"Index of" in drawn

@@ -370,7 +370,8 @@ def test_commands_that_build_the_index_first_show_it_on_a_terminal(
     shutil.copy(FIXTURE / "cases.yaml", fixture_vault.root / "cases.yaml")
     args = tuple({"__FIRST__": first.with_suffix("").as_posix(), "__CASES__": "cases.yaml"}.get(a, a) for a in args)
     shutil.rmtree(Path(index_file(str(fixture_vault.root))).parent, ignore_errors=True)
-    code, drawn = run_on_terminal(args, fixture_vault.root)
+    wide = {"COLUMNS": "400"}  # room for the whole label: the temp folder's path is long
+    code, drawn = run_on_terminal(args, fixture_vault.root, env=wide)
     assert code in (0, 1), drawn  # eval exits 1 when a case fails
     bar = re.search(rb"Indexing " + re.escape(str(fixture_vault.root).encode()) + rb".*?  (\d+)/\1\b[^\n]*\n", drawn)
     assert bar, drawn
@@ -378,5 +379,22 @@ def test_commands_that_build_the_index_first_show_it_on_a_terminal(
     shutil.rmtree(Path(index_file(str(fixture_vault.root))).parent)
     piped = fixture_vault.cairn(*args)
     assert "Indexing" not in piped.stderr and "Indexing" not in piped.stdout, piped
-    code, drawn = run_on_terminal(args, fixture_vault.root)  # the index is current: nothing to draw
+    code, drawn = run_on_terminal(args, fixture_vault.root, env=wide)  # the index is current: nothing to draw
     assert b"Indexing" not in drawn, drawn
+
+
+@pytest.mark.parametrize("width", [40, 80])
+def test_the_index_bar_stays_on_one_line_of_a_narrow_terminal(fixture_vault: VaultRepo, width: int) -> None:
+    """Bug fixed: the bar's line was its label, click's 36-column bar and the count: `Indexing /home/alice/team-lessons`
+    passed 80 columns, the terminal wrapped it, and each redraw (a carriage return) started a row of its own, which
+    left a trail of half-drawn bars above the answer. The bar now narrows, and a label with no room is cut."""
+    from cairn.hot.paths import index_file
+    from helpers.cli import run_on_terminal
+
+    shutil.rmtree(Path(index_file(str(fixture_vault.root))).parent, ignore_errors=True)
+    code, drawn = run_on_terminal(("list",), fixture_vault.root, env={"COLUMNS": str(width)})
+    assert code == 0, drawn
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", drawn.decode())
+    bars = [row for row in re.split(r"[\r\n]", text) if "  [" in row and "/" in row]
+    assert bars, drawn
+    assert all(len(row.rstrip()) < width for row in bars), bars

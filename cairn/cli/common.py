@@ -7,6 +7,7 @@ import errno
 import functools
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ import click
 
 from cairn.hot.errors import CairnError
 from cairn.hot.vault import Vault, find_configured_vault, find_vault
-from cairn.terminal import clean, clean_line
+from cairn.terminal import clean, clean_line, columns
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -408,6 +409,21 @@ def indexing(root: object) -> Iterator[Callable[[int, int], None]]:
         yield progress
 
 
+def _bar_layout(label: str, total: int) -> tuple[str, int]:
+    """The label and bar width that keep a progress line within the terminal: a wider line wraps, and each redraw
+    (a carriage return) then starts a row of its own, leaving a trail of bars (`Indexing /home/alice/team-lessons`
+    with click's 36-column bar passed 80 columns). The bar takes 10 to 36 columns; a label with no room is cut."""
+    room = shutil.get_terminal_size().columns - 1  # a line that fills the last column wraps on some terminals
+    info = len(f"{total}/{total}") + len("  00:00:00")  # the position, and the time left click adds to it
+    free = room - len("  []  ") - info
+    width = max(10, min(36, free - columns(label)))
+    if columns(label) <= free - width:
+        return label, width
+    while label and columns(label) > free - width - 1:
+        label = label[:-1]
+    return label + "…", width
+
+
 @contextmanager
 def progress_stages() -> Iterator[Callable[[str], Callable[[int, int], None]]]:
     """A progress callback per stage of one long job (`stage(label)`): on a terminal (stderr) one bar, each stage's
@@ -425,7 +441,8 @@ def progress_stages() -> Iterator[Callable[[str], Callable[[int, int], None]]]:
                     # the last stage's bar, cleared: the next one takes its line (a dumb terminal shows an escape
                     # sequence as text: there the next bar starts a line of its own)
                     sys.stderr.write("\n" if os.environ.get("TERM") == "dumb" else "\r\x1b[K")
-                bar = click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True)
+                shown, width = _bar_layout(label, total)
+                bar = click.progressbar(length=total, label=shown, file=sys.stderr, show_pos=True, width=width)
                 bar.__enter__()
                 state.update(bar=bar, label=label, pos=0)
             bar.update(done - state["pos"])
