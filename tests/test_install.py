@@ -549,6 +549,22 @@ def test_uninstall_git_hooks_restores_a_chained_hook_an_interrupted_install_left
     assert not (hooks / "post-commit").exists()
 
 
+def test_uninstall_git_hooks_names_its_vault_by_vault_only(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: `install git-hooks --project DIR` is refused (use --vault), but `uninstall git-hooks --project
+    ~/my-notes` run in another vault took the hooks out of that other vault, the one around the current folder."""
+    make_vault(vault_repo)
+    other = VaultRepo(tmp_path / "my-notes")
+    make_vault(other)
+    for vault in (vault_repo, other):
+        assert cairn("install", "git-hooks", "--vault", str(vault.root)).returncode == 0
+    for where in (["--project", str(other.root)], ["--user"]):
+        done = cairn("uninstall", "git-hooks", *where, cwd=vault_repo.root)
+        assert done.returncode == 2, done.stdout
+        assert "Error: git-hooks are in a vault: use --vault, not --project or --user" in done.stderr
+    for vault in (vault_repo, other):
+        assert githooks.missing_git_hooks(vault.root / ".git" / "hooks") == []
+
+
 def test_install_git_hooks_refuses_before_moving_any_hook(vault_repo: VaultRepo) -> None:
     """Bug fixed: `install git-hooks --chain` with a `<name>.local` already there for one hook refused only on
     reaching it, after chaining the hooks before it, and said to run it again; a file where the hooks folder goes

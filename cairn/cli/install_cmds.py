@@ -285,6 +285,8 @@ def uninstall_cmd(target: str, project: Path | None, user: bool, vault_path: str
       cairn uninstall git-hooks --vault ~/team-lessons
     """
     if target == "git-hooks":
+        if project is not None or user:  # the vault around the current folder lost its hooks, not the one meant
+            raise click.UsageError("git-hooks are in a vault: use --vault, not --project or --user")
         vault = open_vault(vault_path)
         hooks_dir = gitrepo.hooks_dir(vault)
         other = githooks.hooks_of_another_repository(vault, hooks_dir)
