@@ -136,6 +136,16 @@ def test_list_rules_names_every_rule(vault_repo: VaultRepo) -> None:
     assert {"secret", "prompt-injection", "near-duplicate", "frontmatter-parse", "scope-crowding"} <= listed
 
 
+def test_list_rules_with_json_prints_json(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn lint --list-rules --json` printed the text table, which no JSON reader could read."""
+    done = vault_repo.invoke("lint", "--list-rules", "--json")
+    rules = json.loads(done.stdout)
+    secret = next(rule for rule in rules if rule["id"] == "secret")
+    assert secret["severity"] == "error" and "security" in secret["groups"] and secret["checks"]
+    contract = next(rule for rule in rules if rule["id"] == "contract")
+    assert "frontmatter-parse" in contract["emits"]
+
+
 def test_a_missing_file_outside_the_vault_is_no_such_file(vault_repo: VaultRepo, tmp_path: Path) -> None:
     """Bug fixed: `cairn lint /missing.md` run inside a vault said "no vault here" (it looked for a vault around
     the missing file's folder); the file does not exist. An existing file outside any vault says that, not "here"."""

@@ -104,7 +104,7 @@ def lint_command(
       cairn lint --staged --json
     """
     if list_rules:
-        _print_rules()
+        _print_rules(as_json)
         return
     wanted = [r for r in rules.split(",") if r.strip()] if rules is not None else None
     if wanted == []:  # `--rules "$RULES"` with RULES unset ran the contract alone and passed every other finding
@@ -334,9 +334,22 @@ def _display(vault: Vault, rel: str) -> str:
     return os.path.relpath(vault.root / rel)
 
 
-def _print_rules() -> None:
-    for rule in lint.RULES:
-        first = rule.doc.strip().splitlines()[0] if rule.doc.strip() else rule.id
-        echo(f"{rule.id:<20} {rule.severity:<8} {','.join(rule.groups):<12} {first.split(': ', 1)[-1]}")
-        for emitted in rule.emits:
-            echo(f"  {emitted:<18} {rule.severity}")
+def _print_rules(as_json: bool) -> None:
+    """Each rule's id, severity, groups and what it checks (its docstring's first line), and the ids it reports."""
+    rules = [
+        {
+            "id": rule.id,
+            "severity": rule.severity,
+            "groups": list(rule.groups),
+            "checks": (rule.doc.strip().splitlines() or [rule.id])[0].split(": ", 1)[-1],
+            "emits": list(rule.emits),
+        }
+        for rule in lint.RULES
+    ]
+    if as_json:
+        echo_json(rules)
+        return
+    for rule in rules:
+        echo(f"{rule['id']:<20} {rule['severity']:<8} {','.join(rule['groups']):<12} {rule['checks']}")
+        for emitted in rule["emits"]:
+            echo(f"  {emitted:<18} {rule['severity']}")
