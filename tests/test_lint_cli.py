@@ -11,7 +11,7 @@ import pytest
 
 from helpers.cli import run_on_terminal
 from helpers.lintcases import TODAY, cases, place
-from helpers.vaults import VaultRepo, cairn_executable
+from helpers.vaults import VaultRepo, cairn_executable, make_vault
 
 ENV = {"CAIRN_TODAY": TODAY}
 
@@ -134,6 +134,18 @@ def test_list_rules_names_every_rule(vault_repo: VaultRepo) -> None:
     done = vault_repo.invoke("lint", "--list-rules")
     listed = {line.split()[0] for line in done.stdout.splitlines()}
     assert {"secret", "prompt-injection", "near-duplicate", "frontmatter-parse", "scope-crowding"} <= listed
+
+
+def test_a_bad_day_in_cairn_today_names_the_variable(vault_repo: VaultRepo) -> None:
+    """Bug fixed: with CAIRN_TODAY=bad left in the environment (a CI job, a shell), `cairn lint` and `cairn review`
+    said only "Invalid value for '--today'", an option the user never gave."""
+    make_vault(vault_repo)
+    for args in (("lint",), ("review", "main..HEAD")):
+        done = vault_repo.invoke(*args, env={"CAIRN_TODAY": "bad"})
+        assert done.returncode == 2, done.stdout
+        assert "'bad' (from $CAIRN_TODAY) is not a day; set it to YYYY-MM-DD, or unset it" in done.stderr
+    given = vault_repo.invoke("lint", "--today", "bad")
+    assert given.returncode == 2 and "CAIRN_TODAY" not in given.stderr
 
 
 def test_list_rules_with_json_prints_json(vault_repo: VaultRepo) -> None:

@@ -140,6 +140,24 @@ class FiniteFloatRange(click.FloatRange):
         return number
 
 
+class Day(click.DateTime):
+    """A day, YYYY-MM-DD (`--today`). A bad one from the option's variable ($CAIRN_TODAY, left set in a shell or a
+    CI job) says so: "Invalid value for '--today'" sent the user to an option they never gave."""
+
+    def __init__(self) -> None:
+        super().__init__(formats=["%Y-%m-%d"])
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter:
+            source = ctx.get_parameter_source(param.name) if ctx and param and param.name else None
+            if source is not click.core.ParameterSource.ENVIRONMENT or param is None or not param.envvar:
+                raise
+            variable = param.envvar if isinstance(param.envvar, str) else param.envvar[0]
+            self.fail(f"{value!r} (from ${variable}) is not a day; set it to YYYY-MM-DD, or unset it", param, ctx)
+
+
 def checked_scope(value: str, also: str = "") -> tuple[str, ...]:
     """The tags of a --scope as the hook reads them (`git,ci`, `hot.serve.scope_tags`). One with no tag (`--scope
     "$SCOPE"`, unset) would mean every scope, and a tag with a line break or a control character one no card can

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from cairn import lint
-from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
+from cairn.cli.common import Day, echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
 from cairn.config import CONFIG_FILE
 from cairn.finding import Finding
 from cairn.hot.errors import CairnError, VaultNotFound
@@ -69,7 +69,7 @@ class _FilesFirst(click.Command):
 )
 @click.option(
     "--today",
-    type=click.DateTime(formats=["%Y-%m-%d"]),
+    type=Day(),
     envvar="CAIRN_TODAY",
     default=None,
     help="Check dates as of this day, YYYY-MM-DD (default: today; also $CAIRN_TODAY).",

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from cairn.cli.common import (
+    Day,
     FiniteFloatRange,
     echo,
     echo_json,
@@ -239,7 +240,7 @@ def _inline(t: object) -> str:
 @json_option
 @click.option(
     "--today",
-    type=click.DateTime(formats=["%Y-%m-%d"]),
+    type=Day(),
     envvar="CAIRN_TODAY",
     default=None,
     help="Judge dates (expiry, staleness) as of this day, YYYY-MM-DD (default: today; also $CAIRN_TODAY).",
