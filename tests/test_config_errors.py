@@ -105,6 +105,23 @@ def test_a_context_limit_the_hook_clamps_is_warned_at_its_line(vault_repo: Vault
     assert "config-clamped" not in vault_repo.cairn("lint").stdout
 
 
+def test_a_setting_under_its_old_name_is_warned_at_its_line(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `[recall] min_score`, the lead gate's name before 0.2, is still read and will be ignored from 0.3
+    (CHANGELOG), and nothing told a vault that set it: lint now warns at its line until it is renamed."""
+    make_vault(vault_repo)
+    vault_repo.write_raw("cairn.toml", "[recall]\n# the lead gate\nmin_score = 0.3\n")
+    vault_repo.commit("the lead gate under its old name")
+    done = vault_repo.cairn("lint")
+    assert done.returncode == 0, done.stdout + done.stderr  # a warning: the vault still serves, with the gate read
+    assert (
+        "cairn.toml:3: config-renamed [recall] min_score is the old name of min_lead, read until Cairn 0.3 and then "
+        "ignored: rename it `min_lead`"
+    ) in done.stdout.splitlines()
+    vault_repo.write_raw("cairn.toml", "[recall]\nmin_lead = 0.3\n")
+    vault_repo.commit("renamed")
+    assert "config-renamed" not in vault_repo.cairn("lint").stdout
+
+
 def test_a_toml_syntax_error_is_one_finding(vault_repo: VaultRepo) -> None:
     vault_repo.write("docker/layers", "Order docker layers by change rate", "Copy the lockfile before the sources.")
     vault_repo.write_raw("cairn.toml", "[recall\nmax_cards = 0\n")

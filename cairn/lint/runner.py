@@ -141,6 +141,7 @@ def _lint_snapshot(
         line = _line_of_key(snapshot.config_text, "disable")
         findings.extend(security.ignored_warning(CONFIG_FILE, entry, still, line) for entry, still in ignored)
         findings.extend(_context_clamped(config.hook.max_context_chars, snapshot.config_text))
+        findings.extend(_renamed_settings(snapshot.config_text))
     rules = registry.select(wanted, disable)
     settings: LintSettings = config.lint
     facts = vault_facts(snapshot)
@@ -203,6 +204,34 @@ def _context_clamped(chars: int, config_text: str | None) -> list[Finding]:
             WARNING,
         )
     ]
+
+
+def _renamed_settings(config_text: str | None) -> list[Finding]:
+    """A warning for each setting cairn.toml gives under an old name (`config.RENAMED`): still read, until the release
+    the CHANGELOG names, with nothing said before it stops."""
+    import tomllib
+
+    from cairn.config import RENAMED
+
+    try:
+        data = tomllib.loads(config_text or "")
+    except tomllib.TOMLDecodeError:  # said by the config checks
+        return []
+    findings = []
+    for old, (section, new) in RENAMED.items():
+        table = data.get(section)
+        if isinstance(table, dict) and old in table:
+            findings.append(
+                Finding(
+                    CONFIG_FILE,
+                    _line_of_key(config_text, old),
+                    "config-renamed",
+                    f"[{section}] {old} is the old name of {new}, read until Cairn 0.3 and then ignored: rename it "
+                    f"`{new}`",
+                    WARNING,
+                )
+            )
+    return findings
 
 
 def _line_of_key(config_text: str | None, key: str) -> int:
