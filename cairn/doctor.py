@@ -8,6 +8,7 @@ looks; it never changes anything.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -69,7 +70,10 @@ def run_checks(cwd: Path, env: dict[str, str] | None = None) -> list[Check]:
 
     installed = available()
     for entry in entries:
-        checks += _vault_checks(entry, encodes, installed)
+        try:
+            checks += _vault_checks(entry, encodes, installed)
+        except OSError as exc:  # the hook skips a vault it cannot read and serves the others: say so, check on
+            checks.append(_unreadable_vault(entry, exc))
     checks.append(semantic)
     checks += _agent_checks(cwd, entries)
     return checks
@@ -289,6 +293,15 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
         checks += _left_vectors_check(name, index_file(os.path.realpath(root)))
     checks += _git_hook_checks(name, vault)
     return checks
+
+
+def _unreadable_vault(entry: VaultEntry, exc: OSError) -> Check:
+    """The failing check of a configured vault whose folder the system refuses to read (no permission, a name too
+    long): the hook serves nothing from it."""
+    detail = f"{entry.path} cannot be read ({exc.strerror or exc}): the hook serves nothing from it"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return Check("vault", entry.name, False, detail, f"check the owner and mode of {shlex.quote(entry.path)}")
+    return Check("vault", entry.name, False, detail, add_again(entry))
 
 
 def _semantic_check(env: dict[str, str]) -> tuple[Check, bool]:

@@ -403,6 +403,30 @@ def test_a_cairn_vault_naming_no_vault_fails_as_the_hook_serves_nothing(setup: P
     assert check["ok"] is None and check["detail"].endswith("serves that vault alone"), check
 
 
+def test_a_configured_vault_that_cannot_be_read_is_one_failing_check(
+    setup: Path, isolated_env: Path, tmp_path: Path
+) -> None:
+    """Bug fixed: a configured vault whose folder the system refuses to look into (no permission; here a name too
+    long, which root meets as well) made `cairn doctor` print one `Error: ...` line and no check at all, while the
+    hook skips that vault and serves the others. It is now one failing check, and every other check still runs."""
+    config = isolated_env / "xdg-config" / "cairn" / "config.toml"
+    far = tmp_path / ("x" * 300)
+    config.write_text(config.read_text() + f'\n[[vaults]]\nname = "far"\npath = "{far}"\n')
+    hooked = run_cairn(
+        "hook", "--format", "claude-code", cwd=setup, input=payload_for("claude-code", FITTING_PROMPT, setup)
+    )
+    assert hooked.returncode == 0 and REBASE_ID in hooked.stdout, hooked.stderr
+    done = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup)
+    assert done.returncode == 1 and not done.stderr, done.stderr
+    checks = json.loads(done.stdout)["checks"]
+    [check] = [c for c in checks if c["subject"] == "far" and c["area"] == "vault"]
+    assert check["ok"] is False
+    assert check["detail"] == f"{far} cannot be read (File name too long): the hook serves nothing from it", check
+    assert check["fix"] == "cairn vault remove far && cairn vault add PATH --name far"
+    assert [c["ok"] for c in checks if c["subject"] == "team" and c["area"] in ("ref", "index")] == [True, True]
+    assert any(c["area"] == "agent" and c["ok"] for c in checks)
+
+
 def test_a_read_only_cache_gets_a_fix_that_can_work(setup: Path, tmp_path: Path) -> None:
     """Bug fixed: with the cache on a read-only file system and no index, doctor said to run `cairn index`, which
     then failed with the read-only message. It now says the cache folder is read-only and to point CAIRN_CACHE_DIR
