@@ -778,7 +778,8 @@ def served_twice(agent: str, cwd: Path) -> Check | None:
 
 def _served_twice(agent: str, runs: list[tuple[str, Path, str]], entries: list[VaultEntry]) -> list[Check]:
     """A failing check when two of an agent's Cairn hooks (its user and project settings merge, and each hook runs)
-    serve the same vault: each of its cards would reach the prompt twice. Identical commands count once (Claude Code
+    serve the same vault: the first to take the session's lock gives the cards, the other what is left (a card
+    comes twice only when the state folder keeps no session). Identical commands count once (Claude Code
     runs a command that two files hold once); hooks that bake in different vaults are a deliberate split."""
     configured = {os.path.realpath(e.path) for e in entries}
     served: list[tuple[str, Path, set[str]]] = []  # each distinct runnable hook and the vault folders it serves
@@ -811,7 +812,9 @@ def _served_twice(agent: str, runs: list[tuple[str, Path, str]], entries: list[V
                 fix = shlex.join(["cairn", "install", agent, "--user"])
             detail = (
                 f"Cairn's hook runs twice on each prompt ({where}: {path}; {other_where}: {other_path}) and both "
-                "serve the same vault, so its cards are injected twice; keep one"
+                "serve the same vault: the two race for the agent's session, which gives each card once, so the "
+                "cards a prompt gets depend on which hook runs first (each comes twice when no session can be kept); "
+                "keep one"
             )
             return [Check("agent", f"{agent} (twice)", False, detail, fix)]
     return []

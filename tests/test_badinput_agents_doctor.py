@@ -173,9 +173,15 @@ def test_two_hooks_that_serve_one_vault_fail(setup: Path, isolated_env: Path, tm
     assert twice["subject"] == "claude-code (twice)"
     assert twice["detail"] == (
         f"Cairn's hook runs twice on each prompt (user: {isolated_env / '.claude' / 'settings.json'}; project: "
-        f"{setup / '.claude' / 'settings.local.json'}) and both serve the same vault, so its cards are injected "
-        "twice; keep one"
+        f"{setup / '.claude' / 'settings.local.json'}) and both serve the same vault: the two race for the agent's "
+        "session, which gives each card once, so the cards a prompt gets depend on which hook runs first (each "
+        "comes twice when no session can be kept); keep one"
     )
+    # Bug fixed: doctor said "its cards are injected twice", which the session the two hooks share never lets happen
+    payload = payload_for("claude-code", FITTING_PROMPT, setup, session="both-hooks")
+    hooks = ((), ("--vault", "team"))  # the user's hook, then the project's
+    both = [run_cairn("hook", "--format", "claude-code", *vault, cwd=setup, input=payload) for vault in hooks]
+    assert [REBASE_ID in done.stdout for done in both] == [True, False], both
     assert twice["fix"] == shlex.join(["cairn", "uninstall", "claude-code", "--project", str(setup)])
     assert run_cairn(*shlex.split(twice["fix"])[1:], cwd=setup).returncode == 0
     assert all(c["ok"] for c in _agent_checks(setup)), _agent_checks(setup)

@@ -315,7 +315,7 @@ def test_a_hook_in_codexs_config_toml_beside_install_names_the_toml_entry_to_rem
     done = run_cairn("install", "codex", "--user", cwd=project)
     assert done.returncode == 0, done.stderr
     fix = f"remove Cairn's [[hooks.UserPromptSubmit]] entry from {config} by hand"
-    assert f"so its cards are injected twice; keep one: {fix}" in done.stdout
+    assert f"which hook runs first (each comes twice when no session can be kept); keep one: {fix}" in done.stdout
     [twice] = [c for c in _agent_checks(project) if c["subject"] == "codex (twice)"]
     assert twice["fix"] == fix
 
