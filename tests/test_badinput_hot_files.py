@@ -93,6 +93,28 @@ def test_the_hook_log_is_never_written_through_a_symlink(vault_repo: VaultRepo, 
     assert "cannot write the hook log" in done.stderr
 
 
+@pytest.mark.parametrize("kind", ["folder", "symlink"])
+def test_a_hook_log_in_the_way_is_named_not_its_folder(vault_repo: VaultRepo, tmp_path: Path, kind: str) -> None:
+    """Bug fixed: with a folder (or a dangling link) in place of hook.jsonl, the hook's line on stderr said to "make
+    STATE a folder you can write", which it was. It now names the log to move away; once moved, the log is kept."""
+    _served(vault_repo)
+    log = state_dir() / "hook.jsonl"
+    log.unlink()
+    if kind == "folder":
+        log.mkdir()
+    else:
+        log.symlink_to(tmp_path / "gone.jsonl")
+    done = _hook(vault_repo, session="another")
+    assert done.returncode == 0 and "force-push" in done.stdout
+    assert done.stderr.startswith("cairn hook: cannot write the hook log: ")
+    assert done.stderr.endswith(
+        f"; move {log} away (the hook starts a new log), or set CAIRN_STATE_DIR to another folder\n"
+    ), done.stderr
+    log.rename(tmp_path / "moved-away")
+    again = _hook(vault_repo, session="a third")
+    assert (again.returncode, again.stderr) == (0, "") and len(log_entries()) == 1
+
+
 @pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
 def test_a_session_file_that_is_not_a_file_never_blocks(vault_repo: VaultRepo, kind: str) -> None:
     _served(vault_repo)

@@ -164,11 +164,7 @@ def main(argv: list[str]) -> int:
     try:
         append_log(_state_dir(), entry)
     except Exception as exc:
-        try:
-            fix = f"make {_state_dir()} a folder you can write, or set CAIRN_STATE_DIR to one"
-        except Exception:  # no home folder to name one in
-            fix = "set CAIRN_STATE_DIR to a folder you can write"
-        sys.stderr.write(f"cairn hook: cannot write the hook log: {_error_text(exc, prompt)}; {fix}\n")
+        sys.stderr.write(f"cairn hook: cannot write the hook log: {_error_text(exc, prompt)}; {_log_fix()}\n")
     if output:
         try:
             sys.stdout.write(output)
@@ -176,6 +172,26 @@ def main(argv: list[str]) -> int:
         except (OSError, ValueError, AttributeError):  # AttributeError: no stdout at all (`>&-`: sys.stdout is None)
             pass
     return 0
+
+
+def _log_fix() -> str:
+    """What to do when the hook log cannot be written: in a state folder the hook can write, the log itself is in the
+    way (a folder, a FIFO or a symlink in its place, a read-only file): move it, not the folder; else the folder."""
+    try:
+        folder = _state_dir()
+    except Exception:  # no home folder to name one in
+        return "set CAIRN_STATE_DIR to a folder you can write"
+    log = os.path.join(folder, LOG_FILE)
+    try:
+        mode = os.lstat(log).st_mode
+    except OSError:  # no log yet: the folder refused to make one
+        mode = None
+    if mode is not None and os.access(folder, os.W_OK | os.X_OK):
+        import stat  # loaded already (`cairn.hot`)
+
+        if not stat.S_ISREG(mode) or not os.access(log, os.W_OK):
+            return f"move {log} away (the hook starts a new log), or set CAIRN_STATE_DIR to another folder"
+    return f"make {folder} a folder you can write, or set CAIRN_STATE_DIR to one"
 
 
 def _refuse_command_line(exc: UsageError) -> int:
