@@ -541,13 +541,25 @@ def _state_check() -> list[Check]:
 
     unwritable = _unwritable(state_folder(), "state", "CAIRN_STATE_DIR")
     if unwritable is None:
-        return []
+        return _log_check(state_folder())
     why, fix = unwritable
     detail = (
         f"{why}: the hook keeps no log there, nor which cards each agent session already got (they are injected "
         "again on every prompt), and the warm encoder cannot listen there"
     )
     return [Check("folders", "state", False, detail, fix)]
+
+
+def _log_check(folder: str) -> list[Check]:
+    """A failing check when the hook log is in the way in a state folder the hook can write (`log_in_the_way`): each
+    prompt is served, but leaves no line in the log and writes one on the agent's stderr."""
+    from cairn.hot.hook import log_in_the_way
+
+    log = log_in_the_way(folder)
+    if log is None:
+        return []
+    detail = f"the hook log {log} is not a file the hook can write: no prompt is logged (each says so on stderr)"
+    return [Check("folders", "state", False, detail, f"mv {shlex.quote(log)} {shlex.quote(log + '.old')}")]
 
 
 def _damage(reader: IndexReader) -> str:

@@ -502,6 +502,29 @@ def test_a_read_only_state_folder_fails_and_its_fix_works(setup: Path, tmp_path:
     assert [c for c in json.loads(again.stdout)["checks"] if c["area"] == "folders"] == []
 
 
+def test_a_folder_in_place_of_the_hook_log_fails_and_its_fix_works(setup: Path) -> None:
+    """Bug fixed: with a folder in place of hook.jsonl, the hook served every prompt but logged none (a line on the
+    agent's stderr each time), while doctor said "Everything checks out". It now fails it, with a fix that works."""
+    hooked = run_cairn("hook", "--format", "claude-code", cwd=setup, input=payload_for("claude-code", "x", setup))
+    assert hooked.returncode == 0 and hooked.stderr == ""
+    log = Path(os.environ["CAIRN_STATE_DIR"]) / "hook.jsonl"
+    log.unlink()
+    log.mkdir()
+    done = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup)
+    assert done.returncode == 1
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "folders"]
+    assert check["ok"] is False and check["subject"] == "state", check
+    assert check["detail"] == (
+        f"the hook log {log} is not a file the hook can write: no prompt is logged (each says so on stderr)"
+    )
+    assert check["fix"] == f"mv {log} {log}.old"
+    assert subprocess.run(shlex.split(check["fix"]), check=False).returncode == 0
+    again = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup)
+    assert [c for c in json.loads(again.stdout)["checks"] if c["area"] == "folders"] == []
+    hooked = run_cairn("hook", "--format", "claude-code", cwd=setup, input=payload_for("claude-code", "x", setup))
+    assert hooked.returncode == 0 and hooked.stderr == "" and log.is_file()
+
+
 def test_a_hook_whose_cairn_is_not_on_path_gets_a_fix_that_finds_it(setup: Path, isolated_env: Path) -> None:
     """Bug fixed: for a hook running a bare `cairn` that the PATH does not find, doctor said to put Cairn's package
     folder (`.../site-packages/cairn`, where `__main__.py` is) on PATH, where no `cairn` command is. A shared project

@@ -175,23 +175,31 @@ def main(argv: list[str]) -> int:
 
 
 def _log_fix() -> str:
-    """What to do when the hook log cannot be written: in a state folder the hook can write, the log itself is in the
-    way (a folder, a FIFO or a symlink in its place, a read-only file): move it, not the folder; else the folder."""
+    """What to do when the hook log cannot be written: move the log when it is in the way (`log_in_the_way`), else
+    make the folder writable."""
     try:
         folder = _state_dir()
     except Exception:  # no home folder to name one in
         return "set CAIRN_STATE_DIR to a folder you can write"
+    log = log_in_the_way(folder)
+    if log is not None:
+        return f"move {log} away (the hook starts a new log), or set CAIRN_STATE_DIR to another folder"
+    return f"make {folder} a folder you can write, or set CAIRN_STATE_DIR to one"
+
+
+def log_in_the_way(folder: str) -> str | None:
+    """The hook log's path when, in a state folder the hook can write, the log itself cannot be written (a folder, a
+    FIFO or a symlink in its place, a read-only file): the folder is fine, the log is to be moved; else None."""
     log = os.path.join(folder, LOG_FILE)
     try:
         mode = os.lstat(log).st_mode
-    except OSError:  # no log yet: the folder refused to make one
-        mode = None
-    if mode is not None and os.access(folder, os.W_OK | os.X_OK):
-        import stat  # loaded already (`cairn.hot`)
+    except OSError:  # no log yet
+        return None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return None
+    import stat  # loaded already (`cairn.hot`)
 
-        if not stat.S_ISREG(mode) or not os.access(log, os.W_OK):
-            return f"move {log} away (the hook starts a new log), or set CAIRN_STATE_DIR to another folder"
-    return f"make {folder} a folder you can write, or set CAIRN_STATE_DIR to one"
+    return log if not stat.S_ISREG(mode) or not os.access(log, os.W_OK) else None
 
 
 def _refuse_command_line(exc: UsageError) -> int:
