@@ -934,11 +934,13 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
     portable = where == "project" and install.is_shared(agent, path)  # runs `cairn` from the PATH, by design
     flags = [word for word in install.hook_launcher()[1:] if word.startswith("-")]  # -I -S
     if not portable and flags and not set(flags) <= set(launcher[1:]):  # an older install
+        hand = _by_hand(path)  # a config.toml entry goes by hand first: then the command, in its own code span
+        again = f"{hand}, then `{fix.removeprefix(f'{hand}, then ')}`" if hand else f"`{fix}` again"
         return Check(
             "agent",
             subject,
             True,
-            f"{path} runs {shown} ({done.stdout.strip()}){only}; `{fix}` again starts it without `site`, faster on "
+            f"{path} runs {shown} ({done.stdout.strip()}){only}; {again} starts it without `site`, faster on "
             "every prompt, and isolated (`-I`): a PYTHONPATH naming the agent's folder can no longer put its code "
             "in Cairn's place",
         )
@@ -1027,6 +1029,11 @@ def _install_fix(agent: str, where: str, path: Path, vault: str | None = None, s
         words += ["--vault", vault]
     if scope:
         words += ["--scope", scope]
-    if path.suffix == ".toml":  # Codex's [hooks] tables: Cairn never rewrites TOML, and the install writes hooks.json
-        return f"remove Cairn's [[hooks.UserPromptSubmit]] entry from {path} by hand, then {shlex.join(words)}"
-    return shlex.join(words)
+    hand = _by_hand(path)
+    return f"{hand}, then {shlex.join(words)}" if hand else shlex.join(words)
+
+
+def _by_hand(path: Path) -> str | None:
+    """What goes by hand before an install can replace the hook in `path`: Codex's [hooks] tables, since Cairn never
+    rewrites TOML (the install writes hooks.json); None for a JSON settings file."""
+    return f"remove Cairn's [[hooks.UserPromptSubmit]] entry from {path} by hand" if path.suffix == ".toml" else None

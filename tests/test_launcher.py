@@ -232,6 +232,20 @@ def test_doctor_says_an_older_hook_command_would_start_faster_installed_again(tm
     assert "again" not in doctor._command_check("claude-code", "user", settings, current).detail
 
 
+def test_doctors_note_on_an_older_hook_in_codexs_config_toml_quotes_only_the_command(tmp_path: Path) -> None:
+    """Bug fixed: for an older hook in Codex's config.toml the note read "`remove Cairn's [[hooks.UserPromptSubmit]]
+    entry from ... by hand, then cairn install codex --user` again starts it without `site`": a sentence in a code
+    span, as if it were a command to paste. Only the command is quoted now."""
+    config = tmp_path / "config.toml"
+    older = f"{shlex.quote(cairn_executable())} hook --format codex"
+    check = doctor._command_check("codex", "user", config, older)
+    assert check.ok
+    assert (
+        f"; remove Cairn's [[hooks.UserPromptSubmit]] entry from {config} by hand, then `cairn install codex --user` "
+        "starts it without `site`"
+    ) in check.detail, check.detail
+
+
 def test_without_site_the_launcher_finds_cairn_in_debians_dist_packages(tmp_path: Path) -> None:
     script = _prefix(tmp_path / "usr" / "local", packages="dist-packages")
     done = _hook_without_site(script, "{}", tmp_path)
