@@ -226,6 +226,23 @@ def test_list_fails_when_no_configured_vault_can_be_listed(tmp_path: Path) -> No
         assert "one" in line and "two" in line and "cairn vault" in line
 
 
+def test_list_warns_of_a_configured_vault_it_cannot_open_and_lists_the_others(tmp_path: Path) -> None:
+    """Bug fixed: a configured vault whose folder the system refuses to open (no permission; here a name too long,
+    which root meets as well) made `cairn list` outside any vault one `Error:` line, listing no vault, while a moved
+    one is a warning and recall, explain and the hook serve the others. It is a warning line now."""
+    repo = VaultRepo(tmp_path / "team")
+    make_vault(repo)
+    assert run_cairn("vault", "add", str(repo.root), "--name", "team", cwd=tmp_path).returncode == 0
+    far = tmp_path / ("x" * 300)
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "cairn" / "config.toml"
+    config.write_text(config.read_text() + f'\n[[vaults]]\nname = "far"\npath = "{far}"\n')
+    done = run_cairn("list", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"team:{REBASE_ID}" in done.stdout
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"Warning: vault 'far' ({far}) is not listed: File name too long ("), line
+
+
 def test_list_shows_a_status_with_a_line_break_on_its_cards_line(vault_repo: VaultRepo) -> None:
     """Bug fixed: `cairn list` printed a card's status as the card spells it, so an unknown status holding a line
     break (`status: "draft\\nforged/card  active ..."`) printed a row of its own, for a card the vault has not."""

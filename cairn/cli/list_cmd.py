@@ -8,7 +8,17 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cairn.cli.common import echo, echo_json, errors_to_exit, indexing, json_option, open_vault, vault_option, warn
+from cairn.cli.common import (
+    echo,
+    echo_json,
+    errors_to_exit,
+    indexing,
+    json_option,
+    open_vault,
+    os_error_text,
+    vault_option,
+    warn,
+)
 from cairn.hot.serve import split_tags
 from cairn.terminal import clean_line, columns, pad
 
@@ -74,7 +84,7 @@ def _list_configured(
 ) -> None:
     """Outside any vault with several configured (no --vault, no $CAIRN_VAULT): every configured vault's served
     cards, in the configuration's order, ids as `name:id` as recall, explain and the hook show them. A vault that
-    cannot be read (a moved folder) is one warning line; the others are listed."""
+    cannot be read (a moved folder, one the system refuses to open) is one warning line; the others are listed."""
     from cairn.cards.listing import list_cards as listing
     from cairn.hot.errors import CairnError, VaultNotFound
     from cairn.hot.userconfig import load_vaults
@@ -91,8 +101,8 @@ def _list_configured(
                     warn=functools.partial(_warn_of, entry.name),
                     progress=progress,
                 )
-        except CairnError as exc:
-            failed.append((entry.name, entry.path, str(exc)))
+        except (CairnError, OSError) as exc:  # OSError: a folder the system refuses to read (no permission)
+            failed.append((entry.name, entry.path, os_error_text(exc) if isinstance(exc, OSError) else str(exc)))
             continue
         listed.append({"name": entry.name, "vault": entry.path, "ref": ref, "commit": commit, "cards": chosen(cards)})
     if not listed:  # nothing to list is a failure, as recall and explain say it
