@@ -284,6 +284,24 @@ def test_the_fix_for_a_moved_vault_keeps_its_projects_scopes_and_ref(tmp_path: P
     assert config_path().read_text() == before.replace(str(author.root), str(moved))
 
 
+def test_sync_goes_on_past_a_configured_vault_the_system_refuses_to_open(tmp_path: Path) -> None:
+    """Bug fixed: a configured vault whose folder the system refuses to open (no permission; here a name too long,
+    which root meets as well) stopped `cairn sync` with one `Error:` line: the vaults after it were neither fetched
+    nor indexed. It is that vault's error line now, as a moved vault's is, and the others are synced."""
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "cairn" / "config.toml"
+    far = tmp_path / ("x" * 300)
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'[[vaults]]\nname = "far"\npath = "{far}"\n')  # listed first
+    author, _ = bare_vault(tmp_path)
+    assert run_cairn("vault", "add", str(author.root), "--name", "team", cwd=tmp_path).returncode == 0
+    synced = run_cairn("sync", cwd=tmp_path)
+    assert synced.returncode == 1 and synced.stderr == "", synced.stderr
+    far_line, team_line = synced.stdout.splitlines()
+    assert far_line.startswith("far: error: File name too long ("), far_line
+    assert team_line.startswith("team: "), team_line
+    assert run_cairn("list", "--vault", "team", cwd=tmp_path).returncode == 0
+
+
 def test_sync_of_a_served_branch_ahead_of_its_remote_is_no_rewrite(tmp_path: Path) -> None:
     """The served branch (local main, not checked out: a detached HEAD) holds a commit not pushed yet: the remote
     was not rewritten, so sync indexes main as it is, exit 0, and moves nothing."""

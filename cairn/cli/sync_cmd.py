@@ -13,6 +13,7 @@ from cairn.cli.common import (
     echo_json,
     errors_to_exit,
     json_option,
+    os_error_text,
     progress_bar,
 )
 from cairn.hot.errors import CairnError, VaultNotFound
@@ -73,8 +74,9 @@ def sync(name: str | None, timeout: float, as_json: bool) -> None:
                     fetching=fetching,
                     progress=progress if show else None,
                 )
-        except CairnError as exc:
-            result = SyncResult(entry.name, entry.path, entry.ref or "", "error", message=str(exc))
+        except (CairnError, OSError) as exc:  # OSError: a folder the system refuses to read (no permission)
+            message = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
+            result = SyncResult(entry.name, entry.path, entry.ref or "", "error", message=message)
         results.append(result)
         if not as_json:
             echo(clean_line(_line(result)))  # one line per vault, whatever a message quotes (a key, git's stderr)
