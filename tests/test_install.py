@@ -239,6 +239,25 @@ def test_install_does_not_promise_an_index_a_broken_cairn_toml_prevents(tmp_path
     assert line.endswith("the hook serves none of its cards until that is fixed.") and "background" not in line
 
 
+def test_install_goes_on_past_a_configured_vault_the_system_refuses_to_open(
+    tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: with a configured vault the system refuses to open (no permission; here a name too long, which
+    root meets as well), install wrote the settings, then stopped at that vault's index with `Error: ...` and exit 1:
+    the vaults after it went unindexed and the undo line unsaid. That vault is one "Not indexed" line now."""
+    config = isolated_env / "xdg-config" / "cairn" / "config.toml"
+    far = tmp_path / ("x" * 300)
+    config.write_text(f'[[vaults]]\nname = "far"\npath = "{far}"\n\n' + config.read_text())  # listed first
+    project = tmp_path / "p"
+    project.mkdir()
+    done = cairn("install", "claude-code", cwd=project)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    [line] = [line for line in done.stdout.splitlines() if "Not indexed" in line]
+    assert line.startswith("  Not indexed (File name too long (") and line.endswith("until that is fixed."), line
+    assert f"  Index of {configured.root}: " in done.stdout
+    assert done.stdout.endswith("Undo with `cairn uninstall claude-code`.\n"), done.stdout
+
+
 def test_install_refuses_a_scope_with_no_tag_and_bakes_in_the_tags_as_read(
     tmp_path: Path, configured: VaultRepo
 ) -> None:

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from cairn import doctor, githooks, gitrepo, install
-from cairn.cli.common import _one_vault, checked_scope, echo, errors_to_exit, indexing, open_vault
+from cairn.cli.common import _one_vault, checked_scope, echo, errors_to_exit, indexing, open_vault, os_error_text
 from cairn.hot.errors import CairnError, InvalidConfig, NotAGitRepository, RefusedWrite, VaultNotFound
 from cairn.hot.vault import shell_word
 from cairn.index import build as indexer
@@ -251,9 +251,11 @@ def _index_now(vault_arg: str | None, executable: str) -> None:
         vault = open_vault(vault_arg)
         with indexing(vault.root) as progress:
             report = indexer.build_index(vault, progress=progress)
-    except (InvalidConfig, NotAGitRepository, RefusedWrite, VaultNotFound) as exc:
+    except (InvalidConfig, NotAGitRepository, RefusedWrite, VaultNotFound, OSError) as exc:
         # The hook's own build in the background would fail the same way: saying it will index was a wrong promise.
-        echo(f"  Not indexed ({exc}); the hook serves none of its cards until that is fixed.")
+        # OSError: a folder the system refuses to read (no permission); the settings are written all the same.
+        why = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
+        echo(f"  Not indexed ({why}); the hook serves none of its cards until that is fixed.")
         return
     except CairnError as exc:
         echo(f"  Not indexed yet ({exc}); the hook builds the index in the background on its first prompt.")
