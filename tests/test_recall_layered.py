@@ -9,11 +9,13 @@ installed `cairn` run from a third folder."""
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
 import pytest
 
+from cairn.hot import index_path
 from helpers.payloads import FITTING_PROMPT, log_entries
 from helpers.vaults import REBASE_ID, VaultRepo, run_cairn
 from test_hook_layered import (
@@ -241,6 +243,23 @@ def test_a_configured_vault_that_moved_is_named_on_stderr_the_others_serve(
     assert done.stderr == f"Warning: vault 'me' serves nothing: {_gone('me', mine.root)}\n"
     explained = cairn("explain", FITTING_PROMPT, cwd=project)
     assert f"== me (unusable) ==\nSkipped: configured vault 'me' at {mine.root} is not a folder" in explained.stdout
+
+
+def test_a_configured_vault_whose_index_cannot_be_opened_is_named_on_stderr_the_others_serve(
+    two: tuple[VaultRepo, VaultRepo, Path],
+) -> None:
+    """Bug fixed: a vault whose index the system refuses to open (no permission; here a file in place of its cache
+    folder, which root meets as well) made `cairn recall` one `Error: File exists (...)` line, with none of the
+    other vaults' cards, which the hook serves all the same. It is one warning line now, as a moved vault's is."""
+    _, mine, project = two
+    folder = index_path(mine.root).parent
+    shutil.rmtree(folder)
+    folder.write_text("not a folder")
+    done = cairn("recall", FITTING_PROMPT, "--json", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert [c["id"] for c in json.loads(done.stdout)["cards"]] == [f"team:{REBASE_ID}"]
+    assert done.stderr.startswith(f"Warning: vault 'me' serves nothing: File exists ({folder})"), done.stderr
+    assert f"team:{REBASE_ID}" in hook(project, FITTING_PROMPT, session="as-the-hook")  # the hook serves it too
 
 
 def test_the_hook_reindexes_the_configured_ref_in_the_background(home: Path, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from cairn.cli.common import (
     indexing,
     json_option,
     open_vault,
+    os_error_text,
     progress_bar,
     ref_option,
     vault_option,
@@ -321,8 +322,9 @@ def configured_layers(scope: str | None, ref: str | None, worktree: bool = False
                             find_vault(root), ref=ref, worktree=worktree, served_only=as_served, progress=progress
                         )
                     index = stack.enter_context(opened)
-                except CairnError as exc:
-                    slots.append(Slot(name, root, None, str(exc), broken=True))
+                except (CairnError, OSError) as exc:  # OSError: its index the system refuses to read, as the hook
+                    why = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
+                    slots.append(Slot(name, root, None, why, broken=True))
                     continue
                 slots.append(Slot(name, root, Layer(name, root, index, tags), None))
         slots += [Slot(name, None, None, why, broken=True) for name, why in unusable]
