@@ -252,6 +252,11 @@ def _is_file_name_encoding(encoding: str) -> bool:
         return False
 
 
+def error_text(exc: Exception) -> str:
+    """One line for an error a command reports and goes on past: Cairn's message, or the system's (`os_error_text`)."""
+    return os_error_text(exc) if isinstance(exc, OSError) else str(exc)
+
+
 def os_error_text(exc: OSError) -> str:
     """One line for an OSError: what failed, where, and what to do when the user can fix it."""
     # a relative path (`cairn init x`) is looked up in the current folder too

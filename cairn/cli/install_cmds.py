@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from cairn import doctor, githooks, gitrepo, install
-from cairn.cli.common import _one_vault, checked_scope, echo, errors_to_exit, indexing, open_vault, os_error_text
+from cairn.cli.common import _one_vault, checked_scope, echo, error_text, errors_to_exit, indexing, open_vault
 from cairn.hot.errors import CairnError, InvalidConfig, NotAGitRepository, RefusedWrite, VaultNotFound
 from cairn.hot.vault import shell_word
 from cairn.index import build as indexer
@@ -254,8 +254,7 @@ def _index_now(vault_arg: str | None, executable: str) -> None:
     except (InvalidConfig, NotAGitRepository, RefusedWrite, VaultNotFound, OSError) as exc:
         # The hook's own build in the background would fail the same way: saying it will index was a wrong promise.
         # OSError: a folder the system refuses to read (no permission); the settings are written all the same.
-        why = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
-        echo(f"  Not indexed ({why}); the hook serves none of its cards until that is fixed.")
+        echo(f"  Not indexed ({error_text(exc)}); the hook serves none of its cards until that is fixed.")
         return
     except CairnError as exc:
         echo(f"  Not indexed yet ({exc}); the hook builds the index in the background on its first prompt.")

@@ -11,11 +11,11 @@ import click
 from cairn.cli.common import (
     echo,
     echo_json,
+    error_text,
     errors_to_exit,
     indexing,
     json_option,
     open_vault,
-    os_error_text,
     vault_option,
     warn,
 )
@@ -102,7 +102,7 @@ def _list_configured(
                     progress=progress,
                 )
         except (CairnError, OSError) as exc:  # OSError: a folder the system refuses to read (no permission)
-            failed.append((entry.name, entry.path, os_error_text(exc) if isinstance(exc, OSError) else str(exc)))
+            failed.append((entry.name, entry.path, error_text(exc)))
             continue
         listed.append({"name": entry.name, "vault": entry.path, "ref": ref, "commit": commit, "cards": chosen(cards)})
     if not listed:  # nothing to list is a failure, as recall and explain say it

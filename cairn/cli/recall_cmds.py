@@ -15,12 +15,12 @@ from cairn.cards.card import STATUSES
 from cairn.cli.common import (
     echo,
     echo_json,
+    error_text,
     errors_to_exit,
     file_given,
     indexing,
     json_option,
     open_vault,
-    os_error_text,
     progress_bar,
     ref_option,
     vault_option,
@@ -323,8 +323,7 @@ def configured_layers(scope: str | None, ref: str | None, worktree: bool = False
                         )
                     index = stack.enter_context(opened)
                 except (CairnError, OSError) as exc:  # OSError: its index the system refuses to read, as the hook
-                    why = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
-                    slots.append(Slot(name, root, None, why, broken=True))
+                    slots.append(Slot(name, root, None, error_text(exc), broken=True))
                     continue
                 slots.append(Slot(name, root, Layer(name, root, index, tags), None))
         slots += [Slot(name, None, None, why, broken=True) for name, why in unusable]

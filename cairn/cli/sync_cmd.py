@@ -11,9 +11,9 @@ from cairn.cli.common import (
     complete_vault_name,
     echo,
     echo_json,
+    error_text,
     errors_to_exit,
     json_option,
-    os_error_text,
     progress_bar,
 )
 from cairn.hot.errors import CairnError, VaultNotFound
@@ -75,8 +75,7 @@ def sync(name: str | None, timeout: float, as_json: bool) -> None:
                     progress=progress if show else None,
                 )
         except (CairnError, OSError) as exc:  # OSError: a folder the system refuses to read (no permission)
-            message = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
-            result = SyncResult(entry.name, entry.path, entry.ref or "", "error", message=message)
+            result = SyncResult(entry.name, entry.path, entry.ref or "", "error", message=error_text(exc))
         results.append(result)
         if not as_json:
             echo(clean_line(_line(result)))  # one line per vault, whatever a message quotes (a key, git's stderr)

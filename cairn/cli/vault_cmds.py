@@ -18,12 +18,12 @@ from cairn.cli.common import (
     complete_card_id,
     echo,
     echo_json,
+    error_text,
     errors_to_exit,
     folder_given,
     indexing,
     json_option,
     open_vault,
-    os_error_text,
     progress_bar,
     split_named_id,
     unknown_vault_name,
@@ -106,7 +106,7 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
             echo(f"Created a vault at {path} (commit {commit[:8]}) and indexed its {report.n_cards} example cards.")
             del left[0]
         except (CairnError, OSError) as exc:
-            not_indexed = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
+            not_indexed = error_text(exc)
             echo(f"Created a vault at {path} (commit {commit[:8]}).")
         outer = _enclosing_work_tree(vault.root.parent)
         if outer is not None:
