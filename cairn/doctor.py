@@ -296,11 +296,12 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
 
 
 def _unreadable_vault(entry: VaultEntry, exc: OSError) -> Check:
-    """The failing check of a configured vault whose folder the system refuses to read (no permission, a name too
-    long): the hook serves nothing from it."""
-    detail = f"{entry.path} cannot be read ({exc.strerror or exc}): the hook serves nothing from it"
+    """The failing check of a configured vault a file of which the system refuses to read (its folder, its index:
+    no permission, a name too long): the hook serves nothing from it. The file named is the one refused."""
+    where = exc.filename if isinstance(exc.filename, str) else entry.path
+    detail = f"{where} cannot be read ({exc.strerror or exc}): the hook serves nothing from this vault"
     if exc.errno in (errno.EACCES, errno.EPERM):
-        return Check("vault", entry.name, False, detail, f"check the owner and mode of {shlex.quote(entry.path)}")
+        return Check("vault", entry.name, False, detail, f"check the owner and mode of {shlex.quote(where)}")
     return Check("vault", entry.name, False, detail, add_again(entry))
 
 

@@ -3,6 +3,7 @@ one must pass. Real settings files, a real vault and index, the installed `cairn
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shlex
@@ -12,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from cairn import doctor
 from cairn.hot.index import SECURITY_RULES_VERSION
+from cairn.hot.userconfig import VaultEntry
 from helpers.cachefiles import edit_meta, reseal
 from helpers.mounts import cairn_on_read_only
 from helpers.payloads import FITTING_PROMPT, payload_for
@@ -427,10 +430,21 @@ def test_a_configured_vault_that_cannot_be_read_is_one_failing_check(
     checks = json.loads(done.stdout)["checks"]
     [check] = [c for c in checks if c["subject"] == "far" and c["area"] == "vault"]
     assert check["ok"] is False
-    assert check["detail"] == f"{far} cannot be read (File name too long): the hook serves nothing from it", check
+    assert check["detail"] == f"{far} cannot be read (File name too long): the hook serves nothing from this vault"
     assert check["fix"] == "cairn vault remove far && cairn vault add PATH --name far"
     assert [c["ok"] for c in checks if c["subject"] == "team" and c["area"] in ("ref", "index")] == [True, True]
     assert any(c["area"] == "agent" and c["ok"] for c in checks)
+
+
+def test_an_unreadable_file_of_a_vault_is_named_not_the_vault_folder(tmp_path: Path) -> None:
+    """Bug fixed: the failing check of a vault whose index the system refused to read (no permission, as another
+    user meets it) said the vault's folder "cannot be read", and told to check that folder's mode: the file refused
+    is named now, with its own fix."""
+    index = tmp_path / "cache" / "vaults" / "team-0123" / "index.cairn"
+    entry = VaultEntry("team", str(tmp_path / "team"), None, (), ())
+    check = doctor._unreadable_vault(entry, PermissionError(errno.EACCES, "Permission denied", str(index)))
+    assert check.detail == f"{index} cannot be read (Permission denied): the hook serves nothing from this vault"
+    assert check.fix == f"check the owner and mode of {index}"
 
 
 def test_a_read_only_cache_gets_a_fix_that_can_work(setup: Path, tmp_path: Path) -> None:
