@@ -519,8 +519,12 @@ def _cache_can_take(check: Check, index: str) -> Check:
 
 def _unwritable(folder: str, what: str, variable: str) -> tuple[str, str] | None:
     """(why, fix) when Cairn cannot write in `folder`, or make it (the nearest folder there is, when it is not yet):
-    on a read-only file system, or not writable; None when it can (or nothing can tell)."""
+    on a read-only file system, not writable, or a file in the way of the folder; None when it can (or nothing can
+    tell)."""
     while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+        if os.path.lexists(folder):  # a file (or a dangling link) where Cairn would make the folder
+            quoted = shlex.quote(folder)
+            return f"a file stands where Cairn keeps its {what} folder {folder}", f"mv {quoted} {quoted}.old"
         folder = os.path.dirname(folder)  # the nearest folder there is: Cairn makes the rest
     try:
         read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)

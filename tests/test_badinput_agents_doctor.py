@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -463,6 +464,26 @@ def test_a_read_only_cache_gets_a_fix_that_can_work(setup: Path, tmp_path: Path)
     writable = {"CAIRN_CACHE_DIR": str(tmp_path / "writable-cache")}
     assert run_cairn("index", "--vault", "team", cwd=setup, env=writable).returncode == 0
     again = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup, env=writable)
+    [check] = [c for c in json.loads(again.stdout)["checks"] if c["area"] == "index"]
+    assert check["ok"] is True, check
+
+
+def test_a_file_in_place_of_the_vaults_cache_folder_gets_a_fix_that_can_work(setup: Path) -> None:
+    """Bug fixed: with a file in place of the vault's cache folder, doctor said to run `cairn index --vault team`,
+    which then failed with `File exists`. It now names the file and moves it away first; doing so, the index is
+    built and the check passes."""
+    folder = cache_dir() / "vaults"
+    [vault_folder] = folder.iterdir()
+    shutil.rmtree(vault_folder)
+    vault_folder.write_text("not a folder")
+    done = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup)
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "index"]
+    assert check["ok"] is False
+    assert f"a file stands where Cairn keeps its cache folder {vault_folder}, so `cairn index" in check["detail"]
+    assert check["fix"] == f"mv {vault_folder} {vault_folder}.old, then `cairn index --vault team`"
+    assert subprocess.run(["mv", str(vault_folder), f"{vault_folder}.old"], check=False).returncode == 0
+    assert run_cairn("index", "--vault", "team", cwd=setup).returncode == 0
+    again = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup)
     [check] = [c for c in json.loads(again.stdout)["checks"] if c["area"] == "index"]
     assert check["ok"] is True, check
 
