@@ -410,3 +410,27 @@ def test_the_template_config_leaves_files_the_index_does_not_read_alone(tmp_path
     done = _commit(vault, "drop a card", env)
     assert done.returncode == 1, done.stdout
     assert "cards/git/force-push-safely.md:11: supersedes-missing" in done.stdout
+
+
+def test_pre_commit_run_over_a_range_fails_a_deleted_superseded_card(tmp_path: Path) -> None:
+    """CI's `pre-commit run --from-ref BASE --to-ref HEAD` after a `git commit --no-verify` that deletes a card
+    another card supersedes and edits a third: pre-commit passes the edited card only, and lint, reading the working
+    tree, knew of no deletion, so the range passed what the commit's own hook, `cairn review` and `cairn lint`
+    fail."""
+    vault, env = _template_vault(tmp_path)
+    base = _git("rev-parse", "HEAD", cwd=vault)
+    _git("rm", "-q", "cards/git/force-with-lease.md", cwd=vault)
+    pipefail = vault / "cards" / "shell" / "pipefail-hides-failures.md"
+    pipefail.write_text(pipefail.read_text() + "\nOne more line.\n")
+    _git("add", "-A", cwd=vault)
+    _git("commit", "-q", "--no-verify", "-m", "drop a card, edit another", cwd=vault)
+    ci = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run", "--from-ref", base, "--to-ref", "HEAD"],
+        cwd=vault,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert ci.returncode == 1, ci.stdout
+    assert "cards/git/force-push-safely.md:11: supersedes-missing" in ci.stdout

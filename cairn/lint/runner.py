@@ -69,8 +69,9 @@ def lint_files(
     Given `cairn.toml`, it is checked and every card is linted by the rules that read it. `pending` holds files not
     written yet (path -> bytes), read as if they were in the vault (`cairn add` lints a card before writing it).
     `removed`: card files the change deletes (`cairn review` passes its deletions; from git's staging area they are
-    found by comparing with HEAD): the cards that supersede them are linted too, so pre-commit, review and a
-    whole-vault `cairn lint` give one verdict on a deletion. `commit`, with source `commit`: the commit whose tree
+    found by comparing with HEAD, and in `pre-commit run --from-ref --to-ref` with the range's merge base): the cards
+    that supersede them are linted too, so pre-commit, review and a whole-vault `cairn lint` give one verdict on a
+    deletion. `commit`, with source `commit`: the commit whose tree
     (cards and `cairn.toml`) is the vault.
     """
     return _lint(vault, list(rel_paths), rules, source, today, pending, removed, commit=commit)
@@ -169,7 +170,7 @@ def _lint_snapshot(
                 plan[rel] = rules
         # A card naming a removed card in `supersedes` now names no card: lint it too. `gone` is almost always
         # empty, and the ids are read once (a set of every id built per card made one card's lint 1 s slower).
-        gone = {card_id_from_path(p) for p in (*removed, *snapshot.removed_since_head())} - {None} - set(facts)
+        gone = {card_id_from_path(p) for p in (*removed, *snapshot.removed_cards())} - {None} - set(facts)
         if gone:
             for card in facts.values():
                 if gone.intersection(card.supersedes):

@@ -137,16 +137,26 @@ class Snapshot:
         if self._repo is not None:
             self._repo.close()
 
-    def removed_since_head(self) -> list[str]:
-        """Card files HEAD holds that the staging area does not: what the commit being made deletes (empty for
-        the working tree and a commit, and before the first commit)."""
-        if self.source != STAGED:
+    def removed_cards(self) -> list[str]:
+        """Card files that what is linted deletes: for the staging area, those HEAD holds that it does not (the commit
+        being made); for the working tree that `pre-commit run --from-ref A --to-ref B` lints (CI, the pre-push
+        stage), those the merge base of A and B holds that it does not (the range, whose deletions pre-commit passes
+        no file of). Empty otherwise, for a commit, and before the first commit."""
+        base_ref = _pre_commit_range() if self.source == WORKTREE else None
+        if self.source != STAGED and base_ref is None:
             return []
         try:
-            head = gitrepo.head_commit(self._repo)
+            if self._repo is None:
+                self._repo = gitrepo.open_repo(self.vault)
+            if base_ref is None:
+                base: str | None = gitrepo.head_commit(self._repo)
+            else:
+                base = gitrepo.merge_base(self._repo, *(gitrepo.resolve_commit(self._repo, r) for r in base_ref))
         except CairnError:
             return []
-        return [e.path for e in gitrepo.card_entries(self._repo, head, self.vault) if e.path not in self.files]
+        if base is None:
+            return []
+        return [e.path for e in gitrepo.card_entries(self._repo, base, self.vault) if e.path not in self.files]
 
     def add_pending(self, rel_path: str, data: bytes) -> None:
         """Hold a file not written yet (`cairn add` lints a new card before writing it), as if it were in the vault."""
@@ -178,6 +188,13 @@ def read_capped(file: Path, size: int) -> bytes:
     """A file's bytes, or only its first MAX_CARD_BYTES + 1 when it is bigger (the contract rejects it anyway)."""
     with open(file, "rb") as handle:
         return handle.read(MAX_CARD_BYTES + 1) if size > MAX_CARD_BYTES else handle.read()
+
+
+def _pre_commit_range() -> tuple[str, str] | None:
+    """The refs `pre-commit run --from-ref A --to-ref B` (and its pre-push stage) names to the hooks it runs, whose
+    files it takes from `git diff A...B`; None outside such a run."""
+    refs = os.environ.get("PRE_COMMIT_FROM_REF"), os.environ.get("PRE_COMMIT_TO_REF")
+    return (refs[0], refs[1]) if refs[0] and refs[1] else None
 
 
 def in_git_hook() -> bool:
