@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -434,3 +435,38 @@ def test_pre_commit_run_over_a_range_fails_a_deleted_superseded_card(tmp_path: P
     )
     assert ci.returncode == 1, ci.stdout
     assert "cards/git/force-push-safely.md:11: supersedes-missing" in ci.stdout
+
+
+def test_pre_commit_run_with_no_card_changed_lints_a_vault_in_a_subfolder(tmp_path: Path) -> None:
+    """A repository holding its vault in `lessons/`, the template's config at its root: `pre-commit run` outside
+    `git commit` (CI's `--from-ref/--to-ref` over a range that touches no card, a manual run) called `cairn lint`
+    with no file, which looked for the vault around the repository's root: "Error: no vault here" failed every such
+    range, and with one vault configured (another repository's) lint judged that vault's cards instead."""
+    repo = tmp_path / "mono"
+    repo.mkdir()
+    _git("init", "-q", cwd=repo)
+    done = subprocess.run(
+        [cairn_executable(), "init", str(repo / "lessons"), "--no-register"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    shutil.rmtree(repo / "lessons" / ".git")
+    (repo / "lessons" / ".pre-commit-config.yaml").rename(repo / ".pre-commit-config.yaml")
+    env = dict(_env(), PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    (repo / "app.py").write_text("print(1)\n")
+    _git("add", "-A", cwd=repo)
+    _git("commit", "-q", "--no-verify", "-m", "an app and its lessons", cwd=repo)
+
+    def ci() -> subprocess.CompletedProcess[str]:
+        (repo / "app.py").write_text((repo / "app.py").read_text() + "print(2)\n")
+        _git("commit", "-q", "--no-verify", "-am", "the app only", cwd=repo)
+        run = [sys.executable, "-m", "pre_commit", "run", "--from-ref", "HEAD~1", "--to-ref", "HEAD"]
+        return subprocess.run(run, cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+
+    clean = ci()
+    assert clean.returncode == 0, clean.stdout
+    assert "cairn lint: 0 errors, 0 warnings in 14 file(s) from the working tree" in clean.stdout
+    _git("rm", "-q", "lessons/cards/git/force-with-lease.md", cwd=repo)
+    _git("commit", "-q", "--no-verify", "-m", "drop a card another supersedes", cwd=repo)
+    broken = ci()
+    assert broken.returncode == 1, broken.stdout
+    assert "lessons/cards/git/force-push-safely.md:11: supersedes-missing" in broken.stdout

@@ -94,7 +94,7 @@ def lint_command(
     vault; a folder stands for the card files under it), only they are, in the context of the whole vault (unique
     names, links, near-duplicates). Errors exit 1; warnings exit 0 unless --strict. Inside a git hook the staged
     content is checked, not the working tree, and of the repository being committed to ($CAIRN_VAULT is not read
-    there; --vault is).
+    there, nor in any hook pre-commit runs; --vault is).
 
     \b
     Example:
@@ -120,7 +120,9 @@ def lint_command(
     day = today.date() if today else None
     # Inside a git hook the repository being committed to is the one to lint: $CAIRN_VAULT (set for the agents'
     # hooks, or for daily commands) named another vault, whose files of the same paths were linted in its place.
-    hooked = lint.in_git_hook() and not vault_path
+    # So for any hook pre-commit runs (`pre-commit run`, CI's --from-ref/--to-ref): given no file, a vault in a
+    # subfolder of the repository was missed for the one configured vault, another repository's, or "no vault here".
+    hooked = (lint.in_git_hook() or lint.run_by_pre_commit()) and not vault_path
     with _without_cairn_vault() if hooked else contextlib.nullcontext():
         found = _lint_findings(files, vault_path, wanted, source, day, hooked)
     if found is None:

@@ -200,3 +200,9 @@ def _pre_commit_range() -> tuple[str, str] | None:
 def in_git_hook() -> bool:
     """git names its staging area's file in GIT_INDEX_FILE for the hooks it runs around a commit."""
     return bool(os.environ.get("GIT_INDEX_FILE"))
+
+
+def run_by_pre_commit() -> bool:
+    """pre-commit sets PRE_COMMIT=1 for every hook it runs, in a git hook or not (`pre-commit run`, its
+    `--from-ref/--to-ref` in CI, the pre-push stage): each lints the repository pre-commit runs in."""
+    return os.environ.get("PRE_COMMIT") == "1"
