@@ -437,24 +437,32 @@ def test_pre_commit_run_over_a_range_fails_a_deleted_superseded_card(tmp_path: P
     assert "cards/git/force-push-safely.md:11: supersedes-missing" in ci.stdout
 
 
+def _repository_with_vaults(tmp_path: Path, *folders: str) -> tuple[Path, dict[str, str]]:
+    """A repository holding an app (`app.py`) and a vault made by `cairn init` in each folder, committed, with the
+    template's pre-commit config at its root: the repository, and the environment the shipped hooks run in."""
+    repo = tmp_path / "mono"
+    repo.mkdir()
+    _git("init", "-q", cwd=repo)
+    for folder in folders:
+        done = subprocess.run(
+            [cairn_executable(), "init", str(repo / folder), "--no-register"], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        shutil.rmtree(repo / folder / ".git")
+        (repo / folder / ".pre-commit-config.yaml").replace(repo / ".pre-commit-config.yaml")
+    env = dict(_env(), PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    (repo / "app.py").write_text("print(1)\n")
+    _git("add", "-A", cwd=repo)
+    _git("commit", "-q", "--no-verify", "-m", "an app and its lessons", cwd=repo)
+    return repo, env
+
+
 def test_pre_commit_run_with_no_card_changed_lints_a_vault_in_a_subfolder(tmp_path: Path) -> None:
     """A repository holding its vault in `lessons/`, the template's config at its root: `pre-commit run` outside
     `git commit` (CI's `--from-ref/--to-ref` over a range that touches no card, a manual run) called `cairn lint`
     with no file, which looked for the vault around the repository's root: "Error: no vault here" failed every such
     range, and with one vault configured (another repository's) lint judged that vault's cards instead."""
-    repo = tmp_path / "mono"
-    repo.mkdir()
-    _git("init", "-q", cwd=repo)
-    done = subprocess.run(
-        [cairn_executable(), "init", str(repo / "lessons"), "--no-register"], capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    shutil.rmtree(repo / "lessons" / ".git")
-    (repo / "lessons" / ".pre-commit-config.yaml").rename(repo / ".pre-commit-config.yaml")
-    env = dict(_env(), PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    (repo / "app.py").write_text("print(1)\n")
-    _git("add", "-A", cwd=repo)
-    _git("commit", "-q", "--no-verify", "-m", "an app and its lessons", cwd=repo)
+    repo, env = _repository_with_vaults(tmp_path, "lessons")
 
     def ci() -> subprocess.CompletedProcess[str]:
         (repo / "app.py").write_text((repo / "app.py").read_text() + "print(2)\n")
@@ -470,3 +478,19 @@ def test_pre_commit_run_with_no_card_changed_lints_a_vault_in_a_subfolder(tmp_pa
     broken = ci()
     assert broken.returncode == 1, broken.stdout
     assert "lessons/cards/git/force-push-safely.md:11: supersedes-missing" in broken.stdout
+
+
+def test_a_commit_to_one_vault_is_judged_on_what_it_deletes_in_another(tmp_path: Path) -> None:
+    """A repository with two vaults: a commit that edits a card of `docs/lessons` and deletes a card `team/lessons`
+    supersedes passed, since pre-commit passed the edited card alone and lint judged only its vault; the deletion
+    alone failed, as `cairn lint` and `cairn review` of that vault do."""
+    repo, env = _repository_with_vaults(tmp_path, "docs/lessons", "team/lessons")
+    installed = subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=repo, env=env, capture_output=True)
+    assert installed.returncode == 0, installed.stderr
+    _git("rm", "-q", "team/lessons/cards/git/force-with-lease.md", cwd=repo)
+    edited = repo / "docs" / "lessons" / "cards" / "shell" / "pipefail-hides-failures.md"
+    edited.write_text(edited.read_text() + "\nOne more line.\n")
+    _git("add", "-A", cwd=repo)
+    done = _commit(repo, "edit one vault, delete in the other", env)
+    assert done.returncode == 1, done.stdout
+    assert "team/lessons/cards/git/force-push-safely.md:11: supersedes-missing" in done.stdout

@@ -175,6 +175,9 @@ def _lint_findings(
             checked += report.files
         return findings, checked
     groups, outside = _by_vault(_card_files(files), vault_path)
+    if hooked:  # what the commit deletes in the repository's other vaults, whose files pre-commit passes none of
+        for vault in _repository_vaults():
+            groups.setdefault(vault, [])
     for given, why in outside:  # another project's `cards/` in the same repository (pre-commit passes it)
         echo(clean_line(f"{given}: skipped, {why}"), err=True)
     for vault, pairs in groups.items():
