@@ -257,7 +257,16 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
     if vault.git_root is None:
         return [
             *checks,
-            Check("vault", name, False, f"{root} is not in a git repository", f"git -C {shlex.quote(root)} init"),
+            Check(
+                "vault",
+                name,
+                False,
+                f"{root} is not in a git repository, so none of its cards is served; if its .git was moved or deleted, "
+                "put it back or clone the vault there again, else the fix makes it one",
+                # `git init` alone left an empty repository: still no commit to serve
+                f"git -C {shlex.quote(root)} init && git -C {shlex.quote(root)} add -A && "
+                f"git -C {shlex.quote(root)} commit -q -m 'A Cairn vault'",
+            ),
         ]
     unreadable = _unsupported_repository(vault)
     if unreadable:  # the files name its served commit, but no command can read it: `cairn index` would fail

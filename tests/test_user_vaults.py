@@ -414,7 +414,8 @@ def test_doctors_fix_for_a_moved_vault_keeps_its_name_scope_and_projects(tmp_pat
 
 def test_doctors_fix_for_a_vault_outside_git_runs_as_printed_in_a_folder_with_a_space(tmp_path: Path) -> None:
     """Bug fixed: the fix for a configured vault that is in no git repository was `git -C /path/my notes init`,
-    unquoted, which the shell splits: run as printed, git said `cannot change to '/path/my'`."""
+    unquoted, which the shell splits: run as printed, git said `cannot change to '/path/my'`. And `git init` alone
+    left a repository with no commit, which serves nothing: the fix now commits the vault too."""
     notes = tmp_path / "my notes"
     (notes / "cards").mkdir(parents=True)
     (notes / "cairn.toml").write_text("")
@@ -425,10 +426,12 @@ def test_doctors_fix_for_a_vault_outside_git_runs_as_printed_in_a_folder_with_a_
         return next((c for c in json.loads(done.stdout)["checks"] if c["area"] == "vault"), None)
 
     before = vault_check()
-    assert before is not None and before["detail"] == f"{notes} is not in a git repository"
+    assert before is not None and str(before["detail"]).startswith(f"{notes} is not in a git repository, so none")
     fixed = subprocess.run(str(before["fix"]), shell=True, cwd=tmp_path, capture_output=True, text=True, check=False)
     assert fixed.returncode == 0, fixed.stderr
     assert vault_check() is None
+    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
+    assert [c["detail"] for c in checks if c["area"] == "ref" and c["ok"] is False] == []  # a commit to serve
 
 
 def test_list_due_and_scope(vault_repo: VaultRepo) -> None:
