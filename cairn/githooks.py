@@ -239,7 +239,8 @@ def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: boo
         # The whole command: `cairn install AGENT` and `cairn init` install these hooks too, and take no --chain.
         again = shlex.join(["cairn", "install", "git-hooks", "--chain", "--vault", str(vault.root)])
         raise RefusedWrite(
-            f"{names} already exist and are not Cairn's; nothing was written. Keep them with `{again}` (they move "
+            f"{names} already exist{'s' if len(foreign) == 1 else ''} and {'is' if len(foreign) == 1 else 'are'} not "
+            f"Cairn's; nothing was written. Keep them with `{again}` (they move "
             f"to <name>.local and run first), or add `cairn index --vault {shlex.quote(vault_dir)}` to them by hand"
         )
     taken = [_local(targets[n]) for n in foreign if os.path.lexists(_local(targets[n]))]

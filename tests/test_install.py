@@ -502,7 +502,7 @@ def test_git_hooks_never_clobber_a_foreign_hook(vault_repo: VaultRepo, tmp_path:
     mine.chmod(0o755)
     refused = cairn("install", "git-hooks", "--vault", str(vault_repo.root))
     assert refused.returncode == 1
-    assert "not Cairn's" in refused.stderr and "--chain" in refused.stderr
+    assert f"{mine} already exists and is not Cairn's" in refused.stderr and "--chain" in refused.stderr
     assert not (hooks / "post-commit").exists()
     chained = cairn("install", "git-hooks", "--vault", str(vault_repo.root), "--chain")
     assert chained.returncode == 0
