@@ -169,3 +169,19 @@ def test_a_session_in_use_keeps_its_lock_file(tmp_path: Path) -> None:
         assert lock.stat().st_mtime > time.time() - 60
         sessions.prune_folder(str(lock.parent), time.time() - 14 * 86400)
         assert lock.exists()
+
+
+def test_a_session_still_prompting_keeps_what_it_was_given(tmp_path: Path) -> None:
+    """A session's record is written only when it gets a card; its lock is touched at every prompt. A session that
+    prompted every day but got no new card for `session_ttl_days` had its record pruned, and was given again every
+    card it already had."""
+    state = str(tmp_path / "state")
+    with sessions.open_session(state, "a long session") as session:
+        session.record([REBASE_ID], "/vault", "c" * 40)
+    [record] = (tmp_path / "state" / "sessions").glob("*.json")
+    os.utime(record, (OLD, OLD))
+    with sessions.open_session(state, "a long session"):  # today's prompt, which got no new card
+        pass
+    sessions.prune_folder(str(record.parent), time.time() - 14 * 86400)
+    with sessions.open_session(state, "a long session") as session:
+        assert REBASE_ID in session.injected

@@ -185,7 +185,11 @@ prune_folder(sys.argv[2], float(sys.argv[3]))
 
 def prune_folder(folder: str, cutoff: float) -> int:
     """Delete the session files of `folder` (`.json`, `.lock`, `.tmp`) last modified before `cutoff` (a Unix time);
-    how many sessions went. What `prune` starts in its detached process."""
+    how many sessions went. What `prune` starts in its detached process.
+
+    A session's `.json` is written only when it gets a card, its `.lock` touched at every prompt (`_touch`): a
+    `.json` goes only when its lock is old too, else a session still prompting every day that got no new card for
+    `ttl_days` forgot every card it had, and was given them again."""
     removed = 0
     try:
         entries = os.scandir(folder)
@@ -197,12 +201,22 @@ def prune_folder(folder: str, cutoff: float) -> int:
             if not (name.endswith(".json") or name.endswith(".lock") or name.endswith(".tmp")):
                 continue
             try:
-                if os.stat(entry.path).st_mtime < cutoff:
+                if os.stat(entry.path).st_mtime < cutoff and not _lock_used_since(entry.path, cutoff):
                     os.unlink(entry.path)
                     removed += name.endswith(".json")
             except OSError:
                 continue
     return removed
+
+
+def _lock_used_since(path: str, cutoff: float) -> bool:
+    """Whether `path` is a session's `.json` whose lock a hook took since `cutoff` (the session is in use)."""
+    if not path.endswith(".json"):
+        return False
+    try:
+        return os.stat(path[: -len(".json")] + ".lock").st_mtime >= cutoff
+    except OSError:
+        return False
 
 
 def write_private(path: str, data: bytes) -> None:
