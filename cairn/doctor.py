@@ -128,6 +128,8 @@ def _shared_folders() -> list[Check]:
             mode = os.stat(folder).st_mode & 0o777
         except OSError:
             continue  # made 0700 when Cairn first writes there
+        if not os.path.isdir(folder):
+            continue  # a file where the folder goes: `_unwritable` fails it, and no chmod would help
         if not mode & 0o077:
             continue
         writable = bool(mode & 0o022)

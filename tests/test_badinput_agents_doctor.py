@@ -674,3 +674,21 @@ def test_doctor_never_runs_a_hook_that_only_mentions_cairn_hook(
     assert "Traceback" not in done.stderr
     subjects = [c["subject"] for c in json.loads(done.stdout)["checks"]]
     assert "claude-code (project)" not in subjects
+
+
+def test_a_file_where_the_state_folder_goes_fails_and_its_fix_works(setup: Path) -> None:
+    """Bug fixed: with a file at $CAIRN_STATE_DIR, the hook wrote "cannot write the hook log" on every prompt and
+    kept no session (each card came again on every prompt), while doctor only said the "folder" had mode 644 and
+    might be read by others (`chmod go-rwx` it): it looked for the nearest folder above, which it could write."""
+    state = Path(os.environ["CAIRN_STATE_DIR"])
+    shutil.rmtree(state, ignore_errors=True)
+    state.write_text("not a folder")
+    done = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup)
+    assert done.returncode == 1
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "folders"]  # no "chmod go-rwx" of it
+    assert check["subject"] == "state" and check["ok"] is False, check
+    assert check["detail"].startswith(f"a file stands where Cairn keeps its state folder {state}"), check
+    assert check["fix"] == f"mv {state} {state}.old"
+    subprocess.run(check["fix"], shell=True, check=True)
+    again = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup)
+    assert [c for c in json.loads(again.stdout)["checks"] if c["area"] == "folders"] == []
