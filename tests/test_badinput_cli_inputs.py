@@ -158,6 +158,21 @@ def test_add_under_a_file_says_which_file_is_in_the_way(vault_repo: VaultRepo) -
     assert (vault_repo.root / "cards" / "docker").read_text() == "not a folder\n"
 
 
+def test_a_file_where_the_state_folder_goes_is_named_in_the_error(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """`cairn recall --session` with a file at $CAIRN_STATE_DIR said `Not a directory (.../state/sessions): a file
+    stands where a folder should be; move it away`, naming a path that is not there: the file to move was not said."""
+    make_vault(vault_repo)
+    state = tmp_path / "state-is-a-file"
+    state.write_text("not a folder\n")
+    done = vault_repo.cairn(
+        "recall", "git pull --rebase after a force-push", "--session", "s1", env={"CAIRN_STATE_DIR": str(state)}
+    )
+    assert _one_error_line(done) == (
+        f"Error: Not a directory ({state}/sessions): a file stands where a folder should be; move it away ({state} is"
+        " a file)"
+    )
+
+
 def _two_notes(tmp_path: Path) -> Path:
     """A notes folder: docker/layers.md (imported under cards/docker/) and loose.md (under cards/imported/)."""
     notes = tmp_path / "notes"

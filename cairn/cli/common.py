@@ -265,7 +265,23 @@ def os_error_text(exc: OSError) -> str:
         return "the current folder no longer exists (removed?); cd into one that does and run this again"
     where = f" ({exc.filename})" if exc.filename else ""
     hint = _read_only_hint(exc.filename) if exc.errno == errno.EROFS else _OS_HINTS.get(exc.errno or 0)
+    if exc.errno == errno.ENOTDIR and isinstance(exc.filename, str):
+        in_the_way = _file_in_the_way(exc.filename)
+        if in_the_way is not None:  # the error names the path asked for, which lies under it and is not there
+            hint = f"{hint} ({in_the_way} is a file)"
     return f"{exc.strerror or exc}{where}" + (f": {hint}" if hint else "")
+
+
+def _file_in_the_way(path: str) -> str | None:
+    """The file (anything but a folder) standing at `path` or at a folder above it: what ENOTDIR is about."""
+    step = os.path.abspath(path)
+    while True:
+        if os.path.lexists(step) and not os.path.isdir(step):
+            return step
+        parent = os.path.dirname(step)
+        if parent == step:
+            return None
+        step = parent
 
 
 def _read_only_hint(filename: object) -> str:
