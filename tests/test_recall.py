@@ -231,6 +231,19 @@ def test_an_empty_session_is_refused_not_shared(fixture_vault: VaultRepo) -> Non
     assert [c["id"] for c in json.loads(again.stdout)["cards"]] == ["git/force-push-safely"]
 
 
+def test_a_session_is_not_given_the_cards_of_another_ref_or_the_working_tree(fixture_vault: VaultRepo) -> None:
+    """Bug fixed: `cairn recall --ref BRANCH --session S` (or `--worktree`) recorded the branch's card in the agent's
+    session, which the hook shares: the reviewed card of that id was then refused to the agent as already given.
+    The two are refused together (exit 2) and the session is left as it was."""
+    query = "git push --force after rebasing a shared branch"
+    for where in (("--ref", "HEAD"), ("--worktree",)):
+        done = fixture_vault.cairn("recall", query, "--session", "s-1", *where)
+        assert done.returncode == 2 and done.stdout == "", done.stdout
+        assert f"--session records what an agent was given, and {where[0]} reads cards no agent" in done.stderr
+    served = json.loads(fixture_vault.invoke("recall", query, "--json", "--session", "s-1").stdout)
+    assert [c["id"] for c in served["cards"]] == ["git/force-push-safely"]
+
+
 def test_the_explain_an_abstaining_recall_suggests_reads_the_cards_it_read(fixture_vault: VaultRepo) -> None:
     """Bug fixed: `cairn recall --worktree PROMPT` (the help's example for an uncommitted card) abstained with "`cairn
     explain QUERY` shows why"; run as printed, explain read the served ref, where the uncommitted card is not."""

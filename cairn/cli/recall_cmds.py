@@ -139,6 +139,13 @@ def recall_cmd(
       cairn recall --worktree "a prompt my uncommitted card should fit"
     """
     where_to_read(ref, worktree)
+    if session_id is not None and (ref or worktree):
+        # The session is the agent's, shared with the hook: a branch's or an uncommitted card recorded there under
+        # its id would keep the reviewed card of that id from the agent for the rest of the session.
+        raise click.UsageError(
+            f"--session records what an agent was given, and {'--ref' if ref else '--worktree'} reads cards no agent "
+            "is given: leave one out"
+        )
     _check_ref(ref)
     query, _ = _query_text(query)
     explain = _explain_command(scope, ref, worktree, vault_path)  # what to run when nothing fits
