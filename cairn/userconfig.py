@@ -34,10 +34,12 @@ def add_vault(
     scopes: Sequence[str] = (),
     projects: Sequence[str] = (),
     first: bool = False,
+    replace: bool = False,
     env: Mapping[str, str] | None = None,
 ) -> VaultEntry:
     """Register the vault at `path`, last in precedence (first with `first`); raises ConfigError when it cannot
-    (the file is untouched).
+    (the file is untouched). With `replace`, the vault configured under `name` is registered again in its place
+    (path, ref, scopes and projects as given), keeping its precedence.
 
     The name defaults to the vault folder's name made into a valid one (`Team Lessons` -> `team-lessons`).
     """
@@ -53,7 +55,7 @@ def add_vault(
         )
     file = config_file(env)
     with _editing(file, env):
-        return _add(file, root, name, ref, scopes, projects, first, env)
+        return _add(file, root, name, ref, scopes, projects, first, replace, env)
 
 
 def _add(
@@ -64,10 +66,19 @@ def _add(
     scopes: Sequence[str],
     projects: Sequence[str],
     first: bool,
+    replace: bool,
     env: Mapping[str, str],
 ) -> VaultEntry:
     current = load_config(env)  # a broken file is reported, never appended to
-    name = name if name is not None else default_name(root, {e.name for e in current.vaults})
+    if replace and name is None:
+        raise ConfigError("--replace needs --name: the name of the configured vault to register again in its place")
+    names = [e.name for e in current.vaults]
+    if replace and name not in names:
+        known = ", ".join(names) or "none"
+        raise ConfigError(
+            f"no vault named {name!r} is configured to replace (configured: {known}); leave --replace out"
+        )
+    name = name if name is not None else default_name(root, set(names))
     if not reader.is_vault_name(name):
         raise ConfigError(
             f"{name!r} is not a vault name: 1 to {reader.MAX_NAME_CHARS} characters of a-z, 0-9, '_' and '-', "
@@ -75,11 +86,16 @@ def _add(
         )
     for entry in current.vaults:
         if entry.name == name:
-            raise ConfigError(f"a vault named {name!r} is already configured ({entry.path}); pick another --name")
+            if replace:
+                continue
+            raise ConfigError(
+                f"a vault named {name!r} is already configured ({entry.path}); pick another --name, or add --replace "
+                "to register it again in its place"
+            )
         if os.path.realpath(entry.path) == os.path.realpath(root):
             raise ConfigError(
-                f"{root} is already configured as {entry.name!r}, nothing to add (`cairn vault list` shows it); "
-                f"to change its name, ref or scopes, `cairn vault remove {entry.name}` and add it again"
+                f"{root} is already configured as {entry.name!r}, nothing to add (`cairn vault list` shows it); to "
+                f"change its ref, scopes or projects, add it again with `--name {entry.name} --replace`"
             )
     lines = ["[[vaults]]", f"name = {toml_string(name)}", f"path = {toml_string(root)}"]
     if ref:
@@ -93,12 +109,16 @@ def _add(
     base = old if old.strip() else HEADER
     newline = "\r\n" if "\r\n" in base else "\n"  # a file with CRLF line ends (a Windows editor) keeps them
     table = newline.join(lines) + newline
-    at = _first_table(base) if first else None
-    if at is None:
-        text = base + ("" if base.endswith("\n") else newline) + newline + table
+    if replace:  # in its place: the same precedence
+        text, expect = _with_table(base, names.index(name), table), names
     else:
-        text = base[:at] + table + newline + base[at:]
-    written = _write_checked(file, text, env, expect=_order(current.vaults, name, first))
+        at = _first_table(base) if first else None
+        if at is None:
+            text = base + ("" if base.endswith("\n") else newline) + newline + table
+        else:
+            text = base[:at] + table + newline + base[at:]
+        expect = _order(current.vaults, name, first)
+    written = _write_checked(file, text, env, expect=expect)
     return next(e for e in written.vaults if e.name == name)
 
 
@@ -165,7 +185,8 @@ def entry_for(vault_root: str | os.PathLike[str], env: Mapping[str, str] | None 
 def serve_another(entry: VaultEntry) -> str:
     """How the configured vault `entry` comes to serve another ref (BRANCH), for the fix `hot.vault` gives for a
     served ref that is missing or unreviewed: with its name, path, scopes and projects, which the placeholders' `cairn
-    vault remove NAME` and `cairn vault add PATH --ref BRANCH` lost (served in every project, every scope)."""
+    vault remove NAME` and `cairn vault add PATH --ref BRANCH` lost (served in every project, every scope, after the
+    others)."""
     return f"`{add_again(entry, entry.path, ref='BRANCH')}`"
 
 
@@ -322,10 +343,17 @@ def _is_header(line: str) -> bool:
     return stripped.startswith("[") and not stripped.startswith("#")
 
 
-def _without_table(text: str, position: int) -> str:
-    """`text` without the `position`-th `[[vaults]]` table; comment and blank lines right above the next table
-    stay (they describe that table)."""
+def _with_table(text: str, position: int, table: str) -> str:
+    """`text` with the `position`-th `[[vaults]]` table replaced by `table` (header to its last key; the comment and
+    blank lines around it stay)."""
     lines = text.splitlines(keepends=True)
+    start, end = _table_lines(lines, position)
+    return "".join(lines[:start]) + table + "".join(lines[end:])
+
+
+def _table_lines(lines: list[str], position: int) -> tuple[int, int]:
+    """The lines of the `position`-th `[[vaults]]` table: its header, to its last line that is not blank or a comment
+    (those describe the next table)."""
     starts = [n for n, line in enumerate(lines) if _is_vaults_header(line)]
     if position >= len(starts):
         raise ConfigError("the configuration file changed while it was read; run the command again")
@@ -333,6 +361,14 @@ def _without_table(text: str, position: int) -> str:
     end = next((n for n in range(start + 1, len(lines)) if _is_header(lines[n])), len(lines))
     while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
         end -= 1
+    return start, end
+
+
+def _without_table(text: str, position: int) -> str:
+    """`text` without the `position`-th `[[vaults]]` table; comment and blank lines right above the next table
+    stay (they describe that table)."""
+    lines = text.splitlines(keepends=True)
+    start, end = _table_lines(lines, position)
     # The blank line that separated the table from what came before goes with it (from what follows, for the first).
     if start > 0 and not lines[start - 1].strip():
         start -= 1

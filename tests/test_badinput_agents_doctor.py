@@ -432,7 +432,7 @@ def test_a_configured_vault_that_cannot_be_read_is_one_failing_check(
     [check] = [c for c in checks if c["subject"] == "far" and c["area"] == "vault"]
     assert check["ok"] is False
     assert check["detail"] == f"{far} cannot be read (File name too long): the hook serves nothing from this vault"
-    assert check["fix"] == "cairn vault remove far && cairn vault add PATH --name far"
+    assert check["fix"] == "cairn vault add PATH --name far --replace"
     assert [c["ok"] for c in checks if c["subject"] == "team" and c["area"] in ("ref", "index")] == [True, True]
     assert any(c["area"] == "agent" and c["ok"] for c in checks)
 

@@ -237,7 +237,7 @@ def test_a_configured_vault_that_moved_says_to_fix_the_configuration_not_to_init
     author.root.rename(tmp_path / "moved")
     said = (
         f"configured vault 'team' at {author.root} is not a folder (moved or deleted?); if it moved: `cairn vault "
-        "remove team && cairn vault add NEW_PATH --name team`; if it is gone: `cairn vault remove team`"
+        "add NEW_PATH --name team --replace`; if it is gone: `cairn vault remove team`"
     )
     synced = run_cairn("sync", cwd=tmp_path)
     assert (synced.returncode, synced.stdout) == (1, f"team: error: {said}\n")
@@ -268,9 +268,7 @@ def test_the_fix_for_a_moved_vault_keeps_its_projects_scopes_and_ref(tmp_path: P
     synced = run_cairn("sync", cwd=tmp_path)
     assert synced.returncode == 1
     fix = synced.stdout.split("if it moved: `")[1].split("`")[0]
-    assert fix == (
-        f"cairn vault remove me && cairn vault add NEW_PATH --name me --ref main --scope git --project {project}"
-    )
+    assert fix == (f"cairn vault add NEW_PATH --name me --ref main --scope git --project {project} --replace")
     done = subprocess.run(
         fix.replace("NEW_PATH", shlex.quote(str(moved))).replace(
             "cairn vault", f"{shlex.quote(cairn_executable())} vault"

@@ -227,8 +227,8 @@ def test_the_merge_leaves_the_second_copy_out_and_explain_says_why(home: Path, t
 
 def _gone(name: str, root: Path) -> str:
     return (
-        f"configured vault {name!r} at {root} is not a folder (moved or deleted?); if it moved: `cairn vault remove "
-        f"{name} && cairn vault add NEW_PATH --name {name}`; if it is gone: `cairn vault remove {name}`"
+        f"configured vault {name!r} at {root} is not a folder (moved or deleted?); if it moved: `cairn vault add "
+        f"NEW_PATH --name {name} --replace`; if it is gone: `cairn vault remove {name}`"
     )
 
 

@@ -128,7 +128,7 @@ def test_a_deleted_served_branch_is_named_gone_not_as_if_it_existed(vault_repo: 
         f"Note: {vault_repo.root} has no main or master branch and HEAD is detached, so it serves whatever is checked "
         f"out (HEAD at {commit[:8]}): recreate the branch (`git -C {vault_repo.root} branch main {commit[:8]}`) or "
         "serve another ref "
-        "(`cairn vault add PATH --ref BRANCH`, after `cairn vault remove NAME` if it is configured)\n"
+        "(`cairn vault add PATH --ref BRANCH`, with `--name NAME --replace` if it is configured)\n"
     )
 
     added = vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team", "--ref", "main", cwd=tmp_path)
@@ -139,7 +139,7 @@ def test_a_deleted_served_branch_is_named_gone_not_as_if_it_existed(vault_repo: 
     assert done.returncode == 1
     assert done.stderr == (
         f"Error: {gone}: recreate it (`git -C {vault_repo.root} branch main COMMIT`) or serve another ref (`cairn "
-        f"vault remove team && cairn vault add {vault_repo.root} --name team --ref BRANCH`)\n"
+        f"vault add {vault_repo.root} --name team --ref BRANCH --replace`)\n"
     )
     doctor = vault_repo.cairn("doctor", "--json")
     [ref_check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "ref"]
@@ -152,7 +152,7 @@ def test_a_deleted_served_branch_is_named_gone_not_as_if_it_existed(vault_repo: 
     [team] = [v for v in log_entries()[-1]["vaults"] if v["name"] == "team"]
     assert team["error"] == (
         f"{gone}; recreate it (`git -C {vault_repo.root} branch main COMMIT`) or serve another ref (`cairn vault add "
-        "PATH --ref BRANCH`, after `cairn vault remove NAME` if it is configured); serving nothing from this vault"
+        "PATH --ref BRANCH`, with `--name NAME --replace` if it is configured); serving nothing from this vault"
     )
     assert not list(cache_dir().rglob("*.reindex"))
 
@@ -173,10 +173,7 @@ def test_a_missing_served_ref_of_a_limited_vault_says_how_to_serve_another_keepi
     args = ("--name", "team", "--ref", "mian", "--scope", "git", "--project", str(project))
     added = vault_repo.cairn("vault", "add", str(vault_repo.root), *args, cwd=tmp_path)
     assert added.returncode == 0, added.stderr
-    again = (
-        f"`cairn vault remove team && cairn vault add {vault_repo.root} --name team --ref BRANCH --scope git "
-        f"--project {project}`"
-    )
+    again = f"`cairn vault add {vault_repo.root} --name team --ref BRANCH --scope git --project {project} --replace`"
     assert f"serve another ref ({again})" in added.stdout, added.stdout
     doctor = vault_repo.cairn("doctor", "--json", cwd=tmp_path)
     [ref_check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "ref"]

@@ -102,7 +102,7 @@ def test_vault_add_list_remove_keeps_comments_and_modes(tmp_path: Path, vault_re
     assert again.returncode == 1
     assert (
         again.stderr == f"Error: {vault_repo.root} is already configured as 'team', nothing to add (`cairn vault "
-        "list` shows it); to change its name, ref or scopes, `cairn vault remove team` and add it again\n"
+        "list` shows it); to change its ref, scopes or projects, add it again with `--name team --replace`\n"
     )
     unmarked = VaultRepo(tmp_path / "unmarked")
     unmarked.write("git/x", "A card", "A summary.")
@@ -392,7 +392,7 @@ def test_doctors_fix_for_a_moved_vault_keeps_its_name_scope_and_projects(tmp_pat
     [gone] = [c for c in checks if c["area"] == "vault"]
     assert gone["ok"] is False and gone["detail"] == f"{repo.root} is not a folder"
     fix = gone["fix"]
-    assert fix == f"cairn vault remove me && cairn vault add PATH --name me --scope git --project {project}"
+    assert fix == f"cairn vault add PATH --name me --scope git --project {project} --replace"
     done = subprocess.run(  # as the user runs it: `cairn` found on PATH
         fix.replace("PATH", shlex.quote(str(moved))),
         shell=True,
@@ -763,6 +763,43 @@ def test_the_shared_hooks_folder_note_runs_as_printed_for_a_path_with_a_space(tm
     assert githooks.GIT_HOOK_MARKER in (shared / "post-commit").read_text()
 
 
+def test_vault_add_replace_registers_a_vault_again_in_its_place(tmp_path: Path, vault_repo: VaultRepo) -> None:
+    """Bug fixed: every fix for a configured vault that moved, or should serve another ref, was `cairn vault remove
+    NAME && cairn vault add ...`, which put the vault after the others: a team vault moved behind a personal one,
+    whose cards then won. `--replace` registers it again in its place; comments and the other tables stay."""
+    make_vault(vault_repo)
+    first, last = second_vault(tmp_path / "first"), second_vault(tmp_path / "last")
+    config = tmp_path / "conf" / "cairn.toml"
+    config.parent.mkdir()
+    config.write_text("# my vaults\n")
+    env = {"CAIRN_CONFIG": str(config)}
+    for root, name in ((first.root, "first"), (vault_repo.root, "team"), (last.root, "last")):
+        assert cairn("vault", "add", str(root), "--name", name, cwd=tmp_path, env=env).returncode == 0
+    config.write_text(
+        config.read_text().replace('[[vaults]]\nname = "last"', '# the last one\n[[vaults]]\nname = "last"')
+    )
+    moved = tmp_path / "moved"
+    vault_repo.root.rename(moved)
+    done = cairn("vault", "add", str(moved), "--name", "team", "--scope", "git", "--replace", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"Replaced vault 'team' in its place ({moved}) in {config}.")
+    listed = json.loads(cairn("vault", "list", "--json", cwd=tmp_path, env=env).stdout)["vaults"]
+    assert [(v["name"], v["path"], v["scopes"]) for v in listed] == [
+        ("first", str(first.root), []),
+        ("team", str(moved), ["git"]),
+        ("last", str(last.root), []),
+    ]
+    assert config.read_text().startswith("# my vaults\n") and "# the last one\n[[vaults]]" in config.read_text()
+    for args, said in (
+        (("--replace",), "--replace needs --name"),
+        (("--name", "nope", "--replace"), "no vault named 'nope' is configured to replace (configured: first, team"),
+    ):
+        refused = cairn("vault", "add", str(moved), *args, cwd=tmp_path, env=env)
+        assert refused.returncode == 1 and said in refused.stderr, refused.stderr
+    both = cairn("vault", "add", str(moved), "--name", "team", "--replace", "--first", cwd=tmp_path, env=env)
+    assert both.returncode == 2 and "give --first or --replace, not both" in both.stderr
+
+
 def test_vault_add_says_how_many_card_files_the_index_left_out_as_doctor_does(
     tmp_path: Path, vault_repo: VaultRepo
 ) -> None:
@@ -865,7 +902,7 @@ def test_sync_after_the_remote_renamed_its_branch_says_how_to_follow_it(tmp_path
     assert refused.returncode == 1
     assert refused.stdout == (
         "team: error: origin has no branch trunk (renamed or deleted?); still serving what was indexed. Serve "
-        f"another branch: `cairn vault remove team && cairn vault add {at} --name team --ref BRANCH`\n"
+        f"another branch: `cairn vault add {at} --name team --ref BRANCH --replace`\n"
     )
 
 
@@ -995,7 +1032,7 @@ def test_sync_says_how_to_serve_another_ref_when_the_served_ref_changed(tmp_path
     clone.git("remote", "remove", "origin")
     switched = cairn("sync", "clone", cwd=tmp_path)
     assert switched.returncode == 0, switched.stdout
-    fix = f"cairn vault remove clone && cairn vault add {clone.root} --name clone --ref BRANCH --project {project}"
+    fix = f"cairn vault add {clone.root} --name clone --ref BRANCH --project {project} --replace"
     assert switched.stdout.rstrip().endswith(f"to serve another ref: `{fix}`"), switched.stdout
     executable = shlex.quote(cairn_executable())
     done = subprocess.run(
@@ -1046,7 +1083,7 @@ def test_sync_of_the_authors_own_vault_with_its_branch_checked_out(tmp_path: Pat
     assert cairn("vault", "add", str(root), "--name", "team", "--ref", "main", cwd=tmp_path).returncode == 0
     pinned = cairn("sync", cwd=tmp_path)
     assert pinned.returncode == 1
-    fix = f"`cairn vault remove team && cairn vault add {root} --name team --ref origin/main`"
+    fix = f"`cairn vault add {root} --name team --ref origin/main --replace`"
     assert pinned.stdout.rstrip().endswith(f"or serve the remote's branch instead ({fix})")
     assert cairn("vault", "remove", "team", cwd=tmp_path).returncode == 0
     assert cairn("vault", "add", str(root), "--name", "team", "--ref", "origin/main", cwd=tmp_path).returncode == 0
@@ -1136,7 +1173,7 @@ def test_sync_of_a_checked_out_branch_of_a_remote_not_called_origin_gives_a_fix_
     new = _a_teammate_pushes_a_lesson(tmp_path)
     behind = cairn("sync", cwd=tmp_path)
     assert behind.returncode == 1
-    fix = f"cairn vault remove team && cairn vault add {author.root} --name team --ref upstream/main"
+    fix = f"cairn vault add {author.root} --name team --ref upstream/main --replace"
     assert behind.stdout.rstrip().endswith(f"or serve the remote's branch instead (`{fix}`)"), behind.stdout
     assert cairn("vault", "remove", "team", cwd=tmp_path).returncode == 0
     assert (
@@ -1490,7 +1527,7 @@ def test_doctor_gives_one_finding_for_a_branch_naming_a_missing_commit(tmp_path:
     checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
     [ref] = [c for c in checks if c["subject"] == "team" and c["area"] in ("ref", "index")]
     assert ref["detail"].startswith(f"the configured ref {tree[:8]} is not a commit this repository holds")
-    assert ref["fix"] == f"cairn vault remove team && cairn vault add {vault_repo.root} --name team --ref BRANCH"
+    assert ref["fix"] == f"cairn vault add {vault_repo.root} --name team --ref BRANCH --replace"
 
 
 def test_vault_list_checks_the_commit_its_ref_names(tmp_path: Path, vault_repo: VaultRepo) -> None:

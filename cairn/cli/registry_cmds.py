@@ -67,18 +67,33 @@ def vault_group() -> None:
     help="Serve only to agents working under this folder (repeatable; default: everywhere).",
 )
 @click.option("--first", is_flag=True, help="Put it before the others (it wins when two hold the same lesson).")
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Register the vault configured as --name again, in its place: its new path, ref, scopes and projects.",
+)
 @errors_to_exit
 def add_cmd(
-    path: Path, name: str | None, ref: str | None, scopes: tuple[str, ...], projects: tuple[Path, ...], first: bool
+    path: Path,
+    name: str | None,
+    ref: str | None,
+    scopes: tuple[str, ...],
+    projects: tuple[Path, ...],
+    first: bool,
+    replace: bool,
 ) -> None:
     """Register the vault at PATH, after those already configured (or --first); the first listed wins when two
-    hold the same lesson.
+    hold the same lesson. With --replace, the vault configured as --name is registered again in its place (a moved
+    folder, another ref or scope), keeping its precedence.
 
     \b
     Example:
       cairn vault add ~/team-lessons --name team
       cairn vault add ~/my-notes --name me --scope python --project ~/work/acme
+      cairn vault add ~/src/team-lessons --name team --ref main --replace
     """
+    if replace and first:
+        raise click.UsageError("--replace keeps the vault's place: give --first or --replace, not both")
     if ref is not None and not ref:  # `--ref "$BRANCH"` with BRANCH unset: not the default branch, silently
         from cairn.hot.errors import CairnError
 
@@ -86,11 +101,12 @@ def add_cmd(
     kind = _ref_kind(path, ref) if ref else None
     _refuse_non_commit(kind, ref or "")
     entry = userconfig.add_vault(
-        path, name=name, ref=ref, scopes=scopes, projects=[str(p) for p in projects], first=first
+        path, name=name, ref=ref, scopes=scopes, projects=[str(p) for p in projects], first=first, replace=replace
     )
     from cairn.hot.vault import checked_out_branch, detached_head, git_dir, missing_ref, served_ref
 
-    echo(f"Added vault {entry.name!r} ({entry.path}) to {config_file()}.")
+    done = f"Replaced vault {entry.name!r} in its place" if replace else f"Added vault {entry.name!r}"
+    echo(f"{done} ({entry.path}) {'in' if replace else 'to'} {config_file()}.")
     where = f"to agents working under {', '.join(entry.projects)}" if entry.projects else "in every project"
     only = f" (only cards of scope {', '.join(entry.scopes)})" if entry.scopes else ""
     work_tree = _work_tree(entry.path)  # a vault may be a folder inside a repository

@@ -82,9 +82,10 @@ class VaultEntry(Record):
 
 
 def add_again(entry: VaultEntry, path: str = "PATH", ref: str | None = None) -> str:
-    """The commands that register `entry` again at `path` (with `ref`, else its own), keeping its name, scopes and
-    projects: a fix that dropped them served a vault limited to one project's agents in every project, and renamed
-    it under every `--vault NAME` and `NAME:id`. PATH and BRANCH stay as placeholders for the user to fill in."""
+    """The command that registers `entry` again at `path` (with `ref`, else its own) in its place, keeping its name,
+    precedence, scopes and projects: a fix that dropped them served a vault limited to one project's agents in every
+    project, renamed it under every `--vault NAME` and `NAME:id`, and (`vault remove` then `add`) put it after the
+    others. PATH and BRANCH stay as placeholders for the user to fill in."""
     import shlex  # an error's text only, never on the hook's way
 
     words = ["cairn", "vault", "add", path, "--name", entry.name]
@@ -94,7 +95,7 @@ def add_again(entry: VaultEntry, path: str = "PATH", ref: str | None = None) -> 
         words += ["--scope", scope]
     for project in entry.projects:
         words += ["--project", project]
-    return f"cairn vault remove {shlex.quote(entry.name)} && {shlex.join(words)}"
+    return shlex.join([*words, "--replace"])
 
 
 class UserConfig(Record):

@@ -600,8 +600,8 @@ def checked_out_branch(
     )
 
 
-# How a user sets the ref a vault serves: the user configuration has no command to edit an entry.
-_SET_REF = "`cairn vault add PATH --ref BRANCH`, after `cairn vault remove NAME` if it is configured"
+# How a user sets the ref a vault serves (`--replace`: one configured already, in its place).
+_SET_REF = "`cairn vault add PATH --ref BRANCH`, with `--name NAME --replace` if it is configured"
 
 
 def unreadable_ref_file(work_tree: str | os.PathLike[str], ref: str) -> str | None:
