@@ -248,6 +248,43 @@ def test_calibrate_cli_agrees_with_eval_and_write_keeps_comments(tmp_path: Path)
     assert after["false_injection_rate"] == best["fitted"]["false_injection_rate"]
 
 
+def test_the_replay_keeps_a_group_whose_second_card_is_under_the_evidence_floor(tmp_path: Path) -> None:
+    """Card 1 fails the lead gate alone but goes in as a group with card 2, which the evidence floor keeps out (its
+    words are common in the vault). Calibrate replayed from the cards recall injected at open gates, card 1 alone,
+    so its "Current" figures said this negative got nothing while `cairn eval` counted a false injection."""
+    vault = VaultRepo(tmp_path / "v")
+    vault.write_raw("cairn.toml", "# defaults\n")
+    vault.write(
+        "x/a",
+        "Kettle descaling schedule",
+        "Descale the kettle monthly with citric acid.",
+        "Limescale builds up: the widget sensor and the flux valve clog; gamma stops.",
+    )
+    vault.write(
+        "x/b", "Widget flux sensor drift", "Widget flux sensors drift after a firmware update; recalibrate them."
+    )
+    for i in range(30):  # "widget" and "flux" each in a few of them: everyday words of this vault
+        word = " widget" if i < 3 else " flux" if i < 6 else ""
+        body = f"Water it on day {i % 7}.{word} Unrelated filler words about gardens, soil, pots and sunlight."
+        vault.write(f"f/c{i}", f"Houseplant {i} watering", f"Houseplant {i} wilts in a dry week.", body)
+    vault.commit()
+    cases = tmp_path / "cases.yaml"
+    cases.write_text(
+        "- {id: n1, query: widget flux gamma, expect: []}\n"
+        "- {id: p1, query: descale the kettle with citric acid, expect: [x/a]}\n"
+    )
+    explained = json.loads(vault.invoke("explain", "--json", "widget flux gamma").stdout)
+    assert explained["injected"] == ["x/a"]
+    assert [c["reason"] for c in explained["candidates"][:2]] == [None, "little_evidence"]
+
+    measured = json.loads(vault.invoke("eval", "--cases", str(cases), "--json").stdout)
+    done = vault.invoke("calibrate", "--cases", str(cases), "--json", "--folds", "1")
+    assert done.returncode == 0, done.stderr
+    current = json.loads(done.stdout)["current"]
+    assert measured["false_injection_rate"] == current["false_injection_rate"] == 1.0
+    assert measured["injection@1"] == current["injection@1"]
+
+
 # gate values just under a grid line of step 0.25, which PHRASE_SCALE lifts over it, and some on the lines
 near_lines = st.tuples(*(st.sampled_from([0.0, 0.12, 0.23, 0.24, 0.25, 0.46, 0.5, 0.7, 0.75, 1.0]),) * 3)
 

@@ -41,6 +41,7 @@ from cairn.hot.recall import (
     GATE_REASONS,
     GROUP_SPREAD,
     PHRASE_SCALE,
+    Candidate,
     Result,
     fragment_gates,
     rare_phrases,
@@ -84,6 +85,9 @@ class CasePoint:
     said: the first card has the own words relief (`gates.said_lead`: the prompt says `gates.SAID_GAP` more of its
     name and summary than of the next admissible card's, and it is not named), which no threshold changes: in the
     main decision its lead counts `gates.NAMED_LEAD` times (`_main`), at the phrase step's looser gates it does not.
+    reach: how many of `top` recall injects at most, at any thresholds (None: all): a card under the evidence floor
+    (`min_evidence`, which no threshold changes) is never injected, nor any below it, yet it still makes a group
+    with the first card (`recall._group` asks only the three gates).
     """
 
     id: str
@@ -96,6 +100,7 @@ class CasePoint:
     asked: tuple[tuple[float, float, float], ...] = ()
     phrased: bool = False
     said: bool = False
+    reach: int | None = None
 
     def _main(self) -> tuple[tuple[float, float, float], ...]:
         """The gate values the main decision compares with the thresholds: the first card's lead relieved when
@@ -134,7 +139,7 @@ class CasePoint:
         group = self.group(t)
         n = 0
         for i, gate in enumerate(self._main()):
-            if i >= group and not t.passes(gate):
+            if i == self.reach or i >= group and not t.passes(gate):
                 break
             n += 1
         if not n and any(t.passes(gate) for gate in self.asked):
@@ -246,20 +251,35 @@ def gather(
     for done, case in enumerate(cases, 1):
         fold = fold_by_query.setdefault(" ".join(case.query.split()).casefold(), fold_of(case.id, folds))
         result = recall(index, case.query, today=today, settings=open_gates)
-        top = tuple((c.lead, c.coverage, c.margin) for c in result.injected)
-        hits = tuple(c.card.id in case.expect for c in result.injected)
-        first = result.injected[0].score if result.injected else 0.0
-        alike = tuple(c.score >= GROUP_SPREAD * first for c in result.injected)
+        cards, reach = _replayed(result, settings.max_cards)
+        top = tuple((c.lead, c.coverage, c.margin) for c in cards)
+        hits = tuple(c.card.id in case.expect for c in cards)
+        first = cards[0].score if cards else 0.0
+        alike = tuple(c.score >= GROUP_SPREAD * first for c in cards)
         asked = tuple(
             (c.lead, c.coverage, c.margin)
             for _, c in (fragment_gates(index, case.query, result.injected[0], open_gates, today=today) if top else ())
         )
         phrased = bool(top) and bool(rare_phrases(index, case.query, result.injected[0]))
-        point = CasePoint(case.id, case.slice, case.positive, top, hits, fold, alike, asked, phrased, _said(result))
+        point = CasePoint(
+            case.id, case.slice, case.positive, top, hits, fold, alike, asked, phrased, _said(result), reach
+        )
         points.append(point)
         if progress and (done % 25 == 0 or done == total):
             progress(done, total)
     return points
+
+
+def _replayed(result: Result, max_cards: int) -> tuple[tuple[Candidate, ...], int | None]:
+    """The cards a case's replay weighs, from recall at open gates, and how many of them it may inject (`reach`).
+    When the gates injected the first admissible card, the first `max_cards` admissible cards: the injected run,
+    then cards under the evidence floor (and those below them), which never go in but whose gate values decide
+    whether the first card goes in with them as a group. Otherwise (nothing injected, or a pick), the injected."""
+    injected = result.injected
+    admissible = [c for c in result.candidates if c.reason in GATE_REASONS]
+    if not injected or injected[0].picked or not admissible or admissible[0].card.id != injected[0].card.id:
+        return injected, None
+    return tuple(admissible[:max_cards]), len(injected)
 
 
 def _said(result: Result) -> bool:
