@@ -342,12 +342,33 @@ def test_write_refuses_a_fit_that_misses_its_target_held_out(isolated_env: Path,
     refused = run_cairn(*args, "--write", cwd=root)
     assert refused.returncode == 1
     assert refused.stderr.startswith("Error: nothing written: held out, ") and "--force" in refused.stderr
+    assert "--target-fir" not in refused.stderr  # there is no lower target than 0 to ask for
     assert "Current (" in refused.stdout  # the report is still printed
     assert (root / "cairn.toml").read_text() == before
     forced = run_cairn(*args, "--write", "--force", cwd=root)
     assert forced.returncode == 0, forced.stderr
     assert (root / "cairn.toml").read_text() != before
     assert run_cairn(*args, "--force", cwd=root).returncode == 2  # --force without --write: a usage error
+
+
+def test_the_lower_target_calibrate_advises_holds_when_run_as_printed(isolated_env: Path, tmp_path: Path) -> None:
+    """A fit that missed its target held out was told "a lower --target-fir ... makes it hold", also at a target of
+    0 and when every lower target of the trade-off missed held out too (and `--write` then refused again). It now
+    names a lower target whose fit holds, only when there is one, and that target writes."""
+    from helpers.vaults import run_cairn
+
+    root = tmp_path / "lessons"
+    assert run_cairn("init", str(root), "--no-register", cwd=tmp_path).returncode == 0
+    args = ("calibrate", "--cases", "evals/cases.yaml", "--folds", "4")
+    missed = run_cairn(*args, "--target-fir", "0.15", "--write", cwd=root)
+    assert missed.returncode == 1
+    assert "--target-fir 0.1 fits thresholds that hold held out" in missed.stdout
+    assert "or use --target-fir 0.1, whose fit holds held out" in missed.stderr
+    followed = run_cairn(*args, "--target-fir", "0.1", "--write", cwd=root)
+    assert followed.returncode == 0, followed.stderr
+    assert "Held-out FIR exceeds" not in followed.stdout and "Wrote min_lead" in followed.stdout
+    strict = run_cairn(*args, "--target-fir", "0.0", cwd=root)
+    assert "no lower target of the trade-off holds held out either: add negative cases." in strict.stdout
 
 
 def test_write_refuses_a_fit_that_misses_its_target_on_the_cases_themselves(isolated_env: Path, tmp_path: Path) -> None:

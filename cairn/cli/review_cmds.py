@@ -137,10 +137,12 @@ def calibrate_cmd(
             "thresholds: `cairn explain` its query); fix that case or its card, or pass --force to write them anyway"
         )
     if refused:
+        lower = result.holding_target()
         raise CairnError(
             f"nothing written: held out, the fitted thresholds' false injection rate reaches "
-            f"{best.cross_validated.worst_fir:.3f}, over the target {best.target_fir:g}; add negative cases or lower "
-            "--target-fir, or pass --force to write them anyway"
+            f"{best.cross_validated.worst_fir:.3f}, over the target {best.target_fir:g}; add negative cases"
+            + (f", or use --target-fir {lower:g}, whose fit holds held out" if lower is not None else "")
+            + ", or pass --force to write them anyway"
         )
     if as_json:
         return
@@ -213,9 +215,15 @@ def render_calibration(result: object) -> str:
     if any(not s.n_neg for s in cm.by_slice.values()):
         lines.append("A slice's FIR is - when it has no negative case: the target cannot hold or fail on it.")
     if held_out and best.cross_validated.worst_fir > best.target_fir:
+        lower = result.holding_target()
         lines.append(
             f"  Held-out FIR exceeds the target ({best.cross_validated.worst_fir:.3f}): the fit is optimistic on "
-            "these cases; a lower --target-fir or more negative cases makes it hold."
+            "these cases; "
+            + (
+                f"--target-fir {lower:g} fits thresholds that hold held out, or add negative cases."
+                if lower is not None
+                else "no lower target of the trade-off holds held out either: add negative cases."
+            )
         )
     return "\n".join(lines)
 

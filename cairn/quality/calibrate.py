@@ -214,6 +214,19 @@ class Calibration:
     best: OperatingPoint
     tradeoff: tuple[OperatingPoint, ...]
 
+    def holding_target(self) -> float | None:
+        """The highest target of the trade-off under the fit's own whose fit holds, held out and on the cases
+        themselves: what `--target-fir` to ask for when the fit at the target misses held out (`--write` then writes
+        it). None when none does, or with one fold (nothing held out)."""
+        held = [
+            p.target_fir
+            for p in self.tradeoff
+            if p.held_out
+            and p.target_fir < self.best.target_fir
+            and max(p.fitted.worst_fir, p.cross_validated.worst_fir) <= p.target_fir
+        ]
+        return max(held, default=None)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "n_cases": self.n_cases,
