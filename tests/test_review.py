@@ -190,6 +190,8 @@ def test_review_markdown_puts_prompt_injection_and_new_false_injections_first(pr
     assert "| removed | `shell/pipefail` |" in md
     assert "**probable conflict**" in md
     assert "| False injection rate | 0.000 | 0.500 | +0.500 ⚠️ |" in md
+    # the figures are lexical: `cairn eval` with the semantic extra gave others for the same commits, unexplained
+    assert "run at the merge base and at HEAD on words alone, as `CAIRN_SEMANTIC=0 cairn eval` measures them" in md
     assert "<details><summary>Provenance of 5 card(s)</summary>" in md
     assert "css/flexbox" not in md
 

@@ -222,7 +222,12 @@ def _routing_lines(routing: Routing) -> list[str]:
     if routing.note:
         return [cell(routing.note[0].upper() + routing.note[1:] + ".", None)]
     files = ", ".join(_code(f) for f in routing.files)
-    lines = [f"{routing.n_cases} eval case(s) from {files}, run at the merge base and at HEAD.", ""]
+    lines = [
+        f"{routing.n_cases} eval case(s) from {files}, run at the merge base and at HEAD on words alone, as "
+        "`CAIRN_SEMANTIC=0 cairn eval` measures them (with the semantic extra, `cairn eval` asks the cards' meaning "
+        "too and may differ).",
+        "",
+    ]
     lines += ["| metric | base | head | change |", "|---|---|---|---|"]
     for key, label in METRICS:
         a, b = routing.base.get(key, 0.0), routing.head.get(key, 0.0)
