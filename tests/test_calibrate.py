@@ -226,6 +226,8 @@ def test_calibrate_cli_agrees_with_eval_and_write_keeps_comments(tmp_path: Path)
 
     text = vault.invoke("calibrate", "--cases", cases, "--folds", "3", "--target-fir", "0.1").stdout
     assert "cross-validated:" in text and "<- target" in text and "Nothing written" in text
+    # lexical figures: with the semantic extra, `cairn eval` gave others for the same thresholds, unexplained
+    assert "Every figure is on words alone, as `CAIRN_SEMANTIC=0 cairn eval` measures them" in text
 
     original = (vault.root / "cairn.toml").read_text()
     written = vault.invoke("calibrate", "--cases", cases, "--folds", "3", "--target-fir", "0.1", "--write")

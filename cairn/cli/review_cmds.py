@@ -82,7 +82,8 @@ def calibrate_cmd(
     fitted ones. Prints the trade-off at several target rates. --write edits only min_lead, min_coverage and
     min_margin in cairn.toml (comments and other settings are kept); commit it for agents to use it. It writes
     nothing when the cross-validated false injection rate misses the target (the fit would not hold on prompts
-    it was not fitted on), unless --force.
+    it was not fitted on), unless --force. The fit and its figures are on words alone (as `CAIRN_SEMANTIC=0
+    cairn eval` measures them): with the semantic extra, `cairn eval` may differ.
 
     \b
     Example:
@@ -179,6 +180,8 @@ def render_calibration(result: object) -> str:
         if held_out
         else "Trade-off: thresholds fitted on all cases at each target; one fold: no case held out, so no cv "
         "figures (--folds 2 or more measures the fit on cases it was not fitted on).",
+        "Every figure is on words alone, as `CAIRN_SEMANTIC=0 cairn eval` measures them: the semantic channel's veto "
+        "and picks are not replayed, so with the semantic extra `cairn eval` may differ.",
         "",
         f"{'target':>6}  {'min_lead':>8}  {'min_coverage':>12}  {'min_margin':>10}  {'Inj@1':>6}  {'FIR':>6}"
         f"  {'worst':>6}  {'cv Inj@1':>8}  {'cv FIR':>6}  {'cv worst':>8}",
