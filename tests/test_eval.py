@@ -247,3 +247,31 @@ def test_eval_on_a_branch_that_renames_a_card_says_the_served_ref_lacks_it(vault
     vault_repo.write_raw("evals/typo.jsonl", json.dumps({"id": "typo", "query": FITTING_PROMPT, "expect": ["git/x"]}))
     typo = vault_repo.invoke("eval", "--cases", "evals/typo.jsonl")
     assert typo.returncode == 1 and "fix the id" in typo.stderr  # on the served branch the id is what is wrong
+
+
+def test_eval_on_a_branch_that_changes_a_card_says_its_figures_are_the_served_refs(vault_repo: VaultRepo) -> None:
+    """An author who improved a card on a branch ran `cairn eval` and saw the served ref's figures, unchanged, with
+    nothing saying they were not the branch's. Eval and calibrate now note it, and that --worktree reads the branch."""
+    make_vault(vault_repo)
+    vault_repo.write_raw(
+        "evals/cases.jsonl",
+        json.dumps({"id": "one", "query": FITTING_PROMPT, "expect": [REBASE_ID]})
+        + "\n"
+        + json.dumps({"id": "none", "query": "what is the weather like today", "expect": []}),
+    )
+    vault_repo.commit("Cases")
+    vault_repo.git("checkout", "-q", "-b", "aliases")
+    card = vault_repo.root / "cards" / f"{REBASE_ID}.md"
+    card.write_text(card.read_text().replace("scope: [", "aliases: [lost commits]\nscope: ["))
+    vault_repo.commit("An alias")
+    note = "Note: the commit checked out changes cards that main (the ref agents are served) does not have yet; "
+    done = vault_repo.invoke("eval", "--cases", "evals/cases.jsonl")
+    assert done.returncode == 0, done.stderr
+    assert note + "the figures below are of its cards; `--worktree` measures those checked out." in done.stderr
+    fitted = vault_repo.invoke("calibrate", "--cases", "evals/cases.jsonl", "--folds", "1")
+    assert note + "the fit below is on its cards; `--worktree` fits on those checked out." in fitted.stderr
+    for command in ("eval", "calibrate"):
+        assert "Note:" not in vault_repo.invoke(command, "--cases", "evals/cases.jsonl", "--worktree").stderr
+        assert vault_repo.invoke(command, "--cases", "evals/cases.jsonl", "--json").stderr == ""  # stdout alone
+    vault_repo.git("checkout", "-q", "main")
+    assert "Note:" not in vault_repo.invoke("eval", "--cases", "evals/cases.jsonl").stderr

@@ -216,6 +216,15 @@ def check_cases(vault: Vault, index: IndexReader, cases: Sequence[Case], path: P
         check_expected(index, cases, path, fix=note)
 
 
+def served_note(vault: Vault, worktree: bool, what: str) -> None:
+    """For eval and calibrate, which read the served ref unless --worktree: a note (stderr) when the checkout holds
+    card changes it does not (an author on a branch who improved a card saw the served ref's figures, unchanged).
+    what: whose figures the output gives, and how --worktree reads the cards checked out."""
+    note = None if worktree else _unserved_changes(vault, what, what)
+    if note is not None:
+        echo(f"Note: {note}.", err=True)
+
+
 def _unserved_changes(
     vault: Vault,
     ask: str = "`cairn recall --ref HEAD QUERY` asks them",
@@ -658,6 +667,7 @@ def eval_cmd(
         echo_json(report.to_dict())
         return
     data = report.to_dict()
+    served_note(vault, worktree, "the figures below are of its cards; `--worktree` measures those checked out")
     rows = [("all", data), *((shown(name, SLICE_WIDTH), m) for name, m in data["by_slice"].items())]
     width = max(8, *(columns(name) for name, _ in rows))  # a slice named in Chinese: two columns a character
     echo(f"{'':{width}} {'R@1':>6} {'R@3':>6} {'Inj@1':>6} {'Inj@3':>6} {'FIR':>6} {'pos':>5} {'neg':>5}")

@@ -90,7 +90,7 @@ def calibrate_cmd(
       cairn calibrate --cases evals/cases.yaml
       cairn calibrate --cases evals/cases.yaml --target-fir 0.02 --write
     """
-    from cairn.cli.recall_cmds import check_cases
+    from cairn.cli.recall_cmds import check_cases, served_note
     from cairn.hot.errors import InvalidCases
     from cairn.hot.settings import settings_of
     from cairn.quality import calibrate
@@ -130,6 +130,7 @@ def calibrate_cmd(
         data["written"] = str(written) if written else None
         echo_json(data)
     else:
+        served_note(vault, worktree, "the fit below is on its cards; `--worktree` fits on those checked out")
         echo(render_calibration(result))
     if refused and fitted_misses:
         raise CairnError(
