@@ -196,6 +196,29 @@ def test_review_markdown_puts_prompt_injection_and_new_false_injections_first(pr
     assert "css/flexbox" not in md
 
 
+def test_review_shows_no_rate_for_a_slice_without_the_cases_to_measure_it(vault_repo: VaultRepo) -> None:
+    """A slice with no negative case was shown a false injection rate of 0.000 at both ends, as if measured and
+    clean, where `cairn eval` shows `-` (no case to measure). Review now shows `–` for it, and says what it means."""
+    _base(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "long")
+    vault_repo.write_raw(
+        "evals/long.yaml",
+        "- id: long-1\n"
+        '  query: "We moved the app into a container and now docker stop always waits ten seconds before it kills'
+        ' it; the app never sees SIGTERM. Why?"\n'
+        "  expect: [docker/shell-form-cmd]\n"
+        "  slice: long\n",
+    )
+    vault_repo.commit("A long case", author=BOB)
+    md = vault_repo.invoke("review", "main..long").stdout
+    assert "| long | False injection rate | – | – | – |" in md
+    assert "| long | Injection@1 | 1.000 | 1.000 | 0 |" in md
+    assert "| short | False injection rate | 0.000 | 0.000 | 0 |" in md  # two negatives, none given a card
+    assert "– = no case to measure: Recall@k and Injection@k need positive cases" in md
+    measured = json.loads(vault_repo.invoke("eval", "--cases", "evals/long.yaml", "--json", "--worktree").stdout)
+    assert measured["n_neg"] == 0  # what eval's table shows as -
+
+
 def test_review_markdown_shows_a_cards_path_as_it_is_in_code_spans(vault_repo: VaultRepo) -> None:
     """The lint table and the prompt-injection notice put a card's path in a code span, which shows its text as it
     is: the table-cell escapes put in it were shown too (`r&amp;d\\_\\[wip\\]`, a path that does not exist)."""

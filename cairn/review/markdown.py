@@ -229,18 +229,27 @@ def _routing_lines(routing: Routing) -> list[str]:
         "",
     ]
     lines += ["| metric | base | head | change |", "|---|---|---|---|"]
+    unmeasured = False
     for key, label in METRICS:
-        a, b = routing.base.get(key, 0.0), routing.head.get(key, 0.0)
-        lines.append(f"| {label} | {a:.3f} | {b:.3f} | {_delta(b - a, key)} |")
+        row = _figures(routing.base, routing.head, key)
+        unmeasured |= row is None
+        lines.append(f"| {label} | {row or '– | – | –'} |")
     slices = sorted(set(routing.base.get("by_slice", {})) | set(routing.head.get("by_slice", {})))
     if slices:
         rows = ["| slice | metric | base | head | change |", "|---|---|---|---|---|"]
         for name in slices:
             a_s, b_s = routing.base["by_slice"].get(name, {}), routing.head["by_slice"].get(name, {})
             for key, label in (METRICS[2], METRICS[4]):
-                a, b = a_s.get(key, 0.0), b_s.get(key, 0.0)
-                rows.append(f"| {cell(name)} | {label} | {a:.3f} | {b:.3f} | {_delta(b - a, key)} |")
+                row = _figures(a_s, b_s, key)
+                unmeasured |= row is None
+                rows.append(f"| {cell(name)} | {label} | {row or '– | – | –'} |")
         lines += ["", _details("By slice", rows)]
+    if unmeasured:
+        lines += [
+            "",
+            "– = no case to measure: Recall@k and Injection@k need positive cases (expect: [ids]), the false "
+            "injection rate negative ones (expect: []).",
+        ]
     changed = routing.changed
     lines.append("")
     if not changed:
@@ -297,6 +306,15 @@ def _own_lines(r: Review) -> list[str]:
 
 def _ids(ids: Sequence[str]) -> str:
     return ", ".join(_code(i) for i in ids)
+
+
+def _figures(base: dict[str, Any], head: dict[str, Any], key: str) -> str | None:
+    """A figure's base, head and change cells, or None when it has no case to be a share of (as `cairn eval` shows
+    `-`: its 0.0 is no measure). Both ends run HEAD's cases, so they have the same positives and negatives."""
+    if not head.get("n_neg" if key == "false_injection_rate" else "n_pos"):
+        return None
+    a, b = base.get(key, 0.0), head.get(key, 0.0)
+    return f"{a:.3f} | {b:.3f} | {_delta(b - a, key)}"
 
 
 def _delta(value: float, key: str) -> str:
