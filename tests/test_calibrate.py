@@ -244,6 +244,11 @@ def test_calibrate_cli_agrees_with_eval_and_write_keeps_comments(tmp_path: Path)
 
     # committed, eval makes exactly the decisions calibrate replayed
     vault.git("commit", "-q", "-am", "Calibrated gates")
+    # and writing the same fit again changes nothing: it said "Wrote ...; commit it" with nothing to commit
+    again = vault.invoke("calibrate", "--cases", cases, "--folds", "3", "--target-fir", "0.1", "--write")
+    assert again.returncode == 0, again.stderr
+    assert "already holds" in again.stdout and "as the served ref does; nothing to commit." in again.stdout
+    assert "Wrote" not in again.stdout and (vault.root / "cairn.toml").read_text() == new
     after = json.loads(vault.invoke("eval", "--cases", cases, "--json").stdout)
     assert after["injection@1"] == best["fitted"]["injection@1"]
     assert after["injection@3"] == best["fitted"]["injection@3"]

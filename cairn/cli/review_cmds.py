@@ -91,6 +91,7 @@ def calibrate_cmd(
       cairn calibrate --cases evals/cases.yaml --target-fir 0.02 --write
     """
     from cairn.cli.recall_cmds import check_cases, served_note
+    from cairn.config import CONFIG_FILE
     from cairn.hot.errors import InvalidCases
     from cairn.hot.settings import settings_of
     from cairn.quality import calibrate
@@ -124,6 +125,8 @@ def calibrate_cmd(
     if force and not write:
         raise click.UsageError("--force only matters with --write; add --write, or leave --force out.")
     refused = write and misses and not force
+    config = vault.root / CONFIG_FILE
+    before = config.read_bytes() if write and config.is_file() else None
     written = calibrate.write_thresholds(vault.root, best.thresholds) if write and not refused else None
     if as_json:
         data = result.to_dict()
@@ -148,7 +151,9 @@ def calibrate_cmd(
         )
     if as_json:
         return
-    if written:
+    if written and before == written.read_bytes() and best.thresholds == result.current:
+        echo(f"\n{written} already holds {_inline(best.thresholds)}, as the served ref does; nothing to commit.")
+    elif written:
         echo(f"\nWrote {_inline(result.best.thresholds)} to {written}; commit it for agents to use them.")
     else:
         echo("\nNothing written; --write stores the fitted thresholds in cairn.toml [recall].")
