@@ -161,6 +161,22 @@ def test_bad_cases_files(tmp_path: Path, name: str, text: str, message: str) -> 
         load_cases(path)
 
 
+def test_a_json_list_of_cases_is_told_the_rename_that_reads_it(fixture_vault: VaultRepo, tmp_path: Path) -> None:
+    """A cases.json holding a JSON list of cases was told "rename it to the one it is": renamed .jsonl as the
+    message offers, it failed again ("a case is a mapping", or "not JSON" when indented). It is now told to rename
+    it to .yaml, which reads it as it is."""
+    cases = [{"id": "a", "query": "center a div with flexbox", "expect": []}]
+    listed = tmp_path / "cases.json"
+    listed.write_text(json.dumps(cases, indent=2), encoding="utf-8")
+    done = fixture_vault.invoke("eval", "--cases", str(listed))
+    assert done.returncode == 1 and "a JSON list of cases is YAML too: rename it to .yaml" in done.stderr
+    renamed = listed.rename(tmp_path / "cases.yaml")
+    assert fixture_vault.invoke("eval", "--cases", str(renamed)).returncode == 0
+    lines = tmp_path / "lines.json"  # one case a line, named .json: not a list, so not told .yaml
+    lines.write_text(json.dumps(cases[0]) + "\n", encoding="utf-8")
+    assert "rename it to the one it is" in fixture_vault.invoke("eval", "--cases", str(lines)).stderr
+
+
 def test_bad_cases_file_is_one_error_line(fixture_vault: VaultRepo, tmp_path: Path) -> None:
     bad = tmp_path / "cases.jsonl"
     bad.write_text("{\n", encoding="utf-8")

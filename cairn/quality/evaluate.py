@@ -120,6 +120,11 @@ def load_cases(path: Path) -> list[Case]:
         if not isinstance(data, list):
             raise InvalidCases(f"{path}: a YAML cases file is a list of cases")
         items = [(0, item) for item in data]
+    elif suffix == ".json" and text.lstrip().startswith("["):  # a JSON list of cases: neither, but YAML reads it
+        raise InvalidCases(
+            f"{path}: cases files are .jsonl (one case a line) or .yaml (a list of cases); a JSON list of cases is "
+            "YAML too: rename it to .yaml"
+        )
     else:
         raise InvalidCases(
             f"{path}: cases files are .jsonl (one case a line) or .yaml (a list of cases); rename it to the one it is"
