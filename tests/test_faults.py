@@ -102,6 +102,20 @@ def test_full_disk_for_the_state(vault_repo: VaultRepo, tiny_disk: Path) -> None
     assert "disk is full" in done.stderr
 
 
+def test_full_disk_for_a_project_names_no_cairn_folder(vault_repo: VaultRepo, tiny_disk: Path) -> None:
+    """Bug fixed: `cairn install codex --project DIR` on a full disk said to "point CAIRN_CACHE_DIR /
+    CAIRN_STATE_DIR at another disk", which moves nothing of the project's; that advice is for Cairn's own folders."""
+    make_vault(vault_repo)
+    project = tiny_disk / "project"
+    project.mkdir()
+    (tiny_disk / "more").write_bytes(b"\0" * 8 * 1024)  # nothing left
+    done = vault_repo.cairn("install", "codex", "--project", str(project), "--vault", str(vault_repo.root))
+    assert_clean_exit(done, 1)
+    assert "disk is full; free some space there, then run this again" in done.stderr
+    assert "CAIRN_" not in done.stderr
+    assert not (project / ".codex" / "hooks.json").exists()
+
+
 @pytest.mark.parametrize("where", ("a-file", "/dev/full", "/dev/null"))
 def test_state_and_cache_where_a_folder_cannot_be(vault_repo: VaultRepo, tmp_path: Path, where: str) -> None:
     make_vault(vault_repo)

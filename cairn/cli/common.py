@@ -181,10 +181,8 @@ def where_to_read(ref: str | None, worktree: bool) -> None:
 
 # What to do about the operating system's refusals that a user can fix.
 _OS_HINTS = {
-    errno.ENOSPC: "the disk is full; free some space, or point CAIRN_CACHE_DIR / CAIRN_STATE_DIR at another disk",
     errno.EFBIG: "a file size limit (`ulimit -f`) or the file system stopped the write; raise the limit or free some "
     "space, then run this again",
-    errno.EDQUOT: "the disk quota is used up; free some space, or point CAIRN_CACHE_DIR / CAIRN_STATE_DIR elsewhere",
     errno.EACCES: "permission denied; check the folder's owner and mode",
     errno.ENOTDIR: "a file stands where a folder should be; move it away",
     errno.EISDIR: "a folder stands where a file should be; move it away",
@@ -264,7 +262,9 @@ def os_error_text(exc: OSError) -> str:
     if isinstance(exc, FileNotFoundError) and relative and not _cwd_exists():
         return "the current folder no longer exists (removed?); cd into one that does and run this again"
     where = f" ({exc.filename})" if exc.filename else ""
-    hint = _read_only_hint(exc.filename) if exc.errno == errno.EROFS else _OS_HINTS.get(exc.errno or 0)
+    hint = _OS_HINTS.get(exc.errno or 0)
+    if exc.errno in (errno.EROFS, errno.ENOSPC, errno.EDQUOT):
+        hint = _disk_hint(exc.errno, exc.filename)
     if exc.errno == errno.ENOTDIR and isinstance(exc.filename, str):
         in_the_way = _file_in_the_way(exc.filename)
         if in_the_way is not None:  # the error names the path asked for, which lies under it and is not there
@@ -284,9 +284,11 @@ def _file_in_the_way(path: str) -> str | None:
         step = parent
 
 
-def _read_only_hint(filename: object) -> str:
-    """What to do about a read-only file system: the variable that moves Cairn's own folder there (the cache, the
-    state, the user configuration); elsewhere (a vault's hooks, a project) no variable helps."""
+def _disk_hint(code: int, filename: object) -> str:
+    """What to do about a read-only file system, a full disk or a used-up quota: the variable that moves Cairn's own
+    folder elsewhere (the cache, the state, the user configuration) when the write was there; elsewhere (a vault's
+    cards, a project's agent settings) no variable helps, and naming one sent the user to move a folder the write
+    never touched."""
     from cairn.hot import cache_folder, state_folder
     from cairn.hot.userconfig import config_file
 
@@ -299,12 +301,36 @@ def _read_only_hint(filename: object) -> str:
             return False
         return bool(path and mine) and (path == mine or path.startswith(mine + "/") or mine.startswith(path + "/"))
 
+    # the state; its fix; the fix when the write was in Cairn's folder ({} its variable), and where to point it
+    state, fix, ours, folder_there, file_there = {
+        errno.EROFS: (
+            "that file system is read-only",
+            "make it writable (or work on a copy elsewhere)",
+            "point {}",
+            "a writable folder",
+            "a file in a writable folder",
+        ),
+        errno.ENOSPC: (
+            "the disk is full",
+            "free some space there",
+            "free some space, or point {}",
+            "another disk",
+            "a file on another disk",
+        ),
+        errno.EDQUOT: (
+            "the disk quota is used up",
+            "free some space",
+            "free some space, or point {}",
+            "a folder elsewhere",
+            "a file elsewhere",
+        ),
+    }[code]
     for folder, variable in ((cache_folder, "CAIRN_CACHE_DIR"), (state_folder, "CAIRN_STATE_DIR")):
         if on_the_way(folder):
-            return f"that file system is read-only; point {variable} at a writable folder"
+            return f"{state}; {ours.format(variable)} at {folder_there}"
     if on_the_way(lambda: os.path.dirname(config_file())):
-        return "that file system is read-only; point CAIRN_CONFIG at a file in a writable folder"
-    return "that file system is read-only; make it writable (or work on a copy elsewhere), then run this again"
+        return f"{state}; {ours.format('CAIRN_CONFIG')} at {file_there}"
+    return f"{state}; {fix}, then run this again"
 
 
 def _cwd_exists() -> bool:
