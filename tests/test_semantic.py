@@ -430,6 +430,20 @@ def test_many_cards_to_encode_are_encoded_in_the_background(vault_repo: VaultRep
     assert "encoded 4" in (state_dir() / "semantic.log").read_text()
 
 
+def test_a_vault_that_turns_semantic_off_is_not_said_to_be_encoded_in_the_background(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn index` of a vault with `[recall] semantic = false` and more cards than it encodes itself said
+    "the semantic extra encodes N card(s) in the background" and started a process that encoded none."""
+    repo = vault_repo
+    repo.write_raw("cairn.toml", "[recall]\nsemantic = false\n")
+    for n in range(4):
+        repo.write(f"misc/card-{n}", f"Card number {n} about topic {n}", f"A summary of lesson {n} for the test.")
+    repo.commit("Four cards")
+    done = repo.cairn("index", "--json", env={"CAIRN_SEMANTIC_FOREGROUND_CARDS": "2"})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["vectors"] == "off"
+    assert "in the background" not in done.stderr
+
+
 @pytest.mark.parametrize("damage", ["flipped", "truncated"])
 def test_cards_whose_vectors_cannot_be_read_are_encoded_in_the_background_too(
     vault_repo: VaultRepo, damage: str

@@ -391,11 +391,14 @@ def refresh_after_index(index_file: Path) -> str:
 def cards_to_encode(index_file: Path) -> int:
     """How many of the index's cards have no vectors in its side file (0 when the side file is current): those
     `refresh` encodes. A side file whose seal does not hold, or cut short, has none to give, whatever its header
-    says."""
+    says. 0 when the vault says `[recall] semantic = false` (`refresh` encodes nothing: `cairn index` said it
+    would encode every card in the background)."""
     target = vectors_path(index_file)
     header = read_header(target)
     usable = header is not None and header.get("model") == enc.MODEL and sealed(target)
     with IndexReader(index_file) as reader:
+        if not configured(reader.config):
+            return 0
         if usable and header is not None and _matches(header, reader):
             return 0
         known = set(header.get("blobs", [])) if usable and header is not None else set()
