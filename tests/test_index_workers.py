@@ -4,6 +4,7 @@ stops the build with one line."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -178,6 +179,32 @@ def test_ctrl_c_stops_the_workers_with_one_line(vault_repo: VaultRepo) -> None:
     assert err.strip().endswith("Interrupted."), err
     assert "Traceback" not in err
     assert not list(cache_dir().rglob("index.cairn"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process groups from /proc")
+def test_a_killed_index_leaves_no_worker_behind(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a `cairn index` killed outright (`kill -9`, the OOM killer) left its workers waiting for work for
+    ever, and its fork server and resource tracker with them (four processes a kill, each tens of MB)."""
+    vault_repo.write_raw("cairn.toml", "# defaults\n")
+    long_body = "\n\n".join(f"Paragraph {k}: the retry storm filled the queue again." for k in range(60))
+    for i in range(3000):
+        vault_repo.write(f"t/lesson-{i}", f"Lesson {i}", f"Retry {i} with backoff.", body=long_body)
+    vault_repo.commit("Many cards")
+    process = subprocess.Popen([cairn_executable(), "index", "-j", "2"], cwd=vault_repo.root, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while _group_size(process.pid) < 4 and time.monotonic() < deadline:  # cairn, fork server, two workers
+            time.sleep(0.05)
+        time.sleep(0.1)
+        os.kill(process.pid, signal.SIGKILL)  # cairn alone, as the OOM killer does
+        process.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while _group_size(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _group_size(process.pid) == 0
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def _group_size(pgid: int) -> int:

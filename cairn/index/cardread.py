@@ -30,6 +30,7 @@ from cairn.index.store import CardTerms
 from cairn.lint import security
 
 if TYPE_CHECKING:  # multiprocessing's modules cost an update of one card 40 ms to import: only for a pool
+    import multiprocessing.process
     from concurrent.futures import Future, ProcessPoolExecutor
 
 PARALLEL_FROM = 1000  # cards: below it a pool's start (a fork server importing Cairn) costs more than it saves
@@ -193,9 +194,9 @@ def _pool(workers: int) -> ProcessPoolExecutor | None:
             if "forkserver" in multiprocessing.get_all_start_methods():
                 server = multiprocessing.get_context("forkserver")
                 server.set_forkserver_preload([__name__])
-                return ProcessPoolExecutor(workers, mp_context=server, initializer=_ignore_interrupts)
+                return ProcessPoolExecutor(workers, mp_context=server, initializer=_start_worker)
             spawn = multiprocessing.get_context("spawn")
-            return ProcessPoolExecutor(workers, mp_context=spawn, initializer=_ignore_interrupts)
+            return ProcessPoolExecutor(workers, mp_context=spawn, initializer=_start_worker)
     except (OSError, ImportError, NotImplementedError, ValueError):
         return None
 
@@ -216,6 +217,19 @@ def _interrupts_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
-def _ignore_interrupts() -> None:
-    """A worker leaves Ctrl-C to the `cairn index` that started it (where no signal mask is inherited)."""
+def _start_worker() -> None:
+    """A worker leaves Ctrl-C to the `cairn index` that started it (where no signal mask is inherited), and ends
+    when that process ends: a `cairn index` killed outright (`kill -9`, the OOM killer) left its workers waiting for
+    work for ever, and with them the fork server and the resource tracker, whose pipes they hold open."""
+    import multiprocessing
+    import threading
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_end_with, args=(parent,), daemon=True).start()
+
+
+def _end_with(parent: multiprocessing.process.BaseProcess) -> None:
+    parent.join()  # returns when the parent's end of the pipe closes: it exited or was killed
+    os._exit(1)
