@@ -146,6 +146,9 @@ def hooks_of_another_repository(vault: Vault, hooks_dir: Path) -> str:
         return ""
     if written_common and written_common == _common_dir(vault):
         return ""  # another work tree of the same repository (`git worktree add`): its hooks folder is this one's
+    theirs = Path(written_common) / "hooks"
+    if written_common and os.path.realpath(theirs) != os.path.realpath(hooks_dir) and hooks_work_tree(theirs) == other:
+        return ""  # a copy of the other's hooks (the vault copied with `cp -a`, a backup restored): it has its own
     return os.path.normpath(os.path.join(other, _hooks_filled(hooks_dir, "CAIRN_VAULT_DIR") or "."))
 
 

@@ -1128,6 +1128,26 @@ def test_git_hooks_are_not_taken_from_another_vault_sharing_the_hooks_folder(
         assert _indexed_commit(repo.root) == repo.git("rev-parse", "HEAD")
 
 
+def test_git_hooks_of_a_copied_vault_are_its_own_to_replace(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: a vault copied whole (`cp -a`, a backup restored beside the original) has the original's git hooks
+    in its own `.git/hooks`. `cairn install git-hooks`, doctor's fix, refused them as "another repository sharing
+    that folder (core.hooksPath)" and said to run it "from a repository whose hooks folder is its own", which it
+    was; `cairn uninstall git-hooks` said to uninstall the original's. Both now replace the copy's, and leave the
+    original's."""
+    make_vault(vault_repo)
+    assert cairn("install", "git-hooks", "--vault", str(vault_repo.root)).returncode == 0
+    kept = (vault_repo.root / ".git" / "hooks" / "post-commit").read_text()
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-a", str(vault_repo.root), str(copy)], check=True)
+    installed = cairn("install", "git-hooks", "--vault", str(copy))
+    assert installed.returncode == 0, installed.stderr
+    assert str(copy.resolve()) in (copy / ".git" / "hooks" / "post-commit").read_text()
+    removed = cairn("uninstall", "git-hooks", "--vault", str(copy))
+    assert removed.returncode == 0, removed.stderr
+    assert not (copy / ".git" / "hooks" / "post-commit").exists()
+    assert (vault_repo.root / ".git" / "hooks" / "post-commit").read_text() == kept
+
+
 def test_git_hooks_follow_the_served_branch_moved_in_a_linked_worktree(vault_repo: VaultRepo, tmp_path: Path) -> None:
     """A vault whose `main` is checked out in a linked worktree (`git worktree add`) while its own work tree is on a
     feature branch: the hooks index only the work tree they were installed for, so a commit, merge or rename on
