@@ -86,6 +86,11 @@ def test_full_disk_for_the_cache(vault_repo: VaultRepo, tiny_disk: Path) -> None
         done = vault_repo.cairn(*args, env=env)
         assert_clean_exit(done, 1)
         assert "disk has space" in done.stderr and "CAIRN_CACHE_DIR" in done.stderr
+    # Bug fixed: it said "then run `cairn index`", which from another folder (`cairn sync` runs anywhere) finds no
+    # vault, or another
+    elsewhere = vault_repo.cairn("index", "--vault", str(vault_repo.root), env=env, cwd=tiny_disk)
+    assert_clean_exit(elsewhere, 1)
+    assert elsewhere.stderr.rstrip().endswith("then run this again"), elsewhere.stderr
     assert not [p for p in (tiny_disk / "cache").rglob("*.tmp")]  # no half-written temp file left behind
     assert (_hook(vault_repo, env=env).returncode, _hook(vault_repo, env=env).stdout) == (0, b"")
 

@@ -376,7 +376,9 @@ def _retire_sqlite_cache(target: Path) -> None:
 
 
 def _write_index(target: Path, *args: Any, **kwargs: Any) -> None:
-    """store.write_index, with the system's refusals (a full disk, a read-only folder) said as what to do."""
+    """store.write_index, with the system's refusals (a full disk, a read-only folder) said as what to do. Not "run
+    `cairn index`": the build may be `cairn sync`'s or `recall`'s from another folder, where a bare one finds no
+    vault or another, or one of `--ref` or `--worktree`."""
     try:
         store.write_index(target, *args, **kwargs)
     except OSError as exc:
@@ -384,7 +386,7 @@ def _write_index(target: Path, *args: Any, **kwargs: Any) -> None:
         culprit = f": {exc.filename}" if exc.filename and os.fspath(exc.filename) != os.fspath(target) else ""
         raise CairnError(
             f"cannot write the index at {target} ({exc.strerror or exc}{culprit}); make sure that disk has space "
-            "and the folder is writable (or point CAIRN_CACHE_DIR elsewhere), then run `cairn index`"
+            "and the folder is writable (or point CAIRN_CACHE_DIR elsewhere), then run this again"
         ) from None
 
 
