@@ -107,6 +107,28 @@ def test_full_disk_for_the_state(vault_repo: VaultRepo, tiny_disk: Path) -> None
     assert "disk is full" in done.stderr
 
 
+def test_a_session_file_is_never_replaced_by_the_part_a_nearly_full_disk_took(
+    vault_repo: VaultRepo, tiny_disk: Path
+) -> None:
+    """Bug fixed: with one page free, the hook's write of a longer session file wrote its first 4 KiB and put that
+    cut file in place of the whole one: every card the session had been given was given again."""
+    make_vault(vault_repo)
+    env = {"CAIRN_STATE_DIR": str(tiny_disk / "state")}
+    assert _hook(vault_repo, env=env).stdout
+    (session_file,) = (tiny_disk / "state" / "sessions").glob("*.json")
+    data = json.loads(session_file.read_text("utf-8"))
+    data["injected"] = {f"x:other/card-{i}": {"commit": "0" * 40, "vault": str(vault_repo.root)} for i in range(60)}
+    whole = json.dumps(data).encode()
+    assert len(whole) > 8192
+    (tiny_disk / "filler").unlink()  # room for it
+    session_file.write_bytes(whole)
+    free = os.statvfs(tiny_disk)
+    (tiny_disk / "more").write_bytes(b"\0" * (free.f_bavail * free.f_frsize - 4096))  # one page left
+    assert _hook(vault_repo, env=env).returncode == 0
+    kept = json.loads(session_file.read_text("utf-8"))  # whole: the old file (a new one would not fit)
+    assert set(kept["injected"]) == set(data["injected"])
+
+
 def test_full_disk_for_a_project_names_no_cairn_folder(vault_repo: VaultRepo, tiny_disk: Path) -> None:
     """Bug fixed: `cairn install codex --project DIR` on a full disk said to "point CAIRN_CACHE_DIR /
     CAIRN_STATE_DIR at another disk", which moves nothing of the project's; that advice is for Cairn's own folders."""

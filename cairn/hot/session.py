@@ -225,7 +225,10 @@ def write_private(path: str, data: bytes) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         try:
-            os.write(fd, data)
+            if os.write(fd, data) != len(data):  # a nearly full disk takes part of it: never put a cut file in place
+                import errno
+
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
         finally:
             os.close(fd)
         os.replace(tmp, path)
