@@ -110,7 +110,8 @@ def test_a_case_id_too_long_a_number_to_read_is_one_line(vault_repo: VaultRepo, 
         (
             "cases.json",
             b'[{"query": "x"}]',
-            "cases files are .jsonl (one case a line) or .yaml (a list of cases); rename",
+            "cases files are .jsonl (one case a line) or .yaml (a list of cases); a JSON list of cases is YAML too: "
+            "rename it to .yaml",
         ),
     ],
 )

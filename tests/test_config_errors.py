@@ -44,8 +44,9 @@ def test_lint_reports_every_mistake_in_the_file_not_only_the_first(vault_repo: V
     vault_repo.write_raw("cairn.toml", MANY_MISTAKES)
     done = vault_repo.cairn("lint")
     assert done.returncode == 1
-    config = [line for line in done.stdout.splitlines() if line.startswith("cairn.toml:")]
+    config = [line for line in done.stdout.splitlines() if " config-invalid " in line]
     assert [line.split(" config-invalid ")[0] for line in config] == [f"cairn.toml:{n}:" for n in (2, 3, 4, 5, 7, 8)]
+    assert "cairn.toml:4: config-renamed [recall] min_score is the old name of min_lead" in done.stdout
     assert all(line.endswith(DEFAULTS_USED) for line in config)
     assert "max_cards must be 1 or more, not 0" in config[0] and "min_lead must be a number" in config[1]
     assert "both min_score and min_lead" in config[2] and "unknown key 'typo'" in config[3]
