@@ -186,13 +186,9 @@ def parse_config(text: str | None, source: str = CONFIG_FILE, *, commit: str | N
             file=source,
             commit=commit,
         )
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        data = toml_loads(text)
+    except ValueError as exc:  # tomllib.TOMLDecodeError
         detail, line = _toml_error(str(exc))
         line = line or len(text.splitlines())  # `at end of document`
         raise VaultConfigError(detail, file=source, line=line, commit=commit) from None
@@ -225,6 +221,16 @@ class _Mistake(Exception):
 
 
 _TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+
+
+def toml_loads(text: str) -> dict[str, Any]:
+    """TOML text as a table: tomllib, or tomli before Python 3.11; raises ValueError (TOMLDecodeError) when it is
+    not TOML."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    return tomllib.loads(text)
 
 
 def _toml_error(message: str) -> tuple[str, int]:

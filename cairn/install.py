@@ -408,12 +408,10 @@ def cairn_commands(agent: str, path: Path) -> list[str] | None:
 def toml_data(path: Path) -> dict[str, Any] | None:
     """A TOML file as a table (Codex's config.toml: its `[[hooks.UserPromptSubmit]]` groups and their
     `[[hooks.UserPromptSubmit.hooks]]` handlers have hooks.json's shape); None when it cannot be read."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
+    from cairn.config import toml_loads
+
     try:
-        return tomllib.loads(_settings_bytes(path).decode("utf-8"))
+        return toml_loads(_settings_bytes(path).decode("utf-8"))
     except (OSError, ValueError, RefusedWrite):
         return None
 

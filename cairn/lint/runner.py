@@ -210,13 +210,11 @@ def _context_clamped(chars: int, config_text: str | None) -> list[Finding]:
 def _renamed_settings(config_text: str | None) -> list[Finding]:
     """A warning for each setting cairn.toml gives under an old name (`config.RENAMED`): still read, until the release
     the CHANGELOG names, with nothing said before it stops."""
-    import tomllib
-
-    from cairn.config import RENAMED
+    from cairn.config import RENAMED, toml_loads
 
     try:
-        data = tomllib.loads(config_text or "")
-    except tomllib.TOMLDecodeError:  # said by the config checks
+        data = toml_loads(config_text or "")
+    except ValueError:  # not TOML: said by the config checks
         return []
     findings = []
     for old, (section, new) in RENAMED.items():
