@@ -130,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         (f"whole vault, warm ({args.cards} cards, all rules)", "whole"),
     ):
         values = results[key]
+        if not values:  # `--whole-runs 0`, `--cold-runs 0`: a row not measured
+            continue
         ms = statistics.median(values) * 1000
         cpu_ms = statistics.median(cpu[key]) * 1000
         budget = ""
