@@ -800,6 +800,24 @@ def test_vault_add_replace_registers_a_vault_again_in_its_place(tmp_path: Path, 
     assert both.returncode == 2 and "give --first or --replace, not both" in both.stderr
 
 
+def test_vault_add_says_when_no_card_has_a_scope_it_is_kept_to(tmp_path: Path, vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn vault add PATH --scope awss` (a typo of aws) was accepted without a word, and the hook then
+    served the vault's cards with no scope alone. vault add now says which tags no card has, and what is served."""
+    make_vault(vault_repo)
+    done = cairn("vault", "add", str(vault_repo.root), "--name", "team", "--scope", "git,gti", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (
+        "Note: no card of 'team' has the scope gti (a typo?), so the hook serves its cards of scope git and those "
+        "with no scope; `cairn list --vault team` shows each card's scope."
+    ) in done.stdout.splitlines()
+    assert cairn("vault", "remove", "team", cwd=tmp_path).returncode == 0
+    only = cairn("vault", "add", str(vault_repo.root), "--name", "team", "--scope", "awss", cwd=tmp_path)
+    assert "has the scope awss (a typo?), so the hook serves only its cards with no scope;" in only.stdout
+    assert cairn("vault", "remove", "team", cwd=tmp_path).returncode == 0
+    met = cairn("vault", "add", str(vault_repo.root), "--name", "team", "--scope", "GIT", cwd=tmp_path)
+    assert "a typo?" not in met.stdout, met.stdout
+
+
 def test_vault_add_says_how_many_card_files_the_index_left_out_as_doctor_does(
     tmp_path: Path, vault_repo: VaultRepo
 ) -> None:

@@ -21,6 +21,7 @@ from cairn.cli.common import (
 )
 from cairn.hot.gitrefs import served_ref
 from cairn.hot.userconfig import VaultEntry, config_file, load_vaults
+from cairn.hot.vault import Vault
 from cairn.terminal import columns, pad
 
 
@@ -160,7 +161,31 @@ def _indexed(entry: VaultEntry) -> bool:
         )
         return False
     echo(f"Index: {report.n_cards} cards at {report.commit[:8]}{left_out_note(len(report.problems), entry.name)}.")
+    if entry.scopes:
+        _unmet_scopes(vault, entry)
     return True
+
+
+def _unmet_scopes(vault: Vault, entry: VaultEntry) -> None:
+    """A note for each configured scope tag no card of the vault has (a typo: `--scope awss`): the hook then serves
+    the vault's cards with no scope alone, where the user meant to keep it to a subject."""
+    from cairn.hot.errors import CairnError
+    from cairn.index import build as indexer
+
+    try:
+        with indexer.open_index(vault, served_only=True) as index:
+            used = {tag.lower() for card in index.cards(index.held_rows()).values() for tag in card.scope}
+    except CairnError:  # said by the index note above, or by `cairn doctor`
+        return
+    unmet = [tag for tag in entry.scopes if tag.lower() not in used]
+    if not unmet:
+        return
+    met = [tag for tag in entry.scopes if tag not in unmet]
+    serves = f"its cards of scope {', '.join(met)} and those with no scope" if met else "only its cards with no scope"
+    echo(
+        f"Note: no card of {entry.name!r} has the scope {', '.join(unmet)} (a typo?), so the hook serves {serves}; "
+        f"`cairn list --vault {entry.name}` shows each card's scope."
+    )
 
 
 def _ref_kind(path: Path, ref: str) -> str | None:
