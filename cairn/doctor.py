@@ -60,7 +60,7 @@ class Check:
 def run_checks(cwd: Path, env: dict[str, str] | None = None) -> list[Check]:
     """Every check, in the order a user fixes things: Python and git, the configuration, the vaults, the agents."""
     env = dict(os.environ) if env is None else env
-    checks = [_python(), _git(), *_relative_folders(env), *_shared_folders(), *_state_check()]
+    checks = [_python(), _git(), *_relative_folders(env), *_shared_folders(), *_low_space(), *_state_check()]
     entries, config_check = _config(env)
     checks.append(config_check)
     checks += _allowed_rules(env) if config_check.ok else []
@@ -136,6 +136,40 @@ def _shared_folders() -> list[Check]:
         fix = f"chmod go-rwx {shlex.quote(folder)} if it is Cairn's alone, else set {variable} to a folder of its own"
         detail = f"{folder} (mode {mode:o}) may be {'written' if writable else 'read'} by other users; Cairn leaves the mode of a folder it did not make"
         checks.append(Check("folders", what, False if writable else None, detail, fix))
+    return checks
+
+
+# Free space under which the cache and state folders are warned of: a 10,000-card index and its vectors take about
+# 60 MB, each rebuild writes a new file beside the old one, and a full state folder keeps no session (every card is
+# given again on every prompt) and no hook log.
+LOW_SPACE_BYTES = 200 * 1024 * 1024
+
+
+def _low_space() -> list[Check]:
+    """A warning for a cache or state folder on a disk nearly full: what fails there (an index that cannot be
+    written, sessions not kept) fails one prompt at a time, and the fixes doctor prints fail the same way."""
+    from cairn.hot import cache_folder, state_folder
+
+    checks = []
+    for what, variable, folder in (
+        ("cache", "CAIRN_CACHE_DIR", cache_folder()),
+        ("state", "CAIRN_STATE_DIR", state_folder()),
+    ):
+        there = folder
+        while not os.path.isdir(there) and os.path.dirname(there) != there:
+            there = os.path.dirname(there)  # the nearest folder there is: where Cairn makes it
+        try:
+            stats = os.statvfs(there)
+        except (OSError, AttributeError):  # no statvfs (Windows), or nothing to ask
+            continue
+        free = stats.f_bavail * stats.f_frsize
+        if free >= LOW_SPACE_BYTES:
+            continue
+        detail = (
+            f"{free // (1024 * 1024)} MB free on the disk of {folder} (under {LOW_SPACE_BYTES // (1024 * 1024)} MB): "
+            f"an index that cannot be written serves nothing, and a state folder that cannot be written keeps no session"
+        )
+        checks.append(Check("folders", what, None, detail, f"free some space there, or set {variable} to another disk"))
     return checks
 
 

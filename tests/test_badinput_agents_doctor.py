@@ -692,3 +692,18 @@ def test_a_file_where_the_state_folder_goes_fails_and_its_fix_works(setup: Path)
     subprocess.run(check["fix"], shell=True, check=True)
     again = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup)
     assert [c for c in json.loads(again.stdout)["checks"] if c["area"] == "folders"] == []
+
+
+def test_a_nearly_full_disk_under_the_cache_or_state_folder_is_warned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bug fixed: doctor said nothing of free space, while on a full disk the index could not be rebuilt (the vault
+    served nothing) and no session was kept (every card came again on every prompt), and its own fixes failed the
+    same way. Under LOW_SPACE_BYTES free, the cache and state folders are each warned of, with what to do."""
+    from cairn import doctor
+
+    monkeypatch.setattr(doctor, "LOW_SPACE_BYTES", 2**62)  # more than any disk holds: this one is "nearly full"
+    warned = doctor._low_space()
+    assert [(c.area, c.subject, c.ok) for c in warned] == [("folders", "cache", None), ("folders", "state", None)]
+    assert " MB free on the disk of " in warned[0].detail and "keeps no session" in warned[0].detail
+    assert warned[1].fix == "free some space there, or set CAIRN_STATE_DIR to another disk"
+    monkeypatch.setattr(doctor, "LOW_SPACE_BYTES", 0)
+    assert doctor._low_space() == []
