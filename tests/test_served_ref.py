@@ -497,6 +497,23 @@ def test_recall_in_a_checkout_behind_the_served_ref_says_nothing_of_its_cards(va
     assert done.stderr == "", done.stderr
 
 
+def test_recall_of_another_ref_names_a_reader_of_that_refs_card(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn recall --ref HEAD` with the card's file edited and not committed said `cairn show ID` reads
+    the card, and `cairn show` reads the served ref's card, not HEAD's. It now names `git show HEAD:./PATH`, which,
+    run as printed, gives the card recall read."""
+    make_vault(vault_repo)
+    path = vault_repo.root / "cards" / f"{REBASE_ID}.md"
+    committed = path.read_text()
+    path.write_text(committed + "\nAn edit no one reviewed.\n")
+    done = vault_repo.cairn("recall", "--ref", "HEAD", FITTING_PROMPT)
+    assert done.returncode == 0, done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.strip().startswith(f"cards/{REBASE_ID}.md"))
+    command = f"git -C {vault_repo.root} show HEAD:./cards/{REBASE_ID}.md"
+    assert line == f"   cards/{REBASE_ID}.md (this file differs from HEAD's card: `{command}` reads it)", line
+    shown = subprocess.run(command, shell=True, capture_output=True, text=True, check=True)
+    assert shown.stdout == committed
+
+
 def test_agents_get_no_path_to_a_card_file_that_is_not_the_served_card(vault_repo: VaultRepo) -> None:
     """Bug fixed: the hook and `cairn recall` gave the card's file in the vault's folder. With the vault checked out
     on a branch that edits the card (or an uncommitted edit), that file held text no one reviewed, even text the

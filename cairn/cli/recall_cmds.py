@@ -174,7 +174,7 @@ def recall_cmd(
             name=None if entry is None else entry.name,
         )
         already = _already_given(index, query, str(vault.root), tags, served) if session_id else None
-    _print_recall(served.given, already, as_json, str(vault.root), explain)
+    _print_recall(served.given, already, as_json, str(vault.root), explain, ref)
     if not served.given and not already and ref is None and not worktree and not as_json:  # JSON: stdout alone
         note = _unserved_changes(vault)
         if note is not None:
@@ -393,21 +393,32 @@ def _already_given(
     return [c.card.id for c in fresh.given if c.card.id in refused]
 
 
-def _file_line(root: str, card: IndexedCard, shown: str, card_id: str, vault_arg: str = "") -> str:
+def _file_line(
+    root: str, card: IndexedCard, shown: str, card_id: str, vault_arg: str = "", ref: str | None = None
+) -> str:
     """The card's file, and when it is not what was indexed (a branch's or an uncommitted edit, or no file: a clone
     whose checkout is behind the fetched branch it serves) a word saying so: agents are given no path then
     (`serve.served_file`). vault_arg: ` --vault ROOT` (quoted) when recall was asked from outside the vault, where
-    `cairn show ID` alone would read another vault's card, or none."""
+    `cairn show ID` alone would read another vault's card, or none. ref: the --ref recall read, whose card `cairn
+    show` (the served ref's) is not: git shows it."""
     if served_file(root, card):
         return shown
     why = "this file differs from the card served"
     if not os.path.lexists(os.path.join(root, card.path)):
         why = "no such file in the working tree"
+    if ref:
+        why = why.replace("the card served", f"{ref}'s card")
+        return f"{shown} ({why}: `git -C {shell_word(root)} show {shell_word(f'{ref}:./{card.path}')}` reads it)"
     return f"{shown} ({why}: `{show_command(card_id, vault_arg)}` reads the card)"
 
 
 def _print_recall(
-    given: Sequence[Candidate], already: list[str] | None, as_json: bool, root: str, explain: str
+    given: Sequence[Candidate],
+    already: list[str] | None,
+    as_json: bool,
+    root: str,
+    explain: str,
+    ref: str | None = None,
 ) -> None:
     """The cards served (`Served.given`: recall's, at most the hook's `MAX_CARDS`, whatever a vault's own limit)."""
     if as_json:
@@ -431,7 +442,7 @@ def _print_recall(
         shown, vault_arg = c.card.path, ""
         if not here:
             shown, vault_arg = os.path.join(root, c.card.path), f" --vault {shell_word(root)}"
-        echo(f"   {_file_line(root, c.card, shown, c.card.id, vault_arg)}")
+        echo(f"   {_file_line(root, c.card, shown, c.card.id, vault_arg, ref)}")
     if already:
         echo(f"Already given in this session: {', '.join(already)}")
 
