@@ -608,6 +608,32 @@ def test_init_inside_a_repository_says_the_vault_is_a_repository_of_its_own(tmp_
     assert plain.returncode == 0 and "Note:" not in plain.stdout
 
 
+def test_a_command_at_a_monorepos_root_names_the_vaults_below_it(tmp_path: Path) -> None:
+    """Bug fixed: at the root of a repository whose vault is a folder (`docs/lessons`), `cairn lint` and every other
+    command said "no vault here; pass --vault PATH ... or create one with `cairn init PATH`", as if there were none.
+    It now names the vaults the repository holds below, and the --vault that reads one works as said."""
+    outer = VaultRepo(tmp_path / "mono")
+    (outer.root / "cards").rmdir()
+    outer.write_raw("docs/lessons/cairn.toml", "")
+    outer.write_raw(
+        "docs/lessons/cards/git/force-push.md",
+        card_text("Force-push with lease", "Use --force-with-lease after a rebase.", "Body.", verified_at="2026-11-01"),
+    )
+    outer.write_raw("src/app.py", "print(1)\n")
+    outer.git("add", "-A")
+    outer.git("commit", "-q", "-m", "app and lessons")
+    for command in ("lint", "list"):
+        done = run(command, cwd=outer.root)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert done.stderr == (
+            "Error: no vault around the current folder; the repository holds a vault below it: docs/lessons (pass "
+            "--vault FOLDER, or cd there)\n"
+        )
+    assert run("lint", "--vault", "docs/lessons", cwd=outer.root).returncode == 0
+    alone = run("list", cwd=tmp_path)  # no repository: as before
+    assert "no vault here" in alone.stderr and "below it" not in alone.stderr
+
+
 def test_the_embedded_repository_note_runs_as_printed_for_a_folder_named_with_a_dash(tmp_path: Path) -> None:
     """Bug fixed: for `cairn init -- -lessons` in a repository, the note said `git -C REPO add -lessons`, which git
     reads as options ("unknown switch"), so the vault could not be made a folder of the repository as told."""

@@ -376,13 +376,58 @@ def resolve_vault(vault_path: str | None, cwd: str | None = None) -> tuple[Vault
         if len(entries) == 1:
             only = entries[0]
             return find_configured_vault(only), f"config (the one configured vault, {only.name!r})"
+        below = _below_note(cwd)
         if entries:
             names = ", ".join(e.name for e in entries)
             raise VaultNotFound(
                 f"no vault around the current folder and {len(entries)} are configured ({names}); "
-                "pick one with --vault NAME"
+                f"pick one with --vault NAME{below}"
             ) from None
+        if below:
+            raise VaultNotFound(f"no vault around the current folder{below}") from None
         raise
+
+
+def vaults_below(cwd: str | None = None) -> list[Vault]:
+    """The vaults git's index holds below `cwd` (the current folder): each folder with a tracked `cairn.toml` beside a
+    `cards/` folder (a vault in a subfolder of a monorepo, whose root is no vault); [] outside git."""
+    import subprocess
+
+    from cairn.config import CONFIG_FILE
+    from cairn.hot.vault import CARDS_DIR
+
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z", "--", CONFIG_FILE, f"*/{CONFIG_FILE}"],
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=60,
+            check=True,
+            cwd=cwd,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    vaults: list[Vault] = []
+    for rel in sorted(os.fsdecode(p) for p in listed.split(b"\0") if p):
+        folder = Path(cwd or ".", rel).parent
+        if (folder / CARDS_DIR).is_dir() and not (folder / CARDS_DIR).is_symlink():
+            try:
+                vaults.append(find_vault(folder.absolute()))
+            except CairnError:
+                continue
+    return vaults
+
+
+def _below_note(cwd: str | None) -> str:
+    """`; the repository holds vaults below it: …` (the first five), or "" when it holds none below `cwd`."""
+    from cairn.hot.vault import shell_word
+
+    found = vaults_below(cwd)[:5]
+    if not found:
+        return ""
+    shown = ", ".join(shell_word(os.path.relpath(v.root, cwd)) for v in found)
+    held = "a vault" if len(found) == 1 else "vaults"
+    return f"; the repository holds {held} below it: {shown} (pass --vault FOLDER, or cd there)"
 
 
 def split_named_id(card_id: str, vault_path: str | None) -> tuple[str | None, str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
-import subprocess
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -13,7 +12,17 @@ from pathlib import Path
 import click
 
 from cairn import lint
-from cairn.cli.common import Day, echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
+from cairn.cli.common import (
+    Day,
+    echo,
+    echo_json,
+    errors_to_exit,
+    json_option,
+    open_vault,
+    progress_bar,
+    vault_option,
+    vaults_below,
+)
 from cairn.config import CONFIG_FILE
 from cairn.finding import Finding
 from cairn.hot.errors import CairnError, VaultNotFound
@@ -281,23 +290,7 @@ def _repository_vaults() -> list[Vault]:
     try:
         return [find_vault(None)]
     except VaultNotFound:
-        pass
-    try:
-        listed = subprocess.run(
-            ["git", "ls-files", "-z", "--", CONFIG_FILE, f"*/{CONFIG_FILE}"],
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            timeout=60,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    vaults: list[Vault] = []
-    for rel in sorted(os.fsdecode(p) for p in listed.split(b"\0") if p):
-        folder = Path(rel).parent
-        if (folder / CARDS_DIR).is_dir() and not (folder / CARDS_DIR).is_symlink():
-            vaults.append(find_vault(folder.absolute()))
-    return vaults
+        return vaults_below()
 
 
 def _vault_of(file: Path) -> Vault:
