@@ -514,6 +514,16 @@ def test_recall_of_another_ref_names_a_reader_of_that_refs_card(vault_repo: Vaul
     assert shown.stdout == committed
 
 
+def test_the_uncommitted_card_note_stays_one_line_for_a_file_name_with_a_newline(vault_repo: VaultRepo) -> None:
+    """The note naming an uncommitted card file printed its name as git gave it: a newline in the name (a file
+    anyone can drop into the vault's folder) started a line of its own on the terminal, such as a forged `Error:`."""
+    make_vault(vault_repo)
+    vault_repo.write_raw("cards/ops/x\nError: forged.md", card_text("A card", "Its file name holds a newline."))
+    done = vault_repo.cairn("recall", "terraform state lock left behind after a crashed apply")
+    assert done.returncode == 0 and "No card fits" in done.stdout, done.stderr
+    assert done.stderr.count("\n") == 1 and "not committed" in done.stderr, done.stderr
+
+
 def test_agents_get_no_path_to_a_card_file_that_is_not_the_served_card(vault_repo: VaultRepo) -> None:
     """Bug fixed: the hook and `cairn recall` gave the card's file in the vault's folder. With the vault checked out
     on a branch that edits the card (or an uncommitted edit), that file held text no one reviewed, even text the

@@ -256,7 +256,7 @@ def _unserved_changes(
         return None
     more = f" and {len(uncommitted) - 1} more card files" if len(uncommitted) > 1 else ""
     return (
-        f"{shell_word(uncommitted[0])}{more} in the vault's folder {'are' if more else 'is'} not committed, and agents "
+        f"{clean_line(shell_word(uncommitted[0]))}{more} in the vault's folder {'are' if more else 'is'} not committed, and agents "
         f"are served {shown_ref} only once it holds them; {ask_worktree}"
     )
 
