@@ -113,17 +113,19 @@ def _relative_folders(env: dict[str, str]) -> list[Check]:
     ]
 
 
+def _own_folders() -> list[tuple[str, str, str]]:
+    """Cairn's cache and state folders: (what, the variable that moves it, its path)."""
+    from cairn.hot import cache_folder, state_folder
+
+    return [("cache", "CAIRN_CACHE_DIR", cache_folder()), ("state", "CAIRN_STATE_DIR", state_folder())]
+
+
 def _shared_folders() -> list[Check]:
     """A cache or state folder that others may write, or read: one that was there before Cairn (a CAIRN_STATE_DIR
     naming the home folder, say), whose mode Cairn never changes (`cairn.hot.private_folder`). Others able to write it
     can swap the files in it; to read it, see which vaults and cards this user's agents are served."""
-    from cairn.hot import cache_folder, state_folder
-
     checks = []
-    for what, variable, folder in (
-        ("cache", "CAIRN_CACHE_DIR", cache_folder()),
-        ("state", "CAIRN_STATE_DIR", state_folder()),
-    ):
+    for what, variable, folder in _own_folders():
         try:
             mode = os.stat(folder).st_mode & 0o777
         except OSError:
@@ -148,13 +150,8 @@ LOW_SPACE_BYTES = 200 * 1024 * 1024
 def _low_space() -> list[Check]:
     """A warning for a cache or state folder on a disk nearly full: what fails there (an index that cannot be
     written, sessions not kept) fails one prompt at a time, and the fixes doctor prints fail the same way."""
-    from cairn.hot import cache_folder, state_folder
-
     checks = []
-    for what, variable, folder in (
-        ("cache", "CAIRN_CACHE_DIR", cache_folder()),
-        ("state", "CAIRN_STATE_DIR", state_folder()),
-    ):
+    for what, variable, folder in _own_folders():
         there = folder
         while not os.path.isdir(there) and os.path.dirname(there) != there:
             there = os.path.dirname(there)  # the nearest folder there is: where Cairn makes it
