@@ -7,7 +7,7 @@ import shlex
 import sys
 from importlib import metadata
 
-DISTRIBUTION = "cairn-lessons"
+from cairn.hot import DISTRIBUTION
 
 _EXTRA_MARKER = re.compile(r"""^extra\s*==\s*["']([A-Za-z0-9_.-]+)["']$""")
 

@@ -22,6 +22,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from cairn.atomic import leads_outside, read_only_refusal, write_atomic, write_backup
+from cairn.hot import DISTRIBUTION
 from cairn.hot.errors import CairnError, RefusedWrite
 from cairn.jsontext import without_comments as _without_comments
 
@@ -429,7 +430,6 @@ def enclosing_vault(folder: Path) -> Path | None:
 
 
 WORKFLOW = ".github/workflows/cairn.yml"
-DISTRIBUTION = "cairn-lessons"
 
 
 def pin_workflow_version(vault_root: Path, version: str) -> None:

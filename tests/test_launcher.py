@@ -261,24 +261,8 @@ def test_cairn_installed_in_a_venv_whose_path_holds_a_space_runs(vault_repo: Vau
     a clone under "My Projects", and the git hooks' `cairn index` failed silently. It is now a console-script entry
     point, whose launcher pip writes to start from any path; the agents' hook and the git hooks run from there too."""
     venv = tmp_path / "My Projects" / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    packages = venv / PACKAGES
-    for entry in (Path(sys.prefix) / PACKAGES).iterdir():  # gitpython and the rest, as a real install holds them
-        if entry.name.startswith(("cairn", "__editable__")) or entry.name.endswith(".pth"):
-            continue
-        if not (packages / entry.name).exists():
-            (packages / entry.name).symlink_to(entry)
-    source = tmp_path / "source"  # what pip builds from, so that it writes nothing into the checkout
-    shutil.copytree(REPO / "cairn", source / "cairn", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, source / name)
-    built = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(source)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert built.returncode == 0, built.stderr[-2000:]
+    _venv(venv)
+    _pip_install(venv, _source(tmp_path / "source"))
     executable = venv / "bin" / "cairn"
     version = subprocess.run([str(executable), "--version"], capture_output=True, text=True, check=False)
     assert version.returncode == 0 and version.stdout.startswith("cairn "), version.stderr
@@ -310,3 +294,108 @@ def test_cairn_installed_in_a_venv_whose_path_holds_a_space_runs(vault_repo: Vau
     ]
     assert shlex.split(handler["command"])[:3] == [str(venv / "bin" / "python"), "-I", "-S"]
     _agent_runs(handler["command"], project)
+
+
+def _venv(venv: Path) -> None:
+    """A venv holding this one's packages but Cairn (gitpython and the rest, as a real install holds them)."""
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    packages = venv / PACKAGES
+    for entry in (Path(sys.prefix) / PACKAGES).iterdir():
+        if entry.name.startswith(("cairn", "__editable__")) or entry.name.endswith(".pth"):
+            continue
+        if not (packages / entry.name).exists():
+            (packages / entry.name).symlink_to(entry)
+
+
+def _source(source: Path) -> Path:
+    """A copy of this checkout's package for pip to build from, so that it writes nothing into the checkout."""
+    shutil.copytree(REPO / "cairn", source / "cairn", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    return source
+
+
+def _pip_install(venv: Path, source: Path) -> None:
+    """A real (not editable) install of source (a folder or a wheel) into venv, in place of any Cairn there."""
+    built = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(source)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr[-2000:]
+
+
+def _wheel(source: Path, folder: Path) -> Path:
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(folder), str(source)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr[-2000:]
+    [wheel] = folder.glob("*.whl")
+    return wheel
+
+
+def _build_name(venv: Path) -> str:
+    named = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "from cairn.hot import build_name; print(build_name())"],
+        cwd=venv,  # not a folder holding a `cairn` package of its own (`-c` imports from there first)
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return named.stdout.strip()
+
+
+@pytest.mark.slow
+def test_an_upgrade_in_place_that_keeps_the_version_number_is_a_new_build(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: the index, the user configuration's cached copy, the lint cache and the warm encoder were keyed on
+    `cairn.__version__` alone, 0.1.0 at every commit: after `pip install` of a newer Cairn from a git branch over the
+    old one, the hook went on serving the index the old code built (and a warm encoder the old code ran) until the
+    vault's next commit. A wheel install's build now names its files' hashes: the hook sees an index of another
+    build as stale and rebuilds it. Two installs of one source share the name; an editable install has the version."""
+    first, second = tmp_path / "one", tmp_path / "two"
+    for venv in (first, second):
+        _venv(venv)
+    source = _source(tmp_path / "source")
+    wheel = _wheel(source, tmp_path / "wheel")
+    _pip_install(first, wheel)
+    _pip_install(second, wheel)
+    old = _build_name(first)
+    assert old.startswith(f"{cairn.__version__}+") and old == _build_name(second)
+
+    make_vault(vault_repo)
+    cairn_bin = str(first / "bin" / "cairn")
+    subprocess.run([cairn_bin, "index", "--vault", str(vault_repo.root)], capture_output=True, check=True)
+    from cairn.hot.index import IndexReader
+    from cairn.hot.paths import index_path
+
+    with IndexReader(index_path(vault_repo.root.resolve())) as index:
+        assert index.meta["cairn_version"] == old
+
+    serve = source / "cairn" / "hot" / "serve.py"
+    serve.write_text(serve.read_text() + "\n# a fix that kept the version number\n")
+    _pip_install(first, _wheel(source, tmp_path / "newer"))
+    new = _build_name(first)
+    assert new.startswith(f"{cairn.__version__}+") and new != old
+
+    ran = subprocess.run(
+        [cairn_bin, "hook", "--format", "claude-code", "--vault", str(vault_repo.root)],
+        input=payload_for("claude-code", FITTING_PROMPT, vault_repo.root),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    deadline = time.monotonic() + 60  # the hook rebuilds the old build's index in the background
+    while True:
+        with IndexReader(index_path(vault_repo.root.resolve())) as index:
+            if index.meta["cairn_version"] == new:
+                break
+        assert time.monotonic() < deadline, "the index of the old build was never rebuilt"
+        time.sleep(0.2)
+    assert _build_name(Path(sys.prefix)) == cairn.__version__  # this editable install: the version alone

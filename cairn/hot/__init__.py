@@ -549,14 +549,45 @@ def cache_folder() -> str:
 
 
 def install_name() -> str:
-    """Which install of Cairn this process runs from, and which version: the folder above its interpreter's (a
-    venv, a conda env, a system prefix) and `cairn.__version__`. Not `sys.prefix`: the agents' hook runs under
+    """Which install of Cairn this process runs from, and which build: the folder above its interpreter's (a
+    venv, a conda env, a system prefix) and `build_name()`. Not `sys.prefix`: the agents' hook runs under
     `python -S` (`cairn.install.hook_launcher`), where a venv's `sys.prefix` is its base interpreter's, while the
-    processes it starts run with `site`. The version: a warm encoder started before an upgrade in place runs the
-    old code (`cairn.semantic.daemon` stops for a hook of another install or version)."""
-    from cairn import __version__
+    processes it starts run with `site`. The build: a warm encoder started before an upgrade in place runs the
+    old code (`cairn.semantic.daemon` stops for a hook of another install or build)."""
+    return f"{os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))} cairn {build_name()}"
 
-    return f"{os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))} cairn {__version__}"
+
+DISTRIBUTION = "cairn-lessons"  # `pyproject.toml`'s name: what pip installs
+_MAX_RECORD_BYTES = 1 << 20
+_build: "str | None" = None
+
+
+def build_name() -> str:
+    """This Cairn's version and, for an install from a wheel, the first 12 hex digits of the sha256 of its record
+    (its lines in the `RECORD` file of its `.dist-info`, which lists every installed file with its sha256), e.g.
+    `0.1.0+3f2a9c01b7de`. What the version alone cannot tell apart: an upgrade in place to a build that kept the
+    version number (an install from a git branch) runs new code under the old number, and an index, the user
+    configuration's cached copy and a warm encoder keyed on the number alone would go on trusting the old code's
+    output. Two installs of one wheel share the name. An editable install's record lists no source file: it has the
+    version alone, as has an install whose record cannot be read."""
+    global _build
+    if _build is None:
+        from cairn import __version__
+
+        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        try:
+            record = read_regular(
+                os.path.join(
+                    os.path.dirname(package), f"{DISTRIBUTION.replace('-', '_')}-{__version__}.dist-info", "RECORD"
+                ),
+                _MAX_RECORD_BYTES,
+            )
+        except OSError:
+            record = b""
+        # The package's own lines: the record also lists the `cairn` script, whose first line names the interpreter
+        package_files = b"\n".join(line for line in record.splitlines() if line.startswith(b"cairn/"))
+        _build = f"{__version__}+{sha256_hex(package_files)[:12]}" if package_files else __version__
+    return _build
 
 
 def state_folder() -> str:

@@ -19,6 +19,7 @@ import sys
 from cairn.hot import (
     CHILD_FLAGS,
     CLEAN_PATH,
+    build_name,
     dumps,
     index_key,
     loads,
@@ -508,8 +509,6 @@ def _open_fresh_index(
     index.on_damage = lambda: _start_background_index(dirs, index_file)  # a seal that fails while serving
     commit = index.meta.get("commit")
     line["commit"] = commit
-    from cairn import __version__
-
     # Two vaults of one repository share its commits: an index must also name this vault (a swapped cache file)
     other = index.meta.get("vault_root") != dirs.root
     withdrawn = False
@@ -520,7 +519,7 @@ def _open_fresh_index(
     old_rules = index.meta.get("security_rules") != SECURITY_RULES_VERSION
     if served is None:  # no commit to index: a background `cairn index` would fail the same way each time
         line["stale"] = True
-    elif commit != served or other or withdrawn or old_rules or index.meta.get("cairn_version") != __version__:
+    elif commit != served or other or withdrawn or old_rules or index.meta.get("cairn_version") != build_name():
         line["stale"] = True
         _start_background_index(dirs, index_file)
     problem = None

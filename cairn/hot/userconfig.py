@@ -181,10 +181,10 @@ def parse_file(file: str, env: "Mapping[str, str] | None" = None) -> "dict[str, 
 
 
 def _cache_key(file: str, st: os.stat_result) -> list[object]:
-    """What the cached copy must have been made from: this file as it is now, read by this version of Cairn."""
-    from cairn import __version__
+    """What the cached copy must have been made from: this file as it is now, read by this build of Cairn."""
+    from cairn.hot import build_name
 
-    return [file, st.st_size, st.st_mtime_ns, st.st_ino, __version__]
+    return [file, st.st_size, st.st_mtime_ns, st.st_ino, build_name()]
 
 
 def _parse_and_cache(file: str, key: list[object], env: "Mapping[str, str]") -> "dict[str, Any]":

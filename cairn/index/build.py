@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cairn import __version__, gitrepo
+from cairn import gitrepo
 from cairn.cards.card import MAX_CARD_BYTES, Card, card_id_from_path, oversize_finding, parse_card
 from cairn.config import CONFIG_FILE, Config, folder_error, parse_config, symlink_error, worktree_config_text
 from cairn.finding import Finding
-from cairn.hot import paths
+from cairn.hot import build_name, paths
 from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing, IndexStale, InvalidConfig
 from cairn.hot.index import IndexReader
 from cairn.hot.serve import blob_id
@@ -431,7 +431,7 @@ def _meta(vault: Vault, commit: str, source: str, config: Config, config_error: 
         "config": json.dumps(config.to_dict(), ensure_ascii=False),
         "provenance": provenance.FORMAT if source == "commit" else "",
         # The stored config has Cairn's defaults filled in: a new version may change them (the hook compares it).
-        "cairn_version": __version__,
+        "cairn_version": build_name(),
         # Cards that fail a security rule are refused (not indexed): new rules must re-read every card.
         "security_rules": security.VERSION,
         # The security rules the commit's cairn.toml switches off with the user's leave, and that leave: the cards

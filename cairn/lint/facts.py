@@ -8,12 +8,17 @@ from typing import Any
 from cairn.atomic import write_atomic
 from cairn.cards.card import Card, card_id_from_path, parse_card, plain_file_name
 from cairn.cards.similarity import terms
-from cairn.hot import paths, read_regular
+from cairn.hot import build_name, paths, read_regular
 from cairn.lint.model import CardFacts
 from cairn.lint.snapshot import FILE, Snapshot
 
 _VERSION = 3  # 3: summary terms are recall's; no status
 _MAX_CACHE_BYTES = 1 << 30  # far above the facts of 100,000 cards; a longer file is not this cache's, and reads as none
+
+
+def _version() -> str:
+    """The cache's format and the build that filled it (a card's terms are whatever that build's recall made them)."""
+    return f"{_VERSION} {build_name()}"
 
 
 def facts_of(rel_path: str, card: Card | None) -> CardFacts:
@@ -93,7 +98,7 @@ def _load(cache_file: Any) -> dict[str, Any]:
         data = json.loads(read_regular(str(cache_file), _MAX_CACHE_BYTES))
     except (OSError, ValueError):
         return {}
-    if not isinstance(data, dict) or data.get("version") != _VERSION or not isinstance(data.get("facts"), dict):
+    if not isinstance(data, dict) or data.get("version") != _version() or not isinstance(data.get("facts"), dict):
         return {}
     return data["facts"]  # type: ignore[no-any-return]
 
@@ -102,6 +107,6 @@ def _save(cache_file: Any, facts: dict[str, Any]) -> None:
     """Best effort: the cache only saves time, so a read-only cache folder is not an error."""
     try:
         paths.private_folder(str(cache_file.parent))  # the cache: 0700, the file 0600
-        write_atomic(cache_file, json.dumps({"version": _VERSION, "facts": facts}).encode("utf-8"), mode=0o600)
+        write_atomic(cache_file, json.dumps({"version": _version(), "facts": facts}).encode("utf-8"), mode=0o600)
     except OSError:
         pass
