@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn import agent_switches, githooks, install
+from cairn.hot import build_name
 from cairn.hot.errors import CairnError
 from cairn.hot.gitrefs import git_dir, served_ref
 from cairn.hot.index import SECURITY_RULES_VERSION, IndexReader
@@ -979,6 +980,11 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
     # A baked --vault serves that vault alone, whatever the `resolve` lines above say of the configured vaults.
     only = f"; it serves --vault {baked} only, not the configured vaults" if baked is not None else ""
     portable = where == "project" and install.is_shared(agent, path)  # runs `cairn` from the PATH, by design
+    said = done.stdout.strip()
+    other = ""
+    if said != f"cairn {build_name()}":  # an older or newer Cairn than this one serves the agent's prompts
+        here = install.cairn_script()
+        other = f"; not this Cairn (cairn {build_name()}{f', {here}' if here else ''})"
     flags = [word for word in install.hook_launcher()[1:] if word.startswith("-")]  # -I -S
     if not portable and flags and not set(flags) <= set(launcher[1:]):  # an older install
         hand = _by_hand(path)  # a config.toml entry goes by hand first: then the command, in its own code span
@@ -987,11 +993,13 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
             "agent",
             subject,
             True,
-            f"{path} runs {shown} ({done.stdout.strip()}){only}; {again} starts it without `site`, faster on "
-            "every prompt, and isolated (`-I`): a PYTHONPATH naming the agent's folder can no longer put its code "
-            "in Cairn's place",
+            f"{path} runs {shown} ({said}){only}{other}; {again} starts {'this one' if other else 'it'} without "
+            "`site`, faster on every prompt, and isolated (`-I`): a PYTHONPATH naming the agent's folder can no "
+            "longer put its code in Cairn's place",
         )
-    return Check("agent", subject, True, f"{path} runs {shown} ({done.stdout.strip()}){only}")
+    if other:
+        other += ": the `cairn` first on the agent's PATH" if portable else f": `{fix}` to run this one"
+    return Check("agent", subject, True, f"{path} runs {shown} ({said}){only}{other}")
 
 
 _PYTHON_FLAGS = frozenset({"-I", "-S", "-E", "-s"})  # the flags a launcher of `cairn install`'s has carried

@@ -17,7 +17,7 @@ import pytest
 
 import cairn
 from cairn import doctor, githooks, install
-from cairn.hot import CHILD_FLAGS, CLEAN_PATH
+from cairn.hot import CHILD_FLAGS, CLEAN_PATH, build_name
 from helpers.payloads import FITTING_PROMPT, payload_for
 from helpers.vaults import REBASE_ID, VaultRepo, cache_dir, cairn_executable, make_vault
 
@@ -215,7 +215,8 @@ def test_the_warm_encoders_install_check_agrees_with_and_without_site() -> None:
         )
         named[bool(flags)] = json.loads(done.stdout)
     assert named[True][0] == named[False][0]
-    assert named[True][0].endswith(f" cairn {cairn.__version__}")  # an upgrade in place is another install too
+    # an upgrade in place is another install too: the build is named (`hot.build_name`, the version first)
+    assert named[True][0].rpartition(" cairn ")[2].startswith(cairn.__version__)
     if sys.prefix != sys.base_prefix:  # in a venv, `sys.prefix` is not: the check that broke
         assert named[True][1] != named[False][1]
 
@@ -230,6 +231,28 @@ def test_doctor_says_an_older_hook_command_would_start_faster_installed_again(tm
     assert "isolated (`-I`)" in doctor._command_check("claude-code", "user", settings, only_s).detail
     current = shlex.join([*install.hook_launcher(), "hook", "--format", "claude-code"])
     assert "again" not in doctor._command_check("claude-code", "user", settings, current).detail
+
+
+def test_doctor_names_a_hook_that_runs_another_build_of_cairn(tmp_path: Path) -> None:
+    """Bug fixed: doctor printed "runs PATH (cairn 0.0.9)" and said nothing more: a user who upgraded Cairn in a new
+    venv went on being served by the old one, which doctor, run from the new, called fine. It names the build that
+    runs doctor and the install that points the hook at it."""
+    settings = tmp_path / "settings.json"
+    python = tmp_path / "old" / "bin" / "python"  # another venv's, as `cairn install` wrote it there
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\necho cairn 0.0.9\n")
+    python.chmod(0o755)
+    launcher = f"{python} -I -S {tmp_path / 'old' / 'lib' / 'cairn' / '__main__.py'}"
+    check = doctor._command_check("claude-code", "user", settings, f"{launcher} hook --format claude-code")
+    assert check.ok
+    assert f"runs {launcher} (cairn 0.0.9); not this Cairn (cairn {build_name()}" in check.detail, check.detail
+    assert check.detail.endswith("): `cairn install claude-code --user` to run this one")
+    older = doctor._command_check(
+        "claude-code", "user", settings, f"{python} {launcher.split()[-1]} hook --format claude-code"
+    )
+    assert "; `cairn install claude-code --user` again starts this one without `site`" in older.detail, older.detail
+    current = shlex.join([*install.hook_launcher(), "hook", "--format", "claude-code"])
+    assert "not this Cairn" not in doctor._command_check("claude-code", "user", settings, current).detail
 
 
 def test_doctors_note_on_an_older_hook_in_codexs_config_toml_quotes_only_the_command(tmp_path: Path) -> None:
@@ -398,4 +421,11 @@ def test_an_upgrade_in_place_that_keeps_the_version_number_is_a_new_build(
                 break
         assert time.monotonic() < deadline, "the index of the old build was never rebuilt"
         time.sleep(0.2)
-    assert _build_name(Path(sys.prefix)) == cairn.__version__  # this editable install: the version alone
+    checkout = subprocess.run(  # a source tree (an editable install's): no record beside it, the version alone
+        [sys.executable, "-c", "from cairn.hot import build_name; print(build_name())"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert checkout.stdout.strip() == cairn.__version__

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from cairn import __version__
+from cairn.hot import build_name
 
 # name -> "module:function"; each module under cairn.cli holds one concept's commands.
 COMMANDS: dict[str, str] = {
@@ -138,7 +138,7 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, "--version", prog_name="cairn", message="%(prog)s %(version)s")
+@click.version_option(build_name(), "--version", prog_name="cairn", message="%(prog)s %(version)s")
 def cli() -> None:
     """Cairn: a team's lessons as experience cards in git, recalled into coding agents' prompts.
 
