@@ -71,6 +71,28 @@ def test_field_findings_point_at_their_line() -> None:
     assert [(f.line, f.rule) for f in findings] == [(4, "field-type"), (5, "field-type")]
 
 
+@pytest.mark.parametrize(
+    ("frontmatter", "line", "key"),
+    [
+        ("name：存活探针太激进\nsummary: 先配 startupProbe。\n", 2, "name"),  # YAML blamed line 3
+        ("name: 存活探针太激进\nsummary：先配 startupProbe。\n", 3, "summary"),  # and here the closing `---`
+        ("name: 存活探针太激进\nsummary: 先配 startupProbe。\nscope：[k8s]\n", 4, "scope"),
+        ("name：存活探针太激进\n", 2, "name"),  # one line: YAML reads a string, not a mapping
+    ],
+)
+def test_a_full_width_colon_after_a_key_is_named_on_its_own_line(frontmatter: str, line: int, key: str) -> None:
+    card, findings = parse_card("cards/k8s/probe.md", f"---\n{frontmatter}---\n\n正文。\n".encode())
+    assert card is None
+    assert [(f.line, f.rule) for f in findings] == [(line, "frontmatter-parse")]
+    assert f"'{key}' is followed by a full-width colon (：)" in findings[0].message
+    assert f"`{key}: `" in findings[0].message
+
+
+def test_a_full_width_colon_inside_a_value_is_text() -> None:
+    card, findings = parse_card("cards/k8s/probe.md", "---\nname: 探针\nsummary: 原因：启动慢。\n---\n".encode())
+    assert findings == [] and card is not None and card.summary == "原因：启动慢。"
+
+
 def test_oversized_file_is_refused_without_parsing() -> None:
     data = b"---\nname: Big\nsummary: x\n---\n" + b"a" * (1024 * 1024)
     card, findings = parse_card("cards/big.md", data)

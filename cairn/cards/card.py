@@ -205,17 +205,40 @@ def _parse_text(rel_path: str, card_id: str, text: str) -> tuple[Card | None, li
     except safeyaml.YamlRejected as exc:
         return None, [Finding(rel_path, fm_offset + exc.line, "frontmatter-parse", str(exc))]
     except yaml.YAMLError as exc:
+        if wide := _fullwidth_colon(rel_path, fm_text, fm_offset):
+            return None, [wide]
         mark = getattr(exc, "problem_mark", None)
         line = fm_offset + mark.line if mark is not None else 1
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         return None, [Finding(rel_path, line, "frontmatter-parse", f"the frontmatter is not valid YAML: {problem}")]
     if not isinstance(meta, dict):
+        if wide := _fullwidth_colon(rel_path, fm_text, fm_offset):
+            return None, [wide]
         kind = "empty" if meta is None else f"a {type(meta).__name__}"
         return None, [Finding(rel_path, 1, "frontmatter-mapping", f"the frontmatter is {kind}; it must be a mapping")]
     body = body.strip("\n")
     closing_line = fm_offset + fm_text.count("\n")
     body_line = text.count("\n", 0, text.find(body, len(fm_text))) + 1 if body.strip() else closing_line + 1
     return _build(rel_path, card_id, meta, fm_text, body, body_line, fm_offset)
+
+
+# `name：` typed with a Chinese or Japanese input method: YAML reads the line as text, and its error names the line after
+# it ("mapping values are not allowed", "could not find expected ':'"), or the closing `---`.
+_FULLWIDTH_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)[ \t]*\uff1a", re.MULTILINE)
+
+
+def _fullwidth_colon(rel_path: str, fm_text: str, fm_offset: int) -> Finding | None:
+    match = _FULLWIDTH_KEY.search(fm_text)
+    if match is None:
+        return None
+    key = match.group(1)
+    return Finding(
+        rel_path,
+        fm_offset + fm_text.count("\n", 0, match.start()),
+        "frontmatter-parse",
+        f"the frontmatter is not valid YAML: '{key}' is followed by a full-width colon (：); YAML needs an ASCII "
+        f"colon and a space: `{key}: `",
+    )
 
 
 def _build(
