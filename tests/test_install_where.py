@@ -208,6 +208,26 @@ def test_uninstall_takes_cairns_hook_out_of_both_of_claudes_project_files(projec
     assert again.stdout == f"Nothing to remove: {local}, {shared} have no Cairn hook.\n"
 
 
+def test_uninstall_in_a_project_names_the_users_own_hook_it_left(project: Path) -> None:
+    """Bug fixed: after the README's `cairn install claude-code --user`, the help's first example, `cairn uninstall
+    claude-code` run in a project, said only "Nothing to remove: ... have no Cairn hook." and the hook kept running
+    in every project: it now names the user's own file and the command that takes the hook out of it."""
+    assert run_cairn("install", "claude-code", "--user", cwd=project).returncode == 0
+    mine = Path(os.environ["HOME"]) / ".claude" / "settings.json"
+    local, shared = project / ".claude" / "settings.local.json", project / ".claude" / "settings.json"
+
+    done = run_cairn("uninstall", "claude-code", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        f"Nothing to remove: {local}, {shared} have no Cairn hook; your own {mine} has one: "
+        "`cairn uninstall claude-code --user`.\n"
+    )
+    assert len(_commands(mine, EVENTS["claude-code"])) == 1  # left as it was
+    assert run_cairn("uninstall", "claude-code", "--user", cwd=project).returncode == 0
+    again = run_cairn("uninstall", "claude-code", cwd=project)
+    assert again.stdout == f"Nothing to remove: {local}, {shared} have no Cairn hook.\n"
+
+
 @pytest.mark.parametrize("local_text", ['{"a": 1,}', "read-only"])
 def test_a_personal_file_install_cannot_write_leaves_the_shared_file_as_it_was(project: Path, local_text: str) -> None:
     """Bug fixed: with an older Cairn's hook in the shared settings.json, install took it out first, then failed on

@@ -321,7 +321,10 @@ def uninstall_cmd(target: str, project: Path | None, user: bool, vault_path: str
         )
     if all(c.action == "absent" for c in changes):
         verb = "has" if len(changes) == 1 else "have"
-        echo(f"Nothing to remove: {', '.join(str(c.path) for c in changes)} {verb} no Cairn hook.")
+        # `cairn install AGENT --user` (the README's step) put it in the user's own file, which this run left alone
+        mine = [] if user else [f for f in install.user_files(target) if install.cairn_commands(target, f)]
+        hint = f"; your own {mine[0]} has one: `cairn uninstall {target} --user`" if mine else ""
+        echo(f"Nothing to remove: {', '.join(str(c.path) for c in changes)} {verb} no Cairn hook{hint}.")
 
 
 __all__ = ["install_cmd", "uninstall_cmd"]
