@@ -6,6 +6,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Collection
@@ -414,14 +415,43 @@ def changed_cards(repo: git.Repo, old: str, new: str, vault: Vault) -> list[Chan
 
 def uncommitted_cards(repo: git.Repo, vault: Vault) -> list[str]:
     """Card files (vault-relative, `.md`) the working tree adds, edits or deletes against HEAD, staged or not, untracked
-    ones included: what no commit serves yet. Ignored files are left out (git never commits them)."""
+    ones included: what no commit serves yet. Ignored files are left out (git never commits them).
+
+    The folder may be anyone's (`cairn recall` in a project downloaded with its `.git` and a `cairn.toml`), so no git
+    command that runs what its config names: `git status` runs `core.fsmonitor` and the clean filters of
+    `.gitattributes`. Each file's blob id, of its bytes as they are, is compared with HEAD's instead, as
+    `last_commit_day` does; a file that a filter (CRLF) changes on checkout reads as changed."""
+    from cairn.hot.serve import blob_id
+
     root = f"{vault.prefix}{CARDS_DIR}"
-    out = repo.git.status(
-        "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--", root, stdout_as_string=False
+    head = card_listing(repo, "HEAD", vault)
+    # `core.fsmonitor` is a command git starts to read the index
+    out = repo.git.execute(
+        ["git", "-c", "core.fsmonitor=false", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+        + ["--full-name", "--", root],
+        stdout_as_string=False,
     )
+    assert isinstance(out, bytes)
     strip = len(vault.prefix)
-    paths = (entry[3:].decode("utf-8", "surrogateescape") for entry in out.split(b"\0") if len(entry) > 3)
-    return sorted(path[strip:] for path in paths if path.endswith(".md"))
+    listed = {raw.decode("utf-8", "surrogateescape")[strip:] for raw in out.split(b"\0") if raw}
+    changed = []
+    for path in sorted(path for path in listed | set(head) if path.endswith(".md")):
+        meta = head.get(path, b"").decode("ascii", "replace").split()
+        file = os.path.join(vault.root, path)
+        try:
+            found = os.lstat(file)
+            if stat.S_ISREG(found.st_mode) and found.st_size > READ_LIMIT:  # no card; git reads it, not memory
+                same = meta[2:3] == [str(repo.git.hash_object("--no-filters", "--", file)).strip()]
+            elif stat.S_ISREG(found.st_mode):
+                with open(file, "rb") as handle:
+                    same = meta[2:3] == [blob_id(handle.read())]
+            else:  # a symlink stands where HEAD has one; a folder never does
+                same = stat.S_ISLNK(found.st_mode) and meta[:1] == ["120000"]
+        except OSError:  # deleted
+            same = False
+        if not same:
+            changed.append(path)
+    return changed
 
 
 @dataclass(frozen=True, slots=True)

@@ -524,6 +524,37 @@ def test_the_uncommitted_card_note_stays_one_line_for_a_file_name_with_a_newline
     assert done.stderr.count("\n") == 1 and "not committed" in done.stderr, done.stderr
 
 
+def test_the_uncommitted_card_note_runs_nothing_the_repository_configures(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: the note naming an uncommitted card file came from `git status`, which ran the repository's
+    `core.fsmonitor` and the clean filter its `.gitattributes` names: `cairn recall` in a project downloaded with its
+    `.git` and a `cairn.toml` ran commands of the project's choosing. The note still names the new and the edited card
+    file, a card file as committed is not named, and nothing runs."""
+    make_vault(vault_repo)
+    ran = tmp_path / "ran"
+    ran.mkdir()
+    vault_repo.write_raw(".gitattributes", "*.md filter=tidy\n")
+    vault_repo.commit("Attributes")
+    vault_repo.git("config", "core.fsmonitor", f"touch {ran}/fsmonitor; false")
+    vault_repo.git("config", "filter.tidy.clean", f"sh -c 'touch {ran}/clean; cat'")
+    vault_repo.git("config", "filter.tidy.process", f"sh -c 'touch {ran}/process; false'")
+    prompt = "terraform state lock left behind after a crashed apply"
+    os.utime(vault_repo.root / "cards" / f"{REBASE_ID}.md")  # as an unpacked archive: the index's times no longer match
+    assert "not committed" not in vault_repo.cairn("recall", prompt).stderr
+    vault_repo.write("ops/timeouts", "Outbound calls need a timeout", "A hung peer blocks the worker; set timeouts.")
+    for command in ("recall", "explain"):
+        done = vault_repo.cairn(command, prompt)
+        assert done.returncode == 0, done.stderr
+        assert "Note: cards/ops/timeouts.md in the vault's folder is not committed" in done.stderr, done.stderr
+    (vault_repo.root / "cards" / "ops" / "timeouts.md").unlink()
+    docker = vault_repo.root / "cards" / "docker" / "layer-cache-order.md"
+    docker.write_text(docker.read_text() + "\nEdited since.\n")
+    done = vault_repo.cairn("recall", prompt)
+    assert "Note: cards/docker/layer-cache-order.md in the vault's folder is not committed" in done.stderr, done.stderr
+    assert list(ran.iterdir()) == []
+
+
 def test_agents_get_no_path_to_a_card_file_that_is_not_the_served_card(vault_repo: VaultRepo) -> None:
     """Bug fixed: the hook and `cairn recall` gave the card's file in the vault's folder. With the vault checked out
     on a branch that edits the card (or an uncommitted edit), that file held text no one reviewed, even text the
