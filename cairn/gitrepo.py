@@ -613,14 +613,48 @@ def commit_signatures(repo: git.Repo, commits: list[str] | set[str]) -> dict[str
     for start in range(0, len(signed), 200):
         chunk = signed[start : start + 200]
         # `log.showSignature = true` would put gpg's or ssh's verdict text before each record: off, as in `card_log`
-        out = repo.git.log(
-            "--no-walk=unsorted", "--no-show-signature", "--no-color", "-z", "--format=%H%x00%G?%x00%GK", *chunk
+        out = repo.git.execute(
+            ["git", *_verifiers(repo), "log", "--no-walk=unsorted", "--no-show-signature", "--no-color", "-z"]
+            + ["--format=%H%x00%G?%x00%GK", *chunk]
         )
         fields = out.split("\0")
         for i in range(0, len(fields) - 2, 3):
             sha = fields[i].strip()
             result[sha] = Signature(fields[i + 1] or "N", fields[i + 2])
     return result
+
+
+# The programs git runs to check a signature, and git's own default for each.
+_VERIFIERS = {"openpgp": "gpg", "x509": "gpgsm", "ssh": "ssh-keygen"}
+
+
+def _verifiers(repo: git.Repo) -> list[str]:
+    """`-c` options that give git's signature check the programs the user chose (global or system config, `-c` and
+    `GIT_CONFIG_*` of the environment) or git's defaults, never the repository's own: a `gpg.program` in the `.git`
+    of a project downloaded with it is a command of the project's choosing, run on `cairn index`, `show` or
+    `audit` there. Nothing when the repository names none."""
+    try:
+        out = str(repo.git.config("--show-scope", "-z", "--get-regexp", r"^gpg\.(program|[a-z0-9]+\.program)$"))
+    except GitCommandError as exc:  # 1: none is set; else a git before 2.26 (no --show-scope): git's defaults
+        return [] if exc.status == 1 else _program_options(_VERIFIERS)
+    chosen: dict[str, str] = {}
+    foreign = False
+    fields = out.rstrip("\0").split("\0")  # scope, then key and value, each record NUL-ended
+    for scope, setting in zip(fields[::2], fields[1::2], strict=True):
+        key, _, value = setting.partition("\n")
+        kind = "openpgp" if key == "gpg.program" else key.split(".")[1]
+        if scope in ("local", "worktree"):
+            foreign = True
+        elif kind in _VERIFIERS:
+            chosen[kind] = value
+    return _program_options({**_VERIFIERS, **chosen}) if foreign else []
+
+
+def _program_options(programs: dict[str, str]) -> list[str]:
+    options = ["-c", f"gpg.program={programs['openpgp']}"]
+    for kind, program in programs.items():
+        options += ["-c", f"gpg.{kind}.program={program}"]
+    return options
 
 
 FETCH_TIMEOUT_SECONDS = 120.0  # a fetch of a lesson vault takes seconds; a remote silent this long is stuck

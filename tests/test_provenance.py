@@ -180,6 +180,40 @@ def test_show_says_what_git_says_of_a_signature_now(vault_repo: VaultRepo, tmp_p
     assert "(signed)" not in vault_repo.cairn("show", "a/one").stdout
 
 
+def test_signatures_are_checked_by_the_users_programs_not_the_repositorys(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: git checked each card's signature with the `gpg.program` or `gpg.ssh.program` the repository's own
+    `.git/config` names, so `cairn index` or `cairn show` in a project downloaded with its `.git` ran a command of the
+    project's choosing. The repository's programs are now passed over for the user's (here from the environment,
+    `GIT_CONFIG_*`), else git's own, and the signature is still checked."""
+    vault_repo.write("a/one", "One", "The first summary.")
+    vault_repo.commit("Unsigned start", author=ANN)
+    ssh_signing(vault_repo, tmp_path)
+    vault_repo.write("a/one", "One", "A signed summary.")
+    signed = signed_commit(vault_repo, "Signed change")
+    ran = tmp_path / "ran"
+    ran.mkdir()
+    for key in ("gpg.program", "gpg.ssh.program", "gpg.x509.program"):
+        vault_repo.git("config", key, f"/bin/sh -c 'touch {ran}/{key}; exit 1' --")
+    for env in (
+        {},
+        {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "gpg.ssh.program", "GIT_CONFIG_VALUE_0": "ssh-keygen"},
+    ):
+        assert vault_repo.cairn("index", env=env).returncode == 0
+        shown = vault_repo.cairn("show", "a/one", "--json", env=env)
+        last = json.loads(shown.stdout)["provenance"]["last_changed"]
+        assert (last["commit"], last["signature"]) == (signed, "G"), shown.stderr
+    assert list(ran.iterdir()) == []
+    user = tmp_path / "user-ssh-keygen"
+    user.write_text(f'#!/bin/sh\ntouch {ran}/user\nexec ssh-keygen "$@"\n')
+    user.chmod(0o755)
+    env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "gpg.ssh.program", "GIT_CONFIG_VALUE_0": str(user)}
+    shown = vault_repo.cairn("show", "a/one", "--json", env=env)
+    assert json.loads(shown.stdout)["provenance"]["last_changed"]["signature"] == "G", shown.stderr
+    assert [p.name for p in ran.iterdir()] == ["user"]
+
+
 def test_the_users_log_settings_change_no_provenance(vault_repo: VaultRepo) -> None:
     """`log.showRoot = false` hid the root commit's files (the vault's first cards got a later creator and lost an
     author), `i18n.logOutputEncoding` re-encoded authors' names; Cairn's history reader now ignores both."""
