@@ -636,6 +636,22 @@ def test_a_command_at_a_monorepos_root_names_the_vaults_below_it(tmp_path: Path)
     assert "no vault here" in alone.stderr and "below it" not in alone.stderr
 
 
+def test_a_command_in_a_downloaded_project_runs_nothing_its_repository_configures(tmp_path: Path) -> None:
+    """Bug fixed: outside any vault, with none or several configured, every command asked `git ls-files` of the
+    repository around the current folder for vaults below it, and git ran that repository's `core.fsmonitor`: `cairn
+    list` in a project downloaded with its `.git` ran a command of the project's choosing."""
+    project = VaultRepo(tmp_path / "project")
+    (project.root / "cards").rmdir()
+    project.write_raw("src/app.py", "print(1)\n")
+    project.commit("app")
+    ran = tmp_path / "ran"
+    project.git("config", "core.fsmonitor", f"touch {ran}; false")
+    for command in ("list", "lint"):
+        done = run(command, cwd=project.root)
+        assert done.returncode == 1 and "no vault here" in done.stderr, done.stderr
+    assert not ran.exists()
+
+
 def test_the_embedded_repository_note_runs_as_printed_for_a_folder_named_with_a_dash(tmp_path: Path) -> None:
     """Bug fixed: for `cairn init -- -lessons` in a repository, the note said `git -C REPO add -lessons`, which git
     reads as options ("unknown switch"), so the vault could not be made a folder of the repository as told."""

@@ -396,9 +396,9 @@ def vaults_below(cwd: str | None = None) -> list[Vault]:
     from cairn.config import CONFIG_FILE
     from cairn.hot.vault import CARDS_DIR
 
-    try:
+    try:  # in any repository the user stands in: its `core.fsmonitor`, a command git starts to read the index, is off
         listed = subprocess.run(
-            ["git", "ls-files", "-z", "--", CONFIG_FILE, f"*/{CONFIG_FILE}"],
+            ["git", "-c", "core.fsmonitor=false", "ls-files", "-z", "--", CONFIG_FILE, f"*/{CONFIG_FILE}"],
             capture_output=True,
             stdin=subprocess.DEVNULL,
             timeout=60,
