@@ -942,7 +942,13 @@ def staged_entries(repo: git.Repo, vault: Vault, extra: tuple[str, ...] = ()) ->
     variables are honoured. Unmerged paths (a conflict in progress) are left out: they cannot be committed.
     """
     specs = [f"{vault.prefix}{CARDS_DIR}", *(f"{vault.prefix}{p}" for p in extra)]
-    out = repo.git.ls_files("-s", "-z", "--full-name", "--", *specs, stdout_as_string=False, env=_staging_env(vault))
+    # `core.fsmonitor` is a command git starts to read the index: a repository's own, not Cairn's to run
+    out = repo.git.execute(
+        ["git", "-c", "core.fsmonitor=false", "ls-files", "-s", "-z", "--full-name", "--", *specs],
+        stdout_as_string=False,
+        env=_staging_env(vault),
+    )
+    assert isinstance(out, bytes)
     return _entries(out, vault, staged=True)
 
 

@@ -41,6 +41,18 @@ def test_staged_content_is_checked_not_the_working_tree(vault_repo: VaultRepo) -
     assert worktree.stdout == ""
 
 
+def test_linting_the_staging_area_runs_nothing_the_repository_configures(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: `git ls-files -s`, which reads the staging area, ran the repository's `core.fsmonitor`: `cairn
+    lint --staged` in a project downloaded with its `.git` ran a command of the project's choosing."""
+    vault_repo.write("ci/token", "Tokens in CI", "Set GH_TOKEN in the job.", body=f"# Tokens\n\n{SECRET}")
+    vault_repo.git("add", "-A")
+    ran = tmp_path / "ran"
+    vault_repo.git("config", "core.fsmonitor", f"touch {ran}; false")
+    staged = vault_repo.cairn("lint", "--staged")
+    assert staged.returncode == 1 and staged.stdout.startswith(SECRET_LINE), staged.stdout + staged.stderr
+    assert not ran.exists()
+
+
 def test_the_rest_of_the_vault_comes_from_the_staging_area(vault_repo: VaultRepo) -> None:
     vault_repo.write("git/rebase", "Rebase before you push", "Run git pull --rebase so history stays linear.")
     vault_repo.git("add", "-A")
