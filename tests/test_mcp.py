@@ -209,6 +209,25 @@ def test_serve_logs_nothing_on_stdout_and_needs_a_vault(vault_repo: VaultRepo, t
     assert missing.stderr.startswith("Error: ")
 
 
+def test_serve_without_a_vault_never_serves_an_unregistered_repository_it_starts_in(vault_repo: VaultRepo) -> None:
+    """Bug fixed: an MCP server registered user-wide without --vault (`cairn serve`), started by the agent in a cloned
+    project that commits a `cairn.toml` and `cards/`, served that project's cards to the agent as the team's lessons:
+    the prompt hook serves configured vaults alone. It now refuses, and names both ways to serve it on purpose."""
+    make_vault(vault_repo)  # a repository the user cloned, not registered
+    refused = vault_repo.cairn("serve")
+    assert (refused.returncode, refused.stdout) == (1, "")
+    root = str(vault_repo.root.resolve())
+    assert refused.stderr == (
+        f"Error: the vault around the current folder ({root}) is not a configured vault, and `cairn serve` started "
+        f"without --vault serves configured vaults only (an agent starts it in any project); name it: cairn serve "
+        f"--vault {root}, or register it: cairn vault add {root}\n"
+    )
+    registered = vault_repo.cairn("vault", "add", root)
+    assert registered.returncode == 0, registered.stderr
+    served = vault_repo.cairn("serve", input="")  # the client closes at once: the server starts, then ends
+    assert (served.returncode, served.stdout) == (0, ""), served.stderr
+
+
 @pytest.mark.parametrize("args", [["serve", "--help"]])
 def test_serve_help_has_an_example(vault_repo: VaultRepo, args: list[str]) -> None:
     done = vault_repo.cairn(*args)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
+import shlex
 import sys
+from pathlib import Path
 
 import click
 
-from cairn.cli.common import errors_to_exit, open_vault, vault_option
+from cairn.cli.common import errors_to_exit, resolve_vault, vault_option
 
 
 @click.command()
@@ -19,7 +22,9 @@ def serve(vault_path: str | None, verbose: bool) -> None:
 
     Needs the optional MCP SDK, the mcp extra (from a clone of Cairn: pipx install --force '.[mcp]'; without it,
     `cairn serve` prints the pip command for this install). add_draft commits a `status: draft` card on a new
-    branch and never touches the checked-out branch or the working tree.
+    branch and never touches the checked-out branch or the working tree. Without --vault (or $CAIRN_VAULT): the
+    configured vault around the current folder, else the one configured vault; never an unregistered repository the
+    agent happens to start in, whose cards no one on your side reviewed.
 
     \b
     Example:
@@ -32,6 +37,29 @@ def serve(vault_path: str | None, verbose: bool) -> None:
     from cairn import mcp_server
 
     mcp_server.server_class()  # fail with the install hint before anything else
-    vault = open_vault(vault_path)
+    vault, reason = resolve_vault(vault_path)
+    if reason == "current folder":
+        _require_configured(vault.root)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if verbose else logging.WARNING, format="%(message)s")
     mcp_server.serve(vault)
+
+
+def _require_configured(root: Path) -> None:
+    """The vault around the current folder is served only when it is a configured one. An agent starts its MCP
+    server in whatever project it works in: a server registered without `--vault` would serve a cloned repository's
+    own cards (a `cairn.toml` and `cards/` it committed) to the agent as the team's lessons, which the prompt hook
+    never does (it serves configured vaults alone, README "Trust is explicit")."""
+    from cairn.hot.errors import ConfigError, VaultNotFound
+    from cairn.hot.userconfig import load_vaults
+
+    try:
+        entries = load_vaults()
+    except ConfigError:
+        entries = []
+    if any(os.path.realpath(entry.path) == os.path.realpath(root) for entry in entries):
+        return
+    raise VaultNotFound(
+        f"the vault around the current folder ({root}) is not a configured vault, and `cairn serve` started without "
+        f"--vault serves configured vaults only (an agent starts it in any project); name it: "
+        f"cairn serve --vault {shlex.quote(str(root))}, or register it: cairn vault add {shlex.quote(str(root))}"
+    )
