@@ -240,12 +240,15 @@ def _resolution(cwd: Path, entries: list[VaultEntry], env: dict[str, str]) -> li
     if around is not None:
         real = os.path.realpath(around)
         if not any(os.path.realpath(e.path) == real for e in entries):
+            # Information, not a failure: a cloned project may commit a vault of its own, whose cards no one on the
+            # user's side reviewed; doctor must not press every project's vault on the user as a fix.
             checks.append(
                 Check(
                     "resolve",
                     str(around),
-                    False,
-                    "the vault around this folder is not configured: commands use it, the prompt hook does not",
+                    None,
+                    "the vault around this folder is not configured: commands use it, the prompt hook does not; "
+                    "register it only if you trust its cards (a cloned project's vault is its authors')",
                     f"cairn vault add {shlex.quote(str(around))}",
                 )
             )

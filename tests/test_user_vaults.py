@@ -303,8 +303,9 @@ def test_doctor_fails_then_passes(tmp_path: Path, vault_repo: VaultRepo) -> None
     make_vault(vault_repo)
     inside = cairn("doctor", "--cwd", str(vault_repo.root / "cards"), cwd=tmp_path, env={"CAIRN_VAULT": str(tmp_path)})
     assert (
-        f"FAIL resolve {vault_repo.root}: the vault around this folder is not configured: commands use it, the prompt "
-        f"hook does not  -> cairn vault add {vault_repo.root}\n"
+        f"info resolve {vault_repo.root}: the vault around this folder is not configured: commands use it, the prompt "
+        f"hook does not; register it only if you trust its cards (a cloned project's vault is its authors')  -> "
+        f"cairn vault add {vault_repo.root}\n"
     ) in inside.stdout
     assert cairn("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path).returncode == 0
     assert not (vault_repo.root / ".git" / "hooks" / "post-rewrite").exists()

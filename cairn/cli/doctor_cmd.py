@@ -27,7 +27,7 @@ def doctor(cwd: Path | None, as_json: bool) -> None:
 
     The prompt hook serves the vault its --vault names, else $CAIRN_VAULT, else every configured vault (`cairn vault
     list`) whose --project limits let it serve that folder; never a vault it merely finds around the folder (a
-    vault there that is not configured fails, with the `cairn vault add` that fixes it). Other commands take
+    vault there that is not configured is named, with the `cairn vault add` that would serve it). Other commands take
     --vault, else $CAIRN_VAULT, else the vault around the current folder, else the configured vaults.
 
     Exit 1 when a check fails; each failing line ends with the command that fixes it, as does an information line
