@@ -372,3 +372,27 @@ def test_recall_and_explain_give_what_the_hook_gives_under_a_small_context_limit
     assert explained["injected"] == given
     (left_out,) = (row for row in explained["candidates"] if row["id"] != given[0] and row["reason"] == "context_limit")
     assert left_out["decision"] == "rejected"
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_a_chinese_card_reaches_the_agent_in_an_ascii_locale(vault_repo: VaultRepo, fmt: str) -> None:
+    """Bug fixed: in a locale whose encoding is ASCII (`LC_ALL=POSIX`, no UTF-8 mode) the `json` and `text` formats
+    wrote a card in Chinese to a stdout that refused it: the agent got nothing, while the log said it was injected.
+    The hook writes UTF-8, as the agents read it, whatever the locale."""
+    vault_repo.write_raw("cairn.toml", "# the defaults\n")
+    vault_repo.write(
+        "databases/migration-lock-timeout",
+        "数据库迁移锁超时",
+        "在生产环境执行数据库迁移时，要先设置 lock_timeout，否则 ALTER TABLE 会阻塞所有查询。",
+    )
+    vault_repo.commit("A card in Chinese")
+    assert vault_repo.invoke("index").returncode == 0
+    prompt = "生产环境执行数据库迁移时 ALTER TABLE 阻塞所有查询怎么办"
+    ascii_locale = {"LC_ALL": "POSIX", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
+    done = hook(vault_repo, fmt, payload_for(fmt, prompt, vault_repo.root), env=ascii_locale)
+    assert done.returncode == 0, done.stderr
+    if fmt == "json":
+        assert [card["name"] for card in json.loads(done.stdout)["cards"]] == ["数据库迁移锁超时"]
+    else:
+        assert '1. name: "数据库迁移锁超时"\n' in done.stdout, done.stdout
+    assert log_entries()[-1]["injected"] == ["databases/migration-lock-timeout"]

@@ -167,8 +167,8 @@ def main(argv: list[str]) -> int:
     except Exception as exc:
         sys.stderr.write(f"cairn hook: cannot write the hook log: {_error_text(exc, prompt)}; {_log_fix()}\n")
     if output:
-        try:
-            sys.stdout.write(output)
+        try:  # UTF-8 whatever the locale: agents read it so, and an ASCII locale's stdout would refuse any card in CJK
+            sys.stdout.buffer.write(output.encode("utf-8", "replace"))
             sys.stdout.flush()
         except (OSError, ValueError, AttributeError):  # AttributeError: no stdout at all (`>&-`: sys.stdout is None)
             pass
