@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -582,3 +583,34 @@ def test_a_locale_that_cannot_name_a_configured_vaults_path_is_one_line(
         "which this locale's encoding (ascii) cannot name; run Cairn in a UTF-8 locale (LC_ALL=C.UTF-8) or with "
         "PYTHONUTF8=1"
     ), line
+
+
+def test_a_chinese_query_and_id_are_read_in_an_ascii_locale(vault_repo: VaultRepo) -> None:
+    """Bug fixed: in a locale whose encoding is ASCII (`LC_ALL=POSIX`, no UTF-8 mode) Python decodes argv as ASCII,
+    so `cairn recall 数据库迁移锁超时` from a UTF-8 terminal said "QUERY is not UTF-8 text; give the prompt as UTF-8",
+    and `cairn show ID` of a card in Chinese printed escapes as "not a card id". The terminal's bytes are UTF-8: they
+    are read as such; bytes that are not UTF-8 are still refused."""
+    make_vault(vault_repo)
+    vault_repo.write(
+        "数据库/迁移-锁超时",
+        "数据库迁移锁超时",
+        "在生产环境执行数据库迁移时，要先设置 lock_timeout，否则 ALTER TABLE 会阻塞所有查询。",
+    )
+    vault_repo.commit("A card in Chinese")
+    ascii_locale = {"LC_ALL": "POSIX", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
+    for command in ("recall", "explain"):
+        done = vault_repo.cairn(command, "数据库迁移时 ALTER TABLE 阻塞所有查询", "--json", env=ascii_locale)
+        assert done.returncode == 0, done.stderr
+        assert '"数据库/迁移-锁超时"' in json.dumps(json.loads(done.stdout), ensure_ascii=False), done.stdout
+    shown = vault_repo.cairn("show", "数据库/迁移-锁超时", "--json", env=ascii_locale)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["name"] == "数据库迁移锁超时"
+    latin1 = subprocess.run(
+        [cairn_executable(), "recall", "caf\xe9".encode("latin-1")],
+        cwd=vault_repo.root,
+        env={**os.environ, **ascii_locale},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert latin1.returncode == 2 and "QUERY is not UTF-8 text" in latin1.stderr, latin1

@@ -430,6 +430,22 @@ def _below_note(cwd: str | None) -> str:
     return f"; the repository holds {held} below it: {shown} (pass --vault FOLDER, or cd there)"
 
 
+def argv_text(value: str) -> str:
+    """A word of the command line as the terminal sent it. In a locale whose encoding is not UTF-8 (`LC_ALL=POSIX`
+    without Python's UTF-8 mode) Python decodes argv in that encoding, each byte it lacks escaped: a prompt or an id
+    in Chinese, UTF-8 from the terminal, arrives unreadable. Its bytes are read as UTF-8 again; a word that is not
+    UTF-8 either is given back as it came (the command then says so)."""
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        pass
+    try:
+        return os.fsencode(value).decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return value
+
+
 def split_named_id(card_id: str, vault_path: str | None) -> tuple[str | None, str]:
     """(vault, id) for an id as recall, explain and the hook show a configured vault's card, `NAME:ID`: the vault
     NAME and the bare id. An id whose part before the colon is no configured vault's name (or not the --vault

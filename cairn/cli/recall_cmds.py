@@ -13,6 +13,7 @@ import click
 
 from cairn.cards.card import STATUSES
 from cairn.cli.common import (
+    argv_text,
     echo,
     echo_json,
     error_text,
@@ -766,6 +767,7 @@ def _query_text(query: str) -> tuple[str, int]:
     else:
         if not query.strip():
             raise click.UsageError('QUERY is empty; give the prompt ("..."), or - to read it from stdin')
+        query = argv_text(query)
         try:
             query.encode("utf-8")
         except UnicodeEncodeError:  # argv bytes Python could not decode (a Latin-1 terminal)

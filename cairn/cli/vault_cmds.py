@@ -15,6 +15,7 @@ import click
 from cairn.cards import authoring, catalog
 from cairn.cli.common import (
     FiniteFloatRange,
+    argv_text,
     complete_card_id,
     echo,
     echo_json,
@@ -593,7 +594,7 @@ def show(card_id: str, worktree: bool, vault_path: str | None, as_json: bool) ->
       cairn show git/force-push-safely
       cairn show team:git/force-push-safely --json
     """
-    vault_path, card_id = split_named_id(card_id, vault_path)
+    vault_path, card_id = split_named_id(argv_text(card_id), vault_path)
     try:
         vault = open_vault(vault_path)
         asked = f" --vault {shlex.quote(vault_path)}" if vault_path else ""
