@@ -622,6 +622,28 @@ def test_a_checkout_with_crlf_line_ends_is_the_served_card(tmp_path: Path) -> No
     assert files() == [None]
 
 
+def test_a_card_in_a_chinese_folder_is_the_served_card_in_an_ascii_locale(vault_repo: VaultRepo) -> None:
+    """Bug fixed: in a locale whose encoding is ASCII (`LC_ALL=POSIX`, no UTF-8 mode) the file of a card under
+    `cards/数据库/` could not be named to the system, so it counted as missing: the hook gave agents no path to it and
+    `cairn recall` said "no such file in the working tree" of a file that was there. Git names it in UTF-8 bytes."""
+    make_vault(vault_repo)
+    vault_repo.write(
+        "数据库/迁移-锁超时", "数据库迁移锁超时", "数据库迁移时先设置 lock_timeout，否则 ALTER TABLE 阻塞所有查询。"
+    )
+    vault_repo.commit("A card in a Chinese folder")
+    assert vault_repo.invoke("index").returncode == 0
+    ascii_locale = {"LC_ALL": "POSIX", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
+    prompt = "数据库迁移时 ALTER TABLE 阻塞所有查询"
+    done = vault_repo.hook(prompt, session="s-1", env=ascii_locale)
+    served = vault_repo.root / "cards" / "数据库" / "迁移-锁超时.md"
+    assert (
+        f"   path: {json.dumps(str(served), ensure_ascii=False)}"
+        in json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    )
+    recalled = vault_repo.cairn("recall", prompt, "--json", env=ascii_locale)
+    assert [c["file"] for c in json.loads(recalled.stdout)["cards"]] == [str(served)], recalled.stdout
+
+
 def test_no_path_to_a_card_reached_through_a_symlinked_folder(vault_repo: VaultRepo, tmp_path: Path) -> None:
     """Bug fixed: a card file that is a symlink got no path, but one reached through a symlinked folder did. A branch
     checked out with `cards/git` a symlink to a folder outside the vault, holding the card's text when the hook hashed

@@ -548,8 +548,8 @@ def _open_below(root: str, path: str, flags: int) -> int:
     if os.open not in os.supports_dir_fd:  # pragma: no cover - Windows: git checks out no symlinked folder there
         return os.open(os.path.join(root, path), flags)
     folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        *folders, name = path.split("/")
+    try:  # as git named them: UTF-8 bytes, which an ASCII locale's file name encoding cannot give for `cards/中文/`
+        *folders, name = path.encode("utf-8", "surrogateescape").split(b"/")
         for part in folders:
             inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
             os.close(folder)
