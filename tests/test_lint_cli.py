@@ -283,3 +283,22 @@ def test_a_lint_of_every_card_parses_each_card_once(vault_repo: VaultRepo, monke
     report = lint_vault(find_vault(vault_repo.root))
     assert {f.rule for f in report.findings} >= {"near-duplicate"}
     assert sorted(parsed) == sorted(f"cards/ops/deploy-{n}.md" for n in range(12))
+
+
+def test_a_card_in_a_chinese_folder_lints_clean_in_an_ascii_locale(vault_repo: VaultRepo) -> None:
+    """Bug fixed: in a locale whose file name encoding is ASCII (`LC_ALL=POSIX`, no UTF-8 mode) `cairn lint` named a
+    card under `cards/数据库/` with escaped bytes: errors file-name ("not UTF-8 text") and hidden-text ("U+DCE6
+    unnamed") for a name git and the index read as UTF-8, and `cairn index --worktree` refused the card. Working
+    tree files are named in UTF-8, as git names them."""
+    make_vault(vault_repo)
+    vault_repo.write(
+        "数据库/迁移-锁超时",
+        "数据库迁移锁超时",
+        "在生产环境执行数据库迁移时，要先设置 lock_timeout，否则 ALTER TABLE 会阻塞所有查询。",
+        body="# 迁移锁超时\n\n上次迁移时没有设置超时，整个服务停了十分钟。",
+    )
+    ascii_locale = {"LC_ALL": "POSIX", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
+    linted = vault_repo.cairn("lint", "--json", env=ascii_locale)
+    assert linted.returncode == 0, linted.stdout
+    indexed = vault_repo.cairn("index", "--worktree", "--json", env=ascii_locale)
+    assert indexed.returncode == 0 and json.loads(indexed.stdout)["problems"] == [], indexed.stdout

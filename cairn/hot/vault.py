@@ -450,6 +450,13 @@ def worktree_card_files(vault: Vault) -> "Iterator[Path]":
                 yield folder / name
 
 
+def worktree_rel(vault: Vault, file: "Path") -> str:
+    """`file`'s path in the vault, `/`-separated, named as git names it (UTF-8). In a locale whose file name encoding
+    is not UTF-8 (`LC_ALL=POSIX`), Python names `cards/数据库/` with escaped bytes, which read as a name that is not
+    UTF-8 text, held invisible characters and was not the id the index gives the same card."""
+    return os.fsencode(file.relative_to(vault.root).as_posix()).decode("utf-8", "surrogateescape")
+
+
 # The served ref: commits and refs from `.git` files (see the module docstring).
 
 _MAX_REF_HOPS = 5

@@ -21,7 +21,7 @@ from cairn.hot import build_name, paths
 from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing, IndexStale, InvalidConfig
 from cairn.hot.index import IndexReader
 from cairn.hot.serve import blob_id
-from cairn.hot.vault import CARDS_DIR, Vault, worktree_card_files
+from cairn.hot.vault import CARDS_DIR, Vault, worktree_card_files, worktree_rel
 from cairn.index import cardread, expiry, provenance, refcache, store
 from cairn.index.cardread import card_terms
 from cairn.lint import security
@@ -246,7 +246,7 @@ def build_worktree_index(vault: Vault, progress: Progress | None = None) -> Inde
     upserts: list[store.CardTerms] = []
     problems: list[Finding] = []
     for done, file in enumerate(files, 1):
-        rel = file.relative_to(vault.root).as_posix()
+        rel = worktree_rel(vault, file)
         if rel == CARDS_DIR:  # cards/ itself a symlink (`worktree_card_files` lists it): as the commit's index says
             why = "cards/ must be a folder, not a symlink or a file; no card is read through it"
             problems.append(Finding(rel, 0, "file-symlink", why))
@@ -271,7 +271,7 @@ def build_worktree_index(vault: Vault, progress: Progress | None = None) -> Inde
 
 def read_worktree_card(vault: Vault, file: Path) -> tuple[Card | None, list[Finding]]:
     """Read one card file from the working tree; symlinks and files outside `cards/` are findings."""
-    rel = file.relative_to(vault.root).as_posix() if file.is_relative_to(vault.root) else str(file)
+    rel = worktree_rel(vault, file) if file.is_relative_to(vault.root) else str(file)
     if file.is_symlink():
         return None, [Finding(rel, 0, "file-symlink", "a card must be a regular file, not a symlink")]
     real = file.resolve()

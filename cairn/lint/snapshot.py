@@ -14,7 +14,7 @@ from cairn import gitrepo
 from cairn.cards.card import MAX_CARD_BYTES, card_id_from_path
 from cairn.config import CONFIG_FILE, VaultConfigError, folder_error, symlink_error
 from cairn.hot.errors import CairnError
-from cairn.hot.vault import CARDS_DIR, Vault, worktree_card_files
+from cairn.hot.vault import CARDS_DIR, Vault, worktree_card_files, worktree_rel
 
 WORKTREE = "worktree"
 STAGED = "staged"  # git's staging area (`git ls-files -s`); Cairn's "index" is its own file in the cache
@@ -55,7 +55,7 @@ class Snapshot:
             self._read_worktree()
 
     def _read_worktree(self) -> None:
-        files = [(file, file.relative_to(self.vault.root).as_posix()) for file in worktree_card_files(self.vault)]
+        files = [(file, worktree_rel(self.vault, file)) for file in worktree_card_files(self.vault)]
         # A folder holding `.git` is a submodule's (or a nested repository's): git records it as one entry, whose
         # files are no cards of this vault.
         nested = {rel.rsplit("/.git/", 1)[0] for _, rel in files if "/.git/" in rel} | {
