@@ -10,7 +10,7 @@ import re
 import unicodedata
 from pathlib import Path
 
-from helpers.vaults import VaultRepo
+from helpers.vaults import VaultRepo, make_vault
 
 BODY = "A teammate force-pushed main; my pull --rebase dropped two local commits. git reflog had them."
 
@@ -434,3 +434,29 @@ def test_the_name_and_summary_are_written_on_one_line_as_they_are_read(vault_rep
         "name: Stash leaves untracked files",
         "summary: git stash keeps only tracked changes; use git stash -u before switching branches.",
     ], text
+
+
+def test_a_card_in_chinese_is_written_from_a_utf8_terminal_in_an_ascii_locale(vault_repo: VaultRepo) -> None:
+    """Bug fixed: in a locale whose encoding is ASCII (`LC_ALL=POSIX`, no UTF-8 mode) Python decodes argv as ASCII,
+    so `cairn add --name 缓存键缺少锁文件哈希 ...` from a UTF-8 terminal refused the card: "its name is not UTF-8 text
+    (a terminal set to another encoding?)", at cards/ci/card.md. The terminal's bytes are UTF-8: they are read so."""
+    make_vault(vault_repo)
+    ascii_locale = {"LC_ALL": "POSIX", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
+    done = vault_repo.cairn(
+        "add",
+        "--name",
+        "缓存键缺少锁文件哈希",
+        "--summary",
+        "CI 缓存键没有包含锁文件的哈希，依赖升级后仍然命中旧缓存，构建结果不对。",
+        "--scope",
+        "ci",
+        "--alias",
+        "旧缓存",
+        "--body",
+        "上周升级依赖后构建一直用旧缓存。",
+        env=ascii_locale,
+    )
+    assert done.returncode == 0, done.stderr
+    [written] = (vault_repo.root / "cards" / "ci").glob("*.md")
+    text = written.read_text(encoding="utf-8")
+    assert "name: 缓存键缺少锁文件哈希\n" in text and "- 旧缓存\n" in text and "上周升级依赖后" in text, text

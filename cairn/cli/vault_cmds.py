@@ -290,6 +290,10 @@ def add(
     """
     if body is not None and body_file is not None:
         raise click.UsageError("give --body or --body-file, not both")
+    name, summary, scope, card_id, source, body = (
+        None if v is None else argv_text(v) for v in (name, summary, scope, card_id, source, body)
+    )
+    aliases, not_when, supersedes = (tuple(map(argv_text, v)) for v in (aliases, not_when, supersedes))
     if draft and status not in (None, "draft"):
         raise click.UsageError("give --draft or --status, not both")
     vault = open_vault(vault_path)
