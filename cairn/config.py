@@ -78,13 +78,14 @@ def symlink_error(commit: str | None = None) -> VaultConfigError:
 
 def worktree_config_text(vault_root: Path) -> str | None:
     """The working tree's cairn.toml (None when there is none; a folder or a symlink in its place is a
-    VaultConfigError, not the defaults or the file it names)."""
+    VaultConfigError, not the defaults or the file it names). Read as lint and the index read a commit's: a byte that
+    is not UTF-8 (a Latin-1 comment) is replaced, not a crash of `cairn index --worktree`."""
     path = vault_root / CONFIG_FILE
     if path.is_symlink():
         raise symlink_error()
     if path.is_dir():
         raise folder_error()
-    return path.read_text("utf-8") if path.is_file() else None
+    return path.read_text("utf-8", "replace") if path.is_file() else None
 
 
 @dataclass(frozen=True, slots=True)

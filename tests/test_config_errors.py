@@ -276,3 +276,16 @@ def test_a_cairn_toml_saved_with_a_byte_order_mark_is_read(vault_repo: VaultRepo
     fits = payload_for("claude-code", FITTING_PROMPT, vault_repo.root)
     served = vault_repo.cairn("hook", "--format", "claude-code", input=fits, env={"CAIRN_VAULT": str(vault_repo.root)})
     assert REBASE_ID in served.stdout
+
+
+def test_a_latin1_byte_in_the_working_trees_cairn_toml_is_read_as_lint_reads_it(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a cairn.toml an editor saved as Latin-1 (`# café` in a comment) passed lint, which reads it as the
+    index reads a commit's (a byte that is not UTF-8 replaced), but `cairn index --worktree` and `recall --worktree`
+    ended in "unexpected UnicodeDecodeError (a bug in Cairn)". They read it the same way now."""
+    make_vault(vault_repo)
+    vault_repo.write_raw("cairn.toml", "# réglages de l'équipe\n[recall]\nmax_cards = 2\n".encode("latin-1"))
+    assert vault_repo.cairn("lint", "--worktree").returncode == 0
+    for args in (("index", "--worktree"), ("recall", "--worktree", FITTING_PROMPT)):
+        done = vault_repo.cairn(*args)
+        assert done.returncode == 0, (args, done.stderr)
+    assert REBASE_ID in done.stdout, done.stdout
