@@ -187,6 +187,13 @@ def parse_config(text: str | None, source: str = CONFIG_FILE, *, commit: str | N
             file=source,
             commit=commit,
         )
+    if "\0" in text:  # "invalid statement at column 1" said nothing of why: an editor saved it as UTF-16
+        raise VaultConfigError(
+            "the file holds NUL bytes (saved as UTF-16?); save it as UTF-8",
+            file=source,
+            line=text[: text.index("\0")].count("\n") + 1,
+            commit=commit,
+        )
     try:
         data = toml_loads(text)
     except ValueError as exc:  # tomllib.TOMLDecodeError

@@ -289,3 +289,16 @@ def test_a_latin1_byte_in_the_working_trees_cairn_toml_is_read_as_lint_reads_it(
         done = vault_repo.cairn(*args)
         assert done.returncode == 0, (args, done.stderr)
     assert REBASE_ID in done.stdout, done.stdout
+
+
+def test_a_cairn_toml_saved_as_utf16_says_so(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a cairn.toml a Windows editor saved as UTF-16 failed every command and lint with "not valid TOML:
+    invalid statement at column 1", of a file that looks fine in that editor. It says what the file is."""
+    make_vault(vault_repo)
+    vault_repo.write_raw("cairn.toml", "[recall]\nmax_cards = 2\n".encode("utf-16"))
+    vault_repo.commit("Settings saved by Notepad")
+    said = "cairn.toml:1: the file holds NUL bytes (saved as UTF-16?); save it as UTF-8"
+    done = vault_repo.cairn("index")
+    assert done.returncode == 1 and done.stderr.startswith(f"Error: {said} (committed in "), done.stderr
+    linted = vault_repo.cairn("lint")
+    assert f"cairn.toml:1: config-invalid {said.removeprefix('cairn.toml:1: ')}" in linted.stdout, linted.stdout
