@@ -581,3 +581,22 @@ def test_doctor_names_a_relative_xdg_folder_as_the_readme_says(home: Path, tmp_p
     failed = [(c["subject"], c["fix"]) for c in json.loads(done.stdout)["checks"] if c["area"] == "folders"]
     assert failed == [(name, f"set {name} to an absolute path") for name in relative]
     assert done.returncode == 1
+
+
+def test_a_vault_limited_to_a_chinese_project_folder_is_served_there_in_an_ascii_locale(
+    home: Path, tmp_path: Path
+) -> None:
+    """Bug fixed: with a vault registered `--project ~/工作/项目`, a hook run in that folder in a locale whose encoding
+    is ASCII (`LC_ALL=POSIX`, no UTF-8 mode) could not name the folder to compare it: the agent got nothing and the
+    log said "UnicodeEncodeError at <frozen posixpath>". Folders are compared as the system names them, in bytes."""
+    team = team_vault(tmp_path / "team-lessons")
+    project = tmp_path / "工作" / "项目"
+    project.mkdir(parents=True)
+    register(team.root, "team", "--project", str(project))
+    ascii_locale = {"LC_ALL": "POSIX", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
+    for folder, served in ((project, [f"team:{REBASE_ID}"]), (tmp_path, [])):
+        payload = payload_for("json", FITTING_PROMPT, folder, "s-" + str(len(served)))
+        done = run_cairn("hook", "--format", "json", cwd=folder, input=payload, env=ascii_locale)
+        assert done.returncode == 0, done.stderr
+        assert [card["id"] for card in json.loads(done.stdout)["cards"]] == served, log_entries()[-1]
+        assert log_entries()[-1]["error"] is None

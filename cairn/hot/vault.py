@@ -114,8 +114,10 @@ def serves_folder(projects: "Sequence[str]", cwd: str | None) -> bool:
         return True
     if not cwd:
         return False
-    here = os.path.realpath(cwd)
-    return any(_within(here, os.path.realpath(p)) for p in projects)
+    # In bytes, as the system names folders: a project `/srv/项目` read from the UTF-8 configuration has no name in
+    # an ASCII locale's encoding (`LC_ALL=POSIX`), where the hook failed with UnicodeEncodeError and served nothing
+    here = os.path.realpath(os.fsencode(cwd))
+    return any(_within(here, os.path.realpath(p.encode("utf-8", "surrogateescape"))) for p in projects)
 
 
 def hook_vaults(
@@ -233,8 +235,9 @@ def _require_marker(root: str, given: str) -> None:
         )
 
 
-def _within(here: str, root: str) -> bool:
-    return here == root or here.startswith(root.rstrip(os.sep) + os.sep)
+def _within(here: bytes, root: bytes) -> bool:
+    sep = os.sep.encode()
+    return here == root or here.startswith(root.rstrip(sep) + sep)
 
 
 def find_vault(explicit: "str | os.PathLike[str] | None" = None, cwd: "Path | None" = None) -> Vault:
