@@ -110,6 +110,22 @@ def test_a_folder_stands_for_the_card_files_under_it(vault_repo: VaultRepo) -> N
     )
 
 
+def test_a_path_from_the_vaults_root_is_read_there_from_any_folder(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: the help says paths are relative to the current folder or to the vault, but `cairn lint --vault
+    V cards/git` from outside the vault said "cards/git: no such file in the vault's folder" of a folder the vault
+    holds, and from its `cards/` folder `cairn lint cards/git/x.md` looked for `cards/cards/git/x.md`."""
+    _vault_with(vault_repo, "status-value")
+    expected = "status-value status 'actve' is not one of active, draft, retired; only active cards are injected"
+    folder = vault_repo.invoke("lint", "--vault", str(vault_repo.root), "cards/status-value", cwd=tmp_path)
+    assert folder.returncode == 1, folder.stderr
+    assert [line.split(":", 1)[1] for line in folder.stdout.splitlines()] == [f"4: {expected}"]
+    inside = vault_repo.root / "cards"
+    for given in ("cards/status-value", "cards/status-value/typo.md"):
+        done = vault_repo.invoke("lint", given, cwd=inside)
+        assert done.returncode == 1, (given, done.stderr)
+        assert done.stdout.splitlines()[0].endswith(f"typo.md:4: {expected}"), given
+
+
 def test_a_new_vault_is_clean(tmp_path: Path) -> None:
     vault = tmp_path / "vault"
     subprocess.run([cairn_executable(), "init", str(vault)], check=True, capture_output=True)

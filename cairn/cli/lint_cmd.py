@@ -183,7 +183,7 @@ def _lint_findings(
             findings += [replace(f, path=_display(vault, f.path)) for f in report.findings]
             checked += report.files
         return findings, checked
-    groups, outside = _by_vault(_card_files(files), vault_path)
+    groups, outside = _by_vault(_card_files(files, vault_path), vault_path)
     if hooked:  # what the commit deletes in the repository's other vaults, whose files pre-commit passes none of
         for vault in _repository_vaults():
             groups.setdefault(vault, [])
@@ -220,12 +220,17 @@ def _summary(errors: list[Finding], warnings: list[Finding], checked: int, sourc
     return text
 
 
-def _card_files(files: tuple[str, ...]) -> tuple[str, ...]:
+def _card_files(files: tuple[str, ...], vault_path: str | None) -> tuple[str, ...]:
     """The paths given, each folder (`cards/git`, `.`) replaced by the card files under it (`.md` files in a `cards/`
-    folder, not a vault's README), in order: `cairn lint cards` said "no such file" of a folder that is there."""
+    folder, not a vault's README), in order: `cairn lint cards` said "no such file" of a folder that is there. A
+    folder the current one lacks is read from the vault's root, as a file is (`cairn lint --vault team cards/git`)."""
     found: list[str] = []
     for given in files:
         folder = Path(given)
+        if not os.path.lexists(folder) and not folder.is_absolute():
+            root = _vault_root(vault_path)
+            if root is not None and (root / given).is_dir():
+                folder = Path(os.path.relpath(root / given))
         if not folder.is_dir() or (folder.name.endswith(".md") and (folder / ".git").exists()):
             found.append(given)  # a file, or a submodule at a card's path: lint says what the index does of it
             continue
@@ -240,6 +245,17 @@ def _card_files(files: tuple[str, ...]) -> tuple[str, ...]:
             )
         found += [str(p) for p in cards]
     return tuple(found)
+
+
+def _vault_root(vault_path: str | None) -> Path | None:
+    """The root of the vault a path may be given from: --vault's, $CAIRN_VAULT's, else the vault around the current
+    folder (None outside any)."""
+    if vault_path or os.environ.get("CAIRN_VAULT"):
+        return open_vault(vault_path).root
+    try:
+        return find_vault(None).root
+    except VaultNotFound:
+        return None
 
 
 def _by_vault(
@@ -308,6 +324,8 @@ def _vault_of(file: Path) -> Vault:
 
 
 def _relative(vault: Vault, absolute: Path, given: str) -> str:
+    if not os.path.lexists(absolute) and not Path(given).is_absolute() and (vault.root / given).exists():
+        return Path(os.path.normpath(given)).as_posix()  # from the vault's root: the current folder has no such file
     for root in (vault.root, Path(os.path.realpath(vault.root))):
         try:
             return absolute.relative_to(root).as_posix()
@@ -317,8 +335,6 @@ def _relative(vault: Vault, absolute: Path, given: str) -> str:
         return Path(os.path.realpath(absolute)).relative_to(vault.root).as_posix()
     except ValueError:
         pass
-    if not os.path.lexists(absolute) and not Path(given).is_absolute() and (vault.root / given).exists():
-        return Path(os.path.normpath(given)).as_posix()
     if not os.path.lexists(absolute):
         raise CairnError(f"{given}: no such file; give the path of a card file")
     # The file in the current folder is the one named: the vault's file of the same path is another card.
