@@ -194,6 +194,16 @@ def test_usage_errors_never_exit_2(vault_repo: VaultRepo) -> None:
     ]  # --help logs nothing
 
 
+def test_an_argument_that_is_no_option_is_called_an_argument(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: a vault path with a space left unquoted in the agent's settings (`--vault /my vault`) was
+    "unknown option 'vault'": it is no option, but a value cut off its option."""
+    done = vault_repo.cairn("hook", "--format", "text", "--vault", str(tmp_path / "my"), "vault", input=FITTING_PROMPT)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines()[0] == (
+        "Error: unexpected argument 'vault': the hook takes options only (quote a value with spaces)"
+    )
+
+
 def test_a_misspelt_format_reads_the_agents_whole_payload_before_it_exits(vault_repo: VaultRepo) -> None:
     """Bug fixed: a command line the hook could not understand (`--format Codex` in the agent's settings) exited
     before reading stdin, so the agent's write of a payload larger than the pipe failed (EPIPE; Codex then reports

@@ -301,6 +301,8 @@ def parse_args(argv: list[str]) -> Options:
             help_wanted = True
             i += 1
             continue
+        if not arg.startswith("-"):  # a value cut off its option: a path with a space, unquoted
+            raise UsageError(f"unexpected argument {arg!r}: the hook takes options only (quote a value with spaces)")
         name, eq, value = arg.partition("=")
         if name not in ("--format", "--vault", "--scope"):
             raise UsageError(f"unknown option {arg!r}")
