@@ -4,6 +4,7 @@ leaves behind."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import subprocess
@@ -143,7 +144,8 @@ def test_recall_explain_and_eval_refuse_a_scope_with_no_tag(vault_repo: VaultRep
 
 
 def test_list_with_a_verified_at_near_the_last_date(vault_repo: VaultRepo) -> None:
-    """verified_at 9999-12-31 plus the review age is past the calendar's end: never due, not a crash."""
+    """verified_at 9999-12-31 is not a crash: like any date after its commit it counts from the commit's day (the
+    index does not believe it); 0001-01-01 is long due."""
     vault_repo.write_raw("cairn.toml", "")
     vault_repo.write("git/late", "A card verified at the end of time", "Some summary text.", verified_at="9999-12-31")
     vault_repo.write("git/early", "A card verified at the start", "Other summary.", verified_at="0001-01-01")
@@ -151,7 +153,9 @@ def test_list_with_a_verified_at_near_the_last_date(vault_repo: VaultRepo) -> No
     done = vault_repo.cairn("list", "--json")
     assert done.returncode == 0, done.stderr
     cards = {c["id"]: c for c in json.loads(done.stdout)["cards"]}
-    assert cards["git/late"]["due"] is False and cards["git/late"]["due_on"] == "9999-12-31"
+    committed = dt.date.fromisoformat(vault_repo.git("log", "-1", "--format=%as"))
+    assert cards["git/late"]["due"] is False
+    assert cards["git/late"]["due_on"] == (committed + dt.timedelta(days=365)).isoformat()
     assert cards["git/early"]["due"] is True and cards["git/early"]["due_on"] == "0002-01-01"
     text = vault_repo.cairn("list", "--due")
     assert text.returncode == 0 and "git/early" in text.stdout and "git/late" not in text.stdout

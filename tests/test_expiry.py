@@ -88,3 +88,19 @@ def test_a_believable_verified_at_or_a_fixed_review_date_is_kept(
     _commit_card(repo, monkeypatch, verified_at=verified_at, review_after=review_after)
     assert repo.cairn("index").returncode == 0
     assert _expires_on(repo) == expires_on
+
+
+def test_list_counts_a_future_verified_at_from_the_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A card with a verified_at of 2099 and no review_after, committed in 2026: `cairn list` gave it a review date
+    of 2100 and `list --due` never named it, though the index does not believe the date."""
+    repo = VaultRepo(tmp_path / "vault")
+    make_vault(repo)
+    repo.write_raw("cairn.toml", "[lint]\nmax_age_days = 30\n")
+    repo.write(CARD, "Pin Python dependencies", "Pin exact versions in a lock file.", verified_at="2099-01-01")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2026-01-05T10:00:00+01:00")
+    repo.commit("Pin dependencies")
+    done = repo.cairn("list", "--json")
+    assert done.returncode == 0, done.stderr
+    card = {c["id"]: c for c in json.loads(done.stdout)["cards"]}[CARD]
+    assert (card["verified_at"], card["due_on"], card["due"]) == ("2099-01-01", "2026-02-04", True)
+    assert CARD in repo.cairn("list", "--due").stdout

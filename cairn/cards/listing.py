@@ -10,12 +10,14 @@ from typing import Any
 from cairn.hot.index import IndexReader
 from cairn.hot.vault import Vault
 from cairn.index import build as indexer
+from cairn.index.expiry import verified_day
 
 
 @dataclass(frozen=True, slots=True)
 class ListedCard:
-    """One card of the served ref. due_on: its review_after date, else verified_at plus the vault's
-    `[lint] max_age_days`; None when it was never verified (then it is due now). status: the card's, or
+    """One card of the served ref. due_on: its review_after date, else verified_at (the commit's day when it is
+    later, as the index believes it: `expiry.verified_day`) plus the vault's `[lint] max_age_days`; None when it
+    was never verified (then it is due now). status: the card's, or
     `superseded` for an active card another active card supersedes (never served, so never due); superseded_by:
     those cards."""
 
@@ -63,8 +65,9 @@ def _cards(reader: IndexReader, today: dt.date) -> list[ListedCard]:
         record = reader.record(card_id) or {}
         verified = record.get("verified_at")
         due_on = record.get("expires_on")
-        if due_on is None and verified:
-            due_on = _plus_days(dt.date.fromisoformat(str(verified)), max_age).isoformat()
+        believed = verified_day(verified, record.get("provenance"))
+        if due_on is None and believed:  # a verified_at after its commit counts from the commit, as expiry does
+            due_on = _plus_days(believed, max_age).isoformat()
         status = str(record.get("status", "active"))  # as recall reads it: an empty status is no active one
         by = superseded.get(card_id, ()) if status == "active" else ()
         status = "superseded" if by else status

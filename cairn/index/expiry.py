@@ -25,18 +25,27 @@ def believed(terms: CardTerms) -> CardTerms:
     """`terms` with its expiry counted from the day its version was committed when its `verified_at` is later than
     that (and `review_after` is a duration); otherwise `terms` itself."""
     record = terms.record
-    verified = _date(record.get("verified_at"))
     review = record.get("review_after")
-    committed = _committed_day(terms.provenance)
-    if verified is None or committed is None or not isinstance(review, str) or verified - committed <= _ZONES:
+    if not isinstance(review, str) or _date(review) is not None:  # a fixed date: verified_at does not move it
         return terms
-    if _date(review) is not None:  # a fixed date: verified_at does not move it
+    day = verified_day(record.get("verified_at"), terms.provenance)
+    if day is None or day == _date(record.get("verified_at")):
         return terms
-    due = review_due(committed, review)
+    due = review_due(day, review)
     expires_on = due.isoformat() if due else None
     if expires_on == terms.expires_on:
         return terms
     return dataclasses.replace(terms, expires_on=expires_on, record={**record, "expires_on": expires_on})
+
+
+def verified_day(verified_at: Any, provenance: dict[str, Any] | None) -> dt.date | None:
+    """The day a card was last verified, as the index believes it: its `verified_at`, or the day its version was
+    committed when `verified_at` is later than that (past a day's grace); None when it has no date."""
+    verified = _date(verified_at)
+    committed = _committed_day(provenance)
+    if verified is None or committed is None or verified - committed <= _ZONES:
+        return verified
+    return committed
 
 
 def _committed_day(provenance: dict[str, Any] | None) -> dt.date | None:
