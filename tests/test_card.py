@@ -12,7 +12,7 @@ import pytest
 
 from cairn.cards.card import Card, check_card_id, parse_card, slugify
 from cairn.hot.errors import InvalidId
-from helpers.vaults import VaultRepo
+from helpers.vaults import VaultRepo, make_vault
 
 FIXTURES = Path(__file__).parent / "fixtures" / "contract"
 EXPECTED = [
@@ -415,3 +415,19 @@ def test_lint_of_a_cards_folder_holding_a_git_folder_still_reads_the_cards(vault
     assert "cards/git/bad.md:" in linted.stdout and " prompt-injection " in linted.stdout
     assert linted.stdout.startswith("cards/.git:0: path-outside-cards cards/ holds a .git folder")
     assert "card-path" not in linted.stdout and "in 1 file(s)" not in linted.stderr
+
+
+def test_a_scope_item_with_a_full_width_comma_is_two_tags_on_every_path(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `scope: [k8s，docker]`, typed with a Chinese input method's comma, was one tag `k8s，docker` that no
+    `--scope` ever met (`cairn list --scope k8s` left the card out, a vault added with `--scope k8s` refused it),
+    while `cairn add --scope "k8s，docker"` and every `--scope` flag read two tags. The card now reads two as well."""
+    make_vault(vault_repo)
+    vault_repo.write("ops/probes", "Liveness probes kill slow pods", "Give slow starters a startup probe.",
+                     scope=["k8s，docker", "ci、ops"], verified_at="2026-11-01")  # fmt: skip
+    vault_repo.commit("A card with full-width commas in its scope")
+    card, findings = parse_card("cards/ops/probes.md", (vault_repo.root / "cards/ops/probes.md").read_bytes())
+    assert card is not None and card.scope == ("k8s", "docker", "ci", "ops"), findings
+    for tag in ("k8s", "docker", "ops"):
+        listed = vault_repo.cairn("list", "--scope", tag, "--json")
+        assert listed.returncode == 0, listed.stderr
+        assert "ops/probes" in [c["id"] for c in json.loads(listed.stdout)["cards"]], tag

@@ -15,6 +15,7 @@ from frontmatter.default_handlers import YAMLHandler
 from cairn.cards import safeyaml
 from cairn.cards.visible import invisible_in, strip_invisible
 from cairn.finding import Finding
+from cairn.hot.serve import split_tags
 
 MAX_CARD_BYTES = 1024 * 1024
 STATUSES = ("active", "draft", "retired")
@@ -330,7 +331,10 @@ def _build(
 
     def shown_list(key: str) -> tuple[str, ...]:
         # one line each, as name and summary: an item is shown and injected on a line of its own
-        return tuple(v for v in (" ".join(shown(key, item).split()) for item in lists[key]) if v)
+        items = tuple(v for v in (" ".join(shown(key, item).split()) for item in lists[key]) if v)
+        if key == "scope":  # `[k8s，docker]` (a Chinese input method's comma) is two tags, as `--scope` reads it
+            items = tuple(tag for item in items for tag in split_tags(item))
+        return items
 
     extra: dict[str, Any] = {}
     for key, value in meta.items():
