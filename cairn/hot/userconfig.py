@@ -69,16 +69,9 @@ class VaultEntry(Record):
 
     def serves_cwd(self, cwd: str | None) -> bool:
         """Whether this vault applies to an agent working in `cwd` (always when `projects` is empty)."""
-        if not self.projects:
-            return True
-        if not cwd:
-            return False
-        here = os.path.realpath(cwd)
-        for project in self.projects:
-            root = os.path.realpath(project)
-            if here == root or here.startswith(root.rstrip(os.sep) + os.sep):
-                return True
-        return False
+        from cairn.hot.vault import serves_folder
+
+        return serves_folder(self.projects, cwd)
 
 
 def add_again(entry: VaultEntry, path: str = "PATH", ref: str | None = None) -> str:
