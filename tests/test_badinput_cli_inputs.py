@@ -614,3 +614,24 @@ def test_a_chinese_query_and_id_are_read_in_an_ascii_locale(vault_repo: VaultRep
         check=False,
     )
     assert latin1.returncode == 2 and "QUERY is not UTF-8 text" in latin1.stderr, latin1
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("args", [("--help",), ("--version",), ("list", "--help"), ("list",)])
+def test_output_to_a_full_disk_is_one_error_line(vault_repo: VaultRepo, args: tuple[str, ...]) -> None:
+    """Bug fixed: `cairn --help > /dev/full` (and `--version`, `cairn list --help`: what click writes before any
+    command runs, outside the error funnel) ended in a traceback; a command's own output said one line already."""
+    make_vault(vault_repo)
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [cairn_executable(), *args],
+            cwd=vault_repo.root,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+    assert _one_error_line(subprocess.CompletedProcess(args, done.returncode, "", done.stderr)) == (
+        "Error: No space left on device: the disk is full; free some space there, then run this again"
+    )

@@ -175,4 +175,13 @@ def main(args: list[str] | None = None) -> Any:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(signum) == signal.SIG_DFL:  # one its parent set to be ignored (`nohup`) stays ignored
             signal.signal(signum, _terminate)
-    return cli.main(args=args, prog_name="cairn")
+    try:
+        return cli.main(args=args, prog_name="cairn")
+    except OSError as exc:
+        # what click writes before any command runs (`--help`, `--version`) into a full disk or a broken device
+        # (`cairn --help > /dev/full`): click turns EPIPE alone into an exit, and this was a traceback
+        from cairn.cli.common import os_error_text
+        from cairn.terminal import clean_line
+
+        click.echo(f"Error: {clean_line(os_error_text(exc))}", err=True)
+        sys.exit(1)
