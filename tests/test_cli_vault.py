@@ -386,11 +386,14 @@ def test_init_and_demo_work_on_a_machine_without_a_git_identity(tmp_path: Path) 
 
 
 def test_add_asks_for_missing_fields(vault_repo: VaultRepo) -> None:
-    # The id defaults to <first scope>/<slug>; a body left out gets lint's warning, which asks whether to write anyway.
+    """The id defaults to <first scope>/<slug>; a body left out gets lint's warning, which asks whether to write
+    anyway. Bug fixed: the questions went to stdout, so `cairn add > log` asked them into the file and seemed to hang;
+    they are asked on stderr, as "Write it anyway?" was, and stdout holds what was written."""
     answers = "Docker layer cache\nCopy the lockfile first so the dependency layer stays cached.\ndocker, ci\n\n\ny\n"
     done = vault_repo.invoke("add", "-i", input=answers)
     assert done.returncode == 0, done.stderr
-    assert "Id (topic/slug) [docker/docker-layer-cache]: " in done.stdout
+    assert "Id (topic/slug) [docker/docker-layer-cache]: " in done.stderr
+    assert done.stdout.startswith("Wrote cards/docker/docker-layer-cache.md.\n"), done.stdout
     assert "Write it anyway? [y/N]: " in done.stderr
     text = (vault_repo.root / "cards" / "docker" / "docker-layer-cache.md").read_text()
     assert "name: Docker layer cache\n" in text and "- docker\n- ci\n" in text
@@ -408,7 +411,7 @@ def test_add_asks_for_the_body_too(vault_repo: VaultRepo) -> None:
     answers = f"Docker layer cache\nCopy the lockfile first so the dependency layer stays cached.\ndocker\n\n{body}\n"
     done = vault_repo.invoke("add", "-i", input=answers)
     assert done.returncode == 0, done.stderr
-    assert "Body (the whole lesson: what happened, why, the fix; Enter to leave it out): " in done.stdout
+    assert "Body (the whole lesson: what happened, why, the fix; Enter to leave it out): " in done.stderr
     assert "Write it anyway?" not in done.stderr and "body-present" not in done.stderr
     text = (vault_repo.root / "cards" / "docker" / "docker-layer-cache.md").read_text()
     assert text.endswith(f"---\n\n{body}\n")
@@ -417,7 +420,7 @@ def test_add_asks_for_the_body_too(vault_repo: VaultRepo) -> None:
         "add", "-i", "--body", "Given.", input="Second card\nA second summary here.\ndocker\n\n"
     )
     assert flagged.returncode == 0, flagged.stderr
-    assert "Body (" not in flagged.stdout
+    assert "Body (" not in flagged.stderr
 
 
 def test_add_asking_on_a_pipe_refuses_a_body_from_stdin(vault_repo: VaultRepo) -> None:
@@ -433,7 +436,7 @@ def test_add_asking_on_a_pipe_refuses_a_body_from_stdin(vault_repo: VaultRepo) -
         "Error: --body-file - reads the body from stdin, which the questions read too; give --name and --summary "
         "with it, or the body in a file"
     )
-    assert "Name (" not in done.stdout and not (vault_repo.root / "cards" / "git" / "stdin-body-card.md").exists()
+    assert "Name (" not in done.stderr and not (vault_repo.root / "cards" / "git" / "stdin-body-card.md").exists()
 
 
 def test_add_asking_with_answers_that_run_out_says_what_to_do(vault_repo: VaultRepo) -> None:
@@ -441,7 +444,7 @@ def test_add_asking_with_answers_that_run_out_says_what_to_do(vault_repo: VaultR
     make_vault(vault_repo)
     done = vault_repo.cairn("add", "-i", input="Only a name here\n")
     assert done.returncode == 1
-    assert done.stderr.strip() == (
+    assert done.stderr.strip().splitlines()[-1] == (
         "Error: the input ended before a question was answered; give the answers as options instead "
         "(`cairn add --help` lists them)"
     )

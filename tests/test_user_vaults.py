@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from cairn import githooks
+from helpers.cli import run_on_terminal
 from helpers.payloads import FITTING_PROMPT, payload_for
 from helpers.vaults import BOB, REBASE_ID, VaultRepo, cairn_executable, card_text, make_vault, run_cairn, state_dir
 
@@ -1232,6 +1233,17 @@ def test_init_on_a_terminal_asks_to_register(tmp_path: Path, answer: str, regist
     names = [v["name"] for v in json.loads(cairn("vault", "list", "--json", cwd=tmp_path).stdout)["vaults"]]
     assert names == (["team-lessons"] if registered else [])
     assert ("cairn vault add" in text) is not registered
+
+
+def test_init_on_a_terminal_asks_on_the_terminal_when_its_output_goes_to_a_file(tmp_path: Path) -> None:
+    """Bug fixed: `cairn init team-lessons > init.log` typed in a terminal asked whether to register the vault into
+    init.log, and waited for an answer to a question nobody saw. The question goes to stderr, the terminal."""
+    log = tmp_path / "init.log"
+    code, shown = run_on_terminal(["init", str(tmp_path / "team-lessons")], tmp_path, typed=b"n\n", stdout=log)
+    assert code == 0, shown
+    assert b"Register it so the prompt hook serves it in every project? [Y/n]" in shown
+    written = log.read_text()
+    assert "Register it" not in written and "cairn vault add" in written, written
 
 
 def test_sync_during_a_rebase_says_to_end_the_rebase_first(tmp_path: Path) -> None:

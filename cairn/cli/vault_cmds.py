@@ -134,7 +134,7 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
         raise
     if register is None:
         register = sys.stdin.isatty() and click.confirm(
-            "Register it so the prompt hook serves it in every project?", default=True
+            "Register it so the prompt hook serves it in every project?", default=True, err=True
         )
     not_registered = None
     if register:
@@ -308,19 +308,23 @@ def add(
                 "with it, or the body in a file"
             )
         asked = True
-        name = name or click.prompt("Name (the situation, in a few words)").strip()
-        summary = summary or click.prompt("Summary (what an agent should know or do, one or two sentences)").strip()
+        name = name or click.prompt("Name (the situation, in a few words)", err=True).strip()
+        summary = (
+            summary or click.prompt("Summary (what an agent should know or do, one or two sentences)", err=True).strip()
+        )
         if scope is None:
-            scope = click.prompt("Scope tags, comma-separated", default="", show_default=False)
+            scope = click.prompt("Scope tags, comma-separated", default="", show_default=False, err=True)
         if card_id is None:
             suggested = authoring.resolve_card_id(authoring.NewCard(name, summary, split_tags(scope or "")))
-            card_id = click.prompt("Id (topic/slug)", default=suggested).strip() or None  # "\r": answers from Windows
+            # "\r": answers from Windows
+            card_id = click.prompt("Id (topic/slug)", default=suggested, err=True).strip() or None
         if body is None and body_file is None and not edit:
             # lint warns about a card without a body, so ask for it rather than refuse what was never asked for
             body = click.prompt(
                 "Body (the whole lesson: what happened, why, the fix; Enter to leave it out)",
                 default="",
                 show_default=False,
+                err=True,
             ).strip()
     text = _read_body(body_file) if body_file is not None else body or ""
     if edit:

@@ -6,7 +6,7 @@ import os
 import subprocess
 import traceback
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -46,20 +46,37 @@ def _working_directory(path: Path | None) -> Iterator[None]:
 
 
 def run_on_terminal(
-    args: Sequence[str], cwd: Path, timeout: float = 120, env: dict[str, str] | None = None
+    args: Sequence[str],
+    cwd: Path,
+    timeout: float = 120,
+    env: dict[str, str] | None = None,
+    typed: bytes | None = None,
+    stdout: Path | None = None,
 ) -> tuple[int, bytes]:
     """The installed `cairn ARGS` with stdout and stderr on a pseudo-terminal, as a user at a terminal runs it, `env`
-    added to the environment: (exit code, everything it wrote there)."""
+    added to the environment: (exit code, everything it wrote there). `typed`: stdin is the terminal too, and this is
+    typed on it; `stdout`: the output goes to that file instead (`cairn ... > FILE` typed at a terminal)."""
     import pty
 
     from helpers.vaults import cairn_executable
 
     primary, secondary = pty.openpty()
     full = {**os.environ, **(env or {})}
-    with subprocess.Popen(
-        [cairn_executable(), *args], stdout=secondary, stderr=secondary, cwd=cwd, env=full
-    ) as process:
+    out = stdout.open("wb") if stdout is not None else None
+    with (
+        out if out is not None else nullcontext(),
+        subprocess.Popen(
+            [cairn_executable(), *args],
+            stdin=secondary if typed is not None else None,
+            stdout=out if out is not None else secondary,
+            stderr=secondary,
+            cwd=cwd,
+            env=full,
+        ) as process,
+    ):
         os.close(secondary)
+        if typed is not None:
+            os.write(primary, typed)
         output = b""
         while True:
             try:
