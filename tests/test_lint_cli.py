@@ -212,6 +212,11 @@ def test_a_whole_vault_lint_reports_its_progress(vault_repo: VaultRepo) -> None:
     assert b"lint  [" in output and b"150/150" in output
     piped = vault_repo.cairn("lint")
     assert piped.returncode == 0 and "lint  [" not in piped.stderr and "150 file(s)" in piped.stderr
+    # Bug fixed: on a dumb terminal, which shows escape sequences as text, click's cursor hiding came before each
+    # redraw of the bar (`^[[?25l`) and its showing after the last; the bar is drawn without them
+    code, output = run_on_terminal(["lint"], vault_repo.root, env={"TERM": "dumb"})
+    assert code == 0 and b"150/150" in output, output
+    assert b"\x1b" not in output, output
 
 
 @pytest.mark.parametrize("given", ["", " ", ","])

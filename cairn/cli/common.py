@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar, cast
 
 import click
 
@@ -557,6 +557,7 @@ def progress_stages() -> Iterator[Callable[[str], Callable[[int, int], None]]]:
     if not sys.stderr.isatty():
         yield lambda label: lambda done, total: None
         return
+    dumb = os.environ.get("TERM") == "dumb"
     state: dict[str, Any] = {}
 
     def stage(label: str) -> Callable[[int, int], None]:
@@ -566,9 +567,10 @@ def progress_stages() -> Iterator[Callable[[str], Callable[[int, int], None]]]:
                 if bar is not None:
                     # the last stage's bar, cleared: the next one takes its line (a dumb terminal shows an escape
                     # sequence as text: there the next bar starts a line of its own)
-                    sys.stderr.write("\n" if os.environ.get("TERM") == "dumb" else "\r\x1b[K")
+                    sys.stderr.write("\n" if dumb else "\r\x1b[K")
                 shown, width = _bar_layout(label, total)
-                bar = click.progressbar(length=total, label=shown, file=sys.stderr, show_pos=True, width=width)
+                file = cast(TextIO, _NoCursorEscapes(sys.stderr)) if dumb else sys.stderr
+                bar = click.progressbar(length=total, label=shown, file=file, show_pos=True, width=width)
                 bar.__enter__()
                 state.update(bar=bar, label=label, pos=0)
             bar.update(done - state["pos"])
@@ -581,3 +583,21 @@ def progress_stages() -> Iterator[Callable[[str], Callable[[int, int], None]]]:
     finally:
         if "bar" in state:
             state["bar"].__exit__(None, None, None)
+
+
+class _NoCursorEscapes:
+    """stderr on a dumb terminal (TERM=dumb: Emacs' shell, an editor's task pane), which shows escape sequences as
+    text: click's bar hides the cursor before each redraw and shows it at the end with them, and every redraw
+    printed `^[[?25l` in front of the bar. They are left out; the bar is still redrawn with a carriage return."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return int(self._stream.write(text.replace("\x1b[?25l", "").replace("\x1b[?25h", "")))
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return True
