@@ -242,6 +242,27 @@ def test_a_closed_stdout_is_an_exit_0(vault_repo: VaultRepo) -> None:
     assert log_entries()[-1]["injected"] and log_entries()[-1]["error"] is None
 
 
+@pytest.mark.parametrize(("redirect", "status", "said"), [(">&-", 0, ""), (">/dev/full", 1, "Error: cannot print")])
+def test_help_to_a_closed_or_full_stdout_is_no_traceback(
+    vault_repo: VaultRepo, redirect: str, status: int, said: str
+) -> None:
+    """Bug fixed: `cairn hook --help >&-` and `> /dev/full` ended in a traceback (AttributeError, OSError): a closed
+    stdout is nothing to print to, as for the cards; a full one is one line and exit 1, as every command says it."""
+    if redirect == ">/dev/full" and not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full (Linux)")
+    done = subprocess.run(
+        ["sh", "-c", f"'{cairn_executable()}' hook --help {redirect}"],
+        capture_output=True,
+        text=True,
+        cwd=vault_repo.root,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == status, done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.startswith(said), done.stderr
+    assert len(done.stderr.splitlines()) == (1 if said else 0), done.stderr
+
+
 def test_a_closed_stdin_is_logged_as_no_stdin_not_as_a_crash(vault_repo: VaultRepo) -> None:
     """`cairn hook <&-` exited 0 with nothing printed, as it should, but logged `AttributeError at hook.py` (Python's
     sys.stdin is None), as if Cairn had failed."""

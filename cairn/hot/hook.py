@@ -143,8 +143,7 @@ def main(argv: list[str]) -> int:
     except UsageError as exc:
         return _refuse_command_line(exc)
     if options.help:
-        sys.stdout.write(HELP)
-        return 0
+        return _print_help()
     fmt = options.fmt or "text"
     entry = new_entry(fmt)
     output = ""
@@ -172,6 +171,23 @@ def main(argv: list[str]) -> int:
             sys.stdout.flush()
         except (OSError, ValueError, AttributeError):  # AttributeError: no stdout at all (`>&-`: sys.stdout is None)
             pass
+    return 0
+
+
+def _print_help() -> int:
+    """`cairn hook --help`: 0. With stdout closed (`>&-`: sys.stdout is None) there is nothing to print to, as for
+    the cards; a stdout that refuses the write (`> /dev/full`) is one line and exit 1. Both were tracebacks."""
+    try:
+        sys.stdout.write(HELP)
+        sys.stdout.flush()
+    except AttributeError:
+        return 0
+    except (OSError, ValueError) as exc:
+        try:
+            sys.stderr.write(f"Error: cannot print the help: {getattr(exc, 'strerror', None) or exc}\n")
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 1
     return 0
 
 
