@@ -495,7 +495,7 @@ def test_show_name_id_with_a_broken_configuration_names_the_configuration(
     config.write_text(config.read_text(encoding="utf-8") + "broken = [\n", encoding="utf-8")
     done = run("show", "team:a/b", cwd=vault_repo.root)
     assert done.returncode == 1
-    assert done.stderr.startswith(f"Error: {config}: not valid TOML") and "fix the line it names" in done.stderr
+    assert done.stderr.startswith(f"Error: {config}: not valid TOML") and "complete its last entry" in done.stderr
     assert "none is configured" not in done.stderr
 
 

@@ -148,6 +148,10 @@ def test_a_damaged_copy_is_made_again(isolated_env: Path) -> None:
     ("text", "message"),
     [
         ("[[vaults]\n", "config.toml: not valid TOML: "),
+        (  # bug fixed: "fix the line it names" of an error that names no line
+            "[[vaults]]\nname = 'team'\npath = [\n",
+            "not valid TOML: Invalid value (at end of document); complete its last entry, which the file ends inside",
+        ),
         ("vaults = 3\n", "config.toml: vaults must be [[vaults]] tables"),
         ("[vault]\nname = 'x'\n", "config.toml: unknown key 'vault'; known: [[vaults]] and [security]"),
         ("[[vaults]]\npath = '/v'\n", "config.toml: [[vaults]] entry 1: name must be 1 to 32 characters"),

@@ -213,7 +213,9 @@ def _parse_toml(file: str, raw: bytes, env: "Mapping[str, str]") -> "dict[str, A
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{file}: not valid TOML: {exc}; fix the line it names") from None
+        # "at end of document" names no line: an entry the file ends inside (`path = [`, a string left open)
+        fix = "complete its last entry, which the file ends inside" if "end of document" in str(exc) else None
+        raise ValueError(f"{file}: not valid TOML: {exc}; {fix or 'fix the line it names'}") from None
     data = _validated(file, document, env)
     return data
 
