@@ -642,7 +642,7 @@ def test_a_lesson_under_a_heading_with_no_latin_letters_goes_where_the_readme_sa
     slug, so its lessons got no scope and went under cards/lessons/, which the README now says; this holds it to it."""
     en, zh = _readmes()
     said = re.search(
-        r"a heading with no Latin letters, such as `(## [^`]+)`,\s+gives none, and its cards go under `([^`]+)`", en
+        r"or with no Latin letters, such as `(## [^`]+)`,\s+gives none, and its cards go under `([^`]+)`", en
     )
     assert said and f"例如 `{said[1]}`，就没有 scope，卡片放在 `{said[2]}` 下" in zh
     notes = tmp_path / "CLAUDE.md"
