@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -13,7 +14,7 @@ import pytest
 from cairn.hot.vault import find_vault
 from cairn.index.build import index_file_for
 from helpers.cli import invoke_cli
-from helpers.shells import Tab, fish_tab, zsh_tab
+from helpers.shells import Tab, fish_tab, shell_env, zsh_tab
 from helpers.vaults import REBASE_ID, VaultRepo, cache_dir, cairn_executable, make_vault, run_cairn
 
 
@@ -231,10 +232,15 @@ def test_the_fish_script_completes_commands_card_ids_and_name_colon_id(tmp_path:
         [f"--body-file={tmp_path}/notes/cairn.toml"],
     ]
     assert fish_tab(["cairn show ", "cairn show g"], vault_repo.root) == [[COMMA_ID, *TEAM_IDS], [REBASE_ID]]
-    # as the README has a fish user install it: the script written once where fish finds completions
-    completions = Path(os.environ["XDG_CONFIG_HOME"]) / "fish" / "completions"
-    completions.mkdir(parents=True)
-    (completions / "cairn.fish").write_text(run_cairn("completion", "fish", cwd=tmp_path).stdout)
+    # as the README has a fish user install it, run in fish: the script written once where fish finds completions,
+    # which `$XDG_CONFIG_HOME` moves (this test sets it: `~/.config/fish/completions`, the line it gave, was not read)
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    [line] = re.findall(r"run `(mkdir -p \$__fish_config_dir[^`]+)` once", readme)
+    installed = subprocess.run(
+        ["fish", "-c", line], env=shell_env(), cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert installed.returncode == 0, installed.stderr
+    assert (Path(os.environ["XDG_CONFIG_HOME"]) / "fish" / "completions" / "cairn.fish").is_file()
     assert fish_tab(["cairn show team:g"], tmp_path, installed=True) == [[f"team:{REBASE_ID}"]]
 
 

@@ -189,6 +189,6 @@ def completion(shell: str) -> None:
     Example:
       eval "$(cairn completion bash)"          # in ~/.bashrc (bash 4.4 or newer)
       eval "$(cairn completion zsh)"           # in ~/.zshrc, after compinit
-      cairn completion fish > ~/.config/fish/completions/cairn.fish
+      cairn completion fish > $__fish_config_dir/completions/cairn.fish   # in fish
     """
     click.echo(completion_script(shell), nl=False)

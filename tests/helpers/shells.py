@@ -52,7 +52,8 @@ class Tab(NamedTuple):
     line: str
 
 
-def _env() -> dict[str, str]:
+def shell_env() -> dict[str, str]:
+    """A user's shell's environment: this one, with the installed `cairn` first on PATH."""
     return {**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
 
 
@@ -68,7 +69,7 @@ def fish_tab(lines: list[str], cwd: Path, *, installed: bool = False) -> list[li
         [*command, *lines],
         capture_output=True,
         text=True,
-        env=_env(),
+        env=shell_env(),
         cwd=cwd,
         check=False,
         timeout=WAIT,
@@ -97,7 +98,7 @@ def zsh_tab(lines: list[str], cwd: Path, scratch: Path) -> list[Tab]:
         stdin=child,
         stdout=child,
         stderr=child,
-        env={**_env(), "CAIRN_TAB_LOG": str(log), "TERM": "dumb"},
+        env={**shell_env(), "CAIRN_TAB_LOG": str(log), "TERM": "dumb"},
         cwd=cwd,
         start_new_session=True,
     )
