@@ -104,3 +104,27 @@ def test_list_counts_a_future_verified_at_from_the_commit(tmp_path: Path, monkey
     card = {c["id"]: c for c in json.loads(done.stdout)["cards"]}[CARD]
     assert (card["verified_at"], card["due_on"], card["due"]) == ("2099-01-01", "2026-02-04", True)
     assert CARD in repo.cairn("list", "--due").stdout
+
+
+def test_a_rename_does_not_move_the_day_a_future_verified_at_counts_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `git mv` changes no word of a card: its expiry, counted from the commit that wrote its text, stays. Counted
+    from the rename's day, an expired card was served again for another `review_after`."""
+    repo = VaultRepo(tmp_path / "vault")
+    make_vault(repo)
+    _commit_card(repo, monkeypatch, verified_at="2099-01-01", review_after="180d")
+    assert repo.cairn("index").returncode == 0
+    assert _expires_on(repo) == "2026-07-04"
+    repo.git("mv", f"cards/{CARD}.md", "cards/python/pin-dependency-versions.md")
+    repo.commit("Rename the card")  # today: counted from here, the card would be served until next year
+    moved = "python/pin-dependency-versions"
+    for build in (("index",), ("index", "--rebuild")):  # an update and a build from scratch agree
+        assert repo.cairn(*build).returncode == 0
+        shown = repo.cairn("show", moved, "--json")
+        assert shown.returncode == 0, shown.stderr
+        assert json.loads(shown.stdout)["expires_on"] == "2026-07-04"
+        done = repo.cairn("explain", PROMPT, "--json")
+        reasons = {c["id"]: str(c.get("reason")) for c in json.loads(done.stdout)["candidates"]}
+        assert reasons.get(moved) == "expired"
+        assert repo.cairn("audit").returncode == 0

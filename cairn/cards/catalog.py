@@ -122,7 +122,9 @@ def _from_git_now(vault: Vault, record: dict[str, Any]) -> None:
     from cairn import gitrepo
 
     refs = [
-        ref for key in ("created", "last_changed", "summary_changed") if isinstance(ref := provenance.get(key), dict)
+        ref
+        for key in ("created", "last_changed", "text_changed", "summary_changed")
+        if isinstance(ref := provenance.get(key), dict)
     ]
     with gitrepo.open_repo(vault) as repo:
         boundary = gitrepo.shallow_commits(repo)
@@ -135,7 +137,7 @@ def _from_git_now(vault: Vault, record: dict[str, Any]) -> None:
     if isinstance(provenance.get("authors"), list):
         provenance["authors"] = names.authors([a for a in provenance["authors"] if isinstance(a, dict)])
     record["provenance"] = provenance = _visible(provenance, {})
-    for key in ("created", "last_changed", "summary_changed"):
+    for key in ("created", "last_changed", "text_changed", "summary_changed"):
         ref = provenance.get(key)
         verdict = verdicts.get(ref.get("commit")) if isinstance(ref, dict) else None  # type: ignore[arg-type]
         if isinstance(ref, dict) and verdict is not None:

@@ -4,9 +4,10 @@ A card's `review_after` duration counts from its `verified_at`, a date its autho
 that wrote this version of the card cannot be true (nobody checked the lesson then); lint refuses it
 (`verified-at-future`), but a commit made with `--no-verify` still reaches the served branch, and the date would
 push the card's expiry out as far as it is written. The index counts the duration from the day of that commit
-instead (its author date, as `cairn show` gives it under "last changed"), a day's grace left for time zones as lint
-leaves it. The date comes from the card's provenance, which a full build and an update give alike, so the index
-stays the same whichever built it, and `cairn audit` re-derives it the same way.
+instead (its author date; the commit that last changed the card's text, `text_changed`: a rename that keeps the
+text, such as a `git mv`, does not move the day on), a day's grace left for time zones as lint leaves it. The date
+comes from the card's provenance, which a full build and an update give alike, so the index stays the same
+whichever built it, and `cairn audit` re-derives it the same way.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def verified_day(verified_at: Any, provenance: dict[str, Any] | None) -> dt.date
 
 
 def _committed_day(provenance: dict[str, Any] | None) -> dt.date | None:
-    last = provenance.get("last_changed") if isinstance(provenance, dict) else None
+    last = provenance.get("text_changed") if isinstance(provenance, dict) else None
     date = last.get("date") if isinstance(last, dict) else None
     if not isinstance(date, str):
         return None

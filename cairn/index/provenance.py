@@ -1,5 +1,5 @@
-"""Each card's provenance from git history: who created it, who changed it last, every author, the commit that
-last changed its summary, and whether those commits are signed.
+"""Each card's provenance from git history: who created it, who changed it last, every author, the commits that
+last changed its text and its summary, and whether those commits are signed.
 
 One `git log --raw -M` pass over `cards/` serves every card: commits are walked newest to oldest, each card's path
 is followed back through renames (as `git log --follow` would), and the walk stops at the commit that added it.
@@ -34,7 +34,9 @@ if TYPE_CHECKING:  # gitpython is imported by `cairn.gitrepo` alone (it quiets g
 # version compared with the one it was made from, the last change the newest version holding the card as it is.
 # 5: a card's expiry counted from its last change's day when its verified_at is later (`cairn.index.expiry`): an
 # index of format 4 may serve such a card past its review date, so it is built again rather than updated.
-FORMAT = "5"
+# 6: that day is the one of the commit that last changed the card's text (`text_changed`), not of a rename that kept
+# it: a `git mv` brought an expired card back for another review_after.
+FORMAT = "6"
 
 # (provenance, summary) stored for a card id before this update, or None.
 BaseLookup = Callable[[str], "tuple[dict[str, Any] | None, str] | None"]
@@ -169,7 +171,7 @@ def attach(
 
 
 def _commit_refs(draft: dict[str, Any]) -> list[dict[str, Any]]:
-    return [draft[key] for key in ("created", "last_changed", "summary_changed") if draft.get(key)]
+    return [draft[key] for key in ("created", "last_changed", "text_changed", "summary_changed") if draft.get(key)]
 
 
 def _ref(logged: gitrepo.LoggedCommit) -> dict[str, Any]:
@@ -194,6 +196,11 @@ def _provenance(
         last = dict(base_prov["last_changed"])
     else:
         last = _ref((now or versions[0]).commit)
+    text, text_before = _text_change(versions, blob)
+    if text_before and base_prov and not lineage.created and base_prov.get("text_changed"):
+        written = dict(base_prov["text_changed"])
+    else:
+        written = _ref(text.commit) if text else last
     introduced, run_reaches_end = _summary_change(lineage, summary, blob, summaries)
     changed: dict[str, Any] = _ref(introduced.commit)
     if run_reaches_end and base_prov and base_summary == summary and base_prov.get("summary_changed"):
@@ -209,12 +216,28 @@ def _provenance(
     return {
         "created": created,
         "last_changed": last,
+        "text_changed": written,
         "summary_changed": changed,
         "authors": authors,
         "commits": len({v.commit.commit for v in versions})
         + (int(base_prov.get("commits", 0)) if base_prov and not lineage.created else 0),
         "renamed_from": [p for p in dict.fromkeys(renamed_from) if p != lineage.path],
     }
+
+
+def _text_change(versions: list[Version], blob: str) -> tuple[Version | None, bool]:
+    """The version that gave the card its text as it is (its blob), and whether that text is older than the walked
+    versions (an update's range that only moved it). A rename that keeps the bytes, such as `git mv`, changes no
+    text, so the version it was moved from is the one; None when no walked version holds the text."""
+    changed = next((v for v in versions if v.blob == blob), None)
+    if changed is None:
+        return None, True
+    for version in versions[versions.index(changed) + 1 :]:
+        if changed.old_blob != blob:  # this version wrote the text (or added it, or a merge made it)
+            break
+        if version.blob == blob:  # the older version it was moved from; another side's edit stands between
+            changed = version
+    return changed, changed.old_blob == blob
 
 
 def _summary_change(lineage: Lineage, summary: str, blob: str, summaries: _SummaryReader) -> tuple[Version, bool]:
