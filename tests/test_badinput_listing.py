@@ -186,6 +186,34 @@ def test_list_and_show_name_a_superseded_card(vault_repo: VaultRepo) -> None:
     assert json.loads(vault_repo.cairn("show", "git/lease", "--json").stdout)["superseded_by"] == ["git/safely"]
 
 
+def test_list_and_show_name_an_expired_card(vault_repo: VaultRepo) -> None:
+    """Bug fixed: an active card past its review date is never served (explain, the hook log and review say
+    `expired`), yet `cairn list` and its JSON called it "active", and `cairn show` said nothing of it; a review_after
+    date with no verified_at was not shown at all. Expired and superseded, it is expired, as recall says it."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("git/lease", "Use --force-with-lease", "Push with --force-with-lease, not --force.")
+    vault_repo.write("git/stale", "Rebase before push", "Rebase on main before you push.", review_after="2020-01-01")
+    vault_repo.write(
+        "git/safely",
+        "Force-push safely",
+        "Push with --force-with-lease --force-if-includes.",
+        supersedes=["git/lease", "git/stale"],
+        verified_at="2020-01-01",
+        review_after="30d",
+    )
+    vault_repo.commit()
+    cards = {c["id"]: c for c in json.loads(vault_repo.cairn("list", "--json").stdout)["cards"]}
+    assert (cards["git/safely"]["status"], cards["git/safely"]["due"]) == ("expired", True)
+    assert (cards["git/stale"]["status"], cards["git/stale"]["due"]) == ("expired", False)  # superseded: not due
+    assert cards["git/lease"]["status"] == "superseded"
+    assert "git/safely  expired" in vault_repo.cairn("list", "--due").stdout
+    shown = vault_repo.cairn("show", "git/safely").stdout
+    assert "status: active (review date 2020-01-31 passed: not served until it is verified again)" in shown
+    shown = vault_repo.cairn("show", "git/stale").stdout
+    assert "status: active (review date 2020-01-01 passed" in shown
+    assert "verified: never    expires: 2020-01-01" in shown
+
+
 def test_demo_leaves_no_index_behind(tmp_path: Path, isolated_env: Path) -> None:
     cache = Path(os.environ["CAIRN_CACHE_DIR"])
     state = Path(os.environ["CAIRN_STATE_DIR"])

@@ -17,9 +17,9 @@ from cairn.index.expiry import verified_day
 class ListedCard:
     """One card of the served ref. due_on: its review_after date, else verified_at (the commit's day when it is
     later, as the index believes it: `expiry.verified_day`) plus the vault's `[lint] max_age_days`; None when it
-    was never verified (then it is due now). status: the card's, or
-    `superseded` for an active card another active card supersedes (never served, so never due); superseded_by:
-    those cards."""
+    was never verified (then it is due now). status: the card's, `expired` for an active card past its review date
+    (not served until it is verified again: due), or `superseded` for an active card another active card supersedes
+    (never served, so never due); superseded_by: those cards."""
 
     id: str
     name: str
@@ -70,10 +70,12 @@ def _cards(reader: IndexReader, today: dt.date) -> list[ListedCard]:
             due_on = _plus_days(believed, max_age).isoformat()
         status = str(record.get("status", "active"))  # as recall reads it: an empty status is no active one
         by = superseded.get(card_id, ()) if status == "active" else ()
-        status = "superseded" if by else status
-        due = status not in ("retired", "superseded") and (
-            due_on is None or dt.date.fromisoformat(str(due_on)) <= today
-        )
+        expires_on = record.get("expires_on")
+        if status == "active" and expires_on and str(expires_on) < today.isoformat():
+            status = "expired"  # as recall's admission says it, before supersedes
+        elif by:
+            status = "superseded"
+        due = status != "retired" and not by and (due_on is None or dt.date.fromisoformat(str(due_on)) <= today)
         out.append(
             ListedCard(
                 card_id,

@@ -632,17 +632,13 @@ def render_card_text(record: dict[str, object]) -> str:
     lines = [
         one(record["name"]),
         f"id: {one(record['id'])}    path: {one(record['path'])}    status: {one(record['status'])}"
-        + (
-            f" (superseded by {', '.join(one(i) for i in record['superseded_by'])}: not served)"  # type: ignore[attr-defined]
-            if record.get("superseded_by")
-            else ""
-        ),
+        + _not_served(record),
     ]
     if record.get("scope"):
         lines.append(f"scope: {', '.join(one(s) for s in record['scope'])}")  # type: ignore[attr-defined]
-    if record.get("verified_at"):
+    if record.get("verified_at") or record.get("expires_on"):  # a review_after date needs no verified_at
         extra = f"    expires: {one(record['expires_on'])}" if record.get("expires_on") else ""
-        lines.append(f"verified: {one(record['verified_at'])}{extra}")
+        lines.append(f"verified: {one(record.get('verified_at') or 'never')}{extra}")
     for key in ("aliases", "not_when", "supersedes"):
         if record.get(key):
             lines.append(f"{key}: {', '.join(one(v) for v in record[key])}")  # type: ignore[attr-defined]
@@ -653,6 +649,17 @@ def render_card_text(record: dict[str, object]) -> str:
     if isinstance(provenance, dict) and provenance:
         lines += ["", *_provenance_lines(provenance)]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _not_served(record: dict[str, object]) -> str:
+    """Why an active card is not served, as recall's admission says it (expiry before supersedes), or ""."""
+    one = _one_line
+    expires_on = record.get("expires_on")
+    if record.get("status", "active") == "active" and expires_on and str(expires_on) < dt.date.today().isoformat():
+        return f" (review date {one(expires_on)} passed: not served until it is verified again)"
+    if record.get("superseded_by"):
+        return f" (superseded by {', '.join(one(i) for i in record['superseded_by'])}: not served)"  # type: ignore[attr-defined]
+    return ""
 
 
 def _one_line(value: object) -> str:
