@@ -88,6 +88,26 @@ def test_a_cwd_holding_a_lone_surrogate_is_taken_as_none_given(vault_repo: Vault
     assert log_entries()[-1]["error"] is None
 
 
+def test_a_cwd_longer_than_any_working_folder_is_taken_as_none_given(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a payload's `cwd` of a megabyte (no agent's working folder is over 4,096 bytes) went through
+    `os.path.realpath`, quadratic in a path's parts, once per card given: the prompt waited for over a minute."""
+    import json
+
+    from cairn.hot.hook import MAX_CWD_BYTES, parse_payload
+
+    make_vault(vault_repo)
+    payload = json.loads(payload_for("claude-code", FITTING_PROMPT, vault_repo.root))
+    assert parse_payload("claude-code", json.dumps(payload).encode()).cwd == str(vault_repo.root)
+    payload["cwd"] = str(vault_repo.root) + "/x" * 500_000
+    data = json.dumps(payload).encode()
+    assert parse_payload("claude-code", data).cwd is None
+    payload["cwd"] = "/" + "é" * (MAX_CWD_BYTES // 2)  # within the limit in characters, not in bytes
+    assert parse_payload("claude-code", json.dumps(payload).encode()).cwd is None
+    done = hook_bytes(vault_repo, "claude-code", data)  # over a minute before: its 60 s hang guard failed it
+    assert done.returncode == 0 and b"force-push" in done.stdout, done.stderr
+    assert log_entries()[-1]["error"] is None
+
+
 @pytest.mark.parametrize("fmt", ("text", "json"))
 def test_a_deleted_working_folder_still_serves(vault_repo: VaultRepo, tmp_path: Path, fmt: str) -> None:
     """Bug fixed: with no cwd in the input (text, json), the hook took its own folder, and when that folder had been

@@ -49,6 +49,10 @@ MAX_STDIN_BYTES = 8 * 1024 * 1024
 # timeout ends the hook (`cairn install` gives it 10 s), with no line in the log to say why.
 STDIN_SECONDS = 5
 MAX_QUERY_CHARS = 8000  # a pasted log beyond this adds cost, not meaning
+# The longest working folder an agent can have: Linux's getcwd(2) gives none longer (PATH_MAX), macOS's 1,024 bytes.
+# A payload's `cwd` past it names no folder, and `os.path.realpath` (`serves_folder`, `vault_encloses`) takes time
+# quadratic in a path's parts (Python 3.11): a `cwd` of 1 MB held a prompt that got a card for over a minute.
+MAX_CWD_BYTES = 4096
 CONTEXT_HARD_LIMIT = 9999
 # `[hook] max_context_chars` below it reads as this: the frame (about 475 characters) and one card of lint's default
 # lengths (a 300-character summary, its id, path and `cairn show` line) fit. At 500, no card ever did, and since
@@ -380,14 +384,14 @@ def parse_payload(fmt: str, raw: bytes) -> Payload:
 
 def _names_a_path(text: str) -> bool:
     """Whether a payload's `cwd` can name a folder: no path holds a NUL, and one with a lone UTF-16 surrogate (JSON's
-    `"\\ud800"`) has no bytes to give the system; either failed `os.path.realpath`, and the prompt got no card."""
-    if "\0" in text:
+    `"\\ud800"`) has no bytes to give the system; either failed `os.path.realpath`, and the prompt got no card. Nor
+    is one over MAX_CWD_BYTES a working folder."""
+    if "\0" in text or len(text) > MAX_CWD_BYTES:
         return False
     try:
-        os.fsencode(text)
+        return len(os.fsencode(text)) <= MAX_CWD_BYTES
     except UnicodeEncodeError:
         return False
-    return True
 
 
 def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object]) -> str:
