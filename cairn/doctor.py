@@ -849,7 +849,7 @@ def _served_twice(agent: str, runs: list[tuple[str, Path, str]], entries: list[V
     seen: set[str] = set()
     for where, path, command in runs:
         try:
-            argv = shlex.split(command)
+            argv = install.command_words(command)
         except ValueError:
             continue
         problem, options = _hook_arguments(agent, argv)
@@ -925,7 +925,7 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
     subject = f"{agent} ({where})"
     fix = _install_fix(agent, where, path)
     try:
-        argv = shlex.split(command)
+        argv = install.command_words(command)
     except ValueError:
         return Check("agent", subject, False, f"{path}: cannot read the hook command {command!r}", fix)
     problem, options = _hook_arguments(agent, argv)

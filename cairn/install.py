@@ -79,6 +79,10 @@ AGENT_HOMES = {"codex": "CODEX_HOME", "claude-code": "CLAUDE_CONFIG_DIR"}
 
 # The words of a shell command that join or redirect commands: a command holding one is a user's own script.
 _SHELL_OPERATORS = frozenset("&|;<>()")
+# What ends a hook command that runs Cairn by its full path: with Cairn uninstalled (`pip uninstall`, a removed venv)
+# Python exits 2 ("can't open file"), and 2 is what every agent reads as "block this prompt". So any failure exits 1,
+# which the agents show as an error and let the prompt through, as the hook itself does with a bad command line.
+NEVER_BLOCKS = ("||", "exit", "1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +212,7 @@ def names_this_machine(command: str) -> str:
     """The absolute path a hook command runs `cairn` (or its interpreter) by: one machine's ("" when none: `cairn
     hook ...` found on the PATH)."""
     try:
-        words = shlex.split(command)
+        words = command_words(command)
     except ValueError:
         return ""
     head = words[: words.index("hook")] if "hook" in words else words[:1]
@@ -239,7 +243,16 @@ def hook_command(
         parts += ["--vault", shlex.quote(vault)]
     if scope:
         parts += ["--scope", shlex.quote(scope)]
+    if os.path.isabs(launcher[0]):  # a file this machine may lose: its failure must not block the agent's prompts
+        parts += NEVER_BLOCKS
     return " ".join(parts)
+
+
+def command_words(command: str) -> list[str]:
+    """A hook command's words as the shell splits them, without the `|| exit 1` that `hook_command` ends a full
+    path's command with; ValueError when they cannot be split (an unclosed quote)."""
+    words = shlex.split(command)
+    return words[: -len(NEVER_BLOCKS)] if tuple(words[-len(NEVER_BLOCKS) :]) == NEVER_BLOCKS else words
 
 
 def hook_launcher() -> list[str]:
@@ -522,15 +535,18 @@ def _is_cairn_handler(handler: object) -> bool:
 
 def is_cairn_command(command: str) -> bool:
     """Whether a hook command is Cairn's: one command that runs `cairn hook` (`cairn`, any path to it, or a Python
-    with flags running it or the launcher's `.../cairn/__main__.py`; any words after `hook`). A user's own script that
-    mentions or wraps it (`redact && cairn hook ...`, `echo "cairn hook" >> log`) is not: install and uninstall
-    leave it as it is (they replaced it, and wrote no backup, when any `cairn hook` in the text counted)."""
+    with flags running it or the launcher's `.../cairn/__main__.py`; any words after `hook`; the `|| exit 1` that ends
+    `hook_command`'s full-path command). A user's own script that mentions or wraps it (`redact && cairn hook ...`,
+    `echo "cairn hook" >> log`) is not: install and uninstall leave it as it is (they replaced it, and wrote no
+    backup, when any `cairn hook` in the text counted)."""
     lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
         words = list(lexer)
     except ValueError:  # an unclosed quote
         return False
+    if tuple(words[-len(NEVER_BLOCKS) :]) == NEVER_BLOCKS:  # `hook_command`'s own ending
+        words = words[: -len(NEVER_BLOCKS)]
     if "hook" not in words or any(word and set(word) <= _SHELL_OPERATORS for word in words):
         return False
     launcher = words[: words.index("hook")]

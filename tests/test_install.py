@@ -74,7 +74,8 @@ def test_install_keeps_other_hooks_and_is_idempotent(agent: str, tmp_path: Path,
     assert data["model"] == "keep-me"
     assert data["hooks"]["Stop"] == theirs["hooks"]["Stop"]
     assert data["hooks"][EVENTS[agent]][0] == theirs["hooks"][EVENTS[agent]][0]
-    assert [c.split(" hook ")[1] for c in cairn_commands(data, EVENTS[agent])] == [f"--format {agent}"]
+    commands = cairn_commands(data, EVENTS[agent])  # this machine's full path: ends `|| exit 1` (never blocks)
+    assert [c.split(" hook ")[1].removesuffix(" || exit 1") for c in commands] == [f"--format {agent}"]
     backups = list(target.parent.glob(target.name + ".bak-*"))
     assert len(backups) == 1 and json.loads(backups[0].read_text()) == theirs
 
@@ -164,11 +165,13 @@ def test_install_creates_settings_and_updates_a_changed_command(tmp_path: Path, 
     assert "updated:" in updated.stdout
     assert not list(target.parent.glob("*.bak-*"))  # it held only Cairn's own hook
     [command] = cairn_commands(json.loads(target.read_text()), "UserPromptSubmit")
-    assert command.endswith(f"hook --format claude-code --vault '{vault}' --scope git")
+    assert command.endswith(f"hook --format claude-code --vault '{vault}' --scope git || exit 1")
     named = cairn("install", "claude-code", "--vault", "team", cwd=project)
     assert named.returncode == 0, named.stderr
     [command] = cairn_commands(json.loads(target.read_text()), "UserPromptSubmit")
-    assert command.endswith("hook --format claude-code --vault team")  # a configured vault's name stays a name
+    assert command.endswith(
+        "hook --format claude-code --vault team || exit 1"
+    )  # a configured vault's name stays a name
 
 
 def test_uninstall_takes_away_the_file_it_created(tmp_path: Path, configured: VaultRepo) -> None:
@@ -272,7 +275,7 @@ def test_install_refuses_a_scope_with_no_tag_and_bakes_in_the_tags_as_read(
     done = cairn("install", "claude-code", "--scope", " git, ,ci", cwd=project)
     assert done.returncode == 0, done.stderr
     [command] = cairn_commands(json.loads((project / SETTINGS["claude-code"]).read_text()), "UserPromptSubmit")
-    assert command.endswith("hook --format claude-code --scope git,ci")
+    assert command.endswith("hook --format claude-code --scope git,ci || exit 1")
 
 
 def test_install_refuses_with_no_vault_and_writes_nothing(tmp_path: Path, isolated_env: Path) -> None:

@@ -17,7 +17,7 @@ def test_hook_command_quotes_every_argument(vault: str) -> None:
     command = install.hook_command("codex", vault=vault or None, scope="py, web", executable="/opt/my tools/cairn")
     expected = ["/opt/my tools/cairn", "hook", "--format", "codex"]
     expected += ["--vault", vault] if vault else []
-    assert shlex.split(command) == [*expected, "--scope", "py, web"]
+    assert shlex.split(command) == [*expected, "--scope", "py, web", *install.NEVER_BLOCKS]
 
 
 def test_plain_arguments_stay_unquoted() -> None:

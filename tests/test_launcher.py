@@ -83,7 +83,15 @@ def test_without_site_another_command_gets_site(tmp_path: Path) -> None:
 
 def _agent_runs(command: str, project: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Claude Code's hook `command` run as the agent runs it, in `project`: the fitting prompt gets its card."""
-    served = subprocess.run(
+    served = _run_as_agent(command, project, env)
+    assert served.returncode == 0, served.stderr
+    assert REBASE_ID in json.loads(served.stdout)["hookSpecificOutput"]["additionalContext"]
+    return served
+
+
+def _run_as_agent(command: str, project: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Claude Code's hook `command` run as the agent runs it (`sh -c`), in `project`, on the fitting prompt."""
+    return subprocess.run(
         ["sh", "-c", command],
         input=payload_for("claude-code", FITTING_PROMPT, project),
         capture_output=True,
@@ -92,9 +100,6 @@ def _agent_runs(command: str, project: Path, env: dict[str, str] | None = None) 
         env=env,
         check=False,
     )
-    assert served.returncode == 0, served.stderr
-    assert REBASE_ID in json.loads(served.stdout)["hookSpecificOutput"]["additionalContext"]
-    return served
 
 
 def test_install_writes_the_launcher_and_the_agent_runs_it(vault_repo: VaultRepo, tmp_path: Path) -> None:
@@ -131,6 +136,26 @@ def test_the_hook_never_imports_the_agents_folder_through_pythonpath(vault_repo:
     command = install.hook_command("claude-code", str(vault_repo.root), executable=install.hook_launcher())
     served = _agent_runs(command, project, {**os.environ, "PYTHONPATH": ":/opt/elsewhere"})
     assert served.stderr == ""
+
+
+def test_the_hook_of_a_cairn_uninstalled_without_cairn_uninstall_never_blocks_the_prompt(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: after `pip uninstall cairn-lessons` (or a removed venv) with the hook left in the agent's settings,
+    Python exited 2 on every prompt ("can't open file .../cairn/__main__.py"), and 2 is what Claude Code, Codex and
+    Gemini CLI read as "block this prompt": the agent refused every prompt. The command now exits 1 then, an error
+    the agents show and let the prompt through; while Cairn is there it serves as before, and uninstall finds it."""
+    make_vault(vault_repo)
+    script = _prefix(tmp_path / "venv")
+    command = install.hook_command(
+        "claude-code", str(vault_repo.root), executable=[sys.executable, "-I", "-S", str(script)]
+    )
+    assert install.is_cairn_command(command)
+    _agent_runs(command, tmp_path)
+    script.parent.unlink()  # pip uninstall: the package is gone, the interpreter stays
+    gone = _run_as_agent(command, tmp_path)
+    assert (gone.returncode, gone.stdout) == (1, ""), gone.stderr
+    assert "__main__.py" in gone.stderr  # what the agent shows says what is gone
 
 
 def test_the_background_index_never_imports_the_vaults_folder_through_pythonpath(
