@@ -388,8 +388,8 @@ def _wheel(source: Path, folder: Path) -> Path:
 
 def _build_name(venv: Path) -> str:
     named = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "from cairn.hot import build_name; print(build_name())"],
-        cwd=venv,  # not a folder holding a `cairn` package of its own (`-c` imports from there first)
+        # -I: the venv's own Cairn, not one a PYTHONPATH or the current folder (`-c` imports from there) holds
+        [str(venv / "bin" / "python"), "-I", "-c", "from cairn.hot import build_name; print(build_name())"],
         capture_output=True,
         text=True,
         check=True,
@@ -418,7 +418,8 @@ def test_an_upgrade_in_place_that_keeps_the_version_number_is_a_new_build(
 
     make_vault(vault_repo)
     cairn_bin = str(first / "bin" / "cairn")
-    subprocess.run([cairn_bin, "index", "--vault", str(vault_repo.root)], capture_output=True, check=True)
+    own = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the venv's Cairn, as an agent runs it
+    subprocess.run([cairn_bin, "index", "--vault", str(vault_repo.root)], env=own, capture_output=True, check=True)
     from cairn.hot.index import IndexReader
     from cairn.hot.paths import index_path
 
@@ -434,6 +435,7 @@ def test_an_upgrade_in_place_that_keeps_the_version_number_is_a_new_build(
     ran = subprocess.run(
         [cairn_bin, "hook", "--format", "claude-code", "--vault", str(vault_repo.root)],
         input=payload_for("claude-code", FITTING_PROMPT, vault_repo.root),
+        env=own,
         capture_output=True,
         text=True,
         check=False,
