@@ -24,8 +24,8 @@ from typing import Any
 
 from cairn import __version__, gitrepo
 from cairn.cards import catalog
-from cairn.cards.authoring import LintRefused, NewCard, lint_pending, render_card
-from cairn.cards.card import check_card_id, parse_card, slugify
+from cairn.cards.authoring import LintRefused, NewCard, lint_pending, render_card, resolve_card_id
+from cairn.cards.card import parse_card
 from cairn.finding import ERROR
 from cairn.hot.errors import CairnError, CardExists, CardNotFound, ConfigError, InvalidCard, RefusedWrite
 from cairn.hot.hook import MAX_QUERY_CHARS, context_trim, hook_gives
@@ -390,13 +390,13 @@ class VaultTools:
         checked-out branch, the working tree and HEAD are left untouched; drafts are never injected. The card is
         linted as `cairn add` lints it, beside the cards of the commit it starts from and by that commit's
         cairn.toml (as a commit on the branch is linted): a lint error refuses it, warnings are returned.
-        id: topic/slug (default: a slug of the name). branch: the new branch, under cairn/draft/ (default:
-        cairn/draft/<id>).
+        id: topic/slug, or a slug put under the first scope's folder (default: <first scope>/<slug of the name>,
+        as `cairn add` names it). branch: the new branch, under cairn/draft/ (default: cairn/draft/<id>).
         """
-        card_id = check_card_id(id) if id else slugify(name)
         # `["git,ci"]` is two tags, as recall's scope and `cairn add --scope git,ci` read it
         tags = scope_tags(scope or ())
-        new = NewCard(name=name, summary=summary, scope=tags, card_id=card_id, body=body, status="draft")
+        new = NewCard(name=name, summary=summary, scope=tags, card_id=id or None, body=body, status="draft")
+        card_id = resolve_card_id(new)  # the id and folder `cairn add` gives the same name and scope
         rel = f"cards/{card_id}.md"
         data = render_card(new).encode("utf-8")
         parsed, findings = parse_card(rel, data)

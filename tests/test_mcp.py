@@ -172,6 +172,31 @@ def test_add_draft_reads_its_scope_as_recall_and_cairn_add_do(vault_repo: VaultR
     assert vault_repo.git("rev-parse", "HEAD") == head
 
 
+def test_add_draft_names_its_card_as_cairn_add_does(vault_repo: VaultRepo) -> None:
+    """add_draft named its card by a slug of the name at the top of cards/, where `cairn add` puts it under the first
+    scope's folder with an ASCII slug: a Chinese name gave `cards/时区….md` on the branch `cairn/draft/card`, and a
+    scoped lesson landed outside its folder (merged by hand next to the `cairn add` cards of its topic, a second id)."""
+    _lessons(vault_repo)
+    asked: list[dict[str, Any]] = [
+        {"name": "Cron runs twice on DST change", "scope": ["cron"]},
+        {"name": "定时任务在夏令时切换时跳过", "scope": ["cron"]},
+        {"name": "夏令时切换导致任务重复执行"},
+        {"name": "Lease pushes need force-if-includes", "scope": ["git"], "id": "lease-push"},
+    ]
+    summary = "Jobs scheduled in local time run twice or never when DST changes, because the clock jumps; use UTC."
+    _, _, results = drive_serve(vault_repo.root, [("add_draft", {**a, "summary": summary}) for a in asked])
+    for a, result in zip(asked, results, strict=True):
+        made = _text_json(result)
+        flags = ["--name", a["name"], "--summary", summary, "--body", "x"]
+        flags += [f"--scope={','.join(a.get('scope', []))}"] if "scope" in a else []
+        flags += ["--id", a["id"]] if "id" in a else []
+        added = vault_repo.invoke("add", *flags, "--force")
+        assert added.returncode == 0, added.stderr
+        assert (vault_repo.root / made["path"]).is_file()  # where `cairn add` wrote the same lesson
+        assert made["branch"] == f"cairn/draft/{made['id']}" and made["id"].isascii()
+    assert [_text_json(r)["id"].split("-")[0] for r in results] == ["cron/cron", "cron/zh", "zh", "git/lease"]
+
+
 def test_add_draft_refuses_an_id_that_exists_at_head(vault_repo: VaultRepo) -> None:
     _lessons(vault_repo)
     _, _, results = drive_serve(
