@@ -414,6 +414,13 @@ class VaultTools:
         served, base = indexer.served_commit(self.vault, repo)  # the branch agents read, not whatever is checked out
         if gitrepo.read_path(repo, base, rel, self.vault) is not None:
             raise CardExists(f"{rel} already exists on {served}; choose another id (nothing was written)")
+        parts = rel.split("/")[:-1]  # a file where the card's folder goes: git refused it in words of its own
+        for folder in ("/".join(parts[: end + 1]) for end in range(len(parts))):
+            if gitrepo.read_path(repo, base, folder, self.vault, limit=0) is not None:
+                raise RefusedWrite(
+                    f"{folder} is a file on {served}, not a folder, so {rel} cannot be drafted; choose another id "
+                    "(nothing was written)"
+                )
         linted = lint_pending(self.vault, {rel: data}, commit=base)[rel]  # beside the cards it is committed on
         errors = [f for f in linted if f.severity == ERROR]
         if errors:

@@ -105,6 +105,25 @@ def test_a_draft_refused_says_which_card_what_to_change_and_that_nothing_was_wri
     assert vault_repo.git("for-each-ref", "--format=%(refname)", "refs/heads/cairn") == ""
 
 
+def test_a_draft_whose_folder_is_a_file_on_the_served_branch_says_so(vault_repo: VaultRepo) -> None:
+    """`cards/ops` a file on the served branch: a draft of `ops/cron` (or scoped `ops`) failed with git's own words,
+    "git could not make the commit: fatal: git update-index: --cacheinfo cannot add cards/ops/cron.md", after three
+    tries, nothing saying why or what to do, where `cairn add` names the file in the way."""
+    _lessons(vault_repo)
+    vault_repo.write_raw("cards/ops", "not a folder\n")
+    vault_repo.commit("A file where a folder would be")
+    _, _, results = drive_serve(
+        vault_repo.root, [("add_draft", {**DRAFT, "id": "ops/cron"}), ("add_draft", {**DRAFT, "scope": ["ops"]})]
+    )
+    assert all(map(is_error, results))
+    for result, rel in zip(results, ("ops/cron", "ops/cron-runs-twice-on-dst-change"), strict=True):
+        assert _text(result).endswith(
+            f"cards/ops is a file on refs/heads/main, not a folder, so cards/{rel}.md cannot be drafted; choose "
+            "another id (nothing was written)"
+        ), _text(result)
+    assert vault_repo.git("for-each-ref", "--format=%(refname)", "refs/heads/cairn") == ""
+
+
 def test_show_never_hands_an_agent_invisible_characters_of_a_field_the_contract_does_not_name(
     vault_repo: VaultRepo,
 ) -> None:
