@@ -918,6 +918,15 @@ def branch_exists(repo: git.Repo, branch: str) -> bool:
         return False
 
 
+def branch_taken(repo: git.Repo, branch: str) -> bool:
+    """Whether `branch` is a local branch or a remote's branch as last fetched (`refs/remotes/<remote>/<branch>`):
+    a new local branch of that name could not be pushed beside it."""
+    if branch_exists(repo, branch):
+        return True
+    # a pattern's `*` matches within one level: the remote's name, never part of the branch's
+    return bool(repo.git.for_each_ref("--count=1", "--format=%(refname)", f"refs/remotes/*/{branch}"))
+
+
 def _is_valid_branch(repo: git.Repo, branch: str) -> bool:
     try:
         repo.git.check_ref_format("--branch", branch)

@@ -512,14 +512,15 @@ def _branch_safe(card_id: str) -> str:
 def _free_branches(repo: Any, card_id: str) -> Iterator[str]:
     """Free names for a draft of `card_id`, best first: cairn/draft/<id>, then <id>-2, -3... When a draft branch
     is named like one of the id's folders (cairn/draft/ops for ops/cron), git cannot make a branch below it: the
-    id's parts are then joined by `-` (cairn/draft/ops-cron)."""
+    id's parts are then joined by `-` (cairn/draft/ops-cron). A name a remote's branch holds (a teammate's draft,
+    fetched) is taken too: the new branch could not be pushed beside it."""
     parts = _branch_safe(card_id).split("/")
-    if any(gitrepo.branch_exists(repo, DRAFT_BRANCH_PREFIX + "/".join(parts[:i])) for i in range(1, len(parts))):
+    if any(gitrepo.branch_taken(repo, DRAFT_BRANCH_PREFIX + "/".join(parts[:i])) for i in range(1, len(parts))):
         parts = ["-".join(parts)]
     wanted = DRAFT_BRANCH_PREFIX + "/".join(parts)
     n = 1
     while True:
         name = wanted if n == 1 else f"{wanted}-{n}"
-        if not gitrepo.branch_exists(repo, name):
+        if not gitrepo.branch_taken(repo, name):
             yield name
         n += 1

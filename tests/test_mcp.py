@@ -6,6 +6,7 @@ import base64
 import json
 import re
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -694,6 +695,36 @@ def test_add_draft_is_linted_beside_the_cards_of_the_commit_it_starts_from(vault
         vault_repo.git("for-each-ref", "--format=%(refname)", "refs/heads/cairn") == "refs/heads/cairn/draft/ops/cron"
     )
     assert vault_repo.git("status", "--porcelain") == status
+
+
+def test_a_draft_in_a_clone_takes_no_branch_name_a_teammates_fetched_draft_holds(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """In a clone, a teammate's draft of `ops/cron` is `origin/cairn/draft/ops/cron`: a draft of the same id took the
+    local `cairn/draft/ops/cron`, which git refuses to push (its remote counterpart is another history), and a pull
+    to fix that merged two drafts of one card."""
+    head = _lessons(vault_repo)
+    vault_repo.git("branch", "cairn/draft/ops/cron")  # the teammate's draft, pushed
+    clone = tmp_path / "clone"
+    vault_repo.git("clone", "-q", str(vault_repo.root), str(clone))
+    _, _, results = drive_serve(
+        clone,
+        [
+            ("add_draft", {**DRAFT, "id": "ops/cron"}),
+            ("add_draft", {**DRAFT, "name": "Cron runs twice, again", "id": "ops/cron"}),
+            ("add_draft", {**DRAFT, "name": "A fresh ops lesson", "id": "ops/fresh"}),
+        ],
+    )
+    assert [_text_json(r)["branch"] for r in results] == [
+        "cairn/draft/ops/cron-2",
+        "cairn/draft/ops/cron-3",
+        "cairn/draft/ops/fresh",
+    ]
+    pushed = subprocess.run(
+        ["git", "push", "-q", "origin", "cairn/draft/ops/cron-2"], cwd=clone, capture_output=True, text=True
+    )
+    assert pushed.returncode == 0, pushed.stderr
+    assert vault_repo.git("rev-parse", "cairn/draft/ops/cron") == head  # the teammate's draft is as it was
 
 
 def test_drafts_of_one_id_made_at_once_each_get_a_branch(vault_repo: VaultRepo) -> None:
