@@ -24,7 +24,14 @@ from typing import Any
 
 from cairn import __version__, gitrepo
 from cairn.cards import catalog
-from cairn.cards.authoring import LintRefused, NewCard, lint_pending, render_card, resolve_card_id
+from cairn.cards.authoring import (
+    LintRefused,
+    NewCard,
+    lint_pending,
+    named_alike,
+    render_card,
+    resolve_card_id,
+)
 from cairn.cards.card import parse_card
 from cairn.finding import ERROR
 from cairn.hot.errors import CairnError, CardExists, CardNotFound, ConfigError, InvalidCard, RefusedWrite
@@ -412,7 +419,14 @@ class VaultTools:
 
     def _draft(self, repo: Any, card_id: str, name: str, rel: str, data: bytes, branch: str | None) -> dict[str, Any]:
         served, base = indexer.served_commit(self.vault, repo)  # the branch agents read, not whatever is checked out
-        if gitrepo.read_path(repo, base, rel, self.vault) is not None:
+        there = gitrepo.read_path(repo, base, rel, self.vault)
+        if there is not None:
+            alike = named_alike(rel, there, name)
+            if alike is not None:  # another id would only meet name-unique
+                raise CardExists(
+                    f"{rel} already holds a card named {alike!r} on {served} (names are unique): give this lesson "
+                    "another name, or leave that card for the team to edit (nothing was written)"
+                )
             raise CardExists(f"{rel} already exists on {served}; choose another id (nothing was written)")
         parts = rel.split("/")[:-1]  # a file where the card's folder goes: git refused it in words of its own
         for folder in ("/".join(parts[: end + 1]) for end in range(len(parts))):

@@ -208,6 +208,34 @@ def test_add_draft_refuses_an_id_that_exists_at_head(vault_repo: VaultRepo) -> N
     assert vault_repo.git("branch", "--list", "cairn/draft/*") == ""
 
 
+def test_a_draft_of_a_lesson_the_vault_holds_says_the_name_is_taken_not_to_choose_another_id(
+    vault_repo: VaultRepo,
+) -> None:
+    """The same name and scope give the same id: a second draft of a merged lesson was told "already exists on
+    refs/heads/main; choose another id", and the agent that did so met name-unique, where `cairn add` says at once
+    that the card of that name is there."""
+    name = "定时任务在夏令时切换时执行两次"
+    vault_repo.write("cron/zh-9b0a5e", name, "定时任务按本地时间调度，因为时钟回拨会执行两次。")
+    vault_repo.commit("A merged draft")
+    _, _, results = drive_serve(
+        vault_repo.root,
+        [
+            ("add_draft", {**DRAFT, "name": f" {name} ", "id": "cron/zh-9b0a5e"}),
+            ("add_draft", {**DRAFT, "id": "cron/zh-9b0a5e"}),
+        ],
+    )
+    assert all(map(is_error, results))
+    same, other = (r.content[0].text for r in results)
+    assert same.endswith(
+        f"cards/cron/zh-9b0a5e.md already holds a card named {name!r} on refs/heads/main (names are unique): give "
+        "this lesson another name, or leave that card for the team to edit (nothing was written)"
+    ), same
+    assert other.endswith(  # another lesson at that id: another id is the way out
+        "cards/cron/zh-9b0a5e.md already exists on refs/heads/main; choose another id (nothing was written)"
+    ), other
+    assert vault_repo.git("branch", "--list", "cairn/draft/*") == ""
+
+
 def test_add_draft_starts_from_the_served_branch_not_the_checked_out_one(vault_repo: VaultRepo) -> None:
     served = _lessons(vault_repo)
     vault_repo.git("checkout", "-q", "-b", "feature/wip")

@@ -323,15 +323,22 @@ def _taken(target: Path, rel: str, name: str) -> str:
     """Why `rel` cannot be written, and what to do: the same name gives the same id, so a second `cairn add` of one
     lesson (a command run again) finds its own card there, where another --id would only meet name-unique."""
     try:
-        there, _ = parse_card(rel, target.read_bytes())
+        there = named_alike(rel, target.read_bytes(), name)
     except OSError:
         there = None
-    if there is not None and name_key(there.name) == name_key(name):
+    if there is not None:
         return (
-            f"{rel} already holds a card named {there.name!r} (names are unique): edit that card, or give this one "
+            f"{rel} already holds a card named {there!r} (names are unique): edit that card, or give this one "
             "another --name (the file was left untouched)"
         )
     return f"{rel} already exists; choose another --id (the file was left untouched)"
+
+
+def named_alike(rel: str, data: bytes, name: str) -> str | None:
+    """The name of the card `data` (the file `rel`) when it is `name` once case, punctuation and spacing are folded,
+    else None: the same lesson written again, where another id would only meet name-unique."""
+    there, _ = parse_card(rel, data)
+    return there.name if there is not None and name_key(there.name) == name_key(name) else None
 
 
 def _check_utf8(card: NewCard, rel: str) -> None:
@@ -452,6 +459,7 @@ __all__ = [
     "file_in_the_way",
     "init_vault",
     "lint_pending",
+    "named_alike",
     "prepare_card",
     "render_card",
     "render_frontmatter",
