@@ -891,8 +891,10 @@ def commit_file_to_new_branch(repo: git.Repo, base: str, branch: str, repo_path:
             f"{branch!r} is not a valid branch name (git check-ref-format refuses it); choose another name "
             "(nothing was written)"
         )
-    if branch_exists(repo, branch):
-        raise CairnError(f"branch {branch!r} already exists; choose another name (nothing was written)")
+    taken = branch_taken(repo, branch)
+    if taken is not None:
+        where = "" if taken.startswith("refs/heads/") else f" on a remote ({taken.removeprefix('refs/remotes/')})"
+        raise CairnError(f"branch {branch!r} already exists{where}; choose another name (nothing was written)")
     blob = repo.odb.store(IStream("blob", len(data), BytesIO(data))).binsha.hex()
     with tempfile.TemporaryDirectory(prefix="cairn-staging-") as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index"), **identity_env(repo)}
@@ -918,13 +920,14 @@ def branch_exists(repo: git.Repo, branch: str) -> bool:
         return False
 
 
-def branch_taken(repo: git.Repo, branch: str) -> bool:
-    """Whether `branch` is a local branch or a remote's branch as last fetched (`refs/remotes/<remote>/<branch>`):
-    a new local branch of that name could not be pushed beside it."""
+def branch_taken(repo: git.Repo, branch: str) -> str | None:
+    """The ref that holds `branch`: the local branch, or a remote's branch as last fetched
+    (`refs/remotes/<remote>/<branch>`, beside which a new local branch of that name could not be pushed); or None."""
     if branch_exists(repo, branch):
-        return True
+        return f"refs/heads/{branch}"
     # a pattern's `*` matches within one level: the remote's name, never part of the branch's
-    return bool(repo.git.for_each_ref("--count=1", "--format=%(refname)", f"refs/remotes/*/{branch}"))
+    found = repo.git.for_each_ref("--count=1", "--format=%(refname)", f"refs/remotes/*/{branch}").strip()
+    return found or None
 
 
 def _is_valid_branch(repo: git.Repo, branch: str) -> bool:

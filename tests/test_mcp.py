@@ -730,7 +730,7 @@ def test_a_draft_in_a_clone_takes_no_branch_name_a_teammates_fetched_draft_holds
 ) -> None:
     """In a clone, a teammate's draft of `ops/cron` is `origin/cairn/draft/ops/cron`: a draft of the same id took the
     local `cairn/draft/ops/cron`, which git refuses to push (its remote counterpart is another history), and a pull
-    to fix that merged two drafts of one card."""
+    to fix that merged two drafts of one card. A branch the agent names that way is refused too."""
     head = _lessons(vault_repo)
     vault_repo.git("branch", "cairn/draft/ops/cron")  # the teammate's draft, pushed
     clone = tmp_path / "clone"
@@ -741,13 +741,20 @@ def test_a_draft_in_a_clone_takes_no_branch_name_a_teammates_fetched_draft_holds
             ("add_draft", {**DRAFT, "id": "ops/cron"}),
             ("add_draft", {**DRAFT, "name": "Cron runs twice, again", "id": "ops/cron"}),
             ("add_draft", {**DRAFT, "name": "A fresh ops lesson", "id": "ops/fresh"}),
+            ("add_draft", {**DRAFT, "name": "Named its branch", "id": "ops/named", "branch": "cairn/draft/ops/cron"}),
         ],
     )
-    assert [_text_json(r)["branch"] for r in results] == [
+    *made, named = results
+    assert [_text_json(r)["branch"] for r in made] == [
         "cairn/draft/ops/cron-2",
         "cairn/draft/ops/cron-3",
         "cairn/draft/ops/fresh",
     ]
+    assert is_error(named)  # the branch an agent names is refused as well, not made to fail at the push
+    assert named.content[0].text.endswith(
+        "branch 'cairn/draft/ops/cron' already exists on a remote (origin/cairn/draft/ops/cron); choose another name "
+        "(nothing was written)"
+    ), named.content[0].text
     pushed = subprocess.run(
         ["git", "push", "-q", "origin", "cairn/draft/ops/cron-2"], cwd=clone, capture_output=True, text=True
     )
