@@ -441,6 +441,12 @@ class VaultTools:
             said = "; ".join(f"{f.rule}: {f.message}" for f in errors[:3])
             raise LintRefused(f"{rel} was not drafted: {len(errors)} lint error(s): {said} (nothing was written)")
         subject = commit_subject(f"Draft lesson: {name}")
+        for above in ("cairn", DRAFT_BRANCH_PREFIX.rstrip("/")):  # git keeps a branch as a file: none can go below it
+            if gitrepo.branch_exists(repo, above):
+                raise RefusedWrite(
+                    f"the branch {above!r} leaves git no room for branches under {DRAFT_BRANCH_PREFIX}, where drafts "
+                    f"go; rename it with `git branch -m {above} <new name>` in {self.vault.root} (nothing was written)"
+                )
         targets = [draft_branch(branch)] if branch is not None else _free_branches(repo, card_id)
         # The SDK runs each call on a worker thread: two drafts of one id at once found the same free name, and the
         # one that lost the race failed. One draft of this server names its branch at a time (another process's

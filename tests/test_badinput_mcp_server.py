@@ -124,6 +124,27 @@ def test_a_draft_whose_folder_is_a_file_on_the_served_branch_says_so(vault_repo:
     assert vault_repo.git("for-each-ref", "--format=%(refname)", "refs/heads/cairn") == ""
 
 
+@pytest.mark.parametrize("above", ["cairn", "cairn/draft"])
+def test_a_branch_where_the_draft_branches_folder_goes_is_named(vault_repo: VaultRepo, above: str) -> None:
+    """A branch named `cairn/draft` (or `cairn`): no branch can be made under it, and each draft failed with git's
+    "cannot lock ref 'refs/heads/cairn/draft/ops/cron-3'", a name the agent never asked for, after three tries."""
+    _lessons(vault_repo)
+    vault_repo.git("branch", above)
+    _, _, results = drive_serve(
+        vault_repo.root,
+        [("add_draft", {**DRAFT, "id": "ops/cron"}), ("add_draft", {**DRAFT, "branch": "cairn/draft/mine"})],
+    )
+    assert all(map(is_error, results))
+    for result in results:
+        assert _text(result).endswith(
+            f"the branch {above!r} leaves git no room for branches under cairn/draft/, where drafts go; rename it "
+            f"with `git branch -m {above} <new name>` in {vault_repo.root} (nothing was written)"
+        ), _text(result)
+    assert (
+        vault_repo.git("for-each-ref", "--format=%(refname)", "refs/heads/") == f"refs/heads/{above}\nrefs/heads/main"
+    )
+
+
 def test_show_never_hands_an_agent_invisible_characters_of_a_field_the_contract_does_not_name(
     vault_repo: VaultRepo,
 ) -> None:
