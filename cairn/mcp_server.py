@@ -438,7 +438,8 @@ class VaultTools:
         linted = lint_pending(self.vault, {rel: data}, commit=base)[rel]  # beside the cards it is committed on
         errors = [f for f in linted if f.severity == ERROR]
         if errors:
-            said = "; ".join(f"{f.rule}: {f.message}" for f in errors[:3])
+            # each finding once: one in the name, the summary and the body said it three times, and hid the rest
+            said = "; ".join(list(dict.fromkeys(f"{f.rule}: {f.message}" for f in errors))[:3])
             raise LintRefused(f"{rel} was not drafted: {len(errors)} lint error(s): {said} (nothing was written)")
         subject = commit_subject(f"Draft lesson: {name}")
         for above in ("cairn", DRAFT_BRANCH_PREFIX.rstrip("/")):  # git keeps a branch as a file: none can go below it
