@@ -84,6 +84,32 @@ def test_a_reindex_stamp_from_the_future_does_not_hold_the_background_index_off(
     assert _wait_for_index(vault_repo.root, new)
 
 
+def test_a_background_index_that_fails_says_why_in_the_next_prompts_log(vault_repo: VaultRepo) -> None:
+    """The hook's background `cairn index` fails each time (here a folder where its lock file goes; for an agent
+    run as another user, git refusing a repository that user does not own): the log said "building it in the
+    background" on every prompt, as if a build were still to come, and never why none came."""
+    make_vault(vault_repo)
+    index_file = index_path(vault_repo.root.resolve())
+    index_file.unlink()
+    index_file.with_name("index.cairn.lock").unlink(missing_ok=True)
+    index_file.with_name("index.cairn.lock").mkdir()
+    stamp = index_file.with_name("index.cairn.reindex")
+    prompt = "git pull --rebase dropped my local commits after a force-push"
+    first = vault_repo.cairn("hook", "--format", "text", input=prompt)
+    assert (first.returncode, first.stdout) == (0, "")
+    deadline = time.monotonic() + 60
+    while b"Error: " not in stamp.read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    again = vault_repo.cairn("hook", "--format", "text", input=prompt)
+    assert (again.returncode, again.stdout) == (0, "")
+    (line,) = log_entries()[-1]["vaults"]
+    assert line["error"] == (
+        "HookInputError: no index for this vault yet; building it in the background (`cairn index`); the last "
+        f"background `cairn index` failed: {index_file}.lock is not a regular file (a lock file of Cairn's); remove "
+        "it, then run again"
+    )
+
+
 def test_a_removed_card_is_never_served_from_the_old_index(vault_repo: VaultRepo) -> None:
     make_vault(vault_repo)
     vault_repo.git("rm", "-q", f"cards/{REBASE_ID}.md")

@@ -29,7 +29,6 @@ from cairn.hot import (
     sha256_hex,
     stamped_within,
     state_folder,
-    touch_private,
     utc_now,
 )
 
@@ -523,7 +522,9 @@ def _open_fresh_index(
         if isinstance(exc, IndexMissing):
             line["stale"] = True
             _start_background_index(dirs, index_file)
-            raise HookInputError("no index for this vault yet; building it in the background (`cairn index`)") from None
+            raise HookInputError(
+                "no index for this vault yet; building it in the background (`cairn index`)" + _last_failure(index_file)
+            ) from None
         if isinstance(exc, IndexCorrupt):
             line["stale"] = True
             _start_background_index(dirs, index_file)
@@ -557,6 +558,7 @@ def _open_fresh_index(
     elif commit != served:
         # Cards of another commit: one may be gone, changed or never reviewed. Nothing until the index catches up.
         problem = f"the index is of {str(commit)[:12]}, {ref} is at {served[:12]}; serving nothing until it is rebuilt"
+        problem += _last_failure(index_file)
     elif withdrawn:
         problem = (
             "the index was built while your configuration let the vault switch security rules off "
@@ -611,10 +613,33 @@ def _start_background_index(vault: "VaultDirs", index_file: str) -> None:
             return  # started by the hook that held the claim before this one
         if _index_running(index_file + ".lock"):
             return
-        touch_private(stamp, now)  # OSError for a FIFO or a symlink in its place: the vault's line logs it
-        spawn_index(vault.root)
+        # The stamp, emptied, takes the index's stderr: its `Error: ...` is what `_last_failure` logs.
+        errors = open_private(stamp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)  # OSError for a FIFO, a symlink: logged
+        try:
+            os.utime(stamp, (now, now))
+            spawn_index(vault.root, errors=errors)
+        finally:
+            os.close(errors)
     finally:
         os.close(claim)  # the claim goes with it
+
+
+def _last_failure(index_file: str) -> str:
+    """Why the last background `cairn index` of the vault failed, as a clause for the log (its `Error: ...` line,
+    which `_start_background_index` keeps in the stamp), else "": without it, a build that fails each time (git
+    refusing a repository another user owns, a cache folder it cannot write) reads as one still to come."""
+    try:
+        fd = open_private(index_file + ".reindex", os.O_RDONLY)
+    except OSError:
+        return ""
+    try:
+        said = os.read(fd, 4096).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    failures = [line for line in said.splitlines() if line.startswith("Error: ")]
+    return f"; the last background `cairn index` failed: {failures[-1][7:]}" if failures else ""
 
 
 def _index_running(lock_file: str) -> bool:
@@ -636,10 +661,10 @@ def _index_running(lock_file: str) -> bool:
     return False
 
 
-def spawn_index(root: str, *options: str) -> None:
+def spawn_index(root: str, *options: str, errors: int | None = None) -> None:
     """Start `cairn index --vault ROOT OPTIONS` detached (`INDEX_CODE`, in its own session, git's per-hook
     environment left out) and return at once: the hook's background update, and the git hooks' when another index
-    holds the vault's lock (`cairn index --wait`)."""
+    holds the vault's lock (`cairn index --wait`). `errors`: a descriptor for its stderr (else none)."""
     import subprocess
 
     env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_PREFIX")}
@@ -647,7 +672,7 @@ def spawn_index(root: str, *options: str) -> None:
         [sys.executable, *CHILD_FLAGS, "-c", INDEX_CODE, "index", "--vault", root, *options],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL if errors is None else errors,
         cwd=root,
         env=env,
         start_new_session=True,
