@@ -64,6 +64,7 @@ def run_checks(cwd: Path, env: dict[str, str] | None = None) -> list[Check]:
     checks = [_python(), _git(), *_relative_folders(env), *_shared_folders(), *_low_space(), *_state_check()]
     entries, config_check = _config(env)
     checks.append(config_check)
+    checks += _shell_only_config(env, entries) if config_check.ok else []
     checks += _allowed_rules(env) if config_check.ok else []
     checks += _resolution(cwd, entries, env)
     semantic, encodes = _semantic_check(env)
@@ -183,6 +184,35 @@ def _config(env: dict[str, str]) -> tuple[list[VaultEntry], Check]:
     if not entries:
         return [], Check("config", file, False, "no vault configured", "cairn vault add PATH")
     return entries, Check("config", file, True, f"{len(entries)} vault(s): {', '.join(e.name for e in entries)}")
+
+
+def _shell_only_config(env: dict[str, str], entries: list[VaultEntry]) -> list[Check]:
+    """A note when this shell's `CAIRN_CONFIG` (set in a shell's profile, which a desktop launcher, an IDE, a service
+    or cron does not read) names a configuration whose vaults are not those of the one an agent started without it
+    reads: that agent's hook serves those (or nothing), while every check here passes."""
+    if not env.get("CAIRN_CONFIG"):
+        return []
+    bare = {name: value for name, value in env.items() if name != "CAIRN_CONFIG"}
+    try:
+        file = config_file(bare)
+    except CairnError as exc:
+        file, serves = "", f"finds no configuration ({exc}): its hook serves nothing"
+    else:
+        try:
+            theirs = load_vaults(bare)
+        except (CairnError, OSError) as exc:
+            theirs, serves = [], f"reads {file}, which it cannot use ({exc}): its hook serves nothing"
+        else:
+            names = ", ".join(entry.name for entry in theirs) or "no vault"
+            serves = f"reads {file}, which configures {names}: its hook serves {'those' if theirs else 'nothing'}"
+        if file == config_file(env) or theirs == entries:
+            return []
+    detail = (
+        f"CAIRN_CONFIG={env['CAIRN_CONFIG']} is set here; an agent started without it (from a desktop launcher, an "
+        f"IDE, a service) {serves}"
+    )
+    fix = f"set CAIRN_CONFIG in the agents' environment too, or move the configuration to {file}" if file else ""
+    return [Check("config", "CAIRN_CONFIG", None, detail, fix)]
 
 
 def _allowed_rules(env: dict[str, str]) -> list[Check]:

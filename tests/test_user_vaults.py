@@ -376,6 +376,30 @@ def test_doctor_fails_the_git_hooks_of_a_moved_vault_which_index_nothing(tmp_pat
     assert all(c["ok"] is not False for c in checks if c["area"] in ("git-hooks", "index")), checks
 
 
+def test_doctor_says_an_agent_started_without_this_shells_cairn_config_reads_another_file(tmp_path: Path) -> None:
+    """Bug fixed: with `CAIRN_CONFIG` exported from a shell's profile, every check of `cairn doctor` passed, while an
+    agent started from a desktop launcher, an IDE or a service (no profile read) ran a hook that read the default
+    file, which configured no vault, and served nothing. Doctor now says so, with the file that agent reads."""
+    repo = VaultRepo(tmp_path / "team-lessons")
+    make_vault(repo)
+    mine = {"CAIRN_CONFIG": str(tmp_path / "cairn.toml")}
+    assert cairn("vault", "add", str(repo.root), "--name", "team", cwd=tmp_path, env=mine).returncode == 0
+    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path, env=mine).stdout)["checks"]
+    [note] = [c for c in checks if c["subject"] == "CAIRN_CONFIG"]
+    assert (note["area"], note["ok"]) == ("config", None)
+    default = config_path(tmp_path)
+    assert note["detail"] == (
+        f"CAIRN_CONFIG={tmp_path / 'cairn.toml'} is set here; an agent started without it (from a desktop launcher, "
+        f"an IDE, a service) reads {default}, which configures no vault: its hook serves nothing"
+    )
+    assert note["fix"] == (f"set CAIRN_CONFIG in the agents' environment too, or move the configuration to {default}")
+    default.parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "cairn.toml").rename(default)  # the fix, as it says
+    mine = {"CAIRN_CONFIG": str(default)}
+    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path, env=mine).stdout)["checks"]
+    assert not [c for c in checks if c["subject"] == "CAIRN_CONFIG"]
+
+
 def test_doctors_fix_for_a_moved_vault_keeps_its_name_scope_and_projects(tmp_path: Path) -> None:
     """Bug fixed: for a vault that moved, doctor said `cairn vault remove me && cairn vault add PATH`; run as printed,
     the vault got another name (breaking every `--vault me` and `me:id`) and lost its --scope and --project, so a
