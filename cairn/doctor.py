@@ -337,7 +337,7 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
         ]
     unreadable = _unsupported_repository(vault)
     if unreadable:  # the files name its served commit, but no command can read it: `cairn index` would fail
-        return [*checks, Check("vault", name, False, unreadable, "move its cards/ and cairn.toml to a sha1 repository")]
+        return [*checks, Check("vault", name, False, *unreadable)]
     ref, commit = served_ref(str(vault.git_root), entry.ref)
     if commit is None:  # what the files cannot tell, git may (a reftable repository, a loose annotated tag)
         from cairn.index.build import served_commit
@@ -651,18 +651,22 @@ def _damage(reader: IndexReader) -> str:
     return problems[0] if problems else ""
 
 
-def _unsupported_repository(vault: Any) -> str:
-    """Why Cairn cannot read the vault's repository (a SHA-256 one), or ""."""
+def _unsupported_repository(vault: Any) -> tuple[str, str] | None:
+    """(why, fix) when Cairn cannot read the vault's repository (a SHA-256 one; another user's, which git refuses:
+    an agent or a job run as another user, the vault's files owned by root), else None. Every `cairn index`, and the
+    git hooks, fail there: the checks below would give fixes that fail the same way."""
     from cairn import gitrepo
-    from cairn.hot.errors import UnsupportedRepository
+    from cairn.hot.errors import RepositoryNotOwned, UnsupportedRepository
 
     try:
         with gitrepo.open_repo(vault):
-            return ""
+            return None
     except UnsupportedRepository as exc:
-        return str(exc)
-    except CairnError:  # another reason (safe.directory, damage): the checks below say it
-        return ""
+        return str(exc), "move its cards/ and cairn.toml to a sha1 repository"
+    except RepositoryNotOwned as exc:
+        return str(exc), gitrepo.trust_command(vault.git_root)
+    except CairnError:  # another reason (damage): the checks below say it
+        return None
 
 
 def _lost_commit(vault: Any, ref: str, commit: str, entry: VaultEntry) -> tuple[str, str] | None:

@@ -21,7 +21,13 @@ import git  # noqa: E402
 from git.exc import BadName, GitCommandError, InvalidGitRepositoryError, NoSuchPathError  # noqa: E402
 
 from cairn import mailmap  # noqa: E402
-from cairn.hot.errors import CairnError, GitNotFound, NotAGitRepository, UnsupportedRepository  # noqa: E402
+from cairn.hot.errors import (  # noqa: E402
+    CairnError,
+    GitNotFound,
+    NotAGitRepository,
+    RepositoryNotOwned,
+    UnsupportedRepository,
+)
 from cairn.hot.vault import CARDS_DIR, Vault  # noqa: E402
 from cairn.mailmap import Mailmap  # noqa: E402
 
@@ -81,9 +87,9 @@ def open_repo(vault: Vault) -> git.Repo:
     except GitCommandError as exc:
         repo.close()
         if "dubious ownership" in str(exc.stderr):  # another user's repository (a shared folder, a container)
-            raise NotAGitRepository(
+            raise RepositoryNotOwned(
                 f"git refuses to work in {vault.git_root}: it is owned by another user; if you trust it, run "
-                f"`git config --global --add safe.directory {shlex.quote(str(vault.git_root))}`"
+                f"`{trust_command(vault.git_root)}`"
             ) from None
         raise NotAGitRepository(
             f"{vault.git_root} is not a readable git repository: {_last_line(exc.stderr)}; fix what git names "
@@ -97,6 +103,11 @@ def open_repo(vault: Vault) -> git.Repo:
             "Cairn's git library, cannot read; keep the vault in a repository made by a plain `git init` (sha1)"
         )
     return repo
+
+
+def trust_command(git_root: Path) -> str:
+    """The command that makes git work in a repository another user owns (`RepositoryNotOwned`)."""
+    return f"git config --global --add safe.directory {shlex.quote(str(git_root))}"
 
 
 def object_format_of(repo: git.Repo) -> str:

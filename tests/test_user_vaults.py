@@ -400,6 +400,29 @@ def test_doctor_says_an_agent_started_without_this_shells_cairn_config_reads_ano
     assert not [c for c in checks if c["subject"] == "CAIRN_CONFIG"]
 
 
+def test_doctors_fix_for_a_vault_git_refuses_as_another_users_runs_as_printed(tmp_path: Path) -> None:
+    """Bug fixed: run as another user than the vault's owner (an agent or a job under `sudo -u`, `su`, a service's
+    user), doctor failed the git hooks with the fix `git -C VAULT status`, which only repeats git's refusal (and an
+    index, once stale, with `cairn index`, which git refuses the same way). One line now says why, with the command
+    that trusts the repository; run as printed, the rest passes."""
+    repo = VaultRepo(tmp_path / "team-lessons")
+    make_vault(repo)
+    assert cairn("vault", "add", str(repo.root), "--name", "team", cwd=tmp_path).returncode == 0
+    assert cairn("install", "git-hooks", "--vault", "team", cwd=tmp_path).returncode == 0
+    other = {"GIT_TEST_ASSUME_DIFFERENT_OWNER": "1"}  # git's own switch for its tests: the folder is another user's
+    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path, env=other).stdout)["checks"]
+    failed = [c for c in checks if c["ok"] is False and c["area"] != "agent"]  # no agent installed here
+    root = repo.root.resolve()
+    assert [(c["area"], c["fix"]) for c in failed] == [("vault", f"git config --global --add safe.directory {root}")], (
+        failed
+    )
+    assert failed[0]["detail"].startswith(f"git refuses to work in {root}: it is owned by another user")
+    done = subprocess.run(shlex.split(failed[0]["fix"]), cwd=tmp_path, capture_output=True, check=False)
+    assert done.returncode == 0, done.stderr
+    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path, env=other).stdout)["checks"]
+    assert all(c["ok"] is not False for c in checks if c["area"] in ("vault", "ref", "index", "git-hooks")), checks
+
+
 def test_doctors_fix_for_a_moved_vault_keeps_its_name_scope_and_projects(tmp_path: Path) -> None:
     """Bug fixed: for a vault that moved, doctor said `cairn vault remove me && cairn vault add PATH`; run as printed,
     the vault got another name (breaking every `--vault me` and `me:id`) and lost its --scope and --project, so a

@@ -21,6 +21,10 @@ class UnsupportedRepository(NotAGitRepository):
     """A git repository Cairn cannot read (objects named by SHA-256)."""
 
 
+class RepositoryNotOwned(NotAGitRepository):
+    """A git repository another user owns, which git refuses until this user trusts it (`safe.directory`)."""
+
+
 class CardNotFound(CairnError):
     pass
 
