@@ -163,25 +163,40 @@ def test_damaged_cache_fails_open(vault_repo: VaultRepo) -> None:
     assert entry["stale"] is True
 
 
-def test_unwritable_state_dir_fails_open_with_a_line_on_stderr(vault_repo: VaultRepo, tmp_path: Path) -> None:
+def test_unwritable_state_dir_fails_open_with_a_line_on_stderr(
+    vault_repo: VaultRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """No state folder can be made: no session, no log (a line on stderr says so), and the prompt still gets its
-    card (it got nothing while a session that could not be kept failed the whole prompt)."""
+    card (it got nothing while a session that could not be kept failed the whole prompt). Bug fixed: when nothing was
+    served (an agent run as `nobody`, whose home holds no configuration), the line said only that the log could not
+    be written; why nothing was served was in the log line it lost, and goes to stderr too now."""
     make_vault(vault_repo)
     blocker = tmp_path / "state-is-a-file"
     blocker.write_text("not a folder")
-    done = vault_repo.cairn(
-        "hook",
-        "--format",
-        "claude-code",
-        input=payload_for("claude-code", FITTING_PROMPT, vault_repo.root),
-        env={"CAIRN_STATE_DIR": str(blocker / "state")},
-    )
+
+    def hook() -> subprocess.CompletedProcess[str]:
+        return vault_repo.cairn(
+            "hook",
+            "--format",
+            "claude-code",
+            input=payload_for("claude-code", FITTING_PROMPT, vault_repo.root),
+            env={"CAIRN_STATE_DIR": str(blocker / "state")},
+        )
+
+    done = hook()
     assert done.returncode == 0 and "force-push" in done.stdout
     assert "cannot write the hook log" in done.stderr
     assert done.stderr.endswith(f"; make {blocker / 'state'} a folder you can write, or set CAIRN_STATE_DIR to one\n")
     assert done.stderr.count("\n") == 1
     assert FITTING_PROMPT not in done.stderr
     assert blocker.read_text() == "not a folder"
+    monkeypatch.delenv("CAIRN_VAULT")  # and no vault configured
+    done = hook()
+    assert (done.returncode, done.stdout) == (0, "")
+    first, second = done.stderr.splitlines()
+    assert first.startswith("cairn hook: VaultNotFound: no vault to serve: none is configured in "), first
+    assert second.startswith("cairn hook: cannot write the hook log: ")
+    assert FITTING_PROMPT not in done.stderr
 
 
 def test_no_index_yet_injects_nothing_and_builds_one(vault_repo: VaultRepo) -> None:

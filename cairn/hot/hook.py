@@ -167,7 +167,10 @@ def main(argv: list[str]) -> int:
     try:
         append_log(_state_dir(), entry)
     except Exception as exc:
-        sys.stderr.write(f"cairn hook: cannot write the hook log: {_error_text(exc, prompt)}; {_log_fix()}\n")
+        said = f"cairn hook: cannot write the hook log: {_error_text(exc, prompt)}; {_log_fix()}\n"
+        if entry["error"] and not output:  # why nothing was served, which the lost log line held: stderr is all
+            said = f"cairn hook: {entry['error']}\n{said}"
+        sys.stderr.write(said)
     if output:
         try:  # UTF-8 whatever the locale: agents read it so, and an ASCII locale's stdout would refuse any card in CJK
             sys.stdout.buffer.write(output.encode("utf-8", "replace"))
