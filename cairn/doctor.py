@@ -455,7 +455,9 @@ def _vectors_check(name: str, path: str) -> Check:
     side = vectors.vectors_path(path)
     header = vectors.read_header(side)
     current = header is not None and header.get("model") == enc.MODEL and vectors.current(Path(path))
-    if not current and vectors.encoding_now(Path(path)):
+    # a side file cut short or whose seal fails keeps its header: it is being encoded again all the same
+    whole = current and vectors.sealed(side)
+    if not whole and vectors.encoding_now(Path(path)):
         detail = f"card vectors of {n_cards} cards being encoded in the background now (semantic.log); words meanwhile"
         return Check("semantic", name, None, detail)
     if header is None:
@@ -474,7 +476,7 @@ def _vectors_check(name: str, path: str) -> Check:
     if not vectors.current(Path(path)):
         detail = "card vectors of another commit (a fresh `cairn index` encodes in the background: semantic.log)"
         return Check("semantic", name, False, detail, fix)
-    if not vectors.sealed(side):
+    if not whole:
         return Check("semantic", name, False, f"card vectors damaged ({side})", fix)
     return Check("semantic", name, True, f"card vectors of {n_cards} cards, current")
 

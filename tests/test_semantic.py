@@ -1074,6 +1074,31 @@ def test_doctor_says_the_vectors_are_being_encoded_while_they_are(vault_repo: Va
     assert not vectors.encoding_now(index_file)
 
 
+def test_doctor_says_damaged_vectors_are_being_encoded_again_while_they_are(vault_repo: VaultRepo) -> None:
+    """A side file cut short keeps its header, which names the index: while `cairn index` (the fix doctor gave) had
+    it encoded again in the background, doctor still said FAIL "card vectors damaged -> cairn index"."""
+    import fcntl
+
+    _vault(vault_repo)
+    assert vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team").returncode == 0
+    index_file = _index_file(vault_repo)
+    side = vectors.vectors_path(index_file)
+    with open(side, "r+b") as handle:
+        handle.truncate(side.stat().st_size - 64)
+    assert vectors.read_header(side) is not None and not vectors.sealed(side)
+
+    def team() -> dict[str, object]:
+        report = json.loads(vault_repo.cairn("doctor", "--json").stdout)["checks"]
+        return next(c for c in report if (c["area"], c["subject"]) == ("semantic", "team"))
+
+    damaged = team()
+    assert damaged["ok"] is False and "damaged" in str(damaged["detail"])  # nothing encoding: the fix is given
+    with open(str(side) + ".lock", "w") as lock:  # what `vectors.background_main` holds while it encodes
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        encoding = team()
+        assert encoding["ok"] is None and "being encoded in the background now" in str(encoding["detail"]), encoding
+
+
 def test_doctor_checks_the_vectors_of_a_vault_with_a_card_left_out(vault_repo: VaultRepo) -> None:
     """A vault whose index leaves a card out (a lint failure) is still served, vectors and all: doctor checked its
     vectors only when the index check passed, so damaged vectors went unreported there."""
