@@ -122,6 +122,22 @@ def _index_file(repo: VaultRepo) -> Path:
     return paths.index_path(repo.root)
 
 
+def _request(index: IndexReader) -> dict[str, object]:
+    """The warm encoder's request, as the hook sends it, for PARAPHRASE's 3 closest cards in `index` (z-scores)."""
+    from cairn.hot.semantic import index_key
+
+    return {
+        "v": 1,
+        "vectors": vectors_file(str(index.path)),
+        "commit": index.meta.get("commit"),
+        "index_key": index_key(index.meta),
+        "prompt": PARAPHRASE,
+        "top": 3,
+        "want": [],
+        "z": True,
+    }
+
+
 def test_index_stores_card_vectors_and_reencodes_only_changed_cards(vault_repo: VaultRepo) -> None:
     commit = _vault(vault_repo)
     side = vectors.vectors_path(_index_file(vault_repo))
@@ -707,7 +723,7 @@ def test_a_prompt_handed_over_early_is_encoded_once_and_answers_the_same(
 ) -> None:
     """The hook hands the prompt to the warm encoder as soon as it knows its vaults (`prefetch`, no waiting); the
     request for a vault's similarities then finds its vector ready."""
-    from cairn.hot.semantic import index_key, prefetch
+    from cairn.hot.semantic import prefetch
     from cairn.semantic.daemon import Server
     from cairn.semantic.encoder import Encoder
 
@@ -726,16 +742,7 @@ def test_a_prompt_handed_over_early_is_encoded_once_and_answers_the_same(
 
     server = Server(Counting())
     with IndexReader(index_file) as index:
-        request: dict[str, object] = {
-            "v": 1,
-            "vectors": vectors_file(str(index_file)),
-            "commit": index.meta.get("commit"),
-            "index_key": index_key(index.meta),
-            "prompt": PARAPHRASE,
-            "top": 3,
-            "want": [],
-            "z": True,
-        }
+        request = _request(index)
         assert server.answer({"v": 1, "prefetch": True, "prompt": PARAPHRASE}) == {"ok": True}
         assert server.answer({"v": 1, "prefetch": True, "prompt": 7}) == {"ok": False, "error": "bad request"}
         answer = server.answer(request)
@@ -753,6 +760,32 @@ def test_a_prompt_handed_over_early_is_encoded_once_and_answers_the_same(
         assert sims == pytest.approx(server.answer({**request, "prompt": docker})["sims"], abs=1e-3)
         monkeypatch.setenv("CAIRN_SEMANTIC", "0")
         assert prefetch(docker, [str(index_file)]) is False
+
+
+def test_the_warm_encoder_reads_a_damaged_side_file_once_until_it_changes(vault_repo: VaultRepo) -> None:
+    """A side file whose seal fails was read whole and sealed again at every prompt (a large vault's: the prompt's
+    wait, and a "first read" each time, which lifted the clients' rest after a timeout); it is now refused from
+    memory until the file changes, and read again then."""
+    from cairn.semantic.daemon import Server
+    from cairn.semantic.encoder import Encoder
+
+    _vault(vault_repo)
+    index_file = _index_file(vault_repo)
+    side = vectors.vectors_path(index_file)
+    good = side.read_bytes()
+    damaged = bytearray(good)
+    damaged[-1] ^= 1
+    side.write_bytes(bytes(damaged))
+    server = Server(Encoder())
+    with IndexReader(index_file) as index:
+        request = _request(index)
+    refused = {"ok": False, "error": "no usable vectors: ValueError"}
+    assert server.answer(request) == refused and server.answer(request) == refused
+    assert server.reads == 1
+    side.write_bytes(good)
+    os.utime(side, ns=(time.time_ns(), time.time_ns() + 1_000_000))  # another mtime, whatever the clock's grain
+    answer = server.answer(request)
+    assert answer["ok"] is True and server.reads == 2, answer
 
 
 def test_a_cairn_package_in_the_current_folder_never_runs_as_the_encoder(

@@ -130,7 +130,8 @@ class Server:
 
     def __init__(self, encoder: enc.Encoder) -> None:
         self.encoder = encoder
-        self._files: OrderedDict[str, tuple[tuple[object, ...], vectors.VectorFile]] = OrderedDict()
+        # path -> (what it was read at, the side file or why it was refused)
+        self._files: OrderedDict[str, tuple[tuple[object, ...], vectors.VectorFile | Exception]] = OrderedDict()
         self._queries: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self._reencoding: set[str] = set()
         self.reads = 0  # side files read from disk (`_file`): a slow request that read one was slow once
@@ -218,24 +219,36 @@ class Server:
 
     def _file(self, path: str, key: bytes) -> vectors.VectorFile:
         """The side file at `path`, its seal checked under `key` and its header naming the index beside it, whose
-        seal holds under `key` too (module docstring); kept while neither file nor the key changes."""
+        seal holds under `key` too (module docstring); kept while neither file nor the key changes. A file refused for
+        what it holds is refused again from memory until it changes: read again at every prompt, a damaged side file
+        of a large vault cost each prompt the whole read and seal, and counted as a first read, which lifts the
+        clients' rest."""
         index_file = path[: -len(vectors.SUFFIX)]
         st, ist = os.stat(path), os.stat(index_file)
         stamp = (st.st_ino, st.st_size, st.st_mtime_ns, ist.st_ino, ist.st_size, ist.st_mtime_ns, key)
         cached = self._files.get(path)
         if cached is not None and cached[0] == stamp:
             self._files.move_to_end(path)
+            if isinstance(cached[1], Exception):
+                raise cached[1].with_traceback(None)
             return cached[1]
         self.reads += 1
-        vf = vectors.load(Path(path), key)
-        with IndexReader(index_file, key) as reader:
-            if vf.header.get("commit") != reader.commit or vf.header.get("index_key") != index_seal(reader.meta):
-                raise ValueError("the vectors are not of the index beside them")
-        self._files[path] = (stamp, vf)
+        try:
+            vf = vectors.load(Path(path), key)
+            with IndexReader(index_file, key) as reader:
+                if vf.header.get("commit") != reader.commit or vf.header.get("index_key") != index_seal(reader.meta):
+                    raise ValueError("the vectors are not of the index beside them")
+        except (ValueError, CairnError) as exc:  # what the files hold, not a read that may succeed next time
+            self._keep(path, stamp, exc)
+            raise
+        self._keep(path, stamp, vf)
+        return vf
+
+    def _keep(self, path: str, stamp: tuple[object, ...], found: vectors.VectorFile | Exception) -> None:
+        self._files[path] = (stamp, found)
         self._files.move_to_end(path)
         while len(self._files) > _CACHED_FILES:
             self._files.popitem(last=False)
-        return vf
 
 
 def take_lock(state: str) -> BinaryIO | None:
