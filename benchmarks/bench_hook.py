@@ -473,6 +473,10 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         if r["errors"]:
             print(f"errors at {r['cards']} cards: {r['errors']}")
+        if r["stale_runs"]:  # the hook served a stale index (and started a background index): not its steady state
+            print(
+                f"warning: at {r['label']} cards the hook found the index stale in {r['stale_runs']} runs; not timed as served"
+            )
     print(machine().replace("machine:", "after:  "))
     if args.json:
         print(json.dumps({"venv": str(venv), "results": results}, indent=2))

@@ -10,7 +10,7 @@ itself never imports the checkout, which may be half-edited while it runs.
 VAULT is a committed vault of `benchmarks.synth` cards; ORDER lists its card paths, one a line, in the order the
 index rows get (the generator's); RECORD is a JSON file remembering what was built. The index goes where `cairn`
 looks for it (CAIRN_CACHE_DIR). It is rebuilt when the vault's commit, the index format and layout, Cairn's version
-or the default config differ from the record, else kept. Prints the seconds each step took when it was built, as
+or the default config differ from the record, else kept (Cairn's build, not its version: `_build`). Prints the seconds each step took when it was built, as
 JSON. The card files are read back in the generator's fixed format (JSON-quoted name and summary, one scope), so
 YAML parsing of 100,000 files is not what is timed.
 """
@@ -27,9 +27,21 @@ from pathlib import Path
 from typing import Any
 
 
+def _build() -> str:
+    """The Cairn timed: its build (`cairn.hot.build_name`, the version and its files' digest, which the index's meta
+    holds and the hook checks), or its version for a Cairn from before build names (`--rev` of an older commit). A
+    key on the version alone kept an index another build wrote, which the hook then called stale at every prompt."""
+    try:
+        from cairn.hot import build_name
+    except ImportError:
+        from cairn import __version__
+
+        return __version__
+    return build_name()
+
+
 def index_key() -> str:
     """What the stored index depends on besides the cards."""
-    from cairn import __version__
     from cairn.config import Config
     from cairn.hot import index as reader
     from cairn.index import store
@@ -37,7 +49,7 @@ def index_key() -> str:
     # The reader's and the writer's sources stand for the format and its layout (which may change before the
     # format's number does).
     layout = hashlib.sha256(Path(reader.__file__).read_bytes() + Path(store.__file__).read_bytes()).hexdigest()
-    parts = (reader.FORMAT_VERSION, layout, __version__, json.dumps(Config().to_dict(), sort_keys=True))
+    parts = (reader.FORMAT_VERSION, layout, _build(), json.dumps(Config().to_dict(), sort_keys=True))
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
 
 
