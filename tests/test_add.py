@@ -351,6 +351,24 @@ def test_the_same_command_run_twice_says_the_card_is_there_not_to_choose_another
     assert other.stderr == f"Error: {written} already exists; choose another --id (the file was left untouched)\n"
 
 
+def test_a_chinese_name_with_its_full_stop_is_the_name_without_it(vault_repo: VaultRepo) -> None:
+    """Bug fixed: names are unique once case, spacing and end punctuation are folded, but only ASCII's was: "Short"
+    and "Short." were one name while "短" and "短。" (or "短！") were two, so a Chinese author wrote the same card name
+    twice and neither `cairn add` nor `cairn lint` (name-unique) said so."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.commit("A vault")
+    first = vault_repo.cairn(
+        "add", "--name", "迁移前先备份", "--summary", "跑数据库迁移之前先做一次备份。", "--body", BODY
+    )
+    assert first.returncode == 0, first.stderr
+    [written] = cards_on_disk(vault_repo)
+    for name in ("迁移前先备份。", "迁移前先备份！"):
+        again = vault_repo.cairn("add", "--name", name, "--summary", "另一条完全不同的摘要。", "--body", BODY)
+        assert again.returncode == 1, again.stdout
+        assert f"name-unique the name is also used by {written}; names must be unique" in again.stderr
+    assert cards_on_disk(vault_repo) == [written]
+
+
 def test_an_id_in_the_other_unicode_form_of_a_card_is_taken_not_a_second_card(vault_repo: VaultRepo) -> None:
     """Bug fixed: with `cards/résumé/crème.md` committed from macOS (accents as separate marks, NFD), `cairn add --id
     résumé/crème` as a keyboard types it (NFC), or an --id pasted in NFD beside a composed file, wrote a second card

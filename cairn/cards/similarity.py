@@ -54,8 +54,9 @@ def terms(text: str) -> frozenset[str]:
 
 
 def name_key(name: str) -> str:
-    """A name as names are compared (for uniqueness and likeness): case, spacing and end punctuation do not count."""
-    return " ".join(name.casefold().split()).strip(" .!?:;")
+    """A name as names are compared (for uniqueness and likeness): case, spacing and end punctuation do not count,
+    Chinese full-width end punctuation (`。！？：；`) as much as ASCII's."""
+    return " ".join(name.casefold().split()).strip(" .!?:;。！？：；")
 
 
 @dataclass(frozen=True, slots=True)
