@@ -557,6 +557,22 @@ def test_a_folder_reads_its_agents_md_as_lessons_and_other_files_as_notes(
     assert "source: svc/CLAUDE.md:1\n" in text  # the file's path inside SRC
 
 
+def test_a_note_named_by_its_title_keeps_its_one_paragraph_as_its_body(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: a note of a heading and one paragraph, named by its frontmatter's `title:`, kept the heading and
+    gave its paragraph to the summary alone, so the card's body was only the heading and body-present refused it
+    ("fix the source, or pass --force"), with nothing wrong in the source. The paragraph is its body too."""
+    _start(vault_repo)
+    note = tmp_path / "pool.md"
+    note.write_text(
+        "---\ntitle: 连接池耗尽\n---\n\n# 连接池耗尽\n\n高峰期连接池被占满，因为每个请求都新开连接。改用 pgbouncer。\n"
+    )
+    code, report = _import(vault_repo, str(note))
+    assert code == 0, report
+    assert [(c["id"], c["status"]) for c in report["cards"]] == [("imported/pool", "written")]
+    text = (vault_repo.root / "cards/imported/pool.md").read_text()
+    assert text.endswith("---\n\n# 连接池耗尽\n\n高峰期连接池被占满，因为每个请求都新开连接。改用 pgbouncer。\n"), text
+
+
 def test_an_empty_bullet_never_takes_the_next_bullets_text() -> None:
     read = plan_lessons("N.md", "N.md", "-\n- The worker leaks memory when a job is retried.\n", dt.date(2026, 1, 2))
     assert [(d.source, d.why) for d in read.dropped] == [("N.md:1", "the bullet has no text")]

@@ -33,6 +33,7 @@ from cairn import gitrepo
 from cairn.atomic import ensure_inside, write_atomic
 from cairn.cards import lessons, safeyaml
 from cairn.cards.authoring import card_slug, file_in_the_way, lint_pending, render_frontmatter, unwritable
+from cairn.cards.body import read_body
 from cairn.cards.card import check_card_id, parse_card, slugify
 from cairn.cards.similarity import name_key
 from cairn.finding import ERROR, Finding
@@ -278,7 +279,9 @@ def plan_note(
         if summary == whole:
             taken = _span(tokens[para])
     rest = _lines_outside(lines, [*drop, *taken])
-    if taken and not rest.strip():  # a note of one paragraph: it is the whole lesson, so the body too
+    # A note of one paragraph is the whole lesson, so the body too, with or without a heading left above it (a note
+    # named by its `title:` keeps its heading): else body-present refused the card as "only a heading".
+    if taken and not read_body(rest).has_content:
         rest = _lines_outside(lines, drop)
     own_scope = meta.get("scope")
     head: dict[str, Any] = {"name": name, "summary": summary}
