@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn import agent_switches, githooks, install
-from cairn.hot import build_name
+from cairn.hot import build_name, index_key_file
 from cairn.hot.errors import CairnError
 from cairn.hot.gitrefs import git_dir, served_ref
 from cairn.hot.index import SECURITY_RULES_VERSION, IndexReader
@@ -518,6 +518,9 @@ def _index_check(name: str, root: str, commit: str, vault: Any) -> Check:
             off, off_now = reader.meta.get("security_off") or "[]", _switched_off_now(reader.meta.get("config"))
             damage = _damage(reader)
     except CairnError as exc:
+        key = index_key_file()
+        if os.path.isdir(key):  # `cairn index` cannot replace it (`IndexReader` says so)
+            fix = f"remove {key}, then {fix}"
         return Check("index", name, False, f"no usable index ({exc})", fix)
     if damage:  # bytes changed since `cairn index` wrote them: the hook's seal checks refuse what they read
         return Check("index", name, False, f"damaged: {damage} ({path})", fix)

@@ -245,9 +245,9 @@ def test_a_cache_key_that_cannot_be_read_is_named_in_the_error(vault_repo: Vault
     key.mkdir()
     done = vault_repo.cairn("index", "--rebuild")
     assert_clean_exit(done, 1)
-    assert f"(Is a directory: {key}); make sure that disk has space" in done.stderr, done.stderr
+    assert f": {key} is a folder, where Cairn keeps a file of its own; remove that folder" in done.stderr, done.stderr
     review = vault_repo.cairn("review", "HEAD..HEAD", "--json")
-    assert f"Is a directory: {key}" in json.loads(review.stdout)["routing"]["note"]
+    assert f"{key} is a folder" in json.loads(review.stdout)["routing"]["note"]
 
 
 def _index_within(vault_repo: VaultRepo, limit_bytes: int | None, *args: str) -> subprocess.CompletedProcess[str]:

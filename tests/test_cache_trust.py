@@ -566,6 +566,28 @@ def test_a_damaged_cache_key_is_named_by_audit_and_cairn_index_makes_a_new_one(v
     assert len(key.read_bytes()) > 3 and vault_repo.cairn("audit").returncode == 0
 
 
+def test_a_folder_in_the_cache_keys_place_is_named_with_a_fix_that_works(vault_repo: VaultRepo) -> None:
+    """Bug fixed: with a folder where the cache key goes, every command said to make sure the disk has space and the
+    folder is writable, and doctor and audit to run `cairn index`, which failed the same way: only removing the
+    folder helps, and each says so."""
+    _served_vault(vault_repo)
+    key = cache_dir() / "index.key"
+    key.unlink()
+    key.mkdir()
+    for command in ("index", "recall"):
+        done = vault_repo.cairn(command, *(["git push --force rebase"] if command == "recall" else []))
+        assert done.returncode == 1 and "Traceback" not in done.stderr
+        assert f"{key} is a folder, where Cairn keeps a file of its own; remove that folder" in done.stderr
+        assert "disk has space" not in done.stderr
+    audit = vault_repo.cairn("audit")
+    assert audit.returncode == 1 and f"a folder is in the place of the cache key {key}: remove it" in audit.stdout
+    assert vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team").returncode == 0
+    doctor = vault_repo.cairn("doctor")
+    assert f"-> remove {key}, then cairn index --vault team" in doctor.stdout
+    key.rmdir()
+    assert vault_repo.cairn("index").returncode == 0 and vault_repo.cairn("audit").returncode == 0
+
+
 @pytest.mark.parametrize("holder", ["another user", "a key others may write"])
 def test_a_cache_key_not_the_users_alone_seals_nothing_the_hook_serves(vault_repo: VaultRepo, holder: str) -> None:
     """Bug fixed: the seals were checked with whatever key the cache folder held. In a cache another user owns (a

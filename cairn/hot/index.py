@@ -343,6 +343,8 @@ class IndexReader:
             if key is None:
                 key = index_key()
             if key is None:
+                if os.path.isdir(index_key_file()):  # `cairn index` cannot replace a folder: say what to remove
+                    raise self._damaged(f"a folder is in the place of the cache key {index_key_file()}: remove it")
                 raise self._damaged(
                     f"the cache key {index_key_file()} is missing, damaged or not yours alone (another user owns it "
                     "or may read or write it), so its seals cannot be checked"

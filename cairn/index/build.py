@@ -384,6 +384,11 @@ def _write_index(target: Path, *args: Any, **kwargs: Any) -> None:
     except OSError as exc:
         # the file refused may be another than the index: the cache's key (`index.key`), a lock, a temp file
         culprit = f": {exc.filename}" if exc.filename and os.fspath(exc.filename) != os.fspath(target) else ""
+        if culprit and isinstance(exc, IsADirectoryError):  # no space or permission would help: a folder is in the way
+            raise CairnError(
+                f"cannot write the index at {target}: {exc.filename} is a folder, where Cairn keeps a file of its "
+                "own; remove that folder, then run this again"
+            ) from None
         raise CairnError(
             f"cannot write the index at {target} ({exc.strerror or exc}{culprit}); make sure that disk has space "
             "and the folder is writable (or point CAIRN_CACHE_DIR elsewhere), then run this again"
