@@ -131,6 +131,24 @@ def test_an_edited_file_is_read_again(isolated_env: Path) -> None:
     assert [v.name for v in load_vaults()] == ["org"]
 
 
+def test_a_file_rewritten_in_place_with_its_old_size_and_time_is_read_again(isolated_env: Path) -> None:
+    """Bug fixed: the copy was keyed by the file's size, mtime and inode only, so a configuration copied in place with
+    its times kept (`cp -p`, `rsync -a --inplace`, a restored backup) and of the same size kept the old vaults served
+    at every prompt, a vault the user had removed among them. The change time, which no copy can set, is in the key."""
+    path = write_config(isolated_env, '[[vaults]]\nname = "old"\npath = "/old"\n')
+    before = path.stat()
+    assert [v.name for v in load_vaults()] == ["old"]
+    with open(path, "r+b") as handle:  # the same file (inode), the same size, another vault
+        handle.write(b'[[vaults]]\nname = "new"\npath = "/new"\n')
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_ino, path.stat().st_mtime_ns) == (
+        before.st_size,
+        before.st_ino,
+        before.st_mtime_ns,
+    )
+    assert [(v.name, v.path) for v in load_vaults()] == [("new", "/new")]
+
+
 def test_a_damaged_copy_is_made_again(isolated_env: Path) -> None:
     write_config(isolated_env, GOOD)
     expected = load_vaults()

@@ -14,11 +14,11 @@ The file is `$CAIRN_CONFIG` (a full path), else `$XDG_CONFIG_HOME/cairn/config.t
     allow_disabled_rules = []         # lint rule ids the user allows a vault's cairn.toml to disable
 
 The hook must not import `tomllib` (nor `re`): it reads a JSON copy of the parsed file kept in Cairn's state folder
-(`config/<hash of the path>.json`, 0600), keyed by the TOML file's path, size, mtime_ns and inode, and by the Cairn
-version that read it (an upgraded Cairn may read a file an older one refused). Whoever finds that copy missing or
-stale parses the TOML (importing `tomllib` then, and only then) and writes the copy; a file that does not parse is
-cached too, as its error, so a broken config costs every prompt a stat and a small read, not a TOML parse. The copy
-is checked like the file (the same validation runs on it); a damaged copy is re-made.
+(`config/<hash of the path>.json`, 0600), keyed by the TOML file's path, size, mtime, ctime, inode and device, and
+by the Cairn version that read it (an upgraded Cairn may read a file an older one refused). Whoever finds that copy
+missing or stale parses the TOML (importing `tomllib` then, and only then) and writes the copy; a file that does not
+parse is cached too, as its error, so a broken config costs every prompt a stat and a small read, not a TOML parse.
+The copy is checked like the file (the same validation runs on it); a damaged copy is re-made.
 """
 
 import os
@@ -174,10 +174,12 @@ def parse_file(file: str, env: "Mapping[str, str] | None" = None) -> "dict[str, 
 
 
 def _cache_key(file: str, st: os.stat_result) -> list[object]:
-    """What the cached copy must have been made from: this file as it is now, read by this build of Cairn."""
+    """What the cached copy must have been made from: this file as it is now, read by this build of Cairn. The change
+    time too: a copy that keeps the file's times (`cp -p`, `rsync -a --inplace`, a restored backup) sets its mtime
+    back, never its ctime, and may keep its size and inode with other vaults in it."""
     from cairn.hot import build_name
 
-    return [file, st.st_size, st.st_mtime_ns, st.st_ino, build_name()]
+    return [file, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev, build_name()]
 
 
 def _parse_and_cache(file: str, key: list[object], env: "Mapping[str, str]") -> "dict[str, Any]":
