@@ -132,6 +132,10 @@ def test_an_injected_card_that_did_not_exist_at_its_commit_fails(vault_repo: Vau
         f"hook.jsonl:2: card 'shell/pipefail' did not exist at {first[:8]}",
         f"hook.jsonl:3: commit {'0' * 12} {GONE}",
     ]
+    # one problem, and one line listed that is none: the summary counts each as what it is
+    assert _check(report, "log")["summary"] == (
+        "1 problem(s) in 4 log line(s); 1 line(s) name commits this repository no longer has (not checked)"
+    )
 
 
 def test_a_commit_the_repository_no_longer_has_is_reported_not_failed(

@@ -555,9 +555,8 @@ def _check_log(log_files: list[Path], vault: Vault, trees: _Trees) -> Check:
             continue
         problems.extend(f"{where}: {p}" for p in trees.missing_cards(commit, ids))
     if problems:
-        return Check(
-            "log", "fail", f"{len(problems)} problem(s) in {n_lines} log line(s)", _cap(problems + unverifiable)
-        )
+        summary = f"{len(problems)} problem(s) in {n_lines} log line(s)" + _unchecked(unverifiable, "line(s)")
+        return Check("log", "fail", summary, _cap(problems + unverifiable))
     summary = (
         f"{n_lines} log line(s) parse and hold hashes and lengths only; "
         f"{sum(len(ids) for _, _, ids in injections)} injection(s) of this vault's cards existed at their commits"
@@ -565,9 +564,17 @@ def _check_log(log_files: list[Path], vault: Vault, trees: _Trees) -> Check:
     if unverifiable:
         summary = (
             f"{n_lines} log line(s) parse and hold hashes and lengths only; the injections checked existed at their "
-            f"commits; {len(unverifiable)} line(s) name commits this repository no longer has (not checked)"
+            "commits" + _unchecked(unverifiable, "line(s)")
         )
     return Check("log", "pass", summary, _cap(unverifiable))
+
+
+def _unchecked(unverifiable: list[str], what: str) -> str:
+    """The clause a check's summary ends with for the lines it lists but could not check (a commit gone): without it
+    a failed check said "1 problem(s)" above two lines, the second no problem at all."""
+    if not unverifiable:
+        return ""
+    return f"; {len(unverifiable)} {what} name commits this repository no longer has (not checked)"
 
 
 _GONE = "commit {} is not in this repository (history rewritten, or a shallow clone); its cards cannot be checked"
@@ -663,11 +670,10 @@ def _check_sessions(folder: Path, vault: Vault, trees: _Trees) -> Check:
                 f"{file.name}: {p}" for p in trees.missing_cards(commit, [_bare_id(card_id, trees, commit)])
             )
     if problems:
-        summary = f"{len(problems)} problem(s) in {len(files)} session file(s)"
+        summary = f"{len(problems)} problem(s) in {len(files)} session file(s)" + _unchecked(unverifiable, "card(s)")
         return Check("sessions", "fail", summary, _cap(problems + unverifiable))
     summary = f"{len(files)} session file(s) parse; {n_ours} of this vault name existing cards"
-    if unverifiable:
-        summary += f"; {len(unverifiable)} card(s) name commits this repository no longer has (not checked)"
+    summary += _unchecked(unverifiable, "card(s)")
     return Check("sessions", "pass", summary, _cap(unverifiable))
 
 
