@@ -293,7 +293,28 @@ def test_missing_index_fails_and_says_what_to_do(vault_repo: VaultRepo) -> None:
     vault_repo.commit("Start")
     code, report = _audit(vault_repo)
     assert code == 1
-    assert "run `cairn index`" in _check(report, "cache")["summary"]
+    assert f"run `cairn index --vault {vault_repo.root}`" in _check(report, "cache")["summary"]
+
+
+def test_the_command_a_failed_audit_names_runs_as_printed_from_another_folder(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: `cairn audit --vault NAME` run from another folder said "run `cairn index`", which there finds no
+    vault (or another one) and fails; the command now names the vault, and runs as printed from that folder."""
+    vault_repo.write("a/one", "One", "The first summary.")
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.commit("Start")
+    elsewhere = tmp_path / "project"
+    elsewhere.mkdir()
+    assert vault_repo.invoke("vault", "add", str(vault_repo.root), "--name", "team", cwd=elsewhere).returncode == 0
+    for found in index_file_for(find_vault(vault_repo.root)).parent.iterdir():
+        found.unlink()
+    audited = vault_repo.invoke("audit", "--vault", "team", cwd=elsewhere)
+    assert audited.returncode == 1
+    cache = next(line for line in audited.stdout.splitlines() if line.startswith("FAIL cache:"))
+    assert cache.endswith("; run `cairn index --vault team`"), cache
+    assert vault_repo.invoke("index", "--vault", "team", cwd=elsewhere).returncode == 0
+    assert vault_repo.invoke("audit", "--vault", "team", cwd=elsewhere).returncode == 0
 
 
 def test_require_signed(vault_repo: VaultRepo, tmp_path: Path) -> None:
@@ -425,7 +446,7 @@ def test_a_stale_index_fails_and_says_what_to_run(vault_repo: VaultRepo) -> None
     assert cache["status"] == "fail"
     assert cache["summary"] == (
         f"the index is at {first[:8]} but the served ref refs/heads/main is at {later[:8]}: stale, so agents get "
-        "nothing from this vault until it is indexed; run `cairn index`"
+        f"nothing from this vault until it is indexed; run `cairn index --vault {vault_repo.root}`"
     )
     assert [c["status"] for c in report["checks"] if c["name"] != "cache"] == ["pass"] * 5
     text = vault_repo.invoke("audit")
@@ -448,7 +469,7 @@ def test_an_index_checked_by_older_security_rules_fails_as_the_hook_serves_nothi
     assert cache["status"] == "fail"
     assert cache["summary"] == (
         f"the index was checked by older security rules ('4', this Cairn's are {SECURITY_RULES_VERSION!r}), so agents "
-        "get nothing from this vault until it is rebuilt; run `cairn index`"
+        f"get nothing from this vault until it is rebuilt; run `cairn index --vault {vault_repo.root}`"
     )
     assert cache["details"] == [f"index at {commit[:8]} opens, passes its structure check and its seals (2 cards)"]
     assert vault_repo.invoke("index").returncode == 0
@@ -475,6 +496,8 @@ def test_an_index_built_under_a_withdrawn_security_leave_fails_as_the_hook_serve
     cache = _check(report, "cache")
     assert cache["status"] == "fail"
     assert cache["summary"].startswith("the index was built while your configuration let the vault switch security")
-    assert cache["summary"].endswith("so agents get nothing from this vault until it is rebuilt; run `cairn index`")
+    assert cache["summary"].endswith(
+        f"so agents get nothing from this vault until it is rebuilt; run `cairn index --vault {vault_repo.root}`"
+    )
     assert vault_repo.invoke("index").returncode == 0
     assert _audit(vault_repo)[0] == 0

@@ -238,7 +238,7 @@ def test_a_damaged_or_foreign_index_is_one_clean_line_and_rebuilt(
     audited = vault_repo.cairn("audit")
     assert_clean_exit(audited, 1)
     assert "unexpected" not in audited.stderr and "OperationalError" not in audited.stdout + audited.stderr
-    assert "run `cairn index`" in audited.stdout
+    assert f"run `cairn index --vault {vault_repo.root}`" in audited.stdout
     for command in (["show", REBASE_ID], ["recall", FITTING_PROMPT], ["explain", FITTING_PROMPT]):
         index_file.write_bytes(bytes(data))
         assert_clean_exit(vault_repo.cairn(*command), 0)  # readers check the file first and rebuild it

@@ -38,7 +38,7 @@ def test_truncated_index(vault_repo: VaultRepo, fraction: float) -> None:
     index.write_bytes(data[: int(len(data) * fraction)])
     audit = vault_repo.cairn("audit")
     assert_clean_exit(audit, 1)  # any cut: the file is shorter than its header says
-    assert "run `cairn index`" in audit.stdout
+    assert f"run `cairn index --vault {vault_repo.root}`" in audit.stdout
     hooked = _hook(vault_repo)
     assert (hooked.returncode, hooked.stdout) == (0, b"")
     error = log_entries()[-1]["error"]

@@ -121,9 +121,10 @@ def _audit(
     checks: list[Check] = []
     cache_check, reader = _check_cache(target, vault, repo)
     checks.append(cache_check)
+    index = indexer.index_command(vault)  # audit runs from any folder (`--vault NAME`): the command names the vault
     try:
         if reader is None:
-            why = "the index cannot be read; run `cairn index` to rebuild it"
+            why = f"the index cannot be read; run `{index}` to rebuild it"
             checks.append(Check("entries", "skip", why))
             checks.append(Check("served", "skip", why))
             checks.append(Check("provenance", "skip", why))
@@ -135,29 +136,29 @@ def _audit(
             checks.append(Check("entries", "skip", why))
             checks.append(Check("served", "skip", why))
         else:
-            checks.append(_readable("entries", lambda: _check_entries(reader, trees)))
-            checks.append(_readable("served", lambda: _check_served(reader, repo, vault, progress)))
-            checks.append(_readable("provenance", lambda: _check_provenance(reader, repo)))
+            checks.append(_readable("entries", index, lambda: _check_entries(reader, trees)))
+            checks.append(_readable("served", index, lambda: _check_served(reader, repo, vault, progress)))
+            checks.append(_readable("provenance", index, lambda: _check_provenance(reader, repo)))
         checks.append(_check_log([state / f"{LOG_FILE}.1", state / LOG_FILE], vault, trees))
         checks.append(_check_sessions(state / SESSIONS_DIR, vault, trees))
         if require_signed:
             if reader is None:
                 checks.append(Check("signatures", "fail", "the index cannot be read, so signatures cannot be checked"))
             else:
-                checks.append(_readable("signatures", lambda: _check_signatures(reader, repo)))
+                checks.append(_readable("signatures", index, lambda: _check_signatures(reader, repo)))
     finally:
         if reader is not None:
             reader.close()
     return AuditReport(vault.root, target, tuple(checks))
 
 
-def _readable(name: str, check: Callable[[], Check]) -> Check:
+def _readable(name: str, index: str, check: Callable[[], Check]) -> Check:
     """A check of the index's contents, failed when a record it reads is damaged beyond reading (the cache check
-    says what; the other checks still run)."""
+    says what; the other checks still run). index: the `cairn index` command of this vault."""
     try:
         return check()
     except IndexCorrupt as exc:
-        return Check(name, "fail", "the index is damaged; run `cairn index` to rebuild it", (str(exc),))
+        return Check(name, "fail", f"the index is damaged; run `{index}` to rebuild it", (str(exc),))
 
 
 # -- the cache ------------------------------------------------------------------------------------------------------
@@ -166,16 +167,17 @@ def _readable(name: str, check: Callable[[], Check]) -> Check:
 def _check_cache(target: Path, vault: Vault, repo: git.Repo) -> tuple[Check, IndexReader | None]:
     """The file opens, passes its structure check and its seals, and names this vault and a commit it holds. A file
     that opens is returned even when its seals fail, so the other checks can say what differs."""
+    index = indexer.index_command(vault)
     try:
         reader = IndexReader(target, unchecked=True)
     except IndexMissing:
         try:
             gitrepo.head_commit(repo)
         except CairnError as exc:  # an unborn HEAD: there is nothing to index yet, and `cairn index` would say so
-            return Check("cache", "fail", f"no index at {target}: {exc}, then run `cairn index`"), None
-        return Check("cache", "fail", f"no index at {target}; run `cairn index`"), None
+            return Check("cache", "fail", f"no index at {target}: {exc}, then run `{index}`"), None
+        return Check("cache", "fail", f"no index at {target}; run `{index}`"), None
     except IndexCorrupt as exc:
-        return Check("cache", "fail", "the index is damaged; run `cairn index` to rebuild it", (str(exc),)), None
+        return Check("cache", "fail", f"the index is damaged; run `{index}` to rebuild it", (str(exc),)), None
     problems: list[str] = []
     try:
         if not reader.meta_sealed():
@@ -189,19 +191,19 @@ def _check_cache(target: Path, vault: Vault, repo: git.Repo) -> tuple[Check, Ind
         n_cards = reader.n_cards
     except (IndexCorrupt, KeyError, ValueError) as exc:
         reader.close()
-        return Check("cache", "fail", "the index is damaged; run `cairn index` to rebuild it", (str(exc),)), None
+        return Check("cache", "fail", f"the index is damaged; run `{index}` to rebuild it", (str(exc),)), None
     if not gitrepo.commit_exists(repo, commit):
         reader.close()
         return Check("cache", "fail", f"the index names commit {commit[:12]}, which the repository does not hold"), None
     if problems:
-        why = "the index was altered or is damaged; run `cairn index` to rebuild it"
+        why = f"the index was altered or is damaged; run `{index}` to rebuild it"
         return Check("cache", "fail", why, _cap(problems)), reader
     whole = f"index at {commit[:8]} opens, passes its structure check and its seals ({n_cards} cards)"
     rules = reader.meta.get("security_rules")
     if rules != SECURITY_RULES_VERSION:  # the hook serves nothing from it: a card a newer rule refuses may be in it
         summary = (
             f"the index was checked by older security rules ({rules!r}, this Cairn's are {SECURITY_RULES_VERSION!r}), "
-            "so agents get nothing from this vault until it is rebuilt; run `cairn index`"
+            f"so agents get nothing from this vault until it is rebuilt; run `{index}`"
         )
         return Check("cache", "fail", summary, (whole,)), reader
     allowed = reader.meta.get("security_allowed")
@@ -209,7 +211,7 @@ def _check_cache(target: Path, vault: Vault, repo: git.Repo) -> tuple[Check, Ind
         summary = (
             "the index was built while your configuration let the vault switch security rules off "
             f"([security] allow_disabled_rules: {allowed}), and it no longer does, so agents get nothing from this "
-            "vault until it is rebuilt; run `cairn index`"
+            f"vault until it is rebuilt; run `{index}`"
         )
         return Check("cache", "fail", summary, (whole,)), reader
     try:
@@ -222,9 +224,12 @@ def _check_cache(target: Path, vault: Vault, repo: git.Repo) -> tuple[Check, Ind
         return Check("cache", "pass", whole), reader
     # The hook serves nothing from an index of another commit than the served ref's (and starts `cairn index`)
     if gitrepo.is_ancestor(repo, commit, served):
-        why, fix = "stale", "run `cairn index`"
+        why, fix = "stale", f"run `{index}`"
     else:
-        why, fix = "on another history (rewritten?)", "check the new history, then run `cairn index --rebuild`"
+        why, fix = (
+            "on another history (rewritten?)",
+            f"check the new history, then run `{indexer.rebuild_command(vault)}`",
+        )
     summary = (
         f"the index is at {commit[:8]} but the served ref {ref} is at {served[:8]}: {why}, so agents get nothing "
         f"from this vault until it is indexed; {fix}"

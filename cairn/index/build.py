@@ -333,15 +333,21 @@ def open_index(
 
 
 def rebuild_command(vault: Vault) -> str:
-    """`cairn index --rebuild` of this vault as it runs from any folder: the commands that say it run outside the
-    vault too (recall and explain from a project, `--vault NAME`), where a bare one finds no vault or another. The
-    vault is named as configured, else by its path."""
+    """`cairn index --rebuild` of this vault as it runs from any folder (`index_command`)."""
+    return index_command(vault, "--rebuild")
+
+
+def index_command(vault: Vault, option: str = "") -> str:
+    """`cairn index` (with `option`) of this vault as it runs from any folder: the commands that say it run outside
+    the vault too (recall and explain from a project, `--vault NAME`), where a bare one finds no vault or another.
+    The vault is named as configured, else by its path."""
     import shlex
 
     from cairn.userconfig import entry_for
 
     entry = entry_for(vault.root)
-    return f"cairn index --rebuild --vault {shlex.quote(entry.name if entry else str(vault.root))}"
+    given = f"{option} " if option else ""
+    return f"cairn index {given}--vault {shlex.quote(entry.name if entry else str(vault.root))}"
 
 
 def config_of(vault: Vault, *, worktree: bool = False) -> Config:
