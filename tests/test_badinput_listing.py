@@ -337,3 +337,17 @@ def test_a_vault_named_by_path_is_read_from_a_removed_folder(vault_repo: VaultRe
         assert gone.exists() is False
         assert done.returncode == 0, done.stderr
         assert "Unable to read current working directory" not in done.stdout + done.stderr
+
+
+def test_list_of_a_named_vault_from_another_folder_says_a_show_that_runs_there(tmp_path: Path) -> None:
+    """Bug fixed: `cairn list --vault NAME` run outside the vault, with several configured, ended "`cairn show ID`
+    prints one", and that command, run there, failed (it asks which vault); it now names the vault list was given."""
+    for name in ("one", "two"):
+        repo = VaultRepo(tmp_path / name)
+        make_vault(repo)
+        assert run_cairn("vault", "add", str(repo.root), "--name", name, cwd=tmp_path).returncode == 0
+    listed = run_cairn("list", "--vault", "two", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[-1].endswith("; `cairn show ID --vault two` prints one.")
+    shown = run_cairn("show", REBASE_ID, "--vault", "two", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr

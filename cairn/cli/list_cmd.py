@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import shlex
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -72,7 +73,8 @@ def list_cards(due: bool, scopes: tuple[str, ...], vault_path: str | None, as_js
         echo(f"No card{_which(due, bool(wanted))} at {ref} {commit[:8]}.")
         return
     _print_rows([(c.id, c) for c in cards])
-    echo(f"{len(cards)} card(s) at {ref} {commit[:8]}; `cairn show ID` prints one.")
+    asked = f" --vault {shlex.quote(vault_path)}" if vault_path else ""  # listed from another folder: show asks it too
+    echo(f"{len(cards)} card(s) at {ref} {commit[:8]}; `cairn show ID{asked}` prints one.")
 
 
 def _warn_of(name: str, text: str) -> None:
