@@ -172,7 +172,11 @@ def test_a_damaged_copy_is_made_again(isolated_env: Path) -> None:
         ),
         ("vaults = 3\n", "config.toml: vaults must be [[vaults]] tables"),
         ("[vault]\nname = 'x'\n", "config.toml: unknown key 'vault'; known: [[vaults]] and [security]"),
-        ("[[vaults]]\npath = '/v'\n", "config.toml: [[vaults]] entry 1: name must be 1 to 32 characters"),
+        (  # bug fixed: a missing name was said as "..., not None", a word TOML has not
+            "[[vaults]]\npath = '/v'\n",
+            "config.toml: [[vaults]] entry 1: name is required: 1 to 32 characters of a-z, 0-9, '_' and '-', starting "
+            'with a letter or digit (e.g. name = "team")',
+        ),
         ("[[vaults]]\nname = 'Team'\npath = '/v'\n", "not 'Team'"),
         ("[[vaults]]\nname = '-x'\npath = '/v'\n", "not '-x'"),
         ("[[vaults]]\nname = '" + "a" * 33 + "'\npath = '/v'\n", "name must be 1 to 32"),

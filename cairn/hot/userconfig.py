@@ -272,9 +272,10 @@ def _validated_entry(file: str, n: int, entry: "dict[str, Any]", env: "Mapping[s
         if key not in _ENTRY_KEYS:
             raise ValueError(f"{label}: unknown key {key!r}; known: {', '.join(_ENTRY_KEYS)}")
     if not isinstance(name, str) or not is_vault_name(name):
+        given = "is required:" if name is None else "must be"  # TOML has no None: the entry has no name at all
         raise ValueError(
-            f"{label}: name must be 1 to {MAX_NAME_CHARS} characters of a-z, 0-9, '_' and '-', starting with a"
-            f' letter or digit (e.g. name = "team"), not {name!r}'
+            f"{label}: name {given} 1 to {MAX_NAME_CHARS} characters of a-z, 0-9, '_' and '-', starting with a"
+            f' letter or digit (e.g. name = "team"){"" if name is None else f", not {name!r}"}'
         )
     path = entry.get("path")
     if not isinstance(path, str) or not path.strip():
