@@ -121,6 +121,19 @@ def test_check_card_id_refuses_traversal(bad: str) -> None:
         check_card_id(bad)
 
 
+def test_show_of_a_path_that_is_no_card_id_names_the_command_that_lists_the_ids(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn show ../x` said to "see `cairn recall` or `cairn lint`": the first, run as printed, is a
+    usage error (it needs a query) and neither lists ids. It names `cairn list`, which does."""
+    make_vault(vault_repo)
+    shown = vault_repo.invoke("show", "../etc/passwd")
+    assert shown.returncode == 1
+    assert shown.stderr.strip() == (
+        "Error: '../etc/passwd' is not a card id; ids look like `topic/slug` (`cairn list` shows the cards' ids)"
+    )
+    listed = vault_repo.invoke("list")
+    assert listed.returncode == 0 and "git/force-push-rebase" in listed.stdout
+
+
 @pytest.mark.parametrize(
     ("given", "expected"), [("git/x", "git/x"), ("cards/git/x.md", "git/x"), ("clang++", "clang++"), ("[", "[")]
 )

@@ -504,7 +504,7 @@ def check_card_id(card_id: str, *, max_part_bytes: int = MAX_ID_PART_BYTES) -> s
     )
     if bad:
         shown = card_id if len(card_id) <= 80 else card_id[:80] + "..."
-        raise InvalidId(f"{shown!r} is not a card id; ids look like `topic/slug` (see `cairn recall` or `cairn lint`)")
+        raise InvalidId(f"{shown!r} is not a card id; ids look like `topic/slug` (`cairn list` shows the cards' ids)")
     return cleaned
 
 
