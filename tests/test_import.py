@@ -499,8 +499,32 @@ def test_lessons_reads_any_file_and_a_folder_only_its_lesson_files(vault_repo: V
     assert code == 0 and [c["id"] for c in report["cards"]] == [
         "lessons/builds-fail-when-the-lockfile-is-stale-so-commit-it"
     ]
-    code, report = _import(vault_repo, str(src), "--lessons", "--dry-run")
-    assert (code, report["cards"], report["dropped"]) == (0, [], [])  # neither file is a CLAUDE.md / AGENTS.md
+    done = vault_repo.invoke("import", str(src), "--lessons", "--dry-run", "--vault", str(vault_repo.root))
+    assert (done.returncode, done.stdout) == (1, "")  # neither file is a CLAUDE.md / AGENTS.md
+    assert done.stderr.strip() == (
+        f"Error: {src} holds no CLAUDE.md, AGENTS.md or GEMINI.md outside hidden folders; give a Markdown file or a "
+        "folder of them (nothing was written)"
+    )
+
+
+def test_a_folder_with_no_markdown_file_is_an_error_not_an_import_of_nothing(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: `cairn import DIR` of a folder holding no Markdown file (the wrong folder, or notes in a hidden
+    one) said "Imported 0 card(s); dropped 0 (not lessons); skipped 0." and exited 0, as if it had read something.
+    It is now one error line naming the folder, exit 1, and nothing is written."""
+    _start(vault_repo)
+    src = tmp_path / "notes"
+    (src / ".hidden").mkdir(parents=True)
+    (src / ".hidden" / "lesson.md").write_text("# Builds\n\nBuilds fail when the lockfile is stale, so commit it.\n")
+    (src / "todo.txt").write_text("Builds fail when the lockfile is stale.\n")
+    done = vault_repo.invoke("import", str(src), "--vault", str(vault_repo.root))
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.strip() == (
+        f"Error: {src} holds no Markdown file (.md, .markdown) outside hidden folders; give a Markdown file or a "
+        "folder of them (nothing was written)"
+    )
+    assert cards_on_disk(vault_repo) == ["cards/git/existing.md"]
 
 
 def test_a_cursorrules_file_is_read_as_lessons_not_as_one_note(vault_repo: VaultRepo, tmp_path: Path) -> None:

@@ -188,6 +188,12 @@ def import_notes(
     headings: list[str] = []
     found_section = False
     files = list(_source_files(src, as_lessons, cards_dir))
+    if not files:  # a folder with nothing to read: the wrong folder, not a successful import of no card
+        kind = "CLAUDE.md, AGENTS.md or GEMINI.md" if as_lessons else "Markdown file (.md, .markdown)"
+        raise CairnError(
+            f"{src} holds no {kind} outside hidden folders; give a Markdown file or a folder of them (nothing was "
+            "written)"
+        )
     inside = src.resolve() if src.is_dir() else None
     for done, (file, rel_dir) in enumerate(files):
         if progress is not None and done % 25 == 0:
