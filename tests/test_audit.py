@@ -5,6 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -315,6 +318,35 @@ def test_the_command_a_failed_audit_names_runs_as_printed_from_another_folder(
     assert cache.endswith("; run `cairn index --vault team`"), cache
     assert vault_repo.invoke("index", "--vault", "team", cwd=elsewhere).returncode == 0
     assert vault_repo.invoke("audit", "--vault", "team", cwd=elsewhere).returncode == 0
+
+
+def test_the_shallow_clone_note_names_commands_that_run_as_printed_from_another_folder(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: in a shallow clone, audit's provenance note said "`git fetch --unshallow`, then `cairn index
+    --rebuild`": from another folder (`cairn audit --vault PATH`) git fetched nothing there and `cairn index` found no
+    vault. Both now name the clone; run as printed from that folder, the note is gone."""
+    _vault(vault_repo)
+    vault_repo.write("docker/later", "A later lesson about layers", "Order the Dockerfile so the cache holds.")
+    vault_repo.commit("A later card")
+    clone = tmp_path / "shallow clone"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{vault_repo.root}", str(clone)], check=True)
+    elsewhere = tmp_path / "project"
+    elsewhere.mkdir()
+    assert vault_repo.invoke("index", "--vault", str(clone), cwd=elsewhere).returncode == 0
+    done = vault_repo.invoke("audit", "--json", "--vault", str(clone), cwd=elsewhere)
+    assert done.returncode == 0, done.stdout
+    [note] = _check(json.loads(done.stdout), "provenance")["details"]
+    commands = re.findall(r"`([^`]+)`", note)
+    assert commands == [
+        f"git -C {shlex.quote(str(clone))} fetch --unshallow",
+        f"cairn index --rebuild --vault {shlex.quote(str(clone))}",
+    ]
+    fetched = subprocess.run(shlex.split(commands[0]), cwd=elsewhere, capture_output=True, text=True, check=False)
+    assert fetched.returncode == 0, fetched.stderr
+    assert vault_repo.invoke(*shlex.split(commands[1])[1:], cwd=elsewhere).returncode == 0
+    done = vault_repo.invoke("audit", "--json", "--vault", str(clone), cwd=elsewhere)
+    assert _check(json.loads(done.stdout), "provenance")["details"] == []
 
 
 def test_require_signed(vault_repo: VaultRepo, tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from cairn.hot import paths
 from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing
 from cairn.hot.index import SECURITY_RULES_VERSION, IndexReader
 from cairn.hot.userconfig import leave_withdrawn
-from cairn.hot.vault import Vault
+from cairn.hot.vault import Vault, shell_word
 from cairn.index import build as indexer
 from cairn.index import expiry, store
 from cairn.index.build import index_file_for
@@ -138,7 +138,7 @@ def _audit(
         else:
             checks.append(_readable("entries", index, lambda: _check_entries(reader, trees)))
             checks.append(_readable("served", index, lambda: _check_served(reader, repo, vault, progress)))
-            checks.append(_readable("provenance", index, lambda: _check_provenance(reader, repo)))
+            checks.append(_readable("provenance", index, lambda: _check_provenance(reader, repo, vault)))
         checks.append(_check_log([state / f"{LOG_FILE}.1", state / LOG_FILE], vault, trees))
         checks.append(_check_sessions(state / SESSIONS_DIR, vault, trees))
         if require_signed:
@@ -478,7 +478,7 @@ def _stored_path(path: str) -> str:
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def _check_provenance(reader: IndexReader, repo: git.Repo) -> Check:
+def _check_provenance(reader: IndexReader, repo: git.Repo, vault: Vault) -> Check:
     missing = []
     boundary = gitrepo.shallow_commits(repo)
     cut = 0
@@ -496,7 +496,8 @@ def _check_provenance(reader: IndexReader, repo: git.Repo) -> Check:
             "every indexed card has its creator, last change and authors",
             (
                 f"this clone is shallow: for {cut} card(s) history stops at the clone's boundary, so their creator "
-                "may be older; `git fetch --unshallow`, then `cairn index --rebuild`, for the whole history",
+                f"may be older; `git -C {shell_word(vault.git_root or vault.root)} fetch --unshallow`, then "
+                f"`{indexer.rebuild_command(vault)}`, for the whole history",
             ),
         )
     return Check("provenance", "pass", "every indexed card has its creator, last change and authors")
