@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
-import shlex
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,7 @@ from cairn.index.build import build_index, index_file_for
 from helpers.cachefiles import edit_card, edit_meta, reseal
 from helpers.cli import run_on_terminal
 from helpers.signing import signed_commit, ssh_signing
-from helpers.vaults import BOB, VaultRepo
+from helpers.vaults import BOB, VaultRepo, run_unshallow_commands
 
 PROMPT = "Why did git pull --rebase drop my local commits after a force-push?"
 GONE = "is not in this repository (history rewritten, or a shallow clone); its cards cannot be checked"
@@ -337,14 +335,7 @@ def test_the_shallow_clone_note_names_commands_that_run_as_printed_from_another_
     done = vault_repo.invoke("audit", "--json", "--vault", str(clone), cwd=elsewhere)
     assert done.returncode == 0, done.stdout
     [note] = _check(json.loads(done.stdout), "provenance")["details"]
-    commands = re.findall(r"`([^`]+)`", note)
-    assert commands == [
-        f"git -C {shlex.quote(str(clone))} fetch --unshallow",
-        f"cairn index --rebuild --vault {shlex.quote(str(clone))}",
-    ]
-    fetched = subprocess.run(shlex.split(commands[0]), cwd=elsewhere, capture_output=True, text=True, check=False)
-    assert fetched.returncode == 0, fetched.stderr
-    assert vault_repo.invoke(*shlex.split(commands[1])[1:], cwd=elsewhere).returncode == 0
+    run_unshallow_commands(note, clone, elsewhere)
     done = vault_repo.invoke("audit", "--json", "--vault", str(clone), cwd=elsewhere)
     assert _check(json.loads(done.stdout), "provenance")["details"] == []
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 from cairn.hot.vault import find_vault
 from cairn.index.build import build_index, open_index
 from helpers.signing import signed_commit, ssh_signing
-from helpers.vaults import ANN, BOB, VaultRepo
+from helpers.vaults import ANN, BOB, VaultRepo, run_unshallow_commands
 
 
 def _prov(vault_repo: VaultRepo, card_id: str) -> dict[str, Any]:
@@ -304,6 +305,29 @@ def test_deepening_a_shallow_clone_reads_the_whole_history_again(vault_repo: Vau
     prov = json.loads(clone.cairn("show", "a/one", "--json").stdout)["provenance"]
     assert prov["created"]["commit"] == created and "shallow" not in prov
     assert [a["name"] for a in prov["authors"]] == [ANN[0], BOB[0]]
+
+
+def test_show_of_a_shallow_clone_from_another_folder_names_commands_that_run_there(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: `cairn show ID --vault CLONE` of a shallow clone, run from another folder, noted "`git fetch
+    --unshallow` ..., then `cairn index --rebuild`": there git fetched nothing and `cairn index` found no vault. Both
+    now name the clone; run as printed from that folder, the note is gone."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("a/one", "One", "The first summary.")
+    vault_repo.commit("Start", author=ANN)
+    vault_repo.write("a/one", "One", "The first summary, sharper.")
+    vault_repo.commit("Sharper", author=BOB)
+    clone = tmp_path / "shallow clone"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", vault_repo.root.as_uri(), str(clone)], check=True)
+    elsewhere = tmp_path / "project"
+    elsewhere.mkdir()
+    shown = vault_repo.invoke("show", "a/one", "--vault", str(clone), cwd=elsewhere)
+    assert shown.returncode == 0, shown.stderr
+    [note] = [line for line in shown.stdout.splitlines() if "this clone is shallow" in line]
+    run_unshallow_commands(note, clone, elsewhere)
+    shown = vault_repo.invoke("show", "a/one", "--vault", str(clone), cwd=elsewhere)
+    assert shown.returncode == 0 and "this clone is shallow" not in shown.stdout, shown.stdout
 
 
 def _commit_at(

@@ -621,13 +621,13 @@ def show(card_id: str, worktree: bool, vault_path: str | None, as_json: bool) ->
     if as_json:
         echo_json(record)
         return
-    echo(render_card_text(record))
+    echo(render_card_text(record, vault))
 
 
-def render_card_text(record: dict[str, object]) -> str:
+def render_card_text(record: dict[str, object], vault: Vault) -> str:
     """The card as `cairn show` prints it: one line per field, then the body, then provenance. Every value but the
     body is kept on its line (`_one_line`): a card's scope or source holding a line break must not print a line
-    that reads like one of these (`status: retired`)."""
+    that reads like one of these (`status: retired`). vault: the vault shown, which the commands it names ask."""
     one = _one_line
     lines = [
         one(record["name"]),
@@ -647,7 +647,7 @@ def render_card_text(record: dict[str, object]) -> str:
     lines += ["", f"summary: {one(record['summary'])}", "", str(record.get("body") or "")]
     provenance = record.get("provenance")
     if isinstance(provenance, dict) and provenance:
-        lines += ["", *_provenance_lines(provenance)]
+        lines += ["", *_provenance_lines(provenance, vault)]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -668,7 +668,7 @@ def _one_line(value: object) -> str:
     return clean_line(str(value)).replace("\u2028", "?").replace("\u2029", "?")
 
 
-def _provenance_lines(provenance: dict[str, Any]) -> list[str]:
+def _provenance_lines(provenance: dict[str, Any], vault: Vault) -> list[str]:
     from cairn.index.provenance import describe
 
     authors = ", ".join(
@@ -687,7 +687,8 @@ def _provenance_lines(provenance: dict[str, Any]) -> list[str]:
     if provenance.get("shallow"):
         lines.append(
             "  note: this clone is shallow, so history stops at the created commit; the card may be older and have "
-            "other authors (`git fetch --unshallow` for the whole history, then `cairn index --rebuild`)"
+            f"other authors (`git -C {shell_word(vault.git_root or vault.root)} fetch --unshallow` for the whole "
+            f"history, then `{indexer.rebuild_command(vault)}`)"
         )
     return lines
 

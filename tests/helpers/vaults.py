@@ -144,6 +144,23 @@ class VaultRepo:
         return invoke_cli(list(args), input=input, env=env, cwd=cwd or self.root)
 
 
+def run_unshallow_commands(note: str, clone: Path, cwd: Path) -> None:
+    """The commands a shallow clone's note names (`git -C CLONE fetch --unshallow`, then `cairn index --rebuild
+    --vault CLONE`): checked to name the clone, then run as printed from `cwd`, each one succeeding."""
+    import re
+    import shlex
+
+    commands = re.findall(r"`([^`]+)`", note)
+    assert commands == [
+        f"git -C {shlex.quote(str(clone))} fetch --unshallow",
+        f"cairn index --rebuild --vault {shlex.quote(str(clone))}",
+    ], note
+    fetched = subprocess.run(shlex.split(commands[0]), cwd=cwd, capture_output=True, text=True, check=False)
+    assert fetched.returncode == 0, fetched.stderr
+    indexed = invoke_cli(shlex.split(commands[1])[1:], cwd=cwd)
+    assert indexed.returncode == 0, indexed.stderr
+
+
 def make_vault(repo: VaultRepo) -> str:
     """Two cards on unrelated topics (git's REBASE_ID and a Docker card) and Cairn's marker `cairn.toml` (the hook
     serves no folder without it), committed and indexed; returns the commit."""
