@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -481,6 +482,26 @@ def test_recall_and_explain_say_a_new_card_is_not_committed_yet(vault_repo: Vaul
     assert vault_repo.cairn("recall", "--worktree", prompt).stdout.splitlines()[2] == f"   {path}"  # read again
     vault_repo.commit("A terraform card")
     assert "not committed" not in vault_repo.cairn("recall", "an unrelated question about css grid").stderr
+
+
+def test_the_uncommitted_card_note_of_a_vault_asked_from_another_folder_names_it(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: `cairn recall --vault PATH` (and explain) from another folder, with a card written and not
+    committed, said "`cairn recall --worktree QUERY` reads the card files": run there, it asked no vault (or the
+    configured ones) and not PATH's files. The command now carries the --vault it was given, and finds the card."""
+    make_vault(vault_repo)
+    vault_repo.write("terraform/stale-lock", "Terraform state lock left by a crashed apply", "Run force-unlock.")
+    prompt = "terraform state lock left behind after a crashed apply"
+    elsewhere = tmp_path / "project"
+    elsewhere.mkdir()
+    for command in ("recall", "explain"):
+        done = vault_repo.invoke(command, "--vault", str(vault_repo.root), prompt, cwd=elsewhere)
+        assert done.returncode == 0 and "not committed" in done.stderr, done.stderr
+        [printed] = re.findall(r"`(cairn [^`]+--worktree[^`]*)`", done.stderr)
+        assert printed == f"cairn {command} --worktree --vault {vault_repo.root} QUERY", printed
+        asked = vault_repo.invoke(*shlex.split(printed.replace("QUERY", shlex.quote(prompt)))[1:], cwd=elsewhere)
+        assert asked.returncode == 0 and "terraform/stale-lock" in asked.stdout, asked.stdout + asked.stderr
 
 
 def test_recall_in_a_checkout_behind_the_served_ref_says_nothing_of_its_cards(vault_repo: VaultRepo) -> None:

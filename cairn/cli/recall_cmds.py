@@ -177,7 +177,12 @@ def recall_cmd(
         already = _already_given(index, query, str(vault.root), tags, served) if session_id else None
     _print_recall(served.given, already, as_json, str(vault.root), explain, ref)
     if not served.given and not already and ref is None and not worktree and not as_json:  # JSON: stdout alone
-        note = _unserved_changes(vault)
+        asked = f" --vault {shell_word(vault_path)}" if vault_path else ""  # from another folder: ask this vault
+        note = _unserved_changes(
+            vault,
+            f"`cairn recall --ref HEAD{asked} QUERY` asks them",
+            f"`cairn recall --worktree{asked} QUERY` reads the card files as they are",
+        )
         if note is not None:
             echo(f"Note: {note}.", err=True)
 
@@ -226,11 +231,7 @@ def served_note(vault: Vault, worktree: bool, what: str) -> None:
         echo(f"Note: {note}.", err=True)
 
 
-def _unserved_changes(
-    vault: Vault,
-    ask: str = "`cairn recall --ref HEAD QUERY` asks them",
-    ask_worktree: str = "`cairn recall --worktree QUERY` reads the card files as they are",
-) -> str | None:
+def _unserved_changes(vault: Vault, ask: str, ask_worktree: str) -> str | None:
     """Why a card just written or committed may not be asked yet, when nothing fits: the commit checked out holds
     card changes the served ref does not (an author on a feature branch), or the working tree holds card files no
     commit does (written by `cairn add` and not committed). "No card fits" alone sent the author to the card.
@@ -518,8 +519,11 @@ def explain(
         )
         echo("\n".join(filter(None, (cut, table))))
     if not served and ref is None and not worktree and not as_json:
+        asked = f" --vault {shell_word(vault_path)}" if vault_path else ""
         note = _unserved_changes(
-            vault, "`cairn explain --ref HEAD QUERY` asks them", "`cairn explain --worktree QUERY` reads the card files"
+            vault,
+            f"`cairn explain --ref HEAD{asked} QUERY` asks them",
+            f"`cairn explain --worktree{asked} QUERY` reads the card files",
         )
         if note is not None:
             echo(f"Note: {note}.", err=True)
