@@ -115,6 +115,7 @@ def test_the_cached_copy_is_private_and_read_without_tomllib(isolated_env: Path)
     done = subprocess.run(
         [sys.executable, "-S", "-c", code],
         env={**os.environ, "PYTHONPATH": root},
+        cwd=isolated_env,  # not the checkout's root, whose `cairn` (`-c` imports from there first) is another build
         capture_output=True,
         text=True,
         check=True,
