@@ -190,6 +190,38 @@ def test_the_template_config_as_shipped_rejects_a_bad_card(tmp_path: Path) -> No
     assert done.returncode == 0, done.stdout
 
 
+def test_the_template_config_stays_out_of_the_post_hooks_another_tool_installs(tmp_path: Path) -> None:
+    """A team that runs a tool of its own after each checkout and commit (`pre-commit install -t post-checkout -t
+    post-commit`) gets that tool alone there: cairn-lint, always_run, linted every card after each `git switch`."""
+    vault, env = _template_vault(tmp_path)
+    config = vault / ".pre-commit-config.yaml"
+    config.write_text(
+        config.read_text()
+        + "  - repo: local\n    hooks:\n      - id: say-moved\n        name: say moved\n"
+        + "        entry: echo moved\n        language: system\n        always_run: true\n"
+        + "        pass_filenames: false\n        verbose: true\n        stages: [post-checkout, post-commit]\n"
+    )
+    _git("commit", "-qam", "a tool of the team's after each checkout", cwd=vault, env=env)
+    installed = _pre_commit("install", "-t", "post-checkout", "-t", "post-commit", cwd=vault)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+
+    switched = subprocess.run(
+        ["git", "switch", "-c", "topic"],
+        cwd=vault,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert switched.returncode == 0, switched.stdout
+    assert "say moved" in switched.stdout and "cairn lint" not in switched.stdout, switched.stdout
+    (vault / "NOTES.md").write_text("team notes\n")
+    _git("add", "NOTES.md", cwd=vault)
+    done = _commit(vault, "notes", env)
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.count("cairn lint (every rule)") == 1, done.stdout  # the commit's own, not once more after it
+
+
 @pytest.mark.slow
 def test_try_repo_rejects_a_bad_card_and_passes_a_good_one(tmp_path: Path, hook_repo: tuple[str, str]) -> None:
     vault = _new_vault(tmp_path, hook_repo)
