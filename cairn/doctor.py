@@ -723,7 +723,15 @@ def _git_hook_checks(name: str, vault: Any) -> list[Check]:
     if missing:
         detail, fix = f"missing: {', '.join(missing)} in {hooks}", f"cairn install git-hooks --vault {name}"
         held = [hook for hook in githooks.foreign_git_hooks(hooks) if hook in missing]
-        if held:  # install refuses to write over them without --chain
+        husky = [hook for hook in githooks.husky_git_hooks(hooks) if hook in missing]
+        if husky:  # install refuses them, --chain too: no command fixes it
+            one = len(husky) == 1
+            vault_dir = vault.prefix.rstrip("/") or "."
+            detail += f"; the {', '.join(husky)} there {'is' if one else 'are'} husky's: " + githooks.husky_advice(
+                husky, vault_dir
+            )
+            fix = ""
+        elif held:  # install refuses to write over them without --chain
             one = len(held) == 1
             detail += (
                 f"; the {', '.join(held)} there {'is' if one else 'are'} not Cairn's: --chain keeps "

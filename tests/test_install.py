@@ -518,6 +518,43 @@ def test_git_hooks_never_clobber_a_foreign_hook(vault_repo: VaultRepo, tmp_path:
     assert not (hooks / "post-merge.local").exists()
 
 
+def test_git_hooks_refuse_to_chain_huskys_hooks_which_would_then_run_nothing(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: `install git-hooks --chain` (doctor's fix) moved husky 9's hooks to `<name>.local`, where husky's
+    `h` looks for `.husky/<name>.local` by the hook's own name, finds none and exits 0: the team's husky post-commit
+    stopped running without a word. Install now refuses them, --chain too, and says what to add to husky's scripts."""
+    make_vault(vault_repo)
+    root = vault_repo.root
+    husky = root / ".husky" / "_"
+    husky.mkdir(parents=True)
+    # husky 9's `h` and its stub for each hook, as `husky` writes them
+    (husky / "h").write_text(
+        '#!/usr/bin/env sh\nn=$(basename "$0")\ns=$(dirname "$(dirname "$0")")/$n\n[ ! -f "$s" ] && exit 0\n'
+        'sh -e "$s" "$@"\n'
+    )
+    for name in ("post-commit", "post-merge", "post-checkout", "post-rewrite"):
+        (husky / name).write_text('#!/usr/bin/env sh\n. "${0%/*}/h"')
+        (husky / name).chmod(0o755)
+    witness = tmp_path / "ran"
+    (root / ".husky" / "post-commit").write_text(f"echo husky >> '{witness}'\n")
+    vault_repo.git("config", "core.hooksPath", ".husky/_")
+    before = {f.name: f.read_bytes() for f in husky.iterdir()}
+    assert cairn("vault", "add", str(root), "--name", "team").returncode == 0
+
+    for chain in ((), ("--chain",)):
+        refused = cairn("install", "git-hooks", "--vault", str(root), *chain)
+        assert refused.returncode == 1
+        assert "are husky's; nothing was written" in refused.stderr, refused.stderr
+        assert "add `cairn index --wait 5 --vault .` to .husky/post-commit, .husky/post-merge" in refused.stderr
+    assert {f.name: f.read_bytes() for f in husky.iterdir()} == before
+    vault_repo.git("commit", "-q", "--allow-empty", "-m", "husky still runs")
+    assert witness.read_text() == "husky\n"
+    report = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)
+    line = next(c for c in report["checks"] if c["area"] == "git-hooks")
+    assert line["ok"] is False and "husky's" in line["detail"] and "--chain" not in line["fix"], line
+
+
 def test_lines_added_to_cairns_git_hooks_are_kept_when_cairn_replaces_or_removes_them(
     vault_repo: VaultRepo, configured: VaultRepo, tmp_path: Path
 ) -> None:

@@ -66,7 +66,11 @@ def _base(project: Path | None, user: bool) -> Path:
     callback=lambda ctx, param, value: _scope_tags(value),
     help="Agents: comma-separated scope tags the hook passes to recall.",
 )
-@click.option("--chain", is_flag=True, help="git-hooks: keep existing hooks (moved to <name>.local, run first).")
+@click.option(
+    "--chain",
+    is_flag=True,
+    help="git-hooks: keep existing hooks (moved to <name>.local, run first; not husky's, which would run nothing).",
+)
 @errors_to_exit
 def install_cmd(
     target: str, project: Path | None, user: bool, vault_path: str | None, scope: str | None, chain: bool
