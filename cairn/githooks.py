@@ -230,14 +230,16 @@ def missing_git_hooks(hooks_dir: Path) -> list[str]:
 
 def _script_of(hooks_dir: Path, name: str) -> Path:
     """The file that holds Cairn's script for the git hook `name` when git runs it: the hook itself, or, when that
-    is pre-commit's hook in migration mode, the `<name>.legacy` pre-commit moved Cairn's hook to and runs first."""
+    is pre-commit's hook, the `<name>.legacy` pre-commit runs first (migration mode), where pre-commit moves Cairn's
+    hook when it installs over it. Install writes there too: chained behind pre-commit's hook moved to
+    `<name>.local`, Cairn's hook was taken by the next `pre-commit install` for another tool's and moved to
+    `<name>.legacy`, over the user's own hook kept there."""
     hook = hooks_dir / name
-    legacy = hooks_dir / f"{name}.legacy"
     try:
-        migrated = _PRE_COMMIT_MARKER in hook.read_text("utf-8", "replace") and _runs(legacy)
+        migrated = _PRE_COMMIT_MARKER in hook.read_text("utf-8", "replace")
     except OSError:
         return hook
-    return legacy if migrated else hook
+    return hooks_dir / f"{name}.legacy" if migrated else hook
 
 
 def foreign_git_hooks(hooks_dir: Path) -> list[str]:
