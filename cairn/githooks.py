@@ -276,10 +276,12 @@ def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: boo
         names = ", ".join(str(hooks_dir / n) for n in foreign)
         # The whole command: `cairn install AGENT` and `cairn init` install these hooks too, and take no --chain.
         again = shlex.join(["cairn", "install", "git-hooks", "--chain", "--vault", str(vault.root)])
+        one = len(foreign) == 1
         raise RefusedWrite(
-            f"{names} already exist{'s' if len(foreign) == 1 else ''} and {'is' if len(foreign) == 1 else 'are'} not "
-            f"Cairn's; nothing was written. Keep them with `{again}` (they move "
-            f"to <name>.local and run first), or add `cairn index --vault {shlex.quote(vault_dir)}` to them by hand"
+            f"{names} already exist{'s' if one else ''} and {'is' if one else 'are'} not Cairn's; nothing was "
+            f"written. Keep {'it' if one else 'them'} with `{again}` ({'it moves' if one else 'they move'} to "
+            f"<name>.local and run{'s' if one else ''} first), or add `cairn index --vault {shlex.quote(vault_dir)}` "
+            f"to {'it' if one else 'them'} by hand"
         )
     taken = [_local(targets[n]) for n in foreign if os.path.lexists(_local(targets[n]))]
     if taken:  # before any hook moves: a refusal half way through left some chained and some not

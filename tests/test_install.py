@@ -486,7 +486,7 @@ def test_the_line_to_add_to_a_foreign_hook_by_hand_indexes_a_vault_in_a_folder_w
     hook.chmod(0o755)
     refused = cairn("install", "git-hooks", "--vault", str(repo.root / "my lessons"))
     assert refused.returncode == 1
-    told = re.search(r"add `(cairn index [^`]*)` to them by hand", refused.stderr)
+    told = re.search(r"add `(cairn index [^`]*)` to it by hand", refused.stderr)
     assert told is not None, refused.stderr
     with hook.open("a") as script:
         script.write(told.group(1) + "\n")
@@ -506,6 +506,8 @@ def test_git_hooks_never_clobber_a_foreign_hook(vault_repo: VaultRepo, tmp_path:
     refused = cairn("install", "git-hooks", "--vault", str(vault_repo.root))
     assert refused.returncode == 1
     assert f"{mine} already exists and is not Cairn's" in refused.stderr and "--chain" in refused.stderr
+    assert "Keep it with `" in refused.stderr and "(it moves to <name>.local and runs first)" in refused.stderr
+    assert refused.stderr.rstrip().endswith("to it by hand")  # one hook: not "them"
     assert not (hooks / "post-commit").exists()
     chained = cairn("install", "git-hooks", "--vault", str(vault_repo.root), "--chain")
     assert chained.returncode == 0
