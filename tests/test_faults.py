@@ -273,8 +273,8 @@ def test_shallow_clone_says_history_is_cut(vault_repo: VaultRepo, tmp_path: Path
     for args in COMMANDS:
         assert_clean_exit(shallow.cairn(*args), 0)
     shown = shallow.cairn("show", CARD)
-    assert "this clone is shallow" in shown.stdout and "git fetch --unshallow" in shown.stdout
+    assert "this clone is shallow" in shown.stdout and f"git -C {shallow.root} fetch --unshallow" in shown.stdout
     assert json.loads(shallow.cairn("show", CARD, "--json").stdout)["provenance"]["shallow"] is True
-    assert "git fetch --unshallow" in shallow.cairn("audit").stdout
+    assert f"git -C {shallow.root} fetch --unshallow" in shallow.cairn("audit").stdout
     full = vault_repo.cairn("show", CARD, "--json")
     assert "shallow" not in json.loads(full.stdout)["provenance"]
