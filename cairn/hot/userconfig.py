@@ -15,10 +15,11 @@ The file is `$CAIRN_CONFIG` (a full path), else `$XDG_CONFIG_HOME/cairn/config.t
 
 The hook must not import `tomllib` (nor `re`): it reads a JSON copy of the parsed file kept in Cairn's state folder
 (`config/<hash of the path>.json`, 0600), keyed by the TOML file's path, size, mtime, ctime, inode and device, and
-by the Cairn version that read it (an upgraded Cairn may read a file an older one refused). Whoever finds that copy
-missing or stale parses the TOML (importing `tomllib` then, and only then) and writes the copy; a file that does not
-parse is cached too, as its error, so a broken config costs every prompt a stat and a small read, not a TOML parse.
-The copy is checked like the file (the same validation runs on it); a damaged copy is re-made.
+by the Cairn build that read it (`cairn.hot.build_name`: an upgraded Cairn may read a file an older one refused).
+Whoever finds that copy missing or stale parses the TOML (importing `tomllib` then, and only then) and writes the
+copy; a file that does not parse is cached too, as its error, so a broken config costs every prompt a stat and a
+small read, not a TOML parse. The copy is checked like the file (the same validation runs on it); a damaged copy is
+re-made.
 """
 
 import os
