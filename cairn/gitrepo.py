@@ -18,7 +18,8 @@ from pathlib import Path
 os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 
 import git  # noqa: E402
-from git.exc import BadName, GitCommandError, InvalidGitRepositoryError, NoSuchPathError  # noqa: E402
+from git.exc import BadName, InvalidGitRepositoryError, NoSuchPathError  # noqa: E402
+from git.exc import GitCommandError as GitCommandError  # noqa: E402  (re-exported: no other module imports git)
 
 from cairn import mailmap  # noqa: E402
 from cairn.hot.errors import (  # noqa: E402

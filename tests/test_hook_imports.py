@@ -8,6 +8,7 @@ launcher `cairn install` writes (`PYTHON -S .../cairn/__main__.py`: nothing is i
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
@@ -258,3 +259,33 @@ def test_the_installed_executable_is_what_runs(vault_repo: VaultRepo) -> None:
     assert Path(cairn_executable()).exists()
     done = vault_repo.cairn("hook", "--format", "text", input=FITTING_PROMPT)
     assert REBASE_ID in done.stdout
+
+
+def test_no_module_but_gitrepo_imports_gitpython() -> None:
+    """ARCHITECTURE: `cairn/gitrepo.py` is the only module that imports `git` (it quiets gitpython's check for a git
+    executable before the import). An import under `if TYPE_CHECKING:` runs for the type checker alone."""
+    package = Path(cairn.__file__).resolve().parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path == package / "gitrepo.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        typing_only = {
+            id(node)
+            for block in ast.walk(tree)
+            if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
+            for statement in block.body
+            for node in ast.walk(statement)
+        }
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            else:
+                continue
+            if any(name == "git" or name.startswith("git.") for name in names):
+                found.append(f"{path.relative_to(package)}:{node.lineno}")
+    assert found == []

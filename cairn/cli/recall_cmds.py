@@ -236,8 +236,6 @@ def _unserved_changes(vault: Vault, ask: str, ask_worktree: str) -> str | None:
     card changes the served ref does not (an author on a feature branch), or the working tree holds card files no
     commit does (written by `cairn add` and not committed). "No card fits" alone sent the author to the card.
     ask, ask_worktree: how the command asks the cards checked out, or the files as they are, instead."""
-    from git.exc import GitCommandError
-
     from cairn import gitrepo
 
     try:
@@ -249,7 +247,8 @@ def _unserved_changes(vault: Vault, ask: str, ask_worktree: str) -> str | None:
             since = gitrepo.merge_base(repo, served, head) or served
             committed = head != served and bool(gitrepo.changed_cards(repo, since, head, vault))
             uncommitted = [] if committed else gitrepo.uncommitted_cards(repo, vault)
-    except (CairnError, OSError, ValueError, GitCommandError):  # no commit yet, a damaged repository: nothing to add
+    # no commit yet, a damaged repository: nothing to add
+    except (CairnError, OSError, ValueError, gitrepo.GitCommandError):
         return None
     shown_ref = ref.removeprefix("refs/heads/").removeprefix("refs/remotes/")
     if committed:
