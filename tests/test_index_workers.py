@@ -111,6 +111,12 @@ def test_workers_for_many_cards_only() -> None:
     assert cardread.workers_for(5000, 1) == 1
 
 
+def test_index_help_gives_the_default_workers_workers_for_takes(vault_repo: VaultRepo) -> None:
+    """The default is capped at MAX_JOBS: the help said one per usable core, which a 32-core machine does not get."""
+    shown = " ".join(vault_repo.cairn("index", "--help").stdout.split())
+    assert f"one per usable core, at most {cardread.MAX_JOBS}, from {cardread.PARALLEL_FROM:,} cards" in shown
+
+
 def _items(n: int) -> list[tuple[TreeEntry, bytes | None]]:
     items: list[tuple[TreeEntry, bytes | None]] = []
     for i in range(n):

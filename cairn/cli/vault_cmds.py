@@ -445,7 +445,7 @@ def _read_body(body_file: Path) -> str:
     "-j",
     type=click.IntRange(min=1),
     default=None,
-    help="Worker processes that read the cards (default: one per usable core from 1,000 cards to read; 1: none).",
+    help="Worker processes that read the cards (default: one per usable core, at most 8, from 1,000 cards to read; 1: none).",
 )
 @vault_option
 @json_option
