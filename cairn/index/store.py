@@ -672,8 +672,8 @@ class _Totals:
             self.stale.setdefault(term, set()).add(int(values[0]))
 
     def meta(self, meta: dict[str, str]) -> dict[str, str]:
-        """The settings as stored: `meta`, with the format, the card count, the average and total token lengths
-        and the digest of the superseding cards."""
+        """The settings as stored: `meta`, with the format, the card count and the count of cards holding CJK terms,
+        the average and total token lengths and the digest of the superseding cards."""
         avg = [round(total / self.n, 4) if self.n else 0.0 for total in self.lengths]
         out = {k: v for k, v in meta.items() if k not in ("seal", "checksum")}
         out.update(
