@@ -1,9 +1,10 @@
 """The hot path: everything `cairn hook` may import, on every prompt an agent receives.
 
 The rule: modules in `cairn.hot` import the standard library and each other, nothing else (no click, no
-gitpython, no YAML, no `cairn.config`), and of the standard library only what costs little: `os`, `sys`, `time`,
-`gc`, `_thread` and a few C modules (`_json`, `_bisect`, `_heapq`, the built-in sha256, and `_blake2` for the index
-seals). Not `re` (with the `enum`, `functools` and `collections` it brings), the `json` package, `pathlib`,
+gitpython, no YAML, no `cairn.config`), and of the standard library only what costs little: `os`, `stat`, `sys`,
+`time`, `gc`, `_thread` and a few C modules (`_json`, `_bisect`, `_heapq`, the built-in sha256 and sha1 (git's
+object ids), `_blake2` for the index seals, and `_socket` for the semantic channel's client, only when an index has
+card vectors). Not `re` (with the `enum`, `functools` and `collections` it brings), the `json` package, `pathlib`,
 `shlex`, `dataclasses`, `datetime`, `hashlib`, SQLite, `contextlib`, `array`, `struct` or `typing`: together they
 once cost the hook more than twice what the interpreter's own start costs; nor `math` or `fcntl`, each a shared
 library to load (`ln` below, `cairn.hot.session`). So the tokenizer is written with `str` and `bytes` operations
