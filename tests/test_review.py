@@ -871,6 +871,18 @@ def test_review_blocks_a_change_a_maintainer_must_check(
     assert (data["verdict"], data["exit_code"], data["failed"]) == ("blocked", 3, False)
 
 
+def test_a_raised_context_budget_says_what_it_lets_through(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a raised [hook] max_context_chars was blocked with the gates' check ("weaker gates inject cards into
+    more prompts"), which it does not do: it lets more of each injected card's text reach the agent."""
+    _policy_base(vault_repo)
+    vault_repo.write_raw("cairn.toml", "[hook]\nmax_context_chars = 20000\n\n[lint]\ndisable = []\n")
+    vault_repo.commit("The pull request", author=BOB)
+    [blocked] = _blocked(vault_repo)
+    assert blocked["reason"] == "cairn.toml raises [hook] max_context_chars from 9000 to 20000"
+    assert blocked["check"].startswith("more card text reaches the agent with every prompt a card is injected into")
+    assert "gates" not in blocked["check"]
+
+
 def test_a_card_expired_by_a_commit_dated_before_its_verified_at_is_blocked(
     vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -96,6 +96,10 @@ _GATE_CHECK = (
     "negative cases, and merge only if the team chose these values"
 )
 _LINT_CHECK = "the lint policy judges this very pull request; merge only if the team chose to loosen it"
+_CONTEXT_CHECK = (
+    "more card text reaches the agent with every prompt a card is injected into; merge only if the team chose this "
+    "budget"
+)
 
 
 def settings_changes(base: Config, head: Config) -> list[SettingChange]:
@@ -122,7 +126,7 @@ def config_blocks(base: Config, head: Config, security_rules: Mapping[str, Seque
             if weaker:
                 verb = "lowers" if way == "down" else "raises"
                 kind = "lint-policy" if section == "lint" else "gates"
-                check = _LINT_CHECK if section == "lint" else _GATE_CHECK
+                check = {"lint": _LINT_CHECK, "hook": _CONTEXT_CHECK}.get(section, _GATE_CHECK)
                 reason = f"{CONFIG} {verb} [{section}] {key} from {_num(change.base)} to {_num(change.head)}"
                 out.append(Blocked(kind, CONFIG, reason, check))
     if base.recall.semantic and not head.recall.semantic:
