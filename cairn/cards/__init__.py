@@ -1,0 +1,1 @@
+"""Cards: the card contract parsed from bytes, and writing, importing, listing and sanitizing cards."""
