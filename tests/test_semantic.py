@@ -432,6 +432,30 @@ def test_the_hook_serves_lexically_while_the_encoder_is_down_and_starts_it(vault
     assert sims is not None and max(sims, key=lambda k: sims[k]) == FORCE_ID
 
 
+def test_a_hook_the_warm_encoder_serves_imports_the_hot_path_and_the_socket_module_only(vault_repo: VaultRepo) -> None:
+    """The hot path's import rule (tests/test_hook_imports.py) with the semantic channel up: a real hook run under
+    `python -S -X importtime` asks the warm encoder through `_socket` and imports nothing else the hook may not."""
+    from helpers.hotimports import NEVER, RUN_HOOK, SEMANTIC_STDLIB, allowed, imported, offenders
+    from helpers.payloads import log_entries, payload_for
+
+    _vault(vault_repo, grown=True)
+    prompt = "git push --force after a rebase overwrote my teammate's commits"
+    assert vault_repo.hook(prompt, "s-start").returncode == 0  # the encoder is not up: this prompt starts it
+    assert _wait((state_dir() / "semantic.sock").exists, 60), (state_dir() / "semantic.log").read_text()
+    with IndexReader(_index_file(vault_repo)) as index:  # its first answer sets onnxruntime up
+        assert similarities(index, prompt, z=True, timeout=FIRST_ANSWER_SECONDS) is not None
+    names = imported(
+        ["-c", RUN_HOOK, "hook", "--format", "claude-code", "--vault", str(vault_repo.root)],
+        input=payload_for("claude-code", prompt, vault_repo.root, session="s-imports"),
+        cwd=vault_repo.root,
+    )
+    entry = log_entries()[-1]
+    assert entry["error"] is None and FORCE_ID in entry["injected"], entry
+    assert set(SEMANTIC_STDLIB) <= names  # it asked the warm encoder
+    assert offenders(names, allowed(also=SEMANTIC_STDLIB)) == set()
+    assert names & NEVER == set()
+
+
 def test_many_cards_to_encode_are_encoded_in_the_background(vault_repo: VaultRepo) -> None:
     repo = vault_repo
     repo.write_raw("cairn.toml", "# defaults\n")
