@@ -1504,7 +1504,7 @@ def test_a_card_recall_never_admits_is_said_not_to_be_served(vault_repo: VaultRe
     not_served = {c["id"]: c["not_served"] for c in data["cards"]}
     assert not_served == {
         "ops/deploy-draft": "status draft: agents get active cards only",
-        "ops/deploy-old": "its review date 2026-06-01 has passed: check it, then update verified_at",
+        "ops/deploy-old": "its review date 2026-06-01 has passed: check it, then set review_after to a later date",
         "ops/deploy-window": "superseded by ops/deploy-lock",
         "ops/deploy-lock": None,
     }, not_served

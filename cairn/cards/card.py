@@ -410,6 +410,19 @@ def review_due(verified_at: dt.date, review_after: str) -> dt.date | None:
     return verified_at + dt.timedelta(days=days) if days <= room else dt.date.max
 
 
+def review_date_fixed(review_after: Any) -> bool:
+    """Whether `review_after` is a date: the review date itself, which a new verified_at does not move (a duration
+    counts from verified_at)."""
+    return _as_date(review_after) is not None
+
+
+def renewal(review_after: Any) -> str:
+    """What serves a card again once its review date has passed, in words."""
+    if review_date_fixed(review_after):
+        return "check it, then set review_after to a later date"
+    return "check it, then update verified_at"
+
+
 def _as_date(value: Any) -> dt.date | None:
     if isinstance(value, dt.datetime):
         return value.date()

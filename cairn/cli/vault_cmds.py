@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from cairn.cards import authoring, catalog
+from cairn.cards.card import review_date_fixed
 from cairn.cli.common import (
     FiniteFloatRange,
     argv_text,
@@ -656,7 +657,12 @@ def _not_served(record: dict[str, object]) -> str:
     one = _one_line
     expires_on = record.get("expires_on")
     if record.get("status", "active") == "active" and expires_on and str(expires_on) < dt.date.today().isoformat():
-        return f" (review date {one(expires_on)} passed: not served until it is verified again)"
+        until = (
+            "review_after is set to a later date"
+            if review_date_fixed(record.get("review_after"))
+            else "it is verified again"
+        )
+        return f" (review date {one(expires_on)} passed: not served until {until})"
     if record.get("superseded_by"):
         return f" (superseded by {', '.join(one(i) for i in record['superseded_by'])}: not served)"  # type: ignore[attr-defined]
     return ""

@@ -47,7 +47,7 @@ import yaml
 
 from cairn import gitrepo
 from cairn.cards import safeyaml, similarity
-from cairn.cards.card import MAX_CARD_BYTES, card_id_from_path, parse_card
+from cairn.cards.card import MAX_CARD_BYTES, card_id_from_path, parse_card, renewal
 from cairn.cards.visible import describe, invisible_in
 from cairn.config import CONFIG_FILE, Config, config_from_dict, parse_config
 from cairn.finding import ERROR, WARNING, Finding
@@ -918,7 +918,7 @@ def _not_served(card: IndexedCard | None, today: dt.date, fields: Mapping[str, A
                 f"its review date {card.expires_on} has passed, counted from its commit's day: its verified_at, "
                 f"{fields.get('verified_at')}, is later than that commit; commit the card again with a true date"
             )
-        return f"its review date {card.expires_on} has passed: check it, then update verified_at"
+        return f"its review date {card.expires_on} has passed: {renewal((fields or {}).get('review_after'))}"
     if reason == "superseded":
         return f"superseded by {', '.join(card.superseded_by)}"
     return ""

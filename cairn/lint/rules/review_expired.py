@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cairn.cards.card import renewal
 from cairn.finding import Finding
 from cairn.lint.model import WARNING, Context, Rule, Target
 
@@ -23,7 +24,7 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
             target,
             line,
             f"the review date {card.expires_on.isoformat()} has passed, so agents no longer get this card; "
-            "check it, then update verified_at",
+            + renewal(card.review_after),
         )
 
 
