@@ -681,6 +681,18 @@ def test_a_signed_notes_commit_dates_the_cards_under_log_show_signature(
     assert [c["verified_at"] for c in report["cards"]] == [_days_ago(10)]
 
 
+def test_notes_committed_with_a_date_ahead_are_dated_today(vault_repo: VaultRepo, app: Path) -> None:
+    """Bug fixed: notes last committed on a day still to come (a wrong clock) dated their cards that day, so lint's
+    verified-at-future refused every card and the import wrote none, saying "fix the source and import again" of a
+    commit's date. A card is now dated today then."""
+    _start(vault_repo)
+    before = dt.date.today().isoformat()
+    _git(app, "commit", "-q", "--amend", "--no-edit", date=(dt.date.today() + dt.timedelta(days=400)).isoformat())
+    code, report = _import(vault_repo, "CLAUDE.md", "--section", "Git", cwd=app)
+    assert code == 0, report
+    assert [(c["status"], c["verified_at"] in _days_between(before)) for c in report["cards"]] == [("written", True)]
+
+
 def _staging_bullets(tmp_path: Path, second_ends: str) -> Path:
     """A CLAUDE.md of two like deploy lessons, the second's summary ending `second_ends`."""
     src = tmp_path / "CLAUDE.md"

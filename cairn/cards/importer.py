@@ -578,10 +578,12 @@ def _count(findings: list[Finding], word: str) -> str:
 
 
 def _file_day(file: Path, today: dt.date) -> dt.date:
-    """The source file's last commit day when it is committed and unchanged, else today."""
+    """The source file's last commit day when it is committed and unchanged, else today; never after today: a
+    commit dated ahead (a wrong clock, a time zone where tomorrow has begun) gave a verified_at that lint's
+    verified-at-future refused, and the import with it, for a date the user cannot fix in the source."""
     day = gitrepo.last_commit_day(file)
     try:
-        return dt.date.fromisoformat(day) if day else today
+        return min(dt.date.fromisoformat(day), today) if day else today
     except ValueError:
         return today
 

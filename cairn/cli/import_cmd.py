@@ -90,7 +90,7 @@ def import_(
 
     Each card gets block-style frontmatter with its name, summary, scope (--scope, else the slug of the lesson's
     section heading without its words that say lessons: "Git gotchas" gives git, "Gotchas" none), verified_at (the source file's last commit day when it is committed and unchanged, else
-    today) and source (file:line), and a short id: an ASCII slug of the name of at most 60 characters; a name with
+    today; never a day after today) and source (file:line), and a short id: an ASCII slug of the name of at most 60 characters; a name with
     no Latin letters gets its script and a hash (zh-3f9a2c); a clash with another card adds -2.
 
     Every card is linted with `cairn lint`'s rules in the vault's context before anything is written: an error
