@@ -161,6 +161,21 @@ def test_list_with_a_verified_at_near_the_last_date(vault_repo: VaultRepo) -> No
     assert text.returncode == 0 and "git/early" in text.stdout and "git/late" not in text.stdout
 
 
+def test_list_due_names_a_card_on_its_review_date_as_its_help_says(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `list --due` lists a card on its review date itself (the day it is to be reviewed by, still served),
+    but its help said "past their date", which only the next day is."""
+    today = dt.date.today().isoformat()
+    vault_repo.write("git/today", "A card to review today", "Some summary text.", review_after=today)
+    vault_repo.commit()
+    listed = vault_repo.cairn("list", "--due").stdout
+    if dt.date.today().isoformat() == today:  # a run that crossed midnight finds it expired: nothing to compare
+        line = listed.splitlines()[0]
+        assert line.split()[:2] == ["git/today", "active"] and line.endswith(f"review by {today}  -  DUE"), listed
+    assert "(their review date reached, or never verified)" in " ".join(
+        vault_repo.cairn("list", "--help").stdout.split()
+    )
+
+
 def test_list_and_show_name_a_superseded_card(vault_repo: VaultRepo) -> None:
     """Bug fixed: an active card another active card supersedes is never served, yet `cairn list` (and its JSON)
     and `cairn show` called it "active", and `list --due` asked for it to be reviewed."""

@@ -28,7 +28,11 @@ if TYPE_CHECKING:
 
 
 @click.command(name="list")
-@click.option("--due", is_flag=True, help="Only the cards due for review (past their date, or never verified).")
+@click.option(
+    "--due",
+    is_flag=True,
+    help="Only the cards due for review (their review date reached, or never verified).",
+)
 @click.option(
     "--scope",
     "scopes",
