@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.synth import git
+from cairn.cards.authoring import verified_today
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
@@ -127,6 +128,9 @@ def _vault_from(source: Path, target: Path, names: tuple[str, ...], commit: tupl
             shutil.copytree(source / name, building / name)
         elif (source / name).is_file():
             shutil.copy2(source / name, building / name)
+    if source == template_source():  # as `cairn init` lays it down: its cards verified today, not expired
+        for card in (building / "cards").rglob("*.md"):
+            card.write_bytes(verified_today(card.read_bytes()))
     git(building, "init", "-q", "-b", "main")
     (building / ".git" / "info" / "exclude").write_text(".bench-stamp\n")
     git(building, "add", *commit)

@@ -153,6 +153,27 @@ def test_init_vault_indexes_cleanly(tmp_path: Path) -> None:
     assert report["cards"] == len(list((target / "cards").rglob("*.md")))
 
 
+def test_init_starts_every_template_card_verified_today(tmp_path: Path) -> None:
+    """Bug fixed: `cairn init` copied the template's cards with the days they were written (2026), so from
+    2027-09-30 every new vault, and `cairn demo`, served nothing: each card's `review_after: 365d` had run out."""
+    import datetime as dt
+
+    from cairn.cards.authoring import template_dir
+
+    target = tmp_path / "lessons"
+    assert invoke_cli(["init", str(target), "--no-register"]).returncode == 0
+    today = dt.date.today()
+    listed = json.loads(invoke_cli(["list", "--json"], cwd=target).stdout)["cards"]
+    assert len(listed) == len(list((target / "cards").rglob("*.md"))) > 10
+    assert {card["verified_at"] for card in listed} == {today.isoformat()}
+    assert all(card["due_on"] >= (today + dt.timedelta(days=365)).isoformat() for card in listed), listed
+    # the template itself is left as it is: only the copy is dated
+    original = (template_dir() / "cards" / "git" / "force-push-safely.md").read_text(encoding="utf-8")
+    copied = (target / "cards" / "git" / "force-push-safely.md").read_text(encoding="utf-8")
+    assert original != copied
+    assert copied == re.sub(r"(?m)^verified_at: .*$", f"verified_at: {today}", original, count=1)
+
+
 def test_add_writes_a_valid_card_and_never_overwrites(vault_repo: VaultRepo) -> None:
     done = vault_repo.invoke(
         "add",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import textwrap
 from collections.abc import Callable
@@ -13,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from cairn.cards.authoring import verified_today
 from cairn.config import RecallSettings
 from cairn.lint import registry
 from cairn.lint.runner import DEFAULTS_USED
@@ -267,7 +267,8 @@ def test_review_names_a_card_its_own_questions_no_longer_find(vault_repo: VaultR
     injected cards change" because no eval case asked it. Review now asks each changed card and its closest cards
     their own name, summary and aliases at the base and at HEAD, and names the card silenced and what stands in its
     way. A card whose own name does not find it is named too. Neither fails the review."""
-    shutil.copytree(TEMPLATE_CARDS, vault_repo.root / "cards", dirs_exist_ok=True)  # the vault `cairn init` makes
+    for card in TEMPLATE_CARDS.rglob("*.md"):  # the vault `cairn init` makes, its cards verified today
+        vault_repo.write_raw(f"cards/{card.relative_to(TEMPLATE_CARDS).as_posix()}", verified_today(card.read_bytes()))
     vault_repo.write(
         "python/requests-timeout",
         "requests calls without a timeout hang forever",

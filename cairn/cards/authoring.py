@@ -103,13 +103,29 @@ def _copy_template(path: Path, again: str) -> None:
             target.mkdir(exist_ok=True)
             for name in sorted(files):
                 dst = target / name
-                shutil.copyfile(os.path.join(folder, name), dst)
+                source = os.path.join(folder, name)
+                if dst.suffix == ".md" and dst.relative_to(path).parts[0] == "cards":
+                    dst.write_bytes(verified_today(Path(source).read_bytes()))
+                else:
+                    shutil.copyfile(source, dst)
         except OSError as exc:
             raise CairnError(
                 f"the vault template could not be copied into {path} ({exc.strerror or exc}: {dst}); free some "
                 f"space or raise the file size limit (`ulimit -f`), check the folder is writable, then run "
                 f"`{again}` again; nothing was kept at {path}"
             ) from None
+
+
+# A template card's `verified_at` line (the template's own files: one line each, as written there).
+_VERIFIED_LINE = re.compile(rb"^verified_at: \d{4}-\d{2}-\d{2}$", re.MULTILINE)
+
+
+def verified_today(card: bytes, today: dt.date | None = None) -> bytes:
+    """A template card as `cairn init` lays it down: verified on the day the vault starts. The template's own dates
+    are the day each lesson was written; kept, every card of every new vault (and `cairn demo`) expired a year after
+    them (`review_after: 365d`), whenever the vault was made."""
+    day = (today or dt.date.today()).isoformat().encode()
+    return _VERIFIED_LINE.sub(b"verified_at: " + day, card, count=1)
 
 
 def _first_missing(path: Path) -> Path | None:
