@@ -3,6 +3,7 @@ command in-process; a new vault and no vault through the installed executable)."
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import subprocess
 from pathlib import Path
@@ -129,8 +130,8 @@ def test_a_path_from_the_vaults_root_is_read_there_from_any_folder(vault_repo: V
 def test_a_new_vault_is_clean(tmp_path: Path) -> None:
     vault = tmp_path / "vault"
     subprocess.run([cairn_executable(), "init", str(vault)], check=True, capture_output=True)
-    done = subprocess.run(
-        [cairn_executable(), "lint", "--strict", "--today", TODAY],
+    done = subprocess.run(  # on the day it was made (its cards are verified that day), and a year on
+        [cairn_executable(), "lint", "--strict", "--today", dt.date.today().isoformat()],
         cwd=vault,
         capture_output=True,
         text=True,
@@ -138,6 +139,11 @@ def test_a_new_vault_is_clean(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout
     assert done.stdout == ""
+    a_year_on = (dt.date.today() + dt.timedelta(days=364)).isoformat()
+    later = subprocess.run(
+        [cairn_executable(), "lint", "--strict", "--today", a_year_on], cwd=vault, capture_output=True, text=True
+    )
+    assert (later.returncode, later.stdout) == (0, "")
 
 
 def test_outside_a_vault_is_an_error(tmp_path: Path) -> None:

@@ -1,4 +1,8 @@
-"""verified-at-stale: an active card was verified within `[lint] max_age_days` (default 365)."""
+"""verified-at-stale: an active card was verified within `[lint] max_age_days` (default 365).
+
+A card with its own `review_after` is judged by that date instead (`review-expired` once it has passed), as `cairn
+list` dates its review: the vault's age limit is the default for cards that name none.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
     card = target.card
     assert card is not None
     max_age = context.settings.max_age_days
-    if card.status != "active" or card.verified_at is None:
+    if card.status != "active" or card.verified_at is None or card.review_after is not None:
         return
     if context.today - card.verified_at > dt.timedelta(days=max_age):  # a difference: no date overflows
         yield RULE.at(
