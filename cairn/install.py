@@ -503,19 +503,22 @@ def _made_by_cairn(path: Path) -> bool:
 
 def _record_made(path: Path, made: bool) -> None:
     """Record that install made the file at `path` (with its bytes now), or take it off the record. A record that
-    cannot be written costs only the deletion of that file at uninstall."""
+    cannot be written costs only the deletion of that file at uninstall. Under a lock: installs of several agents
+    at once each read the record and wrote it back, and all but the last one's entries were lost."""
     from cairn.hot import private_folder, sha256_hex
+    from cairn.index.store import file_lock
 
-    files = _made_files()
     key = os.path.abspath(path)
+    record = _made_record()
     try:
-        if made:
-            files[key] = sha256_hex(path.read_bytes())
-        elif files.pop(key, None) is None:
-            return
-        record = _made_record()
         private_folder(str(record.parent))
-        write_atomic(record, json.dumps(files, indent=1, sort_keys=True).encode("utf-8"), mode=0o600)
+        with file_lock(record.with_name(MADE_RECORD + ".lock"), "recording the settings files install made", 30):
+            files = _made_files()
+            if made:
+                files[key] = sha256_hex(path.read_bytes())
+            elif files.pop(key, None) is None:
+                return
+            write_atomic(record, json.dumps(files, indent=1, sort_keys=True).encode("utf-8"), mode=0o600)
     except (OSError, CairnError):
         pass
 

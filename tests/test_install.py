@@ -228,6 +228,35 @@ def test_a_record_of_made_files_nested_too_deep_is_one_that_cannot_be_read(
     assert_clean_exit(done, 0)
 
 
+def test_installs_at_once_keep_each_others_record_of_made_files(tmp_path: Path, configured: VaultRepo) -> None:
+    """Bug fixed: `cairn install claude-code`, `codex` and `gemini` run at once each read install's record of the
+    settings files it created and wrote it back whole, so one's entry was lost, and `cairn uninstall` of that agent
+    later left its file behind holding `{}`. The record is now read and written under a lock: here another install
+    holds it, having read the record, while this one writes its settings file."""
+    import fcntl
+
+    made = state_dir() / install.MADE_RECORD
+    made.parent.mkdir(parents=True, exist_ok=True)
+    other = str(tmp_path / "other" / ".claude" / "settings.local.json")
+    project = tmp_path / "p"
+    project.mkdir()
+    with open(made.with_name(install.MADE_RECORD + ".lock"), "a+b") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        seen = install._made_files()  # the other install's read, before this one records its file
+        running = subprocess.Popen(
+            [cairn_executable(), "install", "claude-code"], cwd=project, stdout=subprocess.DEVNULL
+        )
+        try:
+            running.wait(timeout=3)  # returns at once when nothing waits for the lock
+        except subprocess.TimeoutExpired:
+            pass
+        made.write_text(json.dumps({**seen, other: "0" * 64}))  # the other install's write
+    assert running.wait(timeout=60) == 0
+    assert sorted(install._made_files()) == sorted([other, str(project / SETTINGS["claude-code"])])
+    done = cairn("uninstall", "claude-code", cwd=project)
+    assert done.stdout == f"removed: {project / SETTINGS['claude-code']} (it held only Cairn's hook)\n"
+
+
 def test_install_does_not_promise_an_index_a_broken_cairn_toml_prevents(tmp_path: Path, configured: VaultRepo) -> None:
     """Bug fixed: with the served vault's committed cairn.toml broken, install said "the hook builds the index in
     the background on its first prompt", which fails the same way; it now says nothing is served until it is fixed."""
