@@ -529,6 +529,38 @@ def test_a_writer_that_waited_on_a_lock_file_removed_meanwhile_locks_the_file_th
     assert lock.is_file()  # it made and locked the file at the path, not the removed one
 
 
+def test_an_index_that_waited_for_the_lock_indexes_the_commit_the_branch_is_at_then(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn index` read the served commit before it waited for another writer's lock. A commit made
+    meanwhile (the git hooks of each commit start one, in the background when the lock is held) was indexed by a
+    process that then took the lock last with the older commit: the index went back to it, rebuilt from scratch,
+    and was stale, so the hook served nothing from the vault. The commit is read again under the lock."""
+    import fcntl
+
+    vault_repo.write("notes/one", "Lesson one", "Summary of lesson one.")
+    vault_repo.commit("One card")
+    done = vault_repo.cairn("index", "--json")
+    assert done.returncode == 0, done.stderr
+    lock = Path(json.loads(done.stdout)["index"] + ".lock")
+    with open(lock, "rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        waiting = subprocess.Popen(
+            [cairn_executable(), "index", "--json"],
+            cwd=vault_repo.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert waiting.stderr is not None
+        told = waiting.stderr.readline()  # it has read the branch and waits for the lock
+        assert told.startswith("Waiting for another Cairn process"), told
+        vault_repo.write("notes/two", "Lesson two", "Summary of lesson two.")
+        newer = vault_repo.commit("Two cards")
+    out, err = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0, err
+    assert (json.loads(out)["commit"], json.loads(out)["cards"]) == (newer, 2)
+    assert _ids(vault_repo) == ["notes/one", "notes/two"]
+
+
 def test_waiting_on_a_lock_this_process_holds_gives_no_advice_to_kill_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -153,6 +153,10 @@ def _build_index(
     target = index_file_for(vault, ref=None if ref is None else ref_name)
     _retire_sqlite_cache(target)
     with store.writer_lock(target, lock_wait):
+        # Read again under the lock: the branch may have moved while this waited, and the index of the newer commit
+        # another writer made meanwhile was rebuilt from scratch at the older one (stale: nothing served), or, for a
+        # remote branch, refused as a force-push.
+        ref_name, commit = served_commit(vault, repo, ref)
         base = None if rebuild else _usable_base(target, vault, repo)
         if base is not None and base.commit != commit and not gitrepo.is_ancestor(repo, base.commit, commit):
             # Only the same branch can have been rewritten: an index of another ref (the served ref switched, to
