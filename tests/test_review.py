@@ -261,6 +261,32 @@ def test_review_passes_a_harmless_card(vault_repo: VaultRepo) -> None:
     assert "No case's injected cards change." in done.stdout
 
 
+def test_review_lists_findings_of_one_line_in_the_same_order_every_run(vault_repo: VaultRepo) -> None:
+    """Bug fixed: two findings at one line of one card (a near-duplicate of each of two other cards) came in the
+    order of a set of them, which changes with each run's string hashes: the report a pull request gets changed
+    from one run to the next on the same commits. They are now ordered by rule and message too."""
+    _base(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "dups")
+    for n in (1, 2, 3):
+        vault_repo.write(
+            f"misc/zebra{n}",
+            f"zebra {n} stripes lesson",
+            f"When zebra{n} stripes fade after washing, use cold water because hot water bleaches zebra{n} dye.",
+            scope=["misc"],
+            verified_at="2026-01-05",
+        )
+    vault_repo.commit("Three alike cards")
+    outputs = set()
+    for seed in "12345":
+        done = run_cairn(
+            "review", "main..dups", "--today", "2026-02-01", cwd=vault_repo.root, env={"PYTHONHASHSEED": seed}
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout.count("near-duplicate") >= 6
+        outputs.add(done.stdout)
+    assert len(outputs) == 1
+
+
 def test_review_names_a_card_its_own_questions_no_longer_find(vault_repo: VaultRepo) -> None:
     """Issue 16's new user: `python/requests-timeout` was injected for "requests never returns" (one of its own
     aliases) until a teammate added `python/asyncio-blocking-call`; then nothing was, and review said "No case's

@@ -486,7 +486,10 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
         )
         findings += _security_at_base(snapshot, lint_paths, base_config, head_config, today)
         findings = tuple(
-            sorted(set(findings), key=lambda f: (f.rule != PROMPT_INJECTION, f.severity != ERROR, f.path, f.line))
+            sorted(
+                set(findings),  # then rule and message: a set's order changes with each run's string hashes
+                key=lambda f: (f.rule != PROMPT_INJECTION, f.severity != ERROR, f.path, f.line, f.rule, f.message),
+            )
         )
         cards = _CardReader(repo, vault, base, snapshot.root)
         blocked += _eval_policy(repo, vault, base, head, work / "policy")
