@@ -561,6 +561,48 @@ def test_an_index_that_waited_for_the_lock_indexes_the_commit_the_branch_is_at_t
     assert _ids(vault_repo) == ["notes/one", "notes/two"]
 
 
+def test_commits_made_during_a_long_index_queue_one_background_update_that_indexes_the_last(
+    vault_repo: VaultRepo,
+) -> None:
+    """Bug fixed: each commit made while another `cairn index` held the lock (its git hook runs `cairn index --wait
+    5`) started a background index of its own, each waiting up to 10 minutes: six commits, six processes. One waits
+    now; it reads the branch once it holds the lock, so it indexes the last commit made before that."""
+    import fcntl
+
+    vault_repo.write("notes/one", "Lesson one", "Summary of lesson one.")
+    vault_repo.commit("One card")
+    done = vault_repo.cairn("index", "--json")
+    assert done.returncode == 0, done.stderr
+    index_file = json.loads(done.stdout)["index"]
+    queued = Path(index_file + ".queued")
+    told = []
+    with open(index_file + ".lock", "rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        for n in ("two", "three", "four"):
+            vault_repo.write(f"notes/{n}", f"Lesson {n}", f"Summary of lesson {n}.")
+            last = vault_repo.commit(f"Card {n}")
+            waited = vault_repo.cairn("index", "--wait", "0.2")
+            assert waited.returncode == 0, waited.stderr
+            told.append(waited.stderr.strip().split("; ")[-1])
+            assert queued.is_file()
+    assert told == [
+        "this update continues in the background once it ends.",
+        "an update already waits for it in the background, and indexes this commit too.",
+        "an update already waits for it in the background, and indexes this commit too.",
+    ]
+
+    def indexed() -> object:
+        with IndexReader(index_file) as index:
+            return index.meta.get("commit")
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (queued.exists() or indexed() != last):
+        time.sleep(0.2)
+    assert indexed() == last
+    assert not queued.exists()
+    assert _ids(vault_repo) == ["notes/four", "notes/one", "notes/three", "notes/two"]
+
+
 def test_waiting_on_a_lock_this_process_holds_gives_no_advice_to_kill_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

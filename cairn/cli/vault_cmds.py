@@ -492,12 +492,15 @@ def index(
                     raise
                 from cairn.hot.hook import spawn_index  # never `python -m cairn` in the vault
 
-                spawn_index(str(vault.root), *(["--rebuild"] if rebuild else []), *(["--ref", ref] if ref else []))
-                echo(
-                    f"Another `cairn index` of {vault.root} has been running for over {wait:g} s; this update "
-                    "continues in the background once it ends.",
-                    err=True,
-                )
+                busy = f"Another `cairn index` of {vault.root} has been running for over {wait:g} s; "
+                if rebuild or ref or indexer.queue_update(vault):
+                    spawn_index(str(vault.root), *(["--rebuild"] if rebuild else []), *(["--ref", ref] if ref else []))
+                    echo(busy + "this update continues in the background once it ends.", err=True)
+                else:
+                    echo(
+                        busy + "an update already waits for it in the background, and indexes this commit too.",
+                        err=True,
+                    )
                 return
     if report.mode == "diverged" and not as_json:
         echo(

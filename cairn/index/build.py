@@ -62,6 +62,39 @@ def index_file_for(vault: Vault, worktree: bool = False, ref: str | None = None)
     return path
 
 
+# Beside the served ref's index: a background update is queued behind another writer (`queue_update`).
+QUEUED_SUFFIX = ".queued"
+
+
+def queue_update(vault: Vault) -> bool:
+    """Whether to start a background update of the served ref's index while another writer holds it: False when one
+    already waits for the lock. At most one waits: each commit made during a long index started its own, each
+    waiting up to `store.LOCK_WAIT_SECONDS`; the one that takes the lock reads the served commit then, so it
+    indexes every commit made until that moment, and clears the mark (`_unqueue`). A mark older than the longest
+    wait is of a process that never took the lock (killed): it is taken over."""
+    marker = Path(str(index_file_for(vault)) + QUEUED_SUFFIX)
+    try:
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600))
+        return True
+    except FileExistsError:
+        try:
+            if 0 <= time.time() - marker.lstat().st_mtime <= store.LOCK_WAIT_SECONDS + 60:
+                return False
+            os.utime(marker, follow_symlinks=False)
+        except OSError:
+            pass
+        return True
+    except OSError:  # no mark can be made (a read-only cache): start one, as before marks
+        return True
+
+
+def _unqueue(index_file: Path) -> None:
+    try:
+        os.unlink(str(index_file) + QUEUED_SUFFIX)
+    except OSError:
+        pass
+
+
 def served_commit(vault: Vault, repo: git.Repo | None = None, ref: str | None = None) -> tuple[str, str]:
     """(ref name, commit) the vault's index is built from: `ref` when given (`HEAD` for an author's branch), else
     the served ref (the user configuration's `ref` for this vault, else the reviewed default branch)."""
@@ -153,6 +186,7 @@ def _build_index(
     target = index_file_for(vault, ref=None if ref is None else ref_name)
     _retire_sqlite_cache(target)
     with store.writer_lock(target, lock_wait):
+        _unqueue(target)  # before the commit is read: an update queued until now is this one
         # Read again under the lock: the branch may have moved while this waited, and the index of the newer commit
         # another writer made meanwhile was rebuilt from scratch at the older one (stale: nothing served), or, for a
         # remote branch, refused as a force-push.
