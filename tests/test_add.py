@@ -72,6 +72,9 @@ def test_review_after_as_a_date_verified_at_defaults_to_today_and_bad_values_are
     bad = vault_repo.invoke("add", "--name", "X", "--summary", "Y.", "--review-after", "soon")
     assert bad.returncode == 2
     assert "'soon' is not a date (YYYY-MM-DD) or a duration such as 180d" in bad.stderr
+    for other in ("20270101", "2027-W10-1", "1234567890d"):  # Python 3.11 reads the first two as dates; lint does not
+        refused = vault_repo.invoke("add", "--name", "X", "--summary", "Y.", "--review-after", other)
+        assert refused.returncode == 2 and f"{other!r} is not a date" in refused.stderr, refused.stderr
     status = vault_repo.invoke("add", "--name", "X", "--summary", "Y.", "--status", "live")
     assert status.returncode == 2 and "'live' is not one of 'active', 'draft', 'retired'" in status.stderr
     assert cards_on_disk(vault_repo) == ["cards/git/dated.md"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 import shlex
 import sys
 from pathlib import Path
@@ -180,17 +179,15 @@ def _enclosing_work_tree(folder: Path) -> Path | None:
     return None
 
 
-_DURATION = re.compile(r"^\s*\d+\s*[dwmy]\s*$", re.IGNORECASE)
-
-
 def _review_after(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """The card contract's check (`card.review_due`): its own copy here took 20270101, 2027-W10-1 (Python 3.11's
+    `fromisoformat`) and any number of digits, which lint then refused in the card it wrote."""
+    from cairn.cards.card import review_due
+
     if value is None:
         return None
-    try:
-        dt.date.fromisoformat(value.strip())
-    except ValueError:
-        if not _DURATION.match(value):
-            raise click.BadParameter(f"{value!r} is not a date (YYYY-MM-DD) or a duration such as 180d") from None
+    if review_due(dt.date.today(), value.strip()) is None:
+        raise click.BadParameter(f"{value!r} is not a date (YYYY-MM-DD) or a duration such as 180d")
     return value.strip()
 
 
