@@ -266,3 +266,46 @@ def _index_within(vault_repo: VaultRepo, limit_bytes: int | None, *args: str) ->
         preexec_fn=limit,
         check=False,
     )
+
+
+def _keys_made_at_once(threads: int) -> tuple[list[bytes], list[BaseException]]:
+    """`make_index_key` in `threads` threads started together: the keys they returned, and what they raised."""
+    import threading
+
+    from cairn.hot import make_index_key
+
+    start = threading.Barrier(threads)
+    keys: list[bytes] = []
+    errors: list[BaseException] = []
+
+    def make() -> None:
+        start.wait()
+        try:
+            keys.append(make_index_key())
+        except BaseException as exc:  # any failure is the bug
+            errors.append(exc)
+
+    running = [threading.Thread(target=make) for _ in range(threads)]
+    for thread in running:
+        thread.start()
+    for thread in running:
+        thread.join()
+    return keys, errors
+
+
+def test_threads_of_one_process_making_the_cache_key_at_once_agree_on_one_whole_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug fixed: the key's temp file was named by the process id alone and opened with O_TRUNC, so two threads of
+    one process (the MCP server's) making the key at once wrote one file: one's truncation emptied the key the other
+    had just linked into place, and it failed ("cannot write the cache key") or sealed indexes with a key that then
+    changed under them."""
+    from cairn.hot import KEY_BYTES, index_key_file
+
+    for round_ in range(30):
+        monkeypatch.setenv("CAIRN_CACHE_DIR", str(tmp_path / f"cache-{round_}"))
+        keys, errors = _keys_made_at_once(8)
+        assert errors == []
+        key_file = Path(index_key_file())
+        assert len(key_file.read_bytes()) == KEY_BYTES and set(keys) == {key_file.read_bytes()}, round_
+        assert [p.name for p in key_file.parent.iterdir()] == [key_file.name]  # no temp file left

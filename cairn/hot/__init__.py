@@ -348,8 +348,10 @@ def make_index_key() -> bytes:
     target = index_key_file()
     folder = os.path.dirname(target)
     private_folder(folder)
-    tmp = os.path.join(folder, f".index.key.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # its own name, made new (O_EXCL): two threads of one process (the MCP server) named by pid alone shared one file,
+    # and one's O_TRUNC emptied the key the other had just linked into place
+    tmp = os.path.join(folder, f".index.key.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         try:
             if os.write(fd, os.urandom(KEY_BYTES)) != KEY_BYTES:  # a full disk can take part of it
