@@ -1501,6 +1501,28 @@ def test_a_command_run_in_a_vault_whose_cards_a_sparse_checkout_leaves_out_says_
     assert cairn("list", cwd=clone).returncode == 0
 
 
+def test_a_vault_whose_cards_a_sparse_checkout_leaves_out_is_named_even_with_vaults_configured(tmp_path: Path) -> None:
+    """Bug fixed: run in a clone whose sparse checkout leaves cards/ out, `cairn index` with one vault configured
+    indexed that other vault instead, and with two it said "no vault around the current folder ... pick one with
+    --vault NAME"; `cairn list` and `cairn recall` served the configured vaults. The vault standing here is named,
+    with the command that checks its cards/ out, as when no vault is configured."""
+    origin = VaultRepo(tmp_path / "origin")
+    make_vault(origin)
+    other = second_vault(tmp_path / "other")
+    assert other.invoke("vault", "add", str(other.root), "--name", "other").returncode == 0
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(origin.root), str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "sparse-checkout", "set", "evals"], check=True)
+    subprocess.run(["git", "-C", str(clone), "checkout", "-q", "main"], check=True)
+    said = (
+        f"Error: {clone}: cards is left out of the work tree by git's sparse checkout; check it out "
+        f"(`git -C {clone} sparse-checkout add cards`), then run this again\n"
+    )
+    for args in (("index",), ("list",), ("recall", FITTING_PROMPT), ("show", PYTEST_ID)):
+        done = origin.invoke(*args, cwd=clone)
+        assert (done.returncode, done.stdout, done.stderr) == (1, "", said), args
+
+
 def test_a_vault_that_is_a_submodule_not_checked_out_says_how_to_check_it_out(tmp_path: Path) -> None:
     """Bug fixed: in a clone of a project made without --recurse-submodules, its vault's submodule is an empty
     folder, and `cairn vault add` said it "has no cards/ folder; create a vault with `cairn init PATH`", which would

@@ -349,7 +349,7 @@ def open_vault(vault_path: str | None) -> Vault:
 
 def resolve_vault(vault_path: str | None, cwd: str | None = None) -> tuple[Vault, str]:
     """`open_vault` with the reason it chose that vault (`--vault`, `CAIRN_VAULT`, `current folder`, `config`)."""
-    from cairn.hot.errors import ConfigError, VaultNotFound
+    from cairn.hot.errors import ConfigError, VaultLeftOut, VaultNotFound
     from cairn.hot.userconfig import load_vaults
 
     given, reason = (vault_path, "--vault") if vault_path else (os.environ.get("CAIRN_VAULT"), "CAIRN_VAULT")
@@ -371,6 +371,8 @@ def resolve_vault(vault_path: str | None, cwd: str | None = None) -> tuple[Vault
         return find_vault(vault_path), reason
     try:
         return find_vault(None, None if cwd is None else Path(cwd)), "current folder"
+    except VaultLeftOut:  # the vault here, its cards/ left out of the work tree: never another vault in its place
+        raise
     except VaultNotFound:
         entries = load_vaults()
         if len(entries) == 1:

@@ -296,7 +296,7 @@ class Slot(NamedTuple):
 def serves_configured(vault_path: str | None) -> bool:
     """Whether a command serves the configured vaults together, as the prompt hook does: no `--vault`, no
     `$CAIRN_VAULT`, no vault around the current folder, and the user configuration lists vaults."""
-    from cairn.hot.errors import VaultNotFound
+    from cairn.hot.errors import VaultLeftOut, VaultNotFound
     from cairn.hot.userconfig import load_vaults
     from cairn.hot.vault import find_vault
 
@@ -305,6 +305,8 @@ def serves_configured(vault_path: str | None) -> bool:
     try:
         find_vault(None)
         return False
+    except VaultLeftOut:  # the vault here, its cards/ left out of the work tree: said, not the configured ones
+        raise
     except VaultNotFound:
         pass
     return bool(load_vaults())

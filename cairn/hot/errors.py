@@ -9,6 +9,11 @@ class VaultNotFound(CairnError):
     pass
 
 
+class VaultLeftOut(VaultNotFound):
+    """A vault whose folder, or its cards/, git leaves out of the work tree (a sparse checkout, a submodule not
+    checked out): it is there, in its commits, but no command can find its cards until it is checked out."""
+
+
 class NotAGitRepository(CairnError):
     pass
 

@@ -343,8 +343,10 @@ def _raise_if_left_out(root: str, shown: str) -> None:
     """Raise VaultNotFound when git's sparse checkout leaves the vault `root` (given as `shown`) or its cards/ out."""
     left_out = left_out_of_work_tree(root)
     if left_out is not None:
+        from cairn.hot.errors import VaultLeftOut
+
         problem, command = left_out
-        raise _not_found(f"{shown}: {problem}; check it out (`{command}`), then run this again")
+        raise VaultLeftOut(f"{shown}: {problem}; check it out (`{command}`), then run this again")
 
 
 def left_out_of_work_tree(root: str) -> tuple[str, str] | None:
