@@ -399,7 +399,10 @@ def holds_symlink(repo: git.Repo, commit: str, rel_path: str, vault: Vault) -> b
 def changed_cards(repo: git.Repo, old: str, new: str, vault: Vault) -> list[Change]:
     """Card files added, modified, deleted or renamed between two commits (rename detection on)."""
     root = f"{vault.prefix}{CARDS_DIR}"
-    out = repo.git.diff("--name-status", "-z", "-M", old, new, "--", root, stdout_as_string=False)
+    try:  # rename detection (-M) reads the blobs of added and deleted files, which a partial clone may have to fetch
+        out = repo.git.diff("--name-status", "-z", "-M", old, new, "--", root, stdout_as_string=False)
+    except GitCommandError as exc:
+        raise _unfetched(repo, exc) from None
     parts = [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0")]
     changes: list[Change] = []
     i = 0
@@ -539,7 +542,10 @@ def card_log(repo: git.Repo, vault: Vault, commit: str, since: str | None = None
     (`_merge_version`), not those it takes whole from one side."""
     root = f"{vault.prefix}{CARDS_DIR}"
     rev = f"{since}..{commit}" if since else commit
-    out = repo.git.log(*_LOG_ARGS, rev, "--", root, stdout_as_string=False)
+    try:  # as `changed_cards`: -M reads blobs a partial clone may have to fetch
+        out = repo.git.log(*_LOG_ARGS, rev, "--", root, stdout_as_string=False)
+    except GitCommandError as exc:
+        raise _unfetched(repo, exc) from None
     strip = len(vault.prefix)
     # Read field by field, never by splitting on the \x01 marker: an author's name or e-mail and a card's file name
     # may hold that byte (git keeps it), so only a field where a commit can start is read as one.
@@ -998,9 +1004,12 @@ def _blob_sizes(repo: git.Repo, vault: Vault, blobs: list[str]) -> dict[str, int
     with tempfile.TemporaryFile() as request:
         request.write("".join(f"{b}\n" for b in blobs).encode())
         request.seek(0)
-        out = repo.git.execute(
-            ["git", "cat-file", "--batch-check"], istream=request, stdout_as_string=True, env=_staging_env(vault)
-        )
+        try:  # a blob a partial clone lacks is fetched for its header
+            out = repo.git.execute(
+                ["git", "cat-file", "--batch-check"], istream=request, stdout_as_string=True, env=_staging_env(vault)
+            )
+        except GitCommandError as exc:
+            raise _unfetched(repo, exc) from None
     sizes: dict[str, int] = {}
     for line in str(out).splitlines():
         parts = line.split()

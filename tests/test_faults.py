@@ -262,6 +262,43 @@ def test_a_partial_clone_whose_remote_is_gone_says_so_in_one_line(vault_repo: Va
         )
 
 
+def test_an_indexed_partial_clone_whose_remote_is_gone_says_so_in_one_line(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: in a partial clone indexed before, a fetched commit that removes a card and adds another is read
+    through paths the first build's card listing does not cover (the incremental update's blob sizes, the rename
+    detection of review and of provenance's `git log -M`, which a fresh clone's first build runs over a removed
+    card's blob too); with the remote unreachable, `cairn index`, `show` and `review` stopped with "unexpected
+    GitCommandError ... (a bug in Cairn)". They say what is wrong in one line, as the card listing does."""
+    make_vault(vault_repo)
+    vault_repo.git("config", "uploadpack.allowFilter", "true")
+    clone = tmp_path / "partial"
+    subprocess.run(["git", "clone", "-q", "--filter=blob:none", f"file://{vault_repo.root}", str(clone)], check=True)
+    partial = VaultRepo.__new__(VaultRepo)
+    partial.root = clone
+    assert_clean_exit(partial.cairn("index"), 0)
+    vault_repo.git("rm", "-q", "cards/docker/layer-cache-order.md")
+    vault_repo.write("git/second", "Second lesson", "tags are not pushed by default; use git push --follow-tags")
+    vault_repo.commit("Second card, one card removed")
+    subprocess.run(["git", "-C", str(clone), "fetch", "-q"], check=True)
+    # cloned now, it holds the blobs of the new commit's cards only: the removed card's is the remote's
+    fresh = VaultRepo.__new__(VaultRepo)
+    fresh.root = tmp_path / "fresh"
+    subprocess.run(
+        ["git", "clone", "-q", "--filter=blob:none", f"file://{vault_repo.root}", str(fresh.root)], check=True
+    )
+    vault_repo.root.rename(tmp_path / "gone")
+    for repo, args, code in (
+        (partial, ("index",), 1),
+        (partial, ("show", CARD), 1),
+        (partial, ("review", "main..origin/main"), 2),
+        (fresh, ("index",), 1),
+    ):
+        done = repo.cairn(*args)
+        assert_clean_exit(done, code)
+        assert done.stderr.startswith(f"Error: {repo.root} is a partial clone (`git clone --filter`) and git could not")
+
+
 def test_shallow_clone_says_history_is_cut(vault_repo: VaultRepo, tmp_path: Path) -> None:
     make_vault(vault_repo)
     vault_repo.write("git/second", "Second lesson", "tags are not pushed by default; use git push --follow-tags")
