@@ -435,22 +435,25 @@ def uncommitted_cards(repo: git.Repo, vault: Vault) -> list[str]:
     The folder may be anyone's (`cairn recall` in a project downloaded with its `.git` and a `cairn.toml`), so no git
     command that runs what its config names: `git status` runs `core.fsmonitor` and the clean filters of
     `.gitattributes`. Each file's blob id, of its bytes as they are, is compared with HEAD's instead, as
-    `last_commit_day` does; a file that a filter (CRLF) changes on checkout reads as changed."""
+    `last_commit_day` does; a file that a filter (CRLF) changes on checkout reads as changed. A file git's sparse
+    checkout leaves out of the work tree (tagged `S`, skip-worktree) is not there and not deleted either."""
     from cairn.hot.serve import blob_id
 
     root = f"{vault.prefix}{CARDS_DIR}"
     head = card_listing(repo, "HEAD", vault)
-    # `core.fsmonitor` is a command git starts to read the index
+    # `core.fsmonitor` is a command git starts to read the index; -t tags each path (`S`: skip-worktree)
     out = repo.git.execute(
-        ["git", "-c", "core.fsmonitor=false", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+        ["git", "-c", "core.fsmonitor=false", "ls-files", "-z", "-t", "--cached", "--others", "--exclude-standard"]
         + ["--full-name", "--", root],
         stdout_as_string=False,
     )
     assert isinstance(out, bytes)
-    strip = len(vault.prefix)
-    listed = {raw.decode("utf-8", "surrogateescape")[strip:] for raw in out.split(b"\0") if raw}
+    strip = len(vault.prefix) + 2  # the tag and its space
+    tagged = [(raw[:1], raw.decode("utf-8", "surrogateescape")[strip:]) for raw in out.split(b"\0") if raw]
+    listed = {path for _, path in tagged}
+    left_out = {path for tag, path in tagged if tag == b"S"}
     changed = []
-    for path in sorted(path for path in listed | set(head) if path.endswith(".md")):
+    for path in sorted(path for path in listed | set(head) if path.endswith(".md") and path not in left_out):
         meta = head.get(path, b"").decode("ascii", "replace").split()
         file = os.path.join(vault.root, path)
         try:

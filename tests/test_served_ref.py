@@ -545,6 +545,23 @@ def test_the_uncommitted_card_note_stays_one_line_for_a_file_name_with_a_newline
     assert done.stderr.count("\n") == 1 and "not committed" in done.stderr, done.stderr
 
 
+def test_the_uncommitted_card_note_leaves_out_cards_a_sparse_checkout_hides(vault_repo: VaultRepo) -> None:
+    """Bug fixed: in a sparse checkout that leaves a card folder out of the work tree, a recall that found nothing
+    said "cards/docker/layer-cache-order.md in the vault's folder is not committed", naming a committed card git
+    only keeps out of the folder, and sent the author to `--worktree`, which reads no such card. Only a card the
+    work tree does change is named."""
+    make_vault(vault_repo)
+    vault_repo.git("sparse-checkout", "set", "--no-cone", "/*", "!/cards/docker/")
+    assert not (vault_repo.root / "cards" / "docker").exists()
+    prompt = "terraform state lock left behind after a crashed apply"
+    done = vault_repo.invoke("recall", prompt)
+    assert done.returncode == 0 and "No card fits" in done.stdout
+    assert done.stderr == "", done.stderr
+    vault_repo.write("ops/timeouts", "Outbound calls need a timeout", "A hung peer blocks the worker; set timeouts.")
+    done = vault_repo.invoke("recall", prompt)
+    assert "Note: cards/ops/timeouts.md in the vault's folder is not committed" in done.stderr, done.stderr
+
+
 def test_the_uncommitted_card_note_runs_nothing_the_repository_configures(
     vault_repo: VaultRepo, tmp_path: Path
 ) -> None:
