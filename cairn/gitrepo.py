@@ -985,6 +985,18 @@ def staged_entries(repo: git.Repo, vault: Vault, extra: tuple[str, ...] = ()) ->
     return _entries(out, vault, staged=True)
 
 
+def left_out_entries(repo: git.Repo, vault: Vault) -> list[TreeEntry]:
+    """Files under the vault's `cards/` that git's sparse checkout leaves out of the work tree (skip-worktree, tagged
+    `S` by `git ls-files -t`): committed and unchanged, as the staging area holds them, but in no folder."""
+    out = repo.git.execute(
+        ["git", "-c", "core.fsmonitor=false", "ls-files", "-t", "-s", "-z", "--full-name"]
+        + ["--", f"{vault.prefix}{CARDS_DIR}"],
+        stdout_as_string=False,
+    )
+    assert isinstance(out, bytes)
+    return _entries(b"\0".join(r[2:] for r in out.split(b"\0") if r.startswith(b"S ")), vault, staged=True)
+
+
 def read_blobs(repo: git.Repo, vault: Vault, blobs: list[str], limit: int | None = READ_LIMIT) -> dict[str, bytes]:
     """Many blobs' bytes in one `git cat-file --batch` call (staged blobs are already in git's object store); sizes
     are asked first (`--batch-check`), and a blob over `limit` gives only its first `limit + 1` bytes."""

@@ -329,3 +329,24 @@ def test_a_card_in_a_chinese_folder_lints_clean_in_an_ascii_locale(vault_repo: V
     assert linted.returncode == 0, linted.stdout
     indexed = vault_repo.cairn("index", "--worktree", "--json", env=ascii_locale)
     assert indexed.returncode == 0 and json.loads(indexed.stdout)["problems"] == [], indexed.stdout
+
+
+def test_a_card_left_out_by_a_sparse_checkout_is_a_card_to_lint(vault_repo: VaultRepo) -> None:
+    """Bug fixed: in a sparse checkout that leaves cards/docker/ out of the work tree, `cairn lint` (the working
+    tree, also `pre-commit run --all-files`) said a card that supersedes or links to a docker card names "no card"
+    (supersedes-missing, an error) though the commit, the staging area and the index hold it. The cards git leaves
+    out are read as the staging area holds them."""
+    make_vault(vault_repo)
+    vault_repo.git("sparse-checkout", "set", "--no-cone", "/*", "!/cards/docker/")
+    assert not (vault_repo.root / "cards" / "docker").exists()
+    vault_repo.write(
+        "docker/ops/layer-order",
+        "Docker rebuilds every layer after a changed COPY",
+        "Copy the lock file and install dependencies before the source, so a source edit keeps the dependency layer.",
+        "See [the older card](../layer-cache-order.md).",
+        scope=["docker"],
+        supersedes=["docker/layer-cache-order"],
+    )
+    for args in ((), ("cards/docker/ops/layer-order.md",)):
+        done = vault_repo.cairn("lint", *args)
+        assert done.returncode == 0 and "layer-order.md" not in done.stdout, done.stdout

@@ -371,22 +371,27 @@ def left_out_of_work_tree(root: str) -> tuple[str, str] | None:
     if found is None:
         return None
     folder = found
-    gdir = git_dir(folder)
-    if gdir is None or not is_file(os.path.join(gdir, "info", "sparse-checkout")):
-        return None
-    on = None  # `git sparse-checkout` writes the setting to the work tree's own config.worktree, else to config
-    for config in (os.path.join(_common_dir(gdir), "config"), os.path.join(gdir, "config.worktree")):
-        for line in (_read_text(config) or "").splitlines():
-            key, _, value = line.replace(" ", "").replace("\t", "").lower().partition("=")
-            if key == "sparsecheckout":
-                on = value == "true"
-    if not on:
+    if not sparse_checkout(folder):
         return None
     from shlex import quote  # only here, when a vault's folder is missing: the command runs as printed
 
     rel = os.path.relpath(os.path.abspath(missing), folder).replace(os.sep, "/")
     command = f"git -C {quote(folder)} sparse-checkout add {quote(rel)}"
     return f"{rel} is left out of the work tree by git's sparse checkout", command
+
+
+def sparse_checkout(work_tree: "str | os.PathLike[str]") -> bool:
+    """Whether git's sparse checkout is on in `work_tree`: some committed files may be left out of its folders."""
+    gdir = git_dir(work_tree)
+    if gdir is None or not is_file(os.path.join(gdir, "info", "sparse-checkout")):
+        return False
+    on = False  # `git sparse-checkout` writes the setting to the work tree's own config.worktree, else to config
+    for config in (os.path.join(_common_dir(gdir), "config"), os.path.join(gdir, "config.worktree")):
+        for line in (_read_text(config) or "").splitlines():
+            key, _, value = line.replace(" ", "").replace("\t", "").lower().partition("=")
+            if key == "sparsecheckout":
+                on = value == "true"
+    return on
 
 
 def _git_root_of(folder: str) -> str | None:

@@ -14,7 +14,7 @@ from cairn import gitrepo
 from cairn.cards.card import MAX_CARD_BYTES, card_id_from_path
 from cairn.config import CONFIG_FILE, VaultConfigError, folder_error, symlink_error
 from cairn.hot.errors import CairnError
-from cairn.hot.vault import CARDS_DIR, Vault, worktree_card_files, worktree_rel
+from cairn.hot.vault import CARDS_DIR, Vault, sparse_checkout, worktree_card_files, worktree_rel
 
 WORKTREE = "worktree"
 STAGED = "staged"  # git's staging area (`git ls-files -s`); Cairn's "index" is its own file in the cache
@@ -82,6 +82,13 @@ class Snapshot:
                 blob = blob_id(data)
                 self._data[blob] = data
                 self.files[rel] = VaultFile(rel, blob)
+        if self.vault.git_root is not None and sparse_checkout(self.vault.git_root):
+            # cards git's sparse checkout leaves out of the folder are the vault's all the same: a card that
+            # supersedes or links to one named "no card"
+            self._repo = gitrepo.open_repo(self.vault)
+            for entry in gitrepo.left_out_entries(self._repo, self.vault):
+                if entry.path not in self.files:
+                    self._add_entry(entry)
         config = self.vault.root / CONFIG_FILE
         if config.is_symlink():  # never read through: git records the link, not the file it names
             self.config_error = symlink_error()
