@@ -21,7 +21,7 @@ from cairn.hot import build_name, paths
 from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing, IndexStale, InvalidConfig
 from cairn.hot.index import IndexReader
 from cairn.hot.serve import blob_id
-from cairn.hot.vault import CARDS_DIR, Vault, worktree_card_files, worktree_rel
+from cairn.hot.vault import CARDS_DIR, Vault, sparse_checkout, worktree_card_files, worktree_rel
 from cairn.index import cardread, expiry, provenance, refcache, store
 from cairn.index.cardread import card_terms
 from cairn.lint import security
@@ -283,6 +283,15 @@ def build_worktree_index(vault: Vault, progress: Progress | None = None) -> Inde
     files = list(worktree_card_files(vault))
     upserts: list[store.CardTerms] = []
     problems: list[Finding] = []
+
+    def take(rel: str, card: Card | None, findings: list[Finding], data: bytes) -> None:
+        if card is not None:
+            findings += security.refusals(rel, data, card, config.lint.disable)
+            card = None if findings else card
+        problems.extend(findings)
+        if card is not None:  # the file's object id: `served_file` gives its path while it holds what was read
+            upserts.append(card_terms(card, blob_id(data)))
+
     for done, file in enumerate(files, 1):
         rel = worktree_rel(vault, file)
         if rel == CARDS_DIR:  # cards/ itself a symlink (`worktree_card_files` lists it): as the commit's index says
@@ -292,19 +301,30 @@ def build_worktree_index(vault: Vault, progress: Progress | None = None) -> Inde
         if card_id_from_path(rel) is None:
             continue
         card, findings = read_worktree_card(vault, file)
-        if card is not None:
-            data = file.read_bytes()
-            findings += security.refusals(rel, data, card, config.lint.disable)
-            card = None if findings else card
-        problems.extend(findings)
-        if card is not None:  # the file's object id: `served_file` gives its path while it holds what was read
-            upserts.append(card_terms(card, blob_id(data)))
+        take(rel, card, findings, file.read_bytes() if card is not None else b"")
         if progress:
             progress(done, len(files))
+    for rel, data in _left_out_cards(vault).items():
+        take(rel, *parse_card(rel, data), data)
     meta = _meta(vault, "worktree", "worktree", config)
     with store.writer_lock(target):
         _write_index(target, meta, upserts, problems=[_problem_row(f) for f in problems])
     return _timed(IndexReport(target, "worktree", "full", len(upserts), len(files), 0, tuple(problems)), started)
+
+
+def _left_out_cards(vault: Vault) -> dict[str, bytes]:
+    """The card files git's sparse checkout leaves out of the work tree, as the staging area holds them: committed
+    and unchanged (git reads them so), the working tree's cards all the same."""
+    if vault.git_root is None or not sparse_checkout(vault.git_root):
+        return {}
+    with gitrepo.open_repo(vault) as repo:
+        entries = [
+            e
+            for e in gitrepo.left_out_entries(repo, vault)
+            if e.mode not in (gitrepo.SYMLINK_MODE, gitrepo.SUBMODULE_MODE) and card_id_from_path(e.path) is not None
+        ]
+        data = gitrepo.read_blobs(repo, vault, [e.blob for e in entries])
+    return {e.path: data[e.blob] for e in entries if e.blob in data}
 
 
 def read_worktree_card(vault: Vault, file: Path) -> tuple[Card | None, list[Finding]]:
