@@ -307,6 +307,25 @@ def test_the_printed_commit_step_runs_as_printed_whatever_the_id_and_folder(
         vault_repo.git("reset", "-q")
 
 
+def test_the_printed_commit_step_stages_a_card_in_a_folder_a_sparse_checkout_leaves_out(vault_repo: VaultRepo) -> None:
+    """Bug fixed: in a sparse checkout that leaves cards/docker/ out, `cairn add --scope docker` wrote the card there
+    and printed `git add cards/docker/....md && git commit`, and that `git add` refused the path (exit 1, "outside of
+    your sparse-checkout definition"): pasted, it committed nothing. It now says `git add --sparse`."""
+    import subprocess
+
+    make_vault(vault_repo)
+    vault_repo.git("sparse-checkout", "set", "--no-cone", "/*", "!/cards/docker/")
+    done = vault_repo.invoke(
+        "add", "--name", "Pin the base image", "--summary", "Pin the Docker base image by digest.", "--scope", "docker",
+        "--body", BODY,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    step = re.search(r"`(git add [^`]*) && git commit`", done.stdout)
+    assert step is not None, done.stdout
+    subprocess.run(["bash", "-c", step.group(1)], cwd=vault_repo.root, check=True, capture_output=True)
+    assert vault_repo.git("diff", "--cached", "--name-only") == "cards/docker/pin-the-base-image.md"
+
+
 def test_on_a_branch_the_next_step_says_when_agents_get_the_card(vault_repo: VaultRepo) -> None:
     """Bug fixed: on a feature branch `cairn add` said to commit "so agents can get it", yet the hook serves the
     vault's served ref (main), so the committed card reached no agent until merged. It now says which ref the card

@@ -33,7 +33,7 @@ from cairn.cli.common import (
 )
 from cairn.hot.errors import CairnError, CardNotFound, InvalidId, VaultNotFound
 from cairn.hot.serve import split_tags
-from cairn.hot.vault import Vault, find_vault, shell_word
+from cairn.hot.vault import Vault, find_vault, shell_word, sparse_checkout
 from cairn.index import build as indexer
 from cairn.index.store import IndexBusy
 from cairn.terminal import clean_line, columns, pad
@@ -349,7 +349,7 @@ def add(
     target = authoring.write_card(vault, pending, force=force)
     rel = target.relative_to(vault.root).as_posix()
     echo(f"Wrote {rel}.")
-    echo(f"Next: review it, then `{_commit_step(vault.root, rel)}`{_served_after(vault)}.")
+    echo(f"Next: review it, then `{_commit_step(vault, rel)}`{_served_after(vault)}.")
 
 
 def _served_after(vault: Vault) -> str:
@@ -372,10 +372,13 @@ def _served_after(vault: Vault) -> str:
     )
 
 
-def _commit_step(root: Path, rel: str) -> str:
+def _commit_step(vault: Vault, rel: str) -> str:
     """The command that commits a new card, safe to paste: its path quoted (an id may hold `&`, `*` or `~`, which
-    lint only warns about), and run from the vault when the user is elsewhere (`--vault`, a registered vault)."""
-    step = f"git add {shlex.quote(rel)} && git commit"
+    lint only warns about), and run from the vault when the user is elsewhere (`--vault`, a registered vault). Under
+    git's sparse checkout, `git add --sparse`: plain `git add` refuses a card in a folder the checkout leaves out."""
+    root = vault.root
+    sparse = vault.git_root is not None and sparse_checkout(vault.git_root)
+    step = f"git add{' --sparse' if sparse else ''} {shlex.quote(rel)} && git commit"
     try:
         here = Path.cwd().resolve() == root.resolve()
     except OSError:  # the current folder was removed
