@@ -144,3 +144,23 @@ def test_explain_does_not_call_injected_a_card_the_hooks_context_limit_leaves_ou
     lines = vault_repo.cairn("explain", prompt).stdout.splitlines()
     assert lines[1] == "Injected: none: the agent's context block (`[hook] max_context_chars`) holds none of them."
     assert lines[4].split()[-3:] == ["rejected", "context_limit", "git/reflog"]
+
+
+def test_explain_names_the_not_when_word_the_prompt_contains(vault_repo: VaultRepo) -> None:
+    """A card refused for `not_when` said only `not_when`: with `not_when: [callable, go]` and a prompt about a
+    Django view that names neither, the author could not tell that "go" inside "django" kept the card out."""
+    vault_repo.write(
+        "python/mutable-default",
+        "Mutable default arguments are shared between calls",
+        "A list used as a default argument is created once and shared by every call; default to None instead.",
+        not_when=["callable", "go"],
+    )
+    vault_repo.write("git/reflog", "Recover commits lost in a rebase", "git reflog lists where HEAD was.")
+    vault_repo.commit()
+    prompt = "in my django view the list default argument keeps items from previous calls"
+    rows = json.loads(vault_repo.invoke("explain", prompt, "--json").stdout)["candidates"]
+    assert (rows[0]["reason"], rows[0]["not_when"]) == ("not_when", "go")
+    lines = vault_repo.invoke("explain", prompt).stdout.splitlines()
+    row = next(n for n, line in enumerate(lines) if line.endswith("python/mutable-default"))
+    assert "not_when 'go'" in lines[row]
+    assert lines[row + 1].strip().startswith("not_when 'go' is in the prompt (inside 'django'): a card never goes")

@@ -58,7 +58,8 @@ def demo(keep: Path | None) -> None:
         else:
             echo("   Cairn injects nothing.")
         echo("4. Why (cairn explain):")
-        table = render_explain(hit_all, add_missing(explain_rows(hit_all), weights))
+        rows = add_missing(explain_rows(hit_all, SAMPLE_PROMPT), weights)
+        table = render_explain(hit_all, rows, query=SAMPLE_PROMPT)
         echo("\n".join("     " + line for line in table.splitlines()))
         echo(f"5. An off-topic prompt: {OFF_TOPIC_PROMPT}")
         echo("   Cairn stays silent." if miss.abstained else f"   Cairn injects {miss.injected[0].card.id}.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -50,6 +51,7 @@ from cairn.hot.recall import (
     Result,
     evidence_of,
     missing_terms,
+    not_when_found,
     prompt_weights,
     recall,
     veto_judges,
@@ -499,7 +501,7 @@ def explain(
         layer = Layer(None, str(vault.root), index, tags)
         # as the hook gives them: at most MAX_CARDS whatever the vault's max_cards, and as many as its block holds
         served = [p.qid for p in hook_gives([layer], [result], dropped)]
-    rows = add_missing(explain_rows(result), weights)
+    rows = add_missing(explain_rows(result, query), weights)
     for row in rows:
         if row["decision"] == "injected" and row["id"] not in served:
             row["decision"], row["reason"] = REJECTED, dropped.get(row["id"], "over_total")
@@ -516,7 +518,12 @@ def explain(
         echo_json(out)
     else:
         table = render_explain(
-            result, rows, injected=served, foreign=weights.foreign, veto=_veto_note(read, veto_judges(query))
+            result,
+            rows,
+            injected=served,
+            foreign=weights.foreign,
+            veto=_veto_note(read, veto_judges(query)),
+            query=query,
         )
         echo("\n".join(filter(None, (cut, table))))
     if not served and ref is None and not worktree and not as_json:
@@ -589,7 +596,7 @@ def _explain_layered(
                 continue
             layer = slot.layer
             result = results[id(layer)]
-            rows = explain_rows(result)
+            rows = explain_rows(result, query)
             kept = [p.qid for p in given if p.layer is layer]
             for row in rows:
                 if row["decision"] == REJECTED and row["gates"] is not None:
@@ -616,6 +623,7 @@ def _explain_layered(
                     injected=section["injected"],
                     foreign=weights[id(layer)].foreign,
                     veto=_veto_note(id(layer) in veto, veto.get(id(layer), True)),
+                    query=query,
                 )
             )
     injected = [p.qid for p in given]
@@ -815,8 +823,9 @@ def _cases_similarities(index: IndexReader, queries: list[str]) -> list[dict[str
         return None
 
 
-def explain_rows(result: Result) -> list[dict[str, Any]]:
-    """The top 20 candidates by score, then every other card refused at admission, as JSON-ready rows."""
+def explain_rows(result: Result, query: str = "") -> list[dict[str, Any]]:
+    """The top 20 candidates by score, then every other card refused at admission, as JSON-ready rows; `query` (the
+    prompt as recall read it) names the `not_when` word that refused a card."""
     s = result.settings
     rows: list[dict[str, Any]] = []
     for rank, c in enumerate(result.candidates, 1):
@@ -839,6 +848,8 @@ def explain_rows(result: Result) -> list[dict[str, Any]]:
         row.update(decision=c.decision, reason=c.reason, matched=list(c.matched))
         if c.reason == UNKNOWN_STATUS:  # the status as the card spells it, so the reader can fix the typo
             row["status"] = c.card.status
+        if c.reason == "not_when" and query:  # which word: it may sit inside another ("go" in "django")
+            row["not_when"] = not_when_found(c.card, query.lower())
         if admitted and getattr(s, "min_confidence", 0.0) > 0:  # the opt-in confidence gate's estimate
             row["confidence"] = c.confidence
         if c.similarity is not None:
@@ -908,17 +919,30 @@ def _status_hint(status: str) -> str:
     )
 
 
+def _not_when_hint(word: str, query: str) -> str:
+    """What to do about a card refused for a `not_when` word: the word, the prompt's word it was found in when that
+    is another, and the rule (a substring of the prompt, not a word of it)."""
+    found = re.search(r"\w*" + re.escape(word.lower()) + r"\w*", query.lower())
+    inside = f" (inside '{clean_line(found.group())}')" if found and found.group() != word.lower() else ""
+    return (
+        f"not_when '{clean_line(word)}' is in the prompt{inside}: a card never goes to a prompt that contains one of "
+        "its not_when words, even inside another word"
+    )
+
+
 def render_explain(
     result: Result,
     rows: list[dict[str, Any]],
     injected: Sequence[str] | None = None,
     foreign: Sequence[str] = (),
     veto: str | None = None,
+    query: str = "",
 ) -> str:
     """The table `explain` prints; `injected`: the ids the hook gives (after the merge across vaults and its context
     limit), else recall's own;
     `foreign`: the prompt's terms weighed a tenth, said only in sentences the vault hardly knows; `veto`: why the
-    semantic veto did not judge the prompt (`_veto_note`), when it did not."""
+    semantic veto did not judge the prompt (`_veto_note`), when it did not; `query`: the prompt, for the word of it
+    a `not_when` word was found in."""
     s = result.settings
     if injected is None:
         outcome = (
@@ -973,6 +997,8 @@ def render_explain(
         reason = row["reason"] or _PICKED.get(row.get("picked") or "", "")
         if reason == UNKNOWN_STATUS:
             reason = f"unknown status '{_shown_status(row['status'])}'"
+        if row.get("not_when"):
+            reason = f"not_when '{_shown_status(row['not_when'])}'"
         if row.get("blocked_by"):
             reason += f" (below {row['blocked_by']})"
         lines.append(f"{row['rank']:>3}  {row['score']:7.3f}  {values}  {row['decision']:8}  {reason:16}  {row['id']}")
@@ -980,6 +1006,8 @@ def render_explain(
             lines.append(f"{'':5}{_terms_line(row)}")
         if row["reason"] == UNKNOWN_STATUS:
             lines.append(f"{'':5}{_status_hint(row['status'])}")
+        if row.get("not_when"):
+            lines.append(f"{'':5}{_not_when_hint(row['not_when'], query)}")
     refused = sum(1 for row in rows if row["decision"] == REJECTED and row["gates"] is None)
     if refused:
         lines += [

@@ -879,11 +879,19 @@ def admission(
         return "superseded"
     if scope and card.scope and not scope.intersection(card.scope):
         return "out_of_scope"
-    if any(term.strip() and term.strip().lower() in lowered_query for term in card.not_when):
+    if not_when_found(card, lowered_query) is not None:
         return "not_when"
     if card.id in already:
         return ALREADY_INJECTED
     return None
+
+
+def not_when_found(card: "IndexedCard", lowered_query: str) -> str | None:
+    """The first of the card's `not_when` words the lowered prompt contains (anywhere, inside a word too), as the card
+    spells it, or None: what keeps the card out at admission, and what explain names."""
+    return next(
+        (term.strip() for term in card.not_when if term.strip() and term.strip().lower() in lowered_query), None
+    )
 
 
 def _other_language(card: "IndexedCard", first: "IndexedCard", matched: "dict[int, list[str]]") -> bool:
