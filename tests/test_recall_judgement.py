@@ -350,6 +350,22 @@ def test_explain_shows_gate_values_for_a_vetoed_card(vault_repo: VaultRepo) -> N
     assert "semantic_veto" in text and "similarity 1.20" in text and "refused before the gates" not in text
 
 
+def test_explain_gives_the_floor_a_vetoed_card_fell_under(vault_repo: VaultRepo) -> None:
+    """A card refused `semantic_veto` showed its z-score and no floor: at 2.76 (a card far above most of its vault),
+    the author could not tell why it was vetoed (the veto asks for 3); no other row names the floor."""
+    repo = _cards(vault_repo)
+    with indexer.open_index(find_vault(repo.root)) as index:
+        result = recall(
+            index, TRACEBACK, examine_all=True, semantic={"python/package-data": 2.76, "git/force-push-safely": 4.0}
+        )
+    rows = explain_rows(result)
+    assert rows[0]["reason"] == R.SEMANTIC_VETO
+    lines = render_explain(result, rows).splitlines()
+    terms = lines[lines.index(next(line for line in lines if line.endswith("python/package-data"))) + 1]
+    assert terms.endswith("similarity 2.76 (z-score over the vault's cards), under 3 (the semantic veto)")
+    assert sum("(the semantic veto)" in line for line in lines) == 1
+
+
 def test_the_semantic_pick_gives_the_word_ranking_first_card_when_it_is_clearly_first_in_meaning(
     vault_repo: VaultRepo,
 ) -> None:

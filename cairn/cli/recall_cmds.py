@@ -44,7 +44,9 @@ from cairn.hot.recall import (
     PHRASE_SCALE,
     REJECTED,
     SEMANTIC_MIN_CARDS,
+    SEMANTIC_MIN_Z,
     SEMANTIC_PICKED,
+    SEMANTIC_VETO,
     UNKNOWN_STATUS,
     Candidate,
     QueryWeights,
@@ -898,7 +900,10 @@ def _terms_line(row: dict[str, Any]) -> str:
         parts.append(f"evidence {evidence['value']:.2f} rare words, under {evidence['threshold']:g}")
     if row.get("similarity") is not None:
         # the semantic channel's z-score (`daemon.similarities(z=True)`), not a cosine: say so
-        parts.append(f"similarity {row['similarity']:.2f} (z-score over the vault's cards)")
+        shown = f"similarity {row['similarity']:.2f} (z-score over the vault's cards)"
+        if row.get("reason") == SEMANTIC_VETO:  # the figure the veto judged, beside the floor it fell under
+            shown += f", under {SEMANTIC_MIN_Z:g} (the semantic veto)"
+        parts.append(shown)
     return "; ".join(parts)
 
 
