@@ -164,3 +164,16 @@ def test_explain_names_the_not_when_word_the_prompt_contains(vault_repo: VaultRe
     row = next(n for n, line in enumerate(lines) if line.endswith("python/mutable-default"))
     assert "not_when 'go'" in lines[row]
     assert lines[row + 1].strip().startswith("not_when 'go' is in the prompt (inside 'django'): a card never goes")
+
+
+def test_explain_says_the_scope_it_was_asked_with_from_cairn_scope(fixture_vault: VaultRepo) -> None:
+    """With `$CAIRN_SCOPE` set in the shell and no --scope, cards were refused `out_of_scope` and nothing said which
+    scope was asked, nor where it came from; without one, no scope line."""
+    query, _ = QUERIES["rejected-scope"]
+    lines = fixture_vault.invoke("explain", query, env={"CAIRN_SCOPE": "python"}).stdout.splitlines()
+    assert lines[1] == (
+        "Scope asked: python (from $CAIRN_SCOPE); a card scoped to other tags only is refused (out_of_scope)."
+    )
+    assert any(line.split()[-2:] == ["out_of_scope", "git/force-push-safely"] for line in lines)
+    plain = fixture_vault.invoke("explain", query, env={"CAIRN_SCOPE": ""}).stdout
+    assert "Scope asked" not in plain

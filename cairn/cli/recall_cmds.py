@@ -526,6 +526,7 @@ def explain(
             foreign=weights.foreign,
             veto=_veto_note(read, veto_judges(query)),
             query=query,
+            scope=_scope_note(scope, tags),
         )
         echo("\n".join(filter(None, (cut, table))))
     if not served and ref is None and not worktree and not as_json:
@@ -555,6 +556,16 @@ def _cut_note(read: int, given: int) -> str | None:
         f"The prompt is {given} characters; the first {read} characters are read, as the prompt hook reads them "
         "(the rest is not asked)."
     )
+
+
+def _scope_note(flag: str | None, tags: Sequence[str]) -> str | None:
+    """explain's line on the scope recall was asked with (`--scope`, else `$CAIRN_SCOPE`, which a shell may hold
+    unseen, else a configured vault's `scopes`), else None: its cards of other scopes are refused `out_of_scope`."""
+    if not tags:
+        return None
+    where = "" if flag is not None else " (from $CAIRN_SCOPE)" if scope_tags(None) else " (the vault's configuration)"
+    shown = ", ".join(clean_line(tag) for tag in tags)
+    return f"Scope asked: {shown}{where}; a card scoped to other tags only is refused (out_of_scope)."
 
 
 def _veto_note(read: bool, judged: bool) -> str | None:
@@ -626,6 +637,7 @@ def _explain_layered(
                     foreign=weights[id(layer)].foreign,
                     veto=_veto_note(id(layer) in veto, veto.get(id(layer), True)),
                     query=query,
+                    scope=_scope_note(scope, layer.scope),
                 )
             )
     injected = [p.qid for p in given]
@@ -942,12 +954,13 @@ def render_explain(
     foreign: Sequence[str] = (),
     veto: str | None = None,
     query: str = "",
+    scope: str | None = None,
 ) -> str:
     """The table `explain` prints; `injected`: the ids the hook gives (after the merge across vaults and its context
     limit), else recall's own;
     `foreign`: the prompt's terms weighed a tenth, said only in sentences the vault hardly knows; `veto`: why the
     semantic veto did not judge the prompt (`_veto_note`), when it did not; `query`: the prompt, for the word of it
-    a `not_when` word was found in."""
+    a `not_when` word was found in; `scope`: the scope asked (`_scope_note`), when one was."""
     s = result.settings
     if injected is None:
         outcome = (
@@ -966,6 +979,7 @@ def render_explain(
     lines = [
         f"Thresholds: lead >= {s.min_lead:g}, coverage >= {s.min_coverage:g}, margin >= {s.min_margin:g}, "
         f"evidence >= {s.min_evidence:g} rare words; at most {s.max_cards} cards.",
+        *([scope] if scope else []),
         outcome,
     ]
     if result.fragment is not None:  # `recall._fragment_pick`
