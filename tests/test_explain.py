@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import shutil
@@ -177,3 +178,23 @@ def test_explain_says_the_scope_it_was_asked_with_from_cairn_scope(fixture_vault
     assert any(line.split()[-2:] == ["out_of_scope", "git/force-push-safely"] for line in lines)
     plain = fixture_vault.invoke("explain", query, env={"CAIRN_SCOPE": ""}).stdout
     assert "Scope asked" not in plain
+
+
+def test_explain_gives_an_expired_cards_review_date_and_what_to_bump(fixture_vault: VaultRepo) -> None:
+    """A card refused `expired` said only `expired`: not when it expired, nor that verified_at (re-checked) brings
+    it back; following the hint, the card is injected again."""
+    query, _ = QUERIES["rejected-expired"]
+    rows = json.loads(fixture_vault.invoke("explain", query, "--json").stdout)["candidates"]
+    assert (rows[0]["reason"], rows[0]["expires_on"]) == ("expired", "2020-01-31")
+    lines = fixture_vault.invoke("explain", query).stdout.splitlines()
+    row = next(n for n, line in enumerate(lines) if line.endswith("python/setup-py-install"))
+    assert lines[row + 1].strip() == (
+        "its review date 2020-01-31 (review_after) has passed; once someone re-checks the lesson, bump verified_at "
+        "(and review_after when it is a date) and commit"
+    )
+    card = fixture_vault.root / "cards" / "python" / "setup-py-install.md"
+    text = card.read_text(encoding="utf-8")
+    card.write_text(text.replace("verified_at: 2020-01-01", f"verified_at: {dt.date.today().isoformat()}"))
+    fixture_vault.commit("re-checked")
+    again = json.loads(fixture_vault.invoke("explain", query, "--json").stdout)
+    assert again["injected"] == ["python/setup-py-install"]

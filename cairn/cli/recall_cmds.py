@@ -862,6 +862,8 @@ def explain_rows(result: Result, query: str = "") -> list[dict[str, Any]]:
         row.update(decision=c.decision, reason=c.reason, matched=list(c.matched))
         if c.reason == UNKNOWN_STATUS:  # the status as the card spells it, so the reader can fix the typo
             row["status"] = c.card.status
+        if c.reason == "expired":  # the review date it passed, so the reader knows what to bump
+            row["expires_on"] = c.card.expires_on
         if c.reason == "not_when" and query:  # which word: it may sit inside another ("go" in "django")
             row["not_when"] = not_when_found(c.card, query.lower())
         if admitted and getattr(s, "min_confidence", 0.0) > 0:  # the opt-in confidence gate's estimate
@@ -933,6 +935,14 @@ def _status_hint(status: str) -> str:
     return (
         f"status '{_shown_status(status)}' is not one of {', '.join(STATUSES)}; only active cards are injected "
         "(`cairn lint`: status-value)"
+    )
+
+
+def _expired_hint(expires_on: str) -> str:
+    """What to do about a card refused as expired: the review date it passed and the fields that move it."""
+    return (
+        f"its review date {clean_line(expires_on)} (review_after) has passed; once someone re-checks the lesson, bump "
+        "verified_at (and review_after when it is a date) and commit"
     )
 
 
@@ -1025,6 +1035,8 @@ def render_explain(
             lines.append(f"{'':5}{_terms_line(row)}")
         if row["reason"] == UNKNOWN_STATUS:
             lines.append(f"{'':5}{_status_hint(row['status'])}")
+        if row.get("expires_on"):
+            lines.append(f"{'':5}{_expired_hint(row['expires_on'])}")
         if row.get("not_when"):
             lines.append(f"{'':5}{_not_when_hint(row['not_when'], query)}")
     refused = sum(1 for row in rows if row["decision"] == REJECTED and row["gates"] is None)
