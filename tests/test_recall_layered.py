@@ -313,6 +313,26 @@ def test_ref_head_and_stdin_reach_every_configured_vault(two: tuple[VaultRepo, V
     assert ids("-", stdin=VENV_PROMPT + "\n") == [f"me:{VENV_ID}"]
 
 
+def test_outside_any_vault_an_uncommitted_card_is_named_with_the_command_that_asks_it(
+    two: tuple[VaultRepo, VaultRepo, Path],
+) -> None:
+    """An author who edits a card as explain advised and asks again from a project got the same "nothing fits" and
+    no word of the uncommitted file, which recall and explain run in the vault say; the command they name works."""
+    _, mine, project = two
+    mine.write("python/pytest-fixtures", "Pytest fixtures scope", "A session-scoped pytest fixture is built once.")
+    prompt = "is a session-scoped pytest fixture built once"
+    for command, reads in (("explain", "reads the card files"), ("recall", "reads the card files as they are")):
+        done = run_cairn(command, prompt, cwd=project)
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == (
+            "Note: vault 'me': cards/python/pytest-fixtures.md in the vault's folder is not committed, and agents are "
+            f"served main only once it holds them; `cairn {command} --worktree QUERY` {reads}.\n"
+        )
+        asked = ok(command, "--worktree", prompt, cwd=project)  # as the note says
+        assert "me:python/pytest-fixtures" in asked.splitlines()[0]  # "1. ... [ID]", "Across ...: injected ID"
+    assert run_cairn("recall", prompt, "--json", cwd=project).stderr == ""  # JSON: stdout alone
+
+
 def test_no_usable_configured_vault_is_an_error_that_says_why(
     two: tuple[VaultRepo, VaultRepo, Path], tmp_path: Path
 ) -> None:

@@ -162,6 +162,12 @@ def recall_cmd(
                 layers, query, session_id=session_id, fit=context_trim(layers), want_already=session_id is not None
             )
         _print_layered(layered.given, list(layered.already) if session_id else None, as_json, explain)
+        if not layered.given and not layered.already and ref is None and not worktree and not as_json:
+            _note_unserved(
+                slots,
+                "`cairn recall --ref HEAD QUERY` asks them",
+                "`cairn recall --worktree QUERY` reads the card files as they are",
+            )
         return
     vault = open_vault(vault_path)
     tags, entry = _vault_scope(vault, scope)  # a configured vault's limits, as the hook applies them
@@ -264,6 +270,19 @@ def _unserved_changes(vault: Vault, ask: str, ask_worktree: str) -> str | None:
         f"{clean_line(shell_word(uncommitted[0]))}{more} in the vault's folder {'are' if more else 'is'} not committed, and agents "
         f"are served {shown_ref} only once it holds them; {ask_worktree}"
     )
+
+
+def _note_unserved(slots: Sequence[Slot], ask: str, ask_worktree: str) -> None:
+    """`_unserved_changes` of each configured vault in play, as a note on stderr naming the vault: recall and explain
+    outside any vault, which ask them all, say it as they do of the one vault they are run in."""
+    from cairn.hot.vault import find_vault
+
+    for slot in slots:
+        if slot.layer is None:
+            continue
+        note = _unserved_changes(find_vault(slot.layer.root), ask, ask_worktree)
+        if note is not None:
+            echo(f"Note: vault {slot.name!r}: {note}.", err=True)
 
 
 def _vault_scope(vault: Vault, scope: str | None) -> tuple[tuple[str, ...] | None, VaultEntry | None]:
@@ -654,6 +673,10 @@ def _explain_layered(
         lines += ["", f"== {section['vault']} ({section['path'] or 'unusable'}) =="]
         lines.append(f"Skipped: {section['skipped']}" if "skipped" in section else tables.pop(0))
     echo("\n".join(lines))
+    if not given and ref is None and not worktree:
+        _note_unserved(
+            slots, "`cairn explain --ref HEAD QUERY` asks them", "`cairn explain --worktree QUERY` reads the card files"
+        )
 
 
 @click.command("eval")
