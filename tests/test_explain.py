@@ -165,6 +165,12 @@ def test_explain_names_the_not_when_word_the_prompt_contains(vault_repo: VaultRe
     row = next(n for n, line in enumerate(lines) if line.endswith("python/mutable-default"))
     assert "not_when 'go'" in lines[row]
     assert lines[row + 1].strip().startswith("not_when 'go' is in the prompt (inside 'django'): a card never goes")
+    vault_repo.write(
+        "zh/utc", "数据库里的时间要存 UTC", "服务器和数据库在不同时区时，时间戳会错乱。", not_when=["微服务"]
+    )
+    vault_repo.commit()
+    zh = vault_repo.invoke("explain", "我们的微服务架构里数据库的时间戳错乱了").stdout  # no spaces: no word to name
+    assert "not_when '微服务' is in the prompt: a card never goes" in zh
 
 
 def test_explain_says_the_scope_it_was_asked_with_from_cairn_scope(fixture_vault: VaultRepo) -> None:

@@ -70,6 +70,7 @@ from cairn.hot.serve import (
     serve_prompt,
     served_file,
 )
+from cairn.hot.tokens import is_cjk
 from cairn.hot.userconfig import VaultEntry
 from cairn.hot.vault import Vault, shell_word
 from cairn.index import build as indexer
@@ -971,9 +972,11 @@ def _expired_hint(expires_on: str) -> str:
 
 def _not_when_hint(word: str, query: str) -> str:
     """What to do about a card refused for a `not_when` word: the word, the prompt's word it was found in when that
-    is another, and the rule (a substring of the prompt, not a word of it)."""
+    is another (not in CJK text), and the rule (a substring of the prompt, not a word of it)."""
     found = re.search(r"\w*" + re.escape(word.lower()) + r"\w*", query.lower())
-    inside = f" (inside '{clean_line(found.group())}')" if found and found.group() != word.lower() else ""
+    whole = found.group() if found else word.lower()
+    # Chinese and Japanese put no space between words: a run of them is no word to name
+    inside = f" (inside '{clean_line(whole)}')" if whole != word.lower() and not any(map(is_cjk, whole)) else ""
     return (
         f"not_when '{clean_line(word)}' is in the prompt{inside}: a card never goes to a prompt that contains one of "
         "its not_when words, even inside another word"
