@@ -36,7 +36,7 @@ from cairn.cards.card import parse_card
 from cairn.finding import ERROR
 from cairn.hot.errors import CairnError, CardExists, CardNotFound, ConfigError, InvalidCard, RefusedWrite
 from cairn.hot.hook import MAX_QUERY_CHARS, context_trim, hook_gives
-from cairn.hot.recall import REJECTED, Candidate, recall
+from cairn.hot.recall import REJECTED, Candidate, not_when_found, recall
 from cairn.hot.serve import (
     NAME_CHARS,
     NOTICE,
@@ -364,7 +364,7 @@ class VaultTools:
             "commit": commit,
             "abstained": result.abstained,
             "injected": given,
-            "candidates": [_candidate_dict(c, given, dropped) for c in shown],
+            "candidates": [_candidate_dict(c, given, dropped, read) for c in shown],
             "fragment": None if result.fragment is None else clip(result.fragment, ECHO_CHARS),
             "phrases": list(result.phrases),
             "thresholds": {
@@ -504,12 +504,13 @@ def commit_subject(text: str) -> str:
     return flat if len(flat) <= MAX_SUBJECT_CHARS else flat[: MAX_SUBJECT_CHARS - 1].rstrip() + "…"
 
 
-def _candidate_dict(c: Candidate, given: list[str], dropped: dict[str, str]) -> dict[str, Any]:
+def _candidate_dict(c: Candidate, given: list[str], dropped: dict[str, str], query: str) -> dict[str, Any]:
     """One candidate as explain shows it; a card recall injected that the hook does not give is rejected, as
     `cairn explain` says it: `context_limit` past what the hook's block holds, `over_total` past the hook's
-    `MAX_CARDS` (a vault's `max_cards` above it)."""
+    `MAX_CARDS` (a vault's `max_cards` above it). As `cairn explain --json`'s rows: the prompt's terms it matched,
+    and for a card refused at admission the `not_when` word found in the query or the review date it passed."""
     over = c.decision == "injected" and c.card.id not in given
-    return {
+    out = {
         "id": c.card.id,
         "name": clip(c.card.name, NAME_CHARS),  # a card's text is untrusted: cut as every interface cuts it
         "score": c.score,
@@ -521,7 +522,14 @@ def _candidate_dict(c: Candidate, given: list[str], dropped: dict[str, str]) -> 
         "reason": dropped.get(c.card.id, "over_total") if over else c.reason,
         "picked": c.picked,  # which of recall's picks injected it when the word gates passed nothing (or None)
         "similarity": c.similarity,  # its z-score with the semantic extra (None without it), as `cairn explain` shows
+        "matched": list(c.matched),  # the query's own terms: nothing of the card's text
     }
+    if c.reason == "not_when":
+        word = not_when_found(c.card, query.lower())
+        out["not_when"] = None if word is None else clip(word, NAME_CHARS)  # the card's text: cut as its name is
+    if c.reason == "expired":
+        out["expires_on"] = c.card.expires_on
+    return out
 
 
 def _branch_safe(card_id: str) -> str:

@@ -87,6 +87,46 @@ def test_serve_answers_every_tool_over_stdio(vault_repo: VaultRepo) -> None:
     assert "no/such-card" in results[4].content[0].text
 
 
+def test_explain_gives_an_agent_the_matched_terms_the_not_when_word_and_the_review_date_as_cairn_explain_does(
+    vault_repo: VaultRepo,
+) -> None:
+    """The MCP `explain` tool's candidates lacked what `cairn explain --json` gives: the terms a card matched, the
+    `not_when` word that refused one (found inside another word: `go` in `django`), an expired card's review date."""
+    vault_repo.write(
+        "go/loop-variable-capture",
+        "Goroutines in a loop all see the last item",
+        "Before Go 1.22 a goroutine started in a for loop captured the loop variable, not its value at that turn.",
+        scope=["go"],
+        not_when=["go"],
+    )
+    vault_repo.write(
+        "python/django-n-plus-one",
+        "Django views loop over related objects with one query each",
+        "A Django view that reads a foreign key inside a loop runs one query per item; use select_related.",
+        scope=["python"],
+        verified_at="2024-01-02",
+        review_after="30d",
+    )
+    vault_repo.write(
+        "python/django-migrations-lock",
+        "Django migrations lock big tables",
+        "A Django migration that adds a column with a default rewrites the table under a lock; add it nullable first.",
+        scope=["python"],
+    )
+    vault_repo.commit("Three lessons")
+    query = "my django view loops over related items and each one runs a query"
+    _, _, [explained] = drive_serve(vault_repo.root, [("explain", {"query": query})])
+    by_id = {c["id"]: c for c in _text_json(explained)["candidates"]}
+    cli = {row["id"]: row for row in json.loads(vault_repo.cairn("explain", "--json", query).stdout)["candidates"]}
+    assert by_id["go/loop-variable-capture"]["reason"] == "not_when"
+    assert by_id["go/loop-variable-capture"]["not_when"] == cli["go/loop-variable-capture"]["not_when"] == "go"
+    assert by_id["python/django-n-plus-one"]["reason"] == "expired"
+    assert by_id["python/django-n-plus-one"]["expires_on"] == cli["python/django-n-plus-one"]["expires_on"]
+    assert by_id["python/django-n-plus-one"]["expires_on"] == "2024-02-01"
+    assert by_id["python/django-migrations-lock"]["matched"] == cli["python/django-migrations-lock"]["matched"]
+    assert "django" in by_id["python/django-migrations-lock"]["matched"]
+
+
 def test_recall_with_a_session_gives_each_card_once(vault_repo: VaultRepo) -> None:
     _lessons(vault_repo)
     query = "git pull --rebase after a force-push dropped my commits"
