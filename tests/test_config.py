@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cairn.cards.authoring import template_dir
-from cairn.config import Config, VaultConfigError, config_from_dict, parse_config, set_recall_keys
+from cairn.config import Config, VaultConfigError, config_from_dict, parse_config, set_recall_keys, toml_loads
 from cairn.hot.errors import InvalidConfig
 
 
@@ -112,6 +114,14 @@ def test_a_mistake_names_its_line(text: str, line: int, detail: str) -> None:
     assert caught.value.detail.startswith(detail)
     where = f"cairn.toml:{line}" if line else "cairn.toml"
     assert str(caught.value) == f"{where}: {caught.value.detail}"  # the working tree's file: no commit to name
+
+
+def test_python_3_10_reads_cairn_toml_with_a_tomli_that_words_errors_as_3_11_does() -> None:
+    """Bug fixed: pyproject allowed tomli 2.0.0 on Python 3.10, whose errors differ from 3.11's tomllib (`Expected "]"`,
+    `Can not declare`): with it, the line above said `expected "]"` and this file's tests failed. 2.0.1 is the release
+    tomllib was copied from."""
+    pyproject = toml_loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "tomli>=2.0.1; python_version < '3.11'" in pyproject["project"]["dependencies"]
 
 
 def test_a_committed_mistake_names_the_commit_and_that_the_fix_must_be_committed() -> None:
