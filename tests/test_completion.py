@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from cairn.config import toml_loads
 from cairn.hot.vault import find_vault
 from cairn.index.build import index_file_for
 from helpers.cli import invoke_cli
@@ -88,6 +89,13 @@ def test_the_bash_script_completes_card_ids_and_vault_names_from_what_is_built(
     assert complete("cairn", "recall", "--vault", "no", cwd=tmp_path) == ["notes"]
     assert complete("cairn", "lint", "--vault", "not", cwd=vault_repo.root) == ["notes"]
     assert sorted(p.name for p in cache_dir().rglob("*")) == cache  # nothing built, nothing written
+
+
+def test_cairn_does_not_install_the_click_whose_completion_skips_a_groups_commands() -> None:
+    """Bug fixed: pyproject allowed click 8.2.0, whose completion offers the group's command names again after one of
+    them (pallets/click#2906): with it, `cairn vault remove <Tab>` offered no vault name and the test above failed."""
+    pyproject = toml_loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "click>=8.1,!=8.2.0" in pyproject["project"]["dependencies"]
 
 
 def _bash_complete(words: list[str], cwd: Path, line: str | None = None) -> list[str]:
