@@ -31,7 +31,8 @@ def test_completion_prints_clicks_script_for_the_shell(shell: str, tmp_path: Pat
     assert "_CAIRN_COMPLETE" in printed.stdout and f"{shell}_complete" in printed.stdout
     by_env = _run([cairn], {"_CAIRN_COMPLETE": f"{shell}_source"}, tmp_path)
     assert by_env.returncode == 0, by_env.stderr
-    assert printed.stdout == by_env.stdout
+    # click before 8.4.2 ends the script it prints with a blank line: the tests allow click>=8.2
+    assert by_env.stdout in (printed.stdout, printed.stdout + "\n")
     assert invoke_cli(["completion", shell]).stdout == printed.stdout  # made in-process, not by a second cairn
 
 
