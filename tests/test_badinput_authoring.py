@@ -487,6 +487,21 @@ def test_init_on_a_dangling_symlink_says_where_it_points(tmp_path: Path) -> None
     assert link.is_symlink() and not (tmp_path / "missing").exists()
 
 
+def test_init_on_symlinks_that_loop_says_no_folder_can_be_made_there(tmp_path: Path) -> None:
+    """Bug fixed: `lessons -> other -> lessons` was "a symlink to other, which does not exist; make that folder", but
+    `other` exists (a symlink), and no folder can be made there."""
+    link, other = tmp_path / "lessons", tmp_path / "other"
+    link.symlink_to(other)
+    other.symlink_to(link)
+    done = run_cairn("init", "--no-register", str(link), cwd=tmp_path)
+    assert done.returncode == 1
+    assert _one_error_line(done.stderr) == (
+        f"Error: {link} is a symlink to {other}, itself a symlink that leads to no folder (a loop, or a chain whose "
+        "last link is missing); point it at a folder or choose a new one (nothing was written)"
+    )
+    assert link.is_symlink() and other.is_symlink()
+
+
 def test_add_with_text_that_is_not_utf8_names_the_field(vault_repo: VaultRepo) -> None:
     """A terminal set to Latin-1 sends `café` as `caf\\xe9`: the card was refused for "the frontmatter is not valid
     YAML: found invalid Unicode character escape code", YAML Cairn wrote itself."""

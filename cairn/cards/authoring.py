@@ -43,8 +43,14 @@ def init_vault(path: Path, *, again: str = "cairn init") -> str:
     if path.exists() and not path.is_dir():
         raise CairnError(f"{path} is a file, not a folder; choose a new folder (nothing was written)")
     if path.is_symlink() and not path.exists():
+        target = os.readlink(path)
+        if (path.parent / target).is_symlink():  # symlinks that loop, or a chain whose end is missing
+            raise CairnError(
+                f"{path} is a symlink to {target}, itself a symlink that leads to no folder (a loop, or a chain whose "
+                "last link is missing); point it at a folder or choose a new one (nothing was written)"
+            )
         raise CairnError(
-            f"{path} is a symlink to {os.readlink(path)}, which does not exist; make that folder or choose a new one "
+            f"{path} is a symlink to {target}, which does not exist; make that folder or choose a new one "
             "(nothing was written)"
         )
     kept = _empty_clone(path)  # `git clone` of a new, empty repository: the vault goes into it, its .git kept
