@@ -204,3 +204,25 @@ def test_explain_gives_an_expired_cards_review_date_and_what_to_bump(fixture_vau
     fixture_vault.commit("re-checked")
     again = json.loads(fixture_vault.invoke("explain", query, "--json").stdout)
     assert again["injected"] == ["python/setup-py-install"]
+
+
+def test_explain_lists_the_prompts_words_not_the_stems_recall_matches(vault_repo: VaultRepo) -> None:
+    """Issue 16's item 6, for an author: explain listed the terms a card matched and lacks as recall stems them
+    (`spr` for Spring, `sav` for saving), which no one can type into a card's aliases as shown."""
+    vault_repo.write(
+        "java/boot-devtools-restart",
+        "Spring Boot devtools restarts the app on every file save",
+        "With spring-boot-devtools on the classpath, saving any file restarts the application; exclude static files.",
+        scope=["java"],
+    )
+    vault_repo.write(
+        "git/lfs", "Large files belong in Git LFS", "Track large binaries with git lfs before the first commit."
+    )
+    vault_repo.commit("Two cards")
+    done = vault_repo.invoke("explain", "Spring reloads after saving a template, and the session is lost")
+    assert done.returncode == 0, done.stderr
+    lines = [line.strip() for line in done.stdout.splitlines() if line.strip().startswith("matched:")]
+    assert lines and "spring" in lines[0] and "saving" in lines[0], done.stdout
+    assert not {"spr", "sav"} & {word.strip(",;") for word in " ".join(lines).split()}, lines
+    data = json.loads(vault_repo.invoke("explain", "--json", "Spring reloads after saving a template").stdout)
+    assert "spr" in data["candidates"][0]["matched"]  # the JSON keeps the terms recall matched

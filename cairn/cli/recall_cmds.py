@@ -70,7 +70,7 @@ from cairn.hot.serve import (
     serve_prompt,
     served_file,
 )
-from cairn.hot.tokens import is_cjk
+from cairn.hot.tokens import is_cjk, tokenize
 from cairn.hot.userconfig import VaultEntry
 from cairn.hot.vault import Vault, shell_word
 from cairn.index import build as indexer
@@ -919,16 +919,30 @@ EXPLAIN_TERMS = 5
 _TERMS_SHOWN = 8
 
 
-def _terms_line(row: dict[str, Any]) -> str:
+def prompt_words(query: str) -> dict[str, str]:
+    """Each of the prompt's terms that recall stems (`spr`, `rebas`) with the prompt's word it came from (`spring`,
+    `rebased`): explain's term lists in words an author can type into a card's aliases. Chinese is read as character
+    pairs, which name no word: left as they are."""
+    words: dict[str, str] = {}
+    for word in re.findall(r"[^\W_]+", query):
+        if not any(map(is_cjk, word)):
+            for term in tokenize(word):
+                if term != word.lower():
+                    words.setdefault(term, word.lower())
+    return words
+
+
+def _terms_line(row: dict[str, Any], words: dict[str, str] | None = None) -> str:
     """`matched: a, b, c; missing: x, y; lead x1.5 (the prompt names it); similarity 2.87 (z-score ...)` (the parts
-    that apply)."""
-    matched = row["matched"]
+    that apply); `words`: the prompt's words for its stemmed terms (`prompt_words`), shown in their place."""
+    words = words or {}
+    matched = [words.get(t, t) for t in row["matched"]]
     shown = ", ".join(clean_line(t) for t in matched[:_TERMS_SHOWN]) or "nothing"
     if len(matched) > _TERMS_SHOWN:
         shown += f" (+{len(matched) - _TERMS_SHOWN})"
     parts = [f"matched: {shown}"]
     if row.get("missing"):
-        parts.append("missing: " + ", ".join(clean_line(t) for t in row["missing"]))
+        parts.append("missing: " + ", ".join(clean_line(words.get(t, t)) for t in row["missing"]))
     if row.get("named"):
         parts.append(f"lead x{NAMED_LEAD:g} (the prompt names it)")
     if row.get("said"):
@@ -1031,8 +1045,9 @@ def render_explain(
         )
     if veto is not None:
         lines.append(veto)
+    words = prompt_words(query)
     if foreign:  # `recall.FOREIGN_WEIGHT`: an agent wrapper's repo and stack, in words no card uses
-        shown = ", ".join(clean_line(t) for t in foreign[:_TERMS_SHOWN])
+        shown = ", ".join(clean_line(words.get(t, t)) for t in foreign[:_TERMS_SHOWN])
         more = f" (+{len(foreign) - _TERMS_SHOWN})" if len(foreign) > _TERMS_SHOWN else ""
         lines.append(f"Weighed a tenth, said only in sentences about something the vault does not know: {shown}{more}")
     if not rows:
@@ -1058,7 +1073,7 @@ def render_explain(
             reason += f" (below {row['blocked_by']})"
         lines.append(f"{row['rank']:>3}  {row['score']:7.3f}  {values}  {row['decision']:8}  {reason:16}  {row['id']}")
         if gates and row["rank"] <= EXPLAIN_TERMS:
-            lines.append(f"{'':5}{_terms_line(row)}")
+            lines.append(f"{'':5}{_terms_line(row, words)}")
         if row["reason"] == UNKNOWN_STATUS:
             lines.append(f"{'':5}{_status_hint(row['status'])}")
         if row.get("expires_on"):
