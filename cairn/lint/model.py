@@ -124,13 +124,14 @@ class Target:
     @property
     def _reads_as_written(self) -> bool:
         """Whether the decoded fields are the file's text as written: an ASCII file whose frontmatter holds no
-        backslash (no YAML escape), no single-quoted scalar (`''`), and from which the parser removed nothing."""
+        backslash (no YAML escape), no single-quoted scalar (`''`), no tag (`!!binary` decodes base64 into text the
+        file does not hold, wrapped so that no line of it is a blob), and from which the parser removed nothing."""
         text = self.text
         if text is None or self.card is None or self.card.hidden or not text.isascii():
             return False
         end = text.find("\n---", 3)
         front = text[: end if end > 0 else len(text)]
-        return "\\" not in front and "''" not in front
+        return "\\" not in front and "''" not in front and "!" not in front
 
     @cached_property
     def fields(self) -> tuple[Field, ...]:
