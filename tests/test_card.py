@@ -71,6 +71,19 @@ def test_field_findings_point_at_their_line() -> None:
     assert [(f.line, f.rule) for f in findings] == [(4, "field-type"), (5, "field-type")]
 
 
+def test_findings_after_blank_lines_under_the_opening_line_point_at_their_line(vault_repo: VaultRepo) -> None:
+    """Bug fixed: the frontmatter was taken to start on line 2 whatever stood there, but the opening `---` takes the
+    blank lines after it in: with two, `cairn lint` put each finding two lines above its key, on a blank line or on
+    another key, and a YAML error as far off."""
+    vault_repo.write_raw("cards/x/typed.md", "---\n\n\nname: X\nsummary: y\nscope: git\nverified_at: nope\n---\n\nB.\n")
+    vault_repo.write_raw("cards/x/broken.md", "---\n\n\nname: X\nsummary: y\n  bad: [\nscope: git\n---\n\nB.\n")
+    linted = vault_repo.cairn("lint", "cards/x/typed.md", "cards/x/broken.md")
+    assert linted.returncode == 1
+    assert "cards/x/typed.md:6: field-type 'scope' must be a list" in linted.stdout, linted.stdout
+    assert "cards/x/typed.md:7: field-type 'verified_at' must be a date" in linted.stdout
+    assert "cards/x/broken.md:6: frontmatter-parse" in linted.stdout
+
+
 @pytest.mark.parametrize(
     ("frontmatter", "line", "key"),
     [

@@ -200,7 +200,11 @@ def _parse_text(rel_path: str, card_id: str, text: str) -> tuple[Card | None, li
         fm_text, body = handler.split(text)
     except ValueError:
         return None, [Finding(rel_path, 1, "frontmatter-parse", "the frontmatter has no closing `---` line")]
-    fm_offset = 1  # fm_text starts with the newline that ends the opening `---` line
+    # fm_text starts with the newline that ends the opening `---` line, or the last of the blank lines after it: the
+    # boundary takes those in (its `\s*`), so the frontmatter's first line is found where fm_text starts
+    opening = handler.FM_BOUNDARY.match(text)  # `detect` found it
+    fm_start = opening.end() if opening else 0
+    fm_offset = text.count("\n", 0, fm_start) + 1
     try:
         meta = safeyaml.load(fm_text)
     except safeyaml.YamlRejected as exc:
@@ -219,7 +223,7 @@ def _parse_text(rel_path: str, card_id: str, text: str) -> tuple[Card | None, li
         return None, [Finding(rel_path, 1, "frontmatter-mapping", f"the frontmatter is {kind}; it must be a mapping")]
     body = body.strip("\n")
     closing_line = fm_offset + fm_text.count("\n")
-    body_line = text.count("\n", 0, text.find(body, len(fm_text))) + 1 if body.strip() else closing_line + 1
+    body_line = text.count("\n", 0, text.find(body, fm_start + len(fm_text))) + 1 if body.strip() else closing_line + 1
     return _build(rel_path, card_id, meta, fm_text, body, body_line, fm_offset)
 
 
