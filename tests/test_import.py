@@ -489,6 +489,21 @@ def test_dry_run_writes_nothing(vault_repo: VaultRepo, notes: Path) -> None:
     assert sorted(p.as_posix() for p in (vault_repo.root / "cards").rglob("*")) == before
 
 
+def test_a_note_with_toml_frontmatter_is_skipped_as_lint_refuses_it(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: a note opened by TOML frontmatter (Hugo's `+++`) was read as Markdown with no frontmatter: it was
+    written as a card named after its file whose summary began `+++ title = "..." +++`, which lint passed and agents
+    were served. It is skipped now with lint's own words for such a card."""
+    _start(vault_repo)
+    note = tmp_path / "rsync.md"
+    note.write_text('+++\ntitle = "Rsync trailing slash"\n+++\n\nA trailing slash copies the contents, because...\n')
+    code, report = _import(vault_repo, str(note))
+    assert code == 1, report
+    assert [(c["status"], c["message"]) for c in report["cards"]] == [
+        ("invalid", "TOML (+++) frontmatter is not supported; use YAML between `---` lines")
+    ]
+    assert cards_on_disk(vault_repo) == ["cards/git/existing.md"]
+
+
 def test_lessons_reads_any_file_and_a_folder_only_its_lesson_files(vault_repo: VaultRepo, tmp_path: Path) -> None:
     _start(vault_repo)
     src = tmp_path / "docs"

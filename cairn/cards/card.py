@@ -185,11 +185,14 @@ _GIT_CRYPT = (
 )
 
 
+TOML_FRONTMATTER = "TOML (+++) frontmatter is not supported; use YAML between `---` lines"
+
+
 def _parse_text(rel_path: str, card_id: str, text: str) -> tuple[Card | None, list[Finding]]:
     handler = YAMLHandler()
     if not handler.detect(text):
         what = (
-            "TOML (+++) frontmatter is not supported; use YAML between `---` lines"
+            TOML_FRONTMATTER
             if text.startswith("+++")
             else _LFS_POINTER
             if text.startswith("version https://git-lfs.github.com/spec/")

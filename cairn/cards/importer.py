@@ -34,7 +34,7 @@ from cairn.atomic import ensure_inside, write_atomic
 from cairn.cards import lessons, safeyaml
 from cairn.cards.authoring import card_slug, file_in_the_way, lint_pending, render_frontmatter, unwritable
 from cairn.cards.body import read_body
-from cairn.cards.card import check_card_id, parse_card, slugify
+from cairn.cards.card import TOML_FRONTMATTER, check_card_id, parse_card, slugify
 from cairn.cards.similarity import name_key
 from cairn.finding import ERROR, Finding
 from cairn.hot.errors import CairnError, CardExists, InvalidId, RefusedWrite
@@ -646,7 +646,8 @@ def _check_topic(topic: str) -> str:
 def _split_frontmatter(text: str) -> tuple[dict[str, Any], str, str | None]:
     handler = YAMLHandler()
     if not handler.detect(text):
-        return {}, text, None
+        # a Hugo note's TOML frontmatter read as Markdown was the card's summary, `+++ title = "..." +++` and all
+        return {}, text, TOML_FRONTMATTER if text.startswith("+++") else None
     try:
         fm_text, body = handler.split(text)
     except ValueError:
