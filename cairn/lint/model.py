@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TypeVar
 
+from frontmatter.default_handlers import YAMLHandler
+
 from cairn.cards.body import CardBody, read_body
 from cairn.cards.card import Card, card_id_from_path
 from cairn.cards.safeyaml import MAX_FRONTMATTER_BYTES
@@ -129,9 +131,18 @@ class Target:
         text = self.text
         if text is None or self.card is None or self.card.hidden or not text.isascii():
             return False
-        end = text.find("\n---", 3)
-        front = text[: end if end > 0 else len(text)]
+        front = self.front
         return "\\" not in front and "''" not in front and "!" not in front
+
+    @cached_property
+    def front(self) -> str:
+        """The file's text up to its closing `---` line, found as the parser finds it (a line such as `---x: 1` is a
+        YAML key, not the end), or the whole text when there is none."""
+        text = self.text or ""
+        boundary = YAMLHandler.FM_BOUNDARY
+        opening = boundary.match(text) if boundary else None
+        closing = boundary.search(text, opening.end()) if boundary and opening else None
+        return text[: closing.start() if closing else len(text)]
 
     @cached_property
     def fields(self) -> tuple[Field, ...]:

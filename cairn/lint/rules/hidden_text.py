@@ -94,8 +94,7 @@ def _escapes(target: Target) -> Iterator[Finding]:
     text = target.text or ""
     if not text.startswith("---"):
         return
-    end = text.find("\n---", 3)
-    front = text[: end if end > 0 else len(text)]
+    front = target.front
     decoded = [f.text for f in target.fields if f.key not in ("file", "id", "name+summary", "body")]
     for match in _ESCAPE.finditer(front):
         code = int(match.group(1)[1:], 16)
