@@ -224,9 +224,12 @@ def _parse_text(rel_path: str, card_id: str, text: str) -> tuple[Card | None, li
             return None, [wide]
         kind = "empty" if meta is None else f"a {type(meta).__name__}"
         return None, [Finding(rel_path, 1, "frontmatter-mapping", f"the frontmatter is {kind}; it must be a mapping")]
+    # where the body starts, from the text's end (the split's body is its end): a search for the body's text found a
+    # body that opens with `---` in the closing `---` line, and put its findings on that line
+    body_start = len(text) - len(body.lstrip("\n"))
     body = body.strip("\n")
     closing_line = fm_offset + fm_text.count("\n")
-    body_line = text.count("\n", 0, text.find(body, fm_start + len(fm_text))) + 1 if body.strip() else closing_line + 1
+    body_line = text.count("\n", 0, body_start) + 1 if body.strip() else closing_line + 1
     return _build(rel_path, card_id, meta, fm_text, body, body_line, fm_offset)
 
 
