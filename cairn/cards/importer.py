@@ -286,7 +286,7 @@ def plan_note(
             taken = _span(tokens[para])
     rest = _lines_outside(lines, [*drop, *taken])
     # A note of one paragraph is the whole lesson, so the body too, with or without a heading left above it (a note
-    # named by its `title:` keeps its heading): else body-present refused the card as "only a heading".
+    # named by its `title:` keeps its heading): else body-present refused the card as holding "only headings".
     if taken and not read_body(rest).has_content:
         rest = _lines_outside(lines, drop)
     own_scope = meta.get("scope")

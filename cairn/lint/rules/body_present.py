@@ -20,7 +20,8 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
         yield RULE.at(
             target,
             target.card.body_line,
-            "the body is only a heading; write the whole lesson under it: what happened, why, the fix",
+            "the body holds no lesson, only headings, rules or comments; write the whole lesson: what happened, why, "
+            "the fix",
         )
 
 
