@@ -1040,6 +1040,21 @@ def test_invisible_characters_are_shown(vault_repo: VaultRepo) -> None:
     assert TAGGED not in md
 
 
+def test_invisible_characters_are_shown_in_a_frontmatter_opened_by_four_dashes(vault_repo: VaultRepo) -> None:
+    """Bug fixed: review read the frontmatter's hidden characters itself and took only a `---` line for its opening,
+    where the parser takes any line of three dashes or more: under `----` the card was parsed, served and linted,
+    and review's list of what each field hides, with the field as written, said nothing."""
+    _policy_base(vault_repo)
+    path = vault_repo.write(
+        "git/force-with-lease", "Force-push\u200b shared branches", "Push with --force-with-lease.", scope=["git"]
+    )
+    path.write_text("----" + path.read_text(encoding="utf-8").removeprefix("---"), encoding="utf-8")
+    vault_repo.commit("Hidden text under four dashes", author=BOB)
+    data = json.loads(vault_repo.invoke("review", "main..pr", "--json", "--today", "2026-11-15").stdout)
+    hidden = {h["field"]: h for h in data["cards"][0]["hidden"]}
+    assert hidden["name"]["visible"] == "Force-push<U+200B> shared branches"
+
+
 def test_every_changed_field_is_shown_before_and_after(vault_repo: VaultRepo) -> None:
     _policy_base(vault_repo)
     vault_repo.write(

@@ -233,6 +233,19 @@ def _parse_text(rel_path: str, card_id: str, text: str) -> tuple[Card | None, li
     return _build(rel_path, card_id, meta, fm_text, body, body_line, fm_offset)
 
 
+def frontmatter_source(text: str) -> str | None:
+    """The YAML source of a card's frontmatter (newlines normalised) as the parser splits it: from the opening line
+    of dashes to the next line of dashes alone; None when the text opens with none or none closes it."""
+    handler = YAMLHandler()
+    if not handler.detect(text):
+        return None
+    try:
+        fm_text, _ = handler.split(text)
+    except ValueError:
+        return None
+    return fm_text
+
+
 # `name：` typed with a Chinese or Japanese input method: YAML reads the line as text, and its error names the line after
 # it ("mapping values are not allowed", "could not find expected ':'"), or the closing `---`.
 _FULLWIDTH_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)[ \t]*\uff1a", re.MULTILINE)

@@ -47,7 +47,7 @@ import yaml
 
 from cairn import gitrepo
 from cairn.cards import safeyaml, similarity
-from cairn.cards.card import MAX_CARD_BYTES, card_id_from_path, parse_card, renewal
+from cairn.cards.card import MAX_CARD_BYTES, card_id_from_path, frontmatter_source, parse_card, renewal
 from cairn.cards.visible import describe, invisible_in
 from cairn.config import CONFIG_FILE, Config, config_from_dict, parse_config
 from cairn.finding import ERROR, WARNING, Finding
@@ -725,16 +725,12 @@ class _CardReader:
 
 def _frontmatter(data: bytes) -> dict[str, Any]:
     """A card's frontmatter as YAML decodes it, before the card parser cleans any field ({} when unreadable)."""
-    text = data.decode("utf-8", "replace").lstrip("\ufeff")
-    lines = text.splitlines()
-    if not lines or lines[0].strip() != "---":
+    text = data.decode("utf-8", "replace").lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    source = frontmatter_source(text)  # as the parser reads it: a `----` line opened it, a `...` line did not end it
+    if source is None:
         return {}
     try:
-        end = next(n for n, line in enumerate(lines[1:], 1) if line.strip() in ("---", "..."))
-    except StopIteration:
-        return {}
-    try:
-        loaded = safeyaml.load("\n".join(lines[1:end]))
+        loaded = safeyaml.load(source)
     except (ValueError, yaml.YAMLError):  # the card parser reports why; here it means nothing to show
         return {}
     return loaded if isinstance(loaded, dict) else {}
