@@ -84,6 +84,18 @@ def test_findings_after_blank_lines_under_the_opening_line_point_at_their_line(v
     assert "cards/x/broken.md:6: frontmatter-parse" in linted.stdout
 
 
+def test_a_frontmatter_line_indented_with_a_tab_is_told_so(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a list item indented with a tab (an editor's default) was "found character that cannot start any
+    token", which names neither the tab nor the fix."""
+    vault_repo.write_raw("cards/x/tab.md", "---\nname: X\nsummary: y\nscope:\n\t- git\n---\n\nB.\n")
+    linted = vault_repo.cairn("lint", "cards/x/tab.md")
+    assert linted.returncode == 1
+    assert linted.stdout.startswith(
+        "cards/x/tab.md:5: frontmatter-parse the frontmatter is not valid YAML: the line is indented with a tab; YAML "
+        "indents with spaces\n"
+    ), linted.stdout
+
+
 @pytest.mark.parametrize(
     ("frontmatter", "line", "key"),
     [

@@ -218,6 +218,9 @@ def _parse_text(rel_path: str, card_id: str, text: str) -> tuple[Card | None, li
         mark = getattr(exc, "problem_mark", None)
         line = fm_offset + mark.line if mark is not None else 1
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        lines = fm_text.split("\n")
+        if mark is not None and mark.line < len(lines) and _TAB_INDENT.match(lines[mark.line]):
+            problem = "the line is indented with a tab; YAML indents with spaces"  # YAML said "found character..."
         return None, [Finding(rel_path, line, "frontmatter-parse", f"the frontmatter is not valid YAML: {problem}")]
     if not isinstance(meta, dict):
         if wide := _fullwidth_colon(rel_path, fm_text, fm_offset):
@@ -244,6 +247,9 @@ def frontmatter_source(text: str) -> str | None:
     except ValueError:
         return None
     return fm_text
+
+
+_TAB_INDENT = re.compile(r" *\t")
 
 
 # `name：` typed with a Chinese or Japanese input method: YAML reads the line as text, and its error names the line after
