@@ -7,7 +7,7 @@ permissions, hiding things from the user, sending data out, chat-template role a
 `</system>`, `<|im_start|>`, `[INST]`, `### Instruction`), in English, Chinese, Japanese, Korean, Spanish,
 French, German, Portuguese, Italian and Russian; paraphrases (an agent addressed as the reader, "if you are an
 AI", "whatever the user asks", "ignore the above and", a changed task, covert acts, secrets put into the agent's
-answer); and HTML comments addressed to the agent. Each field is also read with HTML character references decoded
+answer); and HTML comments, or Markdown ones (`[//]: # (...)`, a link definition's title), addressed to the agent. Each field is also read with HTML character references decoded
 (`&#73;gnore`, `Ig&shy;nore`: a model reads them as the letters), as rendered Markdown reads (percent-escapes
 decoded, `%49gnore`; emphasis, inline tags, comments and one-word code spans read past, `Ig**nore**`, `I_gnore_`,
 `**Ignore** all`, ``Please `ignore` all``), with a word hyphenated across a line break joined (`Ig-` and `nore` on
@@ -658,6 +658,20 @@ def _comments(text: str) -> Iterator[tuple[int, str]]:
         at = text.find("<!--", end + 3)
 
 
+# A Markdown link reference definition renders as nothing, its title included: `[//]: # (text)` is the common way
+# to write a comment in Markdown, as hidden from a reader as `<!-- text -->`. One line each; every part bounded.
+_LINK_DEFINITION = re.compile(
+    r"^ {0,3}\[[^\]\n]{1,999}\]:[ \t]*\S{1,2000}[ \t]+(?:\"([^\"\n]*)\"|'([^'\n]*)'|\(([^)\n]*)\))[ \t]*$",
+    re.MULTILINE,
+)
+
+
+def _link_titles(text: str) -> Iterator[tuple[int, str]]:
+    """Each Markdown link reference definition's title (`[//]: # (text)`): (the definition's start, its title)."""
+    for match in _LINK_DEFINITION.finditer(text):
+        yield match.start(), next(group for group in match.groups() if group is not None)
+
+
 _TO_AGENT = re.compile(
     r"\b(?:ai|assistant|agent|llm|model|claude|chatgpt|gpt|codex|gemini|copilot|instructions?|system\s+prompt)\b"
     r"|助手|智能体|模型|指令|アシスタント|エージェント",
@@ -873,6 +887,12 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
             for start, inner in _comments(text):
                 if _TO_AGENT.search(inner):
                     found.append((field, start, _message("a hidden HTML comment addresses the agent")))
+        if field.key in ("file", "body") and "]:" in text:
+            for start, title in _link_titles(text):
+                if _TO_AGENT.search(title):
+                    found.append(
+                        (field, start, _message("a hidden Markdown comment (`[//]: # (...)`) addresses the agent"))
+                    )
     yield from field_findings(RULE, target, found)
 
 
