@@ -658,16 +658,17 @@ def _comments(text: str) -> Iterator[tuple[int, str]]:
         at = text.find("<!--", end + 3)
 
 
-# A Markdown link reference definition renders as nothing, its title included: `[//]: # (text)` is the common way
-# to write a comment in Markdown, as hidden from a reader as `<!-- text -->`. One line each; every part bounded.
+# A Markdown link reference definition renders as nothing, its title included: one that links nowhere (`#`, `<>`)
+# is the common way to write a comment in Markdown (`[//]: # (text)`), as hidden from a reader as `<!-- text -->`.
+# (A real link's title shows on hover, and names a "model" or an "agent" as often as any text.) One line each.
 _LINK_DEFINITION = re.compile(
-    r"^ {0,3}\[[^\]\n]{1,999}\]:[ \t]*\S{1,2000}[ \t]+(?:\"([^\"\n]*)\"|'([^'\n]*)'|\(([^)\n]*)\))[ \t]*$",
+    r"^ {0,3}\[[^\]\n]{1,999}\]:[ \t]*(?:#|<>)[ \t]+(?:\"([^\"\n]*)\"|'([^'\n]*)'|\(([^)\n]*)\))[ \t]*$",
     re.MULTILINE,
 )
 
 
 def _link_titles(text: str) -> Iterator[tuple[int, str]]:
-    """Each Markdown link reference definition's title (`[//]: # (text)`): (the definition's start, its title)."""
+    """Each Markdown comment's text (`[//]: # (text)`, a link definition to nowhere): (its start, its text)."""
     for match in _LINK_DEFINITION.finditer(text):
         yield match.start(), next(group for group in match.groups() if group is not None)
 
