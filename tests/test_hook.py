@@ -374,6 +374,34 @@ def test_recall_and_explain_give_what_the_hook_gives_under_a_small_context_limit
     assert left_out["decision"] == "rejected"
 
 
+def test_a_card_too_long_for_the_context_limit_leaves_the_next_one_given(vault_repo: VaultRepo) -> None:
+    """Bug fixed: the hook cut the cards it gives from the end until their block fitted `[hook] max_context_chars`,
+    so a first card whose block alone was over the limit (a long summary, which lint only warns of) took every card
+    after it along: the agent got nothing, though the second card's block fitted, and explain said the block held
+    none of them. Now such a card alone is left out; `cairn recall` and `explain` say the same."""
+    detail = "the reflog keeps the dropped commits for ninety days, so recover them before they expire "
+    vault_repo.write("git/reflog-long", "Recover commits dropped by a rebase from the reflog", detail * 12)
+    vault_repo.write("git/reflog-short", "Recover commits dropped by a rebase", detail)
+    vault_repo.write_raw("cairn.toml", "[hook]\nmax_context_chars = 1200\n")
+    vault_repo.commit("A long card and a short one on one prompt, in a small context")
+    assert vault_repo.invoke("index").returncode == 0
+    prompt = "recover commits dropped by a rebase from the reflog"
+    explained = json.loads(vault_repo.cairn("explain", "--json", prompt).stdout)
+    first, second = explained["candidates"][:2]
+    assert (first["id"], first["reason"]) == ("git/reflog-long", "context_limit")  # recall chose both
+    assert second["id"] == "git/reflog-short"
+    assert explained["injected"] == ["git/reflog-short"]
+
+    done = hook(vault_repo, "codex", payload_for("codex", prompt, vault_repo.root))
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    jsonschema.validate(out, load_schema("user-prompt-submit.command.output.schema.json"))
+    assert '1. name: "Recover commits dropped by a rebase"\n' in out["hookSpecificOutput"]["additionalContext"]
+    assert log_entries()[-1]["injected"] == ["git/reflog-short"]
+    recalled = json.loads(vault_repo.cairn("recall", "--json", prompt).stdout)
+    assert [card["id"] for card in recalled["cards"]] == ["git/reflog-short"]
+
+
 @pytest.mark.parametrize("fmt", ["json", "text"])
 def test_a_chinese_card_reaches_the_agent_in_an_ascii_locale(vault_repo: VaultRepo, fmt: str) -> None:
     """Bug fixed: in a locale whose encoding is ASCII (`LC_ALL=POSIX`, no UTF-8 mode) the `json` and `text` formats

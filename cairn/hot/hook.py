@@ -684,13 +684,16 @@ def spawn_index(root: str, *options: str, errors: int | None = None) -> None:
 
 
 def fit_context(picks: "Sequence[Pick]", payload: Payload, max_chars: int, nonce: str) -> "list[Pick]":
-    """The cards whose context block stays under the character limit (best first)."""
+    """The cards whose context block stays under the character limit (best first). A card whose block alone is over
+    it is left out, not the cards after it: the first card of a vault with long summaries silenced every other
+    vault's card with it (and a vault's own next card), though their block fitted."""
     limit = min(max(int(max_chars), CONTEXT_MIN), CONTEXT_HARD_LIMIT)
-    chosen = list(picks)
-    while chosen and len(context_block(chosen, payload, nonce)) > limit:
-        if len(chosen) == 1:
-            return []
-        chosen.pop()
+    if not picks or len(context_block(picks, payload, nonce)) <= limit:
+        return list(picks)  # all of them: the block made once, as a prompt's usually is
+    chosen: list[Pick] = []
+    for pick in picks:
+        if len(context_block([*chosen, pick], payload, nonce)) <= limit:
+            chosen.append(pick)
     return chosen
 
 
@@ -716,8 +719,10 @@ def hook_gives(layers: "Sequence[Layer]", results: "Sequence[Result]", dropped: 
 
     merged = merge(layers, results, MAX_CARDS, dropped)
     given = list(context_trim(layers)(merged))
-    for pick in merged[len(given) :]:
-        dropped[pick.qid] = "context_limit"
+    kept = {id(pick) for pick in given}
+    for pick in merged:
+        if id(pick) not in kept:
+            dropped[pick.qid] = "context_limit"
     return given
 
 
