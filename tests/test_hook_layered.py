@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import pytest
 
-from helpers.payloads import FITTING_PROMPT, log_entries, payload_for
+from helpers.payloads import FITTING_PROMPT, UNRELATED_PROMPT, log_entries, payload_for
 from helpers.vaults import REBASE_ID, VaultRepo, make_vault, run_cairn, state_dir
 
 VENV_ID = "python/venv-activate"
@@ -252,6 +252,22 @@ def test_projects_and_scopes_limit_a_vault(home: Path, tmp_path: Path) -> None:
     assert decisions[f"me:{VENV_ID}"] == "out_of_scope"
     compose = "docker compose does not read my .env from the project folder"
     assert fields(hook(other, compose, session="s-4"))[0]["id"] == "me:docker/compose-env"
+
+
+def test_the_json_format_has_one_shape_when_no_vault_serves_the_prompt(home: Path, tmp_path: Path) -> None:
+    """Bug fixed: with a session id, the `json` format says `already_injected` (ARCHITECTURE, "Output shapes"); when no
+    vault served the prompt (every one limited to other projects, or its index stale), it was left out, so a script
+    reading it failed on exactly the prompts that got nothing."""
+    team = team_vault(tmp_path / "team-lessons")
+    acme = tmp_path / "work" / "acme"
+    acme.mkdir(parents=True)
+    other = tmp_path / "work" / "other"
+    other.mkdir()
+    register(team.root, "team", "--project", str(acme))
+    served = json.loads(hook(acme, UNRELATED_PROMPT, session="s-j", fmt="json"))
+    assert served == {"cards": [], "abstained": True, "already_injected": []}
+    assert json.loads(hook(other, FITTING_PROMPT, session="s-j", fmt="json")) == served
+    assert [v["skipped"] for v in log_entries()[-1]["vaults"]] == ["project"]
 
 
 def test_a_cloned_repository_with_cards_is_never_served(home: Path, tmp_path: Path) -> None:

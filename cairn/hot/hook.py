@@ -461,7 +461,9 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
             if errors:
                 entry["error"] = errors[0]
             entry["injected"] = []
-            return _render(fmt, [], payload, "", already=None)
+            # No vault serves this prompt (outside a vault's projects, a stale index): the `json` shape of a prompt
+            # with a session still says none of its cards is withheld as already given, as every other answer does
+            return _render(fmt, [], payload, "", already=[] if payload.session_id is not None else None)
         nonce = os.urandom(4).hex()  # the frame's delimiter: no card can know it
         max_context_chars = min(layer.index.hook_settings()[0] for layer in layers)
         served = serve_layers(
