@@ -115,6 +115,35 @@ def test_a_log_line_carrying_the_prompt_fails(vault_repo: VaultRepo, isolated_en
     assert text.returncode == 1 and "FAIL log:" in text.stdout and "Audit failed" in text.stderr
 
 
+def test_a_log_the_hook_cannot_write_fails_rather_than_passing_as_never_run(
+    vault_repo: VaultRepo, isolated_env: Path, tmp_path: Path
+) -> None:
+    """The hook never writes its log through a link or into a folder (it injects all the same): audit read the link's
+    target as the log, and took a folder for "the hook has not run", and passed while prompts went unlogged."""
+    _vault(vault_repo)
+    state = _state(isolated_env)
+    elsewhere = tmp_path / "old-log.jsonl"
+    elsewhere.write_text("")
+    (state / "hook.jsonl").symlink_to(elsewhere)
+    payload = {"session_id": "s1", "cwd": str(vault_repo.root), "hook_event_name": "UserPromptSubmit", "prompt": PROMPT}
+    hooked = vault_repo.cairn(
+        "hook", "--format", "claude-code", "--vault", str(vault_repo.root), input=json.dumps(payload)
+    )
+    assert "git/force-push-rebase" in hooked.stdout and elsewhere.read_text() == ""  # injected, logged nowhere
+    code, report = _audit(vault_repo)
+    assert code == 1
+    log_check = _check(report, "log")
+    assert log_check["status"] == "fail"
+    assert log_check["details"] == [
+        "hook.jsonl: a symlink, which the hook never writes through (the hook logs no prompt while it is there); "
+        f"move {state / 'hook.jsonl'} away"
+    ]
+    (state / "hook.jsonl").unlink()
+    (state / "hook.jsonl").mkdir()
+    code, report = _audit(vault_repo)
+    assert code == 1 and _check(report, "log")["details"][0].startswith("hook.jsonl: not a regular file")
+
+
 def test_an_injected_card_that_did_not_exist_at_its_commit_fails(vault_repo: VaultRepo, isolated_env: Path) -> None:
     first = _vault(vault_repo)
     vault_repo.write("shell/pipefail", "Pipelines hide failures", "Set -o pipefail.")

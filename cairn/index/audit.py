@@ -16,6 +16,7 @@ import dataclasses
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -530,11 +531,26 @@ def _check_signatures(reader: IndexReader, repo: git.Repo) -> Check:
 
 
 def _check_log(log_files: list[Path], vault: Vault, trees: _Trees) -> Check:
-    """The log and its rotated predecessor (`hook.jsonl.1`), line by line."""
-    present = [f for f in log_files if f.is_file()]
-    if not present:
-        return Check("log", "pass", f"no hook log at {log_files[-1]} (the hook has not run)")
+    """The log and its rotated predecessor (`hook.jsonl.1`), line by line. Each is read only as the hook writes it: a
+    link or anything else in its place (`hot.open_private` refuses them) is not the hook's log, and one at
+    hook.jsonl means the prompts since went unlogged."""
     problems: list[str] = []
+    present: list[Path] = []
+    for log_file in log_files:
+        try:
+            mode = log_file.lstat().st_mode
+        except FileNotFoundError:
+            continue
+        if stat.S_ISREG(mode):
+            present.append(log_file)
+            continue
+        kind = "a symlink" if stat.S_ISLNK(mode) else "not a regular file"
+        effect = "the hook logs no prompt while it is there" if log_file == log_files[-1] else "not the hook's log"
+        problems.append(
+            f"{log_file.name}: {kind}, which the hook never writes through ({effect}); move {log_file} away"
+        )
+    if not present and not problems:
+        return Check("log", "pass", f"no hook log at {log_files[-1]} (the hook has not run)")
     injections: list[tuple[str, str | None, list[Any]]] = []
     n_lines = 0
     for log_file in present:
