@@ -262,6 +262,27 @@ def test_session_files_must_parse_and_name_existing_cards(vault_repo: VaultRepo,
     assert not any(d.startswith(good) for d in check["details"])
 
 
+def test_a_file_in_place_of_the_sessions_folder_fails(vault_repo: VaultRepo, isolated_env: Path) -> None:
+    """The hook cannot keep a session there and injects the same card again each prompt: audit passed, saying the
+    hook had not run."""
+    _vault(vault_repo)
+    sessions = _state(isolated_env) / "sessions"
+    sessions.write_text("")
+    payload = {"session_id": "s1", "cwd": str(vault_repo.root), "hook_event_name": "UserPromptSubmit", "prompt": PROMPT}
+    for _ in range(2):
+        hooked = vault_repo.cairn(
+            "hook", "--format", "claude-code", "--vault", str(vault_repo.root), input=json.dumps(payload)
+        )
+        assert "git/force-push-rebase" in hooked.stdout  # the same card, twice in one session
+    code, report = _audit(vault_repo)
+    assert code == 1
+    check = _check(report, "sessions")
+    assert check["status"] == "fail"
+    assert check["summary"].startswith(f"{sessions} is not a folder, so the hook keeps no session")
+    sessions.unlink()
+    assert _audit(vault_repo)[0] == 0
+
+
 def test_a_tampered_cache_is_reported_and_cairn_index_rebuilds_it(vault_repo: VaultRepo) -> None:
     _vault(vault_repo)
     index_file = index_file_for(find_vault(vault_repo.root))

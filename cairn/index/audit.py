@@ -660,6 +660,12 @@ def _free_text(value: Any, key: str) -> Iterator[str]:
 
 def _check_sessions(folder: Path, vault: Vault, trees: _Trees) -> Check:
     if not folder.is_dir():
+        if os.path.lexists(folder):  # the hook cannot make its folder: it serves every prompt without a session
+            why = (
+                f"{folder} is not a folder, so the hook keeps no session and may inject a card again in the same "
+                f"session; move {folder} away (the hook makes a new one)"
+            )
+            return Check("sessions", "fail", why)
         return Check("sessions", "pass", "no session files (the hook has not run)")
     problems: list[str] = []
     unverifiable: list[str] = []
