@@ -168,6 +168,30 @@ def test_an_injected_card_that_did_not_exist_at_its_commit_fails(vault_repo: Vau
     )
 
 
+def test_a_log_line_or_session_naming_a_revision_not_a_commit_id_fails(
+    vault_repo: VaultRepo, isolated_env: Path
+) -> None:
+    """The hook names each commit by its id: `main` or `HEAD~1` was resolved against today's history, so an edited
+    line claiming a card came from `main` passed for any card main holds now."""
+    _vault(vault_repo)
+    state = _state(isolated_env)
+    (state / "hook.jsonl").write_text(_log_line(vault_repo.root, "main", ["git/force-push-rebase"]))
+    sessions = state / "sessions"
+    sessions.mkdir()
+    key = hashlib.sha256(b"s1").hexdigest()[:32]
+    seen = {"commit": "HEAD", "time": "2026-05-01T12:00:00Z"}
+    data = {"session": key, "vault": str(vault_repo.root), "injected": {"git/force-push-rebase": seen}}
+    (sessions / f"{key}.json").write_text(json.dumps(data))
+    code, report = _audit(vault_repo)
+    assert code == 1
+    assert _check(report, "log")["details"] == [
+        "hook.jsonl:1: injected git/force-push-rebase at 'main', not a commit id, so it cannot be checked"
+    ]
+    assert _check(report, "sessions")["details"] == [
+        f"{key}.json: injected git/force-push-rebase at 'HEAD', not a commit id, so it cannot be checked"
+    ]
+
+
 def test_a_commit_the_repository_no_longer_has_is_reported_not_failed(
     vault_repo: VaultRepo, isolated_env: Path
 ) -> None:

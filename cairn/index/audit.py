@@ -570,7 +570,7 @@ def _check_log(log_files: list[Path], vault: Vault, trees: _Trees) -> Check:
     unverifiable: list[str] = []
     trees.prefetch([(commit, ids) for _, commit, ids in injections])
     for where, commit, ids in injections:
-        if isinstance(commit, str) and commit and not trees.has_commit(commit):
+        if isinstance(commit, str) and _HEX_NAME.match(commit) and not trees.has_commit(commit):
             # History rewritten, or a shallow clone: nothing says the injection was wrong, only that it cannot be
             # checked here. Reported, not failed (the session check gives the same verdict).
             unverifiable.append(f"{where}: {_GONE.format(commit[:12])}")
@@ -691,7 +691,7 @@ def _check_sessions(folder: Path, vault: Vault, trees: _Trees) -> Check:
         n_ours += 1
         for card_id, seen in sorted(ours.items()):
             commit = seen["commit"]
-            if commit and not trees.has_commit(commit):
+            if _HEX_NAME.match(commit) and not trees.has_commit(commit):
                 unverifiable.append(f"{file.name}: {_GONE.format(commit[:12])}")  # as the log check says it
                 continue
             problems.extend(
@@ -799,6 +799,8 @@ class _Trees:
     def missing_cards(self, commit: Any, ids: list[Any]) -> list[str]:
         if not isinstance(commit, str) or not commit:
             return [f"injected {', '.join(map(str, ids))} without naming a commit"]
+        if not _HEX_NAME.match(commit):  # the hook names the commit's id: `HEAD` or `main` is another commit by now
+            return [f"injected {', '.join(map(str, ids))} at {commit[:40]!r}, not a commit id, so it cannot be checked"]
         resolved = self._resolved(commit)
         if resolved is None:
             return [f"commit {commit[:12]} is not in the repository, so its cards cannot be checked"]
