@@ -510,6 +510,22 @@ class Signature:
     key: str = ""
 
 
+# What each `%G?` letter but G and N means, for a reader who does not know git's letters ("signature U" told nothing).
+_SIGNATURE_WORDS = {
+    "B": "a bad signature",
+    "U": "signed by a key that neither the allowed signers file nor the keyring trusts",
+    "X": "a good signature that has expired",
+    "Y": "signed by a key that has expired",
+    "R": "signed by a revoked key",
+    "E": "a signature that cannot be checked: its key, or the program that checks it, is missing",
+}
+
+
+def signature_words(status: str) -> str:
+    """git's `%G?` verdict in words, with its letter: `signature U: signed by a key that neither ... trusts`."""
+    return f"signature {status}: {_SIGNATURE_WORDS.get(status, 'not a good signature')}"
+
+
 # Raw diffs with full blob ids, renames detected, and nothing a user's config could add to the output or take from
 # it: the root commit's files (`--root`; `log.showRoot = false` hid the commit that created the vault's first cards)
 # and names in UTF-8 (`--encoding`; `i18n.logOutputEncoding` re-encoded them). A merge's own changes come as a

@@ -181,6 +181,23 @@ def test_show_says_what_git_says_of_a_signature_now(vault_repo: VaultRepo, tmp_p
     assert "(signed)" not in vault_repo.cairn("show", "a/one").stdout
 
 
+def test_show_and_audit_say_in_words_why_a_signature_is_not_good(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: a commit signed by a key the allowed signers file does not hold was shown as "(signature U)" and
+    audited as "signature status U, not good": git's letter, which does not say the key is the one not trusted."""
+    ssh_signing(vault_repo, tmp_path)
+    allowed = Path(vault_repo.git("config", "gpg.ssh.allowedSignersFile"))
+    allowed.write_text("")  # signed with a key nobody trusts
+    vault_repo.write("a/one", "One", "A signed summary.")
+    signed = signed_commit(vault_repo, "Signed by an unknown key")
+    assert vault_repo.cairn("index").returncode == 0
+    words = "signature U: signed by a key that neither the allowed signers file nor the keyring trusts"
+    assert f"last changed:    {signed[:8]}" in (shown := vault_repo.cairn("show", "a/one").stdout)
+    assert f"({words})" in shown
+    audited = vault_repo.cairn("audit", "--require-signed")
+    assert audited.returncode == 1
+    assert f"a/one: last commit {signed[:8]} has no good signature ({words})" in audited.stdout
+
+
 def test_signatures_are_checked_by_the_users_programs_not_the_repositorys(
     vault_repo: VaultRepo, tmp_path: Path
 ) -> None:

@@ -520,8 +520,9 @@ def _check_signatures(reader: IndexReader, repo: git.Repo) -> Check:
     for card_id, commit in sorted(last.items()):
         verdict = verdicts.get(commit, gitrepo.Signature("N"))
         if verdict.status != "G":
-            what = "not signed" if verdict.status == "N" else f"signature status {verdict.status}, not good"
-            problems.append(f"{card_id}: last commit {commit[:8]} is {what}")
+            words = gitrepo.signature_words(verdict.status)
+            what = "is not signed" if verdict.status == "N" else f"has no good signature ({words})"
+            problems.append(f"{card_id}: last commit {commit[:8]} {what}")
     if problems:
         return Check("signatures", "fail", f"{len(problems)} card(s) lack a good signature", _cap(problems))
     return Check("signatures", "pass", f"the last commit of every card ({len(last)}) carries a good signature")

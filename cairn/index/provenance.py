@@ -335,6 +335,8 @@ def describe(ref: dict[str, Any] | None) -> str:
     if not ref:
         return "unknown"
     sig = ref.get("signature")
-    signed = "signed" if ref.get("signed") else ("unsigned" if sig in (None, "N") else f"signature {sig}")
+    signed = (
+        "signed" if ref.get("signed") else ("unsigned" if sig in (None, "N") else gitrepo.signature_words(str(sig)))
+    )
     day = str(ref["date"])[:10] or "(no date)"
     return f"{str(ref['commit'])[:8]} {day} {ref['author']} <{ref['email']}> ({signed})"
