@@ -168,6 +168,29 @@ def test_an_injected_card_that_did_not_exist_at_its_commit_fails(vault_repo: Vau
     )
 
 
+def test_a_line_whose_injected_list_differs_from_its_vaults_parts_fails(
+    vault_repo: VaultRepo, isolated_env: Path
+) -> None:
+    """The injection check reads each vault's part of a line; the line's own `injected` (what a reader of the log sees
+    first) was never compared with them, so a card that never existed written there alone passed."""
+    _vault(vault_repo)
+    payload = {"session_id": "s1", "cwd": str(vault_repo.root), "hook_event_name": "UserPromptSubmit", "prompt": PROMPT}
+    hooked = vault_repo.cairn(
+        "hook", "--format", "claude-code", "--vault", str(vault_repo.root), input=json.dumps(payload)
+    )
+    assert "git/force-push-rebase" in hooked.stdout
+    log = _state(isolated_env) / "hook.jsonl"
+    assert _audit(vault_repo)[0] == 0  # the hook's own line
+    entry = json.loads(log.read_text())
+    entry["injected"] = ["evil/backdoor"]
+    log.write_text(json.dumps(entry) + "\n")
+    code, report = _audit(vault_repo)
+    assert code == 1
+    assert _check(report, "log")["details"] == [
+        "hook.jsonl:1: 'injected' does not list the cards its vaults' parts gave"
+    ]
+
+
 def test_a_log_line_or_session_naming_a_revision_not_a_commit_id_fails(
     vault_repo: VaultRepo, isolated_env: Path
 ) -> None:
@@ -251,7 +274,7 @@ def test_layered_vault_lines_and_sessions_are_checked_per_vault(vault_repo: Vaul
     line = json.loads(_log_line(Path("/unused"), None, ["team:git/force-push-rebase", "mine:x/y"]))
     line.update(vault=None, commit=None)
     good = {**line, "vaults": [{**part, "injected": ["git/force-push-rebase"]}, {**other, "injected": ["x/y"]}]}
-    bad = {**line, "vaults": [{**part, "injected": ["git/never-written"]}]}
+    bad = {**line, "injected": ["team:git/never-written"], "vaults": [{**part, "injected": ["git/never-written"]}]}
     (state / "hook.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
     (state / "sessions").mkdir()
     key = hashlib.sha256(b"s").hexdigest()[:32]

@@ -635,6 +635,18 @@ def _log_line_problems(entry: dict[str, Any]) -> list[str]:
     session = entry.get("session")
     if session is not None and not (isinstance(session, str) and _HEX32.match(session)):
         problems.append("'session' is not a hashed session id")
+    parts = entry.get("vaults")
+    if isinstance(parts, list) and parts and isinstance(entry.get("injected"), list):
+        # The line's own list is every part's, each id as the agent was shown it (`name:id` for a named vault); the
+        # parts are what the injection check reads, so a card in one list alone was not checked.
+        given = [
+            f"{part['name']}:{card_id}" if isinstance(part.get("name"), str) else card_id
+            for part in parts
+            if isinstance(part, dict) and isinstance(part.get("injected"), list)
+            for card_id in part["injected"]
+        ]
+        if sorted(map(str, given)) != sorted(map(str, entry["injected"])):
+            problems.append("'injected' does not list the cards its vaults' parts gave")
     problems.extend(_free_text(entry, ""))
     return problems
 
