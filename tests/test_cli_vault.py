@@ -172,6 +172,12 @@ def test_init_starts_every_template_card_verified_today(tmp_path: Path) -> None:
     copied = (target / "cards" / "git" / "force-push-safely.md").read_text(encoding="utf-8")
     assert original != copied
     assert copied == re.sub(r"(?m)^verified_at: .*$", f"verified_at: {today}", original, count=1)
+    # under $CAIRN_TODAY (the day lint and review judge dates as of), that day: the vault lints clean on it
+    dated = tmp_path / "dated"
+    env = {"CAIRN_TODAY": "2026-12-01"}
+    assert invoke_cli(["init", str(dated), "--no-register"], env=env).returncode == 0
+    assert "verified_at: 2026-12-01\n" in (dated / "cards" / "git" / "force-push-safely.md").read_text(encoding="utf-8")
+    assert invoke_cli(["lint", "--strict"], cwd=dated, env=env).returncode == 0
 
 
 def test_add_writes_a_valid_card_and_never_overwrites(vault_repo: VaultRepo) -> None:

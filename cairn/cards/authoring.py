@@ -126,12 +126,27 @@ def _copy_template(path: Path, again: str) -> None:
 _VERIFIED_LINE = re.compile(rb"^verified_at: \d{4}-\d{2}-\d{2}$", re.MULTILINE)
 
 
-def verified_today(card: bytes, today: dt.date | None = None) -> bytes:
-    """A template card as `cairn init` lays it down: verified on the day the vault starts. The template's own dates
-    are the day each lesson was written; kept, every card of every new vault (and `cairn demo`) expired a year after
-    them (`review_after: 365d`), whenever the vault was made."""
-    day = (today or dt.date.today()).isoformat().encode()
-    return _VERIFIED_LINE.sub(b"verified_at: " + day, card, count=1)
+def today() -> dt.date:
+    """The day a card Cairn writes is verified on: `$CAIRN_TODAY` when it names one (YYYY-MM-DD, the day lint and
+    review judge dates as of: a vault made under it is not dated in its future), else the clock's."""
+    given = os.environ.get("CAIRN_TODAY", "").strip()
+    if _DAY.fullmatch(given):
+        try:
+            return dt.date.fromisoformat(given)
+        except ValueError:  # 2026-02-30: lint and review say so; the clock's day here
+            pass
+    return dt.date.today()
+
+
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def verified_today(card: bytes, day: dt.date | None = None) -> bytes:
+    """A template card as `cairn init` lays it down: verified on the day the vault starts (`today`). The template's
+    own dates are the day each lesson was written; kept, every card of every new vault (and `cairn demo`) expired a
+    year after them (`review_after: 365d`), whenever the vault was made."""
+    stamp = (day or today()).isoformat().encode()
+    return _VERIFIED_LINE.sub(b"verified_at: " + stamp, card, count=1)
 
 
 def _first_missing(path: Path) -> Path | None:
@@ -217,7 +232,7 @@ def render_card(card: NewCard) -> str:
     meta: dict[str, object] = {"name": flat(card.name), "summary": flat(card.summary)}
     if card.scope:
         meta["scope"] = list(card.scope)
-    meta["verified_at"] = card.verified_at or dt.date.today()  # a YAML date, unquoted
+    meta["verified_at"] = card.verified_at or today()  # a YAML date, unquoted
     if card.review_after:
         as_date = _date_or_none(card.review_after)
         meta["review_after"] = as_date or card.review_after.strip()

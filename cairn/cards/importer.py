@@ -33,6 +33,7 @@ from cairn import gitrepo
 from cairn.atomic import ensure_inside, write_atomic
 from cairn.cards import lessons, safeyaml
 from cairn.cards.authoring import card_slug, file_in_the_way, lint_pending, render_frontmatter, unwritable
+from cairn.cards.authoring import today as authoring_today
 from cairn.cards.body import read_body
 from cairn.cards.card import TOML_FRONTMATTER, check_card_id, parse_card, slugify
 from cairn.cards.similarity import name_key
@@ -174,7 +175,7 @@ def import_notes(
         raise CairnError(f"{src} does not exist; give a Markdown file or a folder of them")
     if not src.is_file() and not src.is_dir():
         raise CairnError(f"{src} is not a regular file or a folder; give a Markdown file or a folder of them")
-    today = today or dt.date.today()
+    today = today or authoring_today()
     topic = _check_topic(topic) if topic is not None else None
     scope = tuple(dict.fromkeys(s.strip() for s in scope if s.strip()))
     if not all(_utf8(tag) for tag in scope):  # else every card fails as YAML Cairn wrote itself
