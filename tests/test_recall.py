@@ -411,3 +411,18 @@ def test_the_index_bar_stays_on_one_line_of_a_narrow_terminal(fixture_vault: Vau
     bars = [row for row in re.split(r"[\r\n]", text) if "  [" in row and "/" in row]
     assert bars, drawn
     assert all(len(row.rstrip()) < width for row in bars), bars
+
+
+@pytest.mark.parametrize("width", [30, 40])
+def test_the_bar_with_its_time_left_fits_a_very_narrow_terminal(monkeypatch: pytest.MonkeyPatch, width: int) -> None:
+    """Bug fixed: on a terminal too narrow for a 10-column bar beside the count and the time left (30 columns, 2,000
+    cards), the line was `…  [##########]  1000/2000  00:00:01`, 36 columns: it wrapped and each redraw left a row
+    behind. The bar now gives up columns too, down to one."""
+    from cairn.cli.common import _bar_layout
+    from cairn.terminal import columns
+
+    monkeypatch.setenv("COLUMNS", str(width))
+    label, bar = _bar_layout("Indexing cards", 2000)
+    drawn = f"{label}  [{'#' * bar}]  1000/2000  00:00:01"  # click's widest line: the time left shows after a while
+    assert bar >= 1
+    assert columns(drawn) < width, drawn

@@ -540,11 +540,12 @@ def indexing(root: object) -> Iterator[Callable[[int, int], None]]:
 def _bar_layout(label: str, total: int) -> tuple[str, int]:
     """The label and bar width that keep a progress line within the terminal: a wider line wraps, and each redraw
     (a carriage return) then starts a row of its own, leaving a trail of bars (`Indexing /home/alice/team-lessons`
-    with click's 36-column bar passed 80 columns). The bar takes 10 to 36 columns; a label with no room is cut."""
+    with click's 36-column bar passed 80 columns). The bar takes 10 to 36 columns, fewer on a terminal too narrow for
+    10 and a cut label (30 columns: `…  [##########]  1000/2000  00:00:01` wrapped); a label with no room is cut."""
     room = shutil.get_terminal_size().columns - 1  # a line that fills the last column wraps on some terminals
     info = len(f"{total}/{total}") + len("  00:00:00")  # the position, and the time left click adds to it
     free = room - len("  []  ") - info
-    width = max(10, min(36, free - columns(label)))
+    width = max(min(10, free - 1), min(36, free - columns(label)), 1)  # 0 is click's "the whole terminal"
     if columns(label) <= free - width:
         return label, width
     while label and columns(label) > free - width - 1:
