@@ -1343,6 +1343,27 @@ def test_eval_decides_with_the_similarities_recall_and_explain_read(vault_repo: 
     assert injected == {key: [card] for key, (_, card) in picked.items()}
 
 
+def test_eval_draws_the_cases_it_encodes_on_a_terminal(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: `cairn eval` encoded every case with the extra before its bar started, and a terminal showed nothing
+    meanwhile (700 cases: 25 s on a busy machine, then a bar of a few seconds). The encoding has its bar now, on the
+    line eval's own then takes; a pipe gets neither."""
+    from helpers.cli import run_on_terminal
+
+    _dense_vault(vault_repo)
+    cases = tmp_path / "cases.jsonl"
+    queries = ["unquoted variables split on spaces in bash scripts", "how do I bake bread", "force-push lost commits"]
+    lines = [json.dumps({"id": f"c{n}", "query": query, "expect": []}) for n, query in enumerate(queries)]
+    cases.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, drawn = run_on_terminal(("eval", "--cases", str(cases)), vault_repo.root, env={"COLUMNS": "200"})
+    assert code in (0, 1), drawn  # eval exits 1 when a case fails
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", drawn.decode())
+    encoding = re.search(r"eval: encoding the cases  \[[#-]+\]  3/3", text)
+    assert encoding, text
+    assert re.search(r"\reval  \[[#-]+\]  3/3", text[encoding.end() :]), text
+    piped = vault_repo.cairn("eval", "--cases", str(cases))
+    assert "encoding" not in piped.stderr + piped.stdout, piped
+
+
 def test_the_warm_encoder_never_imports_the_agents_folder_through_pythonpath(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -23,7 +23,7 @@ from cairn.cli.common import (
     indexing,
     json_option,
     open_vault,
-    progress_bar,
+    progress_stages,
     ref_option,
     vault_option,
     warn,
@@ -723,9 +723,10 @@ def eval_cmd(
         opened = indexer.open_index(vault, worktree=worktree, warn=warn, progress=progress)
     with opened as index:
         check_cases(vault, index, cases, cases_path, worktree)
-        semantic = _cases_similarities(index, [case.query for case in cases])
-        with progress_bar("eval") as progress:
-            report = evaluate(index, cases, scope=scope_tags(scope), progress=progress, semantic=semantic)
+        with progress_stages() as stage:  # the cases encoded (a minute for thousands), then evaluated: one bar
+            queries = [case.query for case in cases]
+            semantic = _cases_similarities(index, queries, stage("eval: encoding the cases"))
+            report = evaluate(index, cases, scope=scope_tags(scope), progress=stage("eval"), semantic=semantic)
     if as_json:
         echo_json(report.to_dict())
         return
@@ -848,15 +849,18 @@ def _similarities(index: IndexReader, query: str) -> dict[str, float] | None:
         return None
 
 
-def _cases_similarities(index: IndexReader, queries: list[str]) -> list[dict[str, float]] | None:
+def _cases_similarities(
+    index: IndexReader, queries: list[str], progress: Callable[[int, int], None]
+) -> list[dict[str, float]] | None:
     """Each case's similarities as `_similarities` gives one prompt's (what the hook gets with the semantic extra),
-    so that eval decides as `cairn recall` and the hook do; None without the extra or card vectors."""
+    so that eval decides as `cairn recall` and the hook do; None without the extra or card vectors. `progress` hears
+    of the cases encoded."""
     try:
         from cairn.semantic.batch import similarities_all_now
     except ImportError:
         return None
     try:
-        return similarities_all_now(index.path, queries, top=50, z=True)
+        return similarities_all_now(index.path, queries, top=50, z=True, progress=progress)
     except Exception:  # the channel is optional: eval works without it, as recall and the hook do
         return None
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,9 +24,14 @@ if TYPE_CHECKING:
 
 
 def prompt_vectors(
-    prompts: Sequence[str], *, encoder: enc.Encoder | None = None, cache_dir: Path | None = None
+    prompts: Sequence[str],
+    *,
+    encoder: enc.Encoder | None = None,
+    cache_dir: Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> npt.NDArray[np.float32]:
-    """Unit vectors of `prompts` (one row each), from `cache_dir` when it holds them."""
+    """Unit vectors of `prompts` (one row each), from `cache_dir` when it holds them; `progress(prompts done,
+    prompts)` hears of those encoded."""
     import numpy as np
 
     cached: Path | None = None
@@ -38,8 +44,19 @@ def prompt_vectors(
             matrix: npt.NDArray[np.float32] = np.load(cached, allow_pickle=False)
             if matrix.shape == (len(prompts), enc.DIM):
                 return matrix
+    if progress is not None:
+        progress(0, len(prompts))  # drawn before the encoder loads (seconds on a busy machine)
     encoder = encoder or enc.Encoder()
-    parts = [encoder.queries(prompts[i : i + 256]) for i in range(0, len(prompts), 256)]
+    done, lock = 0, threading.Lock()
+
+    def told(n: int) -> None:  # from the encoder's threads: one at a time on the bar
+        nonlocal done
+        with lock:
+            done += n
+            if progress is not None:
+                progress(done, len(prompts))
+
+    parts = [encoder.queries(prompts[i : i + 256], progress=told) for i in range(0, len(prompts), 256)]
     matrix = np.concatenate(parts) if parts else np.zeros((0, enc.DIM), dtype=np.float32)
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)
@@ -99,9 +116,15 @@ def similarities_now(
 
 
 def similarities_all_now(
-    index_file: str | os.PathLike[str], prompts: Sequence[str], *, top: int | None = None, z: bool = False
+    index_file: str | os.PathLike[str],
+    prompts: Sequence[str],
+    *,
+    top: int | None = None,
+    z: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, float]] | None:
-    """`similarities_now` for many prompts (`cairn eval`'s cases), encoded in batches; None as it gives None."""
+    """`similarities_now` for many prompts (`cairn eval`'s cases), encoded in batches (`progress(done, prompts)`);
+    None as it gives None."""
     from cairn.hot.index import IndexReader
 
     index_path = Path(index_file)
@@ -112,7 +135,7 @@ def similarities_all_now(
             return None
     try:
         vf = vectors.load(vectors.vectors_path(index_path))
-        queries = prompt_vectors(prompts)
+        queries = prompt_vectors(prompts, progress=progress)
     except (OSError, ValueError, enc.SemanticUnavailable):
         return None
     return [similarities(vf, queries[i], top, (), z) for i in range(len(prompts))]

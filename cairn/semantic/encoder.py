@@ -105,9 +105,9 @@ class Encoder:
         except (OSError, ValueError, ImportError, KeyError, RuntimeError, struct.error) as exc:
             raise SemanticUnavailable(f"the semantic encoder cannot load here: {exc}") from exc
 
-    def queries(self, prompts: Sequence[str]) -> Matrix:
-        """Unit vectors of prompts, one row each."""
-        return self._encode([prompt_text(p) for p in prompts], True)
+    def queries(self, prompts: Sequence[str], progress: Callable[[int], None] | None = None) -> Matrix:
+        """Unit vectors of prompts, one row each; `progress(n)` hears of every n more done."""
+        return self._encode([prompt_text(p) for p in prompts], True, progress)
 
     def query_texts(self, texts: Sequence[str]) -> Matrix:
         """Unit vectors of prompts already read by `prompt_text`."""
