@@ -105,6 +105,20 @@ def test_bench_rejects_a_file_in_the_wrong_format(tmp_path: Path) -> None:
     assert missing.returncode == 2
 
 
+def test_bench_names_the_file_it_reads_on_a_terminal_without_its_escapes(tmp_path: Path) -> None:
+    """Bug fixed: on a terminal, `Reading NAME ...` printed the file's name as it was: a name holding an escape
+    sequence set the terminal's title (`\\e]2;...\\a`), and one holding a newline broke the line. They are shown as
+    `?` now (the escape sequence whole), as in the error that follows and everywhere else a file name is printed."""
+    from helpers.cli import run_on_terminal
+
+    odd = tmp_path / "lo\x1b]2;OWNED\x07\ncomo.json"
+    odd.write_text("[]", encoding="utf-8")
+    code, drawn = run_on_terminal(("bench", "locomo", str(odd)), tmp_path)
+    assert code == 1, drawn
+    assert b"Reading lo??como.json ...\r\n" in drawn, drawn
+    assert b"\x1b" not in drawn and b"\x07" not in drawn, drawn
+
+
 def test_bench_reads_gzipped_files(tmp_path: Path) -> None:
     # Three questions of LongMemEval_s as published (gzipped JSON), and one abstention question.
     report = _bench("longmemeval", str(FIXTURES / "longmemeval_s_sample.json.gz"))

@@ -70,7 +70,7 @@ def _run(file: Path, load: Callable[[Path], Suite], as_json: bool) -> None:
 
     started = time.perf_counter()
     if sys.stderr.isatty():  # reading a large file takes seconds: say so, on a terminal only
-        click.echo(f"Reading {file.name} ...", err=True)
+        echo(clean_line(f"Reading {file.name} ..."), err=True)  # a name may hold escapes and line breaks
     suite = load(file)
     if not suite.questions:  # all-zero figures would read as a measurement
         left_out = ", ".join(f"{count} {reason.replace('_', ' ')}" for reason, count in suite.excluded.items())
