@@ -1293,6 +1293,19 @@ def test_init_on_a_terminal_asks_on_the_terminal_when_its_output_goes_to_a_file(
     assert "Register it" not in written and "cairn vault add" in written, written
 
 
+def test_init_ended_at_its_question_says_how_to_register_the_vault_it_made(tmp_path: Path) -> None:
+    """Bug fixed: Ctrl-D at `cairn init`'s register question (the input ended) said "give the answers as options
+    instead (`cairn init --help` lists them)", but the vault was made by then and `cairn init PATH --register` refuses
+    an existing vault. It now says the vault is made but not registered, and the `cairn vault add` that serves it."""
+    vault = tmp_path / "team-lessons"
+    code, shown = run_on_terminal(["init", str(vault)], tmp_path, typed=b"\x04")
+    text = shown.decode()
+    assert code == 1, text
+    assert "give the answers as options" not in text
+    assert f"is made but not registered; `cairn vault add {vault}` serves it in every project" in text, text
+    assert cairn("vault", "add", str(vault), cwd=tmp_path).returncode == 0  # the command it gave works as printed
+
+
 def test_sync_during_a_rebase_says_to_end_the_rebase_first(tmp_path: Path) -> None:
     """With a rebase of the served branch stopped on a conflict, sync's advice was `git pull --ff-only`, which git
     refuses mid-rebase; it now says to continue or abort the rebase first, and moves nothing."""

@@ -98,6 +98,7 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
     where = shell_word(path)  # `cd -x` reads -x as an option
     # What a Ctrl-C from here on leaves undone: the vault is committed, so `cairn init` again refuses it
     left = [f"cairn index --vault {where}", *([f"cairn install git-hooks --vault {where}"] if git_hooks else [])]
+    add = shlex.join(["cairn", "vault", "add", str(vault.root), *(["--name", name] if name else [])])
     try:
         # Index right away, so the agent hook has something to serve on its very first prompt. The vault is made and
         # committed by now: a failure here (the cache folder) is said at the end, after the rest of the setup.
@@ -125,7 +126,6 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
             if line:
                 echo(line)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM: say what is left to do, then stop as usual
-        add = shlex.join(["cairn", "vault", "add", str(vault.root), *(["--name", name] if name else [])])
         serve = "" if register is False else f", then `{add}` to serve it"
         echo(
             f"\nStopped after the vault at {path} was created and committed: `{' && '.join(left)}` finish it{serve}.",
@@ -133,9 +133,21 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
         )
         raise
     if register is None:
-        register = sys.stdin.isatty() and click.confirm(
-            "Register it so the prompt hook serves it in every project?", default=True, err=True
-        )
+        try:
+            register = sys.stdin.isatty() and click.confirm(
+                "Register it so the prompt hook serves it in every project?", default=True, err=True
+            )
+        except click.exceptions.Abort as abort:
+            # Ctrl-D or Ctrl-C at the question: the vault is made, and `cairn init` again (as "give the answers as
+            # options" said) refuses it, so say what the answer would have done
+            if isinstance(abort.__context__, KeyboardInterrupt):
+                echo(f"\nThe vault at {path} is made but not registered: `{add}` serves it.", err=True)
+                raise
+            echo("", err=True)  # the question's line stays open
+            raise CairnError(
+                f"the input ended before the question was answered: the vault at {path} is made but not registered; "
+                f"`{add}` serves it in every project"
+            ) from None
     not_registered = None
     if register:
         try:
