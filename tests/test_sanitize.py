@@ -38,6 +38,10 @@ PEM = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n--
         ("see /home/alice/src/app", "see /home/REDACTED-USER/src/app", "home-path"),
         ("see /Users/bob/Library", "see /Users/REDACTED-USER/Library", "home-path"),
         ("see C:\\Users\\carol\\AppData", "see C:\\Users\\REDACTED-USER\\AppData", "home-path"),
+        # Home folders under another folder were left whole: WSL's, Fedora Atomic's, FreeBSD's
+        ("on WSL /mnt/c/Users/dave/src", "on WSL /mnt/c/Users/REDACTED-USER/src", "home-path"),
+        ("see /var/home/erin/src", "see /var/home/REDACTED-USER/src", "home-path"),
+        ("see /usr/home/frank/src", "see /usr/home/REDACTED-USER/src", "home-path"),
         ("ssh build01.corp now", "ssh REDACTED-HOST now", "internal-host"),
         ("curl http://api.svc.internal:8080/", "curl http://REDACTED-HOST:8080/", "internal-host"),
         # The whole host: its labels after the internal domain were left (`REDACTED-HOST.acme.com`)

@@ -237,7 +237,11 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     Rule("email", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"), _email),
     Rule(
         "home-path",
-        re.compile(r"((?<![\w.])/home/|(?<![\w.])/Users/|\b[A-Za-z]:\\\\?Users\\\\?)([^/\\\s\"'`)\]]+)"),
+        # `/var/home` (Fedora Atomic), `/usr/home` (FreeBSD), `/mnt/c/Users` (WSL): `/home` after another folder
+        re.compile(
+            r"((?<![\w.])(?:/var|/usr)?/home/|(?<![\w.])(?:/mnt/[A-Za-z])?/Users/|\b[A-Za-z]:\\\\?Users\\\\?)"
+            r"([^/\\\s\"'`)\]]+)"
+        ),
         _home_user,
     ),
 )
