@@ -216,8 +216,9 @@ def test_the_copy_keeps_no_secret_that_cairn_lint_names(vault_repo: VaultRepo, t
 def test_a_card_that_hides_what_sanitize_redacts_is_not_copied(vault_repo: VaultRepo, tmp_path: Path) -> None:
     """Bugs fixed: sanitize redacted the text as written, not as YAML and HTML decode it (as lint and agents read
     it), so `jane\\x40acme.com` and `ghp&#95;...` went into the copy; its host rule matched inside `db\\x2eacme.internal`
-    and left a card that no longer parsed; and a file named `jane.doe@acme.com.md` was copied under its name. Each
-    such card is left out, with why; the others are copied."""
+    and left a card that no longer parsed; a file named `jane.doe@acme.com.md` was copied under its name; and a token
+    behind a Markdown escape (`ghp\\_...`, as an export from HTML writes it) was copied, shown whole once rendered.
+    Each such card is left out, with why; the others are copied."""
     vault_repo.write_raw("cairn.toml", "")
     escaped = (
         '---\nname: Reports API\nsummary: "The reports API at db\\x2eacme.internal needs basic auth."\n---\n\n'
@@ -226,6 +227,10 @@ def test_a_card_that_hides_what_sanitize_redacts_is_not_copied(vault_repo: Vault
     vault_repo.write_raw("cards/ops/escaped-yaml.md", escaped)
     vault_repo.write(
         "ops/escaped-html", "CI token", "The CI token sits in the vault.", body="Owner: jane&#64;acme.com\n"
+    )
+    escaped_token = "ghp\\_" + FAKE_GITHUB_TOKEN.removeprefix("ghp_")
+    vault_repo.write(
+        "ops/escaped-markdown", "CI token", "The CI token sits in the vault.", body=f"It was {escaped_token}\n"
     )
     vault_repo.write("ops/jane.doe@acme.com", "Ask Jane", "Staging deploys fail on Fridays; ask the owner first.")
     vault_repo.write("ops/plain", "Plain card", "Mail jane@acme.com for access to the reports API.")
@@ -236,11 +241,13 @@ def test_a_card_that_hides_what_sanitize_redacts_is_not_copied(vault_repo: Vault
     left_out = {line.split(":", 1)[0]: line for line in done.stderr.splitlines() if " sanitize " in line}
     assert sorted(left_out) == [
         "cards/ops/escaped-html.md",
+        "cards/ops/escaped-markdown.md",
         "cards/ops/escaped-yaml.md",
         "cards/ops/jane.doe@acme.com.md",
     ]
     assert "broke its frontmatter" in left_out["cards/ops/escaped-yaml.md"]
     assert "(email) behind escapes" in left_out["cards/ops/escaped-html.md"]
+    assert "(token) behind escapes" in left_out["cards/ops/escaped-markdown.md"]
     assert "its file name holds" in left_out["cards/ops/jane.doe@acme.com.md"]
     copied = sorted(p.name for p in (out / "cards" / "ops").iterdir())
     assert copied == ["plain.md"] and "jane@acme.com" not in (out / "cards/ops/plain.md").read_text()

@@ -588,10 +588,14 @@ def _sanitize(
     return SanitizeReport(target, commit, tuple(files), tuple(skipped))
 
 
+# Markdown's backslash escapes, as a renderer shows them: an export from HTML escapes `_` and `@` (`ghp\_...`).
+_MARKDOWN_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
 def _as_read(path: str, raw: str, clean: str) -> str | None:
-    """The redacted card's values as YAML and HTML decode them, as lint and agents read them (`jane\\x40acme.com`,
-    `ghp&#95;...`: the text was redacted as written); None when the redaction broke the frontmatter a card had (a
-    rule matched inside a YAML escape: `db\\x2eacme.internal`)."""
+    """The redacted card's values as YAML, HTML and Markdown decode them, as lint, agents and readers read them
+    (`jane\\x40acme.com`, `ghp&#95;...`, `ghp\\_...`: the text was redacted as written); None when the redaction
+    broke the frontmatter a card had (a rule matched inside a YAML escape: `db\\x2eacme.internal`)."""
     import html
 
     before, _ = parse_card(path, raw.encode("utf-8"))
@@ -611,7 +615,7 @@ def _as_read(path: str, raw: str, clean: str) -> str | None:
                 collect(item)
 
     collect(card.to_dict() if card is not None else clean)
-    return "\n".join(html.unescape(value) for value in values)
+    return "\n".join(_MARKDOWN_ESCAPE.sub(r"\1", html.unescape(value)) for value in values)
 
 
 def _left_in(in_name: Counter[str], as_read: str | None, left: Counter[str]) -> str:
@@ -623,7 +627,10 @@ def _left_in(in_name: Counter[str], as_read: str | None, left: Counter[str]) -> 
         return "redacting it broke its frontmatter (a value written with escapes?); write the value plainly"
     if left:
         kinds = ", ".join(sorted(left))
-        return f"it holds what sanitize redacts ({kinds}) behind escapes (YAML `\\x40`, HTML `&#64;`); write it plainly"
+        return (
+            f"it holds what sanitize redacts ({kinds}) behind escapes (YAML `\\x40`, HTML `&#64;`, Markdown `\\_`); "
+            "write it plainly"
+        )
     return ""
 
 
