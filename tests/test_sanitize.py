@@ -489,3 +489,20 @@ def test_the_placeholders_the_secret_rule_lets_pass_are_copied_as_written(vault_
     more = (out / "cards/ops/more.md").read_text("utf-8")
     assert more.count("YOUR_ACCESS_TOKEN_HERE") == 2 and "sk-your-key-goes-here-xxxx" in more
     assert "Zr8kLm2Qx5Tb7Wd1Vn3Pq9Hs4" not in more and "Authorization: Bearer REDACTED-TOKEN" in more
+
+
+def test_help_says_what_is_not_redacted_and_the_copy_keeps_it(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: the help promised a copy with "identifying details redacted" and said nothing of what is left, so
+    a user shared people's names and public host names believing them gone."""
+    help_text = " ".join(vault_repo.invoke("sanitize", "--help").stdout.split())
+    assert (
+        "Not redacted: people's names, user names outside home paths and host names outside the internal" in help_text
+    )
+    assert "no git history, so no commit authors" in help_text
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write("ops/owner", "Ask the owner", "Jane Doe owns api.acme.com; ask her before a deploy.")
+    vault_repo.commit("A card naming a person and a public host")
+    out = tmp_path / "shared"
+    assert vault_repo.cairn("sanitize", "--out", str(out)).returncode == 0
+    assert "Jane Doe owns api.acme.com" in (out / "cards/ops/owner.md").read_text()
+    assert sorted(p.name for p in out.iterdir()) == [".cairn-sanitized", "cards"]

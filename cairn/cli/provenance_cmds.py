@@ -93,8 +93,12 @@ def sanitize(out: Path, force: bool, vault_path: str | None, as_json: bool) -> N
       patterns = ["ACME-[0-9]+"]
       internal_domains = [".corp.example.com"]
 
-    The copy is cards/ and a .cairn-sanitized file that marks it as one;
-    --force replaces only such a folder, never one holding anything else.
+    Not redacted: people's names, user names outside home paths and host
+    names outside the internal domains; read the copy before you share it.
+
+    The copy is cards/ and a .cairn-sanitized file that marks it as one (no
+    git history, so no commit authors; no cairn.toml or evals/); --force
+    replaces only such a folder, never one holding anything else.
 
     \b
     Example:
