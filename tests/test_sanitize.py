@@ -34,6 +34,14 @@ PEM = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n--
         ("password = hunter2hunter2", "password = REDACTED-SECRET", "secret"),
         ("DB_PASSWORD: 'correcthorsebatterystaple'", "DB_PASSWORD: 'REDACTED-SECRET'", "secret"),
         ("postgres://app:s3cretpass@db.example.com/x", "postgres://app:REDACTED-SECRET@db.example.com/x", "secret"),
+        # A query's parameters after the secret were lost with it (`&format=json`); a `&` inside the value is the value's
+        ("GET /v1?api_key=9f8e7d6c5b4a3928&format=json", "GET /v1?api_key=REDACTED-SECRET&format=json", "secret"),
+        (
+            "jdbc:mysql://db/app?password=Hunter2Pass&useSSL=false",
+            "jdbc:mysql://db/app?password=REDACTED-SECRET&useSSL=false",
+            "secret",
+        ),
+        ("password=Abc123&xyz789 here", "password=REDACTED-SECRET here", "secret"),
         ("ask ann.lee@example.com", "ask REDACTED-EMAIL", "email"),
         ("see /home/alice/src/app", "see /home/REDACTED-USER/src/app", "home-path"),
         ("see /Users/bob/Library", "see /Users/REDACTED-USER/Library", "home-path"),

@@ -229,7 +229,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         re.compile(
             r"(?i)(\b[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key"
             r"|private[_-]?key|client[_-]?secret)[A-Za-z0-9_.-]*)"
-            r"([\"']?\s*[:=]\s*[\"']?)([^\s\"'`,;]{8,})"
+            r"([\"']?\s*[:=]\s*[\"']?)((?:[^\s\"'`,;&]|&(?![\w.-]+=)){8,})"  # up to a query's next `&name=`
         ),
         _secret_value,
     ),
