@@ -30,6 +30,12 @@ PEM = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n--
         (f"key:\n{PEM}\nafter", "key:\nREDACTED-PRIVATE-KEY\nafter", "private-key"),
         (f"export AWS_ACCESS_KEY_ID={FAKE_AWS_KEY}", "export AWS_ACCESS_KEY_ID=REDACTED-CLOUD-KEY", "cloud-key"),
         (f"use {FAKE_GITHUB_TOKEN} here", "use REDACTED-TOKEN here", "token"),
+        # The AWS CLI takes the secret after a space: it was copied, and lint passed it
+        (
+            "aws configure set aws_secret_access_key " + "wJa7rXUtnF3MI/K7MDENG" + "/bPxRfiCYq8Vz2Tn4Lm",
+            "aws configure set REDACTED-TOKEN",
+            "token",
+        ),
         ("Authorization: Bearer abcdefghijklmnopqrstuvwx0123", "Authorization: Bearer REDACTED-TOKEN", "token"),
         ("password = hunter2hunter2", "password = REDACTED-SECRET", "secret"),
         ("DB_PASSWORD: 'correcthorsebatterystaple'", "DB_PASSWORD: 'REDACTED-SECRET'", "secret"),

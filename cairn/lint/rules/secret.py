@@ -29,7 +29,10 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b")),
     (
         "an AWS secret access key",
-        re.compile(r"(?i)aws_?secret_?(?:access_?)?key\s*[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"),
+        # `aws configure set aws_secret_access_key KEY` gives it after a space
+        re.compile(
+            r"(?i)aws_?secret_?(?:access_?)?key(?:\s*[\"']?\s*[:=]\s*[\"']?|[ \t]+)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"
+        ),
     ),
     ("an OpenAI API key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
     ("an Anthropic API key", re.compile(r"\bsk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{20,}")),
