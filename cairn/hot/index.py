@@ -77,7 +77,8 @@ FORMAT_VERSION = "7"  # 7: Cairn's own file format (6 and older were SQLite file
 # The version of the security rules (cairn.lint.security) that refuse cards at index time, kept here so the hook can
 # compare it without importing lint: an index checked by other rules may hold cards the current rules refuse.
 # 13 (stop 52): a frontmatter holding a YAML tag is read field by field (a `!!binary` extra key hid an instruction), and
-# ends where the parser ends it (after a `---x: 1` key); prompt-injection reads Markdown comments (`[//]: # (...)`).
+# ends where the parser ends it (after a `---x: 1` key); prompt-injection reads Markdown comments (`[//]: # (...)`);
+# secret names an AWS secret access key given after a space.
 # 12 (stop 47): hidden-text flags U+2028, U+2029.
 SECURITY_RULES_VERSION = "13"
 
