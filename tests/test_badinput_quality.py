@@ -405,6 +405,18 @@ def test_a_jsonl_cases_file_with_a_byte_order_mark_reads(tmp_path: Path) -> None
     assert [c.id for c in load_cases(path)] == ["a"]
 
 
+@pytest.mark.parametrize("name", ["lme.json", "lme.json.gz"])
+def test_a_benchmark_file_with_a_byte_order_mark_reads(tmp_path: Path, name: str) -> None:
+    """A file saved by a Windows editor or PowerShell starts with a byte order mark: a cases file read, a benchmark
+    file said `not JSON (Unexpected UTF-8 BOM (decode using utf-8-sig) ...)`, an advice no user of Cairn can take."""
+    path = tmp_path / name
+    data = b"\xef\xbb\xbf" + json.dumps([_lme("q1", "s1", {"s1": "I parked the car on level 3"})]).encode()
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    done = invoke_cli(["bench", "longmemeval", str(path), "--json"])
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["questions"] == 1
+
+
 @pytest.mark.parametrize(("given", "meant"), [("longmemeval", "locomo"), ("locomo", "longmemeval")])
 def test_a_benchmark_file_of_the_other_format_says_which_command_reads_it(
     tmp_path: Path, given: str, meant: str

@@ -207,12 +207,13 @@ def _locomo_turn(turn: dict[str, Any]) -> str:
 
 
 def _read_json(path: Path) -> Any:
-    """The file's JSON; a file ending in `.gz` is read through gzip."""
+    """The file's JSON; a file ending in `.gz` is read through gzip. A byte order mark (some Windows editors and
+    PowerShell's `Out-File` write one) is no text, as in a cases file."""
     try:
         if path.suffix == ".gz":
-            with gzip.open(path, "rt", encoding="utf-8") as handle:
+            with gzip.open(path, "rt", encoding="utf-8-sig") as handle:
                 return json.load(handle)
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:
             return json.load(handle)
     except json.JSONDecodeError as exc:
         raise InvalidBenchmark(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
