@@ -417,6 +417,16 @@ def test_a_benchmark_file_with_a_byte_order_mark_reads(tmp_path: Path, name: str
     assert json.loads(done.stdout)["questions"] == 1
 
 
+def test_a_gzipped_benchmark_file_reads_whatever_its_name(tmp_path: Path) -> None:
+    """A gzipped file not named `.gz` (a download saved as `.json`, `<(cat file.gz)`) said `not UTF-8 text; a
+    benchmark file is UTF-8 JSON`, though it was the very file the help's example reads."""
+    path = tmp_path / "lme.json"
+    path.write_bytes(gzip.compress(json.dumps([_lme("q1", "s1", {"s1": "I parked the car on level 3"})]).encode()))
+    done = invoke_cli(["bench", "longmemeval", str(path), "--json"])
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["questions"] == 1
+
+
 @pytest.mark.parametrize(("given", "meant"), [("longmemeval", "locomo"), ("locomo", "longmemeval")])
 def test_a_benchmark_file_of_the_other_format_says_which_command_reads_it(
     tmp_path: Path, given: str, meant: str

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
+import io
 import json
 import re
 import zlib
@@ -206,15 +207,20 @@ def _locomo_turn(turn: dict[str, Any]) -> str:
     return f"{text} {caption}" if caption else text
 
 
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
 def _read_json(path: Path) -> Any:
-    """The file's JSON; a file ending in `.gz` is read through gzip. A byte order mark (some Windows editors and
-    PowerShell's `Out-File` write one) is no text, as in a cases file."""
+    """The file's JSON; a file ending in `.gz` or starting as gzip does (a download saved as `.json`, a pipe of
+    `<(cat file.gz)`) is read through gzip. A byte order mark (some Windows editors and PowerShell's `Out-File`
+    write one) is no text, as in a cases file."""
     try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rt", encoding="utf-8-sig") as handle:
+        with open(path, "rb") as raw:
+            if path.suffix == ".gz" or raw.peek(2)[:2] == _GZIP_MAGIC:  # peek: a pipe cannot be read twice
+                with io.TextIOWrapper(gzip.GzipFile(fileobj=raw), encoding="utf-8-sig") as handle:
+                    return json.load(handle)
+            with io.TextIOWrapper(raw, encoding="utf-8-sig") as handle:
                 return json.load(handle)
-        with open(path, encoding="utf-8-sig") as handle:
-            return json.load(handle)
     except json.JSONDecodeError as exc:
         raise InvalidBenchmark(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
     except UnicodeDecodeError:
