@@ -427,6 +427,15 @@ def test_a_gzipped_benchmark_file_reads_whatever_its_name(tmp_path: Path) -> Non
     assert json.loads(done.stdout)["questions"] == 1
 
 
+def test_a_truncated_benchmark_file_says_where_its_json_breaks(tmp_path: Path) -> None:
+    """A download cut short inside a string said `not JSON (Unterminated string starting at at line 1)`: a doubled
+    word, and line 1 of a file published as one line says nothing of where."""
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps([_lme("q1", "s1", {"s1": "I parked the car on level 3"})])[:100])
+    line = _one_line_error(invoke_cli(["bench", "longmemeval", str(path)]))
+    assert line.endswith(": not JSON (Unterminated string starting at line 1, column 76)"), line
+
+
 @pytest.mark.parametrize(("given", "meant"), [("longmemeval", "locomo"), ("locomo", "longmemeval")])
 def test_a_benchmark_file_of_the_other_format_says_which_command_reads_it(
     tmp_path: Path, given: str, meant: str

@@ -222,7 +222,9 @@ def _read_json(path: Path) -> Any:
             with io.TextIOWrapper(raw, encoding="utf-8-sig") as handle:
                 return json.load(handle)
     except json.JSONDecodeError as exc:
-        raise InvalidBenchmark(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+        # json's "Unterminated string starting at" ends in "at"; the column: LongMemEval's file is one line
+        where = f"line {exc.lineno}, column {exc.colno}"
+        raise InvalidBenchmark(f"{path}: not JSON ({exc.msg.removesuffix(' at')} at {where})") from None
     except UnicodeDecodeError:
         raise InvalidBenchmark(f"{path}: not UTF-8 text; a benchmark file is UTF-8 JSON") from None
     except RecursionError:
