@@ -436,6 +436,21 @@ def test_a_truncated_benchmark_file_says_where_its_json_breaks(tmp_path: Path) -
     assert line.endswith(": not JSON (Unterminated string starting at line 1, column 76)"), line
 
 
+def test_an_answer_session_or_evidence_given_as_a_string_is_that_one_id(tmp_path: Path) -> None:
+    """`"answer_session_ids": "s1"` (LongMemEval) or `"evidence": "D1:1"` (LoCoMo), one id not in a list, was read
+    character by character: no character named a session, and the question was left out as having no answer."""
+    lme = tmp_path / "lme.json"
+    lme.write_text(
+        json.dumps([{**_lme("q1", "s1", {"s1": "I parked the car on level 3"}), "answer_session_ids": "s1"}])
+    )
+    assert [q.relevant for q in load_longmemeval(lme).questions] == [frozenset({"s1"})]
+    conversation = {"session_1": [{"speaker": "A", "text": "we hiked"}], "session_1_date_time": "8 May, 2023"}
+    locomo = tmp_path / "locomo.json"
+    qa = [{"question": "hike?", "evidence": "D1:1", "category": 1}]
+    locomo.write_text(json.dumps([{"sample_id": "c1", "conversation": conversation, "qa": qa}]))
+    assert [q.relevant for q in load_locomo(locomo).questions] == [frozenset({"c1/1"})]
+
+
 @pytest.mark.parametrize(("given", "meant"), [("longmemeval", "locomo"), ("locomo", "longmemeval")])
 def test_a_benchmark_file_of_the_other_format_says_which_command_reads_it(
     tmp_path: Path, given: str, meant: str

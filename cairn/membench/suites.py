@@ -104,7 +104,7 @@ def load_longmemeval(path: Path) -> Suite:
                 )
             )
             # an answer session its haystack does not hold (a typo in a converted file) could never be found either
-            relevant = frozenset(str(s) for s in record["answer_session_ids"]) & {s.id for s in sessions}
+            relevant = frozenset(_listed(record["answer_session_ids"])) & {s.id for s in sessions}
             if not relevant:  # nothing to find: it could only score 0
                 no_answer += 1
                 continue
@@ -163,7 +163,7 @@ def load_locomo(path: Path) -> Suite:
                 ),
             )
             for j, qa in enumerate(record["qa"]):
-                evidence = [str(e) for e in qa.get("evidence") or ()]
+                evidence = _listed(qa.get("evidence") or ())
                 if not evidence:
                     no_evidence += 1
                     continue
@@ -187,6 +187,12 @@ def load_locomo(path: Path) -> Suite:
             ) from None
     excluded = {"no_evidence": no_evidence, "unreadable_evidence": unreadable}
     return Suite(LOCOMO, haystacks, tuple(questions), {k: v for k, v in excluded.items() if v})
+
+
+def _listed(ids: Any) -> list[str]:
+    """A field that lists ids, as strings; one id written as a string, not a list of one, is that id (iterated,
+    its characters were the ids, none matched, and the question was left out as if it had no answer)."""
+    return [ids] if isinstance(ids, str) else [str(i) for i in ids]
 
 
 def _has(record: Any, key: str) -> bool:
