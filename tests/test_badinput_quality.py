@@ -451,6 +451,18 @@ def test_an_answer_session_or_evidence_given_as_a_string_is_that_one_id(tmp_path
     assert [q.relevant for q in load_locomo(locomo).questions] == [frozenset({"c1/1"})]
 
 
+def test_a_haystack_whose_lists_differ_in_length_says_which(tmp_path: Path) -> None:
+    """One date short said `(ValueError: zip() argument 2 is shorter than argument 1)`: Python's words, no field."""
+    path = tmp_path / "lme.json"
+    record = _lme("q1", "s1", {"s1": "I parked the car on level 3", "s2": "pizza"})
+    path.write_text(json.dumps([{**record, "haystack_dates": record["haystack_dates"][:1]}]))
+    line = _one_line_error(invoke_cli(["bench", "longmemeval", str(path)]))
+    assert line.endswith(
+        "question #1 is not in the LongMemEval format (2 haystack_session_ids, 1 haystack_dates, "
+        "2 haystack_sessions; each session needs its id, its date and its turns)"
+    ), line
+
+
 @pytest.mark.parametrize(("given", "meant"), [("longmemeval", "locomo"), ("locomo", "longmemeval")])
 def test_a_benchmark_file_of_the_other_format_says_which_command_reads_it(
     tmp_path: Path, given: str, meant: str

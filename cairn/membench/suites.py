@@ -72,6 +72,9 @@ class Suite:
     excluded: dict[str, int] = field(default_factory=dict)
 
 
+_HAYSTACK_FIELDS = ("haystack_session_ids", "haystack_dates", "haystack_sessions")
+
+
 def load_longmemeval(path: Path) -> Suite:
     """A LongMemEval file (`longmemeval_s_cleaned.json` or a file in its format)."""
     records = _read_json(path)
@@ -93,15 +96,20 @@ def load_longmemeval(path: Path) -> Suite:
             if qid.endswith("_abs"):
                 abstention += 1
                 continue
+            fields = {k: record[k] for k in _HAYSTACK_FIELDS}
+            if len({len(items) for items in fields.values()}) > 1:  # zip(strict=True) said only "argument 2"
+                counts = ", ".join(f"{len(items)} {k}" for k, items in fields.items())
+                raise InvalidBenchmark(
+                    f"{path}: question #{n + 1} is not in the LongMemEval format "
+                    f"({counts}; each session needs its id, its date and its turns)"
+                )
             sessions = tuple(
                 Session(
                     id=str(sid),
                     date=str(date),
                     turns=tuple(str(t.get("content", "")) for t in turns if t.get("role") == "user"),
                 )
-                for sid, date, turns in zip(
-                    record["haystack_session_ids"], record["haystack_dates"], record["haystack_sessions"], strict=True
-                )
+                for sid, date, turns in zip(*fields.values(), strict=True)
             )
             # an answer session its haystack does not hold (a typo in a converted file) could never be found either
             relevant = frozenset(_listed(record["answer_session_ids"])) & {s.id for s in sessions}
