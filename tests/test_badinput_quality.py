@@ -463,6 +463,21 @@ def test_a_haystack_whose_lists_differ_in_length_says_which(tmp_path: Path) -> N
     ), line
 
 
+def test_a_benchmark_file_whose_sessions_hold_no_text_is_an_error(tmp_path: Path) -> None:
+    """Turns under other keys (ShareGPT's `{"from": "human", "value": ...}`) left every document empty: every question
+    was ranked in corpus order, and `cairn bench` printed those figures (Recall@1 0.026 on the dev half), exit 0."""
+    record = _lme("q1", "s1", {"s1": "I parked the car on level 3", "s2": "pizza"})
+    record["haystack_sessions"] = [[{"from": "human", "value": text}] for text in ("I parked on level 3", "pizza")]
+    lme = tmp_path / "lme.json"
+    lme.write_text(json.dumps([record]))
+    assert '"role": "user"' in _one_line_error(invoke_cli(["bench", "longmemeval", str(lme)]))
+    conversation = {"session_1": [{"speaker": "A", "content": "we hiked"}], "session_1_date_time": "8 May, 2023"}
+    locomo = tmp_path / "locomo.json"
+    qa = [{"question": "hike?", "evidence": ["D1:1"], "category": 1}]
+    locomo.write_text(json.dumps([{"sample_id": "c1", "conversation": conversation, "qa": qa}]))
+    assert '"text"' in _one_line_error(invoke_cli(["bench", "locomo", str(locomo)]))
+
+
 @pytest.mark.parametrize(("given", "meant"), [("longmemeval", "locomo"), ("locomo", "longmemeval")])
 def test_a_benchmark_file_of_the_other_format_says_which_command_reads_it(
     tmp_path: Path, given: str, meant: str

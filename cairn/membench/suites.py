@@ -132,6 +132,7 @@ def load_longmemeval(path: Path) -> Suite:
             raise InvalidBenchmark(
                 f"{path}: question #{n + 1} is not in the LongMemEval format ({_why(exc)}){hint}"
             ) from None
+    _require_text(path, haystacks, '{"role": "user", "content": ...}')
     excluded = {"abstention": abstention, "no_answer_session": no_answer}
     return Suite(LONGMEMEVAL, haystacks, tuple(questions), {k: v for k, v in excluded.items() if v})
 
@@ -193,8 +194,16 @@ def load_locomo(path: Path) -> Suite:
             raise InvalidBenchmark(
                 f"{path}: conversation #{n + 1} is not in the LoCoMo format ({_why(exc)}){hint}"
             ) from None
+    _require_text(path, haystacks, '{"speaker": ..., "text": ...}')
     excluded = {"no_evidence": no_evidence, "unreadable_evidence": unreadable}
     return Suite(LOCOMO, haystacks, tuple(questions), {k: v for k, v in excluded.items() if v})
+
+
+def _require_text(path: Path, haystacks: dict[str, Haystack], turns: str) -> None:
+    """Refuse a file whose sessions hold no text to rank (turns under other keys, as a converted file may have):
+    every question would be ranked in corpus order, and its figures read as a measurement."""
+    if haystacks and not any(turn.strip() for h in haystacks.values() for s in h.sessions for turn in s.turns):
+        raise InvalidBenchmark(f"{path}: no session holds a turn with text; each turn must be {turns}")
 
 
 def _listed(ids: Any) -> list[str]:
