@@ -92,7 +92,9 @@ def _new_vault(tmp_path: Path, hook_repo: tuple[str, str], rule: str | None = No
     With a rule, the example cards make way for the rule's context, committed without hooks.
     """
     vault = tmp_path / "vault"
-    done = subprocess.run([cairn_executable(), "init", str(vault)], capture_output=True, text=True, check=False)
+    done = subprocess.run(  # its cards are verified on CAIRN_TODAY, the day the hooks judge dates as of
+        [cairn_executable(), "init", str(vault)], capture_output=True, text=True, check=False, env=_env()
+    )
     assert done.returncode == 0, done.stderr
     # The pinned form the template documents, pointed at the repository under test: the manifest's hooks, installed
     # by pre-commit in its own environment.
@@ -165,7 +167,7 @@ def _template_vault(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """`cairn init` a vault and `pre-commit install` its shipped config: the vault, and the environment its commits
     run in (this install's `cairn` first on PATH, as the shipped local hooks run the `cairn` on PATH)."""
     vault = tmp_path / "vault"
-    assert subprocess.run([cairn_executable(), "init", str(vault)], capture_output=True).returncode == 0
+    assert subprocess.run([cairn_executable(), "init", str(vault)], capture_output=True, env=_env()).returncode == 0
     env = dict(_env(), PATH=f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     installed = subprocess.run(
         [sys.executable, "-m", "pre_commit", "install"], cwd=vault, env=env, capture_output=True, text=True
@@ -477,7 +479,10 @@ def _repository_with_vaults(tmp_path: Path, *folders: str) -> tuple[Path, dict[s
     _git("init", "-q", cwd=repo)
     for folder in folders:
         done = subprocess.run(
-            [cairn_executable(), "init", str(repo / folder), "--no-register"], capture_output=True, text=True
+            [cairn_executable(), "init", str(repo / folder), "--no-register"],
+            capture_output=True,
+            text=True,
+            env=_env(),
         )
         assert done.returncode == 0, done.stderr
         shutil.rmtree(repo / folder / ".git")
