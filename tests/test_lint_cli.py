@@ -29,9 +29,9 @@ def test_findings_are_sorted_lines_with_a_summary_on_stderr(vault_repo: VaultRep
     assert done.returncode == 1
     lines = done.stdout.splitlines()
     assert lines == sorted(lines, key=lambda line: (line.split(":")[0], int(line.split(":")[1])))
-    assert [line.split(" ")[1] for line in lines] == ["secret"] * 10 + ["verified-at-stale"]
+    assert [line.split(" ")[1] for line in lines] == ["secret"] * 12 + ["verified-at-stale"]
     assert done.stderr.strip() == (
-        "cairn lint: 10 errors (secret), 1 warning (verified-at-stale) in 5 file(s) from the working tree"
+        "cairn lint: 12 errors (secret), 1 warning (verified-at-stale) in 6 file(s) from the working tree"
     )
 
 

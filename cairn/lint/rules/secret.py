@@ -7,7 +7,7 @@ Twilio, DigitalOcean, Shopify, JWTs, PEM private keys), credentials in URLs (`po
 given to password- or key-like names (`password=`, `passwd:`, `DB_PASS=`, `"api_key": "…"`) or in prose
 ("the password is …"), quoted passphrases of several words (`password: "correct horse battery staple"`), passwords
 on command lines (`curl -u user:pw`, `mysql -pS3cr3t`, `sshpass -p`, `docker login -p`) and HTTP credentials
-(`Authorization: Basic` with a password in its base64, `Authorization: Bearer` with a token). Placeholders
+(`Authorization: Basic` with a password in its base64, `Authorization: Bearer` or `token` with a token). Placeholders
 (`<password>`, `${DB_PASS}`, `$PASS`, `{{token}}`, `changeme`, `example`, `***`, `xxx`, `username:password`) pass.
 The finding names the kind of secret and never repeats the value.
 """
@@ -38,7 +38,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("an Anthropic API key", re.compile(r"\bsk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{20,}")),
     ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})\b")),
     ("a GitLab token", re.compile(r"\bgl(?:pat|dt|ptt|rt|cbt|oas)-[A-Za-z0-9_-]{20,}")),
-    ("a Slack token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}")),
+    ("a Slack token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}")),  # xapp: app-level
     (
         "a Slack webhook URL",
         re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9]+/[A-Za-z0-9/]+"),
@@ -69,7 +69,7 @@ _NEEDLES: tuple[tuple[str, ...], ...] = (
     ("sk-ant-",),
     ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ("glpat-", "gldt-", "glptt-", "glrt-", "glcbt-", "gloas-"),
-    ("xox",),
+    ("xox", "xapp-"),
     ("hooks.slack.com",),
     ("discord",),
     ("aiza",),
@@ -126,9 +126,10 @@ _COMMAND_PASSWORDS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
         ),
     ),
 )
-# HTTP credentials in a header: Basic is `user:password` in base64 (judged decoded), Bearer a token.
+# HTTP credentials in a header: Basic is `user:password` in base64 (judged decoded), Bearer a token (and `token`,
+# the scheme GitHub's API takes a classic token under).
 _BASIC = re.compile(r"(?i)\bauthorization[\"']?[ \t]*[:=][ \t]*[\"']?basic[ \t]+([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])")
-_BEARER = re.compile(r"(?i)\bauthorization[\"']?[ \t]*[:=][ \t]*[\"']?bearer[ \t]+([A-Za-z0-9._~+/-]{20,}=*)")
+_BEARER = re.compile(r"(?i)\bauthorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:bearer|token)[ \t]+([A-Za-z0-9._~+/-]{20,}=*)")
 # A quoted passphrase of several words (`password: "correct horse battery staple"`); `_looks_like_passphrase`
 # tells it from a quoted description ("your password here", "the one in the vault").
 _PASSPHRASE = re.compile(
