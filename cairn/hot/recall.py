@@ -1694,6 +1694,3 @@ def _max_heap() -> "tuple[Callable[[list[float]], None], Callable[[list[float]],
     if found[0] is None or found[1] is None:
         found = module._heapify_max, module._heappop_max  # type: ignore[attr-defined]
     return found  # type: ignore[return-value]
-
-
-_score = score_terms  # the name before issue 16
