@@ -163,17 +163,6 @@ def load_config(env: "Mapping[str, str] | None" = None) -> UserConfig:
     return _from_data(file, data)
 
 
-def parse_file(file: str, env: "Mapping[str, str] | None" = None) -> "dict[str, Any]":
-    """Parse and validate the TOML file (cold: imports `tomllib`) and refresh the cached copy; gives the
-    JSON-ready data the copy holds. A file that does not parse or validate raises ConfigError (its error cached)."""
-    env = os.environ if env is None else env
-    try:
-        st = os.stat(file)
-    except OSError as exc:
-        raise _error(f"{file}: cannot read the user configuration ({exc.strerror or exc})") from None
-    return _parse_and_cache(file, _cache_key(file, st), env)
-
-
 def _cache_key(file: str, st: os.stat_result) -> list[object]:
     """What the cached copy must have been made from: this file as it is now, read by this build of Cairn. The change
     time too: a copy that keeps the file's times (`cp -p`, `rsync -a --inplace`, a restored backup) sets its mtime
