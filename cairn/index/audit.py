@@ -100,23 +100,21 @@ def audit(
     vault: Vault,
     *,
     require_signed: bool = False,
-    state_dir: Path | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> AuditReport:
     """Run every check against the vault's cached index and the hook's state folder; `progress(done, total)` over
     the cards the longest check, `served`, reads again from the commit."""
     with gitrepo.open_repo(vault) as repo:
-        return _audit(repo, vault, require_signed, state_dir, progress)
+        return _audit(repo, vault, require_signed, progress)
 
 
 def _audit(
     repo: Any,
     vault: Vault,
     require_signed: bool,
-    state_dir: Path | None,
     progress: Callable[[int, int], None] | None = None,
 ) -> AuditReport:
-    state = state_dir or paths.state_dir()
+    state = paths.state_dir()
     target = index_file_for(vault)
     trees = _Trees(repo, vault)
     checks: list[Check] = []
