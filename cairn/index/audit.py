@@ -1,13 +1,13 @@
 """`cairn audit`: checks that the index, the hook log and the session files are whole and honest.
 
-Each check passes or fails with details. The index is audited as it is cached (never rebuilt here): it must open,
-pass its structure check and its seals, and match the tree of the commit it names. The seals are not trusted: anything
-running as the user can read the cache key and re-seal an edited file, so `served` re-derives every served value
-(each card's fields and record, its postings and term statistics, the score bounds, the card count and average
-lengths, the stored settings) from the committed blobs and cairn.toml at the index's commit, with the index
-build's own functions, and reports each difference on its own line. The hook log must hold
-hashes and lengths of prompts, never their text, and every card it says it injected must have existed at the
-commit it names; session files must parse and name cards that existed.
+Each check passes, fails or is skipped (saying why), with details. The index is audited as it is cached (never
+rebuilt here): it must open, pass its structure check and its seals, and match the tree of the commit it names. The
+seals are not trusted: anything running as the user can read the cache key and re-seal an edited file, so
+`served` re-derives every served value (each card's fields and record, its postings and term statistics, the
+score bounds, the card count and average lengths, the stored settings) from the committed blobs and cairn.toml at
+the index's commit, with the index build's own functions, and reports each difference on its own line.
+The hook log must hold hashes and lengths of prompts, never their text, and every card it says it injected must have
+existed at the commit it names; session files must parse and name cards that existed.
 """
 
 from __future__ import annotations
@@ -134,6 +134,7 @@ def _audit(
             why = "the index holds no card while the served commit's cairn.toml cannot be read"
             checks.append(Check("entries", "skip", why))
             checks.append(Check("served", "skip", why))
+            checks.append(Check("provenance", "skip", why))
         else:
             checks.append(_readable("entries", index, lambda: _check_entries(reader, trees)))
             checks.append(_readable("served", index, lambda: _check_served(reader, repo, vault, progress)))
