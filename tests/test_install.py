@@ -290,6 +290,25 @@ def test_install_goes_on_past_a_configured_vault_the_system_refuses_to_open(
     assert done.stdout.endswith("Undo with `cairn uninstall claude-code`.\n"), done.stdout
 
 
+def test_install_tells_how_to_fix_a_configured_vault_moved_away(
+    tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: with a configured vault's folder moved away, install's line for it said "create one with `cairn
+    init PATH`", which makes an empty vault where the team's was; it now names the vault and says to register its
+    new folder (`cairn vault add NEW_PATH --name NAME --replace`) or remove it, as every other command does."""
+    config = isolated_env / "xdg-config" / "cairn" / "config.toml"
+    gone = tmp_path / "moved-away"
+    config.write_text(config.read_text() + f'\n[[vaults]]\nname = "gone"\npath = "{gone}"\n')
+    project = tmp_path / "p"
+    project.mkdir()
+    done = cairn("install", "claude-code", cwd=project)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    [line] = [line for line in done.stdout.splitlines() if "Not indexed" in line]
+    assert "configured vault 'gone'" in line and "`cairn vault add NEW_PATH --name gone --replace`" in line, line
+    assert "cairn init" not in line
+    assert f"  Index of {configured.root}: " in done.stdout
+
+
 def test_install_refuses_a_scope_with_no_tag_and_bakes_in_the_tags_as_read(
     tmp_path: Path, configured: VaultRepo
 ) -> None:

@@ -226,8 +226,8 @@ def _served_vaults(vault_arg: str | None) -> list[str | None]:
     if vault_arg:
         return [vault_arg]
     entries = load_vaults()
-    if entries:
-        return [e.path for e in entries]
+    if entries:  # by name: a vault moved away is then told to `cairn vault add ... --replace`, not to `cairn init`
+        return [e.name for e in entries]
     if os.environ.get("CAIRN_VAULT"):
         return [None]
     folder = install.enclosing_vault(Path.cwd())
