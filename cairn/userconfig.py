@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -127,15 +128,26 @@ def remove_vault(name: str, env: Mapping[str, str] | None = None) -> VaultEntry:
     env = os.environ if env is None else env
     file = config_file(env)
     with _editing(file, env):
-        entries = load_vaults(env)
+        entries = _entries_over_any_limit(file, env)
         position = next((n for n, e in enumerate(entries) if e.name == name), None)
         if position is None:
             known = ", ".join(e.name for e in entries) or "none"
             raise ConfigError(f"no vault named {name!r} is configured (configured: {known}); see `cairn vault list`")
         text = _read(file)
         _refuse_other_layout(file, text, len(entries))
-        _write_checked(file, _without_table(text, position), env, expect=[e.name for e in entries if e.name != name])
+        left = [e.name for e in entries if e.name != name]
+        _write_checked(file, _without_table(text, position), env, expect=left, max_vaults=len(entries))
         return entries[position]
+
+
+def _entries_over_any_limit(file: str, env: Mapping[str, str]) -> list[VaultEntry]:
+    """The configured vaults, read as `load_vaults` reads them but with no limit on their number: `cairn vault
+    remove` is how a file over the limit (written by hand), which every other command refuses, is brought under it."""
+    try:
+        data = reader._parse_toml(file, _read(file).encode("utf-8"), env, max_vaults=sys.maxsize)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return list(reader._from_data(file, data).vaults)
 
 
 def configured_ref(vault_root: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> str | None:
@@ -260,14 +272,17 @@ def _order(current: Sequence[VaultEntry], name: str, first: bool) -> list[str]:
     return [name, *names] if first else [*names, name]
 
 
-def _write_checked(file: str, text: str, env: Mapping[str, str], expect: Sequence[str]) -> UserConfig:
+def _write_checked(
+    file: str, text: str, env: Mapping[str, str], expect: Sequence[str], max_vaults: int = reader.MAX_VAULTS
+) -> UserConfig:
     """Validate `text` as the reader would, check it holds the vaults `expect` names in that order (a textual edit
     that hit another table than meant is refused), then replace `file` with it atomically (0600; its folder 0700);
     the configuration it holds. A symlink at `file` stays one: its target is what is replaced (a config kept in a
-    dotfiles repository)."""
+    dotfiles repository). `max_vaults`: the most vaults it may list (`remove` passes the number it read, so a file
+    over the limit can be shortened one vault at a time)."""
     raw = text.encode("utf-8")
     try:
-        data = reader._parse_toml(file, raw, env)
+        data = reader._parse_toml(file, raw, env, max_vaults)
     except ValueError as exc:
         raise ConfigError(f"{exc} (nothing was written)") from None
     written = reader._from_data(file, data)

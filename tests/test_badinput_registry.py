@@ -201,6 +201,31 @@ def test_vaults_written_as_an_inline_array_are_listed_and_never_edited(tmp_path:
         assert config_path().read_text("utf-8") == inline
 
 
+def test_vault_remove_brings_a_hand_written_file_over_the_limit_under_it(tmp_path: Path) -> None:
+    """Bug fixed: a configuration listing more vaults than the limit (written by hand) made every command, the prompt
+    hook too, fail with "34 vaults; at most 32", and `cairn vault remove`, the one command that shortens the list,
+    failed with that same line: the user had to find and cut tables by hand. Remove now works on such a file, and
+    the line says to use it."""
+    from cairn.hot.userconfig import MAX_VAULTS
+
+    tables = []
+    for n in range(MAX_VAULTS + 2):
+        (tmp_path / f"v{n}" / "cards").mkdir(parents=True)
+        tables.append(f'[[vaults]]\nname = "v{n}"\npath = "{tmp_path / f"v{n}"}"\n')
+    config_path().parent.mkdir(parents=True)
+    config_path().write_text("\n".join(tables), encoding="utf-8")
+    listed = run_cairn("vault", "list", cwd=tmp_path)
+    assert listed.returncode == 1
+    assert listed.stderr == (
+        f"Error: {config_path()}: {MAX_VAULTS + 2} vaults; at most {MAX_VAULTS}: take one out with "
+        "`cairn vault remove NAME`\n"
+    )
+    for name in ("v0", "v1"):
+        done = run_cairn("vault", "remove", name, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    assert _names(tmp_path) == [f"v{n}" for n in range(2, MAX_VAULTS + 2)]
+
+
 def test_vault_add_first_goes_first_in_a_hand_written_file(tmp_path: Path) -> None:
     _two_vaults(tmp_path)
     done = run_cairn("vault", "add", str(tmp_path / "third"), "--first", cwd=tmp_path)

@@ -188,7 +188,7 @@ def _parse_and_cache(file: str, key: list[object], env: "Mapping[str, str]") -> 
     return data
 
 
-def _parse_toml(file: str, raw: bytes, env: "Mapping[str, str]") -> "dict[str, Any]":
+def _parse_toml(file: str, raw: bytes, env: "Mapping[str, str]", max_vaults: int = MAX_VAULTS) -> "dict[str, Any]":
     if len(raw) > MAX_CONFIG_BYTES:
         raise ValueError(f"{file}: over {MAX_CONFIG_BYTES // 1024} KiB; a user configuration is a few lines")
     try:
@@ -208,12 +208,13 @@ def _parse_toml(file: str, raw: bytes, env: "Mapping[str, str]") -> "dict[str, A
         # "at end of document" names no line: an entry the file ends inside (`path = [`, a string left open)
         fix = "complete its last entry, which the file ends inside" if "end of document" in str(exc) else None
         raise ValueError(f"{file}: not valid TOML: {exc}; {fix or 'fix the line it names'}") from None
-    data = _validated(file, document, env)
+    data = _validated(file, document, env, max_vaults)
     return data
 
 
-def _validated(file: str, document: object, env: "Mapping[str, str]") -> "dict[str, Any]":
-    """The configuration as plain JSON-ready data, or ValueError naming the file, the entry and the fix."""
+def _validated(file: str, document: object, env: "Mapping[str, str]", max_vaults: int = MAX_VAULTS) -> "dict[str, Any]":
+    """The configuration as plain JSON-ready data, or ValueError naming the file, the entry and the fix. `max_vaults`:
+    `cairn vault remove` lifts it, so that a file over the limit can be brought under it."""
     if not isinstance(document, dict):
         raise ValueError(f"{file}: not a TOML document")
     for key in document:
@@ -222,8 +223,10 @@ def _validated(file: str, document: object, env: "Mapping[str, str]") -> "dict[s
     vaults = document.get("vaults", [])
     if not isinstance(vaults, list) or not all(isinstance(v, dict) for v in vaults):
         raise ValueError(f'{file}: vaults must be [[vaults]] tables (name = "...", path = "...")')
-    if len(vaults) > MAX_VAULTS:
-        raise ValueError(f"{file}: {len(vaults)} vaults; at most {MAX_VAULTS}")
+    if len(vaults) > max_vaults:
+        raise ValueError(
+            f"{file}: {len(vaults)} vaults; at most {MAX_VAULTS}: take one out with `cairn vault remove NAME`"
+        )
     entries: list[dict[str, Any]] = []
     names: set[str] = set()
     paths: dict[str, str] = {}
