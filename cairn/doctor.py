@@ -246,12 +246,18 @@ def _resolution(cwd: Path, entries: list[VaultEntry], env: dict[str, str]) -> li
     if env.get("CAIRN_VAULT"):
         given = f"CAIRN_VAULT={env['CAIRN_VAULT']}"
         try:
-            hook_vaults(None, env)
+            [alone], _ = hook_vaults(None, env)
         except CairnError as exc:  # the hook of an agent started with it serves nothing
             detail = f"{given} (this shell only): an agent's hook started with it serves nothing: {exc}"
             checks.append(Check("resolve", str(cwd), False, detail, "unset CAIRN_VAULT"))
         else:
-            detail = f"{given} (this shell only): an agent's hook started with it serves that vault alone"
+            alone_here = "serves that vault alone"
+            if not alone.serves_cwd(str(cwd)):  # a configured vault keeps its --project limit, as the hook applies it
+                alone_here = (
+                    f"serves nothing in {cwd}: vault {alone.name!r} serves only agents working under "
+                    f"{', '.join(alone.projects)}"
+                )
+            detail = f"{given} (this shell only): an agent's hook started with it {alone_here}"
             checks.append(Check("resolve", str(cwd), None, detail))
     served = [e for e in entries if e.serves_cwd(str(cwd))]
     for entry in entries:

@@ -413,6 +413,40 @@ def test_a_cairn_vault_naming_no_vault_fails_as_the_hook_serves_nothing(setup: P
     assert check["ok"] is None and check["detail"].endswith("serves that vault alone"), check
 
 
+def test_a_cairn_vault_naming_a_vault_limited_to_other_projects_says_the_hook_serves_nothing_here(
+    vault_repo: VaultRepo, tmp_path: Path, isolated_env: Path
+) -> None:
+    """Bug fixed: with `CAIRN_VAULT` naming a configured vault limited by `--project` to other folders, doctor said an
+    agent's hook started with it "serves that vault alone", while that hook, which keeps the vault's project limit,
+    served nothing there. It now says so, with the folders the vault is limited to."""
+    make_vault(vault_repo)
+    acme, elsewhere = tmp_path / "acme", tmp_path / "elsewhere"
+    acme.mkdir()
+    elsewhere.mkdir()
+    added = run_cairn("vault", "add", str(vault_repo.root), "--name", "team", "--project", str(acme), cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    for given in ("team", str(vault_repo.root)):
+        env = {"CAIRN_VAULT": given}
+        hooked = run_cairn(
+            "hook",
+            "--format",
+            "claude-code",
+            cwd=elsewhere,
+            env=env,
+            input=payload_for("claude-code", FITTING_PROMPT, elsewhere),
+        )
+        assert hooked.returncode == 0 and hooked.stdout == ""
+        done = run_cairn("doctor", "--cwd", str(elsewhere), "--json", cwd=elsewhere, env=env)
+        [check] = [c for c in json.loads(done.stdout)["checks"] if c["detail"].startswith("CAIRN_VAULT=")]
+        assert check["detail"] == (
+            f"CAIRN_VAULT={given} (this shell only): an agent's hook started with it serves nothing in {elsewhere}: "
+            f"vault 'team' serves only agents working under {acme}"
+        ), check
+        inside = run_cairn("doctor", "--cwd", str(acme), "--json", cwd=acme, env=env)
+        [check] = [c for c in json.loads(inside.stdout)["checks"] if c["detail"].startswith("CAIRN_VAULT=")]
+        assert check["detail"].endswith("serves that vault alone"), check
+
+
 def test_a_configured_vault_that_cannot_be_read_is_one_failing_check(
     setup: Path, isolated_env: Path, tmp_path: Path
 ) -> None:
