@@ -291,7 +291,8 @@ def _fetch_failed(
         own = 0
     # A plain `git pull` stops when both sides have commits ("Need to specify how to reconcile divergent branches"):
     # a branch with commits of its own merges the remote's (its commits are not rewritten), else fast-forwards.
-    pull = f"git -C {at} pull --no-rebase" if own else f"git -C {at} pull --ff-only"
+    # `--ff`: a user's `merge.ff = only` or `pull.ff = only` refused the merge ("Not possible to fast-forward").
+    pull = f"git -C {at} pull --no-rebase --ff" if own else f"git -C {at} pull --ff-only"
     # What indexes the branch once the user moves it: the vault's git hooks, else the command said after the pull (a
     # clone registered with `cairn vault add` has none: the index stayed behind, and the next prompt got nothing).
     hooked = _has_git_hooks(vault)

@@ -1325,7 +1325,7 @@ def test_sync_during_a_rebase_says_to_end_the_rebase_first(tmp_path: Path) -> No
     assert done.stdout == (
         f"team: error: origin's main has commits that refs/heads/main lacks, and a rebase is under way in {root}, "
         f"so sync cannot move refs/heads/main: finish it (`git -C {root} rebase --continue`) or abort it "
-        f"(`git -C {root} rebase --abort`), then `git -C {root} pull --no-rebase && cairn index --vault team`\n"
+        f"(`git -C {root} rebase --abort`), then `git -C {root} pull --no-rebase --ff && cairn index --vault team`\n"
     )
     assert (author.root / ".git" / "rebase-merge").is_dir()  # the rebase is left as it was
 
@@ -1388,7 +1388,7 @@ def test_sync_of_a_checked_out_branch_with_commits_of_its_own_gives_a_pull_git_r
     assert merging.stdout == (
         f"team: error: origin's main has commits that refs/heads/main lacks, and a merge is under way in {root}, "
         f"so sync cannot move refs/heads/main: finish it (`git -C {root} commit`) or abort it "
-        f"(`git -C {root} merge --abort`), then `git -C {root} pull --no-rebase && cairn index --vault team`\n"
+        f"(`git -C {root} merge --abort`), then `git -C {root} pull --no-rebase --ff && cairn index --vault team`\n"
     )
     author.git("merge", "--abort")
     done = cairn("sync", cwd=tmp_path)
@@ -1398,9 +1398,29 @@ def test_sync_of_a_checked_out_branch_with_commits_of_its_own_gives_a_pull_git_r
         "refs/heads/main lacks; still serving "
     )
     assert done.stdout.endswith(
-        f". Merge them in {root} (`git -C {root} pull --no-rebase`; `--rebase` to rebase instead), then `cairn sync "
+        f". Merge them in {root} (`git -C {root} pull --no-rebase --ff`; `--rebase` to rebase instead), then `cairn sync "
         "team`\n"
     )
+    pull = done.stdout.split("(`")[1].split("`")[0]
+    pulled = subprocess.run(pull, shell=True, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert pulled.returncode == 0, pulled.stderr
+    assert cairn("sync", cwd=tmp_path).returncode == 0
+
+
+@pytest.mark.parametrize("setting", ["merge.ff", "pull.ff"])
+def test_sync_of_a_diverged_branch_gives_a_pull_that_merges_under_the_users_ff_only(
+    isolated_env: Path, tmp_path: Path, setting: str
+) -> None:
+    """Bug fixed: with `merge.ff = only` (or `pull.ff = only`) in the user's git configuration, the pull sync printed
+    for a checked-out branch with commits of its own, `git pull --no-rebase`, failed ("Not possible to
+    fast-forward, aborting"). The pull it prints now merges whatever the user's default."""
+    author = _authors_vault(tmp_path)
+    _a_teammate_pushes_a_lesson(tmp_path)
+    author.write("git/tags", "Annotated tags carry a date", "git tag -a records who tagged and when.")
+    author.commit("The author's own lesson")
+    subprocess.run(["git", "config", "--global", setting, "only"], check=True)
+    done = cairn("sync", cwd=tmp_path)
+    assert done.returncode == 1 and "team: diverged: " in done.stdout, done.stdout
     pull = done.stdout.split("(`")[1].split("`")[0]
     pulled = subprocess.run(pull, shell=True, cwd=tmp_path, capture_output=True, text=True, check=False)
     assert pulled.returncode == 0, pulled.stderr
