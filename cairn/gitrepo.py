@@ -939,7 +939,7 @@ def commit_file_to_new_branch(repo: git.Repo, base: str, branch: str, repo_path:
             repo.git.read_tree(base, env=env)
             repo.git.update_index("--add", "--cacheinfo", "100644", blob, repo_path, env=env)
             tree = repo.git.write_tree(env=env)
-            commit = repo.git.commit_tree(tree, "-p", base, "-m", message, env=env).strip()
+            commit = repo.git.commit_tree(tree, "-p", base, "-m", message, *_signing(repo), env=env).strip()
         except GitCommandError as exc:
             raise CairnError(f"git could not make the commit: {_last_line(exc.stderr)}") from None
     try:
@@ -947,6 +947,15 @@ def commit_file_to_new_branch(repo: git.Repo, base: str, branch: str, repo_path:
     except GitCommandError as exc:
         raise CairnError(f"git could not create branch {branch!r}: {_last_line(exc.stderr)}") from None
     return str(commit)
+
+
+def _signing(repo: git.Repo) -> list[str]:
+    """`-S` where the user's `commit.gpgSign` asks every commit to be signed: `git commit` reads it, but `git
+    commit-tree`, the plumbing a draft is made with, does not (it made the draft unsigned)."""
+    try:
+        return ["-S"] if repo.git.config("--type=bool", "--get", "commit.gpgsign").strip() == "true" else []
+    except GitCommandError:  # not set
+        return []
 
 
 def branch_exists(repo: git.Repo, branch: str) -> bool:

@@ -20,6 +20,7 @@ else:  # pragma: no cover
 
 import cairn
 from helpers.mcpclient import drive_serve, drive_serve_at_once, exchange_lines, is_error
+from helpers.signing import ssh_signing
 from helpers.vaults import VaultRepo, cairn_executable, make_vault, run_cairn
 
 TOOLS = {"recall", "show", "explain", "add_draft"}
@@ -483,6 +484,19 @@ def test_add_draft_commit_is_one_sanitised_line_by_the_users_identity(vault_repo
     )
     long_message = vault_repo.git("log", "-1", "--format=%s", _text_json(results[1])["commit"])
     assert len(long_message) <= 100 and long_message.endswith("very…")
+
+
+def test_add_draft_signs_its_commit_when_the_users_git_signs_every_commit(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: with `commit.gpgSign = true` the draft's commit was unsigned (`git commit-tree` does not read that
+    setting), where every commit the user makes is signed. It is signed now, with the user's key."""
+    _lessons(vault_repo)
+    ssh_signing(vault_repo, tmp_path)
+    subprocess.run(["git", "config", "--global", "commit.gpgsign", "true"], check=True)
+    _, _, results = drive_serve(vault_repo.root, [("add_draft", {**DRAFT, "id": "ops/cron"})])
+    made = _text_json(results[0])
+    assert vault_repo.git("log", "-1", "--format=%G?", made["commit"]) == "G"
 
 
 def test_add_draft_without_a_git_identity_is_by_cairn(
