@@ -767,7 +767,9 @@ def _git_hook_checks(name: str, vault: Any) -> list[Check]:
         checks.append(Check("git-hooks", name, None, detail))
     has_config = os.path.isfile(os.path.join(vault.root, ".pre-commit-config.yaml"))
     if has_config:
-        ok = _has(hooks / "pre-commit", "pre-commit")
+        # pre-commit's own line: another tool's hook there (a global core.hooksPath's, init.templateDir's) says
+        # "pre-commit" too, and runs no card lint
+        ok = _has(hooks / "pre-commit", githooks.PRE_COMMIT_MARKER)
         detail = "installed" if ok else "the vault has .pre-commit-config.yaml but its hook is not installed"
         lost = _missing_precommit_config(hooks / "pre-commit", vault.git_root) if ok else None
         if lost is not None:

@@ -696,6 +696,13 @@ def test_a_vault_in_a_folder_of_a_repository_serves_that_repositorys_branch(tmp_
     assert [c["id"] for c in listed["cards"]] == ["git/x"] and listed["commit"] == commit
 
 
+def _doctors_pre_commit_check(cwd: Path) -> dict[str, object]:
+    """The one `pre-commit` check of `cairn doctor --json` run from `cwd`."""
+    checks = json.loads(cairn("doctor", "--json", cwd=cwd).stdout)["checks"]
+    [check] = [c for c in checks if c["area"] == "pre-commit"]
+    return dict(check)
+
+
 def test_doctors_pre_commit_fix_for_a_vault_in_a_folder_of_a_repository_keeps_commits_working(tmp_path: Path) -> None:
     """Bug fixed: for a vault that is a folder of a monorepo, doctor's fix was `cd MONOREPO && pre-commit install`,
     whose hook reads MONOREPO/.pre-commit-config.yaml, which is not there: every commit of the monorepo then failed
@@ -710,11 +717,6 @@ def test_doctors_pre_commit_fix_for_a_vault_in_a_folder_of_a_repository_keeps_co
     assert cairn("vault", "add", str(outer / "lessons"), "--name", "docs", cwd=tmp_path).returncode == 0
     env = {**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
 
-    def pre_commit_check() -> dict[str, object]:
-        checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
-        [check] = [c for c in checks if c["area"] == "pre-commit"]
-        return dict(check)
-
     def commit(message: str) -> subprocess.CompletedProcess[str]:
         (outer / "README.md").write_text(f"{message}\n")
         subprocess.run(["git", "add", "README.md"], cwd=outer, check=True)
@@ -724,13 +726,13 @@ def test_doctors_pre_commit_fix_for_a_vault_in_a_folder_of_a_repository_keeps_co
 
     subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=outer, env=env, check=True, capture_output=True)
     assert commit("at the top").returncode == 1  # what the old fix left: no commit goes through
-    check = pre_commit_check()
+    check = _doctors_pre_commit_check(tmp_path)
     assert check["ok"] is False and "its hook reads .pre-commit-config.yaml, which is not there" in str(check["detail"])
     assert check["fix"] == f"cd {outer / 'lessons'} && pre-commit install"
     fixed = subprocess.run(str(check["fix"]), shell=True, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert fixed.returncode == 0, fixed.stderr
     assert commit("from the vault's folder").returncode == 0
-    assert pre_commit_check()["ok"] is True
+    assert _doctors_pre_commit_check(tmp_path)["ok"] is True
 
 
 def test_doctors_pre_commit_fix_works_under_a_global_core_hooks_path(tmp_path: Path) -> None:
@@ -745,20 +747,34 @@ def test_doctors_pre_commit_fix_works_under_a_global_core_hooks_path(tmp_path: P
     assert cairn("init", str(vault), "--register", cwd=tmp_path).returncode == 0
     env = {**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
 
-    def pre_commit_check() -> dict[str, object]:
-        checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
-        [check] = [c for c in checks if c["area"] == "pre-commit"]
-        return dict(check)
-
-    check = pre_commit_check()
+    check = _doctors_pre_commit_check(tmp_path)
     assert check["ok"] is False
     assert f"pre-commit refuses to install while core.hooksPath is set ({shared})" in str(check["detail"])
     fixed = subprocess.run(str(check["fix"]), shell=True, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     hooks = subprocess.run(["git", "rev-parse", "--git-path", "hooks"], cwd=vault, capture_output=True, text=True)
     assert Path(hooks.stdout.strip()) == (vault / ".git" / "hooks").resolve()
-    assert pre_commit_check()["ok"] is True
+    assert _doctors_pre_commit_check(tmp_path)["ok"] is True
     assert not list(shared.iterdir())  # the folder other repositories share is left as it was
+
+
+def test_doctor_does_not_take_another_tools_pre_commit_hook_for_pre_commits(tmp_path: Path) -> None:
+    """Bug fixed: the user's own pre-commit hook in a global `core.hooksPath` folder (or one `init.templateDir`
+    copies) passed doctor's check as `ok pre-commit: installed` because it says "pre-commit", though no card lint
+    runs on a commit. Doctor now looks for the line pre-commit writes, fails that hook, and its fix installs it."""
+    shared = tmp_path / "global-hooks"
+    shared.mkdir()
+    (shared / "pre-commit").write_text("#!/bin/sh\n# the team's pre-commit checks\nexit 0\n")
+    (shared / "pre-commit").chmod(0o755)
+    subprocess.run(["git", "config", "--global", "core.hooksPath", str(shared)], check=True)
+    assert cairn("init", str(tmp_path / "lessons"), "--register", cwd=tmp_path).returncode == 0
+    env = {**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
+
+    check = _doctors_pre_commit_check(tmp_path)
+    assert check["ok"] is False and "its hook is not installed" in str(check["detail"]), check
+    fixed = subprocess.run(str(check["fix"]), shell=True, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert _doctors_pre_commit_check(tmp_path)["ok"] is True
 
 
 def test_doctors_git_hooks_fix_for_two_vaults_sharing_a_global_hooks_folder_breaks_neither(tmp_path: Path) -> None:
