@@ -780,22 +780,30 @@ def _git_hook_checks(name: str, vault: Any) -> list[Check]:
             )
         # From the vault's own folder: pre-commit records the config's path from there (`--config=lessons/...`),
         # while one installed at the top of a repository the vault is a folder of reads a config that is not there.
-        fix = "" if ok else f"cd {shlex.quote(str(vault.root))} && pre-commit install"
         own = None if ok else _own_hooks_dir(vault)
-        if own is not None:  # pre-commit refuses to install while core.hooksPath is set, whatever its value
+        fix = "" if ok else pre_commit_install(shlex.quote(str(vault.root)), own)
+        if own is not None:
             detail += f"; pre-commit refuses to install while core.hooksPath is set ({hooks})"
             if own != hooks.resolve():
                 detail += (
                     f": the fix gives this repository its own hooks folder, {own}; the hooks in {hooks} then no "
                     "longer run in it"
                 )
-            where = shlex.quote(str(own))
-            fix = (
-                f"cd {shlex.quote(str(vault.root))} && git config core.hooksPath '' && pre-commit install && "
-                f"git config core.hooksPath {where}"
-            )
         checks.append(Check("pre-commit", name, ok, detail, fix))
     return checks
+
+
+def pre_commit_install(at: str, own: Path | None) -> str:
+    """The command that installs pre-commit's hook from the folder `at` (a shell word: the vault's, whose
+    .pre-commit-config.yaml the hook then reads). `own`: the repository's own hooks folder when core.hooksPath is set
+    (`gitrepo.own_hooks_dir`), where pre-commit refuses to install whatever its value: the setting is emptied for the
+    install, then names that folder, so the repository keeps one where git runs the hook."""
+    if own is None:
+        return f"cd {at} && pre-commit install"
+    return (
+        f"cd {at} && git config core.hooksPath '' && pre-commit install && "
+        f"git config core.hooksPath {shlex.quote(str(own))}"
+    )
 
 
 def _own_hooks_dir(vault: Any) -> Path | None:

@@ -805,6 +805,23 @@ def test_doctors_git_hooks_fix_for_two_vaults_sharing_a_global_hooks_folder_brea
     assert [c["ok"] for c in git_hooks().values()] == [True, True]
 
 
+def test_inits_pre_commit_step_runs_under_a_global_core_hooks_path(tmp_path: Path) -> None:
+    """Bug fixed: with a global `core.hooksPath`, the first step `cairn init` printed, `cd VAULT && pre-commit
+    install`, failed ("Cowardly refusing to install hooks with `core.hooksPath` set"). It now prints doctor's
+    command, which runs as printed, and doctor then finds the card lint installed."""
+    shared = tmp_path / "global-hooks"
+    shared.mkdir()
+    subprocess.run(["git", "config", "--global", "core.hooksPath", str(shared)], check=True)
+    done = cairn("init", "lessons", "--register", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    [step] = [line.split("  #")[0].strip() for line in done.stdout.splitlines() if "pre-commit install" in line]
+    env = {**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
+    ran = subprocess.run(step, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert _doctors_pre_commit_check(tmp_path)["ok"] is True
+    assert not list(shared.iterdir())
+
+
 def test_init_leaves_a_shared_hooks_folder_alone(tmp_path: Path) -> None:
     shared = tmp_path / "global-hooks"
     env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.hooksPath", "GIT_CONFIG_VALUE_0": str(shared)}

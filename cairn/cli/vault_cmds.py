@@ -77,7 +77,8 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
     Example:
       cairn init ~/team-lessons --register
     """
-    from cairn import githooks, install, userconfig
+    from cairn import githooks, gitrepo, install, userconfig
+    from cairn.doctor import pre_commit_install
 
     # `~/x` with no shell to expand it (an MCP client's server entry, a path pasted in quotes) names the folder that
     # `--vault ~/x` reads, as a missing vault's error suggests; it was made as `./~/x`, then refused by git.
@@ -156,8 +157,15 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
         except CairnError as exc:  # a name already taken, a broken configuration: said last, and exit 1
             register = False
             not_registered = str(exc)
+    try:
+        own = gitrepo.own_hooks_dir(vault)
+    except CairnError:
+        own = None
+    lint = "lint every card on every commit" + (
+        " (from the repository's own hooks folder: pre-commit refuses core.hooksPath's)" if own else ""
+    )
     steps = [
-        (f"cd {where} && pre-commit install", "lint every card on every commit"),
+        (pre_commit_install(where, own), lint),
         ("cairn list", "the example cards, served as they are: keep those that fit, `git rm` the rest"),
         # by its full path: run after the `cd` above, a relative one named a folder inside the vault
         *([] if register else [(f"cairn vault add {shlex.quote(str(vault.root))}", "serve it in every project")]),
@@ -165,7 +173,7 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
         ("cairn add ... && git commit", "write cards; commit them on main (or merge) to serve them"),
         ("cairn doctor", "check the whole setup"),
     ]
-    width = max(columns(command) for command, _ in steps)
+    width = max(columns(command) for command, _ in steps[1 if own else 0 :])  # core.hooksPath's long one goes past
     echo("Next:\n" + "\n".join(f"  {pad(command, width)}  # {why}" for command, why in steps))
     undone = [
         *(
