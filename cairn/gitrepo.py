@@ -435,7 +435,8 @@ def uncommitted_cards(repo: git.Repo, vault: Vault) -> list[str]:
     The folder may be anyone's (`cairn recall` in a project downloaded with its `.git` and a `cairn.toml`), so no git
     command that runs what its config names: `git status` runs `core.fsmonitor` and the clean filters of
     `.gitattributes`. Each file's blob id, of its bytes as they are, is compared with HEAD's instead, as
-    `last_commit_day` does; a file that a filter (CRLF) changes on checkout reads as changed. A file git's sparse
+    `last_commit_day` does; a file that a filter changes on checkout reads as changed, but not one git's own CRLF
+    conversion gave CRLF line ends (`core.autocrlf`, `eol=crlf`): every card of such a clone. A file git's sparse
     checkout leaves out of the work tree (tagged `S`, skip-worktree) is not there and not deleted either."""
     from cairn.hot.serve import blob_id
 
@@ -462,7 +463,8 @@ def uncommitted_cards(repo: git.Repo, vault: Vault) -> list[str]:
                 same = meta[2:3] == [str(repo.git.hash_object("--no-filters", "--", file)).strip()]
             elif stat.S_ISREG(found.st_mode):
                 with open(file, "rb") as handle:
-                    same = meta[2:3] == [blob_id(handle.read())]
+                    data = handle.read()
+                same = meta[2:3] in ([blob_id(data)], [blob_id(data.replace(b"\r\n", b"\n"))])
             else:  # a symlink stands where HEAD has one; a folder never does
                 same = stat.S_ISLNK(found.st_mode) and meta[:1] == ["120000"]
         except OSError:  # deleted

@@ -562,6 +562,24 @@ def test_the_uncommitted_card_note_leaves_out_cards_a_sparse_checkout_hides(vaul
     assert "Note: cards/ops/timeouts.md in the vault's folder is not committed" in done.stderr, done.stderr
 
 
+def test_the_uncommitted_card_note_leaves_out_cards_git_checked_out_with_crlf(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: in a clone made under `core.autocrlf = true`, git checks every card out with CRLF line ends, and a
+    recall said every card file in the vault's folder was not committed, though `git status` is clean. Only a card
+    the work tree does change is named."""
+    make_vault(vault_repo)
+    subprocess.run(["git", "config", "--global", "core.autocrlf", "true"], check=True)
+    clone = VaultRepo(tmp_path / "clone")
+    clone.git("pull", "-q", str(vault_repo.root), "main")
+    assert (clone.root / "cards" / f"{REBASE_ID}.md").read_bytes().count(b"\r\n") > 1
+    prompt = "terraform state lock left behind after a crashed apply"
+    assert clone.cairn("recall", prompt).stderr == ""
+    clone.write("ops/timeouts", "Outbound calls need a timeout", "A hung peer blocks the worker; set timeouts.")
+    done = clone.cairn("recall", prompt)
+    assert "Note: cards/ops/timeouts.md in the vault's folder is not committed" in done.stderr, done.stderr
+
+
 def test_the_uncommitted_card_note_runs_nothing_the_repository_configures(
     vault_repo: VaultRepo, tmp_path: Path
 ) -> None:
