@@ -280,7 +280,9 @@ def test_the_hook_reindexes_the_configured_ref_in_the_background(home: Path, tmp
     stable = team.commit("Reviewed, on stable")
     team.git("checkout", "-q", "main")  # the working tree is back on main: the hook must still read stable
     prompt = "is a session-scoped pytest fixture built once"
-    assert hook(project, prompt, session="s-1", fmt="json") == '{"cards": [], "abstained": true}\n'
+    assert (
+        hook(project, prompt, session="s-1", fmt="json") == '{"cards": [], "abstained": true, "already_injected": []}\n'
+    )
     (line,) = log_entries()[-1]["vaults"]
     assert (line["ref"], line["stale"]) == ("refs/heads/stable", True)
     deadline = time.monotonic() + 60
