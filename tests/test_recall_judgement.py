@@ -430,7 +430,7 @@ def test_explain_shows_matched_and_missing_terms(vault_repo: VaultRepo) -> None:
     assert rejected and all("payroll" in row["missing"] for row in rejected)
     assert json.loads(done.stdout)["abstained"]
     text = repo.cairn("explain", query).stdout
-    assert "     matched: requests.get, requests, get, hang; missing: nightly, payroll, export" in text
+    assert "     matched: requests.get, requests, get, hangs; missing: nightly, payroll, export" in text
 
 
 def test_recall_and_explain_read_the_prompt_from_stdin(vault_repo: VaultRepo) -> None:
