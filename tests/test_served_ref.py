@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -545,6 +546,18 @@ def test_the_uncommitted_card_note_stays_one_line_for_a_file_name_with_a_newline
     assert done.stderr.count("\n") == 1 and "not committed" in done.stderr, done.stderr
 
 
+def _only_a_new_card_is_noted(repo: VaultRepo, run: Callable[..., subprocess.CompletedProcess[str]]) -> None:
+    """A recall that finds nothing (`run`: the CLI in process or the installed command) notes no card file as the
+    checkout left it, and notes a card written since as not committed."""
+    prompt = "terraform state lock left behind after a crashed apply"
+    done = run("recall", prompt)
+    assert done.returncode == 0 and "No card fits" in done.stdout
+    assert done.stderr == "", done.stderr
+    repo.write("ops/timeouts", "Outbound calls need a timeout", "A hung peer blocks the worker; set timeouts.")
+    done = run("recall", prompt)
+    assert "Note: cards/ops/timeouts.md in the vault's folder is not committed" in done.stderr, done.stderr
+
+
 def test_the_uncommitted_card_note_leaves_out_cards_a_sparse_checkout_hides(vault_repo: VaultRepo) -> None:
     """Bug fixed: in a sparse checkout that leaves a card folder out of the work tree, a recall that found nothing
     said "cards/docker/layer-cache-order.md in the vault's folder is not committed", naming a committed card git
@@ -553,13 +566,7 @@ def test_the_uncommitted_card_note_leaves_out_cards_a_sparse_checkout_hides(vaul
     make_vault(vault_repo)
     vault_repo.git("sparse-checkout", "set", "--no-cone", "/*", "!/cards/docker/")
     assert not (vault_repo.root / "cards" / "docker").exists()
-    prompt = "terraform state lock left behind after a crashed apply"
-    done = vault_repo.invoke("recall", prompt)
-    assert done.returncode == 0 and "No card fits" in done.stdout
-    assert done.stderr == "", done.stderr
-    vault_repo.write("ops/timeouts", "Outbound calls need a timeout", "A hung peer blocks the worker; set timeouts.")
-    done = vault_repo.invoke("recall", prompt)
-    assert "Note: cards/ops/timeouts.md in the vault's folder is not committed" in done.stderr, done.stderr
+    _only_a_new_card_is_noted(vault_repo, vault_repo.invoke)
 
 
 def test_the_uncommitted_card_note_leaves_out_cards_git_checked_out_with_crlf(
@@ -573,11 +580,7 @@ def test_the_uncommitted_card_note_leaves_out_cards_git_checked_out_with_crlf(
     clone = VaultRepo(tmp_path / "clone")
     clone.git("pull", "-q", str(vault_repo.root), "main")
     assert (clone.root / "cards" / f"{REBASE_ID}.md").read_bytes().count(b"\r\n") > 1
-    prompt = "terraform state lock left behind after a crashed apply"
-    assert clone.cairn("recall", prompt).stderr == ""
-    clone.write("ops/timeouts", "Outbound calls need a timeout", "A hung peer blocks the worker; set timeouts.")
-    done = clone.cairn("recall", prompt)
-    assert "Note: cards/ops/timeouts.md in the vault's folder is not committed" in done.stderr, done.stderr
+    _only_a_new_card_is_noted(clone, clone.cairn)
 
 
 def test_the_uncommitted_card_note_runs_nothing_the_repository_configures(
