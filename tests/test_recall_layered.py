@@ -127,6 +127,10 @@ def test_one_vault_resolved_keeps_bare_ids_and_projects_limit_the_configured_one
 
     assert ids(FITTING_PROMPT, cwd=acme / "src") == [f"team:{REBASE_ID}"]
     assert ids(FITTING_PROMPT, cwd=other) == []  # the team vault serves acme only, as in the hook
+    # explain says which projects: "outside the projects it is limited to" named none, doctor does
+    skipped = f"== team ({team.root}) ==\nSkipped: the current folder is outside the projects it is limited to ({acme})"
+    explained = ok("explain", FITTING_PROMPT, cwd=other)
+    assert skipped in explained, explained
     assert ids(VENV_PROMPT, cwd=other) == [f"me:{VENV_ID}"]
     # one vault resolved (--vault, CAIRN_VAULT, the vault around the current folder): today's output, bare ids
     assert ids(FITTING_PROMPT, "--vault", "team", cwd=acme) == [REBASE_ID]

@@ -355,7 +355,10 @@ def configured_layers(scope: str | None, ref: str | None, worktree: bool = False
             name, root = vault.name or "", vault.dirs.root
             tags = layer_scope(declared, vault.scopes)
             if not vault.serves_cwd(cwd):
-                slots.append(Slot(name, root, None, "the current folder is outside the projects it is limited to"))
+                where = ", ".join(clean_line(project) for project in vault.projects)
+                slots.append(
+                    Slot(name, root, None, f"the current folder is outside the projects it is limited to ({where})")
+                )
             elif tags is None:
                 slots.append(Slot(name, root, None, "the scope shares no tag with the scopes it is limited to"))
             else:
