@@ -1,21 +1,21 @@
 """prompt-injection: no text addressed to the agent, telling it to drop its instructions or act outside the task.
 
 Summaries go into agents' prompts as they are, so every field (as YAML decodes it, after NFKC; the id with its
-separators read as spaces; name, summary and aliases also joined, for an instruction split across them) and the
-body are read for: overriding instructions, taking on a new role, acting without asking or with "pre-approved"
+separators read as spaces; name, summary and aliases also joined, for an instruction split across them) and the body
+are read for: overriding instructions, taking on a new role, acting without asking or with "pre-approved"
 permissions, hiding things from the user, sending data out, chat-template role and delimiter markers (`SYSTEM:`,
-`</system>`, `<|im_start|>`, `[INST]`, `### Instruction`), in English, Chinese, Japanese, Korean, Spanish,
-French, German, Portuguese, Italian and Russian; paraphrases (an agent addressed as the reader, "if you are an
-AI", "whatever the user asks", "ignore the above and", a changed task, covert acts, secrets put into the agent's
-answer); and HTML comments, or Markdown ones (`[//]: # (...)`, a link definition's title), addressed to the agent. Each field is also read with HTML character references decoded
-(`&#73;gnore`, `Ig&shy;nore`: a model reads them as the letters), as rendered Markdown reads (percent-escapes
-decoded, `%49gnore`; emphasis, inline tags, comments and one-word code spans read past, `Ig**nore**`, `I_gnore_`,
-`**Ignore** all`, ``Please `ignore` all``), with a word hyphenated across a line break joined (`Ig-` and `nore` on
-the next line), look-alike letters and typographic apostrophes NFKC leaves alone mapped (`ı`, `ɪ`, Armenian `օ`,
-`don’t`), combining marks dropped and letters spelled one by one joined (`I.g.n.o.r.e`); the id is read as words
-whatever joins them (`ignore.previous.instructions`, `IgnorePreviousInstructions`), and the name, summary and
-aliases with hyphens and underscores between letters as spaces (`Ignore-all-previous-instructions`).
-"""
+`</system>`, `<|im_start|>`, `[INST]`, `### Instruction`), in English, Chinese, Japanese, Korean, Spanish, French,
+German, Portuguese, Italian and Russian; paraphrases (an agent addressed as the reader, "if you are an AI",
+"whatever the user asks", "ignore the above and", a changed task, covert acts, secrets put into the agent's answer);
+and HTML comments, or Markdown ones (`[//]: # (...)`, a link definition's title), addressed to the agent. Each field
+is also read with HTML character references decoded (`&#73;gnore`, `Ig&shy;nore`: a model reads them as the
+letters), as rendered Markdown reads (percent-escapes decoded, `%49gnore`; emphasis, inline tags, comments and
+one-word code spans read past, `Ig**nore**`, `I_gnore_`, `**Ignore** all`, ``Please `ignore` all``), with a word
+hyphenated across a line break joined (`Ig-` and `nore` on the next line), look-alike letters and typographic
+apostrophes NFKC leaves alone mapped (`ı`, `ɪ`, Armenian `օ`, `don’t`), combining marks dropped and letters spelled
+one by one joined (`I.g.n.o.r.e`); the id is read as words whatever joins them (`ignore.previous.instructions`,
+`IgnorePreviousInstructions`), and the name, summary and aliases with hyphens and underscores between letters as
+spaces (`Ignore-all-previous-instructions`)."""
 
 from __future__ import annotations
 
