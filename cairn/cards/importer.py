@@ -17,8 +17,10 @@ Files are written atomically; nothing is committed.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import re
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -485,10 +487,28 @@ def _apply(
         cards[n] = _Card(plan, card_id, rel, text, replaces)
     _lint(vault, cards, today=today)
     for n, card in cards.items():
-        outcomes[n] = _write(vault, card, dry_run=dry_run, force=force)
-        if wrote is not None and outcomes[n].status in (WRITTEN, REPLACED):
-            wrote(outcomes[n])
+        with _interrupts_held():  # a card written is a card named: a Ctrl-C between the two left one unnamed
+            outcomes[n] = _write(vault, card, dry_run=dry_run, force=force)
+            if wrote is not None and outcomes[n].status in (WRITTEN, REPLACED):
+                wrote(outcomes[n])
     return [outcomes[n] for n in sorted(outcomes)]
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait until the block ends (then delivered, as KeyboardInterrupt or the handler's exit):
+    what it writes and what it says it wrote stay one step. Where signals cannot be held (not the main thread, no
+    `pthread_sigmask`), the block runs as it is."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    except (AttributeError, ValueError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _lint(vault: Vault, cards: dict[int, _Card], *, today: dt.date) -> None:
