@@ -148,8 +148,8 @@ def test_explain_does_not_call_injected_a_card_the_hooks_context_limit_leaves_ou
 
 
 def test_explain_names_the_not_when_word_the_prompt_contains(vault_repo: VaultRepo) -> None:
-    """A card refused for `not_when` said only `not_when`: with `not_when: [callable, go]` and a prompt about a
-    Django view that names neither, the author could not tell that "go" inside "django" kept the card out."""
+    """A card refused for `not_when` said only `not_when`: explain names the word and what to do. The word must be a
+    word of the prompt: `go` inside "django" kept a Python card from a Django prompt (bug fixed)."""
     vault_repo.write(
         "python/mutable-default",
         "Mutable default arguments are shared between calls",
@@ -158,13 +158,16 @@ def test_explain_names_the_not_when_word_the_prompt_contains(vault_repo: VaultRe
     )
     vault_repo.write("git/reflog", "Recover commits lost in a rebase", "git reflog lists where HEAD was.")
     vault_repo.commit()
-    prompt = "in my django view the list default argument keeps items from previous calls"
+    django = "in my django view the list default argument keeps items from previous calls"
+    rows = json.loads(vault_repo.invoke("explain", django, "--json").stdout)["candidates"]
+    assert (rows[0]["id"], rows[0]["reason"], rows[0].get("not_when")) == ("python/mutable-default", None, None)
+    prompt = "in my go handler the list default argument keeps items from previous calls"
     rows = json.loads(vault_repo.invoke("explain", prompt, "--json").stdout)["candidates"]
     assert (rows[0]["reason"], rows[0]["not_when"]) == ("not_when", "go")
     lines = vault_repo.invoke("explain", prompt).stdout.splitlines()
     row = next(n for n, line in enumerate(lines) if line.endswith("python/mutable-default"))
     assert "not_when 'go'" in lines[row]
-    assert lines[row + 1].strip().startswith("not_when 'go' is in the prompt (inside 'django'): a card never goes")
+    assert lines[row + 1].strip().startswith("not_when 'go' is in the prompt: a card never goes")
     vault_repo.write(
         "zh/utc", "数据库里的时间要存 UTC", "服务器和数据库在不同时区时，时间戳会错乱。", not_when=["微服务"]
     )

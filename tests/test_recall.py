@@ -7,6 +7,8 @@ import json
 import re
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
@@ -16,6 +18,9 @@ from cairn.hot.settings import settings_of
 from cairn.hot.vault import find_vault
 from cairn.index import build as indexer
 from helpers.vaults import VaultRepo
+
+if TYPE_CHECKING:
+    from cairn.hot.index import IndexedCard
 
 FIXTURE = Path(__file__).parent / "fixtures" / "recall_vault"
 LONG = (
@@ -106,6 +111,31 @@ def test_not_when_rejects(fixture_vault: VaultRepo) -> None:
     result = _recall(fixture_vault, "podman " + docker)
     assert _reasons(result)["docker/sigterm-shell-form"] == "not_when"
     assert result.abstained
+
+
+@pytest.mark.parametrize(
+    ("word", "text", "found"),
+    [
+        ("go", "in my django view", False),  # bug fixed: `go` inside "django" kept a Python card from a Django prompt
+        ("go", "we are going to ship", False),
+        ("js", "parse the json body", False),
+        ("go", "a go service", True),
+        ("go", "go: the build fails", True),
+        ("js", "upgrade node.js to 22", True),
+        ("go", "go_test.go fails", True),
+        ("go", "the go-kit logger", True),
+        ("go", "go", True),
+        ("sqlite", "sqlite3 locks the file", False),
+        ("windows server", "on windows server 2019", True),
+        ("windows server", "on windows servers", False),
+        ("c++", "a c++ build", True),
+        ("微服务", "我们的微服务架构", True),
+        ("k8s", "the k8s, docker and go clusters", True),
+    ],
+)
+def test_a_not_when_word_is_found_as_a_word_not_inside_another(word: str, text: str, found: bool) -> None:
+    card = cast("IndexedCard", SimpleNamespace(not_when=("mercurial", " " + word + " ")))  # all it reads
+    assert recall_module.not_when_found(card, text.lower()) == (word if found else None)
 
 
 def test_scope_rejects_disjoint_cards_only_when_declared(fixture_vault: VaultRepo) -> None:

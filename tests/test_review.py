@@ -865,7 +865,7 @@ def _pr_touches_hooks(repo: VaultRepo) -> None:
         (
             _pr_adds_not_when,
             [
-                f"adds not_when to the card {SAFETY}: install, script (a prompt containing one never gets it)",
+                f"adds not_when to the card {SAFETY}: install, script (a prompt that says one never gets it)",
             ],
         ),
         (

@@ -895,7 +895,7 @@ def explain_rows(result: Result, query: str = "") -> list[dict[str, Any]]:
             row["status"] = c.card.status
         if c.reason == "expired":  # the review date it passed, so the reader knows what to bump
             row["expires_on"] = c.card.expires_on
-        if c.reason == "not_when" and query:  # which word: it may sit inside another ("go" in "django")
+        if c.reason == "not_when" and query:  # which word
             row["not_when"] = not_when_found(c.card, query.lower())
         if admitted and getattr(s, "min_confidence", 0.0) > 0:  # the opt-in confidence gate's estimate
             row["confidence"] = c.confidence
@@ -991,16 +991,11 @@ def _expired_hint(expires_on: str) -> str:
     )
 
 
-def _not_when_hint(word: str, query: str) -> str:
-    """What to do about a card refused for a `not_when` word: the word, the prompt's word it was found in when that
-    is another (not in CJK text), and the rule (a substring of the prompt, not a word of it)."""
-    found = re.search(r"\w*" + re.escape(word.lower()) + r"\w*", query.lower())
-    whole = found.group() if found else word.lower()
-    # Chinese and Japanese put no space between words: a run of them is no word to name
-    inside = f" (inside '{clean_line(whole)}')" if whole != word.lower() and not any(map(is_cjk, whole)) else ""
+def _not_when_hint(word: str) -> str:
+    """What to do about a card refused for a `not_when` word: the word, and the rule."""
     return (
-        f"not_when '{clean_line(word)}' is in the prompt{inside}: a card never goes to a prompt that contains one of "
-        "its not_when words, even inside another word"
+        f"not_when '{clean_line(word)}' is in the prompt: a card never goes to a prompt that says one of its not_when "
+        "words; remove the word from the card if the lesson holds here too"
     )
 
 
@@ -1086,7 +1081,7 @@ def render_explain(
         if row.get("expires_on"):
             lines.append(f"{'':5}{_expired_hint(row['expires_on'])}")
         if row.get("not_when"):
-            lines.append(f"{'':5}{_not_when_hint(row['not_when'], query)}")
+            lines.append(f"{'':5}{_not_when_hint(row['not_when'])}")
     refused = sum(1 for row in rows if row["decision"] == REJECTED and row["gates"] is None)
     if refused:
         lines += [

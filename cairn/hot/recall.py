@@ -887,11 +887,32 @@ def admission(
 
 
 def not_when_found(card: "IndexedCard", lowered_query: str) -> str | None:
-    """The first of the card's `not_when` words the lowered prompt contains (anywhere, inside a word too), as the card
+    """The first of the card's `not_when` words the lowered prompt contains as a word (`_has_word`), as the card
     spells it, or None: what keeps the card out at admission, and what explain names."""
     return next(
-        (term.strip() for term in card.not_when if term.strip() and term.strip().lower() in lowered_query), None
+        (word for term in card.not_when if (word := term.strip()) and _has_word(lowered_query, word.lower())), None
     )
+
+
+def _has_word(text: str, word: str) -> bool:
+    """Whether `word` is in `text` with no ASCII letter or digit joined to it: `go` is not in "django" or "going",
+    `js` not in "json"; "node.js", "go_test" and "go-kit" hold theirs. A CJK edge joins nothing (Chinese puts no
+    space between words): `微服务` is in "我们的微服务架构"."""
+    start = text.find(word)
+    while start >= 0:
+        end = start + len(word)
+        if not (_joined(word[0], text[start - 1 : start]) or _joined(word[-1], text[end : end + 1])):
+            return True
+        start = text.find(word, start + 1)
+    return False
+
+
+def _joined(edge: str, neighbour: str) -> bool:
+    """Whether a word's edge character and the character beside it in the text are both ASCII letters or digits."""
+    return edge in _ALNUM and neighbour in _ALNUM
+
+
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")  # the text and the word are lowered
 
 
 def _other_language(card: "IndexedCard", first: "IndexedCard", matched: "dict[int, list[str]]") -> bool:

@@ -297,7 +297,7 @@ def card_blocks(
                 Blocked(
                     "cards",
                     path,
-                    f"adds not_when to the card {card_id}: {', '.join(added)} (a prompt containing one never gets it)",
+                    f"adds not_when to the card {card_id}: {', '.join(added)} (a prompt that says one never gets it)",
                     "a broad not_when silences a lesson as surely as retiring it; check that each word names a "
                     "situation the lesson does not fit",
                 )
