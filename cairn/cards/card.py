@@ -28,6 +28,8 @@ _DURATION_DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
 # The one date form of the contract. Python 3.11's date.fromisoformat also reads 20261002 and 2026-W40-5, which
 # 3.10's refuses: lint on one machine passed a card the index on another left out.
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+# A line of three or more dashes alone, as python-frontmatter's YAML handler detects and splits a frontmatter with it.
+_FENCE: re.Pattern[str] = YAMLHandler.FM_BOUNDARY
 
 # Chinese and Japanese are written without spaces: CJK ideographs, kana, CJK punctuation (not the ideographic space,
 # which is whitespace) and fullwidth forms (，；：！？). Hangul is left out: Korean puts spaces between words.
@@ -189,8 +191,8 @@ TOML_FRONTMATTER = "TOML (+++) frontmatter is not supported; use YAML between `-
 
 
 def _parse_text(rel_path: str, card_id: str, text: str) -> tuple[Card | None, list[Finding]]:
-    handler = YAMLHandler()
-    if not handler.detect(text):
+    opening, closing = frontmatter_fences(text)
+    if opening is None:
         what = (
             TOML_FRONTMATTER
             if text.startswith("+++")
@@ -199,15 +201,12 @@ def _parse_text(rel_path: str, card_id: str, text: str) -> tuple[Card | None, li
             else ("no frontmatter; start the file with a `---` line, then name and summary, then `---`")
         )
         return None, [Finding(rel_path, 1, "frontmatter-missing", what)]
-    try:
-        fm_text, body = handler.split(text)
-    except ValueError:
+    if closing is None:
         return None, [Finding(rel_path, 1, "frontmatter-parse", "the frontmatter has no closing `---` line")]
+    fm_text, body = text[opening.end() : closing.start()], text[closing.end() :]
     # fm_text starts with the newline that ends the opening `---` line, or the last of the blank lines after it: the
-    # boundary takes those in (its `\s*`), so the frontmatter's first line is found where fm_text starts
-    opening = handler.FM_BOUNDARY.match(text)  # `detect` found it
-    fm_start = opening.end() if opening else 0
-    fm_offset = text.count("\n", 0, fm_start) + 1
+    # fence takes those in (its `\s*`), so the frontmatter's first line is found where fm_text starts
+    fm_offset = text.count("\n", 0, opening.end()) + 1
     try:
         meta = safeyaml.load(fm_text)
     except safeyaml.YamlRejected as exc:
@@ -239,14 +238,18 @@ def _parse_text(rel_path: str, card_id: str, text: str) -> tuple[Card | None, li
 def frontmatter_source(text: str) -> str | None:
     """The YAML source of a card's frontmatter (newlines normalised) as the parser splits it: from the opening line
     of dashes to the next line of dashes alone; None when the text opens with none or none closes it."""
-    handler = YAMLHandler()
-    if not handler.detect(text):
-        return None
-    try:
-        fm_text, _ = handler.split(text)
-    except ValueError:
-        return None
-    return fm_text
+    opening, closing = frontmatter_fences(text)
+    return text[opening.end() : closing.start()] if opening and closing else None
+
+
+def frontmatter_fences(text: str) -> tuple[re.Match[str] | None, re.Match[str] | None]:
+    """The opening and closing lines of dashes of a card's frontmatter, None for each that is not there (no closing
+    line without an opening one). The opening line starts the text; the closing one is the next line of three or more
+    dashes alone (`---x: 1` is a YAML key, not the end). The one place that says where a frontmatter ends: lint once
+    found its end elsewhere than the parser did, and an instruction after a `---x: 1` line passed its security rules.
+    """
+    opening = _FENCE.match(text)
+    return opening, _FENCE.search(text, opening.end()) if opening else None
 
 
 _TAB_INDENT = re.compile(r" *\t")

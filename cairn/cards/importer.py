@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from frontmatter.default_handlers import YAMLHandler
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
@@ -37,7 +36,7 @@ from cairn.cards import lessons, safeyaml
 from cairn.cards.authoring import card_slug, file_in_the_way, lint_pending, render_frontmatter, unwritable
 from cairn.cards.authoring import today as authoring_today
 from cairn.cards.body import read_body
-from cairn.cards.card import TOML_FRONTMATTER, check_card_id, parse_card, slugify
+from cairn.cards.card import TOML_FRONTMATTER, check_card_id, frontmatter_fences, parse_card, slugify
 from cairn.cards.similarity import name_key
 from cairn.finding import ERROR, Finding
 from cairn.hot.errors import CairnError, CardExists, InvalidId, RefusedWrite
@@ -665,14 +664,13 @@ def _check_topic(topic: str) -> str:
 
 
 def _split_frontmatter(text: str) -> tuple[dict[str, Any], str, str | None]:
-    handler = YAMLHandler()
-    if not handler.detect(text):
+    opening, closing = frontmatter_fences(text)
+    if opening is None:
         # a Hugo note's TOML frontmatter read as Markdown was the card's summary, `+++ title = "..." +++` and all
         return {}, text, TOML_FRONTMATTER if text.startswith("+++") else None
-    try:
-        fm_text, body = handler.split(text)
-    except ValueError:
+    if closing is None:
         return {}, text, "the frontmatter has no closing `---` line"
+    fm_text, body = text[opening.end() : closing.start()], text[closing.end() :]
     try:
         meta = safeyaml.load(fm_text)
     except (safeyaml.YamlRejected, yaml.YAMLError) as exc:

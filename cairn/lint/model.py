@@ -11,10 +11,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TypeVar
 
-from frontmatter.default_handlers import YAMLHandler
-
 from cairn.cards.body import CardBody, read_body
-from cairn.cards.card import Card, card_id_from_path
+from cairn.cards.card import Card, card_id_from_path, frontmatter_fences
 from cairn.cards.safeyaml import MAX_FRONTMATTER_BYTES
 from cairn.cards.similarity import Profile, name_key, profile, terms
 from cairn.cards.visible import fold
@@ -139,9 +137,7 @@ class Target:
         """The file's text up to its closing `---` line, found as the parser finds it (a line such as `---x: 1` is a
         YAML key, not the end), or the whole text when there is none."""
         text = self.text or ""
-        boundary = YAMLHandler.FM_BOUNDARY
-        opening = boundary.match(text) if boundary else None
-        closing = boundary.search(text, opening.end()) if boundary and opening else None
+        _, closing = frontmatter_fences(text)
         return text[: closing.start() if closing else len(text)]
 
     @cached_property
