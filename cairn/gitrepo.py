@@ -1001,27 +1001,28 @@ def staged_entries(repo: git.Repo, vault: Vault, extra: tuple[str, ...] = ()) ->
     GIT_INDEX_FILE: a temporary one for `git commit -a` or `git commit PATH`; see `_staging_env` for how the
     variables are honoured. Unmerged paths (a conflict in progress) are left out: they cannot be committed.
     """
-    specs = [f"{vault.prefix}{CARDS_DIR}", *(f"{vault.prefix}{p}" for p in extra)]
-    # `core.fsmonitor` is a command git starts to read the index: a repository's own, not Cairn's to run
-    out = repo.git.execute(
-        ["git", "-c", "core.fsmonitor=false", "ls-files", "-s", "-z", "--full-name", "--", *specs],
-        stdout_as_string=False,
-        env=_staging_env(vault),
-    )
-    assert isinstance(out, bytes)
-    return _entries(out, vault, staged=True)
+    return _entries(_staged_files(repo, vault, (CARDS_DIR, *extra)), vault, staged=True)
 
 
 def left_out_entries(repo: git.Repo, vault: Vault) -> list[TreeEntry]:
     """Files under the vault's `cards/` that git's sparse checkout leaves out of the work tree (skip-worktree, tagged
     `S` by `git ls-files -t`): committed and unchanged, as the staging area holds them, but in no folder."""
+    out = _staged_files(repo, vault, (CARDS_DIR,), "-t")
+    return _entries(b"\0".join(r[2:] for r in out.split(b"\0") if r.startswith(b"S ")), vault, staged=True)
+
+
+def _staged_files(repo: git.Repo, vault: Vault, paths: tuple[str, ...], *options: str) -> bytes:
+    """`git ls-files -s -z` (with `options`) of the vault-relative `paths`, read from the vault's own staging area
+    (`_staging_env`): a GIT_INDEX_FILE or GIT_DIR that git's hook of another repository set is not this vault's."""
+    specs = [f"{vault.prefix}{p}" for p in paths]
+    # `core.fsmonitor` is a command git starts to read the index: a repository's own, not Cairn's to run
     out = repo.git.execute(
-        ["git", "-c", "core.fsmonitor=false", "ls-files", "-t", "-s", "-z", "--full-name"]
-        + ["--", f"{vault.prefix}{CARDS_DIR}"],
+        ["git", "-c", "core.fsmonitor=false", "ls-files", *options, "-s", "-z", "--full-name", "--", *specs],
         stdout_as_string=False,
+        env=_staging_env(vault),
     )
     assert isinstance(out, bytes)
-    return _entries(b"\0".join(r[2:] for r in out.split(b"\0") if r.startswith(b"S ")), vault, staged=True)
+    return out
 
 
 def read_blobs(repo: git.Repo, vault: Vault, blobs: list[str], limit: int | None = READ_LIMIT) -> dict[str, bytes]:

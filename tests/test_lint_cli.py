@@ -350,3 +350,29 @@ def test_a_card_left_out_by_a_sparse_checkout_is_a_card_to_lint(vault_repo: Vaul
     for args in ((), ("cards/docker/ops/layer-order.md",)):
         done = vault_repo.cairn("lint", *args)
         assert done.returncode == 0 and "layer-order.md" not in done.stdout, done.stdout
+
+
+def test_a_card_left_out_by_a_sparse_checkout_is_read_from_the_vaults_own_staging_area(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: from another repository's git hook (`git commit -a` there names its staging area with an absolute
+    GIT_INDEX_FILE), `cairn lint --worktree --vault VAULT` of a sparse checkout read the cards git leaves out from
+    that repository's staging area: it found none, and a card that supersedes one said "no card has that id" (an
+    error). The staged files are read from the vault's own staging area, as `--staged` reads them."""
+    make_vault(vault_repo)
+    vault_repo.git("sparse-checkout", "set", "--no-cone", "/*", "!/cards/docker/")
+    vault_repo.write(
+        "ops/layer-order",
+        "Docker rebuilds every layer after a changed COPY",
+        "Copy the lock file and install dependencies before the source, so a source edit keeps the dependency layer.",
+        scope=["docker"],
+        supersedes=["docker/layer-cache-order"],
+    )
+    other = tmp_path / "project"
+    other.mkdir()
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    (other / "README.md").write_text("a project\n", encoding="utf-8")
+    subprocess.run(["git", "add", "README.md"], cwd=other, check=True)
+    hook_env = {"GIT_INDEX_FILE": str(other / ".git" / "index")}
+    done = vault_repo.cairn("lint", "--worktree", "--vault", str(vault_repo.root), env=hook_env, cwd=other)
+    assert done.returncode == 0 and "supersedes-missing" not in done.stdout, done.stdout
