@@ -923,3 +923,24 @@ def test_section_may_name_a_documents_one_h1(vault_repo: VaultRepo, tmp_path: Pa
     assert [(c["id"], c["status"], c["scope"]) for c in report["cards"]] == [
         ("lessons/deploys-fail-because-the-cache-is-stale-so-clear-it-first", "would-write", [])
     ]
+
+
+@pytest.mark.parametrize("written", ["20261002", "2026-W40-5"])
+def test_a_notes_date_in_another_iso_form_is_refused_on_every_python(
+    vault_repo: VaultRepo, tmp_path: Path, written: str
+) -> None:
+    """Bug fixed: import read a note's `verified_at` with `date.fromisoformat`, which on Python 3.11 takes `20261002`
+    and `2026-W40-5` and on 3.10 does not: the same note became a card dated 2026-10-02 on one and a card lint
+    refuses on the other. A note's date now reads as a card's does, `YYYY-MM-DD` only, and lint names the rest."""
+    _start(vault_repo)
+    notes = tmp_path / "dated"
+    notes.mkdir()
+    (notes / "pool.md").write_text(
+        f'---\nname: Pool size\nsummary: The pool holds ten connections.\nverified_at: "{written}"\n---\n\nBody.\n'
+    )
+    code, report = _import(vault_repo, str(notes))
+    assert code == 1
+    [card] = report["cards"]
+    assert card["status"] == "invalid"
+    assert "verified_at" in json.dumps(card)
+    assert cards_on_disk(vault_repo) == ["cards/git/existing.md"]

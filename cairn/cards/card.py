@@ -312,7 +312,7 @@ def _build(
 
     verified_at: dt.date | None = None
     if meta.get("verified_at") is not None:
-        verified_at = _as_date(meta["verified_at"])
+        verified_at = read_date(meta["verified_at"])
         if verified_at is None:
             fail(
                 "verified_at",
@@ -324,7 +324,7 @@ def _build(
     expires_on: dt.date | None = None
     raw_review = meta.get("review_after")
     if raw_review is not None:
-        as_date = _as_date(raw_review)
+        as_date = read_date(raw_review)
         duration = _DURATION.match(raw_review) if isinstance(raw_review, str) else None
         if as_date is not None:
             review_after, expires_on = as_date.isoformat(), as_date
@@ -431,7 +431,7 @@ def _value_source(fm_text: str, key: str) -> str:
 def review_due(verified_at: dt.date, review_after: str) -> dt.date | None:
     """The day a card verified on `verified_at` falls due for `review_after`: that date when it is one, else the
     duration (`180d`, `6m`, ...) after `verified_at`; None when `review_after` is neither."""
-    as_date = _as_date(review_after)
+    as_date = read_date(review_after)
     if as_date is not None:
         return as_date
     duration = _DURATION.match(review_after)
@@ -445,7 +445,7 @@ def review_due(verified_at: dt.date, review_after: str) -> dt.date | None:
 def review_date_fixed(review_after: Any) -> bool:
     """Whether `review_after` is a date: the review date itself, which a new verified_at does not move (a duration
     counts from verified_at)."""
-    return _as_date(review_after) is not None
+    return read_date(review_after) is not None
 
 
 def renewal(review_after: Any) -> str:
@@ -455,7 +455,10 @@ def renewal(review_after: Any) -> str:
     return "check it, then update verified_at"
 
 
-def _as_date(value: Any) -> dt.date | None:
+def read_date(value: Any) -> dt.date | None:
+    """A field's value as the card format's date: a date (YAML's unquoted `2026-10-02`) or text `YYYY-MM-DD`; None
+    for anything else. Only that form: Python 3.11's `date.fromisoformat` also reads `20261002` and `2026-W40-5`,
+    3.10's does not, and a card must mean the same on every version."""
     if isinstance(value, dt.datetime):
         return value.date()
     if isinstance(value, dt.date):

@@ -36,7 +36,7 @@ from cairn.cards import lessons, safeyaml
 from cairn.cards.authoring import card_slug, file_in_the_way, lint_pending, render_frontmatter, unwritable
 from cairn.cards.authoring import today as authoring_today
 from cairn.cards.body import read_body
-from cairn.cards.card import TOML_FRONTMATTER, check_card_id, frontmatter_fences, parse_card, slugify
+from cairn.cards.card import TOML_FRONTMATTER, check_card_id, frontmatter_fences, parse_card, read_date, slugify
 from cairn.cards.similarity import name_key
 from cairn.finding import ERROR, Finding
 from cairn.hot.errors import CairnError, CardExists, InvalidId, RefusedWrite
@@ -297,7 +297,8 @@ def plan_note(
         head["scope"] = list(scope)
     elif own_scope:
         head["scope"] = own_scope
-    head["verified_at"] = _as_date(meta.get("verified_at")) or day
+    own = meta.get("verified_at")
+    head["verified_at"] = read_date(own) or own or day  # a note's own date that is no date is kept, for lint to name
     head.update((k, v) for k, v in meta.items() if k not in head)
     return Planned(source, head, rest, folder, card_slug(stem))
 
@@ -606,16 +607,6 @@ def _file_day(file: Path, today: dt.date) -> dt.date:
         return min(dt.date.fromisoformat(day), today) if day else today
     except ValueError:
         return today
-
-
-def _as_date(value: Any) -> Any:
-    """A note's own verified_at as a date when it reads as one (it is written unquoted), else as it is."""
-    if isinstance(value, str):
-        try:
-            return dt.date.fromisoformat(value.strip())
-        except ValueError:
-            return value
-    return value
 
 
 def _section_key(heading: str) -> str:
