@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
 import stat
@@ -71,6 +72,16 @@ def named(exc: OSError, target: str | os.PathLike[str]) -> OSError:
     if exc.filename is not None:
         return exc
     return type(exc)(exc.errno, exc.strerror, os.fspath(target))
+
+
+def disk_fix(exc: OSError, otherwise: str) -> str:
+    """What to do about a write `exc` stopped: free space on a full disk or a used-up quota, which no folder's mode
+    or owner can help, else `otherwise` (a permission to check, another folder to choose)."""
+    if exc.errno == errno.ENOSPC:
+        return "free some space on that disk, then run this again"
+    if exc.errno == errno.EDQUOT:
+        return "the disk quota is used up: free some space, then run this again"
+    return otherwise
 
 
 def leads_outside(path: str | Path, folder: str | Path) -> str | None:

@@ -4,10 +4,13 @@ half-made, and no card text printed as a line of its own."""
 
 from __future__ import annotations
 
+import errno
 import os
 import resource
 import subprocess
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -522,3 +525,36 @@ def test_add_with_text_that_is_not_utf8_names_the_field(vault_repo: VaultRepo) -
         "encoding?); give it in UTF-8 and run it again"
     )
     assert vault_repo.git("status", "--porcelain") == ""
+
+
+def test_add_import_and_sanitize_on_a_full_disk_say_to_free_space(
+    vault_repo: VaultRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk under the vault or the copy said to "check that you can write there" (add, import) or to "choose
+    a folder you can write to" (sanitize): the folder was writable, and no permission would have helped."""
+    make_vault(vault_repo)
+    notes = tmp_path / "CLAUDE.md"
+    notes.write_text("# Gotchas\n\n" + LESSON, encoding="utf-8")
+
+    def full_disk(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(tempfile, "mkstemp", full_disk)
+    monkeypatch.setattr(tempfile, "mkdtemp", full_disk)
+    summary = "The deploy fails because the signing key rotated; fetch the new key first."
+    added = vault_repo.invoke("add", "--name", "Deploys fail", "--summary", summary, "--scope", "ops", "--body", "x")
+    assert _one_error_line(added.stderr) == (
+        "Error: cards/ops/deploys-fail.md could not be written: No space left on device in cards/ops/; free some "
+        "space on that disk, then run this again (nothing was written)"
+    )
+    imported = vault_repo.invoke("import", str(notes))
+    assert imported.returncode == 1
+    assert "No space left on device in cards/" in imported.stderr
+    assert "free some space on that disk, then run this again" in imported.stderr
+    out = tmp_path / "copy"
+    copied = vault_repo.invoke("sanitize", "--out", str(out))
+    assert _one_error_line(copied.stderr) == (
+        f"Error: {out}: the copy could not be written there (No space left on device); free some space on that disk, "
+        "then run this again (nothing was written)"
+    )
+    assert vault_repo.git("status", "--porcelain") == "" and not out.exists()

@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from cairn import gitrepo
-from cairn.atomic import ensure_inside, write_atomic
+from cairn.atomic import disk_fix, ensure_inside, write_atomic
 from cairn.cards.card import check_card_id, parse_card, slugify
 from cairn.cards.lessons import flat
 from cairn.cards.similarity import name_key
@@ -473,7 +473,8 @@ def write_card(vault: Vault, pending: PendingCard, *, force: bool = False) -> Pa
 def unwritable(rel: str, exc: OSError) -> str:
     """Why the card file `rel` could not be written, in the vault's terms (not the temp file's), with what to do."""
     folder = rel.rpartition("/")[0] or "."
-    return f"{rel} could not be written: {exc.strerror or exc} in {folder}/; check that you can write there"
+    fix = disk_fix(exc, "check that you can write there")
+    return f"{rel} could not be written: {exc.strerror or exc} in {folder}/; {fix}"
 
 
 def add_card(vault: Vault, card: NewCard, *, force: bool = False) -> Path:

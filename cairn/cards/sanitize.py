@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from cairn import gitrepo
+from cairn.atomic import disk_fix
 from cairn.cards.card import MAX_CARD_BYTES, card_id_from_path, oversize_finding, parse_card
 from cairn.config import SanitizeSettings
 from cairn.finding import Finding
@@ -443,9 +444,9 @@ def sanitize_vault(
             try:
                 return _sanitize(repo, vault, target, out, settings, progress)
             except OSError as exc:  # a file where a folder must be, a folder that cannot be written
+                fix = disk_fix(exc, "choose a folder you can write to")
                 raise RefusedWrite(
-                    f"{out}: the copy could not be written there ({exc.strerror or exc}); choose a folder you can "
-                    "write to (nothing was written)"
+                    f"{out}: the copy could not be written there ({exc.strerror or exc}); {fix} (nothing was written)"
                 ) from None
 
 
