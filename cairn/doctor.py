@@ -147,6 +147,9 @@ def _shared_folders() -> list[Check]:
 # 60 MB, each rebuild writes a new file beside the old one, and a full state folder keeps no session (every card is
 # given again on every prompt) and no hook log.
 LOW_SPACE_BYTES = 200 * 1024 * 1024
+# Free files (inodes) under which they are warned of too: a disk out of them refuses every new file, however many
+# bytes it has free (a session is a file, and each index write a temp file beside the index).
+LOW_SPACE_FILES = 1000
 
 
 def _low_space() -> list[Check]:
@@ -162,13 +165,22 @@ def _low_space() -> list[Check]:
         except (OSError, AttributeError):  # no statvfs (Windows), or nothing to ask
             continue
         free = stats.f_bavail * stats.f_frsize
-        if free >= LOW_SPACE_BYTES:
+        files = stats.f_favail if stats.f_files else LOW_SPACE_FILES  # no files in all: no limit on them (btrfs)
+        if free >= LOW_SPACE_BYTES and files >= LOW_SPACE_FILES:
             continue
+        if free < LOW_SPACE_BYTES:
+            low = (
+                f"{free // (1024 * 1024)} MB free on the disk of {folder} (under {LOW_SPACE_BYTES // (1024 * 1024)} MB)"
+            )
+            fix = "free some space there"
+        else:
+            low = f"room for {files} more files on the disk of {folder} (under {LOW_SPACE_FILES}: its inodes are used)"
+            fix = "remove files there"
         detail = (
-            f"{free // (1024 * 1024)} MB free on the disk of {folder} (under {LOW_SPACE_BYTES // (1024 * 1024)} MB): "
-            f"an index that cannot be written serves nothing, and a state folder that cannot be written keeps no session"
+            f"{low}: an index that cannot be written serves nothing, and a state folder that cannot be written keeps "
+            "no session"
         )
-        checks.append(Check("folders", what, None, detail, f"free some space there, or set {variable} to another disk"))
+        checks.append(Check("folders", what, None, detail, f"{fix}, or set {variable} to another disk"))
     return checks
 
 

@@ -741,3 +741,19 @@ def test_a_nearly_full_disk_under_the_cache_or_state_folder_is_warned(monkeypatc
     assert warned[1].fix == "free some space there, or set CAIRN_STATE_DIR to another disk"
     monkeypatch.setattr(doctor, "LOW_SPACE_BYTES", 0)
     assert doctor._low_space() == []
+
+
+def test_a_disk_out_of_inodes_under_the_cache_or_state_folder_is_warned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bug fixed: a disk with bytes free but no inode left (a small tmpfs, a disk of many small files) refuses every
+    new file, index and session alike, and doctor passed it: it counted bytes only."""
+    from cairn import doctor
+    from cairn.hot import cache_folder
+
+    monkeypatch.setattr(doctor, "LOW_SPACE_BYTES", 0)
+    if not os.statvfs(os.path.dirname(os.path.dirname(cache_folder()))).f_files:  # the test's temp folder
+        pytest.skip("this file system sets no limit on files")
+    monkeypatch.setattr(doctor, "LOW_SPACE_FILES", 2**62)  # more than any disk holds: this one is "nearly out"
+    warned = doctor._low_space()
+    assert [(c.area, c.subject, c.ok) for c in warned] == [("folders", "cache", None), ("folders", "state", None)]
+    assert " more files on the disk of " in warned[0].detail and "its inodes are used" in warned[0].detail
+    assert warned[1].fix == "remove files there, or set CAIRN_STATE_DIR to another disk"
