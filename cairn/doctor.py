@@ -25,7 +25,7 @@ from cairn.hot import build_name, index_key_file
 from cairn.hot.errors import CairnError
 from cairn.hot.gitrefs import git_dir, served_ref
 from cairn.hot.index import SECURITY_RULES_VERSION, IndexReader
-from cairn.hot.paths import index_file
+from cairn.hot.paths import file_in_the_way, index_file
 from cairn.hot.userconfig import VaultEntry, add_again, config_file, is_vault_name, leave_withdrawn, load_vaults
 from cairn.hot.vault import (
     MARKER_IS_FOLDER,
@@ -192,6 +192,11 @@ def _config(env: dict[str, str]) -> tuple[list[VaultEntry], Check]:
         if os.path.lexists(file) and not os.path.isfile(file):  # a folder, a FIFO: no line of it to fix
             moved = shlex.quote(file + ".not-a-file")
             return [], Check("config", file, False, str(exc), f"mv {shlex.quote(file)} {moved} && cairn vault add PATH")
+        in_the_way = None if os.path.lexists(file) else file_in_the_way(file)
+        if in_the_way is not None:  # a file where a folder of its path goes: the file has no line to fix either
+            moved = shlex.quote(in_the_way + ".old")
+            fix = f"mv {shlex.quote(in_the_way)} {moved} && cairn vault add PATH"
+            return [], Check("config", file, False, str(exc), fix)
         return [], Check("config", file, False, str(exc), f"fix {file} as the error says")
     if not entries:
         return [], Check("config", file, False, "no vault configured", "cairn vault add PATH")

@@ -239,6 +239,8 @@ def _read(file: str) -> str:
             return handle.read()
     except FileNotFoundError:
         return ""
+    except NotADirectoryError as exc:
+        raise reader.unreadable(file, exc) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{file}: cannot read the user configuration ({exc})") from None
 

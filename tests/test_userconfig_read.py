@@ -314,6 +314,31 @@ def test_doctor_says_how_to_fix_a_configuration_that_is_a_folder(isolated_env: P
     assert moved.returncode == 0 and not folder.exists() and folder.with_name("config.toml.not-a-file").is_dir()
 
 
+def test_a_file_where_the_configurations_folder_goes_is_named_with_its_fix(isolated_env: Path, tmp_path: Path) -> None:
+    """Bug fixed: with `~/.config/cairn` a file, every command said only "cannot read the user configuration (Not a
+    directory)", and doctor's fix was "fix FILE as the error says", a file that cannot be there; both now name the
+    file in the way, and doctor's fix moves it aside so that `cairn vault add` works."""
+    blocker = isolated_env / "xdg-config" / "cairn"
+    blocker.parent.mkdir(parents=True, exist_ok=True)
+    blocker.write_text("not a folder\n", encoding="utf-8")
+    listed = run_cairn("vault", "list", cwd=tmp_path)
+    assert listed.returncode == 1
+    assert listed.stderr == (
+        f"Error: {blocker}/config.toml: cannot read the user configuration: {blocker} is a file, not a folder; move "
+        "it away, or set CAIRN_CONFIG to a file elsewhere\n"
+    )
+    done = run_cairn("doctor", "--json", cwd=tmp_path)
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "config"]
+    assert check["ok"] is False and f"{blocker} is a file, not a folder" in check["detail"]
+    assert check["fix"] == f"mv {blocker} {blocker}.old && cairn vault add PATH"
+    assert subprocess.run(check["fix"].split(" && ")[0], shell=True, check=False).returncode == 0
+    vault = tmp_path / "vault"
+    assert run_cairn("init", str(vault), "--no-register", cwd=tmp_path).returncode == 0
+    added = run_cairn("vault", "add", str(vault), cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    assert blocker.is_dir() and blocker.with_name("cairn.old").read_text("utf-8") == "not a folder\n"
+
+
 def test_a_path_a_non_utf8_locale_cannot_name_is_not_cached_as_the_files_error(
     vault_repo: VaultRepo, isolated_env: Path
 ) -> None:

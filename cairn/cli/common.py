@@ -17,6 +17,7 @@ from typing import Any, TextIO, TypeVar, cast
 import click
 
 from cairn.hot.errors import CairnError
+from cairn.hot.paths import file_in_the_way
 from cairn.hot.vault import Vault, find_configured_vault, find_vault
 from cairn.terminal import clean, clean_line, columns
 
@@ -266,22 +267,10 @@ def os_error_text(exc: OSError) -> str:
     if exc.errno in (errno.EROFS, errno.ENOSPC, errno.EDQUOT):
         hint = _disk_hint(exc.errno, exc.filename)
     if exc.errno == errno.ENOTDIR and isinstance(exc.filename, str):
-        in_the_way = _file_in_the_way(exc.filename)
+        in_the_way = file_in_the_way(exc.filename)
         if in_the_way is not None:  # the error names the path asked for, which lies under it and is not there
             hint = f"{hint} ({in_the_way} is a file)"
     return f"{exc.strerror or exc}{where}" + (f": {hint}" if hint else "")
-
-
-def _file_in_the_way(path: str) -> str | None:
-    """The file (anything but a folder) standing at `path` or at a folder above it: what ENOTDIR is about."""
-    step = os.path.abspath(path)
-    while True:
-        if os.path.lexists(step) and not os.path.isdir(step):
-            return step
-        parent = os.path.dirname(step)
-        if parent == step:
-            return None
-        step = parent
 
 
 def _disk_hint(code: int, filename: object) -> str:

@@ -722,6 +722,18 @@ def is_file(path: str) -> bool:
     return stat.S_ISREG(_mode(path))
 
 
+def file_in_the_way(path: str) -> "str | None":
+    """The file (anything but a folder) standing at `path` or at a folder above it: what ENOTDIR is about."""
+    step = os.path.abspath(path)
+    while True:
+        if os.path.lexists(step) and not os.path.isdir(step):
+            return step
+        parent = os.path.dirname(step)
+        if parent == step:
+            return None
+        step = parent
+
+
 def resolve(path: str) -> str:
     """`str(Path(path).resolve())`: the real path; a symlink loop raises RuntimeError before Python 3.13."""
     real = os.path.realpath(path)

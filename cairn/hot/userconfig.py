@@ -25,7 +25,17 @@ re-made.
 import os
 import sys
 
-from cairn.hot import Record, dumps, loads, path_text, private_folder, read_regular, sha256_hex, xdg_is_set
+from cairn.hot import (
+    Record,
+    dumps,
+    file_in_the_way,
+    loads,
+    path_text,
+    private_folder,
+    read_regular,
+    sha256_hex,
+    xdg_is_set,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -156,7 +166,7 @@ def load_config(env: "Mapping[str, str] | None" = None) -> UserConfig:
     except FileNotFoundError:
         return UserConfig(file, (), frozenset())
     except OSError as exc:
-        raise _error(f"{file}: cannot read the user configuration ({exc.strerror or exc})") from None
+        raise unreadable(file, exc) from None
     key = _cache_key(file, st)
     cached = _read_cache(_cache_file(file, env), key)
     data = cached if cached is not None else _parse_and_cache(file, key, env)
@@ -177,7 +187,7 @@ def _parse_and_cache(file: str, key: list[object], env: "Mapping[str, str]") -> 
     try:
         raw = read_regular(file, MAX_CONFIG_BYTES + 1)  # a FIFO in its place must not block the hook
     except OSError as exc:
-        raise _error(f"{file}: cannot read the user configuration ({exc.strerror or exc})") from None
+        raise unreadable(file, exc) from None
     try:
         data = _parse_toml(file, raw, env)
     except Exception as exc:  # ValueError from the checks; anything else from the parser is still a bad file
@@ -390,6 +400,18 @@ def _write_cache(cache: str, stored: "dict[str, Any]") -> None:
         write_private(cache, dumps(stored, ensure_ascii=False, sort_keys=True).encode("utf-8"))
     except OSError:
         pass
+
+
+def unreadable(file: str, exc: OSError) -> "ConfigError":
+    """The error for a configuration `file` that cannot be read; a file where a folder of its path goes (`~/.config/
+    cairn` made a file) is named, with the fix: "Not a directory" alone named no file to move."""
+    in_the_way = file_in_the_way(file) if isinstance(exc, NotADirectoryError) else None
+    if in_the_way is not None:
+        return _error(
+            f"{file}: cannot read the user configuration: {in_the_way} is a file, not a folder; move it away, or set "
+            "CAIRN_CONFIG to a file elsewhere"
+        )
+    return _error(f"{file}: cannot read the user configuration ({exc.strerror or exc})")
 
 
 def _error(message: str) -> "ConfigError":
