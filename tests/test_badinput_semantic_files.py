@@ -6,6 +6,7 @@ writes the side file again. Skipped without the extra."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -13,6 +14,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -254,3 +256,22 @@ def test_a_side_file_temp_from_the_future_is_removed(tmp_path: Path) -> None:
     os.utime(future, (ahead, ahead))
     vectors._remove_stale_temps(tmp_path)
     assert not future.exists() and young.exists()
+
+
+def test_card_vectors_that_do_not_fit_on_the_disk_say_to_free_space(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug fixed: when the cache's disk held the index but not the card vectors, `cairn index` noted only the OSError,
+    and doctor's fix (`cairn index`) failed the same way, round and round. The note now says to free space."""
+    index_file = _indexed(vault_repo)
+    vectors.remove(index_file)
+
+    def full_disk(*args: object, **kwargs: object) -> tuple[int, str]:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setenv("CAIRN_SEMANTIC_FOREGROUND", "1")
+    monkeypatch.setattr(tempfile, "mkstemp", full_disk)
+    said = vectors.refresh_after_index(index_file)
+    assert said.startswith("failed: OSError: [Errno 28] No space left on device"), said
+    assert said.endswith("; free some space on that disk, then run this again")
+    assert not vectors.vectors_path(index_file).exists()

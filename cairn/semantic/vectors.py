@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from cairn.atomic import disk_fix
 from cairn.hot import CHILD_FLAGS, CLEAN_PATH, make_index_key, open_log, open_private, open_regular, private_folder
 from cairn.hot import index_key as hot_index_key
 from cairn.hot.index import IndexReader, Sealer
@@ -385,7 +386,8 @@ def refresh_after_index(index_file: Path) -> str:
             remove(index_file)
         except OSError:
             pass
-        return f"failed: {type(exc).__name__}: {exc}"[:300]
+        fix = disk_fix(exc, "") if isinstance(exc, OSError) else ""  # a full disk: `cairn index` again fails the same
+        return f"failed: {type(exc).__name__}: {exc}"[: 300 - len(fix)] + (f"; {fix}" if fix else "")
 
 
 def cards_to_encode(index_file: Path) -> int:
