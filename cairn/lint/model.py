@@ -162,7 +162,8 @@ class Target:
             if card.source:
                 out.append(Field("source", self.line_of("source"), fold(card.source)))
             for key, value in card.extra.items():
-                out.extend(Field(key, self.line_of(key), fold(v)) for v in _strings(value))
+                # the key is text `cairn show --json` and MCP `show` give too, decoded (`"\u0406gnore ...": 1`)
+                out.extend(Field(key, self.line_of(key), fold(v)) for v in (key, *_strings(value)))
             if card.body:
                 out.append(Field("body", card.body_line, fold(card.body)))
         if card is not None:
