@@ -79,7 +79,7 @@ FORMAT_VERSION = "7"  # 7: Cairn's own file format (6 and older were SQLite file
 # 13 (stop 52): a frontmatter holding a YAML tag is read field by field (a `!!binary` extra key hid an instruction), and
 # ends where the parser ends it (after a `---x: 1` key); prompt-injection reads Markdown comments (`[//]: # (...)`);
 # secret names an AWS secret access key given after a space, Slack app tokens (xapp-) and `Authorization: token`;
-# every rule reads an extra key's own name as YAML decodes it (`"\u0406gnore ...": 1`).
+# every rule reads an extra key's own name as YAML decodes it (`"\u0406gnore ...": 1`), and a card's status.
 # 12 (stop 47): hidden-text flags U+2028, U+2029.
 SECURITY_RULES_VERSION = "13"
 

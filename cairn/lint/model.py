@@ -161,6 +161,8 @@ class Target:
                 out.extend(Field(key, self.line_of(key), fold(v)) for v in getattr(card, key))
             if card.source:
                 out.append(Field("source", self.line_of("source"), fold(card.source)))
+            # any text parses as a status (status-value is policy, which keeps no card out), and show gives it
+            out.append(Field("status", self.line_of("status"), fold(card.status)))
             for key, value in card.extra.items():
                 # the key is text `cairn show --json` and MCP `show` give too, decoded (`"\u0406gnore ...": 1`)
                 out.extend(Field(key, self.line_of(key), fold(v)) for v in (key, *_strings(value)))
