@@ -69,7 +69,7 @@ def _decoded(kind: str, blob: str) -> str | None:
 def check(target: Target, context: Context) -> Iterator[Finding]:
     found: list[tuple[Field, int, str]] = []
     for field in target.fields:
-        if field.key == "id" or not field.text:
+        if not field.text:  # the id too: agents receive it with every card
             continue
         hit = _first(field.text)
         if hit is not None:
