@@ -480,6 +480,17 @@ def test_secret_patterns(text: str, flagged: bool, tmp_path: Path) -> None:
     assert ("secret" in _rules_on_body(text, tmp_path)) is flagged
 
 
+def test_secret_reads_the_id(tmp_path: Path) -> None:
+    """Bug fixed: the secret rule skipped the id, which agents receive with the card: a card named after a token
+    (`cards/ci/ghp_….md`) passed every security rule, and the index served the token as its id."""
+    vault = tmp_path / "vault"
+    (vault / "cards" / "ci").mkdir(parents=True)
+    rel = "cards/ci/ghp_4fQ9zL2mX8vB1nT6rY3wK7pJ0sD5hG9cA2eU.md"
+    (vault / rel).write_text("---\nname: A token card\nsummary: A lesson about rotating tokens.\n---\n\nBody.\n")
+    found = [f for f in lint_files(find_vault(vault), [rel], today=DAY).findings if f.rule == "secret"]
+    assert [(f.line, f.severity) for f in found] == [(0, "error")], found
+
+
 def _rules_on_body(body: str, tmp_path: Path) -> set[str]:
     vault = tmp_path / "vault"
     card = vault / "cards" / "t" / "card.md"

@@ -21,6 +21,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 
+from cairn.cards.card import card_id_from_path
 from cairn.finding import Finding
 from cairn.lint.model import ERROR, Context, Field, Rule, Target, field_findings, needle_masks
 
@@ -246,7 +247,9 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
     found: list[tuple[Field, int, str]] = []
     for field in target.fields:
         text = field.text
-        if field.key == "id" or not text:
+        if field.key == "id":  # agents receive it: read as named, since `_` and `-` join a key (`ghp_…`, `xoxb-…`)
+            text = card_id_from_path(target.path) or ""
+        if not text:
             continue
         lower = text.lower()
         hit = 0
