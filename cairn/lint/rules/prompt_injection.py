@@ -325,6 +325,18 @@ _PATTERNS: tuple[tuple[str, _Pattern, str, Needles], ...] = (
             ("user", "human", "developer", "operator", "person"),
         ),
     ),
+    # The agent's own rules set aside, in the imperative ("You must now forget your rules", "Disregard all your
+    # guidelines"): "ESLint will ignore your rules if ..." and "ignore your rules file" are lessons, so only a sentence
+    # or clause that starts with it, and not before a word that makes the rules a file's.
+    _p(
+        _OVERRIDE,
+        rf"(?:^|[.!?:;,]\s+|\n[\s>*#-]*)(?:(?:always|just|simply|please|now|then|also|first|instead|from{_S}now{_S}on)"
+        rf"[\s,]+)?(?:you{_S}(?:must|should|can|may|will|need{_S}to|have{_S}to){_S}(?:(?:now|simply|just|also){_S})?)?"
+        rf"(?:ignore|disregard|forget|abandon|drop|discard){_S}(?:all{_S}(?:of{_S})?)?your{_S}(?:(?:own|current|usual|old|"
+        rf"previous|prior|original|core|safety){_S})?(?:rules|guidelines|guidance|constraints|policies|principles|"
+        rf"restrictions|programming|training|values)\b(?!{_S}(?:files?|folders?|director(?:y|ies)|config\w*|sets?)\b)",
+        needles=(("ignor", "disregard", "forget", "abandon", "drop", "discard"), ("your",)),
+    ),
     _p(
         _OVERRIDE,
         rf"\byour{_S}(?:instructions?|task|goal|role|orders|directives?|mission|objective|priorit(?:y|ies)){_S}"
