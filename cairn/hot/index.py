@@ -76,12 +76,12 @@ if TYPE_CHECKING:
 FORMAT_VERSION = "7"  # 7: Cairn's own file format (6 and older were SQLite files, 6 sealed with keyed BLAKE2b)
 # The version of the security rules (cairn.lint.security) that refuse cards at index time, kept here so the hook can
 # compare it without importing lint: an index checked by other rules may hold cards the current rules refuse.
-# 13 (stop 52): a frontmatter holding a YAML tag is read field by field (a `!!binary` extra key hid an instruction), and
-# ends where the parser ends it (after a `---x: 1` key); prompt-injection reads Markdown comments (`[//]: # (...)`);
-# secret names an AWS secret access key given after a space, Slack app tokens (xapp-) and `Authorization: token`.
 # 14 (stop 53): every rule reads an extra key's own name as YAML decodes it (`"\u0406gnore ...": 1`), and a card's
 # status; encoded-payload and secret read the id (a file named in hex of an instruction, or after a token, was served);
 # prompt-injection reads "forget your rules" said to the agent.
+# 13 (stop 52): a frontmatter holding a YAML tag is read field by field (a `!!binary` extra key hid an instruction), and
+# ends where the parser ends it (after a `---x: 1` key); prompt-injection reads Markdown comments (`[//]: # (...)`);
+# secret names an AWS secret access key given after a space, Slack app tokens (xapp-) and `Authorization: token`.
 # 12 (stop 47): hidden-text flags U+2028, U+2029.
 SECURITY_RULES_VERSION = "14"
 
