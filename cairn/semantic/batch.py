@@ -124,7 +124,8 @@ def similarities_all_now(
     progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, float]] | None:
     """`similarities_now` for many prompts (`cairn eval`'s cases), encoded in batches (`progress(done, prompts)`);
-    None as it gives None."""
+    None as it gives None. A side file that cannot be read or an encoder that cannot run raises (OSError,
+    ValueError, `SemanticUnavailable`): the caller says so, where the hook serves by words alone."""
     from cairn.hot.index import IndexReader
 
     index_path = Path(index_file)
@@ -133,9 +134,6 @@ def similarities_all_now(
     with IndexReader(index_path) as reader:
         if not vectors.enabled(reader.config):
             return None
-    try:
-        vf = vectors.load(vectors.vectors_path(index_path))
-        queries = prompt_vectors(prompts, progress=progress)
-    except (OSError, ValueError, enc.SemanticUnavailable):
-        return None
+    vf = vectors.load(vectors.vectors_path(index_path))
+    queries = prompt_vectors(prompts, progress=progress)
     return [similarities(vf, queries[i], top, (), z) for i in range(len(prompts))]
