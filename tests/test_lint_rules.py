@@ -474,6 +474,11 @@ def test_security_rules_leave_ordinary_text_alone(text: str, tmp_path: Path) -> 
         ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUV", True),
         ("sk_live_4eC39HqLyjWDarjtT1zdp7dc", True),
         ("https://hooks.slack.com/services/T024BE7LD/B01ABCDEF/8kMx2qNvR5tYpL7wZ3", True),
+        ("https://hooks.slack.com/workflows/T024BE7LD/A05KXQ2M7RB/8kMx2qNvR5tYpL7wZ3", True),
+        ("temporary credentials: key ASIAZ7Q2M4R8T6W1Y3U5", True),
+        ("sshpass -p Zr8kLm2Qx5 ssh deploy@db.internal", True),
+        # a placeholder elsewhere in the text (example.com) does not excuse a real key beside it
+        ("See https://example.com/docs, then token: ghp_Q7w2E9r4T1y6U3i8O5p0A2s7D4f9G1h6J3k8", True),
         ("postgres://user:password@localhost/db", False),
         ("postgres://app:${DB_PASSWORD}@db/prod", False),
         ("password=FILE0 0=passwords.txt", False),
