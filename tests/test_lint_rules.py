@@ -143,6 +143,18 @@ def test_disabled_rules_do_not_run_but_the_contract_and_security_always_do(tmp_p
     assert all("allow_disabled_rules" in f.message for f in ignored)
 
 
+def test_a_disable_entry_padded_with_spaces_cannot_turn_off_a_security_rule(tmp_path: Path) -> None:
+    """The rule selection strips each entry, so the security check must judge the stripped entry too: `" secret "`
+    is `secret`, not an unknown name let through."""
+    vault = tmp_path / "vault"
+    (vault / "cards").mkdir(parents=True)
+    (vault / "cairn.toml").write_text('[lint]\ndisable = [" secret "]\n')
+    for case in cases("bad", "secret"):
+        place(case, vault)
+    rules_found = {f.rule for f in lint_vault(find_vault(vault), today=DAY).findings}
+    assert {"secret", "security-disable"} <= rules_found
+
+
 def test_the_user_config_alone_can_allow_a_vault_to_disable_a_security_rule(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
