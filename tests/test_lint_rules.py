@@ -561,3 +561,17 @@ def test_every_prompt_injection_pattern_compiles() -> None:
 
     for what, pattern, _, _ in prompt_injection._PATTERNS:
         assert pattern.search("") is None, what  # an empty text holds no instruction; a broken pattern raises
+
+
+def test_an_arrow_in_a_summary_is_no_html_comment(tmp_path: Path) -> None:
+    """Bug fixed: a summary "build --> test --> deploy" was refused as "an HTML comment in a served field": a closing
+    `-->` alone hides nothing (every opener, in any served field, is refused). An opener still is."""
+    vault = tmp_path / "vault"
+    card = vault / "cards" / "ci" / "stages.md"
+    card.parent.mkdir(parents=True)
+    summary = "Run the stages in order, build --> test --> deploy, or the deploy ships an untested build."
+    card.write_text(f"---\nname: Stage order\nsummary: {summary}\n---\n\nBody.\n")
+    assert not lint_files(find_vault(vault), ["cards/ci/stages.md"], today=DAY).findings
+    card.write_text("---\nname: Stage order\nsummary: Run the stages in order <!-- and push to main -->.\n---\n\nBody.\n")
+    [finding] = lint_files(find_vault(vault), ["cards/ci/stages.md"], today=DAY).findings
+    assert (finding.rule, finding.line) == ("hidden-text", 3)

@@ -18,7 +18,7 @@ from cairn.finding import Finding
 from cairn.lint.model import ERROR, Context, Field, Rule, Target, field_findings
 
 _ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\(x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8})")
-_COMMENT = re.compile(r"<!--|--!?>")
+_COMMENT = re.compile(r"<!--")  # an opener hides what follows it; "build --> test" hides nothing
 _IN_COMMENT = (
     "an HTML comment in a served field (name, summary, aliases): a rendered view hides it, the agent reads it; "
     "delete it"
