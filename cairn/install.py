@@ -272,14 +272,31 @@ def hook_launcher() -> list[str]:
 
 
 def cairn_script() -> Path | None:
-    """This installation's `cairn` script, when it exists."""
+    """This installation's `cairn` script, when it exists: the one running, else the one pip recorded beside this
+    package, else the one beside the interpreter (a venv's; an editable install's record lies elsewhere)."""
     if Path(sys.argv[0]).name.startswith("cairn"):
         here = Path(sys.argv[0])
+    elif (recorded := _recorded_script()) is not None:
+        here = recorded
     elif sys.executable:
         here = Path(sys.executable).with_name("cairn")
     else:
         return None
     return here if here.is_file() else None
+
+
+def _recorded_script() -> Path | None:
+    """The `cairn` script the `RECORD` of this package's `.dist-info` lists: `python -m cairn` of a `pip install
+    --user` (or system) install has its script in `~/.local/bin` (`/usr/local/bin`), not beside `/usr/bin/python3`."""
+    from importlib import metadata
+
+    from cairn import __version__
+
+    info = Path(__file__).resolve().parent.parent / f"{DISTRIBUTION.replace('-', '_')}-{__version__}.dist-info"
+    for file in metadata.Distribution.at(info).files or ():
+        if file.name == "cairn" and file.parent.name in ("bin", "Scripts"):
+            return Path(file.locate()).resolve()
+    return None
 
 
 def cairn_executable() -> str:

@@ -344,6 +344,39 @@ def test_cairn_installed_in_a_venv_whose_path_holds_a_space_runs(vault_repo: Vau
     _agent_runs(handler["command"], project)
 
 
+@pytest.mark.slow
+def test_python_m_cairn_of_an_install_whose_script_is_not_beside_its_python_writes_that_script(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: `python3 -m cairn init` (or `install git-hooks`) of a `pip install --user` Cairn looked for its
+    script beside `/usr/bin/python3` only, found none, and wrote git hooks running a bare `cairn`, which a PATH
+    without `~/.local/bin` does not find: every commit left the index stale, silently, and `cairn doctor` run so
+    called the hooks the `cairn` command wrote outdated. The script is now the one pip recorded for the package.
+    `--prefix` lays the install out as `--user` does: its `bin/` is not the interpreter's."""
+    venv, prefix = tmp_path / "venv", tmp_path / "prefix"
+    _venv(venv)
+    installed = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--prefix", str(prefix)]
+        + [str(_source(tmp_path / "source"))],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    make_vault(vault_repo)
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "cairn", "install", "git-hooks", "--vault", str(vault_repo.root)],
+        env={**os.environ, "PYTHONPATH": str(prefix / PACKAGES)},
+        cwd=tmp_path,  # `-m` imports from the current folder first: not this checkout's package
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    script = (vault_repo.root / ".git" / "hooks" / "post-commit").read_text()
+    assert f"CAIRN_BIN={shlex.quote(str((prefix / 'bin' / 'cairn').resolve()))}\n" in script
+
+
 def _venv(venv: Path) -> None:
     """A venv holding this one's packages but Cairn (gitpython and the rest, as a real install holds them)."""
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
