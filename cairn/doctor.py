@@ -806,8 +806,44 @@ def _git_hook_checks(name: str, vault: Any) -> list[Check]:
                     f": the fix gives this repository its own hooks folder, {own}; the hooks in {hooks} then no "
                     "longer run in it"
                 )
+        script = install.cairn_script()
+        if ok and script and shutil.which("cairn") is None and _runs_cairn_from_path(Path(vault.root)):
+            ok, fix = False, _path_export(script)
+            detail = (
+                "installed, but its hook runs `cairn` from the PATH, which finds none here, so every commit fails "
+                "(\"Executable `cairn` not found\"); the fix puts this Cairn's folder there (in your shell's profile too)"
+            )
         checks.append(Check("pre-commit", name, ok, detail, fix))
     return checks
+
+
+def _runs_cairn_from_path(root: Path) -> bool:
+    """Whether the vault's .pre-commit-config.yaml has a hook running `cairn` from the PATH (`language: system`, as
+    the template's), not from an environment pre-commit makes."""
+    import yaml
+
+    from cairn.cards import safeyaml
+
+    try:
+        config = safeyaml.load(
+            (root / ".pre-commit-config.yaml").read_text("utf-8"), max_bytes=1 << 20, what=".pre-commit-config.yaml"
+        )
+    except (OSError, ValueError, yaml.YAMLError):  # UnicodeDecodeError and YamlRejected are ValueErrors
+        return False
+    repos = config.get("repos") if isinstance(config, dict) else None
+    for repo in repos if isinstance(repos, list) else ():
+        for hook in (repo.get("hooks") if isinstance(repo, dict) else None) or ():
+            if not isinstance(hook, dict) or hook.get("language") != "system":
+                continue
+            entry = hook.get("entry")
+            if isinstance(entry, str) and entry.split()[:1] == ["cairn"]:
+                return True
+    return False
+
+
+def _path_export(script: Path) -> str:
+    """The shell command that puts the folder of this install's `cairn` script on the PATH."""
+    return f"export PATH={shlex.quote(os.path.dirname(os.path.abspath(script)))}:$PATH"
 
 
 def pre_commit_install(at: str, own: Path | None) -> str:
@@ -1046,8 +1082,7 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
         if argv and argv[0] == "cairn" and where == "project" and install.is_shared(agent, path) and script:
             # a shared file's portable hook: this machine's PATH lacks the folder of its `cairn` command (a file only
             # this user reads is fixed by installing again, which writes this machine's full path)
-            folder = os.path.dirname(os.path.abspath(script))
-            fix = f"export PATH={shlex.quote(folder)}:$PATH (in your shell's profile, where the agent starts)"
+            fix = f"{_path_export(script)} (in your shell's profile, where the agent starts)"
         return Check("agent", subject, False, f"{path}: {argv[0] if argv else command!r} is not found", fix)
     # What runs `cairn`, as the hook runs it: `cairn`, or `PYTHON -I -S /path/to/cairn` (`install.hook_launcher`).
     launcher = [executable, *argv[1 : argv.index("hook", 1)]] if "hook" in argv[1:] else [executable]

@@ -697,8 +697,10 @@ def test_a_vault_in_a_folder_of_a_repository_serves_that_repositorys_branch(tmp_
 
 
 def _doctors_pre_commit_check(cwd: Path) -> dict[str, object]:
-    """The one `pre-commit` check of `cairn doctor --json` run from `cwd`."""
-    checks = json.loads(cairn("doctor", "--json", cwd=cwd).stdout)["checks"]
+    """The one `pre-commit` check of `cairn doctor --json` run from `cwd`, with the `cairn` the vault's pre-commit hook
+    runs on PATH (else doctor fails the hook: every commit would)."""
+    env = {"PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
+    checks = json.loads(cairn("doctor", "--json", cwd=cwd, env=env).stdout)["checks"]
     [check] = [c for c in checks if c["area"] == "pre-commit"]
     return dict(check)
 
@@ -774,6 +776,35 @@ def test_doctor_does_not_take_another_tools_pre_commit_hook_for_pre_commits(tmp_
     assert check["ok"] is False and "its hook is not installed" in str(check["detail"]), check
     fixed = subprocess.run(str(check["fix"]), shell=True, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert _doctors_pre_commit_check(tmp_path)["ok"] is True
+
+
+def test_doctor_fails_a_pre_commit_hook_whose_cairn_the_path_does_not_find(tmp_path: Path) -> None:
+    """Bug fixed: with Cairn in a venv whose folder is not on PATH (the README's first command), the template's
+    pre-commit hook (`entry: cairn lint`, `language: system`) failed every commit ("Executable `cairn` not found"),
+    and doctor said `ok pre-commit: installed`. It fails that check now, with the command that puts the folder of
+    this Cairn's script on PATH; run as printed before the commit, the commit goes through."""
+    vault = tmp_path / "lessons"
+    assert cairn("init", str(vault), "--register", cwd=tmp_path).returncode == 0
+    subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=vault, check=True, capture_output=True)
+    folders = os.environ["PATH"].split(os.pathsep)
+    bare = {"PATH": os.pathsep.join(f for f in folders if not (Path(f) / "cairn").exists())}
+    assert not shutil.which("cairn", path=bare["PATH"])
+    (vault / "cards" / "git" / "force-push-safely.md").write_text(
+        (vault / "cards" / "git" / "force-push-safely.md").read_text() + "\nOne more line.\n"
+    )
+    commit = ["git", "commit", "-q", "-am", "more"]
+    failed = subprocess.run(commit, cwd=vault, env={**os.environ, **bare}, capture_output=True, text=True)
+    assert failed.returncode != 0 and "Executable `cairn` not found" in failed.stderr, failed.stdout + failed.stderr
+
+    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path, env=bare).stdout)["checks"]
+    [check] = [c for c in checks if c["area"] == "pre-commit"]
+    assert check["ok"] is False and "Executable `cairn` not found" in check["detail"], check
+    assert check["fix"] == f"export PATH={shlex.quote(str(Path(cairn_executable()).parent))}:$PATH"
+    done = subprocess.run(
+        f"{check['fix']} && {shlex.join(commit)}", shell=True, cwd=vault, env={**os.environ, **bare}, text=True
+    )
+    assert done.returncode == 0
     assert _doctors_pre_commit_check(tmp_path)["ok"] is True
 
 
