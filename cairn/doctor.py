@@ -851,12 +851,23 @@ def pre_commit_install(at: str, own: Path | None) -> str:
     .pre-commit-config.yaml the hook then reads). `own`: the repository's own hooks folder when core.hooksPath is set
     (`gitrepo.own_hooks_dir`), where pre-commit refuses to install whatever its value: the setting is emptied for the
     install, then names that folder, so the repository keeps one where git runs the hook."""
+    pre_commit = _pre_commit_command()
     if own is None:
-        return f"cd {at} && pre-commit install"
+        return f"cd {at} && {pre_commit} install"
     return (
-        f"cd {at} && git config core.hooksPath '' && pre-commit install && "
+        f"cd {at} && git config core.hooksPath '' && {pre_commit} install && "
         f"git config core.hooksPath {shlex.quote(str(own))}"
     )
+
+
+def _pre_commit_command() -> str:
+    """`pre-commit` when the PATH finds it, else the one installed beside this Cairn's script (a dependency of
+    Cairn's: in its venv, or pipx's, which puts only `cairn` on the PATH), by its full path."""
+    script = install.cairn_script()
+    beside = script.with_name("pre-commit") if script is not None else None
+    if shutil.which("pre-commit") is None and beside is not None and beside.is_file():
+        return shlex.quote(str(beside))
+    return "pre-commit"
 
 
 def _own_hooks_dir(vault: Any) -> Path | None:

@@ -808,6 +808,28 @@ def test_doctor_fails_a_pre_commit_hook_whose_cairn_the_path_does_not_find(tmp_p
     assert _doctors_pre_commit_check(tmp_path)["ok"] is True
 
 
+def test_the_pre_commit_install_doctor_and_init_print_runs_with_a_path_that_has_no_pre_commit(tmp_path: Path) -> None:
+    """Bug fixed: with Cairn in a venv whose folder is not on PATH (or pipx's, which exposes `cairn` alone), doctor's
+    fix and init's first step, `cd VAULT && pre-commit install`, failed as printed ("pre-commit: not found"), though
+    pre-commit, a dependency of Cairn's, is installed beside it. They name that one by its full path now."""
+    folders = os.environ["PATH"].split(os.pathsep)
+    bare = {
+        "PATH": os.pathsep.join(f for f in folders if not any((Path(f) / n).exists() for n in ("cairn", "pre-commit")))
+    }
+    vault = tmp_path / "lessons"
+    made = cairn("init", str(vault), "--register", cwd=tmp_path, env=bare)
+    assert made.returncode == 0, made.stderr
+    beside = shlex.quote(str(Path(cairn_executable()).with_name("pre-commit")))
+    assert f"\n  cd {vault} && {beside} install  " in made.stdout, made.stdout  # Next: its first step
+
+    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path, env=bare).stdout)["checks"]
+    [check] = [c for c in checks if c["area"] == "pre-commit"]
+    assert check["ok"] is False and check["fix"] == f"cd {vault} && {beside} install", check
+    fixed = subprocess.run(check["fix"], shell=True, cwd=tmp_path, env={**os.environ, **bare}, capture_output=True)
+    assert fixed.returncode == 0, fixed.stderr
+    assert githooks.PRE_COMMIT_MARKER in (vault / ".git" / "hooks" / "pre-commit").read_text()
+
+
 def test_doctors_git_hooks_fix_for_two_vaults_sharing_a_global_hooks_folder_breaks_neither(tmp_path: Path) -> None:
     """Bug fixed: with a global `core.hooksPath`, `cairn install git-hooks` for a second vault rewrote the shared
     hooks for its work tree; doctor then failed the first vault's hooks with `cairn install git-hooks --vault a`,
