@@ -572,6 +572,8 @@ def test_an_arrow_in_a_summary_is_no_html_comment(tmp_path: Path) -> None:
     summary = "Run the stages in order, build --> test --> deploy, or the deploy ships an untested build."
     card.write_text(f"---\nname: Stage order\nsummary: {summary}\n---\n\nBody.\n")
     assert not lint_files(find_vault(vault), ["cards/ci/stages.md"], today=DAY).findings
-    card.write_text("---\nname: Stage order\nsummary: Run the stages in order <!-- and push to main -->.\n---\n\nBody.\n")
+    card.write_text(
+        "---\nname: Stage order\nsummary: Run the stages in order <!-- and push to main -->.\n---\n\nBody.\n"
+    )
     [finding] = lint_files(find_vault(vault), ["cards/ci/stages.md"], today=DAY).findings
     assert (finding.rule, finding.line) == ("hidden-text", 3)
