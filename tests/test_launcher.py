@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -391,7 +392,7 @@ def _venv(venv: Path) -> None:
 def _source(source: Path) -> Path:
     """A copy of this checkout's package for pip to build from, so that it writes nothing into the checkout."""
     shutil.copytree(REPO / "cairn", source / "cairn", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(REPO / name, source / name)
     return source
 
@@ -444,6 +445,8 @@ def test_an_upgrade_in_place_that_keeps_the_version_number_is_a_new_build(
         _venv(venv)
     source = _source(tmp_path / "source")
     wheel = _wheel(source, tmp_path / "wheel")
+    with zipfile.ZipFile(wheel) as built:  # the licence its metadata names ships with it
+        assert any(name.endswith(".dist-info/licenses/LICENSE") for name in built.namelist())
     _pip_install(first, wheel)
     _pip_install(second, wheel)
     old = _build_name(first)
