@@ -91,6 +91,17 @@ def test_expiry_depends_on_the_day(fixture_vault: VaultRepo) -> None:
     assert [c.card.id for c in result.injected] == ["python/setup-py-install"]
 
 
+def test_a_card_is_served_on_its_review_due_day_and_refused_the_day_after(fixture_vault: VaultRepo) -> None:
+    # verified 2020-01-01, review_after 30d: due 2020-01-31. Kills the mutant `expires_on <= today_iso`.
+    import datetime as dt
+
+    query = "python setup.py install deprecated pip install"
+    due_day = _recall(fixture_vault, query, today=dt.date(2020, 1, 31))
+    assert [c.card.id for c in due_day.injected] == ["python/setup-py-install"]
+    day_after = _recall(fixture_vault, query, today=dt.date(2020, 2, 1))
+    assert _reasons(day_after)["python/setup-py-install"] == "expired"
+
+
 def test_superseded_card_is_rejected_and_gives_way(fixture_vault: VaultRepo) -> None:
     result = _recall(fixture_vault, "git push --force after rebasing a shared branch")
     assert _reasons(result)["git/force-push-plain"] == "superseded"
