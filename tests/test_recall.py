@@ -467,3 +467,18 @@ def test_the_bar_with_its_time_left_fits_a_very_narrow_terminal(monkeypatch: pyt
     drawn = f"{label}  [{'#' * bar}]  1000/2000  00:00:01"  # click's widest line: the time left shows after a while
     assert bar >= 1
     assert columns(drawn) < width, drawn
+
+
+def test_each_gate_passes_at_its_threshold_and_refuses_below_it() -> None:
+    # A value equal to `min_lead`, `min_coverage` or `min_margin` passes; just below, that gate refuses. Kills the
+    # mutants `<=` in `gates.failed_gate` and a dropped coverage check.
+    from cairn.config import Config
+    from cairn.hot import gates
+
+    s = Config().recall
+    at = (s.min_lead, s.min_coverage, s.min_margin)
+    assert gates.failed_gate(*at, s) is None
+    below = 1e-9
+    assert gates.failed_gate(s.min_lead - below, s.min_coverage, s.min_margin, s) == gates.SMALL_LEAD
+    assert gates.failed_gate(s.min_lead, s.min_coverage - below, s.min_margin, s) == gates.LOW_COVERAGE
+    assert gates.failed_gate(s.min_lead, s.min_coverage, s.min_margin - below, s) == gates.SMALL_MARGIN
