@@ -142,6 +142,7 @@ def test_not_when_rejects(fixture_vault: VaultRepo) -> None:
         ("c++", "a c++ build", True),
         ("微服务", "我们的微服务架构", True),
         ("k8s", "the k8s, docker and go clusters", True),
+        ("Podman", "podman build fails", True),  # the card's spelling, found in any case
     ],
 )
 def test_a_not_when_word_is_found_as_a_word_not_inside_another(word: str, text: str, found: bool) -> None:
