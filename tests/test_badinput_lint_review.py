@@ -84,6 +84,28 @@ def test_workflow_posts_the_error_when_review_cannot_run(tmp_path: Path) -> None
     assert (runner / "review.md").read_text().startswith("## Cairn review of ")
 
 
+def test_workflow_says_what_to_set_when_cairn_cannot_be_installed(tmp_path: Path) -> None:
+    """No package index holds cairn-lessons (Cairn installs from a clone): the template's pin failed with pip's "No
+    matching distribution found" deep in the log, and the pull request's comment said only "cairn: command not
+    found". The step now names CAIRN_REQUIREMENT, where to set it, and what to pin, as an error GitHub shows."""
+    template = Path(__file__).resolve().parents[1] / "cairn" / "templates" / "vault"
+    requirement = "cairn-lessons==0.0.0"  # not the one this venv holds, which pip would find "already satisfied"
+    empty = tmp_path / "no-index"
+    empty.mkdir()
+    # pip finds nothing and so installs nothing: no index, no links but an empty folder
+    env = dict(os.environ, CAIRN_REQUIREMENT=requirement, PIP_NO_INDEX="1", PIP_FIND_LINKS=str(empty))
+    env["PATH"] = f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"  # its `python`
+    step = _workflow_step(template, "Install Cairn")
+    done = subprocess.run(
+        ["bash", "-e", "-c", step["run"]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    error = next(line for line in done.stdout.splitlines() if line.startswith("::error "))
+    assert f"pip could not install {requirement}." in error
+    assert "Set CAIRN_REQUIREMENT in .github/workflows/cairn.yml on the base branch" in error
+    assert '"cairn-lessons @ git+https://.../cairn@COMMIT"' in error
+
+
 # -- review: a symlinked card is not followed out of the checkout ----------------------------------------------------
 
 
