@@ -25,7 +25,7 @@ from cairn.hot import build_name, index_key_file
 from cairn.hot.errors import CairnError
 from cairn.hot.gitrefs import git_dir, served_ref
 from cairn.hot.index import SECURITY_RULES_VERSION, IndexReader
-from cairn.hot.paths import file_in_the_way, index_file
+from cairn.hot.paths import file_in_the_way, index_file, path_text
 from cairn.hot.userconfig import VaultEntry, add_again, config_file, is_vault_name, leave_withdrawn, load_vaults
 from cairn.hot.vault import (
     MARKER_IS_FOLDER,
@@ -185,11 +185,17 @@ def _low_space() -> list[Check]:
 
 
 def _config(env: dict[str, str]) -> tuple[list[VaultEntry], Check]:
-    file = config_file(env)
+    try:
+        file = config_file(env)
+    except CairnError as exc:  # a relative CAIRN_CONFIG: a failed check like any other, and the checks go on
+        return [], Check("config", "CAIRN_CONFIG", False, str(exc), "set CAIRN_CONFIG to a full path, or unset it")
     try:
         entries = load_vaults(env)
     except CairnError as exc:
         if os.path.lexists(file) and not os.path.isfile(file):  # a folder, a FIFO: no line of it to fix
+            if env.get("CAIRN_CONFIG"):  # the variable names the wrong thing; what it names is not Cairn's to move
+                fix = f"set CAIRN_CONFIG to a file's full path, such as {shlex.quote(path_text(file, 'config.toml'))}"
+                return [], Check("config", file, False, str(exc), fix)
             moved = shlex.quote(file + ".not-a-file")
             return [], Check("config", file, False, str(exc), f"mv {shlex.quote(file)} {moved} && cairn vault add PATH")
         in_the_way = None if os.path.lexists(file) else file_in_the_way(file)

@@ -314,6 +314,28 @@ def test_doctor_says_how_to_fix_a_configuration_that_is_a_folder(isolated_env: P
     assert moved.returncode == 0 and not folder.exists() and folder.with_name("config.toml.not-a-file").is_dir()
 
 
+def test_doctor_reports_a_cairn_config_it_cannot_use_as_a_check_with_its_fix(
+    isolated_env: Path, tmp_path: Path
+) -> None:
+    """Bug fixed: a relative CAIRN_CONFIG stopped doctor at its first line (`Error: CAIRN_CONFIG is ...`), with none
+    of the other checks; and with CAIRN_CONFIG naming a folder, its fix moved that folder away (the user's own, such
+    as `~/.config/cairn`) where the variable was what to change. Both are now a failed config check whose fix is the
+    variable, and the checks after it run."""
+    relative = run_cairn("doctor", "--json", cwd=tmp_path, env={"CAIRN_CONFIG": "cairn.toml"})
+    assert relative.returncode == 1 and "Traceback" not in relative.stderr and relative.stderr == ""
+    checks = json.loads(relative.stdout)["checks"]
+    [check] = [c for c in checks if c["area"] == "config"]
+    assert check["ok"] is False and "a relative path" in check["detail"]
+    assert check["fix"] == "set CAIRN_CONFIG to a full path, or unset it"
+    assert any(c["area"] == "agent" for c in checks)
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    done = run_cairn("doctor", "--json", cwd=tmp_path, env={"CAIRN_CONFIG": str(folder)})
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "config"]
+    assert check["ok"] is False and "not a regular file" in check["detail"]
+    assert check["fix"] == f"set CAIRN_CONFIG to a file's full path, such as {folder}/config.toml"
+
+
 def test_a_file_where_the_configurations_folder_goes_is_named_with_its_fix(isolated_env: Path, tmp_path: Path) -> None:
     """Bug fixed: with `~/.config/cairn` a file, every command said only "cannot read the user configuration (Not a
     directory)", and doctor's fix was "fix FILE as the error says", a file that cannot be there; both now name the
