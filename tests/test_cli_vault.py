@@ -359,6 +359,28 @@ def test_vault_messages_say_what_is_wrong_and_what_to_do(vault_repo: VaultRepo, 
     assert done.stderr == f"Error: '{plain / 'cards'}' has no cards/ folder; create a vault with `cairn init PATH`\n"
 
 
+def test_a_cairn_vault_that_is_not_a_folder_is_named_with_a_fix_that_works(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: CAIRN_VAULT naming a file (the vault's cairn.toml, say) said "vault '...cairn.toml' is not a folder;
+    create one with `cairn init ...cairn.toml`", which `cairn init` refuses, and a missing folder from CAIRN_VAULT
+    was called "vault", though no --vault was given: both now name CAIRN_VAULT, and a file gets the vault's folder."""
+    make_vault(vault_repo)
+    toml = vault_repo.root / "cairn.toml"
+    done = vault_repo.invoke("recall", "x", env={"CAIRN_VAULT": str(toml)}, cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (
+        1,
+        f"Error: CAIRN_VAULT '{toml}' is a file, not a folder; pass the vault itself: {vault_repo.root.resolve()}\n",
+    )
+    loose = tmp_path / "notes.txt"
+    loose.write_text("x\n")
+    done = vault_repo.invoke("list", env={"CAIRN_VAULT": str(loose)}, cwd=tmp_path)
+    assert done.stderr == f"Error: CAIRN_VAULT '{loose}' is a file, not a folder; give a vault's folder\n"
+    missing = tmp_path / "gone"
+    done = vault_repo.invoke("list", env={"CAIRN_VAULT": str(missing)}, cwd=tmp_path)
+    assert done.stderr == f"Error: CAIRN_VAULT '{missing}' is not a folder; create one with `cairn init {missing}`\n"
+
+
 def test_a_vault_whose_folder_name_holds_a_dollar_sign_is_that_folder(tmp_path: Path) -> None:
     """Bug fixed: gitpython expands environment variables in a repository's path, so a vault at `team $lessons`
     printed a UserWarning on every command, and with `lessons` set in the environment it read another folder

@@ -262,7 +262,12 @@ def locate_vault(
                 raise _not_found(
                     f"CAIRN_VAULT names one vault, not a list: {str(given)!r}; set it to a single vault's folder"
                 )
-            raise _not_found(f"vault {str(given)!r} is not a folder; create one with `cairn init {shell_word(given)}`")
+            shown = f"vault {str(given)!r}" if explicit else f"CAIRN_VAULT {str(given)!r}"
+            if is_file(root):  # `cairn init` refuses a file, so that is no fix
+                parent = os.path.dirname(resolve(root))
+                fix = f"pass the vault itself: {parent}" if _holds_a_vault(parent) else "give a vault's folder"
+                raise _not_found(f"{shown} is a file, not a folder; {fix}")
+            raise _not_found(f"{shown} is not a folder; create one with `cairn init {shell_word(given)}`")
         if not is_dir(os.path.join(root, CARDS_DIR)):
             real = resolve(root)
             parent = os.path.dirname(real)
