@@ -535,7 +535,8 @@ def test_show_name_id_with_a_broken_configuration_names_the_configuration(
     vault_repo: VaultRepo, tmp_path: Path
 ) -> None:
     """Bug fixed: in a vault, `cairn show team:a/b` with a user configuration that does not parse said "no configured
-    vault is named 'team' (none is configured)": the vault is configured, and what to fix is the configuration."""
+    vault is named 'team' (none is configured)": the vault is configured, and what to fix is the configuration. So
+    did `--vault team` and CAIRN_VAULT=team ("neither a configured vault (none is configured) nor a folder")."""
     vault_repo.write("a/b", "Card", "Summary.")
     vault_repo.write_raw("cairn.toml", "")
     vault_repo.commit()
@@ -546,6 +547,9 @@ def test_show_name_id_with_a_broken_configuration_names_the_configuration(
     assert done.returncode == 1
     assert done.stderr.startswith(f"Error: {config}: not valid TOML") and "complete its last entry" in done.stderr
     assert "none is configured" not in done.stderr
+    for args, env in ((("list", "--vault", "team"), None), (("recall", "x"), {"CAIRN_VAULT": "team"})):
+        named = run(*args, cwd=tmp_path, env=env)
+        assert named.returncode == 1 and named.stderr.startswith(f"Error: {config}: not valid TOML"), named.stderr
 
 
 @pytest.mark.parametrize("args", [("index",), ("list",), ("show", REBASE_ID), ("audit",), ("review", "HEAD~1")])

@@ -347,6 +347,8 @@ def resolve_vault(vault_path: str | None, cwd: str | None = None) -> tuple[Vault
             try:
                 entries = load_vaults()
             except ConfigError:
+                if not os.path.isdir(os.path.expanduser(given)):
+                    raise  # "none is configured" would hide what to fix: the configuration
                 entries = []
             named = next((e for e in entries if e.name == given), None)
             if named is not None:
