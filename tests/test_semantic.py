@@ -219,15 +219,17 @@ def test_one_command_switched_off_keeps_the_vaults_vectors_for_the_next_index(va
         assert (again.rows_of(again.ids.index(card_id)) == first.rows_of(first.ids.index(card_id))).all()
 
 
-def test_a_typo_in_the_foreground_variable_loses_no_vectors(vault_repo: VaultRepo) -> None:
+@pytest.mark.parametrize("typo", ["abc", "²"])
+def test_a_typo_in_the_foreground_variable_loses_no_vectors(vault_repo: VaultRepo, typo: str) -> None:
     """`CAIRN_SEMANTIC_FOREGROUND_CARDS=abc` failed the refresh after `cairn index`, and a failed refresh removes
-    the side file: every card's vectors were lost to a bad variable. It now reads as unset."""
+    the side file: every card's vectors were lost to a bad variable. It now reads as unset; so does `²`, which
+    `str.isdigit` took for a number that `int` then refused, the same failure."""
     _vault(vault_repo)
     side = vectors.vectors_path(_index_file(vault_repo))
     before = vectors.load(side)
     vault_repo.write("misc/another", "Another lesson", "A card added, so the next index encodes one more.")
     vault_repo.commit("another")
-    done = vault_repo.cairn("index", "--json", env={"CAIRN_SEMANTIC_FOREGROUND_CARDS": "abc"})
+    done = vault_repo.cairn("index", "--json", env={"CAIRN_SEMANTIC_FOREGROUND_CARDS": typo})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["vectors"] == "encoded 1"  # the default: one card is encoded in the foreground
     after = vectors.load(side)

@@ -361,7 +361,7 @@ def foreground_cards() -> int:
     """`CAIRN_SEMANTIC_FOREGROUND_CARDS` when it is a whole number of 0 or more, else FOREGROUND_CARDS (a typo in
     it once failed the refresh, which removes the side file: every card's vectors lost to a bad variable)."""
     value = os.environ.get("CAIRN_SEMANTIC_FOREGROUND_CARDS", "").strip()
-    return int(value) if value.isdigit() else FOREGROUND_CARDS
+    return int(value) if value.isdecimal() else FOREGROUND_CARDS  # `²` is a digit that int() refuses
 
 
 def refresh_after_index(index_file: Path) -> str:
