@@ -343,19 +343,22 @@ def _value(name: str, key: str, value: Any, known: list[str], defaults: Any) -> 
 # policy: a NaN, negative or out-of-range gate passes every card (and `cairn review`'s weaker-gate check, which
 # compares numbers), a day count beyond a date's range breaks the commands that add it to a date.
 _MAX_DAYS = 36500  # 100 years; to switch the staleness check off, name verified-at-stale in [lint] disable
+_MAX_WEIGHT = 100
 _RANGES: dict[tuple[str, str], tuple[float, float | None]] = {
     ("recall", "max_cards"): (1, None),
-    ("recall", "k1"): (0, None),
+    # Ranking numbers far past any use: `weight_summary = 1e308` made every score and lead infinite (the card went in
+    # whatever the gates), `k1 = 1e308` made recall abstain on every prompt.
+    ("recall", "k1"): (0, _MAX_WEIGHT),
     ("recall", "b"): (0, 1),
-    ("recall", "weight_summary"): (0, None),
-    ("recall", "weight_name"): (0, None),
-    ("recall", "weight_body"): (0, None),
-    ("recall", "instruction_weight"): (0, None),
-    ("recall", "unknown_weight"): (0, None),
+    ("recall", "weight_summary"): (0, _MAX_WEIGHT),
+    ("recall", "weight_name"): (0, _MAX_WEIGHT),
+    ("recall", "weight_body"): (0, _MAX_WEIGHT),
+    ("recall", "instruction_weight"): (0, 1),  # a share of a word's weight
+    ("recall", "unknown_weight"): (0, 1),
     ("recall", "min_lead"): (0, 1),
     ("recall", "min_coverage"): (0, 1),
     ("recall", "min_margin"): (0, 1),
-    ("recall", "min_evidence"): (0, None),
+    ("recall", "min_evidence"): (0, _MAX_WEIGHT),
     ("recall", "min_confidence"): (0, 1),
     ("lint", "summary_max_chars"): (1, None),
     ("lint", "max_age_days"): (1, _MAX_DAYS),

@@ -43,6 +43,11 @@ def test_values_are_typed_and_round_trip() -> None:
         ("[lint]\nscopes = 'git'\n", "scopes must be a list of strings"),
         ("[recall\n", "cairn.toml:"),
         ("recall = 3\n", "[recall] must be a table"),
+        # bug fixed: 1e308 made every score and lead infinite (the card went in whatever the gates); k1 = 1e308
+        # made recall abstain on every prompt
+        ("[recall]\nweight_summary = 1e308\n", "weight_summary must be between 0 and 100, not 1e+308"),
+        ("[recall]\nk1 = 1e308\n", "k1 must be between 0 and 100, not 1e+308"),
+        ("[recall]\nunknown_weight = 2\n", "unknown_weight must be between 0 and 1, not 2"),
     ],
 )
 def test_mistakes_are_clear_errors(text: str, message: str) -> None:
