@@ -484,6 +484,8 @@ def test_security_rules_leave_ordinary_text_alone(text: str, tmp_path: Path) -> 
         ('api_key = "your-api-key-goes-here"', False),
         ('password = "hunter2"', True),
         ("postgres://app:S3cr3tPassw0rd@db.internal:5432/prod", True),
+        # an e-mail address for the user: the password was missed, and `cairn sanitize` took it for an address
+        ("git clone https://jane@acme.com:Hunter22xyz@git.acme.com/repo.git", True),
         ("password=Tr0ub4dor&3", True),
         ("passwd: q9Lm2xZr7", True),
         ("DB_PASS=Kx7pLq2mZ9", True),

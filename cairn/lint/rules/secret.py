@@ -101,7 +101,8 @@ _PROSE = re.compile(
     r"(?i)\b(?:pass(?:word|wd|phrase)?|pwd|passcode|pin)\b(?:[ \t]+(?:for|of|to)[ \t]+[\w.@-]+)?[ \t]*(?:[ \t]is|[ \t]was|=|"
     r"[ \t]set[ \t]+to|:)[ \t]+[\"'`]?([^\s\"'`,;]{4,128})"
 )
-_URL_CREDENTIAL = re.compile(r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@'\"<>]{1,64}:([^\s@/'\"<>]{1,128})@[\w.-]+")
+# The user may hold an `@` (`https://jane@acme.com:pw@git.acme.com`: a URL's user info ends at its last `@`).
+_URL_CREDENTIAL = re.compile(r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/'\"<>]{1,64}:([^\s@/'\"<>]{1,128})@[\w.-]+")
 # A password given on a command line, each with the word that must be in the text for it to match: `curl -u
 # user:pw`, `mysql -pS3cr3t` (the value attached: `-p` alone prompts), `sshpass -p pw`, `docker login -p pw`.
 # A command's options are read up to 512 characters past its name: an unbounded lazy scan read every line to its end
