@@ -324,6 +324,8 @@ def _value(name: str, key: str, value: Any, known: list[str], defaults: Any) -> 
     elif isinstance(default, float):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise _Mistake(f"[{name}] {key} must be a number", key)
+        if isinstance(value, int) and abs(value) > sys.float_info.max:  # TOML reads 400 digits; float() overflows
+            raise _Mistake(f"[{name}] {key} is too large a number", key)
         if not math.isfinite(value):
             raise _Mistake(f"[{name}] {key} must be a finite number, not {value}", key)
         value = float(value)

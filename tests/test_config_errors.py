@@ -123,6 +123,20 @@ def test_a_setting_under_its_old_name_is_warned_at_its_line(vault_repo: VaultRep
     assert "config-renamed" not in vault_repo.cairn("lint").stdout
 
 
+def test_a_number_too_large_for_a_float_is_a_finding_on_every_path(vault_repo: VaultRepo) -> None:
+    """Bug fixed: TOML reads an integer of hundreds of digits, and a setting that is a float failed `cairn lint` and
+    `cairn index` with "unexpected OverflowError: int too large to convert to float (a bug in Cairn)"."""
+    vault_repo.write("docker/layers", "Order docker layers by change rate", "Copy the lockfile before the sources.")
+    vault_repo.write_raw("cairn.toml", "[recall]\nk1 = 1" + "0" * 400 + "\n")
+    vault_repo.commit("A setting too large")
+    linted = vault_repo.cairn("lint")
+    assert linted.returncode == 1
+    assert "cairn.toml:2: config-invalid [recall] k1 is too large a number" + DEFAULTS_USED in linted.stdout
+    indexed = vault_repo.cairn("index")
+    assert indexed.returncode == 1
+    assert indexed.stderr.startswith("Error: cairn.toml:2: [recall] k1 is too large a number (committed in ")
+
+
 def test_a_toml_syntax_error_is_one_finding(vault_repo: VaultRepo) -> None:
     vault_repo.write("docker/layers", "Order docker layers by change rate", "Copy the lockfile before the sources.")
     vault_repo.write_raw("cairn.toml", "[recall\nmax_cards = 0\n")
