@@ -267,6 +267,29 @@ def test_a_card_that_hides_what_sanitize_redacts_is_not_copied(vault_repo: Vault
     assert copied == ["plain.md"] and "jane@acme.com" not in (out / "cards/ops/plain.md").read_text()
 
 
+def test_a_secret_written_with_a_full_width_colon_is_not_copied(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: `cairn lint` reads a card as NFKC folds it, so `password：…` (the full-width colon a Chinese input
+    method types) is a password to it, while sanitize redacted the text as written: the copy held the password,
+    "redacted 0 item(s)", and failed the lint rule it is meant to pass. Such a card is left out, with why."""
+    leak = "Hunter22" + "xyz"
+    vault_repo.write(
+        "ops/db",
+        "测试库的连接",
+        "测试库只在内网可用，连接前先开 VPN，否则会超时。",
+        body=f"连接信息：password：{leak}。\n",
+    )
+    vault_repo.write("ops/plain", "Plain card", "Mail the owner for access to the reports API.")
+    vault_repo.commit("A password behind a full-width colon")
+    assert " secret " in vault_repo.cairn("lint", "cards/ops/db.md").stdout
+    out = tmp_path / "shared"
+    done = vault_repo.cairn("sanitize", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "cards/ops/db.md:0: sanitize it holds what sanitize redacts (secret)" in done.stderr, done.stderr
+    assert "full-width characters" in done.stderr
+    assert sorted(p.name for p in (out / "cards" / "ops").iterdir()) == ["plain.md"]
+    assert not any(leak in p.read_text("utf-8") for p in out.rglob("*.md"))
+
+
 def test_refuses_an_out_inside_the_vault_even_through_a_symlink(vault_repo: VaultRepo, tmp_path: Path) -> None:
     _secret_vault(vault_repo)
     link = tmp_path / "sneaky"

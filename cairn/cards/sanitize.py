@@ -30,6 +30,7 @@ from typing import Any
 from cairn import gitrepo
 from cairn.atomic import disk_fix
 from cairn.cards.card import MAX_CARD_BYTES, card_id_from_path, oversize_finding, parse_card
+from cairn.cards.visible import fold
 from cairn.config import SanitizeSettings
 from cairn.finding import Finding
 from cairn.hot.errors import InvalidConfig, RefusedWrite
@@ -595,8 +596,10 @@ _MARKDOWN_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 def _as_read(path: str, raw: str, clean: str) -> str | None:
     """The redacted card's values as YAML, HTML and Markdown decode them, as lint, agents and readers read them
-    (`jane\\x40acme.com`, `ghp&#95;...`, `ghp\\_...`: the text was redacted as written); None when the redaction
-    broke the frontmatter a card had (a rule matched inside a YAML escape: `db\\x2eacme.internal`)."""
+    (`jane\\x40acme.com`, `ghp&#95;...`, `ghp\\_...`: the text was redacted as written), then folded as the lint
+    rule `secret` reads them (NFKC: `password：S3cr3t` with a full-width colon, as a Chinese input method types it);
+    None when the redaction broke the frontmatter a card had (a rule matched inside a YAML escape:
+    `db\\x2eacme.internal`)."""
     import html
 
     before, _ = parse_card(path, raw.encode("utf-8"))
@@ -616,7 +619,9 @@ def _as_read(path: str, raw: str, clean: str) -> str | None:
                 collect(item)
 
     collect(card.to_dict() if card is not None else clean)
-    return "\n".join(_MARKDOWN_ESCAPE.sub(r"\1", html.unescape(value)) for value in values)
+    if card is not None:
+        values.append(clean)  # the whole file, as the rule reads it too: its YAML comments are in no value
+    return "\n".join(fold(_MARKDOWN_ESCAPE.sub(r"\1", html.unescape(value))) for value in values)
 
 
 def _left_in(in_name: Counter[str], as_read: str | None, left: Counter[str]) -> str:
@@ -629,8 +634,8 @@ def _left_in(in_name: Counter[str], as_read: str | None, left: Counter[str]) -> 
     if left:
         kinds = ", ".join(sorted(left))
         return (
-            f"it holds what sanitize redacts ({kinds}) behind escapes (YAML `\\x40`, HTML `&#64;`, Markdown `\\_`); "
-            "write it plainly"
+            f"it holds what sanitize redacts ({kinds}) behind escapes (YAML `\\x40`, HTML `&#64;`, Markdown `\\_`) "
+            "or full-width characters (`：`, `＠`); write it plainly"
         )
     return ""
 
