@@ -504,6 +504,23 @@ def test_a_note_with_toml_frontmatter_is_skipped_as_lint_refuses_it(vault_repo: 
     assert cards_on_disk(vault_repo) == ["cards/git/existing.md"]
 
 
+def test_a_notes_last_key_ending_in_a_no_break_space_keeps_its_meaning(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: the card writer stripped its frontmatter's text, and with it a no-break space (pasted from a web
+    page) that ended the last value: a note's `source: "2026\u00a0"` was written `source: 2026`, and the note was
+    skipped as "'source' must be text, not a number"."""
+    _start(vault_repo)
+    note = tmp_path / "stash.md"
+    note.write_text(
+        '---\ntitle: Stash leaves untracked files\nsource: "2026\u00a0"\n---\n\n'
+        "git stash keeps tracked changes only, because untracked files are not in the index.\n",
+        encoding="utf-8",
+    )
+    code, report = _import(vault_repo, str(note))
+    assert code == 0, report
+    written = (vault_repo.root / f"{report['cards'][0]['path']}").read_text("utf-8")
+    assert "source: 2026\u00a0\n---\n" in written, written  # YAML reads a no-break space as text, not a blank
+
+
 def test_lessons_reads_any_file_and_a_folder_only_its_lesson_files(vault_repo: VaultRepo, tmp_path: Path) -> None:
     _start(vault_repo)
     src = tmp_path / "docs"

@@ -252,7 +252,10 @@ _BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
 def render_frontmatter(meta: Mapping[str, object], body: str) -> str:
     """A card file from its frontmatter (block-style YAML, keys in the given order) and its body (none when empty).
     The one writer for `cairn add`, `cairn import` and the MCP drafts."""
-    head = yaml.safe_dump(dict(meta), allow_unicode=True, sort_keys=False, width=100, default_flow_style=False).strip()
+    # Only the line end goes: `strip()` also took a last value's no-break space, and `source: "2026\u00a0"` was
+    # written `source: 2026`, a number lint refuses
+    head = yaml.safe_dump(dict(meta), allow_unicode=True, sort_keys=False, width=100, default_flow_style=False)
+    head = head.rstrip("\n")
     # Blank lines around it go, never its first line's indentation: a body that opens with an indented code block
     # (a pasted command and its output) must stay one.
     body = _BLANK_LINES.sub("", body).rstrip()
