@@ -404,3 +404,28 @@ def test_a_number_python_cannot_print_is_the_cards_finding_not_the_vaults_failur
     assert {card["id"] for card in json.loads(listed.stdout)["cards"]} == {REBASE_ID, "docker/layer-cache-order"}
     shown = vault_repo.cairn("show", "ok/huge")
     assert shown.returncode == 1 and "is left out of the index (frontmatter-parse" in shown.stderr
+
+
+def test_a_tag_on_a_value_it_cannot_take_is_the_cards_finding(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `status: !!bool active` made PyYAML raise a KeyError (`ratio: !!float ''` an IndexError), and
+    `cairn lint` and `cairn index` failed with "unexpected KeyError: 'active' (a bug in Cairn)": one such card
+    committed kept the whole vault from being indexed. Each is now a `frontmatter-parse` finding of its card, which the
+    index leaves out."""
+    make_vault(vault_repo)
+    text = card_text("Bool tag card", "A card whose status carries a bool tag.").replace(
+        "---\n\n", "status: !!bool active\n---\n\n", 1
+    )
+    vault_repo.write_raw("cards/ok/booltag.md", text)
+    vault_repo.commit("A card with a bool tag")
+    line = text.split("\n").index("status: !!bool active") + 1
+    linted = vault_repo.cairn("lint", "cards/ok/booltag.md")
+    assert linted.returncode == 1, linted.stderr
+    assert f"cards/ok/booltag.md:{line}: frontmatter-parse `!!bool active` is not true or false" in linted.stdout
+    vault_repo.write_raw("cards/ok/floattag.md", text.replace("status: !!bool active", "ratio: !!float ''"))
+    vault_repo.commit("A card with an empty float")  # PyYAML's IndexError: string index out of range
+    linted = vault_repo.cairn("lint", "cards/ok/floattag.md")
+    assert linted.returncode == 1 and "frontmatter-parse frontmatter holds a value YAML cannot" in linted.stdout
+    indexed = vault_repo.cairn("index")
+    assert indexed.returncode == 0, indexed.stderr
+    listed = vault_repo.cairn("list", "--json")
+    assert {card["id"] for card in json.loads(listed.stdout)["cards"]} == {REBASE_ID, "docker/layer-cache-order"}

@@ -60,6 +60,17 @@ def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> Any:
 
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
+
+def _construct_bool(loader: _Loader, node: yaml.ScalarNode) -> Any:
+    """A boolean, refused when a `!!bool` tag is put on a word YAML has no truth value for (`!!bool active`): PyYAML
+    looked the word up and raised a KeyError, which failed every `cairn lint` and `cairn index` of the vault."""
+    if isinstance(node.value, str) and node.value.lower() not in loader.bool_values:  # a list: YAML says it
+        raise YamlRejected(f"`!!bool {node.value}` is not true or false; drop the tag", node.start_mark.line)
+    return loader.construct_yaml_bool(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:bool", _construct_bool)
 # Dates stay text so that a bad one (2026-13-01) is the card's finding, not the parser's crash.
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_yaml_str)
 
@@ -113,7 +124,7 @@ def load(
         raise YamlRejected(f"{what} is nested deeper than {MAX_DEPTH} levels") from None
     except YamlRejected:
         raise
-    except (ValueError, TypeError, OverflowError) as exc:
+    except (ValueError, TypeError, OverflowError, LookupError) as exc:  # LookupError: `!!float ''` (IndexError)
         raise YamlRejected(f"{what} holds a value YAML cannot read: {exc}") from None
     count, deepest = _measure(data, max_nodes)
     if deepest > MAX_DEPTH:
