@@ -78,7 +78,7 @@ FORMAT_VERSION = "7"  # 7: Cairn's own file format (6 and older were SQLite file
 # compare it without importing lint: an index checked by other rules may hold cards the current rules refuse.
 # 14 (stop 53): every rule reads an extra key's own name as YAML decodes it (`"\u0406gnore ...": 1`), and a card's
 # status; encoded-payload and secret read the id (a file named in hex of an instruction, or after a token, was served);
-# prompt-injection reads "forget your rules" said to the agent.
+# prompt-injection reads "forget your rules" said to the agent; secret finds a URL's password after an e-mail user.
 # 13 (stop 52): a frontmatter holding a YAML tag is read field by field (a `!!binary` extra key hid an instruction), and
 # ends where the parser ends it (after a `---x: 1` key); prompt-injection reads Markdown comments (`[//]: # (...)`);
 # secret names an AWS secret access key given after a space, Slack app tokens (xapp-) and `Authorization: token`.
