@@ -558,3 +558,25 @@ def test_add_import_and_sanitize_on_a_full_disk_say_to_free_space(
         "then run this again (nothing was written)"
     )
     assert vault_repo.git("status", "--porcelain") == "" and not out.exists()
+
+
+@pytest.mark.parametrize("day", ["2026-02-30", "soon", "20261201"])
+def test_a_cairn_today_that_is_no_day_is_an_error_and_nothing_is_written(
+    vault_repo: VaultRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, day: str
+) -> None:
+    """Bug fixed: `cairn add`, `init` and `import` dated cards by the clock when `$CAIRN_TODAY` named no day, where
+    lint and review refuse it: the cards were dated unlike the day lint then judged them as of."""
+    make_vault(vault_repo)
+    before = sorted(p.name for p in (vault_repo.root / "cards").rglob("*.md"))
+    monkeypatch.setenv("CAIRN_TODAY", day)
+    expected = f"Error: $CAIRN_TODAY is '{day}', not a day; set it to YYYY-MM-DD, or unset it"
+    added = vault_repo.invoke("add", "--name", "Deploys fail", "--summary", "The key rotated.", "--scope", "ops")
+    assert (added.returncode, _one_error_line(added.stderr)) == (1, expected)
+    made = invoke_cli(["init", str(tmp_path / "new")], cwd=tmp_path)
+    assert (made.returncode, _one_error_line(made.stderr)) == (1, expected)
+    assert not (tmp_path / "new").exists()
+    notes = tmp_path / "CLAUDE.md"
+    notes.write_text("# Gotchas\n\n" + LESSON, encoding="utf-8")
+    imported = vault_repo.invoke("import", str(notes))
+    assert imported.returncode == 1 and expected in imported.stderr
+    assert sorted(p.name for p in (vault_repo.root / "cards").rglob("*.md")) == before

@@ -127,15 +127,19 @@ _VERIFIED_LINE = re.compile(rb"^verified_at: \d{4}-\d{2}-\d{2}$", re.MULTILINE)
 
 
 def today() -> dt.date:
-    """The day a card Cairn writes is verified on: `$CAIRN_TODAY` when it names one (YYYY-MM-DD, the day lint and
-    review judge dates as of: a vault made under it is not dated in its future), else the clock's."""
+    """The day a card Cairn writes is verified on: `$CAIRN_TODAY` when set (YYYY-MM-DD, the day lint and review judge
+    dates as of: a vault made under it is not dated in its future), else the clock's. A value that is no day is an
+    error, as lint's and review's `--today` make it: the clock's day in its place dated cards unlike what lint then
+    judged them by."""
     given = os.environ.get("CAIRN_TODAY", "").strip()
-    if _DAY.fullmatch(given):
-        try:
+    if not given:
+        return dt.date.today()
+    try:
+        if _DAY.fullmatch(given):
             return dt.date.fromisoformat(given)
-        except ValueError:  # 2026-02-30: lint and review say so; the clock's day here
-            pass
-    return dt.date.today()
+    except ValueError:  # 2026-02-30
+        pass
+    raise CairnError(f"$CAIRN_TODAY is {given[:40]!r}, not a day; set it to YYYY-MM-DD, or unset it")
 
 
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
