@@ -22,10 +22,15 @@ def write_atomic(target: Path, data: bytes, *, overwrite: bool = True, mode: int
     """
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):  # a file where a folder of the path goes
-        blocker = next((p for p in (target.parent, *target.parent.parents) if p.exists() and not p.is_dir()), None)
+    except (FileExistsError, NotADirectoryError):  # a file, or a symlink to nothing, where a folder of the path goes
+        blocker = next((p for p in (target.parent, *target.parent.parents) if _not_a_folder(p)), None)
         if blocker is None:
             raise
+        if blocker.is_symlink():  # `~/.claude -> ~/dotfiles/claude` before that folder is there: said "File exists"
+            raise RefusedWrite(
+                f"{blocker} is a symlink to {os.readlink(blocker)}, which leads to no folder, where the folder for "
+                f"{target} goes; make the folder it names, or remove the link, and run this again (nothing was written)"
+            ) from None
         raise RefusedWrite(
             f"{blocker} is a file where the folder for {target} goes; move it away and run this again "
             "(nothing was written)"
@@ -57,6 +62,12 @@ def write_atomic(target: Path, data: bytes, *, overwrite: bool = True, mode: int
                 os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _not_a_folder(path: Path) -> bool:
+    """Whether something other than a folder stands at `path`: a file, or a symlink that leads to no folder (to
+    nothing, or in a loop), at which no folder can be made."""
+    return (path.exists() or path.is_symlink()) and not path.is_dir()
 
 
 def _new_file_mode() -> int:

@@ -140,6 +140,22 @@ def test_a_file_where_the_settings_folder_goes_is_named_with_what_to_do(
     assert (isolated_env / ".claude").read_text() == "notes\n"
 
 
+def test_a_settings_folder_that_is_a_symlink_to_nothing_is_named_with_what_to_do(
+    tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: `~/.claude` a symlink into a dotfiles folder that is not there (not cloned yet, moved): install
+    said only "Error: File exists (~/.claude)", and wrote nothing through the link."""
+    missing = tmp_path / "dotfiles" / "claude"
+    (isolated_env / ".claude").symlink_to(missing)
+    done = run_cairn("install", "claude-code", "--user", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert f"{isolated_env / '.claude'} is a symlink to {missing}, which leads to no folder" in done.stderr
+    assert "remove the link" in done.stderr
+    assert not (tmp_path / "dotfiles").exists()
+    assert (isolated_env / ".claude").is_symlink()
+
+
 def test_a_project_settings_link_within_the_project_is_written_through(
     tmp_path: Path, isolated_env: Path, configured: VaultRepo
 ) -> None:
