@@ -715,6 +715,14 @@ def _lost_commit(vault: Any, ref: str, commit: str, entry: VaultEntry) -> tuple[
                 return None
     except CairnError:
         return None  # git cannot read the repository: the checks after this say so
+    elsewhere = gitrepo.elsewhere_variables()
+    if elsewhere:  # not the repository's damage: git was told to read its commits from another folder
+        names = " ".join(v.split("=")[0] for v in elsewhere)
+        return (
+            f"{ref} names {commit[:8]}, which git does not find: {' and '.join(elsewhere)} in the environment has "
+            "git read the commits from there, so no index of this vault can be built while it is set",
+            f"unset {names}",
+        )
     if ref.lower() == commit:  # a configured object id
         return (
             f"the configured ref {commit[:8]} is not a commit this repository holds (a tree's or a blob's id?), so "

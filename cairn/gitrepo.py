@@ -844,6 +844,13 @@ def commit_exists(repo: git.Repo, commit: str) -> bool:
 _REPOSITORY_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
 
 
+def elsewhere_variables() -> list[str]:
+    """The variables of git's environment that have git read this repository's commits from another folder
+    (GIT_COMMON_DIR, GIT_OBJECT_DIRECTORY), as `NAME=value`: set, a commit the branch names is "not in" the vault,
+    which then looks damaged, and git itself answers the same until they are unset."""
+    return [f"{name}={os.environ[name]}" for name in ("GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY") if os.environ.get(name)]
+
+
 def init_repo(path: Path) -> git.Repo:
     """A new repository in `path` (its branch `main`, whatever git's version or `init.defaultBranch`; a clone of an
     empty repository keeps the branch its clone chose), opened with its own folders named to every git command run

@@ -422,6 +422,26 @@ def test_a_served_branch_naming_no_commit_is_one_line_not_a_bug(vault_repo: Vaul
         )
 
 
+@pytest.mark.parametrize("variable", ["GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR"])
+def test_git_told_to_read_another_repository_names_the_variable_not_damage(
+    vault_repo: VaultRepo, tmp_path: Path, variable: str
+) -> None:
+    """Bug fixed: with GIT_OBJECT_DIRECTORY or GIT_COMMON_DIR of another repository in the environment (git's hooks,
+    an IDE's terminal), `cairn index` and `list` called the vault damaged and sent the user to `git fsck` and
+    `git branch -f`, and the hook's background index failed so on every prompt: the variable was the cause."""
+    make_vault(vault_repo)
+    other = tmp_path / "other"
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    folder = other / ".git" / ("objects" if variable == "GIT_OBJECT_DIRECTORY" else "")
+    for command in ("index", "list"):
+        done = vault_repo.cairn(command, env={variable: str(folder)})
+        assert done.returncode == 1, done.stdout
+        assert done.stderr.count("\n") == 1, done.stderr
+        assert f"in the environment has git read the commits from there; unset {variable}," in done.stderr
+        assert "git branch -f" not in done.stderr
+    assert vault_repo.cairn("list").returncode == 0
+
+
 def test_recall_on_a_feature_branch_says_where_its_new_card_is_asked(vault_repo: VaultRepo) -> None:
     """Bug fixed: an author who committed a card on a feature branch asked `cairn recall` and read only "No card
     fits": the served ref does not hold it yet. The answer now says so, and `--ref HEAD` finds the card."""

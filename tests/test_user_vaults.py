@@ -1749,6 +1749,22 @@ def test_doctor_gives_one_finding_for_a_branch_naming_a_missing_commit(tmp_path:
     assert ref["fix"] == f"cairn vault add {vault_repo.root} --name team --ref BRANCH --replace"
 
 
+def test_doctor_names_a_git_variable_reading_another_repository_not_damage(
+    tmp_path: Path, vault_repo: VaultRepo
+) -> None:
+    """Bug fixed: GIT_OBJECT_DIRECTORY of another repository in the environment made doctor call the vault damaged,
+    with `git fsck` and `git branch -f` to run: the variable was the cause, and unsetting it the fix."""
+    make_vault(vault_repo)
+    assert cairn("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path).returncode == 0
+    other = tmp_path / "other"
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    done = cairn("doctor", "--json", cwd=tmp_path, env={"GIT_OBJECT_DIRECTORY": str(other / ".git" / "objects")})
+    checks = json.loads(done.stdout)["checks"]
+    [ref] = [c for c in checks if c["subject"] == "team" and c["area"] == "ref"]
+    assert not ref["ok"] and "in the environment has git read the commits from there" in ref["detail"]
+    assert ref["fix"] == "unset GIT_OBJECT_DIRECTORY"
+
+
 def test_vault_list_checks_the_commit_its_ref_names(tmp_path: Path, vault_repo: VaultRepo) -> None:
     """`cairn vault list` showed whatever the ref's file named as the served commit: a configured tree's id as
     "@ 8e4b732a", a branch a damaged clone left naming a lost commit as served. git is asked: such a row has no
