@@ -317,11 +317,20 @@ def missing_terms(weights: QueryWeights, matched: "Collection[str]", limit: int 
     return [t for _, _, t in sorted(left)[:limit]]
 
 
-def rank(index: "IndexReader", query: str, settings: "RecallSettings | None" = None) -> list[tuple[int, float]]:
-    """(card row, BM25F score) for every card sharing a term with the query, best first; ties by row."""
+def rank(
+    index: "IndexReader", query: str, settings: "RecallSettings | None" = None, depth: int | None = None
+) -> list[tuple[int, float]]:
+    """(card row, BM25F score) for every card sharing a term with the query, best first; ties by row. depth: only
+    the `depth` best, the same rows and scores, found as recall finds them (`_top`: the cost follows the query's
+    rare terms, not the vault's size)."""
     settings = settings or index.recall_settings()
-    scores, _, _ = score_terms(index, query_terms(query), settings)
-    return _ranked(scores)
+    if depth is None:
+        scores, _, _ = score_terms(index, query_terms(query), settings)
+        return _ranked(scores)
+    terms = query_terms(query)
+    postings = index.postings(terms)
+    ranked, _, _ = _top(index, terms, postings, _weights(index, terms, postings, settings), settings, depth)
+    return ranked[:depth]
 
 
 def recall(

@@ -1040,7 +1040,7 @@ def _similar(
         card = index.card_by_id(change.id)
         if card is None:
             continue
-        rows = [row for row, _ in rank(index, f"{card.name} {card.summary}")[: NEIGHBOURS + 1] if row != card.row]
+        rows = [row for row, _ in rank(index, f"{card.name} {card.summary}", depth=NEIGHBOURS + 1) if row != card.row]
         for other in index.cards(rows[:NEIGHBOURS]).values():
             pair = frozenset((card.id, other.id))
             if pair in found or other.id in card.supersedes or card.id in other.supersedes:
@@ -1107,7 +1107,7 @@ def _own_questions(
         card = after.card_by_id(card_id)
         if card is None:
             continue
-        rows = [row for row, _ in rank(after, f"{card.name} {card.summary}")[: NEIGHBOURS + 1] if row != card.row]
+        rows = [row for row, _ in rank(after, f"{card.name} {card.summary}", depth=NEIGHBOURS + 1) if row != card.row]
         for other in after.cards(rows[:NEIGHBOURS]).values():
             asked.setdefault(other.id)
     base_settings, head_settings = settings_of(before), settings_of(after)
