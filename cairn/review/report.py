@@ -543,7 +543,9 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
             routing = _routing(
                 repo, vault, head, before, after, work / "evals", today, progress("review: eval cases, base and HEAD")
             )
-            own, unasked = _own_questions(before, after, compared, day)
+            own, unasked = _own_questions(
+                before, after, compared, day, progress("review: asking cards their own questions")
+            )
     return Review(
         base_rev,
         head_rev,
@@ -1095,7 +1097,11 @@ MAX_OWN_ALIASES = 12  # a card's aliases asked, in its order
 
 
 def _own_questions(
-    before: IndexReader, after: IndexReader, changed: Sequence[CardChange], today: dt.date
+    before: IndexReader,
+    after: IndexReader,
+    changed: Sequence[CardChange],
+    today: dt.date,
+    progress: Progress | None = None,
 ) -> tuple[tuple[OwnQuestion, ...], int]:
     """The changed cards and their closest cards at HEAD (`NEIGHBOURS` each, as `_similar` finds them), each asked
     its name, its summary's first sentence and its aliases at the base and at HEAD: what no eval case may cover, such as a new
@@ -1112,7 +1118,10 @@ def _own_questions(
             asked.setdefault(other.id)
     base_settings, head_settings = settings_of(before), settings_of(after)
     found: list[OwnQuestion] = []
-    for card_id in list(asked)[:MAX_OWN_CARDS]:
+    to_ask = list(asked)[:MAX_OWN_CARDS]
+    for done, card_id in enumerate(to_ask):
+        if progress and done % 25 == 0:
+            progress(done, len(to_ask))
         card = after.card_by_id(card_id)
         if card is None:
             continue
@@ -1136,6 +1145,8 @@ def _own_questions(
                 base = tuple(c.card.id for c in recall(before, query, today=today, settings=base_settings).injected)
             if (base is not None and card_id in base) or (card_id in ids and field_name == "name"):
                 found.append(OwnQuestion(card_id, field_name, query, base, injected, _why(refused, ranked, injected)))
+    if progress and to_ask:
+        progress(len(to_ask), len(to_ask))
     ordered = tuple(sorted(found, key=lambda q: (q.kind != "silenced", q.card, q.field)))
     return ordered, max(0, len(asked) - MAX_OWN_CARDS)
 
