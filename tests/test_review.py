@@ -1281,6 +1281,33 @@ def test_a_changed_cards_neighbours_are_found_without_scoring_every_card(
     assert len(scored) < 30, len(scored)
 
 
+def test_a_review_too_long_for_a_comment_is_shortened_not_cut(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug fixed: a reorganisation of 700 of 5,000 cards gave a Markdown review of 610,000 characters; GitHub takes
+    65,536, and the template's workflow cut it at 60,000, in the middle of the cards' fields: the lint, conflicts
+    and routing impact never reached the pull request. A review over `MAX_COMMENT_CHARS` now keeps every section,
+    each long list cut to its first rows with how many it leaves out."""
+    from cairn.review import markdown
+
+    _base(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "many")
+    for n in range(12):
+        vault_repo.write(f"ops/service{n}", f"Service {n} hangs without a timeout", f"Set timeout{n} on service{n}.")
+    vault_repo.commit("Twelve cards", author=BOB)
+    whole = vault_repo.invoke("review", "main..many").stdout
+    assert "What agents will read (every field whole)" in whole and "<summary>Provenance of 12 card(s)" in whole
+    monkeypatch.setattr(markdown, "MAX_COMMENT_CHARS", len(whole) // 2)
+    short = vault_repo.invoke("review", "main..many").stdout
+    assert len(short) <= len(whole) // 2
+    assert "What agents will read (every field whole)" not in short and "<summary>Provenance of" not in short
+    for section in ("### Cards", "### Lint", "### Routing impact", "### Cards' own questions", "### Provenance"):
+        assert section in short
+    assert re.search(r"… and \d+ more .*, left out .*`cairn review BASE..HEAD --json` lists every one", short)
+    assert "Service 0 hangs" in short  # the first rows of the cards' table
+    assert short.splitlines()[2] == whole.splitlines()[2]  # the verdict and its counts, as the whole review has them
+
+
 @pytest.mark.parametrize("how", ["supersedes dropped", "superseder removed", "superseder retired"])
 def test_a_card_served_again_is_shown_whole(vault_repo: VaultRepo, how: str) -> None:
     """A card superseded at the base, untouched by the range, that no active card supersedes at HEAD: agents get

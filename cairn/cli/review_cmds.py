@@ -272,7 +272,9 @@ def review_cmd(range_spec: str, fmt: str, as_json: bool, today: object, vault_pa
 
     BASE..HEAD and BASE...HEAD both compare HEAD with the merge base of BASE and HEAD, as a pull request does;
     everything is read from git, not from the working tree. Every served field is shown whole, invisible
-    characters as <U+200B>, and each changed field of a changed card before and after.
+    characters as <U+200B>, and each changed field of a changed card before and after. A Markdown review longer
+    than a pull-request comment holds (60,000 characters) keeps each long list's first rows, says how many it
+    leaves out, and leaves the cards' fields and provenance to --json, which has every one.
 
     \b
     Exit codes:

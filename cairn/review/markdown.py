@@ -17,6 +17,10 @@ METRICS = (
     ("false_injection_rate", "False injection rate"),
 )
 _LONG_LIST = 8  # longer lists are folded into <details>
+# GitHub refuses a comment over 65,536 characters; the template's workflow cuts at 60,000 (after its marker line), so
+# a longer review is shortened here, its long lists first, rather than cut there in the middle of a table.
+MAX_COMMENT_CHARS = 60_000
+_CAPS = (None, 100, 50, 25, 10, 0)  # rows kept of each long list, tried in turn until the comment fits
 
 
 def _one_line(text: object, limit: int | None) -> str:
@@ -49,7 +53,33 @@ def _code(text: str) -> str:
 
 
 def render_markdown(r: Review) -> str:
-    """The review as a pull-request comment."""
+    """The review as a pull-request comment: whole when it fits in `MAX_COMMENT_CHARS` (counted as GitHub's
+    JavaScript counts them, in UTF-16 units), else with each long list cut to its first rows and the cards' fields
+    and provenance left to `cairn review --json`, each cut saying so."""
+    text = ""
+    for cap in _CAPS:
+        text = _render(r, cap)
+        if len(text.encode("utf-16-le")) // 2 <= MAX_COMMENT_CHARS:
+            break
+    return text
+
+
+def _first(items: Sequence[Any], cap: int | None) -> Sequence[Any]:
+    return items if cap is None else items[:cap]
+
+
+def _more(items: Sequence[Any], cap: int | None, what: str) -> list[str]:
+    """The line saying how many of `items` a cut list leaves out, after a blank line (which ends a table)."""
+    if cap is None or len(items) <= cap:
+        return []
+    return [
+        "",
+        f"… and {len(items) - cap:,} more {what}, left out to keep this comment under GitHub's size limit: "
+        "`cairn review BASE..HEAD --json` lists every one.",
+    ]
+
+
+def _render(r: Review, cap: int | None) -> str:
     out: list[str] = []
     statuses = ("added", "changed", "renamed", "removed", "revived")
     counts = {s: sum(1 for c in r.changes if c.status == s) for s in statuses}
@@ -73,12 +103,14 @@ def render_markdown(r: Review) -> str:
             "author's word; a maintainer reads it and merges it deliberately.",
             "",
         ]
-        for b in r.blocked:
+        for b in _first(r.blocked, cap):
             out.append(f"- **Blocked:** {cell(b.reason, None)}. Check: {cell(b.check, None)}.")
+        out += _more(r.blocked, cap, "change(s) a maintainer must check")
     if r.prompt_injections:
         out += ["", "> [!CAUTION]", "> **Prompt injection.** These cards would put instructions into agents' prompts:"]
-        for f in r.prompt_injections:
+        for f in _first(r.prompt_injections, cap):
             out.append(f"> - {_code(f.path)} line {f.line}: {cell(f.message, 300)}")
+        out += [f"> {line}" if line else ">" for line in _more(r.prompt_injections, cap, "prompt injection(s)")]
     if r.routing.unknown:
         out += [
             "",
@@ -104,12 +136,19 @@ def render_markdown(r: Review) -> str:
     out += ["", "### Cards", ""]
     if r.changes:
         out += ["| change | card | name | authors in this range |", "|---|---|---|---|"]
-        for ch in r.changes:
+        for ch in _first(r.changes, cap):
             card = _code(ch.id) + (f" (was {_code(ch.old_id)})" if ch.old_id else "")
             authors = ", ".join(cell(a) for a in ch.authors) or "–"
             out.append(f"| {ch.status} | {card} | {cell(ch.name, None)} | {authors} |")
+        out += _more(r.changes, cap, "card(s)")
         served = [c for c in r.changes if c.status != "removed" and (c.summary or c.name)]
-        if served:
+        if served and cap is not None:
+            out += [
+                "",
+                f"What agents will read of the {len(served):,} card(s), every field whole, is left out to keep this "
+                "comment under GitHub's size limit: `cairn review BASE..HEAD --json` has it.",
+            ]
+        elif served:
             out += ["", _details("What agents will read (every field whole)", _served_lines(served), open_=True)]
     else:
         out.append("No card under `cards/` changes in this range.")
@@ -123,8 +162,9 @@ def render_markdown(r: Review) -> str:
     out += ["", "### Lint", ""]
     if r.findings:
         out += ["| severity | where | rule | message |", "|---|---|---|---|"]
-        for f in r.findings:
+        for f in _first(r.findings, cap):
             out.append(f"| {f.severity} | {_code(f'{f.path}:{f.line}')} | {cell(f.rule)} | {cell(f.message, 300)} |")
+        out += _more(r.findings, cap, "finding(s)")
     else:
         out.append("No findings on the changed cards (linted as HEAD holds them).")
     out += ["", "### Near-duplicates and conflicts", ""]
@@ -134,21 +174,29 @@ def render_markdown(r: Review) -> str:
             f"| kind | changed card | other card | why | {' | '.join(figures)} |",
             "|---|---|---|---|" + "---|" * len(figures),
         ]
-        for s in r.similar:
+        for s in _first(r.similar, cap):
             kind = "**probable conflict**" if s.kind == "conflict" else "near-duplicate"
             values = " | ".join(f"{getattr(s, name):.3f}" for name in figures)
             out.append(
                 f"| {kind} | {_code(s.card)} | {_code(s.other)} {cell(s.other_name, 80)} | {cell(s.why, 240)} | "
                 f"{values} |"
             )
+        out += _more(r.similar, cap, "near-duplicate(s) or conflict(s)")
     else:
         out.append("None found among the cards closest to each changed card.")
     out += ["", "### Routing impact", ""]
     out += _routing_lines(r.routing)
     out += ["", "### Cards' own questions", ""]
-    out += _own_lines(r)
+    out += _own_lines(r, cap)
     prov = [c for c in r.changes if c.provenance or c.commits]
-    if prov:
+    if prov and cap is not None:
+        out += [
+            "",
+            "### Provenance",
+            "",
+            f"The provenance of {len(prov):,} card(s) is in `cairn review BASE..HEAD --json`.",
+        ]
+    elif prov:
         out += ["", "### Provenance", "", _details(f"Provenance of {len(prov)} card(s)", _provenance_lines(prov))]
     out += [
         "",
@@ -275,7 +323,7 @@ def _silenced_note(r: Review) -> str:
     return f", {len(silenced)} card(s) their own questions no longer find" if silenced else ""
 
 
-def _own_lines(r: Review) -> list[str]:
+def _own_lines(r: Review, cap: int | None = None) -> list[str]:
     asked = "Each card this range adds or changes, and the cards closest to it, asked its name, its summary's first sentence and its aliases"
     if not any(c.status != "removed" for c in r.changes):
         return ["No card is added or changed, so none was asked its own questions."]
@@ -292,13 +340,14 @@ def _own_lines(r: Review) -> list[str]:
         return [found, *(["", unasked] if unasked else [])]
     lines = [f"{asked}, at the merge base and at HEAD. No eval case may cover these:", ""]
     lines += ["| card | kind | asked | base injects | head injects | why |", "|---|---|---|---|---|---|"]
-    for q in r.own:
+    for q in _first(r.own, cap):
         kind = f"**{q.kind}**" if q.kind == "silenced" else q.kind
         base = "(not there)" if q.base is None else _ids(q.base) or "–"
         lines.append(
             f"| {_code(q.card)} | {kind} | {q.field}: {cell(q.query, 120)} | {base} | {_ids(q.head) or '–'} | "
             f"{cell(q.why, 240)} |"
         )
+    lines += _more(r.own, cap, "card question(s)")
     if len(r.own) > _LONG_LIST:
         lines = [lines[0], "", _details(f"{len(r.own)} card question(s)", lines[2:], open_=True)]
     return lines + (["", unasked] if unasked else [])
