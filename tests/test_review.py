@@ -1214,7 +1214,8 @@ def test_a_long_review_reports_each_stage(vault_repo: VaultRepo) -> None:
     """Bug fixed: `cairn review` of a range adding many cards (an import: 2,000 cards took a minute, two thirds of it
     comparing each card with its neighbours) showed no progress on a terminal but for the eval cases, at the end.
     Each long stage now reports its own: indexing each end, comparing the changed cards, the eval cases. And asking
-    cards their own questions, after the eval cases, reported nothing (40 silent seconds for 700 of 5,000 cards)."""
+    cards their own questions, after the eval cases, reported nothing (40 silent seconds for 700 of 5,000 cards),
+    nor did linting the changed cards, before the first bar."""
     from cairn.hot.vault import find_vault
     from cairn.review.report import review
 
@@ -1230,6 +1231,7 @@ def test_a_long_review_reports_each_stage(vault_repo: VaultRepo) -> None:
 
     review(find_vault(vault_repo.root), "main..many", progress=stage)
     assert list(heard) == [
+        "review: linting the changed cards",
         "review: indexing the base",
         "review: indexing HEAD",
         "review: comparing changed cards",

@@ -63,6 +63,7 @@ def lint_files(
     pending: Mapping[str, bytes] | None = None,
     removed: Sequence[str] = (),
     commit: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> LintReport:
     """Lint some vault-relative files in the context of the whole vault (uniqueness, links, duplicates).
 
@@ -72,9 +73,9 @@ def lint_files(
     found by comparing with HEAD, and in `pre-commit run --from-ref --to-ref` with the range's merge base): the cards
     that supersede them are linted too, so pre-commit, review and a whole-vault `cairn lint` give one verdict on a
     deletion. `commit`, with source `commit`: the commit whose tree
-    (cards and `cairn.toml`) is the vault.
+    (cards and `cairn.toml`) is the vault. `progress(done, total)` as `lint_vault` gives it.
     """
-    return _lint(vault, list(rel_paths), rules, source, today, pending, removed, commit=commit)
+    return _lint(vault, list(rel_paths), rules, source, today, pending, removed, progress, commit)
 
 
 def _lint(

@@ -466,8 +466,11 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
         if config_changed:
             lint_paths.append(CONFIG_FILE)
         removed = [c.old_path for c in raw_changes if c.old_path and c.status in "DR"]  # lint what supersedes them
+        linting = progress("review: linting the changed cards")
         findings = (
-            lint_files(snapshot, lint_paths, today=today, removed=removed).findings if lint_paths or removed else ()
+            lint_files(snapshot, lint_paths, today=today, removed=removed, progress=linting).findings
+            if lint_paths or removed
+            else ()
         )
         findings += tuple(
             Finding(c.new_path, 0, "path-outside-cards", "a submodule cannot hold cards")
