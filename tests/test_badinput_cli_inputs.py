@@ -39,7 +39,7 @@ def _one_error_line(done: subprocess.CompletedProcess[str]) -> str:
         ("[recall]\nmin_coverage = inf\n", "[recall] min_coverage must be a finite number, not inf"),
         ("[recall]\nmin_margin = -0.5\n", "[recall] min_margin must be between 0 and 1, not -0.5"),
         ("[recall]\nmax_cards = 0\n", "[recall] max_cards must be 1 or more, not 0"),
-        ("[recall]\nk1 = -1\n", "[recall] k1 must be 0 or more, not -1"),
+        ("[recall]\nk1 = -1\n", "[recall] k1 must be between 0 and 100, not -1"),
         ("[lint]\nmax_age_days = 99999999999999\n", "[lint] max_age_days must be between 1 and 36500"),
         ("[hook]\nsession_ttl_days = 0\n", "[hook] session_ttl_days must be between 1 and 36500, not 0"),
     ],

@@ -748,3 +748,21 @@ def test_init_names_the_branch_main_under_a_git_older_than_2_28(tmp_path: Path) 
     assert "commit them on main" in done.stdout
     branch = subprocess.run(["git", "symbolic-ref", "HEAD"], cwd=tmp_path / "lessons", capture_output=True, check=True)
     assert branch.stdout.decode().strip() == "refs/heads/main"
+
+
+def test_index_names_twenty_cards_it_left_out_and_counts_the_rest(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a reorganisation that broke 300 cards had `cairn index` print 300 lines on every run, up to date or
+    not; it names 20 and counts the rest (`cairn lint` lists every one)."""
+    for n in range(23):
+        vault_repo.write_raw(f"cards/ops/broken-{n:02}.md", "---\nname: [unclosed\n---\n\nBody.\n")
+    vault_repo.write("ops/fine", "A fine card", "It indexes.")
+    vault_repo.commit("Twenty-three broken cards")
+    for _ in range(2):  # a full build, then an index already up to date
+        done = vault_repo.cairn("index")
+        assert done.returncode == 0, done.stderr
+        lines = done.stderr.splitlines()
+        assert sum(line.endswith("(left out of the index)") for line in lines) == 20
+        assert lines[20:] == [
+            "... and 3 more left out.",
+            "23 card file(s) left out; fix them (see `cairn lint`) and commit.",
+        ]

@@ -38,6 +38,10 @@ from cairn.index import build as indexer
 from cairn.index.store import IndexBusy
 from cairn.terminal import clean_line, columns, pad
 
+# `cairn index` names this many cards it left out, then counts the rest: a reorganisation that broke 300 cards
+# printed 300 lines on every run, up to date or not (`cairn lint` lists every one).
+SHOWN_LEFT_OUT = 20
+
 
 def _vault_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """A --name that cannot be registered is refused before the vault is made, not after (when init said so and
@@ -581,8 +585,10 @@ def index(
             checked_out = checked_out_branch(vault.git_root, indexed, configured, set_ref)
             if checked_out is not None:
                 echo(f"Note: {checked_out[0]}: {checked_out[1]}", err=True)
-        for finding in report.problems:
+        for finding in report.problems[:SHOWN_LEFT_OUT]:
             echo(clean_line(f"{finding}  (left out of the index)"), err=True)
+        if len(report.problems) > SHOWN_LEFT_OUT:
+            echo(f"... and {len(report.problems) - SHOWN_LEFT_OUT} more left out.", err=True)
         if report.problems:
             echo(f"{len(report.problems)} card file(s) left out; fix them (see `cairn lint`) and commit.", err=True)
         if report.vectors.startswith("background "):
