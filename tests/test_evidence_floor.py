@@ -74,3 +74,18 @@ def test_min_evidence_is_a_setting_of_the_vault(template: Path) -> None:
     linted = run_cairn("lint", cwd=template)
     assert linted.returncode != 0
     assert "min_evidence" in linted.stdout + linted.stderr
+
+
+def test_words_that_weigh_exactly_the_floor_are_enough(template: Path) -> None:
+    """The floor is "at least": with `min_evidence = 1`, one word found in one card of the vault (1.0 rare word)
+    injects that card. Kills sweep 61's mutant R10 (the floor's `<` made `<=`: the card refused as little_evidence)."""
+    toml = template / "cairn.toml"
+    text = toml.read_text(encoding="utf-8")
+    toml.write_text(text.replace("min_evidence = 1.3", "min_evidence = 1"), encoding="utf-8")
+    subprocess.run(["git", "-C", str(template), "commit", "-qam", "evidence floor at one rare word"], check=True)
+    assert run_cairn("index", cwd=template).returncode == 0
+    assert "http/retry-post-needs-idempotency-key" in hook(template, "idempotency", "s1")
+    card = log_entries()[-1]["candidates"][0]
+    assert (card["id"], card["reason"]) == ("http/retry-post-needs-idempotency-key", None)
+    rows = json.loads(run_cairn("explain", "--json", "idempotency", cwd=template).stdout)["candidates"]
+    assert rows[0]["gates"]["evidence"] == {"value": 1.0, "threshold": 1.0}
