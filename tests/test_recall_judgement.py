@@ -116,6 +116,31 @@ def test_a_group_needs_every_card_to_pass_coverage(vault_repo: VaultRepo) -> Non
     assert result.candidates[1].reason == "low_coverage"
 
 
+def test_a_first_card_covering_little_of_the_prompt_brings_no_group_in(vault_repo: VaultRepo) -> None:
+    """Card 1 matches two of the prompt's six rare words, strongly (its name): it scores first with a coverage of
+    0.33. Card 2 matches the other four, scores about as well and stands clear of the rest: the two would be a group,
+    but card 1 fails the coverage gate, so neither goes in (card 2 is refused below it). Kills sweep 61's mutant R13
+    (no coverage check on card 1 of a group: both injected) and R9 (no prefix rule: card 2 injected alone)."""
+    vault_repo.write("zoo/quokka", "Quokka quoll", "Quokka and quoll care", "The quokka and the quoll need shade.")
+    vault_repo.write(
+        "zoo/marsupials",
+        "Feeding marsupials",
+        "How to feed the wombat",
+        "Give the wombat fresh grass, the numbat termites, the bilby seeds and the potoroo fungi; all eat at dusk.",
+    )
+    vault_repo.write("zoo/lions", "Lion feeding", "Lions eat meat", "Give meat to lions at noon.")
+    vault_repo.write("zoo/penguins", "Penguin pool", "Penguins need cold water", "Keep the penguin pool cold.")
+    vault_repo.write("zoo/reptiles", "Reptile lamps", "Reptiles need heat lamps", "Check the lamps daily.")
+    vault_repo.commit("zoo")
+    result = _recall(vault_repo, "quokka quoll wombat numbat bilby potoroo")
+    first, second = result.candidates[:2]
+    assert (first.card.id, second.card.id) == ("zoo/quokka", "zoo/marsupials")
+    assert first.coverage < result.settings.min_coverage <= second.coverage
+    assert second.score >= R.GROUP_SPREAD * first.score and second.lead >= result.settings.min_lead
+    assert result.abstained and result.injected == ()
+    assert (second.reason, second.blocked_by) == ("small_margin", "zoo/quokka")
+
+
 def test_the_opt_in_confidence_gate_injects_the_cut_it_is_sure_of(vault_repo: VaultRepo) -> None:
     from cairn.hot import confidence
 
