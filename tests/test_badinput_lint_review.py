@@ -44,6 +44,33 @@ def test_review_markdown_renders_card_text_as_text(vault_repo: VaultRepo) -> Non
     assert len(re.findall(r"(?<!\\)\|", row.replace("\\\\", ""))) == 5, row
 
 
+def _github_text(markdown: str) -> str:
+    """The comment's text as GitHub reads it for mentions, issue references and emoji: outside code and links."""
+    page = MarkdownIt("gfm-like", {"linkify": False}).disable("linkify").render(markdown)
+    return html.unescape(re.sub(r"<code>.*?</code>|<[^>]*>", " ", page))
+
+
+def test_review_markdown_neither_notifies_nor_links_what_a_card_names(vault_repo: VaultRepo) -> None:
+    """GitHub reads `@name`, `#12`, `owner/repo#12`, `GH-12` and `:x:` in a comment's text however it is escaped:
+    a card (or a commit's author name) that says them notified people, listed the pull request on other issues and
+    drew an emoji. They read the same, and are none of these."""
+    make_vault(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "pr")
+    name = "Ping @octocat and @acme/security about #1, octo/repo#2 and GH-3 :tada:"
+    summary = "Stash untracked files with git stash -u, as @octocat said in #12 :x: (mail ann@example.com at 12:30)."
+    vault_repo.write("git/mentions", name, summary, scope=["git"])
+    vault_repo.commit("A card that names people and issues", author=("@mallory", "m@example.com"))
+    done = vault_repo.invoke("review", "main..pr")
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = _github_text(done.stdout)
+    assert not re.search(r"(?:^|\W)@[a-z0-9]", text, re.I), text  # GitHub's mention, its @org/team too
+    assert not re.search(r"#[0-9]|\bGH-[0-9]", text, re.I), text  # an issue reference
+    assert not re.search(r":[a-z0-9_+-]+:", text, re.I), text  # an emoji
+    read = text.replace("\u200b", "")  # as a reader sees it: the card's words, whole
+    for said in (name, summary, "@mallory"):
+        assert said in read
+
+
 # -- the vault template's workflow: a review that cannot run says why in the comment --------------------------------
 
 

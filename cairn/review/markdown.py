@@ -34,16 +34,26 @@ def _one_line(text: object, limit: int | None) -> str:
 # footnotes (both brackets: a value's `]` could close a bracket the report puts around it), and `_` emphasis, except
 # between two letters or digits (`max_cards`), where it can neither open nor close one.
 _INLINE = re.compile(r"[\\`*~\[\]]|(?<![^\W_])_|_(?![^\W_])")
+# What GitHub makes of a comment's text however it is escaped (it reads the rendered text, outside code): `@name`
+# notifies that person or team, `#12`, `owner/repo#12` and `GH-12` link that issue and list the comment on it, `:x:`
+# is an emoji (`:+1:` too; not `path:12:`, all digits, which GitHub leaves alone but for `:100:` and `:1234:`). A
+# zero-width space after the `@`, `#`, `GH-` or `:` (`&#8203;`, plain in the Markdown) keeps the text as it reads and
+# matches none of them.
+_GITHUB_REFERENCE = re.compile(
+    r"@(?=[A-Za-z0-9])|#(?=[0-9])|\bGH-(?=[0-9])|:(?=[0-9_]*[A-Za-z+-][A-Za-z0-9_+-]*:)", re.IGNORECASE
+)
 
 
 def cell(text: object, limit: int | None = 160) -> str:
     """Text safe inside a Markdown table cell, read as text: one line, no pipes, no HTML (a hidden comment must
     show), no inline Markdown (a card cannot make a link, an image or emphasis in the comment; each such character is
-    backslash-escaped, so it renders as written), invisible characters made visible (`<U+200B>`). limit: longer text
-    is cut with `…`; None keeps it whole (what agents read is never cut)."""
+    backslash-escaped, so it renders as written), no GitHub mention, issue reference or emoji, invisible characters
+    made visible (`<U+200B>`). limit: longer text is cut with `…`; None keeps it whole (what agents read is never
+    cut)."""
     value = _one_line(text, limit)
     value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _INLINE.sub(lambda m: "\\" + m.group(), value).replace("|", "\\|")
+    value = _INLINE.sub(lambda m: "\\" + m.group(), value).replace("|", "\\|")
+    return _GITHUB_REFERENCE.sub(lambda m: m.group() + "&#8203;", value)
 
 
 def _code(text: str) -> str:
