@@ -56,10 +56,15 @@ def cell(text: object, limit: int | None = 160) -> str:
     return _GITHUB_REFERENCE.sub(lambda m: m.group() + "&#8203;", value)
 
 
-def _code(text: str) -> str:
-    """Text as a code span: shown literally (no escape is read inside one), so only a backtick, which would end it,
-    is replaced, and a pipe escaped for the table around it."""
-    return "`" + _one_line(text, 160).replace("`", "'").replace("|", "\\|") + "`"
+def _code(text: str, table: bool = True) -> str:
+    """Text as a code span, shown as it is (no escape is read inside one): fenced by more backticks than any run of
+    them in it (and a space inside the fence when it starts or ends with one), so no backtick ends it early. table:
+    its pipes are escaped, as the table around it needs (GFM reads `\\|` there as `|`; outside a table it shows as
+    written)."""
+    value = _one_line(text, 160)
+    fence = "`" * (max(map(len, re.findall("`+", value)), default=0) + 1)
+    pad = " " if value[:1] == "`" or value[-1:] == "`" else ""
+    return fence + pad + (value.replace("|", "\\|") if table else value) + pad + fence
 
 
 def render_markdown(r: Review) -> str:
@@ -96,7 +101,7 @@ def _render(r: Review, cap: int | None) -> str:
     what = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no cards changed"
     verdict = {"fails": "❌ **Fails**", "blocked": "⛔ **Blocked**", "passes": "✅ **Passes**"}[r.verdict]
     warnings = len(r.findings) - len(r.lint_errors)
-    out.append(f"## Cairn review of {_code(f'{r.base_rev}..{r.head_rev}')}")
+    out.append(f"## Cairn review of {_code(f'{r.base_rev}..{r.head_rev}', table=False)}")
     out.append("")
     out.append(
         f"{verdict}: {r.n_errors} error(s), {len(r.blocked)} change(s) a maintainer must check, {warnings} lint "
@@ -119,7 +124,7 @@ def _render(r: Review, cap: int | None) -> str:
     if r.prompt_injections:
         out += ["", "> [!CAUTION]", "> **Prompt injection.** These cards would put instructions into agents' prompts:"]
         for f in _first(r.prompt_injections, cap):
-            out.append(f"> - {_code(f.path)} line {f.line}: {cell(f.message, 300)}")
+            out.append(f"> - {_code(f.path, table=False)} line {f.line}: {cell(f.message, 300)}")
         out += [f"> {line}" if line else ">" for line in _more(r.prompt_injections, cap, "prompt injection(s)")]
     if r.routing.unknown:
         out += [
@@ -132,7 +137,8 @@ def _render(r: Review, cap: int | None) -> str:
             # the id is right when HEAD holds the card and its index refuses it: the card is what to fix
             why = " (HEAD holds it, but its index leaves it out: fix the card, see Lint)"
             out.append(
-                f"> - {_code(file)}: {_code(case)} expects {_code(card)}" + (why if card in r.routing.left_out else "")
+                f"> - {_code(file, table=False)}: {_code(case, table=False)} expects {_code(card, table=False)}"
+                + (why if card in r.routing.left_out else "")
             )
     new_false = r.routing.new_false_injections
     if new_false:
@@ -142,7 +148,7 @@ def _render(r: Review, cap: int | None) -> str:
             f"> **{len(new_false)} negative eval case(s) now get a card** (they should get none):",
         ]
         for c in new_false[:_LONG_LIST]:
-            out.append(f"> - {_code(c.id)} gets {', '.join(_code(i) for i in c.head)}")
+            out.append(f"> - {_code(c.id, table=False)} gets {', '.join(_code(i, table=False) for i in c.head)}")
     out += ["", "### Cards", ""]
     if r.changes:
         out += ["| change | card | name | authors in this range |", "|---|---|---|---|"]
@@ -221,7 +227,7 @@ def _served_lines(changes: Sequence[CardChange]) -> list[str]:
     """Each card as an agent gets it (name, summary; never cut), its hidden characters and its changed fields."""
     lines: list[str] = []
     for c in changes:
-        lines += [f"**{_code(c.id)}** ({c.status})", ""]
+        lines += [f"**{_code(c.id, table=False)}** ({c.status})", ""]
         if c.left_out:  # the index refuses it at HEAD: its fields below are what it says, not what agents read
             lines.append(f"- ⛔ **Not served**: HEAD's index leaves it out ({cell(c.left_out, None)})")
         elif c.not_served:  # held, never admitted: a draft, retired, expired or superseded card
@@ -235,10 +241,8 @@ def _served_lines(changes: Sequence[CardChange]) -> list[str]:
                 f"{cell(', '.join(h.characters), None)}. As written: {cell(h.visible, None)}"
             )
         if c.was_superseded_by:
-            lines.append(
-                f"- Served again: superseded at the base by {', '.join(_code(i) for i in c.was_superseded_by)}, by no "
-                "active card at HEAD"
-            )
+            by = ", ".join(_code(i, table=False) for i in c.was_superseded_by)
+            lines.append(f"- Served again: superseded at the base by {by}, by no active card at HEAD")
         if c.status != "added" and (c.fields or c.body_changed):
             lines += ["", "| field | before | after |", "|---|---|---|"]
             for f in c.fields:
@@ -279,7 +283,7 @@ def _details(summary: str, lines: Sequence[str], open_: bool = False) -> str:
 def _routing_lines(routing: Routing) -> list[str]:
     if routing.note:
         return [cell(routing.note[0].upper() + routing.note[1:] + ".", None)]
-    files = ", ".join(_code(f) for f in routing.files)
+    files = ", ".join(_code(f, table=False) for f in routing.files)
     lines = [
         f"{routing.n_cases} eval case(s) from {files}, run at the merge base and at HEAD on words alone, as "
         "`CAIRN_SEMANTIC=0 cairn eval` measures them (with the semantic extra, `cairn eval` asks the cards' meaning "
