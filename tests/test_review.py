@@ -409,6 +409,25 @@ def test_review_fails_a_case_expecting_a_card_head_does_not_hold(vault_repo: Vau
     assert refused.returncode == 1 and "which the index does not hold" in refused.stderr  # what review now says
 
 
+def test_review_says_how_many_more_cases_expect_a_card_head_does_not_hold(vault_repo: VaultRepo) -> None:
+    """The comment lists the first eight cases that expect a card HEAD does not hold: the others, each an error the
+    author must fix, were left out without a word (the heading's count alone said there were more)."""
+    _base(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "typos")
+    cases = "".join(
+        f'- id: typo-{i}\n  query: "docker stop waits"\n  expect: [docker/missing-{i}]\n' for i in range(11)
+    )
+    vault_repo.write_raw("evals/typos.yaml", cases)
+    vault_repo.commit("Cases with typos", author=BOB)
+    done = vault_repo.invoke("review", "main..typos", "--today", "2026-02-01")
+    assert done.returncode == 1, done.stdout + done.stderr
+    listed = [line for line in done.stdout.splitlines() if line.startswith("> - `evals/typos.yaml`: ")]
+    assert len(listed) == 8
+    assert "> - and 3 more: `--json` lists each one (`routing.unknown_expected`)" in done.stdout
+    data = json.loads(vault_repo.invoke("review", "main..typos", "--today", "2026-02-01", "--json").stdout)
+    assert len(data["routing"]["unknown_expected"]) == 11
+
+
 def test_review_says_a_case_expects_a_card_its_index_leaves_out(vault_repo: VaultRepo) -> None:
     """Bug fixed: a pull request that put `curl ... | sh` into a card its cases expect listed those cases as expecting
     "a card HEAD does not hold" with "fix the id, or the case": the id was right, the index refused the card. Each

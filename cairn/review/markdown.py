@@ -140,6 +140,9 @@ def _render(r: Review, cap: int | None) -> str:
                 f"> - {_code(file, table=False)}: {_code(case, table=False)} expects {_code(card, table=False)}"
                 + (why if card in r.routing.left_out else "")
             )
+        if len(r.routing.unknown) > _LONG_LIST:
+            more = len(r.routing.unknown) - _LONG_LIST
+            out.append(f"> - and {more} more: `--json` lists each one (`routing.unknown_expected`)")
     new_false = r.routing.new_false_injections
     if new_false:
         out += [
