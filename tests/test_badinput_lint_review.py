@@ -7,10 +7,12 @@ import json
 import os
 import re
 import resource
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from markdown_it import MarkdownIt
 
@@ -131,6 +133,48 @@ def test_workflow_says_what_to_set_when_cairn_cannot_be_installed(tmp_path: Path
     assert f"pip could not install {requirement}." in error
     assert "Set CAIRN_REQUIREMENT in .github/workflows/cairn.yml on the base branch" in error
     assert '"cairn-lessons @ git+https://.../cairn@COMMIT"' in error
+
+
+_GITHUB_SCRIPT = """
+const calls = [];
+const github = {paginate: async () => [], rest: {issues: {listComments: null,
+  createComment: async (call) => calls.push(call), updateComment: async (call) => calls.push(call)}}};
+const context = {repo: {owner: 'o', repo: 'r'}, payload: {pull_request: {number: 1}}};
+(async () => {
+SCRIPT
+})().then(() => process.stdout.write(calls[0].body));
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="the post step is actions/github-script's JavaScript")
+def test_workflow_cuts_a_long_review_with_a_note_outside_any_folded_block(tmp_path: Path) -> None:
+    """A review over 60,000 characters is cut for GitHub's comment cap: the note saying so went inside a folded
+    <details> when the cut fell there (the provenance is one), so the comment hid that it was cut."""
+    template = Path(__file__).resolve().parents[1] / "cairn" / "templates" / "vault"
+    script = _workflow_step(template, "Post the review on the pull request")["with"]["script"]
+    rows = "".join(f"| `cards/git/card-{i:05d}` | `0123abcd` Ann Author 2026-12-01 |\n" for i in range(2000))
+    (tmp_path / "review.md").write_text(
+        "## Cairn review\n\n<details><summary>Provenance</summary>\n\n| card | commits |\n|---|---|\n"
+        + rows
+        + "\n</details>\n"
+    )
+    (tmp_path / "post.js").write_text(_GITHUB_SCRIPT.replace("SCRIPT", script))
+    done = subprocess.run(
+        ["node", str(tmp_path / "post.js")],
+        env=dict(os.environ, RUNNER_TEMP=str(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    body = done.stdout
+    assert len(body) < 65536
+    assert body.rstrip("*").endswith("the full review is in the job summary)"), body[-300:]
+    before = body[: body.rindex("(cut: ")]
+    assert before.count("<details>") == before.count("</details>"), before[-300:]  # the note is in no folded block
+    page = _rendered(body)
+    assert "</details>\n<p><strong>(cut: the comment holds at most 60,000 characters;" in page, page[-300:]
+    assert "card-00000" in page and "Ann Author 2026-12-01</td>\n</tr>\n</tbody>\n</table>" in page  # whole rows
 
 
 # -- review: a symlinked card is not followed out of the checkout ----------------------------------------------------
