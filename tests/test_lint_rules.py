@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+import importlib
+import pkgutil
 import re
 import unicodedata
 from pathlib import Path
 
 import pytest
 
+import cairn.lint.rules
 from cairn.hot.vault import find_vault
 from cairn.lint import RULES, lint_files, lint_vault
 from helpers.lintcases import FIXTURES, TODAY, Case, cases, expected, lay_context, place, rules
@@ -48,6 +51,18 @@ def test_every_rule_has_good_and_bad_fixtures() -> None:
             if not line.startswith("#"):
                 match = _LINE.match(line)
                 assert match and match.group(3) in ids, f"{rule.id}/EXPECTED holds another rule's finding: {line}"
+
+
+def test_every_rule_module_is_in_the_registry() -> None:
+    # A rule module left out of RULES runs nowhere (lint, review, the index) and, without fixtures, fails no test.
+    registered = {rule.id for rule in RULES}
+    for module in pkgutil.iter_modules(cairn.lint.rules.__path__):
+        rule = getattr(importlib.import_module(f"cairn.lint.rules.{module.name}"), "RULE", None)
+        assert rule is not None, f"cairn/lint/rules/{module.name}.py defines no RULE = Rule(...)"
+        assert rule.id in registered, (
+            f"cairn/lint/rules/{module.name}.py ({rule.id}) is not in RULES: import it in cairn/lint/registry.py and "
+            "add its RULE where its findings should appear"
+        )
 
 
 def test_expected_lines_name_existing_bad_cards() -> None:
