@@ -21,19 +21,22 @@ from cairn.cards.card import parse_card
 from cairn.cards.visible import invisible_in
 from cairn.hot.vault import find_vault
 from cairn.lint import lint_files
+from cairn.lint.security import security_rules
 from helpers.payloads import claude_payload
 from helpers.vaults import VaultRepo, make_vault
 
 CASES: list[dict[str, str]] = json.loads(
     (Path(__file__).resolve().parent / "fixtures" / "attacks" / "cases.json").read_text("utf-8")
 )
-SECURITY = {"secret", "prompt-injection", "id-text", "hidden-text", "remote-code", "encoded-payload"}
+SECURITY = {rule.id for rule in security_rules()}  # a new security rule needs its case here
 TODAY = dt.date(2026, 12, 1)
 
 
 def test_the_corpus_covers_the_issue() -> None:
     assert len(CASES) >= 40
     assert len({c["id"] for c in CASES}) == len(CASES) and len({c["path"] for c in CASES}) == len(CASES)
+    missing = SECURITY - {c["rule"] for c in CASES}
+    assert not missing, f"no case in tests/fixtures/attacks/cases.json for the security rule(s) {sorted(missing)}"
     assert {c["rule"] for c in CASES} == SECURITY
     texts = " ".join(c["text"] + c["path"] for c in CASES)
     for needle in (
