@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from cairn import githooks, install
+from cairn import doctor, githooks, install
+from cairn.hot import hook
+from cairn.review.policy import file_blocks
 from helpers.cli import run_on_terminal
 from helpers.hostile import assert_clean_exit
 from helpers.payloads import FITTING_PROMPT, payload_for
@@ -52,6 +54,22 @@ def configured(vault_repo: VaultRepo) -> VaultRepo:
     added = cairn("vault", "add", str(vault_repo.root), "--name", "team")
     assert added.returncode == 0, added.stderr
     return vault_repo
+
+
+@pytest.mark.parametrize("agent", sorted(install.AGENTS))
+def test_every_agent_is_known_to_the_hook_doctor_and_review(agent: str) -> None:
+    # An agent added to AGENTS alone installs a hook that cannot run, crashes doctor and passes review unchecked.
+    assert agent in hook.FORMATS, f"cairn hook has no --format {agent}: add it to FORMATS in cairn/hot/hook.py"
+    assert agent in doctor._READS, (
+        f"doctor cannot judge {agent}'s hook: add the formats it reads to _READS in cairn/doctor.py"
+    )
+    settings = install.AGENTS[agent].settings
+    assert file_blocks([settings], ""), (
+        f"cairn review lets a pull request change {settings}: add its folder to _RUNS_FOLDERS in cairn/review/policy.py"
+    )
+    assert (Path(install.__file__).parent / "templates" / "hooks" / agent).is_dir(), (
+        f"no hook to copy by hand: add cairn/templates/hooks/{agent}/ and its line in its README.md"
+    )
 
 
 @pytest.mark.parametrize("agent", sorted(SETTINGS))
