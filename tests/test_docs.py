@@ -18,7 +18,10 @@ DOCS = ("ARCHITECTURE.md", "CONTRIBUTING.md", "benchmarks/README.md")
 def test_the_readme_table_lists_every_command(readme: str) -> None:
     text = (ROOT / readme).read_text(encoding="utf-8")
     listed = set(re.findall(r"^\| `cairn ([a-z-]+)", text, re.M)) | set(re.findall(r" / `cairn ([a-z-]+)", text))
-    assert listed == set(COMMANDS)
+    assert listed == set(COMMANDS), (
+        f"{readme}'s command table and COMMANDS in cairn/cli/__init__.py differ: add a row for "
+        f"{sorted(set(COMMANDS) - listed)}, remove {sorted(listed - set(COMMANDS))}"
+    )
 
 
 @pytest.mark.parametrize("doc", DOCS)
