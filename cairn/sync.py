@@ -8,6 +8,7 @@ decides. The working tree, the staging area and the current branch are never tou
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 from collections.abc import Callable
@@ -31,7 +32,8 @@ Say = Callable[[str], None]
 @dataclass(frozen=True, slots=True)
 class SyncResult:
     """What sync did to one vault. status: `updated` (new commits indexed), `unchanged`, `diverged` (the remote was
-    rewritten: nothing changed, `message` says what to do), `error` (fetch or index failed: the old index stays)."""
+    rewritten: the served ref stays, `message` says what to do), `error` (fetch or index failed: the served ref stays).
+    When the fetch fails, the index is still brought up to the served ref as it stands (`before` -> `after`)."""
 
     name: str
     root: str
@@ -123,7 +125,9 @@ def _sync(
             # Checked out, or ahead with commits not pushed yet: it holds every commit of the remote's already.
             say(f"{name}: {ref} already holds {remote}'s {src.removeprefix('refs/heads/')}")
         elif status != 0:
-            return _fetch_failed(repo, vault, name, ref, before, remote, src, str(stderr))
+            indexed = _index_as_it_stands(repo, vault, name, ref, before, say, progress)
+            failed = _fetch_failed(repo, vault, name, ref, indexed, remote, src, str(stderr))
+            return dataclasses.replace(failed, before=before)
     try:
         _, after = indexer.served_commit(vault, repo)
         if before and before != after and gitrepo.commit_exists(repo, before):
@@ -163,6 +167,23 @@ def _sync(
         another = serve_another(_entry(name, str(vault.root)))
         note = f"it served {switched} until now; {ref} is what it serves now; to serve another ref: {another}"
     return SyncResult(name, str(vault.root), ref, outcome, before, report.commit, report.n_cards, fetched, note)
+
+
+def _index_as_it_stands(
+    repo: Any, vault: Vault, name: str, ref: str, before: str | None, say: Say, progress: indexer.Progress | None
+) -> str | None:
+    """The commit the index holds once it is brought up to the served ref as it stands, when the fetch failed. The
+    ref may have moved since the index was built (a `git fetch`, or a commit on the checked-out branch, in a clone
+    without Cairn's git hooks): agents get nothing from an index behind it. A rewritten history is left as it was."""
+    try:
+        _, served = indexer.served_commit(vault, repo)
+        if served == before:
+            return before
+        say(f"{name}: indexing {ref} at {served[:8]}")
+        report = indexer.build_index(vault, progress=progress)
+    except CairnError:
+        return before
+    return before if report.mode == "diverged" else report.commit
 
 
 def _entry(name: str, root: str) -> VaultEntry:

@@ -1132,6 +1132,27 @@ def test_sync_after_a_fetch_killed_midway_says_to_remove_its_lock(tmp_path: Path
     assert (done["status"], done["after"]) == ("updated", new)
 
 
+def test_sync_that_cannot_reach_the_remote_still_indexes_what_the_vault_serves(tmp_path: Path) -> None:
+    """Bug fixed: a clone without Cairn's git hooks that ran `git fetch` serves the fetched origin/main; when sync
+    then could not reach the remote it said "still serving what was indexed" and left the index behind the served
+    ref, which agents get nothing from (`cairn doctor`: stale). It now indexes the served ref as it stands."""
+    _authors_vault(tmp_path)
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "remote.git"), str(tmp_path / "mine")], check=True)
+    clone = VaultRepo(tmp_path / "mine")
+    assert cairn("vault", "add", str(clone.root), "--name", "clone", cwd=tmp_path).returncode == 0
+    new = _a_teammate_pushes_a_lesson(tmp_path)
+    clone.git("fetch", "-q", "origin")
+    clone.git("remote", "set-url", "origin", str(tmp_path / "gone.git"))
+
+    failed = cairn("sync", "clone", "--json", cwd=tmp_path)
+    assert failed.returncode == 1
+    result = json.loads(failed.stdout)["vaults"][0]
+    assert (result["status"], result["after"]) == ("error", new), result
+    assert "does not appear to be a git repository" in result["message"]
+    doctor = cairn("doctor", cwd=tmp_path).stdout
+    assert f"ok   index clone: 3 cards at {new[:8]}" in doctor, doctor
+
+
 def _a_teammate_pushes_a_lesson(tmp_path: Path) -> str:
     """A teammate's clone commits a card and pushes it to the vault's remote; the commit."""
     other = _a_teammates_clone(tmp_path)
