@@ -253,6 +253,11 @@ def _merging(folder: Path) -> bool:
     return (folder / "MERGE_HEAD").is_file()
 
 
+def _bisecting(folder: Path) -> bool:
+    """Whether a bisect is under way in a work tree, given its git folder (git refuses to move the branch it began on)."""
+    return (folder / "BISECT_START").is_file()
+
+
 def _checked_out_at(stderr: str, root: str) -> str:
     """The work tree that has the served branch checked out, as git's refusal names it: another worktree of the
     repository (`git worktree add`) as well as the vault's own, where a pull in the vault would move another branch."""
@@ -320,14 +325,19 @@ def _fetch_failed(
     index_after = "" if hooked else f" && cairn index --vault {name}"
     said = " (its git hooks index it)" if hooked else ""
     fetched = f"{remote} {src}"
-    if checked_out and (_rebasing(git_folder) or _merging(git_folder)):
-        what, finish, abort = ("rebase", "rebase --continue", "rebase --abort")
-        if not _rebasing(git_folder):
-            what, finish, abort = ("merge", "commit", "merge --abort")
+    if checked_out and (_rebasing(git_folder) or _merging(git_folder) or _bisecting(git_folder)):
+        if _rebasing(git_folder):
+            what, end = (
+                "rebase",
+                f"finish it (`git -C {at} rebase --continue`) or abort it (`git -C {at} rebase --abort`)",
+            )
+        elif _merging(git_folder):
+            what, end = "merge", f"finish it (`git -C {at} commit`) or abort it (`git -C {at} merge --abort`)"
+        else:  # a pull on the detached HEAD a bisect checks out stops: "You are not currently on a branch"
+            what, end = "bisect", f"end it (`git -C {at} bisect reset`)"
         message = (
             f"{remote}'s {branch} has commits that {ref} lacks, and a {what} is under way in {where}, so sync cannot "
-            f"move {ref}: finish it (`git -C {at} {finish}`) or abort it (`git -C {at} {abort}`), then "
-            f"`{pull}{index_after}`{said}"
+            f"move {ref}: {end}, then `{pull}{index_after}`{said}"
         )
         return SyncResult(name, root, ref, "error", before, before, fetched=fetched, message=message)
     if own:

@@ -1437,6 +1437,31 @@ def test_sync_during_a_rebase_says_to_end_the_rebase_first(tmp_path: Path) -> No
     assert (author.root / ".git" / "rebase-merge").is_dir()  # the rebase is left as it was
 
 
+def test_sync_during_a_bisect_says_to_end_it_and_its_commands_run_as_printed(tmp_path: Path) -> None:
+    """Bug fixed: with a bisect under way on the served branch, git refuses to fetch into it and sync said
+    `git -C VAULT pull --ff-only && cairn index --vault team`, which stops at once on the detached HEAD a bisect checks
+    out ("You are not currently on a branch"). It now says to end the bisect first; run as printed, it is served."""
+    author = _authors_vault(tmp_path)
+    author.write("git/reflog", "The reflog keeps lost commits", "git reflog finds a commit a reset dropped.")
+    author.commit("A second lesson")
+    author.git("push", "-q", "origin", "main")
+    new = _a_teammate_pushes_a_lesson(tmp_path)
+    author.git("bisect", "start", "HEAD", "HEAD~1")
+    done = cairn("sync", cwd=tmp_path)
+    assert done.returncode == 1
+    root = author.root
+    assert "a bisect is under way" in done.stdout, done.stdout
+    told = re.findall(r"`([^`]+)`", done.stdout)
+    assert told == [f"git -C {root} bisect reset", f"git -C {root} pull --ff-only && cairn index --vault team"]
+    shell = {**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
+    for command in told:
+        ran = subprocess.run(["sh", "-c", command], cwd=tmp_path, env=shell, capture_output=True, text=True)
+        assert ran.returncode == 0, ran.stderr
+    assert author.git("rev-parse", "HEAD") == new
+    again = json.loads(cairn("sync", "--json", cwd=tmp_path).stdout)["vaults"][0]
+    assert (again["status"], again["after"]) == ("unchanged", new)
+
+
 def test_sync_of_a_checked_out_branch_the_remote_rewrote_does_not_say_to_merge_it_back(tmp_path: Path) -> None:
     """Bug fixed: a teammate force-pushed main to take a card out; the author's checked-out main still held it, and
     sync called those commits the author's own and said `git pull --no-rebase`, which merges the card back in.
