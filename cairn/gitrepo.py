@@ -711,14 +711,18 @@ def fetch(
     seconds: then it is stopped with everything it started (a remote helper, ssh) and the status is -1.
 
     Unless `prompt` (a person at a terminal ran the command), no credential or ssh question can wait for an answer:
-    git's own prompts are off (GIT_TERMINAL_PROMPT=0, GCM_INTERACTIVE=never), and git runs in a session of its own,
-    with no controlling terminal for ssh or a credential helper to open.
+    git's own prompts are off (GIT_TERMINAL_PROMPT=0, GCM_INTERACTIVE=never), so are the askpass programs git and ssh
+    would run instead (an empty GIT_ASKPASS hides core.askPass and SSH_ASKPASS from git: an editor's terminal sets
+    one, whose dialog nobody answers), and git runs in a session of its own, with no controlling terminal for ssh or
+    a credential helper to open.
     """
     run_env = {k: v for k, v in os.environ.items() if k not in ("GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_PREFIX")}
     run_env.update(env or {})
     run_env.update({"GIT_DIR": str(_git_dir_of(repo)), "LC_ALL": "C", "LANGUAGE": "C"})  # stderr is parsed
     if not prompt:
-        run_env.update({"GIT_TERMINAL_PROMPT": "0", "GCM_INTERACTIVE": "never"})
+        run_env.update(
+            {"GIT_TERMINAL_PROMPT": "0", "GCM_INTERACTIVE": "never", "GIT_ASKPASS": "", "SSH_ASKPASS_REQUIRE": "never"}
+        )
     proc = subprocess.Popen(
         ["git", "fetch", *args],
         cwd=repo.working_tree_dir or repo.git_dir,

@@ -10,7 +10,9 @@ import select
 import shlex
 import shutil
 import subprocess
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -452,11 +454,9 @@ def test_sync_stopped_by_ctrl_c_stops_its_fetch_too(tmp_path: Path) -> None:
         assert fetching(url) == []
 
 
-@pytest.mark.skipif(not shutil.which("script"), reason="needs util-linux `script` for a terminal")
-def test_sync_never_waits_on_a_credential_prompt_when_run_by_a_program(tmp_path: Path) -> None:
-    """A remote asking for a password: `cairn sync --json` run by a program from a terminal (an agent's shell, a
-    script) had git ask "Username for ..." on the terminal, and it waited there for ever. Run by a program, git's
-    prompts are now off: the vault fails at once and says why."""
+@contextmanager
+def _a_remote_asking_for_a_password() -> Iterator[str]:
+    """The URL of an HTTP git remote that answers every request by asking for a password."""
     import threading
     from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -473,7 +473,19 @@ def test_sync_never_waits_on_a_credential_prompt_when_run_by_a_program(tmp_path:
     server = HTTPServer(("127.0.0.1", 0), AskForPassword)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        _served_from(tmp_path, f"http://127.0.0.1:{server.server_address[1]}/team.git")
+        yield f"http://127.0.0.1:{server.server_address[1]}/team.git"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.skipif(not shutil.which("script"), reason="needs util-linux `script` for a terminal")
+def test_sync_never_waits_on_a_credential_prompt_when_run_by_a_program(tmp_path: Path) -> None:
+    """A remote asking for a password: `cairn sync --json` run by a program from a terminal (an agent's shell, a
+    script) had git ask "Username for ..." on the terminal, and it waited there for ever. Run by a program, git's
+    prompts are now off: the vault fails at once and says why."""
+    with _a_remote_asking_for_a_password() as url:
+        _served_from(tmp_path, url)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_ASKPASS", "SSH_ASKPASS"))}
         env["GIT_CONFIG_GLOBAL"] = str(tmp_path / "no-credential-helper")  # nothing answers for git but a person
         command = f"{shlex.quote(cairn_executable())} sync --json </dev/null"
@@ -498,9 +510,6 @@ def test_sync_never_waits_on_a_credential_prompt_when_run_by_a_program(tmp_path:
                     pytest.fail(f"cairn sync waited on a prompt: {out!r}")
         finally:
             os.close(keep_open)
-    finally:
-        server.shutdown()
-        server.server_close()
     assert proc.returncode == 1, out
     assert "terminal prompts disabled" in out and "still serving" in out
     # what to do next: the fetch cannot wait for a password here, a person at a terminal can give it
@@ -508,6 +517,26 @@ def test_sync_never_waits_on_a_credential_prompt_when_run_by_a_program(tmp_path:
         "The remote asks for credentials, which only a person at a terminal can give: run `cairn sync team` in one, "
         "or set up a git credential helper" in out
     )
+
+
+def test_sync_run_by_a_program_never_waits_on_an_askpass_dialog(tmp_path: Path) -> None:
+    """Bug fixed: with GIT_ASKPASS, core.askPass or SSH_ASKPASS set (an editor's terminal sets one; a desktop session
+    the last), `cairn sync` run by a program had git ask that program for the password: a dialog nobody answers, and
+    sync waited out its --timeout, then said the remote never answered. git runs no askpass program now: the vault
+    fails at once, saying the remote asks for credentials."""
+    asked = tmp_path / "asked"
+    askpass = tmp_path / "askpass"
+    askpass.write_text(f'#!/bin/sh\necho "$*" >> {shlex.quote(str(asked))}\nsleep 60\n')
+    askpass.chmod(0o755)
+    with _a_remote_asking_for_a_password() as url:
+        _served_from(tmp_path, url)
+        subprocess.run(["git", "-C", str(tmp_path / "mine"), "config", "core.askPass", str(askpass)], check=True)
+        for env in ({"GIT_ASKPASS": str(askpass)}, {"SSH_ASKPASS": str(askpass)}, {}):
+            done = run_cairn("sync", "--json", "--timeout", "10", cwd=tmp_path, env=env)
+            [result] = json.loads(done.stdout)["vaults"]
+            assert (done.returncode, result["status"]) == (1, "error"), done.stdout
+            assert "terminal prompts disabled" in result["message"], result["message"]
+    assert not asked.exists(), asked.read_text()
 
 
 def test_two_syncs_at_once_both_succeed(tmp_path: Path) -> None:
