@@ -775,3 +775,31 @@ def test_the_show_named_for_a_differing_file_of_an_id_with_a_leading_dash_runs(v
     assert command == "cairn show -- -git/bisect", shown
     read = vault_repo.cairn(*shlex.split(command)[1:])
     assert read.returncode == 0 and read.stdout.startswith("Bisect refuses a dirty tree"), read.stdout + read.stderr
+
+
+def test_a_remote_branch_served_by_name_and_gone_is_not_to_be_recreated_as_a_local_branch(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: a clone serving `--ref origin/main` whose remote was renamed (or dropped the branch) was told to
+    "recreate it (`git branch origin/main COMMIT`)": a local branch of that name, which Cairn then served for ever,
+    never updated by a fetch. It is told to fetch the remote, or to serve the branch by the remote's new name."""
+    clone = _a_lesson_and_a_clone(vault_repo, tmp_path)
+    added = run_cairn("vault", "add", str(clone), "--name", "team", "--ref", "origin/main", cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    _git(clone, "update-ref", "-d", "refs/remotes/origin/main")  # the remote dropped it, and a fetch pruned it
+    dropped = run_cairn("index", "--vault", "team", cwd=tmp_path)
+    assert dropped.returncode == 1
+    assert dropped.stderr == (
+        f"Error: origin/main, the remote branch {clone} serves, does not exist (dropped on the remote?): fetch it "
+        f"(`git -C {clone} fetch origin`) or serve another ref (`cairn vault add {clone} --name team --ref BRANCH "
+        "--replace`)\n"
+    )
+    _git(clone, "fetch", "-q", "origin")
+    _git(clone, "remote", "rename", "origin", "upstream")
+    renamed = run_cairn("index", "--vault", "team", cwd=tmp_path)
+    assert renamed.returncode == 1
+    assert renamed.stderr.startswith(
+        f"Error: origin/main, the remote branch {clone} serves, names the remote origin, which {clone} no longer has "
+        f"(renamed or removed?): serve the branch by its remote's name now (`cairn vault add {clone} --name team "
+    )
+    assert "branch origin/main" not in dropped.stderr + renamed.stderr

@@ -588,11 +588,35 @@ def missing_ref(
         )
     if ref.startswith("refs/heads/"):
         branch = ref[len("refs/heads/") :]
+        remote = branch.split("/", 1)[0] if "/" in branch else ""
+        remotes = _remote_names(root)
+        if remote in remotes:  # `--ref origin/main` the remote dropped: `git branch origin/main` would shadow it
+            return (
+                f"{branch}, the remote branch {root} serves, does not exist (dropped on the remote?)",
+                f"fetch it (`{git} fetch {shell_word(remote)}`) or serve another ref ({set_ref})",
+            )
+        if remote in ("origin", "upstream") and remote not in remotes:
+            return (
+                f"{branch}, the remote branch {root} serves, names the remote {remote}, which {root} no longer has "
+                "(renamed or removed?)",
+                f"serve the branch by its remote's name now ({set_ref}; `{git} remote` lists the remotes)",
+            )
         return (
             f"the branch {branch} that {root} serves does not exist (deleted?)",
             f"recreate it (`{git} branch {branch} COMMIT`) or serve another ref ({set_ref})",
         )
     return f"{ref}, the ref {root} serves, does not exist (deleted?)", f"recreate it or serve another ref ({set_ref})"
+
+
+def _remote_names(work_tree: str) -> frozenset[str]:
+    """The names of the repository's remotes, as its config's `[remote "NAME"]` sections give them."""
+    common = common_git_dir(work_tree)
+    text = _read_text(os.path.join(common, "config")) if common else None
+    return frozenset(
+        line.strip()[len('[remote "') : -len('"]')]
+        for line in (text or "").splitlines()
+        if line.strip().startswith('[remote "') and line.strip().endswith('"]')
+    )
 
 
 def detached_head(work_tree: str | os.PathLike[str], commit: str, set_ref: str | None = None) -> tuple[str, str]:
