@@ -42,20 +42,33 @@ if TYPE_CHECKING:
     from cairn.hot.hook import Options
 
 MARKER = "cairn.toml"
+# The notes of fixes with a placeholder doctor cannot fill, and of an `rmdir` that refuses a folder holding files.
+_VAULT_PATH = "PATH: the vault's folder"
+_EMPTY_FIRST = "rmdir removes only an empty folder: look at what is in it first"
 
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    """One line of the report. ok: passes (None: information, never a failure). fix: the command that fixes it."""
+    """One line of the report. ok: passes (None: information, never a failure). fix: the shell command that fixes it,
+    run as printed (a placeholder in capitals only where doctor cannot know the value: the note says so), or "";
+    note: what else to know or do, in words (what fixes it when no command can)."""
 
     area: str
     subject: str
     ok: bool | None
     detail: str
     fix: str = ""
+    note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"area": self.area, "subject": self.subject, "ok": self.ok, "detail": self.detail, "fix": self.fix}
+        return {
+            "area": self.area,
+            "subject": self.subject,
+            "ok": self.ok,
+            "detail": self.detail,
+            "fix": self.fix,
+            "note": self.note,
+        }
 
 
 def run_checks(cwd: Path, env: dict[str, str] | None = None) -> list[Check]:
@@ -84,14 +97,14 @@ def run_checks(cwd: Path, env: dict[str, str] | None = None) -> list[Check]:
 def _python() -> Check:
     version = ".".join(str(n) for n in sys.version_info[:3])
     ok = sys.version_info >= (3, 10)
-    return Check("python", sys.executable, ok, version, "" if ok else "install Python 3.10 or newer")
+    return Check("python", sys.executable, ok, version, note="" if ok else "install Python 3.10 or newer")
 
 
 def _git() -> Check:
     """The `git` every command but the hook reads vaults through (an IDE's or a job's PATH may lack it)."""
     found = shutil.which("git")
     if found is None:
-        return Check("git", "PATH", False, "git was not found on PATH", "install git, or add its folder to PATH")
+        return Check("git", "PATH", False, "git was not found on PATH", note="install git, or add its folder to PATH")
     try:
         said = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=10, check=False).stdout
     except (OSError, subprocess.SubprocessError):
@@ -108,7 +121,8 @@ def _relative_folders(env: dict[str, str]) -> list[Check]:
             name,
             False,
             f"{name}={env[name]} is relative, so Cairn ignores it (the hook would read it in the agent's project)",
-            f"set {name} to an absolute path",
+            f"unset {name}",  # what Cairn does with it already; which absolute path was meant, doctor cannot know
+            f"or set {name} to an absolute path",
         )
         for name in ("CAIRN_CACHE_DIR", "CAIRN_STATE_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME")
         if env.get(name) and not os.path.isabs(env[name])
@@ -137,9 +151,10 @@ def _shared_folders() -> list[Check]:
         if not mode & 0o077:
             continue
         writable = bool(mode & 0o022)
-        fix = f"chmod go-rwx {shlex.quote(folder)} if it is Cairn's alone, else set {variable} to a folder of its own"
+        fix = f"chmod go-rwx {shlex.quote(folder)}"
+        note = f"if it is Cairn's alone, else set {variable} to a folder of its own"
         detail = f"{folder} (mode {mode:o}) may be {'written' if writable else 'read'} by other users; Cairn leaves the mode of a folder it did not make"
-        checks.append(Check("folders", what, False if writable else None, detail, fix))
+        checks.append(Check("folders", what, False if writable else None, detail, fix, note))
     return checks
 
 
@@ -180,7 +195,7 @@ def _low_space() -> list[Check]:
             f"{low}: an index that cannot be written serves nothing, and a state folder that cannot be written keeps "
             "no session"
         )
-        checks.append(Check("folders", what, None, detail, f"{fix}, or set {variable} to another disk"))
+        checks.append(Check("folders", what, None, detail, note=f"{fix}, or set {variable} to another disk"))
     return checks
 
 
@@ -197,15 +212,16 @@ def _config(env: dict[str, str]) -> tuple[list[VaultEntry], Check]:
                 fix = f"set CAIRN_CONFIG to a file's full path, such as {shlex.quote(path_text(file, 'config.toml'))}"
                 return [], Check("config", file, False, str(exc), fix)
             moved = shlex.quote(file + ".not-a-file")
-            return [], Check("config", file, False, str(exc), f"mv {shlex.quote(file)} {moved} && cairn vault add PATH")
+            fix = f"mv {shlex.quote(file)} {moved} && cairn vault add PATH"
+            return [], Check("config", file, False, str(exc), fix, _VAULT_PATH)
         in_the_way = None if os.path.lexists(file) else file_in_the_way(file)
         if in_the_way is not None:  # a file where a folder of its path goes: the file has no line to fix either
             moved = shlex.quote(in_the_way + ".old")
             fix = f"mv {shlex.quote(in_the_way)} {moved} && cairn vault add PATH"
-            return [], Check("config", file, False, str(exc), fix)
-        return [], Check("config", file, False, str(exc), f"fix {file} as the error says")
+            return [], Check("config", file, False, str(exc), fix, _VAULT_PATH)
+        return [], Check("config", file, False, str(exc), note=f"fix {file} as the error says")
     if not entries:
-        return [], Check("config", file, False, "no vault configured", "cairn vault add PATH")
+        return [], Check("config", file, False, "no vault configured", "cairn vault add PATH", _VAULT_PATH)
     return entries, Check("config", file, True, f"{len(entries)} vault(s): {', '.join(e.name for e in entries)}")
 
 
@@ -234,8 +250,8 @@ def _shell_only_config(env: dict[str, str], entries: list[VaultEntry]) -> list[C
         f"CAIRN_CONFIG={env['CAIRN_CONFIG']} is set here; an agent started without it (from a desktop launcher, an "
         f"IDE, a service) {serves}"
     )
-    fix = f"set CAIRN_CONFIG in the agents' environment too, or move the configuration to {file}" if file else ""
-    return [Check("config", "CAIRN_CONFIG", None, detail, fix)]
+    note = f"set CAIRN_CONFIG in the agents' environment too, or move the configuration to {file}" if file else ""
+    return [Check("config", "CAIRN_CONFIG", None, detail, note=note)]
 
 
 def _allowed_rules(env: dict[str, str]) -> list[Check]:
@@ -257,7 +273,7 @@ def _allowed_rules(env: dict[str, str]) -> list[Check]:
             False,
             f"[security] allow_disabled_rules names {entry!r}, which is no security rule, so it allows nothing "
             f"(the security rules: {', '.join(sorted(rule.id for rule in security_rules()))})",
-            f"fix {file}: name a security rule (or `security` for them all)",
+            note=f"fix {file}: name a security rule (or `security` for them all)",
         )
         for entry in sorted(allowed - known)
     ]
@@ -293,7 +309,14 @@ def _resolution(cwd: Path, entries: list[VaultEntry], env: dict[str, str]) -> li
             )
     if entries and not served:
         checks.append(
-            Check("resolve", str(cwd), False, "no configured vault applies here", "cairn vault add PATH --project DIR")
+            Check(
+                "resolve",
+                str(cwd),
+                False,
+                "no configured vault applies here",
+                shlex.join(["cairn", "vault", "add", "PATH", "--project", str(cwd)]),
+                _VAULT_PATH,
+            )
         )
     around = install.enclosing_vault(cwd)
     if around is not None:
@@ -322,7 +345,7 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
         if left_out is not None:  # the folder is right: the work tree leaves it out
             return [Check("vault", name, False, f"{root}: {left_out[0]}", left_out[1])]
         why = "is not a folder" if not os.path.isdir(root) else "has no cards/ folder"
-        return [Check("vault", name, False, f"{root} {why}", add_again(entry))]
+        return [Check("vault", name, False, f"{root} {why}", add_again(entry), _VAULT_PATH)]
     checks: list[Check] = []
     if os.path.isdir(os.path.join(root, MARKER)):
         marker = os.path.join(root, MARKER)
@@ -376,8 +399,8 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
         except CairnError:
             commit = None
     if commit is None:
-        problem, fix = missing_ref(vault.git_root, ref, entry.ref, serve_another(entry), vault_root=vault.root)
-        checks.append(Check("ref", name, False, problem, fix))
+        problem, what = missing_ref(vault.git_root, ref, entry.ref, serve_another(entry), vault_root=vault.root)
+        checks.append(Check("ref", name, False, problem, *_command_of(what)))
         return checks
     lost = _lost_commit(vault, ref, commit, entry)
     if lost is not None:  # one finding: the index cannot be judged against a commit that is not there
@@ -385,9 +408,10 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
         return checks
     checked_out = checked_out_branch(vault.git_root, ref, entry.ref, serve_another(entry))
     if ref == "HEAD" and not entry.ref:  # no branch to serve: whatever is checked out is served
-        checks.append(Check("ref", name, False, *detached_head(vault.git_root, commit, serve_another(entry))))
+        problem, what = detached_head(vault.git_root, commit, serve_another(entry))
+        checks.append(Check("ref", name, False, problem, *_command_of(what)))
     elif checked_out is not None:
-        checks.append(Check("ref", name, False, *checked_out))
+        checks.append(Check("ref", name, False, checked_out[0], *_command_of(checked_out[1])))
     else:
         checks.append(Check("ref", name, True, f"serves {ref} at {commit[:8]}"))
     indexed = _cache_can_take(_index_check(name, root, commit, vault), index_file(os.path.realpath(root)))
@@ -400,14 +424,23 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
     return checks
 
 
+def _command_of(what: str) -> tuple[str, str]:
+    """(fix, note) of the advice `hot.vault` gives the hook's log and every command alike, in words with commands in
+    backticks: "words (`command`)" gives that one command and its words; any other (commands to choose from) is a
+    note alone."""
+    words, _, rest = what.partition(" (`")
+    command, _, end = rest.partition("`")
+    return (command, words) if end == ")" and command else ("", what)
+
+
 def _unreadable_vault(entry: VaultEntry, exc: OSError) -> Check:
     """The failing check of a configured vault a file of which the system refuses to read (its folder, its index:
     no permission, a name too long): the hook serves nothing from it. The file named is the one refused."""
     where = exc.filename if isinstance(exc.filename, str) else entry.path
     detail = f"{where} cannot be read ({exc.strerror or exc}): the hook serves nothing from this vault"
     if exc.errno in (errno.EACCES, errno.EPERM):
-        return Check("vault", entry.name, False, detail, f"check the owner and mode of {shlex.quote(where)}")
-    return Check("vault", entry.name, False, detail, add_again(entry))
+        return Check("vault", entry.name, False, detail, note=f"check the owner and mode of {shlex.quote(where)}")
+    return Check("vault", entry.name, False, detail, add_again(entry), _VAULT_PATH)
 
 
 def _semantic_check(env: dict[str, str]) -> tuple[Check, bool]:
@@ -438,11 +471,11 @@ def _semantic_check(env: dict[str, str]) -> tuple[Check, bool]:
             f"the warm encoder cannot listen: its socket path in {state} is over {MAX_SOCKET_PATH} bytes, so every "
             "prompt is served by words alone"
         )
-        return Check("semantic", "extra", False, detail, "set CAIRN_STATE_DIR to a shorter folder"), False
+        return Check("semantic", "extra", False, detail, note="set CAIRN_STATE_DIR to a shorter folder"), False
     if socket_blocked(state):
         where = os.path.join(state, SOCKET_NAME)
         detail = f"the warm encoder cannot listen: a folder stands at {where}, so every prompt is served by words alone"
-        return Check("semantic", "extra", False, detail, f"remove the folder {where}"), False
+        return Check("semantic", "extra", False, detail, f"rmdir {shlex.quote(where)}", _EMPTY_FIRST), False
     from cairn.hot.semantic import STALL_SECONDS, stall_age
 
     stalled = stall_age(state)
@@ -493,8 +526,10 @@ def _vectors_check(name: str, path: str) -> Check:
         if os.path.lexists(side):  # something is there, but no side file's header: damaged, or not a file at all
             kind = "a file" if side.is_file() and not side.is_symlink() else "not a regular file"
             detail = f"card vectors damaged ({kind} Cairn cannot read at {side}): the hook serves by words alone"
-            if not side.is_file() or side.is_symlink():
-                return Check("semantic", name, False, detail, f"remove {side}, then {fix}")
+            if not side.is_file() or side.is_symlink():  # a link or a FIFO: `rm`; a folder: `rmdir`
+                remove = "rmdir" if side.is_dir() and not side.is_symlink() else "rm"
+                note = _EMPTY_FIRST if remove == "rmdir" else ""
+                return Check("semantic", name, False, detail, f"{remove} {shlex.quote(str(side))} && {fix}", note)
             return Check("semantic", name, False, detail, fix)
         detail = "no card vectors: the hook serves this vault by words alone"
         return Check("semantic", name, False, detail, fix)
@@ -548,13 +583,16 @@ def _index_check(name: str, root: str, commit: str, vault: Any) -> Check:
             damage = _damage(reader)
     except CairnError as exc:
         key = index_key_file()
+        note = ""
         if os.path.isdir(key):  # `cairn index` cannot replace it (`IndexReader` says so)
-            fix = f"remove {key}, then {fix}"
-        return Check("index", name, False, f"no usable index ({exc})", fix)
+            fix, note = f"rmdir {shlex.quote(key)} && {fix}", _EMPTY_FIRST
+        return Check("index", name, False, f"no usable index ({exc})", fix, note)
     if damage:  # bytes changed since `cairn index` wrote them: the hook's seal checks refuse what they read
         return Check("index", name, False, f"damaged: {damage} ({path})", fix)
     if config_error:
-        return Check("index", name, False, f"serves nothing: {config_error}", f"commit a fix to cairn.toml in {root}")
+        return Check(
+            "index", name, False, f"serves nothing: {config_error}", note=f"commit a fix to cairn.toml in {root}"
+        )
     if rules != SECURITY_RULES_VERSION:  # an older Cairn's: a card a newer rule refuses may be in it (`hot.hook`)
         detail = (
             f"serves nothing until rebuilt: checked by an older Cairn's security rules ({rules!r}, this Cairn's are "
@@ -616,35 +654,45 @@ def _cache_can_take(check: Check, index: str) -> Check:
     unwritable = _unwritable(os.path.dirname(index), "cache", "CAIRN_CACHE_DIR")
     if unwritable is None:
         return check
-    why, fix = unwritable
+    why, fix, note = unwritable
     detail = check.detail.replace("; run `cairn index`", "")  # the index error's own advice, which cannot work here
+    if not fix:  # no command makes it writable: the note says what to do, then the index command
+        return Check(
+            check.area,
+            check.subject,
+            False,
+            f"{detail}; {why}, so `{check.fix}` cannot write it",
+            note=f"{note}, then `{check.fix}`",
+        )
     return Check(
         check.area,
         check.subject,
         False,
         f"{detail}; {why}, so `{check.fix}` cannot write it",
-        f"{fix}, then `{check.fix}`",
+        f"{fix} && {check.fix}",
+        note,
     )
 
 
-def _unwritable(folder: str, what: str, variable: str) -> tuple[str, str] | None:
-    """(why, fix) when Cairn cannot write in `folder`, or make it (the nearest folder there is, when it is not yet):
-    on a read-only file system, not writable, or a file in the way of the folder; None when it can (or nothing can
-    tell)."""
+def _unwritable(folder: str, what: str, variable: str) -> tuple[str, str, str] | None:
+    """(why, fix, note) when Cairn cannot write in `folder`, or make it (the nearest folder there is, when it is not
+    yet): on a read-only file system, not writable, or a file in the way of the folder; None when it can (or nothing
+    can tell)."""
     while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
         if os.path.lexists(folder):  # a file (or a dangling link) where Cairn would make the folder
             quoted = shlex.quote(folder)
-            return f"a file stands where Cairn keeps its {what} folder {folder}", f"mv {quoted} {quoted}.old"
+            return f"a file stands where Cairn keeps its {what} folder {folder}", f"mv {quoted} {quoted}.old", ""
         folder = os.path.dirname(folder)  # the nearest folder there is: Cairn makes the rest
     try:
         read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
     except OSError:
         return None
     if read_only:
-        return f"the {what} folder {folder} is on a read-only file system", f"point {variable} at a writable folder"
+        why = f"the {what} folder {folder} is on a read-only file system"
+        return why, "", f"point {variable} at a writable folder"
     if not os.access(folder, os.W_OK | os.X_OK):
-        fix = f"chmod u+w {shlex.quote(folder)} (or point {variable} at a writable folder)"
-        return f"the {what} folder {folder} is not writable", fix
+        fix = f"chmod u+wx {shlex.quote(folder)}"
+        return f"the {what} folder {folder} is not writable", fix, f"or point {variable} at a writable folder"
     return None
 
 
@@ -657,12 +705,12 @@ def _state_check() -> list[Check]:
     unwritable = _unwritable(state_folder(), "state", "CAIRN_STATE_DIR")
     if unwritable is None:
         return _log_check(state_folder())
-    why, fix = unwritable
+    why, fix, note = unwritable
     detail = (
         f"{why}: the hook keeps no log there, nor which cards each agent session already got (they are injected "
         "again on every prompt), and the warm encoder cannot listen there"
     )
-    return [Check("folders", "state", False, detail, fix)]
+    return [Check("folders", "state", False, detail, fix, note)]
 
 
 def _log_check(folder: str) -> list[Check]:
@@ -685,8 +733,8 @@ def _damage(reader: IndexReader) -> str:
     return problems[0] if problems else ""
 
 
-def _unsupported_repository(vault: Any) -> tuple[str, str] | None:
-    """(why, fix) when Cairn cannot read the vault's repository (a SHA-256 one; another user's, which git refuses:
+def _unsupported_repository(vault: Any) -> tuple[str, str, str] | None:
+    """(why, fix, note) when Cairn cannot read the vault's repository (a SHA-256 one; another user's, which git refuses:
     an agent or a job run as another user, the vault's files owned by root), else None. Every `cairn index`, and the
     git hooks, fail there: the checks below would give fixes that fail the same way."""
     from cairn import gitrepo
@@ -696,15 +744,15 @@ def _unsupported_repository(vault: Any) -> tuple[str, str] | None:
         with gitrepo.open_repo(vault):
             return None
     except UnsupportedRepository as exc:
-        return str(exc), "move its cards/ and cairn.toml to a sha1 repository"
+        return str(exc), "", "move its cards/ and cairn.toml to a sha1 repository"
     except RepositoryNotOwned as exc:
-        return str(exc), gitrepo.trust_command(vault.git_root)
+        return str(exc), gitrepo.trust_command(vault.git_root), ""
     except CairnError:  # another reason (damage): the checks below say it
         return None
 
 
-def _lost_commit(vault: Any, ref: str, commit: str, entry: VaultEntry) -> tuple[str, str] | None:
-    """(problem, fix) when the served ref names an object the repository does not hold as a commit (a damaged or
+def _lost_commit(vault: Any, ref: str, commit: str, entry: VaultEntry) -> tuple[str, str, str] | None:
+    """(problem, fix, note) when the served ref names an object the repository does not hold as a commit (a damaged or
     incomplete clone; a configured ref that is a tree's id), else None. The files alone cannot tell: git is asked."""
     from cairn import gitrepo
 
@@ -728,12 +776,14 @@ def _lost_commit(vault: Any, ref: str, commit: str, entry: VaultEntry) -> tuple[
             f"the configured ref {commit[:8]} is not a commit this repository holds (a tree's or a blob's id?), so "
             "agents get nothing from this vault",
             add_again(entry, str(vault.root), ref="BRANCH"),
+            "BRANCH: the reviewed branch it is to serve",
         )
     what = "the branch" if ref.startswith("refs/heads/") else "it"
     return (
         f"{ref} names {commit[:8]}, which is not a commit this repository holds (damaged or incomplete?), so agents "
         f"get nothing from this vault; point {what} at a commit again (`git branch -f`, `git fetch`)",
         f"git -C {root} fsck",
+        "",
     )
 
 
@@ -923,10 +973,10 @@ def _agent_checks(cwd: Path, entries: list[VaultEntry]) -> list[Check]:
         except CairnError as exc:  # a HOME (or CODEX_HOME, CLAUDE_CONFIG_DIR) no agent could use either
             places = [("project", p) for p in _project_settings(agent, cwd)]
             variable = install.AGENT_HOMES.get(agent, "")
-            fix = "export HOME=/path/to/your/home"
+            fix, note = "export HOME=/path/to/your/home", "/path/to/your/home: your home folder's full path"
             if variable and str(exc).startswith(f"{variable} is "):
-                fix = f"export {variable}=/full/path/of/its/folder (or unset {variable})"
-            checks.append(Check("agent", f"{agent} (user)", False, str(exc), fix))
+                fix, note = f"unset {variable}", f"or export {variable}=/full/path/of/its/folder"
+            checks.append(Check("agent", f"{agent} (user)", False, str(exc), fix, note))
         runs_cairn = False
         cairns: list[str] = []
         runs: list[tuple[str, Path, str]] = []
@@ -937,7 +987,7 @@ def _agent_checks(cwd: Path, entries: list[VaultEntry]) -> list[Check]:
             if commands is None:
                 why = f"{path} is not valid TOML" if path.suffix == ".toml" else install.settings_problem(agent, path)
                 checks.append(
-                    Check("agent", f"{agent} ({where})", False, why or f"{path} is not valid JSON", f"fix {path}")
+                    Check("agent", f"{agent} ({where})", False, why or f"{path} is not valid JSON", note=f"fix {path}")
                 )
                 continue
             if not commands:
@@ -1009,18 +1059,18 @@ def _served_twice(agent: str, runs: list[tuple[str, Path, str]], entries: list[V
             toml = next((p for p in (path, other_path) if p.suffix == ".toml"), None)
             if toml is not None:  # Cairn never rewrites TOML: installing again would keep both
                 event = install.AGENTS[agent].event
-                fix = f"remove Cairn's [[hooks.{event}]] entry from {toml} by hand"
+                fix, note = "", f"remove Cairn's [[hooks.{event}]] entry from {toml} by hand"
             elif project is not None:
-                fix = shlex.join(["cairn", "uninstall", agent, "--project", str(project.parent.parent)])
+                fix, note = shlex.join(["cairn", "uninstall", agent, "--project", str(project.parent.parent)]), ""
             else:
-                fix = shlex.join(["cairn", "install", agent, "--user"])
+                fix, note = shlex.join(["cairn", "install", agent, "--user"]), ""
             detail = (
                 f"Cairn's hook runs twice on each prompt ({where}: {path}; {other_where}: {other_path}) and both "
                 "serve the same vault: the two race for the agent's session, which gives each card once, so the "
                 "cards a prompt gets depend on which hook runs first (each comes twice when no session can be kept); "
                 "keep one"
             )
-            return [Check("agent", f"{agent} (twice)", False, detail, fix)]
+            return [Check("agent", f"{agent} (twice)", False, detail, fix, note)]
     return []
 
 
@@ -1044,7 +1094,7 @@ def _switched_off(agent: str, places: list[tuple[str, Path]], commands: list[str
         found = agent_switches.codex_hooks_switched_off(user[0].with_name("config.toml")) if user else []
     else:
         found = agent_switches.gemini_hooks_switched_off(places, commands)
-    return [Check("agent", f"{off.agent} ({off.where})", False, off.detail, off.fix) for off in found]
+    return [Check("agent", f"{off.agent} ({off.where})", False, off.detail, note=off.fix) for off in found]
 
 
 def _project_settings(agent: str, cwd: Path) -> list[Path]:
@@ -1065,13 +1115,15 @@ def _project_settings(agent: str, cwd: Path) -> list[Path]:
 def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
     subject = f"{agent} ({where})"
     fix = _install_fix(agent, where, path)
+    hand = _by_hand(path)
+    note = f"{hand} first" if hand else ""  # the install writes hooks.json, and leaves the TOML entry
     try:
         argv = install.command_words(command)
     except ValueError:
-        return Check("agent", subject, False, f"{path}: cannot read the hook command {command!r}", fix)
+        return Check("agent", subject, False, f"{path}: cannot read the hook command {command!r}", fix, note)
     problem, options = _hook_arguments(agent, argv)
     if problem:
-        return Check("agent", subject, False, f"{path}: the hook command {command!r} {problem}", fix)
+        return Check("agent", subject, False, f"{path}: the hook command {command!r} {problem}", fix, note)
     baked = options.vault if options is not None else None
     if baked is not None and not _baked_folder(baked):
         if where == "project" and install.is_shared(agent, path) and is_vault_name(baked):
@@ -1082,8 +1134,8 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
                 f"shared settings, so register the team's vault under that name (one configured under another name: "
                 f"`cairn vault remove` it first)"
             )
-            return Check("agent", subject, False, detail, f"cairn vault add PATH --name {baked}")
-        return Check("agent", subject, False, f"{path}: the hook's --vault {baked!r} is no vault", fix)
+            return Check("agent", subject, False, detail, f"cairn vault add PATH --name {baked}", _VAULT_PATH)
+        return Check("agent", subject, False, f"{path}: the hook's --vault {baked!r} is no vault", fix, note)
     if options is not None:  # the install that fixes this hook serves what it serves now
         fix = _install_fix(agent, where, path, options.vault, options.scope)
     if where == "project" and install.is_shared(agent, path) and install.names_this_machine(command):
@@ -1091,7 +1143,7 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
             f"{path} is the project's shared settings (committed), and its hook runs "
             f"{install.names_this_machine(command)}, a path of this machine that teammates do not have"
         )
-        return Check("agent", subject, False, detail, fix)
+        return Check("agent", subject, False, detail, fix, note)
     executable = shutil.which(argv[0]) if argv else None
     words = argv[: argv.index("hook", 1)] if "hook" in argv[1:] else argv[:1]
     runs = [executable or argv[0], *words[1:]]
@@ -1101,14 +1153,14 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
             "(`cairn`, or a Python with Cairn's script, from outside the project); a project's settings may be "
             "anyone's (a cloned repository's), so doctor does not run it"
         )
-        return Check("agent", subject, False, detail, fix)
+        return Check("agent", subject, False, detail, fix, note)
     if executable is None:
         script = install.cairn_script()
         if argv and argv[0] == "cairn" and where == "project" and install.is_shared(agent, path) and script:
             # a shared file's portable hook: this machine's PATH lacks the folder of its `cairn` command (a file only
             # this user reads is fixed by installing again, which writes this machine's full path)
-            fix = f"{_path_export(script)} (in your shell's profile, where the agent starts)"
-        return Check("agent", subject, False, f"{path}: {argv[0] if argv else command!r} is not found", fix)
+            fix, note = _path_export(script), "in your shell's profile, where the agent starts"
+        return Check("agent", subject, False, f"{path}: {argv[0] if argv else command!r} is not found", fix, note)
     # What runs `cairn`, as the hook runs it: `cairn`, or `PYTHON -I -S /path/to/cairn` (`install.hook_launcher`).
     launcher = [executable, *argv[1 : argv.index("hook", 1)]] if "hook" in argv[1:] else [executable]
     shown = shlex.join(launcher)
@@ -1117,9 +1169,9 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
             [*launcher, "--version"], capture_output=True, text=True, timeout=20, check=False, stdin=subprocess.DEVNULL
         )
     except (OSError, subprocess.SubprocessError) as exc:
-        return Check("agent", subject, False, f"{shown} does not run ({exc})", fix)
+        return Check("agent", subject, False, f"{shown} does not run ({exc})", fix, note)
     if done.returncode != 0 or not done.stdout.startswith("cairn "):
-        return Check("agent", subject, False, f"{shown} --version failed (exit {done.returncode})", fix)
+        return Check("agent", subject, False, f"{shown} --version failed (exit {done.returncode})", fix, note)
     # A baked --vault serves that vault alone, whatever the `resolve` lines above say of the configured vaults.
     only = f"; it serves --vault {baked} only, not the configured vaults" if baked is not None else ""
     portable = where == "project" and install.is_shared(agent, path)  # runs `cairn` from the PATH, by design
@@ -1130,8 +1182,8 @@ def _command_check(agent: str, where: str, path: Path, command: str) -> Check:
         other = f"; not this Cairn (cairn {build_name()}{f', {here}' if here else ''})"
     flags = [word for word in install.hook_launcher()[1:] if word.startswith("-")]  # -I -S
     if not portable and flags and not set(flags) <= set(launcher[1:]):  # an older install
-        hand = _by_hand(path)  # a config.toml entry goes by hand first: then the command, in its own code span
-        again = f"{hand}, then `{fix.removeprefix(f'{hand}, then ')}`" if hand else f"`{fix}` again"
+        # a config.toml entry goes by hand first: then the command, in its own code span
+        again = f"{hand}, then `{fix}`" if hand else f"`{fix}` again"
         return Check(
             "agent",
             subject,
@@ -1209,7 +1261,7 @@ def _hook_arguments(agent: str, argv: list[str]) -> tuple[str, Options | None]:
 
 
 def _install_fix(agent: str, where: str, path: Path, vault: str | None = None, scope: str | None = None) -> str:
-    """The `cairn install` that rewrites the hook in `path`, run from the current folder: a project's settings found
+    """The `cairn install` that rewrites the hook in `path` (after `_by_hand`, for a TOML file), run from the current folder: a project's settings found
     in a folder above it (or under `doctor --cwd`) are named by --project, since a bare install writes the current
     folder's; a hook's --vault and --scope are kept, so the fix serves what the hook served."""
     words = ["cairn", "install", agent]
@@ -1227,8 +1279,7 @@ def _install_fix(agent: str, where: str, path: Path, vault: str | None = None, s
         words += ["--vault", vault]
     if scope:
         words += ["--scope", scope]
-    hand = _by_hand(path)
-    return f"{hand}, then {shlex.join(words)}" if hand else shlex.join(words)
+    return shlex.join(words)
 
 
 def _by_hand(path: Path) -> str | None:

@@ -234,7 +234,7 @@ def test_doctor_names_an_allowed_rule_that_is_no_security_rule(vault_repo: Vault
     assert [(c["ok"], c["detail"].split(", which")[0]) for c in found] == [
         (False, "[security] allow_disabled_rules names 'secrets'")
     ]
-    assert found[0]["detail"].endswith(", remote-code, secret)") and found[0]["fix"].startswith(f"fix {config}")
+    assert found[0]["detail"].endswith(", remote-code, secret)") and found[0]["note"].startswith(f"fix {config}")
     config.write_text('[security]\nallow_disabled_rules = "secret"\n')
     listed = vault_repo.cairn("vault", "list")
     assert listed.returncode == 1 and 'e.g. ["secret"]' in listed.stderr

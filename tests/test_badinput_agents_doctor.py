@@ -216,7 +216,7 @@ def test_claude_codes_switch_that_turns_every_hook_off_fails(where: str, setup: 
     checks = _agent_checks(setup)
     [off] = [c for c in checks if c["ok"] is False]
     assert off["detail"] == f'{settings} sets "disableAllHooks": true, so Claude Code runs no hook, Cairn\'s included'
-    assert off["fix"] == f'remove "disableAllHooks" from {settings}'
+    assert off["fix"] == "" and off["note"] == f'remove "disableAllHooks" from {settings}'
     settings.write_text(json.dumps({**data, "disableAllHooks": False}))
     assert all(c["ok"] for c in _agent_checks(setup))
 
@@ -241,7 +241,7 @@ def test_codex_with_hooks_switched_off_fails(features: str, key: str, setup: Pat
     [off] = [c for c in _agent_checks(setup) if c["ok"] is False]
     assert off["subject"] == "codex (user)"
     assert off["detail"] == f"{config} sets `{key} = false` under [features], so Codex runs no hook, Cairn's included"
-    assert off["fix"] == f"set `{key} = true` under [features] in {config}"
+    assert off["fix"] == "" and off["note"] == f"set `{key} = true` under [features] in {config}"
     config.write_text(config.read_text().replace(f"{key} = false", f"{key} = true"))
     assert all(c["ok"] for c in _agent_checks(setup))
 
@@ -295,12 +295,12 @@ def test_gemini_with_hooks_switched_off_fails(
     assert off["subject"] == f"gemini ({'system' if off_in == 'defaults' else off_in})"
     if "disabled" in layers[off_in]:
         assert off["detail"] == f"{path} lists 'cairn' in hooksConfig.disabled, so Gemini CLI skips Cairn's hook"
-        assert off["fix"] == f"remove it from hooksConfig.disabled in {path}"
+        assert off["note"] == f"remove it from hooksConfig.disabled in {path}"
     else:
         assert (
             off["detail"] == f'{path} sets hooksConfig "enabled": false, so Gemini CLI runs no hook, Cairn\'s included'
         )
-        assert off["fix"] == f'remove "enabled": false from hooksConfig in {path}'
+        assert off["note"] == f'remove "enabled": false from hooksConfig in {path}'
     assert done.returncode == 1
 
 
@@ -479,7 +479,7 @@ def test_an_unreadable_file_of_a_vault_is_named_not_the_vault_folder(tmp_path: P
     entry = VaultEntry("team", str(tmp_path / "team"), None, (), ())
     check = doctor._unreadable_vault(entry, PermissionError(errno.EACCES, "Permission denied", str(index)))
     assert check.detail == f"{index} cannot be read (Permission denied): the hook serves nothing from this vault"
-    assert check.fix == f"check the owner and mode of {index}"
+    assert check.fix == "" and check.note == f"check the owner and mode of {index}"
 
 
 def test_a_read_only_cache_gets_a_fix_that_can_work(setup: Path, tmp_path: Path) -> None:
@@ -494,7 +494,10 @@ def test_a_read_only_cache_gets_a_fix_that_can_work(setup: Path, tmp_path: Path)
     assert check["ok"] is False
     assert f"the cache folder {cache_dir()} is on a read-only file system" in check["detail"], check
     assert "run `cairn index`" not in check["detail"]
-    assert check["fix"] == "point CAIRN_CACHE_DIR at a writable folder, then `cairn index --vault team`"
+    assert (
+        check["fix"] == ""
+        and check["note"] == "point CAIRN_CACHE_DIR at a writable folder, then `cairn index --vault team`"
+    )
     writable = {"CAIRN_CACHE_DIR": str(tmp_path / "writable-cache")}
     assert run_cairn("index", "--vault", "team", cwd=setup, env=writable).returncode == 0
     again = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup, env=writable)
@@ -514,7 +517,7 @@ def test_a_file_in_place_of_the_vaults_cache_folder_gets_a_fix_that_can_work(set
     [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "index"]
     assert check["ok"] is False
     assert f"a file stands where Cairn keeps its cache folder {vault_folder}, so `cairn index" in check["detail"]
-    assert check["fix"] == f"mv {vault_folder} {vault_folder}.old, then `cairn index --vault team`"
+    assert check["fix"] == f"mv {vault_folder} {vault_folder}.old && cairn index --vault team"
     assert subprocess.run(["mv", str(vault_folder), f"{vault_folder}.old"], check=False).returncode == 0
     assert run_cairn("index", "--vault", "team", cwd=setup).returncode == 0
     again = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup)
@@ -565,7 +568,7 @@ def test_a_read_only_state_folder_fails_and_its_fix_works(setup: Path, tmp_path:
     [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "folders"]
     assert check["ok"] is False and check["subject"] == "state", check
     assert check["detail"].startswith(f"the state folder {state} is on a read-only file system: the hook keeps no log")
-    assert check["fix"] == "point CAIRN_STATE_DIR at a writable folder"
+    assert check["fix"] == "" and check["note"] == "point CAIRN_STATE_DIR at a writable folder"
     writable = {"CAIRN_STATE_DIR": str(tmp_path / "writable-state")}
     again = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup, env=writable)
     assert [c for c in json.loads(again.stdout)["checks"] if c["area"] == "folders"] == []
@@ -611,10 +614,8 @@ def test_a_hook_whose_cairn_is_not_on_path_gets_a_fix_that_finds_it(setup: Path,
     done = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup, env=no_cairn)
     checks = {c["subject"]: c for c in json.loads(done.stdout)["checks"] if c["area"] == "agent"}
     folder = str(Path(cairn_executable()).parent)
-    assert (
-        checks["codex (project)"]["fix"]
-        == f"export PATH={folder}:$PATH (in your shell's profile, where the agent starts)"
-    )
+    assert checks["codex (project)"]["fix"] == f"export PATH={folder}:$PATH"
+    assert checks["codex (project)"]["note"] == "in your shell's profile, where the agent starts"
     assert checks["claude-code (user)"]["fix"] == "cairn install claude-code --user"
     assert (Path(folder) / "cairn").is_file()
 
@@ -738,7 +739,7 @@ def test_a_nearly_full_disk_under_the_cache_or_state_folder_is_warned(monkeypatc
     warned = doctor._low_space()
     assert [(c.area, c.subject, c.ok) for c in warned] == [("folders", "cache", None), ("folders", "state", None)]
     assert " MB free on the disk of " in warned[0].detail and "keeps no session" in warned[0].detail
-    assert warned[1].fix == "free some space there, or set CAIRN_STATE_DIR to another disk"
+    assert warned[1].note == "free some space there, or set CAIRN_STATE_DIR to another disk"
     monkeypatch.setattr(doctor, "LOW_SPACE_BYTES", 0)
     assert doctor._low_space() == []
 
@@ -756,4 +757,151 @@ def test_a_disk_out_of_inodes_under_the_cache_or_state_folder_is_warned(monkeypa
     warned = doctor._low_space()
     assert [(c.area, c.subject, c.ok) for c in warned] == [("folders", "cache", None), ("folders", "state", None)]
     assert " more files on the disk of " in warned[0].detail and "its inodes are used" in warned[0].detail
-    assert warned[1].fix == "remove files there, or set CAIRN_STATE_DIR to another disk"
+    assert warned[1].note == "remove files there, or set CAIRN_STATE_DIR to another disk"
+
+
+# A fix is one shell command: no word of a sentence, no bracket, no code span (the note holds those). A placeholder
+# is there only where doctor cannot know the value, and its note names it.
+_PROSE_WORDS = frozenset({"if", "else", "then", "or", "by", "hand", "first", "the", "to", "of", "its", "in"})
+_PLACEHOLDERS = ("PATH", "BRANCH", "/path/to/your/home")
+
+
+def _break(case: str, setup: Path, home: Path, tmp_path: Path) -> dict[str, str]:
+    """Break the working `setup` as `case` says; returns the environment doctor is then run with."""
+    from cairn.hot import index_key_file
+
+    config = home / "xdg-config" / "cairn" / "config.toml"
+    state = Path(os.environ["CAIRN_STATE_DIR"])
+    vault = tmp_path / "vault"
+    if case == "no-config":
+        config.unlink()
+    elif case == "config-folder":
+        config.unlink()
+        config.mkdir()
+    elif case == "relative-cache":
+        return {"CAIRN_CACHE_DIR": "rel-cache"}
+    elif case == "relative-claude-home":
+        return {"CLAUDE_CONFIG_DIR": "rel-claude"}
+    elif case == "empty-home":
+        return {"HOME": ""}
+    elif case == "shared-state":
+        state.mkdir(exist_ok=True)
+        state.chmod(0o777)
+    elif case == "allowed-typo":
+        config.write_text(config.read_text() + '\n[security]\nallow_disabled_rules = ["secrets"]\n')
+    elif case == "vault-gone-env":
+        return {"CAIRN_VAULT": str(tmp_path / "removed-vault")}
+    elif case == "no-marker":
+        subprocess.run(["git", "-C", str(vault), "rm", "-q", "cairn.toml"], check=True)
+        subprocess.run(["git", "-C", str(vault), "commit", "-q", "--no-verify", "-m", "no marker"], check=True)
+    elif case == "no-index":
+        shutil.rmtree(cache_dir() / "vaults")
+    elif case == "key-folder":
+        Path(index_key_file()).unlink()
+        Path(index_key_file()).mkdir()
+    elif case == "log-folder":
+        (state / "hook.jsonl").unlink(missing_ok=True)
+        (state / "hook.jsonl").mkdir(parents=True)
+    elif case == "vault-moved":
+        vault.rename(tmp_path / "moved")
+    elif case == "detached":
+        subprocess.run(["git", "-C", str(vault), "checkout", "-q", "--detach"], check=True)
+        subprocess.run(["git", "-C", str(vault), "branch", "-q", "-D", "main"], check=True)
+    elif case == "settings-not-json":
+        (setup / ".claude").mkdir()
+        (setup / ".claude" / "settings.local.json").write_text("{")
+    elif case == "hook-gone":
+        _set_command(
+            home / ".claude" / "settings.json", "UserPromptSubmit", "/gone/bin/cairn hook --format claude-code"
+        )
+    elif case == "switched-off":
+        settings = home / ".claude" / "settings.json"
+        settings.write_text(json.dumps({**json.loads(settings.read_text()), "disableAllHooks": True}))
+    return {}
+
+
+# The cases whose fix is run as printed (a placeholder filled as its note says), after which the check passes.
+_RUN = {
+    "config-folder": ("config", "PATH"),
+    "relative-cache": ("folders", ""),
+    "relative-claude-home": ("agent", ""),
+    "shared-state": ("folders", ""),
+    "vault-gone-env": ("resolve", ""),
+    "no-marker": ("vault", ""),
+    "no-index": ("index", ""),
+    "key-folder": ("index", ""),
+    "log-folder": ("folders", ""),
+    "hook-gone": ("agent", ""),
+}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "no-config",
+        "config-folder",
+        "relative-cache",
+        "relative-claude-home",
+        "empty-home",
+        "shared-state",
+        "allowed-typo",
+        "vault-gone-env",
+        "no-marker",
+        "no-index",
+        "key-folder",
+        "log-folder",
+        "vault-moved",
+        "detached",
+        "settings-not-json",
+        "hook-gone",
+        "switched-off",
+    ],
+)
+def test_every_fix_doctor_prints_is_a_command_that_runs_as_printed(
+    case: str, setup: Path, isolated_env: Path, tmp_path: Path
+) -> None:
+    """Bug fixed: `doctor --help` says each failing line ends with the command that fixes it (`fix` in --json), which
+    an agent may run; yet many were prose or a command with a note in brackets (`chmod go-rwx X if it is Cairn's
+    alone, else ...`, `export PATH=... (in your shell's profile, ...)`, `fix FILE: name a security rule`), which a
+    shell rejects. Each fix is now a command bash and zsh parse, with any words in `note`; a handful run as printed
+    and their check then passes."""
+    env = _break(case, setup, isolated_env, tmp_path)
+    done = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup, env=env)
+    checks = json.loads(done.stdout)["checks"]
+    failed = [c for c in checks if c["ok"] is False]
+    assert done.returncode == 1 and failed, done.stdout
+    shells = [shell for shell in ("bash", "zsh") if shutil.which(shell)]
+    for check in checks:
+        fix, note = check["fix"], check["note"]
+        assert fix or note or check["ok"] is not False, check  # a failing check says what to do, one way or both
+        if not fix:
+            continue
+        for shell in shells:
+            parsed = subprocess.run([shell, "-n", "-c", fix], capture_output=True, text=True, check=False)
+            assert parsed.returncode == 0, (shell, check, parsed.stderr)
+        words = shlex.split(fix)
+        assert not _PROSE_WORDS & set(words), check
+        assert not [w for w in words if w[:1] in "(`" or w[-1:] in "),:`"], check
+        for placeholder in _PLACEHOLDERS:
+            if placeholder in words or any(w.endswith(f"={placeholder}") for w in words):
+                assert placeholder in note, check
+    text = run_cairn("doctor", "--cwd", str(setup), cwd=setup, env=env).stdout
+    for check in failed:
+        said = " ".join([check["fix"]] * bool(check["fix"]) + [f"({check['note']})"] * bool(check["note"]))
+        assert f"{check['detail']}  -> {said}\n" in text, (said, text)
+    if case not in _RUN:
+        return
+    area, placeholder = _RUN[case]
+    check = next(c for c in failed if c["area"] == area and c["fix"])
+    fix = (
+        check["fix"].replace(f" {placeholder}", f" {shlex.quote(str(tmp_path / 'vault'))}")
+        if placeholder
+        else check["fix"]
+    )
+    bin_folder = str(Path(cairn_executable()).parent)
+    script = f"{{ {fix}\n}} >&2\nexec cairn doctor --cwd {shlex.quote(str(setup))} --json"
+    shell_env = {**os.environ, **env, "PATH": f"{bin_folder}:{os.environ['PATH']}"}
+    fixed = subprocess.run(["bash", "-ec", script], cwd=setup, env=shell_env, capture_output=True, text=True)
+    assert fixed.stdout, fixed.stderr  # the fix ran, and doctor after it
+    after = [c for c in json.loads(fixed.stdout)["checks"] if (c["area"], c["subject"]) == (area, check["subject"])]
+    assert all(c["ok"] is not False for c in after), (fix, after)

@@ -201,7 +201,7 @@ def test_doctor_says_why_a_settings_file_cannot_be_read_as_install_does(
     target.parent.mkdir(parents=True)
     target.write_bytes(raw)
     done = run_cairn("doctor", "--cwd", str(tmp_path / "p"), cwd=tmp_path)
-    assert f"FAIL agent claude-code (project): {target} {why}  -> fix {target}" in done.stdout, done.stdout
+    assert f"FAIL agent claude-code (project): {target} {why}  -> (fix {target})" in done.stdout, done.stdout
     installed = run_cairn("install", "claude-code", "--project", str(tmp_path / "p"), cwd=tmp_path)
     assert f"{target} {why}" in installed.stderr
 
@@ -610,7 +610,7 @@ def test_a_relative_agent_folder_variable_writes_nothing(
     checks = json.loads(run_cairn("doctor", "--json", cwd=here, env={variable: "agent-home"}).stdout)["checks"]
     [check] = [c for c in checks if c["subject"] == f"{agent} (user)"]
     assert (check["ok"], check["detail"]) == (False, message)
-    assert check["fix"] == f"export {variable}=/full/path/of/its/folder (or unset {variable})"
+    assert (check["fix"], check["note"]) == (f"unset {variable}", f"or export {variable}=/full/path/of/its/folder")
 
 
 def test_a_settings_folder_that_takes_no_new_file_names_the_settings_file(

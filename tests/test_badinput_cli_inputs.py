@@ -542,7 +542,7 @@ def test_a_path_without_git_is_one_line_saying_so(vault_repo: VaultRepo, tmp_pat
     )
     doctor = vault_repo.cairn("doctor", env={"PATH": str(bare)})
     assert doctor.returncode == 1 and "Traceback" not in doctor.stderr
-    assert "FAIL git PATH: git was not found on PATH  -> install git, or add its folder to PATH" in doctor.stdout
+    assert "FAIL git PATH: git was not found on PATH  -> (install git, or add its folder to PATH)" in doctor.stdout
 
 
 def test_the_init_a_missing_vault_folder_suggests_can_be_pasted(tmp_path: Path) -> None:

@@ -202,7 +202,7 @@ def test_a_folder_where_the_socket_goes_is_named_once_not_a_traceback_at_every_s
     report = json.loads(_cairn(vault_repo, "doctor", "--json").stdout)
     extra = next(c for c in report["checks"] if (c["area"], c["subject"]) == ("semantic", "extra"))
     assert extra["ok"] is False and "cannot listen: a folder stands at" in str(extra["detail"])
-    assert extra["fix"] == f"remove the folder {state / 'semantic.sock'}"
+    assert extra["fix"] == f"rmdir {state / 'semantic.sock'}" and "only an empty folder" in extra["note"]
     assert (state / "semantic.sock").is_dir()  # named, not removed
 
 

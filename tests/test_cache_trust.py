@@ -434,12 +434,12 @@ def test_cache_and_state_are_private_and_folders_cairn_did_not_make_keep_their_m
     doctor = vault_repo.cairn("doctor", "--json", env=home)
     shared = {c["subject"]: c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "folders"}
     assert shared["state"]["ok"] is None and f"{isolated_env} (mode 751) may be read" in shared["state"]["detail"]
-    assert shared["cache"]["ok"] is None and "CAIRN_CACHE_DIR" in shared["cache"]["fix"]
+    assert shared["cache"]["ok"] is None and "CAIRN_CACHE_DIR" in shared["cache"]["note"]
     # as text too: the information line ends with its fix (it was shown only for a failed check)
     text = vault_repo.cairn("doctor", env=home).stdout.splitlines()
     [line] = [line for line in text if line.startswith("info folders state:")]
     assert line.endswith(
-        f"  -> chmod go-rwx {isolated_env} if it is Cairn's alone, else set CAIRN_STATE_DIR to a folder of its own"
+        f"  -> chmod go-rwx {isolated_env} (if it is Cairn's alone, else set CAIRN_STATE_DIR to a folder of its own)"
     )
 
 
@@ -583,7 +583,7 @@ def test_a_folder_in_the_cache_keys_place_is_named_with_a_fix_that_works(vault_r
     assert audit.returncode == 1 and f"a folder is in the place of the cache key {key}: remove it" in audit.stdout
     assert vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team").returncode == 0
     doctor = vault_repo.cairn("doctor")
-    assert f"-> remove {key}, then cairn index --vault team" in doctor.stdout
+    assert f"-> rmdir {key} && cairn index --vault team (rmdir removes only an empty folder" in doctor.stdout
     key.rmdir()
     assert vault_repo.cairn("index").returncode == 0 and vault_repo.cairn("audit").returncode == 0
 

@@ -580,8 +580,8 @@ def test_a_relative_cache_or_state_folder_is_never_the_agents_project(
     done = cairn("doctor", "--json", cwd=project)
     failed = [(c["subject"], c["fix"]) for c in json.loads(done.stdout)["checks"] if c["area"] == "folders"]
     assert failed == [
-        ("CAIRN_CACHE_DIR", "set CAIRN_CACHE_DIR to an absolute path"),
-        ("CAIRN_STATE_DIR", "set CAIRN_STATE_DIR to an absolute path"),
+        ("CAIRN_CACHE_DIR", "unset CAIRN_CACHE_DIR"),
+        ("CAIRN_STATE_DIR", "unset CAIRN_STATE_DIR"),
     ]
     assert done.returncode == 1
 
@@ -595,7 +595,7 @@ def test_doctor_names_a_relative_xdg_folder_as_the_readme_says(home: Path, tmp_p
     relative = {"XDG_CONFIG_HOME": "xdg-config", "XDG_CACHE_HOME": "xdg-cache", "XDG_STATE_HOME": "xdg-state"}
     done = run_cairn("doctor", "--json", cwd=tmp_path, env=relative)
     failed = [(c["subject"], c["fix"]) for c in json.loads(done.stdout)["checks"] if c["area"] == "folders"]
-    assert failed == [(name, f"set {name} to an absolute path") for name in relative]
+    assert failed == [(name, f"unset {name}") for name in relative]
     assert done.returncode == 1
 
 

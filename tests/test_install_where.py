@@ -306,8 +306,8 @@ def test_codex_hooks_in_config_toml_are_seen_by_doctor_and_uninstall(
     assert check["subject"] == f"codex ({where})" and check["ok"] is False
     assert check["detail"] == f"{config}: '/gone/venv/bin/cairn' is not found"
     # The install alone writes hooks.json and leaves the broken entry: Codex would run both.
-    assert str(check["fix"]).startswith(f"remove Cairn's [[hooks.UserPromptSubmit]] entry from {config} by hand, then ")
-    assert str(check["fix"]).endswith("cairn install codex" + (" --user" if where == "user" else ""))  # run there
+    assert check["note"] == f"remove Cairn's [[hooks.UserPromptSubmit]] entry from {config} by hand first"
+    assert check["fix"] == "cairn install codex" + (" --user" if where == "user" else "")  # run there
 
     args = ["--user"] if where == "user" else ["--project", str(project)]
     done = run_cairn("uninstall", "codex", *args, cwd=project)
@@ -337,7 +337,7 @@ def test_a_hook_in_codexs_config_toml_beside_install_names_the_toml_entry_to_rem
     fix = f"remove Cairn's [[hooks.UserPromptSubmit]] entry from {config} by hand"
     assert f"which hook runs first (each comes twice when no session can be kept); keep one: {fix}" in done.stdout
     [twice] = [c for c in _agent_checks(project) if c["subject"] == "codex (twice)"]
-    assert twice["fix"] == fix
+    assert (twice["fix"], twice["note"]) == ("", fix)
 
 
 def test_the_install_help_example_for_a_shared_file_runs_as_written_without_a_warning(isolated_env: Path) -> None:

@@ -1071,7 +1071,7 @@ def test_doctor_gives_no_card_vectors_fix_for_an_index_of_a_broken_cairn_toml(va
     assert vault_repo.cairn("index", "--vault", "team").returncode == 1
     report = json.loads(vault_repo.cairn("doctor", "--json").stdout)
     checks = {c["area"]: c for c in report["checks"] if c["subject"] == "team"}
-    assert checks["index"]["ok"] is False and checks["index"]["fix"].startswith("commit a fix to cairn.toml")
+    assert checks["index"]["ok"] is False and checks["index"]["note"].startswith("commit a fix to cairn.toml")
     assert checks["semantic"]["ok"] is None and checks["semantic"]["fix"] == "", checks["semantic"]
     assert checks["semantic"]["detail"] == "the index holds no card (see the index line): no card vectors either"
 
@@ -1119,7 +1119,7 @@ def test_doctor_fails_an_extra_that_cannot_encode_or_listen(vault_repo: VaultRep
     deep = tmp_path / ("d" * 60) / ("e" * 60)
     long_state = extra({"CAIRN_STATE_DIR": str(deep)})
     assert long_state["ok"] is False and "cannot listen" in str(long_state["detail"])
-    assert long_state["fix"] == "set CAIRN_STATE_DIR to a shorter folder"
+    assert long_state["note"] == "set CAIRN_STATE_DIR to a shorter folder"
     from cairn.hot.semantic import socket_fits, start_daemon
 
     assert not socket_fits(str(deep)) and start_daemon(str(deep)) is False  # no model loaded only to fail
@@ -1195,7 +1195,10 @@ def test_doctor_checks_the_vectors_of_a_vault_with_a_card_left_out(vault_repo: V
     side.mkdir()
     report = json.loads(vault_repo.cairn("doctor", "--json").stdout)["checks"]
     semantic = next(c for c in report if (c["area"], c["subject"]) == ("semantic", "team"))
-    assert "not a regular file" in str(semantic["detail"]) and semantic["fix"].startswith(f"remove {side}, then ")
+    assert (
+        "not a regular file" in str(semantic["detail"])
+        and semantic["fix"] == f"rmdir {side} && cairn index --vault team"
+    )
 
 
 def test_vectors_whose_seal_does_not_hold_are_refused_and_rebuilt(vault_repo: VaultRepo) -> None:

@@ -146,7 +146,9 @@ def test_a_deleted_served_branch_is_named_gone_not_as_if_it_existed(vault_repo: 
     doctor = vault_repo.cairn("doctor", "--json")
     [ref_check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "ref"]
     assert ref_check["ok"] is False and ref_check["detail"] == gone
-    assert ref_check["fix"].startswith(f"recreate it (`git -C {vault_repo.root} branch main COMMIT`)")
+    assert ref_check["fix"] == "" and ref_check["note"].startswith(
+        f"recreate it (`git -C {vault_repo.root} branch main COMMIT`)"
+    )
     # The hook's log says the same (it said "cannot read the commit of refs/heads/main"), and starts no background
     # index, which would fail the same way on every prompt.
     hooked = run_cairn("hook", "--format", "claude-code", cwd=tmp_path, input=payload_for("claude-code", "x", tmp_path))
@@ -179,7 +181,7 @@ def test_a_missing_served_ref_of_a_limited_vault_says_how_to_serve_another_keepi
     assert f"serve another ref ({again})" in added.stdout, added.stdout
     doctor = vault_repo.cairn("doctor", "--json", cwd=tmp_path)
     [ref_check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "ref"]
-    assert ref_check["fix"].endswith(f"serve another ref ({again})"), ref_check
+    assert ref_check["note"].endswith(f"serve another ref ({again})"), ref_check
     for command in (("index", "--vault", "team"), ("sync", "team")):
         done = vault_repo.cairn(*command, cwd=tmp_path)
         assert done.returncode == 1 and f"serve another ref ({again})" in done.stdout + done.stderr, done
@@ -229,7 +231,8 @@ def test_doctors_fix_for_a_vault_with_no_commits_runs_as_printed_from_another_fo
     doctor = run_cairn("doctor", "--json", cwd=elsewhere)
     [ref_check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "ref"]
     assert ref_check["ok"] is False and ref_check["detail"] == "the vault has no commits yet on refs/heads/main"
-    command = ref_check["fix"].split("`")[1]
+    command = ref_check["fix"]
+    assert ref_check["note"] == "commit your cards first"
     assert command.startswith(f"cd '{lessons}' && git add cards && git commit")
     done = subprocess.run(["sh", "-c", command], cwd=elsewhere, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr

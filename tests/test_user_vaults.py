@@ -392,7 +392,7 @@ def test_doctor_says_an_agent_started_without_this_shells_cairn_config_reads_ano
         f"CAIRN_CONFIG={tmp_path / 'cairn.toml'} is set here; an agent started without it (from a desktop launcher, "
         f"an IDE, a service) reads {default}, which configures no vault: its hook serves nothing"
     )
-    assert note["fix"] == (f"set CAIRN_CONFIG in the agents' environment too, or move the configuration to {default}")
+    assert note["note"] == (f"set CAIRN_CONFIG in the agents' environment too, or move the configuration to {default}")
     default.parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / "cairn.toml").rename(default)  # the fix, as it says
     mine = {"CAIRN_CONFIG": str(default)}
@@ -1782,6 +1782,7 @@ def test_doctor_gives_one_finding_for_a_branch_naming_a_missing_commit(tmp_path:
             "incomplete?), so agents get nothing from this vault; point the branch at a commit again "
             "(`git branch -f`, `git fetch`)",
             "fix": f"git -C {vault_repo.root} fsck",
+            "note": "",
         }
     ]
     # a configured ref that is a tree's id (written by hand: `vault add` refuses it) is one finding too
@@ -1793,6 +1794,7 @@ def test_doctor_gives_one_finding_for_a_branch_naming_a_missing_commit(tmp_path:
     [ref] = [c for c in checks if c["subject"] == "team" and c["area"] in ("ref", "index")]
     assert ref["detail"].startswith(f"the configured ref {tree[:8]} is not a commit this repository holds")
     assert ref["fix"] == f"cairn vault add {vault_repo.root} --name team --ref BRANCH --replace"
+    assert ref["note"] == "BRANCH: the reviewed branch it is to serve"
 
 
 def test_doctor_names_a_git_variable_reading_another_repository_not_damage(

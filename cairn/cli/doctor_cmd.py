@@ -31,7 +31,9 @@ def doctor(cwd: Path | None, as_json: bool) -> None:
     --vault, else $CAIRN_VAULT, else the vault around the current folder, else the configured vaults.
 
     Exit 1 when a check fails; each failing line ends with the command that fixes it, as does an information line
-    that has one (a folder others may read).
+    that has one (a folder others may read): a shell command that runs as printed (a placeholder such as PATH only
+    where doctor cannot know the value, and its note says so), then in brackets a note of what else to know; where no
+    command can fix it, the note alone says what to do. --json gives them as `fix` ("" when none) and `note`.
 
     \b
     Example:
@@ -47,7 +49,8 @@ def doctor(cwd: Path | None, as_json: bool) -> None:
     else:
         for check in checks:
             mark = "ok  " if check.ok else "FAIL" if check.ok is False else "info"
-            fix = f"  -> {check.fix}" if check.fix and check.ok is not True else ""
+            said = [check.fix] * bool(check.fix) + [f"({check.note})"] * bool(check.note)
+            fix = f"  -> {' '.join(said)}" if said and check.ok is not True else ""
             echo(f"{mark} {check.area} {check.subject}: {check.detail}{fix}")
         echo(f"{len(failed)} check(s) failed." if failed else "Everything checks out.")
     if failed:

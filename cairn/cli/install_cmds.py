@@ -147,7 +147,7 @@ def install_cmd(
         started = base
     twice = doctor.served_twice(target, started)
     if twice is not None:
-        fix = f"`{twice.fix}`" if twice.fix.startswith("cairn ") else twice.fix
+        fix = f"`{twice.fix}`" if twice.fix else twice.note
         echo(f"  Note: {twice.detail}: {fix}")
     where = " --user" if user else f" --project {shlex.quote(str(project))}" if project is not None else ""
     echo(f"Undo with `cairn uninstall {target}{where}`.")
