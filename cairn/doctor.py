@@ -770,6 +770,7 @@ def _lost_commit(vault: Any, ref: str, commit: str, entry: VaultEntry) -> tuple[
             f"{ref} names {commit[:8]}, which git does not find: {' and '.join(elsewhere)} in the environment has "
             "git read the commits from there, so no index of this vault can be built while it is set",
             f"unset {names}",
+            "",
         )
     if ref.lower() == commit:  # a configured object id
         return (
