@@ -99,7 +99,9 @@ _CONFUSABLE = frozenset(
     "АВЕЅІЈКМНОРСТХУаеорсухіјѕԁһԛԝӏ"  # Cyrillic
     "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧαικνορτυχ"  # Greek
 )
-_WORD = re.compile(r"\w+")
+# Japanese and Chinese run words together without spaces ("PNGのαチャンネル"), and Korean glues particles onto
+# words: Han, kana and Hangul end a word here, so a Latin name and a Greek letter in one such run are two words.
+_WORD = re.compile(r"[^\W\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
 
 
 def _script(ch: str) -> str:

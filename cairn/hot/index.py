@@ -76,6 +76,8 @@ if TYPE_CHECKING:
 FORMAT_VERSION = "7"  # 7: Cairn's own file format (6 and older were SQLite files, 6 sealed with keyed BLAKE2b)
 # The version of the security rules (cairn.lint.security) that refuse cards at index time, kept here so the hook can
 # compare it without importing lint: an index checked by other rules may hold cards the current rules refuse.
+# 15: hidden-text ends a word at Han, kana and Hangul, so a Greek letter in a Japanese sentence (`PNGのαチャンネル`) is
+# no homoglyph: an index checked by 14 refused such a card, and is rebuilt to serve it.
 # 14 (stop 53): every rule reads an extra key's own name as YAML decodes it (`"\u0406gnore ...": 1`), and a card's
 # status; encoded-payload and secret read the id (a file named in hex of an instruction, or after a token, was served);
 # prompt-injection reads "forget your rules" said to the agent; secret finds a URL's password after an e-mail user.
@@ -83,7 +85,7 @@ FORMAT_VERSION = "7"  # 7: Cairn's own file format (6 and older were SQLite file
 # ends where the parser ends it (after a `---x: 1` key); prompt-injection reads Markdown comments (`[//]: # (...)`);
 # secret names an AWS secret access key given after a space, Slack app tokens (xapp-) and `Authorization: token`.
 # 12 (stop 47): hidden-text flags U+2028, U+2029.
-SECURITY_RULES_VERSION = "14"
+SECURITY_RULES_VERSION = "15"
 
 MAGIC = b"CAIRNIDX"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
