@@ -327,6 +327,14 @@ def test_a_scope_outside_the_vaults_vocabulary_is_refused_and_scope_fixes_it(vau
         ("Error handling: wrap all async handlers in `asyncHandler`", False, "a statement with no reason or failure"),
         ("When adding a dependency, update `requirements.lock` too or CI fails", True, ""),
         ("`uv run pytest` - runs the test suite", False, "a command with a note, but no reason or failure"),
+        # Bug fixed: Japanese and Korean lessons were dropped as "no reason or failure" (only English and Chinese
+        # words were read), so a Japanese or Korean team's CLAUDE.md gave almost no card.
+        ("`npm ci` を使うこと。`npm install` だと package-lock.json が書き換わるため、CI が失敗する。", True, ""),
+        ("マイグレーションは `--fake` なしで実行する。さもないとスキーマがずれる。", True, ""),
+        ("`git push --force` 대신 `--force-with-lease`를 쓰세요. 커밋이 사라질 수 있기 때문입니다.", True, ""),
+        ("빌드 전에 `.dockerignore`에 node_modules를 넣으세요. 그렇지 않으면 빌드가 느려집니다.", True, ""),
+        ("エラーハンドリングは共通の関数で行う", False, "a statement with no reason or failure"),
+        ("커밋 메시지는 한국어로 작성하세요", False, "a statement with no reason or failure"),
     ],
 )
 def test_the_lesson_rule(bullet: str, lesson: bool, why: str) -> None:

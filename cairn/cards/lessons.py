@@ -3,7 +3,7 @@
 A lesson states a situation and its consequence or fix, with a reason or a failure: "X happens when Y; do Z".
 A bullet is kept when its prose (the text outside code spans) has at least three words and names a reason
 (because, otherwise, so that, to avoid, 因为, 否则, ...) or a failure or consequence (fails, breaks, flaky,
-silently, drops, lost, rejected, stale, error, 失败, 报错, 导致, 丢失, ...). Everything else is an instruction and is
+silently, drops, lost, rejected, stale, error, 失败, 报错, 导致, 丢失, ため, 失敗, 때문, 실패, ...). Everything else is an instruction and is
 dropped, with why: a command (a code span or a shell line such as `make lint`, with at most a two-word label), an
 instruction or style rule with no reason or failure ("Use black and ruff", "Prefer pathlib", "Never commit to
 main"), a statement with no reason or failure (project facts), and every bullet of a section whose heading names
@@ -42,7 +42,13 @@ _REASON = re.compile(
     r"|因为|由于|否则|不然|以免|以防|以便|避免|防止|所以|因此|意味着|导致|造成|引起|发生|失败|报错|出错|错误|异常|"
     r"崩溃|闪退|损坏|卡住|卡死|挂起|无响应|丢失|丢弃|丢掉|泄漏|泄露|超时|死锁|竞态|不稳定|偶发|偶现|阻塞|被拒|拒绝|"
     r"过期|变慢|很慢|太慢|悄悄|静默|默默|不再|不可复现|无法复现|复现不了|无法|不会|拿不到|找不到|看不到|连不上|跑不通|"
-    r"缺失|缺少|意外|踩坑|陷阱|小心|当心|无效|不生效|冲突|不匹配|覆盖(?!率)|内存不足|内存溢出|故障|事故|乱码|不一致",
+    r"缺失|缺少|意外|踩坑|陷阱|小心|当心|无效|不生效|冲突|不匹配|覆盖(?!率)|内存不足|内存溢出|故障|事故|乱码|不一致"
+    # Japanese and Korean, in the forms their sentences take (kana endings, Japanese kanji such as 失敗 and 遅, Hangul
+    # stems): a Japanese or Korean team's CLAUDE.md states its lessons with these.
+    r"|ので|ため|せいで|さもないと|でないと|そうしないと|失敗|壊れ|消え|落ち[るたてま]|遅[いくれ]|文字化け|不具合|"
+    r"障害|競合|衝突|漏れ|上書き|ずれ|止ま[るらっり]|タイムアウト|クラッシュ|フリーズ|バグ|エラー(?!ハンドリング|処理)|"
+    r"때문|않으면|안 그러면|원인|실패|오류(?! 처리)|에러(?! 처리)|버그|장애|깨[지집져진]|사라[지집져질진]|느려|느립|"
+    r"충돌|타임아웃|누락|덮어[쓰써]|멈[추춰춥]",
     re.IGNORECASE,
 )
 _IMPERATIVE = re.compile(
