@@ -381,6 +381,12 @@ def test_a_chinese_lesson_is_kept_where_its_english_twin_is(vault_repo: VaultRep
          "it off for the Pods target.", 'Xcode 15 archives fail with "Sandbox: rsync denied"'),
         ("用 JDK 11 构建会报“Unsupported class file major version: 61”；换成 JDK 17。",
          "用 JDK 11 构建会报“Unsupported class file major version: 61”"),
+        # Bug fixed: a Korean sentence was not ended by `. ` before a Hangul word, and Hangul counted one column,
+        # so a Korean lesson was named by its whole text cut at 80 characters (about 150 columns)
+        ("`git push --force` 대신 `--force-with-lease`를 쓰세요. 다른 사람의 커밋이 사라질 수 있기 때문입니다.",
+         "`git push --force` 대신 `--force-with-lease`를 쓰세요"),
+        ("배포 스크립트가 운영 서버의 환경 변수를 덮어써서 장애가 났고 롤백에도 한참 걸렸으며 모니터링 알림도 오지 않았다",
+         "배포 스크립트가 운영 서버의 환경 변수를 덮어써서 장애가 났고 롤백에도 한참…"),
     ],
 )  # fmt: skip
 def test_a_lesson_is_named_by_its_situation(bullet: str, name: str) -> None:

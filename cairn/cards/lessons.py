@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from cairn.terminal import columns
+
 CJK = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
 _CJK_CHAR = re.compile(f"[{CJK}]")
 _CJK_BREAK = re.compile(f"(?<=[{CJK}])[ \\t]*\\n\\s*(?=[{CJK}])")
@@ -147,12 +149,8 @@ def _words(text: str) -> int:
     return latin + (cjk + 1) // 2
 
 
-def width(text: str) -> int:
-    """Display width: a CJK character counts two."""
-    return len(text) + len(_CJK_CHAR.findall(text))
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[*_])|(?<=[。！？])\s*")
+# Korean ends a sentence with `. ` as English does, and starts the next with a Hangul syllable.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[*_\uac00-\ud7af])|(?<=[。！？])\s*")
 
 
 def sentences(text: str) -> list[str]:
@@ -218,7 +216,7 @@ def lesson_name(text: str, bold_lead: str | None = None) -> str:
     found = sentences(text)
     sentence = found[0] if found else text
     for split in (_CLAUSE, _SITUATION):  # "X; do Z", then "X happens, because Y"
-        if width(sentence) > 60:
+        if columns(sentence) > 60:
             sentence = _clause(sentence, split)
     return shorten(sentence, NAME_MAX_CHARS).rstrip(" :.;,-：；。，")
 
@@ -229,12 +227,13 @@ def _named(text: str) -> bool:
 
 
 def shorten(text: str, limit: int) -> str:
-    """`text` cut to at most `limit` columns (CJK characters count two), at a word when one is near, with `…`."""
-    if width(text) <= limit:
+    """`text` cut to at most `limit` terminal columns (CJK characters and Hangul take two), at a word when one is near,
+    with `…`."""
+    if columns(text) <= limit:
         return text
     cut = ""
     for ch in text:
-        if width(cut + ch) > limit - 1:
+        if columns(cut + ch) > limit - 1:
             break
         cut += ch
     space = cut.rfind(" ")
@@ -252,6 +251,5 @@ __all__ = [
     "sentences",
     "shorten",
     "unadorned",
-    "width",
     "without_lesson_words",
 ]
