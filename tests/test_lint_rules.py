@@ -252,6 +252,24 @@ def test_a_file_name_in_nfd_is_told_to_take_its_composed_form_not_a_slug_cut_at_
     }
 
 
+def test_a_korean_file_name_in_nfd_is_told_its_syllables_are_taken_apart_not_its_accents(tmp_path: Path) -> None:
+    """Bug fixed: a Korean card macOS named (`cards/git/한글-커밋.md`, each syllable stored as its jamo, NFD) was told
+    its id "spells its accents as separate marks"; Hangul has no accents, and a Korean author looked for them in
+    vain. The same for a card that supersedes it by its composed id, as a keyboard types it."""
+    vault = tmp_path / "vault"
+    decomposed = unicodedata.normalize("NFD", "cards/git/한글-커밋.md")
+    (vault / decomposed).parent.mkdir(parents=True)
+    (vault / decomposed).write_text("---\nname: 한글 커밋\nsummary: 커밋 메시지를 UTF-8로 쓰세요.\n---\n\n본문.\n")
+    (vault / "cards" / "git" / "new.md").write_text(
+        "---\nname: 새 카드\nsummary: 에디터를 UTF-8로 설정하세요.\nsupersedes: [git/한글-커밋]\n---\n\n본문.\n"
+    )
+    findings = lint_vault(find_vault(vault), today=DAY).findings
+    messages = [f.message for f in findings if f.rule in ("card-path", "supersedes-missing")]
+    assert len(messages) == 2, messages
+    assert all("spells its Hangul syllables as separate letters (jamo) (Unicode NFD" in m for m in messages), messages
+    assert not any("accents" in m for m in messages), messages
+
+
 def test_supersedes_of_an_id_in_the_other_unicode_form_says_which_to_change(tmp_path: Path) -> None:
     """Bug fixed: `supersedes: [résumé/crème]` typed on a keyboard (NFC) for a card macOS named in NFD, or pasted
     in NFD for a composed one, heard "no card has that id; use the replaced card's id", which reads exactly as

@@ -567,6 +567,14 @@ def card_id_forms(card_id: str) -> tuple[str, ...]:
     return (whole, short) if whole != short else (short,)
 
 
+def nfd_spelling(text: str) -> str:
+    """What the NFD spelling of `text` (as macOS names files) does, said for a reader: a Korean name is its Hangul
+    syllables taken apart into letters (jamo), which no accent is."""
+    if any("\u1100" <= ch <= "\u11ff" for ch in text):
+        return "spells its Hangul syllables as separate letters (jamo)"
+    return "spells its accents as separate marks"
+
+
 def slugify(text: str, max_length: int = 60) -> str:
     """A lowercase slug for a file name: words (any script) joined by hyphens. The text is composed first (NFC): a
     name macOS wrote with its accents as separate marks (`e` + U+0301) was cut at each (`re-sume` for `résumé`)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterator
 
-from cairn.cards.card import card_id_from_path, slugify
+from cairn.cards.card import card_id_from_path, nfd_spelling, slugify
 from cairn.finding import Finding
 from cairn.lint.model import WARNING, Context, Rule, Target
 from cairn.lint.rules import id_text
@@ -30,7 +30,7 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
     if suggested != card_id:
         # a file name macOS wrote (NFD) looks like its composed form, the one a keyboard types and `cairn add` writes
         why = (
-            "spells its accents as separate marks (Unicode NFD, as macOS names files)"
+            f"{nfd_spelling(card_id)} (Unicode NFD, as macOS names files)"
             if suggested == unicodedata.normalize("NFC", card_id)
             else "is not lowercase slugs"
         )

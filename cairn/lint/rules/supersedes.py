@@ -6,7 +6,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterator
 
-from cairn.cards.card import card_id_from_path
+from cairn.cards.card import card_id_from_path, nfd_spelling
 from cairn.finding import Finding
 from cairn.lint.model import ERROR, Context, Rule, Target
 
@@ -34,12 +34,12 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
                 hint = f"write the id '{as_id}'"
             elif spelled and spelled[0] != composed:  # a file name macOS wrote
                 hint = (
-                    f"cards/{spelled[0]}.md reads the same but spells its accents as separate marks (Unicode NFD); "
+                    f"cards/{spelled[0]}.md reads the same but {nfd_spelling(spelled[0])} (Unicode NFD); "
                     f"rename it to cards/{composed}.md, as card-path says"
                 )
             elif spelled:
                 hint = (
-                    f"it spells its accents as separate marks (Unicode NFD), cards/{spelled[0]}.md composed; write it "
+                    f"it {nfd_spelling(old)} (Unicode NFD), cards/{spelled[0]}.md composed; write it "
                     "composed, as `cairn list` prints it"
                 )
             else:
