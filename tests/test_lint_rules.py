@@ -505,6 +505,14 @@ def test_security_rules_leave_ordinary_text_alone(text: str, tmp_path: Path) -> 
     ("text", "flagged"),
     [
         ("token: ghp_Q7w2E9r4T1y6U3i8O5p0A2s7D4f9G1h6J3k8", True),
+        # a password after its name in Chinese, Japanese or Korean (stop 53's Japanese and Korean sweep)
+        ("数据库密码：Zx8kL2qW9vB4mN7p", True),
+        ("密碼: Zx8kL2qW9vB4mN7p", True),
+        ("パスワード：Zx8kL2qW9vB4mN7p", True),
+        ("비밀번호: Zx8kL2qW9vB4mN7p", True),
+        ("密码: <password>", False),
+        ("密码加密存储在数据库里，不要写在代码中。", False),
+        ("パスワードは環境変数から読む。", False),
         ("glpat-Xk29fLq8Zr3Vn5Tb7Wd1", True),
         ("xoxb-2048193847-Ab3dE5gH7jK9", True),
         ("key AKIAZ7Q2M4R8T6W1Y3U5", True),

@@ -77,7 +77,8 @@ FORMAT_VERSION = "7"  # 7: Cairn's own file format (6 and older were SQLite file
 # The version of the security rules (cairn.lint.security) that refuse cards at index time, kept here so the hook can
 # compare it without importing lint: an index checked by other rules may hold cards the current rules refuse.
 # 15: hidden-text ends a word at Han, kana and Hangul, so a Greek letter in a Japanese sentence (`PNGのαチャンネル`) is
-# no homoglyph: an index checked by 14 refused such a card, and is rebuilt to serve it.
+# no homoglyph: an index checked by 14 refused such a card, and is rebuilt to serve it; secret reads a password named
+# in Chinese, Japanese or Korean (`密码：`, `パスワード：`, `비밀번호:`).
 # 14 (stop 53): every rule reads an extra key's own name as YAML decodes it (`"\u0406gnore ...": 1`), and a card's
 # status; encoded-payload and secret read the id (a file named in hex of an instruction, or after a token, was served);
 # prompt-injection reads "forget your rules" said to the agent; secret finds a URL's password after an e-mail user.

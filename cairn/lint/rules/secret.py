@@ -92,9 +92,13 @@ _ASSIGNED = re.compile(
     r"(?i)\b(?:api[_-]?key|apikey|secret(?:[_-]?key)?|access[_-]?token|auth[_-]?token|token|passw(?:or)?d|"
     r"client[_-]?secret|private[_-]?key)\b[\"']?\s*[:=]\s*[\"']([^\"'\s]{16,})[\"']"
 )
+# "Password" in Chinese (simplified, traditional), Japanese and Korean: `密码: ...`, `パスワード：...` (the full-width
+# colon an input method types reads as `:`). A word boundary does not fit them: `数据库密码` has none before `密`.
+CJK_PASSWORD_WORDS = ("密码", "密碼", "パスワード", "비밀번호")
 # Password-like names: any value that is not a placeholder is a password.
 _PASSWORD = re.compile(
-    r"(?i)(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|db_?pass\w*|\w*_pass(?:word|wd)?|pgpassword|mysql_pwd)"
+    r"(?i)(?:(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|db_?pass\w*|\w*_pass(?:word|wd)?|pgpassword|mysql_pwd)|"
+    rf"{'|'.join(CJK_PASSWORD_WORDS)})"
     r"[\"']?[ \t]*(?::=|=|:)[ \t]*[\"'`]?([^\s\"'`,;)]{4,128})"
 )
 _PROSE = re.compile(
@@ -235,7 +239,7 @@ _KINDS, _ = needle_masks(
     for needles in (
         *_NEEDLES,
         ("key", "secret", "token", "passw"),  # _ASSIGNED_BIT
-        ("pass", "pwd", "pin"),  # _PASSWORD_BIT
+        ("pass", "pwd", "pin", *CJK_PASSWORD_WORDS),  # _PASSWORD_BIT
         ("pass", "pwd"),  # _PASSPHRASE_BIT
         ("authorization",),  # _AUTHORIZATION_BIT
         *(needles for needles, _ in _COMMAND_PASSWORDS),  # _COMMAND_BITS
