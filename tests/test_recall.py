@@ -483,3 +483,22 @@ def test_each_gate_passes_at_its_threshold_and_refuses_below_it() -> None:
     assert gates.failed_gate(s.min_lead - below, s.min_coverage, s.min_margin, s) == gates.SMALL_LEAD
     assert gates.failed_gate(s.min_lead, s.min_coverage - below, s.min_margin, s) == gates.LOW_COVERAGE
     assert gates.failed_gate(s.min_lead, s.min_coverage, s.min_margin - below, s) == gates.SMALL_MARGIN
+
+
+def test_full_width_letters_and_half_width_katakana_meet_their_usual_forms(fixture_vault: VaultRepo) -> None:
+    """Bug fixed: full-width ASCII (`ｄｏｃｋｅｒ`, which a Japanese or Chinese input method types) and half-width
+    katakana (`ﾃｽﾄ`) gave no token at all, in a card or a prompt: neither met the card that says them the usual way."""
+    fixture_vault.write(
+        "ja/parallel-tests",
+        "CIのテストが並列実行で落ちる",
+        "テストが同じ一時ディレクトリを共有すると並列実行で落ちる。テストごとに tmp_path を使う。",
+    )
+    fixture_vault.commit("A Japanese lesson")
+    half = _recall(fixture_vault, "CIのﾃｽﾄが並列実行で落ちるのはなぜ？")
+    assert [c.card.id for c in half.injected] == ["ja/parallel-tests"]
+    assert {"テス", "スト"} <= set(half.injected[0].matched)  # the half-width word met the card's
+    wide = _recall(
+        fixture_vault,
+        "ｓｔｏｐ ｗａｉｔｓ ｔｅｎ ｓｅｃｏｎｄｓ： ＳＩＧＴＥＲＭ ｎｏｔ ｆｏｒｗａｒｄｅｄ ｂｙ ｔｈｅ ｓｈｅｌｌ ｆｏｒｍ ＣＭＤ",
+    )
+    assert [c.card.id for c in wide.injected] == ["docker/sigterm-shell-form"]

@@ -4,6 +4,7 @@ regex tokenizer it replaced, kept here as the specification, on random text of e
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -19,9 +20,21 @@ _PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _SEPARATORS = re.compile(r"[_.\-/]+")
 
 
+_FULL_WIDTH = re.compile("[\uff01-\uff5e]")
+_HALF_KANA = re.compile("[\uff61-\uff9f]+")
+
+
+def reference_fold(text: str) -> str:
+    """Full-width ASCII as ASCII, half-width katakana as NFKC reads it (`tokens.fold_width`)."""
+    text = _FULL_WIDTH.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
+    return _HALF_KANA.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
+
+
 def reference_tokenize(text: str) -> list[str]:
-    """The tokenizer as it was: one regex with the CJK class, identifiers split with two more."""
+    """The tokenizer as it was: one regex with the CJK class, identifiers split with two more; full-width ASCII and
+    half-width katakana folded first."""
     out: list[str] = []
+    text = reference_fold(text)
     for cjk, word in _SPLIT.findall(text):
         if cjk:
             if len(cjk) == 1:
@@ -114,6 +127,16 @@ PIECES = st.sampled_from(
         "\ufaff",
         "\ud800",
         "ß",
+        "ｇｉｔ",
+        "ＣＩ＿ｘ",
+        "１２",
+        "ﾃｽﾄ",
+        "ﾄﾞｯｶｰ",
+        "ｶﾞ",
+        "\uff9e",
+        "\uff61",
+        "\uff5e",
+        "\uff5f",
     ]
 )
 TEXT = st.one_of(
@@ -136,6 +159,8 @@ TEXT = st.one_of(
 @example("a'll'll")
 @example("x's's")
 @example("HTTPServer2x-YAMLFile_v2")
+@example("ｇｉｔ ｐｕｓｈ ﾃｽﾄが落ちる")
+@example("ﾞｶﾞ")
 def test_tokenize_matches_the_regex_tokenizer(text: str) -> None:
     assert tokens.tokenize(text) == reference_tokenize(text)
 

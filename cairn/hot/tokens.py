@@ -90,12 +90,17 @@ _PLANE_0 = _flags((0, 0))
 
 
 def tokenize(text: str) -> list[str]:
-    """Tokens in text order, with repeats; an identifier yields itself and then its parts."""
+    """Tokens in text order, with repeats; an identifier yields itself and then its parts. Full-width ASCII and
+    half-width katakana are read as their usual forms first (`fold_width`)."""
     out: list[str] = []
     if not text:
         return out
+    top = max(text)
+    if top >= _FULL_WIDTH_LOWEST:
+        text = fold_width(text)
+        top = max(text)
     runs = text.encode("ascii", "replace").translate(_RUNS).decode("ascii")
-    mask = _cjk_mask(text) if max(text) >= _CJK_LOWEST else b""  # below U+3040 no character is CJK
+    mask = _cjk_mask(text) if top >= _CJK_LOWEST else b""  # below U+3040 no character is CJK
     if "'" not in runs and 1 not in mask:  # the common case: no contraction to skip, no CJK run to interleave
         for run in runs.split():
             word = run.lstrip(_LEAD).rstrip(_TRAIL)
@@ -104,6 +109,35 @@ def tokenize(text: str) -> list[str]:
         return out
     _tokens_in_order(text, runs, mask, out)
     return out
+
+
+# Full-width ASCII (U+FF01..U+FF5E: `ｇｉｔ`, `ＣＩ`, `１２`) is ASCII moved up by U+FEE0; half-width katakana and its
+# marks (U+FF61..U+FF9F: `ﾃｽﾄ`, `ﾄﾞｯｶｰ`) fold to full-width katakana as NFKC does.
+_FULL_WIDTH_LOWEST = "\uff01"
+_FULL_WIDTH_ASCII = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
+_HALF_KANA = ("\uff61", "\uff9f")
+
+
+def fold_width(text: str) -> str:
+    """Text with full-width ASCII as ASCII and half-width katakana as full-width, as NFKC reads them: a Japanese or
+    Chinese input method types either form, and a card and a prompt meet only when both are read alike (these had
+    no token at all). Other characters are left as they are; `unicodedata` is imported only for half-width kana."""
+    text = text.translate(_FULL_WIDTH_ASCII)
+    low, high = _HALF_KANA
+    if not text or max(text) < low:
+        return text
+    import unicodedata
+
+    out: list[str] = []
+    start, end = 0, len(text)
+    while start < end:
+        kana = low <= text[start] <= high
+        stop = start + 1
+        while stop < end and (low <= text[stop] <= high) == kana:
+            stop += 1
+        out.append(unicodedata.normalize("NFKC", text[start:stop]) if kana else text[start:stop])
+        start = stop
+    return "".join(out)
 
 
 def stem(word: str) -> str:
