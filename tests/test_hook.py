@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from helpers.payloads import FITTING_PROMPT, UNRELATED_PROMPT, load_schema, log_entries, payload_for
-from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault, state_dir
+from helpers.vaults import REBASE_ID, VaultRepo, cairn_executable, make_vault, state_dir, write_filler_cards
 
 AGENT_FORMATS = ("claude-code", "codex", "gemini")
 
@@ -305,6 +305,36 @@ def test_context_block_stays_under_the_configured_limit(vault_repo: VaultRepo) -
     assert len(done.stdout) <= 2500
     entry = log_entries()[-1]
     assert len(entry["injected"]) <= 1
+
+
+def test_a_raised_context_limit_still_keeps_the_block_under_the_hard_limit(vault_repo: VaultRepo) -> None:
+    """`[hook] max_context_chars` takes any value from 1 (lint warns above 9999); the hook keeps its block under the
+    hard limit all the same: three cards of the longest name and summary it gives, with long paths, would make one
+    of over 10,000 characters, so the third is left out (`context_limit`)."""
+    from cairn.hot.hook import CONTEXT_HARD_LIMIT
+
+    write_filler_cards(vault_repo, 12)
+    folder = "/".join(["recovering-commits-after-a-force-push"] * 8)
+    for n in range(3):
+        vault_repo.write(
+            f"git/{folder}/long-{n}",
+            f"Force-push rebase lesson {n} " + "about the reflog " * 10,
+            "force-push rebase commits dropped reflog " + "detail " * 300 + f"variant{n}",
+        )
+    vault_repo.write_raw("cairn.toml", "[hook]\nmax_context_chars = 50000\n")
+    vault_repo.commit("Three long cards, a raised context limit")
+    assert vault_repo.invoke("index").returncode == 0
+    done = hook(
+        vault_repo,
+        "claude-code",
+        payload_for("claude-code", "force-push rebase commits dropped reflog detail", vault_repo.root),
+    )
+    assert done.returncode == 0, done.stderr
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert len(context) <= CONTEXT_HARD_LIMIT
+    entry = log_entries()[-1]
+    assert len(entry["injected"]) == 2
+    assert [row["reason"] for row in entry["candidates"]].count("context_limit") == 1
 
 
 def test_an_error_message_holding_a_long_prompt_logs_none_of_it() -> None:
