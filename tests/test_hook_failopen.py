@@ -53,6 +53,19 @@ def test_bad_stdin_fails_open(vault_repo: VaultRepo, fmt: str, case: str) -> Non
     assert entry["injected"] == []
 
 
+@pytest.mark.parametrize("fmt", ("text", "claude-code"))
+def test_stdin_holding_a_nul_is_refused_as_binary_though_it_is_utf8(vault_repo: VaultRepo, fmt: str) -> None:
+    """A NUL is valid UTF-8, and a text prompt holding one would otherwise fit a card: the hook takes stdin with a NUL
+    as binary, not as a prompt, and says so in the log rather than what the JSON parser makes of it."""
+    make_vault(vault_repo)
+    payload = payload_for(fmt, FITTING_PROMPT, vault_repo.root).encode()
+    done = hook_bytes(vault_repo, fmt, payload[:20] + b"\x00" + payload[20:])
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    entry = log_entries()[-1]
+    assert entry["error"] == "HookInputError: stdin is binary (holds NUL bytes)"
+    assert entry["injected"] == []
+
+
 @pytest.mark.parametrize("fmt", ("claude-code", "codex"))
 def test_a_payload_after_a_byte_order_mark_is_served(vault_repo: VaultRepo, fmt: str) -> None:
     """A UTF-8 byte-order mark before the JSON (a wrapper script, a Windows editor) was "stdin is not JSON": the
