@@ -201,7 +201,18 @@ def _flip(data: bytearray, at: int) -> None:
         data[i] ^= 0xFF
 
 
-DAMAGES = ("flip-header", "flip-middle", "flip-end", "truncate-half", "truncate-page", "foreign-text", "foreign-sqlite")
+DAMAGES = (
+    "flip-header",
+    "flip-middle",
+    "flip-end",
+    "truncate-half",
+    "truncate-page",
+    "grown",
+    "magic",
+    "byte-order",
+    "foreign-text",
+    "foreign-sqlite",
+)
 
 
 @pytest.mark.parametrize("damage", DAMAGES)
@@ -221,6 +232,12 @@ def test_a_damaged_or_foreign_index_is_one_clean_line_and_rebuilt(
         data = data[: len(data) // 2]
     elif damage == "truncate-page":
         data = data[:-4096]
+    elif damage == "grown":  # bytes after the end the header gives (an append, a sync tool's merge)
+        data += b"\0" * 4096
+    elif damage == "magic":  # the rest of the file whole: only the magic says what it is
+        data[:8] = b"NOTCAIRN"
+    elif damage == "byte-order":  # as written on a machine of the other byte order
+        data[12:16] = (3 - int.from_bytes(data[12:16], "little")).to_bytes(4, "little")
     elif damage == "foreign-text":
         data = bytearray(b"not an index at all\n" * 500)
     else:  # an SQLite file, as Cairn's index was before its own format
