@@ -391,19 +391,22 @@ def test_resealed_settings_cairn_does_not_accept_are_damage(
     assert REBASE_ID in _served_again(vault_repo)
 
 
-@pytest.mark.parametrize("field", ["config", "scope", "bound"])
+@pytest.mark.parametrize("field", ["config", "scope", "bound", "record-length"])
 def test_resealed_fields_of_the_wrong_shape_are_damage(vault_repo: VaultRepo, field: str) -> None:
     """Bug fixed (found by fuzzing the index reader): re-sealed with the key, the stored configuration or a card's
     scope that does not parse, or a term's score bound whose counts overrun it, raised JSONDecodeError or IndexError
-    from recall, not IndexCorrupt (so no re-index)."""
+    from recall, not IndexCorrupt (so no re-index). A term's record longer than its counts say (a byte past its
+    16-bit bound) is damage too, before any of it is read."""
     _served_vault(vault_repo)
     index_file = _index_file()
     if field == "config":
         edit_meta(index_file, config="{")
     elif field == "scope":
         edit_card(index_file, REBASE_ID, scope="[")
-    else:
+    elif field == "bound":
         edit_bound(index_file, _a_term_of(index_file, REBASE_ID), (9).to_bytes(2, sys.byteorder) * 3)
+    else:
+        edit_bound(index_file, _a_term_of(index_file, REBASE_ID), (1).to_bytes(2, sys.byteorder) + b"\0")
     reseal(index_file)
     assert _hook(vault_repo).stdout == ""
     error = str(log_entries()[-1]["error"])
