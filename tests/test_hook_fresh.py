@@ -269,6 +269,27 @@ def test_an_index_from_another_cairn_version_is_served_and_refreshed(vault_repo:
     assert _rebuilt(target, "cairn_version", "0.0.1")
 
 
+def test_an_index_built_under_a_withdrawn_security_leave_serves_nothing(vault_repo: VaultRepo) -> None:
+    """A vault that switched a security rule off with the user's `[security] allow_disabled_rules` may hold a card
+    the rule refuses: once the user withdraws that leave, the hook serves nothing from the index built under it,
+    saying why, though its commit is the one served."""
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "cairn" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[security]\nallow_disabled_rules = ["secret"]\n')
+    vault_repo.write_raw("cairn.toml", '[lint]\ndisable = ["secret"]\n')
+    make_vault(vault_repo)
+    prompt = "git pull --rebase dropped my local commits after a force-push"
+    payload = payload_for("claude-code", prompt, vault_repo.root)
+    assert REBASE_ID in vault_repo.cairn("hook", "--format", "claude-code", input=payload).stdout  # the leave given
+    config.write_text("")  # the leave withdrawn
+    payload = payload_for("claude-code", prompt, vault_repo.root, "another-session")  # not a card given before
+    done = vault_repo.cairn("hook", "--format", "claude-code", input=payload)
+    assert (done.returncode, done.stdout) == (0, "")
+    entry = log_entries()[-1]
+    assert entry["stale"] is True and entry["injected"] == []
+    assert "allow_disabled_rules), and it no longer does" in str(entry["vaults"][0]["error"])
+
+
 def test_an_index_checked_by_older_security_rules_serves_nothing_until_rebuilt(vault_repo: VaultRepo) -> None:
     """After an upgrade that adds a security rule, the old index may hold a card the new rule refuses: the hook
     serves nothing from it (it does not wait for the rebuild) and rebuilds it, and the rebuilt index serves again."""
