@@ -32,6 +32,7 @@ from helpers.cachefiles import (
     edit_postings,
     reseal,
     seal_card_message,
+    swap_cards,
 )
 from helpers.hostile import assert_clean_exit
 from helpers.payloads import FITTING_PROMPT, log_entries
@@ -194,6 +195,20 @@ def test_a_deleted_row_with_the_seals_recomputed(vault_repo: VaultRepo) -> None:
     recalled = vault_repo.cairn("recall", FITTING_PROMPT)  # readers verify the file first and rebuild it
     assert_clean_exit(recalled, 0)
     assert REBASE_ID in recalled.stdout
+
+
+def test_two_cards_swapped_in_the_card_table_serve_neither(vault_repo: VaultRepo) -> None:
+    """Each card's record is whole and sealed, and names its own row: moved to another card's row (without the key),
+    recall would score it with the other card's postings (the Docker card a candidate for the rebase prompt). The
+    hook serves nothing, logs the damage and re-indexes."""
+    _served_vault(vault_repo)
+    index_file = _index_file()
+    swap_cards(index_file, REBASE_ID, "docker/layer-cache-order")
+    hooked = _hook(vault_repo)
+    assert (hooked.returncode, hooked.stdout) == (0, "")
+    error = str(log_entries()[-1]["error"])
+    assert error.startswith("IndexCorrupt: ") and "a card's record is not the one its row names" in error, error
+    assert REBASE_ID in _served_again(vault_repo)
 
 
 def _flip(data: bytearray, at: int) -> None:

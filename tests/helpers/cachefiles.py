@@ -119,6 +119,19 @@ def delete_card(index_file: Path, card_id: str) -> None:
     _rewrite(index_file, edit)
 
 
+def swap_cards(index_file: Path, first: str, second: str) -> None:
+    """Give each of two cards' rows the other's records, every seal unchanged (what the card table allows: a row's
+    slot names where its record lies, and the records themselves stay whole)."""
+
+    def edit(parts: store.Parts) -> None:
+        (a,) = [i for i, card in enumerate(parts.cards) if _values(card[2])[1] == first]
+        (b,) = [i for i, card in enumerate(parts.cards) if _values(card[2])[1] == second]
+        (row_a, h_a, hot_a, cold_a), (row_b, h_b, hot_b, cold_b) = parts.cards[a], parts.cards[b]
+        parts.cards[a], parts.cards[b] = (row_a, h_a, hot_b, cold_b), (row_b, h_b, hot_a, cold_a)
+
+    _rewrite(index_file, edit)
+
+
 def _card(index_file: Path, card_id: str) -> tuple[int, int, bytes | memoryview, bytes | memoryview]:
     (card,) = [card for card in store.read_parts(index_file, unchecked=True).cards if _values(card[2])[1] == card_id]
     return card
