@@ -343,7 +343,9 @@ def test_a_seal_failing_while_serving_starts_the_reindex_too(vault_repo: VaultRe
 
 
 @pytest.mark.parametrize(
-    "message", [b'[1, "\xff"]', b"[1, ", b"{}", b"[" * 100_000], ids=["utf8", "json", "shape", "deep"]
+    "message",
+    [b'[1, "\xff"]', b"[1, ", b"{}", b'[1, "git/force-push-rebase"]', b"[" * 100_000],
+    ids=["utf8", "json", "shape", "short", "deep"],
 )
 def test_a_resealed_card_record_that_does_not_parse_starts_the_reindex(vault_repo: VaultRepo, message: bytes) -> None:
     """Bug fixed (found by fuzzing the index reader): a card's record re-sealed with the key (anything running as the
