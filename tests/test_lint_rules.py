@@ -270,6 +270,35 @@ def test_a_korean_file_name_in_nfd_is_told_its_syllables_are_taken_apart_not_its
     assert not any("accents" in m for m in messages), messages
 
 
+def test_ids_that_are_one_file_on_macos_or_windows_are_told_apart_not_renamed_onto_each_other(tmp_path: Path) -> None:
+    """Bug fixed: `cards/git/Rebase.md` beside `cards/git/rebase.md` (or a name in NFD beside its composed form, or
+    topic folders `Ops/` and `ops/`) are one file on a case-insensitive, normalising file system (macOS, Windows):
+    a teammate's clone kept one card of the two. Lint said nothing of it, and card-path told the author to "rename
+    the file to cards/git/rebase.md", the other card's file."""
+    repo = VaultRepo(tmp_path / "vault")
+    composed = unicodedata.normalize("NFC", "git/café")
+    decomposed = unicodedata.normalize("NFD", composed)
+    for n, card_id in enumerate(("git/rebase", "git/Rebase", composed, decomposed, "Ops/deploy", "ops/deploy")):
+        repo.write(card_id, f"Lesson {n} of its own", f"A summary of lesson {n}, told apart from the others.")
+    repo.commit("Cards whose ids differ in case or Unicode form")
+    found = {f.path: f.message for f in lint_vault(find_vault(repo.root), today=DAY).findings if f.rule == "card-path"}
+    one_file = (
+        "only in case or in how its accents are spelled: on macOS and Windows they are one file and a clone keeps "
+        "only one card; rename one of them to a name of its own (and update links and supersedes that name it)"
+    )
+    pairs = [("git/rebase", "git/Rebase"), (composed, decomposed), ("Ops/deploy", "ops/deploy")]
+    assert found == {
+        f"cards/{a}.md": f"the id '{a}' differs from cards/{b}.md {one_file}"
+        for pair in pairs
+        for a, b in (pair, pair[::-1])
+    }
+    # the pre-commit hook lints the file being committed alone, in the context of the whole vault
+    staged = lint_files(find_vault(repo.root), ["cards/git/Rebase.md"], today=DAY).findings
+    assert [f.message for f in staged if f.rule == "card-path"] == [
+        f"the id 'git/Rebase' differs from cards/git/rebase.md {one_file}"
+    ]
+
+
 def test_supersedes_of_an_id_in_the_other_unicode_form_says_which_to_change(tmp_path: Path) -> None:
     """Bug fixed: `supersedes: [résumé/crème]` typed on a keyboard (NFC) for a card macOS named in NFD, or pasted
     in NFD for a composed one, heard "no card has that id; use the replaced card's id", which reads exactly as

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -179,6 +180,11 @@ class Target:
         return tuple(out)
 
 
+def file_key(card_id: str) -> str:
+    """The card id as a case-insensitive, Unicode-normalising file system (macOS, Windows) tells files apart."""
+    return unicodedata.normalize("NFC", card_id.lower())
+
+
 def decoded_references(text: str) -> str | None:
     """The text with its HTML character references decoded (`&#73;gnore`, `Ig&shy;nore`), as a model reads them,
     then folded as every field is; None when that changes nothing."""
@@ -270,6 +276,15 @@ class Context:
         for facts in self.cards.values():
             if facts.name is not None:
                 out.setdefault(name_key(facts.name), []).append(facts.id)
+        return out
+
+    @cached_property
+    def ids_by_file(self) -> dict[str, list[str]]:
+        """Ids by the one file each names on a file system that ignores case and composes accents (macOS's,
+        Windows'; `core.ignorecase`): two ids under one key are one file there, and a clone keeps only one card."""
+        out: dict[str, list[str]] = {}
+        for card_id in self.cards:
+            out.setdefault(file_key(card_id), []).append(card_id)
         return out
 
     @cached_property

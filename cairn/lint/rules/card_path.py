@@ -1,4 +1,8 @@
-"""card-path: a card lives at `cards/<topic>/<slug>.md` with lowercase slugs (policy: such cards are still indexed)."""
+"""card-path: a card lives at `cards/<topic>/<slug>.md` with lowercase slugs (policy: such cards are still indexed).
+
+Two ids that differ in case or Unicode form alone (`git/Rebase`, `git/rebase`) are one file on macOS and Windows: a
+clone there keeps one of the two cards.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from collections.abc import Iterator
 
 from cairn.cards.card import card_id_from_path, nfd_spelling, slugify
 from cairn.finding import Finding
-from cairn.lint.model import WARNING, Context, Rule, Target
+from cairn.lint.model import WARNING, Context, Rule, Target, file_key
 from cairn.lint.rules import id_text
 
 
@@ -25,6 +29,18 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
         return
     if not id_text.is_plain(card_id):
         return  # id-text says it, as an error, with the same rename
+    same_file = sorted(i for i in context.ids_by_file.get(file_key(card_id), ()) if i != card_id)
+    if same_file:
+        # a teammate's Mac or Windows clone checks out one of them and shows the other's file as changed
+        others = ", ".join(f"cards/{i}.md" for i in same_file)
+        yield RULE.at(
+            target,
+            0,
+            f"the id '{card_id}' differs from {others} only in case or in how its accents are spelled: on macOS and "
+            "Windows they are one file and a clone keeps only one card; rename one of them to a name of its own "
+            "(and update links and supersedes that name it)",
+        )
+        return
     parts = card_id.split("/")
     suggested = "/".join(slugify(part, max_length=200) for part in parts)
     if suggested != card_id:
