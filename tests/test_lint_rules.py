@@ -230,6 +230,26 @@ def test_id_text_names_the_character_it_refuses(tmp_path: Path) -> None:
     }
 
 
+def test_a_rename_lint_suggests_never_names_another_cards_file(tmp_path: Path) -> None:
+    """Bug fixed: `cards/git/Foo.Bar.md` beside `cards/git/foo-bar.md` was told by card-path to "rename the file to
+    cards/git/foo-bar.md", and `cards/git/a b.md` beside `cards/git/a-b.md` by id-text to "rename the file to
+    cards/git/a-b.md": a `mv` as printed overwrote the other card. The name suggested is one no card has."""
+    repo = VaultRepo(tmp_path / "vault")
+    for n, card_id in enumerate(("git/Foo.Bar", "git/foo-bar", "git/foo-bar-2", "git/a b", "git/A-B")):
+        repo.write(card_id, f"Lesson {n} of its own", f"A summary of lesson {n}, told apart from the others.")
+    repo.commit("Cards whose slugs are taken")
+    found = {
+        f.path: f.message[f.message.index("rename the file") :]
+        for f in lint_vault(find_vault(repo.root), today=DAY).findings
+        if f.rule in ("card-path", "id-text")
+    }
+    assert found == {
+        "cards/git/Foo.Bar.md": "rename the file to cards/git/foo-bar-3.md (and update links and supersedes that name it)",
+        "cards/git/a b.md": "rename the file to cards/git/a-b-2.md",
+        "cards/git/A-B.md": "rename the file to cards/git/a-b.md (and update links and supersedes that name it)",
+    }
+
+
 def test_a_file_name_in_nfd_is_told_to_take_its_composed_form_not_a_slug_cut_at_each_accent(tmp_path: Path) -> None:
     """Bug fixed: a card macOS named `cards/résumé/crème-brûlée.md` (each accent a separate mark, NFD) was told to
     "rename the file to cards/re-sume/cre-me-bru-le-e.md", a slug cut at every accent, where the composed name the

@@ -9,7 +9,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterator
 
-from cairn.cards.card import card_id_from_path, nfd_spelling, slugify
+from cairn.cards.card import card_id_from_path, nfd_spelling
 from cairn.finding import Finding
 from cairn.lint.model import WARNING, Context, Rule, Target, file_key
 from cairn.lint.rules import id_text
@@ -41,8 +41,7 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
             "(and update links and supersedes that name it)",
         )
         return
-    parts = card_id.split("/")
-    suggested = "/".join(slugify(part, max_length=200) for part in parts)
+    suggested = id_text.slug_id(card_id)
     if suggested != card_id:
         # a file name macOS wrote (NFD) looks like its composed form, the one a keyboard types and `cairn add` writes
         why = (
@@ -53,7 +52,7 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
         yield RULE.at(
             target,
             0,
-            f"the id '{card_id}' {why}; rename the file to cards/{suggested}.md "
+            f"the id '{card_id}' {why}; rename the file to cards/{id_text.free_id(suggested, card_id, context)}.md "
             "(and update links and supersedes that name it)",
         )
 

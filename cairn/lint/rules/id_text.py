@@ -13,13 +13,27 @@ from collections.abc import Iterator
 
 from cairn.cards.card import card_id_from_path, slugify
 from cairn.finding import Finding
-from cairn.lint.model import ERROR, Context, Rule, Target
+from cairn.lint.model import ERROR, Context, Rule, Target, file_key
 
 _NOT_PLAIN = re.compile(r"[\s<>|\"'`:;$={}()\\]")
 
 
 def is_plain(card_id: str) -> bool:
     return _NOT_PLAIN.search(card_id) is None
+
+
+def slug_id(card_id: str) -> str:
+    """The id with each part a lowercase slug: the name lint tells a card to take."""
+    return "/".join(slugify(part, max_length=200) for part in card_id.split("/"))
+
+
+def free_id(wanted: str, card_id: str, context: Context) -> str:
+    """`wanted`, or `wanted-2`, `wanted-3`... when another card than `card_id` has that id (or one macOS and Windows
+    hold as the same file): a rename onto it would overwrite that card."""
+    candidate, n = wanted, 2
+    while any(i != card_id for i in context.ids_by_file.get(file_key(candidate), ())):
+        candidate, n = f"{wanted}-{n}", n + 1
+    return candidate
 
 
 def check(target: Target, context: Context) -> Iterator[Finding]:
@@ -30,7 +44,7 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
     if match:
         char = match.group()
         what = "a space" if char == " " else f"'{char}'" if char.isprintable() else f"the character U+{ord(char):04X}"
-        suggested = "/".join(slugify(part, max_length=200) for part in card_id.split("/"))
+        suggested = free_id(slug_id(card_id), card_id, context)
         yield RULE.at(
             target,
             0,
