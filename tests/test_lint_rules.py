@@ -350,6 +350,26 @@ def test_supersedes_of_an_id_in_the_other_unicode_form_says_which_to_change(tmp_
     }
 
 
+def test_supersedes_of_an_id_in_another_case_names_the_card_it_means(tmp_path: Path) -> None:
+    """Bug fixed: `supersedes: [git/Rebase]` for `cards/git/rebase.md`, which a Mac or Windows checkout opens by
+    either name, heard "no card has that id; use the replaced card's id", while the id it meant differs in case
+    alone (git, the index and the hook match ids exactly: the old card stayed served)."""
+    repo = VaultRepo(tmp_path / "vault")
+    repo.write("git/rebase", "Rebase rewrites shared commits", "Rebase only the branches no one else has pulled.")
+    repo.write(
+        "git/newer",
+        "Rebase with care",
+        "Rebase a shared branch only after telling the team.",
+        supersedes=["git/Rebase"],
+    )
+    repo.commit("A card superseding another by an id in the wrong case")
+    found = [f.message for f in lint_vault(find_vault(repo.root), today=DAY).findings if f.rule == "supersedes-missing"]
+    assert found == [
+        "supersedes 'git/Rebase', but no card has that id; cards/git/rebase.md differs only in case; write "
+        "'git/rebase' (ids are case-sensitive, as git is)"
+    ]
+
+
 def test_a_rule_the_user_allows_through_the_security_group_is_off_without_a_warning_that_it_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from cairn.cards.card import card_id_from_path, nfd_spelling
 from cairn.finding import Finding
-from cairn.lint.model import ERROR, Context, Rule, Target
+from cairn.lint.model import ERROR, Context, Rule, Target, file_key
 
 
 def check(target: Target, context: Context) -> Iterator[Finding]:
@@ -41,6 +41,11 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
                 hint = (
                     f"it {nfd_spelling(old)} (Unicode NFD), cards/{spelled[0]}.md composed; write it "
                     "composed, as `cairn list` prints it"
+                )
+            elif cased := context.ids_by_file.get(file_key(old)):
+                # typed as a Mac or Windows checkout finds the file, where git, the index and the hook are exact
+                hint = (
+                    f"cards/{cased[0]}.md differs only in case; write '{cased[0]}' (ids are case-sensitive, as git is)"
                 )
             else:
                 hint = "use the replaced card's id (its path under cards/ without .md)"
