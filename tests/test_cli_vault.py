@@ -284,6 +284,18 @@ def test_show_of_a_chinese_id_without_its_folder_names_the_card(vault_repo: Vaul
     )
 
 
+def test_show_of_an_id_in_another_case_names_the_cards_it_may_mean(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn show GIT/REBASE` (a Mac or Windows checkout opens `cards/git/rebase.md` by that name) said
+    only "`cairn list` shows the cards": too few of its characters are the same for the closeness test."""
+    vault_repo.write("git/rebase", "Rebase rewrites shared commits", "Rebase only the branches no one else has pulled.")
+    vault_repo.write("git/Rebase", "Autosquash needs fixups", "Make fixup commits with git commit --fixup first.")
+    vault_repo.commit()
+    unknown = vault_repo.invoke("show", "GIT/REBASE")
+    assert unknown.returncode == 1
+    assert unknown.stderr.startswith("Error: no card 'GIT/REBASE' at ")
+    assert "did you mean git/Rebase, git/rebase?" in unknown.stderr
+
+
 def test_show_a_committed_card_the_index_left_out_says_why(vault_repo: VaultRepo) -> None:
     """A committed card the index refused was "no card ... (uncommitted cards need --worktree)": the wrong way to
     it. It now names the problem that kept it out, and how to see when it passes."""

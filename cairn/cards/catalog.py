@@ -152,4 +152,7 @@ def _near_ids(ids: list[str], wanted: str) -> list[str]:
     # an id given without its folder (`缓存键` for `持续集成/缓存键`): a short Chinese file name is too little of the
     # whole id for difflib's ratio, where a long English one is not
     named = [i for i in ids if "/" not in wanted and i.rpartition("/")[2] == wanted]
-    return list(dict.fromkeys([*named, *difflib.get_close_matches(wanted, ids, n=3, cutoff=0.6)]))[:3]
+    # an id typed in another case (`GIT/REBASE`, as a Mac or Windows checkout opens the file): too few of its
+    # characters are the same for difflib
+    cased = [i for i in ids if i.lower() == wanted.lower()]
+    return list(dict.fromkeys([*cased, *named, *difflib.get_close_matches(wanted, ids, n=3, cutoff=0.6)]))[:3]
