@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import textwrap
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -1491,6 +1492,26 @@ def test_a_superseding_card_made_active_or_served_is_blocked(vault_repo: VaultRe
     assert [b["reason"] for b in _blocked(vault_repo)] == [
         f"the card shell/vendor-scripts supersedes {SAFETY}: {SAFETY} is no longer injected"
     ]
+
+
+def test_a_supersedes_entry_naming_no_card_is_no_silenced_lesson(vault_repo: VaultRepo) -> None:
+    # Bug fixed: `supersedes` naming the safety card in another case, or a composed card by its decomposed (NFD) id,
+    # names no card: the hook matches ids exactly and goes on serving it. Review blocked the change as "the card ...
+    # supersedes X: X is no longer injected", while lint's supersedes-missing said no card has that id.
+    _policy_base(vault_repo)
+    vault_repo.git("checkout", "-q", "main")
+    vault_repo.write("cooking/crème", "Caramel burns past 180 degrees", "Take the caramel off the heat at 175 degrees.")
+    vault_repo.commit("A card with an accent", author=ANN)
+    vault_repo.git("checkout", "-q", "-B", "pr")
+    upper, decomposed = SAFETY.title(), unicodedata.normalize("NFD", "cooking/crème")
+    _vendor_scripts(vault_repo, upper)
+    vault_repo.write("cooking/sugar", "Sugar work", "Use a thermometer for sugar work.", supersedes=[decomposed])
+    vault_repo.commit("Supersede by ids in the wrong form", author=BOB)
+    done = vault_repo.cairn("review", "main..pr", "--json", "--today", "2026-11-15")
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["blocked"] == []
+    assert sorted(f["rule"] for f in report["lint"] if f["severity"] == "error") == ["supersedes-missing"] * 2
 
 
 def test_a_card_moved_to_an_id_an_active_card_supersedes_is_blocked(vault_repo: VaultRepo) -> None:

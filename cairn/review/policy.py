@@ -40,7 +40,7 @@ gets), new cards and new eval cases.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -265,8 +265,11 @@ def card_blocks(
     before: Mapping[str, Any] | None,
     after: Mapping[str, Any] | None,
     today: dt.date,
+    was_card: Callable[[str], bool] = lambda card_id: True,
 ) -> list[Blocked]:
-    """A card change that silences a lesson. before/after: the card's record at the base and HEAD (None: absent)."""
+    """A card change that silences a lesson. before/after: the card's record at the base and HEAD (None: absent).
+    was_card: whether an id named a card at the base (a `supersedes` entry naming none silences nothing: a typo, or
+    an id in another case or Unicode form than the card's, which the hook matches exactly)."""
     path = f"cards/{card_id}.md"
     if status == "removed" and before is not None and before.get("status", "active") == "active":
         return [Blocked("cards", path, f"removes the card {card_id}", _SILENCE_CHECK)]
@@ -305,7 +308,11 @@ def card_blocks(
     old_sup = set(before.get("supersedes") or ()) if before is not None else set()
     if not was_active and now == "active":
         old_sup = set()  # a draft or retired card made active: only an active card supersedes, so each entry now does
-    out += [supersedes(card_id, target) for target in after.get("supersedes") or () if target not in old_sup]
+    out += [
+        supersedes(card_id, target)
+        for target in after.get("supersedes") or ()
+        if target not in old_sup and was_card(target)
+    ]
     return out
 
 

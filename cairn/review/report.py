@@ -509,6 +509,7 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
                 cards.before(raw.old_path),
                 cards.after(raw.new_path if raw.status != "D" else None),
                 day,
+                lambda target: cards.before(f"{CARDS_DIR}/{target}.md") is not None,
             )
         try:
             # Provenance only of the cards the range touches (a removed card's from the base): the rest is unused.
