@@ -370,6 +370,26 @@ def test_supersedes_of_an_id_in_another_case_names_the_card_it_means(tmp_path: P
     ]
 
 
+def test_a_link_to_a_card_in_another_case_or_unicode_form_names_the_card_it_means(tmp_path: Path) -> None:
+    """Bug fixed: a link to `../Git/rebase.md` or to `café.md` decomposed (NFD), which a Mac or Windows checkout
+    opens, heard only "points at cards/Git/rebase.md, which is not in the vault", though the card it meant is there
+    (git, a forge's page and the index are exact: the link is broken for every other reader)."""
+    repo = VaultRepo(tmp_path / "vault")
+    repo.write("git/rebase", "Rebase rewrites shared commits", "Rebase only the branches no one else has pulled.")
+    repo.write("git/café", "Coffee breaks the build", "Never commit with a coffee in hand.")
+    decomposed = unicodedata.normalize("NFD", "café.md")
+    body = f"See [rebase](../Git/rebase.md) and [coffee]({decomposed})."
+    repo.write("git/links", "Links to other cards", "A card linking to two others.", body=body)
+    repo.commit("Links in the wrong form")
+    found = [f.message for f in lint_vault(find_vault(repo.root), today=DAY).findings if f.rule == "internal-link"]
+    assert sorted(found) == [
+        "the link '../Git/rebase.md' points at cards/Git/rebase.md, which is not in the vault; cards/git/rebase.md "
+        "differs only in case or in how its accents are spelled",
+        f"the link 'cafe%CC%81.md' points at cards/git/{decomposed}, which is not in the vault; cards/git/café.md "
+        "differs only in case or in how its accents are spelled",
+    ]
+
+
 def test_a_rule_the_user_allows_through_the_security_group_is_off_without_a_warning_that_it_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,7 +11,7 @@ from urllib.parse import unquote
 from cairn.cards.body import MARKDOWN_CHARS
 from cairn.cards.card import card_id_from_path
 from cairn.finding import Finding
-from cairn.lint.model import WARNING, Context, Rule, Target
+from cairn.lint.model import WARNING, Context, Rule, Target, file_key
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
@@ -28,10 +28,13 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
             card_id = resolved[len("cards/") :]  # a link to an id, without `.md`
         if card_id is None or card_id in context.cards:
             continue
+        # a Mac or Windows checkout opens it by either name, where git, a forge's page and the index are exact
+        alike = context.ids_by_file.get(file_key(card_id))
+        hint = f"; cards/{alike[0]}.md differs only in case or in how its accents are spelled" if alike else ""
         yield RULE.at(
             target,
             card.body_line + link.line - 1,
-            f"the link '{link.href}' points at cards/{card_id}.md, which is not in the vault",
+            f"the link '{link.href}' points at cards/{card_id}.md, which is not in the vault{hint}",
         )
     if target.body.unread_from is not None:
         yield RULE.at(
