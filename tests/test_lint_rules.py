@@ -16,7 +16,7 @@ from cairn.hot.index import SECURITY_RULES_VERSION
 from cairn.hot.vault import find_vault
 from cairn.lint import RULES, lint_files, lint_vault
 from helpers.lintcases import FIXTURES, TODAY, Case, cases, expected, lay_context, place, rules
-from helpers.vaults import VaultRepo
+from helpers.vaults import VaultRepo, card_text
 
 DAY = dt.date.fromisoformat(TODAY)
 _LINE = re.compile(r"^(.+?):(\d+): (\S+) ")
@@ -209,6 +209,23 @@ def test_a_md_file_that_names_no_id_is_told_so_not_to_end_in_md(tmp_path: Path) 
         "cards/ops/.md": named_none,
         "cards/..md": named_none,
         "cards/notes.txt": "not a card: card files end in `.md`; this file is ignored (rename or move it)",
+    }
+
+
+def test_a_card_file_ending_in_upper_case_md_is_told_the_name_to_take(tmp_path: Path) -> None:
+    """Bug fixed: `cards/git/Rebase.MD` (as Windows and macOS tools may write it; git, the index and the hook read
+    only `.md`) heard "card files end in `.md`", which it seems to; it now hears the lowercase name to take, one no
+    other card has."""
+    repo = VaultRepo(tmp_path / "vault")
+    repo.write("git/rebase", "Rebase rewrites shared commits", "Rebase only the branches no one else has pulled.")
+    repo.write_raw("cards/git/Rebase.MD", card_text("Autosquash needs fixups", "Make fixups with git commit --fixup."))
+    repo.write_raw("cards/git/Stash.Md", card_text("Stash leaves new files", "Use git stash -u for new files."))
+    repo.commit("Cards whose suffix is not lowercase")
+    found = {f.path: f.message for f in lint_vault(find_vault(repo.root), today=DAY).findings if f.rule == "card-path"}
+    lowercase = "not a card: card files end in `.md`, lowercase; this file is ignored (rename it to "
+    assert found == {
+        "cards/git/Rebase.MD": f"{lowercase}cards/git/rebase-2.md)",
+        "cards/git/Stash.Md": f"{lowercase}cards/git/stash.md)",
     }
 
 

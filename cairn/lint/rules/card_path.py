@@ -20,12 +20,14 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
         return  # the contract reports it (a `cards/.git`: path-outside-cards)
     card_id = card_id_from_path(target.path)
     if card_id is None:
-        why = (
-            "its file name gives no id (a card is cards/<topic>/<slug>.md)"  # `cards/.md`, `cards/..md`
-            if target.path.endswith(".md")
-            else "card files end in `.md`"
-        )
-        yield RULE.at(target, 0, f"not a card: {why}; this file is ignored (rename or move it)")
+        meant = card_id_from_path(target.path[:-3] + ".md")  # `.MD`, as Windows and macOS tools may write it
+        why, fix = "card files end in `.md`", "rename or move it"
+        if target.path.endswith(".md"):
+            why = "its file name gives no id (a card is cards/<topic>/<slug>.md)"  # `cards/.md`, `cards/..md`
+        elif target.path.lower().endswith(".md") and meant is not None and id_text.is_plain(meant):
+            why = "card files end in `.md`, lowercase"
+            fix = f"rename it to cards/{id_text.free_id(id_text.slug_id(meant), meant, context)}.md"
+        yield RULE.at(target, 0, f"not a card: {why}; this file is ignored ({fix})")
         return
     if not id_text.is_plain(card_id):
         return  # id-text says it, as an error, with the same rename
