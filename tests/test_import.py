@@ -257,6 +257,17 @@ def test_a_reimport_is_refused_unless_force_and_a_different_card_gets_a_suffix(
     assert (vault_repo.root / "cards/git/run-git-fetch-before-you-rebase.md").read_text().count("Fetch first") == 1
 
 
+def test_an_import_beside_a_card_named_in_another_case_gets_a_suffix(vault_repo: VaultRepo, app: Path) -> None:
+    # Bug fixed: beside `cards/git/Run-Git-Fetch-Before-You-Rebase.md` (another lesson), the import wrote
+    # `run-git-fetch-before-you-rebase.md`, one file with it on macOS and Windows: lint's card-path refused it and the
+    # import skipped the lesson, "fix the source, or pass --force", where a suffix gives the card a name of its own.
+    _start(vault_repo)
+    vault_repo.write("git/Run-Git-Fetch-Before-You-Rebase", "Fetch first", "Another lesson.", body="Body.")
+    code, report = _import(vault_repo, "CLAUDE.md", "--section", "Git", cwd=app)
+    assert code == 0
+    assert [(c["id"], c["status"]) for c in report["cards"]] == [("git/run-git-fetch-before-you-rebase-2", "written")]
+
+
 def test_a_reimport_after_a_card_was_moved_says_it_is_there(vault_repo: VaultRepo, app: Path) -> None:
     """Bug fixed: a lesson imported, then moved to another folder (or put elsewhere by --topic), was on the next
     import "refused ...: 1 lint error (name-unique); fix the source and import again", though the source needed no

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
 import re
 import signal
 from collections.abc import Callable, Iterator, Sequence
@@ -41,6 +42,7 @@ from cairn.cards.similarity import name_key
 from cairn.finding import ERROR, Finding
 from cairn.hot.errors import CairnError, CardExists, InvalidId, RefusedWrite
 from cairn.hot.vault import Vault
+from cairn.lint.model import file_key
 from cairn.terminal import clean_line
 
 SUMMARY_MAX_CHARS = 300
@@ -562,12 +564,23 @@ def _free_id(vault: Vault, wanted: str, name: str, taken: set[str]) -> tuple[str
     while True:
         if card_id not in taken:
             target = vault.root / "cards" / f"{card_id}.md"
-            if not (target.exists() or target.is_symlink()):
+            if not (target.exists() or target.is_symlink() or _named_alike(target)):
                 return card_id, False
             if not target.is_symlink() and _name_at(target, f"cards/{card_id}.md") == name_key(name):
                 return card_id, True
         card_id = check_card_id(f"{base}-{n}")
         n += 1
+
+
+def _named_alike(target: Path) -> bool:
+    """Whether another file beside `target` differs from its name in case or Unicode form alone: on macOS and
+    Windows they are one file, so a clone there would keep one of the two cards (lint's card-path refused it)."""
+    try:
+        names = os.listdir(target.parent)
+    except OSError:
+        return False
+    key = file_key(target.name)
+    return any(name != target.name and file_key(name) == key for name in names)
 
 
 def _name_at(path: Path, rel: str) -> str | None:
