@@ -556,6 +556,11 @@ def check_card_id(card_id: str, *, max_part_bytes: int = MAX_ID_PART_BYTES) -> s
     return cleaned
 
 
+def file_key(card_id: str) -> str:
+    """The card id as a case-insensitive, Unicode-normalising file system (macOS, Windows) tells files apart."""
+    return unicodedata.normalize("NFC", card_id.lower())
+
+
 def card_id_forms(card_id: str) -> tuple[str, ...]:
     """The ids a card id as a user or an agent gives it may name, the literal one first: the id as given (a card at
     `cards/cards/x.md` has the id `cards/x`, one at `cards/x.md.md` the id `x.md`, and recall serves them so), then

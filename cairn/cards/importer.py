@@ -37,12 +37,19 @@ from cairn.cards import lessons, safeyaml
 from cairn.cards.authoring import card_slug, file_in_the_way, lint_pending, render_frontmatter, unwritable
 from cairn.cards.authoring import today as authoring_today
 from cairn.cards.body import read_body
-from cairn.cards.card import TOML_FRONTMATTER, check_card_id, frontmatter_fences, parse_card, read_date, slugify
+from cairn.cards.card import (
+    TOML_FRONTMATTER,
+    check_card_id,
+    file_key,
+    frontmatter_fences,
+    parse_card,
+    read_date,
+    slugify,
+)
 from cairn.cards.similarity import name_key
 from cairn.finding import ERROR, Finding
 from cairn.hot.errors import CairnError, CardExists, InvalidId, RefusedWrite
 from cairn.hot.vault import Vault
-from cairn.lint.model import file_key
 from cairn.terminal import clean_line
 
 SUMMARY_MAX_CHARS = 300

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import html
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -13,7 +12,7 @@ from functools import cached_property
 from typing import TypeVar
 
 from cairn.cards.body import CardBody, read_body
-from cairn.cards.card import Card, card_id_from_path, frontmatter_fences
+from cairn.cards.card import Card, card_id_from_path, file_key, frontmatter_fences
 from cairn.cards.safeyaml import MAX_FRONTMATTER_BYTES
 from cairn.cards.similarity import Profile, name_key, profile, terms
 from cairn.cards.visible import fold
@@ -178,11 +177,6 @@ class Target:
         if self.text:
             out.append(Field("file", 1, fold(self.text)))
         return tuple(out)
-
-
-def file_key(card_id: str) -> str:
-    """The card id as a case-insensitive, Unicode-normalising file system (macOS, Windows) tells files apart."""
-    return unicodedata.normalize("NFC", card_id.lower())
 
 
 def decoded_references(text: str) -> str | None:

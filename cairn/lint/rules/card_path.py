@@ -9,9 +9,9 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterator
 
-from cairn.cards.card import card_id_from_path, nfd_spelling
+from cairn.cards.card import card_id_from_path, file_key, nfd_spelling
 from cairn.finding import Finding
-from cairn.lint.model import WARNING, Context, Rule, Target, file_key
+from cairn.lint.model import WARNING, Context, Rule, Target
 from cairn.lint.rules import id_text
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from cairn.cards.card import card_id_from_path, slugify
+from cairn.cards.card import card_id_from_path, file_key, slugify
 from cairn.finding import Finding
-from cairn.lint.model import ERROR, Context, Rule, Target, file_key
+from cairn.lint.model import ERROR, Context, Rule, Target
 
 _NOT_PLAIN = re.compile(r"[\s<>|\"'`:;$={}()\\]")
 

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from urllib.parse import unquote
 
 from cairn.cards.body import MARKDOWN_CHARS
-from cairn.cards.card import card_id_from_path
+from cairn.cards.card import card_id_from_path, file_key
 from cairn.finding import Finding
-from cairn.lint.model import WARNING, Context, Rule, Target, file_key
+from cairn.lint.model import WARNING, Context, Rule, Target
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 

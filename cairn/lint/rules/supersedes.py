@@ -6,9 +6,9 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterator
 
-from cairn.cards.card import card_id_from_path, nfd_spelling
+from cairn.cards.card import card_id_from_path, file_key, nfd_spelling
 from cairn.finding import Finding
-from cairn.lint.model import ERROR, Context, Rule, Target, file_key
+from cairn.lint.model import ERROR, Context, Rule, Target
 
 
 def check(target: Target, context: Context) -> Iterator[Finding]:
