@@ -308,14 +308,18 @@ def _resolution(cwd: Path, entries: list[VaultEntry], env: dict[str, str]) -> li
                 Check("resolve", entry.name, None, f"not served in {cwd} (projects: {', '.join(entry.projects)})")
             )
     if entries and not served:
+        # Every configured vault is limited to other projects: the fix serves the first here too, in its place and
+        # with its other projects. `vault add PATH --project` failed as printed on a vault already configured.
+        first = entries[0]
         checks.append(
             Check(
                 "resolve",
                 str(cwd),
                 False,
                 "no configured vault applies here",
-                shlex.join(["cairn", "vault", "add", "PATH", "--project", str(cwd)]),
-                _VAULT_PATH,
+                add_again(first, first.path, more_projects=(str(cwd),)),
+                f"that serves vault {first.name!r} here too; for a vault of its own: "
+                + shlex.join(["cairn", "vault", "add", "PATH", "--project", str(cwd)]),
             )
         )
     around = install.enclosing_vault(cwd)

@@ -447,6 +447,43 @@ def test_a_cairn_vault_naming_a_vault_limited_to_other_projects_says_the_hook_se
         assert check["detail"].endswith("serves that vault alone"), check
 
 
+def test_the_fix_for_a_folder_no_configured_vault_serves_runs_as_printed(
+    vault_repo: VaultRepo, tmp_path: Path, isolated_env: Path
+) -> None:
+    """Bug fixed: with every configured vault limited by `--project` to other folders, doctor's fix was `cairn vault
+    add PATH --project DIR`, which fails as printed (PATH is a placeholder) and, with the configured vault's own
+    folder as PATH, fails again: that vault is already configured. The fix now registers the first vault again in
+    its place with this folder added to its projects; run as printed, the hook serves its cards in both folders."""
+    make_vault(vault_repo)
+    acme, elsewhere = tmp_path / "acme", tmp_path / "elsewhere"
+    acme.mkdir()
+    elsewhere.mkdir()
+    added = run_cairn("vault", "add", str(vault_repo.root), "--name", "team", "--project", str(acme), cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    done = run_cairn("doctor", "--cwd", str(elsewhere), "--json", cwd=elsewhere)
+    assert done.returncode == 1
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["detail"] == "no configured vault applies here"]
+    assert check["fix"] == shlex.join(
+        ["cairn", "vault", "add", str(vault_repo.root), "--name", "team"]
+        + ["--project", str(acme), "--project", str(elsewhere), "--replace"]
+    )
+    words = shlex.split(check["fix"])
+    assert words[0] == "cairn"
+    fixed = run_cairn(*words[1:], cwd=elsewhere)
+    assert fixed.returncode == 0, fixed.stderr
+    for folder in (elsewhere, acme):
+        hooked = run_cairn(
+            "hook",
+            "--format",
+            "claude-code",
+            cwd=folder,
+            input=payload_for("claude-code", FITTING_PROMPT, folder, session=folder.name),
+        )
+        assert hooked.returncode == 0 and REBASE_ID in hooked.stdout, (folder, hooked.stderr)
+    again = run_cairn("doctor", "--cwd", str(elsewhere), "--json", cwd=elsewhere)
+    assert not [c for c in json.loads(again.stdout)["checks"] if c["detail"] == "no configured vault applies here"]
+
+
 def test_a_configured_vault_that_cannot_be_read_is_one_failing_check(
     setup: Path, isolated_env: Path, tmp_path: Path
 ) -> None:

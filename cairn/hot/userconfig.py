@@ -85,11 +85,13 @@ class VaultEntry(Record):
         return serves_folder(self.projects, cwd)
 
 
-def add_again(entry: VaultEntry, path: str = "PATH", ref: str | None = None) -> str:
+def add_again(
+    entry: VaultEntry, path: str = "PATH", ref: str | None = None, more_projects: "tuple[str, ...]" = ()
+) -> str:
     """The command that registers `entry` again at `path` (with `ref`, else its own) in its place, keeping its name,
-    precedence, scopes and projects: a fix that dropped them served a vault limited to one project's agents in every
-    project, renamed it under every `--vault NAME` and `NAME:id`, and (`vault remove` then `add`) put it after the
-    others. PATH and BRANCH stay as placeholders for the user to fill in."""
+    precedence, scopes and projects (and adding `more_projects`): a fix that dropped them served a vault limited to
+    one project's agents in every project, renamed it under every `--vault NAME` and `NAME:id`, and (`vault remove`
+    then `add`) put it after the others. PATH and BRANCH stay as placeholders for the user to fill in."""
     import shlex  # an error's text only, never on the hook's way
 
     words = ["cairn", "vault", "add", path, "--name", entry.name]
@@ -97,7 +99,7 @@ def add_again(entry: VaultEntry, path: str = "PATH", ref: str | None = None) -> 
         words += ["--ref", ref or entry.ref or ""]
     for scope in entry.scopes:
         words += ["--scope", scope]
-    for project in entry.projects:
+    for project in (*entry.projects, *more_projects):
         words += ["--project", project]
     return shlex.join([*words, "--replace"])
 
