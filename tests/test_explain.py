@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.vaults import VaultRepo
+from helpers.vaults import VaultRepo, write_filler_cards
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GOLDEN = FIXTURES / "explain"
@@ -229,3 +229,31 @@ def test_explain_lists_the_prompts_words_not_the_stems_recall_matches(vault_repo
     assert not {"spr", "sav"} & {word.strip(",;") for word in " ".join(lines).split()}, lines
     data = json.loads(vault_repo.invoke("explain", "--json", "Spring reloads after saving a template").stdout)
     assert "spr" in data["candidates"][0]["matched"]  # the JSON keeps the terms recall matched
+
+
+def test_explain_shows_the_injected_card_ranked_below_twenty_drafts(vault_repo: VaultRepo) -> None:
+    """`cairn explain` kept its first 20 candidates and the cards refused at admission: a card injected below 20
+    drafts of its lesson (which outscore it) was named under "Injected:" and had no row, its gate values unseen."""
+    for i in range(22):
+        vault_repo.write(
+            f"k8s/draft-{i:02d}",
+            "Zorblax quuxfrob flimflam",
+            f"Zorblax quuxfrob flimflam zorblax quuxfrob flimflam {i}.",
+            scope=["k8s"],
+            status="draft",
+        )
+    vault_repo.write(
+        "k8s/drain",
+        "Node drain with zorblax quuxfrob flimflam enabled loses pods in the scheduler",
+        "When the flimflam controller is on, zorblax quuxfrob drains evict pods the scheduler cannot place again; "
+        "cordon the node and wait for the controller before you drain it.",
+        scope=["k8s"],
+    )
+    write_filler_cards(vault_repo, 200)
+    vault_repo.commit("drafts of one lesson")
+    data = json.loads(vault_repo.invoke("explain", "zorblax quuxfrob flimflam", "--json").stdout)
+    assert data["injected"] == ["k8s/drain"]
+    row = next(r for r in data["candidates"] if r["id"] == "k8s/drain")
+    assert (row["rank"], row["decision"]) == (23, "injected") and row["gates"] is not None
+    text = vault_repo.invoke("explain", "zorblax quuxfrob flimflam").stdout
+    assert any(line.split()[-1:] == ["k8s/drain"] and "injected" in line for line in text.splitlines()), text

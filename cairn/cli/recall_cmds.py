@@ -488,8 +488,9 @@ def _print_recall(
 def explain(
     query: str, scope: str | None, ref: str | None, worktree: bool, vault_path: str | None, as_json: bool
 ) -> None:
-    """Why recall injects what it does: the top 20 candidates and every refused one, with each gate's value, the
-    prompt's terms each card matched and, for a rejected card, the heaviest ones it lacks. QUERY `-` reads stdin.
+    """Why recall injects what it does: the 20 best candidates the gates judged and every card refused before them,
+    with each gate's value, the prompt's terms each card matched and, for a rejected card, the heaviest ones it
+    lacks. QUERY `-` reads stdin.
 
     Outside any vault, with no --vault and no $CAIRN_VAULT, it explains every configured vault, each under its own
     heading (ids shown as NAME:ID), as the prompt hook would serve them together.
@@ -884,14 +885,18 @@ def _cases_similarities(
 
 
 def explain_rows(result: Result, query: str = "") -> list[dict[str, Any]]:
-    """The top 20 candidates by score, then every other card refused at admission, as JSON-ready rows; `query` (the
-    prompt as recall read it) names the `not_when` word that refused a card."""
+    """The 20 best candidates the gates judged and every card refused at admission, by score, as JSON-ready rows;
+    `query` (the prompt as recall read it) names the `not_when` word that refused a card. The 20 are counted among
+    the judged: 20 drafts of a lesson that outscore its active card hid the one card recall decided on."""
     s = result.settings
     rows: list[dict[str, Any]] = []
+    judged = 0
     for rank, c in enumerate(result.candidates, 1):
         admitted = c.reason in _GATED
-        if rank > EXPLAIN_TOP and admitted:
-            continue
+        if admitted:
+            judged += 1
+            if judged > EXPLAIN_TOP:
+                continue
         row: dict[str, Any] = {"rank": rank, "id": c.card.id, "name": c.card.name, "score": c.score}
         if admitted:
             row["gates"] = {
