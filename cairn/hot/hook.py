@@ -408,7 +408,7 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
 
         entry["session"] = session_key(payload.session_id)
 
-    if payload.cwd is None:  # text and json input carry no cwd: the hook's own folder stands in
+    if payload.cwd is None:  # text input, or a JSON payload without a usable cwd: the hook's own folder stands in
         try:
             payload.cwd = os.getcwd()
         except OSError:  # that folder was deleted: no folder, so a vault limited to projects serves nothing

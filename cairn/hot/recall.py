@@ -1,4 +1,4 @@
-"""Recall: rank the indexed cards for a prompt with BM25F, admit, gate, and keep at most three (or none).
+"""Recall: rank the indexed cards for a prompt with BM25F, admit, gate, and keep at most `max_cards` (or none).
 
 1. The query's distinct tokens (`tokens.prompt_terms`: agent boilerplate sentences left out, pasted traceback,
    log and code lines at `tokens.PASTED_WEIGHT`) are weighted: IDF in this vault; agent instruction words (`tokens.INSTRUCTION_WORDS`)
@@ -9,7 +9,8 @@
    words, and a small vault lacks most of the real ones too.
 2. BM25F (name with aliases, summary and body, each length-normalised, one saturation) ranks every card sharing
    a term with the query.
-3. Admission, in ranking order: status, expiry, supersedes, scope, not_when, already injected in the session.
+3. Admission, in ranking order: status, expiry, supersedes, scope, not_when, already injected in the session;
+   after the first admitted card, a card in its other language matched only by its terms (`OTHER_LANGUAGE`).
    Rejected cards are listed but take no slot and are not "the next candidate" for a margin.
 4. The gates (`cairn.hot.gates`) run on the admissible cards in order. Injection is a prefix of that order: once a
    card fails a gate, no card ranked below it is injected (it would win only because a better match was refused).
@@ -351,7 +352,7 @@ def recall(
 
     scope: the declared scope tags (empty = no scope filtering). already_injected: card ids this session got.
     examine_all: look at every scored card (for `cairn explain`), not just enough to decide.
-    decide_first: only the first n candidates are wanted (the hook logs 20): `candidates` holds just those, the
+    decide_first: only the first n candidates are wanted (the hook logs 3, `hook.LOGGED_PER_VAULT`): `candidates` holds just those, the
     same n with the same decisions a call without it lists first, and recall stops as soon as they and the
     injected cards are settled (`_first_decisions`).
     semantic: the optional semantic channel's cosine similarity of cards to the prompt, by card id

@@ -193,7 +193,8 @@ def serve_layers(
 
     fit: trims the merged cards to what the caller can show (the hook's context limit). want_already: with a
     session, also find what the session already got that would otherwise be given (a second, session-free
-    recall, run only when the session refused a card). max_cards: None keeps each vault's own limit alone.
+    recall, run only when the session refused a card). max_cards: None keeps a single vault's own `max_cards`
+    alone (several vaults merged are still held to MAX_CARDS).
     serve_without_session: when the session cannot be kept (OSError: the state folder unwritable, full, or not a
     folder), serve as without one and say why in `Layered.session_error` (the hook: a prompt keeps its cards);
     else the error is raised (`cairn recall --session` asked for the session, and says it cannot have it).
