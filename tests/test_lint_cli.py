@@ -180,6 +180,17 @@ def test_list_rules_with_json_prints_json(vault_repo: VaultRepo) -> None:
     assert "frontmatter-parse" in contract["emits"]
 
 
+def test_list_rules_says_what_each_rule_checks_in_whole_sentences(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn lint --list-rules` showed each rule's docstring's first line, so a sentence wrapped onto the
+    next line was cut: internal-link's ended "(links in the", secret's "git history", supersedes-missing's "and"."""
+    rules = json.loads(vault_repo.invoke("lint", "--list-rules", "--json").stdout)
+    checks = {rule["id"]: rule["checks"] for rule in rules}
+    assert all(text.endswith((".", ")", ").")) for text in checks.values()), checks
+    assert checks["secret"].endswith("git history would keep it.")
+    listed = vault_repo.invoke("lint", "--list-rules").stdout
+    assert "internal-link" in listed and "`cairn.cards.body.MARKDOWN_CHARS`; past them, where a link could be" in listed
+
+
 def test_a_missing_file_outside_the_vault_is_no_such_file(vault_repo: VaultRepo, tmp_path: Path) -> None:
     """Bug fixed: `cairn lint /missing.md` run inside a vault said "no vault here" (it looked for a vault around
     the missing file's folder); the file does not exist. An existing file outside any vault says that, not "here"."""

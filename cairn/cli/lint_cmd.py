@@ -349,13 +349,14 @@ def _display(vault: Vault, rel: str) -> str:
 
 
 def _print_rules(as_json: bool) -> None:
-    """Each rule's id, severity, groups and what it checks (its docstring's first line), and the ids it reports."""
+    """Each rule's id, severity, groups and what it checks (its docstring's first paragraph, one line: the first line
+    alone cut a sentence that runs onto the next, "... (links in the"), and the ids it reports."""
     rules = [
         {
             "id": rule.id,
             "severity": rule.severity,
             "groups": list(rule.groups),
-            "checks": (rule.doc.strip().splitlines() or [rule.id])[0].split(": ", 1)[-1],
+            "checks": " ".join(rule.doc.strip().split("\n\n")[0].split()).split(": ", 1)[-1] or rule.id,
             "emits": list(rule.emits),
         }
         for rule in lint.RULES
