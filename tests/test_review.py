@@ -1574,6 +1574,18 @@ def test_agent_instructions_and_shell_hook_files_are_blocked_but_a_card_of_that_
     assert "reads it as instructions" in next(b["reason"] for b in blocked if b["path"] == "CLAUDE.md")
 
 
+def test_every_name_lefthook_reads_is_blocked(vault_repo: VaultRepo) -> None:
+    """Bug fixed: only `lefthook.yml`, `.lefthook.yml` and `lefthook-local.yml` were blocked, so a pull request adding
+    a `lefthook.yaml` (or `.toml`, `.json`, a `.lefthook-local.yaml`), whose hooks run on every teammate's commit,
+    passed review as a file of no concern."""
+    _policy_base(vault_repo)
+    paths = ["lefthook.yaml", "lefthook.toml", ".lefthook.json", ".lefthook-local.yaml", ".config/lefthook.jsonc"]
+    for path in paths:
+        vault_repo.write_raw(path, "pre-commit:\n  commands:\n    x:\n      run: ./x.sh\n")
+    vault_repo.commit("The pull request", author=BOB)
+    assert sorted(b["path"] for b in _blocked(vault_repo)) == sorted(paths)
+
+
 def test_review_credits_authors_by_the_bases_mailmap_not_the_ranges(vault_repo: VaultRepo) -> None:
     """Authors are named as the merge base's `.mailmap` names them (one person, two e-mails, is one author), and a
     pull request that edits `.mailmap` cannot credit its own commits to someone else."""

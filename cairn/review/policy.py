@@ -374,9 +374,6 @@ _RUNS_FILES = {
     ".gitmodules": "it points the repository at other repositories' code",
     ".gitlab-ci.yml": "GitLab runs the pipeline it defines (it decides whether review runs)",
     "codeowners": "it names who must approve changes (GitHub reads it at the top, in docs/ and in .github/)",
-    "lefthook.yml": "lefthook installs the git hooks it names on teammates' machines",
-    ".lefthook.yml": "lefthook installs the git hooks it names on teammates' machines",
-    "lefthook-local.yml": "lefthook installs the git hooks it names on teammates' machines",
     "mise.toml": "mise runs its hooks and tasks in every teammate's shell that enters the folder",
     ".mise.toml": "mise runs its hooks and tasks in every teammate's shell that enters the folder",
     ".mcp.json": "it names MCP servers, commands an agent working in this repository starts",
@@ -385,6 +382,17 @@ _RUNS_FILES = {
     "gemini.md": "every agent working in this repository reads it as instructions",
     ".cursorrules": "every agent working in this repository reads it as instructions",
 }
+# Every name lefthook reads its configuration from (lefthook.dev/configuration: each format, with or without a dot,
+# and the `-local` file merged over it); a name anywhere covers `.config/lefthook.yml` too. Only `.yml` was named:
+# a `lefthook.yaml` or `lefthook.toml` that runs code on every teammate's commit passed review.
+_RUNS_FILES.update(
+    {
+        f"{dot}lefthook{local}.{ext}": "lefthook installs the git hooks it names on teammates' machines"
+        for dot in ("", ".")
+        for local in ("", "-local")
+        for ext in ("yml", "yaml", "toml", "json", "jsonc")
+    }
+)
 _RUNS_FOLDERS = {
     ".github": "it holds the workflows (they run with the repository's token and decide whether review runs) and CODEOWNERS",
     ".gitea": "it holds Gitea's workflows, which run like GitHub's and decide whether review runs",
