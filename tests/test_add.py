@@ -59,6 +59,25 @@ def test_every_contract_field_has_a_flag_written_as_block_yaml(vault_repo: Vault
     assert record["expires_on"] == "2027-03-31" and record["status"] == "draft"
 
 
+def test_not_when_keeps_a_card_from_prompts_that_say_the_word_as_its_help_says(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `--not-when` said "a prompt containing this never gets the card", but recall matches a whole word
+    (`go` is not in "django"), so an author who trusted the help expected a card the prompt did get."""
+    make_vault(vault_repo)
+    assert "as a whole word" in vault_repo.invoke("add", "--help").stdout
+    done = vault_repo.invoke(
+        "add",
+        "--name", "Template engines escape HTML by default",
+        "--summary", "Django and Go templates escape HTML by default; mark trusted markup safe explicitly.",
+        "--scope", "web", "--not-when", "go", "--body", BODY,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    vault_repo.commit("not_when card")
+    asked = "template engines escape HTML by default in django"
+    assert json.loads(vault_repo.invoke("recall", asked, "--json").stdout)["cards"]
+    said = json.loads(vault_repo.invoke("recall", "template engines escape HTML by default in go", "--json").stdout)
+    assert said["cards"] == []
+
+
 def test_review_after_as_a_date_verified_at_defaults_to_today_and_bad_values_are_usage_errors(
     vault_repo: VaultRepo,
 ) -> None:

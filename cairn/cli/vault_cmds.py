@@ -232,7 +232,10 @@ def _words(values: tuple[str, ...]) -> tuple[str, ...]:
 )
 @click.option("--alias", "aliases", multiple=True, help="Another word for the situation (repeatable).")
 @click.option(
-    "--not-when", "not_when", multiple=True, help="A prompt containing this never gets the card (repeatable)."
+    "--not-when",
+    "not_when",
+    multiple=True,
+    help='A prompt that says this, as a whole word, never gets the card ("go" is not in "django"; repeatable).',
 )
 @click.option(
     "--review-after",
