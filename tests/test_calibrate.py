@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -189,7 +192,14 @@ def test_cross_validation_measures_each_fold_at_the_others_fit() -> None:
     held = sum(1 for p in points if p.positive and p.injected(fits[p.fold]) and p.hits[0])
     n_pos = sum(p.positive for p in points)
     assert result.best.cross_validated.injection_at_1 == round(held / n_pos, 4)
-    assert fold_of("q1", 5) == fold_of("q1", 5)  # a hash of the id, not the position in the file
+    # a hash of the id, not the position in the file, and the same in every run: not Python's salted `hash`
+    ids = [f"q{i}" for i in range(20)]
+    script = f"from cairn.quality.calibrate import fold_of; print([fold_of(i, 5) for i in {ids!r}])"
+    for seed in ("1", "2"):
+        run = subprocess.run(
+            [sys.executable, "-c", script], env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, text=True
+        )
+        assert run.stdout == f"{[fold_of(i, 5) for i in ids]}\n", run.stderr
 
 
 def test_calibrate_refuses_cases_without_negatives() -> None:
