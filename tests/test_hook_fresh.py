@@ -130,7 +130,8 @@ def test_a_card_committed_only_on_a_feature_branch_is_not_served(vault_repo: Vau
     vault_repo.git("checkout", "-q", "-b", "feature")
     vault_repo.write("python/venv-activate", "Activate the venv before pip install", "pip install outside a venv")
     vault_repo.commit("Unreviewed card")
-    vault_repo.invoke("index")  # an author indexes the branch they are on
+    indexed = vault_repo.invoke("index")  # an author indexes the branch they are on
+    assert indexed.returncode == 0, indexed.stderr
     for n in range(2):
         done = vault_repo.cairn("hook", "--format", "text", input="activate the venv before pip install")
         assert "python/venv-activate" not in done.stdout, n
