@@ -1586,6 +1586,30 @@ def test_every_name_lefthook_reads_is_blocked(vault_repo: VaultRepo) -> None:
     assert sorted(b["path"] for b in _blocked(vault_repo)) == sorted(paths)
 
 
+def test_every_name_mise_reads_is_blocked_and_no_other(vault_repo: VaultRepo) -> None:
+    """Bug fixed: only `mise.toml` and `.mise.toml` were blocked, so a pull request adding a `mise.local.toml`, an
+    environment's `.mise.staging.toml` or a `.config/mise/config.toml`, whose `[hooks]` run in every teammate's shell
+    that enters the folder, passed review as a file of no concern. A TOML file of another name is not blocked."""
+    _policy_base(vault_repo)
+    paths = [
+        "mise.local.toml",
+        ".mise.local.toml",
+        ".mise.staging.toml",
+        "mise.ci.local.toml",
+        ".config/mise.toml",
+        ".config/mise/config.toml",
+        "mise/config.toml",
+        ".mise/conf.d/tools.toml",
+        "tools/.rtx.toml",
+    ]
+    for path in [*paths, "promise.toml", "docs/mise.md", "pyproject.toml"]:
+        vault_repo.write_raw(path, '[hooks]\nenter = "./x.sh"\n')
+    vault_repo.commit("The pull request", author=BOB)
+    blocked = _blocked(vault_repo)
+    assert sorted(b["path"] for b in blocked) == sorted(paths)
+    assert all("mise runs its hooks" in b["reason"] for b in blocked)
+
+
 def test_review_credits_authors_by_the_bases_mailmap_not_the_ranges(vault_repo: VaultRepo) -> None:
     """Authors are named as the merge base's `.mailmap` names them (one person, two e-mails, is one author), and a
     pull request that edits `.mailmap` cannot credit its own commits to someone else."""

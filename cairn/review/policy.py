@@ -374,8 +374,6 @@ _RUNS_FILES = {
     ".gitmodules": "it points the repository at other repositories' code",
     ".gitlab-ci.yml": "GitLab runs the pipeline it defines (it decides whether review runs)",
     "codeowners": "it names who must approve changes (GitHub reads it at the top, in docs/ and in .github/)",
-    "mise.toml": "mise runs its hooks and tasks in every teammate's shell that enters the folder",
-    ".mise.toml": "mise runs its hooks and tasks in every teammate's shell that enters the folder",
     ".mcp.json": "it names MCP servers, commands an agent working in this repository starts",
     "claude.md": "every agent working in this repository reads it as instructions",
     "agents.md": "every agent working in this repository reads it as instructions",
@@ -393,6 +391,21 @@ _RUNS_FILES.update(
         for ext in ("yml", "yaml", "toml", "json", "jsonc")
     }
 )
+_MISE_WHY = "mise runs its hooks and tasks in every teammate's shell that enters the folder"
+
+
+def _mise_config(path: str) -> bool:
+    """Whether mise reads `path` (folded to lower case) as configuration (mise.jdx.dev/configuration): a TOML file
+    named mise or rtx, with or without a dot and with any `.local` or environment part (`mise.local.toml`,
+    `.mise.staging.toml`), or any TOML file in a folder named mise (`.config/mise/config.toml`, `mise/config.toml`,
+    `.mise/conf.d/x.toml`). Only `mise.toml` and `.mise.toml` were named: the other names run the same hooks."""
+    if not path.endswith(".toml"):
+        return False
+    *folders, name = path.split("/")
+    stem = name.removeprefix(".").split(".", 1)[0]
+    return stem in ("mise", "rtx") or any(folder in ("mise", ".mise") for folder in folders)
+
+
 _RUNS_FOLDERS = {
     ".github": "it holds the workflows (they run with the repository's token and decide whether review runs) and CODEOWNERS",
     ".gitea": "it holds Gitea's workflows, which run like GitHub's and decide whether review runs",
@@ -428,7 +441,7 @@ def file_blocks(paths: Iterable[str], vault_prefix: str) -> list[Blocked]:
     for path in paths:
         folded = path.lower()
         name = folded.rsplit("/", 1)[-1]
-        why = _RUNS_FILES.get(name)
+        why = _RUNS_FILES.get(name) or (_MISE_WHY if _mise_config(folded) else None)
         if name.endswith(".md") and folded.startswith(f"{vault_prefix.lower()}cards/"):
             why = None  # a card with such an id (cards/tools/claude.md): reviewed as a card, every field shown whole
         if why is None:
