@@ -403,8 +403,8 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
         except CairnError:
             commit = None
     if commit is None:
-        problem, what = missing_ref(vault.git_root, ref, entry.ref, serve_another(entry), vault_root=vault.root)
-        checks.append(Check("ref", name, False, problem, *_command_of(what)))
+        advice = missing_ref(vault.git_root, ref, entry.ref, serve_another(entry), vault_root=vault.root)
+        checks.append(Check("ref", name, False, advice.problem, advice.command, advice.note))
         return checks
     lost = _lost_commit(vault, ref, commit, entry)
     if lost is not None:  # one finding: the index cannot be judged against a commit that is not there
@@ -412,10 +412,10 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
         return checks
     checked_out = checked_out_branch(vault.git_root, ref, entry.ref, serve_another(entry))
     if ref == "HEAD" and not entry.ref:  # no branch to serve: whatever is checked out is served
-        problem, what = detached_head(vault.git_root, commit, serve_another(entry))
-        checks.append(Check("ref", name, False, problem, *_command_of(what)))
+        advice = detached_head(vault.git_root, commit, serve_another(entry))
+        checks.append(Check("ref", name, False, advice.problem, advice.command, advice.note))
     elif checked_out is not None:
-        checks.append(Check("ref", name, False, checked_out[0], *_command_of(checked_out[1])))
+        checks.append(Check("ref", name, False, checked_out.problem, checked_out.command, checked_out.note))
     else:
         checks.append(Check("ref", name, True, f"serves {ref} at {commit[:8]}"))
     indexed = _cache_can_take(_index_check(name, root, commit, vault), index_file(os.path.realpath(root)))
@@ -426,15 +426,6 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
         checks += _left_vectors_check(name, index_file(os.path.realpath(root)))
     checks += _git_hook_checks(name, vault)
     return checks
-
-
-def _command_of(what: str) -> tuple[str, str]:
-    """(fix, note) of the advice `hot.vault` gives the hook's log and every command alike, in words with commands in
-    backticks: "words (`command`)" gives that one command and its words; any other (commands to choose from) is a
-    note alone."""
-    words, _, rest = what.partition(" (`")
-    command, _, end = rest.partition("`")
-    return (command, words) if end == ")" and command else ("", what)
 
 
 def _unreadable_vault(entry: VaultEntry, exc: OSError) -> Check:

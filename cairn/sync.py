@@ -165,7 +165,7 @@ def _sync(
     note = ""
     if switched not in (None, ref):  # `git remote remove origin`, origin/HEAD moved, a branch made or deleted
         another = serve_another(_entry(name, str(vault.root)))
-        note = f"it served {switched} until now; {ref} is what it serves now; to serve another ref: {another}"
+        note = f"it served {switched} until now; {ref} is what it serves now; to serve another ref: `{another}`"
     return SyncResult(name, str(vault.root), ref, outcome, before, report.commit, report.n_cards, fetched, note)
 
 

@@ -195,11 +195,11 @@ def entry_for(vault_root: str | os.PathLike[str], env: Mapping[str, str] | None 
 
 
 def serve_another(entry: VaultEntry) -> str:
-    """How the configured vault `entry` comes to serve another ref (BRANCH), for the fix `hot.vault` gives for a
-    served ref that is missing or unreviewed: with its name, path, scopes and projects, which the placeholders' `cairn
-    vault remove NAME` and `cairn vault add PATH --ref BRANCH` lost (served in every project, every scope, after the
-    others)."""
-    return f"`{add_again(entry, entry.path, ref='BRANCH')}`"
+    """The command by which the configured vault `entry` comes to serve another ref (BRANCH), for the fix `hot.vault`
+    gives for a served ref that is missing or unreviewed: with its name, path, scopes and projects, which the
+    placeholders' `cairn vault remove NAME` and `cairn vault add PATH --ref BRANCH` lost (served in every project, every
+    scope, after the others)."""
+    return add_again(entry, entry.path, ref="BRANCH")
 
 
 def default_name(root: str, taken: set[str] | frozenset[str] = frozenset()) -> str:

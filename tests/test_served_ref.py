@@ -213,12 +213,17 @@ def test_an_origin_head_left_on_a_dropped_branch_says_fetch(tmp_path: Path) -> N
     )
 
 
-def test_doctors_fix_for_a_vault_with_no_commits_runs_as_printed_from_another_folder(tmp_path: Path) -> None:
+@pytest.mark.parametrize("folder", ["my lessons", "it`s lessons"])
+def test_doctors_fix_for_a_vault_with_no_commits_runs_as_printed_from_another_folder(
+    tmp_path: Path, folder: str
+) -> None:
     """Bug fixed: a vault with cards but no commit yet got `commit your cards first (`git add cards && git
     commit`)` from doctor, `vault add` and `cairn index`, which fails run anywhere but in the vault. It now names the
-    vault's folder (here a folder of a larger repository), and run as printed from elsewhere it serves the cards."""
+    vault's folder (here a folder of a larger repository), and run as printed from elsewhere it serves the cards.
+    Bug fixed: doctor read its fix back out of that prose (from "(`" to the next backtick), so for a folder whose name
+    holds a backtick it gave no command, only the note; it now reads the advice's command field."""
     repo = tmp_path / "repo"
-    lessons = repo / "my lessons"
+    lessons = repo / folder
     (lessons / "cards" / "git").mkdir(parents=True)
     _git(repo, "init", "-q")
     (lessons / "cairn.toml").write_text("# defaults\n")
@@ -233,7 +238,7 @@ def test_doctors_fix_for_a_vault_with_no_commits_runs_as_printed_from_another_fo
     assert ref_check["ok"] is False and ref_check["detail"] == "the vault has no commits yet on refs/heads/main"
     command = ref_check["fix"]
     assert ref_check["note"] == "commit your cards first"
-    assert command.startswith(f"cd '{lessons}' && git add cards && git commit")
+    assert command == f"cd {shlex.quote(str(lessons))} && git add cards && git commit -m 'First cards'"
     done = subprocess.run(["sh", "-c", command], cwd=elsewhere, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     again = run_cairn("doctor", "--json", cwd=elsewhere)

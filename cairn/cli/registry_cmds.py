@@ -125,16 +125,19 @@ def add_cmd(
         )
         return
     if commit is None:
-        problem, fix = missing_ref(work_tree, ref, entry.ref, userconfig.serve_another(entry), vault_root=entry.path)
-        echo(f"Note: {problem}, so the hook serves nothing from it: {fix}; `cairn doctor` checks the setup.")
+        advice = missing_ref(work_tree, ref, entry.ref, userconfig.serve_another(entry), vault_root=entry.path)
+        echo(
+            f"Note: {advice.problem}, so the hook serves nothing from it: {advice.fix}; `cairn doctor` checks the setup."
+        )
         return
     if ref == "HEAD" and not entry.ref:
-        problem, fix = detached_head(work_tree, commit, userconfig.serve_another(entry))
-        echo(f"Note: {problem}: {fix}; `cairn doctor` checks the setup.")
+        echo(
+            f"Note: {detached_head(work_tree, commit, userconfig.serve_another(entry))}; `cairn doctor` checks the setup."
+        )
         return
     checked_out = checked_out_branch(work_tree, ref, entry.ref, userconfig.serve_another(entry))
     if checked_out is not None:
-        echo(f"Note: {checked_out[0]}: {checked_out[1]}; `cairn doctor` checks the setup.")
+        echo(f"Note: {checked_out}; `cairn doctor` checks the setup.")
         return
     if not _indexed(entry):
         return

@@ -583,11 +583,10 @@ def index(
             entry = entry_for(vault.root)
             set_ref = serve_another(entry) if entry else None
             if configured is None and indexed == "HEAD":  # HEAD by default: no branch left to serve
-                problem, fix = detached_head(vault.git_root, report.commit, set_ref)
-                echo(f"Note: {problem}: {fix}", err=True)
+                echo(f"Note: {detached_head(vault.git_root, report.commit, set_ref)}", err=True)
             checked_out = checked_out_branch(vault.git_root, indexed, configured, set_ref)
             if checked_out is not None:
-                echo(f"Note: {checked_out[0]}: {checked_out[1]}", err=True)
+                echo(f"Note: {checked_out}", err=True)
         for finding in report.problems[:SHOWN_LEFT_OUT]:
             echo(clean_line(f"{finding}  (left out of the index)"), err=True)
         if len(report.problems) > SHOWN_LEFT_OUT:

@@ -554,10 +554,8 @@ def _open_fresh_index(
     if served is None:
         from cairn.hot.vault import missing_ref
 
-        problem = (
-            "; ".join(missing_ref(dirs.git_root, ref, vault.ref, vault_root=dirs.root))
-            + "; serving nothing from this vault"
-        )
+        advice = missing_ref(dirs.git_root, ref, vault.ref, vault_root=dirs.root)
+        problem = f"{advice.problem}; {advice.fix}; serving nothing from this vault"
     elif other:
         problem = "the index names another vault; serving nothing from this vault until it is rebuilt"
     elif commit != served:

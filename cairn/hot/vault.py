@@ -557,32 +557,59 @@ def served_ref(work_tree: str | os.PathLike[str], configured: str | None = None)
     return "HEAD", head_commit(work_tree)
 
 
+class Advice(Record):
+    """What is wrong with a vault's served ref and what to do, said alike by the hook's log, `cairn index`, `cairn
+    vault add` and `cairn doctor` (a plain record: the hook says it too, without `typing`).
+
+    problem: what is wrong, in words.
+    command: the one shell command that fixes it, run as printed, or "" (commands to choose from, or none).
+    note: what to do, in words: what `command` does, else the whole advice, its commands in backticks.
+    """
+
+    __slots__ = ("problem", "command", "note")
+    problem: str
+    command: str
+    note: str
+
+    def __init__(self, problem: str, command: str, note: str) -> None:
+        self._init(problem, command, note)
+
+    @property
+    def fix(self) -> str:
+        """What to do, as one phrase of prose: the note, its command after it in backticks."""
+        return f"{self.note} (`{self.command}`)" if self.command else self.note
+
+    def __str__(self) -> str:
+        return f"{self.problem}: {self.fix}"
+
+
 def missing_ref(
     work_tree: str | os.PathLike[str],
     ref: str,
     configured: str | None,
     set_ref: str | None = None,
     vault_root: str | os.PathLike[str] | None = None,
-) -> tuple[str, str]:
-    """Why the served ref `ref` (as `served_ref` named it) gives no commit, and what to do: (problem, fix), said
-    alike by the hook's log, `cairn index`, `cairn doctor` and `cairn vault add`. A repository whose HEAD has no
-    commit has no commits yet; one that has commits lost the served ref (a deleted branch, a configured ref that never
-    existed, an origin/HEAD left pointing at a branch the remote dropped). set_ref: how to serve another ref, when
-    the caller knows the vault's configured entry (`userconfig.serve_another`), else said with placeholders. The git
-    commands name the repository (and the vault's folder, `vault_root`, when it is a folder inside it), so they run
-    as printed from any folder."""
+) -> Advice:
+    """Why the served ref `ref` (as `served_ref` named it) gives no commit, and what to do. A repository whose HEAD
+    has no commit has no commits yet; one that has commits lost the served ref (a deleted branch, a configured ref that
+    never existed, an origin/HEAD left pointing at a branch the remote dropped). set_ref: the command that serves
+    another ref, when the caller knows the vault's configured entry (`userconfig.serve_another`), else said with
+    placeholders. The git commands name the repository (and the vault's folder, `vault_root`, when it is a folder
+    inside it), so they run as printed from any folder."""
     root = os.fspath(work_tree)
-    set_ref = set_ref or _SET_REF
+    another = _serve_another(set_ref)
     git = f"git -C {shell_word(root)}"
     if head_commit(work_tree) is None:
         folder = shell_word(vault_root if vault_root is not None else root)
-        return (
+        return Advice(
             f"the vault has no commits yet on {ref}",
-            f"commit your cards first (`cd {folder} && git add cards && git commit -m 'First cards'`)",
+            f"cd {folder} && git add cards && git commit -m 'First cards'",
+            "commit your cards first",
         )
     if not configured and ref.startswith("refs/remotes/origin/"):
-        return (
+        return Advice(
             f"{ref}, the branch origin/HEAD names in {root}, does not exist",
+            "",
             f"fetch it (`{git} fetch origin`) or point origin/HEAD at the remote's default branch "
             f"(`{git} remote set-head origin --auto`)",
         )
@@ -591,21 +618,26 @@ def missing_ref(
         remote = branch.split("/", 1)[0] if "/" in branch else ""
         remotes = _remote_names(root)
         if remote in remotes:  # `--ref origin/main` the remote dropped: `git branch origin/main` would shadow it
-            return (
+            return Advice(
                 f"{branch}, the remote branch {root} serves, does not exist (dropped on the remote?)",
-                f"fetch it (`{git} fetch {shell_word(remote)}`) or serve another ref ({set_ref})",
+                "",
+                f"fetch it (`{git} fetch {shell_word(remote)}`) or serve another ref ({another})",
             )
         if remote in ("origin", "upstream") and remote not in remotes:
-            return (
+            return Advice(
                 f"{branch}, the remote branch {root} serves, names the remote {remote}, which {root} no longer has "
                 "(renamed or removed?)",
-                f"serve the branch by its remote's name now ({set_ref}; `{git} remote` lists the remotes)",
+                "",
+                f"serve the branch by its remote's name now ({another}; `{git} remote` lists the remotes)",
             )
-        return (
+        return Advice(
             f"the branch {branch} that {root} serves does not exist (deleted?)",
-            f"recreate it (`{git} branch {branch} COMMIT`) or serve another ref ({set_ref})",
+            "",
+            f"recreate it (`{git} branch {branch} COMMIT`) or serve another ref ({another})",
         )
-    return f"{ref}, the ref {root} serves, does not exist (deleted?)", f"recreate it or serve another ref ({set_ref})"
+    return _serving_another(
+        f"{ref}, the ref {root} serves, does not exist (deleted?)", "recreate it or serve another ref", set_ref
+    )
 
 
 def _remote_names(work_tree: str) -> frozenset[str]:
@@ -619,31 +651,43 @@ def _remote_names(work_tree: str) -> frozenset[str]:
     )
 
 
-def detached_head(work_tree: str | os.PathLike[str], commit: str, set_ref: str | None = None) -> tuple[str, str]:
+def detached_head(work_tree: str | os.PathLike[str], commit: str, set_ref: str | None = None) -> Advice:
     """What to say of a vault that serves HEAD because HEAD is detached and there is no branch to serve (`main`
-    deleted after `git checkout --detach`): whatever is checked out is served, not what was reviewed. (problem, fix)"""
-    return (
+    deleted after `git checkout --detach`): whatever is checked out is served, not what was reviewed."""
+    return Advice(
         f"{os.fspath(work_tree)} has no main or master branch and HEAD is detached, so it serves whatever is checked "
         f"out (HEAD at {commit[:8]})",
+        "",
         f"recreate the branch (`git -C {shell_word(work_tree)} branch main {commit[:8]}`) or serve another ref "
-        f"({set_ref or _SET_REF})",
+        f"({_serve_another(set_ref)})",
     )
 
 
 def checked_out_branch(
     work_tree: str | os.PathLike[str], ref: str, configured: str | None, set_ref: str | None = None
-) -> tuple[str, str] | None:
+) -> Advice | None:
     """What to say of a vault that serves the branch HEAD is on (`served_ref`'s last resort: no ref configured, no
-    origin/HEAD, no main or master): a checkout of an unreviewed branch would serve its cards. (problem, fix), or
-    None when the vault serves a branch chosen otherwise."""
+    origin/HEAD, no main or master): a checkout of an unreviewed branch would serve its cards. None when the vault
+    serves a branch chosen otherwise."""
     if configured or not ref.startswith("refs/heads/") or ref in ("refs/heads/main", "refs/heads/master"):
         return None
     branch = ref[len("refs/heads/") :]
-    return (
+    return _serving_another(
         f"{os.fspath(work_tree)} has no main or master branch and no origin/HEAD, so it serves the branch checked "
         f"out, {branch}: a checkout of an unreviewed branch would serve its cards",
-        f"name the reviewed branch ({set_ref or _SET_REF})",
+        "name the reviewed branch",
+        set_ref,
     )
+
+
+def _serving_another(problem: str, words: str, set_ref: str | None) -> Advice:
+    """Advice whose one fix is to serve another ref: `set_ref`, the command, else the placeholders in the words."""
+    return Advice(problem, set_ref, words) if set_ref else Advice(problem, "", f"{words} ({_SET_REF})")
+
+
+def _serve_another(set_ref: str | None) -> str:
+    """How to serve another ref, in words: `set_ref`, the command, in backticks, else the placeholders."""
+    return f"`{set_ref}`" if set_ref else _SET_REF
 
 
 # How a user sets the ref a vault serves (`--replace`: one configured already, in its place).

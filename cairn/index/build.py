@@ -153,8 +153,9 @@ def served_commit(vault: Vault, repo: git.Repo | None = None, ref: str | None = 
                 ) from None
             entry = entry_for(vault.root)
             set_ref = serve_another(entry) if entry else None
-            problem, fix = missing_ref(vault.git_root, name, configured, set_ref, vault_root=vault.root)
-            raise CairnError(f"{problem}: {fix}") from None
+            raise CairnError(
+                str(missing_ref(vault.git_root, name, configured, set_ref, vault_root=vault.root))
+            ) from None
     return name, commit
 
 
