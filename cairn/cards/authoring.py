@@ -357,7 +357,7 @@ def prepare_card(vault: Vault, card: NewCard, *, today: dt.date | None = None) -
         ensure_inside(vault.cards_dir, target)
     except RefusedWrite:
         raise RefusedWrite(f"{rel} would be written outside the vault's cards/ folder (a symlinked folder?)") from None
-    blocking = file_in_the_way(vault, rel)
+    blocking = why_folder_cannot_be_made(vault, rel)
     if blocking is not None:
         raise RefusedWrite(f"{blocking}, so {rel} cannot be written; choose another --id")
     return PendingCard(rel, text, lint_pending(vault, {rel: data}, today=today)[rel])
@@ -410,7 +410,7 @@ def _check_utf8(card: NewCard, rel: str) -> None:
             ) from None
 
 
-def file_in_the_way(vault: Vault, rel: str) -> str | None:
+def why_folder_cannot_be_made(vault: Vault, rel: str) -> str | None:
     """What stands where a folder of `rel` must be (`cards/git is a file, not a folder`), or None: a card
     `cards/git/x.md` cannot be written while `cards/git` is a file, or a symlink to nothing (which no folder can be
     made at: the write failed with "File exists")."""
@@ -501,7 +501,6 @@ __all__ = [
     "PendingCard",
     "add_card",
     "card_slug",
-    "file_in_the_way",
     "init_vault",
     "lint_pending",
     "named_alike",
@@ -511,5 +510,6 @@ __all__ = [
     "resolve_card_id",
     "template_dir",
     "unwritable",
+    "why_folder_cannot_be_made",
     "write_card",
 ]

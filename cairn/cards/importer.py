@@ -34,7 +34,7 @@ from markdown_it.token import Token
 from cairn import gitrepo
 from cairn.atomic import ensure_inside, write_atomic
 from cairn.cards import lessons, safeyaml
-from cairn.cards.authoring import card_slug, file_in_the_way, lint_pending, render_frontmatter, unwritable
+from cairn.cards.authoring import card_slug, lint_pending, render_frontmatter, unwritable, why_folder_cannot_be_made
 from cairn.cards.authoring import today as authoring_today
 from cairn.cards.body import read_body
 from cairn.cards.card import (
@@ -477,7 +477,7 @@ def _apply(
             message = f"{rel} would be outside cards/ (a symlinked folder?)"
             outcomes[n] = Outcome(plan.source, card_id, rel, INVALID, message, **described)
             continue
-        blocking = file_in_the_way(vault, rel)
+        blocking = why_folder_cannot_be_made(vault, rel)
         if blocking is not None:
             message = f"{blocking}, so {rel} cannot be written; choose another --topic"
             outcomes[n] = Outcome(plan.source, card_id, rel, INVALID, message, **described)
