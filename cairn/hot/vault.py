@@ -392,11 +392,52 @@ def sparse_checkout(work_tree: "str | os.PathLike[str]") -> bool:
         return False
     on = False  # `git sparse-checkout` writes the setting to the work tree's own config.worktree, else to config
     for config in (os.path.join(_common_dir(gdir), "config"), os.path.join(gdir, "config.worktree")):
-        for line in (_read_text(config) or "").splitlines():
-            key, _, value = line.replace(" ", "").replace("\t", "").lower().partition("=")
-            if key == "sparsecheckout":
-                on = value == "true"
+        for section, key, value in _config_entries(config):
+            if section == "core" and key == "sparsecheckout":
+                on = value is None or value.lower() in ("true", "yes", "on", "1")
     return on
+
+
+def _config_entries(path: str) -> "list[tuple[str, str, str | None]]":
+    """The variables of a git config file (a repository's `config`, a `.gitmodules`) as git reads them: (section, key,
+    value), the section `core` or `remote.NAME` (its name in lower case, a subsection's as written), the key in lower
+    case, the value unquoted and its comment left out (None for a key without `=`, which git reads as true). Lines
+    continued with a backslash, and included files, are not followed."""
+    entries: list[tuple[str, str, str | None]] = []
+    section = ""
+    for line in (_read_text(path) or "").splitlines():
+        line = line.strip()
+        if line.startswith("["):  # `[core]`, `[remote "origin"]`, a variable may follow on the line
+            head, _, line = line[1:].partition("]")
+            name, quote, sub = head.partition('"')
+            section = head.strip().lower()
+            if quote:
+                subsection = _config_value(sub.rpartition('"')[0])
+                section = f"{name.strip().lower()}.{subsection}"
+            line = line.strip()
+        if line and line[0] not in "#;":
+            key, eq, value = line.partition("=")
+            entries.append((section, key.strip().lower(), _config_value(value) if eq else None))
+    return entries
+
+
+def _config_value(raw: str) -> str:
+    """A git config value as git reads it: quotes taken off, escapes read, a comment (`#`, `;`) out of quotes cut."""
+    out: list[str] = []
+    quoted = escaped = False
+    for ch in raw.strip():
+        if escaped:
+            out.append({"n": "\n", "t": "\t", "b": "\b"}.get(ch, ch))
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == '"':
+            quoted = not quoted
+        elif ch in "#;" and not quoted:
+            break
+        else:
+            out.append(ch)
+    return "".join(out).strip()
 
 
 def _git_root_of(folder: str) -> str | None:
@@ -418,9 +459,8 @@ def _submodule_update(folder: str) -> tuple[str, str] | None:
     if outer is None:
         return None
     rel = os.path.relpath(folder, outer).replace(os.sep, "/")
-    for line in (_read_text(os.path.join(outer, ".gitmodules")) or "").splitlines():
-        key, _, value = line.strip().partition("=")
-        if key.strip() == "path" and value.strip().strip('"') == rel:
+    for section, key, value in _config_entries(os.path.join(outer, ".gitmodules")):
+        if section.startswith("submodule.") and key == "path" and value == rel:
             return f"{rel} is a git submodule that is not checked out", (
                 f"git -C {shell_word(outer)} submodule update --init -- {shell_word(rel)}"
             )
@@ -643,12 +683,8 @@ def missing_ref(
 def _remote_names(work_tree: str) -> frozenset[str]:
     """The names of the repository's remotes, as its config's `[remote "NAME"]` sections give them."""
     common = common_git_dir(work_tree)
-    text = _read_text(os.path.join(common, "config")) if common else None
-    return frozenset(
-        line.strip()[len('[remote "') : -len('"]')]
-        for line in (text or "").splitlines()
-        if line.strip().startswith('[remote "') and line.strip().endswith('"]')
-    )
+    entries = _config_entries(os.path.join(common, "config")) if common else []
+    return frozenset(section[len("remote.") :] for section, _, _ in entries if section.startswith("remote."))
 
 
 def detached_head(work_tree: str | os.PathLike[str], commit: str, set_ref: str | None = None) -> Advice:
