@@ -183,6 +183,29 @@ def test_bad_card_is_named_and_left_out(vault_repo: VaultRepo) -> None:
     assert "notes.txt" not in done.stderr
 
 
+def test_a_card_file_ending_in_upper_case_md_is_named_as_left_out(vault_repo: VaultRepo) -> None:
+    """`cards/git/x.MD` (as Windows and macOS tools may write it) is no card: lint's card-path says "this file is
+    ignored", but the index (and so `cairn doctor`) said nothing, and the lesson was never served. Renamed, it is a
+    card, and the update stops naming it."""
+    vault_repo.write("good/one", "Good", "A good card.")
+    vault_repo.write_raw("cards/git/upper.MD", card_text("Upper case", "A card whose file name ends in upper case."))
+    vault_repo.write_raw("cards/git/mixed.Md", card_text("Mixed case", "A card whose file name ends in mixed case."))
+    vault_repo.commit("Cards, two named in upper case")
+    done = vault_repo.cairn("index")
+    assert done.returncode == 0 and "Indexed 1 cards" in done.stdout, done.stdout + done.stderr
+    why = "card-path not a card: card files end in `.md`, lowercase; this file is ignored"
+    assert f"cards/git/upper.MD:0: {why} (rename it to cards/git/upper.md)  (left out of the index)" in done.stderr
+    assert f"cards/git/mixed.Md:0: {why} (rename it to cards/git/mixed.md)" in done.stderr
+    assert vault_repo.cairn("index", "--worktree").stderr.count(why) == 2
+    vault_repo.git("mv", "cards/git/upper.MD", "cards/git/upper.md")
+    vault_repo.git("rm", "-q", "cards/git/mixed.Md")
+    vault_repo.commit("Renamed one, removed the other")
+    done = vault_repo.cairn("index", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["mode"] == "incremental" and report["problems"] == [] and report["cards"] == 2
+
+
 def test_a_card_whose_name_is_not_utf8_is_no_longer_reported_once_renamed_or_deleted(vault_repo: VaultRepo) -> None:
     """The index says to rename a card file whose name is not UTF-8; after the rename (or a deletion) an incremental
     `cairn index` went on naming the old file as left out, until `--rebuild`: its stored problem was never matched."""

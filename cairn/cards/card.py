@@ -115,6 +115,14 @@ def card_id_from_path(rel_path: str) -> str | None:
     return card_id
 
 
+def misnamed_card_id(rel_path: str) -> str | None:
+    """The id of a file under `cards/` ending in `.MD` or `.Md` (as Windows and macOS tools may write it) had it ended
+    in `.md`; None for any other path. No card: the index leaves it out and says so, as lint's card-path does."""
+    if rel_path.endswith(".md") or not rel_path.lower().endswith(".md"):
+        return None
+    return card_id_from_path(rel_path[: -len(".md")] + ".md")
+
+
 def plain_file_name(card_id: str) -> bool:
     """Whether a card id is UTF-8 text without control characters: a card file named otherwise is no card, whatever
     it holds."""
@@ -124,6 +132,10 @@ def plain_file_name(card_id: str) -> bool:
 def parse_card(rel_path: str, data: bytes) -> tuple[Card | None, list[Finding]]:
     """Parse a card file's bytes; returns the card (None if it breaks the contract) and every finding."""
     card_id = card_id_from_path(rel_path)
+    if card_id is None and misnamed_card_id(rel_path) is not None:
+        why = "card files end in `.md`, lowercase"
+        fix = f"rename it to {rel_path[: -len('.md')]}.md"
+        return None, [Finding(rel_path, 0, "card-path", f"not a card: {why}; this file is ignored ({fix})")]
     if card_id is None:
         return None, [Finding(rel_path, 0, "path-outside-cards", "a card is a `.md` file under `cards/`")]
     if not plain_file_name(card_id):

@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn import gitrepo
-from cairn.cards.card import MAX_CARD_BYTES, Card, card_id_from_path, oversize_finding, parse_card
+from cairn.cards.card import (
+    MAX_CARD_BYTES,
+    Card,
+    card_id_from_path,
+    misnamed_card_id,
+    oversize_finding,
+    parse_card,
+)
 from cairn.config import CONFIG_FILE, Config, folder_error, parse_config, symlink_error, worktree_config_text
 from cairn.finding import Finding
 from cairn.hot import build_name, paths
@@ -306,7 +313,7 @@ def build_worktree_index(vault: Vault, progress: Progress | None = None) -> Inde
             why = "cards/ must be a folder, not a symlink or a file; no card is read through it"
             problems.append(Finding(rel, 0, "file-symlink", why))
             continue
-        if card_id_from_path(rel) is None:
+        if not _read_as_card(rel):
             continue
         card, findings = read_worktree_card(vault, file)
         take(rel, card, findings, file.read_bytes() if card is not None else b"")
@@ -630,9 +637,10 @@ def _card_entries(repo: git.Repo, commit: str, vault: Vault) -> list[gitrepo.Tre
 
 
 def _read_as_card(path: str) -> bool:
-    """Whether a file listed under `cards/` is read (as a card, or refused with a finding): a card's path, or `cards`
-    itself as a symlink (or a file), so it is refused with a finding rather than read as 0 cards."""
-    return card_id_from_path(path) is not None or path == CARDS_DIR
+    """Whether a file listed under `cards/` is read (as a card, or refused with a finding): a card's path, a card's
+    path ending in `.MD` (left out with a finding, not ignored in silence), or `cards` itself as a symlink (or a
+    file), so it is refused with a finding rather than read as 0 cards."""
+    return card_id_from_path(path) is not None or misnamed_card_id(path) is not None or path == CARDS_DIR
 
 
 def _full_from_commit(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterator
 
-from cairn.cards.card import card_id_from_path, file_key, nfd_spelling
+from cairn.cards.card import card_id_from_path, file_key, misnamed_card_id, nfd_spelling
 from cairn.finding import Finding
 from cairn.lint.model import WARNING, Context, Rule, Target
 from cairn.lint.rules import id_text
@@ -20,11 +20,11 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
         return  # the contract reports it (a `cards/.git`: path-outside-cards)
     card_id = card_id_from_path(target.path)
     if card_id is None:
-        meant = card_id_from_path(target.path[:-3] + ".md")  # `.MD`, as Windows and macOS tools may write it
+        meant = misnamed_card_id(target.path)  # `.MD`, as Windows and macOS tools may write it
         why, fix = "card files end in `.md`", "rename or move it"
         if target.path.endswith(".md"):
             why = "its file name gives no id (a card is cards/<topic>/<slug>.md)"  # `cards/.md`, `cards/..md`
-        elif target.path.lower().endswith(".md") and meant is not None and id_text.is_plain(meant):
+        elif meant is not None and id_text.is_plain(meant):
             why = "card files end in `.md`, lowercase"
             fix = f"rename it to cards/{id_text.free_id(id_text.slug_id(meant), meant, context)}.md"
         yield RULE.at(target, 0, f"not a card: {why}; this file is ignored ({fix})")
