@@ -143,6 +143,8 @@ def test_hooks_see_cards_and_cairn_toml_only() -> None:
     pattern = _files_pattern()
     for path in ("cards/git/x.md", "team/vault/cards/a/b/c.md", "cairn.toml", "team/vault/cairn.toml", "cards/a\nb.md"):
         assert pattern.search(path), path
+    for path in ("cards/git/x.MD", "cards/git/x.Md"):  # ignored by the index: lint says so (card-path)
+        assert pattern.search(path), path
     for path in ("README.md", "evals/cases.yaml", "cards/notes.txt", "mycards/x.md", "cairn.toml.bak"):
         assert not pattern.search(path), path
 
@@ -445,6 +447,20 @@ def test_the_template_config_leaves_files_the_index_does_not_read_alone(tmp_path
     done = _commit(vault, "drop a card", env)
     assert done.returncode == 1, done.stdout
     assert "cards/git/force-push-safely.md:11: supersedes-missing" in done.stdout
+
+
+def test_the_template_config_warns_of_a_card_file_ending_in_upper_case_md(tmp_path: Path) -> None:
+    """`cards/git/x.MD`, as Windows and macOS tools may write it, is no card: the index ignores it. The file pattern
+    matched `.md` alone, so the commit passed with "0 file(s)" and nothing said the lesson would never be served."""
+    vault, env = _template_vault(tmp_path)
+    (vault / "cards" / "git" / "upper.MD").write_text(
+        "---\nname: Upper case extension\nsummary: A card whose file name ends in upper case.\n---\n\nBody.\n"
+    )
+    _git("add", "cards", cwd=vault)
+    done = _commit(vault, "upper", env)
+    assert done.returncode == 0, done.stdout  # a warning, as card-path is
+    assert "cards/git/upper.MD:0: card-path not a card: card files end in `.md`, lowercase" in done.stdout
+    assert "rename it to cards/git/upper.md" in done.stdout
 
 
 def test_pre_commit_run_over_a_range_fails_a_deleted_superseded_card(tmp_path: Path) -> None:
