@@ -329,6 +329,8 @@ def test_a_cards_folder_that_is_a_symlink_out_of_the_vault_is_neither_linted_thr
     cards.symlink_to(outside, target_is_directory=True)
     lint = vault_repo.cairn("lint")
     assert lint.returncode == 1 and "cards:0: file-symlink" in lint.stdout, lint.stdout + lint.stderr
+    # it said "a card must be a regular file, not a symlink", of a folder no card file is: now what the index says
+    assert "cards:0: file-symlink cards/ must be a folder in the commit, not a symlink or a file" in lint.stdout
     line = _one_error_line(vault_repo.cairn("show", "--worktree", "git/lesson"))
     assert line.startswith("Error: cards/git/lesson.md:0: path-outside-cards")
     # `cairn index --worktree` said only "Indexed 0 cards": it names why now, as the commit's index does

@@ -115,6 +115,10 @@ def card_id_from_path(rel_path: str) -> str | None:
     return card_id
 
 
+# `cards` itself a symlink (or a file) in a commit: git holds no card under it, so the vault serves none.
+CARDS_NOT_A_FOLDER = "cards/ must be a folder in the commit, not a symlink or a file; no card is read through it"
+
+
 def misnamed_card_id(rel_path: str) -> str | None:
     """The id of a file under `cards/` ending in `.MD` or `.Md` (as Windows and macOS tools may write it) had it ended
     in `.md`; None for any other path. No card: the index leaves it out and says so, as lint's card-path does."""

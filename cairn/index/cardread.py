@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from cairn.cards.card import MAX_CARD_BYTES, Card, oversize_finding, parse_card
+from cairn.cards.card import CARDS_NOT_A_FOLDER, MAX_CARD_BYTES, Card, oversize_finding, parse_card
 from cairn.finding import Finding
 from cairn.gitrepo import SUBMODULE_MODE, SYMLINK_MODE, TreeEntry
 from cairn.hot.tokens import tokenize
@@ -69,8 +69,7 @@ def read_entry(entry: TreeEntry, data: bytes | None, off: tuple[str, ...]) -> Re
     """One tree entry read as a card (`data`: its blob's bytes, given when it `needs_blob`), or the findings that
     keep it out. `off`: the security rules switched off (`security.switched_off`)."""
     if entry.path == CARDS_DIR:
-        why = "cards/ must be a folder in the commit, not a symlink or a file; no card is read through it"
-        return None, [Finding(entry.path, 0, "file-symlink", why)]
+        return None, [Finding(entry.path, 0, "file-symlink", CARDS_NOT_A_FOLDER)]
     if entry.mode == SYMLINK_MODE:
         return None, [Finding(entry.path, 0, "file-symlink", "a card must be a regular file, not a symlink")]
     if entry.mode == SUBMODULE_MODE:

@@ -6,12 +6,12 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from cairn.cards.card import Card, card_id_from_path, parse_card
+from cairn.cards.card import CARDS_NOT_A_FOLDER, Card, card_id_from_path, parse_card
 from cairn.cards.similarity import terms
 from cairn.config import CONFIG_FILE, LintSettings, parse_config
 from cairn.finding import ERROR, WARNING, Finding
 from cairn.hot.errors import CairnError, InvalidConfig
-from cairn.hot.vault import Vault
+from cairn.hot.vault import CARDS_DIR, Vault
 from cairn.lint import registry, security
 from cairn.lint.facts import vault_facts
 from cairn.lint.model import Context, Rule, Target
@@ -255,6 +255,8 @@ def _target(vault: Vault, snapshot: Snapshot, rel: str, parsed: dict[str, tuple[
         return Target(rel, None, None, (Finding(rel, 0, "path-outside-cards", why),))
     if file is not None and file.kind == SUBMODULE:  # as the index refuses it
         return Target(rel, None, None, (Finding(rel, 0, "path-outside-cards", "a submodule cannot hold cards"),))
+    if rel == CARDS_DIR and (file is not None or (vault.root / rel).is_symlink()):  # as the index says of it
+        return Target(rel, None, None, (Finding(rel, 0, "file-symlink", CARDS_NOT_A_FOLDER),))
     if file is not None and file.kind == SYMLINK:
         return Target(
             rel, None, None, (Finding(rel, 0, "file-symlink", "a card must be a regular file, not a symlink"),)

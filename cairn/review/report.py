@@ -47,7 +47,14 @@ import yaml
 
 from cairn import gitrepo
 from cairn.cards import safeyaml, similarity
-from cairn.cards.card import MAX_CARD_BYTES, card_id_from_path, frontmatter_source, parse_card, renewal
+from cairn.cards.card import (
+    CARDS_NOT_A_FOLDER,
+    MAX_CARD_BYTES,
+    card_id_from_path,
+    frontmatter_source,
+    parse_card,
+    renewal,
+)
 from cairn.cards.visible import describe, invisible_in
 from cairn.config import CONFIG_FILE, Config, config_from_dict, parse_config
 from cairn.finding import ERROR, WARNING, Finding
@@ -478,7 +485,7 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
             if c.new_path in unwritten and card_id_from_path(c.new_path) is not None  # a submodule
         )
         findings += tuple(
-            Finding(c.new_path, 0, "file-symlink", _NOT_A_FOLDER) for c in raw_changes if c.new_path == CARDS_DIR
+            Finding(c.new_path, 0, "file-symlink", CARDS_NOT_A_FOLDER) for c in raw_changes if c.new_path == CARDS_DIR
         )
         findings += tuple(
             Finding(
@@ -932,9 +939,6 @@ def _not_served(card: IndexedCard | None, today: dt.date, fields: Mapping[str, A
 def _card_id(path: str) -> str:
     rel = path[len(CARDS_DIR) + 1 :] if path.startswith(CARDS_DIR + "/") else path
     return rel[:-3] if rel.endswith(".md") else rel
-
-
-_NOT_A_FOLDER = "cards/ must be a folder in the commit, not a symlink or a file; no card is read through it"
 
 
 def _dotted(path: str) -> bool:
