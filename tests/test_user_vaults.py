@@ -1688,6 +1688,36 @@ def test_a_vault_whose_cards_a_sparse_checkout_leaves_out_is_named_even_with_vau
         assert (done.returncode, done.stdout, done.stderr) == (1, "", said), args
 
 
+def test_a_vault_whose_cards_folder_is_named_in_another_case_is_named_not_another_vault_used(tmp_path: Path) -> None:
+    """Bug fixed: in a vault whose folder is `Cards/` (as a macOS user may name it: there it opens as cards/), on a
+    file system that tells case apart no vault was found there, so with one vault configured `cairn list` and
+    `cairn lint` worked on that other vault, and `cairn add` wrote the new card into it. The vault standing here is
+    named, with the rename that makes its cards found, run as printed."""
+    other = second_vault(tmp_path / "other")
+    assert other.invoke("vault", "add", str(other.root), "--name", "other").returncode == 0
+    here = VaultRepo(tmp_path / "here")
+    make_vault(here)
+    here.git("mv", "cards", "Cards")
+    here.commit("Cards")
+    command = f"mv {here.root / 'Cards'} {here.root / 'cards'}"
+    said = (
+        f"Error: {here.root}: its cards are in Cards/, not cards/: git, the index and the hook read cards/ alone, "
+        f"lowercase; rename the folder (`{command}`) and commit, then run this again\n"
+    )
+    before = sorted(p.name for p in (other.root / "cards").rglob("*.md"))
+    add = ("add", "--name", "Rebase before you push", "--summary", "Rebase on main before a push.", "--body", "Why.")
+    for args in (("list",), ("lint",), add):
+        done = here.invoke(*args, cwd=here.root / "Cards")
+        assert (done.returncode, done.stdout, done.stderr) == (1, "", said), args
+    given = here.invoke("index", "--vault", str(here.root), cwd=tmp_path)  # it said "create a vault with cairn init"
+    assert given.stderr == said.replace(f"Error: {here.root}:", f"Error: '{here.root}':"), given.stderr
+    assert sorted(p.name for p in (other.root / "cards").rglob("*.md")) == before
+    subprocess.run(shlex.split(command), check=True)  # as printed
+    here.git("add", "-A")
+    here.commit("cards")
+    assert here.invoke("list", cwd=here.root).returncode == 0
+
+
 def test_a_vault_that_is_a_submodule_not_checked_out_says_how_to_check_it_out(tmp_path: Path) -> None:
     """Bug fixed: in a clone of a project made without --recurse-submodules, its vault's submodule is an empty
     folder, and `cairn vault add` said it "has no cards/ folder; create a vault with `cairn init PATH`", which would

@@ -269,6 +269,7 @@ def locate_vault(
                 raise _not_found(f"{shown} is a file, not a folder; {fix}")
             raise _not_found(f"{shown} is not a folder; create one with `cairn init {shell_word(given)}`")
         if not is_dir(os.path.join(root, CARDS_DIR)):
+            _raise_if_cards_misnamed(root, repr(str(given)))
             real = resolve(root)
             parent = os.path.dirname(real)
             if os.path.basename(real) == CARDS_DIR and _holds_a_vault(parent):
@@ -301,6 +302,7 @@ def _raise_if_sparse_vault(start: str, top: str) -> None:
     while True:
         if is_file(os.path.join(folder, MARKER)):
             _raise_if_left_out(folder, folder)
+            _raise_if_cards_misnamed(folder, folder)
         parent = os.path.dirname(folder)
         if folder == top or parent == folder:
             return
@@ -352,6 +354,25 @@ def _raise_if_left_out(root: str, shown: str) -> None:
 
         problem, command = left_out
         raise VaultLeftOut(f"{shown}: {problem}; check it out (`{command}`), then run this again")
+
+
+def _raise_if_cards_misnamed(root: str, shown: str) -> None:
+    """Raise VaultLeftOut when the folder `root` (given as `shown`), which has no cards/, holds its cards in a folder
+    named in another case (`Cards/`, as macOS, which opens it as cards/, lets a user name it): on a file system that
+    tells case apart the vault was none, and a command went on to the one configured vault, `cairn add` writing into
+    it."""
+    try:
+        names = sorted(n for n in os.listdir(root) if n.lower() == CARDS_DIR and is_dir(os.path.join(root, n)))
+    except OSError:
+        return
+    if names:
+        from cairn.hot.errors import VaultLeftOut
+
+        command = f"mv {shell_word(os.path.join(root, names[0]))} {shell_word(os.path.join(root, CARDS_DIR))}"
+        raise VaultLeftOut(
+            f"{shown}: its cards are in {names[0]}/, not cards/: git, the index and the hook read cards/ alone, "
+            f"lowercase; rename the folder (`{command}`) and commit, then run this again"
+        )
 
 
 def left_out_of_work_tree(root: str) -> tuple[str, str] | None:
