@@ -126,7 +126,7 @@ _PATTERNS: tuple[tuple[str, _Pattern, str, Needles], ...] = (
     # as a sentence of its own; "ignore the above warning" names a thing, and "you can ignore the above if" is advice.
     _p(
         _OVERRIDE,
-        rf"(?:^|[.!?:;]\s+|\n[\s>*#-]*)(?:(?:just|simply|please|now|then|also|first|instead|so)[\s,]+)?(?:ignore|"
+        rf"(?:^|[.!?:;]\s+|\n(?:[^\S\n]|[>*#-])*)(?:(?:just|simply|please|now|then|also|first|instead|so)[\s,]+)?(?:ignore|"
         rf"disregard|forget){_S}(?:(?:all|everything){_S}(?:of{_S})?)?(?:the{_S})?above(?:{_S}(?:text|message|content))?"
         r"[^\S\n]*(?:[,;:.!\u2013\u2014]|(?:and|then)\b|\n|$)",
         needles=(("ignor", "disregard", "forget"), ("above",)),
@@ -147,7 +147,7 @@ _PATTERNS: tuple[tuple[str, _Pattern, str, Needles], ...] = (
     ),
     _p(
         _UNASKED,
-        rf"(?:^|[.!?:;,]\s+|\n[\s>*-]*)(?:(?:always|just|simply|please|now|also|then){_S})?(?:run|execute|apply|install|"
+        rf"(?:^|[.!?:;,]\s+|\n(?:[^\S\n]|[>*-])*)(?:(?:always|just|simply|please|now|also|then){_S})?(?:run|execute|apply|install|"
         rf"delete|remove|push|commit|deploy|do){_S}[^\n.]{{0,60}}?\bwithout{_S}(?:asking|confirmation|confirming|"
         rf"permission|approval|prompting|checking)\b|\b(?:do{_S}not|don'?t|never){_S}(?:tell|inform|notify|"
         rf"warn|mention(?:{_S}(?:this|it)(?:{_S}(?:card|note|step|lesson|change|command))?)?{_S}to)"
@@ -238,7 +238,7 @@ _PATTERNS: tuple[tuple[str, _Pattern, str, Needles], ...] = (
     ),
     _p(
         _ADDRESSED,
-        r"(?:^|[.!?\n]\s*)(?:(?:dear|hey|hi|hello|attention|ok|okay|listen)[\s,]+)?(?:(?:ai|coding)\s+)?(?:assistant|agent|"
+        r"(?:^|(?:[.!?]\s*|\n[^\S\n]*))(?:(?:dear|hey|hi|hello|attention|ok|okay|listen)[\s,]+)?(?:(?:ai|coding)\s+)?(?:assistant|agent|"
         r"claude|codex|gemini|copilot|chatgpt|llm)[^\S\n]*(?:[,:;!]|[^\S\n]-{1,2}|[\u2013\u2014])\s*(?:(?:also|then|now|just|quietly|silently)\s+)?"
         r"(?:you\s+(?:must|should|will|need)|"
         r"always|never|please|ignore|run|execute|do\s+not|don'?t|make\s+sure|first|delete|remove|push|commit|send|print|"
@@ -312,7 +312,7 @@ _PATTERNS: tuple[tuple[str, _Pattern, str, Needles], ...] = (
     # user asked"): "the server may ignore the user's request" is a lesson, so only a sentence that starts with it.
     _p(
         _OVERRIDE,
-        rf"(?:^|[.!?:;]\s+|\n[\s>*#-]*)(?:(?:always|just|simply|please|now|then|also|first|quietly|silently|instead)"
+        rf"(?:^|[.!?:;]\s+|\n(?:[^\S\n]|[>*#-])*)(?:(?:always|just|simply|please|now|then|also|first|quietly|silently|instead)"
         rf"[\s,]+)?(?:you{_S}(?:must|should|can|may|will|need{_S}to|have{_S}to){_S})?(?:ignore|disregard|forget|"
         rf"override|overrule|skip){_S}(?:(?:whatever|what|anything|everything){_S}(?:the{_S})?(?:user|human|developer|"
         rf"operator|person){_S}(?:asks?|asked|says?|said|wants?|wanted|requests?|requested|types?|typed|writes?|wrote|"
@@ -330,7 +330,7 @@ _PATTERNS: tuple[tuple[str, _Pattern, str, Needles], ...] = (
     # or clause that starts with it, and not before a word that makes the rules a file's.
     _p(
         _OVERRIDE,
-        rf"(?:^|[.!?:;,]\s+|\n[\s>*#-]*)(?:(?:always|just|simply|please|now|then|also|first|instead|from{_S}now{_S}on)"
+        rf"(?:^|[.!?:;,]\s+|\n(?:[^\S\n]|[>*#-])*)(?:(?:always|just|simply|please|now|then|also|first|instead|from{_S}now{_S}on)"
         rf"[\s,]+)?(?:you{_S}(?:must|should|can|may|will|need{_S}to|have{_S}to){_S}(?:(?:now|simply|just|also){_S})?)?"
         rf"(?:ignore|disregard|forget|abandon|drop|discard){_S}(?:all{_S}(?:of{_S})?)?your{_S}(?:(?:own|current|usual|old|"
         rf"previous|prior|original|core|safety){_S})?(?:rules|guidelines|guidance|constraints|policies|principles|"
@@ -350,10 +350,10 @@ _PATTERNS: tuple[tuple[str, _Pattern, str, Needles], ...] = (
     ),
     _p(
         _UNASKED,
-        rf"(?:^|[.!?:;,]\s+|\n[\s>*-]*)(?:(?:always|just|simply|please|now|then|also){_S})?(?:run|execute|apply|install|"
+        rf"(?:^|[.!?:;,]\s+|\n(?:[^\S\n]|[>*-])*)(?:(?:always|just|simply|please|now|then|also){_S})?(?:run|execute|apply|install|"
         rf"delete|remove|push|commit|deploy|do|send|upload|change|edit|modify|overwrite|disable){_S}[^\n.]{{0,60}}?"
         rf"\bwithout{_S}(?:telling|informing|notifying|alerting|mentioning(?:{_S}(?:it|this))?{_S}to|letting)"
-        rf"{_S}(?:the{_S})?(?:user|human|developer|operator|anyone|them)\b|(?:^|[.!?;]\s+|\n[\s>*-]*)(?:silently|"
+        rf"{_S}(?:the{_S})?(?:user|human|developer|operator|anyone|them)\b|(?:^|[.!?;]\s+|\n(?:[^\S\n]|[>*-])*)(?:silently|"
         rf"quietly|secretly|covertly){_S}(?:run|execute|delete|remove|push|commit|send|upload|modify|edit|change|"
         r"append|copy|disable|overwrite)\b",
         needles=(
@@ -379,7 +379,7 @@ _PATTERNS: tuple[tuple[str, _Pattern, str, Needles], ...] = (
     ),
     _p(
         "tells the agent to put secrets into its answer",
-        rf"(?:^|[.!?:;,]\s+|\n[\s>*-]*)(?:(?:always|just|simply|please|now|then|also|first){_S})?(?:include|paste|print|"
+        rf"(?:^|[.!?:;,]\s+|\n(?:[^\S\n]|[>*-])*)(?:(?:always|just|simply|please|now|then|also|first){_S})?(?:include|paste|print|"
         rf"append|add|put|attach|echo|output|quote|copy|reveal|share|dump|cat|show|list|write){_S}[^\n]{{0,80}}?"
         rf"(?:credentials?|secrets?|tokens?|passwords?|api[\s_-]?keys?|private{_S}keys?|env(?:ironment)?{_S}var\w*|"
         rf"id_rsa|\.env\b|\.ssh|\.aws|\.netrc|\.npmrc|\.pypirc|kubeconfig)[^\n]{{0,80}}?\b(?:in|into|to|at{_S}the{_S}"
@@ -391,7 +391,7 @@ _PATTERNS: tuple[tuple[str, _Pattern, str, Needles], ...] = (
     # an issue or a gist leaks as surely as an upload to a URL.
     _p(
         "tells the agent to put secrets where others read them",
-        rf"(?:^|[.!?:;,]\s+|\n[\s>*-]*)(?:(?:always|just|simply|please|now|then|also|first){_S})?(?:include|paste|post|"
+        rf"(?:^|[.!?:;,]\s+|\n(?:[^\S\n]|[>*-])*)(?:(?:always|just|simply|please|now|then|also|first){_S})?(?:include|paste|post|"
         rf"append|add|put|attach|copy|write|dump|share){_S}[^\n]{{0,60}}?(?:credentials?|secrets?|tokens?|passwords?|"
         rf"api[\s_-]?keys?|private{_S}keys?|printenv|`env`|env(?:ironment)?{_S}var\w*|id_rsa|\.env\b|\.ssh|\.aws|"
         rf"\.netrc|\.npmrc|\.pypirc|kubeconfig)(?:(?!\bnot\b|\bnever\b|n't\b)[^\n]){{0,60}}?\b(?:in|into|to|on){_S}"
@@ -431,7 +431,7 @@ _PATTERNS: tuple[tuple[str, _Pattern, str, Needles], ...] = (
         _SERVED,
         needles=(("system", "assistant", "developer", "user", "human"), (":",)),
     ),
-    _p(_ROLE, r"(?m)^\s*(?:system|assistant|human)\s*:", needles=(("system", "assistant", "human"), (":",))),
+    _p(_ROLE, r"(?m)^[^\S\n]*(?:system|assistant|human)\s*:", needles=(("system", "assistant", "human"), (":",))),
     _p(
         _ROLE,
         r"<\|\s*[a-z_]{2,30}\s*\|>|\[/?INST\]|<</?SYS>>|<\s*/?\s*(?:im_start|im_end|system|assistant)\s*>",
@@ -446,10 +446,10 @@ _PATTERNS: tuple[tuple[str, _Pattern, str, Needles], ...] = (
     ),
     _p(
         _ROLE,
-        r"(?m)^\s*#{1,6}\s*(?:Instruction|System(?:\s+Prompt)?|New\s+Instructions?)\s*:?\s*$",
+        r"(?m)^[^\S\n]*#{1,6}\s*(?:Instruction|System(?:\s+Prompt)?|New\s+Instructions?)\s*:?\s*$",
         needles=(("#",), ("instruction", "system")),
     ),
-    _p(_ROLE, r"#{2,}\s*(?:instructions?|system|response)\b", _SERVED, needles=("#",)),
+    _p(_ROLE, r"(?<!#)#{2,}\s*(?:instructions?|system|response)\b", _SERVED, needles=("#",)),
     # Chinese, Japanese and Korean: overriding, new roles, hiding from the user, pre-approval.
     _p(
         _OVERRIDE,
