@@ -660,6 +660,21 @@ def test_secret_patterns(text: str, flagged: bool, tmp_path: Path) -> None:
     assert ("secret" in _rules_on_body(text, tmp_path)) is flagged
 
 
+def test_a_password_name_after_a_run_of_underscores_is_read_from_its_word(tmp_path: Path) -> None:
+    """Bug fixed: `(?:\\b|_)\\w*_pass` started at every underscore and ran its `\\w*` to the end of the word from
+    each, so a card that said "password" and held a long rule of underscores (`____...`) kept the secret rule, and
+    with it lint, the index and review, busy for a time that grew with the square of the rule's length. A name
+    ending in `_pass`, `_password` or `_passwd` is now read from its word's start; the values found are the same."""
+    from cairn.lint.rules import secret
+
+    for pattern in (secret._PASSWORD, secret._PASSPHRASE):
+        assert r"|\b\w*_pass" in pattern.pattern and r"|\w*_pass" not in pattern.pattern  # once a word, not per `_`
+    text = "x__password=hunter22 and MY_APP_PASSWD=abcd1234"
+    assert [m.group(1) for m in secret._PASSWORD.finditer(text)] == ["hunter22", "abcd1234"]
+    rules = _rules_on_body("_" * 20_000 + "\n\nSet MY_APP_PASSWORD=k8s-Vx93qLmT before the deploy.", tmp_path)
+    assert "secret" in rules
+
+
 def test_secret_reads_the_id(tmp_path: Path) -> None:
     """Bug fixed: the secret rule skipped the id, which agents receive with the card: a card named after a token
     (`cards/ci/ghp_….md`) passed every security rule, and the index served the token as its id."""

@@ -97,7 +97,7 @@ _ASSIGNED = re.compile(
 CJK_PASSWORD_WORDS = ("密码", "密碼", "パスワード", "비밀번호")
 # Password-like names: any value that is not a placeholder is a password.
 _PASSWORD = re.compile(
-    r"(?i)(?:(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|db_?pass\w*|\w*_pass(?:word|wd)?|pgpassword|mysql_pwd)|"
+    r"(?i)(?:(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|db_?pass\w*|pgpassword|mysql_pwd)|\b\w*_pass(?:word|wd)?|"
     rf"{'|'.join(CJK_PASSWORD_WORDS)})"
     r"[\"']?[ \t]*(?::=|=|:)[ \t]*[\"'`]?([^\s\"'`,;)]{4,128})"
 )
@@ -139,7 +139,7 @@ _BEARER = re.compile(r"(?i)\bauthorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:bearer|
 # A quoted passphrase of several words (`password: "correct horse battery staple"`); `_looks_like_passphrase`
 # tells it from a quoted description ("your password here", "the one in the vault").
 _PASSPHRASE = re.compile(
-    r"(?i)(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|passcode|db_?pass\w*|\w*_pass(?:word|wd)?)[\"']?[ \t]*"
+    r"(?i)(?:(?:\b|_)(?:pass(?:word|wd|phrase)?|pwd|passcode|db_?pass\w*)|\b\w*_pass(?:word|wd)?)[\"']?[ \t]*"
     r"(?::=|=|:|[ \t]is|[ \t]was)[ \t]*([\"'])([^\"'\n]{12,128})\1"
 )
 # Documentation's placeholders and the well-known example keys are not secrets.
