@@ -986,3 +986,24 @@ def test_a_notes_date_in_another_iso_form_is_refused_on_every_python(
     assert card["status"] == "invalid"
     assert "verified_at" in json.dumps(card)
     assert cards_on_disk(vault_repo) == ["cards/git/existing.md"]
+
+
+def test_a_bullet_of_backticks_or_spaces_is_judged_and_named_in_time_the_text_allows() -> None:
+    """Bug fixed: the code span pattern read a run of backticks from each of its backticks and back again, so a bullet
+    of 4,000 backticks took 3 s to judge and one of 40,000 about an hour (`cairn import` reads notes up to 4 MiB); the
+    clause patterns read a run of spaces from each space (40,000 took 35 s to name). The spans and clauses found are
+    those CommonMark and the name rule give; each call returns here on a text of 200,000 such characters."""
+    from cairn.cards import lessons
+
+    assert lessons._CODE_SPAN.findall("Prefer `pathlib` over ``os.path``, not ```a``b```") == [
+        ("`", "pathlib"),
+        ("``", "os.path"),
+        ("```", "a``b"),
+    ]
+    assert lessons._CODE_SPAN.findall("`a``b`") == [("`", "a``b")]  # a run of another length does not close
+    ticks = "Always quote the variable because the shell splits it " + "`" * 200_000
+    assert lessons.judge(ticks).lesson
+    assert lessons.lesson_name(ticks) == "Always quote the variable"
+    assert [m.group() for m in lessons._CLAUSE.finditer("a ; b: c - d" + " " * 200_000 + "x")] == [" ;", ": ", " - "]
+    spaced = "The cache goes stale" + " " * 200_000 + "because nothing clears it"
+    assert [m.group() for m in lessons._SITUATION.finditer(spaced)] == [" " * 200_000 + "because "]
