@@ -161,7 +161,15 @@ def test_results_come_in_order_with_progress() -> None:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process groups from /proc")
-def test_ctrl_c_stops_the_workers_with_one_line(vault_repo: VaultRepo) -> None:
+@pytest.mark.parametrize(
+    ("signum", "status", "line"),
+    [(signal.SIGINT, 130, "Interrupted."), (signal.SIGTERM, 143, "Terminated."), (signal.SIGHUP, 129, "Hangup.")],
+)
+def test_ctrl_c_stops_the_workers_with_one_line(
+    vault_repo: VaultRepo, signum: signal.Signals, status: int, line: str
+) -> None:
+    """SIGTERM and SIGHUP to the group as Ctrl-C. Bug fixed: they killed the workers, and `cairn index` then waited
+    for ever to stop its pool (a `timeout 10 cairn index` never ended)."""
     vault_repo.write_raw("cairn.toml", "# defaults\n")
     long_body = "\n\n".join(f"Paragraph {k}: the retry storm filled the queue again." for k in range(60))
     for i in range(3000):
@@ -176,13 +184,17 @@ def test_ctrl_c_stops_the_workers_with_one_line(vault_repo: VaultRepo) -> None:
         start_new_session=True,
     )
     deadline = time.monotonic() + 60
-    while _group_size(process.pid) < 3 and time.monotonic() < deadline:  # cairn, its fork server and a worker
+    while _group_size(process.pid) < 4 and time.monotonic() < deadline:  # cairn, its fork server and two workers
         time.sleep(0.05)
-    time.sleep(0.1)
-    os.killpg(process.pid, signal.SIGINT)  # as a terminal sends it: to the whole group, workers included
-    out, err = process.communicate(timeout=60)
-    assert process.returncode == 130, (out, err)
-    assert err.strip().endswith("Interrupted."), err
+    time.sleep(1.0)  # the workers reading
+    os.killpg(process.pid, signum)  # as a terminal sends it: to the whole group, workers included
+    try:
+        out, err = process.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == status, (out, err)
+    assert err.strip().endswith(line), err
     assert "Traceback" not in err
     assert not list(cache_dir().rglob("index.cairn"))
 

@@ -200,16 +200,21 @@ def _pool(workers: int) -> ProcessPoolExecutor | None:
         return None
 
 
+# The signals that stop a command (`cli.main` turns SIGTERM and SIGHUP into an exception, as Ctrl-C is).
+_STOPS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP} if hasattr(signal, "SIGHUP") else {signal.SIGINT}
+
+
 @contextlib.contextmanager
 def _interrupts_held() -> Iterator[None]:
     """Ctrl-C held back while this process starts others: they inherit the block, so the helpers multiprocessing
     starts (its fork server importing Cairn, its resource tracker) and the workers leave Ctrl-C (sent to the whole
     process group by a terminal) to this process, which gets it once they are started, stops the pool and says one
-    line. Unblocked, each printed a traceback of the import it was in."""
+    line. Unblocked, each printed a traceback of the import it was in. SIGTERM and SIGHUP (sent to the group by
+    `timeout`, a service manager, a closed terminal) likewise."""
     if not hasattr(signal, "pthread_sigmask"):  # Windows: no process groups to signal either
         yield
         return
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
     try:
         yield
     finally:
@@ -217,13 +222,16 @@ def _interrupts_held() -> Iterator[None]:
 
 
 def _start_worker() -> None:
-    """A worker leaves Ctrl-C to the `cairn index` that started it (where no signal mask is inherited), and ends
+    """A worker leaves Ctrl-C, SIGTERM and SIGHUP to the `cairn index` that started it (where no signal mask is
+    inherited: a SIGTERM to the group killed the workers, and the `cairn index` stopping its pool waited for ever on
+    a queue no worker read), and ends
     when that process ends: a `cairn index` killed outright (`kill -9`, the OOM killer) left its workers waiting for
     work for ever, and with them the fork server and the resource tracker, whose pipes they hold open."""
     import multiprocessing
     import threading
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for signum in _STOPS:
+        signal.signal(signum, signal.SIG_IGN)
     parent = multiprocessing.parent_process()
     if parent is not None:
         threading.Thread(target=_end_with, args=(parent,), daemon=True).start()
