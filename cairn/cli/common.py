@@ -191,6 +191,13 @@ _OS_HINTS = {
 }
 
 
+# The exit status of a command whose reader went away (`cairn list | head -1`): a shell's for a process SIGPIPE ended.
+PIPE_CLOSED = 141
+# Output is written in pieces of this many characters: one write of a larger text to a pipe whose reader has gone
+# away is cut short without an error, and the command exited 0 having printed part of it (`cairn list --json`).
+_PIECE = 8192
+
+
 def errors_to_exit(func: F) -> F:
     """Translate Cairn's exceptions into `Error: ...` on stderr and exit 1, once, at the edge.
 
@@ -205,10 +212,11 @@ def errors_to_exit(func: F) -> F:
         except CairnError as exc:
             raise click.ClickException(clean_line(str(exc))) from None
         except BrokenPipeError:
-            # The reader went away (`cairn lint | head`): stop quietly, as the Python docs advise for SIGPIPE.
+            # The reader went away (`cairn lint | head`): stop quietly, as the Python docs advise for SIGPIPE, with
+            # the status git and coreutils give there (128 + SIGPIPE), beside 130 (SIGINT) and 143 (SIGTERM).
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
-            sys.exit(1)
+            sys.exit(PIPE_CLOSED)
         except OSError as exc:
             raise click.ClickException(clean_line(os_error_text(exc))) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
@@ -487,7 +495,7 @@ def echo_json(data: Any) -> None:
         text.encode(_encoding(sys.stdout))
     except (UnicodeEncodeError, LookupError):
         text = json.dumps(data, ensure_ascii=True, indent=2, sort_keys=False)
-    click.echo(text)
+    _write(text, err=False)
 
 
 def echo(text: str = "", err: bool = False) -> None:
@@ -501,7 +509,16 @@ def echo(text: str = "", err: bool = False) -> None:
         text = text.encode(encoding, "replace").decode(encoding)
     except LookupError:
         pass
-    click.echo(text, err=err)
+    _write(text, err)
+
+
+def _write(text: str, err: bool) -> None:
+    """`click.echo(text, err=err)`, in pieces of `_PIECE` characters, so that a reader gone away mid-text raises
+    BrokenPipeError (`errors_to_exit`) rather than the rest being dropped in silence."""
+    pieces = [text[at : at + _PIECE] for at in range(0, len(text), _PIECE)] or [""]
+    for piece in pieces[:-1]:
+        click.echo(piece, err=err, nl=False)
+    click.echo(pieces[-1], err=err)
 
 
 def _encoding(stream: Any) -> str:
