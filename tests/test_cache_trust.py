@@ -30,6 +30,7 @@ from helpers.cachefiles import (
     edit_card,
     edit_meta,
     edit_postings,
+    edit_superseders,
     reseal,
     seal_card_message,
     swap_cards,
@@ -340,6 +341,29 @@ def test_a_seal_failing_while_serving_starts_the_reindex_too(vault_repo: VaultRe
     assert stamp.exists()
     served = _served_again(vault_repo)
     assert REBASE_ID in served and "Ignore all previous" not in served
+
+
+def test_an_edited_superseders_part_is_damage_not_a_card_silenced(vault_repo: VaultRepo) -> None:
+    """The hook reads which cards supersede others from a part meta holds the digest of: one edited without the
+    key (naming the served card superseded) fails open with the damage logged, never a card silently withheld."""
+    vault_repo.write("docker/old-layer-order", "Docker layers in the old order", "Kept for history.")
+    vault_repo.write(
+        "docker/new-layer-order",
+        "Docker layers in the new order",
+        "Copy the lock file before the source.",
+        supersedes=["docker/old-layer-order"],
+    )
+    _served_vault(vault_repo)
+    index_file = _index_file()
+
+    def supersede_the_served_card(rows: list[list[str]]) -> None:
+        rows[0][2] = json.dumps(["docker/old-layer-order", REBASE_ID])
+
+    edit_superseders(index_file, supersede_the_served_card)
+    hooked = _hook(vault_repo)
+    assert (hooked.returncode, hooked.stdout) == (0, "")
+    assert "the cards that supersede others are not the ones it was written with" in (log_entries()[-1]["error"] or "")
+    assert REBASE_ID in _served_again(vault_repo)
 
 
 @pytest.mark.parametrize(

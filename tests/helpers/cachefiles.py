@@ -110,6 +110,18 @@ def edit_bound(index_file: Path, term: str, bound: bytes) -> None:
     _rewrite(index_file, edit)
 
 
+def edit_superseders(index_file: Path, change: Callable[[list[list[str]]], None]) -> None:
+    """Change the superseders part (`change` edits its [id, status, supersedes] rows in place), meta's digest of it
+    unchanged."""
+
+    def edit(parts: store.Parts) -> None:
+        rows: list[list[str]] = json.loads(parts.superseders)
+        change(rows)
+        parts.superseders = superseders_message(rows)
+
+    _rewrite(index_file, edit)
+
+
 def delete_card(index_file: Path, card_id: str) -> None:
     """Take one card's records out of the file (its postings still name its row)."""
 
