@@ -781,6 +781,21 @@ def _pr_removes_negatives(repo: VaultRepo) -> None:
     repo.write_raw("evals/cases.yaml", kept + '- id: neg-cake\n  query: "bake a cake"\n  expect: []\n')
 
 
+def _pr_turns_a_negative_case_positive(repo: VaultRepo) -> None:
+    """The query is left as it was: only its expectation moves, so no eval figure says a negative case went."""
+    repo.write_raw(
+        "evals/cases.yaml",
+        POLICY_CASES.replace('flexbox"\n  expect: []', 'flexbox"\n  expect: [git/force-with-lease]'),
+    )
+
+
+def _pr_narrows_sanitize(repo: VaultRepo) -> None:
+    repo.write_raw(
+        "cairn.toml",
+        '[recall]\nmin_lead = 0.21\nmax_cards = 3\n\n[lint]\ndisable = []\n\n[sanitize]\ninternal_domains = [".corp"]\n',
+    )
+
+
 def _pr_supersedes_the_safety_card(repo: VaultRepo) -> None:
     repo.write(
         "shell/curl-pipe-is-fine",
@@ -879,6 +894,14 @@ def _pr_touches_hooks(repo: VaultRepo) -> None:
         (
             _pr_supersedes_the_safety_card,
             [f"the card shell/curl-pipe-is-fine supersedes {SAFETY}: {SAFETY} is no longer injected"],
+        ),
+        (
+            _pr_turns_a_negative_case_positive,
+            ["turns the negative eval case neg-css positive (git/force-with-lease)"],
+        ),
+        (
+            _pr_narrows_sanitize,
+            ["cairn.toml removes [sanitize] internal_domains: .internal, .lan, .local"],
         ),
         (_pr_retires_a_card, [f"retires the card {SAFETY} (status was active, now retired)"]),
         (
