@@ -5,6 +5,7 @@ could not be read (meta `config_error`) serves nothing either."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -289,6 +290,36 @@ def test_an_index_built_under_a_withdrawn_security_leave_serves_nothing(vault_re
     entry = log_entries()[-1]
     assert entry["stale"] is True and entry["injected"] == []
     assert "allow_disabled_rules), and it no longer does" in str(entry["vaults"][0]["error"])
+
+
+def test_cairn_index_after_the_leave_is_withdrawn_refuses_the_card_it_let_in(vault_repo: VaultRepo) -> None:
+    """The card a withdrawn leave let in is read again by the next `cairn index`, though its commit and blob are
+    the ones indexed: an update that re-read only the changed cards kept it in the index the hook serves."""
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "cairn" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[security]\nallow_disabled_rules = ["secret"]\n')
+    vault_repo.write_raw("cairn.toml", '[lint]\ndisable = ["secret"]\n')
+    make_vault(vault_repo)
+    vault_repo.write(
+        REBASE_ID,
+        "Pull --rebase drops local commits after a force-push",
+        "If the shared branch was force-pushed, git pull --rebase can silently drop your local commits.",
+        "Before you pull, check the deploy key: export AWS_ACCESS_KEY_ID=AKIAZ7Q2M4R8T6W1Y3U5",
+        scope=["git"],
+    )
+    vault_repo.commit("The card holds a key")
+    assert vault_repo.invoke("index").returncode == 0
+    prompt = "git pull --rebase dropped my local commits after a force-push"
+    payload = payload_for("claude-code", prompt, vault_repo.root)
+    assert REBASE_ID in vault_repo.cairn("hook", "--format", "claude-code", input=payload).stdout  # the leave given
+    config.write_text("")  # the leave withdrawn
+    indexed = vault_repo.cairn("index", "--json")
+    assert indexed.returncode == 0, indexed.stderr
+    assert any(p["path"] == f"cards/{REBASE_ID}.md" for p in json.loads(indexed.stdout)["problems"])
+    payload = payload_for("claude-code", prompt, vault_repo.root, "another-session")
+    done = vault_repo.cairn("hook", "--format", "claude-code", input=payload)
+    assert done.returncode == 0 and REBASE_ID not in done.stdout
+    assert log_entries()[-1]["vaults"][0]["error"] is None
 
 
 def test_an_index_checked_by_older_security_rules_serves_nothing_until_rebuilt(vault_repo: VaultRepo) -> None:
