@@ -602,6 +602,31 @@ def _hold_lock(index_file: Path) -> subprocess.Popen[str]:
     )
 
 
+def _told_behind_a_held_lock(
+    author: VaultRepo, index_file: Path, *args: str
+) -> tuple[subprocess.Popen[str], str, subprocess.Popen[str], str, str]:
+    """`cairn ARGS` run in the vault while another process holds its index's lock: the holder, the first line the
+    command told (nothing if it said none within 60 s), the command's process (ended) and its stdout and stderr."""
+    holder = _hold_lock(index_file)
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    with subprocess.Popen(
+        [cairn_executable(), *args],
+        cwd=author.root,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as waiting:
+        try:
+            assert waiting.stderr is not None
+            ready, _, _ = select.select([waiting.stderr], [], [], 60)  # before a fix: nothing until the holder ended
+            told = waiting.stderr.readline() if ready else ""
+        finally:
+            holder.communicate("")
+        out, err = waiting.communicate(timeout=60)
+    return holder, told, waiting, out, err
+
+
 def test_a_held_lock_says_who_holds_it_and_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A writer that never lets go (a stopped `cairn index`) makes the next one give up with the holder's pid, not
     wait forever."""
@@ -613,8 +638,8 @@ def test_a_held_lock_says_who_holds_it_and_what_to_do(tmp_path: Path, monkeypatc
         with pytest.raises(store.IndexBusy) as raised, store.writer_lock(index_file):
             pass
         assert str(raised.value) == (
-            f"another Cairn process (pid {holder.pid}) is writing the index at {index_file} and has held its lock for "
-            f"over 0.2 s; wait for it, or stop it if it is stuck (`kill {holder.pid}`), then run again"
+            f"another Cairn process (pid {holder.pid}) is checking or updating the index at {index_file} and has held "
+            f"its lock for over 0.2 s; wait for it, or stop it if it is stuck (`kill {holder.pid}`), then run again"
         )
     finally:
         holder.communicate("")
@@ -627,29 +652,28 @@ def test_an_index_waiting_on_a_held_lock_says_so_at_once(tmp_path: Path) -> None
     up to 10 minutes without a word. Past a moment it says what it waits for and how to end the wait, then waits on:
     once the holder lets go it indexes as usual."""
     author, index_file = _indexed(tmp_path)
-    holder = _hold_lock(index_file)
-    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-    with subprocess.Popen(
-        [cairn_executable(), "index", "--rebuild"],
-        cwd=author.root,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as waiting:
-        try:
-            assert waiting.stderr is not None
-            ready, _, _ = select.select([waiting.stderr], [], [], 60)  # before this fix: nothing until the holder ended
-            told = waiting.stderr.readline() if ready else ""
-        finally:
-            holder.communicate("")
-        out, err = waiting.communicate(timeout=60)
+    holder, told, waiting, out, err = _told_behind_a_held_lock(author, index_file, "index", "--rebuild")
     assert told == (
-        f"Waiting for another Cairn process (pid {holder.pid}), which is writing the index at {index_file}; "
-        f"stop it if it is stuck (`kill {holder.pid}`), or press Ctrl-C to stop this one.\n"
+        f"Waiting for another Cairn process (pid {holder.pid}), which is checking or updating the index at "
+        f"{index_file}; stop it if it is stuck (`kill {holder.pid}`), or press Ctrl-C to stop this one.\n"
     )
     assert waiting.returncode == 0, err
     assert out.startswith("Indexed 1 cards at ") and err == "", (out, err)
+
+
+def test_an_explain_waiting_on_the_lock_does_not_say_the_holder_writes(tmp_path: Path) -> None:
+    """Bug fixed: several `cairn explain` at once against one vault each hold the index's lock while they check it
+    is current, and the ones behind said the holder "is writing the index" when it only checked. The wait says the
+    holder checks or updates it."""
+    author, index_file = _indexed(tmp_path)
+    holder, told, waiting, _, err = _told_behind_a_held_lock(
+        author, index_file, "explain", "how do I undo a force-push"
+    )
+    assert told.startswith(
+        f"Waiting for another Cairn process (pid {holder.pid}), which is checking or updating the index at "
+        f"{index_file}; "
+    ), told
+    assert waiting.returncode == 0, err
 
 
 def test_a_teammates_settings_cannot_fake_a_sync_line(tmp_path: Path) -> None:

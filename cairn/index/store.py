@@ -225,9 +225,13 @@ class IndexBusy(CairnError):
 
 @contextlib.contextmanager
 def writer_lock(index_file: Path, wait: float | None = None) -> Iterator[None]:
-    """Serialise writers of one index (readers never wait: they read whole files). wait: see `file_lock`."""
+    """Serialise writers of one index (readers never wait: they read whole files). wait: see `file_lock`.
+
+    Every command that reads the commit view holds it while it checks the index is current (`build._build_index`),
+    so a holder may only be checking: the wait says so, not that it writes."""
     paths.private_folder(str(index_file.parent))
-    with file_lock(index_file.with_name(index_file.name + ".lock"), f"writing the index at {index_file}", wait):
+    doing = f"checking or updating the index at {index_file}"
+    with file_lock(index_file.with_name(index_file.name + ".lock"), doing, wait):
         _remove_stale_temps(index_file)
         yield
 
