@@ -643,8 +643,14 @@ def test_a_held_lock_says_who_holds_it_and_what_to_do(tmp_path: Path, monkeypatc
         )
     finally:
         holder.communicate("")
+    lock_file = index_file.with_name(index_file.name + ".lock")
     with store.writer_lock(index_file):  # a lock its holder left (it ended) is free at once
-        assert index_file.with_name(index_file.name + ".lock").read_text() == str(os.getpid())
+        # Its pid is written over the last holder's in one write of a fixed width, never after emptying the file: a
+        # waiter reading in between named no holder ("find it with `ps`").
+        assert lock_file.read_bytes() == str(os.getpid()).ljust(16).encode("ascii")
+    lock_file.write_text("1234567890123456789")  # a longer pid than any, left by an older Cairn
+    with store.writer_lock(index_file):
+        assert lock_file.read_text().strip() == str(os.getpid())
 
 
 def test_an_index_waiting_on_a_held_lock_says_so_at_once(tmp_path: Path) -> None:

@@ -303,8 +303,11 @@ def file_lock(lock_path: Path, doing: str, wait: float | None = None, *, mark: b
                 continue  # removed (or replaced) while this waited: lock the file at that path now
             if mark:
                 try:  # the holder's pid, for `_busy_message` only: a full disk or a size limit does not stop the lock
-                    os.ftruncate(handle.fileno(), 0)
-                    os.pwrite(handle.fileno(), str(os.getpid()).encode("ascii"), 0)  # unbuffered: nothing to flush
+                    # In one write of a fixed width over the last holder's: emptied first, a waiter that read the
+                    # file in between named no pid ("find it with `ps`").
+                    pid = str(os.getpid()).ljust(_PID_WIDTH).encode("ascii")
+                    os.pwrite(handle.fileno(), pid, 0)  # unbuffered: nothing to flush
+                    os.ftruncate(handle.fileno(), _PID_WIDTH)
                 except OSError:
                     pass
             yield
@@ -320,10 +323,13 @@ def _is_file_at(fd: int, path: Path) -> bool:
     return (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino)
 
 
+_PID_WIDTH = 16  # a lock file holds its holder's pid, padded with spaces to this width
+
+
 def _holder(handle: IO[bytes]) -> tuple[str, str]:
     """Who holds the lock (` (pid N)`, or nothing when it wrote no pid) and how to stop it."""
     handle.seek(0)
-    pid = handle.read(16).decode("ascii", "replace").strip()
+    pid = handle.read(_PID_WIDTH).decode("ascii", "replace").strip()
     return (f" (pid {pid})", f"`kill {pid}`") if pid.isdigit() else ("", "find it with `ps`")
 
 
