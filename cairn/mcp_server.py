@@ -36,7 +36,7 @@ from cairn.cards.card import parse_card
 from cairn.finding import ERROR
 from cairn.hot.errors import CairnError, CardExists, CardNotFound, ConfigError, InvalidCard, RefusedWrite
 from cairn.hot.hook import MAX_QUERY_CHARS, context_trim, hook_gives
-from cairn.hot.recall import REJECTED, Candidate, not_when_found, recall
+from cairn.hot.recall import GATE_REASONS, REJECTED, Candidate, not_when_found, recall
 from cairn.hot.serve import (
     NAME_CHARS,
     NOTICE,
@@ -340,8 +340,9 @@ class VaultTools:
         )
 
     def explain(self, query: str, scope: list[str] | None = None) -> dict[str, Any]:
-        """The best candidate cards for the query (at most 20, with any injected card; `omitted_candidates` counts
-        the rest) with each one's score, the three gate values, the decision and the reason."""
+        """The best candidate cards for the query (the first 20, and the first 20 the gates judged, as `cairn
+        explain` lists them; `omitted_candidates` counts the rest) with each one's score, the three gate values, the
+        decision and the reason."""
         read = query[:MAX_QUERY_CHARS]  # what recall reads of it (the echo below shows where it was cut)
         tags, _ = served_scope(self.vault.root, scope_tags(scope or None))  # a configured vault's limit, as recall's
         if tags is None:
@@ -358,7 +359,7 @@ class VaultTools:
             commit = index.commit
             dropped: dict[str, str] = {}  # as `recall` and the hook give them: at most MAX_CARDS, as many as fit
             given = [p.qid for p in hook_gives([Layer(None, str(self.vault.root), index, tags)], [result], dropped)]
-        shown = [c for n, c in enumerate(result.candidates) if n < EXPLAIN_CANDIDATES or c.decision == "injected"]
+        shown = _shown_candidates(result.candidates)
         out: dict[str, Any] = {
             "query": clip(query, ECHO_CHARS),
             "commit": commit,
@@ -502,6 +503,19 @@ def commit_subject(text: str) -> str:
     flat = "".join(c if c.isprintable() else " " for c in text)
     flat = " ".join(flat.split())
     return flat if len(flat) <= MAX_SUBJECT_CHARS else flat[: MAX_SUBJECT_CHARS - 1].rstrip() + "…"
+
+
+def _shown_candidates(candidates: tuple[Candidate, ...]) -> list[Candidate]:
+    """The first EXPLAIN_CANDIDATES candidates, the first EXPLAIN_CANDIDATES the gates judged and every injected card,
+    by score: 20 drafts of a lesson that outscore its active card no longer hide the card recall decided on."""
+    shown: list[Candidate] = []
+    judged = 0
+    for n, c in enumerate(candidates):
+        gated = c.reason in GATE_REASONS
+        judged += gated
+        if n < EXPLAIN_CANDIDATES or (gated and judged <= EXPLAIN_CANDIDATES) or c.decision == "injected":
+            shown.append(c)
+    return shown
 
 
 def _candidate_dict(c: Candidate, given: list[str], dropped: dict[str, str], query: str) -> dict[str, Any]:

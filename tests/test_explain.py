@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.vaults import VaultRepo, write_filler_cards
+from helpers.vaults import VaultRepo, write_drafts, write_filler_cards
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GOLDEN = FIXTURES / "explain"
@@ -234,14 +234,7 @@ def test_explain_lists_the_prompts_words_not_the_stems_recall_matches(vault_repo
 def test_explain_shows_the_injected_card_ranked_below_twenty_drafts(vault_repo: VaultRepo) -> None:
     """`cairn explain` kept its first 20 candidates and the cards refused at admission: a card injected below 20
     drafts of its lesson (which outscore it) was named under "Injected:" and had no row, its gate values unseen."""
-    for i in range(22):
-        vault_repo.write(
-            f"k8s/draft-{i:02d}",
-            "Zorblax quuxfrob flimflam",
-            f"Zorblax quuxfrob flimflam zorblax quuxfrob flimflam {i}.",
-            scope=["k8s"],
-            status="draft",
-        )
+    write_drafts(vault_repo, 22)
     vault_repo.write(
         "k8s/drain",
         "Node drain with zorblax quuxfrob flimflam enabled loses pods in the scheduler",

@@ -21,7 +21,7 @@ else:  # pragma: no cover
 import cairn
 from helpers.mcpclient import drive_serve, drive_serve_at_once, exchange_lines, is_error
 from helpers.signing import ssh_signing
-from helpers.vaults import VaultRepo, cairn_executable, make_vault, run_cairn
+from helpers.vaults import VaultRepo, cairn_executable, make_vault, run_cairn, write_drafts
 
 TOOLS = {"recall", "show", "explain", "add_draft"}
 
@@ -1007,3 +1007,28 @@ def test_a_request_nested_too_deep_is_answered(vault_repo: VaultRepo) -> None:
     assert answers[0] is not None  # an error for id 1: a result with isError, or a JSON-RPC error
     assert answers[0].get("error") is not None or answers[0]["result"]["isError"] is True, answers[0]
     assert json.loads(answers[1]["result"]["content"][0]["text"])["id"] == "git/force-push-rebase"
+
+
+def test_explain_gives_an_agent_the_cards_the_gates_judged_below_twenty_drafts(vault_repo: VaultRepo) -> None:
+    """The MCP `explain` tool kept its first 20 candidates and any injected card: when recall abstained below 20
+    drafts of a lesson (which outscore its active cards), the cards the gates judged were only counted in
+    `omitted_candidates`, their gate values unseen, while `cairn explain` lists them."""
+    write_drafts(vault_repo, 22)
+    for name in ("drain", "cordon"):
+        vault_repo.write(
+            f"k8s/{name}",
+            f"Node {name} with zorblax quuxfrob flimflam enabled loses pods",
+            f"When the flimflam controller is on, a zorblax quuxfrob {name} loses pods the scheduler cannot place.",
+            scope=["k8s"],
+        )
+    vault_repo.commit("drafts of two lessons")
+    query = "zorblax quuxfrob flimflam"
+    _, _, [explained] = drive_serve(vault_repo.root, [("explain", {"query": query})])
+    out = _text_json(explained)
+    cli = json.loads(vault_repo.cairn("explain", "--json", query).stdout)
+    assert out["abstained"] and cli["abstained"]
+    judged = {row["id"]: row["reason"] for row in cli["candidates"] if row["gates"] is not None}
+    assert sorted(judged) == ["k8s/cordon", "k8s/drain"]
+    given = {c["id"]: c["reason"] for c in out["candidates"]}
+    assert {card: given.get(card) for card in judged} == judged
+    assert len(out["candidates"]) <= 40

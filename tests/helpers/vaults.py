@@ -195,3 +195,16 @@ def write_filler_cards(repo: VaultRepo, n: int) -> None:
             f"Houseplant {i:02d} wilts in a dry week; water it on day {i % 7} and repot it every {i % 3 + 1} springs.",
             scope=["garden"],
         )
+
+
+def write_drafts(repo: VaultRepo, n: int) -> None:
+    """`n` drafts of a k8s lesson named "Zorblax quuxfrob flimflam", which outscore any active card on those words
+    (explain's candidates below 20 of them)."""
+    for i in range(n):
+        repo.write(
+            f"k8s/draft-{i:02d}",
+            "Zorblax quuxfrob flimflam",
+            f"Zorblax quuxfrob flimflam zorblax quuxfrob flimflam {i}.",
+            scope=["k8s"],
+            status="draft",
+        )
