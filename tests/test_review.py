@@ -1720,3 +1720,28 @@ def test_a_card_recall_never_admits_is_said_not_to_be_served(vault_repo: VaultRe
         "ops/deploy-window": "superseded by ops/deploy-lock",
         "ops/deploy-lock": None,
     }, not_served
+
+
+def test_review_help_names_the_files_it_blocks(vault_repo: VaultRepo) -> None:
+    # `cairn review --help` named, for exit 3, CLAUDE.md and AGENTS.md among the files a pull request may not touch
+    # on its author's word, while review blocks these too (review/policy.py): the help now names each kind.
+    _policy_base(vault_repo)
+    shown = {
+        ".mailmap": ".mailmap",
+        ".gitattributes": ".gitattributes",
+        ".gitmodules": ".gitmodules",
+        ".envrc": ".envrc",
+        ".vscode/tasks.json": ".vscode/",
+        ".devcontainer/devcontainer.json": ".devcontainer/",
+        "lefthook.toml": "lefthook",
+        ".config/mise/config.toml": "mise",
+        ".mcp.json": ".mcp.json",
+        "docs/CODEOWNERS": "CODEOWNERS",
+    }
+    for path in shown:
+        vault_repo.write_raw(path, "# changed\n")
+    vault_repo.commit("The pull request", author=BOB)
+    assert sorted(b["path"] for b in _blocked(vault_repo)) == sorted(shown)
+    help_text = " ".join(vault_repo.invoke("review", "--help").stdout.split())
+    assert [word for word in shown.values() if word not in help_text] == []
+    assert "[sanitize]" in help_text and "not_when" in help_text

@@ -285,10 +285,15 @@ def review_cmd(range_spec: str, fmt: str, as_json: bool, today: object, vault_pa
          hold (a typo, a card renamed or removed); the author fixes it
       3  blocked (nothing failed): a change a maintainer must check, listed
          under "Blocked:" with the reason: weaker gates or lint policy in
-         cairn.toml (or cairn.toml removed), eval cases or negative cases
-         removed, a card removed, retired, expired or superseded, or hook,
-         pre-commit, workflow, agent settings or agent instructions files
-         (CLAUDE.md, AGENTS.md) touched
+         cairn.toml ([sanitize] patterns removed too), cairn.toml removed,
+         eval cases files or negative cases removed or changed, a card
+         removed, retired, made a draft, expired, superseded or given
+         not_when words, or a file touched that runs code or decides what
+         runs: git hooks, pre-commit, lefthook and mise files, .envrc,
+         CI workflows, CODEOWNERS, agent settings and instructions
+         (.claude/, .mcp.json, CLAUDE.md, AGENTS.md, ...), editor and
+         container tasks (.vscode/, .devcontainer/), .gitattributes,
+         .gitmodules, or the .mailmap
       2  usage error, or the review could not run: a revision git does
          not know, a shallow clone whose history stops before the merge
          base, no vault, no git repository
