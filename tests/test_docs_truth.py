@@ -670,3 +670,23 @@ def test_the_template_cairn_toml_suggests_a_disable_a_vault_may_make(tmp_path: P
     done = run_cairn("lint", "--strict", cwd=vault)
     assert (done.returncode, done.stdout) == (0, ""), done.stdout
     assert "0 warnings" in done.stderr and "security-disable" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("doc", ["README.md", "README.zh-CN.md", "ARCHITECTURE.md"])
+def test_the_admission_order_the_documents_give_is_the_one_recall_checks(doc: str, vault_repo: VaultRepo) -> None:
+    """The READMEs gave admission as "…, `not_when`, scope" while recall checks scope first: a card both out of the
+    asked scope and refused by a `not_when` word is refused as out of scope."""
+    vault_repo.write(
+        "k8s/drain",
+        "Node drain loses pods in the scheduler",
+        "Cordon the node and wait for the controller before you drain it.",
+        scope=["k8s"],
+        not_when=["flimflam"],
+    )
+    vault_repo.commit("a card")
+    done = vault_repo.cairn("explain", "--json", "--scope", "git", "node drain loses pods flimflam")
+    [row] = [row for row in json.loads(done.stdout)["candidates"] if row["id"] == "k8s/drain"]
+    assert row["reason"] == "out_of_scope"
+    listed = (ROOT / doc).read_text(encoding="utf-8")
+    found = re.search(r"(?:admission|admits in ranking order|准入)\s*[(（]([^)）]*)", listed)
+    assert found and found[1].index("scope") < found[1].index("`not_when`"), found
