@@ -326,3 +326,13 @@ def test_a_closed_stdin_is_logged_as_no_stdin_not_as_a_crash(vault_repo: VaultRe
     assert log_entries()[-1]["error"] == (
         "HookInputError: no stdin (it is closed); the agent gives the hook its payload on stdin"
     )
+
+
+def test_the_hooks_readme_says_what_a_misspelt_format_exits(vault_repo: VaultRepo) -> None:
+    """`cairn/templates/hooks/README.md` said the hook "always exits 0": a command line it cannot understand exits 1
+    (`hook._refuse_command_line`), as its --help says."""
+    done = vault_repo.cairn("hook", "--format", "claud", input=payload_for("claude-code", "x", vault_repo.root))
+    assert (done.returncode, done.stdout) == (1, "")
+    readme = " ".join((Path(__file__).parent.parent / "cairn/templates/hooks/README.md").read_text().split())
+    assert "always exits 0" not in readme
+    assert "a command line it cannot understand (a misspelt `--format`) exits 1" in readme
