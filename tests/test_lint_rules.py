@@ -66,6 +66,14 @@ def test_every_rule_module_is_in_the_registry() -> None:
         )
 
 
+def test_every_rule_module_is_named_after_its_rule_id() -> None:
+    # ARCHITECTURE ("A lint rule"): a rule's file is its id with `_` for `-`, so a reader finds `name-length` in
+    # name_length.py; `supersedes-missing` lived in supersedes.py.
+    for module in pkgutil.iter_modules(cairn.lint.rules.__path__):
+        rule = importlib.import_module(f"cairn.lint.rules.{module.name}").RULE
+        assert module.name == rule.id.replace("-", "_"), f"cairn/lint/rules/{module.name}.py holds {rule.id}"
+
+
 def test_expected_lines_name_existing_bad_cards() -> None:
     for rule in rules():
         names = {c.rel_path for c in cases("bad", rule)}

@@ -25,7 +25,7 @@ from cairn.lint.rules import (
     secret,
     status_value,
     summary_length,
-    supersedes,
+    supersedes_missing,
     verified_at_future,
     verified_at_stale,
 )
@@ -43,7 +43,7 @@ RULES: tuple[Rule, ...] = (
     review_expired.RULE,
     scope_vocabulary.RULE,
     scope_crowding.RULE,
-    supersedes.RULE,
+    supersedes_missing.RULE,
     internal_link.RULE,
     near_duplicate.RULE,
     id_text.RULE,
