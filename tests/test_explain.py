@@ -250,3 +250,18 @@ def test_explain_shows_the_injected_card_ranked_below_twenty_drafts(vault_repo: 
     assert (row["rank"], row["decision"]) == (23, "injected") and row["gates"] is not None
     text = vault_repo.invoke("explain", "zorblax quuxfrob flimflam").stdout
     assert any(line.split()[-1:] == ["k8s/drain"] and "injected" in line for line in text.splitlines()), text
+
+
+def test_explain_help_says_it_lists_every_card_refused_at_admission(vault_repo: VaultRepo) -> None:
+    """`cairn explain --help` said it listed the cards refused "before" the 20 it details: it lists every card
+    refused at admission, a draft ranked below 20 judged cards too."""
+    for i in range(22):
+        vault_repo.write(f"k8s/lesson-{i:02d}", f"Zorblax quuxfrob lesson {i:02d}", f"Zorblax quuxfrob flimflam {i}.")
+    vault_repo.write("k8s/old-note", "Zorblax old note", "Zorblax note.", status="draft")
+    vault_repo.commit("lessons and a draft")
+    rows = json.loads(vault_repo.invoke("explain", "--json", "zorblax quuxfrob flimflam lesson").stdout)["candidates"]
+    [draft] = [row for row in rows if row["id"] == "k8s/old-note"]
+    assert draft["reason"] == "draft" and draft["rank"] > 20
+    assert sum(row["gates"] is not None for row in rows) == 20
+    help_text = " ".join(vault_repo.invoke("explain", "--help").stdout.split())
+    assert "every card refused at admission" in help_text and "refused before them" not in help_text

@@ -488,9 +488,9 @@ def _print_recall(
 def explain(
     query: str, scope: str | None, ref: str | None, worktree: bool, vault_path: str | None, as_json: bool
 ) -> None:
-    """Why recall injects what it does: the 20 best candidates the gates judged and every card refused before them,
-    with each gate's value, the prompt's terms each card matched and, for a rejected card, the heaviest ones it
-    lacks. QUERY `-` reads stdin.
+    """Why recall injects what it does: the 20 best candidates the gates judged and every card refused at admission
+    (status, expiry, supersedes, scope, not_when, another language), by score, with each gate's value, the prompt's
+    terms each card matched and, for a rejected card, the heaviest ones it lacks. QUERY `-` reads stdin.
 
     Outside any vault, with no --vault and no $CAIRN_VAULT, it explains every configured vault, each under its own
     heading (ids shown as NAME:ID), as the prompt hook would serve them together.
