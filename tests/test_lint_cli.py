@@ -211,6 +211,21 @@ def test_a_missing_file_outside_the_vault_is_no_such_file(vault_repo: VaultRepo,
     assert done.stderr.startswith(f"Error: {elsewhere} is in no Cairn vault (no cairn.toml beside a cards/ folder")
 
 
+def test_a_missing_path_outside_cards_is_no_such_file_not_skipped(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn lint docs/cards/typo.md` (or `sub/cairn.toml`) of a file that does not exist said "skipped,
+    not in the vault's cards/ folder" and exited 0, while the same typo under `cards/` exited 1: a mistyped path in
+    CI passed silently. A file that is there is still skipped (pre-commit passes it)."""
+    _vault_with(vault_repo, "status-value")
+    for missing in ("docs/cards/typo.md", "sub/cairn.toml"):
+        done = vault_repo.invoke("lint", missing)
+        assert done.returncode == 1
+        assert done.stderr == f"Error: {missing}: no such file; give the path of a card file\n"
+    vault_repo.write_raw("docs/cards/howto.md", "# not a card\n")
+    there = vault_repo.invoke("lint", "docs/cards/howto.md")
+    assert there.returncode == 0
+    assert "docs/cards/howto.md: skipped, not in the vault's cards/ folder" in there.stderr
+
+
 def test_a_whole_vault_lint_reports_its_progress(vault_repo: VaultRepo) -> None:
     """Bug fixed: `cairn lint` of a whole vault ran in silence (about 35 s for 8,000 cards); it now reports the files
     it has checked (`lint_vault(progress=)`), a bar on a terminal, and nothing when piped (pre-commit)."""

@@ -287,6 +287,8 @@ def _by_vault(
         rel = _relative(vault, absolute, given)
         parts = rel.split("/")
         if parts[0] != CARDS_DIR and (CARDS_DIR in parts[:-1] or parts[1:] and parts[-1] == CONFIG_FILE):
+            if not os.path.lexists(vault.root / rel):  # a typo there was "skipped" and passed, in CI too
+                raise CairnError(f"{given}: no such file; give the path of a card file")
             why = (
                 f"not the vault's {_display(vault, CONFIG_FILE)} (the index reads no setting there)"
                 if parts[-1] == CONFIG_FILE
