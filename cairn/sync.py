@@ -297,6 +297,19 @@ def _has_git_hooks(vault: Vault) -> bool:
         return False
 
 
+def _stale_lock(stderr: str) -> str | None:
+    """The lock file git's `Unable to create '...lock': File exists` names, else None. Found from its end, not by a
+    regex: `'(.+?\\.lock)'` ran from every `Unable to create '` to the end of its line, and a remote's one long line
+    of them (git relays its `remote:` lines) kept `cairn sync` searching for hours."""
+    opener, closer, after = "Unable to create '", ".lock': File exists", 0
+    while (end := stderr.find(closer, after)) >= 0:
+        start = stderr.rfind(opener, max(after, stderr.rfind("\n", after, end) + 1), end)
+        if start >= 0:
+            return stderr[start + len(opener) : end + len(".lock")]
+        after = end + len(closer)
+    return None
+
+
 def _fetch_failed(
     repo: Any, vault: Vault, name: str, ref: str, before: str | None, remote: str, src: str, stderr: str
 ) -> SyncResult:
@@ -393,9 +406,8 @@ def _fetch_failed(
             fix = f"Serve another branch: `{add_again(entry, root, ref='BRANCH')}`"
         message = f"{remote} has no branch {branch} (renamed or deleted?); still serving what was indexed. {fix}"
         return SyncResult(name, root, ref, "error", before, before, fetched=fetched, message=message)
-    stale = re.search(r"Unable to create '(.+?\.lock)': File exists", stderr)
-    if stale is not None:  # a git that was killed midway (a fetch stopped, a crash) leaves its lock behind
-        lock = stale.group(1)
+    lock = _stale_lock(stderr)
+    if lock is not None:  # a git that was killed midway (a fetch stopped, a crash) leaves its lock behind
         message = (
             f"fetching {branch} from {remote} failed: git's lock {lock} is there, left by a git still running in "
             f"{root} or killed midway; still serving what was indexed. If no git runs there: `rm {shlex.quote(lock)}`, "

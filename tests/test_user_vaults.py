@@ -1132,6 +1132,39 @@ def test_sync_after_a_fetch_killed_midway_says_to_remove_its_lock(tmp_path: Path
     assert (done["status"], done["after"]) == ("updated", new)
 
 
+def test_sync_finds_the_lock_after_a_remotes_long_line_of_lock_openers(tmp_path: Path) -> None:
+    """Bug fixed: the lock git names was searched with `Unable to create '(.+?\\.lock)': File exists`, which ran from
+    each `Unable to create '` to the end of its line; a remote that printed one long line of them (git relays what
+    the remote writes) kept `cairn sync` searching for hours. It now finds the lock at once."""
+    author = second_vault(tmp_path / "author")
+    subprocess.run(["git", "clone", "-q", "--bare", str(author.root), str(tmp_path / "remote.git")], check=True)
+    author.git("remote", "add", "origin", str(tmp_path / "remote.git"))
+    mine = tmp_path / "mine"
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "remote.git"), str(mine)], check=True)
+    noise = f"import sys; sys.stderr.write({'Unable to create ' + chr(39)!r} * 20000 + chr(10))"
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(mine),
+            "config",
+            "remote.origin.uploadpack",
+            f"{shlex.quote(sys.executable)} -c {shlex.quote(noise)}; git-upload-pack",
+        ],
+        check=True,
+    )
+    assert cairn("vault", "add", str(mine), "--name", "team", cwd=tmp_path).returncode == 0
+    author.write("git/new", "A new lesson about bisect", "git bisect run finds the breaking commit by itself.")
+    author.commit("New lesson")
+    author.git("push", "-q", "origin", "main")
+    lock = mine / ".git" / "refs" / "remotes" / "origin" / "main.lock"
+    lock.write_text("")
+
+    failed = cairn("sync", cwd=tmp_path)
+    assert failed.returncode == 1
+    assert failed.stdout.startswith(f"team: error: fetching main from origin failed: git's lock {lock} is there")
+
+
 def test_sync_that_cannot_reach_the_remote_still_indexes_what_the_vault_serves(tmp_path: Path) -> None:
     """Bug fixed: a clone without Cairn's git hooks that ran `git fetch` serves the fetched origin/main; when sync
     then could not reach the remote it said "still serving what was indexed" and left the index behind the served
