@@ -430,6 +430,22 @@ def test_a_reader_that_goes_away_is_not_an_error(vault_repo: VaultRepo, command:
     assert "Error" not in stderr and "Traceback" not in stderr and "Exception" not in stderr, stderr
 
 
+@pytest.mark.parametrize("command", [("--help",), ("--version",), ("list", "--help"), ("vault", "list", "--help")])
+def test_help_to_a_reader_gone_away_exits_141(tmp_path: Path, command: tuple[str, ...]) -> None:
+    """`cairn --help | true`: the help and the version stop as every command does when its reader has gone away,
+    quietly with 141. Bug fixed: click printed them outside Cairn's error funnel and exited 1, a failure to a
+    script, where `cairn list | true` gave 141."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader exits before reading anything
+    try:
+        done = subprocess.run(
+            [cairn_executable(), *command], cwd=tmp_path, stdout=write_end, stderr=subprocess.PIPE, text=True
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, "")
+
+
 def test_init_and_demo_work_on_a_machine_without_a_git_identity(tmp_path: Path) -> None:
     """A fresh machine has no user.name: the template's first commit still happens, by a named fallback."""
     import os

@@ -99,6 +99,10 @@ class LazyGroup(click.Group):
         a rename), so an interrupted command leaves each file as it was or as it was meant to be."""
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:  # a command's --help (`cairn list --help | true`): its commands' own errors_to_exit
+            from cairn.cli.common import exit_pipe_closed  # stands around their bodies only
+
+            exit_pipe_closed()
         except Terminated as stopped:
             click.echo(stopped.line, err=True)
             raise click.exceptions.Exit(stopped.status) from None
@@ -119,6 +123,18 @@ class LazyGroup(click.Group):
                 raise click.exceptions.Exit(abort.__context__.status) from None
             click.echo("Interrupted.", err=True)  # click.prompt has closed the ^C echo
             raise click.exceptions.Exit(INTERRUPTED) from None
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        """`cairn --help | true`, `cairn --version | true`: the reader gone away stops cairn with 141, as it stops
+        every command, not click's exit 1."""
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except BrokenPipeError:
+            from cairn.cli.common import exit_pipe_closed
+
+            exit_pipe_closed()
 
     def _main_shell_completion(self, ctx_args: Any, prog_name: str, complete_var: str | None = None) -> None:
         """A Tab (`_CAIRN_COMPLETE=<shell>_source` prints the script): Cairn's scripts, which complete `team:id`."""

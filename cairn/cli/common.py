@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO, TypeVar, cast
+from typing import Any, NoReturn, TextIO, TypeVar, cast
 
 import click
 
@@ -212,11 +212,7 @@ def errors_to_exit(func: F) -> F:
         except CairnError as exc:
             raise click.ClickException(clean_line(str(exc))) from None
         except BrokenPipeError:
-            # The reader went away (`cairn lint | head`): stop quietly, as the Python docs advise for SIGPIPE, with
-            # the status git and coreutils give there (128 + SIGPIPE), beside 130 (SIGINT) and 143 (SIGTERM).
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            sys.exit(PIPE_CLOSED)
+            exit_pipe_closed()
         except OSError as exc:
             raise click.ClickException(clean_line(os_error_text(exc))) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
@@ -239,6 +235,14 @@ def errors_to_exit(func: F) -> F:
             raise click.ClickException(clean_line(_unexpected(exc))) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def exit_pipe_closed() -> NoReturn:
+    """The reader went away (`cairn lint | head`): stop quietly, as the Python docs advise for SIGPIPE, with the
+    status git and coreutils give there (128 + SIGPIPE), beside 130 (SIGINT) and 143 (SIGTERM)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(PIPE_CLOSED)
 
 
 def _unexpected(exc: Exception) -> str:
