@@ -311,6 +311,26 @@ def test_help_to_a_closed_or_full_stdout_is_no_traceback(
     assert len(done.stderr.splitlines()) == (1 if said else 0), done.stderr
 
 
+def test_help_to_a_reader_gone_away_exits_141_quietly(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn hook --help | true` said "Error: cannot print the help: Broken pipe" and exited 1, where
+    every other command's help stops quietly with 141 when its reader has gone away."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader exits before reading anything
+    try:
+        done = subprocess.run(
+            [cairn_executable(), "hook", "--help"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=vault_repo.root,
+            check=False,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, "")
+
+
 def test_a_closed_stdin_is_logged_as_no_stdin_not_as_a_crash(vault_repo: VaultRepo) -> None:
     """`cairn hook <&-` exited 0 with nothing printed, as it should, but logged `AttributeError at hook.py` (Python's
     sys.stdin is None), as if Cairn had failed."""

@@ -182,12 +182,15 @@ def main(argv: list[str]) -> int:
 
 def _print_help() -> int:
     """`cairn hook --help`: 0. With stdout closed (`>&-`: sys.stdout is None) there is nothing to print to, as for
-    the cards; a stdout that refuses the write (`> /dev/full`) is one line and exit 1. Both were tracebacks."""
+    the cards; a stdout that refuses the write (`> /dev/full`) is one line and exit 1. Both were tracebacks. A reader
+    gone away (`| true`) stops it quietly with 141, as every command (`cli.common.PIPE_CLOSED`)."""
     try:
         sys.stdout.write(HELP)
         sys.stdout.flush()
     except AttributeError:
         return 0
+    except BrokenPipeError:  # it said "Error: cannot print the help: Broken pipe" and exited 1
+        return 141
     except (OSError, ValueError) as exc:
         try:
             sys.stderr.write(f"Error: cannot print the help: {getattr(exc, 'strerror', None) or exc}\n")
