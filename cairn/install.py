@@ -98,6 +98,15 @@ class SettingsChange:
     note: str = ""
 
 
+class UnreadableSettings(RefusedWrite):
+    """An agent's settings file Cairn cannot read as settings (not UTF-8, not JSON, not an object, not a file).
+    problem: what is wrong with it, naming the file, as `cairn doctor` says it; the message adds what to do."""
+
+    def __init__(self, problem: str, fix: str) -> None:
+        super().__init__(f"{problem}; {fix}")
+        self.problem = problem
+
+
 def settings_path(agent: str, base: Path, user: bool) -> Path:
     """The agent's settings file in a project folder, or in the user's home (honouring CODEX_HOME and
     CLAUDE_CONFIG_DIR)."""
@@ -410,8 +419,8 @@ def settings_problem(agent: str, path: Path) -> str:
     says it; "" when it can."""
     try:
         _load_settings(path, _agent(agent), "")
-    except RefusedWrite as exc:
-        return str(exc).split("; ", 1)[0].removesuffix(", nothing was written")
+    except UnreadableSettings as exc:
+        return exc.problem
     except OSError as exc:
         return f"{path} cannot be read ({exc.strerror or exc})"
     return ""
@@ -602,8 +611,8 @@ def _load_settings(path: Path, spec: Agent, by_hand: str) -> dict[str, Any]:
     try:
         text = _settings_bytes(path).decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise RefusedWrite(
-            f"{path} is not UTF-8 text (byte {exc.start}); save it as UTF-8 by hand, nothing was written"
+        raise UnreadableSettings(
+            f"{path} is not UTF-8 text (byte {exc.start})", "save it as UTF-8 by hand, nothing was written"
         ) from None
     if not text.strip():
         return {}
@@ -611,10 +620,12 @@ def _load_settings(path: Path, spec: Agent, by_hand: str) -> dict[str, Any]:
         data = _finite_json(text, path)
     except ValueError as exc:
         if not (spec.comments and _parses(_without_comments(text), path)):
-            raise RefusedWrite(f"{path} is not valid JSON ({exc}); fix it by hand, nothing was written") from None
+            raise UnreadableSettings(
+                f"{path} is not valid JSON ({exc})", "fix it by hand, nothing was written"
+            ) from None
         data = _finite_json(_without_comments(text), path)  # the agent reads past its comments; the edit keeps them
     if not isinstance(data, dict):
-        raise RefusedWrite(f"{path} does not hold a JSON object; fix it by hand, nothing was written")
+        raise UnreadableSettings(f"{path} does not hold a JSON object", "fix it by hand, nothing was written")
     return data
 
 
@@ -631,9 +642,9 @@ def _settings_bytes(path: Path) -> bytes:
     except OSError as exc:
         if exc.errno is not None:  # no such file, no permission: said as any file's error is
             raise
-        raise RefusedWrite(
-            f"{path} is not a regular file (a FIFO or a device?), so it holds no settings; remove it (an agent "
-            "reads its settings from a file), then run this again (nothing was written)"
+        raise UnreadableSettings(
+            f"{path} is not a regular file (a FIFO or a device?), so it holds no settings",
+            "remove it (an agent reads its settings from a file), then run this again (nothing was written)",
         ) from None
     with os.fdopen(fd, "rb") as handle:
         return handle.read()
@@ -653,17 +664,17 @@ def _finite_json(text: str, path: Path) -> Any:
     written back as Infinity)."""
 
     def constant(name: str) -> float:
-        raise RefusedWrite(
-            f"{path} holds {name}, which is not valid JSON (the agent cannot read it either); replace it by hand, "
-            "nothing was written"
+        raise UnreadableSettings(
+            f"{path} holds {name}, which is not valid JSON (the agent cannot read it either)",
+            "replace it by hand, nothing was written",
         )
 
     def number(literal: str) -> float:
         value = float(literal)
         if math.isinf(value):
-            raise RefusedWrite(
-                f"{path} holds the number {literal[:40]}, too large to write back as JSON (it would become Infinity); "
-                "replace it by hand, nothing was written"
+            raise UnreadableSettings(
+                f"{path} holds the number {literal[:40]}, too large to write back as JSON (it would become Infinity)",
+                "replace it by hand, nothing was written",
             )
         return value
 

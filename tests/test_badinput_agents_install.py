@@ -206,6 +206,18 @@ def test_doctor_says_why_a_settings_file_cannot_be_read_as_install_does(
     assert f"{target} {why}" in installed.stderr
 
 
+def test_doctor_names_a_settings_file_whose_path_holds_a_semicolon_whole(tmp_path: Path, configured: VaultRepo) -> None:
+    """Bug fixed: doctor cut install's message at its first "; " to get the problem, so a project folder named
+    `a; b` was said as "FAIL agent claude-code (project): .../a" and nothing else."""
+    project = tmp_path / "a; b"
+    target = project / ".claude" / "settings.local.json"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"[1, 2]")
+    done = run_cairn("doctor", "--cwd", str(project), cwd=tmp_path)
+    said = f"FAIL agent claude-code (project): {target} does not hold a JSON object  -> (fix {target})"
+    assert said in done.stdout, done.stdout
+
+
 @pytest.mark.parametrize("command", ["install", "uninstall", "doctor"])
 def test_settings_nested_past_the_parser_are_one_line_and_untouched(
     command: str, tmp_path: Path, isolated_env: Path, configured: VaultRepo
