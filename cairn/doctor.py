@@ -968,10 +968,9 @@ def _agent_checks(cwd: Path, entries: list[VaultEntry]) -> list[Check]:
             places = _places(agent, cwd)
         except CairnError as exc:  # a HOME (or CODEX_HOME, CLAUDE_CONFIG_DIR) no agent could use either
             places = [("project", p) for p in _project_settings(agent, cwd)]
-            variable = install.AGENT_HOMES.get(agent, "")
             fix, note = "export HOME=/path/to/your/home", "/path/to/your/home: your home folder's full path"
-            if variable and str(exc).startswith(f"{variable} is "):
-                fix, note = f"unset {variable}", f"or export {variable}=/full/path/of/its/folder"
+            if isinstance(exc, install.HomeNotAbsolute) and exc.variable != "HOME":
+                fix, note = f"unset {exc.variable}", f"or export {exc.variable}=/full/path/of/its/folder"
             checks.append(Check("agent", f"{agent} (user)", False, str(exc), fix, note))
         runs_cairn = False
         cairns: list[str] = []

@@ -107,6 +107,15 @@ class UnreadableSettings(RefusedWrite):
         self.problem = problem
 
 
+class HomeNotAbsolute(CairnError):
+    """HOME, or the agent's own folder variable (CODEX_HOME, CLAUDE_CONFIG_DIR), is set but not an absolute folder
+    path: no one place Cairn can write the user's settings. variable: which of them."""
+
+    def __init__(self, variable: str, message: str) -> None:
+        super().__init__(message)
+        self.variable = variable
+
+
 def settings_path(agent: str, base: Path, user: bool) -> Path:
     """The agent's settings file in a project folder, or in the user's home (honouring CODEX_HOME and
     CLAUDE_CONFIG_DIR)."""
@@ -115,9 +124,10 @@ def settings_path(agent: str, base: Path, user: bool) -> Path:
         variable = AGENT_HOMES.get(agent, "")
         folder = os.environ.get(variable, "") if variable else ""
         if folder and not os.path.isabs(folder):  # the folder the agent was started in: no one place Cairn can write
-            raise CairnError(
+            raise HomeNotAbsolute(
+                variable,
                 f"{variable} is {folder!r}, not an absolute folder path; set {variable} to the agent's folder by its "
-                "full path, or unset it (nothing was written)"
+                "full path, or unset it (nothing was written)",
             )
         if folder:
             return Path(folder) / Path(spec.settings).name
@@ -234,9 +244,10 @@ def _home() -> Path:
     database says, as it does for the agents."""
     home = os.environ.get("HOME")
     if home is not None and not os.path.isabs(home):
-        raise CairnError(
+        raise HomeNotAbsolute(
+            "HOME",
             f"HOME is {home!r}, not an absolute folder path; set HOME to your home folder, or give --project DIR "
-            "(nothing was written)"
+            "(nothing was written)",
         )
     return Path.home()
 

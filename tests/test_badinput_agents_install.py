@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from cairn import install
 from helpers.mounts import cairn_on_read_only
 from helpers.vaults import VaultRepo, cairn_executable, make_vault, run_cairn
 
@@ -623,6 +624,23 @@ def test_a_relative_agent_folder_variable_writes_nothing(
     [check] = [c for c in checks if c["subject"] == f"{agent} (user)"]
     assert (check["ok"], check["detail"]) == (False, message)
     assert (check["fix"], check["note"]) == (f"unset {variable}", f"or export {variable}=/full/path/of/its/folder")
+
+
+@pytest.mark.parametrize(
+    ("env", "variable"),
+    [({"CODEX_HOME": "agent-home"}, "CODEX_HOME"), ({"CODEX_HOME": "", "HOME": "relative/home"}, "HOME")],
+)
+def test_a_relative_home_names_its_variable_as_a_field(
+    env: dict[str, str], variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Doctor told which variable to unset from the message's first words (`str(exc).startswith("CODEX_HOME is ")`);
+    the exception now carries it."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(install.HomeNotAbsolute) as raised:
+        install.settings_path("codex", Path("."), True)
+    assert raised.value.variable == variable
+    assert str(raised.value).startswith(f"{variable} is ")
 
 
 def test_a_settings_folder_that_takes_no_new_file_names_the_settings_file(
