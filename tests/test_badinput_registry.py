@@ -585,6 +585,16 @@ def test_a_lock_file_that_is_not_a_file_is_refused_with_the_fix(tmp_path: Path, 
     assert not elsewhere.exists()  # nothing made through the link
 
 
+def test_a_lock_files_error_is_judged_by_its_kind_not_its_words(tmp_path: Path) -> None:
+    """Bug fixed: the writer lock recognised a FIFO or device in the lock file's place by "not a regular file" in the
+    error's text, so any error on a path holding those words (here a file where the lock's folder goes) was said as
+    a lock file to remove."""
+    folder = tmp_path / "not a regular file"
+    folder.write_text("")
+    with pytest.raises(NotADirectoryError), store.file_lock(folder / "x.lock", "testing"):
+        pass
+
+
 def _hold_lock(index_file: Path) -> subprocess.Popen[str]:
     """Another process holding the index's writer lock (its pid in the lock file), as a stopped `cairn index`
     would, until its stdin closes; it has printed `held` once it holds it."""

@@ -403,6 +403,11 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _UID = os.getuid() if hasattr(os, "getuid") else 0  # Windows: every file's st_uid is 0
 
 
+class NotRegularFile(OSError):
+    """A FIFO, a device or a folder where `open_regular` or `open_private` wanted a regular file (no errno: the
+    open itself succeeded)."""
+
+
 def open_regular(path: "str | os.PathLike[str]", own: bool = False) -> int:
     """A descriptor of the regular file at `path`, open for reading (a symlink to one is followed); OSError, at once,
     for a FIFO, a device, a folder or no file, and with `own` for a file another user owns (a copy Cairn wrote for
@@ -411,7 +416,7 @@ def open_regular(path: "str | os.PathLike[str]", own: bool = False) -> int:
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise OSError(f"{os.fspath(path)} is not a regular file")
+        raise NotRegularFile(f"{os.fspath(path)} is not a regular file")
     if own and info.st_uid != _UID:
         os.close(fd)
         raise OSError(f"{os.fspath(path)} is owned by another user")
@@ -440,7 +445,7 @@ def open_private(path: str, flags: int) -> int:
     fd = os.open(path, flags | _NONBLOCK | _NOFOLLOW, 0o600)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise OSError(f"{path} is not a regular file")
+        raise NotRegularFile(f"{path} is not a regular file")
     return fd
 
 

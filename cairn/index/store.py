@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from cairn.hot import dumps, open_private, paths, read_regular
+from cairn.hot import NotRegularFile, dumps, open_private, paths, read_regular
 from cairn.hot.errors import CairnError, IndexCorrupt
 from cairn.hot.index import (
     BYTE_ORDER,
@@ -280,7 +280,7 @@ def file_lock(lock_path: Path, doing: str, wait: float | None = None, *, mark: b
         try:
             fd = open_private(str(lock_path), os.O_RDWR | os.O_CREAT)
         except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO) or "not a regular file" in str(exc):
+            if exc.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO) or isinstance(exc, NotRegularFile):
                 raise CairnError(
                     f"{lock_path} is not a regular file (a lock file of Cairn's); remove it, then run again"
                 ) from None
