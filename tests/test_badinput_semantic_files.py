@@ -272,8 +272,10 @@ def test_card_vectors_that_do_not_fit_on_the_disk_say_to_free_space(
     monkeypatch.setenv("CAIRN_SEMANTIC_FOREGROUND", "1")
     monkeypatch.setattr(tempfile, "mkstemp", full_disk)
     said = vectors.refresh_after_index(index_file)
-    assert said.startswith("failed: OSError: [Errno 28] No space left on device"), said
-    assert said.endswith("; free some space on that disk, then run this again")
+    # status and reason are fields (`cairn index` cut them out of "failed: ..." before); the text is as it was
+    assert said.status == "failed" and said.detail.startswith("OSError: [Errno 28] No space left on device"), said
+    assert said.detail.endswith("; free some space on that disk, then run this again")
+    assert str(said) == f"failed: {said.detail}"
     assert not vectors.vectors_path(index_file).exists()
 
 

@@ -552,7 +552,7 @@ def index(
                 "changed": list(report.changed_ids),
                 "problems": [f.to_dict() for f in report.problems],
                 "seconds": report.seconds,
-                "vectors": report.vectors,
+                "vectors": "" if report.vectors is None else str(report.vectors),
             }
         )
         if report.mode == "diverged":
@@ -593,16 +593,17 @@ def index(
             echo(f"... and {len(report.problems) - SHOWN_LEFT_OUT} more left out.", err=True)
         if report.problems:
             echo(f"{len(report.problems)} card file(s) left out; fix them (see `cairn lint`) and commit.", err=True)
-        if report.vectors.startswith("background "):
+        vectors = report.vectors
+        if vectors is not None and vectors.status == "background":
             echo(
-                f"Note: the semantic extra encodes {report.vectors.removeprefix('background ')} card(s) in the "
+                f"Note: the semantic extra encodes {vectors.detail} card(s) in the "
                 "background; until their vectors are written the hook serves this vault by words alone (`cairn "
                 "doctor` says when they are current).",
                 err=True,
             )
-        if report.vectors.startswith("failed"):
+        if vectors is not None and vectors.status == "failed":
             echo(
-                f"Note: the semantic extra wrote no card vectors ({report.vectors.removeprefix('failed: ')}); the hook "
+                f"Note: the semantic extra wrote no card vectors ({vectors.detail}); the hook "
                 "serves by words alone. `cairn doctor` checks the extra; `[recall] semantic = false` turns it off.",
                 err=True,
             )

@@ -36,6 +36,8 @@ from cairn.lint import security
 if TYPE_CHECKING:  # gitpython is imported by `cairn.gitrepo` alone (it quiets gitpython's check for git)
     import git
 
+    from cairn.semantic.vectors import Outcome
+
 Progress = Callable[[int, int], None]
 
 
@@ -56,7 +58,7 @@ class IndexReport:
     previous_commit: str | None = None
     changed_ids: tuple[str, ...] = field(default=())
     refused_commit: str | None = None
-    vectors: str = ""  # what became of the card vectors (`semantic.vectors.refresh_after_index`; "" not asked)
+    vectors: Outcome | None = None  # what became of the card vectors (`semantic.vectors.refresh_after_index`)
 
 
 def index_file_for(vault: Vault, worktree: bool = False, ref: str | None = None) -> Path:
@@ -260,7 +262,7 @@ def _build_index(
     return dataclasses.replace(_timed(report, started), vectors=vectors)
 
 
-def _semantic_vectors(target: Path) -> str:
+def _semantic_vectors(target: Path) -> Outcome:
     """The optional semantic channel's card vectors, in a side file next to the index (nothing without the extra;
     see cairn/semantic/vectors.py). Never fails the index: the hook then serves lexically. Returns what happened."""
     from cairn.semantic.vectors import refresh_after_index

@@ -25,7 +25,7 @@ import struct
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 from cairn.atomic import disk_fix
 from cairn.hot import CHILD_FLAGS, CLEAN_PATH, make_index_key, open_log, open_private, open_regular, private_folder
@@ -42,6 +42,21 @@ MAGIC = b"CAIRNVEC1\n"
 SUFFIX = ".vec"
 MAX_HEADER_BYTES = 256 * 1024 * 1024
 _ALIGN = 64
+
+
+class Outcome(NamedTuple):
+    """What `refresh` (or `refresh_after_index`) did to an index's card vectors. status: `off`, `kept`,
+    `unchanged`, `encoded`, `background` or `failed`; detail: for `encoded` and `background` the number of cards
+    encoded (now, or by a detached process), for `failed` why, else "". Its text is `cairn index --json`'s
+    "vectors" and the semantic log's: `encoded 3`, `failed: OSError: ...`."""
+
+    status: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        if self.status == "failed":
+            return f"failed: {self.detail}"
+        return f"{self.status} {self.detail}" if self.detail else self.status
 
 
 class VectorFile:
@@ -297,21 +312,21 @@ def refresh(
     *,
     encoder: enc.Encoder | None = None,
     progress: Callable[[int, int], None] | None = None,
-) -> str:
+) -> Outcome:
     """Bring the side file of `index_file` up to date. Returns what it did: `off` (the extra is not installed or
     `[recall] semantic = false`: no file), `kept` (`CAIRN_SEMANTIC=0` here: the file is left as it is),
-    `unchanged`, or `encoded N` (N cards encoded, the others reused)."""
+    `unchanged`, or `encoded` N (N cards encoded, the others reused)."""
     target = vectors_path(index_file)
     reader = IndexReader(index_file)
     try:
         if not configured(reader.config) or (encoder is None and not enc.available()):
             remove(index_file)
-            return "off"
+            return Outcome("off")
         if off_here():
-            return "kept"
+            return Outcome("kept")
         old_header = read_header(target)
         if old_header is not None and _matches(old_header, reader) and sealed(target):
-            return "unchanged"
+            return Outcome("unchanged")
         entries = reader.entries()  # (id, path, blob), by id
         old: VectorFile | None = None
         if old_header is not None and old_header.get("model") == enc.MODEL:
@@ -351,7 +366,7 @@ def refresh(
     matrix = np.concatenate(blocks) if blocks else np.zeros((0, enc.DIM), dtype=np.float32)
     header["offsets"] = offsets
     write(target, header, matrix)
-    return f"encoded {len(fresh)}"
+    return Outcome("encoded", str(len(fresh)))
 
 
 FOREGROUND_CARDS = 200  # `cairn index` encodes up to this many cards itself (a few seconds); more, in the background
@@ -364,7 +379,7 @@ def foreground_cards() -> int:
     return int(value) if value.isdecimal() else FOREGROUND_CARDS  # `²` is a digit that int() refuses
 
 
-def refresh_after_index(index_file: Path) -> str:
+def refresh_after_index(index_file: Path) -> Outcome:
     """`refresh` as `cairn index` calls it: free without the extra (unless a side file is left to remove), and never
     raising: on any failure the side file is removed and the hook serves lexically. When more than
     `FOREGROUND_CARDS` cards need encoding (a first index of a large vault: e5 encodes about 10 cards per CPU-second
@@ -373,13 +388,13 @@ def refresh_after_index(index_file: Path) -> str:
     Returns what happened."""
     off = off_here() or not enc.available()
     if off and not vectors_path(index_file).exists():
-        return "off"
+        return Outcome("off")
     try:
         if not off and os.environ.get("CAIRN_SEMANTIC_FOREGROUND", "") != "1":
             todo = cards_to_encode(index_file)
             if todo > foreground_cards():
                 start_background(index_file)
-                return f"background {todo}"
+                return Outcome("background", str(todo))
         return refresh(index_file)
     except Exception as exc:
         try:
@@ -387,7 +402,8 @@ def refresh_after_index(index_file: Path) -> str:
         except OSError:
             pass
         fix = disk_fix(exc, "") if isinstance(exc, OSError) else ""  # a full disk: `cairn index` again fails the same
-        return f"failed: {type(exc).__name__}: {exc}"[: 300 - len(fix)] + (f"; {fix}" if fix else "")
+        reason = f"{type(exc).__name__}: {exc}"[: 300 - len("failed: ") - len(fix)] + (f"; {fix}" if fix else "")
+        return Outcome("failed", reason)
 
 
 def cards_to_encode(index_file: Path) -> int:
@@ -479,7 +495,7 @@ def background_main(index_file: Path) -> int:
         started = time.monotonic()
         for _ in range(5):
             outcome = refresh(index_file)
-            if outcome in ("unchanged", "off"):
+            if outcome.status in ("unchanged", "off"):
                 break
             wall, cpu = time.monotonic() - started, time.process_time()
             _log(f"{index_file}: {outcome} in {wall:.1f} s ({cpu:.1f} CPU-seconds, {enc.default_workers()} threads)")
