@@ -1391,6 +1391,31 @@ def test_sync_of_a_checked_out_branch_of_a_remote_not_called_origin_gives_a_fix_
     assert (followed["status"], followed["after"]) == ("updated", new)
 
 
+def test_sync_of_a_remote_named_like_another_remotes_branch_fetches_from_the_longer_name(tmp_path: Path) -> None:
+    """A vault serving `team/origin/main`, with remotes `team/origin` (the team's) and `team` (another): the served
+    ref is remote `team/origin`'s branch `main`, never remote `team`'s branch `origin/main`, so sync fetches the new
+    lesson from the team's remote."""
+    author = _authors_vault(tmp_path)
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "remote.git"), str(tmp_path / "mine")], check=True)
+    mine = VaultRepo(tmp_path / "mine")
+    mine.git("remote", "rename", "origin", "team/origin")
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(tmp_path / "other.git")], check=True)
+    mine.git("remote", "add", "team", str(tmp_path / "other.git"))
+    assert cairn("vault", "remove", "team", cwd=tmp_path).returncode == 0
+    added = cairn("vault", "add", str(mine.root), "--name", "mine", "--ref", "team/origin/main", cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    author.write("git/bisect", "A lesson about bisect", "git bisect run finds the breaking commit by itself.")
+    new = author.commit("A new lesson")
+    author.git("push", "-q", "origin", "main")
+    done = cairn("sync", "mine", "--json", cwd=tmp_path)
+    synced = json.loads(done.stdout)["vaults"][0]
+    assert (synced["status"], synced["after"], synced["fetched"]) == (
+        "updated",
+        new,
+        "team/origin refs/heads/main",
+    ), synced
+
+
 @pytest.mark.parametrize(("answer", "registered"), [("\n", True), ("n\n", False)])
 def test_init_on_a_terminal_asks_to_register(tmp_path: Path, answer: str, registered: bool) -> None:
     """`cairn init` typed in a terminal offers to register the new vault (yes by default)."""
