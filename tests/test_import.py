@@ -695,6 +695,42 @@ def test_a_symlink_at_the_cards_path_is_never_replaced(vault_repo: VaultRepo, ap
     assert (vault_repo.root / "cards" / "git" / "run-git-fetch-before-you-rebase.md").is_symlink()
 
 
+def test_a_notes_folder_never_reads_a_symlink_to_a_file_outside_it(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """A notes folder (a cloned repository) holding `creds.md -> ../secret.md`: the file outside it is not read
+    into the vault, where it would be committed and shared; the import names it and says how to import it."""
+    _start(vault_repo)
+    secret = tmp_path / "secret.md"
+    secret.write_text("---\nname: Deploy token\nsummary: The token is hunter2-secret.\n---\n\nhunter2-secret\n")
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "notes" / "shell.md", folder / "shell.md")
+    (folder / "creds.md").symlink_to(secret)
+    code, report = _import(vault_repo, str(folder))
+    assert code == 1  # the import is incomplete
+    statuses = {Path(c["source"]).name: (c["id"], c["status"], c["message"]) for c in report["cards"]}
+    assert statuses == {
+        "creds.md": (None, "invalid", f"a symlink to a file outside {folder}; not read (import that file by name)"),
+        "shell.md": ("imported/shell", "written", ""),
+    }
+    assert not any("hunter2" in (vault_repo.root / card).read_text() for card in cards_on_disk(vault_repo))
+
+
+def test_two_notes_of_one_id_in_one_import_each_get_a_card(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """`shell.md` and `shell.markdown` of one notes folder both want `imported/shell`: the second takes
+    `imported/shell-2`, and neither card is written over the other."""
+    _start(vault_repo)
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for file, name in (("shell.md", "Set pipefail in scripts"), ("shell.markdown", "Quote every shell variable")):
+        (folder / file).write_text(f"---\nname: {name}\nsummary: {name}, or the script fails.\n---\n\n{name}.\n")
+    code, report = _import(vault_repo, str(folder))
+    assert code == 0
+    written = {Path(c["source"]).name: (c["id"], c["status"]) for c in report["cards"]}
+    assert written == {"shell.markdown": ("imported/shell", "written"), "shell.md": ("imported/shell-2", "written")}
+    assert _card(vault_repo, "imported/shell")[0]["name"] == "Quote every shell variable"
+    assert _card(vault_repo, "imported/shell-2")[0]["name"] == "Set pipefail in scripts"
+
+
 def test_a_long_import_reports_its_progress(vault_repo: VaultRepo, tmp_path: Path) -> None:
     """`cairn import` of a folder of many notes ran for seconds in silence; it now reports the files read, then the
     cards made (`import_notes(progress=)`, a bar on a terminal), ending at its total."""
