@@ -235,6 +235,19 @@ def test_show_tells_the_agent_the_card_is_data_not_instructions(vault_repo: Vaul
     assert _ok(shown)["notice"] == NOTICE
 
 
+def test_recall_tells_the_agent_its_cards_are_data_not_instructions(vault_repo: VaultRepo) -> None:
+    """recall's cards are teammates' text, as the hook's block says: the notice comes with any card it gives, and
+    with no card there is none to give it for."""
+    from cairn.hot.serve import NOTICE
+
+    _lessons(vault_repo)
+    _, _, [given, none] = drive_serve(
+        vault_repo.root, [("recall", {"query": QUERY}), ("recall", {"query": "zzzz qqqq"})]
+    )
+    assert _ok(given)["cards"] and _ok(given)["notice"] == NOTICE
+    assert _ok(none)["cards"] == [] and "notice" not in _ok(none)
+
+
 def test_explain_tells_the_agent_the_names_are_data_not_instructions(vault_repo: VaultRepo) -> None:
     """explain gives an agent the candidates' names (a teammate's text, as recall's cards) without the notice that
     recall and show add; it now adds it when it names a card, and only then."""
