@@ -1416,6 +1416,23 @@ def test_sync_of_a_remote_named_like_another_remotes_branch_fetches_from_the_lon
     ), synced
 
 
+def test_sync_fetches_no_branch_for_origin_head_nor_for_a_branch_tracking_a_local_one(tmp_path: Path) -> None:
+    """`--ref origin/HEAD` is no branch of origin's (there is no `refs/heads/HEAD` to fetch), and a served `main`
+    whose upstream is a local branch (`git branch -u other`: remote `.`) has no remote: sync fetches nothing for
+    either and indexes the ref as it stands, where a fetch failed."""
+    author = _authors_vault(tmp_path)
+    author.git("remote", "set-head", "origin", "main")
+    for ref in ("origin/HEAD", "main"):
+        added = cairn("vault", "add", str(author.root), "--name", "team", "--ref", ref, "--replace", cwd=tmp_path)
+        assert added.returncode == 0, added.stderr
+        if ref == "main":
+            author.git("branch", "-q", "other")
+            author.git("branch", "-q", "-u", "other", "main")
+        done = cairn("sync", "team", "--json", cwd=tmp_path)
+        synced = json.loads(done.stdout)["vaults"][0]
+        assert (done.returncode, synced["status"], synced["fetched"]) == (0, "unchanged", ""), synced
+
+
 @pytest.mark.parametrize(("answer", "registered"), [("\n", True), ("n\n", False)])
 def test_init_on_a_terminal_asks_to_register(tmp_path: Path, answer: str, registered: bool) -> None:
     """`cairn init` typed in a terminal offers to register the new vault (yes by default)."""
