@@ -1211,7 +1211,11 @@ def test_sync_says_when_the_served_ref_changed_under_it(tmp_path: Path) -> None:
     first = cairn("sync", "clone", cwd=tmp_path)
     assert first.returncode == 0 and "note:" not in first.stdout, first.stdout
     assert first.stdout.startswith("clone: refs/remotes/origin/main ")
-    clone.git("remote", "remove", "origin")
+    author.write("git/bisect", "A lesson about bisect", "git bisect run finds the breaking commit by itself.")
+    author.commit("A new lesson")
+    author.git("push", "-q", "origin", "main")
+    assert cairn("sync", "clone", cwd=tmp_path).returncode == 0  # origin/main is now ahead of the clone's main
+    clone.git("remote", "remove", "origin")  # an older main, of another ref: no rewrite of the one indexed
     switched = cairn("sync", "clone", cwd=tmp_path)
     assert switched.returncode == 0, switched.stdout
     assert switched.stdout.startswith("clone: refs/heads/main ")
