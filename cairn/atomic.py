@@ -86,12 +86,15 @@ def named(exc: OSError, target: str | os.PathLike[str]) -> OSError:
 
 
 def disk_fix(exc: OSError, otherwise: str) -> str:
-    """What to do about a write `exc` stopped: free space on a full disk or a used-up quota, which no folder's mode
-    or owner can help, else `otherwise` (a permission to check, another folder to choose)."""
+    """What to do about a write `exc` stopped: free space on a full disk or a used-up quota, or raise a file size
+    limit, which no folder's mode or owner can help, else `otherwise` (a permission to check, another folder to
+    choose)."""
     if exc.errno == errno.ENOSPC:
         return "free some space on that disk, then run this again"
     if exc.errno == errno.EDQUOT:
         return "the disk quota is used up: free some space, then run this again"
+    if exc.errno == errno.EFBIG:  # no folder's mode or owner helps either: "check that you can write there" misled
+        return "a file size limit (`ulimit -f`) stopped the write: raise it, then run this again"
     return otherwise
 
 

@@ -309,3 +309,17 @@ def test_threads_of_one_process_making_the_cache_key_at_once_agree_on_one_whole_
         key_file = Path(index_key_file())
         assert len(key_file.read_bytes()) == KEY_BYTES and set(keys) == {key_file.read_bytes()}, round_
         assert [p.name for p in key_file.parent.iterdir()] == [key_file.name]  # no temp file left
+
+
+def test_an_index_past_a_file_size_limit_says_to_raise_it(vault_repo: VaultRepo) -> None:
+    """Bug fixed: under a file size limit (`ulimit -f`) the index said "make sure that disk has space and the folder
+    is writable", which neither was the matter; it names the limit, and once it is raised the index is built."""
+    make_vault(vault_repo)
+    index_file = _index_file()
+    done = _index_within(vault_repo, 4096, "--rebuild")
+    assert_clean_exit(done, 1)
+    assert f"cannot write the index at {index_file} (File too large" in done.stderr, done.stderr
+    assert "`ulimit -f`" in done.stderr and "disk has space" not in done.stderr, done.stderr
+    assert _temps(index_file.parent) == []
+    again = _index_within(vault_repo, None, "--rebuild")
+    assert again.returncode == 0, again.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import errno
 import json
 import os
 import stat
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn import gitrepo
+from cairn.atomic import disk_fix
 from cairn.cards.card import (
     MAX_CARD_BYTES,
     Card,
@@ -470,10 +472,13 @@ def _write_index(target: Path, *args: Any, **kwargs: Any) -> None:
                 f"cannot write the index at {target}: {exc.filename} is a folder, where Cairn keeps a file of its "
                 "own; remove that folder, then run this again"
             ) from None
-        raise CairnError(
-            f"cannot write the index at {target} ({exc.strerror or exc}{culprit}); make sure that disk has space "
-            "and the folder is writable (or point CAIRN_CACHE_DIR elsewhere), then run this again"
-        ) from None
+        fix = (
+            "make sure that disk has space and the folder is writable (or point CAIRN_CACHE_DIR elsewhere), "
+            "then run this again"
+        )
+        if exc.errno == errno.EFBIG:  # no space or folder helps: the file size limit (`ulimit -f`)
+            fix = disk_fix(exc, fix)
+        raise CairnError(f"cannot write the index at {target} ({exc.strerror or exc}{culprit}); {fix}") from None
 
 
 def _timed(report: IndexReport, started: float, refused_commit: str | None = None) -> IndexReport:
