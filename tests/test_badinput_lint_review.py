@@ -260,3 +260,29 @@ def test_the_lint_cache_never_carries_a_file_names_verdict_to_the_same_text_else
     done = vault_repo.cairn("lint", "cards/t/two.md")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "cards/t/two.md:2: name-unique the name is also used by cards/t/one.md" in done.stdout
+
+
+def test_review_under_a_low_open_file_limit_says_to_raise_it(vault_repo: VaultRepo) -> None:
+    """Bug fixed: under a low limit of open files (`ulimit -n 16`) review's git processes and pipes ran out of
+    descriptors and it said only "Error: Too many open files", with nothing to do; the line names the limit, and
+    once it is raised the review runs."""
+    make_vault(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "pr")
+    vault_repo.write("ci/stale-cache", "Stale caches break CI", "Clear the runner's cache when CI fails.", scope=["ci"])
+    vault_repo.commit("a card", author=BOB)
+
+    def few_files() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))
+
+    done = subprocess.run(
+        [cairn_executable(), "review", "main..pr"],
+        cwd=vault_repo.root,
+        capture_output=True,
+        text=True,
+        preexec_fn=few_files,
+        timeout=120,
+    )
+    assert done.returncode != 0 and done.stdout == ""
+    assert done.stderr.startswith("Error: Too many open files") and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "raise its limit (`ulimit -n`" in done.stderr, done.stderr
+    assert vault_repo.cairn("review", "main..pr").returncode == 0

@@ -188,6 +188,9 @@ _OS_HINTS = {
     errno.ENOTDIR: "a file stands where a folder should be; move it away",
     errno.EISDIR: "a folder stands where a file should be; move it away",
     errno.ENAMETOOLONG: "a file name is too long; use a shorter id or path",
+    errno.EMFILE: "this process may open no more files at once; raise its limit (`ulimit -n`, 256 or more), then run "
+    "this again",
+    errno.ENFILE: "the system may open no more files at once; close some programs, then run this again",
 }
 
 
