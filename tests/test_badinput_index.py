@@ -323,3 +323,30 @@ def test_an_index_past_a_file_size_limit_says_to_raise_it(vault_repo: VaultRepo)
     assert _temps(index_file.parent) == []
     again = _index_within(vault_repo, None, "--rebuild")
     assert again.returncode == 0, again.stderr
+
+
+def test_an_index_under_a_low_memory_limit_says_to_raise_it(vault_repo: VaultRepo) -> None:
+    """Bug fixed: under a memory limit (`ulimit -v`, here 60 MiB) the index of a two-card vault said "out of memory;
+    the input is too large", which it is not; the line names the limit, nothing is left half-written, and once the
+    limit is raised the index is built."""
+    import resource
+
+    make_vault(vault_repo)
+    index_file = _index_file()
+
+    def little_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (60 << 20, 60 << 20))
+
+    done = subprocess.run(
+        [sys.executable, "-c", "from cairn.cli import main; main()", "index", "--rebuild"],
+        cwd=vault_repo.root,
+        capture_output=True,
+        text=True,
+        preexec_fn=little_memory,
+        check=False,
+    )
+    assert_clean_exit(done, 1)
+    assert done.stderr.startswith("Error: out of memory") and "memory limit (`ulimit -v`)" in done.stderr, done.stderr
+    assert _temps(index_file.parent) == []
+    again = _index_within(vault_repo, None, "--rebuild")
+    assert again.returncode == 0, again.stderr

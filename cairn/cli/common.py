@@ -233,7 +233,11 @@ def errors_to_exit(func: F) -> F:
         except RecursionError:
             raise click.ClickException("the input is nested too deeply to read") from None
         except MemoryError:
-            raise click.ClickException("out of memory; the input is too large") from None
+            # a memory limit (`ulimit -v`, a container's) stops a 25-card vault's index too, whose input is small
+            raise click.ClickException(
+                "out of memory: the input is too large, or this process's memory limit (`ulimit -v`) too low; raise "
+                "the limit or free some memory, then run this again"
+            ) from None
         except Exception as exc:
             raise click.ClickException(clean_line(_unexpected(exc))) from None
 
