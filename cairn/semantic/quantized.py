@@ -72,6 +72,8 @@ class QuantizedEngine(Engine):
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         try:
             self._session = ort.InferenceSession(self.graph(), options, providers=["CPUExecutionProvider"])
+        except MemoryError:  # a memory limit (`ulimit -v`), not a graph onnxruntime cannot run: the encoder says so
+            raise
         except Exception as exc:  # onnxruntime's own errors (an op its build lacks) derive from Exception alone
             raise RuntimeError("onnxruntime cannot run the encoder's graph: " + " ".join(str(exc).split())) from exc
 

@@ -43,6 +43,19 @@ def run_cairn(
     )
 
 
+def run_cairn_within(limit: int, value: int, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The installed `cairn ARGS` run from `cwd` in a process under the resource limit `limit` (`resource.RLIMIT_*`)
+    set to `value`: a user's `ulimit -f`, `-n` or `-v`."""
+    import resource
+
+    def limited() -> None:
+        resource.setrlimit(limit, (value, value))
+
+    return subprocess.run(
+        [cairn_executable(), *args], cwd=cwd, capture_output=True, text=True, preexec_fn=limited, timeout=120
+    )
+
+
 def explain_after(root: Path, prompt: str, card_id: str) -> list[str]:
     """`cairn explain PROMPT` run as installed in the vault at `root`: the lines after the row of the injected card
     `card_id` (the first is its terms line: what it matched, and which lead was counted)."""
