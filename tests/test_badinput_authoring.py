@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from helpers.cli import invoke_cli
-from helpers.vaults import VaultRepo, cairn_executable, make_vault, run_cairn
+from helpers.vaults import VaultRepo, cairn_executable, make_vault, run_cairn, run_cairn_within
 
 LESSON = "- The build fails when the cache is stale because the lockfile changed; run `make clean` first.\n"
 
@@ -208,24 +208,13 @@ def test_add_reads_no_more_of_an_endless_body_file_than_a_card_may_hold(vault_re
     assert _one_error_line(done.stderr) == "Error: /dev/zero is over 1 MiB; a card must be under 1 MiB"
 
 
-def _cairn_past_file_size(limit_bytes: int, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The installed `cairn ARGS` in a process whose files may grow to `limit_bytes` (`ulimit -f`)."""
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
-
-    return subprocess.run(
-        [cairn_executable(), *args], cwd=cwd, capture_output=True, text=True, preexec_fn=limit, timeout=120
-    )
-
-
 def test_add_past_a_file_size_limit_says_to_raise_it_and_writes_nothing(vault_repo: VaultRepo) -> None:
     """Bug fixed: under a file size limit (`ulimit -f`) `cairn add` and `cairn import` said "File too large in
     cards/ci/; check that you can write there", sending the user to a folder's mode; the line names the limit."""
     make_vault(vault_repo)
     body = "The nightly build failed for a week until someone cleared the runner's cache."
     add = ["add", "--name", "Stale caches break CI", "--summary", "Clear the cache when CI fails."]
-    done = _cairn_past_file_size(0, *add, "--scope", "ci", "--body", body, cwd=vault_repo.root)
+    done = run_cairn_within(resource.RLIMIT_FSIZE, 0, *add, "--scope", "ci", "--body", body, cwd=vault_repo.root)
     assert done.returncode == 1
     line = _one_error_line(done.stderr)
     assert "File too large in cards/ci/; a file size limit (`ulimit -f`) stopped the write: raise it" in line, line
@@ -302,7 +291,7 @@ def test_init_past_a_file_size_limit_is_one_short_line_and_leaves_nothing(tmp_pa
     """A full disk or a file size limit (`ulimit -f`) while the template is copied: the error was Python's list of
     every file that failed (source, destination and error each, 5,000 characters on one line), with nothing to do."""
     target = tmp_path / "lessons"
-    done = _cairn_past_file_size(2048, "init", str(target), "--no-register", cwd=tmp_path)
+    done = run_cairn_within(resource.RLIMIT_FSIZE, 2048, "init", str(target), "--no-register", cwd=tmp_path)
     assert done.returncode == 1
     line = _one_error_line(done.stderr)
     assert len(line) < 250 + 3 * len(str(target)) and "File too large" in line and "ulimit -f" in line, line

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from markdown_it import MarkdownIt
 
-from helpers.vaults import BOB, VaultRepo, cairn_executable, make_vault
+from helpers.vaults import BOB, VaultRepo, cairn_executable, make_vault, run_cairn_within
 
 
 def _rendered(markdown: str) -> str:
@@ -270,18 +270,7 @@ def test_review_under_a_low_open_file_limit_says_to_raise_it(vault_repo: VaultRe
     vault_repo.git("checkout", "-q", "-b", "pr")
     vault_repo.write("ci/stale-cache", "Stale caches break CI", "Clear the runner's cache when CI fails.", scope=["ci"])
     vault_repo.commit("a card", author=BOB)
-
-    def few_files() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))
-
-    done = subprocess.run(
-        [cairn_executable(), "review", "main..pr"],
-        cwd=vault_repo.root,
-        capture_output=True,
-        text=True,
-        preexec_fn=few_files,
-        timeout=120,
-    )
+    done = run_cairn_within(resource.RLIMIT_NOFILE, 16, "review", "main..pr", cwd=vault_repo.root)
     assert done.returncode != 0 and done.stdout == ""
     assert done.stderr.startswith("Error: Too many open files") and len(done.stderr.splitlines()) == 1, done.stderr
     assert "raise its limit (`ulimit -n`" in done.stderr, done.stderr
