@@ -145,6 +145,8 @@ def test_hooks_see_cards_and_cairn_toml_only() -> None:
         assert pattern.search(path), path
     for path in ("cards/git/x.MD", "cards/git/x.Md"):  # ignored by the index: lint says so (card-path)
         assert pattern.search(path), path
+    for path in ("cards", "team/vault/cards"):  # cards/ made a symlink or a file: lint refuses it (file-symlink)
+        assert pattern.search(path), path
     for path in ("README.md", "evals/cases.yaml", "cards/notes.txt", "mycards/x.md", "cairn.toml.bak"):
         assert not pattern.search(path), path
 
@@ -192,6 +194,20 @@ def test_the_template_config_as_shipped_rejects_a_bad_card(tmp_path: Path) -> No
     _git("add", "cards/bad.md", cwd=vault)
     done = _commit(vault, "fixed", env)
     assert done.returncode == 0, done.stdout
+
+
+def test_a_commit_that_makes_cards_a_symlink_is_refused(tmp_path: Path) -> None:
+    """Bug fixed: a commit replacing cards/ with a symlink to a folder outside the vault passes no card file, so the
+    hooks said "0 file(s)" and let it in; the vault then served nothing (the index reads no card through a symlink),
+    which `cairn review` and `cairn index` did report."""
+    vault, env = _template_vault(tmp_path)
+    shutil.move(vault / "cards", tmp_path / "elsewhere")
+    (vault / "cards").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    _git("add", "-A", cwd=vault)
+    done = _commit(vault, "cards elsewhere", env)
+    assert done.returncode == 1, done.stdout
+    said = "cards:0: file-symlink cards/ must be a folder in the commit, not a symlink or a file; no card is read through it"
+    assert [line for line in done.stdout.splitlines() if _LINE.match(line)] == [said], done.stdout
 
 
 def test_the_template_config_stays_out_of_the_post_hooks_another_tool_installs(tmp_path: Path) -> None:
@@ -326,12 +342,15 @@ def test_a_vault_in_a_subfolder_leaves_another_projects_cards_folder_alone(
     vault.rename(repo / "lessons")
     (repo / "web" / "cards").mkdir(parents=True)
     (repo / "web" / "cards" / "README.md").write_text("# Card components\n\nThe React cards of the shop.\n")
+    (repo / "tools").mkdir()
+    (repo / "tools" / "cards").write_text("#!/bin/sh\necho the shop's cards\n")  # the pattern matches `cards` too
     _git("add", "-A", cwd=repo)
     files = [p for p in _git("ls-files", cwd=repo).splitlines() if _files_pattern().search(p)]
-    assert "web/cards/README.md" in files and any(p.startswith("lessons/cards/") for p in files)
+    assert {"web/cards/README.md", "tools/cards"} <= set(files) and any(p.startswith("lessons/cards/") for p in files)
     done = _pre_commit("try-repo", hook_repo[0], "cairn-lint", "--ref", hook_repo[1], "--files", *files, cwd=repo)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "web/cards/README.md: skipped, in no Cairn vault (no cairn.toml above it)" in done.stdout
+    assert "tools/cards: skipped, in no Cairn vault (no cairn.toml above it)" in done.stdout
     assert "cairn lint: 0 errors" in done.stdout
 
 

@@ -231,8 +231,10 @@ def _card_files(files: tuple[str, ...], vault_path: str | None) -> tuple[str, ..
             root = _vault_root(vault_path)
             if root is not None and (root / given).is_dir():
                 folder = Path(os.path.relpath(root / given))
-        if not folder.is_dir() or (folder.name.endswith(".md") and (folder / ".git").exists()):
-            found.append(given)  # a file, or a submodule at a card's path: lint says what the index does of it
+        if not folder.is_dir() or folder.is_symlink() or (folder.name.endswith(".md") and (folder / ".git").exists()):
+            # a file, a symlink (git records one entry: a cards/ made a symlink served nothing) or a submodule at a
+            # card's path: lint says what the index does of it
+            found.append(given)
             continue
         cards = sorted(
             p
@@ -277,7 +279,7 @@ def _by_vault(
         except VaultNotFound:
             if not os.path.lexists(absolute):  # `cairn lint /missing.md` said "no vault here", inside a vault
                 raise CairnError(f"{given}: no such file; give the path of a card file") from None
-            if CARDS_DIR not in absolute.parts[:-1]:
+            if CARDS_DIR not in absolute.parts:  # a file named `cards` too: pre-commit passes it
                 raise VaultNotFound(
                     f"{given} is in no Cairn vault (no {CONFIG_FILE} beside a cards/ folder above it); give a card "
                     "of a vault, or pass --vault PATH"
