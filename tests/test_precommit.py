@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -208,6 +209,28 @@ def test_a_commit_that_makes_cards_a_symlink_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stdout
     said = "cards:0: file-symlink cards/ must be a folder in the commit, not a symlink or a file; no card is read through it"
     assert [line for line in done.stdout.splitlines() if _LINE.match(line)] == [said], done.stdout
+
+
+def test_a_commit_to_a_vault_whose_cards_folder_is_cards_capitalised_names_the_rename(tmp_path: Path) -> None:
+    """Bug fixed: in a vault whose folder is `Cards/`, which the index and the hook never read, the hooks said only
+    "no Cairn vault in this repository" and the commit passed; they now fail it with the rename the commands name,
+    and the rename, run as printed, commits."""
+    vault, env = _template_vault(tmp_path)
+    _git("mv", "cards", "Cards", cwd=vault)
+    done = _commit(vault, "Cards", env)
+    command = f"mv {vault / 'Cards'} {vault / 'cards'}"
+    said = (
+        f"Error: {vault}: its cards are in Cards/, not cards/: git, the index and the hook read cards/ alone, "
+        f"lowercase; rename the folder (`{command}`) and commit, then run this again"
+    )
+    assert done.returncode == 1 and said in done.stdout.splitlines(), done.stdout
+    subprocess.run(shlex.split(command), check=True)
+    _git("add", "-A", cwd=vault)
+    assert _git("status", "--porcelain", cwd=vault) == ""  # the rename undone: nothing left to commit
+    (vault / "NOTES.md").write_text("team notes\n")
+    _git("add", "NOTES.md", cwd=vault)
+    done = _commit(vault, "notes", env)
+    assert done.returncode == 0, done.stdout
 
 
 def test_the_template_config_stays_out_of_the_post_hooks_another_tool_installs(tmp_path: Path) -> None:

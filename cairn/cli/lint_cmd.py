@@ -25,7 +25,7 @@ from cairn.cli.common import (
 )
 from cairn.config import CONFIG_FILE
 from cairn.finding import Finding
-from cairn.hot.errors import CairnError, VaultNotFound
+from cairn.hot.errors import CairnError, CardsMisnamed, VaultNotFound
 from cairn.hot.vault import CARDS_DIR, Vault, find_vault
 from cairn.terminal import clean_line
 
@@ -306,9 +306,12 @@ def _by_vault(
 def _repository_vaults() -> list[Vault]:
     """Inside a git hook, the vaults of the repository git runs it in (from its root): the vault around the current
     folder, else each folder git's staging area holds a `cairn.toml` in, beside a `cards/` folder (a vault in a
-    subfolder of a monorepo, whose root is no vault). A configured vault of another repository is never one."""
+    subfolder of a monorepo, whose root is no vault). A configured vault of another repository is never one. A vault
+    here whose cards are in `Cards/` raises CardsMisnamed: "no Cairn vault in this repository" let the commit in."""
     try:
         return [find_vault(None)]
+    except CardsMisnamed:
+        raise
     except VaultNotFound:
         return vaults_below()
 

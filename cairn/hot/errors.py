@@ -15,6 +15,11 @@ class VaultLeftOut(VaultNotFound):
     can find its cards until it is checked out (or renamed)."""
 
 
+class CardsMisnamed(VaultLeftOut):
+    """A vault whose cards/ is named in another case (`Cards/`): unlike a sparse checkout's, which a commit may
+    leave out on purpose, its cards are never served, so the pre-commit hooks refuse it too."""
+
+
 class NotAGitRepository(CairnError):
     pass
 

@@ -357,7 +357,7 @@ def _raise_if_left_out(root: str, shown: str) -> None:
 
 
 def _raise_if_cards_misnamed(root: str, shown: str) -> None:
-    """Raise VaultLeftOut when the folder `root` (given as `shown`), which has no cards/, holds its cards in a folder
+    """Raise CardsMisnamed when the folder `root` (given as `shown`), which has no cards/, holds its cards in a folder
     named in another case (`Cards/`, as macOS, which opens it as cards/, lets a user name it): on a file system that
     tells case apart the vault was none, and a command went on to the one configured vault, `cairn add` writing into
     it."""
@@ -366,10 +366,10 @@ def _raise_if_cards_misnamed(root: str, shown: str) -> None:
     except OSError:
         return
     if names:
-        from cairn.hot.errors import VaultLeftOut
+        from cairn.hot.errors import CardsMisnamed
 
         command = f"mv {shell_word(os.path.join(root, names[0]))} {shell_word(os.path.join(root, CARDS_DIR))}"
-        raise VaultLeftOut(
+        raise CardsMisnamed(
             f"{shown}: its cards are in {names[0]}/, not cards/: git, the index and the hook read cards/ alone, "
             f"lowercase; rename the folder (`{command}`) and commit, then run this again"
         )
