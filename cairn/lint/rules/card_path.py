@@ -14,11 +14,17 @@ from cairn.finding import Finding
 from cairn.lint.model import WARNING, Context, Rule, Target
 from cairn.lint.rules import id_text
 
+# Files git itself reads, or that keep a folder git would not record empty (`cards/.gitkeep`, the usual placeholder):
+# no card was meant there, and the index passes them over in silence, as lint does.
+GIT_FILES = frozenset({".gitkeep", ".keep", ".gitignore", ".gitattributes"})
+
 
 def check(target: Target, context: Context) -> Iterator[Finding]:
     if not target.path.startswith("cards/") or target.path == "cards/.git":
         return  # the contract reports it (a `cards/.git`: path-outside-cards)
     card_id = card_id_from_path(target.path)
+    if card_id is None and target.path.rsplit("/", 1)[-1] in GIT_FILES:
+        return
     if card_id is None:
         meant = misnamed_card_id(target.path)  # `.MD`, as Windows and macOS tools may write it
         why, fix = "card files end in `.md`", "rename or move it"
