@@ -1797,6 +1797,39 @@ def test_a_vault_whose_cards_folder_is_named_in_another_case_is_named_not_anothe
     assert here.invoke("list", cwd=here.root).returncode == 0
 
 
+def test_a_clone_of_a_vault_with_no_card_yet_is_named_not_another_vault_used(tmp_path: Path) -> None:
+    """Bug fixed: a clone of a vault that holds no card yet has `cairn.toml` and no cards/ (git records no empty
+    folder); with one vault configured, `cairn index` there printed that other vault's cards without naming it and
+    `cairn add` wrote the new card into it. The folder standing here is named, with the folder to make, run as
+    printed."""
+    other = second_vault(tmp_path / "other")
+    assert other.invoke("vault", "add", str(other.root), "--name", "other").returncode == 0
+    team = tmp_path / "team"
+    team.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(team)], check=True)
+    (team / "cairn.toml").write_text("# Cairn's settings: the defaults.\n")
+    subprocess.run(["git", "-C", str(team), "add", "cairn.toml"], check=True)
+    subprocess.run(["git", "-C", str(team), "commit", "-qm", "A vault with no card yet"], check=True)
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(team), str(clone)], check=True)
+    command = f"mkdir {clone / 'cards'}"
+    said = (
+        f"Error: {clone}: it has cairn.toml but no cards/ folder, so it is no vault (git records no empty folder: a "
+        f"vault with no card yet has none in a clone); make it (`{command}`), or pass --vault NAME to work on another "
+        "vault\n"
+    )
+    before = sorted(p.name for p in (other.root / "cards").rglob("*.md"))
+    add = ("add", "--name", "Rebase before you push", "--summary", "Rebase on main before a push.", "--body", "Why.")
+    for args in (("index",), ("list",), add):
+        done = run_cairn(*args, cwd=clone)
+        assert (done.returncode, done.stdout, done.stderr) == (1, "", said), args
+    assert sorted(p.name for p in (other.root / "cards").rglob("*.md")) == before
+    subprocess.run(shlex.split(command), check=True)  # as printed
+    assert run_cairn(*add, cwd=clone).returncode == 0
+    assert [p.name for p in (clone / "cards").rglob("*.md")] == ["rebase-before-you-push.md"]
+    assert sorted(p.name for p in (other.root / "cards").rglob("*.md")) == before
+
+
 def test_a_vault_that_is_a_submodule_not_checked_out_says_how_to_check_it_out(tmp_path: Path) -> None:
     """Bug fixed: in a clone of a project made without --recurse-submodules, its vault's submodule is an empty
     folder, and `cairn vault add` said it "has no cards/ folder; create a vault with `cairn init PATH`", which would

@@ -11,8 +11,8 @@ class VaultNotFound(CairnError):
 
 class VaultLeftOut(VaultNotFound):
     """A vault whose folder, or its cards/, git leaves out of the work tree (a sparse checkout, a submodule not
-    checked out), or whose cards/ is named in another case (`Cards/`): it is there, in its commits, but no command
-    can find its cards until it is checked out (or renamed)."""
+    checked out), or whose cards/ is named in another case (`Cards/`) or missing beside its `cairn.toml`: it is
+    there, but no command can find its cards until it is checked out (or renamed, or made)."""
 
 
 class CardsMisnamed(VaultLeftOut):

@@ -303,6 +303,7 @@ def _raise_if_sparse_vault(start: str, top: str) -> None:
         if is_file(os.path.join(folder, MARKER)):
             _raise_if_left_out(folder, folder)
             _raise_if_cards_misnamed(folder, folder)
+            _raise_if_no_cards(folder)
         parent = os.path.dirname(folder)
         if folder == top or parent == folder:
             return
@@ -372,6 +373,20 @@ def _raise_if_cards_misnamed(root: str, shown: str) -> None:
         raise CardsMisnamed(
             f"{shown}: its cards are in {names[0]}/, not cards/: git, the index and the hook read cards/ alone, "
             f"lowercase; rename the folder (`{command}`) and commit, then run this again"
+        )
+
+
+def _raise_if_no_cards(root: str) -> None:
+    """Raise VaultLeftOut when the folder `root` holds Cairn's marker but no cards/ (a clone of a vault with no card
+    yet: git records no empty folder): a command run there went on to the one configured vault, unnamed (`cairn
+    index` said "20 cards" of it, `cairn add` wrote into it)."""
+    if not is_dir(os.path.join(root, CARDS_DIR)):
+        from cairn.hot.errors import VaultLeftOut
+
+        raise VaultLeftOut(
+            f"{root}: it has {MARKER} but no cards/ folder, so it is no vault (git records no empty folder: a vault "
+            f"with no card yet has none in a clone); make it (`mkdir {shell_word(os.path.join(root, CARDS_DIR))}`), "
+            "or pass --vault NAME to work on another vault"
         )
 
 
