@@ -265,13 +265,14 @@ def test_the_lint_cache_never_carries_a_file_names_verdict_to_the_same_text_else
 def test_review_under_a_low_open_file_limit_says_to_raise_it(vault_repo: VaultRepo) -> None:
     """Bug fixed: under a low limit of open files (`ulimit -n 16`) review's git processes and pipes ran out of
     descriptors and it said only "Error: Too many open files", with nothing to do; the line names the limit, and
-    once it is raised the review runs."""
+    once it is raised the review runs. It exits 2, could not run (nothing was reviewed), not 1, which tells the
+    author to fix the change; its CI step says which."""
     make_vault(vault_repo)
     vault_repo.git("checkout", "-q", "-b", "pr")
     vault_repo.write("ci/stale-cache", "Stale caches break CI", "Clear the runner's cache when CI fails.", scope=["ci"])
     vault_repo.commit("a card", author=BOB)
     done = run_cairn_within(resource.RLIMIT_NOFILE, 16, "review", "main..pr", cwd=vault_repo.root)
-    assert done.returncode != 0 and done.stdout == ""
+    assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("Error: Too many open files") and len(done.stderr.splitlines()) == 1, done.stderr
     assert "raise its limit (`ulimit -n`" in done.stderr, done.stderr
     assert vault_repo.cairn("review", "main..pr").returncode == 0

@@ -15,6 +15,7 @@ from cairn.cli.common import (
     file_given,
     json_option,
     open_vault,
+    os_error_text,
     progress_stages,
     vault_option,
     warn,
@@ -296,7 +297,7 @@ def review_cmd(range_spec: str, fmt: str, as_json: bool, today: object, vault_pa
          .gitmodules, or the .mailmap
       2  usage error, or the review could not run: a revision git does
          not know, a shallow clone whose history stops before the merge
-         base, no vault, no git repository
+         base, no vault, no git repository, a full disk or a system limit
 
     \b
     Example:
@@ -325,8 +326,13 @@ def review_cmd(range_spec: str, fmt: str, as_json: bool, today: object, vault_pa
         vault = open_vault(vault_path)
         with progress_stages() as stage:
             result = review.review(vault, range_spec, today=day, progress=stage)
-    except (review.RangeError, NotAGitRepository, VaultNotFound) as exc:  # exit 2: the review did not run
-        echo(f"Error: {clean_line(str(exc))}", err=True)
+    except (review.RangeError, NotAGitRepository, VaultNotFound, OSError) as exc:  # exit 2: the review did not run
+        # (the system's refusal too: a full disk, `ulimit -n`; not the author's to fix, as exit 1 said, and a cases
+        # file the range breaks stays exit 1)
+        if isinstance(exc, BrokenPipeError):
+            raise  # a reader gone away: `errors_to_exit`'s quiet 141
+        text = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
+        echo(f"Error: {clean_line(text)}", err=True)
         raise SystemExit(2) from None
     if as_json or fmt == "json":
         echo_json(result.to_dict())
