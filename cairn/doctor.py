@@ -34,6 +34,7 @@ from cairn.hot.vault import (
     find_vault,
     hook_vaults,
     left_out_of_work_tree,
+    misnamed_cards,
     missing_ref,
 )
 from cairn.userconfig import serve_another
@@ -348,6 +349,9 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
         left_out = left_out_of_work_tree(root)
         if left_out is not None:  # the folder is right: the work tree leaves it out
             return [Check("vault", name, False, f"{root}: {left_out[0]}", left_out[1])]
+        misnamed = misnamed_cards(root)
+        if misnamed is not None:  # the folder is right: its cards/ is named in another case
+            return [Check("vault", name, False, f"{root}: {misnamed[0]}", misnamed[1], "then commit the rename")]
         why = "is not a folder" if not os.path.isdir(root) else "has no cards/ folder"
         return [Check("vault", name, False, f"{root} {why}", add_again(entry), _VAULT_PATH)]
     checks: list[Check] = []

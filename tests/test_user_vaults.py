@@ -1685,6 +1685,17 @@ def test_vault_add_says_when_nothing_can_be_served_yet(isolated_env: Path, tmp_p
     assert "The prompt hook now serves it in every project" in done.stdout
 
 
+def doctor_vault_check_and_hook_log(cwd: Path) -> tuple[dict[str, str], dict[str, object]]:
+    """The one `vault` check `cairn doctor` gives in `cwd`, and the line the prompt hook logs for a prompt there."""
+    checks = json.loads(cairn("doctor", "--json", cwd=cwd).stdout)["checks"]
+    [vault_check] = [c for c in checks if c["area"] == "vault"]
+    hook_log_before = (state_dir() / "hook.jsonl").read_text() if (state_dir() / "hook.jsonl").exists() else ""
+    served = run_cairn("hook", "--format", "json", cwd=cwd, input=json.dumps({"prompt": FITTING_PROMPT}))
+    assert served.returncode == 0
+    logged = json.loads((state_dir() / "hook.jsonl").read_text()[len(hook_log_before) :].splitlines()[-1])
+    return vault_check, logged
+
+
 @pytest.mark.parametrize("left_out", ["docs", "docs/lessons/cards"])
 def test_a_vault_a_sparse_checkout_leaves_out_says_how_to_check_it_out(tmp_path: Path, left_out: str) -> None:
     """A monorepo's vault, its folder (or its cards/) left out of a sparse checkout: `cairn index`, doctor and the
@@ -1710,13 +1721,8 @@ def test_a_vault_a_sparse_checkout_leaves_out_says_how_to_check_it_out(tmp_path:
     index = cairn("index", "--vault", str(lessons), cwd=tmp_path)
     assert index.returncode == 1
     assert index.stderr == f"Error: '{lessons}': {problem}; check it out (`{command}`), then run this again\n"
-    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
-    [vault_check] = [c for c in checks if c["area"] == "vault"]
+    vault_check, logged = doctor_vault_check_and_hook_log(tmp_path)
     assert (vault_check["detail"], vault_check["fix"]) == (f"{lessons}: {problem}", command)
-    hook_log_before = (state_dir() / "hook.jsonl").read_text() if (state_dir() / "hook.jsonl").exists() else ""
-    served = run_cairn("hook", "--format", "json", cwd=tmp_path, input=json.dumps({"prompt": FITTING_PROMPT}))
-    assert served.returncode == 0
-    logged = json.loads((state_dir() / "hook.jsonl").read_text()[len(hook_log_before) :].splitlines()[-1])
     assert f"{problem}; check it out (`{command}`) and the hook serves it" in json.dumps(logged)
     subprocess.run(shlex.split(command), check=True, capture_output=True)  # as printed
     assert cairn("index", "--vault", str(lessons), cwd=tmp_path).returncode == 0
@@ -1828,6 +1834,30 @@ def test_a_clone_of_a_vault_with_no_card_yet_is_named_not_another_vault_used(tmp
     assert run_cairn(*add, cwd=clone).returncode == 0
     assert [p.name for p in (clone / "cards").rglob("*.md")] == ["rebase-before-you-push.md"]
     assert sorted(p.name for p in (other.root / "cards").rglob("*.md")) == before
+
+
+def test_a_configured_vault_whose_cards_folder_is_named_in_another_case_is_named_by_doctor_and_the_hook(
+    tmp_path: Path,
+) -> None:
+    """Bug fixed: a configured vault whose cards folder became `Cards/` was "moved or deleted?" to doctor and the
+    hook's log, whose fix (`cairn vault add NEW_PATH ... --replace`) refuses that folder for its Cards/. Both name
+    the rename, as every command run in the vault does, and after it (committed) the hook serves the vault."""
+    here = VaultRepo(tmp_path / "here")
+    make_vault(here)
+    assert cairn("vault", "add", str(here.root), "--name", "here", cwd=tmp_path).returncode == 0
+    here.git("mv", "cards", "Cards")
+    here.commit("Cards")
+    problem = "its cards are in Cards/, not cards/: git, the index and the hook read cards/ alone, lowercase"
+    command = f"mv {here.root / 'Cards'} {here.root / 'cards'}"
+    vault_check, logged = doctor_vault_check_and_hook_log(tmp_path)
+    assert (vault_check["detail"], vault_check["fix"]) == (f"{here.root}: {problem}", command)
+    assert f"{problem}; rename the folder (`{command}`) and commit, and the hook serves it" in json.dumps(logged)
+    subprocess.run(shlex.split(command), check=True)  # as printed
+    here.git("add", "-A")
+    here.commit("cards")
+    assert cairn("index", "--vault", str(here.root), cwd=tmp_path).returncode == 0
+    served = run_cairn("hook", "--format", "json", cwd=tmp_path, input=json.dumps({"prompt": FITTING_PROMPT}))
+    assert REBASE_ID in served.stdout
 
 
 def test_a_vault_that_is_a_submodule_not_checked_out_says_how_to_check_it_out(tmp_path: Path) -> None:

@@ -199,6 +199,13 @@ def _served(entry: "VaultEntry", source: str, strict: bool) -> ServedVault:
             raise _not_found(
                 f"configured vault {entry.name!r} at {root}: {problem}; check it out (`{command}`) and the hook serves it"
             )
+        misnamed = misnamed_cards(root)
+        if misnamed is not None:  # not gone: `vault add NEW_PATH` would refuse the folder for the same reason
+            problem, command = misnamed
+            raise _not_found(
+                f"configured vault {entry.name!r} at {root}: {problem}; rename the folder (`{command}`) and commit, "
+                "and the hook serves it"
+            )
         raise _not_found(configured_vault_gone(entry))
     _require_marker(root, entry.name)
     return ServedVault(entry.name, _vault_at(resolve(root)), entry.ref, entry.scopes, entry.projects, source)
@@ -358,22 +365,31 @@ def _raise_if_left_out(root: str, shown: str) -> None:
 
 
 def _raise_if_cards_misnamed(root: str, shown: str) -> None:
-    """Raise CardsMisnamed when the folder `root` (given as `shown`), which has no cards/, holds its cards in a folder
-    named in another case (`Cards/`, as macOS, which opens it as cards/, lets a user name it): on a file system that
-    tells case apart the vault was none, and a command went on to the one configured vault, `cairn add` writing into
-    it."""
+    """Raise CardsMisnamed when the folder `root` (given as `shown`) holds its cards in a folder named in another case
+    (`misnamed_cards`): on a file system that tells case apart the vault was none, and a command went on to the one
+    configured vault, `cairn add` writing into it."""
+    misnamed = misnamed_cards(root)
+    if misnamed is not None:
+        from cairn.hot.errors import CardsMisnamed
+
+        problem, command = misnamed
+        raise CardsMisnamed(f"{shown}: {problem}; rename the folder (`{command}`) and commit, then run this again")
+
+
+def misnamed_cards(root: str) -> tuple[str, str] | None:
+    """When the folder `root`, which has no cards/, holds its cards in a folder named in another case (`Cards/`, as
+    macOS, which opens it as cards/, lets a user name it): (what is wrong, the command that renames it); else None."""
     try:
         names = sorted(n for n in os.listdir(root) if n.lower() == CARDS_DIR and is_dir(os.path.join(root, n)))
     except OSError:
-        return
-    if names:
-        from cairn.hot.errors import CardsMisnamed
-
-        command = f"mv {shell_word(os.path.join(root, names[0]))} {shell_word(os.path.join(root, CARDS_DIR))}"
-        raise CardsMisnamed(
-            f"{shown}: its cards are in {names[0]}/, not cards/: git, the index and the hook read cards/ alone, "
-            f"lowercase; rename the folder (`{command}`) and commit, then run this again"
-        )
+        return None
+    if not names:
+        return None
+    command = f"mv {shell_word(os.path.join(root, names[0]))} {shell_word(os.path.join(root, CARDS_DIR))}"
+    return (
+        f"its cards are in {names[0]}/, not cards/: git, the index and the hook read cards/ alone, lowercase",
+        command,
+    )
 
 
 def _raise_if_no_cards(root: str) -> None:
