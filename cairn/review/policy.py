@@ -414,6 +414,8 @@ _RUNS_FOLDERS = {
     "hooks": "git hook scripts run on teammates' machines",
     ".githooks": "git hook scripts run on teammates' machines",
     ".husky": "git hook scripts run on teammates' machines",
+    ".lefthook": "lefthook runs the scripts in it as git hooks on teammates' machines (its `source_dir`)",
+    ".lefthook-local": "lefthook runs the scripts in it as git hooks on teammates' machines (its `source_dir_local`)",
     ".claude": "agent settings can add hooks and commands that agents run in this repository",
     ".codex": "agent settings can add hooks and commands that agents run in this repository",
     ".gemini": "agent settings can add hooks and commands that agents run in this repository",
