@@ -237,6 +237,20 @@ def test_a_card_file_ending_in_upper_case_md_is_told_the_name_to_take(tmp_path: 
     }
 
 
+def test_a_card_file_ending_in_upper_case_md_beside_its_lowercase_name_is_told_a_free_name(tmp_path: Path) -> None:
+    """Bug fixed: `cards/git/rebase.MD` beside the card `cards/git/rebase.md` was told to "rename it to
+    cards/git/rebase.md", which overwrites that card: the card whose id the file would have counted as its own."""
+    repo = VaultRepo(tmp_path / "vault")
+    repo.write("git/rebase", "Rebase rewrites shared commits", "Rebase only the branches no one else has pulled.")
+    repo.write_raw("cards/git/rebase.MD", card_text("Autosquash needs fixups", "Make fixups with git commit --fixup."))
+    repo.commit("A card and a file of its name in upper case")
+    found = {f.path: f.message for f in lint_vault(find_vault(repo.root), today=DAY).findings if f.rule == "card-path"}
+    assert found == {
+        "cards/git/rebase.MD": "not a card: card files end in `.md`, lowercase; this file is ignored (rename it to "
+        "cards/git/rebase-2.md)"
+    }
+
+
 def test_id_text_names_the_character_it_refuses(tmp_path: Path) -> None:
     """Bug fixed: id-text said "the id holds a space" of a file name holding a newline or a tab, which a reader
     looks for in vain; it names a space only for a space, and any other white space by its code point."""

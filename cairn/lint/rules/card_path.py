@@ -32,7 +32,8 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
             why = "its file name gives no id (a card is cards/<topic>/<slug>.md)"  # `cards/.md`, `cards/..md`
         elif meant is not None and id_text.is_plain(meant):
             why = "card files end in `.md`, lowercase"
-            fix = f"rename it to cards/{id_text.free_id(id_text.slug_id(meant), meant, context)}.md"
+            # "": the file has no id of its own, so a card whose id is `meant` (`x.md` beside `x.MD`) is another's
+            fix = f"rename it to cards/{id_text.free_id(id_text.slug_id(meant), '', context)}.md"
         yield RULE.at(target, 0, f"not a card: {why}; this file is ignored ({fix})")
         return
     if not id_text.is_plain(card_id):
