@@ -483,6 +483,34 @@ def test_an_empty_folder_argument_is_a_usage_error(
     assert not any((tmp_path / "empty").iterdir())
 
 
+@pytest.mark.parametrize(
+    ("args", "name", "kind"),
+    [
+        (("init", "https://github.com/team/lessons.git"), "PATH", "folder"),
+        (("vault", "add", "git@github.com:team/lessons.git"), "PATH", "folder"),
+        (("eval", "--cases", "https://example.com/cases.yaml", "--vault", "VAULT"), "--cases", "file"),
+    ],
+)
+def test_a_url_for_a_folder_or_file_is_a_usage_error(
+    vault_repo: VaultRepo, args: tuple[str, ...], name: str, kind: str, tmp_path: Path
+) -> None:
+    """Bug fixed: `cairn init https://github.com/team/lessons.git` made the folder `https:/github.com/...` and said
+    "Created a vault" there, and `cairn vault add URL` said to run `cairn init` on that path: Cairn fetches nothing,
+    so a URL is refused, with how to get it, and nothing is made."""
+    make_vault(vault_repo)
+    (tmp_path / "empty").mkdir()
+    done = run_cairn(*(str(vault_repo.root) if arg == "VAULT" else arg for arg in args), cwd=tmp_path / "empty")
+    assert (done.returncode, done.stdout) == (2, "")
+    remote = next(arg for arg in args if "example.com" in arg or "github.com" in arg)
+    fetch = f"git clone {remote} FOLDER" if kind == "folder" else "curl -fsSLo FILE URL"
+    assert done.stderr.endswith(
+        f"Error: Invalid value for '{name}': {remote!r} is a URL; Cairn reads local {kind}s and fetches nothing: "
+        f"get it first (`{fetch}`), then give that {kind}\n"
+    )
+    assert run_cairn("vault", "list", cwd=tmp_path).stdout.startswith("No vault is configured")
+    assert not any((tmp_path / "empty").iterdir())
+
+
 @pytest.mark.parametrize("command", ["eval", "calibrate"])
 def test_an_empty_cases_file_is_a_usage_error(vault_repo: VaultRepo, command: str) -> None:
     """Bug fixed: `cairn eval --cases "$CASES"` with CASES unset said `.: not a regular file` (exit 1): click read ""

@@ -7,6 +7,8 @@ import errno
 import functools
 import json
 import os
+import re
+import shlex
 import shutil
 import sys
 from collections.abc import Callable, Iterator
@@ -96,12 +98,29 @@ def file_given(ctx: click.Context, param: click.Parameter, value: str | None) ->
     return given
 
 
+# A URL (`https://host/team/lessons.git`) or git's scp-like address (`git@host:team/lessons.git`).
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://|[\w.-]+@[\w.-]+:")
+
+
+def is_url(value: str) -> bool:
+    """Whether `value` names something remote rather than a local path: Cairn fetches nothing it is given."""
+    return bool(_URL.match(value)) and not os.path.lexists(value)
+
+
 def _given(value: str | tuple[str, ...] | None, kind: str) -> Path | tuple[Path, ...] | None:
     if value is None:
         return None
     given = value if isinstance(value, tuple) else (value,)
     if "" in given:
         raise click.BadParameter(f"is empty (a shell variable that is not set?); give the {kind}")
+    # Read as a path, `https://host/x.git` made the folder `https:/host/x.git` (`cairn init`), or was "not a folder;
+    # create one with `cairn init ...`" (`cairn vault add`), a command that made that folder.
+    for remote in filter(is_url, given):
+        fetch = f"git clone {shlex.quote(remote)} FOLDER" if kind == "folder" else "curl -fsSLo FILE URL"
+        raise click.BadParameter(
+            f"{remote!r} is a URL; Cairn reads local {kind}s and fetches nothing: get it first (`{fetch}`), then "
+            f"give that {kind}"
+        )
     return tuple(Path(v) for v in given) if isinstance(value, tuple) else Path(value)
 
 

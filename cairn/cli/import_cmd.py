@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, open_vault, progress_bar, vault_option
+from cairn.cli.common import (
+    echo,
+    echo_json,
+    errors_to_exit,
+    is_url,
+    json_option,
+    open_vault,
+    progress_bar,
+    vault_option,
+)
 from cairn.hot.serve import split_tags
 from cairn.terminal import clean_line
 
@@ -26,7 +34,7 @@ def _local_src(ctx: click.Context, param: click.Parameter, value: str) -> Path:
     src = Path(value)
     if src.exists():
         return src
-    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", value):
+    if is_url(value):
         raise click.BadParameter(
             f"{value!r} is a URL; cairn import reads local files: download it first (`curl -fsSLo CLAUDE.md URL`), "
             "then import that file"
