@@ -484,6 +484,22 @@ def test_an_empty_folder_argument_is_a_usage_error(
 
 
 @pytest.mark.parametrize(
+    "args", [("recall", "--vault", "URL", "rebase"), ("install", "claude-code", "--user", "--vault", "URL")]
+)
+def test_a_url_for_the_vault_option_is_a_usage_error(vault_repo: VaultRepo, args: tuple[str, ...]) -> None:
+    """Bug fixed: `--vault https://github.com/team/lessons.git` said "is not a folder; create one with `cairn init
+    https://...`", a command that refuses a URL (`cairn init` fetches nothing)."""
+    make_vault(vault_repo)
+    url = "https://github.com/team/lessons.git"
+    done = vault_repo.cairn(*(url if arg == "URL" else arg for arg in args))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.endswith(
+        f"Error: Invalid value for '--vault': {url!r} is a URL; Cairn reads local folders and fetches nothing: "
+        f"get it first (`git clone {url} FOLDER`), then give that folder\n"
+    )
+
+
+@pytest.mark.parametrize(
     ("args", "name", "kind"),
     [
         (("init", "https://github.com/team/lessons.git"), "PATH", "folder"),

@@ -32,6 +32,8 @@ def _one_vault(ctx: click.Context, param: click.Parameter, given: tuple[str, ...
         raise click.BadParameter(f"given {len(given)} times ({', '.join(given)}); give one vault")
     if given and not given[0]:  # `--vault "$TEAM"` with TEAM unset: not "no vault", which may mean every vault
         raise click.BadParameter("is empty (a shell variable that is not set?); name a vault or leave the option out")
+    if given:  # not "is not a folder; create one with `cairn init URL`", which refuses a URL
+        _refuse_url(given[0], "folder")
     return given[0] if given else None
 
 
@@ -107,6 +109,16 @@ def is_url(value: str) -> bool:
     return bool(_URL.match(value)) and not os.path.lexists(value)
 
 
+def _refuse_url(value: str, kind: str) -> None:
+    """A usage error for a URL given as a local `kind` ("folder" or "file"), saying how to get it."""
+    if is_url(value):
+        fetch = f"git clone {shlex.quote(value)} FOLDER" if kind == "folder" else "curl -fsSLo FILE URL"
+        raise click.BadParameter(
+            f"{value!r} is a URL; Cairn reads local {kind}s and fetches nothing: get it first (`{fetch}`), then "
+            f"give that {kind}"
+        )
+
+
 def _given(value: str | tuple[str, ...] | None, kind: str) -> Path | tuple[Path, ...] | None:
     if value is None:
         return None
@@ -115,12 +127,8 @@ def _given(value: str | tuple[str, ...] | None, kind: str) -> Path | tuple[Path,
         raise click.BadParameter(f"is empty (a shell variable that is not set?); give the {kind}")
     # Read as a path, `https://host/x.git` made the folder `https:/host/x.git` (`cairn init`), or was "not a folder;
     # create one with `cairn init ...`" (`cairn vault add`), a command that made that folder.
-    for remote in filter(is_url, given):
-        fetch = f"git clone {shlex.quote(remote)} FOLDER" if kind == "folder" else "curl -fsSLo FILE URL"
-        raise click.BadParameter(
-            f"{remote!r} is a URL; Cairn reads local {kind}s and fetches nothing: get it first (`{fetch}`), then "
-            f"give that {kind}"
-        )
+    for each in given:
+        _refuse_url(each, kind)
     return tuple(Path(v) for v in given) if isinstance(value, tuple) else Path(value)
 
 
