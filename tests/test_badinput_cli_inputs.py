@@ -499,6 +499,19 @@ def test_a_url_for_the_vault_option_is_a_usage_error(vault_repo: VaultRepo, args
     )
 
 
+def test_a_url_in_cairn_vault_says_to_clone_it(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `CAIRN_VAULT=https://github.com/team/lessons.git` said "is not a folder; create one with `cairn init
+    https://...`", a command that refuses a URL; it says to clone it, as `--vault URL` does."""
+    make_vault(vault_repo)
+    url = "https://github.com/team/lessons.git"
+    done = vault_repo.cairn("recall", "rebase", env={"CAIRN_VAULT": url})
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        f"Error: CAIRN_VAULT {url!r} is a URL; Cairn reads local folders and fetches nothing: get it first (`git clone "
+        f"{url} FOLDER`), then give that folder\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "name", "kind"),
     [

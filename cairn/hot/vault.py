@@ -265,11 +265,16 @@ def locate_vault(
         if not is_dir(os.path.join(root, CARDS_DIR)):
             _raise_if_left_out(root, repr(str(given)))
         if not is_dir(root):
+            shown = f"vault {str(given)!r}" if explicit else f"CAIRN_VAULT {str(given)!r}"
+            if "://" in str(given) or str(given).startswith("git@"):  # `cairn init` of a URL refuses it
+                raise _not_found(
+                    f"{shown} is a URL; Cairn reads local folders and fetches nothing: get it first (`git clone "
+                    f"{shell_word(given)} FOLDER`), then give that folder"
+                )
             if not explicit and os.pathsep in str(given):
                 raise _not_found(
                     f"CAIRN_VAULT names one vault, not a list: {str(given)!r}; set it to a single vault's folder"
                 )
-            shown = f"vault {str(given)!r}" if explicit else f"CAIRN_VAULT {str(given)!r}"
             if is_file(root):  # `cairn init` refuses a file, so that is no fix
                 parent = os.path.dirname(resolve(root))
                 fix = f"pass the vault itself: {parent}" if _holds_a_vault(parent) else "give a vault's folder"
