@@ -253,8 +253,32 @@ def _depth(value: object) -> int:
     return deepest
 
 
+# The longest request line read: far above any real one (add_draft of a card near its 1 MiB limit, every character
+# escaped as JSON's `\uXXXX`, is 6 MiB; the SDK's HTTP transport takes 4 MiB), and a bound on what a client that
+# never ends its line can make the server hold.
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
+_TAIL_BYTES = 4096  # of a line too long, the end kept: where a request's id is when the client writes it last
+_TOP_ID = r'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")'
+_HEAD_ID = re.compile(r"\s*\{[^{}\[\]]*?" + _TOP_ID)  # among the keys before the first nested value
+_TAIL_ID = re.compile(_TOP_ID + r"\s*\}\s*$")  # the last key of the outer object
+
+
+def _too_long(head: bytes, tail: bytes) -> bytes:
+    """The line the SDK is handed for a request over MAX_REQUEST_BYTES: one that it answers, for the request's id,
+    with a JSON-RPC error saying so (the client would wait for ever), or an empty line when no id is found."""
+    found = _HEAD_ID.match(head.decode("utf-8", "replace")) or _TAIL_ID.search(tail.decode("utf-8", "replace"))
+    if found is None:
+        return b"\n"
+    said = (
+        f"request too large: over {MAX_REQUEST_BYTES // (1024 * 1024)} MiB on one line, so cairn serve did not "
+        "read it; send a smaller one (a card must be under 1 MiB)"
+    )
+    return f'{{"jsonrpc": "2.0", "id": {found.group(1)}, "method": {json.dumps(said)}}}\n'.encode()
+
+
 class _FilteredLines(io.RawIOBase):
-    """A binary stream of `wire`'s lines, each through `_wire_line`."""
+    """A binary stream of `wire`'s lines, each through `_wire_line`; one over MAX_REQUEST_BYTES is read on to its
+    end without being kept (`_too_long`)."""
 
     def __init__(self, wire: io.BufferedReader) -> None:
         self._wire = wire
@@ -263,9 +287,22 @@ class _FilteredLines(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    def _next_line(self) -> bytes:
+        line = self._wire.readline(MAX_REQUEST_BYTES + 1)
+        if len(line) <= MAX_REQUEST_BYTES or line.endswith(b"\n"):
+            return _wire_line(line)
+        head, tail = line[:_TAIL_BYTES], b""
+        del line
+        while not tail.endswith(b"\n"):
+            chunk = self._wire.readline(1 << 16)
+            if not chunk:
+                break
+            tail = (tail + chunk)[-_TAIL_BYTES:]
+        return _too_long(head, tail)
+
     def readinto(self, buffer: Any) -> int:
         if not self._line:
-            self._line = memoryview(_wire_line(self._wire.readline()))
+            self._line = memoryview(self._next_line())
         n = min(len(buffer), len(self._line))
         buffer[:n] = self._line[:n]
         self._line = self._line[n:]

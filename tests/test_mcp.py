@@ -1009,6 +1009,35 @@ def test_a_request_nested_too_deep_is_answered(vault_repo: VaultRepo) -> None:
     assert json.loads(answers[1]["result"]["content"][0]["text"])["id"] == "git/force-push-rebase"
 
 
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the server's memory from /proc")
+def test_a_request_line_that_never_ends_is_answered_without_being_held(vault_repo: VaultRepo) -> None:
+    """Bug fixed: the server read each request line whole, however long: a client writing one endless line (a bug,
+    a runaway agent) made it grow without bound. A line over MAX_REQUEST_BYTES is read on to its end without being
+    kept and answered, for its id (first or last in the request), with an error that says so; the server goes on."""
+    from cairn.mcp_server import MAX_REQUEST_BYTES
+
+    _lessons(vault_repo)
+    flood = "a" * (6 * MAX_REQUEST_BYTES)
+    peaks: list[int] = []
+    answers = exchange_lines(
+        vault_repo.root,
+        [
+            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "recall", "arguments": '
+            + f'{{"query": "{flood}"}}}}}}\n'.encode(),
+            b'{"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "show", "arguments": '
+            + f'{{"id": "{flood}"}}}}, "id": 2}}\n'.encode(),
+            b'{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "show", "arguments": '
+            b'{"id": "git/force-push-rebase"}}}\n',
+        ],
+        peaks=peaks,
+    )
+    for answer in answers[:2]:
+        assert answer is not None and "request too large" in json.dumps(answer["error"]), answer
+    assert json.loads(answers[2]["result"]["content"][0]["text"])["id"] == "git/force-push-rebase"
+    # at most one line's cap more than it held once initialised: the flood (96 MiB a line) was never held whole
+    assert (peaks[1] - peaks[0]) * 1024 < 3 * MAX_REQUEST_BYTES, peaks
+
+
 def test_explain_gives_an_agent_the_cards_the_gates_judged_below_twenty_drafts(vault_repo: VaultRepo) -> None:
     """The MCP `explain` tool kept its first 20 candidates and any injected card: when recall abstained below 20
     drafts of a lesson (which outscore its active cards), the cards the gates judged were only counted in

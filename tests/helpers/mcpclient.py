@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import subprocess
 import time
@@ -53,11 +54,17 @@ def is_error(result: Any) -> bool:
 
 
 def exchange_lines(
-    vault: Path, lines: list[bytes], timeout: float = 20, options: tuple[str, ...] = (), errlog: Path | None = None
+    vault: Path,
+    lines: list[bytes],
+    timeout: float = 20,
+    options: tuple[str, ...] = (),
+    errlog: Path | None = None,
+    peaks: list[int] | None = None,
 ) -> list[Any]:
     """Start the installed `cairn serve` on `vault` (with `options`, its stderr into the file `errlog`), initialise,
     then write each of `lines` (one raw JSON-RPC request of id 1, 2, 3... each, for what the client SDK will not
-    send) and wait for its answer; returns the answers (None for a request not answered within `timeout` seconds)."""
+    send) and wait for its answer; returns the answers (None for a request not answered within `timeout` seconds).
+    `peaks` (Linux) gets the server's highest resident memory in KiB once initialised and after the last answer."""
     opening = {
         "jsonrpc": "2.0",
         "id": 0,
@@ -82,17 +89,27 @@ def exchange_lines(
         server.stdin.write(json.dumps(opening).encode() + b"\n")
         server.stdin.flush()
         assert reader.answer(0, timeout) is not None
+        if peaks is not None:
+            peaks.append(_peak_kib(server.pid))
         server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
         answers = []
         for n, line in enumerate(lines, 1):
             server.stdin.write(line)
             server.stdin.flush()
             answers.append(reader.answer(n, timeout))
+        if peaks is not None:
+            peaks.append(_peak_kib(server.pid))
         return answers
     finally:
         server.stdin.close()
         server.wait(timeout)
         server.stdout.close()
+
+
+def _peak_kib(pid: int) -> int:
+    """A process's highest resident memory so far, in KiB (Linux's `VmHWM`)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"^VmHWM:\s*(\d+) kB", status, re.M).group(1))  # type: ignore[union-attr]
 
 
 class _Answers:
