@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import os
 import re
+import selectors
 import shlex
 import shutil
 import stat
 import subprocess
 import tempfile
+import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 # gitpython looks for git when it is imported and, finding none, fails the import with a page of advice: every
 # command, `cairn doctor` too, ended in that traceback. Quiet, it imports, and `require_git` says it in one line.
@@ -732,8 +735,14 @@ def fetch(
         stderr=subprocess.PIPE,
         start_new_session=not prompt,
     )
+    assert proc.stderr is not None
+    deadline = time.monotonic() + timeout
     try:
-        _, err = proc.communicate(timeout=timeout)
+        err = _kept_output(proc.stderr, deadline, FETCH_STDERR_BYTES)
+        if err is None:
+            raise subprocess.TimeoutExpired(proc.args, timeout)
+        proc.wait(timeout=max(deadline - time.monotonic(), 0))
+        proc.stderr.close()
         return proc.returncode, err.decode("utf-8", "replace")
     except subprocess.TimeoutExpired:
         _stop(proc, group=not prompt)
@@ -741,6 +750,33 @@ def fetch(
     except BaseException:  # Ctrl-C, a signal: in a session of its own, git would fetch on after Cairn is gone
         _stop(proc, group=not prompt)
         raise
+
+
+# Of git fetch's stderr, the first and the last bytes kept: git's own lines (the first says what failed, the last
+# ones name a lock or a refused ref) fit many times over; a remote's lines, which git relays, can run to gigabytes.
+FETCH_STDERR_BYTES = 64 * 1024
+
+
+def _kept_output(stream: IO[bytes], deadline: float, keep: int) -> bytes | None:
+    """A pipe read to its end: its first and last `keep` bytes (a line `[...]` between them when more was read), or
+    None when it is still open at `deadline` (`time.monotonic()`)."""
+    fd = stream.fileno()
+    head, tail, cut = bytearray(), bytearray(), False
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not selector.select(left):
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return bytes(head + (b"\n[...]\n" if cut else b"") + tail)
+            room = max(keep - len(head), 0)
+            head += chunk[:room]
+            tail += chunk[room:]
+            if len(tail) > keep:
+                del tail[: len(tail) - keep]
+                cut = True
 
 
 def _stop(proc: subprocess.Popen[bytes], group: bool) -> None:
@@ -767,9 +803,8 @@ def _stop(proc: subprocess.Popen[bytes], group: bool) -> None:
     if group:
         send(signal.SIGKILL)  # what git started and left behind
     try:
-        proc.communicate(timeout=1)
-    except subprocess.TimeoutExpired:
-        pass
+        if proc.stderr is not None:
+            _kept_output(proc.stderr, time.monotonic() + 1, 0)
     finally:
         if proc.stderr is not None:
             proc.stderr.close()

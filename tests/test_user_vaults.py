@@ -20,7 +20,17 @@ import pytest
 from cairn import githooks
 from helpers.cli import run_on_terminal
 from helpers.payloads import FITTING_PROMPT, payload_for
-from helpers.vaults import BOB, REBASE_ID, VaultRepo, cairn_executable, card_text, make_vault, run_cairn, state_dir
+from helpers.vaults import (
+    BOB,
+    REBASE_ID,
+    VaultRepo,
+    cairn_executable,
+    card_text,
+    make_vault,
+    run_cairn,
+    run_cairn_measured,
+    state_dir,
+)
 
 PYTEST_ID = "testing/xdist-shared-tmp"
 PYTEST_PROMPT = "with pytest-xdist my workers overwrite each other's files in a shared tmp folder, tests flake"
@@ -1132,16 +1142,14 @@ def test_sync_after_a_fetch_killed_midway_says_to_remove_its_lock(tmp_path: Path
     assert (done["status"], done["after"]) == ("updated", new)
 
 
-def test_sync_finds_the_lock_after_a_remotes_long_line_of_lock_openers(tmp_path: Path) -> None:
-    """Bug fixed: the lock git names was searched with `Unable to create '(.+?\\.lock)': File exists`, which ran from
-    each `Unable to create '` to the end of its line; a remote that printed one long line of them (git relays what
-    the remote writes) kept `cairn sync` searching for hours. It now finds the lock at once."""
+def _locked_clone_of_a_noisy_remote(tmp_path: Path, noise: str) -> Path:
+    """A clone registered as `team` whose remote, one commit ahead, runs the Python `noise` (on stderr, which git
+    relays) before it answers; returns the lock file left in the clone where the fetch has to write."""
     author = second_vault(tmp_path / "author")
     subprocess.run(["git", "clone", "-q", "--bare", str(author.root), str(tmp_path / "remote.git")], check=True)
     author.git("remote", "add", "origin", str(tmp_path / "remote.git"))
     mine = tmp_path / "mine"
     subprocess.run(["git", "clone", "-q", str(tmp_path / "remote.git"), str(mine)], check=True)
-    noise = f"import sys; sys.stderr.write({'Unable to create ' + chr(39)!r} * 20000 + chr(10))"
     subprocess.run(
         [
             "git",
@@ -1159,10 +1167,35 @@ def test_sync_finds_the_lock_after_a_remotes_long_line_of_lock_openers(tmp_path:
     author.git("push", "-q", "origin", "main")
     lock = mine / ".git" / "refs" / "remotes" / "origin" / "main.lock"
     lock.write_text("")
+    return lock
+
+
+def test_sync_finds_the_lock_after_a_remotes_long_line_of_lock_openers(tmp_path: Path) -> None:
+    """Bug fixed: the lock git names was searched with `Unable to create '(.+?\\.lock)': File exists`, which ran from
+    each `Unable to create '` to the end of its line; a remote that printed one long line of them (git relays what
+    the remote writes) kept `cairn sync` searching for hours. It now finds the lock at once."""
+    lock = _locked_clone_of_a_noisy_remote(
+        tmp_path, f"import sys; sys.stderr.write({'Unable to create ' + chr(39)!r} * 20000 + chr(10))"
+    )
 
     failed = cairn("sync", cwd=tmp_path)
     assert failed.returncode == 1
     assert failed.stdout.startswith(f"team: error: fetching main from origin failed: git's lock {lock} is there")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="RUSAGE_CHILDREN as Linux reports it")
+def test_sync_keeps_only_the_ends_of_a_remotes_flood_of_lines_and_still_finds_the_lock(tmp_path: Path) -> None:
+    """Bug fixed: git fetch's stderr was read whole, bounded only by the fetch's two minutes: a remote that printed
+    hundreds of megabytes (git relays what the remote writes) made `cairn sync` hold them all, and more. Only the
+    first and last 64 KiB are kept now, and sync says what it said: the lock git names, at the end."""
+    lock = _locked_clone_of_a_noisy_remote(
+        tmp_path, "import sys\nfor _ in range(300):\n    sys.stderr.write(('remote noise ' * 80 + chr(10)) * 1000)"
+    )
+
+    code, out, rss = run_cairn_measured("sync", cwd=tmp_path)  # 300 MB of the remote's lines
+    assert code == 1
+    assert out.startswith(f"team: error: fetching main from origin failed: git's lock {lock} is there"), out[:300]
+    assert rss < 150, rss
 
 
 def test_sync_that_cannot_reach_the_remote_still_indexes_what_the_vault_serves(tmp_path: Path) -> None:

@@ -56,6 +56,29 @@ def run_cairn_within(limit: int, value: int, *args: str, cwd: Path) -> subproces
     )
 
 
+_MEASURED = (
+    "import resource, subprocess, sys\n"
+    "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+    "sys.stdout.write(done.stdout + done.stderr)\n"
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)\n"  # KiB on Linux: cairn and its git
+    "sys.exit(done.returncode)\n"
+)
+
+
+def run_cairn_measured(*args: str, cwd: Path) -> tuple[int, str, int]:
+    """The installed `cairn ARGS` run from `cwd` under a small Python parent: (exit code, output, the highest resident
+    memory in MB of it or of any process it started, its git)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURED, cairn_executable(), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    *lines, rss = done.stdout.rstrip("\n").split("\n")
+    return done.returncode, "\n".join(lines), int(rss)
+
+
 def explain_after(root: Path, prompt: str, card_id: str) -> list[str]:
     """`cairn explain PROMPT` run as installed in the vault at `root`: the lines after the row of the injected card
     `card_id` (the first is its terms line: what it matched, and which lead was counted)."""
