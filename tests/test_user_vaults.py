@@ -1893,6 +1893,30 @@ def test_a_configured_vault_whose_cards_folder_is_named_in_another_case_is_named
     assert REBASE_ID in served.stdout
 
 
+def test_a_clone_of_a_vault_with_no_card_yet_given_by_path_is_told_the_folder_to_make(tmp_path: Path) -> None:
+    """Bug fixed: `--vault PATH`, CAIRN_VAULT or `cairn vault add PATH` naming a folder with `cairn.toml` and no
+    cards/ (a clone of a vault with no card yet) said "has no cards/ folder; create a vault with `cairn init PATH`",
+    and `cairn init` refuses that folder ("is not empty"). They say the folder to make, as a command run in it does."""
+    vault = tmp_path / "team vault"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(vault)], check=True)
+    (vault / "cairn.toml").write_text("# Cairn's settings: the defaults.\n")
+    command = f"mkdir {shlex.quote(str(vault / 'cards'))}"
+    made = "it has cairn.toml but no cards/ folder, so it is no vault (git records no empty folder: a vault with no "
+    made += f"card yet has none in a clone); make it (`{command}`)"
+    for args, env in (
+        (("list", "--vault", str(vault)), None),
+        (("list",), {**os.environ, "CAIRN_VAULT": str(vault)}),
+        (("vault", "add", str(vault)), None),
+    ):
+        done = run_cairn(*args, cwd=tmp_path, env=env)
+        assert done.returncode == 1 and made in done.stderr, (args, done.stderr)
+        assert "cairn init" not in done.stderr
+    subprocess.run(command, shell=True, check=True)  # as printed
+    add = ("add", "--vault", str(vault), "--name", "Rebase before you push", "--summary", "Rebase on main first.")
+    assert run_cairn(*add, "--body", "Why.", cwd=tmp_path).returncode == 0
+    assert [p.name for p in (vault / "cards").rglob("*.md")] == ["rebase-before-you-push.md"]
+
+
 def test_a_vault_that_is_a_submodule_not_checked_out_says_how_to_check_it_out(tmp_path: Path) -> None:
     """Bug fixed: in a clone of a project made without --recurse-submodules, its vault's submodule is an empty
     folder, and `cairn vault add` said it "has no cards/ folder; create a vault with `cairn init PATH`", which would

@@ -282,6 +282,8 @@ def locate_vault(
             raise _not_found(f"{shown} is not a folder; create one with `cairn init {shell_word(given)}`")
         if not is_dir(os.path.join(root, CARDS_DIR)):
             _raise_if_cards_misnamed(root, repr(str(given)))
+            if is_file(os.path.join(root, MARKER)):  # `cairn init PATH`, the fix said below, refuses the folder
+                _raise_if_no_cards(root, repr(str(given)))
             real = resolve(root)
             parent = os.path.dirname(real)
             if os.path.basename(real) == CARDS_DIR and _holds_a_vault(parent):
@@ -315,7 +317,7 @@ def _raise_if_sparse_vault(start: str, top: str) -> None:
         if is_file(os.path.join(folder, MARKER)):
             _raise_if_left_out(folder, folder)
             _raise_if_cards_misnamed(folder, folder)
-            _raise_if_no_cards(folder)
+            _raise_if_no_cards(folder, folder)
         parent = os.path.dirname(folder)
         if folder == top or parent == folder:
             return
@@ -397,15 +399,16 @@ def misnamed_cards(root: str) -> tuple[str, str] | None:
     )
 
 
-def _raise_if_no_cards(root: str) -> None:
-    """Raise VaultLeftOut when the folder `root` holds Cairn's marker but no cards/ (a clone of a vault with no card
-    yet: git records no empty folder): a command run there went on to the one configured vault, unnamed (`cairn
-    index` said "20 cards" of it, `cairn add` wrote into it)."""
+def _raise_if_no_cards(root: str, shown: str) -> None:
+    """Raise VaultLeftOut when the folder `root` (given as `shown`) holds Cairn's marker but no cards/ (a clone of a
+    vault with no card yet: git records no empty folder): a command run there went on to the one configured vault,
+    unnamed (`cairn index` said "20 cards" of it, `cairn add` wrote into it), and `--vault` told to `cairn init` it,
+    which refuses a folder that is not empty."""
     if not is_dir(os.path.join(root, CARDS_DIR)):
         from cairn.hot.errors import VaultLeftOut
 
         raise VaultLeftOut(
-            f"{root}: it has {MARKER} but no cards/ folder, so it is no vault (git records no empty folder: a vault "
+            f"{shown}: it has {MARKER} but no cards/ folder, so it is no vault (git records no empty folder: a vault "
             f"with no card yet has none in a clone); make it (`mkdir {shell_word(os.path.join(root, CARDS_DIR))}`), "
             "or pass --vault NAME to work on another vault"
         )
