@@ -88,9 +88,10 @@ def test_files_relative_to_the_current_folder_or_the_vault(vault_repo: VaultRepo
     assert missing.stderr.startswith("Error: cards/nope.md: no such file")
 
 
-def test_a_folder_stands_for_the_card_files_under_it(vault_repo: VaultRepo) -> None:
+def test_a_folder_stands_for_the_card_files_under_it(vault_repo: VaultRepo, tmp_path: Path) -> None:
     """Bug fixed: `cairn lint cards` (or `cards/git`, `.`) said "Error: cards: no such file in the vault's folder" of
-    a folder that is there; a folder now stands for the card files under it (not the vault's README)."""
+    a folder that is there; a folder now stands for the card files under it (not the vault's README). Bug fixed: a
+    symlink to the vault (`cairn lint team`) was read as one entry, "team is in no Cairn vault"."""
     _vault_with(vault_repo, "status-value", "secret")
     vault_repo.write_raw("README.md", "# How we write cards\n")
     whole = vault_repo.invoke("lint")
@@ -103,6 +104,9 @@ def test_a_folder_stands_for_the_card_files_under_it(vault_repo: VaultRepo) -> N
         "status-value/typo.md:4: status-value status 'actve' is not one of active, draft, retired; only active cards "
         "are injected"
     ]
+    (tmp_path / "team").symlink_to(vault_repo.root, target_is_directory=True)  # a symlink to the vault is followed
+    linked = vault_repo.invoke("lint", "team", cwd=tmp_path)
+    assert (linked.returncode, linked.stdout) == (whole.returncode, whole.stdout.replace("cards/", "team/cards/"))
     (vault_repo.root / "cards" / "empty").mkdir()
     empty = vault_repo.invoke("lint", "cards/empty")
     assert empty.returncode == 1

@@ -231,9 +231,10 @@ def _card_files(files: tuple[str, ...], vault_path: str | None) -> tuple[str, ..
             root = _vault_root(vault_path)
             if root is not None and (root / given).is_dir():
                 folder = Path(os.path.relpath(root / given))
-        if not folder.is_dir() or folder.is_symlink() or (folder.name.endswith(".md") and (folder / ".git").exists()):
-            # a file, a symlink (git records one entry: a cards/ made a symlink served nothing) or a submodule at a
-            # card's path: lint says what the index does of it
+        linked = folder.is_symlink() and CARDS_DIR in Path(os.path.abspath(folder)).parts  # not a link to a vault
+        if not folder.is_dir() or linked or (folder.name.endswith(".md") and (folder / ".git").exists()):
+            # a file, a symlink in a vault's cards (git records one entry: a cards/ made a symlink served nothing) or
+            # a submodule at a card's path: lint says what the index does of it
             found.append(given)
             continue
         cards = sorted(
