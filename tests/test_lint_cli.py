@@ -12,7 +12,7 @@ import pytest
 
 from helpers.cli import run_on_terminal
 from helpers.lintcases import TODAY, cases, place
-from helpers.vaults import VaultRepo, cairn_executable, make_vault
+from helpers.vaults import VaultRepo, cairn_executable, card_text, make_vault, run_cairn
 
 ENV = {"CAIRN_TODAY": TODAY}
 
@@ -406,3 +406,21 @@ def test_a_card_left_out_by_a_sparse_checkout_is_read_from_the_vaults_own_stagin
     hook_env = {"GIT_INDEX_FILE": str(other / ".git" / "index")}
     done = vault_repo.cairn("lint", "--worktree", "--vault", str(vault_repo.root), env=hook_env, cwd=other)
     assert done.returncode == 0 and "supersedes-missing" not in done.stdout, done.stdout
+
+
+def test_a_git_hook_at_the_root_of_a_monorepo_refuses_its_vault_whose_cards_folder_is_capitalised(
+    tmp_path: Path,
+) -> None:
+    """Bug fixed: pre-commit runs the hooks at the repository's root; a vault there whose cards are in `Cards/` was
+    refused with the rename to make, but one in a subfolder (`lessons/Cards/`) gave "no Cairn vault in this
+    repository" and the commit passed, its cards never served."""
+    repo = tmp_path / "shop"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    (repo / "lessons" / "Cards" / "git").mkdir(parents=True)
+    (repo / "lessons" / "cairn.toml").write_text("# Cairn's settings: the defaults.\n")
+    (repo / "lessons" / "Cards" / "git" / "rebase.md").write_text(card_text("Rebase first", "Rebase on main."))
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    done = run_cairn("lint", cwd=repo, env={"PRE_COMMIT": "1"})
+    command = f"mv {repo / 'lessons' / 'Cards'} {repo / 'lessons' / 'cards'}"
+    assert done.returncode == 1 and "its cards are in Cards/, not cards/" in done.stderr, done.stderr
+    assert f"rename the folder (`{command}`)" in done.stderr

@@ -427,12 +427,15 @@ def resolve_vault(vault_path: str | None, cwd: str | None = None) -> tuple[Vault
         raise
 
 
-def vaults_below(cwd: str | None = None) -> list[Vault]:
+def vaults_below(cwd: str | None = None, refuse_misnamed: bool = False) -> list[Vault]:
     """The vaults git's index holds below `cwd` (the current folder): each folder with a tracked `cairn.toml` beside a
-    `cards/` folder (a vault in a subfolder of a monorepo, whose root is no vault); [] outside git."""
+    `cards/` folder (a vault in a subfolder of a monorepo, whose root is no vault); [] outside git. With
+    `refuse_misnamed`, CardsMisnamed for such a folder whose cards are in `Cards/` (the pre-commit hooks refuse it,
+    as they do at the repository's root)."""
     import subprocess
 
     from cairn.config import CONFIG_FILE
+    from cairn.hot.errors import CardsMisnamed
     from cairn.hot.vault import CARDS_DIR
 
     try:  # in any repository the user stands in: its `core.fsmonitor`, a command git starts to read the index, is off
@@ -449,11 +452,15 @@ def vaults_below(cwd: str | None = None) -> list[Vault]:
     vaults: list[Vault] = []
     for rel in sorted(os.fsdecode(p) for p in listed.split(b"\0") if p):
         folder = Path(cwd or ".", rel).parent
-        if (folder / CARDS_DIR).is_dir() and not (folder / CARDS_DIR).is_symlink():
-            try:
-                vaults.append(find_vault(folder.absolute()))
-            except CairnError:
-                continue
+        if (folder / CARDS_DIR).is_symlink() or not ((folder / CARDS_DIR).is_dir() or refuse_misnamed):
+            continue
+        try:
+            vaults.append(find_vault(folder.absolute()))
+        except CardsMisnamed:
+            if refuse_misnamed:
+                raise
+        except CairnError:
+            continue
     return vaults
 
 

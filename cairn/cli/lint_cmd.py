@@ -308,13 +308,14 @@ def _repository_vaults() -> list[Vault]:
     """Inside a git hook, the vaults of the repository git runs it in (from its root): the vault around the current
     folder, else each folder git's staging area holds a `cairn.toml` in, beside a `cards/` folder (a vault in a
     subfolder of a monorepo, whose root is no vault). A configured vault of another repository is never one. A vault
-    here whose cards are in `Cards/` raises CardsMisnamed: "no Cairn vault in this repository" let the commit in."""
+    here or below whose cards are in `Cards/` raises CardsMisnamed: "no Cairn vault in this repository" let the
+    commit in."""
     try:
         return [find_vault(None)]
     except CardsMisnamed:
         raise
     except VaultNotFound:
-        return vaults_below()
+        return vaults_below(refuse_misnamed=True)
 
 
 def _vault_of(file: Path) -> Vault:
