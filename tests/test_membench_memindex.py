@@ -15,7 +15,7 @@ from cairn.hot.recall import rank, recall
 from cairn.index import store
 from cairn.membench import load_locomo, load_longmemeval
 from cairn.membench.collection import CollectionStats
-from cairn.membench.memindex import EMPTY, Bag, Document, MemoryIndex
+from cairn.membench.memindex import EMPTY, Bag, Document, MemoryIndex, document_id
 from cairn.membench.ranker import HaystackIndex, RankSettings
 from cairn.membench.sessionbags import SessionCache
 from cairn.membench.suites import Haystack, Suite
@@ -33,8 +33,8 @@ def file_index(folder: Path, documents: list[Document]) -> IndexReader:
     path = folder / f"{len(list(folder.iterdir()))}.cairn"
     cards = [
         store.CardTerms(
-            id=f"d{i}",
-            path=f"d{i}",
+            id=document_id(i + 1),
+            path=document_id(i + 1),
             blob="",
             name="",
             summary="",

@@ -39,6 +39,12 @@ Document = tuple[Field, Field, Field]
 EMPTY: Field = ()
 
 
+def document_id(row: int) -> str:
+    """The id of the document at `row` (from 1): recall ranks documents that score alike by id, so ids sort as rows
+    do, and a haystack's ties go in corpus order, as the benchmarks' protocol ranks them."""
+    return f"d{row:09d}"
+
+
 class MemoryIndex:
     """`documents` as an index: document i is row i + 1."""
 
@@ -87,12 +93,13 @@ class MemoryIndex:
         return found
 
     def cards(self, rows: Iterable[int]) -> dict[int, IndexedCard]:
-        """Documents as recall's cards: active, unscoped, with the id `d<row>`."""
+        """Documents as recall's cards: active, unscoped, with the id `document_id(row)`."""
         out: dict[int, IndexedCard] = {}
         for row in rows:
             if 1 <= row <= len(self.documents):
                 n, s, b = self._lengths[row - 1]
-                out[row] = IndexedCard(row, f"d{row}", f"d{row}", "", "", "active", None, (), (), (), (n, s, b))
+                name = document_id(row)
+                out[row] = IndexedCard(row, name, name, "", "", "active", None, (), (), (), (n, s, b))
         return out
 
     def _build(self, term: str) -> Postings | None:
