@@ -11,7 +11,7 @@ class VaultNotFound(CairnError):
 
 class VaultLeftOut(VaultNotFound):
     """A vault whose folder, or its cards/, git leaves out of the work tree (a sparse checkout, a submodule not
-    checked out), or whose cards/ is named in another case (`Cards/`) or missing beside its `cairn.toml`: it is
+    checked out), or whose cards/ is missing beside its `cairn.toml` (named in another case: `CardsMisnamed`): it is
     there, but no command can find its cards until it is checked out (or renamed, or made)."""
 
 

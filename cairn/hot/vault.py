@@ -310,8 +310,8 @@ def locate_vault(
 
 
 def _raise_if_sparse_vault(start: str, top: str) -> None:
-    """A vault (its `cairn.toml`) between `start` and `top` whose cards/ git's sparse checkout leaves out is a vault
-    all the same: raise what `--vault` would say of it, not "no vault here"."""
+    """A vault (its `cairn.toml`) between `start` and `top` whose cards/ git's sparse checkout leaves out, is named
+    `Cards/`, or is missing is a vault all the same: raise what `--vault` would say of it, not "no vault here"."""
     folder = start
     while True:
         if is_file(os.path.join(folder, MARKER)):
