@@ -352,6 +352,17 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
         misnamed = misnamed_cards(root)
         if misnamed is not None:  # the folder is right: its cards/ is named in another case
             return [Check("vault", name, False, f"{root}: {misnamed[0]}", misnamed[1], "then commit the rename")]
+        if os.path.isfile(os.path.join(root, MARKER)):  # a vault with no card yet (git records no empty folder)
+            return [
+                Check(
+                    "vault",
+                    name,
+                    False,
+                    f"{root} has {MARKER} but no cards/ folder",
+                    f"mkdir {shlex.quote(os.path.join(root, 'cards'))}",
+                    f"if the vault moved instead: {add_again(entry)} ({_VAULT_PATH})",
+                )
+            ]
         why = "is not a folder" if not os.path.isdir(root) else "has no cards/ folder"
         return [Check("vault", name, False, f"{root} {why}", add_again(entry), _VAULT_PATH)]
     checks: list[Check] = []

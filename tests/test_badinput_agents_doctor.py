@@ -484,6 +484,27 @@ def test_the_fix_for_a_folder_no_configured_vault_serves_runs_as_printed(
     assert not [c for c in json.loads(again.stdout)["checks"] if c["detail"] == "no configured vault applies here"]
 
 
+def test_a_configured_vault_with_no_cards_folder_yet_gets_a_fix_that_runs(
+    vault_repo: VaultRepo, tmp_path: Path, isolated_env: Path
+) -> None:
+    """Bug fixed: a configured vault whose folder holds cairn.toml and no cards/ (a clone of a vault with no card yet:
+    git records no empty folder) got the fix `cairn vault add PATH --name team --replace`, which refuses that
+    folder and says to make cards/. The fix is the `mkdir`; run as printed, the vault check passes."""
+    make_vault(vault_repo)
+    assert run_cairn("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path).returncode == 0
+    shutil.rmtree(vault_repo.root / "cards")
+    done = run_cairn("doctor", "--json", cwd=tmp_path)
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "vault" and c["subject"] == "team"]
+    assert check["ok"] is False and check["detail"] == f"{vault_repo.root} has cairn.toml but no cards/ folder"
+    assert check["fix"] == f"mkdir {vault_repo.root / 'cards'}"
+    subprocess.run(shlex.split(check["fix"]), check=True)  # as printed
+    again = {
+        (c["area"], c["subject"]): c for c in json.loads(run_cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
+    }
+    assert ("vault", "team") not in again  # the vault's own checks pass: none is listed
+    assert again[("ref", "team")]["ok"] is True and again[("index", "team")]["ok"] is True
+
+
 def test_a_configured_vault_that_cannot_be_read_is_one_failing_check(
     setup: Path, isolated_env: Path, tmp_path: Path
 ) -> None:
