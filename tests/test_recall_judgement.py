@@ -288,6 +288,24 @@ def test_the_semantic_channel_vetoes_a_card_it_does_not_find_near_the_prompt(vau
     assert [c.card.id for c in near.injected] == ["python/package-data"]
 
 
+def test_the_veto_judges_every_card_the_words_pass_not_only_the_first(vault_repo: VaultRepo) -> None:
+    """The second card of a group the words pass is vetoed like the first when the prompt does not mean it: under
+    `SEMANTIC_MIN_Z`, or missing from the answer (the warm encoder sends the closest cards only); at the floor
+    exactly it goes in."""
+    repo = _cards(vault_repo)
+    first, second = "python/requests-timeout", "python/asyncio-blocking-call"
+    with indexer.open_index(find_vault(repo.root)) as index:
+        outcomes = {
+            "far": recall(index, HANG, semantic={first: 4.5, second: 1.0}),
+            "missing": recall(index, HANG, semantic={first: 4.5, "git/force-push-safely": 1.0}),
+            "floor": recall(index, HANG, semantic={first: 4.5, second: R.SEMANTIC_MIN_Z}),
+        }
+    for name in ("far", "missing"):
+        assert [c.card.id for c in outcomes[name].injected] == [first], name
+        assert outcomes[name].candidates[1].reason == R.SEMANTIC_VETO, name
+    assert [c.card.id for c in outcomes["floor"].injected] == [first, second]
+
+
 def test_the_veto_spares_a_card_the_words_clearly_pass_and_the_meaning_puts_first_or_near(
     vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
