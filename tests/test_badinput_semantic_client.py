@@ -129,6 +129,25 @@ def test_a_silent_encoder_costs_one_timeout_a_prompt_not_one_a_vault(index: Inde
         listener.close()
 
 
+def test_a_silent_encoder_read_after_its_deadline_is_stamped_too(index: IndexReader) -> None:
+    """The hook reads the answer when recall's gates need it, often after its deadline when the ranking took long:
+    nothing there then is a stall like a read that waited (`BlockingIOError`, not `TimeoutError`), so the next
+    prompts are not kept waiting for the same silent encoder."""
+    from cairn.hot.semantic import ask
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(state_dir() / "semantic.sock"))
+    listener.listen(8)  # accepts (the kernel does), never answers
+    try:
+        read = ask(index, PROMPT, timeout=0.1)
+        assert read is not None
+        time.sleep(0.3)  # the ranking by words took longer than the timeout
+        assert read() is None
+        assert (state_dir() / STALL_STAMP).is_file()
+    finally:
+        listener.close()
+
+
 def _waiting(listener: socket.socket) -> int:
     """How many connections wait in `listener`'s backlog (each taken and closed here)."""
     listener.setblocking(False)
