@@ -424,10 +424,12 @@ def test_the_semantic_pick_gives_the_word_ranking_first_card_when_it_is_clearly_
             index, query, semantic={first: 5.5, "python/asyncio-blocking-call": 3.1, "git/force-push-safely": 0.2}
         )
         unclear = recall(index, query, semantic={first: 4.0, "python/asyncio-blocking-call": 3.5})
+        listed_after = recall(index, query, semantic={"python/asyncio-blocking-call": 3.5, first: 4.0})
         elsewhere = recall(index, query, semantic={first: 3.2, "git/force-push-safely": 5.9})
     assert plain.abstained and first == "python/requests-timeout"
     assert [c.card.id for c in clear.injected] == [first]  # z 5.5, 2.4 ahead of the semantic second
     assert unclear.abstained  # only 0.5 ahead
+    assert listed_after.abstained  # the same, the semantic second listed first in the answer
     assert elsewhere.abstained  # the semantic first choice is another card
 
 
