@@ -435,6 +435,28 @@ def _state_with_a_broken_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     return state
 
 
+def test_a_stall_stamp_from_the_future_does_not_rest_the_channel(
+    index: IndexReader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The clock set back after a client stamped a stall: the stamp is ahead of now, and believed it would keep
+    every prompt on words alone until the clock caught up (a day here), not STALL_SECONDS. The warm encoder is
+    asked again."""
+    from cairn.hot import semantic
+
+    stamp = state_dir() / STALL_STAMP
+    stamp.touch()
+    ahead = time.time() + 86400
+    os.utime(stamp, (ahead, ahead))
+    monkeypatch.setattr(semantic, "_rest", semantic._Rest())  # this process read no stamp yet
+    assert not semantic.resting(str(state_dir()))
+    listener, thread = _serve_once(b'{"ok": true, "sims": {"git/force-push-rebase": 0.5}}\n')
+    try:
+        assert similarities(index, PROMPT, timeout=10) == {"git/force-push-rebase": 0.5}
+    finally:
+        listener.close()
+        thread.join(20)
+
+
 def test_a_start_stamp_from_the_future_does_not_hold_the_encoder_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
