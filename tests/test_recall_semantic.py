@@ -96,6 +96,21 @@ def test_a_clear_semantic_first_choice_the_words_support_is_picked(vault_repo: V
     assert unclear.abstained  # another card means the prompt about as much: no pick
 
 
+def test_a_clear_semantic_first_choice_on_everyday_words_only_is_not_picked(vault_repo: VaultRepo) -> None:
+    """The evidence floor holds for the picks too: a prompt saying only words every card of the vault says covers
+    the semantic first choice whole, and it leads the second by far in meaning, yet nothing goes in."""
+    repo = _vault(vault_repo)
+    asked = "the gotcha whose behaviour surprises people"
+    with indexer.open_index(find_vault(repo.root)) as index:
+        plain = recall(index, asked)
+        first = plain.candidates[0]
+        meant = recall(index, asked, semantic=_z({first.card.id: 0.99}, IDS))
+        settings, weights = plain.settings, R.prompt_weights(index, asked)
+    assert plain.abstained and first.coverage >= R.SEMANTIC_PICK_MIN_COVERAGE
+    assert R.evidence_of(first.matched, weights, settings) < settings.min_evidence
+    assert meant.abstained
+
+
 def test_an_answer_read_when_the_gates_need_it_decides_as_one_given_and_no_answer_as_the_words(
     vault_repo: VaultRepo,
 ) -> None:
