@@ -274,7 +274,15 @@ def test_a_small_vault_is_judged_on_words_alone(vault_repo: VaultRepo, monkeypat
     with indexer.open_index(find_vault(repo.root)) as index:
         plain = recall(index, TRACEBACK)
         far = recall(index, TRACEBACK, semantic={"python/package-data": 1.2, "git/force-push-safely": 4.0})
+        reads: list[str] = []
+
+        def read() -> dict[str, float]:
+            reads.append("read")
+            return {"python/package-data": 1.2, "git/force-push-safely": 4.0}
+
+        lazy = recall(index, TRACEBACK, semantic=read, only_if_decisive=True)
     assert [c.card.id for c in far.injected] == [c.card.id for c in plain.injected] == ["python/package-data"]
+    assert lazy.injected == plain.injected and reads == []  # the hook does not wait for an answer it cannot use
 
 
 def test_the_semantic_channel_vetoes_a_card_it_does_not_find_near_the_prompt(vault_repo: VaultRepo) -> None:
