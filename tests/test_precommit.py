@@ -211,6 +211,23 @@ def test_a_commit_that_makes_cards_a_symlink_is_refused(tmp_path: Path) -> None:
     assert [line for line in done.stdout.splitlines() if _LINE.match(line)] == [said], done.stdout
 
 
+def test_a_commit_that_makes_cards_a_file_is_refused(tmp_path: Path) -> None:
+    """Bug fixed: a commit replacing cards/ with a regular file passed the hooks ("cards: skipped, in no Cairn vault
+    (no cairn.toml above it)", with cairn.toml beside it), and the vault then served nothing: lint found no vault
+    once cards/ was gone. It is refused as the index and review say of it, and so is `pre-commit run --all-files`."""
+    vault, env = _template_vault(tmp_path)
+    _git("rm", "-rq", "cards", cwd=vault)
+    (vault / "cards").write_text("the cards moved to the wiki\n")
+    _git("add", "cards", cwd=vault)
+    said = "cards:0: file-symlink cards/ must be a folder in the commit, not a symlink or a file; no card is read through it"
+    done = _commit(vault, "cards a file", env)
+    assert done.returncode == 1, done.stdout
+    assert [line for line in done.stdout.splitlines() if _LINE.match(line)] == [said], done.stdout
+    run = [sys.executable, "-m", "pre_commit", "run", "--all-files", "cairn-lint"]
+    every = subprocess.run(run, cwd=vault, env=env, capture_output=True, text=True, timeout=900)
+    assert every.returncode == 1 and said in every.stdout.splitlines(), every.stdout
+
+
 def test_a_commit_to_a_vault_whose_cards_folder_is_cards_capitalised_names_the_rename(tmp_path: Path) -> None:
     """Bug fixed: in a vault whose folder is `Cards/`, which the index and the hook never read, the hooks said only
     "no Cairn vault in this repository" and the commit passed; they now fail it with the rename the commands name,

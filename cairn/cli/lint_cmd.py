@@ -26,7 +26,7 @@ from cairn.cli.common import (
 from cairn.config import CONFIG_FILE
 from cairn.finding import Finding
 from cairn.hot.errors import CairnError, CardsMisnamed, VaultNotFound
-from cairn.hot.vault import CARDS_DIR, Vault, find_vault
+from cairn.hot.vault import CARDS_DIR, Vault, find_vault, vault_in
 from cairn.terminal import clean_line
 
 
@@ -320,7 +320,7 @@ def _repository_vaults() -> list[Vault]:
 
 def _vault_of(file: Path) -> Vault:
     """The vault a file belongs to: the enclosing vault, else the folder above its `cards/` when that folder holds
-    `cairn.toml` (a vault's marker)."""
+    `cairn.toml` (a vault's marker); for `cards` itself, not a folder, or the `cairn.toml` beside it, that folder."""
     try:
         return find_vault(None, cwd=file.parent)
     except VaultNotFound:
@@ -329,6 +329,10 @@ def _vault_of(file: Path) -> Vault:
             top = len(parts) - 2 - parts[:-1][::-1].index(CARDS_DIR)
             if (Path(*parts[:top]) / CONFIG_FILE).is_file():
                 return find_vault(Path(*parts[:top]))
+        cards = file.parent / CARDS_DIR
+        if file.name in (CARDS_DIR, CONFIG_FILE) and os.path.lexists(cards) and not cards.is_dir():
+            if (file.parent / CONFIG_FILE).is_file():  # cards/ made a file: lint refuses it here, as the index does
+                return vault_in(file.parent)
         raise
 
 

@@ -249,9 +249,18 @@ def _within(here: bytes, root: bytes) -> bool:
 
 def find_vault(explicit: "str | os.PathLike[str] | None" = None, cwd: "Path | None" = None) -> Vault:
     """Locate the vault; raises VaultNotFound with what to do next."""
+    return _as_vault(locate_vault(explicit, cwd))
+
+
+def vault_in(folder: "str | os.PathLike[str]") -> Vault:
+    """The vault whose marker is in `folder`, whatever stands at its cards/ (`find_vault` wants a folder there): a
+    commit that makes cards/ a file leaves none, and lint, which refuses that commit, judges it in this vault."""
+    return _as_vault(_vault_at(resolve(os.fspath(folder))))
+
+
+def _as_vault(found: VaultDirs) -> Vault:
     from pathlib import Path
 
-    found = locate_vault(explicit, cwd)
     return Vault(Path(found.root), None if found.git_root is None else Path(found.git_root), found.prefix)
 
 

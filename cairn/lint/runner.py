@@ -255,7 +255,8 @@ def _target(vault: Vault, snapshot: Snapshot, rel: str, parsed: dict[str, tuple[
         return Target(rel, None, None, (Finding(rel, 0, "path-outside-cards", why),))
     if file is not None and file.kind == SUBMODULE:  # as the index refuses it
         return Target(rel, None, None, (Finding(rel, 0, "path-outside-cards", "a submodule cannot hold cards"),))
-    if rel == CARDS_DIR and (file is not None or (vault.root / rel).is_symlink()):  # as the index says of it
+    disk = vault.root / rel
+    if rel == CARDS_DIR and (file is not None or disk.is_symlink() or disk.is_file()):  # as the index says of it
         return Target(rel, None, None, (Finding(rel, 0, "file-symlink", CARDS_NOT_A_FOLDER),))
     if file is not None and file.kind == SYMLINK:
         return Target(
@@ -264,7 +265,6 @@ def _target(vault: Vault, snapshot: Snapshot, rel: str, parsed: dict[str, tuple[
     data = snapshot.read(rel) if file is not None and file.kind == FILE else None
     in_snapshot = data is not None
     if data is None:
-        disk = vault.root / rel
         if disk.is_symlink():
             return Target(
                 rel, None, None, (Finding(rel, 0, "file-symlink", "a card must be a regular file, not a symlink"),)
