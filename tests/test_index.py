@@ -206,6 +206,35 @@ def test_a_card_file_ending_in_upper_case_md_is_named_as_left_out(vault_repo: Va
     assert report["mode"] == "incremental" and report["problems"] == [] and report["cards"] == 2
 
 
+def test_a_card_file_ending_in_upper_case_md_beside_its_lowercase_name_is_given_a_free_name(
+    vault_repo: VaultRepo,
+) -> None:
+    """Bug fixed: the index told `cards/git/x.MD` beside the card `cards/git/x.md` to "rename it to
+    cards/git/x.md", which would overwrite that card; it names a free one as lint does (x-2.md), in a full build, an
+    update and the working tree's index."""
+    vault_repo.write("git/x", "Rebase first", "Rebase on main before you push.")
+    vault_repo.write_raw("cards/git/x.MD", card_text("Merge first", "Merge main before you push."))
+    vault_repo.commit("A card and a second one under its name in upper case")
+    said = (
+        "cards/git/x.MD:0: card-path not a card: card files end in `.md`, lowercase; this file is ignored "
+        "(rename it to cards/git/x-2.md)"
+    )
+    linted = vault_repo.cairn("lint")
+    assert said in linted.stdout.splitlines(), linted.stdout
+    assert f"{said}  (left out of the index)" in vault_repo.cairn("index").stderr
+    assert f"{said}  (left out of the index)" in vault_repo.cairn("index", "--worktree").stderr
+    vault_repo.write_raw("cards/git/y.MD", card_text("Squash first", "Squash before you push."))
+    vault_repo.write("git/y", "Pull first", "Pull before you push.")
+    vault_repo.commit("Another pair")
+    done = vault_repo.cairn("index", "--json")
+    report = json.loads(done.stdout)
+    assert report["mode"] == "incremental", report
+    assert [p["message"][-len("(rename it to cards/git/y-2.md)") :] for p in report["problems"]] == [
+        "(rename it to cards/git/x-2.md)",
+        "(rename it to cards/git/y-2.md)",
+    ]
+
+
 def test_a_card_whose_name_is_not_utf8_is_no_longer_reported_once_renamed_or_deleted(vault_repo: VaultRepo) -> None:
     """The index says to rename a card file whose name is not UTF-8; after the rename (or a deletion) an incremental
     `cairn index` went on naming the old file as left out, until `--rebuild`: its stored problem was never matched."""

@@ -9,7 +9,7 @@ import json
 import os
 import stat
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +20,7 @@ from cairn.cards.card import (
     MAX_CARD_BYTES,
     Card,
     card_id_from_path,
+    file_key,
     misnamed_card_id,
     oversize_finding,
     parse_card,
@@ -34,6 +35,7 @@ from cairn.hot.vault import CARDS_DIR, Vault, sparse_checkout, worktree_card_fil
 from cairn.index import cardread, expiry, provenance, refcache, store
 from cairn.index.cardread import card_terms
 from cairn.lint import security
+from cairn.lint.rules import card_path
 
 if TYPE_CHECKING:  # gitpython is imported by `cairn.gitrepo` alone (it quiets gitpython's check for git)
     import git
@@ -325,6 +327,7 @@ def build_worktree_index(vault: Vault, progress: Progress | None = None) -> Inde
             progress(done, len(files))
     for rel, data in _left_out_cards(vault).items():
         take(rel, *parse_card(rel, data), data)
+    problems = _with_free_names(problems, [worktree_rel(vault, file) for file in files])
     meta = _meta(vault, "worktree", "worktree", config)
     with store.writer_lock(target):
         _write_index(target, meta, upserts, problems=[_problem_row(f) for f in problems])
@@ -639,6 +642,23 @@ def _disabled_rules(meta: dict[str, str] | None) -> tuple[str, ...]:
     return tuple(str(d) for d in disable) if isinstance(disable, (list, tuple)) else ()
 
 
+def _with_free_names(problems: list[Finding], paths: Iterable[str]) -> list[Finding]:
+    """`problems` with card-path's findings of `.MD` files in lint's words (`card_path.no_card_message`): the parser's
+    "rename it to cards/git/x.md" would overwrite the card `x.md` beside `x.MD`; lint names a free one, among the
+    cards at `paths`."""
+    if not any(f.rule == "card-path" and misnamed_card_id(f.path) is not None for f in problems):
+        return problems
+    ids_by_file: dict[str, list[str]] = {}
+    for card_id in filter(None, map(card_id_from_path, paths)):
+        ids_by_file.setdefault(file_key(card_id), []).append(card_id)
+    return [
+        dataclasses.replace(f, message=card_path.no_card_message(f.path, ids_by_file))
+        if f.rule == "card-path" and misnamed_card_id(f.path) is not None
+        else f
+        for f in problems
+    ]
+
+
 def _card_entries(repo: git.Repo, commit: str, vault: Vault) -> list[gitrepo.TreeEntry]:
     return [e for e in gitrepo.card_entries(repo, commit, vault) if _read_as_card(e.path)]
 
@@ -662,6 +682,7 @@ def _full_from_commit(
 ) -> IndexReport:
     entries = _card_entries(repo, commit, vault)
     upserts, problems = _read_entries(repo, entries, progress, meta, jobs)
+    problems = _with_free_names(problems, [e.path for e in entries])
     paths = [t.path for t in upserts if provenance_of is None or t.path in provenance_of]
     lineages = provenance.walk_history(repo, vault, commit, paths)
     upserts = [expiry.believed(t) for t in provenance.attach(repo, upserts, lineages)]
@@ -701,6 +722,7 @@ def _incremental(
     wanted = set(new_paths) | provenance.touched_paths(lineages)
     entries = gitrepo.entries_of(repo, vault, listing, {path for path in head_paths if path in wanted})
     upserts, new_problems = _read_entries(repo, entries, progress, meta, jobs)
+    new_problems = _with_free_names(new_problems, listing)
     upserts = provenance.attach(repo, upserts, lineages, base=lambda card_id: _stored_provenance(base, card_id))
     upserts = [expiry.believed(t) for t in upserts]
     # Stored problems name their files as `_problem_row` wrote them: a name that is not UTF-8 is compared so too, or

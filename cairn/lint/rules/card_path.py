@@ -7,7 +7,7 @@ clone there keeps one of the two cards.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
 
 from cairn.cards.card import card_id_from_path, file_key, misnamed_card_id, nfd_spelling
 from cairn.finding import Finding
@@ -26,15 +26,7 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
     if card_id is None and target.path.rsplit("/", 1)[-1] in GIT_FILES:
         return
     if card_id is None:
-        meant = misnamed_card_id(target.path)  # `.MD`, as Windows and macOS tools may write it
-        why, fix = "card files end in `.md`", "rename or move it"
-        if target.path.endswith(".md"):
-            why = "its file name gives no id (a card is cards/<topic>/<slug>.md)"  # `cards/.md`, `cards/..md`
-        elif meant is not None and id_text.is_plain(meant):
-            why = "card files end in `.md`, lowercase"
-            # "": the file has no id of its own, so a card whose id is `meant` (`x.md` beside `x.MD`) is another's
-            fix = f"rename it to cards/{id_text.free_id(id_text.slug_id(meant), '', context)}.md"
-        yield RULE.at(target, 0, f"not a card: {why}; this file is ignored ({fix})")
+        yield RULE.at(target, 0, no_card_message(target.path, context.ids_by_file))
         return
     if not id_text.is_plain(card_id):
         return  # id-text says it, as an error, with the same rename
@@ -64,6 +56,20 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
             f"the id '{card_id}' {why}; rename the file to cards/{id_text.free_id(suggested, card_id, context)}.md "
             "(and update links and supersedes that name it)",
         )
+
+
+def no_card_message(path: str, ids_by_file: Mapping[str, Collection[str]]) -> str:
+    """What card-path says of a file under cards/ that gives no card id (`x.MD`, `cards/.md`), with the name to take
+    among the ids of `ids_by_file` (`Context.ids_by_file`'s shape): lint's words, and the index's of such a file."""
+    meant = misnamed_card_id(path)  # `.MD`, as Windows and macOS tools may write it
+    why, fix = "card files end in `.md`", "rename or move it"
+    if path.endswith(".md"):
+        why = "its file name gives no id (a card is cards/<topic>/<slug>.md)"  # `cards/.md`, `cards/..md`
+    elif meant is not None and id_text.is_plain(meant):
+        why = "card files end in `.md`, lowercase"
+        # "": the file has no id of its own, so a card whose id is `meant` (`x.md` beside `x.MD`) is another's
+        fix = f"rename it to cards/{id_text.free_id_among(id_text.slug_id(meant), '', ids_by_file)}.md"
+    return f"not a card: {why}; this file is ignored ({fix})"
 
 
 RULE = Rule("card-path", WARNING, ("policy",), __doc__ or "", check, needs_card=False)

@@ -9,7 +9,7 @@ every other joining character as one, and camelCase split).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
 
 from cairn.cards.card import card_id_from_path, file_key, slugify
 from cairn.finding import Finding
@@ -30,8 +30,14 @@ def slug_id(card_id: str) -> str:
 def free_id(wanted: str, card_id: str, context: Context) -> str:
     """`wanted`, or `wanted-2`, `wanted-3`... when another card than `card_id` has that id (or one macOS and Windows
     hold as the same file): a rename onto it would overwrite that card."""
+    return free_id_among(wanted, card_id, context.ids_by_file)
+
+
+def free_id_among(wanted: str, card_id: str, ids_by_file: Mapping[str, Collection[str]]) -> str:
+    """`free_id` among the ids of `ids_by_file` (`Context.ids_by_file`'s shape): for the index, which has no lint
+    context."""
     candidate, n = wanted, 2
-    while any(i != card_id for i in context.ids_by_file.get(file_key(candidate), ())):
+    while any(i != card_id for i in ids_by_file.get(file_key(candidate), ())):
         candidate, n = f"{wanted}-{n}", n + 1
     return candidate
 
