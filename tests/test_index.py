@@ -233,6 +233,12 @@ def test_a_card_file_ending_in_upper_case_md_beside_its_lowercase_name_is_given_
         "(rename it to cards/git/x-2.md)",
         "(rename it to cards/git/y-2.md)",
     ]
+    vault_repo.write_raw("cards/git/z.MD", card_text("Fetch first", "Fetch before you push."))
+    vault_repo.commit("A third, alone")
+    assert "(rename it to cards/git/z.md)  (left out of the index)" in vault_repo.cairn("index").stderr
+    vault_repo.write("git/z", "Stash first", "Stash before you pull.")
+    vault_repo.commit("A card under its name: an update that leaves z.MD untouched names another")
+    assert "(rename it to cards/git/z-2.md)  (left out of the index)" in vault_repo.cairn("index").stderr
 
 
 def test_a_card_whose_name_is_not_utf8_is_no_longer_reported_once_renamed_or_deleted(vault_repo: VaultRepo) -> None:

@@ -722,14 +722,14 @@ def _incremental(
     wanted = set(new_paths) | provenance.touched_paths(lineages)
     entries = gitrepo.entries_of(repo, vault, listing, {path for path in head_paths if path in wanted})
     upserts, new_problems = _read_entries(repo, entries, progress, meta, jobs)
-    new_problems = _with_free_names(new_problems, listing)
     upserts = provenance.attach(repo, upserts, lineages, base=lambda card_id: _stored_provenance(base, card_id))
     upserts = [expiry.believed(t) for t in upserts]
     # Stored problems name their files as `_problem_row` wrote them: a name that is not UTF-8 is compared so too, or
     # the problem of a file renamed or deleted since stayed reported for ever.
     touched_rows = {_problem_path(p) for p in touched_paths}
-    kept = [p for p in base.problems() if p[0] not in touched_rows]
-    problems = kept + [_problem_row(f) for f in new_problems]
+    kept = [Finding(*p) for p in base.problems() if p[0] not in touched_rows]
+    # every `.MD` file's name to take again, its own untouched: a card added under that name takes it
+    problems = [_problem_row(f) for f in _with_free_names(kept + new_problems, listing)]
     n_before = base.n_cards
     base_path = base.path
     base.close()
