@@ -413,18 +413,24 @@ def test_a_cairn_vault_naming_no_vault_fails_as_the_hook_serves_nothing(setup: P
     assert check["ok"] is None and check["detail"].endswith("serves that vault alone"), check
 
 
-def test_a_cairn_vault_naming_a_vault_limited_to_other_projects_says_the_hook_serves_nothing_here(
-    vault_repo: VaultRepo, tmp_path: Path, isolated_env: Path
-) -> None:
-    """Bug fixed: with `CAIRN_VAULT` naming a configured vault limited by `--project` to other folders, doctor said an
-    agent's hook started with it "serves that vault alone", while that hook, which keeps the vault's project limit,
-    served nothing there. It now says so, with the folders the vault is limited to."""
+def _team_vault_limited_to_acme(vault_repo: VaultRepo, tmp_path: Path) -> tuple[Path, Path]:
+    """The vault configured as `team`, served only to agents working under `acme/`: (acme, a folder beside it)."""
     make_vault(vault_repo)
     acme, elsewhere = tmp_path / "acme", tmp_path / "elsewhere"
     acme.mkdir()
     elsewhere.mkdir()
     added = run_cairn("vault", "add", str(vault_repo.root), "--name", "team", "--project", str(acme), cwd=tmp_path)
     assert added.returncode == 0, added.stderr
+    return acme, elsewhere
+
+
+def test_a_cairn_vault_naming_a_vault_limited_to_other_projects_says_the_hook_serves_nothing_here(
+    vault_repo: VaultRepo, tmp_path: Path, isolated_env: Path
+) -> None:
+    """Bug fixed: with `CAIRN_VAULT` naming a configured vault limited by `--project` to other folders, doctor said an
+    agent's hook started with it "serves that vault alone", while that hook, which keeps the vault's project limit,
+    served nothing there. It now says so, with the folders the vault is limited to."""
+    acme, elsewhere = _team_vault_limited_to_acme(vault_repo, tmp_path)
     for given in ("team", str(vault_repo.root)):
         env = {"CAIRN_VAULT": given}
         hooked = run_cairn(
@@ -454,12 +460,7 @@ def test_the_fix_for_a_folder_no_configured_vault_serves_runs_as_printed(
     add PATH --project DIR`, which fails as printed (PATH is a placeholder) and, with the configured vault's own
     folder as PATH, fails again: that vault is already configured. The fix now registers the first vault again in
     its place with this folder added to its projects; run as printed, the hook serves its cards in both folders."""
-    make_vault(vault_repo)
-    acme, elsewhere = tmp_path / "acme", tmp_path / "elsewhere"
-    acme.mkdir()
-    elsewhere.mkdir()
-    added = run_cairn("vault", "add", str(vault_repo.root), "--name", "team", "--project", str(acme), cwd=tmp_path)
-    assert added.returncode == 0, added.stderr
+    acme, elsewhere = _team_vault_limited_to_acme(vault_repo, tmp_path)
     done = run_cairn("doctor", "--cwd", str(elsewhere), "--json", cwd=elsewhere)
     assert done.returncode == 1
     [check] = [c for c in json.loads(done.stdout)["checks"] if c["detail"] == "no configured vault applies here"]
