@@ -16,7 +16,6 @@ from cairn.hot import recall
 from cairn.hot.index import IndexReader
 from cairn.hot.tokens import tokenize
 from cairn.index import store
-from helpers.vaults import VaultRepo
 
 
 def test_kth_is_heapq_nlargest_on_both_sides_of_the_sort_limit() -> None:
@@ -88,28 +87,3 @@ def test_deciding_the_first_candidates_decides_them_as_a_whole_recall(
                 assert part.injected == full.injected, (query, first)
                 assert part.candidates == full.candidates[:first], (query, first)
     assert any(short) and not all(short)  # both ways were taken: settled early, and the whole way
-
-
-def test_cards_that_score_alike_rank_by_id_however_the_index_was_built(vault_repo: VaultRepo) -> None:
-    """Bug fixed: two cards that score exactly alike ranked by their index row, and an update numbers the cards it
-    adds after the others: indexed commit by commit, `zeta/` came first; rebuilt at the same commit (a teammate's
-    fresh clone), `alpha/` did. Which tied card an agent got, or `max_cards` cut, followed each machine's history.
-    Ties now go by id, the same at one commit however its index was built."""
-    vault_repo.write("zeta/redis-eviction", "Redis evicts session keys", "Set maxmemory-policy to volatile-lru.")
-    vault_repo.commit("zeta")
-    assert vault_repo.invoke("index").returncode == 0
-    vault_repo.write("alpha/redis-eviction", "Session keys Redis evicts", "Set maxmemory-policy to volatile-lru.")
-    vault_repo.commit("alpha")
-    query = "redis evicts my session keys under memory pressure"
-
-    def order(*extra: str) -> list[tuple[str, float]]:
-        done = vault_repo.invoke("explain", query, "--json", *extra)
-        assert done.returncode == 0, done.stderr
-        return [(row["id"], row["score"]) for row in json.loads(done.stdout)["candidates"]]
-
-    updated = order()
-    assert vault_repo.invoke("index", "--rebuild").returncode == 0
-    rebuilt = order()
-    assert updated == rebuilt
-    [(first, score), (second, again)] = rebuilt
-    assert (first, second) == ("alpha/redis-eviction", "zeta/redis-eviction") and score == again
