@@ -498,7 +498,10 @@ def test_a_configured_vault_with_no_cards_folder_yet_gets_a_fix_that_runs(
     [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "vault" and c["subject"] == "team"]
     assert check["ok"] is False and check["detail"] == f"{vault_repo.root} has cairn.toml but no cards/ folder"
     assert check["fix"] == f"mkdir {vault_repo.root / 'cards'}"
-    subprocess.run(shlex.split(check["fix"]), check=True)  # as printed
+    (vault_repo.root / "cards").write_text("a file where the folder was\n")  # `mkdir` alone: "File exists"
+    done = run_cairn("doctor", "--json", cwd=tmp_path)
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "vault" and c["subject"] == "team"]
+    assert subprocess.run(["bash", "-c", check["fix"]]).returncode == 0  # as printed
     again = {
         (c["area"], c["subject"]): c for c in json.loads(run_cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
     }

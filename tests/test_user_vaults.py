@@ -1836,6 +1836,25 @@ def test_a_vault_whose_cards_folder_is_named_in_another_case_is_named_not_anothe
     assert here.invoke("list", cwd=here.root).returncode == 0
 
 
+def test_a_vault_whose_cards_is_a_file_gets_a_fix_that_runs(tmp_path: Path) -> None:
+    """Bug fixed: a folder with cairn.toml whose `cards` is a file (a commit replaced the folder) was told to make
+    the folder (`mkdir .../cards`), which fails as printed ("File exists"). It is told to move the file away first;
+    run as printed (a shell runs both commands), the folder is a vault again and the file is kept."""
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "cairn.toml").write_text("# Cairn's settings: the defaults.\n")
+    (team / "cards").write_text("not a folder\n")
+    done = run_cairn("list", "--vault", str(team), cwd=tmp_path)
+    assert done.returncode == 1 and done.stdout == ""
+    [line] = done.stderr.splitlines()
+    assert "its cards/ is not a folder (a file or a symlink), so it is no vault" in line, line
+    command = line.split("(`", 1)[1].split("`)", 1)[0]
+    assert subprocess.run(["bash", "-c", command], cwd=tmp_path).returncode == 0  # as printed
+    assert (team / "cards").is_dir() and (team / "cards.not-a-folder").read_text() == "not a folder\n"
+    again = run_cairn("list", "--vault", str(team), cwd=tmp_path)  # a vault now: the next step is git's
+    assert again.stderr.startswith(f"Error: {team} is not in a git repository; run `git init`"), again.stderr
+
+
 def test_a_clone_of_a_vault_with_no_card_yet_is_named_not_another_vault_used(tmp_path: Path) -> None:
     """Bug fixed: a clone of a vault that holds no card yet has `cairn.toml` and no cards/ (git records no empty
     folder); with one vault configured, `cairn index` there printed that other vault's cards without naming it and
