@@ -34,6 +34,7 @@ from cairn.hot.vault import (
     find_vault,
     hook_vaults,
     left_out_of_work_tree,
+    make_cards_folder,
     misnamed_cards,
     missing_ref,
 )
@@ -353,17 +354,13 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
         if misnamed is not None:  # the folder is right: its cards/ is named in another case
             return [Check("vault", name, False, f"{root}: {misnamed[0]}", misnamed[1], "then commit the rename")]
         if os.path.isfile(os.path.join(root, MARKER)):  # a vault with no card yet (git records no empty folder)
-            cards = os.path.join(root, "cards")
-            make = f"mkdir {shlex.quote(cards)}"
-            if os.path.lexists(cards):  # a file or a symlink in its place: `mkdir` alone fails ("File exists")
-                make = f"mv {shlex.quote(cards)} {shlex.quote(cards + '.not-a-folder')} && {make}"
             return [
                 Check(
                     "vault",
                     name,
                     False,
                     f"{root} has {MARKER} but no cards/ folder",
-                    make,
+                    make_cards_folder(root),
                     f"if the vault moved instead: {add_again(entry)} ({_VAULT_PATH})",
                 )
             ]

@@ -413,21 +413,27 @@ def _raise_if_no_cards(root: str, shown: str) -> None:
     vault with no card yet: git records no empty folder): a command run there went on to the one configured vault,
     unnamed (`cairn index` said "20 cards" of it, `cairn add` wrote into it), and `--vault` told to `cairn init` it,
     which refuses a folder that is not empty."""
-    cards = os.path.join(root, CARDS_DIR)
-    if not is_dir(cards):
+    if not is_dir(os.path.join(root, CARDS_DIR)):
         from cairn.hot.errors import VaultLeftOut
 
-        if os.path.lexists(cards):  # a file or a symlink there: `mkdir` would fail ("File exists")
+        if os.path.lexists(os.path.join(root, CARDS_DIR)):
             raise VaultLeftOut(
                 f"{shown}: its cards/ is not a folder (a file or a symlink), so it is no vault; move it away and make "
-                f"the folder (`mv {shell_word(cards)} {shell_word(cards + '.not-a-folder')} && mkdir "
-                f"{shell_word(cards)}`), then restore the cards from git if a commit replaced them"
+                f"the folder (`{make_cards_folder(root)}`), then restore the cards from git if a commit replaced them"
             )
         raise VaultLeftOut(
             f"{shown}: it has {MARKER} but no cards/ folder, so it is no vault (git records no empty folder: a vault "
-            f"with no card yet has none in a clone); make it (`mkdir {shell_word(cards)}`), "
+            f"with no card yet has none in a clone); make it (`{make_cards_folder(root)}`), "
             "or pass --vault NAME to work on another vault"
         )
+
+
+def make_cards_folder(root: str) -> str:
+    """The command that makes the vault folder `root`'s cards/: `mkdir`, after moving away a file or a symlink that
+    stands in its place (`mkdir` alone fails there: "File exists")."""
+    cards = os.path.join(root, CARDS_DIR)
+    make = f"mkdir {shell_word(cards)}"
+    return f"mv {shell_word(cards)} {shell_word(cards + '.not-a-folder')} && {make}" if os.path.lexists(cards) else make
 
 
 def left_out_of_work_tree(root: str) -> tuple[str, str] | None:
