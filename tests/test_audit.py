@@ -12,7 +12,7 @@ from typing import Any
 from cairn.hot.index import SECURITY_RULES_VERSION
 from cairn.hot.vault import find_vault
 from cairn.index.build import build_index, index_file_for
-from helpers.cachefiles import edit_card, edit_meta, reseal
+from helpers.cachefiles import edit_card, edit_meta, edit_order, reseal
 from helpers.cli import run_on_terminal
 from helpers.signing import signed_commit, ssh_signing
 from helpers.vaults import BOB, VaultRepo, run_unshallow_commands
@@ -365,6 +365,30 @@ def test_a_tamper_that_fixes_the_seals_is_caught_against_the_tree(vault_repo: Va
     entries_check = _check(report, "entries")
     assert entries_check["status"] == "fail"
     assert entries_check["details"][0].startswith("docker/layer-order: indexed blob eeeeeeeeeeee differs")
+
+
+def test_an_id_order_resealed_out_of_the_ids_order_is_caught(vault_repo: VaultRepo) -> None:
+    """The id order (which of two cards that score alike ranks first) is re-derived from the stored ids: one swapped
+    and re-sealed with the key passes every seal, and both the cache check and the re-derivation from the commit
+    say so."""
+    _vault(vault_repo)
+    index_file = index_file_for(find_vault(vault_repo.root))
+
+    def swap_first_two(places: list[int]) -> None:
+        first, second = places.index(1), places.index(2)
+        places[first], places[second] = 2, 1
+
+    edit_order(index_file, swap_first_two)
+    reseal(index_file)
+    code, report = _audit(vault_repo)
+    assert code == 1
+    cache = _check(report, "cache")
+    assert cache["status"] == "fail" and "its id order is not the order of its cards' ids" in cache["details"]
+    served = _check(report, "served")
+    assert served["status"] == "fail"
+    assert len(served["details"]) == 1 and served["details"][0].startswith(
+        "id order: 2 card(s) out of their ids' order"
+    )
 
 
 def test_garbled_and_truncated_index_files_are_rebuilt(vault_repo: VaultRepo) -> None:

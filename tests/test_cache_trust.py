@@ -29,6 +29,7 @@ from helpers.cachefiles import (
     edit_bound,
     edit_card,
     edit_meta,
+    edit_order,
     edit_postings,
     edit_superseders,
     reseal,
@@ -372,6 +373,33 @@ def test_an_edited_superseders_part_is_damage_not_a_card_silenced(vault_repo: Va
     assert (hooked.returncode, hooked.stdout) == (0, "")
     assert "the cards that supersede others are not the ones it was written with" in (log_entries()[-1]["error"] or "")
     assert REBASE_ID in _served_again(vault_repo)
+
+
+def test_an_edited_id_order_is_damage_not_another_tied_card_served(vault_repo: VaultRepo) -> None:
+    """Which of two cards that score exactly alike ranks first is the index's id order, a part meta holds the digest
+    of: one edited without the key (putting `zeta/` before `alpha/`) fails open with the damage logged, and the next
+    `cairn index` rebuilds the file."""
+    for folder in ("alpha", "zeta"):
+        vault_repo.write(
+            f"{folder}/redis-eviction", "Redis evicts session keys", "Set maxmemory-policy to volatile-lru."
+        )
+    make_vault(vault_repo)
+    index_file = _index_file()
+    edit_order(index_file, lambda places: places.sort(key=lambda place: -place if place else 0))
+    payload = {"session_id": "s1", "cwd": str(vault_repo.root), "hook_event_name": "UserPromptSubmit"}
+    payload["prompt"] = "redis evicts my session keys under memory pressure"
+    hooked = vault_repo.cairn(
+        "hook", "--format", "claude-code", "--vault", str(vault_repo.root), input=json.dumps(payload)
+    )
+    assert (hooked.returncode, hooked.stdout) == (0, "")
+    assert "the order of its card ids is not the one it was written with" in (log_entries()[-1]["error"] or "")
+    rebuilt = vault_repo.invoke("index", "--json")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert json.loads(rebuilt.stdout)["mode"] == "full"
+    explained = vault_repo.invoke("explain", payload["prompt"], "--json")
+    assert explained.returncode == 0, explained.stderr
+    ids = [row["id"] for row in json.loads(explained.stdout)["candidates"]][:2]
+    assert ids == ["alpha/redis-eviction", "zeta/redis-eviction"]
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from cairn.hot import recall
 from cairn.hot.index import IndexReader
 from cairn.hot.tokens import tokenize
 from cairn.index import store
+from helpers.vaults import VaultRepo
 
 
 def test_kth_is_heapq_nlargest_on_both_sides_of_the_sort_limit() -> None:
@@ -87,3 +88,73 @@ def test_deciding_the_first_candidates_decides_them_as_a_whole_recall(
                 assert part.injected == full.injected, (query, first)
                 assert part.candidates == full.candidates[:first], (query, first)
     assert any(short) and not all(short)  # both ways were taken: settled early, and the whole way
+
+
+def _tied_card(card_id: str) -> store.CardTerms:
+    """A card every other `_tied_card` scores exactly alike with: the same words, only the id differs."""
+    name, summary = "Redis evicts session keys", "Set maxmemory-policy to volatile-lru"
+    return store.CardTerms(
+        id=card_id, path=f"cards/{card_id}.md", blob="0" * 40, name=name, summary=summary, status="active",
+        expires_on=None, scope=(), not_when=(), supersedes=(), record={},
+        tokens=(tokenize(name), tokenize(summary), tokenize("")),
+    )  # fmt: skip
+
+
+def test_tied_cards_rank_by_id_after_any_history_of_updates(tmp_path: Path) -> None:
+    """Bug fixed: cards that score exactly alike ranked by their index row, and an update numbers the cards it adds
+    after the others, so an index updated commit by commit and one built at once (a teammate's fresh clone) put
+    different tied cards first. Ties now go by id, through the id order the index stores; after every update of a
+    random history the stored order places each card by its id, and the ranking (whole, and the `depth` best the
+    hook's path finds) is the one a fresh build gives."""
+    rng = random.Random(5)
+    meta = {"commit": "0" * 40, "config": json.dumps(Config().to_dict())}
+    updated, fresh = tmp_path / "updated.cairn", tmp_path / "fresh.cairn"
+    held: set[str] = set()
+    query = "redis evicts session keys"
+    for step in range(25):
+        removed = set(rng.sample(sorted(held), min(len(held), rng.choice([0, 1, 3]))))
+        added = {f"{rng.choice('abcxyz')}{rng.randrange(100):02d}/redis" for _ in range(rng.choice([1, 2, 6]))}
+        added |= set(rng.sample(sorted(held - removed), min(len(held - removed), rng.choice([0, 1]))))  # edits
+        base = updated if step else None
+        store.write_index(updated, meta, [_tied_card(i) for i in sorted(added)], removed, base=base)
+        held = (held - removed) | added
+        store.write_index(fresh, meta, [_tied_card(i) for i in sorted(held, reverse=True)])
+        with IndexReader(updated) as reader, IndexReader(fresh) as built:
+            order = reader.id_order()
+            cards = reader.cards(row for row in range(1, len(order) + 1) if order[row - 1])
+            assert [card.id for _, card in sorted((order[row - 1], card) for row, card in cards.items())] == sorted(
+                held
+            )
+            assert not store.verify(reader)
+            ids = {row: card.id for row, card in cards.items()}
+            built_ids = {row: card.id for row, card in built.cards(row for row, _ in recall.rank(built, query)).items()}
+            whole = [(ids[row], score) for row, score in recall.rank(reader, query)]
+            assert whole == [(built_ids[row], score) for row, score in recall.rank(built, query)]
+            assert [card_id for card_id, _ in whole] == sorted(held)
+            for depth in (1, 2, 5):
+                assert [(ids[row], score) for row, score in recall.rank(reader, query, depth=depth)] == whole[:depth]
+
+
+def test_cards_that_score_alike_rank_by_id_however_the_index_was_built(vault_repo: VaultRepo) -> None:
+    """Bug fixed (sweep 71): indexed commit by commit, `zeta/` ranked before the tied `alpha/`; rebuilt at the same
+    commit (a teammate's fresh clone), `alpha/` did. Which tied card an agent got, or `max_cards` cut, followed each
+    machine's history; now both give the id order."""
+    vault_repo.write("zeta/redis-eviction", "Redis evicts session keys", "Set maxmemory-policy to volatile-lru.")
+    vault_repo.commit("zeta")
+    assert vault_repo.invoke("index").returncode == 0
+    vault_repo.write("alpha/redis-eviction", "Session keys Redis evicts", "Set maxmemory-policy to volatile-lru.")
+    vault_repo.commit("alpha")
+    query = "redis evicts my session keys under memory pressure"
+
+    def order(*extra: str) -> list[tuple[str, float]]:
+        done = vault_repo.invoke("explain", query, "--json", *extra)
+        assert done.returncode == 0, done.stderr
+        return [(row["id"], row["score"]) for row in json.loads(done.stdout)["candidates"]]
+
+    updated = order()
+    indexed = vault_repo.invoke("index", "--rebuild", "--json")
+    assert indexed.returncode == 0 and json.loads(indexed.stdout)["mode"] == "full"
+    rebuilt = order()
+    assert updated == rebuilt
+    [(first, score), (second, again)] = rebuilt
+    assert (first, second) == ("alpha/redis-eviction", "zeta/redis-eviction") and score == again

@@ -18,6 +18,9 @@ names, this machine's, so they are read in place; the messages are `cairn.index.
     id slots    the same table for card ids (the value is the card's row)
     card slots  per row from 1 to the highest: 24 bytes (hot record offset and length, cold record offset and
                 length); a row no card holds has length 0
+    id order    per row from 1 to the highest: the place (from 1) of its card's id among the index's ids sorted, 0
+                for a row no card holds (unsigned 32-bit; its digest is in meta): the order of cards that score
+                exactly alike (`IndexReader.id_order`)
     terms       one record per term, one after another from `terms_at`, each at a multiple of 4 bytes: its seal
                 (16 bytes), then df, bound length and term length (u32 each), the term, padding to 4 bytes, the
                 card rows (unsigned 32-bit), per row six counts, the bound (unsigned 16-bit)
@@ -73,7 +76,9 @@ if TYPE_CHECKING:
 
     _T = TypeVar("_T")
 
-FORMAT_VERSION = "7"  # 7: Cairn's own file format (6 and older were SQLite files, 6 sealed with keyed BLAKE2b)
+# 8: the id order part (cards that score alike rank by id, not by row); 7: Cairn's own file format (6 and older were
+# SQLite files, 6 sealed with keyed BLAKE2b)
+FORMAT_VERSION = "8"
 # The version of the security rules (cairn.lint.security) that refuse cards at index time, kept here so the hook can
 # compare it without importing lint: an index checked by other rules may hold cards the current rules refuse.
 # 15: hidden-text ends a word at Han, kana and Hangul, so a Greek letter in a Japanese sentence (`PNGのαチャンネル`) is
@@ -109,6 +114,7 @@ HEADER_FIELDS = (
     "max_row",
     "terms_at",
     "terms_len",
+    "order_at",
 )
 _SEALS_AT = 16 + 8 * len(HEADER_FIELDS)
 HEADER_SIZE = _SEALS_AT + 32
@@ -315,6 +321,7 @@ class IndexReader:
         self.on_damage: Callable[[], object] | None = None  # called once before a check fails (the hook re-indexes)
         self._superseding: list[list[str]] | None = None
         self._superseded: dict[str, tuple[str, ...]] | None = None
+        self._order: Sequence[int] | None = None
         self._fd = -1
         fd, size = _open_index(os.fspath(path))
         self._fd = fd
@@ -348,6 +355,7 @@ class IndexReader:
                 self._max_row,
                 self._terms_at,
                 self._terms_len,
+                self._order_at,
             ) = layout
             self._problems_seal = first[_SEALS_AT + SEAL_BYTES : HEADER_SIZE]
             if key is None:
@@ -739,6 +747,18 @@ class IndexReader:
             raise self._damaged("a card's record is not the one its row names")
         return values
 
+    def id_order(self) -> "Sequence[int]":
+        """Per row from 1 (at `row - 1`), the place (from 1) of its card's id among the index's ids sorted; 0 for a
+        row no card holds. Recall ranks cards that score exactly alike by it: rows follow the index's history (an
+        update numbers the cards it adds after the others), ids only the commit, so every machine's index puts the
+        same tied card first. Read once per reader (4 bytes a row), checked against the digest sealed in meta."""
+        if self._order is None:
+            data = self._read(self._order_at, 4 * self._max_row)
+            if digest(data) != self.meta.get("id_order"):
+                raise self._damaged("the order of its card ids is not the one it was written with")
+            self._order = memoryview(data).cast("I")  # the machine's byte order, as postings (`_layout` checked it)
+        return self._order
+
     def _superseders(self) -> list[list[str]]:
         """Every (id, status, supersedes) with a non-empty supersedes, checked against meta once per reader (the
         file is immutable while open)."""
@@ -807,6 +827,7 @@ def _layout(first: bytes, size: int) -> "tuple[int, ...] | str":
         max_row,
         terms_at,
         terms_len,
+        order_at,
     ) = fields
     if size != stated:
         return f"{size} bytes where its header says {stated}" + (": truncated" if size < stated else "")
@@ -818,10 +839,17 @@ def _layout(first: bytes, size: int) -> "tuple[int, ...] | str":
         (id_slots_at, SLOT * id_slots),
         (cards_at, CARD_SLOT * max_row),
         (terms_at, terms_len),
+        (order_at, 4 * max_row),
     )
     if any(at < HEADER_SIZE or at + length > size for at, length in parts[1:]) or HEADER_SIZE + meta_len > size:
         return "a part of it lies outside the file"
-    if terms_at % 4 or term_mask & (term_mask + 1) or term_mask >= term_slots or id_mask & (id_mask + 1):
+    if (
+        terms_at % 4
+        or order_at % 4
+        or term_mask & (term_mask + 1)
+        or term_mask >= term_slots
+        or id_mask & (id_mask + 1)
+    ):
         return "its tables do not have the shape of one"
     if id_mask >= id_slots:
         return "its slot tables do not have the shape of one"

@@ -321,13 +321,13 @@ def missing_terms(weights: QueryWeights, matched: "Collection[str]", limit: int 
 def rank(
     index: "IndexReader", query: str, settings: "RecallSettings | None" = None, depth: int | None = None
 ) -> list[tuple[int, float]]:
-    """(card row, BM25F score) for every card sharing a term with the query, best first; ties by row. depth: only
+    """(card row, BM25F score) for every card sharing a term with the query, best first; ties by id. depth: only
     the `depth` best, the same rows and scores, found as recall finds them (`_top`: the cost follows the query's
     rare terms, not the vault's size)."""
     settings = settings or index.recall_settings()
     if depth is None:
         scores, _, _ = score_terms(index, query_terms(query), settings)
-        return _ranked(scores)
+        return _ranked(index, scores)
     terms = query_terms(query)
     postings = index.postings(terms)
     ranked, _, _ = _top(index, terms, postings, _weights(index, terms, postings, settings), settings, depth)
@@ -798,7 +798,7 @@ def _recall(
 
     decided, features = _gate(admitted, matched, weights, settings, index, postings, semantic, evidence, query, said)
     injected = tuple(c for c in decided if c.decision == INJECTED)
-    pool = sorted(decided + refused, key=lambda c: (-c.score, c.card.row))
+    pool = sorted(decided + refused, key=lambda c: (-c.score, c.card.id))
     return Result(injected, tuple(pool[:decide_first]), settings, features, weights)
 
 
@@ -819,7 +819,7 @@ def _first_decisions(
     does not settle them (too many refused, or too many scores that round alike), and `recall` then goes the
     whole way.
 
-    Candidates are listed by rounded score, then row: the first `first` are among the ranked cards down to the
+    Candidates are listed by rounded score, then id: the first `first` are among the ranked cards down to the
     last whose rounded score equals the `first`-th's (`wanted`). A candidate's decision depends on the admitted
     cards before it (injected so far, the first gate failure) and on the admitted card after it (its lead and
     margin); the injected cards are among the first `max_cards` admitted, or the semantic pick among the first
@@ -860,7 +860,7 @@ def _first_decisions(
         return None
     decided, features = _gate(admitted, matched, weights, settings, index, postings, semantic, evidence, query, said)
     injected = tuple(c for c in decided if c.decision == INJECTED)
-    pool = sorted(decided + refused, key=lambda c: (-c.score, c.card.row))
+    pool = sorted(decided + refused, key=lambda c: (-c.score, c.card.id))
     return Result(injected, tuple(pool[:first]), settings, features, weights)
 
 
@@ -1377,8 +1377,22 @@ def _refused(card: "IndexedCard", score: float, terms: "Sequence[str]", reason: 
     return Candidate(card, round(score, 4), 0.0, 0.0, 0.0, REJECTED, reason, tuple(terms))
 
 
-def _ranked(scores: dict[int, float]) -> list[tuple[int, float]]:
-    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+def _ranked(index: "IndexReader", scores: dict[int, float]) -> list[tuple[int, float]]:
+    """(row, score) of every scored card, best first; ties by id (`_ties_by_id`)."""
+    return _ties_by_id(index, sorted(scores.items(), key=lambda item: (-item[1], item[0])), len(scores))
+
+
+def _ties_by_id(index: "IndexReader", ranked: list[tuple[int, float]], depth: int) -> list[tuple[int, float]]:
+    """The first `depth` of `ranked` (best first, equal scores by row), cards that score exactly alike in the
+    order of their ids. A row follows the index's history (an update numbers the cards it adds after all the
+    others), an id only the commit: by row, which of two tied cards came first (and was injected, or cut by
+    `max_cards`) depended on how each machine's index was built. The index's id order (`IndexReader.id_order`, one
+    read) is read only when a tie is within the first `depth` or across its end."""
+    end = min(depth, len(ranked) - 1)
+    if not any(ranked[i][1] == ranked[i + 1][1] for i in range(end)):
+        return ranked[:depth]
+    order = index.id_order()
+    return sorted(ranked, key=lambda item: (-item[1], order[item[0] - 1]))[:depth]
 
 
 def _weights(
@@ -1519,7 +1533,7 @@ def _rank_all(
     settings: "RecallSettings",
 ) -> tuple[list[tuple[int, float]], dict[int, list[str]], bool]:
     scores, matched = _score_all(index, terms, postings, weights, settings)
-    return _ranked(scores), matched, True
+    return _ranked(index, scores), matched, True
 
 
 def _top(
@@ -1530,7 +1544,7 @@ def _top(
     settings: "RecallSettings",
     depth: int,
 ) -> tuple[list[tuple[int, float]], dict[int, list[str]], bool]:
-    """The `depth` best cards, best first (ties by row), with exactly the scores and matched terms `_score_all`
+    """The `depth` best cards, best first (ties by id), with exactly the scores and matched terms `_score_all`
     gives them, and whether that is every scored card; the cost follows the query's rare terms, not the vault.
 
     MaxScore over term-at-a-time scoring. Each term's bound (its postings' best frontier pair, see `cairn.hot.index`)
@@ -1639,8 +1653,8 @@ def _top(
     exact = {row: _exact(row, in_query_order, settings, avg) for row in thrice.intersection(finalists)}
     for row, (score, _) in exact.items():
         partial[row] = score
-    best = sorted([(-partial[row], row) for row in finalists])[:depth]
-    ranked = [(row, -negated) for negated, row in best]
+    best = sorted([(-partial[row], row) for row in finalists])
+    ranked = _ties_by_id(index, [(row, -negated) for negated, row in best], depth)
     matched = {row: (exact.get(row) or _exact(row, in_query_order, settings, avg))[1] for row, _ in ranked}
     return ranked, matched, complete
 

@@ -332,6 +332,7 @@ def _check_served(
     for card_id in sorted(set(stored) - expected_ids):
         diffs.append(f"{card_id}: served by the index, but not a card the files at {short} give")
     diffs.extend(_postings_diffs(reader, expected_postings, row_ids))
+    diffs.extend(_order_diffs(reader, row_ids))
     diffs.extend(_meta_diffs(reader, committed, commit, len(upserts), lengths_total, n_cjk))
     if diffs:
         summary = f"{len(diffs)} served value(s) differ from the cards and cairn.toml at {short}"
@@ -413,6 +414,22 @@ def _postings_diffs(
         for card_id, terms in sorted(by_card.items())
     ]
     return diffs + bounds[:MAX_DETAILS]
+
+
+def _order_diffs(reader: IndexReader, row_ids: dict[int, str]) -> list[str]:
+    """The id order (which of two cards that score alike ranks first) against the stored cards' ids."""
+    try:
+        order = reader.id_order()
+    except IndexCorrupt:
+        return ["id order: not the one sealed in the settings"]
+    want = {row: place for place, row in enumerate(sorted(row_ids, key=row_ids.__getitem__), 1)}
+    got = {row: order[row - 1] for row in range(1, len(order) + 1) if order[row - 1]}
+    if got.keys() != want.keys():
+        return ["id order: it does not place each card once"]
+    wrong = sorted(row_ids[row] for row in want if got[row] != want[row])
+    if wrong:
+        return [f"id order: {len(wrong)} card(s) out of their ids' order ({', '.join(wrong[:3])})"]
+    return []
 
 
 def _meta_diffs(

@@ -368,7 +368,7 @@ class Parts:
     meta: `meta_message` of the settings; problems: the cards left out (JSON); superseders:
     `superseders_message`; terms: (the term's keyed hash (`Sealer.slot`), its record (seal + `term_message`)) in
     the order they are written; cards: (row, the id's keyed hash, hot record (seal + `card_message`), cold record
-    (`cold_message`)) by row.
+    (`cold_message`)) by row; order: the id order part (`id_order`; its digest is in meta).
     """
 
     meta: bytes = b"[]"
@@ -378,6 +378,7 @@ class Parts:
     superseders: bytes = b"[]"
     terms: list[tuple[int, bytes]] = field(default_factory=list)
     cards: list[tuple[int, int, Record, Record]] = field(default_factory=list)
+    order: bytes = b""
 
 
 def write_index(
@@ -397,12 +398,14 @@ def write_index(
     removed = set(removed_ids) | {c.id for c in upserts}
     if base is None:
         parts, stored = Parts(), _Totals(0, [0, 0, 0], [])
-        _apply(parts, stored, sealer, upserts)
+        parts.order = id_order(parts.cards, _apply(parts, stored, sealer, upserts))
     else:
         with IndexReader(base) as reader:
             parts, where = _stored_parts(reader)
             stored = _remove(parts, reader, removed)
-            _apply(parts, stored, sealer, upserts, reader, where)
+            added = _apply(parts, stored, sealer, upserts, reader, where)
+            parts.order = id_order(parts.cards, added, reader.id_order())
+    stored.order = digest(parts.order)
     ordered = sorted(problems, key=lambda p: (p[0], p[1]))
     parts.problems = _json_bytes([list(p) for p in ordered])
     parts.problems_seal = sealer.mac(parts.problems)
@@ -458,7 +461,10 @@ def write_parts(handle: IO[bytes], parts: Parts, sealer: Sealer) -> str:
     term_slots_at = _aligned(superseders_at + len(parts.superseders), 8)
     id_slots_at = term_slots_at + SLOT * term_slots
     cards_at = id_slots_at + SLOT * id_slots
-    tables_end = cards_at + CARD_SLOT * max_row
+    order_at = cards_at + CARD_SLOT * max_row  # a multiple of 8, as `cards_at`
+    tables_end = order_at + len(parts.order)
+    if len(parts.order) != 4 * max_row:
+        raise ValueError(f"an id order of {len(parts.order)} bytes for {max_row} rows")
 
     chunks: list[Record] = []
     term_table = bytearray(SLOT * term_slots)
@@ -501,6 +507,7 @@ def write_parts(handle: IO[bytes], parts: Parts, sealer: Sealer) -> str:
         "max_row": max_row,
         "terms_at": terms_at,
         "terms_len": terms_len,
+        "order_at": order_at,
     }
     header = (
         MAGIC
@@ -512,7 +519,7 @@ def write_parts(handle: IO[bytes], parts: Parts, sealer: Sealer) -> str:
     assert len(header) == HEADER_SIZE
     gap = b"\0" * (term_slots_at - superseders_at - len(parts.superseders))
     start: list[bytes | bytearray] = [header, parts.meta, parts.problems, parts.superseders, gap]
-    start += [term_table, id_table, card_table, b"\0" * (terms_at - tables_end)]
+    start += [term_table, id_table, card_table, parts.order, b"\0" * (terms_at - tables_end)]
     whole = hashlib.sha256()
     # One block at a time: `(first, *_blocks(chunks))` made every block before writing the first, a second copy
     # of the whole file in memory (243 MB more at 50,000 cards).
@@ -601,6 +608,7 @@ def _stored_parts(reader: IndexReader) -> tuple[Parts, dict[int, int]]:
         parts.cards = [(row, id_hash[row], hot(slot[0], slot[1]), cold(slot[2], slot[3])) for row, slot in slots]
     except KeyError:
         raise IndexCorrupt(f"the index at {reader.path} is damaged (a card has no id slot)") from None
+    parts.order = reader._read(reader._order_at, 4 * reader._max_row)
     return parts, where
 
 
@@ -664,6 +672,7 @@ class _Totals:
     lengths: list[int]
     superseders: list[list[str]]
     n_cjk: int = 0  # the cards holding a CJK term: what a CJK term's rarity is measured against
+    order: str = ""  # the digest of the id order part
     stale: dict[str, set[int]] = field(default_factory=dict)  # the terms of removed cards: their rows
 
     def add(self, values: Sequence[Any], terms: Iterable[str]) -> None:
@@ -693,6 +702,7 @@ class _Totals:
             avg_lengths=json.dumps(avg),
             length_totals=json.dumps(self.lengths),
             superseders=superseders_digest(self.superseders),
+            id_order=self.order,
         )
         return out
 
@@ -738,16 +748,18 @@ def _apply(
     upserts: Sequence[CardTerms],
     reader: IndexReader | None = None,
     where: dict[int, int] | None = None,
-) -> None:
+) -> dict[int, str]:
     """Add the `upserts` to `parts` with their postings, and take the removed cards' postings (`totals.stale`)
     out of their terms; the records of the terms neither touches stay as they are. `reader` and `where`: the
-    base file the parts come from (to find a touched term's record)."""
+    base file the parts come from (to find a touched term's record). The ids of the cards added, by row."""
     # The new postings per term, as the file stores them: rows (u32) and six counts a row (u16), 16 bytes a posting
     # where a tuple of seven ints took about 120 (a full index of 50,000 cards peaked at 1.26 GB with tuples).
     fresh: dict[str, tuple[array[int], array[int]]] = {}
     row = parts.cards[-1][0] if parts.cards else 0  # new rows follow the highest kept one
+    new_ids: dict[int, str] = {}
     for card in upserts:
         row += 1
+        new_ids[row] = card.id
         lengths, entries = card_postings(card)
         cold = cold_message(card.record, card.provenance, sorted(entries))
         sealed = [
@@ -802,6 +814,41 @@ def _apply(
     if gone:
         parts.terms = [entry for i, entry in enumerate(parts.terms) if i not in gone]
     parts.superseders = superseders_message(totals.superseders)
+    return new_ids
+
+
+def id_order(
+    cards: Sequence[tuple[int, int, Record, Record]], added: dict[int, str], kept_order: Sequence[int] = ()
+) -> bytes:
+    """The id order part of an index holding `cards` (`Parts.cards`): per row from 1 to the highest, the place (from
+    1) of its card's id among all the ids sorted, 0 for a row no card holds (`IndexReader.id_order`).
+
+    added: the ids of the cards this write adds, by row. kept_order: the base file's id order, in which the cards
+    kept from it stay among themselves; each added card is placed among them by bisection, so an update reads the
+    ids of a few kept cards (their hot records), not of every one."""
+    max_row = cards[-1][0] if cards else 0
+    hot = {row: record for row, _, record, _ in cards if row not in added}
+    kept = sorted(hot, key=lambda row: kept_order[row - 1])
+    ids: dict[int, str] = {}
+
+    def id_of(row: int) -> str:
+        found = ids.get(row)
+        if found is None:
+            found = ids[row] = str(json.loads(bytes(hot[row][SEAL_BYTES:]))[1])
+        return found
+
+    ordered: list[int] = []
+    lo = 0
+    for row, card_id in sorted(added.items(), key=lambda item: item[1]):
+        at = bisect_left(kept, card_id, lo, key=id_of)
+        ordered += kept[lo:at]
+        ordered.append(row)
+        lo = at
+    ordered += kept[lo:]
+    order = array("I", bytes(4 * max_row))
+    for place, row in enumerate(ordered, 1):
+        order[row - 1] = place
+    return order.tobytes()
 
 
 def _postings_of(held: tuple[array[int], array[int]] | None) -> list[tuple[int, ...]]:
@@ -815,7 +862,8 @@ def _postings_of(held: tuple[array[int], array[int]] | None) -> list[tuple[int, 
 def verify(reader: IndexReader, row_seals: bool = True) -> list[str]:
     """Every check of a whole index file, cold (it reads everything): its structure (`integrity_ok`), the seal
     of every card and term record and the digest of each card's cold record, the list of cards left out, every
-    posting naming an existing card, the card count and the superseding cards as meta has them, and the seal of
+    posting naming an existing card, the card count and the superseding cards as meta has them, the id order
+    (sealed in meta; with `row_seals`, re-derived from the cards' ids), and the seal of
     the file's bytes (`seal_path`). An empty list: the file is as its writer (with this cache's key) left it.
     Failures are said in words, one per kind (at most the first few records).
 
@@ -837,7 +885,10 @@ def verify(reader: IndexReader, row_seals: bool = True) -> list[str]:
             problems.append("its structure does not hold: a record lies outside the file or off its slot")
         rows = reader.held_rows()
         bad_cards: list[str] = []
+        ids: dict[int, str] = {}
         for values, seal, message, cold in reader.sealed_rows() if row_seals else ():
+            if values is not None:
+                ids[int(values[0])] = str(values[1])
             if values is None:
                 bad_cards.append("a card's stored fields do not parse")
             elif seal != sealer.mac(message):
@@ -861,6 +912,17 @@ def verify(reader: IndexReader, row_seals: bool = True) -> list[str]:
         reader.problems()
         reader._superseding = None  # checked afresh
         reader._superseders()
+        reader._order = None
+        order = reader.id_order()
+        places = sorted(order[row - 1] for row in rows)
+        if places != list(range(1, len(rows) + 1)) or sum(1 for place in order if place) != len(rows):
+            problems.append("its id order does not place each card once")
+        elif (
+            ids
+            and len(ids) == len(rows)
+            and sorted(rows, key=ids.__getitem__) != sorted(rows, key=lambda r: order[r - 1])
+        ):
+            problems.append("its id order is not the order of its cards' ids")
     except IndexCorrupt as exc:
         problems.append(str(exc))
     except (KeyError, ValueError, TypeError, IndexError) as exc:

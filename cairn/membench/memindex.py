@@ -2,7 +2,7 @@
 
 One benchmark question's haystack is small (a few hundred turns), and each question has its own: writing index
 files for it costs far more than ranking it. `MemoryIndex` offers what recall's ranking reads from
-`cairn.hot.index.IndexReader` (`postings(terms)`, `n_cards`, `avg_lengths`, `config`, `cards(rows)`), with the
+`cairn.hot.index.IndexReader` (`postings(terms)`, `n_cards`, `avg_lengths`, `config`, `cards(rows)`, `id_order`), with the
 values an index file written by `cairn.index.store.write_index` from the same documents would hold: rows count from
 1 in document order, counts and lengths are capped at 65,535, the average field lengths are rounded to 4 places.
 Recall's own scoring code then ranks it, to the bit as it ranks the file (`tests/test_membench_memindex.py`).
@@ -91,6 +91,10 @@ class MemoryIndex:
             if got is not None:
                 found[term] = got
         return found
+
+    def id_order(self) -> Sequence[int]:
+        """Each row's place among the ids sorted (`IndexReader.id_order`): the row itself (`document_id`)."""
+        return range(1, len(self.documents) + 1)
 
     def cards(self, rows: Iterable[int]) -> dict[int, IndexedCard]:
         """Documents as recall's cards: active, unscoped, with the id `document_id(row)`."""

@@ -10,6 +10,7 @@ file's bytes (`store.seal_path`) is left as it was too.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,8 @@ def _sealer() -> Sealer:
 def _rewrite(index_file: Path, edit: Callable[[store.Parts], None]) -> None:
     parts = store.read_parts(index_file, unchecked=True)
     edit(parts)
+    rows = 4 * (parts.cards[-1][0] if parts.cards else 0)  # the id order keeps a place for each row left
+    parts.order = parts.order[:rows].ljust(rows, b"\0")
     with open(index_file, "wb") as handle:
         store.write_parts(handle, parts, _sealer())
 
@@ -122,6 +125,18 @@ def edit_superseders(index_file: Path, change: Callable[[list[list[str]]], None]
     _rewrite(index_file, edit)
 
 
+def edit_order(index_file: Path, change: Callable[[list[int]], None]) -> None:
+    """Change the id order part (`change` edits its places, one a row from row 1, in place), meta's digest of it
+    unchanged."""
+
+    def edit(parts: store.Parts) -> None:
+        places = list(memoryview(parts.order).cast("I"))
+        change(places)
+        parts.order = b"".join(place.to_bytes(4, sys.byteorder) for place in places)
+
+    _rewrite(index_file, edit)
+
+
 def delete_card(index_file: Path, card_id: str) -> None:
     """Take one card's records out of the file (its postings still name its row)."""
 
@@ -160,7 +175,8 @@ def card_terms(index_file: Path, card_id: str) -> list[str]:
 
 
 def reseal(index_file: Path) -> None:
-    """Recompute every seal, the cold record digests, the superseders and the file's seal with this cache's key."""
+    """Recompute every seal, the cold record digests, the superseders, the id order's digest (the order itself
+    left as it is) and the file's seal with this cache's key."""
     sealer = _sealer()
     parts = store.read_parts(index_file, unchecked=True)
     all_values = []
@@ -175,6 +191,7 @@ def reseal(index_file: Path) -> None:
     parts.superseders = superseders_message(superseding)
     meta = dict(json.loads(parts.meta))
     meta["superseders"] = superseders_digest(superseding)
+    meta["id_order"] = digest(parts.order)
     parts.meta = meta_message(meta)
     parts.meta_seal = sealer.mac(parts.meta)
     parts.problems_seal = sealer.mac(parts.problems)
