@@ -212,6 +212,9 @@ def _wire_line(line: bytes) -> bytes:
     text = line.decode("utf-8", "replace")
     if text.startswith("\ufeff"):  # a byte-order mark (a client on Windows): not JSON, so dropped without a word
         text = text[1:]
+    refused = _malformed_request(text)
+    if refused is not None:
+        return refused
     if text.count("[") + text.count("{") > MAX_DEPTH:
         text = _shallow(text)
     if _SURROGATE_ESCAPE.search(text):
@@ -223,6 +226,40 @@ def _wire_line(line: bytes) -> bytes:
         if _SURROGATE.search(dumped):
             return _SURROGATE.sub("\ufffd", dumped).encode("utf-8") + b"\n"
     return text.encode("utf-8")
+
+
+def _malformed_request(text: str) -> bytes | None:
+    """For a request with an id that the SDK would drop without a word (params that are no object, as `[]` or
+    `"x"`; no `"jsonrpc": "2.0"`; a method that is no string), the line the SDK answers for that id with an error
+    saying what is wrong (the client waited for ever); None for any other line, handed on as it is."""
+    if '"id"' not in text:  # a notification, or no JSON-RPC at all: nothing to answer
+        return None
+    try:
+        message = json.loads(text)
+    except (ValueError, RecursionError):  # not JSON (or nested past the parser): no id to answer
+        return None
+    if not isinstance(message, dict) or "result" in message or "error" in message:  # a batch, or a client's answer
+        return None
+    request_id = message.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):  # no id the SDK answers
+        return None
+    params = message.get("params")
+    if message.get("jsonrpc") != "2.0":
+        said = 'invalid request: it must say "jsonrpc": "2.0"'
+    elif not isinstance(message.get("method"), str):
+        said = 'invalid request: "method" must be a string, the name of the method'
+    elif params is not None and not isinstance(params, dict):
+        kind = {list: "an array", str: "a string", bool: "true or false"}.get(type(params), "a number")
+        said = f'invalid params: "params" must be a JSON object (named values), not {kind}'
+    else:
+        return None
+    return _refusal(json.dumps(request_id), f"{said}; cairn serve did not run it")
+
+
+def _refusal(request_id: str, said: str) -> bytes:
+    """A line the SDK answers for the id `request_id` (as JSON text) with a JSON-RPC error whose data is `said`: a
+    request whose method is `said` (the SDK answers "Method not found" with the method as its data)."""
+    return f'{{"jsonrpc": "2.0", "id": {request_id}, "method": {json.dumps(said)}}}\n'.encode()
 
 
 # The deepest request the SDK is handed: its validation gives up, without a word, on arguments nested about 200 deep.
@@ -273,7 +310,7 @@ def _too_long(head: bytes, tail: bytes) -> bytes:
         f"request too large: over {MAX_REQUEST_BYTES // (1024 * 1024)} MiB on one line, so cairn serve did not "
         "read it; send a smaller one (a card must be under 1 MiB)"
     )
-    return f'{{"jsonrpc": "2.0", "id": {found.group(1)}, "method": {json.dumps(said)}}}\n'.encode()
+    return _refusal(found.group(1), said)
 
 
 class _FilteredLines(io.RawIOBase):

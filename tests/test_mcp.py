@@ -1009,6 +1009,32 @@ def test_a_request_nested_too_deep_is_answered(vault_repo: VaultRepo) -> None:
     assert json.loads(answers[1]["result"]["content"][0]["text"])["id"] == "git/force-push-rebase"
 
 
+def test_a_request_the_sdk_cannot_read_is_answered_for_its_id(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a request with an id whose params were no object (`[]`, `"x"`, `7`), that lacked `"jsonrpc":
+    "2.0"` or whose method was no string got no answer (the SDK dropped it without a word): the client waited for
+    ever. Each is now answered for its id with a JSON-RPC error that says what is wrong, and the server goes on."""
+    _lessons(vault_repo)
+    answers = exchange_lines(
+        vault_repo.root,
+        [
+            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": []}\n',
+            b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": [1]}\n'
+            b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": ["show", "git/force-push-rebase"]}\n',
+            b'{"jsonrpc": "2.0", "id": 3, "method": "ping", "params": 7}\n',
+            b'{"id": 4, "method": "ping"}\n',
+            b'{"jsonrpc": "2.0", "id": 5, "method": 5}\n',
+            b'{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "show", "arguments": '
+            b'{"id": "git/force-push-rebase"}}}\n',
+        ],
+    )
+    assert None not in answers  # the first five got none
+    said = [json.dumps(a.get("error")) for a in answers[:5]]
+    assert '\\"params\\" must be a JSON object (named values), not an array' in said[0], said[0]
+    assert "not an array" in said[1] and "not a number" in said[2]
+    assert '\\"jsonrpc\\": \\"2.0\\"' in said[3] and '\\"method\\" must be a string' in said[4]
+    assert json.loads(answers[5]["result"]["content"][0]["text"])["id"] == "git/force-push-rebase"
+
+
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the server's memory from /proc")
 def test_a_request_line_that_never_ends_is_answered_without_being_held(vault_repo: VaultRepo) -> None:
     """Bug fixed: the server read each request line whole, however long: a client writing one endless line (a bug,
