@@ -212,6 +212,8 @@ def _wire_line(line: bytes) -> bytes:
     text = line.decode("utf-8", "replace")
     if text.startswith("\ufeff"):  # a byte-order mark (a client on Windows): not JSON, so dropped without a word
         text = text[1:]
+    if text.lstrip().startswith("["):
+        return _batch_lines(text)
     refused = _malformed_request(text)
     if refused is not None:
         return refused
@@ -226,6 +228,20 @@ def _wire_line(line: bytes) -> bytes:
         if _SURROGATE.search(dumped):
             return _SURROGATE.sub("\ufffd", dumped).encode("utf-8") + b"\n"
     return text.encode("utf-8")
+
+
+def _batch_lines(text: str) -> bytes:
+    """A JSON-RPC batch (an array of requests, which MCP 2025-03-26 has servers take) as its requests, one a line,
+    each through `_wire_line`: the SDK reads one message a line and dropped the whole array without a word, so the
+    client waited for ever. Each request is answered on its own line, for its id."""
+    try:
+        batch = json.loads(text)
+    except (ValueError, RecursionError):  # not JSON (or nested past the parser): no id to answer
+        return text.encode("utf-8")
+    if not isinstance(batch, list):
+        return text.encode("utf-8")
+    # ASCII: a lone surrogate stays an escape for `_wire_line` to read; an empty batch is an empty line (not EOF)
+    return b"".join(_wire_line(json.dumps(m).encode() + b"\n") for m in batch if isinstance(m, dict)) or b"\n"
 
 
 def _malformed_request(text: str) -> bytes | None:

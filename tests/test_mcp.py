@@ -1035,6 +1035,26 @@ def test_a_request_the_sdk_cannot_read_is_answered_for_its_id(vault_repo: VaultR
     assert json.loads(answers[5]["result"]["content"][0]["text"])["id"] == "git/force-push-rebase"
 
 
+def test_each_request_of_a_batch_is_answered(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a JSON-RPC batch (an array of requests on one line, which MCP 2025-03-26 has servers take) got no
+    answer at all: the SDK reads one message a line and dropped the array without a word. Each request in it is now
+    answered for its id; an empty batch stops nothing."""
+    _lessons(vault_repo)
+    show = b'{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "show", "arguments": {"id": "%s"}}}'
+    answers = exchange_lines(
+        vault_repo.root,
+        [
+            b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "method": "notifications/x"}, 7]\n',
+            b'[]\n[{"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": []}]\n',
+            b"[" + show % b"git/force-push-rebase" + b"]\n",
+        ],
+    )
+    assert answers[0] is not None and answers[0]["result"] == {}
+    assert answers[1] is not None and "must be a JSON object" in json.dumps(answers[1]["error"])
+    assert answers[2] is not None
+    assert json.loads(answers[2]["result"]["content"][0]["text"])["id"] == "git/force-push-rebase"
+
+
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the server's memory from /proc")
 def test_a_request_line_that_never_ends_is_answered_without_being_held(vault_repo: VaultRepo) -> None:
     """Bug fixed: the server read each request line whole, however long: a client writing one endless line (a bug,
