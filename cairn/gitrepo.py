@@ -1156,6 +1156,43 @@ def _staging_env(vault: Vault) -> dict[str, str]:
     }
 
 
+def stored_text(vault: Vault, rel_path: str, data: bytes) -> bytes:
+    """A working-tree file of the vault as git stores it, for a file that is not UTF-8: one whose `.gitattributes`
+    give it a `working-tree-encoding` (`UTF-16`, `SHIFT-JIS`) is checked out in that encoding and stored, staged and
+    committed as UTF-8, so lint and `--worktree` read what the index will (they refused such a card, "save it as
+    UTF-8", that the commit, the index and the hook read as a good one). `data` itself when it is UTF-8 (no git
+    command then), when no such attribute applies, or when it names an encoding Python lacks or `data` is not in
+    it (git refuses to add such a file). `check-attr` runs no filter: it reads the attribute files alone (and no
+    `core.fsmonitor`, a command git would start to read the index)."""
+    try:
+        data.decode("utf-8")
+        return data
+    except UnicodeDecodeError:
+        pass
+    if vault.git_root is None or shutil.which("git") is None:
+        return data
+    try:
+        out = subprocess.run(
+            ["git", "-c", "core.fsmonitor=false", "check-attr", "-z", "working-tree-encoding", "--"]
+            + [f"{vault.prefix}{rel_path}"],
+            cwd=vault.git_root,
+            env={**os.environ, **_staging_env(vault)},
+            capture_output=True,
+            check=False,
+        ).stdout.split(b"\0")
+    except OSError:
+        return data
+    encoding = out[2].decode("ascii", "replace") if len(out) > 2 else ""
+    if encoding in ("", "unspecified", "set", "unset"):
+        return data
+    with_bom = encoding.upper().endswith("-BOM")  # git's UTF-16LE-BOM: little-endian, with a byte order mark
+    try:
+        text = data.decode(encoding[: -len("-BOM")] if with_bom else encoding)
+    except (LookupError, UnicodeDecodeError):
+        return data
+    return text.removeprefix("\ufeff").encode("utf-8")
+
+
 def _env_repo_is(git_dir: Path, work_tree: Path) -> bool:
     """Whether the repository git's environment describes (GIT_DIR, else the one around the cwd) is this one."""
     env_dir = os.environ.get("GIT_DIR")

@@ -382,6 +382,30 @@ def test_a_card_left_out_by_a_sparse_checkout_is_a_card_to_lint(vault_repo: Vaul
         assert done.returncode == 0 and "layer-order.md" not in done.stdout, done.stdout
 
 
+def test_a_card_git_checks_out_in_utf_16_is_read_as_git_stores_it(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a `.gitattributes` with `working-tree-encoding=UTF-16` has git check a card out in UTF-16 and store
+    it as UTF-8. `cairn lint` (the working tree, also `pre-commit run --all-files` in CI) and `--worktree` refused it,
+    "the file is UTF-16; save it as UTF-8", while the staged lint, the index and the hook took it as a good card."""
+    make_vault(vault_repo)
+    vault_repo.write_raw(".gitattributes", "cards/win/*.md text working-tree-encoding=UTF-16\n")
+    text = card_text("Wheel builds need setuptools declared", "Declare setuptools in build-system requires.")
+    card = vault_repo.write_raw("cards/win/wheel-builds.md", text.encode("utf-16"))
+    vault_repo.commit("A card checked out in UTF-16")
+    assert vault_repo.git("show", "HEAD:cards/win/wheel-builds.md") == text.strip()  # git holds it as UTF-8
+    assert card.read_bytes().startswith(b"\xff\xfe")
+    for args in (("--staged",), ("--worktree",), ("--worktree", "cards/win/wheel-builds.md")):
+        done = vault_repo.cairn("lint", *args)
+        assert done.returncode == 0 and "file-encoding" not in done.stdout, (args, done.stdout)
+    worktree = vault_repo.cairn("index", "--worktree")
+    assert worktree.returncode == 0 and "3 cards" in worktree.stdout and worktree.stderr == "", worktree.stderr
+    shown = vault_repo.cairn("show", "--worktree", "win/wheel-builds")
+    assert shown.returncode == 0 and shown.stdout.startswith("Wheel builds need setuptools declared"), shown.stderr
+    # a UTF-16 file no attribute converts is what git stores: still refused
+    vault_repo.write_raw("cards/other/utf16.md", text.encode("utf-16"))
+    done = vault_repo.cairn("lint", "cards/other/utf16.md")
+    assert done.returncode == 1 and "file-encoding the file is UTF-16" in done.stdout, done.stdout
+
+
 def test_a_card_left_out_by_a_sparse_checkout_is_read_from_the_vaults_own_staging_area(
     vault_repo: VaultRepo, tmp_path: Path
 ) -> None:

@@ -322,7 +322,7 @@ def build_worktree_index(vault: Vault, progress: Progress | None = None) -> Inde
         if not _read_as_card(rel):
             continue
         card, findings = read_worktree_card(vault, file)
-        take(rel, card, findings, file.read_bytes() if card is not None else b"")
+        take(rel, card, findings, gitrepo.stored_text(vault, rel, file.read_bytes()) if card is not None else b"")
         if progress:
             progress(done, len(files))
     for rel, data in _left_out_cards(vault).items():
@@ -366,7 +366,7 @@ def read_worktree_card(vault: Vault, file: Path) -> tuple[Card | None, list[Find
         data = file.read_bytes()
     except OSError as exc:
         return None, [Finding(rel, 0, "file-unreadable", f"cannot read the file: {exc.strerror or exc}")]
-    return parse_card(rel, data)
+    return parse_card(rel, gitrepo.stored_text(vault, rel, data))
 
 
 def open_index(

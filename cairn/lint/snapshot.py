@@ -78,7 +78,7 @@ class Snapshot:
             if stat.S_ISLNK(info.st_mode):
                 self.files[rel] = VaultFile(rel, "", SYMLINK)
             elif stat.S_ISREG(info.st_mode):
-                data = read_capped(file, info.st_size)
+                data = gitrepo.stored_text(self.vault, rel, read_capped(file, info.st_size))
                 blob = blob_id(data)
                 self._data[blob] = data
                 self.files[rel] = VaultFile(rel, blob)
