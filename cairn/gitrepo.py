@@ -439,7 +439,8 @@ def uncommitted_cards(repo: git.Repo, vault: Vault) -> list[str]:
     command that runs what its config names: `git status` runs `core.fsmonitor` and the clean filters of
     `.gitattributes`. Each file's blob id, of its bytes as they are, is compared with HEAD's instead, as
     `last_commit_day` does; a file that a filter changes on checkout reads as changed, but not one git's own CRLF
-    conversion gave CRLF line ends (`core.autocrlf`, `eol=crlf`): every card of such a clone. A file git's sparse
+    conversion gave CRLF line ends (`core.autocrlf`, `eol=crlf`): every card of such a clone; nor one it checks out
+    in another encoding (`working-tree-encoding`, `stored_text`). A file git's sparse
     checkout leaves out of the work tree (tagged `S`, skip-worktree) is not there and not deleted either."""
     from cairn.hot.serve import blob_id
 
@@ -467,7 +468,8 @@ def uncommitted_cards(repo: git.Repo, vault: Vault) -> list[str]:
             elif stat.S_ISREG(found.st_mode):
                 with open(file, "rb") as handle:
                     data = handle.read()
-                same = meta[2:3] in ([blob_id(data)], [blob_id(data.replace(b"\r\n", b"\n"))])
+                stored = stored_text(vault, path, data)  # checked out in UTF-16 (working-tree-encoding): UTF-8
+                same = meta[2:3] in ([blob_id(data)], [blob_id(stored.replace(b"\r\n", b"\n"))])
             else:  # a symlink stands where HEAD has one; a folder never does
                 same = stat.S_ISLNK(found.st_mode) and meta[:1] == ["120000"]
         except OSError:  # deleted

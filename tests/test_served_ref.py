@@ -611,6 +611,20 @@ def test_the_uncommitted_card_note_leaves_out_cards_git_checked_out_with_crlf(
     _only_a_new_card_is_noted(clone, clone.cairn)
 
 
+def test_the_uncommitted_card_note_leaves_out_cards_git_checked_out_in_utf_16(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a `.gitattributes` with `working-tree-encoding=UTF-16` has git check cards out in UTF-16 and store
+    them as UTF-8 (with CRLF line ends too, `eol=crlf`), and a recall said such a card file was not committed, though
+    `git status` is clean. Only a card the work tree does change is named."""
+    make_vault(vault_repo)
+    vault_repo.write_raw(".gitattributes", "cards/win/*.md text eol=crlf working-tree-encoding=UTF-16\n")
+    text = card_text("Wheel builds need setuptools declared", "Declare setuptools in build-system requires.")
+    vault_repo.write_raw("cards/win/wheel-builds.md", text.replace("\n", "\r\n").encode("utf-16"))
+    vault_repo.commit("A card checked out in UTF-16")
+    assert vault_repo.git("status", "--porcelain") == ""
+    assert vault_repo.invoke("index").returncode == 0
+    _only_a_new_card_is_noted(vault_repo, vault_repo.invoke)
+
+
 def test_the_uncommitted_card_note_runs_nothing_the_repository_configures(
     vault_repo: VaultRepo, tmp_path: Path
 ) -> None:
