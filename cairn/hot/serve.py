@@ -511,7 +511,7 @@ def served_file(root: str, card: "IndexedCard") -> bool:
     `blob`). When it does not (the vault checked out on a branch that edits the card, an uncommitted change, a
     missing file), an agent that reads the file would read text no one reviewed, or nothing: interfaces give it no
     path, and `cairn show`, which reads the indexed commit, instead. A checkout with CRLF line ends is the card's
-    file (git's own conversion of it); a symlink (or a file reached through a symlinked folder below the vault's),
+    file (git's own conversion of it), and so is one in UTF-16 holding the card's text; a symlink (or a file reached through a symlinked folder below the vault's),
     a FIFO or a file over 1 MiB is not. Reads at most one file of 1 MiB; never raises."""
     blob = card.blob
     hashing = {40: "sha1", 64: "sha256"}.get(len(blob))
@@ -537,6 +537,13 @@ def served_file(root: str, card: "IndexedCard") -> bool:
         return False
     if blob_id(data, hashing) == blob:
         return True
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # checked out in UTF-16 (`working-tree-encoding`), stored as UTF-8
+        try:
+            data = data.decode("utf-16").encode("utf-8")
+        except UnicodeError:
+            return False
+        if blob_id(data, hashing) == blob:
+            return True
     # A checkout with CRLF line ends (`core.autocrlf`, `eol=crlf`) holds the committed text with a CR before each LF:
     # the same card to a reader, and what git itself stores back for it.
     return b"\r\n" in data and blob_id(data.replace(b"\r\n", b"\n"), hashing) == blob
