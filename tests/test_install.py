@@ -413,6 +413,24 @@ def test_project_install_never_writes_into_the_vault(configured: VaultRepo) -> N
     assert cairn("install", "claude-code", cwd=project, env=elsewhere).returncode == 0
 
 
+def test_project_install_refuses_git_own_folder(configured: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: `cairn install` run in a project's `.git` (or with --project naming a bare repository) said
+    `installed` and wrote settings there, where no agent works: the hook never ran."""
+    project = tmp_path / "project"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    bare = tmp_path / "mirror.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    done = cairn("install", "claude-code", cwd=project / ".git" / "refs")
+    assert done.returncode == 1
+    assert f"install into the project: --project {project.resolve()} (nothing was written)" in done.stderr
+    done = cairn("install", "codex", "--project", str(bare))
+    assert done.returncode == 1
+    assert "bare git repository" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert not list(project.rglob(".claude")) and not (bare / ".codex").exists()
+    assert cairn("install", "claude-code", "--project", str(project)).returncode == 0
+
+
 def test_user_install_goes_to_home(tmp_path: Path, isolated_env: Path, configured: VaultRepo) -> None:
     assert cairn("install", "gemini", "--user", cwd=tmp_path).returncode == 0
     data = json.loads((isolated_env / ".gemini" / "settings.json").read_text())

@@ -13,7 +13,7 @@ import click
 from cairn import doctor, githooks, gitrepo, install
 from cairn.cli.common import _one_vault, checked_scope, echo, error_text, errors_to_exit, indexing, open_vault
 from cairn.hot.errors import CairnError, InvalidConfig, NotAGitRepository, RefusedWrite, VaultNotFound
-from cairn.hot.vault import shell_word
+from cairn.hot.vault import is_bare_repository, shell_word
 from cairn.index import build as indexer
 
 TARGETS = (*install.AGENTS, "git-hooks")
@@ -117,6 +117,7 @@ def install_cmd(
         echo(f"{base} is your home folder, where {target} keeps your own settings: installing as with --user.")
     if not user:
         _refuse_inside_a_vault(base)
+        _refuse_git_folder(base)
     vault_arg = _hook_vault(vault_path)
     served = _served_vaults(vault_arg)
     settings = install.install_target(target, base, user)
@@ -246,6 +247,22 @@ def _refuse_inside_a_vault(base: Path) -> None:
             f"{base} is inside the vault {folder}; install with --user, or --project DIR for the project your "
             f"agent works in (nothing was written into {folder})"
         )
+
+
+def _refuse_git_folder(base: Path) -> None:
+    """No agent works in git's own folder (a work tree's `.git`, a bare repository): settings written there were
+    never read, and install said `installed`."""
+    for folder in (base, *base.parents):
+        if folder.name == ".git":
+            raise CairnError(
+                f"{base} is git's own folder of the repository {folder.parent}, where no agent works; install into "
+                f"the project: --project {shell_word(folder.parent)} (nothing was written)"
+            )
+        if is_bare_repository(str(folder)):
+            raise CairnError(
+                f"{base} is in the bare git repository {folder}, which has no work tree for an agent to work in; "
+                "install into a clone of it with --project DIR (nothing was written)"
+            )
 
 
 def _index_now(vault_arg: str | None, executable: str) -> None:

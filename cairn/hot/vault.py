@@ -299,7 +299,7 @@ def locate_vault(
                 raise _not_found(f"{str(given)!r} is a vault's cards/ folder; pass the vault itself: {parent}")
             if os.path.basename(real) == ".git" and _holds_a_vault(parent):  # not bare: its work tree is the vault
                 raise _not_found(f"{str(given)!r} is a vault's .git folder; pass the vault itself: {parent}")
-            if _is_bare_repository(real):  # a mirror or a server's copy: its commits hold cards, no folder does
+            if is_bare_repository(real):  # a mirror or a server's copy: its commits hold cards, no folder does
                 raise _not_found(
                     f"{str(given)!r} is a bare git repository, with no work tree to hold cards/; clone it "
                     f"(`git clone {shell_word(real)} FOLDER`) and give the clone's folder"
@@ -549,7 +549,7 @@ def _submodule_update(folder: str) -> tuple[str, str] | None:
     return None
 
 
-def _is_bare_repository(folder: str) -> bool:
+def is_bare_repository(folder: str) -> bool:
     """Whether `folder` is a git directory itself (`git clone --bare`), not a work tree."""
     return is_file(os.path.join(folder, "HEAD")) and all(is_dir(os.path.join(folder, d)) for d in ("objects", "refs"))
 
