@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -139,6 +140,35 @@ def test_a_deleted_working_folder_still_serves(vault_repo: VaultRepo, tmp_path: 
     assert done.returncode == 0 and b"force-push" in done.stdout, done.stderr
     assert log_entries()[-1]["error"] is None
     assert not gone.exists()
+
+
+@pytest.mark.parametrize("cwd", (".", "project"))
+def test_a_relative_cwd_in_a_deleted_working_folder_still_serves(
+    vault_repo: VaultRepo, tmp_path: Path, cwd: str
+) -> None:
+    """Bug fixed: a payload whose cwd is relative (to the hook's own folder), when that folder had been deleted,
+    failed the whole prompt: no card from any vault, and the log said only "FileNotFoundError: [Errno 2] No such
+    file or directory"."""
+    make_vault(vault_repo)
+    gone = tmp_path / "removed-worktree"
+    gone.mkdir()
+    payload = json.dumps({"prompt": FITTING_PROMPT, "session_id": "s", "cwd": cwd}).encode()
+    done = subprocess.run(
+        [
+            "sh",
+            "-c",
+            'cd "$1" && rmdir "$1" && exec "$2" hook --format claude-code',
+            "sh",
+            str(gone),
+            cairn_executable(),
+        ],
+        input=payload,
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0 and b"force-push" in done.stdout, done.stderr
+    assert log_entries()[-1]["error"] is None
 
 
 @pytest.mark.parametrize("case", ("empty", "binary", "not-utf8"))

@@ -411,11 +411,15 @@ def _serve(options: Options, fmt: str, payload: Payload, entry: dict[str, object
 
         entry["session"] = session_key(payload.session_id)
 
-    if payload.cwd is None:  # text input, or a JSON payload without a usable cwd: the hook's own folder stands in
+    if payload.cwd is None or not os.path.isabs(payload.cwd):
+        # text input, or a JSON payload without a usable cwd: the hook's own folder stands in; a relative cwd is in
+        # it (read later, by `os.path.realpath`, it failed every vault's cards when that folder had been deleted)
         try:
-            payload.cwd = os.getcwd()
+            here = os.getcwd()
         except OSError:  # that folder was deleted: no folder, so a vault limited to projects serves nothing
-            pass
+            payload.cwd = None
+        else:
+            payload.cwd = here if payload.cwd is None else os.path.join(here, payload.cwd)
     vaults, skipped = hook_vaults(options.vault)  # never the vault around payload.cwd: trust is explicit
     declared = scope_tags(options.scope)
     logged: list[dict[str, object]] = []
