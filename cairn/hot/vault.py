@@ -284,7 +284,7 @@ def locate_vault(
                 raise _not_found(
                     f"CAIRN_VAULT names one vault, not a list: {str(given)!r}; set it to a single vault's folder"
                 )
-            if is_file(root):  # `cairn init` refuses a file, so that is no fix
+            if exists(root):  # a file, a FIFO, a device: `cairn init` refuses each, so that is no fix
                 parent = os.path.dirname(resolve(root))
                 fix = f"pass the vault itself: {parent}" if _holds_a_vault(parent) else "give a vault's folder"
                 raise _not_found(f"{shown} is a file, not a folder; {fix}")
