@@ -629,7 +629,7 @@ def _candidate_dict(c: Candidate, given: list[str], dropped: dict[str, str], que
         "matched": list(c.matched),  # the query's own terms: nothing of the card's text
     }
     if c.reason == "not_when":
-        word = not_when_found(c.card, query.lower())
+        word = not_when_found(c.card, query)
         out["not_when"] = None if word is None else clip(word, NAME_CHARS)  # the card's text: cut as its name is
     if c.reason == "expired":
         out["expires_on"] = c.card.expires_on

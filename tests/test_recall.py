@@ -124,6 +124,28 @@ def test_not_when_rejects(fixture_vault: VaultRepo) -> None:
     assert result.abstained
 
 
+def test_a_not_when_word_is_found_in_the_prompt_as_recall_reads_the_prompt(fixture_vault: VaultRepo) -> None:
+    """Bug fixed: the prompt and the card's `not_when` words were only lowered, while recall's tokens read full-width
+    letters as ASCII: `ｐｏｄｍａｎ` found the Docker card by its other words and passed its `not_when: [podman]`; so did
+    a card's accented word a prompt wrote with its accents as separate marks (macOS), `STRASSE` for `Straße`, and
+    `tearoom` for a card's full-width `ｔｅａｒｏｏｍ`. Both are read NFKC and case-folded (`recall.caseless`)."""
+    docker = "stop waits ten seconds: SIGTERM not forwarded by the shell form CMD"
+    result = _recall(fixture_vault, "ｐｏｄｍａｎ " + docker)
+    assert _reasons(result)["docker/sigterm-shell-form"] == "not_when"
+    assert result.abstained
+    fixture_vault.write(
+        "misc/cafe",
+        "The café kettle trips the fuse",
+        "The kettle trips the fuse on the Straße side.",
+        not_when=["café", "Straße", "ｔｅａｒｏｏｍ"],
+    )
+    fixture_vault.commit("accented not_when")
+    for said in ("cafe\u0301", "CAFÉ", "STRASSE", "Tearoom", "ＴＥＡＲＯＯＭ"):
+        result = _recall(fixture_vault, f"the kettle trips the fuse in the {said}")
+        assert _reasons(result)["misc/cafe"] == "not_when", said
+    assert _reasons(_recall(fixture_vault, "the kettle trips the fuse in the office"))["misc/cafe"] is None
+
+
 @pytest.mark.parametrize(
     ("word", "text", "found"),
     [

@@ -916,7 +916,7 @@ def explain_rows(result: Result, query: str = "") -> list[dict[str, Any]]:
         if c.reason == "expired":  # the review date it passed, so the reader knows what to bump
             row["expires_on"] = c.card.expires_on
         if c.reason == "not_when" and query:  # which word
-            row["not_when"] = not_when_found(c.card, query.lower())
+            row["not_when"] = not_when_found(c.card, query)
         if admitted and getattr(s, "min_confidence", 0.0) > 0:  # the opt-in confidence gate's estimate
             row["confidence"] = c.confidence
         if c.similarity is not None:

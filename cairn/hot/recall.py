@@ -747,7 +747,6 @@ def _recall(
     terms, postings, weights = _query(index, query, settings)
     today_iso = today.isoformat() if today is not None else time.strftime("%Y-%m-%d")  # local date, as date.today()
     wanted_scope = {s.strip().lower() for s in scope or () if s.strip()}
-    lowered_query = query.lower()
     needed = _needed(index, settings, semantic)
 
     if decide_first is not None and not examine_all:
@@ -758,7 +757,7 @@ def _recall(
             weights,
             settings,
             decide_first,
-            lambda card: admission(card, today_iso, wanted_scope, lowered_query, already_injected),
+            lambda card: admission(card, today_iso, wanted_scope, query, already_injected),
             semantic,
             evidence,
             query,
@@ -785,7 +784,7 @@ def _recall(
             for row, score in chunk:
                 examined += 1
                 card = cards[row]
-                reason = admission(card, today_iso, wanted_scope, lowered_query, already_injected)
+                reason = admission(card, today_iso, wanted_scope, query, already_injected)
                 if reason is None and admitted and _other_language(card, admitted[0][0], matched):
                     reason = OTHER_LANGUAGE
                 if reason is None:
@@ -874,7 +873,7 @@ def _needed(index: "IndexReader", settings: "RecallSettings", semantic: "Semanti
 
 
 def admission(
-    card: "IndexedCard", today_iso: str, scope: set[str], lowered_query: str, already: "Collection[str]"
+    card: "IndexedCard", today_iso: str, scope: set[str], query: str, already: "Collection[str]"
 ) -> str | None:
     """Why a card may not be injected whatever its score, or None when it may."""
     if card.status == "retired":
@@ -889,19 +888,38 @@ def admission(
         return "superseded"
     if scope and card.scope and not scope.intersection(card.scope):
         return "out_of_scope"
-    if not_when_found(card, lowered_query) is not None:
+    if not_when_found(card, query) is not None:
         return "not_when"
     if card.id in already:
         return ALREADY_INJECTED
     return None
 
 
-def not_when_found(card: "IndexedCard", lowered_query: str) -> str | None:
-    """The first of the card's `not_when` words the lowered prompt contains as a word (`_has_word`), as the card
-    spells it, or None: what keeps the card out at admission, and what explain names."""
-    return next(
-        (word for term in card.not_when if (word := term.strip()) and _has_word(lowered_query, word.lower())), None
-    )
+def not_when_found(card: "IndexedCard", query: str) -> str | None:
+    """The first of the card's `not_when` words the prompt contains as a word (`_has_word`), both read as
+    `caseless` gives them, as the card spells it, or None: what keeps the card out at admission, and what explain
+    names."""
+    if not card.not_when:
+        return None
+    global _LAST_PROMPT
+    if _LAST_PROMPT[0] is not query:  # cards with `not_when` are few: a long prompt is read once, when one comes
+        _LAST_PROMPT = (query, caseless(query))
+    text = _LAST_PROMPT[1]
+    return next((word for term in card.not_when if (word := term.strip()) and _has_word(text, caseless(word))), None)
+
+
+_LAST_PROMPT = ("", "")
+
+
+def caseless(text: str) -> str:
+    """`text` as a prompt and a `not_when` word are matched: NFKC and case-folded. Only lowered, a prompt in
+    full-width letters (`ｍｅｒｃｕｒｉａｌ`, which recall's tokens read as `mercurial`), with its accents as separate
+    marks (macOS) or saying `STRASSE` passed the card's `mercurial`, `café` or `Straße`."""
+    if text.isascii():
+        return text.lower()
+    import unicodedata  # a non-ASCII prompt or word only
+
+    return unicodedata.normalize("NFKC", text).casefold()
 
 
 def _has_word(text: str, word: str) -> bool:
