@@ -272,6 +272,24 @@ def test_recall_scope_from_the_environment(fixture_vault: VaultRepo) -> None:
         assert [c["id"] for c in json.loads(done.stdout)["cards"]] == ["git/force-push-safely"], tags
 
 
+def test_a_scope_typed_in_full_width_letters_is_the_cards_scope(fixture_vault: VaultRepo) -> None:
+    """Bug fixed: scope tags were compared as typed, so `--scope ｇｉｔ` or `$CAIRN_SCOPE` in the full-width letters a
+    Chinese or Japanese input method types refused every `git` card as out of scope and listed none, and a card's
+    `scope: [ｋｉｔｃｈｅｎ]` met no `--scope kitchen`. Both are read NFKC now, as recall's tokens read them."""
+    query = "git push --force after rebasing a shared branch"
+    done = fixture_vault.invoke("recall", query, "--json", "--scope", "ｇｉｔ")
+    assert [c["id"] for c in json.loads(done.stdout)["cards"]] == ["git/force-push-safely"]
+    done = fixture_vault.invoke("recall", query, "--json", env={"CAIRN_SCOPE": "ｐｙｔｈｏｎ，ｇｉｔ"})
+    assert [c["id"] for c in json.loads(done.stdout)["cards"]] == ["git/force-push-safely"]
+    listed = fixture_vault.invoke("list", "--scope", "ＧＩＴ").stdout
+    assert "git/force-push-safely" in listed, listed
+    fixture_vault.write("misc/kettle", "The kettle trips the fuse", "Kettles trip the fuse.", scope=["ｋｉｔｃｈｅｎ"])
+    fixture_vault.commit("a full-width scope")
+    done = fixture_vault.invoke("recall", "the kettle trips the fuse", "--json", "--scope", "kitchen")
+    assert [c["id"] for c in json.loads(done.stdout)["cards"]] == ["misc/kettle"]
+    assert "misc/kettle" in fixture_vault.invoke("list", "--scope", "kitchen").stdout
+
+
 def test_session_gets_each_card_once(fixture_vault: VaultRepo) -> None:
     query = "git push --force after rebasing a shared branch"
     first = json.loads(fixture_vault.invoke("recall", query, "--json", "--session", "s-1").stdout)

@@ -612,8 +612,15 @@ _TAG_COMMAS = str.maketrans({"\uff0c": ",", "\u3001": ","})
 
 
 def split_tags(text: str) -> tuple[str, ...]:
-    """The tags of a comma-separated list (`git,ci`, `运维，日志`), stripped, empty ones left out."""
-    return tuple(s.strip() for s in text.translate(_TAG_COMMAS).split(",") if s.strip())
+    """The tags of a comma-separated list (`git,ci`, `运维，日志`), stripped, empty ones left out, in NFKC: a card's
+    scope and a `--scope` are both read so (`ｇｉｔ`, as an input method types it, is `git`, as recall's tokens read
+    it)."""
+    text = text.translate(_TAG_COMMAS)
+    if not text.isascii():
+        import unicodedata  # a tag typed with non-ASCII letters only
+
+        text = unicodedata.normalize("NFKC", text)
+    return tuple(s.strip() for s in text.split(",") if s.strip())
 
 
 def scope_tags(flag: "str | Sequence[str] | None") -> tuple[str, ...]:
