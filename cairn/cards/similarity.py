@@ -30,6 +30,7 @@ word respelled, a summary with one word changed) are still found.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
@@ -55,7 +56,11 @@ def terms(text: str) -> frozenset[str]:
 
 def name_key(name: str) -> str:
     """A name as names are compared (for uniqueness and likeness): case, spacing and end punctuation do not count,
-    Chinese full-width end punctuation (`。！？：；`) as much as ASCII's."""
+    Chinese full-width end punctuation (`。！？：；`) as much as ASCII's, nor the Unicode form (NFKC): `Ｄｏｃｋｅｒ`, as
+    an input method types it and recall reads it, is `Docker`, and an accent macOS spelled as a separate mark is
+    the accent."""
+    if not name.isascii():
+        name = unicodedata.normalize("NFKC", name)
     return " ".join(name.casefold().split()).strip(" .!?:;。！？：；")
 
 
