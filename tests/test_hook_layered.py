@@ -465,6 +465,14 @@ def test_the_merge_orders_by_coverage_and_a_vault_that_knows_the_prompt_as_well_
     twin = _candidate("w/copy", "LESSON ONE!", 0.9, 0.4, "injected", None)
     merged = serve.merge([a, b], [_result(x), _result(twin)], serve.MAX_CARDS, dropped)
     assert [p.qid for p in merged] == ["a:x/one"] and dropped["b:w/copy"] == "same_lesson"  # first vault wins
+    # full-width letters (as an input method types them), an accent as a separate mark: the same lesson (bug fixed)
+    wide = _candidate("w/wide", "Ｌｅｓｓｏｎ ｏｎｅ", 0.9, 0.4, "injected", None)
+    merged = serve.merge([a, b], [_result(x), _result(wide)], serve.MAX_CARDS, dropped)
+    assert [p.qid for p in merged] == ["a:x/one"] and dropped["b:w/wide"] == "same_lesson"
+    composed = _candidate("x/cafe", "Lesson café", 0.6, 0.3, "injected", None)
+    marks = _candidate("w/marks", "Lesson cafe\u0301", 0.9, 0.4, "injected", None)
+    merged = serve.merge([a, b], [_result(composed), _result(marks)], serve.MAX_CARDS, dropped)
+    assert [p.qid for p in merged] == ["a:x/cafe"] and dropped["b:w/marks"] == "same_lesson"
     many = [_candidate(f"m/{n}", f"Lesson m{n}", 0.9 - n / 10, 0.3, "injected", None) for n in range(3)]
     merged = serve.merge([a, b], [_result(x), _result(*many)], serve.MAX_CARDS, dropped)
     assert len(merged) == 3 and dropped["a:x/one"] == "over_total"

@@ -477,7 +477,13 @@ def lesson_keys(card: "IndexedCard") -> tuple[str, str]:
 
 
 def _fold(text: str) -> str:
-    """Case, punctuation and spacing folded away: the words (letters and digits) joined by single spaces."""
+    """Case, punctuation and spacing folded away: the words (letters and digits) joined by single spaces, in NFKC (a
+    name in full-width letters, `Ｌｅｓｓｏｎ`, or with its accents as separate marks, is the same lesson to recall's
+    tokens and to a reader)."""
+    if not text.isascii():
+        import unicodedata  # a name or summary in other letters than ASCII only
+
+        text = unicodedata.normalize("NFKC", text)
     out = []
     for char in text.casefold():
         out.append(char if char.isalnum() else " ")
