@@ -128,6 +128,24 @@ def test_explain_gives_an_agent_the_matched_terms_the_not_when_word_and_the_revi
     assert "django" in by_id["python/django-migrations-lock"]["matched"]
 
 
+def test_tools_answer_from_a_current_index_while_another_process_holds_its_lock(vault_repo: VaultRepo) -> None:
+    """Bug fixed: each tool call took the index's writer lock to check the index was current, so while another
+    process held it (`cairn index --rebuild` of a large vault) the agent's call went unanswered until it ended."""
+    import fcntl
+
+    _lessons(vault_repo)
+    done = vault_repo.cairn("index", "--json")
+    assert done.returncode == 0, done.stderr
+    call = {"name": "recall", "arguments": {"query": "git pull --rebase after a force-push dropped my commits"}}
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}).encode() + b"\n"
+    with open(json.loads(done.stdout)["index"] + ".lock", "rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)  # another process is checking or rebuilding the index
+        [answer] = exchange_lines(vault_repo.root, [line], timeout=30)
+    assert answer is not None, "the recall call waited for the lock of a current index"
+    recalled = json.loads(answer["result"]["content"][0]["text"])
+    assert [c["id"] for c in recalled["cards"]] == ["git/force-push-rebase"]
+
+
 def test_recall_with_a_session_gives_each_card_once(vault_repo: VaultRepo) -> None:
     _lessons(vault_repo)
     query = "git pull --rebase after a force-push dropped my commits"

@@ -180,14 +180,17 @@ def build_index(
     ref: str | None = None,
     lock_wait: float | None = None,
     jobs: int | None = None,
+    reading: bool = False,
 ) -> IndexReport:
     """Bring the cache up to the served ref's commit (or `ref`'s, in that ref's own file): incrementally when a
     usable index exists, else in full. A commit on a feature branch is not served until it is merged. lock_wait:
     the seconds to wait for another writer of the index before `store.IndexBusy` (default `LOCK_WAIT_SECONDS`). jobs:
-    the worker processes that read cards (`cardread.workers_for`; default: one a usable core, for many cards)."""
+    the worker processes that read cards (`cardread.workers_for`; default: one a usable core, for many cards).
+    reading: for a command that only reads the served ref's index (`open_index`): when it is current it is taken
+    without the writer lock, so a read does not wait out another process's `cairn index --rebuild`."""
     started = time.perf_counter()
     with gitrepo.open_repo(vault) as repo:
-        report = _build_index(repo, vault, rebuild, progress, ref, started, lock_wait, jobs)
+        report = _build_index(repo, vault, rebuild, progress, ref, started, lock_wait, jobs, reading)
     # the other refs' index files an author asked for once are not kept for good
     refcache.prune(report.index_file.parent, report.index_file if ref is not None else None, vault.git_root)
     return report
@@ -202,10 +205,16 @@ def _build_index(
     started: float,
     lock_wait: float | None = None,
     jobs: int | None = None,
+    reading: bool = False,
 ) -> IndexReport:
     ref_name, commit = served_commit(vault, repo, ref)
     target = index_file_for(vault, ref=None if ref is None else ref_name)
     _retire_sqlite_cache(target)
+    # A ref's own index is only "used" when its lock is taken (`refcache`): a read of it takes the lock as before.
+    if reading and not rebuild and ref is None:
+        current = _current_unlocked(repo, vault, target, ref_name, commit)
+        if current is not None:
+            return dataclasses.replace(_timed(current, started), vectors=_semantic_vectors(target))
     with store.writer_lock(target, lock_wait):
         _unqueue(target)  # before the commit is read: an update queued until now is this one
         # Read again under the lock: the branch may have moved while this waited, and the index of the newer commit
@@ -238,17 +247,13 @@ def _build_index(
             ]
             _write_index(target, refused, [], problems=problems)
             raise
-        meta = {**_meta(vault, commit, "commit", config), "ref": ref_name, "shallow": _shallow_mark(repo)}
+        meta = _served_meta(repo, vault, commit, ref_name, config)
         if base is not None and base.meta.get("security_off") != meta["security_off"]:
             # Other security rules run now (the vault's cairn.toml or the user's leave changed): a card kept, or
             # refused, under the old ones may not be under these, whether or not the diff names it.
             base.close()
             base = None
-        # the ref too: an index of `refs/heads/main` went on naming it after the branch was deleted (HEAD served)
-        same_settings = base is not None and all(
-            base.meta.get(key) == meta[key] for key in ("config", "cairn_version", "security_allowed", "ref")
-        )
-        if base is not None and base.commit == commit and same_settings:
+        if base is not None and _is_current(base, commit, meta):
             report = IndexReport(target, commit, "unchanged", base.n_cards, 0, 0, _stored_problems(base))
             base.close()
             vectors = _semantic_vectors(target)  # the extra may have been installed since
@@ -264,6 +269,38 @@ def _build_index(
                 report = _full_from_commit(vault, repo, commit, target, meta, progress, jobs=jobs)
         vectors = _semantic_vectors(target)
     return dataclasses.replace(_timed(report, started), vectors=vectors)
+
+
+def _current_unlocked(repo: git.Repo, vault: Vault, target: Path, ref_name: str, commit: str) -> IndexReport | None:
+    """The `unchanged` report when the index at `target` is already the one `_build_index` would keep for `commit`,
+    checked without the writer lock; None when it must be taken (to write, or to wait for a writer). Safe unlocked:
+    writers replace the file whole (`os.replace`), the file's seal after it, so a file read while a writer runs is
+    the old whole file or the new one, and one whose seal is not yet its own fails `_usable_base` (the lock then)."""
+    base = _usable_base(target, vault, repo)
+    if base is None:
+        return None
+    with base:
+        if base.commit != commit:
+            return None
+        try:
+            config = _config_at(repo, commit, vault)
+        except InvalidConfig:
+            return None
+        if not _is_current(base, commit, _served_meta(repo, vault, commit, ref_name, config)):
+            return None
+        return IndexReport(target, commit, "unchanged", base.n_cards, 0, 0, _stored_problems(base))
+
+
+def _served_meta(repo: git.Repo, vault: Vault, commit: str, ref_name: str, config: Config) -> dict[str, str]:
+    """The meta of the index of `commit` served as `ref_name`."""
+    return {**_meta(vault, commit, "commit", config), "ref": ref_name, "shallow": _shallow_mark(repo)}
+
+
+def _is_current(base: IndexReader, commit: str, meta: dict[str, str]) -> bool:
+    """Whether `base` is the index of `commit` with the settings of `meta`: nothing to read again (`unchanged`)."""
+    # the ref too: an index of `refs/heads/main` went on naming it after the branch was deleted (HEAD served)
+    keys = ("security_off", "config", "cairn_version", "security_allowed", "ref")
+    return base.commit == commit and all(base.meta.get(key) == meta[key] for key in keys)
 
 
 def _semantic_vectors(target: Path) -> Outcome:
@@ -389,7 +426,7 @@ def open_index(
     if worktree:
         report = build_worktree_index(vault, progress)
         return IndexReader(report.index_file)
-    report = build_index(vault, ref=ref, progress=progress)
+    report = build_index(vault, ref=ref, progress=progress, reading=True)
     if report.mode == "diverged":
         moved = (
             f"the vault's served branch was rewritten (a force-push?): it moved to {(report.refused_commit or '')[:8]}, "

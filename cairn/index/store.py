@@ -227,8 +227,9 @@ class IndexBusy(CairnError):
 def writer_lock(index_file: Path, wait: float | None = None) -> Iterator[None]:
     """Serialise writers of one index (readers never wait: they read whole files). wait: see `file_lock`.
 
-    Every command that reads the commit view holds it while it checks the index is current (`build._build_index`),
-    so a holder may only be checking: the wait says so, not that it writes."""
+    `cairn index` holds it while it checks the index is current (`build._build_index`; a command that only reads
+    takes it when the index is not: `build._current_unlocked`), so a holder may only be checking: the wait says
+    so, not that it writes."""
     paths.private_folder(str(index_file.parent))
     doing = f"checking or updating the index at {index_file}"
     with file_lock(index_file.with_name(index_file.name + ".lock"), doing, wait):
