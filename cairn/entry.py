@@ -6,8 +6,11 @@ import sys
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "hook":
         _hook(sys.argv[2:])
-    from cairn.cli import main as cli_main
-
+    try:
+        from cairn.cli import main as cli_main
+    except KeyboardInterrupt:  # Ctrl-C while click and the commands' group load, before the group's own handling:
+        sys.stderr.write("\nInterrupted.\n")  # as the group says it, not a traceback of the imports
+        sys.exit(130)
     cli_main()
 
 

@@ -203,3 +203,39 @@ def test_an_init_stopped_after_its_commit_says_what_finishes_the_vault(tmp_path:
         done = run_cairn(*command.split()[1:], cwd=tmp_path)
         assert done.returncode == 0, (command, done.stderr)
     assert (target / ".git" / "hooks" / "post-commit").is_file()
+
+
+# On PYTHONPATH as `sitecustomize`: SIGINT to the process itself at the first audit event $CTRL_C_EVENT whose first
+# argument matches $CTRL_C_AT (a module imported, a folder made), as a Ctrl-C typed at that moment lands.
+_CTRL_C_AT_EVENT = """
+import fnmatch
+import os
+import signal
+import sys
+
+_event, _pattern = os.environ["CTRL_C_EVENT"], os.environ["CTRL_C_AT"]
+_sent = []
+
+def _ctrl_c(event, args):
+    if event == _event and not _sent and fnmatch.fnmatch(os.fsdecode(args[0]), _pattern):
+        _sent.append(event)
+        os.kill(os.getpid(), signal.SIGINT)
+
+sys.addaudithook(_ctrl_c)
+"""
+
+
+def _ctrl_c_at(tmp_path: Path, event: str, pattern: str) -> dict[str, str]:
+    """The environment for a `cairn` that gets Ctrl-C at the first `event` (sys.audit's) matching `pattern`."""
+    folder = tmp_path / "ctrl-c"
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(_CTRL_C_AT_EVENT)
+    return {"PYTHONPATH": str(folder), "CTRL_C_EVENT": event, "CTRL_C_AT": pattern}
+
+
+def test_ctrl_c_while_the_cli_loads_is_the_same(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: a Ctrl-C in the first tens of milliseconds, while `cairn` imports click and its commands' group,
+    printed a traceback of the imports ending in KeyboardInterrupt; it is now the one line every command says."""
+    make_vault(vault_repo)
+    done = run_cairn("list", cwd=vault_repo.root, env=_ctrl_c_at(tmp_path, "import", "click"))
+    assert (done.returncode, done.stdout, done.stderr.strip()) == (130, "", "Interrupted."), done.stderr
