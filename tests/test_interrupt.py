@@ -7,6 +7,7 @@ import os
 import platform
 import pty
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from cairn.hot import paths
 from helpers.vaults import VaultRepo, cache_dir, cairn_executable, make_vault, run_cairn
 
 pytestmark = pytest.mark.skipif(
@@ -239,3 +241,32 @@ def test_ctrl_c_while_the_cli_loads_is_the_same(vault_repo: VaultRepo, tmp_path:
     make_vault(vault_repo)
     done = run_cairn("list", cwd=vault_repo.root, env=_ctrl_c_at(tmp_path, "import", "click"))
     assert (done.returncode, done.stdout, done.stderr.strip()) == (130, "", "Interrupted."), done.stderr
+
+
+def test_an_install_stopped_between_vaults_says_what_is_left(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: Ctrl-C while `cairn install AGENT --user` indexed the second of the configured vaults said only
+    "Interrupted.": the hook was in, the first vault indexed, the second neither indexed nor given its git hooks. It
+    now names what is left and the command that finishes it, which does."""
+    make_vault(vault_repo)
+    second = VaultRepo(tmp_path / "second")
+    make_vault(second)
+    for root, name in ((vault_repo.root, "team"), (second.root, "second")):
+        assert run_cairn("vault", "add", str(root), "--name", name, cwd=tmp_path).returncode == 0
+    shutil.rmtree(paths.index_path(second.root).parent)  # built again by the install, where Ctrl-C lands
+    done = run_cairn(
+        "install", "codex", "--user", "--scope", "git", cwd=tmp_path, env=_ctrl_c_at(tmp_path, "os.mkdir", "*/second-*")
+    )
+    assert done.returncode == 130, (done.stdout, done.stderr)
+    assert f"Index of {vault_repo.root}:" in done.stdout and f"Index of {second.root}" not in done.stdout
+    settings = Path.home() / ".codex" / "hooks.json"
+    lines = done.stderr.strip().splitlines()
+    assert lines[-2:] == ["", "Interrupted."], lines
+    assert lines[-3] == (
+        f"Stopped with Cairn's hook in {settings} and 1 of 2 vault(s) indexed (not yet: second): run `cairn install "
+        "codex --user --scope git` again to finish (until then the hook builds a missing index in the background on "
+        "its first prompt)."
+    ), lines
+    again = run_cairn("install", "codex", "--user", "--scope", "git", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert f"unchanged: {settings}" in again.stdout and f"Index of {second.root}: 2 cards" in again.stdout
+    assert (second.root / ".git" / "hooks" / "post-commit").is_file()

@@ -138,8 +138,22 @@ def install_cmd(
         echo(
             "  The hook serves $CAIRN_VAULT when the agent has it set, else the configured vaults (`cairn vault list`)."
         )
-    for vault_dir in served:
-        _index_now(vault_dir, executable)
+    where = " --user" if user else f" --project {shlex.quote(str(project))}" if project is not None else ""
+    for done, vault_dir in enumerate(served):
+        try:
+            _index_now(vault_dir, executable)
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the hook is in, some vaults are not indexed; say so, then stop
+            again = f"cairn install {target}{where}" + "".join(
+                f" --{flag} {shlex.quote(value)}" for flag, value in (("vault", vault_arg), ("scope", scope)) if value
+            )
+            rest = ", ".join(name or "$CAIRN_VAULT" for name in served[done:])
+            echo(
+                f"\nStopped with Cairn's hook in {change.path} and {done} of {len(served)} vault(s) indexed (not "
+                f"yet: {rest}): run `{again}` again to finish (until then the hook builds a missing index in the "
+                "background on its first prompt).",
+                err=True,
+            )
+            raise
     if change.note:
         echo(f"  Note: {change.note}")
     try:  # a user install: the agent started here also reads this project's hooks
@@ -150,7 +164,6 @@ def install_cmd(
     if twice is not None:
         fix = f"`{twice.fix}`" if twice.fix else twice.note
         echo(f"  Note: {twice.detail}: {fix}")
-    where = " --user" if user else f" --project {shlex.quote(str(project))}" if project is not None else ""
     echo(f"Undo with `cairn uninstall {target}{where}`.")
 
 
