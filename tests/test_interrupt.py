@@ -270,3 +270,32 @@ def test_an_install_stopped_between_vaults_says_what_is_left(vault_repo: VaultRe
     assert again.returncode == 0, again.stderr
     assert f"unchanged: {settings}" in again.stdout and f"Index of {second.root}: 2 cards" in again.stdout
     assert (second.root / ".git" / "hooks" / "post-commit").is_file()
+
+
+def test_a_vault_add_stopped_while_indexing_says_it_is_registered(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: Ctrl-C while `cairn vault add` built the new vault's index said only "Interrupted." after "Added
+    vault"; run again, it refused the name ("already configured"). It now says the vault is registered and names the
+    command that builds its index, which does."""
+    make_vault(vault_repo)
+    shutil.rmtree(paths.index_path(vault_repo.root).parent)
+    folder = paths.index_path(vault_repo.root).parent.name
+    done = run_cairn(
+        "vault",
+        "add",
+        str(vault_repo.root),
+        "--name",
+        "team",
+        cwd=tmp_path,
+        env=_ctrl_c_at(tmp_path, "os.mkdir", f"*/{folder}"),
+    )
+    assert done.returncode == 130, (done.stdout, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert lines[-3:] == [
+        "Stopped after vault 'team' was registered, before its index was built: `cairn index --vault team` builds it "
+        "(until then the hook builds it in the background on its first prompt).",
+        "",
+        "Interrupted.",
+    ], lines
+    indexed = run_cairn("index", "--vault", "team", cwd=tmp_path)
+    assert indexed.returncode == 0, indexed.stderr
+    assert paths.index_path(vault_repo.root).is_file()

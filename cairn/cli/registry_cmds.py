@@ -157,6 +157,13 @@ def _indexed(entry: VaultEntry) -> bool:
         vault = find_configured_vault(entry)
         with indexing(vault.root) as progress:
             report = indexer.build_index(vault, progress=progress)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: registered already, so `cairn vault add` again refuses the name
+        echo(
+            f"\nStopped after vault {entry.name!r} was registered, before its index was built: `cairn index --vault "
+            f"{entry.name}` builds it (until then the hook builds it in the background on its first prompt).",
+            err=True,
+        )
+        raise
     except CairnError as exc:
         echo(
             f"Note: not indexed ({exc}), so the hook serves nothing from it until that is fixed; `cairn doctor` "
