@@ -760,6 +760,22 @@ def test_the_embedded_repository_note_runs_as_printed_for_a_folder_named_with_a_
     assert outer.git("diff", "--cached", "--name-only").splitlines()[0].startswith("-lessons/")
 
 
+def test_init_in_a_folder_the_repository_around_it_ignores_gives_no_note_to_add_it_there(tmp_path: Path) -> None:
+    """Bug fixed: `cairn init notes/lessons` in a project that ignores `notes/` (a personal vault kept out of the
+    project) said the project's commits would not hold its cards and told the user to `git -C PROJECT add
+    notes/lessons`, which git refuses for an ignored path ("The following paths are ignored")."""
+    outer = VaultRepo(tmp_path / "project")
+    (outer.root / "cards").rmdir()
+    for ignored, where in (("notes/", "notes/lessons"), ("mine/", "private/mine")):  # a folder above it, or itself
+        outer.write_raw(".gitignore", f"{ignored}\n")
+        outer.commit(f"ignore {ignored}")
+        done = run("init", where, "--no-register", "--no-git-hooks", cwd=outer.root)
+        assert done.returncode == 0, done.stderr
+        assert "Note:" not in done.stdout, done.stdout
+    kept = run("init", "docs/lessons", "--no-register", "--no-git-hooks", cwd=outer.root)  # not ignored: as before
+    assert kept.returncode == 0 and "has a repository of its own" in kept.stdout, kept.stdout
+
+
 def test_init_names_the_branch_main_under_a_git_older_than_2_28(tmp_path: Path) -> None:
     """Bug fixed: under a git with no `--initial-branch` (before 2.28: Ubuntu 20.04's is 2.25) the vault's branch was
     `master`, while init's next steps (and the README) said to commit on main."""

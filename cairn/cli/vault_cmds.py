@@ -116,7 +116,9 @@ def init(path: Path, register: bool | None, name: str | None, git_hooks: bool) -
             not_indexed = error_text(exc)
             echo(f"Created a vault at {path} (commit {commit[:8]}).")
         outer = _enclosing_work_tree(vault.root.parent)
-        if outer is not None:
+        # in a folder the repository around it ignores, the vault is kept out of that repository on purpose (a
+        # personal vault in a project's ignored folder), and `git add` of it, as the note says, is refused
+        if outer is not None and gitrepo.is_ignored(vault.root) is not True:
             # `git add` in the repository around it records a gitlink, not the cards: its clones get an empty folder
             inner = vault.root.relative_to(outer).as_posix()
             here, rel = shell_word(vault.root), shell_word(inner)
