@@ -106,6 +106,12 @@ def open_repo(vault: Vault) -> git.Repo:
             f"{vault.git_root} names its objects by {object_format} (extensions.objectFormat), which gitpython, "
             "Cairn's git library, cannot read; keep the vault in a repository made by a plain `git init` (sha1)"
         )
+    if os.environ.get("GIT_WORK_TREE") or os.environ.get("GIT_INDEX_FILE"):
+        # gitpython names the repository's own GIT_DIR to git when one is set, not its work tree or staging area:
+        # those of another repository (a git hook's, a `--work-tree` alias's) had git read paths against that one,
+        # and `cairn review` of a vault's pull request found no card changed
+        own = _staging_env(vault)
+        repo.git.update_environment(**{name: own[name] for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")})
     return repo
 
 

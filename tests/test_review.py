@@ -1759,3 +1759,21 @@ def test_review_help_names_the_files_it_blocks(vault_repo: VaultRepo) -> None:
     help_text = " ".join(vault_repo.invoke("review", "--help").stdout.split())
     assert [word for word in shown.values() if word not in help_text] == []
     assert "[sanitize]" in help_text and "not_when" in help_text
+
+
+def test_review_reads_the_vaults_cards_under_git_environment_naming_another_repository(
+    pr_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: run with GIT_DIR and GIT_WORK_TREE naming a repository whose work tree holds the vault's folder (a
+    dotfiles repository, `GIT_DIR=~/.dotfiles GIT_WORK_TREE=~` exported; a project's hook, the vault its submodule),
+    review read the range's commits in the vault but listed its changed paths against the other work tree: "No card
+    under `cards/` changes in this range", and the pull request passed unreviewed."""
+    dotfiles = tmp_path / "dotfiles"
+    subprocess.run(["git", "init", "-q", "--bare", str(dotfiles)], check=True)
+    alone = run_cairn("review", "main..feature", "--format", "json", cwd=pr_repo.root)
+    git_env = {"GIT_DIR": str(dotfiles), "GIT_WORK_TREE": str(tmp_path), "GIT_INDEX_FILE": str(dotfiles / "index")}
+    within = run_cairn("review", "main..feature", "--format", "json", cwd=pr_repo.root, env=git_env)
+    assert within.returncode == alone.returncode == 1, within.stderr
+    cards = {c["id"] for c in json.loads(within.stdout)["cards"]}
+    assert cards == {c["id"] for c in json.loads(alone.stdout)["cards"]}
+    assert "k8s/ingress-timeout" in cards and "shell/pipefail" in cards
