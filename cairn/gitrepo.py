@@ -163,6 +163,9 @@ def resolve_commit(repo: git.Repo, rev: str) -> str:
     except GitCommandError:
         pass
     if not commit:
+        elsewhere = elsewhere_note()
+        if elsewhere:  # the revision may well be there: git was told to read commits from another folder
+            raise CairnError(f"git does not find the revision {rev!r}: {elsewhere}, then run this again")
         shallow = shallow_commits(repo)
         hint = "; this clone is shallow, so its history may not reach it (`git fetch --unshallow`)" if shallow else ""
         raise CairnError(f"unknown revision {rev!r}; give a commit, branch or tag{hint}")
@@ -183,7 +186,10 @@ def refs_named(repo: git.Repo, rev: str) -> dict[str, str]:
     if re.fullmatch(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}", name):
         return {}  # a whole object id is that object, whatever refs bear its name (git only warns of them)
     wanted = [rule.format(name) for rule in _REF_RULES]
-    out = repo.git.for_each_ref("--format=%(refname)%00%(objectname)%00%(*objectname)", *wanted)
+    try:
+        out = repo.git.for_each_ref("--format=%(refname)%00%(objectname)%00%(*objectname)", *wanted)
+    except GitCommandError:  # "missing object": a ref git cannot peel names no commit, which `resolve_commit` says
+        return {}
     found = {}
     for line in str(out).splitlines():
         ref, oid, peeled = line.split("\0")
@@ -896,6 +902,16 @@ def elsewhere_variables() -> list[str]:
     (GIT_COMMON_DIR, GIT_OBJECT_DIRECTORY), as `NAME=value`: set, a commit the branch names is "not in" the vault,
     which then looks damaged, and git itself answers the same until they are unset."""
     return [f"{name}={os.environ[name]}" for name in ("GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY") if os.environ.get(name)]
+
+
+def elsewhere_note() -> str | None:
+    """What to say of a commit git does not find while `elsewhere_variables` are set (`NAME=value in the environment
+    has git read the commits from there; unset NAME`), or None when none is."""
+    elsewhere = elsewhere_variables()
+    if not elsewhere:
+        return None
+    names = " and ".join(v.split("=")[0] for v in elsewhere)
+    return f"{' and '.join(elsewhere)} in the environment has git read the commits from there; unset {names}"
 
 
 def init_repo(path: Path) -> git.Repo:

@@ -1777,3 +1777,21 @@ def test_review_reads_the_vaults_cards_under_git_environment_naming_another_repo
     cards = {c["id"] for c in json.loads(within.stdout)["cards"]}
     assert cards == {c["id"] for c in json.loads(alone.stdout)["cards"]}
     assert "k8s/ingress-timeout" in cards and "shell/pipefail" in cards
+
+
+def test_review_says_so_when_git_environment_has_commits_read_from_another_folder(
+    pr_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: with GIT_OBJECT_DIRECTORY naming another repository's objects (a hook of that repository), review
+    of `main..feature` stopped as "unexpected GitCommandError (a bug in Cairn)", and of `HEAD~1..HEAD` said "unknown
+    revision", while `cairn index` and `cairn doctor` named the variable to unset."""
+    other = VaultRepo(tmp_path / "project")
+    other.write_raw("src/app.py", "print(1)\n")
+    other.commit("app")
+    objects = str(other.root / ".git" / "objects")
+    done = run_cairn("review", "main..feature", cwd=pr_repo.root, env={"GIT_OBJECT_DIRECTORY": objects})
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        f"Error: git does not find the revision 'main': GIT_OBJECT_DIRECTORY={objects} in the environment has git read "
+        "the commits from there; unset GIT_OBJECT_DIRECTORY, then run this again\n"
+    )

@@ -126,13 +126,9 @@ def served_commit(vault: Vault, repo: git.Repo | None = None, ref: str | None = 
     # The files name an object; whether git holds it, and as a commit, only git can tell (a tree's or a blob's id,
     # or a branch left naming a lost commit, was a ValueError "bug in Cairn" further on)
     if commit is not None and not gitrepo.commit_exists(repo, commit):
-        elsewhere = gitrepo.elsewhere_variables()
+        elsewhere = gitrepo.elsewhere_note()
         if elsewhere:  # not the repository's damage: git was told to read its commits from another folder
-            raise CairnError(
-                f"{name} names {commit}, which git does not find: {' and '.join(elsewhere)} in the environment has "
-                f"git read the commits from there; unset {' and '.join(v.split('=')[0] for v in elsewhere)}, then "
-                "run this again"
-            )
+            raise CairnError(f"{name} names {commit}, which git does not find: {elsewhere}, then run this again")
         if commit != name.lower():
             raise CairnError(
                 f"{name} names {commit}, which is not a commit this repository holds (damaged or incomplete? "
