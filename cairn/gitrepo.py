@@ -25,6 +25,7 @@ from git.exc import BadName, InvalidGitRepositoryError, NoSuchPathError  # noqa:
 from git.exc import GitCommandError as GitCommandError  # noqa: E402  (re-exported: no other module imports git)
 
 from cairn import mailmap  # noqa: E402
+from cairn.hot import REPOSITORY_VARIABLES  # noqa: E402
 from cairn.hot.errors import (  # noqa: E402
     CairnError,
     GitNotFound,
@@ -892,11 +893,6 @@ def commit_exists(repo: git.Repo, commit: str) -> bool:
         return False
 
 
-# What names a repository, its work tree and staging area in git's environment: git sets them for its hooks (and
-# `git rebase --exec`), some IDEs for their terminals. They describe the repository that git or the IDE is in.
-_REPOSITORY_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
-
-
 def elsewhere_variables() -> list[str]:
     """The variables of git's environment that have git read this repository's commits from another folder
     (GIT_COMMON_DIR, GIT_OBJECT_DIRECTORY), as `NAME=value`: set, a commit the branch names is "not in" the vault,
@@ -924,7 +920,7 @@ def init_repo(path: Path) -> git.Repo:
     new, named = not (path / ".git").exists(), _supports_initial_branch()
     # `--`: a folder named `-x` is the folder, not an option of git init
     args = ["git", "init", "-q", *(["--initial-branch=main"] if named else []), "--", str(path)]
-    env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARIABLES}
+    env = {k: v for k, v in os.environ.items() if k not in REPOSITORY_VARIABLES}
     done = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise CairnError(f"git init failed in {path}: {_last_line(done.stderr)}")
@@ -940,7 +936,7 @@ def init_repo(path: Path) -> git.Repo:
 def has_no_refs(path: Path) -> bool:
     """Whether the repository whose work tree is `path` has no commit and no branch or tag yet (`git init`, or a
     clone of an empty repository): `for-each-ref` lists nothing and HEAD names no commit."""
-    env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARIABLES}
+    env = {k: v for k, v in os.environ.items() if k not in REPOSITORY_VARIABLES}
     path = path.absolute()  # --git-dir is read from the -C folder: a relative one would be looked for inside it
     own = ["git", "-C", str(path), f"--git-dir={path / '.git'}"]
     refs = subprocess.run([*own, "for-each-ref", "--count=1"], env=env, capture_output=True, check=False)

@@ -85,3 +85,35 @@ def test_no_index_is_queued_behind_one_that_runs_and_the_next_prompt_starts_it(v
     finally:
         for pid in started:  # without the fix, the processes that queued behind the lock
             os.kill(pid, signal.SIGTERM)
+
+
+def test_the_background_index_reads_the_vault_whatever_repository_gits_environment_names(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: the hook's background index left out GIT_DIR, GIT_WORK_TREE and GIT_INDEX_FILE but kept
+    GIT_OBJECT_DIRECTORY and GIT_COMMON_DIR, so in an agent started where they name another repository (a git hook's
+    or a dotfiles setup's environment) it read that repository's objects, found no vault commit, and failed: the hook
+    served the old index for as long as the variables stayed set. The started index now runs without them."""
+    make_vault(vault_repo)
+    other = tmp_path / "other"
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    vault_repo.write("docker/prune", "Prune dangling images", "docker image prune removes dangling layers.")
+    commit = vault_repo.commit("a card the index has not seen")
+    payload = payload_for("claude-code", FITTING_PROMPT, vault_repo.root).encode()
+    env = dict(
+        os.environ,
+        CAIRN_VAULT=str(vault_repo.root),
+        GIT_OBJECT_DIRECTORY=str(other / ".git" / "objects"),
+        GIT_COMMON_DIR=str(other / ".git"),
+    )
+    done = subprocess.run(
+        [cairn_executable(), "hook", "--format", "claude-code"], cwd=vault_repo.root, env=env, input=payload,
+        capture_output=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and (
+        _indexed_commit(vault_repo.root) != commit or _index_processes(vault_repo.root)
+    ):
+        time.sleep(0.3)
+    assert _indexed_commit(vault_repo.root) == commit

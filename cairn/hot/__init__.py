@@ -312,6 +312,18 @@ CLEAN_PATH = "import sys; sys.path[:] = [p for p in sys.path if p != '']; "
 # entry, would import the agent's or the vault's `encodings/` at start), but not `-I`, whose `-s` leaves out the user's
 # site-packages, where `pip install --user` put Cairn and its dependencies.
 CHILD_FLAGS = ("-E",)
+# What names a repository, its work tree and staging area in git's environment: git sets them for its hooks (and
+# `git rebase --exec`), some IDEs for their terminals, a dotfiles setup for good. They describe another repository
+# than a vault's, so a process Cairn starts for a vault (`child_env`) runs without them.
+REPOSITORY_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
+
+
+def child_env() -> dict[str, str]:
+    """This process's environment without `REPOSITORY_VARIABLES` and GIT_PREFIX: for a detached process that works
+    in a vault (the background `cairn index`, card vectors). With GIT_OBJECT_DIRECTORY or GIT_COMMON_DIR kept, a
+    background index read the commits of another repository, failed, and the hook served the old index for as long
+    as the variable stayed set."""
+    return {k: v for k, v in os.environ.items() if k not in REPOSITORY_VARIABLES and k != "GIT_PREFIX"}
 
 
 def index_key_file(cache: "str | None" = None) -> str:

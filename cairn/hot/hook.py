@@ -20,6 +20,7 @@ from cairn.hot import (
     CHILD_FLAGS,
     CLEAN_PATH,
     build_name,
+    child_env,
     dumps,
     index_key,
     loads,
@@ -677,14 +678,13 @@ def spawn_index(root: str, *options: str, errors: int | None = None) -> None:
     holds the vault's lock (`cairn index --wait`). `errors`: a descriptor for its stderr (else none)."""
     import subprocess
 
-    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_PREFIX")}
     subprocess.Popen(
         [sys.executable, *CHILD_FLAGS, "-c", INDEX_CODE, "index", "--vault", root, *options],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL if errors is None else errors,
         cwd=root,
-        env=env,
+        env=child_env(),
         start_new_session=True,
         close_fds=True,
     )

@@ -28,7 +28,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 from cairn.atomic import disk_fix
-from cairn.hot import CHILD_FLAGS, CLEAN_PATH, make_index_key, open_log, open_private, open_regular, private_folder
+from cairn.hot import (
+    CHILD_FLAGS,
+    CLEAN_PATH,
+    child_env,
+    make_index_key,
+    open_log,
+    open_private,
+    open_regular,
+    private_folder,
+)
 from cairn.hot import index_key as hot_index_key
 from cairn.hot.index import IndexReader, Sealer
 from cairn.hot.semantic import LOG_NAME, MAX_LOG_BYTES, index_key
@@ -443,7 +452,7 @@ def start_background(index_file: Path, cache: str | None = None) -> None:
     except OSError:
         log = subprocess.DEVNULL
     try:
-        env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE")}
+        env = child_env()
         if cache is not None:
             env["CAIRN_CACHE_DIR"] = cache
         subprocess.Popen(
