@@ -645,3 +645,23 @@ def test_an_index_built_under_a_withdrawn_security_leave_fails_as_the_hook_serve
     )
     assert vault_repo.invoke("index").returncode == 0
     assert _audit(vault_repo)[0] == 0
+
+
+def test_with_git_told_to_read_another_folders_objects_the_audit_names_the_variable(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed (sweep 95's lead): with GIT_OBJECT_DIRECTORY naming another repository's objects, the audit said
+    the index names a commit "the repository does not hold" and told the user to run `cairn index`, which fails for
+    the same reason. It now names the variable to unset, as `cairn index` and `cairn review` do."""
+    _vault(vault_repo)
+    other = tmp_path / "other"
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    objects = str(other / ".git" / "objects")
+    done = vault_repo.cairn("audit", "--json", env={**os.environ, "GIT_OBJECT_DIRECTORY": objects})
+    assert done.returncode == 1, done.stderr
+    cache = _check(json.loads(done.stdout), "cache")
+    assert cache["status"] == "fail"
+    assert cache["summary"].endswith(
+        f"which git does not find: GIT_OBJECT_DIRECTORY={objects} in the environment has git read the commits from "
+        "there; unset GIT_OBJECT_DIRECTORY, then run this again"
+    )

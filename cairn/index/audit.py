@@ -194,7 +194,13 @@ def _check_cache(target: Path, vault: Vault, repo: git.Repo) -> tuple[Check, Ind
         return Check("cache", "fail", f"the index is damaged; run `{index}` to rebuild it", (str(exc),)), None
     if not gitrepo.commit_exists(repo, commit):
         reader.close()
-        return Check("cache", "fail", f"the index names commit {commit[:12]}, which the repository does not hold"), None
+        elsewhere = gitrepo.elsewhere_note()
+        why = (
+            f"the index names commit {commit[:12]}, which git does not find: {elsewhere}, then run this again"
+            if elsewhere
+            else f"the index names commit {commit[:12]}, which the repository does not hold"
+        )
+        return Check("cache", "fail", why), None
     if problems:
         why = f"the index was altered or is damaged; run `{index}` to rebuild it"
         return Check("cache", "fail", why, _cap(problems)), reader
@@ -590,7 +596,7 @@ def _check_log(log_files: list[Path], vault: Vault, trees: _Trees) -> Check:
         if isinstance(commit, str) and _HEX_NAME.match(commit) and not trees.has_commit(commit):
             # History rewritten, or a shallow clone: nothing says the injection was wrong, only that it cannot be
             # checked here. Reported, not failed (the session check gives the same verdict).
-            unverifiable.append(f"{where}: {_GONE.format(commit[:12])}")
+            unverifiable.append(f"{where}: {_gone(commit)}")
             continue
         problems.extend(f"{where}: {p}" for p in trees.missing_cards(commit, ids))
     if problems:
@@ -616,7 +622,12 @@ def _unchecked(unverifiable: list[str], what: str) -> str:
     return f"; {len(unverifiable)} {what} name commits this repository no longer has (not checked)"
 
 
-_GONE = "commit {} is not in this repository (history rewritten, or a shallow clone); its cards cannot be checked"
+def _gone(commit: str) -> str:
+    """Why a commit a log line or session names cannot be checked: gone (history rewritten, a shallow clone), or not
+    found because git's environment has it read the commits from another folder (`gitrepo.elsewhere_note`)."""
+    elsewhere = gitrepo.elsewhere_note()
+    why = f"{elsewhere}, then run this again" if elsewhere else "history rewritten, or a shallow clone"
+    return f"commit {commit[:12]} is not in this repository ({why}); its cards cannot be checked"
 
 
 def _logged_injections(entry: dict[str, Any], vault: Vault) -> list[tuple[Any, list[Any]]]:
@@ -721,7 +732,7 @@ def _check_sessions(folder: Path, vault: Vault, trees: _Trees) -> Check:
         for card_id, seen in sorted(ours.items()):
             commit = seen["commit"]
             if _HEX_NAME.match(commit) and not trees.has_commit(commit):
-                unverifiable.append(f"{file.name}: {_GONE.format(commit[:12])}")  # as the log check says it
+                unverifiable.append(f"{file.name}: {_gone(commit)}")  # as the log check says it
                 continue
             problems.extend(
                 f"{file.name}: {p}" for p in trees.missing_cards(commit, [_bare_id(card_id, trees, commit)])
