@@ -10,7 +10,7 @@ import re
 import unicodedata
 from pathlib import Path
 
-from helpers.vaults import VaultRepo, make_vault
+from helpers.vaults import VaultRepo, card_text, make_vault
 
 BODY = "A teammate force-pushed main; my pull --rebase dropped two local commits. git reflog had them."
 
@@ -390,6 +390,25 @@ def test_the_same_command_run_twice_says_the_card_is_there_not_to_choose_another
     other = vault_repo.cairn("add", "--name", "Another lesson", "--summary", "Another.", "--id", written[6:-3])
     assert other.returncode == 1
     assert other.stderr == f"Error: {written} already exists; choose another --id (the file was left untouched)\n"
+
+
+def test_a_card_git_checks_out_in_utf_16_is_named_when_add_is_run_again(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a card `.gitattributes` checks out in UTF-16 (`working-tree-encoding`, stored as UTF-8) was read
+    as its raw bytes, so `cairn add` of the same lesson again said "already exists; choose another --id", and
+    another --id only met name-unique. It names the card, as for a card checked out in UTF-8."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.write_raw(".gitattributes", "cards/win/*.md text working-tree-encoding=UTF-16\n")
+    name, summary = "Wheel builds need setuptools declared", "Declare setuptools in build-system requires."
+    card = vault_repo.write_raw("cards/win/wheel-builds.md", card_text(name, summary).encode("utf-16"))
+    vault_repo.commit("A card checked out in UTF-16")
+    original = card.read_bytes()
+    again = vault_repo.cairn("add", "--name", name, "--summary", summary, "--id", "win/wheel-builds")
+    assert (again.returncode, again.stdout) == (1, ""), again.stdout
+    assert again.stderr == (
+        f"Error: cards/win/wheel-builds.md already holds a card named {name!r} (names are unique): edit that card, "
+        "or give this one another --name (the file was left untouched)\n"
+    )
+    assert card.read_bytes() == original
 
 
 def test_a_chinese_name_with_its_full_stop_is_the_name_without_it(vault_repo: VaultRepo) -> None:

@@ -352,7 +352,7 @@ def prepare_card(vault: Vault, card: NewCard, *, today: dt.date | None = None) -
     # a card whose file name is the decomposed form (NFD: macOS's) of this id is shown as it and found by it
     for taken in dict.fromkeys(vault.root / unicodedata.normalize(form, rel) for form in ("NFC", "NFD")):
         if taken.exists() or taken.is_symlink():
-            raise CardExists(_taken(taken, rel, parsed.name))
+            raise CardExists(_taken(vault, taken, rel, parsed.name))
     try:
         ensure_inside(vault.cards_dir, target)
     except RefusedWrite:
@@ -363,11 +363,12 @@ def prepare_card(vault: Vault, card: NewCard, *, today: dt.date | None = None) -
     return PendingCard(rel, text, lint_pending(vault, {rel: data}, today=today)[rel])
 
 
-def _taken(target: Path, rel: str, name: str) -> str:
+def _taken(vault: Vault, target: Path, rel: str, name: str) -> str:
     """Why `rel` cannot be written, and what to do: the same name gives the same id, so a second `cairn add` of one
-    lesson (a command run again) finds its own card there, where another --id would only meet name-unique."""
+    lesson (a command run again) finds its own card there, where another --id would only meet name-unique. The card
+    there is read as git stores it (`gitrepo.stored_text`: one checked out in UTF-16 is that card)."""
     try:
-        there = named_alike(rel, target.read_bytes(), name)
+        there = named_alike(rel, gitrepo.stored_text(vault, rel, target.read_bytes()), name)
     except OSError:
         there = None
     if there is not None:
