@@ -286,6 +286,28 @@ def test_a_reimport_after_a_card_was_moved_says_it_is_there(vault_repo: VaultRep
     assert cards_on_disk(vault_repo) == ["cards/git/existing.md", moved]
 
 
+def test_a_reimport_beside_a_card_git_checks_out_in_utf_16_finds_it(vault_repo: VaultRepo, app: Path) -> None:
+    """Bug fixed: a card `.gitattributes` checks out in UTF-16 (`working-tree-encoding`, stored as UTF-8) was read
+    as its raw bytes, not a card, so a re-import of its lesson took the id `-2` and was skipped on that id's lint
+    (name-unique of a file never written, "imported before?"). It finds the card, as one checked out in UTF-8."""
+    _start(vault_repo)
+    code, _report = _import(vault_repo, "CLAUDE.md", "--section", "Git", cwd=app)
+    assert code == 0
+    vault_repo.write_raw(".gitattributes", "cards/git/run-*.md text working-tree-encoding=UTF-16\n")
+    card = vault_repo.root / "cards/git/run-git-fetch-before-you-rebase.md"
+    card.write_bytes(card.read_text("utf-8").encode("utf-16"))
+    vault_repo.commit("Cards checked out in UTF-16")
+    original = card.read_bytes()
+    again = vault_repo.invoke("import", "CLAUDE.md", "--section", "Git", "--vault", str(vault_repo.root), cwd=app)
+    assert again.returncode == 1
+    assert again.stderr.splitlines() == [
+        "CLAUDE.md:19: skipped (exists): cards/git/run-git-fetch-before-you-rebase.md already exists with this name; "
+        "it was left untouched (--force replaces it)"
+    ]
+    assert card.read_bytes() == original
+    assert cards_on_disk(vault_repo) == ["cards/git/existing.md", "cards/git/run-git-fetch-before-you-rebase.md"]
+
+
 def test_a_lint_warning_refuses_a_card_unless_force(vault_repo: VaultRepo, app: Path) -> None:
     summary = "Run `git fetch` before you rebase. Otherwise you rebase onto a stale base and the push is rejected."
     vault_repo.write("git/stale-base", "Stale rebase base", summary, body="Seen twice.", scope=["git"])

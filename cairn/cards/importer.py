@@ -573,7 +573,7 @@ def _free_id(vault: Vault, wanted: str, name: str, taken: set[str]) -> tuple[str
             target = vault.root / "cards" / f"{card_id}.md"
             if not (target.exists() or target.is_symlink() or _named_alike(target)):
                 return card_id, False
-            if not target.is_symlink() and _name_at(target, f"cards/{card_id}.md") == name_key(name):
+            if not target.is_symlink() and _name_at(vault, target, f"cards/{card_id}.md") == name_key(name):
                 return card_id, True
         card_id = check_card_id(f"{base}-{n}")
         n += 1
@@ -590,9 +590,11 @@ def _named_alike(target: Path) -> bool:
     return any(name != target.name and file_key(name) == key for name in names)
 
 
-def _name_at(path: Path, rel: str) -> str | None:
+def _name_at(vault: Vault, path: Path, rel: str) -> str | None:
+    """The name of the card at `path` (name_key), read as git stores it (`gitrepo.stored_text`: one checked out in
+    UTF-16 is that card); None when it is no card."""
     try:
-        card, _ = parse_card(rel, path.read_bytes())
+        card, _ = parse_card(rel, gitrepo.stored_text(vault, rel, path.read_bytes()))
     except OSError:
         return None
     return name_key(card.name) if card is not None else None
