@@ -193,6 +193,27 @@ def test_one_install_serves_two_vaults_in_a_third_project(tmp_path: Path, vault_
     assert [c["id"] for c in json.loads(named.stdout)["cards"]] == [PYTEST_ID]
 
 
+def test_a_scope_written_in_full_width_letters_in_the_config_file_is_read_as_vault_add_reads_it(
+    tmp_path: Path, vault_repo: VaultRepo
+) -> None:
+    """Bug fixed: `cairn vault add --scope ｇｉｔ` stores `git` (NFKC, `serve.split_tags`), but the same tag written into
+    the configuration file by hand (an input method's full-width letters) was kept as it was: the vault, limited to
+    a scope no card has, served nothing to the hook or to recall, without a word."""
+    make_vault(vault_repo)
+    project = tmp_path / "project"
+    project.mkdir()
+    file = config_path(tmp_path)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(f'[[vaults]]\nname = "team"\npath = "{vault_repo.root}"\nscopes = ["ｇｉｔ"]\n', "utf-8")
+    listed = cairn("vault", "list", "--json", cwd=project)
+    assert [v["scopes"] for v in json.loads(listed.stdout)["vaults"]] == [["git"]], listed.stdout
+    installed = cairn("install", "claude-code", "--user", cwd=project)
+    assert installed.returncode == 0, installed.stderr
+    assert REBASE_ID in hook(project, FITTING_PROMPT, "s1")
+    recalled = cairn("recall", FITTING_PROMPT, "--json", cwd=project)
+    assert [c["id"] for c in json.loads(recalled.stdout)["cards"]] == [f"team:{REBASE_ID}"], recalled.stdout
+
+
 def test_a_card_on_a_feature_branch_is_served_once_merged(vault_repo: VaultRepo, tmp_path: Path) -> None:
     make_vault(vault_repo)
     vault_repo.git("checkout", "-q", "-b", "new-lesson")

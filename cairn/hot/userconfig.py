@@ -290,8 +290,8 @@ def _validated_entry(file: str, n: int, entry: "dict[str, Any]", env: "Mapping[s
     ref = entry.get("ref")
     if ref is not None and not _is_ref(ref):
         raise ValueError(f'{label}: ref must be a ref name such as "refs/remotes/origin/main", not {ref!r}')
-    scopes = entry.get("scopes", [])
-    if not isinstance(scopes, list) or not all(isinstance(s, str) and s.strip() and _printable(s) for s in scopes):
+    scopes = _scope_tags(entry.get("scopes", []))
+    if scopes is None:
         raise ValueError(f'{label}: scopes must be a list of scope tags, e.g. scopes = ["python", "git"]')
     projects = entry.get("projects", [])
     if not isinstance(projects, list) or not all(isinstance(p, str) and p.strip() for p in projects):
@@ -300,7 +300,7 @@ def _validated_entry(file: str, n: int, entry: "dict[str, Any]", env: "Mapping[s
         "name": name,
         "path": path,
         "ref": ref,
-        "scopes": [s.strip() for s in scopes],
+        "scopes": scopes,
         "projects": [_absolute(label, "projects", p, env) for p in projects],
     }
 
@@ -315,6 +315,20 @@ def _from_data(file: str, data: "dict[str, Any]") -> UserConfig:
 def is_vault_name(name: str) -> bool:
     """Whether `name` has a vault name's form (it may name no configured vault)."""
     return 0 < len(name) <= MAX_NAME_CHARS and name[0] in _NAME_FIRST and all(c in _NAME_REST for c in name)
+
+
+def _scope_tags(scopes: object) -> "list[str] | None":
+    """The tags of a `scopes` list, each item read as `cairn vault add --scope` reads one (`serve.split_tags`: NFKC,
+    so `ｇｉｔ`, as an input method types it, is the cards' `git`; read as it was, the vault served nothing); None
+    when it is no list of printable tags."""
+    if not isinstance(scopes, list) or not all(isinstance(s, str) and _printable(s) for s in scopes):
+        return None
+    if not scopes:
+        return []
+    from cairn.hot.serve import split_tags  # a vault limited to scopes only
+
+    tags = [split_tags(s) for s in scopes]
+    return [tag for item in tags for tag in item] if all(tags) else None
 
 
 def _printable(text: str) -> bool:
