@@ -276,3 +276,25 @@ def test_records_read_for_one_prompt_stop_past_phrase_read_chars(vault_repo: Vau
     reads: list[str] = []
     assert _phrases_of_first(root, reads=reads) == []
     assert reads[0] == POOL and len(reads) == 5 and len(set(reads)) == 5
+
+
+def test_the_cards_read_to_count_a_phrase_are_read_in_id_order_however_the_index_was_built(
+    vault_repo: VaultRepo,
+) -> None:
+    """Bug fixed (sweep 105): the cards holding both words of a phrase were read in row order until their records
+    held PHRASE_READ_CHARS, and a phrase that needed more was counted common. Rows follow the index's history, so
+    which cards fitted in that budget, and whether the phrase was rare, depended on how each machine's index was
+    built: here, updated commit by commit, the two long cards came first and the budget ran out; rebuilt, the
+    short ones did and every holder was read. They are read in the index's id order now, the same either way."""
+    root = _vault(vault_repo)
+    filler = " ".join(f"filler{n % 50}" for n in range(13_000))  # about 112,000 characters: two pass the budget
+    for name in ("z-long-1", "z-long-2"):
+        vault_repo.write(f"ops/{name}", f"Worker pool notes {name}", "Every pool worker opens a connection.", filler)
+    vault_repo.commit("long cards")
+    assert vault_repo.invoke("index").returncode == 0
+    for name in ("a-short-1", "a-short-2"):
+        vault_repo.write(f"ops/{name}", f"Worker pool notes {name}", "Every pool worker opens one connection.")
+    vault_repo.commit("short cards")
+    updated = _phrases_of_first(root)  # an update: the short cards take rows after the long ones
+    assert vault_repo.invoke("index", "--rebuild").returncode == 0
+    assert _phrases_of_first(root) == updated == ["connection pool"]

@@ -488,7 +488,7 @@ def rare_phrases(index: "IndexReader", query: str, candidate: Candidate, held: "
     them (the phrase is counted common beyond) are read to count those that hold the words side by side. The index
     stores no phrases: a card's are worked out from its stored record (`_Held`, given to share the reads of one
     prompt between calls), for at most PHRASE_READS cards besides the candidate and while the records read hold at
-    most PHRASE_READ_CHARS (a phrase that would need more is counted common). The postings come first: when every
+    most PHRASE_READ_CHARS (a phrase that would need more is counted common), in the index's id order. The postings come first: when every
     phrase is common by them, no record is read (most prompts a vault knows only in common words)."""
     matched = set(candidate.matched)
     if len(matched) < 2:
@@ -523,7 +523,8 @@ def rare_phrases(index: "IndexReader", query: str, candidate: Candidate, held: "
             out.append(phrase)
         elif len(both | held.rows()) <= PHRASE_READS + 1:  # the cards read for one prompt stay within the budget
             holders = 0
-            for other in sorted(both):
+            order = index.id_order()  # which cards fit in the budget: the same however the index was built
+            for other in sorted(both, key=lambda row: order[row - 1]):
                 if not held.affords(other):  # past PHRASE_READ_CHARS: counted common
                     holders = PHRASE_RARE + 1
                     break
