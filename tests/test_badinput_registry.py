@@ -680,11 +680,10 @@ def test_an_index_waiting_on_a_held_lock_says_so_at_once(tmp_path: Path) -> None
 def test_an_explain_waiting_on_the_lock_does_not_say_the_holder_writes(tmp_path: Path) -> None:
     """Bug fixed: several `cairn explain` at once against one vault each hold the index's lock while they check it
     is current, and the ones behind said the holder "is writing the index" when it only checked. The wait says the
-    holder checks or updates it. (An explain that finds the index current no longer waits: this one has a commit
-    to index.)"""
+    holder checks or updates it. (An explain that finds the index current, or behind its branch, no longer waits:
+    this one has no index yet, as while another process makes the vault's first.)"""
     author, index_file = _indexed(tmp_path)
-    author.write("git/second", "A second lesson", "Something else to know.")
-    author.commit("Second card")
+    index_file.unlink()
     holder, told, waiting, _, err = _told_behind_a_held_lock(
         author, index_file, "explain", "how do I undo a force-push"
     )

@@ -678,6 +678,46 @@ def test_a_current_index_is_read_while_another_process_holds_its_lock(vault_repo
     assert [(a.args[1], a.returncode, a.stderr) for a in answers] == [(args[0], 0, "") for args in _READERS]
 
 
+def test_an_index_behind_its_branch_is_read_or_refused_at_once_while_another_process_updates_it(
+    vault_repo: VaultRepo,
+) -> None:
+    """Bug fixed: with a commit landed since the index was built and another process holding the index's lock (its
+    `cairn index --rebuild` of a 3,000-card vault), `list`, `show`, `eval`, `recall` and `explain` each waited it out
+    (up to 10 minutes). After a short wait, people's commands read the older index, whole and checked, and say
+    which commit they read (`--json` names it); recall and explain, which say what an agent gets, refuse with when
+    to try again, as the prompt hook serves nothing from an index behind its branch."""
+    import fcntl
+
+    vault_repo.write("notes/one", "Lesson one", "Summary of lesson one.")
+    vault_repo.write_raw("cases.jsonl", '{"id": "p1", "query": "lesson one summary", "expect": ["notes/one"]}\n')
+    old = vault_repo.commit("One card")
+    done = vault_repo.cairn("index", "--json")
+    assert done.returncode == 0, done.stderr
+    vault_repo.write("notes/two", "Lesson two", "Summary of lesson two.")
+    new = vault_repo.commit("Second card")
+    behind = f"the index is of {old[:8]}, refs/heads/main is at {new[:8]}, and another Cairn process is updating it"
+    with open(json.loads(done.stdout)["index"] + ".lock", "rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)  # another process is rebuilding the index
+        with ThreadPoolExecutor(len(_READERS)) as pool:  # before the fix each waited until its run timed out
+            answers = list(pool.map(lambda args: vault_repo.cairn(*args), [*_READERS, ("list", "--json")]))
+    by_command = {" ".join(a.args[1:3]): a for a in answers}
+    for command in ("list", "show notes/one", "eval --cases", "list --json"):
+        assert by_command[command].returncode == 0, by_command[command].stderr
+        assert by_command[command].stderr == (
+            f"Warning: {behind}: this reads the cards of {old[:8]}, not yet those of the newer commit.\n"
+        )
+    listed = json.loads(by_command["list --json"].stdout)
+    assert (listed["commit"], [c["id"] for c in listed["cards"]]) == (old, ["notes/one"])
+    for command in ("explain lesson one summary", "recall lesson one summary"):
+        assert by_command[command].returncode == 1
+        assert by_command[command].stderr == (
+            f"Error: {behind}; agents are served nothing from an index behind its branch (the prompt hook serves "
+            "nothing from it either): try again in a moment, when that update ends\n"
+        )
+    listed = json.loads(vault_repo.cairn("list", "--json").stdout)  # the lock let go: the new commit is read
+    assert (listed["commit"], [c["id"] for c in listed["cards"]]) == (new, ["notes/one", "notes/two"])
+
+
 def test_commits_made_during_a_long_index_queue_one_background_update_that_indexes_the_last(
     vault_repo: VaultRepo,
 ) -> None:

@@ -146,6 +146,36 @@ def test_tools_answer_from_a_current_index_while_another_process_holds_its_lock(
     assert [c["id"] for c in recalled["cards"]] == ["git/force-push-rebase"]
 
 
+def test_a_tool_answers_busy_at_once_when_the_index_is_behind_and_another_process_updates_it(
+    vault_repo: VaultRepo,
+) -> None:
+    """Bug fixed: with a commit landed since the index was built and another process holding the index's lock (its
+    `cairn index --rebuild` of a large vault), the recall call went unanswered until that ended (the server's
+    "Waiting" went to its stderr, which the agent never sees). After a short wait it is a tool error that says
+    the index is being updated and to try again: the older index is not served to agents, as the hook serves
+    nothing from it."""
+    import fcntl
+
+    old = _lessons(vault_repo)
+    done = vault_repo.cairn("index", "--json")
+    assert done.returncode == 0, done.stderr
+    vault_repo.write("git/second", "A second lesson", "Something else to know about git.", scope=["git"])
+    new = vault_repo.commit("Second card")
+    call = {"name": "recall", "arguments": {"query": "git pull --rebase after a force-push dropped my commits"}}
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}).encode() + b"\n"
+    with open(json.loads(done.stdout)["index"] + ".lock", "rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)  # another process is rebuilding the index
+        [answer] = exchange_lines(vault_repo.root, [line], timeout=30)
+    assert answer is not None, "the recall call waited for the lock"
+    assert answer["result"]["isError"] is True
+    said = answer["result"]["content"][0]["text"]
+    assert said.endswith(  # after the SDK's "Error executing tool recall: "
+        f"the index is of {old[:8]}, refs/heads/main is at {new[:8]}, and another Cairn process is updating it; "
+        "agents are served nothing from an index behind its branch (the prompt hook serves nothing from it "
+        "either): try again in a moment, when that update ends"
+    )
+
+
 def test_recall_with_a_session_gives_each_card_once(vault_repo: VaultRepo) -> None:
     _lessons(vault_repo)
     query = "git pull --rebase after a force-push dropped my commits"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import errno
@@ -49,7 +50,9 @@ Progress = Callable[[int, int], None]
 class IndexReport:
     """What `cairn index` did. mode is `full`, `incremental`, `unchanged` or `diverged` (the served ref is a
     remote-tracking branch whose new commit `refused_commit` does not descend from the indexed one: a force-push;
-    the index is left as it was until `--rebuild`)."""
+    the index is left as it was until `--rebuild`), or, for a command that only reads, `behind` (another process
+    held the writer lock past `store.READ_WAIT_SECONDS`, and the index is a whole one of an older commit of the
+    served ref, which is at `branch_commit`: read as it is, `open_index`)."""
 
     index_file: Path
     commit: str
@@ -63,6 +66,7 @@ class IndexReport:
     changed_ids: tuple[str, ...] = field(default=())
     refused_commit: str | None = None
     vectors: Outcome | None = None  # what became of the card vectors (`semantic.vectors.refresh_after_index`)
+    branch_commit: str | None = None  # `behind`: the served ref's commit, which another process is indexing
 
 
 def index_file_for(vault: Vault, worktree: bool = False, ref: str | None = None) -> Path:
@@ -183,7 +187,9 @@ def build_index(
     the seconds to wait for another writer of the index before `store.IndexBusy` (default `LOCK_WAIT_SECONDS`). jobs:
     the worker processes that read cards (`cardread.workers_for`; default: one a usable core, for many cards).
     reading: for a command that only reads the served ref's index (`open_index`): when it is current it is taken
-    without the writer lock, so a read does not wait out another process's `cairn index --rebuild`."""
+    without the writer lock, so a read does not wait out another process's `cairn index --rebuild`; when it is
+    behind the served ref and another process holds the lock past `store.READ_WAIT_SECONDS`, a whole index of an
+    older commit of that ref is reported `behind` rather than waited for."""
     started = time.perf_counter()
     with gitrepo.open_repo(vault) as repo:
         report = _build_index(repo, vault, rebuild, progress, ref, started, lock_wait, jobs, reading)
@@ -207,11 +213,17 @@ def _build_index(
     target = index_file_for(vault, ref=None if ref is None else ref_name)
     _retire_sqlite_cache(target)
     # A ref's own index is only "used" when its lock is taken (`refcache`): a read of it takes the lock as before.
-    if reading and not rebuild and ref is None:
+    reader = reading and not rebuild and ref is None
+    if reader:
         current = _current_unlocked(repo, vault, target, ref_name, commit)
         if current is not None:
             return dataclasses.replace(_timed(current, started), vectors=_semantic_vectors(target))
-    with store.writer_lock(target, lock_wait):
+    with contextlib.ExitStack() as locked:
+        behind = _lock_or_behind(locked, repo, vault, target, ref_name, commit) if reader else None
+        if behind is not None:
+            return dataclasses.replace(behind, seconds=round(time.perf_counter() - started, 3))
+        if not reader:
+            locked.enter_context(store.writer_lock(target, lock_wait))
         _unqueue(target)  # before the commit is read: an update queued until now is this one
         # Read again under the lock: the branch may have moved while this waited, and the index of the newer commit
         # another writer made meanwhile was rebuilt from scratch at the older one (stale: nothing served), or, for a
@@ -285,6 +297,36 @@ def _current_unlocked(repo: git.Repo, vault: Vault, target: Path, ref_name: str,
         if not _is_current(base, commit, _served_meta(repo, vault, commit, ref_name, config)):
             return None
         return IndexReport(target, commit, "unchanged", base.n_cards, 0, 0, _stored_problems(base))
+
+
+def _lock_or_behind(
+    locked: contextlib.ExitStack, repo: git.Repo, vault: Vault, target: Path, ref_name: str, commit: str
+) -> IndexReport | None:
+    """For a reader whose index is not current: the writer lock taken in `locked` (None), or, when another process
+    holds it past `store.READ_WAIT_SECONDS` (a long `cairn index --rebuild`), the `behind` report of the index at
+    `target` when it is a whole, checked index of an older commit of the served ref, kept with the settings it
+    would be kept with now; else the lock is waited for as a writer waits. Safe unlocked as `_current_unlocked`."""
+    try:
+        locked.enter_context(store.writer_lock(target, store.READ_WAIT_SECONDS))
+        return None
+    except store.IndexBusy:
+        pass
+    base = _usable_base(target, vault, repo)
+    if base is not None:
+        with base:
+            try:
+                config = _config_at(repo, base.commit, vault)
+            except InvalidConfig:
+                config = None
+            if (
+                config is not None
+                and gitrepo.is_ancestor(repo, base.commit, commit)
+                and _is_current(base, base.commit, _served_meta(repo, vault, base.commit, ref_name, config))
+            ):
+                kept = IndexReport(target, base.commit, "behind", base.n_cards, 0, 0, _stored_problems(base))
+                return dataclasses.replace(kept, branch_commit=commit)
+    locked.enter_context(store.writer_lock(target))
+    return None
 
 
 def _served_meta(repo: git.Repo, vault: Vault, commit: str, ref_name: str, config: Config) -> dict[str, str]:
@@ -417,8 +459,11 @@ def open_index(
     gets): an index kept at a commit the served ref no longer descends from (a force-push, `build_index`'s
     `diverged`) is refused with what to do, as the prompt hook serves nothing from it. People's other commands read
     it (`show`, `list`, `eval`, `calibrate`), and are told through `warn` that what they read is that kept commit's,
-    not what agents get; `cairn index` says it is kept. progress: hears the cards read when the index is built or
-    brought up to date (a command's bar on a terminal: a large vault's first build takes seconds)."""
+    not what agents get; `cairn index` says it is kept. So with an index behind the served ref while another process
+    holds its writer lock (`build_index`'s `behind`): agents' reads are refused with when to try again (the prompt
+    hook serves nothing from it either), people's read it and are told through `warn` which commit they read.
+    progress: hears the cards read when the index is built or brought up to date (a command's bar on a terminal: a
+    large vault's first build takes seconds)."""
     if worktree:
         report = build_worktree_index(vault, progress)
         return IndexReader(report.index_file)
@@ -439,10 +484,26 @@ def open_index(
                 f"vault until a person checks the new history and runs `{rebuild_command(vault)}`."
             )
     try:
-        return IndexReader(report.index_file)
+        reader = IndexReader(report.index_file)
     except IndexCorrupt:
+        if report.mode == "behind":  # its writer replaced it as this opened it (the seal after the file): again
+            return open_index(vault, ref=ref, served_only=served_only, warn=warn, progress=progress)
         build_index(vault, rebuild=True, ref=ref, progress=progress)
         return IndexReader(report.index_file)
+    if report.mode == "behind" and reader.commit == report.commit:  # not the new one its writer put in place since
+        behind = (
+            f"the index is of {report.commit[:8]}, {reader.meta.get('ref') or 'the served ref'} is at "
+            f"{(report.branch_commit or '')[:8]}, and another Cairn process is updating it"
+        )
+        if served_only:
+            reader.close()
+            raise store.IndexBusy(
+                f"{behind}; agents are served nothing from an index behind its branch (the prompt hook serves "
+                "nothing from it either): try again in a moment, when that update ends"
+            )
+        if warn is not None:
+            warn(f"{behind}: this reads the cards of {report.commit[:8]}, not yet those of the newer commit.")
+    return reader
 
 
 def rebuild_command(vault: Vault) -> str:

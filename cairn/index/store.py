@@ -217,6 +217,10 @@ LOCK_WAIT_SECONDS = 600.0  # a full index of 100,000 cards takes minutes; a hold
 LOCK_NOTICE_SECONDS = (
     2.0  # a wait longer than this says what it waits for (a short one, two writers at once, is silent)
 )
+# A command that only reads an index behind its branch waits this long for another writer (an update after a commit
+# ends within it), then reads the older index (`build._lock_or_behind`): a `cairn index --rebuild` of thousands of
+# cards is not waited out. No longer than the notice: it reads rather than says it waits.
+READ_WAIT_SECONDS = LOCK_NOTICE_SECONDS
 
 
 class IndexBusy(CairnError):
