@@ -34,11 +34,32 @@ def _eval(repo: VaultRepo, cases: Path, *extra: str) -> dict[str, Any]:
 
 def test_eval_json_has_the_contract_keys(fixture_vault: VaultRepo) -> None:
     data = _eval(fixture_vault, FIXTURE / "cases.yaml")
-    assert set(data) == KEYS | {"by_slice", "cases"}
+    assert set(data) == KEYS | {"commit", "by_slice", "cases"}
     assert set(data["by_slice"]) == {"short", "long"}
     assert all(set(m) == KEYS for m in data["by_slice"].values())
     assert all(set(c) == {"id", "expect", "ranked", "injected"} for c in data["cases"])
     assert data["n_pos"] == 4 and data["n_neg"] == 2
+
+
+def test_eval_json_names_the_commit_it_measured_while_another_process_updates_the_index(
+    fixture_vault: VaultRepo,
+) -> None:
+    """Bug fixed: `cairn eval --json` named no commit, so while another process updated an index behind its branch
+    (eval then measures the older index, and says so only in a warning on stderr) a script could not tell which
+    commit's cards its figures were of."""
+    import fcntl
+
+    measured = fixture_vault.git("rev-parse", "HEAD")
+    done = fixture_vault.cairn("index", "--json")
+    assert done.returncode == 0, done.stderr
+    fixture_vault.write("notes/later", "A later lesson", "Something else to know.")
+    fixture_vault.commit("Later card")
+    with open(json.loads(done.stdout)["index"] + ".lock", "rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)  # another process is rebuilding the index
+        evaluated = fixture_vault.cairn("eval", "--cases", str(FIXTURE / "cases.yaml"), "--json")
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert json.loads(evaluated.stdout)["commit"] == measured
+    assert f"the index is of {measured[:8]}" in evaluated.stderr
 
 
 def test_eval_metrics_on_the_fixture(fixture_vault: VaultRepo) -> None:

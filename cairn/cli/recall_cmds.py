@@ -731,8 +731,9 @@ def eval_cmd(
             queries = [case.query for case in cases]
             semantic = _cases_similarities(index, queries, stage("eval: encoding the cases"))
             report = evaluate(index, cases, scope=scope_tags(scope), progress=stage("eval"), semantic=semantic)
+        commit = index.commit  # of the index measured: an older one while another process updates it (`open_index`)
     if as_json:
-        echo_json(report.to_dict())
+        echo_json({"commit": commit, **report.to_dict()})
         return
     data = report.to_dict()
     served_note(vault, worktree, "the figures below are of its cards; `--worktree` measures those checked out")
