@@ -542,3 +542,23 @@ def test_full_width_letters_and_half_width_katakana_meet_their_usual_forms(fixtu
         "ｓｔｏｐ ｗａｉｔｓ ｔｅｎ ｓｅｃｏｎｄｓ： ＳＩＧＴＥＲＭ ｎｏｔ ｆｏｒｗａｒｄｅｄ ｂｙ ｔｈｅ ｓｈｅｌｌ ｆｏｒｍ ＣＭＤ",
     )
     assert [c.card.id for c in wide.injected] == ["docker/sigterm-shell-form"]
+
+
+def test_accents_typed_as_separate_marks_and_ligatures_meet_their_composed_forms(fixture_vault: VaultRepo) -> None:
+    """Bug fixed: an accent typed as a separate mark (NFD, as macOS may send it) cut a word where the composed letter
+    does not (`verrouillé` gave `verrouille`, the composed spelling `verrouill`), and a ligature (`ﬁchier`) gave no
+    word at all: a card and a prompt that spell a word the two ways did not meet, on either side."""
+    import unicodedata
+
+    name = "Le déploiement échoue quand le ﬁchier de configuration est verrouillé"
+    fixture_vault.write(
+        "fr/deploiement-verrouille",
+        unicodedata.normalize("NFD", name),
+        unicodedata.normalize("NFD", "Un autre processus garde le verrou : attendre qu'il se termine."),
+    )
+    fixture_vault.commit("A French lesson written on macOS")
+    for form in ("NFC", "NFD"):
+        prompt = unicodedata.normalize(form, "Pourquoi le déploiement échoue quand le fichier est verrouillé ?")
+        result = _recall(fixture_vault, prompt)
+        assert [c.card.id for c in result.injected] == ["fr/deploiement-verrouille"]
+        assert {"verrouill", "fichier", "ploiement"} <= set(result.injected[0].matched)

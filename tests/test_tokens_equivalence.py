@@ -24,10 +24,16 @@ _FULL_WIDTH = re.compile("[\uff01-\uff5e]")
 _HALF_KANA = re.compile("[\uff61-\uff9f]+")
 
 
+_LETTER = re.compile(r"[^\W\d_]")
+
+
 def reference_fold(text: str) -> str:
-    """Full-width ASCII as ASCII, half-width katakana as NFKC reads it (`tokens.fold_width`)."""
+    """Full-width ASCII as ASCII, half-width katakana as NFKC reads it (`tokens.fold_width`); then NFC, and each
+    letter as NFKC reads it (`tokens.fold_letters`)."""
     text = _FULL_WIDTH.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
-    return _HALF_KANA.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
+    text = _HALF_KANA.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
+    text = unicodedata.normalize("NFC", text)
+    return _LETTER.sub(lambda m: unicodedata.normalize("NFKC", m.group()) if m.group().isalpha() else m.group(), text)
 
 
 def reference_tokenize(text: str) -> list[str]:
@@ -137,6 +143,13 @@ PIECES = st.sampled_from(
         "\uff61",
         "\uff5e",
         "\uff5f",
+        "re\u0301sume\u0301",
+        "\ufb01le",
+        "\u017f",
+        "\U0001d41b",
+        "\u2122",
+        "\u00b2",
+        "\u0301",
     ]
 )
 TEXT = st.one_of(
@@ -161,6 +174,7 @@ TEXT = st.one_of(
 @example("HTTPServer2x-YAMLFile_v2")
 @example("ｇｉｔ ｐｕｓｈ ﾃｽﾄが落ちる")
 @example("ﾞｶﾞ")
+@example("re\u0301sume\u0301 \ufb01le Classy\u2122 x\u00b2")
 def test_tokenize_matches_the_regex_tokenizer(text: str) -> None:
     assert tokens.tokenize(text) == reference_tokenize(text)
 

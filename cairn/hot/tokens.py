@@ -91,13 +91,16 @@ _PLANE_0 = _flags((0, 0))
 
 def tokenize(text: str) -> list[str]:
     """Tokens in text order, with repeats; an identifier yields itself and then its parts. Full-width ASCII and
-    half-width katakana are read as their usual forms first (`fold_width`)."""
+    half-width katakana are read as their usual forms first (`fold_width`), and accents and ligatures as NFC and
+    NFKC read them (`fold_letters`)."""
     out: list[str] = []
     if not text:
         return out
     top = max(text)
-    if top >= _FULL_WIDTH_LOWEST:
-        text = fold_width(text)
+    if top > "\x7f":
+        if top >= _FULL_WIDTH_LOWEST:
+            text = fold_width(text)
+        text = fold_letters(text)
         top = max(text)
     runs = text.encode("ascii", "replace").translate(_RUNS).decode("ascii")
     mask = _cjk_mask(text) if top >= _CJK_LOWEST else b""  # below U+3040 no character is CJK
@@ -138,6 +141,20 @@ def fold_width(text: str) -> str:
         out.append(unicodedata.normalize("NFKC", text[start:stop]) if kana else text[start:stop])
         start = stop
     return "".join(out)
+
+
+def fold_letters(text: str) -> str:
+    """Text in NFC, each letter that NFKC reads as other letters (a ligature `ﬁ`, a mathematical `𝐛`, the long `ſ`)
+    as those: an accent typed as a separate mark (as macOS may send it, NFD) cut a word where the composed letter
+    does not (`résumé` gave `re` and `sume`, not `r` and `sum`), and `ﬁle` gave `le`, so a card and a prompt spelling
+    a word two ways did not meet. Other compatibility forms are left as they are (NFKC reads `Classy™` as
+    `ClassyTM`, `x²` as `x2`). Only for non-ASCII text: `unicodedata` is not imported for an ASCII prompt."""
+    import unicodedata
+
+    text = unicodedata.normalize("NFC", text)
+    if unicodedata.is_normalized("NFKC", text):
+        return text
+    return "".join(unicodedata.normalize("NFKC", ch) if not ch.isascii() and ch.isalpha() else ch for ch in text)
 
 
 def stem(word: str) -> str:

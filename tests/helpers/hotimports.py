@@ -28,7 +28,7 @@ HOT_STDLIB = (
     "_bisect",  # the C modules behind `bisect` and `heapq`, without their Python wrappers
     "_heapq",
     "_blake2",  # the index seals' keyed BLAKE2b (cairn.hot.index.Sealer)
-    "unicodedata",  # only for a prompt with half-width katakana (`tokens.fold_width`), about 0.3 ms
+    "unicodedata",  # only for a prompt that is not all ASCII (`tokens.fold_letters`), about 0.3 ms
 )
 # Cairn's own modules the hook may import: the hot package, and the executable's entry point.
 HOT_CAIRN_PREFIX = "cairn.hot."
