@@ -329,6 +329,26 @@ def test_a_korean_file_name_in_nfd_is_told_its_syllables_are_taken_apart_not_its
     assert not any("accents" in m for m in messages), messages
 
 
+def test_a_file_name_in_full_width_letters_or_with_a_ligature_is_told_to_take_its_plain_letters(tmp_path: Path) -> None:
+    """Bug fixed: `cards/python/ｆｕｌｌｗｉｄｔｈ-x.md` (an input method's full-width letters) and `cards/python/ﬁle-x.md`
+    (a ligature pasted from a PDF) passed card-path, while `cairn show python/fullwidth-x`, as a keyboard types the
+    id, did not find them."""
+    vault = tmp_path / "vault"
+    (vault / "cards" / "python").mkdir(parents=True)
+    for name in ("ｆｕｌｌｗｉｄｔｈ-x", "\ufb01le-x"):
+        (vault / "cards" / "python" / f"{name}.md").write_text(
+            f"---\nname: Card {name}\nsummary: Pin the interpreter {name}.\n---\n\nBody.\n"
+        )
+    found = {f.path: f.message for f in lint_vault(find_vault(vault), today=DAY).findings if f.rule == "card-path"}
+    why = "spells letters in full-width or ligature forms (Unicode compatibility forms); rename the file to"
+    assert found == {
+        "cards/python/ｆｕｌｌｗｉｄｔｈ-x.md": f"the id 'python/ｆｕｌｌｗｉｄｔｈ-x' {why} cards/python/fullwidth-x.md "
+        "(and update links and supersedes that name it)",
+        "cards/python/\ufb01le-x.md": f"the id 'python/\ufb01le-x' {why} cards/python/file-x.md "
+        "(and update links and supersedes that name it)",
+    }
+
+
 def test_ids_that_are_one_file_on_macos_or_windows_are_told_apart_not_renamed_onto_each_other(tmp_path: Path) -> None:
     """Bug fixed: `cards/git/Rebase.md` beside `cards/git/rebase.md` (or a name in NFD beside its composed form, or
     topic folders `Ops/` and `ops/`) are one file on a case-insensitive, normalising file system (macOS, Windows):

@@ -597,8 +597,10 @@ def nfd_spelling(text: str) -> str:
 
 
 def slugify(text: str, max_length: int = 60) -> str:
-    """A lowercase slug for a file name: words (any script) joined by hyphens. The text is composed first (NFC): a
-    name macOS wrote with its accents as separate marks (`e` + U+0301) was cut at each (`re-sume` for `résumé`)."""
-    slug = re.sub(r"[^\w]+", "-", unicodedata.normalize("NFC", text).lower(), flags=re.UNICODE).strip("-_")
+    """A lowercase slug for a file name: words (any script) joined by hyphens. The text is read NFKC first: a name
+    macOS wrote with its accents as separate marks (`e` + U+0301) was cut at each (`re-sume` for `résumé`), and one
+    in full-width letters or with a ligature (`ｆｕｌｌ`, `ﬁle`), which recall reads as `full` and `file`, was kept
+    so."""
+    slug = re.sub(r"[^\w]+", "-", unicodedata.normalize("NFKC", text).lower(), flags=re.UNICODE).strip("-_")
     slug = re.sub(r"-{2,}", "-", slug)
     return slug[:max_length].rstrip("-") or "card"

@@ -45,11 +45,13 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
     suggested = id_text.slug_id(card_id)
     if suggested != card_id:
         # a file name macOS wrote (NFD) looks like its composed form, the one a keyboard types and `cairn add` writes
-        why = (
-            f"{nfd_spelling(card_id)} (Unicode NFD, as macOS names files)"
-            if suggested == unicodedata.normalize("NFC", card_id)
-            else "is not lowercase slugs"
-        )
+        if suggested == unicodedata.normalize("NFC", card_id):
+            why = f"{nfd_spelling(card_id)} (Unicode NFD, as macOS names files)"
+        elif suggested == unicodedata.normalize("NFKC", card_id):
+            # an input method's full-width letters, a ligature: `cairn show python/fullwidth-x` does not find it
+            why = "spells letters in full-width or ligature forms (Unicode compatibility forms)"
+        else:
+            why = "is not lowercase slugs"
         yield RULE.at(
             target,
             0,
