@@ -131,6 +131,24 @@ def test_cairn_toml_rechecks_every_card_with_the_rules_that_read_it(tmp_path: Pa
     assert {f.rule for f in report.findings} == {"scope-vocabulary"}
 
 
+def test_a_vocabulary_typed_in_full_width_letters_is_read_as_a_cards_scope_is(tmp_path: Path) -> None:
+    """Bug fixed: cairn.toml's `[lint] scopes = ["ｇｉｔ"]`, as an input method types it, was compared as typed with
+    a card's scope, which is read NFKC: `scope: [git]` (or `[ｇｉｔ]`) was refused as not in the vocabulary."""
+    vault = tmp_path / "vault"
+    (vault / "cards" / "git").mkdir(parents=True)
+    (vault / "cairn.toml").write_text('[lint]\nscopes = ["ｇｉｔ", "ｄｏｃｋｅｒ"]\n', encoding="utf-8")
+    (vault / "cards" / "git" / "rebase.md").write_text(card_text("Rebase", "Rebase with care.", scope=["git"]))
+    (vault / "cards" / "git" / "wide.md").write_text(card_text("Wide", "Push with care.", scope=["ｇｉｔ"]))
+    (vault / "cards" / "git" / "typo.md").write_text(card_text("Typo", "Merge with care.", scope=["gti"]))
+    found = [(f.path, f.message) for f in lint_vault(find_vault(vault), today=DAY).findings]
+    assert [f for f in found if "vocabulary" in f[1]] == [
+        (
+            "cards/git/typo.md",
+            "scope 'gti' is not in the vault's vocabulary (cairn.toml [lint] scopes); did you mean 'git'?",
+        )
+    ]
+
+
 def test_a_broken_cairn_toml_is_an_error_and_the_defaults_apply(tmp_path: Path) -> None:
     vault = tmp_path / "vault"
     (vault / "cards").mkdir(parents=True)

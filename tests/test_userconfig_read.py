@@ -405,3 +405,16 @@ def test_an_older_cairns_cached_error_is_not_believed_after_an_upgrade(vault_rep
     payload = payload_for("claude-code", FITTING_PROMPT, tmp_path, session="s1")
     assert f"team:{REBASE_ID}" in run_cairn("hook", "--format", "claude-code", cwd=tmp_path, input=payload).stdout
     assert "error" not in json.loads(copy.read_text())
+
+
+def test_scopes_typed_in_full_width_letters_are_read_as_a_cards_scope_is(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: `scopes = ["ｇｉｔ"]`, as an input method types it, met no card's `scope: [git]` (a card's scope and
+    `--scope` are read NFKC): the hook served nothing from the vault, and `cairn recall` noted it serves only cards
+    of scope ｇｉｔ."""
+    make_vault(vault_repo)
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "cairn" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f'[[vaults]]\nname = "team"\npath = "{vault_repo.root}"\nscopes = ["ｇｉｔ"]\n', encoding="utf-8")
+    assert [v.scopes for v in load_vaults()] == [("git",)]
+    payload = payload_for("claude-code", FITTING_PROMPT, tmp_path, session="s1")
+    assert REBASE_ID in run_cairn("hook", "--format", "claude-code", cwd=tmp_path, input=payload).stdout

@@ -6,12 +6,13 @@ import difflib
 from collections.abc import Iterator
 
 from cairn.finding import Finding
+from cairn.hot.serve import scope_tags
 from cairn.lint.model import ERROR, Context, Rule, Target
 
 
 def check(target: Target, context: Context) -> Iterator[Finding]:
     assert target.card is not None
-    vocabulary = {s.lower() for s in context.settings.scopes}
+    vocabulary = {s.lower() for s in scope_tags(context.settings.scopes)}  # as the card's are read: NFKC
     if not vocabulary:
         return
     for tag in target.card.scope:
