@@ -76,11 +76,11 @@ if TYPE_CHECKING:
 
     _T = TypeVar("_T")
 
-# 9: the terms of a card with accents typed as separate marks or with ligatures (`tokens.fold_letters`: an index of 8
-# holds `verrouille` where a prompt now gives `verrouill`, and an update copies an untouched card's terms as they
-# are); 8: the id order part (cards that score alike rank by id, not by row); 7: Cairn's own file format (6 and older
-# were SQLite files, 6 sealed with keyed BLAKE2b)
-FORMAT_VERSION = "9"
+# 8 (stop 55): the id order part (cards that score alike rank by id, not by row), and the terms of a card with
+# accents typed as separate marks or with ligatures (`tokens.fold_letters`: an index of 7 holds `verrouille` where a
+# prompt now gives `verrouill`, and an update copies an untouched card's terms as they are); 7: Cairn's own file
+# format (6 and older were SQLite files, 6 sealed with keyed BLAKE2b)
+FORMAT_VERSION = "8"
 # The version of the security rules (cairn.lint.security) that refuse cards at index time, kept here so the hook can
 # compare it without importing lint: an index checked by other rules may hold cards the current rules refuse.
 # 15: hidden-text ends a word at Han, kana and Hangul, so a Greek letter in a Japanese sentence (`PNGのαチャンネル`) is

@@ -293,10 +293,6 @@ def _validated_entry(file: str, n: int, entry: "dict[str, Any]", env: "Mapping[s
     scopes = _scope_tags(entry.get("scopes", []))
     if scopes is None:
         raise ValueError(f'{label}: scopes must be a list of scope tags, e.g. scopes = ["python", "git"]')
-    if scopes:
-        from cairn.hot.serve import scope_tags  # read as a card's scope is: `ｇｉｔ` is `git` (NFKC)
-
-        scopes = list(scope_tags(scopes))
     projects = entry.get("projects", [])
     if not isinstance(projects, list) or not all(isinstance(p, str) and p.strip() for p in projects):
         raise ValueError(f'{label}: projects must be a list of folders, e.g. projects = ["~/work/acme"]')
