@@ -664,10 +664,8 @@ class IndexReader:
                     if hot_at + hot_len > self._size or cold_at + cold_len > self._size:
                         return False
                     rows.add(i + 1)
-            ids = [
-                _slot_at(self._read(self._id_slots_at, SLOT * self._id_slots), at)
-                for at in range(0, SLOT * self._id_slots, SLOT)
-            ]
+            id_table = self._read(self._id_slots_at, SLOT * self._id_slots)  # once, not once a slot
+            ids = [_slot_at(id_table, at) for at in range(0, len(id_table), SLOT)]
             named = [value for _hash, value, length in ids if length]
             if len(named) != len(rows) or not rows.issuperset(named):
                 return False
