@@ -484,6 +484,36 @@ def test_an_empty_folder_argument_is_a_usage_error(
 
 
 @pytest.mark.parametrize(
+    ("args", "name"),
+    [
+        (("doctor", "--cwd", "PIPE"), "--cwd"),
+        (("vault", "add", "VAULT", "--project", "PIPE"), "--project"),
+        (("vault", "add", "PIPE"), "PATH"),
+        (("install", "claude-code", "--project", "/dev/null"), "--project"),
+        (("list", "--vault", "PIPE"), "--vault"),
+        (("init", "PIPE"), "PATH"),
+        (("demo", "--keep", "PIPE"), "--keep"),
+        (("sanitize", "--out", "PIPE", "--vault", "VAULT"), "--out"),
+    ],
+)
+def test_a_fifo_or_device_given_as_a_folder_is_a_usage_error(
+    vault_repo: VaultRepo, args: tuple[str, ...], name: str, tmp_path: Path
+) -> None:
+    """Bug fixed: click's Path refuses a regular file where a folder goes but let a FIFO or a device through:
+    `cairn vault add --project PIPE` registered a project no agent can work in, `cairn doctor --cwd PIPE` checked it,
+    and `cairn init PIPE` called it a file. Each is now a usage error naming what it is, and nothing is written."""
+    make_vault(vault_repo)
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    given = {"PIPE": str(pipe), "VAULT": str(vault_repo.root)}
+    done = run_cairn(*(given.get(arg, arg) for arg in args), cwd=tmp_path)
+    shown = "'/dev/null' is a device" if "/dev/null" in args else f"{str(pipe)!r} is a FIFO"
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.endswith(f"Error: Invalid value for '{name}': {shown}, not a folder\n")
+    assert run_cairn("vault", "list", cwd=tmp_path).stdout.startswith("No vault is configured")
+
+
+@pytest.mark.parametrize(
     "args", [("recall", "--vault", "URL", "rebase"), ("install", "claude-code", "--user", "--vault", "URL")]
 )
 def test_a_url_for_the_vault_option_is_a_usage_error(vault_repo: VaultRepo, args: tuple[str, ...]) -> None:

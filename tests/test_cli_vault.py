@@ -391,8 +391,11 @@ def test_a_cairn_vault_that_is_not_a_folder_is_named_with_a_fix_that_works(
     pipe = tmp_path / "pipe"  # a FIFO was "not a folder; create one with `cairn init PIPE`", which init refuses
     os.mkfifo(pipe)
     done = vault_repo.invoke("list", "--vault", str(pipe), cwd=tmp_path)
-    assert done.stderr == f"Error: vault '{pipe}' is a file, not a folder; give a vault's folder\n"
-    assert vault_repo.invoke("init", str(pipe), cwd=tmp_path).returncode == 1  # the fix said before
+    assert (done.returncode, done.stderr.splitlines()[-1]) == (
+        2,
+        f"Error: Invalid value for '--vault': '{pipe}' is a FIFO, not a folder",
+    )
+    assert vault_repo.invoke("init", str(pipe), cwd=tmp_path).returncode == 2  # the fix said before
     missing = tmp_path / "gone"
     done = vault_repo.invoke("list", env={"CAIRN_VAULT": str(missing)}, cwd=tmp_path)
     assert done.stderr == f"Error: CAIRN_VAULT '{missing}' is not a folder; create one with `cairn init {missing}`\n"

@@ -125,14 +125,14 @@ def test_sanitize_out_refusals(vault_repo: VaultRepo, tmp_path: Path) -> None:
     make_vault(vault_repo)
     a_file = tmp_path / "a-file"
     a_file.write_text("keep")
-    for out, says in (
-        (vault_repo.root / "cards", "inside the vault"),
-        (vault_repo.root, "inside the vault"),
-        (a_file, "not a folder"),
-        (Path("/dev/null"), "not a folder"),
+    for out, says, code in (
+        (vault_repo.root / "cards", "inside the vault", 1),
+        (vault_repo.root, "inside the vault", 1),
+        (a_file, "not a folder", 1),
+        (Path("/dev/null"), "'/dev/null' is a device, not a folder", 2),  # a usage error, as for every folder option
     ):
         done = vault_repo.cairn("sanitize", "--out", str(out))
-        assert_clean_exit(done, 1)
+        assert_clean_exit(done, code)
         assert says in done.stderr
     assert a_file.read_text() == "keep"
     assert vault_repo.git("status", "--porcelain") == ""

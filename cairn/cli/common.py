@@ -10,6 +10,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -83,6 +84,25 @@ def complete_card_id(ctx: click.Context, param: click.Parameter, incomplete: str
     return found
 
 
+# What stands where a folder was given, when it is neither a folder nor a regular file (click refuses those itself).
+_NOT_A_FOLDER = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device", stat.S_IFSOCK: "a socket"}
+
+
+class Folder(click.Path):
+    """click's Path for a folder. click refuses a regular file where a folder goes but lets a FIFO, a device or a
+    socket through, so `cairn doctor --cwd PIPE` checked a folder no agent works in and `cairn vault add --project
+    /dev/null` registered one: such a path is a usage error here, in one line."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            kind = _NOT_A_FOLDER.get(stat.S_IFMT(os.stat(value).st_mode))
+        except (OSError, TypeError, ValueError):  # missing, or no path at all: click's own checks say so
+            kind = None
+        if kind is not None:
+            self.fail(f"{os.fsdecode(value)!r} is {kind}, not a folder", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def folder_given(
     ctx: click.Context, param: click.Parameter, value: str | tuple[str, ...] | None
 ) -> Path | tuple[Path, ...] | None:
@@ -135,7 +155,7 @@ def _given(value: str | tuple[str, ...] | None, kind: str) -> Path | tuple[Path,
 vault_option = click.option(
     "--vault",
     "vault_path",
-    type=click.Path(file_okay=False, path_type=str),
+    type=Folder(file_okay=False, path_type=str),
     multiple=True,
     callback=_one_vault,
     shell_complete=complete_vault,

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from cairn.cards import authoring
-from cairn.cli.common import echo, errors_to_exit, folder_given
+from cairn.cli.common import Folder, echo, errors_to_exit, folder_given
 from cairn.cli.recall_cmds import add_missing, explain_rows, render_explain
 from cairn.hot.recall import prompt_weights, recall
 from cairn.hot.vault import find_vault
@@ -27,7 +27,7 @@ FOLLOW_UP_PROMPT = "ok, run the tests"  # most prompts an agent gets are not que
 
 @click.command()
 @click.option(
-    "--keep", type=click.Path(), callback=folder_given, default=None, help="Make the demo vault here and keep it."
+    "--keep", type=Folder(), callback=folder_given, default=None, help="Make the demo vault here and keep it."
 )
 @errors_to_exit
 def demo(keep: Path | None) -> None:

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import click
 
-from cairn.cli.common import echo, echo_json, errors_to_exit, json_option
+from cairn.cli.common import Folder, echo, echo_json, errors_to_exit, json_option
 
 
 @click.command()
 @click.option(
     "--cwd",
     "cwd",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    type=Folder(exists=True, file_okay=False, path_type=Path),
     default=None,
     help="Check as an agent working in this folder would be served (default: the current folder).",
 )

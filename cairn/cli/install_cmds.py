@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from cairn import doctor, githooks, gitrepo, install
-from cairn.cli.common import _one_vault, checked_scope, echo, error_text, errors_to_exit, indexing, open_vault
+from cairn.cli.common import Folder, _one_vault, checked_scope, echo, error_text, errors_to_exit, indexing, open_vault
 from cairn.hot.errors import CairnError, InvalidConfig, NotAGitRepository, RefusedWrite, VaultNotFound
 from cairn.hot.vault import is_bare_repository, shell_word
 from cairn.index import build as indexer
@@ -27,7 +27,7 @@ def _where_options(func: F) -> F:
     func = click.option(
         "--project",
         "project",
-        type=click.Path(exists=True, file_okay=False, path_type=Path),  # a typo must not make a folder no agent opens
+        type=Folder(exists=True, file_okay=False, path_type=Path),  # a typo must not make a folder no agent opens
         default=None,
         help="The project folder whose settings to change (default: the current folder).",
     )(func)

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from cairn.cli.common import (
+    Folder,
     echo,
     echo_json,
     errors_to_exit,
@@ -70,7 +71,7 @@ def audit(require_signed: bool, vault_path: str | None, as_json: bool) -> None:
     "--out",
     "out",
     required=True,
-    type=click.Path(),
+    type=Folder(),
     callback=folder_given,
     help="Folder for the redacted copy; outside the vault, new or empty (or an earlier copy, with --force).",
 )

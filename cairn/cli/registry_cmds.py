@@ -10,6 +10,7 @@ import click
 
 from cairn import userconfig
 from cairn.cli.common import (
+    Folder,
     checked_scope,
     complete_vault_name,
     echo,
@@ -45,7 +46,7 @@ def vault_group() -> None:
 
 @vault_group.command(name="add")
 # A missing folder: one line, with the fix (not click's check).
-@click.argument("path", type=click.Path(file_okay=False), callback=folder_given)
+@click.argument("path", type=Folder(file_okay=False), callback=folder_given)
 @click.option("--name", default=None, help="Shown as NAME:card-id (default: from the folder's name).")
 @click.option(
     "--ref",
@@ -63,7 +64,7 @@ def vault_group() -> None:
     "--project",
     "projects",
     multiple=True,
-    type=click.Path(file_okay=False),
+    type=Folder(file_okay=False),
     callback=folder_given,
     help="Serve only to agents working under this folder (repeatable; default: everywhere).",
 )

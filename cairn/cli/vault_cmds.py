@@ -15,6 +15,7 @@ from cairn.cards import authoring, catalog
 from cairn.cards.card import review_date_fixed
 from cairn.cli.common import (
     FiniteFloatRange,
+    Folder,
     argv_text,
     complete_card_id,
     echo,
@@ -57,7 +58,7 @@ def _vault_name(ctx: click.Context, param: click.Parameter, value: str | None) -
 
 
 @click.command()
-@click.argument("path", type=click.Path(), callback=folder_given)
+@click.argument("path", type=Folder(), callback=folder_given)
 @click.option(
     "--register/--no-register",
     default=None,
