@@ -299,3 +299,32 @@ def test_a_vault_add_stopped_while_indexing_says_it_is_registered(vault_repo: Va
     indexed = run_cairn("index", "--vault", "team", cwd=tmp_path)
     assert indexed.returncode == 0, indexed.stderr
     assert paths.index_path(vault_repo.root).is_file()
+
+
+def test_an_add_stopped_while_it_lints_the_vault_says_nothing_was_written(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: Ctrl-C while `cairn add` checked the new card against the vault's cards said only "Interrupted.",
+    leaving the user to look for a half-written card. It now says nothing was written, and nothing was."""
+    make_vault(vault_repo)
+    before = sorted((vault_repo.root / "cards").rglob("*"))
+    done = run_cairn(
+        "add",
+        "--name",
+        "Docker layer cache order matters",
+        "--summary",
+        "Copy the lockfile and install dependencies before copying the source, so Docker keeps the layer.",
+        "--scope",
+        "docker",
+        "--body",
+        "The image rebuilt every dependency on each commit.",
+        cwd=vault_repo.root,
+        env=_ctrl_c_at(tmp_path, "os.scandir", f"{vault_repo.root}/cards"),
+    )
+    assert done.returncode == 130, (done.stdout, done.stderr)
+    assert done.stderr.strip().splitlines()[-3:] == [
+        "Stopped while 'Docker layer cache order matters' was checked against the vault's cards: nothing was written.",
+        "",
+        "Interrupted.",
+    ], done.stderr
+    assert done.stdout == "" and sorted((vault_repo.root / "cards").rglob("*")) == before

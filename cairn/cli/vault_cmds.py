@@ -371,7 +371,12 @@ def add(
         supersedes=_words(supersedes),
         source=source.strip() if source and source.strip() else None,
     )
-    pending = authoring.prepare_card(vault, new)
+    try:
+        pending = authoring.prepare_card(vault, new)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM while it lints the vault: "Interrupted." alone left the card in doubt
+        stopped = f"Stopped while {new.name!r} was checked against the vault's cards: nothing was written."
+        echo("\n" + clean_line(stopped), err=True)
+        raise
     for finding in pending.findings:
         echo(clean_line(str(finding)), err=True)
     if pending.warnings and not pending.errors and not force and asked:
