@@ -1182,15 +1182,40 @@ def stored_text(vault: Vault, rel_path: str, data: bytes) -> bytes:
     committed as UTF-8, so lint and `--worktree` read what the index will (they refused such a card, "save it as
     UTF-8", that the commit, the index and the hook read as a good one). `data` itself when it is UTF-8 (no git
     command then), when no such attribute applies, or when it names an encoding Python lacks or `data` is not in
-    it (git refuses to add such a file). `check-attr` runs no filter: it reads the attribute files alone (and no
-    `core.fsmonitor`, a command git would start to read the index)."""
+    it (git refuses to add such a file)."""
     try:
         data.decode("utf-8")
         return data
     except UnicodeDecodeError:
         pass
-    if vault.git_root is None or shutil.which("git") is None:
+    encoding = working_tree_encoding(vault, rel_path)
+    if encoding is None:
         return data
+    try:
+        text = data.decode(_codec(encoding)[0])
+    except (LookupError, UnicodeDecodeError):
+        return data
+    return text.removeprefix("\ufeff").encode("utf-8")
+
+
+def checked_out_text(vault: Vault, rel_path: str, text: str) -> bytes:
+    """`text` as git checks the vault's file `rel_path` out: UTF-8, or the `working-tree-encoding` its
+    `.gitattributes` give it, with the byte order mark git requires of `UTF-16` (a new card written as UTF-8 there
+    made `git add` fail, "BOM is required"). Raises LookupError for an encoding Python lacks, UnicodeEncodeError
+    for text the encoding cannot hold."""
+    encoding = working_tree_encoding(vault, rel_path)
+    if encoding is None:
+        return text.encode("utf-8")
+    codec, with_bom = _codec(encoding)
+    return (("\ufeff" if with_bom else "") + text).encode(codec)
+
+
+def working_tree_encoding(vault: Vault, rel_path: str) -> str | None:
+    """The `working-tree-encoding` the vault's `.gitattributes` give `rel_path` (`UTF-16`), or None: none, or no git.
+    `check-attr` runs no filter: it reads the attribute files alone (and no `core.fsmonitor`, a command git would
+    start to read the index)."""
+    if vault.git_root is None or shutil.which("git") is None:
+        return None
     try:
         out = subprocess.run(
             ["git", "-c", "core.fsmonitor=false", "check-attr", "-z", "working-tree-encoding", "--"]
@@ -1201,16 +1226,16 @@ def stored_text(vault: Vault, rel_path: str, data: bytes) -> bytes:
             check=False,
         ).stdout.split(b"\0")
     except OSError:
-        return data
+        return None
     encoding = out[2].decode("ascii", "replace") if len(out) > 2 else ""
-    if encoding in ("", "unspecified", "set", "unset"):
-        return data
-    with_bom = encoding.upper().endswith("-BOM")  # git's UTF-16LE-BOM: little-endian, with a byte order mark
-    try:
-        text = data.decode(encoding[: -len("-BOM")] if with_bom else encoding)
-    except (LookupError, UnicodeDecodeError):
-        return data
-    return text.removeprefix("\ufeff").encode("utf-8")
+    return None if encoding in ("", "unspecified", "set", "unset") else encoding
+
+
+def _codec(encoding: str) -> tuple[str, bool]:
+    """Python's codec for git's encoding name, and whether git puts a byte order mark before the text: its
+    `UTF-16LE-BOM` is little-endian with one; Python's `utf-16` and `utf-32` write theirs themselves."""
+    with_bom = encoding.upper().endswith("-BOM")
+    return (encoding[: -len("-BOM")] if with_bom else encoding), with_bom
 
 
 def _env_repo_is(git_dir: Path, work_tree: Path) -> bool:

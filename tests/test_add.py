@@ -538,3 +538,40 @@ def test_a_card_in_chinese_is_written_from_a_utf8_terminal_in_an_ascii_locale(va
     [written] = (vault_repo.root / "cards" / "ci").glob("*.md")
     text = written.read_text(encoding="utf-8")
     assert "name: 缓存键缺少锁文件哈希\n" in text and "- 旧缓存\n" in text and "上周升级依赖后" in text, text
+
+
+def test_a_card_is_written_in_the_working_tree_encoding_git_checks_it_out_in(vault_repo: VaultRepo) -> None:
+    """Bug fixed: in a vault whose `.gitattributes` check cards out in UTF-16 (`working-tree-encoding`), `cairn add`
+    wrote UTF-8, and the `git add ... && git commit` it printed failed ("BOM is required"). The card is now written in
+    that encoding, and the printed step commits it; an encoding that cannot hold the text refuses it in one line."""
+    import subprocess
+
+    make_vault(vault_repo)
+    vault_repo.write_raw(".gitattributes", "cards/win/*.md working-tree-encoding=UTF-16\ncards/sj/*.md "
+                         "working-tree-encoding=SHIFT-JIS\n")  # fmt: skip
+    vault_repo.commit("Cards checked out in UTF-16")
+    name = "Wheel builds need setuptools declared"
+    done = vault_repo.invoke(
+        "add", "--name", name, "--summary", "Declare setuptools in build-system requires, or pip builds fail.",
+        "--scope", "win", "--body", "The wheel failed on Windows runners — ünïcode kept.", cwd=vault_repo.root,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    card = vault_repo.root / "cards" / "win" / "wheel-builds-need-setuptools-declared.md"
+    assert card.read_bytes()[:2] in (b"\xff\xfe", b"\xfe\xff")
+    step = re.search(r"`([^`]*)` so agents can get it\.$", done.stdout.strip())
+    assert step is not None, done.stdout
+    committed = subprocess.run(["bash", "-c", step.group(1) + " -qm card"], cwd=vault_repo.root, capture_output=True)
+    assert committed.returncode == 0, committed.stderr
+    stored = vault_repo.git("show", "HEAD:cards/win/wheel-builds-need-setuptools-declared.md")
+    assert stored.startswith(f"---\nname: {name}\n") and "ünïcode kept." in stored
+    refused = vault_repo.invoke(
+        "add", "--name", "Smileys in Shift JIS", "--summary", "A summary Shift JIS cannot hold 🙂.", "--scope", "sj",
+        "--body", BODY, cwd=vault_repo.root,
+    )  # fmt: skip
+    assert (refused.returncode, refused.stderr) == (
+        1,
+        "Error: cards/sj/smileys-in-shift-jis.md was not written: .gitattributes gives it "
+        "working-tree-encoding=SHIFT-JIS, which cannot hold this card's text; write it where that attribute does not "
+        "apply, or change the attribute\n",
+    )
+    assert not (vault_repo.root / "cards" / "sj").exists()

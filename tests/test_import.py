@@ -1065,3 +1065,19 @@ def test_a_bullet_of_backticks_or_spaces_is_judged_and_named_in_time_the_text_al
     assert [m.group() for m in lessons._CLAUSE.finditer("a ; b: c - d" + " " * 200_000 + "x")] == [" ;", ": ", " - "]
     spaced = "The cache goes stale" + " " * 200_000 + "because nothing clears it"
     assert [m.group() for m in lessons._SITUATION.finditer(spaced)] == [" " * 200_000 + "because "]
+
+
+def test_imported_cards_are_written_in_the_working_tree_encoding_git_checks_them_out_in(
+    vault_repo: VaultRepo, app: Path
+) -> None:
+    """Bug fixed: where `.gitattributes` check cards out in UTF-16 (`working-tree-encoding`), `cairn import` wrote
+    them as UTF-8 and `git add` refused them ("BOM is required"); they are now written as git checks them out."""
+    _start(vault_repo)
+    vault_repo.write_raw(".gitattributes", "cards/testing/*.md working-tree-encoding=UTF-16\n")
+    vault_repo.commit("Testing cards checked out in UTF-16")
+    vault_repo.invoke("import", "CLAUDE.md", "--vault", str(vault_repo.root), cwd=app)
+    card = "cards/testing/the-freezegun-fixture-leaks-into-later-tests.md"
+    assert (vault_repo.root / card).read_bytes()[:2] in (b"\xff\xfe", b"\xfe\xff")
+    vault_repo.git("add", "cards")
+    vault_repo.commit("Imported")
+    assert vault_repo.git("show", f"HEAD:{card}").startswith("---\nname: The `freezegun` fixture leaks")

@@ -467,8 +467,9 @@ def write_card(vault: Vault, pending: PendingCard, *, force: bool = False) -> Pa
         )
     target = vault.root / pending.rel_path
     ensure_inside(vault.cards_dir, target)
+    data = checked_out_card(vault, pending.rel_path, pending.text)
     try:
-        write_atomic(target, pending.text.encode("utf-8"), overwrite=False)
+        write_atomic(target, data, overwrite=False)
     except CardExists:  # written by another run since prepare_card looked
         raise CardExists(
             f"{pending.rel_path} already exists; choose another --id (the file was left untouched)"
@@ -476,6 +477,20 @@ def write_card(vault: Vault, pending: PendingCard, *, force: bool = False) -> Pa
     except OSError as exc:
         raise CairnError(f"{unwritable(pending.rel_path, exc)} (nothing was written)") from None
     return target
+
+
+def checked_out_card(vault: Vault, rel: str, text: str) -> bytes:
+    """A new card's file as git checks `rel` out: in the `working-tree-encoding` the vault's `.gitattributes` give it
+    (a UTF-8 file where git expects UTF-16 made the printed `git add` fail, "BOM is required"), else UTF-8. A
+    CairnError when that encoding cannot hold the text (or Python lacks it)."""
+    try:
+        return gitrepo.checked_out_text(vault, rel, text)
+    except (LookupError, UnicodeEncodeError):
+        encoding = gitrepo.working_tree_encoding(vault, rel)
+        raise CairnError(
+            f"{rel} was not written: .gitattributes gives it working-tree-encoding={encoding}, which cannot hold "
+            "this card's text; write it where that attribute does not apply, or change the attribute"
+        ) from None
 
 
 def unwritable(rel: str, exc: OSError) -> str:
@@ -502,6 +517,7 @@ __all__ = [
     "PendingCard",
     "add_card",
     "card_slug",
+    "checked_out_card",
     "init_vault",
     "lint_pending",
     "named_alike",

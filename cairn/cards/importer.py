@@ -34,7 +34,14 @@ from markdown_it.token import Token
 from cairn import gitrepo
 from cairn.atomic import ensure_inside, write_atomic
 from cairn.cards import lessons, safeyaml
-from cairn.cards.authoring import card_slug, lint_pending, render_frontmatter, unwritable, why_folder_cannot_be_made
+from cairn.cards.authoring import (
+    card_slug,
+    checked_out_card,
+    lint_pending,
+    render_frontmatter,
+    unwritable,
+    why_folder_cannot_be_made,
+)
 from cairn.cards.authoring import today as authoring_today
 from cairn.cards.body import read_body
 from cairn.cards.card import (
@@ -554,7 +561,11 @@ def _write(vault: Vault, card: _Card, *, dry_run: bool, force: bool) -> Outcome:
     if dry_run:
         return Outcome(*base, WOULD_REPLACE if card.replaces else WOULD_WRITE, findings=card.findings, **described)
     try:
-        write_atomic(vault.root / card.rel, card.text.encode("utf-8"), overwrite=card.replaces)
+        data = checked_out_card(vault, card.rel, card.text)
+    except CairnError as exc:  # a working-tree-encoding that cannot hold its text: this card, not the ones after it
+        return Outcome(*base, INVALID, str(exc), findings=card.findings, **described)
+    try:
+        write_atomic(vault.root / card.rel, data, overwrite=card.replaces)
     except CardExists:
         message = f"{card.rel} appeared while importing; it was left untouched"
         return Outcome(*base, EXISTS, message, findings=card.findings, **described)
