@@ -2,7 +2,7 @@
 
 Run from the repository root:
     .venv/bin/python -m benchmarks.bench_hook [--sizes 1000,10000,100000] [--runs 30] [--rev REV | --venv DIR]
-        [--layered NxSIZE,...] [--instructions] [--wrapped] [--sessions N] [--json]
+        [--layered NxSIZE,...] [--instructions] [--wrapped] [--typographic] [--sessions N] [--json]
 
 What is timed is what a user gets: by default a plain venv with `pip install --no-deps` of the current sources
 (`benchmarks.userenv`, cached by a hash of `cairn/` and `pyproject.toml`), not the developer's editable venv (whose
@@ -91,10 +91,14 @@ def build_index(vault: SynthVault, cache: Path, python: str) -> dict[str, float]
     return timings
 
 
-def prompts_for(cards: list[SynthCard], n: int, wrapped: bool = False) -> list[str]:
+def prompts_for(cards: list[SynthCard], n: int, wrapped: bool = False, typographic: bool = False) -> list[str]:
     """Prompts a user might type: three in four reword one card's situation; one in four fits nothing. wrapped:
     each inside an agent prompt's context and instructions (`benchmarks.wrapped.wrap`), as agents' users write
-    them: the prompts recall asks sentence by sentence when the whole fits nothing (`recall._fragment_pick`)."""
+    them: the prompts recall asks sentence by sentence when the whole fits nothing (`recall._fragment_pick`).
+    typographic: each in curly quotes, with a dash, as an editor or a phone types them: text that is not ASCII,
+    which the tokens read NFC (`tokens.fold_letters`), where ASCII skips that."""
+    if typographic:
+        return [f"\u201c{prompt}\u201d \u2014 thanks" for prompt in prompts_for(cards, n, wrapped)]
     if wrapped:
         from benchmarks.wrapped import wrap
 
@@ -280,6 +284,7 @@ def bench_size(
     wrapped: bool = False,
     floor: Callable[[str], list[str]] | None = None,
     sessions: int = 0,
+    typographic: bool = False,
 ) -> dict[str, object]:
     floor = floor or (lambda code: [python, "-c", code])
     label = f"{n_cards}" if layered == 1 else f"{layered}x{n_cards}"
@@ -298,7 +303,7 @@ def bench_size(
     config = work / f"config-{label}.toml"
     configure(vaults, config)
     env = timing_env(CAIRN_CACHE_DIR=str(cache), CAIRN_STATE_DIR=str(state), CAIRN_CONFIG=str(config))
-    prompts = prompts_for(vault.cards, runs + 2, wrapped)
+    prompts = prompts_for(vault.cards, runs + 2, wrapped, typographic)
 
     def payload(i: int) -> bytes:
         return json.dumps(
@@ -399,6 +404,9 @@ def main(argv: list[str] | None = None) -> int:
         "--wrapped", action="store_true", help="every prompt inside an agent wrapper (context and instructions)"
     )
     parser.add_argument(
+        "--typographic", action="store_true", help="every prompt in curly quotes and with a dash (text not ASCII)"
+    )
+    parser.add_argument(
         "--sessions", type=int, default=0, metavar="N", help="N agent sessions kept, and their prune due every run"
     )
     args = parser.parse_args(argv)
@@ -446,6 +454,7 @@ def main(argv: list[str] | None = None) -> int:
             args.wrapped,
             floor,
             args.sessions,
+            args.typographic,
         )
         results.append(r)
         budget = r["budget"]
