@@ -34,7 +34,16 @@ from cairn.cards.authoring import (
 )
 from cairn.cards.card import parse_card
 from cairn.finding import ERROR
-from cairn.hot.errors import CairnError, CardExists, CardNotFound, ConfigError, InvalidCard, RefusedWrite
+from cairn.hot import is_dir
+from cairn.hot.errors import (
+    CairnError,
+    CardExists,
+    CardNotFound,
+    ConfigError,
+    InvalidCard,
+    RefusedWrite,
+    VaultNotFound,
+)
 from cairn.hot.hook import MAX_QUERY_CHARS, context_trim, hook_gives
 from cairn.hot.recall import GATE_REASONS, REJECTED, Candidate, not_when_found, recall
 from cairn.hot.serve import (
@@ -48,7 +57,7 @@ from cairn.hot.serve import (
     serve_prompt,
 )
 from cairn.hot.userconfig import is_vault_name, load_vaults
-from cairn.hot.vault import Vault
+from cairn.hot.vault import Vault, configured_vault_gone
 from cairn.index import build as indexer
 from cairn.userconfig import entry_for, outside_projects, served_scope
 
@@ -368,6 +377,22 @@ class VaultTools:
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
 
+    def _require_folder(self) -> None:
+        """VaultNotFound, saying what to do, when the vault's folder went away under the running server (moved or
+        deleted): every tool failed as "not a readable git repository", which sends the agent to git."""
+        root = str(self.vault.root)
+        if is_dir(root):
+            return
+        entry = entry_for(root)
+        if entry is not None:  # the configuration to fix, as `cairn recall --vault NAME` says it
+            raise VaultNotFound(
+                f"{configured_vault_gone(entry)} (then restart this server: it serves the folder it started on)"
+            )
+        raise VaultNotFound(
+            f"the vault this server serves, {root}, is not a folder any more (moved or deleted?); if it moved, start "
+            "the server on its new folder (`cairn serve --vault NEW_PATH`, in the agent's MCP settings)"
+        )
+
     def recall(self, query: str, scope: list[str] | None = None, session: str | None = None) -> dict[str, Any]:
         """The cards that fit the query (at most 3, or none), with the same decisions as `cairn recall`.
 
@@ -375,6 +400,7 @@ class VaultTools:
         out.
         session: the agent session's id; a card is given at most once per session (shared with the prompt hook).
         """
+        self._require_folder()
         # a configured vault's scope limit, as the hook applies it
         tags, entry = served_scope(self.vault.root, scope_tags(scope or None))  # none given: $CAIRN_SCOPE
         if tags is None:
@@ -402,6 +428,7 @@ class VaultTools:
 
         id: as `recall` gives it, or `NAME:ID` as the prompt hook shows a card of this vault (configured as NAME).
         """
+        self._require_folder()
         # the commands a "no card" names ask this vault: the agent runs them from its own project, not the vault
         entry = entry_for(self.vault.root)
         asked = f" --vault {entry.name if entry else shlex.quote(str(self.vault.root))}"
@@ -433,6 +460,7 @@ class VaultTools:
         """The best candidate cards for the query (the first 20, and the first 20 the gates judged, as `cairn
         explain` lists them; `omitted_candidates` counts the rest) with each one's score, the three gate values, the
         decision and the reason."""
+        self._require_folder()
         read = query[:MAX_QUERY_CHARS]  # what recall reads of it (the echo below shows where it was cut)
         tags, _ = served_scope(self.vault.root, scope_tags(scope or None))  # a configured vault's limit, as recall's
         if tags is None:
@@ -491,6 +519,7 @@ class VaultTools:
         id: topic/slug, or a slug put under the first scope's folder (default: <first scope>/<slug of the name>,
         as `cairn add` names it). branch: the new branch, under cairn/draft/ (default: cairn/draft/<id>).
         """
+        self._require_folder()
         # `["git,ci"]` is two tags, as recall's scope and `cairn add --scope git,ci` read it
         tags = scope_tags(scope or ())
         new = NewCard(name=name, summary=summary, scope=tags, card_id=id or None, body=body, status="draft")

@@ -609,6 +609,39 @@ def test_a_rewritten_served_branch_serves_agents_nothing_as_the_hook(vault_repo:
     assert _text_json(recalled) == {"cards": [], "abstained": True}
 
 
+def test_a_vault_moved_or_deleted_under_the_server_is_said_so_with_its_fix(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """The vault's folder moved away while `cairn serve` ran: every tool said "... is not a readable git repository",
+    sending the agent to git, where `cairn recall --vault NAME` names the folder gone and the configuration's fix."""
+    vault_repo.write_raw("cairn.toml", "# defaults\n")
+    _lessons(vault_repo)
+    query = "git pull --rebase after a force-push dropped my commits"
+    assert run_cairn("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path).returncode == 0
+    moved = tmp_path / "moved"
+    _, _, results = drive_serve(
+        vault_repo.root,
+        [
+            ("recall", {"query": query}),
+            lambda: vault_repo.root.rename(moved),
+            ("recall", {"query": query}),
+            ("show", {"id": "git/force-push-rebase"}),
+            ("explain", {"query": query}),
+            ("add_draft", {"name": "A lesson", "summary": "Something fails because of a reason; do this instead."}),
+            lambda: run_cairn("vault", "remove", "team", cwd=tmp_path),
+            ("recall", {"query": query}),
+        ],
+    )
+    assert [c["id"] for c in _text_json(results[0])["cards"]] == ["git/force-push-rebase"]
+    for result in results[1:5]:
+        text = _tool_error(result)
+        assert f"configured vault 'team' at {vault_repo.root} is not a folder (moved or deleted?)" in text, text
+        assert "cairn vault add NEW_PATH --name team --replace" in text and "restart this server" in text, text
+    text = _tool_error(results[5])
+    assert f"{vault_repo.root}, is not a folder any more (moved or deleted?)" in text, text
+    assert "cairn serve --vault NEW_PATH" in text, text
+
+
 def test_a_lone_surrogate_or_a_bad_byte_in_a_request_is_answered(vault_repo: VaultRepo) -> None:
     """Half an emoji (a client's cut between a surrogate pair: `"\\ud83d"` in its JSON) or a byte that is no UTF-8
     in a tool call: the SDK's parser dropped the request without a word, so the agent waited for an answer for ever.

@@ -9,6 +9,7 @@ import re
 import select
 import subprocess
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,13 @@ from mcp.client.stdio import stdio_client
 
 from helpers.vaults import cairn_executable
 
+Step = tuple[str, dict[str, Any]] | Callable[[], object]
 
-def drive_serve(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[Any, list[str], list[Any]]:
+
+def drive_serve(vault: Path, calls: Sequence[Step]) -> tuple[Any, list[str], list[Any]]:
     """Start the installed `cairn serve` on `vault`, make each tool call in one session; returns the server's
-    initialize result, the names of the tools it lists, and each call's result."""
+    initialize result, the names of the tools it lists, and each call's result. A function among `calls` is run
+    there, between the calls before it and those after it, while the server runs (a change made under it)."""
     return anyio.run(_session_calls, vault, calls)
 
 
@@ -136,12 +140,17 @@ class _Answers:
             self.pending += chunk
 
 
-async def _session_calls(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[Any, list[str], list[Any]]:
+async def _session_calls(vault: Path, calls: Sequence[Step]) -> tuple[Any, list[str], list[Any]]:
     params = StdioServerParameters(
         command=cairn_executable(), args=["serve", "--vault", str(vault)], env=dict(os.environ), cwd=str(vault)
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         init = await session.initialize()
         listed = await session.list_tools()
-        results = [await session.call_tool(name, args) for name, args in calls]
+        results = []
+        for step in calls:
+            if callable(step):
+                step()
+            else:
+                results.append(await session.call_tool(*step))
     return init, [t.name for t in listed.tools], results
