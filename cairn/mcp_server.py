@@ -117,15 +117,16 @@ def _sdk_attr(*candidates: tuple[str, str]) -> Any:
     )
 
 
-def build_server(vault: Vault) -> Any:
-    """An MCP server whose tools read (and draft into) `vault`; call `.run("stdio")` on it."""
+def build_server(vault: Vault, configured_as: str | None = None) -> Any:
+    """An MCP server whose tools read (and draft into) `vault`, the configured vault `configured_as` when it was
+    chosen by its name; call `.run("stdio")` on it."""
     cls = server_class()
     if "version" in inspect.signature(cls).parameters:
         server = cls(SERVER_NAME, instructions=INSTRUCTIONS, version=__version__)
     else:  # mcp 1.x's FastMCP takes no version (its low-level server then reports mcp's own): set it there
         server = cls(SERVER_NAME, instructions=INSTRUCTIONS)
         server._mcp_server.version = __version__
-    tools = VaultTools(vault)
+    tools = VaultTools(vault, configured_as)
     tool_error = tool_error_class()
     for method in (tools.recall, tools.show, tools.explain, tools.add_draft):
         server.add_tool(_reporting(method, tool_error), name=method.__name__)
@@ -184,9 +185,9 @@ def _error_text(tool: str, exc: Exception) -> str:
     return f"unexpected {type(exc).__name__}: {text} (a bug in Cairn; the server's stderr has the traceback)"
 
 
-def serve(vault: Vault) -> None:
+def serve(vault: Vault, configured_as: str | None = None) -> None:
     """Run the server on stdin/stdout until the client closes the connection."""
-    server = build_server(vault)
+    server = build_server(vault, configured_as)
     # What is loaded by now lives as long as the server: out of the collector's way, the collection after each call
     # (`_reporting`) looks at that call's objects alone (a tenth of a millisecond, not forty).
     gc.collect()
@@ -374,13 +375,30 @@ class _FilteredLines(io.RawIOBase):
 class VaultTools:
     """The tools, as plain methods over one vault (the SDK derives each tool's schema from its signature)."""
 
-    def __init__(self, vault: Vault) -> None:
+    def __init__(self, vault: Vault, configured_as: str | None = None) -> None:
         self.vault = vault
+        self.configured_as = configured_as  # the configured vault's name it was chosen by (not a path)
 
-    def _require_folder(self) -> None:
+    def _require_vault(self) -> None:
         """VaultNotFound, saying what to do, when the vault's folder went away under the running server (moved or
-        deleted): every tool failed as "not a readable git repository", which sends the agent to git."""
+        deleted): every tool failed as "not a readable git repository", which sends the agent to git. A server
+        started for a configured vault by its name serves it while the configuration names it so, as `cairn recall
+        --vault NAME` and the prompt hook do: one `cairn vault remove` left agents served its cards until a restart."""
         root = str(self.vault.root)
+        if self.configured_as is not None:
+            name = self.configured_as
+            entry = next((e for e in load_vaults() if e.name == name), None)  # a broken configuration: ConfigError
+            if entry is None:
+                raise VaultNotFound(
+                    f"the vault {name!r} this server was started for is no longer configured (`cairn vault remove`?), "
+                    f"so it serves none of its cards, as the prompt hook serves none; register it again (`cairn vault "
+                    f"add {shlex.quote(root)} --name {name}`), or start the server on another vault"
+                )
+            if os.path.realpath(entry.path) != os.path.realpath(root):
+                raise VaultNotFound(
+                    f"the configured vault {name!r} is now {entry.path}, and this server serves the folder it started "
+                    f"on, {root}: restart it to serve {entry.path}"
+                )
         if is_dir(root):
             return
         entry = entry_for(root)
@@ -400,7 +418,7 @@ class VaultTools:
         out.
         session: the agent session's id; a card is given at most once per session (shared with the prompt hook).
         """
-        self._require_folder()
+        self._require_vault()
         # a configured vault's scope limit, as the hook applies it
         tags, entry = served_scope(self.vault.root, scope_tags(scope or None))  # none given: $CAIRN_SCOPE
         if tags is None:
@@ -428,7 +446,7 @@ class VaultTools:
 
         id: as `recall` gives it, or `NAME:ID` as the prompt hook shows a card of this vault (configured as NAME).
         """
-        self._require_folder()
+        self._require_vault()
         # the commands a "no card" names ask this vault: the agent runs them from its own project, not the vault
         entry = entry_for(self.vault.root)
         asked = f" --vault {entry.name if entry else shlex.quote(str(self.vault.root))}"
@@ -460,7 +478,7 @@ class VaultTools:
         """The best candidate cards for the query (the first 20, and the first 20 the gates judged, as `cairn
         explain` lists them; `omitted_candidates` counts the rest) with each one's score, the three gate values, the
         decision and the reason."""
-        self._require_folder()
+        self._require_vault()
         read = query[:MAX_QUERY_CHARS]  # what recall reads of it (the echo below shows where it was cut)
         tags, _ = served_scope(self.vault.root, scope_tags(scope or None))  # a configured vault's limit, as recall's
         if tags is None:
@@ -519,7 +537,7 @@ class VaultTools:
         id: topic/slug, or a slug put under the first scope's folder (default: <first scope>/<slug of the name>,
         as `cairn add` names it). branch: the new branch, under cairn/draft/ (default: cairn/draft/<id>).
         """
-        self._require_folder()
+        self._require_vault()
         # `["git,ci"]` is two tags, as recall's scope and `cairn add --scope git,ci` read it
         tags = scope_tags(scope or ())
         new = NewCard(name=name, summary=summary, scope=tags, card_id=id or None, body=body, status="draft")

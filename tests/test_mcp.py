@@ -642,6 +642,42 @@ def test_a_vault_moved_or_deleted_under_the_server_is_said_so_with_its_fix(
     assert "cairn serve --vault NEW_PATH" in text, text
 
 
+def test_a_server_started_by_a_vaults_name_stops_serving_it_once_the_configuration_drops_it(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """`cairn serve --vault NAME`, then `cairn vault remove NAME`: the prompt hook and `cairn recall --vault NAME`
+    served none of its cards any more, and the running server went on giving them to agents until a restart."""
+    vault_repo.write_raw("cairn.toml", "# defaults\n")
+    _lessons(vault_repo)
+    query = "git pull --rebase after a force-push dropped my commits"
+    other = VaultRepo(tmp_path / "other")
+    make_vault(other)
+    assert run_cairn("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path).returncode == 0
+    _, _, results = drive_serve(
+        vault_repo.root,
+        [
+            ("recall", {"query": query}),
+            lambda: run_cairn("vault", "remove", "team", cwd=tmp_path),
+            ("recall", {"query": query}),
+            ("show", {"id": "git/force-push-rebase"}),
+            lambda: run_cairn("vault", "add", str(other.root), "--name", "team", cwd=tmp_path),
+            ("recall", {"query": query}),
+            lambda: run_cairn("vault", "add", str(vault_repo.root), "--name", "team", "--replace", cwd=tmp_path),
+            ("recall", {"query": query}),
+        ],
+        name="team",
+    )
+    assert [c["id"] for c in _text_json(results[0])["cards"]] == ["git/force-push-rebase"]
+    assert run_cairn("recall", "--vault", "team", query, cwd=tmp_path).returncode == 0  # configured again by now
+    for result in results[1:3]:
+        text = _tool_error(result)
+        assert "the vault 'team' this server was started for is no longer configured" in text, text
+        assert f"cairn vault add {vault_repo.root} --name team" in text, text
+    text = _tool_error(results[3])
+    assert f"the configured vault 'team' is now {other.root}" in text and "restart it" in text, text
+    assert [c["id"] for c in _text_json(results[4])["cards"]] == ["git/force-push-rebase"]
+
+
 def test_a_lone_surrogate_or_a_bad_byte_in_a_request_is_answered(vault_repo: VaultRepo) -> None:
     """Half an emoji (a client's cut between a surrogate pair: `"\\ud83d"` in its JSON) or a byte that is no UTF-8
     in a tool call: the SDK's parser dropped the request without a word, so the agent waited for an answer for ever.

@@ -35,13 +35,17 @@ def serve(vault_path: str | None, verbose: bool) -> None:
       {"command": "cairn", "args": ["serve", "--vault", "/path/to/team-lessons"]}
     """
     from cairn import mcp_server
+    from cairn.userconfig import entry_for
 
     mcp_server.server_class()  # fail with the install hint before anything else
     vault, reason = resolve_vault(vault_path)
     if reason == "current folder":
         _require_configured(vault.root)
+    # chosen through the configuration (a name, the one configured vault, the configured vault here): served while
+    # the configuration names it; a path given is served as the hook serves `--vault PATH`
+    entry = None if reason in ("--vault", "CAIRN_VAULT") else entry_for(vault.root)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if verbose else logging.WARNING, format="%(message)s")
-    mcp_server.serve(vault)
+    mcp_server.serve(vault, None if entry is None else entry.name)
 
 
 def _require_configured(root: Path) -> None:

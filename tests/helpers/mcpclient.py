@@ -22,11 +22,12 @@ from helpers.vaults import cairn_executable
 Step = tuple[str, dict[str, Any]] | Callable[[], object]
 
 
-def drive_serve(vault: Path, calls: Sequence[Step]) -> tuple[Any, list[str], list[Any]]:
-    """Start the installed `cairn serve` on `vault`, make each tool call in one session; returns the server's
-    initialize result, the names of the tools it lists, and each call's result. A function among `calls` is run
-    there, between the calls before it and those after it, while the server runs (a change made under it)."""
-    return anyio.run(_session_calls, vault, calls)
+def drive_serve(vault: Path, calls: Sequence[Step], name: str | None = None) -> tuple[Any, list[str], list[Any]]:
+    """Start the installed `cairn serve` on `vault` (`--vault name` when given, a configured vault's name), make each
+    tool call in one session; returns the server's initialize result, the names of the tools it lists, and each
+    call's result. A function among `calls` is run there, between the calls before it and those after it, while the
+    server runs (a change made under it)."""
+    return anyio.run(_session_calls, vault, calls, name)
 
 
 def drive_serve_at_once(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
@@ -140,9 +141,9 @@ class _Answers:
             self.pending += chunk
 
 
-async def _session_calls(vault: Path, calls: Sequence[Step]) -> tuple[Any, list[str], list[Any]]:
+async def _session_calls(vault: Path, calls: Sequence[Step], name: str | None) -> tuple[Any, list[str], list[Any]]:
     params = StdioServerParameters(
-        command=cairn_executable(), args=["serve", "--vault", str(vault)], env=dict(os.environ), cwd=str(vault)
+        command=cairn_executable(), args=["serve", "--vault", name or str(vault)], env=dict(os.environ), cwd=str(vault)
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         init = await session.initialize()
