@@ -1313,6 +1313,19 @@ def _last_commit_day(repo: git.Repo, path: Path) -> str | None:
 def is_ignored(path: Path) -> bool | None:
     """Whether git ignores the file at `path` in the work tree it is in (`git check-ignore`); None outside one, and
     without a git to ask."""
+    rule = _ignore_rule(path)
+    return rule if rule is None else bool(rule)
+
+
+def ignore_rule(path: Path) -> str | None:
+    """The rule by which git ignores the file at `path`, as `PATTERN in FILE, line N` (FILE absolute: a `.gitignore`
+    of the repository, its `info/exclude`, or the user's `core.excludesFile`), for a message that tells the user
+    what to change; None when git does not ignore it, outside a work tree, and without a git to ask."""
+    return _ignore_rule(path) or None
+
+
+def _ignore_rule(path: Path) -> str | None:
+    """`ignore_rule`, or "" when git does not ignore the file; None when git cannot tell."""
     if shutil.which("git") is None:
         return None
     folder = path.parent
@@ -1331,9 +1344,20 @@ def is_ignored(path: Path) -> bool | None:
         try:
             rel = (folder.resolve() / path.relative_to(folder)).relative_to(root).as_posix()
             # the project's own config is not ours to run: `core.fsmonitor` is a command git starts to read the index
-            repo.git.execute(["git", "-c", "core.fsmonitor=false", "check-ignore", "-q", "--", rel], env=env)
+            with tempfile.TemporaryFile() as request:  # -z (fields that may hold `:`) takes the path on stdin
+                request.write(rel.encode("utf-8", "surrogateescape") + b"\0")
+                request.seek(0)
+                out = repo.git.execute(
+                    ["git", "-c", "core.fsmonitor=false", "check-ignore", "-v", "-z", "--stdin"],
+                    env=env,
+                    istream=request,
+                    stdout_as_string=False,
+                )
         except GitCommandError as exc:
-            return False if exc.status == 1 else None  # 1: not ignored; 128: git could not tell
+            return "" if exc.status == 1 else None  # 1: not ignored; 128: git could not tell
         except ValueError:
             return None
-    return True
+    source, line, pattern = out.decode("utf-8", "replace").split("\0")[:3]  # SOURCE, LINE, PATTERN, PATH
+    if pattern.startswith("!"):  # a negated rule matched last: git keeps the file
+        return ""
+    return f"`{pattern}` in {root / source}, line {line}"  # `root / source` keeps a source that is absolute

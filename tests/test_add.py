@@ -345,6 +345,29 @@ def test_the_printed_commit_step_stages_a_card_in_a_folder_a_sparse_checkout_lea
     assert vault_repo.git("diff", "--cached", "--name-only") == "cards/docker/pin-the-base-image.md"
 
 
+def test_the_printed_commit_step_stages_a_card_git_ignores_and_names_the_rule(vault_repo: VaultRepo) -> None:
+    """Bug fixed: with cards/docker/ in .git/info/exclude (or the vault a folder in another repository's ignored
+    folder), `cairn add` printed `git add cards/docker/....md && git commit`, which git refused ("The following paths
+    are ignored"): pasted, it committed nothing, and no agent ever got the card. It now says `git add -f`, and names
+    the rule and the file it is in."""
+    import subprocess
+
+    make_vault(vault_repo)
+    with (vault_repo.root / ".git" / "info" / "exclude").open("a", encoding="utf-8") as exclude:
+        exclude.write("cards/docker/\n")
+    done = vault_repo.invoke(
+        "add", "--name", "Pin the base image", "--summary", "Pin the Docker base image by digest.", "--scope", "docker",
+        "--body", BODY,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    exclude_file = (vault_repo.root / ".git" / "info" / "exclude").resolve()
+    assert f"the rule `cards/docker/` in {exclude_file}, line " in done.stderr, done.stderr
+    step = re.search(r"`(git add [^`]*) && git commit`", done.stdout)
+    assert step is not None, done.stdout
+    subprocess.run(["bash", "-c", step.group(1)], cwd=vault_repo.root, check=True, capture_output=True)
+    assert vault_repo.git("diff", "--cached", "--name-only") == "cards/docker/pin-the-base-image.md"
+
+
 def test_on_a_branch_the_next_step_says_when_agents_get_the_card(vault_repo: VaultRepo) -> None:
     """Bug fixed: on a feature branch `cairn add` said to commit "so agents can get it", yet the hook serves the
     vault's served ref (main), so the committed card reached no agent until merged. It now says which ref the card

@@ -384,7 +384,16 @@ def add(
     target = authoring.write_card(vault, pending, force=force)
     rel = target.relative_to(vault.root).as_posix()
     echo(f"Wrote {rel}.")
-    echo(f"Next: review it, then `{_commit_step(vault, rel)}`{_served_after(vault)}.")
+    from cairn import gitrepo
+
+    rule = gitrepo.ignore_rule(target)
+    if rule is not None:  # plain `git add` refuses it: no commit, so no agent, would ever hold the card
+        echo(
+            f"Note: git ignores {rel} (the rule {clean_line(rule)}), so plain `git add` refuses it: `git add -f` "
+            "commits it all the same, or take the file out of that rule.",
+            err=True,
+        )
+    echo(f"Next: review it, then `{_commit_step(vault, rel, forced=rule is not None)}`{_served_after(vault)}.")
 
 
 def _served_after(vault: Vault) -> str:
@@ -407,13 +416,14 @@ def _served_after(vault: Vault) -> str:
     )
 
 
-def _commit_step(vault: Vault, rel: str) -> str:
+def _commit_step(vault: Vault, rel: str, forced: bool = False) -> str:
     """The command that commits a new card, safe to paste: its path quoted (an id may hold `&`, `*` or `~`, which
     lint only warns about), and run from the vault when the user is elsewhere (`--vault`, a registered vault). Under
-    git's sparse checkout, `git add --sparse`: plain `git add` refuses a card in a folder the checkout leaves out."""
+    git's sparse checkout, `git add --sparse`: plain `git add` refuses a card in a folder the checkout leaves out;
+    `forced`, a card git ignores, `git add -f`, which plain `git add` refuses too."""
     root = vault.root
     sparse = vault.git_root is not None and sparse_checkout(vault.git_root)
-    step = f"git add{' --sparse' if sparse else ''} {shlex.quote(rel)} && git commit"
+    step = f"git add{' -f' if forced else ''}{' --sparse' if sparse else ''} {shlex.quote(rel)} && git commit"
     try:
         here = Path.cwd().resolve() == root.resolve()
     except OSError:  # the current folder was removed
