@@ -492,6 +492,20 @@ def uncommitted_cards(repo: git.Repo, vault: Vault) -> list[str]:
     return changed
 
 
+def ignored_cards(repo: git.Repo, vault: Vault) -> list[str]:
+    """Card files (vault-relative, `.md`) in the working tree that git ignores and no commit tracks (a `.gitignore`,
+    `info/exclude` or `core.excludesFile` rule; the vault a folder in another repository's ignored folder): plain
+    `git add` refuses them, so no commit, and no agent, ever gets them. `core.fsmonitor` off, as `uncommitted_cards`."""
+    out = repo.git.execute(
+        ["git", "-c", "core.fsmonitor=false", "ls-files", "-z", "--others", "--ignored", "--exclude-standard"]
+        + ["--full-name", "--", f"{vault.prefix}{CARDS_DIR}"],
+        stdout_as_string=False,
+    )
+    assert isinstance(out, bytes)
+    listed = out.decode("utf-8", "surrogateescape").split("\0")
+    return sorted(path[len(vault.prefix) :] for path in listed if path.endswith(".md"))
+
+
 @dataclass(frozen=True, slots=True)
 class FileVersion:
     """One card file touched by a commit: status A, M, R or D; blob is the file after the commit (None for D).

@@ -533,6 +533,25 @@ def test_the_uncommitted_card_note_of_a_vault_asked_from_another_folder_names_it
         assert asked.returncode == 0 and "terraform/stale-lock" in asked.stdout, asked.stdout + asked.stderr
 
 
+def test_recall_names_a_card_file_git_ignores_and_the_rule_that_does(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a card written in a folder git ignores (here the vault's own .gitignore; the same for a vault in
+    another repository's ignored folder) is never committed by `git add` and never served, and a recall that found
+    nothing said only "No card fits": the uncommitted-card note leaves ignored files out. It now names the file,
+    the rule and the file the rule is in, and `git add -f`."""
+    make_vault(vault_repo)
+    vault_repo.write_raw(".gitignore", "cards/terraform/\n")
+    vault_repo.commit("Ignore terraform cards")
+    vault_repo.write("terraform/stale-lock", "Terraform state lock left by a crashed apply", "Run force-unlock.")
+    done = vault_repo.invoke("recall", "terraform state lock left behind after a crashed apply")
+    assert done.returncode == 0 and "No card fits" in done.stdout, done.stdout
+    assert done.stderr == (
+        "Note: cards/terraform/stale-lock.md in the vault's folder is ignored by git (the rule `cards/terraform/` in "
+        f"{vault_repo.root.resolve() / '.gitignore'}, line 1), so no commit holds it and agents never get it: "
+        "`git add -f` it and commit, or take it out of that rule; `cairn recall --worktree QUERY` reads the card "
+        "files as they are.\n"
+    ), done.stderr
+
+
 def test_recall_in_a_checkout_behind_the_served_ref_says_nothing_of_its_cards(vault_repo: VaultRepo) -> None:
     """Bug fixed: in a checkout only behind the served ref (a clone after `cairn sync`, which never moves the branch
     checked out), each recall that found nothing added "the commit checked out changes cards that main does not
