@@ -981,7 +981,10 @@ def identity_env(repo: git.Repo) -> dict[str, str]:
 
 
 def commit_all(repo: git.Repo, message: str) -> str:
-    repo.git.add("-A")
+    """Commit every file of the work tree (the template `cairn init` laid down), those git's ignore rules name too: a
+    user's own `core.excludesFile` of `*.md` left every example card out of the vault's first commit, and init said
+    it "indexed its 0 example cards" (`cairn add` names the rule for the cards written later)."""
+    repo.git.add("-A", "--force")
     repo.git.commit("-m", message, "--no-verify", env=identity_env(repo))
     return repo.head.commit.hexsha
 

@@ -153,6 +153,22 @@ def test_init_vault_indexes_cleanly(tmp_path: Path) -> None:
     assert report["cards"] == len(list((target / "cards").rglob("*.md")))
 
 
+def test_init_commits_the_example_cards_a_users_global_ignore_rule_names(tmp_path: Path) -> None:
+    """Bug fixed: with `*.md` in the user's own `core.excludesFile`, `cairn init` left every example card (and the
+    README) out of the vault's first commit and said it "indexed its 0 example cards"; the cards stayed as
+    untracked files no agent was served. The template is committed whole."""
+    excludes = tmp_path / "global-ignore"
+    excludes.write_text("*.md\n", encoding="utf-8")
+    subprocess.run(["git", "config", "--global", "core.excludesFile", str(excludes)], check=True)
+    target = tmp_path / "lessons"
+    done = invoke_cli(["init", str(target), "--no-register", "--no-git-hooks"])
+    assert done.returncode == 0, done.stderr
+    cards = len(list((target / "cards").rglob("*.md")))
+    assert f"indexed its {cards} example cards" in done.stdout, done.stdout
+    tracked = subprocess.run(["git", "ls-files", "cards"], cwd=target, capture_output=True, text=True, check=True)
+    assert len(tracked.stdout.splitlines()) == cards > 0
+
+
 def test_init_starts_every_template_card_verified_today(tmp_path: Path) -> None:
     """Bug fixed: `cairn init` copied the template's cards with the days they were written (2026), so from
     2027-09-30 every new vault, and `cairn demo`, served nothing: each card's `review_after: 365d` had run out."""
