@@ -1002,6 +1002,29 @@ def test_vault_add_says_how_many_card_files_the_index_left_out_as_doctor_does(
     assert not check["ok"] and check["detail"].endswith(left_out), check
 
 
+def test_vault_add_and_index_name_the_card_files_git_ignores_in_a_vault_in_an_ignored_folder(tmp_path: Path) -> None:
+    """Bug fixed: a vault kept as a plain folder in a project's ignored folder (`private/` in its .gitignore) holds
+    card files no commit ever will; `cairn vault add` said "Index: 0 cards at ..." and that the hook serves it, and
+    `cairn index` "0 cards", with nothing on why. Both now name the files, the rule and the file it is in."""
+    project = VaultRepo(tmp_path / "project")
+    project.write_raw(".gitignore", "private/\n")
+    project.commit("Ignore private/")
+    vault = project.root / "private" / "lessons"
+    (vault / "cards" / "git").mkdir(parents=True)
+    (vault / "cairn.toml").write_text("", encoding="utf-8")
+    (vault / "cards" / "git" / "stash.md").write_text(card_text("Stash keeps untracked files", "Use -u."), "utf-8")
+    note = (
+        "Note: cards/git/stash.md in the vault's folder is ignored by git (the rule `private/` in "
+        f"{project.root.resolve() / '.gitignore'}, line 1), so no commit holds it and agents never get it: "
+        "`git add -f` it and commit, or take it out of that rule."
+    )
+    added = cairn("vault", "add", str(vault), "--name", "mine", cwd=tmp_path)
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.splitlines()[1:3] == [f"Index: 0 cards at {project.git('rev-parse', 'HEAD')[:8]}.", note]
+    indexed = cairn("index", "--vault", "mine", cwd=tmp_path)
+    assert indexed.returncode == 0 and note in indexed.stderr.splitlines(), indexed.stderr
+
+
 def test_vault_messages_name_the_next_step(tmp_path: Path, vault_repo: VaultRepo) -> None:
     """One line each, saying what is wrong and what to run: a folder that is not there yet, a name nobody
     configured; and the confirmation says where a vault limited to projects or scopes is served."""

@@ -20,6 +20,7 @@ from cairn.cli.common import (
     error_text,
     errors_to_exit,
     file_given,
+    ignored_cards_note,
     indexing,
     json_option,
     open_vault,
@@ -258,24 +259,15 @@ def _unserved_changes(vault: Vault, ask: str, ask_worktree: str) -> str | None:
             since = gitrepo.merge_base(repo, served, head) or served
             committed = head != served and bool(gitrepo.changed_cards(repo, since, head, vault))
             uncommitted = [] if committed else gitrepo.uncommitted_cards(repo, vault)
-            ignored = [] if committed or uncommitted else gitrepo.ignored_cards(repo, vault)
     # no commit yet, a damaged repository: nothing to add
     except (CairnError, OSError, ValueError, gitrepo.GitCommandError):
         return None
     shown_ref = ref.removeprefix("refs/heads/").removeprefix("refs/remotes/")
     if committed:
         return f"the commit checked out changes cards that {shown_ref} (the ref agents are served) does not have yet; {ask}"
-    if ignored:  # `git add` refuses them: committing, as the note below says, would not serve them
-        more = f" and {len(ignored) - 1} more card files" if len(ignored) > 1 else ""
-        rule = gitrepo.ignore_rule(vault.root / ignored[0])
-        them = "them" if more else "it"
-        return (
-            f"{clean_line(shell_word(ignored[0]))}{more} in the vault's folder {'are' if more else 'is'} ignored by "
-            f"git{f' (the rule {clean_line(rule)})' if rule else ''}, so no commit holds {them} and agents never get "
-            f"{them}: `git add -f` {them} and commit, or take {them} out of that rule; {ask_worktree}"
-        )
-    if not uncommitted:
-        return None
+    if not uncommitted:  # a card file git ignores is no uncommitted change, and `git add` refuses it
+        ignored = ignored_cards_note(vault)
+        return None if ignored is None else f"{ignored}; {ask_worktree}"
     more = f" and {len(uncommitted) - 1} more card files" if len(uncommitted) > 1 else ""
     return (
         f"{clean_line(shell_word(uncommitted[0]))}{more} in the vault's folder {'are' if more else 'is'} not committed, and agents "

@@ -17,6 +17,7 @@ from cairn.cli.common import (
     echo_json,
     errors_to_exit,
     folder_given,
+    ignored_cards_note,
     indexing,
     json_option,
 )
@@ -172,6 +173,9 @@ def _indexed(entry: VaultEntry) -> bool:
         )
         return False
     echo(f"Index: {report.n_cards} cards at {report.commit[:8]}{left_out_note(len(report.problems), entry.name)}.")
+    ignored = ignored_cards_note(vault)  # the cards the user sees in the folder and the index lacks
+    if ignored is not None:
+        echo(f"Note: {ignored}.")
     if entry.scopes:
         _unmet_scopes(vault, entry)
     return True

@@ -23,6 +23,7 @@ from cairn.cli.common import (
     error_text,
     errors_to_exit,
     folder_given,
+    ignored_cards_note,
     indexing,
     json_option,
     open_vault,
@@ -605,6 +606,9 @@ def index(
             checked_out = checked_out_branch(vault.git_root, indexed, configured, set_ref)
             if checked_out is not None:
                 echo(f"Note: {checked_out}", err=True)
+            ignored = ignored_cards_note(vault)  # the cards the user sees in the folder and the index lacks
+            if ignored is not None:
+                echo(f"Note: {ignored}.", err=True)
         for finding in report.problems[:SHOWN_LEFT_OUT]:
             echo(clean_line(f"{finding}  (left out of the index)"), err=True)
         if len(report.problems) > SHOWN_LEFT_OUT:
