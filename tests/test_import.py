@@ -235,6 +235,25 @@ def test_section_scope_and_json(vault_repo: VaultRepo, app: Path) -> None:
     )
 
 
+def test_an_import_into_a_folder_git_ignores_names_the_rule(vault_repo: VaultRepo, app: Path) -> None:
+    """Bug fixed: `cairn import --scope python` with cards/python/ in the vault's .gitignore said "Review them, then
+    commit", and `git add` refused every card it wrote, so no commit held them and no agent got them. It now names
+    the cards git ignores, the rule and the file it is in, and `git add -f`; a card it did not write is not named."""
+    vault_repo.write_raw(".gitignore", "cards/python/\n")
+    _start(vault_repo)
+    vault_repo.write("python/older", "An older ignored card", "Written before.")
+    done = vault_repo.invoke(
+        "import", "CLAUDE.md", "--section", "testing", "--scope", "python", "--vault", str(vault_repo.root), cwd=app
+    )
+    [note] = [line for line in done.stderr.splitlines() if line.startswith("Note:")]
+    assert note == (
+        "Note: cards/python/tests-share-one-tmp-payments-folder-and-flake-when-run-in.md and 1 more card files in the "
+        "vault's folder are ignored by git (the rule `cards/python/` in "
+        f"{vault_repo.root.resolve() / '.gitignore'}, line 1), so no commit holds them and agents "
+        "never get them: `git add -f` them and commit, or take them out of that rule."
+    ), note
+
+
 def test_a_reimport_is_refused_unless_force_and_a_different_card_gets_a_suffix(
     vault_repo: VaultRepo, app: Path
 ) -> None:
