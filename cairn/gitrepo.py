@@ -454,7 +454,8 @@ def uncommitted_cards(repo: git.Repo, vault: Vault) -> list[str]:
     `last_commit_day` does; a file that a filter changes on checkout reads as changed, but not one git's own CRLF
     conversion gave CRLF line ends (`core.autocrlf`, `eol=crlf`): every card of such a clone; nor one it checks out
     in another encoding (`working-tree-encoding`, `stored_text`). A file git's sparse
-    checkout leaves out of the work tree (tagged `S`, skip-worktree) is not there and not deleted either."""
+    checkout leaves out of the work tree (tagged `S`, skip-worktree) is not there and not deleted either; one the flag
+    hides while it is there (`git update-index --skip-worktree`) is listed when it differs (`passed_over_flag`)."""
     from cairn.hot.serve import blob_id
 
     root = f"{vault.prefix}{CARDS_DIR}"
@@ -469,7 +470,7 @@ def uncommitted_cards(repo: git.Repo, vault: Vault) -> list[str]:
     strip = len(vault.prefix) + 2  # the tag and its space
     tagged = [(raw[:1], raw.decode("utf-8", "surrogateescape")[strip:]) for raw in out.split(b"\0") if raw]
     listed = {path for _, path in tagged}
-    left_out = {path for tag, path in tagged if tag == b"S"}
+    left_out = {path for tag, path in tagged if tag == b"S" and not os.path.lexists(os.path.join(vault.root, path))}
     changed = []
     for path in sorted(path for path in listed | set(head) if path.endswith(".md") and path not in left_out):
         meta = head.get(path, b"").decode("ascii", "replace").split()
@@ -490,6 +491,19 @@ def uncommitted_cards(repo: git.Repo, vault: Vault) -> list[str]:
         if not same:
             changed.append(path)
     return changed
+
+
+def passed_over_flag(repo: git.Repo, vault: Vault, path: str) -> str | None:
+    """The flag of git's index that has `git add` and `git commit -a` pass over the edits of the card file `path`
+    (vault-relative): `assume-unchanged` or `skip-worktree` (`git update-index --no-FLAG PATH` clears it); None."""
+    out = repo.git.execute(
+        ["git", "--literal-pathspecs", "-c", "core.fsmonitor=false", "ls-files", "-z", "-v", "--full-name", "--"]
+        + [f"{vault.prefix}{path}"],
+        stdout_as_string=False,
+    )
+    assert isinstance(out, bytes)
+    tag = out[:1]  # -v: lowercase for assume-unchanged, `S` for skip-worktree
+    return "skip-worktree" if tag in (b"S", b"s") else "assume-unchanged" if tag.islower() else None
 
 
 def ignored_cards(repo: git.Repo, vault: Vault) -> list[str]:

@@ -616,6 +616,26 @@ def test_the_uncommitted_card_note_leaves_out_cards_a_sparse_checkout_hides(vaul
     _only_a_new_card_is_noted(vault_repo, vault_repo.invoke)
 
 
+def test_the_uncommitted_card_note_names_the_flag_that_has_git_add_pass_an_edit_over(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a card edited under `git update-index --assume-unchanged` was named "not committed", and the `git
+    add` and commit that note leads to said "nothing to commit"; under `--skip-worktree` the note left the edit out
+    (as if a sparse checkout had left the file out). Both now name the flag and the command that clears it, which,
+    run as printed, lets the commit take the edit."""
+    make_vault(vault_repo)
+    path = f"cards/{REBASE_ID}.md"
+    for flag in ("assume-unchanged", "skip-worktree"):
+        vault_repo.git("update-index", f"--{flag}", path)
+        (vault_repo.root / path).write_text(card_text("Rebase after a force-push", f"Edited under {flag}."))
+        done = vault_repo.invoke("recall", "terraform state lock left behind after a crashed apply")
+        assert done.returncode == 0 and "No card fits" in done.stdout, done.stdout
+        [command] = re.findall(r"`(git update-index [^`]+)`", done.stderr)
+        assert f"git's {flag} flag on it has `git add` pass its edits over" in done.stderr, done.stderr
+        subprocess.run(shlex.split(command), cwd=vault_repo.root, check=True)
+        vault_repo.git("add", path)
+        vault_repo.git("commit", "-q", "-m", f"Edited under {flag}")
+        assert vault_repo.invoke("recall", "zzz qqq").stderr == ""
+
+
 def test_the_uncommitted_card_note_leaves_out_cards_git_checked_out_with_crlf(
     vault_repo: VaultRepo, tmp_path: Path
 ) -> None:

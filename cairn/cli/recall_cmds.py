@@ -259,6 +259,7 @@ def _unserved_changes(vault: Vault, ask: str, ask_worktree: str) -> str | None:
             since = gitrepo.merge_base(repo, served, head) or served
             committed = head != served and bool(gitrepo.changed_cards(repo, since, head, vault))
             uncommitted = [] if committed else gitrepo.uncommitted_cards(repo, vault)
+            flag = gitrepo.passed_over_flag(repo, vault, uncommitted[0]) if len(uncommitted) == 1 else None
     # no commit yet, a damaged repository: nothing to add
     except (CairnError, OSError, ValueError, gitrepo.GitCommandError):
         return None
@@ -268,6 +269,13 @@ def _unserved_changes(vault: Vault, ask: str, ask_worktree: str) -> str | None:
     if not uncommitted:  # a card file git ignores is no uncommitted change, and `git add` refuses it
         ignored = ignored_cards_note(vault)
         return None if ignored is None else f"{ignored}; {ask_worktree}"
+    if flag is not None:  # `git add` and `git commit -a` pass its edits over: "not committed" alone led nowhere
+        path = clean_line(shell_word(uncommitted[0]))
+        return (
+            f"{path} in the vault's folder is not committed, and git's {flag} flag on it has `git add` pass its "
+            f"edits over: `git update-index --no-{flag} {path}`, then commit it, so agents are served it once "
+            f"{shown_ref} holds it; {ask_worktree}"
+        )
     more = f" and {len(uncommitted) - 1} more card files" if len(uncommitted) > 1 else ""
     return (
         f"{clean_line(shell_word(uncommitted[0]))}{more} in the vault's folder {'are' if more else 'is'} not committed, and agents "
