@@ -436,6 +436,11 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
         checks.append(Check("ref", name, True, f"serves {ref} at {commit[:8]}"))
     indexed = _cache_can_take(_index_check(name, root, commit, vault), index_file(os.path.realpath(root)))
     checks.append(indexed)
+    from cairn import gitrepo
+
+    ignored = gitrepo.ignored_cards_note(vault)  # in the folder, never in a commit: "N cards" said nothing of them
+    if ignored is not None:
+        checks.append(Check("cards", name, None, ignored))
     if encodes:  # also when the index check fails for a card left out: the index may still be served, vectors and all
         checks.append(_vectors_check(name, index_file(os.path.realpath(root))))
     elif not installed:

@@ -520,6 +520,33 @@ def ignored_cards(repo: git.Repo, vault: Vault) -> list[str]:
     return sorted(path[len(vault.prefix) :] for path in listed if path.endswith(".md"))
 
 
+def ignored_cards_note(vault: Vault, among: Collection[str] | None = None) -> str | None:
+    """The card files of the vault's folder that git ignores, with the rule and the file it is in, as a note: plain
+    `git add` refuses them, so no commit, and no agent, ever gets them (a card written in a folder a `.gitignore`
+    names; a vault in another repository's ignored folder, whose index holds 0 cards). None when there is none, or
+    git cannot tell. among: only these files (vault-relative; the cards a command just wrote)."""
+    from cairn.hot.vault import shell_word
+    from cairn.terminal import clean_line
+
+    try:
+        with open_repo(vault) as repo:
+            ignored = ignored_cards(repo, vault)
+    except (CairnError, OSError, ValueError, GitCommandError):
+        return None
+    if among is not None:
+        ignored = [path for path in ignored if path in among]
+    if not ignored:
+        return None
+    more = f" and {len(ignored) - 1} more card files" if len(ignored) > 1 else ""
+    rule = ignore_rule(vault.root / ignored[0])
+    them = "them" if more else "it"
+    return (
+        f"{clean_line(shell_word(ignored[0]))}{more} in the vault's folder {'are' if more else 'is'} ignored by "
+        f"git{f' (the rule {clean_line(rule)})' if rule else ''}, so no commit holds {them} and agents never get "
+        f"{them}: `git add -f` {them} and commit, or take {them} out of that rule"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class FileVersion:
     """One card file touched by a commit: status A, M, R or D; blob is the file after the commit (None for D).

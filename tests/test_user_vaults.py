@@ -1025,6 +1025,28 @@ def test_vault_add_and_index_name_the_card_files_git_ignores_in_a_vault_in_an_ig
     assert indexed.returncode == 0 and note in indexed.stderr.splitlines(), indexed.stderr
 
 
+def test_doctor_names_the_card_files_git_ignores_beside_an_index_of_0_cards(tmp_path: Path) -> None:
+    """Bug fixed: for a vault whose card files git ignores (its cards/ in `core.excludesFile`), `cairn doctor` said
+    "ok index: 0 cards" and "Everything checks out" of lessons no agent gets. An info line names them, the rule and
+    the file it is in."""
+    vault = VaultRepo(tmp_path / "lessons")
+    vault.write_raw("cairn.toml", "")
+    vault.commit("A vault")
+    excludes = tmp_path / "global-ignore"
+    excludes.write_text("# mine\ncards/\n", encoding="utf-8")
+    vault.git("config", "--global", "core.excludesFile", str(excludes))
+    vault.write("git/stash", "Stash keeps untracked files", "Use git stash -u.")
+    assert cairn("vault", "add", str(vault.root), "--name", "mine", cwd=tmp_path).returncode == 0
+    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
+    [index] = [c for c in checks if c["area"] == "index"]
+    assert index["ok"] and index["detail"].startswith("0 cards at "), index
+    [ignored] = [c for c in checks if c["area"] == "cards"]
+    assert (ignored["subject"], ignored["ok"]) == ("mine", None), ignored
+    assert ignored["detail"].startswith(
+        f"cards/git/stash.md in the vault's folder is ignored by git (the rule `cards/` in {excludes}, line 2)"
+    ), ignored
+
+
 def test_vault_messages_name_the_next_step(tmp_path: Path, vault_repo: VaultRepo) -> None:
     """One line each, saying what is wrong and what to run: a folder that is not there yet, a name nobody
     configured; and the confirmation says where a vault limited to projects or scopes is served."""

@@ -12,7 +12,7 @@ import shlex
 import shutil
 import stat
 import sys
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn, TextIO, TypeVar, cast
@@ -494,33 +494,6 @@ def _below_note(cwd: str | None) -> str:
     shown = ", ".join(shell_word(os.path.relpath(v.root, cwd)) for v in found)
     held = "a vault" if len(found) == 1 else "vaults"
     return f"; the repository holds {held} below it: {shown} (pass --vault FOLDER, or cd there)"
-
-
-def ignored_cards_note(vault: Vault, among: Collection[str] | None = None) -> str | None:
-    """The card files of the vault's folder that git ignores, with the rule and the file it is in, as a note: plain
-    `git add` refuses them, so no commit, and no agent, ever gets them (a card written in a folder a `.gitignore`
-    names; a vault in another repository's ignored folder, whose index holds 0 cards). None when there is none, or
-    git cannot tell. among: only these files (vault-relative; the cards a command just wrote)."""
-    from cairn import gitrepo
-    from cairn.hot.vault import shell_word
-
-    try:
-        with gitrepo.open_repo(vault) as repo:
-            ignored = gitrepo.ignored_cards(repo, vault)
-    except (CairnError, OSError, ValueError, gitrepo.GitCommandError):
-        return None
-    if among is not None:
-        ignored = [path for path in ignored if path in among]
-    if not ignored:
-        return None
-    more = f" and {len(ignored) - 1} more card files" if len(ignored) > 1 else ""
-    rule = gitrepo.ignore_rule(vault.root / ignored[0])
-    them = "them" if more else "it"
-    return (
-        f"{clean_line(shell_word(ignored[0]))}{more} in the vault's folder {'are' if more else 'is'} ignored by "
-        f"git{f' (the rule {clean_line(rule)})' if rule else ''}, so no commit holds {them} and agents never get "
-        f"{them}: `git add -f` {them} and commit, or take {them} out of that rule"
-    )
 
 
 def argv_text(value: str) -> str:

@@ -11,7 +11,6 @@ from cairn.cli.common import (
     echo,
     echo_json,
     errors_to_exit,
-    ignored_cards_note,
     is_url,
     json_option,
     open_vault,
@@ -142,9 +141,10 @@ def import_(
         echo_json(report.to_dict())
     else:
         _render(report)
-        ignored = (
-            None if report.dry_run else ignored_cards_note(vault, {o.path for o in report.outcomes if o.ok and o.path})
-        )
+        from cairn import gitrepo
+
+        written_paths = {o.path for o in report.outcomes if o.ok and o.path}
+        ignored = None if report.dry_run else gitrepo.ignored_cards_note(vault, written_paths)
         if ignored is not None:  # "then commit" would commit none of them
             echo(f"Note: {ignored}.", err=True)
     if not report.ok:

@@ -20,7 +20,6 @@ from cairn.cli.common import (
     error_text,
     errors_to_exit,
     file_given,
-    ignored_cards_note,
     indexing,
     json_option,
     open_vault,
@@ -267,7 +266,7 @@ def _unserved_changes(vault: Vault, ask: str, ask_worktree: str) -> str | None:
     if committed:
         return f"the commit checked out changes cards that {shown_ref} (the ref agents are served) does not have yet; {ask}"
     if not uncommitted:  # a card file git ignores is no uncommitted change, and `git add` refuses it
-        ignored = ignored_cards_note(vault)
+        ignored = gitrepo.ignored_cards_note(vault)
         return None if ignored is None else f"{ignored}; {ask_worktree}"
     if flag is not None:  # `git add` and `git commit -a` pass its edits over: "not committed" alone led nowhere
         path = clean_line(shell_word(uncommitted[0]))

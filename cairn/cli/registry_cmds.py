@@ -17,7 +17,6 @@ from cairn.cli.common import (
     echo_json,
     errors_to_exit,
     folder_given,
-    ignored_cards_note,
     indexing,
     json_option,
 )
@@ -173,7 +172,9 @@ def _indexed(entry: VaultEntry) -> bool:
         )
         return False
     echo(f"Index: {report.n_cards} cards at {report.commit[:8]}{left_out_note(len(report.problems), entry.name)}.")
-    ignored = ignored_cards_note(vault)  # the cards the user sees in the folder and the index lacks
+    from cairn import gitrepo
+
+    ignored = gitrepo.ignored_cards_note(vault)  # the cards the user sees in the folder and the index lacks
     if ignored is not None:
         echo(f"Note: {ignored}.")
     if entry.scopes:

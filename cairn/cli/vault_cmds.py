@@ -23,7 +23,6 @@ from cairn.cli.common import (
     error_text,
     errors_to_exit,
     folder_given,
-    ignored_cards_note,
     indexing,
     json_option,
     open_vault,
@@ -595,6 +594,7 @@ def index(
         else:
             echo(f"Indexed {report.n_cards} cards at {where} ({report.seconds:.2f}s).")
         if not worktree and ref is None and vault.git_root is not None:
+            from cairn import gitrepo
             from cairn.hot.vault import checked_out_branch, detached_head
             from cairn.userconfig import configured_ref, entry_for, serve_another
 
@@ -606,7 +606,7 @@ def index(
             checked_out = checked_out_branch(vault.git_root, indexed, configured, set_ref)
             if checked_out is not None:
                 echo(f"Note: {checked_out}", err=True)
-            ignored = ignored_cards_note(vault)  # the cards the user sees in the folder and the index lacks
+            ignored = gitrepo.ignored_cards_note(vault)  # the cards the user sees in the folder and the index lacks
             if ignored is not None:
                 echo(f"Note: {ignored}.", err=True)
         for finding in report.problems[:SHOWN_LEFT_OUT]:
