@@ -155,3 +155,27 @@ def test_no_module_but_gitrepo_imports_gitpython() -> None:
             if any(name == "git" or name.startswith("git.") for name in names):
                 found.append(f"{path.relative_to(package)}:{node.lineno}")
     assert found == []
+
+
+# What a read-only command run on a current index must not import: the lint registry (its ~230 patterns compiled;
+# the index compares the security rules' version, `SECURITY_RULES_VERSION`, and checks no card) and what only its
+# rules read (markdown-it, the card body's parser).
+READ_ONLY_NEVER = {"cairn.lint.registry", "cairn.lint.model", "cairn.lint.runner", "cairn.cards.body", "markdown_it"}
+READ_ONLY_RUNS = [["list"], ["recall", FITTING_PROMPT], ["explain", FITTING_PROMPT]]
+
+
+@pytest.mark.parametrize("args", READ_ONLY_RUNS, ids=lambda args: args[0])
+def test_a_read_only_command_on_a_current_index_loads_no_lint_rule(vault_repo: VaultRepo, args: list[str]) -> None:
+    make_vault(vault_repo)
+    names = imported(["-c", RUN_HOOK, *args], isolated=False, cwd=vault_repo.root)
+    assert "cairn.index.build" in names  # the index was checked, as the command checks it
+    assert names & READ_ONLY_NEVER == set()
+
+
+def test_a_vault_that_disables_a_security_rule_is_still_checked_by_it(vault_repo: VaultRepo) -> None:
+    """The read that loads no rule sees the same switched-off rules the index recorded: a vault whose `[lint]
+    disable` names a security rule the user does not allow is indexed with the rule on, and read as current."""
+    vault_repo.write_raw("cairn.toml", '[lint]\ndisable = ["secret"]\n')
+    make_vault(vault_repo)
+    done = vault_repo.invoke("index")
+    assert done.returncode == 0 and "up to date" in done.stdout, done.stdout + done.stderr

@@ -36,7 +36,6 @@ from cairn.hot.vault import CARDS_DIR, Vault, sparse_checkout, worktree_card_fil
 from cairn.index import cardread, expiry, provenance, refcache, store
 from cairn.index.cardread import card_terms
 from cairn.lint import security
-from cairn.lint.rules import card_path
 
 if TYPE_CHECKING:  # gitpython is imported by `cairn.gitrepo` alone (it quiets gitpython's check for git)
     import git
@@ -742,6 +741,8 @@ def _with_free_names(problems: list[Finding], paths: Iterable[str]) -> list[Find
     cards at `paths`."""
     if not any(f.rule == "card-path" and misnamed_card_id(f.path) is not None for f in problems):
         return problems
+    from cairn.lint.rules import card_path
+
     ids_by_file: dict[str, list[str]] = {}
     for card_id in filter(None, map(card_id_from_path, paths)):
         ids_by_file.setdefault(file_key(card_id), []).append(card_id)

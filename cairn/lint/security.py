@@ -12,20 +12,24 @@ from __future__ import annotations
 import datetime as dt
 import shlex
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from cairn.cards.card import Card
 from cairn.config import LintSettings
 from cairn.finding import ERROR, WARNING, Finding
 from cairn.hot.errors import CairnError
 from cairn.hot.index import SECURITY_RULES_VERSION
-from cairn.lint import registry
-from cairn.lint.model import Context, Rule, Target
+
+if TYPE_CHECKING:
+    from cairn.lint.model import Rule
 
 SECURITY = "security"
 DISABLE_IGNORED = "security-disable"  # the warning's rule id
 
 
 def security_rules() -> tuple[Rule, ...]:
+    from cairn.lint import registry  # the whole registry: only when a card is checked or a rule disabled
+
     return tuple(rule for rule in registry.RULES if rule.security)
 
 
@@ -66,6 +70,8 @@ def switched_off(disable: Iterable[str], allowed: frozenset[str] | None = None) 
     what `refusals` skips, so an index records it and is rebuilt when it changes."""
     kept, _ = effective_disable(disable, allowed)
     disabled = set(kept)
+    if not disabled:  # most vaults: a current index is then checked without loading the rules
+        return ()
     return tuple(sorted(rule.id for rule in security_rules() if disabled & {rule.id, *rule.emits, *rule.groups}))
 
 
@@ -94,6 +100,8 @@ def refused_text(text: str) -> str | None:
     """What the security rules refuse in a text no card holds (git's author names and e-mails, a card's former
     paths: `cairn show` and MCP `show` give them beside a card), read as a card's served name is read: the first
     refusal's rule and message, or None when they refuse nothing."""
+    from cairn.lint.model import Context, Target
+
     card = Card(id="provenance", path="cards/provenance.md", name=text, summary="")
     target = Target(card.path, None, card, ())
     context = Context(LintSettings(), dt.date.today(), {}, lambda ids: {})
@@ -111,6 +119,8 @@ def refusals(
     `disable`: the vault's `[lint] disable`, which counts only where the user allows it; or `off`, the rules it
     switches off, when the caller has worked them out once for many cards): one finding, the first, its message
     starting with `refused:` and counting the others, so `cairn index` says one line per card."""
+    from cairn.lint.model import Context, Target
+
     skipped = set(switched_off(disable) if off is None else off)
     text = data.decode("utf-8", "replace").removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     target = Target(rel_path, text, card, ())
