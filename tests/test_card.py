@@ -469,3 +469,14 @@ def test_a_scope_item_with_a_full_width_comma_is_two_tags_on_every_path(vault_re
         listed = vault_repo.cairn("list", "--scope", tag, "--json")
         assert listed.returncode == 0, listed.stderr
         assert "ops/probes" in [c["id"] for c in json.loads(listed.stdout)["cards"]], tag
+
+
+def test_the_frontmatter_fence_is_python_frontmatters() -> None:
+    """The card parser splits a frontmatter where python-frontmatter's YAML handler would; the pattern is written out
+    in `cairn.cards.card` so that reading a current index does not import python-frontmatter (and PyYAML)."""
+    from frontmatter.default_handlers import YAMLHandler
+
+    from cairn.cards import card
+
+    assert card._FENCE.pattern == YAMLHandler.FM_BOUNDARY.pattern
+    assert card._FENCE.flags == YAMLHandler.FM_BOUNDARY.flags

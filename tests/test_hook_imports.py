@@ -158,9 +158,18 @@ def test_no_module_but_gitrepo_imports_gitpython() -> None:
 
 
 # What a read-only command run on a current index must not import: the lint registry (its ~230 patterns compiled;
-# the index compares the security rules' version, `SECURITY_RULES_VERSION`, and checks no card) and what only its
-# rules read (markdown-it, the card body's parser).
-READ_ONLY_NEVER = {"cairn.lint.registry", "cairn.lint.model", "cairn.lint.runner", "cairn.cards.body", "markdown_it"}
+# the index compares the security rules' version, `SECURITY_RULES_VERSION`, and checks no card), what only its
+# rules read (markdown-it, the card body's parser), and the YAML parser (no card is parsed).
+READ_ONLY_NEVER = {
+    "cairn.lint.registry",
+    "cairn.lint.model",
+    "cairn.lint.runner",
+    "cairn.cards.body",
+    "markdown_it",
+    "cairn.cards.safeyaml",
+    "yaml",
+    "frontmatter",
+}
 READ_ONLY_RUNS = [["list"], ["recall", FITTING_PROMPT], ["explain", FITTING_PROMPT]]
 
 

@@ -9,10 +9,6 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-from frontmatter.default_handlers import YAMLHandler
-
-from cairn.cards import safeyaml
 from cairn.cards.visible import invisible_in, strip_invisible
 from cairn.finding import Finding
 from cairn.hot.serve import split_tags
@@ -28,8 +24,10 @@ _DURATION_DAYS = {"d": 1, "w": 7, "m": 30, "y": 365}
 # The one date form of the contract. Python 3.11's date.fromisoformat also reads 20261002 and 2026-W40-5, which
 # 3.10's refuses: lint on one machine passed a card the index on another left out.
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-# A line of three or more dashes alone, as python-frontmatter's YAML handler detects and splits a frontmatter with it.
-_FENCE: re.Pattern[str] = YAMLHandler.FM_BOUNDARY
+# A line of three or more dashes alone, as python-frontmatter's YAML handler detects and splits a frontmatter with it
+# (its `YAMLHandler.FM_BOUNDARY`, written out: importing python-frontmatter imports PyYAML, which a command that reads
+# a current index never needs).
+_FENCE = re.compile(r"^-{3,}\s*$", re.MULTILINE)
 
 # Chinese and Japanese are written without spaces: CJK ideographs, kana, CJK punctuation (not the ideographic space,
 # which is whitespace) and fullwidth forms (，；：！？). Hangul is left out: Korean puts spaces between words.
@@ -223,6 +221,10 @@ def _parse_text(rel_path: str, card_id: str, text: str) -> tuple[Card | None, li
     # fm_text starts with the newline that ends the opening `---` line, or the last of the blank lines after it: the
     # fence takes those in (its `\s*`), so the frontmatter's first line is found where fm_text starts
     fm_offset = text.count("\n", 0, opening.end()) + 1
+    import yaml  # a card is parsed: not on the way of a command that reads a current index (`list`, `recall`)
+
+    from cairn.cards import safeyaml
+
     try:
         meta = safeyaml.load(fm_text)
     except safeyaml.YamlRejected as exc:

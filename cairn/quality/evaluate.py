@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cairn.cards import safeyaml
 from cairn.config import RecallSettings
 from cairn.hot.errors import InvalidCases
 from cairn.hot.hook import MAX_QUERY_CHARS
@@ -111,6 +110,8 @@ def load_cases(path: Path) -> list[Case]:
             except RecursionError:
                 raise InvalidCases(f"{path}:{number}: JSON nested too deeply to be a case") from None
     elif suffix in (".yaml", ".yml"):
+        from cairn.cards import safeyaml  # PyYAML: not for `recall` and `explain`, which import this module
+
         try:
             data = safeyaml.load(text, max_bytes=MAX_CASES_BYTES, max_nodes=MAX_CASES_VALUES, what="the cases file")
         except Exception as exc:  # the YAML loader raises several types; each is a bad file
@@ -155,7 +156,9 @@ def _yaml_error(path: Path, exc: Exception) -> str:
     if mark is not None and problem:
         return f"{path}:{mark.line + 1}: not valid YAML ({shown(str(problem))}); fix that line or the one before it"
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    if isinstance(exc, safeyaml.YamlRejected) and exc.line:  # a duplicate key, a merge key: found at their line
+    from cairn.cards.safeyaml import YamlRejected
+
+    if isinstance(exc, YamlRejected) and exc.line:  # a duplicate key, a merge key: found at their line
         return f"{path}:{exc.line + 1}: not valid YAML ({shown(first, 200)})"
     return f"{path}: not valid YAML ({shown(first, 200)})"
 
