@@ -188,3 +188,15 @@ def test_a_vault_that_disables_a_security_rule_is_still_checked_by_it(vault_repo
     make_vault(vault_repo)
     done = vault_repo.invoke("index")
     assert done.returncode == 0 and "up to date" in done.stdout, done.stdout + done.stderr
+
+
+def test_show_loads_the_security_rules_but_no_parser(vault_repo: VaultRepo) -> None:
+    """`cairn show` checks the authors it names with the security rules (`security.refused_text`): it loads the
+    rules, but no card is parsed and none written, so neither markdown-it, PyYAML nor `cairn add`'s authoring."""
+    make_vault(vault_repo)
+    names = imported(["-c", RUN_HOOK, "show", REBASE_ID], isolated=False, cwd=vault_repo.root)
+    assert "cairn.cards.catalog" in names
+    never = READ_ONLY_NEVER - {"cairn.lint.registry", "cairn.lint.model", "cairn.cards.body"} | {
+        "cairn.cards.authoring"
+    }
+    assert names & never == set()

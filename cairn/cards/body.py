@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+if TYPE_CHECKING:  # markdown-it is imported where a body is parsed: loading the lint rules (`cairn show`) needs none
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 _CONTENT_BLOCKS = frozenset(
     {
@@ -61,6 +63,8 @@ def read_body(text: str) -> CardBody:
     """Parse a body (the Markdown after the frontmatter)."""
     global _PARSER
     if _PARSER is None:
+        from markdown_it import MarkdownIt
+
         _PARSER = MarkdownIt("commonmark")
     read, rest = _cut(text)
     tokens = _PARSER.parse(read)

@@ -13,7 +13,6 @@ from typing import TypeVar
 
 from cairn.cards.body import CardBody, read_body
 from cairn.cards.card import Card, card_id_from_path, file_key, frontmatter_fences
-from cairn.cards.safeyaml import MAX_FRONTMATTER_BYTES
 from cairn.cards.similarity import Profile, name_key, profile, terms
 from cairn.cards.visible import fold
 from cairn.config import LintSettings
@@ -93,6 +92,8 @@ class Target:
             return 1
         found = self._key_lines.get(key)
         if found is None:
+            from cairn.cards.safeyaml import MAX_FRONTMATTER_BYTES  # PyYAML: `cairn show`'s security rules need none
+
             head = self.text[: MAX_FRONTMATTER_BYTES + len("---\n")]  # a longer frontmatter breaks the contract
             match = re.search(rf"^{re.escape(key)}\s*:", head, re.MULTILINE)
             found = self._key_lines[key] = head.count("\n", 0, match.start()) + 1 if match else 1
