@@ -200,3 +200,12 @@ def test_show_loads_the_security_rules_but_no_parser(vault_repo: VaultRepo) -> N
         "cairn.cards.authoring"
     }
     assert names & never == set()
+
+
+def test_the_command_list_loads_no_lint_rule_parser_or_benchmark(vault_repo: VaultRepo) -> None:
+    """`cairn --help` imports every command's module for its line of help: what a command needs only when it runs
+    (the lint runner, PyYAML, markdown-it, the benchmark suites) stays out of it."""
+    names = imported(["-c", RUN_HOOK, "--help"], isolated=False, cwd=vault_repo.root)
+    # (the command modules themselves are loaded by `importlib.import_module`, which importtime does not list)
+    assert {"cairn.cards.catalog", "cairn.doctor"} <= names  # what `show` and `install` import: they were loaded
+    assert names & (READ_ONLY_NEVER | {"cairn.cards.authoring", "cairn.membench"}) == set()

@@ -6,12 +6,15 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, progress_bar
-from cairn.membench.suites import InvalidBenchmark, Suite
 from cairn.terminal import clean_line
+
+if TYPE_CHECKING:  # the benchmark package loads when a benchmark runs, not for `cairn --help`
+    from cairn.membench.suites import Suite
 
 METRICS = ("recall@1", "recall@3", "recall@5", "recall@10", "ndcg@10")
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
@@ -67,6 +70,7 @@ def locomo(file: Path, as_json: bool) -> None:
 
 def _run(file: Path, load: Callable[[Path], Suite], as_json: bool) -> None:
     from cairn.membench import run_bench
+    from cairn.membench.suites import InvalidBenchmark
 
     started = time.perf_counter()
     if sys.stderr.isatty():  # reading a large file takes seconds: say so, on a terminal only
