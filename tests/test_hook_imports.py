@@ -159,7 +159,7 @@ def test_no_module_but_gitrepo_imports_gitpython() -> None:
 
 # What a read-only command run on a current index must not import: the lint registry (its ~230 patterns compiled;
 # the index compares the security rules' version, `SECURITY_RULES_VERSION`, and checks no card), what only its
-# rules read (markdown-it, the card body's parser), and the YAML parser (no card is parsed).
+# rules read (markdown-it, the card body's parser), the YAML parser (no card is parsed), and eval's measuring.
 READ_ONLY_NEVER = {
     "cairn.lint.registry",
     "cairn.lint.model",
@@ -169,6 +169,8 @@ READ_ONLY_NEVER = {
     "cairn.cards.safeyaml",
     "yaml",
     "frontmatter",
+    "cairn.quality.evaluate",
+    "cairn.quality.metrics",
 }
 READ_ONLY_RUNS = [["list"], ["recall", FITTING_PROMPT], ["explain", FITTING_PROMPT]]
 

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
@@ -74,9 +74,11 @@ from cairn.hot.tokens import is_cjk, tokenize
 from cairn.hot.userconfig import VaultEntry
 from cairn.hot.vault import Vault, shell_word
 from cairn.index import build as indexer
-from cairn.quality.evaluate import Case, CaseOutcome, check_expected, evaluate, load_cases, shown
 from cairn.terminal import clean_line, columns, pad
 from cairn.userconfig import outside_projects, served_scope
+
+if TYPE_CHECKING:  # eval's own: loaded when eval or calibrate runs, not for `list`, `recall` or `explain`
+    from cairn.quality.evaluate import Case, CaseOutcome
 
 EXPLAIN_TOP = 20
 _GATED = GATE_REASONS
@@ -223,6 +225,8 @@ def check_cases(vault: Vault, index: IndexReader, cases: Sequence[Case], path: P
     """`check_expected` for eval and calibrate: on a branch that renames or adds the cards its cases expect, the ids
     are right and the served ref lacks them, so the error says so, and that --worktree reads the cards checked out,
     instead of "fix the id"."""
+    from cairn.quality.evaluate import check_expected
+
     try:
         check_expected(index, cases, path)
     except InvalidCases:
@@ -728,6 +732,8 @@ def eval_cmd(
       cairn eval --cases evals/cases.yaml --failures 50
       cairn eval --cases evals/cases.yaml --json
     """
+    from cairn.quality.evaluate import evaluate, load_cases, shown
+
     vault = open_vault(vault_path)
     cases = load_cases(cases_path)
     if not cases:  # all-zero figures and "no failing cases" would read as a pass
