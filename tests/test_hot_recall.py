@@ -158,3 +158,32 @@ def test_cards_that_score_alike_rank_by_id_however_the_index_was_built(vault_rep
     assert updated == rebuilt
     [(first, score), (second, again)] = rebuilt
     assert (first, second) == ("alpha/redis-eviction", "zeta/redis-eviction") and score == again
+
+
+def test_a_chinese_card_is_not_matched_on_the_bigrams_around_de(vault_repo: VaultRepo) -> None:
+    """The prompt "最近的提交怎么打包带走" asks to bundle commits. The shallow-clone card says "最近的提交" too, and matched the
+    prompt on 近的 and 的提 (the 2-grams across 的, no words), which put it first and injected it; the prompt's terms
+    leave those out now, and nothing is injected."""
+    topics = (
+        "缓存 索引 日志 线程 进程 内存 磁盘 网络 端口 证书 密钥 权限 镜像 容器 集群 节点 队列 事务 快照 备份".split()
+    )
+    for i, topic in enumerate(topics):
+        vault_repo.write(
+            f"zh/topic-{i:02}", f"{topic}的常见问题", f"排查{topic}相关的问题时，先看{topic}的配置和日志。"
+        )
+    vault_repo.write(
+        "zh/bundle",
+        "把仓库打包成一个文件",
+        "用 git bundle create 把提交和引用打包成一个文件，拷到没有网络的机器上再克隆。",
+    )
+    vault_repo.write(
+        "zh/shallow-clone",
+        "浅克隆只取最近的提交",
+        "git clone --depth 1 只拉最近的提交，仓库的历史不完整，没法回到更早的版本。",
+    )
+    vault_repo.commit()
+    done = vault_repo.invoke("explain", "最近的提交怎么打包带走", "--json")
+    assert done.returncode == 0, done.stderr
+    rows = {row["id"]: row for row in json.loads(done.stdout)["candidates"]}
+    assert {"近的", "的提"}.isdisjoint(rows["zh/shallow-clone"]["matched"])
+    assert [card_id for card_id, row in rows.items() if row["decision"] == "injected"] == []

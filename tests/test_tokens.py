@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cairn.hot.tokens import INSTRUCTION_WORDS, is_cjk, stem, tokenize
+from cairn.hot.tokens import INSTRUCTION_WORDS, is_cjk, prompt_terms, stem, tokenize
 
 
 def test_cjk_text_becomes_character_bigrams() -> None:
@@ -21,6 +21,16 @@ def test_punctuation_breaks_cjk_runs() -> None:
 
 def test_grammar_bigrams_are_dropped() -> None:
     assert "什么" not in tokenize("这是什么命令")
+
+
+def test_a_prompt_leaves_out_the_bigrams_straddling_the_particle_de() -> None:
+    """The run "提交的打包文件" is 提交 的 打包文件: 交的 and 的打 are no words. Cards keep them (`tokenize`); a prompt's terms
+    do not, unless the particle ends a run (要注意的, channel 的缓冲区), where its 2-gram is the word beside it."""
+    assert {"交的", "的打"} <= set(tokenize("创建最近提交的打包文件"))
+    terms = prompt_terms("创建最近提交的打包文件")
+    assert "交的" not in terms and "的打" not in terms and {"提交", "打包", "文件"} <= terms.keys()
+    assert "意的" in prompt_terms("用 sync.Pool 有什么需要注意的")
+    assert "的缓" in prompt_terms("channel 的缓冲区大小怎么定")
 
 
 def test_words_are_case_folded_and_stopwords_dropped() -> None:
