@@ -215,8 +215,8 @@ def _count_lexical() -> Any:
     ask = serve.ask_similarities
     count = [0]
 
-    def counting(index: Any, query: str) -> Any:
-        sims = ask(index, query)
+    def counting(index: Any, query: str, **options: Any) -> Any:  # `alone=`, as `serve.recall_all` asks
+        sims = ask(index, query, **options)
         count[0] += sims is None
         return sims
 

@@ -437,3 +437,23 @@ def test_the_shared_suites_are_where_the_scripts_read_them() -> None:
     wanted = [Path(bench) / suite / name for suite in suites for name in ("cards", "cases.jsonl")]
     assert len(wanted) == 6
     assert [str(path) for path in (*wanted, Path(locomo)) if not path.exists()] == []
+
+
+def test_the_layered_benchmark_counts_the_asks_as_the_hook_makes_them(tmp_path: Path) -> None:
+    """Bug fixed: benchmarks/layered.py counted the vault asks served without semantic evidence by wrapping
+    `serve.ask_similarities` in a function of (index, query); once the hook's merge asked with `alone=`, every run of
+    the benchmark stopped with a TypeError, words only and with the extra."""
+    from cairn.config import Config
+    from cairn.index import store
+
+    target = tmp_path / "index.cairn"
+    store.write_index(target, {"commit": "0" * 40, "config": json.dumps(Config().to_dict())}, [])
+    code = (
+        "import sys; from benchmarks import layered; from cairn.hot import serve; from cairn.hot.index import "
+        "IndexReader; count = layered._count_lexical(); index = IndexReader(sys.argv[1]); "
+        "print(serve.ask_similarities(index, 'why does the build fail', alone=False), count())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(target)], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert (done.returncode, done.stdout.split()) == (0, ["None", "1"]), done.stderr  # no card vectors: counted
