@@ -303,15 +303,23 @@ def test_without_site_the_launcher_finds_cairn_in_debians_dist_packages(tmp_path
     assert "cairn.hot.hook" in imported and "site" not in imported
 
 
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This checkout's wheel, built once for the tests that install Cairn (a build took 13 s under load)."""
+    return _wheel(_source(tmp_path_factory.mktemp("source")), tmp_path_factory.mktemp("wheel"))
+
+
 @pytest.mark.slow
-def test_cairn_installed_in_a_venv_whose_path_holds_a_space_runs(vault_repo: VaultRepo, tmp_path: Path) -> None:
+def test_cairn_installed_in_a_venv_whose_path_holds_a_space_runs(
+    vault_repo: VaultRepo, tmp_path: Path, wheel: Path
+) -> None:
     """Bug fixed: `cairn` was a script whose first line pip writes unquoted (`#!/home/me/My Projects/venv/bin/python`),
     so it could not start at all from such a venv ("required file not found"): the README's first command failed in
     a clone under "My Projects", and the git hooks' `cairn index` failed silently. It is now a console-script entry
     point, whose launcher pip writes to start from any path; the agents' hook and the git hooks run from there too."""
     venv = tmp_path / "My Projects" / "venv"
     _venv(venv)
-    _pip_install(venv, _source(tmp_path / "source"))
+    _pip_install(venv, wheel)
     executable = venv / "bin" / "cairn"
     version = subprocess.run([str(executable), "--version"], capture_output=True, text=True, check=False)
     assert version.returncode == 0 and version.stdout.startswith("cairn "), version.stderr
@@ -347,7 +355,7 @@ def test_cairn_installed_in_a_venv_whose_path_holds_a_space_runs(vault_repo: Vau
 
 @pytest.mark.slow
 def test_python_m_cairn_of_an_install_whose_script_is_not_beside_its_python_writes_that_script(
-    vault_repo: VaultRepo, tmp_path: Path
+    vault_repo: VaultRepo, tmp_path: Path, wheel: Path
 ) -> None:
     """Bug fixed: `python3 -m cairn init` (or `install git-hooks`) of a `pip install --user` Cairn looked for its
     script beside `/usr/bin/python3` only, found none, and wrote git hooks running a bare `cairn`, which a PATH
@@ -358,7 +366,7 @@ def test_python_m_cairn_of_an_install_whose_script_is_not_beside_its_python_writ
     _venv(venv)
     installed = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--prefix", str(prefix)]
-        + [str(_source(tmp_path / "source"))],
+        + [str(wheel)],
         capture_output=True,
         text=True,
         check=False,
@@ -436,7 +444,7 @@ def _build_name(venv: Path) -> str:
 
 @pytest.mark.slow
 def test_an_upgrade_in_place_that_keeps_the_version_number_is_a_new_build(
-    vault_repo: VaultRepo, tmp_path: Path
+    vault_repo: VaultRepo, tmp_path: Path, wheel: Path
 ) -> None:
     """Bug fixed: the index, the user configuration's cached copy, the lint cache and the warm encoder were keyed on
     `cairn.__version__` alone, 0.1.0 at every commit: after `pip install` of a newer Cairn from a git branch over the
@@ -446,8 +454,6 @@ def test_an_upgrade_in_place_that_keeps_the_version_number_is_a_new_build(
     first, second = tmp_path / "one", tmp_path / "two"
     for venv in (first, second):
         _venv(venv)
-    source = _source(tmp_path / "source")
-    wheel = _wheel(source, tmp_path / "wheel")
     with zipfile.ZipFile(wheel) as built:  # the licence its metadata names ships with it
         assert any(name.endswith(".dist-info/licenses/LICENSE") for name in built.namelist())
     _pip_install(first, wheel)
@@ -465,6 +471,7 @@ def test_an_upgrade_in_place_that_keeps_the_version_number_is_a_new_build(
     with IndexReader(index_path(vault_repo.root.resolve())) as index:
         assert index.meta["cairn_version"] == old
 
+    source = _source(tmp_path / "source")  # the same checkout, with a change
     serve = source / "cairn" / "hot" / "serve.py"
     serve.write_text(serve.read_text() + "\n# a fix that kept the version number\n")
     _pip_install(first, _wheel(source, tmp_path / "newer"))
