@@ -51,6 +51,14 @@ def _interrupt_once_reading(
     process.send_signal(signal.SIGINT)
 
 
+def _kill_if_running(process: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
+    """A cairn that never ended is killed, so the test fails on its timeout: leaving `with Popen(...)` waits for the
+    process without one: a suite started as a background job (SIGINT ignored, which cairn inherits) hung 21 minutes
+    in `cairn add` at its question, until it was killed by hand."""
+    if process.poll() is None:
+        process.kill()
+
+
 def _interrupted(args: list[str], cwd: Path, ready: Callable[[], bool] | None = None) -> tuple[int, str, str]:
     """`cairn ARGS` interrupted once it reads its stdin (or once `ready()`): its exit code, stdout and stderr."""
     with subprocess.Popen(
@@ -61,8 +69,11 @@ def _interrupted(args: list[str], cwd: Path, ready: Callable[[], bool] | None = 
         stderr=subprocess.PIPE,
         text=True,
     ) as process:
-        _interrupt_once_reading(process, ready)
-        out, err = process.communicate(timeout=60)
+        try:
+            _interrupt_once_reading(process, ready)
+            out, err = process.communicate(timeout=60)
+        finally:
+            _kill_if_running(process)
     return process.returncode, out, err
 
 
@@ -82,11 +93,14 @@ def _at_a_question(vault_repo: VaultRepo, answer: bytes | None) -> tuple[int, by
         [cairn_executable(), "add"], cwd=vault_repo.root, stdin=secondary, stdout=secondary, stderr=secondary
     ) as process:
         os.close(secondary)
-        if answer is None:
-            _interrupt_once_reading(process)
-        else:
-            os.write(primary, answer)
-        code = process.wait(timeout=60)
+        try:
+            if answer is None:
+                _interrupt_once_reading(process)
+            else:
+                os.write(primary, answer)
+            code = process.wait(timeout=60)
+        finally:
+            _kill_if_running(process)
         output = b""
         try:
             while chunk := os.read(primary, 65536):
