@@ -3,12 +3,28 @@ tests share live in the `helpers` package."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from helpers.vaults import ANN, VaultRepo, cairn_executable
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite started as a background job (`pytest &` in a script, `nohup`) inherits SIGINT, or SIGHUP, ignored, and
+    every `cairn` a test starts would too (an ignored signal stays ignored across exec): the tests that stop one
+    with Ctrl-C or a hang-up then failed, or waited for ever. An ignored signal is caught by a handler that does
+    nothing instead: this process still ignores it, and a child starts with its default (exec resets handlers), as
+    from a terminal."""
+    for signum in (signal.SIGINT, signal.SIGHUP):
+        if signal.getsignal(signum) is signal.SIG_IGN:
+            signal.signal(signum, _still_ignored)
+
+
+def _still_ignored(signum: int, frame: object) -> None:
+    """A handler that does nothing (`pytest_configure`)."""
 
 
 @pytest.fixture(autouse=True)
