@@ -628,12 +628,30 @@ def test_the_uncommitted_card_note_names_the_flag_that_has_git_add_pass_an_edit_
         (vault_repo.root / path).write_text(card_text("Rebase after a force-push", f"Edited under {flag}."))
         done = vault_repo.invoke("recall", "terraform state lock left behind after a crashed apply")
         assert done.returncode == 0 and "No card fits" in done.stdout, done.stdout
-        [command] = re.findall(r"`(git update-index [^`]+)`", done.stderr)
+        [command] = re.findall(r"`(git -C [^`]+ update-index [^`]+)`", done.stderr)
         assert f"git's {flag} flag on it has `git add` pass its edits over" in done.stderr, done.stderr
-        subprocess.run(shlex.split(command), cwd=vault_repo.root, check=True)
+        subprocess.run(command, shell=True, cwd=vault_repo.root, check=True)
         vault_repo.git("add", path)
         vault_repo.git("commit", "-q", "-m", f"Edited under {flag}")
         assert vault_repo.invoke("recall", "zzz qqq").stderr == ""
+
+
+def test_the_flag_note_names_a_command_that_runs_from_outside_the_vault(tmp_path: Path) -> None:
+    """Bug fixed: `cairn recall --vault VAULT` run from a project, with a card edited under git's assume-unchanged
+    flag, printed `git update-index --no-assume-unchanged cards/...`, a path of the vault's folder: run as printed
+    from the project it failed ("not a git repository"). It now names the vault's folder (`git -C VAULT`)."""
+    vault_repo = VaultRepo(tmp_path / "team lessons")
+    make_vault(vault_repo)
+    path = f"cards/{REBASE_ID}.md"
+    vault_repo.git("update-index", "--assume-unchanged", path)
+    (vault_repo.root / path).write_text(card_text("Rebase after a force-push", "Edited under the flag."))
+    elsewhere = tmp_path / "project"
+    elsewhere.mkdir()
+    done = vault_repo.invoke("recall", "--vault", str(vault_repo.root), "terraform state lock", cwd=elsewhere)
+    assert done.returncode == 0 and "No card fits" in done.stdout, done.stdout
+    [command] = re.findall(r"`(git -C [^`]+ update-index [^`]+)`", done.stderr)
+    subprocess.run(command, shell=True, cwd=elsewhere, check=True)
+    assert "h" not in vault_repo.git("ls-files", "-v", path)[:1]  # the flag is cleared: `git add` takes the edit
 
 
 def test_the_uncommitted_card_note_leaves_out_cards_git_checked_out_with_crlf(

@@ -274,9 +274,10 @@ def _unserved_changes(vault: Vault, ask: str, ask_worktree: str) -> str | None:
         return None if ignored is None else f"{ignored}; {ask_worktree}"
     if flag is not None:  # `git add` and `git commit -a` pass its edits over: "not committed" alone led nowhere
         path = clean_line(shell_word(uncommitted[0]))
+        root = clean_line(shell_word(vault.root))  # the path is the vault's: run from anywhere (`--vault NAME`)
         return (
             f"{path} in the vault's folder is not committed, and git's {flag} flag on it has `git add` pass its "
-            f"edits over: `git update-index --no-{flag} {path}`, then commit it, so agents are served it once "
+            f"edits over: `git -C {root} update-index --no-{flag} {path}`, then commit it, so agents are served it once "
             f"{shown_ref} holds it; {ask_worktree}"
         )
     more = f" and {len(uncommitted) - 1} more card files" if len(uncommitted) > 1 else ""
