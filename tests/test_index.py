@@ -648,13 +648,7 @@ def test_an_index_that_waited_for_the_lock_indexes_the_commit_the_branch_is_at_t
     lock = Path(json.loads(done.stdout)["index"] + ".lock")
     with open(lock, "rb") as held:
         fcntl.flock(held.fileno(), fcntl.LOCK_EX)
-        waiting = subprocess.Popen(
-            [cairn_executable(), "index", "--json"],
-            cwd=vault_repo.root,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        waiting = _started(vault_repo, "index", "--json")
         assert waiting.stderr is not None
         told = waiting.stderr.readline()  # it has read the branch and waits for the lock
         assert told.startswith("Waiting for another Cairn process"), told
@@ -736,6 +730,62 @@ def test_an_index_behind_its_branch_is_read_or_refused_at_once_while_another_pro
         )
     listed = json.loads(vault_repo.cairn("list", "--json").stdout)  # the lock let go: the new commit is read
     assert (listed["commit"], [c["id"] for c in listed["cards"]]) == (new, ["notes/one", "notes/two"])
+
+
+def test_an_index_its_writer_brought_up_to_date_during_the_wait_is_not_called_behind(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a recall that found the index behind its branch waited 2 s for the writer's lock; when the writer
+    had put the new index in place meanwhile and still held the lock (it then refreshes the card vectors), the
+    recall read that index, current, as `behind` and refused: "the index is of NEW, refs/heads/main is at NEW, and
+    another Cairn process is updating it ... try again". It now reads the current index."""
+    import fcntl
+
+    vault_repo.write("notes/one", "Lesson one", "Summary of lesson one.")
+    vault_repo.commit("One card")
+    done = vault_repo.cairn("index", "--json")
+    assert done.returncode == 0, done.stderr
+    index_file = Path(json.loads(done.stdout)["index"])
+    seal = index_file.with_name(index_file.name + ".seal")
+    old = (index_file.read_bytes(), seal.read_bytes())
+    vault_repo.write("notes/two", "Lesson two", "Summary of lesson two.")
+    vault_repo.commit("Second card")
+    assert vault_repo.cairn("index").returncode == 0
+    new = (index_file.read_bytes(), seal.read_bytes())
+
+    def put(files: tuple[bytes, bytes]) -> None:  # as a writer does: each file whole, the seal after the index
+        for path, data in zip((index_file, seal), files, strict=True):
+            path.with_name(path.name + ".new").write_bytes(data)
+            os.replace(path.with_name(path.name + ".new"), path)
+
+    put(old)
+    lock = index_file.with_name(index_file.name + ".lock")
+    with open(lock, "rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)  # the writer updating the index
+        reader = _started(vault_repo, "recall", "lesson two summary")
+        deadline = time.monotonic() + 60
+        fds = Path(f"/proc/{reader.pid}/fd")
+        # the reader opens the lock once it has found the index behind its branch; then the writer's index is in place
+        while not any(os.path.realpath(fd) == str(lock) for fd in _links(fds)):
+            assert reader.poll() is None and time.monotonic() < deadline, reader.communicate()
+            time.sleep(0.01)
+        put(new)
+        out, err = reader.communicate(timeout=60)
+    assert reader.returncode == 0 and "another Cairn process" not in err, err
+    assert "notes/two" in out, out
+
+
+def _started(repo: VaultRepo, *args: str) -> subprocess.Popen[str]:
+    """The installed `cairn ARGS` started from the vault, its output read through pipes."""
+    return subprocess.Popen(
+        [cairn_executable(), *args], cwd=repo.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _links(folder: Path) -> list[str]:
+    """The paths in `folder` (a process's open files under /proc), none when the process has ended."""
+    try:
+        return [str(path) for path in folder.iterdir()]
+    except OSError:
+        return []
 
 
 def test_commits_made_during_a_long_index_queue_one_background_update_that_indexes_the_last(

@@ -304,7 +304,8 @@ def _lock_or_behind(
     """For a reader whose index is not current: the writer lock taken in `locked` (None), or, when another process
     holds it past `store.READ_WAIT_SECONDS` (a long `cairn index --rebuild`), the `behind` report of the index at
     `target` when it is a whole, checked index of an older commit of the served ref, kept with the settings it
-    would be kept with now; else the lock is waited for as a writer waits. Safe unlocked as `_current_unlocked`."""
+    would be kept with now (`unchanged` when it is of the served commit by then); else the lock is waited for as a
+    writer waits. Safe unlocked as `_current_unlocked`."""
     try:
         locked.enter_context(store.writer_lock(target, store.READ_WAIT_SECONDS))
         return None
@@ -322,6 +323,8 @@ def _lock_or_behind(
                 and gitrepo.is_ancestor(repo, base.commit, commit)
                 and _is_current(base, base.commit, _served_meta(repo, vault, base.commit, ref_name, config))
             ):
+                if base.commit == commit:  # its writer put it in place during the wait, and still holds the lock
+                    return IndexReport(target, commit, "unchanged", base.n_cards, 0, 0, _stored_problems(base))
                 kept = IndexReport(target, base.commit, "behind", base.n_cards, 0, 0, _stored_problems(base))
                 return dataclasses.replace(kept, branch_commit=commit)
     locked.enter_context(store.writer_lock(target))
