@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cairn.hot.tokens import INSTRUCTION_WORDS, is_cjk, prompt_terms, stem, tokenize
+from cairn.hot.tokens import INSTRUCTION_WORDS, is_cjk, particle_straddles, prompt_terms, stem, tokenize
 
 
 def test_cjk_text_becomes_character_bigrams() -> None:
@@ -82,3 +82,11 @@ def test_is_cjk() -> None:
 
 def test_empty_and_symbol_only_text() -> None:
     assert tokenize("") == [] and tokenize("--- ... ///") == []
+
+
+def test_the_particle_straddles_are_the_tokens_read_of_the_prompt() -> None:
+    """Bug fixed (sweep 114): the 2-grams around 的 were cut from the prompt as typed, the tokens from it folded, so a
+    compatibility ideograph beside 的 (U+F900, which NFC reads as U+8C48) left its straddle among the prompt's terms."""
+    typed = "提交\uf900的打包文件"
+    assert particle_straddles(typed) == {"\u8c48的", "的打"}
+    assert "\u8c48的" in tokenize(typed) and "\u8c48的" not in prompt_terms(typed)

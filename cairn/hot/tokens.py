@@ -109,9 +109,7 @@ def tokenize(text: str) -> list[str]:
         return out
     top = max(text)
     if top > "\x7f":
-        if top >= _FULL_WIDTH_LOWEST:
-            text = fold_width(text)
-        text = fold_letters(text)
+        text = _folded(text, top)
         top = max(text)
     runs = text.encode("ascii", "replace").translate(_RUNS).decode("ascii")
     mask = _cjk_mask(text) if top >= _CJK_LOWEST else b""  # below U+3040 no character is CJK
@@ -152,6 +150,13 @@ def fold_width(text: str) -> str:
         out.append(unicodedata.normalize("NFKC", text[start:stop]) if kana else text[start:stop])
         start = stop
     return "".join(out)
+
+
+def _folded(text: str, top: str) -> str:
+    """Non-ASCII text as the tokens read it (`fold_width`, then `fold_letters`); top: its highest character."""
+    if top >= _FULL_WIDTH_LOWEST:
+        text = fold_width(text)
+    return fold_letters(text)
 
 
 def fold_letters(text: str) -> str:
@@ -596,8 +601,11 @@ def _prompt_terms(text: str, sentences: "list[tuple[str, ...]] | None" = None) -
 
 def particle_straddles(text: str) -> "set[str]":
     """The 2-grams around each `CJK_PARTICLE` inside a CJK run of `text` (one on either side of it), which straddle
-    the two words it joins."""
+    the two words it joins, as the tokens read them (a compatibility ideograph beside it, folded)."""
     out: set[str] = set()
+    if CJK_PARTICLE not in text:
+        return out
+    text = _folded(text, max(text))
     at = text.find(CJK_PARTICLE, 1)
     while 0 < at < len(text) - 1:
         before, after = text[at - 1 : at + 1], text[at : at + 2]
