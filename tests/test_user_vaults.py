@@ -1028,7 +1028,7 @@ def test_vault_add_and_index_name_the_card_files_git_ignores_in_a_vault_in_an_ig
 def test_doctor_names_the_card_files_git_ignores_beside_an_index_of_0_cards(tmp_path: Path) -> None:
     """Bug fixed: for a vault whose card files git ignores (its cards/ in `core.excludesFile`), `cairn doctor` said
     "ok index: 0 cards" and "Everything checks out" of lessons no agent gets. An info line names them, the rule and
-    the file it is in."""
+    the file it is in; `doctor --help`, which lists what it checks, names them too."""
     vault = VaultRepo(tmp_path / "lessons")
     vault.write_raw("cairn.toml", "")
     vault.commit("A vault")
@@ -1045,6 +1045,8 @@ def test_doctor_names_the_card_files_git_ignores_beside_an_index_of_0_cards(tmp_
     assert ignored["detail"].startswith(
         f"cards/git/stash.md in the vault's folder is ignored by git (the rule `cards/` in {excludes}, line 2)"
     ), ignored
+    said = " ".join(cairn("doctor", "--help", cwd=tmp_path).stdout.split())
+    assert "the card files git ignores in its folder" in said, said  # its help names what it checks
 
 
 def test_vault_messages_name_the_next_step(tmp_path: Path, vault_repo: VaultRepo) -> None:

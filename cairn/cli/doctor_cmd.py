@@ -22,8 +22,9 @@ from cairn.cli.common import Folder, echo, echo_json, errors_to_exit, json_optio
 @errors_to_exit
 def doctor(cwd: Path | None, as_json: bool) -> None:
     """Check the setup: which vaults the prompt hook serves from a folder and why, each vault's served ref and
-    index (and its card vectors, with the semantic extra), its git hooks and pre-commit, each agent's settings and
-    the `cairn` they run, and Python.
+    index (and its card vectors, with the semantic extra), the card files git ignores in its folder (never
+    committed, so never served), its git hooks and pre-commit, each agent's settings and the `cairn` they run, and
+    Python.
 
     The prompt hook serves the vault its --vault names, else $CAIRN_VAULT, else every configured vault (`cairn vault
     list`) whose --project limits let it serve that folder; never a vault it merely finds around the folder (a
