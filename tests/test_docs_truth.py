@@ -656,6 +656,15 @@ def test_a_lesson_under_a_heading_with_no_latin_letters_goes_where_the_readme_sa
     assert f"would write {said[2]}" in card and "| scope: none |" in card, card
 
 
+def test_both_readmes_say_when_import_dates_a_card_today() -> None:
+    """The Chinese README said only "today when the file is not committed as it stands"; the English one, since
+    import caps a commit dated ahead at today (`test_import.test_notes_committed_with_a_date_ahead_are_dated_today`),
+    says "or its commit is dated after today" too."""
+    en, zh = (" ".join(text.split()) for text in _readmes())
+    assert "today when the file is not committed as it stands, or its commit is dated after today" in en
+    assert "（文件的当前内容尚未提交，或那次提交的日期晚于今天时，取当天）" in zh
+
+
 # --- the template's cairn.toml ------------------------------------------------------------------------------------
 
 
