@@ -665,6 +665,15 @@ def test_both_readmes_say_when_import_dates_a_card_today() -> None:
     assert "（文件的当前内容尚未提交，或那次提交的日期晚于今天时，取当天）" in zh
 
 
+def test_the_architecture_says_which_checkouts_are_the_served_card() -> None:
+    """ARCHITECTURE said a card's `file` is null when its git object id is not the indexed blob's; a checkout in
+    UTF-16 (`test_served_ref.test_a_checkout_in_utf_16_is_the_served_card`) or with CRLF line ends never hashes as
+    the blob, and `serve.served_file` takes both for the served card."""
+    said = " ".join((ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8").split())
+    passage = said[said.index("`file` is null when") :][:400]
+    assert "CRLF line ends" in passage and "UTF-16 from `working-tree-encoding`" in passage, passage
+
+
 # --- the template's cairn.toml ------------------------------------------------------------------------------------
 
 
