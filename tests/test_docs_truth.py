@@ -674,6 +674,23 @@ def test_the_architecture_says_which_checkouts_are_the_served_card() -> None:
     assert "CRLF line ends" in passage and "UTF-16 from `working-tree-encoding`" in passage, passage
 
 
+def test_both_readmes_say_recall_refuses_an_index_behind_its_branch_with_an_error() -> None:
+    """The READMEs said `recall` and `explain` "serve nothing" from an index behind its branch while another process
+    updates it, as the hook does; they exit 1 with an error to try again
+    (`test_index.test_an_index_behind_its_branch_is_read_or_refused_at_once_while_another_process_updates_it`),
+    which a script reading `--json` for `"abstained"` must expect, and `eval` reads the older commit as `list` does."""
+    en, zh = (" ".join(text.split()) for text in _readmes())
+    said = (
+        "`list`, `show` and `eval` read the older commit after 2 s and say so, and `recall`, `explain` and the MCP "
+        "tools refuse it with an error (exit 1: try again in a moment)"
+    )
+    assert said in en
+    assert (
+        "`list`、`show` 和 `eval` 等待 2 秒后读取较旧的提交并加以说明，`recall`、`explain` 和 MCP 工具则报错拒绝（退出码 1"
+        in zh
+    )
+
+
 # --- the template's cairn.toml ------------------------------------------------------------------------------------
 
 
