@@ -691,6 +691,21 @@ def test_both_readmes_say_recall_refuses_an_index_behind_its_branch_with_an_erro
     )
 
 
+def test_the_architecture_names_every_reader_of_the_id_order() -> None:
+    """ARCHITECTURE said the index's id order is read "only when a tie reaches the cut"; since 263aa59 the phrase step
+    reads it too, to take a phrase's holders in id order within its budget. Each function of `cairn/hot/recall.py`
+    that reads it is named beside that claim."""
+    said = " ".join((ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8").split())
+    claim = said[said.index("through the index's id order, read only when") :][:300]
+    source = (ROOT / "cairn" / "hot" / "recall.py").read_text(encoding="utf-8")
+    readers = set()
+    for function in re.split(r"\n(?=def )", source)[1:]:
+        if "index.id_order()" in function:
+            readers.add(function[4 : function.index("(")])
+    assert readers == {"_ties_by_id", "rare_phrases"}, readers
+    assert all(f"`recall.{name}`" in claim for name in readers), claim
+
+
 # --- the template's cairn.toml ------------------------------------------------------------------------------------
 
 
