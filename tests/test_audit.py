@@ -9,8 +9,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from cairn.hot.index import SECURITY_RULES_VERSION
+from cairn.hot.index import SECURITY_RULES_VERSION, IndexReader
 from cairn.hot.vault import find_vault
+from cairn.index.audit import audit
 from cairn.index.build import build_index, index_file_for
 from helpers.cachefiles import edit_card, edit_meta, edit_order, reseal
 from helpers.cli import run_on_terminal
@@ -665,3 +666,30 @@ def test_with_git_told_to_read_another_folders_objects_the_audit_names_the_varia
         f"which git does not find: GIT_OBJECT_DIRECTORY={objects} in the environment has git read the commits from "
         "there; unset GIT_OBJECT_DIRECTORY, then run this again"
     )
+
+
+def test_the_checks_that_read_every_stored_card_share_one_reading(vault_repo: VaultRepo, monkeypatch: Any) -> None:
+    """Waste removed (sweep 116): served, provenance and signatures each read and parsed every card's stored record
+    (0.34 s of CPU a pass over 10,000 cards). They now share one reading: the card rows are read three times, by the
+    cache check (`store.verify`), the entries check and that one (counted, not timed), and the verdicts are the same."""
+    _vault(vault_repo)
+    reads: list[str] = []
+    sealed_rows = IndexReader.sealed_rows
+
+    def counted(reader: IndexReader) -> Any:
+        reads.append("rows")
+        return sealed_rows(reader)
+
+    monkeypatch.setattr(IndexReader, "sealed_rows", counted)
+    report = audit(find_vault(vault_repo.root), require_signed=True)
+    assert len(reads) == 3
+    assert {check.name: check.status for check in report.checks} == {
+        "cache": "pass",
+        "entries": "pass",
+        "served": "pass",
+        "provenance": "pass",
+        "log": "pass",
+        "sessions": "pass",
+        "signatures": "fail",
+    }
+    assert _check(report.to_dict(), "signatures")["summary"] == "2 card(s) lack a good signature"
