@@ -1759,6 +1759,8 @@ def test_review_help_names_the_files_it_blocks(vault_repo: VaultRepo) -> None:
     help_text = " ".join(vault_repo.invoke("review", "--help").stdout.split())
     assert [word for word in shown.values() if word not in help_text] == []
     assert "[sanitize]" in help_text and "not_when" in help_text
+    # the kinds of card and eval change the commit added to the help (review/policy.py blocks each)
+    assert "negative cases removed or changed" in help_text and "retired, made a draft" in help_text
 
 
 def test_review_reads_the_vaults_cards_under_git_environment_naming_another_repository(
