@@ -105,6 +105,19 @@ def test_counts_and_lengths_are_capped_as_the_file_caps_them(tmp_path: Path) -> 
         assert rank(memory, "kayak paddle", SETTINGS[1]) == rank(reader, "kayak paddle", SETTINGS[1])  # type: ignore[arg-type]
 
 
+def test_documents_that_score_alike_rank_in_corpus_order_past_nine(tmp_path: Path) -> None:
+    """Recall ranks documents that score alike by id: an id that sorts as its row (`document_id`) keeps a
+    haystack's ties in corpus order, as the benchmarks' protocol ranks them, past the ninth document too (`d10`
+    sorted before `d7`), in the memory index and the index file alike."""
+    documents: list[Document] = [((Bag(["kayak"]),), EMPTY, EMPTY)] * 12
+    memory = MemoryIndex(documents)
+    with file_index(tmp_path, documents) as reader:
+        for index in (memory, reader):
+            assert [row for row, _ in rank(index, "kayak", SETTINGS[0])] == list(range(1, 13))  # type: ignore[arg-type]
+            ranked = recall(index, "kayak", settings=SETTINGS[0])  # type: ignore[arg-type]
+            assert [c.card.row for c in ranked.candidates] == list(range(1, 13))
+
+
 def test_an_empty_index_ranks_nothing() -> None:
     memory = MemoryIndex([])
     assert memory.n_cards == 0 and memory.avg_lengths == (0.0, 0.0, 0.0)
