@@ -57,7 +57,7 @@ from cairn.hot.serve import (
     serve_prompt,
 )
 from cairn.hot.userconfig import is_vault_name, load_vaults
-from cairn.hot.vault import Vault, configured_vault_gone
+from cairn.hot.vault import Vault, configured_vault_gone, locate_served
 from cairn.index import build as indexer
 from cairn.userconfig import entry_for, outside_projects, served_scope
 
@@ -400,6 +400,7 @@ class VaultTools:
                     f"on, {root}: restart it to serve {entry.path}"
                 )
         if is_dir(root):
+            locate_served(root)  # its cairn.toml or cards/ gone since the start: the hook serves nothing from it
             return
         entry = entry_for(root)
         if entry is not None:  # the configuration to fix, as `cairn recall --vault NAME` says it

@@ -24,6 +24,12 @@ QUERY = "git pull --rebase after a force-push dropped my commits"
 DRAFT = {"name": "Cron runs twice on DST change", "summary": "Cron jobs in local time run twice on DST; use UTC."}
 
 
+@pytest.fixture
+def vault_repo(tmp_path: Path) -> VaultRepo:
+    """A vault with Cairn's marker: the server serves no folder the prompt hook refuses (`locate_served`)."""
+    return VaultRepo(tmp_path / "vault", marker=True)
+
+
 def _lessons(vault_repo: VaultRepo) -> str:
     vault_repo.write(
         "git/force-push-rebase",

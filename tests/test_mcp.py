@@ -26,6 +26,12 @@ from helpers.vaults import VaultRepo, cairn_executable, make_vault, run_cairn, w
 TOOLS = {"recall", "show", "explain", "add_draft"}
 
 
+@pytest.fixture
+def vault_repo(tmp_path: Path) -> VaultRepo:
+    """A vault with Cairn's marker: the server serves no folder the prompt hook refuses (`locate_served`)."""
+    return VaultRepo(tmp_path / "vault", marker=True)
+
+
 def _lessons(vault_repo: VaultRepo) -> str:
     vault_repo.write(
         "git/force-push-rebase",
@@ -640,6 +646,38 @@ def test_a_vault_moved_or_deleted_under_the_server_is_said_so_with_its_fix(
     text = _tool_error(results[5])
     assert f"{vault_repo.root}, is not a folder any more (moved or deleted?)" in text, text
     assert "cairn serve --vault NEW_PATH" in text, text
+
+
+def test_the_server_serves_no_vault_the_prompt_hook_refuses(tmp_path: Path) -> None:
+    """Bug fixed: `cairn serve --vault PATH` of a folder with no cairn.toml served its cards to agents, and a running
+    server went on serving them once cairn.toml or cards/ left the work tree, while the prompt hook served nothing
+    from it. The server refuses it at start, and each tool while it runs, with the line the hook logs."""
+    vault = VaultRepo(tmp_path / "vault")  # no marker
+    _lessons(vault)
+    query = "git pull --rebase after a force-push dropped my commits"
+    started = run_cairn("serve", "--vault", str(vault.root), cwd=tmp_path, input="")
+    assert (started.returncode, started.stderr) == (1, f"Error: {vault.hook_refusal()}\n")
+    (vault.root / "cairn.toml").write_text("", encoding="utf-8")
+    refusals: list[str] = []
+    _, _, results = drive_serve(
+        vault.root,
+        [
+            ("recall", {"query": query}),
+            lambda: (vault.root / "cairn.toml").unlink(),
+            lambda: refusals.append(vault.hook_refusal()),
+            ("recall", {"query": query}),
+            ("show", {"id": "git/force-push-rebase"}),
+            lambda: (vault.root / "cairn.toml").write_text("", encoding="utf-8"),
+            lambda: (vault.root / "cards").rename(tmp_path / "cards-away"),
+            lambda: refusals.append(vault.hook_refusal()),
+            ("explain", {"query": query}),
+            ("add_draft", {"name": "A lesson", "summary": "Something fails because of a reason; do this instead."}),
+        ],
+    )
+    assert [c["id"] for c in _text_json(results[0])["cards"]] == ["git/force-push-rebase"]
+    unmarked, no_cards = refusals
+    assert "has no cairn.toml" in unmarked and "no cards/ folder" in no_cards, refusals
+    assert [_tool_error(r) for r in results[1:]] == [unmarked, unmarked, no_cards, no_cards]
 
 
 def test_a_server_started_by_a_vaults_name_stops_serving_it_once_the_configuration_drops_it(

@@ -378,6 +378,26 @@ def test_recall_text_lists_already_given_after_the_new_cards(vault_repo: VaultRe
     ]
 
 
+def test_recall_and_explain_refuse_a_vault_the_prompt_hook_refuses_with_its_line(
+    tmp_path: Path, vault_repo: VaultRepo
+) -> None:
+    """Bug fixed: `cairn recall --vault PATH` (and `explain`) of a folder with no cairn.toml gave its cards, as what
+    an agent would get, while the prompt hook served nothing from it. Both now refuse it with the line the hook logs,
+    as they refuse a vault whose cards/ left the work tree."""
+    vault_repo.write("shell/quote", "Quote shell variables", "Unquoted variables split on spaces.")
+    vault_repo.commit()  # no cairn.toml
+    elsewhere = tmp_path / "project"
+    elsewhere.mkdir()
+    for cards_gone in (False, True):  # first no cairn.toml; then cairn.toml back, its cards/ gone from the work tree
+        if cards_gone:
+            shutil.rmtree(vault_repo.root / "cards")
+        refusal = vault_repo.hook_refusal()
+        for command in ("recall", "explain"):
+            done = vault_repo.cairn(command, "--vault", str(vault_repo.root), "quote shell variables", cwd=elsewhere)
+            assert (done.returncode, done.stdout, done.stderr) == (1, "", f"Error: {refusal}\n"), command
+        (vault_repo.root / "cairn.toml").write_text("", encoding="utf-8")
+
+
 def test_recall_of_a_vault_asked_from_outside_it_names_its_files_and_a_show_that_opens_it(
     tmp_path: Path, vault_repo: VaultRepo
 ) -> None:
@@ -385,6 +405,7 @@ def test_recall_of_a_vault_asked_from_outside_it_names_its_files_and_a_show_that
     (`cards/shell/quote.md`, no such file there) and, for a card whose file is not the served one, `cairn show ID`,
     which run there opened no vault ("no vault here") or another one. Now the path is the vault's file and the
     command names the vault, as the hook's block does for an agent working outside it."""
+    vault_repo.write_raw("cairn.toml", "")  # a vault named by --vault is asked as the hook serves one: marked
     vault_repo.write("shell/quote", "Quote shell variables", "Unquoted variables split on spaces.")
     vault_repo.commit()
     (vault_repo.root / "cards" / "shell" / "quote.md").unlink()  # not committed: the served card is unchanged

@@ -25,6 +25,7 @@ from cairn.cli.common import (
     open_vault,
     progress_stages,
     ref_option,
+    resolve_vault,
     vault_option,
     warn,
     where_to_read,
@@ -72,10 +73,10 @@ from cairn.hot.serve import (
 )
 from cairn.hot.tokens import is_cjk, tokenize
 from cairn.hot.userconfig import VaultEntry
-from cairn.hot.vault import Vault, shell_word
+from cairn.hot.vault import Vault, locate_served, shell_word
 from cairn.index import build as indexer
 from cairn.terminal import clean_line, columns, pad
-from cairn.userconfig import outside_projects, served_scope
+from cairn.userconfig import entry_for, outside_projects, served_scope
 
 if TYPE_CHECKING:  # eval's own: loaded when eval or calibrate runs, not for `list`, `recall` or `explain`
     from cairn.quality.evaluate import Case, CaseOutcome
@@ -172,7 +173,7 @@ def recall_cmd(
                 "`cairn recall --worktree QUERY` reads the card files as they are",
             )
         return
-    vault = open_vault(vault_path)
+    vault = _asked_vault(vault_path, served=ref is None and not worktree)
     tags, entry = _vault_scope(vault, scope)  # a configured vault's limits, as the hook applies them
     if tags is None:
         _print_recall([], [] if session_id else None, as_json, str(vault.root), explain)
@@ -210,6 +211,18 @@ def _explain_command(scope: str | None, ref: str | None, worktree: bool, vault_p
     if worktree:
         words.append("--worktree")
     return " ".join([*words, "QUERY"])
+
+
+def _asked_vault(vault_path: str | None, served: bool) -> Vault:
+    """The vault recall or explain asks alone. For what agents are served (`served`: no --ref, no --worktree), a vault
+    named by --vault, $CAIRN_VAULT or the configuration is refused as the prompt hook and the MCP server refuse it
+    (`locate_served`: no cairn.toml, cards/ gone from the work tree), with the same line and fix: the hook serves
+    nothing from it. So is the vault around the current folder when it is a configured one; another is asked as it
+    is found (the hook never serves a folder by where it runs)."""
+    vault, reason = resolve_vault(vault_path)
+    if served and (reason != "current folder" or entry_for(vault.root) is not None):
+        locate_served(str(vault.root))
+    return vault
 
 
 def _opened(vault: Vault, ref: str | None, worktree: bool) -> IndexReader:
@@ -521,7 +534,7 @@ def explain(
     if serves_configured(vault_path):
         _explain_layered(query, scope, ref, worktree, as_json, cut)
         return
-    vault = open_vault(vault_path)
+    vault = _asked_vault(vault_path, served=ref is None and not worktree)
     tags, _ = _vault_scope(vault, scope)  # a configured vault's limits, as the hook applies them
     if tags is None:
         if as_json:

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from cairn.cli.common import errors_to_exit, resolve_vault, vault_option
+from cairn.hot.vault import locate_served
 
 
 @click.command()
@@ -41,6 +42,7 @@ def serve(vault_path: str | None, verbose: bool) -> None:
     vault, reason = resolve_vault(vault_path)
     if reason == "current folder":
         _require_configured(vault.root)
+    locate_served(str(vault.root))  # a folder the prompt hook refuses (no cairn.toml) is served to no agent
     # chosen through the configuration (a name, the one configured vault, the configured vault here): served while
     # the configuration names it; a path given is served as the hook serves `--vault PATH`
     entry = None if reason in ("--vault", "CAIRN_VAULT") else entry_for(vault.root)

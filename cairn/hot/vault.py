@@ -156,8 +156,7 @@ def hook_vaults(
                 " vault's absolute path or a configured vault's name"
             )
         listed = _entries_or_none(env)
-        dirs = locate_vault(given)  # a folder given: never the agent's folder, never a search
-        _require_marker(dirs.root, given)
+        dirs = locate_served(given)  # a folder given: never the agent's folder, never a search
         real = os.path.realpath(dirs.root)
         match = next((e for e in listed or () if os.path.realpath(e.path) == real), None)
         if match is not None:
@@ -229,6 +228,16 @@ def find_configured_vault(entry: "VaultEntry") -> Vault:
     if not is_dir(entry.path):
         raise _not_found(configured_vault_gone(entry))
     return find_vault(entry.path)
+
+
+def locate_served(given: str) -> VaultDirs:
+    """The vault folder `given` as the prompt hook serves one: `locate_vault`'s (its cards/ a folder in the work
+    tree), with Cairn's marker beside it; else VaultNotFound saying what to do. Every way an agent is served (the
+    hook, the MCP tools) and every command that says what it gets (`cairn recall`, `explain`) asks this, so none
+    serves a folder another refuses."""
+    dirs = locate_vault(given)
+    _require_marker(dirs.root, given)
+    return dirs
 
 
 def _require_marker(root: str, given: str) -> None:

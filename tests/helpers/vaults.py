@@ -118,10 +118,14 @@ def _yaml_scalar(value: str) -> str:
 class VaultRepo:
     """A real git repository holding a vault, with helpers to write cards and commit as different authors."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, marker: bool = False) -> None:
+        """marker: write Cairn's marker `cairn.toml` (committed with the first commit), without which the hook and
+        the MCP server serve nothing from the vault."""
         self.root = root
         (root / "cards").mkdir(parents=True, exist_ok=True)
         self.git("init", "-q", "-b", "main")
+        if marker:
+            self.write_raw("cairn.toml", "")
 
     def git(self, *args: str, author: tuple[str, str] = ANN, check: bool = True) -> str:
         env = dict(os.environ)
@@ -171,6 +175,17 @@ class VaultRepo:
 
         payload = payload_for(fmt, prompt, self.root, session=session)
         return self.cairn("hook", "--format", fmt, "--vault", str(self.root), input=payload, env=env)
+
+    def hook_refusal(self) -> str:
+        """Why the prompt hook serves nothing from this vault (`--vault ROOT`): its log's error, without the
+        exception's name, as a command says it after `Error: `."""
+        from helpers.payloads import log_entries
+
+        done = self.hook("git pull --rebase dropped my commits", "refused")
+        assert done.returncode == 0 and not done.stdout, done
+        error = log_entries()[-1]["error"]
+        assert error, "the hook served the vault"
+        return str(error).split(": ", 1)[1]
 
     def invoke(
         self, *args: str, input: str | bytes | None = None, env: dict[str, str] | None = None, cwd: Path | None = None
