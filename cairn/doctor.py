@@ -35,6 +35,7 @@ from cairn.hot.vault import (
     hook_vaults,
     left_out_of_work_tree,
     make_cards_folder,
+    make_marker,
     misnamed_cards,
     missing_ref,
 )
@@ -385,8 +386,7 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
                 name,
                 False,
                 f"{root} has no {MARKER}: the hook serves no folder without Cairn's marker",
-                f"touch {shlex.quote(os.path.join(root, MARKER))} && git -C {shlex.quote(root)} add {MARKER} "
-                f"&& git -C {shlex.quote(root)} commit -m 'Cairn marker'",
+                make_marker(root),
             )
         )
     try:

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import re
 import shutil
+import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, cast
@@ -396,6 +397,24 @@ def test_recall_and_explain_refuse_a_vault_the_prompt_hook_refuses_with_its_line
             done = vault_repo.cairn(command, "--vault", str(vault_repo.root), "quote shell variables", cwd=elsewhere)
             assert (done.returncode, done.stdout, done.stderr) == (1, "", f"Error: {refusal}\n"), command
         (vault_repo.root / "cairn.toml").write_text("", encoding="utf-8")
+
+
+def test_the_refusal_of_a_vault_with_no_cairn_toml_gives_a_fix_that_runs_as_printed(
+    tmp_path: Path, vault_repo: VaultRepo
+) -> None:
+    """Bug fixed: the hook's refusal of a vault with no cairn.toml said "`cairn init` writes one", and `cairn init`
+    refuses the vault's folder, which is not empty. The command it gives now makes the marker and commits it, and
+    the vault is served."""
+    vault_repo.write("shell/quote", "Quote shell variables", "Unquoted variables split on spaces.")
+    vault_repo.commit()  # no cairn.toml
+    elsewhere = tmp_path / "project"
+    elsewhere.mkdir()
+    [command] = re.findall(r"\(`([^`]+)`\)$", vault_repo.hook_refusal())
+    fixed = subprocess.run(command, shell=True, cwd=elsewhere, capture_output=True, text=True, check=False)
+    assert fixed.returncode == 0, fixed.stderr
+    assert vault_repo.git("status", "--porcelain") == ""
+    done = vault_repo.cairn("recall", "--vault", str(vault_repo.root), "quote shell variables", cwd=elsewhere)
+    assert done.returncode == 0 and "[shell/quote]" in done.stdout, done
 
 
 def test_recall_of_a_vault_asked_from_outside_it_names_its_files_and_a_show_that_opens_it(

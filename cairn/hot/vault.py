@@ -245,10 +245,18 @@ def _require_marker(root: str, given: str) -> None:
     if not is_file(marker):
         if is_dir(marker):  # asked only when the file is not there: one stat a prompt, as before
             raise _not_found(f"{marker}: {MARKER_IS_FOLDER}")
+        # not `cairn init`, which refuses a folder that is not empty
         raise _not_found(
-            f"{given!r} has no {MARKER}: the hook serves only vaults with Cairn's marker file"
-            " (`cairn init` writes one; an empty file will do)"
+            f"{given!r} has no {MARKER}: the hook serves only vaults with Cairn's marker file; make it, an empty file "
+            f"will do (`{make_marker(root)}`)"
         )
+
+
+def make_marker(root: str) -> str:
+    """The command that gives the vault folder `root` Cairn's marker: an empty cairn.toml, committed (so a clone
+    has it too)."""
+    git = f"git -C {shell_word(root)}"
+    return f"touch {shell_word(os.path.join(root, MARKER))} && {git} add {MARKER} && {git} commit -m 'Cairn marker'"
 
 
 def _within(here: bytes, root: bytes) -> bool:
