@@ -19,7 +19,7 @@ import pytest
 
 from cairn import githooks
 from helpers.cli import run_on_terminal
-from helpers.payloads import FITTING_PROMPT, payload_for
+from helpers.payloads import FITTING_PROMPT, log_entries, payload_for
 from helpers.vaults import (
     BOB,
     REBASE_ID,
@@ -2160,3 +2160,26 @@ def test_vault_list_checks_the_commit_its_ref_names(tmp_path: Path, vault_repo: 
     assert text[0].endswith(f"refs/heads/main (names {lost[:8]}, which this repository does not hold)")
     assert text[1].endswith(f"{tree} (names a tree, not a commit)")
     assert text[2].endswith("- (no commit)  (not a folder)")
+
+
+def test_the_hook_tells_a_configured_vault_with_no_cards_folder_to_make_it_not_that_it_moved(tmp_path: Path) -> None:
+    """Bug fixed: a configured vault whose folder holds cairn.toml and no cards/ (a clone of a vault with no card
+    yet: git records no empty folder) was logged by the hook as "has no cards/ folder (moved or deleted?)", with
+    `cairn vault add NEW_PATH` or `cairn vault remove` as the fixes, where `cairn doctor` and `cairn recall --vault
+    NAME` say to make the folder. The hook says so too, and its command makes the vault served."""
+    team = VaultRepo(tmp_path / "team")
+    make_vault(team)
+    assert cairn("vault", "add", str(team.root), "--name", "team", cwd=tmp_path).returncode == 0
+    shutil.rmtree(team.root / "cards")
+    project = tmp_path / "project"
+    project.mkdir()
+    payload = payload_for("claude-code", "git pull --rebase dropped my commits", project)
+    assert run_cairn("hook", "--format", "claude-code", cwd=project, input=payload).stdout == ""
+    [skipped] = log_entries()[-1]["vaults"]
+    error = skipped["error"]
+    assert "moved or deleted" not in error and "has cairn.toml but no cards/ folder" in error, error
+    [command] = re.findall(r"\(`([^`]+)`\)", error)
+    assert subprocess.run(command, shell=True, cwd=project, check=False).returncode == 0
+    run_cairn("hook", "--format", "claude-code", cwd=project, input=payload)
+    [served] = log_entries()[-1]["vaults"]
+    assert served["vault"] == str(team.root) and not served.get("error"), served

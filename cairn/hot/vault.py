@@ -205,6 +205,11 @@ def _served(entry: "VaultEntry", source: str, strict: bool) -> ServedVault:
                 f"configured vault {entry.name!r} at {root}: {problem}; rename the folder (`{command}`) and commit, "
                 "and the hook serves it"
             )
+        if is_file(os.path.join(root, MARKER)):  # not moved: a vault with no card yet (git records no empty folder)
+            raise _not_found(
+                f"configured vault {entry.name!r} at {root}: it has {MARKER} but no cards/ folder; make it "
+                f"(`{make_cards_folder(root)}`) and the hook serves it"
+            )
         raise _not_found(configured_vault_gone(entry))
     _require_marker(root, entry.name)
     return ServedVault(entry.name, _vault_at(resolve(root)), entry.ref, entry.scopes, entry.projects, source)
