@@ -211,3 +211,17 @@ def test_the_command_list_loads_no_lint_rule_parser_or_benchmark(vault_repo: Vau
     # (the command modules themselves are loaded by `importlib.import_module`, which importtime does not list)
     assert {"cairn.cards.catalog", "cairn.doctor"} <= names  # what `show` and `install` import: they were loaded
     assert names & (READ_ONLY_NEVER | {"cairn.cards.authoring", "cairn.membench"}) == set()
+
+
+def test_a_chinese_prompt_is_read_without_unicodedata(vault_repo: VaultRepo) -> None:
+    """The tokens read non-ASCII text NFC, which needs `unicodedata` (a shared library, about 1.4 ms of the hook's
+    start); a prompt whose characters NFC leaves alone (Chinese, kana, Hangul, typographic quotes, full-width
+    punctuation) skips it (`tokens.read_as_is`). One with an accent typed as a separate mark still loads it."""
+    make_vault(vault_repo)
+
+    def run(prompt: str) -> set[str]:
+        stdin = json.dumps({"prompt": prompt, "session_id": "s-zh"})
+        return imported(["-c", RUN_HOOK, "hook", "--format", "json"], input=stdin, cwd=vault_repo.root)
+
+    assert "unicodedata" not in run("切换分支前，为什么要先 git stash 暂存未提交的修改？“急”——ひらがな 한국어")
+    assert "unicodedata" in run("git rebase went wrong, the cafe\u0301 branch is gone")
