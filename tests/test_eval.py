@@ -71,7 +71,9 @@ def test_eval_metrics_on_the_fixture(fixture_vault: VaultRepo) -> None:
     force = next(c for c in data["cases"] if c["id"] == "en-force-push")
     assert force["ranked"][0] == "git/force-push-safely" and "git/force-push-plain" not in force["ranked"]
     assert force["injected"] == ["git/force-push-safely"]
-    explained = fixture_vault.invoke("explain", "--json", "force push", "--vault", str(fixture_vault.root))
+    # from the fixture's folder: `--vault PATH` refuses it as the hook does (no cairn.toml)
+    explained = fixture_vault.invoke("explain", "--json", "force push")
+    assert explained.returncode == 0, explained.stderr
     assert "git/force-push-plain" in explained.stdout  # still ranked by recall, refused at admission
     assert data["false_injection_rate"] == 0.0
     by_slice = data["by_slice"]

@@ -187,6 +187,12 @@ class VaultRepo:
         assert error, "the hook served the vault"
         return str(error).split(": ", 1)[1]
 
+    def same_refusal(self, said: str, logged: str) -> bool:
+        """Whether a command's refusal (`said`, after `Error: `) is the one the hook logged (`hook_refusal`): the
+        log keeps an error's first 500 characters, so a long one (a vault in a deep folder, named three times) is
+        its start."""
+        return said == logged or (len(logged) > 400 and said.startswith(logged))
+
     def invoke(
         self, *args: str, input: str | bytes | None = None, env: dict[str, str] | None = None, cwd: Path | None = None
     ) -> subprocess.CompletedProcess[str]:
