@@ -1240,7 +1240,8 @@ def test_vectors_whose_seal_does_not_hold_are_refused_and_rebuilt(vault_repo: Va
     with IndexReader(index_file) as index:
         similarities(index, PARAPHRASE)  # starts the warm encoder
         assert _wait((state_dir() / "semantic.sock").exists, 60)
-        assert similarities(index, PARAPHRASE, timeout=10) is not None
+        # its socket is up before its model is: under CI's parallel workers one ask of 10 s went unanswered
+        assert _wait(lambda: similarities(index, PARAPHRASE, timeout=10) is not None, 60)
         flipped = bytearray(good)
         flipped[-3] ^= 0x01  # a bit of the last card's vector
         side.write_bytes(bytes(flipped))
