@@ -225,3 +225,25 @@ def test_a_chinese_prompt_is_read_without_unicodedata(vault_repo: VaultRepo) -> 
 
     assert "unicodedata" not in run("切换分支前，为什么要先 git stash 暂存未提交的修改？“急”——ひらがな 한국어")
     assert "unicodedata" in run("git rebase went wrong, the cafe\u0301 branch is gone")
+
+
+def test_chinese_scope_tags_names_and_not_when_words_are_read_without_unicodedata(vault_repo: VaultRepo) -> None:
+    """Scope tags, the layered merge's lesson keys and `not_when` words are compared in NFKC (`tokens.nfkc`), which
+    imports `unicodedata` only for text NFKC may change beyond full-width ASCII: a scope typed in Chinese, with the
+    full-width comma, and Chinese card names cost a Chinese prompt nothing. Text NFKC changes (`…`) still loads it."""
+    make_vault(vault_repo)
+    stdin = json.dumps({"prompt": "为什么要先 git stash 暂存未提交的修改？", "session_id": "s-zh"})
+    hook = ["-c", RUN_HOOK, "hook", "--format", "json", "--scope", "运维，git、日志"]
+    assert "unicodedata" not in imported(hook, input=stdin, cwd=vault_repo.root)
+    assert "unicodedata" in imported([*hook[:-1], "运维，git…"], input=stdin, cwd=vault_repo.root)
+
+    def folds(text: str) -> set[str]:
+        code = (
+            "from cairn.hot.serve import split_tags, _fold; from cairn.hot.recall import caseless; "
+            f"split_tags({text!r}); _fold({text!r}); caseless({text!r})"
+        )
+        return imported(["-c", code])
+
+    assert "unicodedata" not in folds("提交前先暂存：“未提交的修改”（ｇｉｔ）——ひらがな 한국어 café")
+    for changed in ("ﾃｽﾄ", "提交…", "提交\u3000修改", "cafe\u0301"):
+        assert "unicodedata" in folds(changed), changed

@@ -121,3 +121,28 @@ def test_the_characters_read_as_is_are_ones_nfc_and_the_letter_fold_leave_alone(
     assert not read_as_is(prompt) and read_as_is(fold_width(prompt))  # full-width `？` is folded to ASCII first
     assert fold_letters(fold_width(prompt)) == fold_width(prompt)
     assert not read_as_is("cafe\u0301") and fold_letters("cafe\u0301") == "caf\u00e9"  # a separate accent: folded
+
+
+def test_nfkc_skips_only_what_nfkc_leaves_alone() -> None:
+    """`tokens.nfkc` skips `unicodedata` for text `read_as_is` that holds none of `_NFKC_OTHERS`. Proven here: of
+    the characters read as is (no two of which compose, as the test above proves), NFKC changes exactly those."""
+    import unicodedata
+
+    from cairn.hot.tokens import _AS_IS, _NFKC_OTHERS, nfkc
+
+    changed = {
+        chr(cp)
+        for low, high in _AS_IS
+        for cp in range(ord(low), ord(high) + 1)
+        if unicodedata.normalize("NFKC", chr(cp)) != chr(cp)
+    }
+    assert changed == _NFKC_OTHERS
+    for text in (
+        "运维，日志：“提交”——ひらがな 한국어 café（ｇｉｔ）",
+        "ﾄﾞｯｶｰ",
+        "提交…\u3000〸",
+        "cafe\u0301",
+        "Classy™ x²",
+        "",
+    ):
+        assert nfkc(text) == unicodedata.normalize("NFKC", text), text

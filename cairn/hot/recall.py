@@ -33,6 +33,7 @@ from cairn.hot import Record, gates, ln
 from cairn.hot.tokens import (
     INSTRUCTION_WORDS,
     is_cjk,
+    nfkc,
     phrases,
     prompt_fragments,
     prompt_sentences,
@@ -916,11 +917,7 @@ def caseless(text: str) -> str:
     """`text` as a prompt and a `not_when` word are matched: NFKC and case-folded. Only lowered, a prompt in
     full-width letters (`ｍｅｒｃｕｒｉａｌ`, which recall's tokens read as `mercurial`), with its accents as separate
     marks (macOS) or saying `STRASSE` passed the card's `mercurial`, `café` or `Straße`."""
-    if text.isascii():
-        return text.lower()
-    import unicodedata  # a non-ASCII prompt or word only
-
-    return unicodedata.normalize("NFKC", text).casefold()
+    return text.lower() if text.isascii() else nfkc(text).casefold()
 
 
 def _has_word(text: str, word: str) -> bool:

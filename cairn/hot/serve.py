@@ -32,6 +32,7 @@ import os
 
 from cairn.hot import VECTORS_SUFFIX, Record, ln, new_sha256, state_folder
 from cairn.hot.recall import ALREADY_INJECTED, GATE_REASONS, SEMANTIC_MIN_CARDS, recall
+from cairn.hot.tokens import nfkc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -480,12 +481,8 @@ def _fold(text: str) -> str:
     """Case, punctuation and spacing folded away: the words (letters and digits) joined by single spaces, in NFKC (a
     name in full-width letters, `Ｌｅｓｓｏｎ`, or with its accents as separate marks, is the same lesson to recall's
     tokens and to a reader)."""
-    if not text.isascii():
-        import unicodedata  # a name or summary in other letters than ASCII only
-
-        text = unicodedata.normalize("NFKC", text)
     out = []
-    for char in text.casefold():
+    for char in nfkc(text).casefold():
         out.append(char if char.isalnum() else " ")
     return " ".join("".join(out).split())
 
@@ -621,11 +618,7 @@ def split_tags(text: str) -> tuple[str, ...]:
     """The tags of a comma-separated list (`git,ci`, `运维，日志`), stripped, empty ones left out, in NFKC: a card's
     scope and a `--scope` are both read so (`ｇｉｔ`, as an input method types it, is `git`, as recall's tokens read
     it)."""
-    text = text.translate(_TAG_COMMAS)
-    if not text.isascii():
-        import unicodedata  # a tag typed with non-ASCII letters only
-
-        text = unicodedata.normalize("NFKC", text)
+    text = nfkc(text.translate(_TAG_COMMAS))
     return tuple(s.strip() for s in text.split(",") if s.strip())
 
 

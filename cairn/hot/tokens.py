@@ -182,6 +182,30 @@ def read_as_is(text: str) -> bool:
     return all(ch < "\x80" or any(low <= ch <= high for low, high in _AS_IS) for ch in set(text))
 
 
+# Of those, the ones NFKC reads as other characters (`…` as `...`, the ideographic space as a space, `〸` as `十`):
+# `tests/test_tokens.py` proves that NFKC leaves every other one alone.
+_NFKC_OTHERS = frozenset(
+    "\u2011\u2017\u2024\u2025\u2026\u202f\u2033\u2034\u2036\u2037\u203c\u203e\u2047\u2048\u2049\u2057"
+    "\u3000\u3036\u3038\u3039\u303a"
+)
+
+
+def nfkc(text: str) -> str:
+    """`text` in NFKC (a tag typed `ｇｉｔ` is `git`, a name with its accents as separate marks the composed one).
+    Full-width ASCII is folded as NFKC folds it (`fold_width`); `unicodedata` is imported only for a text NFKC may
+    still change: not for Chinese, kana or Hangul with their punctuation (`read_as_is`, and none of `_NFKC_OTHERS`),
+    whose scope tags or card names would cost a Chinese prompt its import."""
+    if text.isascii():
+        return text
+    if max(text) >= _FULL_WIDTH_LOWEST:
+        text = fold_width(text)
+    if read_as_is(text) and _NFKC_OTHERS.isdisjoint(text):
+        return text
+    import unicodedata
+
+    return unicodedata.normalize("NFKC", text)
+
+
 def fold_letters(text: str) -> str:
     """Text in NFC, each letter that NFKC reads as other letters (a ligature `ﬁ`, a mathematical `𝐛`, the long `ſ`)
     as those: an accent typed as a separate mark (as macOS may send it, NFD) cut a word where the composed letter
