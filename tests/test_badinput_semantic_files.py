@@ -306,3 +306,54 @@ def test_explain_and_eval_say_when_the_semantic_extra_fails(vault_repo: VaultRep
     evaluated = cairn("eval", "--cases", "evals/cases.yaml")
     assert evaluated.returncode in (0, 1), evaluated.stderr
     assert "Note: the semantic extra failed here (SemanticUnavailable: " in evaluated.stderr, evaluated.stderr
+
+
+# A request's thread that encodes while its process exits, as in `cairn serve` stopped by SIGTERM (or the end of its
+# input) during a tool call whose index update encodes the new cards: the interpreter's exit has begun.
+_ENCODING_AT_EXIT = """
+import concurrent.futures.thread, sys, threading, time
+from pathlib import Path
+from cairn.semantic import vectors
+
+def late() -> None:
+    while threading.main_thread().is_alive():
+        time.sleep(0.01)
+    time.sleep(0.2)  # the exit's atexit calls have run: thread pools take no new work
+    print(vectors.refresh_after_index(Path(sys.argv[1])), flush=True)
+
+threading.Thread(target=late).start()
+"""
+
+
+def test_a_process_exiting_while_a_thread_encodes_keeps_the_side_file(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn serve` stopped (SIGTERM, its input closed) while a tool call's index update encoded new cards
+    in the request's thread: the encoder's thread pool refused work at the exit, and `refresh_after_index` took that
+    for a failure and removed the side file, so every card of the vault was encoded again (78 s for 1,900 cards)
+    and the hook served the vault by words meanwhile. The side file now stays, for the next index to reuse."""
+    index_file = _indexed(vault_repo)
+    side = vectors.vectors_path(index_file)
+    for i in range(40):
+        vault_repo.write(f"ops/lesson-{i:02d}", f"Lesson {i} of the runbook", "Restart the worker. " * (i + 1))
+    vault_repo.commit("Forty cards")
+    assert _cairn(vault_repo, "index").returncode == 0
+    before = side.read_bytes()
+    for i in range(10):  # more than one batch of the encoder's: its thread pool runs them
+        vault_repo.write(f"ops/lesson-{i:02d}", f"Lesson {i} of the runbook, revised", "Drain the worker first. " * 30)
+    vault_repo.commit("Ten revised cards")
+    env = {**os.environ, "CAIRN_SEMANTIC": "0"}  # the index alone: its side file is left as it was (`kept`)
+    indexed = subprocess.run(
+        [cairn_executable(), "index"], cwd=vault_repo.root, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert indexed.returncode == 0, indexed.stderr
+    assert side.read_bytes() == before and not vectors.current(index_file)
+    env = {**os.environ, "CAIRN_SEMANTIC_THREADS": "2", "CAIRN_SEMANTIC_FOREGROUND": "1"}
+    exiting = subprocess.run(
+        [sys.executable, "-c", _ENCODING_AT_EXIT, str(index_file)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert exiting.stdout.startswith("failed: "), (exiting.stdout, exiting.stderr)
+    assert side.read_bytes() == before

@@ -23,6 +23,7 @@ import os
 import stat
 import struct
 import tempfile
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
@@ -406,6 +407,11 @@ def refresh_after_index(index_file: Path) -> Outcome:
                 return Outcome("background", str(todo))
         return refresh(index_file)
     except Exception as exc:
+        if not threading.main_thread().is_alive():
+            # Not a failure of the side file but the process exiting (the MCP server stopped by a signal or the end
+            # of its input while a request's thread encoded), whose thread pools refuse work then. The side file
+            # stays, its rows reused by the next index: removed, every card was encoded again (minutes at 2,000).
+            return Outcome("failed", "the process exited while the cards were encoded")
         try:
             remove(index_file)
         except OSError:
