@@ -390,6 +390,26 @@ def test_batch_gives_what_the_hook_gets(vault_repo: VaultRepo, tmp_path: Path) -
     assert getattr(hook_z, "scale", None) == pytest.approx(float(row.std()), rel=0.02)
 
 
+def test_a_batch_cache_write_that_fails_leaves_no_partial_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bug fixed: a prompt-vector cache write stopped mid-save (a full disk, Ctrl-C) left its `.PID.tmp.npy` in the
+    benchmark's cache folder for good, a new one at each run. The partial copy is now removed; the error still shows."""
+    import numpy as np
+
+    from cairn.semantic.batch import prompt_vectors
+
+    real_save = np.save
+
+    def full_disk(file: Path, arr: object, allow_pickle: bool = False) -> None:
+        real_save(file, np.zeros(3), allow_pickle=allow_pickle)  # part of it written, then the disk is full
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np, "save", full_disk)
+    cache = tmp_path / "cache"
+    with pytest.raises(OSError, match="No space left"):
+        prompt_vectors(["git push --force overwrote a commit"], cache_dir=cache)
+    assert list(cache.iterdir()) == []
+
+
 def test_cache_dir_is_the_tests(vault_repo: VaultRepo) -> None:
     """The side file lives next to the index in the cache, never in the vault."""
     _vault(vault_repo)

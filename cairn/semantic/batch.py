@@ -61,8 +61,11 @@ def prompt_vectors(
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_name(f"{cached.name}.{os.getpid()}.tmp.npy")
-        np.save(tmp, matrix, allow_pickle=False)
-        os.replace(tmp, cached)
+        try:
+            np.save(tmp, matrix, allow_pickle=False)
+            os.replace(tmp, cached)
+        finally:  # a full disk or a Ctrl-C mid-save: no partial copy left in the folder for good
+            tmp.unlink(missing_ok=True)
     return matrix
 
 
