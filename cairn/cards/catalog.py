@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 import unicodedata
 from collections.abc import Callable
 from typing import Any
@@ -12,7 +11,7 @@ from cairn.cards.visible import strip_invisible
 from cairn.hot.errors import CardNotFound
 from cairn.hot.vault import Vault
 from cairn.index.build import Progress, open_index, read_worktree_card
-from cairn.lint.security import refused_text
+from cairn.lint.security import lint_command, refusal_asking, refused_text
 
 MAX_PROVENANCE_CHARS = 200  # an author's name or e-mail as shown; git sets no bound
 WITHHELD = "(withheld: the security rules refuse this text in a card)"  # what stands for such a name
@@ -58,7 +57,7 @@ def card_record(
             # A finding may quote the card (`not 'Ignore all previous ...'`): text no rule judged, so where the
             # security rules refuse it, the finding is named by its rule alone (`cairn lint` gives it whole)
             left_out = [
-                (where, rule if refused_text(message) else f"{rule}: {message}")
+                (where, rule if refused_text(message) else f"{rule}: {refusal_asking(message, where, vault_arg)}")
                 for where, _line, rule, message in index.problems()
                 if where in rels
             ]
@@ -66,7 +65,7 @@ def card_record(
                 rel = left_out[0][0]
                 raise CardNotFound(
                     f"{rel} at {index.commit[:8]} is left out of the index ({left_out[0][1]}); "
-                    f"fix it, commit, and `cairn lint {shlex.quote(rel)}{vault_arg}` says when it passes"
+                    f"fix it, commit, and `{lint_command(rel, vault_arg)}` says when it passes"
                 )
             hint = _near_ids(index.ids(), card_id)
             raise CardNotFound(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import shlex
@@ -37,6 +38,7 @@ from cairn.hot.serve import split_tags
 from cairn.hot.vault import Vault, find_vault, shell_word, sparse_checkout
 from cairn.index import build as indexer
 from cairn.index.store import IndexBusy
+from cairn.lint.security import refusal_asking
 from cairn.terminal import clean_line, columns, pad
 
 # `cairn index` names this many cards it left out, then counts the rest: a reorganisation that broke 300 cards
@@ -612,12 +614,17 @@ def index(
             ignored = gitrepo.ignored_cards_note(vault)  # the cards the user sees in the folder and the index lacks
             if ignored is not None:
                 echo(f"Note: {ignored}.", err=True)
+        asked = f" --vault {shlex.quote(vault_path)}" if vault_path else ""  # lint run from the same folder
         for finding in report.problems[:SHOWN_LEFT_OUT]:
-            echo(clean_line(f"{finding}  (left out of the index)"), err=True)
+            told = dataclasses.replace(finding, message=refusal_asking(finding.message, finding.path, asked))
+            echo(clean_line(f"{told}  (left out of the index)"), err=True)
         if len(report.problems) > SHOWN_LEFT_OUT:
             echo(f"... and {len(report.problems) - SHOWN_LEFT_OUT} more left out.", err=True)
         if report.problems:
-            echo(f"{len(report.problems)} card file(s) left out; fix them (see `cairn lint`) and commit.", err=True)
+            echo(
+                f"{len(report.problems)} card file(s) left out; fix them (see `cairn lint{asked}`) and commit.",
+                err=True,
+            )
         vectors = report.vectors
         if vectors is not None and vectors.status == "background":
             echo(

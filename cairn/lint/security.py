@@ -133,5 +133,16 @@ def refusals(
     if not out:
         return []
     first, *more = sorted(set(out), key=lambda f: (f.line, f.rule, f.message))
-    also = f" (and {len(more)} more: `cairn lint {shlex.quote(rel_path)}`)" if more else ""
+    also = f" (and {len(more)} more: `{lint_command(rel_path)}`)" if more else ""
     return [Finding(first.path, first.line, first.rule, f"refused: {first.message}{also}")]
+
+
+def lint_command(rel_path: str, vault_arg: str = "") -> str:
+    """`cairn lint PATH` for one card, `vault_arg` (` --vault X`) asking the vault from any folder."""
+    return f"cairn lint {shlex.quote(rel_path)}{vault_arg}"
+
+
+def refusal_asking(message: str, rel_path: str, vault_arg: str) -> str:
+    """A refusal's message as the index stores it (`refusals` wrote it once for every reader), its `cairn lint PATH`
+    given the ` --vault X` the user named: run as printed from another folder, the bare one finds no such file."""
+    return message.replace(f"`{lint_command(rel_path)}`", f"`{lint_command(rel_path, vault_arg)}`")
