@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -314,3 +316,25 @@ def test_eval_on_a_branch_that_changes_a_card_says_its_figures_are_the_served_re
         assert vault_repo.invoke(command, "--cases", "evals/cases.jsonl", "--json").stderr == ""  # stdout alone
     vault_repo.git("checkout", "-q", "main")
     assert "Note:" not in vault_repo.invoke("eval", "--cases", "evals/cases.jsonl").stderr
+
+
+def test_eval_from_another_folder_names_commands_that_ask_the_vault_given(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: `cairn eval --cases C --vault V` (and calibrate) run outside the vault, with a case expecting no
+    card the index holds, said "fix the id (`cairn list` shows the cards, `cairn lint` those left out)": run as
+    printed there, both said there is no vault here. They now ask the vault given."""
+    make_vault(vault_repo)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    cases = elsewhere / "cases.jsonl"
+    cases.write_text(json.dumps({"id": "typo", "query": FITTING_PROMPT, "expect": ["git/x"]}), encoding="utf-8")
+    for command in ("eval", "calibrate"):
+        done = vault_repo.cairn(command, "--cases", str(cases), "--vault", str(vault_repo.root), cwd=elsewhere)
+        assert done.returncode == 1 and "fix the id" in done.stderr, done.stderr
+        told = re.findall(r"`(cairn [^`]+)`", done.stderr)
+        assert [t.split()[1] for t in told] == ["list", "lint"], done.stderr
+        for line in told:
+            ran = vault_repo.cairn(*shlex.split(line)[1:], cwd=elsewhere)
+            assert "Error" not in ran.stderr and ran.returncode == 0, (line, ran.stderr)
+            assert REBASE_ID in ran.stdout or "cairn lint: 0 errors" in ran.stdout + ran.stderr, (line, ran.stdout)

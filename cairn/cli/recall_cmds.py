@@ -234,14 +234,16 @@ def _opened(vault: Vault, ref: str | None, worktree: bool) -> IndexReader:
         )
 
 
-def check_cases(vault: Vault, index: IndexReader, cases: Sequence[Case], path: Path, worktree: bool) -> None:
+def check_cases(
+    vault: Vault, index: IndexReader, cases: Sequence[Case], path: Path, worktree: bool, vault_path: str | None
+) -> None:
     """`check_expected` for eval and calibrate: on a branch that renames or adds the cards its cases expect, the ids
     are right and the served ref lacks them, so the error says so, and that --worktree reads the cards checked out,
-    instead of "fix the id"."""
+    instead of "fix the id" (whose commands ask the vault given as --vault `vault_path`, from any folder)."""
     from cairn.quality.evaluate import check_expected
 
     try:
-        check_expected(index, cases, path)
+        check_expected(index, cases, path, vault_arg=f" --vault {shell_word(vault_path)}" if vault_path else "")
     except InvalidCases:
         reads = "`--worktree` reads the cards checked out"
         note = None if worktree else _unserved_changes(vault, reads, reads)
@@ -755,7 +757,7 @@ def eval_cmd(
     with indexing(vault.root) as progress:  # the bar ends before eval's own
         opened = indexer.open_index(vault, worktree=worktree, warn=warn, progress=progress)
     with opened as index:
-        check_cases(vault, index, cases, cases_path, worktree)
+        check_cases(vault, index, cases, cases_path, worktree, vault_path)
         with progress_stages() as stage:  # the cases encoded (a minute for thousands), then evaluated: one bar
             queries = [case.query for case in cases]
             semantic = _cases_similarities(index, queries, stage("eval: encoding the cases"))

@@ -106,7 +106,7 @@ def calibrate_cmd(
         )
     with progress_stages() as stage:
         with indexer.open_index(vault, worktree=worktree, warn=warn, progress=stage("index")) as index:
-            check_cases(vault, index, cases, cases_path, worktree)
+            check_cases(vault, index, cases, cases_path, worktree, vault_path)
             settings = settings_of(index)
             points = calibrate.gather(index, cases, settings=settings, folds=folds, progress=stage("calibrate"))
         # the grid and its fits, on a bar of their own: a minute with many slices, ten folds and the finest step

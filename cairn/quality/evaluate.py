@@ -180,13 +180,17 @@ def check_expected(
     index: IndexReader,
     cases: Sequence[Case],
     path: Path,
-    fix: str = "fix the id (`cairn list` shows the cards, `cairn lint` those left out)",
+    fix: str | None = None,
+    vault_arg: str = "",
 ) -> None:
     """Refuse cases that expect a card the index does not hold (a typo, or a card removed or left out): the figures
-    would count them as misses of the ranking, when the case itself is wrong. fix: what the error says to do."""
+    would count them as misses of the ranking, when the case itself is wrong. fix: what the error says to do (by
+    default, fix the id: the commands it names end in `vault_arg`, the ` --vault X` the user gave, so that they ask
+    this vault from another folder)."""
     unknown = unknown_expected(index, cases)
     if not unknown:
         return
+    fix = fix or f"fix the id (`cairn list{vault_arg}` shows the cards, `cairn lint{vault_arg}` those left out)"
     case, card_id = unknown[0]
     more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
     raise InvalidCases(
