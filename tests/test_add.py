@@ -7,6 +7,7 @@ import datetime as dt
 import json
 import os
 import re
+import shlex
 import unicodedata
 from pathlib import Path
 
@@ -324,6 +325,27 @@ def test_the_printed_commit_step_runs_as_printed_whatever_the_id_and_folder(
             f"cards/{card_id}.md"
         ]
         vault_repo.git("reset", "-q")
+
+
+def test_a_cairn_toml_lint_cannot_read_names_the_lint_that_shows_it_from_another_folder(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: `cairn add --vault V` run from another folder, the vault's cairn.toml broken, said "fix it (`cairn
+    lint` shows it)": run as printed there, lint found no vault. The command names the vault, and shows the error."""
+    vault_repo.write_raw("cairn.toml", "")
+    vault_repo.commit("A vault")
+    vault_repo.write_raw("cairn.toml", "[lint]\nmax_age_days = 'soon'\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = vault_repo.cairn(
+        "add", "--name", "A card", "--summary", "A lesson.", "--scope", "git", "--body", BODY,
+        "--vault", str(vault_repo.root), cwd=elsewhere,
+    )  # fmt: skip
+    assert done.returncode == 1 and cards_on_disk(vault_repo) == [], done.stderr
+    told = re.search(r"fix it \(`([^`]*)` shows it\)", done.stderr)
+    assert told is not None, done.stderr
+    linted = vault_repo.cairn(*shlex.split(told.group(1))[1:], cwd=elsewhere)
+    assert "cairn.toml:2: config-invalid [lint] max_age_days" in linted.stdout, (told.group(1), linted.stderr)
 
 
 def test_the_printed_commit_step_stages_a_card_in_a_folder_a_sparse_checkout_leaves_out(vault_repo: VaultRepo) -> None:

@@ -445,9 +445,11 @@ def lint_pending(
             and not finding.message.endswith(SANITIZE_REFUSES)
         ):
             # lint fell back to the defaults: the card would be checked against a policy the team did not set
+            from cairn.index.build import vault_command  # `cairn add --vault NAME` runs from any folder
+
             raise CairnError(
                 f"{finding.path}:{finding.line}: {finding.message.removesuffix(DEFAULTS_USED)}; "
-                "fix it (`cairn lint` shows it), then run this again (nothing was written)"
+                f"fix it (`{vault_command(vault, 'lint')}` shows it), then run this again (nothing was written)"
             )
         if finding.path in found:
             found[finding.path].append(finding)

@@ -515,15 +515,19 @@ def rebuild_command(vault: Vault) -> str:
 
 def index_command(vault: Vault, option: str = "") -> str:
     """`cairn index` (with `option`) of this vault as it runs from any folder: the commands that say it run outside
-    the vault too (recall and explain from a project, `--vault NAME`), where a bare one finds no vault or another.
+    the vault too (recall and explain from a project, `--vault NAME`), where a bare one finds no vault or another."""
+    return vault_command(vault, f"index {option}".rstrip())
+
+
+def vault_command(vault: Vault, command: str) -> str:
+    """`cairn COMMAND` (a subcommand and its options) asking this vault, so that it runs as printed from any folder.
     The vault is named as configured, else by its path."""
     import shlex
 
     from cairn.userconfig import entry_for
 
     entry = entry_for(vault.root)
-    given = f"{option} " if option else ""
-    return f"cairn index {given}--vault {shlex.quote(entry.name if entry else str(vault.root))}"
+    return f"cairn {command} --vault {shlex.quote(entry.name if entry else str(vault.root))}"
 
 
 def config_of(vault: Vault, *, worktree: bool = False) -> Config:
