@@ -418,3 +418,23 @@ def test_scopes_typed_in_full_width_letters_are_read_as_a_cards_scope_is(vault_r
     assert [v.scopes for v in load_vaults()] == [("git",)]
     payload = payload_for("claude-code", FITTING_PROMPT, tmp_path, session="s1")
     assert REBASE_ID in run_cairn("hook", "--format", "claude-code", cwd=tmp_path, input=payload).stdout
+
+
+def test_recall_in_a_vault_says_when_the_configuration_cannot_be_read(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: with a typo in the user configuration (`projcts`), the prompt hook serves nothing, but `cairn
+    recall` run in the vault read no configured entry and answered as for a vault the configuration does not limit:
+    the card its `scopes = ["python"]` keeps from agents came out, and nothing said the file was broken."""
+    make_vault(vault_repo)
+    write_config(
+        Path(os.environ["HOME"]),
+        f'[[vaults]]\nname = "team"\npath = "{vault_repo.root}"\nscopes = ["python"]\nprojcts = ["/srv"]\n',
+    )
+    payload = payload_for("claude-code", FITTING_PROMPT, tmp_path, session="s1")
+    assert run_cairn("hook", "--format", "claude-code", cwd=tmp_path, input=payload).stdout == ""
+
+    for command in ("recall", "explain"):
+        done = vault_repo.invoke(command, FITTING_PROMPT)
+        assert done.returncode == 0, done.stderr
+        warning = next(line for line in done.stderr.splitlines() if line.startswith("Warning: "))
+        assert "config.toml: [[vaults]] entry 1 (team): unknown key 'projcts'" in warning
+        assert "the prompt hook serves nothing until it is fixed" in warning

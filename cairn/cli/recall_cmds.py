@@ -31,7 +31,7 @@ from cairn.cli.common import (
     where_to_read,
     worktree_option,
 )
-from cairn.hot.errors import CairnError, InvalidCases
+from cairn.hot.errors import CairnError, ConfigError, InvalidCases
 from cairn.hot.gates import LITTLE_EVIDENCE, NAMED_LEAD
 from cairn.hot.hook import context_trim, hook_gives, show_command, vault_encloses
 from cairn.hot.index import IndexedCard, IndexReader
@@ -72,7 +72,7 @@ from cairn.hot.serve import (
     served_file,
 )
 from cairn.hot.tokens import is_cjk, tokenize
-from cairn.hot.userconfig import VaultEntry
+from cairn.hot.userconfig import VaultEntry, load_vaults
 from cairn.hot.vault import Vault, locate_served, shell_word
 from cairn.index import build as indexer
 from cairn.terminal import clean_line, columns, pad
@@ -318,7 +318,15 @@ def _note_unserved(slots: Sequence[Slot], ask: str, ask_worktree: str) -> None:
 def _vault_scope(vault: Vault, scope: str | None) -> tuple[tuple[str, ...] | None, VaultEntry | None]:
     """The scope recall and explain use for one vault (`served_scope`: a configured vault's `scopes` limit met with
     the declared tags, None when they share no tag) and its configured entry; says on stderr when that limit, or
-    its projects limit, means the prompt hook serves less from it here."""
+    its projects limit, means the prompt hook serves less from it here, and when the user configuration cannot be
+    read (the hook serves nothing; `served_scope` finds no entry, so no configured limit applies here)."""
+    try:
+        load_vaults()
+    except ConfigError as exc:
+        warn(
+            f"{exc}; the prompt hook serves nothing until it is fixed, and this answer applies none of the limits it "
+            "may configure for this vault (ref, scopes, projects)"
+        )
     tags, entry = served_scope(vault.root, scope_tags(scope))
     if entry is not None and tags is None:
         warn(
@@ -350,7 +358,6 @@ def serves_configured(vault_path: str | None) -> bool:
     """Whether a command serves the configured vaults together, as the prompt hook does: no `--vault`, no
     `$CAIRN_VAULT`, no vault around the current folder, and the user configuration lists vaults."""
     from cairn.hot.errors import VaultLeftOut, VaultNotFound
-    from cairn.hot.userconfig import load_vaults
     from cairn.hot.vault import find_vault
 
     if vault_path or os.environ.get("CAIRN_VAULT"):
