@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -1265,3 +1266,21 @@ def test_explain_gives_an_agent_the_cards_the_gates_judged_below_twenty_drafts(v
     given = {c["id"]: c["reason"] for c in out["candidates"]}
     assert {card: given.get(card) for card in judged} == judged
     assert len(out["candidates"]) <= 40
+
+
+def test_serve_in_a_configured_vault_names_a_configuration_that_cannot_be_read(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn serve` in a configured vault, with a typo in the user configuration, said the vault "is not a
+    configured vault" and to register it with `cairn vault add`, which failed on the same broken file. It now says
+    what is wrong with the file, as every other command does."""
+    make_vault(vault_repo)
+    root = str(vault_repo.root.resolve())
+    assert vault_repo.cairn("vault", "add", root, "--name", "team").returncode == 0
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "cairn" / "config.toml"
+    config.write_text(config.read_text(encoding="utf-8") + 'projcts = ["/srv"]\n', encoding="utf-8")
+
+    refused = vault_repo.cairn("serve", input="")
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr == (
+        f"Error: {config}: [[vaults]] entry 1 (team): unknown key 'projcts'; known: name, path, ref, scopes, projects\n"
+    )
+    assert "cairn vault add" not in refused.stderr

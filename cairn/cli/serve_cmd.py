@@ -54,14 +54,13 @@ def _require_configured(root: Path) -> None:
     """The vault around the current folder is served only when it is a configured one. An agent starts its MCP
     server in whatever project it works in: a server registered without `--vault` would serve a cloned repository's
     own cards (a `cairn.toml` and `cards/` it committed) to the agent as the team's lessons, which the prompt hook
-    never does (it serves configured vaults alone, README "Trust is explicit")."""
-    from cairn.hot.errors import ConfigError, VaultNotFound
+    never does (it serves configured vaults alone, README "Trust is explicit"). A configuration that cannot be read
+    is its own error (the file, the entry, the fix), not "not a configured vault" with a `cairn vault add` that fails
+    on the same file."""
+    from cairn.hot.errors import VaultNotFound
     from cairn.hot.userconfig import load_vaults
 
-    try:
-        entries = load_vaults()
-    except ConfigError:
-        entries = []
+    entries = load_vaults()
     if any(os.path.realpath(entry.path) == os.path.realpath(root) for entry in entries):
         return
     raise VaultNotFound(
