@@ -157,6 +157,8 @@ def _shared_folders() -> list[Check]:
         fix = f"chmod go-rwx {shlex.quote(folder)}"
         note = f"if it is Cairn's alone, else set {variable} to a folder of its own"
         detail = f"{folder} (mode {mode:o}) may be {'written' if writable else 'read'} by other users; Cairn leaves the mode of a folder it did not make"
+        if _owner_is_another(folder):  # only its owner may chmod it
+            fix, note = "", f"it is another user's: set {variable} to a folder of your own"
         checks.append(Check("folders", what, False if writable else None, detail, fix, note))
     return checks
 
@@ -709,9 +711,21 @@ def _unwritable(folder: str, what: str, variable: str) -> tuple[str, str, str] |
         why = f"the {what} folder {folder} is on a read-only file system"
         return why, "", f"point {variable} at a writable folder"
     if not os.access(folder, os.W_OK | os.X_OK):
+        if _owner_is_another(folder):  # `chmod` of another user's folder fails: "Operation not permitted"
+            why = f"the {what} folder {folder} is another user's and not writable"
+            return why, "", f"point {variable} at a folder of your own"
         fix = f"chmod u+wx {shlex.quote(folder)}"
         return f"the {what} folder {folder} is not writable", fix, f"or point {variable} at a writable folder"
     return None
+
+
+def _owner_is_another(folder: str) -> bool:
+    """Whether another user owns `folder`, so that this user (not root) cannot change its mode."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    try:
+        return uid != 0 and os.stat(folder).st_uid != uid
+    except OSError:
+        return False
 
 
 def _state_check() -> list[Check]:

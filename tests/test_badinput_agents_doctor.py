@@ -9,6 +9,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -634,6 +635,45 @@ def test_a_read_only_state_folder_fails_and_its_fix_works(setup: Path, tmp_path:
     writable = {"CAIRN_STATE_DIR": str(tmp_path / "writable-state")}
     again = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup, env=writable)
     assert [c for c in json.loads(again.stdout)["checks"] if c["area"] == "folders"] == []
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to run as another user")
+def test_a_cache_or_state_folder_another_user_owns_gets_no_chmod_that_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bug fixed: for a state folder another user owns and this user cannot write (root's 0700), doctor said to run
+    `chmod u+wx` on it, and for a cache folder of another user's that others may read, `chmod go-rwx`: both fail
+    for anyone but its owner ("Operation not permitted"). It now says to point the variable at a folder of one's own."""
+    root = Path(tempfile.mkdtemp())  # not under pytest's folder for root, which no other user may enter
+    try:
+        root.chmod(0o755)
+        (root / "state").mkdir(mode=0o700)
+        (root / "cache").mkdir(mode=0o755)
+        monkeypatch.setenv("CAIRN_STATE_DIR", str(root / "state"))
+        monkeypatch.setenv("CAIRN_CACHE_DIR", str(root / "cache"))
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # doctor's checks as `nobody`
+            try:
+                os.close(read)
+                os.setgid(65534)
+                os.setuid(65534)
+                found = [c.to_dict() for c in (*doctor._shared_folders(), *doctor._state_check())]
+                os.write(write, json.dumps(found).encode())
+            finally:
+                os._exit(0)
+        os.close(write)
+        with os.fdopen(read, "rb") as answer:
+            checks = {c["subject"]: c for c in json.loads(answer.read() or b"[]")}
+        os.waitpid(pid, 0)
+    finally:
+        shutil.rmtree(root)
+    assert checks["state"]["ok"] is False and checks["state"]["detail"].startswith(
+        f"the state folder {root / 'state'} is another user's and not writable: the hook keeps no log there"
+    ), checks
+    assert (checks["state"]["fix"], checks["state"]["note"]) == ("", "point CAIRN_STATE_DIR at a folder of your own")
+    assert checks["cache"]["detail"].startswith(f"{root / 'cache'} (mode 755) may be read by other users"), checks
+    assert checks["cache"]["fix"] == "" and checks["cache"]["note"].endswith(
+        "set CAIRN_CACHE_DIR to a folder of your own"
+    )
 
 
 def test_a_folder_in_place_of_the_hook_log_fails_and_its_fix_works(setup: Path) -> None:
