@@ -71,10 +71,20 @@ def _not_a_folder(path: Path) -> bool:
 
 
 def _new_file_mode() -> int:
-    """The mode `open()` gives a new file under the process's umask (which can only be read by setting it)."""
+    """The mode `open()` gives a new file under the process's umask."""
+    return 0o666 & ~_umask()
+
+
+def new_folder_mode() -> int:
+    """The mode `mkdir` gives a new folder under the process's umask."""
+    return 0o777 & ~_umask()
+
+
+def _umask() -> int:
+    """The process's umask (which can only be read by setting it)."""
     umask = os.umask(0o022)
     os.umask(umask)
-    return 0o666 & ~umask
+    return umask
 
 
 def named(exc: OSError, target: str | os.PathLike[str]) -> OSError:

@@ -17,7 +17,7 @@ from cairn.config import SanitizeSettings
 from cairn.hot.errors import InvalidConfig
 from cairn.hot.vault import find_vault
 from helpers.cli import run_on_terminal
-from helpers.vaults import VaultRepo
+from helpers.vaults import VaultRepo, cairn_executable
 
 FAKE_GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"
 FAKE_AWS_KEY = "AKIA" + "Q3RT5ZKXW7PL2M4N"  # AWS's documented AKIAIOSFODNN7EXAMPLE is a placeholder: kept
@@ -362,6 +362,34 @@ def test_force_replaces_an_earlier_copy_and_no_other_folder(vault_repo: VaultRep
     empty.mkdir()
     assert vault_repo.invoke("sanitize", "--out", str(empty)).returncode == 0
     assert (empty / "cards/git/plain.md").is_file()
+
+
+def test_the_copy_gets_the_mode_the_umask_gives_or_its_folders_own(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: the copy's folder was the temporary folder's 0700 whatever the umask (its cards under it 0644 and
+    0755 as the umask gave them), and an empty --out folder its user had made 0775 became 0700 as well."""
+    _secret_vault(vault_repo)
+
+    def run(out: Path, umask: int) -> None:
+        done = subprocess.run(
+            [cairn_executable(), "sanitize", "--out", str(out)],
+            cwd=vault_repo.root,
+            capture_output=True,
+            text=True,
+            preexec_fn=lambda: os.umask(umask),
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+
+    run(tmp_path / "open", 0o022)
+    run(tmp_path / "private", 0o077)
+    made = tmp_path / "made"
+    made.mkdir()
+    made.chmod(0o775)
+    run(made, 0o022)
+    modes = {out: oct(out.stat().st_mode & 0o777) for out in (tmp_path / "open", tmp_path / "private", made)}
+    assert modes == {tmp_path / "open": "0o755", tmp_path / "private": "0o700", made: "0o775"}
+    assert oct((tmp_path / "open" / "cards").stat().st_mode & 0o777) == "0o755"
 
 
 def test_an_out_that_cannot_be_made_is_one_line_naming_it(vault_repo: VaultRepo, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ import multiprocessing
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from cairn import gitrepo
-from cairn.atomic import disk_fix
+from cairn.atomic import disk_fix, new_folder_mode
 from cairn.cards.card import MAX_CARD_BYTES, card_id_from_path, oversize_finding, parse_card
 from cairn.cards.visible import fold
 from cairn.config import SanitizeSettings
@@ -583,6 +584,9 @@ def _sanitize(
             files.append(FileReport(path, tuple(sorted(counts.items()))))
         if progress and texts:
             progress(total, total)
+        # mkdtemp's 0700 (kept private while it is written) made every copy 0700, and an empty --out folder the user
+        # made 0755 became 0700 too: the copy gets the mode of the folder it replaces, else the one the umask gives
+        staging.chmod(stat.S_IMODE(target.stat().st_mode) if target.is_dir() else new_folder_mode())
         _move_into_place(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
