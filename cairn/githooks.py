@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from cairn.atomic import write_atomic, write_backup
-from cairn.hot.errors import CairnError, RefusedWrite
+from cairn.hot.errors import CairnError, RefusedWrite, RepositoryNotOwned
 from cairn.hot.vault import Vault, common_git_dir, shell_word
 
 # post-commit, post-merge, post-checkout and post-rewrite share one script; reference-transaction (git 2.28 and later)
@@ -339,6 +339,8 @@ def ensure_git_hooks(vault: Vault, executable: str) -> str:
                 f"`cairn install git-hooks --vault {shlex.quote(str(vault.root))}` if that is what you want"
             )
         changes = install_git_hooks(vault, hooks, executable)
+    except RepositoryNotOwned as exc:  # trusting it does not install them: say what does
+        return f"Git hooks not installed: {exc}; then `cairn install git-hooks --vault {shlex.quote(str(vault.root))}`"
     except CairnError as exc:
         return f"Git hooks not installed: {exc}"
     if all(c.action == "unchanged" for c in changes):

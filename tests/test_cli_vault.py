@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -646,6 +647,19 @@ def test_a_vault_git_refuses_for_its_owner_says_how_to_trust_it(vault_repo: Vaul
         f"Error: git refuses to work in {vault_repo.root.resolve()}: it is owned by another user; if you trust it, "
         f"run `git config --global --add safe.directory {vault_repo.root.resolve()}`\n"
     )
+
+
+def test_init_of_a_vault_git_refuses_says_to_install_its_git_hooks_once_trusted(tmp_path: Path) -> None:
+    """Bug fixed: `cairn init` in a folder another user owns said "Git hooks not installed: git refuses to work in
+    ...; if you trust it, run `git config --global --add safe.directory ...`", but trusting it installs no hook:
+    commits then left the index behind. The line now names the command that installs them, which works as printed."""
+    root = tmp_path / "vault"
+    done = run("init", str(root), "--no-register", cwd=tmp_path, env={"GIT_TEST_ASSUME_DIFFERENT_OWNER": "1"})
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("Git hooks not installed")]
+    assert line.endswith(f"; then `cairn install git-hooks --vault {root}`"), line
+    installed = run(*shlex.split(line.split("`")[-2])[1:], cwd=tmp_path)  # as it runs once the folder is trusted
+    assert installed.returncode == 0, installed.stderr
+    assert (root / ".git" / "hooks" / "post-commit").is_file()
 
 
 @pytest.mark.parametrize("args", [("index",), ("list",), ("show", REBASE_ID), ("audit",), ("review", "HEAD~1")])
