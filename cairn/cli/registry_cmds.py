@@ -175,8 +175,8 @@ def _indexed(entry: VaultEntry) -> bool:
     from cairn import gitrepo
 
     ignored = gitrepo.ignored_cards_note(vault)  # the cards the user sees in the folder and the index lacks
-    if ignored is not None:
-        echo(f"Note: {ignored}.")
+    if ignored is not None:  # on stderr, as `cairn add`, `cairn import` and `cairn index` say it
+        echo(f"Note: {ignored}.", err=True)
     if entry.scopes:
         _unmet_scopes(vault, entry)
     return True
