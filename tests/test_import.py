@@ -238,7 +238,8 @@ def test_section_scope_and_json(vault_repo: VaultRepo, app: Path) -> None:
 def test_an_import_into_a_folder_git_ignores_names_the_rule(vault_repo: VaultRepo, app: Path) -> None:
     """Bug fixed: `cairn import --scope python` with cards/python/ in the vault's .gitignore said "Review them, then
     commit", and `git add` refused every card it wrote, so no commit held them and no agent got them. It now names
-    the cards git ignores, the rule and the file it is in, and `git add -f`; a card it did not write is not named."""
+    the cards git ignores, the rule and the file it is in, and `git add -f`; a card it did not write is not named.
+    `--json` gives the note as `ignored` (null when none), where it gave none."""
     vault_repo.write_raw(".gitignore", "cards/python/\n")
     _start(vault_repo)
     vault_repo.write("python/older", "An older ignored card", "Written before.")
@@ -252,6 +253,12 @@ def test_an_import_into_a_folder_git_ignores_names_the_rule(vault_repo: VaultRep
         f"{vault_repo.root.resolve() / '.gitignore'}, line 1), so no commit holds them and agents "
         "never get them: `git add -f` them and commit, or take them out of that rule."
     ), note
+    # --json says it too (its text output did alone): the JSON a script reads held no word of it
+    vault_repo.git("clean", "-qfx", "cards/python")
+    _, report = _import(vault_repo, "CLAUDE.md", "--section", "testing", "--scope", "python", cwd=app)
+    assert report["ignored"] == note.removeprefix("Note: ").removesuffix("."), report
+    _, clean = _import(vault_repo, "CLAUDE.md", "--section", "Git", cwd=app)
+    assert clean["imported"] and clean["ignored"] is None, clean
 
 
 def test_a_reimport_is_refused_unless_force_and_a_different_card_gets_a_suffix(

@@ -144,6 +144,21 @@ def test_only_committed_cards_are_indexed(vault_repo: VaultRepo) -> None:
     assert report.n_cards == 2
 
 
+def test_index_json_names_the_card_files_git_ignores_as_its_text_does(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn index` notes the card files git ignores (no commit holds them, so the index lacks them),
+    and `cairn index --json` said nothing of them. It gives the same note as `ignored`, null when there is none."""
+    make_vault(vault_repo)
+    clean = vault_repo.invoke("index", "--json")
+    assert clean.returncode == 0 and json.loads(clean.stdout)["ignored"] is None, clean.stdout
+    vault_repo.write_raw(".gitignore", "cards/private/\n")
+    vault_repo.commit("Ignore private cards")
+    vault_repo.write("private/stash", "Stash keeps untracked files", "Use git stash -u.")
+    said = vault_repo.invoke("index")
+    [note] = [line for line in said.stderr.splitlines() if line.startswith("Note: cards/private/stash.md")]
+    done = vault_repo.invoke("index", "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["ignored"] == note.removeprefix("Note: ")[:-1], done
+
+
 @pytest.mark.parametrize("setting", [None, "yes", "true  # set by hand"])
 def test_the_worktree_index_holds_the_cards_a_sparse_checkout_leaves_out(
     vault_repo: VaultRepo, setting: str | None

@@ -137,14 +137,14 @@ def import_(
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the cards already written stay; say which, then stop as usual
         _stopped(written)
         raise
+    from cairn import gitrepo
+
+    written_paths = {o.path for o in report.outcomes if o.ok and o.path}
+    ignored = None if report.dry_run else gitrepo.ignored_cards_note(vault, written_paths)
     if as_json:
-        echo_json(report.to_dict())
+        echo_json({**report.to_dict(), "ignored": ignored})
     else:
         _render(report)
-        from cairn import gitrepo
-
-        written_paths = {o.path for o in report.outcomes if o.ok and o.path}
-        ignored = None if report.dry_run else gitrepo.ignored_cards_note(vault, written_paths)
         if ignored is not None:  # "then commit" would commit none of them
             echo(f"Note: {ignored}.", err=True)
     if not report.ok:

@@ -561,6 +561,11 @@ def index(
             err=True,
         )
         sys.exit(1)
+    from cairn import gitrepo
+
+    # the cards the user sees in the folder and the index lacks (of the served ref's index: a branch's or the
+    # working tree's is the author's own, and says nothing of what agents get)
+    ignored = gitrepo.ignored_cards_note(vault) if not worktree and ref is None and vault.git_root else None
     if as_json:
         echo_json(
             {
@@ -576,6 +581,7 @@ def index(
                 "problems": [f.to_dict() for f in report.problems],
                 "seconds": report.seconds,
                 "vectors": "" if report.vectors is None else str(report.vectors),
+                "ignored": ignored,
             }
         )
         if report.mode == "diverged":
@@ -599,7 +605,6 @@ def index(
         else:
             echo(f"Indexed {report.n_cards} cards at {where} ({report.seconds:.2f}s).")
         if not worktree and ref is None and vault.git_root is not None:
-            from cairn import gitrepo
             from cairn.hot.vault import checked_out_branch, detached_head
             from cairn.userconfig import configured_ref, entry_for, serve_another
 
@@ -611,7 +616,6 @@ def index(
             checked_out = checked_out_branch(vault.git_root, indexed, configured, set_ref)
             if checked_out is not None:
                 echo(f"Note: {checked_out}", err=True)
-            ignored = gitrepo.ignored_cards_note(vault)  # the cards the user sees in the folder and the index lacks
             if ignored is not None:
                 echo(f"Note: {ignored}.", err=True)
         asked = f" --vault {shlex.quote(vault_path)}" if vault_path else ""  # lint run from the same folder
