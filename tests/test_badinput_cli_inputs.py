@@ -529,11 +529,20 @@ def test_a_url_for_the_vault_option_is_a_usage_error(vault_repo: VaultRepo, args
     )
 
 
-@pytest.mark.parametrize("url", ["https://github.com/team/lessons.git", "git@github.com:team/lessons.git"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://github.com/team/lessons.git",
+        "git@github.com:team/lessons.git",
+        "ann@git.example.com:team/lessons.git",
+        "git@github.com:lessons.git",
+    ],
+)
 def test_a_url_in_cairn_vault_says_to_clone_it(vault_repo: VaultRepo, url: str) -> None:
     """Bug fixed: `CAIRN_VAULT=https://github.com/team/lessons.git` said "is not a folder; create one with `cairn init
     https://...`", a command that refuses a URL; it says to clone it, as `--vault URL` does. So does git's scp-like
-    address, which was read as a list (its `:`)."""
+    address, which was read as a list (its `:`), and still was for a user other than `git` (`ann@host:path`), or as
+    a vault's name without a `/` (`git@host:lessons.git`), where `--vault` refused each as a URL."""
     make_vault(vault_repo)
     done = vault_repo.cairn("recall", "rebase", env={"CAIRN_VAULT": url})
     assert (done.returncode, done.stdout) == (1, "")

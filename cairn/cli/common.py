@@ -7,7 +7,6 @@ import errno
 import functools
 import json
 import os
-import re
 import shlex
 import shutil
 import stat
@@ -21,7 +20,7 @@ import click
 
 from cairn.hot.errors import CairnError
 from cairn.hot.paths import file_in_the_way
-from cairn.hot.vault import Vault, find_configured_vault, find_vault
+from cairn.hot.vault import Vault, find_configured_vault, find_vault, is_url
 from cairn.terminal import clean, clean_line, columns
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -118,15 +117,6 @@ def file_given(ctx: click.Context, param: click.Parameter, value: str | None) ->
     given = _given(value, "file")
     assert not isinstance(given, tuple)
     return given
-
-
-# A URL (`https://host/team/lessons.git`) or git's scp-like address (`git@host:team/lessons.git`).
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://|[\w.-]+@[\w.-]+:")
-
-
-def is_url(value: str) -> bool:
-    """Whether `value` names something remote rather than a local path: Cairn fetches nothing it is given."""
-    return bool(_URL.match(value)) and not os.path.lexists(value)
 
 
 def _refuse_url(value: str, kind: str) -> None:
@@ -409,7 +399,7 @@ def resolve_vault(vault_path: str | None, cwd: str | None = None) -> tuple[Vault
 
     given, reason = (vault_path, "--vault") if vault_path else (os.environ.get("CAIRN_VAULT"), "CAIRN_VAULT")
     if given:
-        if "/" not in given and os.sep not in given:
+        if "/" not in given and os.sep not in given and not is_url(given):  # `git@host:x`: a URL, no vault's name
             try:
                 entries = load_vaults()
             except ConfigError:

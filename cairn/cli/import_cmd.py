@@ -11,13 +11,13 @@ from cairn.cli.common import (
     echo,
     echo_json,
     errors_to_exit,
-    is_url,
     json_option,
     open_vault,
     progress_bar,
     vault_option,
 )
 from cairn.hot.serve import split_tags
+from cairn.hot.vault import is_url
 from cairn.terminal import clean_line
 
 if TYPE_CHECKING:

@@ -40,6 +40,18 @@ MARKER_IS_FOLDER = (
 )
 
 
+def is_url(value: str) -> bool:
+    """Whether `value` names something remote rather than a local path: a URL (`https://host/team/lessons.git`) or
+    git's scp-like address (`ann@host:team/lessons.git`), and no such file here. Cairn fetches nothing it is given.
+    Read without `re`: the hook reads CAIRN_VAULT too."""
+    scheme, sep, _ = value.partition("://")
+    url = bool(sep) and scheme[:1].isalpha() and all(c.isascii() and (c.isalnum() or c in "+.-") for c in scheme)
+    user, at, rest = value.partition("@")
+    host, colon, _ = rest.partition(":")
+    scp = bool(at and colon) and all(part and all(c.isalnum() or c in "_.-" for c in part) for part in (user, host))
+    return (url or scp) and not os.path.lexists(value)
+
+
 class Vault(Record):
     """A vault on disk (a plain record: the hook finds vaults too, without `dataclasses`).
 
@@ -297,7 +309,7 @@ def locate_vault(
             _raise_if_left_out(root, repr(str(given)))
         if not is_dir(root):
             shown = f"vault {str(given)!r}" if explicit else f"CAIRN_VAULT {str(given)!r}"
-            if "://" in str(given) or str(given).startswith("git@"):  # `cairn init` of a URL refuses it
+            if is_url(str(given)):  # as `--vault` refuses it (`user@host:path` is no list of vaults); `cairn init` too
                 raise _not_found(
                     f"{shown} is a URL; Cairn reads local folders and fetches nothing: get it first (`git clone "
                     f"{shell_word(given)} FOLDER`), then give that folder"
