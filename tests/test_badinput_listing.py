@@ -47,7 +47,11 @@ def test_a_prompt_longer_than_the_hooks_cut_gets_what_the_hook_gives(vault_repo:
     for args, given in ((("recall", "--json", "-"), prompt), (("recall", "--json", prompt), None)):
         done = vault_repo.cairn(*args, input=given)
         assert done.returncode == 0, done.stderr
-        assert json.loads(done.stdout) == {"cards": [], "abstained": True}
+        assert json.loads(done.stdout) == {
+            "cards": [],
+            "abstained": True,
+            "commit": vault_repo.git("rev-parse", "HEAD"),
+        }
     explained = vault_repo.cairn("explain", "--json", "-", input=prompt)
     assert explained.returncode == 0, explained.stderr
     data = json.loads(explained.stdout)

@@ -348,7 +348,7 @@ def test_recall_and_explain_read_the_prompt_as_far_as_the_hook_does(vault_repo: 
     _lessons(vault_repo)
     query = "x" * MAX_QUERY_CHARS + " " + QUERY
     cli = vault_repo.cairn("recall", "--json", query)
-    assert cli.returncode == 0 and json.loads(cli.stdout) == {"cards": [], "abstained": True}, cli.stderr
+    assert cli.returncode == 0 and json.loads(cli.stdout)["abstained"] is True, cli.stderr
     hook, whole_hook = (
         vault_repo.cairn(
             "hook", "--format", "json", "--vault", str(vault_repo.root), input=json.dumps({"prompt": prompt})

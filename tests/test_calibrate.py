@@ -233,6 +233,8 @@ def test_calibrate_cli_agrees_with_eval_and_write_keeps_comments(tmp_path: Path)
     assert best["fitted"]["worst_false_injection_rate"] <= 0.1
     assert [p["target_fir"] for p in data["tradeoff"]] == [0.01, 0.02, 0.05, 0.1, 0.2]
     assert data["written"] is None
+    # the commit fitted on, as eval names the one it measured (calibrate --json named none)
+    assert data["commit"] == before["commit"] == vault.git("rev-parse", "HEAD"), data
 
     text = vault.invoke("calibrate", "--cases", cases, "--folds", "3", "--target-fir", "0.1").stdout
     assert "cross-validated:" in text and "<- target" in text and "Nothing written" in text

@@ -583,12 +583,12 @@ def test_recall_json_has_the_documented_shape(template_vault: Path) -> None:
     done = invoke_cli(["recall", "--json", "--vault", str(template_vault), prompt])
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    assert set(data) == {"cards", "abstained"} and data["abstained"] is False
+    assert set(data) == {"cards", "abstained", "commit"} and data["abstained"] is False
     # DESIGN's {id, name, summary, path, score}, and `file` (ARCHITECTURE: the card's file in full)
     assert [set(card) for card in data["cards"]] == [{"id", "name", "summary", "path", "score", "file"}]
     again = [invoke_cli(["recall", "--json", "--session", "s1", "--vault", str(template_vault), prompt]) for _ in "12"]
     first, second = (json.loads(d.stdout) for d in again)
-    assert set(first) == {"cards", "abstained", "already_injected"} and first["already_injected"] == []
+    assert set(first) == {"cards", "abstained", "commit", "already_injected"} and first["already_injected"] == []
     assert second["cards"] == [] and second["already_injected"] == ["git/force-push-safely"]
 
 

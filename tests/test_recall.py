@@ -256,6 +256,15 @@ def test_recall_command_json(fixture_vault: VaultRepo) -> None:
     assert data["cards"][0]["file"] == str(fixture_vault.root.resolve() / "cards/git/force-push-safely.md")
 
 
+def test_recall_json_names_the_commit_its_answer_was_read_from(fixture_vault: VaultRepo) -> None:
+    """Bug fixed: `cairn recall --json` named no commit, where `cairn eval --json` and `cairn list --json` name the
+    one they read; a script could not tell which commit's cards it was given, or that nothing fit."""
+    head = fixture_vault.git("rev-parse", "HEAD")
+    for query in ("git push --force after rebasing a shared branch", "How do I center a div with CSS grid?"):
+        done = fixture_vault.invoke("recall", "--json", query)
+        assert done.returncode == 0 and json.loads(done.stdout)["commit"] == head, done
+
+
 def test_recall_command_abstains_in_text(fixture_vault: VaultRepo) -> None:
     done = fixture_vault.invoke("recall", "How do I center a div with CSS grid?")
     assert done.returncode == 0 and "abstained" in done.stdout
@@ -264,7 +273,7 @@ def test_recall_command_abstains_in_text(fixture_vault: VaultRepo) -> None:
 def test_recall_scope_from_the_environment(fixture_vault: VaultRepo) -> None:
     query = "git push --force after rebasing a shared branch"
     done = fixture_vault.invoke("recall", query, "--json", env={"CAIRN_SCOPE": "python, docker"})
-    assert json.loads(done.stdout) == {"cards": [], "abstained": True}
+    assert json.loads(done.stdout)["cards"] == []
     done = fixture_vault.invoke("recall", query, "--json", "--scope", "git", env={"CAIRN_SCOPE": "python"})
     assert [c["id"] for c in json.loads(done.stdout)["cards"]] == ["git/force-push-safely"]
     # A Chinese keyboard's commas separate tags too (`python，git` was one tag, so no card met it)
@@ -298,7 +307,8 @@ def test_session_gets_each_card_once(fixture_vault: VaultRepo) -> None:
     other = json.loads(fixture_vault.invoke("recall", query, "--json", "--session", "s-2").stdout)
     assert [c["id"] for c in first["cards"]] == ["git/force-push-safely"]
     assert first["already_injected"] == []
-    assert again == {"cards": [], "abstained": True, "already_injected": ["git/force-push-safely"]}
+    head = fixture_vault.git("rev-parse", "HEAD")
+    assert again == {"cards": [], "abstained": True, "commit": head, "already_injected": ["git/force-push-safely"]}
     assert [c["id"] for c in other["cards"]] == ["git/force-push-safely"]
 
 
@@ -358,7 +368,8 @@ def test_recall_text_tells_already_given_from_nothing_fits(fixture_vault: VaultR
     unrelated = fixture_vault.invoke("recall", weak, "--session", "s-1")
     assert unrelated.stdout == "No card fits this prompt (recall abstained). `cairn explain QUERY` shows why.\n"
     as_json = json.loads(fixture_vault.invoke("recall", weak, "--json", "--session", "s-1").stdout)
-    assert as_json == {"cards": [], "abstained": True, "already_injected": []}
+    head = fixture_vault.git("rev-parse", "HEAD")
+    assert as_json == {"cards": [], "abstained": True, "commit": head, "already_injected": []}
     reasons = _reasons(_recall(fixture_vault, weak, already_injected={"git/force-push-safely"}))
     assert reasons["git/force-push-safely"] == "already_injected"
 

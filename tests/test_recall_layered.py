@@ -68,6 +68,12 @@ def test_recall_from_a_project_serves_every_configured_vault_as_the_hook_does(
     assert [c["id"] for c in as_json["cards"]] == [f"me:{VENV_ID}", "team:docker/layer-cache-order"]
     assert as_json["cards"] == hooked["cards"]  # the same cards, ids, vaults, paths and scores as the hook
     assert as_json["abstained"] is False and "already_injected" not in as_json
+    # each vault asked and the commit its answer was read from (`--json` named none)
+    heads = [
+        {"name": "team", "commit": team.git("rev-parse", "HEAD")},
+        {"name": "me", "commit": mine.git("rev-parse", "HEAD")},
+    ]
+    assert as_json["vaults"] == heads, as_json
     venv = as_json["cards"][0]
     assert venv == {
         "id": f"me:{VENV_ID}",
@@ -95,7 +101,7 @@ def test_recall_from_a_project_serves_every_configured_vault_as_the_hook_does(
 
 
 def test_a_session_is_one_across_recall_the_hook_and_every_vault(two: tuple[VaultRepo, VaultRepo, Path]) -> None:
-    _, _, project = two
+    team, mine, project = two
     first = json.loads(ok("recall", VENV_PROMPT, "--json", "--session", "s-1", cwd=project))
     assert ([c["id"] for c in first["cards"]], first["already_injected"]) == ([f"me:{VENV_ID}"], [])
     assert hook(project, VENV_PROMPT, session="s-1") == ""  # the hook's session saw recall's card
@@ -106,6 +112,10 @@ def test_a_session_is_one_across_recall_the_hook_and_every_vault(two: tuple[Vaul
     assert json.loads(ok("recall", FITTING_PROMPT, "--json", "--session", "s-2", cwd=project)) == {
         "cards": [],
         "abstained": True,
+        "vaults": [
+            {"name": "team", "commit": team.git("rev-parse", "HEAD")},
+            {"name": "me", "commit": mine.git("rev-parse", "HEAD")},
+        ],
         "already_injected": [f"team:{REBASE_ID}"],
     }
 
@@ -168,7 +178,7 @@ def test_one_vault_named_keeps_its_configured_scopes_as_the_hook_does(home: Path
     assert {r["id"]: r["reason"] for r in rows}[VENV_ID] == "out_of_scope"
     # a scope asked that shares no tag with the vault's: nothing, and why
     done = run_cairn("recall", compose, "--vault", "me", "--scope", "python", "--json", cwd=project)
-    assert json.loads(done.stdout) == {"cards": [], "abstained": True}
+    assert json.loads(done.stdout) == {"cards": [], "abstained": True, "commit": None}  # no index read
     assert done.returncode == 0 and "so the prompt hook serves nothing from it" in done.stderr
     done = run_cairn("explain", compose, "--vault", "me", "--scope", "python", "--json", cwd=project)
     assert json.loads(done.stdout) == {

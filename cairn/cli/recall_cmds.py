@@ -165,7 +165,8 @@ def recall_cmd(
             layered = serve_layers(
                 layers, query, session_id=session_id, fit=context_trim(layers), want_already=session_id is not None
             )
-        _print_layered(layered.given, list(layered.already) if session_id else None, as_json, explain)
+            read = [{"name": layer.name, "commit": layer.index.commit} for layer in layers]
+        _print_layered(layered.given, list(layered.already) if session_id else None, as_json, explain, read)
         if not layered.given and not layered.already and ref is None and not worktree and not as_json:
             _note_unserved(
                 slots,
@@ -189,7 +190,8 @@ def recall_cmd(
             name=None if entry is None else entry.name,
         )
         already = _already_given(index, query, str(vault.root), tags, served) if session_id else None
-    _print_recall(served.given, already, as_json, str(vault.root), explain, ref)
+        commit = index.commit  # of the index read: an older one while another process updates it (`open_index`)
+    _print_recall(served.given, already, as_json, str(vault.root), explain, ref, commit)
     if not served.given and not already and ref is None and not worktree and not as_json:  # JSON: stdout alone
         asked = f" --vault {shell_word(vault_path)}" if vault_path else ""  # from another folder: ask this vault
         note = _unserved_changes(
@@ -422,11 +424,14 @@ def _warn_skipped(slots: Sequence[Slot]) -> None:
             echo(f"Warning: vault {slot.name!r} serves nothing: {slot.skipped}", err=True)
 
 
-def _print_layered(given: Sequence[Pick], already: list[str] | None, as_json: bool, explain: str) -> None:
-    """What the configured vaults give a prompt: ids as `name:id`, paths in full (several vaults)."""
+def _print_layered(
+    given: Sequence[Pick], already: list[str] | None, as_json: bool, explain: str, read: list[dict[str, Any]]
+) -> None:
+    """What the configured vaults give a prompt: ids as `name:id`, paths in full (several vaults). read: each vault
+    asked, its name and the commit its index holds (`--json`'s `vaults`)."""
     if as_json:
         cards = [{**card_json(p.candidate, p.qid, p.layer.root), "vault": p.layer.name} for p in given]
-        out: dict[str, Any] = {"cards": cards, "abstained": not given}
+        out: dict[str, Any] = {"cards": cards, "abstained": not given, "vaults": read}
         if already is not None:
             out["already_injected"] = already
         echo_json(out)
@@ -485,10 +490,13 @@ def _print_recall(
     root: str,
     explain: str,
     ref: str | None = None,
+    commit: str | None = None,
 ) -> None:
-    """The cards served (`Served.given`: recall's, at most the hook's `MAX_CARDS`, whatever a vault's own limit)."""
+    """The cards served (`Served.given`: recall's, at most the hook's `MAX_CARDS`, whatever a vault's own limit).
+    commit: the one the index read holds (`--json`'s `commit`; None when no index was read)."""
     if as_json:
-        out: dict[str, Any] = {"cards": [card_json(c, root=root) for c in given], "abstained": not given}
+        cards = [card_json(c, root=root) for c in given]
+        out: dict[str, Any] = {"cards": cards, "abstained": not given, "commit": commit}
         if already is not None:  # with --session
             out["already_injected"] = already
         echo_json(out)

@@ -109,6 +109,7 @@ def calibrate_cmd(
             check_cases(vault, index, cases, cases_path, worktree, vault_path)
             settings = settings_of(index)
             points = calibrate.gather(index, cases, settings=settings, folds=folds, progress=stage("calibrate"))
+            commit = index.commit  # of the index fitted on, as `cairn eval --json` names the one it measured
         # the grid and its fits, on a bar of their own: a minute with many slices, ten folds and the finest step
         result = calibrate.calibrate(
             points,
@@ -130,7 +131,7 @@ def calibrate_cmd(
     before = config.read_bytes() if write and config.is_file() else None
     written = calibrate.write_thresholds(vault.root, best.thresholds) if write and not refused else None
     if as_json:
-        data = result.to_dict()
+        data = {"commit": commit, **result.to_dict()}
         data["written"] = str(written) if written else None
         echo_json(data)
     else:
