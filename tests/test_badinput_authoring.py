@@ -188,24 +188,57 @@ def test_add_with_a_body_file_that_is_not_utf8_is_one_line(vault_repo: VaultRepo
 
 
 def test_add_reads_no_more_of_an_endless_body_file_than_a_card_may_hold(vault_repo: VaultRepo) -> None:
-    """`--body-file /dev/zero` (a device passes click's exists check) is refused once past the card limit, not read
-    until memory runs out: the child's memory is capped well above the limit and far below what it would take."""
+    """`--body-file -` fed from /dev/zero is refused once past the card limit, not read until memory runs out: the
+    child's memory is capped well above the limit and far below what it would take."""
     make_vault(vault_repo)
 
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 
-    done = subprocess.run(
-        [cairn_executable(), "add", "--name", "Endless", "--summary", "Cache.", "--body-file", "/dev/zero"],
-        cwd=vault_repo.root,
-        capture_output=True,
-        text=True,
-        env=dict(os.environ),
-        preexec_fn=cap,
-        timeout=120,
-    )
+    with open("/dev/zero", "rb") as endless:
+        done = subprocess.run(
+            [cairn_executable(), "add", "--name", "Endless", "--summary", "Cache.", "--body-file", "-"],
+            cwd=vault_repo.root,
+            stdin=endless,
+            capture_output=True,
+            text=True,
+            env=dict(os.environ),
+            preexec_fn=cap,
+            timeout=120,
+        )
     assert done.returncode == 1
-    assert _one_error_line(done.stderr) == "Error: /dev/zero is over 1 MiB; a card must be under 1 MiB"
+    assert _one_error_line(done.stderr) == "Error: stdin is over 1 MiB; a card must be under 1 MiB"
+
+
+def test_a_body_file_that_is_a_fifo_or_a_device_is_a_usage_error(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: `cairn add --body-file PIPE`, a named FIFO no one writes to, waited for a writer for ever, and
+    `--body-file /dev/zero` read a mebibyte first; each is now one line and exit 2 at once, as `--project PIPE` is.
+    What the shell passes as a descriptor (`<(command)`, `/dev/fd/N`) is still read."""
+    make_vault(vault_repo)
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    for given, kind in ((str(pipe), "a FIFO"), ("/dev/zero", "a device")):
+        done = run_cairn("add", "--name", "Piped", "--summary", "Cache.", "--body-file", given, cwd=vault_repo.root)
+        assert (done.returncode, done.stdout) == (2, ""), done
+        assert done.stderr.endswith(
+            f"Error: Invalid value for '--body-file': {given!r} is {kind}, not a regular file\n"
+        )
+    read, write = os.pipe()
+    os.write(write, b"The body, from a pipe.\n")
+    os.close(write)
+    try:
+        done = subprocess.run(
+            [cairn_executable(), "add", "--name", "Piped", "--summary", "Cache.", "--body-file", f"/dev/fd/{read}"],
+            cwd=vault_repo.root,
+            capture_output=True,
+            text=True,
+            pass_fds=(read,),
+            timeout=120,
+        )
+    finally:
+        os.close(read)
+    assert done.returncode == 0, done.stderr
+    assert "The body, from a pipe." in (vault_repo.root / "cards" / "piped.md").read_text("utf-8")
 
 
 def test_add_past_a_file_size_limit_says_to_raise_it_and_writes_nothing(vault_repo: VaultRepo) -> None:

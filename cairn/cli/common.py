@@ -87,18 +87,37 @@ def complete_card_id(ctx: click.Context, param: click.Parameter, incomplete: str
 _NOT_A_FOLDER = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device", stat.S_IFSOCK: "a socket"}
 
 
+def _special_kind(value: Any) -> str | None:
+    """What stands at `value` when it is neither a folder nor a regular file ("a FIFO", ...), else None."""
+    try:
+        return _NOT_A_FOLDER.get(stat.S_IFMT(os.stat(value).st_mode))
+    except (OSError, TypeError, ValueError):  # missing, or no path at all: click's own checks say so
+        return None
+
+
 class Folder(click.Path):
     """click's Path for a folder. click refuses a regular file where a folder goes but lets a FIFO, a device or a
     socket through, so `cairn doctor --cwd PIPE` checked a folder no agent works in and `cairn vault add --project
     /dev/null` registered one: such a path is a usage error here, in one line."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        try:
-            kind = _NOT_A_FOLDER.get(stat.S_IFMT(os.stat(value).st_mode))
-        except (OSError, TypeError, ValueError):  # missing, or no path at all: click's own checks say so
-            kind = None
+        kind = _special_kind(value)
         if kind is not None:
             self.fail(f"{os.fsdecode(value)!r} is {kind}, not a folder", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class File(click.Path):
+    """click's Path for a file read whole. click lets a FIFO, a device or a socket through, so `cairn add --body-file
+    PIPE` waited for a writer that never came: such a path is a usage error here, in one line. The process's own
+    descriptors stay readable as given (`-`, `/dev/stdin`, `/dev/fd/N`, which `<(command)` passes)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = os.fsdecode(value) if isinstance(value, (str, bytes)) else ""
+        own = text == "-" or text == "/dev/stdin" or os.path.dirname(text) in ("/dev/fd", "/proc/self/fd")
+        kind = None if own else _special_kind(value)
+        if kind is not None:
+            self.fail(f"{text!r} is {kind}, not a regular file", param, ctx)
         return super().convert(value, param, ctx)
 
 

@@ -15,6 +15,7 @@ import click
 from cairn.cards import catalog
 from cairn.cards.card import STATUSES, review_date_fixed
 from cairn.cli.common import (
+    File,
     FiniteFloatRange,
     Folder,
     argv_text,
@@ -272,7 +273,7 @@ def _words(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--body", default=None, help="The whole lesson in Markdown (default: no body).")
 @click.option(
     "--body-file",
-    type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path),
+    type=File(exists=True, dir_okay=False, allow_dash=True, path_type=Path),
     help="Read the body from a file (- reads stdin).",
 )
 @click.option(
