@@ -121,7 +121,10 @@ def _sync(
             env={"GIT_REFLOG_ACTION": "cairn sync"},
         )
         refused = _checked_out(str(stderr)) or _not_fast_forward(str(stderr))
-        if status != 0 and refused and _holds_the_remote(repo, remote, src, ref, fetching):
+        # A remote-tracking ref ahead of its remote's branch is no author's unpushed work: the remote dropped commits
+        # it held (a force-push back to an older commit), and serving them on would serve what was taken out.
+        own_branch = not ref.startswith("refs/remotes/")
+        if status != 0 and refused and own_branch and _holds_the_remote(repo, remote, src, ref, fetching):
             # Checked out, or ahead with commits not pushed yet: it holds every commit of the remote's already.
             say(f"{name}: {ref} already holds {remote}'s {src.removeprefix('refs/heads/')}")
         elif status != 0:

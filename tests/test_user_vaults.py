@@ -294,6 +294,34 @@ def test_sync_fetches_fast_forward_only(tmp_path: Path) -> None:
     assert json.loads(cairn("list", "--vault", "team", "--json", cwd=tmp_path).stdout)["commit"] == rewritten.strip()
 
 
+def test_sync_after_a_force_push_back_to_an_older_commit_says_the_remote_was_rewritten(tmp_path: Path) -> None:
+    """A teammate force-pushes main back one commit, taking a card out: origin/main, still holding that commit, is
+    ahead of the remote. Sync refuses the rewind and says so, exit 1; it is not "up to date" serving the card."""
+    author = second_vault(tmp_path / "author")
+    subprocess.run(["git", "clone", "-q", "--bare", str(author.root), str(tmp_path / "remote.git")], check=True)
+    author.git("remote", "add", "origin", str(tmp_path / "remote.git"))
+    subprocess.run(["git", "clone", "-q", str(tmp_path / "remote.git"), str(tmp_path / "mine")], check=True)
+    assert cairn("vault", "add", str(tmp_path / "mine"), "--name", "team", cwd=tmp_path).returncode == 0
+    author.write("git/new", "A new lesson about bisect", "git bisect run finds the breaking commit by itself.")
+    new = author.commit("New lesson")
+    author.git("push", "-q", "origin", "main")
+    assert cairn("sync", cwd=tmp_path).returncode == 0
+    author.git("reset", "-q", "--hard", "HEAD~1")
+    author.git("push", "-q", "-f", "origin", "main")
+    refused = cairn("sync", cwd=tmp_path)
+    assert refused.returncode == 1, refused.stdout
+    assert refused.stdout.startswith(
+        "team: diverged: origin's main was rewritten (a force-push?) and is not a fast-forward of "
+        f"refs/remotes/origin/main; still serving {new[:8]}."
+    )
+    fix = re.search(r"`(git -C .*?)`, then `(cairn index .*?)`", refused.stdout)
+    assert fix is not None
+    subprocess.run(shlex.split(fix.group(1)), cwd=tmp_path, check=True, capture_output=True)
+    assert cairn(*shlex.split(fix.group(2))[1:], cwd=tmp_path).returncode == 0
+    asked = json.dumps({"prompt": "how do I make git bisect find the breaking commit by itself", "session_id": "s"})
+    assert json.loads(cairn("hook", "--format", "json", cwd=tmp_path, input=asked).stdout)["cards"] == []
+
+
 def test_a_served_ref_that_switches_to_the_remote_branch_is_indexed_not_called_rewritten(tmp_path: Path) -> None:
     vault = second_vault(tmp_path / "notes")  # made and served as `main`; then pushed, with one commit kept local
     subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "remote.git")], check=True)
