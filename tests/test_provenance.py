@@ -492,6 +492,40 @@ def test_a_summary_kept_from_a_branch_is_credited_to_the_branch(
         assert (prov["summary_changed"]["commit"], prov["last_changed"]["commit"]) == (rewrite, body), rebuild
 
 
+def test_fixing_a_card_broken_in_between_is_no_summary_change(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ann writes a card; two scope edits meet in a merge that commits git's conflict markers (`--no-verify`), or a
+    plain commit breaks the frontmatter; Bob removes the markers. The broken version has no summary, so the walk
+    stopped there and credited Bob's fix with the summary Ann wrote."""
+    commit_at = functools.partial(_commit_at, vault_repo, monkeypatch)
+    vault_repo.write_raw("cairn.toml", "")
+    summary = "A request path leaks SQLAlchemy sessions; close them in a finally block."
+    vault_repo.write("db/pool", "Pool exhausted by leaked sessions", summary, scope=["db"])
+    vault_repo.write("db/lines", "Lines broken in between", summary + " Lines.", scope=["db"])
+    written = commit_at("01-01", "two cards", ANN)
+    vault_repo.git("switch", "-q", "-c", "side")
+    vault_repo.write("db/pool", "Pool exhausted by leaked sessions", summary, scope=["db", "postgres"])
+    commit_at("02-01", "postgres scope", ANN)
+    vault_repo.git("switch", "-q", "main")
+    vault_repo.write("db/pool", "Pool exhausted by leaked sessions", summary, scope=["db", "sqlalchemy"])
+    path = vault_repo.root / "cards" / "db" / "lines.md"
+    path.write_text(path.read_text(encoding="utf-8").replace('scope: ["db"]', 'scope: ["db"'), encoding="utf-8")
+    commit_at("03-01", "sqlalchemy scope; a bracket lost", BOB)
+    vault_repo.git("merge", "-q", "side", "-m", "merge side", check=False)  # a conflict in the scope line
+    assert "<<<<<<<" in (vault_repo.root / "cards" / "db" / "pool.md").read_text(encoding="utf-8")
+    commit_at("04-01", "merge side, markers and all", BOB)
+    assert vault_repo.cairn("index").returncode == 0  # both cards left out: the update below walks them whole
+    vault_repo.write("db/pool", "Pool exhausted by leaked sessions", summary, scope=["db", "sqlalchemy", "postgres"])
+    vault_repo.write("db/lines", "Lines broken in between", summary + " Lines.", scope=["db"])
+    fixed = commit_at("05-01", "remove the markers", BOB)
+    for rebuild in ((), ("--rebuild",)):  # incremental, then whole
+        assert vault_repo.cairn("index", *rebuild).returncode == 0
+        for card_id in ("db/pool", "db/lines"):
+            prov = _prov(vault_repo, card_id)
+            assert (prov["summary_changed"]["commit"], prov["last_changed"]["commit"]) == (written, fixed), card_id
+
+
 def test_authors_are_shown_as_the_indexed_commits_mailmap_names_them(vault_repo: VaultRepo) -> None:
     """Someone who committed under two e-mails was two authors in `cairn show` (`git shortlog` showed one): Cairn
     read no `.mailmap`. It now reads the one the indexed commit holds, never the working tree's (an uncommitted edit

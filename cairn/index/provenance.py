@@ -251,13 +251,17 @@ def _summary_change(lineage: Lineage, summary: str, blob: str, summaries: _Summa
         # No merge rewrote the card: each version follows the older one that left the file as it found it, the next
         # by date unless a merge kept one side's file whole (the other side's later edits stand between).
         start = next((at for at, v in enumerate(versions) if v.blob == blob), 0)
-        changed = versions[start]
+        changed = reached = versions[start]
         for version in versions[start + 1 :]:
-            if changed.old_blob is None:  # added here
+            if reached.old_blob is None:  # added here
                 break
-            if version.blob != changed.old_blob:
+            if version.blob != reached.old_blob:
                 continue
-            if summaries.summary(version) != summary:
+            reached = version
+            said = summaries.summary(version)
+            if said is None:  # no card (its frontmatter broken): it tells nothing of the summary, so it is passed
+                continue
+            if said != summary:
                 return changed, False
             changed = version
         return changed, True
@@ -268,6 +272,16 @@ def _summary_change(lineage: Lineage, summary: str, blob: str, summaries: _Summa
     current = versions[0]
     while True:
         earlier = _earlier_versions(current.commit, at, lineage.graph)
+        # A version that is no card (conflict markers committed, its frontmatter broken) tells nothing of the
+        # summary: the versions it was made from are asked instead.
+        unread = [v for v in earlier if summaries.summary(v) is None]
+        seen = {v.commit.commit for v in unread}
+        while unread:
+            for older in _earlier_versions(unread.pop().commit, at, lineage.graph):
+                if older.commit.commit not in seen:
+                    seen.add(older.commit.commit)
+                    (unread if summaries.summary(older) is None else earlier).append(older)
+        earlier = [v for v in earlier if summaries.summary(v) is not None]
         if not earlier:
             return current, True
         carrying = [v for v in earlier if summaries.summary(v) == summary]
