@@ -121,10 +121,8 @@ def _sync(
             env={"GIT_REFLOG_ACTION": "cairn sync"},
         )
         refused = _checked_out(str(stderr)) or _not_fast_forward(str(stderr))
-        # A remote-tracking ref ahead of its remote's branch is no author's unpushed work: the remote dropped commits
-        # it held (a force-push back to an older commit), and serving them on would serve what was taken out.
-        own_branch = not ref.startswith("refs/remotes/")
-        if status != 0 and refused and own_branch and _holds_the_remote(repo, remote, src, ref, fetching):
+        held = status != 0 and refused and _holds_the_remote(repo, remote, src, ref, fetching)
+        if held and not _dropped_by_the_remote(repo, ref, remote):
             # Checked out, or ahead with commits not pushed yet: it holds every commit of the remote's already.
             say(f"{name}: {ref} already holds {remote}'s {src.removeprefix('refs/heads/')}")
         elif status != 0:
@@ -244,6 +242,13 @@ def _holds_the_remote(repo: Any, remote: str, src: str, ref: str, fetching: Fetc
         timeout=fetching.timeout,
     )
     return status == 0 and gitrepo.is_ancestor(repo, "FETCH_HEAD", ref)
+
+
+def _dropped_by_the_remote(repo: Any, ref: str, remote: str) -> bool:
+    """Whether the served ref's commits past the remote's branch (in FETCH_HEAD) are all ones the remote held as last
+    fetched: a force-push back to an older commit took them out (a remote-tracking ref's are always the remote's), and
+    they are no author's unpushed work to go on serving."""
+    return _commits_not_in(repo, ref, "FETCH_HEAD") > 0 and not _own_commits(repo, ref, remote, "FETCH_HEAD")
 
 
 def _rebasing(folder: Path) -> bool:

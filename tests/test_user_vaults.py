@@ -1708,6 +1708,32 @@ def test_sync_of_a_checked_out_branch_the_remote_rewrote_does_not_say_to_merge_i
     assert listed["commit"] == rewritten and "git/bisect" not in {card["id"] for card in listed["cards"]}
 
 
+def test_sync_of_a_checked_out_branch_the_remote_force_pushed_back_says_it_was_rewritten(tmp_path: Path) -> None:
+    """A teammate force-pushed main back one commit, taking a card out, with no new commit: the author's checked-out
+    main held every commit of the remote's and more, so sync said "up to date" and served the card on."""
+    author = _authors_vault(tmp_path)
+    other = _a_teammates_clone(tmp_path)
+    before = other.git("rev-parse", "HEAD")
+    other.write("git/bisect", "A lesson about bisect", "git bisect run finds the breaking commit by itself.")
+    other.commit("A teammate's lesson, taken out again below")
+    other.git("push", "-q", "origin", "main")
+    author.git("pull", "-q", "--ff-only", "origin", "main")
+    assert cairn("index", "--vault", "team", cwd=tmp_path).returncode == 0
+    other.git("push", "-q", "--force", "origin", "HEAD~1:main")
+
+    done = cairn("sync", "team", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "team: diverged: origin's main was rewritten (a force-push?): it no longer holds 1 commit of " in done.stdout
+    fix = re.search(r"If the new history is right: `(.*?)`, then `(.*?)`", done.stdout)
+    assert fix is not None, done.stdout
+    env = {**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
+    for command in fix.groups():
+        ran = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, env=env)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+    listed = json.loads(cairn("list", "--vault", "team", "--json", cwd=tmp_path).stdout)
+    assert listed["commit"] == before and "git/bisect" not in {card["id"] for card in listed["cards"]}
+
+
 def test_sync_of_a_checked_out_branch_with_commits_of_its_own_gives_a_pull_git_runs(tmp_path: Path) -> None:
     """Bug fixed: the author's checked-out main has a commit not pushed yet and the remote's main has a teammate's:
     sync said `git pull --ff-only`, which git refuses ("Not possible to fast-forward"), and with a merge stopped on
