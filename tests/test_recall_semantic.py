@@ -242,6 +242,37 @@ def test_a_first_card_whose_words_pass_all_but_the_lead_goes_in_when_the_meaning
     assert not R.veto_judges(wrapped) and decided["in a wrapper"].abstained
 
 
+def test_a_first_card_of_both_channels_whose_cosine_stands_clear_goes_in_whatever_its_lead(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agreement pick's third form: the words rank a card first, covering a quarter of the prompt or more, with a
+    lead under `AGREE_LEAD` (0.18), so neither earlier form takes it; when the semantic channel puts the same card
+    first and its cosine leads the semantic second's by `AGREE_CLEAR_GAP` or more, it goes in. Not when the cosines
+    are closer than that, nor when the semantic first is another card."""
+    monkeypatch.setattr(R, "PHRASE_SCALE", 1.0)  # the rule under test alone: no phrase step (RESULTS.md "Round 13")
+    monkeypatch.setattr(gates, "SAID_GAP", 1.01)  # nor the own words relief ("Round 20"), which would pass the words
+    repo = _vault(vault_repo)
+    asked = "the cron environment of a job sees a falsy midnight time"
+    clear = _scaled({CRON: 0.885, MIDNIGHT: 0.84}, IDS)
+    with indexer.open_index(find_vault(repo.root)) as index:
+        plain = recall(index, asked)
+        decided = {
+            "clear": recall(index, asked, semantic=clear),
+            "closer": recall(index, asked, semantic=_scaled({CRON: 0.87, MIDNIGHT: 0.84}, IDS)),
+            "another first": recall(index, asked, semantic=_scaled({MIDNIGHT: 0.885, CRON: 0.84}, IDS)),
+        }
+    first = plain.candidates[0]
+    assert plain.abstained and first.card.id == CRON and first.reason == "small_lead"
+    assert first.lead < R.AGREE_LEAD and first.coverage >= R.SEMANTIC_PICK_MIN_COVERAGE
+    z = sorted(clear.values(), reverse=True)
+    assert clear.scale is not None and (z[0] - z[1]) * clear.scale >= R.AGREE_CLEAR_GAP
+    assert (z[0] - z[1]) + first.lead < R.SEMANTIC_PICK  # the semantic pick would not take it
+    assert [c.card.id for c in decided["clear"].injected] == [CRON]
+    assert decided["clear"].injected[0].picked == R.AGREEMENT_PICKED
+    for name in ("closer", "another first"):
+        assert decided[name].abstained, name
+
+
 def test_with_one_vault_the_answer_is_read_only_when_it_could_change_the_decision(vault_repo: VaultRepo) -> None:
     """`recall(only_if_decisive=True)`, as the hook serving one vault calls it: a prompt the answer cannot change
     (it fits no card; or the words inject a card and the prompt says more than one thing, so the veto does not

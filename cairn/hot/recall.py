@@ -18,8 +18,8 @@
    semantic channel's z-scores, when given, veto (`_semantic_judgement`; not a card the words clearly pass whose
    z-score is near the semantic first's, `SEMANTIC_SPARE_LEAD`, `SEMANTIC_SPARE_NEAR`), and when nothing is injected
    pick its clear first choice among the first admissible cards (`_semantic_pick`), or the first admissible card
-   when both channels put it first and its words nearly pass (`_agreement_pick`); an opt-in confidence gate
-   (`cairn.hot.confidence`, `min_confidence`) picks the cut.
+   when both channels put it first and its words nearly pass, or its cosine stands clear (`_agreement_pick`); an
+   opt-in confidence gate (`cairn.hot.confidence`, `min_confidence`) picks the cut.
 """
 
 import time
@@ -717,9 +717,9 @@ def _decisive(
     """Whether the semantic answer could change which cards the words' decisions (`words`, one per admitted card)
     inject: the words inject a card the veto judges (`veto_judges`), or nothing and a pick could fire. The semantic
     pick needs a card among the first `SEMANTIC_PICK_DEPTH` covering at least `SEMANTIC_PICK_MIN_COVERAGE` (the
-    rounded coverage a candidate shows reaches it whenever the coverage does), the agreement pick a first card with
-    a lead of `AGREE_LEAD` (the rounded lead it compares) scoring `AGREE_SCORE` of the best possible, or in a prompt
-    the veto judges."""
+    rounded coverage a candidate shows reaches it whenever the coverage does; so does the agreement pick's third
+    form), the agreement pick a first card with a lead of `AGREE_LEAD` (the rounded lead it compares) scoring
+    `AGREE_SCORE` of the best possible, or in a prompt the veto judges."""
     if index.n_cards < SEMANTIC_MIN_CARDS:
         return False  # judged on words alone
     if any(c.decision == INJECTED for c in words):
@@ -1108,7 +1108,7 @@ def _gate(
             confirmed = (  # the words pass every gate but the lead, in a prompt the veto judges
                 covers[0] >= settings.min_coverage and gap >= settings.min_margin and veto_judges(query)
             )
-            if _agreement_pick(admitted[0][0], scores[0], out[0].lead, weights.best, semantic, confirmed):
+            if _agreement_pick(admitted[0][0], scores[0], out[0].lead, weights.best, semantic, confirmed, covers[0]):
                 pick, rule = 0, AGREEMENT_PICKED
         if pick is not None and evidence_of(matched.get(admitted[pick][0].row, []), weights, settings) >= (
             settings.min_evidence
@@ -1201,6 +1201,15 @@ AGREE_SCORE = 0.47
 AGREE_LEAD = 0.20
 AGREE_COSINE_GAP = 0.006
 AGREE_CONFIRMED_GAP = 0.026
+# Its third form: a first card its words cover at least SEMANTIC_PICK_MIN_COVERAGE of goes in, whatever its lead and
+# score, when the semantic first over the vault is the same card and its cosine leads the semantic second's by
+# AGREE_CLEAR_GAP: the meaning picks it clearly, and the words rank it first on a fair share of the prompt. On
+# stackfaq-en-dev, with the extra, the right card first in both channels and refused on the lead is 95 of the
+# positives; the lead (0.00-0.19) does not tell them from the 31 negatives both channels agree on, the cosine gap
+# does best. Fitted on the stackfaq-en-dev cases whose id's sha256 is even (`recall_suites --semantic`): the
+# smallest step of 0.005 adding none of their negatives (0.035 adds two at 0.038-0.039). Held out, the odd half
+# went 0.486 -> 0.548 Injection@1 and every other suite's false injection rate stayed as it was.
+AGREE_CLEAR_GAP = 0.04
 
 
 def _agreement_pick(
@@ -1210,16 +1219,21 @@ def _agreement_pick(
     best: float,
     semantic: "Mapping[str, float]",
     confirmed: bool = False,
+    coverage: float = 0.0,
 ) -> bool:
-    """Whether the first admissible card (`score`, its lead gate's value `lead`) goes in as the agreement pick;
-    `confirmed`: its words pass every gate but the lead, in a prompt the veto judges."""
+    """Whether the first admissible card (`score`, its lead gate's value `lead`, its coverage gate's `coverage`)
+    goes in as the agreement pick; `confirmed`: its words pass every gate but the lead, in a prompt the veto judges."""
     scale = getattr(semantic, "scale", None)  # the z-scores' unit in cosine (`cairn.hot.semantic.Similarities`)
-    if scale is None or best <= 0 or lead < AGREE_LEAD:
+    if scale is None or best <= 0:
         return False
     first_id, z1, z2 = _semantic_first(semantic)
     if first_id != first.id:
         return False
     gap = (z1 - z2) * scale
+    if gap >= AGREE_CLEAR_GAP and coverage >= SEMANTIC_PICK_MIN_COVERAGE:
+        return True
+    if lead < AGREE_LEAD:
+        return False
     if score >= AGREE_SCORE * best and gap >= AGREE_COSINE_GAP:
         return True
     return confirmed and z1 >= SEMANTIC_MIN_Z and gap >= AGREE_CONFIRMED_GAP
