@@ -42,10 +42,15 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.synth import git
 from cairn.cards.authoring import verified_today
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from cairn.quality.evaluate import CaseOutcome
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
@@ -64,7 +69,7 @@ TEMPLATE = "template"
 # about them, so every card injected for one is a false injection. Written once, by hand, before any measurement,
 # and split in two halves by position: "fit" (what a rule may be set on) and "report" (what it is judged on).
 FOLLOWUPS = HERE / "suites" / "followups" / "cases.jsonl"
-COLUMNS = ("recall@1", "recall@3", "injection@1", "injection@3", "false_injection_rate")
+COLUMNS = ("recall@1", "recall@3", "injection@1", "injection@3", "false_injection_rate", "wrong@1")
 
 
 def prepare(suite: str) -> Path:
@@ -182,16 +187,36 @@ def run_suite(
         result = evaluate(index, cases, settings=settings, semantic=sims)
         seconds = time.perf_counter() - started
     data = result.to_dict()
+    _add_wrong_at_1(data, result.outcomes)
     data["n_cards"] = report.n_cards
     data["ms_per_case"] = round(1000 * seconds / max(len(cases), 1), 2)
     return data
 
 
+def _add_wrong_at_1(data: dict[str, Any], outcomes: Sequence[CaseOutcome]) -> None:
+    """Wrong@1, overall and per slice: the share of positives whose first injected card is not one they expect. The
+    false injection rate counts negatives only; a card injected for a real question that is not its answer misleads
+    the agent as much, and a rule that lifts Injection@1 can raise it (RESULTS "Round 26")."""
+    tallies: dict[str, list[int]] = {}
+    for o in outcomes:
+        if o.case.positive:
+            wrong = int(bool(o.injected) and o.injected[0] not in o.case.expect)
+            for key in ("", o.case.slice) if o.case.slice else ("",):
+                tally = tallies.setdefault(key, [0, 0])
+                tally[0] += wrong
+                tally[1] += 1
+    for key, (wrong, positives) in tallies.items():
+        target = data if not key else data["by_slice"][key]
+        target["wrong@1"] = round(wrong / positives, 4)
+    for target in (data, *data.get("by_slice", {}).values()):
+        target.setdefault("wrong@1", 0.0)
+
+
 def table(results: dict[str, dict[str, Any]]) -> str:
     head = f"| {'suite':<16} | {'slice':<6} | " + " | ".join(
-        f"{c:>11}" for c in ("R@1", "R@3", "Inj@1", "Inj@3", "FIR")
+        f"{c:>11}" for c in ("R@1", "R@3", "Inj@1", "Inj@3", "FIR", "Wrong@1")
     )
-    lines = [head + " | pos | neg |", "|" + "---|" * 9]
+    lines = [head + " | pos | neg |", "|" + "---|" * 10]
     for suite, data in results.items():
         rows: list[tuple[str, dict[str, Any]]] = [("all", data), *sorted(data["by_slice"].items())]
         for slice_name, m in rows:

@@ -457,3 +457,25 @@ def test_the_layered_benchmark_counts_the_asks_as_the_hook_makes_them(tmp_path: 
         [sys.executable, "-c", code, str(target)], cwd=ROOT, capture_output=True, text=True, check=False
     )
     assert (done.returncode, done.stdout.split()) == (0, ["None", "1"]), done.stderr  # no card vectors: counted
+
+
+def test_recall_suites_counts_a_wrong_first_card_for_a_positive_overall_and_per_slice() -> None:
+    """Wrong@1: the share of positives whose first injected card is not one they expect (a negative's card is the
+    false injection rate's, a positive given nothing counts as neither)."""
+    code = """
+import json
+from benchmarks.recall_suites import _add_wrong_at_1
+from cairn.quality.evaluate import Case, CaseOutcome
+cases = [
+    CaseOutcome(Case("a", "q", ("x",), "long"), ("y", "x"), ("y", "x")),
+    CaseOutcome(Case("b", "q", ("x",), "long"), ("x",), ("x",)),
+    CaseOutcome(Case("c", "q", ("x",), "short"), ("y",), ()),
+    CaseOutcome(Case("d", "q", (), "short"), ("y",), ("y",)),
+]
+data = {"by_slice": {"long": {}, "short": {}}}
+_add_wrong_at_1(data, cases)
+print(json.dumps(data, sort_keys=True))
+"""
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    data = json.loads(done.stdout)
+    assert data == {"wrong@1": 0.3333, "by_slice": {"long": {"wrong@1": 0.5}, "short": {"wrong@1": 0.0}}}
