@@ -187,13 +187,13 @@ def run_suite(
         result = evaluate(index, cases, settings=settings, semantic=sims)
         seconds = time.perf_counter() - started
     data = result.to_dict()
-    _add_wrong_at_1(data, result.outcomes)
+    add_wrong_at_1(data, result.outcomes)
     data["n_cards"] = report.n_cards
     data["ms_per_case"] = round(1000 * seconds / max(len(cases), 1), 2)
     return data
 
 
-def _add_wrong_at_1(data: dict[str, Any], outcomes: Sequence[CaseOutcome]) -> None:
+def add_wrong_at_1(data: dict[str, Any], outcomes: Sequence[CaseOutcome]) -> None:
     """Wrong@1, overall and per slice: the share of positives whose first injected card is not one they expect. The
     false injection rate counts negatives only; a card injected for a real question that is not its answer misleads
     the agent as much, and a rule that lifts Injection@1 can raise it (RESULTS "Round 26")."""

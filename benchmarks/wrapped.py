@@ -122,7 +122,9 @@ def run_suite(suite: str, overrides: dict[str, Any], semantic: bool = False) -> 
 
             prompts = [case.query for case in cases]
             sims = similarities_for(index.path, prompts, top=50, z=True, cache_dir=recall_suites.WORK / "semantic")
-        data = evaluate(index, cases, settings=settings, semantic=sims).to_dict()
+        result = evaluate(index, cases, settings=settings, semantic=sims)
+    data = result.to_dict()
+    recall_suites.add_wrong_at_1(data, result.outcomes)
     data["n_cards"] = len(cases)
     data["ms_per_case"] = 0.0
     return data

@@ -464,7 +464,7 @@ def test_recall_suites_counts_a_wrong_first_card_for_a_positive_overall_and_per_
     false injection rate's, a positive given nothing counts as neither)."""
     code = """
 import json
-from benchmarks.recall_suites import _add_wrong_at_1
+from benchmarks.recall_suites import add_wrong_at_1
 from cairn.quality.evaluate import Case, CaseOutcome
 cases = [
     CaseOutcome(Case("a", "q", ("x",), "long"), ("y", "x"), ("y", "x")),
@@ -473,7 +473,7 @@ cases = [
     CaseOutcome(Case("d", "q", (), "short"), ("y",), ("y",)),
 ]
 data = {"by_slice": {"long": {}, "short": {}}}
-_add_wrong_at_1(data, cases)
+add_wrong_at_1(data, cases)
 print(json.dumps(data, sort_keys=True))
 """
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
