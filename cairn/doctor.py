@@ -2,7 +2,7 @@
 
 Which vaults the prompt hook serves there and why, each vault's served ref and whether its index is at that
 commit (and, with the semantic extra, whether its card vectors are this encoder's and current), its git hooks and
-pre-commit, each agent's settings and the `cairn` they run, Python and git. The library only
+pre-commit, the cache folders of vaults that are gone, each agent's settings and the `cairn` they run, Python and git. The library only
 looks; it never changes anything.
 """
 
@@ -25,7 +25,7 @@ from cairn.hot import build_name, index_key_file
 from cairn.hot.errors import CairnError
 from cairn.hot.gitrefs import git_dir, served_ref
 from cairn.hot.index import SECURITY_RULES_VERSION, IndexReader
-from cairn.hot.paths import file_in_the_way, index_file, path_text
+from cairn.hot.paths import INDEX_NAME, cache_folder, file_in_the_way, index_file, path_text
 from cairn.hot.userconfig import VaultEntry, add_again, config_file, is_vault_name, leave_withdrawn, load_vaults
 from cairn.hot.vault import (
     MARKER_IS_FOLDER,
@@ -93,6 +93,7 @@ def run_checks(cwd: Path, env: dict[str, str] | None = None) -> list[Check]:
         except OSError as exc:  # the hook skips a vault it cannot read and serves the others: say so, check on
             checks.append(_unreadable_vault(entry, exc))
     checks.append(semantic)
+    checks += _caches_of_vaults_gone()
     checks += _agent_checks(cwd, entries)
     return checks
 
@@ -726,6 +727,31 @@ def _owner_is_another(folder: str) -> bool:
         return uid != 0 and os.stat(folder).st_uid != uid
     except OSError:
         return False
+
+
+def _caches_of_vaults_gone() -> list[Check]:
+    """An information line for each folder of the cache whose vault is gone (deleted or moved by hand, a removed
+    `git worktree`): its indexes and card vectors are kept under the vault's old path, and nothing else removes them.
+    The vault is the folder its index was built from (meta `vault_root`); a folder without a readable index is left
+    alone."""
+    folder = os.path.join(cache_folder(), "vaults")
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    checks = []
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            with IndexReader(os.path.join(path, INDEX_NAME)) as reader:
+                root = reader.meta.get("vault_root") or ""
+        except (CairnError, OSError):
+            continue
+        if root and not os.path.isdir(root):
+            detail = f"the index of {root}, which is not a folder any more (deleted or moved)"
+            note = "nothing else removes it; were the vault to come back, `cairn index` would build it again"
+            checks.append(Check("cache", name, None, detail, f"rm -rf {shlex.quote(path)}", note))
+    return checks
 
 
 def _state_check() -> list[Check]:

@@ -24,6 +24,7 @@ from helpers.vaults import (
     BOB,
     REBASE_ID,
     VaultRepo,
+    cache_dir,
     cairn_executable,
     card_text,
     make_vault,
@@ -518,6 +519,30 @@ def test_doctors_fix_for_a_moved_vault_keeps_its_name_scope_and_projects(tmp_pat
         ["git"],
         [str(project)],
     )
+
+
+def test_doctor_names_the_cache_folder_of_a_vault_that_is_gone_and_its_fix_removes_it(tmp_path: Path) -> None:
+    """Bug fixed: a vault deleted or moved by hand (or a removed `git worktree`) kept its cache folder, indexes and
+    card vectors, for good: no command removed it and doctor did not name it, so the cache grew with every vault
+    ever indexed. Doctor now names each such folder with the command that removes it, and no other."""
+    kept, gone = VaultRepo(tmp_path / "team"), VaultRepo(tmp_path / "old notes")
+    make_vault(kept)
+    make_vault(gone)
+    for repo in (kept, gone):
+        assert cairn("index", "--vault", str(repo.root), cwd=tmp_path).returncode == 0
+    folders = sorted(p.parent for p in cache_dir().glob("vaults/*/index.cairn"))
+    assert len(folders) == 2
+    shutil.rmtree(gone.root)
+    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
+    [line] = [c for c in checks if c["area"] == "cache"]
+    assert line["ok"] is None and str(gone.root) in line["detail"], line
+    done = subprocess.run(line["fix"], shell=True, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert [p.parent for p in cache_dir().glob("vaults/*/index.cairn")] == [
+        f for f in folders if f.name.startswith("team-")
+    ]
+    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
+    assert [c for c in checks if c["area"] == "cache"] == []
 
 
 def test_doctors_fix_for_a_vault_outside_git_runs_as_printed_in_a_folder_with_a_space(tmp_path: Path) -> None:
