@@ -369,7 +369,9 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
                 )
             ]
         why = "is not a folder" if not os.path.isdir(root) else "has no cards/ folder"
-        return [Check("vault", name, False, f"{root} {why}", add_again(entry), _VAULT_PATH)]
+        # as the hook's log says it: a vault deleted by hand is removed from the configuration, not added again
+        gone = f"{_VAULT_PATH}; if the vault is gone for good: `cairn vault remove {name}`"
+        return [Check("vault", name, False, f"{root} {why}", add_again(entry), gone)]
     checks: list[Check] = []
     if os.path.isdir(os.path.join(root, MARKER)):
         marker = os.path.join(root, MARKER)

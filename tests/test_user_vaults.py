@@ -521,6 +521,24 @@ def test_doctors_fix_for_a_moved_vault_keeps_its_name_scope_and_projects(tmp_pat
     )
 
 
+def test_doctor_says_how_to_drop_a_configured_vault_deleted_by_hand(tmp_path: Path) -> None:
+    """Bug fixed: for a configured vault deleted by hand, doctor's only advice was `cairn vault add PATH --replace`
+    (PATH: the vault's folder), which names no folder for a vault that is gone; the hook's log says `cairn vault
+    remove NAME` there, and so does doctor's note now, a command that runs as printed and clears the failure."""
+    repo = VaultRepo(tmp_path / "old-notes")
+    make_vault(repo)
+    assert cairn("vault", "add", str(repo.root), "--name", "old", cwd=tmp_path).returncode == 0
+    shutil.rmtree(repo.root)
+    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
+    [gone] = [c for c in checks if c["area"] == "vault"]
+    assert gone["ok"] is False and gone["detail"] == f"{repo.root} is not a folder", gone
+    [command] = re.findall(r"`(cairn vault remove [^`]+)`", gone["note"])
+    done = cairn(*shlex.split(command)[1:], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
+    assert [c for c in checks if c["area"] == "vault"] == []
+
+
 def test_doctor_names_the_cache_folder_of_a_vault_that_is_gone_and_its_fix_removes_it(tmp_path: Path) -> None:
     """Bug fixed: a vault deleted or moved by hand (or a removed `git worktree`) kept its cache folder, indexes and
     card vectors, for good: no command removed it and doctor did not name it, so the cache grew with every vault
