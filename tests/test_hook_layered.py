@@ -514,6 +514,31 @@ def test_a_name_or_a_relative_path_never_serves_a_folder_of_the_agents_project(h
     assert not list((Path(os.environ["CAIRN_CACHE_DIR"]) / "vaults").glob("lessons-*"))
 
 
+def test_a_vault_named_by_path_serves_nothing_while_the_configuration_cannot_be_read(
+    home: Path, tmp_path: Path
+) -> None:
+    """Bug fixed: with a typo in the user configuration, the hook given `--vault /abs/path` served that vault without
+    the `scopes = ["python"]` its entry sets, so the git card the user kept from agents came out, and nothing was
+    logged; without `--vault` the same configuration serves nothing. Now both serve nothing and log why."""
+    team = team_vault(tmp_path / "team-lessons")
+    register(team.root, "team", "--scope", "python")
+    project = tmp_path / "work"
+    project.mkdir()
+
+    def hook_given(vault: str) -> str:
+        payload = payload_for("claude-code", FITTING_PROMPT, project, "s-1")
+        done = cairn("hook", "--format", "claude-code", "--vault", vault, cwd=project, stdin=payload)
+        assert (done.returncode, done.stderr) == (0, "")
+        return done.stdout
+
+    assert hook_given(str(team.root)) == ""  # the scope limit keeps the git card out
+    config = Path(os.environ["CAIRN_CONFIG"])
+    config.write_text(config.read_text().replace("scopes =", "scopse ="))
+    assert hook_given(str(team.root)) == ""
+    assert "unknown key 'scopse'" in log_entries()[-1]["error"]
+    assert log_entries()[-1]["error"].startswith("ConfigError: ")
+
+
 def test_a_relative_xdg_folder_is_never_the_agents_project(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

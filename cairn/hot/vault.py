@@ -142,8 +142,12 @@ def hook_vaults(
     vault of that name, or the folder is not a vault with `cairn.toml`. Otherwise every
     `[[vaults]]` entry of the user configuration; an entry that is not a usable vault is skipped, as
     (name, why), so one moved folder does not silence the others. No configuration: VaultNotFound with the fix.
+    A configuration that cannot be read raises ConfigError whichever way the vault is given (the hook logs it and
+    serves nothing): a vault it lists, named by path, would be served without its ref, scopes and projects.
     The agent's working directory is never searched.
     """
+    from cairn.hot.userconfig import config_file, load_vaults
+
     env = os.environ if env is None else env
     given, source = (explicit, "--vault") if explicit else (env.get("CAIRN_VAULT") or None, "CAIRN_VAULT")
     if given:
@@ -151,8 +155,6 @@ def hook_vaults(
             # A name: the configured vault's, or nothing. Read as a folder it would be one in the hook's own folder,
             # the agent's project (a vault removed from the configuration, or a configuration that does not parse,
             # made `--vault team` serve the `team/` folder of whatever repository the agent works in).
-            from cairn.hot.userconfig import config_file, load_vaults
-
             entries = load_vaults(env)  # ConfigError: the hook logs it and serves nothing
             named = next((e for e in entries if e.name == given), None)
             if named is None:
@@ -167,15 +169,13 @@ def hook_vaults(
                 f"{source} {given!r} is a relative path, which the hook would read from the agent's folder; give the"
                 " vault's absolute path or a configured vault's name"
             )
-        listed = _entries_or_none(env)
+        listed = load_vaults(env)  # ConfigError: as below (its limits on this vault are unknown)
         dirs = locate_served(given)  # a folder given: never the agent's folder, never a search
         real = os.path.realpath(dirs.root)
-        match = next((e for e in listed or () if os.path.realpath(e.path) == real), None)
+        match = next((e for e in listed if os.path.realpath(e.path) == real), None)
         if match is not None:
             return [ServedVault(match.name, dirs, match.ref, match.scopes, match.projects, source)], []
         return [ServedVault(None, dirs, None, (), (), source)], []
-    from cairn.hot.userconfig import config_file, load_vaults
-
     entries = load_vaults(env)  # ConfigError: the hook logs it and serves nothing
     if not entries:
         raise _not_found(
@@ -190,15 +190,6 @@ def hook_vaults(
         except Exception as exc:  # VaultNotFound, an unreadable folder: skip this one, serve the others
             skipped.append((entry.name, str(exc)))
     return served, skipped
-
-
-def _entries_or_none(env: "Mapping[str, str]") -> "list[VaultEntry] | None":
-    from cairn.hot.userconfig import load_vaults
-
-    try:
-        return load_vaults(env)
-    except Exception:  # a broken configuration does not stop a vault named by path
-        return None
 
 
 def _served(entry: "VaultEntry", source: str, strict: bool) -> ServedVault:
