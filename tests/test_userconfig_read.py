@@ -438,3 +438,22 @@ def test_recall_in_a_vault_says_when_the_configuration_cannot_be_read(vault_repo
         warning = next(line for line in done.stderr.splitlines() if line.startswith("Warning: "))
         assert "config.toml: [[vaults]] entry 1 (team): unknown key 'projcts'" in warning
         assert "the prompt hook serves nothing until it is fixed" in warning
+
+
+def test_index_in_a_vault_says_when_the_configuration_cannot_be_read(vault_repo: VaultRepo) -> None:
+    """Bug fixed: with a typo in the user configuration, `cairn index` in the vault read no configured entry and
+    indexed the default branch instead of the vault's configured `ref`, saying nothing of the broken file."""
+    make_vault(vault_repo)
+    vault_repo.git("branch", "reviewed")
+    write_config(
+        Path(os.environ["HOME"]),
+        f'[[vaults]]\nname = "team"\npath = "{vault_repo.root}"\nref = "reviewed"\nscopse = ["git"]\n',
+    )
+    done = vault_repo.invoke("index")
+    assert done.returncode == 0, done.stderr
+    [warning] = [line for line in done.stderr.splitlines() if line.startswith("Warning: ")]
+    assert "config.toml: [[vaults]] entry 1 (team): unknown key 'scopse'" in warning
+    assert "this indexed refs/heads/main, not a ref it may configure for this vault" in warning
+    # an author's own ref is not the served one: nothing to say
+    done = vault_repo.invoke("index", "--ref", "HEAD")
+    assert done.returncode == 0 and "Warning" not in done.stderr, done.stderr

@@ -604,6 +604,18 @@ def warn(text: str) -> None:
     echo(f"Warning: {text}", err=True)
 
 
+def warn_unreadable_config(applied: str) -> None:
+    """A warning when the user configuration cannot be read: the prompt hook serves nothing, and a command run in a
+    vault finds no configured entry for it (`entry_for`), so `applied` says what it did without one."""
+    from cairn.hot.errors import ConfigError
+    from cairn.hot.userconfig import load_vaults
+
+    try:
+        load_vaults()
+    except ConfigError as exc:
+        warn(f"{exc}; the prompt hook serves nothing until it is fixed, and {applied}")
+
+
 @contextmanager
 def progress_bar(label: str) -> Iterator[Callable[[int, int], None]]:
     """A progress callback drawing a bar on a terminal (stderr) and nothing elsewhere."""

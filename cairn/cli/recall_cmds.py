@@ -28,10 +28,11 @@ from cairn.cli.common import (
     resolve_vault,
     vault_option,
     warn,
+    warn_unreadable_config,
     where_to_read,
     worktree_option,
 )
-from cairn.hot.errors import CairnError, ConfigError, InvalidCases
+from cairn.hot.errors import CairnError, InvalidCases
 from cairn.hot.gates import LITTLE_EVIDENCE, NAMED_LEAD
 from cairn.hot.hook import context_trim, hook_gives, show_command, vault_encloses
 from cairn.hot.index import IndexedCard, IndexReader
@@ -322,13 +323,9 @@ def _vault_scope(vault: Vault, scope: str | None) -> tuple[tuple[str, ...] | Non
     the declared tags, None when they share no tag) and its configured entry; says on stderr when that limit, or
     its projects limit, means the prompt hook serves less from it here, and when the user configuration cannot be
     read (the hook serves nothing; `served_scope` finds no entry, so no configured limit applies here)."""
-    try:
-        load_vaults()
-    except ConfigError as exc:
-        warn(
-            f"{exc}; the prompt hook serves nothing until it is fixed, and this answer applies none of the limits it "
-            "may configure for this vault (ref, scopes, projects)"
-        )
+    warn_unreadable_config(
+        "this answer applies none of the limits it may configure for this vault (ref, scopes, projects)"
+    )
     tags, entry = served_scope(vault.root, scope_tags(scope))
     if entry is not None and tags is None:
         warn(

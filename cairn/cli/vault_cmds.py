@@ -33,6 +33,7 @@ from cairn.cli.common import (
     unknown_vault_name,
     vault_option,
     warn,
+    warn_unreadable_config,
 )
 from cairn.hot.errors import CairnError, CardNotFound, InvalidId, VaultNotFound
 from cairn.hot.serve import split_tags
@@ -567,6 +568,10 @@ def index(
     # the cards the user sees in the folder and the index lacks (of the served ref's index: a branch's or the
     # working tree's is the author's own, and says nothing of what agents get)
     ignored = gitrepo.ignored_cards_note(vault) if not worktree and ref is None and vault.git_root else None
+    if not worktree and ref is None:  # the served ref: the one the configuration may set went unread
+        warn_unreadable_config(
+            f"this indexed {_indexed_ref(report.index_file)}, not a ref it may configure for this vault"
+        )
     if as_json:
         echo_json(
             {
