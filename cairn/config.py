@@ -29,7 +29,8 @@ MAX_CONFIG_BYTES = 1024 * 1024
 class VaultConfigError(InvalidConfig):
     """A cairn.toml Cairn cannot read. detail: what is wrong, without the location; line: 1-based, 0 when unknown;
     commit: the commit the file was read from (None for the working tree or the staging area); problems: every
-    (line, detail) found, this one first (lint reports each; the message names the first and counts the rest)."""
+    (line, detail) found, this one first (lint reports each; the message names the first and counts the rest); lint:
+    the command that lists each (`asking` names the vault, so that it runs as printed from any folder)."""
 
     def __init__(
         self,
@@ -39,6 +40,7 @@ class VaultConfigError(InvalidConfig):
         line: int = 0,
         commit: str | None = None,
         more: tuple[tuple[int, str], ...] = (),
+        lint: str = "cairn lint",
     ) -> None:
         self.detail = detail
         self.file = file
@@ -48,12 +50,17 @@ class VaultConfigError(InvalidConfig):
         where = f"{file}:{line}" if line else file
         text = f"{where}: {detail}"
         if more:
-            text += f" (and {len(more)} more in {file}; `cairn lint` lists each)"
+            text += f" (and {len(more)} more in {file}; `{lint}` lists each)"
         if commit:
             text += (
                 f" (committed in {commit[:8]}: fix it and commit the fix; Cairn reads the commit, not the working tree)"
             )
         super().__init__(text)
+
+    def asking(self, lint: str) -> VaultConfigError:
+        """This error, its mistakes listed by `lint` (`cairn lint --vault V`)."""
+        more = self.problems[1:]
+        return VaultConfigError(self.detail, file=self.file, line=self.line, commit=self.commit, more=more, lint=lint)
 
 
 def folder_error(commit: str | None = None) -> VaultConfigError:

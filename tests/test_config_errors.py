@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from cairn.hot.vault import find_vault
 from cairn.index.build import index_file_for
 from cairn.lint.runner import DEFAULTS_USED
 from helpers.payloads import FITTING_PROMPT, payload_for
-from helpers.vaults import REBASE_ID, VaultRepo, make_vault
+from helpers.vaults import REBASE_ID, VaultRepo, make_vault, run_cairn
 
 BAD_TOML = '# team settings\n[recall]\nk1 = 1.2\n\n[lint]\nmax_age_days = "a year"\n'
 
@@ -156,10 +158,29 @@ def test_index_names_the_first_mistake_counts_the_rest_and_stores_each(vault_rep
     assert done.returncode == 1
     assert done.stderr.startswith(
         "Error: cairn.toml:2: [recall] max_cards must be 1 or more, not 0 (and 5 more in cairn.toml; "
-        f"`cairn lint` lists each) (committed in {commit[:8]}"
+        f"`cairn lint --vault {find_vault(vault_repo.root).root}` lists each) (committed in {commit[:8]}"
     )
     with IndexReader(str(index_file_for(find_vault(vault_repo.root)))) as index:
         assert [line for _, line, _, _ in index.problems()] == [2, 3, 4, 5, 7, 8]
+
+
+def test_the_lint_that_lists_each_mistake_runs_as_printed_from_another_folder(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: `cairn recall --vault V` and `cairn index --vault V` run from another folder said "`cairn lint`
+    lists each" of a cairn.toml with several mistakes, and that lint, run there as printed, found no vault."""
+    vault_repo.write("docker/layers", "Order docker layers by change rate", "Copy the lockfile before the sources.")
+    vault_repo.write_raw("cairn.toml", MANY_MISTAKES)
+    vault_repo.commit("Bad settings")
+    elsewhere = tmp_path / "project"
+    elsewhere.mkdir()
+    for command in (["index"], ["recall", FITTING_PROMPT]):
+        done = run_cairn(*command, "--vault", str(vault_repo.root), cwd=elsewhere)
+        assert done.returncode == 1, done.stderr
+        lint = re.search(r"`(cairn lint[^`]*)` lists each", done.stderr)
+        assert lint is not None, done.stderr
+        listed = run_cairn(*shlex.split(lint.group(1))[1:], cwd=elsewhere)
+        assert listed.stdout.count("config-invalid") == 6, listed.stdout + listed.stderr
 
 
 def test_index_fails_with_one_line_and_stores_the_error_with_no_card(vault_repo: VaultRepo) -> None:

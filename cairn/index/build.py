@@ -26,7 +26,15 @@ from cairn.cards.card import (
     oversize_finding,
     parse_card,
 )
-from cairn.config import CONFIG_FILE, Config, folder_error, parse_config, symlink_error, worktree_config_text
+from cairn.config import (
+    CONFIG_FILE,
+    Config,
+    VaultConfigError,
+    folder_error,
+    parse_config,
+    symlink_error,
+    worktree_config_text,
+)
 from cairn.finding import Finding
 from cairn.hot import build_name, paths
 from cairn.hot.errors import CairnError, IndexCorrupt, IndexMissing, IndexStale, InvalidConfig
@@ -377,7 +385,7 @@ def build_worktree_index(vault: Vault, progress: Progress | None = None) -> Inde
     """Index the working tree (uncommitted edits included), for authors; never used by the hook."""
     started = time.perf_counter()
     target = index_file_for(vault, worktree=True)
-    config = parse_config(worktree_config_text(vault.root))
+    config = _parsed_config(vault, worktree_config_text(vault.root))
     files = list(worktree_card_files(vault))
     upserts: list[store.CardTerms] = []
     problems: list[Finding] = []
@@ -533,12 +541,12 @@ def vault_command(vault: Vault, command: str) -> str:
 def config_of(vault: Vault, *, worktree: bool = False) -> Config:
     """The vault's settings: from the working tree, or from the served ref's commit when the vault is in git."""
     if worktree or vault.git_root is None:
-        return parse_config(worktree_config_text(vault.root))
+        return _parsed_config(vault, worktree_config_text(vault.root))
     with gitrepo.open_repo(vault) as repo:
         try:
             commit = served_commit(vault, repo)[1]
         except CairnError:
-            return parse_config(worktree_config_text(vault.root))
+            return _parsed_config(vault, worktree_config_text(vault.root))
         return _config_at(repo, commit, vault)
 
 
@@ -608,7 +616,16 @@ def _config_at(repo: git.Repo, commit: str, vault: Vault) -> Config:
         return Config()
     if gitrepo.holds_symlink(repo, commit, CONFIG_FILE, vault):
         raise symlink_error(commit)
-    return parse_config(data.decode("utf-8", "replace"), commit=commit)
+    return _parsed_config(vault, data.decode("utf-8", "replace"), commit)
+
+
+def _parsed_config(vault: Vault, text: str | None, commit: str | None = None) -> Config:
+    """`parse_config` of this vault's cairn.toml: a file of several mistakes names the `cairn lint` that lists each
+    as it runs from any folder (recall and index run with `--vault` outside the vault too)."""
+    try:
+        return parse_config(text, commit=commit)
+    except VaultConfigError as exc:
+        raise exc.asking(vault_command(vault, "lint")) from None
 
 
 def _meta(vault: Vault, commit: str, source: str, config: Config, config_error: str = "") -> dict[str, str]:
