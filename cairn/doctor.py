@@ -78,11 +78,12 @@ def run_checks(cwd: Path, env: dict[str, str] | None = None) -> list[Check]:
     """Every check, in the order a user fixes things: Python and git, the configuration, the vaults, the agents."""
     env = dict(os.environ) if env is None else env
     checks = [_python(), _git(), *_relative_folders(env), *_shared_folders(), *_low_space(), *_state_check()]
-    entries, config_check = _config(env)
+    read, config_check = _config(env)
+    entries = read or []
     checks.append(config_check)
     checks += _shell_only_config(env, entries) if config_check.ok else []
     checks += _allowed_rules(env) if config_check.ok else []
-    checks += _resolution(cwd, entries, env)
+    checks += _resolution(cwd, entries, env, config_read=read is not None)
     semantic, encodes = _semantic_check(env)
     from cairn.semantic.encoder import available
 
@@ -205,27 +206,28 @@ def _low_space() -> list[Check]:
     return checks
 
 
-def _config(env: dict[str, str]) -> tuple[list[VaultEntry], Check]:
+def _config(env: dict[str, str]) -> tuple[list[VaultEntry] | None, Check]:
+    """The configured vaults (None when the configuration cannot be read) and the check that says so."""
     try:
         file = config_file(env)
     except CairnError as exc:  # a relative CAIRN_CONFIG: a failed check like any other, and the checks go on
-        return [], Check("config", "CAIRN_CONFIG", False, str(exc), "set CAIRN_CONFIG to a full path, or unset it")
+        return None, Check("config", "CAIRN_CONFIG", False, str(exc), "set CAIRN_CONFIG to a full path, or unset it")
     try:
         entries = load_vaults(env)
     except CairnError as exc:
         if os.path.lexists(file) and not os.path.isfile(file):  # a folder, a FIFO: no line of it to fix
             if env.get("CAIRN_CONFIG"):  # the variable names the wrong thing; what it names is not Cairn's to move
                 fix = f"set CAIRN_CONFIG to a file's full path, such as {shlex.quote(path_text(file, 'config.toml'))}"
-                return [], Check("config", file, False, str(exc), fix)
+                return None, Check("config", file, False, str(exc), fix)
             moved = shlex.quote(file + ".not-a-file")
             fix = f"mv {shlex.quote(file)} {moved} && cairn vault add PATH"
-            return [], Check("config", file, False, str(exc), fix, _VAULT_PATH)
+            return None, Check("config", file, False, str(exc), fix, _VAULT_PATH)
         in_the_way = None if os.path.lexists(file) else file_in_the_way(file)
         if in_the_way is not None:  # a file where a folder of its path goes: the file has no line to fix either
             moved = shlex.quote(in_the_way + ".old")
             fix = f"mv {shlex.quote(in_the_way)} {moved} && cairn vault add PATH"
-            return [], Check("config", file, False, str(exc), fix, _VAULT_PATH)
-        return [], Check("config", file, False, str(exc), note=f"fix {file} as the error says")
+            return None, Check("config", file, False, str(exc), fix, _VAULT_PATH)
+        return None, Check("config", file, False, str(exc), note=f"fix {file} as the error says")
     if not entries:
         return [], Check("config", file, False, "no vault configured", "cairn vault add PATH", _VAULT_PATH)
     return entries, Check("config", file, True, f"{len(entries)} vault(s): {', '.join(e.name for e in entries)}")
@@ -285,8 +287,9 @@ def _allowed_rules(env: dict[str, str]) -> list[Check]:
     ]
 
 
-def _resolution(cwd: Path, entries: list[VaultEntry], env: dict[str, str]) -> list[Check]:
-    """Which vaults the hook serves to an agent working in `cwd`, and which vault the commands use there."""
+def _resolution(cwd: Path, entries: list[VaultEntry], env: dict[str, str], config_read: bool) -> list[Check]:
+    """Which vaults the hook serves to an agent working in `cwd`, and which vault the commands use there (whether
+    the configuration lists the one around `cwd` is unknown when it cannot be read: `config_read`)."""
     checks: list[Check] = []
     if env.get("CAIRN_VAULT"):
         given = f"CAIRN_VAULT={env['CAIRN_VAULT']}"
@@ -329,7 +332,7 @@ def _resolution(cwd: Path, entries: list[VaultEntry], env: dict[str, str]) -> li
             )
         )
     around = install.enclosing_vault(cwd)
-    if around is not None:
+    if around is not None and config_read:  # else `cairn vault add` fails on the same file, which may list it
         real = os.path.realpath(around)
         if not any(os.path.realpath(e.path) == real for e in entries):
             # Information, not a failure: a cloned project may commit a vault of its own, whose cards no one on the

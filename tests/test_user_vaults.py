@@ -408,6 +408,23 @@ def test_doctor_fails_then_passes(tmp_path: Path, vault_repo: VaultRepo) -> None
     )
 
 
+def test_doctor_in_a_vault_offers_no_vault_add_while_the_configuration_cannot_be_read(
+    tmp_path: Path, vault_repo: VaultRepo
+) -> None:
+    """Bug fixed: with a typo in the user configuration, `cairn doctor` in a configured vault also said the vault
+    around the folder is not configured, with `cairn vault add PATH` as the fix: it may be configured, and that
+    command fails on the same file."""
+    make_vault(vault_repo)
+    assert cairn("vault", "add", str(vault_repo.root), "--name", "team", cwd=tmp_path).returncode == 0
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "cairn" / "config.toml"
+    config.write_text(config.read_text() + 'scopse = ["git"]\n')
+    done = cairn("doctor", "--cwd", str(vault_repo.root / "cards"), cwd=tmp_path)
+    assert done.returncode == 1
+    assert f"FAIL config {config}: " in done.stdout and "unknown key 'scopse'" in done.stdout
+    assert "is not configured" not in done.stdout, done.stdout
+    assert cairn("vault", "add", str(vault_repo.root), cwd=tmp_path).returncode == 1  # what it offered
+
+
 def test_doctor_fails_the_git_hooks_of_a_moved_vault_which_index_nothing(tmp_path: Path) -> None:
     """Bug fixed: after `mv team-lessons lessons`, its git hooks (written for the old work tree) indexed nothing, so
     every commit left the index stale, and `cairn doctor` said only `info ... were written by another Cairn (or for
