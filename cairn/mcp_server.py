@@ -385,9 +385,12 @@ class VaultTools:
         started for a configured vault by its name serves it while the configuration names it so, as `cairn recall
         --vault NAME` and the prompt hook do: one `cairn vault remove` left agents served its cards until a restart."""
         root = str(self.vault.root)
+        # A configuration that cannot be read: ConfigError, as the prompt hook serves nothing then, however the vault
+        # is given (by its path, it would lose the ref, scopes and projects the configuration may set for it)
+        entries = load_vaults()
         if self.configured_as is not None:
             name = self.configured_as
-            entry = next((e for e in load_vaults() if e.name == name), None)  # a broken configuration: ConfigError
+            entry = next((e for e in entries if e.name == name), None)
             if entry is None:
                 raise VaultNotFound(
                     f"the vault {name!r} this server was started for is no longer configured (`cairn vault remove`?), "

@@ -1284,3 +1284,21 @@ def test_serve_in_a_configured_vault_names_a_configuration_that_cannot_be_read(v
         f"Error: {config}: [[vaults]] entry 1 (team): unknown key 'projcts'; known: name, path, ref, scopes, projects\n"
     )
     assert "cairn vault add" not in refused.stderr
+
+
+def test_serve_given_a_path_serves_nothing_while_the_configuration_cannot_be_read(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn serve --vault /abs/path` of a configured vault, with a typo in the user configuration, served
+    the git card its `scopes = ["python"]` keeps from agents (the hook given the same path serves nothing, and logs
+    why). Its tools now say what is wrong with the file."""
+    make_vault(vault_repo)
+    root = str(vault_repo.root.resolve())
+    assert vault_repo.cairn("vault", "add", root, "--name", "team", "--scope", "python").returncode == 0
+    prompt = "git pull --rebase dropped my local commits after someone force-pushed the shared branch"
+    _, _, [limited] = drive_serve(vault_repo.root, [("recall", {"query": prompt})])
+    assert _text_json(limited)["cards"] == []
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "cairn" / "config.toml"
+    config.write_text(config.read_text(encoding="utf-8").replace("scopes =", "scopse ="), encoding="utf-8")
+    _, _, results = drive_serve(vault_repo.root, [("recall", {"query": prompt}), ("explain", {"query": prompt})])
+    for result in results:
+        assert is_error(result)
+        assert "unknown key 'scopse'" in result.content[0].text
