@@ -1097,7 +1097,10 @@ def test_a_session_is_shared_with_the_hook_for_a_configured_vault(vault_repo: Va
     again = {"cards": [], "abstained": True, "already_injected": ["git/force-push-rebase"]}
     assert _text_json(recalled) == again
     done = vault_repo.cairn("recall", "--json", "--session", "s-7", "--vault", str(vault_repo.root), query)
-    assert json.loads(done.stdout) == again
+    answer = json.loads(done.stdout)
+    # the CLI names the commit it read (`recall --json`); the MCP tool does not
+    assert answer.pop("commit") == vault_repo.git("rev-parse", "HEAD")
+    assert answer == again
 
 
 def test_a_configured_vaults_scopes_limit_what_the_tools_give_as_the_hook(vault_repo: VaultRepo) -> None:
