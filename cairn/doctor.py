@@ -34,6 +34,7 @@ from cairn.hot.vault import (
     find_vault,
     hook_vaults,
     left_out_of_work_tree,
+    local_branch_served,
     make_cards_folder,
     make_marker,
     misnamed_cards,
@@ -440,6 +441,8 @@ def _vault_checks(entry: VaultEntry, encodes: bool = False, installed: bool = Tr
         checks.append(Check("ref", name, False, advice.problem, advice.command, advice.note))
     elif checked_out is not None:
         checks.append(Check("ref", name, False, checked_out.problem, checked_out.command, checked_out.note))
+    elif (unpushed := local_branch_served(vault.git_root, ref, entry.ref)) is not None:
+        checks.append(Check("ref", name, False, unpushed.problem, unpushed.command, unpushed.note))
     else:
         checks.append(Check("ref", name, True, f"serves {ref} at {commit[:8]}"))
     indexed = _cache_can_take(_index_check(name, root, commit, vault), index_file(os.path.realpath(root)))

@@ -213,6 +213,32 @@ def test_an_origin_head_left_on_a_dropped_branch_says_fetch(tmp_path: Path) -> N
     )
 
 
+def test_a_vault_pushed_to_a_new_remote_says_it_serves_local_main(tmp_path: Path) -> None:
+    """Bug fixed: a vault made with `git init`, then `git remote add origin URL` and `git push -u origin main`, has no
+    origin/HEAD (only `git clone` and `git remote set-head` write it), so it served its local main: the author's
+    hook injected cards committed there, never pushed nor reviewed, and doctor said "ok   ref". Doctor fails it,
+    `vault add` and `cairn index` note it, each with the command that points origin/HEAD at the remote's branch."""
+    vault = VaultRepo(tmp_path / "vault")
+    make_vault(vault)
+    _git(tmp_path, "init", "-q", "--bare", "remote.git")
+    vault.git("remote", "add", "origin", str(tmp_path / "remote.git"))
+    vault.git("push", "-q", "-u", "origin", "main")
+    fix = f"git -C {vault.root} remote set-head origin --auto"
+    added = run_cairn("vault", "add", str(vault.root), "--name", "team", cwd=tmp_path)
+    assert added.returncode == 0 and "serves its local main, not origin/main" in added.stderr, added.stderr
+    assert fix in added.stderr
+    indexed = run_cairn("index", cwd=vault.root)
+    assert indexed.returncode == 0 and fix in indexed.stderr, indexed.stderr
+    doctor = run_cairn("doctor", "--json", cwd=tmp_path)
+    [ref_check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "ref"]
+    assert ref_check["ok"] is False and ref_check["fix"] == fix, ref_check
+    assert "cards committed there are served before they are pushed or reviewed" in ref_check["detail"]
+    subprocess.run(shlex.split(fix), cwd=tmp_path, check=True, capture_output=True)
+    doctor = run_cairn("doctor", "--json", cwd=tmp_path)
+    [ref_check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "ref"]
+    assert ref_check["ok"] is True and ref_check["detail"].startswith("serves refs/remotes/origin/main"), ref_check
+
+
 @pytest.mark.parametrize("folder", ["my lessons", "it`s lessons"])
 def test_doctors_fix_for_a_vault_with_no_commits_runs_as_printed_from_another_folder(
     tmp_path: Path, folder: str

@@ -343,7 +343,9 @@ def test_a_served_ref_that_switches_to_the_remote_branch_is_indexed_not_called_r
     ), synced
     vault.git("remote", "set-head", "origin", "-d")  # back to main: the same from `cairn index`
     index = cairn("index", "--vault", "notes", cwd=tmp_path)
-    assert (index.returncode, index.stderr) == (0, ""), index.stderr
+    # the one note says local main is served again, and how to serve what was pushed
+    assert index.returncode == 0 and index.stderr.count("\n") == 1, index.stderr
+    assert "remote set-head origin --auto" in index.stderr
     assert "refs/heads/main" in index.stdout
     assert json.loads(cairn("list", "--vault", "notes", "--json", cwd=tmp_path).stdout)["commit"] == vault.git(
         "rev-parse", "HEAD"

@@ -105,7 +105,14 @@ def add_cmd(
     entry = userconfig.add_vault(
         path, name=name, ref=ref, scopes=scopes, projects=[str(p) for p in projects], first=first, replace=replace
     )
-    from cairn.hot.vault import checked_out_branch, detached_head, git_dir, missing_ref, served_ref
+    from cairn.hot.vault import (
+        checked_out_branch,
+        detached_head,
+        git_dir,
+        local_branch_served,
+        missing_ref,
+        served_ref,
+    )
 
     done = f"Replaced vault {entry.name!r} in its place" if replace else f"Added vault {entry.name!r}"
     echo(f"{done} ({entry.path}) {'in' if replace else 'to'} {config_file()}.")
@@ -140,6 +147,9 @@ def add_cmd(
     if checked_out is not None:
         echo(f"Note: {checked_out}; `cairn doctor` checks the setup.")
         return
+    unpushed = local_branch_served(work_tree, ref, entry.ref)
+    if unpushed is not None:  # served all the same: the note says how to serve what was pushed
+        echo(f"Note: {unpushed}.", err=True)
     if not _indexed(entry):
         return
     echo(f"The prompt hook now serves it {where}{only}; `cairn doctor` checks the setup.")

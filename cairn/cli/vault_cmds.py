@@ -611,7 +611,7 @@ def index(
         else:
             echo(f"Indexed {report.n_cards} cards at {where} ({report.seconds:.2f}s).")
         if not worktree and ref is None and vault.git_root is not None:
-            from cairn.hot.vault import checked_out_branch, detached_head
+            from cairn.hot.vault import checked_out_branch, detached_head, local_branch_served
             from cairn.userconfig import configured_ref, entry_for, serve_another
 
             configured = configured_ref(vault.root)
@@ -622,6 +622,8 @@ def index(
             checked_out = checked_out_branch(vault.git_root, indexed, configured, set_ref)
             if checked_out is not None:
                 echo(f"Note: {checked_out}", err=True)
+            elif (unpushed := local_branch_served(vault.git_root, indexed, configured)) is not None:
+                echo(f"Note: {unpushed}", err=True)
             if ignored is not None:
                 echo(f"Note: {ignored}.", err=True)
         asked = f" --vault {shlex.quote(vault_path)}" if vault_path else ""  # lint run from the same folder

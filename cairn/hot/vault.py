@@ -823,6 +823,25 @@ def checked_out_branch(
     )
 
 
+def local_branch_served(work_tree: str | os.PathLike[str], ref: str, configured: str | None) -> Advice | None:
+    """What to say of a vault that serves its local branch while origin holds that branch too: a repository made
+    with `git init` and pushed (`git push -u origin main`) has no origin/HEAD, which only `git clone` and `git remote
+    set-head` write, so cards committed locally, never pushed nor reviewed, are served. None otherwise."""
+    gdir = git_dir(work_tree)
+    if configured or gdir is None or not ref.startswith("refs/heads/"):
+        return None
+    branch = ref[len("refs/heads/") :]
+    if _resolve(gdir, _common_dir(gdir), f"refs/remotes/origin/{branch}") is None:
+        return None
+    root = os.fspath(work_tree)
+    return Advice(
+        f"{root} has no origin/HEAD, so it serves its local {branch}, not origin/{branch}: cards committed there are "
+        "served before they are pushed or reviewed",
+        f"git -C {shell_word(root)} remote set-head origin --auto",
+        "point origin/HEAD at the remote's default branch, so the vault serves what was pushed",
+    )
+
+
 def _serving_another(problem: str, words: str, set_ref: str | None) -> Advice:
     """Advice whose one fix is to serve another ref: `set_ref`, the command, else the placeholders in the words."""
     return Advice(problem, set_ref, words) if set_ref else Advice(problem, "", f"{words} ({_SET_REF})")
