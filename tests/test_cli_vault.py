@@ -326,6 +326,23 @@ def test_show_a_committed_card_the_index_left_out_says_why(vault_repo: VaultRepo
     assert "cairn lint cards/big/broken.md" in line and "--worktree" not in line
 
 
+def test_show_a_card_committed_on_an_unmerged_branch_says_it_is_committed(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn show ID` of a card committed on a feature branch said "(uncommitted cards need
+    --worktree)": it is committed. It now names the branch it is on, the ref served, and what --worktree shows."""
+    make_vault(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "feature")
+    vault_repo.write("git/reflog", "Reflog keeps reset commits", "git reflog finds the commits a reset dropped.")
+    vault_repo.commit()
+    done = vault_repo.invoke("show", "git/reflog")
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("Error: cards/git/reflog.md is committed on feature but not at "), done.stderr
+    assert "refs/heads/main the vault serves" in done.stderr and "uncommitted" not in done.stderr
+    assert "`cairn show git/reflog --worktree` shows the working copy" in done.stderr
+    vault_repo.write("git/stash", "Stash leaves untracked files", "git stash -u takes untracked files along.")
+    uncommitted = vault_repo.invoke("show", "git/stash")
+    assert "(uncommitted cards need --worktree)" in uncommitted.stderr, uncommitted.stderr
+
+
 def test_the_lint_command_a_left_out_card_is_told_to_run_quotes_its_path(vault_repo: VaultRepo) -> None:
     """Bug fixed: a card refused for a space in its id (and more) said `cairn lint cards/my topic/bad one.md`,
     twice, unquoted: run as printed, lint read three paths that are not there and never the card."""

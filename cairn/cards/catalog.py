@@ -8,7 +8,7 @@ from typing import Any
 
 from cairn.cards.card import card_id_forms
 from cairn.cards.visible import strip_invisible
-from cairn.hot.errors import CardNotFound
+from cairn.hot.errors import CairnError, CardNotFound
 from cairn.hot.vault import Vault
 from cairn.index.build import Progress, open_index, read_worktree_card
 from cairn.lint.security import lint_command, refusal_asking, refused_text
@@ -67,6 +67,15 @@ def card_record(
                     f"{rel} at {index.commit[:8]} is left out of the index ({left_out[0][1]}); "
                     f"fix it, commit, and `{lint_command(rel, vault_arg)}` says when it passes"
                 )
+            elsewhere = None if served_only else _committed_elsewhere(vault, forms, index.commit)
+            if elsewhere is not None:  # not "uncommitted": committed on a branch the vault does not serve
+                rel, branch = elsewhere
+                served = str(index.meta.get("ref") or "the served ref")
+                raise CardNotFound(
+                    f"{rel} is committed on {branch} but not at {index.commit[:8]}, the commit of {served} the vault "
+                    f"serves: agents get it once it is merged there; `cairn show {card_id} --worktree{vault_arg}` "
+                    "shows the working copy"
+                )
             hint = _near_ids(index.ids(), card_id)
             raise CardNotFound(
                 f"no card {card_id!r} at {index.commit[:8]}"
@@ -87,6 +96,27 @@ def card_record(
     # (`_from_git_now`).
     _from_git_now(vault, stored)
     return stored
+
+
+def _committed_elsewhere(vault: Vault, forms: tuple[str, ...], served: str) -> tuple[str, str] | None:
+    """(the card file's vault-relative path, the branch checked out, or HEAD) when the working tree holds one of
+    the id's `forms` and HEAD, another commit than the `served` one, holds it committed: a card on an unmerged
+    branch. None otherwise (no such file, or not committed: "uncommitted cards need --worktree" is then true)."""
+    path = next((p for p in map(vault.card_path, forms) if p.is_file()), None)
+    if path is None or vault.git_root is None:
+        return None
+    from cairn import gitrepo
+
+    rel = path.relative_to(vault.root).as_posix()
+    try:
+        with gitrepo.open_repo(vault) as repo:
+            head = gitrepo.head_commit(repo)
+            if head == served or gitrepo.read_path(repo, head, rel, vault) is None:
+                return None
+            branch = gitrepo.head_branch(repo)
+    except CairnError:
+        return None
+    return rel, branch[len("refs/heads/") :] if branch and branch.startswith("refs/heads/") else "HEAD"
 
 
 def _visible(value: Any, judged: dict[str, str]) -> Any:
