@@ -297,6 +297,29 @@ def test_list_warns_of_a_configured_vault_it_cannot_open_and_lists_the_others(tm
     assert line.startswith(f"Warning: vault 'far' ({far}) is not listed: File name too long ("), line
 
 
+def test_list_says_how_many_card_files_the_index_left_out(tmp_path: Path) -> None:
+    """Bug fixed: `cairn list` of a vault whose index refused a committed card said "2 card(s)" and nothing of it, a
+    card its author believes served. One note on stderr counts them and names the command that says why, as
+    doctor and `cairn index` do; listed with another configured vault, it names the vault."""
+    repo = VaultRepo(tmp_path / "team")
+    make_vault(repo)
+    repo.write_raw("cards/big/broken.md", "---\nname: [unclosed\n---\n")
+    repo.commit("A broken card")
+    done = repo.cairn("list")
+    assert done.returncode == 0 and "2 card(s) at " in done.stdout, done.stdout
+    assert done.stderr == "Note: 1 card file(s) left out of the index, not listed (see `cairn lint`).\n"
+    assert repo.cairn("list", "--json").stderr == ""  # JSON's reader is told nothing on the side
+    other = VaultRepo(tmp_path / "other")
+    make_vault(other)
+    for name, vault in (("team", repo), ("other", other)):
+        assert run_cairn("vault", "add", str(vault.root), "--name", name, cwd=tmp_path).returncode == 0
+    both = run_cairn("list", cwd=tmp_path)
+    assert both.returncode == 0 and "team: 2 card(s)" in both.stdout, both.stdout
+    assert both.stderr == (
+        "Note: vault 'team': 1 card file(s) left out of the index, not listed (see `cairn lint --vault team`).\n"
+    )
+
+
 def test_list_shows_a_status_with_a_line_break_on_its_cards_line(vault_repo: VaultRepo) -> None:
     """Bug fixed: `cairn list` printed a card's status as the card spells it, so an unknown status holding a line
     break (`status: "draft\\nforged/card  active ..."`) printed a row of its own, for a card the vault has not."""

@@ -48,12 +48,13 @@ def list_cards(
     today: dt.date | None = None,
     warn: Callable[[str], None] | None = None,
     progress: indexer.Progress | None = None,
-) -> tuple[str, str, list[ListedCard]]:
-    """(served ref, commit, the cards in id order) from the index of the served ref, brought up to date first
-    (`warn`, `progress`: as `open_index` takes them)."""
+) -> tuple[str, str, list[ListedCard], int]:
+    """(served ref, commit, the cards in id order, how many card files the index left out: a contract or a security
+    rule refused them) from the index of the served ref, brought up to date first (`warn`, `progress`: as
+    `open_index` takes them)."""
     today = today or dt.date.today()
     with indexer.open_index(vault, warn=warn, progress=progress) as reader:
-        return str(reader.meta.get("ref") or "HEAD"), reader.commit, _cards(reader, today)
+        return str(reader.meta.get("ref") or "HEAD"), reader.commit, _cards(reader, today), len(reader.problems())
 
 
 def _cards(reader: IndexReader, today: dt.date) -> list[ListedCard]:

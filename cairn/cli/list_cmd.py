@@ -68,16 +68,18 @@ def list_cards(due: bool, scopes: tuple[str, ...], vault_path: str | None, as_js
         return
     vault = open_vault(vault_path)
     with indexing(vault.root) as progress:
-        ref, commit, cards = listing(vault, warn=warn, progress=progress)
+        ref, commit, cards, left_out = listing(vault, warn=warn, progress=progress)
     cards = chosen(cards)
     if as_json:
         echo_json({"ref": ref, "commit": commit, "cards": [c.to_dict() for c in cards]})
         return
+    asked = f" --vault {shlex.quote(vault_path)}" if vault_path else ""  # listed from another folder: show asks it too
+    if left_out:  # committed, refused by the index, so never served: the count alone would hide them
+        echo(f"Note: {left_out} card file(s) left out of the index, not listed (see `cairn lint{asked}`).", err=True)
     if not cards:
         echo(f"No card{_which(due, bool(wanted))} at {ref} {commit[:8]}.")
         return
     _print_rows([(c.id, c) for c in cards])
-    asked = f" --vault {shlex.quote(vault_path)}" if vault_path else ""  # listed from another folder: show asks it too
     echo(f"{len(cards)} card(s) at {ref} {commit[:8]}; `cairn show ID{asked}` prints one.")
 
 
@@ -102,7 +104,7 @@ def _list_configured(
     for entry in entries:
         try:
             with indexing(entry.path) as progress:
-                ref, commit, cards = listing(
+                ref, commit, cards, left_out = listing(
                     find_configured_vault(entry),
                     warn=functools.partial(_warn_of, entry.name),
                     progress=progress,
@@ -110,6 +112,12 @@ def _list_configured(
         except (CairnError, OSError) as exc:  # OSError: a folder the system refuses to read (no permission)
             failed.append((entry.name, entry.path, error_text(exc)))
             continue
+        if left_out and not as_json:
+            echo(
+                f"Note: vault {entry.name!r}: {left_out} card file(s) left out of the index, not listed (see "
+                f"`cairn lint --vault {shlex.quote(entry.name)}`).",
+                err=True,
+            )
         listed.append({"name": entry.name, "vault": entry.path, "ref": ref, "commit": commit, "cards": chosen(cards)})
     if not listed:  # nothing to list is a failure, as recall and explain say it
         raise VaultNotFound(
