@@ -74,6 +74,8 @@ def test_recall_from_a_project_serves_every_configured_vault_as_the_hook_does(
         {"name": "me", "commit": mine.git("rev-parse", "HEAD")},
     ]
     assert as_json["vaults"] == heads, as_json
+    explained = json.loads(ok("explain", BOTH_PROMPT, "--json", cwd=project))["vaults"]
+    assert [{"name": s["vault"], "commit": s["commit"]} for s in explained] == heads  # explain --json named none
     venv = as_json["cards"][0]
     assert venv == {
         "id": f"me:{VENV_ID}",
@@ -187,6 +189,7 @@ def test_one_vault_named_keeps_its_configured_scopes_as_the_hook_does(home: Path
         "injected": [],
         "candidates": [],
         "skipped": "scope",
+        "commit": None,  # no index read, as recall says it
     }
 
 

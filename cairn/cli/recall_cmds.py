@@ -552,7 +552,16 @@ def explain(
     tags, _ = _vault_scope(vault, scope)  # a configured vault's limits, as the hook applies them
     if tags is None:
         if as_json:
-            echo_json({"query": query, "abstained": True, "injected": [], "candidates": [], "skipped": "scope"})
+            echo_json(
+                {
+                    "query": query,
+                    "abstained": True,
+                    "injected": [],
+                    "candidates": [],
+                    "skipped": "scope",
+                    "commit": None,
+                }
+            )
         else:  # not an empty stdout (`cairn recall` sends the reader here to see why)
             echo(
                 "Abstained: no card is asked; the scope asked shares no tag with the scopes this vault is configured "
@@ -568,12 +577,19 @@ def explain(
         layer = Layer(None, str(vault.root), index, tags)
         # as the hook gives them: at most MAX_CARDS whatever the vault's max_cards, and as many as its block holds
         served = [p.qid for p in hook_gives([layer], [result], dropped)]
+        commit = index.commit  # of the index read, as `cairn recall --json` names it
     rows = add_missing(explain_rows(result, query), weights)
     for row in rows:
         if row["decision"] == "injected" and row["id"] not in served:
             row["decision"], row["reason"] = REJECTED, dropped.get(row["id"], "over_total")
     if as_json:
-        out: dict[str, Any] = {"query": query, "abstained": result.abstained, "injected": served, "candidates": rows}
+        out: dict[str, Any] = {
+            "query": query,
+            "abstained": result.abstained,
+            "injected": served,
+            "candidates": rows,
+            "commit": commit,
+        }
         if weights.foreign:  # terms weighed a tenth (`recall.FOREIGN_WEIGHT`), said only where the vault is lost
             out["foreign_terms"] = list(weights.foreign)
         if result.fragment is not None:  # the part of the prompt the fragment pick asked alone
@@ -670,9 +686,10 @@ def _explain_layered(
             section: dict[str, Any] = {"vault": slot.name, "path": slot.root}
             sections.append(section)
             if slot.layer is None:
-                section["skipped"] = slot.skipped
+                section.update(skipped=slot.skipped, commit=None)
                 continue
             layer = slot.layer
+            section["commit"] = layer.index.commit
             result = results[id(layer)]
             rows = explain_rows(result, query)
             kept = [p.qid for p in given if p.layer is layer]
