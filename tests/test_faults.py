@@ -209,10 +209,10 @@ def test_a_vault_with_no_main_or_master_says_it_serves_what_is_checked_out(vault
     vault_repo.git("checkout", "-q", "-b", "feature/unreviewed")
     added = vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team")
     assert added.returncode == 0, added.stderr
-    assert "has no main or master branch and no origin/HEAD, so it serves the branch checked out, " in added.stdout
-    assert "feature/unreviewed: a checkout of an unreviewed branch would serve its cards" in added.stdout
+    assert "has no main or master branch and no origin/HEAD, so it serves the branch checked out, " in added.stderr
+    assert "feature/unreviewed: a checkout of an unreviewed branch would serve its cards" in added.stderr
     assert f"name the reviewed branch (`cairn vault add {vault_repo.root} --name team --ref BRANCH --replace`" in (
-        added.stdout
+        added.stderr
     )
     doctor = vault_repo.cairn("doctor", "--json")
     [ref] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "ref"]

@@ -136,7 +136,9 @@ def test_a_deleted_served_branch_is_named_gone_not_as_if_it_existed(vault_repo: 
     added = vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team", "--ref", "main", cwd=tmp_path)
     assert added.returncode == 0, added.stderr
     gone = f"the branch main that {vault_repo.root} serves does not exist (deleted?)"
-    assert added.stdout.splitlines()[-1].startswith(f"Note: {gone}, so the hook serves nothing from it: recreate it")
+    # a note, on stderr as `cairn index` and `cairn add` give theirs
+    assert added.stderr.startswith(f"Note: {gone}, so the hook serves nothing from it: recreate it"), added.stderr
+    assert "Note" not in added.stdout
     done = vault_repo.cairn("index")
     assert done.returncode == 1
     assert done.stderr == (
@@ -178,7 +180,7 @@ def test_a_missing_served_ref_of_a_limited_vault_says_how_to_serve_another_keepi
     added = vault_repo.cairn("vault", "add", str(vault_repo.root), *args, cwd=tmp_path)
     assert added.returncode == 0, added.stderr
     again = f"`cairn vault add {vault_repo.root} --name team --ref BRANCH --scope git --project {project} --replace`"
-    assert f"serve another ref ({again})" in added.stdout, added.stdout
+    assert f"serve another ref ({again})" in added.stderr, added.stderr
     doctor = vault_repo.cairn("doctor", "--json", cwd=tmp_path)
     [ref_check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "ref"]
     assert ref_check["note"].endswith(f"serve another ref ({again})"), ref_check
@@ -258,7 +260,7 @@ def test_doctors_fix_for_a_vault_with_no_commits_runs_as_printed_from_another_fo
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     added = run_cairn("vault", "add", str(lessons), "--name", "team", cwd=elsewhere)
-    assert added.returncode == 0 and "commit your cards first" in added.stdout, added.stdout
+    assert added.returncode == 0 and "commit your cards first" in added.stderr, added.stderr
     doctor = run_cairn("doctor", "--json", cwd=elsewhere)
     [ref_check] = [c for c in json.loads(doctor.stdout)["checks"] if c["area"] == "ref"]
     assert ref_check["ok"] is False and ref_check["detail"] == "the vault has no commits yet on refs/heads/main"

@@ -122,30 +122,34 @@ def add_cmd(
     if git_dir(work_tree) is None:  # registered (a clone may come later), but nothing is served from it yet
         echo(
             f"Note: {entry.path} is not a git repository yet: the hook serves nothing from it until cards are "
-            "committed there (`cairn init` makes a vault; `git clone` brings one); `cairn doctor` checks the setup."
+            "committed there (`cairn init` makes a vault; `git clone` brings one); `cairn doctor` checks the setup.",
+            err=True,
         )
         return
     ref, commit = served_ref(work_tree, entry.ref)
     if kind == "missing":  # an object id the files name, which git does not hold
         echo(
             f"Note: --ref {entry.ref} names no commit this repository holds (yet), so the hook serves nothing from it: "
-            "fetch it (`git fetch`) or serve a branch; `cairn doctor` checks the setup."
+            "fetch it (`git fetch`) or serve a branch; `cairn doctor` checks the setup.",
+            err=True,
         )
         return
     if commit is None:
         advice = missing_ref(work_tree, ref, entry.ref, userconfig.serve_another(entry), vault_root=entry.path)
         echo(
-            f"Note: {advice.problem}, so the hook serves nothing from it: {advice.fix}; `cairn doctor` checks the setup."
+            f"Note: {advice.problem}, so the hook serves nothing from it: {advice.fix}; `cairn doctor` checks the setup.",
+            err=True,
         )
         return
     if ref == "HEAD" and not entry.ref:
         echo(
-            f"Note: {detached_head(work_tree, commit, userconfig.serve_another(entry))}; `cairn doctor` checks the setup."
+            f"Note: {detached_head(work_tree, commit, userconfig.serve_another(entry))}; `cairn doctor` checks the setup.",
+            err=True,
         )
         return
     checked_out = checked_out_branch(work_tree, ref, entry.ref, userconfig.serve_another(entry))
     if checked_out is not None:
-        echo(f"Note: {checked_out}; `cairn doctor` checks the setup.")
+        echo(f"Note: {checked_out}; `cairn doctor` checks the setup.", err=True)
         return
     unpushed = local_branch_served(work_tree, ref, entry.ref)
     if unpushed is not None:  # served all the same: the note says how to serve what was pushed
@@ -178,7 +182,8 @@ def _indexed(entry: VaultEntry) -> bool:
     except CairnError as exc:
         echo(
             f"Note: not indexed ({exc}), so the hook serves nothing from it until that is fixed; `cairn doctor` "
-            "checks the setup."
+            "checks the setup.",
+            err=True,
         )
         return False
     echo(f"Index: {report.n_cards} cards at {report.commit[:8]}{left_out_note(len(report.problems), entry.name)}.")
