@@ -108,6 +108,31 @@ def test_init_makes_a_committed_vault_and_refuses_a_non_empty_folder(tmp_path: P
     assert len(other.stderr.strip().splitlines()) == 1
 
 
+def test_init_again_names_what_an_init_stopped_after_its_commit_left_undone(tmp_path: Path) -> None:
+    """Bug fixed: a `cairn init` killed (SIGKILL: no handler runs) after its first commit left a vault with no index
+    and no git hooks, and `cairn init` again said "already a Cairn vault; use it as it is". It names what is
+    missing and the command that finishes it, which run as printed leaves the vault as `cairn init` makes it."""
+    target = tmp_path / "my lessons"
+    assert run("init", str(target), "--no-register").returncode == 0
+    index = json.loads(run("index", "--json", cwd=target).stdout)["index"]
+    Path(index).unlink()  # what a kill between the commit and the index leaves
+    shutil.rmtree(target / ".git" / "hooks")
+    again = run("init", str(target))
+    assert again.returncode == 1 and "use it as it is" not in again.stderr
+    assert again.stderr.startswith(
+        f"Error: {target} is already a Cairn vault, but it has no index and its git hooks are missing (post-commit, "
+    ), again.stderr
+    [command] = re.findall(r"finish it with `([^`]+)`", again.stderr)
+    assert command == (
+        f"cairn index --vault {shlex.quote(str(target))} && cairn install git-hooks --vault {shlex.quote(str(target))}"
+    )
+    shell = {**os.environ, "PATH": f"{Path(cairn_executable()).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["sh", "-c", command], cwd=tmp_path, env=shell, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert Path(index).is_file() and (target / ".git" / "hooks" / "post-commit").is_file()
+    assert "use it as it is" in run("init", str(target)).stderr
+
+
 @pytest.mark.parametrize(
     "variables",
     [(), ("GIT_DIR",), ("GIT_WORK_TREE",), ("GIT_INDEX_FILE",), ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")],

@@ -56,6 +56,12 @@ def init_vault(path: Path, *, again: str = "cairn init") -> str:
     kept = _empty_clone(path)  # `git clone` of a new, empty repository: the vault goes into it, its .git kept
     if path.is_dir() and any(child.name not in kept for child in path.iterdir()):
         if (path / "cairn.toml").is_file() and (path / "cards").is_dir():  # `cairn init` run again, as a README
+            unfinished = _unfinished(path)
+            if unfinished:  # a `cairn init` stopped after its commit (killed, the machine off): say what it left
+                raise CairnError(
+                    f"{path} is already a Cairn vault, but {' and '.join(what for what, _ in unfinished)}; finish it "
+                    f"with `{' && '.join(command for _, command in unfinished)}` (nothing was written)"
+                )
             raise CairnError(  # block pasted twice does: not a reason to make a second vault elsewhere
                 f"{path} is already a Cairn vault; use it as it is (`cairn vault list` shows whether the prompt hook "
                 "serves it), or choose a new folder for another (nothing was written)"
@@ -151,6 +157,32 @@ def verified_today(card: bytes, day: dt.date | None = None) -> bytes:
     year after them (`review_after: 365d`), whenever the vault was made."""
     stamp = (day or today()).isoformat().encode()
     return _VERIFIED_LINE.sub(b"verified_at: " + stamp, card, count=1)
+
+
+def _unfinished(path: Path) -> list[tuple[str, str]]:
+    """What `cairn init` does after its first commit that the vault at `path` lacks, each with the command that does
+    it: its index, its git hooks. Empty for a vault without a commit or a git repository (no command finishes it)."""
+    from cairn import githooks
+    from cairn.hot.paths import index_file
+    from cairn.hot.vault import find_vault, head_commit, shell_word
+
+    try:
+        vault = find_vault(path)
+        if vault.git_root is None or head_commit(vault.git_root) is None:
+            return []
+        hooks = gitrepo.hooks_dir(vault)
+    except CairnError:
+        return []
+    where = shell_word(vault.root)
+    unfinished = []
+    if not os.path.exists(index_file(os.path.realpath(vault.root))):
+        unfinished.append(("it has no index", f"cairn index --vault {where}"))
+    missing = githooks.missing_git_hooks(hooks)
+    if missing:
+        unfinished.append(
+            (f"its git hooks are missing ({', '.join(missing)})", f"cairn install git-hooks --vault {where}")
+        )
+    return unfinished
 
 
 def _first_missing(path: Path) -> Path | None:
