@@ -92,6 +92,16 @@ def test_the_particle_straddles_are_the_tokens_read_of_the_prompt() -> None:
     assert "\u8c48的" in tokenize(typed) and "\u8c48的" not in prompt_terms(typed)
 
 
+def test_every_particle_inside_a_cjk_run_has_its_straddles_cut() -> None:
+    """Each 的 with a CJK character on both sides gives its two 2-grams, wherever it stands in the run: second (我的),
+    second to last (交的值), one right after another (目的的: 的实 too), and none where it ends a run before a word
+    in letters (提交的 commit, where 交的 is the word beside it)."""
+    assert particle_straddles("我的分支") == {"我的", "的分"}
+    assert particle_straddles("提交的值") == {"交的", "的值"}
+    assert particle_straddles("目的的实现") == {"目的", "的的", "的实"}
+    assert particle_straddles("提交的 commit") == set()
+
+
 def test_the_characters_read_as_is_are_ones_nfc_and_the_letter_fold_leave_alone() -> None:
     """`tokens.read_as_is` lets `fold_letters` skip `unicodedata` (about 1.4 ms of the hook's start on every Chinese
     prompt). Proven here for every character of its ranges: NFC leaves it alone, NFKC too if it is a letter (the
