@@ -127,6 +127,7 @@ def test_the_characters_read_as_is_are_ones_nfc_and_the_letter_fold_leave_alone(
             if not kept or unicodedata.combining(ch) or ch in seconds or ch in jamo:
                 wrong.append(f"U+{cp:04X}")
     assert wrong == []
+    assert all(read_as_is(low) and read_as_is(high) for low, high in _AS_IS)  # each range's ends too (一 is U+4E00)
     prompt = "切换分支前先暂存未提交的修改——“为什么”？ひらがな・カタカナー 한국어 café"
     assert not read_as_is(prompt) and read_as_is(fold_width(prompt))  # full-width `？` is folded to ASCII first
     assert fold_letters(fold_width(prompt)) == fold_width(prompt)
