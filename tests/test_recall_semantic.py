@@ -271,6 +271,9 @@ def test_a_first_card_of_both_channels_whose_cosine_stands_clear_goes_in_whateve
     assert decided["clear"].injected[0].picked == R.AGREEMENT_PICKED
     for name in ("closer", "another first"):
         assert decided[name].abstained, name
+    at_least = R.SEMANTIC_PICK_MIN_COVERAGE  # the words' share of the prompt it needs, that share included
+    for coverage, taken in ((at_least, True), (at_least - 0.01, False)):
+        assert R._agreement_pick(first.card, first.score, first.lead, first.score, clear, coverage=coverage) is taken
 
 
 def test_with_one_vault_the_answer_is_read_only_when_it_could_change_the_decision(vault_repo: VaultRepo) -> None:
