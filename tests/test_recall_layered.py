@@ -401,3 +401,23 @@ def test_worktree_shows_an_authors_uncommitted_card_the_hook_never_serves(
     assert json.loads(hook(project, prompt, session="s-w", fmt="json"))["cards"] == []
     both = cairn("recall", prompt, "--worktree", "--ref", "HEAD", cwd=project)
     assert both.returncode == 2 and "give --ref or --worktree, not both" in both.stderr
+
+
+def test_two_names_of_one_lesson_are_one_key_whatever_their_width_accents_case_or_spacing() -> None:
+    """The layered merge gives a lesson once: `serve.lesson_keys` folds a name as it folds a summary (NFKC, case,
+    punctuation, spacing). A name typed in full-width letters or with its accents as separate marks is the same
+    lesson's name (a fold of the summary alone let the name through unfolded, and no test saw it)."""
+    from types import SimpleNamespace
+    from typing import Any
+
+    from cairn.hot.serve import lesson_keys
+
+    def keys(name: str, summary: str) -> tuple[str, str]:
+        card: Any = SimpleNamespace(name=name, summary=summary)
+        return lesson_keys(card)
+
+    assert (
+        keys("Ｇｉｔ  Rebase — résume", "one")[0] == keys("git rebase: re\u0301sume", "two")[0] == "git rebase résume"
+    )
+    assert keys("运维，日志", "one")[1] == keys("other", "ONE.")[1] == "one"
+    assert keys("git rebase", "")[0] != keys("git merge", "")[0]
