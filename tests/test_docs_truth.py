@@ -740,3 +740,19 @@ def test_the_admission_order_the_documents_give_is_the_one_recall_checks(doc: st
     listed = (ROOT / doc).read_text(encoding="utf-8")
     found = re.search(r"(?:admission|admits in ranking order|准入)\s*[(（]([^)）]*)", listed)
     assert found and found[1].index("scope") < found[1].index("`not_when`"), found
+
+
+def test_the_documents_give_the_logs_limits_the_code_sets() -> None:
+    """The hook's log and semantic.log rotate (one old file kept) at limits only code comments gave: the READMEs,
+    where they describe the state folder, and ARCHITECTURE, beside the hook log, say them as the code sets them."""
+    from cairn.hot import hook, semantic
+
+    hook_mib, semantic_mib = hook.MAX_LOG_BYTES // 2**20, semantic.MAX_LOG_BYTES // 2**20
+    en, zh = (" ".join(text.split()) for text in _readmes())
+    architecture = " ".join((ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8").split())
+    assert f"past {hook_mib} MiB the hook's `hook.jsonl` becomes `hook.jsonl.1`" in en
+    assert f"past {semantic_mib} MiB the semantic extra's `semantic.log` becomes `semantic.log.1`" in en
+    assert f"`hook.jsonl` 超过 {hook_mib} MiB 后改名为 `hook.jsonl.1`" in zh
+    assert f"`semantic.log` 超过 {semantic_mib} MiB 后改名为 `semantic.log.1`" in zh
+    assert f"Past {hook_mib} MiB (`hook.MAX_LOG_BYTES`) `hook.jsonl` becomes `hook.jsonl.1`" in architecture
+    assert f"past {semantic_mib} MiB, `semantic.MAX_LOG_BYTES`" in architecture
