@@ -105,6 +105,20 @@ def test_bench_rejects_a_file_in_the_wrong_format(tmp_path: Path) -> None:
     assert missing.returncode == 2
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_bench_of_a_fifo_or_a_device_is_a_usage_error(tmp_path: Path) -> None:
+    """Bug fixed: `cairn bench locomo PIPE`, a named FIFO no one writes to, waited for a writer for ever (and
+    `/dev/zero` read until memory ran out); each is one line and exit 2 at once, as `cairn add --body-file` is."""
+    pipe = tmp_path / "locomo.json"
+    os.mkfifo(pipe)
+    for name, given, kind in (("locomo", str(pipe), "a FIFO"), ("longmemeval", "/dev/zero", "a device")):
+        done = subprocess.run(
+            [cairn_executable(), "bench", name, given], cwd=tmp_path, capture_output=True, text=True, timeout=30
+        )
+        assert (done.returncode, done.stdout) == (2, ""), done
+        assert done.stderr.endswith(f"Error: Invalid value for 'FILE': {given!r} is {kind}, not a regular file\n")
+
+
 def test_bench_names_the_file_it_reads_on_a_terminal_without_its_escapes(tmp_path: Path) -> None:
     """Bug fixed: on a terminal, `Reading NAME ...` printed the file's name as it was: a name holding an escape
     sequence set the terminal's title (`\\e]2;...\\a`), and one holding a newline broke the line. They are shown as

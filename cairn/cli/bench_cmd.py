@@ -10,14 +10,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cairn.cli.common import echo, echo_json, errors_to_exit, json_option, progress_bar
+from cairn.cli.common import File, echo, echo_json, errors_to_exit, json_option, progress_bar
 from cairn.terminal import clean_line
 
 if TYPE_CHECKING:  # the benchmark package loads when a benchmark runs, not for `cairn --help`
     from cairn.membench.suites import Suite
 
 METRICS = ("recall@1", "recall@3", "recall@5", "recall@10", "ndcg@10")
-_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+# a FIFO no one writes to waited for ever, as `cairn add --body-file PIPE` did
+_FILE = File(exists=True, dir_okay=False, path_type=Path)
 
 
 @click.group()
