@@ -514,6 +514,24 @@ def test_a_name_or_a_relative_path_never_serves_a_folder_of_the_agents_project(h
     assert not list((Path(os.environ["CAIRN_CACHE_DIR"]) / "vaults").glob("lessons-*"))
 
 
+@pytest.mark.parametrize("url", ["https://github.com/team/lessons.git", "ann@git.example.com:lessons"])
+def test_a_url_given_to_the_hook_is_called_a_url(home: Path, tmp_path: Path, url: str) -> None:
+    """Bug fixed: `cairn recall --vault URL` and `CAIRN_VAULT=URL cairn list` say it is a URL, to clone first; the
+    hook, and `cairn doctor` reading it for the hook, called `https://...` "a relative path, which the hook would read
+    from the agent's folder" and `ann@host:lessons` a name no configured vault has."""
+    register(team_vault(tmp_path / "team-lessons").root, "team")
+    said = (
+        f"is a URL; Cairn reads local folders and fetches nothing: get it first (`git clone {url} FOLDER`), then give"
+        " that folder"
+    )
+    payload = payload_for("claude-code", FITTING_PROMPT, tmp_path, "s-1")
+    done = cairn("hook", "--format", "claude-code", "--vault", url, cwd=tmp_path, stdin=payload)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert log_entries()[-1]["error"] == f"VaultNotFound: --vault {url!r} {said}"
+    doctor = run_cairn("doctor", cwd=tmp_path, env={"CAIRN_VAULT": url})
+    assert f"CAIRN_VAULT {url!r} {said}" in doctor.stdout, doctor.stdout
+
+
 def test_a_vault_named_by_path_serves_nothing_while_the_configuration_cannot_be_read(
     home: Path, tmp_path: Path
 ) -> None:

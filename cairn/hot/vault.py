@@ -151,6 +151,8 @@ def hook_vaults(
     env = os.environ if env is None else env
     given, source = (explicit, "--vault") if explicit else (env.get("CAIRN_VAULT") or None, "CAIRN_VAULT")
     if given:
+        if is_url(given):  # not "a relative path" (`https://host/x`) nor "names no vault" (`ann@host:x`)
+            raise _url_given(f"{source} {given!r}", given)
         if os.sep not in given and "/" not in given and given[:1] != "~":
             # A name: the configured vault's, or nothing. Read as a folder it would be one in the hook's own folder,
             # the agent's project (a vault removed from the configuration, or a configuration that does not parse,
@@ -301,10 +303,7 @@ def locate_vault(
         if not is_dir(root):
             shown = f"vault {str(given)!r}" if explicit else f"CAIRN_VAULT {str(given)!r}"
             if is_url(str(given)):  # as `--vault` refuses it (`user@host:path` is no list of vaults); `cairn init` too
-                raise _not_found(
-                    f"{shown} is a URL; Cairn reads local folders and fetches nothing: get it first (`git clone "
-                    f"{shell_word(given)} FOLDER`), then give that folder"
-                )
+                raise _url_given(shown, str(given))
             if not explicit and os.pathsep in str(given):
                 raise _not_found(
                     f"CAIRN_VAULT names one vault, not a list: {str(given)!r}; set it to a single vault's folder"
@@ -365,6 +364,14 @@ def shell_word(path: "str | os.PathLike[str]") -> str:
 
     text = os.fspath(path)
     return shlex.quote(f"./{text}" if text.startswith("-") else text)
+
+
+def _url_given(shown: str, url: str) -> "VaultNotFound":
+    """The error for a URL given where a vault's folder goes (`shown`: what gave it, `vault 'URL'`)."""
+    return _not_found(
+        f"{shown} is a URL; Cairn reads local folders and fetches nothing: get it first (`git clone "
+        f"{shell_word(url)} FOLDER`), then give that folder"
+    )
 
 
 def _not_found(message: str) -> "VaultNotFound":
