@@ -592,6 +592,16 @@ def test_recall_json_has_the_documented_shape(template_vault: Path) -> None:
     assert second["cards"] == [] and second["already_injected"] == ["git/force-push-safely"]
 
 
+def test_index_json_gives_the_documented_ignored_note(template_vault: Path) -> None:
+    """`cairn index --json` and `cairn import --json` gained `"ignored"` (the note on card files git ignores;
+    `test_import` and `test_index` check its value) with no word of it in ARCHITECTURE's JSON shapes."""
+    said = " ".join((ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8").split())
+    assert '`cairn index --json` and `cairn import --json` give `"ignored"`' in said
+    indexed = invoke_cli(["index", "--json", "--vault", str(template_vault)])
+    assert indexed.returncode == 0, indexed.stderr
+    assert json.loads(indexed.stdout)["ignored"] is None, indexed.stdout
+
+
 def test_review_blocks_a_removed_card_with_exit_3_and_the_documented_json(template_vault: Path) -> None:
     _git(template_vault, "switch", "-q", "-c", "remove-card")
     _git(template_vault, "rm", "-q", "cards/git/force-push-safely.md")
