@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from cairn import agent_switches, githooks, install
 from cairn.hot import build_name, index_key_file
-from cairn.hot.errors import CairnError
+from cairn.hot.errors import CairnError, ConfigError
 from cairn.hot.gitrefs import git_dir, served_ref
 from cairn.hot.index import SECURITY_RULES_VERSION, IndexReader
 from cairn.hot.paths import INDEX_NAME, cache_folder, file_in_the_way, index_file, path_text
@@ -298,7 +298,11 @@ def _resolution(cwd: Path, entries: list[VaultEntry], env: dict[str, str], confi
             [alone], _ = hook_vaults(None, env)
         except CairnError as exc:  # the hook of an agent started with it serves nothing
             detail = f"{given} (this shell only): an agent's hook started with it serves nothing: {exc}"
-            checks.append(Check("resolve", str(cwd), False, detail, "unset CAIRN_VAULT"))
+            if isinstance(exc, ConfigError):  # unset, the hook serves nothing either: the config check names the fix
+                note = "fix the user configuration as its check says; without CAIRN_VAULT the hook serves nothing too"
+                checks.append(Check("resolve", str(cwd), False, detail, note=note))
+            else:
+                checks.append(Check("resolve", str(cwd), False, detail, "unset CAIRN_VAULT"))
         else:
             alone_here = "serves that vault alone"
             if not alone.serves_cwd(str(cwd)):  # a configured vault keeps its --project limit, as the hook applies it

@@ -414,6 +414,24 @@ def test_a_cairn_vault_naming_no_vault_fails_as_the_hook_serves_nothing(setup: P
     assert check["ok"] is None and check["detail"].endswith("serves that vault alone"), check
 
 
+@pytest.mark.parametrize("given", ["team", "PATH"])
+def test_a_cairn_vault_under_a_configuration_that_cannot_be_read_is_not_told_to_unset_it(
+    setup: Path, vault_repo: VaultRepo, isolated_env: Path, given: str
+) -> None:
+    """Bug fixed: with the user configuration broken, doctor's line for `CAIRN_VAULT` (a name, or a path since the
+    hook given a path serves nothing then too) said `unset CAIRN_VAULT` was the fix, after which the hook still
+    served nothing: the file is the fix, as the config check says."""
+    config = isolated_env / "xdg-config" / "cairn" / "config.toml"
+    config.write_text(config.read_text() + "garbage = [\n")
+    env = {"CAIRN_VAULT": str(vault_repo.root) if given == "PATH" else given}
+    done = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup, env=env)
+    assert done.returncode == 1
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["detail"].startswith("CAIRN_VAULT=")]
+    assert check["ok"] is False and "serves nothing: " + str(config) in check["detail"], check
+    told = "fix the user configuration as its check says; without CAIRN_VAULT the hook serves nothing too"
+    assert (check["fix"], check["note"]) == ("", told)
+
+
 def _team_vault_limited_to_acme(vault_repo: VaultRepo, tmp_path: Path) -> tuple[Path, Path]:
     """The vault configured as `team`, served only to agents working under `acme/`: (acme, a folder beside it)."""
     make_vault(vault_repo)
