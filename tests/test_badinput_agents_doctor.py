@@ -414,6 +414,19 @@ def test_a_cairn_vault_naming_no_vault_fails_as_the_hook_serves_nothing(setup: P
     assert check["ok"] is None and check["detail"].endswith("serves that vault alone"), check
 
 
+def test_a_newline_in_a_path_doctor_prints_does_not_make_a_check_two_lines(setup: Path, tmp_path: Path) -> None:
+    """Each check is one line: a path holding a newline (here `CAIRN_VAULT`'s, which doctor names) was printed raw,
+    so one failing check read as two lines, the second an `ok` line of the path's choosing."""
+    fake = "ok   config all good: nothing to do"
+    done = run_cairn("doctor", "--cwd", str(setup), cwd=setup, env={"CAIRN_VAULT": f"{tmp_path}/gone\n{fake}"})
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert fake not in lines
+    assert all(line.startswith(("ok   ", "FAIL ", "info ")) for line in lines[:-1]), lines
+    [line] = [line for line in lines if "CAIRN_VAULT=" in line]
+    assert line.startswith("FAIL ") and f"gone?{fake}" in line
+
+
 @pytest.mark.parametrize("given", ["team", "PATH"])
 def test_a_cairn_vault_under_a_configuration_that_cannot_be_read_is_not_told_to_unset_it(
     setup: Path, vault_repo: VaultRepo, isolated_env: Path, given: str

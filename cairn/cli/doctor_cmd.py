@@ -42,6 +42,7 @@ def doctor(cwd: Path | None, as_json: bool) -> None:
       cairn doctor --cwd ~/work/acme --json
     """
     from cairn.doctor import run_checks
+    from cairn.terminal import clean_line
 
     checks = run_checks((cwd or Path.cwd()).resolve())
     failed = [c for c in checks if c.ok is False]
@@ -52,7 +53,9 @@ def doctor(cwd: Path | None, as_json: bool) -> None:
             mark = "ok  " if check.ok else "FAIL" if check.ok is False else "info"
             said = [check.fix] * bool(check.fix) + [f"({check.note})"] * bool(check.note)
             fix = f"  -> {' '.join(said)}" if said and check.ok is not True else ""
-            echo(f"{mark} {check.area} {check.subject}: {check.detail}{fix}")
+            echo(
+                clean_line(f"{mark} {check.area} {check.subject}: {check.detail}{fix}")
+            )  # one line whatever a path holds
         echo(f"{len(failed)} check(s) failed." if failed else "Everything checks out.")
     if failed:
         sys.exit(1)
