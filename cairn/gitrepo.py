@@ -287,6 +287,51 @@ def merge_base(repo: git.Repo, a: str, b: str) -> str | None:
     return str(out).strip() or None
 
 
+MERGE_TREE_GIT = (2, 38)  # the first git whose `merge-tree --write-tree` merges without a work tree
+
+
+@dataclass(frozen=True, slots=True)
+class MergeResult:
+    """What merging one commit into another makes, as `git merge-tree --write-tree` computes it. commit: a commit
+    of the merged tree (parents: both sides), which nothing references; conflicts: the repository paths that would
+    conflict (their blobs in the tree hold conflict markers)."""
+
+    commit: str
+    conflicts: tuple[str, ...]
+
+
+def merge_result(repo: git.Repo, ours: str, theirs: str) -> MergeResult | str:
+    """The merge of `theirs` into `ours`, computed without touching the work tree or the index; or, when git cannot
+    compute it (older than 2.38, an object it cannot read or write), why not. The merged tree and its commit are
+    written to the object store, unreferenced (git's own gc prunes them), as `git merge-tree` always writes them."""
+    if git.Git().version_info < MERGE_TREE_GIT:
+        version = ".".join(map(str, git.Git().version_info[:3]))
+        return f"git {version} cannot compute a merge without a work tree (`git merge-tree --write-tree` needs 2.38)"
+    status, out, err = repo.git.merge_tree(
+        "--write-tree",
+        "--name-only",
+        "--no-messages",
+        "-z",
+        ours,
+        theirs,
+        with_extended_output=True,
+        with_exceptions=False,
+        stdout_as_string=False,
+    )
+    fields = out.split(b"\0")
+    if status not in (0, 1) or not fields[0]:
+        return f"git merge-tree failed: {_last_line(err.decode('utf-8', 'replace') if isinstance(err, bytes) else err)}"
+    tree = fields[0].decode("ascii")
+    conflicts = tuple(dict.fromkeys(p.decode("utf-8", "surrogateescape") for p in fields[1:] if p))
+    try:
+        commit = repo.git.commit_tree(
+            tree, "-p", ours, "-p", theirs, "--no-gpg-sign", "-m", "cairn review: the merge", env=identity_env(repo)
+        )
+    except GitCommandError as exc:
+        return f"git commit-tree failed: {_last_line(exc.stderr)}"
+    return MergeResult(str(commit).strip(), conflicts if status == 1 else ())
+
+
 def blob_size(repo: git.Repo, blob: str) -> int:
     """A blob's size in bytes, from its header (`git cat-file --batch-check`): nothing of it is read."""
     try:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from markdown_it import MarkdownIt
 
+from cairn import gitrepo
 from cairn.cards.authoring import verified_today
 from cairn.config import RecallSettings
 from cairn.lint import registry
@@ -1799,3 +1800,61 @@ def test_review_says_so_when_git_environment_has_commits_read_from_another_folde
         f"Error: git does not find the revision 'main': GIT_OBJECT_DIRECTORY={objects} in the environment has git read "
         "the commits from there; unset GIT_OBJECT_DIRECTORY, then run this again\n"
     )
+
+
+def _edits_that_merge_into_a_broken_card(repo: VaultRepo) -> None:
+    """main and the branch each add `source` to one card, at different lines: each side's card is valid, git merges
+    them without a conflict, and the merged card holds the key twice."""
+    _base(repo)
+    path = "cards/python/utcnow.md"
+    text = (repo.root / path).read_text(encoding="utf-8")
+    repo.git("checkout", "-q", "-b", "sources")
+    repo.write_raw(path, text.replace('scope: ["python"]\n', 'scope: ["python"]\nsource: https://example.com/pep\n'))
+    repo.commit("Cite the PEP", author=BOB)
+    repo.git("checkout", "-q", "main")
+    repo.write_raw(path, text.replace("---\nname:", "---\nsource: https://example.com/docs\nname:", 1))
+    repo.commit("Cite the docs", author=ANN)
+    repo.git("checkout", "-q", "sources")
+
+
+def test_review_lints_the_card_the_merge_makes_not_only_heads(vault_repo: VaultRepo) -> None:
+    """Bug fixed: review linted the branch's cards as HEAD holds them; two edits each clean on its side merged into a
+    card with a duplicate key (a clean merge runs no pre-commit hook), which the index then refused, while review
+    passed the pull request. It now lints the cards the merge into BASE makes anew, naming the merge."""
+    _edits_that_merge_into_a_broken_card(vault_repo)
+    done = vault_repo.invoke("review", "main..HEAD", "--format", "json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    data = json.loads(done.stdout)
+    [finding] = [f for f in data["lint"] if f["message"].startswith("after merging")]
+    assert (finding["path"], finding["rule"], finding["severity"]) == (
+        "cards/python/utcnow.md",
+        "frontmatter-parse",
+        "error",
+    )
+    assert finding["message"] == "after merging HEAD into main (text neither side holds): duplicate key 'source'"
+    assert data["merge_note"] is None
+    vault_repo.git("checkout", "-q", "main")
+    vault_repo.git("merge", "-q", "--no-edit", "sources")  # what review warned of: the merged card is refused
+    assert "duplicate key 'source'" in vault_repo.invoke("lint").stdout
+
+
+def test_review_says_when_the_merge_conflicts_or_was_not_checked(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _base(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "mine")
+    vault_repo.write("shell/pipefail", "Pipelines hide failures", "Use set -o pipefail in every script.")
+    vault_repo.commit("Shorter", author=BOB)
+    vault_repo.git("checkout", "-q", "main")
+    vault_repo.write("shell/pipefail", "Pipefail", "Without pipefail a pipe's failure is lost.")
+    vault_repo.commit("Other words", author=ANN)
+    vault_repo.git("checkout", "-q", "mine")
+    data = json.loads(vault_repo.invoke("review", "main..HEAD", "--format", "json").stdout)
+    [conflict] = [f for f in data["lint"] if f["rule"] == "merge-conflict"]
+    assert conflict["path"] == "cards/shell/pipefail.md" and conflict["severity"] == "warning"
+    assert conflict["message"].startswith("merging HEAD into main conflicts here")
+    # a git older than 2.38 cannot merge without a work tree: review says the merge was not linted, and runs on
+    monkeypatch.setattr(gitrepo, "MERGE_TREE_GIT", (99, 0))
+    done = vault_repo.invoke("review", "main..HEAD")
+    assert "The merge of HEAD into main was not linted: git " in done.stdout
+    assert "merge-conflict" not in done.stdout

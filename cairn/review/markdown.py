@@ -186,6 +186,8 @@ def _render(r: Review, cap: int | None) -> str:
         out += _more(r.findings, cap, "finding(s)")
     else:
         out.append("No findings on the changed cards (linted as HEAD holds them).")
+    if r.merge_note:
+        out += ["", cell(r.merge_note[0].upper() + r.merge_note[1:] + ".", None)]
     out += ["", "### Near-duplicates and conflicts", ""]
     if r.similar:
         figures = ("name_similarity", "summary_similarity", "body_similarity", "summary_overlap")

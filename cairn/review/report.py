@@ -8,7 +8,9 @@ merged result. A single revision means `REV..HEAD`.
 
 What it reports, all read from git (never the working tree):
 - lint findings on the changed cards, linted as HEAD's tree holds them, in the context of HEAD's whole vault;
-  prompt-injection findings are listed first;
+  prompt-injection findings are listed first; and, when BASE moved on since HEAD branched off, lint on the cards
+  (and cairn.toml) that merging HEAD into BASE makes anew (`git merge-tree`, git 2.38 or newer; an older git gets a
+  note that the merge was not linted), and the files that merge would conflict on;
 - near-duplicates (as lint's near-duplicate rule defines them, `cairn.cards.similarity`) and probable conflicts
   between each changed card and the other cards at HEAD;
 - provenance: who added and changed each card (in the range, and since it was created);
@@ -302,6 +304,7 @@ class Review:
     settings: tuple[SettingChange, ...] = ()
     own: tuple[OwnQuestion, ...] = ()
     own_unasked: int = 0  # cards past `MAX_OWN_CARDS` that were not asked their own questions
+    merge_note: str = ""  # why the merge of HEAD into BASE was not linted, when it was not (`_merge_findings`)
 
     @property
     def prompt_injections(self) -> tuple[Finding, ...]:
@@ -381,6 +384,7 @@ class Review:
             },
             "own_questions": [dict(dataclasses.asdict(q), kind=q.kind) for q in self.own],
             "own_questions_unasked": self.own_unasked,
+            "merge_note": self.merge_note or None,
         }
 
 
@@ -495,6 +499,15 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
             if c.new_path and _dotted(c.new_path)
         )
         findings += _security_at_base(snapshot, lint_paths, base_config, head_config, today)
+        merge_note = ""
+        if base not in (base_tip, head):  # else merging HEAD makes HEAD's own tree (or nothing)
+            merged = gitrepo.merge_result(repo, base_tip, head)
+            if isinstance(merged, str):
+                merge_note = f"the merge of {head_rev} into {base_rev} was not linted: {merged}"
+            else:
+                findings += _merge_findings(
+                    repo, vault, (base_rev, head_rev), (base_tip, head), merged, work, findings, today
+                )
         findings = tuple(
             sorted(
                 set(findings),  # then rule and message: a set's order changes with each run's string hashes
@@ -534,9 +547,10 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
         except CairnError as exc:  # an invalid cairn.toml at one end: lint reports it
             changes = tuple(_change(c, None, None, commits, cards) for c in raw_changes if _names_a_card(c))
             routing = Routing(note=f"routing not measured: {exc}")
-            return Review(
+            partial = Review(
                 base_rev, head_rev, base, head, changes, config_changed, findings, (), routing, tuple(blocked), settings
             )
+            return dataclasses.replace(partial, merge_note=merge_note)
         with IndexReader(base_index) as before, IndexReader(head_index) as after:
             left_out = {
                 p: f"{rule}: {message.removeprefix('refused: ')}" for p, _line, rule, message in after.problems()
@@ -571,7 +585,54 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
         settings,
         own,
         unasked,
+        merge_note,
     )
+
+
+def _merge_findings(
+    repo: Any,
+    vault: Vault,
+    revs: tuple[str, str],
+    commits: tuple[str, str],
+    merged: gitrepo.MergeResult,
+    work: Path,
+    at_head: Collection[Finding],
+    today: dt.date | None,
+) -> tuple[Finding, ...]:
+    """Lint on what merging HEAD into BASE makes that neither side holds: two edits, each clean on its side, can merge
+    into a card neither holds (a key both add, broken YAML), and a clean merge runs no pre-commit hook, so the index
+    would then refuse a card review passed. Only the cards (and cairn.toml) whose merged blob differs from both sides
+    are linted, in the merged vault, each finding naming the merge; and each file of the vault that would conflict."""
+    base_rev, head_rev = revs
+    merge = f"merging {head_rev} into {base_rev}"
+    inside = [p[len(vault.prefix) :] for p in merged.conflicts if p.startswith(vault.prefix)]
+    out = [
+        Finding(
+            path,
+            0,
+            "merge-conflict",
+            f"{merge} conflicts here: merge {base_rev} into the branch, then review it again",
+            WARNING,
+        )
+        for path in inside
+    ]
+    sides = [{e.path: e.blob for e in gitrepo.card_entries(repo, commit, vault)} for commit in commits]
+    paths = [
+        e.path
+        for e in gitrepo.card_entries(repo, merged.commit, vault)
+        if e.path not in inside and all(side.get(e.path) != e.blob for side in sides)
+    ]
+    config = gitrepo.read_path(repo, merged.commit, CONFIG_FILE, vault)
+    if CONFIG_FILE not in inside and all(config != gitrepo.read_path(repo, c, CONFIG_FILE, vault) for c in commits):
+        paths.append(CONFIG_FILE)
+    if not paths:
+        return tuple(out)
+    snapshot, unwritten = _materialize(repo, vault, merged.commit, work / "merged")
+    seen = {(f.path, f.rule, f.message) for f in at_head}
+    for f in lint_files(snapshot, [p for p in paths if p not in unwritten], today=today).findings:
+        if (f.path, f.rule, f.message) not in seen:
+            out.append(dataclasses.replace(f, message=f"after {merge} (text neither side holds): {f.message}"))
+    return tuple(out)
 
 
 def _config_policy(base: bytes | None, head: bytes | None) -> tuple[list[Blocked], tuple[SettingChange, ...]]:
