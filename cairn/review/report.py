@@ -2,9 +2,10 @@
 
 The range. `BASE..HEAD` and `BASE...HEAD` mean the same here: the cards HEAD adds, changes or removes since the
 merge base of BASE and HEAD, which is what a pull request shows (`git diff BASE...HEAD`). Cards that changed on
-BASE after HEAD branched off are not the pull request's doing and are left out. In CI, where the checkout is the
-pull request merged into the base branch, the merge base is the base branch itself, so the review describes the
-merged result. A single revision means `REV..HEAD`.
+BASE after HEAD branched off are not the pull request's doing and are left out. Cairn's workflow checks out the
+pull request's own commit (`pull_request.head.sha`), so the review describes the branch as its author pushed it;
+only lint also reads the merged result (below). A CI that checks out the merge commit instead gets the base branch
+as the merge base, and a review of the merged result. A single revision means `REV..HEAD`.
 
 What it reports, all read from git (never the working tree):
 - lint findings on the changed cards, linted as HEAD's tree holds them, in the context of HEAD's whole vault;
