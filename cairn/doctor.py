@@ -216,19 +216,20 @@ def _config(env: dict[str, str]) -> tuple[list[VaultEntry] | None, Check]:
     try:
         entries = load_vaults(env)
     except CairnError as exc:
+        said = str(exc).removeprefix(f"{file}: ")  # the line names the file already
         if os.path.lexists(file) and not os.path.isfile(file):  # a folder, a FIFO: no line of it to fix
             if env.get("CAIRN_CONFIG"):  # the variable names the wrong thing; what it names is not Cairn's to move
                 fix = f"set CAIRN_CONFIG to a file's full path, such as {shlex.quote(path_text(file, 'config.toml'))}"
-                return None, Check("config", file, False, str(exc), fix)
+                return None, Check("config", file, False, said, fix)
             moved = shlex.quote(file + ".not-a-file")
             fix = f"mv {shlex.quote(file)} {moved} && cairn vault add PATH"
-            return None, Check("config", file, False, str(exc), fix, _VAULT_PATH)
+            return None, Check("config", file, False, said, fix, _VAULT_PATH)
         in_the_way = None if os.path.lexists(file) else file_in_the_way(file)
         if in_the_way is not None:  # a file where a folder of its path goes: the file has no line to fix either
             moved = shlex.quote(in_the_way + ".old")
             fix = f"mv {shlex.quote(in_the_way)} {moved} && cairn vault add PATH"
-            return None, Check("config", file, False, str(exc), fix, _VAULT_PATH)
-        return None, Check("config", file, False, str(exc), note=f"fix {file} as the error says")
+            return None, Check("config", file, False, said, fix, _VAULT_PATH)
+        return None, Check("config", file, False, said, note=f"fix {file} as the error says")
     if not entries:
         return [], Check("config", file, False, "no vault configured", "cairn vault add PATH", _VAULT_PATH)
     return entries, Check("config", file, True, f"{len(entries)} vault(s): {', '.join(e.name for e in entries)}")

@@ -423,6 +423,7 @@ def test_doctor_in_a_vault_offers_no_vault_add_while_the_configuration_cannot_be
     done = cairn("doctor", "--cwd", str(vault_repo.root / "cards"), cwd=tmp_path)
     assert done.returncode == 1
     assert f"FAIL config {config}: " in done.stdout and "unknown key 'scopse'" in done.stdout
+    assert done.stdout.count(str(config)) == 2, done.stdout  # the subject and the note: the detail does not repeat it
     assert "is not configured" not in done.stdout, done.stdout
     assert cairn("vault", "add", str(vault_repo.root), cwd=tmp_path).returncode == 1  # what it offered
 
