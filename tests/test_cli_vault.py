@@ -368,6 +368,16 @@ def test_show_a_card_committed_on_an_unmerged_branch_says_it_is_committed(vault_
     assert "(uncommitted cards need --worktree)" in uncommitted.stderr, uncommitted.stderr
 
 
+def test_show_an_id_no_card_file_holds_does_not_send_to_worktree(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn show ID` of an id that exists nowhere ended "(uncommitted cards need --worktree)", and
+    --worktree then found no card either. It says so only when the working tree holds that id's file."""
+    make_vault(vault_repo)
+    done = vault_repo.invoke("show", "nowhere/at-all")
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("Error: no card 'nowhere/at-all' at "), done.stderr
+    assert "`cairn list` shows the cards agents are served" in done.stderr and "--worktree" not in done.stderr
+
+
 def test_the_lint_command_a_left_out_card_is_told_to_run_quotes_its_path(vault_repo: VaultRepo) -> None:
     """Bug fixed: a card refused for a space in its id (and more) said `cairn lint cards/my topic/bad one.md`,
     twice, unquoted: run as printed, lint read three paths that are not there and never the card."""

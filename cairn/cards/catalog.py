@@ -84,7 +84,8 @@ def card_record(
                     if hint
                     else f"; `cairn list{vault_arg}` shows the cards agents are served"
                 )
-                + ("" if served_only else " (uncommitted cards need --worktree)")  # agents read commits only
+                # agents read commits only; said only of an id whose file is in the working tree, which --worktree reads
+                + ("" if served_only or not _in_worktree(vault, forms) else " (uncommitted cards need --worktree)")
             )
         stored["commit"] = index.commit
         by = index.superseded().get(stored["id"], ()) if stored.get("status", "active") == "active" else ()
@@ -96,6 +97,11 @@ def card_record(
     # (`_from_git_now`).
     _from_git_now(vault, stored)
     return stored
+
+
+def _in_worktree(vault: Vault, forms: tuple[str, ...]) -> bool:
+    """Whether the working tree holds a card file for one of the id's `forms` (what `--worktree` reads)."""
+    return any(p.is_file() or p.is_symlink() for p in map(vault.card_path, forms))
 
 
 def _committed_elsewhere(vault: Vault, forms: tuple[str, ...], served: str) -> tuple[str, str] | None:
