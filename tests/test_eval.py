@@ -318,6 +318,19 @@ def test_eval_on_a_branch_that_changes_a_card_says_its_figures_are_the_served_re
     assert "Note:" not in vault_repo.invoke("eval", "--cases", "evals/cases.jsonl").stderr
 
 
+def test_eval_worktree_with_an_unknown_id_does_not_send_to_the_served_refs_list(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn eval --worktree` (and calibrate) with a case expecting a card no file checked out holds said
+    "`cairn list` shows the cards": the served ref's, not the working tree's that --worktree reads. It now says
+    where the ids it reads come from, and the lint that names the card files left out."""
+    make_vault(vault_repo)
+    vault_repo.write_raw("evals/typo.jsonl", json.dumps({"id": "typo", "query": FITTING_PROMPT, "expect": ["git/x"]}))
+    for command in ("eval", "calibrate"):
+        done = vault_repo.invoke(command, "--cases", "evals/typo.jsonl", "--worktree")
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "fix the id (a card's id is its file's path under cards/, without .md;" in done.stderr, done.stderr
+        assert "cairn list" not in done.stderr and "`cairn lint` shows the card files left out" in done.stderr
+
+
 def test_eval_from_another_folder_names_commands_that_ask_the_vault_given(
     vault_repo: VaultRepo, tmp_path: Path
 ) -> None:

@@ -245,8 +245,16 @@ def check_cases(
     instead of "fix the id" (whose commands ask the vault given as --vault `vault_path`, from any folder)."""
     from cairn.quality.evaluate import check_expected
 
+    vault_arg = f" --vault {shell_word(vault_path)}" if vault_path else ""
+    # `cairn list` shows the served ref's cards: with --worktree the ids are the files checked out
+    fix = (
+        f"fix the id (a card's id is its file's path under cards/, without .md; `cairn lint{vault_arg}` shows the "
+        "card files left out)"
+        if worktree
+        else None
+    )
     try:
-        check_expected(index, cases, path, vault_arg=f" --vault {shell_word(vault_path)}" if vault_path else "")
+        check_expected(index, cases, path, fix=fix, vault_arg=vault_arg)
     except InvalidCases:
         reads = "`--worktree` reads the cards checked out"
         note = None if worktree else _unserved_changes(vault, reads, reads)
