@@ -745,8 +745,8 @@ def _owner_is_another(folder: str) -> bool:
 def _caches_of_vaults_gone() -> list[Check]:
     """An information line for each folder of the cache whose vault is gone (deleted or moved by hand, a removed
     `git worktree`): its indexes and card vectors are kept under the vault's old path, and nothing else removes them.
-    The vault is the folder its index was built from (meta `vault_root`); a folder without a readable index is left
-    alone."""
+    The vault is the folder its indexes were built from (meta `vault_root`: the served ref's, else a `--worktree` or
+    `--ref` one's, which a vault indexed only so also leaves); a folder without a readable index is left alone."""
     folder = os.path.join(cache_folder(), "vaults")
     try:
         names = sorted(os.listdir(folder))
@@ -755,16 +755,30 @@ def _caches_of_vaults_gone() -> list[Check]:
     checks = []
     for name in names:
         path = os.path.join(folder, name)
-        try:
-            with IndexReader(os.path.join(path, INDEX_NAME)) as reader:
-                root = reader.meta.get("vault_root") or ""
-        except (CairnError, OSError):
-            continue
+        root = _indexed_root(path)
         if root and not os.path.isdir(root):
             detail = f"the index of {root}, which is not a folder any more (deleted or moved)"
             note = "nothing else removes it; were the vault to come back, `cairn index` would build it again"
             checks.append(Check("cache", name, None, detail, f"rm -rf {shlex.quote(path)}", note))
     return checks
+
+
+def _indexed_root(path: str) -> str:
+    """The vault folder the indexes in the cache folder `path` were built from: the served ref's index first, then
+    the others (`worktree.cairn`, `ref-*.cairn`); "" when none can be read."""
+    try:
+        others = sorted(name for name in os.listdir(path) if name.endswith(".cairn") and name != INDEX_NAME)
+    except OSError:
+        return ""
+    for name in (INDEX_NAME, *others):
+        try:
+            with IndexReader(os.path.join(path, name)) as reader:
+                root = reader.meta.get("vault_root") or ""
+        except (CairnError, OSError):
+            continue
+        if root:
+            return str(root)
+    return ""
 
 
 def _state_check() -> list[Check]:

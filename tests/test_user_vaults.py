@@ -583,6 +583,31 @@ def test_doctor_names_the_cache_folder_of_a_vault_that_is_gone_and_its_fix_remov
     assert [c for c in checks if c["area"] == "cache"] == []
 
 
+def test_doctor_names_the_cache_folder_of_a_gone_vault_indexed_only_with_worktree_or_ref(tmp_path: Path) -> None:
+    """Bug fixed: doctor read only a cache folder's served index (index.cairn) to find the vault it was built from,
+    so the folder of a gone vault that was indexed only with --worktree or --ref (an author trying cards) was never
+    named. Their index files record the vault folder too; doctor now reads them."""
+    indexed = {}
+    for how in ("--worktree", "--ref=HEAD"):
+        repo = VaultRepo(tmp_path / how.strip("-").split("=")[0], marker=True)
+        repo.write(REBASE_ID, "Pull --rebase drops commits", "git pull --rebase can drop local commits; check reflog.")
+        repo.commit()
+        done = repo.invoke("index", how)
+        assert done.returncode == 0, done.stderr
+        indexed[repo.root] = {p.name for p in cache_dir().glob("vaults/*") if p.name.startswith(repo.root.name + "-")}
+        shutil.rmtree(repo.root)
+    assert not list(cache_dir().glob("vaults/*/index.cairn"))  # neither has the served ref's index
+    checks = json.loads(cairn("doctor", "--json", cwd=tmp_path).stdout)["checks"]
+    lines = [c for c in checks if c["area"] == "cache"]
+    assert len(lines) == 2, lines
+    assert sorted((c["subject"], c["detail"].split(", which")[0]) for c in lines) == sorted(
+        (name, f"the index of {root}") for root, names in indexed.items() for name in names
+    ), lines
+    for line in lines:
+        assert subprocess.run(line["fix"], shell=True, cwd=tmp_path, check=False).returncode == 0
+    assert not list(cache_dir().glob("vaults/*"))
+
+
 def test_doctors_fix_for_a_vault_outside_git_runs_as_printed_in_a_folder_with_a_space(tmp_path: Path) -> None:
     """Bug fixed: the fix for a configured vault that is in no git repository was `git -C /path/my notes init`,
     unquoted, which the shell splits: run as printed, git said `cannot change to '/path/my'`. And `git init` alone
