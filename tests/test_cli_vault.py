@@ -120,7 +120,7 @@ def test_init_again_names_what_an_init_stopped_after_its_commit_left_undone(tmp_
     again = run("init", str(target))
     assert again.returncode == 1 and "use it as it is" not in again.stderr
     assert again.stderr.startswith(
-        f"Error: {target} is already a Cairn vault, but it has no index and its git hooks are missing (post-commit, "
+        f"Error: {target} is already a Cairn vault, but it has no index and no git hooks (post-commit, "
     ), again.stderr
     [command] = re.findall(r"finish it with `([^`]+)`", again.stderr)
     assert command == (
@@ -131,6 +131,24 @@ def test_init_again_names_what_an_init_stopped_after_its_commit_left_undone(tmp_
     assert done.returncode == 0, done.stderr
     assert Path(index).is_file() and (target / ".git" / "hooks" / "post-commit").is_file()
     assert "use it as it is" in run("init", str(target)).stderr
+
+
+def test_init_again_of_a_vault_made_without_git_hooks_does_not_call_them_missing(tmp_path: Path) -> None:
+    """Bug fixed: `cairn init --no-git-hooks` then `cairn init` again said "its git hooks are missing; finish it with
+    `cairn install git-hooks`", though the user chose none (and nothing records that choice). It now says the vault
+    has none, as --no-git-hooks leaves it, and that it can be used as it is or given them by that command."""
+    target = tmp_path / "lessons"
+    assert run("init", str(target), "--no-register", "--no-git-hooks").returncode == 0
+    again = run("init", str(target))
+    assert again.returncode == 1 and "missing" not in again.stderr and "finish it" not in again.stderr
+    assert again.stderr.startswith(f"Error: {target} is already a Cairn vault; it has no git hooks (post-commit, ")
+    assert "as `cairn init --no-git-hooks` leaves it (or an init stopped before them): use it as it is, or run " in (
+        again.stderr
+    )
+    [command] = re.findall(r"`(cairn install[^`]+)`", again.stderr)
+    assert command == f"cairn install git-hooks --vault {shlex.quote(str(target))}"
+    assert run(*shlex.split(command)[1:], cwd=tmp_path).returncode == 0
+    assert "use it as it is (`cairn vault list`" in run("init", str(target)).stderr
 
 
 @pytest.mark.parametrize(

@@ -57,10 +57,18 @@ def init_vault(path: Path, *, again: str = "cairn init") -> str:
     if path.is_dir() and any(child.name not in kept for child in path.iterdir()):
         if (path / "cairn.toml").is_file() and (path / "cards").is_dir():  # `cairn init` run again, as a README
             unfinished = _unfinished(path)
+            if len(unfinished) == 1 and unfinished[0][1].startswith("cairn install git-hooks"):
+                # `cairn init --no-git-hooks` leaves a vault so too, and nothing records that choice: not "missing"
+                what, command = unfinished[0]
+                raise CairnError(
+                    f"{path} is already a Cairn vault; it has {what}, as `cairn init --no-git-hooks` leaves it (or an "
+                    f"init stopped before them): use it as it is, or run `{command}` if you want them (nothing "
+                    "was written)"
+                )
             if unfinished:  # a `cairn init` stopped after its commit (killed, the machine off): say what it left
                 raise CairnError(
-                    f"{path} is already a Cairn vault, but {' and '.join(what for what, _ in unfinished)}; finish it "
-                    f"with `{' && '.join(command for _, command in unfinished)}` (nothing was written)"
+                    f"{path} is already a Cairn vault, but it has {' and '.join(what for what, _ in unfinished)}; "
+                    f"finish it with `{' && '.join(command for _, command in unfinished)}` (nothing was written)"
                 )
             raise CairnError(  # block pasted twice does: not a reason to make a second vault elsewhere
                 f"{path} is already a Cairn vault; use it as it is (`cairn vault list` shows whether the prompt hook "
@@ -176,11 +184,14 @@ def _unfinished(path: Path) -> list[tuple[str, str]]:
     where = shell_word(vault.root)
     unfinished = []
     if not os.path.exists(index_file(os.path.realpath(vault.root))):
-        unfinished.append(("it has no index", f"cairn index --vault {where}"))
+        unfinished.append(("no index", f"cairn index --vault {where}"))
     missing = githooks.missing_git_hooks(hooks)
     if missing:
         unfinished.append(
-            (f"its git hooks are missing ({', '.join(missing)})", f"cairn install git-hooks --vault {where}")
+            (
+                f"no git hooks ({', '.join(missing)}) to keep its index current",
+                f"cairn install git-hooks --vault {where}",
+            )
         )
     return unfinished
 
