@@ -122,7 +122,7 @@ def _sync(
         )
         refused = _checked_out(str(stderr)) or _not_fast_forward(str(stderr))
         held = status != 0 and refused and _holds_the_remote(repo, remote, src, ref, fetching)
-        if held and not _dropped_by_the_remote(repo, ref, remote):
+        if held and not _dropped_by_the_remote(repo, ref, remote, src):
             # Checked out, or ahead with commits not pushed yet: it holds every commit of the remote's already.
             say(f"{name}: {ref} already holds {remote}'s {src.removeprefix('refs/heads/')}")
         elif status != 0:
@@ -244,11 +244,11 @@ def _holds_the_remote(repo: Any, remote: str, src: str, ref: str, fetching: Fetc
     return status == 0 and gitrepo.is_ancestor(repo, "FETCH_HEAD", ref)
 
 
-def _dropped_by_the_remote(repo: Any, ref: str, remote: str) -> bool:
-    """Whether the served ref's commits past the remote's branch (in FETCH_HEAD) are all ones the remote held as last
-    fetched: a force-push back to an older commit took them out (a remote-tracking ref's are always the remote's), and
-    they are no author's unpushed work to go on serving."""
-    return _commits_not_in(repo, ref, "FETCH_HEAD") > 0 and not _own_commits(repo, ref, remote, "FETCH_HEAD")
+def _dropped_by_the_remote(repo: Any, ref: str, remote: str, src: str) -> bool:
+    """Whether the served ref's commits past the remote's branch (in FETCH_HEAD) are all ones the remote held: a
+    force-push back to an older commit took them out (a remote-tracking ref's are always the remote's), and they are
+    no author's unpushed work to go on serving."""
+    return _commits_not_in(repo, ref, "FETCH_HEAD") > 0 and not _own_commits(repo, ref, remote, src, "FETCH_HEAD")
 
 
 def _rebasing(folder: Path) -> bool:
@@ -286,13 +286,31 @@ def _config(repo: Any, key: str) -> str:
     return str(out).strip() if status == 0 else ""
 
 
-def _own_commits(repo: Any, ref: str, remote: str, *also: str) -> int:
-    """How many commits of the local branch `ref` no ref of `remote`'s (as last fetched) holds, nor `also`: commits
-    not pushed."""
+def _own_commits(repo: Any, ref: str, remote: str, src: str, *also: str) -> int:
+    """How many commits of the local branch `ref` no ref of `remote`'s holds (as last fetched), nor held before by
+    the one that tracks its branch `src`, nor `also`: commits not pushed."""
     status, out, _ = repo.git.rev_list(
-        "--count", ref, "--not", f"--remotes={remote}", *also, with_extended_output=True, with_exceptions=False
+        "--count",
+        ref,
+        "--not",
+        f"--remotes={remote}",
+        *_tracked_before(repo, remote, src),
+        *also,
+        with_extended_output=True,
+        with_exceptions=False,
     )
     return int(str(out).strip()) if status == 0 and str(out).strip().isdigit() else 0
+
+
+def _tracked_before(repo: Any, remote: str, src: str) -> list[str]:
+    """The commits the remote-tracking ref of `remote`'s branch `src` pointed at, as its reflog keeps them (none
+    without one): a plain `git fetch` of a force-push moves it back, and only the reflog still says the remote held
+    the commits it dropped."""
+    tracking = f"refs/remotes/{remote}/{src.removeprefix('refs/heads/')}"
+    status, out, _ = repo.git.log(
+        "--walk-reflogs", "--format=%H", tracking, "--", with_extended_output=True, with_exceptions=False
+    )
+    return list(dict.fromkeys(str(out).split())) if status == 0 else []
 
 
 def _has_git_hooks(vault: Vault) -> bool:
@@ -330,10 +348,10 @@ def _fetch_failed(
     rewritten = 0  # commits of the checked-out branch the remote held as last fetched, and no longer holds
     if checked_out:  # `_holds_the_remote` fetched the remote's branch into FETCH_HEAD
         own = _commits_not_in(repo, ref, "FETCH_HEAD")
-        if own and not _own_commits(repo, ref, remote, "FETCH_HEAD"):
+        if own and not _own_commits(repo, ref, remote, src, "FETCH_HEAD"):
             rewritten, own = own, 0
     elif _not_fast_forward(stderr) and ref.startswith("refs/heads/"):
-        own = _own_commits(repo, ref, remote)
+        own = _own_commits(repo, ref, remote, src)
     else:
         own = 0
     # A plain `git pull` stops when both sides have commits ("Need to specify how to reconcile divergent branches"):

@@ -1796,9 +1796,15 @@ def test_sync_of_a_checked_out_branch_the_remote_rewrote_does_not_say_to_merge_i
     assert listed["commit"] == rewritten and "git/bisect" not in {card["id"] for card in listed["cards"]}
 
 
-def test_sync_of_a_checked_out_branch_the_remote_force_pushed_back_says_it_was_rewritten(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fetched", [False, True], ids=["not fetched", "after git fetch"])
+def test_sync_of_a_checked_out_branch_the_remote_force_pushed_back_says_it_was_rewritten(
+    tmp_path: Path, fetched: bool
+) -> None:
     """A teammate force-pushed main back one commit, taking a card out, with no new commit: the author's checked-out
-    main held every commit of the remote's and more, so sync said "up to date" and served the card on."""
+    main held every commit of the remote's and more, so sync said "up to date" and served the card on. Bug fixed
+    too: after the author's plain `git fetch`, which moved origin/main back as well, no ref of the remote's held the
+    dropped commit, so sync still took it for the author's own unpushed work; the reflog of origin/main, which
+    recorded it there before the forced update, now tells the two apart."""
     author = _authors_vault(tmp_path)
     other = _a_teammates_clone(tmp_path)
     before = other.git("rev-parse", "HEAD")
@@ -1808,6 +1814,8 @@ def test_sync_of_a_checked_out_branch_the_remote_force_pushed_back_says_it_was_r
     author.git("pull", "-q", "--ff-only", "origin", "main")
     assert cairn("index", "--vault", "team", cwd=tmp_path).returncode == 0
     other.git("push", "-q", "--force", "origin", "HEAD~1:main")
+    if fetched:
+        author.git("fetch", "-q", "origin")
 
     done = cairn("sync", "team", cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
@@ -1820,6 +1828,13 @@ def test_sync_of_a_checked_out_branch_the_remote_force_pushed_back_says_it_was_r
         assert ran.returncode == 0, ran.stdout + ran.stderr
     listed = json.loads(cairn("list", "--vault", "team", "--json", cwd=tmp_path).stdout)
     assert listed["commit"] == before and "git/bisect" not in {card["id"] for card in listed["cards"]}
+    # A commit of the author's own, never pushed, is still the author's: main holds origin's main and more.
+    author.write("git/reflog", "The reflog keeps lost commits", "git reflog finds a commit a reset dropped.")
+    own = author.commit("The author's lesson, not pushed yet")
+    author.git("fetch", "-q", "origin")
+    held = cairn("sync", "team", cwd=tmp_path)
+    assert held.returncode == 0 and "diverged" not in held.stdout, held.stdout
+    assert json.loads(cairn("list", "--vault", "team", "--json", cwd=tmp_path).stdout)["commit"] == own
 
 
 def test_sync_of_a_checked_out_branch_with_commits_of_its_own_gives_a_pull_git_runs(tmp_path: Path) -> None:
