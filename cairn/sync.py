@@ -287,14 +287,14 @@ def _config(repo: Any, key: str) -> str:
 
 
 def _own_commits(repo: Any, ref: str, remote: str, src: str, *also: str) -> int:
-    """How many commits of the local branch `ref` no ref of `remote`'s holds (as last fetched), nor held before by
-    the one that tracks its branch `src`, nor `also`: commits not pushed."""
+    """How many commits of the local branch `ref` the remote's branch `src` does not hold nor held (as this clone
+    saw it), nor `also`: commits not pushed. Another branch of the remote's (a teammate's, fast-forwarded into `ref`)
+    is no part of what `src` held."""
     status, out, _ = repo.git.rev_list(
         "--count",
         ref,
         "--not",
-        f"--remotes={remote}",
-        *_tracked_before(repo, remote, src),
+        *_tracked(repo, remote, src),
         *also,
         with_extended_output=True,
         with_exceptions=False,
@@ -302,15 +302,17 @@ def _own_commits(repo: Any, ref: str, remote: str, src: str, *also: str) -> int:
     return int(str(out).strip()) if status == 0 and str(out).strip().isdigit() else 0
 
 
-def _tracked_before(repo: Any, remote: str, src: str) -> list[str]:
-    """The commits the remote-tracking ref of `remote`'s branch `src` pointed at, as its reflog keeps them (none
-    without one): a plain `git fetch` of a force-push moves it back, and only the reflog still says the remote held
-    the commits it dropped."""
+def _tracked(repo: Any, remote: str, src: str) -> list[str]:
+    """The commits the remote-tracking ref of `remote`'s branch `src` points at and pointed at, as its reflog keeps
+    them (none without the ref): a plain `git fetch` of a force-push moves it back, and only the reflog still says
+    the remote held the commits it dropped."""
     tracking = f"refs/remotes/{remote}/{src.removeprefix('refs/heads/')}"
+    if not gitrepo.commit_exists(repo, tracking):
+        return []
     status, out, _ = repo.git.log(
         "--walk-reflogs", "--format=%H", tracking, "--", with_extended_output=True, with_exceptions=False
     )
-    return list(dict.fromkeys(str(out).split())) if status == 0 else []
+    return [tracking, *dict.fromkeys(str(out).split() if status == 0 else [])]
 
 
 def _has_git_hooks(vault: Vault) -> bool:

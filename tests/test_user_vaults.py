@@ -1837,6 +1837,26 @@ def test_sync_of_a_checked_out_branch_the_remote_force_pushed_back_says_it_was_r
     assert json.loads(cairn("list", "--vault", "team", "--json", cwd=tmp_path).stdout)["commit"] == own
 
 
+def test_sync_of_a_checked_out_branch_ahead_with_a_teammates_branch_serves_it(tmp_path: Path) -> None:
+    """Bug fixed: the author fast-forwarded main to a teammate's branch (origin/feature), not pushed to main yet.
+    Any ref of the remote's counted as holding commits of main's, so sync said origin's main "was rewritten (a
+    force-push?)" and "no longer holds 1 commit" it never held, exit 1, and its fix (`reset --keep FETCH_HEAD`) took
+    the lesson out of main. Only what origin/main held counts: main holds origin's main and more, and is served."""
+    author = _authors_vault(tmp_path)
+    other = _a_teammates_clone(tmp_path)
+    other.git("checkout", "-q", "-b", "feature")
+    other.write("git/bisect", "A lesson about bisect", "git bisect run finds the breaking commit by itself.")
+    feature = other.commit("A teammate's lesson, on a branch")
+    other.git("push", "-q", "origin", "feature")
+    author.git("fetch", "-q", "origin")
+    author.git("merge", "-q", "--ff-only", "origin/feature")
+
+    done = cairn("sync", "team", cwd=tmp_path)
+    assert done.returncode == 0 and "diverged" not in done.stdout, done.stdout + done.stderr
+    listed = json.loads(cairn("list", "--vault", "team", "--json", cwd=tmp_path).stdout)
+    assert listed["commit"] == feature and "git/bisect" in {card["id"] for card in listed["cards"]}
+
+
 def test_sync_of_a_checked_out_branch_with_commits_of_its_own_gives_a_pull_git_runs(tmp_path: Path) -> None:
     """Bug fixed: the author's checked-out main has a commit not pushed yet and the remote's main has a teammate's:
     sync said `git pull --ff-only`, which git refuses ("Not possible to fast-forward"), and with a merge stopped on
