@@ -95,6 +95,7 @@ def run_checks(cwd: Path, env: dict[str, str] | None = None) -> list[Check]:
         except OSError as exc:  # the hook skips a vault it cannot read and serves the others: say so, check on
             checks.append(_unreadable_vault(entry, exc))
     checks.append(semantic)
+    checks += _semantic_variables(env)
     checks += _caches_of_vaults_gone()
     checks += _agent_checks(cwd, entries)
     return checks
@@ -526,6 +527,55 @@ def _semantic_check(env: dict[str, str]) -> tuple[Check, bool]:
         )
         return Check("semantic", "extra", None, detail), True
     return Check("semantic", "extra", True, f"installed: integer products in onnxruntime ({enc.MODEL})"), True
+
+
+def _semantic_variables(env: dict[str, str]) -> list[Check]:
+    """A failing check for each `CAIRN_SEMANTIC*` variable set to a value Cairn does not read: the hook, the warm
+    encoder and `cairn index` use the default in its place without a word (a prompt never fails over one)."""
+    from cairn.hot.semantic import switch_known
+    from cairn.semantic.daemon import IDLE_SECONDS, idle_given
+    from cairn.semantic.encoder import threads_given
+    from cairn.semantic.vectors import FOREGROUND_CARDS, foreground_cards_given
+
+    variables = (
+        ("CAIRN_SEMANTIC", switch_known, "0, false, off or no to switch it off", "the channel stays on"),
+        (
+            "CAIRN_SEMANTIC_IDLE",
+            lambda v: idle_given(v) is not None,
+            "a number of seconds above 0",
+            f"the default {IDLE_SECONDS:g} is used",
+        ),
+        (
+            "CAIRN_SEMANTIC_THREADS",
+            lambda v: threads_given(v) is not None,
+            "a whole number of 1 or more",
+            "the default (the cores) is used",
+        ),
+        (
+            "CAIRN_SEMANTIC_FOREGROUND_CARDS",
+            lambda v: foreground_cards_given(v) is not None,
+            "a whole number of 0 or more",
+            f"the default {FOREGROUND_CARDS} is used",
+        ),
+        (
+            "CAIRN_SEMANTIC_FOREGROUND",
+            lambda v: v in ("0", "1"),
+            "1 (`cairn index` encodes every card itself) or 0",
+            "`cairn index` leaves a large encoding to a background process",
+        ),
+    )
+    return [
+        Check(
+            "semantic",
+            name,
+            False,
+            f"{name}={shlex.quote(env[name][:40])} is not a value Cairn reads, so {fallback}",
+            f"unset {name}",
+            f"or set it to {allowed}",
+        )
+        for name, reads, allowed, fallback in variables
+        if env.get(name, "").strip() and not reads(env[name])
+    ]
 
 
 def _vectors_check(name: str, path: str) -> Check:

@@ -1071,6 +1071,32 @@ def test_doctor_checks_the_extra_and_each_vaults_card_vectors(vault_repo: VaultR
     assert [c["detail"] for c in off if c["area"] == "semantic"] == ["installed, switched off here by CAIRN_SEMANTIC"]
 
 
+def test_doctor_names_each_semantic_variable_set_to_a_value_cairn_does_not_read(vault_repo: VaultRepo) -> None:
+    """A bad `CAIRN_SEMANTIC*` value fell back to the default in silence (`CAIRN_SEMANTIC=nope` left the channel on,
+    `CAIRN_SEMANTIC_THREADS=0` ran one thread): the hook still does (it never fails a prompt), but doctor names each
+    with what it takes; a value Cairn reads is not named."""
+    bad = {
+        "CAIRN_SEMANTIC": "nope",
+        "CAIRN_SEMANTIC_IDLE": "nan",
+        "CAIRN_SEMANTIC_THREADS": "0",
+        "CAIRN_SEMANTIC_FOREGROUND_CARDS": "-1",
+        "CAIRN_SEMANTIC_FOREGROUND": "true",
+    }
+    report = json.loads(vault_repo.cairn("doctor", "--json", env=bad).stdout)
+    named = {c["subject"]: c for c in report["checks"] if c["subject"] in bad}
+    assert sorted(named) == sorted(bad)
+    assert all(c["ok"] is False and c["fix"] == f"unset {name}" for name, c in named.items())
+    assert (
+        named["CAIRN_SEMANTIC"]["detail"] == "CAIRN_SEMANTIC=nope is not a value Cairn reads, so the channel stays on"
+    )
+    assert named["CAIRN_SEMANTIC"]["note"] == "or set it to 0, false, off or no to switch it off"
+    assert named["CAIRN_SEMANTIC_THREADS"]["note"] == "or set it to a whole number of 1 or more"
+    good = {"CAIRN_SEMANTIC": "On", "CAIRN_SEMANTIC_IDLE": "inf", "CAIRN_SEMANTIC_THREADS": "2"}
+    good |= {"CAIRN_SEMANTIC_FOREGROUND_CARDS": "0", "CAIRN_SEMANTIC_FOREGROUND": "1"}
+    report = json.loads(vault_repo.cairn("doctor", "--json", env=good).stdout)
+    assert not [c for c in report["checks"] if c["subject"] in good]
+
+
 def test_doctor_does_not_call_a_damaged_index_no_index_yet(vault_repo: VaultRepo) -> None:
     """Bug fixed: with the index file cut short, doctor's card vectors line said "no index yet", beside the index
     line that says the index is damaged. It says "no usable index" now, and "no index yet" only when there is none."""

@@ -76,6 +76,7 @@ STALL_REREAD_SECONDS = 1.0
 # How the warm encoder is started (`CLEAN_PATH`: it starts in the agent's project, any checkout).
 DAEMON_CODE = CLEAN_PATH + "from cairn.semantic.daemon import main; sys.exit(main())"
 _OFF = ("0", "false", "off", "no")  # `CAIRN_SEMANTIC`'s values that switch the channel off, in any case
+_ON = ("", "1", "true", "on", "yes")  # and those that leave it on (any other value does too: `cairn doctor` names it)
 MAX_REPLY_BYTES = 4 * 1024 * 1024
 
 
@@ -137,6 +138,11 @@ def switched_off(environ: "Mapping[str, str]") -> bool:
     """Whether `CAIRN_SEMANTIC` in `environ` switches the channel off: `0`, `false`, `off` or `no`, in any case
     (`False` and `OFF` left it on)."""
     return environ.get("CAIRN_SEMANTIC", "").strip().lower() in _OFF
+
+
+def switch_known(value: str) -> bool:
+    """Whether `value` of `CAIRN_SEMANTIC` is one it reads (`_OFF` or `_ON`): `nope` leaves the channel on unsaid."""
+    return value.strip().lower() in _OFF + _ON
 
 
 def resting(state: str) -> bool:

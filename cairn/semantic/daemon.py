@@ -76,13 +76,19 @@ _CACHED_QUERIES = 4
 
 
 def idle_seconds() -> float:
-    """`CAIRN_SEMANTIC_IDLE` (default IDLE_SECONDS); at most MAX_IDLE_SECONDS, which `select` can wait (`inf` and
-    1e20 failed it, after the model had loaded)."""
+    """`CAIRN_SEMANTIC_IDLE` (default IDLE_SECONDS, also for a value `idle_given` refuses)."""
+    given = idle_given(os.environ.get("CAIRN_SEMANTIC_IDLE", ""))
+    return IDLE_SECONDS if given is None else given
+
+
+def idle_given(text: str) -> float | None:
+    """The seconds `text` of `CAIRN_SEMANTIC_IDLE` gives: a number above 0, at most MAX_IDLE_SECONDS, which `select`
+    can wait (`inf` and 1e20 failed it, after the model had loaded); None when it gives none."""
     try:
-        value = float(os.environ.get("CAIRN_SEMANTIC_IDLE", "") or IDLE_SECONDS)
+        value = float(text)
     except ValueError:
-        return IDLE_SECONDS
-    return min(value, MAX_IDLE_SECONDS) if value > 0 else IDLE_SECONDS
+        return None
+    return min(value, MAX_IDLE_SECONDS) if value > 0 else None
 
 
 def similarities(

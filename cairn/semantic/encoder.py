@@ -76,14 +76,16 @@ def installed_model() -> str:
 
 def default_workers() -> int:
     """Threads for encoding many texts: `CAIRN_SEMANTIC_THREADS`, else the number of cores (at most 4)."""
+    return threads_given(os.environ.get("CAIRN_SEMANTIC_THREADS", "")) or min(os.cpu_count() or 1, 4)
+
+
+def threads_given(text: str) -> int | None:
+    """The threads `text` of `CAIRN_SEMANTIC_THREADS` gives: a whole number of 1 or more; None when it gives none."""
     try:
-        return (
-            max(1, int(os.environ.get("CAIRN_SEMANTIC_THREADS", "") or 0))
-            if os.environ.get("CAIRN_SEMANTIC_THREADS")
-            else min(os.cpu_count() or 1, 4)
-        )
+        value = int(text)
     except ValueError:
-        return min(os.cpu_count() or 1, 4)
+        return None
+    return value if value >= 1 else None
 
 
 class Encoder:

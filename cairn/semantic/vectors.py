@@ -385,8 +385,15 @@ FOREGROUND_CARDS = 200  # `cairn index` encodes up to this many cards itself (a 
 def foreground_cards() -> int:
     """`CAIRN_SEMANTIC_FOREGROUND_CARDS` when it is a whole number of 0 or more, else FOREGROUND_CARDS (a typo in
     it once failed the refresh, which removes the side file: every card's vectors lost to a bad variable)."""
-    value = os.environ.get("CAIRN_SEMANTIC_FOREGROUND_CARDS", "").strip()
-    return int(value) if value.isdecimal() else FOREGROUND_CARDS  # `²` is a digit that int() refuses
+    given = foreground_cards_given(os.environ.get("CAIRN_SEMANTIC_FOREGROUND_CARDS", ""))
+    return FOREGROUND_CARDS if given is None else given
+
+
+def foreground_cards_given(text: str) -> int | None:
+    """The cards `text` of `CAIRN_SEMANTIC_FOREGROUND_CARDS` gives: a whole number of 0 or more; None when it gives
+    none."""
+    value = text.strip()
+    return int(value) if value.isdecimal() else None  # `²` is a digit that int() refuses
 
 
 def refresh_after_index(index_file: Path) -> Outcome:
