@@ -75,6 +75,27 @@ def test_an_unknown_rule_in_lint_disable_is_a_finding_and_every_card_is_still_li
     assert review.returncode == 1 and "config-invalid" in {f["rule"] for f in json.loads(review.stdout)["lint"]}
 
 
+def test_a_lint_scopes_entry_no_card_tag_can_match_is_a_finding_at_its_line(vault_repo: VaultRepo) -> None:
+    """`scopes = ["", "Git  Stuff"]` was taken in silence, though no card's tag can be empty or hold two spaces (a
+    card's tags are read with their spaces folded): a vocabulary of only such entries allowed every tag. Each is a
+    finding at its line; `Git Stuff`, which a card can carry, is not."""
+    make_vault(vault_repo)
+    vault_repo.write(
+        "docker/layers", "Order docker layers by change rate", "Copy the lockfile first.", scope=["Git Stuff"]
+    )
+    vault_repo.write_raw("cairn.toml", '[lint]\nmax_age_days = 365\nscopes = ["", "Git  Stuff", "Git Stuff", "git"]\n')
+    vault_repo.commit("scopes no tag can match")
+    done = vault_repo.cairn("lint")
+    assert done.returncode == 1, done.stderr
+    config = [line for line in done.stdout.splitlines() if line.startswith("cairn.toml:")]
+    assert [line.split(", which")[0] for line in config] == [
+        "cairn.toml:3: config-invalid [lint] scopes names ''",
+        "cairn.toml:3: config-invalid [lint] scopes names 'Git  Stuff'",
+    ]
+    outside = [line.split(":")[0] for line in done.stdout.splitlines() if " scope-vocabulary " in line]
+    assert outside and not {"cards/docker/layers.md", f"cards/{REBASE_ID}.md"} & set(outside)  # Git Stuff, git
+
+
 def test_a_security_rule_in_lint_disable_is_warned_at_its_line_naming_the_user_config_read(
     vault_repo: VaultRepo, tmp_path: Path
 ) -> None:

@@ -8,9 +8,11 @@ from dataclasses import dataclass
 
 from cairn.cards.card import CARDS_NOT_A_FOLDER, Card, card_id_from_path, parse_card
 from cairn.cards.similarity import terms
+from cairn.cards.visible import strip_invisible
 from cairn.config import CONFIG_FILE, LintSettings, parse_config
 from cairn.finding import ERROR, WARNING, Finding
 from cairn.hot.errors import CairnError, InvalidConfig
+from cairn.hot.serve import split_tags
 from cairn.hot.vault import CARDS_DIR, Vault
 from cairn.lint import registry, security
 from cairn.lint.facts import vault_facts
@@ -117,17 +119,27 @@ def _lint_snapshot(
         )
         config = parse_config(None)
     known = set(registry.names())
-    findings.extend(
-        Finding(
-            CONFIG_FILE,
-            _line_of_key(snapshot.config_text, "disable"),
-            "config-invalid",
+    no_effect = [  # (key, what is wrong) of each entry of a [lint] list that can have no effect
+        (
+            "disable",
             f"[lint] disable names '{entry}', which is no rule or group (`cairn lint --list-rules` lists them); "
             "it was ignored",
-            ERROR,
         )
         for entry in config.lint.disable
         if entry.strip() and entry.strip() not in known
+    ]
+    no_effect += [
+        (
+            "scopes",
+            f"[lint] scopes names {entry!r}, which no card's scope tag can match (a tag is not empty, has no "
+            "invisible characters and single spaces between its words): remove it or write it as a card would",
+        )
+        for entry in config.lint.scopes
+        if not _matchable(entry)
+    ]
+    findings.extend(
+        Finding(CONFIG_FILE, _line_of_key(snapshot.config_text, key), "config-invalid", detail, ERROR)
+        for key, detail in no_effect
     )
     if config.sanitize.patterns:  # `cairn sanitize` refuses the file over one; lint and pre-commit said nothing
         from cairn.cards.sanitize import rules_for
@@ -234,8 +246,15 @@ def _renamed_settings(config_text: str | None) -> list[Finding]:
     return findings
 
 
+def _matchable(entry: str) -> bool:
+    """Whether a card's scope tag can match `entry` of `[lint] scopes`: a card's tags are read with invisible
+    characters left out and their spaces folded (`cairn.cards.card`), the vocabulary's as given."""
+    tags = split_tags(entry)
+    return bool(tags) and tags == split_tags(" ".join(strip_invisible(entry).split()))
+
+
 def _line_of_key(config_text: str | None, key: str) -> int:
-    """The line of `key =` in cairn.toml (0 when it is not found: written as a dotted key, say); `disable`,
+    """The line of `key =` in cairn.toml (0 when it is not found: written as a dotted key, say); `disable`, `scopes`,
     `patterns` and `max_context_chars` are keys of one section each."""
     for number, line in enumerate((config_text or "").splitlines(), 1):
         if line.strip().startswith(key) and line.split("=", 1)[0].strip() == key:
