@@ -280,6 +280,15 @@ def _line_of(text: str, section: str, key: str | None) -> int:
     return header_line
 
 
+def line_of_key(config_text: str | None, key: str) -> int:
+    """The line of `key =` in cairn.toml (0 when it is not found: written as a dotted key, say); `disable`, `scopes`,
+    `patterns` and `max_context_chars` are keys of one section each."""
+    for number, line in enumerate((config_text or "").splitlines(), 1):
+        if line.strip().startswith(key) and line.split("=", 1)[0].strip() == key:
+            return number
+    return 0
+
+
 def config_from_dict(data: dict[str, Any]) -> Config:
     """Rebuild a Config from `Config.to_dict()` output (as stored in the index)."""
     try:

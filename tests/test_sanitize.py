@@ -407,13 +407,17 @@ def test_an_out_that_cannot_be_made_is_one_line_naming_it(vault_repo: VaultRepo,
     assert (tmp_path / "afile").read_text() == "x"
 
 
-def test_a_bad_pattern_in_cairn_toml_is_one_error_line(vault_repo: VaultRepo, tmp_path: Path) -> None:
+def test_a_bad_pattern_in_cairn_toml_is_one_error_line_at_the_line_lint_names(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """The error said `cairn.toml: [sanitize] ...` where lint says `cairn.toml:3:`: it names the line now too."""
     vault_repo.write("git/plain", "Nothing to hide", "Compare with git reflog before you pull.")
-    vault_repo.write_raw("cairn.toml", '[sanitize]\npatterns = ["(unclosed"]\n')
+    vault_repo.write_raw("cairn.toml", '# ours\n[sanitize]\npatterns = ["(unclosed"]\n')
     vault_repo.commit("Bad pattern")
     done = vault_repo.invoke("sanitize", "--out", str(tmp_path / "x"))
     assert done.returncode == 1
-    assert done.stderr.startswith("Error: cairn.toml: [sanitize] patterns[0] is not a valid regular expression")
+    assert done.stderr.startswith("Error: cairn.toml:3: [sanitize] patterns[0] is not a valid regular expression")
+    assert "cairn.toml:3: config-invalid [sanitize] patterns[0]" in vault_repo.cairn("lint", "cairn.toml").stdout
     assert not (tmp_path / "x").exists()
 
 

@@ -32,7 +32,7 @@ from cairn import gitrepo
 from cairn.atomic import disk_fix, new_folder_mode
 from cairn.cards.card import MAX_CARD_BYTES, card_id_from_path, oversize_finding, parse_card
 from cairn.cards.visible import fold
-from cairn.config import SanitizeSettings
+from cairn.config import SanitizeSettings, VaultConfigError, line_of_key
 from cairn.finding import Finding
 from cairn.hot.errors import InvalidConfig, RefusedWrite
 from cairn.hot.vault import Vault
@@ -255,8 +255,9 @@ _IP_RULES: tuple[Rule, ...] = (
 )
 
 
-def rules_for(settings: SanitizeSettings) -> list[Rule]:
-    """The built-in rules, internal host names for the configured domains, IP addresses, then custom patterns."""
+def rules_for(settings: SanitizeSettings, config_text: str | None = None) -> list[Rule]:
+    """The built-in rules, internal host names for the configured domains, IP addresses, then custom patterns.
+    config_text: the cairn.toml the settings were read from, for the line of a pattern refused."""
     rules = list(BUILTIN_RULES)
     for domain in settings.internal_domains:
         suffix = domain.strip().strip(".")
@@ -267,20 +268,21 @@ def rules_for(settings: SanitizeSettings) -> list[Rule]:
         pattern = rf"(?<![\w.-]){labels}{re.escape(suffix)}(?:\.{_LABEL})*(?![\w-])"
         rules.append(Rule("internal-host", re.compile(pattern, re.IGNORECASE), _host))
     rules.extend(_IP_RULES)
+    line = line_of_key(config_text, "patterns")
     if len(settings.patterns) > MAX_PATTERNS:
-        raise InvalidConfig(
-            f"cairn.toml: [sanitize] patterns has {len(settings.patterns)} entries; at most {MAX_PATTERNS}"
+        raise VaultConfigError(
+            f"[sanitize] patterns has {len(settings.patterns)} entries; at most {MAX_PATTERNS}", line=line
         )
     for i, text in enumerate(settings.patterns):
         if len(text) > MAX_PATTERN_CHARS:
-            raise InvalidConfig(
-                f"cairn.toml: [sanitize] patterns[{i}] is {len(text)} characters long; at most {MAX_PATTERN_CHARS}"
+            raise VaultConfigError(
+                f"[sanitize] patterns[{i}] is {len(text)} characters long; at most {MAX_PATTERN_CHARS}", line=line
             )
         try:
             rules.append(Rule("custom", re.compile(text), _marker("")))
         except re.error as exc:
-            raise InvalidConfig(
-                f"cairn.toml: [sanitize] patterns[{i}] is not a valid regular expression: {exc}"
+            raise VaultConfigError(
+                f"[sanitize] patterns[{i}] is not a valid regular expression: {exc}", line=line
             ) from None
     return [Rule(r.kind, r.pattern, (lambda m: "REDACTED") if r.kind == "custom" else r.replace) for r in rules]
 
@@ -431,17 +433,19 @@ def sanitize_vault(
     force: bool = False,
     notice: Callable[[str], None] | None = None,
     progress: Progress | None = None,
+    config_text: str | None = None,
 ) -> SanitizeReport:
     """Write a redacted copy of the card files in HEAD's tree to `out`/cards/; never writes into the vault. What an
     interrupted run left beside `out` is put right first (`recover_interrupted`), each step told to `notice`.
-    `progress(done, total)` hears the cards redacted, checked and written (seconds a thousand cards)."""
+    `progress(done, total)` hears the cards redacted, checked and written (seconds a thousand cards); config_text:
+    the cairn.toml `settings` come from (the line of a bad pattern)."""
     target = check_out_dir(vault, out, force=True)  # where it is; whether it may be replaced once it is whole
     with _folder_lock(target.parent):
         for step in recover_interrupted(target):
             if notice is not None:
                 notice(step)
         target = check_out_dir(vault, out, force=force)
-        rules_for(settings)  # a bad pattern is an error before anything is read
+        rules_for(settings, config_text)  # a bad pattern is an error before anything is read
         with gitrepo.open_repo(vault) as repo:
             try:
                 return _sanitize(repo, vault, target, out, settings, progress)

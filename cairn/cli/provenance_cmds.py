@@ -110,9 +110,16 @@ def sanitize(out: Path, force: bool, vault_path: str | None, as_json: bool) -> N
 
     vault = open_vault(vault_path)
     settings = indexer.config_of(vault).sanitize
+    text = indexer.config_source(vault)[0]  # read again for the line of a bad pattern: settings are parsed records
     with progress_bar("sanitize") as progress:
         report = sanitize_vault(
-            vault, out, settings, force=force, notice=lambda step: echo(f"Note: {step}.", err=True), progress=progress
+            vault,
+            out,
+            settings,
+            force=force,
+            notice=lambda step: echo(f"Note: {step}.", err=True),
+            progress=progress,
+            config_text=text,
         )
     if as_json:
         echo_json(report.to_dict())

@@ -540,14 +540,20 @@ def vault_command(vault: Vault, command: str) -> str:
 
 def config_of(vault: Vault, *, worktree: bool = False) -> Config:
     """The vault's settings: from the working tree, or from the served ref's commit when the vault is in git."""
+    return _parsed_config(vault, *config_source(vault, worktree=worktree))
+
+
+def config_source(vault: Vault, *, worktree: bool = False) -> tuple[str | None, str | None]:
+    """The text of the cairn.toml `config_of` reads (None: there is none) and the commit it is read from (None: the
+    working tree)."""
     if worktree or vault.git_root is None:
-        return _parsed_config(vault, worktree_config_text(vault.root))
+        return worktree_config_text(vault.root), None
     with gitrepo.open_repo(vault) as repo:
         try:
             commit = served_commit(vault, repo)[1]
         except CairnError:
-            return _parsed_config(vault, worktree_config_text(vault.root))
-        return _config_at(repo, commit, vault)
+            return worktree_config_text(vault.root), None
+        return _config_text_at(repo, commit, vault), commit
 
 
 # -- internals ----------------------------------------------------------------------------------------------------
@@ -609,14 +615,18 @@ def _timed(report: IndexReport, started: float, refused_commit: str | None = Non
 
 
 def _config_at(repo: git.Repo, commit: str, vault: Vault) -> Config:
+    return _parsed_config(vault, _config_text_at(repo, commit, vault), commit)
+
+
+def _config_text_at(repo: git.Repo, commit: str, vault: Vault) -> str | None:
     if gitrepo.holds_folder(repo, commit, CONFIG_FILE, vault):
         raise folder_error(commit)
     data = gitrepo.read_path(repo, commit, CONFIG_FILE, vault)
     if data is None:
-        return Config()
+        return None
     if gitrepo.holds_symlink(repo, commit, CONFIG_FILE, vault):
         raise symlink_error(commit)
-    return _parsed_config(vault, data.decode("utf-8", "replace"), commit)
+    return data.decode("utf-8", "replace")
 
 
 def _parsed_config(vault: Vault, text: str | None, commit: str | None = None) -> Config:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from cairn.cards.card import CARDS_NOT_A_FOLDER, Card, card_id_from_path, parse_card
 from cairn.cards.similarity import terms
 from cairn.cards.visible import strip_invisible
-from cairn.config import CONFIG_FILE, LintSettings, parse_config
+from cairn.config import CONFIG_FILE, LintSettings, VaultConfigError, line_of_key, parse_config
 from cairn.finding import ERROR, WARNING, Finding
 from cairn.hot.errors import CairnError, InvalidConfig
 from cairn.hot.serve import split_tags
@@ -138,21 +138,20 @@ def _lint_snapshot(
         if not _matchable(entry)
     ]
     findings.extend(
-        Finding(CONFIG_FILE, _line_of_key(snapshot.config_text, key), "config-invalid", detail, ERROR)
+        Finding(CONFIG_FILE, line_of_key(snapshot.config_text, key), "config-invalid", detail, ERROR)
         for key, detail in no_effect
     )
     if config.sanitize.patterns:  # `cairn sanitize` refuses the file over one; lint and pre-commit said nothing
         from cairn.cards.sanitize import rules_for
 
         try:
-            rules_for(config.sanitize)
-        except InvalidConfig as exc:
-            detail = str(exc).removeprefix(f"{CONFIG_FILE}: ")
-            line = _line_of_key(snapshot.config_text, "patterns")
-            findings.append(Finding(CONFIG_FILE, line, "config-invalid", f"{detail}{SANITIZE_REFUSES}", ERROR))
+            rules_for(config.sanitize, snapshot.config_text)
+        except VaultConfigError as exc:
+            detail = f"{exc.detail}{SANITIZE_REFUSES}"
+            findings.append(Finding(CONFIG_FILE, exc.line, "config-invalid", detail, ERROR))
     disable, ignored = security.effective_disable(e for e in config.lint.disable if e.strip() in known)
     if rel_paths is None or CONFIG_FILE in rel_paths:  # said where cairn.toml is checked, not on every card
-        line = _line_of_key(snapshot.config_text, "disable")
+        line = line_of_key(snapshot.config_text, "disable")
         findings.extend(security.ignored_warning(CONFIG_FILE, entry, still, line) for entry, still in ignored)
         findings.extend(_context_clamped(config.hook.max_context_chars, snapshot.config_text))
         findings.extend(_renamed_settings(snapshot.config_text))
@@ -211,7 +210,7 @@ def _context_clamped(chars: int, config_text: str | None) -> list[Finding]:
     return [
         Finding(
             CONFIG_FILE,
-            _line_of_key(config_text, "max_context_chars"),
+            line_of_key(config_text, "max_context_chars"),
             "config-clamped",
             f"[hook] max_context_chars = {chars} is outside the {CONTEXT_MIN}-{CONTEXT_HARD_LIMIT} characters the "
             f"hook keeps to; it uses {used}: set a value in that range",
@@ -236,7 +235,7 @@ def _renamed_settings(config_text: str | None) -> list[Finding]:
             findings.append(
                 Finding(
                     CONFIG_FILE,
-                    _line_of_key(config_text, old),
+                    line_of_key(config_text, old),
                     "config-renamed",
                     f"[{section}] {old} is the old name of {new}, read until Cairn 0.3 and then ignored: rename it "
                     f"`{new}`",
@@ -251,15 +250,6 @@ def _matchable(entry: str) -> bool:
     characters left out and their spaces folded (`cairn.cards.card`), the vocabulary's as given."""
     tags = split_tags(entry)
     return bool(tags) and tags == split_tags(" ".join(strip_invisible(entry).split()))
-
-
-def _line_of_key(config_text: str | None, key: str) -> int:
-    """The line of `key =` in cairn.toml (0 when it is not found: written as a dotted key, say); `disable`, `scopes`,
-    `patterns` and `max_context_chars` are keys of one section each."""
-    for number, line in enumerate((config_text or "").splitlines(), 1):
-        if line.strip().startswith(key) and line.split("=", 1)[0].strip() == key:
-            return number
-    return 0
 
 
 def _target(vault: Vault, snapshot: Snapshot, rel: str, parsed: dict[str, tuple[Card | None, list[Finding]]]) -> Target:
