@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from cairn.hot.index import SECURITY_RULES_VERSION, IndexReader
 from cairn.hot.vault import find_vault
 from cairn.index.audit import audit
 from cairn.index.build import build_index, index_file_for
-from helpers.cachefiles import edit_card, edit_meta, edit_order, reseal
+from helpers.cachefiles import card_row, edit_card, edit_meta, edit_order, reseal
 from helpers.cli import run_on_terminal
 from helpers.signing import signed_commit, ssh_signing
 from helpers.vaults import BOB, VaultRepo, run_unshallow_commands
@@ -368,6 +369,18 @@ def test_a_tamper_that_fixes_the_seals_is_caught_against_the_tree(vault_repo: Va
     assert entries_check["details"][0].startswith("docker/layer-order: indexed blob eeeeeeeeeeee differs")
 
 
+def _audit_an_order_edit(
+    vault_repo: VaultRepo, index_file: Path, change: Callable[[list[int]], None]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The audit's cache and served checks once the id order is edited by `change` and re-sealed with the key (a
+    failing audit)."""
+    edit_order(index_file, change)
+    reseal(index_file)
+    code, report = _audit(vault_repo)
+    assert code == 1
+    return _check(report, "cache"), _check(report, "served")
+
+
 def test_an_id_order_resealed_out_of_the_ids_order_is_caught(vault_repo: VaultRepo) -> None:
     """The id order (which of two cards that score alike ranks first) is re-derived from the stored ids: one swapped
     and re-sealed with the key passes every seal, and both the cache check and the re-derivation from the commit
@@ -379,17 +392,34 @@ def test_an_id_order_resealed_out_of_the_ids_order_is_caught(vault_repo: VaultRe
         first, second = places.index(1), places.index(2)
         places[first], places[second] = 2, 1
 
-    edit_order(index_file, swap_first_two)
-    reseal(index_file)
-    code, report = _audit(vault_repo)
-    assert code == 1
-    cache = _check(report, "cache")
+    cache, served = _audit_an_order_edit(vault_repo, index_file, swap_first_two)
     assert cache["status"] == "fail" and "its id order is not the order of its cards' ids" in cache["details"]
-    served = _check(report, "served")
     assert served["status"] == "fail"
     assert len(served["details"]) == 1 and served["details"][0].startswith(
         "id order: 2 card(s) out of their ids' order"
     )
+
+
+def test_an_id_order_resealed_to_place_a_row_no_card_holds_is_caught(vault_repo: VaultRepo) -> None:
+    """An update that takes a card out leaves its row empty, placed 0 in the id order. The order re-sealed to give
+    that row a place, every card's place still right, is one no writer wrote: both the cache check and the
+    re-derivation from the commit say it does not place each card once (found by mutation: the cache check's count
+    of places was untested)."""
+    _vault(vault_repo)
+    index_file = index_file_for(find_vault(vault_repo.root))
+    gone = "git/force-push-rebase" if card_row(index_file, "git/force-push-rebase") == 1 else "docker/layer-order"
+    vault_repo.git("rm", "-q", f"cards/{gone}.md")
+    vault_repo.commit("One card out")
+    assert vault_repo.invoke("index").returncode == 0
+    assert _audit(vault_repo)[0] == 0  # the empty row, placed 0, is no card out of place
+
+    def place_the_empty_row(places: list[int]) -> None:
+        assert places[0] == 0 and sorted(places) == [0, 1]
+        places[0] = 2
+
+    cache, served = _audit_an_order_edit(vault_repo, index_file, place_the_empty_row)
+    assert cache["status"] == "fail" and "its id order does not place each card once" in cache["details"]
+    assert served["details"] == ["id order: it does not place each card once"]
 
 
 def test_garbled_and_truncated_index_files_are_rebuilt(vault_repo: VaultRepo) -> None:
