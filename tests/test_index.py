@@ -707,6 +707,27 @@ def test_a_current_index_is_read_while_another_process_holds_its_lock(vault_repo
     assert [(a.args[1], a.returncode, a.stderr) for a in answers] == [(args[0], 0, "") for args in _READERS]
 
 
+def test_an_index_of_the_served_commit_an_older_cairn_built_is_not_read_unlocked_as_current(
+    vault_repo: VaultRepo,
+) -> None:
+    """A read takes an index of the served commit without the writer lock only when it also has this Cairn's
+    settings: one an older Cairn built at the same commit is brought up to date first, as `cairn index` would (found
+    by mutation: no test read one unlocked whose commit matched and settings did not)."""
+    vault_repo.write("notes/one", "Lesson one", "Summary of lesson one.")
+    vault_repo.commit("One card")
+    done = vault_repo.cairn("index", "--json")
+    assert done.returncode == 0, done.stderr
+    index_file = Path(json.loads(done.stdout)["index"])
+    with IndexReader(index_file) as index:
+        version = index.meta["cairn_version"]
+    edit_meta(index_file, cairn_version="0.0.1")
+    reseal(index_file)
+    listed = vault_repo.cairn("list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    with IndexReader(index_file) as index:
+        assert index.meta["cairn_version"] == version
+
+
 def test_an_index_behind_its_branch_is_read_or_refused_at_once_while_another_process_updates_it(
     vault_repo: VaultRepo,
 ) -> None:
