@@ -492,12 +492,14 @@ def test_a_summary_kept_from_a_branch_is_credited_to_the_branch(
         assert (prov["summary_changed"]["commit"], prov["last_changed"]["commit"]) == (rewrite, body), rebuild
 
 
+@pytest.mark.parametrize("broken_twice", [False, True], ids=["once", "twice"])
 def test_fixing_a_card_broken_in_between_is_no_summary_change(
-    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch, broken_twice: bool
 ) -> None:
     """Ann writes a card; two scope edits meet in a merge that commits git's conflict markers (`--no-verify`), or a
     plain commit breaks the frontmatter; Bob removes the markers. The broken version has no summary, so the walk
-    stopped there and credited Bob's fix with the summary Ann wrote."""
+    stopped there and credited Bob's fix with the summary Ann wrote. `twice`: a commit after the merge edits the card
+    with the markers still in; the walk goes on past both broken versions (found by mutation: only one was tested)."""
     commit_at = functools.partial(_commit_at, vault_repo, monkeypatch)
     vault_repo.write_raw("cairn.toml", "")
     summary = "A request path leaks SQLAlchemy sessions; close them in a finally block."
@@ -515,6 +517,10 @@ def test_fixing_a_card_broken_in_between_is_no_summary_change(
     vault_repo.git("merge", "-q", "side", "-m", "merge side", check=False)  # a conflict in the scope line
     assert "<<<<<<<" in (vault_repo.root / "cards" / "db" / "pool.md").read_text(encoding="utf-8")
     commit_at("04-01", "merge side, markers and all", BOB)
+    if broken_twice:
+        pool = vault_repo.root / "cards" / "db" / "pool.md"
+        pool.write_text(pool.read_text(encoding="utf-8") + "\nOne more line.\n", encoding="utf-8")
+        commit_at("04-02", "a line more, markers still in", BOB)
     assert vault_repo.cairn("index").returncode == 0  # both cards left out: the update below walks them whole
     vault_repo.write("db/pool", "Pool exhausted by leaked sessions", summary, scope=["db", "sqlalchemy", "postgres"])
     vault_repo.write("db/lines", "Lines broken in between", summary + " Lines.", scope=["db"])
@@ -524,6 +530,31 @@ def test_fixing_a_card_broken_in_between_is_no_summary_change(
         for card_id in ("db/pool", "db/lines"):
             prov = _prov(vault_repo, card_id)
             assert (prov["summary_changed"]["commit"], prov["last_changed"]["commit"]) == (written, fixed), card_id
+
+
+def test_an_update_whose_range_holds_a_merge_keeps_the_summarys_older_author(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ann writes a card and the index is built; then a body edit on a branch and a scope edit on main meet in a
+    clean merge. The update walks only the new versions, all carrying Ann's summary back to the oldest walked: the
+    summary is still credited to Ann's commit, as a whole build says (found by mutation: no update walked a merge
+    whose run reached the end of its range)."""
+    commit_at = functools.partial(_commit_at, vault_repo, monkeypatch)
+    vault_repo.write_raw("cairn.toml", "")
+    summary = "A request path leaks SQLAlchemy sessions; close them in a finally block."
+    vault_repo.write("db/pool", "Pool exhausted by leaked sessions", summary, "Body.", scope=["db"])
+    written = commit_at("01-01", "a card", ANN)
+    assert vault_repo.cairn("index").returncode == 0
+    vault_repo.git("switch", "-q", "-c", "side")
+    vault_repo.write("db/pool", "Pool exhausted by leaked sessions", summary, "Body, longer.", scope=["db"])
+    commit_at("02-01", "a longer body", ANN)
+    vault_repo.git("switch", "-q", "main")
+    vault_repo.write("db/pool", "Pool exhausted by leaked sessions", summary, "Body.", scope=["db", "sqlalchemy"])
+    commit_at("03-01", "sqlalchemy scope", BOB)
+    vault_repo.git("merge", "-q", "--no-edit", "side", author=BOB)
+    for rebuild in ((), ("--rebuild",)):  # incremental, then whole
+        assert vault_repo.cairn("index", *rebuild).returncode == 0
+        assert _prov(vault_repo, "db/pool")["summary_changed"]["commit"] == written, rebuild
 
 
 def test_authors_are_shown_as_the_indexed_commits_mailmap_names_them(vault_repo: VaultRepo) -> None:
