@@ -699,6 +699,35 @@ def test_an_explain_waiting_on_the_lock_does_not_say_the_holder_writes(tmp_path:
     assert waiting.returncode == 0, err
 
 
+def test_a_reader_with_no_index_to_fall_back_on_waits_for_the_writer_to_end(tmp_path: Path) -> None:
+    """A reader gives up its short wait for the lock only to read an older, whole index (`behind`); with none (the
+    vault's first index is being made) it must wait as a writer does, not build the index beside the holder."""
+    author, index_file = _indexed(tmp_path)
+    index_file.unlink()
+    holder = _hold_lock(index_file)
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    with subprocess.Popen(
+        [cairn_executable(), "explain", "how do I undo a force-push"],
+        cwd=author.root,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as waiting:
+        try:
+            assert waiting.stderr is not None
+            ready, _, _ = select.select([waiting.stderr], [], [], 60)
+            assert ready and waiting.stderr.readline().startswith("Waiting for another Cairn process")
+            # past the reader's short wait (store.READ_WAIT_SECONDS) it still waits, and wrote nothing
+            ready, _, _ = select.select([waiting.stderr], [], [], store.READ_WAIT_SECONDS + 2)
+            assert not ready and waiting.poll() is None and not index_file.exists()
+        finally:
+            holder.communicate("")
+        _, err = waiting.communicate(timeout=60)
+    assert waiting.returncode == 0, err
+    assert index_file.exists()
+
+
 def test_a_teammates_settings_cannot_fake_a_sync_line(tmp_path: Path) -> None:
     """A committed cairn.toml whose key holds a line break and an escape: the vault's line stays one line, with no
     escape sequence (the message names the key as it can)."""
