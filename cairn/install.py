@@ -630,11 +630,16 @@ def _load_settings(path: Path, spec: Agent, by_hand: str) -> dict[str, Any]:
     try:
         data = _finite_json(text, path)
     except ValueError as exc:
-        if not (spec.comments and _parses(_without_comments(text), path)):
+        if not spec.comments:
             raise UnreadableSettings(
                 f"{path} is not valid JSON ({exc})", "fix it by hand, nothing was written"
             ) from None
-        data = _finite_json(_without_comments(text), path)  # the agent reads past its comments; the edit keeps them
+        try:  # the agent reads past its comments; the edit keeps them
+            data = _finite_json(_without_comments(text), path)
+        except ValueError as past:  # the error past the comments: the raw text's named the first comment's place
+            raise UnreadableSettings(
+                f"{path} is not valid JSON ({past})", "fix it by hand, nothing was written"
+            ) from None
     if not isinstance(data, dict):
         raise UnreadableSettings(f"{path} does not hold a JSON object", "fix it by hand, nothing was written")
     return data
@@ -659,14 +664,6 @@ def _settings_bytes(path: Path) -> bytes:
         ) from None
     with os.fdopen(fd, "rb") as handle:
         return handle.read()
-
-
-def _parses(text: str, path: Path) -> bool:
-    try:
-        _finite_json(text, path)
-    except ValueError:
-        return False
-    return True
 
 
 def _finite_json(text: str, path: Path) -> Any:

@@ -297,6 +297,25 @@ def test_gemini_settings_with_comments_keep_them_through_install_and_uninstall(
     assert target.read_text() == GEMINI_WITH_COMMENTS
 
 
+def test_gemini_settings_with_comments_and_an_error_name_the_error_not_the_first_comment(
+    tmp_path: Path, isolated_env: Path, configured: VaultRepo
+) -> None:
+    """Bug fixed: a Gemini CLI settings file with comments and a real mistake (a missing comma, line 4) was refused
+    with the parser's error at its first comment ("line 2 column 3"), which Gemini CLI reads past: the user was sent
+    to a line that is fine. Install, uninstall and doctor now name the mistake past the comments."""
+    target = isolated_env / ".gemini" / "settings.json"
+    target.parent.mkdir()
+    theirs = '{\n  // my settings\n  "ui": {"theme": "GitHub"}\n  "general": {}\n}\n'
+    target.write_text(theirs)
+    for args in (["install", "gemini", "--user"], ["uninstall", "gemini", "--user"]):
+        done = run_cairn(*args, cwd=tmp_path)
+        assert done.returncode == 1, done.stdout
+        assert f"{target} is not valid JSON (Expecting ',' delimiter: line 4 column 3" in done.stderr, done.stderr
+    doctor = run_cairn("doctor", "--cwd", str(tmp_path), cwd=tmp_path)
+    assert "Expecting ',' delimiter: line 4 column 3" in doctor.stdout, doctor.stdout
+    assert target.read_text() == theirs
+
+
 def test_a_settings_file_of_comments_alone_keeps_them_when_cairns_hook_goes(
     tmp_path: Path, isolated_env: Path, configured: VaultRepo
 ) -> None:
