@@ -448,3 +448,23 @@ def test_a_git_hook_at_the_root_of_a_monorepo_refuses_its_vault_whose_cards_fold
     command = f"mv {repo / 'lessons' / 'Cards'} {repo / 'lessons' / 'cards'}"
     assert done.returncode == 1 and "its cards are in Cards/, not cards/" in done.stderr, done.stderr
     assert f"rename the folder (`{command}`)" in done.stderr
+
+
+def test_a_name_many_cards_share_names_a_few_of_them_on_each_line(vault_repo: VaultRepo) -> None:
+    """Bug fixed: name-unique named every other card of the same name on each card's line, so n cards of one name
+    (a bulk import run twice under new paths) printed n lines of n paths: 3,000 such cards wrote 200 MB. A line
+    names the first three others and how many more there are, as near-duplicate reports three."""
+    for i in range(12):
+        vault_repo.write(f"dup/card-{i:02}", "One name for all", f"Lesson number {i} about one matter.")
+    done = vault_repo.invoke("lint", env=ENV)
+    assert done.returncode == 1
+    lines = [line for line in done.stdout.splitlines() if " name-unique " in line]
+    assert len(lines) == 12
+    assert lines[0] == (
+        "cards/dup/card-00.md:2: name-unique the name is also used by cards/dup/card-01.md, cards/dup/card-02.md, "
+        "cards/dup/card-03.md and 8 more; names must be unique"
+    )
+    assert lines[11].startswith(
+        "cards/dup/card-11.md:2: name-unique the name is also used by cards/dup/card-00.md, cards/dup/card-01.md, "
+        "cards/dup/card-02.md and 8 more;"
+    )
