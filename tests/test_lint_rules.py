@@ -825,3 +825,18 @@ def test_an_arrow_in_a_summary_is_no_html_comment(tmp_path: Path) -> None:
     )
     [finding] = lint_files(find_vault(vault), ["cards/ci/stages.md"], today=DAY).findings
     assert (finding.rule, finding.line) == ("hidden-text", 3)
+
+
+def test_a_lowercase_slug_too_long_for_a_new_card_is_told_its_length_not_that_it_is_no_slug(tmp_path: Path) -> None:
+    """Bug fixed: a card file named with a plain lowercase slug of 250 characters (the file system holds it; a card
+    id part Cairn writes is at most 200) was told "is not lowercase slugs", which it is, with a rename that only
+    cuts it to 200; the line says the part is too long."""
+    vault = tmp_path / "vault"
+    (vault / "cards" / "ops").mkdir(parents=True)
+    slug = "-".join(["retry"] * 50)[:250]
+    (vault / "cards" / "ops" / f"{slug}.md").write_text(card_text("A long file name", "Its slug is long."))
+    found = [f.message for f in lint_vault(find_vault(vault), today=DAY).findings if f.rule == "card-path"]
+    assert found == [
+        f"the id 'ops/{slug}' has a part longer than 200 characters; rename the file to cards/ops/{slug[:200]}.md "
+        "(and update links and supersedes that name it)"
+    ]

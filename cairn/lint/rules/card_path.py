@@ -50,6 +50,8 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
         elif suggested == unicodedata.normalize("NFKC", card_id):
             # an input method's full-width letters, a ligature: `cairn show python/fullwidth-x` does not find it
             why = "spells letters in full-width or ligature forms (Unicode compatibility forms)"
+        elif id_text.slug_id(card_id, max_part_chars=len(card_id)) == card_id:
+            why = f"has a part longer than {id_text.MAX_PART_CHARS} characters"  # a slug, only too long
         else:
             why = "is not lowercase slugs"
         yield RULE.at(

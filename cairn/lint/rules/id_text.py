@@ -15,6 +15,7 @@ from cairn.cards.card import card_id_from_path, file_key, slugify
 from cairn.finding import Finding
 from cairn.lint.model import ERROR, Context, Rule, Target
 
+MAX_PART_CHARS = 200  # a part of an id lint tells a card to take (`card.MAX_ID_PART_BYTES`: ids Cairn writes)
 _NOT_PLAIN = re.compile(r"[\s<>|\"'`:;$={}()\\]")
 
 
@@ -22,9 +23,9 @@ def is_plain(card_id: str) -> bool:
     return _NOT_PLAIN.search(card_id) is None
 
 
-def slug_id(card_id: str) -> str:
+def slug_id(card_id: str, max_part_chars: int = MAX_PART_CHARS) -> str:
     """The id with each part a lowercase slug: the name lint tells a card to take."""
-    return "/".join(slugify(part, max_length=200) for part in card_id.split("/"))
+    return "/".join(slugify(part, max_length=max_part_chars) for part in card_id.split("/"))
 
 
 def free_id(wanted: str, card_id: str, context: Context) -> str:
