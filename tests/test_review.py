@@ -1858,3 +1858,49 @@ def test_review_says_when_the_merge_conflicts_or_was_not_checked(
     done = vault_repo.invoke("review", "main..HEAD")
     assert "The merge of HEAD into main was not linted: git " in done.stdout
     assert "merge-conflict" not in done.stdout
+
+
+def test_review_lints_the_branchs_cards_beside_what_base_changed_since(vault_repo: VaultRepo) -> None:
+    """Bug fixed: review linted the merge only for the cards it makes anew (a blob neither side holds). A card the
+    branch adds, clean beside HEAD's cards, broke beside main's once merged: its name the same as a card main added, its
+    `supersedes` naming a card main renamed (so the card it said "is no longer injected" still was), and a card main
+    added superseding one the branch removes. Review passed with "0 error(s)"; `cairn lint` on main failed after the
+    merge. It now lints the branch's cards in the merged vault, naming the merge."""
+    _base(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "pr")
+    vault_repo.write(
+        "git/push-safely",
+        "Push rebased shared branches safely",
+        "After rebasing a shared branch, push with git push --force-with-lease --force-if-includes.",
+        scope=["git"],
+        supersedes=["git/force-with-lease"],
+    )
+    vault_repo.write("docker/stop-signal", "Set STOPSIGNAL for apps that ignore SIGTERM", "Use STOPSIGNAL SIGINT.")
+    vault_repo.git("rm", "-q", "cards/shell/pipefail.md")
+    vault_repo.commit("Newer advice", author=BOB)
+    vault_repo.git("checkout", "-q", "main")
+    vault_repo.git("mv", "cards/git/force-with-lease.md", "cards/git/lease.md")
+    vault_repo.write("docker/stopsignal", "Set STOPSIGNAL for apps that ignore SIGTERM", "STOPSIGNAL picks the signal.")
+    vault_repo.write(
+        "shell/strict", "Strict mode for shell scripts", "Use set -euo pipefail.", supersedes=["shell/pipefail"]
+    )
+    vault_repo.commit("Tidy", author=ANN)
+    vault_repo.git("checkout", "-q", "pr")
+    done = vault_repo.invoke("review", "main..HEAD", "--format", "json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    data = json.loads(done.stdout)
+    merged = {(f["path"], f["rule"]) for f in data["lint"] if f["message"].startswith("after merging")}
+    assert merged == {
+        ("cards/docker/stop-signal.md", "name-unique"),
+        ("cards/git/push-safely.md", "supersedes-missing"),
+        ("cards/shell/strict.md", "supersedes-missing"),
+    }
+    [renamed] = [f for f in data["lint"] if f["path"] == "cards/git/push-safely.md" and f["severity"] == "error"]
+    assert renamed["message"].startswith("after merging HEAD into main (beside main's cards): supersedes 'git/")
+    assert all(f["severity"] == "error" for f in data["lint"] if f["message"].startswith("after merging"))
+    vault_repo.git("checkout", "-q", "main")
+    vault_repo.git("merge", "-q", "--no-edit", "pr")  # what review warned of: lint fails on the merged vault
+    after = vault_repo.invoke("lint")
+    assert after.returncode == 1
+    for path, rule in merged:
+        assert f"{path}:" in after.stdout and rule in after.stdout

@@ -10,8 +10,9 @@ as the merge base, and a review of the merged result. A single revision means `R
 What it reports, all read from git (never the working tree):
 - lint findings on the changed cards, linted as HEAD's tree holds them, in the context of HEAD's whole vault;
   prompt-injection findings are listed first; and, when BASE moved on since HEAD branched off, lint on the cards
-  (and cairn.toml) that merging HEAD into BASE makes anew (`git merge-tree`, git 2.38 or newer; an older git gets a
-  note that the merge was not linted), and the files that merge would conflict on;
+  (and cairn.toml) that merging HEAD into BASE makes anew, and on HEAD's changed cards beside BASE's cards in that
+  merge (`git merge-tree`, git 2.38 or newer; an older git gets a note that the merge was not linted), and the files
+  that merge would conflict on;
 - near-duplicates (as lint's near-duplicate rule defines them, `cairn.cards.similarity`) and probable conflicts
   between each changed card and the other cards at HEAD;
 - provenance: who added and changed each card (in the range, and since it was created);
@@ -507,7 +508,16 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
                 merge_note = f"the merge of {head_rev} into {base_rev} was not linted: {merged}"
             else:
                 findings += _merge_findings(
-                    repo, vault, (base_rev, head_rev), (base_tip, head), merged, work, findings, today
+                    repo,
+                    vault,
+                    (base_rev, head_rev),
+                    (base_tip, head),
+                    merged,
+                    work,
+                    findings,
+                    today,
+                    lint_paths,
+                    removed,
                 )
         findings = tuple(
             sorted(
@@ -599,11 +609,15 @@ def _merge_findings(
     work: Path,
     at_head: Collection[Finding],
     today: dt.date | None,
+    changed: Collection[str] = (),
+    removed: Sequence[str] = (),
 ) -> tuple[Finding, ...]:
     """Lint on what merging HEAD into BASE makes that neither side holds: two edits, each clean on its side, can merge
     into a card neither holds (a key both add, broken YAML), and a clean merge runs no pre-commit hook, so the index
-    would then refuse a card review passed. Only the cards (and cairn.toml) whose merged blob differs from both sides
-    are linted, in the merged vault, each finding naming the merge; and each file of the vault that would conflict."""
+    would then refuse a card review passed. The cards (and cairn.toml) whose merged blob differs from both sides are
+    linted, in the merged vault, each finding naming the merge; so are the range's own changed cards (`changed`, and
+    what supersedes the cards it removes): a card clean beside HEAD's cards can break beside BASE's (a name a card
+    BASE added holds, a `supersedes` naming a card BASE renamed). And each file of the vault that would conflict."""
     base_rev, head_rev = revs
     merge = f"merging {head_rev} into {base_rev}"
     inside = [p[len(vault.prefix) :] for p in merged.conflicts if p.startswith(vault.prefix)]
@@ -626,13 +640,22 @@ def _merge_findings(
     config = gitrepo.read_path(repo, merged.commit, CONFIG_FILE, vault)
     if CONFIG_FILE not in inside and all(config != gitrepo.read_path(repo, c, CONFIG_FILE, vault) for c in commits):
         paths.append(CONFIG_FILE)
-    if not paths:
+    anew = set(paths)
+    in_merge = {e.path for e in gitrepo.card_entries(repo, merged.commit, vault)}
+    if config is not None:
+        in_merge.add(CONFIG_FILE)
+    paths += [p for p in changed if p in in_merge and p not in inside and p not in anew]
+    gone = [p for p in removed if p not in in_merge]
+    if not paths and not gone:
         return tuple(out)
     snapshot, unwritten = _materialize(repo, vault, merged.commit, work / "merged")
     seen = {(f.path, f.rule, f.message) for f in at_head}
-    for f in lint_files(snapshot, [p for p in paths if p not in unwritten], today=today).findings:
+    for f in lint_files(snapshot, [p for p in paths if p not in unwritten], today=today, removed=gone).findings:
+        if f.path not in paths and f.rule != "supersedes-missing":
+            continue  # BASE's card linted for what it supersedes: the rest of it is BASE's own, not this merge's
         if (f.path, f.rule, f.message) not in seen:
-            out.append(dataclasses.replace(f, message=f"after {merge} (text neither side holds): {f.message}"))
+            where = "text neither side holds" if f.path in anew else f"beside {base_rev}'s cards"
+            out.append(dataclasses.replace(f, message=f"after {merge} ({where}): {f.message}"))
     return tuple(out)
 
 
