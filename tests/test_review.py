@@ -1904,3 +1904,30 @@ def test_review_lints_the_branchs_cards_beside_what_base_changed_since(vault_rep
     assert after.returncode == 1
     for path, rule in merged:
         assert f"{path}:" in after.stdout and rule in after.stdout
+
+
+def test_review_says_its_near_duplicates_are_heads_when_base_moved_on(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a card main added after the branch point that the branch's card contradicts was never compared
+    with it, while the report said "None found among the cards closest to each changed card" as if the merge had
+    been read. The report now says what it compared with, and names the commits of BASE it did not."""
+    _base(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "pr")
+    vault_repo.write("shell/strict", "Always use set -e in shell scripts", "Always start a script with set -e.")
+    vault_repo.commit("Strict", author=BOB)
+    calm = vault_repo.invoke("review", "main..HEAD")
+    assert "None found among the cards closest to each changed card." in calm.stdout
+    assert "not with the cards main changed" not in calm.stdout
+    assert json.loads(vault_repo.invoke("review", "main..HEAD", "--format", "json").stdout)["base_tip"] is not None
+    vault_repo.git("checkout", "-q", "main")
+    vault_repo.write("shell/no-set-e", "Never use set -e in shell scripts", "Never start a script with set -e.")
+    tip = vault_repo.commit("No set -e", author=ANN)
+    vault_repo.git("checkout", "-q", "pr")
+    base = vault_repo.git("merge-base", "main", "pr")
+    done = vault_repo.invoke("review", "main..HEAD")
+    assert (
+        f"Compared with the other cards at HEAD, not with the cards main changed after HEAD branched off "
+        f"(`{base[:10]}`..`{tip[:10]}`): lint of the merge reads those (above), but no probable conflict with them is "
+        "looked for. Merge main into the branch to compare them too."
+    ) in done.stdout
+    data = json.loads(vault_repo.invoke("review", "main..HEAD", "--format", "json").stdout)
+    assert (data["base"], data["base_tip"]) == (base, tip)

@@ -205,6 +205,14 @@ def _render(r: Review, cap: int | None) -> str:
         out += _more(r.similar, cap, "near-duplicate(s) or conflict(s)")
     else:
         out.append("None found among the cards closest to each changed card.")
+    if r.base_moved:
+        out += [
+            "",
+            f"Compared with the other cards at HEAD, not with the cards {cell(r.base_rev, None)} changed after HEAD "
+            f"branched off (`{r.base[:10]}`..`{r.base_tip[:10]}`): lint of the merge reads those (above), but no "
+            f"probable conflict with them is looked for. Merge {cell(r.base_rev, None)} into the branch to compare "
+            "them too.",
+        ]
     out += ["", "### Routing impact", ""]
     out += _routing_lines(r.routing)
     out += ["", "### Cards' own questions", ""]

@@ -14,7 +14,8 @@ What it reports, all read from git (never the working tree):
   merge (`git merge-tree`, git 2.38 or newer; an older git gets a note that the merge was not linted), and the files
   that merge would conflict on;
 - near-duplicates (as lint's near-duplicate rule defines them, `cairn.cards.similarity`) and probable conflicts
-  between each changed card and the other cards at HEAD;
+  between each changed card and the other cards at HEAD (not the cards BASE gained after HEAD branched off: the
+  report says so when BASE moved on);
 - provenance: who added and changed each card (in the range, and since it was created);
 - routing impact: the vault's eval cases (`evals/*.yaml|yml|jsonl`, as HEAD holds them) run at the merge base
   and at HEAD, each with the cards and cairn.toml of its commit: every case whose injected cards change, every
@@ -307,6 +308,12 @@ class Review:
     own: tuple[OwnQuestion, ...] = ()
     own_unasked: int = 0  # cards past `MAX_OWN_CARDS` that were not asked their own questions
     merge_note: str = ""  # why the merge of HEAD into BASE was not linted, when it was not (`_merge_findings`)
+    # the commit BASE names; past `base` when BASE moved on after HEAD branched off, and then only lint reads its cards
+    base_tip: str = ""
+
+    @property
+    def base_moved(self) -> bool:
+        return bool(self.base_tip) and self.base_tip != self.base
 
     @property
     def prompt_injections(self) -> tuple[Finding, ...]:
@@ -340,6 +347,7 @@ class Review:
             "base_rev": self.base_rev,
             "head_rev": self.head_rev,
             "base": self.base,
+            "base_tip": self.base_tip or None,
             "head": self.head,
             "verdict": self.verdict,
             "exit_code": self.exit_code,
@@ -561,7 +569,7 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
             partial = Review(
                 base_rev, head_rev, base, head, changes, config_changed, findings, (), routing, tuple(blocked), settings
             )
-            return dataclasses.replace(partial, merge_note=merge_note)
+            return dataclasses.replace(partial, merge_note=merge_note, base_tip=base_tip)
         with IndexReader(base_index) as before, IndexReader(head_index) as after:
             left_out = {
                 p: f"{rule}: {message.removeprefix('refused: ')}" for p, _line, rule, message in after.problems()
@@ -597,6 +605,7 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
         own,
         unasked,
         merge_note,
+        base_tip,
     )
 
 
