@@ -1015,16 +1015,26 @@ def init_repo(path: Path) -> git.Repo:
     empty repository keeps the branch its clone chose), opened with its own folders named to every git command run
     through it: git's environment describing another repository initialised that one again and stopped as a bug in
     Cairn (GIT_DIR, GIT_WORK_TREE), or took the new vault's files into the other repository's staging area
-    (GIT_INDEX_FILE)."""
+    (GIT_INDEX_FILE). A new repository names its objects by sha1 whatever GIT_DEFAULT_HASH says, and an empty clone
+    of a sha256 repository is refused before any commit: gitpython failed the first commit half-way ("Failed to
+    parse reference information"), leaving a commit in the clone that the error said was not kept."""
     require_git()
     new, named = not (path / ".git").exists(), _supports_initial_branch()
     # `--`: a folder named `-x` is the folder, not an option of git init
     args = ["git", "init", "-q", *(["--initial-branch=main"] if named else []), "--", str(path)]
-    env = {k: v for k, v in os.environ.items() if k not in REPOSITORY_VARIABLES}
+    env = {k: v for k, v in os.environ.items() if k not in (*REPOSITORY_VARIABLES, "GIT_DEFAULT_HASH")}
     done = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise CairnError(f"git init failed in {path}: {_last_line(done.stderr)}")
     repo = git.Repo(path, expand_vars=False)
+    object_format = object_format_of(repo)
+    if object_format != "sha1":
+        repo.close()
+        raise UnsupportedRepository(
+            f"{path} names its objects by {object_format} (extensions.objectFormat), which gitpython, Cairn's git "
+            "library, cannot read; make the vault in a new folder, or in the clone of an empty sha1 repository "
+            f"(nothing was kept at {path})"
+        )
     root = Path(os.path.abspath(path))  # git runs in the work tree: a relative path would be read from there
     own = _git_dir(root)
     repo.git.update_environment(GIT_DIR=str(own), GIT_WORK_TREE=str(root), GIT_INDEX_FILE=str(own / "index"))

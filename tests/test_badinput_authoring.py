@@ -309,6 +309,28 @@ def test_init_fills_the_clone_of_an_empty_repository_and_keeps_its_git_on_failur
     assert refused.returncode == 1 and "is not empty" in refused.stderr
 
 
+def test_init_in_an_empty_sha256_repository_refuses_it_before_any_commit(tmp_path: Path) -> None:
+    """Bug fixed: `cairn init` in an empty repository made by `git init --object-format=sha256` said "git could not
+    make the vault's first commit (Failed to parse reference information ...); nothing was kept", when git had made
+    that commit: the repository was left with a commit and every template file deleted from its work tree. It is
+    now refused before anything is written, and a new vault under GIT_DEFAULT_HASH=sha256 is made as sha1, the only
+    format Cairn reads."""
+    clone = tmp_path / "lessons"
+    subprocess.run(["git", "init", "-q", "--object-format=sha256", str(clone)], check=True)
+    done = run_cairn("init", str(clone), "--no-register", cwd=tmp_path)
+    assert done.returncode == 1
+    line = _one_error_line(done.stderr)
+    assert f"{clone} names its objects by sha256" in line and "nothing was kept" in line, line
+    assert [p.name for p in clone.iterdir()] == [".git"]
+    head = subprocess.run(["git", "-C", str(clone), "rev-parse", "-q", "--verify", "HEAD"], capture_output=True)
+    assert head.returncode != 0, head.stdout  # no commit was made
+    fresh = tmp_path / "fresh"
+    made = run_cairn("init", str(fresh), "--no-register", cwd=tmp_path, env={"GIT_DEFAULT_HASH": "sha256"})
+    assert made.returncode == 0, made.stderr
+    listed = run_cairn("list", cwd=fresh, env={"GIT_DEFAULT_HASH": "sha256"})
+    assert listed.returncode == 0 and "git/force-push-safely" in listed.stdout, listed.stderr
+
+
 def test_init_fills_the_clone_of_an_empty_repository_named_by_a_relative_path(tmp_path: Path) -> None:
     """Bug fixed: `git clone team.git team-lessons && cairn init team-lessons` said "team-lessons is not empty" (git
     was asked for team-lessons/team-lessons/.git); the same folder by its full path worked."""
