@@ -111,6 +111,24 @@ def test_a_background_index_that_fails_says_why_in_the_next_prompts_log(vault_re
     )
 
 
+def test_a_vault_with_no_commit_yet_says_so_and_starts_no_background_index(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a configured vault whose repository has no commit yet (`git init`, cards written, none committed)
+    logged "no index for this vault yet; building it in the background" and started a `cairn index` that could only
+    fail so; the log now says what `cairn index` and `cairn doctor` say: commit the cards first."""
+    vault_repo.write("git/x", "Rebase lesson", "git pull --rebase after force-push drops local commits")
+    vault_repo.write_raw("cairn.toml", "")
+    index_file = index_path(vault_repo.root.resolve())
+    done = vault_repo.cairn("hook", "--format", "text", input="git pull --rebase after a force-push")
+    assert (done.returncode, done.stdout) == (0, "")
+    (line,) = log_entries()[-1]["vaults"]
+    root = vault_repo.root
+    assert line["error"] == (
+        "HookInputError: the vault has no commits yet on refs/heads/main; commit your cards first "
+        f"(`cd {root} && git add cards && git commit -m 'First cards'`); serving nothing from this vault"
+    )
+    assert not index_file.with_name("index.cairn.reindex").exists()  # no background `cairn index` was started
+
+
 def test_a_removed_card_is_never_served_from_the_old_index(vault_repo: VaultRepo) -> None:
     make_vault(vault_repo)
     vault_repo.git("rm", "-q", f"cards/{REBASE_ID}.md")

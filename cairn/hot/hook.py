@@ -534,6 +534,11 @@ def _open_fresh_index(
 
         if isinstance(exc, IndexMissing):
             line["stale"] = True
+            if served is None:  # no commit to index: say why, not "building", which would fail so on every prompt
+                from cairn.hot.vault import missing_ref
+
+                advice = missing_ref(dirs.git_root, ref, vault.ref, vault_root=dirs.root)
+                raise HookInputError(f"{advice.problem}; {advice.fix}; serving nothing from this vault") from None
             _start_background_index(dirs, index_file)
             raise HookInputError(
                 "no index for this vault yet; building it in the background (`cairn index`)" + _last_failure(index_file)
