@@ -255,15 +255,26 @@ def _batch_lines(text: str) -> bytes:
 
 
 def _malformed_request(text: str) -> bytes | None:
-    """For a request with an id that the SDK would drop without a word (params that are no object, as `[]` or
-    `"x"`; no `"jsonrpc": "2.0"`; a method that is no string), the line the SDK answers for that id with an error
-    saying what is wrong (the client waited for ever); None for any other line, handed on as it is."""
+    """For a request with an id that the SDK would drop without a word (a line that is not JSON, its id read before
+    its first nested value or as its last key; params that are no object, as `[]` or `"x"`; no `"jsonrpc": "2.0"`;
+    a method that is no string), the line the SDK answers for that id with an error saying what is wrong (the client
+    waited for ever); None for any other line, handed on as it is."""
     if '"id"' not in text:  # a notification, or no JSON-RPC at all: nothing to answer
         return None
     try:
         message = json.loads(text)
-    except (ValueError, RecursionError):  # not JSON (or nested past the parser): no id to answer
+    except RecursionError:  # nested past the parser: no id to answer
         return None
+    except ValueError as exc:  # the SDK dropped it without a word too: answered when its id can be read
+        found = _HEAD_ID.match(text) or _TAIL_ID.search(text)
+        try:
+            request_id = None if found is None else json.loads(found.group(1))
+        except ValueError:  # an id string with a bad escape: none to answer
+            return None
+        if request_id is None:
+            return None
+        said = f"parse error: the line is not JSON ({exc}); send each request as one JSON object on one line"
+        return _refusal(json.dumps(request_id), f"{said}; cairn serve did not run it")
     if not isinstance(message, dict) or "result" in message or "error" in message:  # a batch, or a client's answer
         return None
     request_id = message.get("id")
@@ -323,7 +334,7 @@ MAX_REQUEST_BYTES = 16 * 1024 * 1024
 _TAIL_BYTES = 4096  # of a line too long, the end kept: where a request's id is when the client writes it last
 _TOP_ID = r'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")'
 _HEAD_ID = re.compile(r"\s*\{[^{}\[\]]*?" + _TOP_ID)  # among the keys before the first nested value
-_TAIL_ID = re.compile(_TOP_ID + r"\s*\}\s*$")  # the last key of the outer object
+_TAIL_ID = re.compile(_TOP_ID + r"\s*,?\s*\}\s*$")  # the last key of the outer object (a comma left after it)
 
 
 def _too_long(head: bytes, tail: bytes) -> bytes:

@@ -1197,6 +1197,33 @@ def test_a_request_the_sdk_cannot_read_is_answered_for_its_id(vault_repo: VaultR
     assert json.loads(answers[5]["result"]["content"][0]["text"])["id"] == "git/force-push-rebase"
 
 
+def test_a_request_that_is_not_json_is_answered_for_its_id(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a request line that is not JSON (a trailing comma, text after the object, a tab typed into a
+    string, a line cut short) got no answer: the SDK dropped it without a word and the client waited for ever. One
+    whose id can be read before its first nested value (or as its last key) is answered for that id with an error
+    that says the line is not JSON, and the server goes on; a line with no id to answer is still passed over."""
+    _lessons(vault_repo)
+    call = '{"jsonrpc": "2.0", "id": %s, "method": "tools/call", "params": {"name": "recall", "arguments": %s}}'
+    answers = exchange_lines(
+        vault_repo.root,
+        [
+            (call % (1, '{"query": "git pull --rebase",}') + "\n").encode(),
+            (call % (2, '{"query": "git pull --rebase"}') + " trailing\n").encode(),
+            (call % (3, '{"query": "git\tpull"}') + "\n").encode(),
+            b'{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "re\n'
+            b'{"jsonrpc": "2.0", "method": "ping", "params": {"id": 9},}\n',  # no id of its own: nothing to answer
+            b'{"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "recall"}, "id": 5,}\n',
+            b'{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "show", "arguments": '
+            b'{"id": "git/force-push-rebase"}}}\n',
+        ],
+    )
+    for n, answer in enumerate(answers[:5], 1):
+        assert answer is not None, f"request {n} got no answer"
+        said = json.dumps(answer.get("error"))
+        assert "parse error: the line is not JSON" in said and "cairn serve did not run it" in said, answer
+    assert json.loads(answers[5]["result"]["content"][0]["text"])["id"] == "git/force-push-rebase"
+
+
 def test_each_request_of_a_batch_is_answered(vault_repo: VaultRepo) -> None:
     """Bug fixed: a JSON-RPC batch (an array of requests on one line, which MCP 2025-03-26 has servers take) got no
     answer at all: the SDK reads one message a line and dropped the array without a word. Each request in it is now
