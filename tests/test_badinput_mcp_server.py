@@ -18,7 +18,7 @@ from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
 from helpers.mcpclient import drive_serve, is_error  # noqa: E402
-from helpers.vaults import VaultRepo, cairn_executable  # noqa: E402
+from helpers.vaults import VaultRepo, cairn_executable, run_cairn  # noqa: E402
 
 QUERY = "git pull --rebase after a force-push dropped my commits"
 DRAFT = {"name": "Cron runs twice on DST change", "summary": "Cron jobs in local time run twice on DST; use UTC."}
@@ -395,3 +395,21 @@ def test_show_reads_the_card_recall_gives_when_its_id_looks_like_a_path(vault_re
     assert cli.returncode == 0 and json.loads(cli.stdout)["path"] == "cards/cards/ops/nginx-reload.md", cli.stderr
     worktree = vault_repo.cairn("show", "--json", "--worktree", "ops/drain.md")
     assert worktree.returncode == 0 and json.loads(worktree.stdout)["path"] == "cards/ops/drain.md.md"
+
+
+@pytest.mark.parametrize("card_id", [".git/hooks/pre-commit", "ops/.GIT/config", "ops/git~1/x"])
+def test_an_id_with_a_folder_git_never_tracks_is_refused_as_no_card_id(vault_repo: VaultRepo, card_id: str) -> None:
+    """Bug fixed: a draft whose id had a `.git` folder failed, after three tries, with git's own words ("git could not
+    make the commit: fatal: git update-index: --cacheinfo cannot add cards/.git/hooks/pre-commit.md"), nothing said
+    of what to do; `cairn add` wrote the card where git never tracks it (`git add` refuses it, `git status` does not
+    list it), so it could never be committed. Both now refuse the id as no card id, and write nothing."""
+    _lessons(vault_repo)
+    _, _, [drafted] = drive_serve(vault_repo.root, [("add_draft", {**DRAFT, "id": card_id})])
+    assert is_error(drafted)
+    assert f"{card_id!r} is not a card id" in _text(drafted) and "git could not" not in _text(drafted), _text(drafted)
+    added = run_cairn(
+        "add", "--name", DRAFT["name"], "--summary", DRAFT["summary"], "--id", card_id, cwd=vault_repo.root
+    )
+    assert added.returncode == 1 and f"{card_id!r} is not a card id" in added.stderr, added.stderr
+    assert not (vault_repo.root / "cards" / f"{card_id}.md").exists()
+    assert vault_repo.git("for-each-ref", "--format=%(refname)", "refs/heads/cairn") == ""

@@ -548,8 +548,9 @@ def _yaml_float(value: float) -> str:
 
 
 def check_card_id(card_id: str, *, max_part_bytes: int = MAX_ID_PART_BYTES) -> str:
-    """Return a card id if it names a path inside `cards/`; raise InvalidId for traversal and absolute paths, and
-    for a part over `max_part_bytes` (a card to write leaves room for `.md` and a temporary name's affixes)."""
+    """Return a card id if it names a path inside `cards/`; raise InvalidId for traversal and absolute paths, a
+    `.git` folder, and for a part over `max_part_bytes` (a card to write leaves room for `.md` and a temporary
+    name's affixes)."""
     from cairn.hot.errors import InvalidId
 
     cleaned = card_id.strip()
@@ -565,6 +566,9 @@ def check_card_id(card_id: str, *, max_part_bytes: int = MAX_ID_PART_BYTES) -> s
         or cleaned.startswith("/")
         or (len(cleaned) > 1 and cleaned[1] == ":")
         or any(part in ("", ".", "..") for part in parts)
+        # a folder git never tracks (`.git` in any case, and the names NTFS and HFS+ read as it, which git refuses
+        # everywhere by default): a card there could never be committed
+        or any(part.rstrip(". ").lower() in (".git", "git~1") for part in parts[:-1])
         or _BAD_NAME.search(cleaned) is not None
         or any(len(part.encode("utf-8", "surrogatepass")) > max_part_bytes for part in parts)
     )
