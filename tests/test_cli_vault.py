@@ -947,3 +947,25 @@ def test_index_names_twenty_cards_it_left_out_and_counts_the_rest(vault_repo: Va
             "... and 3 more left out.",
             "23 card file(s) left out; fix them (see `cairn lint`) and commit.",
         ]
+
+
+def test_show_of_a_renamed_card_names_its_new_id(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `cairn show git/mid` after `git mv cards/git/mid.md cards/docker/mid.md` (the id the hook gave an
+    agent earlier in its session: "whole card: `cairn show git/mid`") said "did you mean git/old?", another lesson
+    whose id looks alike. It now names the card the renamed file is, from the index's history of renames."""
+    vault_repo.write("git/old", "Old stash tip", "Use git stash list to find lost stashes after a reset.")
+    vault_repo.write("git/mid", "Dangling stash commits", "Use git fsck --lost-found to find dropped stash commits.")
+    vault_repo.commit()
+    vault_repo.git("mv", "cards/git/mid.md", "cards/git/mid2.md")
+    vault_repo.commit("First rename", author=BOB)
+    (vault_repo.root / "cards" / "docker").mkdir()
+    vault_repo.git("mv", "cards/git/mid2.md", "cards/docker/mid.md")
+    vault_repo.commit("Second rename")
+    for old in ("git/mid", "git/mid2"):
+        done = vault_repo.cairn("show", old)
+        assert done.returncode == 1 and done.stdout == ""
+        assert done.stderr.startswith(f"Error: no card '{old}' at "), done.stderr
+        assert "renamed to docker/mid" in done.stderr and "`cairn show docker/mid`" in done.stderr, done.stderr
+        assert "git/old" not in done.stderr
+    # an id no card was ever renamed from keeps its guesses
+    assert "did you mean git/old?" in vault_repo.cairn("show", "git/ol").stderr

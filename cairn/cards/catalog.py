@@ -9,6 +9,7 @@ from typing import Any
 from cairn.cards.card import card_id_forms
 from cairn.cards.visible import strip_invisible
 from cairn.hot.errors import CairnError, CardNotFound
+from cairn.hot.index import IndexReader
 from cairn.hot.vault import Vault
 from cairn.index.build import Progress, open_index, read_worktree_card
 from cairn.lint.security import lint_command, refusal_asking, refused_text
@@ -76,6 +77,12 @@ def card_record(
                     f"serves: agents get it once it is merged there; `cairn show {card_id} --worktree{vault_arg}` "
                     "shows the working copy"
                 )
+            moved = _renamed_to(index, rels)
+            if moved:  # an id an agent was given before a `git mv`: its lesson is there, not at an id alike
+                raise CardNotFound(
+                    f"no card {card_id!r} at {index.commit[:8]}: its file was renamed to {', '.join(moved)}; "
+                    f"`cairn show {moved[0]}{vault_arg}` prints it"
+                )
             hint = _near_ids(index.ids(), card_id)
             raise CardNotFound(
                 f"no card {card_id!r} at {index.commit[:8]}"
@@ -97,6 +104,18 @@ def card_record(
     # (`_from_git_now`).
     _from_git_now(vault, stored)
     return stored
+
+
+def _renamed_to(index: IndexReader, rels: list[str]) -> list[str]:
+    """The indexed cards whose history holds one of `rels` (vault-relative card paths) as an older path: read on a
+    miss only, as it reads every card's stored provenance."""
+    moved = []
+    for card_id in index.ids():
+        provenance = (index.record(card_id) or {}).get("provenance")
+        paths = provenance.get("renamed_from") if isinstance(provenance, dict) else None
+        if isinstance(paths, list) and any(rel in paths for rel in rels):
+            moved.append(card_id)
+    return moved
 
 
 def _in_worktree(vault: Vault, forms: tuple[str, ...]) -> bool:
