@@ -229,11 +229,17 @@ def test_list_and_show_name_an_expired_card(vault_repo: VaultRepo) -> None:
     shown = vault_repo.cairn("show", "git/safely").stdout
     assert "status: active (review date 2020-01-31 passed: not served until it is verified again)" in shown
     shown = vault_repo.cairn("show", "git/stale").stdout
+    # Bug fixed: it said "not served until review_after is set to a later date", and a later date would not serve
+    # it: git/safely, active, supersedes it as well
+    assert "status: active (review date 2020-01-01 passed, and superseded by git/safely: not served)" in shown
+    assert "verified: never    expires: 2020-01-01" in shown
+    vault_repo.write("git/unsuperseded", "Pull before push", "Pull before you push to main.", review_after="2020-01-01")
+    vault_repo.commit()
     # review_after is a date: a new verified_at would not serve it again
     assert (
-        "status: active (review date 2020-01-01 passed: not served until review_after is set to a later date)" in shown
+        "status: active (review date 2020-01-01 passed: not served until review_after is set to a later date)"
+        in vault_repo.cairn("show", "git/unsuperseded").stdout
     )
-    assert "verified: never    expires: 2020-01-01" in shown
 
 
 def test_demo_leaves_no_index_behind(tmp_path: Path, isolated_env: Path) -> None:

@@ -732,15 +732,18 @@ def _not_served(record: dict[str, object]) -> str:
     """Why an active card is not served, as recall's admission says it (expiry before supersedes), or ""."""
     one = _one_line
     expires_on = record.get("expires_on")
+    by = ", ".join(one(i) for i in record.get("superseded_by") or ())  # type: ignore[attr-defined]
     if record.get("status", "active") == "active" and expires_on and str(expires_on) < dt.date.today().isoformat():
+        if by:  # a new review date would not serve it: the card superseding it keeps it out too
+            return f" (review date {one(expires_on)} passed, and superseded by {by}: not served)"
         until = (
             "review_after is set to a later date"
             if review_date_fixed(record.get("review_after"))
             else "it is verified again"
         )
         return f" (review date {one(expires_on)} passed: not served until {until})"
-    if record.get("superseded_by"):
-        return f" (superseded by {', '.join(one(i) for i in record['superseded_by'])}: not served)"  # type: ignore[attr-defined]
+    if by:
+        return f" (superseded by {by}: not served)"
     return ""
 
 
