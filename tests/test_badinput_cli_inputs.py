@@ -734,3 +734,42 @@ def test_output_to_a_full_disk_is_one_error_line(vault_repo: VaultRepo, args: tu
     assert _one_error_line(subprocess.CompletedProcess(args, done.returncode, "", done.stderr)) == (
         "Error: No space left on device: the disk is full; free some space there, then run this again"
     )
+
+
+def test_a_chinese_scope_is_read_in_an_ascii_locale(vault_repo: VaultRepo) -> None:
+    """Bug fixed: in an ASCII locale (`LC_ALL=POSIX`, no UTF-8 mode) `cairn recall 数据库迁移锁超时` was read as the
+    terminal's UTF-8, but `--scope 数据库` was not: recall, explain, eval and list were asked for a tag of escapes,
+    so every card was refused ("No card fits this prompt", "No card with that scope") and exit 0 said nothing was
+    wrong. The scope is read as the query is; bytes that are not UTF-8 either are refused as the query's are."""
+    make_vault(vault_repo)
+    vault_repo.write(
+        "数据库/迁移-锁超时",
+        "数据库迁移锁超时",
+        "在生产环境执行数据库迁移时，要先设置 lock_timeout，否则 ALTER TABLE 会阻塞所有查询。",
+        scope=["数据库"],
+    )
+    vault_repo.commit("A card in Chinese")
+    ascii_locale = {"LC_ALL": "POSIX", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
+    query = "数据库迁移时 ALTER TABLE 阻塞所有查询"
+    for command in ("recall", "explain"):
+        done = vault_repo.cairn(command, query, "--scope", "数据库", "--json", env=ascii_locale)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["abstained"] is False, done.stdout
+    added = vault_repo.cairn(
+        "vault", "add", str(vault_repo.root), "--name", "zh", "--scope", "数据库", env=ascii_locale
+    )
+    assert added.returncode == 0, added.stderr
+    assert "scopes: 数据库" in vault_repo.cairn("vault", "list").stdout
+    listed = vault_repo.cairn("list", "--scope", "数据库", "--json", env=ascii_locale)
+    assert listed.returncode == 0, listed.stderr
+    assert [c["id"] for c in json.loads(listed.stdout)["cards"]] == ["数据库/迁移-锁超时"]
+    for asked in (["recall", query], ["list"]):
+        gbk = subprocess.run(
+            [cairn_executable(), *asked, "--scope", "数据库".encode("gbk")],
+            cwd=vault_repo.root,
+            env={**os.environ, **ascii_locale},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert gbk.returncode == 2 and "is not UTF-8 text" in gbk.stderr, gbk

@@ -221,7 +221,9 @@ def checked_scope(value: str, also: str = "") -> tuple[str, ...]:
     have: both usage errors (`also`: what else the message says to do)."""
     from cairn.hot.serve import scope_tags
 
-    tags = scope_tags(value)
+    tags = scope_tags(
+        utf8_flag(value, "--scope")
+    )  # an ASCII locale's escapes of `--scope 运维` were "control characters"
     if not tags:
         raise click.BadParameter(f"{value!r} holds no tag; give one such as --scope git{also}")
     odd = next((tag for tag in tags if not tag.isprintable()), None)
@@ -519,6 +521,19 @@ def argv_text(value: str) -> str:
         return os.fsencode(value).decode("utf-8")
     except (UnicodeEncodeError, UnicodeDecodeError):
         return value
+
+
+def utf8_flag(value: str, flag: str) -> str:
+    """An option's text as `argv_text` reads it; one that is not UTF-8 either (a terminal sending GBK) is a usage
+    error, as QUERY's is: a tag of escapes matched no card and said nothing."""
+    value = argv_text(value)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise click.BadParameter(
+            "is not UTF-8 text (a terminal set to another encoding?); give it in UTF-8", param_hint=flag
+        ) from None
+    return value
 
 
 def split_named_id(card_id: str, vault_path: str | None) -> tuple[str | None, str]:

@@ -17,6 +17,7 @@ from cairn.cli.common import (
     indexing,
     json_option,
     open_vault,
+    utf8_flag,
     vault_option,
     warn,
 )
@@ -147,6 +148,7 @@ def _scope_filter(scopes: tuple[str, ...]) -> set[str]:
     takes them); a --scope with no tag (`--scope ""`: an unset variable) is a usage error, not "no card"."""
     wanted: set[str] = set()
     for given in scopes:
+        given = utf8_flag(given, "--scope")  # read as `recall --scope` reads it, in an ASCII locale too
         tags = {tag.lower() for tag in split_tags(given)}
         if not tags:
             raise click.BadParameter(f"{given!r} holds no tag; give one such as --scope git", param_hint="--scope")

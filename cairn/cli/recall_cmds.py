@@ -26,6 +26,7 @@ from cairn.cli.common import (
     progress_stages,
     ref_option,
     resolve_vault,
+    utf8_flag,
     vault_option,
     warn,
     warn_unreadable_config,
@@ -87,8 +88,13 @@ _GATED = GATE_REASONS
 
 
 def _scope_with_tags(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """--scope "" (an unset variable) would mean every scope, silently: refused, as `cairn list` refuses it."""
-    if value is not None and not scope_tags(value):
+    """--scope "" (an unset variable) would mean every scope, silently: refused, as `cairn list` refuses it. The tags
+    are read as QUERY is (`argv_text`): in an ASCII locale `--scope 数据库` was a tag of escapes that refused every
+    card."""
+    if value is None:
+        return None
+    value = utf8_flag(value, "--scope")
+    if not scope_tags(value):
         raise click.BadParameter(
             f"{value!r} holds no tag; give one such as --scope git, or leave --scope out (then $CAIRN_SCOPE applies)"
         )
