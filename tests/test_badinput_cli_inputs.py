@@ -773,3 +773,23 @@ def test_a_chinese_scope_is_read_in_an_ascii_locale(vault_repo: VaultRepo) -> No
             check=False,
         )
         assert gbk.returncode == 2 and "is not UTF-8 text" in gbk.stderr, gbk
+
+
+@pytest.mark.parametrize("value", ["0", "false", "No", "off", " "])
+def test_cairn_debug_set_off_keeps_a_bug_to_one_line(value: str) -> None:
+    """Bug fixed: any value of CAIRN_DEBUG let a bug's traceback through, so `CAIRN_DEBUG=0` (a switch a shell or a
+    CI job sets off) turned it on. The values that say off keep the one line; 1 still raises."""
+    import click
+    from click.testing import CliRunner
+
+    from cairn.cli.common import errors_to_exit
+
+    @click.command()
+    @errors_to_exit
+    def broken() -> None:
+        raise RuntimeError("boom")
+
+    done = CliRunner().invoke(broken, env={"CAIRN_DEBUG": value})
+    assert done.exit_code == 1 and "unexpected RuntimeError: boom (a bug in Cairn" in done.output, done.output
+    raised = CliRunner().invoke(broken, env={"CAIRN_DEBUG": "1"})
+    assert isinstance(raised.exception, RuntimeError), raised

@@ -311,8 +311,9 @@ def exit_pipe_closed() -> NoReturn:
 
 
 def _unexpected(exc: Exception) -> str:
-    """An exception that escaped a command: a bug in Cairn (CAIRN_DEBUG=1 raises it with its traceback)."""
-    if os.environ.get("CAIRN_DEBUG"):
+    """An exception that escaped a command: a bug in Cairn (CAIRN_DEBUG=1 raises it with its traceback; 0, false,
+    no or off, as a shell or CI job sets a switch off, do not)."""
+    if os.environ.get("CAIRN_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off"):
         raise exc
     text = str(exc).splitlines()[0][:300] if str(exc) else ""
     return f"unexpected {type(exc).__name__}: {text} (a bug in Cairn; CAIRN_DEBUG=1 shows where)"
