@@ -474,6 +474,16 @@ def test_too_many_or_too_long_patterns_are_refused(patterns: tuple[str, ...], me
         rules_for(SanitizeSettings(patterns=patterns))
 
 
+def test_a_backtracking_pattern_is_named_at_its_line_as_a_bad_one_is() -> None:
+    """Bug fixed: a pattern refused before the run (not a regular expression, too long) was named at its line in
+    cairn.toml, one stopped for running over the bound only as `cairn.toml:`. Both name the line now."""
+    settings = SanitizeSettings(patterns=("(a+)+$",))
+    config = '# ours\n[sanitize]\npatterns = ["(a+)+$"]\n'
+    with pytest.raises(InvalidConfig) as caught:
+        redact_all([("cards/slow.md", "a" * 60 + "!")], settings, seconds=1.0, config_text=config)
+    assert str(caught.value).startswith("cairn.toml:3: [sanitize] patterns[0] '(a+)+$' ran over 1 s on cards/slow.md")
+
+
 @pytest.mark.slow
 def test_cairn_sanitize_with_a_backtracking_pattern_is_one_error_line(vault_repo: VaultRepo, tmp_path: Path) -> None:
     vault_repo.write("git/plain", "Runs of a", "Summary " + "a" * 60 + "!")
@@ -484,7 +494,7 @@ def test_cairn_sanitize_with_a_backtracking_pattern_is_one_error_line(vault_repo
     assert time.monotonic() - started < PATTERN_SECONDS + 20
     assert done.returncode == 1
     assert done.stderr.splitlines() == [
-        f"Error: cairn.toml: [sanitize] patterns[0] '(a+)+$' ran over {PATTERN_SECONDS:g} s on cards/git/plain.md: "
+        f"Error: cairn.toml:2: [sanitize] patterns[0] '(a+)+$' ran over {PATTERN_SECONDS:g} s on cards/git/plain.md: "
         "nested repetition such as (a+)+ can take for ever; make the pattern simpler (nothing was written)"
     ]
     assert not (tmp_path / "x").exists()

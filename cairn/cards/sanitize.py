@@ -309,10 +309,11 @@ def redact_all(
     *,
     seconds: float = PATTERN_SECONDS,
     progress: Progress | None = None,
+    config_text: str | None = None,
 ) -> list[tuple[str, Counter[str]]]:
     """`redact` over (path, text) pairs with `rules_for(settings)`. With vault patterns, in a child process stopped
-    after `seconds` (InvalidConfig naming the pattern and the file it was on); without, here, each 100 texts told to
-    `progress(done, total)`."""
+    after `seconds` (InvalidConfig naming the pattern, its line in `config_text` as `rules_for` names a bad one, and
+    the file it was on); without, here, each 100 texts told to `progress(done, total)`."""
     rules = rules_for(settings)
     if not settings.patterns:
         out = []
@@ -344,9 +345,10 @@ def redact_all(
     path = texts[file_at][0] if 0 <= file_at < len(texts) else "a card"
     if rule_at in custom:
         n = custom.index(rule_at)
-        raise InvalidConfig(
-            f"cairn.toml: [sanitize] patterns[{n}] {settings.patterns[n]!r} ran over {seconds:g} s on {path}: "
-            "nested repetition such as (a+)+ can take for ever; make the pattern simpler (nothing was written)"
+        raise VaultConfigError(
+            f"[sanitize] patterns[{n}] {settings.patterns[n]!r} ran over {seconds:g} s on {path}: nested repetition "
+            "such as (a+)+ can take for ever; make the pattern simpler (nothing was written)",
+            line=line_of_key(config_text, "patterns"),
         )
     raise InvalidConfig(
         f"redacting {path} with the [sanitize] patterns ran over {seconds:g} s or failed; make them simpler "
@@ -448,7 +450,7 @@ def sanitize_vault(
         rules_for(settings, config_text)  # a bad pattern is an error before anything is read
         with gitrepo.open_repo(vault) as repo:
             try:
-                return _sanitize(repo, vault, target, out, settings, progress)
+                return _sanitize(repo, vault, target, out, settings, progress, config_text)
             except OSError as exc:  # a file where a folder must be, a folder that cannot be written
                 fix = disk_fix(exc, "choose a folder you can write to")
                 raise RefusedWrite(
@@ -529,7 +531,13 @@ def _folder_lock(folder: Path) -> Iterator[None]:
 
 
 def _sanitize(
-    repo: Any, vault: Vault, target: Path, out: Path, settings: SanitizeSettings, progress: Progress | None
+    repo: Any,
+    vault: Vault,
+    target: Path,
+    out: Path,
+    settings: SanitizeSettings,
+    progress: Progress | None,
+    config_text: str | None,
 ) -> SanitizeReport:
     commit = gitrepo.head_commit(repo)
     files: list[FileReport] = []
@@ -566,13 +574,16 @@ def _sanitize(
             report = progress
             return lambda done, _: report(offset + done, total)
 
-        redacted = redact_all(texts, settings, progress=part(0))
+        redacted = redact_all(texts, settings, progress=part(0), config_text=config_text)
         # The copy as it would be read (its file name, its values decoded), asked of the same rules the same way: a
         # vault's own patterns run only in the child `redact_all` stops after PATTERN_SECONDS.
         as_read = [_as_read(path, raw, clean) for (path, raw), (clean, _) in zip(texts, redacted, strict=True)]
-        in_names = [counts for _, counts in redact_all([(path, path) for path, _ in texts], settings)]
+        named = [(path, path) for path, _ in texts]
+        in_names = [counts for _, counts in redact_all(named, settings, config_text=config_text)]
         decoded = [(path, read or "") for (path, _), read in zip(texts, as_read, strict=True)]
-        still = [counts for _, counts in redact_all(decoded, settings, progress=part(len(texts)))]
+        still = [
+            counts for _, counts in redact_all(decoded, settings, progress=part(len(texts)), config_text=config_text)
+        ]
         for done, ((path, _), (clean, counts), read, in_name, left) in enumerate(
             zip(texts, redacted, as_read, in_names, still, strict=True)
         ):
