@@ -735,7 +735,7 @@ def _cache_can_take(check: Check, index: str) -> Check:
     what makes it writable (`cairn index` would only fail with the same read-only error)."""
     if check.ok is not False or not check.fix.startswith("cairn index"):
         return check
-    unwritable = _unwritable(os.path.dirname(index), "cache", "CAIRN_CACHE_DIR")
+    unwritable = _unwritable(os.path.dirname(index), "cache", "CAIRN_CACHE_DIR", cache_folder())
     if unwritable is None:
         return check
     why, fix, note = unwritable
@@ -758,29 +758,42 @@ def _cache_can_take(check: Check, index: str) -> Check:
     )
 
 
-def _unwritable(folder: str, what: str, variable: str) -> tuple[str, str, str] | None:
+def _unwritable(folder: str, what: str, variable: str, root: str | None = None) -> tuple[str, str, str] | None:
     """(why, fix, note) when Cairn cannot write in `folder`, or make it (the nearest folder there is, when it is not
     yet): on a read-only file system, not writable, or a file in the way of the folder; None when it can (or nothing
-    can tell)."""
+    can tell). root: the folder `variable` names, `folder` or one above it; what stands above it is named apart from
+    it, never as the folder itself."""
+    root = root or folder
     while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
         if os.path.lexists(folder):  # a file (or a dangling link) where Cairn would make the folder
             quoted = shlex.quote(folder)
-            return f"a file stands where Cairn keeps its {what} folder {folder}", f"mv {quoted} {quoted}.old", ""
+            why = (
+                f"a file stands where Cairn keeps its {what} folder {folder}"
+                if _within(folder, root)
+                else f"a file stands at {folder}, in the way of Cairn's {what} folder {root}"
+            )
+            return why, f"mv {quoted} {quoted}.old", ""
         folder = os.path.dirname(folder)  # the nearest folder there is: Cairn makes the rest
+    named = (
+        f"the {what} folder {folder}" if _within(folder, root) else f"the {what} folder {root} cannot be made: {folder}"
+    )
     try:
         read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
     except OSError:
         return None
     if read_only:
-        why = f"the {what} folder {folder} is on a read-only file system"
-        return why, "", f"point {variable} at a writable folder"
+        return f"{named} is on a read-only file system", "", f"point {variable} at a writable folder"
     if not os.access(folder, os.W_OK | os.X_OK):
         if _owner_is_another(folder):  # `chmod` of another user's folder fails: "Operation not permitted"
-            why = f"the {what} folder {folder} is another user's and not writable"
-            return why, "", f"point {variable} at a folder of your own"
+            return f"{named} is another user's and not writable", "", f"point {variable} at a folder of your own"
         fix = f"chmod u+wx {shlex.quote(folder)}"
-        return f"the {what} folder {folder} is not writable", fix, f"or point {variable} at a writable folder"
+        return f"{named} is not writable", fix, f"or point {variable} at a writable folder"
     return None
+
+
+def _within(path: str, root: str) -> bool:
+    """Whether `path` is `root` or inside it."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _owner_is_another(folder: str) -> bool:

@@ -1038,3 +1038,20 @@ def test_every_fix_doctor_prints_is_a_command_that_runs_as_printed(
     assert fixed.stdout, fixed.stderr  # the fix ran, and doctor after it
     after = [c for c in json.loads(fixed.stdout)["checks"] if (c["area"], c["subject"]) == (area, check["subject"])]
     assert all(c["ok"] is not False for c in after), (fix, after)
+
+
+def test_a_file_above_the_state_folder_is_named_apart_from_the_folder(setup: Path, tmp_path: Path) -> None:
+    """Bug fixed: with $CAIRN_STATE_DIR not there yet and a file in place of a folder above it, doctor said the file
+    was the state folder ("a file stands where Cairn keeps its state folder /x/file"). It names both now; the fix
+    (moving the file away) works as before."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a folder")
+    state = blocker / "cairn" / "state"
+    done = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup, env={"CAIRN_STATE_DIR": str(state)})
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "folders"]
+    assert check["subject"] == "state" and check["ok"] is False, check
+    assert check["detail"].startswith(f"a file stands at {blocker}, in the way of Cairn's state folder {state}: ")
+    assert check["fix"] == f"mv {blocker} {blocker}.old"
+    subprocess.run(check["fix"], shell=True, check=True)
+    again = run_cairn("doctor", "--cwd", str(setup), "--json", cwd=setup, env={"CAIRN_STATE_DIR": str(state)})
+    assert [c for c in json.loads(again.stdout)["checks"] if c["area"] == "folders"] == []
