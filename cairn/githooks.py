@@ -308,10 +308,15 @@ def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: boo
             action = "chained"
         elif target.exists():
             text = target.read_text("utf-8", "replace")
-            if text == script:
+            stranded = _chained(hooks_dir, name, target)
+            if stranded != _local(target):  # the user's hook, left where Cairn's hook no longer looks: run it again
+                os.replace(stranded, _local(target))
+                action = "chained"
+            elif text == script:
                 changes.append(GitHookChange(target, "unchanged"))
                 continue
-            action = "updated"
+            else:
+                action = "updated"
             if not _unedited(text, name):
                 copy = _backup(target)
         write_atomic(target, script.encode("utf-8"), overwrite=True, mode=0o755)
@@ -358,7 +363,7 @@ def uninstall_git_hooks(hooks_dir: Path) -> list[GitHookChange]:
     changes = []
     for name in GIT_HOOKS:
         target = _script_of(hooks_dir, name)
-        local = _local(target)
+        local = _chained(hooks_dir, name, target)
         if not target.exists() and not target.is_symlink() and local.exists():
             # An install --chain stopped between moving the user's hook aside and writing Cairn's: git runs no
             # `.local` hook, so the user's goes back under its own name.
@@ -381,6 +386,24 @@ def uninstall_git_hooks(hooks_dir: Path) -> list[GitHookChange]:
 def _local(hook: Path) -> Path:
     """Where a hook Cairn's replaced is kept, run first by Cairn's (`"$0.local"`)."""
     return hook.with_name(hook.name + ".local")
+
+
+def _chained(hooks_dir: Path, name: str, target: Path) -> Path:
+    """Where the hook that Cairn's at `target` runs first is kept: `<target>.local`, else, for Cairn's hook at
+    `<name>.legacy`, the `<name>.local` that `install --chain` made before `pre-commit install -t <name>` moved Cairn's
+    hook to `.legacy`, which then runs `<name>.legacy.local`: the user's hook there ran no more, and uninstall left it
+    there, run by nothing. Never pre-commit's own hook (an older Cairn chained it): run from `.legacy`, or put back
+    there, it would run itself."""
+    local = _local(target)
+    stranded = hooks_dir / f"{name}.local"
+    if target.name != f"{name}.legacy" or os.path.lexists(local) or not os.path.lexists(stranded):
+        return local
+    try:
+        if PRE_COMMIT_MARKER in stranded.read_text("utf-8", "replace"):
+            return local
+    except OSError:
+        return local
+    return stranded
 
 
 def _unedited(text: str, name: str) -> bool:
