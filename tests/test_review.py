@@ -1739,6 +1739,51 @@ def test_a_card_recall_never_admits_is_said_not_to_be_served(vault_repo: VaultRe
     }, not_served
 
 
+def test_an_expired_card_another_card_supersedes_is_not_told_to_renew(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a card past its review date that an active card supersedes was told "check it, then set review_after
+    to a later date", which would not serve it: the superseding card keeps it out too. So in a chain (old superseded
+    by mid, mid by new) and when the superseding card is itself past its review date. A card whose superseding card
+    is a draft is not superseded: renewing it serves it again, and it is still told so."""
+    _policy_base(vault_repo)
+    expired = {"verified_at": "2026-01-01", "review_after": "2026-06-01"}
+    cards: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
+        ("ops/deploy-old", "Deploy staging on Fridays", "Deploy staging on Friday mornings only.", expired),
+        (
+            "ops/deploy-mid",
+            "Deploy staging before noon",
+            "Deploy staging before noon so nightly jobs see it.",
+            {**expired, "supersedes": ["ops/deploy-old"]},
+        ),
+        (
+            "ops/deploy-new",
+            "Lock staging while deploying",
+            "Take the staging lock before a deploy, then free it.",
+            {"supersedes": ["ops/deploy-mid"]},
+        ),
+        ("ops/tag-old", "Tag releases by hand", "Tag each staging release by hand after the deploy.", expired),
+        (
+            "ops/tag-draft",
+            "Tag releases from CI",
+            "Let CI tag each staging release once the deploy passes.",
+            {"status": "draft", "supersedes": ["ops/tag-old"]},
+        ),
+    )
+    for card_id, name, summary, fields in cards:
+        vault_repo.write(card_id, name, summary, scope=["ops"], **{"verified_at": "2026-11-01", **fields})
+    vault_repo.commit("Deploy and tag cards", author=BOB)
+    data = json.loads(vault_repo.invoke("review", "main..pr", "--json", "--today", "2026-11-15").stdout)
+    not_served = {c["id"]: c["not_served"] for c in data["cards"]}
+    assert not_served == {
+        "ops/deploy-old": "its review date 2026-06-01 has passed, and it is superseded by ops/deploy-mid: a later "
+        "review date would not serve it",
+        "ops/deploy-mid": "its review date 2026-06-01 has passed, and it is superseded by ops/deploy-new: a later "
+        "review date would not serve it",
+        "ops/deploy-new": None,
+        "ops/tag-old": "its review date 2026-06-01 has passed: check it, then set review_after to a later date",
+        "ops/tag-draft": "status draft: agents get active cards only",
+    }, not_served
+
+
 def test_review_help_names_the_files_it_blocks(vault_repo: VaultRepo) -> None:
     # `cairn review --help` named, for exit 3, CLAUDE.md and AGENTS.md among the files a pull request may not touch
     # on its author's word, while review blocks these too (review/policy.py): the help now names each kind.

@@ -1019,6 +1019,11 @@ def _not_served(card: IndexedCard | None, today: dt.date, fields: Mapping[str, A
     if reason == UNKNOWN_STATUS:
         return f"status {card.status!r} is none of active, draft, retired"
     if reason == "expired":
+        if card.superseded_by:  # a new review date would not serve it: the card superseding it keeps it out too
+            return (
+                f"its review date {card.expires_on} has passed, and it is superseded by {', '.join(card.superseded_by)}: "
+                "a later review date would not serve it"
+            )
         if fields is not None and fields.get("expires_on") not in (None, card.expires_on):
             return (
                 f"its review date {card.expires_on} has passed, counted from its commit's day: its verified_at, "
