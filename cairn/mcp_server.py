@@ -674,7 +674,8 @@ def _candidate_dict(c: Candidate, given: list[str], dropped: dict[str, str], que
     """One candidate as explain shows it; a card recall injected that the hook does not give is rejected, as
     `cairn explain` says it: `context_limit` past what the hook's block holds, `over_total` past the hook's
     `MAX_CARDS` (a vault's `max_cards` above it). As `cairn explain --json`'s rows: the prompt's terms it matched,
-    and for a card refused at admission the `not_when` word found in the query or the review date it passed."""
+    and for a card refused at admission the `not_when` word found in the query or the review date it passed (and
+    the active cards that supersede it, when they do)."""
     over = c.decision == "injected" and c.card.id not in given
     out = {
         "id": c.card.id,
@@ -695,6 +696,8 @@ def _candidate_dict(c: Candidate, given: list[str], dropped: dict[str, str], que
         out["not_when"] = None if word is None else clip(word, NAME_CHARS)  # the card's text: cut as its name is
     if c.reason == "expired":
         out["expires_on"] = c.card.expires_on
+        if c.card.superseded_by:  # a new review date would not serve it: the card superseding it keeps it out too
+            out["superseded_by"] = list(c.card.superseded_by)
     return out
 
 

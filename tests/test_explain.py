@@ -213,6 +213,39 @@ def test_explain_gives_an_expired_cards_review_date_and_what_to_bump(fixture_vau
     assert again["injected"] == ["python/setup-py-install"]
 
 
+def test_explain_does_not_tell_a_superseded_expired_card_to_renew(fixture_vault: VaultRepo) -> None:
+    """Bug fixed: a card refused `expired` that an active card also supersedes was told to bump verified_at, which
+    would not serve it: the superseding card keeps it out too (itself past its review date or not). `--json` gives
+    the superseding cards as `superseded_by`, and the hint says a later review date would not serve it."""
+    fixture_vault.write(
+        "python/pip-install-dot",
+        "Install a package with pip install .",
+        "Build and install a package with `pip install .`; `python setup.py install` is deprecated.",
+        scope=["python"],
+        verified_at="2020-01-01",
+        review_after="30d",
+        supersedes=["python/setup-py-install"],
+    )
+    fixture_vault.commit("pip install . supersedes setup.py install")
+    query, _ = QUERIES["rejected-expired"]
+    rows = {r["id"]: r for r in json.loads(fixture_vault.invoke("explain", query, "--json").stdout)["candidates"]}
+    old = rows["python/setup-py-install"]
+    assert (old["reason"], old["expires_on"], old["superseded_by"]) == (
+        "expired",
+        "2020-01-31",
+        ["python/pip-install-dot"],
+    )
+    assert "superseded_by" not in rows["python/pip-install-dot"]  # expired, superseded by none: renewing serves it
+    lines = fixture_vault.invoke("explain", query).stdout.splitlines()
+    row = next(n for n, line in enumerate(lines) if line.endswith("python/setup-py-install"))
+    assert lines[row + 1].strip() == (
+        "its review date 2020-01-31 (review_after) has passed, and it is superseded by python/pip-install-dot: a "
+        "later review date would not serve it"
+    )
+    row = next(n for n, line in enumerate(lines) if line.endswith("python/pip-install-dot"))
+    assert "once someone re-checks the lesson, bump verified_at" in lines[row + 1]
+
+
 def test_explain_lists_the_prompts_words_not_the_stems_recall_matches(vault_repo: VaultRepo) -> None:
     """Issue 16's item 6, for an author: explain listed the terms a card matched and lacks as recall stems them
     (`spr` for Spring, `sav` for saving), which no one can type into a card's aliases as shown."""

@@ -135,6 +135,35 @@ def test_explain_gives_an_agent_the_matched_terms_the_not_when_word_and_the_revi
     assert "django" in by_id["python/django-migrations-lock"]["matched"]
 
 
+def test_explain_names_the_card_superseding_an_expired_one_as_cairn_explain_does(vault_repo: VaultRepo) -> None:
+    """Bug fixed: the MCP `explain` tool gave an expired card's review date and nothing else, so an agent was left to
+    renew a card another active card supersedes (renewing it would not serve it); it gives `superseded_by` as
+    `cairn explain --json` does."""
+    vault_repo.write(
+        "python/django-n-plus-one",
+        "Django views loop over related objects with one query each",
+        "A Django view that reads a foreign key inside a loop runs one query per item; use select_related.",
+        scope=["python"],
+        verified_at="2024-01-02",
+        review_after="30d",
+    )
+    vault_repo.write(
+        "python/django-prefetch",
+        "Django views prefetch related objects",
+        "A Django view that loops over related objects prefetches them with select_related or prefetch_related.",
+        scope=["python"],
+        supersedes=["python/django-n-plus-one"],
+    )
+    vault_repo.commit("Two lessons")
+    query = "my django view loops over related items and each one runs a query"
+    _, _, [explained] = drive_serve(vault_repo.root, [("explain", {"query": query})])
+    by_id = {c["id"]: c for c in _text_json(explained)["candidates"]}
+    cli = {row["id"]: row for row in json.loads(vault_repo.cairn("explain", "--json", query).stdout)["candidates"]}
+    old = by_id["python/django-n-plus-one"]
+    assert (old["reason"], old["expires_on"]) == ("expired", "2024-02-01")
+    assert old["superseded_by"] == cli["python/django-n-plus-one"]["superseded_by"] == ["python/django-prefetch"]
+
+
 def test_tools_answer_from_a_current_index_while_another_process_holds_its_lock(vault_repo: VaultRepo) -> None:
     """Bug fixed: each tool call took the index's writer lock to check the index was current, so while another
     process held it (`cairn index --rebuild` of a large vault) the agent's call went unanswered until it ended."""

@@ -990,6 +990,8 @@ def explain_rows(result: Result, query: str = "") -> list[dict[str, Any]]:
             row["status"] = c.card.status
         if c.reason == "expired":  # the review date it passed, so the reader knows what to bump
             row["expires_on"] = c.card.expires_on
+            if c.card.superseded_by:  # a bump would not serve it: recall says expired before superseded
+                row["superseded_by"] = list(c.card.superseded_by)
         if c.reason == "not_when" and query:  # which word
             row["not_when"] = not_when_found(c.card, query)
         if admitted and getattr(s, "min_confidence", 0.0) > 0:  # the opt-in confidence gate's estimate
@@ -1078,8 +1080,14 @@ def _status_hint(status: str) -> str:
     )
 
 
-def _expired_hint(expires_on: str) -> str:
-    """What to do about a card refused as expired: the review date it passed and the fields that move it."""
+def _expired_hint(expires_on: str, superseded_by: list[str]) -> str:
+    """What to do about a card refused as expired: the review date it passed and the fields that move it, or that
+    moving them would not serve it while an active card supersedes it."""
+    if superseded_by:
+        return (
+            f"its review date {clean_line(expires_on)} (review_after) has passed, and it is superseded by "
+            f"{', '.join(clean_line(i) for i in superseded_by)}: a later review date would not serve it"
+        )
     return (
         f"its review date {clean_line(expires_on)} (review_after) has passed; once someone re-checks the lesson, bump "
         "verified_at (and review_after when it is a date) and commit"
@@ -1174,7 +1182,7 @@ def render_explain(
         if row["reason"] == UNKNOWN_STATUS:
             lines.append(f"{'':5}{_status_hint(row['status'])}")
         if row.get("expires_on"):
-            lines.append(f"{'':5}{_expired_hint(row['expires_on'])}")
+            lines.append(f"{'':5}{_expired_hint(row['expires_on'], row.get('superseded_by') or [])}")
         if row.get("not_when"):
             lines.append(f"{'':5}{_not_when_hint(row['not_when'])}")
     refused = sum(1 for row in rows if row["decision"] == REJECTED and row["gates"] is None)
