@@ -468,3 +468,29 @@ def test_a_name_many_cards_share_names_a_few_of_them_on_each_line(vault_repo: Va
         "cards/dup/card-11.md:2: name-unique the name is also used by cards/dup/card-00.md, cards/dup/card-01.md, "
         "cards/dup/card-02.md and 8 more;"
     )
+
+
+def test_review_expired_does_not_tell_a_superseded_card_to_renew(vault_repo: VaultRepo) -> None:
+    """Bug fixed: review-expired told a card past its review date that an active card supersedes to "check it, then
+    update verified_at": that would not serve it, the superseding card keeps it out too (in a chain as well, and
+    when the superseding card is itself expired). A card whose superseding card is a draft is not superseded: it is
+    still told to renew."""
+    expired = {"verified_at": "2026-01-01", "review_after": "30d"}
+    vault_repo.write("ops/old", "Deploy on Fridays", "Deploy staging on Friday mornings only.", **expired)
+    vault_repo.write("ops/mid", "Deploy before noon", "Deploy staging before noon.", supersedes=["ops/old"], **expired)
+    vault_repo.write("ops/new", "Lock staging", "Take the staging lock before a deploy.", supersedes=["ops/mid"])
+    vault_repo.write("ops/tag", "Tag by hand", "Tag each staging release by hand.", **expired)
+    vault_repo.write(
+        "ops/tag-ci", "Tag from CI", "Let CI tag each staging release.", status="draft", supersedes=["ops/tag"]
+    )
+    vault_repo.commit("Deploy cards")
+    done = vault_repo.invoke("lint", "--json", "--rules", "review-expired", env=ENV)
+    found = {f["path"]: f["message"] for f in json.loads(done.stdout)}
+    assert found == {
+        "cards/ops/old.md": "the review date 2026-01-31 has passed, and it is superseded by ops/mid, so agents do not "
+        "get this card; a later review date would not serve it",
+        "cards/ops/mid.md": "the review date 2026-01-31 has passed, and it is superseded by ops/new, so agents do not "
+        "get this card; a later review date would not serve it",
+        "cards/ops/tag.md": "the review date 2026-01-31 has passed, so agents no longer get this card; check it, then "
+        "update verified_at",
+    }, found

@@ -12,7 +12,7 @@ from cairn.hot import build_name, paths, read_regular
 from cairn.lint.model import CardFacts
 from cairn.lint.snapshot import FILE, Snapshot
 
-_VERSION = 3  # 3: summary terms are recall's; no status
+_VERSION = 4  # 3: summary terms are recall's; 4: whether the card is active
 _MAX_CACHE_BYTES = 1 << 30  # far above the facts of 100,000 cards; a longer file is not this cache's, and reads as none
 
 
@@ -32,6 +32,7 @@ def facts_of(rel_path: str, card: Card | None) -> CardFacts:
         scope=card.scope,
         supersedes=card.supersedes,
         words=terms(card.summary),
+        active=card.status == "active",
     )
 
 
@@ -71,7 +72,7 @@ def vault_facts(snapshot: Snapshot) -> dict[str, CardFacts]:
 def _pack(facts: CardFacts) -> Any:
     if facts.name is None:
         return None
-    return [facts.name, list(facts.scope), list(facts.supersedes), sorted(facts.words)]
+    return [facts.name, list(facts.scope), list(facts.supersedes), sorted(facts.words), facts.active]
 
 
 def _valid(packed: Any) -> bool:
@@ -79,9 +80,10 @@ def _valid(packed: Any) -> bool:
         return True
     return (
         isinstance(packed, list)
-        and len(packed) == 4
+        and len(packed) == 5
         and isinstance(packed[0], str)
-        and all(isinstance(part, list) and all(isinstance(v, str) for v in part) for part in packed[1:])
+        and all(isinstance(part, list) and all(isinstance(v, str) for v in part) for part in packed[1:4])
+        and isinstance(packed[4], bool)
     )
 
 
@@ -89,8 +91,8 @@ def _unpack(rel_path: str, packed: Any) -> CardFacts:
     card_id = card_id_from_path(rel_path) or rel_path
     if packed is None:
         return CardFacts(rel_path, card_id)
-    name, scope, supersedes, words = packed
-    return CardFacts(rel_path, card_id, name, tuple(scope), tuple(supersedes), frozenset(words))
+    name, scope, supersedes, words, active = packed
+    return CardFacts(rel_path, card_id, name, tuple(scope), tuple(supersedes), frozenset(words), active)
 
 
 def _load(cache_file: Any) -> dict[str, Any]:

@@ -60,6 +60,7 @@ class CardFacts:
 
     name: None when the file breaks the contract (it still exists, so links and supersedes to it hold).
     words: the summary's terms (`cairn.cards.similarity.terms`), for near-duplicate search.
+    active: its status is `active` (only an active card's `supersedes` keeps another card from agents).
     """
 
     path: str
@@ -68,6 +69,7 @@ class CardFacts:
     scope: tuple[str, ...] = ()
     supersedes: tuple[str, ...] = ()
     words: frozenset[str] = frozenset()
+    active: bool = False
 
 
 @dataclass(frozen=True)
@@ -305,6 +307,16 @@ class Context:
             facts = self.cards[card_id]
             found = self._profiles[card_id] = profile(facts.name or "", facts.scope, facts.words)
         return found
+
+    @cached_property
+    def superseded_by(self) -> dict[str, tuple[str, ...]]:
+        """Per card id, the active cards whose `supersedes` names it, as the index works it out: agents never get it."""
+        out: dict[str, tuple[str, ...]] = {}
+        for facts in self.cards.values():
+            if facts.active:
+                for old in facts.supersedes:
+                    out[old] = out.get(old, ()) + (facts.id,)
+        return out
 
     @cached_property
     def superseded_pairs(self) -> set[frozenset[str]]:

@@ -19,6 +19,13 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
         yield RULE.at(
             target, line, f"review_after {card.review_after} counts from verified_at, which is missing; add it"
         )
+    elif card.is_expired(context.today) and (by := context.superseded_by.get(card.id)):
+        yield RULE.at(
+            target,
+            line,
+            f"the review date {card.expires_on.isoformat()} has passed, and it is superseded by {', '.join(by)}, so "
+            "agents do not get this card; a later review date would not serve it",
+        )
     elif card.is_expired(context.today):
         yield RULE.at(
             target,
