@@ -932,3 +932,62 @@ def test_a_remote_branch_served_by_name_and_gone_is_not_to_be_recreated_as_a_loc
         f"(renamed or removed?): serve the branch by its remote's name now (`cairn vault add {clone} --name team "
     )
     assert "branch origin/main" not in dropped.stderr + renamed.stderr
+
+
+def _hook_line(tmp_path: Path) -> dict[str, object]:
+    """The hook's log line for the configured vault `team`, after one prompt that fits its rebase card."""
+    hooked = run_cairn(
+        "hook", "--format", "claude-code", cwd=tmp_path, input=payload_for("claude-code", FITTING_PROMPT, tmp_path)
+    )
+    assert hooked.returncode == 0, hooked.stderr
+    [team] = [v for v in log_entries()[-1]["vaults"] if v["name"] == "team"]
+    return {**team, "served": REBASE_ID in hooked.stdout}
+
+
+def test_a_vault_served_at_an_annotated_tag_names_the_commit_not_the_tag_object(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: a vault served at an annotated tag git had not packed (`git tag -a`, then `vault add --ref TAG`)
+    was "at" the tag object's id: `vault list`, `cairn index` and its --json, and the hook's log named it as the
+    commit, which `git log` knows as no commit. They now name the commit it tags, through a tag of a tag too."""
+    commit = make_vault(vault_repo)
+    vault_repo.git("tag", "-a", "-m", "reviewed", "reviewed-2026")
+    vault_repo.git("tag", "-a", "-m", "signed off", "signed-off", "reviewed-2026")  # a tag of the tag
+    for tag in ("reviewed-2026", "signed-off"):
+        assert (vault_repo.root / ".git" / "refs" / "tags" / tag).is_file()  # loose, as git writes it
+        assert gitrefs.served_ref(vault_repo.root, tag) == (f"refs/tags/{tag}", commit)
+    assert vault_repo.git("rev-parse", "reviewed-2026") != commit
+    added = vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team", "--ref", "reviewed-2026")
+    assert added.returncode == 0, added.stderr
+    assert f"at {commit[:8]}" in added.stdout
+    listed = vault_repo.cairn("vault", "list", "--json")
+    [row] = json.loads(listed.stdout)["vaults"]
+    assert (row["served_ref"], row["commit"]) == ("refs/tags/reviewed-2026", commit)
+    indexed = vault_repo.cairn("index", "--json")
+    assert json.loads(indexed.stdout)["commit"] == commit
+    team = _hook_line(tmp_path)
+    assert (team["commit"], team["served"]) == (commit, True)
+
+
+def test_a_tag_moved_after_pack_refs_serves_where_it_points_now(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: a tag moved after `git pack-refs` (`git gc` runs it) by `git tag -f` is a loose file naming the new
+    tag, while packed-refs keeps the old one with the old commit it peels to; that old peel was read for the new tag,
+    so `cairn index` said the index was up to date at the old commit and the hook went on serving it. Both now follow
+    the tag to where it points."""
+    old = make_vault(vault_repo)
+    vault_repo.git("tag", "-a", "-m", "reviewed", "reviewed-2026")
+    vault_repo.git("pack-refs", "--all", "--prune")
+    added = vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team", "--ref", "reviewed-2026")
+    assert added.returncode == 0, added.stderr
+    assert _hook_line(tmp_path)["commit"] == old
+    (vault_repo.root / "cards" / f"{REBASE_ID}.md").unlink()  # the lesson is withdrawn in review
+    new = vault_repo.commit("Withdraw the rebase card")
+    vault_repo.git("tag", "-f", "-a", "-m", "reviewed again", "reviewed-2026")
+    assert gitrefs.served_ref(vault_repo.root, "reviewed-2026") == ("refs/tags/reviewed-2026", new)
+    team = _hook_line(tmp_path)  # the old commit's index: nothing served from it until it is rebuilt
+    assert team["served"] is False and str(team["error"]).startswith(f"the index is of {old[:12]}")
+    indexed = vault_repo.cairn("index", "--json")
+    assert indexed.returncode == 0, indexed.stderr
+    assert json.loads(indexed.stdout)["commit"] == new
+    team = _hook_line(tmp_path)
+    assert (team["commit"], team["served"]) == (new, False)

@@ -29,6 +29,7 @@ HOT_STDLIB = (
     "_heapq",
     "_blake2",  # the index seals' keyed BLAKE2b (cairn.hot.index.Sealer)
     "unicodedata",  # only for a prompt that is not all ASCII (`tokens.fold_letters`), about 0.3 ms
+    "zlib",  # only for a vault served at a tag packed-refs does not peel: its loose tag object (`vault._peel_loose`)
 )
 # Cairn's own modules the hook may import: the hot package, and the executable's entry point.
 HOT_CAIRN_PREFIX = "cairn.hot."
