@@ -11,7 +11,7 @@ import stat
 import subprocess
 import tempfile
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -1312,11 +1312,15 @@ def stored_text(vault: Vault, rel_path: str, data: bytes) -> bytes:
 
 
 def checked_out_text(vault: Vault, rel_path: str, text: str) -> bytes:
-    """`text` as git checks the vault's file `rel_path` out: UTF-8, or the `working-tree-encoding` its
-    `.gitattributes` give it, with the byte order mark git requires of `UTF-16` (a new card written as UTF-8 there
-    made `git add` fail, "BOM is required"). Raises LookupError for an encoding Python lacks, UnicodeEncodeError
-    for text the encoding cannot hold."""
-    encoding = working_tree_encoding(vault, rel_path)
+    """`text` as git checks the vault's file `rel_path` out: see `encoded_as_checked_out`."""
+    return encoded_as_checked_out(text, working_tree_encoding(vault, rel_path))
+
+
+def encoded_as_checked_out(text: str, encoding: str | None) -> bytes:
+    """`text` as git checks out a file whose `working-tree-encoding` is `encoding`: UTF-8 when None, else that
+    encoding, with the byte order mark git requires of `UTF-16` (a new card written as UTF-8 there made `git add`
+    fail, "BOM is required"). Raises LookupError for an encoding Python lacks, UnicodeEncodeError for text the
+    encoding cannot hold."""
     if encoding is None:
         return text.encode("utf-8")
     codec, with_bom = _codec(encoding)
@@ -1324,24 +1328,33 @@ def checked_out_text(vault: Vault, rel_path: str, text: str) -> bytes:
 
 
 def working_tree_encoding(vault: Vault, rel_path: str) -> str | None:
-    """The `working-tree-encoding` the vault's `.gitattributes` give `rel_path` (`UTF-16`), or None: none, or no git.
-    `check-attr` runs no filter: it reads the attribute files alone (and no `core.fsmonitor`, a command git would
-    start to read the index)."""
-    if vault.git_root is None or shutil.which("git") is None:
-        return None
+    """The `working-tree-encoding` the vault's `.gitattributes` give `rel_path` (`UTF-16`), or None: none, or no git."""
+    return working_tree_encodings(vault, [rel_path])[rel_path]
+
+
+def working_tree_encodings(vault: Vault, rel_paths: Sequence[str]) -> dict[str, str | None]:
+    """`working_tree_encoding` of each of `rel_paths`, from one `git check-attr` (an import of 3,500 cards ran 3,500
+    of them, a quarter of its time). `check-attr` runs no filter: it reads the attribute files alone (and no
+    `core.fsmonitor`, a command git would start to read the index)."""
+    found: dict[str, str | None] = dict.fromkeys(rel_paths)
+    if not found or vault.git_root is None or shutil.which("git") is None:
+        return found
     try:
         out = subprocess.run(
-            ["git", "-c", "core.fsmonitor=false", "check-attr", "-z", "working-tree-encoding", "--"]
-            + [f"{vault.prefix}{rel_path}"],
+            ["git", "-c", "core.fsmonitor=false", "check-attr", "-z", "--stdin", "working-tree-encoding"],
             cwd=vault.git_root,
             env={**os.environ, **_staging_env(vault)},
+            input=b"".join(f"{vault.prefix}{rel}".encode("utf-8", "surrogateescape") + b"\0" for rel in found),
             capture_output=True,
             check=False,
         ).stdout.split(b"\0")
     except OSError:
-        return None
-    encoding = out[2].decode("ascii", "replace") if len(out) > 2 else ""
-    return None if encoding in ("", "unspecified", "set", "unset") else encoding
+        return found
+    # One `path NUL attribute NUL value NUL` per path, in the order the paths were given; a git that failed gave
+    # none, and those paths stay None, as one that failed for a single path left it.
+    for rel, encoding in zip(found, (v.decode("ascii", "replace") for v in out[2::3]), strict=False):
+        found[rel] = None if encoding in ("", "unspecified", "set", "unset") else encoding
+    return found
 
 
 def _codec(encoding: str) -> tuple[str, bool]:

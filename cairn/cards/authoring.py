@@ -524,14 +524,15 @@ def write_card(vault: Vault, pending: PendingCard, *, force: bool = False) -> Pa
     return target
 
 
-def checked_out_card(vault: Vault, rel: str, text: str) -> bytes:
+def checked_out_card(vault: Vault, rel: str, text: str, encodings: Mapping[str, str | None] | None = None) -> bytes:
     """A new card's file as git checks `rel` out: in the `working-tree-encoding` the vault's `.gitattributes` give it
-    (a UTF-8 file where git expects UTF-16 made the printed `git add` fail, "BOM is required"), else UTF-8. A
-    CairnError when that encoding cannot hold the text (or Python lacks it)."""
+    (a UTF-8 file where git expects UTF-16 made the printed `git add` fail, "BOM is required"), else UTF-8; from
+    `encodings` (`gitrepo.working_tree_encodings`) when given. A CairnError when that encoding cannot hold the text
+    (or Python lacks it)."""
+    encoding = encodings[rel] if encodings is not None else gitrepo.working_tree_encoding(vault, rel)
     try:
-        return gitrepo.checked_out_text(vault, rel, text)
+        return gitrepo.encoded_as_checked_out(text, encoding)
     except (LookupError, UnicodeEncodeError):
-        encoding = gitrepo.working_tree_encoding(vault, rel)
         raise CairnError(
             f"{rel} was not written: .gitattributes gives it working-tree-encoding={encoding}, which cannot hold "
             "this card's text; write it where that attribute does not apply, or change the attribute"

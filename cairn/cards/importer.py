@@ -502,9 +502,10 @@ def _apply(
             continue
         cards[n] = _Card(plan, card_id, rel, text, replaces)
     _lint(vault, cards, today=today)
+    encodings = {} if dry_run else gitrepo.working_tree_encodings(vault, [c.rel for c in cards.values()])
     for n, card in cards.items():
         with _interrupts_held():  # a card written is a card named: a Ctrl-C between the two left one unnamed
-            outcomes[n] = _write(vault, card, dry_run=dry_run, force=force)
+            outcomes[n] = _write(vault, card, dry_run=dry_run, force=force, encodings=encodings)
             if wrote is not None and outcomes[n].status in (WRITTEN, REPLACED):
                 wrote(outcomes[n])
     return [outcomes[n] for n in sorted(outcomes)]
@@ -542,7 +543,7 @@ def _lint(vault: Vault, cards: dict[int, _Card], *, today: dt.date) -> None:
         pending = {n: c for n, c in pending.items() if n not in refused}
 
 
-def _write(vault: Vault, card: _Card, *, dry_run: bool, force: bool) -> Outcome:
+def _write(vault: Vault, card: _Card, *, dry_run: bool, force: bool, encodings: dict[str, str | None]) -> Outcome:
     described = _described(card.plan)
     errors = [f for f in card.findings if f.severity == ERROR]
     warnings = [f for f in card.findings if f.severity != ERROR]
@@ -561,7 +562,7 @@ def _write(vault: Vault, card: _Card, *, dry_run: bool, force: bool) -> Outcome:
     if dry_run:
         return Outcome(*base, WOULD_REPLACE if card.replaces else WOULD_WRITE, findings=card.findings, **described)
     try:
-        data = checked_out_card(vault, card.rel, card.text)
+        data = checked_out_card(vault, card.rel, card.text, encodings)
     except CairnError as exc:  # a working-tree-encoding that cannot hold its text: this card, not the ones after it
         return Outcome(*base, INVALID, str(exc), findings=card.findings, **described)
     try:
