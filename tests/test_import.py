@@ -1145,3 +1145,33 @@ def test_an_import_asks_git_once_for_the_encoding_of_every_card_it_writes(
     vault_repo.git("add", "cards")
     assert "A shallow clone" in vault_repo.git("show", f":cards/git/{shallow.name}")
     assert vault_repo.git("show", f":cards/docker/{docker.name}").startswith("---\nname: The build cache is lost")
+
+
+def test_a_card_refused_for_crowding_its_scope_is_not_told_to_fix_the_source(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: importing a CLAUDE.md's 30 Python lessons into a small vault refused every card for scope-crowding
+    ("scope 'python' is on 31 of 32 cards") with "fix the source", which no edit of a lesson fixes; the refusal now
+    says what does: --force, or turning the rule off for a vault about one tool."""
+    _start(vault_repo)
+    words = (
+        "alembic asyncio boto celery django fastapi flask gunicorn httpx jinja kombu lxml mock numpy pandas pillow "
+        "psycopg pydantic pytest redis requests scipy sqlalchemy starlette tornado twisted urllib3 uvicorn wheel yaml "
+        "attrs black click coverage cython dask greenlet hypothesis isort jedi kafka lark mypy nox orjson paramiko "
+        "poetry pyarrow pyodbc ruff sentry setuptools six structlog tox trio typer ujson uvloop virtualenv websockets "
+        "xdist zope arrow babel cffi chardet cryptography dill docutils gevent grpc h11 idna msgpack"
+    ).split()
+    bullets = "".join(
+        f"- {' '.join(words[3 * n : 3 * n + 3])} upgrades break {words[(5 * n + 40) % len(words)]} because of it.\n"
+        for n in range(25)
+    )
+    src = tmp_path / "LESSONS.md"
+    src.write_text(f"## Python gotchas\n\n{bullets}", "utf-8")
+    code, report = _import(vault_repo, str(src), "--lessons", "--dry-run")
+    assert code == 1
+    crowded = [c for c in report["cards"] if {f["rule"] for f in c["findings"]} == {"scope-crowding"}]
+    assert len(crowded) > 20, report["cards"]
+    for card in crowded:
+        assert card["status"] == "refused"
+        assert "fix the source" not in card["message"], card["message"]
+        assert "--force" in card["message"] and 'disable = ["scope-crowding"]' in card["message"], card["message"]

@@ -556,6 +556,15 @@ def _write(vault: Vault, card: _Card, *, dry_run: bool, force: bool, encodings: 
     if errors:
         message = f"{_count(errors, 'lint error')}; fix the source and import again"
         return Outcome(*base, REFUSED, message, findings=card.findings, **described)
+    if warnings and not force and all(_crowds_its_scope(f) for f in warnings):
+        # The share of a scope across the vault: a lesson file of one tool's lessons refused every card for it, and
+        # no edit of a lesson fixes it.
+        message = (
+            f"{_count(warnings, 'lint warning')}: its scope would be on most of the vault's cards; pass --force to "
+            'write it anyway, or, for a vault about one tool, add disable = ["scope-crowding"] under [lint] in '
+            "cairn.toml"
+        )
+        return Outcome(*base, REFUSED, message, findings=card.findings, **described)
     if warnings and not force:
         message = f"{_count(warnings, 'lint warning')}; fix the source, or pass --force to write it anyway"
         return Outcome(*base, REFUSED, message, findings=card.findings, **described)
@@ -573,6 +582,12 @@ def _write(vault: Vault, card: _Card, *, dry_run: bool, force: bool, encodings: 
     except OSError as exc:  # a folder made read-only, a full disk: this card, not the cards after it
         return Outcome(*base, INVALID, unwritable(card.rel, exc), findings=card.findings, **described)
     return Outcome(*base, REPLACED if card.replaces else WRITTEN, findings=card.findings, **described)
+
+
+def _crowds_its_scope(finding: Finding) -> bool:
+    """Whether `finding` is scope-crowding's share of a scope across the vault (`scope 'python' is on 31 of 32
+    cards`), not its card's own number of scopes."""
+    return finding.rule == "scope-crowding" and finding.message.startswith("scope '")
 
 
 def _free_id(vault: Vault, wanted: str, name: str, taken: set[str]) -> tuple[str, bool]:
