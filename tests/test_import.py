@@ -1175,3 +1175,24 @@ def test_a_card_refused_for_crowding_its_scope_is_not_told_to_fix_the_source(
         assert card["status"] == "refused"
         assert "fix the source" not in card["message"], card["message"]
         assert "--force" in card["message"] and 'disable = ["scope-crowding"]' in card["message"], card["message"]
+
+
+def test_an_agents_md_that_links_to_the_claude_md_beside_it_is_read_once(vault_repo: VaultRepo, tmp_path: Path) -> None:
+    """Bug fixed: a project that keeps AGENTS.md as a symlink to its CLAUDE.md (as many do, for Codex and Claude
+    Code) had each lesson read twice: the cards named the symlink as their source and every lesson was skipped once
+    more as a duplicate, so the import exited 1. The file is read once, by its own name."""
+    _start(vault_repo)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "CLAUDE.md").write_text(
+        "## Git gotchas\n\n- A shallow clone breaks git describe because the tags are missing.\n"
+        "- Rebasing a pushed branch loses review comments because the commits change.\n",
+        "utf-8",
+    )
+    (project / "AGENTS.md").symlink_to("CLAUDE.md")
+    code, report = _import(vault_repo, str(project))
+    assert code == 0, report
+    assert [c["status"] for c in report["cards"]] == ["written", "written"]
+    assert all(c["source"].startswith(str(project / "CLAUDE.md")) for c in report["cards"]), report["cards"]
+    meta, _ = _card(vault_repo, "git/a-shallow-clone-breaks-git-describe")
+    assert meta["source"] == "CLAUDE.md:3"

@@ -205,7 +205,7 @@ def import_notes(
     dropped: list[Dropped] = []
     headings: list[str] = []
     found_section = False
-    files = list(_source_files(src, as_lessons, cards_dir))
+    files = _each_file_once(list(_source_files(src, as_lessons, cards_dir)))
     if not files:  # a folder with nothing to read: the wrong folder, not a successful import of no card
         kind = "CLAUDE.md, AGENTS.md or GEMINI.md" if as_lessons else "Markdown file (.md, .markdown)"
         raise CairnError(
@@ -690,6 +690,18 @@ def _source_files(src: Path, lessons_only: bool, cards_dir: Path) -> Iterator[tu
         if not lessons_only and file.suffix.lower() not in (".md", ".markdown"):
             continue
         yield file, rel.parts[:-1]
+
+
+def _each_file_once(files: list[tuple[Path, tuple[str, ...]]]) -> list[tuple[Path, tuple[str, ...]]]:
+    """`files` with a file a folder reaches twice read once, by its own name rather than a symlink's: a project's
+    AGENTS.md linked to its CLAUDE.md gave each lesson twice, the cards naming the link and every one skipped once more
+    as a duplicate."""
+    chosen: dict[Path, tuple[Path, tuple[str, ...]]] = {}
+    for item in files:
+        key = item[0].resolve()
+        if key not in chosen or (chosen[key][0].is_symlink() and not item[0].is_symlink()):
+            chosen[key] = item
+    return [item for item in files if chosen[item[0].resolve()] is item]
 
 
 def _topic_of(rel_dir: tuple[str, ...]) -> str:
