@@ -942,6 +942,25 @@ def shallow_commits(repo: git.Repo) -> frozenset[str]:
         return frozenset()
 
 
+def shallow_cut(repo: git.Repo, base: str, head: str) -> str | None:
+    """A boundary commit of a shallow clone in base..head whose parents the clone does not hold as base's history,
+    or None. git reads such a commit as a root that adds every file, so who changed what in the range is lost; one
+    whose recorded parents all lie in base's history (a branch of one commit fetched 2 deep) loses nothing."""
+    shallow = shallow_commits(repo)
+    if not shallow:
+        return None
+    in_range = set(str(repo.git.rev_list(f"{base}..{head}")).split())
+    for commit in sorted(shallow & in_range):
+        try:  # the commit object still names its parents; the shallow file only hides them
+            header = str(repo.git.cat_file("commit", commit)).split("\n\n", 1)[0]
+        except GitCommandError:
+            return commit
+        parents = [line.split()[1] for line in header.splitlines() if line.startswith("parent ")]
+        if not all(is_ancestor(repo, parent, base) for parent in parents):
+            return commit
+    return None
+
+
 def object_types(repo: git.Repo, names: list[str]) -> dict[str, tuple[str, str]]:
     """What each of `names` (`REV^{commit}`, `REV:PATH`; one line each) gives, from one `git cat-file --batch-check`
     run: (object id, type) for the names git has, ("", "missing") for those it has not; a name it cannot be asked

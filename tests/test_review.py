@@ -1976,3 +1976,51 @@ def test_review_says_its_near_duplicates_are_heads_when_base_moved_on(vault_repo
     ) in done.stdout
     data = json.loads(vault_repo.invoke("review", "main..HEAD", "--format", "json").stdout)
     assert (data["base"], data["base_tip"]) == (base, tip)
+
+
+def _ci_checkout(origin: VaultRepo, merge: str, depth: int, clone: Path) -> None:
+    """A CI job's checkout of a pull request: its merge commit fetched `depth` deep, detached, then main 50 deep."""
+    clone.mkdir()
+    for args in (
+        ["init", "-q"],
+        ["remote", "add", "origin", f"file://{origin.root}"],
+        ["fetch", "-q", f"--depth={depth}", "origin", merge],
+        ["checkout", "-q", "--detach", "FETCH_HEAD"],
+        ["fetch", "-q", "--depth=50", "origin", "main"],
+    ):
+        subprocess.run(["git", *args], cwd=clone, check=True, capture_output=True)
+
+
+def test_review_refuses_a_shallow_clone_whose_history_stops_inside_the_range(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: in a CI checkout of a pull request's merge commit fetched 2 deep, the branch's history stops at
+    its last commit, which git then reads as a root commit adding every card: review credited a card Bob wrote to
+    Ann, who only added a line to the README after him, and passed. It now stops with exit 2, as for a merge base
+    the clone does not hold, and says to fetch the history; a clone whose cut commit's parents are the base's own
+    history (a branch of one commit) is reviewed as before."""
+    _base(vault_repo)
+    vault_repo.write_raw("README.md", "Lessons.\n")
+    vault_repo.commit("Readme")
+    vault_repo.git("checkout", "-q", "-b", "pr")
+    vault_repo.write("shell/strict", "Always use set -e in shell scripts", "Always start a script with set -e.")
+    vault_repo.commit("Strict", author=BOB)
+    vault_repo.write_raw("README.md", "Lessons we learned.\n")
+    vault_repo.commit("Readme wording", author=ANN)
+    vault_repo.git("checkout", "-q", "main")
+    vault_repo.git("merge", "-q", "--no-ff", "pr", "-m", "Merge pr")
+    merge = vault_repo.git("rev-parse", "HEAD")
+    vault_repo.git("reset", "-q", "--hard", "HEAD^")
+    vault_repo.git("update-ref", "refs/pull/1/merge", merge)
+    cut = tmp_path / "cut"
+    _ci_checkout(vault_repo, "refs/pull/1/merge", 2, cut)
+    done = run_cairn("review", "origin/main..HEAD", "--json", cwd=cut)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == ""
+    assert done.stderr.startswith("Error: this clone is shallow, and the history of origin/main..HEAD stops at ")
+    assert "`git fetch --unshallow`, or `fetch-depth: 0` in actions/checkout" in done.stderr
+    assert len(done.stderr.splitlines()) == 1
+    whole = tmp_path / "whole"
+    _ci_checkout(vault_repo, "refs/pull/1/merge", 3, whole)
+    report = json.loads(run_cairn("review", "origin/main..HEAD", "--json", cwd=whole).stdout)
+    assert [(c["id"], c["authors"]) for c in report["cards"]] == [("shell/strict", [BOB[0]])]

@@ -463,6 +463,15 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
         )
     if base is None:
         raise RangeError(f"{base_rev} and {head_rev} share no history; nothing to compare")
+    cut = gitrepo.shallow_cut(repo, base, head)
+    if cut is not None:
+        # A CI checkout of a pull request's merge commit a few commits deep: the commit where history stops reads as
+        # adding every card, and its author would be credited with the range's cards.
+        raise RangeError(
+            f"this clone is shallow, and the history of {base_rev}..{head_rev} stops at {cut[:10]}, so review cannot "
+            "tell who changed each card; fetch the history (`git fetch --unshallow`, or `fetch-depth: 0` in "
+            "actions/checkout), then run the review again"
+        )
     day = today or dt.date.today()
     raw_changes = gitrepo.changed_cards(repo, base, head, vault)
     base_config = gitrepo.read_path(repo, base, CONFIG_FILE, vault)
