@@ -668,6 +668,24 @@ def test_a_read_only_state_folder_fails_and_its_fix_works(setup: Path, tmp_path:
     assert [c for c in json.loads(again.stdout)["checks"] if c["area"] == "folders"] == []
 
 
+def test_a_state_folder_not_made_yet_is_named_with_the_read_only_folder_above_it(setup: Path, tmp_path: Path) -> None:
+    """Bug fixed: in a CI job whose HOME is read-only and holds no `.local/state/cairn` yet, doctor called HOME itself
+    "the state folder" (`the state folder /home/ci is on a read-only file system`). It now names the state folder
+    Cairn would make and the folder above it that the read-only file system stops it from making."""
+    home = tmp_path / "read-only home"
+    home.mkdir()
+    state = home / ".local" / "state" / "cairn"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("CAIRN_STATE_DIR", str(state))
+        done = cairn_on_read_only(home, "doctor", "--cwd", str(setup), "--json", cwd=setup)
+    assert done.returncode == 1
+    [check] = [c for c in json.loads(done.stdout)["checks"] if c["area"] == "folders"]
+    assert check["detail"].startswith(
+        f"the state folder {state} cannot be made: {home} is on a read-only file system: the hook keeps no log"
+    ), check
+    assert check["note"] == "point CAIRN_STATE_DIR at a writable folder"
+
+
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to run as another user")
 def test_a_cache_or_state_folder_another_user_owns_gets_no_chmod_that_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     """Bug fixed: for a state folder another user owns and this user cannot write (root's 0700), doctor said to run
