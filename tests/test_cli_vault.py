@@ -969,3 +969,16 @@ def test_show_of_a_renamed_card_names_its_new_id(vault_repo: VaultRepo) -> None:
         assert "git/old" not in done.stderr
     # an id no card was ever renamed from keeps its guesses
     assert "did you mean git/old?" in vault_repo.cairn("show", "git/ol").stderr
+
+
+def test_show_of_a_renamed_card_quotes_its_new_id_in_the_command(vault_repo: VaultRepo) -> None:
+    """Bug fixed: the command `cairn show` names for a renamed card's new id printed the id as it is, and an id may
+    hold `&` (a plain id for id-text): `cairn show git/mid&sh` pasted or run by an agent ran `sh`. The id is one
+    shell word now, as `cairn lint PATH` is."""
+    vault_repo.write("git/mid", "Dangling stash commits", "Use git fsck --lost-found to find dropped stash commits.")
+    vault_repo.commit()
+    vault_repo.git("mv", "cards/git/mid.md", "cards/git/mid&sh.md")
+    vault_repo.commit("Rename")
+    done = vault_repo.cairn("show", "git/mid")
+    assert done.returncode == 1 and done.stdout == ""
+    assert "renamed to git/mid&sh" in done.stderr and "`cairn show 'git/mid&sh'`" in done.stderr, done.stderr

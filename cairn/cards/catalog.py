@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import unicodedata
 from collections.abc import Callable
 from typing import Any
@@ -81,7 +82,7 @@ def card_record(
             if moved:  # an id an agent was given before a `git mv`: its lesson is there, not at an id alike
                 raise CardNotFound(
                     f"no card {card_id!r} at {index.commit[:8]}: its file was renamed to {', '.join(moved)}; "
-                    f"`cairn show {moved[0]}{vault_arg}` prints it"
+                    f"`cairn show {shlex.quote(moved[0])}{vault_arg}` prints it"
                 )
             hint = _near_ids(index.ids(), card_id)
             raise CardNotFound(
