@@ -334,7 +334,9 @@ MAX_REQUEST_BYTES = 16 * 1024 * 1024
 _TAIL_BYTES = 4096  # of a line too long, the end kept: where a request's id is when the client writes it last
 _TOP_ID = r'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")'
 _HEAD_ID = re.compile(r"\s*\{[^{}\[\]]*?" + _TOP_ID)  # among the keys before the first nested value
-_TAIL_ID = re.compile(_TOP_ID + r"\s*,?\s*\}\s*$")  # the last key of the outer object (a comma left after it)
+# the last key of the outer object (a comma left after it); one `\s*` before the comma and one after it, never two
+# in a row: a long run of spaces would be split every way (a line of 200,000 spaces kept the server busy for minutes)
+_TAIL_ID = re.compile(_TOP_ID + r"\s*(?:,\s*)?\}\s*$")
 
 
 def _too_long(head: bytes, tail: bytes) -> bytes:

@@ -1253,6 +1253,18 @@ def test_a_request_that_is_not_json_is_answered_for_its_id(vault_repo: VaultRepo
     assert json.loads(answers[5]["result"]["content"][0]["text"])["id"] == "git/force-push-rebase"
 
 
+def test_a_line_that_is_not_json_with_a_long_run_of_spaces_is_answered_at_once(vault_repo: VaultRepo) -> None:
+    """Bug fixed: the id of a line that is not JSON was read as its last key by a pattern (`\\s*,?\\s*\\}`) that
+    tried every split of a run of spaces between two `\\s*`: a line with 200,000 spaces after a nested "id" kept the
+    server busy for minutes, every other request unanswered. It is read in one pass now."""
+    _lessons(vault_repo)
+    line = b'{"jsonrpc": "2.0", "method": "tools/call", "params": {"id": 9' + b" " * 200_000 + b'x}, "id": 1,}\n'
+    ping = b'{"jsonrpc": "2.0", "id": 2, "method": "ping"}\n'
+    answers = exchange_lines(vault_repo.root, [line, ping])
+    assert answers[0] is not None and "parse error: the line is not JSON" in json.dumps(answers[0]["error"])
+    assert answers[1] == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
 def test_each_request_of_a_batch_is_answered(vault_repo: VaultRepo) -> None:
     """Bug fixed: a JSON-RPC batch (an array of requests on one line, which MCP 2025-03-26 has servers take) got no
     answer at all: the SDK reads one message a line and dropped the array without a word. Each request in it is now
