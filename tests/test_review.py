@@ -1339,6 +1339,37 @@ def test_a_changed_cards_neighbours_are_found_without_scoring_every_card(
     assert len(scored) < 30, len(scored)
 
 
+def test_each_changed_card_is_ranked_for_its_neighbours_once(
+    vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug fixed: near-duplicates and own questions each ranked every changed card's name and summary for its
+    closest cards, the same query on the same index twice: half of a bulk import's review. They now share one
+    ranking per card (counted, not timed), and find the same cards: a near-copy is still paired, and each new card
+    still asked its own name."""
+    from cairn.hot.recall import rank as ranking
+    from cairn.hot.vault import find_vault
+    from cairn.review import report
+
+    _base(vault_repo)
+    vault_repo.git("checkout", "-q", "-b", "many")
+    for n in range(20):
+        vault_repo.write(f"ops/service{n}", f"Service {n} hangs without a timeout", f"Set timeout{n} on service{n}.")
+    vault_repo.write("ops/copy", "Service 3 hangs without any timeout", "Set timeout3 on service3.")
+    vault_repo.commit("Twenty-one cards", author=BOB)
+    ranked: list[str] = []
+
+    def counted(index: Any, query: str, **kwargs: Any) -> Any:
+        ranked.append(query)
+        return ranking(index, query, **kwargs)
+
+    monkeypatch.setattr(report, "rank", counted)
+    result = report.review(find_vault(vault_repo.root), "main..many")
+    assert len(result.changes) == 21
+    assert len(ranked) == len(set(ranked)) == 21, ranked
+    assert any({s.card, s.other} == {"ops/copy", "ops/service3"} for s in result.similar), result.similar
+    assert result.own_unasked == 0, result.own
+
+
 def test_a_review_too_long_for_a_comment_is_shortened_not_cut(
     vault_repo: VaultRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -592,12 +592,15 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
             threshold = config_from_dict(after.config).lint.duplicate_threshold
             bodies = _BodyTerms(snapshot.root)
             compared = [c for c in changes if c.status != "removed"]
-            similar = _similar(after, compared, bodies, threshold, progress("review: comparing changed cards"))
+            neighbours = _Neighbours(after)
+            similar = _similar(
+                after, compared, neighbours, bodies, threshold, progress("review: comparing changed cards")
+            )
             routing = _routing(
                 repo, vault, head, before, after, work / "evals", today, progress("review: eval cases, base and HEAD")
             )
             own, unasked = _own_questions(
-                before, after, compared, day, progress("review: asking cards their own questions")
+                before, after, compared, neighbours, day, progress("review: asking cards their own questions")
             )
     return Review(
         base_rev,
@@ -1143,9 +1146,27 @@ class _BodyTerms:
         return self.seen[card.id]
 
 
+class _Neighbours:
+    """Each card's `NEIGHBOURS` closest cards at HEAD (the cards recall ranks for its name and summary), ranked once
+    per card: near-duplicates and own questions both read them, and ranking each changed card twice made half of a
+    bulk import's review."""
+
+    def __init__(self, index: IndexReader) -> None:
+        self.index = index
+        self.seen: dict[str, tuple[IndexedCard, ...]] = {}
+
+    def __call__(self, card: IndexedCard) -> tuple[IndexedCard, ...]:
+        if card.id not in self.seen:
+            ranked = rank(self.index, f"{card.name} {card.summary}", depth=NEIGHBOURS + 1)
+            rows = [row for row, _ in ranked if row != card.row]
+            self.seen[card.id] = tuple(self.index.cards(rows[:NEIGHBOURS]).values())
+        return self.seen[card.id]
+
+
 def _similar(
     index: IndexReader,
     changed: Sequence[CardChange],
+    neighbours: Callable[[IndexedCard], Sequence[IndexedCard]],
     bodies: Callable[[IndexedCard], frozenset[str] | None],
     threshold: float,
     progress: Progress | None = None,
@@ -1158,8 +1179,7 @@ def _similar(
         card = index.card_by_id(change.id)
         if card is None:
             continue
-        rows = [row for row, _ in rank(index, f"{card.name} {card.summary}", depth=NEIGHBOURS + 1) if row != card.row]
-        for other in index.cards(rows[:NEIGHBOURS]).values():
+        for other in neighbours(card):
             pair = frozenset((card.id, other.id))
             if pair in found or other.id in card.supersedes or card.id in other.supersedes:
                 continue
@@ -1216,6 +1236,7 @@ def _own_questions(
     before: IndexReader,
     after: IndexReader,
     changed: Sequence[CardChange],
+    neighbours: Callable[[IndexedCard], Sequence[IndexedCard]],
     today: dt.date,
     progress: Progress | None = None,
 ) -> tuple[tuple[OwnQuestion, ...], int]:
@@ -1229,8 +1250,7 @@ def _own_questions(
         card = after.card_by_id(card_id)
         if card is None:
             continue
-        rows = [row for row, _ in rank(after, f"{card.name} {card.summary}", depth=NEIGHBOURS + 1) if row != card.row]
-        for other in after.cards(rows[:NEIGHBOURS]).values():
+        for other in neighbours(card):
             asked.setdefault(other.id)
     base_settings, head_settings = settings_of(before), settings_of(after)
     found: list[OwnQuestion] = []
