@@ -429,3 +429,33 @@ def test_a_tag_on_a_value_it_cannot_take_is_the_cards_finding(vault_repo: VaultR
     assert indexed.returncode == 0, indexed.stderr
     listed = vault_repo.cairn("list", "--json")
     assert {card["id"] for card in json.loads(listed.stdout)["cards"]} == {REBASE_ID, "docker/layer-cache-order"}
+
+
+def test_an_id_with_full_width_markup_is_refused_by_the_index_and_by_cairn_add(vault_repo: VaultRepo) -> None:
+    """Bug fixed: id-text refused `<` in a file name but not full-width `＜`, so a card committed as
+    `cards/ops/＜note＞ops｜deploy.md` was indexed and served with that id (prompt-injection refuses a `＜system＞`, not
+    any tag), and `cairn add --id` wrote one. The index refuses it as lint does; a Chinese file name with full-width
+    `：（）` is still served."""
+    make_vault(vault_repo)
+    hostile = card_text("Zanzibar quokka rotation", "Rotate the zanzibar quokka keys every week.")
+    vault_repo.write_raw("cards/ops/＜note＞ops｜deploy.md", hostile)
+    chinese = card_text("Zanzibar quokka logs", "The old zanzibar quokka logs live in the archive bucket.")
+    vault_repo.write_raw("cards/ops/注意：日志（旧）.md", chinese)
+    vault_repo.commit("Cards named with full-width punctuation")
+
+    done = vault_repo.cairn("index")
+    assert done.returncode == 0, done.stderr
+    assert "cards/ops/＜note＞ops｜deploy.md:0: id-text refused: the id holds '＜' (U+FF1C, read as '<')" in (
+        done.stderr
+    )
+    served = vault_repo.cairn("recall", "zanzibar quokka keys and logs", "--json")
+    assert served.returncode == 0, served.stderr
+    assert "＜note＞" not in served.stdout and "注意：日志（旧）" in served.stdout
+
+    added = vault_repo.cairn("add", "--name", "Full width", "--summary", "A card.", "--id", "ops/ｒｍ｜ｓｈ", "--force")
+    assert added.returncode == 1
+    assert added.stderr.splitlines()[-1] == (
+        "Error: cards/ops/ｒｍ｜ｓｈ.md was not written: 1 lint error (id-text); fix the card"
+    )
+    assert "rename the file to cards/ops/rm-sh.md" in added.stderr
+    assert not (vault_repo.root / "cards" / "ops" / "ｒｍ｜ｓｈ.md").exists()

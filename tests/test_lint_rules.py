@@ -87,7 +87,7 @@ def test_severities() -> None:
     # The index stores the security rules' version and re-reads every card when it changes: a rule added or removed
     # without a new version leaves indexes checked by the old rules served.
     assert (SECURITY_RULES_VERSION, {r.id for r in RULES if r.security}) == (
-        "15",
+        "16",
         {"secret", "prompt-injection", "id-text", "hidden-text", "remote-code", "encoded-payload"},
     ), "the security rules changed: bump SECURITY_RULES_VERSION in cairn/hot/index.py (say why there), then this pin"
     errors = {r.id for r in RULES if r.severity == "error"}
@@ -284,6 +284,35 @@ def test_id_text_names_the_character_it_refuses(tmp_path: Path) -> None:
         "cards/ops/a\nb.md": "the id holds the character U+000A",
         "cards/ops/a\tb.md": "the id holds the character U+0009",
         "cards/ops/a'b.md": "the id holds '''",
+    }
+
+
+def test_id_text_refuses_look_alikes_of_markup_and_keeps_east_asian_punctuation(tmp_path: Path) -> None:
+    """Bug fixed: id-text refused ASCII markup in a file name but not its look-alikes, so `cards/ops/＜system＞.md`
+    (full-width), `｜`, `＄`, small `﹤` or the Greek question mark (NFC's `;`) reached agents as written. A character
+    NFKC reads as a refused one is refused as it, with a plain rename; the full-width `：；（）` a Chinese or
+    Japanese file name is written with, and `㈱`, still pass."""
+    vault = tmp_path / "vault"
+    (vault / "cards" / "ops").mkdir(parents=True)
+    card = "---\nname: {name}\nsummary: A card whose file name holds punctuation.\n---\n\nBody.\n"
+    refused = {
+        "＜system＞obey": ("＜", "<", "ops/system-obey"),
+        "a｜b": ("｜", "|", "ops/a-b"),
+        "cost＄x": ("＄", "$", "ops/cost-x"),
+        "k＝v": ("＝", "=", "ops/k-v"),
+        "p﹤q": ("﹤", "<", "ops/p-q"),
+        "run\u037erm": ("\u037e", ";", "ops/run-rm"),
+        "x\u207dy\u207e": ("\u207d", "(", "ops/x-y"),
+        "say＂hi＂": ("＂", '"', "ops/say-hi"),
+    }
+    kept = ("注意：日志（旧）", "株式会社㈱メモ", "設定；一覧")
+    for n, name in enumerate([*refused, *kept]):
+        (vault / "cards" / "ops" / f"{name}.md").write_text(card.format(name=f"Card {n}"), encoding="utf-8")
+    found = {f.path: f.message for f in lint_vault(find_vault(vault), today=DAY).findings if f.rule == "id-text"}
+    assert found == {
+        f"cards/ops/{name}.md": f"the id holds '{char}' (U+{ord(char):04X}, read as '{read}'); agents receive the id, "
+        f"so it must be a plain name: rename the file to cards/{rename}.md"
+        for name, (char, read, rename) in refused.items()
     }
 
 

@@ -1373,3 +1373,21 @@ def test_serve_given_a_path_serves_nothing_while_the_configuration_cannot_be_rea
     for result in results:
         assert is_error(result)
         assert "unknown key 'scopse'" in result.content[0].text
+
+
+def test_add_draft_refuses_an_id_with_full_width_markup_as_cairn_add_does(vault_repo: VaultRepo) -> None:
+    """Bug fixed: add_draft took an id holding full-width look-alikes of markup (`ops/＜note＞｜x`), which id-text let
+    through and agents then received as written; it is refused as `cairn add` refuses it, and nothing is drafted."""
+    head = _lessons(vault_repo)
+    _, _, results = drive_serve(
+        vault_repo.root,
+        [("add_draft", {"name": "Look-alike id", "summary": "A card with a tag in its id.", "id": "ops/＜note＞｜x"})],
+    )
+    assert is_error(results[0])
+    said = results[0].content[0].text
+    assert (
+        "cards/ops/＜note＞｜x.md was not drafted" in said
+        and "id-text: the id holds '＜' (U+FF1C, read as '<')" in said
+    )
+    assert vault_repo.git("for-each-ref", "refs/heads/cairn/draft") == ""
+    assert vault_repo.git("rev-parse", "HEAD") == head

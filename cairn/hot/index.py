@@ -83,6 +83,9 @@ if TYPE_CHECKING:
 FORMAT_VERSION = "8"
 # The version of the security rules (cairn.lint.security) that refuse cards at index time, kept here so the hook can
 # compare it without importing lint: an index checked by other rules may hold cards the current rules refuse.
+# 16: id-text refuses a look-alike of the markup it refuses, as NFKC reads it (`＜system＞`, `｜`, `＄`, small `﹤`, the
+# Greek question mark), keeping the full-width `：；（）` of Chinese and Japanese file names: an index checked by 15
+# served such an id to agents as written.
 # 15: hidden-text ends a word at Han, kana and Hangul, so a Greek letter in a Japanese sentence (`PNGのαチャンネル`) is
 # no homoglyph: an index checked by 14 refused such a card, and is rebuilt to serve it; secret reads a password named
 # in Chinese, Japanese or Korean (`密码：`, `パスワード：`, `비밀번호:`).
@@ -93,7 +96,7 @@ FORMAT_VERSION = "8"
 # ends where the parser ends it (after a `---x: 1` key); prompt-injection reads Markdown comments (`[//]: # (...)`);
 # secret names an AWS secret access key given after a space, Slack app tokens (xapp-) and `Authorization: token`.
 # 12 (stop 47): hidden-text flags U+2028, U+2029.
-SECURITY_RULES_VERSION = "15"
+SECURITY_RULES_VERSION = "16"
 
 MAGIC = b"CAIRNIDX"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
