@@ -494,3 +494,25 @@ def test_review_expired_does_not_tell_a_superseded_card_to_renew(vault_repo: Vau
         "cards/ops/tag.md": "the review date 2026-01-31 has passed, so agents no longer get this card; check it, then "
         "update verified_at",
     }, found
+
+
+def test_verified_at_stale_does_not_tell_a_superseded_card_to_renew(vault_repo: VaultRepo) -> None:
+    """Bug fixed: verified-at-stale told a card verified over a year ago that an active card supersedes to "check the
+    lesson still holds, then update verified_at": agents do not get it, and a new date would not serve it. It says so,
+    as review-expired does. A card whose superseding card is a draft is not superseded: it is still told to renew."""
+    stale = {"verified_at": "2025-01-01"}
+    vault_repo.write("ops/old", "Deploy on Fridays", "Deploy staging on Friday mornings only.", **stale)
+    vault_repo.write("ops/new", "Lock staging", "Take the staging lock before a deploy.", supersedes=["ops/old"])
+    vault_repo.write("ops/tag", "Tag by hand", "Tag each staging release by hand.", **stale)
+    vault_repo.write(
+        "ops/tag-ci", "Tag from CI", "Let CI tag each staging release.", status="draft", supersedes=["ops/tag"]
+    )
+    vault_repo.commit("Deploy cards")
+    done = vault_repo.invoke("lint", "--json", "--rules", "verified-at-stale", env=ENV)
+    found = {f["path"]: f["message"] for f in json.loads(done.stdout)}
+    assert found == {
+        "cards/ops/old.md": "verified_at 2025-01-01 is more than 365 days ago, and it is superseded by ops/new, so "
+        "agents do not get this card; a new verified_at would not serve it",
+        "cards/ops/tag.md": "verified_at 2025-01-01 is more than 365 days ago; check the lesson still holds, then "
+        "update verified_at",
+    }, found

@@ -19,7 +19,16 @@ def check(target: Target, context: Context) -> Iterator[Finding]:
     max_age = context.settings.max_age_days
     if card.status != "active" or card.verified_at is None or card.review_after is not None:
         return
-    if context.today - card.verified_at > dt.timedelta(days=max_age):  # a difference: no date overflows
+    if context.today - card.verified_at <= dt.timedelta(days=max_age):  # a difference: no date overflows
+        return
+    if by := context.superseded_by.get(card.id):
+        yield RULE.at(
+            target,
+            target.line_of("verified_at"),
+            f"verified_at {card.verified_at.isoformat()} is more than {max_age} days ago, and it is superseded by "
+            f"{', '.join(by)}, so agents do not get this card; a new verified_at would not serve it",
+        )
+    else:
         yield RULE.at(
             target,
             target.line_of("verified_at"),
