@@ -991,3 +991,30 @@ def test_a_tag_moved_after_pack_refs_serves_where_it_points_now(vault_repo: Vaul
     assert json.loads(indexed.stdout)["commit"] == new
     team = _hook_line(tmp_path)
     assert (team["commit"], team["served"]) == (new, False)
+
+
+def test_a_vault_added_at_an_annotated_tags_object_id_serves_the_commit_it_tags(
+    vault_repo: VaultRepo, tmp_path: Path
+) -> None:
+    """Bug fixed: `cairn vault add PATH --ref ID`, ID the full id of an annotated tag object (`git rev-parse TAG`
+    pasted), registered the tag object's id: `vault add`, `vault list`, `cairn index` and the hook's log named it as
+    the served commit, which is no commit. The tag object is fixed for good, so the commit it tags is registered,
+    with a note, and served alike whether git has packed the tag's object or not."""
+    commit = make_vault(vault_repo)
+    vault_repo.git("tag", "-a", "-m", "reviewed", "reviewed-2026")
+    tag = vault_repo.git("rev-parse", "reviewed-2026")
+    assert tag != commit
+    added = vault_repo.cairn("vault", "add", str(vault_repo.root), "--name", "team", "--ref", tag)
+    assert added.returncode == 0, added.stderr
+    assert f"at {commit[:8]}" in added.stdout
+    assert f"Note: --ref {tag} is an annotated tag's object; registered the commit it tags, {commit}." in added.stderr
+    listed = vault_repo.cairn("vault", "list", "--json")
+    [row] = json.loads(listed.stdout)["vaults"]
+    assert (row["ref"], row["served_ref"], row["commit"]) == (commit, commit, commit)
+    indexed = vault_repo.cairn("index", "--json")
+    assert json.loads(indexed.stdout)["commit"] == commit
+    team = _hook_line(tmp_path)
+    assert (team["commit"], team["served"]) == (commit, True)
+    vault_repo.git("gc", "-q")  # the tag's object packed: still the same commit, the index still fresh
+    team = _hook_line(tmp_path)  # the card was given in this session already: not again
+    assert (team["commit"], team["stale"], team["error"]) == (commit, False, None)

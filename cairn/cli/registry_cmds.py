@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,10 @@ def add_cmd(
         raise CairnError("--ref is empty; give a branch, a tag or a commit, or leave --ref out to serve the default")
     kind = _ref_kind(path, ref) if ref else None
     _refuse_non_commit(kind, ref or "")
+    tagged = _tagged_commit(path, ref) if ref and kind == "commit" else None
+    if tagged is not None:  # a tag object never moves: its commit is served the same, packed by git or not
+        echo(f"Note: --ref {ref} is an annotated tag's object; registered the commit it tags, {tagged}.", err=True)
+        ref = tagged
     entry = userconfig.add_vault(
         path, name=name, ref=ref, scopes=scopes, projects=[str(p) for p in projects], first=first, replace=replace
     )
@@ -237,6 +242,27 @@ def _ref_kind(path: Path, ref: str) -> str | None:
             return object_kind(repo, oid)
     except CairnError:
         return None  # `add_vault` says what is wrong with the folder
+
+
+def _tagged_commit(path: Path, ref: str) -> str | None:
+    """The commit an annotated tag object's full id (`git rev-parse TAG` pasted as --ref) tags, else None: the hook
+    reads the id from the files, and named the tag object as the served commit (a packed one it cannot peel)."""
+    from cairn.gitrepo import object_types, open_repo
+    from cairn.hot.errors import CairnError
+    from cairn.hot.vault import find_vault
+
+    if not re.fullmatch(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}", ref.strip()):  # a tag's name may move: it is kept
+        return None
+    oid = ref.strip().lower()
+    try:
+        with open_repo(find_vault(os.path.abspath(os.path.expanduser(path)))) as repo:
+            found = object_types(repo, [oid, f"{oid}^{{commit}}"])
+    except CairnError:
+        return None
+    if found.get(oid, ("", ""))[1] != "tag":
+        return None
+    commit, kind = found[f"{oid}^{{commit}}"]
+    return commit if kind == "commit" else None
 
 
 def _refuse_non_commit(kind: str | None, ref: str) -> None:
