@@ -1196,3 +1196,23 @@ def test_an_agents_md_that_links_to_the_claude_md_beside_it_is_read_once(vault_r
     assert all(c["source"].startswith(str(project / "CLAUDE.md")) for c in report["cards"]), report["cards"]
     meta, _ = _card(vault_repo, "git/a-shallow-clone-breaks-git-describe")
     assert meta["source"] == "CLAUDE.md:3"
+
+
+def test_a_bullet_that_opens_with_an_html_comment_is_not_said_to_have_no_text(vault_repo: VaultRepo) -> None:
+    """Bug fixed: `- <!-- note --> Docker builds are slow because...` was dropped as "the bullet has no text": Markdown
+    reads a line that opens with `<!--` as raw HTML, so the bullet held no paragraph, yet its text is there. The drop
+    now says so and what to do; a bullet of a comment alone still has no text."""
+    notes = vault_repo.root.parent / "AGENTS.md"
+    notes.write_text(
+        "# Gotchas\n\n"
+        "- <!-- note --> Docker builds are slow because the layer cache is invalidated by the copied source.\n"
+        "- <!-- a comment only -->\n"
+    )
+    done = vault_repo.cairn("import", str(notes), "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:2] == [
+        f'{notes}:3: dropped "<!-- note --> Docker builds are slow because the layer…": the bullet opens with '
+        "HTML (a comment or a tag), which Markdown reads as raw HTML, not as its text; delete the HTML from the "
+        "bullet, then import again",
+        f'{notes}:4: dropped "<!-- a comment only -->": the bullet has no text',
+    ], done.stdout

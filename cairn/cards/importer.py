@@ -396,6 +396,10 @@ def plan_lessons(
         content = _TASK_BOX.sub("", inline.content) if inline is not None else ""
         verdict = lessons.judge(content)
         flat = lessons.flat(re.sub(r"\*\*|__", "", content))
+        if inline is None and tokens[i + 1].type == "html_block":  # `- <!-- note --> text`: its line is raw HTML
+            flat = lessons.flat(tokens[i + 1].content)
+            if _COMMENT.sub("", flat).strip():
+                verdict = lessons.Verdict(False, _OPENS_WITH_HTML)
         if not verdict.lesson or inline is None:
             dropped.append(Dropped(where, lessons.shorten(flat, 60), verdict.why))
             continue
@@ -746,6 +750,13 @@ def _utf8(text: str) -> bool:
 def _text_field(meta: dict[str, Any], key: str) -> str | None:
     value = meta.get(key)
     return lessons.flat(value) if isinstance(value, str) and value.strip() else None
+
+
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_OPENS_WITH_HTML = (
+    "the bullet opens with HTML (a comment or a tag), which Markdown reads as raw HTML, not as its text; delete the "
+    "HTML from the bullet, then import again"
+)
 
 
 def _markdown() -> MarkdownIt:
