@@ -302,3 +302,19 @@ def test_explain_help_says_it_lists_every_card_refused_at_admission(vault_repo: 
     assert sum(row["gates"] is not None for row in rows) == 20
     help_text = " ".join(vault_repo.invoke("explain", "--help").stdout.split())
     assert "every card refused at admission" in help_text and "refused before them" not in help_text
+
+
+def test_explain_shows_an_identifiers_parts_as_the_parts_the_card_matched(vault_repo: VaultRepo) -> None:
+    """Bug fixed: explain's term lists showed each part of a split identifier as the whole identifier (`GitHub` ->
+    github, git, hub printed `matched: github, github, github`), so a card that holds only `git` (which the prompt
+    also says alone) was shown matching `github`, a word it never uses. A stem is still shown as the prompt's word."""
+    vault_repo.write("t/cron", "Cron runs in UTC on GitHub Actions", "GitHub Actions cron schedules run in UTC.")
+    vault_repo.write("t/push", "Rebased branches need a lease", "After rebasing, git push with a lease.")
+    vault_repo.commit()
+    query = "git push after rebasing on GitHub"
+    text = vault_repo.cairn("explain", query).stdout
+    lines = text.splitlines()
+    terms = {lines[i - 1].split()[-1]: line.strip() for i, line in enumerate(lines) if "matched:" in line}
+    assert terms["t/push"].startswith("matched: git, push, rebasing"), text
+    assert "github" not in terms["t/push"], text
+    assert terms["t/cron"].count("github") == 1 and "hub" in terms["t/cron"], text

@@ -1026,14 +1026,18 @@ _TERMS_SHOWN = 8
 def prompt_words(query: str) -> dict[str, str]:
     """Each of the prompt's terms that recall stems (`spr`, `rebas`) with the prompt's word it came from (`spring`,
     `rebased`): explain's term lists in words an author can type into a card's aliases. Chinese is read as character
-    pairs, which name no word: left as they are."""
+    pairs, which name no word: left as they are. An identifier's parts (`GitHub`: github, git, hub) are terms of
+    their own, shown as they are, and so is a term the prompt also says as a word."""
     words: dict[str, str] = {}
+    said: set[str] = set()
     for word in re.findall(r"[^\W_]+", query):
         if not any(map(is_cjk, word)):
-            for term in tokenize(word):
-                if term != word.lower():
-                    words.setdefault(term, word.lower())
-    return words
+            terms = tokenize(word)
+            if len(terms) == 1 and terms[0] != word.lower():  # a stem
+                words.setdefault(terms[0], word.lower())
+            else:  # the word itself, or an identifier and its parts
+                said.update(terms)
+    return {term: word for term, word in words.items() if term not in said}
 
 
 def _terms_line(row: dict[str, Any], words: dict[str, str] | None = None) -> str:
