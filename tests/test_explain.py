@@ -318,3 +318,23 @@ def test_explain_shows_an_identifiers_parts_as_the_parts_the_card_matched(vault_
     assert terms["t/push"].startswith("matched: git, push, rebasing"), text
     assert "github" not in terms["t/push"], text
     assert terms["t/cron"].count("github") == 1 and "hub" in terms["t/cron"], text
+
+
+def test_explain_says_a_card_under_a_gate_went_in_with_its_group(vault_repo: VaultRepo) -> None:
+    """Bug fixed: a card injected with related cards that fit about as well (`recall._group`) showed a lead under
+    the threshold explain prints, `injected` and an empty reason, as if the gates had been skipped. It says `group`
+    now, in the text and as `"group": true` in --json, and `cairn recall` gives the same cards."""
+    vault_repo.write("t/cron", "Cron runs in UTC on GitHub Actions", "GitHub Actions cron schedules run in UTC.")
+    vault_repo.write("t/push", "Rebased branches need a lease", "After rebasing, git push with a lease.")
+    vault_repo.commit()
+    query = "git push after rebasing on GitHub"
+    rows = {r["id"]: r for r in json.loads(vault_repo.cairn("explain", query, "--json").stdout)["candidates"]}
+    push = rows["t/push"]
+    assert push["decision"] == "injected" and push["gates"]["lead"]["value"] < push["gates"]["lead"]["threshold"]
+    assert push["group"] is True and "group" not in rows["t/cron"]
+    text = vault_repo.cairn("explain", query).stdout
+    line = next(line for line in text.splitlines() if line.endswith("  t/push"))
+    assert "injected  group" in line, text
+    assert "one of related cards that fit about as well" in text
+    given = json.loads(vault_repo.cairn("recall", query, "--json").stdout)
+    assert sorted(c["id"] for c in given["cards"]) == ["t/cron", "t/push"]

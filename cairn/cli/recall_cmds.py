@@ -34,7 +34,7 @@ from cairn.cli.common import (
     worktree_option,
 )
 from cairn.hot.errors import CairnError, InvalidCases
-from cairn.hot.gates import LITTLE_EVIDENCE, NAMED_LEAD
+from cairn.hot.gates import LITTLE_EVIDENCE, NAMED_LEAD, failed_gate
 from cairn.hot.hook import context_trim, hook_gives, show_command, vault_encloses
 from cairn.hot.index import IndexedCard, IndexReader
 from cairn.hot.recall import (
@@ -42,6 +42,8 @@ from cairn.hot.recall import (
     ALREADY_INJECTED,
     FRAGMENT_PICKED,
     GATE_REASONS,
+    GROUP_SPREAD,
+    INJECTED,
     PHRASE_PICKED,
     PHRASE_RARE,
     PHRASE_SCALE,
@@ -1006,6 +1008,8 @@ def explain_rows(result: Result, query: str = "") -> list[dict[str, Any]]:
             row["blocked_by"] = c.blocked_by
         if c.picked:  # injected by recall's semantic pick or agreement pick, when the word gates passed nothing
             row["picked"] = c.picked
+        elif c.decision == INJECTED and failed_gate(c.lead, c.coverage, c.margin, s) is not None:
+            row["group"] = True  # under a gate, injected with cards that fit about as well (`recall._group`)
         rows.append(row)
     return rows
 
@@ -1055,6 +1059,11 @@ def _terms_line(row: dict[str, Any], words: dict[str, str] | None = None) -> str
         parts.append(f"lead x{NAMED_LEAD:g} (the prompt names it)")
     if row.get("said"):
         parts.append(f"lead x{NAMED_LEAD:g} (the prompt says more of its own words than of the next card's)")
+    if row.get("group") and row["decision"] == INJECTED:  # not when the merge across vaults left it out
+        parts.append(
+            f"injected under a gate as one of related cards that fit about as well: each scores {GROUP_SPREAD:g} of the "
+            "first or more and passes coverage, and the last of them clears the lead and margin gates"
+        )
     evidence = (row.get("gates") or {}).get("evidence")
     if row.get("reason") == LITTLE_EVIDENCE and evidence:
         parts.append(f"evidence {evidence['value']:.2f} rare words, under {evidence['threshold']:g}")
@@ -1173,7 +1182,7 @@ def render_explain(
             if gates
             else f"{'-':>5}  {'-':>8}  {'-':>6}"
         )
-        reason = row["reason"] or _PICKED.get(row.get("picked") or "", "")
+        reason = row["reason"] or _PICKED.get(row.get("picked") or "", "") or ("group" if row.get("group") else "")
         if reason == UNKNOWN_STATUS:
             reason = f"unknown status '{_shown_status(row['status'])}'"
         if row.get("not_when"):
