@@ -236,10 +236,18 @@ def test_the_merge_leaves_the_second_copy_out_and_explain_says_why(home: Path, t
         "rejected",
         "same_lesson",
     )
+    # which vault's card hides it (it was just `same_lesson`, naming neither the card nor the vault that won)
+    assert team_rows[f"team:{REBASE_ID}"]["same_as"] == "org:vcs/rebase-after-force-push"
     text = ok("explain", FITTING_PROMPT, cwd=project).splitlines()
     at = text.index(f"== team ({team.root}) ==")
     assert text[at + 2] == "Injected: none after the merge across vaults."
-    assert text[at + 5].split()[-3:] == ["rejected", "same_lesson", f"team:{REBASE_ID}"]
+    assert text[at + 5].split()[-5:] == [
+        "rejected",
+        "same_lesson",
+        "(as",
+        "org:vcs/rebase-after-force-push)",
+        f"team:{REBASE_ID}",
+    ]
 
 
 def _gone(name: str, root: Path) -> str:

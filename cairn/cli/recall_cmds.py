@@ -70,6 +70,7 @@ from cairn.hot.serve import (
     Served,
     card_json,
     layer_scope,
+    lesson_keys,
     scope_tags,
     serve_layers,
     serve_prompt,
@@ -698,6 +699,7 @@ def _explain_layered(
                 veto[id(layer)] = veto_judges(query)
         dropped: dict[str, str] = {}
         given = hook_gives(layers, [results[id(layer)] for layer in layers], dropped)
+        kept_copies = _lesson_kept(layers, [results[id(layer)] for layer in layers], dropped)
         for slot in slots:
             section: dict[str, Any] = {"vault": slot.name, "path": slot.root}
             sections.append(section)
@@ -717,6 +719,8 @@ def _explain_layered(
                     row["blocked_by"] = layer.qualified(row["blocked_by"])
                 if row["decision"] == "injected" and row["id"] not in kept:
                     row["decision"], row["reason"] = REJECTED, dropped.get(row["id"], "over_total")
+                    if row["id"] in kept_copies:  # the card of the same lesson the merge kept, in its vault
+                        row["same_as"] = kept_copies[row["id"]]
             section.update(abstained=result.abstained, injected=kept)
             if weights[id(layer)].foreign:
                 section["foreign_terms"] = list(weights[id(layer)].foreign)
@@ -756,6 +760,27 @@ def _explain_layered(
         _note_unserved(
             slots, "`cairn explain --ref HEAD QUERY` asks them", "`cairn explain --worktree QUERY` reads the card files"
         )
+
+
+def _lesson_kept(layers: Sequence[Layer], results: Sequence[Result], dropped: dict[str, str]) -> dict[str, str]:
+    """Each card the merge left out as `same_lesson`, with the card of that lesson it kept before it (`serve`'s
+    merge: the same name or summary, the first vault's): which vault's card hides it."""
+    holders: dict[tuple[int, str], str] = {}
+    kept: dict[str, str] = {}
+    for layer, result in zip(layers, results, strict=True):
+        for c in result.injected:
+            qid = layer.qualified(c.card.id)
+            if dropped.get(qid) == "cross_vault":
+                continue
+            keys = [(i, key) for i, key in enumerate(lesson_keys(c.card)) if key]
+            if dropped.get(qid) == "same_lesson":
+                holder = next((holders[k] for k in keys if k in holders), None)
+                if holder is not None:
+                    kept[qid] = holder
+                continue
+            for k in keys:
+                holders.setdefault(k, qid)
+    return kept
 
 
 @click.command("eval")
@@ -1189,6 +1214,8 @@ def render_explain(
             reason = f"not_when '{_shown_status(row['not_when'])}'"
         if row.get("blocked_by"):
             reason += f" (below {row['blocked_by']})"
+        if row.get("same_as"):
+            reason += f" (as {row['same_as']})"
         lines.append(f"{row['rank']:>3}  {row['score']:7.3f}  {values}  {row['decision']:8}  {reason:16}  {row['id']}")
         if gates and row["rank"] <= EXPLAIN_TERMS:
             lines.append(f"{'':5}{_terms_line(row, words)}")
