@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn import agent_switches, githooks, install
+from cairn.extras import reinstall_command
 from cairn.hot import build_name, index_key_file
 from cairn.hot.errors import CairnError, ConfigError
 from cairn.hot.gitrefs import git_dir, served_ref
@@ -975,10 +976,13 @@ def _git_hook_checks(name: str, vault: Any) -> list[Check]:
             )
             fix += " --chain"
     checks = [Check("git-hooks", name, not missing, detail, fix)]
-    outdated = githooks.outdated_git_hooks(vault, hooks, install.cairn_executable()) if not missing else []
-    idle = githooks.idle_git_hooks(vault, hooks) if outdated else None
+    executable = install.cairn_executable()
+    outdated = githooks.outdated_git_hooks(vault, hooks, executable) if not missing else []
+    # Whether or not they look up to date: after `mv venv venv2` and `cairn install git-hooks` run with `venv2/bin/python
+    # -m cairn`, they run `venv2/bin/cairn`, which is there but cannot start.
+    idle = githooks.idle_git_hooks(vault, hooks) if not missing else None
     if idle is not None:  # they look installed, but every commit leaves the index stale
-        detail, fix = f"{', '.join(outdated)} in {hooks} {idle}", f"cairn install git-hooks --vault {name}"
+        detail, fix = f"{', '.join(outdated or githooks.GIT_HOOKS)} in {hooks} {idle}", _git_hooks_fix(name, executable)
         other = githooks.hooks_work_tree(hooks)
         own = _own_hooks_dir(vault) if other and os.path.isdir(other) else None
         if own is not None and own != hooks.resolve():  # a folder core.hooksPath shares with the repository of `other`
@@ -1022,6 +1026,8 @@ def _git_hook_checks(name: str, vault: Any) -> list[Check]:
         script = install.cairn_script()
         if ok and script and shutil.which("cairn") is None and _runs_cairn_from_path(Path(vault.root)):
             ok, fix = False, _path_export(script)
+            if githooks.cannot_start(str(script)) is not None:  # the PATH would find a `cairn` that does not start
+                fix = f"{reinstall_command()} && {fix}"
             detail = (
                 "installed, but its hook runs `cairn` from the PATH, which finds none here, so every commit fails "
                 "(\"Executable `cairn` not found\"); the fix puts this Cairn's folder there (in your shell's profile too)"
@@ -1052,6 +1058,15 @@ def _runs_cairn_from_path(root: Path) -> bool:
             if isinstance(entry, str) and entry.split()[:1] == ["cairn"]:
                 return True
     return False
+
+
+def _git_hooks_fix(name: str, executable: str) -> str:
+    """The command that writes the vault's git hooks again, running this Cairn's `cairn`; when that script cannot start
+    either (its venv moved), Cairn installed again in place first, which `install git-hooks` would otherwise refuse."""
+    if githooks.cannot_start(executable) is None:
+        return f"cairn install git-hooks --vault {name}"
+    # This interpreter's Cairn, not a `cairn` the PATH may find elsewhere, or not at all
+    return f"{reinstall_command()} && {shlex.quote(sys.executable)} -m cairn install git-hooks --vault {name}"
 
 
 def _path_export(script: Path) -> str:

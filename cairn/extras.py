@@ -1,11 +1,15 @@
-"""The optional extras (`mcp`, `semantic`): the command that installs one beside the Cairn that is running."""
+"""The optional extras (`mcp`, `semantic`): the command that installs one beside the Cairn that is running, and the
+command that installs that Cairn again in place."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shlex
 import sys
 from importlib import metadata
+from urllib.parse import unquote, urlparse
 
 from cairn.hot import DISTRIBUTION
 
@@ -40,3 +44,23 @@ def extra_requirements(extra: str) -> list[str]:
         if match and match.group(1) == extra:
             found.append(requirement.strip())
     return found
+
+
+def reinstall_command() -> str:
+    """`PYTHON -m pip install --force-reinstall --no-deps SOURCE`: Cairn installed again in place, for the interpreter
+    running it, so pip writes its `cairn` script again, starting from that interpreter (after `mv venv venv2`, the
+    script still names `venv/bin/python`). SOURCE is where pip installed it from (`direct_url.json`: a clone, `-e` for
+    an editable install, or a wheel) while that is still there, else the distribution by name."""
+    source = shlex.quote(DISTRIBUTION)
+    try:
+        recorded = json.loads(metadata.distribution(DISTRIBUTION).read_text("direct_url.json") or "{}")
+    except (metadata.PackageNotFoundError, ValueError):
+        recorded = {}
+    url = recorded.get("url") if isinstance(recorded, dict) else None
+    if isinstance(url, str) and url.startswith("file://"):
+        path = unquote(urlparse(url).path)
+        if os.path.exists(path):
+            info = recorded.get("dir_info")
+            editable = isinstance(info, dict) and info.get("editable") is True
+            source = f"-e {shlex.quote(path)}" if editable else shlex.quote(path)
+    return f"{shlex.quote(sys.executable)} -m pip install --force-reinstall --no-deps {source}"

@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from cairn.atomic import write_atomic, write_backup
+from cairn.extras import reinstall_command
 from cairn.hot.errors import CairnError, RefusedWrite, RepositoryNotOwned
 from cairn.hot.vault import Vault, common_git_dir, shell_word
 
@@ -102,6 +103,7 @@ def idle_git_hooks(vault: Vault, hooks_dir: Path) -> str | None:
     a word."""
     work_tree = _work_tree(vault)
     tried: set[tuple[str, str]] = set()
+    started: set[str] = set()
     for name in GIT_HOOKS:
         try:
             text = _script_of(hooks_dir, name).read_text("utf-8", "replace")
@@ -114,6 +116,11 @@ def idle_git_hooks(vault: Vault, hooks_dir: Path) -> str | None:
             return f"were written for the work tree {written_for}, so they index nothing in {work_tree}"
         if runs and os.sep in runs and not os.access(runs, os.X_OK):
             return f"run {runs}, which is not there any more, so they index nothing"
+        if runs and os.sep in runs and runs not in started:
+            started.add(runs)
+            failed = cannot_start(runs)
+            if failed is not None:
+                return f"run {failed}, so they index nothing"
         # An older Cairn's hooks in a venv whose path holds a space ran its own script as `PYTHON -S cairn`; upgraded in
         # place, `cairn` is pip's console-script launcher, which cannot find Cairn without `site`.
         python = _filled(text, "CAIRN_PYTHON")
@@ -122,6 +129,26 @@ def idle_git_hooks(vault: Vault, hooks_dir: Path) -> str | None:
             if not _starts([python, "-S", runs]):
                 return f"run {shlex.join([python, '-S', runs])}, which no longer starts Cairn, so they index nothing"
     return None
+
+
+def cannot_start(executable: str) -> str | None:
+    """Why the `cairn` script `executable` does not start (`executable --version` fails), or None when it does: after
+    `mv venv venv2`, `venv2/bin/cairn` still starts with `#!/.../venv/bin/python`, which is not there any more."""
+    if _starts([executable]):
+        return None
+    path = shutil.which(executable) or executable
+    try:
+        with open(path, "rb") as script:
+            first = script.readline(4096)
+    except OSError:
+        first = b""
+    interpreter = first[2:].decode("utf-8", "replace").split()[:1] if first.startswith(b"#!") else []
+    if interpreter and os.path.isabs(interpreter[0]) and not os.path.exists(interpreter[0]):
+        return (
+            f"{executable}, which cannot start: its first line runs {interpreter[0]}, which is not there (was its "
+            "folder moved or removed?)"
+        )
+    return f"{executable}, which cannot start (`{shlex.join([executable, '--version'])}` fails)"
 
 
 def _starts(launcher: list[str]) -> bool:
@@ -296,6 +323,13 @@ def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: boo
         raise RefusedWrite(
             f"{hooks_dir} is a file where git's hooks folder goes; nothing was written: move it away, then run "
             "this again"
+        )
+    failed = cannot_start(executable)
+    if failed is not None:  # hooks running it would index nothing, and every commit would leave the index stale
+        again = shlex.join(["cairn", "install", "git-hooks", "--vault", str(vault.root)])
+        raise RefusedWrite(
+            f"the git hooks would run {failed}; nothing was written. Install Cairn again in place "
+            f"(`{reinstall_command()}`), then run `{again}`"
         )
     hooks_dir.mkdir(parents=True, exist_ok=True)
     changes = []

@@ -13,6 +13,7 @@ import sys
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -502,3 +503,58 @@ def test_an_upgrade_in_place_that_keeps_the_version_number_is_a_new_build(
         check=True,
     )
     assert checkout.stdout.strip() == cairn.__version__
+
+
+@pytest.mark.slow
+def test_git_hooks_of_a_moved_venv_are_never_written_to_run_a_cairn_that_cannot_start(
+    vault_repo: VaultRepo, tmp_path: Path, wheel: Path
+) -> None:
+    """Bug fixed: after `mv venv venv2`, `venv2/bin/cairn` still starts with `#!/.../venv/bin/python`, which is gone.
+    `venv2/bin/python -m cairn install git-hooks` wrote hooks running that script all the same, and `cairn doctor` said
+    `ok git-hooks` (it looked at the script only when the hooks were out of date, and only whether it was executable):
+    every commit left the index stale, silently. Install now refuses, doctor fails such hooks whether or not they look
+    up to date, and its fix (Cairn installed again in place, then the hooks) works."""
+    venv, moved = tmp_path / "venv", tmp_path / "venv2"
+    _venv(venv)
+    _pip_install(venv, wheel)
+    make_vault(vault_repo)
+    own = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the venv's Cairn, as a user runs it
+    for args in (["vault", "add", str(vault_repo.root), "--name", "team"], ["install", "git-hooks", "--vault", "team"]):
+        done = subprocess.run([str(venv / "bin" / "cairn"), *args], env=own, capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    venv.rename(moved)
+    hooks = vault_repo.root / ".git" / "hooks"
+    before = {name: (hooks / name).read_text() for name in githooks.GIT_HOOKS}
+
+    def moved_cairn(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(moved / "bin" / "python"), "-m", "cairn", *args], env=own, capture_output=True, text=True, cwd=tmp_path
+        )
+
+    refused = moved_cairn("install", "git-hooks", "--vault", "team")
+    assert refused.returncode == 1
+    assert f"{moved / 'bin' / 'cairn'}, which cannot start" in refused.stderr
+    assert f"runs {venv / 'bin' / 'python'}, which is not there" in refused.stderr
+    assert {name: (hooks / name).read_text() for name in githooks.GIT_HOOKS} == before  # nothing was written
+
+    for name in githooks.GIT_HOOKS:  # as install wrote them before: up to date, running the moved script
+        text = before[name].replace(f"CAIRN_BIN={venv / 'bin' / 'cairn'}\n", f"CAIRN_BIN={moved / 'bin' / 'cairn'}\n")
+        assert text != before[name]
+        (hooks / name).write_text(text)
+
+    def hook_line() -> dict[str, Any]:
+        report = json.loads(moved_cairn("doctor", "--json").stdout)
+        return next(c for c in report["checks"] if c["area"] == "git-hooks")
+
+    line = hook_line()
+    assert line["ok"] is False and "cannot start" in line["detail"], line
+    fixed = subprocess.run(["sh", "-c", line["fix"]], env=own, capture_output=True, text=True, cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stderr
+    assert hook_line()["ok"] is True
+    vault_repo.write("ops/after-the-move", "A lesson after the move", "Committed once the venv was moved and fixed.")
+    head = vault_repo.commit("after the move")
+    from cairn.hot.index import IndexReader
+    from cairn.hot.paths import index_path
+
+    with IndexReader(index_path(vault_repo.root.resolve())) as index:
+        assert index.commit == head  # the hooks' `cairn index` ran
