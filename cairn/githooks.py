@@ -96,11 +96,12 @@ def outdated_git_hooks(vault: Vault, hooks_dir: Path, executable: str) -> list[s
     return outdated
 
 
-def idle_git_hooks(vault: Vault, hooks_dir: Path) -> str | None:
+def idle_git_hooks(vault: Vault, hooks_dir: Path, run: bool = True) -> str | None:
     """Why Cairn's git hooks in `hooks_dir` index nothing for this vault, or None: written for a work tree at another
     place (the vault was moved since, or the hooks are another repository's), or running a `cairn` that is gone or no
     longer starts as they start it. Such hooks still look installed, and every commit leaves the index stale without
-    a word."""
+    a word. run: whether the hooks' `cairn` is also run to see it starts (`cannot_start`; its first line is read
+    either way)."""
     work_tree = _work_tree(vault)
     tried: set[tuple[str, str]] = set()
     started: set[str] = set()
@@ -118,7 +119,7 @@ def idle_git_hooks(vault: Vault, hooks_dir: Path) -> str | None:
             return f"run {runs}, which is not there any more, so they index nothing"
         if runs and os.sep in runs and runs not in started:
             started.add(runs)
-            failed = cannot_start(runs)
+            failed = cannot_start(runs, run)
             if failed is not None:
                 return f"run {failed}, so they index nothing"
         # An older Cairn's hooks in a venv whose path holds a space ran its own script as `PYTHON -S cairn`; upgraded in
@@ -131,11 +132,11 @@ def idle_git_hooks(vault: Vault, hooks_dir: Path) -> str | None:
     return None
 
 
-def cannot_start(executable: str) -> str | None:
-    """Why the `cairn` script `executable` does not start (`executable --version` fails), or None when it does: after
-    `mv venv venv2`, `venv2/bin/cairn` still starts with `#!/.../venv/bin/python`, which is not there any more."""
-    if _starts([executable]):
-        return None
+def cannot_start(executable: str, run: bool = True) -> str | None:
+    """Why the `cairn` script `executable` does not start, or None when it does: after `mv venv venv2`,
+    `venv2/bin/cairn` still starts with `#!/.../venv/bin/python`, which is not there any more. That first line is
+    read first; with `run` (doctor), `executable --version` is run too, which also finds a broken install, at the
+    cost of an interpreter start (install leaves it out: `cairn init` and `vault add` write hooks on every run)."""
     path = shutil.which(executable) or executable
     try:
         with open(path, "rb") as script:
@@ -148,6 +149,8 @@ def cannot_start(executable: str) -> str | None:
             f"{executable}, which cannot start: its first line runs {interpreter[0]}, which is not there (was its "
             "folder moved or removed?)"
         )
+    if not run or _starts([executable]):
+        return None
     return f"{executable}, which cannot start (`{shlex.join([executable, '--version'])}` fails)"
 
 
@@ -324,7 +327,7 @@ def install_git_hooks(vault: Vault, hooks_dir: Path, executable: str, chain: boo
             f"{hooks_dir} is a file where git's hooks folder goes; nothing was written: move it away, then run "
             "this again"
         )
-    failed = cannot_start(executable)
+    failed = cannot_start(executable, run=False)
     if failed is not None:  # hooks running it would index nothing, and every commit would leave the index stale
         again = shlex.join(["cairn", "install", "git-hooks", "--vault", str(vault.root)])
         raise RefusedWrite(

@@ -320,7 +320,7 @@ def _has_git_hooks(vault: Vault) -> bool:
     `cairn` that is gone: `cairn doctor` fails those), so a pull there indexes what it brings."""
     try:
         hooks = gitrepo.hooks_dir(vault)
-        return not githooks.missing_git_hooks(hooks) and githooks.idle_git_hooks(vault, hooks) is None
+        return not githooks.missing_git_hooks(hooks) and githooks.idle_git_hooks(vault, hooks, run=False) is None
     except CairnError:
         return False
 
