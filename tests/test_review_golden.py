@@ -27,9 +27,7 @@ def _card(repo: VaultRepo, card_id: str, i: int, word: str) -> None:
     )
 
 
-def test_review_json_is_unchanged_on_adds_renames_and_edits(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_review_json_is_unchanged_on_adds_renames_and_edits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_AUTHOR_DATE", "2026-11-01T12:00:00Z")
     monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-11-01T12:00:00Z")
     repo = VaultRepo(tmp_path / "vault", marker=True)

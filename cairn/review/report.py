@@ -542,7 +542,7 @@ def _review(repo: Any, vault: Vault, spec: str, today: dt.date | None, stages: S
                 key=lambda f: (f.rule != PROMPT_INJECTION, f.severity != ERROR, f.path, f.line, f.rule, f.message),
             )
         )
-        cards = _CardReader(repo, vault, base, snapshot.root)
+        cards = _CardReader(repo, vault, base, snapshot.root, [c.old_path for c in raw_changes if c.old_path])
         blocked += _eval_policy(repo, vault, base, head, work / "policy")
         for raw in raw_changes:
             if raw.status == "R" and card_id_from_path(raw.new_path or "") is None:
@@ -777,32 +777,50 @@ def _eval_policy(repo: Any, vault: Vault, base: str, head: str, folder: Path) ->
 class _CardReader:
     """Cards as parsed from their blobs: at the base (read from git) and at HEAD (from the materialized snapshot)."""
 
-    def __init__(self, repo: Any, vault: Vault, base: str, head_root: Path) -> None:
+    def __init__(self, repo: Any, vault: Vault, base: str, head_root: Path, wanted: Collection[str] = ()) -> None:
+        """wanted: the base's card paths the review will ask for (the range's old paths), read in one git call."""
         self.repo, self.vault, self.base, self.head_root = repo, vault, base, head_root
+        self._wanted = frozenset(wanted)
         self._base_entries: dict[str, gitrepo.TreeEntry] | None = None
+        self._base_blobs: dict[str, bytes] = {}
         self._before: dict[str, dict[str, Any] | None] = {}
+        self._after: dict[str, dict[str, Any] | None] = {}
 
     def before(self, path: str | None) -> dict[str, Any] | None:
-        """A card file as the base holds it, parsed once. The base's tree is listed once, with each blob's size:
-        a `git cat-file` per call (two per changed card) made a large pull request's review take seconds more."""
+        """A card file as the base holds it, parsed once. The base's tree is listed once, with each blob's size, and
+        the wanted cards' blobs are read in one `git cat-file --batch`: a git request per card made a large pull
+        request's review take seconds more."""
         if path is None:
             return None
         if path not in self._before:
             if self._base_entries is None:
                 self._base_entries = {e.path: e for e in gitrepo.card_entries(self.repo, self.base, self.vault)}
+                blobs = [e.blob for p, e in self._base_entries.items() if p in self._wanted and self._readable(e)]
+                self._base_blobs = gitrepo.read_small_blobs(self.repo, blobs)
             entry = self._base_entries.get(path)
-            # a huge blob under cards/ is never read whole (it is no card either); a symlink or submodule is no card
-            card = entry is not None and entry.mode not in (gitrepo.SYMLINK_MODE, gitrepo.SUBMODULE_MODE)
-            if entry is None or not card or not 0 <= entry.size <= MAX_CARD_BYTES:
+            if entry is None or not self._readable(entry):
                 self._before[path] = None
             else:
-                self._before[path] = self._parsed(path, gitrepo.read_blob(self.repo, entry.blob, size=entry.size))
+                data = self._base_blobs.get(entry.blob)
+                if data is None:
+                    data = gitrepo.read_blob(self.repo, entry.blob, size=entry.size)
+                self._before[path] = self._parsed(path, data)
         return self._before[path]
 
+    @staticmethod
+    def _readable(entry: gitrepo.TreeEntry) -> bool:
+        """A regular file within the card limit: a huge blob under cards/ is never read whole (it is no card
+        either); a symlink or submodule is no card."""
+        card = entry.mode not in (gitrepo.SYMLINK_MODE, gitrepo.SUBMODULE_MODE)
+        return card and 0 <= entry.size <= MAX_CARD_BYTES
+
     def after(self, path: str | None) -> dict[str, Any] | None:
+        """A card file as HEAD holds it, parsed once (policy and the card's change both read it)."""
         if path is None:
             return None
-        return self._parsed(path, self._head_bytes(path))
+        if path not in self._after:
+            self._after[path] = self._parsed(path, self._head_bytes(path))
+        return self._after[path]
 
     def _head_bytes(self, path: str) -> bytes | None:
         """A card file's bytes at HEAD, when it is a regular file within the card limit. A symlinked card is
@@ -1135,6 +1153,7 @@ class _BodyTerms:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.seen: dict[str, frozenset[str] | None] = {}
+        self.profiles: dict[str, similarity.Profile] = {}
 
     def __call__(self, card: IndexedCard) -> frozenset[str] | None:
         if card.id not in self.seen:
@@ -1144,6 +1163,13 @@ class _BodyTerms:
                 parsed = None
             self.seen[card.id] = similarity.terms(parsed.body) if parsed is not None else None
         return self.seen[card.id]
+
+    def profile(self, card: IndexedCard) -> similarity.Profile:
+        """The card's near-duplicate profile, made once: a card is in a dozen pairs or more, and making it for
+        each pair (tokenizing its summary again) was a fifth of comparing a bulk import's cards."""
+        if card.id not in self.profiles:
+            self.profiles[card.id] = similarity.profile(card.name, card.scope, card.summary, self(card))
+        return self.profiles[card.id]
 
 
 class _Neighbours:
@@ -1167,7 +1193,7 @@ def _similar(
     index: IndexReader,
     changed: Sequence[CardChange],
     neighbours: Callable[[IndexedCard], Sequence[IndexedCard]],
-    bodies: Callable[[IndexedCard], frozenset[str] | None],
+    bodies: _BodyTerms,
     threshold: float,
     progress: Progress | None = None,
 ) -> tuple[Similar, ...]:
@@ -1194,11 +1220,10 @@ def _similar(
 def _compare(
     card: IndexedCard,
     other: IndexedCard,
-    bodies: Callable[[IndexedCard], frozenset[str] | None],
+    bodies: _BodyTerms,
     threshold: float,
 ) -> Similar | None:
-    mine = similarity.profile(card.name, card.scope, card.summary, bodies(card))
-    theirs = similarity.profile(other.name, other.scope, other.summary, bodies(other))
+    mine, theirs = bodies.profile(card), bodies.profile(other)
     alike = similarity.likeness(mine, theirs)
     common = mine.summary & theirs.summary
     overlap = len(common) / min(len(mine.summary), len(theirs.summary)) if mine.summary and theirs.summary else 0.0
