@@ -1265,6 +1265,27 @@ def test_a_line_that_is_not_json_with_a_long_run_of_spaces_is_answered_at_once(v
     assert answers[1] == {"jsonrpc": "2.0", "id": 2, "result": {}}
 
 
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads this process's children from /proc")
+def test_exchange_lines_kills_a_server_that_has_not_ended_in_time(vault_repo: VaultRepo) -> None:
+    """Bug fixed (in the test helper): a server still running when `exchange_lines` gave up on it (its wait timed
+    out, on a loaded machine or a server stuck) was left running after the test; a stuck `cairn serve` was once
+    found that way. It is killed, and the call still fails."""
+    _lessons(vault_repo)
+    ping = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n'
+    with pytest.raises(subprocess.TimeoutExpired):
+        exchange_lines(vault_repo.root, [ping], timeout=0.000_001)  # no server ends in a microsecond
+    left = _running_children()
+    for pid in left:
+        os.kill(pid, 9)
+    assert left == []
+
+
+def _running_children() -> list[int]:
+    """This process's children that have not ended (a zombie has ended), from /proc."""
+    pids = [int(pid) for task in Path("/proc/self/task").iterdir() for pid in (task / "children").read_text().split()]
+    return [pid for pid in pids if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+
+
 def test_each_request_of_a_batch_is_answered(vault_repo: VaultRepo) -> None:
     """Bug fixed: a JSON-RPC batch (an array of requests on one line, which MCP 2025-03-26 has servers take) got no
     answer at all: the SDK reads one message a line and dropped the array without a word. Each request in it is now

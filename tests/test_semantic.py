@@ -1582,5 +1582,10 @@ def test_the_mcp_server_collects_the_warm_encoders_it_started(vault_repo: VaultR
         assert state(first) == "gone"
     finally:
         server.stdin.close()
-        server.wait(30)
-        server.stdout.close()
+        try:
+            server.wait(120)
+        finally:
+            if server.poll() is None:  # stuck: killed, not left running after the test
+                server.kill()
+                server.wait()
+            server.stdout.close()

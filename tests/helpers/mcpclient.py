@@ -58,10 +58,15 @@ def is_error(result: Any) -> bool:
     return bool(getattr(result, "is_error", None) or getattr(result, "isError", None))
 
 
+STARTUP_SECONDS = 120
+"""How long `cairn serve` may take to answer initialize: a hang guard, not a budget (two shared cores under a parallel
+run took over 20 s to start one)."""
+
+
 def exchange_lines(
     vault: Path,
     lines: list[bytes],
-    timeout: float = 20,
+    timeout: float = 120,
     options: tuple[str, ...] = (),
     errlog: Path | None = None,
     peaks: list[int] | None = None,
@@ -69,7 +74,8 @@ def exchange_lines(
     """Start the installed `cairn serve` on `vault` (with `options`, its stderr into the file `errlog`), initialise,
     then write each of `lines` (one raw JSON-RPC request of id 1, 2, 3... each, for what the client SDK will not
     send) and wait for its answer; returns the answers (None for a request not answered within `timeout` seconds).
-    `peaks` (Linux) gets the server's highest resident memory in KiB once initialised and after the last answer."""
+    `peaks` (Linux) gets the server's highest resident memory in KiB once initialised and after the last answer.
+    A server that has not ended `timeout` seconds after its stdin closed is killed, and the call fails."""
     opening = {
         "jsonrpc": "2.0",
         "id": 0,
@@ -93,7 +99,7 @@ def exchange_lines(
         reader = _Answers(server.stdout.fileno())
         server.stdin.write(json.dumps(opening).encode() + b"\n")
         server.stdin.flush()
-        assert reader.answer(0, timeout) is not None
+        assert reader.answer(0, max(timeout, STARTUP_SECONDS)) is not None, "cairn serve never answered initialize"
         if peaks is not None:
             peaks.append(_peak_kib(server.pid))
         server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
@@ -107,8 +113,14 @@ def exchange_lines(
         return answers
     finally:
         server.stdin.close()
-        server.wait(timeout)
-        server.stdout.close()
+        try:
+            server.wait(timeout)
+        finally:
+            # a server stuck past its stdin's end is killed here: left running, it outlived the test
+            if server.poll() is None:
+                server.kill()
+                server.wait()
+            server.stdout.close()
 
 
 def _peak_kib(pid: int) -> int:
