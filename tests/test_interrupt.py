@@ -342,3 +342,21 @@ def test_an_add_stopped_while_it_lints_the_vault_says_nothing_was_written(
         "Interrupted.",
     ], done.stderr
     assert done.stdout == "" and sorted((vault_repo.root / "cards").rglob("*")) == before
+
+
+def test_run_on_terminal_kills_a_command_stuck_at_a_question(vault_repo: VaultRepo) -> None:
+    """Bug fixed (in the test helper): `run_on_terminal` read the terminal with no deadline, so a command stuck at a
+    question (`cairn add` with nothing typed) hung the test, and the suite, for ever; its `timeout` applied only once
+    the terminal had closed. It raises TimeoutExpired by then, and the command is killed."""
+    from helpers.cli import run_on_terminal
+
+    make_vault(vault_repo)
+    before = _children()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_on_terminal(["add"], vault_repo.root, timeout=5, typed=b"")
+    assert _children() - before == set()
+
+
+def _children() -> set[int]:
+    """This process's children that have not been collected, from /proc."""
+    return {int(pid) for task in Path("/proc/self/task").iterdir() for pid in (task / "children").read_text().split()}

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import select
 import subprocess
+import time
 import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -55,7 +57,8 @@ def run_on_terminal(
 ) -> tuple[int, bytes]:
     """The installed `cairn ARGS` with stdout and stderr on a pseudo-terminal, as a user at a terminal runs it, `env`
     added to the environment: (exit code, everything it wrote there). `typed`: stdin is the terminal too, and this is
-    typed on it; `stdout`: the output goes to that file instead (`cairn ... > FILE` typed at a terminal)."""
+    typed on it; `stdout`: the output goes to that file instead (`cairn ... > FILE` typed at a terminal). A command
+    still running, or its terminal still open, after `timeout` seconds is killed and the call raises TimeoutExpired."""
     import pty
 
     from helpers.vaults import cairn_executable
@@ -75,17 +78,25 @@ def run_on_terminal(
         ) as process,
     ):
         os.close(secondary)
-        if typed is not None:
-            os.write(primary, typed)
-        output = b""
-        while True:
-            try:
-                chunk = os.read(primary, 65536)
-            except OSError:  # the terminal closed: the command is done
-                break
-            if not chunk:
-                break
-            output += chunk
-        code = process.wait(timeout=timeout)
-    os.close(primary)
+        deadline = time.monotonic() + timeout
+        try:
+            if typed is not None:
+                os.write(primary, typed)
+            output = b""
+            while True:
+                # a command stuck at a question would block a plain read, and the test with it, for ever
+                if not select.select([primary], [], [], max(deadline - time.monotonic(), 0))[0]:
+                    raise subprocess.TimeoutExpired(process.args, timeout, output)
+                try:
+                    chunk = os.read(primary, 65536)
+                except OSError:  # the terminal closed: the command is done
+                    break
+                if not chunk:
+                    break
+                output += chunk
+            code = process.wait(timeout=max(deadline - time.monotonic(), 0))
+        finally:
+            if process.poll() is None:  # killed, or leaving `with Popen` would wait for it with no timeout
+                process.kill()
+            os.close(primary)
     return code, output
