@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -1276,8 +1277,28 @@ def test_exchange_lines_kills_a_server_that_has_not_ended_in_time(vault_repo: Va
         exchange_lines(vault_repo.root, [ping], timeout=0.000_001)  # no server ends in a microsecond
     left = _running_children()
     for pid in left:
-        os.kill(pid, 9)
+        os.kill(pid, signal.SIGKILL)
     assert left == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads this process's children from /proc")
+def test_drive_serve_gives_up_on_a_server_that_never_answers(vault_repo: VaultRepo) -> None:
+    """Bug fixed (in the test helper): `drive_serve` waited for each answer without a deadline, so a server that
+    hung (here stopped with SIGSTOP between two calls) hung the test, and the suite, for ever. The call fails after
+    its timeout, and the server is gone."""
+    _lessons(vault_repo)
+
+    def stop_server() -> None:
+        for pid in _running_children():
+            os.kill(pid, signal.SIGSTOP)
+
+    with pytest.raises(Exception) as raised:  # noqa: B017 (the SDK's task group may wrap it in an exception group)
+        drive_serve(vault_repo.root, [stop_server, ("show", {"id": "git/force-push-rebase"})], timeout=5)
+    left = _running_children()
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == []
+    assert raised.type is TimeoutError or raised.group_contains(TimeoutError, depth=None), raised.value
 
 
 def _running_children() -> list[int]:

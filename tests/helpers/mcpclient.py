@@ -21,13 +21,20 @@ from helpers.vaults import cairn_executable
 
 Step = tuple[str, dict[str, Any]] | Callable[[], object]
 
+STARTUP_SECONDS = 120
+"""How long `cairn serve` may take to answer a request, initialize first: a hang guard, not a budget (two shared
+cores under a parallel run took over 20 s to start one). Without one, a server that never answered hung the test."""
 
-def drive_serve(vault: Path, calls: Sequence[Step], name: str | None = None) -> tuple[Any, list[str], list[Any]]:
+
+def drive_serve(
+    vault: Path, calls: Sequence[Step], name: str | None = None, timeout: float = STARTUP_SECONDS
+) -> tuple[Any, list[str], list[Any]]:
     """Start the installed `cairn serve` on `vault` (`--vault name` when given, a configured vault's name), make each
     tool call in one session; returns the server's initialize result, the names of the tools it lists, and each
     call's result. A function among `calls` is run there, between the calls before it and those after it, while the
-    server runs (a change made under it)."""
-    return anyio.run(_session_calls, vault, calls, name)
+    server runs (a change made under it). A request not answered within `timeout` seconds raises TimeoutError (in an
+    exception group, from the SDK's task group), and the server is killed as the SDK's client ends the session."""
+    return anyio.run(_session_calls, vault, calls, name, timeout)
 
 
 def drive_serve_at_once(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
@@ -46,21 +53,18 @@ async def _calls_at_once(vault: Path, calls: list[tuple[str, dict[str, Any]]]) -
         results[n] = await session.call_tool(name, args)
 
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        async with anyio.create_task_group() as group:
-            for n, (name, args) in enumerate(calls):
-                group.start_soon(call, session, n, name, args)
+        with anyio.fail_after(STARTUP_SECONDS):
+            await session.initialize()
+        with anyio.fail_after(STARTUP_SECONDS):
+            async with anyio.create_task_group() as group:
+                for n, (name, args) in enumerate(calls):
+                    group.start_soon(call, session, n, name, args)
     return results
 
 
 def is_error(result: Any) -> bool:
     """Whether a tool call's result is an error (the SDK spells the field isError or is_error by version)."""
     return bool(getattr(result, "is_error", None) or getattr(result, "isError", None))
-
-
-STARTUP_SECONDS = 120
-"""How long `cairn serve` may take to answer initialize: a hang guard, not a budget (two shared cores under a parallel
-run took over 20 s to start one)."""
 
 
 def exchange_lines(
@@ -153,17 +157,22 @@ class _Answers:
             self.pending += chunk
 
 
-async def _session_calls(vault: Path, calls: Sequence[Step], name: str | None) -> tuple[Any, list[str], list[Any]]:
+async def _session_calls(
+    vault: Path, calls: Sequence[Step], name: str | None, timeout: float
+) -> tuple[Any, list[str], list[Any]]:
     params = StdioServerParameters(
         command=cairn_executable(), args=["serve", "--vault", name or str(vault)], env=dict(os.environ), cwd=str(vault)
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        init = await session.initialize()
-        listed = await session.list_tools()
+        with anyio.fail_after(max(timeout, STARTUP_SECONDS)):
+            init = await session.initialize()
+        with anyio.fail_after(timeout):
+            listed = await session.list_tools()
         results = []
         for step in calls:
             if callable(step):
                 step()
             else:
-                results.append(await session.call_tool(*step))
+                with anyio.fail_after(timeout):
+                    results.append(await session.call_tool(*step))
     return init, [t.name for t in listed.tools], results
