@@ -151,7 +151,12 @@ def test_the_warm_encoder_takes_its_lock_before_its_model_and_writes_no_pid_thro
     finally:
         if daemon.poll() is None:
             daemon.send_signal(signal.SIGTERM)
-            daemon.wait(timeout=20)
+            try:
+                daemon.wait(timeout=60)
+            finally:
+                if daemon.poll() is None:  # deaf to SIGTERM: killed, not left running after the test
+                    daemon.kill()
+                    daemon.wait()
         daemon.stderr.close()  # type: ignore[union-attr]
     assert not (state / "semantic.sock").exists() and not (state / "semantic.pid").exists()
 
