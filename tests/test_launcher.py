@@ -520,7 +520,9 @@ def test_git_hooks_of_a_moved_venv_are_never_written_to_run_a_cairn_that_cannot_
     make_vault(vault_repo)
     own = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the venv's Cairn, as a user runs it
     for args in (["vault", "add", str(vault_repo.root), "--name", "team"], ["install", "git-hooks", "--vault", "team"]):
-        done = subprocess.run([str(venv / "bin" / "cairn"), *args], env=own, capture_output=True, text=True, cwd=tmp_path)
+        done = subprocess.run(
+            [str(venv / "bin" / "cairn"), *args], env=own, capture_output=True, text=True, cwd=tmp_path
+        )
         assert done.returncode == 0, done.stderr
     venv.rename(moved)
     hooks = vault_repo.root / ".git" / "hooks"
